@@ -1,0 +1,26 @@
+# The two commands of the README: `make demo` runs the main job, `make test` the whole test suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: venv install test demo bench-trie clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# Editable install with the build tools in the venv: rebuilds are incremental
+# (build/ keeps the CMake tree) and always optimized (Release).
+install: $(PY)
+	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(PIP) install --quiet --no-build-isolation -e ".[dev]"
+
+test: install
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench-trie: install
+	$(PY) -m stencil.bench.trie
+
+clean:
+	rm -rf build $(VENV)

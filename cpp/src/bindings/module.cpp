@@ -1,0 +1,7 @@
+// The extension module only registers the bound classes; each lives in its own file.
+#include "bindings/bindings.h"
+
+NB_MODULE(_core, m) {
+  bind_errors(m);
+  bind_vocabulary(m);
+}

@@ -1,0 +1,45 @@
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/bindings.h"
+#include "stencil/vocabulary.h"
+
+namespace nb = nanobind;
+using namespace stencil;
+
+void bind_vocabulary(nb::module_& m) {
+  nb::class_<Vocabulary>(m, "Vocabulary")
+      .def("__init__",
+           [](Vocabulary* self, const std::vector<nb::bytes>& tokens, const std::vector<int32_t>& special_ids,
+              const std::vector<int32_t>& eos_ids, int32_t vocab_size) {
+             std::vector<std::string> t;
+             t.reserve(tokens.size());
+             for (auto& b : tokens) t.emplace_back(b.c_str(), b.size());
+             nb::gil_scoped_release release;
+             new (self) Vocabulary(std::move(t), special_ids, eos_ids, vocab_size);
+           },
+           nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"), nb::arg("vocab_size"))
+      .def_prop_ro("vocab_size", &Vocabulary::vocab_size)
+      .def_prop_ro("num_tokens", &Vocabulary::num_tokens)
+      .def("token_bytes",
+           [](const Vocabulary& v, int64_t id) {
+             v.check_id(id);
+             auto s = v.token_bytes(static_cast<int32_t>(id));
+             return nb::bytes(s.data(), s.size());
+           })
+      .def("decode_bytes",
+           [](const Vocabulary& v, const std::vector<int64_t>& ids) {
+             std::string out;
+             for (int64_t id : ids) {
+               v.check_id(id);
+               out += v.token_bytes(static_cast<int32_t>(id));
+             }
+             return nb::bytes(out.data(), out.size());
+           })
+      .def("is_special", &Vocabulary::is_special)
+      .def_prop_ro("trie_nodes", [](const Vocabulary& v) { return v.trie().nodes().size(); })
+      .def_prop_ro("trie_build_seconds", &Vocabulary::trie_build_seconds)
+      .def_prop_ro("memory_bytes", &Vocabulary::memory_bytes)
+      .def_prop_ro("trie_memory_bytes", [](const Vocabulary& v) { return v.trie().memory_bytes(); });
+}

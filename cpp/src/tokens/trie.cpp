@@ -1,0 +1,65 @@
+#include <algorithm>
+#include <numeric>
+
+#include "stencil/errors.h"
+#include "stencil/vocabulary.h"
+
+namespace stencil {
+
+void TokenTrie::build(const std::vector<std::string_view>& token_bytes,
+                      const std::vector<uint8_t>& excluded) {
+  std::vector<int32_t> order;
+  order.reserve(token_bytes.size());
+  for (size_t i = 0; i < token_bytes.size(); ++i)
+    if (!excluded[i] && !token_bytes[i].empty()) order.push_back(static_cast<int32_t>(i));
+  // Sorting by bytes (ties by id) puts tokens in depth-first order.
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    int c = token_bytes[a].compare(token_bytes[b]);
+    return c < 0 || (c == 0 && a < b);
+  });
+
+  nodes_.clear();
+  duplicates_.clear();
+  nodes_.reserve(order.size() * 3 + 1);
+  nodes_.push_back({0, -1, 0, 0});
+  // path[d] = index of the node at depth d on the current root-to-node path.
+  std::vector<uint32_t> path{0};
+  std::string_view prev;
+  int32_t prev_id = -1;
+  max_depth_ = 0;
+  auto close_to = [&](size_t depth) {
+    while (path.size() > depth + 1) {
+      uint32_t n = path.back();
+      path.pop_back();
+      nodes_[n].subtree_size = static_cast<uint32_t>(nodes_.size() - n);
+    }
+  };
+  for (int32_t id : order) {
+    std::string_view t = token_bytes[id];
+    if (t.size() > 0xFFFF) throw UsageError("token " + std::to_string(id) + " is longer than 65535 bytes");
+    if (prev_id >= 0 && t == prev) {
+      duplicates_.emplace_back(prev_id, id);
+      continue;
+    }
+    size_t common = 0;
+    while (common < prev.size() && common < t.size() && prev[common] == t[common]) ++common;
+    close_to(common);
+    for (size_t d = common; d < t.size(); ++d) {
+      path.push_back(static_cast<uint32_t>(nodes_.size()));
+      nodes_.push_back({1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(t[d])});
+    }
+    nodes_[path.back()].token_id = id;
+    max_depth_ = std::max<int>(max_depth_, static_cast<int>(t.size()));
+    prev = t;
+    prev_id = id;
+  }
+  close_to(0);
+  nodes_[0].subtree_size = static_cast<uint32_t>(nodes_.size());
+  nodes_.shrink_to_fit();
+}
+
+size_t TokenTrie::memory_bytes() const {
+  return nodes_.capacity() * sizeof(TrieNode) + duplicates_.capacity() * sizeof(duplicates_[0]);
+}
+
+}  // namespace stencil
