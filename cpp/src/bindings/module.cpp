@@ -4,4 +4,6 @@
 NB_MODULE(_core, m) {
   bind_errors(m);
   bind_vocabulary(m);
+  bind_grammar(m);
+  bind_matcher(m);
 }

@@ -1,0 +1,113 @@
+// The grammar IR, defined once here: rules over symbols, where terminals are
+// lexemes given by byte-level regular expressions (or special tokens). Python
+// front-ends build it through GrammarBuilder; nothing else defines it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lexer/lexer.h"
+#include "regex/expr.h"
+#include "regex/utf8.h"
+
+namespace stencil {
+
+using Symbol = uint32_t;
+constexpr Symbol kTerminalBit = 0x80000000u;
+inline bool is_terminal(Symbol s) { return s & kTerminalBit; }
+inline uint32_t symbol_index(Symbol s) { return s & ~kTerminalBit; }
+
+struct Rule {
+  uint32_t lhs;
+  std::vector<Symbol> rhs;
+};
+
+// An immutable grammar: lexemes, rules and the tables the parser walks.
+class Grammar {
+ public:
+  static constexpr uint32_t kFormatVersion = 1;
+
+  ExprStore exprs;
+  std::vector<LexemeSpec> lexemes;
+  std::vector<std::string> nonterminal_names;
+  std::vector<Rule> rules;  // rule 0 is the augmented start rule `__start -> start`
+  uint32_t start = 0;       // the augmented start nonterminal
+
+  // Parser tables, derived from the rules by finalize().
+  std::vector<Symbol> dotted;          // per rule: rhs symbols, then kEndOfRule | rule id
+  std::vector<uint32_t> rule_begin;    // position of each rule's first symbol in `dotted`
+  std::vector<uint32_t> nt_rules_begin, nt_rules;  // rules of each nonterminal (CSR)
+  std::vector<uint8_t> nullable;       // per nonterminal
+
+  static constexpr Symbol kEndOfRule = 0x40000000u;
+  static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }
+
+  Grammar() = default;
+  explicit Grammar(ExprStore store) : exprs(std::move(store)) {}
+  void finalize();
+  std::string serialize() const;
+  static std::shared_ptr<Grammar> deserialize(const std::string& data);
+  uint64_t hash() const;
+  std::string to_string() const;
+  std::string lexeme_name(uint32_t lex) const;
+};
+
+struct BuilderLimits {
+  size_t max_exprs = 4'000'000;
+  uint32_t max_repeat = 100'000;   // bounded repetition of a grammar symbol
+  uint32_t max_rules = 2'000'000;
+};
+
+class GrammarBuilder {
+ public:
+  explicit GrammarBuilder(BuilderLimits limits = {});
+
+  // Regular expressions (ids into the builder's expression store).
+  ExprId re_nothing() const { return ExprStore::kNothing; }
+  ExprId re_empty() const { return ExprStore::kEmpty; }
+  ExprId re_any_byte_string() const { return ExprStore::kAnyByteStar; }
+  ExprId re_any_string();  // any sequence of valid UTF-8 code points
+  ExprId re_bytes(const std::string& bytes);
+  ExprId re_literal(const std::string& utf8) { return re_bytes(utf8); }
+  ExprId re_byte_ranges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges);
+  ExprId re_char_ranges(const CodepointRanges& ranges, bool negate);
+  ExprId re_concat(const std::vector<ExprId>& items);
+  ExprId re_or(const std::vector<ExprId>& items);
+  ExprId re_and(const std::vector<ExprId>& items);
+  ExprId re_not(ExprId item);
+  ExprId re_repeat(ExprId item, int64_t min, int64_t max);
+  std::string re_to_string(ExprId e) const;
+  bool re_nullable(ExprId e) const;
+
+  // Symbols.
+  Symbol lexeme(ExprId expr, const std::string& name, bool lazy);
+  Symbol literal(const std::string& text, const std::string& name);
+  Symbol special_token(const std::vector<int32_t>& token_ids, const std::string& name);
+  void ignore(ExprId expr, const std::string& name);
+  Symbol rule(const std::string& name);
+  void add_alternative(Symbol nonterminal, const std::vector<Symbol>& rhs);
+  Symbol seq(const std::vector<Symbol>& items);
+  Symbol choice(const std::vector<Symbol>& items);
+  Symbol optional(Symbol item);
+  Symbol repeat(Symbol item, int64_t min, int64_t max);
+  Symbol empty();
+
+  std::shared_ptr<Grammar> build(Symbol start) const;
+
+ private:
+  void check_expr(ExprId e, const char* what) const;
+  void check_symbol(Symbol s, const char* what) const;
+  Symbol fresh_rule(const std::string& hint);
+
+  BuilderLimits limits_;
+  ExprStore store_;
+  std::vector<LexemeSpec> lexemes_;
+  std::vector<std::string> names_;
+  std::vector<Rule> rules_;
+  std::unordered_map<std::string, uint32_t> lexeme_ids_;
+  std::unordered_map<std::string, uint32_t> rule_ids_;
+  uint32_t anon_counter_ = 0;
+};
+
+}  // namespace stencil

@@ -1,0 +1,69 @@
+// The state of one generation under a compiled grammar: a stack with one
+// frame per accepted byte (lexer state + parser row count), so that rolling
+// back bytes or tokens is truncation, and the trie walk that fills masks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parser/earley.h"
+#include "stencil/compiled_grammar.h"
+
+namespace stencil {
+
+class Matcher {
+ public:
+  // max_rollback: how many tokens rollback() may undo (-1: unlimited).
+  Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback);
+
+  bool accept_token(int64_t token);
+  bool accept_bytes(const std::string& bytes);  // all or nothing
+  void rollback(int64_t n);
+  void reset();
+  bool is_accepting();
+  bool is_terminated() const { return terminated_; }
+  // Writes ceil(vocab_size / 32) words: bit t of the mask is token t allowed.
+  void fill_mask(uint32_t* words, size_t num_words);
+  std::vector<int32_t> forced_tokens(size_t limit = 256);
+  std::string forced_bytes(size_t limit = 4096);
+  int64_t validate_tokens(const std::vector<int64_t>& tokens);
+  size_t num_accepted_tokens() const { return history_.size(); }
+  int max_rollback() const { return max_rollback_; }
+  const CompiledGrammar& grammar() const { return *g_; }
+  std::string debug_state() const;
+
+ private:
+  struct Frame {
+    uint32_t state;  // lexer state
+    uint32_t rows;   // parser rows
+    bool fresh;      // no byte of the current lexeme read yet
+  };
+  struct Step {
+    uint32_t frames;  // frames before the token
+    bool eos;
+  };
+
+  bool push_byte(uint8_t b);
+  bool end_lexeme(const LexState& ls, uint32_t* next_state);
+  void pop_to(size_t num_frames) {
+    frames_.resize(num_frames);
+    parser_.truncate(frames_.back().rows);
+  }
+  bool accept_special(int32_t token);
+  bool accepting_now();
+  void walk(size_t first, size_t root, uint32_t* words);
+  void undo_tokens(size_t n);
+
+  std::shared_ptr<const CompiledGrammar> g_;
+  const Lexer* lexer_;
+  const Vocabulary* vocab_;
+  EarleyParser parser_;
+  std::vector<Frame> frames_;
+  std::vector<Step> history_;
+  int max_rollback_;
+  bool terminated_ = false;
+  std::vector<uint32_t> scratch_lexemes_;
+};
+
+}  // namespace stencil

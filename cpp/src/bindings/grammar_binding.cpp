@@ -1,0 +1,61 @@
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/bindings.h"
+#include "stencil/grammar.h"
+
+namespace nb = nanobind;
+using namespace stencil;
+
+void bind_grammar(nb::module_& m) {
+  nb::class_<Grammar>(m, "Grammar")
+      .def("hash", &Grammar::hash)
+      .def("serialize", [](const Grammar& g) {
+        std::string s = g.serialize();
+        return nb::bytes(s.data(), s.size());
+      })
+      .def_static("deserialize", [](nb::bytes data) {
+        return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
+      })
+      .def_prop_ro("num_rules", [](const Grammar& g) { return g.rules.size(); })
+      .def_prop_ro("num_lexemes", [](const Grammar& g) { return g.lexemes.size(); })
+      .def("__str__", &Grammar::to_string);
+
+  nb::class_<GrammarBuilder>(m, "GrammarBuilder")
+      .def(nb::init<>())
+      .def("re_nothing", &GrammarBuilder::re_nothing)
+      .def("re_empty", &GrammarBuilder::re_empty)
+      .def("re_any_string", &GrammarBuilder::re_any_string)
+      .def("re_any_byte_string", &GrammarBuilder::re_any_byte_string)
+      .def("re_literal", [](GrammarBuilder& b, const std::string& text) { return b.re_literal(text); })
+      .def("re_bytes", [](GrammarBuilder& b, nb::bytes data) { return b.re_bytes(std::string(data.c_str(), data.size())); })
+      .def("re_byte_ranges", &GrammarBuilder::re_byte_ranges, nb::arg("ranges"))
+      .def("re_char_ranges", &GrammarBuilder::re_char_ranges, nb::arg("ranges"), nb::arg("negate") = false)
+      .def("re_concat", &GrammarBuilder::re_concat, nb::arg("items"))
+      .def("re_or", &GrammarBuilder::re_or, nb::arg("items"))
+      .def("re_and", &GrammarBuilder::re_and, nb::arg("items"))
+      .def("re_not", &GrammarBuilder::re_not, nb::arg("item"))
+      .def("re_repeat", &GrammarBuilder::re_repeat, nb::arg("item"), nb::arg("min"), nb::arg("max"))
+      .def("re_to_string", &GrammarBuilder::re_to_string)
+      .def("re_nullable", &GrammarBuilder::re_nullable)
+      .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false)
+      .def("literal", &GrammarBuilder::literal, nb::arg("text"), nb::arg("name") = "")
+      .def("special_token", &GrammarBuilder::special_token, nb::arg("token_ids"), nb::arg("name") = "")
+      .def("ignore", &GrammarBuilder::ignore, nb::arg("expr"), nb::arg("name") = "")
+      .def("rule", &GrammarBuilder::rule, nb::arg("name") = "")
+      .def("add_alternative", &GrammarBuilder::add_alternative, nb::arg("rule"), nb::arg("symbols"))
+      .def("seq", &GrammarBuilder::seq)
+      .def("choice", &GrammarBuilder::choice)
+      .def("optional", &GrammarBuilder::optional)
+      .def("repeat", &GrammarBuilder::repeat, nb::arg("item"), nb::arg("min"), nb::arg("max"))
+      .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); })
+      .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); })
+      .def("empty", &GrammarBuilder::empty)
+      .def("build", [](const GrammarBuilder& b, Symbol start) {
+        nb::gil_scoped_release release;
+        return b.build(start);
+      }, nb::arg("start"));
+}

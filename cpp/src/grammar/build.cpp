@@ -1,0 +1,227 @@
+// GrammarBuilder::build: check the rules, prune what can never be used, copy
+// the used expressions into the grammar's own store, and add the start rule.
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+
+#include "regex/derivative.h"
+#include "stencil/errors.h"
+#include "stencil/grammar.h"
+
+namespace stencil {
+
+// Copies e and what it uses into dst. Children always have smaller ids than
+// their parents, so copying the reachable ids in increasing order needs no
+// recursion (expressions can nest very deeply).
+ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_map<ExprId, ExprId>& memo) {
+  if (e == ExprStore::kAnyByteStar || e <= ExprStore::kEmpty) return e;
+  if (auto it = memo.find(e); it != memo.end()) return it->second;
+  std::vector<ExprId> stack{e}, reach;
+  std::unordered_map<ExprId, bool> seen{{e, true}};
+  while (!stack.empty()) {
+    ExprId cur = stack.back();
+    stack.pop_back();
+    reach.push_back(cur);
+    const ExprNode& n = src.node(cur);
+    auto visit = [&](ExprId k) {
+      if (k == ExprStore::kAnyByteStar || k <= ExprStore::kEmpty || memo.count(k) || seen.count(k)) return;
+      seen.emplace(k, true);
+      stack.push_back(k);
+    };
+    if (n.kind == ExprKind::Concat) {
+      visit(n.a);
+      visit(n.b);
+    } else if (n.kind == ExprKind::Not || n.kind == ExprKind::Repeat) {
+      visit(n.a);
+    } else if (n.kind == ExprKind::Or || n.kind == ExprKind::And) {
+      for (uint32_t i = 0; i < n.args_len; ++i) visit(src.args(n)[i]);
+    }
+  }
+  std::sort(reach.begin(), reach.end());
+  auto get = [&](ExprId k) {
+    if (k == ExprStore::kAnyByteStar || k <= ExprStore::kEmpty) return k;
+    return memo.at(k);
+  };
+  for (ExprId cur : reach) {
+    const ExprNode& n = src.node(cur);
+    ExprId r = ExprStore::kNothing;
+    switch (n.kind) {
+      case ExprKind::Nothing: r = ExprStore::kNothing; break;
+      case ExprKind::Empty: r = ExprStore::kEmpty; break;
+      case ExprKind::Bytes: r = dst.bytes(src.byteset(n.a)); break;
+      case ExprKind::Concat: r = dst.concat(get(n.a), get(n.b)); break;
+      case ExprKind::Or:
+      case ExprKind::And: {
+        std::vector<ExprId> kids;
+        for (uint32_t i = 0; i < n.args_len; ++i) kids.push_back(get(src.args(n)[i]));
+        r = n.kind == ExprKind::Or ? dst.alt(kids) : dst.conj(kids);
+        break;
+      }
+      case ExprKind::Not: r = dst.negate(get(n.a)); break;
+      case ExprKind::Repeat: r = dst.repeat(get(n.a), n.min, n.max); break;
+    }
+    memo.emplace(cur, r);
+  }
+  return memo.at(e);
+}
+
+std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
+  if (is_terminal(start)) throw GrammarError("build: the start symbol must be a rule, not a lexeme");
+  check_symbol(start, "build");
+  const size_t num_nt = names_.size();
+  std::vector<std::vector<uint32_t>> rules_of(num_nt);
+  for (uint32_t r = 0; r < rules_.size(); ++r) rules_of[rules_[r].lhs].push_back(r);
+
+  // Rules used but never defined are an error wherever they are reachable.
+  {
+    std::vector<uint8_t> seen(num_nt, 0);
+    std::deque<uint32_t> queue{start};
+    seen[start] = 1;
+    while (!queue.empty()) {
+      uint32_t nt = queue.front();
+      queue.pop_front();
+      if (rules_of[nt].empty()) throw GrammarError("rule '" + names_[nt] + "' is used but has no definition");
+      for (uint32_t r : rules_of[nt])
+        for (Symbol s : rules_[r].rhs)
+          if (!is_terminal(s) && !seen[s]) {
+            seen[s] = 1;
+            queue.push_back(s);
+          }
+    }
+  }
+
+  // Productive symbols: lexemes with a non-empty language, rules with an
+  // alternative made of productive symbols only.
+  ExprStore scratch = store_;
+  Deriver deriver(scratch, 10'000'000);
+  {
+    ByteClasses bc = ByteClasses::from_sets(scratch.all_bytesets());
+    deriver.set_class_representatives(bc.representative);
+  }
+  std::vector<uint8_t> lex_ok(lexemes_.size());
+  for (size_t i = 0; i < lexemes_.size(); ++i)
+    lex_ok[i] = lexemes_[i].special || !deriver.is_empty(lexemes_[i].expr);
+  std::vector<uint8_t> productive(num_nt, 0);
+  auto sym_ok = [&](Symbol s) { return is_terminal(s) ? lex_ok[symbol_index(s)] != 0 : productive[s] != 0; };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Rule& r : rules_) {
+      if (productive[r.lhs]) continue;
+      bool ok = true;
+      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
+      if (ok) productive[r.lhs] = changed = true;
+    }
+  }
+  if (!productive[start]) throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
+
+  // Reachable through productive alternatives only.
+  std::vector<int64_t> nt_map(num_nt, -1);
+  std::vector<int64_t> lex_map(lexemes_.size(), -1);
+  auto g = std::make_shared<Grammar>(ExprStore(limits_.max_exprs));
+  std::unordered_map<ExprId, ExprId> memo;
+  auto map_lexeme = [&](uint32_t lex) {
+    if (lex_map[lex] < 0) {
+      lex_map[lex] = static_cast<int64_t>(g->lexemes.size());
+      LexemeSpec spec = lexemes_[lex];
+      spec.expr = copy_expr(store_, g->exprs, spec.expr, memo);
+      g->lexemes.push_back(std::move(spec));
+    }
+    return static_cast<uint32_t>(lex_map[lex]);
+  };
+  g->nonterminal_names.push_back("__start");
+  std::deque<uint32_t> queue{start};
+  nt_map[start] = 1;
+  g->nonterminal_names.push_back(names_[start]);
+  std::vector<uint32_t> order;
+  while (!queue.empty()) {
+    uint32_t nt = queue.front();
+    queue.pop_front();
+    order.push_back(nt);
+    for (uint32_t ri : rules_of[nt]) {
+      const Rule& r = rules_[ri];
+      bool ok = true;
+      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
+      if (!ok) continue;
+      for (Symbol s : r.rhs)
+        if (!is_terminal(s) && nt_map[s] < 0) {
+          nt_map[s] = static_cast<int64_t>(g->nonterminal_names.size());
+          g->nonterminal_names.push_back(names_[s]);
+          queue.push_back(s);
+        }
+    }
+  }
+  g->rules.push_back({0, {1}});
+  for (uint32_t nt : order) {
+    for (uint32_t ri : rules_of[nt]) {
+      const Rule& r = rules_[ri];
+      bool ok = true;
+      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
+      if (!ok) continue;
+      Rule out{static_cast<uint32_t>(nt_map[nt]), {}};
+      for (Symbol s : r.rhs)
+        out.rhs.push_back(is_terminal(s) ? (kTerminalBit | map_lexeme(symbol_index(s))) : static_cast<Symbol>(nt_map[s]));
+      g->rules.push_back(std::move(out));
+    }
+  }
+  for (size_t i = 0; i < lexemes_.size(); ++i)
+    if (lexemes_[i].ignore && lex_ok[i]) map_lexeme(static_cast<uint32_t>(i));
+  g->start = 0;
+  g->finalize();
+  return g;
+}
+
+void Grammar::finalize() {
+  const size_t num_nt = nonterminal_names.size();
+  dotted.clear();
+  rule_begin.clear();
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    rule_begin.push_back(static_cast<uint32_t>(dotted.size()));
+    for (Symbol s : rules[r].rhs) dotted.push_back(s);
+    dotted.push_back(kEndOfRule | r);
+  }
+  nt_rules_begin.assign(num_nt + 1, 0);
+  for (const Rule& r : rules) nt_rules_begin[r.lhs + 1]++;
+  for (size_t i = 0; i < num_nt; ++i) nt_rules_begin[i + 1] += nt_rules_begin[i];
+  nt_rules.assign(rules.size(), 0);
+  std::vector<uint32_t> fill(nt_rules_begin.begin(), nt_rules_begin.end() - 1);
+  for (uint32_t r = 0; r < rules.size(); ++r) nt_rules[fill[rules[r].lhs]++] = r;
+  nullable.assign(num_nt, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Rule& r : rules) {
+      if (nullable[r.lhs]) continue;
+      bool all = true;
+      for (Symbol s : r.rhs) all = all && !is_terminal(s) && nullable[s];
+      if (all) nullable[r.lhs] = changed = true;
+    }
+  }
+}
+
+std::string Grammar::lexeme_name(uint32_t lex) const {
+  const LexemeSpec& l = lexemes[lex];
+  return l.name.empty() ? "lexeme#" + std::to_string(lex) : l.name;
+}
+
+std::string Grammar::to_string() const {
+  std::string out;
+  for (const Rule& r : rules) {
+    out += nonterminal_names[r.lhs] + " ->";
+    if (r.rhs.empty()) out += " ε";
+    for (Symbol s : r.rhs) out += " " + (is_terminal(s) ? lexeme_name(symbol_index(s)) : nonterminal_names[s]);
+    out += "\n";
+  }
+  for (uint32_t i = 0; i < lexemes.size(); ++i) {
+    const LexemeSpec& l = lexemes[i];
+    out += lexeme_name(i) + (l.ignore ? " (ignored)" : "") + (l.lazy ? " (lazy)" : "") + " = ";
+    if (l.special) {
+      out += "special tokens";
+      for (int32_t t : l.token_ids) out += " " + std::to_string(t);
+    } else {
+      out += exprs.to_string(l.expr);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace stencil

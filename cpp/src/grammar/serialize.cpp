@@ -1,0 +1,211 @@
+// Versioned binary form of a grammar, for caching; its bytes define the hash.
+#include <cstring>
+
+#include "stencil/errors.h"
+#include "stencil/grammar.h"
+
+namespace stencil {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x474e5453;  // "STNG"
+
+struct Writer {
+  std::string out;
+  void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
+  void u32(uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+  void u64(uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    out += s;
+  }
+};
+
+struct Reader {
+  const std::string& in;
+  size_t pos = 0;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw GrammarError("malformed serialized grammar at byte " + std::to_string(pos) + ": " + what);
+  }
+  void need(size_t n) const {
+    if (in.size() - pos < n) fail("unexpected end of data");
+  }
+  uint8_t u8() {
+    need(1);
+    return static_cast<uint8_t>(in[pos++]);
+  }
+  uint32_t u32() {
+    need(4);
+    uint32_t v;
+    std::memcpy(&v, in.data() + pos, 4);
+    pos += 4;
+    return v;
+  }
+  uint64_t u64() {
+    need(8);
+    uint64_t v;
+    std::memcpy(&v, in.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  std::string str() {
+    uint32_t n = u32();
+    need(n);
+    std::string s = in.substr(pos, n);
+    pos += n;
+    return s;
+  }
+  uint32_t count(size_t max, const char* what) {
+    uint32_t n = u32();
+    if (n > max) fail(std::string("too many ") + what);
+    return n;
+  }
+};
+
+}  // namespace
+
+std::string Grammar::serialize() const {
+  Writer w;
+  w.u32(kMagic);
+  w.u32(kFormatVersion);
+  w.u32(static_cast<uint32_t>(exprs.size()));
+  for (ExprId e = 0; e < exprs.size(); ++e) {
+    const ExprNode& n = exprs.node(e);
+    w.u8(static_cast<uint8_t>(n.kind));
+    switch (n.kind) {
+      case ExprKind::Nothing:
+      case ExprKind::Empty: break;
+      case ExprKind::Bytes:
+        for (uint64_t x : exprs.byteset(n.a).w) w.u64(x);
+        break;
+      case ExprKind::Concat:
+        w.u32(n.a);
+        w.u32(n.b);
+        break;
+      case ExprKind::Or:
+      case ExprKind::And:
+        w.u32(n.args_len);
+        for (uint32_t i = 0; i < n.args_len; ++i) w.u32(exprs.args(n)[i]);
+        break;
+      case ExprKind::Not: w.u32(n.a); break;
+      case ExprKind::Repeat:
+        w.u32(n.a);
+        w.u32(n.min);
+        w.u32(n.max);
+        break;
+    }
+  }
+  w.u32(static_cast<uint32_t>(lexemes.size()));
+  for (const LexemeSpec& l : lexemes) {
+    w.u32(l.expr);
+    w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2)));
+    w.str(l.name);
+    w.u32(static_cast<uint32_t>(l.token_ids.size()));
+    for (int32_t t : l.token_ids) w.u32(static_cast<uint32_t>(t));
+  }
+  w.u32(static_cast<uint32_t>(nonterminal_names.size()));
+  for (const auto& n : nonterminal_names) w.str(n);
+  w.u32(static_cast<uint32_t>(rules.size()));
+  for (const Rule& r : rules) {
+    w.u32(r.lhs);
+    w.u32(static_cast<uint32_t>(r.rhs.size()));
+    for (Symbol s : r.rhs) w.u32(s);
+  }
+  w.u32(start);
+  return w.out;
+}
+
+std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
+  Reader r{data};
+  if (r.u32() != kMagic) r.fail("not a stencil grammar (bad magic)");
+  uint32_t version = r.u32();
+  if (version != kFormatVersion)
+    r.fail("format version " + std::to_string(version) + " is not supported (expected " +
+           std::to_string(kFormatVersion) + ")");
+  auto g = std::make_shared<Grammar>();
+  uint32_t n_exprs = r.count(data.size(), "expressions");
+  std::vector<ExprId> map(n_exprs);
+  auto ref = [&](uint32_t e, uint32_t self) {
+    if (e >= self) r.fail("expression refers forward");
+    return map[e];
+  };
+  for (uint32_t e = 0; e < n_exprs; ++e) {
+    uint8_t kind = r.u8();
+    switch (static_cast<ExprKind>(kind)) {
+      case ExprKind::Nothing: map[e] = ExprStore::kNothing; break;
+      case ExprKind::Empty: map[e] = ExprStore::kEmpty; break;
+      case ExprKind::Bytes: {
+        ByteSet s;
+        for (auto& x : s.w) x = r.u64();
+        map[e] = g->exprs.bytes(s);
+        break;
+      }
+      case ExprKind::Concat: {
+        uint32_t a = r.u32(), b = r.u32();
+        map[e] = g->exprs.concat(ref(a, e), ref(b, e));
+        break;
+      }
+      case ExprKind::Or:
+      case ExprKind::And: {
+        uint32_t n = r.count(n_exprs, "alternatives");
+        std::vector<ExprId> kids;
+        for (uint32_t i = 0; i < n; ++i) kids.push_back(ref(r.u32(), e));
+        map[e] = static_cast<ExprKind>(kind) == ExprKind::Or ? g->exprs.alt(kids) : g->exprs.conj(kids);
+        break;
+      }
+      case ExprKind::Not: map[e] = g->exprs.negate(ref(r.u32(), e)); break;
+      case ExprKind::Repeat: {
+        uint32_t a = r.u32(), mn = r.u32(), mx = r.u32();
+        if (mx != kUnbounded && mn > mx) r.fail("repetition with min > max");
+        map[e] = g->exprs.repeat(ref(a, e), mn, mx);
+        break;
+      }
+      default: r.fail("unknown expression kind " + std::to_string(kind));
+    }
+  }
+  uint32_t n_lex = r.count(data.size(), "lexemes");
+  for (uint32_t i = 0; i < n_lex; ++i) {
+    LexemeSpec l;
+    uint32_t e = r.u32();
+    if (e >= n_exprs) r.fail("lexeme refers to an unknown expression");
+    l.expr = map[e];
+    uint8_t flags = r.u8();
+    l.ignore = flags & 1;
+    l.lazy = flags & 2;
+    l.special = flags & 4;
+    l.name = r.str();
+    uint32_t n_ids = r.count(data.size(), "token ids");
+    for (uint32_t k = 0; k < n_ids; ++k) l.token_ids.push_back(static_cast<int32_t>(r.u32()));
+    g->lexemes.push_back(std::move(l));
+  }
+  uint32_t n_nt = r.count(data.size(), "rules");
+  for (uint32_t i = 0; i < n_nt; ++i) g->nonterminal_names.push_back(r.str());
+  uint32_t n_rules = r.count(data.size(), "alternatives");
+  for (uint32_t i = 0; i < n_rules; ++i) {
+    Rule rule;
+    rule.lhs = r.u32();
+    if (rule.lhs >= n_nt) r.fail("rule with unknown left-hand side");
+    uint32_t n = r.count(data.size(), "symbols");
+    for (uint32_t k = 0; k < n; ++k) {
+      Symbol s = r.u32();
+      bool ok = is_terminal(s) ? symbol_index(s) < n_lex : s < n_nt;
+      if (!ok) r.fail("rule refers to an unknown symbol");
+      rule.rhs.push_back(s);
+    }
+    g->rules.push_back(std::move(rule));
+  }
+  g->start = r.u32();
+  if (g->rules.empty() || g->start != 0 || g->rules[0].lhs != 0) r.fail("missing start rule");
+  if (r.pos != data.size()) r.fail("trailing bytes");
+  g->finalize();
+  return g;
+}
+
+uint64_t Grammar::hash() const {
+  std::string s = serialize();
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace stencil

@@ -1,0 +1,128 @@
+#include "lexer/lexer.h"
+
+#include <algorithm>
+
+#include "stencil/errors.h"
+
+namespace stencil {
+
+Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits)
+    : store_(std::move(store)),
+      deriver_(store_, limits.fuel),
+      lexemes_(std::move(lexemes)),
+      limits_(limits) {
+  if (limits_.max_states > (4096u << kBlockBits)) limits_.max_states = 4096u << kBlockBits;
+  classes_ = ByteClasses::from_sets(store_.all_bytesets());
+  num_classes_ = classes_.count();
+  deriver_.set_class_representatives(classes_.representative);
+  std::lock_guard<std::mutex> lock(mu_);
+  intern_state({});  // state 0: dead
+}
+
+Lexer::~Lexer() = default;
+
+uint32_t Lexer::intern_state(Pairs pairs) const {
+  auto it = state_ids_.find(pairs);
+  if (it != state_ids_.end()) return it->second;
+  uint32_t id = num_states_.load(std::memory_order_relaxed);
+  if (id >= limits_.max_states)
+    throw BudgetError("lexer state budget exceeded: more than " + std::to_string(limits_.max_states) +
+                      " lexer states (raise max_lexer_states to allow it)");
+  uint32_t blk = id >> kBlockBits;
+  if (!blocks_[blk]) {
+    auto b = std::make_unique<Block>();
+    size_t n = size_t(num_classes_) << kBlockBits;
+    b->trans.reset(new std::atomic<uint32_t>[n]);
+    for (size_t i = 0; i < n; ++i) b->trans[i].store(kUnknown, std::memory_order_relaxed);
+    blocks_[blk] = std::move(b);
+  }
+  LexState& st = blocks_[blk]->states[id & kBlockMask];
+  bool any_extend = false, lazy_accept = false, all_ignored = true;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    uint32_t lex = pairs[i];
+    ExprId e = pairs[i + 1];
+    if (store_.nullable(e)) {
+      st.accepting.push_back(lex);
+      lazy_accept |= lexemes_[lex].lazy;
+      all_ignored &= lexemes_[lex].ignore;
+    }
+    if (!any_extend && deriver_.can_extend(e)) any_extend = true;
+  }
+  st.end_now = !st.accepting.empty() && (lazy_accept || !any_extend);
+  st.any_ignore_only = !st.accepting.empty() && all_ignored;
+  state_pairs_.push_back(pairs);
+  state_ids_.emplace(std::move(pairs), id);
+  num_states_.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = blocks_[state >> kBlockBits]->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]];
+  uint32_t known = slot.load(std::memory_order_acquire);
+  if (known != kUnknown) return known;
+  const Pairs& src = state_pairs_[state];
+  Pairs next;
+  for (size_t i = 0; i < src.size(); i += 2) {
+    ExprId d = deriver_.derive(src[i + 1], byte);
+    if (d == ExprStore::kNothing || deriver_.is_empty(d)) continue;
+    next.push_back(src[i]);
+    next.push_back(d);
+  }
+  uint32_t t = next.empty() ? kDead : intern_state(std::move(next));
+  slot.store(t, std::memory_order_release);
+  return t;
+}
+
+uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
+  {
+    std::shared_lock<std::shared_mutex> lock(start_mu_);
+    auto it = start_states_.find(allowed);
+    if (it != start_states_.end()) return it->second;
+  }
+  std::vector<uint32_t> lexemes = allowed;
+  for (uint32_t i = 0; i < lexemes_.size(); ++i)
+    if (lexemes_[i].ignore) lexemes.push_back(i);
+  std::sort(lexemes.begin(), lexemes.end());
+  lexemes.erase(std::unique(lexemes.begin(), lexemes.end()), lexemes.end());
+  uint32_t s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Pairs pairs;
+    for (uint32_t lex : lexemes) {
+      const LexemeSpec& spec = lexemes_[lex];
+      if (spec.special || deriver_.is_empty(spec.expr)) continue;
+      pairs.push_back(lex);
+      pairs.push_back(spec.expr);
+    }
+    s = pairs.empty() ? kDead : intern_state(std::move(pairs));
+  }
+  std::unique_lock<std::shared_mutex> lock(start_mu_);
+  start_states_.emplace(allowed, s);
+  return s;
+}
+
+size_t Lexer::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t blocks = 0;
+  for (auto& b : blocks_)
+    if (b) blocks += sizeof(Block) + (size_t(num_classes_) << kBlockBits) * 4;
+  size_t pairs = 0;
+  for (auto& p : state_pairs_) pairs += p.capacity() * 4 + sizeof(p);
+  return blocks + pairs + store_.memory_bytes() + state_ids_.size() * 64;
+}
+
+std::string Lexer::describe_state(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (s == kDead) return "<dead>";
+  std::string out;
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2) {
+    if (!out.empty()) out += "; ";
+    const LexemeSpec& spec = lexemes_[p[i]];
+    out += (spec.name.empty() ? "#" + std::to_string(p[i]) : spec.name) + ": " + store_.to_string(p[i + 1]);
+  }
+  return out;
+}
+
+}  // namespace stencil

@@ -1,0 +1,96 @@
+// The lexer: a DFA built lazily, one transition at a time. A state is the set
+// of (lexeme, derivative) pairs still alive; transitions live in a flat table
+// indexed by (state, byte class) and are computed on first use under a lock.
+// Reads of known transitions are lock-free, so one Lexer serves every matcher
+// of a compiled grammar in every thread.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "regex/byte_classes.h"
+#include "regex/derivative.h"
+#include "regex/expr.h"
+
+namespace stencil {
+
+struct LexemeSpec {
+  ExprId expr = ExprStore::kNothing;
+  bool ignore = false;  // matched between other lexemes, never seen by the parser
+  bool lazy = false;    // ends as soon as it matches, instead of as late as possible
+  bool special = false; // a special token, matched by id and never by bytes
+  std::vector<int32_t> token_ids;  // for special lexemes
+  std::string name;
+};
+
+struct LexerLimits {
+  uint32_t max_states = 1u << 20;
+  uint64_t fuel = 100'000'000;  // derivative steps over the grammar's life
+  size_t max_exprs = 4'000'000;
+};
+
+struct LexState {
+  std::vector<uint32_t> accepting;  // lexemes that may end here (sorted)
+  bool end_now = false;             // must end before any further byte
+  bool any_ignore_only = false;     // every accepting lexeme is ignored
+};
+
+class Lexer {
+ public:
+  static constexpr uint32_t kDead = 0;
+  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+
+  Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits);
+  ~Lexer();
+
+  uint32_t next(uint32_t state, uint8_t byte) const {
+    const Block* blk = blocks_[state >> kBlockBits].get();
+    uint32_t t = blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(
+        std::memory_order_acquire);
+    if (t != kUnknown) return t;
+    return compute_transition(state, byte);
+  }
+  const LexState& state(uint32_t s) const { return blocks_[s >> kBlockBits]->states[s & kBlockMask]; }
+  // The state that starts a new lexeme when the parser allows `allowed`
+  // (sorted lexeme ids); ignored lexemes are always added.
+  uint32_t start_state(const std::vector<uint32_t>& allowed) const;
+
+  const std::vector<LexemeSpec>& lexemes() const { return lexemes_; }
+  const ByteClasses& classes() const { return classes_; }
+  uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
+  size_t memory_bytes() const;
+  std::string describe_state(uint32_t s) const;
+
+ private:
+  static constexpr uint32_t kBlockBits = 10;
+  static constexpr uint32_t kBlockMask = (1u << kBlockBits) - 1;
+  struct Block {
+    LexState states[1u << kBlockBits];
+    std::unique_ptr<std::atomic<uint32_t>[]> trans;
+  };
+  using Pairs = std::vector<uint32_t>;  // lexeme, expr, lexeme, expr, ...
+
+  uint32_t compute_transition(uint32_t state, uint8_t byte) const;
+  uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
+
+  mutable ExprStore store_;
+  mutable Deriver deriver_;
+  std::vector<LexemeSpec> lexemes_;
+  LexerLimits limits_;
+  ByteClasses classes_;
+  int num_classes_;
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<Block> blocks_[4096];
+  mutable std::atomic<uint32_t> num_states_{0};
+  mutable std::vector<Pairs> state_pairs_;
+  mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> state_ids_;
+  mutable std::shared_mutex start_mu_;
+  mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
+};
+
+}  // namespace stencil

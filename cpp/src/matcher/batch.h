@@ -1,0 +1,15 @@
+// Filling the mask rows of many matchers at once on a few threads.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "stencil/matcher.h"
+
+namespace stencil {
+
+// rows[i] is the bitmask row index for matchers[i]; the caller has released
+// the GIL. Errors from any thread are rethrown after all threads finish.
+void fill_masks_parallel(const std::vector<Matcher*>& matchers, const std::vector<int64_t>& rows,
+                         uint32_t* bitmask, size_t row_words, int num_threads);
+
+}  // namespace stencil

@@ -1,0 +1,299 @@
+#include "stencil/matcher.h"
+
+#include <algorithm>
+
+#include "stencil/errors.h"
+
+namespace stencil {
+
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback)
+    : g_(std::move(grammar)),
+      lexer_(&g_->lexer()),
+      vocab_(&g_->vocab()),
+      parser_(g_->grammar(), g_->lexer()),
+      max_rollback_(max_rollback) {
+  if (max_rollback < -1) throw UsageError("max_rollback must be -1 (unlimited) or a count >= 0");
+  reset();
+}
+
+void Matcher::reset() {
+  parser_.reset();
+  frames_.clear();
+  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true});
+  history_.clear();
+  terminated_ = false;
+}
+
+bool Matcher::end_lexeme(const LexState& ls, uint32_t* next_state) {
+  if (!ls.any_ignore_only) {
+    scratch_lexemes_.clear();
+    for (uint32_t lex : ls.accepting)
+      if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
+    if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size())) return false;
+  }
+  *next_state = parser_.top().lexer_start;
+  return true;
+}
+
+bool Matcher::push_byte(uint8_t b) {
+  const Frame f = frames_.back();
+  const size_t rows_before = parser_.num_rows();
+  uint32_t t = lexer_->next(f.state, b);
+  if (t == Lexer::kDead) {
+    const LexState& ls = lexer_->state(f.state);
+    if (ls.accepting.empty()) return false;
+    uint32_t q;
+    if (!end_lexeme(ls, &q)) return false;
+    t = lexer_->next(q, b);
+    if (t == Lexer::kDead) {
+      parser_.truncate(rows_before);
+      return false;
+    }
+  }
+  bool fresh = false;
+  const LexState& ts = lexer_->state(t);
+  if (ts.end_now) {
+    uint32_t q;
+    if (!end_lexeme(ts, &q)) {
+      parser_.truncate(rows_before);
+      return false;
+    }
+    t = q;
+    fresh = true;
+  }
+  frames_.push_back({t, static_cast<uint32_t>(parser_.num_rows()), fresh});
+  return true;
+}
+
+bool Matcher::accepting_now() {
+  const Frame f = frames_.back();
+  if (f.fresh) return parser_.top().accepting;
+  const LexState& ls = lexer_->state(f.state);
+  if (ls.accepting.empty()) return false;
+  uint32_t q;
+  if (!end_lexeme(ls, &q)) return false;
+  bool ok = parser_.top().accepting;
+  parser_.truncate(f.rows);
+  return ok;
+}
+
+bool Matcher::is_accepting() { return terminated_ || accepting_now(); }
+
+bool Matcher::accept_special(int32_t token) {
+  const Frame f = frames_.back();
+  if (!f.fresh) {
+    const LexState& ls = lexer_->state(f.state);
+    uint32_t q;
+    if (ls.accepting.empty() || !end_lexeme(ls, &q)) return false;
+  }
+  int lex = parser_.special_lexeme_for(token);
+  if (lex < 0) {
+    parser_.truncate(f.rows);
+    return false;
+  }
+  uint32_t l = static_cast<uint32_t>(lex);
+  parser_.scan(&l, 1);
+  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true});
+  return true;
+}
+
+bool Matcher::accept_token(int64_t token) {
+  vocab_->check_id(token);
+  if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
+  const int32_t t = static_cast<int32_t>(token);
+  const uint32_t before = static_cast<uint32_t>(frames_.size());
+  if (vocab_->is_special(t) && accept_special(t)) {
+    history_.push_back({before, false});
+    return true;
+  }
+  const auto& eos = vocab_->eos_ids();
+  if (std::find(eos.begin(), eos.end(), t) != eos.end()) {
+    if (!accepting_now()) return false;
+    terminated_ = true;
+    history_.push_back({before, true});
+    return true;
+  }
+  if (vocab_->is_special(t) || t >= vocab_->num_tokens()) return false;
+  std::string_view bytes = vocab_->token_bytes(t);
+  if (bytes.empty()) return false;
+  for (unsigned char c : bytes) {
+    if (!push_byte(c)) {
+      pop_to(before);
+      return false;
+    }
+  }
+  history_.push_back({before, false});
+  return true;
+}
+
+bool Matcher::accept_bytes(const std::string& bytes) {
+  if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
+  const size_t before = frames_.size();
+  for (unsigned char c : bytes) {
+    if (!push_byte(c)) {
+      pop_to(before);
+      return false;
+    }
+  }
+  // Bytes count as one step for rollback.
+  history_.push_back({static_cast<uint32_t>(before), false});
+  return true;
+}
+
+void Matcher::undo_tokens(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    Step s = history_.back();
+    history_.pop_back();
+    pop_to(s.frames);
+    if (s.eos) terminated_ = false;
+  }
+}
+
+void Matcher::rollback(int64_t n) {
+  if (n < 0) throw UsageError("rollback: the count must be >= 0, got " + std::to_string(n));
+  if (max_rollback_ >= 0 && n > max_rollback_)
+    throw UsageError("rollback(" + std::to_string(n) + ") exceeds max_rollback=" + std::to_string(max_rollback_) +
+                     " given when the matcher was created");
+  if (static_cast<size_t>(n) > history_.size())
+    throw UsageError("rollback(" + std::to_string(n) + "): only " + std::to_string(history_.size()) +
+                     " tokens have been accepted");
+  undo_tokens(static_cast<size_t>(n));
+}
+
+int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
+  for (int64_t t : tokens) vocab_->check_id(t);
+  if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
+  size_t ok = 0;
+  for (int64_t t : tokens) {
+    if (terminated_ || !accept_token(t)) break;
+    ++ok;
+  }
+  undo_tokens(ok);
+  return static_cast<int64_t>(ok);
+}
+
+// Walks the sub-trie at `first` with full lexer and parser machinery; the
+// frame at index root + depth - 1 is the parent of a node at `depth`.
+void Matcher::walk(size_t first, size_t root, uint32_t* words) {
+  const auto& nodes = vocab_->trie().nodes();
+  const size_t end = first + nodes[first].subtree_size;
+  for (size_t i = first; i < end;) {
+    const TrieNode& node = nodes[i];
+    pop_to(root + node.depth);
+    if (push_byte(node.byte)) {
+      if (node.token_id >= 0) words[node.token_id >> 5] |= 1u << (node.token_id & 31);
+      ++i;
+    } else {
+      i += node.subtree_size;
+    }
+  }
+}
+
+void Matcher::fill_mask(uint32_t* words, size_t num_words) {
+  const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
+  if (num_words < need)
+    throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " + std::to_string(need));
+  std::fill(words, words + num_words, 0u);
+  auto set = [&](int32_t t) {
+    if (t >= 0 && t < vocab_->vocab_size()) words[t >> 5] |= 1u << (t & 31);
+  };
+  if (terminated_) {
+    for (int32_t t : vocab_->eos_ids()) set(t);
+    return;
+  }
+  const Frame top = frames_.back();
+  const size_t depth0 = frames_.size();
+  const size_t root = depth0 - 1;
+  auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
+  for (size_t i = 0; i < need; ++i) words[i] = entry->inner[i];
+  const auto& nodes = vocab_->trie().nodes();
+  for (const Boundary& bd : entry->boundaries) {
+    const size_t d = nodes[bd.node].depth;
+    frames_.resize(root + d);
+    frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false};
+    parser_.truncate(top.rows);
+    walk(bd.node, root, words);
+  }
+  pop_to(depth0);
+  for (auto [a, b] : vocab_->trie().duplicates())
+    if ((words[a >> 5] >> (a & 31)) & 1) set(b);
+  // Special tokens the grammar names here, and end of sequence.
+  std::vector<int32_t> specials;
+  if (top.fresh) {
+    parser_.add_allowed_specials(specials);
+  } else if (!lexer_->state(top.state).accepting.empty()) {
+    uint32_t q;
+    if (end_lexeme(lexer_->state(top.state), &q)) parser_.add_allowed_specials(specials);
+    parser_.truncate(top.rows);
+  }
+  for (int32_t t : specials) set(t);
+  if (accepting_now())
+    for (int32_t t : vocab_->eos_ids()) set(t);
+}
+
+}  // namespace stencil
+
+namespace stencil {
+
+std::string Matcher::forced_bytes(size_t limit) {
+  std::string out;
+  if (terminated_) return out;
+  const size_t depth0 = frames_.size();
+  const ByteClasses& bc = lexer_->classes();
+  std::vector<int> class_size(bc.count(), 0);
+  for (int b = 0; b < 256; ++b) class_size[bc.class_of[b]]++;
+  while (out.size() < limit && !accepting_now()) {
+    int only = -1, count = 0;
+    // Bytes of one lexer class behave alike, so one probe per class suffices.
+    for (int c = 0; c < bc.count() && count <= 1; ++c) {
+      uint8_t rep = bc.representative[c];
+      const size_t before = frames_.size();
+      if (push_byte(rep)) {
+        count += class_size[c];
+        only = rep;
+        pop_to(before);
+      }
+    }
+    if (count != 1) break;
+    push_byte(static_cast<uint8_t>(only));
+    out.push_back(static_cast<char>(only));
+  }
+  pop_to(depth0);
+  return out;
+}
+
+std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
+  std::vector<int32_t> out;
+  if (terminated_) return out;
+  std::vector<uint32_t> mask((static_cast<size_t>(vocab_->vocab_size()) + 31) / 32);
+  while (out.size() < limit) {
+    fill_mask(mask.data(), mask.size());
+    int32_t only = -1;
+    int count = 0;
+    for (size_t w = 0; w < mask.size() && count <= 1; ++w) {
+      uint32_t bits = mask[w];
+      while (bits && count <= 1) {
+        int b = __builtin_ctz(bits);
+        bits &= bits - 1;
+        only = static_cast<int32_t>(w * 32 + b);
+        ++count;
+      }
+    }
+    if (count != 1) break;
+    const auto& eos = vocab_->eos_ids();
+    if (std::find(eos.begin(), eos.end(), only) != eos.end()) break;
+    if (!accept_token(only)) break;
+    out.push_back(only);
+  }
+  undo_tokens(out.size());
+  return out;
+}
+
+std::string Matcher::debug_state() const {
+  const Frame& f = frames_.back();
+  return "lexer state " + std::to_string(f.state) + " [" + lexer_->describe_state(f.state) + "], " +
+         std::to_string(parser_.num_rows()) + " parser rows, " + std::to_string(history_.size()) + " tokens" +
+         (terminated_ ? ", terminated" : "");
+}
+
+}  // namespace stencil

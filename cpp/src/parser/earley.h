@@ -1,0 +1,66 @@
+// An Earley parser over lexemes. Rows (Earley sets) form a stack: scanning a
+// lexeme pushes a row, and rollback is truncation. Each row knows the lexer
+// state that starts the next lexeme: the set of lexemes the row can accept.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lexer/lexer.h"
+#include "stencil/grammar.h"
+
+namespace stencil {
+
+struct EarleyItem {
+  uint32_t pos;     // index into Grammar::dotted: the symbol after the dot
+  uint32_t origin;  // row where the rule started
+};
+
+struct EarleyRow {
+  uint32_t begin, end;    // items
+  uint32_t lexer_start;   // lexer state for the next lexeme
+  bool accepting;         // the start rule is complete here
+  bool has_special;       // some special-token lexeme is expected here
+};
+
+class EarleyParser {
+ public:
+  EarleyParser(const Grammar& g, const Lexer& lexer);
+  void reset();
+  size_t num_rows() const { return rows_.size(); }
+  const EarleyRow& top() const { return rows_.back(); }
+  void truncate(size_t rows) {
+    if (rows < rows_.size()) {
+      rows_.resize(rows);
+      items_.resize(rows_.back().end);
+    }
+  }
+  // Advances the items of the top row over any of `lexemes` (sorted ids)
+  // and pushes the new row; false (and nothing pushed) when none advances.
+  bool scan(const uint32_t* lexemes, size_t n);
+  // The special-token lexemes the top row accepts that hold `token`.
+  int special_lexeme_for(int32_t token) const;
+  void add_allowed_specials(std::vector<int32_t>& out) const;
+  size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
+
+ private:
+  void add(uint32_t pos, uint32_t origin);
+  void close_row(uint32_t row, uint32_t begin);
+  void grow_set();
+
+  const Grammar* g_;
+  const Lexer* lexer_;
+  std::vector<EarleyItem> items_;
+  std::vector<EarleyRow> rows_;
+  // Open-addressed set of (pos, origin) for the row being built.
+  std::vector<uint64_t> set_keys_;
+  std::vector<uint32_t> set_gen_;
+  uint32_t gen_ = 0;
+  uint32_t set_count_ = 0;
+  std::vector<uint32_t> predicted_;  // per nonterminal: close_gen_ when predicted
+  uint32_t close_gen_ = 0;
+  std::vector<uint32_t> lex_stamp_;  // per lexeme: scratch stamps
+  uint32_t lex_gen_ = 0;
+  std::vector<uint32_t> allowed_;
+};
+
+}  // namespace stencil

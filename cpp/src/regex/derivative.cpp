@@ -1,0 +1,103 @@
+#include "regex/derivative.h"
+
+#include <deque>
+#include <unordered_set>
+
+#include "stencil/errors.h"
+
+namespace stencil {
+
+void Deriver::burn(uint64_t amount) {
+  if (fuel_ < amount)
+    throw BudgetError("regular expression work budget exhausted while computing derivatives "
+                      "(the pattern is too complex; raise the lexer fuel limit to allow it)");
+  fuel_ -= amount;
+}
+
+ExprId Deriver::derive(ExprId e, uint8_t b) {
+  if (e <= ExprStore::kEmpty) return ExprStore::kNothing;
+  if (e == ExprStore::kAnyByteStar) return e;
+  uint64_t key = (uint64_t(e) << 8) | b;
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  burn(1);
+  // Nesting (not length) drives recursion; a bound keeps the stack safe.
+  struct DepthGuard {
+    int& d;
+    ~DepthGuard() { --d; }
+  } guard{++depth_};
+  if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to compute its derivatives");
+  ExprId r = derive_uncached(e, b);
+  cache_.emplace(key, r);
+  return r;
+}
+
+ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
+  const ExprNode n = store_.node(e);
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty: return ExprStore::kNothing;
+    case ExprKind::Bytes: return store_.byteset(n.a).has(b) ? ExprStore::kEmpty : ExprStore::kNothing;
+    case ExprKind::Concat: {
+      ExprId head = store_.concat(derive(n.a, b), n.b);
+      if (!store_.nullable(n.a)) return head;
+      return store_.alt({head, derive(n.b, b)});
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::vector<ExprId> kids(store_.args(n), store_.args(n) + n.args_len);
+      burn(kids.size());
+      std::vector<ExprId> out;
+      out.reserve(kids.size());
+      for (ExprId k : kids) out.push_back(derive(k, b));
+      return n.kind == ExprKind::Or ? store_.alt(std::move(out)) : store_.conj(std::move(out));
+    }
+    case ExprKind::Not: return store_.negate(derive(n.a, b));
+    case ExprKind::Repeat: {
+      uint32_t min = n.min > 0 ? n.min - 1 : 0;
+      uint32_t max = n.max == kUnbounded ? kUnbounded : n.max - 1;
+      return store_.concat(derive(n.a, b), store_.repeat(n.a, min, max));
+    }
+  }
+  return ExprStore::kNothing;
+}
+
+bool Deriver::is_empty(ExprId e) {
+  if (e == ExprStore::kNothing) return true;
+  const ExprNode& n = store_.node(e);
+  if (n.nullable) return false;
+  if (!n.boolean) return false;  // simplification leaves no structurally empty non-∅ term
+  auto it = empty_cache_.find(e);
+  if (it != empty_cache_.end()) return it->second;
+  // Breadth-first search for a nullable derivative.
+  std::unordered_set<ExprId> seen{e};
+  std::deque<ExprId> queue{e};
+  bool empty = true;
+  while (!queue.empty() && empty) {
+    ExprId cur = queue.front();
+    queue.pop_front();
+    for (uint8_t rep : reps_) {
+      ExprId d = derive(cur, rep);
+      if (d == ExprStore::kNothing || !seen.insert(d).second) continue;
+      if (store_.nullable(d) || !store_.node(d).boolean) {
+        empty = false;
+        break;
+      }
+      burn(1);
+      queue.push_back(d);
+    }
+  }
+  empty_cache_.emplace(e, empty);
+  return empty;
+}
+
+bool Deriver::can_extend(ExprId e) {
+  const ExprNode& n = store_.node(e);
+  if (e <= ExprStore::kEmpty) return false;
+  if (!n.boolean) return true;
+  for (uint8_t rep : reps_)
+    if (!is_empty(derive(e, rep))) return true;
+  return false;
+}
+
+}  // namespace stencil

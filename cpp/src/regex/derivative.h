@@ -1,0 +1,39 @@
+// Brzozowski derivatives over bytes, with a cache, a work budget ("fuel")
+// and an emptiness check for expressions that use And/Not.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "regex/expr.h"
+
+namespace stencil {
+
+class Deriver {
+ public:
+  explicit Deriver(ExprStore& store, uint64_t fuel = 50'000'000) : store_(store), fuel_(fuel) {}
+
+  // The derivative of e by byte b: the strings w such that b·w is in e.
+  ExprId derive(ExprId e, uint8_t b);
+  // Whether e's language is empty. Exact for every expression: structural
+  // when e has no And/Not, a bounded search over derivatives otherwise.
+  bool is_empty(ExprId e);
+  // Whether e's language holds a non-empty string.
+  bool can_extend(ExprId e);
+  // Bytes that stand for every byte class (one per class), set by the lexer.
+  void set_class_representatives(std::vector<uint8_t> reps) { reps_ = std::move(reps); }
+  uint64_t fuel_left() const { return fuel_; }
+
+ private:
+  ExprId derive_uncached(ExprId e, uint8_t b);
+  void burn(uint64_t amount);
+
+  ExprStore& store_;
+  uint64_t fuel_;
+  int depth_ = 0;
+  std::unordered_map<uint64_t, ExprId> cache_;
+  std::unordered_map<ExprId, bool> empty_cache_;
+  std::vector<uint8_t> reps_;
+};
+
+}  // namespace stencil

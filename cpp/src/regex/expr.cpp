@@ -1,0 +1,260 @@
+#include "regex/expr.h"
+
+#include <algorithm>
+
+#include "stencil/errors.h"
+
+namespace stencil {
+
+ExprStore::ExprStore(size_t max_nodes) : max_nodes_(max_nodes) {
+  ExprNode nothing{ExprKind::Nothing, false, false};
+  intern(nothing, nullptr);
+  ExprNode empty{ExprKind::Empty, true, false};
+  intern(empty, nullptr);
+  ByteSet all;
+  all.add_range(0, 255);
+  ExprId any = bytes(all);
+  ExprId star = repeat(any, 0, kUnbounded);
+  (void)star;  // == kAnyByteStar by construction order
+}
+
+ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
+  std::vector<uint32_t> key;
+  key.reserve(6 + (args ? args->size() : 0));
+  key.push_back(static_cast<uint32_t>(n.kind));
+  if (n.kind == ExprKind::Bytes) {
+    const ByteSet& s = bytesets_[n.a];
+    for (uint64_t w : s.w) {
+      key.push_back(static_cast<uint32_t>(w));
+      key.push_back(static_cast<uint32_t>(w >> 32));
+    }
+  } else {
+    key.push_back(n.a);
+    key.push_back(n.b);
+    key.push_back(n.min);
+    key.push_back(n.max);
+    if (args) key.insert(key.end(), args->begin(), args->end());
+  }
+  auto it = table_.find(key);
+  if (it != table_.end()) {
+    if (n.kind == ExprKind::Bytes) bytesets_.pop_back();  // the tentative set is a duplicate
+    return it->second;
+  }
+  if (nodes_.size() >= max_nodes_)
+    throw BudgetError("regular expression budget exceeded: more than " + std::to_string(max_nodes_) +
+                      " distinct expressions (the pattern or grammar is too complex)");
+  if (args) {
+    n.args_begin = static_cast<uint32_t>(args_.size());
+    n.args_len = static_cast<uint32_t>(args->size());
+    args_.insert(args_.end(), args->begin(), args->end());
+  }
+  ExprId id = static_cast<ExprId>(nodes_.size());
+  nodes_.push_back(n);
+  table_.emplace(std::move(key), id);
+  return id;
+}
+
+ExprId ExprStore::bytes(const ByteSet& set) {
+  if (set.empty()) return kNothing;
+  bytesets_.push_back(set);
+  ExprNode n{ExprKind::Bytes, false, false};
+  n.a = static_cast<uint32_t>(bytesets_.size() - 1);
+  return intern(n, nullptr);
+}
+
+ExprId ExprStore::byte(uint8_t b) {
+  ByteSet s;
+  s.add(b);
+  return bytes(s);
+}
+
+ExprId ExprStore::literal(const std::string& s) {
+  ExprId r = kEmpty;
+  for (size_t i = s.size(); i-- > 0;) r = concat(byte(static_cast<uint8_t>(s[i])), r);
+  return r;
+}
+
+ExprId ExprStore::concat(ExprId a, ExprId b) {
+  if (a == kNothing || b == kNothing) return kNothing;
+  if (a == kEmpty) return b;
+  if (b == kEmpty) return a;
+  // Keep concatenations right-nested: unroll a's chain, then fold from the right.
+  std::vector<ExprId> heads;
+  while (nodes_[a].kind == ExprKind::Concat) {
+    heads.push_back(nodes_[a].a);
+    a = nodes_[a].b;
+  }
+  heads.push_back(a);
+  ExprId r = b;
+  for (size_t i = heads.size(); i-- > 0;) {
+    const ExprNode& nh = nodes_[heads[i]];
+    const ExprNode& nr = nodes_[r];
+    ExprNode n{ExprKind::Concat, nh.nullable && nr.nullable, nh.boolean || nr.boolean};
+    n.a = heads[i];
+    n.b = r;
+    r = intern(n, nullptr);
+  }
+  return r;
+}
+
+ExprId ExprStore::concat(const std::vector<ExprId>& items) {
+  ExprId r = kEmpty;
+  for (size_t i = items.size(); i-- > 0;) r = concat(items[i], r);
+  return r;
+}
+
+void ExprStore::flatten_into(ExprKind kind, ExprId e, std::vector<ExprId>& out) const {
+  const ExprNode& n = nodes_[e];
+  if (n.kind == kind) {
+    for (uint32_t i = 0; i < n.args_len; ++i) out.push_back(args_[n.args_begin + i]);
+  } else {
+    out.push_back(e);
+  }
+}
+
+ExprId ExprStore::alt(std::vector<ExprId> items) {
+  std::vector<ExprId> flat;
+  flat.reserve(items.size());
+  ByteSet merged;
+  bool has_bytes = false;
+  for (ExprId e : items) {
+    if (e == kAnyByteStar) return kAnyByteStar;
+    std::vector<ExprId> parts;
+    flatten_into(ExprKind::Or, e, parts);
+    for (ExprId p : parts) {
+      if (p == kNothing) continue;
+      if (nodes_[p].kind == ExprKind::Bytes) {
+        merged = merged | bytesets_[nodes_[p].a];
+        has_bytes = true;
+      } else {
+        flat.push_back(p);
+      }
+    }
+  }
+  if (has_bytes) flat.push_back(bytes(merged));
+  std::sort(flat.begin(), flat.end());
+  flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
+  // ε | r where r is nullable is just r.
+  if (flat.size() > 1 && flat[0] == kEmpty) {
+    bool other_nullable = false;
+    for (size_t i = 1; i < flat.size(); ++i) other_nullable |= nodes_[flat[i]].nullable;
+    if (other_nullable) flat.erase(flat.begin());
+  }
+  if (flat.empty()) return kNothing;
+  if (flat.size() == 1) return flat[0];
+  ExprNode n{ExprKind::Or, false, false};
+  for (ExprId e : flat) {
+    n.nullable |= nodes_[e].nullable;
+    n.boolean |= nodes_[e].boolean;
+  }
+  return intern(n, &flat);
+}
+
+ExprId ExprStore::conj(std::vector<ExprId> items) {
+  std::vector<ExprId> flat;
+  flat.reserve(items.size());
+  for (ExprId e : items) {
+    if (e == kNothing) return kNothing;
+    std::vector<ExprId> parts;
+    flatten_into(ExprKind::And, e, parts);
+    for (ExprId p : parts)
+      if (p != kAnyByteStar) flat.push_back(p);
+  }
+  std::sort(flat.begin(), flat.end());
+  flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
+  if (flat.empty()) return kAnyByteStar;
+  bool all_nullable = true;
+  for (ExprId e : flat) all_nullable &= nodes_[e].nullable;
+  if (flat[0] == kEmpty) return all_nullable ? kEmpty : kNothing;
+  // Intersections of single bytes are single bytes.
+  bool all_bytes = true;
+  for (ExprId e : flat) all_bytes &= nodes_[e].kind == ExprKind::Bytes;
+  if (all_bytes) {
+    ByteSet s = bytesets_[nodes_[flat[0]].a];
+    for (ExprId e : flat) s = s & bytesets_[nodes_[e].a];
+    return bytes(s);
+  }
+  if (flat.size() == 1) return flat[0];
+  ExprNode n{ExprKind::And, all_nullable, true};
+  return intern(n, &flat);
+}
+
+ExprId ExprStore::negate(ExprId a) {
+  const ExprNode& na = nodes_[a];
+  if (na.kind == ExprKind::Not) return na.a;
+  if (a == kNothing) return kAnyByteStar;
+  if (a == kAnyByteStar) return kNothing;
+  ExprNode n{ExprKind::Not, !na.nullable, true};
+  n.a = a;
+  return intern(n, nullptr);
+}
+
+ExprId ExprStore::repeat(ExprId a, uint32_t min, uint32_t max) {
+  if (max != kUnbounded && min > max) return kNothing;
+  if (max == 0) return kEmpty;
+  if (a == kNothing) return min == 0 ? kEmpty : kNothing;
+  if (a == kEmpty) return kEmpty;
+  if (min == 1 && max == 1) return a;
+  const ExprNode na = nodes_[a];
+  // (r*)* = r*, and a nullable item makes the lower bound moot.
+  if (na.kind == ExprKind::Repeat && na.min == 0 && na.max == kUnbounded && max == kUnbounded) return a;
+  if (na.nullable) min = 0;
+  ExprNode n{ExprKind::Repeat, min == 0 || na.nullable, na.boolean};
+  n.a = a;
+  n.min = min;
+  n.max = max;
+  return intern(n, nullptr);
+}
+
+size_t ExprStore::memory_bytes() const {
+  return nodes_.capacity() * sizeof(ExprNode) + args_.capacity() * 4 + bytesets_.capacity() * sizeof(ByteSet) +
+         table_.size() * 64;
+}
+
+static std::string byteset_to_string(const ByteSet& s) {
+  std::string out = "[";
+  for (int lo = 0; lo < 256;) {
+    if (!s.has(static_cast<uint8_t>(lo))) {
+      ++lo;
+      continue;
+    }
+    int hi = lo;
+    while (hi + 1 < 256 && s.has(static_cast<uint8_t>(hi + 1))) ++hi;
+    auto show = [](int b) {
+      if (b >= 0x21 && b < 0x7f && b != '\\' && b != ']' && b != '-') return std::string(1, static_cast<char>(b));
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", b);
+      return std::string(buf);
+    };
+    out += show(lo);
+    if (hi > lo) out += "-" + show(hi);
+    lo = hi + 1;
+  }
+  return out + "]";
+}
+
+std::string ExprStore::to_string(ExprId e) const {
+  const ExprNode& n = nodes_[e];
+  switch (n.kind) {
+    case ExprKind::Nothing: return "∅";
+    case ExprKind::Empty: return "ε";
+    case ExprKind::Bytes: return byteset_to_string(bytesets_[n.a]);
+    case ExprKind::Concat: return "(" + to_string(n.a) + to_string(n.b) + ")";
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::string out = "(";
+      for (uint32_t i = 0; i < n.args_len; ++i) {
+        if (i) out += n.kind == ExprKind::Or ? "|" : "&";
+        out += to_string(args_[n.args_begin + i]);
+      }
+      return out + ")";
+    }
+    case ExprKind::Not: return "~(" + to_string(n.a) + ")";
+    case ExprKind::Repeat:
+      return to_string(n.a) + "{" + std::to_string(n.min) + "," +
+             (n.max == kUnbounded ? std::string() : std::to_string(n.max)) + "}";
+  }
+  return "?";
+}
+
+}  // namespace stencil

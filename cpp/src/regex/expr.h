@@ -1,0 +1,72 @@
+// Hash-consed regular expressions over bytes. Every expression is built
+// through ExprStore, which applies simplification laws so that equal
+// expressions (up to those laws) get the same id: derivatives then reach a
+// finite, small set of states in practice, and state identity is id equality.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "support/byteset.h"
+#include "support/hash.h"
+
+namespace stencil {
+
+using ExprId = uint32_t;
+
+enum class ExprKind : uint8_t { Nothing, Empty, Bytes, Concat, Or, And, Not, Repeat };
+
+constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
+
+struct ExprNode {
+  ExprKind kind;
+  bool nullable;
+  bool boolean;  // contains And/Not: emptiness is no longer structural
+  uint32_t a = 0, b = 0;  // Concat: a, b; Repeat: a = item; Bytes: a = byteset index; Not: a
+  uint32_t min = 0, max = 0;  // Repeat bounds
+  uint32_t args_begin = 0, args_len = 0;  // Or/And children in args_
+};
+
+class ExprStore {
+ public:
+  static constexpr ExprId kNothing = 0;
+  static constexpr ExprId kEmpty = 1;
+  static constexpr ExprId kAnyByte = 2;
+  static constexpr ExprId kAnyByteStar = 3;  // (any byte)*: the full language
+
+  explicit ExprStore(size_t max_nodes = 4'000'000);
+
+  ExprId bytes(const ByteSet& set);
+  ExprId byte(uint8_t b);
+  ExprId literal(const std::string& s);
+  ExprId concat(ExprId a, ExprId b);
+  ExprId concat(const std::vector<ExprId>& items);
+  ExprId alt(std::vector<ExprId> items);
+  ExprId conj(std::vector<ExprId> items);
+  ExprId negate(ExprId a);
+  ExprId repeat(ExprId a, uint32_t min, uint32_t max);
+
+  const ExprNode& node(ExprId e) const { return nodes_[e]; }
+  const ByteSet& byteset(uint32_t i) const { return bytesets_[i]; }
+  const ExprId* args(const ExprNode& n) const { return args_.data() + n.args_begin; }
+  bool nullable(ExprId e) const { return nodes_[e].nullable; }
+  size_t size() const { return nodes_.size(); }
+  size_t max_nodes() const { return max_nodes_; }
+  size_t memory_bytes() const;
+  std::string to_string(ExprId e) const;
+  // All byte sets that occur in the store, for the byte-class partition.
+  const std::vector<ByteSet>& all_bytesets() const { return bytesets_; }
+
+ private:
+  ExprId intern(ExprNode n, const std::vector<ExprId>* args);
+  void flatten_into(ExprKind kind, ExprId e, std::vector<ExprId>& out) const;
+
+  std::vector<ExprNode> nodes_;
+  std::vector<ExprId> args_;
+  std::vector<ByteSet> bytesets_;
+  std::unordered_map<std::vector<uint32_t>, ExprId, VectorHash> table_;
+  size_t max_nodes_;
+};
+
+}  // namespace stencil

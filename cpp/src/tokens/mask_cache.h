@@ -1,0 +1,44 @@
+// Per lexer state, the part of the token mask that the lexer alone decides:
+// tokens whose bytes stay inside the current lexeme ("inner" tokens), and the
+// trie nodes where a lexeme ends inside a token ("boundaries"), below which
+// the parser must be asked. A lexer state fixes both, so the cache key is
+// sound; entries are shared by all matchers of a compiled grammar.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace stencil {
+
+class Lexer;
+class Vocabulary;
+
+struct Boundary {
+  uint32_t node;         // trie node whose byte ends a lexeme (or follows one)
+  uint32_t lexer_state;  // the state before that byte
+};
+
+struct MaskEntry {
+  std::vector<uint32_t> inner;  // bitmask words over the vocabulary
+  std::vector<Boundary> boundaries;
+  size_t bytes() const { return inner.capacity() * 4 + boundaries.capacity() * sizeof(Boundary) + 64; }
+};
+
+class MaskCache {
+ public:
+  explicit MaskCache(size_t budget_bytes) : budget_(budget_bytes) {}
+  std::shared_ptr<const MaskEntry> get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
+  size_t size() const;
+  size_t bytes() const;
+
+ private:
+  static std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state);
+  mutable std::shared_mutex mu_;
+  mutable std::unordered_map<uint32_t, std::shared_ptr<const MaskEntry>> entries_;
+  mutable size_t bytes_ = 0;
+  size_t budget_;
+};
+
+}  // namespace stencil
