@@ -1,5 +1,21 @@
-"""stencil: structured generation for LLMs with exact token masks."""
-from stencil._core import GrammarError
+"""stencil: structured generation for LLMs with exact token masks.
+
+Example::
+
+    import stencil
+    tok = stencil.TokenizerInfo.from_huggingface(hf_tokenizer)
+    compiler = stencil.GrammarCompiler(tok)
+    g = compiler.compile_regex(r"\\d{4}-\\d{2}-\\d{2}")
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    m.fill_next_token_bitmask(bm, 0)
+"""
+from stencil._core import CompiledGrammar, Grammar, GrammarBuilder, GrammarError, Matcher
+from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
+from stencil.compiler import GrammarCompiler
 from stencil.tokenizer import TokenizerInfo
 
-__all__ = ["GrammarError", "TokenizerInfo"]
+__all__ = [
+    "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
+    "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
+]

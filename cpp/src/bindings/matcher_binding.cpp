@@ -42,9 +42,17 @@ void bind_matcher(nb::module_& m) {
       .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.lexer().num_states(); })
       .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.mask_cache().size(); });
 
-  nb::class_<Matcher>(m, "Matcher")
+  nb::class_<Matcher>(m, "Matcher",
+      "The state of one generation under a compiled grammar.\n\n"
+      "Example::\n\n"
+      "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8)\n"
+      "    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)\n"
+      "    m.fill_next_token_bitmask(bm, 0)\n"
+      "    m.accept_token(token_id)\n")
       .def(nb::init<std::shared_ptr<const CompiledGrammar>, int>(), nb::arg("grammar"), nb::arg("max_rollback") = 0)
-      .def("accept_token", &Matcher::accept_token, nb::arg("token"))
+      .def("accept_token", &Matcher::accept_token, nb::arg("token"),
+           "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
+           "Out-of-range ids raise ValueError; so does any token after termination.")
       .def("accept_tokens",
            [](Matcher& mt, const std::vector<int64_t>& tokens) {
              int64_t n = 0;
@@ -55,7 +63,10 @@ void bind_matcher(nb::module_& m) {
              return n;
            },
            nb::arg("tokens"))
-      .def("accept_bytes", [](Matcher& mt, nb::bytes b) { return mt.accept_bytes(std::string(b.c_str(), b.size())); })
+      .def("accept_bytes", [](Matcher& mt, nb::bytes b) { return mt.accept_bytes(std::string(b.c_str(), b.size())); },
+           "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
+      .def("accept_string", [](Matcher& mt, const std::string& text) { return mt.accept_bytes(text); },
+           nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
       .def("rollback", &Matcher::rollback, nb::arg("n") = 1)
       .def("reset", &Matcher::reset)
       .def("fork", [](const Matcher& mt) { return Matcher(mt); })

@@ -1,0 +1,115 @@
+"""GrammarCompiler: turns a grammar description into a CompiledGrammar for one tokenizer.
+
+Compiled grammars are cached by the hash of their grammar IR, so compiling the same regex or
+schema twice costs a lookup. Compilation itself is lazy: the lexer's automaton and the token
+masks are built on first use, so compiling takes microseconds to milliseconds.
+
+Example::
+
+    compiler = stencil.GrammarCompiler(tok)
+    g = compiler.compile_regex(r"\\d{4}-\\d{2}-\\d{2}")
+    m = stencil.Matcher(g)
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+from stencil import _core
+from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.regex import build_regex
+from stencil.tokenizer import TokenizerInfo
+
+__all__ = ["GrammarCompiler", "CompiledGrammar"]
+
+CompiledGrammar = _core.CompiledGrammar
+
+
+class GrammarCompiler:
+    """Compiles grammars for one tokenizer, with a cache keyed by the grammar's hash.
+
+    Limits guard against pathological input: ``max_lexer_states`` (lexer automaton states),
+    ``lexer_fuel`` (derivative steps over the grammar's life) and ``mask_cache_bytes`` (memory
+    for cached masks per grammar). Exceeding them raises ``GrammarError``, never hangs.
+    """
+
+    def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,
+                 max_lexer_states: int = 1 << 20, lexer_fuel: int = 100_000_000,
+                 mask_cache_bytes: int = 512 << 20, max_threads: int = 4):
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(f"GrammarCompiler needs a stencil.TokenizerInfo, got {type(tokenizer_info).__name__}")
+        self.tokenizer_info = tokenizer_info
+        self._limits = dict(max_lexer_states=max_lexer_states, lexer_fuel=lexer_fuel,
+                            mask_cache_bytes=mask_cache_bytes)
+        self._cache: OrderedDict[int, CompiledGrammar] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._max_threads = max_threads
+
+    # -- entry points ---------------------------------------------------------------------------
+    def compile_grammar(self, grammar: _core.Grammar) -> CompiledGrammar:
+        """Compile a grammar built with ``stencil.GrammarBuilder``.
+
+        Example::
+
+            b = stencil.GrammarBuilder()
+            start = b.rule("start")
+            b.add_alternative(start, [b.literal("yes")])
+            g = compiler.compile_grammar(b.build(start))
+        """
+        if not isinstance(grammar, _core.Grammar):
+            raise TypeError(f"compile_grammar needs a stencil Grammar (GrammarBuilder.build), got {type(grammar).__name__}")
+        key = grammar.hash()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info._vocab, **self._limits)
+        with self._lock:
+            self._cache[key] = compiled
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return compiled
+
+    def compile_regex(self, pattern: str, *, flags: str = "") -> CompiledGrammar:
+        """The whole output must match ``pattern`` (ECMA-262 syntax, Python forms accepted).
+
+        Example::
+
+            g = compiler.compile_regex(r"(yes|no)")
+        """
+        if not isinstance(pattern, str):
+            raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
+        return self.compile_grammar(regex_grammar(pattern, flags=flags))
+
+    def compile_async(self, fn: Callable[..., CompiledGrammar], *args, **kwargs) -> Future:
+        """Run ``fn(*args, **kwargs)`` (one of the ``compile_*`` methods) on a worker thread.
+
+        Example::
+
+            fut = compiler.compile_async(compiler.compile_regex, r"[a-z]+")
+            g = fut.result()
+        """
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._max_threads, thread_name_prefix="stencil-compile")
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+def regex_grammar(pattern: str, *, flags: str = "") -> _core.Grammar:
+    """The grammar whose language is the regex ``pattern`` (matched as a whole)."""
+    b = GrammarBuilder()
+    expr = build_regex(b, pattern, anchored=True, flags=flags)
+    start = b.rule("start")
+    if b.re_nullable(expr):
+        b.add_alternative(start, [])
+    b.add_alternative(start, [b.lexeme(expr, "regex")])
+    return b.build(start)
