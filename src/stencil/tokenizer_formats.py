@@ -363,7 +363,7 @@ def parse_gguf(path: Any) -> RawVocab:
     try:
         reader = GGUFReader(p, "r")
     except Exception as e:  # truncated or corrupt file
-        raise GrammarError(f"{p}: cannot read GGUF file: {e}") from e
+        raise GrammarError(f"{p}: cannot read GGUF file, it is truncated or corrupt ({type(e).__name__}: {e})") from None
 
     def strings(name: str) -> list[bytes] | None:
         f = reader.fields.get(name)
