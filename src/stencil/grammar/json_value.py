@@ -1,0 +1,70 @@
+"""Generic JSON (RFC 8259) as grammar IR: the value grammar, and the string, number and
+whitespace lexemes that the JSON Schema front-end reuses.
+
+Example::
+
+    b = stencil.GrammarBuilder()
+    g = b.build(json_value(b))      # any JSON value, with flexible whitespace
+    compiled = compiler.compile_grammar(g)
+"""
+from __future__ import annotations
+
+#: characters a JSON string holds unescaped: anything but '"', '\\' and controls U+0000-U+001F
+_STRING_CHAR_EXCLUDED = [(0x00, 0x1F), (ord('"'), ord('"')), (ord("\\"), ord("\\"))]
+_HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
+
+
+def string_char(b) -> int:
+    """One JSON string character: a plain code point or an escape sequence."""
+    plain = b.re_char_ranges(_STRING_CHAR_EXCLUDED, True)
+    simple_escape = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
+    unicode_escape = b.re_concat([b.re_literal("\\u"), b.re_repeat(b.re_char_ranges(_HEX, False), 4, 4)])
+    return b.re_or([plain, simple_escape, unicode_escape])
+
+
+def string_expr(b) -> int:
+    """A JSON string, quotes included."""
+    quote = b.re_literal('"')
+    return b.re_concat([quote, b.re_repeat(string_char(b), 0, -1), quote])
+
+
+def number_expr(b) -> int:
+    """A JSON number: -?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?"""
+    digit = b.re_char_ranges([(ord("0"), ord("9"))], False)
+    digits = b.re_repeat(digit, 1, -1)
+    int_part = b.re_or([b.re_literal("0"), b.re_concat([b.re_char_ranges([(ord("1"), ord("9"))], False),
+                                                         b.re_repeat(digit, 0, -1)])])
+    frac = b.re_repeat(b.re_concat([b.re_literal("."), digits]), 0, 1)
+    exp = b.re_repeat(b.re_concat([b.re_char_ranges([(ord("e"), ord("e")), (ord("E"), ord("E"))], False),
+                                   b.re_repeat(b.re_char_ranges([(ord("+"), ord("+")), (ord("-"), ord("-"))], False), 0, 1),
+                                   digits]), 0, 1)
+    return b.re_concat([b.re_repeat(b.re_literal("-"), 0, 1), int_part, frac, exp])
+
+
+def whitespace_expr(b, max_run: int | None = None) -> int:
+    """JSON insignificant whitespace; ``max_run`` bounds a run (keeps a model from looping)."""
+    ws = b.re_char_ranges([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)], False)
+    return b.re_repeat(ws, 1, -1 if max_run is None else max_run)
+
+
+def json_value(b, *, max_whitespace_run: int | None = None) -> int:
+    """Add the rules of a generic JSON value to builder ``b``; returns the ``value`` rule."""
+    b.ignore(whitespace_expr(b, max_whitespace_run), "WS")
+    string = b.lexeme(string_expr(b), "STRING")
+    number = b.lexeme(number_expr(b), "NUMBER")
+    value, obj, members, pair, arr, elements = (b.rule(n) for n in
+                                                ("value", "object", "members", "pair", "array", "elements"))
+    for alt in ([obj], [arr], [string], [number], [b.literal("true")], [b.literal("false")], [b.literal("null")]):
+        b.add_alternative(value, alt)
+    lbrace, rbrace, lbrack, rbrack = b.literal("{"), b.literal("}"), b.literal("["), b.literal("]")
+    comma, colon = b.literal(","), b.literal(":")
+    b.add_alternative(obj, [lbrace, rbrace])
+    b.add_alternative(obj, [lbrace, members, rbrace])
+    b.add_alternative(members, [pair])
+    b.add_alternative(members, [members, comma, pair])
+    b.add_alternative(pair, [string, colon, value])
+    b.add_alternative(arr, [lbrack, rbrack])
+    b.add_alternative(arr, [lbrack, elements, rbrack])
+    b.add_alternative(elements, [value])
+    b.add_alternative(elements, [elements, comma, value])
+    return value
