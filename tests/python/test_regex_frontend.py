@@ -156,6 +156,9 @@ def test_ast_basics():
     assert parse_regex("[]") == NOTHING
     assert parse_regex("(?P<year>\\d{4})-(?<m>\\d\\d)") == parse_regex("(\\d{4})-(\\d\\d)")
     assert parse_regex("a(?#comment)b") == Literal("ab")
+    assert parse_regex(r"(?:a+)?") == Repeat(Literal("a"), 0, None)
+    assert parse_regex(r"(?:a+){2,3}") == Repeat(Literal("a"), 2, None)
+    assert parse_regex(r"(?:a{2,})?") == Repeat(Repeat(Literal("a"), 2, None), 0, 1)
     for cls in (Nothing, Empty, Literal, CharClass, Concat, Alt, Repeat, AnchorStart, AnchorEnd):
         assert cls.__dataclass_params__.frozen
 
@@ -559,6 +562,8 @@ def test_random_anchor_patterns_against_python_re():
     ("(?<1a>x)", 3, "group name"),
     ("(?Px)", 0, "unknown group syntax"),
     ("(?", 0, "missing group syntax"),
+    ("a(?i)*", 5, "nothing to repeat"),
+    (r"[\k]", 1, "bad escape \\k"),
 ])
 def test_errors(pattern, pos, words):
     with pytest.raises(GrammarError) as info:
@@ -655,3 +660,19 @@ def test_big_inputs():
 def test_malformed_inputs_fail_fast(pattern):
     with pytest.raises(GrammarError):
         _quick(lambda: _no_recursion(lambda: build(pattern)))
+
+
+# --- the real builder, where the core exports it --------------------------------------------------
+
+def test_real_builder_accepts_emitted_expressions():
+    core = pytest.importorskip("stencil._core")
+    if not hasattr(core, "GrammarBuilder"):
+        pytest.skip("the core does not export GrammarBuilder yet")
+    for pattern, *_ in PATTERNS + [("a^b", 0, 0), (".", 0, 0), (r"\p{L}*", 0, 0),
+                                   ("[^a]|x{0,10000}", 0, 0), ("(a|^)+b$", 0, 0)]:
+        for anchored in (True, False):
+            real = core.GrammarBuilder()
+            h = build_regex(real, pattern, anchored=anchored)
+            assert isinstance(h, int)
+            fake, fh = build(pattern, anchored)
+            assert real.re_nullable(h) == fake.matches(fh, ""), (pattern, anchored)

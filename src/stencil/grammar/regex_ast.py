@@ -177,8 +177,9 @@ def repeat(item, lo: int, hi: Optional[int]) -> RegexNode:
         return EMPTY
     if isinstance(item, Nothing):
         return EMPTY if lo == 0 else NOTHING
-    if isinstance(item, Repeat) and item.max is None and hi is None and lo <= 1 and item.min <= 1:
-        return Repeat(item.item, lo * item.min, None)  # (x*)* = x*, (x+)+ = x+, (x+)* = x*
+    if isinstance(item, Repeat) and item.max is None and item.min <= 1:
+        # (x*){m,n} = x*, (x+){m,n} = x{m,}: every count from m upwards is reachable
+        return Repeat(item.item, lo * item.min, None)
     return Repeat(item, lo, hi)
 
 

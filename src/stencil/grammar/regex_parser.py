@@ -278,6 +278,8 @@ class _Parser:
                 flags, scoped = self._inline_flags(j, flags)
                 if not scoped:  # (?i): applies to the rest of the enclosing group
                     fr.flags = flags
+                    fr.flush()
+                    fr.last = None  # a quantifier cannot follow it
                     return
             else:
                 raise self.error(start, f"unknown group syntax '(?{c}'" if c else
@@ -412,7 +414,7 @@ class _Parser:
                 self.i = pos + 3
                 return "char", ord(p[pos + 2]) % 32
             raise self.error(pos, "bad escape \\c: expected a letter A-Z or a-z")
-        if c == "k":
+        if c == "k" and not in_class:
             raise self.error(pos, "backreference \\k<name> is not supported")
         if c in "0123456789":
             return self._digit_escape(pos, in_class)
