@@ -2,6 +2,7 @@
 // the used expressions into the grammar's own store, and add the start rule.
 #include <algorithm>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 
 #include "regex/derivative.h"
@@ -92,15 +93,24 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
 
   // Productive symbols: lexemes with a non-empty language, rules with an
   // alternative made of productive symbols only.
-  ExprStore scratch = store_;
-  Deriver deriver(scratch, 10'000'000);
-  {
-    ByteClasses bc = ByteClasses::from_sets(scratch.all_bytesets());
-    deriver.set_class_representatives(bc.representative);
-  }
+  // Only lexemes using And/Not need a search; it runs on a scratch copy of
+  // the store because derivatives add expressions.
   std::vector<uint8_t> lex_ok(lexemes_.size());
-  for (size_t i = 0; i < lexemes_.size(); ++i)
-    lex_ok[i] = lexemes_[i].special || !deriver.is_empty(lexemes_[i].expr);
+  std::unique_ptr<ExprStore> scratch;
+  std::unique_ptr<Deriver> deriver;
+  for (size_t i = 0; i < lexemes_.size(); ++i) {
+    const LexemeSpec& l = lexemes_[i];
+    if (l.special || !store_.node(l.expr).boolean) {
+      lex_ok[i] = l.special || l.expr != ExprStore::kNothing;
+      continue;
+    }
+    if (!deriver) {
+      scratch = std::make_unique<ExprStore>(store_);
+      deriver = std::make_unique<Deriver>(*scratch, 10'000'000);
+      deriver->set_class_representatives(ByteClasses::from_sets(scratch->all_bytesets()).representative);
+    }
+    lex_ok[i] = !deriver->is_empty(l.expr);
+  }
   std::vector<uint8_t> productive(num_nt, 0);
   auto sym_ok = [&](Symbol s) { return is_terminal(s) ? lex_ok[symbol_index(s)] != 0 : productive[s] != 0; };
   for (bool changed = true; changed;) {
