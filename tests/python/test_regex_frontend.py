@@ -493,11 +493,42 @@ def test_against_python_re(pattern, py_pattern, py_flags):
     assert positives > 0 or "^b" in pattern
 
 
+def _random_regex(rnd, depth=0):
+    r = rnd.random()
+    if depth > 3 or r < 0.35:
+        s = rnd.choice(["a", "b", "c", "[ab]", "[^a]", ".", "[a-c]", "^", "$", "ab", "\\x61",
+                        "[b-]", "(?i:A)", "B", "(?i:[A-B])", "(?:)"])
+    elif r < 0.55:
+        return "".join(_random_regex(rnd, depth + 1) for _ in range(rnd.randint(2, 3)))
+    elif r < 0.75:
+        s = "|".join(_random_regex(rnd, depth + 1) for _ in range(rnd.randint(2, 3)))
+        s = rnd.choice(["(", "(?:", "(?P<g%d>" % rnd.randrange(10 ** 6)]) + s + ")"
+    else:
+        s = "(?:" + _random_regex(rnd, depth + 1) + ")"
+    if s not in ("^", "$") and rnd.random() < 0.35:
+        s += rnd.choice(["*", "+", "?", "{2}", "{0,2}", "{1,3}", "*?", "{1,}", "??"])
+    return s
+
+
+def test_random_patterns_against_python_re():
+    rnd = random.Random(11)
+    strings = [""]
+    for n in range(1, 5):
+        strings += ["".join(t) for t in __import__("itertools").product("abc", repeat=n)]
+    for _ in range(300):
+        pattern = _random_regex(rnd)
+        prx = re.compile(pattern.replace("$", r"\Z"))
+        full, search = lang(pattern, True), lang(pattern, False)
+        for s in strings:
+            assert full(s) == (prx.fullmatch(s) is not None), (pattern, s)
+            assert search(s) == (prx.search(s) is not None), (pattern, s)
+
+
 def test_random_anchor_patterns_against_python_re():
     rnd = random.Random(7)
     atoms = ["a", "b", "^", "$", "(a|^)", "(b|$)", "(^a|b)", "(a$|b)", "(^|$)", "(a|)"]
     quants = ["", "", "", "*", "+", "?", "{2}", "{0,2}", "{1,3}"]
-    for _ in range(150):
+    for _ in range(400):
         parts = []
         for _ in range(rnd.randint(1, 4)):
             atom = rnd.choice(atoms)

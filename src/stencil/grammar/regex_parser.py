@@ -7,6 +7,7 @@ never turns into Python recursion; input size, nesting depth and repetition coun
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 from typing import Optional
 
 from stencil._core import GrammarError
@@ -44,6 +45,13 @@ def regex_error(pattern: str, pos: int, message: str) -> GrammarError:
     err.position = pos
     err.pattern = pattern
     return err
+
+
+@lru_cache(maxsize=4096)
+def _case_node(cp: int, ascii_only: bool):
+    """The class of a code point's case variants, or None if it has none."""
+    rs = U.case_variants(cp, ascii_only)
+    return char_class(rs) if len(rs) > 1 or rs[0][0] != rs[0][1] else None
 
 
 class _Frame:
@@ -172,9 +180,9 @@ class _Parser:
             fr.add(NOTHING)
             return
         if "i" in fr.flags:
-            rs = U.case_variants(cp, "a" in fr.flags)
-            if len(rs) > 1 or rs[0][0] != rs[0][1]:
-                fr.add(char_class(rs))
+            node = _case_node(cp, "a" in fr.flags)
+            if node is not None:
+                fr.add(node)
                 return
         fr.lit.append(chr(cp))
         fr.last = "lit"

@@ -222,5 +222,6 @@ def case_closure(ranges: Ranges, ascii_only: bool = False) -> Ranges:
     return union(ranges, tuple(extra)) if extra else ranges
 
 
+@lru_cache(maxsize=4096)
 def case_variants(cp: int, ascii_only: bool = False) -> Ranges:
     return case_closure(((cp, cp),), ascii_only)
