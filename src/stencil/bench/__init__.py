@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m stencil.bench.trie`` (token trie build time and memory)."""
