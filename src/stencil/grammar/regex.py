@@ -20,6 +20,12 @@ Dialect (DESIGN.md): ECMA-262 as in JSON Schema ``pattern``, with the Python-onl
 - Rejected with a GrammarError naming the construct and its position: lookarounds,
   backreferences (``\\1``, ``\\k<name>``, ``(?P=name)``), ``\\b``/``\\B`` word boundaries,
   possessive quantifiers and atomic groups (they change the language), conditionals.
+- Classes: a ``]`` right after ``[`` or ``[^`` is a literal (Python) unless that leaves the class
+  unterminated, in which case ``[]`` matches nothing and ``[^]`` any code point (ECMA). A class
+  escape cannot be a range endpoint (``[\\w-z]`` is an error, as in Python and ECMA ``u`` mode).
+- A ``{`` that does not start a quantifier is a literal; ``{,n}`` means ``{0,n}`` (Python).
+- Code points: ``\\uD83D\\uDE00`` pairs combine into one code point; a lone surrogate matches
+  nothing (it cannot occur in UTF-8 text).
 - Limits: 1,000,000 characters, 1,000 nested groups, repetition counts up to 100,000.
 """
 from __future__ import annotations

@@ -12,8 +12,8 @@ from typing import Optional
 
 from stencil._core import GrammarError
 from stencil.grammar import regex_unicode as U
-from stencil.grammar.regex_ast import (ANCHOR_END, ANCHOR_START, EMPTY, NOTHING, Literal, alt,
-                                       char_class, concat, literal, repeat)
+from stencil.grammar.regex_ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
+                                       char_class, concat, repeat)
 
 MAX_PATTERN_LENGTH = 1_000_000
 MAX_NESTING_DEPTH = 1_000
