@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test demo bench-trie clean
+.PHONY: venv install test bench-trie bench-json clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +28,6 @@ bench-trie: install
 
 clean:
 	rm -rf build $(VENV)
+
+bench-json: install
+	$(PY) -m stencil.bench.json_masks
