@@ -1,4 +1,4 @@
-# The two commands of the README: `make demo` runs the main job, `make test` the whole test suite.
+# `make test` (the README's test command, run by .ci/run) installs everything and runs the whole suite.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
