@@ -211,13 +211,15 @@ class TokenizerInfo:
                 raw = fmt.parse_hf_json(fmt.load_json(text.encode("utf-8") if isinstance(text, str) else text, where), where)
             elif getattr(obj, "sp_model", None) is not None:
                 raw = fmt.parse_sentencepiece(obj.sp_model)
+                # transformers keeps added tokens (and the model's own <s>, </s>...) beside the model
                 added = getattr(obj, "added_tokens_decoder", None) or {}
                 for i, a in added.items():
-                    if 0 <= int(i) < len(raw.tokens) or getattr(a, "special", False):
-                        content = getattr(a, "content", str(a))
-                        fmt._place(raw.tokens, int(i), content.encode("utf-8"))
-                        if getattr(a, "special", False):
-                            raw.special[int(i)] = content
+                    content = str(getattr(a, "content", a))
+                    fmt._place(raw.tokens, int(i), content.encode("utf-8"))
+                    if getattr(a, "special", False):
+                        raw.special[int(i)] = content
+                    else:
+                        raw.special.pop(int(i), None)
             else:
                 raise GrammarError(
                     f"from_huggingface: unsupported tokenizer of type {type(tokenizer).__module__}."

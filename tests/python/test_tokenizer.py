@@ -270,13 +270,19 @@ def test_transformers_like_tokenizers():
 
     path = zoo.data_file("mistral_common", "data", "tokenizer.model.v1")
 
+    from tokenizers import AddedToken
+
     class Slow:
         sp_model = spm.SentencePieceProcessor(model_file=path)
         eos_token_id = 2
+        added_tokens_decoder = {1: AddedToken("<s>", special=True), 32000: AddedToken("<tool>", special=False),
+                                32001: AddedToken("<|im_end|>", special=True)}
 
     slow = TokenizerInfo.from_huggingface(Slow())
-    assert _bpe_tokens(slow) == _bpe_tokens(zoo.get("mistral-sp-v1").info)
-    assert slow.eos_token_ids == [2]
+    assert _bpe_tokens(slow)[:32000] == _bpe_tokens(zoo.get("mistral-sp-v1").info)
+    assert slow.token_bytes(32000) == b"<tool>" and not slow.is_special(32000)
+    assert slow.vocab_size == 32002 and slow.special_token_ids == [0, 1, 2, 32001]
+    assert slow.eos_token_ids == [2, 32001]
 
 
 def test_eos_override():
@@ -487,3 +493,12 @@ def test_bench_trie_command(capsys):
     assert trie.main(["--only", "sentencepiece", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
     assert "mistral sentencepiece v3" in out and "32768" in out and "vocab MB" in out
+
+
+def test_docstring_examples():
+    import doctest
+
+    import stencil.tokenizer
+
+    result = doctest.testmod(stencil.tokenizer, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3 and result.failed == 0
