@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -99,9 +101,10 @@ void bind_matcher(nb::module_& m) {
                              std::to_string(matchers.size()) + " matchers");
           size_t words = bm.shape(1);
           for (int64_t i : indices) bitmask_row(bm, i, &words);
-          for (size_t i = 0; i < matchers.size(); ++i)
-            for (size_t j = 0; j < i; ++j)
-              if (matchers[i] == matchers[j]) throw UsageError("the same matcher appears twice in one batch");
+          std::vector<Matcher*> sorted = matchers;
+          std::sort(sorted.begin(), sorted.end());
+          if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+            throw UsageError("the same matcher appears twice in one batch");
           uint32_t* base = reinterpret_cast<uint32_t*>(bm.data());
           nb::gil_scoped_release release;
           fill_masks_parallel(matchers, indices, base, words, num_threads);

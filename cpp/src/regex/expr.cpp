@@ -233,25 +233,29 @@ static std::string byteset_to_string(const ByteSet& s) {
   return out + "]";
 }
 
-std::string ExprStore::to_string(ExprId e) const {
+std::string ExprStore::to_string(ExprId e) const { return to_string(e, 0); }
+
+// Bounded depth: expressions can nest far deeper than a readable (or stack-safe) printout.
+std::string ExprStore::to_string(ExprId e, int depth) const {
+  if (depth > 64) return "…";
   const ExprNode& n = nodes_[e];
   switch (n.kind) {
     case ExprKind::Nothing: return "∅";
     case ExprKind::Empty: return "ε";
     case ExprKind::Bytes: return byteset_to_string(bytesets_[n.a]);
-    case ExprKind::Concat: return "(" + to_string(n.a) + to_string(n.b) + ")";
+    case ExprKind::Concat: return "(" + to_string(n.a, depth + 1) + to_string(n.b, depth + 1) + ")";
     case ExprKind::Or:
     case ExprKind::And: {
       std::string out = "(";
       for (uint32_t i = 0; i < n.args_len; ++i) {
         if (i) out += n.kind == ExprKind::Or ? "|" : "&";
-        out += to_string(args_[n.args_begin + i]);
+        out += to_string(args_[n.args_begin + i], depth + 1);
       }
       return out + ")";
     }
-    case ExprKind::Not: return "~(" + to_string(n.a) + ")";
+    case ExprKind::Not: return "~(" + to_string(n.a, depth + 1) + ")";
     case ExprKind::Repeat:
-      return to_string(n.a) + "{" + std::to_string(n.min) + "," +
+      return to_string(n.a, depth + 1) + "{" + std::to_string(n.min) + "," +
              (n.max == kUnbounded ? std::string() : std::to_string(n.max)) + "}";
   }
   return "?";

@@ -55,6 +55,7 @@ class ExprStore {
   size_t max_nodes() const { return max_nodes_; }
   size_t memory_bytes() const;
   std::string to_string(ExprId e) const;
+  std::string to_string(ExprId e, int depth) const;
   // All byte sets that occur in the store, for the byte-class partition.
   const std::vector<ByteSet>& all_bytesets() const { return bytesets_; }
 
