@@ -12,8 +12,17 @@ void TokenTrie::build(const std::vector<std::string_view>& token_bytes,
   order.reserve(token_bytes.size());
   for (size_t i = 0; i < token_bytes.size(); ++i)
     if (!excluded[i] && !token_bytes[i].empty()) order.push_back(static_cast<int32_t>(i));
-  // Sorting by bytes (ties by id) puts tokens in depth-first order.
+  // Sorting by bytes (ties by id) puts tokens in depth-first order. An 8-byte
+  // big-endian prefix key settles most comparisons without touching the bytes.
+  std::vector<uint64_t> key(token_bytes.size(), 0);
+  for (int32_t id : order) {
+    std::string_view t = token_bytes[id];
+    uint64_t k = 0;
+    for (size_t i = 0; i < 8; ++i) k = (k << 8) | (i < t.size() ? static_cast<uint8_t>(t[i]) : 0);
+    key[id] = k;
+  }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    if (key[a] != key[b]) return key[a] < key[b];
     int c = token_bytes[a].compare(token_bytes[b]);
     return c < 0 || (c == 0 && a < b);
   });

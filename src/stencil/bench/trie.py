@@ -11,7 +11,6 @@ build under 50 ms (best of the repeats) and memory under 10 MB.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -19,6 +18,7 @@ import time
 from typing import Callable
 
 from stencil import _core
+from stencil.bench.tokenizers import package_file
 from stencil.tokenizer import TokenizerInfo
 
 TARGET_SECONDS = 0.050
@@ -26,18 +26,6 @@ TARGET_BYTES = 10 * 1000 * 1000
 
 QWEN_SPECIALS = {name: 151643 + i for i, name in enumerate(
     ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{k}|>" for k in range(205)])}
-
-
-def package_file(module: str, *parts: str) -> str | None:
-    """A file shipped inside an installed package, without importing the package."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
-    return path if os.path.exists(path) else None
 
 
 def loaders() -> list[tuple[str, str | None, Callable[[str], TokenizerInfo]]]:
