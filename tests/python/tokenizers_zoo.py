@@ -10,7 +10,6 @@ model; its folder is found with importlib and the module is never imported).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Callable
@@ -18,24 +17,13 @@ from typing import Callable
 import pytest
 
 from stencil import TokenizerInfo
-
-
-def package_dir(module: str) -> str | None:
-    """The folder of an installed package, without importing it."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return list(spec.submodule_search_locations)[0]
+from stencil.bench.tokenizers import package_file
 
 
 def data_file(module: str, *parts: str) -> str:
     """Path of a file shipped in a package; skips the test when it is not installed."""
-    d = package_dir(module)
-    path = os.path.join(d, *parts) if d else None
-    if path is None or not os.path.exists(path):
+    path = package_file(module, *parts)
+    if path is None:
         pytest.skip(f"{module} is not installed (file {os.path.join(*parts)} not found); run `make install`")
     return path
 
