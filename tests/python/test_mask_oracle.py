@@ -1,0 +1,788 @@
+"""Oracle tests for token masks (issue 3, "What it must show").
+
+For many grammars (hand-written and seeded random regexes; hand-written and seeded random
+context-free grammars with recursion, nullable rules, ambiguity, left recursion, ignored white
+space, overlapping lexemes, lazy lexemes, special tokens and Unicode) and for small synthetic
+vocabularies and the real 128k DeepSeek vocabulary, the mask from ``fill_next_token_bitmask``
+must equal, at every step of random valid and invalid walks, the set of tokens a brute-force
+oracle accepts (tests/python/oracles.py: the ``regex`` module for regexes, a character-level
+Earley recognizer for CFGs). The EOS bit must equal "the text is complete", ``is_accepting``
+likewise, ``accept_token`` must agree with the mask (a refused token leaves the state unchanged)
+and ``forced_tokens`` must start with the single allowed token when there is one. Rollback, fork,
+``validate_tokens``, ``accept_bytes``, ``reset`` and batch filling on two threads must give the
+same masks as replaying from scratch.
+
+Synthetic vocabularies: ids 0-255 are the single bytes (so every byte string is reachable,
+including invalid UTF-8), 256 is EOS, 257 and 258 are special tokens (258's bytes are b"a": a
+special token is never allowed for its bytes), then multi-byte tokens cut from strings of the
+grammar's language at random byte offsets (partial UTF-8 at either end, tokens crossing lexeme
+boundaries), random junk and invalid UTF-8, a few duplicate byte strings, and padding ids past
+the last token (never allowed).
+
+Counts and the runtime are printed at the end of the module (``pytest -s``).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import random
+import sys
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import oracles as O  # noqa: E402
+from oracles import (CFG, R, Choice, Cls, Delim, Lit, Many, Opt, Plus, Ref, Rep, Seq, Special,  # noqa: E402
+                     Star)
+
+import stencil  # noqa: E402
+from stencil.bitmask import bitmask_to_bool  # noqa: E402
+from stencil.grammar.regex import build_regex  # noqa: E402
+
+STATS = collections.Counter()
+EOS, SP_A, SP_B = 256, 257, 258
+SPECIALS = (SP_A, SP_B)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    t0 = time.time()
+    yield
+    print(f"\n[mask oracle] {STATS['grammars']} grammars ({STATS['regex_grammars']} regex, "
+          f"{STATS['cfg_grammars']} CFG), {STATS['steps']} oracle-compared steps "
+          f"({STATS['deepseek_steps']} on the 128k vocabulary), {STATS['tokens']:,} token verdicts compared, "
+          f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} replay/rollback/fork mask checks, "
+          f"{time.time() - t0:.1f} s")
+
+
+# ------------------------------------------------------------------------------ vocabularies
+
+def synthetic_vocab(rng: random.Random, texts: list[bytes], n_multi: int = 160):
+    """A small vocabulary (see the module docstring); returns (TokenizerInfo, oracles.Vocab)."""
+    toks = [bytes([i]) for i in range(256)] + [b"</s>", b"<|a|>", b"a"]
+    seen = set(toks[:256])
+    multi = []
+
+    def add(t: bytes):
+        if len(t) >= 2 and t not in seen:
+            seen.add(t)
+            multi.append(t)
+
+    texts = [t for t in texts if t] or [b"abc"]
+    for _ in range(n_multi * 4):
+        if len(multi) >= n_multi:
+            break
+        t = rng.choice(texts)
+        if len(t) < 2:
+            continue
+        if rng.random() < 0.3:
+            # cut at character boundaries
+            s = t.decode("utf-8")
+            i = rng.randrange(len(s))
+            add(s[i:i + rng.randint(1, 4)].encode("utf-8"))
+        else:
+            i = rng.randrange(len(t) - 1)
+            add(t[i:i + rng.randint(2, 7)])
+    pool = [c.encode("utf-8") for c in O.LIT_CHARS + ["</", "  ", "\u3000", "→", "中文", "true"]]
+    for _ in range(20):
+        add(b"".join(rng.choice(pool) for _ in range(rng.randint(1, 3))))
+    for junk in (b"\xff\xfe", b"a\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe4\xb8", b"\xf0\x9f",
+                 b"\xf0\x9f\x98", b"\x80\x80", b"\xc3", b"0\xe4", b"\xbf\xbf"):
+        add(junk)
+    toks += multi
+    # duplicates of single bytes and multi-byte tokens
+    for t in rng.sample(toks[:256], 3) + rng.sample(multi, min(4, len(multi))):
+        toks.append(t)
+    info = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[EOS], special_token_ids=[EOS, SP_A, SP_B],
+                                            vocab_size=len(toks) + 5)
+    return info, O.Vocab.from_info(info)
+
+
+def units_to_tokens(rng: random.Random, units, by_bytes: dict, max_len: int) -> list[int]:
+    """Random segmentation of text units into token ids (single bytes always exist)."""
+    out = []
+    for u in units:
+        if not isinstance(u, bytes):
+            out.append(u[1])
+            continue
+        i = 0
+        while i < len(u):
+            cands = [u[i:i + k] for k in range(1, min(max_len, len(u) - i) + 1) if u[i:i + k] in by_bytes]
+            piece = rng.choice(cands) if rng.random() < 0.7 else cands[-1]
+            out.append(rng.choice(by_bytes[piece]))
+            i += len(piece)
+    return out
+
+
+def bytes_index(vocab: O.Vocab) -> tuple[dict, int]:
+    d = collections.defaultdict(list)
+    for i in vocab.normal:
+        d[vocab.token_bytes[i]].append(i)
+    return d, max(len(b) for b in d)
+
+
+# ------------------------------------------------------------------------------ trackers
+
+class RegexTracker:
+    """Oracle state for a regex: the accepted bytes; masks token by token (regex_mask_direct)."""
+
+    def __init__(self, lang: O.RegexLanguage, vocab: O.Vocab):
+        self.lang, self.vocab = lang, vocab
+        self.acc, self.done = b"", False
+
+    def mask(self) -> np.ndarray:
+        return O.regex_mask_direct(self.lang, None if self.done else self.acc, self.vocab)
+
+    def advance(self, t: int):
+        if t in self.vocab.eos:
+            self.done = True
+        else:
+            self.acc += self.vocab.token_bytes[t]
+
+    def allowed(self, t: int) -> bool:
+        if self.done:
+            return t in self.vocab.eos
+        if t in self.vocab.eos:
+            return self.lang.complete_bytes(self.acc)
+        if t in self.vocab.special or not self.vocab.token_bytes[t]:
+            return False
+        return self.lang.viable_bytes(self.acc + self.vocab.token_bytes[t])
+
+    def describe(self) -> str:
+        return f"accepted bytes {self.acc!r}" + (" + EOS" if self.done else "")
+
+
+class StateTracker:
+    """Oracle state for a ByteOracle (CFGs): masks by the sorted-prefix walk."""
+
+    def __init__(self, oracle: O.ByteOracle, vocab: O.Vocab):
+        self.oracle, self.vocab = oracle, vocab
+        self.st = oracle.start()
+        self.acc, self.done = [], False
+
+    def mask(self) -> np.ndarray:
+        return O.mask_prefix_walk(self.oracle, None if self.done else self.st, self.vocab)
+
+    def _next(self, t: int):
+        v = self.vocab
+        if t in v.eos:
+            return self.st if self.oracle.accepting(self.st) else None
+        if t in v.special:
+            return self.oracle.push_special(self.st, t)
+        if not v.token_bytes[t]:
+            return None
+        return self.oracle.push_bytes(self.st, v.token_bytes[t])
+
+    def allowed(self, t: int) -> bool:
+        if self.done:
+            return t in self.vocab.eos
+        return self._next(t) is not None
+
+    def advance(self, t: int):
+        ns = self._next(t)
+        assert ns is not None
+        if t in self.vocab.eos:
+            self.done = True
+        else:
+            self.st = ns
+        self.acc.append(self.vocab.token_bytes[t] if t not in self.vocab.special else f"<special {t}>")
+
+    def describe(self) -> str:
+        return f"accepted {self.acc!r}" + (" + EOS" if self.done else "")
+
+
+# ------------------------------------------------------------------------------ checks
+
+def engine_mask(m: stencil.Matcher, vocab_size: int) -> np.ndarray:
+    bm = stencil.allocate_token_bitmask(1, vocab_size)
+    m.fill_next_token_bitmask(bm, 0)
+    return bitmask_to_bool(bm, vocab_size)[0]
+
+
+def fmt_tokens(ids, vocab: O.Vocab, limit=12) -> str:
+    ids = list(ids)
+    s = ", ".join(f"{i}:{vocab.token_bytes[i]!r}" for i in ids[:limit])
+    return s + (f" ... ({len(ids)} in all)" if len(ids) > limit else "")
+
+
+def compare(m: stencil.Matcher, tracker, vocab: O.Vocab, what: str, deepseek: bool = False) -> np.ndarray:
+    """Engine mask == oracle mask; is_accepting and forced_tokens agree. Returns the mask."""
+    got = engine_mask(m, vocab.vocab_size)
+    want = tracker.mask()
+    if not np.array_equal(got, want):
+        extra = np.nonzero(got & ~want)[0]
+        missing = np.nonzero(want & ~got)[0]
+        raise AssertionError(f"{what}: mask differs from the oracle after {tracker.describe()}\n"
+                             f"  allowed by stencil, refused by the oracle: {fmt_tokens(extra, vocab)}\n"
+                             f"  allowed by the oracle, refused by stencil: {fmt_tokens(missing, vocab)}")
+    eos_ok = bool(want[min(vocab.eos)])
+    assert m.is_accepting() == eos_ok, f"{what}: is_accepting() != oracle ({eos_ok}) after {tracker.describe()}"
+    if not tracker.done:
+        allowed = np.nonzero(want)[0]
+        forced = m.forced_tokens()
+        if len(allowed) == 1 and allowed[0] not in vocab.eos:
+            assert forced[:1] == [int(allowed[0])], f"{what}: forced_tokens {forced} but only {allowed[0]} is allowed"
+        else:
+            assert forced == [], f"{what}: forced_tokens {forced} with {len(allowed)} allowed tokens"
+    STATS["steps"] += 1
+    STATS["tokens"] += vocab.vocab_size
+    if deepseek:
+        STATS["deepseek_steps"] += 1
+    return got
+
+
+def check_refusals(rng, m, tracker, vocab: O.Vocab, mask: np.ndarray, what: str, n: int = 3):
+    """A few tokens the mask refuses: accept_token says False and the state stays the same."""
+    refused = np.nonzero(~mask)[0]
+    if len(refused) == 0:
+        return
+    for t in rng.sample(list(refused), min(n, len(refused))):
+        assert m.accept_token(int(t)) is False, f"{what}: accept_token({t}={vocab.token_bytes[t]!r}) " \
+                                                f"accepted a masked token after {tracker.describe()}"
+        STATS["refused"] += 1
+    assert np.array_equal(engine_mask(m, vocab.vocab_size), mask), f"{what}: a refused token changed the state"
+
+
+def token_walk(rng, m, tracker, vocab, what, steps, eos_prob=0.3, deepseek=False):
+    """Random valid walk: at each step pick an allowed token (oracle), compare masks first."""
+    for step in range(steps):
+        mask = compare(m, tracker, vocab, f"{what} step {step}", deepseek)
+        check_refusals(rng, m, tracker, vocab, mask, what, n=2 if deepseek else 3)
+        eos_ok = bool(mask[list(vocab.eos)].any())
+        choices = [int(t) for t in np.nonzero(mask)[0] if t not in vocab.eos]
+        if not choices or (eos_ok and rng.random() < eos_prob):
+            if eos_ok:
+                eos = min(vocab.eos)
+                assert m.accept_token(eos)
+                tracker.advance(eos)
+                assert m.is_terminated()
+                compare(m, tracker, vocab, f"{what} after EOS", deepseek)
+                with pytest.raises(ValueError):
+                    m.accept_token(0)
+            return
+        # favour multi-byte tokens so that walks get somewhere
+        multi = [t for t in choices if len(vocab.token_bytes[t]) > 1]
+        t = rng.choice(multi if multi and rng.random() < 0.6 else choices)
+        assert m.accept_token(t), f"{what}: accept_token({t}={vocab.token_bytes[t]!r}) refused an allowed token"
+        tracker.advance(t)
+
+
+def string_walk(rng, m, tracker, vocab, tokens, what, compare_every=1, deepseek=False):
+    """Walk along a given token sequence (valid or not): compare masks, check accept_token
+    against the oracle; stop at the first refused token (state unchanged)."""
+    for i, t in enumerate(tokens):
+        if i % compare_every == 0:
+            mask = compare(m, tracker, vocab, f"{what} token {i}", deepseek)
+            ok = bool(mask[t])
+        else:
+            ok = tracker.allowed(t)
+            STATS["tokens"] += 1
+        got = m.accept_token(t)
+        assert got == ok, (f"{what}: accept_token({t}={vocab.token_bytes[t]!r}) returned {got}, oracle says {ok} "
+                           f"after {tracker.describe()}")
+        if not ok:
+            STATS["refused"] += 1
+            compare(m, tracker, vocab, f"{what} after a refused token", deepseek)
+            return False
+        tracker.advance(t)
+    compare(m, tracker, vocab, f"{what} end", deepseek)
+    return True
+
+
+def mutate_units(rng, units):
+    """One random edit: insert/delete/replace a character or insert a raw byte."""
+    units = list(units)
+    idx = [i for i, u in enumerate(units) if isinstance(u, bytes) and u]
+    if not idx:
+        return units + [b"!"]
+    i = rng.choice(idx)
+    s = units[i].decode("utf-8")
+    j = rng.randrange(len(s) + 1)
+    op = rng.random()
+    c = rng.choice(O.SAMPLE_CHARS)
+    if op < 0.3:
+        s2 = (s[:j] + c + s[j:]).encode()
+    elif op < 0.55 and s:
+        j = min(j, len(s) - 1)
+        s2 = (s[:j] + s[j + 1:]).encode()
+    elif op < 0.8 and s:
+        j = min(j, len(s) - 1)
+        s2 = (s[:j] + c + s[j + 1:]).encode()
+    else:
+        k = rng.randrange(len(units[i]) + 1)
+        s2 = units[i][:k] + bytes([rng.choice([0x80, 0xC3, 0xE4, 0xF0, 0xFF, 0x22, 0x20])]) + units[i][k:]
+    units[i] = s2
+    return units
+
+
+# ------------------------------------------------------------------------------ regexes
+
+HANDWRITTEN_REGEXES = [  # (pattern, strings of its language for the string walks)
+    (r"\d{4}-\d{2}-\d{2}", ["2024-01-31", "0000-99-19"]),
+    (r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?", ["-12.5e+3", "0", "10E7"]),
+    (r"[a-zA-Z_][a-zA-Z0-9_]*", ["_x1", "Hello_World"]),
+    (r"(a|aa)*b", ["aaaab", "b"]),
+    (r"[α-ω]+", ["αβγ", "ω"]),
+    (r".{0,5}x", ["héllx", "😀x", "x"]),
+    (r"(x+x+)+y", ["xxxxy", "xxy"]),
+    (r"(yes|no|maybe)", ["maybe", "no"]),
+    (r"(中文|日本語|한국어)+[0-9]{1,3}", ["中文한국어12", "日本語9"]),
+    (r"(?:\+|-)?\d{1,3}(?:,\d{3})*", ["+1,234,567", "-12"]),
+    (r"[😀-😂]{2}é?", ["😀😂é", "😁😁"]),
+    (r"(?:ab|a)(?:bc|c)", ["abc", "abbc"]),
+    (r"[^a-z]{1,3}z", ["中Éz", "1z"]),
+    (r"\w+@\w+\.(com|org)", ["alice@example.com", "x_1@y.org"]),
+    (r"", [""]),
+    (r"(a|b|)c", ["ac", "c"]),
+    (r"[\u0080-\u07ff]{1,2}[\u0800-\uffff]\u{10000}?", ["é\u07ff\u0800", "ß\uffff\U00010000"]),
+    (r"(?<year>\d{4})|(?P<other>x)", ["2024", "x"]),
+    (r"a+?b*?c??", ["aabbc", "a"]),
+    (r"[\n\t ]*x\.", ["\n\t x.", "x."]),
+    (r"(?:[a-c]{2,3}){2}", ["abcab", "aaaa"]),
+    (r"[^\"\\]*\"", ["héllo 中\"", "\""]),
+    (r"\D\W[^\d]", ["a-b", "中中中"]),
+    (r"[^\n]{2}", ["\r\u2028", "ab"]),
+]
+
+
+class CrossCheckTracker(RegexTracker):
+    """A RegexTracker that also asks the Earley oracle (on the regex's AST as a CFG) at every
+    mask and insists both oracles agree before the engine is judged."""
+
+    def __init__(self, lang, vocab, cfg_oracle: O.ByteOracle):
+        super().__init__(lang, vocab)
+        self.second = StateTracker(cfg_oracle, vocab)
+
+    def mask(self):
+        a, b = super().mask(), self.second.mask()
+        assert np.array_equal(a, b), (f"the two oracles disagree after {self.describe()}: regex module allows "
+                                      f"{fmt_tokens(np.nonzero(a & ~b)[0], self.vocab)}; Earley allows "
+                                      f"{fmt_tokens(np.nonzero(b & ~a)[0], self.vocab)}")
+        STATS["oracle_cross_checks"] += 1
+        return a
+
+    def advance(self, t):
+        super().advance(t)
+        self.second.advance(t)
+
+
+def regex_case(pattern: str, rng: random.Random, sampler=None, walks=4, steps=14, examples=(), node=None):
+    """Compile ``pattern`` against a synthetic vocabulary and run valid and invalid walks."""
+    python = O.ecma_to_python(pattern)
+    lang = O.RegexLanguage(python)
+    if sampler is None:
+        sampler = regex_sampler(lang, rng)
+    samples = list(examples) + [x for x in (sampler() for _ in range(8)) if x is not None]
+    rng.shuffle(samples)
+    for s in samples:  # the oracle itself must accept its own language
+        assert lang.complete_bytes(s.encode()), f"oracle/sampler disagree on {s!r} for {pattern!r}"
+    info, vocab = synthetic_vocab(rng, [s.encode() for s in samples])
+    g = stencil.GrammarCompiler(info).compile_regex(pattern)
+    STATS["grammars"] += 1
+    STATS["regex_grammars"] += 1
+    by_bytes, max_len = bytes_index(vocab)
+    what = f"regex {pattern!r}"
+    second = O.ByteOracle(O.EarleyLanguage(O.regex_to_cfg(node))) if node is not None else None
+    for w in range(walks):
+        m = stencil.Matcher(g, max_rollback=-1)
+        tr = RegexTracker(lang, vocab) if second is None else CrossCheckTracker(lang, vocab, second)
+        if w % 2 == 0:
+            token_walk(rng, m, tr, vocab, f"{what} token walk {w}", steps)
+        else:
+            units = [samples[w % len(samples)].encode()]
+            if w == 3:
+                units = mutate_units(rng, units)
+            toks = units_to_tokens(rng, units, by_bytes, max_len)
+            string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+
+
+def regex_sampler(lang: O.RegexLanguage, rng: random.Random):
+    """For hand-written patterns: strings of the language by a random oracle-guided walk over
+    characters (each step keeps a viable prefix; stops when complete)."""
+    chars = sorted(set(O.SAMPLE_CHARS) | {chr(c) for c in lang.boundaries if c <= O.MAX_CP and not 0xD800 <= c < 0xE000})
+
+    def sample():
+        for _ in range(20):
+            text = ""
+            for _ in range(16):
+                if lang.accepting(text) and rng.random() < 0.35:
+                    return text
+                nxt = [c for c in chars if lang.step(text, ord(c)) is not None]
+                if not nxt:
+                    break
+                text += rng.choice(nxt)
+            if lang.accepting(text):
+                return text
+        return None
+
+    return sample
+
+
+@pytest.mark.parametrize("pattern,examples", HANDWRITTEN_REGEXES, ids=[p for p, _ in HANDWRITTEN_REGEXES])
+def test_handwritten_regex_masks(pattern, examples):
+    rng = random.Random(zlib.crc32(pattern.encode()))
+    regex_case(pattern, rng, examples=examples)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_regex_masks(seed):
+    rng = random.Random(1000 + seed)
+    for k in range(6):
+        node = O.random_regex(rng, depth=rng.choice([2, 3]))
+        pattern = node.render(python=False)
+        assert O.ecma_to_python(pattern) == node.render(python=True)
+        regex_case(pattern, rng, sampler=lambda: node.sample(rng, [6]), walks=4, steps=12, node=node)
+
+
+# ------------------------------------------------------------------------------ CFGs
+
+WS = R(" \t\n")
+HANDWRITTEN_CFGS = [
+    CFG("arithmetic, left recursive", {
+        "E": [[Ref("E"), Lit("+"), Ref("T")], [Ref("E"), Lit("-"), Ref("T")], [Ref("T")]],
+        "T": [[Ref("T"), Lit("*"), Ref("F")], [Ref("F")]],
+        "F": [[Lit("("), Ref("E"), Lit(")")], [Plus(R("0-9"))], [Lit("-"), Ref("F")]],
+    }, "E", ignore=R(" \t")),
+    CFG("balanced brackets, ambiguous and nullable", {
+        "S": [[Ref("S"), Ref("S")], [Lit("("), Ref("S"), Lit(")")], [Lit("["), Ref("S"), Lit("]")], []],
+    }, "S"),
+    CFG("json-like values", {
+        "V": [[Ref("L")], [Ref("O")], [Plus(R("0-9"))], [Delim('"', '"')], [Lit("true")], [Lit("false")],
+              [Lit("null")]],
+        "L": [[Lit("["), Opt(Seq((Ref("V"), Star(Seq((Lit(","), Ref("V"))))))), Lit("]")]],
+        "O": [[Lit("{"), Opt(Seq((Ref("P"), Star(Seq((Lit(","), Ref("P"))))))), Lit("}")]],
+        "P": [[Delim('"', '"'), Lit(":"), Ref("V")]],
+    }, "V", ignore=WS),
+    CFG("unicode arrows, right recursive, ideographic space ignored", {
+        "S": [[Ref("X")], [Ref("X"), Lit("→"), Ref("S")]],
+        "X": [[Plus(R("α-ω"))], [Lit("中文")], [Lit("😀"), Opt(Cls(R("0-9")))]],
+    }, "S", ignore=R(" \u3000")),
+    CFG("nullable chains", {
+        "S": [[Ref("A"), Ref("B"), Ref("C"), Lit("x")], [Ref("B"), Ref("B")]],
+        "A": [[], [Lit("a")]],
+        "B": [[Ref("A"), Ref("A")], [Lit("b"), Ref("B")]],
+        "C": [[Ref("B")], [Lit("c")], [Ref("A"), Ref("C"), Lit("d")]],
+    }, "S"),
+    CFG("overlapping lexemes", {
+        "S": [[Cls(R("a-c")), Lit("x")], [Lit("b"), Lit("y")], [Plus(R("0-9")), Lit(";"), Ref("S")], [Lit("z")]],
+    }, "S"),
+    CFG("lazy and greedy delimited lexemes sharing a prefix with a literal", {
+        "S": [[Ref("I")], [Ref("S"), Lit(","), Ref("I")]],
+        "I": [[Delim("<!", ">", True)], [Delim("'", "'", True)], [Delim('"', '"')], [Lit("<")]],
+    }, "S", ignore=R(" ")),
+    CFG("special tokens", {
+        "S": [[Lit("a"), Special((SP_A,)), Ref("S")], [Lit("b")], [Special((SP_B,)), Lit("c")]],
+    }, "S", ignore=R(" ")),
+    CFG("keywords", {
+        "S": [[Lit("if"), Ref("E"), Lit("then"), Ref("S")], [Ref("E")]],
+        "E": [[Plus(R("0-9"))], [Lit("("), Ref("E"), Lit(")")]],
+    }, "S", ignore=R(" ")),
+    CFG("ambiguous sums", {
+        "E": [[Ref("E"), Lit("+"), Ref("E")], [Cls(R("0-9"))], [Cls(R("α-ω"))]],
+    }, "E"),
+    CFG("bounded repeats and choices", {
+        "S": [[Rep(Lit("ab"), 2, 4), Opt(Ref("S"))], [Choice((Lit("é"), Lit("ß"))), Many(Cls(R("0-9")))]],
+    }, "S"),
+    CFG("left-recursive list with optional separators", {
+        "L": [[Ref("L"), Opt(Lit(",")), Cls(R("a-z"))], []],
+    }, "L"),
+]
+
+
+def cfg_case(cfg: CFG, rng: random.Random, walks=4, steps=14):
+    reason = O.greedy_safe(cfg)
+    assert reason is None, f"{cfg.name}: not usable with the character-level oracle: {reason}"
+    lang = O.EarleyLanguage(cfg)
+    oracle = O.ByteOracle(lang)
+    samples = [O.segments_to_units(O.sample_cfg(cfg, rng)) for _ in range(8)]
+    for units in samples:  # the oracle accepts its own samples
+        st = oracle.start()
+        for u in units:
+            st = oracle.push_bytes(st, u) if isinstance(u, bytes) else oracle.push_special(st, u[1])
+            assert st is not None, f"{cfg}\noracle refuses its own sample {units}"
+        assert oracle.accepting(st), f"{cfg}\noracle: sample {units} incomplete"
+    texts = [b"".join(u for u in units if isinstance(u, bytes)) for units in samples]
+    info, vocab = synthetic_vocab(rng, texts)
+    g = stencil.GrammarCompiler(info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
+    STATS["grammars"] += 1
+    STATS["cfg_grammars"] += 1
+    by_bytes, max_len = bytes_index(vocab)
+    what = f"CFG {cfg.name}\n{cfg}\n"
+    for w in range(walks):
+        m = stencil.Matcher(g, max_rollback=-1)
+        tr = StateTracker(oracle, vocab)
+        if w % 2 == 0:
+            token_walk(rng, m, tr, vocab, f"{what} token walk {w}", steps)
+        else:
+            units = samples[w]
+            if w == 3:
+                units = mutate_units(rng, units)
+            toks = units_to_tokens(rng, units, by_bytes, max_len)
+            string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+    return g, vocab
+
+
+@pytest.mark.parametrize("cfg", HANDWRITTEN_CFGS, ids=[c.name for c in HANDWRITTEN_CFGS])
+def test_handwritten_cfg_masks(cfg):
+    cfg_case(cfg, random.Random(len(cfg.name)))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_cfg_masks(seed):
+    rng = random.Random(2000 + seed)
+    for k in range(4):
+        cfg = O.random_cfg(rng, seed * 10 + k, SPECIALS)
+        cfg_case(cfg, rng, walks=4, steps=12)
+
+
+# ------------------------------------------------------------------------------ oracle self-checks
+
+def test_utf8_oracle_edges():
+    assert O.char_prefix(b"\xc3") == ("partial", [(0xC0, 0xFF)])
+    assert O.char_prefix(b"\xc0") is None and O.char_prefix(b"\xc1") is None  # overlong
+    assert O.char_prefix(b"\xe0\x80") is None  # overlong
+    assert O.char_prefix(b"\xed\xa0") is None  # surrogates
+    assert O.char_prefix(b"\xed\x9f") == ("partial", [(0xD7C0, 0xD7FF)])
+    assert O.char_prefix(b"\xf4\x90") is None and O.char_prefix(b"\xf5") is None  # beyond U+10FFFF
+    assert O.char_prefix(b"\xf0\x9f\x98\x80") == ("char", 0x1F600)
+    assert O.split_utf8(b"a\xe4\xb8") == ("a", [(0x4E00, 0x4E3F)])
+    assert O.split_utf8(b"\xe4\xb8a") is None
+    assert O.representatives([(0x4E00, 0x4E3F)], O.sorted_boundaries([0x4E10, 0x4E11])) == [0x4E00, 0x4E10, 0x4E11]
+
+
+def test_oracle_mask_strategies_agree():
+    """The direct regex oracle, the prefix walk and the token-by-token state walk agree."""
+    rng = random.Random(7)
+    for pattern in (r"(中文|ab)+\d?", r"[^a]{0,3}é"):
+        lang = O.RegexLanguage(O.ecma_to_python(pattern))
+        _, vocab = synthetic_vocab(rng, [s.encode() for s in ("中文ab中文1", "bbé", "ab")])
+        bo = O.ByteOracle(lang)
+        for prefix in (b"", b"\xe4", "中".encode(), b"ab", b"x"):
+            st = bo.push_bytes(bo.start(), prefix)
+            if st is None:
+                continue
+            a = O.regex_mask_direct(lang, prefix, vocab)
+            assert np.array_equal(a, O.mask_prefix_walk(bo, st, vocab))
+            assert np.array_equal(a, O.mask_direct_states(bo, st, vocab))
+
+
+def test_greedy_safety_check_rejects_unsafe_grammars():
+    assert O.greedy_safe(CFG("two numbers", {"S": [[Plus(R("0-9")), Plus(R("0-9"))]]}, "S")) is not None
+    assert O.greedy_safe(CFG("prefix literal", {"S": [[Lit("a"), Lit("bc")], [Lit("ab")]]}, "S")) is not None
+    assert O.greedy_safe(CFG("ws starts lexeme", {"S": [[Lit(" a")]]}, "S", ignore=R(" "))) is not None
+    assert O.greedy_safe(CFG("separated", {"S": [[Plus(R("0-9")), Lit(","), Plus(R("0-9"))]]}, "S")) is None
+
+
+# ------------------------------------------------------------------------------ DeepSeek 128k
+
+@pytest.fixture(scope="module")
+def deepseek():
+    import tokenizers_zoo
+
+    entry = tokenizers_zoo.get("deepseek")
+    return entry, O.Vocab.from_info(entry.info)
+
+
+DEEPSEEK_REGEXES = [
+    (r"\d{4}-\d{2}-\d{2}", ["2024-01-31", "1999-12-05"]),
+    (r"[a-z]+@[a-z]+\.(com|org)", ["alice@example.com"]),
+    (r"(中文|日本語)+[0-9]{1,3}( [α-ω]+)?", ["中文日本語12 αβγ"]),
+    (r".{0,6}x", ["héllo x", "😀😀x"]),
+]
+
+
+@pytest.mark.parametrize("pattern,texts", DEEPSEEK_REGEXES, ids=[p for p, _ in DEEPSEEK_REGEXES])
+def test_deepseek_regex_masks(deepseek, pattern, texts):
+    entry, vocab = deepseek
+    rng = random.Random(len(pattern))
+    lang = O.RegexLanguage(O.ecma_to_python(pattern))
+    g = stencil.GrammarCompiler(entry.info).compile_regex(pattern)
+    STATS["grammars"] += 1
+    STATS["regex_grammars"] += 1
+    for text in texts:
+        assert lang.complete_bytes(text.encode())
+        ids = entry.encode_batch([text])[0]
+        assert b"".join(vocab.token_bytes[i] for i in ids) == text.encode()
+        m = stencil.Matcher(g, max_rollback=-1)
+        assert string_walk(rng, m, RegexTracker(lang, vocab), vocab, ids, f"deepseek regex {pattern!r}",
+                           compare_every=2, deepseek=True)
+        assert m.is_accepting()
+    # a random walk over the whole vocabulary's allowed tokens
+    m = stencil.Matcher(g, max_rollback=-1)
+    token_walk(rng, m, RegexTracker(lang, vocab), vocab, f"deepseek regex {pattern!r} token walk", 3,
+               eos_prob=0.0, deepseek=True)
+
+
+DEEPSEEK_CFGS = [HANDWRITTEN_CFGS[0], HANDWRITTEN_CFGS[3]]
+
+
+@pytest.mark.parametrize("cfg", DEEPSEEK_CFGS, ids=[c.name for c in DEEPSEEK_CFGS])
+def test_deepseek_cfg_masks(deepseek, cfg):
+    entry, vocab = deepseek
+    rng = random.Random(3)
+    assert O.greedy_safe(cfg) is None
+    oracle = O.ByteOracle(O.EarleyLanguage(cfg))
+    g = stencil.GrammarCompiler(entry.info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
+    STATS["grammars"] += 1
+    STATS["cfg_grammars"] += 1
+    for _ in range(2):
+        text = "".join(s for s in O.sample_cfg(cfg, rng, max_depth=4) if isinstance(s, str))
+        ids = entry.encode_batch([text])[0]
+        m = stencil.Matcher(g, max_rollback=-1)
+        assert string_walk(rng, m, StateTracker(oracle, vocab), vocab, ids[:8], f"deepseek CFG {cfg.name}",
+                           deepseek=True)
+    m = stencil.Matcher(g, max_rollback=-1)
+    token_walk(rng, m, StateTracker(oracle, vocab), vocab, f"deepseek CFG {cfg.name} token walk", 3,
+               eos_prob=0.0, deepseek=True)
+
+
+# ------------------------------------------------------------------------------ rollback, fork, batch
+
+def _grammars_for_replay():
+    rng = random.Random(99)
+    out = []
+    for pattern in (r"(a|aa)*b", r"[α-ω]+( [0-9]{1,3})?", r".{0,5}x", r"(中文|ab)+\d?"):
+        info, vocab = synthetic_vocab(rng, [b"aab", "αβγ 12".encode(), "héllox".encode(), "中文ab1".encode()])
+        out.append((f"regex {pattern!r}", stencil.GrammarCompiler(info).compile_regex(pattern), vocab, info))
+    for cfg in (HANDWRITTEN_CFGS[0], HANDWRITTEN_CFGS[2], HANDWRITTEN_CFGS[6], HANDWRITTEN_CFGS[7]):
+        texts = [b"".join(u for u in O.segments_to_units(O.sample_cfg(cfg, rng)) if isinstance(u, bytes))
+                 for _ in range(6)]
+        info, vocab = synthetic_vocab(rng, texts)
+        g = stencil.GrammarCompiler(info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
+        out.append((f"CFG {cfg.name}", g, vocab, info))
+    return out
+
+
+def _random_path(rng, m, vocab, n):
+    """Accept up to n random allowed non-EOS tokens (by the engine's own mask); returns
+    (tokens, masks before each token and after the last)."""
+    toks, masks = [], []
+    for _ in range(n):
+        mask = engine_mask(m, vocab.vocab_size)
+        masks.append(mask)
+        choices = [int(t) for t in np.nonzero(mask)[0] if t not in vocab.eos]
+        if not choices:
+            break
+        t = rng.choice(choices)
+        assert m.accept_token(t)
+        toks.append(t)
+    if len(masks) == len(toks):
+        masks.append(engine_mask(m, vocab.vocab_size))
+    return toks, masks
+
+
+def _replay_masks(g, vocab, toks):
+    m = stencil.Matcher(g)
+    masks = [engine_mask(m, vocab.vocab_size)]
+    for t in toks:
+        assert m.accept_token(t)
+        masks.append(engine_mask(m, vocab.vocab_size))
+    return masks
+
+
+def _eq(a, b, what):
+    STATS["replay_checks"] += 1
+    assert np.array_equal(a, b), f"{what}: masks differ ({np.count_nonzero(a != b)} tokens)"
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_rollback_fork_validate_replay(case):
+    what, g, vocab, _ = _grammars_for_replay()[case]
+    rng = random.Random(case)
+    for trial in range(3):
+        m = stencil.Matcher(g, max_rollback=-1)
+        toks, masks = _random_path(rng, m, vocab, 16)
+        fresh = _replay_masks(g, vocab, toks)
+        for i, (a, b) in enumerate(zip(masks, fresh)):
+            _eq(a, b, f"{what}: walk vs fresh replay at step {i}")
+        n = len(toks)
+        # rollback k, then replay: same masks as from scratch
+        for _ in range(3):
+            k = rng.randint(0, n)
+            m.rollback(k)
+            _eq(engine_mask(m, vocab.vocab_size), fresh[n - k], f"{what}: rollback({k})")
+            assert m.num_accepted_tokens == n - k
+            for j in range(n - k, n):
+                assert m.accept_token(toks[j])
+                _eq(engine_mask(m, vocab.vocab_size), fresh[j + 1], f"{what}: replay after rollback({k})")
+        # EOS then rollback(1)
+        if m.is_accepting():
+            assert m.accept_token(EOS) and m.is_terminated()
+            m.rollback(1)
+            assert not m.is_terminated()
+            _eq(engine_mask(m, vocab.vocab_size), fresh[n], f"{what}: rollback of EOS")
+        # fork at a random point: both continue independently
+        i = rng.randint(0, n)
+        m.rollback(n - i)
+        f = m.fork()
+        _eq(engine_mask(f, vocab.vocab_size), fresh[i], f"{what}: fork at {i}")
+        ftoks, fmasks = _random_path(rng, f, vocab, 6)
+        _eq(engine_mask(m, vocab.vocab_size), fresh[i], f"{what}: original after the fork moved on")
+        for j in range(i, n):
+            assert m.accept_token(toks[j])
+        _eq(engine_mask(m, vocab.vocab_size), fresh[n], f"{what}: original replayed after fork")
+        ffresh = _replay_masks(g, vocab, toks[:i] + ftoks)
+        for j, fm in enumerate(fmasks):
+            _eq(fm, ffresh[i + j], f"{what}: fork path step {j}")
+        # validate_tokens: same count as one by one, state unchanged
+        m.rollback(n - i)
+        tail = toks[i:]
+        if tail and rng.random() < 0.7:
+            bad = [int(t) for t in np.nonzero(~fresh[i + len(tail) // 2])[0]
+                   if int(t) < vocab.vocab_size and int(t) not in vocab.eos]
+            if bad:
+                tail = tail[: len(tail) // 2] + [rng.choice(bad)] + tail[len(tail) // 2:]
+        probe = m.fork()
+        expect = probe.accept_tokens(tail)
+        before = engine_mask(m, vocab.vocab_size)
+        assert m.validate_tokens(tail) == expect, f"{what}: validate_tokens"
+        assert m.num_accepted_tokens == i
+        _eq(engine_mask(m, vocab.vocab_size), before, f"{what}: state after validate_tokens")
+        # accept_bytes is one rollback step
+        m2 = stencil.Matcher(g, max_rollback=1)
+        k = next((j for j, t in enumerate(toks) if t in vocab.special), n)  # special tokens are not bytes
+        data = b"".join(vocab.token_bytes[t] for t in toks[:k])
+        assert m2.accept_bytes(data)
+        _eq(engine_mask(m2, vocab.vocab_size), fresh[k], f"{what}: accept_bytes")
+        m2.rollback(1)
+        _eq(engine_mask(m2, vocab.vocab_size), fresh[0], f"{what}: rollback of accept_bytes")
+        with pytest.raises(ValueError):
+            m2.rollback(2)
+        # reset
+        m.reset()
+        _eq(engine_mask(m, vocab.vocab_size), fresh[0], f"{what}: reset")
+
+
+def test_batch_fill_matches_individual_fills():
+    rng = random.Random(5)
+    for rnd in range(3):
+        # freshly compiled grammars each round: the threads race on cold lazy lexer states
+        cases = _grammars_for_replay()
+        size = max(v.vocab_size for _, _, v, _ in cases)
+        matchers, vocabs = [], []
+        for what, g, vocab, info in cases:
+            for _ in range(2):
+                m = stencil.Matcher(g, max_rollback=-1)
+                _random_path(rng, m, vocab, rng.randint(0, 8))
+                if rng.random() < 0.15 and m.is_accepting():
+                    m.accept_token(EOS)
+                matchers.append(m)
+                vocabs.append(vocab)
+        # one bitmask for all: every vocabulary fits in the widest row
+        n = len(matchers)
+        order = list(range(n))
+        rng.shuffle(order)
+        bm = stencil.allocate_token_bitmask(n + 2, size)
+        stencil.fill_next_token_bitmasks(matchers, bm, indices=order, num_threads=2)
+        for i, m in enumerate(matchers):
+            one = stencil.allocate_token_bitmask(1, size)
+            m.fill_next_token_bitmask(one, 0)
+            _eq(bm[order[i]], one[0], f"batch row {order[i]} (matcher {i})")
+        bm2 = stencil.allocate_token_bitmask(n, size)
+        stencil.fill_next_token_bitmasks(matchers, bm2, num_threads=2)
+        for i in range(n):
+            _eq(bm2[i], bm[order[i]], f"batch without indices, row {i}")
