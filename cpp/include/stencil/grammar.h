@@ -23,6 +23,22 @@ struct Rule {
   std::vector<Symbol> rhs;
 };
 
+// A predicate run when an item of a rule completes, vetoing the completion:
+// what no context-free grammar expresses (JSON Schema's uniqueItems, duplicate
+// keys, required keys in any order). The parser passes it the bytes spanned.
+enum class CheckKind : uint8_t {
+  UniqueItem = 1,  // the completed array item equals no earlier item of its list
+  UniqueKey = 2,   // the completed member's key equals no earlier member's key
+  ObjectKeys = 3,  // the completed object has all `names` and min..max members
+};
+
+struct CompletionCheck {
+  uint32_t rule;
+  CheckKind kind;
+  std::vector<std::string> names;
+  int64_t min = 0, max = -1;
+};
+
 // An immutable grammar: lexemes, rules and the tables the parser walks.
 class Grammar {
  public:
@@ -39,6 +55,8 @@ class Grammar {
   std::vector<uint32_t> rule_begin;    // position of each rule's first symbol in `dotted`
   std::vector<uint32_t> nt_rules_begin, nt_rules;  // rules of each nonterminal (CSR)
   std::vector<uint8_t> nullable;       // per nonterminal
+  std::vector<CompletionCheck> checks;
+  std::vector<int32_t> nt_check;       // per nonterminal: index into checks, or -1
 
   static constexpr Symbol kEndOfRule = 0x40000000u;
   static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }
@@ -92,6 +110,8 @@ class GrammarBuilder {
   Symbol optional(Symbol item);
   Symbol repeat(Symbol item, int64_t min, int64_t max);
   Symbol empty();
+  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
+                 int64_t max);
 
   std::shared_ptr<Grammar> build(Symbol start) const;
 
@@ -105,6 +125,7 @@ class GrammarBuilder {
   std::vector<LexemeSpec> lexemes_;
   std::vector<std::string> names_;
   std::vector<Rule> rules_;
+  std::vector<CompletionCheck> checks_;
   std::unordered_map<std::string, uint32_t> lexeme_ids_;
   std::unordered_map<std::string, uint32_t> rule_ids_;
   uint32_t anon_counter_ = 0;

@@ -12,10 +12,12 @@
 
 namespace stencil {
 
-class Matcher {
+class Matcher : private TextSource {
  public:
   // max_rollback: how many tokens rollback() may undo (-1: unlimited).
   Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback);
+  Matcher(const Matcher& other);
+  Matcher& operator=(const Matcher&) = delete;
 
   bool accept_token(int64_t token);
   bool accept_bytes(const std::string& bytes);  // all or nothing
@@ -38,6 +40,7 @@ class Matcher {
     uint32_t state;  // lexer state
     uint32_t rows;   // parser rows
     bool fresh;      // no byte of the current lexeme read yet
+    uint8_t byte;    // the byte this frame consumed (unused in frame 0)
   };
   struct Step {
     uint32_t frames;  // frames before the token
@@ -45,6 +48,8 @@ class Matcher {
   };
 
   bool push_byte(uint8_t b);
+  void text(uint32_t from, uint32_t to, std::string& out) const override;
+  uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
   bool end_lexeme(const LexState& ls, uint32_t* next_state);
   void pop_to(size_t num_frames) {
     frames_.resize(num_frames);

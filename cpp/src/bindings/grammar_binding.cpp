@@ -54,6 +54,12 @@ void bind_grammar(nb::module_& m) {
       .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); })
       .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); })
       .def("empty", &GrammarBuilder::empty)
+      .def("add_check", &GrammarBuilder::add_check, nb::arg("rule"), nb::arg("kind"),
+           nb::arg("names") = std::vector<std::string>{}, nb::arg("min") = 0, nb::arg("max") = -1,
+           "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
+           "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
+           "'unique_key' (the completed object member's key equals no earlier member's key),\n"
+           "'object_keys' (the completed object has every name in `names` and min..max members).")
       .def("build", [](const GrammarBuilder& b, Symbol start) {
         nb::gil_scoped_release release;
         return b.build(start);

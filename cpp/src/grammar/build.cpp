@@ -175,6 +175,12 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
   }
   for (size_t i = 0; i < lexemes_.size(); ++i)
     if (lexemes_[i].ignore && lex_ok[i]) map_lexeme(static_cast<uint32_t>(i));
+  for (const CompletionCheck& c : checks_) {
+    if (nt_map[c.rule] < 0) continue;
+    CompletionCheck m = c;
+    m.rule = static_cast<uint32_t>(nt_map[c.rule]);
+    g->checks.push_back(std::move(m));
+  }
   g->start = 0;
   g->finalize();
   return g;
@@ -195,6 +201,8 @@ void Grammar::finalize() {
   nt_rules.assign(rules.size(), 0);
   std::vector<uint32_t> fill(nt_rules_begin.begin(), nt_rules_begin.end() - 1);
   for (uint32_t r = 0; r < rules.size(); ++r) nt_rules[fill[rules[r].lhs]++] = r;
+  nt_check.assign(num_nt, -1);
+  for (size_t i = 0; i < checks.size(); ++i) nt_check[checks[i].rule] = static_cast<int32_t>(i);
   nullable.assign(num_nt, 0);
   for (bool changed = true; changed;) {
     changed = false;
@@ -229,6 +237,13 @@ std::string Grammar::to_string() const {
     } else {
       out += exprs.to_string(l.expr);
     }
+    out += "\n";
+  }
+  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys"};
+  for (const CompletionCheck& c : checks) {
+    out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
+    for (const auto& n : c.names) out += " \"" + n + "\"";
+    if (c.kind == CheckKind::ObjectKeys) out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
     out += "\n";
   }
   return out;

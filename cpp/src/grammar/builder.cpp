@@ -218,4 +218,20 @@ Symbol GrammarBuilder::repeat(Symbol item, int64_t min, int64_t max) {
   return seq(rhs);
 }
 
+void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names,
+                               int64_t min, int64_t max) {
+  if (is_terminal(rule)) throw GrammarError("add_check: checks apply to rules, not lexemes");
+  check_symbol(rule, "add_check");
+  CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max};
+  if (kind == "unique_item") c.kind = CheckKind::UniqueItem;
+  else if (kind == "unique_key") c.kind = CheckKind::UniqueKey;
+  else if (kind == "object_keys") c.kind = CheckKind::ObjectKeys;
+  else throw GrammarError("add_check: unknown check kind '" + kind + "' (unique_item, unique_key, object_keys)");
+  if (min < 0 || (max >= 0 && max < min))
+    throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  for (const CompletionCheck& other : checks_)
+    if (other.rule == rule) throw GrammarError("add_check: rule '" + names_[rule] + "' already has a check");
+  checks_.push_back(std::move(c));
+}
+
 }  // namespace stencil

@@ -111,6 +111,15 @@ std::string Grammar::serialize() const {
     w.u32(static_cast<uint32_t>(r.rhs.size()));
     for (Symbol s : r.rhs) w.u32(s);
   }
+  w.u32(static_cast<uint32_t>(checks.size()));
+  for (const CompletionCheck& c : checks) {
+    w.u32(c.rule);
+    w.u8(static_cast<uint8_t>(c.kind));
+    w.u32(static_cast<uint32_t>(c.names.size()));
+    for (const auto& n : c.names) w.str(n);
+    w.u64(static_cast<uint64_t>(c.min));
+    w.u64(static_cast<uint64_t>(c.max));
+  }
   w.u32(start);
   return w.out;
 }
@@ -193,6 +202,22 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
       rule.rhs.push_back(s);
     }
     g->rules.push_back(std::move(rule));
+  }
+  uint32_t n_checks = r.count(data.size(), "checks");
+  for (uint32_t i = 0; i < n_checks; ++i) {
+    CompletionCheck c;
+    c.rule = r.u32();
+    if (c.rule >= n_nt) r.fail("check on an unknown rule");
+    uint8_t kind = r.u8();
+    if (kind < 1 || kind > 3) r.fail("unknown check kind");
+    c.kind = static_cast<CheckKind>(kind);
+    uint32_t n_names = r.count(data.size(), "names");
+    for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());
+    c.min = static_cast<int64_t>(r.u64());
+    c.max = static_cast<int64_t>(r.u64());
+    for (const CompletionCheck& other : g->checks)
+      if (other.rule == c.rule) r.fail("two checks on one rule");
+    g->checks.push_back(std::move(c));
   }
   g->start = r.u32();
   if (g->rules.empty() || g->start != 0 || g->rules[0].lhs != 0) r.fail("missing start rule");

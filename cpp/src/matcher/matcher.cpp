@@ -13,13 +13,31 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollbac
       parser_(g_->grammar(), g_->lexer()),
       max_rollback_(max_rollback) {
   if (max_rollback < -1) throw UsageError("max_rollback must be -1 (unlimited) or a count >= 0");
+  parser_.set_text_source(this);
   reset();
+}
+
+Matcher::Matcher(const Matcher& o)
+    : TextSource(),
+      g_(o.g_),
+      lexer_(o.lexer_),
+      vocab_(o.vocab_),
+      parser_(o.parser_),
+      frames_(o.frames_),
+      history_(o.history_),
+      max_rollback_(o.max_rollback_),
+      terminated_(o.terminated_) {
+  parser_.set_text_source(this);  // the copy reads its own bytes
+}
+
+void Matcher::text(uint32_t from, uint32_t to, std::string& out) const {
+  for (uint32_t i = from; i < to && i + 1 < frames_.size(); ++i) out.push_back(static_cast<char>(frames_[i + 1].byte));
 }
 
 void Matcher::reset() {
   parser_.reset();
   frames_.clear();
-  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true});
+  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0});
   history_.clear();
   terminated_ = false;
 }
@@ -29,7 +47,7 @@ bool Matcher::end_lexeme(const LexState& ls, uint32_t* next_state) {
     scratch_lexemes_.clear();
     for (uint32_t lex : ls.accepting)
       if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
-    if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size())) return false;
+    if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size(), bytes_consumed())) return false;
   }
   *next_state = parser_.top().lexer_start;
   return true;
@@ -50,18 +68,21 @@ bool Matcher::push_byte(uint8_t b) {
       return false;
     }
   }
-  bool fresh = false;
+  // The frame goes on first: a lexeme ending right after b spans b.
+  frames_.push_back({t, static_cast<uint32_t>(parser_.num_rows()), false, b});
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
     if (!end_lexeme(ts, &q)) {
+      frames_.pop_back();
       parser_.truncate(rows_before);
       return false;
     }
-    t = q;
-    fresh = true;
+    Frame& f2 = frames_.back();
+    f2.state = q;
+    f2.rows = static_cast<uint32_t>(parser_.num_rows());
+    f2.fresh = true;
   }
-  frames_.push_back({t, static_cast<uint32_t>(parser_.num_rows()), fresh});
   return true;
 }
 
@@ -92,8 +113,12 @@ bool Matcher::accept_special(int32_t token) {
     return false;
   }
   uint32_t l = static_cast<uint32_t>(lex);
-  parser_.scan(&l, 1);
-  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true});
+  if (!parser_.scan(&l, 1, bytes_consumed())) {
+    parser_.truncate(f.rows);
+    return false;
+  }
+  // A special token reads no byte, but it is a step for rollback and the walk.
+  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0});
   return true;
 }
 
@@ -207,14 +232,24 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
   for (size_t i = 0; i < need; ++i) words[i] = entry->inner[i];
   const auto& nodes = vocab_->trie().nodes();
+  const bool needs_text = !g_->grammar().checks.empty();
   for (const Boundary& bd : entry->boundaries) {
     const size_t d = nodes[bd.node].depth;
     frames_.resize(root + d);
-    frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false};
+    frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : uint8_t(0)};
+    if (needs_text && d > 1) {
+      // Completion checks read the bytes above the boundary: the token prefix
+      // shared by the whole sub-trie, taken from its first token.
+      size_t n = bd.node;
+      while (nodes[n].token_id < 0) ++n;
+      std::string_view prefix = vocab_->token_bytes(nodes[n].token_id);
+      for (size_t k = 1; k < d; ++k) frames_[root + k].byte = static_cast<uint8_t>(prefix[k - 1]);
+    }
     parser_.truncate(top.rows);
     walk(bd.node, root, words);
   }
   pop_to(depth0);
+  frames_[root] = top;
   for (auto [a, b] : vocab_->trie().duplicates())
     if ((words[a >> 5] >> (a & 31)) & 1) set(b);
   // Special tokens the grammar names here, and end of sequence.

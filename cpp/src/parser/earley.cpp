@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "support/json_canon.h"
+
 namespace stencil {
 
 EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer_(&lexer) {
@@ -18,7 +20,7 @@ void EarleyParser::reset() {
   ++gen_;
   set_count_ = 0;
   add(g_->rule_begin[0], 0);
-  close_row(0, 0);
+  close_row(0, 0, 0);
 }
 
 void EarleyParser::grow_set() {
@@ -49,7 +51,7 @@ void EarleyParser::add(uint32_t pos, uint32_t origin) {
   items_.push_back({pos, origin});
 }
 
-void EarleyParser::close_row(uint32_t row, uint32_t begin) {
+void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   const Grammar& g = *g_;
   bool accepting = false, has_special = false;
   ++lex_gen_;
@@ -70,10 +72,18 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin) {
       uint32_t lhs = g.rules[rule].lhs;
       if (rule == 0 && it.origin == 0) accepting = true;
       if (it.origin == row) continue;  // nullable completions were advanced at prediction
-      const EarleyRow& o = rows_[it.origin];
-      for (uint32_t j = o.begin; j < o.end; ++j) {
+      const int32_t ci = g.nt_check[lhs];
+      const CompletionCheck* check = ci >= 0 ? &g.checks[ci] : nullptr;
+      const uint32_t from = rows_[it.origin].offset;
+      if (check && check->kind == CheckKind::ObjectKeys && !object_check(*check, from, offset)) continue;
+      const uint32_t o_begin = rows_[it.origin].begin, o_end = rows_[it.origin].end;
+      for (uint32_t j = o_begin; j < o_end; ++j) {
         const EarleyItem prev = items_[j];
-        if (g.dotted[prev.pos] == lhs) add(prev.pos + 1, prev.origin);
+        if (g.dotted[prev.pos] != lhs) continue;
+        if (check && check->kind != CheckKind::ObjectKeys &&
+            !sibling_check(*check, rows_[prev.origin].offset, from, offset))
+          continue;
+        add(prev.pos + 1, prev.origin);
       }
     } else {
       if (predicted_[sym] != close_gen_) {
@@ -85,12 +95,12 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin) {
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
-  EarleyRow r{begin, static_cast<uint32_t>(items_.size()), 0, accepting, has_special};
+  EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special};
   r.lexer_start = lexer_->start_state(allowed_);
   rows_.push_back(r);
 }
 
-bool EarleyParser::scan(const uint32_t* lexemes, size_t n) {
+bool EarleyParser::scan(const uint32_t* lexemes, size_t n, uint32_t offset) {
   const Grammar& g = *g_;
   ++lex_gen_;
   for (size_t i = 0; i < n; ++i) lex_stamp_[lexemes[i]] = lex_gen_;
@@ -105,7 +115,13 @@ bool EarleyParser::scan(const uint32_t* lexemes, size_t n) {
     if (is_terminal(sym) && lex_stamp_[symbol_index(sym)] == lex_gen_) add(it.pos + 1, it.origin);
   }
   if (items_.size() == begin) return false;
-  close_row(row, begin);
+  close_row(row, begin, offset);
+  // A row that expects nothing and accepts nothing is a dead end: completion
+  // checks vetoed every way on. Failing here rejects the byte that led to it.
+  if (allowed_.empty() && !rows_.back().accepting) {
+    truncate(rows_.size() - 1);
+    return false;
+  }
   return true;
 }
 
@@ -131,6 +147,40 @@ void EarleyParser::add_allowed_specials(std::vector<int32_t>& out) const {
     const LexemeSpec& l = g_->lexemes[symbol_index(sym)];
     if (l.special) out.insert(out.end(), l.token_ids.begin(), l.token_ids.end());
   }
+}
+
+// The bytes of the completed object, `{...}`: every required name present and
+// the member count within bounds. Unreadable text vetoes (it cannot be checked).
+bool EarleyParser::object_check(const CompletionCheck& c, uint32_t from, uint32_t to) {
+  if (!text_) return true;
+  scratch_text_.clear();
+  text_->text(from, to, scratch_text_);
+  std::vector<std::string> keys;
+  if (!object_keys(scratch_text_, keys)) return false;
+  const int64_t n = static_cast<int64_t>(keys.size());
+  if (n < c.min || (c.max >= 0 && n > c.max)) return false;
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& name : c.names)
+    if (!std::binary_search(keys.begin(), keys.end(), name)) return false;
+  return true;
+}
+
+// The completed item [from, to) against its earlier siblings [siblings_from, from).
+bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to) {
+  if (!text_ || siblings_from >= from) return true;
+  scratch_text_.clear();
+  text_->text(siblings_from, to, scratch_text_);
+  std::string_view all(scratch_text_);
+  std::string_view before = all.substr(0, from - siblings_from), item = all.substr(from - siblings_from);
+  if (c.kind == CheckKind::UniqueItem) {
+    std::string mine;
+    std::vector<std::string> earlier;
+    if (!canonical_value(item, mine) || !canonical_values(before, earlier)) return false;
+    return std::find(earlier.begin(), earlier.end(), mine) == earlier.end();
+  }
+  std::vector<std::string> mine, earlier;
+  if (!member_keys(item, mine) || mine.size() != 1 || !member_keys(before, earlier)) return false;
+  return std::find(earlier.begin(), earlier.end(), mine[0]) == earlier.end();
 }
 
 }  // namespace stencil

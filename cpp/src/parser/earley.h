@@ -3,6 +3,7 @@
 // state that starts the next lexeme: the set of lexemes the row can accept.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lexer/lexer.h"
@@ -17,9 +18,17 @@ struct EarleyItem {
 
 struct EarleyRow {
   uint32_t begin, end;    // items
+  uint32_t offset;        // bytes of input before this row
   uint32_t lexer_start;   // lexer state for the next lexeme
   bool accepting;         // the start rule is complete here
   bool has_special;       // some special-token lexeme is expected here
+};
+
+// Where completion checks read the bytes of the input.
+class TextSource {
+ public:
+  virtual ~TextSource() = default;
+  virtual void text(uint32_t from, uint32_t to, std::string& out) const = 0;
 };
 
 class EarleyParser {
@@ -36,7 +45,8 @@ class EarleyParser {
   }
   // Advances the items of the top row over any of `lexemes` (sorted ids)
   // and pushes the new row; false (and nothing pushed) when none advances.
-  bool scan(const uint32_t* lexemes, size_t n);
+  bool scan(const uint32_t* lexemes, size_t n, uint32_t offset);
+  void set_text_source(const TextSource* src) { text_ = src; }
   // The special-token lexemes the top row accepts that hold `token`.
   int special_lexeme_for(int32_t token) const;
   void add_allowed_specials(std::vector<int32_t>& out) const;
@@ -44,7 +54,9 @@ class EarleyParser {
 
  private:
   void add(uint32_t pos, uint32_t origin);
-  void close_row(uint32_t row, uint32_t begin);
+  void close_row(uint32_t row, uint32_t begin, uint32_t offset);
+  bool object_check(const CompletionCheck& c, uint32_t from, uint32_t to);
+  bool sibling_check(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to);
   void grow_set();
 
   const Grammar* g_;
@@ -61,6 +73,8 @@ class EarleyParser {
   std::vector<uint32_t> lex_stamp_;  // per lexeme: scratch stamps
   uint32_t lex_gen_ = 0;
   std::vector<uint32_t> allowed_;
+  const TextSource* text_ = nullptr;
+  std::string scratch_text_;
 };
 
 }  // namespace stencil

@@ -1,0 +1,256 @@
+#include "support/json_canon.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace stencil {
+
+namespace {
+
+constexpr int kMaxDepth = 1000;
+
+struct JsonReader {
+  std::string_view s;
+  size_t i = 0;
+
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+  }
+  bool eat(char c) {
+    ws();
+    if (i < s.size() && s[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  }
+  static void put_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  bool hex4(uint32_t& v) {
+    if (s.size() - i < 4) return false;
+    v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = s[i++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= c - '0';
+      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+      else return false;
+    }
+    return true;
+  }
+  // A string's decoded bytes.
+  bool string(std::string& out) {
+    ws();
+    if (i >= s.size() || s[i] != '"') return false;
+    ++i;
+    while (i < s.size()) {
+      char c = s[i++];
+      if (c == '"') return true;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i >= s.size()) return false;
+      char e = s[i++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          uint32_t cp;
+          if (!hex4(cp)) return false;
+          if (cp >= 0xD800 && cp < 0xDC00 && s.size() - i >= 6 && s[i] == '\\' && s[i + 1] == 'u') {
+            size_t save = i;
+            i += 2;
+            uint32_t lo;
+            if (hex4(lo) && lo >= 0xDC00 && lo < 0xE000) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else {
+              i = save;
+            }
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default: return false;
+      }
+    }
+    return false;
+  }
+  // Numbers become sign, significant digits and exponent: equal values, equal forms.
+  bool number(std::string& out) {
+    ws();
+    size_t start = i;
+    bool neg = false;
+    if (i < s.size() && s[i] == '-') {
+      neg = true;
+      ++i;
+    }
+    std::string digits;
+    long long exp = 0;
+    bool any = false;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      digits += s[i++];
+      any = true;
+    }
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        digits += s[i++];
+        --exp;
+        any = true;
+      }
+    }
+    if (!any) return false;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+      ++i;
+      bool eneg = false;
+      if (i < s.size() && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+      long long e = 0;
+      bool edig = false;
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        if (e < 1'000'000'000) e = e * 10 + (s[i] - '0');
+        ++i;
+        edig = true;
+      }
+      if (!edig) return false;
+      exp += eneg ? -e : e;
+    }
+    (void)start;
+    size_t first = digits.find_first_not_of('0');
+    if (first == std::string::npos) {
+      out = "#0";
+      return true;
+    }
+    digits.erase(0, first);
+    size_t last = digits.find_last_not_of('0');
+    exp += static_cast<long long>(digits.size() - 1 - last);
+    digits.erase(last + 1);
+    out = std::string(neg ? "#-" : "#") + digits + "e" + std::to_string(exp);
+    return true;
+  }
+  static std::string framed(const std::string& x) { return std::to_string(x.size()) + ":" + x; }
+  bool value(std::string& out, int depth) {
+    if (depth > kMaxDepth) return false;
+    ws();
+    if (i >= s.size()) return false;
+    char c = s[i];
+    if (c == '"') {
+      std::string str;
+      if (!string(str)) return false;
+      out = "s" + str;
+      return true;
+    }
+    if (c == '[') {
+      ++i;
+      out = "[";
+      if (eat(']')) return true;
+      do {
+        std::string v;
+        if (!value(v, depth + 1)) return false;
+        out += framed(v);
+      } while (eat(','));
+      return eat(']');
+    }
+    if (c == '{') {
+      ++i;
+      std::vector<std::pair<std::string, std::string>> members;
+      if (!eat('}')) {
+        do {
+          std::string k, v;
+          if (!string(k) || !eat(':') || !value(v, depth + 1)) return false;
+          members.emplace_back(std::move(k), std::move(v));
+        } while (eat(','));
+        if (!eat('}')) return false;
+      }
+      std::sort(members.begin(), members.end());
+      out = "{";
+      for (auto& [k, v] : members) out += framed(k) + framed(v);
+      return true;
+    }
+    auto word = [&](const char* w, const char* canon) {
+      size_t n = std::char_traits<char>::length(w);
+      if (s.substr(i, n) != w) return false;
+      i += n;
+      out = canon;
+      return true;
+    };
+    if (c == 't') return word("true", "t");
+    if (c == 'f') return word("false", "f");
+    if (c == 'n') return word("null", "n");
+    return number(out);
+  }
+};
+
+}  // namespace
+
+bool canonical_values(std::string_view text, std::vector<std::string>& out) {
+  JsonReader r{text};
+  r.ws();
+  while (r.i < text.size()) {
+    std::string v;
+    if (!r.value(v, 0)) return false;
+    out.push_back(std::move(v));
+    if (!r.eat(',')) break;
+    r.ws();
+  }
+  r.ws();
+  return r.i == text.size();
+}
+
+bool member_keys(std::string_view text, std::vector<std::string>& keys) {
+  JsonReader r{text};
+  r.ws();
+  while (r.i < text.size()) {
+    std::string k, v;
+    if (!r.string(k) || !r.eat(':') || !r.value(v, 0)) return false;
+    keys.push_back(std::move(k));
+    if (!r.eat(',')) break;
+    r.ws();
+  }
+  r.ws();
+  return r.i == text.size();
+}
+
+bool canonical_value(std::string_view text, std::string& out) {
+  JsonReader r{text};
+  if (!r.value(out, 0)) return false;
+  r.ws();
+  return r.i == text.size();
+}
+
+bool object_keys(std::string_view text, std::vector<std::string>& keys) {
+  JsonReader r{text};
+  if (!r.eat('{')) return false;
+  if (r.eat('}')) return true;
+  do {
+    std::string k, v;
+    if (!r.string(k) || !r.eat(':') || !r.value(v, 0)) return false;
+    keys.push_back(std::move(k));
+  } while (r.eat(','));
+  return r.eat('}');
+}
+
+}  // namespace stencil

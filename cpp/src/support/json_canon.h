@@ -1,0 +1,20 @@
+// Canonical forms of JSON values, for checks that compare values the way JSON
+// Schema does (1 == 1.0, object members in any order, escapes decoded).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stencil {
+
+// Comma-separated JSON values (whitespace and one trailing comma allowed):
+// their canonical forms, or false when the text is not such a list.
+bool canonical_values(std::string_view text, std::vector<std::string>& out);
+// Comma-separated object members `"key": value`: their decoded keys.
+bool member_keys(std::string_view text, std::vector<std::string>& keys);
+// One JSON value (whitespace around allowed).
+bool canonical_value(std::string_view text, std::string& out);
+// The decoded keys of the JSON object in `text`.
+bool object_keys(std::string_view text, std::vector<std::string>& keys);
+
+}  // namespace stencil

@@ -1,0 +1,168 @@
+"""Completion checks (`GrammarBuilder.add_check`): uniqueItems, unique keys and required keys in any
+order, enforced exactly at the token that completes the offending item, in masks and in
+accept_token alike. The oracle is Python's json module on the text accepted so far."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import stencil
+from stencil.grammar.json_value import json_value, string_expr
+from tokenizers_zoo import get
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return get("deepseek")
+
+
+def unique_array_grammar():
+    b = stencil.GrammarBuilder()
+    value = json_value(b)
+    # Names of their own: json_value already has "array", "object" and "members" rules.
+    arr, items, item = b.rule("unique_array"), b.rule("unique_items"), b.rule("unique_item")
+    b.add_alternative(item, [value])
+    b.add_check(item, "unique_item")
+    b.add_alternative(items, [item])
+    b.add_alternative(items, [items, b.literal(","), item])
+    b.add_alternative(arr, [b.literal("["), b.literal("]")])
+    b.add_alternative(arr, [b.literal("["), items, b.literal("]")])
+    return b.build(arr)
+
+
+def keyed_object_grammar(required, lo, hi):
+    b = stencil.GrammarBuilder()
+    value = json_value(b)
+    obj, members, member, top = b.rule("keyed_object"), b.rule("keyed_members"), b.rule("keyed_member"), b.rule("top")
+    b.add_alternative(member, [b.lexeme(string_expr(b), "KEY"), b.literal(":"), value])
+    b.add_check(member, "unique_key")
+    b.add_alternative(members, [member])
+    b.add_alternative(members, [members, b.literal(","), member])
+    b.add_alternative(obj, [b.literal("{"), b.literal("}")])
+    b.add_alternative(obj, [b.literal("{"), members, b.literal("}")])
+    b.add_alternative(top, [obj])
+    b.add_check(top, "object_keys", required, lo, hi)
+    return b.build(top)
+
+
+def canon(v):
+    """JSON Schema equality: numbers by value (bools are not numbers), objects unordered."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return (type(v).__name__, v)
+    if isinstance(v, (int, float)):
+        from fractions import Fraction
+        return ("num", Fraction(v) if isinstance(v, int) else Fraction(repr(v)))
+    if isinstance(v, list):
+        return ("list", tuple(canon(x) for x in v))
+    return ("obj", frozenset((k, canon(x)) for k, x in v.items()))
+
+
+def feed(entry, compiled, text):
+    """Accept the text token by token, checking mask == accept at every step; returns
+    (all tokens accepted, accepting at the end)."""
+    m = stencil.Matcher(compiled)
+    bm = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+    for t in entry.hf.encode(text, add_special_tokens=False).ids:
+        m.fill_next_token_bitmask(bm, 0)
+        in_mask = bool((int(bm[0, t >> 5]) >> (t & 31)) & 1)
+        ok = m.accept_token(t)
+        assert in_mask == ok, (text, entry.info.token_bytes(t))
+        if not ok:
+            return False, False
+    return True, m.is_accepting()
+
+
+def random_value(rng, depth=0):
+    kind = rng.randrange(7 if depth < 2 else 4)
+    if kind == 0:
+        return rng.choice([0, 1, 2, 1.0, 2.5, -1, 10, 1e2, 100])
+    if kind == 1:
+        return rng.choice(["a", "b", "A", "\u00e9", "x y", ""])
+    if kind == 2:
+        return rng.choice([True, False, None])
+    if kind == 3:
+        return rng.choice([1, "a", True])
+    if kind == 4:
+        return [random_value(rng, depth + 1) for _ in range(rng.randrange(3))]
+    keys = rng.sample(["a", "b", "c"], rng.randrange(3))
+    return {k: random_value(rng, depth + 1) for k in keys}
+
+
+def test_unique_items_exact_against_json_oracle(deepseek):
+    compiled = stencil.GrammarCompiler(deepseek.info).compile_grammar(unique_array_grammar())
+    rng = random.Random(3)
+    seen_dupes = seen_unique = 0
+    for _ in range(300):
+        arr = [random_value(rng) for _ in range(rng.randrange(6))]
+        text = json.dumps(arr, separators=rng.choice([(",", ":"), (", ", ": ")]))
+        canon_items = [canon(x) for x in arr]
+        unique = len(set(canon_items)) == len(canon_items)
+        accepted, accepting = feed(deepseek, compiled, text)
+        assert (accepted and accepting) == unique, text
+        seen_dupes += not unique
+        seen_unique += unique
+    assert seen_dupes > 30 and seen_unique > 30
+
+
+def test_duplicate_is_rejected_at_the_token_that_completes_it(deepseek):
+    compiled = stencil.GrammarCompiler(deepseek.info).compile_grammar(unique_array_grammar())
+    m = stencil.Matcher(compiled)
+    assert m.accept_string('["x", "y", ')
+    assert not m.accept_string('"x"')      # the closing quote completes a duplicate
+    assert m.accept_string('"x')           # still a prefix of "xy"
+    assert m.accept_string('y"]') and m.is_accepting()
+    m = stencil.Matcher(compiled)
+    assert m.accept_string("[1, 2, 1")     # a prefix of [1, 2, 10]
+    assert not m.accept_string("]") and not m.accept_string(",")
+    assert m.accept_string("0]") and m.is_accepting()
+    m = stencil.Matcher(compiled)
+    assert m.accept_string('[{"a": 1, "b": [2]}, ')
+    assert not m.accept_string('{"b": [2.0], "a": 1e0}')
+
+
+def test_object_keys_and_unique_keys(deepseek):
+    compiled = stencil.GrammarCompiler(deepseek.info).compile_grammar(keyed_object_grammar(["a", "b"], 2, 3))
+    cases = {
+        '{"a": 1, "b": 2}': True, '{"b": [1], "a": {}}': True, '{"a": 1, "b": 2, "c": 3}': True,
+        '{"a": 1}': False, '{"a": 1, "a": 2}': False, '{"a": 1, "b": 2, "c": 3, "d": 4}': False,
+        '{"\\u0061": 1, "a": 2}': False, '{}': False, '{"c": 1, "b": 2, "a": 3}': True,
+    }
+    for text, valid in cases.items():
+        accepted, accepting = feed(deepseek, compiled, text)
+        assert (accepted and accepting) == valid, text
+    # The closing brace is masked out until the required keys are there.
+    m = stencil.Matcher(compiled)
+    assert m.accept_string('{"a": 1')
+    assert not m.accept_string("}")
+    assert m.accept_string(', "b": 2}') and m.is_accepting()
+
+
+def test_checks_survive_fork_rollback_and_serialization(deepseek):
+    grammar = unique_array_grammar()
+    again = stencil.Grammar.deserialize(grammar.serialize())
+    assert again.hash() == grammar.hash() and "check unique_item: unique_item" in str(again)
+    compiled = stencil.GrammarCompiler(deepseek.info).compile_grammar(again)
+    m = stencil.Matcher(compiled, max_rollback=-1)
+    ids = deepseek.hf.encode('["p", "q", "p"]', add_special_tokens=False).ids
+    n = m.accept_tokens(ids)
+    assert n < len(ids)
+    f = m.fork()
+    assert not f.accept_string('"]') and f.accept_string('r"]') and f.is_accepting()  # inside the third string
+    m.rollback(n)
+    assert m.accept_string('["p", "q", "r"]') and m.is_accepting()
+
+
+def test_bad_checks_are_errors():
+    b = stencil.GrammarBuilder()
+    r = b.rule("r")
+    with pytest.raises(stencil.GrammarError, match="unknown check kind"):
+        b.add_check(r, "sorted")
+    with pytest.raises(stencil.GrammarError, match="rules, not lexemes"):
+        b.add_check(b.literal("x"), "unique_item")
+    b.add_check(r, "unique_item")
+    with pytest.raises(stencil.GrammarError, match="already has a check"):
+        b.add_check(r, "unique_key")
+    with pytest.raises(stencil.GrammarError, match="bounds"):
+        b.add_check(b.rule("o"), "object_keys", [], 3, 1)
