@@ -549,6 +549,11 @@ class RNode:
 def regex_to_cfg(node: RNode) -> "CFG":
     """The same language as a CFG description of single-character classes, for the Earley
     oracle: a second, independent opinion on random regexes."""
+    return CFG("regex as CFG", {"S": [[regex_expr(node)]]}, "S")
+
+
+def regex_expr(node: RNode):
+    """The regex AST as a (hashable) expression of Cls/Seq/Choice/Rep."""
     def conv(n: RNode):
         if n.kind == "lit":
             return Cls(((ord(n.value), ord(n.value)),))
@@ -567,7 +572,39 @@ def regex_to_cfg(node: RNode) -> "CFG":
             return conv(n.kids[0])
         lo, hi, _ = n.value
         return Rep(conv(n.kids[0]), lo, hi)
-    return CFG("regex as CFG", {"S": [[conv(node)]]}, "S")
+    return conv(node)
+
+
+def exclude_chars(node: RNode, chars: str) -> RNode:
+    """The AST with every character of ``chars`` removed from its classes and literals."""
+    k = node.kind
+    if k == "lit":
+        return RNode("lit", "q") if node.value in chars else node
+    if k == "dot":
+        return RNode("cls", ([(chr(t), chr(t)) for t in LINE_TERMINATORS] + [(c, c) for c in chars], True))
+    if k == "cls":
+        ranges, neg = node.value
+        if neg:
+            return RNode("cls", (list(ranges) + [(c, c) for c in chars], True))
+        out = []
+        for a, b in ranges:
+            pieces = [(ord(a), ord(b))]
+            for c in map(ord, chars):
+                pieces = [p for lo, hi in pieces for p in ((lo, min(hi, c - 1)), (max(lo, c + 1), hi)) if p[0] <= p[1]]
+            out += [(chr(lo), chr(hi)) for lo, hi in pieces]
+        return RNode("cls", (out, False)) if out else RNode("lit", "q")
+    return RNode(k, node.value, [exclude_chars(c, chars) for c in node.kids])
+
+
+REGEX_LEXEME_DELIMS = [("<", ">"), ("«", "»"), ("<", "»")]
+REGEX_LEXEME_EXCLUDED = "<>«»"
+
+
+def random_regex_lexeme(rng: random.Random) -> "RegexLex":
+    """open + random regex + close, with no delimiter character inside the regex."""
+    o, c = rng.choice(REGEX_LEXEME_DELIMS)
+    node = exclude_chars(random_regex(rng, depth=rng.choice([1, 2])), REGEX_LEXEME_EXCLUDED)
+    return RegexLex(o, c, node.render(False), regex_expr(node), node)
 
 
 def node_matches(node: RNode, cp: int) -> bool:
@@ -582,13 +619,21 @@ def node_matches(node: RNode, cp: int) -> bool:
 def sample_char(rng: random.Random, node: RNode) -> str:
     if node.kind == "cls" and not node.value[1] and rng.random() < 0.7:
         a, b = rng.choice(node.value[0])
-        return chr(rng.randint(ord(a), ord(b)))
+        cp = rng.randint(ord(a), ord(b))
+        if not 0xD800 <= cp < 0xE000:
+            return chr(cp)
     for _ in range(200):
         c = rng.choice(SAMPLE_CHARS)
         if node_matches(node, ord(c)):
             return c
     cands = [c for c in SAMPLE_CHARS if node_matches(node, ord(c))]
     return rng.choice(cands)
+
+
+def _has_unbounded(node: RNode) -> bool:
+    if node.kind == "rep" and node.value[1] == -1:
+        return True
+    return any(_has_unbounded(k) for k in node.kids)
 
 
 def random_regex(rng: random.Random, depth: int = 3) -> RNode:
@@ -632,7 +677,12 @@ def random_regex(rng: random.Random, depth: int = 3) -> RNode:
         else:
             lo = rng.randint(0, 2)
             hi = lo + rng.randint(1, 3)
-        return RNode("rep", (lo, hi, rng.random() < 0.2), [gen(d - 1)])
+        kid = gen(d - 1)
+        if _has_unbounded(kid):
+            # nested unbounded repetition makes the regex module backtrack exponentially on
+            # non-viable texts: keep the outer one small and bounded
+            lo, hi = min(lo, 1), min(lo, 1) + 1
+        return RNode("rep", (lo, hi, rng.random() < 0.2), [kid])
 
     return RNode("cat", None, [gen(depth), gen(depth - 1)])
 
@@ -661,6 +711,21 @@ class Delim:     # open, any characters but close, close (close is one character
     open: str
     close: str
     lazy: bool = False   # built as open .*? close with a lazy lexeme instead of [^close]*
+
+
+@dataclass(frozen=True)
+class StarCls:   # zero or more characters of a class: a nullable lexeme; GrammarBuilder turns it
+    ranges: tuple   # into an optional lexeme of its non-empty strings, which is what the oracle
+    negate: bool = False   # desugars it to: Opt(Plus(ranges))
+
+
+@dataclass(frozen=True)
+class RegexLex:  # open, a random regex (no `close` character in it), close: built with stencil's
+    open: str    # regex front-end; the oracle reads the same regex AST as character-level rules
+    close: str
+    pattern: str             # ECMA-262 text of the body
+    expr: object             # the body as a character-level expression (regex_to_cfg)
+    node: object = field(default=None, compare=False, hash=False)   # RNode, for sampling
 
 
 @dataclass(frozen=True)
@@ -705,7 +770,7 @@ class Choice:
     items: tuple
 
 
-LEXEME_TYPES = (Lit, Cls, Plus, Delim)
+LEXEME_TYPES = (Lit, Cls, Plus, Delim, RegexLex)
 
 
 @dataclass
@@ -730,6 +795,10 @@ def _sym_str(s) -> str:
         return f"[{'^' if s.negate else ''}{body}]" + ("+" if isinstance(s, Plus) else "")
     if isinstance(s, Delim):
         return f"{s.open}…{s.close}" + ("(lazy)" if s.lazy else "")
+    if isinstance(s, StarCls):
+        return _sym_str(Cls(s.ranges, s.negate)) + "*"
+    if isinstance(s, RegexLex):
+        return f"/{s.open}(?:{s.pattern}){s.close}/"
     if isinstance(s, Special):
         return f"<special {list(s.ids)}>"
     if isinstance(s, Ref):
@@ -790,6 +859,12 @@ def build_stencil(cfg: CFG, builder_cls):
                 c = ord(s.close)
                 body = b.re_repeat(b.re_char_ranges([(c, c)], True), 0, -1)
                 r = b.lexeme(b.re_concat([b.re_literal(s.open), body, b.re_literal(s.close)]))
+        elif isinstance(s, StarCls):
+            r = b.lexeme(b.re_repeat(b.re_char_ranges(list(s.ranges), s.negate), 0, -1))
+        elif isinstance(s, RegexLex):
+            from stencil.grammar.regex import build_regex
+            r = b.lexeme(b.re_concat([b.re_literal(s.open), build_regex(b, s.pattern, anchored=True),
+                                      b.re_literal(s.close)]))
         elif isinstance(s, Special):
             r = b.special_token(list(s.ids))
         elif isinstance(s, Opt):
@@ -830,6 +905,8 @@ def desugar(cfg: CFG):
             return s.name
         if isinstance(s, LEXEME_TYPES) or isinstance(s, Special):
             return s
+        if isinstance(s, StarCls):
+            return sym(Opt(Plus(s.ranges, s.negate)))
         if s in fresh:
             return fresh[s]
         n = f"_{len(fresh)}"
@@ -931,7 +1008,19 @@ def lexeme_follow(rules, start):
 
 
 def lexeme_nfa(lx):
-    """(transitions, accepting): transitions[state] = list of (ranges, negate, next)."""
+    """(transitions, accepting): transitions[state] = list of (ranges, negate, next).
+
+    A RegexLex is over-approximated by open [^<>«»]* close (its regex has none of the delimiter
+    characters), which only makes greedy_safe more cautious (a larger language can only add
+    extensions and first characters)."""
+    if isinstance(lx, RegexLex):
+        n = len(lx.open)
+        body = tuple((ord(c), ord(c)) for c in REGEX_LEXEME_EXCLUDED)
+        c = ord(lx.close)
+        trans = [[(((ord(ch), ord(ch)),), False, i + 1)] for i, ch in enumerate(lx.open)]
+        trans.append([(body, True, n), (((c, c),), False, n + 1)])
+        trans.append([])
+        return trans, {n + 1}
     if isinstance(lx, Lit):
         trans = [[(((ord(c), ord(c)),), False, i + 1)] for i, c in enumerate(lx.text)] + [[]]
         return trans, {len(lx.text)}
@@ -957,8 +1046,8 @@ def _lexeme_edges(lx) -> set:
     elif isinstance(lx, (Cls, Plus)):
         for a, b in lx.ranges:
             out.update((a, b + 1))
-    elif isinstance(lx, Delim):
-        for c in lx.open + lx.close:
+    elif isinstance(lx, (Delim, RegexLex)):
+        for c in lx.open + lx.close + (REGEX_LEXEME_EXCLUDED if isinstance(lx, RegexLex) else ""):
             out.update((ord(c), ord(c) + 1))
     return out
 
@@ -1010,6 +1099,9 @@ def greedy_safe(cfg: CFG) -> str | None:
                     a, b = _nfa_step(nx, xs, c), _nfa_step(ny, ys, c)
                     if a and b:
                         todo.append((a, b))
+        if isinstance(x, Delim) and x.lazy and ext:
+            return (f"lazy lexeme {_sym_str(x)} ends at once where another lexeme could go on "
+                    f"with {chr(min(ext))!r}")
         starts = set(ws)
         for z in follow.get(x, ()):
             if isinstance(z, LEXEME_TYPES):
@@ -1056,6 +1148,34 @@ class EarleyLanguage(Language):
             prods.append((ws_nt, ()))
             prods.append((ws_nt, (ws_nt, Term(tuple(cfg.ignore)))))
 
+        char_nt = {}
+
+        def char_expr(e):
+            """A character-level expression (Cls/Seq/Choice/Rep from regex_to_cfg) as rules."""
+            if isinstance(e, Cls):
+                return Term(e.ranges, e.negate)
+            if e in char_nt:
+                return char_nt[e]
+            n = f"$C{len(char_nt)}"
+            char_nt[e] = n
+            if isinstance(e, Seq):
+                prods.append((n, tuple(char_expr(x) for x in e.items)))
+            elif isinstance(e, Choice):
+                for x in e.items:
+                    prods.append((n, (char_expr(x),)))
+            elif isinstance(e, Rep):
+                x = char_expr(e.item)
+                if e.hi < 0:
+                    star = n + "*"
+                    prods.extend([(star, ()), (star, (star, x))])
+                    prods.append((n, (x,) * e.lo + (star,)))
+                else:
+                    for k in range(e.lo, e.hi + 1):
+                        prods.append((n, (x,) * k))
+            else:
+                raise TypeError(e)
+            return n
+
         def lexeme_nt(lx):
             if lx in lex_nt:
                 return lex_nt[lx]
@@ -1076,6 +1196,10 @@ class EarleyLanguage(Language):
                 inner = n + "i"
                 prods.extend([(inner, ()), (inner, (inner, Term(((c, c),), True)))])
                 prods.append((body, tuple(Term(((ord(ch), ord(ch)),)) for ch in lx.open) + (inner, Term(((c, c),)))))
+            elif isinstance(lx, RegexLex):
+                c = ord(lx.close)
+                prods.append((body, tuple(Term(((ord(ch), ord(ch)),)) for ch in lx.open)
+                              + (char_expr(lx.expr), Term(((c, c),)))))
             prods.append((n, (body, ws_nt) if ws_nt else (body,)))
             return n
 
@@ -1191,6 +1315,8 @@ def sample_cfg(cfg: CFG, rng: random.Random, max_depth: int = 6, ws_prob: float 
         elif isinstance(lx, Delim):
             body = "".join(_class_char(rng, ((ord(lx.close), ord(lx.close)),), True) for _ in range(rng.randint(0, 3)))
             out.append(lx.open + body + lx.close)
+        elif isinstance(lx, RegexLex):
+            out.append(lx.open + lx.node.sample(rng, [4]) + lx.close)
         ws()
 
     def expand(n, depth):
@@ -1219,7 +1345,9 @@ def sample_cfg(cfg: CFG, rng: random.Random, max_depth: int = 6, ws_prob: float 
 def _class_char(rng: random.Random, ranges, negate: bool) -> str:
     if not negate and rng.random() < 0.8:
         a, b = rng.choice(ranges)
-        return chr(rng.randint(a, b))
+        cp = rng.randint(a, b)
+        if not 0xD800 <= cp < 0xE000:
+            return chr(cp)
     cands = [c for c in SAMPLE_CHARS if ranges_contain(ranges, negate, ord(c)) and c not in " \t\u3000"]
     return rng.choice(cands)
 
@@ -1228,15 +1356,17 @@ LEXEME_POOL = [
     Lit("a"), Lit("b"), Lit("("), Lit(")"), Lit("+"), Lit(","), Lit("if"), Lit("then"), Lit("é"), Lit("中文"),
     Lit("→"), Lit("😀"), Lit("xy"), Lit("xz"), Lit("ab"), Lit("a+"), Cls(R("0-9")), Cls(R("α-ω")), Cls(R("a-c")),
     Cls(R("a-z"), True), Plus(R("0-9")), Plus(R("α-ω")), Plus(R("a-z")), Delim('"', '"'), Delim("<!", ">", True),
-    Delim("'", "'", True),
+    Delim("'", "'", True), StarCls(R("0-9")), StarCls(R("é")), Lit(";"), Lit("=="), Lit("="),
 ]
 IGNORE_POOL = [R(" "), R(" \t"), R(" \u3000")]
 
 
-def random_cfg(rng: random.Random, index: int, specials: Sequence[int] = ()) -> CFG:
-    """A random greedy-safe CFG over a few lexemes from LEXEME_POOL (retries until safe)."""
+def random_cfg(rng: random.Random, index: int, specials: Sequence[int] = (), regex_lexemes: int = 0) -> CFG:
+    """A random greedy-safe CFG over a few lexemes from LEXEME_POOL plus up to ``regex_lexemes``
+    random regex lexemes (retries until safe)."""
     for attempt in range(200):
         lexemes = rng.sample(LEXEME_POOL, rng.randint(2, 5))
+        lexemes += [random_regex_lexeme(rng) for _ in range(rng.randint(0, regex_lexemes))]
         if specials and rng.random() < 0.25:
             lexemes.append(Special((rng.choice(specials),)))
         names = ["S", "A", "B", "C"][: rng.randint(2, 4)]
@@ -1262,11 +1392,36 @@ def random_cfg(rng: random.Random, index: int, specials: Sequence[int] = ()) -> 
         if "S" not in productive:
             continue
         # want a language with more than the empty string
-        if not any(isinstance(s, (LEXEME_TYPES, Special)) for _, rhs in prules for s in rhs):
+        reach, todo = {"S"}, ["S"]
+        while todo:
+            n = todo.pop()
+            for lhs, rhs in prules:
+                if lhs == n:
+                    for x in rhs:
+                        if isinstance(x, str) and x not in reach:
+                            reach.add(x)
+                            todo.append(x)
+        if not any(isinstance(x, (LEXEME_TYPES, Special)) for lhs, rhs in prules if lhs in reach for x in rhs):
             continue
         if greedy_safe(cfg) is None:
             return cfg
     raise RuntimeError("no greedy-safe random grammar found")
+
+
+def remap_specials(cfg: CFG, mapping: dict) -> CFG:
+    """The same grammar with its special-token ids renamed (to use it with another vocabulary)."""
+    def m(s):
+        if isinstance(s, Special):
+            return Special(tuple(mapping.get(i, i) for i in s.ids))
+        if isinstance(s, (Opt, Star, Many)):
+            return type(s)(m(s.item))
+        if isinstance(s, Rep):
+            return Rep(m(s.item), s.lo, s.hi)
+        if isinstance(s, (Seq, Choice)):
+            return type(s)(tuple(m(x) for x in s.items))
+        return s
+    return CFG(cfg.name, {n: [[m(s) for s in alt] for alt in alts] for n, alts in cfg.rules.items()},
+               cfg.start, cfg.ignore)
 
 
 # -------------------------------------------------------------------------------- segments

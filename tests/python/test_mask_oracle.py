@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import oracles as O  # noqa: E402
 from oracles import (CFG, R, Choice, Cls, Delim, Lit, Many, Opt, Plus, Ref, Rep, Seq, Special,  # noqa: E402
-                     Star)
+                     Star, StarCls)
 
 import stencil  # noqa: E402
 from stencil.bitmask import bitmask_to_bool  # noqa: E402
@@ -57,6 +57,11 @@ def _report():
           f"({STATS['deepseek_steps']} on the 128k vocabulary), {STATS['tokens']:,} token verdicts compared, "
           f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} replay/rollback/fork mask checks, "
           f"{time.time() - t0:.1f} s")
+    print(f"[mask oracle] mean allowed tokens per mask {STATS['allowed'] / max(1, STATS['steps']):.1f}; "
+          f"allowed tokens that are not valid UTF-8 on their own (synthetic): {STATS['partial_utf8_allowed']}; "
+          f"token-walk steps {STATS['token_walk_steps']}; string walks: {STATS['string_walks_completed']} ran to "
+          f"the end ({STATS['string_walks_complete_text']} complete texts), {STATS['string_walks_refused']} stopped "
+          f"at a refused token")
 
 
 # ------------------------------------------------------------------------------ vocabularies
@@ -230,6 +235,9 @@ def compare(m: stencil.Matcher, tracker, vocab: O.Vocab, what: str, deepseek: bo
             assert forced == [], f"{what}: forced_tokens {forced} with {len(allowed)} allowed tokens"
     STATS["steps"] += 1
     STATS["tokens"] += vocab.vocab_size
+    STATS["allowed"] += int(np.count_nonzero(want))
+    STATS["partial_utf8_allowed"] += sum(1 for t in np.nonzero(want)[0] if t not in vocab.special
+                                         and O.split_utf8(vocab.token_bytes[t]) is None) if not deepseek else 0
     if deepseek:
         STATS["deepseek_steps"] += 1
     return got
@@ -264,6 +272,7 @@ def token_walk(rng, m, tracker, vocab, what, steps, eos_prob=0.3, deepseek=False
                 with pytest.raises(ValueError):
                     m.accept_token(0)
             return
+        STATS["token_walk_steps"] += 1
         # favour multi-byte tokens so that walks get somewhere
         multi = [t for t in choices if len(vocab.token_bytes[t]) > 1]
         t = rng.choice(multi if multi and rng.random() < 0.6 else choices)
@@ -286,10 +295,13 @@ def string_walk(rng, m, tracker, vocab, tokens, what, compare_every=1, deepseek=
                            f"after {tracker.describe()}")
         if not ok:
             STATS["refused"] += 1
+            STATS["string_walks_refused"] += 1
             compare(m, tracker, vocab, f"{what} after a refused token", deepseek)
             return False
         tracker.advance(t)
     compare(m, tracker, vocab, f"{what} end", deepseek)
+    STATS["string_walks_completed"] += 1
+    STATS["string_walks_complete_text"] += int(m.is_accepting())
     return True
 
 
@@ -397,7 +409,10 @@ def regex_case(pattern: str, rng: random.Random, sampler=None, walks=4, steps=14
             if w == 3:
                 units = mutate_units(rng, units)
             toks = units_to_tokens(rng, units, by_bytes, max_len)
-            string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+            done = string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+            if w != 3:
+                assert done, f"{what}: a string of the language was refused"
+                assert len(toks) > steps * 2 or m.is_accepting(), f"{what}: a string of the language is incomplete"
 
 
 def regex_sampler(lang: O.RegexLanguage, rng: random.Random):
@@ -490,6 +505,15 @@ HANDWRITTEN_CFGS = [
     CFG("left-recursive list with optional separators", {
         "L": [[Ref("L"), Opt(Lit(",")), Cls(R("a-z"))], []],
     }, "L"),
+    CFG("nullable lexemes (zero or more characters)", {
+        "S": [[StarCls(R("a")), StarCls(R("b")), Opt(Ref("T"))], [Lit("x"), StarCls(R("α-ω")), Special((SP_A,))]],
+        "T": [[Lit(";"), StarCls(R("0-9"))]],
+    }, "S"),
+    CFG("random regex lexemes", {
+        "S": [[Ref("S"), Ref("X")], [Ref("X")]],
+        "X": [[O.random_regex_lexeme(random.Random(11))], [O.random_regex_lexeme(random.Random(12))],
+              [O.random_regex_lexeme(random.Random(15))], [O.random_regex_lexeme(random.Random(16))]],
+    }, "S"),
 ]
 
 
@@ -522,7 +546,10 @@ def cfg_case(cfg: CFG, rng: random.Random, walks=4, steps=14):
             if w == 3:
                 units = mutate_units(rng, units)
             toks = units_to_tokens(rng, units, by_bytes, max_len)
-            string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+            done = string_walk(rng, m, tr, vocab, toks[:steps * 2], f"{what} string walk {w}")
+            if w != 3:
+                assert done, f"{what}: a string of the language was refused"
+                assert len(toks) > steps * 2 or m.is_accepting(), f"{what}: a string of the language is incomplete"
     return g, vocab
 
 
@@ -535,7 +562,7 @@ def test_handwritten_cfg_masks(cfg):
 def test_random_cfg_masks(seed):
     rng = random.Random(2000 + seed)
     for k in range(4):
-        cfg = O.random_cfg(rng, seed * 10 + k, SPECIALS)
+        cfg = O.random_cfg(rng, seed * 10 + k, SPECIALS, regex_lexemes=2)
         cfg_case(cfg, rng, walks=4, steps=12)
 
 
@@ -617,21 +644,25 @@ def test_deepseek_regex_masks(deepseek, pattern, texts):
                eos_prob=0.0, deepseek=True)
 
 
-DEEPSEEK_CFGS = [HANDWRITTEN_CFGS[0], HANDWRITTEN_CFGS[3]]
+DEEPSEEK_CFGS = [HANDWRITTEN_CFGS[0], HANDWRITTEN_CFGS[3], HANDWRITTEN_CFGS[7]]
 
 
 @pytest.mark.parametrize("cfg", DEEPSEEK_CFGS, ids=[c.name for c in DEEPSEEK_CFGS])
 def test_deepseek_cfg_masks(deepseek, cfg):
     entry, vocab = deepseek
     rng = random.Random(3)
+    # the special-token grammar names two of DeepSeek's own special tokens
+    specials = sorted(set(entry.info.special_token_ids) - set(entry.info.eos_token_ids))
+    cfg = O.remap_specials(cfg, {SP_A: specials[0], SP_B: specials[1]})
     assert O.greedy_safe(cfg) is None
     oracle = O.ByteOracle(O.EarleyLanguage(cfg))
     g = stencil.GrammarCompiler(entry.info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
     STATS["grammars"] += 1
     STATS["cfg_grammars"] += 1
     for _ in range(2):
-        text = "".join(s for s in O.sample_cfg(cfg, rng, max_depth=4) if isinstance(s, str))
-        ids = entry.encode_batch([text])[0]
+        ids = []
+        for seg in O.sample_cfg(cfg, rng, max_depth=4):
+            ids += entry.encode_batch([seg])[0] if isinstance(seg, str) else [seg[1]]
         m = stencil.Matcher(g, max_rollback=-1)
         assert string_walk(rng, m, StateTracker(oracle, vocab), vocab, ids[:8], f"deepseek CFG {cfg.name}",
                            deepseek=True)
