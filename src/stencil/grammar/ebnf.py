@@ -1,0 +1,283 @@
+"""The grammar AST shared by the Lark and GBNF front-ends, with the checks both need.
+
+Both syntaxes parse into the same small tree: rules whose bodies are sequences, alternatives and
+repetitions over references to other rules, terminal pieces (regex ASTs from
+:mod:`stencil.grammar.regex_ast`), token references and embedded JSON Schemas. Each front-end then
+decides what becomes a lexeme (Lark: every terminal; GBNF: maximal regular pieces) and emits the
+result into a ``stencil.GrammarBuilder``. Every node remembers where it was written, so an error
+can say "line 3, column 7".
+
+Example::
+
+    g = parse_gbnf('root ::= "a" root | "b"')   # an EbnfGrammar
+    check_grammar(g)                            # undefined / unused / unproductive rules
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from stencil._core import GrammarError
+
+__all__ = [
+    "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
+    "TokenTable", "Source", "check_grammar", "walk", "refs_of",
+]
+
+
+class Source:
+    """The grammar text, to turn offsets into "line L, column C" in error messages."""
+
+    def __init__(self, text: str, what: str = "grammar"):
+        self.text = text
+        self.what = what
+        self._line_starts = [0]
+        for i, c in enumerate(text):
+            if c == "\n":
+                self._line_starts.append(i + 1)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        import bisect
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
+
+    def error(self, message: str, offset: Optional[int]) -> GrammarError:
+        if offset is None:
+            return GrammarError(f"{self.what}: {message}")
+        line, col = self.line_col(offset)
+        return GrammarError(f"{self.what}, line {line}, column {col}: {message}")
+
+
+# --- nodes --------------------------------------------------------------------------------------
+# ``pos`` is the offset in the source text where the node was written (None for generated nodes).
+
+@dataclass(eq=False)
+class Node:
+    pos: Optional[int] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Seq(Node):
+    items: list
+
+
+@dataclass(eq=False)
+class Alt(Node):
+    items: list
+
+
+@dataclass(eq=False)
+class Rep(Node):
+    """``item{min,max}``; ``max`` None means unbounded."""
+    item: Node
+    min: int
+    max: Optional[int]
+
+
+@dataclass(eq=False)
+class Ref(Node):
+    name: str
+
+
+@dataclass(eq=False)
+class Term(Node):
+    """A terminal piece: a regex AST (``regex_ast`` node). ``name`` is set for named terminals
+    (Lark ``NAME: ...``); ``build`` optionally emits the piece straight into a builder (Lark
+    ``%regex`` terminals whose constraints a plain regex AST cannot state)."""
+    regex: Any
+    name: str = ""
+    build: Optional[Callable] = None
+
+
+@dataclass(eq=False)
+class TokenRef(Node):
+    """``<[1,5-7]>`` (ids), ``<|name|>`` / ``<name>`` (text, resolved through a TokenTable);
+    ``negated`` (GBNF ``!<...>``): any text, but not these tokens."""
+    ids: Optional[tuple] = None
+    text: Optional[str] = None
+    negated: bool = False
+
+
+@dataclass(eq=False)
+class JsonSchema(Node):
+    """``%json { ... }`` (Lark): a JSON Schema embedded as a rule."""
+    schema: Any
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class RuleDef:
+    name: str
+    body: Node
+    pos: Optional[int] = None
+    # Lark attributes: lazy (end as soon as matched), stop (a string or TokenRef ending the text)
+    lazy: bool = False
+    stop: Any = None
+
+
+@dataclass
+class EbnfGrammar:
+    rules: dict          # name -> RuleDef, in definition order
+    start: str
+    source: Source
+    ignores: list = field(default_factory=list)   # Term nodes (Lark %ignore)
+    # Lark: named terminals, name -> RuleDef (their bodies hold Term/Seq/Alt/Rep only)
+    terminals: dict = field(default_factory=dict)
+
+    def error(self, message: str, pos: Optional[int]) -> GrammarError:
+        return self.source.error(message, pos)
+
+
+@dataclass
+class TokenTable:
+    """What a front-end may learn about the tokenizer: how names resolve to ids, which ids are
+    special (matched by id, never by text) and the text of ordinary tokens. The compiler fills
+    it from its ``TokenizerInfo``; front-ends never see the vocabulary itself.
+
+    Example::
+
+        table = TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes)
+    """
+    lookup: Callable[[str], int]              # raises KeyError for an unknown name
+    is_special: Callable[[int], bool]
+    text: Callable[[int], bytes]
+    vocab_size: int = 1 << 31
+
+
+# --- traversal ----------------------------------------------------------------------------------
+
+def children(node: Node) -> list:
+    if isinstance(node, (Seq, Alt)):
+        return node.items
+    if isinstance(node, Rep):
+        return [node.item]
+    return []
+
+
+def walk(node: Node):
+    """Every node under ``node`` (itself included), without recursion."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def refs_of(node: Node) -> list:
+    return [n for n in walk(node) if isinstance(n, Ref)]
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+def _productive(node: Node, ok: Callable[[str], bool]) -> bool:
+    """Whether ``node`` can derive some finite string, given which rules can (``ok``)."""
+    # post-order over an explicit stack: results of children are needed first
+    out: dict[int, bool] = {}
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if not done:
+            stack.append((n, True))
+            stack.extend((k, False) for k in children(n))
+            continue
+        if isinstance(n, Seq):
+            r = all(out[id(k)] for k in n.items)
+        elif isinstance(n, Alt):
+            r = any(out[id(k)] for k in n.items)
+        elif isinstance(n, Rep):
+            r = n.min == 0 or out[id(n.item)]
+        elif isinstance(n, Ref):
+            r = ok(n.name)
+        elif isinstance(n, Term):
+            r = n.build is not None or not _is_nothing(n.regex)
+        else:
+            r = True
+        out[id(n)] = r
+    return out[id(node)]
+
+
+def _is_nothing(regex) -> bool:
+    from stencil.grammar.regex_ast import Nothing
+    return isinstance(regex, Nothing)
+
+
+def check_grammar(g: EbnfGrammar, *, allow_unused: bool = False) -> None:
+    """Reject what cannot be right, with positions: references to undefined rules, rules that can
+    never complete (unproductive), rules never used from the start rule (unless ``allow_unused``),
+    and an empty language."""
+    if g.start not in g.rules:
+        raise g.error(f"there is no start rule '{g.start}'", None)
+    for rd in g.rules.values():
+        for r in refs_of(rd.body):
+            if r.name not in g.rules:
+                raise g.error(f"rule '{r.name}' is used but never defined", r.pos)
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, rd in g.rules.items():
+            if name not in productive and _productive(rd.body, productive.__contains__):
+                productive.add(name)
+                changed = True
+    reach = {g.start}
+    stack = [g.start]
+    while stack:
+        for r in refs_of(g.rules[stack.pop()].body):
+            if r.name not in reach:
+                reach.add(r.name)
+                stack.append(r.name)
+    if g.start not in productive:
+        rd = g.rules[g.start]
+        raise g.error(f"the grammar's language is empty: the start rule '{g.start}' can never complete "
+                      "(every alternative needs a rule that never completes)", rd.pos)
+    for name, rd in g.rules.items():
+        if name in reach and name not in productive:
+            raise g.error(f"rule '{name}' can never complete: every alternative needs itself or another "
+                          "rule that never completes", rd.pos)
+    if not allow_unused:
+        for name, rd in g.rules.items():
+            if name not in reach:
+                raise g.error(f"rule '{name}' is never used from the start rule '{g.start}' "
+                              "(remove it, or pass allow_unused=True)", rd.pos)
+
+
+def token_ids_text(ids: Sequence[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def resolve_tokens(g: EbnfGrammar, node: TokenRef, table: Optional[TokenTable]) -> tuple[list, list]:
+    """(special ids, texts of ordinary tokens) a token reference stands for.
+
+    Without a table, ``<[id]>`` ids are taken as special tokens and names cannot be resolved. An
+    ordinary (non-special) token stands for its text: the model may then write that text with any
+    tokens, as everywhere else in a grammar over text.
+    """
+    if node.ids is not None:
+        ids = list(node.ids)
+    else:
+        if table is None:
+            raise g.error(f"token {node.text} needs a tokenizer to resolve its name (compile the grammar "
+                          "with GrammarCompiler, or write the token as <[id]>)", node.pos)
+        try:
+            ids = [table.lookup(node.text)]
+        except KeyError:
+            raise g.error(f"there is no token {node.text} in this tokenizer", node.pos) from None
+    if table is None:
+        return ids, []
+    specials, texts = [], []
+    for i in ids:
+        if not 0 <= i < table.vocab_size:
+            raise g.error(f"token id {i} is outside the vocabulary (size {table.vocab_size})", node.pos)
+        if table.is_special(i):
+            specials.append(i)
+            continue
+        raw = table.text(i)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise g.error(f"token {i} is not a special token and its bytes {raw!r} are not UTF-8 text, "
+                          "so a grammar over text cannot refer to it", node.pos) from None
+        if not text:
+            raise g.error(f"token {i} has no text (a padding id)", node.pos)
+        texts.append(text)
+    return specials, texts
