@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <memory>
 #include <vector>
+
+#include "tokens/shared_mask_cache.h"
 
 namespace stencil {
 
@@ -55,6 +58,8 @@ class Vocabulary {
   size_t memory_bytes() const;
   // Raises UsageError naming the id when it is outside [0, vocab_size).
   void check_id(int64_t id) const;
+  // Inner masks shared by all grammars compiled for this vocabulary.
+  SharedMaskCache& shared_masks() const { return *shared_masks_; }
 
  private:
   std::string bytes_;
@@ -65,6 +70,7 @@ class Vocabulary {
   int32_t vocab_size_;
   TokenTrie trie_;
   double trie_build_seconds_ = 0;
+  std::unique_ptr<SharedMaskCache> shared_masks_ = std::make_unique<SharedMaskCache>(256ull << 20);
 };
 
 }  // namespace stencil

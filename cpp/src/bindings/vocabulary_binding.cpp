@@ -41,5 +41,7 @@ void bind_vocabulary(nb::module_& m) {
       .def_prop_ro("trie_nodes", [](const Vocabulary& v) { return v.trie().nodes().size(); })
       .def_prop_ro("trie_build_seconds", &Vocabulary::trie_build_seconds)
       .def_prop_ro("memory_bytes", &Vocabulary::memory_bytes)
-      .def_prop_ro("trie_memory_bytes", [](const Vocabulary& v) { return v.trie().memory_bytes(); });
+      .def_prop_ro("trie_memory_bytes", [](const Vocabulary& v) { return v.trie().memory_bytes(); })
+      .def_prop_ro("shared_mask_entries", [](const Vocabulary& v) { return v.shared_masks().size(); })
+      .def_prop_ro("shared_mask_bytes", [](const Vocabulary& v) { return v.shared_masks().bytes(); });
 }

@@ -125,4 +125,26 @@ std::string Lexer::describe_state(uint32_t s) const {
   return out;
 }
 
+std::string Lexer::signature(uint32_t s) const {
+  constexpr size_t kLimit = 16 << 10;
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < p.size(); i += 2) {
+    const LexemeSpec& spec = lexemes_[p[i]];
+    std::string part(1, static_cast<char>('a' + (spec.lazy ? 1 : 0) + (spec.ignore ? 2 : 0)));
+    if (!store_.canonical(p[i + 1], part, kLimit)) return {};
+    parts.push_back(std::move(part));
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string key;
+  for (auto& part : parts) {
+    key += std::to_string(part.size());
+    key.push_back(':');
+    key += part;
+    if (key.size() > kLimit) return {};
+  }
+  return key;
+}
+
 }  // namespace stencil

@@ -65,6 +65,9 @@ class Lexer {
   uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   size_t memory_bytes() const;
   std::string describe_state(uint32_t s) const;
+  // A key equal for lexer states of any grammar that match alike (canonical
+  // expressions and lexeme flags); empty when the state is too big to key.
+  std::string signature(uint32_t s) const;
 
  private:
   static constexpr uint32_t kBlockBits = 10;

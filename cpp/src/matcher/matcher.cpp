@@ -230,7 +230,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const size_t depth0 = frames_.size();
   const size_t root = depth0 - 1;
   auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
-  for (size_t i = 0; i < need; ++i) words[i] = entry->inner[i];
+  const std::vector<uint32_t>& inner = entry->inner();
+  for (size_t i = 0; i < need; ++i) words[i] = inner[i];
   const auto& nodes = vocab_->trie().nodes();
   const bool needs_text = !g_->grammar().checks.empty();
   for (const Boundary& bd : entry->boundaries) {

@@ -261,4 +261,64 @@ std::string ExprStore::to_string(ExprId e, int depth) const {
   return "?";
 }
 
+namespace {
+
+bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit, int depth) {
+  if (depth > 200 || out.size() > limit) return false;
+  const ExprNode& n = st.node(e);
+  out.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty: return true;
+    case ExprKind::Bytes:
+      out.append(reinterpret_cast<const char*>(st.byteset(n.a).w), sizeof(ByteSet));
+      return true;
+    case ExprKind::Concat:
+      out.push_back('(');
+      if (!canonical_rec(st, n.a, out, limit, depth + 1)) return false;
+      // Concatenations are right-nested chains: walk the chain without recursion.
+      for (ExprId rest = n.b;;) {
+        const ExprNode& r = st.node(rest);
+        if (r.kind != ExprKind::Concat) {
+          if (!canonical_rec(st, rest, out, limit, depth + 1)) return false;
+          break;
+        }
+        if (!canonical_rec(st, r.a, out, limit, depth + 1)) return false;
+        if (out.size() > limit) return false;
+        rest = r.b;
+      }
+      out.push_back(')');
+      return true;
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::vector<std::string> kids(n.args_len);
+      for (uint32_t i = 0; i < n.args_len; ++i)
+        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), depth + 1)) return false;
+      std::sort(kids.begin(), kids.end());
+      out.push_back('(');
+      for (auto& k : kids) {
+        out += std::to_string(k.size());
+        out.push_back(':');
+        out += k;
+        if (out.size() > limit) return false;
+      }
+      out.push_back(')');
+      return true;
+    }
+    case ExprKind::Not: return canonical_rec(st, n.a, out, limit, depth + 1);
+    case ExprKind::Repeat:
+      out += std::to_string(n.min) + "," + std::to_string(n.max) + "{";
+      if (!canonical_rec(st, n.a, out, limit, depth + 1)) return false;
+      out.push_back('}');
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ExprStore::canonical(ExprId e, std::string& out, size_t limit) const {
+  return canonical_rec(*this, e, out, limit, 0) && out.size() <= limit;
+}
+
 }  // namespace stencil

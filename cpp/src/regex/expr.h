@@ -55,6 +55,10 @@ class ExprStore {
   size_t max_nodes() const { return max_nodes_; }
   size_t memory_bytes() const;
   std::string to_string(ExprId e) const;
+  // A form equal for equal expressions built in any store (children of Or/And
+  // sorted by form): the cross-grammar mask cache keys on it. False when the
+  // form would pass `limit` bytes or nest too deeply.
+  bool canonical(ExprId e, std::string& out, size_t limit) const;
   std::string to_string(ExprId e, int depth) const;
   // All byte sets that occur in the store, for the byte-class partition.
   const std::vector<ByteSet>& all_bytesets() const { return bytesets_; }

@@ -9,7 +9,9 @@ namespace stencil {
 
 std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) {
   auto e = std::make_shared<MaskEntry>();
-  e->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
+  auto shared = std::make_shared<SharedMaskEntry>();
+  std::vector<uint32_t>& inner = shared->inner;
+  inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
   const auto& nodes = vocab.trie().nodes();
   std::vector<uint32_t> st(static_cast<size_t>(vocab.trie().max_depth()) + 2, 0);
   st[0] = state;
@@ -29,10 +31,32 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
       continue;
     }
     st[node.depth] = t;
-    if (node.token_id >= 0) e->inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
+    if (node.token_id >= 0) inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
     ++i;
   }
   e->boundaries.shrink_to_fit();
+  shared->boundary_nodes.reserve(e->boundaries.size());
+  for (const Boundary& b : e->boundaries) shared->boundary_nodes.push_back(b.node);
+  e->shared = std::move(shared);
+  return e;
+}
+
+std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                                              std::shared_ptr<const SharedMaskEntry> shared) {
+  auto e = std::make_shared<MaskEntry>();
+  const auto& nodes = vocab.trie().nodes();
+  e->boundaries.reserve(shared->boundary_nodes.size());
+  for (uint32_t node : shared->boundary_nodes) {
+    // The state before the node's byte: replay the bytes above it, which the
+    // inner walk proved stay inside the lexeme.
+    size_t n = node;
+    while (nodes[n].token_id < 0) ++n;
+    std::string_view prefix = vocab.token_bytes(nodes[n].token_id);
+    uint32_t p = state;
+    for (size_t k = 0; k + 1 < nodes[node].depth; ++k) p = lexer.next(p, static_cast<uint8_t>(prefix[k]));
+    e->boundaries.push_back({node, p});
+  }
+  e->shared = std::move(shared);
   return e;
 }
 
@@ -42,7 +66,16 @@ std::shared_ptr<const MaskEntry> MaskCache::get(const Lexer& lexer, const Vocabu
     auto it = entries_.find(state);
     if (it != entries_.end()) return it->second;
   }
-  std::shared_ptr<const MaskEntry> e = compute(lexer, vocab, state);
+  std::shared_ptr<const MaskEntry> e;
+  const std::string key = lexer.signature(state);
+  auto shared = key.empty() ? nullptr : vocab.shared_masks().find(key);
+  if (shared) {
+    e = resolve(lexer, vocab, state, std::move(shared));
+  } else {
+    auto fresh = compute(lexer, vocab, state);
+    if (!key.empty()) vocab.shared_masks().insert(key, fresh->shared);
+    e = std::move(fresh);
+  }
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto it = entries_.find(state);
   if (it != entries_.end()) return it->second;

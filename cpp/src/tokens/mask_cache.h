@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokens/shared_mask_cache.h"
+
 namespace stencil {
 
 class Lexer;
@@ -21,9 +23,11 @@ struct Boundary {
 };
 
 struct MaskEntry {
-  std::vector<uint32_t> inner;  // bitmask words over the vocabulary
-  std::vector<Boundary> boundaries;
-  size_t bytes() const { return inner.capacity() * 4 + boundaries.capacity() * sizeof(Boundary) + 64; }
+  std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
+  std::vector<Boundary> boundaries;               // with this grammar's lexer states
+  const std::vector<uint32_t>& inner() const { return shared->inner; }
+  // Counts the shared inner mask too: a grammar's budget holds whatever it keeps alive.
+  size_t bytes() const { return boundaries.capacity() * sizeof(Boundary) + shared->bytes() + 64; }
 };
 
 class MaskCache {
@@ -35,6 +39,8 @@ class MaskCache {
 
  private:
   static std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state);
+  static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                                            std::shared_ptr<const SharedMaskEntry> shared);
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<uint32_t, std::shared_ptr<const MaskEntry>> entries_;
   mutable size_t bytes_ = 0;

@@ -1,0 +1,83 @@
+"""The mask caches: per grammar (by lexer state) and per vocabulary (by the lexer state's canonical
+signature, shared across grammars). Masks served from a warm cache must equal masks computed by a
+cold one, including when another grammar filled the shared cache and boundaries are resolved
+through a different lexer."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import stencil
+from stencil.grammar.json_value import json_value
+from tokenizers_zoo import get
+
+
+def grammar_variant(k: int):
+    """Generic JSON plus k extra literal alternatives: other lexeme ids, other lexer states."""
+    b = stencil.GrammarBuilder()
+    for i in range(k):
+        b.literal(f"unused{i}")  # shifts lexeme numbering between variants
+    value = json_value(b)
+    start = b.rule("start")
+    b.add_alternative(start, [value])
+    for i in range(k):
+        b.add_alternative(start, [b.literal("@" * (i + 1)), value])
+    return b.build(start)
+
+
+def masks_along(entry, compiled, text):
+    m = stencil.Matcher(compiled)
+    bm = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+    out = []
+    for t in entry.hf.encode(text, add_special_tokens=False).ids:
+        m.fill_next_token_bitmask(bm, 0)
+        out.append(bm[0].copy())
+        assert m.accept_token(t)
+    return out
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return get("deepseek")
+
+
+def test_shared_masks_equal_cold_masks(deepseek):
+    rng = random.Random(5)
+    texts = [json.dumps({"k": [1, "two", {"x": None}], "s": "h\u00e9llo \u4e16\u754c", "n": -1.5e3}),
+             json.dumps([{"a": "b" * rng.randrange(1, 30)} for _ in range(3)]),
+             '@@ {"deep": [[["x"]]], "e": "\\u0041\\n"}']
+    warm_info = deepseek.info
+    compiler = stencil.GrammarCompiler(warm_info)
+    for k in (0, 1, 3):  # each variant reuses what the previous ones put in the shared cache
+        warm = compiler.compile_grammar(grammar_variant(k))
+        for text in texts:
+            if text.startswith("@") and k < 2:
+                continue
+            # A fresh vocabulary has an empty shared cache: every mask is walked from scratch.
+            cold_info = stencil.TokenizerInfo.from_huggingface(deepseek.hf)
+            cold = stencil.GrammarCompiler(cold_info).compile_grammar(grammar_variant(k))
+            for a, b in zip(masks_along(deepseek, warm, text), masks_along(deepseek, cold, text)):
+                assert np.array_equal(a, b)
+    assert warm_info._vocab.shared_mask_entries > 0
+
+
+def test_shared_cache_is_hit_across_grammars(deepseek):
+    info = stencil.TokenizerInfo.from_huggingface(deepseek.hf)
+    compiler = stencil.GrammarCompiler(info)
+    masks_along(deepseek, compiler.compile_grammar(grammar_variant(0)), '{"a": "text"}')
+    entries = info._vocab.shared_mask_entries
+    # Another grammar with the same string lexeme reaches the same string-body state: no new entry.
+    b = stencil.GrammarBuilder()
+    value = json_value(b)
+    start = b.rule("pair")
+    b.add_alternative(start, [b.literal("["), value, b.literal("]")])
+    g = compiler.compile_grammar(b.build(start))
+    m = stencil.Matcher(g)
+    assert m.accept_string('["')
+    before = info._vocab.shared_mask_entries
+    bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm, 0)
+    assert info._vocab.shared_mask_entries == before >= entries
