@@ -55,7 +55,7 @@ def _report():
     print(f"\n[mask oracle] {STATS['grammars']} grammars ({STATS['regex_grammars']} regex, "
           f"{STATS['cfg_grammars']} CFG), {STATS['steps']} oracle-compared steps "
           f"({STATS['deepseek_steps']} on the 128k vocabulary), {STATS['tokens']:,} token verdicts compared, "
-          f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} replay/rollback/fork mask checks, "
+          f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['forced_bytes_checks']} forced_bytes checks, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} replay/rollback/fork mask checks, "
           f"{time.time() - t0:.1f} s")
     print(f"[mask oracle] mean allowed tokens per mask {STATS['allowed'] / max(1, STATS['steps']):.1f}; "
           f"allowed tokens that are not valid UTF-8 on their own (synthetic): {STATS['partial_utf8_allowed']}; "
@@ -86,7 +86,7 @@ def synthetic_vocab(rng: random.Random, texts: list[bytes], n_multi: int = 160):
             continue
         if rng.random() < 0.3:
             # cut at character boundaries
-            s = t.decode("utf-8")
+            s = t.decode("utf-8", "ignore") or "a"
             i = rng.randrange(len(s))
             add(s[i:i + rng.randint(1, 4)].encode("utf-8"))
         else:
@@ -165,6 +165,16 @@ class RegexTracker:
             return False
         return self.lang.viable_bytes(self.acc + self.vocab.token_bytes[t])
 
+    def forced_bytes(self, limit: int = 64) -> bytes:
+        """Bytes that are each the only viable next byte, up to a complete text."""
+        out = b""
+        while len(out) < limit and not self.lang.complete_bytes(self.acc + out):
+            nxt = [b for b in range(256) if self.lang.viable_bytes(self.acc + out + bytes((b,)))]
+            if len(nxt) != 1:
+                break
+            out += bytes(nxt)
+        return out
+
     def describe(self) -> str:
         return f"accepted bytes {self.acc!r}" + (" + EOS" if self.done else "")
 
@@ -204,6 +214,16 @@ class StateTracker:
             self.st = ns
         self.acc.append(self.vocab.token_bytes[t] if t not in self.vocab.special else f"<special {t}>")
 
+    def forced_bytes(self, limit: int = 64) -> bytes:
+        out, st = b"", self.st
+        while len(out) < limit and not self.oracle.accepting(st):
+            nxt = [(b, ns) for b in range(256) for ns in [self.oracle.push_byte(st, b)] if ns is not None]
+            if len(nxt) != 1:
+                break
+            out += bytes((nxt[0][0],))
+            st = nxt[0][1]
+        return out
+
     def describe(self) -> str:
         return f"accepted {self.acc!r}" + (" + EOS" if self.done else "")
 
@@ -214,6 +234,21 @@ def engine_mask(m: stencil.Matcher, vocab_size: int) -> np.ndarray:
     bm = stencil.allocate_token_bitmask(1, vocab_size)
     m.fill_next_token_bitmask(bm, 0)
     return bitmask_to_bool(bm, vocab_size)[0]
+
+
+_SINGLES = {}
+
+
+def single_byte_ids(vocab: O.Vocab):
+    """Token ids of the 256 single bytes (None unless all are there)."""
+    key = id(vocab)
+    if key not in _SINGLES:
+        ids = {}
+        for i in vocab.normal:
+            if len(vocab.token_bytes[i]) == 1:
+                ids.setdefault(vocab.token_bytes[i][0], i)
+        _SINGLES[key] = (vocab, [ids[b] for b in range(256)] if len(ids) == 256 else None)
+    return _SINGLES[key][1]
 
 
 def fmt_tokens(ids, vocab: O.Vocab, limit=12) -> str:
@@ -241,6 +276,13 @@ def compare(m: stencil.Matcher, tracker, vocab: O.Vocab, what: str, deepseek: bo
             assert forced[:1] == [int(allowed[0])], f"{what}: forced_tokens {forced} but only {allowed[0]} is allowed"
         else:
             assert forced == [], f"{what}: forced_tokens {forced} with {len(allowed)} allowed tokens"
+        # the single-byte tokens' bits are the viable next bytes: no forced byte unless one
+        singles = single_byte_ids(vocab)
+        fb = b"" if singles is not None and np.count_nonzero(want[singles]) != 1 else tracker.forced_bytes()
+        got_fb = m.forced_bytes()
+        assert got_fb[:len(fb) if len(fb) == 64 else None] == fb, \
+            f"{what}: forced_bytes {got_fb!r}, oracle {fb!r} after {tracker.describe()}"
+        STATS["forced_bytes_checks"] += 1
     STATS["steps"] += 1
     STATS["tokens"] += vocab.vocab_size
     STATS["allowed"] += int(np.count_nonzero(want))
@@ -603,6 +645,66 @@ def test_oracle_mask_strategies_agree():
             a = O.regex_mask_direct(lang, prefix, vocab)
             assert np.array_equal(a, O.mask_prefix_walk(bo, st, vocab))
             assert np.array_equal(a, O.mask_direct_states(bo, st, vocab))
+
+
+def test_oracles_known_answers():
+    """The oracles on hand-checked cases, so that they cannot be wrong the same way as stencil."""
+    lang = O.RegexLanguage(O.ecma_to_python(r"[α-ω]+"))
+    assert lang.viable_bytes(b"\xce") and lang.viable_bytes(b"\xcf")  # U+0380.., U+03C0..
+    assert not lang.viable_bytes("ϊ".encode()) and not lang.viable_bytes(b"\xcf\x8a")  # U+03CA > ω
+    assert not lang.viable_bytes(b"\xd0") and not lang.viable_bytes(b"\xc0")
+    assert not lang.complete_bytes(b"") and lang.complete_bytes("αω".encode())
+    lang = O.RegexLanguage(O.ecma_to_python(r".{0,2}x"))
+    assert lang.viable_bytes(b"\xe2\x80") and not lang.viable_bytes("\u2028".encode())
+    assert lang.viable_bytes("\u2027".encode()) and not lang.viable_bytes(b"abc") and lang.complete_bytes(b"abx")
+    assert O.ecma_to_python(r"a+?(?<n>b)??\d{2,}?") == "a+(?P<n>b)?[0-9]{2,}"
+
+    def verdicts(cfg, texts):
+        bo = O.ByteOracle(O.EarleyLanguage(cfg))
+        out = []
+        for t in texts:
+            st = bo.push_bytes(bo.start(), t.encode())
+            out.append("dead" if st is None else "complete" if bo.accepting(st) else "prefix")
+        return out
+
+    brackets, arith, nullable = HANDWRITTEN_CFGS[1], HANDWRITTEN_CFGS[0], HANDWRITTEN_CFGS[12]
+    assert verdicts(brackets, ["", "(()", "())", "([)]", "()[()]"]) == ["complete", "prefix", "dead", "dead", "complete"]
+    assert verdicts(arith, ["1+", "1 2", " 12 ", "(1*-2", "1+*2", "((3))-4"]) == \
+        ["prefix", "dead", "complete", "prefix", "dead", "complete"]
+    assert verdicts(nullable, ["", "aab", "ba", ";", "b;12", "x", "xαβ"]) == \
+        ["complete", "complete", "dead", "complete", "complete", "prefix", "prefix"]
+    lazy = HANDWRITTEN_CFGS[6]
+    assert verdicts(lazy, ["<!a>", "<!a>>", "<,<!>", "'x'y'", "\"a\"", "<! '\" >"]) == \
+        ["complete", "dead", "complete", "dead", "complete", "complete"]
+
+
+def test_scripted_walks():
+    """Deterministic walks through the spots random walks may miss: partial UTF-8 before a
+    special token and before EOS, byte-by-byte 4-byte characters, empty lexemes at the end."""
+    rng = random.Random(1)
+    cases = [
+        (HANDWRITTEN_CFGS[12], [[b"x", b"\xce", SP_A], [b"x", b"\xce\xb1", SP_A], [b"x", SP_A], [b"a", b"b", b";"],
+                                [b"b", b"a"]]),
+        (HANDWRITTEN_CFGS[7], [[b"a", SP_A, b" ", b"b"], [SP_B, b"c"], [b"a", b" ", SP_A, b"a", SP_A, b"b"]]),
+        (HANDWRITTEN_CFGS[3], [[b"\xf0", b"\x9f", b"\x98", b"\x80", b"1", "\u3000".encode()[:1]],
+                               [b"\xce", b"\xb1", b"\xe2", b"\x86", b"\x92", b"\xe4\xb8"]]),
+    ]
+    for cfg, walks in cases:
+        oracle = O.ByteOracle(O.EarleyLanguage(cfg))
+        info, vocab = synthetic_vocab(rng, [b"".join(p for p in w if isinstance(p, bytes)) for w in walks])
+        g = stencil.GrammarCompiler(info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
+        by_bytes, _ = bytes_index(vocab)
+        for w in walks:
+            toks = [p if isinstance(p, int) else by_bytes[p][0] for p in w]
+            string_walk(rng, stencil.Matcher(g), StateTracker(oracle, vocab), vocab, toks, f"CFG {cfg.name} {w}")
+    for pattern, steps in [(r"[😀-😂]{2}é?", [b"\xf0", b"\x9f", b"\x98", b"\x80", b"\xf0\x9f", b"\x98\x82", b"\xc3"]),
+                           (r"[^a-z]{1,3}z", [b"\xed", b"\x9f", b"\xbf", b"\xf4\x8f", b"\xbf\xbf", b"z"])]:
+        lang = O.RegexLanguage(O.ecma_to_python(pattern))
+        info, vocab = synthetic_vocab(rng, [b"".join(steps)])
+        g = stencil.GrammarCompiler(info).compile_regex(pattern)
+        by_bytes, _ = bytes_index(vocab)
+        string_walk(rng, stencil.Matcher(g), RegexTracker(lang, vocab), vocab, [by_bytes[p][0] for p in steps],
+                    f"regex {pattern!r}")
 
 
 def test_greedy_safety_check_rejects_unsafe_grammars():
