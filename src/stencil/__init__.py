@@ -13,9 +13,11 @@ Example::
 from stencil._core import CompiledGrammar, Grammar, GrammarBuilder, GrammarError, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
 from stencil.compiler import GrammarCompiler
+from stencil.generate import GenerationResult, generate
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
+    "generate", "GenerationResult",
 ]

