@@ -1,0 +1,108 @@
+"""Command line of the MaskBench harness: ``python -m stencil.bench.maskbench`` (and, through
+``add_arguments``/``run``, ``stencil bench maskbench``).
+
+Example::
+
+    python -m stencil.bench.maskbench ../shared/data/maskbench-dev --tokenizer deepseek \\
+        --engines stencil,llguidance,xgrammar,outlines --limit 200 --output /tmp/mb
+    python -m stencil.bench.maskbench --report /tmp/mb
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+
+from stencil.bench.maskbench.data import list_files
+from stencil.bench.maskbench.engines import ENGINES, available, pip_name
+from stencil.bench.tokenizers import NAMES
+
+DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
+DESCRIPTION = ("Side-by-side MaskBench: time to first mask (TTFM) and time between masks (TBM) of stencil "
+               "and the reference engines on JSON Schema test files, each engine in its own worker process.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the harness's options to ``parser`` (for ``stencil bench maskbench``)."""
+    parser.add_argument("paths", nargs="*", metavar="FILES or DIR",
+                        help=f"MaskBench .json files or folders of them (default {DEFAULT_DATA})")
+    parser.add_argument("--tokenizer", default="deepseek", choices=NAMES, help="tokenizer (default deepseek)")
+    parser.add_argument("--engines", default=None,
+                        help=f"comma-separated, from {','.join(ENGINES)} (default: all that are installed)")
+    parser.add_argument("--limit", type=int, default=None, help="only N files (after shuffling with --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the file order (default 0)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                        help="per schema and engine, compile and all tests; past it the worker is killed "
+                             "and the schema counts as a timeout (default 60)")
+    parser.add_argument("--mem-limit", type=float, default=8.0, metavar="GB",
+                        help="resident memory of a worker; past it the schema counts as out of memory (default 8)")
+    parser.add_argument("--output", default=None, metavar="DIR",
+                        help="folder for results.jsonl, meta.json, report.txt and logs (default: a new temporary folder)")
+    parser.add_argument("--resume", action="store_true", help="continue the run already in --output")
+    parser.add_argument("--report", default=None, metavar="DIR", help="only print the tables of an earlier run")
+    return parser
+
+
+def _engines(spec: str | None) -> tuple[list[str], list[str]]:
+    """(engines to run, error messages)."""
+    if spec is None:
+        return [e for e in ENGINES if available(e)], []
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    errors = [f"unknown engine {n!r}; known: {', '.join(ENGINES)}" for n in names if n not in ENGINES]
+    if errors:
+        return [], errors
+    errors = [f"engine {n!r} is not installed: pip install {pip_name(n)} (all of them: make bench-deps)"
+              for n in names if not available(n)]
+    if len(set(names)) != len(names):
+        errors.append(f"an engine is named twice in {spec!r}")
+    return names, errors
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the harness with parsed arguments; the exit code."""
+    from stencil.bench.maskbench.runner import report_from_folder, run_benchmark
+    if args.report:
+        try:
+            print(report_from_folder(args.report), end="")
+        except FileNotFoundError as e:
+            print(f"no MaskBench run in {args.report!r}: {e}", file=sys.stderr)
+            return 2
+        return 0
+    engines, errors = _engines(args.engines)
+    if not errors and not engines:
+        errors = ["no engine to run"]
+    if args.limit is not None and args.limit < 1:
+        errors.append(f"--limit must be at least 1, got {args.limit}")
+    if args.time_limit <= 0:
+        errors.append(f"--time-limit must be positive, got {args.time_limit:g}")
+    paths = args.paths or [DEFAULT_DATA]
+    try:
+        files = list_files(paths, args.limit, args.seed)
+    except FileNotFoundError as e:
+        errors.append(str(e))
+        files = []
+    if not errors and not files:
+        errors.append(f"no .json files in {', '.join(paths)}")
+    if errors:
+        for e in errors:
+            print(f"maskbench: {e}", file=sys.stderr)
+        return 2
+    output = args.output or tempfile.mkdtemp(prefix="maskbench-")
+    command = "python -m stencil.bench.maskbench " + " ".join(shlex.quote(a) for a in (args.argv or []))
+    print(f"{len(files)} files, engines {', '.join(engines)}, tokenizer {args.tokenizer}; results in {output}",
+          file=sys.stderr)
+    code, text = run_benchmark(files, engines, args.tokenizer, output, args.time_limit, args.mem_limit,
+                               args.resume, command=command.strip(), data_paths=paths)
+    if text:
+        print(text, end="")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stencil.bench.maskbench", description=DESCRIPTION)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    return run(args)

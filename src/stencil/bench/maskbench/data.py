@@ -1,0 +1,62 @@
+"""MaskBench files: finding them, and turning one into a task for the workers.
+
+A MaskBench file holds ``{"schema": ..., "tests": [{"valid": bool, "data": ...}, ...]}``. A test's
+instance is ``json.dumps(data, indent=None, ensure_ascii=False)`` tokenized without special tokens
+by the tokenizer's own encoder. The parent process tokenizes once, so every engine is fed exactly
+the same token ids.
+
+Example::
+
+    files = list_files(["../shared/data/maskbench-dev"], limit=10, seed=0)
+    task = load_task(files[0], encode)
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+from typing import Callable, Iterable
+
+
+def list_files(paths: Iterable[str], limit: int | None = None, seed: int = 0) -> list[str]:
+    """The ``.json`` files named or found (not recursively) in the folders named, shuffled with
+    ``seed`` (so that ``limit`` takes a fair sample and slow kinds of schemas do not bunch up),
+    the first ``limit`` of them."""
+    found: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found.extend(sorted(glob.glob(os.path.join(p, "*.json"))))
+        elif os.path.isfile(p):
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"no MaskBench file or folder at {p!r}")
+    files = sorted(set(found))
+    random.Random(seed).shuffle(files)
+    return files[:limit] if limit is not None else files
+
+
+def instance_text(data) -> str:
+    return json.dumps(data, indent=None, ensure_ascii=False)
+
+
+def load_task(path: str, encode: Callable[[str], list[int]]) -> dict:
+    """``{"file", "schema", "tests": [{"valid", "tokens"}], "skipped_tests"}`` for one file.
+
+    Tests whose instance cannot be encoded as UTF-8 (lone surrogates from ``\\udXXX`` escapes)
+    cannot be fed to a tokenizer; they are counted in ``skipped_tests``.
+    """
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or "schema" not in doc:
+        raise ValueError(f"{path}: not a MaskBench file (no 'schema' key)")
+    tests, skipped = [], 0
+    for t in doc.get("tests", []):
+        text = instance_text(t["data"])
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            skipped += 1
+            continue
+        tests.append({"valid": bool(t["valid"]), "tokens": list(encode(text))})
+    return {"file": os.path.basename(path), "schema": doc["schema"], "tests": tests, "skipped_tests": skipped}

@@ -1,0 +1,53 @@
+"""Engine adapters for the MaskBench harness, one module per engine.
+
+``ENGINES`` names them; ``make_engine(name, tokenizer_name, info, encode)`` builds one (slow: it
+converts the tokenizer), ``available(name)`` says whether its package is installed without
+importing it.
+
+Example::
+
+    from stencil.bench.tokenizers import load_tokenizer
+    info, encode = load_tokenizer("deepseek")
+    engine = make_engine("stencil", "deepseek", info, encode)
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from stencil.bench.maskbench.engines.base import CompileError, Session, mask_bit
+
+# name -> (module of the adapter, class, importable package it needs, pip name)
+ENGINES = {
+    "stencil": ("stencil_engine", "StencilEngine", "stencil", "stencil"),
+    "llguidance": ("llguidance_engine", "LLGuidanceEngine", "llguidance", "llguidance"),
+    "xgrammar": ("xgrammar_engine", "XGrammarEngine", "xgrammar", "xgrammar"),
+    "outlines": ("outlines_engine", "OutlinesEngine", "outlines_core", "outlines-core"),
+}
+
+__all__ = ["ENGINES", "available", "make_engine", "pip_name", "CompileError", "Session", "mask_bit"]
+
+
+def available(name: str) -> bool:
+    """Whether the package engine ``name`` needs is installed (not imported)."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+    try:
+        return importlib.util.find_spec(ENGINES[name][2]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def pip_name(name: str) -> str:
+    return ENGINES[name][3]
+
+
+def make_engine(name: str, tokenizer_name: str, info, encode=None):
+    """Build the adapter of engine ``name`` for a tokenizer of ``stencil.bench.tokenizers``."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+    module, cls, _, _ = ENGINES[name]
+    mod = importlib.import_module(f"stencil.bench.maskbench.engines.{module}")
+    if name == "stencil":
+        return getattr(mod, cls)(tokenizer_name, info)
+    return getattr(mod, cls)(tokenizer_name, info, encode)

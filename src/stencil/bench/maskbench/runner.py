@@ -1,0 +1,196 @@
+"""Runs MaskBench files through every engine's worker, writes raw records, prints the tables.
+
+Engines run one after another on each schema (never two at once: on a 2-core machine a second
+busy process would slow the first), in an order rotated from schema to schema so that no engine
+always runs right after another's cache-warming work. Each record is written as soon as it is
+made, so an interrupted run keeps what it did and ``--resume`` picks up from there.
+
+Files in the output folder: ``results.jsonl`` (one record per engine and schema, times in ns),
+``meta.json`` (command, commit, machine, versions), ``report.txt`` (the printed tables) and
+``logs/<engine>.log`` (what the engines wrote to stdout and stderr).
+
+Example::
+
+    code = run_benchmark(files, engines=["stencil", "llguidance"], tokenizer="deepseek",
+                         output="/tmp/mb", time_limit=60)
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from stencil.bench.maskbench.data import load_task
+from stencil.bench.maskbench.stats import passed_by_all, summarize
+from stencil.bench.maskbench.tables import common_table, engine_table, targets
+from stencil.bench.maskbench.worker import Worker, WorkerError
+
+
+def machine_description() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        mem = f", {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
+    except (ValueError, OSError):
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs{mem}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev + ("+uncommitted changes" if dirty else "")) if rev else "unknown"
+
+
+def load_records(path: str) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                r = json.loads(line)
+                r["tbm_ns"] = np.asarray(r.get("tbm_ns") or (), dtype=np.int64)
+                out.append(r)
+    return out
+
+
+def report(records: list[dict], engines: list[str], files: set[str] | None, header: str) -> str:
+    """The two tables (and issue 6's targets) for the records of ``engines`` on ``files``."""
+    by_engine = {e: [r for r in records if r["engine"] == e and (files is None or r["file"] in files)]
+                 for e in engines}
+    by_engine = {e: rs for e, rs in by_engine.items() if rs}
+    if not by_engine:
+        return header + "\nno results\n"
+    lines = [header, "", "All schemas:", engine_table({e: summarize(rs) for e, rs in by_engine.items()})]
+    common = passed_by_all(by_engine)
+    common_s = {e: summarize(rs, only=common) for e, rs in by_engine.items()}
+    lines += ["", f"On the {len(common):,} schemas every engine passed"
+              f" ({', '.join(by_engine)}; ratio below 1: stencil faster):", common_table(common_s)]
+    t = targets(common_s)
+    if t:
+        lines += ["", "Issue 6 targets on those schemas:"]
+        lines += [f"  {'met   ' if ok else 'MISSED'}  {text}" for text, ok in t]
+    return "\n".join(lines) + "\n"
+
+
+def _progress(done: int, total: int, t0: float, counts: dict[str, dict[str, int]]) -> str:
+    el = time.monotonic() - t0
+    parts = [f"{e} {c.get('passing', 0)} ok/{sum(c.values())}" for e, c in counts.items()]
+    return f"[{done:>5}/{total}] {el / 60:5.1f} min  " + "  ".join(parts)
+
+
+def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: str, time_limit: float,
+                  mem_limit_gb: float | None = 8.0, resume: bool = False, command: str = "",
+                  data_paths: list[str] | None = None, stream=sys.stderr) -> tuple[int, str]:
+    """Run every file on every engine; returns (exit code, report text)."""
+    from stencil.bench.tokenizers import load_tokenizer
+
+    os.makedirs(os.path.join(output, "logs"), exist_ok=True)
+    results_path = os.path.join(output, "results.jsonl")
+    done: set[tuple[str, str]] = set()
+    previous: list[dict] = []
+    if os.path.exists(results_path) and os.path.getsize(results_path) > 0:
+        if not resume:
+            print(f"{results_path} exists: pass --resume to continue that run, or another --output", file=stream)
+            return 2, ""
+        previous = load_records(results_path)
+        done = {(r["engine"], r["file"]) for r in previous}
+
+    info, encode = load_tokenizer(tokenizer)
+    mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
+    workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{e}.log"), mem_limit_bytes=mem) for e in engines}
+    meta = {"command": command, "commit": git_commit(), "machine": machine_description(), "tokenizer": tokenizer,
+            "vocab_size": info.vocab_size, "engines": {}, "time_limit_s": time_limit, "mem_limit_gb": mem_limit_gb,
+            "files": len(files), "data": data_paths or [],
+            "started": datetime.datetime.now().isoformat(timespec="seconds")}
+    try:
+        for e, w in workers.items():
+            msg = w.start()
+            meta["engines"][e] = {"version": msg["version"], "tokenizer": msg["tokenizer_source"],
+                                  "setup_s": round(msg["init_s"], 2)}
+            print(f"{e} {msg['version']}: ready in {msg['init_s']:.1f} s (tokenizer from {msg['tokenizer_source']})",
+                  file=stream)
+    except WorkerError as err:
+        for w in workers.values():
+            w.kill()
+        print(str(err), file=stream)
+        return 2, ""
+    with open(os.path.join(output, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+
+    records = [r for r in previous if r["engine"] in workers]
+    counts = {e: {} for e in engines}
+    for r in records:
+        counts[r["engine"]][r["status"]] = counts[r["engine"]].get(r["status"], 0) + 1
+    t0 = time.monotonic()
+    last_note = t0
+    try:
+        with open(results_path, "a", encoding="utf-8") as out:
+            for i, path in enumerate(files):
+                name = os.path.basename(path)
+                todo = [e for e in engines if (e, name) not in done]
+                if todo:
+                    task = load_task(path, encode)
+                    k = i % len(todo)
+                    for e in todo[k:] + todo[:k]:
+                        rec = workers[e].run(task, time_limit)
+                        rec.update(engine=e, file=name)
+                        rec.setdefault("num_tests", len(task["tests"]))
+                        rec.setdefault("skipped_tests", task["skipped_tests"])
+                        rec["tbm_ns"] = np.asarray(rec.get("tbm_ns") or (), dtype=np.int64)
+                        out.write(json.dumps({**rec, "tbm_ns": rec["tbm_ns"].tolist()}) + "\n")
+                        out.flush()
+                        records.append(rec)
+                        counts[e][rec["status"]] = counts[e].get(rec["status"], 0) + 1
+                now = time.monotonic()
+                if now - last_note > 30 or i + 1 == len(files):
+                    print(_progress(i + 1, len(files), t0, counts), file=stream, flush=True)
+                    last_note = now
+    finally:
+        for w in workers.values():
+            w.stop()
+    meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    meta["worker_restarts"] = {e: w.restarts for e, w in workers.items()}
+    with open(os.path.join(output, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    text = report(records, engines, {os.path.basename(p) for p in files}, describe_run(meta))
+    with open(os.path.join(output, "report.txt"), "w") as f:
+        f.write(text)
+    return 0, text
+
+
+def describe_run(meta: dict) -> str:
+    engines = ", ".join(f"{e} {v['version']}" for e, v in meta.get("engines", {}).items())
+    return (f"MaskBench: {meta.get('files', '?'):,} schema files, tokenizer {meta.get('tokenizer')} "
+            f"({meta.get('vocab_size', '?'):,} ids), time limit {meta.get('time_limit_s')} s per schema\n"
+            f"engines: {engines}\ncommit {meta.get('commit')}; machine: {meta.get('machine')}\n"
+            f"command: {meta.get('command')}")
+
+
+def report_from_folder(folder: str) -> str:
+    """The report of an earlier run, recomputed from its results.jsonl and meta.json."""
+    with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    records = load_records(os.path.join(folder, "results.jsonl"))
+    engines = list(meta.get("engines") or dict.fromkeys(r["engine"] for r in records))
+    return report(records, engines, None, describe_run(meta))

@@ -1,0 +1,76 @@
+"""Summaries of MaskBench records: the figures of the tables.
+
+Percentiles are nearest-rank on the sorted samples (``sorted[min(int(n * p / 100), n - 1)]``), as
+MaskBench's own results script computes them. TBM pools every timed token of every schema that
+compiled (passing or not); TTFM pools every schema that compiled. Each schema has exactly one
+status: passing, compile_error, validation_error (a valid instance rejected: that is the first
+failure seen), invalidation_error (an invalid instance accepted), crash, oom or timeout.
+
+Example::
+
+    s = summarize(records)            # records of one engine
+    s["tbm_us"]["p99"], s["counts"]["passing"]
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+TBM_POINTS = ("mean", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9", "max")
+TTFM_POINTS = ("mean", "p50", "p75", "p90", "p95", "p99", "max")
+STATUSES = ("passing", "compile_error", "crash", "oom", "timeout", "validation_error", "invalidation_error")
+
+
+def percentiles(values: Sequence[float] | np.ndarray, points: Sequence[str]) -> dict[str, float | None]:
+    """``{point: value}`` for points named mean, max or pNN(.N); None everywhere when empty."""
+    a = np.sort(np.asarray(values, dtype=np.float64))
+    out: dict[str, float | None] = {}
+    for p in points:
+        if a.size == 0:
+            out[p] = None
+        elif p == "mean":
+            out[p] = float(a.mean())
+        elif p == "max":
+            out[p] = float(a[-1])
+        elif p.startswith("p"):
+            q = float(p[1:])
+            out[p] = float(a[min(int(a.size * q / 100), a.size - 1)])
+        else:
+            raise ValueError(f"unknown statistic {p!r}")
+    return out
+
+
+def summarize(records: Iterable[dict], only: set[str] | None = None) -> dict:
+    """Counts and TBM/TTFM statistics (microseconds) of one engine's records, restricted to the
+    files in ``only`` when given."""
+    counts = {s: 0 for s in STATUSES}
+    tbm: list[np.ndarray] = []
+    ttfm: list[float] = []
+    schemas = tests = skipped = 0
+    for r in records:
+        if only is not None and r["file"] not in only:
+            continue
+        schemas += 1
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        tests += r.get("num_tests", 0)
+        skipped += r.get("skipped_tests", 0)
+        if r.get("ttfm_ns") is not None:
+            ttfm.append(r["ttfm_ns"] / 1e3)
+            tbm.append(np.asarray(r.get("tbm_ns", ()), dtype=np.float64) / 1e3)
+    tbm_all = np.concatenate(tbm) if tbm else np.zeros(0)
+    return {
+        "schemas": schemas,
+        "tests": tests,
+        "skipped_tests": skipped,
+        "tokens": int(tbm_all.size),
+        "counts": counts,
+        "tbm_us": percentiles(tbm_all, TBM_POINTS),
+        "ttfm_us": percentiles(ttfm, TTFM_POINTS),
+    }
+
+
+def passed_by_all(records_by_engine: dict[str, list[dict]]) -> set[str]:
+    """The files every engine passed (ran on and got status passing)."""
+    sets = [{r["file"] for r in recs if r["status"] == "passing"} for recs in records_by_engine.values()]
+    return set.intersection(*sets) if sets else set()
