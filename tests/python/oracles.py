@@ -42,7 +42,7 @@ import re._parser as sre_parse
 from dataclasses import dataclass, field
 from re._constants import (ANY, ASSERT, ASSERT_NOT, AT, ATOMIC_GROUP, BRANCH, CATEGORY, GROUPREF, IN, LITERAL,
                            MAX_REPEAT, MIN_REPEAT, NEGATE, NOT_LITERAL, POSSESSIVE_REPEAT, RANGE, SUBPATTERN)
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import regex

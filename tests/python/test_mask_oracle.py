@@ -1,23 +1,26 @@
 """Oracle tests for token masks (issue 3, "What it must show").
 
 For many grammars (hand-written and seeded random regexes; hand-written and seeded random
-context-free grammars with recursion, nullable rules, ambiguity, left recursion, ignored white
-space, overlapping lexemes, lazy lexemes, special tokens and Unicode) and for small synthetic
-vocabularies and the real 128k DeepSeek vocabulary, the mask from ``fill_next_token_bitmask``
-must equal, at every step of random valid and invalid walks, the set of tokens a brute-force
-oracle accepts (tests/python/oracles.py: the ``regex`` module for regexes, a character-level
-Earley recognizer for CFGs). The EOS bit must equal "the text is complete", ``is_accepting``
-likewise, ``accept_token`` must agree with the mask (a refused token leaves the state unchanged)
-and ``forced_tokens`` must start with the single allowed token when there is one. Rollback, fork,
-``validate_tokens``, ``accept_bytes``, ``reset`` and batch filling on two threads must give the
-same masks as replaying from scratch.
+context-free grammars with recursion, nullable rules and nullable lexemes, ambiguity, left
+recursion, ignored white space, overlapping lexemes, lazy lexemes, random regex lexemes, special
+tokens and Unicode) and for small synthetic vocabularies and the real 128k DeepSeek vocabulary,
+the mask from ``fill_next_token_bitmask`` must equal, at every step of random valid walks (random
+allowed tokens; strings of the language cut into random tokens) and invalid walks (refused tokens
+tried at every step; mutated strings followed up to the first refused token), the set of tokens a
+brute-force oracle accepts (tests/python/oracles.py: the ``regex`` module for regexes, checked
+against a second oracle on random regexes; a character-level Earley recognizer for CFGs). The EOS
+bits must equal "the text is complete", ``is_accepting`` likewise, ``accept_token`` must agree
+with the mask (a refused token leaves the state unchanged), ``forced_tokens`` must start with
+the single allowed token when there is one and ``forced_bytes`` must equal the oracle's run of
+only-possible bytes. Rollback, fork, ``validate_tokens``, ``accept_bytes``, ``reset`` and batch
+filling on two threads must give the same masks as replaying from scratch.
 
 Synthetic vocabularies: ids 0-255 are the single bytes (so every byte string is reachable,
 including invalid UTF-8), 256 is EOS, 257 and 258 are special tokens (258's bytes are b"a": a
 special token is never allowed for its bytes), then multi-byte tokens cut from strings of the
 grammar's language at random byte offsets (partial UTF-8 at either end, tokens crossing lexeme
-boundaries), random junk and invalid UTF-8, a few duplicate byte strings, and padding ids past
-the last token (never allowed).
+boundaries), long tokens spanning many lexemes, random junk and invalid UTF-8, a few duplicate
+byte strings, a second EOS id, and padding ids past the last token (never allowed).
 
 Counts and the runtime are printed at the end of the module (``pytest -s``).
 """
@@ -41,7 +44,6 @@ from oracles import (CFG, R, Choice, Cls, Delim, Lit, Many, Opt, Plus, Ref, Rep,
 
 import stencil  # noqa: E402
 from stencil.bitmask import bitmask_to_bool  # noqa: E402
-from stencil.grammar.regex import build_regex  # noqa: E402
 
 STATS = collections.Counter()
 EOS, SP_A, SP_B = 256, 257, 258
@@ -55,8 +57,9 @@ def _report():
     print(f"\n[mask oracle] {STATS['grammars']} grammars ({STATS['regex_grammars']} regex, "
           f"{STATS['cfg_grammars']} CFG), {STATS['steps']} oracle-compared steps "
           f"({STATS['deepseek_steps']} on the 128k vocabulary), {STATS['tokens']:,} token verdicts compared, "
-          f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['forced_bytes_checks']} forced_bytes checks, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} replay/rollback/fork mask checks, "
-          f"{time.time() - t0:.1f} s")
+          f"{STATS['oracle_cross_checks']} masks where two oracles agreed, {STATS['forced_bytes_checks']} "
+          f"forced_bytes checks, {STATS['refused']} refused tokens checked, {STATS['replay_checks']} "
+          f"replay/rollback/fork/batch mask checks, {time.time() - t0:.1f} s")
     print(f"[mask oracle] mean allowed tokens per mask {STATS['allowed'] / max(1, STATS['steps']):.1f}; "
           f"allowed tokens that are not valid UTF-8 on their own (synthetic): {STATS['partial_utf8_allowed']}; "
           f"token-walk steps {STATS['token_walk_steps']}; string walks: {STATS['string_walks_completed']} ran to "
