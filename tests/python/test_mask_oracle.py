@@ -435,18 +435,31 @@ class CrossCheckTracker(RegexTracker):
         self.second.advance(t)
 
 
+class RegexCase:
+    """A pattern with its oracle and strings of its language (``texts`` feed the vocabulary)."""
+
+    def __init__(self, pattern: str, rng: random.Random, sampler=None, examples=(), node=None):
+        self.pattern, self.node = pattern, node
+        self.lang = O.RegexLanguage(O.ecma_to_python(pattern))
+        if sampler is None:
+            sampler = regex_sampler(self.lang, rng)
+        self.samples = list(examples) + [x for x in (sampler() for _ in range(8)) if x is not None]
+        rng.shuffle(self.samples)
+        for s in self.samples:  # the oracle itself must accept its own language
+            assert self.lang.complete_bytes(s.encode()), f"oracle/sampler disagree on {s!r} for {pattern!r}"
+        self.texts = [s.encode() for s in self.samples]
+
+
 def regex_case(pattern: str, rng: random.Random, sampler=None, walks=4, steps=14, examples=(), node=None):
     """Compile ``pattern`` against a synthetic vocabulary and run valid and invalid walks."""
-    python = O.ecma_to_python(pattern)
-    lang = O.RegexLanguage(python)
-    if sampler is None:
-        sampler = regex_sampler(lang, rng)
-    samples = list(examples) + [x for x in (sampler() for _ in range(8)) if x is not None]
-    rng.shuffle(samples)
-    for s in samples:  # the oracle itself must accept its own language
-        assert lang.complete_bytes(s.encode()), f"oracle/sampler disagree on {s!r} for {pattern!r}"
-    info, vocab = synthetic_vocab(rng, [s.encode() for s in samples])
-    g = stencil.GrammarCompiler(info).compile_regex(pattern)
+    case = RegexCase(pattern, rng, sampler, examples, node)
+    info, vocab = synthetic_vocab(rng, case.texts)
+    run_regex_case(case, info, vocab, stencil.GrammarCompiler(info), rng, walks, steps)
+
+
+def run_regex_case(case: RegexCase, info, vocab, compiler, rng, walks, steps):
+    pattern, lang, samples, node = case.pattern, case.lang, case.samples, case.node
+    g = compiler.compile_regex(pattern)
     STATS["grammars"] += 1
     STATS["regex_grammars"] += 1
     by_bytes, max_len = bytes_index(vocab)
@@ -498,12 +511,43 @@ def test_handwritten_regex_masks(pattern, examples):
 
 @pytest.mark.parametrize("seed", range(30))
 def test_random_regex_masks(seed):
+    """Six random regexes per seed, all compiled for ONE vocabulary (and so sharing its
+    cross-grammar mask cache), odd seeds through one GrammarCompiler."""
     rng = random.Random(1000 + seed)
+    cases = []
     for k in range(6):
         node = O.random_regex(rng, depth=rng.choice([2, 3, 4]))
         pattern = node.render(python=False)
         assert O.ecma_to_python(pattern) == node.render(python=True)
-        regex_case(pattern, rng, sampler=lambda: node.sample(rng, [8]), walks=4, steps=16, node=node)
+        cases.append(RegexCase(pattern, rng, sampler=lambda node=node: node.sample(rng, [8]), node=node))
+    info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=240)
+    compiler = stencil.GrammarCompiler(info)
+    for c in cases:
+        run_regex_case(c, info, vocab, compiler if seed % 2 else stencil.GrammarCompiler(info), rng, 4, 16)
+
+
+# Families of nearly equal regexes on one vocabulary: lexer states of different grammars that
+# differ in one detail must never share a cached mask.
+NEAR_MISS_FAMILIES = [
+    [r"a{2,3}b", r"a{2,4}b", r"a{3}b", r"a{2,}b", r"a{2,3}c"],
+    [r"[a-c]+x", r"[a-d]+x", r"[b-c]+x", r"[^a-c]+x", r"[a-c]*x"],
+    [r"(ab|cd)+", r"(ab|ce)+", r"(ab|cd)*", r"(?:ab|cd){2}", r"(ab|cd)+?"],
+    [r"[α-ω]{1,3}", r"[α-ψ]{1,3}", r"[β-ω]{1,3}", r"[α-ω]{1,4}", r"[α-ω]{0,3}"],
+    [r"\d+\.\d*", r"\d*\.\d+", r"\d+\.\d+", r"\d+,\d*", r"[0-8]+\.\d*"],
+    [r".{0,3}x", r".{0,4}x", r"[^\n]{0,3}x", r".{1,3}x", r"[^\r]{0,3}x"],
+    [r"[😀-😂]+", r"[😀-😃]+", r"[😁-😂]+", r"[😀-😂]*a", r"[😀-😂]{1,2}"],
+    [r"\"[^\"]*\"", r"\"[^\"\\]*\"", r"\"[^\"]{0,5}\"", r"\"[^\"]*\",", r"'[^\"]*\""],
+]
+
+
+@pytest.mark.parametrize("family", range(len(NEAR_MISS_FAMILIES)))
+def test_near_miss_regexes_share_a_vocabulary(family):
+    rng = random.Random(77 + family)
+    cases = [RegexCase(p, rng) for p in NEAR_MISS_FAMILIES[family]]
+    info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=200)
+    for rnd in range(2):  # the second round finds every state in the shared cache
+        for c in cases:
+            run_regex_case(c, info, vocab, stencil.GrammarCompiler(info), rng, 4, 14)
 
 
 # ------------------------------------------------------------------------------ CFGs
@@ -570,21 +614,33 @@ HANDWRITTEN_CFGS = [
 ]
 
 
+class CfgCase:
+    """A CFG description with its Earley oracle and strings of its language."""
+
+    def __init__(self, cfg: CFG, rng: random.Random):
+        reason = O.greedy_safe(cfg)
+        assert reason is None, f"{cfg.name}: not usable with the character-level oracle: {reason}"
+        self.cfg = cfg
+        self.oracle = O.ByteOracle(O.EarleyLanguage(cfg))
+        self.samples = [O.segments_to_units(O.sample_cfg(cfg, rng)) for _ in range(8)]
+        for units in self.samples:  # the oracle accepts its own samples
+            st = self.oracle.start()
+            for u in units:
+                st = self.oracle.push_bytes(st, u) if isinstance(u, bytes) else self.oracle.push_special(st, u[1])
+                assert st is not None, f"{cfg}\noracle refuses its own sample {units}"
+            assert self.oracle.accepting(st), f"{cfg}\noracle: sample {units} incomplete"
+        self.texts = [b"".join(u for u in units if isinstance(u, bytes)) for units in self.samples]
+
+
 def cfg_case(cfg: CFG, rng: random.Random, walks=4, steps=14):
-    reason = O.greedy_safe(cfg)
-    assert reason is None, f"{cfg.name}: not usable with the character-level oracle: {reason}"
-    lang = O.EarleyLanguage(cfg)
-    oracle = O.ByteOracle(lang)
-    samples = [O.segments_to_units(O.sample_cfg(cfg, rng)) for _ in range(8)]
-    for units in samples:  # the oracle accepts its own samples
-        st = oracle.start()
-        for u in units:
-            st = oracle.push_bytes(st, u) if isinstance(u, bytes) else oracle.push_special(st, u[1])
-            assert st is not None, f"{cfg}\noracle refuses its own sample {units}"
-        assert oracle.accepting(st), f"{cfg}\noracle: sample {units} incomplete"
-    texts = [b"".join(u for u in units if isinstance(u, bytes)) for units in samples]
-    info, vocab = synthetic_vocab(rng, texts)
-    g = stencil.GrammarCompiler(info).compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
+    case = CfgCase(cfg, rng)
+    info, vocab = synthetic_vocab(rng, case.texts)
+    return run_cfg_case(case, info, vocab, stencil.GrammarCompiler(info), rng, walks, steps)
+
+
+def run_cfg_case(case: CfgCase, info, vocab, compiler, rng, walks, steps):
+    cfg, oracle, samples = case.cfg, case.oracle, case.samples
+    g = compiler.compile_grammar(O.build_stencil(cfg, stencil.GrammarBuilder))
     STATS["grammars"] += 1
     STATS["cfg_grammars"] += 1
     by_bytes, max_len = bytes_index(vocab)
@@ -613,10 +669,32 @@ def test_handwritten_cfg_masks(cfg):
 
 @pytest.mark.parametrize("seed", range(30))
 def test_random_cfg_masks(seed):
+    """Five random CFGs per seed, all compiled for one vocabulary."""
     rng = random.Random(2000 + seed)
-    for k in range(5):
-        cfg = O.random_cfg(rng, seed * 10 + k, SPECIALS, regex_lexemes=2)
-        cfg_case(cfg, rng, walks=4, steps=20)
+    cases = [CfgCase(O.random_cfg(rng, seed * 10 + k, SPECIALS, regex_lexemes=2), rng) for k in range(5)]
+    info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=240)
+    compiler = stencil.GrammarCompiler(info)
+    for c in cases:
+        run_cfg_case(c, info, vocab, compiler, rng, 4, 20)
+
+
+def test_handwritten_cfgs_share_a_vocabulary():
+    """Every hand-written CFG on one vocabulary, twice over, plus the same grammars without their
+    ignored white space and with lazy/greedy delimited lexemes swapped (near-identical lexer
+    states in different grammars)."""
+    rng = random.Random(4)
+    variants = list(HANDWRITTEN_CFGS)
+    for cfg in HANDWRITTEN_CFGS:
+        if cfg.ignore:
+            variants.append(CFG(cfg.name + " (no white space)", cfg.rules, cfg.start))
+    flip = {Delim('"', '"'): Delim('"', '"', True), Delim("'", "'", True): Delim("'", "'")}
+    variants.append(CFG("lazy/greedy swapped", {n: [[flip.get(x, x) for x in alt] for alt in alts]
+                                                 for n, alts in HANDWRITTEN_CFGS[6].rules.items()}, "S", R(" ")))
+    cases = [CfgCase(c, rng) for c in variants]
+    info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=300)
+    for rnd in range(2):
+        for c in cases:
+            run_cfg_case(c, info, vocab, stencil.GrammarCompiler(info), rng, 2, 14)
 
 
 # ------------------------------------------------------------------------------ oracle self-checks
