@@ -720,6 +720,12 @@ class StarCls:   # zero or more characters of a class: a nullable lexeme; Gramma
 
 
 @dataclass(frozen=True)
+class Word:      # one or more characters of a class, except the given words: built with re_and and
+    ranges: tuple    # re_not; the oracle spells the same language out as right-linear rules
+    exclude: tuple
+
+
+@dataclass(frozen=True)
 class RegexLex:  # open, a random regex (no `close` character in it), close: built with stencil's
     open: str    # regex front-end; the oracle reads the same regex AST as character-level rules
     close: str
@@ -770,7 +776,7 @@ class Choice:
     items: tuple
 
 
-LEXEME_TYPES = (Lit, Cls, Plus, Delim, RegexLex)
+LEXEME_TYPES = (Lit, Cls, Plus, Delim, RegexLex, Word)
 
 
 @dataclass
@@ -799,6 +805,8 @@ def _sym_str(s) -> str:
         return _sym_str(Cls(s.ranges, s.negate)) + "*"
     if isinstance(s, RegexLex):
         return f"/{s.open}(?:{s.pattern}){s.close}/"
+    if isinstance(s, Word):
+        return _sym_str(Plus(s.ranges)) + " - {" + ", ".join(map(repr, s.exclude)) + "}"
     if isinstance(s, Special):
         return f"<special {list(s.ids)}>"
     if isinstance(s, Ref):
@@ -861,6 +869,9 @@ def build_stencil(cfg: CFG, builder_cls):
                 r = b.lexeme(b.re_concat([b.re_literal(s.open), body, b.re_literal(s.close)]))
         elif isinstance(s, StarCls):
             r = b.lexeme(b.re_repeat(b.re_char_ranges(list(s.ranges), s.negate), 0, -1))
+        elif isinstance(s, Word):
+            r = b.lexeme(b.re_and([b.re_repeat(b.re_char_ranges(list(s.ranges), False), 1, -1),
+                                   b.re_not(b.re_or([b.re_literal(w) for w in s.exclude]))]))
         elif isinstance(s, RegexLex):
             from stencil.grammar.regex import build_regex
             r = b.lexeme(b.re_concat([b.re_literal(s.open), build_regex(b, s.pattern, anchored=True),
@@ -1013,6 +1024,8 @@ def lexeme_nfa(lx):
     A RegexLex is over-approximated by open [^<>«»]* close (its regex has none of the delimiter
     characters), which only makes greedy_safe more cautious (a larger language can only add
     extensions and first characters)."""
+    if isinstance(lx, Word):
+        lx = Plus(lx.ranges)  # a superset
     if isinstance(lx, RegexLex):
         n = len(lx.open)
         body = tuple((ord(c), ord(c)) for c in REGEX_LEXEME_EXCLUDED)
@@ -1043,9 +1056,12 @@ def _lexeme_edges(lx) -> set:
     if isinstance(lx, Lit):
         for c in lx.text:
             out.update((ord(c), ord(c) + 1))
-    elif isinstance(lx, (Cls, Plus)):
+    elif isinstance(lx, (Cls, Plus, Word)):
         for a, b in lx.ranges:
             out.update((a, b + 1))
+        for w in getattr(lx, "exclude", ()):
+            for c in w:
+                out.update((ord(c), ord(c) + 1))
     elif isinstance(lx, (Delim, RegexLex)):
         for c in lx.open + lx.close + (REGEX_LEXEME_EXCLUDED if isinstance(lx, RegexLex) else ""):
             out.update((ord(c), ord(c) + 1))
@@ -1127,6 +1143,13 @@ class Term:
         return isinstance(sym, int) and ranges_contain(self.ranges, self.negate, sym)
 
 
+def _subtract(ranges, cps) -> tuple:
+    pieces = list(ranges)
+    for c in cps:
+        pieces = [p for lo, hi in pieces for p in ((lo, min(hi, c - 1)), (max(lo, c + 1), hi)) if p[0] <= p[1]]
+    return tuple(pieces)
+
+
 class EarleyLanguage(Language):
     """A character-level Earley recognizer for a CFG description.
 
@@ -1196,6 +1219,23 @@ class EarleyLanguage(Language):
                 inner = n + "i"
                 prods.extend([(inner, ()), (inner, (inner, Term(((c, c),), True)))])
                 prods.append((body, tuple(Term(((ord(ch), ord(ch)),)) for ch in lx.open) + (inner, Term(((c, c),)))))
+            elif isinstance(lx, Word):
+                # states: prefixes of excluded words, then "free" (F) once no excluded word fits
+                t_all = Term(lx.ranges)
+                free = n + "F"
+                prods.extend([(free, ()), (free, (free, t_all))])
+                prefixes = {w[:k] for w in lx.exclude for k in range(len(w) + 1)
+                            if all(ranges_contain(lx.ranges, False, ord(ch)) for ch in w[:k])}
+                for p in prefixes:
+                    nt = body if p == "" else f"{n}w{p}"
+                    if p and p not in lx.exclude:
+                        prods.append((nt, ()))
+                    conts = sorted({q[len(p)] for q in prefixes if len(q) == len(p) + 1 and q.startswith(p)})
+                    for ch in conts:
+                        prods.append((nt, (Term(((ord(ch), ord(ch)),)), f"{n}w{p + ch}")))
+                    rest = _subtract(lx.ranges, [ord(ch) for ch in conts])
+                    if rest:
+                        prods.append((nt, (Term(rest), free)))
             elif isinstance(lx, RegexLex):
                 c = ord(lx.close)
                 prods.append((body, tuple(Term(((ord(ch), ord(ch)),)) for ch in lx.open)
@@ -1317,6 +1357,12 @@ def sample_cfg(cfg: CFG, rng: random.Random, max_depth: int = 6, ws_prob: float 
             out.append(lx.open + body + lx.close)
         elif isinstance(lx, RegexLex):
             out.append(lx.open + lx.node.sample(rng, [4]) + lx.close)
+        elif isinstance(lx, Word):
+            w = rng.choice(list(lx.exclude)) if rng.random() < 0.3 else ""
+            w = w[:rng.randint(0, len(w))] if w else w
+            while not w or w in lx.exclude or rng.random() < 0.3:
+                w += _class_char(rng, lx.ranges, False)
+            out.append(w)
         ws()
 
     def expand(n, depth):
@@ -1357,6 +1403,7 @@ LEXEME_POOL = [
     Lit("→"), Lit("😀"), Lit("xy"), Lit("xz"), Lit("ab"), Lit("a+"), Cls(R("0-9")), Cls(R("α-ω")), Cls(R("a-c")),
     Cls(R("a-z"), True), Plus(R("0-9")), Plus(R("α-ω")), Plus(R("a-z")), Delim('"', '"'), Delim("<!", ">", True),
     Delim("'", "'", True), StarCls(R("0-9")), StarCls(R("é")), Lit(";"), Lit("=="), Lit("="),
+    Word(R("a-z"), ("if", "then", "a")), Word(R("α-ω"), ("αβ", "ω")),
 ]
 IGNORE_POOL = [R(" "), R(" \t"), R(" \u3000")]
 

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import oracles as O  # noqa: E402
 from oracles import (CFG, R, Choice, Cls, Delim, Lit, Many, Opt, Plus, Ref, Rep, Seq, Special,  # noqa: E402
-                     Star, StarCls)
+                     Star, StarCls, Word)
 
 import stencil  # noqa: E402
 from stencil.bitmask import bitmask_to_bool  # noqa: E402
@@ -606,6 +606,12 @@ HANDWRITTEN_CFGS = [
         "S": [[StarCls(R("a")), StarCls(R("b")), Opt(Ref("T"))], [Lit("x"), StarCls(R("α-ω")), Special((SP_A,))]],
         "T": [[Lit(";"), StarCls(R("0-9"))]],
     }, "S"),
+    CFG("keywords and identifiers (re_and / re_not)", {
+        "S": [[Lit("if"), Ref("E"), Lit("then"), Lit("{"), Ref("S"), Lit("}")],
+              [Word(R("a-z"), ("if", "then")), Lit("="), Ref("E")],
+              [Ref("S"), Lit(";"), Ref("S")]],
+        "E": [[Plus(R("0-9"))], [Lit("("), Word(R("a-zα-ω"), ("if", "then", "αβ")), Lit(")")]],
+    }, "S", ignore=R(" ")),
     CFG("random regex lexemes", {
         "S": [[Ref("S"), Ref("X")], [Ref("X")]],
         "X": [[O.random_regex_lexeme(random.Random(11))], [O.random_regex_lexeme(random.Random(12))],
@@ -754,6 +760,9 @@ def test_oracles_known_answers():
         ["prefix", "dead", "complete", "prefix", "dead", "complete"]
     assert verdicts(nullable, ["", "aab", "ba", ";", "b;12", "x", "xαβ"]) == \
         ["complete", "complete", "dead", "complete", "complete", "prefix", "prefix"]
+    word = CFG("word", {"S": [[Word(R("a-z"), ("if", "then"))]]}, "S")
+    assert verdicts(word, ["", "i", "if", "ifx", "the", "then", "thenx", "x1"]) == \
+        ["prefix", "complete", "prefix", "complete", "complete", "prefix", "complete", "dead"]
     lazy = HANDWRITTEN_CFGS[6]
     assert verdicts(lazy, ["<!a>", "<!a>>", "<,<!>", "'x'y'", "\"a\"", "<! '\" >"]) == \
         ["complete", "dead", "complete", "dead", "complete", "complete"]
