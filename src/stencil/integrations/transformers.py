@@ -1,0 +1,107 @@
+"""A transformers ``LogitsProcessor`` that keeps ``model.generate`` inside a grammar.
+
+Example::
+
+    import stencil
+    from stencil.integrations.transformers import GrammarLogitsProcessor, tokenizer_info_for
+    info = tokenizer_info_for(tokenizer, model)          # tokenizer bytes, model's width and EOS
+    grammar = stencil.GrammarCompiler(info).compile_regex(r"(yes|no)")
+    out = model.generate(**inputs, logits_processor=[GrammarLogitsProcessor(grammar)],
+                         max_new_tokens=8)
+
+One processor serves one ``generate`` call (it notices a new call by the input shape and starts
+over). It works with greedy and sampled decoding and with batches, also left-padded ones: each
+row has its own matcher (one grammar for all rows, or one per row), which accepts the tokens
+``generate`` produced for that row. Beam search is not supported (beams are reordered between
+steps).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from stencil import _core
+from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
+from stencil.models import tokenizer_info_for
+
+try:
+    from transformers import LogitsProcessor
+except ImportError as e:  # pragma: no cover - depends on the installation
+    raise ImportError("stencil.integrations.transformers needs transformers: pip install 'stencil[hf]'") from e
+
+__all__ = ["GrammarLogitsProcessor", "tokenizer_info_for"]
+
+
+class GrammarLogitsProcessor(LogitsProcessor):
+    """Masks the scores of every row so that only tokens the row's grammar allows can be chosen.
+
+    ``grammars``: one ``CompiledGrammar`` for every row, or a sequence with one per row (its
+    length must be the batch size). When a row's grammar is complete and allows only EOS, EOS is
+    the only choice; after a row has produced EOS its scores are left to ``generate``, which pads
+    finished rows. ``num_threads`` bounds the threads that fill a batch's masks.
+
+    Example::
+
+        proc = GrammarLogitsProcessor([g_yes_no, g_number])      # a batch of two prompts
+        model.generate(**tok(prompts, return_tensors="pt", padding=True), logits_processor=[proc])
+        proc.matchers[0].is_terminated()
+    """
+
+    def __init__(self, grammars: _core.CompiledGrammar | Sequence[_core.CompiledGrammar], *,
+                 num_threads: int | None = None):
+        if isinstance(grammars, _core.CompiledGrammar):
+            self._grammars: list[_core.CompiledGrammar] | None = None
+            self._grammar = grammars
+        else:
+            self._grammars = list(grammars)
+            if not self._grammars or not all(isinstance(g, _core.CompiledGrammar) for g in self._grammars):
+                raise TypeError("GrammarLogitsProcessor needs a CompiledGrammar or a non-empty list of them")
+            self._grammar = self._grammars[0]
+            vs = {g.vocabulary.vocab_size for g in self._grammars}
+            if len(vs) != 1:
+                raise ValueError(f"the grammars were compiled for tokenizers of different sizes: {sorted(vs)}")
+        self.vocab_size = self._grammar.vocabulary.vocab_size
+        self.num_threads = num_threads
+        self.matchers: list[_core.Matcher] = []
+        self._start = 0      # sequence length when this generate call began (the prompt)
+        self._seen = 0       # sequence length the matchers have accepted up to
+        self._bitmask: np.ndarray | None = None
+
+    def reset(self) -> None:
+        """Forget the current generation; the next call starts a new one."""
+        self.matchers = []
+
+    def _begin(self, batch: int, length: int) -> None:
+        grammars = self._grammars if self._grammars is not None else [self._grammar] * batch
+        if len(grammars) != batch:
+            raise ValueError(f"GrammarLogitsProcessor has {len(grammars)} grammars for a batch of {batch} rows "
+                             "(num_return_sequences and beams multiply the rows)")
+        self.matchers = [_core.Matcher(g) for g in grammars]
+        self._start = self._seen = length
+        self._bitmask = allocate_token_bitmask(batch, self.vocab_size)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        batch, length = input_ids.shape
+        if not self.matchers or batch != len(self.matchers) or length <= self._seen:
+            self._begin(batch, length)  # a new generate call (or the first)
+        if length > self._seen:
+            new = input_ids[:, self._seen:length].tolist()
+            for row, (m, toks) in enumerate(zip(self.matchers, new)):
+                for t in toks:
+                    if m.is_terminated():
+                        break  # generate pads a finished row; those tokens are not the row's output
+                    if not m.accept_token(int(t)):
+                        raise ValueError(f"row {row}: token {t} produced by generate is not allowed by the grammar "
+                                         f"(another logits processor or a sampler changed the masked scores?)")
+            self._seen = length
+        active = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
+        if active:
+            fill_next_token_bitmasks([self.matchers[i] for i in active], self._bitmask, indices=active,
+                                     num_threads=self.num_threads)
+            if len(active) == len(self.matchers):
+                apply_token_bitmask_inplace(scores, self._bitmask)
+            else:
+                apply_token_bitmask_inplace(scores, self._bitmask[active], indices=active)
+        return scores
