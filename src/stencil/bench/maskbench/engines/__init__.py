@@ -2,7 +2,9 @@
 
 ``ENGINES`` names them; ``make_engine(name, tokenizer_name, info, encode)`` builds one (slow: it
 converts the tokenizer), ``available(name)`` says whether its package is installed without
-importing it.
+importing it. A name ``package.module:Class`` names an adapter class outside this package (an
+engine not listed here, or a wrapper used by the harness's tests); it is built as
+``Class(tokenizer_name, info, encode)``.
 
 Example::
 
@@ -30,6 +32,12 @@ __all__ = ["ENGINES", "available", "make_engine", "pip_name", "CompileError", "S
 
 def available(name: str) -> bool:
     """Whether the package engine ``name`` needs is installed (not imported)."""
+    if ":" in name:
+        module = name.split(":", 1)[0]
+        try:
+            return importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            return False
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
     try:
@@ -39,11 +47,14 @@ def available(name: str) -> bool:
 
 
 def pip_name(name: str) -> str:
-    return ENGINES[name][3]
+    return ENGINES[name][3] if name in ENGINES else name.split(":", 1)[0]
 
 
 def make_engine(name: str, tokenizer_name: str, info, encode=None):
     """Build the adapter of engine ``name`` for a tokenizer of ``stencil.bench.tokenizers``."""
+    if ":" in name:
+        module, cls = name.split(":", 1)
+        return getattr(importlib.import_module(module), cls)(tokenizer_name, info, encode)
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
     module, cls, _, _ = ENGINES[name]
