@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test bench-trie bench-json clean
+.PHONY: venv install test bench-trie bench-json bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,17 @@ clean:
 
 bench-json: install
 	$(PY) -m stencil.bench.json_masks
+
+# Reference engines for the MaskBench harness (optional; `make test` runs without them).
+# torch first, pinned to the CPU build; xgrammar without triton (GPU kernels only, 1 GB): its
+# other dependencies are named here instead.
+bench-deps: install
+	$(PIP) install --quiet "torch==2.13.0"
+	$(PIP) install --quiet "llguidance>=1.9.1" "outlines-core>=0.2.14"
+	$(PIP) install --quiet "apache-tvm-ffi>=0.1.11" pydantic "transformers>=4.38.0" "typing-extensions>=4.9.0"
+	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
+
+# Side-by-side MaskBench on 600 maskbench-dev schemas (see BENCHMARKS.md); ARGS adds options.
+bench-maskbench: bench-deps
+	$(PY) -m stencil.bench.maskbench ../shared/data/maskbench-dev --tokenizer deepseek \
+		--engines stencil,llguidance,xgrammar,outlines --limit 600 $(ARGS)
