@@ -286,3 +286,14 @@ def test_smollm2_tokenizer_round_trips():
     ids = encode(text)
     assert info.decode_bytes(ids) == text.encode()
     assert all(not info.is_special(i) for i in ids) and info.vocab_size == 49152
+
+
+def test_batch_fill_bench_runs_and_reports_the_ratio(capsys):
+    from stencil.bench import batch_fill
+    _maskbench_files()
+    args = ["--data", MASKBENCH, "--files", "20", "--batch", "6", "--steps", "5", "--rounds", "1"]
+    assert batch_fill.main(args) == 0
+    out = capsys.readouterr().out
+    assert "1 thread :" in out and "2 threads:" in out and "2 threads / 1 thread:" in out
+    assert batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 5, seed=1) == batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 5, seed=1)
+    assert all(i != 1 for i, _ in batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 20, seed=2))
