@@ -264,6 +264,15 @@ def test_command_line_end_to_end(tmp_path, capsys):
     assert meta["tokenizer"] == "deepseek" and meta["engines"]["stencil"]["version"]
     assert main(["--report", str(out)]) == 0
     assert "All schemas:" in capsys.readouterr().out
+    # embedded in another program's parser, as `stencil bench maskbench` does
+    import argparse
+    from stencil.bench import maskbench
+    outer = argparse.ArgumentParser(prog="stencil")
+    sub = outer.add_subparsers(dest="cmd", required=True).add_parser("bench").add_subparsers(dest="what", required=True)
+    maskbench.add_arguments(sub.add_parser("maskbench")).set_defaults(func=maskbench.run)
+    args = outer.parse_args(["bench", "maskbench", "--report", str(out)])
+    assert args.func(args) == 0
+    assert "All schemas:" in capsys.readouterr().out
     # the same folder again: refused without --resume, nothing redone with it
     assert main([*files, "--engines", "stencil", "--output", str(out)]) == 2
     assert main([*files, "--engines", "stencil", "--output", str(out), "--resume"]) == 0

@@ -90,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"maskbench: {e}", file=sys.stderr)
         return 2
     output = args.output or tempfile.mkdtemp(prefix="maskbench-")
-    command = "python -m stencil.bench.maskbench " + " ".join(shlex.quote(a) for a in (args.argv or []))
+    argv = getattr(args, "argv", None)  # set by main(); absent when another program parsed the arguments
+    if argv is not None:
+        command = "python -m stencil.bench.maskbench " + " ".join(shlex.quote(a) for a in argv)
+    else:
+        command = " ".join(shlex.quote(a) for a in [os.path.basename(sys.argv[0])] + sys.argv[1:])
     print(f"{len(files)} files, engines {', '.join(engines)}, tokenizer {args.tokenizer}; results in {output}",
           file=sys.stderr)
     code, text = run_benchmark(files, engines, args.tokenizer, output, args.time_limit, args.mem_limit,
