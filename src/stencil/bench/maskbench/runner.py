@@ -117,6 +117,9 @@ def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: 
         done = {(r["engine"], r["file"]) for r in previous}
 
     info, encode = load_tokenizer(tokenizer)
+    if getattr(info, "add_prefix_space", False):
+        print(f"warning: the {tokenizer} tokenizer's encoder puts a space before the text (SentencePiece's dummy "
+              f"prefix), so every instance starts with a space that JSON grammars may refuse", file=stream)
     mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
     workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{e}.log"), mem_limit_bytes=mem) for e in engines}
     meta = {"command": command, "commit": git_commit(), "machine": machine_description(), "tokenizer": tokenizer,
