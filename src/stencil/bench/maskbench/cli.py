@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--output", default=None, metavar="DIR",
                         help="folder for results.jsonl, meta.json, report.txt and logs (default: a new temporary folder)")
     parser.add_argument("--resume", action="store_true", help="continue the run already in --output")
-    parser.add_argument("--report", default=None, metavar="DIR", help="only print the tables of an earlier run")
+    parser.add_argument("--report", default=None, metavar="DIR",
+                        help="only print the tables of an earlier run (of its engines named by --engines, if given)")
     return parser
 
 
@@ -64,10 +65,14 @@ def run(args: argparse.Namespace) -> int:
     """Run the harness with parsed arguments; the exit code."""
     from stencil.bench.maskbench.runner import report_from_folder, run_benchmark
     if args.report:
+        only = [s.strip() for s in args.engines.split(",") if s.strip()] if args.engines else None
         try:
-            print(report_from_folder(args.report), end="")
+            print(report_from_folder(args.report, only), end="")
         except FileNotFoundError as e:
             print(f"no MaskBench run in {args.report!r}: {e}", file=sys.stderr)
+            return 2
+        except ValueError as e:
+            print(f"maskbench: {e}", file=sys.stderr)
             return 2
         return 0
     engines, errors = _engines(args.engines)

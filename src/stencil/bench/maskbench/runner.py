@@ -84,8 +84,9 @@ def report(records: list[dict], engines: list[str], files: set[str] | None, head
     lines = [header, "", "All schemas:", engine_table({e: summarize(rs) for e, rs in by_engine.items()})]
     common = passed_by_all(by_engine)
     common_s = {e: summarize(rs, only=common) for e, rs in by_engine.items()}
-    lines += ["", f"On the {len(common):,} schemas every engine passed"
-              f" ({', '.join(by_engine)}; ratio below 1: stencil faster):", common_table(common_s)]
+    note = "; ratio below 1: stencil faster" if "stencil" in by_engine and len(by_engine) > 1 else ""
+    lines += ["", f"On the {len(common):,} schemas every engine passed ({', '.join(by_engine)}{note}):",
+              common_table(common_s)]
     t = targets(common_s)
     if t:
         lines += ["", "Issue 6 targets on those schemas:"]
@@ -190,10 +191,14 @@ def describe_run(meta: dict) -> str:
             f"command: {meta.get('command')}")
 
 
-def report_from_folder(folder: str) -> str:
-    """The report of an earlier run, recomputed from its results.jsonl and meta.json."""
+def report_from_folder(folder: str, engines: list[str] | None = None) -> str:
+    """The report of an earlier run, recomputed from its results.jsonl and meta.json, for all its
+    engines or only ``engines`` (which also narrows the schemas "every engine passed")."""
     with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
         meta = json.load(f)
     records = load_records(os.path.join(folder, "results.jsonl"))
-    engines = list(meta.get("engines") or dict.fromkeys(r["engine"] for r in records))
-    return report(records, engines, None, describe_run(meta))
+    ran = list(meta.get("engines") or dict.fromkeys(r["engine"] for r in records))
+    missing = [e for e in engines or () if e not in ran]
+    if missing:
+        raise ValueError(f"{folder} has no results for {', '.join(missing)} (engines: {', '.join(ran)})")
+    return report(records, engines or ran, None, describe_run(meta))
