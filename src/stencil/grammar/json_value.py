@@ -12,6 +12,11 @@ from __future__ import annotations
 #: characters a JSON string holds unescaped: anything but '"', '\\' and controls U+0000-U+001F
 _STRING_CHAR_EXCLUDED = [(0x00, 0x1F), (ord('"'), ord('"')), (ord("\\"), ord("\\"))]
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
+#: the characters spelling each hex digit value 0-15 (either case)
+HEX_DIGIT_VALUES = tuple("0123456789"[v] if v < 10 else "abcdef"[v - 10] + "ABCDEF"[v - 10] for v in range(16))
+#: (code point, letter) of the two-character escapes ``\\"``, ``\\\\``, ``\\/``, ``\\b`` ...
+SHORT_ESCAPES = ((0x22, '"'), (0x5C, "\\"), (0x2F, "/"), (0x08, "b"), (0x0C, "f"), (0x0A, "n"),
+                 (0x0D, "r"), (0x09, "t"))
 
 
 def string_char(b) -> int:

@@ -1,0 +1,103 @@
+"""JSON Schema (Draft 2020-12, with the keywords of 2019-09, 07, 06 and 04) to grammar IR.
+
+The schema is resolved (:mod:`.resolve`), each schema object normalized into a union over JSON
+types of per-type constraints (:mod:`.keywords`, :mod:`.compose`, :mod:`.model`), and the
+normalized schemas are emitted as rules (:mod:`.emit`): numbers and strings are single lexemes
+whose regexes carry every constraint exactly (:mod:`.numbers`, :mod:`.strings`, :mod:`.formats`),
+arrays and objects are rules (:mod:`.arrays`, :mod:`.objects`), with the core's completion checks
+for what no context-free grammar can say (unique items, duplicate keys, required keys in any
+order).
+
+Unsupported keywords raise :class:`stencil.GrammarError` naming the keyword and its JSON pointer;
+with ``lenient=True`` they are ignored and listed in a :class:`SchemaInfo`.
+
+Example::
+
+    b = stencil.GrammarBuilder()
+    start = build_json_schema(b, {"type": "object", "properties": {"a": {"type": "integer"}}})
+    grammar = b.build(start)
+    # or, in one go:
+    grammar = json_schema_grammar({"type": "array", "items": {"type": "string"}}, whitespace="compact")
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.json_schema.emit import Emitter
+from stencil.grammar.json_schema.keywords import Context
+from stencil.grammar.json_schema.model import Unsupported
+from stencil.grammar.json_schema.options import Options
+from stencil.grammar.json_schema.resolve import Resolver
+
+__all__ = ["build_json_schema", "json_schema_grammar", "SchemaInfo", "Options", "load_schema"]
+
+
+@dataclass
+class SchemaInfo:
+    """What a compilation ignored or relied on (filled by :func:`build_json_schema`)."""
+    ignored: list = field(default_factory=list)          # (keyword, JSON pointer, reason), lenient mode
+    unknown_keywords: dict = field(default_factory=dict)  # keyword -> first JSON pointer
+    unknown_formats: dict = field(default_factory=dict)   # format name -> first JSON pointer
+    checks: int = 0                                       # completion checks attached
+
+
+def load_schema(schema):
+    """A schema given as a dict, a bool or JSON text."""
+    if isinstance(schema, (str, bytes, bytearray)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise GrammarError(f"JSON Schema: not valid JSON: {e}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise GrammarError(f"JSON Schema: a schema is an object or a boolean, got {type(schema).__name__}")
+    return schema
+
+
+def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, **options):
+    """Add the rules of ``schema`` to ``builder`` and return the start rule (does not build).
+
+    Options (see :mod:`.options`): ``whitespace`` ("flexible", "compact" or an indentation),
+    ``max_whitespace_run``, ``property_order`` ("definition" or "any"), ``lenient``, ``max_depth``.
+    ``registry`` maps URIs to other schema documents for ``$ref``.
+
+    Example::
+
+        b = stencil.GrammarBuilder()
+        g = b.build(build_json_schema(b, {"enum": ["red", "green"]}))
+    """
+    opts = Options.make(**options)
+    schema = load_schema(schema)
+    resolver = Resolver(schema, registry)
+    ctx = Context(resolver, opts)
+    em = Emitter(builder, ctx)
+    try:
+        start = em.value(ctx.sub(resolver.root, schema) if schema is not True else frozenset())
+        em.run()
+    except Unsupported as e:  # a size limit met while emitting (not a keyword one can ignore)
+        raise GrammarError(f"JSON Schema: {e.keyword}: {e.reason}") from None
+    if info is not None:
+        info.ignored.extend(ctx.ignored)
+        info.unknown_keywords.update(ctx.unknown)
+        info.unknown_formats.update(ctx.unknown_formats)
+        info.checks += em.checks
+    return start
+
+
+def json_schema_grammar(schema, *, registry=None, info: SchemaInfo | None = None, **options):
+    """The grammar of the JSON texts valid for ``schema`` (dict, bool or JSON text).
+
+    Example::
+
+        g = json_schema_grammar({"type": "integer", "minimum": 0})
+        compiled = compiler.compile_grammar(g)
+    """
+    b = GrammarBuilder()
+    start = build_json_schema(b, schema, registry=registry, info=info, **options)
+    try:
+        return b.build(start)
+    except GrammarError as e:
+        if "empty" in str(e).lower():
+            raise GrammarError(f"JSON Schema: no JSON value satisfies this schema ({e})") from None
+        raise

@@ -1,0 +1,304 @@
+"""In-place applicators: ``$ref`` (2019-09 on: beside other keywords), ``allOf``, ``anyOf``, ``oneOf``,
+``not``, ``if``/``then``/``else``, and ``unevaluatedProperties``/``unevaluatedItems``.
+
+- ``allOf`` and ``$ref`` intersect; ``anyOf`` unites.
+- ``oneOf`` is computed per type. For numbers and strings "exactly one branch" is a formula, so it
+  is always exact. For arrays and objects, the branches that allow the type are kept as they are
+  when they are provably disjoint (different required constants, disjoint types of a required
+  property, disjoint size ranges...), and otherwise each is intersected with the complement of the
+  others it may overlap; when a complement is not expressible the keyword is unsupported (an
+  error, or with ``lenient`` treated as ``anyOf`` and listed).
+- ``not`` and ``if`` use the complement (see :mod:`.model`).
+- ``unevaluatedProperties``/``unevaluatedItems`` use the annotations each object/array alternative
+  carries (which keys and items its in-place keywords evaluated). Under them, ``anyOf`` is expanded
+  into "exactly this set of branches matches" alternatives so that the annotations are exact.
+
+Example::
+
+    typed = read(ctx, loc, {"anyOf": [{"type": "string"}, {"type": "null"}]})
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+from stencil._core import GrammarError
+from stencil.grammar.json_schema.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_consts,
+                                                  str_consts)
+from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE,
+                                               ArrSpec, ObjSpec, Typed, Unsupported, sub_and)
+
+__all__ = ["read", "unevaluated", "disjoint"]
+
+_EXACT_ANYOF_BRANCHES = 6
+
+
+def _list(ctx, loc, s, key):
+    from stencil.grammar.json_schema.keywords import _where
+    v = s[key]
+    if not isinstance(v, list) or not v:
+        raise GrammarError(f"{key} at {_where(loc, key)}: must be a non-empty list of schemas")
+    return v
+
+
+def read(ctx, loc, s, exact: bool = False) -> Typed:
+    from stencil.grammar.json_schema.keywords import _where
+    alg = ctx.alg
+    t = ANY
+    res = ctx.resolver
+    if "$ref" in s:
+        t = alg.t_and(t, ctx.loc_typed(res.resolve(s["$ref"], loc), exact))
+    for key in ("$dynamicRef", "$recursiveRef"):
+        if key in s:
+            target = _dynamic_target(ctx, loc, s, key)
+            if target is not None:
+                t = alg.t_and(t, ctx.loc_typed(target, exact))
+    if "allOf" in s:
+        for i, x in enumerate(_list(ctx, loc, s, "allOf")):
+            t = alg.t_and(t, ctx.loc_typed(res.child(loc, x, "allOf", i), exact))
+    if "anyOf" in s:
+        branches = [ctx.loc_typed(res.child(loc, x, "anyOf", i), exact)
+                    for i, x in enumerate(_list(ctx, loc, s, "anyOf"))]
+        if exact and _annotates(branches):
+            u = _exact_any_of(ctx, branches, _where(loc, "anyOf"))
+        else:
+            u = NONE
+            for x in branches:
+                u = alg.t_or(u, x)
+        t = alg.t_and(t, u)
+    if "oneOf" in s:
+        branches = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
+                    for i, x in enumerate(_list(ctx, loc, s, "oneOf"))]
+        t = alg.t_and(t, exactly_one(ctx, branches, _where(loc, "oneOf")))
+    if "not" in s:
+        inner = ctx.loc_typed(res.child(loc, s["not"], "not"))
+        t = alg.t_and(t, ctx.negate(inner, "not", _where(loc, "not")))
+    if "if" in s and ("then" in s or "else" in s or exact):
+        # (alone, "if" only matters for the annotations it gives unevaluated* when it matches)
+        cond = ctx.loc_typed(res.child(loc, s["if"], "if"), exact)
+        then = ctx.loc_typed(res.child(loc, s["then"], "then"), exact) if "then" in s else ANY
+        other = ctx.loc_typed(res.child(loc, s["else"], "else"), exact) if "else" in s else ANY
+        neg = ctx.negate(cond, "if", _where(loc, "if"))
+        t = alg.t_and(t, alg.t_or(alg.t_and(cond, then), alg.t_and(neg, other)))
+    return t
+
+
+def _dynamic_target(ctx, loc, s, key):
+    """A dynamic reference that provably resolves like a plain one, else unsupported (None)."""
+    from stencil.grammar.json_schema.keywords import NOT_ENFORCEABLE, _where
+    ref = s[key]
+    res = ctx.resolver
+    try:
+        target = res.resolve(ref, loc)
+    except GrammarError:
+        target = None
+    if target is not None and isinstance(target.schema, dict):
+        if key == "$recursiveRef":
+            dynamic = target.schema.get("$recursiveAnchor") is True
+            name = None
+        else:
+            frag = ref.split("#", 1)[1] if "#" in ref else ""
+            dynamic = bool(frag) and target.schema.get("$dynamicAnchor") == frag
+            name = frag
+        if not dynamic:
+            return target
+        # the dynamic scope can only pick another schema if another resource declares the anchor
+        res.load_all()
+        if name is not None and res.dynamic_anchor_count(name) == 1:
+            return target
+    ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
+    return None
+
+
+# --- oneOf -------------------------------------------------------------------------------------------
+
+def _exactly_one_formula(fs):
+    if sum(1 for f in fs if f != FALSE) <= 1:
+        return f_or(*fs)
+    consts = [str_consts(f) for f in fs]
+    if all(c is not None for c in consts):
+        return _count_consts(consts, "const")
+    nconsts = [num_consts(f) for f in fs]
+    if all(c is not None for c in nconsts):
+        from stencil.grammar.json_schema.formulas import num_const
+        seen: dict = {}
+        for c in nconsts:
+            for v in c:
+                seen[v] = seen.get(v, 0) + 1
+        return f_or(*[num_const(v) for v, n in seen.items() if n == 1])
+    exact, some = FALSE, FALSE
+    for f in fs:
+        exact = f_or(f_and(exact, f_not(f)), f_and(f_not(some), f))
+        some = f_or(some, f)
+    return exact
+
+
+def _count_consts(sets, kind):
+    seen: dict = {}
+    for c in sets:
+        for v in c:
+            seen[v] = seen.get(v, 0) + 1
+    return f_or(*[(kind, v) for v, n in seen.items() if n == 1])
+
+
+def exactly_one(ctx, branches, where: str) -> Typed:
+    alg = ctx.alg
+    nulls = sum(1 for b in branches if b.null)
+    bools = frozenset(v for v in (True, False) if sum(1 for b in branches if v in b.bools) == 1)
+    num = _exactly_one_formula([b.num for b in branches])
+    st = _exactly_one_formula([b.str for b in branches])
+    parts = {}
+    for kind, any_spec in (("arr", ANY_ARR), ("obj", ANY_OBJ)):
+        lists = [getattr(b, kind) for b in branches]
+        idx = [i for i, specs in enumerate(lists) if specs]
+        if len(idx) <= 1:
+            parts[kind] = lists[idx[0]] if idx else ()
+            continue
+        out = []
+        for i in idx:
+            acc = only(kind, lists[i])
+            for j in idx:
+                if j == i or all(disjoint(ctx, x, y) for x in lists[i] for y in lists[j]):
+                    continue
+                acc = alg.t_and(acc, ctx.negate(only(kind, lists[j]), "oneOf", where))
+            out.extend(getattr(acc, kind))
+        parts[kind] = tuple(dict.fromkeys(out))
+    return Typed(nulls == 1, bools, num, st, parts["arr"], parts["obj"])
+
+
+def only(kind: str, specs) -> Typed:
+    """A Typed with only arrays or only objects."""
+    return Typed(arr=tuple(specs)) if kind == "arr" else Typed(obj=tuple(specs))
+
+
+# --- disjointness proofs (sound, incomplete) ----------------------------------------------------
+
+def disjoint(ctx, a, b, depth: int = 0) -> bool:
+    """True only if no instance satisfies both specs (ArrSpec or ObjSpec)."""
+    if depth > 4:
+        return False
+    if isinstance(a, ObjSpec):
+        if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
+            return True
+        for k in a.required:
+            sb = b.prop(k)
+            if sb is None:
+                from stencil.grammar.json_schema.model import rules_sub
+                sb = rules_sub(b, k)
+            if sb == FALSE_SUB:
+                return True
+            sa = a.prop(k)
+            if sa is None:
+                continue
+            if k in b.required and _subs_disjoint(ctx, sa, sb, depth):
+                return True
+        for k in b.required:
+            sa = a.prop(k)
+            if sa is None:
+                from stencil.grammar.json_schema.model import rules_sub
+                sa = rules_sub(a, k)
+            if sa == FALSE_SUB:
+                return True
+        return False
+    if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
+        return True
+    for i in range(min(max(a.min, b.min), max(len(a.prefix), len(b.prefix)))):
+        sa = a.prefix[i] if i < len(a.prefix) else a.items
+        sb = b.prefix[i] if i < len(b.prefix) else b.items
+        if _subs_disjoint(ctx, sa, sb, depth):
+            return True
+    return False
+
+
+def _subs_disjoint(ctx, sa, sb, depth) -> bool:
+    try:
+        ta, tb = ctx.sub_typed(sa), ctx.sub_typed(sb)
+    except (GrammarError, Unsupported):
+        return False
+    return typed_disjoint(ctx, ta, tb, depth + 1)
+
+
+def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0) -> bool:
+    if (a.null and b.null) or (a.bools & b.bools):
+        return False
+    for fa, fb, consts in ((a.num, b.num, num_consts), (a.str, b.str, str_consts)):
+        if fa == FALSE or fb == FALSE:
+            continue
+        ca, cb = consts(fa), consts(fb)
+        if ca is None or cb is None or ca & cb:
+            return False
+    for la, lb in ((a.arr, b.arr), (a.obj, b.obj)):
+        for x in la:
+            for y in lb:
+                if not disjoint(ctx, x, y, depth):
+                    return False
+    return True
+
+
+# --- unevaluatedProperties / unevaluatedItems -------------------------------------------------------
+
+def _annotates(branches) -> bool:
+    return any(o.evaluated != FALSE for b in branches for o in b.obj) or \
+        any(a.eval_upto > 0 or a.eval_contains for b in branches for a in b.arr)
+
+
+def _exact_any_of(ctx, branches, where: str) -> Typed:
+    """anyOf as the union over non-empty sets M of "exactly the branches in M match", so that each
+    alternative carries the annotations of every matching branch."""
+    alg = ctx.alg
+    n = len(branches)
+    if n > _EXACT_ANYOF_BRANCHES:
+        ctx.unsupported("anyOf", where, f"under unevaluatedProperties/Items, at most {_EXACT_ANYOF_BRANCHES} "
+                        "branches are supported")
+        u = NONE
+        for x in branches:
+            u = alg.t_or(u, x)
+        return u
+    negs = [ctx.negate(x, "anyOf", where) for x in branches]
+    u = NONE
+    for size in range(1, n + 1):
+        for chosen in combinations(range(n), size):
+            t = ANY
+            for i in range(n):
+                t = alg.t_and(t, branches[i] if i in chosen else negs[i])
+                if t is NONE:
+                    break
+            u = alg.t_or(u, t)
+    return u
+
+
+def unevaluated(ctx, loc, s, t: Typed) -> Typed:
+    """Apply unevaluatedProperties/unevaluatedItems of schema ``s`` to its normalized form ``t``."""
+    res = ctx.resolver
+    obj, arr = t.obj, t.arr
+    if "unevaluatedProperties" in s:
+        sub = ctx.sub(loc, s["unevaluatedProperties"], "unevaluatedProperties")
+        out = []
+        for o in obj:
+            if o.evaluated == TRUE:
+                out.append(o)
+                continue
+            from stencil.grammar.json_schema.formulas import str_eval
+            props = tuple((k, ps if str_eval(o.evaluated, k) else sub_and(ps, sub)) for k, ps in o.props)
+            rules = o.rules + ((f_not(o.evaluated), sub),)
+            from stencil.grammar.json_schema.model import normalize_obj
+            x = normalize_obj(ObjSpec(props, o.required, rules, o.names, o.min, o.max, TRUE))
+            if x is not None:
+                out.append(x)
+        obj = tuple(out)
+    if "unevaluatedItems" in s:
+        sub = ctx.sub(loc, s["unevaluatedItems"], "unevaluatedItems")
+        out = []
+        for a in arr:
+            if a.eval_upto >= 1 << 40:
+                out.append(a)
+                continue
+            cond = sub if not a.eval_contains else ctx.alg.either([sub] + list(a.eval_contains))
+            prefix = list(a.prefix) + [a.items] * max(0, a.eval_upto - len(a.prefix))
+            prefix = tuple(p if i < a.eval_upto else sub_and(p, cond) for i, p in enumerate(prefix))
+            from stencil.grammar.json_schema.model import normalize_arr
+            x = normalize_arr(ArrSpec(prefix, sub_and(a.items, cond), a.min, a.max, a.contains, a.unique,
+                                      1 << 40, ()))
+            if x is not None:
+                out.append(x)
+        arr = tuple(out)
+    return Typed(t.null, t.bools, t.num, t.str, arr, obj)

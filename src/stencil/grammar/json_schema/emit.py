@@ -1,0 +1,261 @@
+"""From normalized schemas to grammar rules.
+
+Every distinct sub-schema (a :data:`~.model.Sub`) becomes one rule, created on first use and filled
+from a work queue, so recursive schemas give recursive rules and nothing is emitted twice. A rule's
+alternatives are its type parts: ``null``, ``true``/``false``, one number lexeme, one string lexeme
+(from the formulas, see :class:`Scalars`), and one rule per array or object alternative.
+
+Punctuation ``{ } [ ] , :`` are separate literal lexemes; whitespace is one ignored lexeme
+(flexible), absent (compact), or part of the punctuation (fixed indentation, where rules depend on
+the nesting depth).
+
+Example::
+
+    em = Emitter(b, ctx)
+    start = em.value(frozenset([ctx.resolver.root]))
+    em.run()
+"""
+from __future__ import annotations
+
+from stencil.grammar.json_schema.arrays import emit_array
+from stencil.grammar.json_schema.formulas import FALSE, TRUE
+from stencil.grammar.json_schema.numbers import JsonNumbers
+from stencil.grammar.json_schema.objects import emit_object
+from stencil.grammar.json_schema.strings import JsonStrings
+from stencil.grammar.json_value import string_expr, whitespace_expr
+
+__all__ = ["Emitter", "Scalars"]
+
+
+class Scalars:
+    """Number and string formulas as regular expressions (memoized per builder)."""
+
+    def __init__(self, b):
+        self.b = b
+        self.strings = JsonStrings(b)
+        self.numbers = JsonNumbers(b)
+        self._num: dict = {}
+        self._str: dict = {}
+
+    # -- numbers ----------------------------------------------------------------------------------
+    def number(self, f) -> int:
+        e = self._num.get(f)
+        if e is None:
+            e = self._num[f] = self._number(f)
+        return e
+
+    def _number(self, f) -> int:
+        b, nums = self.b, self.numbers
+        k = f[0]
+        if k == "T":
+            return nums.any()
+        if k == "F":
+            return b.re_nothing()
+        if k == "or":
+            return b.re_or([self.number(x) for x in f[1]])
+        if k == "not":
+            return b.re_and([nums.any(), b.re_not(self.number(f[1]))])
+        items = f[1] if k == "and" else (f,)
+        lo = hi = None
+        lo_x = hi_x = False
+        integer = plain = False
+        mults, others = [], []
+        for x in items:
+            if x[0] == "range":
+                _, l, lx, h, hx = x
+                if l is not None and (lo is None or l > lo or (l == lo and lx)):
+                    lo, lo_x = l, lx
+                if h is not None and (hi is None or h < hi or (h == hi and hx)):
+                    hi, hi_x = h, hx
+            elif x[0] == "int":
+                integer = True
+            elif x[0] == "int4":
+                integer = plain = True
+            elif x[0] == "mult":
+                mults.append(x[1])
+            else:
+                others.append(self.number(x))
+        base = nums.range(lo, lo_x, hi, hi_x, integer)
+        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + others
+        if plain:
+            parts.append(nums.plain_integer())
+        return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+    # -- strings (the body between the quotes) ----------------------------------------------------
+    def string_body(self, f) -> int:
+        e = self._str.get(f)
+        if e is None:
+            e = self._str[f] = self._string(f)
+        return e
+
+    def _string(self, f) -> int:
+        from stencil.grammar.json_schema.formats import format_spec
+        from stencil.grammar.json_schema.formulas import str_consts
+        b, s = self.b, self.strings
+        k = f[0]
+        if k == "T":
+            return s.any_body()
+        if k == "F":
+            return b.re_nothing()
+        if k == "const":
+            return s.text(f[1])
+        if k == "pat":
+            return s.pattern(f[1])
+        if k == "len":
+            return s.length(f[1], f[2])
+        if k == "fmt":
+            node, max_len = format_spec(f[1])
+            e = s.node(node)
+            return e if max_len is None else b.re_and([e, s.length(0, max_len)])
+        consts = str_consts(f)
+        if consts is not None:   # a finite set (enum, const): no regex algebra needed
+            return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
+        if k == "or":
+            return b.re_or([self.string_body(x) for x in f[1]])
+        if k == "not":
+            return b.re_and([s.any_body(), b.re_not(self.string_body(f[1]))])
+        lo, hi, parts = 0, None, []
+        for x in f[1]:  # "and": one length range, the rest intersected
+            if x[0] == "len":
+                lo = max(lo, x[1])
+                hi = x[2] if hi is None else (hi if x[2] is None else min(hi, x[2]))
+            else:
+                parts.append(self.string_body(x))
+        if lo > 0 or hi is not None:
+            parts.append(s.length(lo, hi))
+        return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+
+class Emitter:
+    def __init__(self, b, ctx):
+        self.b = b
+        self.ctx = ctx
+        self.options = ctx.options
+        self.scalars = Scalars(b)
+        self.strings = self.scalars.strings
+        self._rules: dict = {}
+        self._queue: list = []
+        self._n = 0
+        self._lexemes: dict = {}
+        self._specs: dict = {}
+        self.checks = 0
+        ws = self.options.whitespace
+        if ws == "flexible":
+            b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS")
+        self._lit = {c: b.literal(c) for c in ("{", "}", "[", "]", ",", ":", "null", "true", "false")}
+        self._indent = self.options.indent
+        self._nl: dict = {}
+
+    # -- rules ------------------------------------------------------------------------------------
+    def fresh(self, hint: str):
+        self._n += 1
+        return self.b.rule(f"{hint}#{self._n}")
+
+    def value(self, sub: frozenset, depth: int = 0):
+        """The rule of the values satisfying ``sub`` (filled later by :meth:`run`)."""
+        if self._indent is None:
+            depth = 0
+        key = (sub, depth)
+        r = self._rules.get(key)
+        if r is None:
+            r = self._rules[key] = self.fresh("value")
+            self._queue.append((r, sub, depth))
+        return r
+
+    def run(self) -> None:
+        while self._queue:
+            rule, sub, depth = self._queue.pop()
+            self._fill(rule, self.ctx.sub_typed(sub), depth)
+
+    def _fill(self, rule, t, depth: int) -> None:
+        b, lit = self.b, self._lit
+        if t.is_none():
+            # no value: an unproductive rule, which the builder prunes with its uses
+            b.add_alternative(rule, [rule])
+            return
+        if t.null:
+            b.add_alternative(rule, [lit["null"]])
+        for v in (True, False):
+            if v in t.bools:
+                b.add_alternative(rule, [lit["true" if v else "false"]])
+        if t.num != FALSE:
+            b.add_alternative(rule, [self._lexeme("num", t.num)])
+        if t.str != FALSE:
+            b.add_alternative(rule, [self._lexeme("str", t.str)])
+        if self._indent is not None and depth >= self.options.max_depth:
+            return
+        for spec in t.arr:
+            b.add_alternative(rule, [self._spec(spec, depth, emit_array)])
+        for spec in t.obj:
+            b.add_alternative(rule, [self._spec(spec, depth, emit_object)])
+
+    def _spec(self, spec, depth, fn):
+        key = (spec, depth)
+        r = self._specs.get(key)
+        if r is None:
+            r = self._specs[key] = fn(self, spec, depth)
+        return r
+
+    def _lexeme(self, kind: str, f):
+        key = (kind, f)
+        sym = self._lexemes.get(key)
+        if sym is None:
+            b = self.b
+            if kind == "num":
+                expr = self.scalars.number(f)
+                name = "number" if f == TRUE else ("integer" if f in (("int",), ("int4",)) else "number:constrained")
+            elif f == TRUE:
+                expr, name = string_expr(b), "string"
+            else:
+                expr, name = self.strings.quoted(self.scalars.string_body(f)), "string:constrained"
+            sym = self._lexemes[key] = b.lexeme(expr, name)
+        return sym
+
+    def key_literal(self, name: str):
+        """The key lexeme for a property name (every JSON encoding of it)."""
+        key = ("key", name)
+        sym = self._lexemes.get(key)
+        if sym is None:
+            s = self.strings
+            sym = self._lexemes[key] = self.b.lexeme(s.quoted(s.text(name)), f"key:{name[:40]}")
+        return sym
+
+    def check(self, rule, kind: str, **kw) -> None:
+        """Attach one of the core's completion checks (see DESIGN.md, 'Checks')."""
+        self.checks += 1
+        self.b.add_check(rule, kind, **kw)
+
+    # -- punctuation --------------------------------------------------------------------------------
+    def _newline(self, depth: int):
+        sym = self._nl.get(depth)
+        if sym is None:
+            sym = self._nl[depth] = self.b.literal("\n" + " " * (self._indent * depth))
+        return sym
+
+    def comma(self, depth: int) -> list:
+        if self._indent is None:
+            return [self._lit[","]]
+        return [self._lit[","], self._newline(depth + 1)]
+
+    def colon(self) -> list:
+        if self._indent is None:
+            return [self._lit[":"]]
+        return [self.b.literal(": ")]
+
+    def obj_open(self, depth: int) -> list:
+        return [self._lit["{"]] if self._indent is None else [self._lit["{"], self._newline(depth + 1)]
+
+    def obj_close(self, depth: int) -> list:
+        return [self._lit["}"]] if self._indent is None else [self._newline(depth), self._lit["}"]]
+
+    def arr_open(self, depth: int) -> list:
+        return [self._lit["["]] if self._indent is None else [self._lit["["], self._newline(depth + 1)]
+
+    def arr_close(self, depth: int) -> list:
+        return [self._lit["]"]] if self._indent is None else [self._newline(depth), self._lit["]"]]
+
+    def empty_object(self) -> list:
+        return [self._lit["{"], self._lit["}"]]
+
+    def empty_array(self) -> list:
+        return [self._lit["["], self._lit["]"]]

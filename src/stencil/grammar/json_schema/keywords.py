@@ -1,0 +1,337 @@
+"""Reading one schema object's keywords into its normalized form (:class:`~.model.Typed`).
+
+Each group of keywords gives one conjunct (types, enum/const, number keywords, string keywords,
+array keywords, object keywords, in-place applicators); the schema is their intersection. Which
+keywords are annotations, which are understood, and which are known but not enforceable is listed
+here; any other keyword is unknown and, as the specification says, ignored (``stencil check``
+lists them).
+
+Example::
+
+    ctx = Context(Resolver(schema), Options())
+    typed = ctx.loc_typed(ctx.resolver.root)
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from stencil._core import GrammarError
+from stencil.grammar.json_schema.formats import UNSUPPORTED_FORMATS, format_spec
+from stencil.grammar.json_schema.formulas import TRUE, f_and
+from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Algebra, Either,
+                                               Neg, Typed, Unsupported, to_decimal)
+from stencil.grammar.json_schema.strings import pattern_node
+
+__all__ = ["Context", "ANNOTATIONS", "UNDERSTOOD", "NOT_ENFORCEABLE", "read_schema"]
+
+#: keywords that never change which instances are valid
+ANNOTATIONS = frozenset("""
+    $schema $id id $anchor $dynamicAnchor $recursiveAnchor $defs definitions $comment $vocabulary
+    title description
+    default examples example deprecated readOnly writeOnly contentMediaType contentEncoding
+    contentSchema
+""".split())
+
+#: validation keywords this compiler enforces
+UNDERSTOOD = frozenset("""
+    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength
+    minLength pattern format items prefixItems additionalItems maxItems minItems uniqueItems
+    contains maxContains minContains properties patternProperties additionalProperties required
+    propertyNames maxProperties minProperties dependentRequired dependentSchemas dependencies allOf
+    anyOf oneOf not if then else $ref unevaluatedItems unevaluatedProperties
+""".split())
+
+#: the 2020-12 validation vocabulary (off under a metaschema whose $vocabulary leaves it out)
+VALIDATION_VOCABULARY = frozenset("""
+    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength
+    pattern maxItems minItems uniqueItems maxContains minContains maxProperties minProperties
+    required dependentRequired
+""".split())
+
+#: keywords with a validation meaning that are not enforced (an error unless lenient)
+NOT_ENFORCEABLE = {
+    "$dynamicRef": "dynamic references (resolution depends on the evaluation path) are not supported",
+    "$recursiveRef": "recursive references (resolution depends on the evaluation path) are not supported",
+    "disallow": "draft-03 keyword, not supported",
+    "extends": "draft-03 keyword, not supported",
+    "divisibleBy": "draft-03 keyword, not supported",
+}
+
+_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+
+
+def _type_part(name: str, draft: int) -> Typed:
+    if name == "null":
+        return Typed(null=True)
+    if name == "boolean":
+        return Typed(bools=BOTH_BOOLS)
+    if name == "integer":
+        # draft 4: "a JSON number without a fraction or exponent part"; later: any integral value
+        return Typed(num=("int4",) if draft == 4 else ("int",))
+    if name == "number":
+        return Typed(num=TRUE)
+    if name == "string":
+        return Typed(str=TRUE)
+    if name == "array":
+        return Typed(arr=(ANY_ARR,))
+    return Typed(obj=(ANY_OBJ,))
+
+
+def only_num(f) -> Typed:
+    """Numbers constrained by ``f``, every other type unconstrained."""
+    return Typed(True, BOTH_BOOLS, f, TRUE, (ANY_ARR,), (ANY_OBJ,))
+
+
+def only_str(f) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, f, (ANY_ARR,), (ANY_OBJ,))
+
+
+def only_arr(specs) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, TRUE, tuple(specs), (ANY_OBJ,))
+
+
+def only_obj(specs) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, TRUE, (ANY_ARR,), tuple(specs))
+
+
+class Context:
+    """State of one compilation: resolver, algebra, options, memo tables, what was ignored."""
+
+    def __init__(self, resolver, options):
+        self.resolver = resolver
+        self.options = options
+        self.alg = Algebra()
+        self.ignored: list = []          # (keyword, where, reason), lenient mode
+        self.unknown: dict = {}          # unknown keyword -> first place seen
+        self.unknown_formats: dict = {}  # unknown format -> first place seen
+        self._loc_memo: dict = {}
+        self._sub_memo: dict = {}
+        self._active: set = set()
+
+    def unsupported(self, keyword: str, where: str, reason: str) -> None:
+        """Fail, or (lenient) record that a keyword is ignored."""
+        if self.options.lenient:
+            self.ignored.append((keyword, where, reason))
+            return
+        err = GrammarError(f"{keyword} at {where}: {reason}")
+        err.keyword, err.pointer = keyword, where
+        raise err
+
+    # -- normalization with memo ------------------------------------------------------------------
+    def loc_typed(self, loc, exact: bool = False) -> Typed:
+        """The normalized form of the schema at ``loc``. ``exact``: an enclosing schema uses
+        unevaluatedProperties/Items, so in-place annotations must be exact (see compose)."""
+        key = (loc, exact)
+        t = self._loc_memo.get(key)
+        if t is not None:
+            return t
+        if key in self._active:
+            raise GrammarError(f"$ref at {loc.where()}: the schema refers to itself without an object "
+                               "or array in between (infinite recursion)")
+        self._active.add(key)
+        try:
+            t = read_schema(self, loc, exact)
+        finally:
+            self._active.discard(key)
+        self._loc_memo[key] = t
+        return t
+
+    def sub_typed(self, sub: frozenset) -> Typed:
+        t = self._sub_memo.get(sub)
+        if t is not None:
+            return t
+        t = ANY
+        for atom in sub:
+            t = self.alg.t_and(t, self.atom_typed(atom))
+            if t is NONE:
+                break
+        self._sub_memo[sub] = t
+        return t
+
+    def atom_typed(self, atom) -> Typed:
+        if isinstance(atom, Typed):
+            return atom
+        if isinstance(atom, Neg):
+            inner = self.sub_typed(atom.sub)
+            try:
+                return self.alg.t_not(inner)
+            except Unsupported as e:
+                keyword, where = self.alg.neg_origin.get(atom, ("not", "?"))
+                self.unsupported(e.keyword, where, f"inside {keyword}: {e.reason}")
+                return ANY
+        if isinstance(atom, Either):
+            t = NONE
+            for s in atom.subs:
+                t = self.alg.t_or(t, self.sub_typed(s))
+            return t
+        return self.loc_typed(atom)
+
+    def negate(self, t: Typed, keyword: str, where: str) -> Typed:
+        """The complement of ``t``; lazily negated sub-schemas remember where they came from."""
+        saved, self.alg.origin = self.alg.origin, (keyword, where)
+        try:
+            return self.alg.t_not(t)
+        except Unsupported as e:
+            self.unsupported(e.keyword, where, f"inside {keyword}: {e.reason}")
+            return ANY
+        finally:
+            self.alg.origin = saved
+
+    def sub(self, parent, schema, *path) -> frozenset:
+        """The lazy Sub for a sub-schema of ``parent``."""
+        if schema is True or schema == {}:
+            return frozenset()
+        return frozenset([self.resolver.child(parent, schema, *path)])
+
+
+def read_schema(ctx: Context, loc, exact: bool = False) -> Typed:
+    s = loc.schema
+    if s is True:
+        return ANY
+    if s is False:
+        return NONE
+    if not isinstance(s, dict):
+        raise GrammarError(f"schema at {loc.where()}: must be an object or a boolean, got {type(s).__name__}")
+    if loc.base in ctx.resolver.no_validation:
+        s = {k: v for k, v in s.items() if k not in VALIDATION_VOCABULARY}
+    if not s:
+        return ANY
+    if "$ref" in s and loc.draft <= 7:
+        # before 2019-09, $ref replaces the whole schema object
+        return ctx.loc_typed(ctx.resolver.resolve(s["$ref"], loc), exact)
+    from stencil.grammar.json_schema import arrays, compose, objects
+    alg = ctx.alg
+    t = ANY
+    for key in s:
+        if key in UNDERSTOOD or key in ANNOTATIONS:
+            continue
+        if key in NOT_ENFORCEABLE:
+            if key == "$recursiveRef" or key == "$dynamicRef":
+                continue  # compose decides (plain references are resolved)
+            ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
+        else:
+            ctx.unknown.setdefault(key, loc.where())
+    inner = exact or "unevaluatedProperties" in s or "unevaluatedItems" in s
+    for part in (_types, _values, _numbers, _strings, arrays.read):
+        t = alg.t_and(t, part(ctx, loc, s))
+        if t is NONE:
+            return t
+    for part in (objects.read, compose.read):
+        t = alg.t_and(t, part(ctx, loc, s, inner))
+        if t is NONE:
+            return t
+    if "unevaluatedProperties" in s or "unevaluatedItems" in s:
+        t = compose.unevaluated(ctx, loc, s, t)
+    return t
+
+
+def _where(loc, key: str) -> str:
+    return f"{loc.pointer}/{key}" if loc.doc == "" else f"{loc.doc}#{loc.pointer}/{key}"
+
+
+def _types(ctx, loc, s) -> Typed:
+    if "type" not in s:
+        return ANY
+    v = s["type"]
+    names = [v] if isinstance(v, str) else v
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise GrammarError(f"type at {_where(loc, 'type')}: must be a type name or a list of them")
+    t = NONE
+    for n in names:
+        if n not in _TYPES:
+            if n == "any":  # draft 3
+                return ANY
+            raise GrammarError(f"type at {_where(loc, 'type')}: unknown type {n!r}")
+        t = ctx.alg.t_or(t, _type_part(n, loc.draft))
+    return t
+
+
+def _values(ctx, loc, s) -> Typed:
+    t = ANY
+    if "enum" in s:
+        vals = s["enum"]
+        if not isinstance(vals, list):
+            raise GrammarError(f"enum at {_where(loc, 'enum')}: must be a list")
+        u = NONE
+        for v in vals:
+            u = ctx.alg.t_or(u, ctx.alg.const(v))
+        t = u
+    if "const" in s:
+        t = ctx.alg.t_and(t, ctx.alg.const(s["const"]))
+    return t
+
+
+def _number(loc, s, key) -> Decimal:
+    v = s[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise GrammarError(f"{key} at {_where(loc, key)}: must be a number, got {v!r}")
+    return to_decimal(v)
+
+
+def _numbers(ctx, loc, s) -> Typed:
+    if not any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")):
+        return ANY
+    lo = hi = None
+    lo_x = hi_x = False
+    f = TRUE
+    if "minimum" in s:
+        lo = _number(loc, s, "minimum")
+        if s.get("exclusiveMinimum") is True:
+            lo_x = True
+    if "maximum" in s:
+        hi = _number(loc, s, "maximum")
+        if s.get("exclusiveMaximum") is True:
+            hi_x = True
+    if "exclusiveMinimum" in s and not isinstance(s["exclusiveMinimum"], bool):
+        v = _number(loc, s, "exclusiveMinimum")
+        f = f_and(f, ("range", v, True, None, False))
+    if "exclusiveMaximum" in s and not isinstance(s["exclusiveMaximum"], bool):
+        v = _number(loc, s, "exclusiveMaximum")
+        f = f_and(f, ("range", None, False, v, True))
+    if lo is not None or hi is not None:
+        f = f_and(f, ("range", lo, lo_x, hi, hi_x))
+    if "multipleOf" in s:
+        d = _number(loc, s, "multipleOf")
+        if d <= 0:
+            raise GrammarError(f"multipleOf at {_where(loc, 'multipleOf')}: must be greater than 0")
+        f = f_and(f, ("mult", d))
+    return only_num(f)
+
+
+def _count(loc, s, key) -> int:
+    v = s[key]
+    if isinstance(v, float) and v == int(v):
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise GrammarError(f"{key} at {_where(loc, key)}: must be a non-negative integer, got {v!r}")
+    return v
+
+
+def _strings(ctx, loc, s) -> Typed:
+    f = TRUE
+    if "minLength" in s or "maxLength" in s:
+        lo = _count(loc, s, "minLength") if "minLength" in s else 0
+        hi = _count(loc, s, "maxLength") if "maxLength" in s else None
+        f = f_and(f, ("len", lo, hi))
+    if "pattern" in s:
+        p = s["pattern"]
+        if not isinstance(p, str):
+            raise GrammarError(f"pattern at {_where(loc, 'pattern')}: must be a string")
+        try:
+            pattern_node(p)
+            f = f_and(f, ("pat", p))
+        except GrammarError as e:
+            ctx.unsupported("pattern", _where(loc, "pattern"), str(e))
+    if "format" in s and isinstance(s["format"], str):
+        name = s["format"]
+        try:
+            spec = format_spec(name)
+        except KeyError:
+            ctx.unsupported("format", _where(loc, "format"), f"format {name!r}: {UNSUPPORTED_FORMATS[name]}")
+            spec = None
+        else:
+            if spec is None:
+                ctx.unknown_formats.setdefault(name, _where(loc, "format"))
+            else:
+                f = f_and(f, ("fmt", name))
+    return ANY if f == TRUE else only_str(f)

@@ -1,0 +1,58 @@
+"""Options of the JSON Schema compiler.
+
+- ``whitespace``: ``"flexible"`` (default: JSON whitespace allowed between any two tokens, a run
+  bounded by ``max_whitespace_run`` characters so a model cannot loop on it), ``"compact"`` (no
+  whitespace at all: ``{"a":1,"b":[2,3]}``), or an int n: the fixed layout of
+  ``json.dumps(value, indent=n)`` (newline and n spaces per nesting level, ``": "`` after keys;
+  nesting deeper than ``max_depth`` is not accepted).
+- ``property_order``: ``"definition"`` (default: properties in the order of ``properties``) or
+  ``"any"`` (any order; required keys and no duplicates enforced by the core's checks).
+- ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
+  the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
+- ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
+
+Example::
+
+    opts = Options.make(whitespace="compact", property_order="any")
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stencil._core import GrammarError
+
+__all__ = ["Options", "DEFAULT_MAX_WHITESPACE_RUN"]
+
+DEFAULT_MAX_WHITESPACE_RUN = 32
+
+
+@dataclass(frozen=True)
+class Options:
+    whitespace: object = "flexible"
+    max_whitespace_run: int | None = DEFAULT_MAX_WHITESPACE_RUN
+    property_order: str = "definition"
+    lenient: bool = False
+    max_depth: int = 32
+
+    @staticmethod
+    def make(**kw) -> "Options":
+        known = set(Options.__dataclass_fields__)
+        bad = sorted(set(kw) - known)
+        if bad:
+            raise TypeError(f"unknown JSON Schema option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+        o = Options(**kw)
+        ws = o.whitespace
+        if not (ws in ("flexible", "compact") or (isinstance(ws, int) and not isinstance(ws, bool) and 0 <= ws <= 16)):
+            raise GrammarError(f"whitespace must be 'flexible', 'compact' or an indentation of 0 to 16 "
+                               f"spaces, got {ws!r}")
+        if o.property_order not in ("definition", "any"):
+            raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
+        if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
+            raise GrammarError(f"max_whitespace_run must be a positive int or None, got {o.max_whitespace_run!r}")
+        if not isinstance(o.max_depth, int) or o.max_depth < 1:
+            raise GrammarError(f"max_depth must be a positive int, got {o.max_depth!r}")
+        return o
+
+    @property
+    def indent(self):
+        return self.whitespace if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool) else None

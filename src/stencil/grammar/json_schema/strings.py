@@ -1,0 +1,299 @@
+"""JSON string lexemes from constraints on the *decoded* string.
+
+A JSON Schema constrains the string value, but the model writes its JSON text, where any character
+may appear raw or escaped (``json.dumps`` escapes every non-ASCII character by default). So every
+constraint (pattern, length, format, const, enum) becomes a regular language over the encoded body
+(the bytes between the quotes) in which each code point may take any of its JSON encodings:
+
+- raw UTF-8, except ``"``, ``\\`` and the controls U+0000-U+001F, which must be escaped;
+- a short escape ``\\" \\\\ \\/ \\b \\f \\n \\r \\t``;
+- ``\\uXXXX`` (hex digits in either case) for a BMP code point, a surrogate pair for the others.
+
+Encodings are uniquely decodable, so intersections and complements of encoded languages are the
+encodings of intersections and complements: ``pattern`` AND ``maxLength`` is ``re_and`` of the two.
+Lengths count code points (a surrogate pair is one). Escapes of lone surrogates are accepted only
+by unconstrained strings (the generic JSON string lexeme); a constrained string never holds one.
+
+Example::
+
+    s = JsonStrings(b)
+    body = b.re_and([s.pattern("^[a-z]+$"), s.length(1, 8)])
+    lexeme = b.lexeme(s.quoted(body), "name")
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from stencil.grammar import regex_unicode as U
+from stencil.grammar.json_value import HEX_DIGIT_VALUES, SHORT_ESCAPES
+from stencil.grammar.regex import (ANY_STRING, AnchorEnd, AnchorStart, CharClass, Empty, Literal,
+                                   Nothing, Repeat, parse_regex, split_anchors)
+from stencil.grammar.regex_ast import Alt, Concat, alt, concat, has_anchors, nullable, postorder
+
+__all__ = ["JsonStrings", "pattern_node", "node_matches", "intersect_ranges"]
+
+#: code points that may appear raw in a JSON string
+RAW_OK = U.complement(U.normalize([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
+BMP = U.normalize([(0, 0xFFFF)])
+ASTRAL = ((0x10000, U.MAX_CP),)
+
+
+def intersect_ranges(a, b):
+    """Intersection of two normalized range sets."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def pattern_node(pattern: str, anchored: bool = False):
+    """Parse a regex and remove its anchors: the anchor-free language of the whole string when
+    ``anchored``, else (JSON Schema ``pattern``) of strings containing a match anywhere."""
+    node = parse_regex(pattern)
+    if not has_anchors(node):
+        l00 = node
+        l10 = l01 = l11 = None
+    else:
+        l00, l10, l01, l11 = split_anchors(node)
+    if anchored:
+        return alt([x for x in (l00, l10, l01, l11) if x is not None], flatten=False)
+    if not isinstance(l00, Nothing) and nullable(l00):
+        return ANY_STRING
+    parts = [concat([ANY_STRING, l00, ANY_STRING], flatten=False)]
+    if l10 is not None:
+        parts += [concat([l10, ANY_STRING], flatten=False), concat([ANY_STRING, l01], flatten=False), l11]
+    return alt(parts, flatten=False)
+
+
+# --- matching a decoded string against an anchor-free node (used to merge property names) -------
+
+def _ends(node, text: str, starts: frozenset) -> frozenset:
+    if not starts:
+        return starts
+    if isinstance(node, Literal):
+        t = node.text
+        return frozenset(i + len(t) for i in starts if text.startswith(t, i))
+    if isinstance(node, CharClass):
+        n = len(text)
+        return frozenset(i + 1 for i in starts if i < n and U.contains(node.ranges, ord(text[i])))
+    if isinstance(node, Concat):
+        for it in node.items:
+            starts = _ends(it, text, starts)
+        return starts
+    if isinstance(node, Alt):
+        out = set()
+        for it in node.items:
+            out |= _ends(it, text, starts)
+        return frozenset(out)
+    if isinstance(node, Repeat):
+        cur, k = starts, 0
+        result = set(cur) if node.min == 0 else set()
+        while node.max is None or k < node.max:
+            nxt = _ends(node.item, text, cur)
+            k += 1
+            if not nxt:
+                break
+            if k >= node.min:
+                if nxt <= result:
+                    break
+                result |= nxt
+            elif nxt == cur:  # a nullable item that does not advance: jump to the minimum count
+                k = node.min - 1
+            cur = nxt
+        return frozenset(result)
+    if isinstance(node, Empty):
+        return starts
+    if isinstance(node, Nothing):
+        return frozenset()
+    raise AssertionError(f"unexpected node {type(node).__name__}")
+
+
+def node_matches(node, text: str) -> bool:
+    """Whether the whole of ``text`` is in the anchor-free node's language."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return False
+    return len(text) in _ends(node, text, frozenset([0]))
+
+
+# --- emission ------------------------------------------------------------------------------------
+
+class JsonStrings:
+    """Builds encoded-body expressions in one builder (memoized per builder)."""
+
+    def __init__(self, b):
+        self.b = b
+        self._classes: dict = {}
+        self._hex: dict = {}
+        self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
+        self._char = None
+        self._any = None
+        self._lengths: dict = {}
+        self._texts: dict = {}
+
+    # -- hex digits -------------------------------------------------------------------------------
+    def _hex_digit(self, lo: int, hi: int) -> int:
+        key = ("d", lo, hi)
+        e = self._hex.get(key)
+        if e is None:
+            ranges = []
+            for v in range(lo, hi + 1):
+                ranges.extend((ord(c), ord(c)) for c in HEX_DIGIT_VALUES[v])
+            e = self.b.re_char_ranges(ranges, False)
+            self._hex[key] = e
+        return e
+
+    def hex_range(self, lo: int, hi: int, width: int = 4) -> int:
+        """``width`` hex digits (either case) spelling a value in [lo, hi]."""
+        key = (lo, hi, width)
+        e = self._hex.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        if width == 1:
+            e = self._hex_digit(lo, hi)
+        else:
+            unit = 16 ** (width - 1)
+            dlo, dhi = lo // unit, hi // unit
+            rlo, rhi = lo % unit, hi % unit
+            if dlo == dhi:
+                e = b.re_concat([self._hex_digit(dlo, dlo), self.hex_range(rlo, rhi, width - 1)])
+            else:
+                parts = []
+                if rlo == 0:
+                    first = dlo
+                else:
+                    parts.append(b.re_concat([self._hex_digit(dlo, dlo), self.hex_range(rlo, unit - 1, width - 1)]))
+                    first = dlo + 1
+                last = dhi if rhi == unit - 1 else dhi - 1
+                if first <= last:
+                    parts.append(b.re_concat([self._hex_digit(first, last), self.hex_range(0, unit - 1, width - 1)]))
+                if rhi != unit - 1:
+                    parts.append(b.re_concat([self._hex_digit(dhi, dhi), self.hex_range(0, rhi, width - 1)]))
+                e = b.re_or(parts)
+        self._hex[key] = e
+        return e
+
+    def _u_escape(self, lo: int, hi: int) -> int:
+        return self.b.re_concat([self.b.re_literal("\\u"), self.hex_range(lo, hi)])
+
+    # -- one code point ---------------------------------------------------------------------------
+    def encoded_class(self, ranges) -> int:
+        """Every JSON encoding of one code point from a normalized range set."""
+        key = tuple(ranges)
+        e = self._classes.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        parts = []
+        raw = intersect_ranges(key, RAW_OK)
+        if raw:
+            parts.append(b.re_char_ranges(U.bridge_surrogates(raw), False))
+        for cp, letter in SHORT_ESCAPES:
+            if U.contains(key, cp):
+                parts.append(b.re_literal("\\" + letter))
+        for lo, hi in intersect_ranges(key, BMP):
+            parts.append(self._u_escape(lo, hi))
+        for lo, hi in intersect_ranges(key, ASTRAL):
+            parts.extend(self._surrogate_pairs(lo, hi))
+        e = b.re_or(parts) if parts else b.re_nothing()
+        self._classes[key] = e
+        return e
+
+    def _surrogate_pairs(self, lo: int, hi: int) -> list:
+        def split(cp):
+            v = cp - 0x10000
+            return 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        (hlo, llo), (hhi, lhi) = split(lo), split(hi)
+        cat = self.b.re_concat
+        if hlo == hhi:
+            return [cat([self._u_escape(hlo, hlo), self._u_escape(llo, lhi)])]
+        out = [cat([self._u_escape(hlo, hlo), self._u_escape(llo, 0xDFFF)])]
+        if hlo + 1 <= hhi - 1:
+            out.append(cat([self._u_escape(hlo + 1, hhi - 1), self._u_escape(0xDC00, 0xDFFF)]))
+        out.append(cat([self._u_escape(hhi, hhi), self._u_escape(0xDC00, lhi)]))
+        return out
+
+    def char(self) -> int:
+        """Any one code point (no lone surrogate), in any encoding."""
+        if self._char is None:
+            self._char = self.encoded_class(U.ANY)
+        return self._char
+
+    def any_body(self) -> int:
+        """Any string (no lone surrogates)."""
+        if self._any is None:
+            self._any = self.b.re_repeat(self.char(), 0, -1)
+        return self._any
+
+    def text(self, text: str) -> int:
+        """Every encoding of exactly ``text`` (a lone surrogate only as its \\u escape)."""
+        e = self._texts.get(text)
+        if e is not None:
+            return e
+        items = []
+        for c in text:
+            cp = ord(c)
+            if 0xD800 <= cp <= 0xDFFF:
+                items.append(self._u_escape(cp, cp))
+            else:
+                items.append(self.encoded_class(((cp, cp),)))
+        e = self.b.re_concat(items) if items else self.b.re_empty()
+        self._texts[text] = e
+        return e
+
+    def length(self, lo: int, hi) -> int:
+        """Strings of ``lo`` to ``hi`` code points (``hi`` None: unbounded)."""
+        key = (lo, hi)
+        e = self._lengths.get(key)
+        if e is None:
+            e = self.b.re_repeat(self.char(), lo, -1 if hi is None else hi)
+            self._lengths[key] = e
+        return e
+
+    def node(self, root) -> int:
+        """The encoded language of an anchor-free regex node over code points."""
+        hit = self._nodes.get(id(root))
+        if hit is not None and hit[0] is root:
+            return hit[1]
+        b = self.b
+
+        def visit(node, kids):
+            if isinstance(node, Literal):
+                return self.text(node.text)
+            if isinstance(node, CharClass):
+                return self.encoded_class(node.ranges)
+            if isinstance(node, Concat):
+                return b.re_concat(list(kids))
+            if isinstance(node, Alt):
+                return b.re_or(list(kids))
+            if isinstance(node, Repeat):
+                if node.min == 0 and node.max is None and isinstance(node.item, CharClass) \
+                        and node.item.ranges == U.ANY:
+                    return self.any_body()
+                return b.re_repeat(kids[0], node.min, -1 if node.max is None else node.max)
+            if isinstance(node, Empty):
+                return b.re_empty()
+            if isinstance(node, Nothing):
+                return b.re_nothing()
+            if isinstance(node, (AnchorStart, AnchorEnd)):
+                raise AssertionError("anchors must be removed before emission")
+            raise AssertionError(f"unexpected node {type(node).__name__}")
+
+        e = postorder(root, visit)
+        self._nodes[id(root)] = (root, e)
+        return e
+
+    def pattern(self, pattern: str) -> int:
+        """A JSON Schema ``pattern``: strings with a match anywhere (ECMA-262 syntax)."""
+        return self.node(pattern_node(pattern, False))
+
+    def quoted(self, body: int) -> int:
+        q = self.b.re_literal('"')
+        return self.b.re_concat([q, body, q])
