@@ -73,8 +73,10 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     ctx = Context(resolver, opts)
     em = Emitter(builder, ctx)
     try:
-        start = em.value(ctx.sub(resolver.root, schema) if schema is not True else frozenset())
+        top = em.value(ctx.sub(resolver.root, schema) if schema is not True else frozenset())
         em.run()
+        start = em.fresh("start")
+        builder.add_alternative(start, [top])
     except Unsupported as e:  # a size limit met while emitting (not a keyword one can ignore)
         raise GrammarError(f"JSON Schema: {e.keyword}: {e.reason}") from None
     if info is not None:

@@ -158,14 +158,30 @@ class Emitter:
         key = (sub, depth)
         r = self._rules.get(key)
         if r is None:
-            r = self._rules[key] = self.fresh("value")
-            self._queue.append((r, sub, depth))
+            t = self.ctx.sub_typed(sub)
+            r = self._scalar(t)   # a lone literal or lexeme needs no rule of its own
+            if r is None:
+                r = self.fresh("value")
+                self._queue.append((r, t, depth))
+            self._rules[key] = r
         return r
+
+    def _scalar(self, t):
+        n = t.null + len(t.bools) + (t.num != FALSE) + (t.str != FALSE)
+        if n != 1 or t.arr or t.obj:
+            return None
+        if t.null:
+            return self._lit["null"]
+        if t.bools:
+            return self._lit["true" if True in t.bools else "false"]
+        if t.num != FALSE:
+            return self._lexeme("num", t.num)
+        return self._lexeme("str", t.str)
 
     def run(self) -> None:
         while self._queue:
-            rule, sub, depth = self._queue.pop()
-            self._fill(rule, self.ctx.sub_typed(sub), depth)
+            rule, t, depth = self._queue.pop()
+            self._fill(rule, t, depth)
 
     def _fill(self, rule, t, depth: int) -> None:
         b, lit = self.b, self._lit

@@ -42,10 +42,13 @@ def _join(kind: str, items, unit, zero):
         if f not in seen:
             seen.add(f)
             out.append(f)
-    # x and not x = FALSE; x or not x = TRUE
+    # x and not x = FALSE; x or not x = TRUE; x and not (x or y) = FALSE
     for f in out:
-        if f[0] == "not" and f[1] in seen:
-            return zero
+        if f[0] == "not":
+            if f[1] in seen:
+                return zero
+            if kind == "and" and f[1][0] == "or" and any(x in seen for x in f[1][1]):
+                return zero
     if not out:
         return unit
     if len(out) == 1:

@@ -252,10 +252,7 @@ def _values(ctx, loc, s) -> Typed:
         vals = s["enum"]
         if not isinstance(vals, list):
             raise GrammarError(f"enum at {_where(loc, 'enum')}: must be a list")
-        u = NONE
-        for v in vals:
-            u = ctx.alg.t_or(u, ctx.alg.const(v))
-        t = u
+        t = ctx.alg.enum(vals)
     if "const" in s:
         t = ctx.alg.t_and(t, ctx.alg.const(s["const"]))
     return t

@@ -200,6 +200,24 @@ class Algebra:
         self._consts[key] = t
         return t
 
+    def enum(self, values) -> Typed:
+        """The union of the consts of ``values``, built in one pass (enums can be long)."""
+        null, bools, nums, strs, arr, obj = False, set(), [], [], [], []
+        for v in values:
+            if v is None:
+                null = True
+            elif isinstance(v, bool):
+                bools.add(v)
+            elif isinstance(v, (int, float)):
+                nums.append(num_const(to_decimal(v)))
+            elif isinstance(v, str):
+                strs.append(("const", v))
+            else:
+                c = self.const(v)
+                arr.extend(c.arr)
+                obj.extend(c.obj)
+        return Typed(null, frozenset(bools), f_or(*nums), f_or(*strs), _dedupe(tuple(arr)), _dedupe(tuple(obj)))
+
     # -- union ------------------------------------------------------------------------------------
     def t_or(self, a: Typed, b: Typed) -> Typed:
         if a is NONE or b is ANY:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from itertools import product
 
 from stencil._core import GrammarError
-from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or
+from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
 from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, TRUE_SUB, ObjSpec, Unsupported,
                                                normalize_obj, rules_sub, sub_and)
 
@@ -137,10 +137,6 @@ def _key_classes(em, spec: ObjSpec, excluded: list) -> list:
     if len(live) > MAX_KEY_RULES:
         raise Unsupported("patternProperties", f"more than {MAX_KEY_RULES} key patterns with schemas on one object")
     out = []
-    not_named = None
-    if excluded:
-        s = em.strings
-        not_named = em.b.re_not(em.b.re_or([s.text(k) for k in excluded]))
     for picks in product((True, False), repeat=len(live)):
         f = base
         sub = TRUE_SUB
@@ -150,30 +146,35 @@ def _key_classes(em, spec: ObjSpec, excluded: list) -> list:
                 sub = sub_and(sub, psub)
         if f == FALSE or sub == FALSE_SUB:
             continue
-        body = em.scalars.string_body(f)
-        if not_named is not None:
-            body = em.b.re_and([body, not_named])
+        consts = str_consts(f)
+        if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
+            keys = sorted(consts - set(excluded))
+            if keys:
+                out.append((em.b.re_or([em.strings.text(k) for k in keys]), sub))
+            continue
+        # only the named properties this class would match need excluding
+        names = [k for k in excluded if str_eval(f, k)]
+        if not names:
+            body = em.scalars.string_body(f)
+        elif f == TRUE:
+            body = em.strings.not_texts(names)
+        else:
+            body = em.b.re_and([em.scalars.string_body(f), em.strings.not_texts(names)])
         out.append((body, sub))
     return out
 
 
 def _members(em, spec: ObjSpec, depth: int):
-    """Named members [(name, required, member symbol)] and key-class member symbols."""
-    b = em.b
+    """Named members [(name, required, symbols)] and key-class members [symbols]."""
     names = [k for k, _ in spec.props]
     props = list(spec.props) + [(k, rules_sub(spec, k)) for k in spec.required if k not in names]
     colon = em.colon()
-    named = []
-    for k, sub in props:
-        if sub == FALSE_SUB:
-            continue
-        m = em.fresh("member")
-        b.add_alternative(m, [em.key_literal(k)] + colon + [em.value(sub, depth + 1)])
-        named.append((k, k in spec.required, m))
+    named = [(k, k in spec.required, [em.key_literal(k)] + colon + [em.value(sub, depth + 1)])
+             for k, sub in props if sub != FALSE_SUB]
     classes = []
     for body, sub in _key_classes(em, spec, [k for k, _ in props]):
-        key = b.lexeme(em.strings.quoted(body), "key")
-        classes.append(([key] + colon + [em.value(sub, depth + 1)]))
+        key = em.b.lexeme(em.strings.quoted(body), "key")
+        classes.append([key] + colon + [em.value(sub, depth + 1)])
     return named, classes
 
 
@@ -193,8 +194,8 @@ def _emit_any(em, spec, depth, named, classes):
     if not named and not classes:
         return rule
     member = em.fresh("member")
-    for _, _, m in named:
-        b.add_alternative(member, [m])
+    for _, _, alt in named:
+        b.add_alternative(member, alt)
     for alt in classes:
         b.add_alternative(member, alt)
     em.check(member, "unique_key")
@@ -210,6 +211,12 @@ def _emit_any(em, spec, depth, named, classes):
 
 def _emit_definition(em, spec, depth, named, classes):
     b = em.b
+    wrapped = []
+    for k, req, alt in named:   # a rule per member: the chain mentions each one several times
+        m = em.fresh("member")
+        b.add_alternative(m, alt)
+        wrapped.append((k, req, m))
+    named = wrapped
     n = len(named)
     cap = spec.max if spec.max is not None else max(spec.min, 1)
     counted = spec.min > 1 or spec.max is not None

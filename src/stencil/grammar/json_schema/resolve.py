@@ -1,16 +1,20 @@
 """Schema locations and ``$ref`` resolution: ``$id`` base URIs, ``$anchor``, JSON pointers, drafts
 and a registry of other documents.
 
-The resolver walks every schema of a document (through the keywords whose values are schemas, as
-the specification says, so an ``$id`` inside ``enum`` or an unknown keyword is not a resource) and
-records each embedded resource (``$id``; ``id`` in draft 4) and anchor (``$anchor``,
-``$dynamicAnchor``, and draft-07 ``$id: "#name"``). ``$ref`` is resolved against the base URI
-in force where it stands; a fragment is a JSON pointer (``#/$defs/a``) or an anchor (``#a``).
-Documents not found are looked up in the registry (a mapping from absolute URI to schema).
+A :class:`Loc` is a schema at a place: its value, the base URI in force there, its JSON pointer and
+its draft. Locations are created as the compiler descends (an ``$id`` changes the base URI of
+everything below it), so only the reachable part of a schema is visited. ``$ref`` is resolved
+against the base URI where it stands; a fragment is a JSON pointer (``#/$defs/a``) or an anchor
+(``#a``). When a reference names an anchor or a resource not met yet, the documents are indexed
+once in full: every schema reached through the keywords whose values are schemas (so an ``$id``
+inside ``enum`` or an unknown keyword is not a resource), each embedded resource (``$id``; ``id``
+in draft 4) and anchor (``$anchor``, ``$dynamicAnchor``, draft-07 ``$id: "#name"``). Documents
+not found are looked up in the registry (absolute URI to schema).
 
-Drafts come from ``$schema`` (04, 06, 07, 2019-09, 2020-12); without it the document is read as
+Drafts come from ``$schema`` (04, 06, 07, 2019-09, 2020-12); without it a document is read as
 2020-12, with the older keywords (``definitions``, ``dependencies``, array ``items`` with
-``additionalItems``) understood too.
+``additionalItems``) understood too. A custom metaschema found in the registry whose
+``$vocabulary`` leaves out validation switches the validation keywords off.
 
 Example::
 
@@ -63,8 +67,7 @@ class Loc:
 
     def where(self) -> str:
         """The JSON pointer, prefixed with the document's URI when it is not the root document."""
-        p = self.pointer or "/"
-        return p if self.doc == "" else f"{self.doc}#{self.pointer}"
+        return (self.pointer or "/") if self.doc == "" else f"{self.doc}#{self.pointer}"
 
     def __repr__(self):
         return f"Loc({self.where()})"
@@ -75,69 +78,41 @@ class Resolver:
         self.registry = {}
         for uri, doc in (registry or {}).items():
             self.registry[urldefrag(uri)[0]] = doc
-        self.resources: dict = {}   # absolute URI without fragment -> Loc
-        self.anchors: dict = {}     # URI#name -> Loc
+        self.resources: dict = {}        # absolute URI without fragment -> Loc
+        self.anchors: dict = {}          # URI#name -> Loc
         self.dynamic_anchors: dict = {}  # name -> set of resource base URIs declaring it
         self.no_validation: set = set()  # base URIs whose metaschema leaves out the validation vocabulary
-        self.index: dict = {}       # id(schema dict) -> (base, pointer, draft, doc)
         self._locs: dict = {}
-        self._docs_loaded: set = set()
+        self._docs: dict = {}            # document URI -> root Loc
+        self._indexed: set = set()
         self.root = self._add_document(root, base_uri, "")
 
-    # -- indexing ---------------------------------------------------------------------------------
+    # -- entering schemas -------------------------------------------------------------------------
+    def _enter(self, node, base: str, draft: int, pointer: str, doc: str, is_root: bool) -> Loc:
+        """The Loc of ``node`` reached with ``base``/``draft``; registers a resource it starts."""
+        if isinstance(node, dict):
+            meta = node.get("$schema")
+            d = draft_of(meta)
+            id_key = "id" if (d or draft) == 4 else "$id"
+            idv = node.get(id_key)
+            if d is not None and (is_root or isinstance(idv, str)):
+                draft = d
+            if isinstance(idv, str) and not ("$ref" in node and draft <= 7) and \
+                    not (idv.startswith("#") and draft <= 7):
+                base = urldefrag(urljoin(base, idv))[0]
+            if d is None and meta is not None and self._validation_off(meta):
+                self.no_validation.add(base)
+        loc = self.loc(node, base, pointer, draft, doc)
+        if isinstance(node, dict) or is_root:
+            self.resources.setdefault(base, loc)
+        return loc
+
     def _add_document(self, schema, uri: str, doc: str) -> Loc:
         uri = urldefrag(uri)[0]
-        self._docs_loaded.add(uri)
-        draft = (draft_of(schema.get("$schema")) if isinstance(schema, dict) else None) or 2020
-        root = None
-        stack = [(schema, uri, "", draft, True)]
-        while stack:
-            node, base, ptr, dr, is_root = stack.pop()
-            if not isinstance(node, dict):
-                loc = self.loc(node, base, ptr, dr, doc)
-                if is_root:
-                    root = loc
-                    self.resources.setdefault(base, loc)
-                continue
-            d = draft_of(node.get("$schema"))
-            if d is not None and ("$id" in node or "id" in node or is_root):
-                dr = d
-            meta_off = d is None and self._validation_off(node.get("$schema"))
-            id_key = "id" if dr == 4 else "$id"
-            idv = node.get(id_key)
-            if isinstance(idv, str) and not ("$ref" in node and dr <= 7):
-                if idv.startswith("#") and dr <= 7:
-                    self.anchors.setdefault(base + idv, (node, base, ptr, dr))
-                else:
-                    base = urldefrag(urljoin(base, idv))[0]
-                    self.resources.setdefault(base, (node, base, ptr, dr))
-            for key in ("$anchor", "$dynamicAnchor"):
-                if isinstance(node.get(key), str):
-                    self.anchors.setdefault(f"{base}#{node[key]}", (node, base, ptr, dr))
-            if isinstance(node.get("$dynamicAnchor"), str):
-                self.dynamic_anchors.setdefault(node["$dynamicAnchor"], set()).add(base)
-            if meta_off:
-                self.no_validation.add(base)
-            self.index.setdefault(id(node), (base, ptr, dr, doc))
-            if is_root:
-                self.resources.setdefault(uri, (node, base, ptr, dr))
-                root = self.loc(node, base, ptr, dr, doc)
-            for key in SCHEMA_VALUED:
-                v = node.get(key)
-                if isinstance(v, (dict, bool)):
-                    stack.append((v, base, f"{ptr}/{_escape(key)}", dr, False))
-            for key in SCHEMA_LISTS:
-                v = node.get(key)
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        stack.append((x, base, f"{ptr}/{key}/{i}", dr, False))
-            for key in SCHEMA_MAPS:
-                v = node.get(key)
-                if isinstance(v, dict):
-                    for name, x in v.items():
-                        if isinstance(x, (dict, bool)):
-                            stack.append((x, base, f"{ptr}/{key}/{_escape(name)}", dr, False))
-        return root
+        loc = self._enter(schema, uri, 2020, "", doc, True)
+        self._docs[uri] = loc
+        self.resources.setdefault(uri, loc)
+        return loc
 
     def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "") -> Loc:
         key = (id(schema), base) if isinstance(schema, dict) else (schema, base, pointer)
@@ -149,45 +124,49 @@ class Resolver:
     def child(self, parent: Loc, schema, *path) -> Loc:
         """The Loc of a sub-schema of ``parent`` reached through ``path`` (keys or indexes)."""
         ptr = parent.pointer + "".join("/" + _escape(str(p)) for p in path)
-        if isinstance(schema, dict):
-            hit = self.index.get(id(schema))
-            if hit is not None:
-                base, _, dr, doc = hit
-                return self.loc(schema, base, ptr, dr, doc)
+        if isinstance(schema, dict) and ("$id" in schema or "id" in schema or "$schema" in schema):
+            return self._enter(schema, parent.base, parent.draft, ptr, parent.doc, False)
         return self.loc(schema, parent.base, ptr, parent.draft, parent.doc)
 
-    # -- resolution -------------------------------------------------------------------------------
-    def resolve(self, ref: str, at: Loc) -> Loc:
-        """The schema a ``$ref`` at ``at`` points to; GrammarError when it cannot be found."""
-        if not isinstance(ref, str):
-            raise GrammarError(f"$ref at {at.where()}: must be a string, got {type(ref).__name__}")
-        if ref.startswith("#"):
-            uri = urldefrag(at.base)[0] + ref
-        else:
-            uri = urljoin(at.base, ref)
-        doc_uri, frag = urldefrag(uri)
-        frag = unquote(frag)
-        if not frag.startswith("/") and frag:
-            hit = self.anchors.get(f"{doc_uri}#{frag}")
-            if hit is None:
-                self._load(doc_uri, ref, at)
-                hit = self.anchors.get(f"{doc_uri}#{frag}")
-            if hit is None:
-                raise GrammarError(f"$ref {ref!r} at {at.where()}: no anchor {frag!r} in {doc_uri}")
-            return self._loc_of(hit)
-        res = self.resources.get(doc_uri)
-        if res is None:
-            self._load(doc_uri, ref, at)
-            res = self.resources.get(doc_uri)
-        start = res if isinstance(res, Loc) else self._loc_of(res)
-        if not frag:
-            return start
-        return self._walk(start, frag, ref, at)
+    # -- full index (anchors, resources not met yet) ------------------------------------------------
+    def _index(self, start: Loc) -> None:
+        if id(start.schema) in self._indexed:
+            return
+        self._indexed.add(id(start.schema))
+        stack = [start]
+        while stack:
+            loc = stack.pop()
+            node = loc.schema
+            if not isinstance(node, dict):
+                continue
+            base, dr = loc.base, loc.draft
+            idv = node.get("id" if dr == 4 else "$id")
+            if isinstance(idv, str) and idv.startswith("#") and dr <= 7 and "$ref" not in node:
+                self.anchors.setdefault(urldefrag(base)[0] + idv, loc)
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(node.get(key), str):
+                    self.anchors.setdefault(f"{base}#{node[key]}", loc)
+            if isinstance(node.get("$dynamicAnchor"), str):
+                self.dynamic_anchors.setdefault(node["$dynamicAnchor"], set()).add(base)
+            for key in SCHEMA_VALUED:
+                v = node.get(key)
+                if isinstance(v, (dict, bool)):
+                    stack.append(self.child(loc, v, key))
+            for key in SCHEMA_LISTS:
+                v = node.get(key)
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        stack.append(self.child(loc, x, key, i))
+            for key in SCHEMA_MAPS:
+                v = node.get(key)
+                if isinstance(v, dict):
+                    for name, x in v.items():
+                        if isinstance(x, (dict, bool)):
+                            stack.append(self.child(loc, x, key, name))
 
-    def _loc_of(self, hit) -> Loc:
-        node, base, ptr, dr = hit
-        doc = self.index.get(id(node), (None, None, None, ""))[3] if isinstance(node, dict) else ""
-        return self.loc(node, base, ptr, dr, doc)
+    def _index_all(self) -> None:
+        for loc in list(self._docs.values()):
+            self._index(loc)
 
     def _validation_off(self, meta) -> bool:
         """A custom metaschema (from the registry) whose $vocabulary leaves out validation."""
@@ -201,21 +180,48 @@ class Resolver:
     def load_all(self) -> None:
         """Index every registry document (a dynamic reference may land in any of them)."""
         for uri, doc in self.registry.items():
-            if uri not in self._docs_loaded:
+            if uri not in self._docs:
                 self._add_document(doc, uri, uri)
+        self._index_all()
 
     def dynamic_anchor_count(self, name: str) -> int:
         return len(self.dynamic_anchors.get(name, ()))
 
-    def _load(self, doc_uri: str, ref: str, at: Loc) -> None:
-        if doc_uri in self._docs_loaded or doc_uri not in self.registry:
+    # -- resolution -------------------------------------------------------------------------------
+    def resolve(self, ref: str, at: Loc) -> Loc:
+        """The schema a ``$ref`` at ``at`` points to; GrammarError when it cannot be found."""
+        if not isinstance(ref, str):
+            raise GrammarError(f"$ref at {at.where()}: must be a string, got {type(ref).__name__}")
+        uri = urldefrag(at.base)[0] + ref if ref.startswith("#") else urljoin(at.base, ref)
+        doc_uri, frag = urldefrag(uri)
+        frag = unquote(frag)
+        anchor = bool(frag) and not frag.startswith("/")
+        for attempt in range(3):
+            if anchor:
+                hit = self.anchors.get(f"{doc_uri}#{frag}")
+            else:
+                hit = self.resources.get(doc_uri)
+            if hit is not None:
+                break
+            if attempt == 0:
+                self._index_all()
+            elif attempt == 1:
+                if doc_uri not in self.registry or doc_uri in self._docs:
+                    break
+                self._index(self._add_document(self.registry[doc_uri], doc_uri, doc_uri))
+        if hit is None:
+            if anchor and doc_uri in self.resources:
+                raise GrammarError(f"$ref {ref!r} at {at.where()}: no anchor {frag!r} in {doc_uri}")
             raise GrammarError(f"$ref {ref!r} at {at.where()}: cannot resolve {doc_uri!r} (not in this "
                                "schema nor in the registry)")
-        self._add_document(self.registry[doc_uri], doc_uri, doc_uri)
+        if anchor or not frag:
+            return hit
+        return self._walk(hit, frag, ref, at)
 
     def _walk(self, start: Loc, frag: str, ref: str, at: Loc) -> Loc:
-        node, base, draft = start.schema, start.base, start.draft
-        ptr = start.pointer
+        loc = start
+        node = start.schema
+        path = []
         for raw in frag.split("/")[1:]:
             tok = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and tok in node:
@@ -224,14 +230,10 @@ class Resolver:
                 node = node[int(tok)]
             else:
                 raise GrammarError(f"$ref {ref!r} at {at.where()}: JSON pointer {frag!r} does not exist")
-            ptr += "/" + raw
-            if isinstance(node, dict):
-                hit = self.index.get(id(node))
-                if hit is not None:
-                    base, _, draft, _ = hit
+            path.append(tok)
+            if isinstance(node, dict):  # carry base URIs and drafts down the path
+                loc = self.child(loc, node, *path)
+                path = []
         if not isinstance(node, (dict, bool)):
             raise GrammarError(f"$ref {ref!r} at {at.where()}: {frag!r} is not a schema")
-        hit = self.index.get(id(node)) if isinstance(node, dict) else None
-        if hit is not None:
-            return self.loc(node, hit[0], hit[1], hit[2], hit[3])
-        return self.loc(node, base, ptr, draft, start.doc)
+        return loc if not path else self.child(loc, node, *path)

@@ -72,6 +72,31 @@ def pattern_node(pattern: str, anchored: bool = False):
     return alt(parts, flatten=False)
 
 
+_SHORT = {cp: "\\" + letter for cp, letter in SHORT_ESCAPES}
+
+
+@lru_cache(maxsize=65536)
+def _u_pieces(cp: int) -> tuple:
+    """``\\uXXXX`` of a BMP code point as literal runs and (lower, upper) hex-letter pairs."""
+    out, run = [], "\\u"
+    for ch in "%04x" % cp:
+        if ch.isdigit():
+            run += ch
+        else:
+            out.append(run)
+            out.append((ch, ch.upper()))
+            run = ""
+    if run:
+        out.append(run)
+    return tuple(x for x in out if x)
+
+
+def _hex_piece(b, piece) -> int:
+    if isinstance(piece, str):
+        return b.re_literal(piece)
+    return b.re_char_ranges([(ord(piece[0]), ord(piece[0])), (ord(piece[1]), ord(piece[1]))], False)
+
+
 # --- matching a decoded string against an anchor-free node (used to merge property names) -------
 
 def _ends(node, text: str, starts: frozenset) -> frozenset:
@@ -136,6 +161,8 @@ class JsonStrings:
         self._any = None
         self._lengths: dict = {}
         self._texts: dict = {}
+        self._chars: dict = {}
+        self._not_texts: dict = {}
 
     # -- hex digits -------------------------------------------------------------------------------
     def _hex_digit(self, lo: int, hi: int) -> int:
@@ -221,9 +248,19 @@ class JsonStrings:
         return out
 
     def char(self) -> int:
-        """Any one code point (no lone surrogate), in any encoding."""
+        """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
+        directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
         if self._char is None:
-            self._char = self.encoded_class(U.ANY)
+            b = self.b
+            h = self._hex_digit
+            hex2 = b.re_concat([h(0, 15), h(0, 15)])
+            u = b.re_literal("\\u")
+            bmp = b.re_or([b.re_concat([h(0, 12), hex2, h(0, 15)]), b.re_concat([h(14, 15), hex2, h(0, 15)]),
+                           b.re_concat([h(13, 13), h(0, 7), hex2])])
+            pair = b.re_concat([u, h(13, 13), h(8, 11), hex2, u, h(13, 13), h(12, 15), hex2])
+            short = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
+            raw = b.re_char_ranges(U.bridge_surrogates(RAW_OK), False)
+            self._char = b.re_or([raw, short, b.re_concat([u, bmp]), pair])
         return self._char
 
     def any_body(self) -> int:
@@ -237,15 +274,39 @@ class JsonStrings:
         e = self._texts.get(text)
         if e is not None:
             return e
+        chars = self._chars
         items = []
         for c in text:
-            cp = ord(c)
-            if 0xD800 <= cp <= 0xDFFF:
-                items.append(self._u_escape(cp, cp))
-            else:
-                items.append(self.encoded_class(((cp, cp),)))
+            x = chars.get(c)
+            if x is None:
+                x = chars[c] = self._code_point(ord(c))
+            items.append(x)
         e = self.b.re_concat(items) if items else self.b.re_empty()
         self._texts[text] = e
+        return e
+
+    def _code_point(self, cp: int) -> int:
+        """Every encoding of one code point (the fast path of encoded_class for one character)."""
+        b = self.b
+        if cp > 0xFFFF:
+            return self.encoded_class(((cp, cp),))
+        alts = []
+        if not (0xD800 <= cp <= 0xDFFF) and cp >= 0x20 and cp != 0x22 and cp != 0x5C:
+            alts.append(b.re_literal(chr(cp)))
+        short = _SHORT.get(cp)
+        if short is not None:
+            alts.append(b.re_literal(short))
+        alts.append(b.re_concat([_hex_piece(b, piece) for piece in _u_pieces(cp)]))
+        return alts[0] if len(alts) == 1 else b.re_or(alts)
+
+    def not_texts(self, texts) -> int:
+        """Every string except those of ``texts``. (A complement: the builder's emptiness search
+        finds a witness at once, and it builds faster than a trie-shaped union of escapes.)"""
+        key = tuple(sorted(set(texts)))
+        e = self._not_texts.get(key)
+        if e is None:
+            b = self.b
+            e = self._not_texts[key] = b.re_and([self.any_body(), b.re_not(b.re_or([self.text(t) for t in key]))])
         return e
 
     def length(self, lo: int, hi) -> int:
