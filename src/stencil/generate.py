@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import codecs
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -75,16 +76,21 @@ class _Model:
         self.length = 0
         self.passes = 0
         self.first_pass_done: float | None = None  # perf_counter when the prompt was processed
+        # Only the last rows' logits are needed: the LM head over 49k-150k ids is the biggest
+        # matmul of a small model, so computing it for every prompt position would dominate.
+        params = inspect.signature(model.forward).parameters
+        self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in params), None)
 
-    def forward(self, tokens: Sequence[int]):
-        """Logits (float32, CPU) after each of ``tokens``, shape ``[len(tokens), vocab]``."""
+    def forward(self, tokens: Sequence[int], keep: int = 1):
+        """Logits (float32, CPU) after each of the last ``keep`` of ``tokens``: ``[keep, vocab]``."""
         torch = self.torch
         ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True)
+        kw = {self._keep_arg: keep} if self._keep_arg else {}
+        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kw)
         self.cache = out.past_key_values
         self.length += len(tokens)
         self.passes += 1
-        logits = out.logits[0].float().cpu()
+        logits = out.logits[0, -keep:].float().cpu()
         if self.first_pass_done is None:
             self.first_pass_done = time.perf_counter()
         return logits
@@ -273,10 +279,10 @@ def _verify_drafts(net: _Model, matcher, sampler: _Sampler, stream: _Stream, bm,
     holds the mask of the matcher's current state, and ``logits`` the next-token logits when
     ``feed`` is empty."""
     if feed:
-        rows = net.forward(list(feed) + drafts)[-(len(drafts) + 1):]
+        rows = net.forward(list(feed) + drafts, keep=len(drafts) + 1)
     else:
         torch = sampler.torch
-        rows = torch.cat([logits.unsqueeze(0), net.forward(drafts)])
+        rows = torch.cat([logits.unsqueeze(0), net.forward(drafts, keep=len(drafts))])
     res.drafted_tokens += len(drafts)
     for i, d in enumerate(drafts):
         if i:
