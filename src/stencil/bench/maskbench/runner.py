@@ -20,8 +20,10 @@ import datetime
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -148,6 +150,10 @@ def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: 
         counts[r["engine"]][r["status"]] = counts[r["engine"]].get(r["status"], 0) + 1
     t0 = time.monotonic()
     last_note = t0
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        # `kill PID` of a background run: stop the workers and keep what was written
+        old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with open(results_path, "a", encoding="utf-8") as out:
             for i, path in enumerate(files):
@@ -173,6 +179,8 @@ def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: 
     finally:
         for w in workers.values():
             w.stop()
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     meta["worker_restarts"] = {e: w.restarts for e, w in workers.items()}
     with open(os.path.join(output, "meta.json"), "w") as f:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 import traceback
 
@@ -27,6 +28,7 @@ _CTX = mp.get_context("spawn")  # a clean interpreter: no state inherited from t
 
 def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | None) -> None:
     """Entry point of the worker process."""
+    _die_with_parent()
     if log_path:
         # Engines' own chatter (warnings, Rust logs, crash traces) goes to the engine's log file.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -59,6 +61,18 @@ def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | Non
         del rec
         engine.release()
         gc.collect()
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this worker when the parent dies (even by SIGKILL), so that no
+    engine keeps computing for a run that is gone."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _rss_bytes(pid: int) -> int:

@@ -1,4 +1,9 @@
-"""stencil's own adapter: ``GrammarCompiler.compile_json_schema`` and ``stencil.Matcher``."""
+"""stencil's own adapter: ``GrammarCompiler.compile_json_schema`` and ``stencil.Matcher``.
+
+Where this build's GrammarCompiler has no ``compile_json_schema`` yet, the schema goes through the
+JSON Schema front-end directly: ``compile_grammar(json_schema_grammar(schema))``, default options
+(flexible whitespace, properties in definition order, unsupported keywords are errors).
+"""
 from __future__ import annotations
 
 import functools
@@ -8,6 +13,18 @@ import stencil
 from stencil.bench.maskbench.engines.base import CompileError, Session, package_version
 
 
+def _schema_compiler(compiler: stencil.GrammarCompiler):
+    """``(compile(schema) -> CompiledGrammar, description)`` or ``(None, why not)``."""
+    method = getattr(compiler, "compile_json_schema", None)
+    if method is not None:
+        return method, "compile_json_schema"
+    try:
+        from stencil.grammar.json_schema import json_schema_grammar
+    except ImportError:
+        return None, "stencil.GrammarCompiler.compile_json_schema is not available in this build"
+    return (lambda schema: compiler.compile_grammar(json_schema_grammar(schema))), "json_schema_grammar"
+
+
 class StencilEngine:
     name = "stencil"
 
@@ -15,15 +32,16 @@ class StencilEngine:
         self.info = info
         self.compiler = stencil.GrammarCompiler(info)
         self.bitmask = stencil.allocate_token_bitmask(1, info.vocab_size)
-        self.version = package_version("stencil")
+        self._compile, how = _schema_compiler(self.compiler)
+        self.version = package_version("stencil") + (f" ({how})" if self._compile else "")
+        self._why_not = None if self._compile else how
         self.tokenizer_source = f"stencil.bench.tokenizers:{tokenizer_name}"
 
     def compile(self, schema: Any) -> Session:
-        compile_json_schema = getattr(self.compiler, "compile_json_schema", None)
-        if compile_json_schema is None:
-            raise CompileError("stencil.GrammarCompiler.compile_json_schema is not available in this build")
+        if self._compile is None:
+            raise CompileError(self._why_not)
         try:
-            compiled = compile_json_schema(schema)
+            compiled = self._compile(schema)
         except (stencil.GrammarError, ValueError, TypeError, RecursionError) as e:
             raise CompileError(f"{type(e).__name__}: {e}") from None
         matcher = stencil.Matcher(compiled)
