@@ -93,7 +93,23 @@ def report(records: list[dict], engines: list[str], files: set[str] | None, head
     if t:
         lines += ["", "Issue 6 targets on those schemas:"]
         lines += [f"  {'met   ' if ok else 'MISSED'}  {text}" for text, ok in t]
+    if "stencil" in by_engine:
+        lines += ["", "stencil's slowest schemas (where to look first):"] + slowest(by_engine["stencil"])
     return "\n".join(lines) + "\n"
+
+
+def slowest(records: list[dict], n: int = 5) -> list[str]:
+    """Lines naming the schemas with the highest single TBM, the highest TTFM, and the timeouts
+    and crashes of one engine's records."""
+    timed = [r for r in records if len(r["tbm_ns"])]
+    by_tbm = sorted(timed, key=lambda r: -int(r["tbm_ns"].max()))[:n]
+    by_ttfm = sorted((r for r in records if r.get("ttfm_ns") is not None), key=lambda r: -r["ttfm_ns"])[:n]
+    out = ["  max TBM: " + ", ".join(f"{r['file']} {r['tbm_ns'].max() / 1e3:,.0f} us" for r in by_tbm),
+           "  TTFM:    " + ", ".join(f"{r['file']} {r['ttfm_ns'] / 1e6:,.1f} ms" for r in by_ttfm)]
+    bad = [f"{r['file']} ({r['status']})" for r in records if r["status"] in ("timeout", "crash", "oom")]
+    if bad:
+        out.append(f"  timeouts, crashes, out of memory ({len(bad)}): " + ", ".join(bad[:20]) + (" ..." if len(bad) > 20 else ""))
+    return out
 
 
 def _progress(done: int, total: int, t0: float, counts: dict[str, dict[str, int]]) -> str:
