@@ -227,7 +227,10 @@ def compile_target(target: Target, compiler) -> Any:
         if target.kind == "lark":
             return _compile_method(compiler, "compile_lark")(target.source)
         if target.kind == "gbnf":
-            return _compile_method(compiler, "compile_gbnf")(target.source)
+            if hasattr(compiler, "compile_gbnf"):
+                return compiler.compile_gbnf(target.source)
+            from stencil.grammar.gbnf import gbnf_grammar
+            return compiler.compile_grammar(gbnf_grammar(target.source))
         return _choice_grammar(compiler, target.source)
     except stencil.GrammarError as e:
         raise CliError(f"unsupported or invalid {target.kind}: {e}") from None

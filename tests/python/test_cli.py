@@ -1,0 +1,175 @@
+"""The `stencil` command: bad input fails fast with a clear message and exit status 2, standard
+output carries only the generated text, schema output is checked with jsonschema."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from stencil import cli
+from generation_model import default_model, have_generation_stack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------------------- bad input, no model
+
+def test_schema_not_json(tmp_path, capsys):
+    p = tmp_path / "s.json"
+    p.write_text('{"type": "object",\n  "properties": {,}}')
+    code, out, err = run_cli(capsys, "generate", "--schema", str(p))
+    assert code == 2 and out == ""
+    assert "is not JSON" in err and "line 2" in err
+
+
+def test_missing_files_and_model(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "generate", "--schema", str(tmp_path / "nope.json"))
+    assert code == 2 and "does not exist" in err and out == ""
+    code, out, err = run_cli(capsys, "generate", "--gbnf", str(tmp_path / "nope.gbnf"))
+    assert code == 2 and "does not exist" in err
+    code, out, err = run_cli(capsys, "generate", "--regex", "[0-9]+", "--model", str(tmp_path / "no-model"))
+    assert code == 2 and "no-model" in err and "does not exist" in err and out == ""
+
+
+def test_bad_grammar_fails_before_the_model_loads(capsys, monkeypatch):
+    import stencil.models
+    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
+    code, out, err = run_cli(capsys, "generate", "--regex", "(ab")
+    assert code == 2 and "regex" in err and "(ab" in err and out == ""
+    code, out, err = run_cli(capsys, "generate", "--choices", " , ")
+    assert code == 2 and "--choices" in err
+    code, out, err = run_cli(capsys, "generate", "--pydantic", "no_colon_here")
+    assert code == 2 and "module:Class" in err
+    code, out, err = run_cli(capsys, "generate", "--pydantic", "surely_not_a_module_xyz:Model")
+    assert code == 2 and "cannot import" in err
+    code, out, err = run_cli(capsys, "generate", "--regex", "a", "--max-tokens", "0")
+    assert code == 2 and "--max-tokens" in err
+
+
+def test_unsupported_schema_keyword(tmp_path, capsys, monkeypatch):
+    import stencil
+    if not hasattr(stencil.GrammarCompiler, "compile_json_schema"):
+        pytest.skip("GrammarCompiler.compile_json_schema is not in this build yet")
+    import stencil.models
+    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string", "frobnicate": 3}}}))
+    code, out, err = run_cli(capsys, "generate", "--schema", str(p))
+    assert code == 2 and "frobnicate" in err and out == ""
+
+
+def test_parse_choices():
+    assert cli.parse_choices("a, b ,c") == ["a", "b", "c"]
+    assert cli.parse_choices(r"x\,y,z") == ["x,y", "z"]
+
+
+def test_help_and_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["generate", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--schema", "--pydantic", "--regex", "--lark", "--gbnf", "--choices", "--prompt", "--model",
+                "--max-tokens", "--temperature", "--seed"):
+        assert opt in out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["generate", "--regex", "a", "--choices", "a,b"])  # one grammar input at a time
+    assert e.value.code == 2
+
+
+def test_check_subcommand(tmp_path, capsys):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    code, out, err = run_cli(capsys, "check", str(p))
+    try:
+        import stencil.grammar.json_schema.check  # noqa: F401
+    except ImportError:
+        assert code == 2 and "not have" in err
+        return
+    assert code == 0 and out.strip()
+
+
+# ------------------------------------------------------------------------ with the real model
+
+@pytest.fixture
+def model_loaded_once(monkeypatch):
+    """The real default model, loaded once for all CLI tests of this process."""
+    lm = default_model()
+    import stencil.models
+    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: lm)
+    return lm
+
+
+def test_choices_stdout_is_only_the_text(capsys, model_loaded_once):
+    code, out, err = run_cli(capsys, "generate", "--choices", "red,green,blue", "--prompt", "What color is grass?")
+    assert code == 0
+    assert out.strip() in ("red", "green", "blue") and out.endswith("\n") and out.count("\n") == 1
+    assert "tokens" in err and "stopped by" in err
+
+
+def test_pydantic_model(tmp_path, capsys, monkeypatch, model_loaded_once):
+    import stencil
+    if not (hasattr(stencil.GrammarCompiler, "compile_pydantic") or hasattr(stencil.GrammarCompiler,
+                                                                            "compile_json_schema")):
+        pytest.skip("neither compile_pydantic nor compile_json_schema is in this build yet")
+    (tmp_path / "pets.py").write_text(textwrap.dedent("""
+        from typing import Literal
+        from pydantic import BaseModel, Field
+        class Pet(BaseModel):
+            name: str = Field(max_length=12)
+            kind: Literal["cat", "dog", "fish"]
+            age: int = Field(ge=0, le=30)
+    """))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "generate", "--pydantic", "pets:Pet", "--prompt", "Describe a pet.",
+                             "--max-tokens", "60")
+    assert code == 0, err
+    v = json.loads(out)
+    assert v["kind"] in ("cat", "dog", "fish") and "validates as Pet" in err
+
+
+def test_schema_output_is_checked(tmp_path, capsys, model_loaded_once):
+    import stencil
+    if not hasattr(stencil.GrammarCompiler, "compile_json_schema"):
+        pytest.skip("GrammarCompiler.compile_json_schema is not in this build yet")
+    code, out, err = run_cli(capsys, "generate", "--schema", os.path.join(ROOT, "examples", "person.schema.json"),
+                             "--prompt", "Describe Marie Curie as a JSON object.", "--max-tokens", "120")
+    assert code == 0, err
+    assert json.loads(out)["name"] and "valid under the schema" in err
+
+
+def test_prompt_longer_than_context(capsys, model_loaded_once):
+    long_prompt = "word " * (model_loaded_once.context_length + 10)
+    code, out, err = run_cli(capsys, "generate", "--regex", "[0-9]", "--prompt", long_prompt)
+    assert code == 2 and "context" in err and out == ""
+
+
+def test_max_tokens_too_small_exits_1(capsys, model_loaded_once):
+    code, out, err = run_cli(capsys, "generate", "--regex", "[a-z]{20}", "--prompt", "Spell a long word.",
+                             "--max-tokens", "2")
+    assert code == 1 and "incomplete" in err and len(out.strip()) > 0
+
+
+@pytest.mark.skipif(not have_generation_stack(), reason="needs the hf extra")
+def test_console_script_end_to_end():
+    """The installed `stencil` script in a real pipeline: stdout is exactly the answer."""
+    exe = shutil.which("stencil", path=os.path.dirname(sys.executable)) or shutil.which("stencil")
+    if exe is None:
+        pytest.skip("the stencil console script is not installed")
+    default_model()  # skips when the model package is missing
+    p = subprocess.run([exe, "generate", "--regex", "(yes|no)", "--prompt", "Is water wet? Answer yes or no."],
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout in ("yes\n", "no\n")
+    assert "loaded" in p.stderr and "stopped by" in p.stderr
