@@ -125,6 +125,15 @@ def load_pydantic(spec: str) -> Any:
     return obj
 
 
+def compile_schema(compiler, schema: Any, **options):
+    """``compiler.compile_json_schema(schema, **options)``, or the JSON Schema front-end directly
+    in a build whose GrammarCompiler does not have that method yet."""
+    if hasattr(compiler, "compile_json_schema"):
+        return compiler.compile_json_schema(schema, **options)
+    from stencil.grammar.json_schema import json_schema_grammar
+    return compiler.compile_grammar(json_schema_grammar(schema, **options))
+
+
 def _compile_method(compiler, name: str) -> Callable:
     fn = getattr(compiler, name, None)
     if fn is None:
@@ -171,15 +180,29 @@ class Target:
     def __init__(self, kind: str, source: Any, system: str | None, default_prompt: str,
                  check: Callable[[str], str] | None = None):
         self.kind, self.source, self.system, self.default_prompt, self.check = kind, source, system, default_prompt, check
-        self.grammar = None
+        self.options: dict = {}  # JSON Schema compile options (whitespace)
 
 
 def make_target(args) -> Target:
     """Read and check the grammar input before the model loads (bad input fails fast)."""
+    target = _make_target(args)
+    if args.whitespace is not None:
+        if target.kind not in ("schema", "pydantic"):
+            raise CliError("--whitespace applies to --schema and --pydantic only")
+        ws = args.whitespace
+        target.options["whitespace"] = int(ws) if ws.isdigit() else ws
+    return target
+
+
+def schema_system_message(schema: Any) -> str:
+    """The system message that tells the model the schema it must follow."""
+    return "Answer with JSON that follows this JSON Schema:\n" + json.dumps(schema)
+
+
+def _make_target(args) -> Target:
     if args.schema is not None:
         schema = load_schema(args.schema)
-        return Target("schema", schema, "Answer with JSON that follows this JSON Schema:\n" + json.dumps(schema),
-                      "Give an example.", _schema_check(schema))
+        return Target("schema", schema, schema_system_message(schema), "Give an example.", _schema_check(schema))
     if args.pydantic is not None:
         cls = load_pydantic(args.pydantic)
         schema = cls.model_json_schema()
@@ -187,7 +210,7 @@ def make_target(args) -> Target:
         def check(text: str) -> str:
             cls.model_validate_json(text)
             return f"the output validates as {cls.__name__}"
-        return Target("pydantic", cls, "Answer with JSON that follows this JSON Schema:\n" + json.dumps(schema),
+        return Target("pydantic", cls, schema_system_message(schema),
                       "Give an example.", check)
     if args.regex is not None:
         return Target("regex", args.regex, None, "Generate an example.")
@@ -217,11 +240,11 @@ def compile_target(target: Target, compiler) -> Any:
     import stencil
     try:
         if target.kind == "schema":
-            return _compile_method(compiler, "compile_json_schema")(target.source)
+            return compile_schema(compiler, target.source, **target.options)
         if target.kind == "pydantic":
             if hasattr(compiler, "compile_pydantic"):
-                return compiler.compile_pydantic(target.source)
-            return _compile_method(compiler, "compile_json_schema")(target.source.model_json_schema())
+                return compiler.compile_pydantic(target.source, **target.options)
+            return compile_schema(compiler, target.source.model_json_schema(), **target.options)
         if target.kind == "regex":
             return compiler.compile_regex(target.source)
         if target.kind == "lark":
@@ -338,6 +361,9 @@ def _add_generate(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="seed for sampling")
+    p.add_argument("--whitespace", metavar="flexible|compact|N", default=None,
+                   help="JSON layout for --schema/--pydantic: flexible (the model chooses, default), compact, "
+                        "or an indentation of N spaces")
     p.add_argument("--no-system", action="store_true",
                    help="do not tell the model the schema or the choices in a system message")
     p.add_argument("--no-jump-forward", action="store_true",

@@ -1,0 +1,98 @@
+"""Generation with the real default model under 10 JSON Schemas from ../shared/data/maskbench-dev,
+greedy and sampled, every output validated with jsonschema.
+
+The schemas are picked by a fixed rule: files in name order, grouped by source (the name up to
+the first '_' or '-'); a file qualifies when its schema is an object schema with properties,
+its JSON text is at most 800 characters, it has valid test instances and all of them are short
+(json.dumps at most 100 characters), and stencil compiles it. Sources are visited in name order,
+round robin, taking each source's next qualifying file, until there are 10.
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+
+import pytest
+
+import stencil
+from generation_model import default_model
+from stencil.cli import compile_schema, schema_system_message
+
+jsonschema = pytest.importorskip("jsonschema")
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "maskbench-dev")
+COUNT = 10
+
+
+def _candidates() -> dict[str, list[tuple[str, dict]]]:
+    by_source: dict[str, list[tuple[str, dict]]] = collections.defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(DATA, "*.json"))):
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        schema = doc["schema"]
+        valid = [json.dumps(t["data"], ensure_ascii=False) for t in doc["tests"] if t["valid"]]
+        if not valid or max(map(len, valid)) > 100 or len(json.dumps(schema)) > 800:
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object" or not schema.get("properties"):
+            continue
+        name = os.path.basename(path)
+        source = name.replace("-", "_").split("_")[0]
+        by_source[source].append((name, schema))
+    return by_source
+
+
+def pick_schemas(compiler) -> list[tuple[str, dict]]:
+    by_source = _candidates()
+    queues = {s: list(v) for s, v in sorted(by_source.items())}
+    picked: list[tuple[str, dict]] = []
+    while len(picked) < COUNT and any(queues.values()):
+        for source in sorted(queues):
+            while queues[source]:
+                name, schema = queues[source].pop(0)
+                try:
+                    compile_schema(compiler, schema)
+                except stencil.GrammarError:
+                    continue  # not supported by stencil: the rule moves on to the next file
+                picked.append((name, schema))
+                break
+            if len(picked) == COUNT:
+                break
+    return picked
+
+
+@pytest.fixture(scope="module")
+def lm():
+    if not os.path.isdir(DATA):
+        pytest.skip(f"MaskBench data not found at {DATA}")
+    return default_model()
+
+
+@pytest.fixture(scope="module")
+def schemas(lm):
+    return pick_schemas(stencil.GrammarCompiler(lm.tokenizer_info))
+
+
+def test_rule_picks_ten_schemas_from_several_sources(schemas):
+    assert len(schemas) == COUNT
+    assert len({n.replace("-", "_").split("_")[0] for n, _ in schemas}) >= 5
+
+
+@pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.8, 11)])
+def test_outputs_are_valid(lm, schemas, temperature, seed):
+    compiler = stencil.GrammarCompiler(lm.tokenizer_info)
+    failures = []
+    for name, schema in schemas:
+        g = compile_schema(compiler, schema)
+        out = stencil.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
+                               temperature=temperature, seed=seed)
+        if out.finish_reason not in ("eos", "grammar"):
+            failures.append(f"{name}: stopped by {out.finish_reason} after {len(out.token_ids)} tokens: {out.text!r}")
+            continue
+        try:
+            value = json.loads(out.text)
+            jsonschema.validators.validator_for(schema)(schema).validate(value)
+        except (ValueError, jsonschema.ValidationError) as e:
+            failures.append(f"{name}: invalid output {out.text!r}: {e}")
+    assert not failures, "\n".join(failures)
