@@ -173,3 +173,30 @@ def test_console_script_end_to_end():
     assert p.returncode == 0, p.stderr
     assert p.stdout in ("yes\n", "no\n")
     assert "loaded" in p.stderr and "stopped by" in p.stderr
+
+
+def test_progress_lines_and_spinner():
+    import io
+    import time as _time
+
+    plain = io.StringIO()
+    p = cli.Progress(plain)
+    p.stage("loading the tokenizer")
+    p.stage("loading the model")
+    p.done("loaded in 1.0 s")
+    assert plain.getvalue().splitlines() == ["stencil: loading the tokenizer ...", "stencil: loading the model ...",
+                                             "stencil: loaded in 1.0 s"]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    p = cli.Progress(term)
+    p.stage("loading the model")
+    _time.sleep(0.35)
+    p.done("loaded")
+    text = term.getvalue()
+    assert "\rloading" not in text and "loading the model" in text and "\r\033[K" in text
+    assert text.count("loading the model") >= 2  # redrawn with the elapsed time
+    assert text.endswith("stencil: loaded\n")
