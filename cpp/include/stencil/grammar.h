@@ -30,6 +30,7 @@ enum class CheckKind : uint8_t {
   UniqueItem = 1,  // the completed array item equals no earlier item of its list
   UniqueKey = 2,   // the completed member's key equals no earlier member's key
   ObjectKeys = 3,  // the completed object has all `names` and min..max members
+  NotIn = 4,       // the completed JSON string (decoded) is none of `names`
 };
 
 struct CompletionCheck {

@@ -57,7 +57,7 @@ class Matcher : private TextSource {
   }
   bool accept_special(int32_t token);
   bool accepting_now();
-  void walk(size_t first, size_t root, uint32_t* words);
+  void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
   void undo_tokens(size_t n);
 
   std::shared_ptr<const CompiledGrammar> g_;

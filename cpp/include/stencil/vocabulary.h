@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "tokens/shared_mask_cache.h"
@@ -32,6 +33,7 @@ class TokenTrie {
   // (first id, other id) for tokens whose bytes equal an earlier token's.
   const std::vector<std::pair<int32_t, int32_t>>& duplicates() const { return duplicates_; }
   size_t memory_bytes() const;
+  size_t memory_bytes_with_slice() const;
   int max_depth() const { return max_depth_; }
 
  private:
@@ -39,6 +41,8 @@ class TokenTrie {
   std::vector<std::pair<int32_t, int32_t>> duplicates_;
   int max_depth_ = 0;
 };
+
+struct PlainSlice;
 
 class Vocabulary {
  public:
@@ -56,8 +60,12 @@ class Vocabulary {
   const TokenTrie& trie() const { return trie_; }
   double trie_build_seconds() const { return trie_build_seconds_; }
   size_t memory_bytes() const;
+  size_t memory_bytes_with_slice() const;
   // Raises UsageError naming the id when it is outside [0, vocab_size).
   void check_id(int64_t id) const;
+  // The plain-text slice and the trie of the other tokens, built on first use.
+  const PlainSlice& plain_slice() const;
+  ~Vocabulary();
   // Inner masks shared by all grammars compiled for this vocabulary.
   SharedMaskCache& shared_masks() const { return *shared_masks_; }
 
@@ -71,6 +79,8 @@ class Vocabulary {
   TokenTrie trie_;
   double trie_build_seconds_ = 0;
   std::unique_ptr<SharedMaskCache> shared_masks_ = std::make_unique<SharedMaskCache>(256ull << 20);
+  mutable std::once_flag plain_once_;
+  mutable std::unique_ptr<PlainSlice> plain_;
 };
 
 }  // namespace stencil

@@ -59,7 +59,9 @@ void bind_grammar(nb::module_& m) {
            "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
            "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
            "'unique_key' (the completed object member's key equals no earlier member's key),\n"
-           "'object_keys' (the completed object has every name in `names` and min..max members).")
+           "'object_keys' (the completed object has every name in `names` and min..max members),\n"
+           "'not_in' (the completed JSON string, escapes decoded, is none of `names`: put it on a rule\n"
+           "wrapping a key lexeme to exclude known keys without a complement regex).")
       .def("build", [](const GrammarBuilder& b, Symbol start) {
         nb::gil_scoped_release release;
         return b.build(start);

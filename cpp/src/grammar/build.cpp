@@ -239,7 +239,7 @@ std::string Grammar::to_string() const {
     }
     out += "\n";
   }
-  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys"};
+  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in"};
   for (const CompletionCheck& c : checks) {
     out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
     for (const auto& n : c.names) out += " \"" + n + "\"";

@@ -226,7 +226,9 @@ void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::
   if (kind == "unique_item") c.kind = CheckKind::UniqueItem;
   else if (kind == "unique_key") c.kind = CheckKind::UniqueKey;
   else if (kind == "object_keys") c.kind = CheckKind::ObjectKeys;
-  else throw GrammarError("add_check: unknown check kind '" + kind + "' (unique_item, unique_key, object_keys)");
+  else if (kind == "not_in") c.kind = CheckKind::NotIn;
+  else throw GrammarError("add_check: unknown check kind '" + kind + "' (unique_item, unique_key, object_keys, not_in)");
+  if (c.kind == CheckKind::NotIn) std::sort(c.names.begin(), c.names.end());
   if (min < 0 || (max >= 0 && max < min))
     throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   for (const CompletionCheck& other : checks_)

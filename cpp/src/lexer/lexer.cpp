@@ -147,4 +147,19 @@ std::string Lexer::signature(uint32_t s) const {
   return key;
 }
 
+uint32_t Lexer::probe_state(uint32_t s, size_t i) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  if (2 * i + 1 >= p.size()) return kDead;
+  return intern_state({p[2 * i], p[2 * i + 1]});
+}
+
+bool Lexer::has_lazy(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2)
+    if (lexemes_[p[i]].lazy) return true;
+  return false;
+}
+
 }  // namespace stencil

@@ -68,6 +68,10 @@ class Lexer {
   // A key equal for lexer states of any grammar that match alike (canonical
   // expressions and lexeme flags); empty when the state is too big to key.
   std::string signature(uint32_t s) const;
+  // The state holding only the i-th (lexeme, expression) pair of s, to
+  // reason about one lexeme of a state alone; kDead when i is out of range.
+  uint32_t probe_state(uint32_t s, size_t i) const;
+  bool has_lazy(uint32_t s) const;
 
  private:
   static constexpr uint32_t kBlockBits = 10;

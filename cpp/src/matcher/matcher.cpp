@@ -199,8 +199,7 @@ int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
 
 // Walks the sub-trie at `first` with full lexer and parser machinery; the
 // frame at index root + depth - 1 is the parent of a node at `depth`.
-void Matcher::walk(size_t first, size_t root, uint32_t* words) {
-  const auto& nodes = vocab_->trie().nodes();
+void Matcher::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words) {
   const size_t end = first + nodes[first].subtree_size;
   for (size_t i = first; i < end;) {
     const TrieNode& node = nodes[i];
@@ -232,25 +231,62 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
   const std::vector<uint32_t>& inner = entry->inner();
   for (size_t i = 0; i < need; ++i) words[i] = inner[i];
-  const auto& nodes = vocab_->trie().nodes();
   const bool needs_text = !g_->grammar().checks.empty();
-  for (const Boundary& bd : entry->boundaries) {
-    const size_t d = nodes[bd.node].depth;
+  const auto& bounds = entry->boundaries;
+  std::string_view prefix, run_prefix;
+  for (size_t k = 0; k < bounds.size();) {
+    const Boundary& bd = bounds[k];
+    const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
+    const size_t node = bd.node & ~kRestTrieBit;
+    const size_t d = nodes[node].depth;
     frames_.resize(root + d);
     frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : uint8_t(0)};
     if (needs_text && d > 1) {
       // Completion checks read the bytes above the boundary: the token prefix
       // shared by the whole sub-trie, taken from its first token.
-      size_t n = bd.node;
+      size_t n = node;
       while (nodes[n].token_id < 0) ++n;
-      std::string_view prefix = vocab_->token_bytes(nodes[n].token_id);
-      for (size_t k = 1; k < d; ++k) frames_[root + k].byte = static_cast<uint8_t>(prefix[k - 1]);
+      prefix = vocab_->token_bytes(nodes[n].token_id).substr(0, d - 1);
+      for (size_t i = 1; i < d; ++i) frames_[root + i].byte = static_cast<uint8_t>(prefix[i - 1]);
     }
     parser_.truncate(top.rows);
-    walk(bd.node, root, words);
+    const LexState& ls = lexer_->state(bd.lexer_state);
+    uint32_t q;
+    if (lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead || ls.accepting.empty() ||
+        !end_lexeme(ls, &q)) {
+      walk(nodes, node, root, words);
+      ++k;
+      continue;
+    }
+    // The lexeme ends before this byte. The parser's work for that is the same
+    // for the following boundaries with the same state, depth and prefix: do
+    // it once and walk each of them from the state that starts the next lexeme.
+    run_prefix = prefix;
+    Frame& ended = frames_.back();
+    ended.state = q;
+    ended.rows = static_cast<uint32_t>(parser_.num_rows());
+    ended.fresh = true;
+    const Frame ended_copy = ended;
+    for (; k < bounds.size(); ++k) {
+      const Boundary& b2 = bounds[k];
+      const auto& nodes2 = MaskCache::trie_of(*vocab_, b2.node).nodes();
+      const size_t n2 = b2.node & ~kRestTrieBit;
+      if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
+          nodes2[n2].depth != d || lexer_->next(b2.lexer_state, nodes2[n2].byte) != Lexer::kDead)
+        break;
+      if (needs_text && d > 1) {
+        size_t n = n2;
+        while (nodes2[n].token_id < 0) ++n;
+        if (vocab_->token_bytes(nodes2[n].token_id).substr(0, d - 1) != run_prefix) break;
+      }
+      frames_.resize(root + d);
+      frames_.back() = ended_copy;
+      walk(nodes2, n2, root, words);
+    }
   }
-  pop_to(depth0);
-  frames_[root] = top;
+  frames_.resize(depth0);
+  frames_[root] = top;  // boundary walks rewrite the top frame
+  parser_.truncate(top.rows);
   for (auto [a, b] : vocab_->trie().duplicates())
     if ((words[a >> 5] >> (a & 31)) & 1) set(b);
   // Special tokens the grammar names here, and end of sequence.

@@ -75,12 +75,13 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       const int32_t ci = g.nt_check[lhs];
       const CompletionCheck* check = ci >= 0 ? &g.checks[ci] : nullptr;
       const uint32_t from = rows_[it.origin].offset;
-      if (check && check->kind == CheckKind::ObjectKeys && !object_check(*check, from, offset)) continue;
+      const bool whole = check && (check->kind == CheckKind::ObjectKeys || check->kind == CheckKind::NotIn);
+      if (whole && !whole_check(*check, from, offset)) continue;
       const uint32_t o_begin = rows_[it.origin].begin, o_end = rows_[it.origin].end;
       for (uint32_t j = o_begin; j < o_end; ++j) {
         const EarleyItem prev = items_[j];
         if (g.dotted[prev.pos] != lhs) continue;
-        if (check && check->kind != CheckKind::ObjectKeys &&
+        if (check && !whole &&
             !sibling_check(*check, rows_[prev.origin].offset, from, offset))
           continue;
         add(prev.pos + 1, prev.origin);
@@ -149,12 +150,18 @@ void EarleyParser::add_allowed_specials(std::vector<int32_t>& out) const {
   }
 }
 
-// The bytes of the completed object, `{...}`: every required name present and
-// the member count within bounds. Unreadable text vetoes (it cannot be checked).
-bool EarleyParser::object_check(const CompletionCheck& c, uint32_t from, uint32_t to) {
+// Checks on the completed text alone. An object (`{...}`): every required
+// name present, the member count within bounds. A string: none of the names.
+// Unreadable text vetoes (it cannot be checked).
+bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t to) {
   if (!text_) return true;
   scratch_text_.clear();
   text_->text(from, to, scratch_text_);
+  if (c.kind == CheckKind::NotIn) {
+    std::string value;
+    if (!canonical_value(scratch_text_, value) || value.empty() || value[0] != 's') return false;
+    return !std::binary_search(c.names.begin(), c.names.end(), value.substr(1));
+  }
   std::vector<std::string> keys;
   if (!object_keys(scratch_text_, keys)) return false;
   const int64_t n = static_cast<int64_t>(keys.size());

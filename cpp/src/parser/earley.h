@@ -55,7 +55,7 @@ class EarleyParser {
  private:
   void add(uint32_t pos, uint32_t origin);
   void close_row(uint32_t row, uint32_t begin, uint32_t offset);
-  bool object_check(const CompletionCheck& c, uint32_t from, uint32_t to);
+  bool whole_check(const CompletionCheck& c, uint32_t from, uint32_t to);
   bool sibling_check(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to);
   void grow_set();
 

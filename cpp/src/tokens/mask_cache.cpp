@@ -4,16 +4,18 @@
 
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
+#include "tokens/plain_slice.h"
 
 namespace stencil {
 
-std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) {
-  auto e = std::make_shared<MaskEntry>();
-  auto shared = std::make_shared<SharedMaskEntry>();
-  std::vector<uint32_t>& inner = shared->inner;
-  inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
-  const auto& nodes = vocab.trie().nodes();
-  std::vector<uint32_t> st(static_cast<size_t>(vocab.trie().max_depth()) + 2, 0);
+namespace {
+
+// The inner walk: tokens that stay inside the current lexeme, and the nodes
+// where a lexeme ends (or must end) inside a token.
+void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
+                std::vector<Boundary>& boundaries) {
+  const auto& nodes = trie.nodes();
+  std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2, 0);
   st[0] = state;
   const size_t n = nodes.size();
   for (size_t i = 1; i < n;) {
@@ -21,18 +23,64 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
     uint32_t p = st[node.depth - 1];
     uint32_t t = lexer.next(p, node.byte);
     if (t == Lexer::kDead) {
-      if (!lexer.state(p).accepting.empty()) e->boundaries.push_back({static_cast<uint32_t>(i), p});
+      if (!lexer.state(p).accepting.empty()) boundaries.push_back({static_cast<uint32_t>(i) | tag, p});
       i += node.subtree_size;
       continue;
     }
     if (lexer.state(t).end_now) {
-      e->boundaries.push_back({static_cast<uint32_t>(i), p});
+      boundaries.push_back({static_cast<uint32_t>(i) | tag, p});
       i += node.subtree_size;
       continue;
     }
     st[node.depth] = t;
     if (node.token_id >= 0) inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
     ++i;
+  }
+}
+
+}  // namespace
+
+const TokenTrie& MaskCache::trie_of(const Vocabulary& vocab, uint32_t tagged_node) {
+  return (tagged_node & kRestTrieBit) ? vocab.plain_slice().rest : vocab.trie();
+}
+
+bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const {
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    auto it = admit_memo_.find(uint64_t(state) << 32 | max_pairs);
+    if (it != admit_memo_.end()) return it->second;
+  }
+  bool ok = admits_plain_text(lexer, state, max_pairs);
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  admit_memo_.emplace(uint64_t(state) << 32 | max_pairs, ok);
+  return ok;
+}
+
+// A state admits plain text when the whole state does, or, with no lazy
+// lexeme in it, when one of its lexemes alone does: that lexeme then stays
+// alive and extendable after any plain text, so the state never dies or must
+// end (keys of known names beside a free key lexeme, for instance).
+bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state) const {
+  if (explore_plain(lexer, state, 64)) return true;
+  if (lexer.has_lazy(state)) return false;
+  for (size_t i = 0;; ++i) {
+    uint32_t probe = lexer.probe_state(state, i);
+    if (probe == Lexer::kDead) return false;
+    if (probe != state && explore_plain(lexer, probe, 256)) return true;
+  }
+}
+
+std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
+  auto e = std::make_shared<MaskEntry>();
+  auto shared = std::make_shared<SharedMaskEntry>();
+  if (admits_plain(lexer, state)) {
+    // Every plain token stays inside: take the slice, walk only the rest.
+    const PlainSlice& slice = vocab.plain_slice();
+    shared->inner = slice.bits;
+    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+  } else {
+    shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
+    inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   e->boundaries.shrink_to_fit();
   shared->boundary_nodes.reserve(e->boundaries.size());
@@ -44,17 +92,18 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
 std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                               std::shared_ptr<const SharedMaskEntry> shared) {
   auto e = std::make_shared<MaskEntry>();
-  const auto& nodes = vocab.trie().nodes();
   e->boundaries.reserve(shared->boundary_nodes.size());
-  for (uint32_t node : shared->boundary_nodes) {
+  for (uint32_t tagged : shared->boundary_nodes) {
     // The state before the node's byte: replay the bytes above it, which the
     // inner walk proved stay inside the lexeme.
+    const auto& nodes = trie_of(vocab, tagged).nodes();
+    const uint32_t node = tagged & ~kRestTrieBit;
     size_t n = node;
     while (nodes[n].token_id < 0) ++n;
     std::string_view prefix = vocab.token_bytes(nodes[n].token_id);
     uint32_t p = state;
     for (size_t k = 0; k + 1 < nodes[node].depth; ++k) p = lexer.next(p, static_cast<uint8_t>(prefix[k]));
-    e->boundaries.push_back({node, p});
+    e->boundaries.push_back({tagged, p});
   }
   e->shared = std::move(shared);
   return e;

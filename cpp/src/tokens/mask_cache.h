@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -16,9 +17,13 @@ namespace stencil {
 
 class Lexer;
 class Vocabulary;
+class TokenTrie;
+
+// Boundary nodes in the trie of the non-plain tokens carry this bit.
+constexpr uint32_t kRestTrieBit = 0x80000000u;
 
 struct Boundary {
-  uint32_t node;         // trie node whose byte ends a lexeme (or follows one)
+  uint32_t node;         // trie node whose byte ends a lexeme (or follows one); kRestTrieBit: rest trie
   uint32_t lexer_state;  // the state before that byte
 };
 
@@ -37,10 +42,17 @@ class MaskCache {
   size_t size() const;
   size_t bytes() const;
 
+  static const TokenTrie& trie_of(const Vocabulary& vocab, uint32_t tagged_node);
+
  private:
-  static std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state);
+  std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);
+  bool admits_plain(const Lexer& lexer, uint32_t state) const;
+  bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const;
+
+  mutable std::mutex admit_mu_;
+  mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<uint32_t, std::shared_ptr<const MaskEntry>> entries_;
   mutable size_t bytes_ = 0;

@@ -2,6 +2,7 @@
 
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
+#include "tokens/plain_slice.h"
 
 namespace stencil {
 
@@ -52,6 +53,19 @@ void Vocabulary::check_id(int64_t id) const {
 
 size_t Vocabulary::memory_bytes() const {
   return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + trie_.memory_bytes();
+}
+
+Vocabulary::~Vocabulary() = default;
+
+const PlainSlice& Vocabulary::plain_slice() const {
+  std::call_once(plain_once_, [this] { plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this)); });
+  return *plain_;
+}
+
+size_t Vocabulary::memory_bytes_with_slice() const {
+  size_t n = memory_bytes();
+  if (plain_) n += plain_->bits.capacity() * 4 + plain_->rest.memory_bytes();
+  return n;
 }
 
 }  // namespace stencil

@@ -1,0 +1,76 @@
+#include "tokens/plain_slice.h"
+
+#include <unordered_set>
+
+#include "lexer/lexer.h"
+
+namespace stencil {
+
+int plain_text_step(int state, uint8_t b) {
+  enum { kBoundary, kNeed1, kNeed2, kNeed3, kAfterE0, kAfterED, kAfterF0, kAfterF4 };
+  switch (state) {
+    case kBoundary:
+      if (b < 0x20 || b == '"' || b == '\\') return -1;
+      if (b < 0x80) return kBoundary;
+      if (b >= 0xC2 && b <= 0xDF) return kNeed1;
+      if (b == 0xE0) return kAfterE0;
+      if (b == 0xED) return kAfterED;
+      if (b >= 0xE1 && b <= 0xEF) return kNeed2;
+      if (b == 0xF0) return kAfterF0;
+      if (b >= 0xF1 && b <= 0xF3) return kNeed3;
+      if (b == 0xF4) return kAfterF4;
+      return -1;
+    case kNeed1: return b >= 0x80 && b <= 0xBF ? kBoundary : -1;
+    case kNeed2: return b >= 0x80 && b <= 0xBF ? kNeed1 : -1;
+    case kNeed3: return b >= 0x80 && b <= 0xBF ? kNeed2 : -1;
+    case kAfterE0: return b >= 0xA0 && b <= 0xBF ? kNeed1 : -1;
+    case kAfterED: return b >= 0x80 && b <= 0x9F ? kNeed1 : -1;
+    case kAfterF0: return b >= 0x90 && b <= 0xBF ? kNeed2 : -1;
+    case kAfterF4: return b >= 0x80 && b <= 0x8F ? kNeed2 : -1;
+  }
+  return -1;
+}
+
+PlainSlice PlainSlice::build(const Vocabulary& vocab) {
+  PlainSlice s;
+  const int32_t n = vocab.num_tokens();
+  s.bits.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
+  std::vector<std::string_view> views(n);
+  std::vector<uint8_t> excluded(n, 1);
+  for (int32_t id = 0; id < n; ++id) {
+    if (vocab.is_special(id)) continue;
+    std::string_view t = vocab.token_bytes(id);
+    views[id] = t;
+    int st = 0;
+    for (unsigned char c : t)
+      if ((st = plain_text_step(st, c)) < 0) break;
+    if (st >= 0 && !t.empty()) {
+      s.bits[id >> 5] |= 1u << (id & 31);
+    } else {
+      excluded[id] = 0;  // goes into the trie of the rest
+    }
+  }
+  s.rest.build(views, excluded);
+  return s;
+}
+
+bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
+  std::unordered_set<uint64_t> seen{uint64_t(state) << 8};
+  std::vector<std::pair<uint32_t, int>> todo{{state, 0}};
+  while (!todo.empty()) {
+    auto [s, p] = todo.back();
+    todo.pop_back();
+    for (int b = 0; b < 256; ++b) {
+      int p2 = plain_text_step(p, static_cast<uint8_t>(b));
+      if (p2 < 0) continue;
+      uint32_t t = lexer.next(s, static_cast<uint8_t>(b));
+      if (t == Lexer::kDead || lexer.state(t).end_now) return false;
+      if (!seen.insert((uint64_t(t) << 8) | static_cast<uint64_t>(p2)).second) continue;
+      if (seen.size() > max_pairs) return false;
+      todo.push_back({t, p2});
+    }
+  }
+  return true;
+}
+
+}  // namespace stencil
