@@ -37,12 +37,19 @@ class GrammarCompiler:
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,
                  max_lexer_states: int = 1 << 20, lexer_fuel: int = 100_000_000,
-                 mask_cache_bytes: int = 512 << 20, max_threads: int = 4):
+                 mask_cache_bytes: int = 512 << 20, max_threads: int = 4,
+                 mask_optimizations: dict | None = None):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a stencil.TokenizerInfo, got {type(tokenizer_info).__name__}")
         self.tokenizer_info = tokenizer_info
         self._limits = dict(max_lexer_states=max_lexer_states, lexer_fuel=lexer_fuel,
                             mask_cache_bytes=mask_cache_bytes)
+        # Switches for measuring the mask optimizations one by one (all on by default):
+        # plain_slice, shared_masks, boundary_runs.
+        for name, on in (mask_optimizations or {}).items():
+            if name not in ("plain_slice", "shared_masks", "boundary_runs"):
+                raise ValueError(f"unknown mask optimization {name!r}")
+            self._limits[name] = bool(on)
         self._cache: OrderedDict[int, CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()

@@ -13,6 +13,10 @@ namespace stencil {
 struct CompileLimits {
   LexerLimits lexer;
   size_t mask_cache_bytes = 512ull << 20;
+  // Mask optimizations, on by default; switches exist to measure each one.
+  bool plain_slice = true;    // copy the plain-text slice when a state admits it
+  bool shared_masks = true;   // share inner masks across grammars of a vocabulary
+  bool boundary_runs = true;  // one parser scan for a run of boundaries ending one lexeme
 };
 
 class CompiledGrammar {
@@ -23,6 +27,7 @@ class CompiledGrammar {
   const Vocabulary& vocab() const { return *vocab_; }
   const Lexer& lexer() const { return *lexer_; }
   const MaskCache& mask_cache() const { return cache_; }
+  const CompileLimits& limits() const { return limits_; }
   std::shared_ptr<const Grammar> grammar_ptr() const { return grammar_; }
   std::shared_ptr<const Vocabulary> vocab_ptr() const { return vocab_; }
   size_t memory_bytes() const;
@@ -31,6 +36,7 @@ class CompiledGrammar {
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
   std::unique_ptr<Lexer> lexer_;
+  CompileLimits limits_;
   MaskCache cache_;
 };
 

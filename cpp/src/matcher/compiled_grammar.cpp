@@ -6,7 +6,10 @@ namespace stencil {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                                  CompileLimits limits)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), cache_(limits.mask_cache_bytes) {
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      limits_(limits),
+      cache_(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks) {
   for (const LexemeSpec& l : grammar_->lexemes)
     if (l.special)
       for (int32_t t : l.token_ids)

@@ -252,7 +252,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     parser_.truncate(top.rows);
     const LexState& ls = lexer_->state(bd.lexer_state);
     uint32_t q;
-    if (lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead || ls.accepting.empty() ||
+    if (!g_->limits().boundary_runs || lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead ||
+        ls.accepting.empty() ||
         !end_lexeme(ls, &q)) {
       walk(nodes, node, root, words);
       ++k;

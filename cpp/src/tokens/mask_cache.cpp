@@ -73,7 +73,7 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state) const {
 std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
-  if (admits_plain(lexer, state)) {
+  if (plain_slice_ && admits_plain(lexer, state)) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
@@ -116,7 +116,7 @@ std::shared_ptr<const MaskEntry> MaskCache::get(const Lexer& lexer, const Vocabu
     if (it != entries_.end()) return it->second;
   }
   std::shared_ptr<const MaskEntry> e;
-  const std::string key = lexer.signature(state);
+  const std::string key = shared_masks_ ? lexer.signature(state) : std::string();
   auto shared = key.empty() ? nullptr : vocab.shared_masks().find(key);
   if (shared) {
     e = resolve(lexer, vocab, state, std::move(shared));

@@ -37,7 +37,8 @@ struct MaskEntry {
 
 class MaskCache {
  public:
-  explicit MaskCache(size_t budget_bytes) : budget_(budget_bytes) {}
+  MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks)
+      : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks) {}
   std::shared_ptr<const MaskEntry> get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   size_t size() const;
   size_t bytes() const;
@@ -57,6 +58,7 @@ class MaskCache {
   mutable std::unordered_map<uint32_t, std::shared_ptr<const MaskEntry>> entries_;
   mutable size_t bytes_ = 0;
   size_t budget_;
+  bool plain_slice_, shared_masks_;
 };
 
 }  // namespace stencil
