@@ -178,9 +178,14 @@ def emit_array(em, spec: ArrSpec, depth: int):
             if nxt is not None:
                 b.add_alternative(target(nxt), [lists[state]] + comma + [item_symbol(s)])
     rule = em.fresh("array")
+    alts = 0
     if accepting(start):
         b.add_alternative(rule, em.empty_array())
+        alts += 1
     for state, r in lists.items():
         if accepting(state):
             b.add_alternative(rule, em.arr_open(depth) + [r] + em.arr_close(depth))
+            alts += 1
+    if not alts:
+        em.dead(rule)
     return rule

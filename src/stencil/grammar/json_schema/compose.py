@@ -19,15 +19,17 @@ Example::
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 
 from stencil._core import GrammarError
 from stencil.grammar.json_schema.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_consts,
                                                   str_consts)
-from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE,
-                                               ArrSpec, ObjSpec, Typed, Unsupported, sub_and)
+from stencil.grammar.json_schema.disjoint import disjoint
+from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, NONE, ArrSpec, ObjSpec, Typed,
+                                               sub_and)
 
-__all__ = ["read", "unevaluated", "disjoint"]
+__all__ = ["read", "unevaluated", "exactly_one"]
 
 _EXACT_ANYOF_BRANCHES = 6
 
@@ -170,70 +172,6 @@ def only(kind: str, specs) -> Typed:
     return Typed(arr=tuple(specs)) if kind == "arr" else Typed(obj=tuple(specs))
 
 
-# --- disjointness proofs (sound, incomplete) ----------------------------------------------------
-
-def disjoint(ctx, a, b, depth: int = 0) -> bool:
-    """True only if no instance satisfies both specs (ArrSpec or ObjSpec)."""
-    if depth > 4:
-        return False
-    if isinstance(a, ObjSpec):
-        if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
-            return True
-        for k in a.required:
-            sb = b.prop(k)
-            if sb is None:
-                from stencil.grammar.json_schema.model import rules_sub
-                sb = rules_sub(b, k)
-            if sb == FALSE_SUB:
-                return True
-            sa = a.prop(k)
-            if sa is None:
-                continue
-            if k in b.required and _subs_disjoint(ctx, sa, sb, depth):
-                return True
-        for k in b.required:
-            sa = a.prop(k)
-            if sa is None:
-                from stencil.grammar.json_schema.model import rules_sub
-                sa = rules_sub(a, k)
-            if sa == FALSE_SUB:
-                return True
-        return False
-    if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
-        return True
-    for i in range(min(max(a.min, b.min), max(len(a.prefix), len(b.prefix)))):
-        sa = a.prefix[i] if i < len(a.prefix) else a.items
-        sb = b.prefix[i] if i < len(b.prefix) else b.items
-        if _subs_disjoint(ctx, sa, sb, depth):
-            return True
-    return False
-
-
-def _subs_disjoint(ctx, sa, sb, depth) -> bool:
-    try:
-        ta, tb = ctx.sub_typed(sa), ctx.sub_typed(sb)
-    except (GrammarError, Unsupported):
-        return False
-    return typed_disjoint(ctx, ta, tb, depth + 1)
-
-
-def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0) -> bool:
-    if (a.null and b.null) or (a.bools & b.bools):
-        return False
-    for fa, fb, consts in ((a.num, b.num, num_consts), (a.str, b.str, str_consts)):
-        if fa == FALSE or fb == FALSE:
-            continue
-        ca, cb = consts(fa), consts(fb)
-        if ca is None or cb is None or ca & cb:
-            return False
-    for la, lb in ((a.arr, b.arr), (a.obj, b.obj)):
-        for x in la:
-            for y in lb:
-                if not disjoint(ctx, x, y, depth):
-                    return False
-    return True
-
-
 # --- unevaluatedProperties / unevaluatedItems -------------------------------------------------------
 
 def _annotates(branches) -> bool:
@@ -281,7 +219,7 @@ def unevaluated(ctx, loc, s, t: Typed) -> Typed:
             props = tuple((k, ps if str_eval(o.evaluated, k) else sub_and(ps, sub)) for k, ps in o.props)
             rules = o.rules + ((f_not(o.evaluated), sub),)
             from stencil.grammar.json_schema.model import normalize_obj
-            x = normalize_obj(ObjSpec(props, o.required, rules, o.names, o.min, o.max, TRUE))
+            x = normalize_obj(replace(o, props=props, rules=rules, evaluated=TRUE))
             if x is not None:
                 out.append(x)
         obj = tuple(out)
@@ -296,8 +234,8 @@ def unevaluated(ctx, loc, s, t: Typed) -> Typed:
             prefix = list(a.prefix) + [a.items] * max(0, a.eval_upto - len(a.prefix))
             prefix = tuple(p if i < a.eval_upto else sub_and(p, cond) for i, p in enumerate(prefix))
             from stencil.grammar.json_schema.model import normalize_arr
-            x = normalize_arr(ArrSpec(prefix, sub_and(a.items, cond), a.min, a.max, a.contains, a.unique,
-                                      1 << 40, ()))
+            x = normalize_arr(replace(a, prefix=prefix, items=sub_and(a.items, cond), eval_upto=1 << 40,
+                                      eval_contains=()))
             if x is not None:
                 out.append(x)
         arr = tuple(out)

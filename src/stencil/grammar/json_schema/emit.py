@@ -186,8 +186,7 @@ class Emitter:
     def _fill(self, rule, t, depth: int) -> None:
         b, lit = self.b, self._lit
         if t.is_none():
-            # no value: an unproductive rule, which the builder prunes with its uses
-            b.add_alternative(rule, [rule])
+            self.dead(rule)
             return
         if t.null:
             b.add_alternative(rule, [lit["null"]])
@@ -235,6 +234,11 @@ class Emitter:
             s = self.strings
             sym = self._lexemes[key] = self.b.lexeme(s.quoted(s.text(name)), f"key:{name[:40]}")
         return sym
+
+    def dead(self, rule) -> None:
+        """Give a rule that accepts nothing an unproductive alternative (the builder prunes it
+        with its uses; a rule with no alternative at all is an error)."""
+        self.b.add_alternative(rule, [rule])
 
     def check(self, rule, kind: str, **kw) -> None:
         """Attach one of the core's completion checks (see DESIGN.md, 'Checks')."""

@@ -18,8 +18,8 @@ from decimal import Decimal
 from stencil._core import GrammarError
 from stencil.grammar.json_schema.formats import UNSUPPORTED_FORMATS, format_spec
 from stencil.grammar.json_schema.formulas import TRUE, f_and
-from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Algebra, Either,
-                                               Neg, Typed, Unsupported, to_decimal)
+from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE, TRUE_SUB,
+                                               Algebra, Either, Neg, Typed, Unsupported, to_decimal)
 from stencil.grammar.json_schema.strings import pattern_node
 
 __all__ = ["Context", "ANNOTATIONS", "UNDERSTOOD", "NOT_ENFORCEABLE", "read_schema"]
@@ -180,7 +180,9 @@ class Context:
     def sub(self, parent, schema, *path) -> frozenset:
         """The lazy Sub for a sub-schema of ``parent``."""
         if schema is True or schema == {}:
-            return frozenset()
+            return TRUE_SUB
+        if schema is False:
+            return FALSE_SUB
         return frozenset([self.resolver.child(parent, schema, *path)])
 
 

@@ -89,6 +89,7 @@ class ObjSpec:
     min: int = 0
     max: Optional[int] = None
     evaluated: tuple = FALSE        # unevaluatedProperties: formula of the evaluated keys
+    some: tuple = ()                # (key formula, Sub): some member has such a key and value
 
     def prop(self, name):
         for k, s in self.props:
@@ -269,7 +270,8 @@ class Algebra:
                 props.append((k, sub_and(s, rules_sub(a, k))))
         hi = a.max if b.max is None else (b.max if a.max is None else min(a.max, b.max))
         return normalize_obj(ObjSpec(tuple(props), _merge_names(a.required, b.required), a.rules + b.rules, names,
-                                     max(a.min, b.min), hi, f_or(a.evaluated, b.evaluated)))
+                                     max(a.min, b.min), hi, f_or(a.evaluated, b.evaluated),
+                                     _dedupe(a.some + b.some)))
 
     # -- complement -------------------------------------------------------------------------------
     def t_not(self, a: Typed) -> Typed:
@@ -287,7 +289,7 @@ class Algebra:
         acc = (any_spec,)
         for s in specs:
             alts = negations(s)
-            acc = _dedupe(tuple(x for p in acc for q in alts if (x := meet(p, q)) is not None))
+            acc = _absorb(_dedupe(tuple(x for p in acc for q in alts if (x := meet(p, q)) is not None)))
             _cap(len(acc), 0)
             if not acc:
                 break
@@ -319,17 +321,25 @@ class Algebra:
             out.append(ObjSpec(max=s.min - 1))
         if s.max is not None:
             out.append(ObjSpec(min=s.max + 1))
+        named = {k for k, _ in s.props}
         for k, sub in s.props:
-            if sub != TRUE_SUB:
+            if k in s.required:
+                # not (k present and its value in S) = "if k is present its value is not in S"
+                out.append(ObjSpec(props=((k, self.neg(sub)),)))
+            elif sub != TRUE_SUB:
                 out.append(ObjSpec(props=((k, self.neg(sub)),), required=(k,)))
         for k in s.required:
-            out.append(ObjSpec(props=((k, FALSE_SUB),)))
-        for pred, sub in s.rules:
-            if sub != TRUE_SUB:
-                raise Unsupported("additionalProperties", "its negation (some other key present) has no "
-                                  "grammar here")
+            if k not in named:
+                out.append(ObjSpec(props=((k, FALSE_SUB),)))
+        if s.rules:
+            named = f_or(*[("const", k) for k, _ in s.props])
+            for pred, sub in s.rules:
+                if sub != TRUE_SUB:
+                    out.append(ObjSpec(some=((f_and(pred, f_not(named)), self.neg(sub)),)))
         if s.names != TRUE:
-            raise Unsupported("propertyNames", "its negation (some key outside a set) has no grammar here")
+            out.append(ObjSpec(some=((f_not(s.names), TRUE_SUB),)))
+        for key, sub in s.some:
+            out.append(ObjSpec(rules=((key, self.neg(sub)),)))
         return [x for x in (normalize_obj(o) for o in out) if x is not None]
 
 
@@ -376,8 +386,11 @@ def normalize_arr(s: ArrSpec) -> Optional[ArrSpec]:
 
 def normalize_obj(s: ObjSpec) -> Optional[ObjSpec]:
     """Apply propertyNames to the named properties; None when obviously empty."""
-    if s.max is not None and (s.min > s.max or len(s.required) > s.max):
+    if s.max is not None and (s.min > s.max or len(s.required) > s.max or (s.some and s.max == 0)):
         return None
+    for key, sub in s.some:
+        if key == FALSE or sub == FALSE_SUB:
+            return None
     props = s.props
     if s.names != TRUE:
         props = tuple((k, sub if str_eval(s.names, k) else FALSE_SUB) for k, sub in props)
@@ -397,6 +410,34 @@ def _merge_names(a: tuple, b: tuple) -> tuple:
     if not a:
         return b
     return a + tuple(k for k in b if k not in a)
+
+
+def _weaker(a, b) -> bool:
+    """Every instance of spec ``b`` is one of spec ``a`` (checked field by field, conservatively)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, ObjSpec):
+        bp = dict(b.props)
+        return (all(k in bp and bp[k] >= sub for k, sub in a.props) and set(a.required) <= set(b.required)
+                and set(a.rules) <= set(b.rules) and (a.names == TRUE or a.names == b.names)
+                and a.min <= b.min and (a.max is None or (b.max is not None and b.max <= a.max))
+                and set(a.some) <= set(b.some) and a.evaluated == b.evaluated)
+    return (len(a.prefix) <= len(b.prefix) and all(y >= x for x, y in zip(a.prefix, b.prefix))
+            and b.items >= a.items and a.min <= b.min
+            and (a.max is None or (b.max is not None and b.max <= a.max))
+            and set(a.contains) <= set(b.contains) and (b.unique or not a.unique)
+            and a.eval_upto == b.eval_upto and a.eval_contains == b.eval_contains)
+
+
+def _absorb(specs: tuple) -> tuple:
+    """Drop the alternatives another alternative already covers (X or (X and Y) = X)."""
+    if len(specs) < 2:
+        return specs
+    out = []
+    for i, s in enumerate(specs):
+        if not any(j != i and _weaker(t, s) and not (_weaker(s, t) and j > i) for j, t in enumerate(specs)):
+            out.append(s)
+    return tuple(out)
 
 
 def _dedupe(specs: tuple) -> tuple:

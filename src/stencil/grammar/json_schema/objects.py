@@ -122,8 +122,8 @@ def read(ctx, loc, s, exact: bool = False):
 
 # --- emission --------------------------------------------------------------------------------------
 
-def _key_classes(em, spec: ObjSpec, excluded: list) -> list:
-    """(key body expression, value Sub) for keys outside the named properties."""
+def _key_classes(spec: ObjSpec) -> list:
+    """(key formula, value Sub) partitioning the keys outside the named properties."""
     forbidden = FALSE
     live = []
     for pred, sub in spec.rules:
@@ -144,141 +144,202 @@ def _key_classes(em, spec: ObjSpec, excluded: list) -> list:
             f = f_and(f, pred if take else f_not(pred))
             if take:
                 sub = sub_and(sub, psub)
-        if f == FALSE or sub == FALSE_SUB:
+        if f != FALSE and sub != FALSE_SUB:
+            out.append((f, sub))
+    return out
+
+
+def _key_body(em, f, excluded: list):
+    """The key lexeme's body: strings satisfying ``f`` except the named properties; None if empty."""
+    consts = str_consts(f)
+    if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
+        keys = sorted(consts - set(excluded))
+        return em.b.re_or([em.strings.text(k) for k in keys]) if keys else None
+    names = [k for k in excluded if str_eval(f, k)]   # only those f would let through
+    if not names:
+        return em.scalars.string_body(f)
+    if f == TRUE:
+        return em.strings.not_texts(names)
+    return em.b.re_and([em.scalars.string_body(f), em.strings.not_texts(names)])
+
+
+def _subsets(entries, key_ok):
+    """(bit mask, key formula, value Sub) for each set of ``some`` entries a member may satisfy."""
+    out = [(0, TRUE, TRUE_SUB)]
+    for i, (f, sub) in enumerate(entries):
+        if not key_ok(f):
             continue
-        consts = str_consts(f)
-        if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
-            keys = sorted(consts - set(excluded))
-            if keys:
-                out.append((em.b.re_or([em.strings.text(k) for k in keys]), sub))
-            continue
-        # only the named properties this class would match need excluding
-        names = [k for k in excluded if str_eval(f, k)]
-        if not names:
-            body = em.scalars.string_body(f)
-        elif f == TRUE:
-            body = em.strings.not_texts(names)
-        else:
-            body = em.b.re_and([em.scalars.string_body(f), em.strings.not_texts(names)])
-        out.append((body, sub))
+        out += [(m | (1 << i), f_and(kf, f), sub_and(vs, sub)) for m, kf, vs in out]
     return out
 
 
 def _members(em, spec: ObjSpec, depth: int):
-    """Named members [(name, required, symbols)] and key-class members [symbols]."""
+    """Named members [(name, required, [(mask, symbols)])] and other members [(mask, symbols)];
+    a mask says which ``some`` entries the member satisfies."""
     names = [k for k, _ in spec.props]
     props = list(spec.props) + [(k, rules_sub(spec, k)) for k in spec.required if k not in names]
     colon = em.colon()
-    named = [(k, k in spec.required, [em.key_literal(k)] + colon + [em.value(sub, depth + 1)])
-             for k, sub in props if sub != FALSE_SUB]
-    classes = []
-    for body, sub in _key_classes(em, spec, [k for k, _ in props]):
-        key = em.b.lexeme(em.strings.quoted(body), "key")
-        classes.append([key] + colon + [em.value(sub, depth + 1)])
-    return named, classes
+    named = []
+    for k, sub in props:
+        if sub == FALSE_SUB:
+            continue
+        alts = []
+        for mask, _, extra in _subsets(spec.some, lambda f: str_eval(f, k)):
+            vs = sub_and(sub, extra)
+            if vs != FALSE_SUB:
+                alts.append((mask, [em.key_literal(k)] + colon + [em.value(vs, depth + 1)]))
+        named.append((k, k in spec.required, alts))
+    excluded = [k for k, _ in props]
+    others = []
+    for f, sub in _key_classes(spec):
+        for mask, kf, extra in _subsets(spec.some, lambda g: True):
+            vs = sub_and(sub, extra)
+            body = _key_body(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
+            if body is not None:
+                key = em.b.lexeme(em.strings.quoted(body), "key")
+                others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
+    return named, others
 
 
 def emit_object(em, spec: ObjSpec, depth: int):
     """A rule for the objects of ``spec``."""
-    named, classes = _members(em, spec, depth)
+    if len(spec.some) > 4:
+        raise Unsupported("not", "more than four 'some member' constraints on one object")
+    named, others = _members(em, spec, depth)
     if em.options.property_order == "any":
-        return _emit_any(em, spec, depth, named, classes)
-    return _emit_definition(em, spec, depth, named, classes)
+        return _emit_any(em, spec, depth, named, others)
+    return _emit_definition(em, spec, depth, named, others)
 
 
-def _emit_any(em, spec, depth, named, classes):
+def _by_mask(em, alts: list, check: bool) -> dict:
+    """One member rule per mask (each with the unique_key check when asked)."""
+    out: dict = {}
+    for mask, symbols in alts:
+        r = out.get(mask)
+        if r is None:
+            r = out[mask] = em.fresh("member")
+            if check:
+                em.check(r, "unique_key")
+        em.b.add_alternative(r, symbols)
+    return out
+
+
+def _reachable_masks(members: dict) -> set:
+    seen = {0}
+    todo = [0]
+    while todo:
+        m = todo.pop()
+        for mask in members:
+            if m | mask not in seen:
+                seen.add(m | mask)
+                todo.append(m | mask)
+    return seen
+
+
+def _emit_any(em, spec, depth, named, others):
     b = em.b
+    full = (1 << len(spec.some)) - 1
     rule = em.fresh("object")
-    if not spec.required and spec.min == 0:
+    empty = not spec.required and spec.min == 0 and full == 0
+    if empty:
         b.add_alternative(rule, em.empty_object())
-    if not named and not classes:
+    members = _by_mask(em, [a for _, _, alts in named for a in alts] + others, True)
+    if not members or (full not in _reachable_masks(members) and not empty):
+        if not empty:
+            em.dead(rule)
         return rule
-    member = em.fresh("member")
-    for _, _, alt in named:
-        b.add_alternative(member, alt)
-    for alt in classes:
-        b.add_alternative(member, alt)
-    em.check(member, "unique_key")
-    lst = em.fresh("members")
-    b.add_alternative(lst, [member])
-    b.add_alternative(lst, [lst] + em.comma(depth) + [member])
-    b.add_alternative(rule, em.obj_open(depth) + [lst] + em.obj_close(depth))
+    comma = em.comma(depth)
+    lists: dict = {}
+    todo = []
+
+    def state(m):
+        r = lists.get(m)
+        if r is None:
+            r = lists[m] = em.fresh("members")
+            todo.append(m)
+        return r
+
+    for mask, member in members.items():
+        b.add_alternative(state(mask), [member])
+    while todo:
+        m = todo.pop()
+        for mask, member in members.items():
+            b.add_alternative(state(m | mask), [lists[m]] + comma + [member])
+    if full in lists:
+        b.add_alternative(rule, em.obj_open(depth) + [lists[full]] + em.obj_close(depth))
     if spec.required or spec.min > 0 or spec.max is not None:
         em.check(rule, "object_keys", names=list(spec.required), min=spec.min,
                  max=-1 if spec.max is None else spec.max)
     return rule
 
 
-def _emit_definition(em, spec, depth, named, classes):
+def _emit_definition(em, spec, depth, named, others):
     b = em.b
-    wrapped = []
-    for k, req, alt in named:   # a rule per member: the chain mentions each one several times
-        m = em.fresh("member")
-        b.add_alternative(m, alt)
-        wrapped.append((k, req, m))
-    named = wrapped
+    full = (1 << len(spec.some)) - 1
+    named = [(k, req, _by_mask(em, alts, False)) for k, req, alts in named]
+    extras = _by_mask(em, others, True)
     n = len(named)
-    cap = spec.max if spec.max is not None else max(spec.min, 1)
     counted = spec.min > 1 or spec.max is not None
-    if not counted:
-        cap = 1
-    if (n + 1) * (cap + 1) > MAX_OBJECT_STATES:
+    cap = (spec.max if spec.max is not None else max(spec.min, 1)) if counted else 1
+    if (n + 1) * (cap + 1) * (full + 1) > MAX_OBJECT_STATES:
         raise Unsupported("maxProperties", f"the object needs more than {MAX_OBJECT_STATES} counting states")
-    extras = None
-    if classes:
-        extras = em.fresh("member")
-        for alt in classes:
-            b.add_alternative(extras, alt)
-        em.check(extras, "unique_key")
     comma = em.comma(depth)
-    chain: dict = {}   # (i, c) -> rule: non-empty member lists covering properties before i
+    chain: dict = {}   # (i, c, m) -> rule: non-empty member lists covering the properties before i
 
-    def state(i, c):
-        c = min(c, cap)
-        r = chain.get((i, c))
+    def state(i, c, m):
+        key = (i, min(c, cap), m)
+        r = chain.get(key)
         if r is None:
-            r = chain[(i, c)] = em.fresh("members")
+            r = chain[key] = em.fresh("members")
         return r
 
     def can_add(c):
         return not counted or spec.max is None or c + 1 <= spec.max
 
     empty_ok = True   # "no member yet" is possible before property i
-    reach = set()     # member counts of the non-empty lists before property i
-    for i, (k, req, m) in enumerate(named):
+    reach = set()     # (member count, mask) of the non-empty lists before property i
+    for i, (k, req, rules) in enumerate(named):
         nxt = set()
-        for c in sorted(reach):
+        for c, m in sorted(reach):
             if can_add(c):
-                b.add_alternative(state(i + 1, c + 1), [state(i, c)] + comma + [m])
-                nxt.add(min(c + 1, cap))
+                for mask, r in rules.items():
+                    b.add_alternative(state(i + 1, c + 1, m | mask), [state(i, c, m)] + comma + [r])
+                    nxt.add((min(c + 1, cap), m | mask))
             if not req:
-                b.add_alternative(state(i + 1, c), [state(i, c)])
-                nxt.add(c)
+                b.add_alternative(state(i + 1, c, m), [state(i, c, m)])
+                nxt.add((c, m))
         if empty_ok and can_add(0):
-            b.add_alternative(state(i + 1, 1), [m])
-            nxt.add(1)
+            for mask, r in rules.items():
+                b.add_alternative(state(i + 1, 1, mask), [r])
+                nxt.add((1, mask))
         if req:
             empty_ok = False
         reach = nxt
-    # other keys after the named properties
-    if extras is not None:
+    if extras:   # the other keys, after the named properties
         if empty_ok and can_add(0):
-            b.add_alternative(state(n, 1), [extras])
-            reach.add(1)
+            for mask, r in extras.items():
+                b.add_alternative(state(n, 1, mask), [r])
+                reach.add((1, mask))
         todo = sorted(reach)
         while todo:
-            c = todo.pop()
+            c, m = todo.pop()
             if not can_add(c):
                 continue
-            c2 = min(c + 1, cap)
-            b.add_alternative(state(n, c2), [state(n, c)] + comma + [extras])
-            if c2 not in reach:
-                reach.add(c2)
-                todo.append(c2)
+            for mask, r in extras.items():
+                nxt = (min(c + 1, cap), m | mask)
+                b.add_alternative(state(n, *nxt), [state(n, c, m)] + comma + [r])
+                if nxt not in reach:
+                    reach.add(nxt)
+                    todo.append(nxt)
     rule = em.fresh("object")
-    if empty_ok and spec.min == 0:
+    alts = 0
+    if empty_ok and spec.min == 0 and full == 0:
         b.add_alternative(rule, em.empty_object())
-    for c in sorted(reach):
-        if not counted or (c >= spec.min and (spec.max is None or c <= spec.max)):
-            b.add_alternative(rule, em.obj_open(depth) + [state(n, c)] + em.obj_close(depth))
+        alts += 1
+    for c, m in sorted(reach):
+        if m == full and (not counted or (c >= spec.min and (spec.max is None or c <= spec.max))):
+            b.add_alternative(rule, em.obj_open(depth) + [state(n, c, m)] + em.obj_close(depth))
+            alts += 1
+    if not alts:
+        em.dead(rule)
     return rule
