@@ -93,6 +93,42 @@ class GrammarCompiler:
             raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
         return self.compile_grammar(regex_grammar(pattern, flags=flags))
 
+    def compile_json_schema(self, schema, **options) -> CompiledGrammar:
+        """JSON texts valid for ``schema`` (a dict, a bool or JSON text; Draft 2020-12 and older).
+
+        Options: ``whitespace`` ("flexible", "compact" or an indentation), ``max_whitespace_run``,
+        ``property_order`` ("definition" or "any"), ``lenient``, ``registry`` ({uri: schema} for
+        ``$ref``), ``info`` (a ``stencil.grammar.json_schema.SchemaInfo`` to fill with what was
+        ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer.
+
+        Example::
+
+            g = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+        """
+        from stencil.grammar.json_schema import json_schema_grammar
+        return self.compile_grammar(json_schema_grammar(schema, **options))
+
+    def compile_pydantic(self, model, **options) -> CompiledGrammar:
+        """JSON texts that validate as a pydantic model (or any type pydantic can describe).
+
+        Example::
+
+            g = compiler.compile_pydantic(MyModel, whitespace="compact")
+        """
+        from stencil.grammar.pydantic import pydantic_grammar
+        return self.compile_grammar(pydantic_grammar(model, **options))
+
+    def compile_json(self, **options) -> CompiledGrammar:
+        """Any JSON value (RFC 8259; no repeated key in an object). Options: ``whitespace``,
+        ``max_whitespace_run``, ``property_order`` as for ``compile_json_schema``.
+
+        Example::
+
+            g = compiler.compile_json(whitespace="compact")
+        """
+        from stencil.grammar.json_schema import json_schema_grammar
+        return self.compile_grammar(json_schema_grammar(True, **options))
+
     def compile_async(self, fn: Callable[..., CompiledGrammar], *args, **kwargs) -> Future:
         """Run ``fn(*args, **kwargs)`` (one of the ``compile_*`` methods) on a worker thread.
 
