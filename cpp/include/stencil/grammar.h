@@ -122,7 +122,7 @@ class GrammarBuilder {
   Symbol fresh_rule(const std::string& hint);
 
   BuilderLimits limits_;
-  ExprStore store_;
+  mutable ExprStore store_;  // build() derives (emptiness checks) in it
   std::vector<LexemeSpec> lexemes_;
   std::vector<std::string> names_;
   std::vector<Rule> rules_;

@@ -93,10 +93,8 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
 
   // Productive symbols: lexemes with a non-empty language, rules with an
   // alternative made of productive symbols only.
-  // Only lexemes using And/Not need a search; it runs on a scratch copy of
-  // the store because derivatives add expressions.
+  // Only lexemes using And/Not need a search.
   std::vector<uint8_t> lex_ok(lexemes_.size());
-  std::unique_ptr<ExprStore> scratch;
   std::unique_ptr<Deriver> deriver;
   for (size_t i = 0; i < lexemes_.size(); ++i) {
     const LexemeSpec& l = lexemes_[i];
@@ -105,9 +103,10 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
       continue;
     }
     if (!deriver) {
-      scratch = std::make_unique<ExprStore>(store_);
-      deriver = std::make_unique<Deriver>(*scratch, 10'000'000);
-      deriver->set_class_representatives(ByteClasses::from_sets(scratch->all_bytesets()).representative);
+      // Derivatives add expressions to the builder's store; they are never
+      // copied into the grammar unless a lexeme uses them.
+      deriver = std::make_unique<Deriver>(store_, 10'000'000);
+      deriver->set_class_representatives(ByteClasses::from_sets(store_.all_bytesets()).representative);
     }
     lex_ok[i] = !deriver->is_empty(l.expr);
   }
