@@ -129,6 +129,102 @@ class GrammarCompiler:
         from stencil.grammar.json_schema import json_schema_grammar
         return self.compile_grammar(json_schema_grammar(True, **options))
 
+    # -- grammar front-ends: Lark, GBNF, choices, reasoning and tool-call formats --------------
+    def compile_lark(self, text: str, **options) -> CompiledGrammar:
+        """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
+        ``<[id]>``, ``%json {schema}``, ``%regex {options}``, ``name[lazy]`` and
+        ``name[stop="..."]`` rules (see ``stencil.grammar.lark``). Options: ``start``,
+        ``allow_unused``, ``json_options``.
+
+        Example::
+
+            g = compiler.compile_lark('start: "yes" | "no"')
+        """
+        from stencil.grammar.lark import lark_grammar
+        return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **options))
+
+    def compile_gbnf(self, text: str, **options) -> CompiledGrammar:
+        """A grammar in llama.cpp's GBNF (or XGrammar's EBNF); the start rule is ``root``.
+        Options: ``start``, ``allow_unused``.
+
+        Example::
+
+            g = compiler.compile_gbnf('root ::= [0-9]+ ("." [0-9]+)?')
+        """
+        from stencil.grammar.gbnf import gbnf_grammar
+        return self.compile_grammar(gbnf_grammar(text, tokens=self._token_table(), **options))
+
+    def compile_choice(self, choices) -> CompiledGrammar:
+        """The whole output is exactly one of ``choices`` (strings).
+
+        Example::
+
+            g = compiler.compile_choice(["yes", "no", "maybe"])
+        """
+        from stencil.grammar.choice import choice_grammar
+        return self.compile_grammar(choice_grammar(choices))
+
+    def compile_reasoning_json(self, schema, *, begin="<think>", end="</think>", optional: bool = False,
+                               **json_options) -> CompiledGrammar:
+        """Free reasoning between ``begin`` and ``end``, then JSON valid for ``schema``.
+
+        ``begin``/``end`` are strings or special-token ids; a string that is the text of a special
+        token of this tokenizer stands for that token. ``begin=None`` when the prompt already opened
+        the reasoning block; ``optional``: the model may also answer without reasoning.
+
+        Example::
+
+            g = compiler.compile_reasoning_json({"type": "object"}, end="</think>")
+        """
+        from stencil.grammar.ebnf import Namespaced
+        from stencil.grammar.formats import reasoning_then
+        from stencil.grammar.json_schema import build_json_schema
+        b = GrammarBuilder()
+        answer = build_json_schema(Namespaced(b, "answer/"), schema, **json_options)
+        rule = reasoning_then(b, answer, begin=self._marker(begin), end=self._marker(end), optional=optional)
+        return self.compile_grammar(b.build(rule))
+
+    def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", **options) -> CompiledGrammar:
+        """Free text, then after ``trigger`` a JSON object ``{"name": ..., "arguments": ...}`` whose
+        arguments are valid for the named tool's ``parameters`` schema, then ``end``.
+
+        ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
+        "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
+        a special token's text stands for the token). Options (see
+        ``stencil.grammar.formats.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
+        ``name_key``, ``args_key``, ``json_options``, and ``reasoning=(begin, end)`` to put a
+        reasoning block first.
+
+        Example::
+
+            g = compiler.compile_tool_calls([{"name": "add", "parameters": {...}}], trigger="<tool_call>")
+        """
+        from stencil.grammar.formats import reasoning_then, tool_calls
+        reasoning = options.pop("reasoning", None)
+        b = GrammarBuilder()
+        rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **options)
+        if reasoning is not None:
+            r_begin, r_end = reasoning
+            rule = reasoning_then(b, rule, begin=self._marker(r_begin), end=self._marker(r_end))
+        return self.compile_grammar(b.build(rule))
+
+    def _token_table(self):
+        from stencil.grammar.ebnf import TokenTable
+        tok = self.tokenizer_info
+        return TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes,
+                          vocab_size=tok.vocab_size)
+
+    def _marker(self, m):
+        """A string that is the text of a special token becomes that token's id."""
+        if isinstance(m, str):
+            try:
+                t = self.tokenizer_info.token_id(m)
+            except KeyError:
+                return m
+            if self.tokenizer_info.is_special(t):
+                return t
+        return m
+
     def compile_async(self, fn: Callable[..., CompiledGrammar], *args, **kwargs) -> Future:
         """Run ``fn(*args, **kwargs)`` (one of the ``compile_*`` methods) on a worker thread.
 

@@ -87,6 +87,7 @@ class Term(Node):
     regex: Any
     name: str = ""
     build: Optional[Callable] = None
+    lazy: bool = False      # the lexeme ends as soon as it matches
 
 
 @dataclass(eq=False)
@@ -281,3 +282,27 @@ def resolve_tokens(g: EbnfGrammar, node: TokenRef, table: Optional[TokenTable]) 
             raise g.error(f"token {i} has no text (a padding id)", node.pos)
         texts.append(text)
     return specials, texts
+
+
+class Namespaced:
+    """A view of a ``GrammarBuilder`` whose named rules get a prefix.
+
+    Front-ends name their rules (``b.rule("value")``), and the builder merges rules of the same
+    name; two front-ends (or one used twice) in one builder must therefore keep their names
+    apart. Everything but ``rule`` goes straight to the builder.
+
+    Example::
+
+        a = build_json_schema(Namespaced(b, "tool1/"), schema1)
+        c = build_json_schema(Namespaced(b, "tool2/"), schema2)
+    """
+
+    def __init__(self, builder, prefix: str):
+        self._b = builder
+        self._prefix = prefix
+
+    def rule(self, name: str = ""):
+        return self._b.rule(self._prefix + name if name else "")
+
+    def __getattr__(self, attr):
+        return getattr(self._b, attr)

@@ -39,7 +39,7 @@ from stencil.grammar import regex_unicode as U
 from stencil.grammar.ebnf import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
 
-__all__ = ["parse_gbnf", "gbnf_grammar", "MAX_REPEAT"]
+__all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
 
 MAX_REPEAT = 100_000
 MAX_NESTING = 200
@@ -393,6 +393,20 @@ def parse_gbnf(text: str) -> EbnfGrammar:
     return _Parser(Source(text, "GBNF grammar")).parse()
 
 
+def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
+               allow_unused: bool = False, prefix: str = "") -> int:
+    """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
+    it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
+    ``prefix``, so several grammars can share one builder."""
+    from stencil.grammar.ebnf import Namespaced
+    from stencil.grammar.gbnf_lexemes import emit_character_grammar
+
+    g = parse_gbnf(text)
+    g.start = start
+    check_grammar(g, allow_unused=allow_unused)
+    return emit_character_grammar(Namespaced(b, prefix) if prefix else b, g, tokens)
+
+
 def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
                  allow_unused: bool = False):
     """Compile GBNF text into a stencil ``Grammar`` (the IR), ready for ``compile_grammar``.
@@ -405,10 +419,6 @@ def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str =
         g = gbnf_grammar('root ::= [0-9]+ ("." [0-9]+)?')
     """
     from stencil._core import GrammarBuilder
-    from stencil.grammar.gbnf_lexemes import emit_character_grammar
 
-    g = parse_gbnf(text)
-    g.start = start
-    check_grammar(g, allow_unused=allow_unused)
     b = GrammarBuilder()
-    return b.build(emit_character_grammar(b, g, tokens))
+    return b.build(build_gbnf(b, text, tokens=tokens, start=start, allow_unused=allow_unused))

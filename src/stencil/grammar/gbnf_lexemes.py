@@ -395,9 +395,15 @@ class _Cfg:
     def make_greedy_safe(self, start: int) -> None:
         run_cache: dict = {}
         compat_cache: dict = {}
+        in_context = True
         while True:
             lex_first, follow_c, follow_l, start_l, used = self.analyze(start)
-            to_split = self._unsafe_in_context(start, used, lex_first, run_cache, compat_cache)
+            # the context-aware analysis, until it once runs out of budget (splits only grow
+            # the grammar, so it would run out again)
+            to_split = None
+            if in_context:
+                to_split = self._unsafe_in_context(start, used, lex_first, run_cache, compat_cache)
+                in_context = to_split is not None
             if to_split is None:
                 to_split = self._unsafe_anywhere(start_l, used, lex_first, follow_c, follow_l,
                                                  run_cache, compat_cache)

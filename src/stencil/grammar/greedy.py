@@ -27,7 +27,13 @@ from typing import Callable, Optional
 __all__ = ["unsafe_lexemes"]
 
 MAX_STATES = 3000
+MAX_PAIRS = 20_000
+MAX_WORK = 400_000   # elementary steps of one analysis, a deterministic time bound
 EOF = -1
+
+
+class _OutOfBudget(Exception):
+    pass
 
 
 def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_null: list,
@@ -39,8 +45,16 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
     ``rules``: (lhs, rhs) pairs over nonterminals (>= 0) and lexemes (``~k``), ``start`` the start
     nonterminal; ``lex_first[k]`` code points lexeme k starts with; ``lex_null[k]`` whether its
     regex holds "" (it is then optional); ``compatible(x, y)``: may x and y match the same text;
-    ``can_run_into(x, chars, y)``: the regex question. None when the state budget runs out.
+    ``can_run_into(x, chars, y)``: the regex question. None when the work budget runs out.
     """
+    try:
+        return _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible,
+                        can_run_into)
+    except _OutOfBudget:
+        return None
+
+
+def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible, can_run_into):
     # Nullable lexemes are optional: model them as fresh nonterminals opt -> ε | k.
     rules = [list(r) for r in rules]
     opt_of: dict[int, int] = {}
@@ -97,11 +111,16 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
         out.add(la)
         return out
 
+    work_done = [0]
+
     def closure(kernel) -> frozenset:
         items = set(kernel)
         stack = list(kernel)
         while stack:
             r, dot, la = stack.pop()
+            work_done[0] += 1
+            if work_done[0] > MAX_WORK:
+                raise _OutOfBudget
             rhs = rules[r][1]
             if dot < len(rhs) and rhs[dot] >= 0:
                 las = seq_first(rhs, dot + 1, la)
@@ -140,7 +159,7 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
         for sym, kernel in moves.items():
             n_before = len(states)
             t = add(kernel)
-            if t is None:
+            if t is None or work_done[0] > MAX_WORK:
                 return None
             goto[q][sym] = t
             if len(states) > n_before:
@@ -148,19 +167,33 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
 
     # Per state: lexemes allowed next (shifts and reduce lookaheads).
     shifts = [{~s for s in goto[q] if s < 0} for q in range(len(states))]
-    reduce_la = [{la for r, dot, la in states[q] if dot == len(rules[r][1]) and la != EOF}
-                 for q in range(len(states))]
+    reductions: list[dict] = []   # per state: lookahead -> rules to reduce
+    for q in range(len(states)):
+        red: dict = {}
+        for r, dot, la in states[q]:
+            lhs, rhs = rules[r]
+            if dot == len(rhs) and la != EOF and lhs != aug:
+                red.setdefault(la, []).append(rules[r])
+        reductions.append(red)
+    reduce_la = [set(red) for red in reductions]
     allowed = [shifts[q] | reduce_la[q] for q in range(len(states))]
     rev: list[list] = [[] for _ in states]   # predecessor edges: (p, symbol)
     for q in range(len(states)):
         for sym, t in goto[q].items():
             rev[t].append((q, sym))
 
+    below_cache: dict = {}
+
     def below(q: int, rhs: tuple) -> set:
         """States p with a path spelling ``rhs`` from p to q."""
+        key = (q, rhs)
+        if key in below_cache:
+            return below_cache[key]
         cur = {q}
         for sym in reversed(rhs):
+            work_done[0] += sum(len(rev[t]) for t in cur)
             cur = {p for t in cur for p, s in rev[t] if s == sym}
+        below_cache[key] = cur
         return cur
 
     after_cache: dict = {}
@@ -179,14 +212,12 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
         nondet = False
         while stack:
             s = stack.pop()
+            work_done[0] += 1 + len(reductions[s])
             actions = 0
             if z in shifts[s]:
                 out.add(goto[s][~z])
                 actions += 1
-            for r, dot, la in states[s]:
-                lhs, rhs = rules[r]
-                if la != z or dot != len(rhs) or lhs == aug:
-                    continue
+            for lhs, rhs in reductions[s].get(z, ()):
                 actions += 1
                 for p in below(s, rhs):
                     t = goto[p].get(lhs)
@@ -210,11 +241,18 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
             chars_cache[key] = normalize(acc)
         return chars_cache[key]
 
+    lexemes = sorted(set().union(*allowed)) if allowed else []
+    compat_with = {z: {z2 for z2 in lexemes if z2 != z and compatible(z, z2)} for z in lexemes}
+    multi = {z for z in lexemes if is_multi(z)}
     unsafe: set = set()
+    checked: set = set()
     seen_pairs = {(0, 0)}
     work = deque([(0, 0)])
     while work:
         q1, q2 = work.popleft()
+        work_done[0] += len(allowed[q1]) * (len(allowed[q2]) + 1)
+        if work_done[0] > MAX_WORK:
+            return None
         for x in allowed[q1]:
             if not is_text(x):
                 continue
@@ -222,23 +260,27 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
             if not c:
                 continue
             for y in allowed[q2]:
-                if y in unsafe or not is_multi(y) or not _meet(lex_first[x], lex_first[y]):
+                if y in unsafe or y not in multi or (x, c, y) in checked or not _meet(lex_first[x], lex_first[y]):
                     continue
+                checked.add((x, c, y))
                 if can_run_into(x, c, y):
                     unsafe.add(y)
         for z1 in allowed[q1]:
-            for z2 in allowed[q2]:
-                if z1 != z2 and not compatible(z1, z2):
-                    continue
-                next1, nd1 = after(q1, z1)
-                next2, nd2 = after(q2, z2)
+            next1, nd1 = after(q1, z1)
+            if not next1:
+                continue
+            for z2 in (compat_with[z1] & allowed[q2]) | ({z1} if z1 in allowed[q2] else set()):
+                next2, _ = after(q2, z2)
+                work_done[0] += len(next1) * len(next2)
+                if work_done[0] > MAX_WORK:
+                    return None
                 if q1 == q2 and z1 == z2 and not nd1:
                     pairs = [(t, t) for t in next1]
                 else:
                     pairs = [(t1, t2) for t1 in next1 for t2 in next2]
                 for pair in pairs:
                     if pair not in seen_pairs:
-                        if len(seen_pairs) > MAX_STATES * 20:
+                        if len(seen_pairs) > MAX_PAIRS:
                             return None
                         seen_pairs.add(pair)
                         work.append(pair)

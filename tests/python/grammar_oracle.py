@@ -1,0 +1,169 @@
+"""An independent recognizer for the grammar front-end tests: character-level Earley.
+
+It reads the parsed grammar AST (:mod:`stencil.grammar.ebnf`) and decides, with no lexer at all,
+whether a sequence of segments (text and special-token ids) is a viable prefix of the language
+and whether it is complete. Lexemes, greedy lexing and the core play no part, so comparing it
+with the Matcher checks that the front-ends' lexeme choices keep the language exact. Lark
+``%ignore`` is modelled as "any number of ignored matches before each terminal and at the end",
+which is what the Matcher implements for grammars whose terminals cannot run into each other.
+"""
+from __future__ import annotations
+
+from stencil.grammar import regex_ast as R
+from stencil.grammar.ebnf import Alt, EbnfGrammar, Ref, Rep, Seq, Term, TokenRef
+from stencil.grammar.gbnf_lexemes import ANY_TEXT
+
+
+class CharEarley:
+    def __init__(self, g: EbnfGrammar, table=None):
+        self.rules: dict = {}
+        self.counter = 0
+        self.table = table
+        self.ignore = None
+        if g.ignores:
+            self.ignore = self._nt([[]])
+            ign = R.alt([t.regex for t in g.ignores])
+            self.rules[self.ignore].append([self.ignore] + self._regex(ign))
+        for name, rd in g.rules.items():
+            self.rules.setdefault(("rule", name), [])
+        for name, rd in g.rules.items():
+            body = rd.body
+            alts = body.items if isinstance(body, Alt) else [body]
+            self.rules[("rule", name)] = [self._seq(a) for a in alts]
+        self.start = self._nt([[("rule", g.start)] + ([self.ignore] if self.ignore else [])])
+        self._nullable()
+
+    # -- conversion -------------------------------------------------------------------------------
+    def _nt(self, alts) -> tuple:
+        self.counter += 1
+        key = ("gen", self.counter)
+        self.rules[key] = alts
+        return key
+
+    def _seq(self, node) -> list:
+        if isinstance(node, Seq):
+            return [s for k in node.items for s in self._seq(k)]
+        if isinstance(node, Ref):
+            return [("rule", node.name)]
+        if isinstance(node, Alt):
+            return [self._nt([self._seq(k) for k in node.items])]
+        if isinstance(node, Rep):
+            return [self._rep(self._nt([self._seq(node.item)]), node.min, node.max)]
+        if isinstance(node, Term):
+            pre = [self.ignore] if self.ignore else []
+            return pre + self._regex(node.regex)
+        if isinstance(node, TokenRef):
+            if node.negated:
+                return self._regex(ANY_TEXT)
+            ids = list(node.ids) if node.ids is not None else [self.table.lookup(node.text)]
+            alts = []
+            for i in ids:
+                if self.table is None or self.table.is_special(i):
+                    alts.append([("special", i)])
+                else:
+                    alts.append(self._regex(R.literal(self.table.text(i).decode())))
+            return [self._nt(alts)]
+        raise AssertionError(type(node).__name__)
+
+    def _rep(self, item, lo, hi) -> tuple:
+        if hi is None:
+            star = self._nt([[]])
+            self.rules[star].append([star, item])
+            return self._nt([[item] * lo + [star]])
+        return self._nt([[item] * n for n in range(lo, hi + 1)])
+
+    def _regex(self, node) -> list:
+        if isinstance(node, R.Literal):
+            return [("chars", ((ord(c), ord(c)),)) for c in node.text]
+        if isinstance(node, R.CharClass):
+            return [("chars", node.ranges)]
+        if isinstance(node, R.Concat):
+            return [s for k in node.items for s in self._regex(k)]
+        if isinstance(node, R.Alt):
+            return [self._nt([self._regex(k) for k in node.items])]
+        if isinstance(node, R.Repeat):
+            return [self._rep(self._nt([self._regex(node.item)]), node.min, node.max)]
+        if isinstance(node, (R.Empty, R.AnchorStart, R.AnchorEnd)):
+            return []
+        if isinstance(node, R.Nothing):
+            return [self._nt([])]
+        raise AssertionError(type(node).__name__)
+
+    def _nullable(self) -> None:
+        self.null: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for k, alts in self.rules.items():
+                if k not in self.null and any(all(s in self.null for s in a) for a in alts):
+                    self.null.add(k)
+                    changed = True
+
+    # -- recognition ------------------------------------------------------------------------------
+    @staticmethod
+    def _matches(sym, unit) -> bool:
+        if sym[0] == "special":
+            return unit == sym[1]
+        if not isinstance(unit, str):
+            return False
+        c = ord(unit)
+        return any(lo <= c <= hi for lo, hi in sym[1])
+
+    def _close(self, items: set, waiting: list, k: int) -> None:
+        """Predict and complete within set k; ``waiting[j]`` maps a nonterminal to the items of
+        set j whose dot stands before it."""
+        here: dict = {}
+        waiting.append(here)
+        stack = list(items)
+        while stack:
+            it = stack.pop()
+            lhs, alt_i, dot, origin = it
+            alt = self.rules[lhs][alt_i]
+            if dot < len(alt):
+                sym = alt[dot]
+                if sym[0] in ("rule", "gen"):
+                    here.setdefault(sym, []).append(it)
+                    new = [(sym, j, 0, k) for j in range(len(self.rules[sym]))]
+                    if sym in self.null:
+                        new.append((lhs, alt_i, dot + 1, origin))
+                    # a nonterminal that completed empty earlier in this set completes again
+                    for n in new:
+                        if n not in items:
+                            items.add(n)
+                            stack.append(n)
+            else:
+                for plhs, palt, pdot, porigin in list(waiting[origin].get(lhs, ())):
+                    n = (plhs, palt, pdot + 1, porigin)
+                    if n not in items:
+                        items.add(n)
+                        stack.append(n)
+
+    def run(self, units) -> tuple[int, bool]:
+        """(length of the longest viable prefix of ``units``, whether all of it is complete)."""
+        waiting: list = []
+        cur = {(self.start, j, 0, 0) for j in range(len(self.rules[self.start]))}
+        self._close(cur, waiting, 0)
+        for k, u in enumerate(units):
+            nxt = set()
+            for lhs, alt_i, dot, origin in cur:
+                alt = self.rules[lhs][alt_i]
+                if dot < len(alt) and alt[dot][0] in ("chars", "special") and self._matches(alt[dot], u):
+                    nxt.add((lhs, alt_i, dot + 1, origin))
+            if not nxt:
+                return k, False
+            self._close(nxt, waiting, k + 1)
+            cur = nxt
+        done = any(lhs == self.start and dot == len(self.rules[lhs][a]) and o == 0
+                   for lhs, a, dot, o in cur)
+        return len(units), done
+
+
+def units(segments) -> list:
+    """Segments (str text, int special ids) as a list of characters and ids."""
+    out: list = []
+    for s in segments:
+        if isinstance(s, str):
+            out.extend(s)
+        else:
+            out.append(s)
+    return out
