@@ -48,6 +48,17 @@ VALIDATION_VOCABULARY = frozenset("""
     required dependentRequired
 """.split())
 
+#: keywords a declared older draft does not have (unknown there, so ignored as the validators do)
+_NEWER_THAN = {
+    4: frozenset("const contains propertyNames if then else dependentRequired dependentSchemas "
+                 "unevaluatedItems unevaluatedProperties minContains maxContains prefixItems".split()),
+    6: frozenset("if then else dependentRequired dependentSchemas unevaluatedItems unevaluatedProperties "
+                 "minContains maxContains prefixItems".split()),
+    7: frozenset("dependentRequired dependentSchemas unevaluatedItems unevaluatedProperties minContains "
+                 "maxContains prefixItems".split()),
+    2019: frozenset(["prefixItems"]),
+}
+
 #: keywords with a validation meaning that are not enforced (an error unless lenient)
 NOT_ENFORCEABLE = {
     "$dynamicRef": "dynamic references (resolution depends on the evaluation path) are not supported",
@@ -196,6 +207,11 @@ def read_schema(ctx: Context, loc, exact: bool = False) -> Typed:
         raise GrammarError(f"schema at {loc.where()}: must be an object or a boolean, got {type(s).__name__}")
     if loc.base in ctx.resolver.no_validation:
         s = {k: v for k, v in s.items() if k not in VALIDATION_VOCABULARY}
+    newer = _NEWER_THAN.get(loc.draft)
+    if newer is not None and not newer.isdisjoint(s):
+        for k in newer.intersection(s):
+            ctx.unknown.setdefault(f"{k} (not in draft {loc.draft})", _where(loc, k))
+        s = {k: v for k, v in s.items() if k not in newer}
     if not s:
         return ANY
     if "$ref" in s and loc.draft <= 7:

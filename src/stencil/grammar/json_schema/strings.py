@@ -314,6 +314,8 @@ class JsonStrings:
         key = (lo, hi)
         e = self._lengths.get(key)
         if e is None:
+            if hi is not None and hi < lo:
+                return self.b.re_nothing()
             e = self.b.re_repeat(self.char(), lo, -1 if hi is None else hi)
             self._lengths[key] = e
         return e

@@ -1,0 +1,133 @@
+"""Number constraints compiled to digit-level regexes, checked against exact decimal arithmetic on
+random number texts (signs, leading zeros in fractions, exponents), whole schemas compiled with
+the DeepSeek tokenizer and fed as text."""
+from __future__ import annotations
+
+import random
+from decimal import Decimal as D
+
+import pytest
+
+import stencil
+from stencil.grammar.json_schema import json_schema_grammar
+from tokenizers_zoo import get
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return stencil.GrammarCompiler(get("deepseek").info)
+
+
+def _texts():
+    rnd = random.Random(7)
+    out = ["0", "-0", "-0.0", "0.00", "1e2", "0e5", "-0e-3", "1.0", "10", "12.5", "12.50", "100", "1E+2",
+           "2.5e1", "1e-05", "7", "-7", "6.999", "7.001", "14", "0.01", "0.015", "3.0e0"]
+    for _ in range(700):
+        s = rnd.choice(["", "-"])
+        k = rnd.random()
+        i = str(rnd.randint(0, 30)) if k < 0.4 else (str(rnd.randint(0, 3000)) if k < 0.7 else "0")
+        if rnd.random() < 0.5:
+            i += "." + "".join(rnd.choice("0123456789") for _ in range(rnd.randint(1, 4)))
+        if rnd.random() < 0.15:
+            i += rnd.choice("eE") + rnd.choice(["", "+", "-"]) + str(rnd.randint(0, 3))
+        out.append(s + i)
+    return out
+
+
+TEXTS = _texts()
+
+
+def _mantissa(t):
+    return D(t.lower().split("e")[0])
+
+
+def _has_exp(t):
+    return "e" in t.lower()
+
+
+def _in_range(v, lo, lo_x, hi, hi_x):
+    return (lo is None or (v > lo if lo_x else v >= lo)) and (hi is None or (v < hi if hi_x else v <= hi))
+
+
+def _expected_range(t, lo, lo_x, hi, hi_x, integer):
+    """The documented language: exact on plain decimals; exponent forms only where the sign decides."""
+    v = D(t)
+    if not _in_range(v, lo, lo_x, hi, hi_x):
+        return False
+    if integer and v != v.to_integral_value():
+        return False
+    if not _has_exp(t):
+        return not integer or "." not in t or D(t.split(".")[1] or "0") == 0
+    m = _mantissa(t)
+    if m == 0:
+        return True
+    if integer and (m != m.to_integral_value() or "-" in t.lower().split("e")[1]):
+        return False
+    pos_all = hi is None and (lo is None or lo <= 0)
+    neg_all = lo is None and (hi is None or hi >= 0)
+    return (m > 0 and pos_all) or (m < 0 and neg_all)
+
+
+def _accepts(compiled, text):
+    m = stencil.Matcher(compiled)
+    return m.accept_string(text) and m.is_accepting()
+
+
+RANGES = [
+    (D("0.5"), False, D(12), False), (D(-3), True, D("2.25"), True), (None, False, D(0), True),
+    (D(0), False, None, False), (D(0), True, None, False), (D("-12.5"), False, D("-0.05"), False),
+    (D(10), False, D(10), False), (None, False, D(-7), False), (D(-7), False, None, False),
+]
+
+
+@pytest.mark.parametrize("lo,lo_x,hi,hi_x", RANGES)
+@pytest.mark.parametrize("integer", [False, True])
+def test_ranges_match_decimal_arithmetic(compiler, lo, lo_x, hi, hi_x, integer):
+    schema = {"type": "integer" if integer else "number"}
+    if lo is not None:
+        schema["exclusiveMinimum" if lo_x else "minimum"] = float(lo) if lo != lo.to_integral_value() else int(lo)
+    if hi is not None:
+        schema["exclusiveMaximum" if hi_x else "maximum"] = float(hi) if hi != hi.to_integral_value() else int(hi)
+    g = compiler.compile_grammar(json_schema_grammar(schema))
+    bad = [t for t in TEXTS if _accepts(g, t) != _expected_range(t, lo, lo_x, hi, hi_x, integer)]
+    assert bad == []
+
+
+@pytest.mark.parametrize("d", ["0.01", "2", "7", "2.5", "1.5", "0.25", "8", "3", "25", "0.5", "1"])
+def test_multiple_of_matches_decimal_arithmetic(compiler, d):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "number", "multipleOf": float(d) if "." in d else int(d)}))
+    dd = D(d)
+
+    def expected(t):
+        if _has_exp(t):
+            return _mantissa(t) == 0
+        q = D(t) / dd
+        return q == q.to_integral_value()
+    bad = [t for t in TEXTS if _accepts(g, t) != expected(t)]
+    assert bad == []
+
+
+def test_multiple_of_beyond_the_automaton_limit_is_an_error():
+    with pytest.raises(stencil.GrammarError, match="multipleOf"):
+        json_schema_grammar({"type": "integer", "multipleOf": 37})
+
+
+def test_draft4_integer_has_no_fraction(compiler):
+    g4 = compiler.compile_grammar(json_schema_grammar(
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}))
+    g = compiler.compile_grammar(json_schema_grammar({"type": "integer"}))
+    assert _accepts(g4, "12") and not _accepts(g4, "12.0") and not _accepts(g4, "1e2")
+    assert _accepts(g, "12") and _accepts(g, "12.0") and _accepts(g, "1e2") and not _accepts(g, "12.5")
+
+
+def test_draft4_boolean_exclusive_bounds(compiler):
+    g = compiler.compile_grammar(json_schema_grammar(
+        {"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1, "exclusiveMinimum": True,
+         "maximum": 3, "exclusiveMaximum": False}))
+    assert [t for t in ("1", "1.0001", "3", "3.0001") if _accepts(g, t)] == ["1.0001", "3"]
+
+
+def test_const_number_matches_every_spelling_of_the_value(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"const": 2}))
+    assert _accepts(g, "2") and _accepts(g, "2.0") and _accepts(g, "2.000")
+    assert not _accepts(g, "2.0001") and not _accepts(g, "-2") and not _accepts(g, '"2"')

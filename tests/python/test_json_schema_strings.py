@@ -1,0 +1,145 @@
+"""String constraints work on the decoded string whatever its JSON spelling: random strings (ASCII,
+accented, astral, quotes, backslashes, controls) serialized with and without ``ensure_ascii`` are
+checked against Python's own evaluation of the pattern and code-point length; formats against
+hand-written valid and invalid examples; property names in every spelling."""
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+import stencil
+from stencil.grammar.json_schema import json_schema_grammar
+from tokenizers_zoo import get
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return stencil.GrammarCompiler(get("deepseek").info)
+
+
+def _accepts(g, value, ensure_ascii=True):
+    m = stencil.Matcher(g)
+    return m.accept_string(json.dumps(value, ensure_ascii=ensure_ascii)) and m.is_accepting()
+
+
+ALPHABET = "ab_-.@1 Zé€😀\"\\/\n\t\x01"
+
+
+def _strings():
+    rnd = random.Random(11)
+    out = ["", "a", "abc", "é", "😀", "a\"b", "\\", "\n", "ab@x.com", "A-1", "😀😀😀"]
+    for _ in range(400):
+        out.append("".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 7))))
+    return out
+
+
+STRINGS = _strings()
+
+# patterns on which ECMA-262 and Python's re agree
+PATTERNS = ["^[a-z]+$", "b", "^a", "é$", "^.{2,4}$", "[😀]", "^[^\\\\\"]*$", "\\d", "^(ab|é)*$", "\\s", "^$"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_pattern_matches_python_re_in_both_spellings(compiler, pattern):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "string", "pattern": pattern}))
+    # ECMA's $ is the end of input (Python's also matches before a final newline)
+    rx = re.compile(pattern.replace("\\d", "[0-9]").replace("\\s", "[ \\t\\n\\r\\f\\v\\xa0]").replace("$", "\\Z"))
+    bad = []
+    for s in STRINGS:
+        exp = rx.search(s) is not None
+        for ascii_ in (True, False):
+            if _accepts(g, s, ascii_) != exp:
+                bad.append((s, ascii_, exp))
+    assert bad == []
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 0), (1, 1), (2, 4), (3, None), (0, 2)])
+def test_length_counts_code_points(compiler, lo, hi):
+    schema = {"type": "string", "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    g = compiler.compile_grammar(json_schema_grammar(schema))
+    for s in STRINGS:
+        exp = lo <= len(s) and (hi is None or len(s) <= hi)
+        assert _accepts(g, s) == exp and _accepts(g, s, False) == exp, (s, lo, hi)
+
+
+def test_pattern_and_length_together(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "string", "pattern": "^[a-z]*$", "maxLength": 3}))
+    assert _accepts(g, "abc") and not _accepts(g, "abcd") and not _accepts(g, "ab1")
+
+
+def test_enum_of_strings_in_every_spelling(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"enum": ["café", "a\"b", "😀", "x\ny"]}))
+    for s in ("café", "a\"b", "😀", "x\ny"):
+        assert _accepts(g, s) and _accepts(g, s, False)
+    m = stencil.Matcher(g)  # an escape json.dumps never writes is still the same string
+    assert m.accept_string('"caf\\u00E9"') and m.is_accepting()
+    assert not _accepts(g, "cafe") and not _accepts(g, "x\\ny")
+
+
+FORMATS = {
+    "date-time": (["2022-01-01T12:00:00Z", "2020-02-29T00:00:00.123+05:30", "1999-12-31t23:59:60z"],
+                  ["2022-01-01T12:00:00", "2021-02-29T00:00:00Z", "2022-01-01 12:00:00Z", "2022-13-01T00:00:00Z"]),
+    "date": (["2022-12-31", "2000-02-29"], ["2022-04-31", "1900-02-29", "22-01-01"]),
+    "time": (["12:00:00Z", "08:30:00.5-02:00"], ["12:00:00", "24:00:00Z"]),
+    "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W"], ["P", "PT", "P1DT", "1D"]),
+    "email": (["joe@example.com", "a.b+c@ex-ample.org", '"a b"@x.com', "x@[192.168.0.1]"],
+              ["notanemail", "a..b@x.com", "@x.com", "a@"]),
+    "hostname": (["example.com", "localhost", "a-b.c"], ["-bad.com", "a" * 64 + ".com", "a_b.com", ""]),
+    "ipv4": (["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "01.1.1.1", "1.2.3"]),
+    "ipv6": (["::1", "2001:db8::8a2e:370:7334", "::ffff:192.168.1.1", "1:2:3:4:5:6:7:8"],
+             ["12345::", "1:2:3:4:5:6:7:8:9", ":::"]),
+    "uri": (["https://example.com/a?b=c#d", "mailto:x@y.z", "http://[::1]:80/", "urn:isbn:0451450523"],
+            ["notaurl", "http://exa mple.com", "//foo", "/relative"]),
+    "uri-reference": (["/a/b", "../x", "#frag", "http://x", ""], ["a b", "http://x\\y"]),
+    "iri": (["http://exämple.com/ü"], ["ü"]),
+    "uuid": (["f47ac10b-58cc-4372-a567-0e02b2c3d479", "F47AC10B-58CC-4372-A567-0E02B2C3D479"],
+             ["f47ac10b58cc4372a5670e02b2c3d479", "f47ac10b-58cc-4372-a567-0e02b2c3d47"]),
+    "json-pointer": (["", "/a/b~0~1"], ["a", "/~2"]),
+    "relative-json-pointer": (["0", "1/a", "2#"], ["-1", "/a"]),
+    "uri-template": (["http://x/{id}", "{a,b*}", "{+path:3}"], ["{", "{a b}"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_formats(compiler, name):
+    good, bad = FORMATS[name]
+    g = compiler.compile_grammar(json_schema_grammar({"type": "string", "format": name}))
+    for s in good:
+        assert _accepts(g, s) and _accepts(g, s, False), (name, s)
+    for s in bad:
+        assert not _accepts(g, s) and not _accepts(g, s, False), (name, s)
+
+
+def test_unknown_format_is_an_annotation_and_regex_format_is_unsupported(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "string", "format": "int32"}))
+    assert _accepts(g, "anything")
+    with pytest.raises(stencil.GrammarError, match=r"format at /format: format 'regex'"):
+        json_schema_grammar({"type": "string", "format": "regex"})
+
+
+def test_property_names_in_every_spelling_and_kept_apart_from_other_keys(compiler):
+    schema = {"type": "object", "properties": {"é": {"type": "integer"}, "a\"b": {"type": "string"}},
+              "additionalProperties": {"type": "boolean"}}
+    g = compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))
+    assert _accepts(g, {"é": 1, "a\"b": "x", "z": True})
+    assert _accepts(g, {"é": 1}, False)
+    m = stencil.Matcher(g)
+    assert m.accept_string('{"\\u00e9": 2}') and m.is_accepting()
+    # a named key never falls into the other keys' class (whose values are booleans)
+    assert not _accepts(g, {"é": True}) and not _accepts(g, {"a\"b": False})
+    m = stencil.Matcher(g)
+    assert not (m.accept_string('{"\\u00e9": true}') and m.is_accepting())
+    assert not _accepts(g, {"z": 1})
+
+
+def test_pattern_properties_apply_to_named_properties(compiler):
+    schema = {"properties": {"foo": {"type": "array", "maxItems": 3}},
+              "patternProperties": {"f.o": {"minItems": 2}}}
+    g = compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))
+    assert _accepts(g, {"foo": [1, 2]}) and not _accepts(g, {"foo": []}) and not _accepts(g, {"foo": [1] * 4})
+    assert _accepts(g, {"fxo": [1, 2, 3, 4, 5]}) and not _accepts(g, {"fxo": [1]})
