@@ -167,3 +167,45 @@ def units(segments) -> list:
         else:
             out.append(s)
     return out
+
+
+# --- driving a Matcher with real tokens ---------------------------------------------------------
+
+def encode_segments(entry, segments) -> list:
+    """Token ids for segments (text through the tokenizer's own encoder, ints kept as ids)."""
+    ids: list = []
+    for s in segments:
+        if isinstance(s, str):
+            if s:
+                got = entry.encode_batch([s])[0]
+                assert entry.info.decode_bytes(got) == s.encode("utf-8"), f"encoder does not round-trip {s!r}"
+                ids.extend(got)
+        else:
+            ids.append(s)
+    return ids
+
+
+def _bit(bitmask, t: int) -> bool:
+    return bool((int(bitmask[0, t >> 5]) >> (t & 31)) & 1)
+
+
+def feed(matcher, ids, bitmask=None, eos=None) -> tuple[int, bool]:
+    """Accept ``ids`` one by one; returns (how many were accepted, accepting at the end).
+
+    With a ``bitmask`` (from ``stencil.allocate_token_bitmask(1, vocab)``), every step also
+    checks that the mask allows exactly what ``accept_token`` accepts, and, given the ``eos``
+    id, that EOS is allowed at the end exactly when the matcher is accepting."""
+    for k, t in enumerate(ids):
+        if bitmask is not None:
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            allowed = _bit(bitmask, t)
+        ok = matcher.accept_token(t)
+        if bitmask is not None:
+            assert ok == allowed, f"token {t} at step {k}: mask says {allowed}, accept_token says {ok}"
+        if not ok:
+            return k, False
+    accepting = matcher.is_accepting()
+    if bitmask is not None and eos is not None:
+        matcher.fill_next_token_bitmask(bitmask, 0)
+        assert _bit(bitmask, eos) == accepting, f"EOS allowed={_bit(bitmask, eos)} but is_accepting={accepting}"
+    return len(ids), accepting

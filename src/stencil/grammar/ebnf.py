@@ -227,14 +227,15 @@ def check_grammar(g: EbnfGrammar, *, allow_unused: bool = False) -> None:
             if r.name not in reach:
                 reach.add(r.name)
                 stack.append(r.name)
+    empty = "" if g.start in productive else " (so the grammar's language is empty)"
+    for name, rd in g.rules.items():
+        if name in reach and name not in productive and name != g.start:
+            raise g.error(f"rule '{name}' can never complete: every alternative needs itself or another "
+                          f"rule that never completes{empty}", rd.pos)
     if g.start not in productive:
         rd = g.rules[g.start]
         raise g.error(f"the grammar's language is empty: the start rule '{g.start}' can never complete "
-                      "(every alternative needs a rule that never completes)", rd.pos)
-    for name, rd in g.rules.items():
-        if name in reach and name not in productive:
-            raise g.error(f"rule '{name}' can never complete: every alternative needs itself or another "
-                          "rule that never completes", rd.pos)
+                      "(every alternative needs itself)", rd.pos)
     if not allow_unused:
         for name, rd in g.rules.items():
             if name not in reach:
