@@ -226,6 +226,10 @@ class Emitter:
             sym = self._lexemes[key] = b.lexeme(expr, name)
         return sym
 
+    def string_lexeme(self, f, name: str = "string"):
+        """The lexeme of the JSON strings satisfying formula ``f``."""
+        return self._lexeme("str", f)
+
     def key_literal(self, name: str):
         """The key lexeme for a property name (every JSON encoding of it)."""
         key = ("key", name)

@@ -149,18 +149,25 @@ def _key_classes(spec: ObjSpec) -> list:
     return out
 
 
-def _key_body(em, f, excluded: list):
-    """The key lexeme's body: strings satisfying ``f`` except the named properties; None if empty."""
+def _key_symbol(em, f, excluded: list):
+    """The key of a class: strings satisfying ``f`` except the named properties; None if empty.
+    The named properties are left out by the core's ``not_in`` check on a rule around the key
+    lexeme (a complement in the regex would slow the lexer and the builder's emptiness search)."""
+    b = em.b
     consts = str_consts(f)
     if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
         keys = sorted(consts - set(excluded))
-        return em.b.re_or([em.strings.text(k) for k in keys]) if keys else None
+        if not keys:
+            return None
+        return b.lexeme(em.strings.quoted(b.re_or([em.strings.text(k) for k in keys])), "key")
+    lexeme = em.string_lexeme(f, "key")
     names = [k for k in excluded if str_eval(f, k)]   # only those f would let through
     if not names:
-        return em.scalars.string_body(f)
-    if f == TRUE:
-        return em.strings.not_texts(names)
-    return em.b.re_and([em.scalars.string_body(f), em.strings.not_texts(names)])
+        return lexeme
+    key = em.fresh("key")
+    b.add_alternative(key, [lexeme])
+    em.check(key, "not_in", names=names)
+    return key
 
 
 def _subsets(entries, key_ok):
@@ -194,9 +201,8 @@ def _members(em, spec: ObjSpec, depth: int):
     for f, sub in _key_classes(spec):
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
             vs = sub_and(sub, extra)
-            body = _key_body(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
-            if body is not None:
-                key = em.b.lexeme(em.strings.quoted(body), "key")
+            key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
+            if key is not None:
                 others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
     return named, others
 
