@@ -25,7 +25,8 @@ _PATTERNS = [
     ("TERMINAL", r"_?[A-Z][_A-Z0-9]*"),
     ("NUMBER", r"[0-9]+"),
     ("DIRECTIVE", r"%[a-z_]+"),
-    ("SPECIAL", r"<\|[^|\s>]*\|>|<\[[^\]\n]*\]>"),
+    # <|name|>, DeepSeek's <｜name｜> (full-width bars) and <[ids]>
+    ("SPECIAL", r"<\|[^|\s>]*\|>|<\uff5c[^\uff5c\s>]*\uff5c>|<\[[^\]\n]*\]>"),
     ("ARROW", r"->"),
     ("DOTDOT", r"\.\."),
     ("OP", r"[*+?]"),

@@ -350,7 +350,7 @@ def _regexp(src: Source, t: Token):
     pattern, flags = text[1:end], text[end + 1:]
     pattern = pattern.replace("\\/", "/")
     for f in flags:
-        if f not in "imsxu":
+        if f not in "isxu":
             raise src.error(f"unsupported regex flag '{f}' (supported: i, s, x, u; m is not)", t.pos)
     from stencil._core import GrammarError
     try:
