@@ -15,7 +15,7 @@ import zlib
 import pytest
 
 import stencil
-from grammar_oracle import CharEarley, encode_segments, feed, units
+from grammar_oracle import CharEarley, encode_segments, feed
 from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
 from tokenizers_zoo import get
@@ -271,3 +271,35 @@ def test_errors_have_positions(env, text, message):
 def test_error_on_non_string():
     with pytest.raises(TypeError):
         gbnf_grammar(b"root ::= 'a'")
+
+
+def test_context_free_fallback_is_exact(env, monkeypatch):
+    """Past its work budget the LR(1) analysis gives way to a FOLLOW-set check, which splits
+    more but must stay exact."""
+    import stencil.grammar.greedy as greedy
+    monkeypatch.setattr(greedy, "MAX_WORK", 5)
+    _, compiler, _ = env
+    for name in ("repeat-run-on", "prefix-run-on", "keyword-identifier", "optional-tail"):
+        text = TRAPS[name]
+        compiled = compiler.compile_gbnf(text)
+        oracle = CharEarley(parse_gbnf(text))
+        chars = sorted(set(alphabet(parse_gbnf(text))) | {"a", "y"})[:6]
+        for n in range(5):
+            for tup in itertools.product(chars, repeat=n):
+                s = "".join(tup)
+                assert _matcher_verdict(compiled, s) == oracle.run(list(s)), f"{name}: {s!r}"
+    json_text = open(os.path.join(GBNF_DIR, "json.gbnf"), encoding="utf-8").read() if os.path.isdir(GBNF_DIR) else None
+    if json_text:
+        g = compiler.compile_gbnf(json_text)
+        assert _matcher_verdict(g, '{"a": [1, {"b": true}], "c": "d\\u00e9"}')[1]
+
+
+def test_left_and_right_recursion(env):
+    _, compiler, _ = env
+    for text in ('root ::= root "," item | item\nitem ::= [a-z]+ | "(" root ")"',
+                 'root ::= item ("," root)?\nitem ::= [a-z]+ | "(" root ")"',
+                 'root ::= root "x" | "y"', 'root ::= "x" root | "y"'):
+        g = compiler.compile_gbnf(text)
+        oracle = CharEarley(parse_gbnf(text))
+        for s in ["a", "a,b", "(a,b),c", "a,", "yxx", "xxy", "y", "x", "((a)", ""]:
+            assert _matcher_verdict(g, s) == oracle.run(list(s)), f"{text}: {s!r}"

@@ -446,3 +446,14 @@ def test_errors_have_positions(env, text, message):
     _, compiler, _ = env
     with pytest.raises(stencil.GrammarError, match=re.escape(message)):
         compiler.compile_lark(text)
+
+
+def test_left_recursion(env):
+    g = check_language(env, r'''
+        start: list
+        list: list "," item | item
+        item: WORD | "[" list "]"
+        %import common.WORD
+        %ignore " "
+    ''', ["a", "a, b", "[a, b], c, [[d]]"], ["a,", ",a", "[a", "a b"], samples=8, mutants=16)
+    assert g is not None

@@ -10,13 +10,16 @@ lexemes carelessly changes the language: with ``x ::= "a"+ | "(" y ")"`` and ``y
    ``[ \\t\\n]*``; ``r ::= r "x" | "y"`` is ``y x*``).
 2. In the other rules, every maximal run of regular pieces in a sequence becomes one lexeme;
    everything else becomes rules.
-3. Greedy-safety check: for every lexeme X, with C the characters that may follow it (FOLLOW
-   sets computed at character level), and every multi-character lexeme Y: if some non-empty word
-   w of X and some c in C (up to its UTF-8 first byte) make w·c the start of a word of Y, a
-   greedy lexer could run past the end of X, so Y is split into single-character lexemes
-   (classes), and the check runs again, until nothing can run on. A grammar of single-character
-   lexemes only is exact by construction, so this ends with an exact grammar; most grammars need
-   no split at all (json.gbnf, chess.gbnf, list.gbnf keep their big lexemes).
+3. Greedy-safety check: for lexemes X and Y that the parser may allow at the same moment
+   (:mod:`stencil.grammar.greedy` finds them over LR(1) item sets, so that contexts that never
+   meet are not mixed; past a work budget it falls back to FOLLOW sets), with C the characters
+   that may follow X there: if some non-empty word w of X and some c in C (up to its UTF-8 first
+   byte) make w·c the start of a word of Y, a greedy lexer could run past the end of X, so Y is
+   split into lexemes for its parts (a concatenation into its items, a literal into its
+   characters, ...), and the check runs again until nothing can run on. Splitting ends at
+   single-character lexemes, and a grammar of those is exact by construction, so this always
+   ends with an exact grammar; most grammars need no split at all (json.gbnf, chess.gbnf,
+   list.gbnf keep their big lexemes).
 
 Why the check suffices: while the lexer reads a word w of the lexeme X the grammar wants, X is
 alive, so the lexer cannot stop early; at the end of w, the next byte starts the next piece
@@ -37,7 +40,7 @@ from typing import Optional
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
 from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
-                                  TokenTable, refs_of, resolve_tokens, walk)
+                                  TokenTable, refs_of, resolve_tokens)
 from stencil.grammar.greedy import unsafe_lexemes
 from stencil.grammar.nfa import can_run_into, first_chars, intersects, ranges_intersect
 from stencil.grammar.regex import build_regex

@@ -16,8 +16,7 @@ from typing import Optional
 
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
-from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term,
-                                  TokenRef)
+from stencil.grammar.ebnf import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
 from stencil.grammar.gbnf import parse_id_list
 from stencil.grammar.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
