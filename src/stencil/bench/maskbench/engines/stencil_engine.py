@@ -1,5 +1,9 @@
 """stencil's own adapter: ``GrammarCompiler.compile_json_schema`` and ``stencil.Matcher``.
 
+Schemas compile with ``property_order="any"``: MaskBench's valid instances list properties in any
+order, and a valid instance must be accepted (stencil's default, definition order, is the natural
+order for a model generating, not for checking given documents).
+
 Where this build's GrammarCompiler has no ``compile_json_schema`` yet, the schema goes through the
 JSON Schema front-end directly: ``compile_grammar(json_schema_grammar(schema))``, default options
 (flexible whitespace, properties in definition order, unsupported keywords are errors).
@@ -17,12 +21,13 @@ def _schema_compiler(compiler: stencil.GrammarCompiler):
     """``(compile(schema) -> CompiledGrammar, description)`` or ``(None, why not)``."""
     method = getattr(compiler, "compile_json_schema", None)
     if method is not None:
-        return method, "compile_json_schema"
+        return functools.partial(method, property_order="any"), "compile_json_schema, property_order=any"
     try:
         from stencil.grammar.json_schema import json_schema_grammar
     except ImportError:
         return None, "stencil.GrammarCompiler.compile_json_schema is not available in this build"
-    return (lambda schema: compiler.compile_grammar(json_schema_grammar(schema))), "json_schema_grammar"
+    return (lambda schema: compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))), \
+        "json_schema_grammar, property_order=any"
 
 
 class StencilEngine:
