@@ -5,8 +5,8 @@ order, and a valid instance must be accepted (stencil's default, definition orde
 order for a model generating, not for checking given documents).
 
 Where this build's GrammarCompiler has no ``compile_json_schema`` yet, the schema goes through the
-JSON Schema front-end directly: ``compile_grammar(json_schema_grammar(schema))``, default options
-(flexible whitespace, properties in definition order, unsupported keywords are errors).
+JSON Schema front-end directly: ``compile_grammar(json_schema_grammar(schema, property_order="any"))``,
+other options at their defaults (flexible whitespace, unsupported keywords are errors).
 """
 from __future__ import annotations
 
