@@ -125,7 +125,7 @@ std::string Lexer::describe_state(uint32_t s) const {
   return out;
 }
 
-std::string Lexer::signature(uint32_t s) const {
+std::string Lexer::signature(uint32_t s, uint32_t clamp) const {
   constexpr size_t kLimit = 16 << 10;
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs& p = state_pairs_[s];
@@ -133,7 +133,7 @@ std::string Lexer::signature(uint32_t s) const {
   for (size_t i = 0; i < p.size(); i += 2) {
     const LexemeSpec& spec = lexemes_[p[i]];
     std::string part(1, static_cast<char>('a' + (spec.lazy ? 1 : 0) + (spec.ignore ? 2 : 0)));
-    if (!store_.canonical(p[i + 1], part, kLimit)) return {};
+    if (!store_.canonical(p[i + 1], part, kLimit, clamp)) return {};
     parts.push_back(std::move(part));
   }
   std::sort(parts.begin(), parts.end());

@@ -65,9 +65,10 @@ class Lexer {
   uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   size_t memory_bytes() const;
   std::string describe_state(uint32_t s) const;
-  // A key equal for lexer states of any grammar that match alike (canonical
-  // expressions and lexeme flags); empty when the state is too big to key.
-  std::string signature(uint32_t s) const;
+  // A key equal for lexer states of any grammar that match alike within
+  // walks of fewer than `clamp` bytes (canonical expressions, repetition
+  // bounds clamped, lexeme flags); empty when the state is too big to key.
+  std::string signature(uint32_t s, uint32_t clamp) const;
   // The state holding only the i-th (lexeme, expression) pair of s, to
   // reason about one lexeme of a state alone; kDead when i is out of range.
   uint32_t probe_state(uint32_t s, size_t i) const;

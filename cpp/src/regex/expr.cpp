@@ -263,7 +263,7 @@ std::string ExprStore::to_string(ExprId e, int depth) const {
 
 namespace {
 
-bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit, int depth) {
+bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit, uint32_t clamp, int depth) {
   if (depth > 200 || out.size() > limit) return false;
   const ExprNode& n = st.node(e);
   out.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
@@ -275,15 +275,15 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       return true;
     case ExprKind::Concat:
       out.push_back('(');
-      if (!canonical_rec(st, n.a, out, limit, depth + 1)) return false;
+      if (!canonical_rec(st, n.a, out, limit, clamp, depth + 1)) return false;
       // Concatenations are right-nested chains: walk the chain without recursion.
       for (ExprId rest = n.b;;) {
         const ExprNode& r = st.node(rest);
         if (r.kind != ExprKind::Concat) {
-          if (!canonical_rec(st, rest, out, limit, depth + 1)) return false;
+          if (!canonical_rec(st, rest, out, limit, clamp, depth + 1)) return false;
           break;
         }
-        if (!canonical_rec(st, r.a, out, limit, depth + 1)) return false;
+        if (!canonical_rec(st, r.a, out, limit, clamp, depth + 1)) return false;
         if (out.size() > limit) return false;
         rest = r.b;
       }
@@ -293,7 +293,7 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
     case ExprKind::And: {
       std::vector<std::string> kids(n.args_len);
       for (uint32_t i = 0; i < n.args_len; ++i)
-        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), depth + 1)) return false;
+        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), clamp, depth + 1)) return false;
       std::sort(kids.begin(), kids.end());
       out.push_back('(');
       for (auto& k : kids) {
@@ -305,10 +305,10 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       out.push_back(')');
       return true;
     }
-    case ExprKind::Not: return canonical_rec(st, n.a, out, limit, depth + 1);
+    case ExprKind::Not: return canonical_rec(st, n.a, out, limit, clamp, depth + 1);
     case ExprKind::Repeat:
-      out += std::to_string(n.min) + "," + std::to_string(n.max) + "{";
-      if (!canonical_rec(st, n.a, out, limit, depth + 1)) return false;
+      out += std::to_string(std::min(n.min, clamp)) + "," + std::to_string(std::min(n.max, clamp)) + "{";
+      if (!canonical_rec(st, n.a, out, limit, clamp, depth + 1)) return false;
       out.push_back('}');
       return true;
   }
@@ -317,8 +317,8 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
 
 }  // namespace
 
-bool ExprStore::canonical(ExprId e, std::string& out, size_t limit) const {
-  return canonical_rec(*this, e, out, limit, 0) && out.size() <= limit;
+bool ExprStore::canonical(ExprId e, std::string& out, size_t limit, uint32_t clamp) const {
+  return canonical_rec(*this, e, out, limit, clamp, 0) && out.size() <= limit;
 }
 
 }  // namespace stencil

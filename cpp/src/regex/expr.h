@@ -58,7 +58,9 @@ class ExprStore {
   // A form equal for equal expressions built in any store (children of Or/And
   // sorted by form): the cross-grammar mask cache keys on it. False when the
   // form would pass `limit` bytes or nest too deeply.
-  bool canonical(ExprId e, std::string& out, size_t limit) const;
+  // Repetition bounds above `clamp` print as `clamp`: a walk of at most
+  // clamp - 1 bytes cannot tell them apart (each step lowers a bound by one).
+  bool canonical(ExprId e, std::string& out, size_t limit, uint32_t clamp = kUnbounded) const;
   std::string to_string(ExprId e, int depth) const;
   // All byte sets that occur in the store, for the byte-class partition.
   const std::vector<ByteSet>& all_bytesets() const { return bytesets_; }

@@ -116,7 +116,11 @@ std::shared_ptr<const MaskEntry> MaskCache::get(const Lexer& lexer, const Vocabu
     if (it != entries_.end()) return it->second;
   }
   std::shared_ptr<const MaskEntry> e;
-  const std::string key = shared_masks_ ? lexer.signature(state) : std::string();
+  // Bounded repetitions count down at every byte; clamping them at the longest
+  // token lets a long string's states share one entry while they are far
+  // from their bound.
+  const uint32_t horizon = static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
+  const std::string key = shared_masks_ ? lexer.signature(state, horizon) : std::string();
   auto shared = key.empty() ? nullptr : vocab.shared_masks().find(key);
   if (shared) {
     e = resolve(lexer, vocab, state, std::move(shared));
