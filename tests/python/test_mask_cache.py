@@ -81,3 +81,19 @@ def test_shared_cache_is_hit_across_grammars(deepseek):
     bm = stencil.allocate_token_bitmask(1, info.vocab_size)
     m.fill_next_token_bitmask(bm, 0)
     assert info._vocab.shared_mask_entries == before >= entries
+
+
+@pytest.mark.parametrize("pattern,text", [
+    (r'"[a-z ]{0,200}"', '"' + "the quick brown fox jumps over the lazy dog " * 4 + '"'),
+    (r'"[^"]{3,150}"x', '"' + "abc " * 36 + '"x'),
+    (r'(ab|c){0,400}', "ab" * 150 + "c" * 90),
+])
+def test_bounded_repetitions_share_entries_soundly(deepseek, pattern, text):
+    # States of a bounded repetition differ only in the count left; far from the bound they share
+    # a shared-cache entry (the key clamps counts at the longest token). Near the bound they must
+    # not: compare every mask with a compiler that shares nothing.
+    warm = stencil.GrammarCompiler(deepseek.info).compile_regex(pattern)
+    cold = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations={"shared_masks": False}).compile_regex(pattern)
+    for a, b in zip(masks_along(deepseek, warm, text), masks_along(deepseek, cold, text)):
+        assert np.array_equal(a, b)
