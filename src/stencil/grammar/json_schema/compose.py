@@ -42,10 +42,11 @@ def _list(ctx, loc, s, key):
     return v
 
 
-def read(ctx, loc, s, exact: bool = False) -> Typed:
+def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
+    """``base`` (the schema's other keywords) intersected with its in-place applicators."""
     from stencil.grammar.json_schema.keywords import _where
     alg = ctx.alg
-    t = ANY
+    t = base
     res = ctx.resolver
     if "$ref" in s:
         t = alg.t_and(t, ctx.loc_typed(res.resolve(s["$ref"], loc), exact))
@@ -68,9 +69,10 @@ def read(ctx, loc, s, exact: bool = False) -> Typed:
                 u = alg.t_or(u, x)
         t = alg.t_and(t, u)
     if "oneOf" in s:
-        branches = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
-                    for i, x in enumerate(_list(ctx, loc, s, "oneOf"))]
-        t = alg.t_and(t, exactly_one(ctx, branches, _where(loc, "oneOf")))
+        raw = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
+               for i, x in enumerate(_list(ctx, loc, s, "oneOf"))]
+        # with the schema's other keywords first: exactly one of (base and branch i)
+        t = exactly_one(ctx, [alg.t_and(t, x) for x in raw], _where(loc, "oneOf"), raw)
     if "not" in s:
         inner = ctx.loc_typed(res.child(loc, s["not"], "not"))
         t = alg.t_and(t, ctx.negate(inner, "not", _where(loc, "not")))
@@ -142,14 +144,19 @@ def _count_consts(sets, kind):
     return f_or(*[(kind, v) for v, n in seen.items() if n == 1])
 
 
-def exactly_one(ctx, branches, where: str) -> Typed:
+def exactly_one(ctx, branches, where: str, raw=None) -> Typed:
+    """Instances satisfying exactly one branch. ``branches`` may already be intersected with the
+    schema's other keywords (``raw`` are the branches alone): under them, "branch i and no other"
+    is "(base and branch i) and not branch j for every j", so the complements are of the raw
+    branches, while disjointness is proved on the intersected ones (more often true)."""
     alg = ctx.alg
+    raw = branches if raw is None else raw
     nulls = sum(1 for b in branches if b.null)
     bools = frozenset(v for v in (True, False) if sum(1 for b in branches if v in b.bools) == 1)
     num = _exactly_one_formula([b.num for b in branches])
     st = _exactly_one_formula([b.str for b in branches])
     parts = {}
-    for kind, any_spec in (("arr", ANY_ARR), ("obj", ANY_OBJ)):
+    for kind in ("arr", "obj"):
         lists = [getattr(b, kind) for b in branches]
         idx = [i for i, specs in enumerate(lists) if specs]
         if len(idx) <= 1:
@@ -161,7 +168,7 @@ def exactly_one(ctx, branches, where: str) -> Typed:
             for j in idx:
                 if j == i or all(disjoint(ctx, x, y) for x in lists[i] for y in lists[j]):
                     continue
-                acc = alg.t_and(acc, ctx.negate(only(kind, lists[j]), "oneOf", where))
+                acc = alg.t_and(acc, ctx.negate(only(kind, getattr(raw[j], kind)), "oneOf", where))
             out.extend(getattr(acc, kind))
         parts[kind] = tuple(dict.fromkeys(out))
     return Typed(nulls == 1, bools, num, st, parts["arr"], parts["obj"])

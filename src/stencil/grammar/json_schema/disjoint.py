@@ -24,7 +24,7 @@ from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, num_consts, str_consts
 from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
 
-__all__ = ["disjoint", "typed_disjoint", "formula_empty"]
+__all__ = ["disjoint", "typed_disjoint", "typed_within", "formula_empty"]
 
 _MAX_DEPTH = 4
 
@@ -71,7 +71,8 @@ def _subs_disjoint(ctx, sa, sb, depth) -> bool:
     return typed_disjoint(ctx, ta, tb, depth + 1)
 
 
-def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0) -> bool:
+def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0, cheap: bool = False) -> bool:
+    """``cheap``: constants and types only (no emptiness oracle, no nested specs)."""
     if (a.null and b.null) or (a.bools & b.bools):
         return False
     for kind, fa, fb, consts in (("num", a.num, b.num, num_consts), ("str", a.str, b.str, str_consts)):
@@ -82,13 +83,31 @@ def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0) -> bool:
             if ca & cb:
                 return False
             continue
-        if not formula_empty(ctx, kind, f_and(fa, fb)):
+        if cheap or not formula_empty(ctx, kind, f_and(fa, fb)):
             return False
+    if cheap:
+        return not (a.arr and b.arr) and not (a.obj and b.obj)
     for la, lb in ((a.arr, b.arr), (a.obj, b.obj)):
         for x in la:
             for y in lb:
                 if not disjoint(ctx, x, y, depth):
                     return False
+    return True
+
+
+def typed_within(a: Typed, b: Typed) -> bool:
+    """True only if every instance of ``a`` is one of ``b`` (for finite scalar ``a``: constants)."""
+    if a.arr or a.obj or (a.null and not b.null) or not (a.bools <= b.bools):
+        return False
+    from stencil.grammar.json_schema.formulas import num_eval, str_eval
+    for fa, fb, consts, ev in ((a.num, b.num, num_consts, num_eval), (a.str, b.str, str_consts, str_eval)):
+        if fa == FALSE or fb == TRUE:
+            continue
+        if fb is b.num and "int4" in repr(fb):
+            return False   # draft-4 integers depend on the spelling, not only on the value
+        ca = consts(fa)
+        if ca is None or not all(ev(fb, v) for v in ca):
+            return False
     return True
 
 

@@ -118,6 +118,7 @@ class Context:
         self._loc_memo: dict = {}
         self._sub_memo: dict = {}
         self._active: set = set()
+        self.alg.simplify = self.simplify
 
     def unsupported(self, keyword: str, where: str, reason: str) -> None:
         """Fail, or (lenient) record that a keyword is ignored."""
@@ -177,6 +178,60 @@ class Context:
             return t
         return self.loc_typed(atom)
 
+    def known_typed(self, sub: frozenset):
+        """The normal form of ``sub`` if computing it cannot start a normalization, else None."""
+        t = self._sub_memo.get(sub)
+        if t is not None:
+            return t
+        if any(isinstance(a, (Neg, Either)) for a in sub):
+            return None
+        try:   # (a schema being normalized may be met: that is an error here, and no answer)
+            return self.sub_typed(sub)
+        except (GrammarError, Unsupported):
+            return None
+
+    def simplify(self, sub: frozenset) -> frozenset:
+        """Simplify a conjunction with complements, so that alternatives built by oneOf and not
+        collapse where they mean the same: a complement the rest already implies is dropped
+        ("a" and not "b" is "a"); a complement of something the rest implies empties it ("a" and
+        not string, or S and not S for two copies of one schema)."""
+        negs = [a for a in sub if isinstance(a, Neg)]
+        if not negs or len(negs) == len(sub):
+            return sub
+        positive = frozenset(a for a in sub if not isinstance(a, Neg))
+        canon = {self._canon(a) for a in positive}
+        if any(None not in canon and all(self._canon(a) in canon for a in n.sub) for n in negs):
+            return FALSE_SUB
+        pos = self.known_typed(positive)
+        if pos is None:
+            return sub
+        from stencil.grammar.json_schema.disjoint import typed_disjoint, typed_within
+        drop = set()
+        for n in negs:
+            t = self.known_typed(n.sub)
+            if t is None:
+                continue
+            if typed_within(pos, t):
+                return FALSE_SUB
+            if typed_disjoint(self, pos, t, cheap=True):
+                drop.add(n)
+        return sub - drop if drop else sub
+
+    def _canon(self, atom):
+        """A key equal for two schema locations with the same content and base URI."""
+        if not hasattr(atom, "schema"):
+            return atom
+        memo = self.__dict__.setdefault("_canon_memo", {})
+        key = memo.get(atom)
+        if key is None:
+            import json
+            try:
+                key = (atom.base, json.dumps(atom.schema, sort_keys=True))
+            except (TypeError, ValueError):
+                key = atom
+            memo[atom] = key
+        return key
+
     def negate(self, t: Typed, keyword: str, where: str) -> Typed:
         """The complement of ``t``; lazily negated sub-schemas remember where they came from."""
         saved, self.alg.origin = self.alg.origin, (keyword, where)
@@ -234,10 +289,10 @@ def read_schema(ctx: Context, loc, exact: bool = False) -> Typed:
         t = alg.t_and(t, part(ctx, loc, s))
         if t is NONE:
             return t
-    for part in (objects.read, compose.read):
-        t = alg.t_and(t, part(ctx, loc, s, inner))
-        if t is NONE:
-            return t
+    t = alg.t_and(t, objects.read(ctx, loc, s, inner))
+    if t is NONE:
+        return t
+    t = compose.read(ctx, loc, s, inner, t)
     if "unevaluatedProperties" in s or "unevaluatedItems" in s:
         t = compose.unevaluated(ctx, loc, s, t)
     return t

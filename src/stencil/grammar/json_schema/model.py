@@ -144,6 +144,7 @@ class Algebra:
         self._consts: dict = {}
         self.origin = None          # (keyword, where) recorded on the Negs created meanwhile
         self.neg_origin: dict = {}
+        self.simplify = lambda sub: sub   # semantic simplification of property Subs (see Context)
 
     # -- atoms ------------------------------------------------------------------------------------
     def neg(self, sub: frozenset) -> frozenset:
@@ -236,8 +237,8 @@ class Algebra:
             return b
         if b is ANY or a is NONE:
             return a
-        arr = _dedupe(tuple(x for s in a.arr for t in b.arr if (x := self.arr_and(s, t)) is not None))
-        obj = _dedupe(tuple(x for s in a.obj for t in b.obj if (x := self.obj_and(s, t)) is not None))
+        arr = _absorb(_dedupe(tuple(x for s in a.arr for t in b.arr if (x := self.arr_and(s, t)) is not None)))
+        obj = _absorb(_dedupe(tuple(x for s in a.obj for t in b.obj if (x := self.obj_and(s, t)) is not None)))
         _cap(len(arr), len(obj))
         return Typed(a.null and b.null, a.bools & b.bools, f_and(a.num, b.num), f_and(a.str, b.str), arr, obj)
 
@@ -261,13 +262,14 @@ class Algebra:
         names = f_and(a.names, b.names)
         props = []
         seen = set()
+        simplify = self.simplify
         for k, s in a.props:
             other = b.prop(k)
-            props.append((k, sub_and(s, other if other is not None else rules_sub(b, k))))
+            props.append((k, simplify(sub_and(s, other if other is not None else rules_sub(b, k)))))
             seen.add(k)
         for k, s in b.props:
             if k not in seen:
-                props.append((k, sub_and(s, rules_sub(a, k))))
+                props.append((k, simplify(sub_and(s, rules_sub(a, k)))))
         hi = a.max if b.max is None else (b.max if a.max is None else min(a.max, b.max))
         return normalize_obj(ObjSpec(tuple(props), _merge_names(a.required, b.required), a.rules + b.rules, names,
                                      max(a.min, b.min), hi, f_or(a.evaluated, b.evaluated),
