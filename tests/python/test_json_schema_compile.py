@@ -41,7 +41,8 @@ def test_build_json_schema_adds_rules_without_building():
 
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
-    ({"properties": {"a": {"$dynamicRef": "#x"}}}, "$dynamicRef", "/properties/a/$dynamicRef"),
+    ({"$recursiveAnchor": True, "properties": {"a": {"$recursiveRef": "#"}}}, "$recursiveRef",
+     "/properties/a/$recursiveRef"),
     ({"items": {"type": "string", "format": "regex"}}, "format", "/items/format"),
     ({"properties": {"p": {"pattern": "(?=a)b"}}}, "pattern", "/properties/p/pattern"),
     ({"allOf": [{"extends": {}}]}, "extends", "/allOf/0/extends"),
@@ -54,10 +55,11 @@ def test_unsupported_keyword_names_keyword_and_pointer(schema, keyword, pointer)
 
 
 def test_lenient_ignores_and_lists(compiler):
-    schema = {"properties": {"a": {"type": "string", "format": "regex"}, "b": {"$dynamicRef": "#x"}}}
+    schema = {"$recursiveAnchor": True,
+              "properties": {"a": {"type": "string", "format": "regex"}, "b": {"$recursiveRef": "#"}}}
     info = SchemaInfo()
     g = compiler.compile_json_schema(schema, lenient=True, info=info)
-    assert sorted(k for k, _, _ in info.ignored) == ["$dynamicRef", "format"]
+    assert sorted(k for k, _, _ in info.ignored) == ["$recursiveRef", "format"]
     assert accepts(g, '{"a": "(", "b": 1}')
 
 
@@ -133,6 +135,19 @@ def test_unique_items_for_any_item_type(compiler):
         assert not accepts(g, dup), dup
 
 
+def test_dynamic_reference_follows_the_dynamic_scope(compiler):
+    # a generic list whose items are whatever the schema that uses it says they are
+    generic = {"$id": "https://example.com/list", "$defs": {"item": {"$dynamicAnchor": "item"}},
+               "type": "array", "items": {"$dynamicRef": "#item"}}
+    numbers = {"$id": "https://example.com/numbers", "$ref": "list",
+               "$defs": {"item": {"$dynamicAnchor": "item", "type": "number"}}}
+    g = compiler.compile_json_schema(numbers, registry={"https://example.com/list": generic})
+    assert accepts(g, "[1, 2.5]") and not accepts(g, '[1, "x"]')
+    g = compiler.compile_json_schema({"$ref": "https://example.com/list"},
+                                     registry={"https://example.com/list": generic})
+    assert accepts(g, '[1, "x"]')
+
+
 def test_recursive_schema_and_registry(compiler):
     tree = {"$id": "https://example.com/tree", "type": "object",
             "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
@@ -174,5 +189,6 @@ def test_compile_pydantic(compiler):
 def test_check_report():
     text, ok = check_report({"type": "object", "x-kind": 1, "properties": {"a": {"format": "int32"}}})
     assert ok and "OK" in text and "x-kind" in text and "int32" in text
-    text, ok = check_report({"properties": {"a": {"format": "regex"}, "b": {"$dynamicRef": "#x"}}})
-    assert not ok and "format at /properties/a/format" in text and "$dynamicRef at /properties/b" in text
+    text, ok = check_report({"$recursiveAnchor": True,
+                             "properties": {"a": {"format": "regex"}, "b": {"$recursiveRef": "#"}}})
+    assert not ok and "format at /properties/a/format" in text and "$recursiveRef at /properties/b" in text

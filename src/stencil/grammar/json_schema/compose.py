@@ -87,28 +87,24 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
 
 
 def _dynamic_target(ctx, loc, s, key):
-    """A dynamic reference that provably resolves like a plain one, else unsupported (None)."""
+    """Where a dynamic reference leads: its static target when that does not declare the
+    dynamic anchor; else the outermost declaration in the dynamic scope (tracked per location
+    when the documents declare dynamic anchors, see resolve.py). $recursiveRef (2019-09) only
+    where it provably resolves like a plain reference."""
     from stencil.grammar.json_schema.keywords import NOT_ENFORCEABLE, _where
     ref = s[key]
     res = ctx.resolver
-    try:
-        target = res.resolve(ref, loc)
-    except GrammarError:
-        target = None
-    if target is not None and isinstance(target.schema, dict):
-        if key == "$recursiveRef":
-            dynamic = target.schema.get("$recursiveAnchor") is True
-            name = None
-        else:
-            frag = ref.split("#", 1)[1] if "#" in ref else ""
-            dynamic = bool(frag) and target.schema.get("$dynamicAnchor") == frag
-            name = frag
-        if not dynamic:
+    target = res.resolve(ref, loc)
+    if not isinstance(target.schema, dict):
+        return target
+    if key == "$dynamicRef":
+        frag = ref.split("#", 1)[1] if "#" in ref else ""
+        if not frag or "/" in frag or target.schema.get("$dynamicAnchor") != frag:
             return target
-        # the dynamic scope can only pick another schema if another resource declares the anchor
-        res.load_all()
-        if name is not None and res.dynamic_anchor_count(name) == 1:
-            return target
+        if res.dynamic:
+            return res.dynamic_target(frag, target, loc)
+    elif target.schema.get("$recursiveAnchor") is not True:
+        return target
     ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
     return None
 

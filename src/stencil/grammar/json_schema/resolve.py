@@ -54,16 +54,30 @@ def draft_of(uri) -> int | None:
     return _DRAFTS.get(u)
 
 
+def _has_dynamic_anchor(doc) -> bool:
+    """Whether a document declares a $dynamicAnchor anywhere (a quick text search)."""
+    import json
+    if not isinstance(doc, dict):
+        return False
+    try:
+        return '"$dynamicAnchor"' in json.dumps(doc)
+    except (TypeError, ValueError):
+        return False
+
+
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
 class Loc:
-    """A schema at a place: its value, base URI, JSON pointer in its document, draft."""
-    __slots__ = ("schema", "base", "pointer", "draft", "doc")
+    """A schema at a place: its value, base URI, JSON pointer in its document, draft, and (only
+    for schemas with dynamic anchors) the dynamic scope: for each ``$dynamicAnchor`` name, the
+    schema of the outermost resource entered so far that declares it."""
+    __slots__ = ("schema", "base", "pointer", "draft", "doc", "dyn")
 
-    def __init__(self, schema, base: str, pointer: str, draft: int, doc: str):
+    def __init__(self, schema, base: str, pointer: str, draft: int, doc: str, dyn: tuple = ()):
         self.schema, self.base, self.pointer, self.draft, self.doc = schema, base, pointer, draft, doc
+        self.dyn = dyn
 
     def where(self) -> str:
         """The JSON pointer, prefixed with the document's URI when it is not the root document."""
@@ -80,15 +94,25 @@ class Resolver:
             self.registry[urldefrag(uri)[0]] = doc
         self.resources: dict = {}        # absolute URI without fragment -> Loc
         self.anchors: dict = {}          # URI#name -> Loc
-        self.dynamic_anchors: dict = {}  # name -> set of resource base URIs declaring it
         self.no_validation: set = set()  # base URIs whose metaschema leaves out the validation vocabulary
         self._locs: dict = {}
         self._docs: dict = {}            # document URI -> root Loc
         self._indexed: set = set()
+        # dynamic scopes are tracked only where some document declares a dynamic anchor
+        self.dynamic = _has_dynamic_anchor(root) or any(_has_dynamic_anchor(d) for d in self.registry.values())
+        self._resource_anchors: dict = {}   # resource base URI -> ((name, anchor Loc), ...)
+        self._scoped = False                # dynamic scopes are tracked once the index is built
+        if self.dynamic:
+            for uri, doc in self.registry.items():
+                self._add_document(doc, uri, uri)
         self.root = self._add_document(root, base_uri, "")
+        if self.dynamic:
+            self._index_all()
+            self._scoped = True
+            self.root = self.enter_scope(self.root, ())
 
     # -- entering schemas -------------------------------------------------------------------------
-    def _enter(self, node, base: str, draft: int, pointer: str, doc: str, is_root: bool) -> Loc:
+    def _enter(self, node, base: str, draft: int, pointer: str, doc: str, is_root: bool, dyn: tuple = ()) -> Loc:
         """The Loc of ``node`` reached with ``base``/``draft``; registers a resource it starts."""
         if isinstance(node, dict):
             meta = node.get("$schema")
@@ -105,6 +129,8 @@ class Resolver:
         loc = self.loc(node, base, pointer, draft, doc)
         if isinstance(node, dict) or is_root:
             self.resources.setdefault(base, loc)
+        if self._scoped:
+            loc = self.enter_scope(loc, dyn)
         return loc
 
     def _add_document(self, schema, uri: str, doc: str) -> Loc:
@@ -114,19 +140,38 @@ class Resolver:
         self.resources.setdefault(uri, loc)
         return loc
 
-    def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "") -> Loc:
-        key = (id(schema), base) if isinstance(schema, dict) else (schema, base, pointer)
+    def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "", dyn: tuple = ()) -> Loc:
+        key = ((id(schema), base) if isinstance(schema, dict) else (schema, base, pointer)) + dyn
         loc = self._locs.get(key)
         if loc is None:
-            loc = self._locs[key] = Loc(schema, base, pointer, draft, doc)
+            loc = self._locs[key] = Loc(schema, base, pointer, draft, doc, dyn)
         return loc
 
     def child(self, parent: Loc, schema, *path) -> Loc:
         """The Loc of a sub-schema of ``parent`` reached through ``path`` (keys or indexes)."""
         ptr = parent.pointer + "".join("/" + _escape(str(p)) for p in path)
         if isinstance(schema, dict) and ("$id" in schema or "id" in schema or "$schema" in schema):
-            return self._enter(schema, parent.base, parent.draft, ptr, parent.doc, False)
-        return self.loc(schema, parent.base, ptr, parent.draft, parent.doc)
+            return self._enter(schema, parent.base, parent.draft, ptr, parent.doc, False, parent.dyn)
+        return self.loc(schema, parent.base, ptr, parent.draft, parent.doc, parent.dyn)
+
+    # -- dynamic scope ------------------------------------------------------------------------------
+    def enter_scope(self, loc: Loc, dyn: tuple) -> Loc:
+        """``loc`` reached with the dynamic scope ``dyn``, its own resource entered as well (the
+        outermost declaration of an anchor name wins, so names already in scope are kept)."""
+        if not self._scoped:
+            return loc
+        names = dict(dyn)
+        for name, anchor in self._resource_anchors.get(loc.base, ()):
+            names.setdefault(name, anchor)
+        new = tuple(sorted(names.items(), key=lambda kv: kv[0]))
+        if new == loc.dyn:
+            return loc
+        return self.loc(loc.schema, loc.base, loc.pointer, loc.draft, loc.doc, new)
+
+    def dynamic_target(self, name: str, initial: Loc, at: Loc) -> Loc:
+        """Where ``$dynamicRef: "#name"`` at ``at`` leads, its static target being ``initial``."""
+        anchor = dict(at.dyn).get(name, initial)
+        return self.enter_scope(anchor, at.dyn)
 
     # -- full index (anchors, resources not met yet) ------------------------------------------------
     def _index(self, start: Loc) -> None:
@@ -147,7 +192,11 @@ class Resolver:
                 if isinstance(node.get(key), str):
                     self.anchors.setdefault(f"{base}#{node[key]}", loc)
             if isinstance(node.get("$dynamicAnchor"), str):
-                self.dynamic_anchors.setdefault(node["$dynamicAnchor"], set()).add(base)
+                name = node["$dynamicAnchor"]
+                plain = self.loc(node, base, loc.pointer, dr, loc.doc)
+                have = self._resource_anchors.setdefault(base, ())
+                if name not in dict(have):
+                    self._resource_anchors[base] = have + ((name, plain),)
             for key in SCHEMA_VALUED:
                 v = node.get(key)
                 if isinstance(v, (dict, bool)):
@@ -177,16 +226,6 @@ class Resolver:
             return False
         return not any(v.endswith("/vocab/validation") for v in doc["$vocabulary"])
 
-    def load_all(self) -> None:
-        """Index every registry document (a dynamic reference may land in any of them)."""
-        for uri, doc in self.registry.items():
-            if uri not in self._docs:
-                self._add_document(doc, uri, uri)
-        self._index_all()
-
-    def dynamic_anchor_count(self, name: str) -> int:
-        return len(self.dynamic_anchors.get(name, ()))
-
     # -- resolution -------------------------------------------------------------------------------
     def resolve(self, ref: str, at: Loc) -> Loc:
         """The schema a ``$ref`` at ``at`` points to; GrammarError when it cannot be found."""
@@ -214,6 +253,7 @@ class Resolver:
                 raise GrammarError(f"$ref {ref!r} at {at.where()}: no anchor {frag!r} in {doc_uri}")
             raise GrammarError(f"$ref {ref!r} at {at.where()}: cannot resolve {doc_uri!r} (not in this "
                                "schema nor in the registry)")
+        hit = self.enter_scope(hit, at.dyn)
         if anchor or not frag:
             return hit
         return self._walk(hit, frag, ref, at)
