@@ -1,6 +1,8 @@
 """The JSON Schema Test Suite (draft 2020-12) through the compiler, token by token with the DeepSeek
 tokenizer: every (schema, instance) pair is correct, unsupported (the schema does not compile) or
-wrong. Wrong must be zero; correct must reach the issue's goal of 1,000 of the 1,148 pairs."""
+wrong. Wrong must be zero; correct must reach the issue's goal of 1,000 of the 1,148 pairs (it is
+at 1,103: the rest are schemas no value satisfies, which the core cannot build, references to the
+draft's metaschema, and one multipleOf too large to compile exactly)."""
 from __future__ import annotations
 
 import os
@@ -33,13 +35,14 @@ def test_suite_has_no_wrong_answer_and_reaches_the_goal(results, capsys):
     wrong = [d for d in results["details"] if d[0] != "unsupported"]
     assert total == 1148, "format.json and content.json are left out; the other files hold 1,148 pairs"
     assert wrong == []
-    assert correct >= 1000
+    assert correct >= 1100
 
 
 def test_core_keyword_files_are_fully_supported(results):
     # files whose every pair compiles: the common keywords have no unsupported corner
     for name in ("additionalProperties.json", "anchor.json", "const.json", "contains.json",
-                 "dependentRequired.json", "dependentSchemas.json", "if-then-else.json", "items.json",
+                 "dependentRequired.json", "dependentSchemas.json", "dynamicRef.json", "if-then-else.json",
+                 "items.json", "unevaluatedItems.json", "unevaluatedProperties.json",
                  "maxContains.json", "minContains.json", "pattern.json", "patternProperties.json",
                  "prefixItems.json", "properties.json", "refRemote.json", "required.json", "type.json",
                  "uniqueItems.json"):
