@@ -143,3 +143,14 @@ def test_pattern_properties_apply_to_named_properties(compiler):
     g = compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))
     assert _accepts(g, {"foo": [1, 2]}) and not _accepts(g, {"foo": []}) and not _accepts(g, {"foo": [1] * 4})
     assert _accepts(g, {"fxo": [1, 2, 3, 4, 5]}) and not _accepts(g, {"fxo": [1]})
+
+
+def test_content_encoding_base64_on_request(compiler):
+    schema = {"type": "string", "contentEncoding": "base64"}
+    plain = compiler.compile_grammar(json_schema_grammar(schema))
+    assert _accepts(plain, "not base64!")   # an annotation by default (Draft 2020-12)
+    g = compiler.compile_grammar(json_schema_grammar(schema, assert_content=True))
+    for s in ("", "aGk=", "aGVsbG8=", "YWJj", "+/+/"):
+        assert _accepts(g, s), s
+    for s in ("aGk", "a===", "not base64!", "aGVsbG8=x"):
+        assert not _accepts(g, s), s

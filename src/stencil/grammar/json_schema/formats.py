@@ -99,6 +99,8 @@ _TEMPLATE_LITERAL = (r"(?:[\x21\x23\x24\x26\x28-\x3B\x3D\x3F-\x5B\x5D\x5F\x61-\x
                      + _UCSCHAR + _IPRIVATE + rf"]|{_PCT})")
 _URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+_B64 = "[A-Za-z0-9+/]"
+_BASE64 = rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
 _REL_JSON_POINTER = rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})"
 
 #: format name -> (regex source(s) matched against the whole string, maximum length or None)
@@ -121,6 +123,8 @@ _FORMATS = {
     "relative-json-pointer": (_REL_JSON_POINTER, None),
 }
 SUPPORTED_FORMATS = frozenset(_FORMATS)
+#: contentEncoding: base64 (RFC 4648 section 4, padded), asserted on request; not a format name
+_FORMATS["$contentEncoding:base64"] = (_BASE64, None)
 
 #: formats with a definite meaning that this compiler cannot enforce exactly
 UNSUPPORTED_FORMATS = {

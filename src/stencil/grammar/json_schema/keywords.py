@@ -404,4 +404,6 @@ def _strings(ctx, loc, s) -> Typed:
                 ctx.unknown_formats.setdefault(name, _where(loc, "format"))
             else:
                 f = f_and(f, ("fmt", name))
+    if ctx.options.assert_content and s.get("contentEncoding") == "base64":
+        f = f_and(f, ("fmt", "$contentEncoding:base64"))
     return ANY if f == TRUE else only_str(f)

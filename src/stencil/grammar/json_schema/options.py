@@ -10,6 +10,9 @@
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
+- ``assert_content``: enforce ``contentEncoding: "base64"`` (RFC 4648, padded). Off by default:
+  in Draft 2020-12 (and 07) content keywords are annotations, and real schemas use them for
+  unpadded or URL-safe variants.
 
 Example::
 
@@ -33,6 +36,7 @@ class Options:
     property_order: str = "definition"
     lenient: bool = False
     max_depth: int = 32
+    assert_content: bool = False
 
     @staticmethod
     def make(**kw) -> "Options":
