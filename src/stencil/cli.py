@@ -186,12 +186,17 @@ class Target:
 def make_target(args) -> Target:
     """Read and check the grammar input before the model loads (bad input fails fast)."""
     target = _make_target(args)
-    if args.whitespace is not None:
-        if target.kind not in ("schema", "pydantic"):
-            raise CliError("--whitespace applies to --schema and --pydantic only")
-        ws = args.whitespace
+    if args.whitespace is not None and target.kind not in ("schema", "pydantic"):
+        raise CliError("--whitespace applies to --schema and --pydantic only")
+    if target.kind in ("schema", "pydantic"):
+        # A fixed layout by default: with free whitespace a small model can emit newlines after
+        # the closing brace until the token budget runs out, instead of ending.
+        ws = args.whitespace or str(DEFAULT_INDENT)
         target.options["whitespace"] = int(ws) if ws.isdigit() else ws
     return target
+
+
+DEFAULT_INDENT = 2
 
 
 def schema_system_message(schema: Any) -> str:
@@ -266,6 +271,8 @@ def cmd_generate(args) -> int:
         raise CliError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.temperature < 0:
         raise CliError(f"--temperature must be >= 0, got {args.temperature}")
+    if args.repetition_penalty <= 0:
+        raise CliError(f"--repetition-penalty must be > 0, got {args.repetition_penalty}")
     if args.model is not None and not os.path.exists(args.model):
         raise CliError(f"model path {args.model!r} does not exist (expected a transformers model folder or a .gguf file)")
     target = make_target(args)
@@ -293,7 +300,7 @@ def cmd_generate(args) -> int:
         sys.stdout.flush()
 
     result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
-                              seed=args.seed, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
+                              seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
                               on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
@@ -361,9 +368,12 @@ def _add_generate(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="seed for sampling")
+    p.add_argument("--repetition-penalty", type=float, default=1.1, metavar="P",
+                   help="> 1 discourages repeating generated tokens, keeping small models out of loops; "
+                        "1 turns it off (default 1.1)")
     p.add_argument("--whitespace", metavar="flexible|compact|N", default=None,
-                   help="JSON layout for --schema/--pydantic: flexible (the model chooses, default), compact, "
-                        "or an indentation of N spaces")
+                   help="JSON layout for --schema/--pydantic: an indentation of N spaces (default 2), compact, "
+                        "or flexible (the model chooses where whitespace goes)")
     p.add_argument("--no-system", action="store_true",
                    help="do not tell the model the schema or the choices in a system message")
     p.add_argument("--no-jump-forward", action="store_true",

@@ -103,14 +103,27 @@ class _Model:
 
 
 class _Sampler:
-    def __init__(self, temperature: float, seed: int | None):
+    def __init__(self, temperature: float, seed: int | None, repetition_penalty: float = 1.0):
         import torch
         self.torch = torch
         self.temperature = float(temperature)
+        self.penalty = float(repetition_penalty)
         self.gen = None
         if self.temperature > 0:
             self.gen = torch.Generator()
             self.gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+
+    def penalize(self, logits, generated: Sequence[int]) -> None:
+        """transformers' repetition penalty, over the generated tokens only (the prompt holds the
+        schema's keys, which the output must repeat): positive logits divided, negative ones
+        multiplied. Applied before the mask, so allowed tokens stay allowed."""
+        if self.penalty == 1.0 or not generated:
+            return
+        torch = self.torch
+        idx = torch.tensor(sorted(set(generated)), dtype=torch.long)
+        idx = idx[idx < logits.shape[-1]]
+        vals = logits[idx]
+        logits[idx] = torch.where(vals > 0, vals / self.penalty, vals * self.penalty)
 
     def probs(self, logits):
         return self.torch.softmax(logits / self.temperature, dim=-1)
@@ -171,13 +184,15 @@ def _draft_tokens(matcher: _core.Matcher, hf_tokenizer: Any, limit: int) -> list
 def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str | None = None, *,
              messages: Sequence[dict] | None = None, system: str | None = None,
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
-             seed: int | None = None, jump_forward: bool = True, draft: bool = True,
-             on_text: Callable[[str], None] | None = None) -> GenerationResult:
+             seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
+             draft: bool = True, on_text: Callable[[str], None] | None = None) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
     the chat template is applied to the first two. Greedy when ``temperature`` is 0, otherwise
-    sampled with ``seed``. Stops at EOS, when the grammar allows nothing but EOS, after
+    sampled with ``seed``; ``repetition_penalty`` > 1 discourages tokens already generated (as in
+    transformers, but over the generated tokens only), which keeps small models out of loops
+    inside long strings. Stops at EOS, when the grammar allows nothing but EOS, after
     ``max_tokens`` tokens or at the end of the model's context (``finish_reason`` says which).
     ``on_text(piece)`` receives the text as it is generated.
 
@@ -206,7 +221,9 @@ def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str 
 
     t_start = time.perf_counter()
     net = _Model(lm.model)
-    sampler = _Sampler(temperature, seed)
+    if repetition_penalty <= 0:
+        raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
+    sampler = _Sampler(temperature, seed, repetition_penalty)
     stream = _Stream(info, on_text)
     eos = set(info.eos_token_ids)
     matcher = _core.Matcher(grammar) if grammar is not None else None
@@ -251,6 +268,7 @@ def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str 
             if feed:
                 logits = net.forward(feed)[-1]
                 feed = []
+            sampler.penalize(logits, out)
             if matcher is not None:
                 apply_token_bitmask_inplace(logits, bm)
             t = sampler.sample(logits)
@@ -288,6 +306,7 @@ def _verify_drafts(net: _Model, matcher, sampler: _Sampler, stream: _Stream, bm,
         if i:
             matcher.fill_next_token_bitmask(bm, 0)
         row = rows[i]
+        sampler.penalize(row, out)
         apply_token_bitmask_inplace(row, bm)
         t = sampler.verify(row, d)
         if t == d:
