@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 
 __all__ = ["TRUE", "FALSE", "f_and", "f_or", "f_not", "num_eval", "str_eval", "num_const", "str_consts",
            "num_consts"]
@@ -121,15 +122,21 @@ def str_eval(f, s: str) -> bool:
         return False  # constrained strings never hold a lone surrogate (see strings.py)
     if k == "len":
         return len(s) >= f[1] and (f[2] is None or len(s) <= f[2])
-    if k == "pat":
-        from stencil.grammar.json_schema.strings import node_matches, pattern_node
-        return node_matches(pattern_node(f[1]), s)
-    if k == "fmt":
-        from stencil.grammar.json_schema.formats import format_matches
-        return format_matches(f[1], s)
+    if k == "pat" or k == "fmt":
+        return _regex_atom(f, s)
     raise AssertionError(f"unknown string atom {k}")
 
 
+@lru_cache(maxsize=1 << 16)
+def _regex_atom(f, s: str) -> bool:
+    if f[0] == "pat":
+        from stencil.grammar.json_schema.strings import node_matches, pattern_node
+        return node_matches(pattern_node(f[1]), s)
+    from stencil.grammar.json_schema.formats import format_matches
+    return format_matches(f[1], s)
+
+
+@lru_cache(maxsize=1 << 14)
 def str_consts(f):
     """The finite set of strings a formula allows, if it is syntactically finite, else None."""
     k = f[0]
@@ -154,6 +161,7 @@ def str_consts(f):
     return None
 
 
+@lru_cache(maxsize=1 << 14)
 def num_consts(f):
     """The finite set of values a number formula allows, if syntactically finite, else None."""
     k = f[0]

@@ -416,19 +416,21 @@ def _merge_names(a: tuple, b: tuple) -> tuple:
 
 def _weaker(a, b) -> bool:
     """Every instance of spec ``b`` is one of spec ``a`` (checked field by field, conservatively)."""
-    if type(a) is not type(b):
+    if type(a) is not type(b) or a.min > b.min or (a.max is not None and (b.max is None or b.max > a.max)):
         return False
     if isinstance(a, ObjSpec):
+        if (a.evaluated != b.evaluated or len(a.props) > len(b.props) or len(a.required) > len(b.required)
+                or len(a.rules) > len(b.rules) or len(a.some) > len(b.some)
+                or not (a.names == TRUE or a.names == b.names)):
+            return False
         bp = dict(b.props)
         return (all(k in bp and bp[k] >= sub for k, sub in a.props) and set(a.required) <= set(b.required)
-                and set(a.rules) <= set(b.rules) and (a.names == TRUE or a.names == b.names)
-                and a.min <= b.min and (a.max is None or (b.max is not None and b.max <= a.max))
-                and set(a.some) <= set(b.some) and a.evaluated == b.evaluated)
-    return (len(a.prefix) <= len(b.prefix) and all(y >= x for x, y in zip(a.prefix, b.prefix))
-            and b.items >= a.items and a.min <= b.min
-            and (a.max is None or (b.max is not None and b.max <= a.max))
-            and set(a.contains) <= set(b.contains) and (b.unique or not a.unique)
-            and a.eval_upto == b.eval_upto and a.eval_contains == b.eval_contains)
+                and set(a.rules) <= set(b.rules) and set(a.some) <= set(b.some))
+    if (a.eval_upto != b.eval_upto or a.eval_contains != b.eval_contains or len(a.prefix) > len(b.prefix)
+            or (a.unique and not b.unique)):
+        return False
+    return (all(y >= x for x, y in zip(a.prefix, b.prefix)) and b.items >= a.items
+            and set(a.contains) <= set(b.contains))
 
 
 def _absorb(specs: tuple) -> tuple:
