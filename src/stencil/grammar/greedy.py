@@ -246,10 +246,14 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
     multi = {z for z in lexemes if is_multi(z)}
     unsafe: set = set()
     checked: set = set()
-    seen_pairs = {(0, 0)}
-    work = deque([(0, 0)])
+    # Explored: (q1, q2, several): two states the parser may be in at once, and whether it may
+    # hold several stacks (after an LR conflict or a scan of several lexemes). With one stack,
+    # several results of `after` are alternatives (the stack below is not known here), so the
+    # parser is in one of them; with several stacks, in any set of them.
+    seen_pairs = {(0, 0, False)}
+    work = deque(seen_pairs)
     while work:
-        q1, q2 = work.popleft()
+        q1, q2, several = work.popleft()
         work_done[0] += len(allowed[q1]) * (len(allowed[q2]) + 1)
         if work_done[0] > MAX_WORK:
             return None
@@ -270,14 +274,15 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
             if not next1:
                 continue
             for z2 in (compat_with[z1] & allowed[q2]) | ({z1} if z1 in allowed[q2] else set()):
-                next2, _ = after(q2, z2)
+                next2, nd2 = after(q2, z2)
                 work_done[0] += len(next1) * len(next2)
                 if work_done[0] > MAX_WORK:
                     return None
-                if q1 == q2 and z1 == z2 and not nd1:
-                    pairs = [(t, t) for t in next1]
+                more = several or nd1 or nd2 or z1 != z2 or q1 != q2
+                if more:
+                    pairs = [(t1, t2, True) for t1 in next1 for t2 in next2]
                 else:
-                    pairs = [(t1, t2) for t1 in next1 for t2 in next2]
+                    pairs = [(t, t, False) for t in next1]
                 for pair in pairs:
                     if pair not in seen_pairs:
                         if len(seen_pairs) > MAX_PAIRS:
