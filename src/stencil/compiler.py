@@ -134,7 +134,7 @@ class GrammarCompiler:
         """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
         ``<[id]>``, ``%json {schema}``, ``%regex {options}``, ``name[lazy]`` and
         ``name[stop="..."]`` rules (see ``stencil.grammar.lark``). Options: ``start``,
-        ``allow_unused``, ``json_options``.
+        ``unused`` ("warn", "error" or "ignore"), ``json_options``.
 
         Example::
 
@@ -145,7 +145,7 @@ class GrammarCompiler:
 
     def compile_gbnf(self, text: str, **options) -> CompiledGrammar:
         """A grammar in llama.cpp's GBNF (or XGrammar's EBNF); the start rule is ``root``.
-        Options: ``start``, ``allow_unused``.
+        Options: ``start``, ``unused`` ("warn", "error" or "ignore").
 
         Example::
 

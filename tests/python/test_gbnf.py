@@ -10,12 +10,14 @@ import itertools
 import os
 import random
 import re
+import warnings
 import zlib
 
 import pytest
 
 import stencil
 from grammar_oracle import CharEarley, encode_segments, feed
+from stencil.grammar.ebnf import GrammarWarning
 from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
 from tokenizers_zoo import get
@@ -156,7 +158,7 @@ def test_random_grammars_match_oracle(env):
     while checked < 25:
         text = _random_grammar(rng)
         try:
-            compiled = compiler.compile_gbnf(text, allow_unused=True)
+            compiled = compiler.compile_gbnf(text, unused="ignore")
         except stencil.GrammarError:
             continue   # unproductive or empty grammars are errors (tested below)
         ast = parse_gbnf(text)
@@ -228,7 +230,7 @@ def test_syntax_details(env):
     assert _matcher_verdict(g, "xxA\n\u00e9")[1] is False
     assert _matcher_verdict(g, "xxA\nzq") == (6, True)
     # alternatives may continue on the next line; a rule ends where the next `name ::=` starts
-    g = compiler.compile_gbnf('root ::= "a"\n  | "b"\nother ::= "c"', allow_unused=True)
+    g = compiler.compile_gbnf('root ::= "a"\n  | "b"\nother ::= "c"', unused="ignore")
     assert _matcher_verdict(g, "b") == (1, True)
 
 
@@ -249,7 +251,6 @@ ERRORS = [
     ('root ::= "a" | *', "'*' has nothing to repeat"),
     ('root ::= a\na ::= "x" a', "line 2, column 1: rule 'a' can never complete"),
     ('root ::= root "x"', "line 1, column 1: the grammar's language is empty"),
-    ('root ::= "a"\nunused ::= "b"', "line 2, column 1: rule 'unused' is never used"),
     ('root ::= "a"\nroot ::= "b"', "line 2, column 1: rule 'root' is defined twice"),
     ('start ::= "a"', "there is no start rule 'root'"),
     ('root ::= "a" @', "line 1, column 14: unexpected character '@'"),
@@ -303,3 +304,16 @@ def test_left_and_right_recursion(env):
         oracle = CharEarley(parse_gbnf(text))
         for s in ["a", "a,b", "(a,b),c", "a,", "yxx", "xxy", "y", "x", "((a)", ""]:
             assert _matcher_verdict(g, s) == oracle.run(list(s)), f"{text}: {s!r}"
+
+
+def test_unused_rules_are_reported(env):
+    _, compiler, _ = env
+    text = 'root ::= "a"\nspare ::= "b"'
+    with pytest.warns(GrammarWarning, match=re.escape("line 2, column 1: rule 'spare' is never used")):
+        g = compiler.compile_gbnf(text)
+    assert _matcher_verdict(g, "a") == (1, True)
+    with pytest.raises(stencil.GrammarError, match=re.escape("line 2, column 1: rule 'spare' is never used")):
+        compiler.compile_gbnf(text, unused="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiler.compile_gbnf(text, unused="ignore")

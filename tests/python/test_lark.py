@@ -421,8 +421,6 @@ ERRORS = [
     ("start: /a(b/", "line 1, column 8: in /a(b/"),
     ("start: /^a/", "anchors"),
     ("start: /a/m", "line 1, column 8: unsupported regex flag 'm'"),
-    ('start: "a"\nunused: "b"', "line 2, column 1: rule 'unused' is never used"),
-    ('start: "a"\nB: "b"', "line 2, column 1: terminal B is never used"),
     ('start: a\na: "x" a', "line 2, column 1: rule 'a' can never complete"),
     ("start: start", "the grammar's language is empty"),
     ('start: _sep{"a"}', "templates such as _sep{...} are not supported"),
@@ -457,3 +455,15 @@ def test_left_recursion(env):
         %ignore " "
     ''', ["a", "a, b", "[a, b], c, [[d]]"], ["a,", ",a", "[a", "a b"], samples=8, mutants=16)
     assert g is not None
+
+
+def test_unused_rules_and_terminals_are_reported(env):
+    from stencil.grammar.ebnf import GrammarWarning
+    _, compiler, _ = env
+    with pytest.warns(GrammarWarning) as record:
+        compiler.compile_lark('start: "a"\nspare: "b"\nB: "b"')
+    messages = sorted(str(w.message) for w in record)
+    assert any("line 2, column 1: rule 'spare' is never used" in m for m in messages), messages
+    assert any("line 3, column 1: terminal B is never used" in m for m in messages), messages
+    with pytest.raises(stencil.GrammarError, match=re.escape("line 2, column 1: terminal B is never used")):
+        compiler.compile_lark('start: "a"\nB: "b"', unused="error")

@@ -21,7 +21,7 @@ from stencil._core import GrammarError
 
 __all__ = [
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
-    "TokenTable", "Source", "check_grammar", "walk", "refs_of",
+    "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
 ]
 
 
@@ -202,10 +202,31 @@ def _is_nothing(regex) -> bool:
     return isinstance(regex, Nothing)
 
 
-def check_grammar(g: EbnfGrammar, *, allow_unused: bool = False) -> None:
+class GrammarWarning(UserWarning):
+    """Something in a grammar that is probably a mistake but does not change its language."""
+
+
+UNUSED_POLICIES = ("warn", "error", "ignore")
+
+
+def report_unused(g: "EbnfGrammar", message: str, pos: Optional[int], unused: str) -> None:
+    """A definition the grammar never uses: a warning (default), an error, or nothing."""
+    if unused not in UNUSED_POLICIES:
+        raise ValueError(f"unused must be one of {UNUSED_POLICIES}, got {unused!r}")
+    if unused == "ignore":
+        return
+    err = g.error(message, pos)
+    if unused == "error":
+        raise err
+    import warnings
+    warnings.warn(str(err), GrammarWarning, stacklevel=4)
+
+
+def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     """Reject what cannot be right, with positions: references to undefined rules, rules that can
-    never complete (unproductive), rules never used from the start rule (unless ``allow_unused``),
-    and an empty language."""
+    never complete (unproductive) and an empty language. Rules never used from the start rule
+    are reported as ``unused`` says: "warn" (a GrammarWarning, the default: grammars written for
+    other engines often carry spare rules), "error" or "ignore"."""
     if g.start not in g.rules:
         raise g.error(f"there is no start rule '{g.start}'", None)
     for rd in g.rules.values():
@@ -236,11 +257,9 @@ def check_grammar(g: EbnfGrammar, *, allow_unused: bool = False) -> None:
         rd = g.rules[g.start]
         raise g.error(f"the grammar's language is empty: the start rule '{g.start}' can never complete "
                       "(every alternative needs itself)", rd.pos)
-    if not allow_unused:
-        for name, rd in g.rules.items():
-            if name not in reach:
-                raise g.error(f"rule '{name}' is never used from the start rule '{g.start}' "
-                              "(remove it, or pass allow_unused=True)", rd.pos)
+    for name, rd in g.rules.items():
+        if name not in reach:
+            report_unused(g, f"rule '{name}' is never used from the start rule '{g.start}'", rd.pos, unused)
 
 
 def token_ids_text(ids: Sequence[int]) -> str:

@@ -394,7 +394,7 @@ def parse_gbnf(text: str) -> EbnfGrammar:
 
 
 def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
-               allow_unused: bool = False, prefix: str = "") -> int:
+               unused: str = "warn", prefix: str = "") -> int:
     """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
     it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
     ``prefix``, so several grammars can share one builder."""
@@ -403,16 +403,17 @@ def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str 
 
     g = parse_gbnf(text)
     g.start = start
-    check_grammar(g, allow_unused=allow_unused)
+    check_grammar(g, unused=unused)
     return emit_character_grammar(Namespaced(b, prefix) if prefix else b, g, tokens)
 
 
 def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
-                 allow_unused: bool = False):
+                 unused: str = "warn"):
     """Compile GBNF text into a stencil ``Grammar`` (the IR), ready for ``compile_grammar``.
 
     ``tokens`` resolves token references by name (the compiler passes its tokenizer's table);
-    ``allow_unused`` accepts rules that the start rule never uses (an error by default).
+    ``unused``: what to do about rules the start rule never uses ("warn": a ``GrammarWarning``,
+    "error" or "ignore").
 
     Example::
 
@@ -421,4 +422,4 @@ def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str =
     from stencil._core import GrammarBuilder
 
     b = GrammarBuilder()
-    return b.build(build_gbnf(b, text, tokens=tokens, start=start, allow_unused=allow_unused))
+    return b.build(build_gbnf(b, text, tokens=tokens, start=start, unused=unused))

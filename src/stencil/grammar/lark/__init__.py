@@ -32,34 +32,35 @@ from stencil.grammar.lark.terminals import resolve
 __all__ = ["lark_grammar", "build_lark", "parse_lark"]
 
 
-def parse_lark(text: str, *, start: str = "start", allow_unused: bool = False) -> EbnfGrammar:
+def parse_lark(text: str, *, start: str = "start", unused: str = "warn") -> EbnfGrammar:
     """Parse and check Lark text into the shared grammar AST (terminals resolved to Terms)."""
-    g = resolve(parse_lark_syntax(text), start, allow_unused)
-    check_grammar(g, allow_unused=allow_unused)
+    g = resolve(parse_lark_syntax(text), start, unused)
+    check_grammar(g, unused=unused)
     return g
 
 
 def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",
-               allow_unused: bool = False, json_options: Optional[dict] = None, prefix: str = "") -> int:
+               unused: str = "warn", json_options: Optional[dict] = None, prefix: str = "") -> int:
     """Add the rules of a Lark grammar to builder ``b`` and return its start rule. Rule names
     get ``prefix``, so several grammars can share one builder (``%ignore`` terms, though, apply
     to the whole builder's grammar)."""
     from stencil.grammar.ebnf import Namespaced
 
-    g = parse_lark(text, start=start, allow_unused=allow_unused)
+    g = parse_lark(text, start=start, unused=unused)
     return emit_lark(Namespaced(b, prefix) if prefix else b, g, tokens, json_options)
 
 
 def lark_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",
-                 allow_unused: bool = False, json_options: Optional[dict] = None):
+                 unused: str = "warn", json_options: Optional[dict] = None):
     """Compile Lark text into a stencil ``Grammar`` (the IR), ready for ``compile_grammar``.
 
     ``tokens`` resolves ``<|name|>`` references (the compiler passes its tokenizer's table);
-    ``allow_unused`` accepts rules and terminals the start rule never uses; ``json_options`` go
+    ``unused``: what to do about rules and terminals the start rule never uses ("warn": a
+    ``GrammarWarning``, "error" or "ignore"); ``json_options`` go
     to the JSON Schema front-end for every ``%json`` block.
     """
     from stencil._core import GrammarBuilder
 
     b = GrammarBuilder()
-    return b.build(build_lark(b, text, tokens=tokens, start=start, allow_unused=allow_unused,
+    return b.build(build_lark(b, text, tokens=tokens, start=start, unused=unused,
                               json_options=json_options))

@@ -11,7 +11,7 @@ from typing import Optional
 
 from stencil.grammar import regex_ast as R
 from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, RuleDef, Seq, Term,
-                                  TokenRef, walk)
+                                  TokenRef, report_unused, walk)
 from stencil.grammar.lark.common import COMMON
 from stencil.grammar.lark.parser import LarkSyntax
 from stencil.grammar.regex import build_regex, parse_regex
@@ -126,7 +126,7 @@ class _Resolver:
         return node
 
 
-def resolve(syn: LarkSyntax, start: str, allow_unused: bool) -> EbnfGrammar:
+def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
     r = _Resolver(syn)
     rules: dict[str, RuleDef] = {}
     for name, rd in syn.rules.items():
@@ -143,12 +143,10 @@ def resolve(syn: LarkSyntax, start: str, allow_unused: bool) -> EbnfGrammar:
         ignores.append(t)
     for name in r.defs:   # resolve every definition, used or not, so errors are not hidden
         r.terminal(name, r.defs[name].pos)
-    if not allow_unused:
-        for name, rd in syn.terminals.items():
-            if name not in r.used:
-                raise syn.source.error(f"terminal {name} is never used (remove it, or pass allow_unused=True)",
-                                       rd.pos)
     g = EbnfGrammar(rules, start, syn.source, ignores=ignores, terminals=dict(r.defs))
+    for name, rd in syn.terminals.items():
+        if name not in r.used:
+            report_unused(g, f"terminal {name} is never used", rd.pos, unused)
     for rd in rules.values():
         for n in walk(rd.body):
             if isinstance(n, JsonSchema) and not isinstance(n.schema, (dict, bool)):
