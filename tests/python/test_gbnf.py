@@ -259,6 +259,7 @@ ERRORS = [
     ('root ::= <[1,x]>', "bad token id list"),
     ('root ::= !"a"', "'!' must be followed by a token reference"),
     ('root ::= ' + "(" * 300 + '"a"' + ")" * 300, "nest deeper"),
+    ('root ::= ' + '("a" ' * 101 + ')*' * 101, "nest deeper"),
 ]
 
 

@@ -435,6 +435,7 @@ ERRORS = [
     ('other: "a"', "there is no start rule 'start'"),
     ("start: a\n  a", "expected ':' after the rule name 'a'"),
     ("start: <[x]>", "bad token id list"),
+    ("start: " + '("a" ' * 500 + ')*' * 500, "brackets nest deeper than 100 levels"),
     ('start: "a" | \n| | "b" @', "line 2, column 9: unexpected character '@'"),
 ]
 

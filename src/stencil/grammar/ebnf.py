@@ -233,14 +233,18 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
         for r in refs_of(rd.body):
             if r.name not in g.rules:
                 raise g.error(f"rule '{r.name}' is used but never defined", r.pos)
+    # productivity by a worklist: when a rule becomes productive, look again at its users only
+    users: dict[str, set] = {name: set() for name in g.rules}
+    for name, rd in g.rules.items():
+        for r in refs_of(rd.body):
+            users[r.name].add(name)
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, rd in g.rules.items():
-            if name not in productive and _productive(rd.body, productive.__contains__):
-                productive.add(name)
-                changed = True
+    work = list(g.rules)
+    while work:
+        name = work.pop()
+        if name not in productive and _productive(g.rules[name].body, productive.__contains__):
+            productive.add(name)
+            work.extend(u for u in users[name] if u not in productive)
     reach = {g.start}
     stack = [g.start]
     while stack:

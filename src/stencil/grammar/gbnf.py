@@ -42,7 +42,7 @@ from stencil.grammar.ebnf import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Sour
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
 
 MAX_REPEAT = 100_000
-MAX_NESTING = 200
+MAX_NESTING = 100   # nested groups; deeper nesting is certainly a generated mistake
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}

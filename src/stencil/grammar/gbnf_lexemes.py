@@ -129,12 +129,22 @@ def _sccs(graph: dict) -> list:
     return out
 
 
+MAX_REGEX_DEPTH = 48
+
+
+def _depth_visit(node, kids) -> int:
+    return 1 + max(kids, default=0)
+
+
 class _Regular:
-    """Regex forms of nodes, where they have one."""
+    """Regex forms of nodes, where they have one. Concatenations and alternations are built
+    without flattening nested ones: rules share their regexes as a DAG, and flattening would
+    copy a long chain of rules over and over."""
 
     def __init__(self):
         self.rules: dict[str, object] = {}   # regular rule -> regex
         self._memo: dict[int, object] = {}
+        self._depths: dict = {}                # postorder memo of regex depths
 
     def of(self, node: Node):
         key = id(node)
@@ -151,10 +161,10 @@ class _Regular:
             return self.rules.get(node.name)
         if isinstance(node, Seq):
             parts = [self.of(k) for k in node.items]
-            return None if any(p is None for p in parts) else R.concat(parts)
+            return None if any(p is None for p in parts) else R.concat(parts, flatten=False)
         if isinstance(node, Alt):
             parts = [self.of(k) for k in node.items]
-            return None if any(p is None for p in parts) else R.alt(parts)
+            return None if any(p is None for p in parts) else R.alt(parts, flatten=False)
         if isinstance(node, Rep):
             p = self.of(node.item)
             return None if p is None else R.repeat(p, node.min, node.max)
@@ -179,13 +189,13 @@ class _Regular:
             ab = self.linear(name, edge, left)
             if ab is None:
                 return None
-            fix = R.concat(parts)
-            return tuple(R.concat([x, fix] if left else [fix, x]) for x in ab)
+            fix = R.concat(parts, flatten=False)
+            return tuple(R.concat([x, fix] if left else [fix, x], flatten=False) for x in ab)
         if isinstance(node, Alt):
             parts = [self.linear(name, k, left) for k in node.items]
             if any(p is None for p in parts):
                 return None
-            return R.alt([p[0] for p in parts]), R.alt([p[1] for p in parts])
+            return R.alt([p[0] for p in parts], flatten=False), R.alt([p[1] for p in parts], flatten=False)
         if isinstance(node, Rep) and node.min == 0 and node.max == 1:
             ab = self.linear(name, node.item, left)
             return None if ab is None else (R.alt([R.EMPTY, ab[0]]), ab[1])
@@ -206,11 +216,13 @@ class _Regular:
                     ab = self.linear(name, body, left)
                     if ab is not None:
                         star = R.repeat(ab[1], 0, None)
-                        r = R.concat([ab[0], star] if left else [star, ab[0]])
+                        r = R.concat([ab[0], star] if left else [star, ab[0]], flatten=False)
                         break
-            if r is not None:
+            # A rule nested too deeply as a regex stays a rule: deep regexes cost the core
+            # (and the conflict analysis) time quadratic in their depth.
+            if r is not None and R.postorder(r, _depth_visit, self._depths) <= MAX_REGEX_DEPTH:
                 self.rules[name] = r
-        self._memo.clear()  # memoized None for refs to rules decided later
+        self._memo.clear()
 
 
 # --- steps 2 and 3: rules over lexemes ----------------------------------------------------------
@@ -310,7 +322,10 @@ class _Cfg:
 
     # -- analysis -------------------------------------------------------------------------------
     def analyze(self, start: int):
-        """FIRST/FOLLOW at two levels: code points (``*_chars``) and lexeme ids (``*_lex``)."""
+        """FIRST/FOLLOW at two levels: code points (``*_chars``) and lexeme ids (``*_lex``).
+
+        Worklists, not sweeps to a fixpoint: a long chain of rules must not cost a sweep per
+        link."""
         nl = len(self.lex)
         lex_first, lex_null = [], []
         for node in self.lex:
@@ -319,59 +334,94 @@ class _Cfg:
             lex_null.append(nul)
         used = self.reachable(start)
         n = len(self.alts)
+        users: dict[int, set] = {a: set() for a in used}
+        for a in used:
+            for alt in self.alts[a]:
+                for sym in alt:
+                    if sym >= 0:
+                        users[sym].add(a)
         null = [False] * n
         first_c: list = [()] * n
         first_l: list = [frozenset()] * n
 
         def seq_first(alt, i):
             chars, lexs = [], set()
-            for s in alt[i:]:
-                if s < 0:
-                    chars.extend(lex_first[~s])
-                    lexs.add(~s)
-                    if not lex_null[~s]:
+            for sym in alt[i:]:
+                if sym < 0:
+                    chars.extend(lex_first[~sym])
+                    lexs.add(~sym)
+                    if not lex_null[~sym]:
                         return chars, lexs, False
                 else:
-                    chars.extend(first_c[s])
-                    lexs |= first_l[s]
-                    if not null[s]:
+                    chars.extend(first_c[sym])
+                    lexs |= first_l[sym]
+                    if not null[sym]:
                         return chars, lexs, False
             return chars, lexs, True
 
-        changed = True
-        while changed:
-            changed = False
-            for a in used:
-                chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
-                for alt in self.alts[a]:
-                    c, l, z = seq_first(alt, 0)
-                    chars.extend(c)
-                    lexs |= l
-                    nul = nul or z
-                new_c, new_l = U.normalize(chars), frozenset(lexs)
-                if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
-                    first_c[a], first_l[a], null[a] = new_c, new_l, nul
-                    changed = True
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
+            for alt in self.alts[a]:
+                c, l, z = seq_first(alt, 0)
+                chars.extend(c)
+                lexs |= l
+                nul = nul or z
+            new_c, new_l = U.normalize(chars), frozenset(lexs)
+            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
+                first_c[a], first_l[a], null[a] = new_c, new_l, nul
+                for u in users[a]:
+                    if u not in queued:
+                        queued.add(u)
+                        work.append(u)
+        # FOLLOW: a fixed part (what the rest of each alternative can start with) plus what
+        # flows from the left-hand side through nullable rests (edges a -> symbol).
         follow_c: list = [()] * n
         follow_l: list = [frozenset()] * n
-        lex_follow_c: list = [()] * nl
-        lex_follow_l: list = [frozenset()] * nl
-        changed = True
-        while changed:
-            changed = False
-            for a in used:
-                for alt in self.alts[a]:
-                    for i, s in enumerate(alt):
-                        c, l, z = seq_first(alt, i + 1)
-                        if z:
-                            c = c + list(follow_c[a])
-                            l = l | follow_l[a]
-                        fc, fl = (lex_follow_c, lex_follow_l) if s < 0 else (follow_c, follow_l)
-                        j = ~s if s < 0 else s
-                        new_c, new_l = U.normalize(list(fc[j]) + c), fl[j] | l
-                        if new_c != fc[j] or new_l != fl[j]:
-                            fc[j], fl[j] = new_c, new_l
-                            changed = True
+        lex_c: list = [[] for _ in range(nl)]
+        lex_l: list = [set() for _ in range(nl)]
+        base_c: dict[int, list] = {a: [] for a in used}
+        base_l: dict[int, set] = {a: set() for a in used}
+        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
+        for a in used:
+            for alt in self.alts[a]:
+                for i, sym in enumerate(alt):
+                    c, l, z = seq_first(alt, i + 1)
+                    if sym < 0:
+                        lex_c[~sym].extend(c)
+                        lex_l[~sym] |= l
+                    else:
+                        base_c[sym].extend(c)
+                        base_l[sym] |= l
+                    if z:
+                        flows[a].add(sym)
+        for a in used:
+            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            for sym in flows[a]:
+                if sym < 0:
+                    continue
+                new_c = U.union(follow_c[sym], follow_c[a])
+                new_l = follow_l[sym] | follow_l[a]
+                if new_c != follow_c[sym] or new_l != follow_l[sym]:
+                    follow_c[sym], follow_l[sym] = new_c, new_l
+                    if sym not in queued:
+                        queued.add(sym)
+                        work.append(sym)
+        for a in used:
+            for sym in flows[a]:
+                if sym < 0:
+                    lex_c[~sym].extend(follow_c[a])
+                    lex_l[~sym] |= follow_l[a]
+        lex_follow_c = [U.normalize(c) for c in lex_c]
+        lex_follow_l = [frozenset(l) for l in lex_l]
         return lex_first, lex_follow_c, lex_follow_l, first_l[start], used
 
     def reachable(self, start: int) -> list:
@@ -494,6 +544,7 @@ class _Converter:
     def __init__(self, cfg: _Cfg, reg: _Regular, bodies: dict):
         self.cfg, self.reg, self.bodies = cfg, reg, bodies
         self.rule_nt: dict[str, int] = {}
+        self.pending: list[str] = []   # rules referenced but not converted yet (no recursion)
         self.counter = 0
 
     def rule(self, name: str) -> int:
@@ -501,6 +552,13 @@ class _Converter:
         if n is None:
             n = self.cfg.nt(name)
             self.rule_nt[name] = n
+            self.pending.append(name)
+        return n
+
+    def convert_all(self) -> None:
+        while self.pending:
+            name = self.pending.pop()
+            n = self.rule_nt[name]
             body = self.bodies[name]
             reg = self.reg.rules.get(name)
             if reg is not None:
@@ -508,10 +566,9 @@ class _Converter:
             else:
                 items = body.items if isinstance(body, Alt) else [body]
                 self.cfg.alts[n] = [self.seq(k, name) for k in items]
-        return n
 
     def run_syms(self, run: list, owner: str) -> list:
-        r = R.concat(run)
+        r = R.concat(run, flatten=False)
         if isinstance(r, R.Empty):
             return []
         self.counter += 1
@@ -574,5 +631,6 @@ def emit_character_grammar(b, g: EbnfGrammar, tokens: Optional[TokenTable]) -> i
     cfg = _Cfg()
     conv = _Converter(cfg, reg, bodies)
     start = conv.rule(g.start)
+    conv.convert_all()
     cfg.make_greedy_safe(start)
     return cfg.emit(b, start)

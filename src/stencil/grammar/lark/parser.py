@@ -24,6 +24,7 @@ from stencil.grammar.regex import parse_regex
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 
 MAX_REPEAT = 100_000
+MAX_NESTING = 100   # nested ( ) and [ ]
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "0": "\0",
             "\\": "\\", '"': '"', "'": "'"}
 _HEX = {"x": 2, "u": 4, "U": 8}
@@ -46,6 +47,7 @@ class _Parser:
         self.src = src
         self.toks = tokenize(src)
         self.k = 0
+        self.depth = 0
         self.out = LarkSyntax(src)
 
     # -- helpers --------------------------------------------------------------------------------
@@ -203,6 +205,15 @@ class _Parser:
     # -- expansions -----------------------------------------------------------------------------
     def expansions(self):
         pos = self.tok.pos
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.err(f"brackets nest deeper than {MAX_NESTING} levels")
+        try:
+            return self._expansions(pos)
+        finally:
+            self.depth -= 1
+
+    def _expansions(self, pos: int):
         alts = [self.alias()]
         while self.tok.kind == "|":
             self.next()
