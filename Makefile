@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test demo bench-generate bench-trie bench-json bench-deps bench-maskbench clean
+.PHONY: venv install test demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ clean:
 
 bench-json: install
 	$(PY) -m stencil.bench.json_masks
+
+# JSON Schema coverage: the Test Suite beside llguidance and XGrammar, all of maskbench-dev, compile time.
+bench-json-schema: bench-deps
+	$(PY) -m stencil.bench.json_schema_coverage --compare llguidance,xgrammar
 
 # Reference engines for the MaskBench harness (optional; `make test` runs without them).
 # torch first, pinned to the CPU build; xgrammar without triton (GPU kernels only, 1 GB): its

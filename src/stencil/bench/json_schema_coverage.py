@@ -203,10 +203,13 @@ def run_maskbench(compiler, encode, files, **options) -> dict:
 
 
 def _reason(msg: str) -> str:
-    """A short class for a compile error message (keyword and the gist)."""
-    head = msg.split(" at ")[0] if " at " in msg else msg[:60]
-    tail = msg.split(": ", 1)[1] if ": " in msg else ""
-    return (head + ": " + tail[:70]).strip()
+    """A short class for a compile error message: its keyword and gist, without the pointer."""
+    if msg.startswith("JSON Schema: "):
+        msg = msg[len("JSON Schema: "):]
+    if " at " in msg and ": " in msg.split(" at ", 1)[1]:
+        keyword, rest = msg.split(" at ", 1)
+        return f"{keyword}: {rest.split(': ', 1)[1]}"[:110]
+    return msg[:110]
 
 
 def _pct(xs, q):
