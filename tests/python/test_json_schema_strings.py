@@ -154,3 +154,17 @@ def test_content_encoding_base64_on_request(compiler):
         assert _accepts(g, s), s
     for s in ("aGk", "a===", "not base64!", "aGVsbG8=x"):
         assert not _accepts(g, s), s
+
+
+def test_leading_lookaheads_become_pattern_formulas(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "string", "pattern": "^(?!aliases|date)[a-z]+$"}))
+    for s, ok in (("alias", True), ("aliases", False), ("aliasesx", False), ("dat", True), ("dates", False),
+                  ("A", False)):
+        assert _accepts(g, s) == ok, s
+    g = compiler.compile_grammar(json_schema_grammar(
+        {"type": "object", "patternProperties": {"^(?!x-)[a-z-]+$": {"type": "integer"}},
+         "additionalProperties": False}, property_order="any"))
+    assert _accepts(g, {"ab-c": 1}) and not _accepts(g, {"x-ab": 1}) and not _accepts(g, {"ab": "s"})
+    # a lookahead inside one branch of an alternation is still unsupported
+    with pytest.raises(stencil.GrammarError, match="lookahead"):
+        json_schema_grammar({"type": "string", "pattern": "^(?!a)b|c"})

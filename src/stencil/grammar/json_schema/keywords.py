@@ -20,7 +20,7 @@ from stencil.grammar.json_schema.formats import UNSUPPORTED_FORMATS, format_spec
 from stencil.grammar.json_schema.formulas import TRUE, f_and
 from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE, TRUE_SUB,
                                                Algebra, Either, Neg, Typed, Unsupported, to_decimal)
-from stencil.grammar.json_schema.strings import pattern_node
+from stencil.grammar.json_schema.strings import pattern_formula
 
 __all__ = ["Context", "ANNOTATIONS", "UNDERSTOOD", "NOT_ENFORCEABLE", "read_schema"]
 
@@ -388,8 +388,7 @@ def _strings(ctx, loc, s) -> Typed:
         if not isinstance(p, str):
             raise GrammarError(f"pattern at {_where(loc, 'pattern')}: must be a string")
         try:
-            pattern_node(p)
-            f = f_and(f, ("pat", p))
+            f = f_and(f, pattern_formula(p))
         except GrammarError as e:
             ctx.unsupported("pattern", _where(loc, "pattern"), str(e))
     if "format" in s and isinstance(s["format"], str):

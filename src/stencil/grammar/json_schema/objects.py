@@ -23,17 +23,15 @@ Example::
 """
 from __future__ import annotations
 
-from itertools import product
-
 from stencil._core import GrammarError
 from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
 from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, TRUE_SUB, ObjSpec, Unsupported,
                                                normalize_obj, rules_sub, sub_and)
 
-__all__ = ["read", "emit_object", "MAX_KEY_RULES", "MAX_OBJECT_STATES"]
+__all__ = ["read", "emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
 
-#: most patternProperties/additionalProperties rules with a schema on one object
-MAX_KEY_RULES = 6
+#: most classes of keys (sets of patternProperties that one key can match together) on one object
+MAX_KEY_CLASSES = 64
 #: most (property, count) states of one object's member chain
 MAX_OBJECT_STATES = 20_000
 
@@ -62,15 +60,15 @@ def read(ctx, loc, s, exact: bool = False):
         pp = s["patternProperties"]
         if not isinstance(pp, dict):
             raise GrammarError(f"patternProperties at {_where(loc, 'patternProperties')}: must be an object")
-        from stencil.grammar.json_schema.strings import pattern_node
+        from stencil.grammar.json_schema.strings import pattern_formula
         for pat, sch in pp.items():
             try:
-                pattern_node(pat)
+                pred = pattern_formula(pat)
             except GrammarError as e:
                 ctx.unsupported("patternProperties", _where(loc, "patternProperties"), str(e))
                 continue
-            pats.append(("pat", pat))
-            rules.append((("pat", pat), ctx.sub(loc, sch, "patternProperties", pat)))
+            pats.append(pred)
+            rules.append((pred, ctx.sub(loc, sch, "patternProperties", pat)))
         evaluated = f_or(evaluated, *pats)
         # unlike additionalProperties, a pattern also applies to the named properties it matches
         from stencil.grammar.json_schema.formulas import str_eval
@@ -122,8 +120,9 @@ def read(ctx, loc, s, exact: bool = False):
 
 # --- emission --------------------------------------------------------------------------------------
 
-def _key_classes(spec: ObjSpec) -> list:
-    """(key formula, value Sub) partitioning the keys outside the named properties."""
+def _key_classes(em, spec: ObjSpec) -> list:
+    """(key formula, value Sub) partitioning the keys outside the named properties: one class per
+    set of rules (patternProperties, additionalProperties) a key can match at once."""
     forbidden = FALSE
     live = []
     for pred, sub in spec.rules:
@@ -134,18 +133,44 @@ def _key_classes(spec: ObjSpec) -> list:
     base = f_and(spec.names, f_not(forbidden))
     if base == FALSE:
         return []
-    if len(live) > MAX_KEY_RULES:
-        raise Unsupported("patternProperties", f"more than {MAX_KEY_RULES} key patterns with schemas on one object")
+    n = len(live)
+    if n <= 3:
+        overlap = [[True] * n for _ in range(n)]
+    else:
+        # which rules can match one key together (the core's emptiness test on each pair)
+        from stencil.grammar.json_schema.disjoint import formula_empty
+        overlap = [[i == j or not formula_empty(em.ctx, "str", f_and(base, live[i][0], live[j][0]))
+                    for j in range(n)] for i in range(n)]
     out = []
-    for picks in product((True, False), repeat=len(live)):
+    for chosen in _cliques(overlap):
         f = base
         sub = TRUE_SUB
-        for (pred, psub), take in zip(live, picks):
-            f = f_and(f, pred if take else f_not(pred))
-            if take:
-                sub = sub_and(sub, psub)
+        for i in chosen:
+            f = f_and(f, live[i][0])
+            sub = sub_and(sub, live[i][1])
+        # a rule disjoint from a chosen one cannot match anyway: no need to exclude it
+        for j in range(n):
+            if j not in chosen and all(overlap[i][j] for i in chosen):
+                f = f_and(f, f_not(live[j][0]))
         if f != FALSE and sub != FALSE_SUB:
             out.append((f, sub))
+    return out
+
+
+def _cliques(overlap) -> list:
+    """Every set of pairwise overlapping rules, the empty set included."""
+    n = len(overlap)
+    out = []
+    stack = [((), 0)]
+    while stack:
+        chosen, start = stack.pop()
+        out.append(chosen)
+        if len(out) > MAX_KEY_CLASSES:
+            raise Unsupported("patternProperties", f"keys fall into more than {MAX_KEY_CLASSES} classes of "
+                              "overlapping patterns on one object")
+        for j in range(start, n):
+            if all(overlap[i][j] for i in chosen):
+                stack.append((chosen + (j,), j + 1))
     return out
 
 
@@ -198,7 +223,7 @@ def _members(em, spec: ObjSpec, depth: int):
         named.append((k, k in spec.required, alts))
     excluded = [k for k, _ in props]
     others = []
-    for f, sub in _key_classes(spec):
+    for f, sub in _key_classes(em, spec):
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
             vs = sub_and(sub, extra)
             key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
@@ -209,8 +234,8 @@ def _members(em, spec: ObjSpec, depth: int):
 
 def emit_object(em, spec: ObjSpec, depth: int):
     """A rule for the objects of ``spec``."""
-    if len(spec.some) > 4:
-        raise Unsupported("not", "more than four 'some member' constraints on one object")
+    if len(spec.some) > 6:
+        raise Unsupported("not", "more than six 'some member' constraints on one object")
     named, others = _members(em, spec, depth)
     if em.options.property_order == "any":
         return _emit_any(em, spec, depth, named, others)
