@@ -33,6 +33,20 @@ def test_compile_json_schema_accepts_dict_and_json_text(compiler):
         compiler.compile_json_schema("{not json")
 
 
+def test_two_schemas_in_one_builder(compiler):
+    from stencil.grammar.ebnf import Namespaced
+    b = stencil.GrammarBuilder()
+    a = build_json_schema(Namespaced(b, "a/"), {"type": "object", "properties": {"x": {"type": "integer"}},
+                                                "required": ["x"], "additionalProperties": False})
+    c = build_json_schema(Namespaced(b, "c/"), {"type": "array", "items": {"type": "string"}})
+    start = b.rule("start")
+    b.add_alternative(start, [a])
+    b.add_alternative(start, [c])
+    g = compiler.compile_grammar(b.build(start))
+    assert accepts(g, '{"x": 1}') and accepts(g, '["s"]')
+    assert not accepts(g, '{"x": "s"}') and not accepts(g, '[1]')
+
+
 def test_build_json_schema_adds_rules_without_building():
     b = stencil.GrammarBuilder()
     start = build_json_schema(b, {"enum": ["red", "green"]})

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.json_schema.emit import Emitter
 from stencil.grammar.json_schema.keywords import Context
-from stencil.grammar.json_schema.model import Unsupported
+from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, Unsupported
 from stencil.grammar.json_schema.options import Options
 from stencil.grammar.json_schema.resolve import Resolver
 
@@ -73,7 +73,8 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     ctx = Context(resolver, opts)
     em = Emitter(builder, ctx)
     try:
-        top = em.value(ctx.sub(resolver.root, schema) if schema is not True else frozenset())
+        root = TRUE_SUB if schema is True else FALSE_SUB if schema is False else frozenset([resolver.root])
+        top = em.value(root)
         em.run()
         start = em.fresh("start")
         builder.add_alternative(start, [top])
