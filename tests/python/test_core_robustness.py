@@ -46,7 +46,9 @@ def test_pathological_regexes_compile_fast_and_match(deepseek, pattern, text):
     entry, compiler = deepseek
     t0 = time.perf_counter()
     g = compiler.compile_regex(pattern)
-    assert time.perf_counter() - t0 < 5
+    # A guard against blow-ups (exponential work never finishes), not a speed figure: the
+    # bound is loose because the suite shares 2 cores; speed is measured by the benchmarks.
+    assert time.perf_counter() - t0 < 60
     m = run_text(g, lambda s: entry.hf.encode(s, add_special_tokens=False).ids, text)
     assert m.is_accepting()
 
