@@ -3,8 +3,9 @@ greedy and sampled, every output validated with jsonschema.
 
 The schemas are picked by a fixed rule: files in name order, grouped by source (the name up to
 the first '_' or '-'); a file qualifies when its schema is an object schema with properties,
-its JSON text is at most 800 characters, it has valid test instances and all of them are short
-(json.dumps at most 100 characters), and stencil compiles it. Sources are visited in name order,
+its JSON text is at most 800 characters, no property or item schema is ``{}`` or ``true`` (any
+value, however long), it has valid test instances and all of them are short (json.dumps at most
+100 characters), and stencil compiles it. Sources are visited in name order,
 round robin, taking each source's next qualifying file, until there are 10.
 """
 from __future__ import annotations
@@ -27,6 +28,20 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."
 COUNT = 10
 
 
+def _has_open_value(schema) -> bool:
+    """A property or item schema that is ``{}`` or ``true`` accepts any JSON value, however long,
+    so such a schema does not keep its instances short (whatever its test instances look like)."""
+    if isinstance(schema, dict):
+        for key in ("properties", "patternProperties"):
+            if any(v is True or v == {} or _has_open_value(v) for v in (schema.get(key) or {}).values()):
+                return True
+        for key in ("items", "additionalItems"):
+            v = schema.get(key)
+            if v is True or v == {} or (isinstance(v, dict) and _has_open_value(v)):
+                return True
+    return False
+
+
 def _candidates() -> dict[str, list[tuple[str, dict]]]:
     by_source: dict[str, list[tuple[str, dict]]] = collections.defaultdict(list)
     for path in sorted(glob.glob(os.path.join(DATA, "*.json"))):
@@ -37,6 +52,8 @@ def _candidates() -> dict[str, list[tuple[str, dict]]]:
         if not valid or max(map(len, valid)) > 100 or len(json.dumps(schema)) > 800:
             continue
         if not isinstance(schema, dict) or schema.get("type") != "object" or not schema.get("properties"):
+            continue
+        if _has_open_value(schema):
             continue
         name = os.path.basename(path)
         source = name.replace("-", "_").split("_")[0]
