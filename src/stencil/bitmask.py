@@ -100,86 +100,25 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None =
 #: float dtype -> the integer dtype of the same width, whose view the kernels work on
 _INT_VIEW = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
-#: a row with at most this fraction of its words holding an allowed (or a disallowed) token takes a sparse path
-_SPARSE = 0.125
+def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None,
+                       kernel: str = "auto") -> None:
+    """The kernel behind ``apply_token_bitmask_inplace``: ``rows`` is the ``[batch, vocab]``
+    integer view of float logits, ``ninf`` the bit pattern of -inf in that view.
 
-
-def _check_mask(bitmask, nrows: int, indices) -> tuple[np.ndarray, list[int]]:
+    Working on bits keeps allowed values exact and avoids float comparisons. The core does one
+    pass per row with the GIL released: all-ones words are skipped, zero words filled with -inf,
+    and the rest written through the word's bits as a store mask (AVX-512) or blended eight
+    logits at a time (AVX2, portable). ``kernel`` forces one of ``_core.bitmask_kernels()``.
+    """
     mask = np.asarray(bitmask)
     if mask.ndim == 1:
         mask = mask[None, :]
     if mask.ndim != 2 or mask.dtype.kind not in "iu" or mask.dtype.itemsize != 4:
         raise ValueError(f"bitmask must be a [batch, words] int32 array, got {mask.dtype} with shape {mask.shape}")
-    if indices is None:
-        if mask.shape[0] != nrows:
-            raise ValueError(f"bitmask has {mask.shape[0]} rows for {nrows} logits rows; pass indices=")
-        return mask, list(range(nrows))
-    idx = [int(i) for i in indices]
-    if len(idx) != mask.shape[0]:
-        raise ValueError(f"{len(idx)} indices for {mask.shape[0]} bitmask rows")
-    for i in idx:
-        if not -nrows <= i < nrows:
-            raise IndexError(f"index {i} is out of range for {nrows} logits rows")
-    return mask, idx
-
-
-def _set_bits(words: np.ndarray, nz: np.ndarray) -> np.ndarray:
-    """Positions of the set bits of little-endian 32-bit ``words``, given its nonzero words."""
-    bits = np.unpackbits(words[nz].astype("<i4", copy=False).view(np.uint8), bitorder="little")
-    pos = np.flatnonzero(bits)
-    return nz[pos >> 5] * 32 + (pos & 31)
-
-
-def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None) -> None:
-    """The kernel behind ``apply_token_bitmask_inplace``: ``rows`` is the ``[batch, vocab]``
-    integer view of float logits, ``ninf`` the bit pattern of -inf in that view.
-
-    Working on bits keeps allowed values exact and avoids float comparisons. Per row it picks the
-    cheapest of three vectorized strategies by the number of allowed tokens: few allowed (save
-    them, fill the row with -inf, put them back), few disallowed (scatter -inf to them), or a
-    branch-free select over the whole row (x ^ ((x ^ -inf) & keep)).
-    """
-    mask, idx = _check_mask(bitmask, rows.shape[0], indices)
-    vocab = rows.shape[1]
-    covered = min(vocab, mask.shape[1] * 32)
-    nwords = (covered + 31) // 32
-    tail = covered % 32
-    sparse = max(1, int(_SPARSE * nwords))
-    for r, i in enumerate(idx):
-        row = rows[i]
-        if covered < vocab:
-            row[covered:] = ninf
-        if covered == 0:
-            continue
-        words = mask[r, :nwords]
-        if tail:  # bits past the logits' width are not tokens here: clear them, and count them as set
-            words = words.copy()
-            keep_tail = np.int32(np.uint32((1 << tail) - 1).view(np.int32))
-            drop_tail = ~keep_tail
-            words[-1] &= keep_tail
-        head = row[:covered]
-        nz = np.flatnonzero(words)
-        if nz.size == 0:
-            head.fill(ninf)
-            continue
-        if nz.size <= sparse:  # few words with allowed tokens: save them, fill, restore
-            keep = _set_bits(words, nz)
-            saved = head[keep]
-            head.fill(ninf)
-            head[keep] = saved
-            continue
-        inv = ~words
-        if tail:
-            inv[-1] &= ~drop_tail
-        nz_inv = np.flatnonzero(inv)
-        if nz_inv.size == 0:
-            continue  # everything allowed
-        if nz_inv.size <= sparse:  # few words with disallowed tokens: scatter -inf to them
-            head[_set_bits(inv, nz_inv)] = ninf
-            continue
-        bits = np.unpackbits(words.astype("<i4", copy=False).view(np.uint8), count=covered, bitorder="little")
-        drop = bits.view(np.int8).astype(head.dtype)
-        drop -= 1                                    # 0 where allowed, all ones where not
-        diff = np.bitwise_xor(head, ninf)
-        diff &= drop
-        head ^= diff
+    if mask.dtype != np.int32 or not mask.flags.c_contiguous:
+        mask = np.ascontiguousarray(mask).view(np.int32)
+    if indices is not None and len(indices) == 0:
+        if mask.shape[0]:
+            raise ValueError(f"0 indices for {mask.shape[0]} bitmask rows")
+        return
+    _core.apply_bitmask_bits(rows, int(ninf), mask, [] if indices is None else [int(i) for i in indices], kernel)

@@ -51,6 +51,30 @@ def test_numpy_matches_reference(vocab, width_delta):
         assert np.array_equal(logits.view(np.int32), want.view(np.int32)), (vocab, words, density)
 
 
+@pytest.mark.parametrize("kernel", stencil._core.bitmask_kernels())
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_every_kernel_matches_reference(kernel, dtype):
+    """Each CPU kernel the core has (portable, AVX2, AVX-512 where the CPU runs them), forced."""
+    from stencil.bitmask import apply_bitmask_bits
+    itype = {np.float16: np.int16, np.float32: np.int32, np.float64: np.int64}[dtype]
+    ninf = np.array(-np.inf, dtype).view(itype)[()]
+    rng = np.random.default_rng(len(kernel))
+    for vocab in (1, 31, 32, 65, 1000, 4097):
+        for words in ((vocab + 31) // 32, max(1, (vocab + 31) // 32 - 1), (vocab + 31) // 32 + 2):
+            for density in DENSITIES:
+                logits = random_logits(rng, 2, vocab, dtype)
+                mask = random_mask(rng, 2, words, density)
+                want = reference(logits, mask)
+                apply_bitmask_bits(logits.view(itype), ninf, mask, kernel=kernel)
+                assert np.array_equal(logits.view(itype), want.view(itype)), (kernel, vocab, words, density)
+
+
+def test_unknown_kernel_is_refused():
+    from stencil.bitmask import apply_bitmask_bits
+    with pytest.raises(ValueError, match="unknown bitmask kernel"):
+        apply_bitmask_bits(np.zeros((1, 32), np.int32), -1, np.zeros((1, 1), np.int32), kernel="sse9")
+
+
 @pytest.mark.parametrize("vocab", [33, 4097, 128_003])
 def test_torch_cpu_identical_to_numpy(vocab):
     rng = np.random.default_rng(vocab)
@@ -118,6 +142,12 @@ def test_indices_one_dim_and_strided():
     apply_token_bitmask_inplace(view, mask)
     assert np.array_equal(wide[:, ::2], want)
     assert np.all(np.isfinite(wide[:, 1::2]))  # the other columns are untouched
+    rows_apart = random_logits(rng, 2, 700, np.float32)
+    head = rows_apart[:, :300]                # rows contiguous, 700 apart: no copy needed
+    want = reference(head.copy(), mask)
+    apply_token_bitmask_inplace(head, mask)
+    assert np.array_equal(rows_apart[:, :300], want)
+    assert np.all(np.isfinite(rows_apart[:, 300:]))
     tw = torch.from_numpy(random_logits(rng, 2, 600, np.float32))
     tv = tw[:, ::2]
     want = reference(tv.numpy().copy(), mask)

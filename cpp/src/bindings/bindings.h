@@ -5,3 +5,4 @@ void bind_errors(nanobind::module_& m);
 void bind_vocabulary(nanobind::module_& m);
 void bind_grammar(nanobind::module_& m);
 void bind_matcher(nanobind::module_& m);
+void bind_logits(nanobind::module_& m);

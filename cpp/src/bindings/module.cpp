@@ -6,4 +6,5 @@ NB_MODULE(_core, m) {
   bind_vocabulary(m);
   bind_grammar(m);
   bind_matcher(m);
+  bind_logits(m);
 }
