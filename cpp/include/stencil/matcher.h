@@ -41,13 +41,19 @@ class Matcher : private TextSource {
     uint32_t rows;   // parser rows
     bool fresh;      // no byte of the current lexeme read yet
     uint8_t byte;    // the byte this frame consumed (unused in frame 0)
+    // Inside a trie walk, the end of this frame's lexeme, shared by the children of its trie
+    // node: the parser rows once it ended (kept on the parser stack while the walk stays
+    // below) and the lexer state that starts the next lexeme. 0: not computed.
+    uint32_t end_rows = 0;
+    uint32_t end_state = 0;
   };
+  static constexpr uint32_t kEndFails = ~0u;
   struct Step {
     uint32_t frames;  // frames before the token
     bool eos;
   };
 
-  bool push_byte(uint8_t b);
+  bool push_byte(uint8_t b, bool share_end = false);
   void text(uint32_t from, uint32_t to, std::string& out) const override;
   uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
   bool end_lexeme(const LexState& ls, uint32_t* next_state);

@@ -53,29 +53,48 @@ bool Matcher::end_lexeme(const LexState& ls, uint32_t* next_state) {
   return true;
 }
 
-bool Matcher::push_byte(uint8_t b) {
-  const Frame f = frames_.back();
-  const size_t rows_before = parser_.num_rows();
+// share_end (trie walks only): when b ends the frame's lexeme, keep the parser rows of that end
+// on the stack and remember them in the frame, so that the node's other children skip the
+// scan (walk() pops back to them, not below).
+bool Matcher::push_byte(uint8_t b, bool share_end) {
+  Frame& f = frames_.back();
+  const uint32_t rows_before = f.rows;
   uint32_t t = lexer_->next(f.state, b);
   if (t == Lexer::kDead) {
     const LexState& ls = lexer_->state(f.state);
     if (ls.accepting.empty()) return false;
     uint32_t q;
-    if (!end_lexeme(ls, &q)) return false;
+    if (share_end && f.end_rows != 0) {
+      if (f.end_rows == kEndFails) return false;
+      q = f.end_state;
+    } else {
+      if (!end_lexeme(ls, &q)) {
+        if (share_end) f.end_rows = kEndFails;
+        return false;
+      }
+      if (share_end) {
+        f.end_rows = static_cast<uint32_t>(parser_.num_rows());
+        f.end_state = q;
+      }
+    }
     t = lexer_->next(q, b);
     if (t == Lexer::kDead) {
-      parser_.truncate(rows_before);
+      if (!share_end) parser_.truncate(rows_before);
       return false;
     }
+  } else if (parser_.num_rows() != rows_before) {
+    parser_.truncate(rows_before);  // a shared end of this lexeme is not on this path
+    f.end_rows = 0;
   }
+  const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
   // The frame goes on first: a lexeme ending right after b spans b.
-  frames_.push_back({t, static_cast<uint32_t>(parser_.num_rows()), false, b});
+  frames_.push_back({t, rows_pushed, false, b});
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
     if (!end_lexeme(ts, &q)) {
       frames_.pop_back();
-      parser_.truncate(rows_before);
+      parser_.truncate(share_end ? rows_pushed : rows_before);
       return false;
     }
     Frame& f2 = frames_.back();
@@ -203,8 +222,10 @@ void Matcher::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root
   const size_t end = first + nodes[first].subtree_size;
   for (size_t i = first; i < end;) {
     const TrieNode& node = nodes[i];
-    pop_to(root + node.depth);
-    if (push_byte(node.byte)) {
+    frames_.resize(root + node.depth);
+    const Frame& parent = frames_.back();
+    parser_.truncate(parent.end_rows != 0 && parent.end_rows != kEndFails ? parent.end_rows : parent.rows);
+    if (push_byte(node.byte, true)) {
       if (node.token_id >= 0) words[node.token_id >> 5] |= 1u << (node.token_id & 31);
       ++i;
     } else {

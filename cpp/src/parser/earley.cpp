@@ -17,6 +17,7 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
 void EarleyParser::reset() {
   items_.clear();
   rows_.clear();
+  sibling_memo_.clear();
   ++gen_;
   set_count_ = 0;
   add(g_->rule_begin[0], 0);
@@ -81,8 +82,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       for (uint32_t j = o_begin; j < o_end; ++j) {
         const EarleyItem prev = items_[j];
         if (g.dotted[prev.pos] != lhs) continue;
-        if (check && !whole &&
-            !sibling_check(*check, rows_[prev.origin].offset, from, offset))
+        if (check && !whole && !sibling_check(*check, prev.origin, it.origin, offset))
           continue;
         add(prev.pos + 1, prev.origin);
       }
@@ -97,8 +97,23 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   }
   std::sort(allowed_.begin(), allowed_.end());
   EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special};
-  r.lexer_start = lexer_->start_state(allowed_);
+  r.lexer_start = lexer_start_for_allowed();
   rows_.push_back(r);
+}
+
+uint32_t EarleyParser::lexer_start_for_allowed() {
+  constexpr size_t kSlots = 64;
+  if (start_slots_.empty()) start_slots_.resize(kSlots);
+  uint64_t h = 1469598103934665603ull ^ allowed_.size();
+  for (uint32_t x : allowed_) h = (h ^ x) * 1099511628211ull;
+  h |= 1;  // 0 marks an empty slot
+  StartSlot& slot = start_slots_[(h ^ (h >> 29)) & (kSlots - 1)];
+  if (slot.hash != h || slot.allowed != allowed_) {
+    slot.state = lexer_->start_state(allowed_);
+    slot.hash = h;
+    slot.allowed = allowed_;
+  }
+  return slot.state;
 }
 
 bool EarleyParser::scan(const uint32_t* lexemes, size_t n, uint32_t offset) {
@@ -172,22 +187,47 @@ bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t
   return true;
 }
 
-// The completed item [from, to) against its earlier siblings [siblings_from, from).
-bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to) {
-  if (!text_ || siblings_from >= from) return true;
-  scratch_text_.clear();
-  text_->text(siblings_from, to, scratch_text_);
-  std::string_view all(scratch_text_);
-  std::string_view before = all.substr(0, from - siblings_from), item = all.substr(from - siblings_from);
+// The completed item (from row item_row to byte `to`) against its earlier siblings (from row
+// siblings_row to the item).
+bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to) {
+  const uint32_t from = rows_[item_row].offset;
+  if (!text_ || rows_[siblings_row].offset >= from) return true;
+  const std::vector<std::string>* earlier = earlier_siblings(c.kind, siblings_row, item_row);
+  if (!earlier) return false;
+  scratch_item_.clear();
+  text_->text(from, to, scratch_item_);
+  std::string mine;
   if (c.kind == CheckKind::UniqueItem) {
-    std::string mine;
-    std::vector<std::string> earlier;
-    if (!canonical_value(item, mine) || !canonical_values(before, earlier)) return false;
-    return std::find(earlier.begin(), earlier.end(), mine) == earlier.end();
+    if (!canonical_value(scratch_item_, mine)) return false;
+  } else if (!leading_member_key(scratch_item_, mine)) {
+    return false;
   }
-  std::vector<std::string> mine, earlier;
-  if (!member_keys(item, mine) || mine.size() != 1 || !member_keys(before, earlier)) return false;
-  return std::find(earlier.begin(), earlier.end(), mine[0]) == earlier.end();
+  return !std::binary_search(earlier->begin(), earlier->end(), mine);
+}
+
+// The sorted keys (or canonical values) of the siblings before item_row; null when their text
+// does not parse (the check then vetoes).
+const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, uint32_t siblings_row,
+                                                                uint32_t item_row) {
+  for (const SiblingMemo& m : sibling_memo_)
+    if (m.siblings_row == siblings_row && m.item_row == item_row && m.kind == kind)
+      return m.ok ? &m.earlier : nullptr;
+  constexpr size_t kMemoEntries = 16;
+  if (sibling_memo_.size() >= kMemoEntries) sibling_memo_.erase(sibling_memo_.begin());
+  SiblingMemo m{siblings_row, item_row, kind, false, {}};
+  scratch_text_.clear();
+  text_->text(rows_[siblings_row].offset, rows_[item_row].offset, scratch_text_);
+  m.ok = kind == CheckKind::UniqueItem ? canonical_values(scratch_text_, m.earlier)
+                                       : member_keys(scratch_text_, m.earlier);
+  std::sort(m.earlier.begin(), m.earlier.end());
+  sibling_memo_.push_back(std::move(m));
+  return sibling_memo_.back().ok ? &sibling_memo_.back().earlier : nullptr;
+}
+
+void EarleyParser::forget_siblings_from(size_t rows) {
+  sibling_memo_.erase(std::remove_if(sibling_memo_.begin(), sibling_memo_.end(),
+                                     [rows](const SiblingMemo& m) { return m.item_row >= rows; }),
+                      sibling_memo_.end());
 }
 
 }  // namespace stencil

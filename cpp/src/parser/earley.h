@@ -41,6 +41,7 @@ class EarleyParser {
     if (rows < rows_.size()) {
       rows_.resize(rows);
       items_.resize(rows_.back().end);
+      if (!sibling_memo_.empty()) forget_siblings_from(rows);
     }
   }
   // Advances the items of the top row over any of `lexemes` (sorted ids)
@@ -56,8 +57,11 @@ class EarleyParser {
   void add(uint32_t pos, uint32_t origin);
   void close_row(uint32_t row, uint32_t begin, uint32_t offset);
   bool whole_check(const CompletionCheck& c, uint32_t from, uint32_t to);
-  bool sibling_check(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to);
+  bool sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
+  const std::vector<std::string>* earlier_siblings(CheckKind kind, uint32_t siblings_row, uint32_t item_row);
+  void forget_siblings_from(size_t rows);
   void grow_set();
+  uint32_t lexer_start_for_allowed();
 
   const Grammar* g_;
   const Lexer* lexer_;
@@ -73,8 +77,29 @@ class EarleyParser {
   std::vector<uint32_t> lex_stamp_;  // per lexeme: scratch stamps
   uint32_t lex_gen_ = 0;
   std::vector<uint32_t> allowed_;
+  // A per-parser, lock-free front for Lexer::start_state (a shared map behind a lock): rows of
+  // one generation keep asking for the same few lexeme sets.
+  struct StartSlot {
+    uint64_t hash = 0;
+    uint32_t state = 0;
+    std::vector<uint32_t> allowed;
+  };
+  std::vector<StartSlot> start_slots_;
   const TextSource* text_ = nullptr;
   std::string scratch_text_;
+  // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
+  // by the rows where the siblings and the checked item start. The bytes before a row stay
+  // the same while the row exists, so an entry lives until its item row is truncated. Every
+  // boundary of a mask and every token inside one member share the entry: without it each
+  // check re-parses the whole object or array so far.
+  struct SiblingMemo {
+    uint32_t siblings_row, item_row;
+    CheckKind kind;
+    bool ok;
+    std::vector<std::string> earlier;
+  };
+  std::vector<SiblingMemo> sibling_memo_;
+  std::string scratch_item_;
 };
 
 }  // namespace stencil

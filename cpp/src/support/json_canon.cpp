@@ -234,6 +234,12 @@ bool member_keys(std::string_view text, std::vector<std::string>& keys) {
   return r.i == text.size();
 }
 
+bool leading_member_key(std::string_view text, std::string& key) {
+  JsonReader r{text};
+  r.ws();
+  return r.string(key) && r.eat(':');
+}
+
 bool canonical_value(std::string_view text, std::string& out) {
   JsonReader r{text};
   if (!r.value(out, 0)) return false;

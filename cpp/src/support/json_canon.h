@@ -12,6 +12,9 @@ namespace stencil {
 bool canonical_values(std::string_view text, std::vector<std::string>& out);
 // Comma-separated object members `"key": value`: their decoded keys.
 bool member_keys(std::string_view text, std::vector<std::string>& keys);
+// The decoded key of the object member `"key": value` that `text` starts with (the value is
+// not read: callers know the text is one member).
+bool leading_member_key(std::string_view text, std::string& key);
 // One JSON value (whitespace around allowed).
 bool canonical_value(std::string_view text, std::string& out);
 // The decoded keys of the JSON object in `text`.
