@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 import stencil
@@ -166,3 +167,40 @@ def test_bad_checks_are_errors():
         b.add_check(r, "unique_key")
     with pytest.raises(stencil.GrammarError, match="bounds"):
         b.add_check(b.rule("o"), "object_keys", [], 3, 1)
+
+
+def not_in_grammar(names):
+    b = stencil.GrammarBuilder()
+    s = b.rule("word")
+    b.add_alternative(s, [b.lexeme(string_expr(b), "WORD")])
+    b.add_check(s, "not_in", names)
+    top = b.rule("top")
+    b.add_alternative(top, [s])
+    return b.build(top)
+
+
+@pytest.mark.parametrize("make, texts", [
+    (unique_array_grammar, ['["ab", "abc", "ab"]', '["xyz", "xy", "x", "xyz"]', '[1, 12, 123, 12]']),
+    (lambda: keyed_object_grammar(["ab"], 1, 3), ['{"ab": "abab", "abc": 1, "ab": 2}', '{"a": 1, "ab": "a"}']),
+    (lambda: not_in_grammar(["ab", "abcd"]), ['"abcde"', '"ab"', '"abcd"']),
+])
+def test_repeated_mask_memo_tracks_text_the_checks_read(deepseek, make, texts):
+    """Inside one lexeme the lexer state and the parser rows repeat, and the matcher reuses its
+    last mask; a check that read the lexeme's own bytes (a duplicate string item, a key being
+    typed, a forbidden word) must void that. Byte by byte, masks equal those without the memo."""
+    grammar = make()
+    with_memo = stencil.GrammarCompiler(deepseek.info).compile_grammar(grammar)
+    without = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"repeat_memo": False}).compile_grammar(grammar)
+    for text in texts:
+        a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
+        bm_a = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+        bm_b = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+        for i, ch in enumerate(text):
+            a.fill_next_token_bitmask(bm_a, 0)
+            a.fill_next_token_bitmask(bm_a, 0)  # the second fill is served by the memo when it may be
+            b.fill_next_token_bitmask(bm_b, 0)
+            assert np.array_equal(bm_a, bm_b), (text, text[:i])
+            ok_a, ok_b = a.accept_string(ch), b.accept_string(ch)
+            assert ok_a == ok_b, (text, text[:i + 1])
+            if not ok_a:
+                break

@@ -17,6 +17,7 @@ struct CompileLimits {
   bool plain_slice = true;    // copy the plain-text slice when a state admits it
   bool shared_masks = true;   // share inner masks across grammars of a vocabulary
   bool boundary_runs = true;  // one parser scan for a run of boundaries ending one lexeme
+  bool repeat_memo = true;    // a matcher reuses its last mask when nothing it depends on changed
 };
 
 class CompiledGrammar {

@@ -75,6 +75,16 @@ class Matcher : private TextSource {
   int max_rollback_;
   bool terminated_ = false;
   std::vector<uint32_t> scratch_lexemes_;
+  // The last mask and what it depended on: the lexer state, the parser's row stack (its top
+  // row's serial) and whether a lexeme had just ended. Inside a long string the next step
+  // usually matches all three, and then the mask is a copy. A mask that a completion check
+  // computed from the bytes of the current lexeme is not kept (those bytes change).
+  struct MaskMemo {
+    uint32_t state = 0, rows = 0, serial = 0;
+    bool fresh = false, valid = false;
+    std::vector<uint32_t> words;
+  };
+  MaskMemo memo_;
 };
 
 }  // namespace stencil

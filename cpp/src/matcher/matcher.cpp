@@ -247,6 +247,15 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     return;
   }
   const Frame top = frames_.back();
+  const bool memo_on = g_->limits().repeat_memo && parser_.num_rows() == top.rows;
+  const uint32_t serial = parser_.top().serial;
+  if (memo_on && memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
+      memo_.fresh == top.fresh) {
+    std::copy(memo_.words.begin(), memo_.words.end(), words);
+    return;
+  }
+  // Checks that read the current lexeme's bytes make this mask unfit for the memo.
+  parser_.watch_text(parser_.top().offset, bytes_consumed());
   const size_t depth0 = frames_.size();
   const size_t root = depth0 - 1;
   auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
@@ -323,6 +332,15 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   for (int32_t t : specials) set(t);
   if (accepting_now())
     for (int32_t t : vocab_->eos_ids()) set(t);
+  memo_.valid = memo_on && !parser_.watched_read();
+  parser_.watch_text(0, 0);
+  if (memo_.valid) {
+    memo_.state = top.state;
+    memo_.rows = top.rows;
+    memo_.serial = serial;
+    memo_.fresh = top.fresh;
+    memo_.words.assign(words, words + need);
+  }
 }
 
 }  // namespace stencil

@@ -96,7 +96,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
-  EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special};
+  EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special, ++next_serial_};
   r.lexer_start = lexer_start_for_allowed();
   rows_.push_back(r);
 }
@@ -173,12 +173,18 @@ bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t
   scratch_text_.clear();
   text_->text(from, to, scratch_text_);
   if (c.kind == CheckKind::NotIn) {
+    note_read(from, to);
     std::string value;
     if (!canonical_value(scratch_text_, value) || value.empty() || value[0] != 's') return false;
     return !std::binary_search(c.names.begin(), c.names.end(), value.substr(1));
   }
   std::vector<std::string> keys;
-  if (!object_keys(scratch_text_, keys)) return false;
+  std::vector<uint32_t> key_offsets;
+  if (!object_keys(scratch_text_, keys, &key_offsets)) {
+    note_read(from, to);
+    return false;
+  }
+  for (uint32_t at : key_offsets) note_key(from + at);
   const int64_t n = static_cast<int64_t>(keys.size());
   if (n < c.min || (c.max >= 0 && n > c.max)) return false;
   std::sort(keys.begin(), keys.end());
@@ -192,15 +198,24 @@ bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t
 bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to) {
   const uint32_t from = rows_[item_row].offset;
   if (!text_ || rows_[siblings_row].offset >= from) return true;
+  const uint32_t siblings_from = rows_[siblings_row].offset;
   const std::vector<std::string>* earlier = earlier_siblings(c.kind, siblings_row, item_row);
-  if (!earlier) return false;
+  if (!earlier) {
+    note_read(siblings_from, from);
+    return false;
+  }
   scratch_item_.clear();
   text_->text(from, to, scratch_item_);
   std::string mine;
+  uint32_t key_at = 0;
   if (c.kind == CheckKind::UniqueItem) {
+    note_read(siblings_from, to);
     if (!canonical_value(scratch_item_, mine)) return false;
-  } else if (!leading_member_key(scratch_item_, mine)) {
+  } else if (!leading_member_key(scratch_item_, mine, &key_at)) {
+    note_read(from, to);
     return false;
+  } else {
+    note_key(from + key_at);
   }
   return !std::binary_search(earlier->begin(), earlier->end(), mine);
 }
@@ -209,16 +224,20 @@ bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_row
 // does not parse (the check then vetoes).
 const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, uint32_t siblings_row,
                                                                 uint32_t item_row) {
-  for (const SiblingMemo& m : sibling_memo_)
-    if (m.siblings_row == siblings_row && m.item_row == item_row && m.kind == kind)
-      return m.ok ? &m.earlier : nullptr;
+  for (const SiblingMemo& m : sibling_memo_) {
+    if (m.siblings_row != siblings_row || m.item_row != item_row || m.kind != kind) continue;
+    for (uint32_t at : m.key_offsets) note_key(at);
+    return m.ok ? &m.earlier : nullptr;
+  }
   constexpr size_t kMemoEntries = 16;
   if (sibling_memo_.size() >= kMemoEntries) sibling_memo_.erase(sibling_memo_.begin());
-  SiblingMemo m{siblings_row, item_row, kind, false, {}};
+  SiblingMemo m{siblings_row, item_row, kind, false, {}, {}};
   scratch_text_.clear();
   text_->text(rows_[siblings_row].offset, rows_[item_row].offset, scratch_text_);
   m.ok = kind == CheckKind::UniqueItem ? canonical_values(scratch_text_, m.earlier)
-                                       : member_keys(scratch_text_, m.earlier);
+                                       : member_keys(scratch_text_, m.earlier, &m.key_offsets);
+  for (uint32_t& at : m.key_offsets) at += rows_[siblings_row].offset;
+  for (uint32_t at : m.key_offsets) note_key(at);
   std::sort(m.earlier.begin(), m.earlier.end());
   sibling_memo_.push_back(std::move(m));
   return sibling_memo_.back().ok ? &sibling_memo_.back().earlier : nullptr;

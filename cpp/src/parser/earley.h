@@ -22,6 +22,7 @@ struct EarleyRow {
   uint32_t lexer_start;   // lexer state for the next lexeme
   bool accepting;         // the start rule is complete here
   bool has_special;       // some special-token lexeme is expected here
+  uint32_t serial;        // unique per row pushed by this parser: same serial, same row stack
 };
 
 // Where completion checks read the bytes of the input.
@@ -51,6 +52,14 @@ class EarleyParser {
   // The special-token lexemes the top row accepts that hold `token`.
   int special_lexeme_for(int32_t token) const;
   void add_allowed_specials(std::vector<int32_t>& out) const;
+  // Watching [from, to): afterwards, watched_read() says whether a completion check's verdict
+  // depended on bytes there (the matcher's mask memo must not outlive such a verdict).
+  void watch_text(uint32_t from, uint32_t to) {
+    watch_from_ = from;
+    watch_to_ = to;
+    watched_read_ = false;
+  }
+  bool watched_read() const { return watched_read_; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
@@ -60,6 +69,8 @@ class EarleyParser {
   bool sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
   const std::vector<std::string>* earlier_siblings(CheckKind kind, uint32_t siblings_row, uint32_t item_row);
   void forget_siblings_from(size_t rows);
+  void note_read(uint32_t from, uint32_t to) { watched_read_ |= from < watch_to_ && to > watch_from_; }
+  void note_key(uint32_t at) { watched_read_ |= at >= watch_from_ && at < watch_to_; }
   void grow_set();
   uint32_t lexer_start_for_allowed();
 
@@ -87,6 +98,9 @@ class EarleyParser {
   std::vector<StartSlot> start_slots_;
   const TextSource* text_ = nullptr;
   std::string scratch_text_;
+  uint32_t next_serial_ = 0;
+  uint32_t watch_from_ = 0, watch_to_ = 0;
+  bool watched_read_ = false;
   // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
   // by the rows where the siblings and the checked item start. The bytes before a row stay
   // the same while the row exists, so an entry lives until its item row is truncated. Every
@@ -97,6 +111,7 @@ class EarleyParser {
     CheckKind kind;
     bool ok;
     std::vector<std::string> earlier;
+    std::vector<uint32_t> key_offsets;  // where the earlier keys start (unique keys)
   };
   std::vector<SiblingMemo> sibling_memo_;
   std::string scratch_item_;

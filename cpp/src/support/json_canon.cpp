@@ -220,11 +220,12 @@ bool canonical_values(std::string_view text, std::vector<std::string>& out) {
   return r.i == text.size();
 }
 
-bool member_keys(std::string_view text, std::vector<std::string>& keys) {
+bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets) {
   JsonReader r{text};
   r.ws();
   while (r.i < text.size()) {
     std::string k, v;
+    if (key_offsets) key_offsets->push_back(static_cast<uint32_t>(r.i));
     if (!r.string(k) || !r.eat(':') || !r.value(v, 0)) return false;
     keys.push_back(std::move(k));
     if (!r.eat(',')) break;
@@ -234,9 +235,10 @@ bool member_keys(std::string_view text, std::vector<std::string>& keys) {
   return r.i == text.size();
 }
 
-bool leading_member_key(std::string_view text, std::string& key) {
+bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset) {
   JsonReader r{text};
   r.ws();
+  if (key_offset) *key_offset = static_cast<uint32_t>(r.i);
   return r.string(key) && r.eat(':');
 }
 
@@ -247,12 +249,14 @@ bool canonical_value(std::string_view text, std::string& out) {
   return r.i == text.size();
 }
 
-bool object_keys(std::string_view text, std::vector<std::string>& keys) {
+bool object_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets) {
   JsonReader r{text};
   if (!r.eat('{')) return false;
   if (r.eat('}')) return true;
   do {
     std::string k, v;
+    r.ws();
+    if (key_offsets) key_offsets->push_back(static_cast<uint32_t>(r.i));
     if (!r.string(k) || !r.eat(':') || !r.value(v, 0)) return false;
     keys.push_back(std::move(k));
   } while (r.eat(','));

@@ -1,6 +1,7 @@
 // Canonical forms of JSON values, for checks that compare values the way JSON
 // Schema does (1 == 1.0, object members in any order, escapes decoded).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,14 +11,17 @@ namespace stencil {
 // Comma-separated JSON values (whitespace and one trailing comma allowed):
 // their canonical forms, or false when the text is not such a list.
 bool canonical_values(std::string_view text, std::vector<std::string>& out);
-// Comma-separated object members `"key": value`: their decoded keys.
-bool member_keys(std::string_view text, std::vector<std::string>& keys);
+// Comma-separated object members `"key": value`: their decoded keys, and where each key's
+// opening quote is in `text` when key_offsets is given.
+bool member_keys(std::string_view text, std::vector<std::string>& keys,
+                 std::vector<uint32_t>* key_offsets = nullptr);
 // The decoded key of the object member `"key": value` that `text` starts with (the value is
 // not read: callers know the text is one member).
-bool leading_member_key(std::string_view text, std::string& key);
+bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset = nullptr);
 // One JSON value (whitespace around allowed).
 bool canonical_value(std::string_view text, std::string& out);
 // The decoded keys of the JSON object in `text`.
-bool object_keys(std::string_view text, std::vector<std::string>& keys);
+bool object_keys(std::string_view text, std::vector<std::string>& keys,
+                 std::vector<uint32_t>* key_offsets = nullptr);
 
 }  // namespace stencil

@@ -21,7 +21,7 @@ import numpy as np
 import stencil
 from stencil.bench.tokenizers import NAMES, load_tokenizer
 
-OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs")
+OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo")
 DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
 
 
