@@ -93,17 +93,25 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
                                               std::shared_ptr<const SharedMaskEntry> shared) {
   auto e = std::make_shared<MaskEntry>();
   e->boundaries.reserve(shared->boundary_nodes.size());
+  // The state before each node's byte: replay the bytes above it, which the inner walk proved
+  // stay inside the lexeme. Boundaries come in trie order, so consecutive ones share most of
+  // their prefix: only the bytes after the common part are replayed.
+  std::string_view last;
+  std::vector<uint32_t> states{state};  // states[k]: after k bytes of `last`
   for (uint32_t tagged : shared->boundary_nodes) {
-    // The state before the node's byte: replay the bytes above it, which the
-    // inner walk proved stay inside the lexeme.
     const auto& nodes = trie_of(vocab, tagged).nodes();
     const uint32_t node = tagged & ~kRestTrieBit;
     size_t n = node;
     while (nodes[n].token_id < 0) ++n;
-    std::string_view prefix = vocab.token_bytes(nodes[n].token_id);
-    uint32_t p = state;
-    for (size_t k = 0; k + 1 < nodes[node].depth; ++k) p = lexer.next(p, static_cast<uint8_t>(prefix[k]));
-    e->boundaries.push_back({tagged, p});
+    const size_t need = nodes[node].depth - 1;
+    std::string_view prefix = vocab.token_bytes(nodes[n].token_id).substr(0, need);
+    size_t common = 0;
+    const size_t limit = std::min(prefix.size(), last.size());
+    while (common < limit && prefix[common] == last[common]) ++common;
+    states.resize(common + 1);
+    for (size_t k = common; k < need; ++k) states.push_back(lexer.next(states.back(), static_cast<uint8_t>(prefix[k])));
+    last = prefix;
+    e->boundaries.push_back({tagged, states[need]});
   }
   e->shared = std::move(shared);
   return e;
