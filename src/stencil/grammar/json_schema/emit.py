@@ -75,10 +75,8 @@ class Scalars:
                 mults.append(x[1])
             else:
                 others.append(self.number(x))
-        base = nums.range(lo, lo_x, hi, hi_x, integer)
+        base = nums.range(lo, lo_x, hi, hi_x, integer, plain)
         parts = [base] + [nums.multiple_of(d, integer) for d in mults] + others
-        if plain:
-            parts.append(nums.plain_integer())
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     # -- strings (the body between the quotes) ----------------------------------------------------

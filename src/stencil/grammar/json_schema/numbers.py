@@ -142,6 +142,52 @@ class JsonNumbers:
                 parts.append(b.re_concat([b.re_literal(i[:k]), self.digits(lo, d - 1), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
         return b.re_or(parts)
 
+    def _int_interval_text(self, lo: int, hi: int, tail) -> int:
+        e = self._int_interval(lo, hi)
+        return e if tail is None else self.b.re_concat([e, tail])
+
+    def _int_interval(self, lo: int, hi: int) -> int:
+        """Canonical digit strings of the integers in [lo, hi] (0 <= lo <= hi), built directly:
+        the same language as "ge lo" AND "le hi", without a boolean lexeme (an And makes the
+        builder search for emptiness and the lexer take intersected derivatives)."""
+        b = self.b
+        parts = []
+        lo_s, hi_s = str(lo), str(hi)
+        for n in range(len(lo_s), len(hi_s) + 1):
+            a = lo_s if n == len(lo_s) else "1" + "0" * (n - 1)
+            z = hi_s if n == len(hi_s) else "9" * n
+            parts.append(self._same_length(a, z))
+        return parts[0] if len(parts) == 1 else b.re_or(parts)
+
+    def _same_length(self, a: str, z: str) -> int:
+        """Digit strings s with len(s) == len(a) == len(z) and a <= s <= z."""
+        b = self.b
+        k = 0
+        while k < len(a) and a[k] == z[k]:
+            k += 1
+        if k == len(a):
+            return b.re_literal(a)
+        prefix, n = a[:k], len(a) - k - 1
+        da, dz = int(a[k]), int(z[k])
+        if a[k + 1:] == "0" * n and z[k + 1:] == "9" * n:
+            return b.re_concat([b.re_literal(prefix), self.digits(da, dz), b.re_repeat(self.D, n, n)])
+        parts = [b.re_concat([b.re_literal(a[:k + 1]), self._suffix_cmp(a[k + 1:], True)])]
+        if da + 1 <= dz - 1:
+            parts.append(b.re_concat([b.re_literal(prefix), self.digits(da + 1, dz - 1), b.re_repeat(self.D, n, n)]))
+        parts.append(b.re_concat([b.re_literal(z[:k + 1]), self._suffix_cmp(z[k + 1:], False)]))
+        return b.re_or(parts)
+
+    def _suffix_cmp(self, s: str, ge: bool) -> int:
+        """Digit strings t of len(s) (leading zeros allowed) with t >= s (``ge``) or t <= s."""
+        b, n = self.b, len(s)
+        parts = [b.re_literal(s)]
+        for k in range(n):
+            d = int(s[k])
+            lo, hi = (d + 1, 9) if ge else (0, d - 1)
+            if lo <= hi:
+                parts.append(b.re_concat([b.re_literal(s[:k]), self.digits(lo, hi), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
+        return parts[0] if len(parts) == 1 else b.re_or(parts)
+
     # -- comparisons of fraction digit strings (non-empty) with a bound's fraction ----------------
     def _frac_gt(self, f: str) -> int:
         b = self.b
@@ -175,8 +221,8 @@ class JsonNumbers:
         return b.re_or(parts)
 
     # -- magnitudes (unsigned number text) compared with a non-negative bound --------------------
-    def _mag_cmp(self, op: str, bound: Decimal, integer: bool) -> int:
-        key = ("mag", op, bound, integer)
+    def _mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> int:
+        key = ("mag", op, bound, integer, plain)
         e = self._memo.get(key)
         if e is not None:
             return e
@@ -187,7 +233,7 @@ class JsonNumbers:
             cmp = {"gt": self._int_gt(i), "lt": self._int_lt(i),
                    "ge": b.re_or([self._int_gt(i), b.re_literal(i)]),
                    "le": b.re_or([self._int_lt(i), b.re_literal(i)])}[op]
-            e = b.re_concat([cmp, self.FRAC_INT])
+            e = cmp if plain else b.re_concat([cmp, self.FRAC_INT])
         else:
             i, f = decimal_parts(bound)
             lit_i = b.re_literal(i)
@@ -210,11 +256,14 @@ class JsonNumbers:
         self._memo[key] = e
         return e
 
-    def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
-        """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded)."""
+    def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool, plain: bool = False) -> int:
+        """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded). ``plain`` (with
+        ``integer``): only integers written without fraction or exponent (draft 4), the same
+        language as the range AND -?(0|[1-9][0-9]*) but with no boolean lexeme."""
+        plain = plain and integer
         if lo is None and hi is None:
-            return self.integer() if integer else self.any()
-        key = ("range", lo, lo_excl, hi, hi_excl, integer)
+            return self.plain_integer() if plain else self.integer() if integer else self.any()
+        key = ("range", lo, lo_excl, hi, hi_excl, integer, plain)
         e = self._memo.get(key)
         if e is not None:
             return e
@@ -235,23 +284,32 @@ class JsonNumbers:
                 hi_excl = False
         parts = []
         if lo is None or hi is None or lo < hi or (lo == hi and not (lo_excl or hi_excl)):
-            unsigned = b.re_concat([self.INT, self.FRAC_INT if integer else self.FRAC_ANY])
+            tail = (self.FRAC_INT if not plain else None) if integer else self.FRAC_ANY
+            unsigned = b.re_concat([self.INT, tail]) if tail is not None else self.INT
             # non-negative text: value m in [lo, hi]
             if not (hi is not None and (hi < 0 or (hi == 0 and hi_excl))):
                 conds = []
                 if lo is not None and (lo > 0 or (lo == 0 and lo_excl)):
-                    conds.append(self._mag_cmp("gt" if lo_excl else "ge", lo, integer))
+                    conds.append(self._mag_cmp("gt" if lo_excl else "ge", lo, integer, plain))
                 if hi is not None:
-                    conds.append(self._mag_cmp("lt" if hi_excl else "le", hi, integer))
+                    conds.append(self._mag_cmp("lt" if hi_excl else "le", hi, integer, plain))
+                if integer and len(conds) == 2:   # (integer bounds are inclusive here)
+                    conds = [self._int_interval_text(int(lo), int(hi), tail)]
                 parts.append(b.re_and(conds) if conds else unsigned)
             # "-" m: value -m in [lo, hi], i.e. m in [-hi, -lo]
             if not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
                 conds = []
                 if hi is not None and (hi < 0 or (hi == 0 and hi_excl)):
-                    conds.append(self._mag_cmp("gt" if hi_excl else "ge", -hi, integer))
+                    conds.append(self._mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
                 if lo is not None:
-                    conds.append(self._mag_cmp("lt" if lo_excl else "le", -lo, integer))
+                    conds.append(self._mag_cmp("lt" if lo_excl else "le", -lo, integer, plain))
+                if integer and len(conds) == 2:
+                    conds = [self._int_interval_text(int(-hi), int(-lo), tail)]
                 parts.append(b.re_concat([self.MINUS, b.re_and(conds) if conds else unsigned]))
+        if plain:   # exponent forms are not plain integers
+            e = b.re_or(parts) if parts else b.re_nothing()
+            self._memo[key] = e
+            return e
         if zero_in:
             parts.append(self._zero_exp())
         if pos_all or neg_all:
