@@ -70,8 +70,29 @@ NOT_ENFORCEABLE = {
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
+#: keywords read by each group below: a schema without any of them skips the group (most schema
+#: objects use two or three keywords, and this runs once per schema object)
+_KNOWN = UNDERSTOOD | ANNOTATIONS
+_NUMBER_KEYS = frozenset(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"))
+_STRING_KEYS = frozenset(("minLength", "maxLength", "pattern", "format", "contentEncoding"))
+_ARRAY_KEYS = frozenset(("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems",
+                         "contains"))
+_OBJECT_KEYS = frozenset(("properties", "patternProperties", "additionalProperties", "required",
+                          "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+                          "dependentSchemas", "dependencies"))
+_APPLICATOR_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if"))
+_type_parts: dict = {}
+
 
 def _type_part(name: str, draft: int) -> Typed:
+    """The Typed of one type name (shared: Typed values are never mutated)."""
+    t = _type_parts.get((name, draft))
+    if t is None:
+        t = _type_parts[(name, draft)] = _make_type_part(name, draft)
+    return t
+
+
+def _make_type_part(name: str, draft: int) -> Typed:
     if name == "null":
         return Typed(null=True)
     if name == "boolean":
@@ -274,26 +295,44 @@ def read_schema(ctx: Context, loc, exact: bool = False) -> Typed:
         return ctx.loc_typed(ctx.resolver.resolve(s["$ref"], loc), exact)
     from stencil.grammar.json_schema import arrays, compose, objects
     alg = ctx.alg
-    t = ANY
-    for key in s:
-        if key in UNDERSTOOD or key in ANNOTATIONS:
-            continue
-        if key in NOT_ENFORCEABLE:
-            if key == "$recursiveRef" or key == "$dynamicRef":
-                continue  # compose decides (plain references are resolved)
-            ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
-        else:
-            ctx.unknown.setdefault(key, loc.where())
-    inner = exact or "unevaluatedProperties" in s or "unevaluatedItems" in s
-    for part in (_types, _values, _numbers, _strings, arrays.read):
-        t = alg.t_and(t, part(ctx, loc, s))
-        if t is NONE:
-            return t
-    t = alg.t_and(t, objects.read(ctx, loc, s, inner))
+    if not _KNOWN.issuperset(s):
+        for key in s:
+            if key in _KNOWN:
+                continue
+            if key in NOT_ENFORCEABLE:
+                if key == "$recursiveRef" or key == "$dynamicRef":
+                    continue  # compose decides (plain references are resolved)
+                ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
+            else:
+                ctx.unknown.setdefault(key, loc.where())
+    unevaluated = "unevaluatedProperties" in s or "unevaluatedItems" in s
+    inner = exact or unevaluated
+    t = _types(ctx, loc, s) if "type" in s else ANY
     if t is NONE:
         return t
-    t = compose.read(ctx, loc, s, inner, t)
-    if "unevaluatedProperties" in s or "unevaluatedItems" in s:
+    if "enum" in s or "const" in s:
+        t = alg.t_and(t, _values(ctx, loc, s))
+        if t is NONE:
+            return t
+    if not _NUMBER_KEYS.isdisjoint(s):
+        t = alg.t_and(t, _numbers(ctx, loc, s))
+        if t is NONE:
+            return t
+    if not _STRING_KEYS.isdisjoint(s):
+        t = alg.t_and(t, _strings(ctx, loc, s))
+        if t is NONE:
+            return t
+    if not _ARRAY_KEYS.isdisjoint(s):
+        t = alg.t_and(t, arrays.read(ctx, loc, s))
+        if t is NONE:
+            return t
+    if not _OBJECT_KEYS.isdisjoint(s):
+        t = alg.t_and(t, objects.read(ctx, loc, s, inner))
+        if t is NONE:
+            return t
+    if not _APPLICATOR_KEYS.isdisjoint(s):
+        t = compose.read(ctx, loc, s, inner, t)
+    if unevaluated:
         t = compose.unevaluated(ctx, loc, s, t)
     return t
 
@@ -306,6 +345,8 @@ def _types(ctx, loc, s) -> Typed:
     if "type" not in s:
         return ANY
     v = s["type"]
+    if isinstance(v, str) and v in _TYPES:
+        return _type_part(v, loc.draft)
     names = [v] if isinstance(v, str) else v
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise GrammarError(f"type at {_where(loc, 'type')}: must be a type name or a list of them")
@@ -339,7 +380,7 @@ def _number(loc, s, key) -> Decimal:
 
 
 def _numbers(ctx, loc, s) -> Typed:
-    if not any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")):
+    if _NUMBER_KEYS.isdisjoint(s):
         return ANY
     lo = hi = None
     lo_x = hi_x = False

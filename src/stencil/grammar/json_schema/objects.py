@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from stencil._core import GrammarError
 from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
-from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, TRUE_SUB, ObjSpec, Unsupported,
+from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported,
                                                normalize_obj, rules_sub, sub_and)
 
 __all__ = ["read", "emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
@@ -212,11 +212,18 @@ def _members(em, spec: ObjSpec, depth: int):
     props = list(spec.props) + [(k, rules_sub(spec, k)) for k in spec.required if k not in names]
     colon = em.colon()
     named = []
+    some = spec.some
     for k, sub in props:
         if sub == FALSE_SUB:
             continue
+        if not some:   # the usual case: one alternative, no mask bookkeeping
+            if NONE not in sub:
+                named.append((k, k in spec.required, [(0, [em.key_literal(k)] + colon + [em.value(sub, depth + 1)])]))
+            else:
+                named.append((k, k in spec.required, []))
+            continue
         alts = []
-        for mask, _, extra in _subsets(spec.some, lambda f: str_eval(f, k)):
+        for mask, _, extra in _subsets(some, lambda f: str_eval(f, k)):
             vs = sub_and(sub, extra)
             if vs != FALSE_SUB:
                 alts.append((mask, [em.key_literal(k)] + colon + [em.value(vs, depth + 1)]))

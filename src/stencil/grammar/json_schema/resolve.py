@@ -65,6 +65,9 @@ def _has_dynamic_anchor(doc) -> bool:
         return False
 
 
+_RESOURCE_KEYS = frozenset(("$id", "id", "$schema"))
+
+
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -149,8 +152,11 @@ class Resolver:
 
     def child(self, parent: Loc, schema, *path) -> Loc:
         """The Loc of a sub-schema of ``parent`` reached through ``path`` (keys or indexes)."""
-        ptr = parent.pointer + "".join("/" + _escape(str(p)) for p in path)
-        if isinstance(schema, dict) and ("$id" in schema or "id" in schema or "$schema" in schema):
+        ptr = parent.pointer
+        for p in path:
+            p = str(p)
+            ptr += "/" + (_escape(p) if ("~" in p or "/" in p) else p)
+        if isinstance(schema, dict) and not _RESOURCE_KEYS.isdisjoint(schema):
             return self._enter(schema, parent.base, parent.draft, ptr, parent.doc, False, parent.dyn)
         return self.loc(schema, parent.base, ptr, parent.draft, parent.doc, parent.dyn)
 

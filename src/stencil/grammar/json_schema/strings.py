@@ -248,6 +248,8 @@ class JsonStrings:
         self._texts: dict = {}
         self._chars: dict = {}
         self._not_texts: dict = {}
+        self._u00 = None
+        self._quote = None
 
     # -- hex digits -------------------------------------------------------------------------------
     def _hex_digit(self, lo: int, hi: int) -> int:
@@ -381,7 +383,13 @@ class JsonStrings:
         short = _SHORT.get(cp)
         if short is not None:
             alts.append(b.re_literal(short))
-        alts.append(b.re_concat([_hex_piece(b, piece) for piece in _u_pieces(cp)]))
+        if cp < 0x100:   # \u00XY from cached parts: fewer builder calls for the usual key characters
+            u00 = self._u00
+            if u00 is None:
+                u00 = self._u00 = b.re_literal("\\u00")
+            alts.append(b.re_concat([u00, self._hex_digit(cp >> 4, cp >> 4), self._hex_digit(cp & 15, cp & 15)]))
+        else:
+            alts.append(b.re_concat([_hex_piece(b, piece) for piece in _u_pieces(cp)]))
         return alts[0] if len(alts) == 1 else b.re_or(alts)
 
     def not_texts(self, texts) -> int:
@@ -443,5 +451,7 @@ class JsonStrings:
         return self.node(pattern_node(pattern, False))
 
     def quoted(self, body: int) -> int:
-        q = self.b.re_literal('"')
+        q = self._quote
+        if q is None:
+            q = self._quote = self.b.re_literal('"')
         return self.b.re_concat([q, body, q])
