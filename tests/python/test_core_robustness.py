@@ -187,3 +187,32 @@ def test_special_tokens_only_where_named():
     assert allowed() == set(range(26)) | {end_think}
     assert m.accept_token(end_think) and m.accept_string("z")
     assert allowed() == set(range(26)) | {eos}
+
+
+def test_ignored_lexemes_never_follow_themselves(deepseek):
+    """As in a longest-match lexer, a run of one ignored lexeme is one lexeme: a bounded one
+    bounds the run. Different ignored lexemes still alternate (whitespace, comment, whitespace)."""
+    b = stencil.GrammarBuilder()
+    space = b.re_char_ranges([(32, 32)], False)
+    b.ignore(b.re_repeat(space, 1, 3), "WS")
+    b.ignore(b.re_concat([b.re_literal("#"), b.re_repeat(b.re_char_ranges([(97, 122)], False), 0, -1),
+                          b.re_literal(";")]), "COMMENT")
+    s = b.rule("s")
+    b.add_alternative(s, [b.literal("a"), b.literal("b")])
+    entry, compiler = deepseek
+    info = entry.info
+    g = compiler.compile_grammar(b.build(s))
+
+    def accepts(text):
+        m = stencil.Matcher(g)
+        return m.accept_string(text) and m.is_accepting()
+
+    assert accepts("ab") and accepts("a   b") and accepts("a #x;b") and accepts("a  #xy;   #z; b")
+    assert not accepts("a    b") and not accepts("a " + " " * 20 + "b")   # 4+ spaces: one WS is at most 3
+    m = stencil.Matcher(g)
+    assert m.accept_string("a   ")
+    bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm, 0)
+    space_id = [t for t in range(info.vocab_size) if info.token_bytes(t) == b" "][0]
+    assert not (int(bm[0, space_id >> 5]) >> (space_id & 31)) & 1     # the mask agrees
+    assert m.accept_string("#q; b") and m.is_accepting()

@@ -112,8 +112,6 @@ def test_whitespace_modes(compiler):
         json_schema_grammar(schema, whitespace="loose")
 
 
-@pytest.mark.xfail(reason="the core accepts several ignored lexemes in a row, so a bounded whitespace "
-                          "lexeme does not bound a run (reported to the core)", strict=False)
 def test_whitespace_runs_are_bounded(compiler):
     g = compiler.compile_json_schema({"type": "array"}, max_whitespace_run=4)
     assert accepts(g, "[1,    2]")

@@ -56,7 +56,7 @@ class Matcher : private TextSource {
   bool push_byte(uint8_t b, bool share_end = false);
   void text(uint32_t from, uint32_t to, std::string& out) const override;
   uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
-  bool end_lexeme(const LexState& ls, uint32_t* next_state);
+  bool end_lexeme(uint32_t ended_state, uint32_t* next_state);
   void pop_to(size_t num_frames) {
     frames_.resize(num_frames);
     parser_.truncate(frames_.back().rows);

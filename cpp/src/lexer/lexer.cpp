@@ -102,6 +102,31 @@ uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
   return s;
 }
 
+uint32_t Lexer::start_after_ignored(uint32_t start, uint32_t ended) const {
+  const uint64_t key = (uint64_t(start) << 32) | ended;
+  {
+    std::shared_lock<std::shared_mutex> lock(start_mu_);
+    auto it = after_ignored_.find(key);
+    if (it != after_ignored_.end()) return it->second;
+  }
+  uint32_t s = kDead;
+  if (start != kDead) {
+    const std::vector<uint32_t>& drop = state(ended).accepting;
+    std::lock_guard<std::mutex> lock(mu_);
+    Pairs pairs;
+    const Pairs& from = state_pairs_[start];
+    for (size_t i = 0; i < from.size(); i += 2)
+      if (!std::binary_search(drop.begin(), drop.end(), from[i])) {
+        pairs.push_back(from[i]);
+        pairs.push_back(from[i + 1]);
+      }
+    s = pairs.empty() ? kDead : intern_state(std::move(pairs));
+  }
+  std::unique_lock<std::shared_mutex> lock(start_mu_);
+  after_ignored_.emplace(key, s);
+  return s;
+}
+
 size_t Lexer::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t blocks = 0;

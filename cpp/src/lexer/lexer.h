@@ -59,6 +59,10 @@ class Lexer {
   // The state that starts a new lexeme when the parser allows `allowed`
   // (sorted lexeme ids); ignored lexemes are always added.
   uint32_t start_state(const std::vector<uint32_t>& allowed) const;
+  // `start` without the lexemes that accept in state `ended`: where the next lexeme starts
+  // after ignored lexemes ended. An ignored lexeme never follows itself, so a bounded one
+  // (whitespace up to N bytes) bounds the whole run, as a longest-match lexer would.
+  uint32_t start_after_ignored(uint32_t start, uint32_t ended) const;
 
   const std::vector<LexemeSpec>& lexemes() const { return lexemes_; }
   const ByteClasses& classes() const { return classes_; }
@@ -99,6 +103,7 @@ class Lexer {
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> state_ids_;
   mutable std::shared_mutex start_mu_;
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
+  mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
 };
 
 }  // namespace stencil

@@ -42,14 +42,16 @@ void Matcher::reset() {
   terminated_ = false;
 }
 
-bool Matcher::end_lexeme(const LexState& ls, uint32_t* next_state) {
+bool Matcher::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
+  const LexState& ls = lexer_->state(ended_state);
   if (!ls.any_ignore_only) {
     scratch_lexemes_.clear();
     for (uint32_t lex : ls.accepting)
       if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
     if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size(), bytes_consumed())) return false;
   }
-  *next_state = parser_.top().lexer_start;
+  *next_state = ls.any_ignore_only ? lexer_->start_after_ignored(parser_.top().lexer_start, ended_state)
+                                   : parser_.top().lexer_start;
   return true;
 }
 
@@ -68,7 +70,7 @@ bool Matcher::push_byte(uint8_t b, bool share_end) {
       if (f.end_rows == kEndFails) return false;
       q = f.end_state;
     } else {
-      if (!end_lexeme(ls, &q)) {
+      if (!end_lexeme(f.state, &q)) {
         if (share_end) f.end_rows = kEndFails;
         return false;
       }
@@ -92,7 +94,7 @@ bool Matcher::push_byte(uint8_t b, bool share_end) {
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
-    if (!end_lexeme(ts, &q)) {
+    if (!end_lexeme(t, &q)) {
       frames_.pop_back();
       parser_.truncate(share_end ? rows_pushed : rows_before);
       return false;
@@ -111,7 +113,7 @@ bool Matcher::accepting_now() {
   const LexState& ls = lexer_->state(f.state);
   if (ls.accepting.empty()) return false;
   uint32_t q;
-  if (!end_lexeme(ls, &q)) return false;
+  if (!end_lexeme(f.state, &q)) return false;
   bool ok = parser_.top().accepting;
   parser_.truncate(f.rows);
   return ok;
@@ -124,7 +126,7 @@ bool Matcher::accept_special(int32_t token) {
   if (!f.fresh) {
     const LexState& ls = lexer_->state(f.state);
     uint32_t q;
-    if (ls.accepting.empty() || !end_lexeme(ls, &q)) return false;
+    if (ls.accepting.empty() || !end_lexeme(f.state, &q)) return false;
   }
   int lex = parser_.special_lexeme_for(token);
   if (lex < 0) {
@@ -284,7 +286,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     uint32_t q;
     if (!g_->limits().boundary_runs || lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead ||
         ls.accepting.empty() ||
-        !end_lexeme(ls, &q)) {
+        !end_lexeme(bd.lexer_state, &q)) {
       walk(nodes, node, root, words);
       ++k;
       continue;
@@ -326,7 +328,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     parser_.add_allowed_specials(specials);
   } else if (!lexer_->state(top.state).accepting.empty()) {
     uint32_t q;
-    if (end_lexeme(lexer_->state(top.state), &q)) parser_.add_allowed_specials(specials);
+    if (end_lexeme(top.state, &q)) parser_.add_allowed_specials(specials);
     parser_.truncate(top.rows);
   }
   for (int32_t t : specials) set(t);
