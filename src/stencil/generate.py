@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import inspect
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -168,6 +169,17 @@ class _Stream:
                 self.on_text(piece)
 
 
+_MASK_THREAD: ThreadPoolExecutor | None = None
+
+
+def _mask_thread() -> ThreadPoolExecutor:
+    """One worker thread, shared by all generations, that fills masks during forward passes."""
+    global _MASK_THREAD
+    if _MASK_THREAD is None:
+        _MASK_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stencil-mask")
+    return _MASK_THREAD
+
+
 def _draft_tokens(matcher: _core.Matcher, hf_tokenizer: Any, limit: int) -> list[int]:
     """The tokenizer's own tokenization of the text the grammar forces next, cut to what the
     matcher allows (never more than ``limit`` tokens)."""
@@ -254,17 +266,31 @@ def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str 
                         res.forced_tokens += len(forced)
                         stream.emit(forced)
                         continue
-                matcher.fill_next_token_bitmask(bm, 0)
-                if not np.any(bm & ~eos_words):
-                    if not np.any(bm):
-                        raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
-                    finish = "grammar"  # nothing but EOS is allowed: the output is complete
-                    break
                 drafts = _draft_tokens(matcher, lm.tokenizer, budget - len(out)) if draft else []
-                if drafts:
+                if drafts:  # forced text ahead: more than EOS is allowed
+                    matcher.fill_next_token_bitmask(bm, 0)
                     finish, feed, logits = _verify_drafts(net, matcher, sampler, stream, bm, feed, logits, drafts,
                                                           out, eos, res)
                     continue
+                if feed and not matcher.is_accepting():
+                    # EOS is not allowed, so the step samples whatever the mask says. The mask does
+                    # not depend on the logits: it is filled on another thread while the forward
+                    # pass runs (the core releases the GIL), and costs the step nothing.
+                    pending = _mask_thread().submit(matcher.fill_next_token_bitmask, bm, 0)
+                    try:
+                        logits = net.forward(feed)[-1]
+                        feed = []
+                    finally:
+                        pending.result()
+                    if not np.any(bm):
+                        raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+                else:
+                    matcher.fill_next_token_bitmask(bm, 0)
+                    if not np.any(bm & ~eos_words):
+                        if not np.any(bm):
+                            raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+                        finish = "grammar"  # nothing but EOS is allowed: the output is complete
+                        break
             if feed:
                 logits = net.forward(feed)[-1]
                 feed = []

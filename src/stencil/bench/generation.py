@@ -9,8 +9,9 @@ Run ``python -m stencil.bench.generation [--model PATH] [--max-tokens 64] [--rou
   forces proposed as drafts that the model verifies in the same forward pass (exact).
 
 The grammars describe schema-shaped JSON records (fixed keys, typed values) as regexes in
-``json.dumps`` layout, and the same records as JSON Schemas (default options: the model chooses
-the whitespace). Prefill (the
+``json.dumps`` layout, and the same records as JSON Schemas laid out as ``stencil generate``
+lays them out by default (indented by 2; ``--whitespace flexible`` lets the model choose the
+whitespace instead). Prefill (the
 prompt's forward pass) is the same for all modes and is left out of tokens/s. Modes run
 interleaved, prompt by prompt, so that a busy machine slows them alike. Targets: constrained at
 least 0.97x unconstrained, and above 1.0x with jump-forward.
@@ -23,7 +24,7 @@ import sys
 import time
 
 import stencil
-from stencil.cli import compile_schema
+from stencil.cli import DEFAULT_INDENT, compile_schema
 
 #: (name, prompt, regex for the record, JSON Schema of the same record)
 CASES = [
@@ -75,16 +76,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--grammars", choices=("regex", "schema", "both"), default="both",
                         help="regex records, JSON Schema records, or both (default)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")
+    parser.add_argument("--whitespace", metavar="flexible|compact|N", default=None,
+                        help="JSON Schema layout (default: stencil generate's, an indentation of "
+                             f"{DEFAULT_INDENT})")
     return parser
 
 
-def _grammars(compiler, which: str) -> list[tuple[str, str, object]]:
+def _grammars(compiler, which: str, whitespace: str | None) -> list[tuple[str, str, object]]:
+    ws = whitespace or str(DEFAULT_INDENT)
+    layout = int(ws) if ws.isdigit() else ws
     out = []
     for name, prompt, regex, schema in CASES:
         if which in ("regex", "both"):
             out.append((f"{name} (regex)", prompt, compiler.compile_regex(regex)))
         if which in ("schema", "both"):
-            out.append((f"{name} (schema)", prompt, compile_schema(compiler, schema)))
+            out.append((f"{name} (schema)", prompt, compile_schema(compiler, schema, whitespace=layout)))
     return out
 
 
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     lm = load_model(args.model, quiet=True)
     print(f"model {lm.name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
-    cases = _grammars(compiler, args.grammars)
+    cases = _grammars(compiler, args.grammars, args.whitespace)
     stencil.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
     totals = {m: {"tokens": 0, "passes": 0, "seconds": 0.0, "forced": 0, "drafted": 0, "rejected": 0,
                   "finished": 0, "runs": 0} for m, _ in MODES}
