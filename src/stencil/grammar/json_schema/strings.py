@@ -249,10 +249,16 @@ class JsonStrings:
         self._chars: dict = {}
         self._not_texts: dict = {}
         self._u00 = None
+        self._digit: list = [None] * 16   # one hex digit value, either case
         self._quote = None
 
     # -- hex digits -------------------------------------------------------------------------------
     def _hex_digit(self, lo: int, hi: int) -> int:
+        if lo == hi:
+            e = self._digit[lo]
+            if e is None:
+                e = self._digit[lo] = self.b.re_char_ranges([(ord(c), ord(c)) for c in HEX_DIGIT_VALUES[lo]], False)
+            return e
         key = ("d", lo, hi)
         e = self._hex.get(key)
         if e is None:
