@@ -11,7 +11,7 @@ Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limit
       deriver_(store_, limits.fuel),
       lexemes_(std::move(lexemes)),
       limits_(limits) {
-  if (limits_.max_states > (4096u << kBlockBits)) limits_.max_states = 4096u << kBlockBits;
+  if (limits_.max_states > (kMaxBlocks << kBlockBits)) limits_.max_states = kMaxBlocks << kBlockBits;
   classes_ = ByteClasses::from_sets(store_.all_bytesets());
   num_classes_ = classes_.count();
   deriver_.set_class_representatives(classes_.representative);

@@ -79,7 +79,8 @@ class Lexer {
   bool has_lazy(uint32_t s) const;
 
  private:
-  static constexpr uint32_t kBlockBits = 10;
+  // Small blocks: a grammar starts with one, and its transition table is filled at creation.
+  static constexpr uint32_t kBlockBits = 8;
   static constexpr uint32_t kBlockMask = (1u << kBlockBits) - 1;
   struct Block {
     LexState states[1u << kBlockBits];
@@ -97,7 +98,8 @@ class Lexer {
   ByteClasses classes_;
   int num_classes_;
   mutable std::mutex mu_;
-  mutable std::unique_ptr<Block> blocks_[4096];
+  static constexpr uint32_t kMaxBlocks = 4096;  // with 256-state blocks: 1M states (the default budget)
+  mutable std::unique_ptr<Block> blocks_[kMaxBlocks];
   mutable std::atomic<uint32_t> num_states_{0};
   mutable std::vector<Pairs> state_pairs_;
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> state_ids_;

@@ -1,6 +1,6 @@
 #include "regex/byte_classes.h"
 
-#include <map>
+#include <array>
 
 namespace stencil {
 
@@ -9,15 +9,16 @@ ByteClasses ByteClasses::from_sets(const std::vector<ByteSet>& sets) {
   bc.class_of.fill(0);
   int count = 1;
   for (const ByteSet& s : sets) {
-    // Split every class into its part inside s and its part outside.
-    std::map<std::pair<int, bool>, int> remap;
+    // Split every class into its part inside s and its part outside (a flat table: this runs
+    // for every byte set of the grammar at each compile).
+    std::array<int16_t, 512> remap;
+    remap.fill(-1);
     int next = 0;
     std::array<uint16_t, 256> refined{};
     for (int b = 0; b < 256; ++b) {
-      auto key = std::make_pair(static_cast<int>(bc.class_of[b]), s.has(static_cast<uint8_t>(b)));
-      auto it = remap.find(key);
-      if (it == remap.end()) it = remap.emplace(key, next++).first;
-      refined[b] = static_cast<uint16_t>(it->second);
+      int key = bc.class_of[b] * 2 + (s.has(static_cast<uint8_t>(b)) ? 1 : 0);
+      if (remap[key] < 0) remap[key] = static_cast<int16_t>(next++);
+      refined[b] = static_cast<uint16_t>(remap[key]);
     }
     bc.class_of = refined;
     count = next;
