@@ -4,7 +4,8 @@ greedy and sampled, every output validated with jsonschema.
 The schemas are picked by a fixed rule: files in name order, grouped by source (the name up to
 the first '_' or '-'); a file qualifies when its schema is an object schema with properties,
 its JSON text is at most 800 characters, no property or item schema is ``{}`` or ``true`` (any
-value, however long), it has valid test instances and all of them are short (json.dumps at most
+value, however long) and every array has ``maxItems`` (any number of items otherwise: a 135M
+model given a list of integers counts up until the budget ends), it has valid test instances and all of them are short (json.dumps at most
 100 characters), and stencil compiles it. Sources are visited in name order,
 round robin, taking each source's next qualifying file, until there are 10.
 """
@@ -14,7 +15,6 @@ import collections
 import glob
 import json
 import os
-import warnings
 
 import pytest
 
@@ -30,8 +30,11 @@ COUNT = 10
 
 def _has_open_value(schema) -> bool:
     """A property or item schema that is ``{}`` or ``true`` accepts any JSON value, however long,
-    so such a schema does not keep its instances short (whatever its test instances look like)."""
+    and an array without ``maxItems`` any number of items, so such a schema does not keep its
+    instances short (whatever its test instances look like)."""
     if isinstance(schema, dict):
+        if (schema.get("type") == "array" or "items" in schema) and "maxItems" not in schema:
+            return True
         for key in ("properties", "patternProperties"):
             if any(v is True or v == {} or _has_open_value(v) for v in (schema.get(key) or {}).values()):
                 return True
@@ -97,23 +100,20 @@ def test_rule_picks_ten_schemas_from_several_sources(schemas):
     assert len({n.replace("-", "_").split("_")[0] for n, _ in schemas}) >= 5
 
 
-#: Runs that may hit the token budget. Every output that ends must be valid; but a 135M model
-#: sometimes never ends within 160 tokens: it counts an array up (BFCL_java_22: "ids": [1, 2, 4,
-#: 5, 6, ...], no maxItems) or writes a key through JSON escapes ("Pm\u0073Product...": the JSON
-#: Schema front-end accepts every spelling of a property name, so keys are not forced text).
-MAX_UNFINISHED = 2
 
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.3, 11)])
 def test_outputs_are_valid(lm, schemas, temperature, seed):
     """The CLI's settings: 2-space layout (free whitespace lets a small model emit newlines after
-    the closing brace until the budget ends) and a repetition penalty of 1.1 (keeps it out of
+    the closing brace until the budget ends), property names in their plain spelling (declared
+    keys are forced text; with every JSON spelling allowed the model drifts into \\u escapes
+    inside keys) and a repetition penalty of 1.1 (keeps it out of
     loops such as "1234567890123..." inside strings). Sampling at 0.3: at 0.6-0.8 the 135M model
     invents extra properties (the schemas allow them) and rambles in free strings past 160
     tokens on 1-4 of the 10 schemas."""
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     failures, unfinished = [], []
     for name, schema in schemas:
-        g = compile_schema(compiler, schema, whitespace=2)
+        g = compile_schema(compiler, schema, whitespace=2, key_spelling="plain")
         out = stencil.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
                                temperature=temperature, seed=seed, repetition_penalty=1.1)
         if out.finish_reason not in ("eos", "grammar"):
@@ -125,7 +125,5 @@ def test_outputs_are_valid(lm, schemas, temperature, seed):
             jsonschema.validators.validator_for(schema)(schema).validate(value)
         except (ValueError, jsonschema.ValidationError) as e:
             failures.append(f"{name}: invalid output {out.text!r}: {e}")
-    for u in unfinished:
-        warnings.warn(f"unfinished within the budget: {u}")
     assert not failures, "\n".join(failures)
-    assert len(unfinished) <= MAX_UNFINISHED, "\n".join(unfinished)
+    assert not unfinished, "\n".join(unfinished)

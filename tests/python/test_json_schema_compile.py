@@ -204,3 +204,20 @@ def test_check_report():
     text, ok = check_report({"$recursiveAnchor": True,
                              "properties": {"a": {"format": "regex"}, "b": {"$recursiveRef": "#"}}})
     assert not ok and "format at /properties/a/format" in text and "$recursiveRef at /properties/b" in text
+
+
+def test_key_spelling_plain_allows_only_the_plain_spelling(compiler):
+    schema = {"type": "object", "properties": {"ab": {"type": "integer"}, "é\"x": {"type": "integer"}},
+              "required": ["ab"], "additionalProperties": False}
+    anyspelling = compiler.compile_json_schema(schema)
+    plain = compiler.compile_json_schema(schema, key_spelling="plain")
+    for text in ('{"ab": 1}', '{"ab": 1, "é\\"x": 2}'):
+        assert accepts(anyspelling, text) and accepts(plain, text)
+    for text in ('{"a\\u0062": 1}', '{"ab": 1, "\\u00e9\\"x": 2}', '{"ab": 1, "é\\u0022x": 2}'):
+        assert accepts(anyspelling, text) and not accepts(plain, text)
+    # Other keys keep every spelling, and a declared name spelled otherwise is not "another key".
+    open_schema = {"type": "object", "properties": {"ab": {"type": "integer"}}}
+    g = compiler.compile_json_schema(open_schema, key_spelling="plain", property_order="any")
+    assert accepts(g, '{"ab": 1, "c\\u0064": "x"}') and not accepts(g, '{"a\\u0062": "x"}')
+    with pytest.raises(stencil.GrammarError, match="key_spelling"):
+        compiler.compile_json_schema(schema, key_spelling="ascii")

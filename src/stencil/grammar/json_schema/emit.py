@@ -17,6 +17,8 @@ Example::
 """
 from __future__ import annotations
 
+import json
+
 from stencil.grammar.json_schema.arrays import emit_array
 from stencil.grammar.json_schema.formulas import FALSE, TRUE
 from stencil.grammar.json_schema.numbers import JsonNumbers
@@ -229,13 +231,19 @@ class Emitter:
         return self._lexeme("str", f)
 
     def key_literal(self, name: str):
-        """The key lexeme for a property name (every JSON encoding of it)."""
+        """The key lexeme for a property name (every JSON encoding of it, or only the plain one
+        under ``key_spelling="plain"``)."""
         key = ("key", name)
         sym = self._lexemes.get(key)
         if sym is None:
-            s = self.strings
-            sym = self._lexemes[key] = self.b.lexeme(s.quoted(s.text(name)), f"key:{name[:40]}")
+            sym = self._lexemes[key] = self.b.lexeme(self.key_text(name), f"key:{name[:40]}")
         return sym
+
+    def key_text(self, name: str) -> int:
+        """The quoted spellings of one property name that the options allow."""
+        if self.options.key_spelling == "plain":
+            return self.b.re_literal(json.dumps(name, ensure_ascii=False))
+        return self.strings.quoted(self.strings.text(name))
 
     def dead(self, rule) -> None:
         """Give a rule that accepts nothing an unproductive alternative (the builder prunes it

@@ -184,7 +184,7 @@ def _key_symbol(em, f, excluded: list):
         keys = sorted(consts - set(excluded))
         if not keys:
             return None
-        return b.lexeme(em.strings.quoted(b.re_or([em.strings.text(k) for k in keys])), "key")
+        return b.lexeme(b.re_or([em.key_text(k) for k in keys]), "key")
     lexeme = em.string_lexeme(f, "key")
     names = [k for k in excluded if str_eval(f, k)]   # only those f would let through
     if not names:

@@ -7,6 +7,10 @@
   nesting deeper than ``max_depth`` is not accepted).
 - ``property_order``: ``"definition"`` (default: properties in the order of ``properties``) or
   ``"any"`` (any order; required keys and no duplicates enforced by the core's checks).
+- ``key_spelling``: ``"any"`` (default: a property name in any JSON spelling, ``"a"`` or
+  ``"\u0061"``, as a validator reads it) or ``"plain"`` (only the spelling of
+  ``json.dumps(name, ensure_ascii=False)``: a subset of the valid texts, the one to generate
+  with, since declared keys become forced text and a model cannot drift into escapes).
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
@@ -37,6 +41,7 @@ class Options:
     lenient: bool = False
     max_depth: int = 32
     assert_content: bool = False
+    key_spelling: str = "any"
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -49,6 +54,8 @@ class Options:
         if not (ws in ("flexible", "compact") or (isinstance(ws, int) and not isinstance(ws, bool) and 0 <= ws <= 16)):
             raise GrammarError(f"whitespace must be 'flexible', 'compact' or an indentation of 0 to 16 "
                                f"spaces, got {ws!r}")
+        if o.key_spelling not in ("any", "plain"):
+            raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
         if o.property_order not in ("definition", "any"):
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
         if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
