@@ -82,9 +82,11 @@ class Matcher : private TextSource {
   struct MaskMemo {
     uint32_t state = 0, rows = 0, serial = 0;
     bool fresh = false, valid = false;
-    std::vector<uint32_t> words;
+    std::shared_ptr<const MaskEntry> entry;  // its inner bits
+    std::vector<int32_t> extra;              // tokens the boundary walks, specials and EOS added
   };
   MaskMemo memo_;
+  std::vector<int32_t> walk_ids_;  // this fill's extra tokens
 };
 
 }  // namespace stencil

@@ -228,7 +228,10 @@ void Matcher::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root
     const Frame& parent = frames_.back();
     parser_.truncate(parent.end_rows != 0 && parent.end_rows != kEndFails ? parent.end_rows : parent.rows);
     if (push_byte(node.byte, true)) {
-      if (node.token_id >= 0) words[node.token_id >> 5] |= 1u << (node.token_id & 31);
+      if (node.token_id >= 0) {
+        words[node.token_id >> 5] |= 1u << (node.token_id & 31);
+        walk_ids_.push_back(node.token_id);
+      }
       ++i;
     } else {
       i += node.subtree_size;
@@ -240,11 +243,12 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   if (num_words < need)
     throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " + std::to_string(need));
-  std::fill(words, words + num_words, 0u);
+  std::fill(words + need, words + num_words, 0u);
   auto set = [&](int32_t t) {
     if (t >= 0 && t < vocab_->vocab_size()) words[t >> 5] |= 1u << (t & 31);
   };
   if (terminated_) {
+    std::fill(words, words + need, 0u);
     for (int32_t t : vocab_->eos_ids()) set(t);
     return;
   }
@@ -253,16 +257,21 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const uint32_t serial = parser_.top().serial;
   if (memo_on && memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
       memo_.fresh == top.fresh) {
-    std::copy(memo_.words.begin(), memo_.words.end(), words);
+    const std::vector<uint32_t>& inner = memo_.entry->inner();
+    std::copy(inner.begin(), inner.begin() + need, words);
+    for (int32_t t : memo_.extra) words[t >> 5] |= 1u << (t & 31);
+    for (auto [a, b] : vocab_->trie().duplicates())
+      if ((words[a >> 5] >> (a & 31)) & 1) set(b);
     return;
   }
+  walk_ids_.clear();
   // Checks that read the current lexeme's bytes make this mask unfit for the memo.
   parser_.watch_text(parser_.top().offset, bytes_consumed());
   const size_t depth0 = frames_.size();
   const size_t root = depth0 - 1;
   auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
   const std::vector<uint32_t>& inner = entry->inner();
-  for (size_t i = 0; i < need; ++i) words[i] = inner[i];
+  std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
   const auto& bounds = entry->boundaries;
   std::string_view prefix, run_prefix;
@@ -331,9 +340,12 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     if (end_lexeme(top.state, &q)) parser_.add_allowed_specials(specials);
     parser_.truncate(top.rows);
   }
-  for (int32_t t : specials) set(t);
-  if (accepting_now())
-    for (int32_t t : vocab_->eos_ids()) set(t);
+  if (accepting_now()) specials.insert(specials.end(), vocab_->eos_ids().begin(), vocab_->eos_ids().end());
+  for (int32_t t : specials)
+    if (t >= 0 && t < vocab_->vocab_size()) {
+      set(t);
+      walk_ids_.push_back(t);
+    }
   memo_.valid = memo_on && !parser_.watched_read();
   parser_.watch_text(0, 0);
   if (memo_.valid) {
@@ -341,7 +353,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     memo_.rows = top.rows;
     memo_.serial = serial;
     memo_.fresh = top.fresh;
-    memo_.words.assign(words, words + need);
+    memo_.entry = entry;
+    memo_.extra.swap(walk_ids_);  // the mask is inner | extra | duplicates: no 16 KB copy
   }
 }
 
