@@ -18,8 +18,7 @@ ExprId Deriver::derive(ExprId e, uint8_t b) {
   if (e <= ExprStore::kEmpty) return ExprStore::kNothing;
   if (e == ExprStore::kAnyByteStar) return e;
   uint64_t key = (uint64_t(e) << 8) | b;
-  auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
+  if (const uint32_t* hit = cache_.find(key)) return *hit;
   burn(1);
   // Nesting (not length) drives recursion; a bound keeps the stack safe.
   struct DepthGuard {
@@ -28,7 +27,7 @@ ExprId Deriver::derive(ExprId e, uint8_t b) {
   } guard{++depth_};
   if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to compute its derivatives");
   ExprId r = derive_uncached(e, b);
-  cache_.emplace(key, r);
+  cache_.put(key, r);
   return r;
 }
 
@@ -45,12 +44,14 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
     }
     case ExprKind::Or:
     case ExprKind::And: {
-      std::vector<ExprId> kids(store_.args(n), store_.args(n) + n.args_len);
-      burn(kids.size());
-      std::vector<ExprId> out;
-      out.reserve(kids.size());
-      for (ExprId k : kids) out.push_back(derive(k, b));
-      return n.kind == ExprKind::Or ? store_.alt(std::move(out)) : store_.conj(std::move(out));
+      // The children are copied first (deriving them may grow the store and move its args),
+      // into a buffer kept per recursion depth: no allocation once warm.
+      if (scratch_.size() <= static_cast<size_t>(depth_)) scratch_.resize(depth_ + 1);
+      std::vector<ExprId>& buf = scratch_[depth_];
+      buf.assign(store_.args(n), store_.args(n) + n.args_len);
+      burn(buf.size());
+      for (ExprId& k : buf) k = derive(k, b);
+      return n.kind == ExprKind::Or ? store_.alt(buf) : store_.conj(buf);
     }
     case ExprKind::Not: return store_.negate(derive(n.a, b));
     case ExprKind::Repeat: {

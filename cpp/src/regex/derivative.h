@@ -2,10 +2,12 @@
 // and an emptiness check for expressions that use And/Not.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
 #include "regex/expr.h"
+#include "support/flat_map.h"
 
 namespace stencil {
 
@@ -31,7 +33,8 @@ class Deriver {
   ExprStore& store_;
   uint64_t fuel_;
   int depth_ = 0;
-  std::unordered_map<uint64_t, ExprId> cache_;
+  FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
+  std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
   std::vector<uint8_t> reps_;
 };

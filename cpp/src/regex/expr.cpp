@@ -18,39 +18,67 @@ ExprStore::ExprStore(size_t max_nodes) : max_nodes_(max_nodes) {
   (void)star;  // == kAnyByteStar by construction order
 }
 
-ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
-  std::vector<uint32_t> key;
-  key.reserve(6 + (args ? args->size() : 0));
-  key.push_back(static_cast<uint32_t>(n.kind));
+uint64_t ExprStore::node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(n.kind) + 1);
+  auto mix = [&h](uint64_t x) { h = (h ^ x) * 0xff51afd7ed558ccdull; h ^= h >> 32; };
   if (n.kind == ExprKind::Bytes) {
-    const ByteSet& s = bytesets_[n.a];
-    for (uint64_t w : s.w) {
-      key.push_back(static_cast<uint32_t>(w));
-      key.push_back(static_cast<uint32_t>(w >> 32));
-    }
+    for (uint64_t w : bytesets_[n.a].w) mix(w);
   } else {
-    key.push_back(n.a);
-    key.push_back(n.b);
-    key.push_back(n.min);
-    key.push_back(n.max);
-    if (args) key.insert(key.end(), args->begin(), args->end());
+    mix((uint64_t(n.a) << 32) | n.b);
+    mix((uint64_t(n.min) << 32) | n.max);
+    for (size_t i = 0; i < nargs; ++i) mix(args[i]);
   }
-  auto it = table_.find(key);
-  if (it != table_.end()) {
-    if (n.kind == ExprKind::Bytes) bytesets_.pop_back();  // the tentative set is a duplicate
-    return it->second;
+  return h;
+}
+
+bool ExprStore::same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const {
+  const ExprNode& o = nodes_[id];
+  if (o.kind != n.kind) return false;
+  if (n.kind == ExprKind::Bytes) {
+    const ByteSet &x = bytesets_[o.a], &y = bytesets_[n.a];
+    return x.w[0] == y.w[0] && x.w[1] == y.w[1] && x.w[2] == y.w[2] && x.w[3] == y.w[3];
+  }
+  if (o.a != n.a || o.b != n.b || o.min != n.min || o.max != n.max || o.args_len != nargs) return false;
+  return std::equal(args, args + nargs, args_.begin() + o.args_begin);
+}
+
+void ExprStore::grow_table() {
+  std::vector<uint32_t> old = std::move(table_);
+  table_.assign(old.empty() ? 1024 : old.size() * 2, 0);
+  const size_t mask = table_.size() - 1;
+  for (uint32_t slot : old) {
+    if (!slot) continue;
+    const ExprNode& n = nodes_[slot - 1];
+    size_t h = node_hash(n, args_.data() + n.args_begin, n.args_len) & mask;
+    while (table_[h]) h = (h + 1) & mask;
+    table_[h] = slot;
+  }
+}
+
+ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
+  const ExprId* a = args ? args->data() : nullptr;
+  const size_t na = args ? args->size() : 0;
+  if ((table_used_ + 1) * 2 > table_.size()) grow_table();
+  const size_t mask = table_.size() - 1;
+  size_t h = node_hash(n, a, na) & mask;
+  for (; table_[h]; h = (h + 1) & mask) {
+    if (same_node(table_[h] - 1, n, a, na)) {
+      if (n.kind == ExprKind::Bytes) bytesets_.pop_back();  // the tentative set is a duplicate
+      return table_[h] - 1;
+    }
   }
   if (nodes_.size() >= max_nodes_)
     throw BudgetError("regular expression budget exceeded: more than " + std::to_string(max_nodes_) +
                       " distinct expressions (the pattern or grammar is too complex)");
   if (args) {
     n.args_begin = static_cast<uint32_t>(args_.size());
-    n.args_len = static_cast<uint32_t>(args->size());
-    args_.insert(args_.end(), args->begin(), args->end());
+    n.args_len = static_cast<uint32_t>(na);
+    args_.insert(args_.end(), a, a + na);
   }
   ExprId id = static_cast<ExprId>(nodes_.size());
   nodes_.push_back(n);
-  table_.emplace(std::move(key), id);
+  table_[h] = id + 1;
+  ++table_used_;
   return id;
 }
 
@@ -103,32 +131,27 @@ ExprId ExprStore::concat(const std::vector<ExprId>& items) {
   return r;
 }
 
-void ExprStore::flatten_into(ExprKind kind, ExprId e, std::vector<ExprId>& out) const {
-  const ExprNode& n = nodes_[e];
-  if (n.kind == kind) {
-    for (uint32_t i = 0; i < n.args_len; ++i) out.push_back(args_[n.args_begin + i]);
-  } else {
-    out.push_back(e);
-  }
-}
-
-ExprId ExprStore::alt(std::vector<ExprId> items) {
-  std::vector<ExprId> flat;
-  flat.reserve(items.size());
+ExprId ExprStore::alt(const std::vector<ExprId>& items) {
+  std::vector<ExprId>& flat = flat_;
+  flat.clear();
   ByteSet merged;
   bool has_bytes = false;
+  auto take = [&](ExprId p) {
+    if (p == kNothing) return;
+    if (nodes_[p].kind == ExprKind::Bytes) {
+      merged = merged | bytesets_[nodes_[p].a];
+      has_bytes = true;
+    } else {
+      flat.push_back(p);
+    }
+  };
   for (ExprId e : items) {
     if (e == kAnyByteStar) return kAnyByteStar;
-    std::vector<ExprId> parts;
-    flatten_into(ExprKind::Or, e, parts);
-    for (ExprId p : parts) {
-      if (p == kNothing) continue;
-      if (nodes_[p].kind == ExprKind::Bytes) {
-        merged = merged | bytesets_[nodes_[p].a];
-        has_bytes = true;
-      } else {
-        flat.push_back(p);
-      }
+    const ExprNode& n = nodes_[e];
+    if (n.kind == ExprKind::Or) {
+      for (uint32_t i = 0; i < n.args_len; ++i) take(args_[n.args_begin + i]);
+    } else {
+      take(e);
     }
   }
   if (has_bytes) flat.push_back(bytes(merged));
@@ -150,15 +173,18 @@ ExprId ExprStore::alt(std::vector<ExprId> items) {
   return intern(n, &flat);
 }
 
-ExprId ExprStore::conj(std::vector<ExprId> items) {
-  std::vector<ExprId> flat;
-  flat.reserve(items.size());
+ExprId ExprStore::conj(const std::vector<ExprId>& items) {
+  std::vector<ExprId>& flat = flat_;
+  flat.clear();
   for (ExprId e : items) {
     if (e == kNothing) return kNothing;
-    std::vector<ExprId> parts;
-    flatten_into(ExprKind::And, e, parts);
-    for (ExprId p : parts)
-      if (p != kAnyByteStar) flat.push_back(p);
+    const ExprNode& n = nodes_[e];
+    if (n.kind == ExprKind::And) {
+      for (uint32_t i = 0; i < n.args_len; ++i)
+        if (args_[n.args_begin + i] != kAnyByteStar) flat.push_back(args_[n.args_begin + i]);
+    } else if (e != kAnyByteStar) {
+      flat.push_back(e);
+    }
   }
   std::sort(flat.begin(), flat.end());
   flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
@@ -208,7 +234,7 @@ ExprId ExprStore::repeat(ExprId a, uint32_t min, uint32_t max) {
 
 size_t ExprStore::memory_bytes() const {
   return nodes_.capacity() * sizeof(ExprNode) + args_.capacity() * 4 + bytesets_.capacity() * sizeof(ByteSet) +
-         table_.size() * 64;
+         table_.capacity() * sizeof(uint32_t);
 }
 
 static std::string byteset_to_string(const ByteSet& s) {

@@ -42,8 +42,8 @@ class ExprStore {
   ExprId literal(const std::string& s);
   ExprId concat(ExprId a, ExprId b);
   ExprId concat(const std::vector<ExprId>& items);
-  ExprId alt(std::vector<ExprId> items);
-  ExprId conj(std::vector<ExprId> items);
+  ExprId alt(const std::vector<ExprId>& items);
+  ExprId conj(const std::vector<ExprId>& items);
   ExprId negate(ExprId a);
   ExprId repeat(ExprId a, uint32_t min, uint32_t max);
 
@@ -67,12 +67,18 @@ class ExprStore {
 
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
-  void flatten_into(ExprKind kind, ExprId e, std::vector<ExprId>& out) const;
+  uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
+  bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
+  void grow_table();
 
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;
-  std::unordered_map<std::vector<uint32_t>, ExprId, VectorHash> table_;
+  // Hash-consing table: open addressing over node ids + 1 (0: empty). Lookups compare against
+  // the stored nodes directly, so creating or finding a node allocates nothing.
+  std::vector<uint32_t> table_;
+  size_t table_used_ = 0;
+  std::vector<ExprId> flat_;  // alt/conj working list (neither calls the other)
   size_t max_nodes_;
 };
 

@@ -61,12 +61,12 @@ bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pai
 // alive and extendable after any plain text, so the state never dies or must
 // end (keys of known names beside a free key lexeme, for instance).
 bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state) const {
-  if (explore_plain(lexer, state, 64)) return true;
+  if (explore_plain(lexer, state, 256)) return true;
   if (lexer.has_lazy(state)) return false;
   for (size_t i = 0;; ++i) {
     uint32_t probe = lexer.probe_state(state, i);
     if (probe == Lexer::kDead) return false;
-    if (probe != state && explore_plain(lexer, probe, 256)) return true;
+    if (probe != state && explore_plain(lexer, probe, 2048)) return true;
   }
 }
 
