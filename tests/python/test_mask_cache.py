@@ -97,3 +97,23 @@ def test_bounded_repetitions_share_entries_soundly(deepseek, pattern, text):
                                    mask_optimizations={"shared_masks": False}).compile_regex(pattern)
     for a, b in zip(masks_along(deepseek, warm, text), masks_along(deepseek, cold, text)):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("max_length,text", [
+    (3, "ab"), (5, "ñé€𝄞x"), (20, "hello wörld, fine"), (40, "日本語のテキスト" * 4),
+    (130, "lorem ipsum dolor sit amet " * 5), (300, "consectetur adipiscing elit " * 11),
+])
+def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_length, text):
+    """A string with k characters left admits exactly the plain tokens of at most k characters
+    (a slice by character count, multibyte characters counted once); every mask equals the one
+    a compiler without plain slices or shared masks computes by walking the whole trie."""
+    schema = {"type": "array", "items": {"type": "string", "maxLength": max_length}}
+    text = json.dumps([text[:max_length], text[:max_length // 2]], ensure_ascii=False)
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, key_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations={"shared_masks": False, "plain_slice": False}
+                                   ).compile_json_schema(schema, key_spelling="plain")
+    fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
+    assert len(fast_masks) == len(slow_masks) == len(deepseek.hf.encode(text, add_special_tokens=False).ids)
+    for a, b in zip(fast_masks, slow_masks):
+        assert np.array_equal(a, b)

@@ -1,5 +1,7 @@
 #include "lexer/lexer.h"
 
+#include "tokens/plain_slice.h"
+
 #include <algorithm>
 
 #include "stencil/errors.h"
@@ -177,6 +179,75 @@ uint32_t Lexer::probe_state(uint32_t s, size_t i) const {
   const Pairs& p = state_pairs_[s];
   if (2 * i + 1 >= p.size()) return kDead;
   return intern_state({p[2 * i], p[2 * i + 1]});
+}
+
+uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Pairs pairs = state_pairs_[s];
+  for (size_t i = 1; i < pairs.size(); i += 2) {
+    pairs[i] = store_.relax_bounds(pairs[i], limit);
+    if (pairs[i] == ExprStore::kNothing) return kDead;
+  }
+  return pairs.empty() ? kDead : intern_state(std::move(pairs));
+}
+
+namespace {
+
+// UTF-8 length announced by a lead byte of plain text; 0 for other bytes.
+int plain_char_length(int b) {
+  if (plain_text_step(0, static_cast<uint8_t>(b)) < 0) return 0;
+  return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+}
+
+}  // namespace
+
+bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  if (p.size() != 2 || lexemes_[p[0]].lazy) return false;
+  const uint32_t lex = p[0];
+  const ExprNode& n = store_.node(p[1]);
+  if (n.kind != ExprKind::Concat) return false;
+  const ExprNode rep = store_.node(n.a);
+  const ExprId tail = n.b;
+  if (rep.kind != ExprKind::Repeat || rep.max == kUnbounded || store_.nullable(tail)) return false;
+  // Every alternative of C that plain text can enter is one whole character: a chain of byte
+  // sets whose length is the UTF-8 length of its (plain) lead bytes, continuation bytes after.
+  const ExprNode& c = store_.node(rep.a);
+  const ExprId* alts = c.kind == ExprKind::Or ? store_.args(c) : &rep.a;
+  const size_t num_alts = c.kind == ExprKind::Or ? c.args_len : 1;
+  for (size_t i = 0; i < num_alts; ++i) {
+    std::vector<ExprId> chain;
+    ExprId x = alts[i];
+    while (store_.node(x).kind == ExprKind::Concat) {
+      chain.push_back(store_.node(x).a);
+      x = store_.node(x).b;
+    }
+    chain.push_back(x);
+    if (store_.node(chain[0]).kind != ExprKind::Bytes) return false;
+    const ByteSet& lead = store_.byteset(store_.node(chain[0]).a);
+    int len = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (!lead.has(static_cast<uint8_t>(b))) continue;
+      int l = plain_char_length(b);
+      if (l == 0) continue;
+      if (len != 0 && l != len) return false;
+      len = l;
+    }
+    if (len == 0) continue;  // plain text cannot enter this alternative (an escape)
+    if (chain.size() != static_cast<size_t>(len)) return false;
+    for (ExprId part : chain)
+      if (store_.node(part).kind != ExprKind::Bytes) return false;
+    for (size_t j = 1; j < chain.size(); ++j) {
+      const ByteSet& cont = store_.byteset(store_.node(chain[j]).a);
+      for (int b = 0; b < 256; ++b)
+        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return false;
+    }
+  }
+  *k = rep.max;
+  *relaxed = intern_state({lex, store_.concat(store_.repeat(rep.a, rep.min, kUnbounded), tail)});
+  *rest = intern_state({lex, tail});
+  return true;
 }
 
 bool Lexer::has_lazy(uint32_t s) const {

@@ -76,6 +76,13 @@ class Lexer {
   // The state holding only the i-th (lexeme, expression) pair of s, to
   // reason about one lexeme of a state alone; kDead when i is out of range.
   uint32_t probe_state(uint32_t s, size_t i) const;
+  // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
+  // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
+  uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
+  // Whether s is one lexeme at `C{lo,k} rest`, at a character boundary, where each repetition
+  // of C takes exactly one character of plain text (as a JSON string body with maxLength):
+  // then *k is the bound, *relaxed the state at `C{lo,} rest` and *rest the state at `rest`.
+  bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
   bool has_lazy(uint32_t s) const;
 
  private:

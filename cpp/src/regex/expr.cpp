@@ -232,6 +232,54 @@ ExprId ExprStore::repeat(ExprId a, uint32_t min, uint32_t max) {
   return intern(n, nullptr);
 }
 
+ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
+  std::unordered_map<ExprId, ExprId> memo;
+  return relax(e, limit, 0, memo);
+}
+
+ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo) {
+  if (depth > 2000) return kNothing;
+  auto it = memo.find(e);
+  if (it != memo.end()) return it->second;
+  const ExprNode n = nodes_[e];
+  ExprId r = e;
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty:
+    case ExprKind::Bytes: break;
+    case ExprKind::Not: r = kNothing; break;
+    case ExprKind::Concat: {
+      ExprId a = relax(n.a, limit, depth + 1, memo), b = relax(n.b, limit, depth + 1, memo);
+      r = (a == kNothing || b == kNothing) ? kNothing : concat(a, b);
+      break;
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::vector<ExprId> kids(args(n), args(n) + n.args_len);
+      for (ExprId& k : kids) {
+        k = relax(k, limit, depth + 1, memo);
+        if (k == kNothing) {
+          r = kNothing;
+          break;
+        }
+      }
+      if (r != kNothing) r = n.kind == ExprKind::Or ? alt(kids) : conj(kids);
+      break;
+    }
+    case ExprKind::Repeat: {
+      if (nodes_[n.a].nullable) {  // an item that may consume nothing: the byte count bounds nothing
+        r = kNothing;
+        break;
+      }
+      ExprId a = relax(n.a, limit, depth + 1, memo);
+      r = a == kNothing ? kNothing : repeat(a, n.min, n.max != kUnbounded && n.max >= limit ? kUnbounded : n.max);
+      break;
+    }
+  }
+  memo.emplace(e, r);
+  return r;
+}
+
 size_t ExprStore::memory_bytes() const {
   return nodes_.capacity() * sizeof(ExprNode) + args_.capacity() * 4 + bytesets_.capacity() * sizeof(ByteSet) +
          table_.capacity() * sizeof(uint32_t);

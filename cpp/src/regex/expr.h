@@ -47,6 +47,12 @@ class ExprStore {
   ExprId negate(ExprId a);
   ExprId repeat(ExprId a, uint32_t min, uint32_t max);
 
+  // e with every repetition whose upper bound is at least `limit` made unbounded: equal to e on
+  // every string of fewer than `limit` bytes when each repeated item consumes a byte. kNothing
+  // when e holds a complement (lifting a bound under it would shrink the language) or nests
+  // too deeply.
+  ExprId relax_bounds(ExprId e, uint32_t limit);
+
   const ExprNode& node(ExprId e) const { return nodes_[e]; }
   const ByteSet& byteset(uint32_t i) const { return bytesets_[i]; }
   const ExprId* args(const ExprNode& n) const { return args_.data() + n.args_begin; }
@@ -67,6 +73,7 @@ class ExprStore {
 
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
+  ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
   void grow_table();

@@ -60,23 +60,46 @@ bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pai
 // lexeme in it, when one of its lexemes alone does: that lexeme then stays
 // alive and extendable after any plain text, so the state never dies or must
 // end (keys of known names beside a free key lexeme, for instance).
-bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state) const {
-  if (explore_plain(lexer, state, 256)) return true;
+bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const {
+  if (explore_plain(lexer, state, 64)) return true;
+  // A bounded repetition (a string's maxLength) makes every character a new state, which the
+  // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
+  // size or more never bind inside one: explore the state with them lifted instead.
+  uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
+  if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, 256)) return true;
   if (lexer.has_lazy(state)) return false;
   for (size_t i = 0;; ++i) {
     uint32_t probe = lexer.probe_state(state, i);
     if (probe == Lexer::kDead) return false;
-    if (probe != state && explore_plain(lexer, probe, 2048)) return true;
+    if (probe != state && explore_plain(lexer, probe, 256)) return true;
   }
+}
+
+// `C{lo,k} rest` (Lexer::bounded_text_head) where C{lo,} rest admits plain text and rest cannot
+// start with plain text: exactly the plain tokens of at most k characters stay inside, and no
+// plain token can end the lexeme (rest is not nullable).
+bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const {
+  uint32_t relaxed, rest;
+  if (!lexer.bounded_text_head(state, k, &relaxed, &rest)) return false;
+  for (int b = 0; b < 256; ++b)
+    if (plain_text_step(0, static_cast<uint8_t>(b)) >= 0 && lexer.next(rest, static_cast<uint8_t>(b)) != Lexer::kDead)
+      return false;
+  return explore_plain(lexer, relaxed, 256);
 }
 
 std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
-  if (plain_slice_ && admits_plain(lexer, state)) {
+  if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
+    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+  } else if (uint32_t k = 0; plain_slice_ && admits_bounded_plain(lexer, state, &k)) {
+    // A string with k characters left: the plain tokens of at most k characters stay inside
+    // (longer ones die and cannot end the lexeme), the rest is walked.
+    const PlainSlice& slice = vocab.plain_slice();
+    shared->inner = slice.at_most_chars(k);
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);

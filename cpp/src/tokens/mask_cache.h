@@ -49,7 +49,8 @@ class MaskCache {
   std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);
-  bool admits_plain(const Lexer& lexer, uint32_t state) const;
+  bool admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const;
+  bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
   bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const;
 
   mutable std::mutex admit_mu_;

@@ -37,14 +37,18 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   s.bits.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
   std::vector<std::string_view> views(n);
   std::vector<uint8_t> excluded(n, 1);
+  s.by_count.assign(256, {});
   for (int32_t id = 0; id < n; ++id) {
     if (vocab.is_special(id)) continue;
     std::string_view t = vocab.token_bytes(id);
     views[id] = t;
-    int st = 0;
-    for (unsigned char c : t)
+    int st = 0, leads = 0;
+    for (unsigned char c : t) {
+      leads += st == 0;
       if ((st = plain_text_step(st, c)) < 0) break;
+    }
     if (st >= 0 && !t.empty()) {
+      s.by_count[leads > 255 ? 255 : leads].push_back(id);
       s.bits[id >> 5] |= 1u << (id & 31);
     } else {
       excluded[id] = 0;  // goes into the trie of the rest
@@ -52,6 +56,36 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   }
   s.rest.build(views, excluded);
   return s;
+}
+
+const std::vector<uint32_t>& PlainSlice::at_most_chars(uint32_t k) const {
+  if (k > 255) k = 255;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = by_chars_[k];
+  if (slot) return *slot;
+  // From the nearest mask already built (strings count down one character per step), adding
+  // or removing the tokens of the counts in between.
+  auto it = by_chars_.find(k);  // the empty slot just made; every other slot is built
+  auto above = std::next(it);
+  auto below = it == by_chars_.begin() ? by_chars_.end() : std::prev(it);
+  const bool use_below =
+      below != by_chars_.end() && (above == by_chars_.end() || k - below->first <= above->first - k);
+  auto out = std::make_unique<std::vector<uint32_t>>();
+  if (use_below) {
+    *out = *below->second;
+    for (uint32_t c = below->first + 1; c <= k; ++c)
+      for (int32_t id : by_count[c]) (*out)[id >> 5] |= 1u << (id & 31);
+  } else if (above != by_chars_.end()) {
+    *out = *above->second;
+    for (uint32_t c = k + 1; c <= above->first; ++c)
+      for (int32_t id : by_count[c]) (*out)[id >> 5] &= ~(1u << (id & 31));
+  } else {
+    out->assign(bits.size(), 0);
+    for (uint32_t c = 0; c <= k; ++c)
+      for (int32_t id : by_count[c]) (*out)[id >> 5] |= 1u << (id & 31);
+  }
+  slot = std::move(out);
+  return *slot;
 }
 
 bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {

@@ -6,6 +6,9 @@
 // tokens, instead of a walk of the whole trie.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "stencil/vocabulary.h"
@@ -22,7 +25,19 @@ constexpr int kPlainTextStates = 8;
 struct PlainSlice {
   std::vector<uint32_t> bits;  // bitmask words: plain tokens
   TokenTrie rest;              // every other (non-special) token
+  std::vector<std::vector<int32_t>> by_count;  // plain tokens by the characters they start
   static PlainSlice build(const Vocabulary& vocab);
+
+  // The plain tokens that start at most k characters (a string with k characters left):
+  // built on first use for each k and kept.
+  const std::vector<uint32_t>& at_most_chars(uint32_t k) const;
+
+  PlainSlice() = default;
+  PlainSlice(PlainSlice&& o) noexcept : bits(std::move(o.bits)), rest(std::move(o.rest)), by_count(std::move(o.by_count)) {}
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<uint32_t, std::unique_ptr<std::vector<uint32_t>>> by_chars_;
 };
 
 // Whether every plain string keeps `state` inside its lexeme: from `state`,
