@@ -82,11 +82,19 @@ class Matcher : private TextSource {
   struct MaskMemo {
     uint32_t state = 0, rows = 0, serial = 0;
     bool fresh = false, valid = false;
-    std::shared_ptr<const MaskEntry> entry;  // its inner bits
+    const MaskEntry* entry = nullptr;        // its inner bits
+    std::shared_ptr<const MaskEntry> keep;   // owns the entry when the cache could not
     std::vector<int32_t> extra;              // tokens the boundary walks, specials and EOS added
   };
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
+  // A lock-free front for Lexer::start_after_ignored (a shared map behind a lock), which every
+  // end of whitespace asks: (start, ended) -> state, direct-mapped.
+  struct IgnoredSlot {
+    uint64_t key = ~uint64_t(0);
+    uint32_t state = 0;
+  };
+  IgnoredSlot ignored_slots_[16];
 };
 
 }  // namespace stencil

@@ -49,9 +49,17 @@ bool Matcher::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
     for (uint32_t lex : ls.accepting)
       if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
     if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size(), bytes_consumed())) return false;
+    *next_state = parser_.top().lexer_start;
+    return true;
   }
-  *next_state = ls.any_ignore_only ? lexer_->start_after_ignored(parser_.top().lexer_start, ended_state)
-                                   : parser_.top().lexer_start;
+  const uint32_t start = parser_.top().lexer_start;
+  const uint64_t key = (uint64_t(start) << 32) | ended_state;
+  IgnoredSlot& slot = ignored_slots_[(key * 0x9e3779b97f4a7c15ull) >> 60];
+  if (slot.key != key) {
+    slot.state = lexer_->start_after_ignored(start, ended_state);
+    slot.key = key;
+  }
+  *next_state = slot.state;
   return true;
 }
 
@@ -269,7 +277,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   parser_.watch_text(parser_.top().offset, bytes_consumed());
   const size_t depth0 = frames_.size();
   const size_t root = depth0 - 1;
-  auto entry = g_->mask_cache().get(*lexer_, *vocab_, top.state);
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* entry = g_->mask_cache().get(*lexer_, *vocab_, top.state, &keep);
   const std::vector<uint32_t>& inner = entry->inner();
   std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
@@ -354,6 +363,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     memo_.serial = serial;
     memo_.fresh = top.fresh;
     memo_.entry = entry;
+    memo_.keep = std::move(keep);
     memo_.extra.swap(walk_ids_);  // the mask is inner | extra | duplicates: no 16 KB copy
   }
 }

@@ -4,8 +4,25 @@
 
 namespace stencil {
 
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+constexpr int kSpinRounds = 20000;  // roughly 100-200 us of pause before a worker sleeps
+
+}  // namespace
+
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
+  // The caller of parallel_for works too: one worker fewer than the cores, so that no idle
+  // spinning worker takes a core from a working one.
+  static const unsigned cores = std::thread::hardware_concurrency();
+  static ThreadPool pool(cores > 1 ? cores - 1 : 1);
   return pool;
 }
 
@@ -16,28 +33,39 @@ ThreadPool::ThreadPool(size_t workers) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
+void ThreadPool::run_items(const std::function<void(size_t)>& fn, size_t n) {
+  for (size_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n; i = next_.fetch_add(1, std::memory_order_relaxed)) {
+    fn(i);
+    finished_.fetch_add(1, std::memory_order_release);
+  }
+}
+
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && helpers_wanted_ > 0); });
-    if (stop_) return;
-    seen = generation_;
-    --helpers_wanted_;
-    while (next_ < n_) {
-      size_t i = next_++;
-      const auto* fn = fn_;
-      lock.unlock();
-      (*fn)(i);
-      lock.lock();
-      if (++finished_ == n_) done_.notify_all();
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; g == seen && !stop_.load(std::memory_order_relaxed); ++spin) {
+      if (spin < kSpinRounds) {
+        cpu_relax();
+      } else {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      }
+      g = generation_.load(std::memory_order_acquire);
     }
+    if (stop_.load()) return;
+    seen = g;
+    if (helpers_wanted_.fetch_sub(1, std::memory_order_acq_rel) <= 0) continue;  // enough helpers
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    // The batch may have ended (and another begun) since g was read: only help with g.
+    if (generation_.load(std::memory_order_acquire) == g) run_items(*fn_, n_);
+    active_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -48,25 +76,21 @@ void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void
     return;
   }
   std::lock_guard<std::mutex> run(run_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
   fn_ = &fn;
   n_ = n;
-  next_ = finished_ = 0;
-  helpers_wanted_ = std::min(threads - 1, workers_.size());
-  ++generation_;
-  wake_.notify_all();
-  // The caller works too.
-  while (next_ < n_) {
-    size_t i = next_++;
-    lock.unlock();
-    fn(i);
-    lock.lock();
-    ++finished_;
+  next_.store(0, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
+  helpers_wanted_.store(static_cast<int64_t>(std::min(threads - 1, workers_.size())), std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // a worker about to sleep sees the new generation
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  done_.wait(lock, [&] { return finished_ == n_; });
-  helpers_wanted_ = 0;
-  fn_ = nullptr;
-  n_ = 0;
+  wake_.notify_all();
+  run_items(fn, n);  // the caller works too
+  while (finished_.load(std::memory_order_acquire) < n) cpu_relax();
+  // No helper may still be reading fn_ / n_ when the next batch sets them.
+  helpers_wanted_.store(0, std::memory_order_release);
+  while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
 }
 
 }  // namespace stencil

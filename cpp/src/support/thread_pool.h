@@ -1,9 +1,14 @@
 // A small persistent pool: parallel_for runs fn(i) for i in [0, n) on up to
 // `threads` threads (the caller's included) and returns when all are done.
 // Threads are started once and reused, so a batch costs no thread creation.
+// Items are claimed with an atomic counter (no lock per item), and an idle worker
+// spins briefly before it sleeps: batches of masks come every few microseconds
+// to milliseconds, and a futex wake-up would cost a good part of a batch.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -23,15 +28,19 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  void run_items(const std::function<void(size_t)>& fn, size_t n);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  std::mutex run_mu_;  // one parallel_for at a time
+  std::mutex mu_;                // guards sleeping on wake_
+  std::condition_variable wake_;
+  std::mutex run_mu_;            // one parallel_for at a time
   const std::function<void(size_t)>* fn_ = nullptr;
-  size_t n_ = 0, next_ = 0, finished_ = 0, helpers_wanted_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  size_t n_ = 0;
+  std::atomic<size_t> next_{0}, finished_{0};
+  std::atomic<int64_t> helpers_wanted_{0};
+  std::atomic<int> active_{0};   // workers inside a batch
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace stencil

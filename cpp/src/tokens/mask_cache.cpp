@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "lexer/lexer.h"
+#include "stencil/errors.h"
 #include "stencil/vocabulary.h"
 #include "tokens/plain_slice.h"
 
@@ -140,12 +141,12 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
   return e;
 }
 
-std::shared_ptr<const MaskEntry> MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    auto it = entries_.find(state);
-    if (it != entries_.end()) return it->second;
-  }
+const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                                std::shared_ptr<const MaskEntry>* keep) const {
+  const uint32_t blk = state >> kSlotBits, idx = state & ((1u << kSlotBits) - 1);
+  if (blk >= kSlotBlocks) throw BudgetError("mask cache: lexer state id out of range");
+  if (SlotBlock* block = slots_[blk].load(std::memory_order_acquire))
+    if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_acquire)) return hit;
   std::shared_ptr<const MaskEntry> e;
   // Bounded repetitions count down at every byte; clamping them at the longest
   // token lets a long string's states share one entry while they are far
@@ -160,23 +161,33 @@ std::shared_ptr<const MaskEntry> MaskCache::get(const Lexer& lexer, const Vocabu
     if (!key.empty()) vocab.shared_masks().insert(key, fresh->shared);
     e = std::move(fresh);
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  auto it = entries_.find(state);
-  if (it != entries_.end()) return it->second;
-  if (bytes_ + e->bytes() <= budget_) {
-    bytes_ += e->bytes();
-    entries_.emplace(state, e);
+  std::lock_guard<std::mutex> lock(mu_);
+  SlotBlock* block = slots_[blk].load(std::memory_order_relaxed);
+  if (block) {
+    if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_relaxed)) return hit;  // another thread won
   }
-  return e;
+  if (bytes_ + e->bytes() > budget_) {
+    *keep = std::move(e);
+    return keep->get();
+  }
+  if (!block) {
+    blocks_.push_back(std::make_unique<SlotBlock>());
+    block = blocks_.back().get();
+    slots_[blk].store(block, std::memory_order_release);
+  }
+  bytes_ += e->bytes();
+  owned_.push_back(e);
+  block->slot[idx].store(e.get(), std::memory_order_release);
+  return e.get();
 }
 
 size_t MaskCache::size() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  return entries_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  return owned_.size();
 }
 
 size_t MaskCache::bytes() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return bytes_;
 }
 

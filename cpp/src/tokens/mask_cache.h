@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
+#include <atomic>
 #include <unordered_map>
 #include <vector>
 
@@ -39,7 +39,11 @@ class MaskCache {
  public:
   MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks)
       : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks) {}
-  std::shared_ptr<const MaskEntry> get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
+  // The entry of `state`. Cached entries live as long as the cache and are found without a
+  // lock or a reference-count update (matchers on many threads read the same entries); an
+  // entry past the memory budget is not cached, and *keep then owns it.
+  const MaskEntry* get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                       std::shared_ptr<const MaskEntry>* keep) const;
   size_t size() const;
   size_t bytes() const;
 
@@ -55,8 +59,18 @@ class MaskCache {
 
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
-  mutable std::shared_mutex mu_;
-  mutable std::unordered_map<uint32_t, std::shared_ptr<const MaskEntry>> entries_;
+  static constexpr uint32_t kSlotBits = 8;
+  static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
+  struct SlotBlock {
+    std::atomic<const MaskEntry*> slot[1u << kSlotBits];
+    SlotBlock() {
+      for (auto& x : slot) x.store(nullptr, std::memory_order_relaxed);
+    }
+  };
+  mutable std::mutex mu_;  // guards owned_, bytes_ and block creation
+  mutable std::atomic<SlotBlock*> slots_[kSlotBlocks] = {};
+  mutable std::vector<std::unique_ptr<SlotBlock>> blocks_;
+  mutable std::vector<std::shared_ptr<const MaskEntry>> owned_;
   mutable size_t bytes_ = 0;
   size_t budget_;
   bool plain_slice_, shared_masks_;
