@@ -16,6 +16,18 @@ inline void cpu_relax() {
 
 constexpr int kSpinRounds = 20000;  // roughly 100-200 us of pause before a worker sleeps
 
+// Waits for `done()`, pausing at first and then yielding the core, so that a helper sharing
+// the core (fewer cores than threads) still gets to finish its item.
+template <typename Done>
+void wait_until(Done done) {
+  for (int spin = 0; !done(); ++spin) {
+    if (spin < kSpinRounds)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+}
+
 }  // namespace
 
 ThreadPool& ThreadPool::shared() {
@@ -87,10 +99,10 @@ void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void
   }
   wake_.notify_all();
   run_items(fn, n);  // the caller works too
-  while (finished_.load(std::memory_order_acquire) < n) cpu_relax();
+  wait_until([&] { return finished_.load(std::memory_order_acquire) >= n; });
   // No helper may still be reading fn_ / n_ when the next batch sets them.
   helpers_wanted_.store(0, std::memory_order_release);
-  while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
+  wait_until([&] { return active_.load(std::memory_order_acquire) == 0; });
 }
 
 }  // namespace stencil
