@@ -62,18 +62,24 @@ bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pai
 // alive and extendable after any plain text, so the state never dies or must
 // end (keys of known names beside a free key lexeme, for instance).
 bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const {
-  if (explore_plain(lexer, state, 64)) return true;
   // A bounded repetition (a string's maxLength) makes every character a new state, which the
   // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
   // size or more never bind inside one: explore the state with them lifted instead.
-  uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
-  if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, 256)) return true;
-  if (lexer.has_lazy(state)) return false;
-  for (size_t i = 0;; ++i) {
-    uint32_t probe = lexer.probe_state(state, i);
-    if (probe == Lexer::kDead) return false;
-    if (probe != state && explore_plain(lexer, probe, 256)) return true;
+  const uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
+  const bool probes = !lexer.has_lazy(state);
+  // Small budgets first: a lexeme that admits plain text (a free string) does so in a few
+  // pairs, while exploring one that does not (a pattern with a complement) builds costly states.
+  for (size_t budget : {size_t(32), size_t(256)}) {
+    if (explore_plain(lexer, state, std::min<size_t>(budget, 64))) return true;
+    if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, budget)) return true;
+    if (!probes) continue;
+    for (size_t i = 0;; ++i) {
+      uint32_t probe = lexer.probe_state(state, i);
+      if (probe == Lexer::kDead) break;
+      if (probe != state && explore_plain(lexer, probe, budget)) return true;
+    }
   }
+  return false;
 }
 
 // `C{lo,k} rest` (Lexer::bounded_text_head) where C{lo,} rest admits plain text and rest cannot
