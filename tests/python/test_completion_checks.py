@@ -204,3 +204,43 @@ def test_repeated_mask_memo_tracks_text_the_checks_read(deepseek, make, texts):
             assert ok_a == ok_b, (text, text[:i + 1])
             if not ok_a:
                 break
+
+
+def test_boundary_runs_share_scans_only_when_checks_ignore_the_prefix(deepseek):
+    """Boundaries ending one lexeme at the same depth share one parser scan; with completion
+    checks, boundaries under different token prefixes share it only if no check read the prefix
+    (a key being closed reads it, a value being closed does not). Masks equal those computed
+    boundary by boundary."""
+    runs = stencil.GrammarCompiler(deepseek.info)
+    single = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"boundary_runs": False, "repeat_memo": False})
+    for grammar in (keyed_object_grammar(["ab"], 1, 4), unique_array_grammar()):
+        a_g, b_g = runs.compile_grammar(grammar), single.compile_grammar(grammar)
+        for text in ('{"ab": "x", "abc": "ab", "a": 1, "b": [1, "x"]}', '["ab", "abc", 1, "x y", "ab"]',
+                     '{"x": "y", "y": "x", "ab": "ab"}'):
+            ma, mb = stencil.Matcher(a_g), stencil.Matcher(b_g)
+            bma = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+            bmb = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+            for t in deepseek.hf.encode(text, add_special_tokens=False).ids:
+                ma.fill_next_token_bitmask(bma, 0)
+                mb.fill_next_token_bitmask(bmb, 0)
+                assert np.array_equal(bma, bmb), text
+                if not (ma.accept_token(t) and mb.accept_token(t)):
+                    break
+
+
+def test_duplicate_item_closed_inside_a_token_is_masked():
+    """A token that ends an array item and goes on (`8,`) is masked out when the item repeats an
+    earlier one, while tokens ending other items the same way (`3,`) stay allowed, with and
+    without shared boundary scans."""
+    digits = [str(d).encode() for d in range(10)]
+    vocab = [b"[", b"]", b",", b" ", b'"', b"x"] + digits + [d + b"," for d in digits] + [d + b"]" for d in digits] + [b"</s>"]
+    info = stencil.TokenizerInfo.from_vocab(vocab, eos_token_ids=[len(vocab) - 1])
+    for opts in ({}, {"boundary_runs": False}):
+        g = stencil.GrammarCompiler(info, mask_optimizations=opts).compile_grammar(unique_array_grammar())
+        m = stencil.Matcher(g)
+        assert m.accept_string("[8, 9, ")  # in trie order the unique items (1-7) come first
+        bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(bm, 0)
+        allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
+        assert b"8," not in allowed and b"9]" not in allowed, opts
+        assert b"3," in allowed and b"0]" in allowed and b"8" in allowed, opts  # 8 may go on: 80, 81...

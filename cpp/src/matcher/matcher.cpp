@@ -302,16 +302,22 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     parser_.truncate(top.rows);
     const LexState& ls = lexer_->state(bd.lexer_state);
     uint32_t q;
+    const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
+    parser_.watch_prefix(prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
     if (!g_->limits().boundary_runs || lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead ||
         ls.accepting.empty() ||
         !end_lexeme(bd.lexer_state, &q)) {
+      parser_.watch_prefix(0, 0);
       walk(nodes, node, root, words);
       ++k;
       continue;
     }
     // The lexeme ends before this byte. The parser's work for that is the same
-    // for the following boundaries with the same state, depth and prefix: do
-    // it once and walk each of them from the state that starts the next lexeme.
+    // for the following boundaries with the same state and depth, and the same prefix unless
+    // no check read the prefix: do it once and walk each of them from the state that starts
+    // the next lexeme.
+    const bool any_prefix = !parser_.prefix_read();
+    parser_.watch_prefix(0, 0);
     run_prefix = prefix;
     Frame& ended = frames_.back();
     ended.state = q;
@@ -325,13 +331,17 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
       if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
           nodes2[n2].depth != d || lexer_->next(b2.lexer_state, nodes2[n2].byte) != Lexer::kDead)
         break;
+      std::string_view prefix2;
       if (needs_text && d > 1) {
         size_t n = n2;
         while (nodes2[n].token_id < 0) ++n;
-        if (vocab_->token_bytes(nodes2[n].token_id).substr(0, d - 1) != run_prefix) break;
+        prefix2 = vocab_->token_bytes(nodes2[n].token_id).substr(0, d - 1);
+        if (prefix2 != run_prefix && !any_prefix) break;
       }
       frames_.resize(root + d);
       frames_.back() = ended_copy;
+      for (size_t i = 0; i < prefix2.size(); ++i)  // the walk below reads this token's bytes
+        frames_[root + 1 + i].byte = static_cast<uint8_t>(prefix2[i]);
       walk(nodes2, n2, root, words);
     }
   }

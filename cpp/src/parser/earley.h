@@ -60,6 +60,13 @@ class EarleyParser {
     watched_read_ = false;
   }
   bool watched_read() const { return watched_read_; }
+  // A second, short window (a token's bytes above a boundary, in fill_mask's boundary runs).
+  void watch_prefix(uint32_t from, uint32_t to) {
+    prefix_from_ = from;
+    prefix_to_ = to;
+    prefix_read_ = false;
+  }
+  bool prefix_read() const { return prefix_read_; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
@@ -69,8 +76,14 @@ class EarleyParser {
   bool sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
   const std::vector<std::string>* earlier_siblings(CheckKind kind, uint32_t siblings_row, uint32_t item_row);
   void forget_siblings_from(size_t rows);
-  void note_read(uint32_t from, uint32_t to) { watched_read_ |= from < watch_to_ && to > watch_from_; }
-  void note_key(uint32_t at) { watched_read_ |= at >= watch_from_ && at < watch_to_; }
+  void note_read(uint32_t from, uint32_t to) {
+    watched_read_ |= from < watch_to_ && to > watch_from_;
+    prefix_read_ |= from < prefix_to_ && to > prefix_from_;
+  }
+  void note_key(uint32_t at) {
+    watched_read_ |= at >= watch_from_ && at < watch_to_;
+    prefix_read_ |= at >= prefix_from_ && at < prefix_to_;
+  }
   void grow_set();
   uint32_t lexer_start_for_allowed();
 
@@ -101,6 +114,8 @@ class EarleyParser {
   uint32_t next_serial_ = 0;
   uint32_t watch_from_ = 0, watch_to_ = 0;
   bool watched_read_ = false;
+  uint32_t prefix_from_ = 0, prefix_to_ = 0;
+  bool prefix_read_ = false;
   // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
   // by the rows where the siblings and the checked item start. The bytes before a row stay
   // the same while the row exists, so an entry lives until its item row is truncated. Every
