@@ -283,7 +283,11 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
   const auto& bounds = entry->boundaries;
-  std::string_view prefix, run_prefix;
+  std::string_view prefix;
+  // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
+  auto put_prefix = [&](std::string_view p) {
+    for (size_t i = 0; i < p.size(); ++i) frames_[root + 1 + i].byte = static_cast<uint8_t>(p[i]);
+  };
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
     const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
@@ -291,14 +295,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     const size_t d = nodes[node].depth;
     frames_.resize(root + d);
     frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : uint8_t(0)};
-    if (needs_text && d > 1) {
-      // Completion checks read the bytes above the boundary: the token prefix
-      // shared by the whole sub-trie, taken from its first token.
-      size_t n = node;
-      while (nodes[n].token_id < 0) ++n;
-      prefix = vocab_->token_bytes(nodes[n].token_id).substr(0, d - 1);
-      for (size_t i = 1; i < d; ++i) frames_[root + i].byte = static_cast<uint8_t>(prefix[i - 1]);
-    }
+    prefix = needs_text && d > 1 ? MaskCache::bytes_above(*vocab_, bd.node) : std::string_view();
+    put_prefix(prefix);
     parser_.truncate(top.rows);
     const LexState& ls = lexer_->state(bd.lexer_state);
     uint32_t q;
@@ -318,7 +316,6 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     // the next lexeme.
     const bool any_prefix = !parser_.prefix_read();
     parser_.watch_prefix(0, 0);
-    run_prefix = prefix;
     Frame& ended = frames_.back();
     ended.state = q;
     ended.rows = static_cast<uint32_t>(parser_.num_rows());
@@ -333,15 +330,12 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
         break;
       std::string_view prefix2;
       if (needs_text && d > 1) {
-        size_t n = n2;
-        while (nodes2[n].token_id < 0) ++n;
-        prefix2 = vocab_->token_bytes(nodes2[n].token_id).substr(0, d - 1);
-        if (prefix2 != run_prefix && !any_prefix) break;
+        prefix2 = MaskCache::bytes_above(*vocab_, b2.node);
+        if (prefix2 != prefix && !any_prefix) break;
       }
       frames_.resize(root + d);
       frames_.back() = ended_copy;
-      for (size_t i = 0; i < prefix2.size(); ++i)  // the walk below reads this token's bytes
-        frames_[root + 1 + i].byte = static_cast<uint8_t>(prefix2[i]);
+      put_prefix(prefix2);  // the walk below reads this token's bytes
       walk(nodes2, n2, root, words);
     }
   }

@@ -45,6 +45,14 @@ const TokenTrie& MaskCache::trie_of(const Vocabulary& vocab, uint32_t tagged_nod
   return (tagged_node & kRestTrieBit) ? vocab.plain_slice().rest : vocab.trie();
 }
 
+std::string_view MaskCache::bytes_above(const Vocabulary& vocab, uint32_t tagged_node) {
+  const auto& nodes = trie_of(vocab, tagged_node).nodes();
+  const size_t node = tagged_node & ~kRestTrieBit;
+  size_t n = node;
+  while (nodes[n].token_id < 0) ++n;
+  return vocab.token_bytes(nodes[n].token_id).substr(0, nodes[node].depth - 1);
+}
+
 bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const {
   {
     std::lock_guard<std::mutex> lock(admit_mu_);
@@ -129,12 +137,8 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
   std::string_view last;
   std::vector<uint32_t> states{state};  // states[k]: after k bytes of `last`
   for (uint32_t tagged : shared->boundary_nodes) {
-    const auto& nodes = trie_of(vocab, tagged).nodes();
-    const uint32_t node = tagged & ~kRestTrieBit;
-    size_t n = node;
-    while (nodes[n].token_id < 0) ++n;
-    const size_t need = nodes[node].depth - 1;
-    std::string_view prefix = vocab.token_bytes(nodes[n].token_id).substr(0, need);
+    const std::string_view prefix = bytes_above(vocab, tagged);
+    const size_t need = prefix.size();
     size_t common = 0;
     const size_t limit = std::min(prefix.size(), last.size());
     while (common < limit && prefix[common] == last[common]) ++common;

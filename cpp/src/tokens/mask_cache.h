@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <atomic>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,9 @@ class MaskCache {
   size_t bytes() const;
 
   static const TokenTrie& trie_of(const Vocabulary& vocab, uint32_t tagged_node);
+  // The bytes above a (tagged) trie node: the prefix its whole sub-trie shares, read from the
+  // first token below it.
+  static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
   std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;

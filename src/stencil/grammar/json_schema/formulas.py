@@ -136,51 +136,43 @@ def _regex_atom(f, s: str) -> bool:
     return format_matches(f[1], s)
 
 
-@lru_cache(maxsize=1 << 14)
-def str_consts(f):
-    """The finite set of strings a formula allows, if it is syntactically finite, else None."""
+def _finite_values(f, consts, evaluate, leaf):
+    """The finite set a formula allows when it is syntactically finite, else None: ``leaf`` for
+    atoms, unions of ``consts`` over "or", and the first finite operand of "and" filtered by
+    ``evaluate(f, value)``."""
     k = f[0]
     if k == "F":
         return frozenset()
-    if k == "const":
-        return frozenset([f[1]])
     if k == "or":
         out = set()
         for x in f[1]:
-            c = str_consts(x)
+            c = consts(x)
             if c is None:
                 return None
             out |= c
         return frozenset(out)
     if k == "and":
         for x in f[1]:
-            c = str_consts(x)
+            c = consts(x)
             if c is not None:
-                return frozenset(s for s in c if str_eval(f, s))
+                return frozenset(v for v in c if evaluate(f, v))
         return None
+    return leaf(f)
+
+
+@lru_cache(maxsize=1 << 14)
+def str_consts(f):
+    """The finite set of strings a formula allows, if it is syntactically finite, else None."""
+    return _finite_values(f, str_consts, str_eval, lambda g: frozenset([g[1]]) if g[0] == "const" else None)
+
+
+def _num_leaf(f):
+    if f[0] == "range" and f[1] is not None and f[1] == f[3]:
+        return frozenset([f[1]]) if not (f[2] or f[4]) else frozenset()
     return None
 
 
 @lru_cache(maxsize=1 << 14)
 def num_consts(f):
     """The finite set of values a number formula allows, if syntactically finite, else None."""
-    k = f[0]
-    if k == "F":
-        return frozenset()
-    if k == "range" and f[1] is not None and f[1] == f[3]:
-        return frozenset([f[1]]) if not (f[2] or f[4]) else frozenset()
-    if k == "or":
-        out = set()
-        for x in f[1]:
-            c = num_consts(x)
-            if c is None:
-                return None
-            out |= c
-        return frozenset(out)
-    if k == "and":
-        for x in f[1]:
-            c = num_consts(x)
-            if c is not None:
-                return frozenset(v for v in c if num_eval(f, v))
-        return None
-    return None
+    return _finite_values(f, num_consts, num_eval, _num_leaf)

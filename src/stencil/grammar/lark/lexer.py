@@ -50,48 +50,45 @@ def _skip_space_and_comments(s: str, i: int) -> int:
     return i
 
 
-def _string_end(src: Source, s: str, i: int) -> int:
-    """End offset (after the closing quote and an optional ``i`` flag) of the string at ``i``."""
-    j = i + 1
-    n = len(s)
+def _past_delimiter(s: str, i: int, close: str, classes: bool) -> int:
+    """Offset just past the ``close`` that ends the literal opened at ``i`` on the same line
+    (escapes skipped; inside ``[...]`` when ``classes``), or -1."""
+    j, n, in_class = i + 1, len(s), False
     while j < n:
         c = s[j]
         if c == "\\":
             j += 2
             continue
         if c == "\n":
-            break
-        if c == '"':
-            j += 1
-            if j < n and s[j] == "i" and not (j + 1 < n and (s[j + 1].isalnum() or s[j + 1] == "_")):
-                j += 1
-            return j
+            return -1
+        if classes and c == "[":
+            in_class = True
+        elif classes and c == "]":
+            in_class = False
+        elif c == close and not in_class:
+            return j + 1
         j += 1
-    raise src.error("string is not closed (strings end on the same line)", i)
+    return -1
+
+
+def _string_end(src: Source, s: str, i: int) -> int:
+    """End offset (after the closing quote and an optional ``i`` flag) of the string at ``i``."""
+    j = _past_delimiter(s, i, '"', classes=False)
+    if j < 0:
+        raise src.error("string is not closed (strings end on the same line)", i)
+    if j < len(s) and s[j] == "i" and not (j + 1 < len(s) and (s[j + 1].isalnum() or s[j + 1] == "_")):
+        j += 1
+    return j
 
 
 def _regexp_end(src: Source, s: str, i: int) -> int:
-    j = i + 1
-    n = len(s)
-    in_class = False
-    while j < n:
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "\n":
-            break
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        elif c == "/" and not in_class:
-            j += 1
-            while j < n and s[j].isalpha():
-                j += 1
-            return j
+    """End offset (after the closing slash and its flags) of the regular expression at ``i``."""
+    j = _past_delimiter(s, i, "/", classes=True)
+    if j < 0:
+        raise src.error("regular expression /.../ is not closed on this line", i)
+    while j < len(s) and s[j].isalpha():
         j += 1
-    raise src.error("regular expression /.../ is not closed on this line", i)
+    return j
 
 
 def _blob_end(src: Source, s: str, i: int, what: str) -> int:
