@@ -18,6 +18,7 @@ void EarleyParser::reset() {
   items_.clear();
   rows_.clear();
   sibling_memo_.clear();
+  memo_top_row_ = 0;
   ++gen_;
   set_count_ = 0;
   add(g_->rule_begin[0], 0);
@@ -239,6 +240,7 @@ const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, u
   for (uint32_t& at : m.key_offsets) at += rows_[siblings_row].offset;
   for (uint32_t at : m.key_offsets) note_key(at);
   std::sort(m.earlier.begin(), m.earlier.end());
+  memo_top_row_ = std::max(memo_top_row_, m.item_row);
   sibling_memo_.push_back(std::move(m));
   return sibling_memo_.back().ok ? &sibling_memo_.back().earlier : nullptr;
 }
@@ -247,6 +249,8 @@ void EarleyParser::forget_siblings_from(size_t rows) {
   sibling_memo_.erase(std::remove_if(sibling_memo_.begin(), sibling_memo_.end(),
                                      [rows](const SiblingMemo& m) { return m.item_row >= rows; }),
                       sibling_memo_.end());
+  memo_top_row_ = 0;
+  for (const SiblingMemo& m : sibling_memo_) memo_top_row_ = std::max(memo_top_row_, m.item_row);
 }
 
 }  // namespace stencil

@@ -42,7 +42,7 @@ class EarleyParser {
     if (rows < rows_.size()) {
       rows_.resize(rows);
       items_.resize(rows_.back().end);
-      if (!sibling_memo_.empty()) forget_siblings_from(rows);
+      if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
     }
   }
   // Advances the items of the top row over any of `lexemes` (sorted ids)
@@ -129,6 +129,7 @@ class EarleyParser {
     std::vector<uint32_t> key_offsets;  // where the earlier keys start (unique keys)
   };
   std::vector<SiblingMemo> sibling_memo_;
+  uint32_t memo_top_row_ = 0;  // the largest item_row in sibling_memo_ (0 when empty)
   std::string scratch_item_;
 };
 
