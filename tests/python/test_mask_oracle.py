@@ -819,6 +819,11 @@ DEEPSEEK_REGEXES = [
     (r"[a-z]+@[a-z]+\.(com|org)", ["alice@example.com"]),
     (r"(中文|日本語)+[0-9]{1,3}( [α-ω]+)?", ["中文日本語12 αβγ"]),
     (r".{0,6}x", ["héllo x", "😀😀x"]),
+    # a part that loops on any text beside partial matches of a searched pattern
+    (r".*\d{2}-x.{0,3}", ["ab 12-xyz", "é 99-x"]),
+    # character counts with a lower bound only, and with equal bounds, before a non-text byte
+    (r".{4,}\n", ["héllo wörld\n", "abcd\n"]),
+    (r"[^\n]{9}\n", ["abcdéfghi\n"]),
 ]
 
 

@@ -3,6 +3,7 @@
 #include "tokens/plain_slice.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "stencil/errors.h"
 
@@ -210,7 +211,8 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
   if (n.kind != ExprKind::Concat) return false;
   const ExprNode rep = store_.node(n.a);
   const ExprId tail = n.b;
-  if (rep.kind != ExprKind::Repeat || rep.max == kUnbounded || store_.nullable(tail)) return false;
+  // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
+  if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return false;
   // Every alternative of C that plain text can enter is one whole character: a chain of byte
   // sets whose length is the UTF-8 length of its (plain) lead bytes, continuation bytes after.
   const ExprNode& c = store_.node(rep.a);
@@ -245,7 +247,9 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
     }
   }
   *k = rep.max;
-  *relaxed = intern_state({lex, store_.concat(store_.repeat(rep.a, rep.min, kUnbounded), tail)});
+  // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
+  // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters.
+  *relaxed = intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
   *rest = intern_state({lex, tail});
   return true;
 }
@@ -255,6 +259,68 @@ bool Lexer::has_lazy(uint32_t s) const {
   const Pairs& p = state_pairs_[s];
   for (size_t i = 0; i < p.size(); i += 2)
     if (lexemes_[p[i]].lazy) return true;
+  return false;
+}
+
+namespace {
+
+// Whether e is f or an alternation with f among its (sorted) children.
+bool holds(const ExprStore& store, ExprId e, ExprId f) {
+  if (e == f) return true;
+  const ExprNode& n = store.node(e);
+  if (n.kind != ExprKind::Or) return false;
+  const ExprId* args = store.args(n);
+  return std::binary_search(args, args + n.args_len, f);
+}
+
+// `C* X` (or `C*`): the shape of a part that can loop on plain text.
+bool loop_shaped(const ExprStore& store, ExprId e) {
+  const ExprNode& n = store.node(e);
+  const ExprNode& head = n.kind == ExprKind::Concat ? store.node(n.a) : n;
+  return head.kind == ExprKind::Repeat && head.max == kUnbounded;
+}
+
+}  // namespace
+
+bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2)
+    if (lexemes_[p[i]].lazy) return false;  // a lazy lexeme ends the state as soon as it matches
+  std::vector<ExprId> parts;
+  for (size_t i = 1; i < p.size(); i += 2) {
+    const ExprNode& n = store_.node(p[i]);
+    if (loop_shaped(store_, p[i])) parts.push_back(p[i]);
+    if (n.kind != ExprKind::Or) continue;
+    for (uint32_t j = 0; j < n.args_len; ++j)
+      if (loop_shaped(store_, store_.args(n)[j])) parts.push_back(store_.args(n)[j]);
+  }
+  std::vector<std::pair<ExprId, int>> todo;
+  std::unordered_set<uint64_t> seen;
+  for (ExprId f : parts) {
+    if (deriver_.is_empty(f)) continue;
+    // Every plain byte from every explored pair leads to a live expression, and at a character
+    // boundary either back to one holding f (whose language then contains f's: by induction no
+    // plain string leaves f's language behind) or to a pair explored in turn.
+    todo.assign(1, {f, 0});
+    seen.clear();
+    bool ok = true;
+    while (ok && !todo.empty()) {
+      auto [e, ps] = todo.back();
+      todo.pop_back();
+      for (int b = 0; b < 256 && ok; ++b) {
+        const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
+        if (ps2 < 0) continue;
+        const ExprId d = deriver_.derive(e, static_cast<uint8_t>(b));
+        if (d == ExprStore::kNothing || deriver_.is_empty(d)) ok = false;
+        else if (ps2 == 0 && holds(store_, d, f)) continue;
+        else if (!seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) continue;
+        else if (seen.size() > max_pairs) ok = false;
+        else todo.push_back({d, ps2});
+      }
+    }
+    if (ok) return true;
+  }
   return false;
 }
 

@@ -80,10 +80,17 @@ class Lexer {
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
   // Whether s is one lexeme at `C{lo,k} rest`, at a character boundary, where each repetition
-  // of C takes exactly one character of plain text (as a JSON string body with maxLength):
-  // then *k is the bound, *relaxed the state at `C{lo,} rest` and *rest the state at `rest`.
+  // of C takes exactly one character of plain text (as a JSON string body with minLength or
+  // maxLength): then *k is the bound (kUnbounded for none), *relaxed the state at `C* rest` and
+  // *rest the state at `rest`.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
   bool has_lazy(uint32_t s) const;
+  // Whether some lexeme of s holds a loop over plain text: a part F of its expression (the
+  // whole, or one alternative, shaped `C* X`) such that every plain character leads from F back
+  // to an expression holding F. Then no plain string ends or kills s, whatever else its
+  // expressions track (a pattern searched for anywhere in a string, as JSON Schema's unanchored
+  // `pattern`). Explores at most max_pairs (expression, partial character) pairs per part.
+  bool loops_on_plain(uint32_t s, size_t max_pairs) const;
 
  private:
   // Small blocks: a grammar starts with one, and its transition table is filled at creation.

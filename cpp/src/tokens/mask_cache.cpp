@@ -65,11 +65,26 @@ bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pai
   return ok;
 }
 
-// A state admits plain text when the whole state does, or, with no lazy
-// lexeme in it, when one of its lexemes alone does: that lexeme then stays
-// alive and extendable after any plain text, so the state never dies or must
+bool MaskCache::loops_on_plain(const Lexer& lexer, uint32_t state) const {
+  constexpr uint64_t kLoopKey = 0xFFFFFFFFu;  // beside (state, budget) keys: budgets are small
+  const uint64_t key = uint64_t(state) << 32 | kLoopKey;
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    auto it = admit_memo_.find(key);
+    if (it != admit_memo_.end()) return it->second;
+  }
+  bool ok = lexer.loops_on_plain(state, 64);
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  admit_memo_.emplace(key, ok);
+  return ok;
+}
+
+// A state admits plain text when one of its lexemes loops on it (Lexer::loops_on_plain), when
+// the whole state does, or, with no lazy lexeme in it, when one of its lexemes alone does: that
+// lexeme then stays alive and extendable after any plain text, so the state never dies or must
 // end (keys of known names beside a free key lexeme, for instance).
 bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const {
+  if (loops_on_plain(lexer, state)) return true;
   // A bounded repetition (a string's maxLength) makes every character a new state, which the
   // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
   // size or more never bind inside one: explore the state with them lifted instead.
@@ -105,16 +120,17 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
 std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
-  if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
-    // Every plain token stays inside: take the slice, walk only the rest.
-    const PlainSlice& slice = vocab.plain_slice();
-    shared->inner = slice.bits;
-    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
-  } else if (uint32_t k = 0; plain_slice_ && admits_bounded_plain(lexer, state, &k)) {
+  // The structural test first: exploring a string state with a character count fails slowly.
+  if (uint32_t k = 0; plain_slice_ && admits_bounded_plain(lexer, state, &k)) {
     // A string with k characters left: the plain tokens of at most k characters stay inside
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
-    shared->inner = slice.at_most_chars(k);
+    shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
+    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+  } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
+    // Every plain token stays inside: take the slice, walk only the rest.
+    const PlainSlice& slice = vocab.plain_slice();
+    shared->inner = slice.bits;
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);

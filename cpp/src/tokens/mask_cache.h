@@ -60,6 +60,7 @@ class MaskCache {
   bool admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const;
   bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
   bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const;
+  bool loops_on_plain(const Lexer& lexer, uint32_t state) const;
 
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
