@@ -145,6 +145,18 @@ def test_pattern_properties_apply_to_named_properties(compiler):
     assert _accepts(g, {"fxo": [1, 2, 3, 4, 5]}) and not _accepts(g, {"fxo": [1]})
 
 
+def test_keys_that_must_or_must_not_contain_a_pattern(compiler):
+    # A key matching the unanchored pattern takes its schema; any other key the additional one
+    # (a lexeme that must not contain the pattern: a complement, dead once the pattern matched).
+    schema = {"patternProperties": {"[0-9a-f]{4}": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    g = compiler.compile_json_schema(schema, key_spelling="plain")
+    for key in ("12ab", "x12abx", "12ab12ab", "zz0000"):
+        assert _accepts(g, {key: 1}) and not _accepts(g, {key: "s"}), key
+    for key in ("12ag", "x12a", "", "ABCD", "1\"2ab"):
+        assert _accepts(g, {key: "s"}) and not _accepts(g, {key: 1}), key
+    assert _accepts(g, {"1234": 5, "123": "s", "é": "t"})
+
+
 def test_content_encoding_base64_on_request(compiler):
     schema = {"type": "string", "contentEncoding": "base64"}
     plain = compiler.compile_grammar(json_schema_grammar(schema))

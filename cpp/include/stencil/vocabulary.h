@@ -63,7 +63,7 @@ class Vocabulary {
   size_t memory_bytes_with_slice() const;
   // Raises UsageError naming the id when it is outside [0, vocab_size).
   void check_id(int64_t id) const;
-  // The plain-text slice and the trie of the other tokens, built on first use.
+  // The plain-text slice and the trie of the other tokens, built with the vocabulary.
   const PlainSlice& plain_slice() const;
   ~Vocabulary();
   // Inner masks shared by all grammars compiled for this vocabulary.
@@ -79,8 +79,7 @@ class Vocabulary {
   TokenTrie trie_;
   double trie_build_seconds_ = 0;
   std::unique_ptr<SharedMaskCache> shared_masks_ = std::make_unique<SharedMaskCache>(256ull << 20);
-  mutable std::once_flag plain_once_;
-  mutable std::unique_ptr<PlainSlice> plain_;
+  std::unique_ptr<PlainSlice> plain_;
 };
 
 }  // namespace stencil

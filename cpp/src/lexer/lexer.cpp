@@ -40,17 +40,20 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
     blocks_[blk] = std::move(b);
   }
   LexState& st = blocks_[blk]->states[id & kBlockMask];
-  bool any_extend = false, lazy_accept = false, all_ignored = true;
+  bool lazy_accept = false, all_ignored = true;
   for (size_t i = 0; i < pairs.size(); i += 2) {
     uint32_t lex = pairs[i];
-    ExprId e = pairs[i + 1];
-    if (store_.nullable(e)) {
+    if (store_.nullable(pairs[i + 1])) {
       st.accepting.push_back(lex);
       lazy_accept |= lexemes_[lex].lazy;
       all_ignored &= lexemes_[lex].ignore;
     }
-    if (!any_extend && deriver_.can_extend(e)) any_extend = true;
   }
+  // Whether some lexeme can go on matters only where one may end here; it costs derivatives and
+  // emptiness searches for expressions with a complement, so states inside a lexeme skip it.
+  bool any_extend = false;
+  if (!st.accepting.empty() && !lazy_accept)
+    for (size_t i = 1; i < pairs.size() && !any_extend; i += 2) any_extend = deriver_.can_extend(pairs[i]);
   st.end_now = !st.accepting.empty() && (lazy_accept || !any_extend);
   st.any_ignore_only = !st.accepting.empty() && all_ignored;
   state_pairs_.push_back(pairs);

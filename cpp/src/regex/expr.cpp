@@ -201,6 +201,20 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
     return bytes(s);
   }
   if (flat.size() == 1) return flat[0];
+  // x & ~(x | ...) is empty. Derivatives reach it when a forbidden part has just matched (a key
+  // that must not contain a pattern, once it does); left for the emptiness search, proving it
+  // would explore every derivative of the intersection.
+  for (ExprId e : flat) {
+    const ExprNode& n = nodes_[e];
+    if (n.kind != ExprKind::Not) continue;
+    const ExprNode& inner = nodes_[n.a];
+    for (ExprId x : flat) {
+      if (x == n.a) return kNothing;
+      if (inner.kind == ExprKind::Or &&
+          std::binary_search(args_.data() + inner.args_begin, args_.data() + inner.args_begin + inner.args_len, x))
+        return kNothing;
+    }
+  }
   ExprNode n{ExprKind::And, all_nullable, true};
   return intern(n, &flat);
 }

@@ -38,6 +38,8 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
   for (int64_t i = 0; i < n; ++i) views[i] = token_bytes(static_cast<int32_t>(i));
   trie_.build(views, special_);
   trie_build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // With the tokenizer, not on a grammar's first mask: a few milliseconds for 128k tokens.
+  plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this));
 }
 
 std::string_view Vocabulary::token_bytes(int32_t id) const {
@@ -57,10 +59,7 @@ size_t Vocabulary::memory_bytes() const {
 
 Vocabulary::~Vocabulary() = default;
 
-const PlainSlice& Vocabulary::plain_slice() const {
-  std::call_once(plain_once_, [this] { plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this)); });
-  return *plain_;
-}
+const PlainSlice& Vocabulary::plain_slice() const { return *plain_; }
 
 size_t Vocabulary::memory_bytes_with_slice() const {
   size_t n = memory_bytes();
