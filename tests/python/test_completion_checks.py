@@ -244,3 +244,11 @@ def test_duplicate_item_closed_inside_a_token_is_masked():
         allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
         assert b"8," not in allowed and b"9]" not in allowed, opts
         assert b"3," in allowed and b"0]" in allowed and b"8" in allowed, opts  # 8 may go on: 80, 81...
+        # Inside an item, tokens that close it share the bytes before them but not their own:
+        # each verdict is on its own text (`18,` repeats 18, `17,` does not).
+        m = stencil.Matcher(g)
+        assert m.accept_string("[18, 9, 1")
+        m.fill_next_token_bitmask(bm, 0)
+        allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
+        assert b"8," not in allowed and b"8]" not in allowed, opts
+        assert {b"0,", b"7,", b"9]", b"8", b","} <= allowed, opts

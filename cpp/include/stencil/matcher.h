@@ -46,6 +46,10 @@ class Matcher : private TextSource {
     // below) and the lexer state that starts the next lexeme. 0: not computed.
     uint32_t end_rows = 0;
     uint32_t end_state = 0;
+    // Unique per frame content: a frame whose serial is unchanged has the same bytes below it
+    // (any change below would have popped it), so completion checks can reuse verdicts on the
+    // text up to it. 0: never read as text.
+    uint64_t serial = 0;
   };
   static constexpr uint32_t kEndFails = ~0u;
   struct Step {
@@ -55,6 +59,12 @@ class Matcher : private TextSource {
 
   bool push_byte(uint8_t b, bool share_end = false);
   void text(uint32_t from, uint32_t to, std::string& out) const override;
+  uint64_t text_version(uint32_t to) const override { return to < frames_.size() ? frames_[to].serial : 0; }
+  Frame new_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
+    Frame f{state, rows, fresh, byte};
+    f.serial = ++next_serial_;
+    return f;
+  }
   uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
   bool end_lexeme(uint32_t ended_state, uint32_t* next_state);
   void pop_to(size_t num_frames) {
@@ -74,6 +84,7 @@ class Matcher : private TextSource {
   std::vector<Step> history_;
   int max_rollback_;
   bool terminated_ = false;
+  uint64_t next_serial_ = 0;
   std::vector<uint32_t> scratch_lexemes_;
   // The last mask and what it depended on: the lexer state, the parser's row stack (its top
   // row's serial) and whether a lexeme had just ended. Inside a long string the next step

@@ -300,6 +300,7 @@ bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
   }
   std::vector<std::pair<ExprId, int>> todo;
   std::unordered_set<uint64_t> seen;
+  std::vector<uint8_t> done;
   for (ExprId f : parts) {
     if (deriver_.is_empty(f)) continue;
     // Every plain byte from every explored pair leads to a live expression, and at a character
@@ -311,10 +312,15 @@ bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
     while (ok && !todo.empty()) {
       auto [e, ps] = todo.back();
       todo.pop_back();
+      // Bytes of one lexer class have one derivative: derive once per (class, plain-text step).
+      done.assign(static_cast<size_t>(num_classes_) * kPlainTextStates, 0);
       for (int b = 0; b < 256 && ok; ++b) {
         const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
         if (ps2 < 0) continue;
-        const ExprId d = deriver_.derive(e, static_cast<uint8_t>(b));
+        const uint16_t cls = classes_.class_of[b];
+        if (done[cls * kPlainTextStates + ps2]) continue;
+        done[cls * kPlainTextStates + ps2] = 1;
+        const ExprId d = deriver_.derive(e, classes_.representative[cls]);
         if (d == ExprStore::kNothing || deriver_.is_empty(d)) ok = false;
         else if (ps2 == 0 && holds(store_, d, f)) continue;
         else if (!seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) continue;

@@ -26,7 +26,8 @@ Matcher::Matcher(const Matcher& o)
       frames_(o.frames_),
       history_(o.history_),
       max_rollback_(o.max_rollback_),
-      terminated_(o.terminated_) {
+      terminated_(o.terminated_),
+      next_serial_(o.next_serial_) {  // the copied parser's verdicts name the copied frames' serials
   parser_.set_text_source(this);  // the copy reads its own bytes
 }
 
@@ -37,7 +38,7 @@ void Matcher::text(uint32_t from, uint32_t to, std::string& out) const {
 void Matcher::reset() {
   parser_.reset();
   frames_.clear();
-  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0});
+  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
   history_.clear();
   terminated_ = false;
 }
@@ -98,7 +99,7 @@ bool Matcher::push_byte(uint8_t b, bool share_end) {
   }
   const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
   // The frame goes on first: a lexeme ending right after b spans b.
-  frames_.push_back({t, rows_pushed, false, b});
+  frames_.push_back(new_frame(t, rows_pushed, false, b));
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
@@ -147,7 +148,7 @@ bool Matcher::accept_special(int32_t token) {
     return false;
   }
   // A special token reads no byte, but it is a step for rollback and the walk.
-  frames_.push_back({parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0});
+  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
   return true;
 }
 
@@ -286,7 +287,16 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   std::string_view prefix;
   // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
   auto put_prefix = [&](std::string_view p) {
-    for (size_t i = 0; i < p.size(); ++i) frames_[root + 1 + i].byte = static_cast<uint8_t>(p[i]);
+    for (size_t i = 0; i < p.size(); ++i) {
+      Frame& f = frames_[root + 1 + i];
+      if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
+      // New bytes from i on: this frame and every frame above it hold new text.
+      for (size_t j = i; j < p.size(); ++j) {
+        frames_[root + 1 + j].byte = static_cast<uint8_t>(p[j]);
+        frames_[root + 1 + j].serial = ++next_serial_;
+      }
+      break;
+    }
   };
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
@@ -294,7 +304,14 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     const size_t node = bd.node & ~kRestTrieBit;
     const size_t d = nodes[node].depth;
     frames_.resize(root + d);
-    frames_.back() = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : uint8_t(0)};
+    {
+      // The frame above the prefix: its bytes (set below) and serial stay when they match.
+      Frame& back = frames_.back();
+      const uint64_t serial = back.serial;
+      const uint8_t byte = back.byte;
+      back = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
+      back.serial = d == 1 ? top.serial : serial;
+    }
     prefix = needs_text && d > 1 ? MaskCache::bytes_above(*vocab_, bd.node) : std::string_view();
     put_prefix(prefix);
     parser_.truncate(top.rows);

@@ -15,6 +15,7 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
 }
 
 void EarleyParser::reset() {
+  for (Verdict& v : verdicts_) v.version = 0;
   items_.clear();
   rows_.clear();
   sibling_memo_.clear();
@@ -166,11 +167,50 @@ void EarleyParser::add_allowed_specials(std::vector<int32_t>& out) const {
   }
 }
 
+template <class Compute>
+bool EarleyParser::verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to,
+                           Compute compute) {
+  const uint64_t version = text_->text_version(to);
+  if (version == 0) return compute();
+  for (const Verdict& v : verdicts_) {
+    if (v.version != version || v.to != to || v.from != from || v.siblings_from != siblings_from || v.check != &c)
+      continue;
+    for (auto [a, b] : v.reads) note_read(a, b);
+    return v.ok;
+  }
+  Verdict& v = verdicts_[next_verdict_++ % kVerdicts];
+  v.check = &c;
+  v.siblings_from = siblings_from;
+  v.from = from;
+  v.to = to;
+  v.version = 0;  // not valid until computed (compute may throw)
+  v.reads.clear();
+  recording_ = &v;
+  struct Stop {
+    Verdict*& r;
+    ~Stop() { r = nullptr; }
+  } stop{recording_};
+  v.ok = compute();
+  v.version = version;
+  return v.ok;
+}
+
+bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t to) {
+  if (!text_) return true;
+  return verdict(c, from, from, to, [&] { return whole_check_text(c, from, to); });
+}
+
+bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to) {
+  const uint32_t from = rows_[item_row].offset;
+  if (!text_ || rows_[siblings_row].offset >= from) return true;
+  return verdict(c, rows_[siblings_row].offset, from, to,
+                 [&] { return sibling_check_text(c, siblings_row, item_row, to); });
+}
+
 // Checks on the completed text alone. An object (`{...}`): every required
 // name present, the member count within bounds. A string: none of the names.
 // Unreadable text vetoes (it cannot be checked).
-bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t to) {
-  if (!text_) return true;
+bool EarleyParser::whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to) {
   scratch_text_.clear();
   text_->text(from, to, scratch_text_);
   if (c.kind == CheckKind::NotIn) {
@@ -196,9 +236,9 @@ bool EarleyParser::whole_check(const CompletionCheck& c, uint32_t from, uint32_t
 
 // The completed item (from row item_row to byte `to`) against its earlier siblings (from row
 // siblings_row to the item).
-bool EarleyParser::sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to) {
+bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row,
+                                      uint32_t to) {
   const uint32_t from = rows_[item_row].offset;
-  if (!text_ || rows_[siblings_row].offset >= from) return true;
   const uint32_t siblings_from = rows_[siblings_row].offset;
   const std::vector<std::string>* earlier = earlier_siblings(c.kind, siblings_row, item_row);
   if (!earlier) {

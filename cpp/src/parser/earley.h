@@ -30,6 +30,8 @@ class TextSource {
  public:
   virtual ~TextSource() = default;
   virtual void text(uint32_t from, uint32_t to, std::string& out) const = 0;
+  // Equal for two calls only if the bytes before `to` are the same (0: unknown).
+  virtual uint64_t text_version(uint32_t to) const = 0;
 };
 
 class EarleyParser {
@@ -79,11 +81,17 @@ class EarleyParser {
   void note_read(uint32_t from, uint32_t to) {
     watched_read_ |= from < watch_to_ && to > watch_from_;
     prefix_read_ |= from < prefix_to_ && to > prefix_from_;
+    if (recording_) recording_->reads.push_back({from, to});
   }
   void note_key(uint32_t at) {
     watched_read_ |= at >= watch_from_ && at < watch_to_;
     prefix_read_ |= at >= prefix_from_ && at < prefix_to_;
+    if (recording_) recording_->reads.push_back({at, at + 1});
   }
+  bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
+  bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
+  template <class Compute>
+  bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
   uint32_t lexer_start_for_allowed();
 
@@ -130,6 +138,21 @@ class EarleyParser {
   };
   std::vector<SiblingMemo> sibling_memo_;
   uint32_t memo_top_row_ = 0;  // the largest item_row in sibling_memo_ (0 when empty)
+  // Recent verdicts of completion checks, by the text they read ([siblings_from or from, to)
+  // and its version): a mask's boundary walks complete the same object or member at the same
+  // byte for many tokens (`"}`, `"},`, `"}]`, ...). A hit replays the bytes the check read,
+  // for the watch windows.
+  struct Verdict {
+    const CompletionCheck* check = nullptr;
+    uint32_t siblings_from = 0, from = 0, to = 0;
+    uint64_t version = 0;
+    bool ok = false;
+    std::vector<std::pair<uint32_t, uint32_t>> reads;
+  };
+  static constexpr size_t kVerdicts = 8;
+  Verdict verdicts_[kVerdicts];
+  size_t next_verdict_ = 0;
+  Verdict* recording_ = nullptr;
   std::string scratch_item_;
 };
 
