@@ -284,9 +284,14 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
   const auto& bounds = entry->boundaries;
-  std::string_view prefix;
+  // The parent node whose bytes frames root + 1... hold: boundaries under one parent (trie order
+  // keeps them together) place them once. The walks below a boundary never touch those frames.
+  uint32_t placed = ~0u;
   // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
-  auto put_prefix = [&](std::string_view p) {
+  auto put_prefix = [&](const Boundary& b, size_t d) {
+    if (!needs_text || d <= 1 || b.parent == placed) return;
+    placed = b.parent;
+    const std::string_view p = MaskCache::bytes_above(*vocab_, b.node);
     for (size_t i = 0; i < p.size(); ++i) {
       Frame& f = frames_[root + 1 + i];
       if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
@@ -312,8 +317,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
       back = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
       back.serial = d == 1 ? top.serial : serial;
     }
-    prefix = needs_text && d > 1 ? MaskCache::bytes_above(*vocab_, bd.node) : std::string_view();
-    put_prefix(prefix);
+    put_prefix(bd, d);
     parser_.truncate(top.rows);
     const LexState& ls = lexer_->state(bd.lexer_state);
     uint32_t q;
@@ -345,14 +349,10 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
       if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
           nodes2[n2].depth != d || lexer_->next(b2.lexer_state, nodes2[n2].byte) != Lexer::kDead)
         break;
-      std::string_view prefix2;
-      if (needs_text && d > 1) {
-        prefix2 = MaskCache::bytes_above(*vocab_, b2.node);
-        if (prefix2 != prefix && !any_prefix) break;
-      }
+      if (needs_text && d > 1 && b2.parent != bd.parent && !any_prefix) break;
       frames_.resize(root + d);
       frames_.back() = ended_copy;
-      put_prefix(prefix2);  // the walk below reads this token's bytes
+      put_prefix(b2, d);  // the walk below reads this token's bytes
       walk(nodes2, n2, root, words);
     }
   }

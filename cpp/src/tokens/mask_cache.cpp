@@ -17,6 +17,7 @@ void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_
                 std::vector<Boundary>& boundaries) {
   const auto& nodes = trie.nodes();
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2, 0);
+  std::vector<uint32_t> path(st.size(), 0);  // path[k]: the node at depth k above (0: the root)
   st[0] = state;
   const size_t n = nodes.size();
   for (size_t i = 1; i < n;) {
@@ -24,16 +25,18 @@ void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_
     uint32_t p = st[node.depth - 1];
     uint32_t t = lexer.next(p, node.byte);
     if (t == Lexer::kDead) {
-      if (!lexer.state(p).accepting.empty()) boundaries.push_back({static_cast<uint32_t>(i) | tag, p});
+      if (!lexer.state(p).accepting.empty())
+        boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
     if (lexer.state(t).end_now) {
-      boundaries.push_back({static_cast<uint32_t>(i) | tag, p});
+      boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
     st[node.depth] = t;
+    path[node.depth] = static_cast<uint32_t>(i);
     if (node.token_id >= 0) inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
     ++i;
   }
@@ -138,7 +141,11 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
   }
   e->boundaries.shrink_to_fit();
   shared->boundary_nodes.reserve(e->boundaries.size());
-  for (const Boundary& b : e->boundaries) shared->boundary_nodes.push_back(b.node);
+  shared->boundary_parents.reserve(e->boundaries.size());
+  for (const Boundary& b : e->boundaries) {
+    shared->boundary_nodes.push_back(b.node);
+    shared->boundary_parents.push_back(b.parent);
+  }
   e->shared = std::move(shared);
   return e;
 }
@@ -152,7 +159,8 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
   // their prefix: only the bytes after the common part are replayed.
   std::string_view last;
   std::vector<uint32_t> states{state};  // states[k]: after k bytes of `last`
-  for (uint32_t tagged : shared->boundary_nodes) {
+  for (size_t k = 0; k < shared->boundary_nodes.size(); ++k) {
+    const uint32_t tagged = shared->boundary_nodes[k];
     const std::string_view prefix = bytes_above(vocab, tagged);
     const size_t need = prefix.size();
     size_t common = 0;
@@ -161,7 +169,7 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
     states.resize(common + 1);
     for (size_t k = common; k < need; ++k) states.push_back(lexer.next(states.back(), static_cast<uint8_t>(prefix[k])));
     last = prefix;
-    e->boundaries.push_back({tagged, states[need]});
+    e->boundaries.push_back({tagged, states[need], shared->boundary_parents[k]});
   }
   e->shared = std::move(shared);
   return e;

@@ -26,6 +26,7 @@ constexpr uint32_t kRestTrieBit = 0x80000000u;
 struct Boundary {
   uint32_t node;         // trie node whose byte ends a lexeme (or follows one); kRestTrieBit: rest trie
   uint32_t lexer_state;  // the state before that byte
+  uint32_t parent;       // its parent node, tagged alike: boundaries with one parent share the bytes above
 };
 
 struct MaskEntry {

@@ -16,7 +16,8 @@ namespace stencil {
 struct SharedMaskEntry {
   std::vector<uint32_t> inner;           // bitmask words over the vocabulary
   std::vector<uint32_t> boundary_nodes;  // trie nodes whose sub-tries the parser must judge
-  size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 4 + 64; }
+  std::vector<uint32_t> boundary_parents;  // and their parents
+  size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 8 + 64; }
 };
 
 class SharedMaskCache {

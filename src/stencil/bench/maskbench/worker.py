@@ -57,10 +57,12 @@ def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | Non
         if task is None:
             return
         rec = measure_schema(engine, task, eos, info.token_bytes)
-        conn.send(rec)
-        del rec
+        # Clean up before answering: the parent then starts the next engine on this schema, and
+        # freeing one engine's grammar while another is being timed would be charged to it.
         engine.release()
         gc.collect()
+        conn.send(rec)
+        del rec
 
 
 def _die_with_parent() -> None:
