@@ -228,6 +228,48 @@ def test_boundary_runs_share_scans_only_when_checks_ignore_the_prefix(deepseek):
                     break
 
 
+def test_boundary_runs_with_named_and_other_keys(deepseek):
+    """A key lexeme ends with its closing quote inside tokens (`id":`, `name":`); the names are
+    kept apart from other keys by a check on the key's text, so tokens closing different keys
+    must not share that verdict, while string values closing alike may. Masks at every step
+    equal those computed boundary by boundary."""
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "integer"},
+                                               "type": {"type": "boolean"}},
+              "additionalProperties": {"type": "string"}}
+    runs = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, property_order="any")
+    single = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"boundary_runs": False, "repeat_memo": False}
+                                     ).compile_json_schema(schema, property_order="any")
+    texts = ['{"id": 1, "x": "y", "name": 2, "type": true, "ids": "a", "nam": "b", "i": "c"}',
+             '{"ids": "1", "names": "x", "id": 3}']
+    for text in texts:
+        ma, mb = stencil.Matcher(runs), stencil.Matcher(single)
+        bma = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+        bmb = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+        for t in deepseek.hf.encode(text, add_special_tokens=False).ids:
+            ma.fill_next_token_bitmask(bma, 0)
+            mb.fill_next_token_bitmask(bmb, 0)
+            assert np.array_equal(bma, bmb), text
+            assert ma.accept_token(t) and mb.accept_token(t), text
+        assert ma.is_accepting() and mb.is_accepting()
+
+
+def test_string_closed_inside_tokens_gets_its_own_verdict():
+    """Tokens that close a string with the same byte at the same depth share one parser scan
+    only when no check reads the string: here a check forbids two words, so `ab"` and `cd"`
+    (and `abcd"`, `abce"`) are judged each on its own text."""
+    vocab = [b'"', b"a", b"b", b"c", b"d", b"e", b'ab"', b'cd"', b'ba"', b'abcd"', b'abce"', b'ab"x', b"</s>"]
+    info = stencil.TokenizerInfo.from_vocab(vocab, eos_token_ids=[len(vocab) - 1])
+    for opts in ({}, {"boundary_runs": False}):
+        g = stencil.GrammarCompiler(info, mask_optimizations=opts).compile_grammar(not_in_grammar(["ab", "abcd"]))
+        m = stencil.Matcher(g)
+        assert m.accept_string('"')
+        bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(bm, 0)
+        allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
+        assert b'ab"' not in allowed and b'abcd"' not in allowed and b'ab"x' not in allowed, opts
+        assert {b'cd"', b'ba"', b'abce"', b'"', b"a"} <= allowed, opts
+
+
 def test_duplicate_item_closed_inside_a_token_is_masked():
     """A token that ends an array item and goes on (`8,`) is masked out when the item repeats an
     earlier one, while tokens ending other items the same way (`3,`) stay allowed, with and

@@ -74,6 +74,8 @@ class Matcher : private TextSource {
   bool accept_special(int32_t token);
   bool accepting_now();
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
+  void place_prefix(const Boundary& b, size_t d, size_t root, bool needs_text);
+  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void undo_tokens(size_t n);
 
   std::shared_ptr<const CompiledGrammar> g_;
@@ -99,6 +101,7 @@ class Matcher : private TextSource {
   };
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
+  uint32_t placed_parent_ = ~0u;   // fill_mask: see place_prefix
   // A lock-free front for Lexer::start_after_ignored (a shared map behind a lock), which every
   // end of whitespace asks: (start, ended) -> state, direct-mapped.
   struct IgnoredSlot {

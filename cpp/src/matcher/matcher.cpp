@@ -248,6 +248,64 @@ void Matcher::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root
   }
 }
 
+// Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
+// placed_parent_ is the parent node whose bytes frames root + 1... hold: boundaries under one
+// parent (kept together in an entry) place them once; the walks below never touch those frames.
+void Matcher::place_prefix(const Boundary& b, size_t d, size_t root, bool needs_text) {
+  if (!needs_text || d <= 1 || b.parent == placed_parent_) return;
+  placed_parent_ = b.parent;
+  const std::string_view p = MaskCache::bytes_above(*vocab_, b.node);
+  for (size_t i = 0; i < p.size(); ++i) {
+    Frame& f = frames_[root + 1 + i];
+    if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
+    // New bytes from i on: this frame and every frame above it hold new text.
+    for (size_t j = i; j < p.size(); ++j) {
+      frames_[root + 1 + j].byte = static_cast<uint8_t>(p[j]);
+      frames_[root + 1 + j].serial = ++next_serial_;
+    }
+    break;
+  }
+}
+
+// Boundaries whose byte completes the lexeme (a string's closing quote): the frame below the
+// boundary, with its prefix placed, is set up by the caller. The lexeme ends the same way for
+// every boundary of the run (same lexer state, depth and byte; the same prefix unless no check
+// read it), so the byte is pushed once and each boundary's children are walked from a copy.
+// Returns the index of the first boundary after the run.
+size_t Matcher::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words,
+                            bool* shared) {
+  const Boundary& bd = bounds[k];
+  const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
+  const size_t d = nodes[bd.node & ~kRestTrieBit].depth;
+  const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
+  const bool needs_text = !g_->grammar().checks.empty();
+  const bool ok = push_byte(byte);
+  const bool any_prefix = !parser_.prefix_read();
+  *shared = any_prefix;
+  parser_.watch_prefix(0, 0);
+  const Frame pushed = ok ? frames_.back() : Frame{};
+  for (; k < bounds.size(); ++k) {
+    const Boundary& b2 = bounds[k];
+    const size_t n2 = b2.node & ~kRestTrieBit;
+    if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
+        nodes[n2].depth != d || nodes[n2].byte != byte)
+      break;
+    if (needs_text && d > 1 && b2.parent != bd.parent && !any_prefix) break;
+    if (!ok) continue;
+    frames_.resize(root + d);
+    place_prefix(b2, d, root, needs_text);
+    frames_.push_back(pushed);
+    frames_.back().serial = ++next_serial_;  // above a prefix that may differ from the first one's
+    if (nodes[n2].token_id >= 0) {
+      words[nodes[n2].token_id >> 5] |= 1u << (nodes[n2].token_id & 31);
+      walk_ids_.push_back(nodes[n2].token_id);
+    }
+    const size_t end = n2 + nodes[n2].subtree_size;
+    for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
+  }
+  return k;
+}
+
 void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   if (num_words < need)
@@ -284,25 +342,9 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
   const auto& bounds = entry->boundaries;
-  // The parent node whose bytes frames root + 1... hold: boundaries under one parent (trie order
-  // keeps them together) place them once. The walks below a boundary never touch those frames.
-  uint32_t placed = ~0u;
-  // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
-  auto put_prefix = [&](const Boundary& b, size_t d) {
-    if (!needs_text || d <= 1 || b.parent == placed) return;
-    placed = b.parent;
-    const std::string_view p = MaskCache::bytes_above(*vocab_, b.node);
-    for (size_t i = 0; i < p.size(); ++i) {
-      Frame& f = frames_[root + 1 + i];
-      if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
-      // New bytes from i on: this frame and every frame above it hold new text.
-      for (size_t j = i; j < p.size(); ++j) {
-        frames_[root + 1 + j].byte = static_cast<uint8_t>(p[j]);
-        frames_[root + 1 + j].serial = ++next_serial_;
-      }
-      break;
-    }
-  };
+  placed_parent_ = ~0u;
+  uint32_t unshared_state = Lexer::kDead;
+  auto put_prefix = [&](const Boundary& b, size_t d) { place_prefix(b, d, root, needs_text); };
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
     const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
@@ -323,7 +365,18 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     uint32_t q;
     const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
     parser_.watch_prefix(prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
-    if (!g_->limits().boundary_runs || lexer_->next(bd.lexer_state, nodes[node].byte) != Lexer::kDead ||
+    const uint8_t byte = nodes[node].byte;
+    const uint32_t t = lexer_->next(bd.lexer_state, byte);
+    if (g_->limits().boundary_runs && t != Lexer::kDead && lexer_->state(t).end_now && k + 1 < bounds.size() &&
+        bounds[k + 1].lexer_state == bd.lexer_state && (bounds[k + 1].node & kRestTrieBit) == (bd.node & kRestTrieBit) &&
+        nodes[bounds[k + 1].node & ~kRestTrieBit].depth == d && nodes[bounds[k + 1].node & ~kRestTrieBit].byte == byte &&
+        (bounds[k + 1].parent == bd.parent || bd.lexer_state != unshared_state)) {
+      bool shared = true;
+      k = end_now_run(bounds, k, root, words, &shared);
+      if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
+      continue;
+    }
+    if (!g_->limits().boundary_runs || t != Lexer::kDead ||
         ls.accepting.empty() ||
         !end_lexeme(bd.lexer_state, &q)) {
       parser_.watch_prefix(0, 0);

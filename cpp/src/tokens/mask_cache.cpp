@@ -1,6 +1,8 @@
 #include "tokens/mask_cache.h"
 
+#include <algorithm>
 #include <mutex>
+#include <tuple>
 
 #include "lexer/lexer.h"
 #include "stencil/errors.h"
@@ -43,6 +45,24 @@ void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_
 }
 
 }  // namespace
+
+// Trie order is how the walk finds boundaries; the matcher wants boundaries that end a lexeme
+// alike next to each other (same lexer state, trie, depth and byte), those under one parent
+// together, so that its runs share one parser scan among as many as can.
+void MaskCache::order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries) {
+  using Key = std::tuple<uint32_t, uint32_t, uint32_t, int, uint32_t>;
+  std::vector<std::pair<Key, Boundary>> keyed;
+  keyed.reserve(boundaries.size());
+  for (const Boundary& b : boundaries) {
+    const TrieNode& n = trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit];
+    // Dead bytes end the lexeme before them, whatever they are: one run; a byte that completes
+    // the lexeme is pushed, and runs share it. Within a group, trie order.
+    const int byte = lexer.next(b.lexer_state, n.byte) == Lexer::kDead ? -1 : n.byte;
+    keyed.push_back({Key{b.lexer_state, b.node & kRestTrieBit, n.depth, byte, b.node}, b});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < keyed.size(); ++i) boundaries[i] = keyed[i].second;
+}
 
 const TokenTrie& MaskCache::trie_of(const Vocabulary& vocab, uint32_t tagged_node) {
   return (tagged_node & kRestTrieBit) ? vocab.plain_slice().rest : vocab.trie();
@@ -146,6 +166,7 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
     shared->boundary_nodes.push_back(b.node);
     shared->boundary_parents.push_back(b.parent);
   }
+  order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);
   return e;
 }
@@ -171,6 +192,7 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
     last = prefix;
     e->boundaries.push_back({tagged, states[need], shared->boundary_parents[k]});
   }
+  order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);
   return e;
 }
