@@ -180,7 +180,7 @@ class Target:
     def __init__(self, kind: str, source: Any, system: str | None, default_prompt: str,
                  check: Callable[[str], str] | None = None):
         self.kind, self.source, self.system, self.default_prompt, self.check = kind, source, system, default_prompt, check
-        self.options: dict = {}  # JSON Schema compile options (whitespace, key_spelling)
+        self.options: dict = {}  # JSON Schema compile options (whitespace, string_spelling)
 
 
 def make_target(args) -> Target:
@@ -193,9 +193,9 @@ def make_target(args) -> Target:
         # the closing brace until the token budget runs out, instead of ending.
         ws = args.whitespace or str(DEFAULT_INDENT)
         target.options["whitespace"] = int(ws) if ws.isdigit() else ws
-        # Property names in their plain spelling only: declared keys become forced text, and a
-        # small model cannot wander into \u escapes inside a key.
-        target.options["key_spelling"] = "plain"
+        # Strings and property names in their plain spelling only: declared keys become forced
+        # text, and a small model cannot wander into \u escapes.
+        target.options["string_spelling"] = "plain"
     return target
 
 

@@ -113,7 +113,7 @@ def test_outputs_are_valid(lm, schemas, temperature, seed):
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     failures, unfinished = [], []
     for name, schema in schemas:
-        g = compile_schema(compiler, schema, whitespace=2, key_spelling="plain")
+        g = compile_schema(compiler, schema, whitespace=2, string_spelling="plain")
         out = stencil.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
                                temperature=temperature, seed=seed, repetition_penalty=1.1)
         if out.finish_reason not in ("eos", "grammar"):

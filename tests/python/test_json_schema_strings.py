@@ -56,6 +56,32 @@ def test_pattern_matches_python_re_in_both_spellings(compiler, pattern):
     assert bad == []
 
 
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"type": "string", "pattern": "^[a-z]+$"},
+                                    {"type": "string", "pattern": "é|\\n"}, {"type": "string", "maxLength": 3},
+                                    {"enum": ["a\"b", "\u00e9\n", "x"]}, {"type": "string", "format": "email"},
+                                    {"type": "object", "additionalProperties": {"type": "integer"}}])
+def test_plain_string_spelling_is_exactly_json_dumps(compiler, schema):
+    """``string_spelling="plain"``: a string is accepted in the spelling ``json.dumps(s,
+    ensure_ascii=False)`` gives it when the default options accept it at all, and in no other."""
+    any_g = compiler.compile_json_schema(schema)
+    plain = compiler.compile_json_schema(schema, string_spelling="plain")
+    keyed = schema.get("type") == "object"
+    checked = escaped = 0
+    for s in STRINGS + schema.get("enum", []) + ["ann@b.co", "x.y@bé.com", "a/b@c.de", "q@a.b\n"]:
+        value = {s: 1} if keyed else s
+        exp = _accepts(any_g, value, False)
+        assert _accepts(plain, value, False) == exp, (schema, s)
+        checked += exp
+        if json.dumps(value) != json.dumps(value, ensure_ascii=False):
+            assert not _accepts(plain, value, True), (schema, s)
+            escaped += 1
+        m = stencil.Matcher(plain)  # other escapes of plain characters are refused
+        text = json.dumps(value, ensure_ascii=False)
+        if exp and "a" in s:
+            assert not m.accept_string(text.replace("a", "\\u0061", 1)), (schema, s)
+    assert checked >= 3 and escaped > 5
+
+
 @pytest.mark.parametrize("lo,hi", [(0, 0), (1, 1), (2, 4), (3, None), (0, 2)])
 def test_length_counts_code_points(compiler, lo, hi):
     schema = {"type": "string", "minLength": lo}

@@ -69,8 +69,11 @@ uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
   if (known != kUnknown) return known;
   const Pairs& src = state_pairs_[state];
   Pairs next;
+  // Bytes of one class have the same derivatives: derive by the class's representative, so that
+  // the derivative cache serves every byte of the class in every state.
+  const uint8_t rep = classes_.representative[classes_.class_of[byte]];
   for (size_t i = 0; i < src.size(); i += 2) {
-    ExprId d = deriver_.derive(src[i + 1], byte);
+    ExprId d = deriver_.derive(src[i + 1], rep);
     if (d == ExprStore::kNothing || deriver_.is_empty(d)) continue;
     next.push_back(src[i]);
     next.push_back(d);

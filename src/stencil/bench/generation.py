@@ -10,7 +10,7 @@ Run ``python -m stencil.bench.generation [--model PATH] [--max-tokens 64] [--rou
 
 The grammars describe schema-shaped JSON records (fixed keys, typed values) as regexes in
 ``json.dumps`` layout, and the same records as JSON Schemas laid out as ``stencil generate``
-lays them out by default (indented by 2, property names in their plain spelling;
+lays them out by default (indented by 2, strings and property names in their plain spelling;
 ``--whitespace flexible`` lets the model choose the whitespace instead). Prefill (the
 prompt's forward pass) is the same for all modes and is left out of tokens/s. Modes run
 interleaved, prompt by prompt, so that a busy machine slows them alike. Targets: constrained at
@@ -90,7 +90,7 @@ def _grammars(compiler, which: str, whitespace: str | None) -> list[tuple[str, s
         if which in ("regex", "both"):
             out.append((f"{name} (regex)", prompt, compiler.compile_regex(regex)))
         if which in ("schema", "both"):
-            out.append((f"{name} (schema)", prompt, compile_schema(compiler, schema, whitespace=layout, key_spelling="plain")))
+            out.append((f"{name} (schema)", prompt, compile_schema(compiler, schema, whitespace=layout, string_spelling="plain")))
     return out
 
 

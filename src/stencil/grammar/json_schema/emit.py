@@ -32,9 +32,9 @@ __all__ = ["Emitter", "Scalars"]
 class Scalars:
     """Number and string formulas as regular expressions (memoized per builder)."""
 
-    def __init__(self, b):
+    def __init__(self, b, plain_strings: bool = False):
         self.b = b
-        self.strings = JsonStrings(b)
+        self.strings = JsonStrings(b, plain_strings)
         self.numbers = JsonNumbers(b)
         self._num: dict = {}
         self._str: dict = {}
@@ -131,7 +131,7 @@ class Emitter:
         self.b = b
         self.ctx = ctx
         self.options = ctx.options
-        self.scalars = Scalars(b)
+        self.scalars = Scalars(b, self.options.string_spelling == "plain")
         self.strings = self.scalars.strings
         self._rules: dict = {}
         self._queue: list = []
@@ -220,7 +220,9 @@ class Emitter:
                 expr = self.scalars.number(f)
                 name = "number" if f == TRUE else ("integer" if f in (("int",), ("int4",)) else "number:constrained")
             elif f == TRUE:
-                expr, name = string_expr(b), "string"
+                plain = self.options.string_spelling == "plain"
+                expr = self.strings.quoted(self.strings.any_body()) if plain else string_expr(b)
+                name = "string"
             else:
                 expr, name = self.strings.quoted(self.scalars.string_body(f)), "string:constrained"
             sym = self._lexemes[key] = b.lexeme(expr, name)
@@ -241,7 +243,7 @@ class Emitter:
 
     def key_text(self, name: str) -> int:
         """The quoted spellings of one property name that the options allow."""
-        if self.options.key_spelling == "plain":
+        if self.options.key_spelling == "plain" or self.options.string_spelling == "plain":
             return self.b.re_literal(json.dumps(name, ensure_ascii=False))
         return self.strings.quoted(self.strings.text(name))
 

@@ -11,6 +11,11 @@
   ``"\u0061"``, as a validator reads it) or ``"plain"`` (only the spelling of
   ``json.dumps(name, ensure_ascii=False)``: a subset of the valid texts, the one to generate
   with, since declared keys become forced text and a model cannot drift into escapes).
+- ``string_spelling``: ``"any"`` (default: every JSON spelling of a string, escapes included) or
+  ``"plain"`` (only the spelling of ``json.dumps(s, ensure_ascii=False)``: characters raw, the
+  short escapes but ``\\/``, and ``\\u00xx`` for the other controls; implies plain keys). What a
+  model should write, and far smaller lexers for patterns and formats, whose characters otherwise
+  each carry their ``\\uXXXX`` spellings.
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
@@ -42,6 +47,7 @@ class Options:
     max_depth: int = 32
     assert_content: bool = False
     key_spelling: str = "any"
+    string_spelling: str = "any"
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -56,6 +62,8 @@ class Options:
                                f"spaces, got {ws!r}")
         if o.key_spelling not in ("any", "plain"):
             raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
+        if o.string_spelling not in ("any", "plain"):
+            raise GrammarError(f"string_spelling must be 'any' or 'plain', got {o.string_spelling!r}")
         if o.property_order not in ("definition", "any"):
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
         if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):

@@ -234,11 +234,19 @@ def node_matches(node, text: str) -> bool:
 
 # --- emission ------------------------------------------------------------------------------------
 
-class JsonStrings:
-    """Builds encoded-body expressions in one builder (memoized per builder)."""
+# json.dumps's own escapes: the short ones but ``\/``, and ``\u00xx`` (lower case) for the
+# other controls.
+_DUMPS_SHORT = tuple((cp, letter) for cp, letter in SHORT_ESCAPES if letter != "/")
+_DUMPS_U = tuple(cp for cp in range(0x20) if cp not in {c for c, _ in _DUMPS_SHORT})
 
-    def __init__(self, b):
+
+class JsonStrings:
+    """Builds encoded-body expressions in one builder (memoized per builder). ``plain``: only
+    the spelling ``json.dumps(s, ensure_ascii=False)`` writes (option ``string_spelling``)."""
+
+    def __init__(self, b, plain: bool = False):
         self.b = b
+        self.plain = plain
         self._classes: dict = {}
         self._hex: dict = {}
         self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
@@ -315,9 +323,13 @@ class JsonStrings:
         raw = intersect_ranges(key, RAW_OK)
         if raw:
             parts.append(b.re_char_ranges(U.bridge_surrogates(raw), False))
-        for cp, letter in SHORT_ESCAPES:
+        for cp, letter in _DUMPS_SHORT if self.plain else SHORT_ESCAPES:
             if U.contains(key, cp):
                 parts.append(b.re_literal("\\" + letter))
+        if self.plain:
+            parts.extend(b.re_literal("\\u%04x" % cp) for cp in _DUMPS_U if U.contains(key, cp))
+            e = self._classes[key] = b.re_or(parts) if parts else b.re_nothing()
+            return e
         for lo, hi in intersect_ranges(key, BMP):
             parts.append(self._u_escape(lo, hi))
         for lo, hi in intersect_ranges(key, ASTRAL):
@@ -343,6 +355,8 @@ class JsonStrings:
     def char(self) -> int:
         """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
         directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
+        if self._char is None and self.plain:
+            self._char = self.encoded_class(U.ANY)
         if self._char is None:
             b = self.b
             h = self._hex_digit
@@ -381,7 +395,7 @@ class JsonStrings:
     def _code_point(self, cp: int) -> int:
         """Every encoding of one code point (the fast path of encoded_class for one character)."""
         b = self.b
-        if cp > 0xFFFF:
+        if cp > 0xFFFF or self.plain:
             return self.encoded_class(((cp, cp),))
         alts = []
         if not (0xD800 <= cp <= 0xDFFF) and cp >= 0x20 and cp != 0x22 and cp != 0x5C:

@@ -3,11 +3,12 @@
 Schemas compile with ``property_order="any"``: MaskBench's valid instances list properties in any
 order, and a valid instance must be accepted (stencil's default, definition order, is the natural
 order for a model generating, not for checking given documents). And with
-``key_spelling="plain"``: property names as ``json.dumps`` spells them, which is how the harness
-serializes every instance, how a model is asked to write them (``stencil generate`` does the same)
-and how llguidance and XGrammar match property names; stencil's default also accepts every
-escaped spelling of a name (``"\\u0061"`` for ``"a"``), which costs compile time and lexer
-states for nothing here.
+``string_spelling="plain"``: strings and property names as ``json.dumps(ensure_ascii=False)``
+spells them, which is how the harness serializes every instance and how a model is asked to write
+them (``stencil generate`` does the same); llguidance and XGrammar match property names and
+pattern characters literally too. stencil's default also accepts every escaped spelling
+(``"\\u0061"`` for ``"a"``), which multiplies the lexer's expressions for patterns and formats
+for nothing here.
 
 Where this build's GrammarCompiler has no ``compile_json_schema`` yet, the schema goes through the
 JSON Schema front-end directly: ``compile_grammar(json_schema_grammar(schema, property_order="any"))``,
@@ -26,8 +27,8 @@ def _schema_compiler(compiler: stencil.GrammarCompiler):
     """``(compile(schema) -> CompiledGrammar, description)`` or ``(None, why not)``."""
     method = getattr(compiler, "compile_json_schema", None)
     if method is not None:
-        return (functools.partial(method, property_order="any", key_spelling="plain"),
-                "compile_json_schema, property_order=any, key_spelling=plain")
+        return (functools.partial(method, property_order="any", string_spelling="plain"),
+                "compile_json_schema, property_order=any, string_spelling=plain")
     try:
         from stencil.grammar.json_schema import json_schema_grammar
     except ImportError:
