@@ -327,7 +327,14 @@ class JsonStrings:
             if U.contains(key, cp):
                 parts.append(b.re_literal("\\" + letter))
         if self.plain:
-            parts.extend(b.re_literal("\\u%04x" % cp) for cp in _DUMPS_U if U.contains(key, cp))
+            # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
+            by_high: dict = {}
+            for cp in _DUMPS_U:
+                if U.contains(key, cp):
+                    by_high.setdefault(cp >> 4, []).append("%x" % (cp & 15))
+            for high, lows in by_high.items():
+                parts.append(b.re_concat([b.re_literal("\\u00%d" % high),
+                                          b.re_char_ranges([(ord(c), ord(c)) for c in lows], False)]))
             e = self._classes[key] = b.re_or(parts) if parts else b.re_nothing()
             return e
         for lo, hi in intersect_ranges(key, BMP):
