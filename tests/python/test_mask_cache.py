@@ -117,3 +117,28 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     assert len(fast_masks) == len(slow_masks) == len(deepseek.hf.encode(text, add_special_tokens=False).ids)
     for a, b in zip(fast_masks, slow_masks):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("schema,value", [
+    ({"type": "string", "maxLength": 32, "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$"}, "1.0.12-beta x \u00e9"),
+    ({"type": "string", "minLength": 6, "maxLength": 6}, "abc\u00e9\u2029z"),
+    ({"type": "string", "pattern": "^[a-z]*$", "maxLength": 10}, "qzxjkvbwmp"),
+    ({"type": "string", "pattern": "^(..)*$", "maxLength": 5}, "qzxj"),  # even lengths: 5 is out
+    ({"type": "string", "minLength": 9}, "long enough \u2028 text"),
+    ({"type": "string", "pattern": "\\d{3}-x"}, "ab 123-x and \u2028 more"),
+    ({"type": "string", "pattern": "^[a-z.]+@.*$", "maxLength": 24}, "ann@b.c d \u00e9"),
+])
+def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schema, value):
+    """Plain tokens are taken whole where a string state provably admits them: a pattern that
+    matches anywhere, one whose rest holds any text beside a length bound, counts with only a
+    lower bound. Line separators are not plain (a pattern's `.` refuses them). Every mask, on
+    valid text and around it, equals a full trie walk's."""
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations={"shared_masks": False, "plain_slice": False}
+                                   ).compile_json_schema(schema, string_spelling="plain")
+    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:7]):
+        fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
+        assert len(fast_masks) == len(slow_masks) > 1
+        for a, b in zip(fast_masks, slow_masks):
+            assert np.array_equal(a, b), (schema, text)

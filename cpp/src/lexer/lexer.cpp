@@ -213,9 +213,27 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
   const Pairs& p = state_pairs_[s];
   if (p.size() != 2 || lexemes_[p[0]].lazy) return false;
   const uint32_t lex = p[0];
-  const ExprNode& n = store_.node(p[1]);
+  const ExprNode n = store_.node(p[1]);
   if (n.kind != ExprKind::Concat) return false;
-  const ExprNode rep = store_.node(n.a);
+  // The head counts characters: C{lo,k}, or C{lo,k} & P & ... where every other conjunct holds
+  // all plain text from here on (a pattern that has matched and ends with `.*`, beside a
+  // maxLength): on plain text the intersection is then C{lo,k} alone.
+  ExprId rep_id = n.a;
+  std::vector<ExprId> others;
+  if (store_.node(n.a).kind == ExprKind::And) {
+    const ExprNode& a = store_.node(n.a);
+    std::vector<ExprId> conj(store_.args(a), store_.args(a) + a.args_len);
+    rep_id = ExprStore::kNothing;
+    for (ExprId x : conj) {
+      const ExprNode& xn = store_.node(x);
+      if (rep_id == ExprStore::kNothing && xn.kind == ExprKind::Repeat && !(xn.max == kUnbounded && xn.min == 0))
+        rep_id = x;
+      else
+        others.push_back(x);
+    }
+    if (rep_id == ExprStore::kNothing) return false;
+  }
+  const ExprNode rep = store_.node(rep_id);
   const ExprId tail = n.b;
   // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return false;
@@ -252,6 +270,8 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
         if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return false;
     }
   }
+  for (ExprId x : others)
+    if (!covers_plain(x, 256)) return false;
   *k = rep.max;
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters.
@@ -288,6 +308,38 @@ bool loop_shaped(const ExprStore& store, ExprId e) {
 
 }  // namespace
 
+// Explores the derivatives of `start` over plain text, (expression, partial character) pairs,
+// deriving once per (byte class, plain-text step). `step(d, boundary)` judges each derivative:
+// kFail stops with false, kCovered needs no further look, kExplore queues it. True when every
+// pair was judged without a failure within max_pairs. Caller holds mu_.
+template <class Step>
+bool Lexer::explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const {
+  std::vector<std::pair<ExprId, int>> todo{{start, 0}};
+  std::unordered_set<uint64_t> seen{uint64_t(start) << 8};
+  std::vector<uint8_t> done;
+  while (!todo.empty()) {
+    auto [e, ps] = todo.back();
+    todo.pop_back();
+    done.assign(static_cast<size_t>(num_classes_) * kPlainTextStates, 0);
+    for (int b = 0; b < 256; ++b) {
+      const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
+      if (ps2 < 0) continue;
+      const uint16_t cls = classes_.class_of[b];
+      if (done[cls * kPlainTextStates + ps2]) continue;
+      done[cls * kPlainTextStates + ps2] = 1;
+      const ExprId d = deriver_.derive(e, classes_.representative[cls]);
+      if (d == ExprStore::kNothing || deriver_.is_empty(d)) return false;
+      const PlainStep verdict = step(d, ps2 == 0);
+      if (verdict == PlainStep::kFail) return false;
+      if (verdict == PlainStep::kCovered) continue;
+      if (!seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) continue;
+      if (seen.size() > max_pairs) return false;
+      todo.push_back({d, ps2});
+    }
+  }
+  return true;
+}
+
 bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs p = state_pairs_[s];
@@ -301,39 +353,25 @@ bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
     for (uint32_t j = 0; j < n.args_len; ++j)
       if (loop_shaped(store_, store_.args(n)[j])) parts.push_back(store_.args(n)[j]);
   }
-  std::vector<std::pair<ExprId, int>> todo;
-  std::unordered_set<uint64_t> seen;
-  std::vector<uint8_t> done;
   for (ExprId f : parts) {
     if (deriver_.is_empty(f)) continue;
     // Every plain byte from every explored pair leads to a live expression, and at a character
     // boundary either back to one holding f (whose language then contains f's: by induction no
     // plain string leaves f's language behind) or to a pair explored in turn.
-    todo.assign(1, {f, 0});
-    seen.clear();
-    bool ok = true;
-    while (ok && !todo.empty()) {
-      auto [e, ps] = todo.back();
-      todo.pop_back();
-      // Bytes of one lexer class have one derivative: derive once per (class, plain-text step).
-      done.assign(static_cast<size_t>(num_classes_) * kPlainTextStates, 0);
-      for (int b = 0; b < 256 && ok; ++b) {
-        const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
-        if (ps2 < 0) continue;
-        const uint16_t cls = classes_.class_of[b];
-        if (done[cls * kPlainTextStates + ps2]) continue;
-        done[cls * kPlainTextStates + ps2] = 1;
-        const ExprId d = deriver_.derive(e, classes_.representative[cls]);
-        if (d == ExprStore::kNothing || deriver_.is_empty(d)) ok = false;
-        else if (ps2 == 0 && holds(store_, d, f)) continue;
-        else if (!seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) continue;
-        else if (seen.size() > max_pairs) ok = false;
-        else todo.push_back({d, ps2});
-      }
-    }
-    if (ok) return true;
+    if (explore_plain_exprs(f, max_pairs, [&](ExprId d, bool boundary) {
+          return boundary && holds(store_, d, f) ? PlainStep::kCovered : PlainStep::kExplore;
+        }))
+      return true;
   }
   return false;
+}
+
+bool Lexer::covers_plain(ExprId e, size_t max_pairs) const {
+  // Every plain string is in e exactly when every plain string leads to a nullable derivative.
+  if (!store_.nullable(e)) return false;
+  return explore_plain_exprs(e, max_pairs, [&](ExprId d, bool boundary) {
+    return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
+  });
 }
 
 }  // namespace stencil

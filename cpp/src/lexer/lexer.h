@@ -81,8 +81,9 @@ class Lexer {
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
   // Whether s is one lexeme at `C{lo,k} rest`, at a character boundary, where each repetition
   // of C takes exactly one character of plain text (as a JSON string body with minLength or
-  // maxLength): then *k is the bound (kUnbounded for none), *relaxed the state at `C* rest` and
-  // *rest the state at `rest`.
+  // maxLength), or at `(C{lo,k} & P...) rest` where each P holds every plain string (a pattern
+  // beside the length, once only `.*` of it is left): then *k is the bound (kUnbounded for
+  // none), *relaxed the state at `C* rest` and *rest the state at `rest`.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
   bool has_lazy(uint32_t s) const;
   // Whether some lexeme of s holds a loop over plain text: a part F of its expression (the
@@ -103,6 +104,10 @@ class Lexer {
   using Pairs = std::vector<uint32_t>;  // lexeme, expr, lexeme, expr, ...
 
   uint32_t compute_transition(uint32_t state, uint8_t byte) const;
+  enum class PlainStep { kFail, kCovered, kExplore };
+  template <class Step>
+  bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;
+  bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
 
   mutable ExprStore store_;

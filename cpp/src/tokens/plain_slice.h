@@ -1,6 +1,6 @@
 // The "plain text" slice of a vocabulary: tokens whose bytes are UTF-8 text
-// without quotes, backslashes or control characters (a trailing partial
-// character allowed). Most of a vocabulary is plain, and a lexer state inside
+// without quotes, backslashes, control characters or line separators (a
+// trailing partial character allowed). Most of a vocabulary is plain, and a lexer state inside
 // a JSON string (or any free text) admits every plain token at once; such a
 // state's inner mask is the slice plus a walk of the small trie of the other
 // tokens, instead of a walk of the whole trie.
@@ -19,8 +19,9 @@ class Lexer;
 
 // The byte automaton of plain text: 0 is a character boundary; other states
 // wait for continuation bytes. Every state accepts (partial characters too).
+// Plain text is UTF-8 without quotes, backslashes, controls, U+2028 and U+2029.
 int plain_text_step(int state, uint8_t byte);  // -1: not plain
-constexpr int kPlainTextStates = 8;
+constexpr int kPlainTextStates = 10;
 
 struct PlainSlice {
   std::vector<uint32_t> bits;  // bitmask words: plain tokens
