@@ -217,15 +217,22 @@ def test_boundary_runs_share_scans_only_when_checks_ignore_the_prefix(deepseek):
         a_g, b_g = runs.compile_grammar(grammar), single.compile_grammar(grammar)
         for text in ('{"ab": "x", "abc": "ab", "a": 1, "b": [1, "x"]}', '["ab", "abc", 1, "x y", "ab"]',
                      '{"x": "y", "y": "x", "ab": "ab"}'):
-            ma, mb = stencil.Matcher(a_g), stencil.Matcher(b_g)
-            bma = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-            bmb = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-            for t in deepseek.hf.encode(text, add_special_tokens=False).ids:
-                ma.fill_next_token_bitmask(bma, 0)
-                mb.fill_next_token_bitmask(bmb, 0)
-                assert np.array_equal(bma, bmb), text
-                if not (ma.accept_token(t) and mb.accept_token(t)):
-                    break
+            same_masks_along(deepseek, a_g, b_g, text)
+
+
+def same_masks_along(entry, a_g, b_g, text):
+    """Feeds ``text`` to a matcher of each grammar, asserting equal masks before every token;
+    stops at the first token either refuses. Returns whether all were accepted."""
+    ma, mb = stencil.Matcher(a_g), stencil.Matcher(b_g)
+    bma = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+    bmb = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+    for t in entry.hf.encode(text, add_special_tokens=False).ids:
+        ma.fill_next_token_bitmask(bma, 0)
+        mb.fill_next_token_bitmask(bmb, 0)
+        assert np.array_equal(bma, bmb), text
+        if not (ma.accept_token(t) and mb.accept_token(t)):
+            return False
+    return ma.is_accepting() and mb.is_accepting()
 
 
 def test_boundary_runs_with_named_and_other_keys(deepseek):
@@ -242,15 +249,7 @@ def test_boundary_runs_with_named_and_other_keys(deepseek):
     texts = ['{"id": 1, "x": "y", "name": 2, "type": true, "ids": "a", "nam": "b", "i": "c"}',
              '{"ids": "1", "names": "x", "id": 3}']
     for text in texts:
-        ma, mb = stencil.Matcher(runs), stencil.Matcher(single)
-        bma = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-        bmb = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-        for t in deepseek.hf.encode(text, add_special_tokens=False).ids:
-            ma.fill_next_token_bitmask(bma, 0)
-            mb.fill_next_token_bitmask(bmb, 0)
-            assert np.array_equal(bma, bmb), text
-            assert ma.accept_token(t) and mb.accept_token(t), text
-        assert ma.is_accepting() and mb.is_accepting()
+        assert same_masks_along(deepseek, runs, single, text), text
 
 
 def test_string_closed_inside_tokens_gets_its_own_verdict():
