@@ -75,6 +75,7 @@ class Matcher : private TextSource {
   bool accepting_now();
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
   void place_prefix(const Boundary& b, size_t d, size_t root, bool needs_text);
+  bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void undo_tokens(size_t n);
 

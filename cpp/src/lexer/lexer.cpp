@@ -290,15 +290,6 @@ bool Lexer::has_lazy(uint32_t s) const {
 
 namespace {
 
-// Whether e is f or an alternation with f among its (sorted) children.
-bool holds(const ExprStore& store, ExprId e, ExprId f) {
-  if (e == f) return true;
-  const ExprNode& n = store.node(e);
-  if (n.kind != ExprKind::Or) return false;
-  const ExprId* args = store.args(n);
-  return std::binary_search(args, args + n.args_len, f);
-}
-
 // `C* X` (or `C*`): the shape of a part that can loop on plain text.
 bool loop_shaped(const ExprStore& store, ExprId e) {
   const ExprNode& n = store.node(e);
@@ -359,7 +350,7 @@ bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
     // boundary either back to one holding f (whose language then contains f's: by induction no
     // plain string leaves f's language behind) or to a pair explored in turn.
     if (explore_plain_exprs(f, max_pairs, [&](ExprId d, bool boundary) {
-          return boundary && holds(store_, d, f) ? PlainStep::kCovered : PlainStep::kExplore;
+          return boundary && store_.holds(d, f) ? PlainStep::kCovered : PlainStep::kExplore;
         }))
       return true;
   }

@@ -267,6 +267,18 @@ void Matcher::place_prefix(const Boundary& b, size_t d, size_t root, bool needs_
   }
 }
 
+// Whether b continues the run of boundaries that `first` (at depth d) starts: the same lexer
+// state, trie and depth; the same byte completing the lexeme (byte >= 0) or a byte the lexeme
+// cannot take (byte < 0: it ends before it); under the same parent unless no check read the
+// prefix.
+bool Matcher::in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const {
+  if (b.lexer_state != first.lexer_state || (b.node & kRestTrieBit) != (first.node & kRestTrieBit)) return false;
+  const TrieNode& n = MaskCache::trie_of(*vocab_, b.node).nodes()[b.node & ~kRestTrieBit];
+  if (n.depth != d) return false;
+  if (byte >= 0 ? n.byte != byte : lexer_->next(b.lexer_state, n.byte) != Lexer::kDead) return false;
+  return any_prefix || d <= 1 || b.parent == first.parent || g_->grammar().checks.empty();
+}
+
 // Boundaries whose byte completes the lexeme (a string's closing quote): the frame below the
 // boundary, with its prefix placed, is set up by the caller. The lexeme ends the same way for
 // every boundary of the run (same lexer state, depth and byte; the same prefix unless no check
@@ -284,13 +296,9 @@ size_t Matcher::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_
   *shared = any_prefix;
   parser_.watch_prefix(0, 0);
   const Frame pushed = ok ? frames_.back() : Frame{};
-  for (; k < bounds.size(); ++k) {
+  for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
-    if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
-        nodes[n2].depth != d || nodes[n2].byte != byte)
-      break;
-    if (needs_text && d > 1 && b2.parent != bd.parent && !any_prefix) break;
     if (!ok) continue;
     frames_.resize(root + d);
     place_prefix(b2, d, root, needs_text);
@@ -344,7 +352,6 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const auto& bounds = entry->boundaries;
   placed_parent_ = ~0u;
   uint32_t unshared_state = Lexer::kDead;
-  auto put_prefix = [&](const Boundary& b, size_t d) { place_prefix(b, d, root, needs_text); };
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
     const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
@@ -359,7 +366,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
       back = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
       back.serial = d == 1 ? top.serial : serial;
     }
-    put_prefix(bd, d);
+    place_prefix(bd, d, root, needs_text);
     parser_.truncate(top.rows);
     const LexState& ls = lexer_->state(bd.lexer_state);
     uint32_t q;
@@ -367,10 +374,9 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     parser_.watch_prefix(prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
     const uint8_t byte = nodes[node].byte;
     const uint32_t t = lexer_->next(bd.lexer_state, byte);
+    // A run of one costs more than a plain walk: take it only when the next boundary may join.
     if (g_->limits().boundary_runs && t != Lexer::kDead && lexer_->state(t).end_now && k + 1 < bounds.size() &&
-        bounds[k + 1].lexer_state == bd.lexer_state && (bounds[k + 1].node & kRestTrieBit) == (bd.node & kRestTrieBit) &&
-        nodes[bounds[k + 1].node & ~kRestTrieBit].depth == d && nodes[bounds[k + 1].node & ~kRestTrieBit].byte == byte &&
-        (bounds[k + 1].parent == bd.parent || bd.lexer_state != unshared_state)) {
+        in_run(bd, d, bounds[k + 1], byte, bd.lexer_state != unshared_state)) {
       bool shared = true;
       k = end_now_run(bounds, k, root, words, &shared);
       if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
@@ -395,18 +401,12 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     ended.rows = static_cast<uint32_t>(parser_.num_rows());
     ended.fresh = true;
     const Frame ended_copy = ended;
-    for (; k < bounds.size(); ++k) {
+    for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
       const Boundary& b2 = bounds[k];
-      const auto& nodes2 = MaskCache::trie_of(*vocab_, b2.node).nodes();
-      const size_t n2 = b2.node & ~kRestTrieBit;
-      if (b2.lexer_state != bd.lexer_state || (b2.node & kRestTrieBit) != (bd.node & kRestTrieBit) ||
-          nodes2[n2].depth != d || lexer_->next(b2.lexer_state, nodes2[n2].byte) != Lexer::kDead)
-        break;
-      if (needs_text && d > 1 && b2.parent != bd.parent && !any_prefix) break;
       frames_.resize(root + d);
       frames_.back() = ended_copy;
-      put_prefix(b2, d);  // the walk below reads this token's bytes
-      walk(nodes2, n2, root, words);
+      place_prefix(b2, d, root, needs_text);  // the walk below reads this token's bytes
+      walk(nodes, b2.node & ~kRestTrieBit, root, words);
     }
   }
   frames_.resize(depth0);

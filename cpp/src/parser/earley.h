@@ -83,11 +83,7 @@ class EarleyParser {
     prefix_read_ |= from < prefix_to_ && to > prefix_from_;
     if (recording_) recording_->reads.push_back({from, to});
   }
-  void note_key(uint32_t at) {
-    watched_read_ |= at >= watch_from_ && at < watch_to_;
-    prefix_read_ |= at >= prefix_from_ && at < prefix_to_;
-    if (recording_) recording_->reads.push_back({at, at + 1});
-  }
+  void note_key(uint32_t at) { note_read(at, at + 1); }
   bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
   bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
   template <class Compute>

@@ -205,18 +205,19 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
   // that must not contain a pattern, once it does); left for the emptiness search, proving it
   // would explore every derivative of the intersection.
   for (ExprId e : flat) {
-    const ExprNode& n = nodes_[e];
-    if (n.kind != ExprKind::Not) continue;
-    const ExprNode& inner = nodes_[n.a];
-    for (ExprId x : flat) {
-      if (x == n.a) return kNothing;
-      if (inner.kind == ExprKind::Or &&
-          std::binary_search(args_.data() + inner.args_begin, args_.data() + inner.args_begin + inner.args_len, x))
-        return kNothing;
-    }
+    if (nodes_[e].kind != ExprKind::Not) continue;
+    for (ExprId x : flat)
+      if (holds(nodes_[e].a, x)) return kNothing;
   }
   ExprNode n{ExprKind::And, all_nullable, true};
   return intern(n, &flat);
+}
+
+bool ExprStore::holds(ExprId e, ExprId f) const {
+  if (e == f) return true;
+  const ExprNode& n = nodes_[e];
+  return n.kind == ExprKind::Or &&
+         std::binary_search(args_.data() + n.args_begin, args_.data() + n.args_begin + n.args_len, f);
 }
 
 ExprId ExprStore::negate(ExprId a) {

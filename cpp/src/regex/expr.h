@@ -54,6 +54,8 @@ class ExprStore {
   ExprId relax_bounds(ExprId e, uint32_t limit);
 
   const ExprNode& node(ExprId e) const { return nodes_[e]; }
+  // Whether e is f or an alternation with f among its (sorted) children: e's language holds f's.
+  bool holds(ExprId e, ExprId f) const;
   const ByteSet& byteset(uint32_t i) const { return bytesets_[i]; }
   const ExprId* args(const ExprNode& n) const { return args_.data() + n.args_begin; }
   bool nullable(ExprId e) const { return nodes_[e].nullable; }

@@ -128,7 +128,7 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   return false;
 }
 
-// `C{lo,k} rest` (Lexer::bounded_text_head) where C{lo,} rest admits plain text and rest cannot
+// `C{lo,k} rest` (Lexer::bounded_text_head) where C* rest admits plain text and rest cannot
 // start with plain text: exactly the plain tokens of at most k characters stay inside, and no
 // plain token can end the lexeme (rest is not nullable).
 bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const {
@@ -180,8 +180,8 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
   // their prefix: only the bytes after the common part are replayed.
   std::string_view last;
   std::vector<uint32_t> states{state};  // states[k]: after k bytes of `last`
-  for (size_t k = 0; k < shared->boundary_nodes.size(); ++k) {
-    const uint32_t tagged = shared->boundary_nodes[k];
+  for (size_t i = 0; i < shared->boundary_nodes.size(); ++i) {
+    const uint32_t tagged = shared->boundary_nodes[i];
     const std::string_view prefix = bytes_above(vocab, tagged);
     const size_t need = prefix.size();
     size_t common = 0;
@@ -190,7 +190,7 @@ std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabula
     states.resize(common + 1);
     for (size_t k = common; k < need; ++k) states.push_back(lexer.next(states.back(), static_cast<uint8_t>(prefix[k])));
     last = prefix;
-    e->boundaries.push_back({tagged, states[need], shared->boundary_parents[k]});
+    e->boundaries.push_back({tagged, states[need], shared->boundary_parents[i]});
   }
   order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);

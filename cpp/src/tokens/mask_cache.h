@@ -53,9 +53,9 @@ class MaskCache {
   // The bytes above a (tagged) trie node: the prefix its whole sub-trie shares, read from the
   // first token below it.
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
-  static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
 
  private:
+  static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);

@@ -220,8 +220,7 @@ class Emitter:
                 expr = self.scalars.number(f)
                 name = "number" if f == TRUE else ("integer" if f in (("int",), ("int4",)) else "number:constrained")
             elif f == TRUE:
-                plain = self.options.string_spelling == "plain"
-                expr = self.strings.quoted(self.strings.any_body()) if plain else string_expr(b)
+                expr = self.strings.quoted(self.strings.any_body()) if self.strings.plain else string_expr(b)
                 name = "string"
             else:
                 expr, name = self.strings.quoted(self.scalars.string_body(f)), "string:constrained"
@@ -243,7 +242,7 @@ class Emitter:
 
     def key_text(self, name: str) -> int:
         """The quoted spellings of one property name that the options allow."""
-        if self.options.key_spelling == "plain" or self.options.string_spelling == "plain":
+        if self.options.key_spelling == "plain" or self.strings.plain:
             return self.b.re_literal(json.dumps(name, ensure_ascii=False))
         return self.strings.quoted(self.strings.text(name))
 
