@@ -45,9 +45,9 @@ class GrammarCompiler:
         self._limits = dict(max_lexer_states=max_lexer_states, lexer_fuel=lexer_fuel,
                             mask_cache_bytes=mask_cache_bytes)
         # Switches for measuring the mask optimizations one by one (all on by default):
-        # plain_slice, shared_masks, boundary_runs, repeat_memo.
+        # plain_slice, shared_masks, boundary_runs, repeat_memo, loop_skip.
         for name, on in (mask_optimizations or {}).items():
-            if name not in ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo"):
+            if name not in ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip"):
                 raise ValueError(f"unknown mask optimization {name!r}")
             self._limits[name] = bool(on)
         self._cache: OrderedDict[int, CompiledGrammar] = OrderedDict()

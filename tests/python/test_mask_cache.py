@@ -127,15 +127,22 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "minLength": 9}, "long enough \u2028 text"),
     ({"type": "string", "pattern": "\\d{3}-x"}, "ab 123-x and \u2028 more"),
     ({"type": "string", "pattern": "^[a-z.]+@.*$", "maxLength": 24}, "ann@b.c d \u00e9"),
+    # states that loop on a class of characters: sub-tries of it are skipped whole
+    ({"type": "string", "pattern": "^[^/]+/[^/]+$"}, "sec/12 \u00e9 \u65e5"),
+    ({"type": "string", "pattern": "^[^\\s]+$"}, "a\u00e9\u4e2d\u3001x"),
+    ({"type": "string", "pattern": "^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$", "maxLength": 255}, "my/side-bar_2"),
+    ({"type": "string", "pattern": "^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}$"}, "ab12CD34-x9Z0"),
 ])
 def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schema, value):
     """Plain tokens are taken whole where a string state provably admits them: a pattern that
     matches anywhere, one whose rest holds any text beside a length bound, counts with only a
-    lower bound. Line separators are not plain (a pattern's `.` refuses them). Every mask, on
-    valid text and around it, equals a full trie walk's."""
+    lower bound. Line separators are not plain (a pattern's `.` refuses them). Sub-tries are
+    skipped where every character in them loops on the state. Every mask, on valid text and
+    around it, equals a full trie walk's."""
     fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
     slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
-                                   mask_optimizations={"shared_masks": False, "plain_slice": False}
+                                   mask_optimizations={"shared_masks": False, "plain_slice": False,
+                                                       "loop_skip": False}
                                    ).compile_json_schema(schema, string_spelling="plain")
     for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:7]):
         fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)

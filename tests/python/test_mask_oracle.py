@@ -824,6 +824,12 @@ DEEPSEEK_REGEXES = [
     # character counts with a lower bound only, and with equal bounds, before a non-text byte
     (r".{4,}\n", ["héllo wörld\n", "abcd\n"]),
     (r"[^\n]{9}\n", ["abcdéfghi\n"]),
+    # states that loop on a class of characters (whole sub-tries skipped), one excluding some
+    # non-ASCII characters (\s has U+00A0, U+3000, ...), one with a bound no token reaches
+    (r"[^/]+/[^/]+", ["sec/12 é", "日本/語"]),
+    (r"[^ \n\u00a0\u3000]+ [^ \n\u00a0\u3000]*\n", ["héllo wörld\n", "x😀中文、 \n"]),
+    (r"[\w.-]{0,200}@", ["abc.d-e@", "ab_12@"]),
+    (r"[^é\n]*é", ["abcé", "中文ñé"]),
 ]
 
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "tokens/char_summary.h"
 #include "tokens/shared_mask_cache.h"
 
 namespace stencil {
@@ -30,6 +31,12 @@ class TokenTrie {
   void build(const std::vector<std::string_view>& token_bytes,
              const std::vector<uint8_t>& excluded);
   const std::vector<TrieNode>& nodes() const { return nodes_; }
+  // Per node, the characters of its sub-trie, its own byte included.
+  const std::vector<CharSummary>& summaries() const { return summaries_; }
+  // The tokens of node i's sub-trie: ordered_tokens()[tokens_before()[i]] up to
+  // ordered_tokens()[tokens_before()[i + subtree_size]] (trie order; one entry past the last node).
+  const std::vector<int32_t>& ordered_tokens() const { return ordered_tokens_; }
+  const std::vector<uint32_t>& tokens_before() const { return tokens_before_; }
   // (first id, other id) for tokens whose bytes equal an earlier token's.
   const std::vector<std::pair<int32_t, int32_t>>& duplicates() const { return duplicates_; }
   size_t memory_bytes() const;
@@ -37,7 +44,11 @@ class TokenTrie {
   int max_depth() const { return max_depth_; }
 
  private:
+  void summarize();
   std::vector<TrieNode> nodes_;
+  std::vector<CharSummary> summaries_;
+  std::vector<int32_t> ordered_tokens_;
+  std::vector<uint32_t> tokens_before_;
   std::vector<std::pair<int32_t, int32_t>> duplicates_;
   int max_depth_ = 0;
 };

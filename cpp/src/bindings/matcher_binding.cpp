@@ -29,12 +29,13 @@ void bind_matcher(nb::module_& m) {
       .def("__init__",
            [](CompiledGrammar* self, std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v,
               uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, bool plain_slice,
-              bool shared_masks, bool boundary_runs, bool repeat_memo) {
+              bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip) {
              CompileLimits limits;
              limits.plain_slice = plain_slice;
              limits.shared_masks = shared_masks;
              limits.boundary_runs = boundary_runs;
              limits.repeat_memo = repeat_memo;
+             limits.loop_skip = loop_skip;
              limits.lexer.max_states = max_lexer_states;
              limits.lexer.fuel = lexer_fuel;
              limits.mask_cache_bytes = mask_cache_bytes;
@@ -44,7 +45,7 @@ void bind_matcher(nb::module_& m) {
            nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = 1u << 20,
            nb::arg("lexer_fuel") = 100'000'000ull, nb::arg("mask_cache_bytes") = 512ull << 20,
            nb::arg("plain_slice") = true, nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true,
-           nb::arg("repeat_memo") = true)
+           nb::arg("repeat_memo") = true, nb::arg("loop_skip") = true)
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)

@@ -9,7 +9,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       limits_(limits),
-      cache_(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks) {
+      cache_(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks, limits.loop_skip) {
   for (const LexemeSpec& l : grammar_->lexemes)
     if (l.special)
       for (int32_t t : l.token_ids)

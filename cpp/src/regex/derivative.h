@@ -28,6 +28,9 @@ class Deriver {
 
  private:
   ExprId derive_uncached(ExprId e, uint8_t b);
+  // The bytes a string of e can start with, or more (never fewer): outside them e's derivative
+  // is empty. Lets a large alternation (keys, enums) derive only the children a byte can enter.
+  ByteSet first_bytes(ExprId e, int depth = 0);
   void burn(uint64_t amount);
 
   ExprStore& store_;
@@ -36,6 +39,8 @@ class Deriver {
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
+  FlatMap64 first_index_;         // expr -> index in firsts_
+  std::vector<ByteSet> firsts_;
   std::vector<uint8_t> reps_;
 };
 

@@ -13,11 +13,42 @@ namespace stencil {
 
 namespace {
 
+// The loop characters (loop_chars) of the last states a walk asked about, in front of the
+// cache's locked memo: a walk asks at every node where a state loops.
+class WalkLoops {
+ public:
+  WalkLoops(const MaskCache& cache, const Lexer& lexer) : cache_(cache), lexer_(lexer) {}
+  const CharSummary& of(uint32_t s) {
+    Slot& slot = slots_[s & (kSlots - 1)];
+    if (slot.state != s) {
+      slot.chars = cache_.loop_chars(lexer_, s);
+      slot.state = s;
+    }
+    return slot.chars;
+  }
+
+ private:
+  static constexpr size_t kSlots = 16;
+  struct Slot {
+    uint32_t state = Lexer::kUnknown;
+    CharSummary chars;
+  };
+  const MaskCache& cache_;
+  const Lexer& lexer_;
+  Slot slots_[kSlots];
+};
+
+}  // namespace
+
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
-void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
-                std::vector<Boundary>& boundaries) {
+void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                           std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
   const auto& nodes = trie.nodes();
+  const auto& summaries = trie.summaries();
+  const int32_t* ordered = trie.ordered_tokens().data();
+  const uint32_t* before = trie.tokens_before().data();
+  WalkLoops loops(*this, lexer);
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2, 0);
   std::vector<uint32_t> path(st.size(), 0);  // path[k]: the node at depth k above (0: the root)
   st[0] = state;
@@ -37,6 +68,14 @@ void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_
       i += node.subtree_size;
       continue;
     }
+    // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
+    // it: all its tokens are inner. (A continuation byte is inside a character: never here.)
+    if (loop_skip_ && node.subtree_size > 1 && (t == p || node.byte >= 0xC0) && summaries[i].within(loops.of(p))) {
+      for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
+        inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
+      i += node.subtree_size;
+      continue;
+    }
     st[node.depth] = t;
     path[node.depth] = static_cast<uint32_t>(i);
     if (node.token_id >= 0) inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
@@ -44,7 +83,17 @@ void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_
   }
 }
 
-}  // namespace
+CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state) const {
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    auto it = loop_memo_.find(state);
+    if (it != loop_memo_.end()) return it->second;
+  }
+  const CharSummary chars = stencil::loop_chars(lexer, state, 64);
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  loop_memo_.emplace(state, chars);
+  return chars;
+}
 
 // Trie order is how the walk finds boundaries; the matcher wants boundaries that end a lexeme
 // alike next to each other (same lexer state, trie, depth and byte), those under one parent
@@ -156,6 +205,12 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
     shared->inner = slice.bits;
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
+    // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
+    // back to itself: walk the state with them lifted, alike for every token, and replay the
+    // boundaries' states from `state`.
+    const uint32_t relaxed =
+        loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
+    if (relaxed != Lexer::kDead && relaxed != state) return resolve(lexer, vocab, state, compute(lexer, vocab, relaxed)->shared);
     shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokens/char_summary.h"
 #include "tokens/shared_mask_cache.h"
 
 namespace stencil {
@@ -39,8 +40,8 @@ struct MaskEntry {
 
 class MaskCache {
  public:
-  MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks)
-      : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks) {}
+  MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks, bool loop_skip)
+      : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks), loop_skip_(loop_skip) {}
   // The entry of `state`. Cached entries live as long as the cache and are found without a
   // lock or a reference-count update (matchers on many threads read the same entries); an
   // entry past the memory budget is not cached, and *keep then owns it.
@@ -49,12 +50,17 @@ class MaskCache {
   size_t size() const;
   size_t bytes() const;
 
+  // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.
+  CharSummary loop_chars(const Lexer& lexer, uint32_t state) const;
+
   static const TokenTrie& trie_of(const Vocabulary& vocab, uint32_t tagged_node);
   // The bytes above a (tagged) trie node: the prefix its whole sub-trie shares, read from the
   // first token below it.
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
+  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                  std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const;
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
@@ -66,6 +72,7 @@ class MaskCache {
 
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
+  mutable std::unordered_map<uint32_t, CharSummary> loop_memo_;  // admit_mu_
   static constexpr uint32_t kSlotBits = 8;
   static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
   struct SlotBlock {
@@ -80,7 +87,7 @@ class MaskCache {
   mutable std::vector<std::shared_ptr<const MaskEntry>> owned_;
   mutable size_t bytes_ = 0;
   size_t budget_;
-  bool plain_slice_, shared_masks_;
+  bool plain_slice_, shared_masks_, loop_skip_;
 };
 
 }  // namespace stencil

@@ -112,4 +112,47 @@ bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
   return true;
 }
 
+CharSummary loop_chars(const Lexer& lexer, uint32_t s, size_t max_pairs) {
+  CharSummary out;
+  if (s == Lexer::kDead || lexer.state(s).end_now) return out;
+  for (int b = 0; b < 0x80; ++b)
+    if (CharSummary::ascii_text(static_cast<uint8_t>(b)) && lexer.next(s, static_cast<uint8_t>(b)) == s) out.add(b);
+  // Each group of non-ASCII characters: every path from one of its lead bytes through the
+  // continuations stays alive and comes back to s. Pairs explored for a group that loops are
+  // known good for the next groups (the states after different lead bytes often agree).
+  std::unordered_set<uint64_t> good, seen;
+  std::vector<std::pair<uint32_t, int>> todo;
+  for (int group = 0; group < CharSummary::kGroups; ++group) {
+    bool loops = true;
+    todo.clear();
+    seen.clear();
+    for (int lead = 0xC2; lead <= 0xF4 && loops; ++lead)
+      if (CharSummary::group_of_lead(static_cast<uint8_t>(lead)) == group) todo.push_back({s, -lead});
+    while (!todo.empty() && loops) {
+      auto [t, p] = todo.back();
+      todo.pop_back();
+      // p < 0: at s, to read the lead byte -p only; otherwise every continuation byte.
+      const int lo = p < 0 ? -p : 0x80, hi = p < 0 ? -p : 0xBF;
+      for (int b = lo; b <= hi && loops; ++b) {
+        const int p2 = plain_text_step(p < 0 ? 0 : p, static_cast<uint8_t>(b));
+        if (p2 < 0) continue;
+        const uint32_t u = lexer.next(t, static_cast<uint8_t>(b));
+        if (p2 == 0) {
+          loops = u == s;
+        } else if (u == Lexer::kDead || lexer.state(u).end_now) {
+          loops = false;
+        } else if (const uint64_t pair = uint64_t(u) << 8 | static_cast<uint64_t>(p2);
+                   !good.count(pair) && seen.insert(pair).second) {
+          loops = seen.size() <= max_pairs;
+          todo.push_back({u, p2});
+        }
+      }
+    }
+    if (!loops) continue;
+    out.add(CharSummary::kGroupBase + group);
+    good.insert(seen.begin(), seen.end());
+  }
+  return out;
+}
+
 }  // namespace stencil

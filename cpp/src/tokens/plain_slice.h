@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stencil/vocabulary.h"
+#include "tokens/char_summary.h"
 
 namespace stencil {
 
@@ -45,5 +46,11 @@ struct PlainSlice {
 // each plain byte sequence reaches live, non-ending lexer states. Explores
 // (lexer state, plain-text state) pairs; false past `max_pairs`.
 bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs);
+
+// The characters that lead lexer state s back to itself, as CharSummary bits: each ASCII byte b
+// with next(s, b) == s, and kNonAscii when every plain non-ASCII character does, through live
+// states that need not end (explored up to max_pairs (state, partial character) pairs). Empty
+// for a dead state or one that must end.
+CharSummary loop_chars(const Lexer& lexer, uint32_t s, size_t max_pairs);
 
 }  // namespace stencil

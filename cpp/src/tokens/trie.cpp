@@ -3,6 +3,7 @@
 
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
+#include "tokens/plain_slice.h"
 
 namespace stencil {
 
@@ -65,10 +66,52 @@ void TokenTrie::build(const std::vector<std::string_view>& token_bytes,
   close_to(0);
   nodes_[0].subtree_size = static_cast<uint32_t>(nodes_.size());
   nodes_.shrink_to_fit();
+  summarize();
+}
+
+// Each node's own character (read from the root, where every token starts at a character
+// boundary), then children into parents, last node first.
+void TokenTrie::summarize() {
+  const size_t n = nodes_.size();
+  summaries_.assign(n, CharSummary{});
+  std::vector<uint32_t> parent(n, 0);
+  std::vector<uint32_t> path{0};
+  // After the path's d bytes: plain_text_step's state (-1 once not plain) and the bit of the
+  // character being read.
+  std::vector<int> text{0}, bits{CharSummary::kPoison};
+  for (size_t i = 1; i < n; ++i) {
+    const TrieNode& node = nodes_[i];
+    path.resize(node.depth);
+    text.resize(node.depth);
+    bits.resize(node.depth);
+    parent[i] = path.back();
+    const int before = text.back();
+    int after = -1, bit = CharSummary::kPoison;
+    if (before == 0 && node.byte < 0x80) {
+      after = 0;
+      if (CharSummary::ascii_text(node.byte)) bit = node.byte;
+    } else if (before >= 0 && (after = plain_text_step(before, node.byte)) >= 0) {
+      bit = before == 0 ? CharSummary::kGroupBase + CharSummary::group_of_lead(node.byte) : bits.back();
+    }
+    summaries_[i].add(bit);
+    path.push_back(static_cast<uint32_t>(i));
+    text.push_back(after);
+    bits.push_back(bit);
+  }
+  for (size_t i = n - 1; i > 0; --i) summaries_[parent[i]].merge(summaries_[i]);
+  ordered_tokens_.clear();
+  tokens_before_.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    tokens_before_[i] = static_cast<uint32_t>(ordered_tokens_.size());
+    if (nodes_[i].token_id >= 0) ordered_tokens_.push_back(nodes_[i].token_id);
+  }
+  tokens_before_[n] = static_cast<uint32_t>(ordered_tokens_.size());
+  ordered_tokens_.shrink_to_fit();
 }
 
 size_t TokenTrie::memory_bytes() const {
-  return nodes_.capacity() * sizeof(TrieNode) + duplicates_.capacity() * sizeof(duplicates_[0]);
+  return nodes_.capacity() * sizeof(TrieNode) + summaries_.capacity() * sizeof(CharSummary) +
+         ordered_tokens_.capacity() * 4 + tokens_before_.capacity() * 4 + duplicates_.capacity() * sizeof(duplicates_[0]);
 }
 
 }  // namespace stencil

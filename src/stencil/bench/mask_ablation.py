@@ -21,7 +21,7 @@ import numpy as np
 import stencil
 from stencil.bench.tokenizers import NAMES, load_tokenizer
 
-OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo")
+OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip")
 DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
 
 
