@@ -50,11 +50,9 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
       std::vector<ExprId>& buf = scratch_[depth_];
       buf.assign(store_.args(n), store_.args(n) + n.args_len);
       burn(buf.size());
-      // Children the byte cannot enter are left out underived: in a large alternation of keys
-      // or enum values most are, and deriving (and caching) each would cost more than the test.
-      constexpr size_t kFilterFrom = 8;
-      const bool filter = n.kind == ExprKind::Or && buf.size() >= kFilterFrom;
-      for (ExprId& k : buf) k = filter && !first_bytes(k).has(b) ? ExprStore::kNothing : derive(k, b);
+      // Children that start with a byte set without b are left out underived: in a large
+      // alternation of keys or enum values most are, and deriving (and caching) each costs more.
+      for (ExprId& k : buf) k = n.kind == ExprKind::Or && !may_start(k, b) ? ExprStore::kNothing : derive(k, b);
       return n.kind == ExprKind::Or ? store_.alt(buf) : store_.conj(buf);
     }
     case ExprKind::Not: return store_.negate(derive(n.a, b));
@@ -65,42 +63,6 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
     }
   }
   return ExprStore::kNothing;
-}
-
-ByteSet Deriver::first_bytes(ExprId e, int depth) {
-  if (const uint32_t* hit = first_index_.find(e)) return firsts_[*hit];
-  ByteSet all;
-  all.add_range(0, 255);
-  if (depth > 200) return all;  // deep nesting: any byte, uncached (sound, rare)
-  const ExprNode n = store_.node(e);
-  ByteSet out;
-  switch (n.kind) {
-    case ExprKind::Nothing:
-    case ExprKind::Empty: break;
-    case ExprKind::Bytes: out = store_.byteset(n.a); break;
-    case ExprKind::Concat:
-      out = first_bytes(n.a, depth + 1);
-      if (store_.nullable(n.a)) out = out | first_bytes(n.b, depth + 1);
-      break;
-    case ExprKind::Or:
-    case ExprKind::And: {
-      // Copied: the recursion may grow firsts_, and the store's args stay put (no new nodes).
-      const ExprId* args = store_.args(n);
-      out = n.kind == ExprKind::And ? all : ByteSet{};
-      for (uint32_t i = 0; i < n.args_len; ++i) {
-        const ByteSet f = first_bytes(args[i], depth + 1);
-        out = n.kind == ExprKind::And ? out & f : out | f;
-      }
-      break;
-    }
-    case ExprKind::Not: out = all; break;
-    case ExprKind::Repeat:
-      if (n.max > 0) out = first_bytes(n.a, depth + 1);
-      break;
-  }
-  first_index_.put(e, static_cast<uint32_t>(firsts_.size()));
-  firsts_.push_back(out);
-  return out;
 }
 
 bool Deriver::is_empty(ExprId e) {

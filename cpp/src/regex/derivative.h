@@ -28,9 +28,14 @@ class Deriver {
 
  private:
   ExprId derive_uncached(ExprId e, uint8_t b);
-  // The bytes a string of e can start with, or more (never fewer): outside them e's derivative
-  // is empty. Lets a large alternation (keys, enums) derive only the children a byte can enter.
-  ByteSet first_bytes(ExprId e, int depth = 0);
+  // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
+  bool may_start(ExprId e, uint8_t b) const {
+    const ExprNode& n = store_.node(e);
+    if (n.kind == ExprKind::Bytes) return store_.byteset(n.a).has(b);
+    if (n.kind != ExprKind::Concat) return true;
+    const ExprNode& head = store_.node(n.a);
+    return head.kind != ExprKind::Bytes || store_.byteset(head.a).has(b);
+  }
   void burn(uint64_t amount);
 
   ExprStore& store_;
@@ -39,8 +44,6 @@ class Deriver {
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
-  FlatMap64 first_index_;         // expr -> index in firsts_
-  std::vector<ByteSet> firsts_;
   std::vector<uint8_t> reps_;
 };
 

@@ -26,6 +26,13 @@ class WalkLoops {
     }
     return slot.chars;
   }
+  // Only what `of` already found (empty otherwise): a lead byte is no sign that s loops, and
+  // finding its loop characters costs transitions on every byte; trie order puts ASCII bytes,
+  // where a looping state shows itself, before lead bytes.
+  const CharSummary& known(uint32_t s) const {
+    const Slot& slot = slots_[s & (kSlots - 1)];
+    return slot.state == s ? slot.chars : none_;
+  }
 
  private:
   static constexpr size_t kSlots = 16;
@@ -36,6 +43,7 @@ class WalkLoops {
   const MaskCache& cache_;
   const Lexer& lexer_;
   Slot slots_[kSlots];
+  CharSummary none_;
 };
 
 }  // namespace
@@ -70,7 +78,8 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
     }
     // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
     // it: all its tokens are inner. (A continuation byte is inside a character: never here.)
-    if (loop_skip_ && node.subtree_size > 1 && (t == p || node.byte >= 0xC0) && summaries[i].within(loops.of(p))) {
+    if (loop_skip_ && node.subtree_size > 1 &&
+        summaries[i].within(t == p ? loops.of(p) : node.byte >= 0xC0 ? loops.known(p) : CharSummary{})) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
       i += node.subtree_size;
