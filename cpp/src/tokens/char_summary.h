@@ -12,7 +12,8 @@ struct CharSummary {
   // U+00A0, U+2000..U+200A, U+3000, U+FEFF) still loops on the others; kPoison for anything else
   // (other controls, bytes that are not plain UTF-8 from a character boundary), which no state
   // loops on.
-  static constexpr int kPoison = 0, kGroupBase = 0x10, kGroups = 14;
+  static constexpr int kPoison = 0, kGroupBase = 0x10, kGroups = 13;
+  static constexpr uint64_t kGroupBits = ((uint64_t(1) << kGroups) - 1) << kGroupBase;
   static bool ascii_text(uint8_t b) { return b == '\t' || b == '\n' || b == '\r' || (b >= 0x20 && b < 0x7F); }
   // The group of a lead byte (0xC2..0xF4): rough Unicode blocks, split where common exclusions lie.
   static int group_of_lead(uint8_t lead) {
@@ -37,6 +38,7 @@ struct CharSummary {
   }
   bool within(const CharSummary& o) const { return !(lo & ~o.lo) && !(hi & ~o.hi); }
   bool empty() const { return !(lo | hi); }
+  bool has_groups() const { return lo & kGroupBits; }
 };
 
 }  // namespace stencil

@@ -18,20 +18,25 @@ namespace {
 class WalkLoops {
  public:
   WalkLoops(const MaskCache& cache, const Lexer& lexer) : cache_(cache), lexer_(lexer) {}
-  const CharSummary& of(uint32_t s) {
+  // Whether every character in `chars` leads s back to itself. With `ask` false, only for a
+  // state already asked about: a lead byte is no sign that s loops (trie order puts ASCII bytes,
+  // where a looping state shows itself, first). The non-ASCII groups cost an exploration each:
+  // they are found only for a state whose ASCII characters passed.
+  bool loops_over(uint32_t s, const CharSummary& chars, bool ask) {
     Slot& slot = slots_[s & (kSlots - 1)];
     if (slot.state != s) {
-      slot.chars = cache_.loop_chars(lexer_, s);
-      slot.state = s;
+      if (!ask) return false;
+      slot = {s, cache_.loop_chars(lexer_, s, false), false};
     }
-    return slot.chars;
-  }
-  // Only what `of` already found (empty otherwise): a lead byte is no sign that s loops, and
-  // finding its loop characters costs transitions on every byte; trie order puts ASCII bytes,
-  // where a looping state shows itself, before lead bytes.
-  const CharSummary& known(uint32_t s) const {
-    const Slot& slot = slots_[s & (kSlots - 1)];
-    return slot.state == s ? slot.chars : none_;
+    if (!slot.groups) {
+      CharSummary assumed = slot.chars;
+      assumed.lo |= CharSummary::kGroupBits;
+      if (!chars.within(assumed)) return false;
+      if (!chars.has_groups()) return true;
+      slot.chars = cache_.loop_chars(lexer_, s, true);
+      slot.groups = true;
+    }
+    return chars.within(slot.chars);
   }
 
  private:
@@ -39,11 +44,11 @@ class WalkLoops {
   struct Slot {
     uint32_t state = Lexer::kUnknown;
     CharSummary chars;
+    bool groups = false;  // chars holds the groups too
   };
   const MaskCache& cache_;
   const Lexer& lexer_;
   Slot slots_[kSlots];
-  CharSummary none_;
 };
 
 }  // namespace
@@ -78,8 +83,8 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
     }
     // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
     // it: all its tokens are inner. (A continuation byte is inside a character: never here.)
-    if (loop_skip_ && node.subtree_size > 1 &&
-        summaries[i].within(t == p ? loops.of(p) : node.byte >= 0xC0 ? loops.known(p) : CharSummary{})) {
+    if (loop_skip_ && node.subtree_size > 1 && (t == p || node.byte >= 0xC0) &&
+        loops.loops_over(p, summaries[i], t == p)) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
       i += node.subtree_size;
@@ -92,15 +97,16 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
   }
 }
 
-CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state) const {
+CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state, bool groups) const {
+  const uint64_t key = uint64_t(state) << 1 | groups;
   {
     std::lock_guard<std::mutex> lock(admit_mu_);
-    auto it = loop_memo_.find(state);
+    auto it = loop_memo_.find(key);
     if (it != loop_memo_.end()) return it->second;
   }
-  const CharSummary chars = stencil::loop_chars(lexer, state, 64);
+  const CharSummary chars = stencil::loop_chars(lexer, state, groups, 64);
   std::lock_guard<std::mutex> lock(admit_mu_);
-  loop_memo_.emplace(state, chars);
+  loop_memo_.emplace(key, chars);
   return chars;
 }
 

@@ -51,7 +51,7 @@ class MaskCache {
   size_t bytes() const;
 
   // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.
-  CharSummary loop_chars(const Lexer& lexer, uint32_t state) const;
+  CharSummary loop_chars(const Lexer& lexer, uint32_t state, bool groups) const;
 
   static const TokenTrie& trie_of(const Vocabulary& vocab, uint32_t tagged_node);
   // The bytes above a (tagged) trie node: the prefix its whole sub-trie shares, read from the
@@ -72,7 +72,7 @@ class MaskCache {
 
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
-  mutable std::unordered_map<uint32_t, CharSummary> loop_memo_;  // admit_mu_
+  mutable std::unordered_map<uint64_t, CharSummary> loop_memo_;  // (state, groups); admit_mu_
   static constexpr uint32_t kSlotBits = 8;
   static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
   struct SlotBlock {

@@ -47,10 +47,10 @@ struct PlainSlice {
 // (lexer state, plain-text state) pairs; false past `max_pairs`.
 bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs);
 
-// The characters that lead lexer state s back to itself, as CharSummary bits: each ASCII byte b
-// with next(s, b) == s, and kNonAscii when every plain non-ASCII character does, through live
-// states that need not end (explored up to max_pairs (state, partial character) pairs). Empty
-// for a dead state or one that must end.
-CharSummary loop_chars(const Lexer& lexer, uint32_t s, size_t max_pairs);
+// The characters that lead lexer state s back to itself, as CharSummary bits: each ASCII text
+// byte b with next(s, b) == s and, with `groups`, each group of non-ASCII characters whose every
+// character does, through live states that need not end (explored up to max_pairs (state,
+// partial character) pairs per group). Empty for a dead state or one that must end.
+CharSummary loop_chars(const Lexer& lexer, uint32_t s, bool groups, size_t max_pairs);
 
 }  // namespace stencil
