@@ -190,12 +190,17 @@ uint32_t Lexer::probe_state(uint32_t s, size_t i) const {
 
 uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = uint64_t(s) << 32 | limit;
+  if (auto it = relaxed_.find(key); it != relaxed_.end()) return it->second;
   Pairs pairs = state_pairs_[s];
-  for (size_t i = 1; i < pairs.size(); i += 2) {
+  uint32_t r = pairs.empty() ? kDead : kUnknown;
+  for (size_t i = 1; i < pairs.size() && r != kDead; i += 2) {
     pairs[i] = store_.relax_bounds(pairs[i], limit);
-    if (pairs[i] == ExprStore::kNothing) return kDead;
+    if (pairs[i] == ExprStore::kNothing) r = kDead;
   }
-  return pairs.empty() ? kDead : intern_state(std::move(pairs));
+  if (r != kDead) r = intern_state(std::move(pairs));
+  relaxed_.emplace(key, r);
+  return r;
 }
 
 namespace {

@@ -125,6 +125,7 @@ class Lexer {
   mutable std::shared_mutex start_mu_;
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
   mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
+  mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
 };
 
 }  // namespace stencil

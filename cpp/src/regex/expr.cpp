@@ -7,9 +7,9 @@
 namespace stencil {
 
 ExprStore::ExprStore(size_t max_nodes) : max_nodes_(max_nodes) {
-  ExprNode nothing{ExprKind::Nothing, false, false};
+  ExprNode nothing{ExprKind::Nothing, false, false, true};
   intern(nothing, nullptr);
-  ExprNode empty{ExprKind::Empty, true, false};
+  ExprNode empty{ExprKind::Empty, true, false, true};
   intern(empty, nullptr);
   ByteSet all;
   all.add_range(0, 255);
@@ -85,7 +85,7 @@ ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
 ExprId ExprStore::bytes(const ByteSet& set) {
   if (set.empty()) return kNothing;
   bytesets_.push_back(set);
-  ExprNode n{ExprKind::Bytes, false, false};
+  ExprNode n{ExprKind::Bytes, false, false, true};
   n.a = static_cast<uint32_t>(bytesets_.size() - 1);
   return intern(n, nullptr);
 }
@@ -117,7 +117,7 @@ ExprId ExprStore::concat(ExprId a, ExprId b) {
   for (size_t i = heads.size(); i-- > 0;) {
     const ExprNode& nh = nodes_[heads[i]];
     const ExprNode& nr = nodes_[r];
-    ExprNode n{ExprKind::Concat, nh.nullable && nr.nullable, nh.boolean || nr.boolean};
+    ExprNode n{ExprKind::Concat, nh.nullable && nr.nullable, nh.boolean || nr.boolean, nh.no_bounds && nr.no_bounds};
     n.a = heads[i];
     n.b = r;
     r = intern(n, nullptr);
@@ -165,10 +165,11 @@ ExprId ExprStore::alt(const std::vector<ExprId>& items) {
   }
   if (flat.empty()) return kNothing;
   if (flat.size() == 1) return flat[0];
-  ExprNode n{ExprKind::Or, false, false};
+  ExprNode n{ExprKind::Or, false, false, true};
   for (ExprId e : flat) {
     n.nullable |= nodes_[e].nullable;
     n.boolean |= nodes_[e].boolean;
+    n.no_bounds &= nodes_[e].no_bounds;
   }
   return intern(n, &flat);
 }
@@ -209,7 +210,8 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
     for (ExprId x : flat)
       if (holds(nodes_[e].a, x)) return kNothing;
   }
-  ExprNode n{ExprKind::And, all_nullable, true};
+  ExprNode n{ExprKind::And, all_nullable, true, true};
+  for (ExprId e : flat) n.no_bounds &= nodes_[e].no_bounds;
   return intern(n, &flat);
 }
 
@@ -240,7 +242,8 @@ ExprId ExprStore::repeat(ExprId a, uint32_t min, uint32_t max) {
   // (r*)* = r*, and a nullable item makes the lower bound moot.
   if (na.kind == ExprKind::Repeat && na.min == 0 && na.max == kUnbounded && max == kUnbounded) return a;
   if (na.nullable) min = 0;
-  ExprNode n{ExprKind::Repeat, min == 0 || na.nullable, na.boolean};
+  ExprNode n{ExprKind::Repeat, min == 0 || na.nullable, na.boolean,
+             na.no_bounds && !na.nullable && (max == kUnbounded || max <= 1)};
   n.a = a;
   n.min = min;
   n.max = max;
@@ -254,6 +257,7 @@ ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
 
 ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo) {
   if (depth > 2000) return kNothing;
+  if (nodes_[e].no_bounds) return e;
   auto it = memo.find(e);
   if (it != memo.end()) return it->second;
   const ExprNode n = nodes_[e];

@@ -23,6 +23,9 @@ struct ExprNode {
   ExprKind kind;
   bool nullable;
   bool boolean;  // contains And/Not: emptiness is no longer structural
+  // relax_bounds leaves it as it is, whatever the limit: no complement, no repetition bounded
+  // above one, none of an item that may be empty (literals, keys, free strings)
+  bool no_bounds = false;
   uint32_t a = 0, b = 0;  // Concat: a, b; Repeat: a = item; Bytes: a = byteset index; Not: a
   uint32_t min = 0, max = 0;  // Repeat bounds
   uint32_t args_begin = 0, args_len = 0;  // Or/And children in args_
