@@ -41,6 +41,9 @@ class StencilEngine:
     name = "stencil"
 
     def __init__(self, tokenizer_name: str, info: stencil.TokenizerInfo):
+        # Loaded at setup, as the other engines load theirs: the first schema's TTFM is then
+        # compile work, not the JSON Schema front-end's import.
+        import stencil.grammar.json_schema  # noqa: F401
         self.info = info
         self.compiler = stencil.GrammarCompiler(info)
         self.bitmask = stencil.allocate_token_bitmask(1, info.vocab_size)
