@@ -79,6 +79,7 @@ uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
     next.push_back(d);
   }
   uint32_t t = next.empty() ? kDead : intern_state(std::move(next));
+  if (t != kDead && this->state(t).end_now) t |= kEndNowTag;
   slot.store(t, std::memory_order_release);
   return t;
 }

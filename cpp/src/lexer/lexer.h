@@ -48,7 +48,11 @@ class Lexer {
   Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits);
   ~Lexer();
 
-  uint32_t next(uint32_t state, uint8_t byte) const {
+  uint32_t next(uint32_t state, uint8_t byte) const { return next_tagged(state, byte) & ~kEndNowTag; }
+  // next, with kEndNowTag set when the state reached must end at once: a token walk reads it
+  // from the transition it loads anyway, not from the state.
+  static constexpr uint32_t kEndNowTag = 0x80000000u;
+  uint32_t next_tagged(uint32_t state, uint8_t byte) const {
     const Block* blk = blocks_[state >> kBlockBits].get();
     uint32_t t = blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(
         std::memory_order_acquire);
@@ -103,7 +107,7 @@ class Lexer {
   };
   using Pairs = std::vector<uint32_t>;  // lexeme, expr, lexeme, expr, ...
 
-  uint32_t compute_transition(uint32_t state, uint8_t byte) const;
+  uint32_t compute_transition(uint32_t state, uint8_t byte) const;  // tagged, as next_tagged
   enum class PlainStep { kFail, kCovered, kExplore };
   template <class Step>
   bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;

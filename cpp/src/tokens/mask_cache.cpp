@@ -68,15 +68,19 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
   const size_t n = nodes.size();
   for (size_t i = 1; i < n;) {
     const TrieNode& node = nodes[i];
+    // The next sibling is visited after this sub-trie, which is often skipped at once: fetch it
+    // now (a walk that skips much is bound by memory latency, not work).
+    __builtin_prefetch(nodes.data() + i + node.subtree_size);
+    __builtin_prefetch(summaries.data() + i + node.subtree_size);
     uint32_t p = st[node.depth - 1];
-    uint32_t t = lexer.next(p, node.byte);
+    uint32_t t = lexer.next_tagged(p, node.byte);
     if (t == Lexer::kDead) {
       if (!lexer.state(p).accepting.empty())
         boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
-    if (lexer.state(t).end_now) {
+    if (t & Lexer::kEndNowTag) {
       boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
