@@ -132,6 +132,9 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "pattern": "^[^\\s]+$"}, "a\u00e9\u4e2d\u3001x"),
     ({"type": "string", "pattern": "^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$", "maxLength": 255}, "my/side-bar_2"),
     ({"type": "string", "pattern": "^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}$"}, "ab12CD34-x9Z0"),
+    ({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"},
+     "www.example-host.co"),
+    ({"type": "string", "maxLength": 40, "pattern": "^\\d+\\.\\d+.*$"}, "1.22 rc \u00e9 x"),
 ])
 def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schema, value):
     """Plain tokens are taken whole where a string state provably admits them: a pattern that

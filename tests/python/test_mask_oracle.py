@@ -830,6 +830,8 @@ DEEPSEEK_REGEXES = [
     (r"[^ \n\u00a0\u3000]+ [^ \n\u00a0\u3000]*\n", ["héllo wörld\n", "x😀中文、 \n"]),
     (r"[\w.-]{0,200}@", ["abc.d-e@", "ab_12@"]),
     (r"[^é\n]*é", ["abcé", "中文ñé"]),
+    # counts below the longest token: sub-tries no deeper than the count walk it lifted
+    (r"[a-z ]{0,40}@[a-z.]{1,50}\.com", ["hello there@mail.example.com", "@x.com"]),
 ]
 
 

@@ -23,7 +23,7 @@ struct TrieNode {
   int32_t token_id;  // -1 when no token ends here
   uint16_t depth;
   uint8_t byte;
-  uint8_t pad = 0;
+  uint8_t height = 0;  // bytes from this node's byte to the deepest token end below (255: or more)
 };
 
 class TokenTrie {

@@ -55,6 +55,7 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
   if (!st.accepting.empty() && !lazy_accept)
     for (size_t i = 1; i < pairs.size() && !any_extend; i += 2) any_extend = deriver_.can_extend(pairs[i]);
   st.end_now = !st.accepting.empty() && (lazy_accept || !any_extend);
+  for (size_t i = 1; i < pairs.size(); i += 2) st.bounded |= !store_.node(pairs[i]).no_bounds;
   st.any_ignore_only = !st.accepting.empty() && all_ignored;
   state_pairs_.push_back(pairs);
   state_ids_.emplace(std::move(pairs), id);

@@ -38,6 +38,7 @@ struct LexState {
   std::vector<uint32_t> accepting;  // lexemes that may end here (sorted)
   bool end_now = false;             // must end before any further byte
   bool any_ignore_only = false;     // every accepting lexeme is ignored
+  bool bounded = false;             // some expression has a bound relaxed_state may lift
 };
 
 class Lexer {

@@ -67,11 +67,34 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
 
 bool Deriver::is_empty(ExprId e) {
   if (e == ExprStore::kNothing) return true;
-  const ExprNode& n = store_.node(e);
+  const ExprNode n = store_.node(e);
   if (n.nullable) return false;
   if (!n.boolean) return false;  // simplification leaves no structurally empty non-∅ term
   auto it = empty_cache_.find(e);
   if (it != empty_cache_.end()) return it->second;
+  // Structure first: the search below is only needed at an intersection or a complement. A
+  // pattern's intersection followed by a closing quote is empty exactly when the intersection
+  // is, and that one is often nullable: no search at all.
+  if (n.kind == ExprKind::Concat || n.kind == ExprKind::Or || n.kind == ExprKind::Repeat) {
+    struct DepthGuard {
+      int& d;
+      ~DepthGuard() { --d; }
+    } guard{++depth_};
+    if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to decide its emptiness");
+    bool empty;
+    if (n.kind == ExprKind::Concat) {
+      empty = is_empty(n.a) || is_empty(n.b);
+    } else if (n.kind == ExprKind::Repeat) {
+      empty = is_empty(n.a);  // not nullable: at least one item
+    } else {
+      const std::vector<ExprId> kids(store_.args(n), store_.args(n) + n.args_len);
+      empty = true;
+      for (ExprId k : kids)
+        if (!(empty = is_empty(k))) break;
+    }
+    empty_cache_.emplace(e, empty);
+    return empty;
+  }
   // Breadth-first search for a nullable derivative.
   std::unordered_set<ExprId> seen{e};
   std::deque<ExprId> queue{e};

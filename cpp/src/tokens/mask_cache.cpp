@@ -38,6 +38,12 @@ class WalkLoops {
     }
     return chars.within(slot.chars);
   }
+  // lexer.relaxed_state(s, limit), remembered for the walk.
+  uint32_t relaxed(uint32_t s, uint32_t limit) {
+    Relaxed& r = relaxed_[(s * 31 + limit) & (kSlots - 1)];
+    if (r.state != s || r.limit != limit) r = {s, limit, lexer_.relaxed_state(s, limit)};
+    return r.relaxed;
+  }
 
  private:
   static constexpr size_t kSlots = 16;
@@ -46,9 +52,13 @@ class WalkLoops {
     CharSummary chars;
     bool groups = false;  // chars holds the groups too
   };
+  struct Relaxed {
+    uint32_t state = Lexer::kUnknown, limit = 0, relaxed = Lexer::kDead;
+  };
   const MaskCache& cache_;
   const Lexer& lexer_;
   Slot slots_[kSlots];
+  Relaxed relaxed_[kSlots];
 };
 
 }  // namespace
@@ -57,6 +67,7 @@ class WalkLoops {
 // where a lexeme ends (or must end) inside a token.
 void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                            std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
+  constexpr uint32_t kRelaxFrom = 16;  // sub-trie nodes worth a lifted state
   const auto& nodes = trie.nodes();
   const auto& summaries = trie.summaries();
   const int32_t* ordered = trie.ordered_tokens().data();
@@ -84,6 +95,21 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
       boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
+    }
+    // A bound no deeper than the longest token below (a count, a maxLength) makes every byte a
+    // new state, which never loops. With the sub-trie's height under the bound, the bound lifted
+    // gives a state alike on every walk of it, where states loop: walk the sub-trie from there.
+    // (Its boundaries then carry lifted states, alike for the bytes left.) Heights are rounded
+    // up to powers of two, so that a few lifted states serve all sub-tries.
+    if (loop_skip_ && t != p && node.subtree_size >= kRelaxFrom && lexer.state(p).bounded) {
+      uint32_t limit = 2;
+      while (limit <= node.height) limit <<= 1;
+      const uint32_t r = loops.relaxed(p, limit);
+      const uint32_t rt = r != Lexer::kDead && r != p ? lexer.next_tagged(r, node.byte) : Lexer::kDead;
+      if (rt != Lexer::kDead && !(rt & Lexer::kEndNowTag)) {
+        p = r;
+        t = rt;
+      }
     }
     // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
     // it: all its tokens are inner. (A continuation byte is inside a character: never here.)

@@ -98,7 +98,12 @@ void TokenTrie::summarize() {
     text.push_back(after);
     bits.push_back(bit);
   }
-  for (size_t i = n - 1; i > 0; --i) summaries_[parent[i]].merge(summaries_[i]);
+  for (size_t i = n - 1; i > 0; --i) {
+    summaries_[parent[i]].merge(summaries_[i]);
+    if (nodes_[i].height == 0) nodes_[i].height = 1;  // a leaf: its own byte
+    uint8_t& up = nodes_[parent[i]].height;
+    if (nodes_[i].height + 1 > up) up = static_cast<uint8_t>(std::min(255, nodes_[i].height + 1));
+  }
   ordered_tokens_.clear();
   tokens_before_.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
