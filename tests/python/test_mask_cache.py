@@ -135,6 +135,12 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"},
      "www.example-host.co"),
     ({"type": "string", "maxLength": 40, "pattern": "^\\d+\\.\\d+.*$"}, "1.22 rc \u00e9 x"),
+    # loop-shaped parts: one alternative of a pattern, a free key beside named ones
+    ({"type": "string", "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"},
+     "https://en.wikipedia.org/wiki/Height of x"),
+    ({"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "string"},
+                                       "gamma_delta": {"type": "boolean"}},
+      "additionalProperties": {"type": "string"}}, {"alpha": 1, "beta": "y", "zeta \u00e9 alp": "x"}),
 ])
 def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schema, value):
     """Plain tokens are taken whole where a string state provably admits them: a pattern that

@@ -74,6 +74,8 @@ uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
   // the derivative cache serves every byte of the class in every state.
   const uint8_t rep = classes_.representative[classes_.class_of[byte]];
   for (size_t i = 0; i < src.size(); i += 2) {
+    // A state of many literal lexemes (keys, keywords) drops most of them at each byte.
+    if (!deriver_.may_start(src[i + 1], rep)) continue;
     ExprId d = deriver_.derive(src[i + 1], rep);
     if (d == ExprStore::kNothing || deriver_.is_empty(d)) continue;
     next.push_back(src[i]);
@@ -362,6 +364,72 @@ bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
       return true;
   }
   return false;
+}
+
+std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ExprId> out;
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2)
+    if (lexemes_[p[i]].lazy) return out;
+  for (size_t i = 1; i < p.size() && out.size() < max_parts; i += 2) {
+    const ExprNode& n = store_.node(p[i]);
+    const ExprId* alts = n.kind == ExprKind::Or ? store_.args(n) : &p[i];
+    const size_t num_alts = n.kind == ExprKind::Or ? n.args_len : 1;
+    for (size_t j = 0; j < num_alts && out.size() < max_parts; ++j)
+      if (loop_shaped(store_, alts[j])) out.push_back(alts[j]);
+  }
+  return out;
+}
+
+CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = uint64_t(f) << 1 | groups;
+  if (auto it = part_chars_.find(key); it != part_chars_.end()) return it->second;
+  CharSummary out;
+  if (!deriver_.is_empty(f)) {
+    // ASCII: one derivative per byte class.
+    std::vector<int8_t> by_class(num_classes_, -1);
+    for (int b = 0; b < 0x80; ++b) {
+      if (!CharSummary::ascii_text(static_cast<uint8_t>(b))) continue;
+      int8_t& ok = by_class[classes_.class_of[b]];
+      if (ok < 0) ok = store_.holds(deriver_.derive(f, classes_.representative[classes_.class_of[b]]), f);
+      if (ok) out.add(b);
+    }
+  }
+  // Each group of non-ASCII characters: every path from its lead bytes stays alive and, at the
+  // character's end, holds f again.
+  for (int group = 0; groups && !out.empty() && group < CharSummary::kGroups; ++group) {
+    std::vector<std::pair<ExprId, int>> todo;
+    std::unordered_set<uint64_t> seen;
+    bool loops = true;
+    for (int lead = 0xC2; lead <= 0xF4 && loops; ++lead) {
+      if (CharSummary::group_of_lead(static_cast<uint8_t>(lead)) != group) continue;
+      const int ps = plain_text_step(0, static_cast<uint8_t>(lead));
+      if (ps < 0) continue;
+      const ExprId d = deriver_.derive(f, classes_.representative[classes_.class_of[lead]]);
+      if (d == ExprStore::kNothing || deriver_.is_empty(d)) loops = false;
+      else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps)).second) todo.push_back({d, ps});
+    }
+    while (!todo.empty() && loops) {
+      auto [e, ps] = todo.back();
+      todo.pop_back();
+      for (int b = 0x80; b <= 0xBF && loops; ++b) {
+        const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
+        if (ps2 < 0) continue;
+        const ExprId d = deriver_.derive(e, classes_.representative[classes_.class_of[b]]);
+        if (d == ExprStore::kNothing || deriver_.is_empty(d)) loops = false;
+        else if (ps2 == 0) loops = store_.holds(d, f);
+        else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) {
+          loops = seen.size() <= 64;
+          todo.push_back({d, ps2});
+        }
+      }
+    }
+    if (loops) out.add(CharSummary::kGroupBase + group);
+  }
+  part_chars_.emplace(key, out);
+  return out;
 }
 
 bool Lexer::covers_plain(ExprId e, size_t max_pairs) const {

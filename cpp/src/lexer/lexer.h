@@ -16,6 +16,7 @@
 #include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
+#include "tokens/char_summary.h"
 
 namespace stencil {
 
@@ -97,6 +98,14 @@ class Lexer {
   // expressions track (a pattern searched for anywhere in a string, as JSON Schema's unanchored
   // `pattern`). Explores at most max_pairs (expression, partial character) pairs per part.
   bool loops_on_plain(uint32_t s, size_t max_pairs) const;
+  // The loop-shaped parts of s (as in loops_on_plain; at most `max_parts`, none when a lexeme
+  // of s is lazy). A string of characters that each lead a part back to itself keeps that part,
+  // and so its lexeme, alive and extendable, whatever the rest of s does (part_loop_chars).
+  std::vector<ExprId> loop_parts(uint32_t s, size_t max_parts) const;
+  // The characters c (CharSummary bits) whose derivative of part f still holds f: ASCII ones,
+  // and with `groups` the groups of non-ASCII characters whose every path stays alive and holds
+  // f again at the character's end (up to 64 pairs per group). Memoized.
+  CharSummary part_loop_chars(ExprId f, bool groups) const;
 
  private:
   // Small blocks: a grammar starts with one, and its transition table is filled at creation.
@@ -113,6 +122,7 @@ class Lexer {
   template <class Step>
   bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
+
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
 
   mutable ExprStore store_;
@@ -131,6 +141,7 @@ class Lexer {
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
   mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
+  mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
 };
 
 }  // namespace stencil

@@ -25,9 +25,6 @@ class Deriver {
   // Bytes that stand for every byte class (one per class), set by the lexer.
   void set_class_representatives(std::vector<uint8_t> reps) { reps_ = std::move(reps); }
   uint64_t fuel_left() const { return fuel_; }
-
- private:
-  ExprId derive_uncached(ExprId e, uint8_t b);
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {
     const ExprNode& n = store_.node(e);
@@ -36,6 +33,9 @@ class Deriver {
     const ExprNode& head = store_.node(n.a);
     return head.kind != ExprKind::Bytes || store_.byteset(head.a).has(b);
   }
+
+ private:
+  ExprId derive_uncached(ExprId e, uint8_t b);
   void burn(uint64_t amount);
 
   ExprStore& store_;

@@ -38,6 +38,34 @@ class WalkLoops {
     }
     return chars.within(slot.chars);
   }
+  // Whether the characters of `chars` all lead one loop-shaped part of s back to itself (a free
+  // string beside key names, one alternative of a pattern): each of its tokens keeps that part
+  // alive. Non-ASCII groups are found only for a part whose ASCII characters passed.
+  bool part_loops_over(uint32_t s, const CharSummary& chars) {
+    Parts& slot = parts_[s & (kSlots - 1)];
+    if (slot.state != s) {
+      const std::vector<ExprId> found = lexer_.loop_parts(s, kMaxParts);
+      slot.state = s;
+      slot.count = found.size();
+      for (size_t k = 0; k < slot.count; ++k) {
+        slot.part[k] = found[k];
+        slot.chars[k] = lexer_.part_loop_chars(found[k], false);
+        slot.groups[k] = false;
+      }
+    }
+    for (size_t k = 0; k < slot.count; ++k) {
+      if (!slot.groups[k]) {
+        CharSummary assumed = slot.chars[k];
+        assumed.lo |= CharSummary::kGroupBits;
+        if (!chars.within(assumed)) continue;
+        if (!chars.has_groups()) return true;
+        slot.chars[k] = lexer_.part_loop_chars(slot.part[k], true);
+        slot.groups[k] = true;
+      }
+      if (chars.within(slot.chars[k])) return true;
+    }
+    return false;
+  }
   // lexer.relaxed_state(s, limit), remembered for the walk.
   uint32_t relaxed(uint32_t s, uint32_t limit) {
     Relaxed& r = relaxed_[(s * 31 + limit) & (kSlots - 1)];
@@ -55,10 +83,19 @@ class WalkLoops {
   struct Relaxed {
     uint32_t state = Lexer::kUnknown, limit = 0, relaxed = Lexer::kDead;
   };
+  static constexpr size_t kMaxParts = 4;
+  struct Parts {
+    uint32_t state = Lexer::kUnknown;
+    size_t count = 0;
+    ExprId part[kMaxParts];
+    CharSummary chars[kMaxParts];
+    bool groups[kMaxParts];  // chars holds the groups too
+  };
   const MaskCache& cache_;
   const Lexer& lexer_;
   Slot slots_[kSlots];
   Relaxed relaxed_[kSlots];
+  Parts parts_[kSlots];
 };
 
 }  // namespace
@@ -68,6 +105,7 @@ class WalkLoops {
 void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                            std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
   constexpr uint32_t kRelaxFrom = 16;  // sub-trie nodes worth a lifted state
+  constexpr uint32_t kPartsFrom = 64;  // sub-trie nodes worth asking for loop-shaped parts
   const auto& nodes = trie.nodes();
   const auto& summaries = trie.summaries();
   const int32_t* ordered = trie.ordered_tokens().data();
@@ -113,8 +151,9 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
     }
     // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
     // it: all its tokens are inner. (A continuation byte is inside a character: never here.)
-    if (loop_skip_ && node.subtree_size > 1 && (t == p || node.byte >= 0xC0) &&
-        loops.loops_over(p, summaries[i], t == p)) {
+    if (loop_skip_ && node.subtree_size > 1 &&
+        (((t == p || node.byte >= 0xC0) && loops.loops_over(p, summaries[i], t == p)) ||
+         (node.subtree_size >= kPartsFrom && loops.part_loops_over(p, summaries[i])))) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
       i += node.subtree_size;
