@@ -149,10 +149,16 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
         t = rt;
       }
     }
-    // A sub-trie of characters that each lead p back to itself never leaves the lexeme or ends
-    // it: all its tokens are inner. (A continuation byte is inside a character: never here.)
+    // A sub-trie of characters that each lead t (after an ASCII byte) or p (at a lead byte)
+    // back to itself never leaves the lexeme or ends it: all its tokens are inner. (A
+    // continuation byte is inside a character: never here.) A state is asked for its loop
+    // characters where it shows a loop: t == p, or, at a large sub-trie, t looping on this byte
+    // (the first character of `[^/]+` moves to the state that loops).
+    const bool ascii = node.byte < 0x80;
     if (loop_skip_ && node.subtree_size > 1 &&
-        (((t == p || node.byte >= 0xC0) && loops.loops_over(p, summaries[i], t == p)) ||
+        ((ascii && (t == p || (node.subtree_size >= kPartsFrom && lexer.next(t, node.byte) == t)) &&
+          loops.loops_over(t, summaries[i], true)) ||
+         (node.byte >= 0xC0 && loops.loops_over(p, summaries[i], false)) ||
          (node.subtree_size >= kPartsFrom && loops.part_loops_over(p, summaries[i])))) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
