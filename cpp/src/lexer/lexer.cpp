@@ -341,18 +341,8 @@ bool Lexer::explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const
 }
 
 bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
+  const std::vector<ExprId> parts = loop_parts(s, SIZE_MAX);  // none with a lazy lexeme
   std::lock_guard<std::mutex> lock(mu_);
-  const Pairs p = state_pairs_[s];
-  for (size_t i = 0; i < p.size(); i += 2)
-    if (lexemes_[p[i]].lazy) return false;  // a lazy lexeme ends the state as soon as it matches
-  std::vector<ExprId> parts;
-  for (size_t i = 1; i < p.size(); i += 2) {
-    const ExprNode& n = store_.node(p[i]);
-    if (loop_shaped(store_, p[i])) parts.push_back(p[i]);
-    if (n.kind != ExprKind::Or) continue;
-    for (uint32_t j = 0; j < n.args_len; ++j)
-      if (loop_shaped(store_, store_.args(n)[j])) parts.push_back(store_.args(n)[j]);
-  }
   for (ExprId f : parts) {
     if (deriver_.is_empty(f)) continue;
     // Every plain byte from every explored pair leads to a live expression, and at a character
@@ -371,7 +361,7 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
   std::vector<ExprId> out;
   const Pairs& p = state_pairs_[s];
   for (size_t i = 0; i < p.size(); i += 2)
-    if (lexemes_[p[i]].lazy) return out;
+    if (lexemes_[p[i]].lazy) return out;  // a lazy lexeme ends the state as soon as it matches
   for (size_t i = 1; i < p.size() && out.size() < max_parts; i += 2) {
     const ExprNode& n = store_.node(p[i]);
     const ExprId* alts = n.kind == ExprKind::Or ? store_.args(n) : &p[i];
