@@ -147,7 +147,8 @@ size_t Lexer::memory_bytes() const {
     if (b) blocks += sizeof(Block) + (size_t(num_classes_) << kBlockBits) * 4;
   size_t pairs = 0;
   for (auto& p : state_pairs_) pairs += p.capacity() * 4 + sizeof(p);
-  return blocks + pairs + store_.memory_bytes() + state_ids_.size() * 64;
+  return blocks + pairs + store_.memory_bytes() + state_ids_.size() * 64 + relaxed_.size() * 32 +
+         part_chars_.size() * 48;
 }
 
 std::string Lexer::describe_state(uint32_t s) const {
