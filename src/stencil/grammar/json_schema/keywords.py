@@ -19,7 +19,8 @@ from stencil._core import GrammarError
 from stencil.grammar.json_schema.formats import UNSUPPORTED_FORMATS, format_spec
 from stencil.grammar.json_schema.formulas import TRUE, f_and
 from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE, TRUE_SUB,
-                                               Algebra, Either, Neg, Typed, Unsupported, to_decimal)
+                                               Algebra, Either, Neg, Typed, Unsupported, atom_order,
+                                               to_decimal)
 from stencil.grammar.json_schema.strings import pattern_formula
 
 __all__ = ["Context", "ANNOTATIONS", "UNDERSTOOD", "NOT_ENFORCEABLE", "read_schema"]
@@ -174,7 +175,7 @@ class Context:
         if t is not None:
             return t
         t = ANY
-        for atom in sub:
+        for atom in sorted(sub, key=atom_order):
             t = self.alg.t_and(t, self.atom_typed(atom))
             if t is NONE:
                 break
@@ -194,7 +195,7 @@ class Context:
                 return ANY
         if isinstance(atom, Either):
             t = NONE
-            for s in atom.subs:
+            for s in sorted(atom.subs, key=lambda s: sorted(map(atom_order, s))):
                 t = self.alg.t_or(t, self.sub_typed(s))
             return t
         return self.loc_typed(atom)

@@ -23,6 +23,7 @@ Example::
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -46,12 +47,23 @@ class Unsupported(Exception):
         self.reason = reason
 
 
+#: creation order of atoms: a Sub is a set, hashed by identity, and must be read in an order that
+#: does not depend on memory addresses (the first of two merged objects gives its property order)
+next_serial = itertools.count().__next__
+
+
+def atom_order(atom) -> int:
+    """Sort key of a Sub's atoms (schema locations, Typed, Neg, Either): their creation order."""
+    return atom.serial
+
+
 class Typed:
     """Normalized schema (identity-hashed). ``num``/``str`` are formulas (FALSE: type excluded)."""
-    __slots__ = ("null", "bools", "num", "str", "arr", "obj")
+    __slots__ = ("null", "bools", "num", "str", "arr", "obj", "serial")
 
     def __init__(self, null=False, bools=frozenset(), num=FALSE, str=FALSE, arr=(), obj=()):
         self.null, self.bools, self.num, self.str, self.arr, self.obj = null, bools, num, str, arr, obj
+        self.serial = next_serial()
 
     def is_none(self) -> bool:
         return not self.null and not self.bools and self.num == FALSE and self.str == FALSE \
@@ -105,18 +117,20 @@ ANY = Typed(True, BOTH_BOOLS, TRUE, TRUE, (ANY_ARR,), (ANY_OBJ,))
 
 class Neg:
     """Atom: the complement of a Sub."""
-    __slots__ = ("sub",)
+    __slots__ = ("sub", "serial")
 
     def __init__(self, sub):
         self.sub = sub
+        self.serial = next_serial()
 
 
 class Either:
     """Atom: the union of Subs."""
-    __slots__ = ("subs",)
+    __slots__ = ("subs", "serial")
 
     def __init__(self, subs):
         self.subs = subs
+        self.serial = next_serial()
 
 
 def sub_and(a: frozenset, *more: frozenset) -> frozenset:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
+from stencil.grammar.json_schema.model import next_serial
 
 __all__ = ["Resolver", "Loc", "DEFAULT_BASE", "draft_of"]
 
@@ -73,11 +74,12 @@ class Loc:
     """A schema at a place: its value, base URI, JSON pointer in its document, draft, and (only
     for schemas with dynamic anchors) the dynamic scope: for each ``$dynamicAnchor`` name, the
     schema of the outermost resource entered so far that declares it."""
-    __slots__ = ("schema", "base", "pointer", "draft", "doc", "dyn")
+    __slots__ = ("schema", "base", "pointer", "draft", "doc", "dyn", "serial")
 
     def __init__(self, schema, base: str, pointer: str, draft: int, doc: str, dyn: tuple = ()):
         self.schema, self.base, self.pointer, self.draft, self.doc = schema, base, pointer, draft, doc
         self.dyn = dyn
+        self.serial = next_serial()  # a Sub's atoms are read in creation order (model.atom_order)
 
     def where(self) -> str:
         """The JSON pointer, prefixed with the document's URI when it is not the root document."""
