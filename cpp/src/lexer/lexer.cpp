@@ -381,12 +381,11 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
   if (!deriver_.is_empty(f)) {
     // ASCII: one derivative per byte class.
     std::vector<int8_t> by_class(num_classes_, -1);
-    for (int b = 0; b < 0x80; ++b) {
-      if (!CharSummary::ascii_text(static_cast<uint8_t>(b))) continue;
+    out = CharSummary::of_ascii_loops([&](uint8_t b) {
       int8_t& ok = by_class[classes_.class_of[b]];
       if (ok < 0) ok = store_.holds(deriver_.derive(f, classes_.representative[classes_.class_of[b]]), f);
-      if (ok) out.add(b);
-    }
+      return ok == 1;
+    });
   }
   // Each group of non-ASCII characters: every path from its lead bytes stays alive and, at the
   // character's end, holds f again.

@@ -89,7 +89,7 @@ void TokenTrie::summarize() {
     int after = -1, bit = CharSummary::kPoison;
     if (before == 0 && node.byte < 0x80) {
       after = 0;
-      if (CharSummary::ascii_text(node.byte)) bit = node.byte;
+      bit = CharSummary::bucket_of(node.byte);
     } else if (before >= 0 && (after = plain_text_step(before, node.byte)) >= 0) {
       bit = before == 0 ? CharSummary::kGroupBase + CharSummary::group_of_lead(node.byte) : bits.back();
     }

@@ -62,7 +62,7 @@ class WalkLoops {
   static bool covers(const CharSummary& chars, CharSummary& known, bool& groups, Full with_groups) {
     if (!groups) {
       CharSummary assumed = known;
-      assumed.lo |= CharSummary::kGroupBits;
+      assumed.bits |= CharSummary::kGroupBits;
       if (!chars.within(assumed)) return false;
       if (!chars.has_groups()) return true;
       known = with_groups();
