@@ -208,11 +208,14 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
-    // back to itself: walk the state with them lifted, alike for every token, and replay the
-    // boundaries' states from `state`.
+    // back to itself: take the entry of the state with them lifted (cached: the states of a long
+    // string share it), alike for every token, and replay the boundaries' states from `state`.
     const uint32_t relaxed =
         loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
-    if (relaxed != Lexer::kDead && relaxed != state) return resolve(lexer, vocab, state, compute(lexer, vocab, relaxed)->shared);
+    if (relaxed != Lexer::kDead && relaxed != state) {
+      std::shared_ptr<const MaskEntry> keep;
+      return resolve(lexer, vocab, state, get(lexer, vocab, relaxed, &keep)->shared);
+    }
     shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
