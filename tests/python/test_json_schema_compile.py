@@ -5,6 +5,7 @@ what it reports, whitespace modes, property order, references and registries, th
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -245,3 +246,56 @@ def test_same_schema_same_grammar_whatever_the_memory_layout():
         texts.add(str(json_schema_grammar(json.loads(json.dumps(schema)))))
         del junk
     assert len(texts) == 1
+
+
+def _parser_items(m) -> int:
+    """The Earley items the matcher's parser holds (from its debug line)."""
+    found = re.search(r"parser rows \((\d+) items\)", m.debug_state())
+    assert found, m.debug_state()
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize("schema, first, rest", [
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 1000}, "7", "7"),
+    ({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "maxItems": 1000}, '"s"', "7"),
+    ({"type": "array", "contains": {"const": 3}, "maxContains": 2, "maxItems": 1000}, "3", "1"),
+])
+def test_large_max_items_exact_at_depth(compiler, schema, first, rest):
+    """maxItems 1000: the 1000th item may close the array and may not be followed by another, the
+    first items too; the parser holds a bounded number of items per row however deep the list
+    (right-nested lists completed through Leo's memo, not one prediction per count)."""
+    g = compiler.compile_json_schema(schema)
+    m = stencil.Matcher(g)
+    assert m.accept_string("[" + first)
+    per_row = []
+    for n in range(2, 1001):
+        assert m.accept_string(", " + rest), n
+        if n % 100 == 0:
+            per_row.append(_parser_items(m) / n)
+    assert m.accept_string("]") and m.is_accepting()
+    over = stencil.Matcher(g)
+    assert over.accept_string("[" + first + (", " + rest) * 999)
+    assert not over.fork().accept_string(", " + rest)
+    assert over.accept_string("]")
+    if "minItems" in schema:
+        assert not accepts(g, "[" + first + "]") and accepts(g, "[" + first + ", " + rest + "]")
+    if "contains" in schema:
+        assert accepts(g, "[3, 1, 3]") and not accepts(g, "[3, 1, 3, 3]") and not accepts(g, "[1, 1]")
+    # items per byte of input stay flat: the 1000th item costs what the 100th did
+    assert max(per_row) < 2 * min(per_row), per_row
+
+
+def test_right_recursive_gbnf_list_parses_in_linear_items(compiler):
+    """`list ::= item ("," list)?` nests one level per item; completing it at each item must not
+    walk all the levels (Leo's memo), or the parser would hold a quadratic number of items."""
+    g = compiler.compile_gbnf('root ::= "[" list "]"\nlist ::= item ("," list)?\nitem ::= [0-9]+\n')
+    m = stencil.Matcher(g)
+    assert m.accept_string("[1")
+    sizes = {}
+    for n in range(2, 3001):
+        assert m.accept_string(",%d" % n)
+        if n in (300, 3000):
+            sizes[n] = _parser_items(m)
+    assert m.accept_string("]") and m.is_accepting()
+    assert sizes[3000] < 15 * sizes[300], sizes   # linear: about 10x; without the memo about 100x
+    assert not accepts(g, "[1,2,]") and not accepts(g, "[]") and accepts(g, "[1,2,3]")

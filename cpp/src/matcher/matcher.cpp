@@ -503,7 +503,7 @@ std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
 std::string Matcher::debug_state() const {
   const Frame& f = frames_.back();
   return "lexer state " + std::to_string(f.state) + " [" + lexer_->describe_state(f.state) + "], " +
-         std::to_string(parser_.num_rows()) + " parser rows, " + std::to_string(history_.size()) + " tokens" +
+         std::to_string(parser_.num_rows()) + " parser rows (" + std::to_string(parser_.num_items()) + " items), " + std::to_string(history_.size()) + " tokens" +
          (terminated_ ? ", terminated" : "");
 }
 

@@ -77,6 +77,13 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       if (it.origin == row) continue;  // nullable completions were advanced at prediction
       const int32_t ci = g.nt_check[lhs];
       const CompletionCheck* check = ci >= 0 ? &g.checks[ci] : nullptr;
+      if (!check) {
+        const uint64_t top = leo_top(it.origin, lhs);
+        if (top != kNoLeo) {  // a deterministic chain of last-symbol completions: add its top only
+          add(static_cast<uint32_t>(top >> 32), static_cast<uint32_t>(top));
+          continue;
+        }
+      }
       const uint32_t from = rows_[it.origin].offset;
       const bool whole = check && (check->kind == CheckKind::ObjectKeys || check->kind == CheckKind::NotIn);
       if (whole && !whole_check(*check, from, offset)) continue;
@@ -101,6 +108,55 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special, ++next_serial_};
   r.lexer_start = lexer_start_for_allowed();
   rows_.push_back(r);
+}
+
+// Leo's memo for right recursion: when row `row` holds exactly one item waiting on `sym`, and
+// that item waits on its rule's last symbol (and neither rule has a completion check),
+// completing `sym` there completes that rule at once, which may be the same case one row
+// further down. The chain's top is memoized per row, so a list written as right recursion
+// (`items -> item | item , items`) completes in O(1) per item instead of O(depth).
+uint64_t EarleyParser::leo_top(uint32_t row, uint32_t sym) {
+  const Grammar& g = *g_;
+  leo_chain_.clear();  // (memo key, completed item) of the rows the chain goes through
+  uint64_t top;
+  for (;;) {
+    const uint64_t key = (uint64_t(rows_[row].serial) << 32) | sym;
+    if (const uint64_t* known = leo_find(key)) {
+      top = *known;
+      break;
+    }
+    const EarleyRow& r = rows_[row];
+    const EarleyItem* only = nullptr;
+    bool unique = true;
+    for (uint32_t j = r.begin; j < r.end && unique; ++j) {
+      if (g.dotted[items_[j].pos] != sym) continue;
+      unique = only == nullptr;
+      only = &items_[j];
+    }
+    if (!only || !unique || !Grammar::is_end(g.dotted[only->pos + 1])) {
+      top = kNoLeo;  // not deterministic here: the usual completion
+      leo_store(key, top);
+      break;
+    }
+    const uint32_t rule = g.dotted[only->pos + 1] & ~Grammar::kEndOfRule;
+    const uint32_t lhs = g.rules[rule].lhs;
+    const uint64_t done = (uint64_t(only->pos + 1) << 32) | only->origin;
+    if (g.nt_check[lhs] >= 0 || rule == 0 || only->origin >= row) {
+      // A checked rule, the start rule (it sets `accepting`), or a rule begun in this same row:
+      // the chain stops at its completion, which the usual completion then processes.
+      top = done;
+      leo_store(key, top);
+      break;
+    }
+    leo_chain_.push_back({key, done});
+    row = only->origin;
+    sym = lhs;
+  }
+  for (size_t i = leo_chain_.size(); i-- > 0;) {
+    if (top == kNoLeo) top = leo_chain_[i].second;  // the row below has no chain: stop here
+    leo_store(leo_chain_[i].first, top);
+  }
+  return top;
 }
 
 uint32_t EarleyParser::lexer_start_for_allowed() {

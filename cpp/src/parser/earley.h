@@ -39,6 +39,7 @@ class EarleyParser {
   EarleyParser(const Grammar& g, const Lexer& lexer);
   void reset();
   size_t num_rows() const { return rows_.size(); }
+  size_t num_items() const { return items_.size(); }
   const EarleyRow& top() const { return rows_.back(); }
   void truncate(size_t rows) {
     if (rows < rows_.size()) {
@@ -90,6 +91,22 @@ class EarleyParser {
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
   uint32_t lexer_start_for_allowed();
+  // Leo's memo (see leo_top): (row serial << 32 | symbol) -> the completed item (pos << 32 |
+  // origin) that completing the symbol there amounts to, or kNoLeo. A lossy direct-mapped
+  // cache: rows never change once pushed and serials are never reused, so entries stay true.
+  static constexpr uint64_t kNoLeo = ~uint64_t(0);
+  static constexpr size_t kLeoSlots = 1024;
+  uint64_t leo_top(uint32_t row, uint32_t sym);
+  static size_t leo_slot(uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 54; }
+  const uint64_t* leo_find(uint64_t key) const {
+    if (leo_.empty()) return nullptr;
+    const LeoSlot& s = leo_[leo_slot(key)];
+    return s.key == key ? &s.top : nullptr;
+  }
+  void leo_store(uint64_t key, uint64_t top) {
+    if (leo_.empty()) leo_.resize(kLeoSlots);  // on first use: most grammars never complete a deep chain
+    leo_[leo_slot(key)] = {key, top};
+  }
 
   const Grammar* g_;
   const Lexer* lexer_;
@@ -150,6 +167,12 @@ class EarleyParser {
   size_t next_verdict_ = 0;
   Verdict* recording_ = nullptr;
   std::string scratch_item_;
+  struct LeoSlot {
+    uint64_t key = ~uint64_t(0);
+    uint64_t top = 0;
+  };
+  std::vector<LeoSlot> leo_;
+  std::vector<std::pair<uint64_t, uint64_t>> leo_chain_;
 };
 
 }  // namespace stencil

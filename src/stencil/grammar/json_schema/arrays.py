@@ -2,13 +2,15 @@
 ``contains``/``minContains``/``maxContains``/``uniqueItems`` into an :class:`~.model.ArrSpec`, and
 the grammar of an ArrSpec.
 
-The grammar is a counter automaton written as left-nested list rules: the state after each item
-is (position, matches of each ``contains``), where the position is exact up to the largest index
+The grammar is a counter automaton: the state after each item is (position, matches of each
+``contains``), where the position is exact up to the largest index
 a keyword mentions and saturates after it. An item's schema depends on its position (prefix or
 rest) and, under ``contains``, on whether it is counted as a match (the item schema AND the
 contains schema) or not (AND NOT the contains schema, needed only when the count has an upper
 bound). ``uniqueItems`` wraps each item in a rule with the core's ``unique_item`` check, which
-vetoes an item equal (as JSON values) to an earlier item of the same array.
+vetoes an item equal (as JSON values) to an earlier item of the same array. The lists are
+right-nested rules (one prediction when an array opens, whatever maxItems is), except under
+``uniqueItems``, whose check needs the left-nested form.
 
 Example::
 
@@ -149,6 +151,34 @@ def emit_array(em, spec: ArrSpec, depth: int):
         return pos >= spec.min and all(c >= lo for (_, lo, _, _), c in zip(entries, counts))
 
     start = (0, (0,) * len(entries))
+    kind_cache: dict = {}
+
+    def kinds_at(pos: int) -> list:
+        ks = kind_cache.get(pos)
+        if ks is None:
+            ks = kind_cache[pos] = kinds(pos)
+        return ks
+
+    if spec.unique:
+        body = _left_linear(em, depth, start, kinds_at, step, accepting, item_symbol)
+    else:
+        body = _right_linear(em, depth, start, kinds_at, step, accepting, item_symbol)
+    rule = em.fresh("array")
+    if accepting(start):
+        b.add_alternative(rule, em.empty_array())
+    for r in body:
+        b.add_alternative(rule, em.arr_open(depth) + [r] + em.arr_close(depth))
+    if not accepting(start) and not body:
+        em.dead(rule)
+    return rule
+
+
+def _left_linear(em, depth, start, kinds_at, step, accepting, item_symbol) -> list:
+    """The non-empty item lists as left-nested rules, one per automaton state (the lists ending
+    there); the rules of accepting states. A ``unique_item`` check reads an item's earlier
+    siblings from the start of the rule waiting on it, so unique arrays need this form: that
+    rule then starts at the first item."""
+    b = em.b
     lists: dict = {}   # state -> rule of the non-empty item lists ending in that state
     todo = []
     comma = em.comma(depth)
@@ -162,30 +192,68 @@ def emit_array(em, spec: ArrSpec, depth: int):
             todo.append(state)
         return r
 
-    kind_cache: dict = {}
-    for s, inc in kinds(0):
+    for s, inc in kinds_at(0):
         nxt = step(start, inc)
         if nxt is not None:
             b.add_alternative(target(nxt), [item_symbol(s)])
     while todo:
         state = todo.pop()
-        pos = state[0]
-        ks = kind_cache.get(pos)
-        if ks is None:
-            ks = kind_cache[pos] = kinds(pos)
-        for s, inc in ks:
+        for s, inc in kinds_at(state[0]):
             nxt = step(state, inc)
             if nxt is not None:
                 b.add_alternative(target(nxt), [lists[state]] + comma + [item_symbol(s)])
-    rule = em.fresh("array")
-    alts = 0
-    if accepting(start):
-        b.add_alternative(rule, em.empty_array())
-        alts += 1
-    for state, r in lists.items():
-        if accepting(state):
-            b.add_alternative(rule, em.arr_open(depth) + [r] + em.arr_close(depth))
-            alts += 1
-    if not alts:
-        em.dead(rule)
-    return rule
+    return [r for state, r in lists.items() if accepting(state)]
+
+
+def _right_linear(em, depth, start, kinds_at, step, accepting, item_symbol) -> list:
+    """The non-empty item lists as right-nested rules, one per automaton state (the lists from
+    there to an accepting state), with a left-nested loop where an item keeps the state. Opening
+    the array then predicts one rule, not one per accepting state (maxItems 1000 made that 2,000
+    Earley items at every array), and the parser's Leo memo completes the right nesting in O(1)
+    per item."""
+    b = em.b
+    edges: dict = {}   # state -> [(item sub, next state)]
+    todo = [start]
+    while todo:
+        state = todo.pop()
+        if state in edges:
+            continue
+        if len(edges) >= MAX_ARRAY_STATES:
+            raise Unsupported("maxItems", f"the array needs more than {MAX_ARRAY_STATES} counting states")
+        out = edges[state] = []
+        for s, inc in kinds_at(state[0]):
+            nxt = step(state, inc)
+            if nxt is not None:
+                out.append((s, nxt))
+                todo.append(nxt)
+    # States from which some non-empty list reaches an accepting state. Every item but a
+    # self-loop raises the position or, saturated, a count: deepest first is one pass.
+    live = set()
+    for state in sorted(edges, key=lambda q: (q[0], sum(q[1])), reverse=True):
+        if any(accepting(n) or (n in live and n != state) for _, n in edges[state]):
+            live.add(state)
+    rules = {state: em.fresh("items") for state in live}
+    comma = em.comma(depth)
+    for state in live:
+        exits = []
+        loop = [s for s, n in edges[state] if n == state]
+        for s, n in edges[state]:
+            if n == state:
+                continue
+            if accepting(n):
+                exits.append([item_symbol(s)])
+            if n in live:
+                exits.append([item_symbol(s)] + comma + [rules[n]])
+        r = rules[state]
+        if loop:
+            lp = em.fresh("loop")
+            for s in dict.fromkeys(loop):
+                b.add_alternative(lp, [item_symbol(s)])
+                b.add_alternative(lp, [lp] + comma + [item_symbol(s)])
+            if accepting(state):
+                b.add_alternative(r, [lp])
+            for e in exits:
+                b.add_alternative(r, [lp] + comma + e)
+        for e in exits:
+            b.add_alternative(r, e)
+    return [rules[start]] if start in live else []
