@@ -43,7 +43,9 @@ void EarleyParser::add(uint32_t pos, uint32_t origin) {
   if ((set_count_ + 1) * 2 > set_keys_.size()) grow_set();
   uint64_t key = (uint64_t(pos) << 32) | origin;
   size_t mask = set_keys_.size() - 1;
-  size_t h = static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+  // The product's top bits: they depend on the whole key. (Its bits 20-31 depended on the
+  // origin alone, so a row's predictions, which share one origin, all probed one chain.)
+  size_t h = static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_ctzll(set_keys_.size())));
   while (set_gen_[h] == gen_) {
     if (set_keys_[h] == key) return;
     h = (h + 1) & mask;
@@ -87,14 +89,11 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       const uint32_t from = rows_[it.origin].offset;
       const bool whole = check && (check->kind == CheckKind::ObjectKeys || check->kind == CheckKind::NotIn);
       if (whole && !whole_check(*check, from, offset)) continue;
-      const uint32_t o_begin = rows_[it.origin].begin, o_end = rows_[it.origin].end;
-      for (uint32_t j = o_begin; j < o_end; ++j) {
+      for_each_waiting(it.origin, lhs, [&](uint32_t j) {
         const EarleyItem prev = items_[j];
-        if (g.dotted[prev.pos] != lhs) continue;
-        if (check && !whole && !sibling_check(*check, prev.origin, it.origin, offset))
-          continue;
+        if (check && !whole && !sibling_check(*check, prev.origin, it.origin, offset)) return;
         add(prev.pos + 1, prev.origin);
-      }
+      });
     } else {
       if (predicted_[sym] != close_gen_) {
         predicted_[sym] = close_gen_;
@@ -125,14 +124,12 @@ uint64_t EarleyParser::leo_top(uint32_t row, uint32_t sym) {
       top = *known;
       break;
     }
-    const EarleyRow& r = rows_[row];
     const EarleyItem* only = nullptr;
     bool unique = true;
-    for (uint32_t j = r.begin; j < r.end && unique; ++j) {
-      if (g.dotted[items_[j].pos] != sym) continue;
-      unique = only == nullptr;
+    for_each_waiting(row, sym, [&](uint32_t j) {
+      unique &= only == nullptr;
       only = &items_[j];
-    }
+    });
     if (!only || !unique || !Grammar::is_end(g.dotted[only->pos + 1])) {
       top = kNoLeo;  // not deterministic here: the usual completion
       leo_store(key, top);
@@ -157,6 +154,19 @@ uint64_t EarleyParser::leo_top(uint32_t row, uint32_t sym) {
     leo_store(leo_chain_[i].first, top);
   }
   return top;
+}
+
+const std::vector<uint64_t>& EarleyParser::row_index(uint32_t row) {
+  const uint32_t serial = rows_[row].serial;
+  for (RowIndex& ix : row_index_)
+    if (ix.serial == serial) return ix.entries;
+  RowIndex& ix = row_index_[next_row_index_++ % kRowIndexes];
+  ix.serial = serial;
+  ix.entries.clear();
+  const EarleyRow& r = rows_[row];
+  for (uint32_t j = r.begin; j < r.end; ++j) ix.entries.push_back((uint64_t(g_->dotted[items_[j].pos]) << 32) | j);
+  std::sort(ix.entries.begin(), ix.entries.end());
+  return ix.entries;
 }
 
 uint32_t EarleyParser::lexer_start_for_allowed() {

@@ -2,6 +2,7 @@
 // lexeme pushes a row, and rollback is truncation. Each row knows the lexer
 // state that starts the next lexeme: the set of lexemes the row can accept.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -91,6 +92,30 @@ class EarleyParser {
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
   uint32_t lexer_start_for_allowed();
+  // Calls f(j) for each item j of `row` waiting on `sym`, in row order. A big row (an object
+  // with many alternative shapes predicts thousands of items) is searched through a sorted index
+  // kept for a few recent rows: completions into it no longer scan it whole each time.
+  template <class F>
+  void for_each_waiting(uint32_t row, uint32_t sym, F f) {
+    const EarleyRow& r = rows_[row];
+    if (r.end - r.begin < kIndexFrom) {
+      for (uint32_t j = r.begin; j < r.end; ++j)
+        if (g_->dotted[items_[j].pos] == sym) f(j);
+      return;
+    }
+    const std::vector<uint64_t>& ix = row_index(row);
+    for (auto at = std::lower_bound(ix.begin(), ix.end(), uint64_t(sym) << 32); at != ix.end() && (*at >> 32) == sym; ++at)
+      f(static_cast<uint32_t>(*at));
+  }
+  const std::vector<uint64_t>& row_index(uint32_t row);
+  static constexpr uint32_t kIndexFrom = 64;
+  static constexpr size_t kRowIndexes = 4;
+  struct RowIndex {
+    uint32_t serial = 0;             // 0: unused (serials start at 1)
+    std::vector<uint64_t> entries;   // (dotted symbol << 32 | item index), sorted
+  };
+  RowIndex row_index_[kRowIndexes];
+  size_t next_row_index_ = 0;
   // Leo's memo (see leo_top): (row serial << 32 | symbol) -> the completed item (pos << 32 |
   // origin) that completing the symbol there amounts to, or kNoLeo. A lossy direct-mapped
   // cache: rows never change once pushed and serials are never reused, so entries stay true.
