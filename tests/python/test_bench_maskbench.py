@@ -51,8 +51,13 @@ class RegexStencil(StencilEngine):
         except stencil.GrammarError as e:
             raise CompileError(str(e)) from None
         m = stencil.Matcher(compiled)
-        return Session(self.bitmask[0], functools.partial(m.fill_next_token_bitmask, self.bitmask, 0),
-                       m.accept_token, m.reset)
+        fill = functools.partial(m.fill_next_token_bitmask, self.bitmask, 0)
+        if "sleep_at" in schema:  # off CPU for 2 ms at one step, as a preempted step is
+            def fill(fill=fill, at=schema["sleep_at"]):
+                if m.num_accepted_tokens == at:
+                    time.sleep(0.002)
+                fill()
+        return Session(self.bitmask[0], fill, m.accept_token, m.reset)
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +94,17 @@ def test_passing_schema_times_every_token(deepseek, regex_engine):
     assert valid_tokens < len(rec["tbm_ns"]) < sum(len(t["tokens"]) for t in task["tests"])
     assert all(t > 0 for t in rec["tbm_ns"])
     assert rec["valid_rejected"] == rec["invalid_accepted"] == rec["mismatches"] == 0
+
+
+def test_steps_off_cpu_are_listed_as_descheduled(deepseek, regex_engine):
+    info, encode = deepseek
+    task = make_task({"regex": r'\{"a": [0-9]+\}', "sleep_at": 2}, [(True, {"a": 12345})], encode)
+    rec = run(regex_engine, info, task)
+    assert rec["status"] == "passing", rec["error"]
+    assert [i for i, _ in rec["descheduled"]] == [2]
+    assert rec["descheduled"][0][1] >= 1_500_000 and rec["tbm_ns"][2] >= rec["descheduled"][0][1]
+    s = summarize([{**rec, "file": "t.json"}])
+    assert s["descheduled_steps"] == 1 and s["tbm_us"]["max"] >= 2000 > s["tbm_max_on_cpu_us"]
 
 
 def test_valid_instance_rejected_is_a_validation_error(deepseek, regex_engine):
@@ -209,6 +225,10 @@ def test_summaries_common_schemas_and_ratios():
     s = {e: summarize(r) for e, r in recs.items()}
     assert s["llguidance"]["counts"]["timeout"] == 1 and s["llguidance"]["tokens"] == 3
     assert s["llguidance"]["tbm_us"]["max"] == 1000 and s["stencil"]["ttfm_us"]["mean"] == 100
+    assert s["llguidance"]["tbm_max_on_cpu_us"] == 1000 and s["llguidance"]["descheduled_steps"] == 0
+    s_off = summarize([{**recs["llguidance"][2], "descheduled": [(0, 900_000)]}, recs["llguidance"][0]])
+    assert s_off["tbm_us"]["max"] == 1000 and s_off["tbm_max_on_cpu_us"] == 40 and s_off["descheduled_steps"] == 1
+    assert "TBM max, never descheduled (us)" in engine_table({"x": s_off})
     table = engine_table(s)
     assert "TBM p99.9 (us)" in table and "invalidation errors" in table
     common = passed_by_all(recs)

@@ -8,6 +8,11 @@ last token; an invalid one must fail somewhere (a token refused, or EOS not allo
 The EOS check is not timed. A token the mask allows but the engine then refuses counts as a
 rejection and is reported as a mask/accept mismatch.
 
+Each step's thread CPU time is read too, outside the timed window: a step whose wall time exceeds
+its CPU time by more than 0.1 ms was descheduled (another task ran on its core: on a small VM,
+kernel threads or the host's agent), and is listed in ``descheduled`` as (step index, ns off
+CPU). Its time still counts in every figure; the tables add the max without such steps.
+
 Example::
 
     record = measure_schema(engine, task, eos_ids=info.eos_token_ids, token_bytes=info.token_bytes)
@@ -21,6 +26,9 @@ from typing import Callable, Sequence
 
 from stencil.bench.maskbench.engines.base import CompileError
 
+#: a step whose wall time exceeds its thread CPU time by more than this was descheduled
+OFF_CPU_NS = 100_000
+
 
 def _describe(e: BaseException) -> str:
     text = str(e).strip().replace("\n", " ")
@@ -33,8 +41,10 @@ def measure_schema(engine, task: dict, eos_ids: Sequence[int], token_bytes: Call
     tests = task["tests"]
     rec = {"status": "passing", "error": None, "ttfm_ns": None, "tbm_ns": [], "num_tests": len(tests),
            "skipped_tests": task.get("skipped_tests", 0), "valid_rejected": 0, "invalid_accepted": 0,
-           "mismatches": 0}
+           "mismatches": 0, "descheduled": []}
     tbm = rec["tbm_ns"]
+    off_cpu = rec["descheduled"]
+    cpu_clock = time.thread_time_ns
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a collection inside a timed step would be charged to whichever engine runs
     try:
@@ -58,6 +68,7 @@ def measure_schema(engine, task: dict, eos_ids: Sequence[int], token_bytes: Call
                 session.reset()
                 fill, accept, words = session.fill, session.accept, session.words
                 for k, t in enumerate(tokens):
+                    c0 = cpu_clock()
                     t0 = clock()
                     fill()
                     allowed = (words[t >> 5] >> (t & 31)) & 1
@@ -65,7 +76,11 @@ def measure_schema(engine, task: dict, eos_ids: Sequence[int], token_bytes: Call
                         allowed = accept(t)
                         if not allowed:
                             rec["mismatches"] += 1
-                    tbm.append(clock() - t0)
+                    wall = clock() - t0
+                    off = wall - (cpu_clock() - c0)
+                    if off > OFF_CPU_NS:
+                        off_cpu.append((len(tbm), off))
+                    tbm.append(wall)
                     if not allowed:
                         failure = (f"token {k} of {len(tokens)} ({t}, {token_bytes(t)!r}) refused"
                                    + (" by accept after its mask allowed it" if (words[t >> 5] >> (t & 31)) & 1 else "")

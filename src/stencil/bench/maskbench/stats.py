@@ -5,6 +5,8 @@ MaskBench's own results script computes them. TBM pools every timed token of eve
 compiled (passing or not); TTFM pools every schema that compiled. Each schema has exactly one
 status: passing, compile_error, validation_error (a valid instance rejected: that is the first
 failure seen), invalidation_error (an invalid instance accepted), crash, oom or timeout.
+``tbm_max_on_cpu_us`` is the TBM max over the steps that were never descheduled (see measure.py);
+``descheduled_steps`` counts the others.
 
 Example::
 
@@ -46,6 +48,8 @@ def summarize(records: Iterable[dict], only: set[str] | None = None) -> dict:
     files in ``only`` when given."""
     counts = {s: 0 for s in STATUSES}
     tbm: list[np.ndarray] = []
+    on_cpu: list[np.ndarray] = []   # the steps never descheduled
+    descheduled = 0
     ttfm: list[float] = []
     schemas = tests = skipped = 0
     for r in records:
@@ -57,7 +61,11 @@ def summarize(records: Iterable[dict], only: set[str] | None = None) -> dict:
         skipped += r.get("skipped_tests", 0)
         if r.get("ttfm_ns") is not None:
             ttfm.append(r["ttfm_ns"] / 1e3)
-            tbm.append(np.asarray(r.get("tbm_ns", ()), dtype=np.float64) / 1e3)
+            times = np.asarray(r.get("tbm_ns", ()), dtype=np.float64) / 1e3
+            tbm.append(times)
+            off = [i for i, _ in r.get("descheduled", ())]
+            descheduled += len(off)
+            on_cpu.append(np.delete(times, off) if off else times)
     tbm_all = np.concatenate(tbm) if tbm else np.zeros(0)
     return {
         "schemas": schemas,
@@ -66,6 +74,8 @@ def summarize(records: Iterable[dict], only: set[str] | None = None) -> dict:
         "tokens": int(tbm_all.size),
         "counts": counts,
         "tbm_us": percentiles(tbm_all, TBM_POINTS),
+        "descheduled_steps": descheduled,
+        "tbm_max_on_cpu_us": percentiles(np.concatenate(on_cpu) if on_cpu else np.zeros(0), ("max",))["max"],
         "ttfm_us": percentiles(ttfm, TTFM_POINTS),
     }
 
