@@ -98,6 +98,26 @@ def test_pattern_and_length_together(compiler):
     assert _accepts(g, "abc") and not _accepts(g, "abcd") and not _accepts(g, "ab1")
 
 
+def test_pattern_and_length_emptiness_is_exact(compiler):
+    """Whether a pattern AND a length leaves any string: the pattern's shortest string is tried
+    first and must be checked against the length too (`^a$` holds no string of 2 characters, so
+    a string may not even open), and when it fails the search goes on (`^(a|bb)$` holds `bb`)."""
+    g = compiler.compile_json_schema({"anyOf": [{"type": "string", "pattern": "^a$", "minLength": 2},
+                                                {"type": "integer"}]})
+    assert not stencil.Matcher(g).accept_string('"') and _accepts(g, 7)
+    g = compiler.compile_json_schema({"type": "string", "pattern": "^(a|bb)$", "minLength": 2})
+    assert _accepts(g, "bb") and not _accepts(g, "a")
+    m = stencil.Matcher(g)
+    assert m.accept_string('"') and not m.fork().accept_string("a") and m.accept_string("b")
+    # the pattern of an e-mail ending .gov.uk within 5 to 254 characters, checked against re
+    p = r"^[^@^\s]+@[^@^\.^\s]+(\.[^@^\.^\s]*)*.gov.uk"
+    g = compiler.compile_json_schema({"type": "string", "minLength": 5, "maxLength": 254, "pattern": p})
+    for text in ["a@b.gov.uk", "a@b.c.gov.uk", "a@bxgov.uk", "x@y.gov.ukzz", "a@b.gov.u", "@b.gov.uk",
+                 "a@b@c.gov.uk", "a@" + "b" * 250 + ".gov.uk", "a b@c.gov.uk"]:
+        want = re.search(p, text) is not None and 5 <= len(text) <= 254
+        assert _accepts(g, text) == want, text
+
+
 def test_enum_of_strings_in_every_spelling(compiler):
     g = compiler.compile_grammar(json_schema_grammar({"enum": ["café", "a\"b", "😀", "x\ny"]}))
     for s in ("café", "a\"b", "😀", "x\ny"):

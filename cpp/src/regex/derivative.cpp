@@ -1,5 +1,6 @@
 #include "regex/derivative.h"
 
+#include <algorithm>
 #include <deque>
 #include <unordered_set>
 
@@ -95,6 +96,23 @@ bool Deriver::is_empty(ExprId e) {
     empty_cache_.emplace(e, empty);
     return empty;
   }
+  // An intersection usually holds the shortest string of one of its terms (a pattern's, beside
+  // a length bound): try those first, by derivatives. The search below derives by every byte
+  // class level after level, which for a pattern ending `.gov.uk` builds thousands of states.
+  if (n.kind == ExprKind::And) {
+    if (witness_cache_.size() > (1u << 16)) witness_cache_.clear();  // a cache: bounded memory
+    const std::vector<ExprId> kids(store_.args(n), store_.args(n) + std::min<uint32_t>(n.args_len, 8));
+    std::string w;
+    for (ExprId k : kids) {
+      if (!witness(k, w)) continue;
+      ExprId d = e;
+      for (size_t i = 0; i < w.size() && d != ExprStore::kNothing; ++i) d = derive(d, static_cast<uint8_t>(w[i]));
+      if (d != ExprStore::kNothing && store_.nullable(d)) {
+        empty_cache_.emplace(e, false);
+        return false;
+      }
+    }
+  }
   // Breadth-first search for a nullable derivative.
   std::unordered_set<ExprId> seen{e};
   std::deque<ExprId> queue{e};
@@ -115,6 +133,66 @@ bool Deriver::is_empty(ExprId e) {
   }
   empty_cache_.emplace(e, empty);
   return empty;
+}
+
+bool Deriver::witness(ExprId e, std::string& out) {
+  constexpr size_t kMaxWitness = 512;
+  if (auto it = witness_cache_.find(e); it != witness_cache_.end()) {
+    out = it->second.second;
+    return it->second.first;
+  }
+  struct DepthGuard {
+    int& d;
+    ~DepthGuard() { --d; }
+  } guard{++depth_};
+  if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to decide its emptiness");
+  const ExprNode n = store_.node(e);
+  bool ok = false;
+  std::string w;
+  switch (n.kind) {
+    case ExprKind::Nothing: break;
+    case ExprKind::Empty: ok = true; break;
+    case ExprKind::Bytes: {
+      const ByteSet& set = store_.byteset(n.a);
+      for (int b = 0; b < 256 && !ok; ++b)
+        if (set.has(static_cast<uint8_t>(b))) {
+          w.push_back(static_cast<char>(b));
+          ok = true;
+        }
+      break;
+    }
+    case ExprKind::Concat: {
+      std::string tail;
+      ok = witness(n.a, w) && witness(n.b, tail) && w.size() + tail.size() <= kMaxWitness;
+      if (ok) w += tail;
+      break;
+    }
+    case ExprKind::Or: {
+      const std::vector<ExprId> kids(store_.args(n), store_.args(n) + n.args_len);
+      std::string k;
+      for (ExprId x : kids)
+        if (witness(x, k) && (!ok || k.size() < w.size())) {
+          w.swap(k);
+          ok = true;
+        }
+      break;
+    }
+    case ExprKind::Repeat: {
+      std::string item;
+      if (n.min == 0) {
+        ok = true;
+      } else if (witness(n.a, item) && uint64_t(item.size()) * n.min <= kMaxWitness) {
+        for (uint32_t i = 0; i < n.min; ++i) w += item;
+        ok = true;
+      }
+      break;
+    }
+    case ExprKind::And:
+    case ExprKind::Not: break;  // no structural answer: the caller searches
+  }
+  witness_cache_.emplace(e, std::make_pair(ok, w));
+  out.swap(w);
+  return ok;
 }
 
 bool Deriver::can_extend(ExprId e) {

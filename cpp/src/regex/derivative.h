@@ -1,6 +1,7 @@
 // Brzozowski derivatives over bytes, with a cache, a work budget ("fuel")
 // and an emptiness check for expressions that use And/Not.
 #pragma once
+#include <string>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
@@ -37,6 +38,9 @@ class Deriver {
  private:
   ExprId derive_uncached(ExprId e, uint8_t b);
   void burn(uint64_t amount);
+  // A shortest string of e's language read off its structure, when e has no And/Not: the
+  // candidate an intersection's emptiness test tries before searching.
+  bool witness(ExprId e, std::string& out);
 
   ExprStore& store_;
   uint64_t fuel_;
@@ -44,6 +48,7 @@ class Deriver {
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
+  std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;
   std::vector<uint8_t> reps_;
 };
 

@@ -191,7 +191,8 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
   return explore_plain(lexer, relaxed, 256);
 }
 
-std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
+std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                                                    bool* borrowed) const {
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
@@ -208,13 +209,17 @@ std::shared_ptr<MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabula
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
-    // back to itself: take the entry of the state with them lifted (cached: the states of a long
-    // string share it), alike for every token, and replay the boundaries' states from `state`.
+    // back to itself: the state with them lifted behaves alike on every token's bytes, so its
+    // entry (cached: the states of a long string share it) serves as it is, boundaries and all.
+    // (Replaying each boundary's bytes from `state` instead built a counting state per trie
+    // node above a boundary: 25 ms for a pattern under maxLength 254.)
     const uint32_t relaxed =
         loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
     if (relaxed != Lexer::kDead && relaxed != state) {
       std::shared_ptr<const MaskEntry> keep;
-      return resolve(lexer, vocab, state, get(lexer, vocab, relaxed, &keep)->shared);
+      const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
+      *borrowed = true;
+      return keep ? keep : r->shared_from_this();
     }
     shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
@@ -264,6 +269,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   if (SlotBlock* block = slots_[blk].load(std::memory_order_acquire))
     if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_acquire)) return hit;
   std::shared_ptr<const MaskEntry> e;
+  bool borrowed = false;  // e is another state's entry, already counted in the budget
   // Bounded repetitions count down at every byte; clamping them at the longest
   // token lets a long string's states share one entry while they are far
   // from their bound.
@@ -273,7 +279,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   if (shared) {
     e = resolve(lexer, vocab, state, std::move(shared));
   } else {
-    auto fresh = compute(lexer, vocab, state);
+    auto fresh = compute(lexer, vocab, state, &borrowed);
     if (!key.empty()) vocab.shared_masks().insert(key, fresh->shared);
     e = std::move(fresh);
   }
@@ -282,7 +288,8 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   if (block) {
     if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_relaxed)) return hit;  // another thread won
   }
-  if (bytes_ + e->bytes() > budget_) {
+  const size_t added = borrowed ? 0 : e->bytes();
+  if (bytes_ + added > budget_) {
     *keep = std::move(e);
     return keep->get();
   }
@@ -291,7 +298,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
     block = blocks_.back().get();
     slots_[blk].store(block, std::memory_order_release);
   }
-  bytes_ += e->bytes();
+  bytes_ += added;
   owned_.push_back(e);
   block->slot[idx].store(e.get(), std::memory_order_release);
   return e.get();

@@ -30,7 +30,7 @@ struct Boundary {
   uint32_t parent;       // its parent node, tagged alike: boundaries with one parent share the bytes above
 };
 
-struct MaskEntry {
+struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
   std::vector<Boundary> boundaries;               // with this grammar's lexer states
   const std::vector<uint32_t>& inner() const { return shared->inner; }
@@ -62,7 +62,9 @@ class MaskCache {
   void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                   std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const;
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
-  std::shared_ptr<MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
+  // A new entry for `state`, or (*borrowed set) the cached entry of its relaxed state as it is.
+  std::shared_ptr<const MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
+                                           bool* borrowed) const;
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);
   bool admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const;
