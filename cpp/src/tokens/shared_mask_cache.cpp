@@ -5,27 +5,29 @@
 namespace stencil {
 
 std::shared_ptr<const SharedMaskEntry> SharedMaskCache::find(const std::string& key) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nullptr : it->second;
+  const Shard& sh = shard_of(key);
+  std::shared_lock<std::shared_mutex> lock(sh.mu);
+  auto it = sh.entries.find(key);
+  return it == sh.entries.end() ? nullptr : it->second;
 }
 
 void SharedMaskCache::insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry) {
-  size_t cost = entry->bytes() + key.size();
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (bytes_ + cost > budget_ || entries_.count(key)) return;
-  bytes_ += cost;
-  entries_.emplace(std::move(key), std::move(entry));
+  const size_t cost = entry->bytes() + key.size();
+  if (bytes_.load(std::memory_order_relaxed) + cost > budget_) return;
+  Shard& sh = shard_of(key);
+  std::unique_lock<std::shared_mutex> lock(sh.mu);
+  if (sh.entries.count(key)) return;
+  bytes_.fetch_add(cost, std::memory_order_relaxed);
+  sh.entries.emplace(std::move(key), std::move(entry));
 }
 
 size_t SharedMaskCache::size() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  return entries_.size();
-}
-
-size_t SharedMaskCache::bytes() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  return bytes_;
+  size_t n = 0;
+  for (const Shard& sh : shards_) {
+    std::shared_lock<std::shared_mutex> lock(sh.mu);
+    n += sh.entries.size();
+  }
+  return n;
 }
 
 }  // namespace stencil

@@ -4,6 +4,8 @@
 // are kept as trie nodes only; each grammar resolves their lexer states by
 // replaying the node's prefix bytes through its own lexer.
 #pragma once
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -20,18 +22,28 @@ struct SharedMaskEntry {
   size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 8 + 64; }
 };
 
+// Sharded: the cache lives as long as the vocabulary and grows over thousands of grammars; one
+// map's rehash at 2^k entries stalls whichever mask step crosses it, a shard's is 64 times
+// smaller, and threads filling masks contend on 64 locks, not one.
 class SharedMaskCache {
  public:
   explicit SharedMaskCache(size_t budget_bytes) : budget_(budget_bytes) {}
   std::shared_ptr<const SharedMaskEntry> find(const std::string& key) const;
   void insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry);
   size_t size() const;
-  size_t bytes() const;
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const SharedMaskEntry>> entries_;
-  size_t bytes_ = 0;
+  static constexpr size_t kShards = 64;
+  struct Shard {
+    mutable std::shared_mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<const SharedMaskEntry>> entries;
+  };
+  Shard& shard_of(const std::string& key) const {
+    return shards_[(std::hash<std::string>{}(key) * 0x9e3779b97f4a7c15ull) >> 58];
+  }
+  mutable std::array<Shard, kShards> shards_;
+  std::atomic<size_t> bytes_{0};
   size_t budget_;
 };
 
