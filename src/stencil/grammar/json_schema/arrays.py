@@ -3,11 +3,10 @@
 the grammar of an ArrSpec.
 
 The grammar is a counter automaton: the state after each item is (position, matches of each
-``contains``), where the position is exact up to the largest index
-a keyword mentions and saturates after it. An item's schema depends on its position (prefix or
-rest) and, under ``contains``, on whether it is counted as a match (the item schema AND the
-contains schema) or not (AND NOT the contains schema, needed only when the count has an upper
-bound). ``uniqueItems`` wraps each item in a rule with the core's ``unique_item`` check, which
+``contains``), where the position is exact up to the largest index a keyword mentions and
+saturates after it. An item's schema depends on its position (prefix or rest) and, under
+``contains``, on whether it is counted as a match (the item schema AND the contains schema) or
+not (AND NOT the contains schema, needed only when the count has an upper bound). ``uniqueItems`` wraps each item in a rule with the core's ``unique_item`` check, which
 vetoes an item equal (as JSON values) to an earlier item of the same array. The lists are
 right-nested rules (one prediction when an array opens, whatever maxItems is), except under
 ``uniqueItems``, whose check needs the left-nested form.
