@@ -94,7 +94,8 @@ class Matcher : private TextSource {
   // usually matches all three, and then the mask is a copy. A mask that a completion check
   // computed from the bytes of the current lexeme is not kept (those bytes change).
   struct MaskMemo {
-    uint32_t state = 0, rows = 0, serial = 0;
+    uint32_t state = 0, rows = 0;
+    uint64_t serial = 0;
     bool fresh = false, valid = false;
     const MaskEntry* entry = nullptr;        // its inner bits
     std::shared_ptr<const MaskEntry> keep;   // owns the entry when the cache could not

@@ -329,7 +329,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   }
   const Frame top = frames_.back();
   const bool memo_on = g_->limits().repeat_memo && parser_.num_rows() == top.rows;
-  const uint32_t serial = parser_.top().serial;
+  const uint64_t serial = parser_.top().serial;
   if (memo_on && memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
       memo_.fresh == top.fresh) {
     const std::vector<uint32_t>& inner = memo_.entry->inner();

@@ -119,7 +119,7 @@ uint64_t EarleyParser::leo_top(uint32_t row, uint32_t sym) {
   leo_chain_.clear();  // (memo key, completed item) of the rows the chain goes through
   uint64_t top;
   for (;;) {
-    const uint64_t key = (uint64_t(rows_[row].serial) << 32) | sym;
+    const LeoKey key{rows_[row].serial, sym};
     if (const uint64_t* known = leo_find(key)) {
       top = *known;
       break;
@@ -157,7 +157,7 @@ uint64_t EarleyParser::leo_top(uint32_t row, uint32_t sym) {
 }
 
 const std::vector<uint64_t>& EarleyParser::row_index(uint32_t row) {
-  const uint32_t serial = rows_[row].serial;
+  const uint64_t serial = rows_[row].serial;
   for (RowIndex& ix : row_index_)
     if (ix.serial == serial) return ix.entries;
   RowIndex& ix = row_index_[next_row_index_++ % kRowIndexes];

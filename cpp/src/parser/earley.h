@@ -23,7 +23,8 @@ struct EarleyRow {
   uint32_t lexer_start;   // lexer state for the next lexeme
   bool accepting;         // the start rule is complete here
   bool has_special;       // some special-token lexeme is expected here
-  uint32_t serial;        // unique per row pushed by this parser: same serial, same row stack
+  uint64_t serial;        // unique per row pushed by this parser: same serial, same row stack
+                          // (64 bits: a server pushes billions of rows; caches key on it)
 };
 
 // Where completion checks read the bytes of the input.
@@ -111,24 +112,31 @@ class EarleyParser {
   static constexpr uint32_t kIndexFrom = 64;
   static constexpr size_t kRowIndexes = 4;
   struct RowIndex {
-    uint32_t serial = 0;             // 0: unused (serials start at 1)
+    uint64_t serial = 0;             // 0: unused (serials start at 1)
     std::vector<uint64_t> entries;   // (dotted symbol << 32 | item index), sorted
   };
   RowIndex row_index_[kRowIndexes];
   size_t next_row_index_ = 0;
-  // Leo's memo (see leo_top): (row serial << 32 | symbol) -> the completed item (pos << 32 |
-  // origin) that completing the symbol there amounts to, or kNoLeo. A lossy direct-mapped
-  // cache: rows never change once pushed and serials are never reused, so entries stay true.
+  // Leo's memo (see leo_top): (row serial, symbol) -> the completed item (pos << 32 | origin)
+  // that completing the symbol there amounts to, or kNoLeo. A lossy direct-mapped cache: rows
+  // never change once pushed and serials are never reused, so entries stay true.
   static constexpr uint64_t kNoLeo = ~uint64_t(0);
   static constexpr size_t kLeoSlots = 1024;
   uint64_t leo_top(uint32_t row, uint32_t sym);
-  static size_t leo_slot(uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 54; }
-  const uint64_t* leo_find(uint64_t key) const {
+  struct LeoKey {
+    uint64_t serial = 0;  // 0: an empty slot
+    uint32_t sym = 0;
+    bool operator==(const LeoKey& o) const { return serial == o.serial && sym == o.sym; }
+  };
+  static size_t leo_slot(const LeoKey& k) {
+    return ((k.serial * 0x9e3779b97f4a7c15ull) ^ (uint64_t(k.sym) * 0xc2b2ae3d27d4eb4full)) >> 54;
+  }
+  const uint64_t* leo_find(const LeoKey& key) const {
     if (leo_.empty()) return nullptr;
     const LeoSlot& s = leo_[leo_slot(key)];
     return s.key == key ? &s.top : nullptr;
   }
-  void leo_store(uint64_t key, uint64_t top) {
+  void leo_store(const LeoKey& key, uint64_t top) {
     if (leo_.empty()) leo_.resize(kLeoSlots);  // on first use: most grammars never complete a deep chain
     leo_[leo_slot(key)] = {key, top};
   }
@@ -157,7 +165,7 @@ class EarleyParser {
   std::vector<StartSlot> start_slots_;
   const TextSource* text_ = nullptr;
   std::string scratch_text_;
-  uint32_t next_serial_ = 0;
+  uint64_t next_serial_ = 0;
   uint32_t watch_from_ = 0, watch_to_ = 0;
   bool watched_read_ = false;
   uint32_t prefix_from_ = 0, prefix_to_ = 0;
@@ -193,11 +201,11 @@ class EarleyParser {
   Verdict* recording_ = nullptr;
   std::string scratch_item_;
   struct LeoSlot {
-    uint64_t key = ~uint64_t(0);
+    LeoKey key;
     uint64_t top = 0;
   };
   std::vector<LeoSlot> leo_;
-  std::vector<std::pair<uint64_t, uint64_t>> leo_chain_;
+  std::vector<std::pair<LeoKey, uint64_t>> leo_chain_;
 };
 
 }  // namespace stencil
