@@ -299,3 +299,10 @@ def test_right_recursive_gbnf_list_parses_in_linear_items(compiler):
     assert m.accept_string("]") and m.is_accepting()
     assert sizes[3000] < 15 * sizes[300], sizes   # linear: about 10x; without the memo about 100x
     assert not accepts(g, "[1,2,]") and not accepts(g, "[]") and accepts(g, "[1,2,3]")
+    # forks keep their own memo: each branch goes on from the shared rows to its own end
+    base = stencil.Matcher(g)
+    assert base.accept_string("[" + ",".join(str(i) for i in range(500)))
+    a, b = base.fork(), base.fork()
+    assert a.accept_string(",7,8]") and a.is_accepting()
+    assert b.accept_string(",9") and not b.fork().accept_string("]]") and b.accept_string("]") and b.is_accepting()
+    assert not base.fork().accept_string(",]") and base.accept_string("]") and base.is_accepting()
