@@ -2,11 +2,28 @@
 
 #include <algorithm>
 #include <deque>
+#include <string>
 #include <unordered_set>
 
 #include "stencil/errors.h"
 
 namespace stencil {
+
+namespace {
+
+// Nesting (not length) drives the recursions below: a bound on it keeps the stack safe.
+struct Nesting {
+  int& depth;
+  Nesting(int& d, const char* what) : depth(d) {
+    if (++depth > 20000) {
+      --depth;
+      throw BudgetError(std::string("regular expression nests too deeply to ") + what);
+    }
+  }
+  ~Nesting() { --depth; }
+};
+
+}  // namespace
 
 void Deriver::burn(uint64_t amount) {
   if (fuel_ < amount)
@@ -21,12 +38,7 @@ ExprId Deriver::derive(ExprId e, uint8_t b) {
   uint64_t key = (uint64_t(e) << 8) | b;
   if (const uint32_t* hit = cache_.find(key)) return *hit;
   burn(1);
-  // Nesting (not length) drives recursion; a bound keeps the stack safe.
-  struct DepthGuard {
-    int& d;
-    ~DepthGuard() { --d; }
-  } guard{++depth_};
-  if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to compute its derivatives");
+  const Nesting nest(depth_, "compute its derivatives");
   ExprId r = derive_uncached(e, b);
   cache_.put(key, r);
   return r;
@@ -77,11 +89,7 @@ bool Deriver::is_empty(ExprId e) {
   // pattern's intersection followed by a closing quote is empty exactly when the intersection
   // is, and that one is often nullable: no search at all.
   if (n.kind == ExprKind::Concat || n.kind == ExprKind::Or || n.kind == ExprKind::Repeat) {
-    struct DepthGuard {
-      int& d;
-      ~DepthGuard() { --d; }
-    } guard{++depth_};
-    if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to decide its emptiness");
+    const Nesting nest(depth_, "decide its emptiness");
     bool empty;
     if (n.kind == ExprKind::Concat) {
       empty = is_empty(n.a) || is_empty(n.b);
@@ -141,11 +149,7 @@ bool Deriver::witness(ExprId e, std::string& out) {
     out = it->second.second;
     return it->second.first;
   }
-  struct DepthGuard {
-    int& d;
-    ~DepthGuard() { --d; }
-  } guard{++depth_};
-  if (depth_ > 20000) throw BudgetError("regular expression nests too deeply to decide its emptiness");
+  const Nesting nest(depth_, "decide its emptiness");
   const ExprNode n = store_.node(e);
   bool ok = false;
   std::string w;
