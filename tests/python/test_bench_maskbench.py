@@ -15,6 +15,7 @@ import pytest
 
 import stencil
 from stencil.bench.maskbench import main
+from stencil.bench.maskbench.cpus import pinned, plan_cpus
 from stencil.bench.maskbench.data import list_files, load_task
 from stencil.bench.maskbench.engines import CompileError, Session, available, make_engine
 from stencil.bench.maskbench.engines.stencil_engine import StencilEngine
@@ -198,6 +199,40 @@ def test_worker_survives_hang_crash_and_memory_hog(deepseek, tmp_path):
     assert not w.alive()
 
 
+needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                                    reason="CPU placement needs Linux and two CPUs")
+
+
+@needs_two_cpus
+def test_cpu_plan_gives_the_workers_a_cpu_of_their_own():
+    allowed = frozenset(os.sched_getaffinity(0))
+    assert plan_cpus("off") is None
+    plan = plan_cpus("auto")
+    assert plan.workers == {max(allowed)} and plan.harness == allowed - plan.workers
+    first = plan_cpus(str(min(allowed)))
+    assert first.workers == {min(allowed)} and min(allowed) not in first.harness
+    for bad in ("many", "-1", str(max(allowed) + 1000)):
+        with pytest.raises(ValueError, match="--pin"):
+            plan_cpus(bad)
+
+
+@needs_two_cpus
+def test_workers_run_pinned_apart_from_the_harness(deepseek, tmp_path):
+    info, encode = deepseek
+    before = os.sched_getaffinity(0)
+    plan = plan_cpus("auto")
+    w = Worker(f"{THIS}:RegexStencil", "deepseek", log_path=str(tmp_path / "w.log"), cpus=plan.workers)
+    try:
+        with pinned(plan.harness):
+            assert os.sched_getaffinity(0) == plan.harness
+            w.start()
+            assert os.sched_getaffinity(w.proc.pid) == plan.workers
+            assert w.run(make_task({"regex": "[0-9]+"}, [(True, 42)], encode), time_limit=60)["status"] == "passing"
+    finally:
+        w.stop()
+    assert os.sched_getaffinity(0) == before
+
+
 # -- statistics and tables -----------------------------------------------------------------------
 
 def test_percentiles_are_nearest_rank():
@@ -287,6 +322,7 @@ def test_command_line_end_to_end(tmp_path, capsys):
     assert rec["engine"] == "stencil" and rec["file"] in {os.path.basename(f) for f in files}
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokenizer"] == "deepseek" and meta["engines"]["stencil"]["version"]
+    assert meta["cpus"] in printed  # where the workers ran is part of the report's header
     assert main(["--report", str(out)]) == 0
     assert "All schemas:" in capsys.readouterr().out
     # embedded in another program's parser, as `stencil bench maskbench` does
@@ -310,6 +346,8 @@ def test_command_line_errors(capsys):
     assert main(["/no/such/folder", "--engines", "stencil"]) == 2
     assert "no MaskBench file or folder" in capsys.readouterr().err
     assert main(["--report", "/no/such/folder"]) == 2
+    assert main(["--engines", "stencil", "--limit", "1", "--pin", "every"]) == 2
+    assert "--pin takes auto, off or a CPU number" in capsys.readouterr().err
 
 
 def test_smollm2_tokenizer_round_trips():

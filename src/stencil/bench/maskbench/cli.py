@@ -15,6 +15,7 @@ import shlex
 import sys
 import tempfile
 
+from stencil.bench.maskbench.cpus import plan_cpus
 from stencil.bench.maskbench.data import list_files
 from stencil.bench.maskbench.engines import ENGINES, available, pip_name
 from stencil.bench.tokenizers import NAMES
@@ -38,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "and the schema counts as a timeout (default 60)")
     parser.add_argument("--mem-limit", type=float, default=8.0, metavar="GB",
                         help="resident memory of a worker; past it the schema counts as out of memory (default 8)")
+    parser.add_argument("--pin", default="auto", metavar="auto|off|CPU",
+                        help="give the workers a CPU of their own, apart from the harness: auto (the last CPU, "
+                             "when there are two or more), off, or a CPU number (default auto)")
     parser.add_argument("--output", default=None, metavar="DIR",
                         help="folder for results.jsonl, meta.json, report.txt and logs (default: a new temporary folder)")
     parser.add_argument("--resume", action="store_true", help="continue the run already in --output")
@@ -82,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         errors.append(f"--limit must be at least 1, got {args.limit}")
     if args.time_limit <= 0:
         errors.append(f"--time-limit must be positive, got {args.time_limit:g}")
+    cpu_plan = None
+    try:
+        cpu_plan = plan_cpus(getattr(args, "pin", "auto"))
+    except ValueError as e:
+        errors.append(str(e))
     paths = args.paths or [DEFAULT_DATA]
     try:
         files = list_files(paths, args.limit, args.seed)
@@ -103,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(files)} files, engines {', '.join(engines)}, tokenizer {args.tokenizer}; results in {output}",
           file=sys.stderr)
     code, text = run_benchmark(files, engines, args.tokenizer, output, args.time_limit, args.mem_limit,
-                               args.resume, command=command.strip(), data_paths=paths)
+                               args.resume, command=command.strip(), data_paths=paths, cpu_plan=cpu_plan)
     if text:
         print(text, end="")
     return code

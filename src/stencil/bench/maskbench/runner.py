@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from stencil.bench.maskbench.cpus import CpuPlan, pinned
 from stencil.bench.maskbench.data import load_task
 from stencil.bench.maskbench.stats import passed_by_all, summarize
 from stencil.bench.maskbench.tables import common_table, engine_table, targets
@@ -120,8 +121,17 @@ def _progress(done: int, total: int, t0: float, counts: dict[str, dict[str, int]
 
 def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: str, time_limit: float,
                   mem_limit_gb: float | None = 8.0, resume: bool = False, command: str = "",
-                  data_paths: list[str] | None = None, stream=sys.stderr) -> tuple[int, str]:
-    """Run every file on every engine; returns (exit code, report text)."""
+                  data_paths: list[str] | None = None, stream=sys.stderr,
+                  cpu_plan: CpuPlan | None = None) -> tuple[int, str]:
+    """Run every file on every engine; returns (exit code, report text). With ``cpu_plan`` the
+    workers and this process are pinned apart (see cpus.py) for the run."""
+    with pinned(cpu_plan.harness if cpu_plan else None):
+        return _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, resume, command,
+                              data_paths, stream, cpu_plan)
+
+
+def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, resume, command, data_paths,
+                   stream, cpu_plan) -> tuple[int, str]:
     from stencil.bench.tokenizers import load_tokenizer
 
     os.makedirs(os.path.join(output, "logs"), exist_ok=True)
@@ -140,10 +150,12 @@ def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: 
         print(f"warning: the {tokenizer} tokenizer's encoder puts a space before the text (SentencePiece's dummy "
               f"prefix), so every instance starts with a space that JSON grammars may refuse", file=stream)
     mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
-    workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{e}.log"), mem_limit_bytes=mem) for e in engines}
+    workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{e}.log"), mem_limit_bytes=mem,
+                         cpus=cpu_plan.workers if cpu_plan else None) for e in engines}
     meta = {"command": command, "commit": git_commit(), "machine": machine_description(), "tokenizer": tokenizer,
             "vocab_size": info.vocab_size, "engines": {}, "time_limit_s": time_limit, "mem_limit_gb": mem_limit_gb,
             "files": len(files), "data": data_paths or [],
+            "cpus": cpu_plan.describe() if cpu_plan else "not pinned",
             "started": datetime.datetime.now().isoformat(timespec="seconds")}
     try:
         for e, w in workers.items():
@@ -211,7 +223,8 @@ def describe_run(meta: dict) -> str:
     engines = ", ".join(f"{e} {v['version']}" for e, v in meta.get("engines", {}).items())
     return (f"MaskBench: {meta.get('files', '?'):,} schema files, tokenizer {meta.get('tokenizer')} "
             f"({meta.get('vocab_size', '?'):,} ids), time limit {meta.get('time_limit_s')} s per schema\n"
-            f"engines: {engines}\ncommit {meta.get('commit')}; machine: {meta.get('machine')}\n"
+            f"engines: {engines}\ncommit {meta.get('commit')}; machine: {meta.get('machine')}"
+            f"{'; ' + meta['cpus'] if meta.get('cpus') else ''}\n"
             f"command: {meta.get('command')}")
 
 

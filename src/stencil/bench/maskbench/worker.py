@@ -26,9 +26,12 @@ import traceback
 _CTX = mp.get_context("spawn")  # a clean interpreter: no state inherited from the parent
 
 
-def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | None) -> None:
+def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | None,
+                cpus: frozenset[int] | None = None) -> None:
     """Entry point of the worker process."""
     _die_with_parent()
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # before the engine starts any thread, so that all inherit it
     if log_path:
         # Engines' own chatter (warnings, Rust logs, crash traces) goes to the engine's log file.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -104,8 +107,9 @@ class Worker:
     """The parent's handle on one engine's worker process."""
 
     def __init__(self, engine: str, tokenizer: str, log_path: str | None = None, init_timeout: float = 600.0,
-                 mem_limit_bytes: int | None = None):
+                 mem_limit_bytes: int | None = None, cpus: frozenset[int] | None = None):
         self.engine = engine
+        self.cpus = cpus
         self.tokenizer = tokenizer
         self.log_path = log_path
         self.init_timeout = init_timeout
@@ -117,7 +121,7 @@ class Worker:
 
     def start(self) -> dict:
         parent, child = _CTX.Pipe()
-        self.proc = _CTX.Process(target=worker_main, args=(child, self.engine, self.tokenizer, self.log_path),
+        self.proc = _CTX.Process(target=worker_main, args=(child, self.engine, self.tokenizer, self.log_path, self.cpus),
                                  name=f"maskbench-{self.engine}", daemon=True)
         self.proc.start()
         child.close()
