@@ -203,6 +203,29 @@ def test_keys_that_must_or_must_not_contain_a_pattern(compiler):
     assert _accepts(g, {"1234": 5, "123": "s", "é": "t"})
 
 
+def test_many_pattern_properties_overlapping_or_not(compiler):
+    # Over three patterns, which ones a key can match together is decided pair by pair (most pairs
+    # by their fixed first or last characters, the rest by the core): every key gets the schemas
+    # of exactly the patterns it matches, checked against the jsonschema package.
+    import jsonschema
+    pats = {"^name:(en|nl)$": {"type": "string"}, "^url:(en|nl)$": {"type": "string", "maxLength": 5},
+            "^c:[0-3]:surName$": {"type": "string"}, "^c:[0-3]:givenName$": {"type": "integer"},
+            ":(en|nl)$": {"minLength": 2}, "^c:[0-9]": {"type": ["string", "integer"]},
+            "^[a-z]{3}:": {"not": {"const": "xx"}}}
+    schema = {"type": "object", "patternProperties": pats, "additionalProperties": False}
+    g = compiler.compile_json_schema(schema, key_spelling="plain")
+    keys = ["name:en", "url:nl", "url:fr", "c:1:surName", "c:2:givenName", "c:7:givenName", "c:9",
+            "abc:x", "abc:en", "nam:en", "name:de", "c:0:", "zz"]
+    values = ["", "xx", "abcdef", "ab", 3, None]
+    checked = 0
+    for k in keys:
+        for v in values:
+            expected = jsonschema.Draft202012Validator(schema).is_valid({k: v})
+            assert _accepts(g, {k: v}) == expected, (k, v)
+            checked += expected
+    assert 10 < checked < len(keys) * len(values) - 10
+
+
 def test_content_encoding_base64_on_request(compiler):
     schema = {"type": "string", "contentEncoding": "base64"}
     plain = compiler.compile_grammar(json_schema_grammar(schema))

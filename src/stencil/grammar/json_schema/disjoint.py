@@ -20,9 +20,13 @@ Example::
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, num_consts, str_consts
 from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
+from stencil.grammar.json_schema.strings import pattern_node
+from stencil.grammar.regex_positions import surely_disjoint
 
 __all__ = ["disjoint", "typed_disjoint", "typed_within", "formula_empty"]
 
@@ -38,6 +42,8 @@ def formula_empty(ctx, kind: str, f) -> bool:
     memo = ctx.__dict__.setdefault("_empty_memo", {})
     key = (kind, f)
     hit = memo.get(key)
+    if hit is None and kind == "str" and _patterns_apart(f):
+        hit = memo[key] = True
     if hit is None:
         from stencil.grammar.json_schema.emit import Scalars
         b = GrammarBuilder()
@@ -52,6 +58,23 @@ def formula_empty(ctx, kind: str, f) -> bool:
             hit = False
         memo[key] = hit
     return hit
+
+
+@lru_cache(maxsize=4096)
+def _pattern_language(pattern: str):
+    try:
+        return pattern_node(pattern, False)
+    except GrammarError:
+        return None
+
+
+def _patterns_apart(f) -> bool:
+    """Whether two ``pattern`` atoms of the conjunction ``f`` surely match no string together, told
+    by their fixed first or last code points (no grammar built; see regex_positions)."""
+    if f[0] != "and":
+        return False
+    nodes = [n for x in f[1] if x[0] == "pat" and (n := _pattern_language(x[1])) is not None]
+    return any(surely_disjoint(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:])
 
 
 def _is_false(ctx, sub) -> bool:
