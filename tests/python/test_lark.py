@@ -267,6 +267,13 @@ def test_json_schema_embedding(env):
     assert not accepts(env, g, 'Answer: {"x": 1}.')
     assert not accepts(env, g, 'Answer: {"x": 1, "y": 2, "z": 3}.')
     assert not accepts(env, g, 'Answer: "blue".')
+    # the schema's white space stays inside its value: the Lark rules around it keep theirs
+    assert accepts(env, g, 'Answer: {\n  "x" : 1 ,"y":2\n}.')
+    assert not accepts(env, g, 'Answer:  {"x": 1, "y": 2}.') and not accepts(env, g, 'Answer: "red" .')
+    g = compiler.compile_lark('start: "x" "y" v\nv: %json {"type": "array"}')
+    assert accepts(env, g, "xy[ ]") and not accepts(env, g, "x y[]") and not accepts(env, g, "xy []")
+    g = compiler.compile_lark('start: "x" "y" v\nv: %json {"type": "array"}\n%ignore " "')
+    assert accepts(env, g, "x y [ 1 ]")   # unless the Lark grammar ignores it itself
     with pytest.raises(stencil.GrammarError, match=r"line 2, column 4: in the %json schema: minimum"):
         compiler.compile_lark('start: x\nx: %json {"type": "integer", "minimum": "x"}')
     with pytest.raises(stencil.GrammarError, match="line 1, column 22: bad JSON"):

@@ -128,7 +128,12 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
         raise GrammarError("max_calls must be at least 1 (or None for any number)")
     opts = dict(json_options or {})
     call = b.rule(f"{name}-call")
-    lit = {c: b.literal(c) for c in "{}:,"}
+    if opts.get("whitespace", "flexible") == "flexible":   # as inside the arguments
+        from stencil.grammar.json_schema.options import DEFAULT_MAX_WHITESPACE_RUN
+        from stencil.grammar.json_value import spaced_punctuation
+        lit = spaced_punctuation(b, opts.get("max_whitespace_run", DEFAULT_MAX_WHITESPACE_RUN))
+    else:
+        lit = {c: b.literal(c) for c in "{}:,"}
     for i, (tool_name, params) in enumerate(tool_specs(tools)):
         try:
             args = build_json_schema(Namespaced(b, f"{name}/{i}/"), params, **opts)

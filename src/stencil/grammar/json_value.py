@@ -9,6 +9,8 @@ Example::
 """
 from __future__ import annotations
 
+import json
+
 #: characters a JSON string holds unescaped: anything but '"', '\\' and controls U+0000-U+001F
 _STRING_CHAR_EXCLUDED = [(0x00, 0x1F), (ord('"'), ord('"')), (ord("\\"), ord("\\"))]
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
@@ -50,6 +52,19 @@ def whitespace_expr(b, max_run: int | None = None) -> int:
     """JSON insignificant whitespace; ``max_run`` bounds a run (keeps a model from looping)."""
     ws = b.re_char_ranges([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)], False)
     return b.re_repeat(ws, 1, -1 if max_run is None else max_run)
+
+
+def spaced_punctuation(b, max_run: int | None = None) -> dict:
+    """``{ } [ ] , :`` as lexemes that carry the JSON white space around them (after an opener,
+    before a closer, on both sides of a separator): flexible white space for a JSON value inside a
+    larger grammar, where an ignored lexeme would let white space in between the host's own
+    terminals too."""
+    run = b.re_repeat(whitespace_expr(b, max_run), 0, 1)
+    out = {}
+    for c in "{}[],:":
+        parts = ([run] if c in "}],:" else []) + [b.re_literal(c)] + ([run] if c in "{[,:" else [])
+        out[c] = b.lexeme(b.re_concat(parts), json.dumps(c))
+    return out
 
 
 def json_value(b, *, max_whitespace_run: int | None = None) -> int:

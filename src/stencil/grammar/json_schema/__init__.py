@@ -55,12 +55,16 @@ def load_schema(schema):
     return schema
 
 
-def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, **options):
+def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, standalone: bool = False,
+                      **options):
     """Add the rules of ``schema`` to ``builder`` and return the start rule (does not build).
 
     Options (see :mod:`.options`): ``whitespace`` ("flexible", "compact" or an indentation),
     ``max_whitespace_run``, ``property_order`` ("definition" or "any"), ``lenient``, ``max_depth``.
-    ``registry`` maps URIs to other schema documents for ``$ref``.
+    ``registry`` maps URIs to other schema documents for ``$ref``. Flexible white space goes
+    inside the value only (none before or after it), so that the rest of the grammar keeps its
+    own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
+    allowed around the value too.
 
     Example::
 
@@ -71,7 +75,7 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     schema = load_schema(schema)
     resolver = Resolver(schema, registry)
     ctx = Context(resolver, opts)
-    em = Emitter(builder, ctx)
+    em = Emitter(builder, ctx, scoped_whitespace=not standalone)
     try:
         root = TRUE_SUB if schema is True else FALSE_SUB if schema is False else frozenset([resolver.root])
         top = em.value(root)
@@ -97,7 +101,7 @@ def json_schema_grammar(schema, *, registry=None, info: SchemaInfo | None = None
         compiled = compiler.compile_grammar(g)
     """
     b = GrammarBuilder()
-    start = build_json_schema(b, schema, registry=registry, info=info, **options)
+    start = build_json_schema(b, schema, registry=registry, info=info, standalone=True, **options)
     try:
         return b.build(start)
     except GrammarError as e:

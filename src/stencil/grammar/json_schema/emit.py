@@ -7,7 +7,8 @@ alternatives are its type parts: ``null``, ``true``/``false``, one number lexeme
 
 Punctuation ``{ } [ ] , :`` are separate literal lexemes; whitespace is one ignored lexeme
 (flexible), absent (compact), or part of the punctuation (fixed indentation, where rules depend on
-the nesting depth).
+the nesting depth; and flexible white space in a schema embedded in a larger grammar, where an
+ignored lexeme would apply to the host grammar too).
 
 Example::
 
@@ -24,7 +25,7 @@ from stencil.grammar.json_schema.formulas import FALSE, TRUE
 from stencil.grammar.json_schema.numbers import JsonNumbers
 from stencil.grammar.json_schema.objects import emit_object
 from stencil.grammar.json_schema.strings import JsonStrings
-from stencil.grammar.json_value import string_expr, whitespace_expr
+from stencil.grammar.json_value import spaced_punctuation, string_expr, whitespace_expr
 
 __all__ = ["Emitter", "Scalars"]
 
@@ -127,7 +128,7 @@ class Scalars:
 
 
 class Emitter:
-    def __init__(self, b, ctx):
+    def __init__(self, b, ctx, scoped_whitespace: bool = False):
         self.b = b
         self.ctx = ctx
         self.options = ctx.options
@@ -140,9 +141,11 @@ class Emitter:
         self._specs: dict = {}
         self.checks = 0
         ws = self.options.whitespace
-        if ws == "flexible":
+        if ws == "flexible" and not scoped_whitespace:
             b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS")
         self._lit = {c: b.literal(c) for c in ("{", "}", "[", "]", ",", ":", "null", "true", "false")}
+        if ws == "flexible" and scoped_whitespace:
+            self._lit.update(spaced_punctuation(b, self.options.max_whitespace_run))
         self._indent = self.options.indent
         self._nl: dict = {}
 
