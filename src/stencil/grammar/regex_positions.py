@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from stencil.grammar.regex_ast import (Alt, AnchorEnd, AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
                                        Repeat, RegexNode, postorder)
-from stencil.grammar.regex_unicode import Ranges, normalize
+from stencil.grammar.nfa import ranges_intersect
+from stencil.grammar.regex_unicode import normalize
 
 __all__ = ["positions", "surely_disjoint"]
 
@@ -87,18 +88,6 @@ def positions(node: RegexNode, from_end: bool = False) -> _Summary:
     return postorder(node, _BACKWARD if from_end else _FORWARD)
 
 
-def _meet(a: Ranges, b: Ranges) -> bool:
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] < b[j][0]:
-            i += 1
-        elif b[j][1] < a[i][0]:
-            j += 1
-        else:
-            return True
-    return False
-
-
 def surely_disjoint(a: RegexNode, b: RegexNode) -> bool:
     """True only if no string matches both ``a`` and ``b`` (anchor-free nodes, whole strings);
     False when unsure."""
@@ -109,6 +98,6 @@ def surely_disjoint(a: RegexNode, b: RegexNode) -> bool:
         (sa, fa), (sb, fb) = pa, pb
         if (fa and fb and len(sa) != len(sb)) or (fa and len(sb) > len(sa)) or (fb and len(sa) > len(sb)):
             return True   # every string of one is shorter than every string of the other
-        if any(not _meet(x, y) for x, y in zip(sa, sb)):
+        if any(not ranges_intersect(x, y) for x, y in zip(sa, sb)):
             return True
     return False
