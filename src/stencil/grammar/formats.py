@@ -123,15 +123,17 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
     own schema (its ``$ref``/``$defs`` resolve against it), and the name fixes which one applies.
     """
     from stencil.grammar.json_schema import build_json_schema
+    from stencil.grammar.json_schema.options import Options
+    from stencil.grammar.json_value import spaced_punctuation
 
     if max_calls is not None and max_calls < 1:
         raise GrammarError("max_calls must be at least 1 (or None for any number)")
     opts = dict(json_options or {})
     call = b.rule(f"{name}-call")
-    if opts.get("whitespace", "flexible") == "flexible":   # as inside the arguments
-        from stencil.grammar.json_schema.options import DEFAULT_MAX_WHITESPACE_RUN
-        from stencil.grammar.json_value import spaced_punctuation
-        lit = spaced_punctuation(b, opts.get("max_whitespace_run", DEFAULT_MAX_WHITESPACE_RUN))
+    # the wrapper object spaces its punctuation as the arguments do (defaults and checks: Options)
+    ws = Options.make(**{k: opts[k] for k in ("whitespace", "max_whitespace_run") if k in opts})
+    if ws.whitespace == "flexible":
+        lit = spaced_punctuation(b, ws.max_whitespace_run)
     else:
         lit = {c: b.literal(c) for c in "{}:,"}
     for i, (tool_name, params) in enumerate(tool_specs(tools)):
