@@ -34,22 +34,19 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
     """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in parallel.
 
     The GIL is released while masks are computed; ``num_threads`` defaults to the CPU count.
+    ``bitmask`` must be a C-contiguous int32 array (numpy or torch CPU) of at least
+    ``len(matchers)`` rows; anything else is a ``TypeError`` or ``ValueError``, as is an entry
+    of ``matchers`` that is not a Matcher, or a matcher named twice.
     """
     matchers = list(matchers)
     if num_threads is None:
         num_threads = min(len(matchers), os.cpu_count() or 1)
     if num_threads < 1:
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
-    _core.fill_next_token_bitmasks(matchers, _as_numpy_mask(bitmask), [] if indices is None else [int(i) for i in indices],
+    # The core checks the bitmask (a C-contiguous int32 numpy array or torch CPU tensor, never
+    # copied) and that every entry of matchers is a Matcher.
+    _core.fill_next_token_bitmasks(matchers, bitmask, [] if indices is None else [int(i) for i in indices],
                                    int(num_threads))
-
-
-def _as_numpy_mask(bitmask):
-    if isinstance(bitmask, np.ndarray):
-        if bitmask.dtype != np.int32 or bitmask.ndim != 2:
-            raise ValueError(f"bitmask must be a 2-D int32 array, got {bitmask.dtype} with shape {bitmask.shape}")
-        return bitmask
-    return bitmask  # torch CPU tensors pass through nanobind's DLPack support
 
 
 def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:

@@ -80,6 +80,8 @@ class TokenizerInfo:
     ) -> None:
         tokens = list(tokens)
         n = len(tokens)
+        if n == 0:
+            raise GrammarError(f"{source}: the vocabulary has no tokens")
         for i, t in enumerate(tokens):
             if not isinstance(t, bytes):
                 if isinstance(t, (bytearray, memoryview)):

@@ -1,7 +1,7 @@
 // Error types raised by the core. Bindings map them to Python exceptions:
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a work budget ran out: also a GrammarError) and UsageError (API misuse,
-// ValueError).
+// (a work budget ran out: also a GrammarError), UsageError (API misuse,
+// ValueError) and ConcurrentUseError (RuntimeError).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -17,6 +17,11 @@ struct BudgetError : GrammarError {
 };
 
 struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One matcher used by two threads at once (a RuntimeError in Python).
+struct ConcurrentUseError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 

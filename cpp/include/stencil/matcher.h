@@ -2,6 +2,7 @@
 // frame per accepted byte (lexer state + parser row count), so that rolling
 // back bytes or tokens is truncation, and the trie walk that fills masks.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,6 +35,21 @@ class Matcher : private TextSource {
   int max_rollback() const { return max_rollback_; }
   const CompiledGrammar& grammar() const { return *g_; }
   std::string debug_state() const;
+
+  // A matcher serves one thread at a time. Calls hold this mark while they run (the mask fills
+  // with the GIL released), and a call on the same matcher from another thread meanwhile is
+  // refused with a ConcurrentUseError instead of racing on its frames. Separate matchers share
+  // only the compiled grammar, which is safe to share.
+  class Exclusive {
+   public:
+    explicit Exclusive(const Matcher& m);
+    ~Exclusive() { m_.busy_.store(false, std::memory_order_release); }
+    Exclusive(const Exclusive&) = delete;
+    Exclusive& operator=(const Exclusive&) = delete;
+
+   private:
+    const Matcher& m_;
+  };
 
  private:
   struct Frame {
@@ -111,6 +127,7 @@ class Matcher : private TextSource {
     uint32_t state = 0;
   };
   IgnoredSlot ignored_slots_[16];
+  mutable std::atomic<bool> busy_{false};  // see Exclusive; a copy starts free
 };
 
 }  // namespace stencil

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <deque>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -14,14 +15,47 @@
 namespace nb = nanobind;
 using namespace stencil;
 
-using Bitmask = nb::ndarray<int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+// Bitmasks are taken as any array and checked here rather than typed in the signature: a typed
+// ndarray argument lets nanobind convert (copy) an int64, Fortran-order or strided array, and
+// the mask would then be written into the copy, leaving the caller's array, and the grammar,
+// unenforced.
+struct MaskRows {
+  uint32_t* data;
+  size_t rows, words;
+};
 
-static uint32_t* bitmask_row(Bitmask& bm, int64_t index, size_t* words) {
-  if (index < 0 || static_cast<size_t>(index) >= bm.shape(0))
+static std::string dtype_name(nb::dlpack::dtype t) {
+  static const char* kinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  std::string kind = t.code < 7 ? kinds[t.code] : "code" + std::to_string(t.code);
+  return kind + std::to_string(t.bits);
+}
+
+static MaskRows check_bitmask(nb::ndarray<> bm) {
+  if (bm.device_type() != nb::device::cpu::value)
+    throw nb::type_error("the bitmask must be in CPU memory (fill it on the CPU, then copy it to the device)");
+  if (bm.dtype() != nb::dtype<int32_t>())
+    throw nb::type_error(("the bitmask must be an int32 array (stencil.allocate_token_bitmask), got " +
+                          dtype_name(bm.dtype()))
+                             .c_str());
+  if (bm.ndim() != 2)
+    throw nb::value_error(("the bitmask must be 2-D [rows, ceil(vocab_size / 32)], got " + std::to_string(bm.ndim()) +
+                           " dimensions")
+                              .c_str());
+  const bool contiguous = (bm.shape(1) <= 1 || bm.stride(1) == 1) &&
+                          (bm.shape(0) <= 1 || bm.stride(0) == static_cast<int64_t>(bm.shape(1)));
+  if (!contiguous)
+    throw nb::value_error(("the bitmask must be C-contiguous (row-major, no strides), got strides (" +
+                           std::to_string(bm.stride(0)) + ", " + std::to_string(bm.stride(1)) + ") for shape (" +
+                           std::to_string(bm.shape(0)) + ", " + std::to_string(bm.shape(1)) + ")")
+                              .c_str());
+  return {static_cast<uint32_t*>(bm.data()), bm.shape(0), bm.shape(1)};
+}
+
+static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
+  if (index < 0 || static_cast<size_t>(index) >= bm.rows)
     throw UsageError("bitmask row index " + std::to_string(index) + " is out of range for a bitmask of " +
-                     std::to_string(bm.shape(0)) + " rows");
-  *words = bm.shape(1);
-  return reinterpret_cast<uint32_t*>(bm.data()) + static_cast<size_t>(index) * bm.shape(1);
+                     std::to_string(bm.rows) + " rows");
+  return bm.data + static_cast<size_t>(index) * bm.words;
 }
 
 void bind_matcher(nb::module_& m) {
@@ -54,17 +88,27 @@ void bind_matcher(nb::module_& m) {
 
   nb::class_<Matcher>(m, "Matcher",
       "The state of one generation under a compiled grammar.\n\n"
+      "max_rollback: how many tokens rollback() may undo (-1: any number; the history then grows\n"
+      "with the output). A matcher serves one thread at a time: a call on it while another thread\n"
+      "is inside one raises ConcurrentUseError; fork() it or make one per sequence (matchers of one\n"
+      "compiled grammar run in parallel safely).\n\n"
       "Example::\n\n"
       "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8)\n"
       "    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)\n"
       "    m.fill_next_token_bitmask(bm, 0)\n"
       "    m.accept_token(token_id)\n")
       .def(nb::init<std::shared_ptr<const CompiledGrammar>, int>(), nb::arg("grammar"), nb::arg("max_rollback") = 0)
-      .def("accept_token", &Matcher::accept_token, nb::arg("token"),
+      .def("accept_token",
+           [](Matcher& mt, int64_t token) {
+             Matcher::Exclusive use(mt);
+             return mt.accept_token(token);
+           },
+           nb::arg("token"),
            "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
            "Out-of-range ids raise ValueError; so does any token after termination.")
       .def("accept_tokens",
            [](Matcher& mt, const std::vector<int64_t>& tokens) {
+             Matcher::Exclusive use(mt);
              int64_t n = 0;
              for (int64_t t : tokens) {
                if (!mt.accept_token(t)) break;
@@ -73,49 +117,110 @@ void bind_matcher(nb::module_& m) {
              return n;
            },
            nb::arg("tokens"))
-      .def("accept_bytes", [](Matcher& mt, nb::bytes b) { return mt.accept_bytes(std::string(b.c_str(), b.size())); },
-           "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
-      .def("accept_string", [](Matcher& mt, const std::string& text) { return mt.accept_bytes(text); },
-           nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
-      .def("rollback", &Matcher::rollback, nb::arg("n") = 1)
-      .def("reset", &Matcher::reset)
-      .def("fork", [](const Matcher& mt) { return Matcher(mt); })
-      .def("is_accepting", &Matcher::is_accepting)
-      .def("is_terminated", &Matcher::is_terminated)
-      .def("forced_tokens", [](Matcher& mt) { return mt.forced_tokens(); })
-      .def("forced_bytes", [](Matcher& mt) {
-        std::string s = mt.forced_bytes();
-        return nb::bytes(s.data(), s.size());
-      })
-      .def("validate_tokens", &Matcher::validate_tokens, nb::arg("tokens"))
-      .def("fill_next_token_bitmask",
-           [](Matcher& mt, Bitmask bm, int64_t index) {
-             size_t words;
-             uint32_t* row = bitmask_row(bm, index, &words);
-             nb::gil_scoped_release release;
-             mt.fill_mask(row, words);
+      .def("accept_bytes",
+           [](Matcher& mt, nb::bytes b) {
+             Matcher::Exclusive use(mt);
+             return mt.accept_bytes(std::string(b.c_str(), b.size()));
            },
-           nb::arg("bitmask"), nb::arg("index") = 0)
+           "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
+      .def("accept_string",
+           [](Matcher& mt, const std::string& text) {
+             Matcher::Exclusive use(mt);
+             return mt.accept_bytes(text);
+           },
+           nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
+      .def("rollback",
+           [](Matcher& mt, int64_t n) {
+             Matcher::Exclusive use(mt);
+             mt.rollback(n);
+           },
+           nb::arg("n") = 1)
+      .def("reset",
+           [](Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             mt.reset();
+           })
+      .def("fork",
+           [](const Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             return Matcher(mt);
+           })
+      .def("is_accepting",
+           [](Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             return mt.is_accepting();
+           })
+      .def("is_terminated", &Matcher::is_terminated)
+      .def("forced_tokens",
+           [](Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             return mt.forced_tokens();
+           })
+      .def("forced_bytes",
+           [](Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             std::string s = mt.forced_bytes();
+             return nb::bytes(s.data(), s.size());
+           })
+      .def("validate_tokens",
+           [](Matcher& mt, const std::vector<int64_t>& tokens) {
+             Matcher::Exclusive use(mt);
+             return mt.validate_tokens(tokens);
+           },
+           nb::arg("tokens"))
+      .def("fill_next_token_bitmask",
+           [](Matcher& mt, nb::ndarray<> bitmask, int64_t index) {
+             MaskRows bm = check_bitmask(bitmask);
+             uint32_t* row = bitmask_row(bm, index);
+             Matcher::Exclusive use(mt);
+             nb::gil_scoped_release release;
+             mt.fill_mask(row, bm.words);
+           },
+           nb::arg("bitmask").noconvert(), nb::arg("index") = 0,
+           "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
+           "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
+           "error, never a silent copy.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)
       .def_prop_ro("max_rollback", &Matcher::max_rollback)
-      .def("debug_state", &Matcher::debug_state);
+      .def("debug_state",
+           [](const Matcher& mt) {
+             Matcher::Exclusive use(mt);
+             return mt.debug_state();
+           });
 
   m.def("fill_next_token_bitmasks",
-        [](const std::vector<Matcher*>& matchers, Bitmask bm, std::vector<int64_t> indices, int num_threads) {
+        [](const std::vector<nb::handle>& items, nb::ndarray<> bitmask, std::vector<int64_t> indices,
+           int num_threads) {
+          // Taken as handles: a Matcher* list would let None through as a null pointer.
+          std::vector<Matcher*> matchers;
+          matchers.reserve(items.size());
+          for (size_t i = 0; i < items.size(); ++i) {
+            Matcher* mt = nullptr;
+            if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
+              throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
+                                    std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
+                                       .c_str());
+            matchers.push_back(mt);
+          }
           if (indices.empty())
             for (size_t i = 0; i < matchers.size(); ++i) indices.push_back(static_cast<int64_t>(i));
           if (indices.size() != matchers.size())
             throw UsageError("indices has " + std::to_string(indices.size()) + " entries for " +
                              std::to_string(matchers.size()) + " matchers");
-          size_t words = bm.shape(1);
-          for (int64_t i : indices) bitmask_row(bm, i, &words);
+          MaskRows bm = check_bitmask(bitmask);
+          std::vector<int64_t> seen_rows = indices;
+          for (int64_t i : indices) bitmask_row(bm, i);
+          std::sort(seen_rows.begin(), seen_rows.end());
+          if (std::adjacent_find(seen_rows.begin(), seen_rows.end()) != seen_rows.end())
+            throw UsageError("two matchers of one batch would fill the same bitmask row");
           std::vector<Matcher*> sorted = matchers;
           std::sort(sorted.begin(), sorted.end());
           if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
             throw UsageError("the same matcher appears twice in one batch");
-          uint32_t* base = reinterpret_cast<uint32_t*>(bm.data());
+          std::deque<Matcher::Exclusive> uses;
+          for (Matcher* mt : matchers) uses.emplace_back(*mt);
           nb::gil_scoped_release release;
-          fill_masks_parallel(matchers, indices, base, words, num_threads);
+          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads);
         },
-        nb::arg("matchers"), nb::arg("bitmask"), nb::arg("indices"), nb::arg("num_threads"));
+        nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"));
 }

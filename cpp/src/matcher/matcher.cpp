@@ -31,6 +31,13 @@ Matcher::Matcher(const Matcher& o)
   parser_.set_text_source(this);  // the copy reads its own bytes
 }
 
+Matcher::Exclusive::Exclusive(const Matcher& m) : m_(m) {
+  if (m.busy_.exchange(true, std::memory_order_acquire))
+    throw ConcurrentUseError(
+        "this Matcher is in use by another thread: a matcher serves one thread at a time (fork() it, or "
+        "create one Matcher per sequence; matchers on one compiled grammar may run in parallel)");
+}
+
 void Matcher::text(uint32_t from, uint32_t to, std::string& out) const {
   for (uint32_t i = from; i < to && i + 1 < frames_.size(); ++i) out.push_back(static_cast<char>(frames_[i + 1].byte));
 }
