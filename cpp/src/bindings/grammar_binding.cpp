@@ -54,8 +54,23 @@ void bind_grammar(nb::module_& m) {
       .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); })
       .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); })
       .def("empty", &GrammarBuilder::empty)
-      .def("add_check", &GrammarBuilder::add_check, nb::arg("rule"), nb::arg("kind"),
-           nb::arg("names") = std::vector<std::string>{}, nb::arg("min") = 0, nb::arg("max") = -1,
+      .def("add_check",
+           [](GrammarBuilder& b, Symbol rule, const std::string& kind, const std::vector<nb::str>& names,
+              int64_t min, int64_t max) {
+             // Names are compared with decoded JSON strings, where a lone surrogate escape
+             // decodes to its 3-byte form: encode them the same way ("surrogatepass").
+             std::vector<std::string> raw;
+             raw.reserve(names.size());
+             for (const nb::str& n : names) {
+               PyObject* enc = PyUnicode_AsEncodedString(n.ptr(), "utf-8", "surrogatepass");
+               if (!enc) throw nb::python_error();
+               nb::bytes bytes = nb::steal<nb::bytes>(enc);
+               raw.emplace_back(bytes.c_str(), bytes.size());
+             }
+             b.add_check(rule, kind, raw, min, max);
+           },
+           nb::arg("rule"), nb::arg("kind"), nb::arg("names") = std::vector<nb::str>{}, nb::arg("min") = 0,
+           nb::arg("max") = -1,
            "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
            "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
            "'unique_key' (the completed object member's key equals no earlier member's key),\n"

@@ -29,7 +29,7 @@ from stencil.grammar.json_schema.emit import Emitter
 from stencil.grammar.json_schema.keywords import Context
 from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, Unsupported
 from stencil.grammar.json_schema.options import Options
-from stencil.grammar.json_schema.resolve import Resolver
+from stencil.grammar.json_schema.resolve import Resolver, deepest_point
 
 __all__ = ["build_json_schema", "json_schema_grammar", "SchemaInfo", "Options", "load_schema"]
 
@@ -43,6 +43,17 @@ class SchemaInfo:
     checks: int = 0                                       # completion checks attached
 
 
+#: How deeply a schema document may nest (objects and arrays; the deepest of the 7,880 MaskBench
+#: schemas nests 63 levels). Deeper documents are refused up front, before any recursion; below
+#: it, subschemas nested or chained through $ref deeper than the compiler's recursion allows
+#: get an error too (about 250 levels of anyOf, 600 of items).
+MAX_SCHEMA_NESTING = 1000
+
+
+def _short(pointer: str) -> str:
+    return pointer or "/" if len(pointer) <= 120 else f"{pointer[:50]}...{pointer[-60:]}"
+
+
 def load_schema(schema):
     """A schema given as a dict, a bool or JSON text."""
     if isinstance(schema, (str, bytes, bytearray)):
@@ -50,9 +61,24 @@ def load_schema(schema):
             schema = json.loads(schema)
         except ValueError as e:
             raise GrammarError(f"JSON Schema: not valid JSON: {e}") from None
+        except RecursionError:
+            raise GrammarError(f"JSON Schema: the document nests too deeply to read (stencil takes up to "
+                               f"{MAX_SCHEMA_NESTING} levels)") from None
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"JSON Schema: a schema is an object or a boolean, got {type(schema).__name__}")
+    depth, where = deepest_point(schema)
+    if depth > MAX_SCHEMA_NESTING:
+        raise GrammarError(f"JSON Schema: the document nests {depth} levels deep (at {_short(where)}); stencil "
+                           f"takes up to {MAX_SCHEMA_NESTING}")
     return schema
+
+
+def _too_deep(schema, registry) -> GrammarError:
+    """The error for a schema whose subschemas chain deeper than the compiler's recursion (deep
+    nesting, or long $ref chains), pointing at the deepest place of its documents."""
+    depth, where = max((deepest_point(d) for d in [schema, *(registry or {}).values()]), key=lambda t: t[0])
+    return GrammarError(f"JSON Schema: subschemas are nested or chained through $ref too deeply to compile "
+                        f"(the document is {depth} levels deep, deepest at {_short(where)})")
 
 
 def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, standalone: bool = False,
@@ -73,10 +99,12 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     """
     opts = Options.make(**options)
     schema = load_schema(schema)
-    resolver = Resolver(schema, registry)
-    ctx = Context(resolver, opts)
-    em = Emitter(builder, ctx, scoped_whitespace=not standalone)
+    for doc in (registry or {}).values():
+        load_schema(doc)
     try:
+        resolver = Resolver(schema, registry)
+        ctx = Context(resolver, opts)
+        em = Emitter(builder, ctx, scoped_whitespace=not standalone)
         root = TRUE_SUB if schema is True else FALSE_SUB if schema is False else frozenset([resolver.root])
         top = em.value(root)
         em.run()
@@ -84,6 +112,8 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
         builder.add_alternative(start, [top])
     except Unsupported as e:  # a size limit met while emitting (not a keyword one can ignore)
         raise GrammarError(f"JSON Schema: {e.keyword}: {e.reason}") from None
+    except RecursionError:
+        raise _too_deep(schema, registry) from None
     if info is not None:
         info.ignored.extend(ctx.ignored)
         info.unknown_keywords.update(ctx.unknown)

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import json
+import re
 
 from stencil.grammar.json_schema.arrays import emit_array
 from stencil.grammar.json_schema.formulas import FALSE, TRUE
@@ -125,6 +126,15 @@ class Scalars:
         if lo > 0 or hi is not None:
             parts.append(s.length(lo, hi))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def plain_json_text(s: str) -> str:
+    """``json.dumps(s, ensure_ascii=False)``, but a lone surrogate as its ``\\u`` escape (the one
+    spelling it has: it is no UTF-8 character)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(s, ensure_ascii=False))
 
 
 class Emitter:
@@ -240,13 +250,15 @@ class Emitter:
         key = ("key", name)
         sym = self._lexemes.get(key)
         if sym is None:
-            sym = self._lexemes[key] = self.b.lexeme(self.key_text(name), f"key:{name[:40]}")
+            # A lone surrogate (valid in JSON text as an escape) cannot cross into the core as UTF-8.
+            label = name[:40].encode("utf-8", "backslashreplace").decode("utf-8")
+            sym = self._lexemes[key] = self.b.lexeme(self.key_text(name), f"key:{label}")
         return sym
 
     def key_text(self, name: str) -> int:
         """The quoted spellings of one property name that the options allow."""
         if self.options.key_spelling == "plain" or self.strings.plain:
-            return self.b.re_literal(json.dumps(name, ensure_ascii=False))
+            return self.b.re_literal(plain_json_text(name))
         return self.strings.quoted(self.strings.text(name))
 
     def dead(self, rule) -> None:

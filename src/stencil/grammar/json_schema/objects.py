@@ -319,8 +319,15 @@ def _emit_definition(em, spec, depth, named, others):
     n = len(named)
     counted = spec.min > 1 or spec.max is not None
     cap = (spec.max if spec.max is not None else max(spec.min, 1)) if counted else 1
-    if (n + 1) * (cap + 1) * (full + 1) > MAX_OBJECT_STATES:
-        raise Unsupported("maxProperties", f"the object needs more than {MAX_OBJECT_STATES} counting states")
+    # Member lists are states (property index, member count up to cap, mask); without counting
+    # keywords every non-empty list has count 1, so only the properties and masks multiply.
+    if (n + 1) * (full + 1) > MAX_OBJECT_STATES:
+        raise Unsupported("properties", f"{n} properties (with {len(spec.some)} 'some member' constraints) need "
+                                        f"more than {MAX_OBJECT_STATES} grammar states")
+    if counted and (n + 1) * (cap + 1) * (full + 1) > MAX_OBJECT_STATES:
+        raise Unsupported("maxProperties" if spec.max is not None else "minProperties",
+                          f"counting up to {cap} members over {n} properties needs more than "
+                          f"{MAX_OBJECT_STATES} grammar states")
     comma = em.comma(depth)
     chain: dict = {}   # (i, c, m) -> rule: non-empty member lists covering the properties before i
 

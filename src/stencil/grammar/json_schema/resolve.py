@@ -70,6 +70,22 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def deepest_point(doc) -> tuple[int, str]:
+    """The nesting depth of a JSON document (a scalar is 0) and the JSON pointer of its deepest
+    value, found without recursion (the document may be deeper than Python's stack)."""
+    best, where = 0, ""
+    stack = [(doc, 0, "")]
+    while stack:
+        v, d, p = stack.pop()
+        if d > best:
+            best, where = d, p
+        if isinstance(v, dict):
+            stack.extend((c, d + 1, f"{p}/{_escape(str(k))}") for k, c in v.items())
+        elif isinstance(v, list):
+            stack.extend((c, d + 1, f"{p}/{i}") for i, c in enumerate(v))
+    return best, where
+
+
 class Loc:
     """A schema at a place: its value, base URI, JSON pointer in its document, draft, and (only
     for schemas with dynamic anchors) the dynamic scope: for each ``$dynamicAnchor`` name, the

@@ -1,0 +1,90 @@
+"""JSON Schemas at the edges: deep nesting, lone surrogates in names, very many properties.
+Each either works or is a GrammarError that says what and where, never an internal error."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import stencil
+from stencil.grammar.json_schema import MAX_SCHEMA_NESTING, json_schema_grammar
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    toks = [bytes([c]) for c in range(32, 127)] + [b"<eos>"]
+    tok = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[len(toks) - 1])
+    return stencil.GrammarCompiler(tok)
+
+
+def accepts(g, text: str) -> bool:
+    m = stencil.Matcher(g)
+    return m.accept_string(text) and m.is_accepting()
+
+
+def nest(keyword: str, n: int, leaf=None):
+    s = leaf or {"type": "integer"}
+    for _ in range(n):
+        s = {keyword: [s, {"type": "null"}]} if keyword == "anyOf" else {"type": "array", "items": s}
+    return s
+
+
+def test_deep_items_compile_and_match(compiler):
+    g = compiler.compile_json_schema(nest("items", 300), whitespace="compact")
+    assert accepts(g, "[" * 300 + "7" + "]" * 300)
+    assert not accepts(g, "[" * 299 + "7" + "]" * 299)
+
+
+@pytest.mark.parametrize("schema,needle", [
+    (nest("anyOf", 10_000), "nests 20001 levels deep (at /anyOf/0/anyOf/0/"),
+    (nest("anyOf", 400), "nested or chained through $ref too deeply"),
+    ({"$defs": {**{f"d{i}": {"not": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(2000)}, "d2000": {}},
+      "$ref": "#/$defs/d0"}, "nested or chained through $ref too deeply"),
+])
+def test_too_deep_is_a_grammar_error_naming_the_place(compiler, schema, needle):
+    with pytest.raises(stencil.GrammarError, match="JSON Schema") as e:
+        compiler.compile_json_schema(schema)
+    assert needle in str(e.value)
+    assert len(str(e.value)) < 400   # the pointer is shortened, not 20,000 levels long
+
+
+def test_too_deep_json_text_is_a_grammar_error(compiler):
+    text = '{"items": ' * 5000 + "{}" + "}" * 5000
+    with pytest.raises(stencil.GrammarError, match="nests too deeply to read|levels deep"):
+        compiler.compile_json_schema(text)
+    # and the compiler goes on working
+    assert accepts(compiler.compile_json_schema({"type": "integer"}), "42")
+    assert MAX_SCHEMA_NESTING >= 64   # the deepest MaskBench schema nests 63 levels
+
+
+@pytest.mark.parametrize("opts", [{}, {"key_spelling": "plain"}, {"string_spelling": "plain"},
+                                  {"property_order": "any"}])
+def test_lone_surrogate_property_name_is_matched_as_its_escape(compiler, opts):
+    name = "a\ud800"
+    schema = {"type": "object", "properties": {name: {"type": "integer"}, "b": {"type": "integer"}},
+              "required": [name], "additionalProperties": False}
+    g = compiler.compile_json_schema(schema, whitespace="compact", **opts)
+    text = json.dumps({name: 1})          # '{"a\\ud800": 1}' with ensure_ascii
+    assert accepts(g, text.replace(" ", ""))
+    assert not accepts(g, '{"a\\ud801":1}')
+    assert not accepts(g, '{"b":1}')      # the required surrogate key is checked too
+    if opts.get("property_order") == "any":
+        assert accepts(g, '{"b":2,"a\\ud800":1}')
+        assert not accepts(g, '{"a\\ud800":1,"a\\ud800":1}')
+
+
+def test_ten_thousand_optional_properties_compile(compiler):
+    props = {f"p{i}": {"type": "integer"} for i in range(10_000)}
+    g = compiler.compile_json_schema({"type": "object", "properties": props}, whitespace="compact")
+    assert accepts(g, '{"p0":1,"p9999":2}')
+    assert accepts(g, "{}")
+    assert not accepts(g, '{"p9999":1,"p0":2}')   # definition order
+
+
+def test_too_many_counted_properties_blame_the_counting_keyword():
+    props = {f"p{i}": {"type": "integer"} for i in range(2000)}
+    with pytest.raises(stencil.GrammarError, match="maxProperties: counting up to 50 members"):
+        json_schema_grammar({"type": "object", "properties": props, "maxProperties": 50})
+    props = {f"p{i}": {"type": "integer"} for i in range(30_000)}
+    with pytest.raises(stencil.GrammarError, match="properties: 30000 properties"):
+        json_schema_grammar({"type": "object", "properties": props})
