@@ -1,6 +1,7 @@
 // Error types raised by the core. Bindings map them to Python exceptions:
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a work budget ran out: also a GrammarError), UsageError (API misuse,
+// (a work budget ran out: also a GrammarError; CompileTimeout, the wall-clock one, is one),
+// UsageError (API misuse,
 // ValueError) and ConcurrentUseError (RuntimeError).
 #pragma once
 #include <stdexcept>
@@ -14,6 +15,11 @@ struct GrammarError : std::runtime_error {
 
 struct BudgetError : GrammarError {
   using GrammarError::GrammarError;
+};
+
+// A compilation ran past its wall-clock limit (also a BudgetError).
+struct CompileTimeout : BudgetError {
+  using BudgetError::BudgetError;
 };
 
 struct UsageError : std::runtime_error {

@@ -14,6 +14,48 @@ namespace stencil {
 // Copies e and what it uses into dst. Children always have smaller ids than
 // their parents, so copying the reachable ids in increasing order needs no
 // recursion (expressions can nest very deeply).
+// The least set of nonterminals closed under "a rule's left side holds when every symbol of its
+// right side holds" (terminals hold by terminal_ok): productive and nullable rules. A work list
+// over each rule's count of symbols not yet known to hold keeps it linear in the grammar's size
+// (sweeping the rules until nothing changes was quadratic on a long chain of unit rules).
+template <class TerminalOk>
+static std::vector<uint8_t> rules_closure(size_t num_nt, const std::vector<Rule>& rules, TerminalOk terminal_ok) {
+  std::vector<uint8_t> holds(num_nt, 0);
+  std::vector<uint32_t> missing(rules.size(), 0);
+  std::vector<uint32_t> uses_begin(num_nt + 1, 0), uses;  // rules in which each nonterminal occurs
+  for (const Rule& r : rules)
+    for (Symbol s : r.rhs)
+      if (!is_terminal(s)) ++uses_begin[s + 1];
+  for (size_t i = 0; i < num_nt; ++i) uses_begin[i + 1] += uses_begin[i];
+  uses.resize(uses_begin[num_nt]);
+  std::vector<uint32_t> fill(uses_begin.begin(), uses_begin.end() - 1);
+  std::vector<uint32_t> ready;
+  for (uint32_t ri = 0; ri < rules.size(); ++ri) {
+    bool possible = true;
+    for (Symbol s : rules[ri].rhs) {
+      if (is_terminal(s)) {
+        possible = possible && terminal_ok(s);
+      } else {
+        uses[fill[s]++] = ri;
+        ++missing[ri];
+      }
+    }
+    if (!possible) missing[ri] = ~0u;  // never: a terminal fails
+    else if (missing[ri] == 0) ready.push_back(ri);
+  }
+  while (!ready.empty()) {
+    const uint32_t lhs = rules[ready.back()].lhs;
+    ready.pop_back();
+    if (holds[lhs]) continue;
+    holds[lhs] = 1;
+    for (uint32_t k = uses_begin[lhs]; k < uses_begin[lhs + 1]; ++k) {
+      uint32_t ri = uses[k];
+      if (missing[ri] != ~0u && missing[ri] > 0 && --missing[ri] == 0) ready.push_back(ri);
+    }
+  }
+  return holds;
+}
+
 ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_map<ExprId, ExprId>& memo) {
   if (e == ExprStore::kAnyByteStar || e <= ExprStore::kEmpty) return e;
   if (auto it = memo.find(e); it != memo.end()) return it->second;
@@ -110,17 +152,9 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
     }
     lex_ok[i] = !deriver->is_empty(l.expr);
   }
-  std::vector<uint8_t> productive(num_nt, 0);
+  const std::vector<uint8_t> productive =
+      rules_closure(num_nt, rules_, [&](Symbol s) { return lex_ok[symbol_index(s)] != 0; });
   auto sym_ok = [&](Symbol s) { return is_terminal(s) ? lex_ok[symbol_index(s)] != 0 : productive[s] != 0; };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Rule& r : rules_) {
-      if (productive[r.lhs]) continue;
-      bool ok = true;
-      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
-      if (ok) productive[r.lhs] = changed = true;
-    }
-  }
   if (!productive[start]) throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
 
   // Reachable through productive alternatives only.
@@ -202,16 +236,7 @@ void Grammar::finalize() {
   for (uint32_t r = 0; r < rules.size(); ++r) nt_rules[fill[rules[r].lhs]++] = r;
   nt_check.assign(num_nt, -1);
   for (size_t i = 0; i < checks.size(); ++i) nt_check[checks[i].rule] = static_cast<int32_t>(i);
-  nullable.assign(num_nt, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Rule& r : rules) {
-      if (nullable[r.lhs]) continue;
-      bool all = true;
-      for (Symbol s : r.rhs) all = all && !is_terminal(s) && nullable[s];
-      if (all) nullable[r.lhs] = changed = true;
-    }
-  }
+  nullable = rules_closure(num_nt, rules, [](Symbol) { return false; });
 }
 
 std::string Grammar::lexeme_name(uint32_t lex) const {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "stencil/errors.h"
+#include "support/deadline.h"
 
 namespace stencil {
 
@@ -26,6 +27,7 @@ struct Nesting {
 }  // namespace
 
 void Deriver::burn(uint64_t amount) {
+  if ((++ticks_ & 1023) == 0) deadline::check();
   if (fuel_ < amount)
     throw BudgetError("regular expression work budget exhausted while computing derivatives "
                       "(the pattern is too complex; raise the lexer fuel limit to allow it)");

@@ -44,6 +44,7 @@ class Deriver {
 
   ExprStore& store_;
   uint64_t fuel_;
+  uint32_t ticks_ = 0;  // burns since the last look at the clock
   int depth_ = 0;
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused

@@ -36,6 +36,7 @@ from typing import Optional
 
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
 
@@ -100,6 +101,7 @@ class _Parser:
         if self.i >= self.n:
             raise self.err("the grammar is empty: it defines no rule (GBNF needs at least `root ::= ...`)")
         while self.i < self.n:
+            check_deadline()
             start = self.i
             end = self.name_at(start)
             if end == start:

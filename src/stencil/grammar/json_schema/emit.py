@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json_schema.arrays import emit_array
 from stencil.grammar.json_schema.formulas import FALSE, TRUE
 from stencil.grammar.json_schema.numbers import JsonNumbers
@@ -193,6 +194,7 @@ class Emitter:
 
     def run(self) -> None:
         while self._queue:
+            check_deadline()
             rule, t, depth = self._queue.pop()
             self._fill(rule, t, depth)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json_schema.formats import UNSUPPORTED_FORMATS, format_spec
 from stencil.grammar.json_schema.formulas import TRUE, f_and
 from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, FALSE_SUB, NONE, TRUE_SUB,
@@ -275,6 +276,7 @@ class Context:
 
 
 def read_schema(ctx: Context, loc, exact: bool = False) -> Typed:
+    check_deadline()
     s = loc.schema
     if s is True:
         return ANY

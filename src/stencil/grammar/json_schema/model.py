@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Optional
 
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, num_const, str_eval
 
 __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupported", "ANY", "NONE",
@@ -247,6 +248,7 @@ class Algebra:
 
     # -- intersection -----------------------------------------------------------------------------
     def t_and(self, a: Typed, b: Typed) -> Typed:
+        check_deadline()  # products of alternatives grow with the schema
         if a is ANY or b is NONE:
             return b
         if b is ANY or a is NONE:
@@ -453,6 +455,8 @@ def _absorb(specs: tuple) -> tuple:
         return specs
     out = []
     for i, s in enumerate(specs):
+        if i % 64 == 0:
+            check_deadline()
         if not any(j != i and _weaker(t, s) and not (_weaker(s, t) and j > i) for j, t in enumerate(specs)):
             out.append(s)
     return tuple(out)

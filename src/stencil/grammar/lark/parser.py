@@ -16,6 +16,7 @@ from typing import Optional
 
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
 from stencil.grammar.gbnf import parse_id_list
 from stencil.grammar.lark.lexer import Token, tokenize
@@ -72,6 +73,7 @@ class _Parser:
     # -- statements -----------------------------------------------------------------------------
     def parse(self) -> LarkSyntax:
         while self.tok.kind != "EOF":
+            check_deadline()
             t = self.tok
             if t.kind == "NL":
                 self.next()
