@@ -95,6 +95,11 @@ class GrammarCompiler:
         key = grammar.hash()
         with self._lock:
             hit = self._cache.get(key)
+            if hit is not None and hit.budget_exhausted:
+                # The lexer's budgets are over a compiled grammar's life: one that ran out would
+                # fail every later request, so it is dropped and compiled afresh.
+                del self._cache[key]
+                hit = None
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit

@@ -2,6 +2,7 @@
 also through compile_async) that ends cleanly, and rule chains that build in linear time."""
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -121,3 +122,22 @@ def test_lark_unit_chains_scale_linearly(tok):
 
     small, large = best_time(5_000), best_time(40_000)
     assert large / small < 20   # 8x the rules; a quadratic step would make it ~64x
+
+
+def test_a_grammar_whose_lexer_budget_ran_out_is_not_served_from_the_cache(tok):
+    compiler = stencil.GrammarCompiler(tok, max_lexer_states=300)
+    g = compiler.compile_regex("[ab]*a[ab]{12}")
+    assert compiler.compile_regex("[ab]*a[ab]{12}") is g   # cached while healthy
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    ids = {tok.token_bytes(i): i for i in range(tok.vocab_size)}
+    rng = random.Random(0)
+    with pytest.raises(stencil.GrammarError, match="lexer state budget exceeded"):
+        for _ in range(5000):   # 2**13 states of the automaton: the budget runs out on the way
+            m.fill_next_token_bitmask(bm, 0)
+            assert m.accept_token(ids[rng.choice([b"a", b"b"])])
+    assert g.budget_exhausted
+    fresh = compiler.compile_regex("[ab]*a[ab]{12}")
+    assert fresh is not g and not fresh.budget_exhausted
+    m = stencil.Matcher(fresh)
+    assert m.accept_string("b" * 3 + "a" + "b" * 12) and m.is_accepting()

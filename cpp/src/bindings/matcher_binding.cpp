@@ -84,6 +84,8 @@ void bind_matcher(nb::module_& m) {
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)
       .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.lexer().num_states(); })
+      .def_prop_ro("budget_exhausted", [](const CompiledGrammar& g) { return g.lexer().budget_exhausted(); },
+                   "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
       .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.mask_cache().size(); });
 
   nb::class_<Matcher>(m, "Matcher",

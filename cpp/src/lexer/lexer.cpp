@@ -140,6 +140,12 @@ uint32_t Lexer::start_after_ignored(uint32_t start, uint32_t ended) const {
   return s;
 }
 
+bool Lexer::budget_exhausted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return num_states_.load(std::memory_order_relaxed) >= limits_.max_states || store_.size() >= store_.max_nodes() ||
+         deriver_.exhausted();
+}
+
 size_t Lexer::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t blocks = 0;

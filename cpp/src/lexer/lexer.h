@@ -74,6 +74,9 @@ class Lexer {
   const ByteClasses& classes() const { return classes_; }
   uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   size_t memory_bytes() const;
+  // Whether a budget over the lexer's life (states, expressions, derivative fuel) has run out:
+  // any generation that needs new states would fail from now on.
+  bool budget_exhausted() const;
   std::string describe_state(uint32_t s) const;
   // A key equal for lexer states of any grammar that match alike within
   // walks of fewer than `clamp` bytes (canonical expressions, repetition

@@ -28,9 +28,11 @@ struct Nesting {
 
 void Deriver::burn(uint64_t amount) {
   if ((++ticks_ & 1023) == 0) deadline::check();
-  if (fuel_ < amount)
+  if (fuel_ < amount) {
+    exhausted_ = true;
     throw BudgetError("regular expression work budget exhausted while computing derivatives "
                       "(the pattern is too complex; raise the lexer fuel limit to allow it)");
+  }
   fuel_ -= amount;
 }
 

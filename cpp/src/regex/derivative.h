@@ -26,6 +26,8 @@ class Deriver {
   // Bytes that stand for every byte class (one per class), set by the lexer.
   void set_class_representatives(std::vector<uint8_t> reps) { reps_ = std::move(reps); }
   uint64_t fuel_left() const { return fuel_; }
+  // Whether the fuel ran out once: budgets are over the deriver's life, so it stays out.
+  bool exhausted() const { return exhausted_; }
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {
     const ExprNode& n = store_.node(e);
@@ -45,6 +47,7 @@ class Deriver {
   ExprStore& store_;
   uint64_t fuel_;
   uint32_t ticks_ = 0;  // burns since the last look at the clock
+  bool exhausted_ = false;
   int depth_ = 0;
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
