@@ -46,8 +46,11 @@ class GrammarCompiler:
     """Compiles grammars for one tokenizer, with a cache keyed by the grammar's hash.
 
     Limits guard against pathological input: ``max_lexer_states`` (lexer automaton states),
-    ``lexer_fuel`` (derivative steps over the grammar's life) and ``mask_cache_bytes`` (memory
-    for cached masks per grammar). Exceeding them raises ``GrammarError``, never hangs.
+    ``lexer_fuel`` (derivative steps) and ``mask_cache_bytes`` (memory for cached masks per
+    grammar). Exceeding them raises ``GrammarError``, never hangs. The lazy lexer is a cache:
+    when it passes half of its state or fuel budget, or ``lexer_memory_bytes``, it is started
+    afresh with its masks and rebuilt on demand (``CompiledGrammar.num_lexer_renewals``), so a
+    long generation under a pattern with a huge automaton keeps flat memory and never runs out.
     ``compile_timeout`` (seconds, default 5; None for none) bounds the wall-clock time of each
     ``compile_*`` call, front-end included: past it the call raises ``stencil.CompileTimeout``
     (a ``GrammarError``), caches nothing, and the compiler keeps working.
@@ -55,7 +58,7 @@ class GrammarCompiler:
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,
                  max_lexer_states: int = 1 << 20, lexer_fuel: int = 100_000_000,
-                 mask_cache_bytes: int = 512 << 20, max_threads: int = 4,
+                 mask_cache_bytes: int = 512 << 20, lexer_memory_bytes: int = 256 << 20, max_threads: int = 4,
                  mask_optimizations: dict | None = None,
                  compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT):
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -65,7 +68,7 @@ class GrammarCompiler:
             raise ValueError(f"compile_timeout must be None or a number of seconds >= 0, got {compile_timeout!r}")
         self.compile_timeout = compile_timeout
         self._limits = dict(max_lexer_states=max_lexer_states, lexer_fuel=lexer_fuel,
-                            mask_cache_bytes=mask_cache_bytes)
+                            mask_cache_bytes=mask_cache_bytes, lexer_memory_bytes=lexer_memory_bytes)
         # Switches for measuring the mask optimizations one by one (all on by default):
         # plain_slice, shared_masks, boundary_runs, repeat_memo, loop_skip.
         for name, on in (mask_optimizations or {}).items():

@@ -71,6 +71,7 @@ class Matcher : private TextSource {
   struct Step {
     uint32_t frames;  // frames before the token
     bool eos;
+    int32_t token;    // -1: bytes (accept_bytes)
   };
 
   bool push_byte(uint8_t b, bool share_end = false);
@@ -94,8 +95,14 @@ class Matcher : private TextSource {
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void undo_tokens(size_t n);
+  // Moves to the grammar's current lexer epoch when it has changed (see LexerEpoch).
+  void follow_epoch() {
+    if (g_->current_epoch() != epoch_.get() && !migrating_) migrate();
+  }
+  void migrate();
 
   std::shared_ptr<const CompiledGrammar> g_;
+  std::shared_ptr<const LexerEpoch> epoch_;  // the lexer and mask cache this state lives in
   const Lexer* lexer_;
   const Vocabulary* vocab_;
   EarleyParser parser_;
@@ -103,6 +110,7 @@ class Matcher : private TextSource {
   std::vector<Step> history_;
   int max_rollback_;
   bool terminated_ = false;
+  bool migrating_ = false;
   uint64_t next_serial_ = 0;
   std::vector<uint32_t> scratch_lexemes_;
   // The last mask and what it depended on: the lexer state, the parser's row stack (its top

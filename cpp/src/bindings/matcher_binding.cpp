@@ -62,7 +62,8 @@ void bind_matcher(nb::module_& m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def("__init__",
            [](CompiledGrammar* self, std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v,
-              uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, bool plain_slice,
+              uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, size_t lexer_memory_bytes,
+              bool plain_slice,
               bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip) {
              CompileLimits limits;
              limits.plain_slice = plain_slice;
@@ -73,20 +74,24 @@ void bind_matcher(nb::module_& m) {
              limits.lexer.max_states = max_lexer_states;
              limits.lexer.fuel = lexer_fuel;
              limits.mask_cache_bytes = mask_cache_bytes;
+             limits.lexer_memory_bytes = lexer_memory_bytes;
              nb::gil_scoped_release release;
              new (self) CompiledGrammar(std::move(g), std::move(v), limits);
            },
            nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = 1u << 20,
            nb::arg("lexer_fuel") = 100'000'000ull, nb::arg("mask_cache_bytes") = 512ull << 20,
+           nb::arg("lexer_memory_bytes") = 256ull << 20,
            nb::arg("plain_slice") = true, nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true,
            nb::arg("repeat_memo") = true, nb::arg("loop_skip") = true)
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)
-      .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.lexer().num_states(); })
-      .def_prop_ro("budget_exhausted", [](const CompiledGrammar& g) { return g.lexer().budget_exhausted(); },
+      .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.epoch()->lexer.num_states(); })
+      .def_prop_ro("budget_exhausted", [](const CompiledGrammar& g) { return g.epoch()->lexer.budget_exhausted(); },
                    "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
-      .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.mask_cache().size(); });
+      .def_prop_ro("num_lexer_renewals", &CompiledGrammar::num_renewals,
+                   "How many times the lazy lexer and its mask cache were dropped and started afresh.")
+      .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); });
 
   nb::class_<Matcher>(m, "Matcher",
       "The state of one generation under a compiled grammar.\n\n"

@@ -146,6 +146,16 @@ bool Lexer::budget_exhausted() const {
          deriver_.exhausted();
 }
 
+size_t Lexer::num_exprs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_.size();
+}
+
+uint64_t Lexer::fuel_used() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limits_.fuel - deriver_.fuel_left();
+}
+
 size_t Lexer::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t blocks = 0;

@@ -77,6 +77,8 @@ class Lexer {
   // Whether a budget over the lexer's life (states, expressions, derivative fuel) has run out:
   // any generation that needs new states would fail from now on.
   bool budget_exhausted() const;
+  size_t num_exprs() const;   // expressions in the lexer's store (the max_exprs budget)
+  uint64_t fuel_used() const;
   std::string describe_state(uint32_t s) const;
   // A key equal for lexer states of any grammar that match alike within
   // walks of fewer than `clamp` bytes (canonical expressions, repetition

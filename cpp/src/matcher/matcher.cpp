@@ -8,9 +8,10 @@ namespace stencil {
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback)
     : g_(std::move(grammar)),
-      lexer_(&g_->lexer()),
+      epoch_(g_->epoch()),
+      lexer_(&epoch_->lexer),
       vocab_(&g_->vocab()),
-      parser_(g_->grammar(), g_->lexer()),
+      parser_(g_->grammar(), epoch_->lexer),
       max_rollback_(max_rollback) {
   if (max_rollback < -1) throw UsageError("max_rollback must be -1 (unlimited) or a count >= 0");
   parser_.set_text_source(this);
@@ -20,6 +21,7 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollbac
 Matcher::Matcher(const Matcher& o)
     : TextSource(),
       g_(o.g_),
+      epoch_(o.epoch_),
       lexer_(o.lexer_),
       vocab_(o.vocab_),
       parser_(o.parser_),
@@ -42,7 +44,35 @@ void Matcher::text(uint32_t from, uint32_t to, std::string& out) const {
   for (uint32_t i = from; i < to && i + 1 < frames_.size(); ++i) out.push_back(static_cast<char>(frames_[i + 1].byte));
 }
 
+void Matcher::migrate() {
+  // The frames' lexer states mean nothing in the new epoch: replay every step there (parser
+  // rows, completion checks and rollback points come out the same).
+  std::vector<Step> steps = history_;
+  std::vector<std::string> bytes(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].token < 0) {
+      const size_t end = i + 1 < steps.size() ? steps[i + 1].frames : frames_.size();
+      for (size_t k = steps[i].frames; k < end; ++k) bytes[i].push_back(static_cast<char>(frames_[k].byte));
+    }
+  migrating_ = true;
+  epoch_ = g_->epoch();
+  lexer_ = &epoch_->lexer;
+  parser_.set_lexer(*lexer_);
+  memo_ = MaskMemo{};
+  for (IgnoredSlot& s : ignored_slots_) s = IgnoredSlot{};
+  reset();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const bool ok = steps[i].token >= 0 ? accept_token(steps[i].token) : accept_bytes(bytes[i]);
+    if (!ok) {
+      migrating_ = false;
+      throw GrammarError("internal error: a matcher could not replay its tokens into a renewed lexer");
+    }
+  }
+  migrating_ = false;
+}
+
 void Matcher::reset() {
+  follow_epoch();
   parser_.reset();
   frames_.clear();
   frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
@@ -135,7 +165,10 @@ bool Matcher::accepting_now() {
   return ok;
 }
 
-bool Matcher::is_accepting() { return terminated_ || accepting_now(); }
+bool Matcher::is_accepting() {
+  follow_epoch();
+  return terminated_ || accepting_now();
+}
 
 bool Matcher::accept_special(int32_t token) {
   const Frame f = frames_.back();
@@ -161,18 +194,19 @@ bool Matcher::accept_special(int32_t token) {
 
 bool Matcher::accept_token(int64_t token) {
   vocab_->check_id(token);
+  follow_epoch();
   if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
   const int32_t t = static_cast<int32_t>(token);
   const uint32_t before = static_cast<uint32_t>(frames_.size());
   if (vocab_->is_special(t) && accept_special(t)) {
-    history_.push_back({before, false});
+    history_.push_back({before, false, t});
     return true;
   }
   const auto& eos = vocab_->eos_ids();
   if (std::find(eos.begin(), eos.end(), t) != eos.end()) {
     if (!accepting_now()) return false;
     terminated_ = true;
-    history_.push_back({before, true});
+    history_.push_back({before, true, t});
     return true;
   }
   if (vocab_->is_special(t) || t >= vocab_->num_tokens()) return false;
@@ -184,11 +218,13 @@ bool Matcher::accept_token(int64_t token) {
       return false;
     }
   }
-  history_.push_back({before, false});
+  history_.push_back({before, false, t});
+  g_->renew_if_full(*epoch_);  // new states come from pushing bytes
   return true;
 }
 
 bool Matcher::accept_bytes(const std::string& bytes) {
+  follow_epoch();
   if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
   const size_t before = frames_.size();
   for (unsigned char c : bytes) {
@@ -198,7 +234,7 @@ bool Matcher::accept_bytes(const std::string& bytes) {
     }
   }
   // Bytes count as one step for rollback.
-  history_.push_back({static_cast<uint32_t>(before), false});
+  history_.push_back({static_cast<uint32_t>(before), false, -1});
   return true;
 }
 
@@ -212,6 +248,7 @@ void Matcher::undo_tokens(size_t n) {
 }
 
 void Matcher::rollback(int64_t n) {
+  follow_epoch();
   if (n < 0) throw UsageError("rollback: the count must be >= 0, got " + std::to_string(n));
   if (max_rollback_ >= 0 && n > max_rollback_)
     throw UsageError("rollback(" + std::to_string(n) + ") exceeds max_rollback=" + std::to_string(max_rollback_) +
@@ -223,6 +260,7 @@ void Matcher::rollback(int64_t n) {
 }
 
 int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
+  follow_epoch();
   for (int64_t t : tokens) vocab_->check_id(t);
   if (terminated_) throw UsageError("the matcher has terminated (end of sequence accepted); call reset() or rollback() first");
   size_t ok = 0;
@@ -322,6 +360,8 @@ size_t Matcher::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_
 }
 
 void Matcher::fill_mask(uint32_t* words, size_t num_words) {
+  g_->renew_if_full(*epoch_);  // what the last walks built may have filled the lexer
+  follow_epoch();
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   if (num_words < need)
     throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " + std::to_string(need));
@@ -352,7 +392,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   const size_t depth0 = frames_.size();
   const size_t root = depth0 - 1;
   std::shared_ptr<const MaskEntry> keep;
-  const MaskEntry* entry = g_->mask_cache().get(*lexer_, *vocab_, top.state, &keep);
+  const MaskEntry* entry = epoch_->cache.get(*lexer_, *vocab_, top.state, &keep);
   const std::vector<uint32_t>& inner = entry->inner();
   std::copy(inner.begin(), inner.begin() + need, words);
   const bool needs_text = !g_->grammar().checks.empty();
@@ -454,6 +494,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
 namespace stencil {
 
 std::string Matcher::forced_bytes(size_t limit) {
+  follow_epoch();
   std::string out;
   if (terminated_) return out;
   const size_t depth0 = frames_.size();
@@ -481,6 +522,7 @@ std::string Matcher::forced_bytes(size_t limit) {
 }
 
 std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
+  follow_epoch();
   std::vector<int32_t> out;
   if (terminated_) return out;
   std::vector<uint32_t> mask((static_cast<size_t>(vocab_->vocab_size()) + 31) / 32);

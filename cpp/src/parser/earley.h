@@ -40,6 +40,12 @@ class EarleyParser {
  public:
   EarleyParser(const Grammar& g, const Lexer& lexer);
   void reset();
+  // Works with another lexer from now on (a renewed lexer epoch); resets the parse.
+  void set_lexer(const Lexer& lexer) {
+    lexer_ = &lexer;
+    start_slots_.clear();
+    reset();
+  }
   size_t num_rows() const { return rows_.size(); }
   size_t num_items() const { return items_.size(); }
   const EarleyRow& top() const { return rows_.back(); }
