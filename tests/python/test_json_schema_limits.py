@@ -88,3 +88,39 @@ def test_too_many_counted_properties_blame_the_counting_keyword():
     props = {f"p{i}": {"type": "integer"} for i in range(30_000)}
     with pytest.raises(stencil.GrammarError, match="properties: 30000 properties"):
         json_schema_grammar({"type": "object", "properties": props})
+
+
+@pytest.mark.parametrize("lo,hi,prefix", [(0, 1, 0), (0, 7, 0), (3, 13, 0), (5, None, 0), (0, 22, 2),
+                                          (1, 9, 3), (4, 4, 0), (6, 17, 1), (2, 9, 5)])
+def test_long_array_counting_is_exact(compiler, monkeypatch, lo, hi, prefix):
+    # The counting rules serve arrays past MAX_ARRAY_STATES positions; a small limit sends small
+    # arrays down the same path, where every length can be checked.
+    import stencil.grammar.json_schema.arrays as arrays
+    monkeypatch.setattr(arrays, "MAX_ARRAY_STATES", 0)
+    schema = {"type": "array", "minItems": lo, "prefixItems": [{"const": "p"}] * prefix,
+              "items": {"type": "integer"}}
+    if hi is not None:
+        schema["maxItems"] = hi
+    g = compiler.compile_json_schema(schema, whitespace="compact")
+
+    def text(n, closed=True):
+        vals = ['"p"' if i < prefix else str(i) for i in range(n)]
+        return "[" + ",".join(vals) + ("]" if closed else "")
+
+    for n in range(0, (hi if hi is not None else lo + 6) + 3):
+        ok = lo <= n and (hi is None or n <= hi)
+        assert accepts(g, text(n)) == ok, n
+        # exact masks: one more item may start exactly while the count is below the maximum
+        if n:
+            m = stencil.Matcher(g)
+            assert m.accept_string(text(n, closed=False) + ",") == (hi is None or n < hi), n
+    assert not accepts(g, "[1]" if prefix else '["p"]')   # the items' schemas still hold
+
+
+def test_huge_item_counts_compile_and_match(compiler):
+    g = compiler.compile_json_schema({"type": "array", "maxItems": 10**9, "items": {"type": "integer"}},
+                                     whitespace="compact")
+    assert accepts(g, "[" + ",".join(map(str, range(500))) + "]")
+    g = compiler.compile_json_schema({"type": "array", "minItems": 10**9}, whitespace="compact")
+    assert not accepts(g, "[1,2,3]")
+    assert stencil.Matcher(g).accept_string("[1,2,3,")

@@ -92,6 +92,8 @@ def emit_array(em, spec: ArrSpec, depth: int):
     top = max([p, spec.min] + [start for _, _, _, start in entries])
     if spec.max is not None:
         top = spec.max
+    if top - p > MAX_ARRAY_STATES and not entries and not spec.unique:
+        return _emit_long_array(em, spec, depth)
         if top < p:
             top = p
     saturate = spec.max is None   # the position top stands for "top or more"
@@ -170,6 +172,76 @@ def emit_array(em, spec: ArrSpec, depth: int):
     if not accepting(start) and not body:
         em.dead(rule)
     return rule
+
+
+def _emit_long_array(em, spec: ArrSpec, depth: int):
+    """Arrays whose item counts (minItems, maxItems) are too large for a state per position, when
+    nothing but the position decides an item's schema: the items after the prefix are counted by
+    rules that double (:func:`_counted`), O(log n) of them, exact for any n."""
+    b = em.b
+    p = len(spec.prefix)
+    comma = em.comma(depth)
+    items = [em.value(sub, depth + 1) for sub in spec.prefix] or [em.value(spec.items, depth + 1)]
+    unit = em.fresh("unit")    # ", item" after the first items
+    b.add_alternative(unit, comma + [em.value(spec.items, depth + 1)])
+    head = max(p, 1)           # the items written out: the prefix, or the first item
+    rule = em.fresh("array")
+    if spec.min == 0:
+        b.add_alternative(rule, em.empty_array())
+    for n in range(max(spec.min, 1), head):   # shorter than the prefix
+        listed = [x for i in range(n) for x in (comma if i else []) + [items[i]]]
+        b.add_alternative(rule, em.arr_open(depth) + listed + em.arr_close(depth))
+    listed = [x for i in range(head) for x in (comma if i else []) + [items[i]]]
+    lo = max(spec.min - head, 0)
+    hi = None if spec.max is None else spec.max - head
+    if hi is None or hi >= lo:
+        b.add_alternative(rule, em.arr_open(depth) + listed + [_counted(em, unit, lo, hi)] + em.arr_close(depth))
+    return rule
+
+
+def _counted(em, unit, lo: int, hi) -> object:
+    """A rule deriving unit^n for lo <= n <= hi (hi None: no upper bound), unambiguously, with
+    O(log hi) rules: E(k) is exactly 2^k units (E(k) -> E(k-1) E(k-1)), F(k) any count below 2^k
+    (F(k) -> F(k-1) | E(k-1) F(k-1)), and at most r is F(k) | E(k) at-most(r - 2^k) for the top
+    bit k of r. Counting from the left keeps the parser's items per step O(log^2 hi)."""
+    b = em.b
+    exact: dict = {0: unit}
+    below: dict = {}
+
+    def e(k):
+        if k not in exact:
+            r = exact[k] = em.fresh(f"units{1 << k}")
+            b.add_alternative(r, [e(k - 1), e(k - 1)])
+        return exact[k]
+
+    def f(k):
+        if k not in below:
+            r = below[k] = em.fresh(f"below{1 << k}")
+            b.add_alternative(r, [] if k == 0 else [f(k - 1)])
+            if k:
+                b.add_alternative(r, [e(k - 1), f(k - 1)])
+        return below[k]
+
+    def at_most(r):
+        if r == 0:
+            return []
+        k = r.bit_length() - 1
+        rule = em.fresh(f"upto{r}")
+        b.add_alternative(rule, [f(k)])
+        b.add_alternative(rule, [e(k)] + at_most(r - (1 << k)))
+        return [rule]
+
+    seq = [e(k) for k in range(lo.bit_length()) if lo >> k & 1]
+    if hi is None:
+        star = em.fresh("units")
+        b.add_alternative(star, [])
+        b.add_alternative(star, [star, unit])
+        seq.append(star)
+    else:
+        seq += at_most(hi - lo)
+    out = em.fresh("count")
+    b.add_alternative(out, seq)
+    return out
 
 
 def _left_linear(em, depth, start, kinds_at, step, accepting, item_symbol) -> list:
