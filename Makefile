@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-asan corpus demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
+.PHONY: venv install test test-asan test-properties corpus demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ install: $(PY)
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The property-based tests (tests/python/test_properties.py) with many more examples than `make test`.
+PROPERTY_EXAMPLES ?= 2000
+test-properties: install
+	STENCIL_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) $(PY) -m pytest -q tests/python/test_properties.py
 
 # The core's oracle and robustness tests under AddressSanitizer + UndefinedBehaviorSanitizer, in a
 # venv of their own (.venv-asan, build/asan) so the optimized build stays as it is. Python is not
