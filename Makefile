@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-asan test-properties corpus demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
+.PHONY: venv install test test-asan test-properties corpus fuzz demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,21 @@ test: install
 PROPERTY_EXAMPLES ?= 2000
 test-properties: install
 	STENCIL_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) $(PY) -m pytest -q tests/python/test_properties.py
+
+# atheris fuzz targets, one per front-end and one for the Matcher API (fuzz/), each FUZZ_SECONDS
+# on a seed corpus made from ../shared/data; a finding (a crash, or an exception other than the
+# documented errors) stops its target and is written to fuzz/findings/. `make -j2 fuzz` runs two
+# at a time.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := regex json_schema lark gbnf matcher
+fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
+fuzz/corpus: install
+	$(PIP) install --quiet -e ".[fuzz]" --no-build-isolation
+	$(PY) fuzz/make_corpus.py fuzz/corpus
+fuzz-%: fuzz/corpus
+	mkdir -p fuzz/findings
+	cd fuzz && ../$(PY) fuzz_$*.py corpus/$* -max_total_time=$(FUZZ_SECONDS) -timeout=60 -rss_limit_mb=4096 \
+		-artifact_prefix=findings/$*- -print_final_stats=1
 
 # The core's oracle and robustness tests under AddressSanitizer + UndefinedBehaviorSanitizer, in a
 # venv of their own (.venv-asan, build/asan) so the optimized build stays as it is. Python is not
