@@ -93,7 +93,8 @@ def test_ranges_match_decimal_arithmetic(compiler, lo, lo_x, hi, hi_x, integer):
     assert bad == []
 
 
-@pytest.mark.parametrize("d", ["0.01", "2", "7", "2.5", "1.5", "0.25", "8", "3", "25", "0.5", "1"])
+@pytest.mark.parametrize("d", ["0.01", "2", "7", "2.5", "1.5", "0.25", "8", "3", "25", "0.5", "1",
+                               "3.5", "11", "13", "64", "125", "1000", "1024", "2048", "0.125"])
 def test_multiple_of_matches_decimal_arithmetic(compiler, d):
     g = compiler.compile_grammar(json_schema_grammar({"type": "number", "multipleOf": float(d) if "." in d else int(d)}))
     dd = D(d)
@@ -103,7 +104,10 @@ def test_multiple_of_matches_decimal_arithmetic(compiler, d):
             return _mantissa(t) == 0
         q = D(t) / dd
         return q == q.to_integral_value()
-    bad = [t for t in TEXTS if _accepts(g, t) != expected(t)]
+    rnd = random.Random(d)
+    near = [f"{sign}{dd * k + off}" for k in (1, 2, 7, 13, 977, 123457) for off in (0, 1, D("0.5"))
+            for sign in ("", "-")] + [f"{dd * rnd.randint(1, 10**9)}" for _ in range(40)]
+    bad = [t for t in TEXTS + near if _accepts(g, t) != expected(t)]
     assert bad == []
 
 

@@ -33,9 +33,10 @@ from stencil.grammar.json_value import number_expr
 __all__ = ["JsonNumbers", "decimal_parts", "MAX_RESIDUE_STATES"]
 
 #: most residue states of a minimized divisibility automaton (one prime-power factor of a
-#: multipleOf numerator; 3, 7, 8, 25 pass, 9, 11, 16 do not): past that, the state-elimination
-#: regex gets too large for the lexer's derivatives (masks of tens of milliseconds)
-MAX_RESIDUE_STATES = 7
+#: multipleOf numerator; 11, 13, 16, 23, 64, 125 pass, 37 and 128 do not): past that, the
+#: state-elimination regex gets too large for the lexer's derivatives (first masks over 10 ms).
+#: Powers of 2 and 5 past it (1024) are read off the last digits instead (_suffix_regex).
+MAX_RESIDUE_STATES = 26
 
 
 def decimal_parts(v: Decimal) -> tuple[str, str]:
@@ -48,6 +49,12 @@ def decimal_parts(v: Decimal) -> tuple[str, str]:
         i, f = s, ""
     i = i.lstrip("0") or "0"
     return i, f
+
+
+def _power_of(n: int, p: int) -> bool:
+    while n % p == 0:
+        n //= p
+    return n == 1
 
 
 def _factor(n: int) -> list[int]:
@@ -352,10 +359,41 @@ class JsonNumbers:
                                             b.re_repeat(b.re_literal("0"), 0, -1)]), 0, 1)
         conds = [syntax, b.re_concat([self.OPT_MINUS, self.INT, frac])]
         for m in _factor(p):
-            conds.append(self._residue_regex(m, q, d))
+            try:
+                conds.append(self._residue_regex(m, q, d))
+            except GrammarError:
+                if q or (m & (m - 1) and not _power_of(m, 5)):
+                    raise
+                conds.append(self._suffix_regex(m))
         e = b.re_or([b.re_and(conds), self._zero_exp()])
         self._memo[key] = e
         return e
+
+    def _suffix_regex(self, m: int) -> int:
+        """Texts -?D+(.D*)? whose integer digits spell a multiple of m = 2^a or 5^a: m divides
+        10^a, so that is decided by the last a digits (any digits, then a digits in the set S), or
+        by the whole number when it has fewer. S is a DAG of (digits left, residue) nodes, shared
+        through the builder's hash-consing: a*m nodes, where the residue automaton's regex would
+        be exponential."""
+        b = self.b
+        a = 1
+        while 10 ** a % m:
+            a += 1
+        digit = [self.digits(x, x) for x in range(10)]
+        memo: dict = {}
+
+        def node(left: int, r: int) -> int:
+            """The strings of `left` digits that, after digits of residue r, make a multiple of m."""
+            key = (left, r)
+            if key not in memo:
+                if left == 0:
+                    memo[key] = b.re_empty() if r == 0 else b.re_nothing()
+                else:
+                    memo[key] = b.re_or([b.re_concat([digit[x], node(left - 1, (10 * r + x) % m)]) for x in range(10)])
+            return memo[key]
+
+        ints = b.re_or([b.re_concat([self.Dstar, node(a, 0)])] + [node(n, 0) for n in range(1, a)])
+        return b.re_concat([self.OPT_MINUS, ints, self.FRAC_ANY])
 
     def _residue_regex(self, m: int, q: int, d) -> int:
         """Texts -?D+(.D*)? whose digits, shifted by q places (missing digits are zeros, digits past
