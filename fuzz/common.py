@@ -7,6 +7,9 @@ Run them all with `make fuzz` (FUZZ_SECONDS per target, 600 by default).
 from __future__ import annotations
 
 import random
+import sys
+
+import atheris
 
 import stencil
 
@@ -39,3 +42,21 @@ def walk(compiled, seed: int, steps: int = 40) -> None:
             return
         if rng.random() < 0.1 and m.num_accepted_tokens:
             m.rollback(1)
+
+
+def compile_and_walk(compile_text, data: bytes) -> None:
+    """The front-end targets: byte 0 seeds the walk, the rest is the grammar text."""
+    seed = data[0] if data else 0
+    try:
+        compiled = compile_text(data[1:].decode("utf-8", "replace"), seed)
+    except EXPECTED:
+        return
+    walk(compiled, seed)
+
+
+def fuzz(test_one_input) -> None:
+    """Run a target. stencil's modules come through the editable install's finder, which
+    instrument_imports() does not see: every loaded function is instrumented instead."""
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -1,13 +1,11 @@
 """atheris target: the Matcher API driven by the fuzzer's bytes (tokens in and out of range,
 rollbacks, forks, resets, drafts, batch fills with wrong arguments) over a few grammars. Misuse
 must raise a documented error; the state must stay consistent."""
-import sys
-
 import atheris
 import numpy as np
 
 import stencil
-from common import COMPILER, EXPECTED, TOKENIZER
+from common import COMPILER, EXPECTED, TOKENIZER, fuzz
 
 GRAMMARS = [
     COMPILER.compile_json_schema({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
@@ -54,8 +52,4 @@ def test_one_input(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    # stencil's modules come through the editable install's finder, which instrument_imports()
-    # does not see: instrument every loaded function instead
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
+    fuzz(test_one_input)

@@ -43,7 +43,7 @@ def main(root: str) -> None:
         patterns(schema, found)
     for i, p in enumerate(sorted(found)[:500]):
         with open(os.path.join(dirs["regex"], f"p{i}"), "wb") as out:
-            out.write(b"\x00\x00" + p.encode())
+            out.write(b"\x00" + p.encode())
     for i, f in enumerate(sorted(glob.glob(os.path.join(SHARED, "gbnf", "*")))):
         with open(f, "rb") as src, open(os.path.join(dirs["gbnf"], f"g{i}"), "wb") as out:
             out.write(b"\x00" + src.read())

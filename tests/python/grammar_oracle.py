@@ -9,6 +9,7 @@ which is what the Matcher implements for grammars whose terminals cannot run int
 """
 from __future__ import annotations
 
+import stencil
 from stencil.grammar import regex_ast as R
 from stencil.grammar.ebnf import Alt, EbnfGrammar, Ref, Rep, Seq, Term, TokenRef
 from stencil.grammar.gbnf_lexemes import ANY_TEXT
@@ -209,3 +210,13 @@ def feed(matcher, ids, bitmask=None, eos=None) -> tuple[int, bool]:
         matcher.fill_next_token_bitmask(bitmask, 0)
         assert _bit(bitmask, eos) == accepting, f"EOS allowed={_bit(bitmask, eos)} but is_accepting={accepting}"
     return len(ids), accepting
+
+
+def matcher_verdict(compiled, text: str) -> tuple[int, bool]:
+    """The Matcher's side of CharEarley.run: (characters accepted before the first refusal,
+    complete), fed one character at a time."""
+    m = stencil.Matcher(compiled)
+    for k, ch in enumerate(text):
+        if not m.accept_string(ch):
+            return k, False
+    return len(text), m.is_accepting()

@@ -16,7 +16,7 @@ import zlib
 import pytest
 
 import stencil
-from grammar_oracle import CharEarley, encode_segments, feed
+from grammar_oracle import CharEarley, encode_segments, feed, matcher_verdict
 from stencil.grammar.ebnf import GrammarWarning
 from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
@@ -38,15 +38,6 @@ def _files():
     if not files:
         pytest.skip("../shared/data/gbnf is not beside the checkout")
     return files
-
-
-def _matcher_verdict(compiled, text: str) -> tuple[int, bool]:
-    """(characters accepted before the first refusal, complete) fed one character at a time."""
-    m = stencil.Matcher(compiled)
-    for k, ch in enumerate(text):
-        if not m.accept_string(ch):
-            return k, False
-    return len(text), m.is_accepting()
 
 
 # --- the shared example grammars -----------------------------------------------------------------
@@ -125,7 +116,7 @@ def test_greedy_traps_exhaustive(env, name):
     for n in range(6):
         for tup in itertools.product(chars, repeat=n):
             s = "".join(tup)
-            assert _matcher_verdict(compiled, s) == oracle.run(list(s)), f"{name}: {s!r}"
+            assert matcher_verdict(compiled, s) == oracle.run(list(s)), f"{name}: {s!r}"
 
 
 _ATOMS = ['"a"', '"b"', '"ab"', '"ba"', '"aa"', '"("', '")"', '","', '[ab]', '[a-c]', '"abc"', '[^a(]']
@@ -170,7 +161,7 @@ def test_random_grammars_match_oracle(env):
             cases.update({s, mutate(s, rng, chars), mutate(mutate(s, rng, chars), rng, chars)})
         for s in cases:
             if len(s) <= 20:
-                assert _matcher_verdict(compiled, s) == oracle.run(list(s)), f"{text}\n{s!r}"
+                assert matcher_verdict(compiled, s) == oracle.run(list(s)), f"{text}\n{s!r}"
                 strings += 1
         checked += 1
     print(f"25 random grammars, {strings} strings: matcher == oracle")
@@ -211,8 +202,8 @@ def test_token_references(env):
 def test_xgrammar_dialect(env):
     _, compiler, _ = env
     g = compiler.compile_gbnf("root ::= 'a' b (= 'c')\nb ::= \"\\f\" | 'c'")
-    assert _matcher_verdict(g, "ac") == (2, True)
-    assert _matcher_verdict(g, "a\f") == (2, True)
+    assert matcher_verdict(g, "ac") == (2, True)
+    assert matcher_verdict(g, "a\f") == (2, True)
     with pytest.raises(stencil.GrammarError, match="TagDispatch"):
         compiler.compile_gbnf('root ::= TagDispatch(("a", b))\nb ::= "x"')
 
@@ -225,13 +216,13 @@ def test_syntax_details(env):
         num ::= [0-9]-ish
         -ish ::= "!"?   # dashes in names
     ''')
-    assert _matcher_verdict(g, "xxAB1!2!\ne") == (10, True)
-    assert _matcher_verdict(g, "xxA\ne") == (5, True)
-    assert _matcher_verdict(g, "xxA\n\u00e9")[1] is False
-    assert _matcher_verdict(g, "xxA\nzq") == (6, True)
+    assert matcher_verdict(g, "xxAB1!2!\ne") == (10, True)
+    assert matcher_verdict(g, "xxA\ne") == (5, True)
+    assert matcher_verdict(g, "xxA\n\u00e9")[1] is False
+    assert matcher_verdict(g, "xxA\nzq") == (6, True)
     # alternatives may continue on the next line; a rule ends where the next `name ::=` starts
     g = compiler.compile_gbnf('root ::= "a"\n  | "b"\nother ::= "c"', unused="ignore")
-    assert _matcher_verdict(g, "b") == (1, True)
+    assert matcher_verdict(g, "b") == (1, True)
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -289,11 +280,11 @@ def test_context_free_fallback_is_exact(env, monkeypatch):
         for n in range(5):
             for tup in itertools.product(chars, repeat=n):
                 s = "".join(tup)
-                assert _matcher_verdict(compiled, s) == oracle.run(list(s)), f"{name}: {s!r}"
+                assert matcher_verdict(compiled, s) == oracle.run(list(s)), f"{name}: {s!r}"
     json_text = open(os.path.join(GBNF_DIR, "json.gbnf"), encoding="utf-8").read() if os.path.isdir(GBNF_DIR) else None
     if json_text:
         g = compiler.compile_gbnf(json_text)
-        assert _matcher_verdict(g, '{"a": [1, {"b": true}], "c": "d\\u00e9"}')[1]
+        assert matcher_verdict(g, '{"a": [1, {"b": true}], "c": "d\\u00e9"}')[1]
 
 
 def test_left_and_right_recursion(env):
@@ -304,7 +295,7 @@ def test_left_and_right_recursion(env):
         g = compiler.compile_gbnf(text)
         oracle = CharEarley(parse_gbnf(text))
         for s in ["a", "a,b", "(a,b),c", "a,", "yxx", "xxy", "y", "x", "((a)", ""]:
-            assert _matcher_verdict(g, s) == oracle.run(list(s)), f"{text}: {s!r}"
+            assert matcher_verdict(g, s) == oracle.run(list(s)), f"{text}: {s!r}"
 
 
 def test_unused_rules_are_reported(env):
@@ -312,7 +303,7 @@ def test_unused_rules_are_reported(env):
     text = 'root ::= "a"\nspare ::= "b"'
     with pytest.warns(GrammarWarning, match=re.escape("line 2, column 1: rule 'spare' is never used")):
         g = compiler.compile_gbnf(text)
-    assert _matcher_verdict(g, "a") == (1, True)
+    assert matcher_verdict(g, "a") == (1, True)
     with pytest.raises(stencil.GrammarError, match=re.escape("line 2, column 1: rule 'spare' is never used")):
         compiler.compile_gbnf(text, unused="error")
     with warnings.catch_warnings():

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import stencil
-from grammar_oracle import CharEarley
+from grammar_oracle import CharEarley, matcher_verdict
 from stencil.bitmask import bitmask_to_bool
 from stencil.grammar.gbnf import parse_gbnf
 
@@ -57,15 +57,6 @@ def _combine(children):
 
 
 REGEXES = st.recursive(_leaves, _combine, max_leaves=8)
-
-
-def matcher_verdict(compiled, text: str) -> tuple[int, bool]:
-    """(characters accepted before the first refusal, complete), one character at a time."""
-    m = stencil.Matcher(compiled)
-    for k, ch in enumerate(text):
-        if not m.accept_string(ch):
-            return k, False
-    return len(text), m.is_accepting()
 
 
 def regex_verdict(pattern: str, text: str) -> tuple[int, bool]:
