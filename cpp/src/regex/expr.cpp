@@ -275,22 +275,21 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
     case ExprKind::Or:
     case ExprKind::And: {
       std::vector<ExprId> kids(args(n), args(n) + n.args_len);
-      // Relaxing bounds keeps each child's short prefixes alive, but an intersection lives only
-      // on completions its children share, and two relaxed children can share ones the exact
-      // children do not ([0-9]{16,} & [0-9]{0,14} is empty; relaxed, it is not). One bounded
-      // child beside unbounded ones (a length beside a pattern) keeps its meaning.
-      if (n.kind == ExprKind::And &&
-          std::count_if(kids.begin(), kids.end(), [&](ExprId k) { return !nodes_[k].no_bounds; }) > 1) {
-        r = kNothing;
-        break;
-      }
+      int changed = 0;
       for (ExprId& k : kids) {
+        const ExprId before = k;
         k = relax(k, limit, depth + 1, memo);
         if (k == kNothing) {
           r = kNothing;
           break;
         }
+        changed += k != before;
       }
+      // Relaxing bounds keeps each child's short prefixes alive, but an intersection lives only
+      // on completions its children share, and two relaxed children can share ones the exact
+      // children do not ([0-9]{16,} & [0-9]{0,14} is empty; relaxed, it is not). A length beside
+      // a pattern or a format (one child relaxed) is relaxed as before.
+      if (n.kind == ExprKind::And && changed > 1) r = kNothing;
       if (r != kNothing) r = n.kind == ExprKind::Or ? alt(kids) : conj(kids);
       break;
     }
