@@ -147,3 +147,17 @@ def test_a_grammar_whose_lexer_budget_ran_out_is_not_served_from_the_cache(tok):
     assert fresh is not g and not fresh.budget_exhausted
     m = stencil.Matcher(fresh)
     assert m.accept_string("b" * 3 + "a" + "b" * 12) and m.is_accepting()
+
+
+@pytest.mark.parametrize("what", ["choice", "regex"])
+def test_long_linear_front_end_work_stops_at_the_limit(tok, what):
+    # 300,000 choices or a regex of 100,000 alternatives (800 KB) take a second or more; the
+    # choice trie and the regex parser ran to the end past the limit before.
+    compiler = stencil.GrammarCompiler(tok, compile_timeout=0.1)
+    t0 = time.perf_counter()
+    with pytest.raises(stencil.CompileTimeout, match=f"compile_{what}: compilation exceeded"):
+        if what == "choice":
+            compiler.compile_choice([f"w{i}" for i in range(300_000)])
+        else:
+            compiler.compile_regex("|".join(f"w{i}x" for i in range(100_000)))
+    assert time.perf_counter() - t0 < 5

@@ -229,14 +229,16 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     other engines often carry spare rules), "error" or "ignore"."""
     if g.start not in g.rules:
         raise g.error(f"there is no start rule '{g.start}'", None)
-    for rd in g.rules.values():
-        for r in refs_of(rd.body):
+    # each body is walked once for its references (three passes below use them)
+    refs = {name: refs_of(rd.body) for name, rd in g.rules.items()}
+    for rs in refs.values():
+        for r in rs:
             if r.name not in g.rules:
                 raise g.error(f"rule '{r.name}' is used but never defined", r.pos)
     # productivity by a worklist: when a rule becomes productive, look again at its users only
     users: dict[str, set] = {name: set() for name in g.rules}
-    for name, rd in g.rules.items():
-        for r in refs_of(rd.body):
+    for name, rs in refs.items():
+        for r in rs:
             users[r.name].add(name)
     productive: set[str] = set()
     work = list(g.rules)
@@ -248,7 +250,7 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     reach = {g.start}
     stack = [g.start]
     while stack:
-        for r in refs_of(g.rules[stack.pop()].body):
+        for r in refs[stack.pop()]:
             if r.name not in reach:
                 reach.add(r.name)
                 stack.append(r.name)
