@@ -161,3 +161,15 @@ def test_long_linear_front_end_work_stops_at_the_limit(tok, what):
         else:
             compiler.compile_regex("|".join(f"w{i}x" for i in range(100_000)))
     assert time.perf_counter() - t0 < 5
+
+
+def test_lark_tokenizing_stops_at_the_limit(tok):
+    # 300,000 rules: the whole text was tokenized (seconds) before the parser first looked at
+    # the limit.
+    n = 300_000
+    text = "start: r0\n" + "".join(f"r{i}: r{i + 1}\n" for i in range(n - 1)) + f'r{n - 1}: "x"\n'
+    compiler = stencil.GrammarCompiler(tok, compile_timeout=0.1)
+    t0 = time.perf_counter()
+    with pytest.raises(stencil.CompileTimeout, match="compile_lark"):
+        compiler.compile_lark(text)
+    assert time.perf_counter() - t0 < 1.5

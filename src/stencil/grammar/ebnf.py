@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 
 __all__ = [
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
@@ -243,6 +244,8 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     productive: set[str] = set()
     work = list(g.rules)
     while work:
+        if not len(work) & 4095:
+            check_deadline()
         name = work.pop()
         if name not in productive and _productive(g.rules[name].body, productive.__contains__):
             productive.add(name)
