@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.deadline import check_deadline
 
 __all__ = ["choice_grammar", "build_choice", "trie_expr"]
 
@@ -34,7 +35,11 @@ def trie_expr(b, words: list[bytes]) -> int:
     # A frame covers words[lo:hi], which all share their first `depth` bytes.
     results: dict[tuple[int, int, int], int] = {}
     stack = [(0, len(words), 0, False)]
+    steps = 0
     while stack:
+        steps += 1
+        if not steps & 4095:   # hundreds of thousands of choices take seconds
+            check_deadline()
         lo, hi, depth, expanded = stack.pop()
         start = lo + 1 if len(words[lo]) == depth else lo   # words[lo] ends here: ε is in
         groups = []

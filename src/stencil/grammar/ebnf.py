@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 
 __all__ = [
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
@@ -229,18 +230,22 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     other engines often carry spare rules), "error" or "ignore"."""
     if g.start not in g.rules:
         raise g.error(f"there is no start rule '{g.start}'", None)
-    for rd in g.rules.values():
-        for r in refs_of(rd.body):
+    # each body is walked once for its references (three passes below use them)
+    refs = {name: refs_of(rd.body) for name, rd in g.rules.items()}
+    for rs in refs.values():
+        for r in rs:
             if r.name not in g.rules:
                 raise g.error(f"rule '{r.name}' is used but never defined", r.pos)
     # productivity by a worklist: when a rule becomes productive, look again at its users only
     users: dict[str, set] = {name: set() for name in g.rules}
-    for name, rd in g.rules.items():
-        for r in refs_of(rd.body):
+    for name, rs in refs.items():
+        for r in rs:
             users[r.name].add(name)
     productive: set[str] = set()
     work = list(g.rules)
     while work:
+        if not len(work) & 4095:
+            check_deadline()
         name = work.pop()
         if name not in productive and _productive(g.rules[name].body, productive.__contains__):
             productive.add(name)
@@ -248,7 +253,7 @@ def check_grammar(g: EbnfGrammar, *, unused: str = "warn") -> None:
     reach = {g.start}
     stack = [g.start]
     while stack:
-        for r in refs_of(g.rules[stack.pop()].body):
+        for r in refs[stack.pop()]:
             if r.name not in reach:
                 reach.add(r.name)
                 stack.append(r.name)

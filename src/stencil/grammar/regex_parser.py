@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Optional
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar import regex_unicode as U
 from stencil.grammar.regex_ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
                                        char_class, concat, repeat)
@@ -112,7 +113,11 @@ class _Parser:
                              "characters")
         p, n = self.p, self.n
         stack = [_Frame(self.flags0, -1)]
+        steps = 0
         while True:
+            steps += 1
+            if not steps & 4095:   # a pattern may be a megabyte long
+                check_deadline()
             fr = stack[-1]
             if "x" in fr.flags:
                 self._skip_verbose()

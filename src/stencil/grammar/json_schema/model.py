@@ -37,6 +37,8 @@ __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupport
 
 #: most array or object alternatives one schema may expand to (anyOf x anyOf x ...)
 MAX_VARIANTS = 256
+#: most distinct products of two lists of alternatives before they are simplified (absorbed)
+MAX_PRODUCT = 4 * MAX_VARIANTS
 
 
 class Unsupported(Exception):
@@ -253,8 +255,8 @@ class Algebra:
             return b
         if b is ANY or a is NONE:
             return a
-        arr = _absorb(_dedupe(tuple(x for s in a.arr for t in b.arr if (x := self.arr_and(s, t)) is not None)))
-        obj = _absorb(_dedupe(tuple(x for s in a.obj for t in b.obj if (x := self.obj_and(s, t)) is not None)))
+        arr = _absorb(_product(a.arr, b.arr, self.arr_and))
+        obj = _absorb(_product(a.obj, b.obj, self.obj_and))
         _cap(len(arr), len(obj))
         return Typed(a.null and b.null, a.bools & b.bools, f_and(a.num, b.num), f_and(a.str, b.str), arr, obj)
 
@@ -459,6 +461,27 @@ def _absorb(specs: tuple) -> tuple:
             check_deadline()
         if not any(j != i and _weaker(t, s) and not (_weaker(s, t) and j > i) for j, t in enumerate(specs)):
             out.append(s)
+    return tuple(out)
+
+
+def _product(xs: tuple, ys: tuple, meet) -> tuple:
+    """The distinct non-empty intersections of alternatives ``xs`` and ``ys``. Refused as soon as
+    there are more than MAX_PRODUCT of them: _absorb compares them pairwise, so an allOf of a few
+    anyOf with a dozen objects each took seconds to reach the MAX_VARIANTS error."""
+    if len(xs) * len(ys) <= MAX_PRODUCT:
+        return _dedupe(tuple(x for s in xs for t in ys if (x := meet(s, t)) is not None))
+    out, seen = [], set()
+    for s in xs:
+        check_deadline()
+        for t in ys:
+            x = meet(s, t)
+            if x is not None and x not in seen:
+                seen.add(x)
+                out.append(x)
+                if len(out) > MAX_PRODUCT:
+                    raise Unsupported("anyOf", f"the schema expands to more than {MAX_VARIANTS} array or object "
+                                      f"alternatives (intersecting {len(xs)} with {len(ys)} alternatives gives "
+                                      f"more than {MAX_PRODUCT} distinct ones)")
     return tuple(out)
 
 

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from stencil.grammar.ebnf import Source
+from stencil.grammar.deadline import check_deadline
 
 __all__ = ["Token", "tokenize"]
 
@@ -120,6 +121,8 @@ def tokenize(src: Source) -> list[Token]:
     brackets: list[tuple[str, int]] = []
     i = 0
     while True:
+        if not len(out) & 4095:   # the whole text is tokenized before parsing starts
+            check_deadline()
         i = _skip_space_and_comments(s, i)
         if i >= n:
             break
