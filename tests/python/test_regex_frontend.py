@@ -314,7 +314,9 @@ def test_case_insensitive():
     t = time.perf_counter()
     for _ in range(50):
         parse_regex("(?i)[\u0000-\U0010ffff][^\u0100-\U0001ffff]")
-    assert time.perf_counter() - t < 1.0
+    # a guard against case folding that blows up, not a speed figure: 3.2 s was seen under ASan
+    # on a loaded machine, ~0.1 s idle; a blow-up takes minutes
+    assert time.perf_counter() - t < 15.0
     assert lang("(?ia)k")("K") and not lang("(?ia)k")("\u212a")
 
 
