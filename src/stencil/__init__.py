@@ -14,11 +14,12 @@ from stencil._core import CompiledGrammar, CompileTimeout, ConcurrentUseError, G
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
+from stencil.models import default_model_path, tokenizer_info_for
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
     "ConcurrentUseError", "CompileTimeout",
-    "generate", "GenerationResult",
+    "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
 ]

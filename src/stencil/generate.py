@@ -33,8 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stencil import _core
-from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from stencil import CompiledGrammar, Matcher, allocate_token_bitmask, apply_token_bitmask_inplace
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -180,7 +179,7 @@ def _mask_thread() -> ThreadPoolExecutor:
     return _MASK_THREAD
 
 
-def _draft_tokens(matcher: _core.Matcher, hf_tokenizer: Any, limit: int) -> list[int]:
+def _draft_tokens(matcher: Matcher, hf_tokenizer: Any, limit: int) -> list[int]:
     """The tokenizer's own tokenization of the text the grammar forces next, cut to what the
     matcher allows (never more than ``limit`` tokens)."""
     forced = matcher.forced_bytes()
@@ -193,7 +192,7 @@ def _draft_tokens(matcher: _core.Matcher, hf_tokenizer: Any, limit: int) -> list
     return ids[:matcher.validate_tokens(ids)] if ids else []
 
 
-def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str | None = None, *,
+def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None = None, *,
              messages: Sequence[dict] | None = None, system: str | None = None,
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
@@ -238,7 +237,7 @@ def generate(lm: Any, grammar: _core.CompiledGrammar | None = None, prompt: str 
     sampler = _Sampler(temperature, seed, repetition_penalty)
     stream = _Stream(info, on_text)
     eos = set(info.eos_token_ids)
-    matcher = _core.Matcher(grammar) if grammar is not None else None
+    matcher = Matcher(grammar) if grammar is not None else None
     bm = allocate_token_bitmask(1, info.vocab_size)
     eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
     for t in eos:

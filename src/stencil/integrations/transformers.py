@@ -22,9 +22,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from stencil import _core
-from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
-from stencil.models import tokenizer_info_for
+from stencil import (CompiledGrammar, Matcher, allocate_token_bitmask, apply_token_bitmask_inplace,
+                     fill_next_token_bitmasks, tokenizer_info_for)
 
 try:
     from transformers import LogitsProcessor
@@ -49,14 +48,14 @@ class GrammarLogitsProcessor(LogitsProcessor):
         proc.matchers[0].is_terminated()
     """
 
-    def __init__(self, grammars: _core.CompiledGrammar | Sequence[_core.CompiledGrammar], *,
+    def __init__(self, grammars: CompiledGrammar | Sequence[CompiledGrammar], *,
                  num_threads: int | None = None):
-        if isinstance(grammars, _core.CompiledGrammar):
-            self._grammars: list[_core.CompiledGrammar] | None = None
+        if isinstance(grammars, CompiledGrammar):
+            self._grammars: list[CompiledGrammar] | None = None
             self._grammar = grammars
         else:
             self._grammars = list(grammars)
-            if not self._grammars or not all(isinstance(g, _core.CompiledGrammar) for g in self._grammars):
+            if not self._grammars or not all(isinstance(g, CompiledGrammar) for g in self._grammars):
                 raise TypeError("GrammarLogitsProcessor needs a CompiledGrammar or a non-empty list of them")
             self._grammar = self._grammars[0]
             vs = {g.vocabulary.vocab_size for g in self._grammars}
@@ -64,7 +63,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 raise ValueError(f"the grammars were compiled for tokenizers of different sizes: {sorted(vs)}")
         self.vocab_size = self._grammar.vocabulary.vocab_size
         self.num_threads = num_threads
-        self.matchers: list[_core.Matcher] = []
+        self.matchers: list[Matcher] = []
         self._start = 0      # sequence length when this generate call began (the prompt)
         self._seen = 0       # sequence length the matchers have accepted up to
         self._bitmask: np.ndarray | None = None
@@ -78,7 +77,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         if len(grammars) != batch:
             raise ValueError(f"GrammarLogitsProcessor has {len(grammars)} grammars for a batch of {batch} rows "
                              "(num_return_sequences and beams multiply the rows)")
-        self.matchers = [_core.Matcher(g) for g in grammars]
+        self.matchers = [Matcher(g) for g in grammars]
         self._start = self._seen = length
         self._bitmask = allocate_token_bitmask(batch, self.vocab_size)
 

@@ -1,0 +1,128 @@
+"""What the engine adapters share: compiling an engine's request (a kind and a spec string) with
+the public GrammarCompiler, and viewing an engine's bitmask tensor as the array stencil fills.
+
+Engines name the same request kinds differently (vLLM: json, json_object, regex, choice,
+grammar, structural_tag; SGLang: json, regex, ebnf, structural_tag); both map onto one table here.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+import stencil
+
+__all__ = ["compile_request", "as_bitmask_array", "with_eos_token_ids", "REQUEST_KINDS"]
+
+REQUEST_KINDS = ("json", "json_object", "regex", "choice", "grammar", "ebnf", "structural_tag")
+
+
+def _load_json(spec: Any, kind: str) -> Any:
+    if not isinstance(spec, str):
+        return spec
+    try:
+        return json.loads(spec)
+    except json.JSONDecodeError as e:
+        raise stencil.GrammarError(f"{kind} request: the spec is not JSON ({e.msg} at line {e.lineno} "
+                                   f"column {e.colno})") from None
+
+
+def _structural_tag(compiler: stencil.GrammarCompiler, spec: Any, json_options: dict) -> stencil.CompiledGrammar:
+    """The structures/triggers form of a structural tag (vLLM and SGLang's common form): free text,
+    and after a trigger one of the structures ``begin`` + JSON for ``schema`` + ``end``."""
+    tag = _load_json(spec, "structural_tag")
+    if not isinstance(tag, dict) or "structures" not in tag:
+        raise stencil.GrammarError("structural_tag request: only the {\"structures\": [...], \"triggers\": [...]} "
+                                   "form is supported (each structure has begin, schema and end)")
+    structures = tag["structures"]
+    if not isinstance(structures, list) or not structures:
+        raise stencil.GrammarError("structural_tag request: 'structures' must be a non-empty list")
+    for i, s in enumerate(structures):
+        missing = [k for k in ("begin", "schema", "end") if not isinstance(s, dict) or k not in s]
+        if missing:
+            raise stencil.GrammarError(f"structural_tag request: structures[{i}] has no {', '.join(missing)}")
+    ends = {s["end"] for s in structures}
+    begins = [s["begin"] for s in structures]
+    triggers = tag.get("triggers") or begins
+    # One trigger and one end shared by all structures is a tool-call format: the begin after the
+    # trigger names the tool. Anything else has no exact equivalent here: refuse it, never guess.
+    if len(ends) != 1 or len(triggers) != 1 or not all(b.startswith(triggers[0]) for b in begins):
+        raise stencil.GrammarError("structural_tag request: supported when all structures share one trigger (a "
+                                   "prefix of every begin) and one end; this tag has triggers "
+                                   f"{triggers!r} and ends {sorted(ends)!r}")
+    trigger = triggers[0]
+    from stencil.grammar.formats import Namespaced, text_until, text_without
+    from stencil.grammar.json_schema import build_json_schema
+    b = stencil.GrammarBuilder()
+    structure = b.rule("structure")
+    for i, (begin, s) in enumerate(zip(begins, structures)):
+        try:
+            body = build_json_schema(Namespaced(b, f"structure/{i}/"), s["schema"], **json_options)
+        except stencil.GrammarError as e:
+            raise stencil.GrammarError(f"structural_tag request: structures[{i}].schema: {e}") from None
+        rest = begin[len(trigger):]
+        b.add_alternative(structure, ([b.literal(rest)] if rest else []) + [body, b.literal(s["end"])])
+    # free text up to each trigger (trigger included), a structure after it; text with no trigger last
+    one = b.seq([text_until(b, trigger, name="tag-text"), structure])
+    root = b.rule("structural_tag")
+    b.add_alternative(root, [b.repeat(one, 0, -1), text_without(b, trigger, name="tag-tail")])
+    return compiler.compile_grammar(b.build(root))
+
+
+def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
+                    whitespace: str = "flexible") -> stencil.CompiledGrammar:
+    """Compile an engine request: ``kind`` is one of ``REQUEST_KINDS`` (case-insensitive),
+    ``spec`` its text (a JSON Schema, a regex, a JSON list of choices, a GBNF or Lark grammar, a
+    structural tag). ``whitespace`` applies to JSON ("compact" when the engine disables free
+    whitespace). Unknown kinds and bad specs raise GrammarError saying which request it was.
+    """
+    kind = str(kind).lower()
+    opts = {"whitespace": whitespace}
+    if kind == "json":
+        return compiler.compile_json_schema(_load_json(spec, kind), **opts)
+    if kind == "json_object":
+        return compiler.compile_json_schema({"type": "object"}, **opts)
+    if kind == "regex":
+        return compiler.compile_regex(spec)
+    if kind == "choice":
+        choices = _load_json(spec, kind) if isinstance(spec, str) and spec.lstrip().startswith("[") else spec
+        if isinstance(choices, str) or not isinstance(choices, (list, tuple)):
+            raise stencil.GrammarError(f"choice request: expected a list of strings (or its JSON), got {spec!r:.80}")
+        return compiler.compile_choice(list(choices))
+    if kind in ("grammar", "ebnf"):
+        if not isinstance(spec, str):
+            raise TypeError(f"{kind} request: the grammar must be text, got {type(spec).__name__}")
+        # GBNF (llama.cpp's, also what vLLM and SGLang call EBNF) defines rules with ::=; Lark with ':'.
+        return compiler.compile_gbnf(spec) if "::=" in spec else compiler.compile_lark(spec)
+    if kind == "structural_tag":
+        return _structural_tag(compiler, spec, opts)
+    raise stencil.GrammarError(f"unknown request kind {kind!r}; expected one of {', '.join(REQUEST_KINDS)}")
+
+
+def as_bitmask_array(bitmask: Any) -> np.ndarray:
+    """The int32 [rows, words] numpy view of an engine's bitmask (a numpy array or a CPU torch
+    tensor: the same memory, so filling the view fills the tensor). A GPU tensor is refused: its
+    rows are filled on the CPU and copied by the engine."""
+    if isinstance(bitmask, np.ndarray):
+        return bitmask
+    device = getattr(bitmask, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise ValueError(f"the bitmask is on {device}; stencil fills a CPU bitmask (the engine moves it)")
+    if hasattr(bitmask, "numpy"):
+        return bitmask.numpy()
+    raise TypeError(f"a bitmask must be a numpy array or a CPU torch tensor, got {type(bitmask).__name__}")
+
+
+def with_eos_token_ids(info: stencil.TokenizerInfo, eos_token_ids: list[int]) -> stencil.TokenizerInfo:
+    """The same vocabulary with other end tokens (an engine request's stop ids); ids that are not
+    special yet become special, since an end token is never text."""
+    specials = dict(info.special_token_names)
+    for i in eos_token_ids:
+        if not 0 <= i < info.num_tokens:
+            raise ValueError(f"stop token id {i} is out of range [0, {info.num_tokens})")
+        specials.setdefault(i, info.token_bytes(i).decode("utf-8", "replace"))
+    return stencil.TokenizerInfo([info.token_bytes(i) for i in range(info.num_tokens)], special_token_ids=specials,
+                                 eos_token_ids=eos_token_ids, vocab_size=info.vocab_size,
+                                 bos_token_id=info.bos_token_id, kind=info.kind,
+                                 add_prefix_space=info.add_prefix_space, pattern=info.pattern, source=info.source)

@@ -1,0 +1,78 @@
+"""A llama-cpp-python ``LogitsProcessor`` that keeps ``Llama`` completions inside a grammar.
+
+Example::
+
+    from llama_cpp import Llama, LogitsProcessorList
+    import stencil
+    from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
+    llm = Llama(stencil.default_model_path(), n_ctx=2048)
+    info = tokenizer_info_for_llama(llm)                    # from the GGUF file, llama.cpp's width
+    g = stencil.GrammarCompiler(info).compile_json_schema(schema)
+    out = llm.create_completion(prompt, max_tokens=200, temperature=0,
+                                logits_processor=LogitsProcessorList([GrammarLogitsProcessor(g)]))
+
+The grammar's end tokens are the GGUF file's EOS ids, on which llama.cpp stops. One processor
+serves one completion (a new one, or ``reset()``, per call): it takes the input it first sees as
+the prompt and accepts each token llama.cpp appends after it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import stencil
+
+__all__ = ["GrammarLogitsProcessor", "tokenizer_info_for_llama"]
+
+
+def tokenizer_info_for_llama(llm: Any) -> stencil.TokenizerInfo:
+    """The ``TokenizerInfo`` of a ``llama_cpp.Llama``: read from its GGUF file
+    (``TokenizerInfo.from_gguf``), sized to the model's logits, ending on the model's EOS."""
+    path = getattr(llm, "model_path", None)
+    if not path:
+        raise ValueError("this Llama has no model_path; build the TokenizerInfo with TokenizerInfo.from_gguf(path)")
+    info = stencil.TokenizerInfo.from_gguf(path, vocab_size=llm.n_vocab())
+    eos = int(llm.token_eos())
+    if eos >= 0 and eos not in info.eos_token_ids:
+        raise ValueError(f"{path}: llama.cpp stops on token {eos}, which the GGUF tokenizer does not list as an end "
+                         f"token ({info.eos_token_ids}); pass eos_token_ids to TokenizerInfo.from_gguf")
+    return info
+
+
+class GrammarLogitsProcessor:
+    """Masks the logits of each step to the tokens ``grammar`` allows (llama-cpp-python's
+    ``LogitsProcessor``: called with all ids so far and the next token's logits, numpy arrays).
+
+    ``matcher`` is the grammar state; ``matcher.is_terminated()`` tells whether the output is complete.
+    """
+
+    def __init__(self, grammar: stencil.CompiledGrammar):
+        if not isinstance(grammar, stencil.CompiledGrammar):
+            raise TypeError(f"GrammarLogitsProcessor needs a CompiledGrammar, got {type(grammar).__name__}")
+        self.grammar = grammar
+        self.matcher = stencil.Matcher(grammar)
+        self._seen: int | None = None   # length of input_ids the matcher has accepted up to
+        self._bitmask = stencil.allocate_token_bitmask(1, grammar.vocabulary.vocab_size)
+
+    def reset(self) -> None:
+        """Start over: the next call's input is a new prompt."""
+        self.matcher.reset()
+        self._seen = None
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        n = len(input_ids)
+        if self._seen is None or n <= self._seen:
+            if self._seen is not None:
+                self.matcher.reset()   # a shorter input: a new completion with this processor
+            self._seen = n
+        elif n > self._seen:
+            new = input_ids[self._seen:n].tolist()
+            ok = self.matcher.accept_tokens(new)
+            if ok != len(new):
+                raise ValueError(f"token {new[ok]} produced by llama.cpp is not allowed by the grammar "
+                                 "(another logits processor or a grammar changed the logits?)")
+            self._seen = n
+        self.matcher.fill_next_token_bitmask(self._bitmask, 0)
+        stencil.apply_token_bitmask_inplace(scores, self._bitmask[0])
+        return scores

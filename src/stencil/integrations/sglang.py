@@ -1,0 +1,171 @@
+"""An SGLang grammar backend: stencil's exact masks behind SGLang's ``BaseGrammarBackend``.
+
+Register it once, before the server starts, and select it by name::
+
+    from stencil.integrations.sglang import register
+    register()                                   # name "stencil"
+    # python -m sglang.launch_server ... --grammar-backend stencil   (in the same process)
+
+SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests. Jump-
+forward comes from ``Matcher.forced_tokens``: the run of tokens that are each the only one the
+grammar allows; SGLang appends their text and retokenizes, and the grammar follows the new ids.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+import stencil
+from stencil.integrations._requests import as_bitmask_array, compile_request, with_eos_token_ids
+
+try:  # SGLang's own base classes where SGLang is installed; the adapter runs without it
+    from sglang.srt.constrained.base_grammar_backend import BaseGrammarBackend as _BackendBase
+    from sglang.srt.constrained.base_grammar_backend import BaseGrammarObject as _ObjectBase
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+except ImportError:  # pragma: no cover - depends on the installation
+    _BackendBase = _ObjectBase = object
+    InvalidGrammarObject = None
+
+__all__ = ["StencilGrammarObject", "StencilGrammarBackend", "register"]
+
+MAX_ROLLBACK = 64  # speculative decoding and retokenization roll back a few tokens at most
+
+
+class StencilGrammarObject(_ObjectBase):
+    """One request's grammar state (SGLang's ``BaseGrammarObject``)."""
+
+    def __init__(self, grammar: stencil.CompiledGrammar, tokenizer_info: stencil.TokenizerInfo):
+        if _ObjectBase is not object:
+            super().__init__()
+        else:
+            self._finished = False
+            self.current_token = None
+        self.grammar = grammar
+        self.tokenizer_info = tokenizer_info
+        self.matcher = stencil.Matcher(grammar, max_rollback=MAX_ROLLBACK)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @finished.setter
+    def finished(self, value: bool) -> None:
+        self._finished = value
+
+    def accept_token(self, token: int) -> None:
+        if not self.matcher.accept_token(int(token)):
+            raise ValueError(f"token {token} is not allowed by the grammar here (the sampler ignored the mask?)")
+
+    def rollback(self, k: int) -> None:
+        self.matcher.rollback(k)
+
+    def is_terminated(self) -> bool:
+        return self.matcher.is_terminated()
+
+    def copy(self) -> "StencilGrammarObject":
+        """A fresh state on the same compiled grammar (SGLang copies cached grammars per request)."""
+        return StencilGrammarObject(self.grammar, self.tokenizer_info)
+
+    @staticmethod
+    def allocate_vocab_mask(vocab_size: int, batch_size: int, device: Any = None):
+        import torch
+        return torch.from_numpy(stencil.allocate_token_bitmask(batch_size, vocab_size))
+
+    def fill_vocab_mask(self, vocab_mask: Any, idx: int) -> None:
+        self.matcher.fill_next_token_bitmask(as_bitmask_array(vocab_mask), idx)
+
+    @staticmethod
+    def reset_vocab_mask(vocab_mask: Any) -> None:
+        vocab_mask.fill_(-1) if hasattr(vocab_mask, "fill_") else np.copyto(vocab_mask, -1)
+
+    @staticmethod
+    def move_vocab_mask(vocab_mask: Any, device: Any):
+        return vocab_mask.to(device, non_blocking=True)
+
+    @staticmethod
+    def apply_vocab_mask(logits: Any, vocab_mask: Any) -> None:
+        stencil.apply_token_bitmask_inplace(logits, vocab_mask)
+
+    # -- jump-forward: the forced tokens, their text, and following SGLang's retokenization ----
+    def try_jump_forward(self, tokenizer: Any) -> Optional[Tuple[List[int], str]]:
+        forced = self.matcher.forced_tokens()
+        if not forced:
+            return None
+        return forced, self.tokenizer_info.decode_bytes(forced).decode("utf-8", errors="replace")
+
+    def jump_forward_str_state(self, helper: Tuple[List[int], str]) -> Tuple[str, int]:
+        return helper[1], -1
+
+    def jump_and_retokenize(self, old_output_ids: List[int], new_output_ids: List[int], next_state: int) -> None:
+        """Follow SGLang's retokenized output: roll back to the common prefix, accept the rest."""
+        k = 0
+        for a, b in zip(old_output_ids, new_output_ids):
+            if a != b:
+                break
+            k += 1
+        if k < len(old_output_ids):
+            self.matcher.rollback(len(old_output_ids) - k)
+        for i in range(k, len(new_output_ids)):
+            if not self.matcher.accept_token(int(new_output_ids[i])):
+                raise ValueError(f"retokenized output: token {new_output_ids[i]} at position {i} is not allowed")
+
+
+class StencilGrammarBackend(_BackendBase):
+    """SGLang's ``BaseGrammarBackend``: compiles requests with one ``GrammarCompiler``.
+
+    ``tokenizer``: the server's Hugging Face tokenizer (or pass ``tokenizer_info``);
+    ``vocab_size``: the model's logits width; ``eos_token_ids``: the model's end tokens.
+    A request that does not compile becomes SGLang's ``InvalidGrammarObject`` (the request fails
+    with the message) where SGLang is installed, else the GrammarError is raised.
+    """
+
+    def __init__(self, tokenizer: Any = None, vocab_size: int | None = None, eos_token_ids: Any = None, *,
+                 tokenizer_info: stencil.TokenizerInfo | None = None, whitespace: str = "flexible"):
+        if _BackendBase is not object:
+            super().__init__()
+        if tokenizer_info is None:
+            if tokenizer is None:
+                raise TypeError("StencilGrammarBackend needs a tokenizer or a tokenizer_info")
+            tokenizer_info = stencil.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
+        if eos_token_ids:
+            eos = sorted({int(t) for t in eos_token_ids})
+            if eos != sorted(tokenizer_info.eos_token_ids):
+                tokenizer_info = with_eos_token_ids(tokenizer_info, eos)
+        self.tokenizer_info = tokenizer_info
+        self.whitespace = whitespace
+        self.compiler = stencil.GrammarCompiler(tokenizer_info)
+
+    def _dispatch(self, kind: str, key_string: str):
+        try:
+            grammar = compile_request(self.compiler, kind, key_string, whitespace=self.whitespace)
+        except (stencil.GrammarError, TypeError) as e:
+            if InvalidGrammarObject is None:
+                raise
+            return InvalidGrammarObject(f"{kind}: {e}")
+        return StencilGrammarObject(grammar, self.tokenizer_info)
+
+    def dispatch_json(self, key_string: str):
+        return self._dispatch("json", key_string)
+
+    def dispatch_regex(self, key_string: str):
+        return self._dispatch("regex", key_string)
+
+    def dispatch_ebnf(self, key_string: str):
+        return self._dispatch("ebnf", key_string)
+
+    def dispatch_structural_tag(self, key_string: str):
+        return self._dispatch("structural_tag", key_string)
+
+    def reset(self) -> None:
+        if _BackendBase is not object:
+            super().reset()
+        self.compiler.clear_cache()
+
+
+def register(name: str = "stencil") -> None:
+    """Register the backend with SGLang's ``register_grammar_backend`` under ``name`` (select it
+    with ``--grammar-backend NAME``)."""
+    from sglang.srt.constrained.base_grammar_backend import register_grammar_backend
+    register_grammar_backend(name, lambda server_args, tokenizer, vocab_size, eos_token_ids=None:
+                             StencilGrammarBackend(tokenizer, vocab_size, eos_token_ids))

@@ -1,0 +1,116 @@
+"""The llama-cpp-python LogitsProcessor (stencil.integrations.llama_cpp).
+
+Without llama-cpp-python: the processor is driven as llama.cpp drives it (all ids so far, the
+next token's float32 logits) with the GGUF tokenizer of the default model, and its masking is
+compared with stencil's Matcher step by step. With it (make test-integrations): the default GGUF
+model under 10 JSON Schemas, every output valid.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+import stencil
+import tokenizers_zoo
+from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
+
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+needs_llama = pytest.mark.skipif(not HAVE_LLAMA, reason="needs llama-cpp-python: make test-integrations")
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return tokenizers_zoo.get("smollm2-gguf")
+
+
+def test_processor_masks_like_the_matcher(zoo):
+    info = zoo.info
+    g = stencil.GrammarCompiler(info).compile_json_schema({"type": "array", "items": {"type": "integer"},
+                                                           "maxItems": 3})
+    proc = GrammarLogitsProcessor(g)
+    ref = stencil.Matcher(g)
+    prompt = np.array(zoo.encode_batch(["List three numbers: "])[0], dtype=np.intc)
+    out = zoo.encode_batch(["[1, 22, 333]"])[0] + [info.eos_token_ids[0]]
+    rng = np.random.default_rng(3)
+    ids = prompt
+    for step, t in enumerate(out):
+        scores = rng.standard_normal(info.vocab_size).astype(np.single)
+        before = scores.copy()
+        res = proc(ids, scores)
+        assert res is scores
+        bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+        ref.fill_next_token_bitmask(bm, 0)
+        allowed = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:info.vocab_size].astype(bool)
+        assert np.array_equal(np.isfinite(scores), allowed), f"step {step}"
+        assert np.array_equal(scores[allowed], before[allowed])       # allowed logits untouched
+        assert allowed[t]
+        assert ref.accept_token(t)
+        ids = np.append(ids, np.intc(t))
+    proc(ids, np.zeros(info.vocab_size, np.single))
+    assert proc.matcher.is_terminated()
+    # a new completion with the same processor: a shorter input starts over
+    scores = np.zeros(info.vocab_size, np.single)
+    proc(prompt, scores)
+    assert not proc.matcher.is_terminated() and np.isfinite(scores[out[0]])
+
+
+def test_token_outside_the_grammar_is_an_error(zoo):
+    g = stencil.GrammarCompiler(zoo.info).compile_regex("[0-9]+")
+    proc = GrammarLogitsProcessor(g)
+    proc(np.array([1, 2], np.intc), np.zeros(zoo.info.vocab_size, np.single))
+    bad = zoo.info.token_id("a")
+    with pytest.raises(ValueError, match=f"token {bad} produced by llama.cpp is not allowed"):
+        proc(np.array([1, 2, bad], np.intc), np.zeros(zoo.info.vocab_size, np.single))
+    with pytest.raises(TypeError, match="needs a CompiledGrammar"):
+        GrammarLogitsProcessor("[0-9]+")
+
+
+@pytest.fixture(scope="module")
+def llm():
+    if not HAVE_LLAMA:
+        pytest.skip("needs llama-cpp-python: make test-integrations")
+    from llama_cpp import Llama
+    return Llama(stencil.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
+
+
+@needs_llama
+def test_tokenizer_bridge_matches_llama_cpp(llm, zoo):
+    info = tokenizer_info_for_llama(llm)
+    assert info.vocab_size == llm.n_vocab() and llm.token_eos() in info.eos_token_ids
+    text = '{"name": "Ada Lovelace", "born": 1815}'
+    ids = llm.tokenize(text.encode(), add_bos=False, special=False)
+    assert info.decode_bytes(ids) == text.encode()
+
+
+@needs_llama
+def test_ten_schema_outputs_are_valid(llm):
+    jsonschema = pytest.importorskip("jsonschema")
+    from llama_cpp import LogitsProcessorList
+    from stencil.cli import compile_schema, schema_system_message
+    from test_generate_schemas import DATA, pick_schemas
+    if not os.path.isdir(DATA):
+        pytest.skip(f"MaskBench data not found at {DATA}")
+    info = tokenizer_info_for_llama(llm)
+    compiler = stencil.GrammarCompiler(info)
+    schemas = pick_schemas(compiler)
+    assert len(schemas) == 10
+    failures = []
+    for name, schema in schemas:
+        g = compile_schema(compiler, schema, whitespace=2, string_spelling="plain")
+        proc = GrammarLogitsProcessor(g)
+        out = llm.create_chat_completion(
+            messages=[{"role": "system", "content": schema_system_message(schema)},
+                      {"role": "user", "content": "Give an example."}],
+            max_tokens=200, temperature=0.0, repeat_penalty=1.1,
+            logits_processor=LogitsProcessorList([proc]))
+        text = out["choices"][0]["message"]["content"]
+        try:
+            jsonschema.validators.validator_for(schema)(schema).validate(json.loads(text))
+        except (ValueError, jsonschema.ValidationError) as e:
+            failures.append(f"{name}: {out['choices'][0]['finish_reason']}: {text!r}: {e}")
+        assert proc.matcher.is_terminated() or failures
+    assert not failures, "\n".join(failures)

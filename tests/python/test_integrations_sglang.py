@@ -1,0 +1,134 @@
+"""The SGLang grammar backend (stencil.integrations.sglang) at SGLang's interface: dispatch_*,
+fill_vocab_mask, accept_token, rollback, copy, and jump-forward (try_jump_forward,
+jump_forward_str_state, jump_and_retokenize) with SmolLM2's real tokenizer; masks equal stencil's
+own Matcher step by step. register() needs SGLang itself: make test-integrations.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import stencil
+import tokenizers_zoo
+from stencil.integrations.sglang import StencilGrammarBackend, StencilGrammarObject, register
+
+HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Lima"]},
+                                           "temp": {"type": "number"}},
+          "required": ["city", "temp"], "additionalProperties": False}
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return tokenizers_zoo.get("smollm2-hf")
+
+
+@pytest.fixture(scope="module")
+def backend(zoo):
+    return StencilGrammarBackend(zoo.hf, zoo.info.vocab_size, whitespace="compact")
+
+
+def ref_mask(m: stencil.Matcher, vocab: int) -> np.ndarray:
+    bm = stencil.allocate_token_bitmask(1, vocab)
+    m.fill_next_token_bitmask(bm, 0)
+    return bm[0]
+
+
+@pytest.mark.parametrize("kind,spec,text", [
+    ("json", json.dumps(SCHEMA), '{"city":"Lima","temp":-3.5}'),
+    ("regex", r"[A-Z][a-z]+ \d+", "Mar 2024"),
+    ("ebnf", 'root ::= "<" ("a" | "b")+ ">"', "<abba>"),
+])
+def test_masks_equal_stencil_matcher_step_by_step(backend, zoo, kind, spec, text):
+    g = getattr(backend, f"dispatch_{kind}")(spec).copy()
+    assert isinstance(g, StencilGrammarObject)
+    ref = stencil.Matcher(g.grammar)
+    vocab = backend.tokenizer_info.vocab_size
+    mask = StencilGrammarObject.allocate_vocab_mask(vocab, 3, "cpu")
+    ids = zoo.encode_batch([text])[0] + [backend.tokenizer_info.eos_token_ids[0]]
+    for step, t in enumerate(ids):
+        StencilGrammarObject.reset_vocab_mask(mask)
+        g.fill_vocab_mask(mask, 1)
+        np.testing.assert_array_equal(mask[1].numpy(), ref_mask(ref, vocab), err_msg=f"step {step}")
+        g.accept_token(t)
+        assert ref.accept_token(t)
+    assert g.is_terminated()
+    logits = torch.zeros(3, vocab)
+    StencilGrammarObject.apply_vocab_mask(logits, mask)
+    assert torch.isfinite(logits[1]).sum() == 1      # only EOS was left at the last step
+
+
+def test_jump_forward_from_forced_tokens(backend, zoo):
+    """After '{"city":"' nothing is forced (two cities); after 'L' the rest of "Lima" and
+    '","temp":' are forced: try_jump_forward returns exactly Matcher.forced_tokens and their text,
+    and following SGLang's retokenization leaves the grammar where the text says."""
+    g = backend.dispatch_json(json.dumps(SCHEMA)).copy()
+    prefix = zoo.encode_batch(['{"city":"L'])[0]
+    for t in prefix:
+        g.accept_token(t)
+    ref = stencil.Matcher(g.grammar)
+    assert ref.accept_tokens(prefix) == len(prefix)
+    helper = g.try_jump_forward(None)
+    assert helper is not None
+    forced, text = helper
+    assert forced == ref.forced_tokens() and text == 'ima","temp":'
+    s, state = g.jump_forward_str_state(helper)
+    assert s == text
+    # SGLang retokenizes prefix + text: the last token of the prefix may merge with the new text
+    new_ids = zoo.encode_batch(['{"city":"L' + text])[0]
+    g.jump_and_retokenize(prefix, new_ids, state)
+    ref2 = stencil.Matcher(g.grammar)
+    assert ref2.accept_tokens(new_ids) == len(new_ids)
+    vocab = backend.tokenizer_info.vocab_size
+    mask = StencilGrammarObject.allocate_vocab_mask(vocab, 1, "cpu")
+    g.fill_vocab_mask(mask, 0)
+    np.testing.assert_array_equal(mask[0].numpy(), ref_mask(ref2, vocab))
+    assert g.try_jump_forward(None) is None           # a number is free: nothing forced
+
+
+def test_retokenize_with_a_changed_tail_rolls_back(backend, zoo):
+    g = backend.dispatch_regex("abcdef").copy()
+    one_by_one = [backend.tokenizer_info.token_id(c) for c in "abc"]
+    for t in one_by_one:
+        g.accept_token(t)
+    merged = zoo.encode_batch(["abcdef"])[0]
+    g.jump_and_retokenize(one_by_one, merged, -1)
+    g.accept_token(backend.tokenizer_info.eos_token_ids[0])
+    assert g.is_terminated()
+    with pytest.raises(ValueError, match="not allowed"):
+        g.rollback(1)
+        g.jump_and_retokenize([], [backend.tokenizer_info.token_id("z")], -1)
+
+
+def test_rejected_token_and_bad_request(backend):
+    g = backend.dispatch_regex("a+").copy()
+    with pytest.raises(ValueError, match="not allowed by the grammar"):
+        g.accept_token(backend.tokenizer_info.token_id("b"))
+    if not HAVE_SGLANG:   # with SGLang the error becomes its InvalidGrammarObject
+        with pytest.raises(stencil.GrammarError, match="structures"):
+            backend.dispatch_structural_tag('{"format": {}}')
+
+
+def test_copy_is_a_fresh_state(backend, zoo):
+    g = backend.dispatch_regex("xy").copy()
+    g.accept_token(backend.tokenizer_info.token_id("x"))
+    h = g.copy()
+    vocab = backend.tokenizer_info.vocab_size
+    a = StencilGrammarObject.allocate_vocab_mask(vocab, 2, "cpu")
+    g.fill_vocab_mask(a, 0)
+    h.fill_vocab_mask(a, 1)
+    assert not np.array_equal(a[0].numpy(), a[1].numpy())
+
+
+@pytest.mark.skipif(not HAVE_SGLANG, reason="needs SGLang: make test-integrations")
+def test_register_with_sglang(zoo):
+    from sglang.srt.constrained import base_grammar_backend as bgb
+    register("stencil-test")
+    make = bgb.GRAMMAR_BACKEND_REGISTRY.pop("stencil-test")
+    b = make(None, zoo.hf, zoo.info.vocab_size, None)
+    assert isinstance(b, bgb.BaseGrammarBackend) and isinstance(b.dispatch_regex("a"), bgb.BaseGrammarObject)

