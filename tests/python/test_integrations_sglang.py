@@ -30,7 +30,8 @@ def zoo():
 
 @pytest.fixture(scope="module")
 def backend(zoo):
-    return StencilGrammarBackend(zoo.hf, zoo.info.vocab_size, whitespace="compact")
+    return StencilGrammarBackend(zoo.hf, zoo.info.vocab_size,
+                                 json_options={"whitespace": "compact", "string_spelling": "plain"})
 
 
 def ref_mask(m: stencil.Matcher, vocab: int) -> np.ndarray:
@@ -59,15 +60,23 @@ def test_masks_equal_stencil_matcher_step_by_step(backend, zoo, kind, spec, text
         assert ref.accept_token(t)
     assert g.is_terminated()
     logits = torch.zeros(3, vocab)
-    StencilGrammarObject.apply_vocab_mask(logits, mask)
-    assert torch.isfinite(logits[1]).sum() == 1      # only EOS was left at the last step
+    StencilGrammarObject.apply_vocab_mask(logits, mask)   # the last step's mask
+    bits = np.unpackbits(mask[1].numpy().view(np.uint8), bitorder="little")[:vocab].astype(bool)
+    assert torch.equal(torch.isfinite(logits[1]), torch.from_numpy(bits)) and bits.sum() < vocab // 2
+    assert torch.isfinite(logits[0]).all()      # a reset row (no grammar) allows every token
 
 
 def test_jump_forward_from_forced_tokens(backend, zoo):
     """After '{"city":"' nothing is forced (two cities); after 'L' the rest of "Lima" and
-    '","temp":' are forced: try_jump_forward returns exactly Matcher.forced_tokens and their text,
-    and following SGLang's retokenization leaves the grammar where the text says."""
+    '","temp":' are forced: try_jump_forward returns that text and Matcher.forced_tokens, and
+    following SGLang's retokenization leaves the grammar where the text says."""
     g = backend.dispatch_json(json.dumps(SCHEMA)).copy()
+    g.accept_token(backend.tokenizer_info.token_id("{"))
+    assert g.try_jump_forward(None) == ([backend.tokenizer_info.token_id('"')], '"city":"')  # one token forced
+    for t in zoo.encode_batch(['"city":"'])[0]:
+        g.accept_token(t)
+    assert g.try_jump_forward(None) is None
+    g = g.copy()
     prefix = zoo.encode_batch(['{"city":"L'])[0]
     for t in prefix:
         g.accept_token(t)

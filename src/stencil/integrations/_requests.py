@@ -71,14 +71,14 @@ def _structural_tag(compiler: stencil.GrammarCompiler, spec: Any, json_options: 
 
 
 def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
-                    whitespace: str = "flexible") -> stencil.CompiledGrammar:
+                    json_options: dict | None = None) -> stencil.CompiledGrammar:
     """Compile an engine request: ``kind`` is one of ``REQUEST_KINDS`` (case-insensitive),
     ``spec`` its text (a JSON Schema, a regex, a JSON list of choices, a GBNF or Lark grammar, a
-    structural tag). ``whitespace`` applies to JSON ("compact" when the engine disables free
-    whitespace). Unknown kinds and bad specs raise GrammarError saying which request it was.
+    structural tag). ``json_options`` are ``compile_json_schema``'s options for JSON requests
+    (e.g. ``{"whitespace": "compact"}`` when the engine disables free whitespace). Unknown kinds and bad specs raise GrammarError saying which request it was.
     """
     kind = str(kind).lower()
-    opts = {"whitespace": whitespace}
+    opts = dict(json_options or {})
     if kind == "json":
         return compiler.compile_json_schema(_load_json(spec, kind), **opts)
     if kind == "json_object":

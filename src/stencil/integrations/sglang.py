@@ -7,8 +7,8 @@ Register it once, before the server starts, and select it by name::
     # python -m sglang.launch_server ... --grammar-backend stencil   (in the same process)
 
 SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests. Jump-
-forward comes from ``Matcher.forced_tokens``: the run of tokens that are each the only one the
-grammar allows; SGLang appends their text and retokenizes, and the grammar follows the new ids.
+forward comes from the matcher's forced text and tokens (``forced_bytes``, ``forced_tokens``):
+SGLang appends the text and retokenizes, and the grammar follows the new ids.
 """
 from __future__ import annotations
 
@@ -89,10 +89,16 @@ class StencilGrammarObject(_ObjectBase):
 
     # -- jump-forward: the forced tokens, their text, and following SGLang's retokenization ----
     def try_jump_forward(self, tokenizer: Any) -> Optional[Tuple[List[int], str]]:
+        """(forced tokens, forced text) or None. The text is ``Matcher.forced_bytes`` (all the
+        bytes every continuation starts with, cut before a partial UTF-8 character); the tokens
+        are ``Matcher.forced_tokens``, the run of tokens each the only one allowed, often empty
+        in a BPE vocabulary where a forced text has several spellings. SGLang appends the text and
+        retokenizes; ``jump_and_retokenize`` then follows the new ids."""
+        text = self.matcher.forced_bytes().decode("utf-8", errors="ignore")
         forced = self.matcher.forced_tokens()
-        if not forced:
+        if not text:
             return None
-        return forced, self.tokenizer_info.decode_bytes(forced).decode("utf-8", errors="replace")
+        return forced, text
 
     def jump_forward_str_state(self, helper: Tuple[List[int], str]) -> Tuple[str, int]:
         return helper[1], -1
@@ -115,13 +121,14 @@ class StencilGrammarBackend(_BackendBase):
     """SGLang's ``BaseGrammarBackend``: compiles requests with one ``GrammarCompiler``.
 
     ``tokenizer``: the server's Hugging Face tokenizer (or pass ``tokenizer_info``);
-    ``vocab_size``: the model's logits width; ``eos_token_ids``: the model's end tokens.
+    ``vocab_size``: the model's logits width; ``eos_token_ids``: the model's end tokens;
+    ``json_options``: ``compile_json_schema`` options for json requests (e.g. ``whitespace``).
     A request that does not compile becomes SGLang's ``InvalidGrammarObject`` (the request fails
     with the message) where SGLang is installed, else the GrammarError is raised.
     """
 
     def __init__(self, tokenizer: Any = None, vocab_size: int | None = None, eos_token_ids: Any = None, *,
-                 tokenizer_info: stencil.TokenizerInfo | None = None, whitespace: str = "flexible"):
+                 tokenizer_info: stencil.TokenizerInfo | None = None, json_options: dict | None = None):
         if _BackendBase is not object:
             super().__init__()
         if tokenizer_info is None:
@@ -133,12 +140,12 @@ class StencilGrammarBackend(_BackendBase):
             if eos != sorted(tokenizer_info.eos_token_ids):
                 tokenizer_info = with_eos_token_ids(tokenizer_info, eos)
         self.tokenizer_info = tokenizer_info
-        self.whitespace = whitespace
+        self.json_options = dict(json_options or {})
         self.compiler = stencil.GrammarCompiler(tokenizer_info)
 
     def _dispatch(self, kind: str, key_string: str):
         try:
-            grammar = compile_request(self.compiler, kind, key_string, whitespace=self.whitespace)
+            grammar = compile_request(self.compiler, kind, key_string, json_options=self.json_options)
         except (stencil.GrammarError, TypeError) as e:
             if InvalidGrammarObject is None:
                 raise

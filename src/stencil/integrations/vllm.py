@@ -105,7 +105,7 @@ class StencilBackend(_BackendBase):
         self.tokenizer_info = tokenizer_info
         self.vocab_size = tokenizer_info.vocab_size
         so = getattr(vllm_config, "structured_outputs_config", None)
-        self.whitespace = "compact" if getattr(so, "disable_any_whitespace", False) else "flexible"
+        self.json_options = {"whitespace": "compact"} if getattr(so, "disable_any_whitespace", False) else {}
         spec = getattr(vllm_config, "speculative_config", None)
         draft = getattr(spec, "num_speculative_tokens", None) or 0
         self.max_rollback = max_rollback if max_rollback is not None else max(DEFAULT_MAX_ROLLBACK, draft)
@@ -128,7 +128,8 @@ class StencilBackend(_BackendBase):
                         stop_token_ids: set[int] | None = None) -> StencilGrammar:
         """Compile a request; ``request_type`` is vLLM's ``StructuredOutputOptions`` (or its name)."""
         kind = getattr(request_type, "name", request_type)
-        grammar = compile_request(self._compiler_for(stop_token_ids), kind, grammar_spec, whitespace=self.whitespace)
+        grammar = compile_request(self._compiler_for(stop_token_ids), kind, grammar_spec,
+                                  json_options=self.json_options)
         return StencilGrammar(grammar, max_rollback=self.max_rollback)
 
     def allocate_token_bitmask(self, max_num_seqs: int):
