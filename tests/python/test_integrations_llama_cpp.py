@@ -112,5 +112,7 @@ def test_ten_schema_outputs_are_valid(llm):
             jsonschema.validators.validator_for(schema)(schema).validate(json.loads(text))
         except (ValueError, jsonschema.ValidationError) as e:
             failures.append(f"{name}: {out['choices'][0]['finish_reason']}: {text!r}: {e}")
-        assert proc.matcher.is_terminated() or failures
+        # llama.cpp stops on the EOS it samples without showing it to the processor: the output is
+        # complete when the matcher accepts here
+        assert proc.matcher.is_accepting() or failures, f"{name}: {text!r} is not complete"
     assert not failures, "\n".join(failures)

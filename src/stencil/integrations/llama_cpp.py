@@ -44,7 +44,9 @@ class GrammarLogitsProcessor:
     """Masks the logits of each step to the tokens ``grammar`` allows (llama-cpp-python's
     ``LogitsProcessor``: called with all ids so far and the next token's logits, numpy arrays).
 
-    ``matcher`` is the grammar state; ``matcher.is_terminated()`` tells whether the output is complete.
+    ``matcher`` is the grammar state. llama.cpp stops on the EOS token it samples without calling
+    the processor again, so after a completion ``matcher.is_accepting()`` tells whether the output
+    is complete (the grammar allowed EOS), not ``is_terminated()``.
     """
 
     def __init__(self, grammar: stencil.CompiledGrammar):
