@@ -121,10 +121,11 @@ def _progress(done: int, total: int, t0: float, counts: dict[str, dict[str, int]
 
 def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: str, time_limit: float,
                   mem_limit_gb: float | None = 8.0, resume: bool = False, command: str = "",
-                  data_paths: list[str] | None = None, stream=sys.stderr,
+                  data_paths: list[str] | None = None, stream=None,
                   cpu_plan: CpuPlan | None = None) -> tuple[int, str]:
     """Run every file on every engine; returns (exit code, report text). With ``cpu_plan`` the
     workers and this process are pinned apart (see cpus.py) for the run."""
+    stream = stream or sys.stderr  # looked up per call: sys.stderr may have been replaced since import
     with pinned(cpu_plan.harness if cpu_plan else None):
         return _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, resume, command,
                               data_paths, stream, cpu_plan)
