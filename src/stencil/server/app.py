@@ -7,6 +7,9 @@ import time
 import uuid
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
 import stencil
 from stencil.server.constraints import constraint_for
 from stencil.server.engine import _DONE, Engine, Job
@@ -20,9 +23,6 @@ COMPILE_WAIT = 10.0
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.0, max_batch: int = 16):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``)."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, StreamingResponse
-
     app = FastAPI(title="stencil")
     name = model_name or lm.name
     compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=compile_timeout)
@@ -75,7 +75,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
         return dict(max_tokens=number(body, "max_tokens", number(body, "max_completion_tokens", 256, 0, None, int),
                                       0, None, int),
                     temperature=number(body, "temperature", 0.0, 0.0, 2.0),
-                    seed=number(body, "seed", None, kind=int), stop=stop_list(body))
+                    seed=number(body, "seed", None, kind=int), stop=stop_list(body),
+                    # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
+                    repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0))
 
     async def run(request: Request, body: dict, prompt_ids, chat: bool):
         c, grammar = await compile_grammar(body)
@@ -83,15 +85,22 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
         n = number(body, "n", 1, 1, 16, int)
         loop = asyncio.get_running_loop()
         jobs = [engine.submit(Job(prompt_ids, grammar, p["max_tokens"], p["temperature"],
-                                  None if p["seed"] is None else p["seed"] + i, p["stop"], loop))
+                                  None if p["seed"] is None else p["seed"] + i, p["stop"],
+                                  p["repetition_penalty"], loop))
                 for i in range(n)]
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
             return StreamingResponse(_stream(request, jobs[0], rid, chat, c), media_type="text/event-stream")
         try:
             for j in jobs:
-                while (await j.out.get()) is not _DONE:
-                    pass
+                while True:
+                    try:
+                        if (await asyncio.wait_for(j.out.get(), 0.5)) is _DONE:
+                            break
+                    except asyncio.TimeoutError:
+                        # uvicorn does not cancel a handler whose client left: look, and free the slot
+                        if await request.is_disconnected():
+                            raise asyncio.CancelledError from None
         except asyncio.CancelledError:
             for j in jobs:
                 j.cancelled = True

@@ -32,6 +32,7 @@ class Job:
     temperature: float
     seed: int | None
     stop: list[str]
+    repetition_penalty: float
     loop: asyncio.AbstractEventLoop
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
@@ -94,7 +95,8 @@ class Engine:
 
         try:
             res = stencil.generate(self.lm, job.grammar, input_ids=job.input_ids, max_tokens=job.max_tokens,
-                                   temperature=job.temperature, seed=job.seed, on_text=on_text)
+                                   temperature=job.temperature, seed=job.seed, on_text=on_text,
+                                   repetition_penalty=job.repetition_penalty)
             job.text = res.text
             job.completion_tokens = len(res.token_ids)
             job.finish_reason = "length" if res.finish_reason in ("max_tokens", "context") else "stop"
