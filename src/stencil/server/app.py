@@ -14,7 +14,7 @@ import stencil
 from stencil.server.constraints import constraint_for
 from stencil.server.engine import _DONE, Engine, Job
 from stencil.server.protocol import RequestError, error_body, message_text, number, stop_list
-from stencil.server.toolcalls import split_tool_calls
+from stencil.server.toolcalls import split_tool_calls, tools_prompt
 
 #: seconds a grammar may take to compile before the request gets a 400 (the compiler's own
 #: compile_timeout bounds the front-end; this bounds the wait on the thread pool as well)
@@ -160,6 +160,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 raise RequestError(f"messages[{i}] must be an object with a role", param=f"messages[{i}]")
             messages.append({"role": m["role"], "content": message_text(m.get("content"))})
+        if body.get("tools") and body.get("tool_choice") != "none" and isinstance(body["tools"], list):
+            # small chat templates have no tools section: the tools go in a system message
+            messages.insert(0, {"role": "system", "content": tools_prompt(body["tools"])})
         prompt_ids = await asyncio.to_thread(lm.encode_prompt, messages=messages)
         return await run(request, body, prompt_ids, chat=True)
 

@@ -8,6 +8,10 @@ from typing import Any, Callable
 from stencil.server.protocol import RequestError
 from stencil.server.toolcalls import END, TRIGGER
 
+#: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
+#: token budget on newlines
+JSON = {"whitespace": "compact"}
+
 
 @dataclass
 class Constraint:
@@ -53,7 +57,7 @@ def constraint_for(compiler, body: dict) -> Constraint:
         elif tool_choice not in ("auto", "required"):
             raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
-                                  max_calls=None if body.get("parallel_tool_calls", True) else 1)
+                                  max_calls=None if body.get("parallel_tool_calls", True) else 1, json_options=dict(JSON))
         if reasoning:
             kw["reasoning"] = ("<think>", "</think>")
         return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=True, reasoning=reasoning)
@@ -73,8 +77,8 @@ def constraint_for(compiler, body: dict) -> Constraint:
     else:
         raise RequestError(f"unknown response_format type {rf.get('type')!r}", param="response_format")
     if reasoning:
-        return Constraint(compiler.compile_reasoning_json, (schema,), {}, reasoning=True)
-    return Constraint(compiler.compile_json_schema, (schema,), {})
+        return Constraint(compiler.compile_reasoning_json, (schema,), dict(JSON), reasoning=True)
+    return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
 
 
 def _structured(compiler, so: Any, reasoning: bool) -> Constraint:
@@ -82,8 +86,8 @@ def _structured(compiler, so: Any, reasoning: bool) -> Constraint:
         raise RequestError("structured_outputs must be an object", param="structured_outputs")
     if "json" in so:
         if reasoning:
-            return Constraint(compiler.compile_reasoning_json, (so["json"],), {}, reasoning=True)
-        return Constraint(compiler.compile_json_schema, (so["json"],), {})
+            return Constraint(compiler.compile_reasoning_json, (so["json"],), dict(JSON), reasoning=True)
+        return Constraint(compiler.compile_json_schema, (so["json"],), dict(JSON))
     if reasoning:
         raise RequestError("reasoning is only supported with json schemas and tools", param="reasoning")
     if "regex" in so:

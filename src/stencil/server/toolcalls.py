@@ -23,3 +23,10 @@ def split_tool_calls(text: str) -> tuple[str, list[dict]]:
         calls.append({"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
                       "function": {"name": obj["name"], "arguments": json.dumps(obj["arguments"])}})
     return head.strip(), calls
+
+
+def tools_prompt(tools: list) -> str:
+    """A system message telling the model its tools and the call format the grammar enforces."""
+    specs = [t.get("function", t) for t in tools if isinstance(t, dict)]
+    return ("You can call these functions:\n" + json.dumps(specs) + "\nTo call one, answer "
+            + TRIGGER + '{"name": <function name>, "arguments": <arguments object>}' + END)
