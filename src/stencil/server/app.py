@@ -46,6 +46,8 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise RequestError(f"the request body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise RequestError("the request body nests too deeply to parse") from None
         if not isinstance(body, dict):
             raise RequestError("the request body must be a JSON object")
         if body.get("model") not in (None, name):
