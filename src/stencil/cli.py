@@ -401,6 +401,14 @@ def _add_bench(sub) -> None:
         q.set_defaults(func=cmd_bench, bench_run=mod.run)
 
 
+def _add_serve(sub) -> None:
+    from stencil.server.main import add_arguments, serve
+    p = sub.add_parser("serve", help="an OpenAI-compatible HTTP server (/v1/chat/completions)",
+                       description="Serve a model behind OpenAI's API: response_format, tools, structured_outputs.")
+    add_arguments(p)
+    p.set_defaults(func=serve)
+
+
 def _unavailable(name: str, err: Exception) -> Callable:
     def run(args) -> int:
         raise CliError(f"`stencil bench {name}` is not available in this installation: {err}")
@@ -409,13 +417,14 @@ def _unavailable(name: str, err: Exception) -> Callable:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="stencil", description="Structured generation for LLMs with exact token masks.")
-    sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench}", required=True)
+    sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench,serve}", required=True)
     _add_generate(sub)
     c = sub.add_parser("check", help="what stencil supports of a JSON Schema")
     c.add_argument("schema", metavar="SCHEMA.json")
     c.add_argument("--lenient", action="store_true", help="ignore unsupported keywords instead of failing")
     c.set_defaults(func=cmd_check)
     _add_bench(sub)
+    _add_serve(sub)
     return ap
 
 

@@ -1,0 +1,207 @@
+"""FastAPI routes: /v1/chat/completions, /v1/completions, /v1/models, /health (OpenAI's shapes)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+import stencil
+from stencil.server.constraints import constraint_for
+from stencil.server.engine import _DONE, Engine, Job
+from stencil.server.protocol import RequestError, error_body, message_text, number, stop_list
+from stencil.server.toolcalls import split_tool_calls, tools_prompt
+
+#: seconds a grammar may take to compile before the request gets a 400 (the compiler's own
+#: compile_timeout bounds the front-end; this bounds the wait on the thread pool as well)
+COMPILE_WAIT = 10.0
+
+
+def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.0, max_batch: int = 16):
+    """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``)."""
+    app = FastAPI(title="stencil")
+    name = model_name or lm.name
+    compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=compile_timeout)
+    engine = Engine(lm)
+    app.state.engine = engine
+
+    @app.exception_handler(RequestError)
+    async def _bad(_req, e: RequestError):
+        return JSONResponse(error_body(e.message, param=e.param, code=e.code), status_code=e.status)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "stencil"}]}
+
+    async def read_body(request: Request) -> dict:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise RequestError(f"the request body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise RequestError("the request body nests too deeply to parse") from None
+        if not isinstance(body, dict):
+            raise RequestError("the request body must be a JSON object")
+        if body.get("model") not in (None, name):
+            raise RequestError(f"unknown model {body.get('model')!r}; this server serves {name!r}",
+                               param="model", code="model_not_found")
+        return body
+
+    async def compile_grammar(body: dict):
+        c = constraint_for(compiler, body)
+        if c.fn is None:
+            return c, None
+        fut = compiler.compile_async(c.fn, *c.args, **(c.kwargs or {}))
+        try:
+            return c, await asyncio.wait_for(asyncio.wrap_future(fut), COMPILE_WAIT)
+        except asyncio.TimeoutError:
+            raise RequestError(f"the grammar did not compile within {COMPILE_WAIT} s") from None
+        except RequestError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
+            raise RequestError(f"invalid grammar: {e}", param="response_format") from None
+
+    def params(body: dict, prompt_ids: list[int]) -> dict:
+        ctx = lm.context_length
+        if ctx and len(prompt_ids) >= ctx:
+            raise RequestError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}",
+                               param="messages", code="context_length_exceeded")
+        return dict(max_tokens=number(body, "max_tokens", number(body, "max_completion_tokens", 256, 0, None, int),
+                                      0, None, int),
+                    temperature=number(body, "temperature", 0.0, 0.0, 2.0),
+                    seed=number(body, "seed", None, kind=int), stop=stop_list(body),
+                    # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
+                    repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0))
+
+    async def run(request: Request, body: dict, prompt_ids, chat: bool):
+        c, grammar = await compile_grammar(body)
+        p = params(body, prompt_ids)
+        n = number(body, "n", 1, 1, 16, int)
+        loop = asyncio.get_running_loop()
+        jobs = [engine.submit(Job(prompt_ids, grammar, p["max_tokens"], p["temperature"],
+                                  None if p["seed"] is None else p["seed"] + i, p["stop"],
+                                  p["repetition_penalty"], loop))
+                for i in range(n)]
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        if body.get("stream"):
+            return StreamingResponse(_stream(request, jobs[0], rid, chat, c), media_type="text/event-stream")
+        try:
+            for j in jobs:
+                while True:
+                    try:
+                        if (await asyncio.wait_for(j.out.get(), 0.5)) is _DONE:
+                            break
+                    except asyncio.TimeoutError:
+                        # uvicorn does not cancel a handler whose client left: look, and free the slot
+                        if await request.is_disconnected():
+                            raise asyncio.CancelledError from None
+        except asyncio.CancelledError:
+            for j in jobs:
+                j.cancelled = True
+            raise
+        for j in jobs:
+            if j.error:
+                raise RequestError(f"generation failed: {j.error}", status=500)
+        choices = [_choice(i, j, chat, c) for i, j in enumerate(jobs)]
+        done = sum(j.completion_tokens for j in jobs)
+        return {"id": rid, "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
+                "model": name, "choices": choices,
+                "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": done,
+                          "total_tokens": len(prompt_ids) + done}}
+
+    async def _stream(request: Request, job: Job, rid: str, chat: bool, c):
+        created = int(time.time())
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(delta: dict | str, finish=None) -> str:
+            choice = ({"index": 0, "delta": delta, "finish_reason": finish} if chat
+                      else {"index": 0, "text": delta, "finish_reason": finish})
+            return "data: " + json.dumps({"id": rid, "object": obj, "created": created, "model": name,
+                                          "choices": [choice]}) + "\n\n"
+        try:
+            if chat:
+                yield chunk({"role": "assistant", "content": ""})
+            # tool calls and reasoning are parsed from the whole text; plain content streams as it comes
+            buffered = c.tools or c.reasoning
+            while True:
+                item = await job.out.get()
+                if item is _DONE:
+                    break
+                if not buffered:
+                    yield chunk({"content": item} if chat else item)
+            if job.error:
+                yield "data: " + json.dumps(error_body(job.error, type_="server_error")) + "\n\n"
+            else:
+                if buffered:
+                    msg = _message(job, c)
+                    delta = {k: v for k, v in msg.items() if k != "role" and v is not None}
+                    if "tool_calls" in delta:
+                        delta["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(delta["tool_calls"])]
+                    yield chunk(delta)
+                yield chunk({} if chat else "", _finish(job, c))
+            yield "data: [DONE]\n\n"
+        finally:
+            job.cancelled = True  # a dropped connection ends the generation (no-op once done)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        body = await read_body(request)
+        msgs = body.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise RequestError("messages must be a non-empty list", param="messages")
+        messages = []
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise RequestError(f"messages[{i}] must be an object with a role", param=f"messages[{i}]")
+            messages.append({"role": m["role"], "content": message_text(m.get("content"))})
+        if body.get("tools") and body.get("tool_choice") != "none" and isinstance(body["tools"], list):
+            # small chat templates have no tools section: the tools go in a system message
+            messages.insert(0, {"role": "system", "content": tools_prompt(body["tools"])})
+        prompt_ids = await asyncio.to_thread(lm.encode_prompt, messages=messages)
+        return await run(request, body, prompt_ids, chat=True)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        body = await read_body(request)
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt:
+            raise RequestError("prompt must be a non-empty string", param="prompt")
+        prompt_ids = await asyncio.to_thread(lm.encode_prompt, prompt, chat=False)
+        return await run(request, body, prompt_ids, chat=False)
+
+    return app
+
+
+def _finish(job: Job, c) -> str:
+    if c.tools and split_tool_calls(job.text)[1]:
+        return "tool_calls"
+    return job.finish_reason
+
+
+def _message(job: Job, c) -> dict[str, Any]:
+    text, reasoning = job.text, None
+    if c.reasoning and "</think>" in text:
+        head, _, text = text.partition("</think>")
+        reasoning = head.replace("<think>", "", 1).strip()
+        text = text.lstrip()
+    msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
+    if c.tools:
+        content, calls = split_tool_calls(text)
+        if calls:
+            msg["content"] = content or None
+            msg["tool_calls"] = calls
+    return msg
+
+
+def _choice(i: int, job: Job, chat: bool, c) -> dict:
+    if chat:
+        return {"index": i, "message": _message(job, c), "finish_reason": _finish(job, c), "logprobs": None}
+    return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": None}

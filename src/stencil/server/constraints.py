@@ -1,0 +1,107 @@
+"""A request's constraint (``response_format``, ``tools``/``tool_choice``, vLLM's
+``structured_outputs``) -> a compile call for ``GrammarCompiler.compile_async``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from stencil.server.protocol import RequestError
+from stencil.server.toolcalls import END, TRIGGER
+
+#: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
+#: token budget on newlines
+JSON = {"whitespace": "compact"}
+
+
+@dataclass
+class Constraint:
+    """What to compile (``fn(*args, **kwargs)``; fn None: free text) and how to read the output."""
+
+    fn: Callable | None = None
+    args: tuple = ()
+    kwargs: dict | None = None
+    tools: bool = False        # the output holds <tool_call> blocks
+    reasoning: bool = False    # the output starts with a <think> block
+
+
+def _tools(body: dict) -> list[dict]:
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not tools:
+        raise RequestError("tools must be a non-empty list", param="tools")
+    for i, t in enumerate(tools):
+        if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+                and isinstance(t["function"].get("name"), str)):
+            raise RequestError(f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}",
+                               param=f"tools[{i}]")
+        t["function"].setdefault("parameters", {"type": "object"})
+    return tools
+
+
+def constraint_for(compiler, body: dict) -> Constraint:
+    """The Constraint of a chat/completions request body; RequestError on a malformed one."""
+    reasoning = bool(body.get("reasoning"))
+    so = body.get("structured_outputs") or body.get("guided") or None
+    rf = body.get("response_format")
+    tool_choice = body.get("tool_choice", "auto")
+    if so is not None:
+        return _structured(compiler, so, reasoning)
+    if body.get("tools") and tool_choice != "none":
+        tools = _tools(body)
+        required = tool_choice == "required"
+        if isinstance(tool_choice, dict):
+            name = (tool_choice.get("function") or {}).get("name")
+            tools = [t for t in tools if t["function"]["name"] == name]
+            if not tools:
+                raise RequestError(f"tool_choice names an unknown tool {name!r}", param="tool_choice")
+            required = True
+        elif tool_choice not in ("auto", "required"):
+            raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
+        kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
+                                  max_calls=None if body.get("parallel_tool_calls", True) else 1, json_options=dict(JSON))
+        if reasoning:
+            kw["reasoning"] = ("<think>", "</think>")
+        return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=True, reasoning=reasoning)
+    if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
+        return Constraint()
+    if not isinstance(rf, dict):
+        raise RequestError("response_format must be an object", param="response_format")
+    if rf.get("type") == "json_object":
+        schema: Any = {"type": "object"}
+    elif rf.get("type") == "json_schema":
+        js = rf.get("json_schema")
+        if not isinstance(js, dict) or "schema" not in js:
+            raise RequestError("response_format.json_schema.schema is required", param="response_format")
+        schema = js["schema"]
+        # strict true follows OpenAI's subset, which stencil's full JSON Schema contains; strict
+        # false takes any schema stencil supports. Both compile the same way.
+    else:
+        raise RequestError(f"unknown response_format type {rf.get('type')!r}", param="response_format")
+    if reasoning:
+        return Constraint(compiler.compile_reasoning_json, (schema,), dict(JSON), reasoning=True)
+    return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
+
+
+def _structured(compiler, so: Any, reasoning: bool) -> Constraint:
+    if not isinstance(so, dict):
+        raise RequestError("structured_outputs must be an object", param="structured_outputs")
+    if "json" in so:
+        if reasoning:
+            return Constraint(compiler.compile_reasoning_json, (so["json"],), dict(JSON), reasoning=True)
+        return Constraint(compiler.compile_json_schema, (so["json"],), dict(JSON))
+    if reasoning:
+        raise RequestError("reasoning is only supported with json schemas and tools", param="reasoning")
+    if "regex" in so:
+        return Constraint(compiler.compile_regex, (so["regex"],), {})
+    if "choice" in so:
+        choices = so["choice"]
+        if not (isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices)):
+            raise RequestError("structured_outputs.choice must be a non-empty list of strings",
+                               param="structured_outputs.choice")
+        return Constraint(compiler.compile_choice, (choices,), {})
+    if "grammar" in so:
+        text = so["grammar"]
+        if not isinstance(text, str):
+            raise RequestError("structured_outputs.grammar must be a string", param="structured_outputs.grammar")
+        fn = compiler.compile_gbnf if "::=" in text else compiler.compile_lark
+        return Constraint(fn, (text,), {})
+    raise RequestError("structured_outputs needs one of json, regex, choice, grammar", param="structured_outputs")

@@ -1,0 +1,52 @@
+"""OpenAI's error JSON and small request checks shared by the routes."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class RequestError(Exception):
+    """A bad request: becomes HTTP ``status`` with OpenAI's error JSON."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.message, self.param, self.code, self.status = message, param, code, status
+
+
+def error_body(message: str, *, param: str | None = None, code: str | None = None,
+               type_: str = "invalid_request_error") -> dict:
+    """The body OpenAI's API answers errors with (the openai client raises BadRequestError on it)."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def number(body: dict, key: str, default, lo=None, hi=None, kind=float):
+    """``body[key]`` as ``kind`` within [lo, hi], or a RequestError naming the parameter."""
+    v = body.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
+        raise RequestError(f"{key} must be a {'integer' if kind is int else 'number'}, got {v!r}", param=key)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise RequestError(f"{key} must be between {lo} and {hi}, got {v}", param=key)
+    return kind(v)
+
+
+def stop_list(body: dict) -> list[str]:
+    stop = body.get("stop")
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, list) and all(isinstance(s, str) for s in stop) and len(stop) <= 4:
+        return [s for s in stop if s]
+    raise RequestError("stop must be a string or a list of at most 4 strings", param="stop")
+
+
+def message_text(content: Any) -> str:
+    """A chat message's content: a string or a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise RequestError("message content must be a string or a list of parts", param="messages")

@@ -1,0 +1,39 @@
+"""A real `stencil serve` app on 127.0.0.1 (uvicorn in a thread of the test process, sharing the
+model the generation tests load), one per test module."""
+from __future__ import annotations
+
+import importlib.util
+import socket
+import threading
+import time
+
+import pytest
+
+from generation_model import default_model
+
+
+def start_server(**app_options):
+    """(base_url, stop) for a server over the default model; skips without the server extra."""
+    for m in ("fastapi", "uvicorn", "openai", "httpx"):
+        if importlib.util.find_spec(m) is None:
+            pytest.skip(f"the server tests need {m} (pip install 'stencil[server,dev]')")
+    import uvicorn
+    from stencil.server import create_app
+    lm = default_model()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(lm, **app_options), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            pytest.fail("the server did not start")
+        time.sleep(0.05)
+
+    def stop():
+        server.should_exit = True
+        thread.join(10)
+    return f"http://127.0.0.1:{port}", stop
