@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -23,10 +24,17 @@ COMPILE_WAIT = 10.0
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.0, max_batch: int = 16):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``)."""
-    app = FastAPI(title="stencil")
     name = model_name or lm.name
     compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=compile_timeout)
-    engine = Engine(lm)
+    engine = Engine(lm, max_batch=max_batch)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
+        await asyncio.to_thread(engine.thread.join, 10)
+
+    app = FastAPI(title="stencil", lifespan=lifespan)
     app.state.engine = engine
 
     @app.exception_handler(RequestError)
@@ -35,7 +43,8 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
 
     @app.get("/health")
     async def health():
-        return {"status": "ok"}
+        return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
+                "forward_passes": engine.steps}
 
     @app.get("/v1/models")
     async def models():

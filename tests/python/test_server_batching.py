@@ -1,0 +1,115 @@
+"""Continuous batching in `stencil serve`: the batched KV cache against one sequence at a time
+(the oracle: the same model run alone), and concurrent requests sharing forward passes."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from generation_model import default_model
+from server_fixture import start_server
+
+torch = pytest.importorskip("torch")
+
+
+def _alone(lm, prompt, cont):
+    """Next-token logits after the prompt and after each continuation token, the sequence alone."""
+    from transformers import DynamicCache
+    cache, rows = DynamicCache(), []
+    with torch.inference_mode():
+        for ids in [prompt] + [[t] for t in cont]:
+            out = lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True)
+            rows.append(out.logits[0, -1].float())
+    return rows
+
+
+def test_kv_batch_rows_equal_sequences_alone():
+    from stencil.server.kv_batch import KVBatch
+    lm = default_model()
+    prompts = [lm.encode_prompt(p) for p in ("Name a color.", "Tell a long story about a dragon and tea.", "Hi")]
+    conts = [[100, 200, 300, 400], [11, 12, 13, 14], [7, 8, 9, 10]]
+    ref = [_alone(lm, p, c) for p, c in zip(prompts, conts)]
+    b = KVBatch(lm.model)
+
+    def close(got, want):
+        assert (got - want).abs().max().item() < 1e-3
+    with torch.inference_mode():
+        b.add(prompts[0][:-1])                      # rows join between steps, with different lengths
+        close(b.step([[prompts[0][-1]]])[0], ref[0][0])
+        b.add(prompts[1][:-1])
+        got = b.step([[conts[0][0]], [prompts[1][-1]]])
+        close(got[0], ref[0][1]), close(got[1], ref[1][0])
+        b.add(prompts[2][:-1])
+        got = b.step([conts[0][1:3], [conts[1][0]], [prompts[2][-1]]])  # a row fed two tokens at once
+        close(got[0], ref[0][3]), close(got[1], ref[1][1]), close(got[2], ref[2][0])
+        b.keep([1, 2])                              # the first row leaves
+        got = b.step([[conts[1][1]], [conts[2][0]]])
+        close(got[0], ref[1][2]), close(got[1], ref[2][1])
+        longest = b.length
+        b.keep([1])                                 # columns only the left row used are cut
+        assert b.length < longest and b.mask.shape == (1, b.length)
+        close(b.step([[conts[2][1]]])[0], ref[2][2])
+
+
+def test_kv_batch_one_token_prompt_joins_a_running_batch():
+    from stencil.server.kv_batch import KVBatch
+    lm = default_model()
+    p = lm.encode_prompt("Name a color.")
+    bos = p[:1]
+    ref_p, ref_b = _alone(lm, p, [5]), _alone(lm, bos, [6])
+    b = KVBatch(lm.model)
+    with torch.inference_mode():
+        b.add(p[:-1])
+        b.step([[p[-1]]])
+        b.add([])                                   # a prompt of one token: nothing to prefill
+        got = b.step([[5], bos])
+        assert (got[0] - ref_p[1]).abs().max().item() < 1e-3
+        assert (got[1] - ref_b[0]).abs().max().item() < 1e-3
+
+
+@pytest.fixture(scope="module")
+def server():
+    url, stop = start_server(max_batch=8)
+    yield url
+    stop()
+
+
+def test_concurrent_requests_share_forward_passes(server):
+    openai = pytest.importorskip("openai")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+              "required": ["name", "age"], "additionalProperties": False}
+    import httpx
+    steps_before = httpx.get(server + "/health").json()["forward_passes"]
+
+    async def run():
+        client = openai.AsyncOpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=300)
+        name = (await client.models.list()).data[0].id
+        return await asyncio.gather(*(client.chat.completions.create(
+            model=name, max_tokens=40, messages=[{"role": "user", "content": f"Person number {i} as JSON."}],
+            response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": schema, "strict": True}})
+            for i in range(8)))
+    results = asyncio.run(run())
+    tokens = 0
+    for r in results:
+        assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
+        jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+        tokens += r.usage.completion_tokens
+    passes = httpx.get(server + "/health").json()["forward_passes"] - steps_before
+    # one at a time, every generated token but the forced ones would take a pass of its own
+    assert 0 < passes < tokens / 2, (passes, tokens)
+
+
+def test_cancelled_stream_frees_its_slot(server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=120)
+    name = client.models.list().data[0].id
+    for _ in range(12):  # more dropped streams than slots: each must leave the batch
+        stream = client.chat.completions.create(model=name, max_tokens=500, stream=True,
+                                                messages=[{"role": "user", "content": "Tell a very long story."}])
+        next(iter(stream))
+        stream.close()
+    r = client.chat.completions.create(model=name, max_tokens=4, messages=[{"role": "user", "content": "hi"}])
+    assert r.choices[0].message.content
