@@ -224,9 +224,40 @@ class GrammarCompiler:
         return self.compile_grammar(b.build(rule))
 
     @_limited
-    def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", **options) -> CompiledGrammar:
+    def compile_structural_tag(self, spec, **json_options) -> CompiledGrammar:
+        """An XGrammar structural tag (a dict or JSON text): ``{"type": "structural_tag", "format":
+        {...}}``, a bare format, or the legacy ``{"structures": [...], "triggers": [...]}`` form.
+        Formats: const_string, json_schema (styles json, qwen_xml), regex, grammar (GBNF),
+        any_text, sequence, or, optional, plus, star, repeat, tag, triggered_tags,
+        tags_with_separator, dispatch, token, any_tokens (see ``stencil.grammar.structural_tag``).
+        Text that is a special token's text stands for that token. ``json_options`` apply to every
+        json_schema format. A bad spec raises GrammarError naming its JSON path.
+
+        Example::
+
+            g = compiler.compile_structural_tag({"type": "structural_tag", "format": {
+                "type": "triggered_tags", "triggers": ["<function="], "tags": [{"type": "tag",
+                "begin": "<function=add>", "content": {"type": "json_schema", "json_schema": {
+                "type": "object"}}, "end": "</function>"}]}})
+        """
+        from stencil.grammar.structural_tag import build_structural_tag
+        b = GrammarBuilder()
+        rule = build_structural_tag(b, spec, tokens=self._token_table(), specials=self._specials(),
+                                    json_options=json_options)
+        return self.compile_grammar(b.build(rule))
+
+    @_limited
+    def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", format: str | None = None,
+                           **options) -> CompiledGrammar:
         """Free text, then after ``trigger`` a JSON object ``{"name": ..., "arguments": ...}`` whose
         arguments are valid for the named tool's ``parameters`` schema, then ``end``.
+
+        ``format``: a model family's own tool-call text instead ("llama3", "qwen", "qwen-coder",
+        "deepseek", "deepseek-v3.1", "kimi", "mistral", "harmony"; see
+        ``stencil.grammar.tool_presets``), with options ``reasoning`` (True: a leading reasoning
+        block in the family's form; "opened": the prompt already opened it), ``tool_choice``
+        ("auto", "required" or a tool name) and ``parallel`` (more than one call); ``trigger`` and
+        ``end`` do not apply then.
 
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
         "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
@@ -239,6 +270,10 @@ class GrammarCompiler:
 
             g = compiler.compile_tool_calls([{"name": "add", "parameters": {...}}], trigger="<tool_call>")
         """
+        if format is not None:
+            from stencil.grammar.tool_presets import tool_call_format
+            spec = tool_call_format(format, tools, **options)
+            return self.compile_structural_tag(spec)
         from stencil.grammar.formats import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()
@@ -253,6 +288,10 @@ class GrammarCompiler:
         tok = self.tokenizer_info
         return TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes,
                           vocab_size=tok.vocab_size)
+
+    def _specials(self) -> dict:
+        """{text: id} of the tokenizer's special tokens."""
+        return {name: i for i, name in self.tokenizer_info.special_token_names.items() if name}
 
     def _marker(self, m):
         """A string that is the text of a special token becomes that token's id."""

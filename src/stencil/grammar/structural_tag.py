@@ -1,0 +1,511 @@
+"""XGrammar's structural tags: a JSON tree of formats (free text, constant strings, JSON Schema,
+regexes, grammars, tags, triggered tags ...) built into one stencil grammar.
+
+Accepted input: ``{"type": "structural_tag", "format": {...}}``, a bare format object, or the
+legacy ``{"structures": [{"begin", "schema", "end"}], "triggers": [...]}`` form (vLLM, SGLang).
+Format types: ``const_string``, ``json_schema`` (styles ``json`` and ``qwen_xml``), ``regex``,
+``grammar`` (GBNF), ``any_text``, ``sequence``, ``or``, ``optional``, ``plus``, ``star``,
+``repeat``, ``tag``, ``triggered_tags``, ``tags_with_separator``, ``dispatch``, ``token`` and
+``any_tokens``. A bad spec raises ``GrammarError`` naming the JSON path of the bad part.
+
+Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
+``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any
+amount of text (``any_text``, ``triggered_tags``, ``dispatch``, ``any_tokens``) therefore need
+an end: the enclosing tag's ``end``, a ``const_string`` right after them in a sequence, or the
+end of the output. A string that contains the text of one of the tokenizer's special tokens
+stands for that token there (a model emits the token, never its spelling as text).
+
+Example::
+
+    spec = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<function="],
+            "tags": [{"type": "tag", "begin": "<function=get_weather>",
+                      "content": {"type": "json_schema", "json_schema": {"type": "object"}},
+                      "end": "</function>"}]}}
+    g = compiler.compile_structural_tag(spec)
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional
+
+from stencil._core import GrammarError
+from stencil.grammar.ebnf import Namespaced, TokenTable
+
+__all__ = ["build_structural_tag", "load_structural_tag"]
+
+_UNLIMITED = ("any_text", "triggered_tags", "dispatch", "any_tokens")
+_FIELDS = {
+    "const_string": ({"value"}, set()),
+    "json_schema": ({"json_schema"}, {"style", "any_order", "max_whitespace_cnt"}),
+    "qwen_xml_parameter": ({"json_schema"}, {"any_order", "max_whitespace_cnt"}),
+    "regex": ({"pattern"}, {"excludes"}),
+    "grammar": ({"grammar"}, set()),
+    "any_text": (set(), {"excludes", "max_chars", "max_tokens"}),
+    "sequence": ({"elements"}, set()),
+    "or": ({"elements"}, set()),
+    "optional": ({"content"}, set()),
+    "plus": ({"content"}, set()),
+    "star": ({"content"}, set()),
+    "repeat": ({"content", "min", "max"}, set()),
+    "tag": ({"begin", "content", "end"}, set()),
+    "triggered_tags": ({"triggers", "tags"}, {"at_least_one", "stop_after_first", "excludes"}),
+    "tags_with_separator": ({"tags", "separator"}, {"at_least_one", "stop_after_first"}),
+    "dispatch": ({"rules"}, {"loop", "excludes"}),
+    "token": ({"token"}, set()),
+    "any_tokens": (set(), {"exclude_tokens", "max_tokens"}),
+}
+
+
+def load_structural_tag(spec) -> dict:
+    """The format object of a structural tag given as a dict or JSON text (any accepted form);
+    the legacy structures/triggers form becomes the equivalent ``triggered_tags`` format."""
+    if isinstance(spec, (str, bytes)):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError as e:
+            raise GrammarError(f"structural tag: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if not isinstance(spec, dict):
+        raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
+    if "structures" in spec:
+        return _legacy(spec)
+    if spec.get("type") == "structural_tag":
+        if "format" not in spec:
+            raise GrammarError("structural tag: $ has no 'format'")
+        return spec["format"]
+    return spec
+
+
+def _legacy(spec: dict) -> dict:
+    structures, triggers = spec["structures"], spec.get("triggers")
+    if not isinstance(structures, list) or not structures:
+        raise GrammarError("structural tag: $.structures must be a non-empty list")
+    tags = []
+    for i, s in enumerate(structures):
+        missing = [k for k in ("begin", "schema", "end") if not isinstance(s, dict) or k not in s]
+        if missing:
+            raise GrammarError(f"structural tag: $.structures[{i}] has no {', '.join(missing)}")
+        tags.append({"type": "tag", "begin": s["begin"], "end": s["end"],
+                     "content": {"type": "json_schema", "json_schema": s["schema"]}})
+    if triggers is None:
+        triggers = sorted({t["begin"] for t in tags})
+    return {"type": "triggered_tags", "triggers": triggers, "tags": tags}
+
+
+def build_structural_tag(b, spec, *, tokens: Optional[TokenTable] = None, specials: Optional[dict] = None,
+                         json_options: Optional[dict] = None) -> int:
+    """Add the grammar of structural tag ``spec`` (any form ``load_structural_tag`` accepts) to
+    builder ``b`` and return its start rule. ``specials`` maps special-token texts to ids;
+    ``tokens`` resolves token names in embedded GBNF grammars; ``json_options`` are
+    ``build_json_schema`` options for every ``json_schema`` format."""
+    fmt = load_structural_tag(spec)
+    return _Builder(b, tokens, specials or {}, json_options or {}).build(fmt, "$.format", _EOS)
+
+
+class _Eos:
+    """The end of the output: nothing follows."""
+
+
+_EOS = _Eos()
+
+
+class _Builder:
+    def __init__(self, b, tokens, specials: dict, json_options: dict):
+        self.b, self.tokens, self.json_options = b, tokens, json_options
+        self.specials = {k: v for k, v in specials.items() if k}
+        self._split = (re.compile("|".join(re.escape(s) for s in sorted(self.specials, key=len, reverse=True)))
+                       if self.specials else None)
+        self._n = 0
+
+    # -- strings: text and special tokens --------------------------------------------------------
+    def pieces(self, s: str) -> list:
+        """``s`` as text pieces (str) and special-token ids (int)."""
+        if self._split is None:
+            return [s] if s else []
+        out, pos = [], 0
+        for m in self._split.finditer(s):
+            if m.start() > pos:
+                out.append(s[pos:m.start()])
+            out.append(self.specials[m.group()])
+            pos = m.end()
+        if pos < len(s):
+            out.append(s[pos:])
+        return out
+
+    def literal(self, pieces: list) -> list[int]:
+        return [self.b.special_token([p], f"token-{p}") if isinstance(p, int) else self.b.literal(p, json.dumps(p))
+                for p in pieces]
+
+    def name(self, what: str) -> str:
+        self._n += 1
+        return f"st{self._n}-{what}"
+
+    def ns(self) -> Namespaced:
+        return Namespaced(self.b, self.name("") + "/")
+
+    # -- free text ------------------------------------------------------------------------------
+    def body(self, banned: list[str], max_chars: Optional[int] = None) -> int:
+        """Text (possibly empty) that contains none of the ``banned`` strings."""
+        b = self.b
+        anything = b.re_any_string()
+        parts = [anything]
+        texts = sorted({x for x in banned if x})
+        if texts:
+            parts.append(b.re_not(b.re_concat([anything, b.re_or([b.re_literal(x) for x in texts]), anything])))
+        if max_chars is not None:
+            parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_chars))
+        return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+    def text_then(self, body: int, stop: list, what: str) -> list[int]:
+        """Symbols for free text ending with marker ``stop`` (pieces), marker included. A text
+        marker ends the text at its first occurrence (one lazy lexeme "text, then marker"); a
+        marker that starts with a special token follows text that cannot contain it."""
+        b = self.b
+        head, rest = stop[0], stop[1:]
+        if isinstance(head, int):
+            return [self.maybe_text(body, what), *self.literal(stop)]
+        return [b.lexeme(b.re_concat([body, b.re_literal(head)]), self.name(what), True), *self.literal(rest)]
+
+    def maybe_text(self, body: int, what: str) -> int:
+        """A rule for text of ``body`` (empty text included)."""
+        b = self.b
+        rule = b.rule(self.name(what))
+        b.add_alternative(rule, [])
+        b.add_alternative(rule, [b.lexeme(b.re_and([body, b.re_not(b.re_empty())]), self.name(what))])
+        return rule
+
+    def free_until(self, banned: list[str], end, what: str, max_chars: Optional[int] = None) -> int:
+        """Free text up to ``end`` (a list of markers, each a piece list, or _EOS), end included."""
+        if end is _EOS:
+            return self.maybe_text(self.body(banned, max_chars), what)
+        heads = [m[0] for m in end if isinstance(m[0], str)]
+        body = self.body(banned + heads, max_chars)
+        return self.alt([self.text_then(body, m, what) for m in end], what)
+
+    def alt(self, alternatives: list[list[int]], what: str) -> int:
+        rule = self.b.rule(self.name(what))
+        for a in alternatives:
+            self.b.add_alternative(rule, a)
+        return rule
+
+    def seq(self, syms: list[int]) -> int:
+        return self.b.seq(syms) if syms else self.b.empty()
+
+    # -- checks ---------------------------------------------------------------------------------
+    @staticmethod
+    def err(path: str, msg: str) -> GrammarError:
+        return GrammarError(f"structural tag: {path}: {msg}")
+
+    def check(self, fmt, path: str) -> str:
+        if not isinstance(fmt, dict):
+            raise self.err(path, f"a format is a JSON object, got {type(fmt).__name__}")
+        kind = fmt.get("type")
+        if kind not in _FIELDS:
+            known = ", ".join(sorted(_FIELDS))
+            hint = (" (token-level formats other than token and any_tokens are not supported)"
+                    if kind in ("exclude_token", "token_triggered_tags", "token_dispatch") else "")
+            raise self.err(path, f"unknown format type {kind!r}{hint}; expected one of {known}")
+        required, optional = _FIELDS[kind]
+        missing = sorted(required - fmt.keys())
+        if missing:
+            raise self.err(path, f"{kind} needs {', '.join(missing)}")
+        extra = sorted(fmt.keys() - required - optional - {"type"})
+        if extra:
+            raise self.err(path, f"{kind} has unknown field(s) {', '.join(extra)}")
+        return kind
+
+    def strings(self, v, path: str, *, allow_empty_list: bool = True) -> list[str]:
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v) or (not v and not allow_empty_list):
+            raise self.err(path, f"expected a string or a list of strings, got {json.dumps(v)[:80]}")
+        return v
+
+    def flag(self, fmt: dict, key: str, path: str) -> bool:
+        v = fmt.get(key, False)
+        if not isinstance(v, bool):
+            raise self.err(f"{path}.{key}", f"expected true or false, got {json.dumps(v)[:40]}")
+        return v
+
+    def count(self, fmt: dict, key: str, path: str, *, lo: int = 0, null: bool = True) -> Optional[int]:
+        v = fmt.get(key)
+        if v is None and null:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            raise self.err(f"{path}.{key}", f"expected an integer >= {lo}, got {json.dumps(v)[:40]}")
+        return v
+
+    def marker(self, v, path: str) -> list:
+        """A begin/end marker: a string (pieces) or a ``token`` format (one special token)."""
+        if isinstance(v, dict):
+            if self.check(v, path) != "token":
+                raise self.err(path, "a marker is a string or a token format")
+            return [self.token_id(v["token"], f"{path}.token")]
+        if not isinstance(v, str):
+            raise self.err(path, f"a marker is a string or a token format, got {json.dumps(v)[:80]}")
+        return self.pieces(v)
+
+    def token_id(self, t, path: str) -> int:
+        if isinstance(t, int) and not isinstance(t, bool):
+            if t < 0 or (self.tokens is not None and t >= self.tokens.vocab_size):
+                raise self.err(path, f"token id {t} is out of range")
+            return t
+        if isinstance(t, str):
+            if t in self.specials:
+                return self.specials[t]
+            raise self.err(path, f"{t!r} is not a special token of this tokenizer")
+        raise self.err(path, f"a token is an id or a special token's text, got {json.dumps(t)[:40]}")
+
+    # -- formats --------------------------------------------------------------------------------
+    def build(self, fmt, path: str, end) -> int:
+        """A symbol for ``fmt`` followed by ``end``: None (something else follows), _EOS, or a
+        list of markers (piece lists), one of which closes the enclosing tag."""
+        kind = self.check(fmt, path)
+        if kind in _UNLIMITED:
+            if end is None:
+                raise self.err(path, f"{kind} reads text up to an end: put it last in a tag's content, before "
+                                     "a const_string in a sequence, or at the end of the output")
+            return getattr(self, "_" + kind)(fmt, path, end)
+        if kind in ("sequence", "or", "tag", "optional", "plus", "star", "repeat"):
+            return getattr(self, "_" + kind)(fmt, path, end)
+        sym = getattr(self, "_" + kind)(fmt, path)
+        return self.close(sym, end)
+
+    def close(self, sym: int, end) -> int:
+        """``sym`` then one of the end markers."""
+        if end is None or end is _EOS:
+            return sym
+        if len(end) == 1:
+            return self.seq([sym, *self.literal(end[0])])
+        return self.seq([sym, self.alt([self.literal(m) for m in end], "end")])
+
+    def _const_string(self, fmt, path):
+        if not isinstance(fmt["value"], str):
+            raise self.err(f"{path}.value", "expected a string")
+        return self.seq(self.literal(self.pieces(fmt["value"])))
+
+    def _json_schema(self, fmt, path, style_default="json"):
+        from stencil.grammar.json_schema import build_json_schema
+        style = fmt.get("style", style_default)
+        opts = dict(self.json_options)
+        if self.flag(fmt, "any_order", path):
+            opts["property_order"] = "any"
+        ws = self.count(fmt, "max_whitespace_cnt", path)
+        if ws is not None:
+            opts["max_whitespace_run"] = ws
+        schema = fmt["json_schema"]
+        try:
+            if style == "json":
+                return build_json_schema(self.ns(), schema, **opts)
+            if style == "qwen_xml":
+                from stencil.grammar.xml_params import build_xml_parameters
+                return build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
+                                            json_options=opts)
+        except GrammarError as e:
+            raise self.err(f"{path}.json_schema", str(e)) from None
+        raise self.err(f"{path}.style", f"style {style!r} is not supported (supported: json, qwen_xml)")
+
+    def _qwen_xml_parameter(self, fmt, path):
+        return self._json_schema({**fmt, "type": "json_schema"}, path, style_default="qwen_xml")
+
+    def _regex(self, fmt, path):
+        from stencil.grammar.regex import build_regex
+        if not isinstance(fmt["pattern"], str):
+            raise self.err(f"{path}.pattern", "expected a string")
+        try:
+            expr = build_regex(self.b, fmt["pattern"], anchored=True)
+        except GrammarError as e:
+            raise self.err(f"{path}.pattern", str(e)) from None
+        banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        if banned:
+            expr = self.b.re_and([expr, self.body(banned)])
+        if self.b.re_nullable(expr):
+            return self.alt([[], [self.b.lexeme(self.b.re_and([expr, self.b.re_not(self.b.re_empty())]),
+                                                self.name("regex"))]], "regex")
+        return self.b.lexeme(expr, self.name("regex"))
+
+    def _grammar(self, fmt, path):
+        from stencil.grammar.gbnf import build_gbnf
+        if not isinstance(fmt["grammar"], str):
+            raise self.err(f"{path}.grammar", "expected GBNF text")
+        try:
+            return build_gbnf(self.b, fmt["grammar"], tokens=self.tokens, unused="ignore", prefix=self.name("g") + "/")
+        except GrammarError as e:
+            raise self.err(f"{path}.grammar", str(e)) from None
+
+    def _token(self, fmt, path):
+        return self.b.special_token([self.token_id(fmt["token"], f"{path}.token")], self.name("token"))
+
+    def _any_text(self, fmt, path, end):
+        if self.count(fmt, "max_tokens", path) is not None:
+            raise self.err(f"{path}.max_tokens", "not supported: stencil constrains text, not token counts "
+                                                 "(use max_chars)")
+        banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        return self.free_until(banned, end, "text", self.count(fmt, "max_chars", path))
+
+    def _any_tokens(self, fmt, path, end):
+        """Text and special tokens, except ``exclude_tokens`` and the enclosing end's tokens."""
+        if self.count(fmt, "max_tokens", path) is not None:
+            raise self.err(f"{path}.max_tokens", "not supported: stencil constrains text, not token counts")
+        excluded = {self.token_id(t, f"{path}.exclude_tokens[{i}]")
+                    for i, t in enumerate(fmt.get("exclude_tokens", []))}
+        if end not in (None, _EOS):
+            excluded |= {m[0] for m in end if isinstance(m[0], int)}
+        allowed = sorted(set(self.specials.values()) - excluded)
+        unit = [[self.b.special_token(allowed, self.name("any-token"))]] if allowed else []
+        text_ends = [] if end is _EOS else [m for m in end if isinstance(m[0], str)]
+        special_ends = [] if end is _EOS else [m for m in end if isinstance(m[0], int)]
+        # (text special)* then text up to the end: text never holds a special token
+        body = self.body([m[0] for m in text_ends])
+        head = self.b.repeat(self.seq([self.maybe_text(body, "tokens-text"), *unit[0]]), 0, -1) if unit else None
+        tail = self.free_until([], _EOS if end is _EOS else text_ends + special_ends, "tokens-text")
+        return self.seq(([head] if head is not None else []) + [tail])
+
+    def _sequence(self, fmt, path, end):
+        elements = fmt["elements"]
+        if not isinstance(elements, list) or not elements:
+            raise self.err(f"{path}.elements", "expected a non-empty list of formats")
+        syms, i = [], 0
+        while i < len(elements):
+            e, p = elements[i], f"{path}.elements[{i}]"
+            last = i == len(elements) - 1
+            nxt = None if last else elements[i + 1]
+            if (not last and isinstance(e, dict) and e.get("type") in _UNLIMITED and isinstance(nxt, dict)
+                    and nxt.get("type") == "const_string" and isinstance(nxt.get("value"), str) and nxt["value"]):
+                # free text up to the next constant: the constant ends it (and is consumed with it)
+                stop = [self.pieces(nxt["value"])]
+                inner = self.build(e, p, stop)
+                syms.append(inner)
+                i += 2
+                if i == len(elements):
+                    return self.close(self.seq(syms), end)
+                continue
+            syms.append(self.build(e, p, end if last else None))
+            i += 1
+        return self.seq(syms)
+
+    def _or(self, fmt, path, end):
+        elements = fmt["elements"]
+        if not isinstance(elements, list) or not elements:
+            raise self.err(f"{path}.elements", "expected a non-empty list of formats")
+        return self.alt([[self.build(e, f"{path}.elements[{i}]", end)] for i, e in enumerate(elements)], "or")
+
+    def _repeat(self, fmt, path, end):
+        lo = self.count(fmt, "min", path, null=False)
+        hi = fmt["max"]
+        if not isinstance(hi, int) or isinstance(hi, bool) or (hi != -1 and hi < lo):
+            raise self.err(f"{path}.max", f"expected -1 (no bound) or an integer >= min, got {json.dumps(hi)[:40]}")
+        return self.repeated(fmt, path, end, lo, hi)
+
+    def _optional(self, fmt, path, end):
+        return self.repeated(fmt, path, end, 0, 1)
+
+    def _plus(self, fmt, path, end):
+        return self.repeated(fmt, path, end, 1, -1)
+
+    def _star(self, fmt, path, end):
+        return self.repeated(fmt, path, end, 0, -1)
+
+    def repeated(self, fmt, path, end, lo, hi):
+        item = self.build(fmt["content"], f"{path}.content", None)
+        return self.close(self.b.repeat(item, lo, hi), end)
+
+    def _tag(self, fmt, path, end):
+        begin = self.marker(fmt["begin"], f"{path}.begin")
+        ends = fmt["end"]
+        if isinstance(ends, list):
+            if not ends:
+                raise self.err(f"{path}.end", "expected at least one end marker")
+            markers = [self.marker(e, f"{path}.end[{i}]") for i, e in enumerate(ends)]
+        else:
+            markers = [self.marker(ends, f"{path}.end")]
+        if any(not m for m in markers):
+            # an empty end: the content just stops (formats that read text then need what follows)
+            if len(markers) > 1:
+                raise self.err(f"{path}.end", "an empty end marker cannot be one of several")
+            content = self.build(fmt["content"], f"{path}.content", end if end is not None else None)
+            return self.seq(self.literal(begin) + [content])
+        content = self.build(fmt["content"], f"{path}.content", markers)
+        return self.close(self.seq(self.literal(begin) + [content]), end)
+
+    def tag_list(self, tags, path: str) -> list[dict]:
+        if not isinstance(tags, list) or not tags:
+            raise self.err(path, "expected a non-empty list of tag formats")
+        for i, t in enumerate(tags):
+            if self.check(t, f"{path}[{i}]") != "tag":
+                raise self.err(f"{path}[{i}]", f"expected a tag format, got {t.get('type')!r}")
+        return tags
+
+    def _triggered_tags(self, fmt, path, end):
+        tags = self.tag_list(fmt["tags"], f"{path}.tags")
+        triggers = self.strings(fmt["triggers"], f"{path}.triggers", allow_empty_list=False)
+        rules = []
+        for i, t in enumerate(tags):
+            tp = f"{path}.tags[{i}]"
+            if not isinstance(t["begin"], str):
+                raise self.err(f"{tp}.begin", "tags of triggered_tags begin with a string")
+            hits = [x for x in triggers if t["begin"].startswith(x)]
+            if len(hits) != 1:
+                raise self.err(f"{tp}.begin", f"{t['begin']!r} must start with exactly one trigger of "
+                                              f"{triggers!r} (it starts with {len(hits)})")
+            rules.append((hits[0], {**t, "begin": t["begin"][len(hits[0]):]}, tp))
+        unused = [x for x in triggers if not any(r[0] == x for r in rules)]
+        if unused:
+            raise self.err(f"{path}.triggers", f"trigger(s) {unused!r} start no tag")
+        return self.dispatcher(rules, fmt, path, end, loop=not self.flag(fmt, "stop_after_first", path),
+                               at_least_one=self.flag(fmt, "at_least_one", path))
+
+    def _dispatch(self, fmt, path, end):
+        rules = fmt["rules"]
+        if not isinstance(rules, list) or not rules:
+            raise self.err(f"{path}.rules", "expected a non-empty list of [pattern, format] pairs")
+        out = []
+        for i, r in enumerate(rules):
+            if not (isinstance(r, (list, tuple)) and len(r) == 2 and isinstance(r[0], str) and r[0]):
+                raise self.err(f"{path}.rules[{i}]", "expected a [pattern string, format] pair")
+            out.append((r[0], r[1], f"{path}.rules[{i}][1]"))
+        return self.dispatcher(out, fmt, path, end, loop=fmt.get("loop", True) is not False, at_least_one=False)
+
+    def dispatcher(self, rules, fmt, path, end, *, loop: bool, at_least_one: bool) -> int:
+        """Free text; at each trigger, the format of that trigger; then free text again (``loop``)
+        or the end. The text ends at the first trigger or end marker it contains."""
+        excludes = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        triggers = list(dict.fromkeys(r[0] for r in rules))
+        trig_pieces = {t: self.pieces(t) for t in triggers}
+        text_triggers = [p[0] for p in trig_pieces.values() if isinstance(p[0], str)]
+        after = {}
+        for trig in triggers:
+            alts = []
+            for t, f, p in rules:
+                if t == trig:
+                    alts.append([self.build(f, p, None)])
+            after[trig] = self.alt(alts, "dispatch")
+        ends_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+        body = self.body(excludes + text_triggers + ends_heads)
+        text_to = {t: self.text_then(body, trig_pieces[t], "text") for t in triggers}
+        one = self.alt([text_to[t] + [after[t]] for t in triggers], "call")
+        tail = self.free_until(excludes + text_triggers, end, "text")
+        first = self.alt([self.literal(trig_pieces[t]) + [after[t]] for t in triggers], "first-call")
+        close = self.close(self.b.empty(), end)
+        if at_least_one:
+            # the first tag comes right away: no free text before it
+            return self.seq([first, self.b.repeat(one, 0, -1), tail] if loop else [first, close])
+        if loop:
+            return self.seq([self.b.repeat(one, 0, -1), tail])
+        return self.alt([[tail], [one, close]], "at-most-one")
+
+    def _tags_with_separator(self, fmt, path, end):
+        tags = self.tag_list(fmt["tags"], f"{path}.tags")
+        sep = fmt["separator"]
+        if not isinstance(sep, str):
+            raise self.err(f"{path}.separator", "expected a string")
+        one = self.alt([[self.build(t, f"{path}.tags[{i}]", None)] for i, t in enumerate(tags)], "tag")
+        if self.flag(fmt, "stop_after_first", path):
+            body = one
+        else:
+            more = self.seq(self.literal(self.pieces(sep)) + [one])
+            body = self.seq([one, self.b.repeat(more, 0, -1)])
+        if not self.flag(fmt, "at_least_one", path):
+            body = self.alt([[], [body]], "tags")
+        return self.close(body, end)
+

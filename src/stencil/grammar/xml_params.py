@@ -1,0 +1,125 @@
+"""Tool arguments as XML parameters, the way Qwen3-Coder's chat template writes them:
+``<parameter=city>\\nParis\\n</parameter>\\n<parameter=days>\\n3\\n</parameter>\\n``.
+
+A string parameter is raw text (up to the first ``</parameter>``), or one of its ``enum`` values;
+any other parameter is JSON valid for its schema (the template writes ``tojson`` for objects and
+arrays and Python's ``str`` for numbers and booleans, so ``True``/``False`` are accepted for a
+boolean besides ``true``/``false``). White space may surround JSON values and separate parameters.
+Properties come in definition order, required ones once, optional ones at most once; with
+``any_order``, any declared parameter may come in any position (no count or presence checks, as
+in XGrammar's ``any_order``). Undeclared parameters (raw text values) are allowed unless
+``additionalProperties`` is false.
+
+Example::
+
+    b = stencil.GrammarBuilder()
+    params = build_xml_parameters(b, {"type": "object", "properties": {"city": {"type": "string"}},
+                                      "required": ["city"]})
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from stencil._core import GrammarError
+from stencil.grammar.ebnf import Namespaced
+
+__all__ = ["build_xml_parameters"]
+
+_OPEN, _CLOSE = "<parameter=", "</parameter>"
+# keywords that say nothing about the value's text
+_ANNOTATIONS = {"description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+_NAME = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9")), (ord("_"), ord("_")),
+         (ord("-"), ord("-")), (ord("."), ord("."))]
+
+
+def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None) -> int:
+    """Add the rule for the parameters of an object ``schema`` to builder ``b`` and return it."""
+    from stencil.grammar.formats import _ws
+    if schema is True or schema == {}:
+        schema = {"type": "object"}
+    if not isinstance(schema, dict):
+        raise GrammarError(f"qwen_xml: the arguments schema must be an object schema, got {json.dumps(schema)[:60]}")
+    if schema.get("type", "object") != "object":
+        raise GrammarError(f"qwen_xml: the arguments schema must have type object, got {schema.get('type')!r}")
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        raise GrammarError("qwen_xml: /properties must be an object")
+    required = schema.get("required", [])
+    missing = [r for r in required if r not in props]
+    if missing and schema.get("additionalProperties", True) is False:
+        raise GrammarError(f"qwen_xml: required {missing} are not in /properties")
+    defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
+    ws = _ws(b)
+    params = []
+    for i, (key, sub) in enumerate(props.items()):
+        value = _value(Namespaced(b, f"p{i}/"), sub, defs, f"/properties/{key}", json_options or {}, ws)
+        params.append((key, b.seq([b.literal(f"{_OPEN}{key}>"), value, ws])))
+    extra = None
+    if schema.get("additionalProperties", True) is not False:
+        extra = _extra(b, list(props), ws)
+    rule = b.rule("xml-parameters")
+    if any_order:
+        units = [p for _, p in params] + ([extra] if extra is not None else [])
+        one = b.rule("xml-parameter")
+        for u in units:
+            b.add_alternative(one, [u])
+        b.add_alternative(rule, [ws, b.repeat(one, 0, -1)] if units else [ws])
+        return rule
+    seq = [ws]
+    for key, p in params:
+        seq.append(p if key in required else b.optional(p))
+    if extra is not None:
+        seq.append(b.repeat(extra, 0, -1))
+    b.add_alternative(rule, seq)
+    return rule
+
+
+def _raw_text(b, name: str) -> int:
+    """Raw text up to the first ``</parameter>``, that marker included."""
+    anything = b.re_any_string()
+    no_close = b.re_and([anything, b.re_not(b.re_concat([anything, b.re_literal(_CLOSE), anything]))])
+    return b.lexeme(b.re_concat([no_close, b.re_literal(_CLOSE)]), name, True)
+
+
+def _extra(b, declared: list, ws) -> int:
+    """An undeclared parameter: a name that is not a declared one, and raw text."""
+    name = b.re_repeat(b.re_char_ranges(_NAME, False), 1, -1)
+    if declared:
+        name = b.re_and([name, b.re_not(b.re_or([b.re_literal(k) for k in declared]))])
+    head = b.lexeme(b.re_concat([b.re_literal(_OPEN), name, b.re_literal(">")]), "xml-extra-name")
+    return b.seq([head, _raw_text(b, "xml-extra-value"), ws])
+
+
+def _types(sub) -> set:
+    t = sub.get("type")
+    return {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+
+
+def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
+    from stencil.grammar.json_schema import build_json_schema
+    if sub is True or sub == {}:
+        return _raw_text(b, "xml-value")
+    if not isinstance(sub, dict):
+        raise GrammarError(f"qwen_xml: {pointer} is not a schema")
+    choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
+    if choices is not None and choices and all(isinstance(c, str) for c in choices):
+        rule = b.rule("xml-enum")
+        for c in choices:
+            b.add_alternative(rule, [b.literal(c)])
+        return b.seq([ws, rule, ws, b.literal(_CLOSE)])
+    if "string" in _types(sub):
+        # the template writes strings raw: their text cannot be checked against JSON string keywords
+        unchecked = sorted(set(sub) - _ANNOTATIONS - {"type", "enum", "const"})
+        if unchecked:
+            raise GrammarError(f"qwen_xml: {pointer}: string keyword(s) {unchecked} cannot be enforced on raw "
+                               "parameter text")
+        return _raw_text(b, "xml-string")
+    json_sub = {**sub, **defs} if defs else sub
+    value = build_json_schema(b, json_sub, **json_options)
+    if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
+        rule = b.rule("xml-bool")
+        b.add_alternative(rule, [value])
+        b.add_alternative(rule, [b.lexeme(b.re_or([b.re_literal("True"), b.re_literal("False")]), "py-bool")])
+        value = rule
+    return b.seq([ws, value, ws, b.literal(_CLOSE)])
