@@ -60,6 +60,11 @@ _FIELDS = {
 def load_structural_tag(spec) -> dict:
     """The format object of a structural tag given as a dict or JSON text (any accepted form);
     the legacy structures/triggers form becomes the equivalent ``triggered_tags`` format."""
+    return _load(spec)[0]
+
+
+def _load(spec) -> tuple[dict, str]:
+    """(format object, its JSON path in the spec)."""
     if isinstance(spec, (str, bytes)):
         try:
             spec = json.loads(spec)
@@ -68,12 +73,12 @@ def load_structural_tag(spec) -> dict:
     if not isinstance(spec, dict):
         raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
     if "structures" in spec:
-        return _legacy(spec)
-    if spec.get("type") == "structural_tag":
+        return _legacy(spec), "$"
+    if spec.get("type") == "structural_tag" or ("format" in spec and "type" not in spec):
         if "format" not in spec:
             raise GrammarError("structural tag: $ has no 'format'")
-        return spec["format"]
-    return spec
+        return spec["format"], "$.format"
+    return spec, "$"
 
 
 def _legacy(spec: dict) -> dict:
@@ -98,8 +103,10 @@ def build_structural_tag(b, spec, *, tokens: Optional[TokenTable] = None, specia
     builder ``b`` and return its start rule. ``specials`` maps special-token texts to ids;
     ``tokens`` resolves token names in embedded GBNF grammars; ``json_options`` are
     ``build_json_schema`` options for every ``json_schema`` format."""
-    fmt = load_structural_tag(spec)
-    return _Builder(b, tokens, specials or {}, json_options or {}).build(fmt, "$.format", _EOS)
+    fmt, path = _load(spec)
+    root = b.rule("structural_tag")
+    b.add_alternative(root, [_Builder(b, tokens, specials or {}, json_options or {}).build(fmt, path, _EOS)])
+    return root
 
 
 class _Eos:
@@ -262,11 +269,14 @@ class _Builder:
         list of markers (piece lists), one of which closes the enclosing tag."""
         kind = self.check(fmt, path)
         if kind in _UNLIMITED:
+            if end is None and kind == "any_text" and fmt.get("excludes"):
+                # no end known: the text runs up to (not into) an excluded string, whatever follows
+                return self._any_text(fmt, path, None)
             if end is None:
                 raise self.err(path, f"{kind} reads text up to an end: put it last in a tag's content, before "
                                      "a const_string in a sequence, or at the end of the output")
             return getattr(self, "_" + kind)(fmt, path, end)
-        if kind in ("sequence", "or", "tag", "optional", "plus", "star", "repeat"):
+        if kind in ("sequence", "or", "tag", "optional", "plus", "star", "repeat", "tags_with_separator"):
             return getattr(self, "_" + kind)(fmt, path, end)
         sym = getattr(self, "_" + kind)(fmt, path)
         return self.close(sym, end)
@@ -341,7 +351,10 @@ class _Builder:
             raise self.err(f"{path}.max_tokens", "not supported: stencil constrains text, not token counts "
                                                  "(use max_chars)")
         banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
-        return self.free_until(banned, end, "text", self.count(fmt, "max_chars", path))
+        max_chars = self.count(fmt, "max_chars", path)
+        if end is None:
+            return self.maybe_text(self.body(banned, max_chars), "text")
+        return self.free_until(banned, end, "text", max_chars)
 
     def _any_tokens(self, fmt, path, end):
         """Text and special tokens, except ``exclude_tokens`` and the enclosing end's tokens."""
@@ -431,6 +444,8 @@ class _Builder:
     def tag_list(self, tags, path: str) -> list[dict]:
         if not isinstance(tags, list) or not tags:
             raise self.err(path, "expected a non-empty list of tag formats")
+        # XGrammar lets a tag in these lists leave out "type"
+        tags = [{"type": "tag", **t} if isinstance(t, dict) and "type" not in t else t for t in tags]
         for i, t in enumerate(tags):
             if self.check(t, f"{path}[{i}]") != "tag":
                 raise self.err(f"{path}[{i}]", f"expected a tag format, got {t.get('type')!r}")

@@ -28,48 +28,6 @@ def _load_json(spec: Any, kind: str) -> Any:
                                    f"column {e.colno})") from None
 
 
-def _structural_tag(compiler: stencil.GrammarCompiler, spec: Any, json_options: dict) -> stencil.CompiledGrammar:
-    """The structures/triggers form of a structural tag (vLLM and SGLang's common form): free text,
-    and after a trigger one of the structures ``begin`` + JSON for ``schema`` + ``end``."""
-    tag = _load_json(spec, "structural_tag")
-    if not isinstance(tag, dict) or "structures" not in tag:
-        raise stencil.GrammarError("structural_tag request: only the {\"structures\": [...], \"triggers\": [...]} "
-                                   "form is supported (each structure has begin, schema and end)")
-    structures = tag["structures"]
-    if not isinstance(structures, list) or not structures:
-        raise stencil.GrammarError("structural_tag request: 'structures' must be a non-empty list")
-    for i, s in enumerate(structures):
-        missing = [k for k in ("begin", "schema", "end") if not isinstance(s, dict) or k not in s]
-        if missing:
-            raise stencil.GrammarError(f"structural_tag request: structures[{i}] has no {', '.join(missing)}")
-    ends = {s["end"] for s in structures}
-    begins = [s["begin"] for s in structures]
-    triggers = tag.get("triggers") or begins
-    # One trigger and one end shared by all structures is a tool-call format: the begin after the
-    # trigger names the tool. Anything else has no exact equivalent here: refuse it, never guess.
-    if len(ends) != 1 or len(triggers) != 1 or not all(b.startswith(triggers[0]) for b in begins):
-        raise stencil.GrammarError("structural_tag request: supported when all structures share one trigger (a "
-                                   "prefix of every begin) and one end; this tag has triggers "
-                                   f"{triggers!r} and ends {sorted(ends)!r}")
-    trigger = triggers[0]
-    from stencil.grammar.formats import Namespaced, text_until, text_without
-    from stencil.grammar.json_schema import build_json_schema
-    b = stencil.GrammarBuilder()
-    structure = b.rule("structure")
-    for i, (begin, s) in enumerate(zip(begins, structures)):
-        try:
-            body = build_json_schema(Namespaced(b, f"structure/{i}/"), s["schema"], **json_options)
-        except stencil.GrammarError as e:
-            raise stencil.GrammarError(f"structural_tag request: structures[{i}].schema: {e}") from None
-        rest = begin[len(trigger):]
-        b.add_alternative(structure, ([b.literal(rest)] if rest else []) + [body, b.literal(s["end"])])
-    # free text up to each trigger (trigger included), a structure after it; text with no trigger last
-    one = b.seq([text_until(b, trigger, name="tag-text"), structure])
-    root = b.rule("structural_tag")
-    b.add_alternative(root, [b.repeat(one, 0, -1), text_without(b, trigger, name="tag-tail")])
-    return compiler.compile_grammar(b.build(root))
-
-
 def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
                     json_options: dict | None = None) -> stencil.CompiledGrammar:
     """Compile an engine request: ``kind`` is one of ``REQUEST_KINDS`` (case-insensitive),
@@ -96,7 +54,12 @@ def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
         # GBNF (llama.cpp's, also what vLLM and SGLang call EBNF) defines rules with ::=; Lark with ':'.
         return compiler.compile_gbnf(spec) if "::=" in spec else compiler.compile_lark(spec)
     if kind == "structural_tag":
-        return _structural_tag(compiler, spec, opts)
+        # XGrammar's format (any form: {"type": "structural_tag", "format": ...}, a bare format,
+        # or the legacy structures/triggers); GrammarError names the JSON path of a bad part
+        try:
+            return compiler.compile_structural_tag(spec, **opts)
+        except stencil.GrammarError as e:
+            raise stencil.GrammarError(f"structural_tag request: {e}") from None
     raise stencil.GrammarError(f"unknown request kind {kind!r}; expected one of {', '.join(REQUEST_KINDS)}")
 
 

@@ -13,7 +13,7 @@ the ``vllm.general_plugins`` entry point this package declares (``stencil =
 stencil.integrations.vllm:register_plugin``), which vLLM loads in every process; it installs the
 backend when ``STENCIL_VLLM_BACKEND`` names the vLLM backend to replace (e.g. ``guidance``), and
 does nothing otherwise. Requests of every vLLM kind are served: json, json_object, regex, choice,
-grammar (GBNF or Lark) and structural_tag (its structures/triggers form).
+grammar (GBNF or Lark) and structural_tag (XGrammar's format, the legacy structures/triggers form included).
 """
 from __future__ import annotations
 

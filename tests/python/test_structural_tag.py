@@ -1,0 +1,303 @@
+"""Structural tags (XGrammar's JSON format) with the DeepSeek tokenizer: every format type on the
+examples of XGrammar's structural-tag documentation and tests, exactness of free text against a
+brute-force reference, special tokens as markers, the legacy structures/triggers form, and errors
+that name the JSON path of a bad spec."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+
+import pytest
+
+import stencil
+from grammar_oracle import encode_segments, feed
+from tokenizers_zoo import get
+
+
+@pytest.fixture(scope="module")
+def env():
+    entry = get("deepseek")
+    return entry, stencil.GrammarCompiler(entry.info), stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+
+
+def accepts(env, g, text: str) -> bool:
+    """``text``, through the tokenizer's own encoder, is accepted token by token (the mask agreeing
+    with accept_token at every step) and the matcher ends accepting (EOS allowed exactly then)."""
+    entry, _, bitmask = env
+    ids = encode_segments(entry, [text])
+    n, ok = feed(stencil.Matcher(g), ids, bitmask, entry.info.eos_token_ids[0])
+    return n == len(ids) and ok
+
+
+def by_string(g, text: str) -> bool:
+    m = stencil.Matcher(g)
+    return m.accept_string(text) and m.is_accepting()
+
+
+def check(env, fmt, cases):
+    _, compiler, _ = env
+    g = compiler.compile_structural_tag({"type": "structural_tag", "format": fmt})
+    got = {text: accepts(env, g, text) for text, _ in cases}
+    assert got == dict(cases)
+    return g
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TIME = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}
+
+
+def fn_tag(name, schema):
+    return {"type": "tag", "begin": f"<function={name}>", "content": {"type": "json_schema", "json_schema": schema},
+            "end": "</function>"}
+
+
+# --- the documentation's examples (XGrammar docs/structural_tag/structural_tag.md) -----------------
+
+def test_doc_minimal_tag(env):
+    check(env, {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"}, [
+        ("<think>...</think>", True), ("<think></think>", True), ("<think>a < b, </thin k></think>", True),
+        ("<think>two</think> ends</think>", False), ("<think>open", False), ("think</think>", False)])
+
+
+def test_doc_minimal_triggered_tags(env):
+    check(env, {"type": "triggered_tags", "triggers": ["<function="], "tags": [fn_tag("get_weather", WEATHER)]}, [
+        ('I will call a tool now. <function=get_weather>{"city": "San Francisco"}</function>', True),
+        ("plain text, no call", True), ("", True),
+        ('<function=get_weather>{"city": "A"}</function> and <function=get_weather>{"city": "B"}</function>', True),
+        ('<function=get_weather>{"town": "A"}</function>', False),        # the schema applies
+        ('<function=get_time>{}</function>', False),                      # text with the trigger enters a tag
+        ('<function=get_weather>{"city": "A"}', False)])                  # the end tag is required
+
+
+def test_doc_const_string_sequence_or(env):
+    check(env, {"type": "sequence", "elements": [{"type": "const_string", "value": "Answer: "},
+                                                 {"type": "json_schema", "json_schema": {"type": "object"}}]}, [
+        ('Answer: {"a": 1}', True), ("Answer: {}", True), ("Answer:{}", False), ("Answer: [1]", False)])
+    check(env, {"type": "or", "elements": [{"type": "const_string", "value": "yes"},
+                                           {"type": "const_string", "value": "no"}]}, [
+        ("yes", True), ("no", True), ("maybe", False), ("yesno", False), ("", False)])
+
+
+def test_doc_regex_and_grammar(env):
+    check(env, {"type": "regex", "pattern": "[A-Z]{3}-[0-9]{4}"}, [
+        ("ABC-1234", True), ("AB-1234", False), ("ABC-12345", False)])
+    check(env, {"type": "grammar", "grammar": 'root ::= ("yes" | "no")'}, [("yes", True), ("no", True), ("nope", False)])
+
+
+def test_doc_repetitions(env):
+    item = {"type": "const_string", "value": "item"}
+    check(env, {"type": "optional", "content": {"type": "const_string", "value": "Optional prefix: "}},
+          [("Optional prefix: ", True), ("", True), ("Optional", False)])
+    check(env, {"type": "plus", "content": item}, [("item", True), ("itemitem", True), ("", False)])
+    check(env, {"type": "star", "content": {"type": "const_string", "value": "x"}}, [("", True), ("xxx", True), ("y", False)])
+    check(env, {"type": "repeat", "min": 1, "max": 3, "content": item},
+          [("", False), ("item", True), ("itemitemitem", True), ("itemitemitemitem", False)])
+
+
+def test_doc_tag_with_several_ends(env):
+    check(env, {"type": "tag", "begin": "<response>", "content": {"type": "json_schema", "json_schema": {"type": "object"}},
+                "end": ["</response>", "</answer>"]},
+          [('<response>{"a": 1}</response>', True), ("<response>{}</answer>", True), ("<response>{}</other>", False)])
+
+
+def test_doc_any_text_excludes_and_max_chars(env):
+    check(env, {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "excludes": ["<function="],
+                                                                "max_chars": 10}, "end": "</think>"},
+          [("<think>0123456789</think>", True), ("<think>01234567890</think>", False),
+           ("<think>é€😀</think>", True), ("<think><function=x</think>", False)])
+
+
+def test_doc_force_exactly_one_tool_call(env):
+    check(env, {"type": "triggered_tags", "triggers": ["<function="], "at_least_one": True, "stop_after_first": True,
+                "tags": [fn_tag("get_weather", WEATHER), fn_tag("get_time", TIME)]}, [
+        ('<function=get_time>{"timezone": "UTC"}</function>', True),
+        ('<function=get_weather>{"city": "Oslo"}</function>', True),
+        ('Sure. <function=get_time>{"timezone": "UTC"}</function>', False),     # no text before the call
+        ('<function=get_time>{"timezone": "UTC"}</function> done', False),      # nothing after it
+        ("no call", False)])
+
+
+def test_doc_reasoning_then_tool_calls(env):
+    check(env, {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+        {"type": "triggered_tags", "triggers": ["<function="], "tags": [fn_tag("get_weather", WEATHER)]}]}, [
+        ('<think>I need the weather, so <function= it is</think>\n<function=get_weather>{"city": "Rome"}</function>', True),
+        ("<think>nothing to call</think>Hello!", True),
+        ('<function=get_weather>{"city": "Rome"}</function>', False)])
+
+
+def test_doc_tags_with_separator(env):
+    item = {"type": "tag", "begin": "<item>", "content": {"type": "json_schema", "json_schema": {"type": "object"}},
+            "end": "</item>"}
+    check(env, {"type": "tags_with_separator", "tags": [item], "separator": ","}, [
+        ("", True), ("<item>{}</item>", True), ('<item>{}</item>,<item>{"a": [1]}</item>', True),
+        ("<item>{}</item><item>{}</item>", False), ("<item>{}</item>,", False), ("text<item>{}</item>", False)])
+
+
+def test_doc_dispatch_inside_tag(env):
+    check(env, {"type": "tag", "begin": "<response>", "end": "</response>", "content": {
+        "type": "dispatch", "loop": True, "excludes": ["</response>"], "rules": [
+            ["<function=func1>", {"type": "json_schema", "json_schema": {"type": "integer"}}],
+            ["<function=func2>", {"type": "const_string", "value": "ok"}]]}}, [
+        ("<response>a <function=func1>12 b <function=func2>ok</response>", True),
+        ("<response>free</response>", True),
+        ("<response><function=func1>x</response>", False),
+        ("<response><function=func3></response>", True),      # not a rule's pattern: free text
+        ("<response>a</response>b", False)])
+
+
+def test_doc_token_formats(env):
+    entry, compiler, _ = env
+    bos, eos = entry.info.special_token_names[0], entry.info.special_token_names[1]
+    g = compiler.compile_structural_tag({"type": "sequence", "elements": [
+        {"type": "tag", "begin": {"type": "token", "token": bos}, "content": {"type": "any_tokens"},
+         "end": {"type": "token", "token": 1}},
+        {"type": "const_string", "value": "!"}]})
+    m = stencil.Matcher(g)
+    assert m.accept_token(0) and m.accept_tokens(encode_segments(entry, ["free text"])) > 0
+    assert m.accept_token(5)                       # another special token: any_tokens allows it
+    assert m.accept_string("more") and not m.is_accepting()
+    assert m.accept_token(1) and m.accept_string("!") and m.is_accepting()
+    assert bos and eos
+
+
+# --- XGrammar's converter tests: triggered tags and separators, with and without an outer tag ------
+
+def _triggered(at_least_one, stop_after_first):
+    return {"type": "triggered_tags", "triggers": ["A"], "at_least_one": at_least_one,
+            "stop_after_first": stop_after_first, "tags": [
+                {"begin": "A1", "content": {"type": "const_string", "value": "L1"}, "end": "A"},
+                {"begin": "A2", "content": {"type": "const_string", "value": "L2"}, "end": "A"}]}
+
+
+FLAGS = [(False, False), (True, False), (False, True), (True, True)]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_triggered_tags_flags(env, case):
+    cases = [("textA1L1AtextA2L2AText", [True, False, False, False]), ("A1L1Atext", [True, True, False, False]),
+             ("A1L1AtextA2L2A", [True, True, False, False]), ("A1L1A", [True, True, True, True]),
+             ("text", [True, False, True, False]), ("", [True, False, True, False]),
+             ("AA", [False] * 4), ("A1L2A", [False] * 4), ("A1L1A2L2A", [False] * 4)]
+    check(env, _triggered(*FLAGS[case]), [(t, r[case]) for t, r in cases])
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_triggered_tags_inside_a_tag(env, case):
+    cases = [("beginabcA1L1Atextend", [True, False, False, False]), ("beginA1L1AtextA2L2Aend", [True, True, False, False]),
+             ("beginA1L1Aend", [True] * 4), ("beginend", [True, False, True, False]),
+             ("beginA1L1Aendabc", [False] * 4), ("beginA1L2end", [False] * 4)]
+    check(env, {"type": "tag", "begin": "begin", "content": _triggered(*FLAGS[case]), "end": "end"},
+          [(t, r[case]) for t, r in cases])
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_tags_with_separator_flags(env, case):
+    at_least_one, stop_after_first = FLAGS[case]
+    fmt = {"type": "tags_with_separator", "separator": "AA", "at_least_one": at_least_one,
+           "stop_after_first": stop_after_first, "tags": _triggered(False, False)["tags"]}
+    cases = [("", [True, False, True, False]), ("A1L1A", [True] * 4), ("A1L1AAAA2L2A", [True, True, False, False]),
+             ("A1L1AA2L2A", [False] * 4)]
+    check(env, fmt, [(t, r[case]) for t, r in cases])
+
+
+def test_tag_with_empty_end_and_excluding_text(env):
+    # a tag whose content stops before an excluded string; free text (the loop) reads the rest
+    check(env, {"type": "triggered_tags", "triggers": ["<TOOL>"], "at_least_one": True, "tags": [
+        {"begin": "<TOOL>", "content": {"type": "any_text", "excludes": ["<END>"]}, "end": ""}]},
+        [("<TOOL>hello world", True), ("<TOOL>hello world<END>", True), ("<TOOL>", True), ("hello<TOOL>", False)])
+
+
+def test_triggered_tags_text_between_tags(env):
+    check(env, {"type": "triggered_tags", "triggers": ["<start>"], "tags": [
+        {"begin": "<start>", "content": {"type": "const_string", "value": "[TEXT]"}, "end": "<end>"}]},
+        [("<start>[TEXT]<end>[TEXT]<start>[TEXT]<end>[TEXT]", True), ("<start>[TEXT]<end><start>", False)])
+
+
+# --- exactness: free text against a brute-force reference -------------------------------------------
+
+def test_free_text_is_exact_against_a_reference(env):
+    """Every string over a small alphabet up to length 8: text that contains the trigger enters
+    the tag, the tag's any_text ends at the first end marker, and the matcher's verdict (and
+    prefix verdict) equals Python's regex on the same language."""
+    _, compiler, _ = env
+    g = compiler.compile_structural_tag({"type": "triggered_tags", "triggers": ["ab"], "tags": [
+        {"type": "tag", "begin": "abc", "content": {"type": "any_text", "excludes": ["cc"]}, "end": "ba"}]})
+    no = lambda s: f"(?:(?!{s}).)*"                                        # noqa: E731
+    text, content = no("ab"), f"(?:(?!ba)(?!cc).)*"
+    whole = re.compile(f"(?:{text}ab(?:c{content}ba))*{text}", re.S)
+    checked = 0
+    for n in range(9):
+        for t in itertools.product("abc", repeat=n):
+            s = "".join(t)
+            assert by_string(g, s) == bool(whole.fullmatch(s)), s
+            checked += 1
+    assert checked == 9841
+
+
+def test_text_containing_a_trigger_enters_the_tag_token_by_token(env):
+    """Through real tokens: once the text spells a trigger, only the tag may follow, even when the
+    trigger is split across tokens or ends inside one."""
+    entry, compiler, bitmask = env
+    g = compiler.compile_structural_tag({"type": "triggered_tags", "triggers": ["<function="],
+                                         "tags": [fn_tag("get_weather", WEATHER)]})
+    m = stencil.Matcher(g)
+    assert m.accept_string("Calling <func")
+    assert not m.fork().accept_string("tion=get_time>")
+    assert m.accept_string("tion=get_weather>")
+    m2 = stencil.Matcher(g)
+    assert m2.accept_string("x <function=")
+    assert not m2.accept_string(" more text")
+
+
+# --- special tokens, legacy form, compile_request ----------------------------------------------------
+
+def test_strings_that_are_special_tokens_are_those_tokens(env):
+    entry, compiler, _ = env
+    eos_text = entry.info.special_token_names[1]
+    g = compiler.compile_structural_tag({"type": "tag", "begin": "<a>", "content": {"type": "any_text"},
+                                         "end": eos_text})
+    m = stencil.Matcher(g)
+    assert m.accept_string("<a>text, even with ")
+    spelled = m.fork()
+    assert spelled.accept_string(eos_text) and not spelled.is_accepting()   # its spelling is text, not the end
+    assert m.accept_token(1) and m.is_accepting()
+
+
+def test_legacy_structures_and_triggers(env):
+    _, compiler, _ = env
+    from stencil.integrations._requests import compile_request
+    legacy = {"structures": [{"begin": "<function=get_weather>", "schema": WEATHER, "end": "</function>"},
+                             {"begin": "<tool=get_time>", "schema": TIME, "end": "</tool>"}],
+              "triggers": ["<function=", "<tool="]}
+    for g in (compiler.compile_structural_tag(legacy), compile_request(compiler, "structural_tag", json.dumps(legacy))):
+        assert accepts(env, g, 'a <function=get_weather>{"city": "X"}</function> b <tool=get_time>{"timezone": "Z"}</tool>')
+        assert not accepts(env, g, '<tool=get_time>{"city": "X"}</tool>')
+        assert not accepts(env, g, '<function=get_weather>{"city": "X"}</tool>')
+
+
+@pytest.mark.parametrize("spec, where", [
+    ({"type": "structural_tag"}, "$ has no 'format'"),
+    ({"type": "structural_tag", "format": {"type": "bogus"}}, "$.format: unknown format type 'bogus'"),
+    ({"type": "sequence", "elements": [{"type": "const_string"}]}, "$.elements[0]: const_string needs value"),
+    ({"type": "tag", "begin": "<a>", "end": "</a>", "content": {"type": "json_schema", "json_schema": {"type": "nope"}}},
+     "$.content.json_schema:"),
+    ({"type": "triggered_tags", "triggers": ["<f"], "tags": [{"begin": "<g>", "content": {"type": "any_text"}, "end": "x"}]},
+     "$.tags[0].begin: '<g>' must start with exactly one trigger"),
+    ({"type": "sequence", "elements": [{"type": "any_text"}, {"type": "json_schema", "json_schema": {}}]},
+     "$.elements[0]: any_text reads text up to an end"),
+    ({"type": "any_text", "max_tokens": 5}, "$.max_tokens: not supported"),
+    ({"type": "json_schema", "json_schema": {}, "style": "minimax_xml"}, "$.style: style 'minimax_xml' is not supported"),
+    ({"type": "token", "token": "<not a token>"}, "$.token: '<not a token>' is not a special token"),
+    ({"type": "repeat", "min": 2, "max": 1, "content": {"type": "const_string", "value": "x"}}, "$.max: expected -1"),
+    ({"type": "tag", "begin": "a", "end": "b", "content": {"type": "const_string", "value": "x"}, "extra": 1},
+     "$: tag has unknown field(s) extra"),
+    ({"type": "token_triggered_tags", "trigger_tokens": [], "tags": []}, "token-level formats other than"),
+    ("{not json", "not JSON"),
+])
+def test_bad_specs_name_the_json_path(env, spec, where):
+    _, compiler, _ = env
+    with pytest.raises(stencil.GrammarError) as e:
+        compiler.compile_structural_tag(spec)
+    assert where in str(e.value), str(e.value)
