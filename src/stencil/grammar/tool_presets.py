@@ -134,7 +134,8 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
     """The structural tag (a dict) of ``format``'s tool calls for ``tools`` (OpenAI-style
     ``{"type": "function", "function": {...}}`` or ``{"name", "parameters"}`` dicts).
 
-    ``tool_choice``: "auto" (text, calls or both), "required" (the output starts with a call), or
+    ``tool_choice``: "auto" (text, calls or both), "required" (the output starts with a call, after
+    white space at most), or
     a tool name (exactly that tool). ``parallel``: several calls may follow each other.
     ``reasoning``: False, True (the model writes the whole reasoning block), or "opened" (the
     prompt opened it: the output starts inside it).
@@ -153,12 +154,14 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
     if format == "harmony":
         return _harmony(specs, choice, parallel, reasoning)
     calls = _BUILDERS[format](specs, choice, parallel)
+    if choice != "auto":
+        # a call that must come first may follow white space: templates write "\n" before it, and
+        # models a blank line after </think>
+        calls = {"type": "sequence", "elements": [{"type": "regex", "pattern": "\\s*"}, calls]}
     if not reasoning:
         return {"type": "structural_tag", "format": calls}
     think = _tag("<think>" if reasoning is True else "", {"type": "any_text"}, "</think>")
-    # models put a blank line after </think>; a call that must come first may follow it
-    gap = [{"type": "regex", "pattern": "\\s*"}] if choice != "auto" else []
-    return {"type": "structural_tag", "format": {"type": "sequence", "elements": [think, *gap, calls]}}
+    return {"type": "structural_tag", "format": {"type": "sequence", "elements": [think, calls]}}
 
 
 def _harmony(specs, choice, parallel, reasoning) -> dict:

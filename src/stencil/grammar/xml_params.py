@@ -1,7 +1,8 @@
 """Tool arguments as XML parameters, the way Qwen3-Coder's chat template writes them:
 ``<parameter=city>\\nParis\\n</parameter>\\n<parameter=days>\\n3\\n</parameter>\\n``.
 
-A string parameter is raw text (up to the first ``</parameter>``), or one of its ``enum`` values;
+A string parameter is raw text (up to the first ``</parameter>``; ``minLength``, ``maxLength`` and
+``pattern`` apply to it), or one of its ``enum`` values;
 any other parameter is JSON valid for its schema (the template writes ``tojson`` for objects and
 arrays and Python's ``str`` for numbers and booleans, so ``True``/``False`` are accepted for a
 boolean besides ``true``/``false``). White space may surround JSON values and separate parameters.
@@ -75,11 +76,24 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     return rule
 
 
-def _raw_text(b, name: str) -> int:
-    """Raw text up to the first ``</parameter>``, that marker included."""
+def _raw_text(b, name: str, sub: Optional[dict] = None) -> int:
+    """Raw text up to the first ``</parameter>``, that marker included. With a string schema
+    ``sub``, its ``minLength``/``maxLength``/``pattern`` apply to the text without the newline
+    the template writes on each side (parsers strip one on each side)."""
     anything = b.re_any_string()
-    no_close = b.re_and([anything, b.re_not(b.re_concat([anything, b.re_literal(_CLOSE), anything]))])
-    return b.lexeme(b.re_concat([no_close, b.re_literal(_CLOSE)]), name, True)
+    parts = [anything, b.re_not(b.re_concat([anything, b.re_literal(_CLOSE), anything]))]
+    sub = sub or {}
+    if "minLength" in sub or "maxLength" in sub:
+        char = b.re_char_ranges([(0, 0x10FFFF)], False)
+        parts.append(b.re_repeat(char, int(sub.get("minLength", 0)), int(sub.get("maxLength", -1))))
+    if "pattern" in sub:
+        from stencil.grammar.regex import build_regex
+        parts.append(build_regex(b, sub["pattern"], anchored=False))
+    value = b.re_and(parts)
+    if len(parts) > 2:
+        nl = b.re_repeat(b.re_literal("\n"), 0, 1)
+        value = b.re_concat([nl, value, nl])
+    return b.lexeme(b.re_concat([value, b.re_literal(_CLOSE)]), name, True)
 
 
 def _extra(b, declared: list, ws) -> int:
@@ -110,11 +124,11 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         return b.seq([ws, rule, ws, b.literal(_CLOSE)])
     if "string" in _types(sub):
         # the template writes strings raw: their text cannot be checked against JSON string keywords
-        unchecked = sorted(set(sub) - _ANNOTATIONS - {"type", "enum", "const"})
+        unchecked = sorted(set(sub) - _ANNOTATIONS - {"type", "enum", "const", "minLength", "maxLength", "pattern"})
         if unchecked:
             raise GrammarError(f"qwen_xml: {pointer}: string keyword(s) {unchecked} cannot be enforced on raw "
                                "parameter text")
-        return _raw_text(b, "xml-string")
+        return _raw_text(b, "xml-string", sub)
     json_sub = {**sub, **defs} if defs else sub
     value = build_json_schema(b, json_sub, **json_options)
     if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
