@@ -295,9 +295,26 @@ def test_legacy_structures_and_triggers(env):
      "$: tag has unknown field(s) extra"),
     ({"type": "token_triggered_tags", "trigger_tokens": [], "tags": []}, "token-level formats other than"),
     ("{not json", "not JSON"),
+    ("[" * 100_000, "nested deeper than"),
+    ({"type": "triggered_tags", "triggers": [""], "tags": [{"begin": "a", "content": {"type": "const_string", "value": "b"},
+                                                            "end": "c"}]}, "$.triggers: a trigger is a non-empty string"),
 ])
 def test_bad_specs_name_the_json_path(env, spec, where):
+    """Errors, never crashes or Python recursion errors, for malformed or hostile specs."""
     _, compiler, _ = env
     with pytest.raises(stencil.GrammarError) as e:
         compiler.compile_structural_tag(spec)
     assert where in str(e.value), str(e.value)
+
+
+def test_deep_nesting_is_an_error_not_a_recursion_crash(env):
+    _, compiler, _ = env
+    spec = {"type": "const_string", "value": "x"}
+    for _ in range(5000):
+        spec = {"type": "optional", "content": spec}
+    with pytest.raises(stencil.GrammarError, match="nested deeper than 200 levels"):
+        compiler.compile_structural_tag(spec)
+    ok = {"type": "const_string", "value": "x"}
+    for _ in range(50):
+        ok = {"type": "optional", "content": ok}
+    assert by_string(compiler.compile_structural_tag(ok), "x") and by_string(compiler.compile_structural_tag(ok), "")

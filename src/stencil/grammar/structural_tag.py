@@ -32,8 +32,10 @@ from typing import Optional
 from stencil._core import GrammarError
 from stencil.grammar.ebnf import Namespaced, TokenTable
 
-__all__ = ["build_structural_tag", "load_structural_tag"]
+__all__ = ["build_structural_tag", "load_structural_tag", "MAX_DEPTH"]
 
+#: Formats nested deeper than this are refused (before Python's recursion limit is reached).
+MAX_DEPTH = 200
 _UNLIMITED = ("any_text", "triggered_tags", "dispatch", "any_tokens")
 _FIELDS = {
     "const_string": ({"value"}, set()),
@@ -70,6 +72,8 @@ def _load(spec) -> tuple[dict, str]:
             spec = json.loads(spec)
         except json.JSONDecodeError as e:
             raise GrammarError(f"structural tag: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        except RecursionError:
+            raise GrammarError(f"structural tag: nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(spec, dict):
         raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
     if "structures" in spec:
@@ -268,6 +272,8 @@ class _Builder:
         """A symbol for ``fmt`` followed by ``end``: None (something else follows), _EOS, or a
         list of markers (piece lists), one of which closes the enclosing tag."""
         kind = self.check(fmt, path)
+        if path.count(".") > MAX_DEPTH:
+            raise self.err(path[:80] + "...", f"formats nested deeper than {MAX_DEPTH} levels")
         if kind in _UNLIMITED:
             if end is None and kind == "any_text" and fmt.get("excludes"):
                 # no end known: the text runs up to (not into) an excluded string, whatever follows
@@ -454,6 +460,8 @@ class _Builder:
     def _triggered_tags(self, fmt, path, end):
         tags = self.tag_list(fmt["tags"], f"{path}.tags")
         triggers = self.strings(fmt["triggers"], f"{path}.triggers", allow_empty_list=False)
+        if not all(triggers):
+            raise self.err(f"{path}.triggers", "a trigger is a non-empty string")
         rules = []
         for i, t in enumerate(tags):
             tp = f"{path}.tags[{i}]"
