@@ -256,8 +256,8 @@ class GrammarCompiler:
         "deepseek", "deepseek-v3.1", "kimi", "mistral", "harmony"; see
         ``stencil.grammar.tool_presets``), with options ``reasoning`` (True: a leading reasoning
         block in the family's form; "opened": the prompt already opened it), ``tool_choice``
-        ("auto", "required" or a tool name) and ``parallel`` (more than one call); ``trigger`` and
-        ``end`` do not apply then.
+        ("auto", "required" or a tool name), ``parallel`` (more than one call) and
+        ``json_options``; ``trigger`` and ``end`` do not apply then.
 
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
         "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
@@ -269,11 +269,15 @@ class GrammarCompiler:
         Example::
 
             g = compiler.compile_tool_calls([{"name": "add", "parameters": {...}}], trigger="<tool_call>")
+            g = compiler.compile_tool_calls(tools, format="qwen", reasoning=True)
         """
         if format is not None:
             from stencil.grammar.tool_presets import tool_call_format
-            spec = tool_call_format(format, tools, **options)
-            return self.compile_structural_tag(spec)
+            if (trigger, end) != ("<tool_call>", "</tool_call>"):
+                raise TypeError(f"compile_tool_calls: trigger and end do not apply with format={format!r} "
+                                "(the format fixes the call text)")
+            json_options = options.pop("json_options", None) or {}
+            return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
         from stencil.grammar.formats import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()

@@ -294,3 +294,15 @@ def test_qwen_coder_string_keywords_cannot_be_enforced_on_raw_text():
     tools = [{"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "format": "email"}}}}]
     with pytest.raises(stencil.GrammarError, match=r"/properties/s: string keyword\(s\) \['format'\]"):
         compiler.compile_tool_calls(tools, format="qwen-coder")
+
+
+def test_format_options_are_checked():
+    entry = get("deepseek")
+    compiler = stencil.GrammarCompiler(entry.info)
+    with pytest.raises(TypeError, match="trigger and end do not apply"):
+        compiler.compile_tool_calls(TOOLS, format="qwen", trigger="<call>")
+    with pytest.raises(TypeError):
+        compiler.compile_tool_calls(TOOLS, format="qwen", max_calls=2)
+    compact = compiler.compile_tool_calls(TOOLS, format="qwen", json_options={"whitespace": "compact"})
+    call = '<tool_call>\n{"name": "add", "arguments": %s}\n</tool_call>'
+    assert accepts(entry, compact, call % '{"a":1,"b":2}') and not accepts(entry, compact, call % '{"a": 1, "b": 2}')
