@@ -306,3 +306,52 @@ def test_format_options_are_checked():
     compact = compiler.compile_tool_calls(TOOLS, format="qwen", json_options={"whitespace": "compact"})
     call = '<tool_call>\n{"name": "add", "arguments": %s}\n</tool_call>'
     assert accepts(entry, compact, call % '{"a":1,"b":2}') and not accepts(entry, compact, call % '{"a": 1, "b": 2}')
+
+
+def _tool(name, **props):
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": props, "required": list(props)}}}
+
+
+S = {"type": "string"}
+# Each family's documented example of a call (model cards, vendors' tool-calling guides), the tools
+# it calls, and the tokenizer to feed it with.
+DOCUMENTED = {
+    "llama3": ("deepseek", [_tool("get_current_conditions", location=S, unit={"enum": ["Celsius", "Fahrenheit"]})],
+               '{"name": "get_current_conditions", "parameters": {"location": "San Francisco, CA", "unit": "Fahrenheit"}}'),
+    "qwen": ("qwen3_6", [_tool("get_current_temperature", location=S),
+                         _tool("get_temperature_date", location=S, date={"type": "string", "format": "date"})],
+             '<tool_call>\n{"name": "get_current_temperature", "arguments": {"location": "San Francisco, CA, USA"}}\n'
+             '</tool_call>\n<tool_call>\n{"name": "get_temperature_date", "arguments": {"location": "San Francisco, CA, '
+             'USA", "date": "2024-10-01"}}\n</tool_call>'),
+    "qwen-coder": ("qwen3_6", [_tool("get_weather", city=S, days={"type": "integer"})],
+                   "<tool_call>\n<function=get_weather>\n<parameter=city>\nTokyo\n</parameter>\n<parameter=days>\n2\n"
+                   "</parameter>\n</function>\n</tool_call>"),
+    "deepseek": ("deepseek", [_tool("get_weather", location=S)],
+                 '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"location": '
+                 '"Hangzhou"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    "deepseek-v3.1": ("deepseek", [_tool("get_weather", location=S)],
+                      '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"location": "Hangzhou"}'
+                      '<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    "kimi": ("deepseek", [_tool("get_weather", city=S)],
+             '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>'
+             '{"city": "Beijing"}<|tool_call_end|><|tool_calls_section_end|>'),
+    "mistral": ("tekken", [_tool("get_current_weather", location=S, format={"enum": ["celsius", "fahrenheit"]})],
+                '[TOOL_CALLS][{"name": "get_current_weather", "arguments": {"location": "Paris, France", "format": '
+                '"celsius"}}]'),
+    "harmony": ("cl100k", [_tool("get_weather", location=S)],
+                "<|channel|>analysis<|message|>Need to use function get_weather.<|end|><|start|>assistant<|channel|>"
+                'commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"San Francisco"}<|call|>'),
+}
+
+
+@pytest.mark.parametrize("fmt", list(DOCUMENTED))
+def test_documented_examples(fmt):
+    zoo_name, tools, text = DOCUMENTED[fmt]
+    entry = get(zoo_name)
+    compiler = stencil.GrammarCompiler(entry.info)
+    g = compiler.compile_tool_calls(tools, format=fmt, reasoning=fmt == "harmony")
+    assert accepts(entry, g, text)
+    name = tools[0]["function"]["name"]
+    head, _, tail = text.rpartition(name)          # the name in the call (not in the reasoning)
+    assert not accepts(entry, g, head + name + "s" + tail)
