@@ -296,6 +296,9 @@ def test_legacy_structures_and_triggers(env):
     ({"type": "token_triggered_tags", "trigger_tokens": [], "tags": []}, "token-level formats other than"),
     ("{not json", "not JSON"),
     ("[" * 100_000, "nested deeper than"),
+    ({"structures": [{"begin": "<a>", "schema": {"type": "bogus"}, "end": "</a>"}], "triggers": ["<a>"]},
+     "$(structures as triggered_tags).tags[0].content.json_schema:"),
+    ({"structures": [{"begin": "<a>", "end": "</a>"}]}, "$.structures[0] has no schema"),
     ({"type": "triggered_tags", "triggers": [""], "tags": [{"begin": "a", "content": {"type": "const_string", "value": "b"},
                                                             "end": "c"}]}, "$.triggers: a trigger is a non-empty string"),
 ])

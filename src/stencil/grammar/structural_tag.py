@@ -13,7 +13,9 @@ Free text is exact: it ends at the first occurrence of what may end it (the encl
 amount of text (``any_text``, ``triggered_tags``, ``dispatch``, ``any_tokens``) therefore need
 an end: the enclosing tag's ``end``, a ``const_string`` right after them in a sequence, or the
 end of the output. A string that contains the text of one of the tokenizer's special tokens
-stands for that token there (a model emits the token, never its spelling as text).
+stands for that token there (a model emits the token, never its spelling as text). A marker
+that ends free text and starts with text but goes on with a special token (rare) keeps that text
+out of the free text altogether.
 
 Example::
 
@@ -41,7 +43,7 @@ _FIELDS = {
     "const_string": ({"value"}, set()),
     "json_schema": ({"json_schema"}, {"style", "any_order", "max_whitespace_cnt"}),
     "qwen_xml_parameter": ({"json_schema"}, {"any_order", "max_whitespace_cnt"}),
-    "regex": ({"pattern"}, {"excludes"}),
+    "regex": ({"pattern"}, set()),
     "grammar": ({"grammar"}, set()),
     "any_text": (set(), {"excludes", "max_chars", "max_tokens"}),
     "sequence": ({"elements"}, set()),
@@ -77,7 +79,7 @@ def _load(spec) -> tuple[dict, str]:
     if not isinstance(spec, dict):
         raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
     if "structures" in spec:
-        return _legacy(spec), "$"
+        return _legacy(spec), "$(structures as triggered_tags)"
     if spec.get("type") == "structural_tag" or ("format" in spec and "type" not in spec):
         if "format" not in spec:
             raise GrammarError("structural tag: $ has no 'format'")
@@ -332,9 +334,6 @@ class _Builder:
             expr = build_regex(self.b, fmt["pattern"], anchored=True)
         except GrammarError as e:
             raise self.err(f"{path}.pattern", str(e)) from None
-        banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
-        if banned:
-            expr = self.b.re_and([expr, self.body(banned)])
         if self.b.re_nullable(expr):
             return self.alt([[], [self.b.lexeme(self.b.re_and([expr, self.b.re_not(self.b.re_empty())]),
                                                 self.name("regex"))]], "regex")
@@ -372,13 +371,13 @@ class _Builder:
             excluded |= {m[0] for m in end if isinstance(m[0], int)}
         allowed = sorted(set(self.specials.values()) - excluded)
         unit = [[self.b.special_token(allowed, self.name("any-token"))]] if allowed else []
-        text_ends = [] if end is _EOS else [m for m in end if isinstance(m[0], str)]
-        special_ends = [] if end is _EOS else [m for m in end if isinstance(m[0], int)]
-        # (text special)* then text up to the end: text never holds a special token
-        body = self.body([m[0] for m in text_ends])
-        head = self.b.repeat(self.seq([self.maybe_text(body, "tokens-text"), *unit[0]]), 0, -1) if unit else None
-        tail = self.free_until([], _EOS if end is _EOS else text_ends + special_ends, "tokens-text")
-        return self.seq(([head] if head is not None else []) + [tail])
+        # (text, special token)* then text up to the end: text never holds a special token
+        text_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+        tail = self.free_until([], end, "tokens-text")
+        if not unit:
+            return tail
+        head = self.seq([self.maybe_text(self.body(text_heads), "tokens-text"), *unit[0]])
+        return self.seq([self.b.repeat(head, 0, -1), tail])
 
     def _sequence(self, fmt, path, end):
         elements = fmt["elements"]
