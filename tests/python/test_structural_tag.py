@@ -321,3 +321,51 @@ def test_deep_nesting_is_an_error_not_a_recursion_crash(env):
     for _ in range(50):
         ok = {"type": "optional", "content": ok}
     assert by_string(compiler.compile_structural_tag(ok), "x") and by_string(compiler.compile_structural_tag(ok), "")
+
+
+# --- json_schema with style qwen_xml (XGrammar's qwen_xml_parameter examples) --------------------------
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+
+
+@pytest.mark.parametrize("kind", ["json_schema", "qwen_xml_parameter"])
+def test_qwen_xml_parameters(env, kind):
+    fmt = {"type": kind, "json_schema": PERSON}
+    if kind == "json_schema":
+        fmt["style"] = "qwen_xml"
+    check(env, fmt, [
+        ("<parameter=name>Bob</parameter><parameter=age>\t100\n</parameter>", True),
+        ("<parameter=name>Bob</parameter><parameter=age>100</parameter>", True),
+        ("\n\t<parameter=name>Bob</parameter><parameter=age>100</parameter>", True),
+        ('<parameter=name>"Bob&lt;"</parameter><parameter=age>100</parameter>', True),
+        ('<parameter=name><!DOCTYPE html>\n<html lang="en">\n  <body><h1>Hello</h1></body>\n</html></parameter>'
+         "<parameter=age>100</parameter>", True),
+        ("<parameter=name>\nBob\n</parameter>\n<parameter=age>\n100\n</parameter>\n", True),   # Qwen3-Coder's layout
+        ("<parameter=name>Bob</parameter>", False),                                  # age is required
+        ("<parameter=name>Bob</parameter><parameter=age>1.5</parameter>", False),    # not an integer
+        ("<parameter=age>1</parameter><parameter=name>Bob</parameter>", False),      # definition order
+        ("<parameter=name>Bob</parameter><parameter=age>1</parameter><parameter=x>y</parameter>", True),  # extra
+        ("<parameter=name>Bob</parameter><parameter=age>1</parameter><parameter=name>y</parameter>", False),
+    ])
+    closed = {**PERSON, "additionalProperties": False}
+    check(env, {**fmt, "json_schema": closed, "any_order": True}, [
+        ("<parameter=age>1</parameter><parameter=name>Bob</parameter>", True),
+        ("<parameter=name>Bob</parameter><parameter=age>1</parameter><parameter=x>y</parameter>", False)])
+
+
+def test_qwen_xml_values_by_type(env):
+    schema = {"type": "object", "properties": {
+        "flag": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "unit": {"enum": ["c", "f"]}, "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "where": {"$ref": "#/$defs/place"}},
+        "$defs": {"place": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}}
+    check(env, {"type": "json_schema", "style": "qwen_xml", "json_schema": schema}, [
+        ("<parameter=flag>\nTrue\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n<parameter=unit>\nc\n"
+         "</parameter>\n<parameter=code>\nABC\n</parameter>\n<parameter=where>\n{\"x\": 1}\n</parameter>\n", True),
+        ("<parameter=flag>false</parameter>", True),
+        ("<parameter=flag>yes</parameter>", False),
+        ("<parameter=tags>a, b</parameter>", False),
+        ("<parameter=unit>k</parameter>", False),
+        ("<parameter=code>\nABCD\n</parameter>", False),
+        ("<parameter=where>{\"y\": 1}</parameter>", False)])
