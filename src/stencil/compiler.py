@@ -229,7 +229,8 @@ class GrammarCompiler:
         {...}}``, a bare format, or the legacy ``{"structures": [...], "triggers": [...]}`` form.
         Formats: const_string, json_schema (styles json, qwen_xml), regex, grammar (GBNF),
         any_text, sequence, or, optional, plus, star, repeat, tag, triggered_tags,
-        tags_with_separator, dispatch, token, any_tokens (see ``stencil.grammar.structural_tag``).
+        tags_with_separator, dispatch, token, any_tokens, token_triggered_tags, token_dispatch (see
+        ``stencil.grammar.structural_tag``).
         Text that is a special token's text stands for that token. ``json_options`` apply to every
         json_schema format. A bad spec raises GrammarError naming its JSON path.
 

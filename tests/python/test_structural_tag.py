@@ -156,7 +156,7 @@ def test_doc_token_formats(env):
         {"type": "const_string", "value": "!"}]})
     m = stencil.Matcher(g)
     assert m.accept_token(0) and m.accept_tokens(encode_segments(entry, ["free text"])) > 0
-    assert m.accept_token(5)                       # another special token: any_tokens allows it
+    assert m.accept_token(128005)                  # another special token: any_tokens allows it
     assert m.accept_string("more") and not m.is_accepting()
     assert m.accept_token(1) and m.accept_string("!") and m.is_accepting()
     assert bos and eos
@@ -293,7 +293,10 @@ def test_legacy_structures_and_triggers(env):
     ({"type": "repeat", "min": 2, "max": 1, "content": {"type": "const_string", "value": "x"}}, "$.max: expected -1"),
     ({"type": "tag", "begin": "a", "end": "b", "content": {"type": "const_string", "value": "x"}, "extra": 1},
      "$: tag has unknown field(s) extra"),
-    ({"type": "token_triggered_tags", "trigger_tokens": [], "tags": []}, "token-level formats other than"),
+    ({"type": "exclude_token", "exclude_tokens": [1]}, "exactly one token of text is not expressible"),
+    ({"type": "token_triggered_tags", "trigger_tokens": [2], "tags": [{"begin": "<a>", "content": {"type": "any_text"},
+                                                                       "end": "x"}]},
+     "$.tags[0].begin: tags of token_triggered_tags begin with a token format"),
     ("{not json", "not JSON"),
     ("[" * 100_000, "nested deeper than"),
     ({"structures": [{"begin": "<a>", "schema": {"type": "bogus"}, "end": "</a>"}], "triggers": ["<a>"]},
@@ -369,3 +372,46 @@ def test_qwen_xml_values_by_type(env):
         ("<parameter=unit>k</parameter>", False),
         ("<parameter=code>\nABCD\n</parameter>", False),
         ("<parameter=where>{\"y\": 1}</parameter>", False)])
+
+
+
+def test_doc_token_level_delimiters(env):
+    """The documentation's recipe: a reasoning block between special tokens, then tool calls that a
+    special token starts, at least one; placeholder special tokens of the DeepSeek tokenizer play
+    the model's think and tool-call tokens."""
+    entry, compiler, _ = env
+    names = entry.info.special_token_names
+    think, think_end, call, call_end, banned = 128000, 128001, 128002, 128003, 128010
+    call_tag = {"type": "tag", "begin": {"type": "token", "token": names[call]},
+                "content": {"type": "json_schema", "json_schema": WEATHER}, "end": {"type": "token", "token": call_end}}
+    g = compiler.compile_structural_tag({"type": "sequence", "elements": [
+        {"type": "tag", "begin": {"type": "token", "token": names[think]}, "content": {"type": "any_tokens"},
+         "end": {"type": "token", "token": names[think_end]}},
+        {"type": "token_triggered_tags", "trigger_tokens": [names[call]], "tags": [call_tag],
+         "exclude_tokens": [names[banned]], "at_least_one": True}]})
+
+    def run(*segs):
+        ids = encode_segments(entry, list(segs))
+        m = stencil.Matcher(g)
+        return m.accept_tokens(ids) == len(ids) and m.is_accepting()
+
+    args = '{"city": "Oslo"}'
+    assert run(think, "hmm ", 128007, " more", think_end, call, args, call_end)        # other special tokens in the thought
+    assert run(think, think_end, call, args, call_end, "then text", 128008, call, args, call_end, "end")
+    assert not run(think, think_end, "text first", call, args, call_end)             # at_least_one: a call first
+    assert not run(think, think_end, call, args, call_end, "x", banned, "y")          # an excluded token
+    assert not run(think, think_end, call, '{"town": "Oslo"}', call_end)
+    assert not run(think, "x", call, args, call_end)                                  # the thought is not closed
+
+
+def test_token_dispatch(env):
+    entry, compiler, _ = env
+    names = entry.info.special_token_names
+    g = compiler.compile_structural_tag({"type": "token_dispatch", "loop": False, "rules": [
+        [names[128006], {"type": "const_string", "value": "six"}], [128007, {"type": "regex", "pattern": "[0-9]+"}]]})
+    m = stencil.Matcher(g)
+    assert m.accept_string("free ") and m.accept_token(128009) and m.accept_string(" text") and m.is_accepting()
+    assert m.accept_token(128007) and not m.is_accepting() and m.accept_string("42") and m.is_accepting()
+    assert not m.fork().accept_string(" more")                                        # loop false: it ends here
+    m2 = stencil.Matcher(g)
+    assert m2.accept_token(128006) and not m2.fork().accept_string("seven") and m2.accept_string("six")

@@ -5,8 +5,9 @@ Accepted input: ``{"type": "structural_tag", "format": {...}}``, a bare format o
 legacy ``{"structures": [{"begin", "schema", "end"}], "triggers": [...]}`` form (vLLM, SGLang).
 Format types: ``const_string``, ``json_schema`` (styles ``json`` and ``qwen_xml``), ``regex``,
 ``grammar`` (GBNF), ``any_text``, ``sequence``, ``or``, ``optional``, ``plus``, ``star``,
-``repeat``, ``tag``, ``triggered_tags``, ``tags_with_separator``, ``dispatch``, ``token`` and
-``any_tokens``. A bad spec raises ``GrammarError`` naming the JSON path of the bad part.
+``repeat``, ``tag``, ``triggered_tags``, ``tags_with_separator``, ``dispatch``, and the
+token-level ``token``, ``any_tokens``, ``token_triggered_tags`` and ``token_dispatch``
+(``exclude_token``, exactly one token of text, is not expressible over bytes). A bad spec raises ``GrammarError`` naming the JSON path of the bad part.
 
 Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
 ``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any
@@ -38,7 +39,7 @@ __all__ = ["build_structural_tag", "load_structural_tag", "MAX_DEPTH"]
 
 #: Formats nested deeper than this are refused (before Python's recursion limit is reached).
 MAX_DEPTH = 200
-_UNLIMITED = ("any_text", "triggered_tags", "dispatch", "any_tokens")
+_UNLIMITED = ("any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch")
 _FIELDS = {
     "const_string": ({"value"}, set()),
     "json_schema": ({"json_schema"}, {"style", "any_order", "max_whitespace_cnt"}),
@@ -58,6 +59,8 @@ _FIELDS = {
     "dispatch": ({"rules"}, {"loop", "excludes"}),
     "token": ({"token"}, set()),
     "any_tokens": (set(), {"exclude_tokens", "max_tokens"}),
+    "token_triggered_tags": ({"trigger_tokens", "tags"}, {"exclude_tokens", "at_least_one", "stop_after_first"}),
+    "token_dispatch": ({"rules"}, {"loop", "exclude_tokens"}),
 }
 
 
@@ -215,8 +218,8 @@ class _Builder:
         kind = fmt.get("type")
         if kind not in _FIELDS:
             known = ", ".join(sorted(_FIELDS))
-            hint = (" (token-level formats other than token and any_tokens are not supported)"
-                    if kind in ("exclude_token", "token_triggered_tags", "token_dispatch") else "")
+            hint = (" (exactly one token of text is not expressible: stencil constrains bytes)"
+                    if kind == "exclude_token" else "")
             raise self.err(path, f"unknown format type {kind!r}{hint}; expected one of {known}")
         required, optional = _FIELDS[kind]
         missing = sorted(required - fmt.keys())
@@ -365,19 +368,38 @@ class _Builder:
         """Text and special tokens, except ``exclude_tokens`` and the enclosing end's tokens."""
         if self.count(fmt, "max_tokens", path) is not None:
             raise self.err(f"{path}.max_tokens", "not supported: stencil constrains text, not token counts")
-        excluded = {self.token_id(t, f"{path}.exclude_tokens[{i}]")
-                    for i, t in enumerate(fmt.get("exclude_tokens", []))}
-        if end not in (None, _EOS):
-            excluded |= {m[0] for m in end if isinstance(m[0], int)}
-        allowed = sorted(set(self.specials.values()) - excluded)
-        unit = [[self.b.special_token(allowed, self.name("any-token"))]] if allowed else []
-        # (text, special token)* then text up to the end: text never holds a special token
-        text_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+        return self.tokens_until(self.token_ids(fmt, path), end)
+
+    def token_ids(self, fmt, path, key: str = "exclude_tokens") -> set:
+        v = fmt.get(key, [])
+        if not isinstance(v, list):
+            raise self.err(f"{path}.{key}", "expected a list of token ids or special tokens' texts")
+        return {self.token_id(t, f"{path}.{key}[{i}]") for i, t in enumerate(v)}
+
+    def tokens_free(self, excluded: set, end) -> int:
+        """Text and special tokens other than ``excluded`` and the end's, possibly none: what
+        comes before a trigger token. Text never holds a special token, so text and tokens
+        alternate: (text, special token)* text."""
+        end_tokens = set() if end in (None, _EOS) else {m[0] for m in end if isinstance(m[0], int)}
+        allowed = sorted(set(self.specials.values()) - excluded - end_tokens)
+        text_heads = [] if end in (None, _EOS) else [m[0] for m in end if isinstance(m[0], str)]
+        text = self.maybe_text(self.body(text_heads), "tokens-text")
+        if not allowed:
+            return text
+        unit = self.seq([text, self.b.special_token(allowed, self.name("any-token"))])
+        return self.seq([self.b.repeat(unit, 0, -1), text])
+
+    def tokens_until(self, excluded: set, end) -> int:
+        """Text and special tokens other than ``excluded`` up to the end, end included."""
+        end_tokens = set() if end is _EOS else {m[0] for m in end if isinstance(m[0], int)}
+        allowed = sorted(set(self.specials.values()) - excluded - end_tokens)
         tail = self.free_until([], end, "tokens-text")
-        if not unit:
+        if not allowed:
             return tail
-        head = self.seq([self.maybe_text(self.body(text_heads), "tokens-text"), *unit[0]])
-        return self.seq([self.b.repeat(head, 0, -1), tail])
+        text_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+        unit = self.seq([self.maybe_text(self.body(text_heads), "tokens-text"),
+                         self.b.special_token(allowed, self.name("any-token"))])
+        return self.seq([self.b.repeat(unit, 0, -1), tail])
 
     def _sequence(self, fmt, path, end):
         elements = fmt["elements"]
@@ -477,6 +499,34 @@ class _Builder:
         return self.dispatcher(rules, fmt, path, end, loop=not self.flag(fmt, "stop_after_first", path),
                                at_least_one=self.flag(fmt, "at_least_one", path))
 
+    def _token_triggered_tags(self, fmt, path, end):
+        tags = self.tag_list(fmt["tags"], f"{path}.tags")
+        triggers = self.token_ids(fmt, path, "trigger_tokens")
+        if not triggers:
+            raise self.err(f"{path}.trigger_tokens", "expected at least one trigger token")
+        rules = []
+        for i, t in enumerate(tags):
+            tp = f"{path}.tags[{i}]"
+            begin = self.marker(t["begin"], f"{tp}.begin") if isinstance(t["begin"], dict) else None
+            if begin is None or begin[0] not in triggers:
+                raise self.err(f"{tp}.begin", "tags of token_triggered_tags begin with a token format naming one of "
+                                              "trigger_tokens")
+            rules.append((begin[0], {**t, "begin": ""}, tp))
+        return self.dispatcher(rules, fmt, path, end, loop=not self.flag(fmt, "stop_after_first", path),
+                               at_least_one=self.flag(fmt, "at_least_one", path), token_level=True)
+
+    def _token_dispatch(self, fmt, path, end):
+        rules = fmt["rules"]
+        if not isinstance(rules, list) or not rules:
+            raise self.err(f"{path}.rules", "expected a non-empty list of [token, format] pairs")
+        out = []
+        for i, r in enumerate(rules):
+            if not (isinstance(r, (list, tuple)) and len(r) == 2):
+                raise self.err(f"{path}.rules[{i}]", "expected a [token, format] pair")
+            out.append((self.token_id(r[0], f"{path}.rules[{i}][0]"), r[1], f"{path}.rules[{i}][1]"))
+        return self.dispatcher(out, fmt, path, end, loop=fmt.get("loop", True) is not False, at_least_one=False,
+                               token_level=True)
+
     def _dispatch(self, fmt, path, end):
         rules = fmt["rules"]
         if not isinstance(rules, list) or not rules:
@@ -488,26 +538,31 @@ class _Builder:
             out.append((r[0], r[1], f"{path}.rules[{i}][1]"))
         return self.dispatcher(out, fmt, path, end, loop=fmt.get("loop", True) is not False, at_least_one=False)
 
-    def dispatcher(self, rules, fmt, path, end, *, loop: bool, at_least_one: bool) -> int:
+    def dispatcher(self, rules, fmt, path, end, *, loop: bool, at_least_one: bool, token_level: bool = False) -> int:
         """Free text; at each trigger, the format of that trigger; then free text again (``loop``)
-        or the end. The text ends at the first trigger or end marker it contains."""
-        excludes = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        or the end. The text ends at the first trigger or end marker it contains. ``rules`` are
+        (trigger, format, path); triggers are strings, or token ids when ``token_level`` (the
+        free part is then text and special tokens, as any_tokens)."""
         triggers = list(dict.fromkeys(r[0] for r in rules))
-        trig_pieces = {t: self.pieces(t) for t in triggers}
-        text_triggers = [p[0] for p in trig_pieces.values() if isinstance(p[0], str)]
-        after = {}
-        for trig in triggers:
-            alts = []
-            for t, f, p in rules:
-                if t == trig:
-                    alts.append([self.build(f, p, None)])
-            after[trig] = self.alt(alts, "dispatch")
-        ends_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
-        body = self.body(excludes + text_triggers + ends_heads)
-        text_to = {t: self.text_then(body, trig_pieces[t], "text") for t in triggers}
+        after = {trig: self.alt([[self.build(f, p, None)] for t, f, p in rules if t == trig], "dispatch")
+                 for trig in triggers}
+        if token_level:
+            excluded = self.token_ids(fmt, path) | set(triggers)
+            trig_syms = {t: [self.b.special_token([t], self.name("trigger"))] for t in triggers}
+            free = self.tokens_free(excluded, end)
+            text_to = {t: [free, *trig_syms[t]] for t in triggers}
+            tail = self.tokens_until(excluded, end)
+        else:
+            excludes = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+            trig_pieces = {t: self.pieces(t) for t in triggers}
+            trig_syms = {t: self.literal(trig_pieces[t]) for t in triggers}
+            text_triggers = [p[0] for p in trig_pieces.values() if isinstance(p[0], str)]
+            ends_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+            body = self.body(excludes + text_triggers + ends_heads)
+            text_to = {t: self.text_then(body, trig_pieces[t], "text") for t in triggers}
+            tail = self.free_until(excludes + text_triggers, end, "text")
         one = self.alt([text_to[t] + [after[t]] for t in triggers], "call")
-        tail = self.free_until(excludes + text_triggers, end, "text")
-        first = self.alt([self.literal(trig_pieces[t]) + [after[t]] for t in triggers], "first-call")
+        first = self.alt([trig_syms[t] + [after[t]] for t in triggers], "first-call")
         close = self.close(self.b.empty(), end)
         if at_least_one:
             # the first tag comes right away: no free text before it
