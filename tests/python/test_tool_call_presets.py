@@ -355,3 +355,12 @@ def test_documented_examples(fmt):
     name = tools[0]["function"]["name"]
     head, _, tail = text.rpartition(name)          # the name in the call (not in the reasoning)
     assert not accepts(entry, g, head + name + "s" + tail)
+
+
+def test_reasoning_opened_by_the_prompt(compiled):
+    entry, g = compiled("qwen", reasoning="opened")
+    call = render("qwen", CALL_1, False)
+    assert accepts(entry, g, "The user wants the weather.\n</think>\n\n" + call)
+    assert accepts(entry, g, "\n</think>\n\nIt is sunny.")
+    assert not accepts(entry, g, "<think>\nagain\n</think>\n\n" + call)       # the block is already open
+    assert not accepts(entry, g, call)                                          # and must be closed first
