@@ -7,7 +7,8 @@ Format types: ``const_string``, ``json_schema`` (styles ``json`` and ``qwen_xml`
 ``grammar`` (GBNF), ``any_text``, ``sequence``, ``or``, ``optional``, ``plus``, ``star``,
 ``repeat``, ``tag``, ``triggered_tags``, ``tags_with_separator``, ``dispatch``, and the
 token-level ``token``, ``any_tokens``, ``token_triggered_tags`` and ``token_dispatch``
-(``exclude_token``, exactly one token of text, is not expressible over bytes). A bad spec raises ``GrammarError`` naming the JSON path of the bad part.
+(``exclude_token``, exactly one token of text, is not expressible over bytes). A bad spec raises
+``GrammarError`` naming the JSON path of the bad part.
 
 Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
 ``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any

@@ -2,19 +2,23 @@
 :mod:`stencil.grammar.structural_tag`): the exact text each family's chat template writes for a
 tool call, with each tool's arguments constrained by its JSON Schema.
 
-=============== ===============================================================================
-format          text of one call (``ARGS``: JSON valid for the tool's ``parameters``)
-=============== ===============================================================================
-llama3          ``{"name": "NAME", "parameters": ARGS}``, optionally after ``<|python_tag|>``
-qwen            ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>`` (Qwen2.5, Qwen3)
-qwen-coder      ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``
-deepseek        ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS\\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>`` (V3, R1)
-deepseek-v3.1   ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``
-kimi            ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>...<|tool_calls_section_end|>`` (K2)
-mistral         ``[TOOL_CALLS][{"name": "NAME", "arguments": ARGS, "id": "ID"}, ...]`` (the id optional)
-harmony         ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`` (gpt-oss; the template's ``to=`` first forms too)
-=============== ===============================================================================
+- ``llama3``: ``{"name": "NAME", "parameters": ARGS}``, also after ``<|python_tag|>``
+  (Llama 3.1, 3.2);
+- ``qwen``: ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>`` (Qwen2.5, Qwen3);
+- ``qwen-coder``: ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...
+  </function>\\n</tool_call>`` (Qwen3-Coder; see :mod:`stencil.grammar.xml_params`);
+- ``deepseek``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n
+  ARGS\\n```<｜tool▁call▁end｜>`` ... ``<｜tool▁calls▁end｜>`` (V3, R1; calls joined by a newline);
+- ``deepseek-v3.1``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS
+  <｜tool▁call▁end｜>`` ... ``<｜tool▁calls▁end｜>``;
+- ``kimi``: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
+  <|tool_call_argument_begin|>ARGS<|tool_call_end|>`` ... ``<|tool_calls_section_end|>`` (K2);
+- ``mistral``: ``[TOOL_CALLS][{"name": "NAME", "arguments": ARGS, "id": "ID"}, ...]`` (the id
+  optional);
+- ``harmony``: ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>``
+  (gpt-oss; also the template's ``to=`` first forms), messages joined by ``<|start|>assistant``.
 
+ARGS is JSON valid for the tool's ``parameters`` schema (line breaks above are for reading only).
 Free text may come before a call (``tool_choice="auto"``); several calls are allowed unless
 ``parallel=False``. ``reasoning=True`` puts the family's reasoning block first (``<think>...
 </think>``; harmony's analysis channel); ``reasoning="opened"``: the prompt already opened it.
