@@ -236,6 +236,20 @@ def test_free_text_is_exact_against_a_reference(env):
     assert checked == 9841
 
 
+def test_text_before_a_tag_is_exact_against_a_reference(env):
+    """any_text followed by a tag in a sequence: the first occurrence of the tag's begin ends the
+    text (all strings over "abc" up to length 8, against Python's regex)."""
+    _, compiler, _ = env
+    g = compiler.compile_structural_tag({"type": "sequence", "elements": [
+        {"type": "any_text", "excludes": ["cc"]},
+        {"type": "tag", "begin": "ab", "content": {"type": "const_string", "value": "c"}, "end": "a"}]})
+    whole = re.compile("(?:(?!ab)(?!cc).)*abca", re.S)
+    for n in range(9):
+        for t in itertools.product("abc", repeat=n):
+            s = "".join(t)
+            assert by_string(g, s) == bool(whole.fullmatch(s)), s
+
+
 def test_text_containing_a_trigger_enters_the_tag_token_by_token(env):
     """Through real tokens: once the text spells a trigger, only the tag may follow, even when the
     trigger is split across tokens or ends inside one."""
@@ -415,3 +429,23 @@ def test_token_dispatch(env):
     assert not m.fork().accept_string(" more")                                        # loop false: it ends here
     m2 = stencil.Matcher(g)
     assert m2.accept_token(128006) and not m2.fork().accept_string("seven") and m2.accept_string("six")
+
+
+
+def test_excludes_end_free_text_when_no_end_is_known(env):
+    # dispatch and triggered_tags stop before an excluded string; the next format takes it from there
+    rules = [["<f>", {"type": "json_schema", "json_schema": {"type": "integer"}}]]
+    check(env, {"type": "sequence", "elements": [
+        {"type": "dispatch", "rules": rules, "excludes": ["</end>"]},
+        {"type": "tag", "begin": "</end>", "content": {"type": "const_string", "value": "!"}, "end": "."}]}, [
+        ("a <f>12 b</end>!.", True), ("</end>!.", True), ("a <f>x</end>!.", False), ("a </end>b</end>!.", False)])
+    check(env, {"type": "sequence", "elements": [
+        {"type": "triggered_tags", "triggers": ["<f"], "excludes": ["STOP"], "tags": [
+            {"begin": "<f>", "content": {"type": "const_string", "value": "1"}, "end": "</f>"}]},
+        {"type": "const_string", "value": "STOP"}, {"type": "regex", "pattern": "[0-9]"}]},
+        [("x<f>1</f>ySTOP7", True), ("xSTOP", False), ("STOP1", True), ("xSTOPySTOP1", False)])
+    # a follower that starts with no known string cannot end free text exactly: an error, not a guess
+    _, compiler, _ = env
+    with pytest.raises(stencil.GrammarError, match=r"\$\.elements\[0\]: any_text reads text up to an end"):
+        compiler.compile_structural_tag({"type": "sequence", "elements": [
+            {"type": "any_text", "excludes": ["STOP"]}, {"type": "regex", "pattern": "STOP[0-9]"}]})

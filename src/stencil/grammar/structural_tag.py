@@ -13,8 +13,11 @@ token-level ``token``, ``any_tokens``, ``token_triggered_tags`` and ``token_disp
 Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
 ``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any
 amount of text (``any_text``, ``triggered_tags``, ``dispatch``, ``any_tokens``) therefore need
-an end: the enclosing tag's ``end``, a ``const_string`` right after them in a sequence, or the
-end of the output. A string that contains the text of one of the tokenizer's special tokens
+an end: the enclosing tag's ``end``, a ``const_string`` or a tag with a string ``begin`` right
+after them in a sequence (its first occurrence ends the text), or the end of the output; any
+other place is an error. Only where a dispatcher's free text follows (a tag with an empty end
+inside triggered tags), string-level ones with ``excludes`` read as much text as holds no
+excluded string and leave the rest to that free text. A string that contains the text of one of the tokenizer's special tokens
 stands for that token there (a model emits the token, never its spelling as text). A marker
 that ends free text and starts with text but goes on with a special token (rare) keeps that text
 out of the free text altogether.
@@ -119,11 +122,20 @@ def build_structural_tag(b, spec, *, tokens: Optional[TokenTable] = None, specia
     return root
 
 
-class _Eos:
-    """The end of the output: nothing follows."""
+class _Follow:
+    """What follows a format when it is not an end marker."""
+
+    def __init__(self, what: str):
+        self.what = what
 
 
-_EOS = _Eos()
+_EOS = _Follow("the end of the output")
+_FREE = _Follow("free text")     # a dispatcher's loop: free text reads whatever comes next
+
+
+def _markers(end) -> list:
+    """The end markers in ``end`` (none for None and the _Follow cases)."""
+    return [] if end is None or isinstance(end, _Follow) else end
 
 
 class _Builder:
@@ -192,8 +204,9 @@ class _Builder:
         return rule
 
     def free_until(self, banned: list[str], end, what: str, max_chars: Optional[int] = None) -> int:
-        """Free text up to ``end`` (a list of markers, each a piece list, or _EOS), end included."""
-        if end is _EOS:
+        """Free text up to ``end`` (a list of markers, each a piece list, or _EOS), end included;
+        with ``end`` None or _FREE, as much text as holds no banned string."""
+        if not _markers(end):
             return self.maybe_text(self.body(banned, max_chars), what)
         heads = [m[0] for m in end if isinstance(m[0], str)]
         body = self.body(banned + heads, max_chars)
@@ -275,18 +288,20 @@ class _Builder:
 
     # -- formats --------------------------------------------------------------------------------
     def build(self, fmt, path: str, end) -> int:
-        """A symbol for ``fmt`` followed by ``end``: None (something else follows), _EOS, or a
-        list of markers (piece lists), one of which closes the enclosing tag."""
+        """A symbol for ``fmt`` followed by ``end``: None (something else follows), _EOS, _FREE,
+        or a list of markers (piece lists), one of which closes the enclosing tag."""
         kind = self.check(fmt, path)
         if path.count(".") > MAX_DEPTH:
             raise self.err(path[:80] + "...", f"formats nested deeper than {MAX_DEPTH} levels")
         if kind in _UNLIMITED:
-            if end is None and kind == "any_text" and fmt.get("excludes"):
-                # no end known: the text runs up to (not into) an excluded string, whatever follows
-                return self._any_text(fmt, path, None)
-            if end is None:
+            if end is _FREE and kind in ("any_text", "triggered_tags", "dispatch") and fmt.get("excludes"):
+                # free text follows and reads what this text leaves: the text runs up to (not into) an
+                # excluded string (XGrammar's tag with an empty end inside triggered tags)
+                return getattr(self, "_" + kind)(fmt, path, None)
+            if end is None or end is _FREE:
                 raise self.err(path, f"{kind} reads text up to an end: put it last in a tag's content, before "
-                                     "a const_string in a sequence, or at the end of the output")
+                                     "a const_string or a tag with a string begin in a sequence, or at the end "
+                                     "of the output")
             return getattr(self, "_" + kind)(fmt, path, end)
         if kind in ("sequence", "or", "tag", "optional", "plus", "star", "repeat", "tags_with_separator"):
             return getattr(self, "_" + kind)(fmt, path, end)
@@ -295,7 +310,7 @@ class _Builder:
 
     def close(self, sym: int, end) -> int:
         """``sym`` then one of the end markers."""
-        if end is None or end is _EOS:
+        if not _markers(end):
             return sym
         if len(end) == 1:
             return self.seq([sym, *self.literal(end[0])])
@@ -381,9 +396,9 @@ class _Builder:
         """Text and special tokens other than ``excluded`` and the end's, possibly none: what
         comes before a trigger token. Text never holds a special token, so text and tokens
         alternate: (text, special token)* text."""
-        end_tokens = set() if end in (None, _EOS) else {m[0] for m in end if isinstance(m[0], int)}
+        end_tokens = {m[0] for m in _markers(end) if isinstance(m[0], int)}
         allowed = sorted(set(self.specials.values()) - excluded - end_tokens)
-        text_heads = [] if end in (None, _EOS) else [m[0] for m in end if isinstance(m[0], str)]
+        text_heads = [m[0] for m in _markers(end) if isinstance(m[0], str)]
         text = self.maybe_text(self.body(text_heads), "tokens-text")
         if not allowed:
             return text
@@ -392,12 +407,12 @@ class _Builder:
 
     def tokens_until(self, excluded: set, end) -> int:
         """Text and special tokens other than ``excluded`` up to the end, end included."""
-        end_tokens = set() if end is _EOS else {m[0] for m in end if isinstance(m[0], int)}
+        end_tokens = {m[0] for m in _markers(end) if isinstance(m[0], int)}
         allowed = sorted(set(self.specials.values()) - excluded - end_tokens)
         tail = self.free_until([], end, "tokens-text")
         if not allowed:
             return tail
-        text_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+        text_heads = [m[0] for m in _markers(end) if isinstance(m[0], str)]
         unit = self.seq([self.maybe_text(self.body(text_heads), "tokens-text"),
                          self.b.special_token(allowed, self.name("any-token"))])
         return self.seq([self.b.repeat(unit, 0, -1), tail])
@@ -411,19 +426,31 @@ class _Builder:
             e, p = elements[i], f"{path}.elements[{i}]"
             last = i == len(elements) - 1
             nxt = None if last else elements[i + 1]
-            if (not last and isinstance(e, dict) and e.get("type") in _UNLIMITED and isinstance(nxt, dict)
-                    and nxt.get("type") == "const_string" and isinstance(nxt.get("value"), str) and nxt["value"]):
-                # free text up to the next constant: the constant ends it (and is consumed with it)
-                stop = [self.pieces(nxt["value"])]
-                inner = self.build(e, p, stop)
-                syms.append(inner)
-                i += 2
-                if i == len(elements):
-                    return self.close(self.seq(syms), end)
+            lead = self.leading_string(nxt)
+            if not last and isinstance(e, dict) and e.get("type") in _UNLIMITED and lead:
+                # free text up to the string the next element starts with: its first occurrence ends
+                # the text and is read with it; the next element goes on after it
+                syms.append(self.build(e, p, [self.pieces(lead)]))
+                i += 1
+                if nxt["type"] == "const_string":
+                    i += 1
+                    if i == len(elements):
+                        return self.close(self.seq(syms), end)
+                    continue
+                elements = elements[:i] + [{**nxt, "begin": ""}] + elements[i + 1:]
                 continue
             syms.append(self.build(e, p, end if last else None))
             i += 1
         return self.seq(syms)
+
+    @staticmethod
+    def leading_string(fmt) -> str:
+        """The string a const_string or a tag with a string begin starts with ("" otherwise)."""
+        if isinstance(fmt, dict) and fmt.get("type") == "const_string" and isinstance(fmt.get("value"), str):
+            return fmt["value"]
+        if isinstance(fmt, dict) and fmt.get("type") == "tag" and isinstance(fmt.get("begin"), str):
+            return fmt["begin"]
+        return ""
 
     def _or(self, fmt, path, end):
         elements = fmt["elements"]
@@ -545,7 +572,9 @@ class _Builder:
         (trigger, format, path); triggers are strings, or token ids when ``token_level`` (the
         free part is then text and special tokens, as any_tokens)."""
         triggers = list(dict.fromkeys(r[0] for r in rules))
-        after = {trig: self.alt([[self.build(f, p, None)] for t, f, p in rules if t == trig], "dispatch")
+        # what follows a dispatched format: free text again (loop), or the end
+        follow = _FREE if loop else end
+        after = {trig: self.alt([[self.build(f, p, follow)] for t, f, p in rules if t == trig], "dispatch")
                  for trig in triggers}
         if token_level:
             excluded = self.token_ids(fmt, path) | set(triggers)
@@ -558,19 +587,18 @@ class _Builder:
             trig_pieces = {t: self.pieces(t) for t in triggers}
             trig_syms = {t: self.literal(trig_pieces[t]) for t in triggers}
             text_triggers = [p[0] for p in trig_pieces.values() if isinstance(p[0], str)]
-            ends_heads = [] if end is _EOS else [m[0] for m in end if isinstance(m[0], str)]
+            ends_heads = [m[0] for m in _markers(end) if isinstance(m[0], str)]
             body = self.body(excludes + text_triggers + ends_heads)
             text_to = {t: self.text_then(body, trig_pieces[t], "text") for t in triggers}
             tail = self.free_until(excludes + text_triggers, end, "text")
         one = self.alt([text_to[t] + [after[t]] for t in triggers], "call")
         first = self.alt([trig_syms[t] + [after[t]] for t in triggers], "first-call")
-        close = self.close(self.b.empty(), end)
         if at_least_one:
             # the first tag comes right away: no free text before it
-            return self.seq([first, self.b.repeat(one, 0, -1), tail] if loop else [first, close])
+            return self.seq([first, self.b.repeat(one, 0, -1), tail] if loop else [first])
         if loop:
             return self.seq([self.b.repeat(one, 0, -1), tail])
-        return self.alt([[tail], [one, close]], "at-most-one")
+        return self.alt([[tail], [one]], "at-most-one")     # the dispatched format reads the end
 
     def _tags_with_separator(self, fmt, path, end):
         tags = self.tag_list(fmt["tags"], f"{path}.tags")
