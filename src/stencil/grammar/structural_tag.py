@@ -491,7 +491,7 @@ class _Builder:
             # an empty end: the content just stops (formats that read text then need what follows)
             if len(markers) > 1:
                 raise self.err(f"{path}.end", "an empty end marker cannot be one of several")
-            content = self.build(fmt["content"], f"{path}.content", end if end is not None else None)
+            content = self.build(fmt["content"], f"{path}.content", end)
             return self.seq(self.literal(begin) + [content])
         content = self.build(fmt["content"], f"{path}.content", markers)
         return self.close(self.seq(self.literal(begin) + [content]), end)
