@@ -113,3 +113,32 @@ def test_cancelled_stream_frees_its_slot(server):
         stream.close()
     r = client.chat.completions.create(model=name, max_tokens=4, messages=[{"role": "user", "content": "hi"}])
     assert r.choices[0].message.content
+
+
+def test_top_p_near_zero_is_greedy(server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=120)
+    kw = dict(model=client.models.list().data[0].id, max_tokens=12,
+              messages=[{"role": "user", "content": "Name three animals."}])
+    greedy = client.chat.completions.create(temperature=0, **kw).choices[0].message.content
+    for seed in range(3):  # at temperature 1.5 without top_p these would wander off the argmax
+        r = client.chat.completions.create(temperature=1.5, top_p=1e-9, seed=seed, **kw)
+        assert r.choices[0].message.content == greedy
+    with pytest.raises(openai.BadRequestError, match="top_p"):
+        client.chat.completions.create(top_p=1.5, **kw)
+
+
+def test_stream_with_n_choices(server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=120)
+    kw = dict(model=client.models.list().data[0].id, max_tokens=10, temperature=0,
+              messages=[{"role": "user", "content": "Name a fruit."}],
+              extra_body={"structured_outputs": {"regex": "[a-z]{3,8}"}})
+    full = client.chat.completions.create(**kw).choices[0].message.content
+    texts, finished = {0: "", 1: ""}, set()
+    for c in client.chat.completions.create(stream=True, n=2, **kw):
+        for ch in c.choices:
+            texts[ch.index] += ch.delta.content or ""
+            if ch.finish_reason:
+                finished.add(ch.index)
+    assert texts == {0: full, 1: full} and finished == {0, 1}

@@ -86,6 +86,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
         return dict(max_tokens=number(body, "max_tokens", number(body, "max_completion_tokens", 256, 0, None, int),
                                       0, None, int),
                     temperature=number(body, "temperature", 0.0, 0.0, 2.0),
+                    top_p=number(body, "top_p", 1.0, 0.0, 1.0),
                     seed=number(body, "seed", None, kind=int), stop=stop_list(body),
                     # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
                     repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0))
@@ -97,11 +98,11 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
         loop = asyncio.get_running_loop()
         jobs = [engine.submit(Job(prompt_ids, grammar, p["max_tokens"], p["temperature"],
                                   None if p["seed"] is None else p["seed"] + i, p["stop"],
-                                  p["repetition_penalty"], loop))
+                                  p["repetition_penalty"], loop, top_p=p["top_p"]))
                 for i in range(n)]
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
-            return StreamingResponse(_stream(request, jobs[0], rid, chat, c), media_type="text/event-stream")
+            return StreamingResponse(_stream(request, jobs, rid, chat, c), media_type="text/event-stream")
         try:
             for j in jobs:
                 while True:
@@ -126,39 +127,57 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
                 "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": done,
                           "total_tokens": len(prompt_ids) + done}}
 
-    async def _stream(request: Request, job: Job, rid: str, chat: bool, c):
+    async def _stream(request: Request, jobs: list[Job], rid: str, chat: bool, c):
         created = int(time.time())
         obj = "chat.completion.chunk" if chat else "text_completion"
 
-        def chunk(delta: dict | str, finish=None) -> str:
-            choice = ({"index": 0, "delta": delta, "finish_reason": finish} if chat
-                      else {"index": 0, "text": delta, "finish_reason": finish})
+        def chunk(i: int, delta: dict | str, finish=None) -> str:
+            choice = ({"index": i, "delta": delta, "finish_reason": finish} if chat
+                      else {"index": i, "text": delta, "finish_reason": finish})
             return "data: " + json.dumps({"id": rid, "object": obj, "created": created, "model": name,
                                           "choices": [choice]}) + "\n\n"
-        try:
-            if chat:
-                yield chunk({"role": "assistant", "content": ""})
-            # tool calls and reasoning are parsed from the whole text; plain content streams as it comes
-            buffered = c.tools or c.reasoning
+
+        # the n choices' pieces, interleaved as they come, each tagged with its index
+        merged: asyncio.Queue = asyncio.Queue()
+
+        async def forward(i: int, job: Job):
             while True:
                 item = await job.out.get()
+                await merged.put((i, item))
                 if item is _DONE:
-                    break
-                if not buffered:
-                    yield chunk({"content": item} if chat else item)
-            if job.error:
-                yield "data: " + json.dumps(error_body(job.error, type_="server_error")) + "\n\n"
-            else:
+                    return
+        tasks = [asyncio.create_task(forward(i, j)) for i, j in enumerate(jobs)]
+        try:
+            if chat:
+                for i in range(len(jobs)):
+                    yield chunk(i, {"role": "assistant", "content": ""})
+            # tool calls and reasoning are parsed from the whole text; plain content streams as it comes
+            buffered = c.tools or c.reasoning
+            left = len(jobs)
+            while left:
+                i, item = await merged.get()
+                job = jobs[i]
+                if item is not _DONE:
+                    if not buffered:
+                        yield chunk(i, {"content": item} if chat else item)
+                    continue
+                left -= 1
+                if job.error:
+                    yield "data: " + json.dumps(error_body(job.error, type_="server_error")) + "\n\n"
+                    continue
                 if buffered:
                     msg = _message(job, c)
                     delta = {k: v for k, v in msg.items() if k != "role" and v is not None}
                     if "tool_calls" in delta:
-                        delta["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(delta["tool_calls"])]
-                    yield chunk(delta)
-                yield chunk({} if chat else "", _finish(job, c))
+                        delta["tool_calls"] = [dict(tc, index=k) for k, tc in enumerate(delta["tool_calls"])]
+                    yield chunk(i, delta)
+                yield chunk(i, {} if chat else "", _finish(job, c))
             yield "data: [DONE]\n\n"
         finally:
-            job.cancelled = True  # a dropped connection ends the generation (no-op once done)
+            for job in jobs:
+                job.cancelled = True  # a dropped connection ends the generations (no-op once done)
+            for t in tasks:
+                t.cancel()
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):

@@ -38,6 +38,7 @@ class Job:
     stop: list[str]
     repetition_penalty: float
     loop: asyncio.AbstractEventLoop
+    top_p: float = 1.0
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -240,6 +241,8 @@ class Engine:
                 if not np.any(bm[i]):
                     raise RuntimeError("the grammar allows no token and not EOS: " + r.matcher.debug_state())
                 stencil.apply_token_bitmask_inplace(row, bm[i])
+            if r.job.top_p < 1.0 and r.job.temperature > 0:
+                _nucleus(row, r.job.temperature, r.job.top_p)
             t = r.sampler.sample(row)
             if t in self.eos:
                 r.finish = "eos"
@@ -248,3 +251,16 @@ class Engine:
                 raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
             r.feed = [t]
             r.emit([t])
+
+
+def _nucleus(logits, temperature: float, top_p: float) -> None:
+    """Top-p: keep the most likely tokens whose probabilities (at ``temperature``) first sum to
+    ``top_p`` or more (always the most likely one), set the others to -inf. After the grammar
+    mask, so the nucleus is taken among allowed tokens."""
+    import torch
+    probs = torch.softmax(logits / temperature, dim=-1)
+    order = torch.argsort(probs, descending=True)
+    before = torch.cumsum(probs[order], dim=-1) - probs[order]  # mass of the more likely tokens
+    drop = before >= top_p
+    drop[0] = False
+    logits[order[drop]] = float("-inf")
