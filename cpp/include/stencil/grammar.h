@@ -43,7 +43,7 @@ struct CompletionCheck {
 // An immutable grammar: lexemes, rules and the tables the parser walks.
 class Grammar {
  public:
-  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr uint32_t kFormatVersion = 2;  // 2: number range expressions
 
   ExprStore exprs;
   std::vector<LexemeSpec> lexemes;
@@ -96,6 +96,11 @@ class GrammarBuilder {
   ExprId re_and(const std::vector<ExprId>& items);
   ExprId re_not(ExprId item);
   ExprId re_repeat(ExprId item, int64_t min, int64_t max);
+  // JSON numbers whose exact value lies within the bounds (decimal text such as "1e308" or
+  // "-0.1"; empty: unbounded), integral ones only when `integer` (then bounds are inclusive
+  // integers). Exponent forms are compared exactly; no double rounding.
+  ExprId re_number_range(const std::string& lo, bool lo_exclusive, const std::string& hi, bool hi_exclusive,
+                         bool integer);
   std::string re_to_string(ExprId e) const;
   bool re_nullable(ExprId e) const;
 

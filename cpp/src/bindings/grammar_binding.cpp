@@ -1,4 +1,5 @@
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -39,6 +40,16 @@ void bind_grammar(nb::module_& m) {
       .def("re_and", &GrammarBuilder::re_and, nb::arg("items"))
       .def("re_not", &GrammarBuilder::re_not, nb::arg("item"))
       .def("re_repeat", &GrammarBuilder::re_repeat, nb::arg("item"), nb::arg("min"), nb::arg("max"))
+      .def(
+          "re_number_range",
+          [](GrammarBuilder& b, std::optional<std::string> lo, bool lo_exclusive, std::optional<std::string> hi,
+             bool hi_exclusive, bool integer) {
+            return b.re_number_range(lo.value_or(""), lo_exclusive, hi.value_or(""), hi_exclusive, integer);
+          },
+          nb::arg("lo").none(), nb::arg("lo_exclusive") = false, nb::arg("hi").none() = nb::none(),
+          nb::arg("hi_exclusive") = false, nb::arg("integer") = false,
+          "JSON numbers whose exact value is within [lo, hi] (decimal strings, None: unbounded); "
+          "integral values only with integer=True (inclusive integer bounds).")
       .def("re_to_string", &GrammarBuilder::re_to_string)
       .def("re_nullable", &GrammarBuilder::re_nullable)
       .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false)

@@ -102,6 +102,7 @@ ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_
       }
       case ExprKind::Not: r = dst.negate(get(n.a)); break;
       case ExprKind::Repeat: r = dst.repeat(get(n.a), n.min, n.max); break;
+      case ExprKind::Number: r = dst.number(src.number_state(n.a)); break;
     }
     memo.emplace(cur, r);
   }

@@ -68,6 +68,16 @@ ExprId GrammarBuilder::re_repeat(ExprId item, int64_t min, int64_t max) {
   return store_.repeat(item, static_cast<uint32_t>(min), max < 0 ? kUnbounded : static_cast<uint32_t>(max));
 }
 
+ExprId GrammarBuilder::re_number_range(const std::string& lo, bool lo_exclusive, const std::string& hi,
+                                       bool hi_exclusive, bool integer) {
+  NumberState s;
+  if (!lo.empty()) s.spec.lo = parse_number_bound(lo, lo_exclusive, "lower bound");
+  if (!hi.empty()) s.spec.hi = parse_number_bound(hi, hi_exclusive, "upper bound");
+  s.spec.integer = integer;
+  check_number_spec(s.spec);
+  return store_.number(s);
+}
+
 std::string GrammarBuilder::re_to_string(ExprId e) const {
   check_expr(e, "re_to_string");
   return store_.to_string(e);

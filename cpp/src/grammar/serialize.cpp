@@ -93,6 +93,7 @@ std::string Grammar::serialize() const {
         w.u32(n.min);
         w.u32(n.max);
         break;
+      case ExprKind::Number: w.str(number_encode(exprs.number_state(n.a))); break;
     }
   }
   w.u32(static_cast<uint32_t>(lexemes.size()));
@@ -167,6 +168,12 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
         uint32_t a = r.u32(), mn = r.u32(), mx = r.u32();
         if (mx != kUnbounded && mn > mx) r.fail("repetition with min > max");
         map[e] = g->exprs.repeat(ref(a, e), mn, mx);
+        break;
+      }
+      case ExprKind::Number: {
+        NumberState s;
+        if (!number_decode(r.str(), s)) r.fail("malformed number range state");
+        map[e] = g->exprs.number(s);
         break;
       }
       default: r.fail("unknown expression kind " + std::to_string(kind));

@@ -78,6 +78,12 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
       uint32_t max = n.max == kUnbounded ? kUnbounded : n.max - 1;
       return store_.concat(derive(n.a, b), store_.repeat(n.a, min, max));
     }
+    case ExprKind::Number: {
+      NumberState next;
+      // (a copy: interning the next state may grow the store's state table)
+      const NumberState cur = store_.number_state(n.a);
+      return number_step(cur, b, next) ? store_.number(next) : ExprStore::kNothing;
+    }
   }
   return ExprStore::kNothing;
 }
@@ -196,7 +202,8 @@ bool Deriver::witness(ExprId e, std::string& out) {
       break;
     }
     case ExprKind::And:
-    case ExprKind::Not: break;  // no structural answer: the caller searches
+    case ExprKind::Not:
+    case ExprKind::Number: break;  // no structural answer: the caller searches
   }
   witness_cache_.emplace(e, std::make_pair(ok, w));
   out.swap(w);

@@ -250,6 +250,28 @@ ExprId ExprStore::repeat(ExprId a, uint32_t min, uint32_t max) {
   return intern(n, nullptr);
 }
 
+ExprId ExprStore::number(const NumberState& s) {
+  if (!number_live(s)) return kNothing;
+  if (num_states_.empty()) {
+    // Each byte a number reads must be a byte class of its own (every digit moves the value):
+    // the lexer partitions bytes by the byte sets in the store.
+    for (const char* c = "0123456789.+-"; *c; ++c) byte(static_cast<uint8_t>(*c));
+    ByteSet e;
+    e.add('e');
+    e.add('E');
+    bytes(e);
+  }
+  std::string key = number_encode(s);
+  auto [it, fresh] = num_index_.emplace(std::move(key), static_cast<uint32_t>(num_states_.size()));
+  if (fresh) {
+    num_states_.push_back(s);
+    num_bytes_ += 2 * it->first.size() + sizeof(NumberState) + 64;
+  }
+  ExprNode n{ExprKind::Number, number_nullable(s), false, true};
+  n.a = it->second;
+  return intern(n, nullptr);
+}
+
 ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
   std::unordered_map<ExprId, ExprId> memo;
   return relax(e, limit, 0, memo);
@@ -265,7 +287,8 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
   switch (n.kind) {
     case ExprKind::Nothing:
     case ExprKind::Empty:
-    case ExprKind::Bytes: break;
+    case ExprKind::Bytes:
+    case ExprKind::Number: break;
     case ExprKind::Not: r = kNothing; break;
     case ExprKind::Concat: {
       ExprId a = relax(n.a, limit, depth + 1, memo), b = relax(n.b, limit, depth + 1, memo);
@@ -309,7 +332,7 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
 
 size_t ExprStore::memory_bytes() const {
   return nodes_.capacity() * sizeof(ExprNode) + args_.capacity() * 4 + bytesets_.capacity() * sizeof(ByteSet) +
-         table_.capacity() * sizeof(uint32_t);
+         table_.capacity() * sizeof(uint32_t) + num_bytes_;
 }
 
 static std::string byteset_to_string(const ByteSet& s) {
@@ -358,6 +381,7 @@ std::string ExprStore::to_string(ExprId e, int depth) const {
     case ExprKind::Repeat:
       return to_string(n.a, depth + 1) + "{" + std::to_string(n.min) + "," +
              (n.max == kUnbounded ? std::string() : std::to_string(n.max)) + "}";
+    case ExprKind::Number: return number_to_string(num_states_[n.a]);
   }
   return "?";
 }
@@ -412,6 +436,13 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       if (!canonical_rec(st, n.a, out, limit, clamp, depth + 1)) return false;
       out.push_back('}');
       return true;
+    case ExprKind::Number: {
+      const std::string s = number_encode(st.number_state(n.a));
+      out += std::to_string(s.size());
+      out.push_back(':');
+      out += s;
+      return true;
+    }
   }
   return false;
 }

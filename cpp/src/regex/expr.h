@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "regex/number_range.h"
 #include "support/byteset.h"
 #include "support/hash.h"
 
@@ -15,7 +16,8 @@ namespace stencil {
 
 using ExprId = uint32_t;
 
-enum class ExprKind : uint8_t { Nothing, Empty, Bytes, Concat, Or, And, Not, Repeat };
+// Number: a JSON number whose exact value lies in a range (regex/number_range.h), a = state index.
+enum class ExprKind : uint8_t { Nothing, Empty, Bytes, Concat, Or, And, Not, Repeat, Number };
 
 constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
 
@@ -49,6 +51,10 @@ class ExprStore {
   ExprId conj(const std::vector<ExprId>& items);
   ExprId negate(ExprId a);
   ExprId repeat(ExprId a, uint32_t min, uint32_t max);
+  // The numbers that continue the state s (kNothing when none is in range). Equal states (by
+  // number_encode) are one expression.
+  ExprId number(const NumberState& s);
+  const NumberState& number_state(uint32_t i) const { return num_states_[i]; }
 
   // e with every repetition whose upper bound is at least `limit` made unbounded: equal to e on
   // every string of fewer than `limit` bytes when each repeated item consumes a byte. kNothing
@@ -91,6 +97,9 @@ class ExprStore {
   std::vector<uint32_t> table_;
   size_t table_used_ = 0;
   std::vector<ExprId> flat_;  // alt/conj working list (neither calls the other)
+  std::vector<NumberState> num_states_;
+  std::unordered_map<std::string, uint32_t> num_index_;  // number_encode -> index in num_states_
+  size_t num_bytes_ = 0;
   size_t max_nodes_;
 };
 
