@@ -1,6 +1,7 @@
-"""Number constraints compiled to digit-level regexes, checked against exact decimal arithmetic on
-random number texts (signs, leading zeros in fractions, exponents), whole schemas compiled with
-the DeepSeek tokenizer and fed as text."""
+"""Number constraints checked against exact decimal arithmetic on random number texts (signs,
+leading zeros in fractions, exponents), whole schemas compiled with the DeepSeek tokenizer and fed
+as text. Ranges compare every spelling exactly (exponent forms included); multipleOf accepts
+exponent forms only for zero."""
 from __future__ import annotations
 
 import random
@@ -50,22 +51,11 @@ def _in_range(v, lo, lo_x, hi, hi_x):
 
 
 def _expected_range(t, lo, lo_x, hi, hi_x, integer):
-    """The documented language: exact on plain decimals; exponent forms only where the sign decides."""
+    """Exact: the value in range (and integral for integer), whatever the spelling."""
     v = D(t)
-    if not _in_range(v, lo, lo_x, hi, hi_x):
-        return False
     if integer and v != v.to_integral_value():
         return False
-    if not _has_exp(t):
-        return not integer or "." not in t or D(t.split(".")[1] or "0") == 0
-    m = _mantissa(t)
-    if m == 0:
-        return True
-    if integer and (m != m.to_integral_value() or "-" in t.lower().split("e")[1]):
-        return False
-    pos_all = hi is None and (lo is None or lo <= 0)
-    neg_all = lo is None and (hi is None or hi >= 0)
-    return (m > 0 and pos_all) or (m < 0 and neg_all)
+    return _in_range(v, lo, lo_x, hi, hi_x)
 
 
 def _accepts(compiled, text):
@@ -142,6 +132,10 @@ def test_const_number_matches_every_spelling_of_the_value(compiler):
     ({"const": 12345678901234568.0}, "12345678901234568.0"),
     ({"type": "integer", "minimum": 10**17, "maximum": 10**17 + 5}, "100000000000000003"),
     ({"type": "number", "exclusiveMinimum": 123456789012345678, "maximum": 123456789012345679}, "123456789012345678.5"),
+    ({"type": "number", "minimum": 5}, "50e-1"),
+    ({"type": "number", "minimum": 1e308}, "1.5e308"),
+    ({"type": "integer", "minimum": 10, "maximum": 100}, "1.5e1"),
+    ({"type": "number", "exclusiveMaximum": -0.5}, "-5001e-4"),
 ])
 def test_masks_under_big_bounds_agree_with_accepting_each_token(schema, text):
     # Both bounds of a range, or a constant's two sides, are bounded repetitions in one
@@ -160,3 +154,33 @@ def test_masks_under_big_bounds_agree_with_accepting_each_token(schema, text):
             assert allowed == m.fork().accept_token(t), (schema, text, ch, toks[t])
         assert m.accept_string(ch)
     assert m.is_accepting()
+
+
+@pytest.mark.parametrize("schema,good,bad", [
+    ({"type": "number", "minimum": 5}, ["1e1", "5e0", "0.5e1", "50e-1", "5", "5.0", "1E+1"], ["4.9e0", "1e-1", "-5e0", "49e-1"]),
+    ({"type": "number", "minimum": 1e308}, ["1e308", "1.5e308", "10e307", "1e400"], ["9.9e307", "1e307", "1"]),
+    ({"type": "integer", "minimum": 1, "maximum": 20}, ["1.5e1", "2e1", "10.0", "0.1e2", "100e-1"], ["1.55e1", "2.1e1", "0", "5e-1"]),
+    ({"type": "integer"}, ["1.5e1", "-1.5e1", "1e2", "120e-1"], ["1.5e0", "125e-1", "0.5"]),
+    ({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, ["5e-1", "1e-9", "0.5"],
+     ["1e0", "0e5", "-1e-9", "10e-1"]),
+])
+def test_exponent_forms_under_bounds_are_exact(compiler, schema, good, bad):
+    g = compiler.compile_grammar(json_schema_grammar(schema))
+    assert [t for t in good if not _accepts(g, t)] == []
+    assert [t for t in bad if _accepts(g, t)] == []
+
+
+def test_draft4_integer_bounds_stay_plain(compiler):
+    g = compiler.compile_grammar(json_schema_grammar(
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": 5}))
+    assert _accepts(g, "12") and not _accepts(g, "1.2e1") and not _accepts(g, "12.0") and not _accepts(g, "4")
+
+
+def test_range_beside_multiple_of_keeps_the_exponent_rule(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "number", "minimum": 5, "multipleOf": 2}))
+    assert _accepts(g, "6") and not _accepts(g, "4") and not _accepts(g, "6e0") and not _accepts(g, "5")
+
+
+def test_complement_of_a_range_keeps_working(compiler):
+    g = compiler.compile_grammar(json_schema_grammar({"type": "number", "not": {"minimum": 5}}))
+    assert _accepts(g, "4.5") and not _accepts(g, "5") and not _accepts(g, "7")

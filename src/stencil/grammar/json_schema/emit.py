@@ -43,13 +43,17 @@ class Scalars:
         self._str: dict = {}
 
     # -- numbers ----------------------------------------------------------------------------------
-    def number(self, f) -> int:
-        e = self._num.get(f)
+    def number(self, f, exact: bool = True) -> int:
+        """The number lexeme of formula ``f``. ``exact``: a range alone may be the core's
+        number-range expression (exponent forms compared exactly); under ``not`` and inside
+        intersections the regex form is used, whose emptiness and complement stay decidable."""
+        key = (f, exact)
+        e = self._num.get(key)
         if e is None:
-            e = self._num[f] = self._number(f)
+            e = self._num[key] = self._number(f, exact)
         return e
 
-    def _number(self, f) -> int:
+    def _number(self, f, exact: bool) -> int:
         b, nums = self.b, self.numbers
         k = f[0]
         if k == "T":
@@ -57,9 +61,9 @@ class Scalars:
         if k == "F":
             return b.re_nothing()
         if k == "or":
-            return b.re_or([self.number(x) for x in f[1]])
+            return b.re_or([self.number(x, exact) for x in f[1]])
         if k == "not":
-            return b.re_and([nums.any(), b.re_not(self.number(f[1]))])
+            return b.re_and([nums.any(), b.re_not(self.number(f[1], False))])
         items = f[1] if k == "and" else (f,)
         lo = hi = None
         lo_x = hi_x = False
@@ -79,9 +83,11 @@ class Scalars:
             elif x[0] == "mult":
                 mults.append(x[1])
             else:
-                others.append(self.number(x))
+                others.append(x)
+        if exact and not plain and not mults and not others:
+            return nums.exact_range(lo, lo_x, hi, hi_x, integer)
         base = nums.range(lo, lo_x, hi, hi_x, integer, plain)
-        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + others
+        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     # -- strings (the body between the quotes) ----------------------------------------------------

@@ -1,17 +1,24 @@
-"""JSON number lexemes for numeric constraints: exact digit-level regular languages.
+"""JSON number lexemes for numeric constraints.
 
-A range becomes comparisons of the integer part and of the fraction digits with the bound's
-decimal digits (``gt``/``ge``/``lt``/``le`` below), so ``minimum: 0.5, maximum: 12`` accepts
-``0.50``, ``7``, ``12.000`` and rejects ``0.4999``, ``12.001``. Bounds are taken as the decimal
-the schema spells (``0.1`` is one tenth, not the nearest double). ``-0`` is zero.
+A range alone (``minimum``/``maximum``/``exclusive*``, with or without ``integer``) is the core's
+number-range expression (:meth:`JsonNumbers.exact_range`, ``GrammarBuilder.re_number_range``):
+every spelling is compared with the bounds exactly, exponent forms included (``minimum: 5``
+accepts ``1e1`` and ``50e-1``, rejects ``4.9e0``; ``minimum: 1e308`` accepts ``1.5e308``). That
+language is not regular (``123456e-5`` < 5 <= ``1234567e-5`` compares a digit count with an
+exponent), so it is not a regex but a recognizer whose state summarizes the number read so far;
+it never allows a prefix that no number in range completes. Bounds are taken as the decimal the
+schema spells (``0.1`` is one tenth, not the nearest double). ``-0`` is zero.
 
-Exponent forms (``1e5``) cannot be compared with a bound by a finite automaton (``0.000...1e40``
-needs counting), so under a range they are accepted only where no comparison is needed: a zero
-mantissa (the value 0) when 0 is in range, and any positive (negative) mantissa when the range
-holds every positive (negative) number. ``multipleOf`` rejects exponent forms except zero.
+``integer`` (draft 6+) is value-based as the specification says: ``1.0``, ``1e3`` and ``1.5e1``
+are integers; draft 4's integers are written without fraction or exponent (``plain``).
 
-``integer`` is value-based as the specification says: ``1.0`` and ``1e3`` are integers; integers
-written with fraction digits and an exponent (``1.5e1``) are not accepted.
+Where a range meets other constraints (``multipleOf``, ``not``, combinations), the digit-level
+regular languages below are used instead (:meth:`JsonNumbers.range`): a range becomes comparisons
+of the integer part and of the fraction digits with the bound's decimal digits, exact on plain
+decimals; there exponent forms are accepted only where no comparison is needed: a zero mantissa
+(the value 0) when 0 is in range, and any positive (negative) mantissa when the range holds every
+positive (negative) number. ``multipleOf`` rejects exponent forms except zero, so beside it the
+regex range loses nothing.
 
 ``multipleOf`` (d = p / 10^q): the fraction digits past the q-th must be zero and the digits of
 the number shifted by q places must be divisible by p: a residue automaton over the text, one
@@ -20,12 +27,12 @@ per prime-power factor of p, minimized and turned into a regex by state eliminat
 Example::
 
     nums = JsonNumbers(b)
-    e = nums.range(Decimal("0.5"), False, Decimal(12), False, integer=False)
+    e = nums.exact_range(Decimal("0.5"), False, Decimal(12), False, integer=False)
     lexeme = b.lexeme(e, "number")
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 from stencil._core import GrammarError
 from stencil.grammar.json_value import number_expr
@@ -73,6 +80,27 @@ def _factor(n: int) -> list[int]:
     return out
 
 
+def _integral_bound(v: Decimal, lower: bool, exclusive: bool) -> Decimal:
+    """The integer bound equivalent to ``v`` for integral values: the least integer above (at
+    least) a lower bound, the greatest below (at most) an upper one. Exact for any exponent up to
+    _MAX_INT_DIGITS digits (Decimal arithmetic rounds past its context's precision)."""
+    if v.is_zero():
+        v = Decimal(0)
+    digits = v.adjusted() + 3
+    if digits > _MAX_INT_DIGITS:
+        raise GrammarError(f"integer bound {v} has more than {_MAX_INT_DIGITS} digits")
+    with localcontext() as ctx:
+        ctx.prec = max(28, digits)
+        r = v.to_integral_value(rounding=ROUND_CEILING if lower else ROUND_FLOOR)
+        if exclusive and r == v:
+            r = r + 1 if lower else r - 1
+        return r
+
+
+#: integer bounds longer than this are refused (rounding them exactly takes that many digits)
+_MAX_INT_DIGITS = 100_000
+
+
 class JsonNumbers:
     """Builds number expressions in one builder (memoized per builder)."""
 
@@ -112,6 +140,22 @@ class JsonNumbers:
                 b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_INT, b.re_repeat(self.EXP_NONNEG, 0, 1)]),
                 self._zero_exp()])
         return self._memo["int"]
+
+    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+        """Numbers in the range in every spelling, compared exactly (``lo``/``hi`` Decimal or None
+        for unbounded); integral values only with ``integer`` (draft 6+: ``1.5e1`` is 15)."""
+        if lo is None and hi is None and not integer:
+            return self.any()
+        key = ("exact", lo, lo_excl, hi, hi_excl, integer)
+        e = self._memo.get(key)
+        if e is None:
+            if integer:   # the core takes inclusive integral bounds
+                lo = None if lo is None else _integral_bound(lo, True, lo_excl)
+                hi = None if hi is None else _integral_bound(hi, False, hi_excl)
+                lo_excl = hi_excl = False
+            e = self._memo[key] = self.b.re_number_range(
+                None if lo is None else str(lo), lo_excl, None if hi is None else str(hi), hi_excl, integer)
+        return e
 
     def plain_integer(self) -> int:
         """-?(0|[1-9][0-9]*): an integer written without fraction or exponent (draft 4)."""
