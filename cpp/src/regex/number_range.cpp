@@ -175,6 +175,34 @@ void to_exponent(NumberState& s) {
   s.phase = NumberPhase::Exp;
 }
 
+// Where the digits t first differ from the bound's digits (padded with zeros), or npos.
+size_t decision_point(const std::string& t, const std::string& bound) {
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i] != (i < bound.size() ? bound[i] : '0')) return i;
+  return std::string::npos;
+}
+
+// Once the digits differ from each bound's (0.digits is above or below it whatever follows),
+// the digits after the later difference matter no more, except through their count and
+// trailing zeros (integrality): they become a fixed filler, and "123", "124", "199" under
+// maximum 254 are one state. Without this, each digit string would be a state of its own and
+// each would cost the lexer a mask walk.
+void forget_decided_digits(NumberState& s, const MagRange& r) {
+  size_t keep = 0;
+  for (const Dec* b : {r.has_lo ? &r.lo : nullptr, r.has_hi ? &r.hi : nullptr}) {
+    if (!b) continue;
+    const size_t i = decision_point(s.digits, b->d);
+    if (i == std::string::npos) return;  // still on the bound's digits: every digit counts
+    keep = std::max(keep, i + 1);
+  }
+  if (!s.spec.integer) {
+    s.digits.resize(std::max<size_t>(keep, 1));
+    return;
+  }
+  const size_t u = trim_zeros(s.digits).size();
+  if (keep < u) s.digits = s.digits.substr(0, keep) + std::string(u - keep, '1') + std::string(s.digits.size() - u, '0');
+}
+
 // States that no continuation tells apart share one form, so the lexer reuses their masks.
 void normalize(NumberState& s) {
   if (s.phase == NumberPhase::ExpDigits && !s.zero_mant && s.exp_mag < kNumSat) {
@@ -184,7 +212,11 @@ void normalize(NumberState& s) {
   }
   if (s.phase >= NumberPhase::Exp || s.phase == NumberPhase::Start) return;
   const MagRange r = mag_range(s.spec, s.neg);
-  if (r.empty || r.has_lo || r.has_hi) return;
+  if (r.empty) return;
+  if (r.has_lo || r.has_hi) {
+    if (!s.digits.empty()) forget_decided_digits(s, r);
+    return;
+  }
   if (s.digits.empty()) {
     if (!s.spec.integer) s.point = 0;  // leading fraction zeros only scale a value any scale fits
     return;
