@@ -111,6 +111,40 @@ def test_serialized_grammar_round_trips(compiler):
     assert _accepts(c, "-2.4e0") and not _accepts(c, "-25e-1") and _accepts(c, "1e3") and not _accepts(c, "1.1e3")
 
 
+def test_digits_past_the_bounds_share_states(compiler):
+    # Under maximum 254, "123" and "199" continue alike: one lexer state, so one mask walk. Without
+    # the collapse every digit string is a state of its own (over 100 here).
+    g = compiler.compile_grammar(_grammar(D(1), False, D(254), False, True))
+    for n in range(100, 200):
+        assert stencil.Matcher(g).accept_string(str(n))
+    assert g.num_lexer_states < 30
+    h = compiler.compile_grammar(_grammar(D("0.5"), False, D(12), False, False))
+    for n in range(300, 400):
+        assert stencil.Matcher(h).accept_string(f"3.{n}")
+    assert h.num_lexer_states < 30
+
+
+def test_masks_agree_with_accepting_each_token(compiler):
+    """With a real tokenizer: a number token is allowed exactly when accepting it succeeds, at
+    each step of spellings that need the exact comparison."""
+    tok = get("deepseek").info
+    number_bytes = set(b"0123456789.eE+-")
+    cands = [t for t in range(tok.vocab_size) if (bs := tok.token_bytes(t)) and set(bs) <= number_bytes]
+    assert len(cands) > 50
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    for key, text in [((D(5), False, None, False, False), "50e-1"), ((D("1e308"), False, None, False, False), "1.5e308"),
+                      ((D(10), False, D(100), False, True), "1.5e1")]:
+        g = compiler.compile_grammar(_grammar(*key))
+        m = stencil.Matcher(g)
+        for ch in text:
+            m.fill_next_token_bitmask(bm, 0)
+            for t in cands:
+                allowed = bool((int(bm[0, t >> 5]) >> (t & 31)) & 1)
+                assert allowed == m.fork().accept_token(t), (key, text, ch, tok.token_bytes(t))
+            assert m.accept_string(ch)
+        assert m.is_accepting()
+
+
 # -- properties against exact decimal arithmetic -------------------------------------------------
 _digits = st.text("0123456789", min_size=1, max_size=3)
 

@@ -537,7 +537,8 @@ std::string number_to_string(const NumberState& s) {
     out += s.neg ? " -" : " +";
     if (s.phase >= NumberPhase::Exp) {
       if (s.zero_mant) out += "0";
-      else out += "x in [" + std::to_string(s.xa) + "," + std::to_string(s.xb) + "]";
+      else out += "x in [" + (s.xa <= -kNumInf ? "-inf" : std::to_string(s.xa)) + "," +
+                  (s.xb >= kNumInf ? "inf" : std::to_string(s.xb)) + "]";
       if (s.phase == NumberPhase::ExpDigits) out += (s.exp_neg ? " -" : " +") + std::to_string(s.exp_mag);
     } else {
       out += "0." + s.digits + "e" + std::to_string(s.point);
