@@ -262,3 +262,42 @@ def test_every_allowed_prefix_completes(compiler, lo, lo_x, hi, hi_x, integer):
                         assert not _in_range(q + tail, lo, lo_x, hi, hi_x, integer), (q, tail)
         level = nxt
     assert checked > 20
+
+
+_BYTE_TOKS = [bytes([c]) for c in range(256)] + [b"e-", b"0.", b"00", b"<eos>"]
+_BYTE_TOK = stencil.TokenizerInfo.from_vocab(_BYTE_TOKS, eos_token_ids=[len(_BYTE_TOKS) - 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(lo=_bound(), hi=_bound(), lo_x=st.booleans(), hi_x=st.booleans(), integer=st.booleans(),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_random_walks_through_the_mask_never_dead_end(lo, hi, lo_x, hi_x, integer, seed):
+    """Fuzz-style: walk the mask at random (every byte a token). The mask is never empty before
+    the end, every allowed token is accepted, and EOS is allowed exactly when the text so far is
+    a number in range by decimal arithmetic."""
+    import random
+    if integer:
+        lo = None if lo is None else lo.to_integral_value(rounding="ROUND_CEILING")
+        hi = None if hi is None else hi.to_integral_value(rounding="ROUND_FLOOR")
+        lo_x = hi_x = False
+    try:
+        g = stencil.GrammarCompiler(_BYTE_TOK).compile_grammar(_grammar(lo, lo_x, hi, hi_x, integer))
+    except stencil.GrammarError as err:   # an empty range
+        assert "empty" in str(err)
+        return
+    rng = random.Random(seed)
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, _BYTE_TOK.vocab_size)
+    eos, text = _BYTE_TOK.eos_token_ids[0], b""
+    for _ in range(24):
+        m.fill_next_token_bitmask(bm, 0)
+        allowed = [t for t in range(_BYTE_TOK.vocab_size) if (int(bm[0, t >> 5]) >> (t & 31)) & 1]
+        assert (eos in allowed) == _in_range(text.decode(), lo, lo_x, hi, hi_x, integer), text
+        assert allowed, f"dead end after {text!r}"
+        if eos in allowed and rng.random() < 0.3:
+            break
+        t = rng.choice([t for t in allowed if t != eos] or allowed)
+        if t == eos:
+            break
+        assert m.accept_token(t)
+        text += _BYTE_TOKS[t]
