@@ -301,3 +301,29 @@ def test_random_walks_through_the_mask_never_dead_end(lo, hi, lo_x, hi_x, intege
             break
         assert m.accept_token(t)
         text += _BYTE_TOKS[t]
+
+
+def test_shared_mask_cache_across_grammars_equals_cold_masks():
+    """Number states key the vocabulary-wide mask cache by their encoded form: a second grammar
+    with the same range reuses masks the first one stored, and they equal freshly walked ones."""
+    import numpy as np
+    entry = get("deepseek")
+    warm_info = stencil.TokenizerInfo.from_huggingface(entry.hf)
+    schemas = [{"type": "object", "properties": {"n": {"type": "number", "minimum": 5}}, "required": ["n"]},
+               {"type": "array", "items": {"type": "number", "minimum": 5}}]
+    texts = ['{"n": 50e-1}', '[1e1, 0.5e1, 12345e-3]']
+
+    def masks(info, schema, text):
+        g = stencil.GrammarCompiler(info).compile_json_schema(schema)
+        m, out = stencil.Matcher(g), []
+        bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+        for t in entry.hf.encode(text, add_special_tokens=False).ids:
+            m.fill_next_token_bitmask(bm, 0)
+            out.append(bm[0].copy())
+            assert m.accept_token(t)
+        return out
+    for schema, text in zip(schemas, texts):
+        warm = masks(warm_info, schema, text)
+        cold = masks(stencil.TokenizerInfo.from_huggingface(entry.hf), schema, text)
+        assert all(np.array_equal(a, b) for a, b in zip(warm, cold))
+    assert warm_info._vocab.shared_mask_entries > 0
