@@ -145,6 +145,20 @@ def test_masks_agree_with_accepting_each_token(compiler):
         assert m.is_accepting()
 
 
+def test_corrupted_serialized_number_states_never_crash():
+    import numpy as np
+    data = _grammar(D("-2.5"), True, D("1e3"), False, False).serialize()
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        arr = bytearray(data)
+        for i in rng.integers(8, len(arr), size=3):
+            arr[i] = int(rng.integers(0, 256))
+        try:
+            stencil.Grammar.deserialize(bytes(arr))
+        except stencil.GrammarError:
+            pass
+
+
 # -- properties against exact decimal arithmetic -------------------------------------------------
 _digits = st.text("0123456789", min_size=1, max_size=3)
 
