@@ -189,17 +189,37 @@ size_t decision_point(const std::string& t, const std::string& bound) {
 // each would cost the lexer a mask walk.
 void forget_decided_digits(NumberState& s, const MagRange& r) {
   size_t keep = 0;
-  for (const Dec* b : {r.has_lo ? &r.lo : nullptr, r.has_hi ? &r.hi : nullptr}) {
-    if (!b) continue;
-    const size_t i = decision_point(s.digits, b->d);
-    if (i == std::string::npos) return;  // still on the bound's digits: every digit counts
-    keep = std::max(keep, i + 1);
-  }
-  if (!s.spec.integer) {
-    s.digits.resize(std::max<size_t>(keep, 1));
-    return;
+  const Dec* bounds[2] = {r.has_lo ? &r.lo : nullptr, r.has_hi ? &r.hi : nullptr};
+  size_t at[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    if (!bounds[k]) continue;
+    at[k] = decision_point(s.digits, bounds[k]->d);
+    if (at[k] == std::string::npos) return;  // still on the bound's digits: every digit counts
+    keep = std::max(keep, at[k] + 1);
   }
   const size_t u = trim_zeros(s.digits).size();
+  const size_t last = keep - 1;
+  // The deciding digit itself only matters by its side of the bounds' digits there: take the
+  // least digit on the same sides (non-zero where a zero would change the significant digits).
+  if (!s.spec.integer || last + 1 < u || (last + 1 == u)) {
+    const bool nonzero = last == 0 || (s.spec.integer && last + 1 == u);
+    for (char d = nonzero ? '1' : '0'; d <= '9'; ++d) {
+      bool same = true;
+      for (int k = 0; k < 2 && same; ++k) {
+        if (!bounds[k] || at[k] != last) continue;
+        const char b = last < bounds[k]->d.size() ? bounds[k]->d[last] : '0';
+        same = (d < b) == (s.digits[last] < b) && d != b;
+      }
+      if (same) {
+        s.digits[last] = d;
+        break;
+      }
+    }
+  }
+  if (!s.spec.integer) {
+    s.digits.resize(keep);
+    return;
+  }
   if (keep < u) s.digits = s.digits.substr(0, keep) + std::string(u - keep, '1') + std::string(s.digits.size() - u, '0');
 }
 
