@@ -184,3 +184,28 @@ def test_range_beside_multiple_of_keeps_the_exponent_rule(compiler):
 def test_complement_of_a_range_keeps_working(compiler):
     g = compiler.compile_grammar(json_schema_grammar({"type": "number", "not": {"minimum": 5}}))
     assert _accepts(g, "4.5") and not _accepts(g, "5") and not _accepts(g, "7")
+
+
+def _integral(v):
+    return v == v.to_integral_value()
+
+
+_EXP_TEXTS = ["50e-1", "49e-1", "1e1", "3e0", "4e0", "-1e1", "-10e-1", "0.3e1", "30e-1", "1.5e1", "2e0", "-2.5e0",
+              "1.1e1", "0.1e2", "10e-1", "-0e3", "1e-1", "15e-1", "-3e0", "-30E-1", "0.99999e1"]
+
+
+@pytest.mark.parametrize("schema,want", [
+    ({"type": "number", "not": {"minimum": 5}}, lambda v: v < 5),
+    ({"type": "number", "maximum": 10, "not": {"minimum": 5}}, lambda v: v < 5),
+    ({"type": "integer", "not": {"maximum": 3}}, lambda v: v > 3 and _integral(v)),
+    ({"oneOf": [{"type": "number", "minimum": 0}, {"type": "number", "maximum": 10}]}, lambda v: v < 0 or v > 10),
+    ({"type": "number", "anyOf": [{"maximum": -1}, {"minimum": 1, "exclusiveMaximum": 2}]},
+     lambda v: v <= -1 or 1 <= v < 2),
+    ({"type": "number", "if": {"minimum": 3}, "then": {"type": "integer"}, "else": {"exclusiveMaximum": -2}},
+     lambda v: (v >= 3 and _integral(v)) or v < -2),
+])
+def test_complements_and_unions_of_ranges_are_exact(compiler, schema, want):
+    # Each alternative is one exact number range: `not: {minimum: 5}` once accepted 50e-1 (= 5).
+    g = compiler.compile_grammar(json_schema_grammar(schema))
+    bad = [t for t in TEXTS + _EXP_TEXTS if _accepts(g, t) != want(D(t))]
+    assert bad == []

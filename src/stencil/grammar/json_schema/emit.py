@@ -24,7 +24,7 @@ import re
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json_schema.arrays import emit_array
 from stencil.grammar.json_schema.formulas import FALSE, TRUE
-from stencil.grammar.json_schema.numbers import JsonNumbers
+from stencil.grammar.json_schema.numbers import JsonNumbers, range_union
 from stencil.grammar.json_schema.objects import emit_object
 from stencil.grammar.json_schema.strings import JsonStrings
 from stencil.grammar.json_value import spaced_punctuation, string_expr, whitespace_expr
@@ -44,9 +44,10 @@ class Scalars:
 
     # -- numbers ----------------------------------------------------------------------------------
     def number(self, f, exact: bool = True) -> int:
-        """The number lexeme of formula ``f``. ``exact``: a range alone may be the core's
-        number-range expression (exponent forms compared exactly); under ``not`` and inside
-        intersections the regex form is used, whose emptiness and complement stay decidable."""
+        """The number lexeme of formula ``f``. ``exact``: a formula of ranges, their complements
+        and integrality is a union of the core's number-range expressions (exponent forms compared
+        exactly); other formulas (multipleOf, draft 4 integers) take the regex forms, under whose
+        complements and intersections emptiness stays decidable."""
         key = (f, exact)
         e = self._num.get(key)
         if e is None:
@@ -55,6 +56,9 @@ class Scalars:
 
     def _number(self, f, exact: bool) -> int:
         b, nums = self.b, self.numbers
+        alts = range_union(f) if exact else None
+        if alts is not None:   # ranges, their complements and integrality: exact in every spelling
+            return b.re_or([nums.exact_range(*a) for a in alts]) if alts else b.re_nothing()
         k = f[0]
         if k == "T":
             return nums.any()
@@ -84,8 +88,6 @@ class Scalars:
                 mults.append(x[1])
             else:
                 others.append(x)
-        if exact and not plain and not mults and not others:
-            return nums.exact_range(lo, lo_x, hi, hi_x, integer)
         base = nums.range(lo, lo_x, hi, hi_x, integer, plain)
         parts = [base] + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
         return parts[0] if len(parts) == 1 else b.re_and(parts)

@@ -37,7 +37,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from stencil._core import GrammarError
 from stencil.grammar.json_value import number_expr
 
-__all__ = ["JsonNumbers", "decimal_parts", "MAX_RESIDUE_STATES"]
+__all__ = ["JsonNumbers", "decimal_parts", "range_union", "MAX_RESIDUE_STATES"]
 
 #: most residue states of a minimized divisibility automaton (one prime-power factor of a
 #: multipleOf numerator; 11, 13, 16, 23, 64, 125 pass, 37 and 128 do not): past that, the
@@ -78,6 +78,60 @@ def _factor(n: int) -> list[int]:
     if n > 1:
         out.append(n)
     return out
+
+
+_ALL = (None, False, None, False, False)
+
+
+def _intersect(a: tuple, b: tuple) -> tuple:
+    """Two alternatives (lo, lo_excl, hi, hi_excl, integer) met: the tighter bound on each side."""
+    lo, lx, hi, hx = a[:4]
+    l, l_x, h, h_x = b[:4]
+    if l is not None and (lo is None or l > lo or (l == lo and l_x)):
+        lo, lx = l, l_x
+    if h is not None and (hi is None or h < hi or (h == hi and h_x)):
+        hi, hx = h, h_x
+    return (lo, lx, hi, hx, a[4] or b[4])
+
+
+def _empty(a: tuple) -> bool:
+    lo, lx, hi, hx, _ = a
+    return lo is not None and hi is not None and (lo > hi or (lo == hi and (lx or hx)))
+
+
+def range_union(f, limit: int = 16):
+    """The number formula ``f`` (see formulas.py) as a union of ranges, each alternative
+    ``(lo, lo_excl, hi, hi_excl, integer)``, when it is built from ranges, their complements and
+    ``int`` by unions and intersections (at most ``limit`` alternatives); None otherwise
+    (``multipleOf``, draft 4 integers, the complement of ``int``). Each alternative is then one
+    exact number-range expression: ``not: {minimum: 5}`` rejects ``50e-1`` exactly."""
+    k = f[0]
+    if k == "T":
+        return [_ALL]
+    if k == "F":
+        return []
+    if k == "range":
+        return [(*f[1:], False)]
+    if k == "int":
+        return [(None, False, None, False, True)]
+    if k == "not" and f[1][0] == "range":
+        _, lo, lx, hi, hx = f[1]
+        out = [] if lo is None else [(None, False, lo, not lx, False)]
+        return out + ([] if hi is None else [(hi, not hx, None, False, False)])
+    if k not in ("or", "and"):
+        return None
+    parts = [range_union(x, limit) for x in f[1]]
+    if any(p is None for p in parts):
+        return None
+    if k == "or":
+        out = [a for p in parts for a in p]
+    else:
+        out = [_ALL]
+        for p in parts:
+            out = [m for a in out for b in p if not _empty(m := _intersect(a, b))]
+            if len(out) > limit:
+                return None
+    return out if len(out) <= limit else None
 
 
 def _integral_bound(v: Decimal, lower: bool, exclusive: bool) -> Decimal:
