@@ -12,8 +12,12 @@ schema spells (``0.1`` is one tenth, not the nearest double). ``-0`` is zero.
 ``integer`` (draft 6+) is value-based as the specification says: ``1.0``, ``1e3`` and ``1.5e1``
 are integers; draft 4's integers are written without fraction or exponent (``plain``).
 
-Where a range meets other constraints (``multipleOf``, ``not``, combinations), the digit-level
-regular languages below are used instead (:meth:`JsonNumbers.range`): a range becomes comparisons
+Unions, intersections and complements of ranges (``anyOf``, ``not: {minimum: 5}``, ``oneOf``),
+with or without ``integer``, are unions of such ranges (:func:`range_union`), exact as well.
+
+Where a range meets ``multipleOf`` or a draft 4 integer, or sits under the complement of
+``integer``, the digit-level regular languages below are used instead (:meth:`JsonNumbers.range`),
+under whose complements and intersections emptiness stays decidable: a range becomes comparisons
 of the integer part and of the fraction digits with the bound's decimal digits, exact on plain
 decimals; there exponent forms are accepted only where no comparison is needed: a zero mantissa
 (the value 0) when 0 is in range, and any positive (negative) mantissa when the range holds every
