@@ -180,7 +180,7 @@ class Target:
     def __init__(self, kind: str, source: Any, system: str | None, default_prompt: str,
                  check: Callable[[str], str] | None = None):
         self.kind, self.source, self.system, self.default_prompt, self.check = kind, source, system, default_prompt, check
-        self.options: dict = {}  # JSON Schema compile options (whitespace, string_spelling)
+        self.options: dict = {}  # JSON Schema compile options (whitespace, string/number spelling)
 
 
 def make_target(args) -> Target:
@@ -196,6 +196,9 @@ def make_target(args) -> Target:
         # Strings and property names in their plain spelling only: declared keys become forced
         # text, and a small model cannot wander into \u escapes.
         target.options["string_spelling"] = "plain"
+        # Numbers without exponent: with every spelling, "2000" stays open under maximum 5
+        # (2000e-3 is 2) and a small model may write zeros until the token budget runs out.
+        target.options["number_spelling"] = "plain"
     return target
 
 

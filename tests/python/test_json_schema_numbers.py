@@ -209,3 +209,19 @@ def test_complements_and_unions_of_ranges_are_exact(compiler, schema, want):
     g = compiler.compile_grammar(json_schema_grammar(schema))
     bad = [t for t in TEXTS + _EXP_TEXTS if _accepts(g, t) != want(D(t))]
     assert bad == []
+
+
+def test_plain_number_spelling_is_the_plain_subset(compiler):
+    """number_spelling="plain" (what the CLI generates with): no exponent, integers without a
+    fraction, exact on those forms; every text it accepts is valid."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 5},
+                                               "x": {"type": "number", "exclusiveMinimum": 0.5, "not": {"minimum": 3}}}}
+    g = compiler.compile_grammar(json_schema_grammar(schema, number_spelling="plain"))
+    ok = ['{"n": 2}', '{"n": 5}', '{"x": 0.51}', '{"x": 2.999}', '{"x": 1}']
+    no = ['{"n": 2.0}', '{"n": 2000e-3}', '{"n": 6}', '{"x": 0.5}', '{"x": 3}', '{"x": 1e0}', '{"x": 3.0}']
+    assert [t for t in ok if not _accepts(g, t)] == []
+    assert [t for t in no if _accepts(g, t)] == []
+    m = stencil.Matcher(g)
+    assert m.accept_string('{"n": 2') and not m.accept_string("0")   # 20... stays closed
+    with pytest.raises(stencil.GrammarError, match="number_spelling"):
+        json_schema_grammar(schema, number_spelling="short")

@@ -35,9 +35,10 @@ __all__ = ["Emitter", "Scalars"]
 class Scalars:
     """Number and string formulas as regular expressions (memoized per builder)."""
 
-    def __init__(self, b, plain_strings: bool = False):
+    def __init__(self, b, plain_strings: bool = False, plain_numbers: bool = False):
         self.b = b
         self.strings = JsonStrings(b, plain_strings)
+        self.plain_numbers = plain_numbers
         self.numbers = JsonNumbers(b)
         self._num: dict = {}
         self._str: dict = {}
@@ -58,7 +59,8 @@ class Scalars:
         b, nums = self.b, self.numbers
         alts = range_union(f) if exact else None
         if alts is not None:   # ranges, their complements and integrality: exact in every spelling
-            return b.re_or([nums.exact_range(*a) for a in alts]) if alts else b.re_nothing()
+            make = nums.plain_range if self.plain_numbers else nums.exact_range
+            return b.re_or([make(*a) for a in alts]) if alts else b.re_nothing()
         k = f[0]
         if k == "T":
             return nums.any()
@@ -88,7 +90,7 @@ class Scalars:
                 mults.append(x[1])
             else:
                 others.append(x)
-        base = nums.range(lo, lo_x, hi, hi_x, integer, plain)
+        base = nums.range(lo, lo_x, hi, hi_x, integer, plain or self.plain_numbers)
         parts = [base] + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
@@ -151,7 +153,7 @@ class Emitter:
         self.b = b
         self.ctx = ctx
         self.options = ctx.options
-        self.scalars = Scalars(b, self.options.string_spelling == "plain")
+        self.scalars = Scalars(b, self.options.string_spelling == "plain", self.options.number_spelling == "plain")
         self.strings = self.scalars.strings
         self._rules: dict = {}
         self._queue: list = []

@@ -215,6 +215,17 @@ class JsonNumbers:
                 None if lo is None else str(lo), lo_excl, None if hi is None else str(hi), hi_excl, integer)
         return e
 
+    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+        """Numbers in the range written without exponent, integers without fraction (the
+        ``number_spelling="plain"`` option): a subset of the valid texts, exact on those forms."""
+        return self.range(lo, lo_excl, hi, hi_excl, integer, plain=True)
+
+    def plain_number(self) -> int:
+        """-?(0|[1-9][0-9]*)(\\.[0-9]+)?: a number written without exponent."""
+        if "plain_num" not in self._memo:
+            self._memo["plain_num"] = self.b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_ANY])
+        return self._memo["plain_num"]
+
     def plain_integer(self) -> int:
         """-?(0|[1-9][0-9]*): an integer written without fraction or exponent (draft 4)."""
         if "plain" not in self._memo:
@@ -366,12 +377,13 @@ class JsonNumbers:
         return e
 
     def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool, plain: bool = False) -> int:
-        """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded). ``plain`` (with
-        ``integer``): only integers written without fraction or exponent (draft 4), the same
-        language as the range AND -?(0|[1-9][0-9]*) but with no boolean lexeme."""
-        plain = plain and integer
+        """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded). ``plain``: only
+        texts without exponent, and integers without fraction (draft 4), the same language as the
+        range AND -?(0|[1-9][0-9]*) but with no boolean lexeme."""
         if lo is None and hi is None:
-            return self.plain_integer() if plain else self.integer() if integer else self.any()
+            if plain:
+                return self.plain_integer() if integer else self.plain_number()
+            return self.integer() if integer else self.any()
         key = ("range", lo, lo_excl, hi, hi_excl, integer, plain)
         e = self._memo.get(key)
         if e is not None:
@@ -415,7 +427,7 @@ class JsonNumbers:
                 if integer and len(conds) == 2:
                     conds = [self._int_interval_text(int(-hi), int(-lo), tail)]
                 parts.append(b.re_concat([self.MINUS, b.re_and(conds) if conds else unsigned]))
-        if plain:   # exponent forms are not plain integers
+        if plain:   # exponent forms are not plain
             e = b.re_or(parts) if parts else b.re_nothing()
             self._memo[key] = e
             return e

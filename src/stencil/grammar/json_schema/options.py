@@ -16,6 +16,10 @@
   short escapes but ``\\/``, and ``\\u00xx`` for the other controls; implies plain keys). What a
   model should write, and far smaller lexers for patterns and formats, whose characters otherwise
   each carry their ``\\uXXXX`` spellings.
+- ``number_spelling``: ``"any"`` (default: every JSON spelling of a number, compared with the
+  bounds exactly: under ``maximum: 5``, ``2000e-3`` is 2) or ``"plain"`` (numbers without an
+  exponent, integers without a fraction: a subset of the valid texts, the one to generate with,
+  since a small model that starts ``2000`` under ``maximum: 5`` may only go on with zeros).
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
@@ -48,6 +52,7 @@ class Options:
     assert_content: bool = False
     key_spelling: str = "any"
     string_spelling: str = "any"
+    number_spelling: str = "any"
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -64,6 +69,8 @@ class Options:
             raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
         if o.string_spelling not in ("any", "plain"):
             raise GrammarError(f"string_spelling must be 'any' or 'plain', got {o.string_spelling!r}")
+        if o.number_spelling not in ("any", "plain"):
+            raise GrammarError(f"number_spelling must be 'any' or 'plain', got {o.number_spelling!r}")
         if o.property_order not in ("definition", "any"):
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
         if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
