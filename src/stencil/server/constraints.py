@@ -9,8 +9,9 @@ from stencil.server.protocol import RequestError
 from stencil.server.toolcalls import END, TRIGGER
 
 #: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
-#: token budget on newlines
-JSON = {"whitespace": "compact"}
+#: token budget on newlines; numbers in plain spelling (no exponent, integers without a fraction),
+#: always valid, and a small model cannot run on in `2000.000...` under `maximum: 5`
+JSON = {"whitespace": "compact", "number_spelling": "plain"}
 
 
 @dataclass
