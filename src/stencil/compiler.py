@@ -131,14 +131,14 @@ class GrammarCompiler:
 
         Options: ``whitespace`` ("flexible", "compact" or an indentation), ``max_whitespace_run``,
         ``property_order`` ("definition" or "any"), ``lenient``, ``registry`` ({uri: schema} for
-        ``$ref``), ``info`` (a ``stencil.grammar.json_schema.SchemaInfo`` to fill with what was
+        ``$ref``), ``info`` (a ``stencil.grammar.json.schema.SchemaInfo`` to fill with what was
         ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer.
 
         Example::
 
             g = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
         """
-        from stencil.grammar.json_schema import json_schema_grammar
+        from stencil.grammar.json.schema import json_schema_grammar
         return self.compile_grammar(json_schema_grammar(schema, **options))
 
     @_limited
@@ -161,7 +161,7 @@ class GrammarCompiler:
 
             g = compiler.compile_json(whitespace="compact")
         """
-        from stencil.grammar.json_schema import json_schema_grammar
+        from stencil.grammar.json.schema import json_schema_grammar
         return self.compile_grammar(json_schema_grammar(True, **options))
 
     # -- grammar front-ends: Lark, GBNF, choices, reasoning and tool-call formats --------------
@@ -169,14 +169,14 @@ class GrammarCompiler:
     def compile_lark(self, text: str, **options) -> CompiledGrammar:
         """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
         ``<[id]>``, ``%json {schema}``, ``%regex {options}``, ``name[lazy]`` and
-        ``name[stop="..."]`` rules (see ``stencil.grammar.lark``). Options: ``start``,
+        ``name[stop="..."]`` rules (see ``stencil.grammar.ebnf.lark``). Options: ``start``,
         ``unused`` ("warn", "error" or "ignore"), ``json_options``.
 
         Example::
 
             g = compiler.compile_lark('start: "yes" | "no"')
         """
-        from stencil.grammar.lark import lark_grammar
+        from stencil.grammar.ebnf.lark import lark_grammar
         return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **options))
 
     @_limited
@@ -188,7 +188,7 @@ class GrammarCompiler:
 
             g = compiler.compile_gbnf('root ::= [0-9]+ ("." [0-9]+)?')
         """
-        from stencil.grammar.gbnf import gbnf_grammar
+        from stencil.grammar.ebnf.gbnf import gbnf_grammar
         return self.compile_grammar(gbnf_grammar(text, tokens=self._token_table(), **options))
 
     @_limited
@@ -215,9 +215,9 @@ class GrammarCompiler:
 
             g = compiler.compile_reasoning_json({"type": "object"}, end="</think>")
         """
-        from stencil.grammar.ebnf import Namespaced
-        from stencil.grammar.formats import reasoning_then
-        from stencil.grammar.json_schema import build_json_schema
+        from stencil.grammar.ebnf.ast import Namespaced
+        from stencil.grammar.triggers import reasoning_then
+        from stencil.grammar.json.schema import build_json_schema
         b = GrammarBuilder()
         answer = build_json_schema(Namespaced(b, "answer/"), schema, **json_options)
         rule = reasoning_then(b, answer, begin=self._marker(begin), end=self._marker(end), optional=optional)
@@ -263,7 +263,7 @@ class GrammarCompiler:
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
         "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
         a special token's text stands for the token). Options (see
-        ``stencil.grammar.formats.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
+        ``stencil.grammar.triggers.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
         ``name_key``, ``args_key``, ``json_options``, and ``reasoning=(begin, end)`` to put a
         reasoning block first.
 
@@ -279,7 +279,7 @@ class GrammarCompiler:
                                 "(the format fixes the call text)")
             json_options = options.pop("json_options", None) or {}
             return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
-        from stencil.grammar.formats import reasoning_then, tool_calls
+        from stencil.grammar.triggers import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()
         rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **options)
@@ -289,7 +289,7 @@ class GrammarCompiler:
         return self.compile_grammar(b.build(rule))
 
     def _token_table(self):
-        from stencil.grammar.ebnf import TokenTable
+        from stencil.grammar.ebnf.ast import TokenTable
         tok = self.tokenizer_info
         return TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes,
                           vocab_size=tok.vocab_size)

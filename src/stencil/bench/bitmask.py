@@ -47,7 +47,7 @@ def json_masks(vocab_limit: int) -> list[tuple[str, np.ndarray]]:
         info, _ = load_tokenizer("deepseek")
     except Exception:  # the tokenizer package is optional here
         return []
-    from stencil.grammar.json_value import json_value
+    from stencil.grammar.json.value import json_value
     b = stencil.GrammarBuilder()
     g = stencil.GrammarCompiler(info).compile_grammar(b.build(json_value(b)))
     out = []

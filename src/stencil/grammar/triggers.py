@@ -20,7 +20,10 @@ import json
 from typing import Optional, Sequence, Union
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf import Namespaced
+from stencil.grammar.ebnf.ast import Namespaced
+from stencil.grammar.json.schema import build_json_schema
+from stencil.grammar.json.schema.core.options import Options
+from stencil.grammar.json.value import spaced_punctuation
 
 __all__ = ["Marker", "marker", "text_until", "text_without", "reasoning_then", "tool_calls",
            "tool_specs"]
@@ -122,9 +125,6 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
     output may also be plain text without the trigger. Each tool's arguments are compiled from its
     own schema (its ``$ref``/``$defs`` resolve against it), and the name fixes which one applies.
     """
-    from stencil.grammar.json_schema import build_json_schema
-    from stencil.grammar.json_schema.options import Options
-    from stencil.grammar.json_value import spaced_punctuation
 
     if max_calls is not None and max_calls < 1:
         raise GrammarError("max_calls must be at least 1 (or None for any number)")

@@ -2,7 +2,7 @@
 
 Both syntaxes parse into the same small tree: rules whose bodies are sequences, alternatives and
 repetitions over references to other rules, terminal pieces (regex ASTs from
-:mod:`stencil.grammar.regex_ast`), token references and embedded JSON Schemas. Each front-end then
+:mod:`stencil.grammar.regex.ast`), token references and embedded JSON Schemas. Each front-end then
 decides what becomes a lexeme (Lark: every terminal; GBNF: maximal regular pieces) and emits the
 result into a ``stencil.GrammarBuilder``. Every node remembers where it was written, so an error
 can say "line 3, column 7".
@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
+from stencil.grammar.regex.ast import Nothing
 
 __all__ = [
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
@@ -199,7 +200,6 @@ def _productive(node: Node, ok: Callable[[str], bool]) -> bool:
 
 
 def _is_nothing(regex) -> bool:
-    from stencil.grammar.regex_ast import Nothing
     return isinstance(regex, Nothing)
 
 

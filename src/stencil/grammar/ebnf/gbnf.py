@@ -22,7 +22,7 @@ A special token matches only that token; an ordinary token stands for its text. 
 not kept: ``!<[id]>`` matches one or more characters (grammars here are over text, not tokens).
 
 Whole GBNF grammars are character level, which stencil's greedy lexer would get wrong if it
-merged the wrong pieces; :mod:`stencil.grammar.gbnf_lexemes` decides what becomes a lexeme so that
+merged the wrong pieces; :mod:`stencil.grammar.ebnf.gbnf_lexemes` decides what becomes a lexeme so that
 the language stays exactly the one written.
 
 Example::
@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar import regex_unicode as U
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
 
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
@@ -400,8 +400,8 @@ def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str 
     """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
     it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
     ``prefix``, so several grammars can share one builder."""
-    from stencil.grammar.ebnf import Namespaced
-    from stencil.grammar.gbnf_lexemes import emit_character_grammar
+    from stencil.grammar.ebnf.ast import Namespaced
+    from stencil.grammar.ebnf.gbnf_lexemes import emit_character_grammar
 
     g = parse_gbnf(text)
     g.start = start

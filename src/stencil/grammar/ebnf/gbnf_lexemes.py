@@ -11,7 +11,7 @@ lexemes carelessly changes the language: with ``x ::= "a"+ | "(" y ")"`` and ``y
 2. In the other rules, every maximal run of regular pieces in a sequence becomes one lexeme;
    everything else becomes rules.
 3. Greedy-safety check: for lexemes X and Y that the parser may allow at the same moment
-   (:mod:`stencil.grammar.greedy` finds them over LR(1) item sets, so that contexts that never
+   (:mod:`stencil.grammar.ebnf.greedy` finds them over LR(1) item sets, so that contexts that never
    meet are not mixed; past a work budget it falls back to FOLLOW sets), with C the characters
    that may follow X there: if some non-empty word w of X and some c in C (up to its UTF-8 first
    byte) make w·c the start of a word of Y, a greedy lexer could run past the end of X, so Y is
@@ -37,12 +37,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar import regex_unicode as U
-from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
                                   TokenTable, refs_of, resolve_tokens)
-from stencil.grammar.greedy import unsafe_lexemes
-from stencil.grammar.nfa import can_run_into, first_chars, intersects, ranges_intersect
+from stencil.grammar.ebnf.greedy import unsafe_lexemes
+from stencil.grammar.regex.nfa import can_run_into, first_chars, intersects, ranges_intersect
 from stencil.grammar.regex import build_regex
 
 __all__ = ["emit_character_grammar", "ANY_TEXT"]

@@ -1,6 +1,6 @@
 """Which lexemes could a greedy lexer run past? A context-aware answer over LR(1) item sets.
 
-The GBNF front-end (:mod:`stencil.grammar.gbnf_lexemes`) asks: for lexemes X and Y that the
+The GBNF front-end (:mod:`stencil.grammar.ebnf.gbnf_lexemes`) asks: for lexemes X and Y that the
 parser may allow at the same moment, can a word of X followed by a character that may come next
 keep Y alive? The question needs to know which lexemes are allowed together and what may follow
 each, and a context-free FOLLOW set mixes contexts that never meet (the "," of a JSON array and
@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from collections import deque
 from typing import Callable, Optional
+
+from stencil.grammar.regex.nfa import ranges_intersect
+from stencil.grammar.regex.unicode import normalize
 
 __all__ = ["unsafe_lexemes"]
 
@@ -237,7 +240,6 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
             for k in after(q, x)[0]:
                 for y in allowed[k]:
                     acc.extend(lex_first[y])
-            from stencil.grammar.regex_unicode import normalize
             chars_cache[key] = normalize(acc)
         return chars_cache[key]
 
@@ -293,5 +295,4 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
 
 
 def _meet(a, b) -> bool:
-    from stencil.grammar.nfa import ranges_intersect
     return ranges_intersect(a, b)

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 from typing import Union
 
-from stencil.grammar import regex_unicode as U
-from stencil.grammar.regex_ast import (ANCHOR_END, ANCHOR_START, EMPTY, NOTHING, Alt, AnchorEnd,
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, EMPTY, NOTHING, Alt, AnchorEnd,
                                        AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
                                        RegexNode, Repeat, alt, children, concat, nullable,
                                        postorder, repeat)
-from stencil.grammar.regex_parser import (MAX_NESTING_DEPTH, MAX_PATTERN_LENGTH, MAX_REPEAT,
+from stencil.grammar.regex.parser import (MAX_NESTING_DEPTH, MAX_PATTERN_LENGTH, MAX_REPEAT,
                                           regex_error)
-from stencil.grammar.regex_parser import parse as _parse
+from stencil.grammar.regex.parser import parse as _parse
 
 __all__ = [
     "parse_regex", "build_regex", "split_anchors", "RegexNode", "Nothing", "Empty", "Literal",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from stencil.grammar.regex_unicode import Ranges, normalize
+from stencil.grammar.regex.unicode import Ranges, normalize
 
 
 @dataclass(frozen=True, slots=True)

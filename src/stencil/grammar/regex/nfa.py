@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar import regex_unicode as U
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
 
 __all__ = ["can_run_into", "intersects", "lead_byte_closure", "first_chars", "ranges_intersect"]
 

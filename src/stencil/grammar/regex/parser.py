@@ -1,5 +1,5 @@
 """Parser for the regex dialect of stencil: ECMA-262 (as in JSON Schema ``pattern``) plus the
-Python-only forms. Produces the AST of :mod:`stencil.grammar.regex_ast`.
+Python-only forms. Produces the AST of :mod:`stencil.grammar.regex.ast`.
 
 The parser is a single left-to-right loop with an explicit stack of open groups, so nesting depth
 never turns into Python recursion; input size, nesting depth and repetition counts are capped.
@@ -12,8 +12,8 @@ from typing import Optional
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar import regex_unicode as U
-from stencil.grammar.regex_ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
                                        char_class, concat, repeat)
 
 MAX_PATTERN_LENGTH = 1_000_000

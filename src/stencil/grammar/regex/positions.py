@@ -14,10 +14,10 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.regex_ast import (Alt, AnchorEnd, AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
+from stencil.grammar.regex.ast import (Alt, AnchorEnd, AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
                                        Repeat, RegexNode, postorder)
-from stencil.grammar.nfa import ranges_intersect
-from stencil.grammar.regex_unicode import normalize
+from stencil.grammar.regex.nfa import ranges_intersect
+from stencil.grammar.regex.unicode import normalize
 
 __all__ = ["positions", "surely_disjoint"]
 

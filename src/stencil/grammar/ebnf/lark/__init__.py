@@ -7,7 +7,7 @@ Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer
 ``<[12]>`` / ``<[1,5-7]>`` (by id); ``%json {schema}`` embeds a JSON Schema as a rule;
 ``%regex {options}`` terminals with length bounds and forbidden substrings; ``name[lazy]`` and
 ``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text up to a stop string or token.
-See :mod:`stencil.grammar.lark.parser` for the full syntax.
+See :mod:`stencil.grammar.ebnf.lark.parser` for the full syntax.
 
 Example::
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar.ebnf import EbnfGrammar, TokenTable, check_grammar
-from stencil.grammar.lark.emit import emit_lark
-from stencil.grammar.lark.parser import parse_lark_syntax
-from stencil.grammar.lark.terminals import resolve
+from stencil.grammar.ebnf.ast import EbnfGrammar, TokenTable, check_grammar
+from stencil.grammar.ebnf.lark.emit import emit_lark
+from stencil.grammar.ebnf.lark.parser import parse_lark_syntax
+from stencil.grammar.ebnf.lark.terminals import resolve
 
 __all__ = ["lark_grammar", "build_lark", "parse_lark"]
 
@@ -44,7 +44,7 @@ def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str 
     """Add the rules of a Lark grammar to builder ``b`` and return its start rule. Rule names
     get ``prefix``, so several grammars can share one builder (``%ignore`` terms, though, apply
     to the whole builder's grammar)."""
-    from stencil.grammar.ebnf import Namespaced
+    from stencil.grammar.ebnf.ast import Namespaced
 
     g = parse_lark(text, start=start, unused=unused)
     return emit_lark(Namespaced(b, prefix) if prefix else b, g, tokens, json_options)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Namespaced, Node, Ref, Rep, Seq, Term,
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Namespaced, Node, Ref, Rep, Seq, Term,
                                   TokenRef, TokenTable, resolve_tokens)
-from stencil.grammar.gbnf_lexemes import ANY_TEXT
-from stencil.grammar.lark.terminals import term_expr
+from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
+from stencil.grammar.ebnf.lark.terminals import term_expr
 from stencil.grammar.regex import build_regex
 
 __all__ = ["emit_lark"]
@@ -76,9 +76,9 @@ class _Emitter:
 
     def json(self, node: JsonSchema) -> int:
         try:
-            from stencil.grammar.json_schema import build_json_schema
+            from stencil.grammar.json.schema import build_json_schema
         except ImportError:
-            raise self.g.error("%json needs the JSON Schema front-end (stencil.grammar.json_schema), "
+            raise self.g.error("%json needs the JSON Schema front-end (stencil.grammar.json.schema), "
                                "which is not available in this installation", node.pos) from None
         from stencil._core import GrammarError
         try:
@@ -100,7 +100,7 @@ class _Emitter:
 
 
 def _describe(t: Term) -> str:
-    from stencil.grammar import regex_ast as R
+    from stencil.grammar.regex import ast as R
     if isinstance(t.regex, R.Literal):
         return '"' + t.regex.text + '"'
     return "regex"

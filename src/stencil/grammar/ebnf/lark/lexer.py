@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stencil.grammar.ebnf import Source
+from stencil.grammar.ebnf.ast import Source
 from stencil.grammar.deadline import check_deadline
 
 __all__ = ["Token", "tokenize"]

@@ -1,4 +1,4 @@
-"""Parse Lark grammar text into the shared grammar AST (:mod:`stencil.grammar.ebnf`).
+"""Parse Lark grammar text into the shared grammar AST (:mod:`stencil.grammar.ebnf.ast`).
 
 Statements: rule and terminal definitions (``name: ...``, ``NAME: ...``, with ``?``/``!``
 prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored), ``%ignore``, ``%import
@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar import regex_unicode as U
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
-from stencil.grammar.gbnf import parse_id_list
-from stencil.grammar.lark.lexer import Token, tokenize
+from stencil.grammar.ebnf.ast import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
+from stencil.grammar.ebnf.gbnf import parse_id_list
+from stencil.grammar.ebnf.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
 
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
@@ -293,7 +293,7 @@ class _Parser:
             value = _json_blob(self.src, blob)
             if t.text == "%json":
                 return JsonSchema(value, pos=t.pos)
-            from stencil.grammar.lark.regex_ext import regex_options_term
+            from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
             return regex_options_term(self.src, value, t.pos)
         raise self.err(f"unexpected {t.text!r}", t.pos)
 

@@ -12,7 +12,7 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.ebnf import Source, Term
+from stencil.grammar.ebnf.ast import Source, Term
 from stencil.grammar.regex import build_regex
 
 __all__ = ["regex_options_term"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar.ebnf import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, RuleDef, Seq, Term,
+from stencil.grammar.regex import ast as R
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, RuleDef, Seq, Term,
                                   TokenRef, report_unused, walk)
-from stencil.grammar.lark.common import COMMON
-from stencil.grammar.lark.parser import LarkSyntax
+from stencil.grammar.ebnf.lark.common import COMMON
+from stencil.grammar.ebnf.lark.parser import LarkSyntax
 from stencil.grammar.regex import build_regex, parse_regex
 
 __all__ = ["resolve", "term_expr"]

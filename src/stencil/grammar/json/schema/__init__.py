@@ -1,12 +1,22 @@
 """JSON Schema (Draft 2020-12, with the keywords of 2019-09, 07, 06 and 04) to grammar IR.
 
-The schema is resolved (:mod:`.resolve`), each schema object normalized into a union over JSON
-types of per-type constraints (:mod:`.keywords`, :mod:`.compose`, :mod:`.model`), and the
-normalized schemas are emitted as rules (:mod:`.emit`): numbers and strings are single lexemes
-whose regexes carry every constraint exactly (:mod:`.numbers`, :mod:`.strings`, :mod:`.formats`),
-arrays and objects are rules (:mod:`.arrays`, :mod:`.objects`), with the core's completion checks
-for what no context-free grammar can say (unique items, duplicate keys, required keys in any
-order).
+Phases, one folder each, importing downwards only (core <- lang <- read <- emit):
+
+- ``core``: what all phases share: the normalized model (:mod:`.core.model`), number and string
+  formulas (:mod:`.core.formulas`) over the pattern and format languages (:mod:`.core.patterns`,
+  :mod:`.core.formats`), options and ``$ref`` resolution (:mod:`.core.resolve`);
+- ``lang``: scalar lexemes: numbers and strings as regexes that carry every constraint exactly
+  (:mod:`.lang.numbers`, :mod:`.lang.strings`, :mod:`.lang.scalars`);
+- ``read``: each schema object normalized into a union over JSON types of per-type constraints
+  (:mod:`.read.context` holds the compilation's state, :mod:`.read.types` dispatches keywords to
+  :mod:`.read.arrays`, :mod:`.read.objects` and :mod:`.read.compose`);
+- ``emit``: normalized schemas as rules (:mod:`.emit.emitter`, :mod:`.emit.arrays`,
+  :mod:`.emit.objects`), with the core's completion checks for what no context-free grammar can
+  say (unique items, duplicate keys, required keys in any order).
+
+A new keyword: its name in :mod:`.read.common` (``UNDERSTOOD``), its reading in the reader of its
+type, and, when the model needs a new field, that field in :mod:`.core.model` and its grammar in
+``emit``.
 
 Unsupported keywords raise :class:`stencil.GrammarError` naming the keyword and its JSON pointer;
 with ``lenient=True`` they are ignored and listed in a :class:`SchemaInfo`.
@@ -25,11 +35,11 @@ import json
 from dataclasses import dataclass, field
 
 from stencil._core import GrammarBuilder, GrammarError
-from stencil.grammar.json_schema.emit import Emitter
-from stencil.grammar.json_schema.keywords import Context
-from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, Unsupported
-from stencil.grammar.json_schema.options import Options
-from stencil.grammar.json_schema.resolve import Resolver, deepest_point
+from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, Unsupported
+from stencil.grammar.json.schema.core.options import Options
+from stencil.grammar.json.schema.core.resolve import Resolver, deepest_point
+from stencil.grammar.json.schema.emit.emitter import Emitter
+from stencil.grammar.json.schema.read.context import Context
 
 __all__ = ["build_json_schema", "json_schema_grammar", "SchemaInfo", "Options", "load_schema"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 from stencil._core import GrammarError
-from stencil.grammar.json_schema import SchemaInfo, json_schema_grammar, load_schema
-from stencil.grammar.json_schema.keywords import ANNOTATIONS, NOT_ENFORCEABLE, UNDERSTOOD
-from stencil.grammar.json_schema.resolve import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED
+from stencil.grammar.json.schema import SchemaInfo, json_schema_grammar, load_schema
+from stencil.grammar.json.schema.core.resolve import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED
+from stencil.grammar.json.schema.read.common import ANNOTATIONS, NOT_ENFORCEABLE, UNDERSTOOD
 
 __all__ = ["check_report"]
 

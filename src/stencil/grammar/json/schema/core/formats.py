@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from stencil.grammar.json_schema.strings import node_matches, pattern_node
-from stencil.grammar.regex_ast import alt
+from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
+from stencil.grammar.regex.ast import alt
 
 __all__ = ["format_spec", "format_matches", "SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS"]
 

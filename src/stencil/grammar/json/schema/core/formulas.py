@@ -21,6 +21,9 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import lru_cache
 
+from stencil.grammar.json.schema.core.formats import format_matches
+from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
+
 __all__ = ["TRUE", "FALSE", "f_and", "f_or", "f_not", "num_eval", "str_eval", "num_const", "str_consts",
            "num_consts"]
 
@@ -130,9 +133,7 @@ def str_eval(f, s: str) -> bool:
 @lru_cache(maxsize=1 << 16)
 def _regex_atom(f, s: str) -> bool:
     if f[0] == "pat":
-        from stencil.grammar.json_schema.strings import node_matches, pattern_node
         return node_matches(pattern_node(f[1]), s)
-    from stencil.grammar.json_schema.formats import format_matches
     return format_matches(f[1], s)
 
 

@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import Optional
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, num_const, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_and, f_not, f_or, num_const, str_eval
 
 __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupported", "ANY", "NONE",
            "TRUE_SUB", "FALSE_SUB", "ANY_ARR", "ANY_OBJ", "MAX_VARIANTS", "BOTH_BOOLS"]

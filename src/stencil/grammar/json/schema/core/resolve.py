@@ -26,7 +26,7 @@ from __future__ import annotations
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
-from stencil.grammar.json_schema.model import next_serial
+from stencil.grammar.json.schema.core.model import next_serial
 
 __all__ = ["Resolver", "Loc", "DEFAULT_BASE", "draft_of"]
 

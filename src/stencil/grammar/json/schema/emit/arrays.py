@@ -1,6 +1,4 @@
-"""Arrays: reading ``prefixItems``/``items``/``additionalItems``/``minItems``/``maxItems``/
-``contains``/``minContains``/``maxContains``/``uniqueItems`` into an :class:`~.model.ArrSpec`, and
-the grammar of an ArrSpec.
+"""Arrays: the grammar of an :class:`~..core.model.ArrSpec` (read by :mod:`..read.arrays`).
 
 The grammar is a counter automaton: the state after each item is (position, matches of each
 ``contains``), where the position is exact up to the largest index a keyword mentions and
@@ -18,58 +16,12 @@ Example::
 """
 from __future__ import annotations
 
-from stencil._core import GrammarError
-from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, TRUE_SUB, ArrSpec, Unsupported,
-                                               normalize_arr, sub_and)
+from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Unsupported, sub_and
 
-__all__ = ["read", "emit_array", "MAX_ARRAY_STATES"]
+__all__ = ["emit_array", "MAX_ARRAY_STATES"]
 
 #: most (position, counters) states of one array's automaton
 MAX_ARRAY_STATES = 20_000
-_ALL = 1 << 40   # eval_upto when every item is evaluated
-
-
-def read(ctx, loc, s):
-    """The array conjunct of a schema object (ANY when it has no array keyword)."""
-    from stencil.grammar.json_schema.keywords import _count, _where, only_arr
-    keys = ("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains")
-    if not any(k in s for k in keys):
-        return ANY
-    prefix: tuple = ()
-    rest = TRUE_SUB
-    eval_upto = 0
-    items = s.get("items")
-    if isinstance(items, list):  # draft 2019-09 and earlier: a tuple, then additionalItems
-        prefix = tuple(ctx.sub(loc, x, "items", i) for i, x in enumerate(items))
-        eval_upto = len(prefix)
-        if "additionalItems" in s:
-            rest = ctx.sub(loc, s["additionalItems"], "additionalItems")
-            eval_upto = _ALL
-    else:
-        if "prefixItems" in s:
-            pi = s["prefixItems"]
-            if not isinstance(pi, list):
-                raise GrammarError(f"prefixItems at {_where(loc, 'prefixItems')}: must be a list of schemas")
-            prefix = tuple(ctx.sub(loc, x, "prefixItems", i) for i, x in enumerate(pi))
-            eval_upto = len(prefix)
-        if items is not None:
-            if not isinstance(items, (dict, bool)):
-                raise GrammarError(f"items at {_where(loc, 'items')}: must be a schema or a list of schemas")
-            rest = ctx.sub(loc, items, "items")
-            eval_upto = _ALL
-    lo = _count(loc, s, "minItems") if "minItems" in s else 0
-    hi = _count(loc, s, "maxItems") if "maxItems" in s else None
-    unique = s.get("uniqueItems") is True
-    contains: tuple = ()
-    eval_contains: tuple = ()
-    if "contains" in s:
-        c = ctx.sub(loc, s["contains"], "contains")
-        cmin = _count(loc, s, "minContains") if ("minContains" in s and loc.draft >= 2019) else 1
-        cmax = _count(loc, s, "maxContains") if ("maxContains" in s and loc.draft >= 2019) else None
-        contains = ((c, cmin, cmax, 0),)
-        eval_contains = (c,)
-    spec = normalize_arr(ArrSpec(prefix, rest, lo, hi, contains, unique, eval_upto, eval_contains))
-    return only_arr([spec] if spec is not None else [])
 
 
 def _contains_entries(em, spec: ArrSpec) -> list:

@@ -3,7 +3,7 @@
 Every distinct sub-schema (a :data:`~.model.Sub`) becomes one rule, created on first use and filled
 from a work queue, so recursive schemas give recursive rules and nothing is emitted twice. A rule's
 alternatives are its type parts: ``null``, ``true``/``false``, one number lexeme, one string lexeme
-(from the formulas, see :class:`Scalars`), and one rule per array or object alternative.
+(from the formulas, see :class:`~..lang.scalars.Scalars`), and one rule per array or object alternative.
 
 Punctuation ``{ } [ ] , :`` are separate literal lexemes; whitespace is one ignored lexeme
 (flexible), absent (compact), or part of the punctuation (fixed indentation, where rules depend on
@@ -22,111 +22,13 @@ import json
 import re
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json_schema.arrays import emit_array
-from stencil.grammar.json_schema.formulas import FALSE, TRUE
-from stencil.grammar.json_schema.numbers import JsonNumbers
-from stencil.grammar.json_schema.objects import emit_object
-from stencil.grammar.json_schema.strings import JsonStrings
-from stencil.grammar.json_value import spaced_punctuation, string_expr, whitespace_expr
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE
+from stencil.grammar.json.schema.emit.arrays import emit_array
+from stencil.grammar.json.schema.emit.objects import emit_object
+from stencil.grammar.json.schema.lang.scalars import Scalars
+from stencil.grammar.json.value import spaced_punctuation, string_expr, whitespace_expr
 
 __all__ = ["Emitter", "Scalars"]
-
-
-class Scalars:
-    """Number and string formulas as regular expressions (memoized per builder)."""
-
-    def __init__(self, b, plain_strings: bool = False):
-        self.b = b
-        self.strings = JsonStrings(b, plain_strings)
-        self.numbers = JsonNumbers(b)
-        self._num: dict = {}
-        self._str: dict = {}
-
-    # -- numbers ----------------------------------------------------------------------------------
-    def number(self, f) -> int:
-        e = self._num.get(f)
-        if e is None:
-            e = self._num[f] = self._number(f)
-        return e
-
-    def _number(self, f) -> int:
-        b, nums = self.b, self.numbers
-        k = f[0]
-        if k == "T":
-            return nums.any()
-        if k == "F":
-            return b.re_nothing()
-        if k == "or":
-            return b.re_or([self.number(x) for x in f[1]])
-        if k == "not":
-            return b.re_and([nums.any(), b.re_not(self.number(f[1]))])
-        items = f[1] if k == "and" else (f,)
-        lo = hi = None
-        lo_x = hi_x = False
-        integer = plain = False
-        mults, others = [], []
-        for x in items:
-            if x[0] == "range":
-                _, l, lx, h, hx = x
-                if l is not None and (lo is None or l > lo or (l == lo and lx)):
-                    lo, lo_x = l, lx
-                if h is not None and (hi is None or h < hi or (h == hi and hx)):
-                    hi, hi_x = h, hx
-            elif x[0] == "int":
-                integer = True
-            elif x[0] == "int4":
-                integer = plain = True
-            elif x[0] == "mult":
-                mults.append(x[1])
-            else:
-                others.append(self.number(x))
-        base = nums.range(lo, lo_x, hi, hi_x, integer, plain)
-        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + others
-        return parts[0] if len(parts) == 1 else b.re_and(parts)
-
-    # -- strings (the body between the quotes) ----------------------------------------------------
-    def string_body(self, f) -> int:
-        e = self._str.get(f)
-        if e is None:
-            e = self._str[f] = self._string(f)
-        return e
-
-    def _string(self, f) -> int:
-        from stencil.grammar.json_schema.formats import format_spec
-        from stencil.grammar.json_schema.formulas import str_consts
-        b, s = self.b, self.strings
-        k = f[0]
-        if k == "T":
-            return s.any_body()
-        if k == "F":
-            return b.re_nothing()
-        if k == "const":
-            return s.text(f[1])
-        if k == "pat":
-            return s.pattern(f[1])
-        if k == "len":
-            return s.length(f[1], f[2])
-        if k == "fmt":
-            node, max_len = format_spec(f[1])
-            e = s.node(node)
-            return e if max_len is None else b.re_and([e, s.length(0, max_len)])
-        consts = str_consts(f)
-        if consts is not None:   # a finite set (enum, const): no regex algebra needed
-            return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
-        if k == "or":
-            return b.re_or([self.string_body(x) for x in f[1]])
-        if k == "not":
-            return b.re_and([s.any_body(), b.re_not(self.string_body(f[1]))])
-        lo, hi, parts = 0, None, []
-        for x in f[1]:  # "and": one length range, the rest intersected
-            if x[0] == "len":
-                lo = max(lo, x[1])
-                hi = x[2] if hi is None else (hi if x[2] is None else min(hi, x[2]))
-            else:
-                parts.append(self.string_body(x))
-        if lo > 0 or hi is not None:
-            parts.append(s.length(lo, hi))
-        return parts[0] if len(parts) == 1 else b.re_and(parts)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -1,6 +1,4 @@
-"""Objects: reading ``properties``/``patternProperties``/``additionalProperties``/``required``/
-``propertyNames``/``minProperties``/``maxProperties``/``dependentRequired``/``dependentSchemas``/
-``dependencies`` into :class:`~.model.ObjSpec` unions, and the grammar of an ObjSpec.
+"""Objects: the grammar of an :class:`~..core.model.ObjSpec` (read by :mod:`..read.objects`).
 
 Keys outside ``properties`` are split into classes by which ``patternProperties`` (and the
 ``additionalProperties`` rule, "matches no pattern") they match; each class is one key lexeme (a
@@ -23,102 +21,18 @@ Example::
 """
 from __future__ import annotations
 
-from stencil._core import GrammarError
-from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
-from stencil.grammar.json_schema.model import (ANY, FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported,
-                                               normalize_obj, rules_sub, sub_and)
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
+from stencil.grammar.json.schema.core.model import (FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported, rules_sub,
+                                                    sub_and)
+from stencil.grammar.json.schema.read.disjoint import formula_empty
 
-__all__ = ["read", "emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
+__all__ = ["emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
 
 #: most classes of keys (sets of patternProperties that one key can match together) on one object
 MAX_KEY_CLASSES = 64
 #: most (property, count) states of one object's member chain
 MAX_OBJECT_STATES = 20_000
 
-
-def read(ctx, loc, s, exact: bool = False):
-    """The object conjuncts of a schema object (ANY when it has no object keyword)."""
-    from stencil.grammar.json_schema.keywords import _count, _where, only_obj
-    keys = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
-            "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies")
-    if not any(k in s for k in keys):
-        return ANY
-    alg = ctx.alg
-    props = []
-    evaluated = FALSE
-    if "properties" in s:
-        ps = s["properties"]
-        if not isinstance(ps, dict):
-            raise GrammarError(f"properties at {_where(loc, 'properties')}: must be an object")
-        for name, sch in ps.items():
-            props.append((name, ctx.sub(loc, sch, "properties", name)))
-        if ps:
-            evaluated = f_or(*[("const", k) for k in ps])
-    rules = []
-    pats = []
-    if "patternProperties" in s:
-        pp = s["patternProperties"]
-        if not isinstance(pp, dict):
-            raise GrammarError(f"patternProperties at {_where(loc, 'patternProperties')}: must be an object")
-        from stencil.grammar.json_schema.strings import pattern_formula
-        for pat, sch in pp.items():
-            try:
-                pred = pattern_formula(pat)
-            except GrammarError as e:
-                ctx.unsupported("patternProperties", _where(loc, "patternProperties"), str(e))
-                continue
-            pats.append(pred)
-            rules.append((pred, ctx.sub(loc, sch, "patternProperties", pat)))
-        evaluated = f_or(evaluated, *pats)
-        # unlike additionalProperties, a pattern also applies to the named properties it matches
-        from stencil.grammar.json_schema.formulas import str_eval
-        props = [(k, sub_and(ps, *[rs for pred, rs in rules if str_eval(pred, k)]) if rules else ps)
-                 for k, ps in props]
-    if "additionalProperties" in s:
-        rules.append((f_not(f_or(*pats)), ctx.sub(loc, s["additionalProperties"], "additionalProperties")))
-        evaluated = TRUE
-    required: tuple = ()
-    if "required" in s:
-        req = s["required"]
-        if isinstance(req, bool):  # draft 3 style, as seen in the wild: a per-property flag
-            ctx.unknown.setdefault("required (boolean)", _where(loc, "required"))
-        elif not isinstance(req, list) or not all(isinstance(k, str) for k in req):
-            raise GrammarError(f"required at {_where(loc, 'required')}: must be a list of strings")
-        else:
-            required = tuple(dict.fromkeys(req))
-    names = TRUE
-    if "propertyNames" in s:
-        names = ctx.sub_typed(ctx.sub(loc, s["propertyNames"], "propertyNames")).str
-    lo = _count(loc, s, "minProperties") if "minProperties" in s else 0
-    hi = _count(loc, s, "maxProperties") if "maxProperties" in s else None
-    spec = normalize_obj(ObjSpec(tuple(props), required, tuple(rules), names, lo, hi, evaluated))
-    t = only_obj([spec] if spec is not None else [])
-    # dependencies: "if key k is present then ..." is a union of two object specs
-    deps = []
-    for key in ("dependentRequired", "dependentSchemas", "dependencies"):
-        d = s.get(key)
-        if d is None:
-            continue
-        if not isinstance(d, dict):
-            raise GrammarError(f"{key} at {_where(loc, key)}: must be an object")
-        for k, v in d.items():
-            deps.append((key, k, v))
-    for key, k, v in deps:
-        absent = ObjSpec(props=((k, FALSE_SUB),))
-        if isinstance(v, list):
-            if key == "dependentSchemas" or not all(isinstance(x, str) for x in v):
-                raise GrammarError(f"{key} at {_where(loc, key)}/{k}: must be a list of property names")
-            present = [ObjSpec(required=tuple(dict.fromkeys([k] + v)))]
-        else:
-            if key == "dependentRequired":
-                raise GrammarError(f"{key} at {_where(loc, key)}/{k}: must be a list of property names")
-            dep = ctx.loc_typed(ctx.resolver.child(loc, v, key, k), exact)
-            present = [x for o in dep.obj if (x := alg.obj_and(ObjSpec(required=(k,)), o)) is not None]
-        t = alg.t_and(t, only_obj([absent] + present))
-    return t
-
-
-# --- emission --------------------------------------------------------------------------------------
 
 def _key_classes(em, spec: ObjSpec) -> list:
     """(key formula, value Sub) partitioning the keys outside the named properties: one class per
@@ -138,7 +52,6 @@ def _key_classes(em, spec: ObjSpec) -> list:
         overlap = [[True] * n for _ in range(n)]
     else:
         # which rules can match one key together (the core's emptiness test on each pair)
-        from stencil.grammar.json_schema.disjoint import formula_empty
         overlap = [[i == j or not formula_empty(em.ctx, "str", f_and(base, live[i][0], live[j][0]))
                     for j in range(n)] for i in range(n)]
     out = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from stencil._core import GrammarError
-from stencil.grammar.json_value import number_expr
+from stencil.grammar.json.value import number_expr
 
 __all__ = ["JsonNumbers", "decimal_parts", "MAX_RESIDUE_STATES"]
 

@@ -23,11 +23,12 @@ from dataclasses import replace
 from itertools import combinations
 
 from stencil._core import GrammarError
-from stencil.grammar.json_schema.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_consts,
-                                                  str_consts)
-from stencil.grammar.json_schema.disjoint import disjoint
-from stencil.grammar.json_schema.model import (ANY, ANY_ARR, ANY_OBJ, NONE, ArrSpec, ObjSpec, Typed,
-                                               sub_and)
+from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_const, num_consts,
+                                                       str_consts, str_eval)
+from stencil.grammar.json.schema.core.model import (ANY, NONE, Typed, normalize_arr, normalize_obj,
+                                                    sub_and)
+from stencil.grammar.json.schema.read.common import NOT_ENFORCEABLE, where
+from stencil.grammar.json.schema.read.disjoint import disjoint
 
 __all__ = ["read", "unevaluated", "exactly_one"]
 
@@ -35,16 +36,14 @@ _EXACT_ANYOF_BRANCHES = 6
 
 
 def _list(ctx, loc, s, key):
-    from stencil.grammar.json_schema.keywords import _where
     v = s[key]
     if not isinstance(v, list) or not v:
-        raise GrammarError(f"{key} at {_where(loc, key)}: must be a non-empty list of schemas")
+        raise GrammarError(f"{key} at {where(loc, key)}: must be a non-empty list of schemas")
     return v
 
 
 def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
     """``base`` (the schema's other keywords) intersected with its in-place applicators."""
-    from stencil.grammar.json_schema.keywords import _where
     alg = ctx.alg
     t = base
     res = ctx.resolver
@@ -62,7 +61,7 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
         branches = [ctx.loc_typed(res.child(loc, x, "anyOf", i), exact)
                     for i, x in enumerate(_list(ctx, loc, s, "anyOf"))]
         if exact and _annotates(branches):
-            u = _exact_any_of(ctx, branches, _where(loc, "anyOf"))
+            u = _exact_any_of(ctx, branches, where(loc, "anyOf"))
         else:
             u = NONE
             for x in branches:
@@ -72,16 +71,16 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
         raw = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
                for i, x in enumerate(_list(ctx, loc, s, "oneOf"))]
         # with the schema's other keywords first: exactly one of (base and branch i)
-        t = exactly_one(ctx, [alg.t_and(t, x) for x in raw], _where(loc, "oneOf"), raw)
+        t = exactly_one(ctx, [alg.t_and(t, x) for x in raw], where(loc, "oneOf"), raw)
     if "not" in s:
         inner = ctx.loc_typed(res.child(loc, s["not"], "not"))
-        t = alg.t_and(t, ctx.negate(inner, "not", _where(loc, "not")))
+        t = alg.t_and(t, ctx.negate(inner, "not", where(loc, "not")))
     if "if" in s and ("then" in s or "else" in s or exact):
         # (alone, "if" only matters for the annotations it gives unevaluated* when it matches)
         cond = ctx.loc_typed(res.child(loc, s["if"], "if"), exact)
         then = ctx.loc_typed(res.child(loc, s["then"], "then"), exact) if "then" in s else ANY
         other = ctx.loc_typed(res.child(loc, s["else"], "else"), exact) if "else" in s else ANY
-        neg = ctx.negate(cond, "if", _where(loc, "if"))
+        neg = ctx.negate(cond, "if", where(loc, "if"))
         t = alg.t_and(t, alg.t_or(alg.t_and(cond, then), alg.t_and(neg, other)))
     return t
 
@@ -91,7 +90,6 @@ def _dynamic_target(ctx, loc, s, key):
     dynamic anchor; else the outermost declaration in the dynamic scope (tracked per location
     when the documents declare dynamic anchors, see resolve.py). $recursiveRef (2019-09) only
     where it provably resolves like a plain reference."""
-    from stencil.grammar.json_schema.keywords import NOT_ENFORCEABLE, _where
     ref = s[key]
     res = ctx.resolver
     target = res.resolve(ref, loc)
@@ -105,7 +103,7 @@ def _dynamic_target(ctx, loc, s, key):
             return res.dynamic_target(frag, target, loc)
     elif target.schema.get("$recursiveAnchor") is not True:
         return target
-    ctx.unsupported(key, _where(loc, key), NOT_ENFORCEABLE[key])
+    ctx.unsupported(key, where(loc, key), NOT_ENFORCEABLE[key])
     return None
 
 
@@ -119,7 +117,6 @@ def _exactly_one_formula(fs):
         return _count_consts(consts, "const")
     nconsts = [num_consts(f) for f in fs]
     if all(c is not None for c in nconsts):
-        from stencil.grammar.json_schema.formulas import num_const
         seen: dict = {}
         for c in nconsts:
             for v in c:
@@ -218,10 +215,8 @@ def unevaluated(ctx, loc, s, t: Typed) -> Typed:
             if o.evaluated == TRUE:
                 out.append(o)
                 continue
-            from stencil.grammar.json_schema.formulas import str_eval
             props = tuple((k, ps if str_eval(o.evaluated, k) else sub_and(ps, sub)) for k, ps in o.props)
             rules = o.rules + ((f_not(o.evaluated), sub),)
-            from stencil.grammar.json_schema.model import normalize_obj
             x = normalize_obj(replace(o, props=props, rules=rules, evaluated=TRUE))
             if x is not None:
                 out.append(x)
@@ -236,7 +231,6 @@ def unevaluated(ctx, loc, s, t: Typed) -> Typed:
             cond = sub if not a.eval_contains else ctx.alg.either([sub] + list(a.eval_contains))
             prefix = list(a.prefix) + [a.items] * max(0, a.eval_upto - len(a.prefix))
             prefix = tuple(p if i < a.eval_upto else sub_and(p, cond) for i, p in enumerate(prefix))
-            from stencil.grammar.json_schema.model import normalize_arr
             x = normalize_arr(replace(a, prefix=prefix, items=sub_and(a.items, cond), eval_upto=1 << 40,
                                       eval_contains=()))
             if x is not None:

@@ -23,10 +23,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from stencil._core import GrammarBuilder, GrammarError
-from stencil.grammar.json_schema.formulas import FALSE, TRUE, f_and, f_not, f_or, num_consts, str_consts
-from stencil.grammar.json_schema.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
-from stencil.grammar.json_schema.strings import pattern_node
-from stencil.grammar.regex_positions import surely_disjoint
+from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_consts, num_eval,
+                                                       str_consts, str_eval)
+from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
+from stencil.grammar.json.schema.core.patterns import pattern_node
+from stencil.grammar.json.schema.lang.scalars import Scalars
+from stencil.grammar.regex.positions import surely_disjoint
 
 __all__ = ["disjoint", "typed_disjoint", "typed_within", "formula_empty"]
 
@@ -45,7 +47,6 @@ def formula_empty(ctx, kind: str, f) -> bool:
     if hit is None and kind == "str" and _patterns_apart(f):
         hit = memo[key] = True
     if hit is None:
-        from stencil.grammar.json_schema.emit import Scalars
         b = GrammarBuilder()
         sc = Scalars(b)
         try:
@@ -122,7 +123,6 @@ def typed_within(a: Typed, b: Typed) -> bool:
     """True only if every instance of ``a`` is one of ``b`` (for finite scalar ``a``: constants)."""
     if a.arr or a.obj or (a.null and not b.null) or not (a.bools <= b.bools):
         return False
-    from stencil.grammar.json_schema.formulas import num_eval, str_eval
     for fa, fb, consts, ev in ((a.num, b.num, num_consts, num_eval), (a.str, b.str, str_consts, str_eval)):
         if fa == FALSE or fb == TRUE:
             continue
