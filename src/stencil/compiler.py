@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from stencil import _core
-from stencil._core import GrammarBuilder, GrammarError
+from stencil._core import GrammarBuilder
 from stencil.grammar.deadline import compile_deadline
 from stencil.grammar.regex import build_regex
 from stencil.tokenizer import TokenizerInfo
@@ -31,6 +31,9 @@ CompiledGrammar = _core.CompiledGrammar
 #: Default wall-clock limit of one compile_* call, in seconds. The slowest of the 7,880 MaskBench
 #: schemas compiles in about 1.3 s on a 2-core machine.
 DEFAULT_COMPILE_TIMEOUT = 5.0
+
+#: the core's default limits (defined once, in C++: CompileLimits)
+_LIMITS = _core.DEFAULT_LIMITS
 
 
 def _limited(method):
@@ -57,8 +60,9 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,
-                 max_lexer_states: int = 1 << 20, lexer_fuel: int = 100_000_000,
-                 mask_cache_bytes: int = 512 << 20, lexer_memory_bytes: int = 256 << 20, max_threads: int = 4,
+                 max_lexer_states: int = _LIMITS["max_lexer_states"], lexer_fuel: int = _LIMITS["lexer_fuel"],
+                 mask_cache_bytes: int = _LIMITS["mask_cache_bytes"],
+                 lexer_memory_bytes: int = _LIMITS["lexer_memory_bytes"], max_threads: int = 4,
                  mask_optimizations: dict | None = None,
                  compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT):
         if not isinstance(tokenizer_info, TokenizerInfo):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from stencil._core import DEFAULT_LIMITS
 from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
@@ -42,7 +43,7 @@ from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, 
 
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
 
-MAX_REPEAT = 100_000
+MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 MAX_NESTING = 100   # nested groups; deeper nesting is certainly a generated mistake
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b"}

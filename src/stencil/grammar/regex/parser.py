@@ -10,7 +10,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Optional
 
-from stencil._core import GrammarError
+from stencil._core import DEFAULT_LIMITS, GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import unicode as U
 from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
@@ -18,7 +18,7 @@ from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, NOTHING, Litera
 
 MAX_PATTERN_LENGTH = 1_000_000
 MAX_NESTING_DEPTH = 1_000
-MAX_REPEAT = 100_000
+MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 
 _SUPPORTED_FLAGS = "isxau"
 _VERBOSE_SPACE = " \t\n\r\v\f"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from stencil._core import DEFAULT_LIMITS
 from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
@@ -24,7 +25,7 @@ from stencil.grammar.regex import parse_regex
 
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 
-MAX_REPEAT = 100_000
+MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 MAX_NESTING = 100   # nested ( ) and [ ]
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "0": "\0",
             "\\": "\\", '"': '"', "'": "'"}
