@@ -9,7 +9,12 @@ stayed hidden. JSON Schema's phases import downwards only: core <- lang <- read 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import pathlib
+import subprocess
+import sys
+
+import pytest
 
 from stencil.grammar._moved import new_name
 
@@ -74,22 +79,21 @@ def _is_type_checking(node) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+def _walk(mods: dict, module: str, path: pathlib.Path, node, local: bool):
+    for child in ast.iter_child_nodes(node):
+        if _is_type_checking(child):
+            continue
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            for target in _targets(mods, module, path, child):
+                yield module, target, local, child.lineno
+        inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from _walk(mods, module, path, child, inner)
+
+
 def _imports(mods: dict):
     """(module, target, local, line) for every import of a stencil module."""
     for module, path in sorted(mods.items()):
-        tree = ast.parse(path.read_text(), str(path))
-
-        def walk(node, local):
-            for child in ast.iter_child_nodes(node):
-                if _is_type_checking(child):
-                    continue
-                if isinstance(child, (ast.Import, ast.ImportFrom)):
-                    for target in _targets(mods, module, path, child):
-                        yield module, target, local, child.lineno
-                inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                yield from walk(child, inner)
-
-        yield from walk(tree, False)
+        yield from _walk(mods, module, path, ast.parse(path.read_text(), str(path)), False)
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -183,3 +187,12 @@ def test_checker_sees_a_cycle_and_a_local_import(tmp_path):
             edges.setdefault(module, set()).add(target)
     assert _cycles(edges) == [["stencil.a", "stencil.b"]]
     assert ("stencil.b", "stencil.grammar.ebnf.gbnf", True, 5) in found
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is in the dev extra")
+def test_tree_passes_ruff():
+    """pyproject.toml's ruff configuration holds for the whole tree."""
+    root = SRC.parent
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "fuzz", "examples"],
+                         cwd=root, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -208,9 +208,9 @@ def case_closure(ranges: Ranges, ascii_only: bool = False) -> Ranges:
         extra = []
         for lo, hi in ranges:
             for a, b, d in ((0x41, 0x5A, 0x20), (0x61, 0x7A, -0x20)):
-                l, h = max(lo, a), min(hi, b)
-                if l <= h:
-                    extra.append((l + d, h + d))
+                lo2, hi2 = max(lo, a), min(hi, b)
+                if lo2 <= hi2:
+                    extra.append((lo2 + d, hi2 + d))
         return union(ranges, tuple(extra)) if extra else ranges
     cased, equiv = _case_table()
     extra = []

@@ -389,7 +389,7 @@ def normalize_arr(s: ArrSpec) -> Optional[ArrSpec]:
             break
     if hi is not None and s.min > hi:
         return None
-    for sub, lo, chi, start in s.contains:
+    for _sub, lo, chi, start in s.contains:
         if chi is not None and lo > chi:
             return None
         if hi is not None and lo > max(0, hi - start):

@@ -71,7 +71,7 @@ def emit_array(em, spec: ArrSpec, depth: int):
     def kinds(pos: int) -> list:
         """(Sub, counter increments) for an item at ``pos``."""
         out = [(item_sub(pos), ())]
-        for k, (csub, lo, hi, start) in enumerate(entries):
+        for _k, (csub, _lo, hi, start) in enumerate(entries):
             if pos < start:
                 out = [(s, inc + (0,)) for s, inc in out]
                 continue
@@ -85,7 +85,7 @@ def emit_array(em, spec: ArrSpec, depth: int):
     def step(state, inc):
         pos, counts = state
         new = []
-        for (csub, lo, hi, start), c, d in zip(entries, counts, inc):
+        for (_csub, lo, hi, _start), c, d in zip(entries, counts, inc):
             c += d
             if hi is not None and c > hi:
                 return None

@@ -136,7 +136,7 @@ def _members(em, spec: ObjSpec, depth: int):
                 named.append((k, k in spec.required, []))
             continue
         alts = []
-        for mask, _, extra in _subsets(some, lambda f: str_eval(f, k)):
+        for mask, _, extra in _subsets(some, lambda f, k=k: str_eval(f, k)):
             vs = sub_and(sub, extra)
             if vs != FALSE_SUB:
                 alts.append((mask, [em.key_literal(k)] + colon + [em.value(vs, depth + 1)]))
@@ -256,7 +256,7 @@ def _emit_definition(em, spec, depth, named, others):
 
     empty_ok = True   # "no member yet" is possible before property i
     reach = set()     # (member count, mask) of the non-empty lists before property i
-    for i, (k, req, rules) in enumerate(named):
+    for i, (_k, req, rules) in enumerate(named):
         nxt = set()
         for c, m in sorted(reach):
             if can_add(c):

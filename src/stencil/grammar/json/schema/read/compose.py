@@ -206,7 +206,6 @@ def _exact_any_of(ctx, branches, where: str) -> Typed:
 
 def unevaluated(ctx, loc, s, t: Typed) -> Typed:
     """Apply unevaluatedProperties/unevaluatedItems of schema ``s`` to its normalized form ``t``."""
-    res = ctx.resolver
     obj, arr = t.obj, t.arr
     if "unevaluatedProperties" in s:
         sub = ctx.sub(loc, s["unevaluatedProperties"], "unevaluatedProperties")

@@ -134,6 +134,10 @@ def typed_within(a: Typed, b: Typed) -> bool:
     return True
 
 
+def _nonempty(s: ObjSpec) -> bool:
+    return bool(s.min > 0 or s.required or s.some)
+
+
 def _keys(s: ObjSpec):
     """A formula of the keys an object of ``s`` may have."""
     forbidden = f_or(*[pred for pred, sub in s.rules if sub == FALSE_SUB])
@@ -162,8 +166,7 @@ def disjoint(ctx, a, b, depth: int = 0) -> bool:
                     sx = rules_sub(x, k)
                 if sx != TRUE_SUB and sy != TRUE_SUB and _subs_disjoint(ctx, sx, sy, depth):
                     return True
-        nonempty = lambda s: s.min > 0 or s.required or s.some
-        if nonempty(a) and nonempty(b) and depth == 0:
+        if _nonempty(a) and _nonempty(b) and depth == 0:
             ka, kb = _keys(a), _keys(b)
             ca, cb = str_consts(ka), str_consts(kb)
             if ca is not None and cb is not None:
