@@ -38,40 +38,62 @@ def _contains_entries(em, spec: ArrSpec) -> list:
 
 def emit_array(em, spec: ArrSpec, depth: int):
     """A rule for the arrays of ``spec``."""
-    b, alg = em.b, em.ctx.alg
+    b = em.b
     entries = _contains_entries(em, spec)
     p = len(spec.prefix)
-    top = max([p, spec.min] + [start for _, _, _, start in entries])
-    if spec.max is not None:
-        top = spec.max
+    top = spec.max if spec.max is not None else max([p, spec.min] + [start for _, _, _, start in entries])
     if top - p > MAX_ARRAY_STATES and not entries and not spec.unique:
         return _emit_long_array(em, spec, depth)
-        if top < p:
-            top = p
-    saturate = spec.max is None   # the position top stands for "top or more"
+    auto = _Counters(em, spec, entries, top, depth)
+    linear = _left_linear if spec.unique else _right_linear
+    body = linear(em, depth, auto.start, auto.kinds_at, auto.step, auto.accepting, auto.item_symbol)
+    rule = em.fresh("array")
+    if auto.accepting(auto.start):
+        b.add_alternative(rule, em.empty_array())
+    for r in body:
+        b.add_alternative(rule, em.arr_open(depth) + [r] + em.arr_close(depth))
+    if not auto.accepting(auto.start) and not body:
+        em.dead(rule)
+    return rule
 
-    def item_sub(pos: int) -> frozenset:
-        return spec.prefix[pos] if pos < p else spec.items
 
-    wrappers: dict = {}
+class _Counters:
+    """The counter automaton of one ArrSpec: a state is (position, matches of each ``contains``
+    entry), the position saturating at ``top`` when there is no maxItems."""
 
-    def item_symbol(sub: frozenset):
-        sym = wrappers.get(sub)
+    def __init__(self, em, spec: ArrSpec, entries: list, top: int, depth: int):
+        self.em, self.spec, self.entries, self.top, self.depth = em, spec, entries, top, depth
+        self.saturate = spec.max is None   # the position top stands for "top or more"
+        self.start = (0, (0,) * len(entries))
+        self._wrappers: dict = {}
+        self._kinds: dict = {}
+
+    def item_symbol(self, sub: frozenset):
+        """The symbol of one item: its value, wrapped in a unique_item check under uniqueItems."""
+        sym = self._wrappers.get(sub)
         if sym is None:
-            value = em.value(sub, depth + 1)
-            if spec.unique:
+            em = self.em
+            value = em.value(sub, self.depth + 1)
+            if self.spec.unique:
                 sym = em.fresh("uitem")
-                b.add_alternative(sym, [value])
+                em.b.add_alternative(sym, [value])
                 em.check(sym, "unique_item")
             else:
                 sym = value
-            wrappers[sub] = sym
+            self._wrappers[sub] = sym
         return sym
 
-    def kinds(pos: int) -> list:
-        """(Sub, counter increments) for an item at ``pos``."""
-        out = [(item_sub(pos), ())]
-        for _k, (csub, _lo, hi, start) in enumerate(entries):
+    def kinds_at(self, pos: int) -> list:
+        """(Sub, counter increments) for an item at ``pos`` (memoized)."""
+        ks = self._kinds.get(pos)
+        if ks is None:
+            ks = self._kinds[pos] = self._kinds_of(pos)
+        return ks
+
+    def _kinds_of(self, pos: int) -> list:
+        spec, alg = self.spec, self.em.ctx.alg
+        out = [(spec.prefix[pos] if pos < len(spec.prefix) else spec.items, ())]
+        for csub, _lo, hi, start in self.entries:
             if pos < start:
                 out = [(s, inc + (0,)) for s, inc in out]
                 continue
@@ -82,10 +104,11 @@ def emit_array(em, spec: ArrSpec, depth: int):
             out = nxt
         return [(s, inc) for s, inc in out if s != FALSE_SUB]
 
-    def step(state, inc):
+    def step(self, state, inc):
+        """The state after an item with counter increments ``inc``; None past a bound."""
         pos, counts = state
         new = []
-        for (_csub, lo, hi, _start), c, d in zip(entries, counts, inc):
+        for (_csub, lo, hi, _start), c, d in zip(self.entries, counts, inc):
             c += d
             if hi is not None and c > hi:
                 return None
@@ -93,37 +116,15 @@ def emit_array(em, spec: ArrSpec, depth: int):
                 c = min(c, lo)
             new.append(c)
         npos = pos + 1
-        if npos > top:
-            if not saturate:
+        if npos > self.top:
+            if not self.saturate:
                 return None
-            npos = top
+            npos = self.top
         return (npos, tuple(new))
 
-    def accepting(state) -> bool:
+    def accepting(self, state) -> bool:
         pos, counts = state
-        return pos >= spec.min and all(c >= lo for (_, lo, _, _), c in zip(entries, counts))
-
-    start = (0, (0,) * len(entries))
-    kind_cache: dict = {}
-
-    def kinds_at(pos: int) -> list:
-        ks = kind_cache.get(pos)
-        if ks is None:
-            ks = kind_cache[pos] = kinds(pos)
-        return ks
-
-    if spec.unique:
-        body = _left_linear(em, depth, start, kinds_at, step, accepting, item_symbol)
-    else:
-        body = _right_linear(em, depth, start, kinds_at, step, accepting, item_symbol)
-    rule = em.fresh("array")
-    if accepting(start):
-        b.add_alternative(rule, em.empty_array())
-    for r in body:
-        b.add_alternative(rule, em.arr_open(depth) + [r] + em.arr_close(depth))
-    if not accepting(start) and not body:
-        em.dead(rule)
-    return rule
+        return pos >= self.spec.min and all(c >= lo for (_, lo, _, _), c in zip(self.entries, counts))
 
 
 def _emit_long_array(em, spec: ArrSpec, depth: int):
