@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from stencil.grammar import _moved
 from stencil.grammar._moved import new_name
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
@@ -196,3 +197,25 @@ def test_tree_passes_ruff():
     run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "fuzz", "examples"],
                          cwd=root, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_old_module_names_still_import():
+    """Names documented before the split (README) and used by code written against them resolve
+    to the same module objects at their new places, submodules included."""
+    import importlib
+
+    for old in sorted(_moved.MOVED):
+        mod = importlib.import_module(old)
+        assert mod is importlib.import_module(_moved.MOVED[old]), old
+        assert mod.__name__ == mod.__spec__.name == _moved.MOVED[old]   # its own name, not the alias
+    import stencil.grammar.lark.parser as old_parser
+    from stencil.grammar.ebnf.lark import parser
+    assert old_parser is parser
+    from stencil.grammar import regex_ast
+    from stencil.grammar.ebnf import Source, _is_nothing  # the old module's names, public or not
+    from stencil.grammar.formats import reasoning_then
+    from stencil.grammar.json_schema.check import check_report
+    assert regex_ast.__name__ == "stencil.grammar.regex.ast"
+    assert Source and _is_nothing and reasoning_then and check_report
+    with pytest.raises(ImportError):
+        from stencil.grammar.ebnf import no_such_name  # noqa: F401
