@@ -130,7 +130,7 @@ def compile_schema(compiler, schema: Any, **options):
     in a build whose GrammarCompiler does not have that method yet."""
     if hasattr(compiler, "compile_json_schema"):
         return compiler.compile_json_schema(schema, **options)
-    from stencil.grammar.json_schema import json_schema_grammar
+    from stencil.grammar.json.schema import json_schema_grammar
     return compiler.compile_grammar(json_schema_grammar(schema, **options))
 
 
@@ -263,7 +263,7 @@ def compile_target(target: Target, compiler) -> Any:
         if target.kind == "gbnf":
             if hasattr(compiler, "compile_gbnf"):
                 return compiler.compile_gbnf(target.source)
-            from stencil.grammar.gbnf import gbnf_grammar
+            from stencil.grammar.ebnf.gbnf import gbnf_grammar
             return compiler.compile_grammar(gbnf_grammar(target.source))
         return _choice_grammar(compiler, target.source)
     except stencil.GrammarError as e:
@@ -340,9 +340,9 @@ def _precheck(target: Target) -> None:
 def cmd_check(args) -> int:
     schema = load_schema(args.schema)
     try:
-        from stencil.grammar.json_schema.check import check_report
+        from stencil.grammar.json.schema.check import check_report
     except ImportError:
-        raise CliError("`stencil check` needs stencil.grammar.json_schema.check, which this build does not have yet") from None
+        raise CliError("`stencil check` needs stencil.grammar.json.schema.check, which this build does not have yet") from None
     options = {}
     if args.lenient:
         options["lenient"] = True

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from stencil import _core
-from stencil._core import GrammarBuilder, GrammarError
+from stencil._core import GrammarBuilder
 from stencil.grammar.deadline import compile_deadline
 from stencil.grammar.regex import build_regex
 from stencil.tokenizer import TokenizerInfo
@@ -31,6 +31,9 @@ CompiledGrammar = _core.CompiledGrammar
 #: Default wall-clock limit of one compile_* call, in seconds. The slowest of the 7,880 MaskBench
 #: schemas compiles in about 1.3 s on a 2-core machine.
 DEFAULT_COMPILE_TIMEOUT = 5.0
+
+#: the core's default limits (defined once, in C++: CompileLimits)
+_LIMITS = _core.DEFAULT_LIMITS
 
 
 def _limited(method):
@@ -57,8 +60,9 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,
-                 max_lexer_states: int = 1 << 20, lexer_fuel: int = 100_000_000,
-                 mask_cache_bytes: int = 512 << 20, lexer_memory_bytes: int = 256 << 20, max_threads: int = 4,
+                 max_lexer_states: int = _LIMITS["max_lexer_states"], lexer_fuel: int = _LIMITS["lexer_fuel"],
+                 mask_cache_bytes: int = _LIMITS["mask_cache_bytes"],
+                 lexer_memory_bytes: int = _LIMITS["lexer_memory_bytes"], max_threads: int = 4,
                  mask_optimizations: dict | None = None,
                  compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT):
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -131,14 +135,14 @@ class GrammarCompiler:
 
         Options: ``whitespace`` ("flexible", "compact" or an indentation), ``max_whitespace_run``,
         ``property_order`` ("definition" or "any"), ``lenient``, ``registry`` ({uri: schema} for
-        ``$ref``), ``info`` (a ``stencil.grammar.json_schema.SchemaInfo`` to fill with what was
+        ``$ref``), ``info`` (a ``stencil.grammar.json.schema.SchemaInfo`` to fill with what was
         ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer.
 
         Example::
 
             g = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
         """
-        from stencil.grammar.json_schema import json_schema_grammar
+        from stencil.grammar.json.schema import json_schema_grammar
         return self.compile_grammar(json_schema_grammar(schema, **options))
 
     @_limited
@@ -161,7 +165,7 @@ class GrammarCompiler:
 
             g = compiler.compile_json(whitespace="compact")
         """
-        from stencil.grammar.json_schema import json_schema_grammar
+        from stencil.grammar.json.schema import json_schema_grammar
         return self.compile_grammar(json_schema_grammar(True, **options))
 
     # -- grammar front-ends: Lark, GBNF, choices, reasoning and tool-call formats --------------
@@ -169,14 +173,14 @@ class GrammarCompiler:
     def compile_lark(self, text: str, **options) -> CompiledGrammar:
         """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
         ``<[id]>``, ``%json {schema}``, ``%regex {options}``, ``name[lazy]`` and
-        ``name[stop="..."]`` rules (see ``stencil.grammar.lark``). Options: ``start``,
+        ``name[stop="..."]`` rules (see ``stencil.grammar.ebnf.lark``). Options: ``start``,
         ``unused`` ("warn", "error" or "ignore"), ``json_options``.
 
         Example::
 
             g = compiler.compile_lark('start: "yes" | "no"')
         """
-        from stencil.grammar.lark import lark_grammar
+        from stencil.grammar.ebnf.lark import lark_grammar
         return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **options))
 
     @_limited
@@ -188,7 +192,7 @@ class GrammarCompiler:
 
             g = compiler.compile_gbnf('root ::= [0-9]+ ("." [0-9]+)?')
         """
-        from stencil.grammar.gbnf import gbnf_grammar
+        from stencil.grammar.ebnf.gbnf import gbnf_grammar
         return self.compile_grammar(gbnf_grammar(text, tokens=self._token_table(), **options))
 
     @_limited
@@ -215,9 +219,9 @@ class GrammarCompiler:
 
             g = compiler.compile_reasoning_json({"type": "object"}, end="</think>")
         """
-        from stencil.grammar.ebnf import Namespaced
-        from stencil.grammar.formats import reasoning_then
-        from stencil.grammar.json_schema import build_json_schema
+        from stencil.grammar.ebnf.ast import Namespaced
+        from stencil.grammar.triggers import reasoning_then
+        from stencil.grammar.json.schema import build_json_schema
         b = GrammarBuilder()
         answer = build_json_schema(Namespaced(b, "answer/"), schema, **json_options)
         rule = reasoning_then(b, answer, begin=self._marker(begin), end=self._marker(end), optional=optional)
@@ -263,7 +267,7 @@ class GrammarCompiler:
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
         "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
         a special token's text stands for the token). Options (see
-        ``stencil.grammar.formats.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
+        ``stencil.grammar.triggers.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
         ``name_key``, ``args_key``, ``json_options``, and ``reasoning=(begin, end)`` to put a
         reasoning block first.
 
@@ -279,7 +283,7 @@ class GrammarCompiler:
                                 "(the format fixes the call text)")
             json_options = options.pop("json_options", None) or {}
             return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
-        from stencil.grammar.formats import reasoning_then, tool_calls
+        from stencil.grammar.triggers import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()
         rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **options)
@@ -289,7 +293,7 @@ class GrammarCompiler:
         return self.compile_grammar(b.build(rule))
 
     def _token_table(self):
-        from stencil.grammar.ebnf import TokenTable
+        from stencil.grammar.ebnf.ast import TokenTable
         tok = self.tokenizer_info
         return TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes,
                           vocab_size=tok.vocab_size)

@@ -33,7 +33,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stencil import CompiledGrammar, Matcher, allocate_token_bitmask, apply_token_bitmask_inplace
+from stencil._core import CompiledGrammar, Matcher
+from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 
 __all__ = ["generate", "GenerationResult"]
 

@@ -16,7 +16,6 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from typing import Any, Iterable, Mapping, Sequence

@@ -25,7 +25,7 @@ class CharEarley:
             self.ignore = self._nt([[]])
             ign = R.alt([t.regex for t in g.ignores])
             self.rules[self.ignore].append([self.ignore] + self._regex(ign))
-        for name, rd in g.rules.items():
+        for name in g.rules:
             self.rules.setdefault(("rule", name), [])
         for name, rd in g.rules.items():
             body = rd.body

@@ -253,10 +253,10 @@ def mask_prefix_walk(oracle: ByteOracle, st, vocab: Vocab) -> np.ndarray:
         return mask
     stack = [st]
     tb = vocab.token_bytes
-    for tid, l in zip(vocab.order, vocab.lcp):
-        if len(stack) > l + 1:
-            del stack[l + 1:]
-        elif len(stack) < l + 1:
+    for tid, lcp in zip(vocab.order, vocab.lcp):
+        if len(stack) > lcp + 1:
+            del stack[lcp + 1:]
+        elif len(stack) < lcp + 1:
             continue  # shares a prefix that is not viable with the previous token
         data = tb[tid]
         ok = True
@@ -962,7 +962,7 @@ def desugar(cfg: CFG):
 
 
 def _nullable_and_first(rules):
-    nts = {l for l, _ in rules}
+    nts = {lhs for lhs, _ in rules}
     nullable = set()
     first = {n: set() for n in nts}   # lexeme-level FIRST (lexemes / Special)
     changed = True
@@ -994,7 +994,8 @@ def productive_rules(rules):
             if lhs not in productive and all(not isinstance(s, str) or s in productive for s in rhs):
                 productive.add(lhs)
                 changed = True
-    return [(l, r) for l, r in rules if l in productive and all(not isinstance(s, str) or s in productive for s in r)], productive
+    kept = [(lhs, r) for lhs, r in rules if lhs in productive and all(not isinstance(s, str) or s in productive for s in r)]
+    return kept, productive
 
 
 def lexeme_follow(rules, start):
@@ -1420,7 +1421,7 @@ IGNORE_POOL = [R(" "), R(" \t"), R(" \u3000")]
 def random_cfg(rng: random.Random, index: int, specials: Sequence[int] = (), regex_lexemes: int = 0) -> CFG:
     """A random greedy-safe CFG over a few lexemes from LEXEME_POOL plus up to ``regex_lexemes``
     random regex lexemes (retries until safe)."""
-    for attempt in range(200):
+    for _attempt in range(200):
         lexemes = rng.sample(LEXEME_POOL, rng.randint(2, 5))
         lexemes += [random_regex_lexeme(rng) for _ in range(rng.randint(0, regex_lexemes))]
         if specials and rng.random() < 0.25:

@@ -10,13 +10,11 @@ import pytest
 
 import stencil
 from grammar_oracle import encode_segments, feed
-from tokenizers_zoo import get
 
 
 @pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    return entry, stencil.GrammarCompiler(entry.info), stencil.allocate_token_bitmask(1, entry.info.vocab_size)
+def env(deepseek, compiler):
+    return deepseek, compiler, stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
 
 
 def _accepts(entry, bitmask, g, text: str) -> bool:

@@ -8,8 +8,6 @@ import time
 import pytest
 
 import stencil
-from stencil.grammar.deadline import compile_deadline
-from stencil.grammar.regex import build_regex
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,6 @@ import pytest
 
 import stencil
 from stencil.grammar.json_value import json_value, string_expr
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def deepseek():
-    return get("deepseek")
 
 
 def unique_array_grammar():

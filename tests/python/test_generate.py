@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 
 import stencil
-from generation_model import default_model
 from stencil.grammar.json_value import json_value
 
 torch = pytest.importorskip("torch")
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return default_model()
 
 
 @pytest.fixture(scope="module")

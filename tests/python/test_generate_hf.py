@@ -7,14 +7,8 @@ import re
 import pytest
 
 import stencil
-from generation_model import default_model
 
 torch = pytest.importorskip("torch")
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return default_model()
 
 
 def _batch(lm, prompts):

@@ -8,7 +8,6 @@ import json
 import os
 import random
 
-import numpy as np
 import pytest
 
 import stencil

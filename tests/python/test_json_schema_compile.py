@@ -12,12 +12,6 @@ import pytest
 import stencil
 from stencil.grammar.json_schema import SchemaInfo, build_json_schema, json_schema_grammar
 from stencil.grammar.json_schema.check import check_report
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    return stencil.GrammarCompiler(get("deepseek").info)
 
 
 def accepts(g, text: str) -> bool:

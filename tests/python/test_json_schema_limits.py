@@ -11,10 +11,8 @@ from stencil.grammar.json_schema import MAX_SCHEMA_NESTING, json_schema_grammar
 
 
 @pytest.fixture(scope="module")
-def compiler():
-    toks = [bytes([c]) for c in range(32, 127)] + [b"<eos>"]
-    tok = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[len(toks) - 1])
-    return stencil.GrammarCompiler(tok)
+def compiler(ascii_tokenizer):
+    return stencil.GrammarCompiler(ascii_tokenizer)
 
 
 def accepts(g, text: str) -> bool:

@@ -21,7 +21,10 @@ def results():
     if not files:
         pytest.skip("../shared/data/maskbench-dev is not beside the checkout")
     entry = get("deepseek")
-    encode = lambda text: entry.hf.encode(text, add_special_tokens=False).ids
+
+    def encode(text):
+        return entry.hf.encode(text, add_special_tokens=False).ids
+
     return run_maskbench(stencil.GrammarCompiler(entry.info, cache_size=8), encode, files)
 
 

@@ -11,12 +11,6 @@ import pytest
 
 import stencil
 from stencil.grammar.json_schema import json_schema_grammar
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    return stencil.GrammarCompiler(get("deepseek").info)
 
 
 def _texts():

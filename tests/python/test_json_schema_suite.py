@@ -21,7 +21,10 @@ def results():
     if not os.path.isdir(os.path.join(SUITE, "tests", "draft2020-12")):
         pytest.skip("../shared/data/json-schema-test-suite is not beside the checkout")
     entry = get("deepseek")
-    encode = lambda text: entry.hf.encode(text, add_special_tokens=False).ids
+
+    def encode(text):
+        return entry.hf.encode(text, add_special_tokens=False).ids
+
     return run_suite(stencil.GrammarCompiler(entry.info), encode, root=SUITE)
 
 

@@ -12,7 +12,6 @@ import pytest
 
 import stencil
 from stencil.grammar.json_value import json_value
-from tokenizers_zoo import get
 
 
 def grammar_variant(k: int):
@@ -37,11 +36,6 @@ def masks_along(entry, compiled, text):
         out.append(bm[0].copy())
         assert m.accept_token(t)
     return out
-
-
-@pytest.fixture(scope="module")
-def deepseek():
-    return get("deepseek")
 
 
 def test_shared_masks_equal_cold_masks(deepseek):

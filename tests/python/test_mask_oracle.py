@@ -515,7 +515,7 @@ def test_random_regex_masks(seed):
     cross-grammar mask cache), odd seeds through one GrammarCompiler."""
     rng = random.Random(1000 + seed)
     cases = []
-    for k in range(6):
+    for _k in range(6):
         node = O.random_regex(rng, depth=rng.choice([2, 3, 4]))
         pattern = node.render(python=False)
         assert O.ecma_to_python(pattern) == node.render(python=True)
@@ -545,7 +545,7 @@ def test_near_miss_regexes_share_a_vocabulary(family):
     rng = random.Random(77 + family)
     cases = [RegexCase(p, rng) for p in NEAR_MISS_FAMILIES[family]]
     info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=200)
-    for rnd in range(2):  # the second round finds every state in the shared cache
+    for _rnd in range(2):  # the second round finds every state in the shared cache
         for c in cases:
             run_regex_case(c, info, vocab, stencil.GrammarCompiler(info), rng, 4, 14)
 
@@ -698,7 +698,7 @@ def test_handwritten_cfgs_share_a_vocabulary():
                                                  for n, alts in HANDWRITTEN_CFGS[6].rules.items()}, "S", R(" ")))
     cases = [CfgCase(c, rng) for c in variants]
     info, vocab = synthetic_vocab(rng, [t for c in cases for t in c.texts], n_multi=300)
-    for rnd in range(2):
+    for _rnd in range(2):
         for c in cases:
             run_cfg_case(c, info, vocab, stencil.GrammarCompiler(info), rng, 2, 14)
 
@@ -937,7 +937,7 @@ def _eq(a, b, what):
 def test_rollback_fork_validate_replay(case):
     what, g, vocab, _ = _grammars_for_replay()[case]
     rng = random.Random(case)
-    for trial in range(3):
+    for _trial in range(3):
         m = stencil.Matcher(g, max_rollback=-1)
         toks, masks = _random_path(rng, m, vocab, 16)
         fresh = _replay_masks(g, vocab, toks)
@@ -1003,12 +1003,12 @@ def test_rollback_fork_validate_replay(case):
 
 def test_batch_fill_matches_individual_fills():
     rng = random.Random(5)
-    for rnd in range(3):
+    for _rnd in range(3):
         # freshly compiled grammars each round: the threads race on cold lazy lexer states
         cases = _grammars_for_replay()
         size = max(v.vocab_size for _, _, v, _ in cases)
         matchers, vocabs = [], []
-        for what, g, vocab, info in cases:
+        for _what, g, vocab, _info in cases:
             for _ in range(2):
                 m = stencil.Matcher(g, max_rollback=-1)
                 _random_path(rng, m, vocab, rng.randint(0, 8))

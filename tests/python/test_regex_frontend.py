@@ -665,7 +665,7 @@ def test_deep_nesting():
     assert b.matches(h, "a")
     for bad in ("(" * 1001 + "a" + ")" * 1001, "(" * 100_000, "(?:" * 5000 + "a"):
         with pytest.raises(GrammarError, match="nested deeper|missing"):
-            _quick(lambda: _no_recursion(lambda: parse_regex(bad)))
+            _quick(lambda: _no_recursion(lambda: parse_regex(bad)))  # noqa: B023 (runs in this iteration)
     deep = "(a|" * 999 + "b" + ")*c" * 999
     _quick(lambda: _no_recursion(lambda: build(deep, anchored=False)))
     anchors = "(^|" * 999 + "$" + ")+a" * 999

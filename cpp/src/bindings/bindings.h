@@ -6,3 +6,4 @@ void bind_vocabulary(nanobind::module_& m);
 void bind_grammar(nanobind::module_& m);
 void bind_matcher(nanobind::module_& m);
 void bind_logits(nanobind::module_& m);
+void bind_limits(nanobind::module_& m);

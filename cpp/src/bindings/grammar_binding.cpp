@@ -6,14 +6,15 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/bindings.h"
+#include "bindings/grammar_view.h"
 #include "stencil/grammar.h"
 
 namespace nb = nanobind;
 using namespace stencil;
 
 void bind_grammar(nb::module_& m) {
-  nb::class_<Grammar>(m, "Grammar")
-      .def("hash", &Grammar::hash)
+  nb::class_<Grammar> grammar(m, "Grammar");
+  grammar.def("hash", &Grammar::hash)
       .def("serialize", [](const Grammar& g) {
         std::string s = g.serialize();
         return nb::bytes(s.data(), s.size());
@@ -24,6 +25,7 @@ void bind_grammar(nb::module_& m) {
       .def_prop_ro("num_rules", [](const Grammar& g) { return g.rules.size(); })
       .def_prop_ro("num_lexemes", [](const Grammar& g) { return g.lexemes.size(); })
       .def("__str__", &Grammar::to_string);
+  bind_grammar_view(grammar);
 
   nb::class_<GrammarBuilder>(m, "GrammarBuilder")
       .def(nb::init<>())

@@ -78,9 +78,11 @@ void bind_matcher(nb::module_& m) {
              nb::gil_scoped_release release;
              new (self) CompiledGrammar(std::move(g), std::move(v), limits);
            },
-           nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = 1u << 20,
-           nb::arg("lexer_fuel") = 100'000'000ull, nb::arg("mask_cache_bytes") = 512ull << 20,
-           nb::arg("lexer_memory_bytes") = 256ull << 20,
+           // defaults from CompileLimits, the one definition (also _core.DEFAULT_LIMITS)
+           nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = CompileLimits{}.lexer.max_states,
+           nb::arg("lexer_fuel") = CompileLimits{}.lexer.fuel,
+           nb::arg("mask_cache_bytes") = CompileLimits{}.mask_cache_bytes,
+           nb::arg("lexer_memory_bytes") = CompileLimits{}.lexer_memory_bytes,
            nb::arg("plain_slice") = true, nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true,
            nb::arg("repeat_memo") = true, nb::arg("loop_skip") = true)
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)

@@ -7,4 +7,5 @@ NB_MODULE(_core, m) {
   bind_grammar(m);
   bind_matcher(m);
   bind_logits(m);
+  bind_limits(m);
 }

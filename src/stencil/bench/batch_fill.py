@@ -1,7 +1,7 @@
 """Batch mask filling: throughput of ``stencil.fill_next_token_bitmasks`` on 1 thread against 2.
 
 Run ``python -m stencil.bench.batch_fill [--tokenizer deepseek] [--batch 64] [--steps 200]``. A
-batch of matchers of the generic JSON grammar (``stencil.grammar.json_value``) each replays one
+batch of matchers of the generic JSON grammar (``stencil.grammar.json.value``) each replays one
 valid MaskBench instance (``json.dumps(data)``, tokenized by the tokenizer's own encoder), starting
 at a different position, so the rows of a batch sit in varied states: inside strings, numbers,
 between keys, at the ends of objects. One step fills the whole batch's masks in one call, then
@@ -24,7 +24,7 @@ import numpy as np
 import stencil
 from stencil.bench.json_masks import DEFAULT_DATA, instances
 from stencil.bench.tokenizers import NAMES, load_tokenizer
-from stencil.grammar.json_value import json_value
+from stencil.grammar.json.value import json_value
 
 
 def start_states(token_lists: list[list[int]], batch: int, seed: int) -> list[tuple[int, int]]:

@@ -19,7 +19,7 @@ import numpy as np
 
 import stencil
 from stencil.bench.tokenizers import NAMES, load_tokenizer
-from stencil.grammar.json_value import json_value
+from stencil.grammar.json.value import json_value
 
 DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
 

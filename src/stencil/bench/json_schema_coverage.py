@@ -32,7 +32,7 @@ import time
 
 import stencil
 from stencil.bench.tokenizers import load_tokenizer
-from stencil.grammar.json_schema import json_schema_grammar
+from stencil.grammar.json.schema import json_schema_grammar
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "shared", "data"))
@@ -221,7 +221,7 @@ def _pct(xs, q):
 
 def warm_up() -> None:
     """Parse the format regexes once (a per-process cost, kept out of per-schema times)."""
-    from stencil.grammar.json_schema.formats import SUPPORTED_FORMATS, format_spec
+    from stencil.grammar.json.schema.core.formats import SUPPORTED_FORMATS, format_spec
     for name in SUPPORTED_FORMATS:
         format_spec(name)
 

@@ -33,7 +33,7 @@ def configurations():
 
 
 def run(files, tokenizer: str, switches: dict):
-    from stencil.grammar.json_schema import json_schema_grammar
+    from stencil.grammar.json.schema import json_schema_grammar
     info, encode = load_tokenizer(tokenizer)
     compiler = stencil.GrammarCompiler(info, mask_optimizations=switches)
     bm = stencil.allocate_token_bitmask(1, info.vocab_size)

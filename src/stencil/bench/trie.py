@@ -11,7 +11,6 @@ build under 50 ms (best of the repeats) and memory under 10 MB.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time

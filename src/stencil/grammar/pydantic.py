@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema import json_schema_grammar
 
 __all__ = ["pydantic_schema", "pydantic_grammar"]
 
@@ -40,5 +41,4 @@ def pydantic_schema(model) -> dict:
 
 def pydantic_grammar(model, **options):
     """The grammar of the JSON texts that validate as ``model`` (options as for JSON Schema)."""
-    from stencil.grammar.json_schema import json_schema_grammar
     return json_schema_grammar(pydantic_schema(model), **options)

@@ -1,6 +1,6 @@
 """Random strings from a grammar: test data for any grammar a user brings.
 
-:func:`sample` walks a parsed Lark or GBNF grammar (:mod:`stencil.grammar.ebnf`) and returns one
+:func:`sample` walks a parsed Lark or GBNF grammar (:mod:`stencil.grammar.ebnf.ast`) and returns one
 string of its language as a list of segments: text (``str``) and special-token ids (``int``).
 Recursion is kept finite by switching, past ``max_depth``, to the alternatives that finish
 soonest; repetitions draw counts near their minimum. :func:`mutate` makes near-misses (one
@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from stencil.grammar import regex_ast as R
-from stencil.grammar.ebnf import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
+from stencil.grammar.regex import ast as R
+from stencil.grammar.ebnf.ast import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
 
 __all__ = ["sample", "sample_regex", "mutate", "alphabet"]
 

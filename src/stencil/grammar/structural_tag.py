@@ -37,7 +37,11 @@ import re
 from typing import Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf import Namespaced, TokenTable
+from stencil.grammar.ebnf.ast import Namespaced, TokenTable
+from stencil.grammar.ebnf.gbnf import build_gbnf
+from stencil.grammar.json.schema import build_json_schema
+from stencil.grammar.regex import build_regex
+from stencil.grammar.xml_params import build_xml_parameters
 
 __all__ = ["build_structural_tag", "load_structural_tag", "MAX_DEPTH"]
 
@@ -322,7 +326,6 @@ class _Builder:
         return self.seq(self.literal(self.pieces(fmt["value"])))
 
     def _json_schema(self, fmt, path, style_default="json"):
-        from stencil.grammar.json_schema import build_json_schema
         style = fmt.get("style", style_default)
         opts = dict(self.json_options)
         if self.flag(fmt, "any_order", path):
@@ -335,7 +338,6 @@ class _Builder:
             if style == "json":
                 return build_json_schema(self.ns(), schema, **opts)
             if style == "qwen_xml":
-                from stencil.grammar.xml_params import build_xml_parameters
                 return build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
                                             json_options=opts)
         except GrammarError as e:
@@ -346,7 +348,6 @@ class _Builder:
         return self._json_schema({**fmt, "type": "json_schema"}, path, style_default="qwen_xml")
 
     def _regex(self, fmt, path):
-        from stencil.grammar.regex import build_regex
         if not isinstance(fmt["pattern"], str):
             raise self.err(f"{path}.pattern", "expected a string")
         try:
@@ -359,7 +360,6 @@ class _Builder:
         return self.b.lexeme(expr, self.name("regex"))
 
     def _grammar(self, fmt, path):
-        from stencil.grammar.gbnf import build_gbnf
         if not isinstance(fmt["grammar"], str):
             raise self.err(f"{path}.grammar", "expected GBNF text")
         try:

@@ -34,7 +34,7 @@ import json
 from typing import Union
 
 from stencil._core import GrammarError
-from stencil.grammar.formats import tool_specs
+from stencil.grammar.triggers import tool_specs
 
 __all__ = ["tool_call_format", "FORMATS"]
 

@@ -23,7 +23,10 @@ import json
 from typing import Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf import Namespaced
+from stencil.grammar.ebnf.ast import Namespaced
+from stencil.grammar.json.schema import build_json_schema
+from stencil.grammar.regex import build_regex
+from stencil.grammar.triggers import _ws
 
 __all__ = ["build_xml_parameters"]
 
@@ -36,7 +39,6 @@ _NAME = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9")), (ord(
 
 def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None) -> int:
     """Add the rule for the parameters of an object ``schema`` to builder ``b`` and return it."""
-    from stencil.grammar.formats import _ws
     if schema is True or schema == {}:
         schema = {"type": "object"}
     if not isinstance(schema, dict):
@@ -87,7 +89,6 @@ def _raw_text(b, name: str, sub: Optional[dict] = None) -> int:
         char = b.re_char_ranges([(0, 0x10FFFF)], False)
         parts.append(b.re_repeat(char, int(sub.get("minLength", 0)), int(sub.get("maxLength", -1))))
     if "pattern" in sub:
-        from stencil.grammar.regex import build_regex
         parts.append(build_regex(b, sub["pattern"], anchored=False))
     value = b.re_and(parts)
     if len(parts) > 2:
@@ -111,7 +112,6 @@ def _types(sub) -> set:
 
 
 def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
-    from stencil.grammar.json_schema import build_json_schema
     if sub is True or sub == {}:
         return _raw_text(b, "xml-value")
     if not isinstance(sub, dict):

@@ -49,7 +49,10 @@ def _time_rows(s: dict) -> list[tuple[str, str, float | None]]:
 
 def _render(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
+
+    def line(r):
+        return "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
+
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
@@ -86,7 +89,7 @@ def targets(summaries: dict[str, dict], ours: str = "stencil") -> list[tuple[str
     stencil, llguidance and xgrammar all ran."""
     if not all(n in summaries for n in (ours, "llguidance", "xgrammar")):
         return None
-    s, l, x = (summaries[n] for n in (ours, "llguidance", "xgrammar"))
+    s, lg, x = (summaries[n] for n in (ours, "llguidance", "xgrammar"))
     if s["tokens"] == 0 or s["ttfm_us"]["p50"] is None:
         return None
     out = []
@@ -96,11 +99,11 @@ def targets(summaries: dict[str, dict], ours: str = "stencil") -> list[tuple[str
         out.append((f"{text}: {a:,.1f} vs {b:,.1f}" + (f" (x{factor:g} = {b * factor:,.1f})" if factor != 1 else ""), met))
 
     for p in ("mean", "p99", "p99.9", "max"):
-        check(f"TBM {p} below llguidance's (us)", s["tbm_us"][p], l["tbm_us"][p])
+        check(f"TBM {p} below llguidance's (us)", s["tbm_us"][p], lg["tbm_us"][p])
         check(f"TBM {p} below XGrammar's (us)", s["tbm_us"][p], x["tbm_us"][p])
     check("TBM p50 within 1.5x of XGrammar's (us)", s["tbm_us"]["p50"], x["tbm_us"]["p50"], 1.5, strict=False)
-    check("TTFM p50 within 1.2x of llguidance's (us)", s["ttfm_us"]["p50"], l["ttfm_us"]["p50"], 1.2, strict=False)
-    check("TTFM p99 below llguidance's (us)", s["ttfm_us"]["p99"], l["ttfm_us"]["p99"])
+    check("TTFM p50 within 1.2x of llguidance's (us)", s["ttfm_us"]["p50"], lg["ttfm_us"]["p50"], 1.2, strict=False)
+    check("TTFM p99 below llguidance's (us)", s["ttfm_us"]["p99"], lg["ttfm_us"]["p99"])
     for p in ("p75", "p90", "p95", "p99", "max"):
         check(f"TTFM {p} below XGrammar's (us)", s["ttfm_us"][p], x["ttfm_us"][p])
     return out

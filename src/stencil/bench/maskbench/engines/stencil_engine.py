@@ -30,7 +30,7 @@ def _schema_compiler(compiler: stencil.GrammarCompiler):
         return (functools.partial(method, property_order="any", string_spelling="plain"),
                 "compile_json_schema, property_order=any, string_spelling=plain")
     try:
-        from stencil.grammar.json_schema import json_schema_grammar
+        from stencil.grammar.json.schema import json_schema_grammar
     except ImportError:
         return None, "stencil.GrammarCompiler.compile_json_schema is not available in this build"
     return (lambda schema: compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))), \
@@ -43,7 +43,7 @@ class StencilEngine:
     def __init__(self, tokenizer_name: str, info: stencil.TokenizerInfo):
         # Loaded at setup, as the other engines load theirs: the first schema's TTFM is then
         # compile work, not the JSON Schema front-end's import.
-        import stencil.grammar.json_schema  # noqa: F401
+        import stencil.grammar.json.schema  # noqa: F401
         self.info = info
         self.compiler = stencil.GrammarCompiler(info)
         self.bitmask = stencil.allocate_token_bitmask(1, info.vocab_size)

@@ -1,0 +1,94 @@
+// Grammar.nonterminals / start / rules / lexemes / checks: plain Python values built on each call
+// (the Grammar itself stays immutable and shared).
+#include "bindings/grammar_view.h"
+
+namespace nb = nanobind;
+using namespace stencil;
+
+namespace {
+
+// Names and printed regexes come from Python text, but a view must not fail on any grammar
+// (a deserialized one included): invalid UTF-8 is shown with replacement characters.
+nb::object text(const std::string& s) {
+  return nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
+const char* check_kind(CheckKind k) {
+  switch (k) {
+    case CheckKind::UniqueItem:
+      return "unique_item";
+    case CheckKind::UniqueKey:
+      return "unique_key";
+    case CheckKind::ObjectKeys:
+      return "object_keys";
+    case CheckKind::NotIn:
+      return "not_in";
+  }
+  return "unknown";
+}
+
+nb::list rules_view(const Grammar& g) {
+  nb::list out;
+  for (const Rule& r : g.rules) {
+    nb::list rhs;
+    for (Symbol s : r.rhs) rhs.append(nb::make_tuple(is_terminal(s) ? "lexeme" : "rule", symbol_index(s)));
+    out.append(nb::make_tuple(r.lhs, rhs));
+  }
+  return out;
+}
+
+nb::list lexemes_view(const Grammar& g) {
+  nb::list out;
+  for (uint32_t i = 0; i < g.lexemes.size(); ++i) {
+    const LexemeSpec& l = g.lexemes[i];
+    nb::dict d;
+    d["name"] = text(g.lexeme_name(i));
+    d["regex"] = l.special ? nb::none() : text(g.exprs.to_string(l.expr));
+    d["ignore"] = l.ignore;
+    d["lazy"] = l.lazy;
+    d["special"] = l.special;
+    nb::list ids;
+    for (int32_t t : l.token_ids) ids.append(t);
+    d["token_ids"] = ids;
+    out.append(d);
+  }
+  return out;
+}
+
+nb::list checks_view(const Grammar& g) {
+  nb::list out;
+  for (const CompletionCheck& c : g.checks) {
+    nb::dict d;
+    d["rule"] = c.rule;
+    d["kind"] = check_kind(c.kind);
+    nb::list names;  // bytes: names hold decoded JSON strings, lone surrogates included
+    for (const std::string& n : c.names) names.append(nb::bytes(n.data(), n.size()));
+    d["names"] = names;
+    d["min"] = c.min;
+    d["max"] = c.max;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_grammar_view(nb::class_<Grammar>& cls) {
+  cls.def_prop_ro(
+         "nonterminals",
+         [](const Grammar& g) {
+           nb::list out;
+           for (const std::string& n : g.nonterminal_names) out.append(text(n));
+           return out;
+         },
+         "Nonterminal names; a rule's left side and a ('rule', i) symbol index this list.")
+      .def_prop_ro(
+          "start", [](const Grammar& g) { return g.start; },
+          "The augmented start nonterminal (its one rule: __start -> the grammar's start).")
+      .def_prop_ro("rules", &rules_view,
+                   "Rules as (lhs, rhs): rhs a list of ('rule', nonterminal) or ('lexeme', lexeme) symbols.")
+      .def_prop_ro("lexemes", &lexemes_view,
+                   "Lexemes as dicts: name, regex (None for special tokens), ignore, lazy, special, token_ids.")
+      .def_prop_ro("checks", &checks_view,
+                   "Completion checks as dicts: rule (nonterminal), kind, names (bytes), min, max.");
+}

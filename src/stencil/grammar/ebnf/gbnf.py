@@ -1,0 +1,428 @@
+"""GBNF (llama.cpp's grammar format) and the XGrammar EBNF dialect: parser and entry point.
+
+Syntax::
+
+    root   ::= "(" list ")" | item          # rules; `root` is the start rule
+    list   ::= item ("," item)*             # ( ) groups, * + ? and {m} {m,} {m,n} {,n}
+    item   ::= [a-z_] [a-z0-9_-]{0,15}      # classes [..] and [^..]; . is any character
+    text   ::= "tab\\t" | 'x\\u00e9'         # strings: \\x.. \\u.... \\U........ \\t \\n \\r ...
+    think  ::= <think> (!<[128822]>)* <[128822]>   # token references, by text or id, negated
+
+Rule names take letters, digits, ``-`` and ``_``; comments run from ``#`` to the end of the line.
+A rule ends where the next ``name ::=`` begins, so alternatives may continue on the next line
+(a superset of llama.cpp, which ends a rule at a newline outside parentheses).
+
+XGrammar EBNF differences handled: single-quoted strings, the escapes ``\\f \\v \\a \\b \\e``,
+lookahead assertions ``rule ::= body (= lookahead)`` (accepted and ignored: XGrammar treats them
+as hints). XGrammar's macros (``TagDispatch(...)`` and friends) are rejected with an error.
+
+Token references: ``<[id]>`` and ``<[1,5-7]>`` (ids), ``<text>`` (the token whose text is
+exactly ``<text>``, e.g. ``<|im_end|>``), and ``!<...>``: any text that is not those tokens.
+A special token matches only that token; an ordinary token stands for its text. Token counts are
+not kept: ``!<[id]>`` matches one or more characters (grammars here are over text, not tokens).
+
+Whole GBNF grammars are character level, which stencil's greedy lexer would get wrong if it
+merged the wrong pieces; :mod:`stencil.grammar.ebnf.gbnf_lexemes` decides what becomes a lexeme so that
+the language stays exactly the one written.
+
+Example::
+
+    grammar = gbnf_grammar('root ::= "yes" | "no"')     # a stencil Grammar
+    compiled = compiler.compile_grammar(grammar)         # or compiler.compile_gbnf(text)
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from stencil._core import DEFAULT_LIMITS
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.deadline import check_deadline
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
+                                  TokenTable, check_grammar)
+
+__all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
+
+MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
+MAX_NESTING = 100   # nested groups; deeper nesting is certainly a generated mistake
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b"}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_XGRAMMAR_MACROS = ("TagDispatch", "Repeat", "Lookahead")
+
+
+class _Parser:
+    def __init__(self, source: Source):
+        self.src = source
+        self.s = source.text
+        self.n = len(self.s)
+        self.i = 0
+
+    def err(self, msg: str, pos: Optional[int] = None):
+        return self.src.error(msg, self.i if pos is None else pos)
+
+    # -- lexical helpers ------------------------------------------------------------------------
+    def skip(self) -> None:
+        s, n = self.s, self.n
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r\n":
+                self.i += 1
+            elif c == "#":
+                j = s.find("\n", self.i)
+                self.i = n if j < 0 else j + 1
+            else:
+                break
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < self.n else ""
+
+    def name_at(self, i: int) -> int:
+        """End offset of the rule name starting at ``i`` (``i`` itself if there is none)."""
+        while i < self.n and self.s[i] in _NAME_CHARS:
+            i += 1
+        return i
+
+    def defines_rule_at(self, i: int) -> bool:
+        """Whether ``name ::=`` starts at offset ``i``."""
+        j = self.name_at(i)
+        if j == i:
+            return False
+        save = self.i
+        self.i = j
+        self.skip()
+        ok = self.s.startswith("::=", self.i)
+        self.i = save
+        return ok
+
+    # -- grammar --------------------------------------------------------------------------------
+    def parse(self) -> EbnfGrammar:
+        rules: dict[str, RuleDef] = {}
+        self.skip()
+        if self.i >= self.n:
+            raise self.err("the grammar is empty: it defines no rule (GBNF needs at least `root ::= ...`)")
+        while self.i < self.n:
+            check_deadline()
+            start = self.i
+            end = self.name_at(start)
+            if end == start:
+                raise self.err(f"expected a rule name, found {self.peek()!r}")
+            name = self.s[start:end]
+            self.i = end
+            self.skip()
+            if not self.s.startswith("::=", self.i):
+                raise self.err(f"expected '::=' after the rule name '{name}'")
+            self.i += 3
+            body = self.alternates(depth=0)
+            if name in rules:
+                line, col = self.src.line_col(rules[name].pos)
+                raise self.err(f"rule '{name}' is defined twice (first at line {line}, column {col})", start)
+            rules[name] = RuleDef(name, body, start)
+        return EbnfGrammar(rules, "root", self.src)
+
+    def alternates(self, depth: int):
+        start = self.i
+        if depth > MAX_NESTING:
+            raise self.err(f"parentheses nest deeper than {MAX_NESTING} levels")
+        seqs = [self.sequence(depth)]
+        while self.peek() == "|":
+            self.i += 1
+            seqs.append(self.sequence(depth))
+        return seqs[0] if len(seqs) == 1 else Alt(seqs, pos=start)
+
+    def sequence(self, depth: int):
+        items = []
+        self.skip()
+        start = self.i
+        while True:
+            self.skip()
+            c = self.peek()
+            if c == "" or c == "|":
+                break
+            if c == ")":
+                if depth == 0:
+                    raise self.err("unbalanced ')': there is no '(' to close")
+                break
+            if c in _NAME_CHARS and self.defines_rule_at(self.i):
+                break
+            if c in "*+?{":
+                raise self.err(f"'{c}' has nothing to repeat")
+            if c == "(" and self.s.startswith("=", self._after_space(self.i + 1)):
+                self.lookahead(depth)
+                continue
+            items.append(self.postfix(self.element(depth)))
+        return items[0] if len(items) == 1 else Seq(items, pos=start)
+
+    def _after_space(self, i: int) -> int:
+        while i < self.n and self.s[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def lookahead(self, depth: int) -> None:
+        # XGrammar `(= ...)`: parsed for errors, then dropped (a hint there, not a constraint)
+        open_pos = self.i
+        self.i = self._after_space(self.i + 1) + 1
+        self.alternates(depth + 1)
+        if self.peek() != ")":
+            raise self.err("'(' of this lookahead is never closed", open_pos)
+        self.i += 1
+
+    def element(self, depth: int):
+        c = self.peek()
+        pos = self.i
+        if c in _NAME_CHARS:
+            end = self.name_at(self.i)
+            name = self.s[self.i:end]
+            self.i = end
+            if self.peek() == "(" and name in _XGRAMMAR_MACROS:
+                raise self.err(f"the XGrammar macro {name}(...) is not supported", pos)
+            return Ref(name, pos=pos)
+        if c in "\"'":
+            return Term(self.string(), pos=pos)
+        if c == "[":
+            return Term(self.char_class(), pos=pos)
+        if c == ".":
+            self.i += 1
+            return Term(R.CharClass(((0, 0xD7FF), (0xE000, U.MAX_CP))), pos=pos)
+        if c == "(":
+            self.i += 1
+            body = self.alternates(depth + 1)
+            if self.peek() != ")":
+                raise self.err("'(' is never closed", pos)
+            self.i += 1
+            return body if not isinstance(body, Seq) or body.items else Seq([], pos=pos)
+        if c == "<":
+            return self.token_ref(negated=False)
+        if c == "!":
+            self.i += 1
+            if self.peek() != "<":
+                raise self.err("'!' must be followed by a token reference such as <[123]> or <|end|>")
+            node = self.token_ref(negated=True)
+            node.pos = pos
+            return node
+        raise self.err(f"unexpected character {c!r}")
+
+    def postfix(self, node):
+        while True:
+            save = self.i
+            self.i = self._after_space(self.i)
+            c = self.peek()
+            pos = self.i
+            if c == "*":
+                self.i += 1
+                node = Rep(node, 0, None, pos=pos)
+            elif c == "+":
+                self.i += 1
+                node = Rep(node, 1, None, pos=pos)
+            elif c == "?":
+                self.i += 1
+                node = Rep(node, 0, 1, pos=pos)
+            elif c == "{":
+                lo, hi = self.braces()
+                node = Rep(node, lo, hi, pos=pos)
+            else:
+                self.i = save
+                return node
+
+    def braces(self) -> tuple[int, Optional[int]]:
+        open_pos = self.i
+        self.i += 1
+        lo = self.number(optional=True)
+        self.i = self._after_space(self.i)
+        hi: Optional[int]
+        if self.peek() == ",":
+            self.i += 1
+            self.i = self._after_space(self.i)
+            hi = self.number(optional=True)
+        else:
+            if lo is None:
+                raise self.err("expected a repetition count such as {3}, {2,} or {1,5}", open_pos)
+            hi = lo
+        self.i = self._after_space(self.i)
+        if self.peek() != "}":
+            raise self.err("'{' of this repetition is never closed (expected '}')", open_pos)
+        self.i += 1
+        lo = 0 if lo is None else lo
+        if hi is not None and hi < lo:
+            raise self.err(f"repetition {{{lo},{hi}}}: the maximum is below the minimum", open_pos)
+        if max(lo, hi or 0) > MAX_REPEAT:
+            raise self.err(f"repetition count {max(lo, hi or 0)} exceeds the limit of {MAX_REPEAT}", open_pos)
+        return lo, hi
+
+    def number(self, optional: bool) -> Optional[int]:
+        self.i = self._after_space(self.i)
+        j = self.i
+        while j < self.n and self.s[j].isascii() and self.s[j].isdigit():
+            j += 1
+        if j == self.i:
+            if optional:
+                return None
+            raise self.err("expected a number")
+        v = int(self.s[self.i:j])
+        self.i = j
+        return v
+
+    # -- terminals ------------------------------------------------------------------------------
+    def escape(self) -> int:
+        """Parse the escape after a backslash at self.i (pointing at the backslash)."""
+        pos = self.i
+        self.i += 1
+        if self.i >= self.n:
+            raise self.err("a backslash ends the grammar", pos)
+        c = self.s[self.i]
+        self.i += 1
+        if c in _HEX_ESCAPES:
+            k = _HEX_ESCAPES[c]
+            digits = self.s[self.i:self.i + k]
+            if len(digits) != k or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise self.err(f"bad escape '\\{c}': it needs exactly {k} hex digits", pos)
+            self.i += k
+            cp = int(digits, 16)
+            if cp > U.MAX_CP:
+                raise self.err(f"bad escape '\\{c}{digits}': beyond the last code point U+10FFFF", pos)
+            return cp
+        if c in _SIMPLE_ESCAPES:
+            return ord(_SIMPLE_ESCAPES[c])
+        if c.isalnum() or c in "\n\r":
+            raise self.err(f"bad escape '\\{c}' (known: \\x.. \\u.... \\U........ \\t \\n \\r \\f \\v "
+                           "and a backslash before punctuation)", pos)
+        return ord(c)
+
+    def string(self):
+        quote = self.s[self.i]
+        open_pos = self.i
+        self.i += 1
+        chars = []
+        while True:
+            if self.i >= self.n or self.s[self.i] == "\n":
+                raise self.err("string is not closed (strings end on the same line)", open_pos)
+            c = self.s[self.i]
+            if c == quote:
+                self.i += 1
+                break
+            if c == "\\":
+                epos = self.i
+                cp = self.escape()
+                if 0xD800 <= cp <= 0xDFFF:
+                    raise self.err(f"bad escape: U+{cp:04X} is a surrogate, which cannot occur in UTF-8 text", epos)
+                chars.append(chr(cp))
+            else:
+                chars.append(c)
+                self.i += 1
+        return R.literal("".join(chars))
+
+    def class_char(self) -> int:
+        if self.s[self.i] == "\\":
+            return self.escape()
+        c = self.s[self.i]
+        self.i += 1
+        return ord(c)
+
+    def char_class(self):
+        open_pos = self.i
+        self.i += 1
+        negate = self.peek() == "^"
+        if negate:
+            self.i += 1
+        ranges = []
+        while True:
+            if self.i >= self.n:
+                raise self.err("'[' is never closed: the character class has no ']'", open_pos)
+            if self.s[self.i] == "]":
+                self.i += 1
+                break
+            lo_pos = self.i
+            lo = self.class_char()
+            hi = lo
+            if self.peek() == "-" and self.i + 1 < self.n and self.s[self.i + 1] != "]":
+                self.i += 1
+                if self.i >= self.n:
+                    raise self.err("'[' is never closed: the character class has no ']'", open_pos)
+                hi = self.class_char()
+                if hi < lo:
+                    raise self.err(f"bad range in character class: U+{lo:04X} comes after U+{hi:04X}", lo_pos)
+            ranges.append((lo, hi))
+        if not ranges and not negate:
+            raise self.err("empty character class [] matches nothing", open_pos)
+        rs = U.normalize(ranges)
+        if negate:
+            rs = U.complement(rs)
+        if not rs:
+            raise self.err("this character class matches no character", open_pos)
+        return R.char_class(rs)
+
+    def token_ref(self, negated: bool) -> TokenRef:
+        pos = self.i
+        if self.s.startswith("<[", self.i):
+            end = self.s.find("]>", self.i)
+            if end < 0 or "\n" in self.s[self.i:end]:
+                raise self.err("token reference '<[' is not closed by ']>'", pos)
+            ids = parse_id_list(self.s[self.i + 2:end], lambda m: self.err(m, pos))
+            self.i = end + 2
+            return TokenRef(ids=ids, negated=negated, pos=pos)
+        j = self.i + 1
+        while j < self.n and self.s[j] not in "> \t\r\n":
+            j += 1
+        if j >= self.n or self.s[j] != ">" or j == self.i + 1:
+            raise self.err("'<' starts a token reference such as <[123]> or <|end|>, but it is not closed "
+                           "by '>'", pos)
+        self.i = j + 1
+        return TokenRef(text=self.s[pos:j + 1], negated=negated, pos=pos)
+
+
+def parse_id_list(text: str, err) -> tuple:
+    """``"1, 5-7"`` -> (1, 5, 6, 7); ``err(message)`` builds the exception to raise."""
+    ids: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo_s, dash, hi_s = part.partition("-")
+        try:
+            lo = int(lo_s.strip())
+            hi = int(hi_s.strip()) if dash else lo
+        except ValueError:
+            raise err(f"bad token id list <[{text}]>: expected ids such as <[12]> or <[1,5-7]>") from None
+        if lo < 0 or hi < lo:
+            raise err(f"bad token id range {part!r}")
+        if hi - lo > 1_000_000:
+            raise err(f"token id range {part!r} is too large")
+        ids.extend(range(lo, hi + 1))
+    return tuple(sorted(set(ids)))
+
+
+def parse_gbnf(text: str) -> EbnfGrammar:
+    """Parse GBNF text into the shared grammar AST (no checks beyond syntax)."""
+    if not isinstance(text, str):
+        raise TypeError(f"a GBNF grammar is a str, got {type(text).__name__}")
+    return _Parser(Source(text, "GBNF grammar")).parse()
+
+
+def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
+               unused: str = "warn", prefix: str = "") -> int:
+    """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
+    it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
+    ``prefix``, so several grammars can share one builder."""
+    from stencil.grammar.ebnf.ast import Namespaced
+    from stencil.grammar.ebnf.gbnf_lexemes import emit_character_grammar
+
+    g = parse_gbnf(text)
+    g.start = start
+    check_grammar(g, unused=unused)
+    return emit_character_grammar(Namespaced(b, prefix) if prefix else b, g, tokens)
+
+
+def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
+                 unused: str = "warn"):
+    """Compile GBNF text into a stencil ``Grammar`` (the IR), ready for ``compile_grammar``.
+
+    ``tokens`` resolves token references by name (the compiler passes its tokenizer's table);
+    ``unused``: what to do about rules the start rule never uses ("warn": a ``GrammarWarning``,
+    "error" or "ignore").
+
+    Example::
+
+        g = gbnf_grammar('root ::= [0-9]+ ("." [0-9]+)?')
+    """
+    from stencil._core import GrammarBuilder
+
+    b = GrammarBuilder()
+    return b.build(build_gbnf(b, text, tokens=tokens, start=start, unused=unused))

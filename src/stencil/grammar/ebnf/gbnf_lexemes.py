@@ -1,0 +1,636 @@
+"""From a character-level grammar (GBNF) to rules over lexemes, keeping the language exact.
+
+A GBNF grammar has no lexer: every string literal and class is a piece of the text. stencil's
+lexer is greedy (a lexeme ends only when the next byte cannot extend it), so turning pieces into
+lexemes carelessly changes the language: with ``x ::= "a"+ | "(" y ")"`` and ``y ::= x x``, one
+``a+`` lexeme would swallow both halves of ``aa``. The steps:
+
+1. Regular rules become regexes: a rule is regular when it references only regular rules and is
+   not recursive, or only recursive in tail position (``ws ::= ([ \\t\\n] ws)?`` is
+   ``[ \\t\\n]*``; ``r ::= r "x" | "y"`` is ``y x*``).
+2. In the other rules, every maximal run of regular pieces in a sequence becomes one lexeme;
+   everything else becomes rules.
+3. Greedy-safety check: for lexemes X and Y that the parser may allow at the same moment
+   (:mod:`stencil.grammar.ebnf.greedy` finds them over LR(1) item sets, so that contexts that never
+   meet are not mixed; past a work budget it falls back to FOLLOW sets), with C the characters
+   that may follow X there: if some non-empty word w of X and some c in C (up to its UTF-8 first
+   byte) make w·c the start of a word of Y, a greedy lexer could run past the end of X, so Y is
+   split into lexemes for its parts (a concatenation into its items, a literal into its
+   characters, ...), and the check runs again until nothing can run on. Splitting ends at
+   single-character lexemes, and a grammar of those is exact by construction, so this always
+   ends with an exact grammar; most grammars need no split at all (json.gbnf, chess.gbnf,
+   list.gbnf keep their big lexemes).
+
+Why the check suffices: while the lexer reads a word w of the lexeme X the grammar wants, X is
+alive, so the lexer cannot stop early; at the end of w, the next byte starts the next piece
+(a c in FOLLOW(X)), and by the check no allowed lexeme stays alive on w·c, so the lexer ends
+the lexeme there, handing the parser every lexeme that matched w. Special tokens are not bytes:
+they always end the lexeme before them, so nothing follows a lexeme "through" a special token.
+
+Example::
+
+    b = GrammarBuilder()
+    start = emit_character_grammar(b, parse_gbnf(text), tokens=None)
+    grammar = b.build(start)
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
+                                  TokenTable, refs_of, resolve_tokens)
+from stencil.grammar.ebnf.greedy import unsafe_lexemes
+from stencil.grammar.regex.nfa import can_run_into, first_chars, intersects, ranges_intersect
+from stencil.grammar.regex import build_regex
+
+__all__ = ["emit_character_grammar", "ANY_TEXT"]
+
+#: one or more characters: what a negated token reference ``!<...>`` stands for
+ANY_TEXT = R.Repeat(R.CharClass(((0, 0xD7FF), (0xE000, U.MAX_CP))), 1, None)
+
+
+class _Special(Node):
+    def __init__(self, ids, name):
+        super().__init__()
+        self.ids, self.name = ids, name
+
+
+# --- step 0: token references -------------------------------------------------------------------
+
+def _resolve(g: EbnfGrammar, node: Node, tokens: Optional[TokenTable]) -> Node:
+    """A copy of ``node`` with token references replaced by special-token nodes and texts."""
+    if isinstance(node, TokenRef):
+        if node.negated:
+            return Term(ANY_TEXT, pos=node.pos)
+        specials, texts = resolve_tokens(g, node, tokens)
+        name = node.text or f"<[{','.join(map(str, node.ids))}]>"
+        alts: list = [Term(R.literal(t), pos=node.pos) for t in texts]
+        if specials:
+            alts.append(_Special(tuple(specials), name))
+        return alts[0] if len(alts) == 1 else Alt(alts, pos=node.pos)
+    if isinstance(node, JsonSchema):
+        raise g.error("%json is not part of GBNF", node.pos)
+    if isinstance(node, (Seq, Alt)):
+        return type(node)([_resolve(g, k, tokens) for k in node.items], pos=node.pos)
+    if isinstance(node, Rep):
+        return Rep(_resolve(g, node.item, tokens), node.min, node.max, pos=node.pos)
+    return node
+
+
+# --- step 1: regular rules ----------------------------------------------------------------------
+
+def _sccs(graph: dict) -> list:
+    """Strongly connected components, each listed after every component it reaches (Tarjan,
+    without recursion)."""
+    index: dict = {}
+    low: dict = {}
+    on: set = set()
+    stack: list = []
+    out: list = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(graph[w])))
+                    advanced = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+    return out
+
+
+MAX_REGEX_DEPTH = 48
+
+
+def _depth_visit(node, kids) -> int:
+    return 1 + max(kids, default=0)
+
+
+class _Regular:
+    """Regex forms of nodes, where they have one. Concatenations and alternations are built
+    without flattening nested ones: rules share their regexes as a DAG, and flattening would
+    copy a long chain of rules over and over."""
+
+    def __init__(self):
+        self.rules: dict[str, object] = {}   # regular rule -> regex
+        self._memo: dict[int, object] = {}
+        self._depths: dict = {}                # postorder memo of regex depths
+
+    def of(self, node: Node):
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key][1]
+        r = self._compute(node)
+        self._memo[key] = (node, r)
+        return r
+
+    def _compute(self, node: Node):
+        if isinstance(node, Term):
+            return node.regex
+        if isinstance(node, Ref):
+            return self.rules.get(node.name)
+        if isinstance(node, Seq):
+            parts = [self.of(k) for k in node.items]
+            return None if any(p is None for p in parts) else R.concat(parts, flatten=False)
+        if isinstance(node, Alt):
+            parts = [self.of(k) for k in node.items]
+            return None if any(p is None for p in parts) else R.alt(parts, flatten=False)
+        if isinstance(node, Rep):
+            p = self.of(node.item)
+            return None if p is None else R.repeat(p, node.min, node.max)
+        return None  # special tokens
+
+    def linear(self, name: str, node: Node, left: bool):
+        """(A, B) with node = A | B·name (left: A | name·B), or None."""
+        mentions = lambda n: any(r.name == name for r in refs_of(n))  # noqa: E731
+        if isinstance(node, Ref) and node.name == name:
+            return R.NOTHING, R.EMPTY
+        if not mentions(node):
+            r = self.of(node)
+            return None if r is None else (r, R.NOTHING)
+        if isinstance(node, Seq):
+            items = node.items
+            edge, rest = (items[0], items[1:]) if left else (items[-1], items[:-1])
+            if any(mentions(k) for k in rest):
+                return None
+            parts = [self.of(k) for k in rest]
+            if any(p is None for p in parts):
+                return None
+            ab = self.linear(name, edge, left)
+            if ab is None:
+                return None
+            fix = R.concat(parts, flatten=False)
+            return tuple(R.concat([x, fix] if left else [fix, x], flatten=False) for x in ab)
+        if isinstance(node, Alt):
+            parts = [self.linear(name, k, left) for k in node.items]
+            if any(p is None for p in parts):
+                return None
+            return R.alt([p[0] for p in parts], flatten=False), R.alt([p[1] for p in parts], flatten=False)
+        if isinstance(node, Rep) and node.min == 0 and node.max == 1:
+            ab = self.linear(name, node.item, left)
+            return None if ab is None else (R.alt([R.EMPTY, ab[0]]), ab[1])
+        return None
+
+    def analyze(self, bodies: dict) -> None:
+        graph = {n: list(dict.fromkeys(r.name for r in refs_of(body))) for n, body in bodies.items()}
+        for comp in _sccs(graph):
+            if len(comp) != 1:
+                continue
+            name = comp[0]
+            body = bodies[name]
+            if name not in graph[name]:
+                r = self.of(body)
+            else:
+                r = None
+                for left in (False, True):
+                    ab = self.linear(name, body, left)
+                    if ab is not None:
+                        star = R.repeat(ab[1], 0, None)
+                        r = R.concat([ab[0], star] if left else [star, ab[0]], flatten=False)
+                        break
+            # A rule nested too deeply as a regex stays a rule: deep regexes cost the core
+            # (and the conflict analysis) time quadratic in their depth.
+            if r is not None and R.postorder(r, _depth_visit, self._depths) <= MAX_REGEX_DEPTH:
+                self.rules[name] = r
+        self._memo.clear()
+
+
+# --- steps 2 and 3: rules over lexemes ----------------------------------------------------------
+
+def _single_char(node) -> bool:
+    return isinstance(node, R.CharClass) or (isinstance(node, R.Literal) and len(node.text) == 1)
+
+
+class _Cfg:
+    """Rules over lexemes. Symbols: nonterminal i >= 0, lexeme k as ~k (negative)."""
+
+    def __init__(self):
+        self.alts: list[list[list[int]]] = []
+        self.names: list[str] = []
+        self.lex: list = []            # regex node, or _Special
+        self.lex_names: list[str] = []
+        self._lex_key: dict = {}
+        self._split_nt: dict[int, int] = {}
+        self._used_names: set[str] = set()
+
+    def nt(self, name: str) -> int:
+        # names must be unique: the builder merges rules of the same name
+        if name in self._used_names:
+            name = f"{name}~{len(self.alts)}"
+        self._used_names.add(name)
+        self.alts.append([])
+        self.names.append(name)
+        return len(self.alts) - 1
+
+    def lexeme(self, node, name: str) -> int:
+        key = node if _single_char(node) else ("special", node.ids) if isinstance(node, _Special) else id(node)
+        k = self._lex_key.get(key)
+        if k is None:
+            k = len(self.lex)
+            self.lex.append(node)
+            self.lex_names.append(name)
+            self._lex_key[key] = k
+        return ~k
+
+    def repeat(self, sym: int, lo: int, hi: Optional[int], owner: str) -> int:
+        if hi is None:
+            tail = self.nt(f"{owner}~star")
+            self.alts[tail] = [[], [tail, sym]]   # left recursion suits Earley
+        else:
+            tail = self.nt(f"{owner}~rep")
+            self.alts[tail] = [[]]
+            for _ in range(hi - lo):
+                t = self.nt(f"{owner}~rep")
+                self.alts[t] = [[], [sym, tail]]
+                tail = t
+        if lo == 0:
+            return tail
+        n = self.nt(f"{owner}~rep")
+        self.alts[n] = [[sym] * lo + [tail]]
+        return n
+
+    # -- splitting ------------------------------------------------------------------------------
+    def piece(self, node, owner: str) -> list:
+        """Symbols for the regex ``node`` as one lexeme ([] for the empty string)."""
+        if isinstance(node, R.Empty):
+            return []
+        if isinstance(node, R.Nothing):
+            return [self.nt(f"{owner}~nothing")]   # no alternative: pruned by build
+        name = f'"{node.text}"' if isinstance(node, R.Literal) else f"{owner}~part"
+        return [self.lexeme(node, name)]
+
+    def one_level(self, node, owner: str) -> list:
+        """Symbols for the regex ``node`` with its direct parts as lexemes."""
+        if isinstance(node, R.Literal):
+            return [self.lexeme(R.Literal(c), repr(c)) for c in node.text]
+        if isinstance(node, R.Concat):
+            return [s for k in node.items for s in self.piece(k, owner)]
+        if isinstance(node, R.Alt):
+            n = self.nt(f"{owner}~alt")
+            self.alts[n] = [self.piece(k, owner) for k in node.items]
+            return [n]
+        if isinstance(node, R.Repeat):
+            body = self.piece(node.item, owner)
+            if not body:
+                return []
+            return [self.repeat(body[0], node.min, node.max, owner)]
+        raise AssertionError(f"cannot split {type(node).__name__}")
+
+    def split(self, k: int) -> None:
+        """Replace lexeme k everywhere by rules over lexemes for its parts."""
+        n = self._split_nt.get(k)
+        if n is None:
+            n = self.nt(f"{self.lex_names[k]}~split")
+            self._split_nt[k] = n
+            self.alts[n] = [self.one_level(self.lex[k], self.lex_names[k])]
+        sym = ~k
+        for alts in self.alts:
+            for alt in alts:
+                for i, s in enumerate(alt):
+                    if s == sym:
+                        alt[i] = n
+
+    # -- analysis -------------------------------------------------------------------------------
+    def analyze(self, start: int):
+        """FIRST/FOLLOW at two levels: code points (``*_chars``) and lexeme ids (``*_lex``).
+
+        Worklists, not sweeps to a fixpoint: a long chain of rules must not cost a sweep per
+        link."""
+        nl = len(self.lex)
+        lex_first, lex_null = [], []
+        for node in self.lex:
+            f, nul = ((), False) if isinstance(node, _Special) else first_chars(node)
+            lex_first.append(f)
+            lex_null.append(nul)
+        used = self.reachable(start)
+        n = len(self.alts)
+        users: dict[int, set] = {a: set() for a in used}
+        for a in used:
+            for alt in self.alts[a]:
+                for sym in alt:
+                    if sym >= 0:
+                        users[sym].add(a)
+        null = [False] * n
+        first_c: list = [()] * n
+        first_l: list = [frozenset()] * n
+
+        def seq_first(alt, i):
+            chars, lexs = [], set()
+            for sym in alt[i:]:
+                if sym < 0:
+                    chars.extend(lex_first[~sym])
+                    lexs.add(~sym)
+                    if not lex_null[~sym]:
+                        return chars, lexs, False
+                else:
+                    chars.extend(first_c[sym])
+                    lexs |= first_l[sym]
+                    if not null[sym]:
+                        return chars, lexs, False
+            return chars, lexs, True
+
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
+            for alt in self.alts[a]:
+                c, l, z = seq_first(alt, 0)
+                chars.extend(c)
+                lexs |= l
+                nul = nul or z
+            new_c, new_l = U.normalize(chars), frozenset(lexs)
+            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
+                first_c[a], first_l[a], null[a] = new_c, new_l, nul
+                for u in users[a]:
+                    if u not in queued:
+                        queued.add(u)
+                        work.append(u)
+        # FOLLOW: a fixed part (what the rest of each alternative can start with) plus what
+        # flows from the left-hand side through nullable rests (edges a -> symbol).
+        follow_c: list = [()] * n
+        follow_l: list = [frozenset()] * n
+        lex_c: list = [[] for _ in range(nl)]
+        lex_l: list = [set() for _ in range(nl)]
+        base_c: dict[int, list] = {a: [] for a in used}
+        base_l: dict[int, set] = {a: set() for a in used}
+        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
+        for a in used:
+            for alt in self.alts[a]:
+                for i, sym in enumerate(alt):
+                    c, l, z = seq_first(alt, i + 1)
+                    if sym < 0:
+                        lex_c[~sym].extend(c)
+                        lex_l[~sym] |= l
+                    else:
+                        base_c[sym].extend(c)
+                        base_l[sym] |= l
+                    if z:
+                        flows[a].add(sym)
+        for a in used:
+            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            for sym in flows[a]:
+                if sym < 0:
+                    continue
+                new_c = U.union(follow_c[sym], follow_c[a])
+                new_l = follow_l[sym] | follow_l[a]
+                if new_c != follow_c[sym] or new_l != follow_l[sym]:
+                    follow_c[sym], follow_l[sym] = new_c, new_l
+                    if sym not in queued:
+                        queued.add(sym)
+                        work.append(sym)
+        for a in used:
+            for sym in flows[a]:
+                if sym < 0:
+                    lex_c[~sym].extend(follow_c[a])
+                    lex_l[~sym] |= follow_l[a]
+        lex_follow_c = [U.normalize(c) for c in lex_c]
+        lex_follow_l = [frozenset(l) for l in lex_l]
+        return lex_first, lex_follow_c, lex_follow_l, first_l[start], used
+
+    def reachable(self, start: int) -> list:
+        seen = {start}
+        stack = [start]
+        while stack:
+            for alt in self.alts[stack.pop()]:
+                for s in alt:
+                    if s >= 0 and s not in seen:
+                        seen.add(s)
+                        stack.append(s)
+        return sorted(seen)
+
+    def _compatible(self, x: int, y: int, cache: dict) -> bool:
+        """Whether lexemes x and y can match the same text (then the parser gets both)."""
+        a, b = self.lex[x], self.lex[y]
+        if isinstance(a, _Special) or isinstance(b, _Special):
+            return isinstance(a, _Special) and isinstance(b, _Special) and bool(set(a.ids) & set(b.ids))
+        key = (min(x, y), max(x, y))
+        if key not in cache:
+            cache[key] = intersects(a, b)
+        return cache[key]
+
+    def make_greedy_safe(self, start: int) -> None:
+        run_cache: dict = {}
+        compat_cache: dict = {}
+        in_context = True
+        while True:
+            lex_first, follow_c, follow_l, start_l, used = self.analyze(start)
+            # the context-aware analysis, until it once runs out of budget (splits only grow
+            # the grammar, so it would run out again)
+            to_split = None
+            if in_context:
+                to_split = self._unsafe_in_context(start, used, lex_first, run_cache, compat_cache)
+                in_context = to_split is not None
+            if to_split is None:
+                to_split = self._unsafe_anywhere(start_l, used, lex_first, follow_c, follow_l,
+                                                 run_cache, compat_cache)
+            if not to_split:
+                return
+            for y in sorted(to_split):
+                self.split(y)
+
+    def _unsafe_in_context(self, start, used, lex_first, run_cache, compat_cache):
+        lex_null = [False if isinstance(n, _Special) else first_chars(n)[1] for n in self.lex]
+        rules = [(a, tuple(alt)) for a in used for alt in self.alts[a]]
+
+        def run(x, c, y):
+            key = (x, c, y)
+            if key not in run_cache:
+                run_cache[key] = can_run_into(self.lex[x], c, self.lex[y])
+            return run_cache[key]
+
+        def compat(x, y):
+            return ranges_intersect(lex_first[x], lex_first[y]) and self._compatible(x, y, compat_cache) \
+                if not (isinstance(self.lex[x], _Special) or isinstance(self.lex[y], _Special)) \
+                else self._compatible(x, y, compat_cache)
+
+        return unsafe_lexemes(rules, start, len(self.alts), lex_first, lex_null,
+                              lambda k: not isinstance(self.lex[k], _Special),
+                              lambda k: not isinstance(self.lex[k], _Special) and not _single_char(self.lex[k]),
+                              compat, run)
+
+    def _unsafe_anywhere(self, start_l, used, lex_first, follow_c, follow_l, run_cache, compat_cache):
+        """The context-free fallback: lexemes allowed together are over-approximated by FOLLOW."""
+        live = sorted({~s for a in used for alt in self.alts[a] for s in alt if s < 0})
+        # Lexemes the parser may allow at once: those that can start the text, and those
+        # that can follow some lexeme Z or another lexeme matching the same text as Z.
+        groups = [start_l]
+        for z in live:
+            group = set(follow_l[z])
+            for z2 in live:
+                if z2 != z and ranges_intersect(lex_first[z], lex_first[z2]) \
+                        and self._compatible(z, z2, compat_cache):
+                    group |= follow_l[z2]
+            groups.append(frozenset(group))
+        to_split = set()
+        for group in set(groups):
+            text = [k for k in group if not isinstance(self.lex[k], _Special)]
+            multi = [k for k in text if not _single_char(self.lex[k])]
+            for x in text:
+                c = follow_c[x]
+                if not c:
+                    continue
+                for y in multi:
+                    if y in to_split or not ranges_intersect(lex_first[x], lex_first[y]):
+                        continue
+                    key = (x, c, y)
+                    if key not in run_cache:
+                        run_cache[key] = can_run_into(self.lex[x], c, self.lex[y])
+                    if run_cache[key]:
+                        to_split.add(y)
+        return to_split
+
+    # -- emission -------------------------------------------------------------------------------
+    def emit(self, b, start: int) -> int:
+        used = self.reachable(start)
+        rule = {a: b.rule(self.names[a]) for a in used}
+        lex_sym: dict[int, int] = {}
+
+        def sym(s: int) -> int:
+            if s >= 0:
+                return rule[s]
+            k = ~s
+            if k not in lex_sym:
+                node = self.lex[k]
+                if isinstance(node, _Special):
+                    lex_sym[k] = b.special_token(list(node.ids), node.name)
+                else:
+                    lex_sym[k] = b.lexeme(build_regex(b, node), self.lex_names[k])
+            return lex_sym[k]
+
+        for a in used:
+            for alt in self.alts[a]:
+                b.add_alternative(rule[a], [sym(s) for s in alt])
+        return rule[start]
+
+
+class _Converter:
+    def __init__(self, cfg: _Cfg, reg: _Regular, bodies: dict):
+        self.cfg, self.reg, self.bodies = cfg, reg, bodies
+        self.rule_nt: dict[str, int] = {}
+        self.pending: list[str] = []   # rules referenced but not converted yet (no recursion)
+        self.counter = 0
+
+    def rule(self, name: str) -> int:
+        n = self.rule_nt.get(name)
+        if n is None:
+            n = self.cfg.nt(name)
+            self.rule_nt[name] = n
+            self.pending.append(name)
+        return n
+
+    def convert_all(self) -> None:
+        while self.pending:
+            name = self.pending.pop()
+            n = self.rule_nt[name]
+            body = self.bodies[name]
+            reg = self.reg.rules.get(name)
+            if reg is not None:
+                self.cfg.alts[n] = [self.run_syms([reg], name)]
+            else:
+                items = body.items if isinstance(body, Alt) else [body]
+                self.cfg.alts[n] = [self.seq(k, name) for k in items]
+
+    def run_syms(self, run: list, owner: str) -> list:
+        r = R.concat(run, flatten=False)
+        if isinstance(r, R.Empty):
+            return []
+        self.counter += 1
+        name = f'"{r.text}"' if isinstance(r, R.Literal) else f"{owner}:{self.counter}"
+        return [self.cfg.lexeme(r, name)]
+
+    def seq(self, node: Node, owner: str) -> list:
+        items = node.items if isinstance(node, Seq) else [node]
+        out: list = []
+        run: list = []
+        for it in items:
+            r = self.reg.of(it)
+            if r is not None:
+                run.append(r)
+                continue
+            out.extend(self.run_syms(run, owner))
+            run = []
+            if isinstance(it, Seq):
+                out.extend(self.seq(it, owner))
+            else:
+                out.append(self.sym(it, owner))
+        out.extend(self.run_syms(run, owner))
+        return out
+
+    def sym(self, node: Node, owner: str) -> int:
+        cfg = self.cfg
+        if isinstance(node, Ref):
+            return self.rule(node.name)
+        if isinstance(node, _Special):
+            return cfg.lexeme(node, node.name)
+        if isinstance(node, (Alt, Seq)):
+            n = cfg.nt(f"{owner}~group")
+            items = node.items if isinstance(node, Alt) else [node]
+            cfg.alts[n] = [self.seq(k, owner) for k in items]
+            return n
+        if isinstance(node, Rep):
+            r = self.reg.of(node.item)
+            if r is not None:
+                item = self.run_syms([r], owner)
+                item_sym = item[0] if item else None
+            else:
+                body = self.seq(node.item, owner)
+                item_sym = body[0] if len(body) == 1 else None
+                if item_sym is None:
+                    item_sym = cfg.nt(f"{owner}~item")
+                    cfg.alts[item_sym] = [body]
+            if item_sym is None:   # repeating the empty string
+                n = cfg.nt(f"{owner}~empty")
+                cfg.alts[n] = [[]]
+                return n
+            return cfg.repeat(item_sym, node.min, node.max, owner)
+        raise AssertionError(f"unexpected node {type(node).__name__}")
+
+
+def emit_character_grammar(b, g: EbnfGrammar, tokens: Optional[TokenTable]) -> int:
+    """Emit a checked character-level grammar (GBNF) into builder ``b``; returns the start rule."""
+    bodies = {name: _resolve(g, rd.body, tokens) for name, rd in g.rules.items()}
+    reg = _Regular()
+    reg.analyze(bodies)
+    cfg = _Cfg()
+    conv = _Converter(cfg, reg, bodies)
+    start = conv.rule(g.start)
+    conv.convert_all()
+    cfg.make_greedy_safe(start)
+    return cfg.emit(b, start)

@@ -1,0 +1,184 @@
+"""Tokens of the Lark grammar syntax, with their offsets for error messages.
+
+Newlines separate statements, except inside brackets and before a line that continues the
+previous rule with ``|``. Comments start with ``//`` or ``#`` and run to the end of the line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stencil.grammar.ebnf.ast import Source
+from stencil.grammar.deadline import check_deadline
+
+__all__ = ["Token", "tokenize"]
+
+
+@dataclass
+class Token:
+    kind: str      # RULE TERMINAL STRING REGEXP NUMBER OP DIRECTIVE SPECIAL NL BLOB EOF or punctuation
+    text: str
+    pos: int
+
+
+_PATTERNS = [
+    ("RULE", r"[?!]?_?[a-z][_a-z0-9]*"),
+    ("TERMINAL", r"_?[A-Z][_A-Z0-9]*"),
+    ("NUMBER", r"[0-9]+"),
+    ("DIRECTIVE", r"%[a-z_]+"),
+    # <|name|>, DeepSeek's <｜name｜> (full-width bars) and <[ids]>
+    ("SPECIAL", r"<\|[^|\s>]*\|>|<\uff5c[^\uff5c\s>]*\uff5c>|<\[[^\]\n]*\]>"),
+    ("ARROW", r"->"),
+    ("DOTDOT", r"\.\."),
+    ("OP", r"[*+?]"),
+    ("PUNCT", r"[:|()\[\]{},~.=]"),
+]
+_TOKEN_RE = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _PATTERNS))
+_SPACE = " \t\f\r"
+
+
+def _skip_space_and_comments(s: str, i: int) -> int:
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c in _SPACE or (c == "\\" and s.startswith("\\\n", i)):
+            i += 1 if c != "\\" else 2
+        elif s.startswith("//", i) or c == "#":
+            j = s.find("\n", i)
+            i = n if j < 0 else j
+        else:
+            break
+    return i
+
+
+def _past_delimiter(s: str, i: int, close: str, classes: bool) -> int:
+    """Offset just past the ``close`` that ends the literal opened at ``i`` on the same line
+    (escapes skipped; inside ``[...]`` when ``classes``), or -1."""
+    j, n, in_class = i + 1, len(s), False
+    while j < n:
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "\n":
+            return -1
+        if classes and c == "[":
+            in_class = True
+        elif classes and c == "]":
+            in_class = False
+        elif c == close and not in_class:
+            return j + 1
+        j += 1
+    return -1
+
+
+def _string_end(src: Source, s: str, i: int) -> int:
+    """End offset (after the closing quote and an optional ``i`` flag) of the string at ``i``."""
+    j = _past_delimiter(s, i, '"', classes=False)
+    if j < 0:
+        raise src.error("string is not closed (strings end on the same line)", i)
+    if j < len(s) and s[j] == "i" and not (j + 1 < len(s) and (s[j + 1].isalnum() or s[j + 1] == "_")):
+        j += 1
+    return j
+
+
+def _regexp_end(src: Source, s: str, i: int) -> int:
+    """End offset (after the closing slash and its flags) of the regular expression at ``i``."""
+    j = _past_delimiter(s, i, "/", classes=True)
+    if j < 0:
+        raise src.error("regular expression /.../ is not closed on this line", i)
+    while j < len(s) and s[j].isalpha():
+        j += 1
+    return j
+
+
+def _blob_end(src: Source, s: str, i: int, what: str) -> int:
+    """End of a balanced ``{...}`` JSON object starting at ``i`` (strings respected)."""
+    depth = 0
+    j = i
+    n = len(s)
+    while j < n:
+        c = s[j]
+        if c == '"':
+            j += 1
+            while j < n and s[j] != '"':
+                j += 2 if s[j] == "\\" else 1
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    raise src.error(f"the {{...}} after {what} is never closed", i)
+
+
+def tokenize(src: Source) -> list[Token]:
+    s = src.text
+    n = len(s)
+    out: list[Token] = []
+    depth = 0          # open ( and [
+    brackets: list[tuple[str, int]] = []
+    i = 0
+    while True:
+        if not len(out) & 4095:   # the whole text is tokenized before parsing starts
+            check_deadline()
+        i = _skip_space_and_comments(s, i)
+        if i >= n:
+            break
+        c = s[i]
+        if c == "\n":
+            j = i
+            while j < n and (s[j] == "\n" or s[j] in _SPACE or s[j] == "#" or s.startswith("//", j)):
+                j = _skip_space_and_comments(s, j)
+                if j < n and s[j] == "\n":
+                    j += 1
+            # a newline inside brackets, or before a `|` continuation, is only space
+            if depth == 0 and not (j < n and s[j] == "|") and out and out[-1].kind != "NL":
+                out.append(Token("NL", "\n", i))
+            i = j
+            continue
+        if c == '"':
+            j = _string_end(src, s, i)
+            out.append(Token("STRING", s[i:j], i))
+            i = j
+            continue
+        if c == "/" and not s.startswith("//", i):
+            j = _regexp_end(src, s, i)
+            out.append(Token("REGEXP", s[i:j], i))
+            i = j
+            continue
+        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in ("%json", "%regex", "%llguidance"):
+            j = _blob_end(src, s, i, out[-1].text)
+            out.append(Token("BLOB", s[i:j], i))
+            i = j
+            continue
+        m = _TOKEN_RE.match(s, i)
+        if not m:
+            if c == "<":
+                raise src.error("'<' starts a special token such as <|end|> or <[12]>, but is not one", i)
+            raise src.error(f"unexpected character {c!r}", i)
+        kind = m.lastgroup
+        text = m.group()
+        if kind == "PUNCT":
+            kind = text
+            if text in "([":
+                depth += 1
+                brackets.append((text, i))
+            elif text in ")]":
+                if not brackets:
+                    raise src.error(f"unbalanced '{text}': nothing to close", i)
+                opener, _ = brackets.pop()
+                if (opener, text) not in (("(", ")"), ("[", "]")):
+                    raise src.error(f"'{text}' does not match the '{opener}' it closes", i)
+                depth -= 1
+        elif kind in ("ARROW", "DOTDOT"):
+            kind = text
+        out.append(Token(kind, text, i))
+        i = m.end()
+    if brackets:
+        opener, pos = brackets[-1]
+        raise src.error(f"'{opener}' is never closed", pos)
+    out.append(Token("NL", "\n", n))
+    out.append(Token("EOF", "", n))
+    return out

@@ -1,0 +1,395 @@
+"""Parse Lark grammar text into the shared grammar AST (:mod:`stencil.grammar.ebnf.ast`).
+
+Statements: rule and terminal definitions (``name: ...``, ``NAME: ...``, with ``?``/``!``
+prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored), ``%ignore``, ``%import
+common.X`` / ``%import common (X, Y)`` / ``%import common.X -> Y``, ``%llguidance {...}``
+(ignored). Expansions: ``|``, juxtaposition, ``( )``, ``[ ]`` (optional), ``? * +``, ``~ n`` and
+``~ n..m``, ``"literal"`` and ``"literal"i``, ``"a".."z"``, ``/regex/flags``, special tokens
+``<|name|>`` and ``<[1,5-7]>``, ``%json {schema}`` and ``%regex {options}``. Rule attributes
+``name[lazy]``, ``name[stop="..."]`` (or ``stop=<|token|>``), ``suffix=`` (same as stop) and the
+annotations ``capture``/``temperature`` (ignored: they do not change the language).
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from stencil._core import DEFAULT_LIMITS
+from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.deadline import check_deadline
+from stencil.grammar.ebnf.ast import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
+from stencil.grammar.ebnf.gbnf import parse_id_list
+from stencil.grammar.ebnf.lark.lexer import Token, tokenize
+from stencil.grammar.regex import parse_regex
+
+__all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
+
+MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
+MAX_NESTING = 100   # nested ( ) and [ ]
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "0": "\0",
+            "\\": "\\", '"': '"', "'": "'"}
+_HEX = {"x": 2, "u": 4, "U": 8}
+_IGNORED_ATTRS = ("capture", "temperature")
+
+
+class LarkSyntax:
+    """What the parser found, before terminals are resolved."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.rules: dict[str, RuleDef] = {}
+        self.terminals: dict[str, RuleDef] = {}
+        self.ignores: list = []          # (expansion node, pos)
+        self.imports: list = []          # (common name, local name, pos)
+
+
+class _Parser:
+    def __init__(self, src: Source):
+        self.src = src
+        self.toks = tokenize(src)
+        self.k = 0
+        self.depth = 0
+        self.out = LarkSyntax(src)
+
+    # -- helpers --------------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.k]
+
+    def next(self) -> Token:
+        t = self.toks[self.k]
+        self.k += 1
+        return t
+
+    def err(self, msg: str, pos: Optional[int] = None):
+        return self.src.error(msg, self.tok.pos if pos is None else pos)
+
+    def expect(self, kind: str, what: str) -> Token:
+        if self.tok.kind != kind:
+            found = "the end of the line" if self.tok.kind == "NL" else repr(self.tok.text or "end of grammar")
+            raise self.err(f"expected {what}, found {found}")
+        return self.next()
+
+    # -- statements -----------------------------------------------------------------------------
+    def parse(self) -> LarkSyntax:
+        while self.tok.kind != "EOF":
+            check_deadline()
+            t = self.tok
+            if t.kind == "NL":
+                self.next()
+            elif t.kind in ("RULE", "TERMINAL"):
+                self.definition()
+            elif t.kind == "DIRECTIVE":
+                self.directive()
+            else:
+                raise self.err(f"expected a rule, a terminal or a %directive, found {t.text!r}")
+        return self.out
+
+    def definition(self) -> None:
+        t = self.next()
+        is_rule = t.kind == "RULE"
+        name = t.text.lstrip("?!")
+        if not is_rule and t.text != t.text.lstrip("?!"):
+            raise self.err("'?' and '!' only go before rule names", t.pos)
+        if self.tok.kind == "{":
+            raise self.err(f"template rules such as {name}{{...}} are not supported", self.tok.pos)
+        attrs = self.attributes() if self.tok.kind == "[" else {}
+        if self.tok.kind == ".":
+            self.next()
+            if self.tok.kind == "NUMBER":
+                self.next()
+            else:
+                raise self.err("expected a priority number after '.'")
+        self.expect(":", f"':' after the {'rule' if is_rule else 'terminal'} name '{name}'")
+        body = self.expansions()
+        if self.tok.kind not in ("NL", "EOF"):
+            raise self.err(f"unexpected {self.tok.text!r} in the definition of '{name}'")
+        table = self.out.rules if is_rule else self.out.terminals
+        if name in table:
+            line, col = self.src.line_col(table[name].pos)
+            raise self.err(f"'{name}' is defined twice (first at line {line}, column {col})", t.pos)
+        rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"))
+        table[name] = rd
+
+    def attributes(self) -> dict:
+        open_pos = self.next().pos
+        attrs: dict = {}
+        while self.tok.kind != "]":
+            key_tok = self.next()
+            key = key_tok.text
+            if key_tok.kind != "RULE":
+                raise self.err(f"expected an attribute name, found {key!r}", key_tok.pos)
+            value = None
+            if self.tok.kind == "=":
+                self.next()
+                v = self.next()
+                if v.kind == "STRING":
+                    value = _string_value(self.src, v)
+                elif v.kind == "SPECIAL":
+                    value = _special(self.src, v)
+                elif v.kind == "NUMBER":
+                    value = v.text
+                    if self.tok.kind == "." and self.toks[self.k + 1].kind == "NUMBER":
+                        self.next()
+                        value += "." + self.next().text
+                else:
+                    raise self.err(f"bad value for attribute '{key}'", v.pos)
+            if key == "lazy":
+                attrs["lazy"] = True
+            elif key in ("stop", "suffix"):
+                if value is None:
+                    raise self.err(f"attribute '{key}' needs a value: {key}=\"...\" or {key}=<|token|>", key_tok.pos)
+                if value == "":
+                    attrs["lazy"] = True
+                else:
+                    attrs["stop"] = value
+            elif key in _IGNORED_ATTRS:
+                pass
+            elif key == "max_tokens":
+                raise self.err("max_tokens is not supported: stencil's grammars are over text, not tokens",
+                               key_tok.pos)
+            else:
+                raise self.err(f"unknown attribute '{key}' (known: lazy, stop, suffix, capture, temperature)",
+                               key_tok.pos)
+            if self.tok.kind == ",":
+                self.next()
+            elif self.tok.kind != "]":
+                raise self.err("expected ',' or ']' in the attribute list", open_pos)
+        self.next()
+        return attrs
+
+    def directive(self) -> None:
+        t = self.next()
+        d = t.text
+        if d == "%ignore":
+            node = self.expansions()
+            self.out.ignores.append((node, t.pos))
+        elif d == "%import":
+            self.import_()
+        elif d == "%llguidance":
+            self.expect("BLOB", "a {...} options object after %llguidance")
+        elif d in ("%declare", "%override", "%extend"):
+            raise self.err(f"{d} is not supported", t.pos)
+        elif d in ("%json", "%regex"):
+            raise self.err(f"{d} goes inside a rule or terminal body, e.g. `start: {d} {{...}}`", t.pos)
+        else:
+            raise self.err(f"unknown directive {d}", t.pos)
+        if self.tok.kind not in ("NL", "EOF"):
+            raise self.err(f"unexpected {self.tok.text!r} after {d}")
+
+    def import_(self) -> None:
+        mod = self.next()
+        if mod.kind != "RULE" or mod.text != "common":
+            raise self.err("only the `common` library can be imported (%import common.NAME)", mod.pos)
+        if self.tok.kind == ".":
+            self.next()
+            name = self.next()
+            if name.kind not in ("TERMINAL", "RULE"):
+                raise self.err("expected a name after 'common.'", name.pos)
+            local = name.text
+            if self.tok.kind == "->":
+                self.next()
+                local = self.next().text
+            self.out.imports.append((name.text, local, name.pos))
+        elif self.tok.kind == "(":
+            self.next()
+            while self.tok.kind != ")":
+                name = self.next()
+                if name.kind not in ("TERMINAL", "RULE"):
+                    raise self.err(f"expected a name to import, found {name.text!r}", name.pos)
+                self.out.imports.append((name.text, name.text, name.pos))
+                if self.tok.kind == ",":
+                    self.next()
+            self.next()
+        else:
+            raise self.err("expected %import common.NAME or %import common (NAME, ...)")
+
+    # -- expansions -----------------------------------------------------------------------------
+    def expansions(self):
+        pos = self.tok.pos
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.err(f"brackets nest deeper than {MAX_NESTING} levels")
+        try:
+            return self._expansions(pos)
+        finally:
+            self.depth -= 1
+
+    def _expansions(self, pos: int):
+        alts = [self.alias()]
+        while self.tok.kind == "|":
+            self.next()
+            alts.append(self.alias())
+        return alts[0] if len(alts) == 1 else Alt(alts, pos=pos)
+
+    def alias(self):
+        node = self.expansion()
+        if self.tok.kind == "->":
+            self.next()
+            self.expect("RULE", "an alias name after '->'")
+        return node
+
+    def expansion(self):
+        pos = self.tok.pos
+        items = []
+        while self.tok.kind in ("RULE", "TERMINAL", "STRING", "REGEXP", "(", "[", "SPECIAL", "DIRECTIVE"):
+            items.append(self.expr())
+        if self.tok.kind in ("OP", "~"):
+            raise self.err(f"'{self.tok.text}' has nothing to repeat")
+        return items[0] if len(items) == 1 else Seq(items, pos=pos)
+
+    def expr(self):
+        node = self.atom()
+        while True:
+            t = self.tok
+            if t.kind == "OP":
+                self.next()
+                node = Rep(node, *{"*": (0, None), "+": (1, None), "?": (0, 1)}[t.text], pos=t.pos)
+            elif t.kind == "~":
+                self.next()
+                lo = int(self.expect("NUMBER", "a count after '~'").text)
+                hi = lo
+                if self.tok.kind == "..":
+                    self.next()
+                    hi = int(self.expect("NUMBER", "a count after '..'").text)
+                if hi < lo:
+                    raise self.err(f"repetition ~ {lo}..{hi}: the maximum is below the minimum", t.pos)
+                if hi > MAX_REPEAT:
+                    raise self.err(f"repetition count {hi} exceeds the limit of {MAX_REPEAT}", t.pos)
+                node = Rep(node, lo, hi, pos=t.pos)
+            else:
+                return node
+
+    def atom(self):
+        t = self.next()
+        if t.kind == "(":
+            node = self.expansions()
+            self.expect(")", "')'")
+            return node
+        if t.kind == "[":
+            node = self.expansions()
+            self.expect("]", "']'")
+            return Rep(node, 0, 1, pos=t.pos)
+        if t.kind == "STRING":
+            if self.tok.kind == "..":
+                self.next()
+                hi = self.expect("STRING", "a one-character string after '..'")
+                return Term(_char_range(self.src, t, hi), pos=t.pos)
+            return Term(_string_regex(self.src, t), pos=t.pos)
+        if t.kind == "REGEXP":
+            return Term(_regexp(self.src, t), pos=t.pos)
+        if t.kind in ("RULE", "TERMINAL"):
+            if t.text[0] in "?!":
+                raise self.err("'?' and '!' only go before a rule being defined", t.pos)
+            if self.tok.kind == "{":
+                raise self.err(f"templates such as {t.text}{{...}} are not supported", self.tok.pos)
+            return Ref(t.text, pos=t.pos)
+        if t.kind == "SPECIAL":
+            return _special(self.src, t)
+        if t.kind == "DIRECTIVE":
+            if t.text not in ("%json", "%regex"):
+                raise self.err(f"{t.text} cannot appear inside an expansion", t.pos)
+            blob = self.expect("BLOB", f"a {{...}} object after {t.text}")
+            value = _json_blob(self.src, blob)
+            if t.text == "%json":
+                return JsonSchema(value, pos=t.pos)
+            from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
+            return regex_options_term(self.src, value, t.pos)
+        raise self.err(f"unexpected {t.text!r}", t.pos)
+
+
+# --- literals -----------------------------------------------------------------------------------
+
+def _unescape(src: Source, body: str, start: int) -> str:
+    out = []
+    i = 0
+    n = len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise src.error("a backslash ends the string", start + i)
+        e = body[i + 1]
+        if e in _HEX:
+            k = _HEX[e]
+            digits = body[i + 2:i + 2 + k]
+            if len(digits) != k or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise src.error(f"bad escape '\\{e}': it needs exactly {k} hex digits", start + i)
+            cp = int(digits, 16)
+            if cp > U.MAX_CP or 0xD800 <= cp <= 0xDFFF:
+                raise src.error(f"bad escape '\\{e}{digits}': not a Unicode scalar value", start + i)
+            out.append(chr(cp))
+            i += 2 + k
+        elif e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif e.isalnum():
+            raise src.error(f"bad escape '\\{e}' in a string (known: \\n \\t \\r \\f \\v \\a \\b \\0 "
+                            "\\xhh \\uhhhh \\Uhhhhhhhh, and a backslash before punctuation)", start + i)
+        else:
+            out.append(e)
+            i += 2
+    return "".join(out)
+
+
+def _string_value(src: Source, t: Token) -> str:
+    text = t.text[:-1] if t.text.endswith("i") else t.text
+    return _unescape(src, text[1:-1], t.pos + 1)
+
+
+def _string_regex(src: Source, t: Token):
+    value = _string_value(src, t)
+    if not t.text.endswith("i"):
+        return R.literal(value)
+    return R.concat([R.char_class(U.case_variants(ord(c))) for c in value])
+
+
+def _char_range(src: Source, lo: Token, hi: Token):
+    a, b = _string_value(src, lo), _string_value(src, hi)
+    if len(a) != 1 or len(b) != 1:
+        raise src.error('a range "a".."z" needs one-character strings', lo.pos)
+    if ord(b) < ord(a):
+        raise src.error(f"bad range: {a!r} comes after {b!r}", lo.pos)
+    return R.char_class([(ord(a), ord(b))])
+
+
+def _regexp(src: Source, t: Token):
+    text = t.text
+    end = text.rindex("/")
+    pattern, flags = text[1:end], text[end + 1:]
+    pattern = pattern.replace("\\/", "/")
+    for f in flags:
+        if f not in "isxu":
+            raise src.error(f"unsupported regex flag '{f}' (supported: i, s, x, u; m is not)", t.pos)
+    from stencil._core import GrammarError
+    try:
+        node = parse_regex(pattern, flags=flags)
+    except GrammarError as e:
+        raise src.error(f"in /{pattern}/: {e}", t.pos) from None
+    if R.has_anchors(node):
+        raise src.error("anchors (^, $, \\A, \\Z) have no meaning inside a grammar terminal", t.pos)
+    return node
+
+
+def _special(src: Source, t: Token) -> TokenRef:
+    if t.text.startswith("<["):
+        ids = parse_id_list(t.text[2:-2], lambda m: src.error(m, t.pos))
+        return TokenRef(ids=ids, pos=t.pos)
+    return TokenRef(text=t.text, pos=t.pos)
+
+
+def _json_blob(src: Source, t: Token):
+    try:
+        return json.loads(t.text)
+    except json.JSONDecodeError as e:
+        raise src.error(f"bad JSON: {e.msg}", t.pos + e.pos) from None
+
+
+def parse_lark_syntax(text: str) -> LarkSyntax:
+    if not isinstance(text, str):
+        raise TypeError(f"a Lark grammar is a str, got {type(text).__name__}")
+    return _Parser(Source(text, "Lark grammar")).parse()

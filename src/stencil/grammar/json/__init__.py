@@ -1,0 +1,1 @@
+"""JSON front-ends: any JSON value (:mod:`.value`) and JSON Schema (:mod:`.schema`)."""

@@ -1,0 +1,150 @@
+"""JSON Schema (Draft 2020-12, with the keywords of 2019-09, 07, 06 and 04) to grammar IR.
+
+Phases, one folder each, importing downwards only (core <- lang <- read <- emit):
+
+- ``core``: what all phases share: the normalized model (:mod:`.core.model`), number and string
+  formulas (:mod:`.core.formulas`) over the pattern and format languages (:mod:`.core.patterns`,
+  :mod:`.core.formats`), options and ``$ref`` resolution (:mod:`.core.resolve`);
+- ``lang``: scalar lexemes: numbers and strings as regexes that carry every constraint exactly
+  (:mod:`.lang.numbers`, :mod:`.lang.strings`, :mod:`.lang.scalars`);
+- ``read``: each schema object normalized into a union over JSON types of per-type constraints
+  (:mod:`.read.context` holds the compilation's state, :mod:`.read.types` dispatches keywords to
+  :mod:`.read.arrays`, :mod:`.read.objects` and :mod:`.read.compose`);
+- ``emit``: normalized schemas as rules (:mod:`.emit.emitter`, :mod:`.emit.arrays`,
+  :mod:`.emit.objects`), with the core's completion checks for what no context-free grammar can
+  say (unique items, duplicate keys, required keys in any order).
+
+A new keyword: its name in :mod:`.read.common` (``UNDERSTOOD``), its reading in the reader of its
+type, and, when the model needs a new field, that field in :mod:`.core.model` and its grammar in
+``emit``.
+
+Unsupported keywords raise :class:`stencil.GrammarError` naming the keyword and its JSON pointer;
+with ``lenient=True`` they are ignored and listed in a :class:`SchemaInfo`.
+
+Example::
+
+    b = stencil.GrammarBuilder()
+    start = build_json_schema(b, {"type": "object", "properties": {"a": {"type": "integer"}}})
+    grammar = b.build(start)
+    # or, in one go:
+    grammar = json_schema_grammar({"type": "array", "items": {"type": "string"}}, whitespace="compact")
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, Unsupported
+from stencil.grammar.json.schema.core.options import Options
+from stencil.grammar.json.schema.core.resolve import Resolver, deepest_point
+from stencil.grammar.json.schema.emit.emitter import Emitter
+from stencil.grammar.json.schema.read.context import Context
+
+__all__ = ["build_json_schema", "json_schema_grammar", "SchemaInfo", "Options", "load_schema"]
+
+
+@dataclass
+class SchemaInfo:
+    """What a compilation ignored or relied on (filled by :func:`build_json_schema`)."""
+    ignored: list = field(default_factory=list)          # (keyword, JSON pointer, reason), lenient mode
+    unknown_keywords: dict = field(default_factory=dict)  # keyword -> first JSON pointer
+    unknown_formats: dict = field(default_factory=dict)   # format name -> first JSON pointer
+    checks: int = 0                                       # completion checks attached
+
+
+#: How deeply a schema document may nest (objects and arrays; the deepest of the 7,880 MaskBench
+#: schemas nests 63 levels). Deeper documents are refused up front, before any recursion; below
+#: it, subschemas nested or chained through $ref deeper than the compiler's recursion allows
+#: get an error too (about 250 levels of anyOf, 600 of items).
+MAX_SCHEMA_NESTING = 1000
+
+
+def _short(pointer: str) -> str:
+    return pointer or "/" if len(pointer) <= 120 else f"{pointer[:50]}...{pointer[-60:]}"
+
+
+def load_schema(schema):
+    """A schema given as a dict, a bool or JSON text."""
+    if isinstance(schema, (str, bytes, bytearray)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise GrammarError(f"JSON Schema: not valid JSON: {e}") from None
+        except RecursionError:
+            raise GrammarError(f"JSON Schema: the document nests too deeply to read (stencil takes up to "
+                               f"{MAX_SCHEMA_NESTING} levels)") from None
+    if not isinstance(schema, (dict, bool)):
+        raise GrammarError(f"JSON Schema: a schema is an object or a boolean, got {type(schema).__name__}")
+    depth, where = deepest_point(schema)
+    if depth > MAX_SCHEMA_NESTING:
+        raise GrammarError(f"JSON Schema: the document nests {depth} levels deep (at {_short(where)}); stencil "
+                           f"takes up to {MAX_SCHEMA_NESTING}")
+    return schema
+
+
+def _too_deep(schema, registry) -> GrammarError:
+    """The error for a schema whose subschemas chain deeper than the compiler's recursion (deep
+    nesting, or long $ref chains), pointing at the deepest place of its documents."""
+    depth, where = max((deepest_point(d) for d in [schema, *(registry or {}).values()]), key=lambda t: t[0])
+    return GrammarError(f"JSON Schema: subschemas are nested or chained through $ref too deeply to compile "
+                        f"(the document is {depth} levels deep, deepest at {_short(where)})")
+
+
+def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, standalone: bool = False,
+                      **options):
+    """Add the rules of ``schema`` to ``builder`` and return the start rule (does not build).
+
+    Options (see :mod:`.options`): ``whitespace`` ("flexible", "compact" or an indentation),
+    ``max_whitespace_run``, ``property_order`` ("definition" or "any"), ``lenient``, ``max_depth``.
+    ``registry`` maps URIs to other schema documents for ``$ref``. Flexible white space goes
+    inside the value only (none before or after it), so that the rest of the grammar keeps its
+    own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
+    allowed around the value too.
+
+    Example::
+
+        b = stencil.GrammarBuilder()
+        g = b.build(build_json_schema(b, {"enum": ["red", "green"]}))
+    """
+    opts = Options.make(**options)
+    schema = load_schema(schema)
+    for doc in (registry or {}).values():
+        load_schema(doc)
+    try:
+        resolver = Resolver(schema, registry)
+        ctx = Context(resolver, opts)
+        em = Emitter(builder, ctx, scoped_whitespace=not standalone)
+        root = TRUE_SUB if schema is True else FALSE_SUB if schema is False else frozenset([resolver.root])
+        top = em.value(root)
+        em.run()
+        start = em.fresh("start")
+        builder.add_alternative(start, [top])
+    except Unsupported as e:  # a size limit met while emitting (not a keyword one can ignore)
+        raise GrammarError(f"JSON Schema: {e.keyword}: {e.reason}") from None
+    except RecursionError:
+        raise _too_deep(schema, registry) from None
+    if info is not None:
+        info.ignored.extend(ctx.ignored)
+        info.unknown_keywords.update(ctx.unknown)
+        info.unknown_formats.update(ctx.unknown_formats)
+        info.checks += em.checks
+    return start
+
+
+def json_schema_grammar(schema, *, registry=None, info: SchemaInfo | None = None, **options):
+    """The grammar of the JSON texts valid for ``schema`` (dict, bool or JSON text).
+
+    Example::
+
+        g = json_schema_grammar({"type": "integer", "minimum": 0})
+        compiled = compiler.compile_grammar(g)
+    """
+    b = GrammarBuilder()
+    start = build_json_schema(b, schema, registry=registry, info=info, standalone=True, **options)
+    try:
+        return b.build(start)
+    except GrammarError as e:
+        if "empty" in str(e).lower():
+            raise GrammarError(f"JSON Schema: no JSON value satisfies this schema ({e})") from None
+        raise

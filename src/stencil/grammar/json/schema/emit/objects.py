@@ -1,0 +1,303 @@
+"""Objects: the grammar of an :class:`~..core.model.ObjSpec` (read by :mod:`..read.objects`).
+
+Keys outside ``properties`` are split into classes by which ``patternProperties`` (and the
+``additionalProperties`` rule, "matches no pattern") they match; each class is one key lexeme (a
+string regex that also excludes the named properties) with the conjunction of the matching
+schemas as its value.
+
+Two member orders:
+
+- ``property_order="definition"`` (default): named properties in ``properties`` order (then
+  required names that only the other keywords describe), each optional one skippable, then the
+  other keys. The member list is a left-nested chain of rules whose state is (next property,
+  number of members), so ``minProperties``/``maxProperties`` are counted by the grammar itself.
+- ``property_order="any"``: members in any order. The core's checks make it exact: ``unique_key``
+  vetoes a repeated key, ``object_keys`` vetoes an object that lacks a required key or has a
+  member count outside [minProperties, maxProperties].
+
+Example::
+
+    rule = emit_object(emitter, ObjSpec(props=(("a", frozenset()),), required=("a",)), depth=0)
+"""
+from __future__ import annotations
+
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
+from stencil.grammar.json.schema.core.model import (FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported, rules_sub,
+                                                    sub_and)
+from stencil.grammar.json.schema.read.disjoint import formula_empty
+
+__all__ = ["emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
+
+#: most classes of keys (sets of patternProperties that one key can match together) on one object
+MAX_KEY_CLASSES = 64
+#: most (property, count) states of one object's member chain
+MAX_OBJECT_STATES = 20_000
+
+
+def _key_classes(em, spec: ObjSpec) -> list:
+    """(key formula, value Sub) partitioning the keys outside the named properties: one class per
+    set of rules (patternProperties, additionalProperties) a key can match at once."""
+    forbidden = FALSE
+    live = []
+    for pred, sub in spec.rules:
+        if sub == FALSE_SUB:
+            forbidden = f_or(forbidden, pred)
+        elif sub != TRUE_SUB:
+            live.append((pred, sub))
+    base = f_and(spec.names, f_not(forbidden))
+    if base == FALSE:
+        return []
+    n = len(live)
+    if n <= 3:
+        overlap = [[True] * n for _ in range(n)]
+    else:
+        # which rules can match one key together (the core's emptiness test on each pair)
+        overlap = [[i == j or not formula_empty(em.ctx, "str", f_and(base, live[i][0], live[j][0]))
+                    for j in range(n)] for i in range(n)]
+    out = []
+    for chosen in _cliques(overlap):
+        f = base
+        sub = TRUE_SUB
+        for i in chosen:
+            f = f_and(f, live[i][0])
+            sub = sub_and(sub, live[i][1])
+        # a rule disjoint from a chosen one cannot match anyway: no need to exclude it
+        for j in range(n):
+            if j not in chosen and all(overlap[i][j] for i in chosen):
+                f = f_and(f, f_not(live[j][0]))
+        if f != FALSE and sub != FALSE_SUB:
+            out.append((f, sub))
+    return out
+
+
+def _cliques(overlap) -> list:
+    """Every set of pairwise overlapping rules, the empty set included."""
+    n = len(overlap)
+    out = []
+    stack = [((), 0)]
+    while stack:
+        chosen, start = stack.pop()
+        out.append(chosen)
+        if len(out) > MAX_KEY_CLASSES:
+            raise Unsupported("patternProperties", f"keys fall into more than {MAX_KEY_CLASSES} classes of "
+                              "overlapping patterns on one object")
+        for j in range(start, n):
+            if all(overlap[i][j] for i in chosen):
+                stack.append((chosen + (j,), j + 1))
+    return out
+
+
+def _key_symbol(em, f, excluded: list):
+    """The key of a class: strings satisfying ``f`` except the named properties; None if empty.
+    The named properties are left out by the core's ``not_in`` check on a rule around the key
+    lexeme (a complement in the regex would slow the lexer and the builder's emptiness search)."""
+    b = em.b
+    consts = str_consts(f)
+    if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
+        keys = sorted(consts - set(excluded))
+        if not keys:
+            return None
+        return b.lexeme(b.re_or([em.key_text(k) for k in keys]), "key")
+    lexeme = em.string_lexeme(f, "key")
+    names = [k for k in excluded if str_eval(f, k)]   # only those f would let through
+    if not names:
+        return lexeme
+    key = em.fresh("key")
+    b.add_alternative(key, [lexeme])
+    em.check(key, "not_in", names=names)
+    return key
+
+
+def _subsets(entries, key_ok):
+    """(bit mask, key formula, value Sub) for each set of ``some`` entries a member may satisfy."""
+    out = [(0, TRUE, TRUE_SUB)]
+    for i, (f, sub) in enumerate(entries):
+        if not key_ok(f):
+            continue
+        out += [(m | (1 << i), f_and(kf, f), sub_and(vs, sub)) for m, kf, vs in out]
+    return out
+
+
+def _members(em, spec: ObjSpec, depth: int):
+    """Named members [(name, required, [(mask, symbols)])] and other members [(mask, symbols)];
+    a mask says which ``some`` entries the member satisfies."""
+    names = [k for k, _ in spec.props]
+    props = list(spec.props) + [(k, rules_sub(spec, k)) for k in spec.required if k not in names]
+    colon = em.colon()
+    named = []
+    some = spec.some
+    for k, sub in props:
+        if sub == FALSE_SUB:
+            continue
+        if not some:   # the usual case: one alternative, no mask bookkeeping
+            if NONE not in sub:
+                named.append((k, k in spec.required, [(0, [em.key_literal(k)] + colon + [em.value(sub, depth + 1)])]))
+            else:
+                named.append((k, k in spec.required, []))
+            continue
+        alts = []
+        for mask, _, extra in _subsets(some, lambda f, k=k: str_eval(f, k)):
+            vs = sub_and(sub, extra)
+            if vs != FALSE_SUB:
+                alts.append((mask, [em.key_literal(k)] + colon + [em.value(vs, depth + 1)]))
+        named.append((k, k in spec.required, alts))
+    excluded = [k for k, _ in props]
+    others = []
+    for f, sub in _key_classes(em, spec):
+        for mask, kf, extra in _subsets(spec.some, lambda g: True):
+            vs = sub_and(sub, extra)
+            key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
+            if key is not None:
+                others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
+    return named, others
+
+
+def emit_object(em, spec: ObjSpec, depth: int):
+    """A rule for the objects of ``spec``."""
+    if len(spec.some) > 6:
+        raise Unsupported("not", "more than six 'some member' constraints on one object")
+    named, others = _members(em, spec, depth)
+    if em.options.property_order == "any":
+        return _emit_any(em, spec, depth, named, others)
+    return _emit_definition(em, spec, depth, named, others)
+
+
+def _by_mask(em, alts: list, check: bool) -> dict:
+    """One member rule per mask (each with the unique_key check when asked)."""
+    out: dict = {}
+    for mask, symbols in alts:
+        r = out.get(mask)
+        if r is None:
+            r = out[mask] = em.fresh("member")
+            if check:
+                em.check(r, "unique_key")
+        em.b.add_alternative(r, symbols)
+    return out
+
+
+def _reachable_masks(members: dict) -> set:
+    seen = {0}
+    todo = [0]
+    while todo:
+        m = todo.pop()
+        for mask in members:
+            if m | mask not in seen:
+                seen.add(m | mask)
+                todo.append(m | mask)
+    return seen
+
+
+def _emit_any(em, spec, depth, named, others):
+    b = em.b
+    full = (1 << len(spec.some)) - 1
+    rule = em.fresh("object")
+    empty = not spec.required and spec.min == 0 and full == 0
+    if empty:
+        b.add_alternative(rule, em.empty_object())
+    members = _by_mask(em, [a for _, _, alts in named for a in alts] + others, True)
+    if not members or (full not in _reachable_masks(members) and not empty):
+        if not empty:
+            em.dead(rule)
+        return rule
+    comma = em.comma(depth)
+    lists: dict = {}
+    todo = []
+
+    def state(m):
+        r = lists.get(m)
+        if r is None:
+            r = lists[m] = em.fresh("members")
+            todo.append(m)
+        return r
+
+    for mask, member in members.items():
+        b.add_alternative(state(mask), [member])
+    while todo:
+        m = todo.pop()
+        for mask, member in members.items():
+            b.add_alternative(state(m | mask), [lists[m]] + comma + [member])
+    if full in lists:
+        b.add_alternative(rule, em.obj_open(depth) + [lists[full]] + em.obj_close(depth))
+    if spec.required or spec.min > 0 or spec.max is not None:
+        em.check(rule, "object_keys", names=list(spec.required), min=spec.min,
+                 max=-1 if spec.max is None else spec.max)
+    return rule
+
+
+def _emit_definition(em, spec, depth, named, others):
+    b = em.b
+    full = (1 << len(spec.some)) - 1
+    named = [(k, req, _by_mask(em, alts, False)) for k, req, alts in named]
+    extras = _by_mask(em, others, True)
+    n = len(named)
+    counted = spec.min > 1 or spec.max is not None
+    cap = (spec.max if spec.max is not None else max(spec.min, 1)) if counted else 1
+    # Member lists are states (property index, member count up to cap, mask); without counting
+    # keywords every non-empty list has count 1, so only the properties and masks multiply.
+    if (n + 1) * (full + 1) > MAX_OBJECT_STATES:
+        raise Unsupported("properties", f"{n} properties (with {len(spec.some)} 'some member' constraints) need "
+                                        f"more than {MAX_OBJECT_STATES} grammar states")
+    if counted and (n + 1) * (cap + 1) * (full + 1) > MAX_OBJECT_STATES:
+        raise Unsupported("maxProperties" if spec.max is not None else "minProperties",
+                          f"counting up to {cap} members over {n} properties needs more than "
+                          f"{MAX_OBJECT_STATES} grammar states")
+    comma = em.comma(depth)
+    chain: dict = {}   # (i, c, m) -> rule: non-empty member lists covering the properties before i
+
+    def state(i, c, m):
+        key = (i, min(c, cap), m)
+        r = chain.get(key)
+        if r is None:
+            r = chain[key] = em.fresh("members")
+        return r
+
+    def can_add(c):
+        return not counted or spec.max is None or c + 1 <= spec.max
+
+    empty_ok = True   # "no member yet" is possible before property i
+    reach = set()     # (member count, mask) of the non-empty lists before property i
+    for i, (_k, req, rules) in enumerate(named):
+        nxt = set()
+        for c, m in sorted(reach):
+            if can_add(c):
+                for mask, r in rules.items():
+                    b.add_alternative(state(i + 1, c + 1, m | mask), [state(i, c, m)] + comma + [r])
+                    nxt.add((min(c + 1, cap), m | mask))
+            if not req:
+                b.add_alternative(state(i + 1, c, m), [state(i, c, m)])
+                nxt.add((c, m))
+        if empty_ok and can_add(0):
+            for mask, r in rules.items():
+                b.add_alternative(state(i + 1, 1, mask), [r])
+                nxt.add((1, mask))
+        if req:
+            empty_ok = False
+        reach = nxt
+    if extras:   # the other keys, after the named properties
+        if empty_ok and can_add(0):
+            for mask, r in extras.items():
+                b.add_alternative(state(n, 1, mask), [r])
+                reach.add((1, mask))
+        todo = sorted(reach)
+        while todo:
+            c, m = todo.pop()
+            if not can_add(c):
+                continue
+            for mask, r in extras.items():
+                nxt = (min(c + 1, cap), m | mask)
+                b.add_alternative(state(n, *nxt), [state(n, c, m)] + comma + [r])
+                if nxt not in reach:
+                    reach.add(nxt)
+                    todo.append(nxt)
+    rule = em.fresh("object")
+    alts = 0
+    if empty_ok and spec.min == 0 and full == 0:
+        b.add_alternative(rule, em.empty_object())
+        alts += 1
+    for c, m in sorted(reach):
+        if m == full and (not counted or (c >= spec.min and (spec.max is None or c <= spec.max))):
+            b.add_alternative(rule, em.obj_open(depth) + [state(n, c, m)] + em.obj_close(depth))
+            alts += 1
+    if not alts:
+        em.dead(rule)
+    return rule

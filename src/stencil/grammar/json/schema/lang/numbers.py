@@ -1,0 +1,624 @@
+"""JSON number lexemes for numeric constraints.
+
+A range alone (``minimum``/``maximum``/``exclusive*``, with or without ``integer``) is the core's
+number-range expression (:meth:`JsonNumbers.exact_range`, ``GrammarBuilder.re_number_range``):
+every spelling is compared with the bounds exactly, exponent forms included (``minimum: 5``
+accepts ``1e1`` and ``50e-1``, rejects ``4.9e0``; ``minimum: 1e308`` accepts ``1.5e308``). That
+language is not regular (``123456e-5`` < 5 <= ``1234567e-5`` compares a digit count with an
+exponent), so it is not a regex but a recognizer whose state summarizes the number read so far;
+it never allows a prefix that no number in range completes. Bounds are taken as the decimal the
+schema spells (``0.1`` is one tenth, not the nearest double). ``-0`` is zero.
+
+``integer`` (draft 6+) is value-based as the specification says: ``1.0``, ``1e3`` and ``1.5e1``
+are integers; draft 4's integers are written without fraction or exponent (``plain``).
+
+Unions, intersections and complements of ranges (``anyOf``, ``not: {minimum: 5}``, ``oneOf``),
+with or without ``integer``, are unions of such ranges (:func:`range_union`), exact as well.
+
+Where a range meets ``multipleOf`` or a draft 4 integer, or sits under the complement of
+``integer``, the digit-level regular languages below are used instead (:meth:`JsonNumbers.range`),
+under whose complements and intersections emptiness stays decidable: a range becomes comparisons
+of the integer part and of the fraction digits with the bound's decimal digits, exact on plain
+decimals; there exponent forms are accepted only where no comparison is needed: a zero mantissa
+(the value 0) when 0 is in range, and any positive (negative) mantissa when the range holds every
+positive (negative) number. ``multipleOf`` rejects exponent forms except zero, so beside it the
+regex range loses nothing.
+
+``multipleOf`` (d = p / 10^q): the fraction digits past the q-th must be zero and the digits of
+the number shifted by q places must be divisible by p: a residue automaton over the text, one
+per prime-power factor of p, minimized and turned into a regex by state elimination.
+
+Example::
+
+    nums = JsonNumbers(b)
+    e = nums.exact_range(Decimal("0.5"), False, Decimal(12), False, integer=False)
+    lexeme = b.lexeme(e, "number")
+"""
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+
+from stencil._core import GrammarError
+from stencil.grammar.json.value import number_expr
+
+__all__ = ["JsonNumbers", "decimal_parts", "range_union", "MAX_RESIDUE_STATES"]
+
+#: most residue states of a minimized divisibility automaton (one prime-power factor of a
+#: multipleOf numerator; 11, 13, 16, 23, 64, 125 pass, 37 and 128 do not): past that, the
+#: state-elimination regex gets too large for the lexer's derivatives (first masks over 10 ms).
+#: Powers of 2 and 5 past it (1024) are read off the last digits instead (_suffix_regex).
+MAX_RESIDUE_STATES = 26
+
+
+def decimal_parts(v: Decimal) -> tuple[str, str]:
+    """(integer digits without leading zeros, fraction digits without trailing zeros) of |v|."""
+    s = format(abs(v), "f")
+    if "." in s:
+        i, f = s.split(".")
+        f = f.rstrip("0")
+    else:
+        i, f = s, ""
+    i = i.lstrip("0") or "0"
+    return i, f
+
+
+def _power_of(n: int, p: int) -> bool:
+    while n % p == 0:
+        n //= p
+    return n == 1
+
+
+def _factor(n: int) -> list[int]:
+    """Prime-power factors of n."""
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            q = 1
+            while n % p == 0:
+                n //= p
+                q *= p
+            out.append(q)
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+_ALL = (None, False, None, False, False)
+
+
+def _intersect(a: tuple, b: tuple) -> tuple:
+    """Two alternatives (lo, lo_excl, hi, hi_excl, integer) met: the tighter bound on each side."""
+    lo, lx, hi, hx = a[:4]
+    l, l_x, h, h_x = b[:4]
+    if l is not None and (lo is None or l > lo or (l == lo and l_x)):
+        lo, lx = l, l_x
+    if h is not None and (hi is None or h < hi or (h == hi and h_x)):
+        hi, hx = h, h_x
+    return (lo, lx, hi, hx, a[4] or b[4])
+
+
+def _empty(a: tuple) -> bool:
+    lo, lx, hi, hx, _ = a
+    return lo is not None and hi is not None and (lo > hi or (lo == hi and (lx or hx)))
+
+
+def range_union(f, limit: int = 16):
+    """The number formula ``f`` (see formulas.py) as a union of ranges, each alternative
+    ``(lo, lo_excl, hi, hi_excl, integer)``, when it is built from ranges, their complements and
+    ``int`` by unions and intersections (at most ``limit`` alternatives); None otherwise
+    (``multipleOf``, draft 4 integers, the complement of ``int``). Each alternative is then one
+    exact number-range expression: ``not: {minimum: 5}`` rejects ``50e-1`` exactly."""
+    k = f[0]
+    if k == "T":
+        return [_ALL]
+    if k == "F":
+        return []
+    if k == "range":
+        return [(*f[1:], False)]
+    if k == "int":
+        return [(None, False, None, False, True)]
+    if k == "not" and f[1][0] == "range":
+        _, lo, lx, hi, hx = f[1]
+        out = [] if lo is None else [(None, False, lo, not lx, False)]
+        return out + ([] if hi is None else [(hi, not hx, None, False, False)])
+    if k not in ("or", "and"):
+        return None
+    parts = [range_union(x, limit) for x in f[1]]
+    if any(p is None for p in parts):
+        return None
+    if k == "or":
+        out = [a for p in parts for a in p]
+    else:
+        out = [_ALL]
+        for p in parts:
+            out = [m for a in out for b in p if not _empty(m := _intersect(a, b))]
+            if len(out) > limit:
+                return None
+    return out if len(out) <= limit else None
+
+
+def _integral_bound(v: Decimal, lower: bool, exclusive: bool) -> Decimal:
+    """The integer bound equivalent to ``v`` for integral values: the least integer above (at
+    least) a lower bound, the greatest below (at most) an upper one. Exact for any exponent up to
+    _MAX_INT_DIGITS digits (Decimal arithmetic rounds past its context's precision)."""
+    if v.is_zero():
+        v = Decimal(0)
+    digits = v.adjusted() + 3
+    if digits > _MAX_INT_DIGITS:
+        raise GrammarError(f"integer bound {v} has more than {_MAX_INT_DIGITS} digits")
+    with localcontext() as ctx:
+        ctx.prec = max(28, digits)
+        r = v.to_integral_value(rounding=ROUND_CEILING if lower else ROUND_FLOOR)
+        if exclusive and r == v:
+            r = r + 1 if lower else r - 1
+        return r
+
+
+#: integer bounds longer than this are refused (rounding them exactly takes that many digits)
+_MAX_INT_DIGITS = 100_000
+
+
+class JsonNumbers:
+    """Builds number expressions in one builder (memoized per builder)."""
+
+    def __init__(self, b):
+        self.b = b
+        self._memo: dict = {}
+        d = self.digits(0, 9)
+        self.D, self.D19 = d, self.digits(1, 9)
+        self.Dstar = b.re_repeat(d, 0, -1)
+        self.DOT, self.MINUS = b.re_literal("."), b.re_literal("-")
+        self.INT = b.re_or([b.re_literal("0"), b.re_concat([self.D19, self.Dstar])])
+        self.FRAC_ANY = b.re_repeat(b.re_concat([self.DOT, b.re_repeat(d, 1, -1)]), 0, 1)
+        self.ZEROS1 = b.re_repeat(b.re_literal("0"), 1, -1)
+        self.FRAC_INT = b.re_repeat(b.re_concat([self.DOT, self.ZEROS1]), 0, 1)
+        e = b.re_char_ranges([(ord("e"), ord("e")), (ord("E"), ord("E"))], False)
+        sign = b.re_repeat(b.re_char_ranges([(ord("+"), ord("+")), (ord("-"), ord("-"))], False), 0, 1)
+        digits1 = b.re_repeat(d, 1, -1)
+        self.EXP = b.re_concat([e, sign, digits1])
+        self.EXP_NONNEG = b.re_concat([e, b.re_repeat(b.re_literal("+"), 0, 1), digits1])
+        self.OPT_MINUS = b.re_repeat(self.MINUS, 0, 1)
+
+    def digits(self, lo: int, hi: int) -> int:
+        return self.b.re_char_ranges([(48 + lo, 48 + hi)], False)
+
+    # -- whole-number expressions -------------------------------------------------------------------
+    def any(self) -> int:
+        """Any JSON number."""
+        if "any" not in self._memo:
+            self._memo["any"] = number_expr(self.b)
+        return self._memo["any"]
+
+    def integer(self) -> int:
+        """Any JSON number whose value is an integer (in the forms accepted, see module doc)."""
+        if "int" not in self._memo:
+            b = self.b
+            self._memo["int"] = b.re_or([
+                b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_INT, b.re_repeat(self.EXP_NONNEG, 0, 1)]),
+                self._zero_exp()])
+        return self._memo["int"]
+
+    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+        """Numbers in the range in every spelling, compared exactly (``lo``/``hi`` Decimal or None
+        for unbounded); integral values only with ``integer`` (draft 6+: ``1.5e1`` is 15)."""
+        if lo is None and hi is None and not integer:
+            return self.any()
+        key = ("exact", lo, lo_excl, hi, hi_excl, integer)
+        e = self._memo.get(key)
+        if e is None:
+            if integer:   # the core takes inclusive integral bounds
+                lo = None if lo is None else _integral_bound(lo, True, lo_excl)
+                hi = None if hi is None else _integral_bound(hi, False, hi_excl)
+                lo_excl = hi_excl = False
+            e = self._memo[key] = self.b.re_number_range(
+                None if lo is None else str(lo), lo_excl, None if hi is None else str(hi), hi_excl, integer)
+        return e
+
+    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+        """Numbers in the range written without exponent, integers without fraction (the
+        ``number_spelling="plain"`` option): a subset of the valid texts, exact on those forms."""
+        return self.range(lo, lo_excl, hi, hi_excl, integer, plain=True)
+
+    def plain_number(self) -> int:
+        """-?(0|[1-9][0-9]*)(\\.[0-9]+)?: a number written without exponent."""
+        if "plain_num" not in self._memo:
+            self._memo["plain_num"] = self.b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_ANY])
+        return self._memo["plain_num"]
+
+    def plain_integer(self) -> int:
+        """-?(0|[1-9][0-9]*): an integer written without fraction or exponent (draft 4)."""
+        if "plain" not in self._memo:
+            self._memo["plain"] = self.b.re_concat([self.OPT_MINUS, self.INT])
+        return self._memo["plain"]
+
+    def _zero_exp(self) -> int:
+        return self.b.re_concat([self.OPT_MINUS, self.b.re_literal("0"), self.FRAC_INT, self.EXP])
+
+    # -- comparisons of canonical integer digit strings -------------------------------------------
+    def _int_gt(self, i: str) -> int:
+        b, n = self.b, len(i)
+        if i == "0":
+            return b.re_concat([self.D19, self.Dstar])
+        parts = [b.re_concat([self.D19, b.re_repeat(self.D, n, -1)])]
+        for k in range(n):
+            d = int(i[k])
+            if d < 9:
+                parts.append(b.re_concat([b.re_literal(i[:k]), self.digits(d + 1, 9), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
+        return b.re_or(parts)
+
+    def _int_lt(self, i: str) -> int:
+        b, n = self.b, len(i)
+        if i == "0":
+            return b.re_nothing()
+        parts = []
+        if n >= 2:
+            parts.append(b.re_literal("0"))
+            parts.append(b.re_concat([self.D19, b.re_repeat(self.D, 0, n - 2)]))
+        for k in range(n):
+            lo = 1 if (k == 0 and n > 1) else 0
+            d = int(i[k])
+            if d - 1 >= lo:
+                parts.append(b.re_concat([b.re_literal(i[:k]), self.digits(lo, d - 1), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
+        return b.re_or(parts)
+
+    def _int_interval_text(self, lo: int, hi: int, tail) -> int:
+        e = self._int_interval(lo, hi)
+        return e if tail is None else self.b.re_concat([e, tail])
+
+    def _int_interval(self, lo: int, hi: int) -> int:
+        """Canonical digit strings of the integers in [lo, hi] (0 <= lo <= hi), built directly:
+        the same language as "ge lo" AND "le hi", without a boolean lexeme (an And makes the
+        builder search for emptiness and the lexer take intersected derivatives)."""
+        b = self.b
+        parts = []
+        lo_s, hi_s = str(lo), str(hi)
+        for n in range(len(lo_s), len(hi_s) + 1):
+            a = lo_s if n == len(lo_s) else "1" + "0" * (n - 1)
+            z = hi_s if n == len(hi_s) else "9" * n
+            parts.append(self._same_length(a, z))
+        return parts[0] if len(parts) == 1 else b.re_or(parts)
+
+    def _same_length(self, a: str, z: str) -> int:
+        """Digit strings s with len(s) == len(a) == len(z) and a <= s <= z."""
+        b = self.b
+        k = 0
+        while k < len(a) and a[k] == z[k]:
+            k += 1
+        if k == len(a):
+            return b.re_literal(a)
+        prefix, n = a[:k], len(a) - k - 1
+        da, dz = int(a[k]), int(z[k])
+        if a[k + 1:] == "0" * n and z[k + 1:] == "9" * n:
+            return b.re_concat([b.re_literal(prefix), self.digits(da, dz), b.re_repeat(self.D, n, n)])
+        parts = [b.re_concat([b.re_literal(a[:k + 1]), self._suffix_cmp(a[k + 1:], True)])]
+        if da + 1 <= dz - 1:
+            parts.append(b.re_concat([b.re_literal(prefix), self.digits(da + 1, dz - 1), b.re_repeat(self.D, n, n)]))
+        parts.append(b.re_concat([b.re_literal(z[:k + 1]), self._suffix_cmp(z[k + 1:], False)]))
+        return b.re_or(parts)
+
+    def _suffix_cmp(self, s: str, ge: bool) -> int:
+        """Digit strings t of len(s) (leading zeros allowed) with t >= s (``ge``) or t <= s."""
+        b, n = self.b, len(s)
+        parts = [b.re_literal(s)]
+        for k in range(n):
+            d = int(s[k])
+            lo, hi = (d + 1, 9) if ge else (0, d - 1)
+            if lo <= hi:
+                parts.append(b.re_concat([b.re_literal(s[:k]), self.digits(lo, hi), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
+        return parts[0] if len(parts) == 1 else b.re_or(parts)
+
+    # -- comparisons of fraction digit strings (non-empty) with a bound's fraction ----------------
+    def _frac_gt(self, f: str) -> int:
+        b = self.b
+        if not f:
+            return b.re_concat([self.Dstar, self.D19, self.Dstar])
+        parts = []
+        for k in range(len(f)):
+            d = int(f[k])
+            if d < 9:
+                parts.append(b.re_concat([b.re_literal(f[:k]), self.digits(d + 1, 9), self.Dstar]))
+        parts.append(b.re_concat([b.re_literal(f), b.re_repeat(b.re_literal("0"), 0, -1), self.D19, self.Dstar]))
+        return b.re_or(parts)
+
+    def _frac_eq(self, f: str) -> int:
+        b = self.b
+        if not f:
+            return self.ZEROS1
+        return b.re_concat([b.re_literal(f), b.re_repeat(b.re_literal("0"), 0, -1)])
+
+    def _frac_lt(self, f: str) -> int:
+        b = self.b
+        if not f:
+            return b.re_nothing()
+        parts = []
+        for k in range(len(f)):
+            d = int(f[k])
+            if d > 0:
+                parts.append(b.re_concat([b.re_literal(f[:k]), self.digits(0, d - 1), self.Dstar]))
+            if k >= 1:
+                parts.append(b.re_literal(f[:k]))
+        return b.re_or(parts)
+
+    # -- magnitudes (unsigned number text) compared with a non-negative bound --------------------
+    def _mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> int:
+        key = ("mag", op, bound, integer, plain)
+        e = self._memo.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        if integer:
+            # integer bounds only reach here (converted by the caller)
+            i = decimal_parts(bound)[0]
+            cmp = {"gt": self._int_gt(i), "lt": self._int_lt(i),
+                   "ge": b.re_or([self._int_gt(i), b.re_literal(i)]),
+                   "le": b.re_or([self._int_lt(i), b.re_literal(i)])}[op]
+            e = cmp if plain else b.re_concat([cmp, self.FRAC_INT])
+        else:
+            i, f = decimal_parts(bound)
+            lit_i = b.re_literal(i)
+            dot = self.DOT
+            if op == "gt":
+                e = b.re_or([b.re_concat([self._int_gt(i), self.FRAC_ANY]),
+                             b.re_concat([lit_i, dot, self._frac_gt(f)])])
+            elif op == "ge":
+                tail = self.FRAC_ANY if not f else b.re_concat([dot, b.re_or([self._frac_gt(f), self._frac_eq(f)])])
+                e = b.re_or([b.re_concat([self._int_gt(i), self.FRAC_ANY]), b.re_concat([lit_i, tail])])
+            elif op == "lt":
+                parts = [b.re_concat([self._int_lt(i), self.FRAC_ANY])]
+                if f:
+                    parts += [lit_i, b.re_concat([lit_i, dot, self._frac_lt(f)])]
+                e = b.re_or(parts)
+            else:  # le
+                parts = [b.re_concat([self._int_lt(i), self.FRAC_ANY]),
+                         b.re_concat([lit_i, b.re_repeat(b.re_concat([dot, b.re_or([self._frac_lt(f), self._frac_eq(f)])]), 0, 1)])]
+                e = b.re_or(parts)
+        self._memo[key] = e
+        return e
+
+    def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool, plain: bool = False) -> int:
+        """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded). ``plain``: only
+        texts without exponent, and integers without fraction (draft 4), the same language as the
+        range AND -?(0|[1-9][0-9]*) but with no boolean lexeme."""
+        if lo is None and hi is None:
+            if plain:
+                return self.plain_integer() if integer else self.plain_number()
+            return self.integer() if integer else self.any()
+        key = ("range", lo, lo_excl, hi, hi_excl, integer, plain)
+        e = self._memo.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        # exponent forms: only where the sign alone decides (see the module docstring)
+        zero_in = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and \
+                  (hi is None or hi > 0 or (hi == 0 and not hi_excl))
+        pos_all = hi is None and (lo is None or lo <= 0)
+        neg_all = lo is None and (hi is None or hi >= 0)
+        if integer:
+            if lo is not None:
+                lo = Decimal(int(lo.to_integral_value(rounding="ROUND_FLOOR")) + 1) if lo_excl else \
+                    Decimal(int(lo.to_integral_value(rounding="ROUND_CEILING")))
+                lo_excl = False
+            if hi is not None:
+                hi = Decimal(int(hi.to_integral_value(rounding="ROUND_CEILING")) - 1) if hi_excl else \
+                    Decimal(int(hi.to_integral_value(rounding="ROUND_FLOOR")))
+                hi_excl = False
+        parts = []
+        if lo is None or hi is None or lo < hi or (lo == hi and not (lo_excl or hi_excl)):
+            tail = (self.FRAC_INT if not plain else None) if integer else self.FRAC_ANY
+            unsigned = b.re_concat([self.INT, tail]) if tail is not None else self.INT
+            # non-negative text: value m in [lo, hi]
+            if not (hi is not None and (hi < 0 or (hi == 0 and hi_excl))):
+                conds = []
+                if lo is not None and (lo > 0 or (lo == 0 and lo_excl)):
+                    conds.append(self._mag_cmp("gt" if lo_excl else "ge", lo, integer, plain))
+                if hi is not None:
+                    conds.append(self._mag_cmp("lt" if hi_excl else "le", hi, integer, plain))
+                if integer and len(conds) == 2:   # (integer bounds are inclusive here)
+                    conds = [self._int_interval_text(int(lo), int(hi), tail)]
+                parts.append(b.re_and(conds) if conds else unsigned)
+            # "-" m: value -m in [lo, hi], i.e. m in [-hi, -lo]
+            if not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
+                conds = []
+                if hi is not None and (hi < 0 or (hi == 0 and hi_excl)):
+                    conds.append(self._mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
+                if lo is not None:
+                    conds.append(self._mag_cmp("lt" if lo_excl else "le", -lo, integer, plain))
+                if integer and len(conds) == 2:
+                    conds = [self._int_interval_text(int(-hi), int(-lo), tail)]
+                parts.append(b.re_concat([self.MINUS, b.re_and(conds) if conds else unsigned]))
+        if plain:   # exponent forms are not plain
+            e = b.re_or(parts) if parts else b.re_nothing()
+            self._memo[key] = e
+            return e
+        if zero_in:
+            parts.append(self._zero_exp())
+        if pos_all or neg_all:
+            mant = b.re_concat([self._nonzero_mantissa(integer), self.EXP_NONNEG if integer else self.EXP])
+            if pos_all:
+                parts.append(mant)
+            if neg_all:
+                parts.append(b.re_concat([self.MINUS, mant]))
+        e = b.re_or(parts)
+        self._memo[key] = e
+        return e
+
+    def _nonzero_mantissa(self, integer: bool) -> int:
+        b = self.b
+        if integer:
+            return b.re_concat([self.D19, self.Dstar, self.FRAC_INT])
+        return b.re_or([b.re_concat([self.D19, self.Dstar, self.FRAC_ANY]),
+                        b.re_concat([b.re_literal("0."), self.Dstar, self.D19, self.Dstar])])
+
+    # -- multipleOf ---------------------------------------------------------------------------------
+    def multiple_of(self, d: Decimal, integer: bool) -> int:
+        """Numbers that are an integer multiple of ``d`` (> 0), without exponent unless zero."""
+        key = ("mult", d, integer)
+        e = self._memo.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        sign, digs, exp = d.normalize().as_tuple()
+        p = int("".join(map(str, digs)))
+        if exp >= 0:
+            p, q = p * 10 ** exp, 0
+        else:
+            q = -exp
+        syntax = b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_INT if integer else self.FRAC_ANY])
+        # the fraction digits past the q-th are zeros
+        if integer or q == 0:
+            frac = self.FRAC_INT
+        else:
+            frac = b.re_repeat(b.re_concat([self.DOT, self.D, b.re_repeat(self.D, 0, q - 1),
+                                            b.re_repeat(b.re_literal("0"), 0, -1)]), 0, 1)
+        conds = [syntax, b.re_concat([self.OPT_MINUS, self.INT, frac])]
+        for m in _factor(p):
+            try:
+                conds.append(self._residue_regex(m, q, d))
+            except GrammarError:
+                if q or (m & (m - 1) and not _power_of(m, 5)):
+                    raise
+                conds.append(self._suffix_regex(m))
+        e = b.re_or([b.re_and(conds), self._zero_exp()])
+        self._memo[key] = e
+        return e
+
+    def _suffix_regex(self, m: int) -> int:
+        """Texts -?D+(.D*)? whose integer digits spell a multiple of m = 2^a or 5^a: m divides
+        10^a, so that is decided by the last a digits (any digits, then a digits in the set S), or
+        by the whole number when it has fewer. S is a DAG of (digits left, residue) nodes, shared
+        through the builder's hash-consing: a*m nodes, where the residue automaton's regex would
+        be exponential."""
+        b = self.b
+        a = 1
+        while 10 ** a % m:
+            a += 1
+        digit = [self.digits(x, x) for x in range(10)]
+        memo: dict = {}
+
+        def node(left: int, r: int) -> int:
+            """The strings of `left` digits that, after digits of residue r, make a multiple of m."""
+            key = (left, r)
+            if key not in memo:
+                if left == 0:
+                    memo[key] = b.re_empty() if r == 0 else b.re_nothing()
+                else:
+                    memo[key] = b.re_or([b.re_concat([digit[x], node(left - 1, (10 * r + x) % m)]) for x in range(10)])
+            return memo[key]
+
+        ints = b.re_or([b.re_concat([self.Dstar, node(a, 0)])] + [node(n, 0) for n in range(1, a)])
+        return b.re_concat([self.OPT_MINUS, ints, self.FRAC_ANY])
+
+    def _residue_regex(self, m: int, q: int, d) -> int:
+        """Texts -?D+(.D*)? whose digits, shifted by q places (missing digits are zeros, digits past
+        the q-th ignored: the caller requires them to be zero), spell a multiple of m."""
+        # states: ("I", r) integer digits read; ("F", j, r) j fraction digits read (j <= q)
+        states: dict = {}
+        trans: dict = {}
+        order: list = []
+
+        def sid(s):
+            if s not in states:
+                states[s] = len(order)
+                order.append(s)
+            return states[s]
+
+        start = sid(("S",))
+        todo = [("S",)]
+        while todo:
+            s = todo.pop()
+            out = {}
+            if s[0] == "S":
+                out["-"] = ("I0",)
+                for dd in range(10):
+                    out[str(dd)] = ("I", dd % m)
+            elif s[0] == "I0":
+                for dd in range(10):
+                    out[str(dd)] = ("I", dd % m)
+            elif s[0] == "I":
+                for dd in range(10):
+                    out[str(dd)] = ("I", (10 * s[1] + dd) % m)
+                out["."] = ("F", 0, s[1])
+            else:
+                _, j, r = s
+                for dd in range(10):
+                    out[str(dd)] = ("F", j + 1, (10 * r + dd) % m) if j < q else ("F", j, r)
+            for c, t in out.items():
+                if t not in states:
+                    todo.append(t)
+                trans[(sid(s), c)] = sid(t)
+
+        def accepting(s):
+            if s[0] == "I":
+                return s[1] * pow(10, q, m) % m == 0
+            if s[0] == "F":
+                return s[2] * pow(10, q - s[1], m) % m == 0
+            return False
+
+        n = len(order)
+        acc = [accepting(s) for s in order]
+        return self._dfa_regex(n, start, acc, trans, "-.0123456789", d)
+
+    def _dfa_regex(self, n: int, start: int, acc: list, trans: dict, alphabet: str, d) -> int:
+        """Minimize a complete-or-partial DFA (Moore refinement), then state elimination."""
+        b = self.b
+        # Moore partition refinement; a missing transition goes to an implicit dead class -1
+        cls = [1 if a else 0 for a in acc]
+        while True:
+            sig = {}
+            new = []
+            for s in range(n):
+                key = (cls[s],) + tuple(cls[trans[(s, c)]] if (s, c) in trans else -1 for c in alphabet)
+                new.append(sig.setdefault(key, len(sig)))
+            if len(sig) == len(set(cls)):
+                cls = new
+                break
+            cls = new
+        k = max(cls) + 1
+        if k > MAX_RESIDUE_STATES + 4:  # + start, sign, and fraction bookkeeping states
+            raise GrammarError(f"multipleOf {d}: divisibility needs a {k}-state automaton, too large "
+                               f"to compile exactly (at most {MAX_RESIDUE_STATES + 4})")
+        # edges between classes, labelled with char sets
+        labels: dict = {}
+        for (s, c), t in trans.items():
+            labels.setdefault((cls[s], cls[t]), set()).add(c)
+        # drop classes that cannot reach acceptance
+        acc_cls = {cls[s] for s in range(n) if acc[s]}
+        live = set(acc_cls)
+        changed = True
+        while changed:
+            changed = False
+            for (i, j) in labels:
+                if j in live and i not in live:
+                    live.add(i)
+                    changed = True
+        S, F = k, k + 1
+        out: dict = {}   # out[i][j] = expression of the edge i -> j
+        inn: dict = {}   # inn[j] = set of i with an edge i -> j
+        def put(i, j, e):
+            row = out.setdefault(i, {})
+            row[j] = b.re_or([row[j], e]) if j in row else e
+            inn.setdefault(j, set()).add(i)
+        for (i, j), cs in labels.items():
+            if i in live and j in live:
+                put(i, j, b.re_char_ranges([(ord(c), ord(c)) for c in sorted(cs)], False))
+        if cls[start] not in live:
+            return b.re_nothing()
+        put(S, cls[start], b.re_empty())
+        for a in acc_cls:
+            put(a, F, b.re_empty())
+        remaining = set(live)
+        while remaining:
+            x = min(remaining, key=lambda v: (len(inn.get(v, ())) * len(out.get(v, {})), v))
+            remaining.discard(x)
+            row = out.pop(x, {})
+            loop = row.pop(x, None)
+            star = b.re_repeat(loop, 0, -1) if loop is not None else b.re_empty()
+            preds = [i for i in inn.pop(x, set()) if i != x]
+            for j in row:
+                inn[j].discard(x)
+            for i in preds:
+                ei = out[i].pop(x)
+                for j, ej in row.items():
+                    put(i, j, b.re_concat([ei, star, ej]))
+        return out.get(S, {}).get(F, b.re_nothing())

@@ -1,0 +1,121 @@
+"""Number and string formulas (:mod:`..core.formulas`) as regular expressions in the core's
+builder: the one lexeme of each scalar type part of a schema.
+
+Example::
+
+    sc = Scalars(b)
+    num = sc.number(("range", Decimal(0), False, None, False))   # a regex id: numbers >= 0
+"""
+from __future__ import annotations
+
+from stencil.grammar.json.schema.core.formats import format_spec
+from stencil.grammar.json.schema.core.formulas import str_consts
+from stencil.grammar.json.schema.lang.numbers import JsonNumbers, range_union
+from stencil.grammar.json.schema.lang.strings import JsonStrings
+
+__all__ = ["Scalars"]
+
+
+class Scalars:
+    """Number and string formulas as regular expressions (memoized per builder)."""
+
+    def __init__(self, b, plain_strings: bool = False, plain_numbers: bool = False):
+        self.b = b
+        self.strings = JsonStrings(b, plain_strings)
+        self.plain_numbers = plain_numbers
+        self.numbers = JsonNumbers(b)
+        self._num: dict = {}
+        self._str: dict = {}
+
+    # -- numbers ----------------------------------------------------------------------------------
+    def number(self, f, exact: bool = True) -> int:
+        """The number lexeme of formula ``f``. ``exact``: a formula of ranges, their complements
+        and integrality is a union of the core's number-range expressions (exponent forms compared
+        exactly); other formulas (multipleOf, draft 4 integers) take the regex forms, under whose
+        complements and intersections emptiness stays decidable."""
+        key = (f, exact)
+        e = self._num.get(key)
+        if e is None:
+            e = self._num[key] = self._number(f, exact)
+        return e
+
+    def _number(self, f, exact: bool) -> int:
+        b, nums = self.b, self.numbers
+        alts = range_union(f) if exact else None
+        if alts is not None:   # ranges, their complements and integrality: exact in every spelling
+            make = nums.plain_range if self.plain_numbers else nums.exact_range
+            return b.re_or([make(*a) for a in alts]) if alts else b.re_nothing()
+        k = f[0]
+        if k == "T":
+            return nums.any()
+        if k == "F":
+            return b.re_nothing()
+        if k == "or":
+            return b.re_or([self.number(x, exact) for x in f[1]])
+        if k == "not":
+            return b.re_and([nums.any(), b.re_not(self.number(f[1], False))])
+        items = f[1] if k == "and" else (f,)
+        lo = hi = None
+        lo_x = hi_x = False
+        integer = plain = False
+        mults, others = [], []
+        for x in items:
+            if x[0] == "range":
+                _, l, lx, h, hx = x
+                if l is not None and (lo is None or l > lo or (l == lo and lx)):
+                    lo, lo_x = l, lx
+                if h is not None and (hi is None or h < hi or (h == hi and hx)):
+                    hi, hi_x = h, hx
+            elif x[0] == "int":
+                integer = True
+            elif x[0] == "int4":
+                integer = plain = True
+            elif x[0] == "mult":
+                mults.append(x[1])
+            else:
+                others.append(x)
+        base = nums.range(lo, lo_x, hi, hi_x, integer, plain or self.plain_numbers)
+        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
+        return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+    # -- strings (the body between the quotes) ----------------------------------------------------
+    def string_body(self, f) -> int:
+        e = self._str.get(f)
+        if e is None:
+            e = self._str[f] = self._string(f)
+        return e
+
+    def _string(self, f) -> int:
+        b, s = self.b, self.strings
+        k = f[0]
+        if k == "T":
+            return s.any_body()
+        if k == "F":
+            return b.re_nothing()
+        if k == "const":
+            return s.text(f[1])
+        if k == "pat":
+            return s.pattern(f[1])
+        if k == "len":
+            return s.length(f[1], f[2])
+        if k == "fmt":
+            node, max_len = format_spec(f[1])
+            e = s.node(node)
+            return e if max_len is None else b.re_and([e, s.length(0, max_len)])
+        consts = str_consts(f)
+        if consts is not None:   # a finite set (enum, const): no regex algebra needed
+            return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
+        if k == "or":
+            return b.re_or([self.string_body(x) for x in f[1]])
+        if k == "not":
+            return b.re_and([s.any_body(), b.re_not(self.string_body(f[1]))])
+        lo, hi, parts = 0, None, []
+        for x in f[1]:  # "and": one length range, the rest intersected
+            if x[0] == "len":
+                lo = max(lo, x[1])
+                hi = x[2] if hi is None else (hi if x[2] is None else min(hi, x[2]))
+            else:
+                parts.append(self.string_body(x))
+        if lo > 0 or hi is not None:
+            parts.append(s.length(lo, hi))
+        return parts[0] if len(parts) == 1 else b.re_and(parts)

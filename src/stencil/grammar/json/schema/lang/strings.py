@@ -1,0 +1,329 @@
+"""JSON string lexemes from constraints on the *decoded* string.
+
+A JSON Schema constrains the string value, but the model writes its JSON text, where any character
+may appear raw or escaped (``json.dumps`` escapes every non-ASCII character by default). So every
+constraint (pattern, length, format, const, enum) becomes a regular language over the encoded body
+(the bytes between the quotes) in which each code point may take any of its JSON encodings:
+
+- raw UTF-8, except ``"``, ``\\`` and the controls U+0000-U+001F, which must be escaped;
+- a short escape ``\\" \\\\ \\/ \\b \\f \\n \\r \\t``;
+- ``\\uXXXX`` (hex digits in either case) for a BMP code point, a surrogate pair for the others.
+
+Encodings are uniquely decodable, so intersections and complements of encoded languages are the
+encodings of intersections and complements: ``pattern`` AND ``maxLength`` is ``re_and`` of the two.
+Lengths count code points (a surrogate pair is one). Escapes of lone surrogates are accepted only
+by unconstrained strings (the generic JSON string lexeme); a constrained string never holds one.
+
+Example::
+
+    s = JsonStrings(b)
+    body = b.re_and([s.pattern("^[a-z]+$"), s.length(1, 8)])
+    lexeme = b.lexeme(s.quoted(body), "name")
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from stencil.grammar.json.schema.core.patterns import pattern_node
+from stencil.grammar.json.value import HEX_DIGIT_VALUES, SHORT_ESCAPES
+from stencil.grammar.regex import AnchorEnd, AnchorStart, CharClass, Empty, Literal, Nothing, Repeat
+from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex.ast import Alt, Concat, postorder
+
+__all__ = ["JsonStrings", "intersect_ranges"]
+
+#: code points that may appear raw in a JSON string
+RAW_OK = U.complement(U.normalize([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
+BMP = U.normalize([(0, 0xFFFF)])
+ASTRAL = ((0x10000, U.MAX_CP),)
+
+
+def intersect_ranges(a, b):
+    """Intersection of two normalized range sets."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+_SHORT = {cp: "\\" + letter for cp, letter in SHORT_ESCAPES}
+
+
+@lru_cache(maxsize=65536)
+def _u_pieces(cp: int) -> tuple:
+    """``\\uXXXX`` of a BMP code point as literal runs and (lower, upper) hex-letter pairs."""
+    out, run = [], "\\u"
+    for ch in "%04x" % cp:
+        if ch.isdigit():
+            run += ch
+        else:
+            out.append(run)
+            out.append((ch, ch.upper()))
+            run = ""
+    if run:
+        out.append(run)
+    return tuple(x for x in out if x)
+
+
+def _hex_piece(b, piece) -> int:
+    if isinstance(piece, str):
+        return b.re_literal(piece)
+    return b.re_char_ranges([(ord(piece[0]), ord(piece[0])), (ord(piece[1]), ord(piece[1]))], False)
+
+
+# --- emission ------------------------------------------------------------------------------------
+
+# json.dumps's own escapes: the short ones but ``\/``, and ``\u00xx`` (lower case) for the
+# other controls.
+_DUMPS_SHORT = tuple((cp, letter) for cp, letter in SHORT_ESCAPES if letter != "/")
+_DUMPS_U = tuple(cp for cp in range(0x20) if cp not in {c for c, _ in _DUMPS_SHORT})
+
+
+class JsonStrings:
+    """Builds encoded-body expressions in one builder (memoized per builder). ``plain``: only
+    the spelling ``json.dumps(s, ensure_ascii=False)`` writes (option ``string_spelling``)."""
+
+    def __init__(self, b, plain: bool = False):
+        self.b = b
+        self.plain = plain
+        self._classes: dict = {}
+        self._hex: dict = {}
+        self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
+        self._char = None
+        self._any = None
+        self._lengths: dict = {}
+        self._texts: dict = {}
+        self._chars: dict = {}
+        self._not_texts: dict = {}
+        self._u00 = None
+        self._digit: list = [None] * 16   # one hex digit value, either case
+        self._quote = None
+
+    # -- hex digits -------------------------------------------------------------------------------
+    def _hex_digit(self, lo: int, hi: int) -> int:
+        if lo == hi:
+            e = self._digit[lo]
+            if e is None:
+                e = self._digit[lo] = self.b.re_char_ranges([(ord(c), ord(c)) for c in HEX_DIGIT_VALUES[lo]], False)
+            return e
+        key = ("d", lo, hi)
+        e = self._hex.get(key)
+        if e is None:
+            ranges = []
+            for v in range(lo, hi + 1):
+                ranges.extend((ord(c), ord(c)) for c in HEX_DIGIT_VALUES[v])
+            e = self.b.re_char_ranges(ranges, False)
+            self._hex[key] = e
+        return e
+
+    def hex_range(self, lo: int, hi: int, width: int = 4) -> int:
+        """``width`` hex digits (either case) spelling a value in [lo, hi]."""
+        key = (lo, hi, width)
+        e = self._hex.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        if width == 1:
+            e = self._hex_digit(lo, hi)
+        else:
+            unit = 16 ** (width - 1)
+            dlo, dhi = lo // unit, hi // unit
+            rlo, rhi = lo % unit, hi % unit
+            if dlo == dhi:
+                e = b.re_concat([self._hex_digit(dlo, dlo), self.hex_range(rlo, rhi, width - 1)])
+            else:
+                parts = []
+                if rlo == 0:
+                    first = dlo
+                else:
+                    parts.append(b.re_concat([self._hex_digit(dlo, dlo), self.hex_range(rlo, unit - 1, width - 1)]))
+                    first = dlo + 1
+                last = dhi if rhi == unit - 1 else dhi - 1
+                if first <= last:
+                    parts.append(b.re_concat([self._hex_digit(first, last), self.hex_range(0, unit - 1, width - 1)]))
+                if rhi != unit - 1:
+                    parts.append(b.re_concat([self._hex_digit(dhi, dhi), self.hex_range(0, rhi, width - 1)]))
+                e = b.re_or(parts)
+        self._hex[key] = e
+        return e
+
+    def _u_escape(self, lo: int, hi: int) -> int:
+        return self.b.re_concat([self.b.re_literal("\\u"), self.hex_range(lo, hi)])
+
+    # -- one code point ---------------------------------------------------------------------------
+    def encoded_class(self, ranges) -> int:
+        """Every JSON encoding of one code point from a normalized range set."""
+        key = tuple(ranges)
+        e = self._classes.get(key)
+        if e is not None:
+            return e
+        b = self.b
+        parts = []
+        raw = intersect_ranges(key, RAW_OK)
+        if raw:
+            parts.append(b.re_char_ranges(U.bridge_surrogates(raw), False))
+        for cp, letter in _DUMPS_SHORT if self.plain else SHORT_ESCAPES:
+            if U.contains(key, cp):
+                parts.append(b.re_literal("\\" + letter))
+        if self.plain:
+            # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
+            by_high: dict = {}
+            for cp in _DUMPS_U:
+                if U.contains(key, cp):
+                    by_high.setdefault(cp >> 4, []).append("%x" % (cp & 15))
+            for high, lows in by_high.items():
+                parts.append(b.re_concat([b.re_literal("\\u00%d" % high),
+                                          b.re_char_ranges([(ord(c), ord(c)) for c in lows], False)]))
+            e = self._classes[key] = b.re_or(parts) if parts else b.re_nothing()
+            return e
+        for lo, hi in intersect_ranges(key, BMP):
+            parts.append(self._u_escape(lo, hi))
+        for lo, hi in intersect_ranges(key, ASTRAL):
+            parts.extend(self._surrogate_pairs(lo, hi))
+        e = b.re_or(parts) if parts else b.re_nothing()
+        self._classes[key] = e
+        return e
+
+    def _surrogate_pairs(self, lo: int, hi: int) -> list:
+        def split(cp):
+            v = cp - 0x10000
+            return 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        (hlo, llo), (hhi, lhi) = split(lo), split(hi)
+        cat = self.b.re_concat
+        if hlo == hhi:
+            return [cat([self._u_escape(hlo, hlo), self._u_escape(llo, lhi)])]
+        out = [cat([self._u_escape(hlo, hlo), self._u_escape(llo, 0xDFFF)])]
+        if hlo + 1 <= hhi - 1:
+            out.append(cat([self._u_escape(hlo + 1, hhi - 1), self._u_escape(0xDC00, 0xDFFF)]))
+        out.append(cat([self._u_escape(hhi, hhi), self._u_escape(0xDC00, lhi)]))
+        return out
+
+    def char(self) -> int:
+        """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
+        directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
+        if self._char is None and self.plain:
+            self._char = self.encoded_class(U.ANY)
+        if self._char is None:
+            b = self.b
+            h = self._hex_digit
+            hex2 = b.re_concat([h(0, 15), h(0, 15)])
+            u = b.re_literal("\\u")
+            bmp = b.re_or([b.re_concat([h(0, 12), hex2, h(0, 15)]), b.re_concat([h(14, 15), hex2, h(0, 15)]),
+                           b.re_concat([h(13, 13), h(0, 7), hex2])])
+            pair = b.re_concat([u, h(13, 13), h(8, 11), hex2, u, h(13, 13), h(12, 15), hex2])
+            short = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
+            raw = b.re_char_ranges(U.bridge_surrogates(RAW_OK), False)
+            self._char = b.re_or([raw, short, b.re_concat([u, bmp]), pair])
+        return self._char
+
+    def any_body(self) -> int:
+        """Any string (no lone surrogates)."""
+        if self._any is None:
+            self._any = self.b.re_repeat(self.char(), 0, -1)
+        return self._any
+
+    def text(self, text: str) -> int:
+        """Every encoding of exactly ``text`` (a lone surrogate only as its \\u escape)."""
+        e = self._texts.get(text)
+        if e is not None:
+            return e
+        chars = self._chars
+        items = []
+        for c in text:
+            x = chars.get(c)
+            if x is None:
+                x = chars[c] = self._code_point(ord(c))
+            items.append(x)
+        e = self.b.re_concat(items) if items else self.b.re_empty()
+        self._texts[text] = e
+        return e
+
+    def _code_point(self, cp: int) -> int:
+        """Every encoding of one code point (the fast path of encoded_class for one character)."""
+        b = self.b
+        if cp > 0xFFFF or self.plain:
+            return self.encoded_class(((cp, cp),))
+        alts = []
+        if not (0xD800 <= cp <= 0xDFFF) and cp >= 0x20 and cp != 0x22 and cp != 0x5C:
+            alts.append(b.re_literal(chr(cp)))
+        short = _SHORT.get(cp)
+        if short is not None:
+            alts.append(b.re_literal(short))
+        if cp < 0x100:   # \u00XY from cached parts: fewer builder calls for the usual key characters
+            u00 = self._u00
+            if u00 is None:
+                u00 = self._u00 = b.re_literal("\\u00")
+            alts.append(b.re_concat([u00, self._hex_digit(cp >> 4, cp >> 4), self._hex_digit(cp & 15, cp & 15)]))
+        else:
+            alts.append(b.re_concat([_hex_piece(b, piece) for piece in _u_pieces(cp)]))
+        return alts[0] if len(alts) == 1 else b.re_or(alts)
+
+    def not_texts(self, texts) -> int:
+        """Every string except those of ``texts``. (A complement: the builder's emptiness search
+        finds a witness at once, and it builds faster than a trie-shaped union of escapes.)"""
+        key = tuple(sorted(set(texts)))
+        e = self._not_texts.get(key)
+        if e is None:
+            b = self.b
+            e = self._not_texts[key] = b.re_and([self.any_body(), b.re_not(b.re_or([self.text(t) for t in key]))])
+        return e
+
+    def length(self, lo: int, hi) -> int:
+        """Strings of ``lo`` to ``hi`` code points (``hi`` None: unbounded)."""
+        key = (lo, hi)
+        e = self._lengths.get(key)
+        if e is None:
+            if hi is not None and hi < lo:
+                return self.b.re_nothing()
+            e = self.b.re_repeat(self.char(), lo, -1 if hi is None else hi)
+            self._lengths[key] = e
+        return e
+
+    def node(self, root) -> int:
+        """The encoded language of an anchor-free regex node over code points."""
+        hit = self._nodes.get(id(root))
+        if hit is not None and hit[0] is root:
+            return hit[1]
+        b = self.b
+
+        def visit(node, kids):
+            if isinstance(node, Literal):
+                return self.text(node.text)
+            if isinstance(node, CharClass):
+                return self.encoded_class(node.ranges)
+            if isinstance(node, Concat):
+                return b.re_concat(list(kids))
+            if isinstance(node, Alt):
+                return b.re_or(list(kids))
+            if isinstance(node, Repeat):
+                if node.min == 0 and node.max is None and isinstance(node.item, CharClass) \
+                        and node.item.ranges == U.ANY:
+                    return self.any_body()
+                return b.re_repeat(kids[0], node.min, -1 if node.max is None else node.max)
+            if isinstance(node, Empty):
+                return b.re_empty()
+            if isinstance(node, Nothing):
+                return b.re_nothing()
+            if isinstance(node, (AnchorStart, AnchorEnd)):
+                raise AssertionError("anchors must be removed before emission")
+            raise AssertionError(f"unexpected node {type(node).__name__}")
+
+        e = postorder(root, visit)
+        self._nodes[id(root)] = (root, e)
+        return e
+
+    def pattern(self, pattern: str) -> int:
+        """A JSON Schema ``pattern``: strings with a match anywhere (ECMA-262 syntax)."""
+        return self.node(pattern_node(pattern, False))
+
+    def quoted(self, body: int) -> int:
+        q = self._quote
+        if q is None:
+            q = self._quote = self.b.re_literal('"')
+        return self.b.re_concat([q, body, q])

@@ -1,0 +1,55 @@
+"""Arrays: reading ``prefixItems``/``items``/``additionalItems``/``minItems``/``maxItems``/
+``contains``/``minContains``/``maxContains``/``uniqueItems`` into an
+:class:`~..core.model.ArrSpec` (its grammar: :mod:`..emit.arrays`).
+"""
+from __future__ import annotations
+
+from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.model import ANY, TRUE_SUB, ArrSpec, normalize_arr
+from stencil.grammar.json.schema.read.common import count, only_arr, where
+
+__all__ = ["read"]
+
+_ALL = 1 << 40   # eval_upto when every item is evaluated
+
+
+def read(ctx, loc, s):
+    """The array conjunct of a schema object (ANY when it has no array keyword)."""
+    keys = ("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains")
+    if not any(k in s for k in keys):
+        return ANY
+    prefix: tuple = ()
+    rest = TRUE_SUB
+    eval_upto = 0
+    items = s.get("items")
+    if isinstance(items, list):  # draft 2019-09 and earlier: a tuple, then additionalItems
+        prefix = tuple(ctx.sub(loc, x, "items", i) for i, x in enumerate(items))
+        eval_upto = len(prefix)
+        if "additionalItems" in s:
+            rest = ctx.sub(loc, s["additionalItems"], "additionalItems")
+            eval_upto = _ALL
+    else:
+        if "prefixItems" in s:
+            pi = s["prefixItems"]
+            if not isinstance(pi, list):
+                raise GrammarError(f"prefixItems at {where(loc, 'prefixItems')}: must be a list of schemas")
+            prefix = tuple(ctx.sub(loc, x, "prefixItems", i) for i, x in enumerate(pi))
+            eval_upto = len(prefix)
+        if items is not None:
+            if not isinstance(items, (dict, bool)):
+                raise GrammarError(f"items at {where(loc, 'items')}: must be a schema or a list of schemas")
+            rest = ctx.sub(loc, items, "items")
+            eval_upto = _ALL
+    lo = count(loc, s, "minItems") if "minItems" in s else 0
+    hi = count(loc, s, "maxItems") if "maxItems" in s else None
+    unique = s.get("uniqueItems") is True
+    contains: tuple = ()
+    eval_contains: tuple = ()
+    if "contains" in s:
+        c = ctx.sub(loc, s["contains"], "contains")
+        cmin = count(loc, s, "minContains") if ("minContains" in s and loc.draft >= 2019) else 1
+        cmax = count(loc, s, "maxContains") if ("maxContains" in s and loc.draft >= 2019) else None
+        contains = ((c, cmin, cmax, 0),)
+        eval_contains = (c,)
+    spec = normalize_arr(ArrSpec(prefix, rest, lo, hi, contains, unique, eval_upto, eval_contains))
+    return only_arr([spec] if spec is not None else [])

@@ -1,0 +1,112 @@
+"""What every keyword reader shares: the keyword vocabulary (annotations, what is enforced, what
+a draft lacks), where a keyword sits (:func:`where`, for error messages), count keywords, the
+``pattern`` formula, and a Typed that constrains one JSON type only (``only_*``).
+"""
+from __future__ import annotations
+
+from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.formulas import TRUE, f_and, f_not
+from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
+from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
+
+__all__ = ["ANNOTATIONS", "UNDERSTOOD", "VALIDATION_VOCABULARY", "NEWER_THAN", "NOT_ENFORCEABLE", "where",
+           "count", "pattern_formula", "only_num", "only_str", "only_arr", "only_obj"]
+
+#: keywords that never change which instances are valid
+ANNOTATIONS = frozenset("""
+    $schema $id id $anchor $dynamicAnchor $recursiveAnchor $defs definitions $comment $vocabulary
+    title description
+    default examples example deprecated readOnly writeOnly contentMediaType contentEncoding
+    contentSchema
+""".split())
+
+#: validation keywords this compiler enforces
+UNDERSTOOD = frozenset("""
+    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength
+    minLength pattern format items prefixItems additionalItems maxItems minItems uniqueItems
+    contains maxContains minContains properties patternProperties additionalProperties required
+    propertyNames maxProperties minProperties dependentRequired dependentSchemas dependencies allOf
+    anyOf oneOf not if then else $ref unevaluatedItems unevaluatedProperties
+""".split())
+
+#: the 2020-12 validation vocabulary (off under a metaschema whose $vocabulary leaves it out)
+VALIDATION_VOCABULARY = frozenset("""
+    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength
+    pattern maxItems minItems uniqueItems maxContains minContains maxProperties minProperties
+    required dependentRequired
+""".split())
+
+#: keywords a declared older draft does not have (unknown there, so ignored as the validators do)
+NEWER_THAN = {
+    4: frozenset("const contains propertyNames if then else dependentRequired dependentSchemas "
+                 "unevaluatedItems unevaluatedProperties minContains maxContains prefixItems".split()),
+    6: frozenset("if then else dependentRequired dependentSchemas unevaluatedItems unevaluatedProperties "
+                 "minContains maxContains prefixItems".split()),
+    7: frozenset("dependentRequired dependentSchemas unevaluatedItems unevaluatedProperties minContains "
+                 "maxContains prefixItems".split()),
+    2019: frozenset(["prefixItems"]),
+}
+
+#: keywords with a validation meaning that are not enforced (an error unless lenient)
+NOT_ENFORCEABLE = {
+    "$dynamicRef": "dynamic references (resolution depends on the evaluation path) are not supported",
+    "$recursiveRef": "recursive references (resolution depends on the evaluation path) are not supported",
+    "disallow": "draft-03 keyword, not supported",
+    "extends": "draft-03 keyword, not supported",
+    "divisibleBy": "draft-03 keyword, not supported",
+}
+
+
+def only_num(f) -> Typed:
+    """Numbers constrained by ``f``, every other type unconstrained."""
+    return Typed(True, BOTH_BOOLS, f, TRUE, (ANY_ARR,), (ANY_OBJ,))
+
+
+def only_str(f) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, f, (ANY_ARR,), (ANY_OBJ,))
+
+
+def only_arr(specs) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, TRUE, tuple(specs), (ANY_OBJ,))
+
+
+def only_obj(specs) -> Typed:
+    return Typed(True, BOTH_BOOLS, TRUE, TRUE, (ANY_ARR,), tuple(specs))
+
+
+def where(loc, key: str) -> str:
+    return f"{loc.pointer}/{key}" if loc.doc == "" else f"{loc.doc}#{loc.pointer}/{key}"
+
+
+def count(loc, s, key) -> int:
+    v = s[key]
+    if isinstance(v, float) and v == int(v):
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise GrammarError(f"{key} at {where(loc, key)}: must be a non-negative integer, got {v!r}")
+    return v
+
+
+def pattern_formula(pattern: str):
+    """The string formula of a JSON Schema ``pattern``: ``("pat", pattern)``, or, for lookaheads
+    right after a leading ``^`` (``^(?!A)B``, ``^(?=A)B``, common in real schemas and beyond a
+    regular expression front-end without lookarounds), the same language as plain patterns:
+    "^B and not ^A" (``^A`` unanchored at its end means "starts with a match of A"). Other
+    unsupported constructs raise the regex front-end's GrammarError."""
+    try:
+        pattern_node(pattern)
+        return ("pat", pattern)
+    except GrammarError as err:
+        lifted = lift_lookaheads(pattern)
+        if lifted is None:
+            raise
+        f = ("pat", lifted[0])
+        for negative, inner in lifted[1]:
+            g = ("pat", "^(?:" + inner + ")")
+            try:
+                pattern_node(g[1])
+                pattern_node(lifted[0])
+            except GrammarError:
+                raise err from None
+            f = f_and(f, f_not(g) if negative else g)
+        return f

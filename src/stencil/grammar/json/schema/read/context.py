@@ -1,0 +1,165 @@
+"""The state of one compilation: resolver, options, the algebra of normalized schemas, memo tables
+and what was ignored. :meth:`Context.loc_typed` is the entry of reading: the normalized form of
+the schema at a location (memoized; recursion without an object or array between is an error).
+
+Example::
+
+    ctx = Context(Resolver(schema), Options())
+    typed = ctx.loc_typed(ctx.resolver.root)
+"""
+from __future__ import annotations
+
+import json
+
+from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.model import (ANY, FALSE_SUB, NONE, TRUE_SUB, Algebra, Either, Neg, Typed,
+                                                    Unsupported, atom_order)
+from stencil.grammar.json.schema.read.disjoint import typed_disjoint, typed_within
+from stencil.grammar.json.schema.read.types import read_schema
+
+__all__ = ["Context"]
+
+
+class Context:
+    """State of one compilation: resolver, algebra, options, memo tables, what was ignored."""
+
+    def __init__(self, resolver, options):
+        self.resolver = resolver
+        self.options = options
+        self.alg = Algebra()
+        self.ignored: list = []          # (keyword, where, reason), lenient mode
+        self.unknown: dict = {}          # unknown keyword -> first place seen
+        self.unknown_formats: dict = {}  # unknown format -> first place seen
+        self._loc_memo: dict = {}
+        self._sub_memo: dict = {}
+        self._active: set = set()
+        self.alg.simplify = self.simplify
+
+    def unsupported(self, keyword: str, where: str, reason: str) -> None:
+        """Fail, or (lenient) record that a keyword is ignored."""
+        if self.options.lenient:
+            self.ignored.append((keyword, where, reason))
+            return
+        err = GrammarError(f"{keyword} at {where}: {reason}")
+        err.keyword, err.pointer = keyword, where
+        raise err
+
+    # -- normalization with memo ------------------------------------------------------------------
+    def loc_typed(self, loc, exact: bool = False) -> Typed:
+        """The normalized form of the schema at ``loc``. ``exact``: an enclosing schema uses
+        unevaluatedProperties/Items, so in-place annotations must be exact (see compose)."""
+        key = (loc, exact)
+        t = self._loc_memo.get(key)
+        if t is not None:
+            return t
+        if key in self._active:
+            raise GrammarError(f"$ref at {loc.where()}: the schema refers to itself without an object "
+                               "or array in between (infinite recursion)")
+        self._active.add(key)
+        try:
+            t = read_schema(self, loc, exact)
+        finally:
+            self._active.discard(key)
+        self._loc_memo[key] = t
+        return t
+
+    def sub_typed(self, sub: frozenset) -> Typed:
+        t = self._sub_memo.get(sub)
+        if t is not None:
+            return t
+        t = ANY
+        for atom in sorted(sub, key=atom_order):
+            t = self.alg.t_and(t, self.atom_typed(atom))
+            if t is NONE:
+                break
+        self._sub_memo[sub] = t
+        return t
+
+    def atom_typed(self, atom) -> Typed:
+        if isinstance(atom, Typed):
+            return atom
+        if isinstance(atom, Neg):
+            inner = self.sub_typed(atom.sub)
+            try:
+                return self.alg.t_not(inner)
+            except Unsupported as e:
+                keyword, where = self.alg.neg_origin.get(atom, ("not", "?"))
+                self.unsupported(e.keyword, where, f"inside {keyword}: {e.reason}")
+                return ANY
+        if isinstance(atom, Either):
+            t = NONE
+            for s in sorted(atom.subs, key=lambda s: sorted(map(atom_order, s))):
+                t = self.alg.t_or(t, self.sub_typed(s))
+            return t
+        return self.loc_typed(atom)
+
+    def known_typed(self, sub: frozenset):
+        """The normal form of ``sub`` if computing it cannot start a normalization, else None."""
+        t = self._sub_memo.get(sub)
+        if t is not None:
+            return t
+        if any(isinstance(a, (Neg, Either)) for a in sub):
+            return None
+        try:   # (a schema being normalized may be met: that is an error here, and no answer)
+            return self.sub_typed(sub)
+        except (GrammarError, Unsupported):
+            return None
+
+    def simplify(self, sub: frozenset) -> frozenset:
+        """Simplify a conjunction with complements, so that alternatives built by oneOf and not
+        collapse where they mean the same: a complement the rest already implies is dropped
+        ("a" and not "b" is "a"); a complement of something the rest implies empties it ("a" and
+        not string, or S and not S for two copies of one schema)."""
+        negs = [a for a in sub if isinstance(a, Neg)]
+        if not negs or len(negs) == len(sub):
+            return sub
+        positive = frozenset(a for a in sub if not isinstance(a, Neg))
+        canon = {self._canon(a) for a in positive}
+        if any(None not in canon and all(self._canon(a) in canon for a in n.sub) for n in negs):
+            return FALSE_SUB
+        pos = self.known_typed(positive)
+        if pos is None:
+            return sub
+        drop = set()
+        for n in negs:
+            t = self.known_typed(n.sub)
+            if t is None:
+                continue
+            if typed_within(pos, t):
+                return FALSE_SUB
+            if typed_disjoint(self, pos, t, cheap=True):
+                drop.add(n)
+        return sub - drop if drop else sub
+
+    def _canon(self, atom):
+        """A key equal for two schema locations with the same content and base URI."""
+        if not hasattr(atom, "schema"):
+            return atom
+        memo = self.__dict__.setdefault("_canon_memo", {})
+        key = memo.get(atom)
+        if key is None:
+            try:
+                key = (atom.base, json.dumps(atom.schema, sort_keys=True))
+            except (TypeError, ValueError):
+                key = atom
+            memo[atom] = key
+        return key
+
+    def negate(self, t: Typed, keyword: str, where: str) -> Typed:
+        """The complement of ``t``; lazily negated sub-schemas remember where they came from."""
+        saved, self.alg.origin = self.alg.origin, (keyword, where)
+        try:
+            return self.alg.t_not(t)
+        except Unsupported as e:
+            self.unsupported(e.keyword, where, f"inside {keyword}: {e.reason}")
+            return ANY
+        finally:
+            self.alg.origin = saved
+
+    def sub(self, parent, schema, *path) -> frozenset:
+        """The lazy Sub for a sub-schema of ``parent``."""
+        if schema is True or schema == {}:
+            return TRUE_SUB
+        if schema is False:
+            return FALSE_SUB
+        return frozenset([self.resolver.child(parent, schema, *path)])

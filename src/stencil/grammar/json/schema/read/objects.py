@@ -1,0 +1,91 @@
+"""Objects: reading ``properties``/``patternProperties``/``additionalProperties``/``required``/
+``propertyNames``/``minProperties``/``maxProperties``/``dependentRequired``/``dependentSchemas``/
+``dependencies`` into :class:`~..core.model.ObjSpec` unions (their grammar: :mod:`..emit.objects`).
+"""
+from __future__ import annotations
+
+from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_not, f_or, str_eval
+from stencil.grammar.json.schema.core.model import ANY, FALSE_SUB, ObjSpec, normalize_obj, sub_and
+from stencil.grammar.json.schema.read.common import count, only_obj, pattern_formula, where
+
+__all__ = ["read"]
+
+
+def read(ctx, loc, s, exact: bool = False):
+    """The object conjuncts of a schema object (ANY when it has no object keyword)."""
+    keys = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
+            "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies")
+    if not any(k in s for k in keys):
+        return ANY
+    alg = ctx.alg
+    props = []
+    evaluated = FALSE
+    if "properties" in s:
+        ps = s["properties"]
+        if not isinstance(ps, dict):
+            raise GrammarError(f"properties at {where(loc, 'properties')}: must be an object")
+        for name, sch in ps.items():
+            props.append((name, ctx.sub(loc, sch, "properties", name)))
+        if ps:
+            evaluated = f_or(*[("const", k) for k in ps])
+    rules = []
+    pats = []
+    if "patternProperties" in s:
+        pp = s["patternProperties"]
+        if not isinstance(pp, dict):
+            raise GrammarError(f"patternProperties at {where(loc, 'patternProperties')}: must be an object")
+        for pat, sch in pp.items():
+            try:
+                pred = pattern_formula(pat)
+            except GrammarError as e:
+                ctx.unsupported("patternProperties", where(loc, "patternProperties"), str(e))
+                continue
+            pats.append(pred)
+            rules.append((pred, ctx.sub(loc, sch, "patternProperties", pat)))
+        evaluated = f_or(evaluated, *pats)
+        # unlike additionalProperties, a pattern also applies to the named properties it matches
+        props = [(k, sub_and(ps, *[rs for pred, rs in rules if str_eval(pred, k)]) if rules else ps)
+                 for k, ps in props]
+    if "additionalProperties" in s:
+        rules.append((f_not(f_or(*pats)), ctx.sub(loc, s["additionalProperties"], "additionalProperties")))
+        evaluated = TRUE
+    required: tuple = ()
+    if "required" in s:
+        req = s["required"]
+        if isinstance(req, bool):  # draft 3 style, as seen in the wild: a per-property flag
+            ctx.unknown.setdefault("required (boolean)", where(loc, "required"))
+        elif not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+            raise GrammarError(f"required at {where(loc, 'required')}: must be a list of strings")
+        else:
+            required = tuple(dict.fromkeys(req))
+    names = TRUE
+    if "propertyNames" in s:
+        names = ctx.sub_typed(ctx.sub(loc, s["propertyNames"], "propertyNames")).str
+    lo = count(loc, s, "minProperties") if "minProperties" in s else 0
+    hi = count(loc, s, "maxProperties") if "maxProperties" in s else None
+    spec = normalize_obj(ObjSpec(tuple(props), required, tuple(rules), names, lo, hi, evaluated))
+    t = only_obj([spec] if spec is not None else [])
+    # dependencies: "if key k is present then ..." is a union of two object specs
+    deps = []
+    for key in ("dependentRequired", "dependentSchemas", "dependencies"):
+        d = s.get(key)
+        if d is None:
+            continue
+        if not isinstance(d, dict):
+            raise GrammarError(f"{key} at {where(loc, key)}: must be an object")
+        for k, v in d.items():
+            deps.append((key, k, v))
+    for key, k, v in deps:
+        absent = ObjSpec(props=((k, FALSE_SUB),))
+        if isinstance(v, list):
+            if key == "dependentSchemas" or not all(isinstance(x, str) for x in v):
+                raise GrammarError(f"{key} at {where(loc, key)}/{k}: must be a list of property names")
+            present = [ObjSpec(required=tuple(dict.fromkeys([k] + v)))]
+        else:
+            if key == "dependentRequired":
+                raise GrammarError(f"{key} at {where(loc, key)}/{k}: must be a list of property names")
+            dep = ctx.loc_typed(ctx.resolver.child(loc, v, key, k), exact)
+            present = [x for o in dep.obj if (x := alg.obj_and(ObjSpec(required=(k,)), o)) is not None]
+        t = alg.t_and(t, only_obj([absent] + present))
+    return t
