@@ -90,9 +90,9 @@ _ALL = (None, False, None, False, False)
 def _intersect(a: tuple, b: tuple) -> tuple:
     """Two alternatives (lo, lo_excl, hi, hi_excl, integer) met: the tighter bound on each side."""
     lo, lx, hi, hx = a[:4]
-    l, l_x, h, h_x = b[:4]
-    if l is not None and (lo is None or l > lo or (l == lo and l_x)):
-        lo, lx = l, l_x
+    lo2, lo2_x, h, h_x = b[:4]
+    if lo2 is not None and (lo is None or lo2 > lo or (lo2 == lo and lo2_x)):
+        lo, lx = lo2, lo2_x
     if h is not None and (hi is None or h < hi or (h == hi and h_x)):
         hi, hx = h, h_x
     return (lo, lx, hi, hx, a[4] or b[4])

@@ -61,9 +61,9 @@ class Scalars:
         mults, others = [], []
         for x in items:
             if x[0] == "range":
-                _, l, lx, h, hx = x
-                if l is not None and (lo is None or l > lo or (l == lo and lx)):
-                    lo, lo_x = l, lx
+                _, low, lx, h, hx = x
+                if low is not None and (lo is None or low > lo or (low == lo and lx)):
+                    lo, lo_x = low, lx
                 if h is not None and (hi is None or h < hi or (h == hi and hx)):
                     hi, hi_x = h, hx
             elif x[0] == "int":
