@@ -1,0 +1,69 @@
+// The fewest tokens that can still finish the output from a matcher state: the bound behind
+// budget-aware masks (a token is allowed only when the output can still end valid within the
+// tokens left after it).
+//
+// Tokens are counted as single-byte tokens (and one per special token): a completion is only
+// followed through bytes the vocabulary holds as a token of their own, so the count is the
+// length of a real tokenization of it and an upper bound on the tokens it needs. The count is
+// a shortest path, which makes it consistent: from a state at cost d > 0 one byte token leads
+// to a state at cost d - 1, so a budget of d or more tokens always leaves some token allowed.
+//
+// Costs come from the lexer and the parser's chart, cheaply:
+// - per lexer state, the bytes each live lexeme still needs (a breadth-first search over the
+//   lazy automaton, memoized per state);
+// - per grammar, the fewest tokens of each lexeme and nonterminal, and of each rule's rest after
+//   each dot;
+// - per parser row, the cost of finishing once a nonterminal completes there (a shortest path
+//   through the items waiting on it, down the chain of origins; memoized per row).
+// Completion checks (uniqueItems, duplicate keys, required keys in any order) and a greedy
+// lexer reading two adjacent lexemes as one are not modeled: where they veto the shortest
+// completion, the count is too small.
+#pragma once
+#include <cstdint>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "parser/earley.h"
+#include "stencil/vocabulary.h"
+
+namespace stencil {
+
+class CompletionCost {
+ public:
+  static constexpr uint32_t kInf = 1u << 30;  // no completion known
+  CompletionCost(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab);
+  // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
+  // top row.
+  uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
+
+ private:
+  using Costs = std::vector<std::pair<uint32_t, uint32_t>>;  // (id, cost), sorted by id
+  struct RowCosts {
+    Costs up;                 // nonterminal -> cost to finish once it completes at this row
+    uint32_t fresh = kInf;    // from this row with no byte of the next lexeme read
+    bool has_fresh = false;
+    Costs scan;               // lexeme -> cost once it is scanned from this row (memo)
+  };
+  static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
+  static uint32_t find(const Costs& c, uint32_t id);
+  const Costs& lexer_costs(uint32_t state);
+  uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states);
+  RowCosts& row_costs(const EarleyParser& p, uint32_t row);
+  uint32_t finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest);
+  uint32_t fresh_cost(const EarleyParser& p, uint32_t row);
+  uint32_t scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme);
+
+  const Grammar& g_;
+  const Lexer& lexer_;
+  std::vector<uint8_t> class_byte_;   // per lexer byte class: a byte with its own token, or 0 if none
+  std::vector<uint8_t> class_ok_;
+  std::vector<uint32_t> lexeme_min_;  // per lexeme
+  std::vector<uint32_t> rest_;        // per dotted position: tokens for the rule's symbols from there
+  std::vector<uint32_t> rule_at_;     // per dotted position: its rule
+  std::unordered_map<uint32_t, Costs> state_costs_;     // lexer state -> live lexeme costs
+  std::unordered_map<uint64_t, RowCosts> row_costs_;   // parser row serial -> costs
+};
+
+}  // namespace stencil
