@@ -158,6 +158,7 @@ class Matcher : private TextSource {
     uint64_t serial = 0;
     uint32_t max = 0;             // the largest cost after an allowed token
     std::vector<uint32_t> after;  // per token: the cost after it (CompletionCost::kInf: unknown)
+    std::vector<uint32_t> unbudgeted;  // scratch: the mask before the budget
   };
   BudgetMemo budget_;
 };

@@ -108,14 +108,33 @@ void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remain
     budget_.valid = true;
   }
   if (remaining >= 1 && budget_.max <= left) return;  // the budget does not bind: the mask is unchanged
+  // Tokens over the budget go. Should none be left where the grammar allows some (a completion
+  // check vetoed the completion the bound counted on, or no bound is known), the cheapest stay:
+  // the output then ends as soon as it can rather than nowhere.
+  budget_.unbudgeted.assign(words, words + need);
+  uint32_t cheapest = CompletionCost::kInf;
+  bool kept = false;
   for (size_t w = 0; w < need; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
       const int b = __builtin_ctz(bits);
       const int32_t t = static_cast<int32_t>(w * 32 + b);
-      if (is_eos(t)) continue;  // allowed only when the output is complete already
-      if (remaining < 1 || budget_.after[t] > left) words[w] &= ~(1u << b);
+      if (is_eos(t)) {  // allowed only when the output is complete already
+        kept = true;
+        continue;
+      }
+      cheapest = std::min(cheapest, budget_.after[t]);
+      if (remaining < 1 || budget_.after[t] > left)
+        words[w] &= ~(1u << b);
+      else
+        kept = true;
     }
   }
+  if (kept || remaining < 1) return;
+  for (size_t w = 0; w < need; ++w)
+    for (uint32_t bits = budget_.unbudgeted[w]; bits; bits &= bits - 1) {
+      const int b = __builtin_ctz(bits);
+      if (budget_.after[w * 32 + b] == cheapest) words[w] |= 1u << b;
+    }
 }
 
 }  // namespace stencil
