@@ -336,3 +336,37 @@ def test_real_vocabulary_masks_identical_when_budget_is_loose():
         tightened += int((budgeted != free).any())
         assert m.accept_token(t)
     assert tightened > len(ids) // 2
+
+
+@pytest.mark.parametrize("zoo_name", ["smollm2-gguf", "cl100k"])
+def test_real_vocabulary_mask_matches_the_bound_after_each_token(zoo_name):
+    """The mask's walk (which skips sub-tries of looping characters in strings and numbers)
+    against the definition, token by token: t is allowed under k exactly when the bound after
+    accepting t is at most k - 1, for sampled tokens at states along random budgeted walks."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get(zoo_name).info
+    c = stencil.GrammarCompiler(tok)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    eos = set(tok.eos_token_ids)
+    rng = random.Random(9)
+    checked = 0
+    for schema in REAL_SCHEMAS:
+        g = c.compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        m = stencil.Matcher(g)
+        k = m.min_completion_tokens() + 6
+        for used in range(k):
+            full = [t for t in allowed(m, bm) if t not in eos]
+            for kk in {k - used, max(m.min_completion_tokens(), 1)}:
+                got = set(allowed(m, bm, kk))
+                for t in rng.sample(full, min(len(full), 40)):
+                    y = m.fork()
+                    assert y.accept_token(t)
+                    fits = y.min_completion_tokens() is not None and y.min_completion_tokens() <= kk - 1
+                    assert (t in got) == fits, (tok.token_bytes(t), kk, m.debug_state())
+                    checked += 1
+            ids = allowed(m, bm, k - used)
+            t = rng.choice(ids)
+            if t in eos:
+                break
+            assert m.accept_token(t)
+    assert checked > 1000

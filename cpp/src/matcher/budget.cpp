@@ -4,14 +4,15 @@
 // d - 1 stays allowed, and a generation that starts within its budget always ends valid.
 //
 // The costs after every token come from one walk of the whole token trie per state (the plain
-// walk, without the mask cache's shortcuts, with the cost read at each token's node); they are
-// kept while the state repeats (inside a string), so a budget that does not bind costs a
-// comparison per step there, and the mask is then the unbudgeted one bit for bit.
+// walk, with the cost read at each token's node, skipping sub-tries of characters that loop in a
+// string body); they are kept while the state repeats (inside a string), so a budget that does
+// not bind costs a comparison per step there, and the mask is then the unbudgeted one bit for bit.
 #include <algorithm>
 
 #include "matcher/completion.h"
 #include "stencil/errors.h"
 #include "stencil/matcher.h"
+#include "tokens/walk_loops.h"
 
 namespace stencil {
 
@@ -43,19 +44,52 @@ void Matcher::budget_walk() {
   const size_t root = frames_.size() - 1;
   const Frame top = frames_.back();
   frames_.back().end_rows = 0;
+  struct Slot {
+    uint64_t serial = 0;  // parser serials start at 1
+    uint32_t state = 0;
+    bool fresh = false;
+    uint32_t cost = 0;
+  };
+  constexpr size_t kSlots = 256;
+  Slot slots[kSlots];
+  // Most tokens stay inside the current lexeme and share a few lexer states: memoized.
+  auto cost_of = [&](uint32_t state, bool fresh) {
+    const uint64_t serial = parser_.top().serial;
+    Slot& slot = slots[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
+    if (slot.serial != serial || slot.state != state || slot.fresh != fresh)
+      slot = {serial, state, fresh, cost.at(parser_, state, fresh)};
+    return slot.cost;
+  };
+  const TokenTrie& trie = vocab_->trie();
+  const auto& summaries = trie.summaries();
+  const auto& ordered = trie.ordered_tokens();
+  const auto& before = trie.tokens_before();
+  WalkLoops loops(epoch_->cache, *lexer_);
   // As walk() does from the root, with the cost read where a token ends.
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
     frames_.resize(root + node.depth);
-    const Frame& parent = frames_.back();
+    Frame& parent = frames_.back();
+    // A sub-trie of ASCII characters that each lead the parent's state back to itself (a string
+    // body) stays in that state to its every token's end: one cost for all of them, no walk.
+    const CharSummary& chars = summaries[i];
+    if (node.subtree_size > 1 && !parent.fresh && !chars.has_groups() && !chars.has(CharSummary::kPoison) &&
+        lexer_->next(parent.state, node.byte) == parent.state && loops.loops_over(parent.state, chars, true)) {
+      parser_.truncate(parent.rows);
+      if (parent.end_rows != kEndFails) parent.end_rows = 0;  // a shared end of the lexeme is gone with its rows
+      const uint32_t c = cost_of(parent.state, false);
+      for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after[ordered[j]] = c;
+      max = std::max(max, c);
+      i += node.subtree_size;
+      continue;
+    }
     parser_.truncate(parent.end_rows != 0 && parent.end_rows != kEndFails ? parent.end_rows : parent.rows);
     if (!push_byte(node.byte, true)) {
       i += node.subtree_size;
       continue;
     }
     if (node.token_id >= 0) {
-      const Frame& f = frames_.back();
-      const uint32_t c = cost.at(parser_, f.state, f.fresh);
+      const uint32_t c = cost_of(frames_.back().state, frames_.back().fresh);
       after[node.token_id] = c;
       max = std::max(max, c);
     }

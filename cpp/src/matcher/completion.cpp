@@ -30,10 +30,22 @@ CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocab
       class_byte_[c] = static_cast<uint8_t>(b);
     }
   }
+  ByteSet token_bytes;
+  for (int b = 0; b < 256; ++b)
+    if (byte_token[b]) token_bytes.add(static_cast<uint8_t>(b));
   lexeme_min_.assign(g.lexemes.size(), kInf);
+  std::unordered_map<ExprId, uint32_t> memo;
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
     if (g.lexemes[l].special) {
       lexeme_min_[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
+      continue;
+    }
+    // From the expression where it has no intersection or complement (no lexer state is built:
+    // a schema with thousands of patterns costs a pass over their nodes), else a search.
+    bool structural = true;
+    const uint32_t c = expr_min(g.exprs, g.lexemes[l].expr, token_bytes, memo, &structural);
+    if (structural) {
+      lexeme_min_[l] = c;
       continue;
     }
     Costs found;
@@ -65,6 +77,52 @@ CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocab
       rest_[b + i] = add(sym_cost(g.dotted[b + i]), rest_[b + i + 1]);
       rule_at_[b + i] = r;
     }
+  }
+}
+
+// The fewest bytes of a string of e through `ok` bytes, from its structure; *structural turns
+// false when e holds And/Not (their languages are not structural). Concatenation chains (long
+// literals) are followed in a loop, not by recursion.
+uint32_t CompletionCost::expr_min(const ExprStore& s, ExprId e, const ByteSet& ok,
+                                  std::unordered_map<ExprId, uint32_t>& memo, bool* structural) {
+  uint32_t total = 0;
+  for (;;) {
+    const ExprNode& n = s.node(e);
+    if (n.boolean) {
+      *structural = false;
+      return kInf;
+    }
+    if (n.kind == ExprKind::Concat) {
+      total = add(total, expr_min(s, n.a, ok, memo, structural));
+      e = n.b;
+      continue;
+    }
+    auto it = memo.find(e);
+    if (it != memo.end()) return add(total, it->second);
+    uint32_t c = kInf;
+    switch (n.kind) {
+      case ExprKind::Empty:
+        c = 0;
+        break;
+      case ExprKind::Bytes:
+        c = (s.byteset(n.a) & ok).empty() ? kInf : 1;
+        break;
+      case ExprKind::Or: {
+        const ExprId* args = s.args(n);
+        for (uint32_t i = 0; i < n.args_len; ++i) c = std::min(c, expr_min(s, args[i], ok, memo, structural));
+        break;
+      }
+      case ExprKind::Repeat: {
+        const uint32_t item = n.min == 0 ? 0 : expr_min(s, n.a, ok, memo, structural);
+        c = n.min == 0 ? 0 : item >= kInf ? kInf : static_cast<uint32_t>(std::min<uint64_t>(uint64_t(item) * n.min, kInf));
+        break;
+      }
+      default:  // Nothing; And and Not are boolean
+        break;
+    }
+    if (!*structural) return kInf;
+    memo.emplace(e, c);
+    return add(total, c);
   }
 }
 

@@ -48,6 +48,8 @@ class CompletionCost {
   };
   static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
   static uint32_t find(const Costs& c, uint32_t id);
+  static uint32_t expr_min(const ExprStore& s, ExprId e, const ByteSet& ok, std::unordered_map<ExprId, uint32_t>& memo,
+                           bool* structural);
   const Costs& lexer_costs(uint32_t state);
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states);
   RowCosts& row_costs(const EarleyParser& p, uint32_t row);
