@@ -169,7 +169,7 @@ def run_generate(args) -> int:
                     shown.append(f"INVALID {name} {mode}: {out.text!r}")
         rows["shortest"] += need
         # Where the budget does not bind the output is the unbudgeted one.
-        big = [stencil.generate(lm, g, "Give an example.", system=system, max_tokens=need + 200,
+        big = [stencil.generate(lm, g, "Give an example.", system=system, max_tokens=need + 100,
                                 repetition_penalty=1.1, budget=b).text for b in (True, False)]
         rows["identical"] += big[0] == big[1]
         print(f"  {name}: shortest {need} tokens, max_tokens {limit}", file=sys.stderr)
@@ -182,7 +182,7 @@ def run_generate(args) -> int:
             key = f"{mode} budget {b}"
             print(f"  {key}: {rows[key + ' valid']}/{rows[key + ' runs']} valid JSON for the schema "
                   f"({rows[key + ' tokens'] / max(rows[key + ' runs'], 1):.1f} tokens per output)")
-    print(f"  greedy with max_tokens = shortest + 200: identical text with and without the budget "
+    print(f"  greedy with max_tokens = shortest + 100: identical text with and without the budget "
           f"{rows['identical']}/{n}")
     for line in shown:
         print("  " + line)
