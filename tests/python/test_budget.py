@@ -254,17 +254,27 @@ def test_batch_fill_applies_each_budget():
     assert (bm[1] == bm[2]).all()
 
 
-def test_no_completion_through_byte_tokens_is_none():
-    """A vocabulary without the single bytes a completion needs: no bound is claimed (None). A
-    token after which one is known stays allowed within it; beyond it, when no token fits, the
-    cheapest ones stay (a mask is never emptied by the budget while the grammar allows tokens)."""
-    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"ab", b"c"], eos_token_ids=0)
-    g = stencil.GrammarCompiler(tok).compile_regex("abc")
-    m = stencil.Matcher(g)
+def test_bound_counts_real_tokens():
+    """Tokens, not bytes: `alpha` is one token of the vocabulary, so the shortest output of the
+    choice costs 1 token where single bytes cost 2 (`be`); without the token it costs 2."""
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"alpha", b"b", b"e", b"a"], eos_token_ids=0)
+    m = stencil.Matcher(stencil.GrammarCompiler(tok).compile_choice(["alpha", "be"]))
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    assert m.min_completion_tokens() == 1
+    assert allowed(m, bm, 1) == [1] and allowed(m, bm, 2) == [1, 2] and allowed(m, bm) == [1, 2, 4]
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"b", b"e", b"a", b"l", b"p", b"h"], eos_token_ids=0)
+    assert stencil.Matcher(stencil.GrammarCompiler(tok).compile_choice(["alpha", "be"])).min_completion_tokens() == 2
+
+
+def test_no_tokenization_of_a_completion_is_none():
+    """A vocabulary that cannot spell any completion from here: no bound is claimed (None), and a
+    budget never empties a mask the grammar allows (when no token fits, the cheapest stay; here
+    none has a known cost, so all of them)."""
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"ab", b"bc"], eos_token_ids=0)
+    m = stencil.Matcher(stencil.GrammarCompiler(tok).compile_regex("abc"))
     assert m.min_completion_tokens() is None
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
-    assert allowed(m, bm) == [1] and allowed(m, bm, 10) == [1] and allowed(m, bm, 1) == [1]
-    assert m.accept_token(1) and m.min_completion_tokens() == 1
+    assert allowed(m, bm) == [1] and allowed(m, bm, 10) == [1]
 
 
 # ----------------------------------------------------------------------- real tokenizers

@@ -13,39 +13,11 @@ constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks pus
 }  // namespace
 
 CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
-    : g_(g), lexer_(lexer) {
-  // Bytes that are a token of their own: the only steps a completion takes.
-  bool byte_token[256] = {};
-  for (int32_t t = 0; t < vocab.num_tokens(); ++t) {
-    std::string_view b = vocab.token_bytes(t);
-    if (b.size() == 1 && !vocab.is_special(t)) byte_token[static_cast<uint8_t>(b[0])] = true;
-  }
-  const ByteClasses& bc = lexer.classes();
-  class_byte_.assign(bc.count(), 0);
-  class_ok_.assign(bc.count(), 0);
-  for (int b = 0; b < 256; ++b) {
-    const int c = bc.class_of[b];
-    if (byte_token[b] && !class_ok_[c]) {
-      class_ok_[c] = 1;
-      class_byte_[c] = static_cast<uint8_t>(b);
-    }
-  }
-  ByteSet token_bytes;
-  for (int b = 0; b < 256; ++b)
-    if (byte_token[b]) token_bytes.add(static_cast<uint8_t>(b));
+    : g_(g), lexer_(lexer), trie_(vocab.trie()) {
   lexeme_min_.assign(g.lexemes.size(), kInf);
-  std::unordered_map<ExprId, uint32_t> memo;
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
     if (g.lexemes[l].special) {
       lexeme_min_[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
-      continue;
-    }
-    // From the expression where it has no intersection or complement (no lexer state is built:
-    // a schema with thousands of patterns costs a pass over their nodes), else a search.
-    bool structural = true;
-    const uint32_t c = expr_min(g.exprs, g.lexemes[l].expr, token_bytes, memo, &structural);
-    if (structural) {
-      lexeme_min_[l] = c;
       continue;
     }
     Costs found;
@@ -80,59 +52,15 @@ CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocab
   }
 }
 
-// The fewest bytes of a string of e through `ok` bytes, from its structure; *structural turns
-// false when e holds And/Not (their languages are not structural). Concatenation chains (long
-// literals) are followed in a loop, not by recursion.
-uint32_t CompletionCost::expr_min(const ExprStore& s, ExprId e, const ByteSet& ok,
-                                  std::unordered_map<ExprId, uint32_t>& memo, bool* structural) {
-  uint32_t total = 0;
-  for (;;) {
-    const ExprNode& n = s.node(e);
-    if (n.boolean) {
-      *structural = false;
-      return kInf;
-    }
-    if (n.kind == ExprKind::Concat) {
-      total = add(total, expr_min(s, n.a, ok, memo, structural));
-      e = n.b;
-      continue;
-    }
-    auto it = memo.find(e);
-    if (it != memo.end()) return add(total, it->second);
-    uint32_t c = kInf;
-    switch (n.kind) {
-      case ExprKind::Empty:
-        c = 0;
-        break;
-      case ExprKind::Bytes:
-        c = (s.byteset(n.a) & ok).empty() ? kInf : 1;
-        break;
-      case ExprKind::Or: {
-        const ExprId* args = s.args(n);
-        for (uint32_t i = 0; i < n.args_len; ++i) c = std::min(c, expr_min(s, args[i], ok, memo, structural));
-        break;
-      }
-      case ExprKind::Repeat: {
-        const uint32_t item = n.min == 0 ? 0 : expr_min(s, n.a, ok, memo, structural);
-        c = n.min == 0 ? 0 : item >= kInf ? kInf : static_cast<uint32_t>(std::min<uint64_t>(uint64_t(item) * n.min, kInf));
-        break;
-      }
-      default:  // Nothing; And and Not are boolean
-        break;
-    }
-    if (!*structural) return kInf;
-    memo.emplace(e, c);
-    return add(total, c);
-  }
-}
-
 uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
   auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(id, 0u));
   return it != c.end() && it->first == id ? it->second : kInf;
 }
 
-// Breadth-first over the lexer's automaton from `state`, through bytes with a token of their
-// own, until each of `targets` (sorted) is accepting somewhere: the fewest bytes to end it.
+// Breadth-first over the lexer's automaton from `state` with tokens as steps (each one a walk of
+// the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
+// the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
+// at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
 uint32_t CompletionCost::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
                                 size_t max_states) {
   out->clear();
@@ -141,22 +69,42 @@ uint32_t CompletionCost::bfs_to(uint32_t state, const std::vector<uint32_t>& tar
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   std::vector<uint8_t> done(targets.size(), 0);
   size_t found = 0;
-  for (size_t head = 0; head < queue.size() && found < targets.size(); ++head) {
-    const auto [s, d] = queue[head];
-    const LexState& ls = lexer_.state(s);
-    for (uint32_t l : ls.accepting) {
+  auto reach = [&](uint32_t s, uint32_t d) {  // s reached in d tokens: the targets it ends
+    for (uint32_t l : lexer_.state(s).accepting) {
       auto it = std::lower_bound(targets.begin(), targets.end(), l);
       if (it == targets.end() || *it != l || done[it - targets.begin()]) continue;
       done[it - targets.begin()] = 1;
       out->push_back({l, d});
       ++found;
     }
-    if (ls.end_now || seen.size() >= max_states) continue;  // a capped search only finds less: costs stay sound
-    for (size_t c = 0; c < class_ok_.size(); ++c) {
-      if (!class_ok_[c]) continue;
-      const uint32_t t = lexer_.next(s, class_byte_[c]);
-      if (t == Lexer::kDead || !seen.emplace(t, true).second) continue;
-      queue.push_back({t, d + 1});
+  };
+  reach(state, 0);
+  const auto& nodes = trie_.nodes();
+  std::vector<uint32_t> st(static_cast<size_t>(trie_.max_depth()) + 2);
+  for (size_t head = 0; head < queue.size() && found < targets.size(); ++head) {
+    const auto [s, d] = queue[head];
+    if (lexer_.state(s).end_now) continue;
+    st[0] = s;
+    for (size_t i = 1; i < nodes.size() && found < targets.size();) {
+      const TrieNode& node = nodes[i];
+      const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
+      if (t == Lexer::kDead) {
+        i += node.subtree_size;
+        continue;
+      }
+      const uint32_t u = t & ~Lexer::kEndNowTag;
+      if (node.token_id >= 0) {
+        if (seen.size() < max_states && seen.emplace(u, true).second) {
+          queue.push_back({u, d + 1});
+          reach(u, d + 1);
+        }
+      }
+      if (t & Lexer::kEndNowTag) {  // the lexeme ends here: longer tokens cross into the next one
+        i += node.subtree_size;
+        continue;
+      }
+      st[node.depth] = u;
+      ++i;
     }
   }
   std::sort(out->begin(), out->end());

@@ -2,15 +2,15 @@
 // budget-aware masks (a token is allowed only when the output can still end valid within the
 // tokens left after it).
 //
-// Tokens are counted as single-byte tokens (and one per special token): a completion is only
-// followed through bytes the vocabulary holds as a token of their own, so the count is the
-// length of a real tokenization of it and an upper bound on the tokens it needs. The count is
-// a shortest path, which makes it consistent: from a state at cost d > 0 one byte token leads
-// to a state at cost d - 1, so a budget of d or more tokens always leaves some token allowed.
+// Tokens are real tokens of the vocabulary (and one per special token), each kept inside one
+// lexeme: the count is the length of a real tokenization of a completion, an upper bound on the
+// tokens a shortest one needs (tokens that span lexemes may do better). The count is a shortest
+// path, which makes it consistent: from a state at cost d > 0 some token leads to a state at
+// cost d - 1, so a budget of d or more tokens always leaves some token allowed.
 //
 // Costs come from the lexer and the parser's chart, cheaply:
-// - per lexer state, the bytes each live lexeme still needs (a breadth-first search over the
-//   lazy automaton, memoized per state);
+// - per lexer state, the tokens each live lexeme still needs (a breadth-first search over the
+//   lazy automaton with tokens as steps, memoized per state);
 // - per grammar, the fewest tokens of each lexeme and nonterminal, and of each rule's rest after
 //   each dot;
 // - per parser row, the cost of finishing once a nonterminal completes there (a shortest path
@@ -48,8 +48,6 @@ class CompletionCost {
   };
   static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
   static uint32_t find(const Costs& c, uint32_t id);
-  static uint32_t expr_min(const ExprStore& s, ExprId e, const ByteSet& ok, std::unordered_map<ExprId, uint32_t>& memo,
-                           bool* structural);
   const Costs& lexer_costs(uint32_t state);
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states);
   RowCosts& row_costs(const EarleyParser& p, uint32_t row);
@@ -59,8 +57,7 @@ class CompletionCost {
 
   const Grammar& g_;
   const Lexer& lexer_;
-  std::vector<uint8_t> class_byte_;   // per lexer byte class: a byte with its own token, or 0 if none
-  std::vector<uint8_t> class_ok_;
+  const TokenTrie& trie_;
   std::vector<uint32_t> lexeme_min_;  // per lexeme
   std::vector<uint32_t> rest_;        // per dotted position: tokens for the rule's symbols from there
   std::vector<uint32_t> rule_at_;     // per dotted position: its rule
