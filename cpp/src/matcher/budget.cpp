@@ -18,7 +18,7 @@ namespace stencil {
 
 CompletionCost& Matcher::completion_cost() {
   if (!cost_ || cost_epoch_ != epoch_.get()) {  // lexer states belong to one epoch
-    cost_ = std::make_shared<CompletionCost>(g_->grammar(), *lexer_, *vocab_);
+    cost_ = std::make_shared<CompletionCost>(g_->grammar(), CompletionTables::of(*epoch_, g_->grammar(), *vocab_));
     cost_epoch_ = epoch_.get();
     budget_.valid = false;
   }

@@ -4,6 +4,8 @@
 #include <functional>
 #include <queue>
 
+#include "stencil/compiled_grammar.h"
+
 namespace stencil {
 
 namespace {
@@ -12,22 +14,22 @@ constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reac
 constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks push many short-lived rows)
 }  // namespace
 
-CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
-    : g_(g), lexer_(lexer), trie_(vocab.trie()) {
-  lexeme_min_.assign(g.lexemes.size(), kInf);
+CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
+    : lexer_(lexer), trie_(vocab.trie()) {
+  lexeme_min.assign(g.lexemes.size(), kInf);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
     if (g.lexemes[l].special) {
-      lexeme_min_[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
+      lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
       continue;
     }
     Costs found;
     bfs_to(lexer.start_state({l}), {l}, &found, kLexemeSearchStates);
-    if (!found.empty()) lexeme_min_[l] = found[0].second;
+    if (!found.empty()) lexeme_min[l] = found[0].second;
   }
   // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
   const size_t n_nt = g.nonterminal_names.size();
   std::vector<uint32_t> nt_min(n_nt, kInf);
-  auto sym_cost = [&](Symbol s) { return is_terminal(s) ? lexeme_min_[symbol_index(s)] : nt_min[s]; };
+  auto sym_cost = [&](Symbol s) { return is_terminal(s) ? lexeme_min[symbol_index(s)] : nt_min[s]; };
   for (bool changed = true; changed;) {
     changed = false;
     for (const Rule& r : g.rules) {
@@ -39,15 +41,15 @@ CompletionCost::CompletionCost(const Grammar& g, const Lexer& lexer, const Vocab
       }
     }
   }
-  rest_.assign(g.dotted.size(), 0);
-  rule_at_.assign(g.dotted.size(), 0);
+  rest.assign(g.dotted.size(), 0);
+  rule_at.assign(g.dotted.size(), 0);
   for (uint32_t r = 0; r < g.rules.size(); ++r) {
     const uint32_t b = g.rule_begin[r];
     const size_t n = g.rules[r].rhs.size();
-    rule_at_[b + n] = r;
+    rule_at[b + n] = r;
     for (size_t i = n; i-- > 0;) {
-      rest_[b + i] = add(sym_cost(g.dotted[b + i]), rest_[b + i + 1]);
-      rule_at_[b + i] = r;
+      rest[b + i] = add(sym_cost(g.dotted[b + i]), rest[b + i + 1]);
+      rule_at[b + i] = r;
     }
   }
 }
@@ -61,8 +63,8 @@ uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
 // the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
 // the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
 // at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
-uint32_t CompletionCost::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
-                                size_t max_states) {
+uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
+                                  size_t max_states) const {
   out->clear();
   if (state == Lexer::kDead || targets.empty()) return 0;
   std::vector<std::pair<uint32_t, uint32_t>> queue{{state, 0}};
@@ -111,18 +113,53 @@ uint32_t CompletionCost::bfs_to(uint32_t state, const std::vector<uint32_t>& tar
   return static_cast<uint32_t>(found);
 }
 
-const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
-  auto it = state_costs_.find(state);
-  if (it != state_costs_.end()) return it->second;
+std::shared_ptr<CompletionTables> CompletionTables::of(const LexerEpoch& epoch, const Grammar& g,
+                                                       const Vocabulary& vocab) {
+  std::lock_guard<std::mutex> lock(epoch.completion_mu);
+  if (!epoch.completion) epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, vocab);
+  return epoch.completion;
+}
+
+const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = state_costs_.find(state);
+    if (it != state_costs_.end()) return it->second;
+  }
+  // Searched without the lock (another thread may search the same state meanwhile), one lexeme
+  // at a time in the state holding it alone: a search for all of them at once would expand every
+  // state of the free string beside a key until the key's last byte.
   Costs c;
-  bfs_to(state, lexer_.live_lexemes(state), &c, kStateSearchStates);
-  return state_costs_.emplace(state, std::move(c)).first->second;
+  for (size_t i = 0;; ++i) {
+    const uint32_t alone = lexer_.probe_state(state, i);
+    if (alone == Lexer::kDead) break;
+    const std::vector<uint32_t> lex = lexer_.live_lexemes(alone);
+    Costs found;
+    bfs_to(alone, lex, &found, kStateSearchStates);
+    for (const auto& f : found) {
+      auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
+      if (it != c.end() && it->first == f.first)
+        it->second = std::min(it->second, f.second);
+      else
+        c.insert(it, f);
+    }
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  return state_costs_.emplace(state, std::move(c)).first->second;  // unordered_map entries never move
+}
+
+const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
+  auto it = states_.find(state);
+  if (it != states_.end()) return *it->second;
+  const Costs& c = t_->lexer_costs(state);
+  states_.emplace(state, &c);
+  return c;
 }
 
 // The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
 // completes, and then whatever waits on its nonterminal at its origin goes on.
 uint32_t CompletionCost::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
-  const uint32_t rule = rule_at_[it.pos];
+  const uint32_t rule = t_->rule_at[it.pos];
   if (rule == 0) return rest;  // the start rule: the parse is complete
   return add(rest, find(row_costs(p, it.origin).up, g_.rules[rule].lhs));
 }
@@ -154,8 +191,8 @@ CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint3
     const EarleyItem it = p.item(j);
     const Symbol sym = g_.dotted[it.pos];
     if (is_terminal(sym) || Grammar::is_end(sym)) continue;
-    const uint32_t rule = rule_at_[it.pos];
-    const uint32_t rest = rest_[it.pos + 1];
+    const uint32_t rule = t_->rule_at[it.pos];
+    const uint32_t rest = t_->rest[it.pos + 1];
     if (rule != 0 && it.origin == row)
       edges.emplace_back(g_.rules[rule].lhs, sym, rest);
     else
@@ -183,7 +220,7 @@ uint32_t CompletionCost::fresh_cost(const EarleyParser& p, uint32_t row) {
   uint32_t best = kInf;
   for (uint32_t j = r.begin; j < r.end; ++j) {
     const EarleyItem it = p.item(j);
-    best = std::min(best, finish_item(p, it, rest_[it.pos]));
+    best = std::min(best, finish_item(p, it, t_->rest[it.pos]));
   }
   rc.fresh = best;
   rc.has_fresh = true;
@@ -199,7 +236,7 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
   uint32_t best = kInf;
   for (uint32_t j = r.begin; j < r.end; ++j) {
     const EarleyItem it = p.item(j);
-    if (g_.dotted[it.pos] == want) best = std::min(best, finish_item(p, it, rest_[it.pos + 1]));
+    if (g_.dotted[it.pos] == want) best = std::min(best, finish_item(p, it, t_->rest[it.pos + 1]));
   }
   rc.scan.push_back({lexeme, best});
   return best;
