@@ -311,7 +311,7 @@ def cmd_generate(args) -> int:
         room = min(args.max_tokens, lm.context_length - len(ids)) if lm.context_length else args.max_tokens
         if need is not None and need > room:
             raise CliError(f"--max-tokens {args.max_tokens} cannot hold the shortest valid output, which needs up to "
-                           f"{need} tokens (one per byte); raise --max-tokens, or pass --no-budget to stop mid-output"
+                           f"{need} tokens; raise --max-tokens, or pass --no-budget to stop mid-output"
                            + ("" if room == args.max_tokens else f" (the context leaves room for {room})"))
     result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
                               seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,

@@ -259,7 +259,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
         need = matcher.min_completion_tokens()
         if need is not None and need > limit:
             what = "max_tokens" if cut_by == "max_tokens" else "the room left in the model's context"
-            raise ValueError(f"generate: the shortest output of the grammar needs up to {need} tokens (one per byte), "
+            raise ValueError(f"generate: the shortest output of the grammar needs up to {need} tokens, "
                              f"more than {what} ({limit}); raise max_tokens, or pass budget=False to stop mid-output")
     # The budget of the step being masked: tokens that may still be generated, this one included.
     remaining = (lambda: limit - len(out)) if matcher is not None and budget else (lambda: None)

@@ -210,8 +210,8 @@ void bind_matcher(nb::module_& m) {
              if (c < 0) return std::nullopt;
              return c;
            },
-           "The fewest tokens that finish the output from this state (counting one token per byte\n"
-           "and per special token, through bytes the vocabulary holds as tokens of their own): an\n"
+           "The fewest tokens that finish the output from this state: the length of a real tokenization\n"
+           "of a shortest completion, each token inside one lexeme (special tokens count one), so an\n"
            "upper bound on the tokens a shortest completion needs. 0 when the output is complete;\n"
            "None when no completion is known.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)

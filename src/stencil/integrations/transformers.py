@@ -93,8 +93,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 need = m.min_completion_tokens()
                 if need is not None and need > self.max_new_tokens:
                     self.matchers = []
-                    raise ValueError(f"row {row}: the shortest output of its grammar needs up to {need} tokens "
-                                     f"(one per byte), more than max_new_tokens={self.max_new_tokens}")
+                    raise ValueError(f"row {row}: the shortest output of its grammar needs up to {need} tokens, "
+                                     f"more than max_new_tokens={self.max_new_tokens}")
         self._start = self._seen = length
         self._bitmask = allocate_token_bitmask(batch, self.vocab_size)
 
