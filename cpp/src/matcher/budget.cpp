@@ -65,6 +65,7 @@ void Matcher::budget_walk() {
   const auto& ordered = trie.ordered_tokens();
   const auto& before = trie.tokens_before();
   WalkLoops loops(epoch_->cache, *lexer_);
+  std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);  // lexer states down a sub-trie
   // As walk() does from the root, with the cost read where a token ends.
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
@@ -80,6 +81,33 @@ void Matcher::budget_walk() {
       const uint32_t c = cost_of(parent.state, false);
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after[ordered[j]] = c;
       max = std::max(max, c);
+      i += node.subtree_size;
+      continue;
+    }
+    // With non-ASCII characters too (a token may end inside one, in another lexer state), the
+    // sub-trie still stays inside the lexeme: walked with the lexer alone, no parser work.
+    if (node.subtree_size > 1 && !parent.fresh && chars.has_groups() && !chars.has(CharSummary::kPoison) &&
+        (node.byte >= 0xC0 || lexer_->next(parent.state, node.byte) == parent.state) &&
+        loops.loops_over(parent.state, chars, true)) {
+      parser_.truncate(parent.rows);
+      if (parent.end_rows != kEndFails) parent.end_rows = 0;
+      const size_t base = node.depth;
+      st[0] = parent.state;
+      for (size_t j = i, end = i + node.subtree_size; j < end;) {
+        const TrieNode& n = nodes[j];
+        const uint32_t t = lexer_->next(st[n.depth - base], n.byte);
+        if (t == Lexer::kDead) {
+          j += n.subtree_size;
+          continue;
+        }
+        if (n.token_id >= 0) {
+          const uint32_t c = cost_of(t, false);
+          after[n.token_id] = c;
+          max = std::max(max, c);
+        }
+        st[n.depth - base + 1] = t;
+        ++j;
+      }
       i += node.subtree_size;
       continue;
     }
