@@ -1,12 +1,14 @@
 // Budget-aware masks: with k tokens left, a token t stays allowed only when the cost after t
 // (CompletionCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
-// shortest path over single-byte tokens, so from a state of cost d <= k one byte token of cost
-// d - 1 stays allowed, and a generation that starts within its budget always ends valid.
+// shortest path over tokens, so from a state of cost d <= k some token of cost d - 1 stays
+// allowed, and a generation that starts within its budget ends valid (where the bound holds:
+// see completion.h for what it does not model).
 //
 // The costs after every token come from one walk of the whole token trie per state (the plain
-// walk, with the cost read at each token's node, skipping sub-tries of characters that loop in a
-// string body); they are kept while the state repeats (inside a string), so a budget that does
-// not bind costs a comparison per step there, and the mask is then the unbudgeted one bit for bit.
+// walk, with the cost read at each token's node; sub-tries that stay in a looping string or
+// number are costed at once or walked with the lexer alone); they are kept while the state
+// repeats (inside a string), so a budget that does not bind costs a comparison per step there,
+// and the mask is then the unbudgeted one bit for bit.
 #include <algorithm>
 
 #include "matcher/completion.h"
