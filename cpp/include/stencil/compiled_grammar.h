@@ -30,10 +30,15 @@ struct CompileLimits {
 // LexerEpoch, and each matcher moves to it at its next call (it replays its accepted tokens);
 // the old one is freed with its last matcher. Memory stays bounded and a long generation never
 // runs into a budget that is spent for good.
+class CompletionTables;
+
 struct LexerEpoch {
   LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t number);
   Lexer lexer;
   MaskCache cache;
+  // The token-budget bound's tables (matcher/completion.h), built on a budget's first use.
+  mutable std::mutex completion_mu;
+  mutable std::shared_ptr<CompletionTables> completion;
   uint64_t number;                            // 0 for the first epoch of a grammar
   mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
 };

@@ -13,6 +13,8 @@
 
 namespace stencil {
 
+class CompletionCost;
+
 class Matcher : private TextSource {
  public:
   // max_rollback: how many tokens rollback() may undo (-1: unlimited).
@@ -28,6 +30,13 @@ class Matcher : private TextSource {
   bool is_terminated() const { return terminated_; }
   // Writes ceil(vocab_size / 32) words: bit t of the mask is token t allowed.
   void fill_mask(uint32_t* words, size_t num_words);
+  // fill_mask within a budget of `remaining` more tokens, this one included (< 0: no budget):
+  // a token stays allowed only when the output can still end valid in the tokens left after it
+  // (CompletionCost), and end of sequence when the output is complete. A state whose own cost
+  // fits the budget always keeps some token allowed.
+  void fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining);
+  // The fewest tokens that finish the output from here (CompletionCost); -1 when none is known.
+  int64_t min_completion_tokens();
   std::vector<int32_t> forced_tokens(size_t limit = 256);
   std::string forced_bytes(size_t limit = 4096);
   int64_t validate_tokens(const std::vector<int64_t>& tokens);
@@ -95,6 +104,8 @@ class Matcher : private TextSource {
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void undo_tokens(size_t n);
+  CompletionCost& completion_cost();
+  void budget_walk();
   // Moves to the grammar's current lexer epoch when it has changed (see LexerEpoch).
   void follow_epoch() {
     if (g_->current_epoch() != epoch_.get() && !migrating_) migrate();
@@ -136,6 +147,20 @@ class Matcher : private TextSource {
   };
   IgnoredSlot ignored_slots_[16];
   mutable std::atomic<bool> busy_{false};  // see Exclusive; a copy starts free
+  // Budgets (matcher/budget.cpp): the cost tables of this lexer epoch (not shared: a fork may
+  // run on another thread, and a copy starts without), and the cost after each token of the
+  // last state whose budget was asked, with the largest one, kept while the state repeats.
+  std::shared_ptr<CompletionCost> cost_;
+  const LexerEpoch* cost_epoch_ = nullptr;
+  struct BudgetMemo {
+    bool valid = false, fresh = false;
+    uint32_t state = 0, rows = 0, consumed = 0;
+    uint64_t serial = 0;
+    uint32_t max = 0;             // the largest cost after an allowed token
+    std::vector<uint32_t> after;  // per token: the cost after it (CompletionCost::kInf: unknown)
+    std::vector<uint32_t> unbudgeted;  // scratch: the mask before the budget
+  };
+  BudgetMemo budget_;
 };
 
 }  // namespace stencil

@@ -3,6 +3,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -49,6 +50,13 @@ static MaskRows check_bitmask(nb::ndarray<> bm) {
                            std::to_string(bm.shape(0)) + ", " + std::to_string(bm.shape(1)) + ")")
                               .c_str());
   return {static_cast<uint32_t*>(bm.data()), bm.shape(0), bm.shape(1)};
+}
+
+static int64_t check_remaining(std::optional<int64_t> remaining) {
+  if (!remaining) return -1;
+  if (*remaining < 0)
+    throw UsageError("remaining_tokens must be >= 0 (or None for no budget), got " + std::to_string(*remaining));
+  return *remaining;
 }
 
 static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
@@ -178,17 +186,34 @@ void bind_matcher(nb::module_& m) {
            },
            nb::arg("tokens"))
       .def("fill_next_token_bitmask",
-           [](Matcher& mt, nb::ndarray<> bitmask, int64_t index) {
+           [](Matcher& mt, nb::ndarray<> bitmask, int64_t index, std::optional<int64_t> remaining_tokens) {
              MaskRows bm = check_bitmask(bitmask);
              uint32_t* row = bitmask_row(bm, index);
+             const int64_t remaining = check_remaining(remaining_tokens);
              Matcher::Exclusive use(mt);
              nb::gil_scoped_release release;
-             mt.fill_mask(row, bm.words);
+             mt.fill_mask_within(row, bm.words, remaining);
            },
-           nb::arg("bitmask").noconvert(), nb::arg("index") = 0,
+           nb::arg("bitmask").noconvert(), nb::arg("index") = 0, nb::arg("remaining_tokens") = nb::none(),
            "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
            "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
-           "error, never a silent copy.")
+           "error, never a silent copy.\n\n"
+           "remaining_tokens: how many tokens may still be generated, this one included (None: no\n"
+           "budget). Then a token is allowed only if the output can still be finished in the tokens left\n"
+           "after it, so a generation whose budget holds min_completion_tokens() at its start ends\n"
+           "valid before it runs out; where the budget does not bind, the mask is the unbudgeted one.")
+      .def("min_completion_tokens",
+           [](Matcher& mt) -> std::optional<int64_t> {
+             Matcher::Exclusive use(mt);
+             nb::gil_scoped_release release;
+             const int64_t c = mt.min_completion_tokens();
+             if (c < 0) return std::nullopt;
+             return c;
+           },
+           "The fewest tokens that finish the output from this state: the length of a real tokenization\n"
+           "of a shortest completion, each token inside one lexeme (special tokens count one), so an\n"
+           "upper bound on the tokens a shortest completion needs. 0 when the output is complete;\n"
+           "None when no completion is known.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)
       .def_prop_ro("max_rollback", &Matcher::max_rollback)
       .def("debug_state",
@@ -199,7 +224,7 @@ void bind_matcher(nb::module_& m) {
 
   m.def("fill_next_token_bitmasks",
         [](const std::vector<nb::handle>& items, nb::ndarray<> bitmask, std::vector<int64_t> indices,
-           int num_threads) {
+           int num_threads, const std::vector<std::optional<int64_t>>& remaining_tokens) {
           // Taken as handles: a Matcher* list would let None through as a null pointer.
           std::vector<Matcher*> matchers;
           matchers.reserve(items.size());
@@ -216,6 +241,11 @@ void bind_matcher(nb::module_& m) {
           if (indices.size() != matchers.size())
             throw UsageError("indices has " + std::to_string(indices.size()) + " entries for " +
                              std::to_string(matchers.size()) + " matchers");
+          if (!remaining_tokens.empty() && remaining_tokens.size() != matchers.size())
+            throw UsageError("remaining_tokens has " + std::to_string(remaining_tokens.size()) + " entries for " +
+                             std::to_string(matchers.size()) + " matchers");
+          std::vector<int64_t> remaining;
+          for (const auto& r : remaining_tokens) remaining.push_back(check_remaining(r));
           MaskRows bm = check_bitmask(bitmask);
           std::vector<int64_t> seen_rows = indices;
           for (int64_t i : indices) bitmask_row(bm, i);
@@ -229,7 +259,8 @@ void bind_matcher(nb::module_& m) {
           std::deque<Matcher::Exclusive> uses;
           for (Matcher* mt : matchers) uses.emplace_back(*mt);
           nb::gil_scoped_release release;
-          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads);
+          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining);
         },
-        nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"));
+        nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"),
+        nb::arg("remaining_tokens") = std::vector<std::optional<int64_t>>{});
 }

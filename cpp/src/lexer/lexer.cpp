@@ -180,6 +180,17 @@ std::string Lexer::describe_state(uint32_t s) const {
   return out;
 }
 
+std::vector<uint32_t> Lexer::live_lexemes(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint32_t> out;
+  if (s == kDead) return out;
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2) out.push_back(p[i]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string Lexer::signature(uint32_t s, uint32_t clamp) const {
   constexpr size_t kLimit = 16 << 10;
   std::lock_guard<std::mutex> lock(mu_);

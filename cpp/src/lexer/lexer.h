@@ -80,6 +80,8 @@ class Lexer {
   size_t num_exprs() const;   // expressions in the lexer's store (the max_exprs budget)
   uint64_t fuel_used() const;
   std::string describe_state(uint32_t s) const;
+  // The lexemes still alive in state s (sorted, each once): those some continuation may end.
+  std::vector<uint32_t> live_lexemes(uint32_t s) const;
   // A key equal for lexer states of any grammar that match alike within
   // walks of fewer than `clamp` bytes (canonical expressions, repetition
   // bounds clamped, lexeme flags); empty when the state is too big to key.

@@ -49,6 +49,8 @@ class EarleyParser {
   size_t num_rows() const { return rows_.size(); }
   size_t num_items() const { return items_.size(); }
   const EarleyRow& top() const { return rows_.back(); }
+  const EarleyRow& row(size_t i) const { return rows_[i]; }
+  const EarleyItem& item(size_t j) const { return items_[j]; }
   void truncate(size_t rows) {
     if (rows < rows_.size()) {
       rows_.resize(rows);

@@ -14,6 +14,10 @@ over). It works with greedy and sampled decoding and with batches, also left-pad
 row has its own matcher (one grammar for all rows, or one per row), which accepts the tokens
 ``generate`` produced for that row. Beam search is not supported (beams are reordered between
 steps).
+
+``max_new_tokens``: pass ``generate``'s value to keep each row valid within it (a token is allowed
+only when the row's output can still be completed in the tokens left after it); a value too
+small for a grammar's shortest output is a ValueError at the first step.
 """
 from __future__ import annotations
 
@@ -40,6 +44,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
     length must be the batch size). When a row's grammar is complete and allows only EOS, EOS is
     the only choice; after a row has produced EOS its scores are left to ``generate``, which pads
     finished rows. ``num_threads`` bounds the threads that fill a batch's masks.
+    ``max_new_tokens``: the budget of ``generate`` (same value): with it every row ends valid
+    within the budget (see ``Matcher.fill_next_token_bitmask``'s ``remaining_tokens``).
 
     Example::
 
@@ -49,7 +55,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, grammars: CompiledGrammar | Sequence[CompiledGrammar], *,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, max_new_tokens: int | None = None):
         if isinstance(grammars, CompiledGrammar):
             self._grammars: list[CompiledGrammar] | None = None
             self._grammar = grammars
@@ -63,6 +69,10 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 raise ValueError(f"the grammars were compiled for tokenizers of different sizes: {sorted(vs)}")
         self.vocab_size = self._grammar.vocabulary.vocab_size
         self.num_threads = num_threads
+        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                           or max_new_tokens < 1):
+            raise ValueError(f"max_new_tokens must be an int >= 1 or None, got {max_new_tokens!r}")
+        self.max_new_tokens = max_new_tokens
         self.matchers: list[Matcher] = []
         self._start = 0      # sequence length when this generate call began (the prompt)
         self._seen = 0       # sequence length the matchers have accepted up to
@@ -78,6 +88,13 @@ class GrammarLogitsProcessor(LogitsProcessor):
             raise ValueError(f"GrammarLogitsProcessor has {len(grammars)} grammars for a batch of {batch} rows "
                              "(num_return_sequences and beams multiply the rows)")
         self.matchers = [Matcher(g) for g in grammars]
+        if self.max_new_tokens is not None:
+            for row, m in enumerate(self.matchers):
+                need = m.min_completion_tokens()
+                if need is not None and need > self.max_new_tokens:
+                    self.matchers = []
+                    raise ValueError(f"row {row}: the shortest output of its grammar needs up to {need} tokens, "
+                                     f"more than max_new_tokens={self.max_new_tokens}")
         self._start = self._seen = length
         self._bitmask = allocate_token_bitmask(batch, self.vocab_size)
 
@@ -97,8 +114,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
             self._seen = length
         active = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
         if active:
+            left = None if self.max_new_tokens is None else max(self.max_new_tokens - (length - self._start), 0)
             fill_next_token_bitmasks([self.matchers[i] for i in active], self._bitmask, indices=active,
-                                     num_threads=self.num_threads)
+                                     num_threads=self.num_threads, remaining_tokens=left)
             if len(active) == len(self.matchers):
                 apply_token_bitmask_inplace(scores, self._bitmask)
             else:

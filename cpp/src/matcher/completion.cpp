@@ -1,0 +1,259 @@
+#include "matcher/completion.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include "stencil/compiled_grammar.h"
+
+namespace stencil {
+
+namespace {
+constexpr size_t kLexemeSearchStates = 1u << 15;  // per lexeme of the grammar, once
+constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reaches
+constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks push many short-lived rows)
+}  // namespace
+
+CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
+    : lexer_(lexer), trie_(vocab.trie()) {
+  lexeme_min.assign(g.lexemes.size(), kInf);
+  for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
+    if (g.lexemes[l].special) {
+      lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
+      continue;
+    }
+    Costs found;
+    bfs_to(lexer.start_state({l}), {l}, &found, kLexemeSearchStates);
+    if (!found.empty()) lexeme_min[l] = found[0].second;
+  }
+  // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
+  const size_t n_nt = g.nonterminal_names.size();
+  std::vector<uint32_t> nt_min(n_nt, kInf);
+  auto sym_cost = [&](Symbol s) { return is_terminal(s) ? lexeme_min[symbol_index(s)] : nt_min[s]; };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Rule& r : g.rules) {
+      uint32_t c = 0;
+      for (Symbol s : r.rhs) c = add(c, sym_cost(s));
+      if (c < nt_min[r.lhs]) {
+        nt_min[r.lhs] = c;
+        changed = true;
+      }
+    }
+  }
+  rest.assign(g.dotted.size(), 0);
+  rule_at.assign(g.dotted.size(), 0);
+  for (uint32_t r = 0; r < g.rules.size(); ++r) {
+    const uint32_t b = g.rule_begin[r];
+    const size_t n = g.rules[r].rhs.size();
+    rule_at[b + n] = r;
+    for (size_t i = n; i-- > 0;) {
+      rest[b + i] = add(sym_cost(g.dotted[b + i]), rest[b + i + 1]);
+      rule_at[b + i] = r;
+    }
+  }
+}
+
+uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
+  auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(id, 0u));
+  return it != c.end() && it->first == id ? it->second : kInf;
+}
+
+// Breadth-first over the lexer's automaton from `state` with tokens as steps (each one a walk of
+// the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
+// the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
+// at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
+uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
+                                  size_t max_states) const {
+  out->clear();
+  if (state == Lexer::kDead || targets.empty()) return 0;
+  std::vector<std::pair<uint32_t, uint32_t>> queue{{state, 0}};
+  std::unordered_map<uint32_t, bool> seen{{state, true}};
+  std::vector<uint8_t> done(targets.size(), 0);
+  size_t found = 0;
+  auto reach = [&](uint32_t s, uint32_t d) {  // s reached in d tokens: the targets it ends
+    for (uint32_t l : lexer_.state(s).accepting) {
+      auto it = std::lower_bound(targets.begin(), targets.end(), l);
+      if (it == targets.end() || *it != l || done[it - targets.begin()]) continue;
+      done[it - targets.begin()] = 1;
+      out->push_back({l, d});
+      ++found;
+    }
+  };
+  reach(state, 0);
+  const auto& nodes = trie_.nodes();
+  std::vector<uint32_t> st(static_cast<size_t>(trie_.max_depth()) + 2);
+  for (size_t head = 0; head < queue.size() && found < targets.size(); ++head) {
+    const auto [s, d] = queue[head];
+    if (lexer_.state(s).end_now) continue;
+    st[0] = s;
+    for (size_t i = 1; i < nodes.size() && found < targets.size();) {
+      const TrieNode& node = nodes[i];
+      const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
+      if (t == Lexer::kDead) {
+        i += node.subtree_size;
+        continue;
+      }
+      const uint32_t u = t & ~Lexer::kEndNowTag;
+      if (node.token_id >= 0) {
+        if (seen.size() < max_states && seen.emplace(u, true).second) {
+          queue.push_back({u, d + 1});
+          reach(u, d + 1);
+        }
+      }
+      if (t & Lexer::kEndNowTag) {  // the lexeme ends here: longer tokens cross into the next one
+        i += node.subtree_size;
+        continue;
+      }
+      st[node.depth] = u;
+      ++i;
+    }
+  }
+  std::sort(out->begin(), out->end());
+  return static_cast<uint32_t>(found);
+}
+
+std::shared_ptr<CompletionTables> CompletionTables::of(const LexerEpoch& epoch, const Grammar& g,
+                                                       const Vocabulary& vocab) {
+  std::lock_guard<std::mutex> lock(epoch.completion_mu);
+  if (!epoch.completion) epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, vocab);
+  return epoch.completion;
+}
+
+const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = state_costs_.find(state);
+    if (it != state_costs_.end()) return it->second;
+  }
+  // Searched without the lock (another thread may search the same state meanwhile), one lexeme
+  // at a time in the state holding it alone: a search for all of them at once would expand every
+  // state of the free string beside a key until the key's last byte.
+  Costs c;
+  for (size_t i = 0;; ++i) {
+    const uint32_t alone = lexer_.probe_state(state, i);
+    if (alone == Lexer::kDead) break;
+    const std::vector<uint32_t> lex = lexer_.live_lexemes(alone);
+    Costs found;
+    bfs_to(alone, lex, &found, kStateSearchStates);
+    for (const auto& f : found) {
+      auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
+      if (it != c.end() && it->first == f.first)
+        it->second = std::min(it->second, f.second);
+      else
+        c.insert(it, f);
+    }
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  return state_costs_.emplace(state, std::move(c)).first->second;  // unordered_map entries never move
+}
+
+const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
+  auto it = states_.find(state);
+  if (it != states_.end()) return *it->second;
+  const Costs& c = t_->lexer_costs(state);
+  states_.emplace(state, &c);
+  return c;
+}
+
+// The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
+// completes, and then whatever waits on its nonterminal at its origin goes on.
+uint32_t CompletionCost::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
+  const uint32_t rule = t_->rule_at[it.pos];
+  if (rule == 0) return rest;  // the start rule: the parse is complete
+  return add(rest, find(row_costs(p, it.origin).up, g_.rules[rule].lhs));
+}
+
+CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint32_t row) {
+  const uint64_t serial = p.row(row).serial;
+  auto found = row_costs_.find(serial);
+  if (found != row_costs_.end()) return found->second;
+  // Rows below first, lowest first: each needs only rows under it, so no deep recursion
+  // (a long list written as right recursion chains its items through every earlier row).
+  std::vector<uint32_t> missing;
+  for (uint32_t r = row; r-- > 0 && !row_costs_.count(p.row(r).serial);) missing.push_back(r);
+  for (size_t i = missing.size(); i-- > 0;) row_costs(p, missing[i]);
+  // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
+  // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
+  const EarleyRow& r = p.row(row);
+  std::unordered_map<uint32_t, uint32_t> dist;
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges;  // (lhs, waited-on, rest)
+  using Entry = std::pair<uint32_t, uint32_t>;                    // (cost, nonterminal)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> pq;
+  auto relax = [&](uint32_t nt, uint32_t c) {
+    if (c >= kInf) return;
+    auto [it, fresh] = dist.emplace(nt, c);
+    if (!fresh && it->second <= c) return;
+    it->second = c;
+    pq.push({c, nt});
+  };
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    const Symbol sym = g_.dotted[it.pos];
+    if (is_terminal(sym) || Grammar::is_end(sym)) continue;
+    const uint32_t rule = t_->rule_at[it.pos];
+    const uint32_t rest = t_->rest[it.pos + 1];
+    if (rule != 0 && it.origin == row)
+      edges.emplace_back(g_.rules[rule].lhs, sym, rest);
+    else
+      relax(sym, finish_item(p, it, rest));
+  }
+  std::sort(edges.begin(), edges.end());
+  while (!pq.empty()) {
+    const auto [c, nt] = pq.top();
+    pq.pop();
+    if (dist[nt] != c) continue;
+    for (auto e = std::lower_bound(edges.begin(), edges.end(), std::make_tuple(nt, 0u, 0u));
+         e != edges.end() && std::get<0>(*e) == nt; ++e)
+      relax(std::get<1>(*e), add(c, std::get<2>(*e)));
+  }
+  RowCosts rc;
+  rc.up.assign(dist.begin(), dist.end());
+  std::sort(rc.up.begin(), rc.up.end());
+  return row_costs_.emplace(serial, std::move(rc)).first->second;
+}
+
+uint32_t CompletionCost::fresh_cost(const EarleyParser& p, uint32_t row) {
+  RowCosts& rc = row_costs(p, row);
+  if (rc.has_fresh) return rc.fresh;
+  const EarleyRow& r = p.row(row);
+  uint32_t best = kInf;
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    best = std::min(best, finish_item(p, it, t_->rest[it.pos]));
+  }
+  rc.fresh = best;
+  rc.has_fresh = true;
+  return best;
+}
+
+uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme) {
+  RowCosts& rc = row_costs(p, row);
+  for (const auto& [l, c] : rc.scan)
+    if (l == lexeme) return c;
+  const EarleyRow& r = p.row(row);
+  const Symbol want = lexeme | kTerminalBit;
+  uint32_t best = kInf;
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    if (g_.dotted[it.pos] == want) best = std::min(best, finish_item(p, it, t_->rest[it.pos + 1]));
+  }
+  rc.scan.push_back({lexeme, best});
+  return best;
+}
+
+uint32_t CompletionCost::at(const EarleyParser& p, uint32_t state, bool fresh) {
+  if (row_costs_.size() > kMaxRowMemo) row_costs_.clear();
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  if (fresh) return fresh_cost(p, row);
+  uint32_t best = kInf;
+  for (const auto& [l, c] : lexer_costs(state)) {
+    if (c >= best) continue;
+    // An ignored lexeme (white space) ends back where it started: the row's fresh cost.
+    const uint32_t after = g_.lexemes[l].ignore ? fresh_cost(p, row) : scan_cost(p, row, l);
+    best = std::min(best, add(c, after));
+  }
+  return best;
+}
+
+}  // namespace stencil

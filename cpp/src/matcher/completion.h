@@ -1,0 +1,92 @@
+// The fewest tokens that can still finish the output from a matcher state: the bound behind
+// budget-aware masks (a token is allowed only when the output can still end valid within the
+// tokens left after it).
+//
+// Tokens are real tokens of the vocabulary (and one per special token), each kept inside one
+// lexeme: the count is the length of a real tokenization of a completion, an upper bound on the
+// tokens a shortest one needs (tokens that span lexemes may do better). The count is a shortest
+// path, which makes it consistent: from a state at cost d > 0 some token leads to a state at
+// cost d - 1, so a budget of d or more tokens always leaves some token allowed.
+//
+// Costs come from the lexer and the parser's chart, cheaply:
+// - per lexer state, the tokens each live lexeme still needs (a breadth-first search over the
+//   lazy automaton with tokens as steps, memoized per state);
+// - per grammar, the fewest tokens of each lexeme and nonterminal, and of each rule's rest after
+//   each dot;
+// - per parser row, the cost of finishing once a nonterminal completes there (a shortest path
+//   through the items waiting on it, down the chain of origins; memoized per row).
+// Completion checks (uniqueItems, duplicate keys, required keys in any order) and a greedy
+// lexer reading two adjacent lexemes as one are not modeled: where they veto the shortest
+// completion, the count is too small.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "parser/earley.h"
+#include "stencil/vocabulary.h"
+
+namespace stencil {
+
+struct LexerEpoch;
+
+// What the bound needs of a grammar and a lexer epoch, shared by all its matchers (built on a
+// budget's first use): per lexeme and per dotted rule position the fewest tokens, and per lexer
+// state the fewest tokens that end each of its live lexemes (memoized behind a lock).
+class CompletionTables {
+ public:
+  static constexpr uint32_t kInf = 1u << 30;  // no completion known
+  using Costs = std::vector<std::pair<uint32_t, uint32_t>>;  // (id, cost), sorted by id
+  CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab);
+  // The tables of `epoch` (its grammar and vocabulary: g, vocab), built once.
+  static std::shared_ptr<CompletionTables> of(const LexerEpoch& epoch, const Grammar& g, const Vocabulary& vocab);
+  static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
+  const Costs& lexer_costs(uint32_t state);  // the returned reference stays valid
+  std::vector<uint32_t> lexeme_min;  // per lexeme
+  std::vector<uint32_t> rest;        // per dotted position: tokens for the rule's symbols from there
+  std::vector<uint32_t> rule_at;     // per dotted position: its rule
+
+ private:
+  uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states) const;
+  const Lexer& lexer_;
+  const TokenTrie& trie_;
+  std::shared_mutex mu_;
+  std::unordered_map<uint32_t, Costs> state_costs_;  // lexer state -> live lexeme costs; mu_
+};
+
+// The bound over one matcher's parser (its rows' costs are its own).
+class CompletionCost {
+ public:
+  static constexpr uint32_t kInf = CompletionTables::kInf;
+  CompletionCost(const Grammar& g, std::shared_ptr<CompletionTables> tables) : g_(g), t_(std::move(tables)) {}
+  // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
+  // top row.
+  uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
+
+ private:
+  using Costs = CompletionTables::Costs;
+  struct RowCosts {
+    Costs up;                 // nonterminal -> cost to finish once it completes at this row
+    uint32_t fresh = kInf;    // from this row with no byte of the next lexeme read
+    bool has_fresh = false;
+    Costs scan;               // lexeme -> cost once it is scanned from this row (memo)
+  };
+  static uint32_t add(uint32_t a, uint32_t b) { return CompletionTables::add(a, b); }
+  static uint32_t find(const Costs& c, uint32_t id);
+  const Costs& lexer_costs(uint32_t state);
+  RowCosts& row_costs(const EarleyParser& p, uint32_t row);
+  uint32_t finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest);
+  uint32_t fresh_cost(const EarleyParser& p, uint32_t row);
+  uint32_t scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme);
+
+  const Grammar& g_;
+  std::shared_ptr<CompletionTables> t_;
+  std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
+  std::unordered_map<uint64_t, RowCosts> row_costs_;   // parser row serial -> costs
+};
+
+}  // namespace stencil

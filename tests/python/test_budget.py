@@ -1,0 +1,382 @@
+"""Budget-aware masks (issue 18, part 1): ``fill_next_token_bitmask(..., remaining_tokens=k)``.
+
+A token t is allowed under a budget of k tokens exactly when ``min_completion_tokens()`` after t
+is at most k - 1, and that bound must be (a) exact on a vocabulary of single bytes (it equals the
+fewest tokens to a complete output, found by a breadth-first search over the matcher with forks),
+(b) an upper bound on the real fewest tokens with multi-byte tokens, and (c) enough to finish:
+every random walk that starts within its budget ends with a complete output. Where the budget
+does not bind, the mask is the unbudgeted one bit for bit. Real tokenizers (SmolLM2's, cl100k)
+on JSON Schemas check (c) and the identity at scale.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import stencil  # noqa: E402
+
+EOS = 256
+
+LISTS = r"""
+start: list
+list: "[" [item ("," item)*] "]"
+item: NUM | list
+NUM: /[0-9]+/
+"""
+PARENS = r"""
+start: "(" start* ")" | "x"
+%ignore " "
+"""
+SCHEMA = {"type": "object", "properties": {
+    "a": {"type": "integer"},
+    "b": {"type": "array", "items": {"enum": ["x", "yy"]}, "minItems": 2, "maxItems": 3}},
+    "required": ["a", "b"]}
+
+
+def byte_vocab(extra: tuple[bytes, ...] = ()) -> stencil.TokenizerInfo:
+    """ids 0-255: the single bytes; 256: EOS; then ``extra`` multi-byte tokens."""
+    return stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"] + list(extra),
+                                            eos_token_ids=EOS)
+
+
+MULTI = (b"[1", b"],", b"]]", b"[[", b",1", b"12", b"ab", b"cab", b"dd", b"(x", b"x)", b"))", b"( ",
+         b'{"a":', b'"b":["', b'x","', b'yy"]}', b'"]}', b",0", b"al", b"pha", b"gamma")
+
+
+def grammars(tok):
+    c = stencil.GrammarCompiler(tok)
+    return {
+        "lists": c.compile_lark(LISTS),
+        "regex": c.compile_regex(r"(ab|c)*d{2,3}"),
+        "parens": c.compile_lark(PARENS),
+        "schema": c.compile_json_schema(SCHEMA, whitespace="compact"),
+        "choice": c.compile_choice(["alpha", "be", "gamma"]),
+    }
+
+
+def allowed(m: stencil.Matcher, bm: np.ndarray, k: int | None = None) -> list[int]:
+    m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
+    bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")
+    return [int(i) for i in np.nonzero(bits)[0]]
+
+
+def can_finish(m: stencil.Matcher, bm: np.ndarray, depth: int) -> bool:
+    """Whether some `depth` tokens or fewer make the output complete: depth-first over the tokens
+    the (unbudgeted, exact) mask allows, with accept and rollback (m has unlimited rollback)."""
+    if m.is_accepting():
+        return True
+    if depth == 0:
+        return False
+    for t in allowed(m, bm):
+        if t == EOS:
+            continue
+        assert m.accept_token(t)
+        ok = can_finish(m, bm, depth - 1)
+        m.rollback(1)
+        if ok:
+            return True
+    return False
+
+
+def oracle_min(m: stencil.Matcher, bm: np.ndarray, cap: int) -> int | None:
+    """The fewest tokens that make the output complete (None: more than cap)."""
+    return next((d for d in range(cap + 1) if can_finish(m, bm, d)), None)
+
+
+def random_prefixes(g, tok, bm, rng, walks: int, length: int):
+    """Matchers after random allowed (non-EOS) tokens: the states the checks start from. Half
+    of the walks are free, half keep within a budget of the bound plus a few tokens, so that
+    many states lie close to a complete output (where the oracle can search)."""
+    out = []
+    for w in range(walks):
+        m = stencil.Matcher(g, max_rollback=-1)
+        k = m.min_completion_tokens() + rng.randrange(4) if w % 2 else None
+        for used in range(rng.randrange(length)):
+            if k is not None and used >= k:
+                break
+            ids = [t for t in allowed(m, bm, None if k is None else k - used) if t != EOS]
+            if not ids:
+                break
+            assert m.accept_token(rng.choice(ids))
+            out.append(m.fork())
+    return out
+
+
+@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+def test_bound_is_exact_on_single_bytes(name):
+    """With one token per byte the bound is the true fewest tokens to a complete output."""
+    tok = byte_vocab()
+    g = grammars(tok)[name]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(len(name))
+    checked = 0
+    for m in random_prefixes(g, tok, bm, rng, walks=25, length=30):
+        bound = m.min_completion_tokens()
+        assert bound is not None
+        if bound > 4:
+            continue  # beyond what the oracle's search explores quickly
+        assert oracle_min(m, bm, 5) == bound, m.debug_state()
+        checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+def test_masks_follow_the_bound_and_refuse_only_what_cannot_fit(name):
+    """For budgets around the bound: the budgeted mask is the unbudgeted one minus exactly the
+    tokens whose bound after them exceeds k - 1; with single bytes, each refused token really
+    cannot finish in k - 1 tokens (oracle) and each allowed one really can."""
+    tok = byte_vocab()
+    g = grammars(tok)[name]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(7 + len(name))
+    refused_checked = 0
+    for m in random_prefixes(g, tok, bm, rng, walks=12, length=25):
+        d = m.min_completion_tokens()
+        full = allowed(m, bm)
+        after = {}
+        for t in full:
+            if t != EOS:
+                y = m.fork()
+                assert y.accept_token(t)
+                after[t] = y
+        for k in sorted({max(d, 1), d + 1, d + 2, d + 4}):
+            got = allowed(m, bm, k)
+            want = [t for t in full if t == EOS or after[t].min_completion_tokens() <= k - 1]
+            assert got == want, (k, m.debug_state())
+            # Within its budget a state keeps a token: EOS when complete, else a byte on the way.
+            assert [t for t in got if t != EOS or d == 0], "a state within its budget must keep a token"
+            if k > 4:
+                continue
+            sample = rng.sample(sorted(after), min(len(after), 6))
+            for t in sample:
+                if t in got:
+                    assert can_finish(after[t], bm, k - 1), (t, k)
+                else:
+                    assert not can_finish(after[t], bm, k - 1), (t, k)
+                    refused_checked += 1
+    if name != "choice":  # its walks reach few states that refuse a token near the end
+        assert refused_checked > 0
+
+
+@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+def test_bound_is_an_upper_bound_with_multibyte_tokens(name):
+    tok = byte_vocab(MULTI)
+    g = grammars(tok)[name]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(11 + len(name))
+    for m in random_prefixes(g, tok, bm, rng, walks=20, length=25):
+        bound = m.min_completion_tokens()
+        if bound > 4:
+            continue
+        real = oracle_min(m, bm, bound)
+        assert real is not None and real <= bound, (real, bound, m.debug_state())
+
+
+@pytest.mark.parametrize("slack", [0, 1, 3])
+@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+def test_random_walks_within_budget_end_complete(name, slack):
+    """Uniformly random tokens under the budget mask, EOS when drawn: every walk ends complete
+    by the last token of its budget."""
+    tok = byte_vocab(MULTI)
+    g = grammars(tok)[name]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(slack * 101 + len(name))
+    for _ in range(30):
+        m = stencil.Matcher(g)
+        k = m.min_completion_tokens() + slack
+        for used in range(k):
+            ids = allowed(m, bm, k - used)
+            assert ids, m.debug_state()
+            t = rng.choice(ids)
+            if t == EOS:
+                break
+            assert m.accept_token(t)
+        assert m.is_accepting(), m.debug_state()
+
+
+def test_large_budget_gives_the_unbudgeted_mask():
+    tok = byte_vocab(MULTI)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    bm2 = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    for name, g in grammars(tok).items():
+        for m in random_prefixes(g, tok, bm, random.Random(3), walks=10, length=30):
+            m.fill_next_token_bitmask(bm, 0)
+            m.fill_next_token_bitmask(bm2, 0, remaining_tokens=m.min_completion_tokens() + 64)
+            assert (bm == bm2).all(), name
+
+
+def test_budget_zero_and_terminated():
+    tok = byte_vocab()
+    g = grammars(tok)["choice"]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    m = stencil.Matcher(g)
+    assert m.min_completion_tokens() == 2  # "be"
+    assert allowed(m, bm, 0) == []
+    assert allowed(m, bm, 2) == [ord("b")]  # "alpha" and "gamma" no longer fit
+    assert m.accept_string("be")
+    assert m.min_completion_tokens() == 0
+    assert allowed(m, bm, 0) == [EOS] and allowed(m, bm, 1) == [EOS]
+    assert m.accept_token(EOS)
+    assert m.min_completion_tokens() == 0 and allowed(m, bm, 1) == [EOS]
+
+
+def test_bad_budgets_are_errors():
+    tok = byte_vocab()
+    m = stencil.Matcher(grammars(tok)["choice"])
+    bm = stencil.allocate_token_bitmask(2, tok.vocab_size)
+    with pytest.raises(ValueError, match="remaining_tokens must be >= 0"):
+        m.fill_next_token_bitmask(bm, 0, remaining_tokens=-1)
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(bm, 0, remaining_tokens="3")
+    with pytest.raises(ValueError, match="remaining_tokens has 1 entries for 2 matchers"):
+        stencil.fill_next_token_bitmasks([m, m.fork()], bm, remaining_tokens=[3])
+
+
+def test_batch_fill_applies_each_budget():
+    tok = byte_vocab()
+    g = grammars(tok)["choice"]
+    ms = [stencil.Matcher(g) for _ in range(3)]
+    bm = stencil.allocate_token_bitmask(3, tok.vocab_size)
+    stencil.fill_next_token_bitmasks(ms, bm, remaining_tokens=[2, 5, None])
+    one = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    for i, k in enumerate([2, 5, None]):
+        ms[i].fill_next_token_bitmask(one, 0, remaining_tokens=k)
+        assert (bm[i] == one[0]).all()
+    assert not (bm[0] == bm[2]).all()  # the tight budget refused "a" and "g"
+    stencil.fill_next_token_bitmasks(ms, bm, remaining_tokens=5)
+    assert (bm[1] == bm[2]).all()
+
+
+def test_bound_counts_real_tokens():
+    """Tokens, not bytes: `alpha` is one token of the vocabulary, so the shortest output of the
+    choice costs 1 token where single bytes cost 2 (`be`); without the token it costs 2."""
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"alpha", b"b", b"e", b"a"], eos_token_ids=0)
+    m = stencil.Matcher(stencil.GrammarCompiler(tok).compile_choice(["alpha", "be"]))
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    assert m.min_completion_tokens() == 1
+    assert allowed(m, bm, 1) == [1] and allowed(m, bm, 2) == [1, 2] and allowed(m, bm) == [1, 2, 4]
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"b", b"e", b"a", b"l", b"p", b"h"], eos_token_ids=0)
+    assert stencil.Matcher(stencil.GrammarCompiler(tok).compile_choice(["alpha", "be"])).min_completion_tokens() == 2
+
+
+def test_no_tokenization_of_a_completion_is_none():
+    """A vocabulary that cannot spell any completion from here: no bound is claimed (None), and a
+    budget never empties a mask the grammar allows (when no token fits, the cheapest stay; here
+    none has a known cost, so all of them)."""
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b"ab", b"bc"], eos_token_ids=0)
+    m = stencil.Matcher(stencil.GrammarCompiler(tok).compile_regex("abc"))
+    assert m.min_completion_tokens() is None
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    assert allowed(m, bm) == [1] and allowed(m, bm, 10) == [1]
+
+
+# ----------------------------------------------------------------------- real tokenizers
+
+REAL_SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}, "age": {"type": "integer"},
+                                      "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+     "required": ["name", "age"]},
+    {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"},
+                                      "kind": {"enum": ["a", "bb", "ccc"]},
+                                      "point": {"type": "object", "properties": {"x": {"type": "number"},
+                                                                                 "y": {"type": "number"}},
+                                                "required": ["x", "y"]}},
+     "required": ["id", "kind", "point"]},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+@[a-z]+\\.com$"}, "minItems": 1,
+     "maxItems": 2},
+]
+
+
+@pytest.mark.parametrize("zoo_name", ["smollm2-gguf", "cl100k"])
+def test_real_vocabulary_random_walks_end_valid(zoo_name):
+    """Random tokens of a real vocabulary under JSON Schemas with the budget at the bound and a
+    little above: each walk ends with JSON that validates, within its budget."""
+    jsonschema = pytest.importorskip("jsonschema")
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get(zoo_name).info
+    c = stencil.GrammarCompiler(tok)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    eos = set(tok.eos_token_ids)
+    rng = random.Random(5)
+    for schema in REAL_SCHEMAS:
+        g = c.compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        for slack in (0, 2, 8):
+            m = stencil.Matcher(g)
+            k = m.min_completion_tokens() + slack
+            out = []
+            for used in range(k):
+                ids = allowed(m, bm, k - used)
+                assert ids, m.debug_state()
+                t = rng.choice(ids)
+                if t in eos:
+                    break
+                assert m.accept_token(t)
+                out.append(t)
+            assert m.is_accepting()
+            value = json.loads(tok.decode_bytes(out).decode("utf-8"))
+            jsonschema.validators.validator_for(schema)(schema).validate(value)
+
+
+def test_real_vocabulary_masks_identical_when_budget_is_loose():
+    """Along a valid instance under SmolLM2's vocabulary: a budget with room to spare gives the
+    unbudgeted mask bit for bit at every step; a tight one only removes tokens."""
+    import tokenizers_zoo
+    z = tokenizers_zoo.get("smollm2-gguf")
+    tok = z.info
+    g = stencil.GrammarCompiler(tok).compile_json_schema(REAL_SCHEMAS[0], whitespace="compact")
+    text = json.dumps({"name": "Ada Lovelace", "age": 36, "tags": ["math", "poetry"]}, separators=(",", ":"))
+    ids = z.encode_batch([text])[0]
+    m = stencil.Matcher(g)
+    free = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    budgeted = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    tightened = 0
+    for i, t in enumerate(ids):
+        m.fill_next_token_bitmask(free, 0)
+        m.fill_next_token_bitmask(budgeted, 0, remaining_tokens=m.min_completion_tokens() + 200)
+        assert (free == budgeted).all(), i
+        m.fill_next_token_bitmask(budgeted, 0, remaining_tokens=m.min_completion_tokens())
+        assert not (budgeted & ~free).any()
+        tightened += int((budgeted != free).any())
+        assert m.accept_token(t)
+    assert tightened > len(ids) // 2
+
+
+@pytest.mark.parametrize("zoo_name", ["smollm2-gguf", "cl100k"])
+def test_real_vocabulary_mask_matches_the_bound_after_each_token(zoo_name):
+    """The mask's walk (which skips sub-tries of looping characters in strings and numbers)
+    against the definition, token by token: t is allowed under k exactly when the bound after
+    accepting t is at most k - 1, for sampled tokens at states along random budgeted walks."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get(zoo_name).info
+    c = stencil.GrammarCompiler(tok)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    eos = set(tok.eos_token_ids)
+    rng = random.Random(9)
+    checked = 0
+    for schema in REAL_SCHEMAS:
+        g = c.compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        m = stencil.Matcher(g)
+        k = m.min_completion_tokens() + 6
+        for used in range(k):
+            full = [t for t in allowed(m, bm) if t not in eos]
+            for kk in {k - used, max(m.min_completion_tokens(), 1)}:
+                got = set(allowed(m, bm, kk))
+                for t in rng.sample(full, min(len(full), 40)):
+                    y = m.fork()
+                    assert y.accept_token(t)
+                    fits = y.min_completion_tokens() is not None and y.min_completion_tokens() <= kk - 1
+                    assert (t in got) == fits, (tok.token_bytes(t), kk, m.debug_state())
+                    checked += 1
+            ids = allowed(m, bm, k - used)
+            t = rng.choice(ids)
+            if t in eos:
+                break
+            assert m.accept_token(t)
+    assert checked > 1000
