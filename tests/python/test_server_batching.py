@@ -142,3 +142,21 @@ def test_stream_with_n_choices(server):
             if ch.finish_reason:
                 finished.add(ch.index)
     assert texts == {0: full, 1: full} and finished == {0, 1}
+
+
+def test_output_ends_valid_within_max_tokens(server):
+    """Budget-aware masks in the batch: unbounded strings, a small budget, still valid JSON; a
+    budget below the shortest output is a 400 naming it."""
+    openai = pytest.importorskip("openai")
+    jsonschema = pytest.importorskip("jsonschema")
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=120)
+    schema = {"type": "object", "properties": {"story": {"type": "string"}, "moral": {"type": "string"}},
+              "required": ["story", "moral"], "additionalProperties": False}
+    rf = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema, "strict": True}}
+    kw = dict(model=client.models.list().data[0].id, response_format=rf,
+              messages=[{"role": "user", "content": "Tell a long story with a moral, as JSON."}])
+    r = client.chat.completions.create(max_tokens=24, **kw)
+    assert r.usage.completion_tokens <= 24
+    jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    with pytest.raises(openai.BadRequestError, match="shortest output"):
+        client.chat.completions.create(max_tokens=3, **kw)

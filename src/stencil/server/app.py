@@ -94,6 +94,11 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float = 5.
     async def run(request: Request, body: dict, prompt_ids, chat: bool):
         c, grammar = await compile_grammar(body)
         p = params(body, prompt_ids)
+        if grammar is not None:  # the budget-aware masks end the output within max_tokens if it can fit
+            need = await asyncio.to_thread(lambda: stencil.Matcher(grammar).min_completion_tokens())
+            if need is not None and need > p["max_tokens"]:
+                raise RequestError(f"max_tokens is {p['max_tokens']}, but the shortest output the constraint allows "
+                                   f"needs up to {need} tokens", param="max_tokens")
         n = number(body, "n", 1, 1, 16, int)
         loop = asyncio.get_running_loop()
         jobs = [engine.submit(Job(prompt_ids, grammar, p["max_tokens"], p["temperature"],

@@ -199,7 +199,7 @@ class Engine:
 
     def _step(self, batch: KVBatch, rows: list[_Row]) -> None:
         bm = stencil.allocate_token_bitmask(len(rows), self.info.vocab_size)
-        fill = []   # (row index, matcher) whose mask is filled during the forward pass
+        fill = []   # (row index, matcher, budget) whose mask is filled during the forward pass
         for i, r in enumerate(rows):
             left = self._budget(r)
             if left <= 0:
@@ -215,18 +215,20 @@ class Engine:
                         raise RuntimeError(f"internal error: forced token {t} was refused")
                 r.feed = r.feed + forced
                 r.emit(forced)
-                if r.finish is None and len(forced) == left:
+                left -= len(forced)
+                if r.finish is None and left == 0:
                     r.finish = "max_tokens"
+            # budget-aware masks: only tokens after which the output can still end within max_tokens
             if r.finish is None and m.is_accepting():
-                m.fill_next_token_bitmask(bm, i)
+                m.fill_next_token_bitmask(bm, i, remaining_tokens=left)
                 if not np.any(bm[i] & self.not_eos):
                     r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
             else:
-                fill.append((i, m))
+                fill.append((i, m, left))
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        pending = self.masks.submit(stencil.fill_next_token_bitmasks, [m for _, m in fill], bm,
-                                    [i for i, _ in fill], 1) if fill else None
+        pending = self.masks.submit(stencil.fill_next_token_bitmasks, [f[1] for f in fill], bm,
+                                    [f[0] for f in fill], 1, [f[2] for f in fill]) if fill else None
         try:
             logits = batch.step([r.feed for r in rows])
         finally:
