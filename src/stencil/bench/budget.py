@@ -103,7 +103,7 @@ def run_masks(args) -> int:
     times: dict[str, list[float]] = {"off": [], "loose": [], "tight": []}
     mismatches = tightened = steps = 0
     first: list[float] = []
-    for name, schema, valid in schemas:
+    for _name, schema, valid in schemas:
         g = compiler.compile_json_schema(schema, whitespace="compact", string_spelling="plain")
         # A grammar's first budgeted mask builds the bound's tables (shared by its matchers).
         t0 = time.perf_counter()
