@@ -21,7 +21,8 @@ from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
 
 __all__ = [
-    "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
+    "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "And", "Not", "SubGrammar",
+    "RuleDef", "EbnfGrammar",
     "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
 ]
 
@@ -108,13 +109,35 @@ class JsonSchema(Node):
 
 
 @dataclass(eq=False)
+class And(Node):
+    """Lark (llguidance) ``A & B``: text matching every item; only inside one lexeme."""
+    items: list
+
+
+@dataclass(eq=False)
+class Not(Node):
+    """Lark (llguidance) ``~A``: any text (bytes) that ``A`` does not match; only inside one lexeme."""
+    item: Node
+
+
+@dataclass(eq=False)
+class SubGrammar(Node):
+    """Lark ``%lark { ... }``: a whole grammar embedded as one element, with its own names, start
+    rule and ``%ignore``. ``grammar`` is the parsed syntax until terminals are resolved, then the
+    checked :class:`EbnfGrammar`."""
+    grammar: Any
+
+
+@dataclass(eq=False)
 class RuleDef:
     name: str
     body: Node
     pos: Optional[int] = None
-    # Lark attributes: lazy (end as soon as matched), stop (a string or TokenRef ending the text)
+    # Lark attributes: lazy (end as soon as matched), stop (a string, a TokenRef, or a Term / Ref
+    # to a terminal ending the text), max_chars (at most that many code points, XGrammar)
     lazy: bool = False
     stop: Any = None
+    max_chars: Optional[int] = None
 
 
 @dataclass
@@ -125,6 +148,8 @@ class EbnfGrammar:
     ignores: list = field(default_factory=list)   # Term nodes (Lark %ignore)
     # Lark: named terminals, name -> RuleDef (their bodies hold Term/Seq/Alt/Rep only)
     terminals: dict = field(default_factory=dict)
+    # Lark: %llguidance / %grammar_options (allow_initial_skip, ignore_once, ...)
+    options: dict = field(default_factory=dict)
 
     def error(self, message: str, pos: Optional[int]) -> GrammarError:
         return self.source.error(message, pos)
@@ -149,9 +174,9 @@ class TokenTable:
 # --- traversal ----------------------------------------------------------------------------------
 
 def children(node: Node) -> list:
-    if isinstance(node, (Seq, Alt)):
+    if isinstance(node, (Seq, Alt, And)):
         return node.items
-    if isinstance(node, Rep):
+    if isinstance(node, (Rep, Not)):
         return [node.item]
     return []
 

@@ -24,19 +24,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar.ebnf import EbnfGrammar, TokenTable, check_grammar
+from stencil.grammar.ebnf import EbnfGrammar, TokenTable
 from stencil.grammar.lark.emit import emit_lark
 from stencil.grammar.lark.parser import parse_lark_syntax
-from stencil.grammar.lark.terminals import resolve
+from stencil.grammar.lark.terminals import resolve_checked
 
 __all__ = ["lark_grammar", "build_lark", "parse_lark"]
 
 
 def parse_lark(text: str, *, start: str = "start", unused: str = "warn") -> EbnfGrammar:
     """Parse and check Lark text into the shared grammar AST (terminals resolved to Terms)."""
-    g = resolve(parse_lark_syntax(text), start, unused)
-    check_grammar(g, unused=unused)
-    return g
+    return resolve_checked(parse_lark_syntax(text), start, unused)
 
 
 def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",

@@ -17,7 +17,8 @@ from typing import Optional
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
+from stencil.grammar.ebnf import (Alt, And, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source, SubGrammar, Term,
+                                  TokenRef)
 from stencil.grammar.gbnf import parse_id_list
 from stencil.grammar.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
@@ -27,9 +28,24 @@ __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 MAX_REPEAT = 100_000
 MAX_NESTING = 100   # nested ( ) and [ ]
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "0": "\0",
-            "\\": "\\", '"': '"', "'": "'"}
+            "e": "\x1b", "\\": "\\", '"': '"', "'": "'"}
 _HEX = {"x": 2, "u": 4, "U": 8}
-_IGNORED_ATTRS = ("capture", "temperature")
+# Attributes that do not change the language: captures name spans, temperature is for sampling.
+_IGNORED_ATTRS = ("capture", "stop_capture", "temperature")
+_KNOWN_ATTRS = ("lazy", "stop", "suffix", "capture", "stop_capture", "temperature", "max_chars", "max_tokens")
+# %llguidance options (llguidance's LLGuidanceOptions and the Lark `ignore_once`) and
+# %grammar_options (XGrammar's); all are booleans.
+_GRAMMAR_OPTIONS = {
+    "%llguidance": ("no_forcing", "allow_invalid_utf8", "allow_initial_skip", "ignore_once"),
+    "%grammar_options": ("allow_initial_skip",),
+}
+
+
+_ATOM_START = ("RULE", "TERMINAL", "STRING", "REGEXP", "(", "[", "SPECIAL", "DIRECTIVE", "GRAMMAR_REF")
+
+
+class _Number(str):
+    """An attribute's numeric value, as written."""
 
 
 class LarkSyntax:
@@ -41,12 +57,13 @@ class LarkSyntax:
         self.terminals: dict[str, RuleDef] = {}
         self.ignores: list = []          # (expansion node, pos)
         self.imports: list = []          # (common name, local name, pos)
+        self.options: dict = {}          # merged %llguidance / %grammar_options
 
 
 class _Parser:
-    def __init__(self, src: Source):
+    def __init__(self, src: Source, toks: Optional[list] = None):
         self.src = src
-        self.toks = tokenize(src)
+        self.toks = tokenize(src) if toks is None else toks
         self.k = 0
         self.depth = 0
         self.out = LarkSyntax(src)
@@ -108,7 +125,8 @@ class _Parser:
         if name in table:
             line, col = self.src.line_col(table[name].pos)
             raise self.err(f"'{name}' is defined twice (first at line {line}, column {col})", t.pos)
-        rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"))
+        rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"),
+                     max_chars=attrs.get("max_chars"))
         table[name] = rd
 
     def attributes(self) -> dict:
@@ -119,44 +137,65 @@ class _Parser:
             key = key_tok.text
             if key_tok.kind != "RULE":
                 raise self.err(f"expected an attribute name, found {key!r}", key_tok.pos)
-            value = None
-            if self.tok.kind == "=":
-                self.next()
-                v = self.next()
-                if v.kind == "STRING":
-                    value = _string_value(self.src, v)
-                elif v.kind == "SPECIAL":
-                    value = _special(self.src, v)
-                elif v.kind == "NUMBER":
-                    value = v.text
-                    if self.tok.kind == "." and self.toks[self.k + 1].kind == "NUMBER":
-                        self.next()
-                        value += "." + self.next().text
-                else:
-                    raise self.err(f"bad value for attribute '{key}'", v.pos)
+            if key not in _KNOWN_ATTRS:
+                raise self.err(f"unknown attribute '{key}' (known: {', '.join(_KNOWN_ATTRS)})", key_tok.pos)
+            value = self.attribute_value(key) if self.tok.kind == "=" else None
             if key == "lazy":
                 attrs["lazy"] = True
             elif key in ("stop", "suffix"):
                 if value is None:
-                    raise self.err(f"attribute '{key}' needs a value: {key}=\"...\" or {key}=<|token|>", key_tok.pos)
-                if value == "":
-                    attrs["lazy"] = True
-                else:
+                    raise self.err(f"attribute '{key}' needs a value: {key}=\"...\", {key}=/regex/, "
+                                   f"{key}=NAME or {key}=<|token|>", key_tok.pos)
+                if "stop" in attrs:
+                    raise self.err("a rule has at most one stop or suffix", key_tok.pos)
+                if isinstance(value, str) and value == "":
+                    attrs["lazy"] = True   # stop="": the end of the text (EOS) ends it
+                elif isinstance(value, (str, Term, TokenRef)) or isinstance(value, Ref) and value.name[:1].isupper():
                     attrs["stop"] = value
-            elif key in _IGNORED_ATTRS:
-                pass
+                else:
+                    raise self.err(f"{key}= takes a string, a /regex/, a TERMINAL name or a special token",
+                                   key_tok.pos)
+            elif key == "max_chars":
+                if not (isinstance(value, str) and value.isdigit() and isinstance(value, _Number)):
+                    raise self.err("max_chars takes a non-negative integer, e.g. max_chars=128", key_tok.pos)
+                attrs["max_chars"] = int(value)
             elif key == "max_tokens":
-                raise self.err("max_tokens is not supported: stencil's grammars are over text, not tokens",
-                               key_tok.pos)
-            else:
-                raise self.err(f"unknown attribute '{key}' (known: lazy, stop, suffix, capture, temperature)",
-                               key_tok.pos)
+                # A lexeme bounded in tokens would make masks depend on the token count, which
+                # the lexer states and the shared mask cache do not key on.
+                raise self.err("max_tokens is not supported: stencil's languages are sets of texts, and the "
+                               "core does not count tokens per lexeme; bound the text instead (max_chars=N, "
+                               "or a bounded regex such as /(.|\\n){0,2000}/)", key_tok.pos)
+            elif key == "temperature" and value is not None and not isinstance(value, _Number):
+                raise self.err("temperature takes a number, e.g. temperature=0.7", key_tok.pos)
+            elif key in ("capture", "stop_capture") and value is not None and not isinstance(value, str):
+                raise self.err(f"{key} takes a string, e.g. {key}=\"name\"", key_tok.pos)
             if self.tok.kind == ",":
                 self.next()
             elif self.tok.kind != "]":
                 raise self.err("expected ',' or ']' in the attribute list", open_pos)
         self.next()
         return attrs
+
+    def attribute_value(self, key: str):
+        """The value after ``key=``: a string, a number (a ``_Number`` string), a regex or a
+        TERMINAL name (as nodes), or a special token."""
+        self.next()
+        v = self.next()
+        if v.kind == "STRING":
+            return _string_value(self.src, v)
+        if v.kind == "SPECIAL":
+            return _special(self.src, v)
+        if v.kind == "REGEXP":
+            return Term(_regexp(self.src, v), pos=v.pos)
+        if v.kind == "TERMINAL":
+            return Ref(v.text, pos=v.pos)
+        if v.kind == "NUMBER":
+            text = v.text
+            if self.tok.kind == "." and self.toks[self.k + 1].kind == "NUMBER":
+                self.next()
+                text += "." + self.next().text
+            return _Number(text)
+        raise self.err(f"bad value for attribute '{key}'", v.pos)
 
     def directive(self) -> None:
         t = self.next()
@@ -166,8 +205,8 @@ class _Parser:
             self.out.ignores.append((node, t.pos))
         elif d == "%import":
             self.import_()
-        elif d == "%llguidance":
-            self.expect("BLOB", "a {...} options object after %llguidance")
+        elif d in _GRAMMAR_OPTIONS:
+            self.grammar_options(t)
         elif d in ("%declare", "%override", "%extend"):
             raise self.err(f"{d} is not supported", t.pos)
         elif d in ("%json", "%regex"):
@@ -176,6 +215,23 @@ class _Parser:
             raise self.err(f"unknown directive {d}", t.pos)
         if self.tok.kind not in ("NL", "EOF"):
             raise self.err(f"unexpected {self.tok.text!r} after {d}")
+
+    def grammar_options(self, t: Token) -> None:
+        """``%llguidance {...}`` / ``%grammar_options {...}``: merged into ``options``."""
+        blob = self.expect("BLOB", f"a {{...}} options object after {t.text}")
+        value = _json_blob(self.src, blob)
+        if not isinstance(value, dict):
+            raise self.err(f"{t.text} takes a JSON object of options", blob.pos)
+        known = _GRAMMAR_OPTIONS[t.text]
+        for k, v in value.items():
+            if k not in known:
+                raise self.err(f"unknown {t.text} option {k!r} (known: {', '.join(known)})", blob.pos)
+            if not isinstance(v, bool):
+                raise self.err(f"{t.text} option {k!r} takes true or false, got {json.dumps(v)}", blob.pos)
+            if k == "allow_invalid_utf8" and v:
+                raise self.err("allow_invalid_utf8 is not supported: stencil's grammars describe UTF-8 text",
+                               blob.pos)
+            self.out.options[k] = self.out.options.get(k, False) or v
 
     def import_(self) -> None:
         mod = self.next()
@@ -223,7 +279,14 @@ class _Parser:
         return alts[0] if len(alts) == 1 else Alt(alts, pos=pos)
 
     def alias(self):
+        pos = self.tok.pos
         node = self.expansion()
+        if self.tok.kind == "&":   # llguidance: `&` binds looser than juxtaposition, tighter than `|`
+            items = [node]
+            while self.tok.kind == "&":
+                self.next()
+                items.append(self.expansion())
+            node = And(items, pos=pos)
         if self.tok.kind == "->":
             self.next()
             self.expect("RULE", "an alias name after '->'")
@@ -232,9 +295,9 @@ class _Parser:
     def expansion(self):
         pos = self.tok.pos
         items = []
-        while self.tok.kind in ("RULE", "TERMINAL", "STRING", "REGEXP", "(", "[", "SPECIAL", "DIRECTIVE"):
+        while self.tok.kind in _ATOM_START or self.tok.kind == "~" and self.toks[self.k + 1].kind != "NUMBER":
             items.append(self.expr())
-        if self.tok.kind in ("OP", "~"):
+        if self.tok.kind in ("OP", "~", "{"):
             raise self.err(f"'{self.tok.text}' has nothing to repeat")
         return items[0] if len(items) == 1 else Seq(items, pos=pos)
 
@@ -245,23 +308,42 @@ class _Parser:
             if t.kind == "OP":
                 self.next()
                 node = Rep(node, *{"*": (0, None), "+": (1, None), "?": (0, 1)}[t.text], pos=t.pos)
-            elif t.kind == "~":
+            elif t.kind == "~" and self.toks[self.k + 1].kind == "NUMBER":
                 self.next()
                 lo = int(self.expect("NUMBER", "a count after '~'").text)
                 hi = lo
                 if self.tok.kind == "..":
                     self.next()
                     hi = int(self.expect("NUMBER", "a count after '..'").text)
-                if hi < lo:
-                    raise self.err(f"repetition ~ {lo}..{hi}: the maximum is below the minimum", t.pos)
-                if hi > MAX_REPEAT:
-                    raise self.err(f"repetition count {hi} exceeds the limit of {MAX_REPEAT}", t.pos)
-                node = Rep(node, lo, hi, pos=t.pos)
+                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
+            elif t.kind == "{":
+                # llguidance / XGrammar: x{n}, x{m,}, x{,n}, x{m,n}
+                self.next()
+                lo = int(self.next().text) if self.tok.kind == "NUMBER" else None
+                if self.tok.kind == ",":
+                    self.next()
+                    hi = int(self.next().text) if self.tok.kind == "NUMBER" else None
+                elif lo is None:
+                    raise self.err("expected a repetition count such as {3}, {2,}, {,4} or {1,5}", t.pos)
+                else:
+                    hi = lo
+                self.expect("}", "'}' closing the repetition count")
+                lo = lo or 0
+                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
             else:
                 return node
 
+    def check_count(self, lo: int, hi: Optional[int], pos: int) -> Optional[int]:
+        if hi is not None and hi < lo:
+            raise self.err(f"repetition {{{lo},{hi}}}: the maximum is below the minimum", pos)
+        if max(lo, hi or 0) > MAX_REPEAT:
+            raise self.err(f"repetition count {max(lo, hi or 0)} exceeds the limit of {MAX_REPEAT}", pos)
+        return hi
+
     def atom(self):
         t = self.next()
+        if t.kind == "~":   # llguidance negation: binds tighter than `+` (`~A+` is `(~A)+`)
+            return Not(self.atom(), pos=t.pos)
         if t.kind == "(":
             node = self.expansions()
             self.expect(")", "')'")
@@ -281,12 +363,19 @@ class _Parser:
         if t.kind in ("RULE", "TERMINAL"):
             if t.text[0] in "?!":
                 raise self.err("'?' and '!' only go before a rule being defined", t.pos)
-            if self.tok.kind == "{":
+            if self.tok.kind == "{" and self.toks[self.k + 1].kind not in ("NUMBER", ","):
                 raise self.err(f"templates such as {t.text}{{...}} are not supported", self.tok.pos)
             return Ref(t.text, pos=t.pos)
         if t.kind == "SPECIAL":
             return _special(self.src, t)
+        if t.kind == "GRAMMAR_REF":
+            raise self.err(f"{t.text}: references to other grammars by name are not supported; embed the "
+                           "grammar instead (%json {...} for a JSON Schema, %lark {...} for a Lark grammar)",
+                           t.pos)
         if t.kind == "DIRECTIVE":
+            if t.text == "%lark":
+                body = self.expect("LARK", "a grammar in braces after %lark: %lark { start: ... }")
+                return SubGrammar(_Parser(self.src, body.inner).parse(), pos=t.pos)
             if t.text not in ("%json", "%regex"):
                 raise self.err(f"{t.text} cannot appear inside an expansion", t.pos)
             blob = self.expect("BLOB", f"a {{...}} object after {t.text}")
@@ -376,8 +465,14 @@ def _regexp(src: Source, t: Token):
 
 def _special(src: Source, t: Token) -> TokenRef:
     if t.text.startswith("<["):
-        ids = parse_id_list(t.text[2:-2], lambda m: src.error(m, t.pos))
-        return TokenRef(ids=ids, pos=t.pos)
+        body = t.text[2:-2].strip()
+        # <[*]> (any token) and <[^ids]> (any token but these): like GBNF's !<[ids]>, text that
+        # is not those tokens, since a grammar over text does not count tokens
+        if body == "*":
+            return TokenRef(ids=(), negated=True, pos=t.pos)
+        negated = body.startswith("^")
+        ids = parse_id_list(body[1:] if negated else body, lambda m: src.error(m, t.pos))
+        return TokenRef(ids=ids, negated=negated, pos=t.pos)
     return TokenRef(text=t.text, pos=t.pos)
 
 
