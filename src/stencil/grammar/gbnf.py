@@ -39,15 +39,30 @@ from stencil.grammar import regex_unicode as U
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
+from stencil.grammar.gbnf_macros import MACROS, expand_macro
 
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
 
+import re
+
 MAX_REPEAT = 100_000
+_DOTTED_DEFINITION = re.compile(r"(?m)^[ \t]*([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+)[ \t]*(?:\[[^\]\n]*\])?[ \t]*::?=?")
 MAX_NESTING = 100   # nested groups; deeper nesting is certainly a generated mistake
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b"}
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b",
+                   "0": "\0"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-_XGRAMMAR_MACROS = ("TagDispatch", "Repeat", "Lookahead")
+# XGrammar rule options: these name spans or set a sampling temperature, and do not change the language
+_NEUTRAL_OPTIONS = ("capture", "temperature", "stop_capture", "capture_hidden_suffix_bytes",
+                    "capture_hidden_stop_bytes", "capture_hidden_body_rule_id", "capture_hidden_marker_rule_id")
+_REFUSED_OPTIONS = {
+    "max_tokens": "max_tokens is not supported: stencil's languages are sets of texts and the core does not "
+                  "count tokens per rule; bound the text instead (e.g. [^]{0,2000})",
+    "max_chars": "max_chars is not supported in GBNF grammars; write the bound as a repetition "
+                 "(e.g. [^]{0,128}) or use the Lark form name[max_chars=128]: /.../",
+    "lazy": "lazy is not supported in GBNF grammars (the character-level front-end has no lazy lexemes); "
+            "use the Lark form name[lazy]: ... (compile_lark)",
+}
 
 
 class _Parser:
@@ -56,6 +71,8 @@ class _Parser:
         self.s = source.text
         self.n = len(self.s)
         self.i = 0
+        # names defined with dots (XGrammar's `a.b ::=`), so that `a.b` in a body can mean them
+        self.defined = set(_DOTTED_DEFINITION.findall(self.s))
 
     def err(self, msg: str, pos: Optional[int] = None):
         return self.src.error(msg, self.i if pos is None else pos)
@@ -76,23 +93,68 @@ class _Parser:
     def peek(self) -> str:
         return self.s[self.i] if self.i < self.n else ""
 
-    def name_at(self, i: int) -> int:
-        """End offset of the rule name starting at ``i`` (``i`` itself if there is none)."""
-        while i < self.n and self.s[i] in _NAME_CHARS:
+    def name_at(self, i: int, dots: bool = False) -> int:
+        """End offset of the rule name starting at ``i`` (``i`` itself if there is none);
+        ``dots``: with inner ``.`` (XGrammar names such as ``a.b``)."""
+        start = i
+        while i < self.n and (self.s[i] in _NAME_CHARS or dots and self.s[i] == "." and i > start
+                              and i + 1 < self.n and self.s[i + 1] in _NAME_CHARS):
             i += 1
         return i
 
+    def after_name(self, j: int) -> int:
+        """Offset of ``::=`` (or XGrammar's ``:``) after a rule name and its ``[options]``, or -1."""
+        j = self._after_space(j)
+        if j < self.n and self.s[j] == "[":
+            k = self.s.find("]", j)
+            if k < 0 or "\n" in self.s[j:k]:
+                return -1
+            j = self._after_space(k + 1)
+        if self.s.startswith("::=", j) or self.s.startswith(":", j) and not self.s.startswith("::", j):
+            return j
+        return -1
+
     def defines_rule_at(self, i: int) -> bool:
-        """Whether ``name ::=`` starts at offset ``i``."""
-        j = self.name_at(i)
-        if j == i:
-            return False
-        save = self.i
-        self.i = j
-        self.skip()
-        ok = self.s.startswith("::=", self.i)
-        self.i = save
-        return ok
+        """Whether ``name ::=`` (or ``name[options] ::=``, or ``name:``) starts at offset ``i``."""
+        j = self.name_at(i, dots=True)
+        return j > i and self.after_name(j) >= 0
+
+    def rule_options(self) -> None:
+        """XGrammar's ``name[option, option=value] ::=``: checked; none changes the language here."""
+        open_pos = self.i
+        self.i += 1
+        while True:
+            self.i = self._after_space(self.i)
+            if self.peek() == "]":
+                self.i += 1
+                return
+            kpos = self.i
+            end = self.name_at(self.i)
+            key = self.s[self.i:end]
+            if not key:
+                raise self.err("expected a rule option such as capture or temperature=0.7", kpos)
+            self.i = self._after_space(end)
+            if key in _REFUSED_OPTIONS:
+                raise self.err(_REFUSED_OPTIONS[key], kpos)
+            if key not in _NEUTRAL_OPTIONS:
+                raise self.err(f"unknown rule option '{key}' (known: {', '.join(_NEUTRAL_OPTIONS)}; "
+                               f"refused: {', '.join(_REFUSED_OPTIONS)})", kpos)
+            if self.peek() == "=":
+                self.i = self._after_space(self.i + 1)
+                if self.peek() in "\"'":
+                    self.string_value()
+                else:
+                    j = self.i
+                    while j < self.n and (self.s[j].isalnum() or self.s[j] in ".-+"):
+                        j += 1
+                    if j == self.i:
+                        raise self.err(f"expected a value after {key}=", self.i)
+                    self.i = j
+            self.i = self._after_space(self.i)
+            if self.peek() == ",":
+                self.i += 1
+            elif self.peek() != "]":
+                raise self.err("expected ',' or ']' in the rule options", open_pos)
 
     # -- grammar --------------------------------------------------------------------------------
     def parse(self) -> EbnfGrammar:
@@ -103,15 +165,20 @@ class _Parser:
         while self.i < self.n:
             check_deadline()
             start = self.i
-            end = self.name_at(start)
+            end = self.name_at(start, dots=True)
             if end == start:
                 raise self.err(f"expected a rule name, found {self.peek()!r}")
             name = self.s[start:end]
-            self.i = end
-            self.skip()
-            if not self.s.startswith("::=", self.i):
+            self.i = self._after_space(end)
+            if self.peek() == "[":
+                self.rule_options()
+                self.i = self._after_space(self.i)
+            if self.s.startswith("::=", self.i):
+                self.i += 3
+            elif self.s.startswith(":", self.i) and not self.s.startswith("::", self.i):
+                self.i += 1     # `name: body`, as some XGrammar grammars write it
+            else:
                 raise self.err(f"expected '::=' after the rule name '{name}'")
-            self.i += 3
             body = self.alternates(depth=0)
             if name in rules:
                 line, col = self.src.line_col(rules[name].pos)
@@ -171,10 +238,13 @@ class _Parser:
         pos = self.i
         if c in _NAME_CHARS:
             end = self.name_at(self.i)
+            dotted = self.name_at(self.i, dots=True)
+            if dotted > end and self.s[self.i:dotted] in self.defined:
+                end = dotted    # `a.b` is XGrammar's rule a.b where one is defined, else llama.cpp's a . b
             name = self.s[self.i:end]
             self.i = end
-            if self.peek() == "(" and name in _XGRAMMAR_MACROS:
-                raise self.err(f"the XGrammar macro {name}(...) is not supported", pos)
+            if self.peek() == "(" and name in MACROS:
+                return expand_macro(self, name, pos)
             return Ref(name, pos=pos)
         if c in "\"'":
             return Term(self.string(), pos=pos)
@@ -288,6 +358,9 @@ class _Parser:
         return ord(c)
 
     def string(self):
+        return R.literal(self.string_value())
+
+    def string_value(self) -> str:
         quote = self.s[self.i]
         open_pos = self.i
         self.i += 1
@@ -308,7 +381,7 @@ class _Parser:
             else:
                 chars.append(c)
                 self.i += 1
-        return R.literal("".join(chars))
+        return "".join(chars)
 
     def class_char(self) -> int:
         if self.s[self.i] == "\\":
