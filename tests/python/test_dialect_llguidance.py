@@ -1,0 +1,206 @@
+"""llguidance's Lark dialect (guidance-ai/llguidance, docs/syntax.md), one test per section of
+that document, the grammar text written from its examples. Each grammar is checked through the
+Matcher with the DeepSeek tokenizer (strings accepted or rejected, the mask agreeing with
+accept_token at every step) and, where the language is regular, whole masks against the
+brute-force regex oracle. What stencil cannot mean the same way is refused with a precise error."""
+from __future__ import annotations
+
+import pytest
+
+import stencil
+from dialect_helpers import env as _env
+
+
+@pytest.fixture(scope="module")
+def env():
+    return _env()
+
+
+def lark(env, text):
+    return env.compiler.compile_lark(text)
+
+
+# --- "Minor syntax changes": expr{M,N}, // and # comments, '-' in identifiers ---------------------
+
+def test_bounded_repetition_on_rules_and_terminals(env):
+    g = lark(env, '''
+start: item-list            // a comment
+item-list: ITEM{2,3}        # another comment
+ITEM: "a"{1,2} ","
+''')
+    env.check(g, ["a,a,", "aa,a,aa,"], ["a,", "a,a,a,a,", "aaa,a,", "a,a"])
+    n = env.check_masks(g, r"(?:a{1,2},){2,3}", ["", "a", "a,", "aa,a,", "a,a,a,"])
+    assert n > 0
+    for text, good, bad in [
+        ('start: "x"{3}', ["xxx"], ["xx", "xxxx"]),
+        ('start: "x"{2,}', ["xx", "xxxxx"], ["x"]),
+        ('start: X\nX: "x"{,2}', ["", "x", "xx"], ["xxx"]),
+        ('start: X{1,2} "!"\nX: /[0-9]/{2}', ["12!", "1234!"], ["1!", "123!"]),
+    ]:
+        env.check(lark(env, text), good, bad)
+
+
+def test_repetition_errors_have_positions(env):
+    with pytest.raises(stencil.GrammarError, match=r"line 1, column 11: repetition \{3,2\}"):
+        lark(env, 'start: "x"{3,2}')
+    with pytest.raises(stencil.GrammarError, match="templates"):
+        lark(env, 'start: sep{"a", "b"}')
+
+
+# --- "Special tokens": <name>, <[id]>, ranges, lists -----------------------------------------------
+
+def test_special_tokens(env):
+    g = lark(env, 'start: "a" <[0]>')       # DeepSeek's <｜begin▁of▁sentence｜>, a special token
+    env.check(g, [["a", 0]], [["a"], ["a", 2]])
+    # llguidance allows any <name>; DeepSeek's <think> is an ordinary token, so it means its text
+    g = lark(env, 'start: <think> "x" </think>')
+    env.check(g, ["<think>x</think>"], ["<think>x"])
+    g = lark(env, 'start: "a" <[0-2,128000]>')
+    env.check(g, [["a", 0], ["a", 128000]], [["a", 3]])
+
+
+# --- "Lexeme options" and "Lazy lexemes" ----------------------------------------------------------
+
+def test_lexeme_option_values(env):
+    # stop/suffix take a string, a regex or a terminal name; capture, stop_capture and
+    # temperature do not change the language
+    for stop in ['"<end>"', "/<end>/", "END"]:
+        g = lark(env, f'start: with_stop "!"\nwith_stop[capture, stop={stop}, stop_capture="s", '
+                      f'temperature=0.7]: /[a-z<>]*/\nEND: "<end>"')
+        env.check(g, ["foo<end>!", "<end>!"], ["foo!", "foo<end>bar<end>!", "foo<end>"])
+    g = lark(env, 'start: a\na[suffix=/<\\/?end>/]: /[a-z]*/')
+    env.check(g, ["ab<end>", "ab</end>"], ["ab<end>x", "ab"])
+
+
+def test_lazy_lexemes_doc_example(env):
+    g = lark(env, '''
+start: outer_suffix | outer_lazy
+with_suffix[capture, suffix="<end>"]: /.*/
+outer_suffix[capture]: with_suffix
+with_lazy[capture, lazy]: /.*<end>/
+outer_lazy[capture]: with_lazy
+''')
+    # lazy: they match just the prefix up to the first <end>
+    env.check(g, ["foo<end>", "<end>"], ["foo<end>bar<end>", "foo"])
+
+
+def test_max_tokens_is_refused_precisely(env):
+    with pytest.raises(stencil.GrammarError, match=r"line 2, column 14: max_tokens is not supported"):
+        lark(env, 'start: m\nm[stop="\\n", max_tokens=10, temperature=0.7]: /.*/')
+
+
+# --- "Tool calling" ----------------------------------------------------------------------------------
+
+def test_tool_calling_doc_example(env):
+    g = lark(env, r'''
+start: ( f_foo | f_bar )* f_end
+f_end: TEXT
+TEXT: /(.|\n)*/
+f_foo_hd[lazy]: TEXT "<function"
+f_foo: f_foo_hd "=foo>" %json { "type": "object" } "</function>"
+f_bar_hd[lazy]: TEXT "<function"
+f_bar: f_bar_hd "=bar>" /[0-9]+/ "</function>"
+''')
+    env.check(g, ["no call at all", "hi <function=bar>12</function> bye",
+                  'x<function=foo>{"a": 1}</function>y<function=bar>3</function>'],
+              ["hi <function=baz>1</function>", "<function=bar>x</function>", "<function=foo>[]</function>"])
+
+
+# --- "And/Not operators in regexes" ------------------------------------------------------------------
+
+def test_and_not_doc_example(env):
+    g = lark(env, 'start: ASCII_LINES\nASCII_LINES: /[a-zA-Z \\n]*/ & ~/(?s:.*)\\n\\n(?s:.*)/')
+    env.check(g, ["ab\ncd\n", "", "a b"], ["a\n\nb", "\n\n", "a1"])
+    env.check_masks(g, r"(?:[a-zA-Z ]|\n[a-zA-Z ])*\n?", ["", "ab", "ab\n", "x\ny"])
+    g = lark(env, 'start: A\nA: /(?s:.*)/ & ~/(?s:.*)AAA(?s:.*)/')
+    env.check(g, ["AAbAA", "héllo"], ["xAAAx", "AAA"])
+    env.check_masks(g, r"(?s)(?:[^A]|A[^A]|AA[^A])*A{0,2}", ["", "A", "AA", "xAAb"])
+
+
+def test_and_not_precedence(env):
+    # `&` binds tighter than `|`: (A & B) | C
+    g = lark(env, 'start: X\nX: /[a-z]+/ & /a.*/ | "7"')
+    env.check(g, ["abc", "a", "7"], ["bc", "a7"])
+    # `~` binds tighter than `+`: ~A+ is (~A)+, which takes "aa" (itself not "a") but not "a"
+    g = lark(env, 'start: X\nX: ~"a"+ & /[ab]*/')
+    env.check(g, ["aa", "", "b", "ab"], ["a"])
+    g = lark(env, 'start: X\nX: ~("a"+) & /[ab]*/')
+    env.check(g, ["", "b", "ab"], ["a", "aa"])
+    with pytest.raises(stencil.GrammarError, match="the operands of '&'"):
+        lark(env, 'start: r & "a"\nr: "a"')
+
+
+# --- "Structured %regex": substring_chunks / _words / _chars ----------------------------------------
+
+SUBSTRINGS = ["", "abc", "de", "fg", "abcde", "defg", "abcdefg"]
+
+
+def test_substring_chunks_doc_example(env):
+    g = lark(env, 'start: %regex { "substring_chunks": ["abc", "de", "fg"] }')
+    env.check(g, SUBSTRINGS, ["ab", "cde", "abcfg", "fgde"])
+    env.check_masks(g, "|".join(s for s in SUBSTRINGS if s) + "|", ["", "abc", "de"])
+
+
+def test_substring_words_and_chars(env):
+    words = lark(env, 'start: %regex { "substring_words": "foo bar. baz" }')
+    chunks = lark(env, 'start: %regex { "substring_chunks": ["foo", " ", "bar", ".", " ", "baz"] }')
+    for s in ["", "foo bar", "bar. baz", " ", "foo bar. baz", ". "]:
+        assert env.accepts(words, s) and env.accepts(chunks, s), s
+    for s in ["fo", "oo bar", "foo baz", "ar."]:
+        assert not env.accepts(words, s) and not env.accepts(chunks, s), s
+    g = lark(env, 'start: ABC\nABC: %regex { "substring_chars": "ab c" }')
+    env.check(g, ["", "b c", "ab c", " "], ["ac", "abc", "c b"])
+    # the spelling the document proposes
+    g = lark(env, 'start: %regex {"type": "substring", "chunks": ["a", "b", "c"]}')
+    env.check(g, ["ab", "bc", ""], ["ac"])
+    with pytest.raises(stencil.GrammarError, match="cannot be combined"):
+        lark(env, 'start: %regex {"substring_chars": "ab", "pattern": "a"}')
+
+
+# --- "Grammar options": %llguidance ---------------------------------------------------------------
+
+def test_llguidance_options(env):
+    # ignore_once: the %ignore regex describes the whole skipped span, so its bound holds
+    once = lark(env, '%llguidance { "ignore_once": true }\n%ignore /[ \\t]{1,8}/\nstart: "A" "!"')
+    env.check(once, ["A!", "A        !", "A\t!"], ["A         !"])
+    # by default an %ignore regex matches repeatedly at the same position
+    many = lark(env, '%llguidance {}\n%ignore /[ \\t]{1,8}/\nstart: "A" "!"')
+    env.check(many, ["A!", "A" + " " * 20 + "!"], ["A x!"])
+    lark(env, '%llguidance { "no_forcing": true, "allow_initial_skip": true }\nstart: "a"')
+    with pytest.raises(stencil.GrammarError, match="unknown %llguidance option 'ignore_twice'"):
+        lark(env, '%llguidance { "ignore_twice": true }\nstart: "a"')
+    with pytest.raises(stencil.GrammarError, match="allow_invalid_utf8 is not supported"):
+        lark(env, '%llguidance { "allow_invalid_utf8": true }\nstart: "a"')
+
+
+# --- "Multiple grammars": @name --------------------------------------------------------------------
+
+def test_grammar_references_are_refused_precisely(env):
+    with pytest.raises(stencil.GrammarError, match=r"line 2, column 10: @fcall: references to other grammars"):
+        lark(env, 'start: /(.|\\n)*/ | fun\nfun: "<" @fcall ">"')
+
+
+# --- strings: \e and the other escapes ----------------------------------------------------------------
+
+def test_escapes(env):
+    g = lark(env, 'start: "\\e[0m" "\\x41\\u00e9"')
+    env.check(g, ["\x1b[0mAé"], ["[0mAé"])
+
+
+# --- "Recursive rules" and "Terminals vs rules" --------------------------------------------------------
+
+def test_performance_section_examples(env):
+    g = lark(env, '''
+start: expr
+expr: expr "+" term | term
+term: term "*" factor | factor
+factor: "(" expr ")" | NUMBER
+NUMBER: /[0-9]+/
+''')
+    env.check(g, ["1+2*3", "(1+2)*3"], ["1+", "()"])
+    g = lark(env, 'start: IDENTIFIER\nID_START: /[a-zA-Z_]/\nID_CHAR: /[a-zA-Z0-9_]/\n'
+                  'IDENTIFIER: ID_START ID_CHAR*')
+    env.check(g, ["_a1", "x"], ["1a", "a-b"])
+    env.check_masks(g, r"[a-zA-Z_][a-zA-Z0-9_]*", ["", "a"])
+    g = lark(env, 'start: INT\nINT: "-"? UINT\nUINT: DIGIT+\nDIGIT: /[0-9]/')
+    env.check(g, ["-12", "7"], ["-", "1-2"])
