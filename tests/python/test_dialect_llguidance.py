@@ -84,9 +84,66 @@ outer_lazy[capture]: with_lazy
     env.check(g, ["foo<end>", "<end>"], ["foo<end>bar<end>", "foo"])
 
 
-def test_max_tokens_is_refused_precisely(env):
-    with pytest.raises(stencil.GrammarError, match=r"line 2, column 14: max_tokens is not supported"):
-        lark(env, 'start: m\nm[stop="\\n", max_tokens=10, temperature=0.7]: /.*/')
+def _budget_oracle(info, tokens, n: int) -> bool:
+    """llguidance's max_tokens on `start: "<" r ">"`, `r[max_tokens=n]: /[a-z]+/`, token by token:
+    when a token ends inside r and r has then spanned n tokens, r ends there (">" must follow)."""
+    phase, letters, spanned = "open", 0, 0
+    for tok in tokens:
+        raw = info.token_bytes(tok)
+        if not raw or tok in info.special_token_ids:
+            return False
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError:
+            return False
+        touched = False
+        for ch in text:
+            if phase == "open" and ch == "<":
+                phase, letters, spanned = "r", 0, 0
+            elif phase == "r" and "a" <= ch <= "z":
+                letters += 1
+                spanned += not touched
+                touched = True
+            elif phase in ("r", "ended") and ch == ">" and letters:
+                phase = "done"
+            else:
+                return False
+        if phase == "r" and letters and spanned >= n:
+            phase = "ended"
+    return True
+
+
+def test_max_tokens_masks_match_the_token_oracle(env):
+    import numpy as np
+    info = env.info
+    g = lark(env, 'start: "<" r ">"\nr[max_tokens=2]: /[a-z]+/')
+    lt, a, b, ab = info.token_id("<"), info.token_id("a"), info.token_id("b"), info.token_id("ab")
+    for prefix in [[lt], [lt, a], [lt, a, b], [lt, ab], [lt, ab, a]]:
+        m = stencil.Matcher(g)
+        assert m.accept_tokens(prefix) == len(prefix)
+        m.fill_next_token_bitmask(env.bitmask, 0)
+        got = np.unpackbits(env.bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size].astype(bool)
+        want = np.array([_budget_oracle(info, prefix + [t], 2) for t in range(info.vocab_size)])
+        assert np.array_equal(got, want), [info.token_bytes(int(t)) for t in np.flatnonzero(got != want)[:5]]
+        assert got.sum() >= 1
+    # after two tokens the lexeme has ended: only ">" (or tokens starting with it) may follow
+    env.check(g, [[lt, a, b, info.token_id(">")], [lt, ab, ">"]], [[lt, a, b, a], [lt, a, b]])
+    # rollback and forks keep the count right
+    m = stencil.Matcher(g, max_rollback=4)
+    assert m.accept_tokens([lt, a, b]) == 3 and not m.accept_token(a)
+    m.rollback(1)
+    assert m.accept_token(ab) and not m.accept_token(a) and m.accept_token(info.token_id(">"))
+
+
+def test_max_tokens_doc_example_and_errors(env):
+    # "Lexeme options": mygen[stop="\n", max_tokens=10, temperature=0.7]: /.*/
+    g = lark(env, 'start: mygen "!"\nmygen[stop="\\n", max_tokens=3, temperature=0.7]: /.*/')
+    a = env.info.token_id("a")
+    env.check(g, ["ab\n!", [a, a, "\n!"]], [[a, a, a, a, "\n!"]])
+    with pytest.raises(stencil.GrammarError, match=r"line 2, column 3: max_tokens takes a positive integer"):
+        lark(env, 'start: m\nm[max_tokens=0]: /a+/')
+    with pytest.raises(stencil.GrammarError, match=r"'m' must be made of strings, regexes and terminals"):
+        lark(env, 'start: m\nm[max_tokens=3]: r\nr: "a"')
 
 
 # --- "Tool calling" ----------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def test_rule_options(env):
     g = ebnf(env, 'root ::= item ("," item)*\nitem[capture="number", temperature=0.7] ::= [0-9]+\n'
                   'other[capture] ::= "x"')
     env.check(g, ["1,22,333"], ["1,", ",1"])
-    for opt, msg in [("max_tokens=512", "line 2, column 11: max_tokens is not supported"),
+    for opt, msg in [("max_tokens=512", "line 2, column 11: max_tokens is not supported in GBNF"),
                      ("max_chars=20", "line 2, column 11: max_chars is not supported in GBNF"),
                      ("lazy", "line 2, column 11: lazy is not supported in GBNF"),
                      ("colour=3", "line 2, column 11: unknown rule option 'colour'")]:
@@ -225,8 +225,14 @@ def test_lark_rule_options(env):
     g = lark(env, 'start: "<" v ">"\nv[max_chars=5, capture="v"]: /[a-zé]+/')
     env.check(g, ["<a>", "<abcdé>"], ["<abcdef>", "<>"])
     env.check_masks(g, r"<[a-zé]{1,5}>", ["", "<", "<abc", "<abcdé"])
-    with pytest.raises(stencil.GrammarError, match="line 2, column 24: max_tokens is not supported"):
-        lark(env, 'start: r\nr[capture="reasoning", max_tokens=512]: /(.|\\n)*/')
+    # max_tokens: a body that can end anywhere ends once its budget is spent (see also
+    # test_dialect_llguidance.test_max_tokens_masks_match_the_token_oracle)
+    g = lark(env, 'start: "<think>" reasoning "</think>" answer\nreasoning[max_tokens=3, capture="reasoning"]: TEXT\n'
+                  'answer: /[0-9]+/\nTEXT: /(.|\\n)*/')
+    a, b, c, d = (env.info.token_id(x) for x in "abcd")
+    think, end = env.info.token_id("<think>"), env.info.token_id("</think>")
+    # (TEXT is greedy: it would take "</think>" too, so the budget is what ends it here)
+    env.check(g, [[think, a, b, c, end, "42"]], [[think, a, b, c, d], [think, a, b, c, "x"], [think, a, b, c]])
     with pytest.raises(stencil.GrammarError, match="max_chars takes a non-negative integer"):
         lark(env, 'start: r\nr[max_chars="5"]: /a*/')
 

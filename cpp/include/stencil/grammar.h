@@ -100,7 +100,8 @@ class GrammarBuilder {
   bool re_nullable(ExprId e) const;
 
   // Symbols.
-  Symbol lexeme(ExprId expr, const std::string& name, bool lazy);
+  // max_tokens > 0: the lexeme spans at most that many tokens, then must end (see LexemeSpec).
+  Symbol lexeme(ExprId expr, const std::string& name, bool lazy, uint32_t max_tokens = 0);
   Symbol literal(const std::string& text, const std::string& name);
   Symbol special_token(const std::vector<int32_t>& token_ids, const std::string& name);
   void ignore(ExprId expr, const std::string& name);

@@ -78,13 +78,14 @@ bool GrammarBuilder::re_nullable(ExprId e) const {
   return store_.nullable(e);
 }
 
-Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy) {
+Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy, uint32_t max_tokens) {
   check_expr(expr, "lexeme");
   bool nullable = store_.nullable(expr);
   // A lexeme never matches the empty string (the lexer would loop on it):
   // L becomes (L minus ε), used optionally.
   ExprId body = nullable ? store_.conj({expr, store_.negate(ExprStore::kEmpty)}) : expr;
-  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy");
+  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy") +
+                    (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
   uint32_t id;
   auto it = lexeme_ids_.find(key);
   if (it != lexeme_ids_.end()) {
@@ -94,6 +95,7 @@ Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy) {
     LexemeSpec spec;
     spec.expr = body;
     spec.lazy = lazy;
+    spec.max_tokens = max_tokens;
     spec.name = name;
     lexemes_.push_back(std::move(spec));
     lexeme_ids_.emplace(key, id);

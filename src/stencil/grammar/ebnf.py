@@ -90,6 +90,7 @@ class Term(Node):
     name: str = ""
     build: Optional[Callable] = None
     lazy: bool = False      # the lexeme ends as soon as it matches
+    max_tokens: int = 0     # > 0: the lexeme spans at most this many tokens (Lark max_tokens)
 
 
 @dataclass(eq=False)
@@ -138,6 +139,7 @@ class RuleDef:
     lazy: bool = False
     stop: Any = None
     max_chars: Optional[int] = None
+    max_tokens: int = 0
 
 
 @dataclass

@@ -56,8 +56,8 @@ _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _NEUTRAL_OPTIONS = ("capture", "temperature", "stop_capture", "capture_hidden_suffix_bytes",
                     "capture_hidden_stop_bytes", "capture_hidden_body_rule_id", "capture_hidden_marker_rule_id")
 _REFUSED_OPTIONS = {
-    "max_tokens": "max_tokens is not supported: stencil's languages are sets of texts and the core does not "
-                  "count tokens per rule; bound the text instead (e.g. [^]{0,2000})",
+    "max_tokens": "max_tokens is not supported in GBNF grammars, whose rules are not single lexemes; use the "
+                  "Lark form name[max_tokens=512]: /.../ (compile_lark), where the rule is one lexeme",
     "max_chars": "max_chars is not supported in GBNF grammars; write the bound as a repetition "
                  "(e.g. [^]{0,128}) or use the Lark form name[max_chars=128]: /.../",
     "lazy": "lazy is not supported in GBNF grammars (the character-level front-end has no lazy lexemes); "

@@ -44,7 +44,7 @@ class _Emitter:
             hit = self.terms.get(id(node))
             if hit is None:
                 name = node.name or _describe(node)
-                hit = (node, b.lexeme(term_expr(b, node), name, node.lazy))
+                hit = (node, b.lexeme(term_expr(b, node), name, node.lazy, node.max_tokens))
                 self.terms[id(node)] = hit
             return hit[1]
         if isinstance(node, Seq):

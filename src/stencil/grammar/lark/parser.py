@@ -126,7 +126,7 @@ class _Parser:
             line, col = self.src.line_col(table[name].pos)
             raise self.err(f"'{name}' is defined twice (first at line {line}, column {col})", t.pos)
         rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"),
-                     max_chars=attrs.get("max_chars"))
+                     max_chars=attrs.get("max_chars"), max_tokens=attrs.get("max_tokens", 0))
         table[name] = rd
 
     def attributes(self) -> dict:
@@ -160,11 +160,11 @@ class _Parser:
                     raise self.err("max_chars takes a non-negative integer, e.g. max_chars=128", key_tok.pos)
                 attrs["max_chars"] = int(value)
             elif key == "max_tokens":
-                # A lexeme bounded in tokens would make masks depend on the token count, which
-                # the lexer states and the shared mask cache do not key on.
-                raise self.err("max_tokens is not supported: stencil's languages are sets of texts, and the "
-                               "core does not count tokens per lexeme; bound the text instead (max_chars=N, "
-                               "or a bounded regex such as /(.|\\n){0,2000}/)", key_tok.pos)
+                if not (isinstance(value, _Number) and value.isdigit() and int(value) > 0):
+                    raise self.err("max_tokens takes a positive integer, e.g. max_tokens=10", key_tok.pos)
+                if int(value) >= 1 << 32:
+                    raise self.err("max_tokens is too large (the limit is 4294967295)", key_tok.pos)
+                attrs["max_tokens"] = int(value)
             elif key == "temperature" and value is not None and not isinstance(value, _Number):
                 raise self.err("temperature takes a number, e.g. temperature=0.7", key_tok.pos)
             elif key in ("capture", "stop_capture") and value is not None and not isinstance(value, str):

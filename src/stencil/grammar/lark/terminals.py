@@ -7,6 +7,7 @@ turned into terminals the same way: their bodies may only hold terminal material
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from stencil.grammar import regex_ast as R
@@ -91,19 +92,20 @@ class _Resolver:
 
     def finish(self, term: Term, rd: RuleDef) -> Node:
         """Apply ``[max_chars=N]``, then ``[lazy]`` / ``[stop=...]`` (a string, a regex, a
-        terminal or a special token ends the text; the lexeme ends at its first end)."""
+        terminal or a special token ends the text; the lexeme ends at its first end) and
+        ``[max_tokens=N]`` (the lexeme spans at most N tokens, then must end: the core counts)."""
         if rd.max_chars is not None:
             term = _combine("chars", [term], rd.max_chars)
-        if rd.stop is None:
-            if rd.lazy:
-                term.lazy = True
-            return term
+        if rd.stop is not None and not isinstance(rd.stop, TokenRef):
+            stop = Term(R.literal(rd.stop)) if isinstance(rd.stop, str) else self.to_term(rd.stop, rd.name)
+            term = _combine("seq", [term, stop])
+        if rd.lazy or rd.stop is not None or rd.max_tokens:
+            # a copy: the body may be a named terminal, used elsewhere without these options
+            term = replace(term, lazy=term.lazy or rd.lazy or (rd.stop is not None and not isinstance(rd.stop, TokenRef)),
+                           max_tokens=rd.max_tokens or term.max_tokens)
         if isinstance(rd.stop, TokenRef):
             return Seq([term, rd.stop], pos=rd.pos)
-        stop = Term(R.literal(rd.stop)) if isinstance(rd.stop, str) else self.to_term(rd.stop, rd.name)
-        t = _combine("seq", [term, stop])
-        t.lazy = True
-        return t
+        return term
 
     def to_term(self, node: Node, owner: str) -> Term:
         if isinstance(node, Term):
@@ -161,7 +163,7 @@ def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
     r = _Resolver(syn, unused)
     rules: dict[str, RuleDef] = {}
     for name, rd in syn.rules.items():
-        if rd.lazy or rd.stop is not None or rd.max_chars is not None:
+        if rd.lazy or rd.stop is not None or rd.max_chars is not None or rd.max_tokens:
             body = r.finish(r.to_term(rd.body, name), rd)
         else:
             body = r.in_rule(rd.body)
