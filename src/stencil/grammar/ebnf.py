@@ -230,6 +230,22 @@ def _is_nothing(regex) -> bool:
     return isinstance(regex, Nothing)
 
 
+def substring_regex(chunks: Sequence[str]):
+    """The regex AST of every run of whole chunks, ``chunks[n:m]`` joined for ``n <= m`` (the
+    empty string included): llguidance's ``%regex {"substring_chunks": ...}`` and XGrammar's
+    ``Substring(...)``. The union of ``S_n = chunks[n] (S_{n+1})?``, each S_n built once from
+    the next (a DAG of O(len(chunks)) nodes)."""
+    from stencil.grammar import regex_ast as R
+
+    starts = [R.Empty()]
+    after = None
+    for c in reversed(chunks):
+        lit = R.literal(c)
+        after = lit if after is None else R.concat([lit, R.repeat(after, 0, 1)])
+        starts.append(after)
+    return R.alt(starts)
+
+
 class GrammarWarning(UserWarning):
     """Something in a grammar that is probably a mistake but does not change its language."""
 

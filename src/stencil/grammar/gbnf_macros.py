@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from stencil.grammar import regex_ast as R
 from stencil.grammar import regex_unicode as U
-from stencil.grammar.ebnf import Ref, Term, TokenRef
+from stencil.grammar.ebnf import Ref, Term, TokenRef, substring_regex
 
 __all__ = ["MACROS", "expand_macro", "MAX_SUBSTRING_CHUNKS"]
 
@@ -171,13 +171,7 @@ def expand_macro(p, name: str, pos: int):
         chunks = [_kind(args, v, "str", "every chunk") for v in args.positional]
         if len(chunks) > MAX_SUBSTRING_CHUNKS:
             raise args.err(f"more than {MAX_SUBSTRING_CHUNKS} chunks")
-        starts = [R.Empty()]
-        after = None
-        for c in reversed(chunks):   # S_n = chunk_n (S_n+1)?, each built once from the next
-            lit = R.literal(c)
-            after = lit if after is None else R.concat([lit, R.repeat(after, 0, 1)])
-            starts.append(after)
-        return Term(R.alt(starts), pos=pos)
+        return Term(substring_regex(chunks), pos=pos)
     # Token / ExcludeToken
     args.only(())
     if not args.positional:

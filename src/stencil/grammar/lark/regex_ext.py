@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from stencil.grammar.ebnf import Source, Term
+from stencil.grammar.ebnf import Source, Term, substring_regex
 from stencil.grammar.regex import build_regex
 
 __all__ = ["regex_options_term"]
@@ -25,7 +25,7 @@ __all__ = ["regex_options_term"]
 _KNOWN = ("pattern", "flags", "min_length", "max_length", "not_containing", "substring_chunks", "substring_words",
           "substring_chars", "type", "chunks")
 _SUBSTRING = ("substring_chunks", "substring_words", "substring_chars")
-MAX_SUBSTRING_TEXT = 200_000   # code points over all chunks
+MAX_SUBSTRING_TEXT = 100_000   # code points over all chunks
 
 
 def substring_chunks(src: Source, options: dict, pos: int):
@@ -59,19 +59,6 @@ def substring_chunks(src: Source, options: dict, pos: int):
     return chunks
 
 
-def build_substring(b, chunks: list) -> int:
-    """``chunks[n:m]`` joined, for any ``n <= m``: the union of ``S_n = chunks[n] (S_{n+1})?``
-    (every run of whole chunks starting at n), each S_n built once from the next, so the
-    expression has O(len(chunks)) nodes."""
-    starts = [b.re_empty()]
-    after = None
-    for c in reversed(chunks):
-        lit = b.re_literal(c)
-        after = lit if after is None else b.re_concat([lit, b.re_or([b.re_empty(), after])])
-        starts.append(after)
-    return b.re_or(starts)
-
-
 def regex_options_term(src: Source, options, pos: int) -> Term:
     if not isinstance(options, dict):
         raise src.error("%regex takes a JSON object of options", pos)
@@ -79,6 +66,8 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
         if k not in _KNOWN:
             raise src.error(f"unknown %regex option {k!r} (known: {', '.join(_KNOWN)})", pos)
     chunks = substring_chunks(src, options, pos)
+    if chunks is not None and set(options) <= {*_SUBSTRING, "type", "chunks"}:
+        return Term(substring_regex(chunks), pos=pos)   # a plain regex: the oracles and samplers read it
     pattern = options.get("pattern")
     flags = options.get("flags", "")
     if pattern is not None and not isinstance(pattern, str) or not isinstance(flags, str):
@@ -103,7 +92,7 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
 
     def build(b) -> int:
         if chunks is not None:
-            parts = [build_substring(b, chunks)]
+            parts = [build_regex(b, substring_regex(chunks))]
         else:
             parts = [build_regex(b, pattern, flags=flags) if pattern is not None else b.re_any_string()]
         if lo or hi is not None:
