@@ -223,7 +223,14 @@ def test_llguidance_options(env):
     # by default an %ignore regex matches repeatedly at the same position
     many = lark(env, '%llguidance {}\n%ignore /[ \\t]{1,8}/\nstart: "A" "!"')
     env.check(many, ["A!", "A" + " " * 20 + "!"], ["A x!"])
-    lark(env, '%llguidance { "no_forcing": true, "allow_initial_skip": true }\nstart: "a"')
+    # allow_initial_skip (false by default in llguidance): %ignore only after the first lexeme
+    no_skip = lark(env, '%llguidance {}\n%ignore /[ \\t]+/\nstart: "A" "!"')
+    env.check(no_skip, ["A !", "A! "], [" A!", "\tA !"])
+    env.check_masks(no_skip, r"A[ \t]*![ \t]*", ["", "A", "A !"])
+    skip = lark(env, '%llguidance { "no_forcing": true, "allow_initial_skip": true }\n%ignore " "\nstart: "A" "!"')
+    env.check(skip, [" A !", "A!"], ["A!!"])
+    # a plain Lark grammar (no %llguidance) keeps Lark's meaning: ignored text may come first
+    env.check(lark(env, '%ignore " "\nstart: "A" "!"'), [" A !"], [])
     with pytest.raises(stencil.GrammarError, match="unknown %llguidance option 'ignore_twice'"):
         lark(env, '%llguidance { "ignore_twice": true }\nstart: "a"')
     with pytest.raises(stencil.GrammarError, match="allow_invalid_utf8 is not supported"):
@@ -261,3 +268,16 @@ NUMBER: /[0-9]+/
     env.check_masks(g, r"[a-zA-Z_][a-zA-Z0-9_]*", ["", "a"])
     g = lark(env, 'start: INT\nINT: "-"? UINT\nUINT: DIGIT+\nDIGIT: /[0-9]/')
     env.check(g, ["-12", "7"], ["-", "1-2"])
+
+
+def test_budgets_and_initial_skip_survive_serialization(env):
+    # the core keeps max_tokens and "not before the first lexeme" in the serialized grammar
+    from stencil.grammar.lark import lark_grammar
+    g = lark_grammar('%llguidance {}\n%ignore " "\nstart: "<" r ">"\nr[max_tokens=2]: /[a-z]+/')
+    again = stencil.Grammar.deserialize(g.serialize())
+    assert again.serialize() == g.serialize() and again.hash() == g.hash()
+    plain = lark_grammar('%ignore " "\nstart: "<" r ">"\nr: /[a-z]+/')
+    assert plain.hash() != g.hash()
+    compiled = env.compiler.compile_grammar(again)
+    a, b = env.info.token_id("a"), env.info.token_id("b")
+    env.check(compiled, [["<", a, b, ">"], "< ab >"], [[" <", a, ">"], ["<", a, b, a, ">"]])

@@ -176,6 +176,9 @@ def test_lark_repetition_table(env):
 def test_lark_grammar_options(env):
     g = lark(env, '%grammar_options {"allow_initial_skip": true}\n%import common.WS\n%ignore WS\nstart: "a" "b"')
     env.check(g, ["ab", " a b", "a \n b "], ["a b c"])
+    # XGrammar's default: %ignore content may not come before the first lexeme
+    g = lark(env, '%grammar_options {"allow_initial_skip": false}\n%import common.WS\n%ignore WS\nstart: "a" "b"')
+    env.check(g, ["ab", "a \n b "], [" a b", "\nab"])
     with pytest.raises(stencil.GrammarError, match="unknown %grammar_options option 'allow_skip'"):
         lark(env, '%grammar_options {"allow_skip": true}\nstart: "a"')
     with pytest.raises(stencil.GrammarError, match="takes true or false"):

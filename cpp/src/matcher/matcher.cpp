@@ -75,7 +75,8 @@ void Matcher::reset() {
   follow_epoch();
   parser_.reset();
   frames_.clear();
-  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  frames_.push_back(new_frame(lexer_->initial_state(parser_.top().lexer_start),
+                              static_cast<uint32_t>(parser_.num_rows()), true, 0));
   history_.clear();
   terminated_ = false;
 }

@@ -5,9 +5,11 @@ in a rule) is one lexeme, lexed greedily among the terminals the parser allows a
 as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals.
 Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer) and
 ``<[12]>`` / ``<[1,5-7]>`` (by id); ``%json {schema}`` embeds a JSON Schema as a rule;
-``%regex {options}`` terminals with length bounds and forbidden substrings; ``name[lazy]`` and
-``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text up to a stop string or token.
-See :mod:`stencil.grammar.lark.parser` for the full syntax.
+``%regex {options}`` terminals with length bounds, forbidden substrings or llguidance's
+substrings; ``name[lazy]`` and ``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text
+up to a stop string or token; ``name[max_tokens=N]``; ``&`` / ``~`` on terminals and nested
+``%lark {...}`` grammars (llguidance's and XGrammar's dialects). See
+:mod:`stencil.grammar.lark.parser` for the full syntax.
 
 Example::
 

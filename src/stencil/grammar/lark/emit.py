@@ -109,12 +109,13 @@ class _Emitter:
     def run(self) -> int:
         b = self.b
         ignores = self.g.ignores
+        initial = self.g.options.get("allow_initial_skip", True)
         if self.g.options.get("ignore_once") and len(ignores) > 1:
             # llguidance's ignore_once: the union describes the whole skipped span
-            b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore")
+            b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore", initial)
         else:
             for t in ignores:
-                b.ignore(_ignore_expr(b, t, self.g.options.get("ignore_once", False)), t.name or "%ignore")
+                b.ignore(_ignore_expr(b, t, self.g.options.get("ignore_once", False)), t.name or "%ignore", initial)
         return self.rules_only()
 
     def rules_only(self) -> int:

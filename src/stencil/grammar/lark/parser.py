@@ -1,13 +1,17 @@
 """Parse Lark grammar text into the shared grammar AST (:mod:`stencil.grammar.ebnf`).
 
 Statements: rule and terminal definitions (``name: ...``, ``NAME: ...``, with ``?``/``!``
-prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored), ``%ignore``, ``%import
-common.X`` / ``%import common (X, Y)`` / ``%import common.X -> Y``, ``%llguidance {...}``
-(ignored). Expansions: ``|``, juxtaposition, ``( )``, ``[ ]`` (optional), ``? * +``, ``~ n`` and
-``~ n..m``, ``"literal"`` and ``"literal"i``, ``"a".."z"``, ``/regex/flags``, special tokens
-``<|name|>`` and ``<[1,5-7]>``, ``%json {schema}`` and ``%regex {options}``. Rule attributes
-``name[lazy]``, ``name[stop="..."]`` (or ``stop=<|token|>``), ``suffix=`` (same as stop) and the
-annotations ``capture``/``temperature`` (ignored: they do not change the language).
+prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored; ``-`` may appear in names),
+``%ignore``, ``%import common.X`` / ``%import common (X, Y)`` / ``%import common.X -> Y``,
+``%llguidance {...}`` and ``%grammar_options {...}`` (llguidance's and XGrammar's options).
+Expansions: ``|``, ``&`` (intersection of terminals, binding tighter than ``|``), juxtaposition,
+``( )``, ``[ ]`` (optional), ``? * +``, ``~ n``, ``~ n..m`` and ``{n}``, ``{m,}``, ``{,n}``,
+``{m,n}``, prefix ``~`` (complement of a terminal), ``"literal"`` and ``"literal"i``,
+``"a".."z"``, ``/regex/flags``, special tokens ``<|name|>``, ``<name>``, ``<[1,5-7]>``,
+``<[^ids]>`` and ``<[*]>``, ``%json {schema}``, ``%regex {options}`` and ``%lark {grammar}``.
+Rule attributes: ``lazy``; ``stop=`` / ``suffix=`` with a string, regex, TERMINAL or special
+token; ``max_tokens=N`` and ``max_chars=N``; ``capture``, ``stop_capture`` and ``temperature``
+(accepted: they do not change the language).
 """
 from __future__ import annotations
 
@@ -223,6 +227,9 @@ class _Parser:
         if not isinstance(value, dict):
             raise self.err(f"{t.text} takes a JSON object of options", blob.pos)
         known = _GRAMMAR_OPTIONS[t.text]
+        # a grammar written for llguidance or XGrammar: their default, no %ignore before the first
+        # lexeme (plain Lark allows it, and so does stencil without these directives)
+        self.out.options.setdefault("allow_initial_skip", False)
         for k, v in value.items():
             if k not in known:
                 raise self.err(f"unknown {t.text} option {k!r} (known: {', '.join(known)})", blob.pos)
