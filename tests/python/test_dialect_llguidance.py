@@ -281,3 +281,29 @@ def test_budgets_and_initial_skip_survive_serialization(env):
     compiled = env.compiler.compile_grammar(again)
     a, b = env.info.token_id("a"), env.info.token_id("b")
     env.check(compiled, [["<", a, b, ">"], "< ab >"], [[" <", a, ">"], ["<", a, b, a, ">"]])
+
+
+@pytest.mark.parametrize("text,message", [
+    ('start: "a"{x}', "line 1, column 11: expected a repetition count"),
+    ('start: "a" %lark { start: "b"', "line 1, column 18: '%lark {' is never closed"),
+    ('start: %lark { other: "a" }', "there is no start rule 'start'"),
+    ("start: " + "%lark { start: " * 30 + '"a"' + " }" * 30, "%lark blocks nest deeper than 20 levels"),
+    ('%llguidance {"ignore_once": 1}\nstart: "a"', "line 1, column 13: %llguidance option 'ignore_once' takes true or false"),
+    ('start: r\nr[stop=3]: /a/', "line 2, column 3: stop= takes a string, a /regex/"),
+    ('start: r\nr[capture=1]: /a/', "line 2, column 3: capture takes a string"),
+    ('start: r\nr[temperature="hot"]: /a/', "temperature takes a number"),
+    ('start: r\nr[max_tokens=99999999999]: /a/', "max_tokens is too large"),
+    ('start: r\nr[stop="a", suffix="b"]: /x/', "line 2, column 13: a rule has at most one stop or suffix"),
+    ('start: X\nX: "a" & <[1]>', "line 2, column 10: a special token cannot be part of 'X'"),
+    ('start: %regex {"substring_words": ["a"]}', "%regex: substring_words is a string"),
+    ('start: %regex {"substring_chars": "' + "a" * 100_001 + '"}', "longer than the limit of 100000"),
+])
+def test_dialect_errors(env, text, message):
+    with pytest.raises(stencil.GrammarError, match=message):
+        lark(env, text)
+
+
+def test_long_negation_runs_collapse(env):
+    # ~~A is A: a long run of `~` is read in a loop, and an even one cancels out
+    env.check(lark(env, 'start: X\nX: ' + "~" * 5000 + '"a" & /[ab]/'), ["a"], ["b"])
+    env.check(lark(env, 'start: X\nX: ' + "~" * 5001 + '"a" & /[ab]/'), ["b"], ["a"])

@@ -152,6 +152,9 @@ class _Parser:
                                    f"{key}=NAME or {key}=<|token|>", key_tok.pos)
                 if "stop" in attrs:
                     raise self.err("a rule has at most one stop or suffix", key_tok.pos)
+                if isinstance(value, _Number):
+                    raise self.err(f"{key}= takes a string, a /regex/, a TERMINAL name or a special token",
+                                   key_tok.pos)
                 if isinstance(value, str) and value == "":
                     attrs["lazy"] = True   # stop="": the end of the text (EOS) ends it
                 elif isinstance(value, (str, Term, TokenRef)) or isinstance(value, Ref) and value.name[:1].isupper():
@@ -171,7 +174,8 @@ class _Parser:
                 attrs["max_tokens"] = int(value)
             elif key == "temperature" and value is not None and not isinstance(value, _Number):
                 raise self.err("temperature takes a number, e.g. temperature=0.7", key_tok.pos)
-            elif key in ("capture", "stop_capture") and value is not None and not isinstance(value, str):
+            elif key in ("capture", "stop_capture") and value is not None and (
+                    not isinstance(value, str) or isinstance(value, _Number)):
                 raise self.err(f"{key} takes a string, e.g. {key}=\"name\"", key_tok.pos)
             if self.tok.kind == ",":
                 self.next()
@@ -350,7 +354,12 @@ class _Parser:
     def atom(self):
         t = self.next()
         if t.kind == "~":   # llguidance negation: binds tighter than `+` (`~A+` is `(~A)+`)
-            return Not(self.atom(), pos=t.pos)
+            odd = True
+            while self.tok.kind == "~":   # a loop, not recursion: `~~~...` may be long; ~~A is A
+                self.next()
+                odd = not odd
+            node = self.atom()
+            return Not(node, pos=t.pos) if odd else node
         if t.kind == "(":
             node = self.expansions()
             self.expect(")", "')'")
