@@ -84,46 +84,75 @@ outer_lazy[capture]: with_lazy
     env.check(g, ["foo<end>", "<end>"], ["foo<end>bar<end>", "foo"])
 
 
-def _budget_oracle(info, tokens, n: int) -> bool:
-    """llguidance's max_tokens on `start: "<" r ">"`, `r[max_tokens=n]: /[a-z]+/`, token by token:
-    when a token ends inside r and r has then spanned n tokens, r ends there (">" must follow)."""
-    phase, letters, spanned = "open", 0, 0
-    for tok in tokens:
-        raw = info.token_bytes(tok)
-        if not raw or tok in info.special_token_ids:
-            return False
-        try:
-            text = raw.decode()
-        except UnicodeDecodeError:
-            return False
-        touched = False
-        for ch in text:
-            if phase == "open" and ch == "<":
-                phase, letters, spanned = "r", 0, 0
-            elif phase == "r" and "a" <= ch <= "z":
-                letters += 1
-                spanned += not touched
-                touched = True
-            elif phase in ("r", "ended") and ch == ">" and letters:
-                phase = "done"
-            else:
-                return False
-        if phase == "r" and letters and spanned >= n:
-            phase = "ended"
-    return True
+def _budget_step(info, state, tok, n: int, chars: str):
+    """One token of llguidance's max_tokens on `start: "<" r ">"`, `r[max_tokens=n]: /[chars]+/`:
+    the next state, or None. When a token ends inside r and r has then spanned n tokens, r ends
+    there (">" must follow). State: (phase, letters in r, tokens r spans)."""
+    phase, letters, spanned = state
+    raw = info.token_bytes(tok)
+    if not raw or tok in info.special_token_ids:
+        return None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    touched = False
+    for ch in text:
+        if phase == "open" and ch == "<":
+            phase, letters, spanned = "r", 0, 0
+        elif phase == "r" and ch in chars:
+            letters += 1
+            spanned += not touched
+            touched = True
+        elif phase in ("r", "ended") and ch == ">" and letters:
+            phase = "done"
+        else:
+            return None
+    if phase == "r" and letters and spanned >= n:
+        phase = "ended"
+    return phase, letters, spanned
+
+
+def _oracle_mask(info, seq, n: int, chars: str, relevant):
+    """The oracle's mask after ``seq``: ``relevant`` are the only tokens that could pass (made of
+    "<", ">" and ``chars``); end of sequence once the output is complete."""
+    import numpy as np
+
+    want = np.zeros(info.vocab_size, dtype=bool)
+    state = ("open", 0, 0)
+    for t in seq:
+        state = _budget_step(info, state, t, n, chars)
+    for t in relevant:
+        want[t] = _budget_step(info, state, t, n, chars) is not None
+    for e in info.eos_token_ids:
+        want[e] = state[0] == "done"
+    return want
+
+
+def _relevant(info, chars: str) -> list:
+    allowed = set(("<>" + chars).encode())
+    return [t for t in range(info.vocab_size) if t not in info.special_token_ids and info.token_bytes(t)
+            and set(info.token_bytes(t)) <= allowed]
+
+
+def _mask_of(info, m, bitmask):
+    import numpy as np
+
+    m.fill_next_token_bitmask(bitmask, 0)
+    return np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size].astype(bool)
 
 
 def test_max_tokens_masks_match_the_token_oracle(env):
     import numpy as np
     info = env.info
     g = lark(env, 'start: "<" r ">"\nr[max_tokens=2]: /[a-z]+/')
+    chars = "abcdefghijklmnopqrstuvwxyz"
+    relevant = _relevant(info, chars)
     lt, a, b, ab = info.token_id("<"), info.token_id("a"), info.token_id("b"), info.token_id("ab")
     for prefix in [[lt], [lt, a], [lt, a, b], [lt, ab], [lt, ab, a]]:
         m = stencil.Matcher(g)
         assert m.accept_tokens(prefix) == len(prefix)
-        m.fill_next_token_bitmask(env.bitmask, 0)
-        got = np.unpackbits(env.bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size].astype(bool)
-        want = np.array([_budget_oracle(info, prefix + [t], 2) for t in range(info.vocab_size)])
+        got, want = _mask_of(info, m, env.bitmask), _oracle_mask(info, prefix, 2, chars, relevant)
         assert np.array_equal(got, want), [info.token_bytes(int(t)) for t in np.flatnonzero(got != want)[:5]]
         assert got.sum() >= 1
     # after two tokens the lexeme has ended: only ">" (or tokens starting with it) may follow
@@ -133,6 +162,35 @@ def test_max_tokens_masks_match_the_token_oracle(env):
     assert m.accept_tokens([lt, a, b]) == 3 and not m.accept_token(a)
     m.rollback(1)
     assert m.accept_token(ab) and not m.accept_token(a) and m.accept_token(info.token_id(">"))
+
+
+@pytest.mark.parametrize("tokenizer,n", [("cl100k", 1), ("deepseek", 3)])
+def test_max_tokens_random_walks(tokenizer, n):
+    """Random generations under `r[max_tokens=n]: /[a-z ]+/`, each step's whole mask against the
+    token-level oracle."""
+    import random
+
+    import numpy as np
+    from tokenizers_zoo import get
+
+    info = get(tokenizer).info
+    compiler = stencil.GrammarCompiler(info)
+    g = compiler.compile_lark(f'start: "<" r ">"\nr[max_tokens={n}]: /[a-z ]+/')
+    bitmask = stencil.allocate_token_bitmask(1, info.vocab_size)
+    chars = "abcdefghijklmnopqrstuvwxyz "
+    relevant = _relevant(info, chars)
+    rng = random.Random(n)
+    steps = 0
+    for _ in range(2):
+        m, seq = stencil.Matcher(g), []
+        while not m.is_terminated() and len(seq) < 10:
+            got, want = _mask_of(info, m, bitmask), _oracle_mask(info, seq, n, chars, relevant)
+            assert np.array_equal(got, want), (seq, [info.token_bytes(int(t)) for t in np.flatnonzero(got != want)[:5]])
+            choice = int(rng.choice(np.flatnonzero(got)))
+            assert m.accept_token(choice)
+            seq.append(choice)
+            steps += 1
+    assert steps >= 6
 
 
 def test_max_tokens_doc_example_and_errors(env):
