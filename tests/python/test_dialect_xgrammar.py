@@ -86,12 +86,33 @@ def test_rule_options(env):
     g = ebnf(env, 'root ::= item ("," item)*\nitem[capture="number", temperature=0.7] ::= [0-9]+\n'
                   'other[capture] ::= "x"')
     env.check(g, ["1,22,333"], ["1,", ",1"])
-    for opt, msg in [("max_tokens=512", "line 2, column 11: max_tokens is not supported in GBNF"),
-                     ("max_chars=20", "line 2, column 11: max_chars is not supported in GBNF"),
-                     ("lazy", "line 2, column 11: lazy is not supported in GBNF"),
-                     ("colour=3", "line 2, column 11: unknown rule option 'colour'")]:
+    with pytest.raises(stencil.GrammarError, match="line 2, column 11: unknown rule option 'colour'"):
+        ebnf(env, 'root ::= "<think>" reasoning "</think>"\nreasoning[colour=3] ::= [^]*')
+
+
+def test_rule_options_that_make_one_lexeme(env):
+    # "Committed-Shortest Matching": name[lazy] takes one letter
+    g = ebnf(env, 'root ::= "<" name ">" rest\nname[lazy] ::= [a-z]+\nrest ::= [a-z]+')
+    env.check(g, ["<a>bc"], ["<ab>c"])
+    # "Character Budgets", with a body that ends before the closing tag
+    g = ebnf(env, 'root ::= "<think>" reasoning "</think>" answer\nreasoning[max_chars=5] ::= [a-z ]*\n'
+                  'answer ::= [0-9]+')
+    env.check(g, ["<think>abc</think>1", "<think></think>1", "<think>ab de</think>1"], ["<think>abcdef</think>1"])
+    env.check_masks(g, r"<think>[a-z ]{0,5}</think>[0-9]+", ["", "<think>", "<think>abcd", "<think>abcde"])
+    # "Token Budgets": after two tokens the rule has ended
+    a = env.info.token_id("a")
+    g = ebnf(env, 'root ::= "<" r ">"\nr[max_tokens=2, capture] ::= [a-z]+')
+    env.check(g, [["<", a, a, ">"], ["<", a, ">"]], [["<", a, a, a, ">"]])
+    # the documents' `reasoning[max_tokens=512] ::= [^]*` before "</think>": one greedy lexeme
+    # of [^]* would read on into "</think>", so stencil says so instead of changing the language
+    with pytest.raises(stencil.GrammarError, match="rule 'reasoning' has lazy, max_tokens or max_chars"):
+        ebnf(env, 'root ::= "<think>" reasoning "</think>" answer\nreasoning[max_tokens=512] ::= [^]*\n'
+                  'answer ::= [0-9]+')
+    for text, msg in [('root ::= r\nr[lazy] ::= "a" root', "line 2, column 17: rule 'r' has lazy, so its body must"),
+                      ('root ::= r\nr[max_tokens=0] ::= "a"', "line 2, column 3: max_tokens takes a positive integer"),
+                      ('root ::= r\nr[lazy, lazy] ::= "a"', "rule option 'lazy' is given twice")]:
         with pytest.raises(stencil.GrammarError, match=msg):
-            ebnf(env, f'root ::= "<think>" reasoning "</think>"\nreasoning[{opt}] ::= [^]*')
+            ebnf(env, text)
 
 
 def test_macros(env):

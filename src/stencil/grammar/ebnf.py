@@ -91,6 +91,7 @@ class Term(Node):
     build: Optional[Callable] = None
     lazy: bool = False      # the lexeme ends as soon as it matches
     max_tokens: int = 0     # > 0: the lexeme spans at most this many tokens (Lark max_tokens)
+    max_chars: Optional[int] = None   # GBNF rule option: at most this many code points
 
 
 @dataclass(eq=False)

@@ -12,9 +12,12 @@ Rule names take letters, digits, ``-`` and ``_``; comments run from ``#`` to the
 A rule ends where the next ``name ::=`` begins, so alternatives may continue on the next line
 (a superset of llama.cpp, which ends a rule at a newline outside parentheses).
 
-XGrammar EBNF differences handled: single-quoted strings, the escapes ``\\f \\v \\a \\b \\e``,
+XGrammar EBNF differences handled: single-quoted strings, the escapes ``\\f \\v \\a \\b \\e \\0``,
 lookahead assertions ``rule ::= body (= lookahead)`` (accepted and ignored: XGrammar treats them
-as hints). XGrammar's macros (``TagDispatch(...)`` and friends) are rejected with an error.
+as hints), names with dots (``a.b ::=``), rules written ``name: body``, rule options
+``name[lazy, max_tokens=N, max_chars=N, capture, temperature=T] ::=`` (the first three make the
+rule one lexeme of the core; the others do not change the language) and the macros of
+:mod:`stencil.grammar.gbnf_macros`.
 
 Token references: ``<[id]>`` and ``<[1,5-7]>`` (ids), ``<text>`` (the token whose text is
 exactly ``<text>``, e.g. ``<|im_end|>``), and ``!<...>``: any text that is not those tokens.
@@ -55,14 +58,8 @@ _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 # XGrammar rule options: these name spans or set a sampling temperature, and do not change the language
 _NEUTRAL_OPTIONS = ("capture", "temperature", "stop_capture", "capture_hidden_suffix_bytes",
                     "capture_hidden_stop_bytes", "capture_hidden_body_rule_id", "capture_hidden_marker_rule_id")
-_REFUSED_OPTIONS = {
-    "max_tokens": "max_tokens is not supported in GBNF grammars, whose rules are not single lexemes; use the "
-                  "Lark form name[max_tokens=512]: /.../ (compile_lark), where the rule is one lexeme",
-    "max_chars": "max_chars is not supported in GBNF grammars; write the bound as a repetition "
-                 "(e.g. [^]{0,128}) or use the Lark form name[max_chars=128]: /.../",
-    "lazy": "lazy is not supported in GBNF grammars (the character-level front-end has no lazy lexemes); "
-            "use the Lark form name[lazy]: ... (compile_lark)",
-}
+# XGrammar rule options that change the language: the rule becomes one lexeme of the core
+_LEXEME_OPTIONS = ("lazy", "max_tokens", "max_chars")
 
 
 class _Parser:
@@ -119,27 +116,40 @@ class _Parser:
         j = self.name_at(i, dots=True)
         return j > i and self.after_name(j) >= 0
 
-    def rule_options(self) -> None:
-        """XGrammar's ``name[option, option=value] ::=``: checked; none changes the language here."""
+    def rule_options(self) -> dict:
+        """XGrammar's ``name[option, option=value] ::=``: ``lazy``, ``max_tokens=N`` and
+        ``max_chars=N`` (returned) make the rule one lexeme; the others do not change the language."""
         open_pos = self.i
         self.i += 1
+        found: dict = {}
         while True:
             self.i = self._after_space(self.i)
             if self.peek() == "]":
                 self.i += 1
-                return
+                return found
             kpos = self.i
             end = self.name_at(self.i)
             key = self.s[self.i:end]
             if not key:
                 raise self.err("expected a rule option such as capture or temperature=0.7", kpos)
             self.i = self._after_space(end)
-            if key in _REFUSED_OPTIONS:
-                raise self.err(_REFUSED_OPTIONS[key], kpos)
-            if key not in _NEUTRAL_OPTIONS:
-                raise self.err(f"unknown rule option '{key}' (known: {', '.join(_NEUTRAL_OPTIONS)}; "
-                               f"refused: {', '.join(_REFUSED_OPTIONS)})", kpos)
-            if self.peek() == "=":
+            if key not in _NEUTRAL_OPTIONS and key not in _LEXEME_OPTIONS:
+                raise self.err(f"unknown rule option '{key}' (known: "
+                               f"{', '.join(_LEXEME_OPTIONS + _NEUTRAL_OPTIONS)})", kpos)
+            if key in found:
+                raise self.err(f"rule option '{key}' is given twice", kpos)
+            if key == "lazy":
+                found[key] = kpos
+            elif key in _LEXEME_OPTIONS:
+                if self.peek() != "=":
+                    raise self.err(f"{key} takes a number: {key}=N", kpos)
+                self.i = self._after_space(self.i + 1)
+                n = self.number(optional=True)
+                if n is None or (key == "max_tokens" and not 0 < n < 1 << 32) or n >= 1 << 31:
+                    raise self.err(f"{key} takes a {'positive' if key == 'max_tokens' else 'non-negative'} "
+                                   f"integer, e.g. {key}=128", kpos)
+                found[key] = n
+            elif self.peek() == "=":
                 self.i = self._after_space(self.i + 1)
                 if self.peek() in "\"'":
                     self.string_value()
@@ -170,8 +180,9 @@ class _Parser:
                 raise self.err(f"expected a rule name, found {self.peek()!r}")
             name = self.s[start:end]
             self.i = self._after_space(end)
+            options = {}
             if self.peek() == "[":
-                self.rule_options()
+                options = self.rule_options()
                 self.i = self._after_space(self.i)
             if self.s.startswith("::=", self.i):
                 self.i += 3
@@ -180,6 +191,8 @@ class _Parser:
             else:
                 raise self.err(f"expected '::=' after the rule name '{name}'")
             body = self.alternates(depth=0)
+            if options:
+                body = self.one_lexeme(name, body, options, start)
             if name in rules:
                 line, col = self.src.line_col(rules[name].pos)
                 raise self.err(f"rule '{name}' is defined twice (first at line {line}, column {col})", start)
@@ -218,6 +231,24 @@ class _Parser:
                 continue
             items.append(self.postfix(self.element(depth)))
         return items[0] if len(items) == 1 else Seq(items, pos=start)
+
+    def one_lexeme(self, name: str, body, options: dict, pos: int) -> Term:
+        """The body of a rule with lexeme options as one Term: strings, classes, groups and
+        repetitions only (XGrammar rejects the rest for lazy rules too)."""
+        def regex(node):
+            if isinstance(node, Term):
+                return node.regex
+            if isinstance(node, Seq):
+                return R.concat([regex(k) for k in node.items])
+            if isinstance(node, Alt):
+                return R.alt([regex(k) for k in node.items])
+            if isinstance(node, Rep):
+                return R.repeat(regex(node.item), node.min, node.max)
+            what = "a rule reference" if isinstance(node, Ref) else "a token reference"
+            raise self.err(f"rule '{name}' has {', '.join(options)}, so its body must be one lexeme of "
+                           f"strings and character classes, but it holds {what}", node.pos)
+        return Term(regex(body), name=name, lazy="lazy" in options, max_tokens=options.get("max_tokens", 0),
+                    max_chars=options.get("max_chars"), pos=pos)
 
     def _after_space(self, i: int) -> int:
         while i < self.n and self.s[i] in " \t\r\n":
