@@ -36,8 +36,6 @@ LOCAL_IMPORTS = {
     ("stencil.grammar.ebnf.lark.emit", "stencil.grammar.json.schema"):
         "%json blocks only: a Lark grammar without one does not load the JSON Schema front-end",
     # Under concurrent edit on another branch when the package was split: hoisted after that merge.
-    ("stencil.grammar.ebnf.lark", "stencil"): "pending: lark/ is being edited on another branch",
-    ("stencil.grammar.ebnf.gbnf", "stencil"): "pending: gbnf.py is being edited on another branch",
 }
 
 #: JSON Schema phases, lowest first: a module may import its own phase or lower ones only

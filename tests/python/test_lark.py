@@ -434,7 +434,7 @@ ERRORS = [
     ("start: X\n%import common.NOPE -> X", "the common library has no terminal NOPE"),
     ("start: X\n%import other.X", "only the `common` library"),
     ('start: "a"\nstart: "b"', "line 2, column 1: 'start' is defined twice"),
-    ('start[max_tokens=5]: "a"', "max_tokens is not supported"),
+    ('start[max_tokens=0]: "a"', "max_tokens takes a positive integer"),
     ('start[colour=5]: "a"', "unknown attribute 'colour'"),
     ('start: * "a"', "line 1, column 8: '*' has nothing to repeat"),
     ('start: "a" ~ 3..1', "maximum is below the minimum"),

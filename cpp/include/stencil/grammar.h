@@ -105,10 +105,13 @@ class GrammarBuilder {
   bool re_nullable(ExprId e) const;
 
   // Symbols.
-  Symbol lexeme(ExprId expr, const std::string& name, bool lazy);
+  // max_tokens > 0: the lexeme spans at most that many tokens, then must end (see LexemeSpec).
+  Symbol lexeme(ExprId expr, const std::string& name, bool lazy, uint32_t max_tokens = 0);
   Symbol literal(const std::string& text, const std::string& name);
   Symbol special_token(const std::vector<int32_t>& token_ids, const std::string& name);
-  void ignore(ExprId expr, const std::string& name);
+  // initial = false: not before the first lexeme of the output (llguidance's and XGrammar's
+  // default, allow_initial_skip).
+  void ignore(ExprId expr, const std::string& name, bool initial = true);
   Symbol rule(const std::string& name);
   void add_alternative(Symbol nonterminal, const std::vector<Symbol>& rhs);
   Symbol seq(const std::vector<Symbol>& items);

@@ -75,6 +75,8 @@ class Matcher : private TextSource {
     // (any change below would have popped it), so completion checks can reuse verdicts on the
     // text up to it. 0: never read as text.
     uint64_t serial = 0;
+    // The frame before the current lexeme's first byte (for token budgets, max_tokens).
+    uint32_t lex_start = 0;
   };
   static constexpr uint32_t kEndFails = ~0u;
   struct Step {
@@ -98,6 +100,8 @@ class Matcher : private TextSource {
     parser_.truncate(frames_.back().rows);
   }
   bool accept_special(int32_t token);
+  uint32_t lexeme_tokens(size_t token_start) const;
+  bool end_token_budget(size_t token_start, bool apply);
   bool accepting_now();
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
   void place_prefix(const Boundary& b, size_t d, size_t root, bool needs_text);

@@ -54,10 +54,11 @@ void bind_grammar(nb::module_& m) {
           "integral values only with integer=True (inclusive integer bounds).")
       .def("re_to_string", &GrammarBuilder::re_to_string)
       .def("re_nullable", &GrammarBuilder::re_nullable)
-      .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false)
+      .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false,
+           nb::arg("max_tokens") = 0)
       .def("literal", &GrammarBuilder::literal, nb::arg("text"), nb::arg("name") = "")
       .def("special_token", &GrammarBuilder::special_token, nb::arg("token_ids"), nb::arg("name") = "")
-      .def("ignore", &GrammarBuilder::ignore, nb::arg("expr"), nb::arg("name") = "")
+      .def("ignore", &GrammarBuilder::ignore, nb::arg("expr"), nb::arg("name") = "", nb::arg("initial") = true)
       .def("rule", &GrammarBuilder::rule, nb::arg("name") = "")
       .def("add_alternative", &GrammarBuilder::add_alternative, nb::arg("rule"), nb::arg("symbols"))
       .def("seq", &GrammarBuilder::seq)

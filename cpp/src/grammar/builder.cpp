@@ -88,13 +88,14 @@ bool GrammarBuilder::re_nullable(ExprId e) const {
   return store_.nullable(e);
 }
 
-Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy) {
+Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy, uint32_t max_tokens) {
   check_expr(expr, "lexeme");
   bool nullable = store_.nullable(expr);
   // A lexeme never matches the empty string (the lexer would loop on it):
   // L becomes (L minus ε), used optionally.
   ExprId body = nullable ? store_.conj({expr, store_.negate(ExprStore::kEmpty)}) : expr;
-  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy");
+  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy") +
+                    (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
   uint32_t id;
   auto it = lexeme_ids_.find(key);
   if (it != lexeme_ids_.end()) {
@@ -104,6 +105,7 @@ Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy) {
     LexemeSpec spec;
     spec.expr = body;
     spec.lazy = lazy;
+    spec.max_tokens = max_tokens;
     spec.name = name;
     lexemes_.push_back(std::move(spec));
     lexeme_ids_.emplace(key, id);
@@ -137,11 +139,12 @@ Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, cons
   return kTerminalBit | id;
 }
 
-void GrammarBuilder::ignore(ExprId expr, const std::string& name) {
+void GrammarBuilder::ignore(ExprId expr, const std::string& name, bool initial) {
   check_expr(expr, "ignore");
   LexemeSpec spec;
   spec.expr = store_.nullable(expr) ? store_.conj({expr, store_.negate(ExprStore::kEmpty)}) : expr;
   spec.ignore = true;
+  spec.not_initial = !initial;
   spec.name = name.empty() ? "%ignore" : name;
   lexemes_.push_back(std::move(spec));
 }

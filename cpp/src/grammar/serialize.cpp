@@ -99,7 +99,9 @@ std::string Grammar::serialize() const {
   w.u32(static_cast<uint32_t>(lexemes.size()));
   for (const LexemeSpec& l : lexemes) {
     w.u32(l.expr);
-    w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2)));
+    w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2) | ((l.max_tokens > 0) << 3) |
+                                 (l.not_initial << 4)));
+    if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without budgets read as before
     w.str(l.name);
     w.u32(static_cast<uint32_t>(l.token_ids.size()));
     for (int32_t t : l.token_ids) w.u32(static_cast<uint32_t>(t));
@@ -189,6 +191,8 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
     l.ignore = flags & 1;
     l.lazy = flags & 2;
     l.special = flags & 4;
+    if (flags & 8) l.max_tokens = r.u32();
+    l.not_initial = flags & 16;
     l.name = r.str();
     uint32_t n_ids = r.count(data.size(), "token ids");
     for (uint32_t k = 0; k < n_ids; ++k) l.token_ids.push_back(static_cast<int32_t>(r.u32()));

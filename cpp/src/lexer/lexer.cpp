@@ -18,6 +18,11 @@ Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limit
   classes_ = ByteClasses::from_sets(store_.all_bytesets());
   num_classes_ = classes_.count();
   deriver_.set_class_representatives(classes_.representative);
+  for (const LexemeSpec& l : lexemes_) {
+    has_budgets_ = has_budgets_ || l.max_tokens > 0;
+    max_budget_ = std::max(max_budget_, l.max_tokens);
+    has_not_initial_ = has_not_initial_ || l.not_initial;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   intern_state({});  // state 0: dead
 }
@@ -138,6 +143,43 @@ uint32_t Lexer::start_after_ignored(uint32_t start, uint32_t ended) const {
   std::unique_lock<std::shared_mutex> lock(start_mu_);
   after_ignored_.emplace(key, s);
   return s;
+}
+
+template <class Drop>
+uint32_t Lexer::without(uint32_t s, Drop drop) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Pairs pairs;
+  const Pairs& from = state_pairs_[s];
+  for (size_t i = 0; i < from.size(); i += 2)
+    if (!drop(from[i])) {
+      pairs.push_back(from[i]);
+      pairs.push_back(from[i + 1]);
+    }
+  if (pairs.size() == from.size()) return s;
+  return pairs.empty() ? kDead : intern_state(std::move(pairs));
+}
+
+uint32_t Lexer::drop_spent(uint32_t s, uint32_t tokens) const {
+  if (!has_budgets_ || s == kDead) return s;
+  tokens = std::min(tokens, max_budget_);  // past every budget, all are spent alike: a bounded key
+  const uint64_t key = (uint64_t(s) << 32) | tokens;
+  {
+    std::shared_lock<std::shared_mutex> lock(start_mu_);
+    auto it = spent_.find(key);
+    if (it != spent_.end()) return it->second;
+  }
+  const uint32_t out = without(s, [&](uint32_t lex) {
+    const uint32_t budget = lexemes_[lex].max_tokens;
+    return budget != 0 && budget <= tokens;
+  });
+  std::unique_lock<std::shared_mutex> lock(start_mu_);
+  spent_.emplace(key, out);
+  return out;
+}
+
+uint32_t Lexer::initial_state(uint32_t start) const {
+  if (!has_not_initial_ || start == kDead) return start;
+  return without(start, [&](uint32_t lex) { return lexemes_[lex].ignore && lexemes_[lex].not_initial; });
 }
 
 bool Lexer::budget_exhausted() const {

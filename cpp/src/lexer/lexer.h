@@ -25,6 +25,8 @@ struct LexemeSpec {
   bool ignore = false;  // matched between other lexemes, never seen by the parser
   bool lazy = false;    // ends as soon as it matches, instead of as late as possible
   bool special = false; // a special token, matched by id and never by bytes
+  uint32_t max_tokens = 0;  // > 0: spans at most this many tokens, then must end (llguidance)
+  bool not_initial = false; // ignored, but not before the first lexeme of the output
   std::vector<int32_t> token_ids;  // for special lexemes
   std::string name;
 };
@@ -69,6 +71,12 @@ class Lexer {
   // after ignored lexemes ended. An ignored lexeme never follows itself, so a bounded one
   // (whitespace up to N bytes) bounds the whole run, as a longest-match lexer would.
   uint32_t start_after_ignored(uint32_t start, uint32_t ended) const;
+  // Lexemes with a token budget (max_tokens): whether there are any, and s without the lexemes
+  // whose budget `tokens` spent (s itself when none is; kDead when nothing is left).
+  bool has_budgets() const { return has_budgets_; }
+  uint32_t drop_spent(uint32_t s, uint32_t tokens) const;
+  // `start` for the first lexeme of the output: without the ignored lexemes marked not_initial.
+  uint32_t initial_state(uint32_t start) const;
 
   const std::vector<LexemeSpec>& lexemes() const { return lexemes_; }
   const ByteClasses& classes() const { return classes_; }
@@ -131,6 +139,9 @@ class Lexer {
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
+  // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
+  template <class Drop>
+  uint32_t without(uint32_t s, Drop drop) const;
 
   mutable ExprStore store_;
   mutable Deriver deriver_;
@@ -147,6 +158,10 @@ class Lexer {
   mutable std::shared_mutex start_mu_;
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
   mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
+  mutable std::unordered_map<uint64_t, uint32_t> spent_;  // (state, tokens) -> drop_spent; start_mu_
+  bool has_budgets_ = false;
+  uint32_t max_budget_ = 0;
+  bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
 };

@@ -75,7 +75,8 @@ void Matcher::reset() {
   follow_epoch();
   parser_.reset();
   frames_.clear();
-  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  frames_.push_back(new_frame(lexer_->initial_state(parser_.top().lexer_start),
+                              static_cast<uint32_t>(parser_.num_rows()), true, 0));
   history_.clear();
   terminated_ = false;
 }
@@ -107,8 +108,11 @@ bool Matcher::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
 bool Matcher::push_byte(uint8_t b, bool share_end) {
   Frame& f = frames_.back();
   const uint32_t rows_before = f.rows;
+  // b starts a lexeme after a fresh frame or after the lexeme that ends before it
+  uint32_t lex_start = f.fresh ? static_cast<uint32_t>(frames_.size() - 1) : f.lex_start;
   uint32_t t = lexer_->next(f.state, b);
   if (t == Lexer::kDead) {
+    lex_start = static_cast<uint32_t>(frames_.size() - 1);
     const LexState& ls = lexer_->state(f.state);
     if (ls.accepting.empty()) return false;
     uint32_t q;
@@ -137,6 +141,7 @@ bool Matcher::push_byte(uint8_t b, bool share_end) {
   const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
   // The frame goes on first: a lexeme ending right after b spans b.
   frames_.push_back(new_frame(t, rows_pushed, false, b));
+  frames_.back().lex_start = lex_start;
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
@@ -151,6 +156,45 @@ bool Matcher::push_byte(uint8_t b, bool share_end) {
     f2.fresh = true;
   }
   return true;
+}
+
+// Tokens the lexeme at the top frame spans, counting the token in progress, which began after
+// frame token_start - 1: one if the lexeme began inside it, else one more than the accepted
+// tokens (steps) that hold some of its bytes.
+uint32_t Matcher::lexeme_tokens(size_t token_start) const {
+  const size_t first_byte = size_t(frames_.back().lex_start) + 1;
+  if (first_byte >= token_start) return 1;
+  // the step that pushed frame first_byte: the last one that began at or before it
+  auto it = std::upper_bound(history_.begin(), history_.end(), first_byte,
+                             [](size_t f, const Step& s) { return f < s.frames; });
+  const size_t before = static_cast<size_t>(it - history_.begin());
+  return static_cast<uint32_t>(history_.size() - (before > 0 ? before - 1 : 0) + 1);
+}
+
+// max_tokens, as llguidance means it: when a token ends inside a lexeme, the lexemes of the lexer
+// state whose budget that token spent are dropped; when none is left, the lexeme must end right
+// there, or the token is refused. `apply` (accept_token) changes the top frame; otherwise (the
+// walks) it only judges, leaving the parser as it was.
+bool Matcher::end_token_budget(size_t token_start, bool apply) {
+  Frame& top = frames_.back();
+  if (top.fresh) return true;
+  const uint32_t s = lexer_->drop_spent(top.state, lexeme_tokens(token_start));
+  if (s == top.state) return true;
+  if (s != Lexer::kDead) {
+    if (apply) top.state = s;
+    return true;
+  }
+  const size_t rows = parser_.num_rows();
+  uint32_t q;
+  const bool ok = !lexer_->state(top.state).accepting.empty() && end_lexeme(top.state, &q);
+  if (ok && apply) {
+    top.state = q;
+    top.rows = static_cast<uint32_t>(parser_.num_rows());
+    top.fresh = true;
+  } else {
+    parser_.truncate(rows);
+  }
+  return ok;
 }
 
 bool Matcher::accepting_now() {
@@ -218,6 +262,10 @@ bool Matcher::accept_token(int64_t token) {
       return false;
     }
   }
+  if (lexer_->has_budgets() && !end_token_budget(before, true)) {
+    pop_to(before);
+    return false;
+  }
   history_.push_back({before, false, t});
   g_->renew_if_full(*epoch_);  // new states come from pushing bytes
   return true;
@@ -282,7 +330,7 @@ void Matcher::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root
     const Frame& parent = frames_.back();
     parser_.truncate(parent.end_rows != 0 && parent.end_rows != kEndFails ? parent.end_rows : parent.rows);
     if (push_byte(node.byte, true)) {
-      if (node.token_id >= 0) {
+      if (node.token_id >= 0 && (!lexer_->has_budgets() || end_token_budget(root + 1, false))) {
         words[node.token_id >> 5] |= 1u << (node.token_id & 31);
         walk_ids_.push_back(node.token_id);
       }
@@ -375,7 +423,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
     return;
   }
   const Frame top = frames_.back();
-  const bool memo_on = g_->limits().repeat_memo && parser_.num_rows() == top.rows;
+  // Token budgets make the mask depend on the tokens a lexeme spans, which the memo does not key on.
+  const bool memo_on = g_->limits().repeat_memo && parser_.num_rows() == top.rows && !lexer_->has_budgets();
   const uint64_t serial = parser_.top().serial;
   if (memo_on && memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
       memo_.fresh == top.fresh) {
@@ -394,9 +443,21 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* entry = epoch_->cache.get(*lexer_, *vocab_, top.state, &keep);
   const std::vector<uint32_t>& inner = entry->inner();
-  std::copy(inner.begin(), inner.begin() + need, words);
+  // A lexeme whose budget the next token would spend ends at that token's end: the cached
+  // inner tokens (which stay inside it) do not hold then, so walk the whole trie.
+  const bool budget_walk = lexer_->has_budgets() &&
+                           lexer_->drop_spent(top.state, top.fresh ? 1 : lexeme_tokens(root + 1)) != top.state;
+  if (budget_walk) {
+    std::fill(words, words + need, 0u);
+    frames_[root].end_rows = 0;
+    const auto& nodes = vocab_->trie().nodes();
+    for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk(nodes, c, root, words);
+  } else {
+    std::copy(inner.begin(), inner.begin() + need, words);
+  }
   const bool needs_text = !g_->grammar().checks.empty();
-  const auto& bounds = entry->boundaries;
+  static const std::vector<Boundary> kNoBounds;
+  const auto& bounds = budget_walk ? kNoBounds : entry->boundaries;
   placed_parent_ = ~0u;
   uint32_t unshared_state = Lexer::kDead;
   for (size_t k = 0; k < bounds.size();) {
@@ -412,6 +473,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
       const uint8_t byte = back.byte;
       back = {bd.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
       back.serial = d == 1 ? top.serial : serial;
+      // the token's first d - 1 bytes went into the top lexeme (or started one after a fresh top)
+      back.lex_start = d == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(root);
     }
     place_prefix(bd, d, root, needs_text);
     parser_.truncate(top.rows);

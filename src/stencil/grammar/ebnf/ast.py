@@ -19,10 +19,12 @@ from typing import Any, Callable, Optional, Sequence
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
+from stencil.grammar.regex import ast as R
 from stencil.grammar.regex.ast import Nothing
 
 __all__ = [
-    "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "RuleDef", "EbnfGrammar",
+    "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "And", "Not", "SubGrammar",
+    "RuleDef", "EbnfGrammar",
     "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
 ]
 
@@ -90,6 +92,8 @@ class Term(Node):
     name: str = ""
     build: Optional[Callable] = None
     lazy: bool = False      # the lexeme ends as soon as it matches
+    max_tokens: int = 0     # > 0: the lexeme spans at most this many tokens (Lark max_tokens)
+    max_chars: Optional[int] = None   # GBNF rule option: at most this many code points
 
 
 @dataclass(eq=False)
@@ -109,13 +113,36 @@ class JsonSchema(Node):
 
 
 @dataclass(eq=False)
+class And(Node):
+    """Lark (llguidance) ``A & B``: text matching every item; only inside one lexeme."""
+    items: list
+
+
+@dataclass(eq=False)
+class Not(Node):
+    """Lark (llguidance) ``~A``: any text (bytes) that ``A`` does not match; only inside one lexeme."""
+    item: Node
+
+
+@dataclass(eq=False)
+class SubGrammar(Node):
+    """Lark ``%lark { ... }``: a whole grammar embedded as one element, with its own names, start
+    rule and ``%ignore``. ``grammar`` is the parsed syntax until terminals are resolved, then the
+    checked :class:`EbnfGrammar`."""
+    grammar: Any
+
+
+@dataclass(eq=False)
 class RuleDef:
     name: str
     body: Node
     pos: Optional[int] = None
-    # Lark attributes: lazy (end as soon as matched), stop (a string or TokenRef ending the text)
+    # Lark attributes: lazy (end as soon as matched), stop (a string, a TokenRef, or a Term / Ref
+    # to a terminal ending the text), max_chars (at most that many code points, XGrammar)
     lazy: bool = False
     stop: Any = None
+    max_chars: Optional[int] = None
+    max_tokens: int = 0
 
 
 @dataclass
@@ -126,6 +153,8 @@ class EbnfGrammar:
     ignores: list = field(default_factory=list)   # Term nodes (Lark %ignore)
     # Lark: named terminals, name -> RuleDef (their bodies hold Term/Seq/Alt/Rep only)
     terminals: dict = field(default_factory=dict)
+    # Lark: %llguidance / %grammar_options (allow_initial_skip, ignore_once, ...)
+    options: dict = field(default_factory=dict)
 
     def error(self, message: str, pos: Optional[int]) -> GrammarError:
         return self.source.error(message, pos)
@@ -150,9 +179,9 @@ class TokenTable:
 # --- traversal ----------------------------------------------------------------------------------
 
 def children(node: Node) -> list:
-    if isinstance(node, (Seq, Alt)):
+    if isinstance(node, (Seq, Alt, And)):
         return node.items
-    if isinstance(node, Rep):
+    if isinstance(node, (Rep, Not)):
         return [node.item]
     return []
 
@@ -201,6 +230,20 @@ def _productive(node: Node, ok: Callable[[str], bool]) -> bool:
 
 def _is_nothing(regex) -> bool:
     return isinstance(regex, Nothing)
+
+
+def substring_regex(chunks: Sequence[str]):
+    """The regex AST of every run of whole chunks, ``chunks[n:m]`` joined for ``n <= m`` (the
+    empty string included): llguidance's ``%regex {"substring_chunks": ...}`` and XGrammar's
+    ``Substring(...)``. The union of ``S_n = chunks[n] (S_{n+1})?``, each S_n built once from
+    the next (a DAG of O(len(chunks)) nodes)."""
+    starts = [R.Empty()]
+    after = None
+    for c in reversed(chunks):
+        lit = R.literal(c)
+        after = lit if after is None else R.concat([lit, R.repeat(after, 0, 1)])
+        starts.append(after)
+    return R.alt(starts)
 
 
 class GrammarWarning(UserWarning):

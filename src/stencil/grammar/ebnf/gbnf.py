@@ -12,9 +12,12 @@ Rule names take letters, digits, ``-`` and ``_``; comments run from ``#`` to the
 A rule ends where the next ``name ::=`` begins, so alternatives may continue on the next line
 (a superset of llama.cpp, which ends a rule at a newline outside parentheses).
 
-XGrammar EBNF differences handled: single-quoted strings, the escapes ``\\f \\v \\a \\b \\e``,
+XGrammar EBNF differences handled: single-quoted strings, the escapes ``\\f \\v \\a \\b \\e \\0``,
 lookahead assertions ``rule ::= body (= lookahead)`` (accepted and ignored: XGrammar treats them
-as hints). XGrammar's macros (``TagDispatch(...)`` and friends) are rejected with an error.
+as hints), names with dots (``a.b ::=``), rules written ``name: body``, rule options
+``name[lazy, max_tokens=N, max_chars=N, capture, temperature=T] ::=`` (the first three make the
+rule one lexeme of the core; the others do not change the language) and the macros of
+:mod:`stencil.grammar.ebnf.gbnf_macros`.
 
 Token references: ``<[id]>`` and ``<[1,5-7]>`` (ids), ``<text>`` (the token whose text is
 exactly ``<text>``, e.g. ``<|im_end|>``), and ``!<...>``: any text that is not those tokens.
@@ -40,15 +43,27 @@ from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
+from stencil.grammar.ebnf.gbnf_macros import MACROS, expand_macro
 
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
 
+import re
+from stencil._core import GrammarBuilder
+from stencil.grammar.ebnf.gbnf_lexemes import emit_character_grammar
+from stencil.grammar.ebnf.ast import Namespaced
+
 MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
+_DOTTED_DEFINITION = re.compile(r"(?m)^[ \t]*([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+)[ \t]*(?:\[[^\]\n]*\])?[ \t]*::?=?")
 MAX_NESTING = 100   # nested groups; deeper nesting is certainly a generated mistake
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b"}
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "e": "\x1b",
+                   "0": "\0"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-_XGRAMMAR_MACROS = ("TagDispatch", "Repeat", "Lookahead")
+# XGrammar rule options: these name spans or set a sampling temperature, and do not change the language
+_NEUTRAL_OPTIONS = ("capture", "temperature", "stop_capture", "capture_hidden_suffix_bytes",
+                    "capture_hidden_stop_bytes", "capture_hidden_body_rule_id", "capture_hidden_marker_rule_id")
+# XGrammar rule options that change the language: the rule becomes one lexeme of the core
+_LEXEME_OPTIONS = ("lazy", "max_tokens", "max_chars")
 
 
 class _Parser:
@@ -57,6 +72,8 @@ class _Parser:
         self.s = source.text
         self.n = len(self.s)
         self.i = 0
+        # names defined with dots (XGrammar's `a.b ::=`), so that `a.b` in a body can mean them
+        self.defined = set(_DOTTED_DEFINITION.findall(self.s))
 
     def err(self, msg: str, pos: Optional[int] = None):
         return self.src.error(msg, self.i if pos is None else pos)
@@ -77,23 +94,81 @@ class _Parser:
     def peek(self) -> str:
         return self.s[self.i] if self.i < self.n else ""
 
-    def name_at(self, i: int) -> int:
-        """End offset of the rule name starting at ``i`` (``i`` itself if there is none)."""
-        while i < self.n and self.s[i] in _NAME_CHARS:
+    def name_at(self, i: int, dots: bool = False) -> int:
+        """End offset of the rule name starting at ``i`` (``i`` itself if there is none);
+        ``dots``: with inner ``.`` (XGrammar names such as ``a.b``)."""
+        start = i
+        while i < self.n and (self.s[i] in _NAME_CHARS or dots and self.s[i] == "." and i > start
+                              and i + 1 < self.n and self.s[i + 1] in _NAME_CHARS):
             i += 1
         return i
 
+    def after_name(self, j: int) -> int:
+        """Offset of ``::=`` (or XGrammar's ``:``) after a rule name and its ``[options]``, or -1."""
+        j = self._after_space(j)
+        if j < self.n and self.s[j] == "[":
+            k = self.s.find("]", j)
+            if k < 0 or "\n" in self.s[j:k]:
+                return -1
+            j = self._after_space(k + 1)
+        if self.s.startswith("::=", j) or self.s.startswith(":", j) and not self.s.startswith("::", j):
+            return j
+        return -1
+
     def defines_rule_at(self, i: int) -> bool:
-        """Whether ``name ::=`` starts at offset ``i``."""
-        j = self.name_at(i)
-        if j == i:
-            return False
-        save = self.i
-        self.i = j
-        self.skip()
-        ok = self.s.startswith("::=", self.i)
-        self.i = save
-        return ok
+        """Whether ``name ::=`` (or ``name[options] ::=``, or ``name:``) starts at offset ``i``."""
+        j = self.name_at(i, dots=True)
+        return j > i and self.after_name(j) >= 0
+
+    def rule_options(self) -> dict:
+        """XGrammar's ``name[option, option=value] ::=``: ``lazy``, ``max_tokens=N`` and
+        ``max_chars=N`` (returned) make the rule one lexeme; the others do not change the language."""
+        open_pos = self.i
+        self.i += 1
+        found: dict = {}
+        while True:
+            self.i = self._after_space(self.i)
+            if self.peek() == "]":
+                self.i += 1
+                return found
+            kpos = self.i
+            end = self.name_at(self.i)
+            key = self.s[self.i:end]
+            if not key:
+                raise self.err("expected a rule option such as capture or temperature=0.7", kpos)
+            self.i = self._after_space(end)
+            if key not in _NEUTRAL_OPTIONS and key not in _LEXEME_OPTIONS:
+                raise self.err(f"unknown rule option '{key}' (known: "
+                               f"{', '.join(_LEXEME_OPTIONS + _NEUTRAL_OPTIONS)})", kpos)
+            if key in found:
+                raise self.err(f"rule option '{key}' is given twice", kpos)
+            if key == "lazy":
+                found[key] = kpos
+            elif key in _LEXEME_OPTIONS:
+                if self.peek() != "=":
+                    raise self.err(f"{key} takes a number: {key}=N", kpos)
+                self.i = self._after_space(self.i + 1)
+                n = self.number(optional=True)
+                if n is None or (key == "max_tokens" and not 0 < n < 1 << 32) or n >= 1 << 31:
+                    raise self.err(f"{key} takes a {'positive' if key == 'max_tokens' else 'non-negative'} "
+                                   f"integer, e.g. {key}=128", kpos)
+                found[key] = n
+            elif self.peek() == "=":
+                self.i = self._after_space(self.i + 1)
+                if self.peek() in "\"'":
+                    self.string_value()
+                else:
+                    j = self.i
+                    while j < self.n and (self.s[j].isalnum() or self.s[j] in ".-+"):
+                        j += 1
+                    if j == self.i:
+                        raise self.err(f"expected a value after {key}=", self.i)
+                    self.i = j
+            self.i = self._after_space(self.i)
+            if self.peek() == ",":
+                self.i += 1
+            elif self.peek() != "]":
+                raise self.err("expected ',' or ']' in the rule options", open_pos)
 
     # -- grammar --------------------------------------------------------------------------------
     def parse(self) -> EbnfGrammar:
@@ -104,16 +179,24 @@ class _Parser:
         while self.i < self.n:
             check_deadline()
             start = self.i
-            end = self.name_at(start)
+            end = self.name_at(start, dots=True)
             if end == start:
                 raise self.err(f"expected a rule name, found {self.peek()!r}")
             name = self.s[start:end]
-            self.i = end
-            self.skip()
-            if not self.s.startswith("::=", self.i):
+            self.i = self._after_space(end)
+            options = {}
+            if self.peek() == "[":
+                options = self.rule_options()
+                self.i = self._after_space(self.i)
+            if self.s.startswith("::=", self.i):
+                self.i += 3
+            elif self.s.startswith(":", self.i) and not self.s.startswith("::", self.i):
+                self.i += 1     # `name: body`, as some XGrammar grammars write it
+            else:
                 raise self.err(f"expected '::=' after the rule name '{name}'")
-            self.i += 3
             body = self.alternates(depth=0)
+            if options:
+                body = self.one_lexeme(name, body, options, start)
             if name in rules:
                 line, col = self.src.line_col(rules[name].pos)
                 raise self.err(f"rule '{name}' is defined twice (first at line {line}, column {col})", start)
@@ -153,6 +236,24 @@ class _Parser:
             items.append(self.postfix(self.element(depth)))
         return items[0] if len(items) == 1 else Seq(items, pos=start)
 
+    def one_lexeme(self, name: str, body, options: dict, pos: int) -> Term:
+        """The body of a rule with lexeme options as one Term: strings, classes, groups and
+        repetitions only (XGrammar rejects the rest for lazy rules too)."""
+        def regex(node):
+            if isinstance(node, Term):
+                return node.regex
+            if isinstance(node, Seq):
+                return R.concat([regex(k) for k in node.items])
+            if isinstance(node, Alt):
+                return R.alt([regex(k) for k in node.items])
+            if isinstance(node, Rep):
+                return R.repeat(regex(node.item), node.min, node.max)
+            what = "a rule reference" if isinstance(node, Ref) else "a token reference"
+            raise self.err(f"rule '{name}' has {', '.join(options)}, so its body must be one lexeme of "
+                           f"strings and character classes, but it holds {what}", node.pos)
+        return Term(regex(body), name=name, lazy="lazy" in options, max_tokens=options.get("max_tokens", 0),
+                    max_chars=options.get("max_chars"), pos=pos)
+
     def _after_space(self, i: int) -> int:
         while i < self.n and self.s[i] in " \t\r\n":
             i += 1
@@ -172,10 +273,13 @@ class _Parser:
         pos = self.i
         if c in _NAME_CHARS:
             end = self.name_at(self.i)
+            dotted = self.name_at(self.i, dots=True)
+            if dotted > end and self.s[self.i:dotted] in self.defined:
+                end = dotted    # `a.b` is XGrammar's rule a.b where one is defined, else llama.cpp's a . b
             name = self.s[self.i:end]
             self.i = end
-            if self.peek() == "(" and name in _XGRAMMAR_MACROS:
-                raise self.err(f"the XGrammar macro {name}(...) is not supported", pos)
+            if self.peek() == "(" and name in MACROS:
+                return expand_macro(self, name, pos)
             return Ref(name, pos=pos)
         if c in "\"'":
             return Term(self.string(), pos=pos)
@@ -289,6 +393,9 @@ class _Parser:
         return ord(c)
 
     def string(self):
+        return R.literal(self.string_value())
+
+    def string_value(self) -> str:
         quote = self.s[self.i]
         open_pos = self.i
         self.i += 1
@@ -309,7 +416,7 @@ class _Parser:
             else:
                 chars.append(c)
                 self.i += 1
-        return R.literal("".join(chars))
+        return "".join(chars)
 
     def class_char(self) -> int:
         if self.s[self.i] == "\\":
@@ -401,8 +508,6 @@ def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str 
     """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
     it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
     ``prefix``, so several grammars can share one builder."""
-    from stencil.grammar.ebnf.ast import Namespaced
-    from stencil.grammar.ebnf.gbnf_lexemes import emit_character_grammar
 
     g = parse_gbnf(text)
     g.start = start
@@ -422,7 +527,6 @@ def gbnf_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str =
 
         g = gbnf_grammar('root ::= [0-9]+ ("." [0-9]+)?')
     """
-    from stencil._core import GrammarBuilder
 
     b = GrammarBuilder()
     return b.build(build_gbnf(b, text, tokens=tokens, start=start, unused=unused))

@@ -44,6 +44,7 @@ from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, R
 from stencil.grammar.ebnf.greedy import unsafe_lexemes
 from stencil.grammar.regex.nfa import can_run_into, first_chars, intersects, ranges_intersect
 from stencil.grammar.regex import build_regex
+from stencil._core import GrammarError
 
 __all__ = ["emit_character_grammar", "ANY_TEXT"]
 
@@ -55,6 +56,22 @@ class _Special(Node):
     def __init__(self, ids, name):
         super().__init__()
         self.ids, self.name = ids, name
+
+
+class _Atomic(Node):
+    """A rule that must stay one lexeme (XGrammar's ``lazy``, ``max_tokens``, ``max_chars``): never
+    merged into a longer run nor split. The analysis reads ``regex``, a superset of its text when
+    ``max_chars`` bounds it (which can only make it split other lexemes more, never less)."""
+
+    def __init__(self, term: Term):
+        super().__init__(pos=term.pos)
+        self.regex, self.name = term.regex, term.name
+        self.lazy, self.max_tokens, self.max_chars = term.lazy, term.max_tokens, term.max_chars
+
+
+def _text(node):
+    """The regex a lexeme's text is analysed with."""
+    return node.regex if isinstance(node, _Atomic) else node
 
 
 # --- step 0: token references -------------------------------------------------------------------
@@ -72,6 +89,8 @@ def _resolve(g: EbnfGrammar, node: Node, tokens: Optional[TokenTable]) -> Node:
         return alts[0] if len(alts) == 1 else Alt(alts, pos=node.pos)
     if isinstance(node, JsonSchema):
         raise g.error("%json is not part of GBNF", node.pos)
+    if isinstance(node, Term) and (node.lazy or node.max_tokens or node.max_chars is not None):
+        return _Atomic(node)
     if isinstance(node, (Seq, Alt)):
         return type(node)([_resolve(g, k, tokens) for k in node.items], pos=node.pos)
     if isinstance(node, Rep):
@@ -308,6 +327,13 @@ class _Cfg:
 
     def split(self, k: int) -> None:
         """Replace lexeme k everywhere by rules over lexemes for its parts."""
+        node = self.lex[k]
+        if isinstance(node, _Atomic):
+            raise GrammarError(f"GBNF grammar: rule '{node.name}' has lazy, max_tokens or max_chars, so it must "
+                               "stay one lexeme, but then stencil's greedy lexer could not tell where it ends "
+                               "next to the text around it (it could run on into what follows, as [^]* into "
+                               "a closing tag); let it exclude the first character of what follows it, or use "
+                               "the Lark form with stop=\"...\"")
         n = self._split_nt.get(k)
         if n is None:
             n = self.nt(f"{self.lex_names[k]}~split")
@@ -329,7 +355,7 @@ class _Cfg:
         nl = len(self.lex)
         lex_first, lex_null = [], []
         for node in self.lex:
-            f, nul = ((), False) if isinstance(node, _Special) else first_chars(node)
+            f, nul = ((), False) if isinstance(node, _Special) else first_chars(_text(node))
             lex_first.append(f)
             lex_null.append(nul)
         used = self.reachable(start)
@@ -442,7 +468,7 @@ class _Cfg:
             return isinstance(a, _Special) and isinstance(b, _Special) and bool(set(a.ids) & set(b.ids))
         key = (min(x, y), max(x, y))
         if key not in cache:
-            cache[key] = intersects(a, b)
+            cache[key] = intersects(_text(a), _text(b))
         return cache[key]
 
     def make_greedy_safe(self, start: int) -> None:
@@ -466,13 +492,13 @@ class _Cfg:
                 self.split(y)
 
     def _unsafe_in_context(self, start, used, lex_first, run_cache, compat_cache):
-        lex_null = [False if isinstance(n, _Special) else first_chars(n)[1] for n in self.lex]
+        lex_null = [False if isinstance(n, _Special) else first_chars(_text(n))[1] for n in self.lex]
         rules = [(a, tuple(alt)) for a in used for alt in self.alts[a]]
 
         def run(x, c, y):
             key = (x, c, y)
             if key not in run_cache:
-                run_cache[key] = can_run_into(self.lex[x], c, self.lex[y])
+                run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
             return run_cache[key]
 
         def compat(x, y):
@@ -511,7 +537,7 @@ class _Cfg:
                         continue
                     key = (x, c, y)
                     if key not in run_cache:
-                        run_cache[key] = can_run_into(self.lex[x], c, self.lex[y])
+                        run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
                     if run_cache[key]:
                         to_split.add(y)
         return to_split
@@ -530,6 +556,11 @@ class _Cfg:
                 node = self.lex[k]
                 if isinstance(node, _Special):
                     lex_sym[k] = b.special_token(list(node.ids), node.name)
+                elif isinstance(node, _Atomic):
+                    e = build_regex(b, node.regex)
+                    if node.max_chars is not None:
+                        e = b.re_and([e, b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, node.max_chars)])
+                    lex_sym[k] = b.lexeme(e, node.name, node.lazy, node.max_tokens)
                 else:
                     lex_sym[k] = b.lexeme(build_regex(b, node), self.lex_names[k])
             return lex_sym[k]
@@ -597,7 +628,7 @@ class _Converter:
         cfg = self.cfg
         if isinstance(node, Ref):
             return self.rule(node.name)
-        if isinstance(node, _Special):
+        if isinstance(node, (_Special, _Atomic)):
             return cfg.lexeme(node, node.name)
         if isinstance(node, (Alt, Seq)):
             n = cfg.nt(f"{owner}~group")

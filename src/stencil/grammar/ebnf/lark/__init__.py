@@ -5,9 +5,11 @@ in a rule) is one lexeme, lexed greedily among the terminals the parser allows a
 as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals.
 Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer) and
 ``<[12]>`` / ``<[1,5-7]>`` (by id); ``%json {schema}`` embeds a JSON Schema as a rule;
-``%regex {options}`` terminals with length bounds and forbidden substrings; ``name[lazy]`` and
-``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text up to a stop string or token.
-See :mod:`stencil.grammar.ebnf.lark.parser` for the full syntax.
+``%regex {options}`` terminals with length bounds, forbidden substrings or llguidance's
+substrings; ``name[lazy]`` and ``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text
+up to a stop string or token; ``name[max_tokens=N]``; ``&`` / ``~`` on terminals and nested
+``%lark {...}`` grammars (llguidance's and XGrammar's dialects). See
+:mod:`stencil.grammar.ebnf.lark.parser` for the full syntax.
 
 Example::
 
@@ -24,19 +26,19 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar.ebnf.ast import EbnfGrammar, TokenTable, check_grammar
+from stencil.grammar.ebnf.ast import EbnfGrammar, TokenTable
 from stencil.grammar.ebnf.lark.emit import emit_lark
 from stencil.grammar.ebnf.lark.parser import parse_lark_syntax
-from stencil.grammar.ebnf.lark.terminals import resolve
+from stencil.grammar.ebnf.lark.terminals import resolve_checked
+from stencil._core import GrammarBuilder
+from stencil.grammar.ebnf.ast import Namespaced
 
 __all__ = ["lark_grammar", "build_lark", "parse_lark"]
 
 
 def parse_lark(text: str, *, start: str = "start", unused: str = "warn") -> EbnfGrammar:
     """Parse and check Lark text into the shared grammar AST (terminals resolved to Terms)."""
-    g = resolve(parse_lark_syntax(text), start, unused)
-    check_grammar(g, unused=unused)
-    return g
+    return resolve_checked(parse_lark_syntax(text), start, unused)
 
 
 def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",
@@ -44,7 +46,6 @@ def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str 
     """Add the rules of a Lark grammar to builder ``b`` and return its start rule. Rule names
     get ``prefix``, so several grammars can share one builder (``%ignore`` terms, though, apply
     to the whole builder's grammar)."""
-    from stencil.grammar.ebnf.ast import Namespaced
 
     g = parse_lark(text, start=start, unused=unused)
     return emit_lark(Namespaced(b, prefix) if prefix else b, g, tokens, json_options)
@@ -59,7 +60,6 @@ def lark_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str =
     ``GrammarWarning``, "error" or "ignore"); ``json_options`` go
     to the JSON Schema front-end for every ``%json`` block.
     """
-    from stencil._core import GrammarBuilder
 
     b = GrammarBuilder()
     return b.build(build_lark(b, text, tokens=tokens, start=start, unused=unused,

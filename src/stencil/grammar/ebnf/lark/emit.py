@@ -6,13 +6,16 @@ ignored lexemes, token references special tokens (or the text of ordinary tokens
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
-from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Namespaced, Node, Ref, Rep, Seq, Term,
-                                  TokenRef, TokenTable, resolve_tokens)
+from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Namespaced, Node, Ref, Rep, RuleDef, Seq,
+                                  SubGrammar, Term, TokenRef, TokenTable, resolve_tokens)
 from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
 from stencil.grammar.ebnf.lark.terminals import term_expr
+from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import build_regex
+from stencil._core import GrammarError
 
 __all__ = ["emit_lark"]
 
@@ -24,6 +27,7 @@ class _Emitter:
         self.rules = {name: b.rule(name) for name in g.rules}
         self.terms: dict[int, tuple] = {}
         self.n_json = 0
+        self.n_lark = 0
 
     def seq(self, node: Node) -> list:
         items = node.items if isinstance(node, Seq) else [node]
@@ -43,7 +47,7 @@ class _Emitter:
             hit = self.terms.get(id(node))
             if hit is None:
                 name = node.name or _describe(node)
-                hit = (node, b.lexeme(term_expr(b, node), name, node.lazy))
+                hit = (node, b.lexeme(term_expr(b, node), name, node.lazy, node.max_tokens))
                 self.terms[id(node)] = hit
             return hit[1]
         if isinstance(node, Seq):
@@ -61,7 +65,24 @@ class _Emitter:
             return self.token(node)
         if isinstance(node, JsonSchema):
             return self.json(node)
+        if isinstance(node, SubGrammar):
+            return self.nested(node)
         raise AssertionError(type(node).__name__)
+
+    def nested(self, node: SubGrammar) -> int:
+        """``%lark {...}``: its rules under their own prefix. The core applies ``%ignore`` to the
+        whole grammar, so a block's own ``%ignore`` (where the outer grammar has none) becomes an
+        optional lexeme before each of its terminals."""
+        g = node.grammar
+        self.n_lark += 1
+        prefix = f"%lark{self.n_lark}/"
+        if _ignore_key(g) != _ignore_key(self.g):
+            if self.g.ignores:
+                raise self.g.error("this %lark block's %ignore differs from the enclosing grammar's, but "
+                                   "stencil applies the enclosing %ignore everywhere: give both the same "
+                                   "%ignore, or move the outer %ignore into its own %lark block", node.pos)
+            g = _explicit_ignores(g)
+        return _Emitter(Namespaced(self.b, prefix), g, self.tokens, self.json_options).rules_only()
 
     def token(self, node: TokenRef) -> int:
         b = self.b
@@ -80,7 +101,6 @@ class _Emitter:
         except ImportError:
             raise self.g.error("%json needs the JSON Schema front-end (stencil.grammar.json.schema), "
                                "which is not available in this installation", node.pos) from None
-        from stencil._core import GrammarError
         try:
             self.n_json += 1
             return build_json_schema(Namespaced(self.b, f"%json{self.n_json}/"), node.schema,
@@ -90,8 +110,18 @@ class _Emitter:
 
     def run(self) -> int:
         b = self.b
-        for t in self.g.ignores:
-            b.ignore(term_expr(b, t), t.name or "%ignore")
+        ignores = self.g.ignores
+        initial = self.g.options.get("allow_initial_skip", True)
+        if self.g.options.get("ignore_once") and len(ignores) > 1:
+            # llguidance's ignore_once: the union describes the whole skipped span
+            b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore", initial)
+        else:
+            for t in ignores:
+                b.ignore(_ignore_expr(b, t, self.g.options.get("ignore_once", False)), t.name or "%ignore", initial)
+        return self.rules_only()
+
+    def rules_only(self) -> int:
+        b = self.b
         for name, rd in self.g.rules.items():
             body = rd.body
             for alt in (body.items if isinstance(body, Alt) else [body]):
@@ -99,8 +129,42 @@ class _Emitter:
         return self.rules[self.g.start]
 
 
+def _ignore_expr(b, t: Term, once: bool) -> int:
+    """An ``%ignore`` term as the core's ignored lexeme. The core never lets an ignored lexeme
+    follow itself (a bounded one bounds the whole run); Lark and llguidance match ``%ignore``
+    repeatedly unless ``ignore_once`` is set, hence ``+``."""
+    e = term_expr(b, t)
+    return e if once else b.re_repeat(e, 1, -1)
+
+
+def _ignore_key(g: EbnfGrammar):
+    """What a grammar's ``%ignore`` is, to compare a nested grammar's with the outer one's."""
+    return (tuple(repr(t.regex) if t.build is None else id(t) for t in g.ignores), bool(g.options.get("ignore_once")))
+
+
+def _explicit_ignores(g: EbnfGrammar) -> EbnfGrammar:
+    """``g`` without ``%ignore``: an optional ignore lexeme before each of its terminals."""
+    once = g.options.get("ignore_once", False)
+    parts = [t.regex for t in g.ignores]
+    if any(t.build is not None for t in g.ignores):
+        raise g.error("a %lark block's %ignore must be plain terminals (no %regex options, & or ~) when the "
+                      "enclosing grammar has no %ignore", None)
+    ign = R.alt(parts) if once else R.repeat(R.alt(parts), 1, None)
+    skip = Term(ign, name="%ignore")
+
+    def add(node: Node) -> Node:
+        if isinstance(node, Term):
+            return Seq([Rep(skip, 0, 1), node])
+        if isinstance(node, (Seq, Alt)):
+            return type(node)([add(k) for k in node.items], pos=node.pos)
+        if isinstance(node, Rep):
+            return Rep(add(node.item), node.min, node.max, pos=node.pos)
+        return node
+    rules = {name: RuleDef(name, add(rd.body), rd.pos) for name, rd in g.rules.items()}
+    return replace(g, rules=rules, ignores=[])
+
+
 def _describe(t: Term) -> str:
-    from stencil.grammar.regex import ast as R
     if isinstance(t.regex, R.Literal):
         return '"' + t.regex.text + '"'
     return "regex"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from stencil.grammar.ebnf.ast import Source
 from stencil.grammar.deadline import check_deadline
@@ -16,22 +17,26 @@ __all__ = ["Token", "tokenize"]
 
 @dataclass
 class Token:
-    kind: str      # RULE TERMINAL STRING REGEXP NUMBER OP DIRECTIVE SPECIAL NL BLOB EOF or punctuation
+    kind: str      # RULE TERMINAL STRING REGEXP NUMBER OP DIRECTIVE SPECIAL GRAMMAR_REF NL BLOB LARK EOF
+                   # or punctuation
     text: str
     pos: int
+    inner: Optional[list] = None   # LARK: the tokens of the nested grammar
 
 
 _PATTERNS = [
-    ("RULE", r"[?!]?_?[a-z][_a-z0-9]*"),
-    ("TERMINAL", r"_?[A-Z][_A-Z0-9]*"),
+    # llguidance allows '-' inside names (not before '>', so `a->b` stays an alias)
+    ("RULE", r"[?!]?_?[a-z](?:[_a-z0-9]|-(?!>))*"),
+    ("TERMINAL", r"_?[A-Z](?:[_A-Z0-9]|-(?!>))*"),
     ("NUMBER", r"[0-9]+"),
     ("DIRECTIVE", r"%[a-z_]+"),
-    # <|name|>, DeepSeek's <｜name｜> (full-width bars) and <[ids]>
-    ("SPECIAL", r"<\|[^|\s>]*\|>|<\uff5c[^\uff5c\s>]*\uff5c>|<\[[^\]\n]*\]>"),
+    # <|name|>, DeepSeek's <｜name｜> (full-width bars), <[ids]>, and llguidance's any <name>
+    ("SPECIAL", r"<\|[^|\s>]*\|>|<\uff5c[^\uff5c\s>]*\uff5c>|<\[[^\]\n]*\]>|<[^<>\s\[\]]+>"),
+    ("GRAMMAR_REF", r"@[A-Za-z_][A-Za-z0-9_\-]*"),
     ("ARROW", r"->"),
     ("DOTDOT", r"\.\."),
     ("OP", r"[*+?]"),
-    ("PUNCT", r"[:|()\[\]{},~.=]"),
+    ("PUNCT", r"[:|()\[\]{},~.=&]"),
 ]
 _TOKEN_RE = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _PATTERNS))
 _SPACE = " \t\f\r"
@@ -113,13 +118,25 @@ def _blob_end(src: Source, s: str, i: int, what: str) -> int:
     raise src.error(f"the {{...}} after {what} is never closed", i)
 
 
+_BLOB_DIRECTIVES = ("%json", "%regex", "%llguidance", "%grammar_options")
+
+
 def tokenize(src: Source) -> list[Token]:
+    return _tokenize(src, 0, None, 0)[0]
+
+
+MAX_LARK_NESTING = 20   # %lark inside %lark
+
+
+def _tokenize(src: Source, i: int, nested_at: Optional[int], level: int) -> tuple[list[Token], int]:
+    """Tokens from offset ``i``; inside ``%lark {`` (opened at ``nested_at``) up to the ``}``
+    that closes it, whose offset is returned too."""
     s = src.text
     n = len(s)
     out: list[Token] = []
     depth = 0          # open ( and [
+    braces = 0         # open { of repetitions, inside a nested grammar
     brackets: list[tuple[str, int]] = []
-    i = 0
     while True:
         if not len(out) & 4095:   # the whole text is tokenized before parsing starts
             check_deadline()
@@ -148,11 +165,20 @@ def tokenize(src: Source) -> list[Token]:
             out.append(Token("REGEXP", s[i:j], i))
             i = j
             continue
-        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in ("%json", "%regex", "%llguidance"):
+        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in _BLOB_DIRECTIVES:
             j = _blob_end(src, s, i, out[-1].text)
             out.append(Token("BLOB", s[i:j], i))
             i = j
             continue
+        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text == "%lark":
+            if level >= MAX_LARK_NESTING:
+                raise src.error(f"%lark blocks nest deeper than {MAX_LARK_NESTING} levels", i)
+            inner, j = _tokenize(src, i + 1, i, level + 1)
+            out.append(Token("LARK", s[i:j + 1], i, inner=inner))
+            i = j + 1
+            continue
+        if c == "}" and nested_at is not None and braces == 0 and not brackets:
+            break
         m = _TOKEN_RE.match(s, i)
         if not m:
             if c == "<":
@@ -162,6 +188,10 @@ def tokenize(src: Source) -> list[Token]:
         text = m.group()
         if kind == "PUNCT":
             kind = text
+            if text == "{":
+                braces += 1
+            elif text == "}":
+                braces -= 1
             if text in "([":
                 depth += 1
                 brackets.append((text, i))
@@ -176,9 +206,11 @@ def tokenize(src: Source) -> list[Token]:
             kind = text
         out.append(Token(kind, text, i))
         i = m.end()
+    if nested_at is not None and i >= n:
+        raise src.error("'%lark {' is never closed by '}'", nested_at)
     if brackets:
         opener, pos = brackets[-1]
         raise src.error(f"'{opener}' is never closed", pos)
-    out.append(Token("NL", "\n", n))
-    out.append(Token("EOF", "", n))
-    return out
+    out.append(Token("NL", "\n", i))
+    out.append(Token("EOF", "", i))
+    return out, i

@@ -1,13 +1,17 @@
 """Parse Lark grammar text into the shared grammar AST (:mod:`stencil.grammar.ebnf.ast`).
 
 Statements: rule and terminal definitions (``name: ...``, ``NAME: ...``, with ``?``/``!``
-prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored), ``%ignore``, ``%import
-common.X`` / ``%import common (X, Y)`` / ``%import common.X -> Y``, ``%llguidance {...}``
-(ignored). Expansions: ``|``, juxtaposition, ``( )``, ``[ ]`` (optional), ``? * +``, ``~ n`` and
-``~ n..m``, ``"literal"`` and ``"literal"i``, ``"a".."z"``, ``/regex/flags``, special tokens
-``<|name|>`` and ``<[1,5-7]>``, ``%json {schema}`` and ``%regex {options}``. Rule attributes
-``name[lazy]``, ``name[stop="..."]`` (or ``stop=<|token|>``), ``suffix=`` (same as stop) and the
-annotations ``capture``/``temperature`` (ignored: they do not change the language).
+prefixes, ``.N`` priorities and ``-> alias`` accepted and ignored; ``-`` may appear in names),
+``%ignore``, ``%import common.X`` / ``%import common (X, Y)`` / ``%import common.X -> Y``,
+``%llguidance {...}`` and ``%grammar_options {...}`` (llguidance's and XGrammar's options).
+Expansions: ``|``, ``&`` (intersection of terminals, binding tighter than ``|``), juxtaposition,
+``( )``, ``[ ]`` (optional), ``? * +``, ``~ n``, ``~ n..m`` and ``{n}``, ``{m,}``, ``{,n}``,
+``{m,n}``, prefix ``~`` (complement of a terminal), ``"literal"`` and ``"literal"i``,
+``"a".."z"``, ``/regex/flags``, special tokens ``<|name|>``, ``<name>``, ``<[1,5-7]>``,
+``<[^ids]>`` and ``<[*]>``, ``%json {schema}``, ``%regex {options}`` and ``%lark {grammar}``.
+Rule attributes: ``lazy``; ``stop=`` / ``suffix=`` with a string, regex, TERMINAL or special
+token; ``max_tokens=N`` and ``max_chars=N``; ``capture``, ``stop_capture`` and ``temperature``
+(accepted: they do not change the language).
 """
 from __future__ import annotations
 
@@ -18,19 +22,37 @@ from stencil._core import DEFAULT_LIMITS
 from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf.ast import Alt, JsonSchema, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef
+from stencil.grammar.ebnf.ast import (Alt, And, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source, SubGrammar, Term,
+                                  TokenRef)
 from stencil.grammar.ebnf.gbnf import parse_id_list
 from stencil.grammar.ebnf.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
+from stencil._core import GrammarError
+from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
 
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 
 MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 MAX_NESTING = 100   # nested ( ) and [ ]
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b", "0": "\0",
-            "\\": "\\", '"': '"', "'": "'"}
+            "e": "\x1b", "\\": "\\", '"': '"', "'": "'"}
 _HEX = {"x": 2, "u": 4, "U": 8}
-_IGNORED_ATTRS = ("capture", "temperature")
+# Attributes that do not change the language: captures name spans, temperature is for sampling.
+_IGNORED_ATTRS = ("capture", "stop_capture", "temperature")
+_KNOWN_ATTRS = ("lazy", "stop", "suffix", "capture", "stop_capture", "temperature", "max_chars", "max_tokens")
+# %llguidance options (llguidance's LLGuidanceOptions and the Lark `ignore_once`) and
+# %grammar_options (XGrammar's); all are booleans.
+_GRAMMAR_OPTIONS = {
+    "%llguidance": ("no_forcing", "allow_invalid_utf8", "allow_initial_skip", "ignore_once"),
+    "%grammar_options": ("allow_initial_skip",),
+}
+
+
+_ATOM_START = ("RULE", "TERMINAL", "STRING", "REGEXP", "(", "[", "SPECIAL", "DIRECTIVE", "GRAMMAR_REF")
+
+
+class _Number(str):
+    """An attribute's numeric value, as written."""
 
 
 class LarkSyntax:
@@ -42,12 +64,13 @@ class LarkSyntax:
         self.terminals: dict[str, RuleDef] = {}
         self.ignores: list = []          # (expansion node, pos)
         self.imports: list = []          # (common name, local name, pos)
+        self.options: dict = {}          # merged %llguidance / %grammar_options
 
 
 class _Parser:
-    def __init__(self, src: Source):
+    def __init__(self, src: Source, toks: Optional[list] = None):
         self.src = src
-        self.toks = tokenize(src)
+        self.toks = tokenize(src) if toks is None else toks
         self.k = 0
         self.depth = 0
         self.out = LarkSyntax(src)
@@ -109,7 +132,8 @@ class _Parser:
         if name in table:
             line, col = self.src.line_col(table[name].pos)
             raise self.err(f"'{name}' is defined twice (first at line {line}, column {col})", t.pos)
-        rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"))
+        rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"),
+                     max_chars=attrs.get("max_chars"), max_tokens=attrs.get("max_tokens", 0))
         table[name] = rd
 
     def attributes(self) -> dict:
@@ -120,44 +144,69 @@ class _Parser:
             key = key_tok.text
             if key_tok.kind != "RULE":
                 raise self.err(f"expected an attribute name, found {key!r}", key_tok.pos)
-            value = None
-            if self.tok.kind == "=":
-                self.next()
-                v = self.next()
-                if v.kind == "STRING":
-                    value = _string_value(self.src, v)
-                elif v.kind == "SPECIAL":
-                    value = _special(self.src, v)
-                elif v.kind == "NUMBER":
-                    value = v.text
-                    if self.tok.kind == "." and self.toks[self.k + 1].kind == "NUMBER":
-                        self.next()
-                        value += "." + self.next().text
-                else:
-                    raise self.err(f"bad value for attribute '{key}'", v.pos)
+            if key not in _KNOWN_ATTRS:
+                raise self.err(f"unknown attribute '{key}' (known: {', '.join(_KNOWN_ATTRS)})", key_tok.pos)
+            value = self.attribute_value(key) if self.tok.kind == "=" else None
             if key == "lazy":
                 attrs["lazy"] = True
             elif key in ("stop", "suffix"):
                 if value is None:
-                    raise self.err(f"attribute '{key}' needs a value: {key}=\"...\" or {key}=<|token|>", key_tok.pos)
-                if value == "":
-                    attrs["lazy"] = True
-                else:
+                    raise self.err(f"attribute '{key}' needs a value: {key}=\"...\", {key}=/regex/, "
+                                   f"{key}=NAME or {key}=<|token|>", key_tok.pos)
+                if "stop" in attrs:
+                    raise self.err("a rule has at most one stop or suffix", key_tok.pos)
+                if isinstance(value, _Number):
+                    raise self.err(f"{key}= takes a string, a /regex/, a TERMINAL name or a special token",
+                                   key_tok.pos)
+                if isinstance(value, str) and value == "":
+                    attrs["lazy"] = True   # stop="": the end of the text (EOS) ends it
+                elif isinstance(value, (str, Term, TokenRef)) or isinstance(value, Ref) and value.name[:1].isupper():
                     attrs["stop"] = value
-            elif key in _IGNORED_ATTRS:
-                pass
+                else:
+                    raise self.err(f"{key}= takes a string, a /regex/, a TERMINAL name or a special token",
+                                   key_tok.pos)
+            elif key == "max_chars":
+                if not (isinstance(value, str) and value.isdigit() and isinstance(value, _Number)):
+                    raise self.err("max_chars takes a non-negative integer, e.g. max_chars=128", key_tok.pos)
+                attrs["max_chars"] = int(value)
             elif key == "max_tokens":
-                raise self.err("max_tokens is not supported: stencil's grammars are over text, not tokens",
-                               key_tok.pos)
-            else:
-                raise self.err(f"unknown attribute '{key}' (known: lazy, stop, suffix, capture, temperature)",
-                               key_tok.pos)
+                if not (isinstance(value, _Number) and value.isdigit() and int(value) > 0):
+                    raise self.err("max_tokens takes a positive integer, e.g. max_tokens=10", key_tok.pos)
+                if int(value) >= 1 << 32:
+                    raise self.err("max_tokens is too large (the limit is 4294967295)", key_tok.pos)
+                attrs["max_tokens"] = int(value)
+            elif key == "temperature" and value is not None and not isinstance(value, _Number):
+                raise self.err("temperature takes a number, e.g. temperature=0.7", key_tok.pos)
+            elif key in ("capture", "stop_capture") and value is not None and (
+                    not isinstance(value, str) or isinstance(value, _Number)):
+                raise self.err(f"{key} takes a string, e.g. {key}=\"name\"", key_tok.pos)
             if self.tok.kind == ",":
                 self.next()
             elif self.tok.kind != "]":
                 raise self.err("expected ',' or ']' in the attribute list", open_pos)
         self.next()
         return attrs
+
+    def attribute_value(self, key: str):
+        """The value after ``key=``: a string, a number (a ``_Number`` string), a regex or a
+        TERMINAL name (as nodes), or a special token."""
+        self.next()
+        v = self.next()
+        if v.kind == "STRING":
+            return _string_value(self.src, v)
+        if v.kind == "SPECIAL":
+            return _special(self.src, v)
+        if v.kind == "REGEXP":
+            return Term(_regexp(self.src, v), pos=v.pos)
+        if v.kind == "TERMINAL":
+            return Ref(v.text, pos=v.pos)
+        if v.kind == "NUMBER":
+            text = v.text
+            if self.tok.kind == "." and self.toks[self.k + 1].kind == "NUMBER":
+                self.next()
+                text += "." + self.next().text
+            return _Number(text)
+        raise self.err(f"bad value for attribute '{key}'", v.pos)
 
     def directive(self) -> None:
         t = self.next()
@@ -167,8 +216,8 @@ class _Parser:
             self.out.ignores.append((node, t.pos))
         elif d == "%import":
             self.import_()
-        elif d == "%llguidance":
-            self.expect("BLOB", "a {...} options object after %llguidance")
+        elif d in _GRAMMAR_OPTIONS:
+            self.grammar_options(t)
         elif d in ("%declare", "%override", "%extend"):
             raise self.err(f"{d} is not supported", t.pos)
         elif d in ("%json", "%regex"):
@@ -177,6 +226,26 @@ class _Parser:
             raise self.err(f"unknown directive {d}", t.pos)
         if self.tok.kind not in ("NL", "EOF"):
             raise self.err(f"unexpected {self.tok.text!r} after {d}")
+
+    def grammar_options(self, t: Token) -> None:
+        """``%llguidance {...}`` / ``%grammar_options {...}``: merged into ``options``."""
+        blob = self.expect("BLOB", f"a {{...}} options object after {t.text}")
+        value = _json_blob(self.src, blob)
+        if not isinstance(value, dict):
+            raise self.err(f"{t.text} takes a JSON object of options", blob.pos)
+        known = _GRAMMAR_OPTIONS[t.text]
+        # a grammar written for llguidance or XGrammar: their default, no %ignore before the first
+        # lexeme (plain Lark allows it, and so does stencil without these directives)
+        self.out.options.setdefault("allow_initial_skip", False)
+        for k, v in value.items():
+            if k not in known:
+                raise self.err(f"unknown {t.text} option {k!r} (known: {', '.join(known)})", blob.pos)
+            if not isinstance(v, bool):
+                raise self.err(f"{t.text} option {k!r} takes true or false, got {json.dumps(v)}", blob.pos)
+            if k == "allow_invalid_utf8" and v:
+                raise self.err("allow_invalid_utf8 is not supported: stencil's grammars describe UTF-8 text",
+                               blob.pos)
+            self.out.options[k] = self.out.options.get(k, False) or v
 
     def import_(self) -> None:
         mod = self.next()
@@ -224,7 +293,14 @@ class _Parser:
         return alts[0] if len(alts) == 1 else Alt(alts, pos=pos)
 
     def alias(self):
+        pos = self.tok.pos
         node = self.expansion()
+        if self.tok.kind == "&":   # llguidance: `&` binds looser than juxtaposition, tighter than `|`
+            items = [node]
+            while self.tok.kind == "&":
+                self.next()
+                items.append(self.expansion())
+            node = And(items, pos=pos)
         if self.tok.kind == "->":
             self.next()
             self.expect("RULE", "an alias name after '->'")
@@ -233,9 +309,9 @@ class _Parser:
     def expansion(self):
         pos = self.tok.pos
         items = []
-        while self.tok.kind in ("RULE", "TERMINAL", "STRING", "REGEXP", "(", "[", "SPECIAL", "DIRECTIVE"):
+        while self.tok.kind in _ATOM_START or self.tok.kind == "~" and self.toks[self.k + 1].kind != "NUMBER":
             items.append(self.expr())
-        if self.tok.kind in ("OP", "~"):
+        if self.tok.kind in ("OP", "~", "{"):
             raise self.err(f"'{self.tok.text}' has nothing to repeat")
         return items[0] if len(items) == 1 else Seq(items, pos=pos)
 
@@ -246,23 +322,47 @@ class _Parser:
             if t.kind == "OP":
                 self.next()
                 node = Rep(node, *{"*": (0, None), "+": (1, None), "?": (0, 1)}[t.text], pos=t.pos)
-            elif t.kind == "~":
+            elif t.kind == "~" and self.toks[self.k + 1].kind == "NUMBER":
                 self.next()
                 lo = int(self.expect("NUMBER", "a count after '~'").text)
                 hi = lo
                 if self.tok.kind == "..":
                     self.next()
                     hi = int(self.expect("NUMBER", "a count after '..'").text)
-                if hi < lo:
-                    raise self.err(f"repetition ~ {lo}..{hi}: the maximum is below the minimum", t.pos)
-                if hi > MAX_REPEAT:
-                    raise self.err(f"repetition count {hi} exceeds the limit of {MAX_REPEAT}", t.pos)
-                node = Rep(node, lo, hi, pos=t.pos)
+                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
+            elif t.kind == "{":
+                # llguidance / XGrammar: x{n}, x{m,}, x{,n}, x{m,n}
+                self.next()
+                lo = int(self.next().text) if self.tok.kind == "NUMBER" else None
+                if self.tok.kind == ",":
+                    self.next()
+                    hi = int(self.next().text) if self.tok.kind == "NUMBER" else None
+                elif lo is None:
+                    raise self.err("expected a repetition count such as {3}, {2,}, {,4} or {1,5}", t.pos)
+                else:
+                    hi = lo
+                self.expect("}", "'}' closing the repetition count")
+                lo = lo or 0
+                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
             else:
                 return node
 
+    def check_count(self, lo: int, hi: Optional[int], pos: int) -> Optional[int]:
+        if hi is not None and hi < lo:
+            raise self.err(f"repetition {{{lo},{hi}}}: the maximum is below the minimum", pos)
+        if max(lo, hi or 0) > MAX_REPEAT:
+            raise self.err(f"repetition count {max(lo, hi or 0)} exceeds the limit of {MAX_REPEAT}", pos)
+        return hi
+
     def atom(self):
         t = self.next()
+        if t.kind == "~":   # llguidance negation: binds tighter than `+` (`~A+` is `(~A)+`)
+            odd = True
+            while self.tok.kind == "~":   # a loop, not recursion: `~~~...` may be long; ~~A is A
+                self.next()
+                odd = not odd
+            node = self.atom()
+            return Not(node, pos=t.pos) if odd else node
         if t.kind == "(":
             node = self.expansions()
             self.expect(")", "')'")
@@ -282,19 +382,25 @@ class _Parser:
         if t.kind in ("RULE", "TERMINAL"):
             if t.text[0] in "?!":
                 raise self.err("'?' and '!' only go before a rule being defined", t.pos)
-            if self.tok.kind == "{":
+            if self.tok.kind == "{" and self.toks[self.k + 1].kind not in ("NUMBER", ","):
                 raise self.err(f"templates such as {t.text}{{...}} are not supported", self.tok.pos)
             return Ref(t.text, pos=t.pos)
         if t.kind == "SPECIAL":
             return _special(self.src, t)
+        if t.kind == "GRAMMAR_REF":
+            raise self.err(f"{t.text}: references to other grammars by name are not supported; embed the "
+                           "grammar instead (%json {...} for a JSON Schema, %lark {...} for a Lark grammar)",
+                           t.pos)
         if t.kind == "DIRECTIVE":
+            if t.text == "%lark":
+                body = self.expect("LARK", "a grammar in braces after %lark: %lark { start: ... }")
+                return SubGrammar(_Parser(self.src, body.inner).parse(), pos=t.pos)
             if t.text not in ("%json", "%regex"):
                 raise self.err(f"{t.text} cannot appear inside an expansion", t.pos)
             blob = self.expect("BLOB", f"a {{...}} object after {t.text}")
             value = _json_blob(self.src, blob)
             if t.text == "%json":
                 return JsonSchema(value, pos=t.pos)
-            from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
             return regex_options_term(self.src, value, t.pos)
         raise self.err(f"unexpected {t.text!r}", t.pos)
 
@@ -365,7 +471,6 @@ def _regexp(src: Source, t: Token):
     for f in flags:
         if f not in "isxu":
             raise src.error(f"unsupported regex flag '{f}' (supported: i, s, x, u; m is not)", t.pos)
-    from stencil._core import GrammarError
     try:
         node = parse_regex(pattern, flags=flags)
     except GrammarError as e:
@@ -377,8 +482,14 @@ def _regexp(src: Source, t: Token):
 
 def _special(src: Source, t: Token) -> TokenRef:
     if t.text.startswith("<["):
-        ids = parse_id_list(t.text[2:-2], lambda m: src.error(m, t.pos))
-        return TokenRef(ids=ids, pos=t.pos)
+        body = t.text[2:-2].strip()
+        # <[*]> (any token) and <[^ids]> (any token but these): like GBNF's !<[ids]>, text that
+        # is not those tokens, since a grammar over text does not count tokens
+        if body == "*":
+            return TokenRef(ids=(), negated=True, pos=t.pos)
+        negated = body.startswith("^")
+        ids = parse_id_list(body[1:] if negated else body, lambda m: src.error(m, t.pos))
+        return TokenRef(ids=ids, negated=negated, pos=t.pos)
     return TokenRef(text=t.text, pos=t.pos)
 
 

@@ -2,7 +2,10 @@
 
 Options (JSON): ``pattern`` (a regex, default: any text, newlines included), ``flags`` (for
 ``pattern``), ``min_length`` / ``max_length`` (in code points), ``not_containing`` (a list of
-strings the text must not contain). They are combined by intersection in the core (the lexer
+strings the text must not contain), and llguidance's ``substring_chunks`` (a list of strings:
+the text is ``chunks[n:m]`` joined for some ``n <= m``), ``substring_words`` and
+``substring_chars`` (a string, split into words and single other characters, or into code
+points). They are combined by intersection in the core (the lexer
 works with intersections and complements directly), so ``{"pattern": "[a-z ]+", "max_length":
 40, "not_containing": ["  "]}`` costs no blow-up.
 
@@ -12,12 +15,50 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.ebnf.ast import Source, Term
+import re
+
+from stencil.grammar.ebnf.ast import Source, Term, substring_regex
 from stencil.grammar.regex import build_regex
+from stencil.grammar.regex import parse_regex
+from stencil._core import GrammarError
 
 __all__ = ["regex_options_term"]
 
-_KNOWN = ("pattern", "flags", "min_length", "max_length", "not_containing")
+_KNOWN = ("pattern", "flags", "min_length", "max_length", "not_containing", "substring_chunks", "substring_words",
+          "substring_chars", "type", "chunks")
+_SUBSTRING = ("substring_chunks", "substring_words", "substring_chars")
+MAX_SUBSTRING_TEXT = 100_000   # code points over all chunks
+
+
+def substring_chunks(src: Source, options: dict, pos: int):
+    """The chunks of a substring option, or None: ``substring_chunks`` as given,
+    ``substring_words`` split into runs of word characters and single other characters,
+    ``substring_chars`` into code points; ``{"type": "substring", "chunks": [...]}`` is the
+    spelling llguidance's docs propose for the first."""
+    given = [k for k in _SUBSTRING if k in options]
+    if options.get("type") is not None or "chunks" in options:
+        if options.get("type") != "substring" or "chunks" not in options:
+            raise src.error('%regex: "type" must be "substring", with "chunks" (a list of strings)', pos)
+        given.append("chunks")
+    if not given:
+        return None
+    if len(given) > 1 or "pattern" in options:
+        raise src.error(f"%regex: {' and '.join(given + (['pattern'] if 'pattern' in options else []))} "
+                        "cannot be combined: give one of them", pos)
+    key = given[0]
+    value = options[key]
+    if key in ("substring_chunks", "chunks"):
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            raise src.error(f"%regex: {key} is a list of strings", pos)
+        chunks = value
+    else:
+        if not isinstance(value, str):
+            raise src.error(f"%regex: {key} is a string", pos)
+        chunks = re.findall(r"\w+|\W", value) if key == "substring_words" else list(value)
+    if sum(len(c) for c in chunks) > MAX_SUBSTRING_TEXT:
+        raise src.error(f"%regex: the {key} text is longer than the limit of {MAX_SUBSTRING_TEXT} characters",
+                        pos)
+    return chunks
 
 
 def regex_options_term(src: Source, options, pos: int) -> Term:
@@ -26,6 +67,9 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
     for k in options:
         if k not in _KNOWN:
             raise src.error(f"unknown %regex option {k!r} (known: {', '.join(_KNOWN)})", pos)
+    chunks = substring_chunks(src, options, pos)
+    if chunks is not None and set(options) <= {*_SUBSTRING, "type", "chunks"}:
+        return Term(substring_regex(chunks), pos=pos)   # a plain regex: the oracles and samplers read it
     pattern = options.get("pattern")
     flags = options.get("flags", "")
     if pattern is not None and not isinstance(pattern, str) or not isinstance(flags, str):
@@ -40,16 +84,17 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
     banned = options.get("not_containing", [])
     if not isinstance(banned, list) or not all(isinstance(s, str) and s for s in banned):
         raise src.error("%regex: not_containing is a list of non-empty strings", pos)
-    from stencil._core import GrammarError
     if pattern is not None:
         try:
-            from stencil.grammar.regex import parse_regex
             parse_regex(pattern, flags=flags)  # report syntax errors here, with a position
         except GrammarError as e:
             raise src.error(f"%regex pattern: {e}", pos) from None
 
     def build(b) -> int:
-        parts = [build_regex(b, pattern, flags=flags) if pattern is not None else b.re_any_string()]
+        if chunks is not None:
+            parts = [build_regex(b, substring_regex(chunks))]
+        else:
+            parts = [build_regex(b, pattern, flags=flags) if pattern is not None else b.re_any_string()]
         if lo or hi is not None:
             any_char = b.re_char_ranges([(0, 0x10FFFF)], False)
             parts.append(b.re_repeat(any_char, lo, -1 if hi is None else hi))

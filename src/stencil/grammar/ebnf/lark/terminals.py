@@ -7,16 +7,17 @@ turned into terminals the same way: their bodies may only hold terminal material
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from stencil.grammar.regex import ast as R
-from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, RuleDef, Seq, Term,
-                                  TokenRef, report_unused, walk)
+from stencil.grammar.ebnf.ast import (Alt, And, EbnfGrammar, JsonSchema, Node, Not, Ref, Rep, RuleDef, Seq,
+                                  SubGrammar, Term, TokenRef, check_grammar, report_unused, walk)
 from stencil.grammar.ebnf.lark.common import COMMON
 from stencil.grammar.ebnf.lark.parser import LarkSyntax
 from stencil.grammar.regex import build_regex, parse_regex
 
-__all__ = ["resolve", "term_expr"]
+__all__ = ["resolve", "resolve_checked", "term_expr"]
 
 
 def term_expr(b, term: Term) -> int:
@@ -25,7 +26,10 @@ def term_expr(b, term: Term) -> int:
 
 
 def _combine(kind: str, parts: list, extra=None) -> Term:
-    if all(p.build is None for p in parts):
+    """One Term from ``parts``: "seq", "alt", "rep" (``extra`` = (min, max)), "and", "not"
+    (llguidance's ``&`` and ``~``, which only the core's expressions state) or "chars" (at
+    most ``extra`` code points, XGrammar's max_chars)."""
+    if kind in ("seq", "alt", "rep") and all(p.build is None for p in parts):
         if kind == "seq":
             return Term(R.concat([p.regex for p in parts]))
         if kind == "alt":
@@ -38,13 +42,21 @@ def _combine(kind: str, parts: list, extra=None) -> Term:
             return b.re_concat(exprs)
         if kind == "alt":
             return b.re_or(exprs)
+        if kind == "and":
+            return b.re_and(exprs)
+        if kind == "not":
+            return b.re_not(exprs[0])
+        if kind == "chars":
+            any_char = b.re_char_ranges([(0, 0x10FFFF)], False)
+            return b.re_and([exprs[0], b.re_repeat(any_char, 0, extra)])
         return b.re_repeat(exprs[0], extra[0], -1 if extra[1] is None else extra[1])
     return Term(None, build=build)
 
 
 class _Resolver:
-    def __init__(self, syn: LarkSyntax):
+    def __init__(self, syn: LarkSyntax, unused: str = "warn"):
         self.syn = syn
+        self.unused = unused
         self.src = syn.source
         self.defs: dict[str, RuleDef] = dict(syn.terminals)
         self.imported: set[str] = set()
@@ -79,17 +91,21 @@ class _Resolver:
         return node
 
     def finish(self, term: Term, rd: RuleDef) -> Node:
-        """Apply ``[lazy]`` / ``[stop=...]``."""
-        if rd.stop is None:
-            if rd.lazy:
-                term.lazy = True
-            return term
+        """Apply ``[max_chars=N]``, then ``[lazy]`` / ``[stop=...]`` (a string, a regex, a
+        terminal or a special token ends the text; the lexeme ends at its first end) and
+        ``[max_tokens=N]`` (the lexeme spans at most N tokens, then must end: the core counts)."""
+        if rd.max_chars is not None:
+            term = _combine("chars", [term], rd.max_chars)
+        if rd.stop is not None and not isinstance(rd.stop, TokenRef):
+            stop = Term(R.literal(rd.stop)) if isinstance(rd.stop, str) else self.to_term(rd.stop, rd.name)
+            term = _combine("seq", [term, stop])
+        if rd.lazy or rd.stop is not None or rd.max_tokens:
+            # a copy: the body may be a named terminal, used elsewhere without these options
+            term = replace(term, lazy=term.lazy or rd.lazy or (rd.stop is not None and not isinstance(rd.stop, TokenRef)),
+                           max_tokens=rd.max_tokens or term.max_tokens)
         if isinstance(rd.stop, TokenRef):
             return Seq([term, rd.stop], pos=rd.pos)
-        stop = Term(R.literal(rd.stop))
-        t = _combine("seq", [term, stop])
-        t.lazy = True
-        return t
+        return term
 
     def to_term(self, node: Node, owner: str) -> Term:
         if isinstance(node, Term):
@@ -110,7 +126,11 @@ class _Resolver:
             return _combine("alt", [self.to_term(k, owner) for k in node.items])
         if isinstance(node, Rep):
             return _combine("rep", [self.to_term(node.item, owner)], (node.min, node.max))
-        what = "a special token" if isinstance(node, TokenRef) else "%json"
+        if isinstance(node, And):
+            return _combine("and", [self.to_term(k, owner) for k in node.items])
+        if isinstance(node, Not):
+            return _combine("not", [self.to_term(node.item, owner)])
+        what = {TokenRef: "a special token", SubGrammar: "%lark"}.get(type(node), "%json")
         raise self.src.error(f"{what} cannot be part of '{owner}', which must be one lexeme "
                              "(strings, regexes and terminals)", node.pos)
 
@@ -123,14 +143,27 @@ class _Resolver:
             return type(node)([self.in_rule(k) for k in node.items], pos=node.pos)
         if isinstance(node, Rep):
             return Rep(self.in_rule(node.item), node.min, node.max, pos=node.pos)
+        if isinstance(node, (And, Not)):
+            # `&` and `~` act on lexemes: the operands must be terminal material
+            what = "&" if isinstance(node, And) else "~"
+            return self.to_term(node, f"the operands of '{what}'")
+        if isinstance(node, SubGrammar):
+            return SubGrammar(resolve_checked(node.grammar, "start", self.unused), pos=node.pos)
         return node
 
 
+def resolve_checked(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
+    """``resolve`` and ``check_grammar``: a grammar ready to emit."""
+    g = resolve(syn, start, unused)
+    check_grammar(g, unused=unused)
+    return g
+
+
 def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
-    r = _Resolver(syn)
+    r = _Resolver(syn, unused)
     rules: dict[str, RuleDef] = {}
     for name, rd in syn.rules.items():
-        if rd.lazy or rd.stop is not None:
+        if rd.lazy or rd.stop is not None or rd.max_chars is not None or rd.max_tokens:
             body = r.finish(r.to_term(rd.body, name), rd)
         else:
             body = r.in_rule(rd.body)
@@ -143,7 +176,7 @@ def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
         ignores.append(t)
     for name in r.defs:   # resolve every definition, used or not, so errors are not hidden
         r.terminal(name, r.defs[name].pos)
-    g = EbnfGrammar(rules, start, syn.source, ignores=ignores, terminals=dict(r.defs))
+    g = EbnfGrammar(rules, start, syn.source, ignores=ignores, terminals=dict(r.defs), options=dict(syn.options))
     for name, rd in syn.terminals.items():
         if name not in r.used:
             report_unused(g, f"terminal {name} is never used", rd.pos, unused)
