@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         port = s.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(load_model(quiet=True), max_batch=args.max_batch), host="127.0.0.1", port=port,
                                            log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
     while not server.started:
         time.sleep(0.1)
     base = f"http://127.0.0.1:{port}"
@@ -99,6 +100,7 @@ def main(argv=None) -> int:
                      *asyncio.run(_phase(base, 1, min(n, 16), args.max_tokens)))
     print(f"throughput ratio batched / one at a time: {batched / serial:.2f}x")
     server.should_exit = True
+    thread.join(timeout=30)   # the app's lifespan stops the engine: nothing left alive at exit
     return 0
 
 
