@@ -28,9 +28,14 @@ struct Rule {
 // keys, required keys in any order). The parser passes it the bytes spanned.
 enum class CheckKind : uint8_t {
   UniqueItem = 1,  // the completed array item equals no earlier item of its list
-  UniqueKey = 2,   // the completed member's key equals no earlier member's key
-  ObjectKeys = 3,  // the completed object has all `names` and min..max members
-  NotIn = 4,       // the completed JSON string (decoded) is none of `names`
+  UniqueKey = 2,    // the completed member's key equals no earlier member's key
+  ObjectKeys = 3,   // the completed object has all `names` and min..max members
+  NotIn = 4,        // the completed JSON string (decoded) is none of `names`
+  MoreMembers = 5,  // the completed separator may be followed by one more member: the members
+                    // before it leave room within max for it and for the missing `names`
+  NextKey = 6,      // on an empty rule before a member's key, run when it is predicted: `key` (or,
+                    // without one, a key outside `names`) is new among the members before it and
+                    // leaves room within max for the missing `names`
 };
 
 struct CompletionCheck {
@@ -38,12 +43,14 @@ struct CompletionCheck {
   CheckKind kind;
   std::vector<std::string> names;
   int64_t min = 0, max = -1;
+  bool has_key = false;  // NextKey: the member's key is known before it is written
+  std::string key;
 };
 
 // An immutable grammar: lexemes, rules and the tables the parser walks.
 class Grammar {
  public:
-  static constexpr uint32_t kFormatVersion = 2;  // 2: number range expressions
+  static constexpr uint32_t kFormatVersion = 3;  // 2: number range expressions, 3: member-list checks
 
   ExprStore exprs;
   std::vector<LexemeSpec> lexemes;
@@ -119,8 +126,9 @@ class GrammarBuilder {
   Symbol optional(Symbol item);
   Symbol repeat(Symbol item, int64_t min, int64_t max);
   Symbol empty();
+  // `key`: the member's key, for a next_key check (null: a key outside `names`).
   void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
-                 int64_t max);
+                 int64_t max, const std::string* key = nullptr);
 
   std::shared_ptr<Grammar> build(Symbol start) const;
 

@@ -70,24 +70,31 @@ void bind_grammar(nb::module_& m) {
       .def("empty", &GrammarBuilder::empty)
       .def("add_check",
            [](GrammarBuilder& b, Symbol rule, const std::string& kind, const std::vector<nb::str>& names,
-              int64_t min, int64_t max) {
+              int64_t min, int64_t max, std::optional<nb::str> key) {
              // Names are compared with decoded JSON strings, where a lone surrogate escape
              // decodes to its 3-byte form: encode them the same way ("surrogatepass").
-             std::vector<std::string> raw;
-             raw.reserve(names.size());
-             for (const nb::str& n : names) {
+             auto decoded_form = [](const nb::str& n) {
                PyObject* enc = PyUnicode_AsEncodedString(n.ptr(), "utf-8", "surrogatepass");
                if (!enc) throw nb::python_error();
                nb::bytes bytes = nb::steal<nb::bytes>(enc);
-               raw.emplace_back(bytes.c_str(), bytes.size());
-             }
-             b.add_check(rule, kind, raw, min, max);
+               return std::string(bytes.c_str(), bytes.size());
+             };
+             std::vector<std::string> raw;
+             raw.reserve(names.size());
+             for (const nb::str& n : names) raw.push_back(decoded_form(n));
+             std::string k = key ? decoded_form(*key) : std::string();
+             b.add_check(rule, kind, raw, min, max, key ? &k : nullptr);
            },
            nb::arg("rule"), nb::arg("kind"), nb::arg("names") = std::vector<nb::str>{}, nb::arg("min") = 0,
-           nb::arg("max") = -1,
+           nb::arg("max") = -1, nb::arg("key") = nb::none(),
            "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
            "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
-           "'unique_key' (the completed object member's key equals no earlier member's key),\n"
+           "'unique_key' (the completed object member's key, or key alone, equals no earlier member's key),\n"
+           "'more_members' (on a rule of the separator before a member: the members before it leave\n"
+           "room within max for one more and for the missing `names`),\n"
+           "'next_key' (on an empty rule right before a member's key, run as it is predicted: `key`,\n"
+           "or without one a key outside `names`, is new among the earlier members and leaves room\n"
+           "within max for the missing `names`; the mask then never starts a key that must fail),\n"
            "'object_keys' (the completed object has every name in `names` and min..max members),\n"
            "'not_in' (the completed JSON string, escapes decoded, is none of `names`: put it on a rule\n"
            "wrapping a key lexeme to exclude known keys without a complement regex).")

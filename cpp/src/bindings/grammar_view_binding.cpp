@@ -23,6 +23,10 @@ const char* check_kind(CheckKind k) {
       return "object_keys";
     case CheckKind::NotIn:
       return "not_in";
+    case CheckKind::MoreMembers:
+      return "more_members";
+    case CheckKind::NextKey:
+      return "next_key";
   }
   return "unknown";
 }
@@ -66,6 +70,7 @@ nb::list checks_view(const Grammar& g) {
     d["names"] = names;
     d["min"] = c.min;
     d["max"] = c.max;
+    d["key"] = c.has_key ? nb::object(nb::bytes(c.key.data(), c.key.size())) : nb::none();
     out.append(d);
   }
   return out;

@@ -264,11 +264,12 @@ std::string Grammar::to_string() const {
     }
     out += "\n";
   }
-  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in"};
+  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in", "more_members", "next_key"};
   for (const CompletionCheck& c : checks) {
     out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
+    if (c.has_key) out += " key \"" + c.key + "\"";
     for (const auto& n : c.names) out += " \"" + n + "\"";
-    if (c.kind == CheckKind::ObjectKeys) out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
+    if (c.kind != CheckKind::NotIn && c.kind != CheckKind::UniqueItem) out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
     out += "\n";
   }
   return out;

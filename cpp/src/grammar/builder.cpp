@@ -232,7 +232,7 @@ Symbol GrammarBuilder::repeat(Symbol item, int64_t min, int64_t max) {
 }
 
 void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names,
-                               int64_t min, int64_t max) {
+                               int64_t min, int64_t max, const std::string* key) {
   if (is_terminal(rule)) throw GrammarError("add_check: checks apply to rules, not lexemes");
   check_symbol(rule, "add_check");
   CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max};
@@ -240,8 +240,19 @@ void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::
   else if (kind == "unique_key") c.kind = CheckKind::UniqueKey;
   else if (kind == "object_keys") c.kind = CheckKind::ObjectKeys;
   else if (kind == "not_in") c.kind = CheckKind::NotIn;
-  else throw GrammarError("add_check: unknown check kind '" + kind + "' (unique_item, unique_key, object_keys, not_in)");
-  if (c.kind == CheckKind::NotIn) std::sort(c.names.begin(), c.names.end());
+  else if (kind == "more_members") c.kind = CheckKind::MoreMembers;
+  else if (kind == "next_key") c.kind = CheckKind::NextKey;
+  else
+    throw GrammarError("add_check: unknown check kind '" + kind +
+                       "' (unique_item, unique_key, object_keys, not_in, more_members, next_key)");
+  if (c.kind == CheckKind::MoreMembers && max < 0) throw GrammarError("add_check: more_members needs a max");
+  if (key && c.kind != CheckKind::NextKey) throw GrammarError("add_check: only a next_key check takes a key");
+  if (key) {
+    c.has_key = true;
+    c.key = *key;
+  }
+  std::sort(c.names.begin(), c.names.end());  // binary searches; the order of names means nothing
+  c.names.erase(std::unique(c.names.begin(), c.names.end()), c.names.end());
   if (min < 0 || (max >= 0 && max < min))
     throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   for (const CompletionCheck& other : checks_)

@@ -122,6 +122,8 @@ std::string Grammar::serialize() const {
     for (const auto& n : c.names) w.str(n);
     w.u64(static_cast<uint64_t>(c.min));
     w.u64(static_cast<uint64_t>(c.max));
+    w.u8(c.has_key ? 1 : 0);
+    w.str(c.key);
   }
   w.u32(start);
   return w.out;
@@ -220,12 +222,14 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
     c.rule = r.u32();
     if (c.rule >= n_nt) r.fail("check on an unknown rule");
     uint8_t kind = r.u8();
-    if (kind < 1 || kind > 4) r.fail("unknown check kind");
+    if (kind < 1 || kind > 6) r.fail("unknown check kind");
     c.kind = static_cast<CheckKind>(kind);
     uint32_t n_names = r.count(data.size(), "names");
     for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());
     c.min = static_cast<int64_t>(r.u64());
     c.max = static_cast<int64_t>(r.u64());
+    c.has_key = r.u8() != 0;
+    c.key = r.str();
     for (const CompletionCheck& other : g->checks)
       if (other.rule == c.rule) r.fail("two checks on one rule");
     g->checks.push_back(std::move(c));

@@ -100,7 +100,11 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
         for (uint32_t k = g.nt_rules_begin[sym]; k < g.nt_rules_begin[sym + 1]; ++k)
           add(g.rule_begin[g.nt_rules[k]], row);
       }
-      if (g.nullable[sym]) add(it.pos + 1, it.origin);
+      if (g.nullable[sym]) {
+        const int32_t ci = g.nt_check[sym];
+        if (ci < 0 || g.checks[ci].kind != CheckKind::NextKey || next_key_check(g.checks[ci], it.origin, offset))
+          add(it.pos + 1, it.origin);
+      }
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
@@ -311,6 +315,7 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
     note_read(siblings_from, from);
     return false;
   }
+  if (c.kind == CheckKind::MoreMembers) return room_for_members(c, *earlier, nullptr);
   scratch_item_.clear();
   text_->text(from, to, scratch_item_);
   std::string mine;
@@ -325,6 +330,43 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
     note_key(from + key_at);
   }
   return !std::binary_search(earlier->begin(), earlier->end(), mine);
+}
+
+// A next_key check, where its empty rule is predicted: the members from row siblings_row up to
+// byte `to` (the separator before this member included) against the key about to start.
+bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to) {
+  if (!text_) return true;
+  const uint32_t from = siblings_row < rows_.size() ? rows_[siblings_row].offset : to;
+  return verdict(c, from, to, to, [&] {
+    std::vector<std::string> earlier;
+    std::vector<uint32_t> key_offsets;
+    scratch_text_.clear();
+    if (from < to) text_->text(from, to, scratch_text_);
+    if (!member_keys(scratch_text_, earlier, &key_offsets)) {
+      note_read(from, to);
+      return false;
+    }
+    for (uint32_t at : key_offsets) note_key(from + at);
+    std::sort(earlier.begin(), earlier.end());
+    if (!c.has_key) return c.max < 0 || room_for_members(c, earlier, nullptr, true);
+    if (std::binary_search(earlier.begin(), earlier.end(), c.key)) return false;
+    return c.max < 0 || room_for_members(c, earlier, &c.key);
+  });
+}
+
+// Whether an object whose members so far have the keys `earlier` (sorted), then `mine` if given
+// (or a key outside c.names if other_key), can still be completed within c.max members: each
+// required name (c.names) not written yet needs a member of its own, and a separator (no key
+// given) needs at least one more member. So the member list never walks into a state where only
+// a veto at the close is left.
+bool EarleyParser::room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
+                                    const std::string* mine, bool other_key) {
+  const bool adds = mine || other_key;  // a member with a key outside `names` when other_key
+  int64_t members = static_cast<int64_t>(earlier.size()) + (adds ? 1 : 0);
+  int64_t missing = 0;
+  for (const std::string& name : c.names)
+    missing += !std::binary_search(earlier.begin(), earlier.end(), name) && !(mine && *mine == name);
+  return members + std::max<int64_t>(missing, adds ? 0 : 1) <= c.max;
 }
 
 // The sorted keys (or canonical values) of the siblings before item_row; null when their text

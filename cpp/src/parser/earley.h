@@ -97,6 +97,9 @@ class EarleyParser {
   void note_key(uint32_t at) { note_read(at, at + 1); }
   bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
   bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
+  static bool room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
+                               const std::string* mine, bool other_key = false);
+  bool next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to);
   template <class Compute>
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();

@@ -239,7 +239,9 @@ bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_o
   JsonReader r{text};
   r.ws();
   if (key_offset) *key_offset = static_cast<uint32_t>(r.i);
-  return r.string(key) && r.eat(':');
+  if (!r.string(key)) return false;
+  if (r.eat(':')) return true;
+  return r.i == text.size();  // the key alone: a check that runs when the key lexeme ends
 }
 
 bool canonical_value(std::string_view text, std::string& out) {

@@ -15,6 +15,14 @@ Two member orders:
   vetoes a repeated key, ``object_keys`` vetoes an object that lacks a required key or has a
   member count outside [minProperties, maxProperties].
 
+Checks that only ran when a member or the object completes would let the mask walk into dead ends
+(a repeated key's value written out, a comma after the last member a closed object can hold), so
+the member list carries three more: ``next_key`` on an empty rule before each named key (run as
+the key is about to start: the key is new, and leaves room within the member bound for the
+required keys not written yet), ``unique_key`` on the key of the other keys (run as it ends), and
+``more_members`` on the comma (vetoed when no member can follow). The member bound is
+``maxProperties``, and the named keys when the object takes no other key.
+
 Example::
 
     rule = emit_object(emitter, ObjSpec(props=(("a", frozenset()),), required=("a",)), depth=0)
@@ -162,17 +170,62 @@ def emit_object(em, spec: ObjSpec, depth: int):
     return _emit_definition(em, spec, depth, named, others)
 
 
-def _by_mask(em, alts: list, check: bool) -> dict:
-    """One member rule per mask (each with the unique_key check when asked)."""
+def _by_mask(em, alts: list) -> dict:
+    """One member rule per mask: {mask: [[member rule]]}, the shape of :func:`_group`."""
     out: dict = {}
     for mask, symbols in alts:
         r = out.get(mask)
         if r is None:
-            r = out[mask] = em.fresh("member")
-            if check:
-                em.check(r, "unique_key")
-        em.b.add_alternative(r, symbols)
+            r = em.fresh("member")
+            out[mask] = [[r]]
+        em.b.add_alternative(out[mask][0][0], symbols)
     return out
+
+
+def _group(alts: list) -> dict:
+    """Members' symbol lists by mask, {mask: [symbols, ...]}, written inline in the member list
+    (so that the checks on their first symbols see the earlier members as siblings)."""
+    out: dict = {}
+    for mask, symbols in alts:
+        out.setdefault(mask, []).append(symbols)
+    return out
+
+
+def _keyed(em, alts: list) -> list:
+    """Each member's key wrapped in a rule with the ``unique_key`` check, which runs as the key
+    ends (the key of a class of other keys can always be written out differently, so ending it
+    is where a repeat shows)."""
+    keyed: dict = {}
+    out = []
+    for mask, (key, *rest) in alts:
+        k = keyed.get(key)
+        if k is None:
+            k = keyed[key] = em.fresh("keyed")
+            em.b.add_alternative(k, [key])
+            em.check(k, "unique_key")
+        out.append((mask, [k] + rest))
+    return out
+
+
+def _guarded(em, alts: list, required, most, key=None) -> list:
+    """Each member after an empty rule with the ``next_key`` check, run before its key starts:
+    the named ``key`` is not written yet (or, with no key, a key outside the named ones), and
+    the member leaves room within ``most`` members for the required keys not written yet."""
+    guard = em.fresh("next_key")
+    em.b.add_alternative(guard, [])
+    em.check(guard, "next_key", names=list(required), max=-1 if most is None else most, key=key)
+    return [(mask, [guard] + symbols) for mask, symbols in alts]
+
+
+def _separator(em, comma: list, required, most) -> list:
+    """The comma before a member; with a member bound, on a rule whose ``more_members`` check
+    vetoes it when no member can follow."""
+    if most is None:
+        return comma
+    sep = em.fresh("comma")
+    em.b.add_alternative(sep, comma[:1])
+    em.check(sep, "more_members", names=list(required), max=most)
+    return [sep] + comma[1:]
 
 
 def _reachable_masks(members: dict) -> set:
@@ -194,12 +247,21 @@ def _emit_any(em, spec, depth, named, others):
     empty = not spec.required and spec.min == 0 and full == 0
     if empty:
         b.add_alternative(rule, em.empty_object())
-    members = _by_mask(em, [a for _, _, alts in named for a in alts] + others, True)
+    # the most members an object can have: maxProperties, and the named keys when no other key is
+    most = spec.max
+    if not others:
+        possible = sum(1 for _, _, alts in named if alts)
+        most = possible if most is None else min(most, possible)
+    alts = [a for k, _, key_alts in named if key_alts for a in _guarded(em, key_alts, spec.required, most, k)]
+    if others:
+        others = _keyed(em, others)
+        alts += _guarded(em, others, spec.required, most) if most is not None else others
+    members = _group(alts)
     if not members or (full not in _reachable_masks(members) and not empty):
         if not empty:
             em.dead(rule)
         return rule
-    comma = em.comma(depth)
+    comma = _separator(em, em.comma(depth), spec.required, most)
     lists: dict = {}
     todo = []
 
@@ -210,12 +272,14 @@ def _emit_any(em, spec, depth, named, others):
             todo.append(m)
         return r
 
-    for mask, member in members.items():
-        b.add_alternative(state(mask), [member])
+    for mask, alts in members.items():
+        for symbols in alts:
+            b.add_alternative(state(mask), symbols)
     while todo:
         m = todo.pop()
-        for mask, member in members.items():
-            b.add_alternative(state(m | mask), [lists[m]] + comma + [member])
+        for mask, alts in members.items():
+            for symbols in alts:
+                b.add_alternative(state(m | mask), [lists[m]] + comma + symbols)
     if full in lists:
         b.add_alternative(rule, em.obj_open(depth) + [lists[full]] + em.obj_close(depth))
     if spec.required or spec.min > 0 or spec.max is not None:
@@ -227,8 +291,8 @@ def _emit_any(em, spec, depth, named, others):
 def _emit_definition(em, spec, depth, named, others):
     b = em.b
     full = (1 << len(spec.some)) - 1
-    named = [(k, req, _by_mask(em, alts, False)) for k, req, alts in named]
-    extras = _by_mask(em, others, True)
+    named = [(k, req, _by_mask(em, alts)) for k, req, alts in named]
+    extras = _group(_keyed(em, others))
     n = len(named)
     counted = spec.min > 1 or spec.max is not None
     cap = (spec.max if spec.max is not None else max(spec.min, 1)) if counted else 1
@@ -260,32 +324,36 @@ def _emit_definition(em, spec, depth, named, others):
         nxt = set()
         for c, m in sorted(reach):
             if can_add(c):
-                for mask, r in rules.items():
-                    b.add_alternative(state(i + 1, c + 1, m | mask), [state(i, c, m)] + comma + [r])
+                for mask, alts in rules.items():
+                    for symbols in alts:
+                        b.add_alternative(state(i + 1, c + 1, m | mask), [state(i, c, m)] + comma + symbols)
                     nxt.add((min(c + 1, cap), m | mask))
             if not req:
                 b.add_alternative(state(i + 1, c, m), [state(i, c, m)])
                 nxt.add((c, m))
         if empty_ok and can_add(0):
-            for mask, r in rules.items():
-                b.add_alternative(state(i + 1, 1, mask), [r])
+            for mask, alts in rules.items():
+                for symbols in alts:
+                    b.add_alternative(state(i + 1, 1, mask), symbols)
                 nxt.add((1, mask))
         if req:
             empty_ok = False
         reach = nxt
     if extras:   # the other keys, after the named properties
         if empty_ok and can_add(0):
-            for mask, r in extras.items():
-                b.add_alternative(state(n, 1, mask), [r])
+            for mask, alts in extras.items():
+                for symbols in alts:
+                    b.add_alternative(state(n, 1, mask), symbols)
                 reach.add((1, mask))
         todo = sorted(reach)
         while todo:
             c, m = todo.pop()
             if not can_add(c):
                 continue
-            for mask, r in extras.items():
+            for mask, alts in extras.items():
                 nxt = (min(c + 1, cap), m | mask)
-                b.add_alternative(state(n, *nxt), [state(n, c, m)] + comma + [r])
+                for symbols in alts:
+                    b.add_alternative(state(n, *nxt), [state(n, c, m)] + comma + symbols)
                 if nxt not in reach:
                     reach.add(nxt)
                     todo.append(nxt)
