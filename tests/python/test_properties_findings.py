@@ -71,12 +71,18 @@ DEAD_ENDS = [
     # a key that leaves no room for a required key not written yet, refused before it starts
     ('{"type": "object", "required": ["a", "b"], "maxProperties": 3}', '{"x": 1, "', "y", "a"),
     ('{"type": "object", "required": ["a"], "maxProperties": 2}', '{"x": 1, "', "y", "a"),
+    # an item of a unique array of known values that repeats one, refused before it starts
+    ('{"type": "array", "items": {"enum": ["a", "bbbb"]}, "uniqueItems": true}', '["a", "', "a", "b"),
+    ('{"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": true}', '[1.0, ', "1", "2"),
+    ('{"type": "array", "items": {"type": "boolean"}, "uniqueItems": true}', '[true, ', "t", "f"),
+    # a comma after every value is used
+    ('{"type": "array", "items": {"enum": [null, "x"]}, "uniqueItems": true}', '["x", null', ",", "]"),
 ]
 
 
 @pytest.mark.parametrize("order", ["any", "definition"])
 @pytest.mark.parametrize("schema, prefix, refused, allowed", DEAD_ENDS)
-def test_member_checks_refuse_dead_ends_where_they_start(schema, prefix, refused, allowed, order):
+def test_checks_refuse_dead_ends_where_they_start(schema, prefix, refused, allowed, order):
     m = stencil.Matcher(stencil.GrammarCompiler(TOK).compile_json_schema(schema, property_order=order))
     if not m.accept_string(prefix):
         assert order == "definition"   # an order the definition order does not write
@@ -97,8 +103,10 @@ OBJECT_SCHEMAS = [
     '{"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "integer"}}, '
     '"maxProperties": 1}}, "required": ["a"], "minProperties": 2, "maxProperties": 2, '
     '"additionalProperties": {"type": "integer"}}',
+    '{"type": "array", "items": {"enum": ["a", "bbbb", 1, 10, true, null]}, "uniqueItems": true, "minItems": 2}',
+    '{"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "maxItems": 1}',
 ]
-_PREFERRED = b'"{},:[]01abxyz'
+_PREFERRED = b'"{},:[]01abxyzktfn'
 
 
 @pytest.mark.parametrize("order", ["any", "definition"])

@@ -36,7 +36,16 @@ enum class CheckKind : uint8_t {
   NextKey = 6,      // on an empty rule before a member's key, run when it is predicted: `key` (or,
                     // without one, a key outside `names`) is new among the members before it and
                     // leaves room within max for the missing `names`
+  NextItem = 7,     // on an empty rule before an array item whose value is known (`key`, JSON
+                    // text), run when it is predicted: no earlier item equals it
 };
+
+// Checks that read the earlier items of an array (as canonical JSON values), not members' keys.
+inline bool reads_items(CheckKind k) {
+  return k == CheckKind::UniqueItem || k == CheckKind::NextItem;
+}
+// Checks on an empty rule, run when it is predicted.
+inline bool runs_at_prediction(CheckKind k) { return k == CheckKind::NextKey || k == CheckKind::NextItem; }
 
 struct CompletionCheck {
   uint32_t rule;

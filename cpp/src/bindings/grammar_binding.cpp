@@ -95,6 +95,8 @@ void bind_grammar(nb::module_& m) {
            "'next_key' (on an empty rule right before a member's key, run as it is predicted: `key`,\n"
            "or without one a key outside `names`, is new among the earlier members and leaves room\n"
            "within max for the missing `names`; the mask then never starts a key that must fail),\n"
+           "'next_item' (the same before an array item whose value `key`, JSON text, is known: no\n"
+           "earlier item of the list equals it),\n"
            "'object_keys' (the completed object has every name in `names` and min..max members),\n"
            "'not_in' (the completed JSON string, escapes decoded, is none of `names`: put it on a rule\n"
            "wrapping a key lexeme to exclude known keys without a complement regex).")

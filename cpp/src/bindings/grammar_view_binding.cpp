@@ -27,6 +27,8 @@ const char* check_kind(CheckKind k) {
       return "more_members";
     case CheckKind::NextKey:
       return "next_key";
+    case CheckKind::NextItem:
+      return "next_item";
   }
   return "unknown";
 }

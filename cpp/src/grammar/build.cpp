@@ -264,7 +264,7 @@ std::string Grammar::to_string() const {
     }
     out += "\n";
   }
-  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in", "more_members", "next_key"};
+  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in", "more_members", "next_key", "next_item"};
   for (const CompletionCheck& c : checks) {
     out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
     if (c.has_key) out += " key \"" + c.key + "\"";

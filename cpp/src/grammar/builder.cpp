@@ -2,6 +2,7 @@
 
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
+#include "support/json_canon.h"
 
 namespace stencil {
 
@@ -242,11 +243,16 @@ void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::
   else if (kind == "not_in") c.kind = CheckKind::NotIn;
   else if (kind == "more_members") c.kind = CheckKind::MoreMembers;
   else if (kind == "next_key") c.kind = CheckKind::NextKey;
+  else if (kind == "next_item") c.kind = CheckKind::NextItem;
   else
     throw GrammarError("add_check: unknown check kind '" + kind +
-                       "' (unique_item, unique_key, object_keys, not_in, more_members, next_key)");
+                       "' (unique_item, unique_key, object_keys, not_in, more_members, next_key, next_item)");
   if (c.kind == CheckKind::MoreMembers && max < 0) throw GrammarError("add_check: more_members needs a max");
-  if (key && c.kind != CheckKind::NextKey) throw GrammarError("add_check: only a next_key check takes a key");
+  if (key && !runs_at_prediction(c.kind)) throw GrammarError("add_check: only next_key and next_item take a key");
+  if (c.kind == CheckKind::NextItem) {
+    std::string canon;
+    if (!key || !canonical_value(*key, canon)) throw GrammarError("add_check: next_item needs a key, a JSON value");
+  }
   if (key) {
     c.has_key = true;
     c.key = *key;

@@ -222,7 +222,7 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
     c.rule = r.u32();
     if (c.rule >= n_nt) r.fail("check on an unknown rule");
     uint8_t kind = r.u8();
-    if (kind < 1 || kind > 6) r.fail("unknown check kind");
+    if (kind < 1 || kind > 7) r.fail("unknown check kind");
     c.kind = static_cast<CheckKind>(kind);
     uint32_t n_names = r.count(data.size(), "names");
     for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());

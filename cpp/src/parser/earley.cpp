@@ -102,7 +102,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       }
       if (g.nullable[sym]) {
         const int32_t ci = g.nt_check[sym];
-        if (ci < 0 || g.checks[ci].kind != CheckKind::NextKey || next_key_check(g.checks[ci], it.origin, offset))
+        if (ci < 0 || !runs_at_prediction(g.checks[ci].kind) || next_key_check(g.checks[ci], it.origin, offset))
           add(it.pos + 1, it.origin);
       }
     }
@@ -332,8 +332,9 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
   return !std::binary_search(earlier->begin(), earlier->end(), mine);
 }
 
-// A next_key check, where its empty rule is predicted: the members from row siblings_row up to
-// byte `to` (the separator before this member included) against the key about to start.
+// A next_key or next_item check, where its empty rule is predicted: the members or items from row
+// siblings_row up to byte `to` (the separator before this one included) against the key or value
+// about to start.
 bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to) {
   if (!text_) return true;
   const uint32_t from = siblings_row < rows_.size() ? rows_[siblings_row].offset : to;
@@ -342,6 +343,12 @@ bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_ro
     std::vector<uint32_t> key_offsets;
     scratch_text_.clear();
     if (from < to) text_->text(from, to, scratch_text_);
+    if (c.kind == CheckKind::NextItem) {
+      note_read(from, to);
+      std::string mine;
+      if (!canonical_values(scratch_text_, earlier) || !canonical_value(c.key, mine)) return false;
+      return std::find(earlier.begin(), earlier.end(), mine) == earlier.end();
+    }
     if (!member_keys(scratch_text_, earlier, &key_offsets)) {
       note_read(from, to);
       return false;
@@ -383,8 +390,8 @@ const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, u
   SiblingMemo m{siblings_row, item_row, kind, false, {}, {}};
   scratch_text_.clear();
   text_->text(rows_[siblings_row].offset, rows_[item_row].offset, scratch_text_);
-  m.ok = kind == CheckKind::UniqueItem ? canonical_values(scratch_text_, m.earlier)
-                                       : member_keys(scratch_text_, m.earlier, &m.key_offsets);
+  m.ok = reads_items(kind) ? canonical_values(scratch_text_, m.earlier)
+                            : member_keys(scratch_text_, m.earlier, &m.key_offsets);
   for (uint32_t& at : m.key_offsets) at += rows_[siblings_row].offset;
   for (uint32_t at : m.key_offsets) note_key(at);
   std::sort(m.earlier.begin(), m.earlier.end());

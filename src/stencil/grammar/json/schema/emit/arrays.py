@@ -9,6 +9,12 @@ vetoes an item equal (as JSON values) to an earlier item of the same array. The 
 right-nested rules (one prediction when an array opens, whatever maxItems is), except under
 ``uniqueItems``, whose check needs the left-nested form.
 
+An item of a unique array that is one of a few scalar values (``enum``, ``const``, booleans)
+cannot be written out differently once started, so the check at its end would leave the mask in
+a dead end (``["a", "a`` with ``enum: ["a", "b"]``): each value is then its own alternative after
+an empty rule with the ``next_item`` check (run before the value starts), and the list counts its
+items up to the number of values.
+
 Example::
 
     spec = ArrSpec(items=frozenset(), min=1, max=3)
@@ -16,12 +22,17 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Unsupported, sub_and
+import json
+
+from stencil.grammar.json.schema.core.formulas import FALSE, num_const, num_consts, str_consts
+from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Typed, Unsupported, sub_and
 
 __all__ = ["emit_array", "MAX_ARRAY_STATES"]
 
 #: most (position, counters) states of one array's automaton
 MAX_ARRAY_STATES = 20_000
+#: most values of a unique array's items written one alternative each (see the module docstring)
+MAX_UNIQUE_VALUES = 64
 
 
 def _contains_entries(em, spec: ArrSpec) -> list:
@@ -45,8 +56,13 @@ def emit_array(em, spec: ArrSpec, depth: int):
     if top - p > MAX_ARRAY_STATES and not entries and not spec.unique:
         return _emit_long_array(em, spec, depth)
     auto = _Counters(em, spec, entries, top, depth)
-    linear = _left_linear if spec.unique else _right_linear
-    body = linear(em, depth, auto.start, auto.kinds_at, auto.step, auto.accepting, auto.item_symbol)
+    values = _unique_values(em, spec, entries)
+    if values is not None:
+        body = _left_linear_values(em, depth, spec, values) if len(values) >= spec.min else []
+    elif spec.unique:
+        body = _left_linear(em, depth, auto.start, auto.kinds_at, auto.step, auto.accepting, auto.item_symbol)
+    else:
+        body = _right_linear(em, depth, auto.start, auto.kinds_at, auto.step, auto.accepting, auto.item_symbol)
     rule = em.fresh("array")
     if auto.accepting(auto.start):
         b.add_alternative(rule, em.empty_array())
@@ -55,6 +71,45 @@ def emit_array(em, spec: ArrSpec, depth: int):
     if not auto.accepting(auto.start) and not body:
         em.dead(rule)
     return rule
+
+
+def _unique_values(em, spec: ArrSpec, entries: list):
+    """The items' values when the array is unique, its items (no prefix, no contains) are a few
+    scalars, as [(JSON text, Typed)]; else None."""
+    if not spec.unique or spec.prefix or entries:
+        return None
+    t = em.ctx.sub_typed(spec.items)
+    if t.arr or t.obj:
+        return None
+    nums = num_consts(t.num) if t.num != FALSE else frozenset()
+    strs = str_consts(t.str) if t.str != FALSE else frozenset()
+    if nums is None or strs is None or t.null + len(t.bools) + len(nums) + len(strs) > MAX_UNIQUE_VALUES:
+        return None
+    out = [("null", Typed(null=True))] if t.null else []
+    out += [(json.dumps(b), Typed(bools=frozenset([b]))) for b in sorted(t.bools)]
+    out += [(str(n), Typed(num=num_const(n))) for n in sorted(nums)]
+    out += [(json.dumps(s), Typed(str=("const", s))) for s in sorted(strs)]
+    return out
+
+
+def _left_linear_values(em, depth: int, spec: ArrSpec, values: list) -> list:
+    """The non-empty item lists of a unique array of known values, as left-nested rules by item
+    count (up to maxItems and the number of values); the rules of counts from minItems up."""
+    b = em.b
+    items = []
+    for text, t in values:
+        guard = em.fresh("next_item")
+        b.add_alternative(guard, [])
+        em.check(guard, "next_item", key=text)
+        items.append([guard, em.value(frozenset([t]), depth + 1)])
+    # counted: after n distinct items, n < len(values), some value is always left for one more
+    most = len(values) if spec.max is None else min(spec.max, len(values))
+    comma = em.comma(depth)
+    lists = [None] + [em.fresh("items") for _ in range(most)]
+    for n in range(1, most + 1):
+        for item in items:
+            b.add_alternative(lists[n], item if n == 1 else [lists[n - 1]] + comma + item)
+    return lists[max(spec.min, 1):]
 
 
 class _Counters:
