@@ -287,3 +287,44 @@ def test_duplicate_item_closed_inside_a_token_is_masked():
         allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
         assert b"8," not in allowed and b"8]" not in allowed, opts
         assert {b"0,", b"7,", b"9]", b"8", b","} <= allowed, opts
+
+
+GUARDED_SCHEMAS = [
+    ({"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+      "required": ["id"], "maxProperties": 3, "additionalProperties": {"type": "integer"}},
+     ['{"id": 1, "x": 2, "name": "n"}', '{"name": "n", "x": 1, "y": 2}', '{"x": 1, "id": 2, "x": 3}',
+      '{"name": "a", "id": 1}', '{"id": 1, "id": 2}', '{"ids": 1, "id": 2, "name": "x"}']),
+    ({"const": {"a": 21, "bc": [1]}}, ['{"bc": [1], "a": 21}', '{"a": 21, "a": 21}', '{"a": 2.1e1, "bc": [1.0]}']),
+    ({"type": "array", "items": {"enum": ["ab", "abc", 1, 10, True]}, "uniqueItems": True},
+     ['["abc", "ab", 10, 1, true]', '["ab", "ab"]', '[1, 10, 1.0]', '[10, 1e1]', '[true, "abc"]']),
+]
+
+
+@pytest.mark.parametrize("schema, texts", GUARDED_SCHEMAS)
+def test_checks_before_keys_and_items_against_json_schema(deepseek, schema, texts):
+    """next_key / more_members (objects in any order) and next_item (unique arrays of values) run
+    as a rule is predicted, inside tokens: masks equal accept_token and the masks computed
+    without the memo and boundary runs at every token, and the texts accepted are those
+    jsonschema validates (with no key repeated)."""
+    import jsonschema
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, property_order="any")
+    plain = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"boundary_runs": False, "repeat_memo": False}
+                                    ).compile_json_schema(schema, property_order="any")
+    valid_seen = invalid_seen = 0
+    def no_repeated_keys(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a repeated key")
+        return dict(pairs)
+
+    for text in texts:
+        try:
+            valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text, object_pairs_hook=no_repeated_keys))
+        except ValueError:
+            valid = False
+        accepted, accepting = feed(deepseek, fast, text)
+        assert (accepted and accepting) == valid, text
+        assert same_masks_along(deepseek, fast, plain, text) == valid, text
+        valid_seen += valid
+        invalid_seen += not valid
+    assert valid_seen and invalid_seen
