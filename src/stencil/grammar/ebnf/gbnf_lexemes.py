@@ -352,103 +352,10 @@ class _Cfg:
 
         Worklists, not sweeps to a fixpoint: a long chain of rules must not cost a sweep per
         link."""
-        nl = len(self.lex)
-        lex_first, lex_null = [], []
-        for node in self.lex:
-            f, nul = ((), False) if isinstance(node, _Special) else first_chars(_text(node))
-            lex_first.append(f)
-            lex_null.append(nul)
         used = self.reachable(start)
-        n = len(self.alts)
-        users: dict[int, set] = {a: set() for a in used}
-        for a in used:
-            for alt in self.alts[a]:
-                for sym in alt:
-                    if sym >= 0:
-                        users[sym].add(a)
-        null = [False] * n
-        first_c: list = [()] * n
-        first_l: list = [frozenset()] * n
-
-        def seq_first(alt, i):
-            chars, lexs = [], set()
-            for sym in alt[i:]:
-                if sym < 0:
-                    chars.extend(lex_first[~sym])
-                    lexs.add(~sym)
-                    if not lex_null[~sym]:
-                        return chars, lexs, False
-                else:
-                    chars.extend(first_c[sym])
-                    lexs |= first_l[sym]
-                    if not null[sym]:
-                        return chars, lexs, False
-            return chars, lexs, True
-
-        work = list(used)
-        queued = set(work)
-        while work:
-            a = work.pop()
-            queued.discard(a)
-            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
-            for alt in self.alts[a]:
-                c, l, z = seq_first(alt, 0)
-                chars.extend(c)
-                lexs |= l
-                nul = nul or z
-            new_c, new_l = U.normalize(chars), frozenset(lexs)
-            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
-                first_c[a], first_l[a], null[a] = new_c, new_l, nul
-                for u in users[a]:
-                    if u not in queued:
-                        queued.add(u)
-                        work.append(u)
-        # FOLLOW: a fixed part (what the rest of each alternative can start with) plus what
-        # flows from the left-hand side through nullable rests (edges a -> symbol).
-        follow_c: list = [()] * n
-        follow_l: list = [frozenset()] * n
-        lex_c: list = [[] for _ in range(nl)]
-        lex_l: list = [set() for _ in range(nl)]
-        base_c: dict[int, list] = {a: [] for a in used}
-        base_l: dict[int, set] = {a: set() for a in used}
-        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
-        for a in used:
-            for alt in self.alts[a]:
-                for i, sym in enumerate(alt):
-                    c, l, z = seq_first(alt, i + 1)
-                    if sym < 0:
-                        lex_c[~sym].extend(c)
-                        lex_l[~sym] |= l
-                    else:
-                        base_c[sym].extend(c)
-                        base_l[sym] |= l
-                    if z:
-                        flows[a].add(sym)
-        for a in used:
-            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
-        work = list(used)
-        queued = set(work)
-        while work:
-            a = work.pop()
-            queued.discard(a)
-            for sym in flows[a]:
-                if sym < 0:
-                    continue
-                new_c = U.union(follow_c[sym], follow_c[a])
-                new_l = follow_l[sym] | follow_l[a]
-                if new_c != follow_c[sym] or new_l != follow_l[sym]:
-                    follow_c[sym], follow_l[sym] = new_c, new_l
-                    if sym not in queued:
-                        queued.add(sym)
-                        work.append(sym)
-        for a in used:
-            for sym in flows[a]:
-                if sym < 0:
-                    lex_c[~sym].extend(follow_c[a])
-                    lex_l[~sym] |= follow_l[a]
-        lex_follow_c = [U.normalize(c) for c in lex_c]
-        lex_follow_l = [frozenset(l) for l in lex_l]
-        return lex_first, lex_follow_c, lex_follow_l, first_l[start], used
+        fs = _Firsts(self, used)
+        lex_follow_c, lex_follow_l = fs.lexeme_follows(used)
+        return fs.lex_first, lex_follow_c, lex_follow_l, fs.first_l[start], used
 
     def reachable(self, start: int) -> list:
         seen = {start}
@@ -569,6 +476,121 @@ class _Cfg:
             for alt in self.alts[a]:
                 b.add_alternative(rule[a], [sym(s) for s in alt])
         return rule[start]
+
+
+class _Firsts:
+    """FIRST sets of a _Cfg's rules at two levels, code points (``first_c``) and lexeme ids
+    (``first_l``), and which rules are nullable; then FOLLOW sets of its lexemes."""
+
+    def __init__(self, cfg: "_Cfg", used: list):
+        self.cfg = cfg
+        self.lex_first, self.lex_null = [], []
+        for node in cfg.lex:
+            f, nul = ((), False) if isinstance(node, _Special) else first_chars(_text(node))
+            self.lex_first.append(f)
+            self.lex_null.append(nul)
+        n = len(cfg.alts)
+        self.null = [False] * n
+        self.first_c: list = [()] * n
+        self.first_l: list = [frozenset()] * n
+        self._solve(used)
+
+    def seq(self, alt, i: int) -> tuple:
+        """(code points, lexemes, nullable) of what ``alt[i:]`` can start with."""
+        chars, lexs = [], set()
+        for sym in alt[i:]:
+            if sym < 0:
+                chars.extend(self.lex_first[~sym])
+                lexs.add(~sym)
+                if not self.lex_null[~sym]:
+                    return chars, lexs, False
+            else:
+                chars.extend(self.first_c[sym])
+                lexs |= self.first_l[sym]
+                if not self.null[sym]:
+                    return chars, lexs, False
+        return chars, lexs, True
+
+    def _solve(self, used: list) -> None:
+        alts = self.cfg.alts
+        users: dict[int, set] = {a: set() for a in used}
+        for a in used:
+            for alt in alts[a]:
+                for sym in alt:
+                    if sym >= 0:
+                        users[sym].add(a)
+        first_c, first_l, null = self.first_c, self.first_l, self.null
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
+            for alt in alts[a]:
+                c, l, z = self.seq(alt, 0)
+                chars.extend(c)
+                lexs |= l
+                nul = nul or z
+            new_c, new_l = U.normalize(chars), frozenset(lexs)
+            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
+                first_c[a], first_l[a], null[a] = new_c, new_l, nul
+                for u in users[a]:
+                    if u not in queued:
+                        queued.add(u)
+                        work.append(u)
+
+    def lexeme_follows(self, used: list) -> tuple[list, list]:
+        """FOLLOW of every lexeme as (code points, lexeme ids): a fixed part (what the rest of
+        each alternative can start with) plus what flows from the left-hand side through
+        nullable rests (edges a -> symbol)."""
+        alts, nl, n = self.cfg.alts, len(self.cfg.lex), len(self.cfg.alts)
+        lex_c: list = [[] for _ in range(nl)]
+        lex_l: list = [set() for _ in range(nl)]
+        base_c: dict[int, list] = {a: [] for a in used}
+        base_l: dict[int, set] = {a: set() for a in used}
+        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
+        for a in used:
+            for alt in alts[a]:
+                for i, sym in enumerate(alt):
+                    c, l, z = self.seq(alt, i + 1)
+                    if sym < 0:
+                        lex_c[~sym].extend(c)
+                        lex_l[~sym] |= l
+                    else:
+                        base_c[sym].extend(c)
+                        base_l[sym] |= l
+                    if z:
+                        flows[a].add(sym)
+        follow_c: list = [()] * n
+        follow_l: list = [frozenset()] * n
+        for a in used:
+            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
+        _propagate_follows(used, flows, follow_c, follow_l)
+        for a in used:
+            for sym in flows[a]:
+                if sym < 0:
+                    lex_c[~sym].extend(follow_c[a])
+                    lex_l[~sym] |= follow_l[a]
+        return [U.normalize(c) for c in lex_c], [frozenset(l) for l in lex_l]
+
+
+def _propagate_follows(used: list, flows: dict, follow_c: list, follow_l: list) -> None:
+    """FOLLOW(a) flows into FOLLOW(sym) along each edge a -> sym, by worklist, to a fixpoint."""
+    work = list(used)
+    queued = set(work)
+    while work:
+        a = work.pop()
+        queued.discard(a)
+        for sym in flows[a]:
+            if sym < 0:
+                continue
+            new_c = U.union(follow_c[sym], follow_c[a])
+            new_l = follow_l[sym] | follow_l[a]
+            if new_c != follow_c[sym] or new_l != follow_l[sym]:
+                follow_c[sym], follow_l[sym] = new_c, new_l
+                if sym not in queued:
+                    queued.add(sym)
+                    work.append(sym)
 
 
 class _Converter:
