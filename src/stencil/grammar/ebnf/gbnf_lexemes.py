@@ -42,7 +42,9 @@ from stencil.grammar.regex import unicode as U
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
                                   TokenTable, refs_of, resolve_tokens)
 from stencil.grammar.ebnf.greedy import unsafe_lexemes
-from stencil.grammar.regex.nfa import can_run_into, first_chars, intersects, ranges_intersect
+from stencil.grammar.regex.ast import first_chars
+from stencil.grammar.regex.decide import can_run_into, intersects
+from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
 

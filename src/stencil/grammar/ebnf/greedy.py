@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Optional
 
-from stencil.grammar.regex.nfa import ranges_intersect
+from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex.unicode import normalize
 
 __all__ = ["unsafe_lexemes"]
