@@ -1,14 +1,16 @@
 """Language questions decided by the core (stencil.grammar.regex.decide): whether two regexes
 share a word, and whether a greedy lexer could run past the end of a lexeme. Checked against a
 brute-force search over short words with Python's re, on answers a conservative automaton got
-wrong (wide bounded repetitions), and on UTF-8 lead bytes."""
+wrong (wide bounded repetitions), on UTF-8 lead bytes, and in batches (one scratch build answers
+many questions; one the core cannot finish within its budget answers yes, alone)."""
 import itertools
 import re
 
 import pytest
 
+from stencil.grammar.deadline import CompileTimeout, compile_deadline
 from stencil.grammar.regex import parse_regex
-from stencil.grammar.regex.decide import can_run_into, intersects, lead_bytes
+from stencil.grammar.regex.decide import can_run_into, can_run_into_all, intersects, intersects_all, lead_bytes
 
 PATTERNS = ["a", "ab", "a+", "a*b", "(ab)+", "[ab]{2}", "b|ab", "a{2,3}", "(a|b)*c", "c", "ba*", "[abc]", "a?c"]
 FOLLOWS = ["a", "b", "c", "ac"]
@@ -67,3 +69,29 @@ def test_lead_bytes():
     assert can_run_into(parse_regex("a+"), e_acute, parse_regex("a+è"))
     assert not can_run_into(parse_regex("a+"), e_acute, parse_regex("a+€"))
     assert not can_run_into(parse_regex("a"), (), parse_regex("a+"))
+
+
+def test_batches_answer_like_brute_force():
+    """All questions in one build: equal expressions ((x, y) and (y, x), a pattern parsed twice)
+    share one probe lexeme, and each question still gets its own answer."""
+    pairs = [(x, y) for x in PATTERNS for y in PATTERNS]
+    assert intersects_all([(parse_regex(x), parse_regex(y)) for x, y in pairs]) == [_shares(x, y) for x, y in pairs]
+    triples = [(x, f, y) for x in PATTERNS for y in PATTERNS for f in FOLLOWS[1:3]]
+    asked = [(parse_regex(x), tuple((ord(c), ord(c)) for c in f), parse_regex(y)) for x, f, y in triples]
+    assert can_run_into_all(asked) == [_runs_into(x, f, y) for x, f, y in triples]
+
+
+def test_a_question_past_the_budget_answers_yes_alone():
+    """Proving [ab]*a[ab]{20} and [ab]*b[ab]{20} disjoint needs about 2^21 states, past the core's
+    work budget: that question answers yes (the safe side), the others in its batch exactly."""
+    hard = (parse_regex("[ab]*a[ab]{20}"), parse_regex("[ab]*b[ab]{20}"))
+    assert intersects_all([(parse_regex("a+"), parse_regex("a")), hard, (parse_regex("a"), parse_regex("b+"))]) \
+        == [True, True, False]
+
+
+def test_the_compile_deadline_ends_the_questions():
+    """CompileTimeout is a GrammarError, but not a work budget: it ends the compilation instead of
+    turning every question into a yes."""
+    hard = (parse_regex("[ab]*a[ab]{20}"), parse_regex("[ab]*b[ab]{20}"))
+    with pytest.raises(CompileTimeout), compile_deadline(0.2, "test"):
+        intersects_all([hard, hard, (parse_regex("a"), parse_regex("b+"))])

@@ -43,7 +43,7 @@ from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, R
                                   TokenTable, refs_of, resolve_tokens)
 from stencil.grammar.ebnf.greedy import unsafe_lexemes
 from stencil.grammar.regex.ast import first_chars
-from stencil.grammar.regex.decide import can_run_into, intersects
+from stencil.grammar.regex.decide import can_run_into_all, intersects, intersects_all
 from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
@@ -370,6 +370,20 @@ class _Cfg:
                         stack.append(s)
         return sorted(seen)
 
+    def _ask_compatible(self, lexemes: list, lex_first: list, cache: dict) -> None:
+        """Ask the core at once, for the pairs of text lexemes that can start alike, whether they
+        share a word (into ``cache``, which :meth:`_compatible` reads)."""
+        text = sorted(k for k in lexemes if not isinstance(self.lex[k], _Special))
+        pairs = [(x, y) for i, x in enumerate(text) for y in text[i + 1:]
+                 if (x, y) not in cache and ranges_intersect(lex_first[x], lex_first[y])]
+        cache.update(zip(pairs, intersects_all([(_text(self.lex[x]), _text(self.lex[y])) for x, y in pairs])))
+
+    def _runs(self, triples: list, cache: dict) -> list:
+        """can_run_into for each (x, chars, y) of lexeme ids, the new ones asked of the core at once."""
+        new = [t for t in dict.fromkeys(triples) if t not in cache]
+        cache.update(zip(new, can_run_into_all([(_text(self.lex[x]), c, _text(self.lex[y])) for x, c, y in new])))
+        return [cache[t] for t in triples]
+
     def _compatible(self, x: int, y: int, cache: dict) -> bool:
         """Whether lexemes x and y can match the same text (then the parser gets both)."""
         a, b = self.lex[x], self.lex[y]
@@ -386,6 +400,8 @@ class _Cfg:
         in_context = True
         while True:
             lex_first, follow_c, follow_l, start_l, used = self.analyze(start)
+            self._ask_compatible(sorted({~s for a in used for alt in self.alts[a] for s in alt if s < 0}),
+                                 lex_first, compat_cache)
             # the context-aware analysis, until it once runs out of budget (splits only grow
             # the grammar, so it would run out again)
             to_split = None
@@ -404,12 +420,6 @@ class _Cfg:
         lex_null = [False if isinstance(n, _Special) else first_chars(_text(n))[1] for n in self.lex]
         rules = [(a, tuple(alt)) for a in used for alt in self.alts[a]]
 
-        def run(x, c, y):
-            key = (x, c, y)
-            if key not in run_cache:
-                run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
-            return run_cache[key]
-
         def compat(x, y):
             return ranges_intersect(lex_first[x], lex_first[y]) and self._compatible(x, y, compat_cache) \
                 if not (isinstance(self.lex[x], _Special) or isinstance(self.lex[y], _Special)) \
@@ -418,7 +428,7 @@ class _Cfg:
         return unsafe_lexemes(rules, start, len(self.alts), lex_first, lex_null,
                               lambda k: not isinstance(self.lex[k], _Special),
                               lambda k: not isinstance(self.lex[k], _Special) and not _single_char(self.lex[k]),
-                              compat, run)
+                              compat, lambda triples: self._runs(triples, run_cache))
 
     def _unsafe_anywhere(self, start_l, used, lex_first, follow_c, follow_l, run_cache, compat_cache):
         """The context-free fallback: lexemes allowed together are over-approximated by FOLLOW."""
@@ -433,23 +443,16 @@ class _Cfg:
                         and self._compatible(z, z2, compat_cache):
                     group |= follow_l[z2]
             groups.append(frozenset(group))
-        to_split = set()
+        triples: dict = {}   # (x, chars after x, y) in the order met
         for group in set(groups):
             text = [k for k in group if not isinstance(self.lex[k], _Special)]
             multi = [k for k in text if not _single_char(self.lex[k])]
             for x in text:
                 c = follow_c[x]
-                if not c:
-                    continue
-                for y in multi:
-                    if y in to_split or not ranges_intersect(lex_first[x], lex_first[y]):
-                        continue
-                    key = (x, c, y)
-                    if key not in run_cache:
-                        run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
-                    if run_cache[key]:
-                        to_split.add(y)
-        return to_split
+                if c:
+                    triples.update(((x, c, y), None) for y in multi if ranges_intersect(lex_first[x], lex_first[y]))
+        asked = list(triples)
+        return {y for (_, _, y), runs in zip(asked, self._runs(asked, run_cache)) if runs}
 
     # -- emission -------------------------------------------------------------------------------
     def emit(self, b, start: int) -> int:

@@ -42,13 +42,14 @@ class _OutOfBudget(Exception):
 def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_null: list,
                    is_text: Callable[[int], bool], is_multi: Callable[[int], bool],
                    compatible: Callable[[int, int], bool],
-                   can_run_into: Callable[[int, tuple, int], bool]) -> Optional[set]:
+                   can_run_into: Callable[[list], list]) -> Optional[set]:
     """Lexemes Y to split so that no allowed lexeme can run past another's end.
 
     ``rules``: (lhs, rhs) pairs over nonterminals (>= 0) and lexemes (``~k``), ``start`` the start
     nonterminal; ``lex_first[k]`` code points lexeme k starts with; ``lex_null[k]`` whether its
     regex holds "" (it is then optional); ``compatible(x, y)``: may x and y match the same text;
-    ``can_run_into(x, chars, y)``: the regex question. None when the work budget runs out.
+    ``can_run_into([(x, chars, y), ...])``: the regex question, asked once for all the triples
+    the search meets (a list of answers). None when the work budget runs out.
     """
     try:
         return _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible,
@@ -262,8 +263,8 @@ class _Lr1:
 
 class _PairSearch:
     """Pairs of states the parser may be in at once (reached by lexemes that match the same
-    text), and in each, the lexemes Y a word of an allowed X followed by what may come next
-    keeps alive."""
+    text), and in each, the lexemes Y that a word of an allowed X followed by what may come next
+    might keep alive (``checked``: (X, chars after X, Y) triples, then asked in one batch)."""
 
     def __init__(self, lr: _Lr1, lex_first, is_text, is_multi, compatible, can_run_into):
         self.lr, self.lex_first, self.is_text, self.can_run_into = lr, lex_first, is_text, can_run_into
@@ -271,8 +272,7 @@ class _PairSearch:
         lexemes = sorted(set().union(*allowed)) if allowed else []
         self.compat_with = {z: {z2 for z2 in lexemes if z2 != z and compatible(z, z2)} for z in lexemes}
         self.multi = {z for z in lexemes if is_multi(z)}
-        self.unsafe: set = set()
-        self.checked: set = set()
+        self.checked: dict = {}   # (x, chars, y) in the order met
         self._chars: dict = {}
 
     def chars_after(self, q: int, x: int) -> tuple:
@@ -310,12 +310,14 @@ class _PairSearch:
                         return None
                     seen_pairs.add(pair)
                     work.append(pair)
-        return self.unsafe
+        triples = list(self.checked)
+        return {y for (_, _, y), runs in zip(triples, self.can_run_into(triples)) if runs}
 
     def check_runs(self, q1: int, q2: int) -> None:
-        """Mark unsafe each multi-character Y allowed in q2 that a word of a text lexeme X
-        allowed in q1, followed by a character that may come after X, keeps alive."""
-        lex_first, unsafe, checked = self.lex_first, self.unsafe, self.checked
+        """Note the question for each multi-character Y allowed in q2 and each text lexeme X
+        allowed in q1 that can start alike: does a word of X, followed by a character that may
+        come after X, keep Y alive?"""
+        lex_first, checked = self.lex_first, self.checked
         for x in self.lr.allowed[q1]:
             if not self.is_text(x):
                 continue
@@ -323,11 +325,8 @@ class _PairSearch:
             if not c:
                 continue
             for y in self.lr.allowed[q2]:
-                if y in unsafe or y not in self.multi or (x, c, y) in checked or not _meet(lex_first[x], lex_first[y]):
-                    continue
-                checked.add((x, c, y))
-                if self.can_run_into(x, c, y):
-                    unsafe.add(y)
+                if y in self.multi and (x, c, y) not in checked and _meet(lex_first[x], lex_first[y]):
+                    checked[(x, c, y)] = None
 
     def successors(self, q1: int, q2: int, several: bool):
         """The pairs after scanning lexemes z1 in q1 and z2 in q2 that match the same text;
