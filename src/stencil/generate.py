@@ -232,10 +232,27 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     """
     import torch
 
-    info = lm.tokenizer_info
     if input_ids is None:
         input_ids = lm.encode_prompt(prompt, messages=messages, system=system)
     prompt_ids = [int(t) for t in input_ids]
+    limit, cut_by = _token_limit(lm, prompt_ids, max_tokens)
+    t_start = time.perf_counter()
+    net = _Model(lm.model)
+    if repetition_penalty <= 0:
+        raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
+    matcher = Matcher(grammar) if grammar is not None else None
+    if matcher is not None and budget:
+        _check_room(matcher, limit, cut_by)
+    loop = _Loop(lm, net, _Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
+                 matcher, limit, budget, GenerationResult("", [], "", len(prompt_ids)))
+    with torch.inference_mode():
+        finish = loop.run(prompt_ids, cut_by, jump_forward, draft)
+    return loop.finish(finish, t_start)
+
+
+def _token_limit(lm: Any, prompt_ids: list[int], max_tokens: int) -> tuple[int, str]:
+    """(how many tokens may be generated, the finish reason when they run out): ``max_tokens`` or
+    the room left in the model's context, whichever is smaller."""
     if not prompt_ids:
         raise ValueError("generate: the prompt is empty")
     if max_tokens < 0:
@@ -243,141 +260,176 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     ctx = int(getattr(lm, "context_length", 0) or 0)
     if ctx and len(prompt_ids) >= ctx:
         raise ValueError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}")
-    limit, cut_by = max_tokens, "max_tokens"
-    if ctx and ctx - len(prompt_ids) < limit:
-        limit, cut_by = ctx - len(prompt_ids), "context"
+    if ctx and ctx - len(prompt_ids) < max_tokens:
+        return ctx - len(prompt_ids), "context"
+    return max_tokens, "max_tokens"
 
-    t_start = time.perf_counter()
-    net = _Model(lm.model)
-    if repetition_penalty <= 0:
-        raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
-    sampler = _Sampler(temperature, seed, repetition_penalty)
-    stream = _Stream(info, on_text)
-    eos = set(info.eos_token_ids)
-    matcher = Matcher(grammar) if grammar is not None else None
-    if matcher is not None and budget:
-        need = matcher.min_completion_tokens()
-        if need is not None and need > limit:
-            what = "max_tokens" if cut_by == "max_tokens" else "the room left in the model's context"
-            raise ValueError(f"generate: the shortest output of the grammar needs up to {need} tokens, "
-                             f"more than {what} ({limit}); raise max_tokens, or pass budget=False to stop mid-output")
-    # The budget of the step being masked: tokens that may still be generated, this one included.
-    remaining = (lambda: limit - len(out)) if matcher is not None and budget else (lambda: None)
-    bm = allocate_token_bitmask(1, info.vocab_size)
-    eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
-    for t in eos:
-        eos_words[0, t // 32] |= np.int32(np.uint32(1 << (t % 32)).view(np.int32))
 
-    out: list[int] = []
-    feed = prompt_ids          # tokens accepted but not yet run through the model
-    logits = None              # next-token logits once feed is empty
-    finish = None
-    res = GenerationResult("", out, "", len(prompt_ids))
-    with torch.inference_mode():
-        while finish is None:
-            if len(out) >= limit:
-                finish = cut_by
-                break
-            if matcher is not None:
-                if jump_forward:
-                    # Forced tokens fit the budget: when one token is allowed, it is the first
-                    # byte token of every completion, the one the budget keeps.
-                    forced = matcher.forced_tokens()[:limit - len(out)]
-                    if forced:
-                        for t in forced:
-                            if not matcher.accept_token(t):
-                                raise RuntimeError(f"internal error: forced token {t} was refused")
-                        out.extend(forced)
-                        feed = feed + forced
-                        res.forced_tokens += len(forced)
-                        stream.emit(forced)
-                        continue
-                drafts = _draft_tokens(matcher, lm.tokenizer, limit - len(out)) if draft else []
-                if drafts:  # forced text ahead: more than EOS is allowed
-                    # Drafts are checked against the budgeted masks: one the budget refuses is rejected.
-                    matcher.fill_next_token_bitmask(bm, 0, remaining())
-                    finish, feed, logits = _verify_drafts(net, matcher, sampler, stream, bm, feed, logits, drafts,
-                                                          out, eos, res, remaining)
+def _check_room(matcher: Matcher, limit: int, cut_by: str) -> None:
+    """ValueError before anything is generated when the grammar's shortest output needs more than
+    ``limit`` tokens (the budget could not keep the output valid)."""
+    need = matcher.min_completion_tokens()
+    if need is not None and need > limit:
+        what = "max_tokens" if cut_by == "max_tokens" else "the room left in the model's context"
+        raise ValueError(f"generate: the shortest output of the grammar needs up to {need} tokens, "
+                         f"more than {what} ({limit}); raise max_tokens, or pass budget=False to stop mid-output")
+
+
+#: a grammar step consumed tokens without sampling (forced or drafted): the loop goes round again
+_AGAIN = "again"
+
+
+class _Loop:
+    """The state of one generation: tokens out, tokens accepted but not yet run through the model
+    (``feed``), the next-token logits once ``feed`` is empty, and the mask of the step."""
+
+    def __init__(self, lm: Any, net: _Model, sampler: _Sampler, stream: _Stream, matcher: Matcher | None,
+                 limit: int, budget: bool, res: GenerationResult):
+        info = lm.tokenizer_info
+        self.lm, self.net, self.sampler, self.stream, self.matcher = lm, net, sampler, stream, matcher
+        self.limit, self.budget, self.res = limit, budget, res
+        self.info = info
+        self.out: list[int] = res.token_ids
+        self.feed: list[int] = []
+        self.logits = None
+        self.eos = set(info.eos_token_ids)
+        self.bm = allocate_token_bitmask(1, info.vocab_size)
+        self.eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
+        for t in self.eos:
+            self.eos_words[0, t // 32] |= np.int32(np.uint32(1 << (t % 32)).view(np.int32))
+
+    def remaining(self) -> int | None:
+        """The budget of the step being masked: tokens that may still be generated, this one included."""
+        return self.limit - len(self.out) if self.matcher is not None and self.budget else None
+
+    def run(self, prompt_ids: list[int], cut_by: str, jump_forward: bool, draft: bool) -> str:
+        """Generate until a finish reason; returns it."""
+        self.feed = prompt_ids
+        while True:
+            if len(self.out) >= self.limit:
+                return cut_by
+            if self.matcher is not None:
+                step = self._grammar_step(jump_forward, draft)
+                if step == _AGAIN:
                     continue
-                if feed and not matcher.is_accepting():
-                    # EOS is not allowed, so the step samples whatever the mask says. The mask does
-                    # not depend on the logits: it is filled on another thread while the forward
-                    # pass runs (the core releases the GIL), and costs the step nothing.
-                    pending = _mask_thread().submit(matcher.fill_next_token_bitmask, bm, 0, remaining())
-                    try:
-                        logits = net.forward(feed)[-1]
-                        feed = []
-                    finally:
-                        pending.result()
-                    if not np.any(bm):
-                        raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
-                else:
-                    matcher.fill_next_token_bitmask(bm, 0, remaining())
-                    if not np.any(bm & ~eos_words):
-                        if not np.any(bm):
-                            raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
-                        finish = "grammar"  # nothing but EOS is allowed: the output is complete
-                        break
-            if feed:
-                logits = net.forward(feed)[-1]
-                feed = []
-            sampler.penalize(logits, out)
-            if matcher is not None:
-                apply_token_bitmask_inplace(logits, bm)
-            t = sampler.sample(logits)
-            logits = None
-            if t in eos:
-                finish = "eos"
-                break
-            if matcher is not None and not matcher.accept_token(t):
-                raise RuntimeError(f"internal error: sampled token {t} is not allowed: {matcher.debug_state()}")
-            out.append(t)
-            feed = [t]
-            stream.emit([t])
-    stream.close()
-    res.finish_reason = finish
-    res.complete = None if matcher is None else matcher.is_accepting()
-    res.text = info.decode_bytes(out).decode("utf-8", errors="replace")
-    res.forward_passes = net.passes
-    res.prefill_seconds = (net.first_pass_done or t_start) - t_start
-    res.seconds = time.perf_counter() - t_start
-    return res
+                if step is not None:
+                    return step
+            finish = self._sample()
+            if finish is not None:
+                return finish
 
+    def finish(self, finish: str, t_start: float) -> GenerationResult:
+        self.stream.close()
+        res = self.res
+        res.finish_reason = finish
+        res.complete = None if self.matcher is None else self.matcher.is_accepting()
+        res.text = self.info.decode_bytes(self.out).decode("utf-8", errors="replace")
+        res.forward_passes = self.net.passes
+        res.prefill_seconds = (self.net.first_pass_done or t_start) - t_start
+        res.seconds = time.perf_counter() - t_start
+        return res
 
-def _verify_drafts(net: _Model, matcher, sampler: _Sampler, stream: _Stream, bm, feed: list[int], logits,
-                   drafts: list[int], out: list[int], eos: set[int], res: GenerationResult,
-                   remaining: Callable[[], int | None]):
-    """Run ``feed + drafts`` through the model in one pass and keep the draft tokens the model
-    would have produced itself. Returns (finish, feed, logits) for the main loop. On entry ``bm``
-    holds the mask of the matcher's current state, and ``logits`` the next-token logits when
-    ``feed`` is empty."""
-    if feed:
-        rows = net.forward(list(feed) + drafts, keep=len(drafts) + 1)
-    else:
-        torch = sampler.torch
-        rows = torch.cat([logits.unsqueeze(0), net.forward(drafts, keep=len(drafts))])
-    res.drafted_tokens += len(drafts)
-    for i, d in enumerate(drafts):
-        if i:
-            matcher.fill_next_token_bitmask(bm, 0, remaining())
-        row = rows[i]
-        sampler.penalize(row, out)
-        apply_token_bitmask_inplace(row, bm)
-        t = sampler.verify(row, d)
-        if t == d:
-            if not matcher.accept_token(d):
-                raise RuntimeError(f"internal error: draft token {d} was refused")
-            out.append(d)
-            stream.emit([d])
-            continue
-        # Rejected: the cache holds the drafts after position i, which the model never chose.
-        res.rejected_draft_tokens += len(drafts) - i
-        net.truncate(net.length - (len(drafts) - i))
-        if t in eos:
-            return "eos", [], None
-        if not matcher.accept_token(t):
-            raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
-        out.append(t)
-        stream.emit([t])
-        return None, [t], None
-    return None, [], rows[len(drafts)]
+    def _grammar_step(self, jump_forward: bool, draft: bool) -> str | None:
+        """Forced tokens and drafts are taken here (then _AGAIN, or a finish reason a draft step
+        reached); "grammar" when only EOS is allowed; otherwise None, with ``bm`` the step's mask."""
+        matcher = self.matcher
+        if jump_forward and self._take_forced():
+            return _AGAIN
+        drafts = _draft_tokens(matcher, self.lm.tokenizer, self.limit - len(self.out)) if draft else []
+        if drafts:  # forced text ahead: more than EOS is allowed
+            # Drafts are checked against the budgeted masks: one the budget refuses is rejected.
+            matcher.fill_next_token_bitmask(self.bm, 0, self.remaining())
+            return self._verify_drafts(drafts) or _AGAIN
+        if self.feed and not matcher.is_accepting():
+            # EOS is not allowed, so the step samples whatever the mask says. The mask does not
+            # depend on the logits: it is filled on another thread while the forward pass runs
+            # (the core releases the GIL), and costs the step nothing.
+            pending = _mask_thread().submit(matcher.fill_next_token_bitmask, self.bm, 0, self.remaining())
+            try:
+                self.logits = self.net.forward(self.feed)[-1]
+                self.feed = []
+            finally:
+                pending.result()
+            if not np.any(self.bm):
+                raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+            return None
+        matcher.fill_next_token_bitmask(self.bm, 0, self.remaining())
+        if not np.any(self.bm & ~self.eos_words):
+            if not np.any(self.bm):
+                raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+            return "grammar"  # nothing but EOS is allowed: the output is complete
+        return None
+
+    def _take_forced(self) -> bool:
+        """Accept the run of forced tokens, if any. They fit the budget: when one token is
+        allowed, it is the first byte token of every completion, the one the budget keeps."""
+        forced = self.matcher.forced_tokens()[:self.limit - len(self.out)]
+        if not forced:
+            return False
+        for t in forced:
+            if not self.matcher.accept_token(t):
+                raise RuntimeError(f"internal error: forced token {t} was refused")
+        self.out.extend(forced)
+        self.feed = self.feed + forced
+        self.res.forced_tokens += len(forced)
+        self.stream.emit(forced)
+        return True
+
+    def _sample(self) -> str | None:
+        """Sample one token from the (masked) logits; "eos" when it is EOS."""
+        if self.feed:
+            self.logits = self.net.forward(self.feed)[-1]
+            self.feed = []
+        logits, self.logits = self.logits, None
+        self.sampler.penalize(logits, self.out)
+        if self.matcher is not None:
+            apply_token_bitmask_inplace(logits, self.bm)
+        t = self.sampler.sample(logits)
+        if t in self.eos:
+            return "eos"
+        if self.matcher is not None and not self.matcher.accept_token(t):
+            raise RuntimeError(f"internal error: sampled token {t} is not allowed: {self.matcher.debug_state()}")
+        self.out.append(t)
+        self.feed = [t]
+        self.stream.emit([t])
+        return None
+
+    def _verify_drafts(self, drafts: list[int]) -> str | None:
+        """Run ``feed + drafts`` through the model in one pass and keep the draft tokens the model
+        would have produced itself; a finish reason ("eos") or None. On entry ``bm`` holds the
+        mask of the matcher's current state, and ``logits`` the next-token logits when ``feed``
+        is empty."""
+        net, matcher, sampler, bm = self.net, self.matcher, self.sampler, self.bm
+        if self.feed:
+            rows = net.forward(list(self.feed) + drafts, keep=len(drafts) + 1)
+        else:
+            torch = sampler.torch
+            rows = torch.cat([self.logits.unsqueeze(0), net.forward(drafts, keep=len(drafts))])
+        self.res.drafted_tokens += len(drafts)
+        self.feed, self.logits = [], None
+        for i, d in enumerate(drafts):
+            if i:
+                matcher.fill_next_token_bitmask(bm, 0, self.remaining())
+            row = rows[i]
+            sampler.penalize(row, self.out)
+            apply_token_bitmask_inplace(row, bm)
+            t = sampler.verify(row, d)
+            if t == d:
+                if not matcher.accept_token(d):
+                    raise RuntimeError(f"internal error: draft token {d} was refused")
+                self.out.append(d)
+                self.stream.emit([d])
+                continue
+            # Rejected: the cache holds the drafts after position i, which the model never chose.
+            self.res.rejected_draft_tokens += len(drafts) - i
+            net.truncate(net.length - (len(drafts) - i))
+            if t in self.eos:
+                return "eos"
+            if not matcher.accept_token(t):
+                raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
+            self.out.append(t)
+            self.feed = [t]
+            self.stream.emit([t])
+            return None
+        self.logits = rows[len(drafts)]
+        return None

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from stencil._core import GrammarError
 
@@ -146,28 +146,39 @@ def parse_hf_json(data: Any, source: str) -> RawVocab:
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise GrammarError(f"{source}: not a Hugging Face tokenizer.json (no 'model' object)")
     model = data["model"]
+    mtype, pieces = _hf_pieces(model, source)
+    pre = list(_walk(data.get("pre_tokenizer")))
+    kind, decode, add_prefix_space = _hf_decoding(model, mtype, pre, list(_walk(data.get("decoder"))),
+                                                  list(_walk(data.get("normalizer"))))
+    tokens, special = _hf_tokens(data, model, mtype, pieces, decode, source)
+    bos = infer_ids(special, BOS_NAMES)
+    pattern = None
+    for n in pre:
+        if n.get("type") == "Split":
+            pattern = _pattern_str(n.get("pattern"))
+    return RawVocab(tokens, special, [], bos[0] if bos else None, kind, add_prefix_space, pattern, source)
+
+
+def _hf_pieces(model: dict, source: str) -> tuple[str, list[tuple[str, int]]]:
+    """(the model type, its (piece, id) pairs) of a tokenizer.json ``model`` object."""
     mtype = model.get("type")
     vocab = model.get("vocab")
     if mtype is None:  # very old files omit the type
         mtype = "Unigram" if isinstance(vocab, list) else ("BPE" if "merges" in model else "WordPiece")
-    pre = list(_walk(data.get("pre_tokenizer")))
-    dec = list(_walk(data.get("decoder")))
-    norm = list(_walk(data.get("normalizer")))
-    types = {n.get("type") for n in pre + dec}
-
-    pieces: list[tuple[str, int]] = []
     if mtype in ("BPE", "WordPiece", "WordLevel"):
         if not isinstance(vocab, dict):
             raise GrammarError(f"{source}: model.vocab of a {mtype} model must be an object")
-        pieces = list(vocab.items())
-    elif mtype == "Unigram":
+        return mtype, list(vocab.items())
+    if mtype == "Unigram":
         if not isinstance(vocab, list):
             raise GrammarError(f"{source}: model.vocab of a Unigram model must be a list")
-        pieces = [(entry[0], i) for i, entry in enumerate(vocab)]
-    else:
-        raise GrammarError(f"{source}: unsupported tokenizer model type {mtype!r}")
+        return mtype, [(entry[0], i) for i, entry in enumerate(vocab)]
+    raise GrammarError(f"{source}: unsupported tokenizer model type {mtype!r}")
 
-    byte_fallback = bool(model.get("byte_fallback")) or "ByteFallback" in types
+
+def _hf_metaspace(pre: list, dec: list, norm: list) -> tuple[bool, str, bool]:
+    """(whether pieces spell spaces as a metaspace, its replacement character, whether a space is
+    prepended to the text), from the pre-tokenizers, decoders and normalizers."""
     replacement = METASPACE
     metaspace = False
     add_prefix_space = False
@@ -186,25 +197,32 @@ def parse_hf_json(data: Any, source: str) -> RawVocab:
             metaspace = True
         if n.get("type") == "Prepend" and n.get("prepend") == METASPACE:
             add_prefix_space = True
+    return metaspace, replacement, add_prefix_space
 
+
+def _hf_decoding(model: dict, mtype: str, pre: list, dec: list, norm: list) -> tuple[str, Callable, bool]:
+    """(the vocabulary kind, piece -> token bytes, add_prefix_space) of a tokenizer.json."""
+    types = {n.get("type") for n in pre + dec}
+    byte_fallback = bool(model.get("byte_fallback")) or "ByteFallback" in types
+    metaspace, replacement, add_prefix_space = _hf_metaspace(pre, dec, norm)
     if "ByteLevel" in types:
-        kind = "byte_level"
-        decode = byte_level_decode
         add_prefix_space = any(n.get("type") == "ByteLevel" and n.get("add_prefix_space") for n in pre)
-    elif metaspace or mtype == "Unigram" or byte_fallback:
-        kind = "sentencepiece"
-        decode = lambda s: metaspace_decode(s, byte_fallback, replacement)  # noqa: E731
-    elif mtype == "WordPiece" or "WordPiece" in types:
+        return "byte_level", byte_level_decode, add_prefix_space
+    if metaspace or mtype == "Unigram" or byte_fallback:
+        return "sentencepiece", lambda s: metaspace_decode(s, byte_fallback, replacement), add_prefix_space
+    if mtype == "WordPiece" or "WordPiece" in types:
         # Best effort: WordPiece normalizes text (case, accents) and its decoder joins words with
         # spaces, so no byte string is exact; continuation pieces lose their prefix.
-        kind = "wordpiece"
         prefix = model.get("continuing_subword_prefix") or "##"
-        decode = lambda s: (s[len(prefix):] if s.startswith(prefix) and s != prefix else s).encode("utf-8")  # noqa: E731
-    else:
-        kind = "plain"
-        decode = lambda s: s.encode("utf-8")  # noqa: E731
+        return ("wordpiece", lambda s: (s[len(prefix):] if s.startswith(prefix) and s != prefix else s).encode("utf-8"),
+                add_prefix_space)
+    return "plain", lambda s: s.encode("utf-8"), add_prefix_space
 
-    tokens: list[bytes] = []
+
+def _hf_tokens(data: dict, model: dict, mtype: str, pieces: list, decode: Callable,
+               source: str) -> tuple[list[bytes], dict[int, str]]:
+    """(token bytes by id, special token names by id): the model's pieces decoded, added tokens
+    and the unknown token spelled by their content."""
     max_id = max((i for _, i in pieces), default=-1)
     for a in data.get("added_tokens") or ():
         max_id = max(max_id, int(a["id"]))
@@ -216,6 +234,7 @@ def parse_hf_json(data: Any, source: str) -> RawVocab:
 
     special: dict[int, str] = {}
     unk = model.get("unk_token")
+    vocab = model.get("vocab")
     if mtype == "Unigram" and model.get("unk_id") is not None:
         special[int(model["unk_id"])] = pieces[int(model["unk_id"])][0]
     elif isinstance(unk, str) and isinstance(vocab, dict) and unk in vocab:
@@ -231,12 +250,7 @@ def parse_hf_json(data: Any, source: str) -> RawVocab:
             tokens[i] = content.encode("utf-8")
     for i, name in special.items():
         tokens[i] = name.encode("utf-8")
-    bos = infer_ids(special, BOS_NAMES)
-    pattern = None
-    for n in pre:
-        if n.get("type") == "Split":
-            pattern = _pattern_str(n.get("pattern"))
-    return RawVocab(tokens, special, [], bos[0] if bos else None, kind, add_prefix_space, pattern, source)
+    return tokens, special
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""The package's import structure (ARCHITECTURE.md): stages import one way.
+"""The package's structure (ARCHITECTURE.md): stages import one way, functions stay short.
 
 The import graph of src/stencil is read with ``ast`` (nothing is imported): an edge for every
 module-level import of a stencil module, with old module names (``stencil.grammar.gbnf``, ...)
 mapped to their current place. The graph must have no cycle; a function-local import of a stencil
 module is allowed only where :data:`LOCAL_IMPORTS` says why, since such imports were how cycles
-stayed hidden. JSON Schema's phases import downwards only: core <- lang <- read <- emit.
+stayed hidden. JSON Schema's phases import downwards only: core <- lang <- read <- emit. No
+function of src/stencil is over :data:`MAX_FUNCTION_LINES` lines: a long one is split into named
+steps.
 """
 from __future__ import annotations
 
@@ -37,6 +39,12 @@ LOCAL_IMPORTS = {
         "%json blocks only: a Lark grammar without one does not load the JSON Schema front-end",
     # Under concurrent edit on another branch when the package was split: hoisted after that merge.
 }
+
+#: the most lines a function of src/stencil may span after its ``def`` line (nested ones included)
+MAX_FUNCTION_LINES = 80
+
+#: "path/under/src.py:function" -> why it reads better whole (empty: every long one was split)
+LONG_FUNCTIONS: dict = {}
 
 #: JSON Schema phases, lowest first: a module may import its own phase or lower ones only
 #: (emit may use read's disjointness test; read never imports emit).
@@ -186,6 +194,39 @@ def test_checker_sees_a_cycle_and_a_local_import(tmp_path):
             edges.setdefault(module, set()).add(target)
     assert _cycles(edges) == [["stencil.a", "stencil.b"]]
     assert ("stencil.b", "stencil.grammar.ebnf.gbnf", True, 5) in found
+
+
+def _long_functions(src: pathlib.Path = SRC) -> dict:
+    """"path:function" -> "line L spans N lines" for each function over MAX_FUNCTION_LINES."""
+    out = {}
+    for path in sorted((src / "stencil").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                span = node.end_lineno - node.lineno
+                if span > MAX_FUNCTION_LINES:
+                    out[f"{path.relative_to(src).as_posix()}:{node.name}"] = f"line {node.lineno} spans {span} lines"
+    return out
+
+
+def test_functions_are_short():
+    long = _long_functions()
+    assert {name: why for name, why in long.items() if name not in LONG_FUNCTIONS} == {}
+    assert [name for name in LONG_FUNCTIONS if name not in long] == [], "LONG_FUNCTIONS lists a short function"
+
+
+def test_length_check_sees_long_functions(tmp_path):
+    """The check above can fail: a planted long method and a long nested function are found,
+    a function of exactly MAX_FUNCTION_LINES lines is not."""
+    pkg = tmp_path / "stencil"
+    pkg.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (pkg / "ok.py").write_text("def fits():\n" + body)
+    nested = "".join("    " + line + "\n" for line in ("def inner():\n" + body + "    return 1").splitlines())
+    (pkg / "long.py").write_text("class C:\n    def method(self):\n        y = 0\n" + body.replace("    ", "        ")
+                                 + "\n\nasync def outer():\n    pass\n" + nested)
+    found = _long_functions(tmp_path)
+    assert sorted(found) == ["stencil/long.py:inner", "stencil/long.py:method", "stencil/long.py:outer"]
+    assert found["stencil/long.py:method"] == f"line 2 spans {MAX_FUNCTION_LINES + 1} lines"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is in the dev extra")

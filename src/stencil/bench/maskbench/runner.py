@@ -137,14 +137,10 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
 
     os.makedirs(os.path.join(output, "logs"), exist_ok=True)
     results_path = os.path.join(output, "results.jsonl")
-    done: set[tuple[str, str]] = set()
-    previous: list[dict] = []
-    if os.path.exists(results_path) and os.path.getsize(results_path) > 0:
-        if not resume:
-            print(f"{results_path} exists: pass --resume to continue that run, or another --output", file=stream)
-            return 2, ""
-        previous = load_records(results_path)
-        done = {(r["engine"], r["file"]) for r in previous}
+    previous = _previous_records(results_path, resume, stream)
+    if previous is None:
+        return 2, ""
+    done = {(r["engine"], r["file"]) for r in previous}
 
     info, encode = load_tokenizer(tokenizer)
     if getattr(info, "add_prefix_space", False):
@@ -158,6 +154,36 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
             "files": len(files), "data": data_paths or [],
             "cpus": cpu_plan.describe() if cpu_plan else "not pinned",
             "started": datetime.datetime.now().isoformat(timespec="seconds")}
+    if not _start_workers(workers, meta, stream):
+        return 2, ""
+    with open(os.path.join(output, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+
+    records = [r for r in previous if r["engine"] in workers]
+    _run_files(files, engines, workers, encode, time_limit, done, records, results_path, stream)
+    meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    meta["worker_restarts"] = {e: w.restarts for e, w in workers.items()}
+    with open(os.path.join(output, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    text = report(records, engines, {os.path.basename(p) for p in files}, describe_run(meta))
+    with open(os.path.join(output, "report.txt"), "w") as f:
+        f.write(text)
+    return 0, text
+
+
+def _previous_records(results_path: str, resume: bool, stream) -> list[dict] | None:
+    """The records of an earlier run in the output folder ([] when none); None when there is one
+    and ``resume`` was not asked for (the caller stops)."""
+    if not (os.path.exists(results_path) and os.path.getsize(results_path) > 0):
+        return []
+    if not resume:
+        print(f"{results_path} exists: pass --resume to continue that run, or another --output", file=stream)
+        return None
+    return load_records(results_path)
+
+
+def _start_workers(workers: dict, meta: dict, stream) -> bool:
+    """Start every engine's worker, noting its version in ``meta``; False (all killed) when one fails."""
     try:
         for e, w in workers.items():
             msg = w.start()
@@ -169,11 +195,13 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
         for w in workers.values():
             w.kill()
         print(str(err), file=stream)
-        return 2, ""
-    with open(os.path.join(output, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
+        return False
+    return True
 
-    records = [r for r in previous if r["engine"] in workers]
+
+def _run_files(files, engines, workers, encode, time_limit, done, records, results_path, stream) -> None:
+    """Run each file not ``done`` on each engine, appending to ``records`` and to results.jsonl;
+    the workers are stopped at the end, whatever happens."""
     counts = {e: {} for e in engines}
     for r in records:
         counts[r["engine"]][r["status"]] = counts[r["engine"]].get(r["status"], 0) + 1
@@ -192,13 +220,7 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
                     task = load_task(path, encode)
                     k = i % len(todo)
                     for e in todo[k:] + todo[:k]:
-                        rec = workers[e].run(task, time_limit)
-                        rec.update(engine=e, file=name)
-                        rec.setdefault("num_tests", len(task["tests"]))
-                        rec.setdefault("skipped_tests", task["skipped_tests"])
-                        rec["tbm_ns"] = np.asarray(rec.get("tbm_ns") or (), dtype=np.int64)
-                        out.write(json.dumps({**rec, "tbm_ns": rec["tbm_ns"].tolist()}) + "\n")
-                        out.flush()
+                        rec = _run_one(workers[e], e, name, task, time_limit, out)
                         records.append(rec)
                         counts[e][rec["status"]] = counts[e].get(rec["status"], 0) + 1
                 now = time.monotonic()
@@ -210,14 +232,18 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
             w.stop()
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
-    meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
-    meta["worker_restarts"] = {e: w.restarts for e, w in workers.items()}
-    with open(os.path.join(output, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
-    text = report(records, engines, {os.path.basename(p) for p in files}, describe_run(meta))
-    with open(os.path.join(output, "report.txt"), "w") as f:
-        f.write(text)
-    return 0, text
+
+
+def _run_one(worker, engine: str, name: str, task: dict, time_limit: float, out) -> dict:
+    """One file on one engine: its record, also written (and flushed) to ``out``."""
+    rec = worker.run(task, time_limit)
+    rec.update(engine=engine, file=name)
+    rec.setdefault("num_tests", len(task["tests"]))
+    rec.setdefault("skipped_tests", task["skipped_tests"])
+    rec["tbm_ns"] = np.asarray(rec.get("tbm_ns") or (), dtype=np.int64)
+    out.write(json.dumps({**rec, "tbm_ns": rec["tbm_ns"].tolist()}) + "\n")
+    out.flush()
+    return rec
 
 
 def describe_run(meta: dict) -> str:

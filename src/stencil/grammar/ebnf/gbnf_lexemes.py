@@ -42,7 +42,9 @@ from stencil.grammar.regex import unicode as U
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
                                   TokenTable, refs_of, resolve_tokens)
 from stencil.grammar.ebnf.greedy import unsafe_lexemes
-from stencil.grammar.regex.nfa import can_run_into, first_chars, intersects, ranges_intersect
+from stencil.grammar.regex.ast import first_chars
+from stencil.grammar.regex.decide import can_run_into_all, intersects, intersects_all
+from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
 
@@ -352,103 +354,10 @@ class _Cfg:
 
         Worklists, not sweeps to a fixpoint: a long chain of rules must not cost a sweep per
         link."""
-        nl = len(self.lex)
-        lex_first, lex_null = [], []
-        for node in self.lex:
-            f, nul = ((), False) if isinstance(node, _Special) else first_chars(_text(node))
-            lex_first.append(f)
-            lex_null.append(nul)
         used = self.reachable(start)
-        n = len(self.alts)
-        users: dict[int, set] = {a: set() for a in used}
-        for a in used:
-            for alt in self.alts[a]:
-                for sym in alt:
-                    if sym >= 0:
-                        users[sym].add(a)
-        null = [False] * n
-        first_c: list = [()] * n
-        first_l: list = [frozenset()] * n
-
-        def seq_first(alt, i):
-            chars, lexs = [], set()
-            for sym in alt[i:]:
-                if sym < 0:
-                    chars.extend(lex_first[~sym])
-                    lexs.add(~sym)
-                    if not lex_null[~sym]:
-                        return chars, lexs, False
-                else:
-                    chars.extend(first_c[sym])
-                    lexs |= first_l[sym]
-                    if not null[sym]:
-                        return chars, lexs, False
-            return chars, lexs, True
-
-        work = list(used)
-        queued = set(work)
-        while work:
-            a = work.pop()
-            queued.discard(a)
-            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
-            for alt in self.alts[a]:
-                c, l, z = seq_first(alt, 0)
-                chars.extend(c)
-                lexs |= l
-                nul = nul or z
-            new_c, new_l = U.normalize(chars), frozenset(lexs)
-            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
-                first_c[a], first_l[a], null[a] = new_c, new_l, nul
-                for u in users[a]:
-                    if u not in queued:
-                        queued.add(u)
-                        work.append(u)
-        # FOLLOW: a fixed part (what the rest of each alternative can start with) plus what
-        # flows from the left-hand side through nullable rests (edges a -> symbol).
-        follow_c: list = [()] * n
-        follow_l: list = [frozenset()] * n
-        lex_c: list = [[] for _ in range(nl)]
-        lex_l: list = [set() for _ in range(nl)]
-        base_c: dict[int, list] = {a: [] for a in used}
-        base_l: dict[int, set] = {a: set() for a in used}
-        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
-        for a in used:
-            for alt in self.alts[a]:
-                for i, sym in enumerate(alt):
-                    c, l, z = seq_first(alt, i + 1)
-                    if sym < 0:
-                        lex_c[~sym].extend(c)
-                        lex_l[~sym] |= l
-                    else:
-                        base_c[sym].extend(c)
-                        base_l[sym] |= l
-                    if z:
-                        flows[a].add(sym)
-        for a in used:
-            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
-        work = list(used)
-        queued = set(work)
-        while work:
-            a = work.pop()
-            queued.discard(a)
-            for sym in flows[a]:
-                if sym < 0:
-                    continue
-                new_c = U.union(follow_c[sym], follow_c[a])
-                new_l = follow_l[sym] | follow_l[a]
-                if new_c != follow_c[sym] or new_l != follow_l[sym]:
-                    follow_c[sym], follow_l[sym] = new_c, new_l
-                    if sym not in queued:
-                        queued.add(sym)
-                        work.append(sym)
-        for a in used:
-            for sym in flows[a]:
-                if sym < 0:
-                    lex_c[~sym].extend(follow_c[a])
-                    lex_l[~sym] |= follow_l[a]
-        lex_follow_c = [U.normalize(c) for c in lex_c]
-        lex_follow_l = [frozenset(l) for l in lex_l]
-        return lex_first, lex_follow_c, lex_follow_l, first_l[start], used
+        fs = _Firsts(self, used)
+        lex_follow_c, lex_follow_l = fs.lexeme_follows(used)
+        return fs.lex_first, lex_follow_c, lex_follow_l, fs.first_l[start], used
 
     def reachable(self, start: int) -> list:
         seen = {start}
@@ -460,6 +369,20 @@ class _Cfg:
                         seen.add(s)
                         stack.append(s)
         return sorted(seen)
+
+    def _ask_compatible(self, lexemes: list, lex_first: list, cache: dict) -> None:
+        """Ask the core at once, for the pairs of text lexemes that can start alike, whether they
+        share a word (into ``cache``, which :meth:`_compatible` reads)."""
+        text = sorted(k for k in lexemes if not isinstance(self.lex[k], _Special))
+        pairs = [(x, y) for i, x in enumerate(text) for y in text[i + 1:]
+                 if (x, y) not in cache and ranges_intersect(lex_first[x], lex_first[y])]
+        cache.update(zip(pairs, intersects_all([(_text(self.lex[x]), _text(self.lex[y])) for x, y in pairs])))
+
+    def _runs(self, triples: list, cache: dict) -> list:
+        """can_run_into for each (x, chars, y) of lexeme ids, the new ones asked of the core at once."""
+        new = [t for t in dict.fromkeys(triples) if t not in cache]
+        cache.update(zip(new, can_run_into_all([(_text(self.lex[x]), c, _text(self.lex[y])) for x, c, y in new])))
+        return [cache[t] for t in triples]
 
     def _compatible(self, x: int, y: int, cache: dict) -> bool:
         """Whether lexemes x and y can match the same text (then the parser gets both)."""
@@ -477,6 +400,8 @@ class _Cfg:
         in_context = True
         while True:
             lex_first, follow_c, follow_l, start_l, used = self.analyze(start)
+            self._ask_compatible(sorted({~s for a in used for alt in self.alts[a] for s in alt if s < 0}),
+                                 lex_first, compat_cache)
             # the context-aware analysis, until it once runs out of budget (splits only grow
             # the grammar, so it would run out again)
             to_split = None
@@ -495,12 +420,6 @@ class _Cfg:
         lex_null = [False if isinstance(n, _Special) else first_chars(_text(n))[1] for n in self.lex]
         rules = [(a, tuple(alt)) for a in used for alt in self.alts[a]]
 
-        def run(x, c, y):
-            key = (x, c, y)
-            if key not in run_cache:
-                run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
-            return run_cache[key]
-
         def compat(x, y):
             return ranges_intersect(lex_first[x], lex_first[y]) and self._compatible(x, y, compat_cache) \
                 if not (isinstance(self.lex[x], _Special) or isinstance(self.lex[y], _Special)) \
@@ -509,7 +428,7 @@ class _Cfg:
         return unsafe_lexemes(rules, start, len(self.alts), lex_first, lex_null,
                               lambda k: not isinstance(self.lex[k], _Special),
                               lambda k: not isinstance(self.lex[k], _Special) and not _single_char(self.lex[k]),
-                              compat, run)
+                              compat, lambda triples: self._runs(triples, run_cache))
 
     def _unsafe_anywhere(self, start_l, used, lex_first, follow_c, follow_l, run_cache, compat_cache):
         """The context-free fallback: lexemes allowed together are over-approximated by FOLLOW."""
@@ -524,23 +443,16 @@ class _Cfg:
                         and self._compatible(z, z2, compat_cache):
                     group |= follow_l[z2]
             groups.append(frozenset(group))
-        to_split = set()
+        triples: dict = {}   # (x, chars after x, y) in the order met
         for group in set(groups):
             text = [k for k in group if not isinstance(self.lex[k], _Special)]
             multi = [k for k in text if not _single_char(self.lex[k])]
             for x in text:
                 c = follow_c[x]
-                if not c:
-                    continue
-                for y in multi:
-                    if y in to_split or not ranges_intersect(lex_first[x], lex_first[y]):
-                        continue
-                    key = (x, c, y)
-                    if key not in run_cache:
-                        run_cache[key] = can_run_into(_text(self.lex[x]), c, _text(self.lex[y]))
-                    if run_cache[key]:
-                        to_split.add(y)
-        return to_split
+                if c:
+                    triples.update(((x, c, y), None) for y in multi if ranges_intersect(lex_first[x], lex_first[y]))
+        asked = list(triples)
+        return {y for (_, _, y), runs in zip(asked, self._runs(asked, run_cache)) if runs}
 
     # -- emission -------------------------------------------------------------------------------
     def emit(self, b, start: int) -> int:
@@ -569,6 +481,121 @@ class _Cfg:
             for alt in self.alts[a]:
                 b.add_alternative(rule[a], [sym(s) for s in alt])
         return rule[start]
+
+
+class _Firsts:
+    """FIRST sets of a _Cfg's rules at two levels, code points (``first_c``) and lexeme ids
+    (``first_l``), and which rules are nullable; then FOLLOW sets of its lexemes."""
+
+    def __init__(self, cfg: "_Cfg", used: list):
+        self.cfg = cfg
+        self.lex_first, self.lex_null = [], []
+        for node in cfg.lex:
+            f, nul = ((), False) if isinstance(node, _Special) else first_chars(_text(node))
+            self.lex_first.append(f)
+            self.lex_null.append(nul)
+        n = len(cfg.alts)
+        self.null = [False] * n
+        self.first_c: list = [()] * n
+        self.first_l: list = [frozenset()] * n
+        self._solve(used)
+
+    def seq(self, alt, i: int) -> tuple:
+        """(code points, lexemes, nullable) of what ``alt[i:]`` can start with."""
+        chars, lexs = [], set()
+        for sym in alt[i:]:
+            if sym < 0:
+                chars.extend(self.lex_first[~sym])
+                lexs.add(~sym)
+                if not self.lex_null[~sym]:
+                    return chars, lexs, False
+            else:
+                chars.extend(self.first_c[sym])
+                lexs |= self.first_l[sym]
+                if not self.null[sym]:
+                    return chars, lexs, False
+        return chars, lexs, True
+
+    def _solve(self, used: list) -> None:
+        alts = self.cfg.alts
+        users: dict[int, set] = {a: set() for a in used}
+        for a in used:
+            for alt in alts[a]:
+                for sym in alt:
+                    if sym >= 0:
+                        users[sym].add(a)
+        first_c, first_l, null = self.first_c, self.first_l, self.null
+        work = list(used)
+        queued = set(work)
+        while work:
+            a = work.pop()
+            queued.discard(a)
+            chars, lexs, nul = list(first_c[a]), set(first_l[a]), null[a]
+            for alt in alts[a]:
+                c, l, z = self.seq(alt, 0)
+                chars.extend(c)
+                lexs |= l
+                nul = nul or z
+            new_c, new_l = U.normalize(chars), frozenset(lexs)
+            if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
+                first_c[a], first_l[a], null[a] = new_c, new_l, nul
+                for u in users[a]:
+                    if u not in queued:
+                        queued.add(u)
+                        work.append(u)
+
+    def lexeme_follows(self, used: list) -> tuple[list, list]:
+        """FOLLOW of every lexeme as (code points, lexeme ids): a fixed part (what the rest of
+        each alternative can start with) plus what flows from the left-hand side through
+        nullable rests (edges a -> symbol)."""
+        alts, nl, n = self.cfg.alts, len(self.cfg.lex), len(self.cfg.alts)
+        lex_c: list = [[] for _ in range(nl)]
+        lex_l: list = [set() for _ in range(nl)]
+        base_c: dict[int, list] = {a: [] for a in used}
+        base_l: dict[int, set] = {a: set() for a in used}
+        flows: dict[int, set] = {a: set() for a in used}   # a -> symbols whose FOLLOW gets FOLLOW(a)
+        for a in used:
+            for alt in alts[a]:
+                for i, sym in enumerate(alt):
+                    c, l, z = self.seq(alt, i + 1)
+                    if sym < 0:
+                        lex_c[~sym].extend(c)
+                        lex_l[~sym] |= l
+                    else:
+                        base_c[sym].extend(c)
+                        base_l[sym] |= l
+                    if z:
+                        flows[a].add(sym)
+        follow_c: list = [()] * n
+        follow_l: list = [frozenset()] * n
+        for a in used:
+            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
+        _propagate_follows(used, flows, follow_c, follow_l)
+        for a in used:
+            for sym in flows[a]:
+                if sym < 0:
+                    lex_c[~sym].extend(follow_c[a])
+                    lex_l[~sym] |= follow_l[a]
+        return [U.normalize(c) for c in lex_c], [frozenset(l) for l in lex_l]
+
+
+def _propagate_follows(used: list, flows: dict, follow_c: list, follow_l: list) -> None:
+    """FOLLOW(a) flows into FOLLOW(sym) along each edge a -> sym, by worklist, to a fixpoint."""
+    work = list(used)
+    queued = set(work)
+    while work:
+        a = work.pop()
+        queued.discard(a)
+        for sym in flows[a]:
+            if sym < 0:
+                continue
+            new_c = U.union(follow_c[sym], follow_c[a])
+            new_l = follow_l[sym] | follow_l[a]
+            if new_c != follow_c[sym] or new_l != follow_l[sym]:
+                follow_c[sym], follow_l[sym] = new_c, new_l
+                if sym not in queued:
+                    queued.add(sym)
+                    work.append(sym)
 
 
 class _Converter:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Optional
 
-from stencil.grammar.regex.nfa import ranges_intersect
+from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex.unicode import normalize
 
 __all__ = ["unsafe_lexemes"]
@@ -42,13 +42,14 @@ class _OutOfBudget(Exception):
 def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_null: list,
                    is_text: Callable[[int], bool], is_multi: Callable[[int], bool],
                    compatible: Callable[[int, int], bool],
-                   can_run_into: Callable[[int, tuple, int], bool]) -> Optional[set]:
+                   can_run_into: Callable[[list], list]) -> Optional[set]:
     """Lexemes Y to split so that no allowed lexeme can run past another's end.
 
     ``rules``: (lhs, rhs) pairs over nonterminals (>= 0) and lexemes (``~k``), ``start`` the start
     nonterminal; ``lex_first[k]`` code points lexeme k starts with; ``lex_null[k]`` whether its
     regex holds "" (it is then optional); ``compatible(x, y)``: may x and y match the same text;
-    ``can_run_into(x, chars, y)``: the regex question. None when the work budget runs out.
+    ``can_run_into([(x, chars, y), ...])``: the regex question, asked once for all the triples
+    the search meets (a list of answers). None when the work budget runs out.
     """
     try:
         return _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible,
@@ -58,7 +59,16 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
 
 
 def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible, can_run_into):
-    # Nullable lexemes are optional: model them as fresh nonterminals opt -> ε | k.
+    lr = _Lr1(rules, start, num_nt, lex_null)
+    if not lr.build_states():
+        return None
+    lr.build_tables()
+    return _PairSearch(lr, lex_first, is_text, is_multi, compatible, can_run_into).run()
+
+
+def _optional_lexemes(rules, num_nt: int, lex_null) -> tuple[list, int]:
+    """Nullable lexemes are optional: the rules with each one as a fresh nonterminal
+    opt -> ε | k, and the new count of nonterminals."""
     rules = [list(r) for r in rules]
     opt_of: dict[int, int] = {}
     extra = []
@@ -72,14 +82,11 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
                     extra.append((opt_of[s], (s,)))
                 rhs[i] = opt_of[s]
         r[1] = tuple(rhs)
-    rules = [tuple(r) for r in rules] + extra
-    num_nt += len(opt_of)
-    aug = num_nt
-    rules.append((aug, (start,)))
-    by_lhs: list[list[int]] = [[] for _ in range(num_nt + 1)]
-    for i, (lhs, _) in enumerate(rules):
-        by_lhs[lhs].append(i)
+    return [tuple(r) for r in rules] + extra, num_nt + len(opt_of)
 
+
+def _first_sets(rules, num_nt: int) -> tuple[list, list]:
+    """(nullable, FIRST as lexeme ids) of every nonterminal, swept to a fixpoint."""
     null = [False] * (num_nt + 1)
     first: list[set] = [set() for _ in range(num_nt + 1)]
     changed = True
@@ -101,32 +108,54 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
                 null[lhs] = True
             if (null[lhs], len(first[lhs])) != before:
                 changed = True
+    return null, first
 
-    def seq_first(rhs, i, la) -> set:
+
+class _Lr1:
+    """Canonical LR(1) item sets (items (rule, dot, lookahead)) of the rules augmented with
+    ``aug -> start``, and per state the lexemes allowed next: shifts and reduce lookaheads.
+    ``work`` counts elementary steps against MAX_WORK."""
+
+    def __init__(self, rules, start: int, num_nt: int, lex_null):
+        rules, num_nt = _optional_lexemes(rules, num_nt, lex_null)
+        self.aug = num_nt
+        rules.append((self.aug, (start,)))
+        self.rules = rules
+        self.by_lhs: list[list[int]] = [[] for _ in range(num_nt + 1)]
+        for i, (lhs, _) in enumerate(rules):
+            self.by_lhs[lhs].append(i)
+        self.null, self.first = _first_sets(rules, num_nt)
+        self.work = 0
+        self.states: list[frozenset] = []
+        self.index: dict[frozenset, int] = {}
+        self.goto: list[dict] = []
+        self._below: dict = {}
+        self._after: dict = {}
+
+    def seq_first(self, rhs, i: int, la) -> set:
         out = set()
         for s in rhs[i:]:
             if s < 0:
                 out.add(~s)
                 return out
-            out |= first[s]
-            if not null[s]:
+            out |= self.first[s]
+            if not self.null[s]:
                 return out
         out.add(la)
         return out
 
-    work_done = [0]
-
-    def closure(kernel) -> frozenset:
+    def closure(self, kernel) -> frozenset:
+        rules, by_lhs = self.rules, self.by_lhs
         items = set(kernel)
         stack = list(kernel)
         while stack:
             r, dot, la = stack.pop()
-            work_done[0] += 1
-            if work_done[0] > MAX_WORK:
+            self.work += 1
+            if self.work > MAX_WORK:
                 raise _OutOfBudget
             rhs = rules[r][1]
             if dot < len(rhs) and rhs[dot] >= 0:
-                las = seq_first(rhs, dot + 1, la)
+                las = self.seq_first(rhs, dot + 1, la)
                 for r2 in by_lhs[rhs[dot]]:
                     for b in las:
                         it = (r2, 0, b)
@@ -135,163 +164,190 @@ def _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compa
                             stack.append(it)
         return frozenset(items)
 
-    states: list[frozenset] = []
-    index: dict[frozenset, int] = {}
-    goto: list[dict] = []
-
-    def add(kernel) -> Optional[int]:
-        st = closure(kernel)
-        if st not in index:
-            if len(states) >= MAX_STATES:
+    def add(self, kernel) -> Optional[int]:
+        """The state of ``kernel``'s closure, added if new; None past MAX_STATES."""
+        st = self.closure(kernel)
+        if st not in self.index:
+            if len(self.states) >= MAX_STATES:
                 return None
-            index[st] = len(states)
-            states.append(st)
-            goto.append({})
-        return index[st]
+            self.index[st] = len(self.states)
+            self.states.append(st)
+            self.goto.append({})
+        return self.index[st]
 
-    if add([(len(rules) - 1, 0, EOF)]) is None:
-        return None
-    queue = deque([0])
-    while queue:
-        q = queue.popleft()
-        moves: dict[int, list] = {}
-        for r, dot, la in states[q]:
-            rhs = rules[r][1]
-            if dot < len(rhs):
-                moves.setdefault(rhs[dot], []).append((r, dot + 1, la))
-        for sym, kernel in moves.items():
-            n_before = len(states)
-            t = add(kernel)
-            if t is None or work_done[0] > MAX_WORK:
-                return None
-            goto[q][sym] = t
-            if len(states) > n_before:
-                queue.append(t)
+    def build_states(self) -> bool:
+        """All states reachable from the start and their goto edges; False past a budget."""
+        if self.add([(len(self.rules) - 1, 0, EOF)]) is None:
+            return False
+        queue = deque([0])
+        while queue:
+            q = queue.popleft()
+            moves: dict[int, list] = {}
+            for r, dot, la in self.states[q]:
+                rhs = self.rules[r][1]
+                if dot < len(rhs):
+                    moves.setdefault(rhs[dot], []).append((r, dot + 1, la))
+            for sym, kernel in moves.items():
+                n_before = len(self.states)
+                t = self.add(kernel)
+                if t is None or self.work > MAX_WORK:
+                    return False
+                self.goto[q][sym] = t
+                if len(self.states) > n_before:
+                    queue.append(t)
+        return True
 
-    # Per state: lexemes allowed next (shifts and reduce lookaheads).
-    shifts = [{~s for s in goto[q] if s < 0} for q in range(len(states))]
-    reductions: list[dict] = []   # per state: lookahead -> rules to reduce
-    for q in range(len(states)):
-        red: dict = {}
-        for r, dot, la in states[q]:
-            lhs, rhs = rules[r]
-            if dot == len(rhs) and la != EOF and lhs != aug:
-                red.setdefault(la, []).append(rules[r])
-        reductions.append(red)
-    reduce_la = [set(red) for red in reductions]
-    allowed = [shifts[q] | reduce_la[q] for q in range(len(states))]
-    rev: list[list] = [[] for _ in states]   # predecessor edges: (p, symbol)
-    for q in range(len(states)):
-        for sym, t in goto[q].items():
-            rev[t].append((q, sym))
+    def build_tables(self) -> None:
+        """Per state: shifts, reductions by lookahead, allowed lexemes; predecessor edges."""
+        n = len(self.states)
+        goto = self.goto
+        self.shifts = [{~s for s in goto[q] if s < 0} for q in range(n)]
+        self.reductions: list[dict] = []   # per state: lookahead -> rules to reduce
+        for q in range(n):
+            red: dict = {}
+            for r, dot, la in self.states[q]:
+                lhs, rhs = self.rules[r]
+                if dot == len(rhs) and la != EOF and lhs != self.aug:
+                    red.setdefault(la, []).append(self.rules[r])
+            self.reductions.append(red)
+        reduce_la = [set(red) for red in self.reductions]
+        self.allowed = [self.shifts[q] | reduce_la[q] for q in range(n)]
+        self.rev: list[list] = [[] for _ in range(n)]   # predecessor edges: (p, symbol)
+        for q in range(n):
+            for sym, t in goto[q].items():
+                self.rev[t].append((q, sym))
 
-    below_cache: dict = {}
-
-    def below(q: int, rhs: tuple) -> set:
+    def below(self, q: int, rhs: tuple) -> set:
         """States p with a path spelling ``rhs`` from p to q."""
         key = (q, rhs)
-        if key in below_cache:
-            return below_cache[key]
+        if key in self._below:
+            return self._below[key]
+        rev = self.rev
         cur = {q}
         for sym in reversed(rhs):
-            work_done[0] += sum(len(rev[t]) for t in cur)
+            self.work += sum(len(rev[t]) for t in cur)
             cur = {p for t in cur for p, s in rev[t] if s == sym}
-        below_cache[key] = cur
+        self._below[key] = cur
         return cur
 
-    after_cache: dict = {}
-
-    def after(q: int, z: int) -> tuple:
+    def after(self, q: int, z: int) -> tuple:
         """States the parser can be in right after lexeme z is scanned in state q (a shift, or
         reductions done with lookahead z and then a shift), and whether the parser may be in
         several of them at once (an LR conflict on z: Earley follows every action). Otherwise
         the several states come from not knowing the stack below q, and the parser is in one."""
         key = (q, z)
-        if key in after_cache:
-            return after_cache[key]
+        if key in self._after:
+            return self._after[key]
         out: set = set()
         seen = {q}
         stack = [q]
         nondet = False
         while stack:
             s = stack.pop()
-            work_done[0] += 1 + len(reductions[s])
+            self.work += 1 + len(self.reductions[s])
             actions = 0
-            if z in shifts[s]:
-                out.add(goto[s][~z])
+            if z in self.shifts[s]:
+                out.add(self.goto[s][~z])
                 actions += 1
-            for lhs, rhs in reductions[s].get(z, ()):
+            for lhs, rhs in self.reductions[s].get(z, ()):
                 actions += 1
-                for p in below(s, rhs):
-                    t = goto[p].get(lhs)
+                for p in self.below(s, rhs):
+                    t = self.goto[p].get(lhs)
                     if t is not None and t not in seen:
                         seen.add(t)
                         stack.append(t)
             nondet = nondet or actions > 1
-        after_cache[key] = out, nondet
+        self._after[key] = out, nondet
         return out, nondet
 
-    chars_cache: dict = {}
 
-    def chars_after(q: int, x: int) -> tuple:
+class _PairSearch:
+    """Pairs of states the parser may be in at once (reached by lexemes that match the same
+    text), and in each, the lexemes Y that a word of an allowed X followed by what may come next
+    might keep alive (``checked``: (X, chars after X, Y) triples, then asked in one batch)."""
+
+    def __init__(self, lr: _Lr1, lex_first, is_text, is_multi, compatible, can_run_into):
+        self.lr, self.lex_first, self.is_text, self.can_run_into = lr, lex_first, is_text, can_run_into
+        allowed = lr.allowed
+        lexemes = sorted(set().union(*allowed)) if allowed else []
+        self.compat_with = {z: {z2 for z2 in lexemes if z2 != z and compatible(z, z2)} for z in lexemes}
+        self.multi = {z for z in lexemes if is_multi(z)}
+        self.checked: dict = {}   # (x, chars, y) in the order met
+        self._chars: dict = {}
+
+    def chars_after(self, q: int, x: int) -> tuple:
+        """Code points that may come right after lexeme x scanned in state q."""
         key = (q, x)
-        if key not in chars_cache:
+        if key not in self._chars:
             acc: list = []
-            for k in after(q, x)[0]:
-                for y in allowed[k]:
-                    acc.extend(lex_first[y])
-            chars_cache[key] = normalize(acc)
-        return chars_cache[key]
+            for k in self.lr.after(q, x)[0]:
+                for y in self.lr.allowed[k]:
+                    acc.extend(self.lex_first[y])
+            self._chars[key] = normalize(acc)
+        return self._chars[key]
 
-    lexemes = sorted(set().union(*allowed)) if allowed else []
-    compat_with = {z: {z2 for z2 in lexemes if z2 != z and compatible(z, z2)} for z in lexemes}
-    multi = {z for z in lexemes if is_multi(z)}
-    unsafe: set = set()
-    checked: set = set()
-    # Explored: (q1, q2, several): two states the parser may be in at once, and whether it may
-    # hold several stacks (after an LR conflict or a scan of several lexemes). With one stack,
-    # several results of `after` are alternatives (the stack below is not known here), so the
-    # parser is in one of them; with several stacks, in any set of them.
-    seen_pairs = {(0, 0, False)}
-    work = deque(seen_pairs)
-    while work:
-        q1, q2, several = work.popleft()
-        work_done[0] += len(allowed[q1]) * (len(allowed[q2]) + 1)
-        if work_done[0] > MAX_WORK:
-            return None
-        for x in allowed[q1]:
-            if not is_text(x):
+    def run(self) -> Optional[set]:
+        """The lexemes to split; None past a budget.
+
+        Explored: (q1, q2, several): two states the parser may be in at once, and whether it may
+        hold several stacks (after an LR conflict or a scan of several lexemes). With one stack,
+        several results of `after` are alternatives (the stack below is not known here), so the
+        parser is in one of them; with several stacks, in any set of them."""
+        lr = self.lr
+        seen_pairs = {(0, 0, False)}
+        work = deque(seen_pairs)
+        while work:
+            q1, q2, several = work.popleft()
+            lr.work += len(lr.allowed[q1]) * (len(lr.allowed[q2]) + 1)
+            if lr.work > MAX_WORK:
+                return None
+            self.check_runs(q1, q2)
+            for pair in self.successors(q1, q2, several):
+                if pair is None:
+                    return None
+                if pair not in seen_pairs:
+                    if len(seen_pairs) > MAX_PAIRS:
+                        return None
+                    seen_pairs.add(pair)
+                    work.append(pair)
+        triples = list(self.checked)
+        return {y for (_, _, y), runs in zip(triples, self.can_run_into(triples)) if runs}
+
+    def check_runs(self, q1: int, q2: int) -> None:
+        """Note the question for each multi-character Y allowed in q2 and each text lexeme X
+        allowed in q1 that can start alike: does a word of X, followed by a character that may
+        come after X, keep Y alive?"""
+        lex_first, checked = self.lex_first, self.checked
+        for x in self.lr.allowed[q1]:
+            if not self.is_text(x):
                 continue
-            c = chars_after(q1, x)
+            c = self.chars_after(q1, x)
             if not c:
                 continue
-            for y in allowed[q2]:
-                if y in unsafe or y not in multi or (x, c, y) in checked or not _meet(lex_first[x], lex_first[y]):
-                    continue
-                checked.add((x, c, y))
-                if can_run_into(x, c, y):
-                    unsafe.add(y)
-        for z1 in allowed[q1]:
-            next1, nd1 = after(q1, z1)
+            for y in self.lr.allowed[q2]:
+                if y in self.multi and (x, c, y) not in checked and _meet(lex_first[x], lex_first[y]):
+                    checked[(x, c, y)] = None
+
+    def successors(self, q1: int, q2: int, several: bool):
+        """The pairs after scanning lexemes z1 in q1 and z2 in q2 that match the same text;
+        None (then stop) past the work budget."""
+        lr = self.lr
+        allowed2 = lr.allowed[q2]
+        for z1 in lr.allowed[q1]:
+            next1, nd1 = lr.after(q1, z1)
             if not next1:
                 continue
-            for z2 in (compat_with[z1] & allowed[q2]) | ({z1} if z1 in allowed[q2] else set()):
-                next2, nd2 = after(q2, z2)
-                work_done[0] += len(next1) * len(next2)
-                if work_done[0] > MAX_WORK:
-                    return None
+            for z2 in (self.compat_with[z1] & allowed2) | ({z1} if z1 in allowed2 else set()):
+                next2, nd2 = lr.after(q2, z2)
+                lr.work += len(next1) * len(next2)
+                if lr.work > MAX_WORK:
+                    yield None
+                    return
                 more = several or nd1 or nd2 or z1 != z2 or q1 != q2
                 if more:
-                    pairs = [(t1, t2, True) for t1 in next1 for t2 in next2]
+                    yield from ((t1, t2, True) for t1 in next1 for t2 in next2)
                 else:
-                    pairs = [(t, t, False) for t in next1]
-                for pair in pairs:
-                    if pair not in seen_pairs:
-                        if len(seen_pairs) > MAX_PAIRS:
-                            return None
-                        seen_pairs.add(pair)
-                        work.append(pair)
-    return unsafe
+                    yield from ((t, t, False) for t in next1)
 
 
 def _meet(a, b) -> bool:

@@ -231,5 +231,31 @@ def nullable(node, memo: Optional[dict] = None) -> bool:
     return postorder(node, _nullable_visit, memo)
 
 
+def _first_visit(node, kids):
+    if isinstance(node, Literal):
+        c = ord(node.text[0])
+        return ((c, c),), False
+    if isinstance(node, CharClass):
+        return node.ranges, False
+    if isinstance(node, Concat):
+        acc: list = []
+        for f, nul in kids:
+            acc.extend(f)
+            if not nul:
+                return normalize(acc), False
+        return normalize(acc), True
+    if isinstance(node, Alt):
+        return normalize(r for f, _ in kids for r in f), any(n for _, n in kids)
+    if isinstance(node, Repeat):
+        f, nul = kids[0]
+        return (f if node.max != 0 else ()), (node.min == 0 or nul)
+    return (), isinstance(node, (Empty, AnchorStart, AnchorEnd))
+
+
+def first_chars(node) -> tuple:
+    """(code points a word of the language can start with, whether the language holds "")."""
+    return postorder(node, _first_visit)
+
+
 def has_anchors(node) -> bool:
     return postorder(node, lambda n, kids: isinstance(n, (AnchorStart, AnchorEnd)) or any(kids))

@@ -386,26 +386,7 @@ class _Parser:
             self.i = pos + 4
             return "char", v
         if c == "u":
-            if pos + 2 < n and p[pos + 2] == "{":
-                k = p.find("}", pos + 3)
-                digits = p[pos + 3:k] if k >= 0 else ""
-                if not digits or len(digits) > 8 or any(d not in _HEX for d in digits) \
-                        or int(digits, 16) > U.MAX_CP:
-                    raise self.error(pos, "bad escape \\u{...}: expected 1 to 6 hex digits "
-                                     "up to 10FFFF")
-                self.i = k + 1
-                return "char", int(digits, 16)
-            v = self._hex(pos + 2, 4, "\\u")
-            self.i = pos + 6
-            if 0xD800 <= v <= 0xDBFF and p.startswith("\\u", self.i):  # surrogate pair
-                try:
-                    lo = self._hex(self.i + 2, 4, "\\u")
-                except GrammarError:
-                    lo = -1
-                if 0xDC00 <= lo <= 0xDFFF:
-                    self.i += 6
-                    return "char", 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
-            return "char", v
+            return "char", self._u_escape(pos)
         if c == "U":
             v = self._hex(pos + 2, 8, "\\U")
             if v > U.MAX_CP:
@@ -413,15 +394,7 @@ class _Parser:
             self.i = pos + 10
             return "char", v
         if c == "N":
-            k = p.find("}", pos + 3)
-            if pos + 2 >= n or p[pos + 2] != "{" or k < 0:
-                raise self.error(pos, "bad escape \\N: expected \\N{CHARACTER NAME}")
-            try:
-                ch = unicodedata.lookup(p[pos + 3:k])
-            except KeyError:
-                raise self.error(pos, f"unknown character name {p[pos + 3:k]!r}") from None
-            self.i = k + 1
-            return "char", ord(ch)
+            return "char", self._named_escape(pos)
         if c == "c":
             if pos + 2 < n and p[pos + 2].isascii() and p[pos + 2].isalpha():
                 self.i = pos + 3
@@ -434,6 +407,43 @@ class _Parser:
         if c.isascii() and c.isalnum():
             raise self.error(pos, f"bad escape \\{c}")
         return "char", ord(c)  # identity escape: \. \/ \- \\ \é ...
+
+    def _u_escape(self, pos: int) -> int:
+        """The code point of ``\\uXXXX`` (a surrogate pair of two such escapes joined) or ``\\u{X...}`` at pos."""
+        p, n = self.p, self.n
+        if pos + 2 < n and p[pos + 2] == "{":
+            k = p.find("}", pos + 3)
+            digits = p[pos + 3:k] if k >= 0 else ""
+            if not digits or len(digits) > 8 or any(d not in _HEX for d in digits) \
+                    or int(digits, 16) > U.MAX_CP:
+                raise self.error(pos, "bad escape \\u{...}: expected 1 to 6 hex digits "
+                                 "up to 10FFFF")
+            self.i = k + 1
+            return int(digits, 16)
+        v = self._hex(pos + 2, 4, "\\u")
+        self.i = pos + 6
+        if 0xD800 <= v <= 0xDBFF and p.startswith("\\u", self.i):  # surrogate pair
+            try:
+                lo = self._hex(self.i + 2, 4, "\\u")
+            except GrammarError:
+                lo = -1
+            if 0xDC00 <= lo <= 0xDFFF:
+                self.i += 6
+                return 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+        return v
+
+    def _named_escape(self, pos: int) -> int:
+        """The code point of ``\\N{CHARACTER NAME}`` at pos."""
+        p, n = self.p, self.n
+        k = p.find("}", pos + 3)
+        if pos + 2 >= n or p[pos + 2] != "{" or k < 0:
+            raise self.error(pos, "bad escape \\N: expected \\N{CHARACTER NAME}")
+        try:
+            ch = unicodedata.lookup(p[pos + 3:k])
+        except KeyError:
+            raise self.error(pos, f"unknown character name {p[pos + 3:k]!r}") from None
+        self.i = k + 1
+        return ord(ch)
 
     def _digit_escape(self, pos: int, in_class: bool):
         p, n = self.p, self.n

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from stencil.grammar.regex.ast import (Alt, AnchorEnd, AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
                                        Repeat, RegexNode, postorder)
-from stencil.grammar.regex.nfa import ranges_intersect
+from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex.unicode import normalize
 
 __all__ = ["positions", "surely_disjoint"]

@@ -70,6 +70,19 @@ def bridge_surrogates(ranges: Ranges) -> list[tuple[int, int]]:
     return out
 
 
+def ranges_intersect(a: Ranges, b: Ranges) -> bool:
+    """Whether two range sets share a code point (a merge walk, no set built)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
 def contains(ranges: Ranges, cp: int) -> bool:
     i = bisect.bisect_right(ranges, (cp, MAX_CP + 1)) - 1
     return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]

@@ -134,9 +134,7 @@ def _tokenize(src: Source, i: int, nested_at: Optional[int], level: int) -> tupl
     s = src.text
     n = len(s)
     out: list[Token] = []
-    depth = 0          # open ( and [
-    braces = 0         # open { of repetitions, inside a nested grammar
-    brackets: list[tuple[str, int]] = []
+    nest = _Nesting()
     while True:
         if not len(out) & 4095:   # the whole text is tokenized before parsing starts
             check_deadline()
@@ -145,72 +143,103 @@ def _tokenize(src: Source, i: int, nested_at: Optional[int], level: int) -> tupl
             break
         c = s[i]
         if c == "\n":
-            j = i
-            while j < n and (s[j] == "\n" or s[j] in _SPACE or s[j] == "#" or s.startswith("//", j)):
-                j = _skip_space_and_comments(s, j)
-                if j < n and s[j] == "\n":
-                    j += 1
-            # a newline inside brackets, or before a `|` continuation, is only space
-            if depth == 0 and not (j < n and s[j] == "|") and out and out[-1].kind != "NL":
-                out.append(Token("NL", "\n", i))
+            i = _newline(s, i, not nest.brackets, out)
+            continue
+        j = _delimited(src, i, out, level)
+        if j is not None:
             i = j
             continue
-        if c == '"':
-            j = _string_end(src, s, i)
-            out.append(Token("STRING", s[i:j], i))
-            i = j
-            continue
-        if c == "/" and not s.startswith("//", i):
-            j = _regexp_end(src, s, i)
-            out.append(Token("REGEXP", s[i:j], i))
-            i = j
-            continue
-        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in _BLOB_DIRECTIVES:
-            j = _blob_end(src, s, i, out[-1].text)
-            out.append(Token("BLOB", s[i:j], i))
-            i = j
-            continue
-        if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text == "%lark":
-            if level >= MAX_LARK_NESTING:
-                raise src.error(f"%lark blocks nest deeper than {MAX_LARK_NESTING} levels", i)
-            inner, j = _tokenize(src, i + 1, i, level + 1)
-            out.append(Token("LARK", s[i:j + 1], i, inner=inner))
-            i = j + 1
-            continue
-        if c == "}" and nested_at is not None and braces == 0 and not brackets:
+        if c == "}" and nested_at is not None and nest.braces == 0 and not nest.brackets:
             break
-        m = _TOKEN_RE.match(s, i)
-        if not m:
-            if c == "<":
-                raise src.error("'<' starts a special token such as <|end|> or <[12]>, but is not one", i)
-            raise src.error(f"unexpected character {c!r}", i)
-        kind = m.lastgroup
-        text = m.group()
-        if kind == "PUNCT":
-            kind = text
-            if text == "{":
-                braces += 1
-            elif text == "}":
-                braces -= 1
-            if text in "([":
-                depth += 1
-                brackets.append((text, i))
-            elif text in ")]":
-                if not brackets:
-                    raise src.error(f"unbalanced '{text}': nothing to close", i)
-                opener, _ = brackets.pop()
-                if (opener, text) not in (("(", ")"), ("[", "]")):
-                    raise src.error(f"'{text}' does not match the '{opener}' it closes", i)
-                depth -= 1
-        elif kind in ("ARROW", "DOTDOT"):
-            kind = text
-        out.append(Token(kind, text, i))
-        i = m.end()
+        i = _plain_token(src, i, out, nest)
     if nested_at is not None and i >= n:
         raise src.error("'%lark {' is never closed by '}'", nested_at)
-    if brackets:
-        opener, pos = brackets[-1]
+    if nest.brackets:
+        opener, pos = nest.brackets[-1]
         raise src.error(f"'{opener}' is never closed", pos)
     out.append(Token("NL", "\n", i))
     out.append(Token("EOF", "", i))
     return out, i
+
+
+class _Nesting:
+    """Open brackets while tokenizing: ( and [ with their offsets, and the count of open { of
+    repetitions (inside a nested grammar, the } that closes the block is not one of them)."""
+
+    def __init__(self):
+        self.brackets: list[tuple[str, int]] = []
+        self.braces = 0
+
+    def punct(self, src: Source, text: str, i: int) -> None:
+        if text == "{":
+            self.braces += 1
+        elif text == "}":
+            self.braces -= 1
+        if text in "([":
+            self.brackets.append((text, i))
+        elif text in ")]":
+            if not self.brackets:
+                raise src.error(f"unbalanced '{text}': nothing to close", i)
+            opener, _ = self.brackets.pop()
+            if (opener, text) not in (("(", ")"), ("[", "]")):
+                raise src.error(f"'{text}' does not match the '{opener}' it closes", i)
+
+
+def _newline(s: str, i: int, outside_brackets: bool, out: list[Token]) -> int:
+    """Skip the blank and comment lines from the newline at ``i``; one NL token for them where a
+    newline ends a statement. Returns the offset after them."""
+    n = len(s)
+    j = i
+    while j < n and (s[j] == "\n" or s[j] in _SPACE or s[j] == "#" or s.startswith("//", j)):
+        j = _skip_space_and_comments(s, j)
+        if j < n and s[j] == "\n":
+            j += 1
+    # a newline inside brackets, or before a `|` continuation, is only space
+    if outside_brackets and not (j < n and s[j] == "|") and out and out[-1].kind != "NL":
+        out.append(Token("NL", "\n", i))
+    return j
+
+
+def _delimited(src: Source, i: int, out: list[Token], level: int) -> Optional[int]:
+    """A token read to its closing delimiter (a string, a regexp, a directive's {...} blob, a
+    nested %lark grammar) appended to ``out``; the offset after it, or None when none starts at ``i``."""
+    s = src.text
+    c = s[i]
+    if c == '"':
+        j = _string_end(src, s, i)
+        out.append(Token("STRING", s[i:j], i))
+        return j
+    if c == "/" and not s.startswith("//", i):
+        j = _regexp_end(src, s, i)
+        out.append(Token("REGEXP", s[i:j], i))
+        return j
+    if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in _BLOB_DIRECTIVES:
+        j = _blob_end(src, s, i, out[-1].text)
+        out.append(Token("BLOB", s[i:j], i))
+        return j
+    if c == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text == "%lark":
+        if level >= MAX_LARK_NESTING:
+            raise src.error(f"%lark blocks nest deeper than {MAX_LARK_NESTING} levels", i)
+        inner, j = _tokenize(src, i + 1, i, level + 1)
+        out.append(Token("LARK", s[i:j + 1], i, inner=inner))
+        return j + 1
+    return None
+
+
+def _plain_token(src: Source, i: int, out: list[Token], nest: _Nesting) -> int:
+    """The name, number, directive or punctuation at ``i`` appended to ``out``; the offset after it."""
+    s = src.text
+    m = _TOKEN_RE.match(s, i)
+    if not m:
+        if s[i] == "<":
+            raise src.error("'<' starts a special token such as <|end|> or <[12]>, but is not one", i)
+        raise src.error(f"unexpected character {s[i]!r}", i)
+    kind = m.lastgroup
+    text = m.group()
+    if kind == "PUNCT":
+        kind = text
+        nest.punct(src, text, i)
+    elif kind in ("ARROW", "DOTDOT"):
+        kind = text
+    out.append(Token(kind, text, i))
+    return m.end()
