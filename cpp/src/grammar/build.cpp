@@ -115,6 +115,13 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
   const size_t num_nt = names_.size();
   std::vector<std::vector<uint32_t>> rules_of(num_nt);
   for (uint32_t r = 0; r < rules_.size(); ++r) rules_of[rules_[r].lhs].push_back(r);
+  // The parser runs next_key / next_item checks instead of predicting their rule: it must be empty.
+  for (const CompletionCheck& c : checks_)
+    if (runs_at_prediction(c.kind))
+      for (uint32_t r : rules_of[c.rule])
+        if (!rules_[r].rhs.empty())
+          throw GrammarError("add_check: a next_key or next_item check goes on a rule with only empty "
+                             "alternatives, and '" + names_[c.rule] + "' has another");
 
   // Rules used but never defined are an error wherever they are reachable.
   {

@@ -16,6 +16,7 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
 
 void EarleyParser::reset() {
   for (Verdict& v : verdicts_) v.version = 0;
+  for (KeysMemo& k : keys_memo_) k.version = 0;
   items_.clear();
   rows_.clear();
   sibling_memo_.clear();
@@ -95,16 +96,16 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
         add(prev.pos + 1, prev.origin);
       });
     } else {
-      if (predicted_[sym] != close_gen_) {
+      // A next_key / next_item rule is empty (the builder holds it to that): its check stands for
+      // predicting and completing it, one item fewer per key or value the row expects.
+      const int32_t ci = g.nt_check[sym];
+      const bool runs_here = ci >= 0 && runs_at_prediction(g.checks[ci].kind);
+      if (!runs_here && predicted_[sym] != close_gen_) {
         predicted_[sym] = close_gen_;
         for (uint32_t k = g.nt_rules_begin[sym]; k < g.nt_rules_begin[sym + 1]; ++k)
           add(g.rule_begin[g.nt_rules[k]], row);
       }
-      if (g.nullable[sym]) {
-        const int32_t ci = g.nt_check[sym];
-        if (ci < 0 || !runs_at_prediction(g.checks[ci].kind) || next_key_check(g.checks[ci], it.origin, offset))
-          add(it.pos + 1, it.origin);
-      }
+      if (g.nullable[sym] && (!runs_here || next_key_check(g.checks[ci], it.origin, offset))) add(it.pos + 1, it.origin);
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
@@ -338,27 +339,82 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
 bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to) {
   if (!text_) return true;
   const uint32_t from = siblings_row < rows_.size() ? rows_[siblings_row].offset : to;
-  return verdict(c, from, to, to, [&] {
-    std::vector<std::string> earlier;
-    std::vector<uint32_t> key_offsets;
-    scratch_text_.clear();
-    if (from < to) text_->text(from, to, scratch_text_);
-    if (c.kind == CheckKind::NextItem) {
+  if (c.kind == CheckKind::NextItem) {
+    return verdict(c, from, to, to, [&] {
+      std::vector<std::string> earlier;
+      scratch_text_.clear();
+      if (from < to) text_->text(from, to, scratch_text_);
       note_read(from, to);
       std::string mine;
       if (!canonical_values(scratch_text_, earlier) || !canonical_value(c.key, mine)) return false;
       return std::find(earlier.begin(), earlier.end(), mine) == earlier.end();
+    });
+  }
+  if (!row_keys_ || row_keys_gen_ != close_gen_ || row_keys_from_ != from) {
+    row_keys_ = &keys_between(from, to);
+    row_keys_gen_ = close_gen_;
+    row_keys_from_ = from;
+  }
+  KeysMemo& k = *row_keys_;
+  if (!k.ok) {
+    note_read(from, to);
+    return false;
+  }
+  // The verdict read the keys: note them, unless no watched window reaches them (the usual case:
+  // the windows are at the current token, the keys before it).
+  if (!k.offsets.empty()) {
+    const uint32_t lo = k.offsets.front(), hi = k.offsets.back() + 1;
+    if ((lo < watch_to_ && hi > watch_from_) || (lo < prefix_to_ && hi > prefix_from_) || recording_)
+      for (uint32_t at : k.offsets) note_key(at);
+  }
+  int8_t& v = k.verdicts[static_cast<size_t>(&c - g_->checks.data())];
+  if (v < 0) {
+    if (!c.has_key) v = c.max < 0 || room_for_members(c, k.keys, nullptr, true);
+    else v = !std::binary_search(k.keys.begin(), k.keys.end(), c.key) && (c.max < 0 || room_for_members(c, k.keys, &c.key));
+  }
+  return v;
+}
+
+EarleyParser::KeysMemo& EarleyParser::keys_between(uint32_t from, uint32_t to) {
+  const uint64_t version = text_->text_version(to);
+  KeysMemo* base = nullptr;  // the longest memo of the same list whose text is still a prefix of this one
+  KeysMemo* victim = &keys_memo_[0];
+  for (KeysMemo& k : keys_memo_) {
+    if (k.version != 0 && k.from == from && k.ok) {
+      if (k.to == to && k.version == version) {
+        k.last_use = ++keys_clock_;
+        return k;
+      }
+      if (k.to < to && (!base || k.to > base->to) && text_->text_version(k.to) == k.version) base = &k;
     }
-    if (!member_keys(scratch_text_, earlier, &key_offsets)) {
-      note_read(from, to);
-      return false;
-    }
-    for (uint32_t at : key_offsets) note_key(from + at);
-    std::sort(earlier.begin(), earlier.end());
-    if (!c.has_key) return c.max < 0 || room_for_members(c, earlier, nullptr, true);
-    if (std::binary_search(earlier.begin(), earlier.end(), c.key)) return false;
-    return c.max < 0 || room_for_members(c, earlier, &c.key);
-  });
+    if (k.last_use < victim->last_use && &k != base) victim = &k;
+  }
+  if (victim == base) victim = &keys_memo_[base == &keys_memo_[0] ? 1 : 0];
+  KeysMemo& k = *victim;
+  k.version = 0;  // not valid until parsed (text() may throw)
+  k.from = from;
+  k.to = to;
+  k.last_use = ++keys_clock_;
+  const uint32_t start = base ? base->to : from;
+  if (base) {
+    k.keys = base->keys;
+    k.offsets = base->offsets;
+  } else {
+    k.keys.clear();
+    k.offsets.clear();
+  }
+  scratch_text_.clear();
+  if (start < to) text_->text(start, to, scratch_text_);
+  scratch_keys_.clear();
+  scratch_offsets_.clear();
+  k.ok = member_keys(scratch_text_, scratch_keys_, &scratch_offsets_);
+  for (size_t i = 0; i < scratch_keys_.size(); ++i) {
+    k.keys.insert(std::lower_bound(k.keys.begin(), k.keys.end(), scratch_keys_[i]), std::move(scratch_keys_[i]));
+    k.offsets.push_back(start + scratch_offsets_[i]);
+  }
+  k.verdicts.assign(g_->checks.size(), -1);
+  k.version = version;
+  return k;
 }
 
 // Whether an object whose members so far have the keys `earlier` (sorted), then `mine` if given

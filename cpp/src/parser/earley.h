@@ -194,6 +194,29 @@ class EarleyParser {
     std::vector<uint32_t> key_offsets;  // where the earlier keys start (unique keys)
   };
   std::vector<SiblingMemo> sibling_memo_;
+  // The earlier members' keys (sorted) and where they start, for the next_key checks of one
+  // row: an object's N named keys are N checks on the same text, parsed once; and the text of
+  // the next row extends it (only the members since are parsed). Least recently used goes.
+  struct KeysMemo {
+    uint32_t from = 0, to = 0;
+    uint64_t version = 0;  // text_version(to) when parsed; 0: not valid
+    uint64_t last_use = 0;
+    bool ok = false;
+    std::vector<std::string> keys;
+    std::vector<uint32_t> offsets;  // ascending
+    std::vector<int8_t> verdicts;   // by check index: -1 unknown, else the next_key check's verdict
+  };
+  static constexpr size_t kKeysMemos = 8;
+  KeysMemo keys_memo_[kKeysMemos];
+  uint64_t keys_clock_ = 0;
+  KeysMemo& keys_between(uint32_t from, uint32_t to);
+  // The memo the last next_key check of the row being closed used: its other keys' checks ask
+  // for the same text.
+  KeysMemo* row_keys_ = nullptr;
+  uint32_t row_keys_from_ = 0;
+  uint64_t row_keys_gen_ = 0;
+  std::vector<std::string> scratch_keys_;
+  std::vector<uint32_t> scratch_offsets_;
   uint32_t memo_top_row_ = 0;  // the largest item_row in sibling_memo_ (0 when empty)
   // Recent verdicts of completion checks, by the text they read ([siblings_from or from, to)
   // and its version): a mask's boundary walks complete the same object or member at the same
