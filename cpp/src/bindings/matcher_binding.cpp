@@ -10,6 +10,7 @@
 
 #include "bindings/bindings.h"
 #include "matcher/batch.h"
+#include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "stencil/matcher.h"
 

@@ -4,6 +4,8 @@
 
 #include "bindings/bindings.h"
 #include "stencil/vocabulary.h"
+#include "tokens/shared_mask_cache.h"
+#include "tokens/trie.h"
 
 namespace nb = nanobind;
 using namespace stencil;

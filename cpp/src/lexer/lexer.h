@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "regex/byte_classes.h"
+#include "stencil/limits.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
 #include "tokens/char_summary.h"
@@ -29,12 +30,6 @@ struct LexemeSpec {
   bool not_initial = false; // ignored, but not before the first lexeme of the output
   std::vector<int32_t> token_ids;  // for special lexemes
   std::string name;
-};
-
-struct LexerLimits {
-  uint32_t max_states = 1u << 20;
-  uint64_t fuel = 100'000'000;  // derivative steps over the grammar's life
-  size_t max_exprs = 4'000'000;
 };
 
 struct LexState {

@@ -8,7 +8,7 @@
 
 #include "matcher/completion.h"
 #include "matcher/parse_state.h"
-#include "stencil/compiled_grammar.h"
+#include "matcher/lexer_epoch.h"
 
 namespace stencil {
 

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "matcher/parse_state.h"
-#include "stencil/compiled_grammar.h"
+#include "matcher/lexer_epoch.h"
 #include "tokens/mask_cache.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 

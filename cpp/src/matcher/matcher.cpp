@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "matcher/budget.h"
+#include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
 #include "stencil/errors.h"

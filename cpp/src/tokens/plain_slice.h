@@ -13,6 +13,7 @@
 
 #include "stencil/vocabulary.h"
 #include "tokens/char_summary.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 
