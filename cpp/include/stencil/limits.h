@@ -12,6 +12,12 @@ struct LexerLimits {
   size_t max_exprs = 4'000'000;
 };
 
+struct BuilderLimits {
+  size_t max_exprs = 4'000'000;
+  uint32_t max_repeat = 100'000;   // bounded repetition of a grammar symbol
+  uint32_t max_rules = 2'000'000;
+};
+
 struct CompileLimits {
   LexerLimits lexer;
   size_t mask_cache_bytes = 512ull << 20;

@@ -5,8 +5,10 @@
 #include <memory>
 #include <unordered_map>
 
+#include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "stencil/errors.h"
+#include "grammar/ir.h"
 #include "stencil/grammar.h"
 
 namespace stencil {
@@ -141,15 +143,15 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
   std::unique_ptr<Deriver> deriver;
   for (size_t i = 0; i < lexemes_.size(); ++i) {
     const LexemeSpec& l = lexemes_[i];
-    if (l.special || !store_.node(l.expr).boolean) {
+    if (l.special || !store_->node(l.expr).boolean) {
       lex_ok[i] = l.special || l.expr != ExprStore::kNothing;
       continue;
     }
     if (!deriver) {
       // Derivatives add expressions to the builder's store; they are never
       // copied into the grammar unless a lexeme uses them.
-      deriver = std::make_unique<Deriver>(store_, 10'000'000);
-      deriver->set_class_representatives(ByteClasses::from_sets(store_.all_bytesets()).representative);
+      deriver = std::make_unique<Deriver>(*store_, 10'000'000);
+      deriver->set_class_representatives(ByteClasses::from_sets(store_->all_bytesets()).representative);
     }
     lex_ok[i] = !deriver->is_empty(l.expr);
   }
@@ -167,7 +169,7 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
     if (lex_map[lex] < 0) {
       lex_map[lex] = static_cast<int64_t>(g->lexemes.size());
       LexemeSpec spec = lexemes_[lex];
-      spec.expr = copy_expr(store_, g->exprs, spec.expr, memo);
+      spec.expr = copy_expr(*store_, g->exprs, spec.expr, memo);
       g->lexemes.push_back(std::move(spec));
     }
     return static_cast<uint32_t>(lex_map[lex]);

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "stencil/errors.h"
+#include "grammar/ir.h"
 #include "stencil/grammar.h"
 
 namespace stencil {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/ir.h"
 #include "regex/byte_classes.h"
 #include "stencil/limits.h"
 #include "regex/derivative.h"
@@ -20,17 +21,6 @@
 #include "tokens/char_summary.h"
 
 namespace stencil {
-
-struct LexemeSpec {
-  ExprId expr = ExprStore::kNothing;
-  bool ignore = false;  // matched between other lexemes, never seen by the parser
-  bool lazy = false;    // ends as soon as it matches, instead of as late as possible
-  bool special = false; // a special token, matched by id and never by bytes
-  uint32_t max_tokens = 0;  // > 0: spans at most this many tokens, then must end (llguidance)
-  bool not_initial = false; // ignored, but not before the first lexeme of the output
-  std::vector<int32_t> token_ids;  // for special lexemes
-  std::string name;
-};
 
 struct LexState {
   std::vector<uint32_t> accepting;  // lexemes that may end here (sorted)

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "parser/read_watch.h"
-#include "stencil/grammar.h"
+#include "grammar/ir.h"
 
 namespace stencil {
 

@@ -9,7 +9,7 @@
 
 #include "lexer/lexer.h"
 #include "parser/checks.h"
-#include "stencil/grammar.h"
+#include "grammar/ir.h"
 
 namespace stencil {
 
