@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
+import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CPP_SRC = ROOT / "cpp" / "src"
@@ -112,7 +116,7 @@ def test_scanner_finds_functions(tmp_path):
         "int k[] = {1'000, 2};\n"
         "}\n"
     )
-    assert [(f, l) for f, l, _ in functions(src)] == [(2, 2), (3, 5), (6, 9)]
+    assert [(first, last) for first, last, _ in functions(src)] == [(2, 2), (3, 5), (6, 9)]
 
 
 def test_core_functions_are_short():
@@ -131,6 +135,17 @@ def test_public_headers_include_nothing_private():
             if m and not m.group(1).startswith("stencil/"):
                 bad.append("%s:%d includes %s" % (path.relative_to(ROOT), no, m.group(1)))
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+def test_public_headers_compile_alone(tmp_path):
+    # With cpp/include alone on the include path: each public header, and a builder in use.
+    src = tmp_path / "user.cpp"
+    src.write_text("".join('#include "stencil/%s"\n' % h.name for h in sorted(PUBLIC.glob("*.h")))
+                   + "int main() { stencil::GrammarBuilder b; return b.re_empty() == 1 ? 0 : 1; }\n")
+    done = subprocess.run(["c++", "-std=c++17", "-fsyntax-only", "-I", str(ROOT / "cpp" / "include"), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 if __name__ == "__main__":
