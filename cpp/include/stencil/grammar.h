@@ -64,8 +64,8 @@ class GrammarBuilder {
   Symbol repeat(Symbol item, int64_t min, int64_t max);
   Symbol empty();
   // `key`: the member's key, for a next_key check (null: a key outside `names`).
-  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
-                 int64_t max, const std::string* key = nullptr);
+  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min, int64_t max,
+                 const std::string* key = nullptr);
 
   std::shared_ptr<Grammar> build(Symbol start) const;
 

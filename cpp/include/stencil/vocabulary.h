@@ -3,9 +3,9 @@
 // the token trie built once from them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <memory>
 #include <vector>
 
 namespace stencil {
@@ -18,8 +18,8 @@ class Vocabulary {
  public:
   // `tokens[i]` are the bytes of token i; ids in [tokens.size(), vocab_size)
   // are padding (the model's logits are wider than the tokenizer).
-  Vocabulary(std::vector<std::string> tokens, const std::vector<int32_t>& special_ids,
-             std::vector<int32_t> eos_ids, int32_t vocab_size);
+  Vocabulary(std::vector<std::string> tokens, const std::vector<int32_t>& special_ids, std::vector<int32_t> eos_ids,
+             int32_t vocab_size);
 
   int32_t vocab_size() const { return vocab_size_; }
   int32_t num_tokens() const { return static_cast<int32_t>(offsets_.size()) - 1; }

@@ -5,10 +5,10 @@
 #include <memory>
 #include <unordered_map>
 
+#include "grammar/ir.h"
 #include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "stencil/errors.h"
-#include "grammar/ir.h"
 #include "stencil/grammar.h"
 
 namespace stencil {
@@ -42,8 +42,10 @@ static std::vector<uint8_t> rules_closure(size_t num_nt, const std::vector<Rule>
         ++missing[ri];
       }
     }
-    if (!possible) missing[ri] = ~0u;  // never: a terminal fails
-    else if (missing[ri] == 0) ready.push_back(ri);
+    if (!possible)
+      missing[ri] = ~0u;  // never: a terminal fails
+    else if (missing[ri] == 0)
+      ready.push_back(ri);
   }
   while (!ready.empty()) {
     const uint32_t lhs = rules[ready.back()].lhs;
@@ -91,10 +93,18 @@ ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_
     const ExprNode& n = src.node(cur);
     ExprId r = ExprStore::kNothing;
     switch (n.kind) {
-      case ExprKind::Nothing: r = ExprStore::kNothing; break;
-      case ExprKind::Empty: r = ExprStore::kEmpty; break;
-      case ExprKind::Bytes: r = dst.bytes(src.byteset(n.a)); break;
-      case ExprKind::Concat: r = dst.concat(get(n.a), get(n.b)); break;
+      case ExprKind::Nothing:
+        r = ExprStore::kNothing;
+        break;
+      case ExprKind::Empty:
+        r = ExprStore::kEmpty;
+        break;
+      case ExprKind::Bytes:
+        r = dst.bytes(src.byteset(n.a));
+        break;
+      case ExprKind::Concat:
+        r = dst.concat(get(n.a), get(n.b));
+        break;
       case ExprKind::Or:
       case ExprKind::And: {
         std::vector<ExprId> kids;
@@ -102,9 +112,15 @@ ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_
         r = n.kind == ExprKind::Or ? dst.alt(kids) : dst.conj(kids);
         break;
       }
-      case ExprKind::Not: r = dst.negate(get(n.a)); break;
-      case ExprKind::Repeat: r = dst.repeat(get(n.a), n.min, n.max); break;
-      case ExprKind::Number: r = dst.number(src.number_state(n.a)); break;
+      case ExprKind::Not:
+        r = dst.negate(get(n.a));
+        break;
+      case ExprKind::Repeat:
+        r = dst.repeat(get(n.a), n.min, n.max);
+        break;
+      case ExprKind::Number:
+        r = dst.number(src.number_state(n.a));
+        break;
     }
     memo.emplace(cur, r);
   }
@@ -163,9 +179,15 @@ class ReachableCopy {
   ReachableCopy(ExprStore& store, const std::vector<LexemeSpec>& lexemes, const std::vector<Rule>& rules,
                 const std::vector<std::string>& names, const RulesOf& rules_of, std::vector<uint8_t> lex_ok,
                 std::vector<uint8_t> productive, size_t max_exprs)
-      : store_(store), lexemes_(lexemes), rules_(rules), names_(names), rules_of_(rules_of),
-        lex_ok_(std::move(lex_ok)), productive_(std::move(productive)),
-        nt_map_(names.size(), -1), lex_map_(lexemes.size(), -1),
+      : store_(store),
+        lexemes_(lexemes),
+        rules_(rules),
+        names_(names),
+        rules_of_(rules_of),
+        lex_ok_(std::move(lex_ok)),
+        productive_(std::move(productive)),
+        nt_map_(names.size(), -1),
+        lex_map_(lexemes.size(), -1),
         g_(std::make_shared<Grammar>(ExprStore(max_exprs))) {}
 
   std::shared_ptr<Grammar> run(Symbol start, const std::vector<CompletionCheck>& checks) {
@@ -220,7 +242,8 @@ class ReachableCopy {
   void copy_rule(uint32_t nt, const Rule& r) {
     Rule out{static_cast<uint32_t>(nt_map_[nt]), {}};
     for (Symbol s : r.rhs)
-      out.rhs.push_back(is_terminal(s) ? (kTerminalBit | map_lexeme(symbol_index(s))) : static_cast<Symbol>(nt_map_[s]));
+      out.rhs.push_back(is_terminal(s) ? (kTerminalBit | map_lexeme(symbol_index(s)))
+                                       : static_cast<Symbol>(nt_map_[s]));
     g_->rules.push_back(std::move(out));
   }
   uint32_t map_lexeme(uint32_t lex) {
@@ -258,7 +281,8 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
   std::vector<uint8_t> lex_ok = productive_lexemes(*store_, lexemes_);
   std::vector<uint8_t> productive =
       rules_closure(num_nt, rules_, [&](Symbol s) { return lex_ok[symbol_index(s)] != 0; });
-  if (!productive[start]) throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
+  if (!productive[start])
+    throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
   ReachableCopy copy(*store_, lexemes_, rules_, names_, rules_of, std::move(lex_ok), std::move(productive),
                      limits_.max_exprs);
   return copy.run(start, checks_);
@@ -308,12 +332,14 @@ std::string Grammar::to_string() const {
     }
     out += "\n";
   }
-  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in", "more_members", "next_key", "next_item"};
+  static const char* kKinds[] = {"",       "unique_item",  "unique_key", "object_keys",
+                                 "not_in", "more_members", "next_key",   "next_item"};
   for (const CompletionCheck& c : checks) {
     out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
     if (c.has_key) out += " key \"" + c.key + "\"";
     for (const auto& n : c.names) out += " \"" + n + "\"";
-    if (c.kind != CheckKind::NotIn && c.kind != CheckKind::UniqueItem) out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
+    if (c.kind != CheckKind::NotIn && c.kind != CheckKind::UniqueItem)
+      out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
     out += "\n";
   }
   return out;

@@ -1,8 +1,8 @@
 #include <algorithm>
 
-#include "stencil/errors.h"
 #include "grammar/ir.h"
 #include "regex/utf8.h"
+#include "stencil/errors.h"
 #include "stencil/grammar.h"
 #include "support/json_canon.h"
 
@@ -104,8 +104,8 @@ Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy, u
   // A lexeme never matches the empty string (the lexer would loop on it):
   // L becomes (L minus ε), used optionally.
   ExprId body = nullable ? store_->conj({expr, store_->negate(ExprStore::kEmpty)}) : expr;
-  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy") +
-                    (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
+  std::string key =
+      std::to_string(body) + (lazy ? "/lazy" : "/greedy") + (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
   uint32_t id;
   auto it = lexeme_ids_.find(key);
   if (it != lexeme_ids_.end()) {
@@ -134,7 +134,8 @@ Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, cons
   std::vector<int32_t> ids = token_ids;
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (ids.front() < 0) throw GrammarError("special token " + name + ": negative token id " + std::to_string(ids.front()));
+  if (ids.front() < 0)
+    throw GrammarError("special token " + name + ": negative token id " + std::to_string(ids.front()));
   std::string key = "special";
   for (int32_t i : ids) key += ":" + std::to_string(i);
   auto it = lexeme_ids_.find(key);
@@ -241,18 +242,25 @@ Symbol GrammarBuilder::repeat(Symbol item, int64_t min, int64_t max) {
   return seq(rhs);
 }
 
-void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names,
-                               int64_t min, int64_t max, const std::string* key) {
+void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
+                               int64_t max, const std::string* key) {
   if (is_terminal(rule)) throw GrammarError("add_check: checks apply to rules, not lexemes");
   check_symbol(rule, "add_check");
   CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max, false, {}};
-  if (kind == "unique_item") c.kind = CheckKind::UniqueItem;
-  else if (kind == "unique_key") c.kind = CheckKind::UniqueKey;
-  else if (kind == "object_keys") c.kind = CheckKind::ObjectKeys;
-  else if (kind == "not_in") c.kind = CheckKind::NotIn;
-  else if (kind == "more_members") c.kind = CheckKind::MoreMembers;
-  else if (kind == "next_key") c.kind = CheckKind::NextKey;
-  else if (kind == "next_item") c.kind = CheckKind::NextItem;
+  if (kind == "unique_item")
+    c.kind = CheckKind::UniqueItem;
+  else if (kind == "unique_key")
+    c.kind = CheckKind::UniqueKey;
+  else if (kind == "object_keys")
+    c.kind = CheckKind::ObjectKeys;
+  else if (kind == "not_in")
+    c.kind = CheckKind::NotIn;
+  else if (kind == "more_members")
+    c.kind = CheckKind::MoreMembers;
+  else if (kind == "next_key")
+    c.kind = CheckKind::NextKey;
+  else if (kind == "next_item")
+    c.kind = CheckKind::NextItem;
   else
     throw GrammarError("add_check: unknown check kind '" + kind +
                        "' (unique_item, unique_key, object_keys, not_in, more_members, next_key, next_item)");
@@ -269,7 +277,8 @@ void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::
   std::sort(c.names.begin(), c.names.end());  // binary searches; the order of names means nothing
   c.names.erase(std::unique(c.names.begin(), c.names.end()), c.names.end());
   if (min < 0 || (max >= 0 && max < min))
-    throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "]");
   for (const CompletionCheck& other : checks_)
     if (other.rule == rule) throw GrammarError("add_check: rule '" + names_[rule] + "' already has a check");
   checks_.push_back(std::move(c));

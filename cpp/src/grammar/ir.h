@@ -51,9 +51,7 @@ enum class CheckKind : uint8_t {
 };
 
 // Checks that read the earlier items of an array (as canonical JSON values), not members' keys.
-inline bool reads_items(CheckKind k) {
-  return k == CheckKind::UniqueItem || k == CheckKind::NextItem;
-}
+inline bool reads_items(CheckKind k) { return k == CheckKind::UniqueItem || k == CheckKind::NextItem; }
 // Checks on an empty rule, run when it is predicted.
 inline bool runs_at_prediction(CheckKind k) { return k == CheckKind::NextKey || k == CheckKind::NextItem; }
 

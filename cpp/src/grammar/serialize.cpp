@@ -1,8 +1,8 @@
 // Versioned binary form of a grammar, for caching; its bytes define the hash.
 #include <cstring>
 
-#include "stencil/errors.h"
 #include "grammar/ir.h"
+#include "stencil/errors.h"
 #include "stencil/grammar.h"
 
 namespace stencil {
@@ -75,7 +75,8 @@ std::string Grammar::serialize() const {
     w.u8(static_cast<uint8_t>(n.kind));
     switch (n.kind) {
       case ExprKind::Nothing:
-      case ExprKind::Empty: break;
+      case ExprKind::Empty:
+        break;
       case ExprKind::Bytes:
         for (uint64_t x : exprs.byteset(n.a).w) w.u64(x);
         break;
@@ -88,20 +89,24 @@ std::string Grammar::serialize() const {
         w.u32(n.args_len);
         for (uint32_t i = 0; i < n.args_len; ++i) w.u32(exprs.args(n)[i]);
         break;
-      case ExprKind::Not: w.u32(n.a); break;
+      case ExprKind::Not:
+        w.u32(n.a);
+        break;
       case ExprKind::Repeat:
         w.u32(n.a);
         w.u32(n.min);
         w.u32(n.max);
         break;
-      case ExprKind::Number: w.str(number_encode(exprs.number_state(n.a))); break;
+      case ExprKind::Number:
+        w.str(number_encode(exprs.number_state(n.a)));
+        break;
     }
   }
   w.u32(static_cast<uint32_t>(lexemes.size()));
   for (const LexemeSpec& l : lexemes) {
     w.u32(l.expr);
     w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2) | ((l.max_tokens > 0) << 3) |
-                                 (l.not_initial << 4)));
+                              (l.not_initial << 4)));
     if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without budgets read as before
     w.str(l.name);
     w.u32(static_cast<uint32_t>(l.token_ids.size()));
@@ -140,8 +145,10 @@ ExprId read_expr(Reader& r, ExprStore& store, const std::vector<ExprId>& map, ui
   };
   const uint8_t kind = r.u8();
   switch (static_cast<ExprKind>(kind)) {
-    case ExprKind::Nothing: return ExprStore::kNothing;
-    case ExprKind::Empty: return ExprStore::kEmpty;
+    case ExprKind::Nothing:
+      return ExprStore::kNothing;
+    case ExprKind::Empty:
+      return ExprStore::kEmpty;
     case ExprKind::Bytes: {
       ByteSet s;
       for (auto& x : s.w) x = r.u64();
@@ -158,7 +165,8 @@ ExprId read_expr(Reader& r, ExprStore& store, const std::vector<ExprId>& map, ui
       for (uint32_t i = 0; i < n; ++i) kids.push_back(ref(r.u32()));
       return static_cast<ExprKind>(kind) == ExprKind::Or ? store.alt(kids) : store.conj(kids);
     }
-    case ExprKind::Not: return store.negate(ref(r.u32()));
+    case ExprKind::Not:
+      return store.negate(ref(r.u32()));
     case ExprKind::Repeat: {
       uint32_t a = r.u32(), mn = r.u32(), mx = r.u32();
       if (mx != kUnbounded && mn > mx) r.fail("repetition with min > max");

@@ -15,9 +15,9 @@
 
 #include "grammar/ir.h"
 #include "regex/byte_classes.h"
-#include "stencil/limits.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
+#include "stencil/limits.h"
 #include "tokens/char_summary.h"
 
 namespace stencil {
@@ -43,8 +43,8 @@ class Lexer {
   static constexpr uint32_t kEndNowTag = 0x80000000u;
   uint32_t next_tagged(uint32_t state, uint8_t byte) const {
     const Block* blk = blocks_[state >> kBlockBits].get();
-    uint32_t t = blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(
-        std::memory_order_acquire);
+    uint32_t t =
+        blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(std::memory_order_acquire);
     if (t != kUnknown) return t;
     return compute_transition(state, byte);
   }

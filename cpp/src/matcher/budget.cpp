@@ -111,7 +111,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
       continue;
     }
     ps.parser().truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows
-                                                                                            : parent.rows);
+                                                                                          : parent.rows);
     if (!ps.push_byte(node.byte, true)) {
       i += node.subtree_size;
       continue;
@@ -137,12 +137,12 @@ void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost) {
   }
 }
 
-void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
-                           int64_t remaining) {
+void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
   const auto& eos = vocab_.eos_ids();
   auto is_eos = [&](int32_t t) { return std::find(eos.begin(), eos.end(), t) != eos.end(); };
-  const uint32_t left = remaining - 1 >= CompletionCost::kInf ? CompletionCost::kInf - 1
-                                                               : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
+  const uint32_t left = remaining - 1 >= CompletionCost::kInf
+                            ? CompletionCost::kInf - 1
+                            : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
   ps.parser().truncate(ps.frames().back().rows);
   const Frame top = ps.frames().back();  // a copy: the walk resizes the frames
   cost(epoch);                           // a new epoch drops the memo

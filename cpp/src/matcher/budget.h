@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "matcher/completion.h"
-#include "matcher/parse_state.h"
 #include "matcher/lexer_epoch.h"
+#include "matcher/parse_state.h"
 
 namespace stencil {
 

@@ -102,8 +102,7 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
     const TrieNode& node = nodes[i];
     frames.resize(root + node.depth);
     const Frame& parent = frames.back();
-    parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows
-                                                                                      : parent.rows);
+    parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
     if (ps.push_byte(node.byte, true)) {
       if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false)))
         set(words, node.token_id);
@@ -115,8 +114,7 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
 }
 
 // The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
-void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root,
-                                 uint32_t* words) {
+void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root, uint32_t* words) {
   const Lexer& lexer = ps_->lexer();
   EarleyParser& parser = ps_->parser();
   const bool runs = g_->limits().boundary_runs;

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "matcher/parse_state.h"
 #include "matcher/lexer_epoch.h"
+#include "matcher/parse_state.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
 
@@ -22,8 +22,7 @@ class MaskWalker {
 
   // Writes the first `need` words of the mask of `ps` (history: its accepted steps), computed in
   // `epoch`, the lexer epoch ps lives in. Leaves ps as it was.
-  void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words,
-            size_t need);
+  void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need);
   // Forgets the memo: its entry and lexer states belong to an epoch that is gone.
   void forget() { memo_ = MaskMemo{}; }
 
@@ -60,8 +59,7 @@ class MaskWalker {
   void place_prefix(const Boundary& b, size_t d, size_t root);
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
-  size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root,
-                   uint32_t* words);
+  size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
   const CompiledGrammar* g_;
   const Vocabulary* vocab_;

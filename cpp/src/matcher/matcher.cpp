@@ -176,7 +176,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) {
   follow_epoch();
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   if (num_words < need)
-    throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " + std::to_string(need));
+    throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " +
+                     std::to_string(need));
   std::fill(words + need, words + num_words, 0u);
   if (terminated_) {
     std::fill(words, words + need, 0u);

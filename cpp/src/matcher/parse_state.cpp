@@ -21,8 +21,8 @@ ParseState::ParseState(const ParseState& o)
 void ParseState::reset() {
   parser_.reset();
   frames_.clear();
-  frames_.push_back(new_frame(lexer_->initial_state(parser_.top().lexer_start),
-                              static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  frames_.push_back(
+      new_frame(lexer_->initial_state(parser_.top().lexer_start), static_cast<uint32_t>(parser_.num_rows()), true, 0));
 }
 
 void ParseState::set_lexer(const Lexer& lexer) {

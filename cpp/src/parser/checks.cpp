@@ -8,7 +8,7 @@ namespace stencil {
 
 template <class Compute>
 bool CheckRunner::verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to,
-                           Compute compute) {
+                          Compute compute) {
   const uint64_t version = text_->text_version(to);
   if (version == 0) return compute();
   for (const Verdict& v : verdicts_) {
@@ -137,7 +137,7 @@ bool CheckRunner::next_key_text(const CompletionCheck& c, uint32_t from, uint32_
 // given) needs at least one more member. So the member list never walks into a state where only
 // a veto at the close is left.
 bool CheckRunner::room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
-                                    const std::string* mine, bool other_key) {
+                                   const std::string* mine, bool other_key) {
   const bool adds = mine || other_key;  // a member with a key outside `names` when other_key
   int64_t members = static_cast<int64_t>(earlier.size()) + (adds ? 1 : 0);
   int64_t missing = 0;
@@ -161,7 +161,7 @@ const std::vector<std::string>* CheckRunner::earlier_siblings(CheckKind kind, At
   scratch_text_.clear();
   text_->text(siblings.offset, item.offset, scratch_text_);
   m.ok = reads_items(kind) ? canonical_values(scratch_text_, m.earlier)
-                            : member_keys(scratch_text_, m.earlier, &m.key_offsets);
+                           : member_keys(scratch_text_, m.earlier, &m.key_offsets);
   for (uint32_t& at : m.key_offsets) at += siblings.offset;
   for (uint32_t at : m.key_offsets) note_key(at);
   std::sort(m.earlier.begin(), m.earlier.end());

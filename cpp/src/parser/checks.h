@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "parser/read_watch.h"
 #include "grammar/ir.h"
+#include "parser/read_watch.h"
 
 namespace stencil {
 

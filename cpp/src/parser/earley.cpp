@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace stencil {
 
 EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer_(&lexer) {
@@ -88,7 +87,8 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       if (whole && !checks_.whole(*check, from, offset)) continue;
       for_each_waiting(it.origin, lhs, [&](uint32_t j) {
         const EarleyItem prev = items_[j];
-        if (check && !whole && !checks_.sibling(*check, {prev.origin, rows_[prev.origin].offset}, {it.origin, from}, offset))
+        if (check && !whole &&
+            !checks_.sibling(*check, {prev.origin, rows_[prev.origin].offset}, {it.origin, from}, offset))
           return;
         add(prev.pos + 1, prev.origin);
       });

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "grammar/ir.h"
 #include "lexer/lexer.h"
 #include "parser/checks.h"
-#include "grammar/ir.h"
 
 namespace stencil {
 
@@ -79,7 +79,8 @@ class EarleyParser {
       return;
     }
     const std::vector<uint64_t>& ix = row_index(row);
-    for (auto at = std::lower_bound(ix.begin(), ix.end(), uint64_t(sym) << 32); at != ix.end() && (*at >> 32) == sym; ++at)
+    for (auto at = std::lower_bound(ix.begin(), ix.end(), uint64_t(sym) << 32); at != ix.end() && (*at >> 32) == sym;
+         ++at)
       f(static_cast<uint32_t>(*at));
   }
   const std::vector<uint64_t>& row_index(uint32_t row);

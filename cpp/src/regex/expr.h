@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "regex/number_range.h"
-#include "support/byteset.h"
 #include "stencil/ids.h"
+#include "support/byteset.h"
 #include "support/hash.h"
 
 namespace stencil {

@@ -24,8 +24,7 @@ struct TrieNode {
 
 class TokenTrie {
  public:
-  void build(const std::vector<std::string_view>& token_bytes,
-             const std::vector<uint8_t>& excluded);
+  void build(const std::vector<std::string_view>& token_bytes, const std::vector<uint8_t>& excluded);
   const std::vector<TrieNode>& nodes() const { return nodes_; }
   // Per node, the characters of its sub-trie, its own byte included.
   const std::vector<CharSummary>& summaries() const { return summaries_; }

@@ -15,8 +15,8 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
       shared_masks_(std::make_unique<SharedMaskCache>(256ull << 20)) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (vocab_size < n)
-    throw UsageError("vocab_size " + std::to_string(vocab_size) + " is smaller than the " +
-                     std::to_string(n) + " tokens of the tokenizer");
+    throw UsageError("vocab_size " + std::to_string(vocab_size) + " is smaller than the " + std::to_string(n) +
+                     " tokens of the tokenizer");
   size_t total = 0;
   for (auto& t : tokens) total += t.size();
   if (total > 0xFFFFFFFFull) throw UsageError("token bytes exceed 4 GiB");
@@ -29,12 +29,15 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
   }
   special_.assign(tokens.size(), 0);
   for (int32_t id : special_ids) {
-    if (id < 0 || id >= n) throw UsageError("special token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n) + ")");
+    if (id < 0 || id >= n)
+      throw UsageError("special token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n) + ")");
     if (!special_[id]) special_ids_.push_back(id);
     special_[id] = 1;
   }
   for (int32_t id : eos_ids)
-    if (id < 0 || id >= vocab_size) throw UsageError("eos token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size) + ")");
+    if (id < 0 || id >= vocab_size)
+      throw UsageError("eos token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size) +
+                       ")");
   eos_ids_ = std::move(eos_ids);
 
   auto t0 = std::chrono::steady_clock::now();
