@@ -10,7 +10,6 @@ MaskWalker::MaskWalker(const CompiledGrammar& g)
 void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words,
                       size_t need) {
   ps_ = &ps;
-  epoch_ = &epoch;
   history_ = &history;
   const Lexer& lexer = ps.lexer();
   EarleyParser& parser = ps.parser();

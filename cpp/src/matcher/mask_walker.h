@@ -64,9 +64,8 @@ class MaskWalker {
   const CompiledGrammar* g_;
   const Vocabulary* vocab_;
   bool needs_text_;  // the grammar has completion checks: they read the bytes above a boundary
-  // This fill's parse state, epoch and history (set by fill).
+  // This fill's parse state and history (set by fill).
   ParseState* ps_ = nullptr;
-  const LexerEpoch* epoch_ = nullptr;
   const std::vector<Step>* history_ = nullptr;
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens

@@ -49,10 +49,10 @@ class ParseState : private TextSource {
   // Works with another lexer from now on (a renewed lexer epoch); resets.
   void set_lexer(const Lexer& lexer);
 
-  // Reads byte b: false (and nothing changed but the parser's rows above the top frame's) when
-  // the grammar refuses it. share_end (trie walks only): when b ends the frame's lexeme, keep
-  // the parser rows of that end on the stack and remember them in the frame, so that the trie
-  // node's other children skip the scan (the walk pops back to them, not below).
+  // Reads byte b; false, with the state as it was, when the grammar refuses it. share_end (trie
+  // walks only): when b ends the frame's lexeme, keep the parser rows of that end on the stack
+  // (even when b is then refused) and remember them in the frame, so that the trie node's other
+  // children skip the scan (the walk pops back to them, not below).
   bool push_byte(uint8_t b, bool share_end = false);
   // Rolls back to the first num_frames frames.
   void pop_to(size_t num_frames) {
