@@ -9,7 +9,7 @@
 
 #include "grammar/ir.h"
 #include "lexer/lexer.h"
-#include "parser/checks.h"
+#include "parser/read_watch.h"
 
 namespace stencil {
 
@@ -26,6 +26,15 @@ struct EarleyRow {
   bool has_special;       // some special-token lexeme is expected here
   uint64_t serial;        // unique per row pushed by this parser: same serial, same row stack
                           // (64 bits: a server pushes billions of rows; caches key on it)
+};
+
+// Where completion checks read the bytes of the input.
+class TextSource {
+ public:
+  virtual ~TextSource() = default;
+  virtual void text(uint32_t from, uint32_t to, std::string& out) const = 0;
+  // Equal for two calls only if the bytes before `to` are the same (0: unknown).
+  virtual uint64_t text_version(uint32_t to) const = 0;
 };
 
 class EarleyParser {
@@ -47,24 +56,39 @@ class EarleyParser {
     if (rows < rows_.size()) {
       rows_.resize(rows);
       items_.resize(rows_.back().end);
-      checks_.truncate(rows);
+      if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
     }
   }
   // Advances the items of the top row over any of `lexemes` (sorted ids)
   // and pushes the new row; false (and nothing pushed) when none advances.
   bool scan(const uint32_t* lexemes, size_t n, uint32_t offset);
-  // Where completion checks read the input's bytes (null: checks pass).
-  void set_text_source(const TextSource* src) { checks_.set_text_source(src); }
+  void set_text_source(const TextSource* src) { text_ = src; }
   // The special-token lexemes the top row accepts that hold `token`.
   int special_lexeme_for(int32_t token) const;
   void add_allowed_specials(std::vector<int32_t>& out) const;
   // What completion checks read (for the matcher's mask memo and boundary runs).
-  ReadWatch& reads() { return checks_.reads(); }
+  ReadWatch& reads() { return reads_; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
   void add(uint32_t pos, uint32_t origin);
   void close_row(uint32_t row, uint32_t begin, uint32_t offset);
+  bool whole_check(const CompletionCheck& c, uint32_t from, uint32_t to);
+  bool sibling_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
+  const std::vector<std::string>* earlier_siblings(CheckKind kind, uint32_t siblings_row, uint32_t item_row);
+  void forget_siblings_from(size_t rows);
+  void note_read(uint32_t from, uint32_t to) {
+    reads_.note(from, to);
+    if (recording_) recording_->reads.push_back({from, to});
+  }
+  void note_key(uint32_t at) { note_read(at, at + 1); }
+  bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
+  bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
+  static bool room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
+                               const std::string* mine, bool other_key = false);
+  bool next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to);
+  template <class Compute>
+  bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
   uint32_t lexer_start_for_allowed();
   // Calls f(j) for each item j of `row` waiting on `sym`, in row order. A big row (an object
@@ -138,8 +162,40 @@ class EarleyParser {
     std::vector<uint32_t> allowed;
   };
   std::vector<StartSlot> start_slots_;
+  const TextSource* text_ = nullptr;
+  std::string scratch_text_;
   uint64_t next_serial_ = 0;
-  CheckRunner checks_;
+  ReadWatch reads_;
+  // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
+  // by the rows where the siblings and the checked item start. The bytes before a row stay
+  // the same while the row exists, so an entry lives until its item row is truncated. Every
+  // boundary of a mask and every token inside one member share the entry: without it each
+  // check re-parses the whole object or array so far.
+  struct SiblingMemo {
+    uint32_t siblings_row, item_row;
+    CheckKind kind;
+    bool ok;
+    std::vector<std::string> earlier;
+    std::vector<uint32_t> key_offsets;  // where the earlier keys start (unique keys)
+  };
+  std::vector<SiblingMemo> sibling_memo_;
+  uint32_t memo_top_row_ = 0;  // the largest item_row in sibling_memo_ (0 when empty)
+  // Recent verdicts of completion checks, by the text they read ([siblings_from or from, to)
+  // and its version): a mask's boundary walks complete the same object or member at the same
+  // byte for many tokens (`"}`, `"},`, `"}]`, ...). A hit replays the bytes the check read,
+  // for the watch windows.
+  struct Verdict {
+    const CompletionCheck* check = nullptr;
+    uint32_t siblings_from = 0, from = 0, to = 0;
+    uint64_t version = 0;
+    bool ok = false;
+    std::vector<std::pair<uint32_t, uint32_t>> reads;
+  };
+  static constexpr size_t kVerdicts = 8;
+  Verdict verdicts_[kVerdicts];
+  size_t next_verdict_ = 0;
+  Verdict* recording_ = nullptr;
+  std::string scratch_item_;
   struct LeoSlot {
     LeoKey key;
     uint64_t top = 0;
