@@ -5,43 +5,14 @@
 #include <memory>
 #include <mutex>
 
-#include "lexer/lexer.h"
 #include "stencil/grammar.h"
+#include "stencil/limits.h"
 #include "stencil/vocabulary.h"
-#include "tokens/mask_cache.h"
 
 namespace stencil {
 
-struct CompileLimits {
-  LexerLimits lexer;
-  size_t mask_cache_bytes = 512ull << 20;
-  size_t lexer_memory_bytes = 256ull << 20;  // a lexer past it starts a new epoch
-  // Mask optimizations, on by default; switches exist to measure each one.
-  bool plain_slice = true;    // copy the plain-text slice when a state admits it
-  bool shared_masks = true;   // share inner masks across grammars of a vocabulary
-  bool boundary_runs = true;  // one parser scan for a run of boundaries ending one lexeme
-  bool repeat_memo = true;    // a matcher reuses its last mask when nothing it depends on changed
-  bool loop_skip = true;      // skip sub-tries of characters that lead a state back to itself
-};
-
-// What a compiled grammar builds lazily while it is used: the lexer's automaton and the masks
-// cached per lexer state. Both are caches. When the lexer passes half of one of its budgets
-// (states, expressions, derivative fuel) or its memory limit, the grammar starts a fresh
-// LexerEpoch, and each matcher moves to it at its next call (it replays its accepted tokens);
-// the old one is freed with its last matcher. Memory stays bounded and a long generation never
-// runs into a budget that is spent for good.
-class CompletionTables;
-
-struct LexerEpoch {
-  LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t number);
-  Lexer lexer;
-  MaskCache cache;
-  // The token-budget bound's tables (matcher/completion.h), built on a budget's first use.
-  mutable std::mutex completion_mu;
-  mutable std::shared_ptr<CompletionTables> completion;
-  uint64_t number;                            // 0 for the first epoch of a grammar
-  mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
-};
+// What the grammar builds lazily while it is used (matcher/lexer_epoch.h).
+struct LexerEpoch;
 
 class CompiledGrammar {
  public:
@@ -56,7 +27,7 @@ class CompiledGrammar {
   // Starts a new epoch if `e` is still the current one and has passed half a budget or its
   // memory limit; cheap when it has not grown much since it was last measured.
   void renew_if_full(const LexerEpoch& e) const;
-  uint64_t num_renewals() const { return epoch()->number; }
+  uint64_t num_renewals() const;
   const CompileLimits& limits() const { return limits_; }
   std::shared_ptr<const Grammar> grammar_ptr() const { return grammar_; }
   std::shared_ptr<const Vocabulary> vocab_ptr() const { return vocab_; }

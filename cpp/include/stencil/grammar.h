@@ -1,107 +1,35 @@
-// The grammar IR, defined once here: rules over symbols, where terminals are
-// lexemes given by byte-level regular expressions (or special tokens). Python
-// front-ends build it through GrammarBuilder; nothing else defines it.
+// Building a grammar: regular expressions, lexemes, rules and completion checks, through
+// GrammarBuilder. Python front-ends call it through the bindings; build() returns the immutable
+// grammar IR (grammar/ir.h in the core), which CompiledGrammar pairs with a tokenizer.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
-#include "lexer/lexer.h"
-#include "regex/expr.h"
-#include "regex/utf8.h"
+#include "stencil/ids.h"
+#include "stencil/limits.h"
 
 namespace stencil {
 
-using Symbol = uint32_t;
-constexpr Symbol kTerminalBit = 0x80000000u;
-inline bool is_terminal(Symbol s) { return s & kTerminalBit; }
-inline uint32_t symbol_index(Symbol s) { return s & ~kTerminalBit; }
-
-struct Rule {
-  uint32_t lhs;
-  std::vector<Symbol> rhs;
-};
-
-// A predicate run when an item of a rule completes, vetoing the completion:
-// what no context-free grammar expresses (JSON Schema's uniqueItems, duplicate
-// keys, required keys in any order). The parser passes it the bytes spanned.
-enum class CheckKind : uint8_t {
-  UniqueItem = 1,  // the completed array item equals no earlier item of its list
-  UniqueKey = 2,    // the completed member's key equals no earlier member's key
-  ObjectKeys = 3,   // the completed object has all `names` and min..max members
-  NotIn = 4,        // the completed JSON string (decoded) is none of `names`
-  MoreMembers = 5,  // the completed separator may be followed by one more member: the members
-                    // before it leave room within max for it and for the missing `names`
-  NextKey = 6,      // on an empty rule before a member's key, run when it is predicted: `key` (or,
-                    // without one, a key outside `names`) is new among the members before it and
-                    // leaves room within max for the missing `names`
-  NextItem = 7,     // on an empty rule before an array item whose value is known (`key`, JSON
-                    // text), run when it is predicted: no earlier item equals it
-};
-
-// Checks that read the earlier items of an array (as canonical JSON values), not members' keys.
-inline bool reads_items(CheckKind k) {
-  return k == CheckKind::UniqueItem || k == CheckKind::NextItem;
-}
-// Checks on an empty rule, run when it is predicted.
-inline bool runs_at_prediction(CheckKind k) { return k == CheckKind::NextKey || k == CheckKind::NextItem; }
-
-struct CompletionCheck {
-  uint32_t rule;
-  CheckKind kind;
-  std::vector<std::string> names;
-  int64_t min = 0, max = -1;
-  bool has_key = false;  // NextKey: the member's key is known before it is written
-  std::string key;
-};
-
-// An immutable grammar: lexemes, rules and the tables the parser walks.
-class Grammar {
- public:
-  static constexpr uint32_t kFormatVersion = 3;  // 2: number range expressions, 3: member-list checks
-
-  ExprStore exprs;
-  std::vector<LexemeSpec> lexemes;
-  std::vector<std::string> nonterminal_names;
-  std::vector<Rule> rules;  // rule 0 is the augmented start rule `__start -> start`
-  uint32_t start = 0;       // the augmented start nonterminal
-
-  // Parser tables, derived from the rules by finalize().
-  std::vector<Symbol> dotted;          // per rule: rhs symbols, then kEndOfRule | rule id
-  std::vector<uint32_t> rule_begin;    // position of each rule's first symbol in `dotted`
-  std::vector<uint32_t> nt_rules_begin, nt_rules;  // rules of each nonterminal (CSR)
-  std::vector<uint8_t> nullable;       // per nonterminal
-  std::vector<CompletionCheck> checks;
-  std::vector<int32_t> nt_check;       // per nonterminal: index into checks, or -1
-
-  static constexpr Symbol kEndOfRule = 0x40000000u;
-  static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }
-
-  Grammar() = default;
-  explicit Grammar(ExprStore store) : exprs(std::move(store)) {}
-  void finalize();
-  std::string serialize() const;
-  static std::shared_ptr<Grammar> deserialize(const std::string& data);
-  uint64_t hash() const;
-  std::string to_string() const;
-  std::string lexeme_name(uint32_t lex) const;
-};
-
-struct BuilderLimits {
-  size_t max_exprs = 4'000'000;
-  uint32_t max_repeat = 100'000;   // bounded repetition of a grammar symbol
-  uint32_t max_rules = 2'000'000;
-};
+class ExprStore;
+class Grammar;
+struct LexemeSpec;
+struct Rule;
+struct CompletionCheck;
 
 class GrammarBuilder {
  public:
   explicit GrammarBuilder(BuilderLimits limits = {});
+  ~GrammarBuilder();
+  GrammarBuilder(const GrammarBuilder&) = delete;
+  GrammarBuilder& operator=(const GrammarBuilder&) = delete;
 
   // Regular expressions (ids into the builder's expression store).
-  ExprId re_nothing() const { return ExprStore::kNothing; }
-  ExprId re_empty() const { return ExprStore::kEmpty; }
-  ExprId re_any_byte_string() const { return ExprStore::kAnyByteStar; }
+  ExprId re_nothing() const;
+  ExprId re_empty() const;
+  ExprId re_any_byte_string() const;  // any byte string
   ExprId re_any_string();  // any sequence of valid UTF-8 code points
   ExprId re_bytes(const std::string& bytes);
   ExprId re_literal(const std::string& utf8) { return re_bytes(utf8); }
@@ -136,8 +64,8 @@ class GrammarBuilder {
   Symbol repeat(Symbol item, int64_t min, int64_t max);
   Symbol empty();
   // `key`: the member's key, for a next_key check (null: a key outside `names`).
-  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
-                 int64_t max, const std::string* key = nullptr);
+  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min, int64_t max,
+                 const std::string* key = nullptr);
 
   std::shared_ptr<Grammar> build(Symbol start) const;
 
@@ -147,7 +75,7 @@ class GrammarBuilder {
   Symbol fresh_rule(const std::string& hint);
 
   BuilderLimits limits_;
-  mutable ExprStore store_;  // build() derives (emptiness checks) in it
+  std::unique_ptr<ExprStore> store_;  // build() derives (emptiness checks) in it
   std::vector<LexemeSpec> lexemes_;
   std::vector<std::string> names_;
   std::vector<Rule> rules_;

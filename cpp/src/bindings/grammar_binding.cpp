@@ -15,13 +15,15 @@ using namespace stencil;
 void bind_grammar(nb::module_& m) {
   nb::class_<Grammar> grammar(m, "Grammar");
   grammar.def("hash", &Grammar::hash)
-      .def("serialize", [](const Grammar& g) {
-        std::string s = g.serialize();
-        return nb::bytes(s.data(), s.size());
-      })
-      .def_static("deserialize", [](nb::bytes data) {
-        return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
-      })
+      .def("serialize",
+           [](const Grammar& g) {
+             std::string s = g.serialize();
+             return nb::bytes(s.data(), s.size());
+           })
+      .def_static("deserialize",
+                  [](nb::bytes data) {
+                    return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
+                  })
       .def_prop_ro("num_rules", [](const Grammar& g) { return g.rules.size(); })
       .def_prop_ro("num_lexemes", [](const Grammar& g) { return g.lexemes.size(); })
       .def("__str__", &Grammar::to_string);
@@ -34,7 +36,8 @@ void bind_grammar(nb::module_& m) {
       .def("re_any_string", &GrammarBuilder::re_any_string)
       .def("re_any_byte_string", &GrammarBuilder::re_any_byte_string)
       .def("re_literal", [](GrammarBuilder& b, const std::string& text) { return b.re_literal(text); })
-      .def("re_bytes", [](GrammarBuilder& b, nb::bytes data) { return b.re_bytes(std::string(data.c_str(), data.size())); })
+      .def("re_bytes",
+           [](GrammarBuilder& b, nb::bytes data) { return b.re_bytes(std::string(data.c_str(), data.size())); })
       .def("re_byte_ranges", &GrammarBuilder::re_byte_ranges, nb::arg("ranges"))
       .def("re_char_ranges", &GrammarBuilder::re_char_ranges, nb::arg("ranges"), nb::arg("negate") = false)
       .def("re_concat", &GrammarBuilder::re_concat, nb::arg("items"))
@@ -68,40 +71,44 @@ void bind_grammar(nb::module_& m) {
       .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); })
       .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); })
       .def("empty", &GrammarBuilder::empty)
-      .def("add_check",
-           [](GrammarBuilder& b, Symbol rule, const std::string& kind, const std::vector<nb::str>& names,
-              int64_t min, int64_t max, std::optional<nb::str> key) {
-             // Names are compared with decoded JSON strings, where a lone surrogate escape
-             // decodes to its 3-byte form: encode them the same way ("surrogatepass").
-             auto decoded_form = [](const nb::str& n) {
-               PyObject* enc = PyUnicode_AsEncodedString(n.ptr(), "utf-8", "surrogatepass");
-               if (!enc) throw nb::python_error();
-               nb::bytes bytes = nb::steal<nb::bytes>(enc);
-               return std::string(bytes.c_str(), bytes.size());
-             };
-             std::vector<std::string> raw;
-             raw.reserve(names.size());
-             for (const nb::str& n : names) raw.push_back(decoded_form(n));
-             std::string k = key ? decoded_form(*key) : std::string();
-             b.add_check(rule, kind, raw, min, max, key ? &k : nullptr);
-           },
-           nb::arg("rule"), nb::arg("kind"), nb::arg("names") = std::vector<nb::str>{}, nb::arg("min") = 0,
-           nb::arg("max") = -1, nb::arg("key") = nb::none(),
-           "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
-           "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
-           "'unique_key' (the completed object member's key, or key alone, equals no earlier member's key),\n"
-           "'more_members' (on a rule of the separator before a member: the members before it leave\n"
-           "room within max for one more and for the missing `names`),\n"
-           "'next_key' (on an empty rule right before a member's key, run as it is predicted: `key`,\n"
-           "or without one a key outside `names`, is new among the earlier members and leaves room\n"
-           "within max for the missing `names`; the mask then never starts a key that must fail),\n"
-           "'next_item' (the same before an array item whose value `key`, JSON text, is known: no\n"
-           "earlier item of the list equals it),\n"
-           "'object_keys' (the completed object has every name in `names` and min..max members),\n"
-           "'not_in' (the completed JSON string, escapes decoded, is none of `names`: put it on a rule\n"
-           "wrapping a key lexeme to exclude known keys without a complement regex).")
-      .def("build", [](const GrammarBuilder& b, Symbol start) {
-        nb::gil_scoped_release release;
-        return b.build(start);
-      }, nb::arg("start"));
+      .def(
+          "add_check",
+          [](GrammarBuilder& b, Symbol rule, const std::string& kind, const std::vector<nb::str>& names, int64_t min,
+             int64_t max, std::optional<nb::str> key) {
+            // Names are compared with decoded JSON strings, where a lone surrogate escape
+            // decodes to its 3-byte form: encode them the same way ("surrogatepass").
+            auto decoded_form = [](const nb::str& n) {
+              PyObject* enc = PyUnicode_AsEncodedString(n.ptr(), "utf-8", "surrogatepass");
+              if (!enc) throw nb::python_error();
+              nb::bytes bytes = nb::steal<nb::bytes>(enc);
+              return std::string(bytes.c_str(), bytes.size());
+            };
+            std::vector<std::string> raw;
+            raw.reserve(names.size());
+            for (const nb::str& n : names) raw.push_back(decoded_form(n));
+            std::string k = key ? decoded_form(*key) : std::string();
+            b.add_check(rule, kind, raw, min, max, key ? &k : nullptr);
+          },
+          nb::arg("rule"), nb::arg("kind"), nb::arg("names") = std::vector<nb::str>{}, nb::arg("min") = 0,
+          nb::arg("max") = -1, nb::arg("key") = nb::none(),
+          "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
+          "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
+          "'unique_key' (the completed object member's key, or key alone, equals no earlier member's key),\n"
+          "'more_members' (on a rule of the separator before a member: the members before it leave\n"
+          "room within max for one more and for the missing `names`),\n"
+          "'next_key' (on an empty rule right before a member's key, run as it is predicted: `key`,\n"
+          "or without one a key outside `names`, is new among the earlier members and leaves room\n"
+          "within max for the missing `names`; the mask then never starts a key that must fail),\n"
+          "'next_item' (the same before an array item whose value `key`, JSON text, is known: no\n"
+          "earlier item of the list equals it),\n"
+          "'object_keys' (the completed object has every name in `names` and min..max members),\n"
+          "'not_in' (the completed JSON string, escapes decoded, is none of `names`: put it on a rule\n"
+          "wrapping a key lexeme to exclude known keys without a complement regex).")
+      .def(
+          "build",
+          [](const GrammarBuilder& b, Symbol start) {
+            nb::gil_scoped_release release;
+            return b.build(start);
+          },
+          nb::arg("start"));
 }

@@ -3,6 +3,6 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
-#include "stencil/grammar.h"
+#include "grammar/ir.h"
 
 void bind_grammar_view(nanobind::class_<stencil::Grammar>& cls);

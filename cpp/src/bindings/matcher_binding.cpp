@@ -10,6 +10,7 @@
 
 #include "bindings/bindings.h"
 #include "matcher/batch.h"
+#include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "stencil/matcher.h"
 
@@ -35,13 +36,12 @@ static MaskRows check_bitmask(nb::ndarray<> bm) {
   if (bm.device_type() != nb::device::cpu::value)
     throw nb::type_error("the bitmask must be in CPU memory (fill it on the CPU, then copy it to the device)");
   if (bm.dtype() != nb::dtype<int32_t>())
-    throw nb::type_error(("the bitmask must be an int32 array (stencil.allocate_token_bitmask), got " +
-                          dtype_name(bm.dtype()))
-                             .c_str());
+    throw nb::type_error(
+        ("the bitmask must be an int32 array (stencil.allocate_token_bitmask), got " + dtype_name(bm.dtype())).c_str());
   if (bm.ndim() != 2)
-    throw nb::value_error(("the bitmask must be 2-D [rows, ceil(vocab_size / 32)], got " + std::to_string(bm.ndim()) +
-                           " dimensions")
-                              .c_str());
+    throw nb::value_error(
+        ("the bitmask must be 2-D [rows, ceil(vocab_size / 32)], got " + std::to_string(bm.ndim()) + " dimensions")
+            .c_str());
   const bool contiguous = (bm.shape(1) <= 1 || bm.stride(1) == 1) &&
                           (bm.shape(0) <= 1 || bm.stride(0) == static_cast<int64_t>(bm.shape(1)));
   if (!contiguous)
@@ -68,90 +68,96 @@ static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
 
 void bind_matcher(nb::module_& m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
-      .def("__init__",
-           [](CompiledGrammar* self, std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v,
-              uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, size_t lexer_memory_bytes,
-              bool plain_slice,
-              bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip) {
-             CompileLimits limits;
-             limits.plain_slice = plain_slice;
-             limits.shared_masks = shared_masks;
-             limits.boundary_runs = boundary_runs;
-             limits.repeat_memo = repeat_memo;
-             limits.loop_skip = loop_skip;
-             limits.lexer.max_states = max_lexer_states;
-             limits.lexer.fuel = lexer_fuel;
-             limits.mask_cache_bytes = mask_cache_bytes;
-             limits.lexer_memory_bytes = lexer_memory_bytes;
-             nb::gil_scoped_release release;
-             new (self) CompiledGrammar(std::move(g), std::move(v), limits);
-           },
-           // defaults from CompileLimits, the one definition (also _core.DEFAULT_LIMITS)
-           nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = CompileLimits{}.lexer.max_states,
-           nb::arg("lexer_fuel") = CompileLimits{}.lexer.fuel,
-           nb::arg("mask_cache_bytes") = CompileLimits{}.mask_cache_bytes,
-           nb::arg("lexer_memory_bytes") = CompileLimits{}.lexer_memory_bytes,
-           nb::arg("plain_slice") = true, nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true,
-           nb::arg("repeat_memo") = true, nb::arg("loop_skip") = true)
+      .def(
+          "__init__",
+          [](CompiledGrammar* self, std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v,
+             uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, size_t lexer_memory_bytes,
+             bool plain_slice, bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip) {
+            CompileLimits limits;
+            limits.plain_slice = plain_slice;
+            limits.shared_masks = shared_masks;
+            limits.boundary_runs = boundary_runs;
+            limits.repeat_memo = repeat_memo;
+            limits.loop_skip = loop_skip;
+            limits.lexer.max_states = max_lexer_states;
+            limits.lexer.fuel = lexer_fuel;
+            limits.mask_cache_bytes = mask_cache_bytes;
+            limits.lexer_memory_bytes = lexer_memory_bytes;
+            nb::gil_scoped_release release;
+            new (self) CompiledGrammar(std::move(g), std::move(v), limits);
+          },
+          // defaults from CompileLimits, the one definition (also _core.DEFAULT_LIMITS)
+          nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = CompileLimits{}.lexer.max_states,
+          nb::arg("lexer_fuel") = CompileLimits{}.lexer.fuel,
+          nb::arg("mask_cache_bytes") = CompileLimits{}.mask_cache_bytes,
+          nb::arg("lexer_memory_bytes") = CompileLimits{}.lexer_memory_bytes, nb::arg("plain_slice") = true,
+          nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true, nb::arg("repeat_memo") = true,
+          nb::arg("loop_skip") = true)
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)
       .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.epoch()->lexer.num_states(); })
-      .def_prop_ro("budget_exhausted", [](const CompiledGrammar& g) { return g.epoch()->lexer.budget_exhausted(); },
-                   "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
+      .def_prop_ro(
+          "budget_exhausted", [](const CompiledGrammar& g) { return g.epoch()->lexer.budget_exhausted(); },
+          "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
       .def_prop_ro("num_lexer_renewals", &CompiledGrammar::num_renewals,
                    "How many times the lazy lexer and its mask cache were dropped and started afresh.")
       .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); });
 
   nb::class_<Matcher>(m, "Matcher",
-      "The state of one generation under a compiled grammar.\n\n"
-      "max_rollback: how many tokens rollback() may undo (-1: any number; the history then grows\n"
-      "with the output). A matcher serves one thread at a time: a call on it while another thread\n"
-      "is inside one raises ConcurrentUseError; fork() it or make one per sequence (matchers of one\n"
-      "compiled grammar run in parallel safely).\n\n"
-      "Example::\n\n"
-      "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8)\n"
-      "    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)\n"
-      "    m.fill_next_token_bitmask(bm, 0)\n"
-      "    m.accept_token(token_id)\n")
+                      "The state of one generation under a compiled grammar.\n\n"
+                      "max_rollback: how many tokens rollback() may undo (-1: any number; the history then grows\n"
+                      "with the output). A matcher serves one thread at a time: a call on it while another thread\n"
+                      "is inside one raises ConcurrentUseError; fork() it or make one per sequence (matchers of one\n"
+                      "compiled grammar run in parallel safely).\n\n"
+                      "Example::\n\n"
+                      "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8)\n"
+                      "    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)\n"
+                      "    m.fill_next_token_bitmask(bm, 0)\n"
+                      "    m.accept_token(token_id)\n")
       .def(nb::init<std::shared_ptr<const CompiledGrammar>, int>(), nb::arg("grammar"), nb::arg("max_rollback") = 0)
-      .def("accept_token",
-           [](Matcher& mt, int64_t token) {
-             Matcher::Exclusive use(mt);
-             return mt.accept_token(token);
-           },
-           nb::arg("token"),
-           "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
-           "Out-of-range ids raise ValueError; so does any token after termination.")
-      .def("accept_tokens",
-           [](Matcher& mt, const std::vector<int64_t>& tokens) {
-             Matcher::Exclusive use(mt);
-             int64_t n = 0;
-             for (int64_t t : tokens) {
-               if (!mt.accept_token(t)) break;
-               ++n;
-             }
-             return n;
-           },
-           nb::arg("tokens"))
-      .def("accept_bytes",
-           [](Matcher& mt, nb::bytes b) {
-             Matcher::Exclusive use(mt);
-             return mt.accept_bytes(std::string(b.c_str(), b.size()));
-           },
-           "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
-      .def("accept_string",
-           [](Matcher& mt, const std::string& text) {
-             Matcher::Exclusive use(mt);
-             return mt.accept_bytes(text);
-           },
-           nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
-      .def("rollback",
-           [](Matcher& mt, int64_t n) {
-             Matcher::Exclusive use(mt);
-             mt.rollback(n);
-           },
-           nb::arg("n") = 1)
+      .def(
+          "accept_token",
+          [](Matcher& mt, int64_t token) {
+            Matcher::Exclusive use(mt);
+            return mt.accept_token(token);
+          },
+          nb::arg("token"),
+          "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
+          "Out-of-range ids raise ValueError; so does any token after termination.")
+      .def(
+          "accept_tokens",
+          [](Matcher& mt, const std::vector<int64_t>& tokens) {
+            Matcher::Exclusive use(mt);
+            int64_t n = 0;
+            for (int64_t t : tokens) {
+              if (!mt.accept_token(t)) break;
+              ++n;
+            }
+            return n;
+          },
+          nb::arg("tokens"))
+      .def(
+          "accept_bytes",
+          [](Matcher& mt, nb::bytes b) {
+            Matcher::Exclusive use(mt);
+            return mt.accept_bytes(std::string(b.c_str(), b.size()));
+          },
+          "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
+      .def(
+          "accept_string",
+          [](Matcher& mt, const std::string& text) {
+            Matcher::Exclusive use(mt);
+            return mt.accept_bytes(text);
+          },
+          nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
+      .def(
+          "rollback",
+          [](Matcher& mt, int64_t n) {
+            Matcher::Exclusive use(mt);
+            mt.rollback(n);
+          },
+          nb::arg("n") = 1)
       .def("reset",
            [](Matcher& mt) {
              Matcher::Exclusive use(mt);
@@ -179,88 +185,91 @@ void bind_matcher(nb::module_& m) {
              std::string s = mt.forced_bytes();
              return nb::bytes(s.data(), s.size());
            })
-      .def("validate_tokens",
-           [](Matcher& mt, const std::vector<int64_t>& tokens) {
-             Matcher::Exclusive use(mt);
-             return mt.validate_tokens(tokens);
-           },
-           nb::arg("tokens"))
-      .def("fill_next_token_bitmask",
-           [](Matcher& mt, nb::ndarray<> bitmask, int64_t index, std::optional<int64_t> remaining_tokens) {
-             MaskRows bm = check_bitmask(bitmask);
-             uint32_t* row = bitmask_row(bm, index);
-             const int64_t remaining = check_remaining(remaining_tokens);
-             Matcher::Exclusive use(mt);
-             nb::gil_scoped_release release;
-             mt.fill_mask_within(row, bm.words, remaining);
-           },
-           nb::arg("bitmask").noconvert(), nb::arg("index") = 0, nb::arg("remaining_tokens") = nb::none(),
-           "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
-           "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
-           "error, never a silent copy.\n\n"
-           "remaining_tokens: how many tokens may still be generated, this one included (None: no\n"
-           "budget). Then a token is allowed only if the output can still be finished in the tokens left\n"
-           "after it, so a generation whose budget holds min_completion_tokens() at its start ends\n"
-           "valid before it runs out; where the budget does not bind, the mask is the unbudgeted one.")
-      .def("min_completion_tokens",
-           [](Matcher& mt) -> std::optional<int64_t> {
-             Matcher::Exclusive use(mt);
-             nb::gil_scoped_release release;
-             const int64_t c = mt.min_completion_tokens();
-             if (c < 0) return std::nullopt;
-             return c;
-           },
-           "The fewest tokens that finish the output from this state: the length of a real tokenization\n"
-           "of a shortest completion, each token inside one lexeme (special tokens count one), so an\n"
-           "upper bound on the tokens a shortest completion needs. 0 when the output is complete;\n"
-           "None when no completion is known.")
+      .def(
+          "validate_tokens",
+          [](Matcher& mt, const std::vector<int64_t>& tokens) {
+            Matcher::Exclusive use(mt);
+            return mt.validate_tokens(tokens);
+          },
+          nb::arg("tokens"))
+      .def(
+          "fill_next_token_bitmask",
+          [](Matcher& mt, nb::ndarray<> bitmask, int64_t index, std::optional<int64_t> remaining_tokens) {
+            MaskRows bm = check_bitmask(bitmask);
+            uint32_t* row = bitmask_row(bm, index);
+            const int64_t remaining = check_remaining(remaining_tokens);
+            Matcher::Exclusive use(mt);
+            nb::gil_scoped_release release;
+            mt.fill_mask_within(row, bm.words, remaining);
+          },
+          nb::arg("bitmask").noconvert(), nb::arg("index") = 0, nb::arg("remaining_tokens") = nb::none(),
+          "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
+          "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
+          "error, never a silent copy.\n\n"
+          "remaining_tokens: how many tokens may still be generated, this one included (None: no\n"
+          "budget). Then a token is allowed only if the output can still be finished in the tokens left\n"
+          "after it, so a generation whose budget holds min_completion_tokens() at its start ends\n"
+          "valid before it runs out; where the budget does not bind, the mask is the unbudgeted one.")
+      .def(
+          "min_completion_tokens",
+          [](Matcher& mt) -> std::optional<int64_t> {
+            Matcher::Exclusive use(mt);
+            nb::gil_scoped_release release;
+            const int64_t c = mt.min_completion_tokens();
+            if (c < 0) return std::nullopt;
+            return c;
+          },
+          "The fewest tokens that finish the output from this state: the length of a real tokenization\n"
+          "of a shortest completion, each token inside one lexeme (special tokens count one), so an\n"
+          "upper bound on the tokens a shortest completion needs. 0 when the output is complete;\n"
+          "None when no completion is known.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)
       .def_prop_ro("max_rollback", &Matcher::max_rollback)
-      .def("debug_state",
-           [](const Matcher& mt) {
-             Matcher::Exclusive use(mt);
-             return mt.debug_state();
-           });
+      .def("debug_state", [](const Matcher& mt) {
+        Matcher::Exclusive use(mt);
+        return mt.debug_state();
+      });
 
-  m.def("fill_next_token_bitmasks",
-        [](const std::vector<nb::handle>& items, nb::ndarray<> bitmask, std::vector<int64_t> indices,
-           int num_threads, const std::vector<std::optional<int64_t>>& remaining_tokens) {
-          // Taken as handles: a Matcher* list would let None through as a null pointer.
-          std::vector<Matcher*> matchers;
-          matchers.reserve(items.size());
-          for (size_t i = 0; i < items.size(); ++i) {
-            Matcher* mt = nullptr;
-            if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
-              throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
-                                    std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
-                                       .c_str());
-            matchers.push_back(mt);
-          }
-          if (indices.empty())
-            for (size_t i = 0; i < matchers.size(); ++i) indices.push_back(static_cast<int64_t>(i));
-          if (indices.size() != matchers.size())
-            throw UsageError("indices has " + std::to_string(indices.size()) + " entries for " +
-                             std::to_string(matchers.size()) + " matchers");
-          if (!remaining_tokens.empty() && remaining_tokens.size() != matchers.size())
-            throw UsageError("remaining_tokens has " + std::to_string(remaining_tokens.size()) + " entries for " +
-                             std::to_string(matchers.size()) + " matchers");
-          std::vector<int64_t> remaining;
-          for (const auto& r : remaining_tokens) remaining.push_back(check_remaining(r));
-          MaskRows bm = check_bitmask(bitmask);
-          std::vector<int64_t> seen_rows = indices;
-          for (int64_t i : indices) bitmask_row(bm, i);
-          std::sort(seen_rows.begin(), seen_rows.end());
-          if (std::adjacent_find(seen_rows.begin(), seen_rows.end()) != seen_rows.end())
-            throw UsageError("two matchers of one batch would fill the same bitmask row");
-          std::vector<Matcher*> sorted = matchers;
-          std::sort(sorted.begin(), sorted.end());
-          if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-            throw UsageError("the same matcher appears twice in one batch");
-          std::deque<Matcher::Exclusive> uses;
-          for (Matcher* mt : matchers) uses.emplace_back(*mt);
-          nb::gil_scoped_release release;
-          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining);
-        },
-        nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"),
-        nb::arg("remaining_tokens") = std::vector<std::optional<int64_t>>{});
+  m.def(
+      "fill_next_token_bitmasks",
+      [](const std::vector<nb::handle>& items, nb::ndarray<> bitmask, std::vector<int64_t> indices, int num_threads,
+         const std::vector<std::optional<int64_t>>& remaining_tokens) {
+        // Taken as handles: a Matcher* list would let None through as a null pointer.
+        std::vector<Matcher*> matchers;
+        matchers.reserve(items.size());
+        for (size_t i = 0; i < items.size(); ++i) {
+          Matcher* mt = nullptr;
+          if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
+            throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
+                                  std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
+                                     .c_str());
+          matchers.push_back(mt);
+        }
+        if (indices.empty())
+          for (size_t i = 0; i < matchers.size(); ++i) indices.push_back(static_cast<int64_t>(i));
+        if (indices.size() != matchers.size())
+          throw UsageError("indices has " + std::to_string(indices.size()) + " entries for " +
+                           std::to_string(matchers.size()) + " matchers");
+        if (!remaining_tokens.empty() && remaining_tokens.size() != matchers.size())
+          throw UsageError("remaining_tokens has " + std::to_string(remaining_tokens.size()) + " entries for " +
+                           std::to_string(matchers.size()) + " matchers");
+        std::vector<int64_t> remaining;
+        for (const auto& r : remaining_tokens) remaining.push_back(check_remaining(r));
+        MaskRows bm = check_bitmask(bitmask);
+        std::vector<int64_t> seen_rows = indices;
+        for (int64_t i : indices) bitmask_row(bm, i);
+        std::sort(seen_rows.begin(), seen_rows.end());
+        if (std::adjacent_find(seen_rows.begin(), seen_rows.end()) != seen_rows.end())
+          throw UsageError("two matchers of one batch would fill the same bitmask row");
+        std::vector<Matcher*> sorted = matchers;
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+          throw UsageError("the same matcher appears twice in one batch");
+        std::deque<Matcher::Exclusive> uses;
+        for (Matcher* mt : matchers) uses.emplace_back(*mt);
+        nb::gil_scoped_release release;
+        fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining);
+      },
+      nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"),
+      nb::arg("remaining_tokens") = std::vector<std::optional<int64_t>>{});
 }

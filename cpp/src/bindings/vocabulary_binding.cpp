@@ -4,22 +4,25 @@
 
 #include "bindings/bindings.h"
 #include "stencil/vocabulary.h"
+#include "tokens/shared_mask_cache.h"
+#include "tokens/trie.h"
 
 namespace nb = nanobind;
 using namespace stencil;
 
 void bind_vocabulary(nb::module_& m) {
   nb::class_<Vocabulary>(m, "Vocabulary")
-      .def("__init__",
-           [](Vocabulary* self, const std::vector<nb::bytes>& tokens, const std::vector<int32_t>& special_ids,
-              const std::vector<int32_t>& eos_ids, int32_t vocab_size) {
-             std::vector<std::string> t;
-             t.reserve(tokens.size());
-             for (auto& b : tokens) t.emplace_back(b.c_str(), b.size());
-             nb::gil_scoped_release release;
-             new (self) Vocabulary(std::move(t), special_ids, eos_ids, vocab_size);
-           },
-           nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"), nb::arg("vocab_size"))
+      .def(
+          "__init__",
+          [](Vocabulary* self, const std::vector<nb::bytes>& tokens, const std::vector<int32_t>& special_ids,
+             const std::vector<int32_t>& eos_ids, int32_t vocab_size) {
+            std::vector<std::string> t;
+            t.reserve(tokens.size());
+            for (auto& b : tokens) t.emplace_back(b.c_str(), b.size());
+            nb::gil_scoped_release release;
+            new (self) Vocabulary(std::move(t), special_ids, eos_ids, vocab_size);
+          },
+          nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"), nb::arg("vocab_size"))
       .def_prop_ro("vocab_size", &Vocabulary::vocab_size)
       .def_prop_ro("num_tokens", &Vocabulary::num_tokens)
       .def("token_bytes",

@@ -5,6 +5,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include "grammar/ir.h"
+#include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
@@ -40,8 +42,10 @@ static std::vector<uint8_t> rules_closure(size_t num_nt, const std::vector<Rule>
         ++missing[ri];
       }
     }
-    if (!possible) missing[ri] = ~0u;  // never: a terminal fails
-    else if (missing[ri] == 0) ready.push_back(ri);
+    if (!possible)
+      missing[ri] = ~0u;  // never: a terminal fails
+    else if (missing[ri] == 0)
+      ready.push_back(ri);
   }
   while (!ready.empty()) {
     const uint32_t lhs = rules[ready.back()].lhs;
@@ -89,10 +93,18 @@ ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_
     const ExprNode& n = src.node(cur);
     ExprId r = ExprStore::kNothing;
     switch (n.kind) {
-      case ExprKind::Nothing: r = ExprStore::kNothing; break;
-      case ExprKind::Empty: r = ExprStore::kEmpty; break;
-      case ExprKind::Bytes: r = dst.bytes(src.byteset(n.a)); break;
-      case ExprKind::Concat: r = dst.concat(get(n.a), get(n.b)); break;
+      case ExprKind::Nothing:
+        r = ExprStore::kNothing;
+        break;
+      case ExprKind::Empty:
+        r = ExprStore::kEmpty;
+        break;
+      case ExprKind::Bytes:
+        r = dst.bytes(src.byteset(n.a));
+        break;
+      case ExprKind::Concat:
+        r = dst.concat(get(n.a), get(n.b));
+        break;
       case ExprKind::Or:
       case ExprKind::And: {
         std::vector<ExprId> kids;
@@ -100,131 +112,194 @@ ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_
         r = n.kind == ExprKind::Or ? dst.alt(kids) : dst.conj(kids);
         break;
       }
-      case ExprKind::Not: r = dst.negate(get(n.a)); break;
-      case ExprKind::Repeat: r = dst.repeat(get(n.a), n.min, n.max); break;
-      case ExprKind::Number: r = dst.number(src.number_state(n.a)); break;
+      case ExprKind::Not:
+        r = dst.negate(get(n.a));
+        break;
+      case ExprKind::Repeat:
+        r = dst.repeat(get(n.a), n.min, n.max);
+        break;
+      case ExprKind::Number:
+        r = dst.number(src.number_state(n.a));
+        break;
     }
     memo.emplace(cur, r);
   }
   return memo.at(e);
 }
 
-std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
-  if (is_terminal(start)) throw GrammarError("build: the start symbol must be a rule, not a lexeme");
-  check_symbol(start, "build");
-  const size_t num_nt = names_.size();
-  std::vector<std::vector<uint32_t>> rules_of(num_nt);
-  for (uint32_t r = 0; r < rules_.size(); ++r) rules_of[rules_[r].lhs].push_back(r);
-  // The parser runs next_key / next_item checks instead of predicting their rule: it must be empty.
-  for (const CompletionCheck& c : checks_)
+namespace {
+
+using RulesOf = std::vector<std::vector<uint32_t>>;  // per nonterminal: its rules
+
+// Rules used but never defined are an error wherever they are reachable from `start`.
+void check_defined(Symbol start, const RulesOf& rules_of, const std::vector<Rule>& rules,
+                   const std::vector<std::string>& names) {
+  std::vector<uint8_t> seen(names.size(), 0);
+  std::deque<uint32_t> queue{start};
+  seen[start] = 1;
+  while (!queue.empty()) {
+    uint32_t nt = queue.front();
+    queue.pop_front();
+    if (rules_of[nt].empty()) throw GrammarError("rule '" + names[nt] + "' is used but has no definition");
+    for (uint32_t r : rules_of[nt])
+      for (Symbol s : rules[r].rhs)
+        if (!is_terminal(s) && !seen[s]) {
+          seen[s] = 1;
+          queue.push_back(s);
+        }
+  }
+}
+
+// The parser runs next_key / next_item checks instead of predicting their rule: it must be empty.
+void check_prediction_rules(const std::vector<CompletionCheck>& checks, const RulesOf& rules_of,
+                            const std::vector<Rule>& rules, const std::vector<std::string>& names) {
+  for (const CompletionCheck& c : checks)
     if (runs_at_prediction(c.kind))
       for (uint32_t r : rules_of[c.rule])
-        if (!rules_[r].rhs.empty())
-          throw GrammarError("add_check: a next_key or next_item check goes on a rule with only empty "
-                             "alternatives, and '" + names_[c.rule] + "' has another");
+        if (!rules[r].rhs.empty())
+          throw GrammarError(
+              "add_check: a next_key or next_item check goes on a rule with only empty "
+              "alternatives, and '" +
+              names[c.rule] + "' has another");
+}
 
-  // Rules used but never defined are an error wherever they are reachable.
-  {
-    std::vector<uint8_t> seen(num_nt, 0);
-    std::deque<uint32_t> queue{start};
-    seen[start] = 1;
-    while (!queue.empty()) {
-      uint32_t nt = queue.front();
-      queue.pop_front();
-      if (rules_of[nt].empty()) throw GrammarError("rule '" + names_[nt] + "' is used but has no definition");
-      for (uint32_t r : rules_of[nt])
-        for (Symbol s : rules_[r].rhs)
-          if (!is_terminal(s) && !seen[s]) {
-            seen[s] = 1;
-            queue.push_back(s);
-          }
-    }
-  }
-
-  // Productive symbols: lexemes with a non-empty language, rules with an
-  // alternative made of productive symbols only.
-  // Only lexemes using And/Not need a search.
-  std::vector<uint8_t> lex_ok(lexemes_.size());
+// Per lexeme: whether its language is non-empty. Only lexemes using And/Not need a search.
+std::vector<uint8_t> productive_lexemes(ExprStore& store, const std::vector<LexemeSpec>& lexemes) {
+  std::vector<uint8_t> lex_ok(lexemes.size());
   std::unique_ptr<Deriver> deriver;
-  for (size_t i = 0; i < lexemes_.size(); ++i) {
-    const LexemeSpec& l = lexemes_[i];
-    if (l.special || !store_.node(l.expr).boolean) {
+  for (size_t i = 0; i < lexemes.size(); ++i) {
+    const LexemeSpec& l = lexemes[i];
+    if (l.special || !store.node(l.expr).boolean) {
       lex_ok[i] = l.special || l.expr != ExprStore::kNothing;
       continue;
     }
     if (!deriver) {
       // Derivatives add expressions to the builder's store; they are never
       // copied into the grammar unless a lexeme uses them.
-      deriver = std::make_unique<Deriver>(store_, 10'000'000);
-      deriver->set_class_representatives(ByteClasses::from_sets(store_.all_bytesets()).representative);
+      deriver = std::make_unique<Deriver>(store, 10'000'000);
+      deriver->set_class_representatives(ByteClasses::from_sets(store.all_bytesets()).representative);
     }
     lex_ok[i] = !deriver->is_empty(l.expr);
   }
-  const std::vector<uint8_t> productive =
-      rules_closure(num_nt, rules_, [&](Symbol s) { return lex_ok[symbol_index(s)] != 0; });
-  auto sym_ok = [&](Symbol s) { return is_terminal(s) ? lex_ok[symbol_index(s)] != 0 : productive[s] != 0; };
-  if (!productive[start]) throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
+  return lex_ok;
+}
 
-  // Reachable through productive alternatives only.
-  std::vector<int64_t> nt_map(num_nt, -1);
-  std::vector<int64_t> lex_map(lexemes_.size(), -1);
-  auto g = std::make_shared<Grammar>(ExprStore(limits_.max_exprs));
-  std::unordered_map<ExprId, ExprId> memo;
-  auto map_lexeme = [&](uint32_t lex) {
-    if (lex_map[lex] < 0) {
-      lex_map[lex] = static_cast<int64_t>(g->lexemes.size());
+// The grammar as built: the rules reachable from the start through productive alternatives
+// only, renumbered (the start rule `__start -> start` first), with the lexemes they use (and
+// the productive ignored ones) copied into the grammar's own expression store.
+class ReachableCopy {
+ public:
+  ReachableCopy(ExprStore& store, const std::vector<LexemeSpec>& lexemes, const std::vector<Rule>& rules,
+                const std::vector<std::string>& names, const RulesOf& rules_of, std::vector<uint8_t> lex_ok,
+                std::vector<uint8_t> productive, size_t max_exprs)
+      : store_(store),
+        lexemes_(lexemes),
+        rules_(rules),
+        names_(names),
+        rules_of_(rules_of),
+        lex_ok_(std::move(lex_ok)),
+        productive_(std::move(productive)),
+        nt_map_(names.size(), -1),
+        lex_map_(lexemes.size(), -1),
+        g_(std::make_shared<Grammar>(ExprStore(max_exprs))) {}
+
+  std::shared_ptr<Grammar> run(Symbol start, const std::vector<CompletionCheck>& checks) {
+    const std::vector<uint32_t> order = number_rules(start);
+    g_->rules.push_back({0, {1}});
+    for (uint32_t nt : order)
+      for (uint32_t ri : rules_of_[nt])
+        if (productive(rules_[ri])) copy_rule(nt, rules_[ri]);
+    for (size_t i = 0; i < lexemes_.size(); ++i)
+      if (lexemes_[i].ignore && lex_ok_[i]) map_lexeme(static_cast<uint32_t>(i));
+    for (const CompletionCheck& c : checks) {
+      if (nt_map_[c.rule] < 0) continue;
+      CompletionCheck m = c;
+      m.rule = static_cast<uint32_t>(nt_map_[c.rule]);
+      g_->checks.push_back(std::move(m));
+    }
+    g_->start = 0;
+    g_->finalize();
+    return g_;
+  }
+
+ private:
+  bool productive(const Rule& r) const {
+    for (Symbol s : r.rhs)
+      if (is_terminal(s) ? !lex_ok_[symbol_index(s)] : !productive_[s]) return false;
+    return true;
+  }
+  // Numbers the nonterminals reachable from `start` (breadth first); returns them in that order.
+  std::vector<uint32_t> number_rules(Symbol start) {
+    g_->nonterminal_names.push_back("__start");
+    std::deque<uint32_t> queue{start};
+    nt_map_[start] = 1;
+    g_->nonterminal_names.push_back(names_[start]);
+    std::vector<uint32_t> order;
+    while (!queue.empty()) {
+      uint32_t nt = queue.front();
+      queue.pop_front();
+      order.push_back(nt);
+      for (uint32_t ri : rules_of_[nt]) {
+        const Rule& r = rules_[ri];
+        if (!productive(r)) continue;
+        for (Symbol s : r.rhs)
+          if (!is_terminal(s) && nt_map_[s] < 0) {
+            nt_map_[s] = static_cast<int64_t>(g_->nonterminal_names.size());
+            g_->nonterminal_names.push_back(names_[s]);
+            queue.push_back(s);
+          }
+      }
+    }
+    return order;
+  }
+  void copy_rule(uint32_t nt, const Rule& r) {
+    Rule out{static_cast<uint32_t>(nt_map_[nt]), {}};
+    for (Symbol s : r.rhs)
+      out.rhs.push_back(is_terminal(s) ? (kTerminalBit | map_lexeme(symbol_index(s)))
+                                       : static_cast<Symbol>(nt_map_[s]));
+    g_->rules.push_back(std::move(out));
+  }
+  uint32_t map_lexeme(uint32_t lex) {
+    if (lex_map_[lex] < 0) {
+      lex_map_[lex] = static_cast<int64_t>(g_->lexemes.size());
       LexemeSpec spec = lexemes_[lex];
-      spec.expr = copy_expr(store_, g->exprs, spec.expr, memo);
-      g->lexemes.push_back(std::move(spec));
+      spec.expr = copy_expr(store_, g_->exprs, spec.expr, memo_);
+      g_->lexemes.push_back(std::move(spec));
     }
-    return static_cast<uint32_t>(lex_map[lex]);
-  };
-  g->nonterminal_names.push_back("__start");
-  std::deque<uint32_t> queue{start};
-  nt_map[start] = 1;
-  g->nonterminal_names.push_back(names_[start]);
-  std::vector<uint32_t> order;
-  while (!queue.empty()) {
-    uint32_t nt = queue.front();
-    queue.pop_front();
-    order.push_back(nt);
-    for (uint32_t ri : rules_of[nt]) {
-      const Rule& r = rules_[ri];
-      bool ok = true;
-      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
-      if (!ok) continue;
-      for (Symbol s : r.rhs)
-        if (!is_terminal(s) && nt_map[s] < 0) {
-          nt_map[s] = static_cast<int64_t>(g->nonterminal_names.size());
-          g->nonterminal_names.push_back(names_[s]);
-          queue.push_back(s);
-        }
-    }
+    return static_cast<uint32_t>(lex_map_[lex]);
   }
-  g->rules.push_back({0, {1}});
-  for (uint32_t nt : order) {
-    for (uint32_t ri : rules_of[nt]) {
-      const Rule& r = rules_[ri];
-      bool ok = true;
-      for (Symbol s : r.rhs) ok = ok && sym_ok(s);
-      if (!ok) continue;
-      Rule out{static_cast<uint32_t>(nt_map[nt]), {}};
-      for (Symbol s : r.rhs)
-        out.rhs.push_back(is_terminal(s) ? (kTerminalBit | map_lexeme(symbol_index(s))) : static_cast<Symbol>(nt_map[s]));
-      g->rules.push_back(std::move(out));
-    }
-  }
-  for (size_t i = 0; i < lexemes_.size(); ++i)
-    if (lexemes_[i].ignore && lex_ok[i]) map_lexeme(static_cast<uint32_t>(i));
-  for (const CompletionCheck& c : checks_) {
-    if (nt_map[c.rule] < 0) continue;
-    CompletionCheck m = c;
-    m.rule = static_cast<uint32_t>(nt_map[c.rule]);
-    g->checks.push_back(std::move(m));
-  }
-  g->start = 0;
-  g->finalize();
-  return g;
+
+  ExprStore& store_;
+  const std::vector<LexemeSpec>& lexemes_;
+  const std::vector<Rule>& rules_;
+  const std::vector<std::string>& names_;
+  const RulesOf& rules_of_;
+  std::vector<uint8_t> lex_ok_, productive_;
+  std::vector<int64_t> nt_map_, lex_map_;
+  std::shared_ptr<Grammar> g_;
+  std::unordered_map<ExprId, ExprId> memo_;
+};
+
+}  // namespace
+
+std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
+  if (is_terminal(start)) throw GrammarError("build: the start symbol must be a rule, not a lexeme");
+  check_symbol(start, "build");
+  const size_t num_nt = names_.size();
+  RulesOf rules_of(num_nt);
+  for (uint32_t r = 0; r < rules_.size(); ++r) rules_of[rules_[r].lhs].push_back(r);
+  check_defined(start, rules_of, rules_, names_);
+  check_prediction_rules(checks_, rules_of, rules_, names_);
+  // Productive symbols: lexemes with a non-empty language, rules with an
+  // alternative made of productive symbols only.
+  std::vector<uint8_t> lex_ok = productive_lexemes(*store_, lexemes_);
+  std::vector<uint8_t> productive =
+      rules_closure(num_nt, rules_, [&](Symbol s) { return lex_ok[symbol_index(s)] != 0; });
+  if (!productive[start])
+    throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
+  ReachableCopy copy(*store_, lexemes_, rules_, names_, rules_of, std::move(lex_ok), std::move(productive),
+                     limits_.max_exprs);
+  return copy.run(start, checks_);
 }
 
 void Grammar::finalize() {
@@ -271,12 +346,14 @@ std::string Grammar::to_string() const {
     }
     out += "\n";
   }
-  static const char* kKinds[] = {"", "unique_item", "unique_key", "object_keys", "not_in", "more_members", "next_key", "next_item"};
+  static const char* kKinds[] = {"",       "unique_item",  "unique_key", "object_keys",
+                                 "not_in", "more_members", "next_key",   "next_item"};
   for (const CompletionCheck& c : checks) {
     out += "check " + nonterminal_names[c.rule] + ": " + kKinds[static_cast<int>(c.kind)];
     if (c.has_key) out += " key \"" + c.key + "\"";
     for (const auto& n : c.names) out += " \"" + n + "\"";
-    if (c.kind != CheckKind::NotIn && c.kind != CheckKind::UniqueItem) out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
+    if (c.kind != CheckKind::NotIn && c.kind != CheckKind::UniqueItem)
+      out += " [" + std::to_string(c.min) + ", " + std::to_string(c.max) + "]";
     out += "\n";
   }
   return out;

@@ -1,15 +1,24 @@
 #include <algorithm>
 
+#include "grammar/ir.h"
+#include "regex/utf8.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
 #include "support/json_canon.h"
 
 namespace stencil {
 
-GrammarBuilder::GrammarBuilder(BuilderLimits limits) : limits_(limits), store_(limits.max_exprs) {}
+GrammarBuilder::GrammarBuilder(BuilderLimits limits)
+    : limits_(limits), store_(std::make_unique<ExprStore>(limits.max_exprs)) {}
+
+GrammarBuilder::~GrammarBuilder() = default;
+
+ExprId GrammarBuilder::re_nothing() const { return ExprStore::kNothing; }
+ExprId GrammarBuilder::re_empty() const { return ExprStore::kEmpty; }
+ExprId GrammarBuilder::re_any_byte_string() const { return ExprStore::kAnyByteStar; }
 
 void GrammarBuilder::check_expr(ExprId e, const char* what) const {
-  if (e >= store_.size())
+  if (e >= store_->size())
     throw GrammarError(std::string(what) + ": unknown regular expression id " + std::to_string(e));
 }
 
@@ -19,10 +28,10 @@ void GrammarBuilder::check_symbol(Symbol s, const char* what) const {
 }
 
 ExprId GrammarBuilder::re_any_string() {
-  return store_.repeat(utf8_class(store_, {{0, 0x10FFFF}}, false), 0, kUnbounded);
+  return store_->repeat(utf8_class(*store_, {{0, 0x10FFFF}}, false), 0, kUnbounded);
 }
 
-ExprId GrammarBuilder::re_bytes(const std::string& bytes) { return store_.literal(bytes); }
+ExprId GrammarBuilder::re_bytes(const std::string& bytes) { return store_->literal(bytes); }
 
 ExprId GrammarBuilder::re_byte_ranges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
   ByteSet s;
@@ -31,7 +40,7 @@ ExprId GrammarBuilder::re_byte_ranges(const std::vector<std::pair<uint32_t, uint
       throw GrammarError("byte range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is not within 0..255");
     s.add_range(static_cast<int>(lo), static_cast<int>(hi));
   }
-  return store_.bytes(s);
+  return store_->bytes(s);
 }
 
 ExprId GrammarBuilder::re_char_ranges(const CodepointRanges& ranges, bool negate) {
@@ -39,34 +48,34 @@ ExprId GrammarBuilder::re_char_ranges(const CodepointRanges& ranges, bool negate
     if (lo > 0x10FFFF || hi > 0x10FFFF)
       throw GrammarError("code point range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                          "] is beyond U+10FFFF");
-  return utf8_class(store_, ranges, negate);
+  return utf8_class(*store_, ranges, negate);
 }
 
 ExprId GrammarBuilder::re_concat(const std::vector<ExprId>& items) {
   for (ExprId e : items) check_expr(e, "re_concat");
-  return store_.concat(items);
+  return store_->concat(items);
 }
 
 ExprId GrammarBuilder::re_or(const std::vector<ExprId>& items) {
   for (ExprId e : items) check_expr(e, "re_or");
-  return store_.alt(items);
+  return store_->alt(items);
 }
 
 ExprId GrammarBuilder::re_and(const std::vector<ExprId>& items) {
   for (ExprId e : items) check_expr(e, "re_and");
-  return store_.conj(items);
+  return store_->conj(items);
 }
 
 ExprId GrammarBuilder::re_not(ExprId item) {
   check_expr(item, "re_not");
-  return store_.negate(item);
+  return store_->negate(item);
 }
 
 ExprId GrammarBuilder::re_repeat(ExprId item, int64_t min, int64_t max) {
   check_expr(item, "re_repeat");
   if (min < 0 || (max >= 0 && max < min) || min > 0xFFFFFFFEll || max > 0xFFFFFFFEll)
     throw GrammarError("invalid repetition bounds {" + std::to_string(min) + "," + std::to_string(max) + "}");
-  return store_.repeat(item, static_cast<uint32_t>(min), max < 0 ? kUnbounded : static_cast<uint32_t>(max));
+  return store_->repeat(item, static_cast<uint32_t>(min), max < 0 ? kUnbounded : static_cast<uint32_t>(max));
 }
 
 ExprId GrammarBuilder::re_number_range(const std::string& lo, bool lo_exclusive, const std::string& hi,
@@ -76,27 +85,27 @@ ExprId GrammarBuilder::re_number_range(const std::string& lo, bool lo_exclusive,
   if (!hi.empty()) s.spec.hi = parse_number_bound(hi, hi_exclusive, "upper bound");
   s.spec.integer = integer;
   check_number_spec(s.spec);
-  return store_.number(s);
+  return store_->number(s);
 }
 
 std::string GrammarBuilder::re_to_string(ExprId e) const {
   check_expr(e, "re_to_string");
-  return store_.to_string(e);
+  return store_->to_string(e);
 }
 
 bool GrammarBuilder::re_nullable(ExprId e) const {
   check_expr(e, "re_nullable");
-  return store_.nullable(e);
+  return store_->nullable(e);
 }
 
 Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy, uint32_t max_tokens) {
   check_expr(expr, "lexeme");
-  bool nullable = store_.nullable(expr);
+  bool nullable = store_->nullable(expr);
   // A lexeme never matches the empty string (the lexer would loop on it):
   // L becomes (L minus ε), used optionally.
-  ExprId body = nullable ? store_.conj({expr, store_.negate(ExprStore::kEmpty)}) : expr;
-  std::string key = std::to_string(body) + (lazy ? "/lazy" : "/greedy") +
-                    (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
+  ExprId body = nullable ? store_->conj({expr, store_->negate(ExprStore::kEmpty)}) : expr;
+  std::string key =
+      std::to_string(body) + (lazy ? "/lazy" : "/greedy") + (max_tokens ? "/tokens" + std::to_string(max_tokens) : "");
   uint32_t id;
   auto it = lexeme_ids_.find(key);
   if (it != lexeme_ids_.end()) {
@@ -117,7 +126,7 @@ Symbol GrammarBuilder::lexeme(ExprId expr, const std::string& name, bool lazy, u
 }
 
 Symbol GrammarBuilder::literal(const std::string& text, const std::string& name) {
-  return lexeme(store_.literal(text), name.empty() ? "\"" + text + "\"" : name, false);
+  return lexeme(store_->literal(text), name.empty() ? "\"" + text + "\"" : name, false);
 }
 
 Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, const std::string& name) {
@@ -125,7 +134,8 @@ Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, cons
   std::vector<int32_t> ids = token_ids;
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (ids.front() < 0) throw GrammarError("special token " + name + ": negative token id " + std::to_string(ids.front()));
+  if (ids.front() < 0)
+    throw GrammarError("special token " + name + ": negative token id " + std::to_string(ids.front()));
   std::string key = "special";
   for (int32_t i : ids) key += ":" + std::to_string(i);
   auto it = lexeme_ids_.find(key);
@@ -143,7 +153,7 @@ Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, cons
 void GrammarBuilder::ignore(ExprId expr, const std::string& name, bool initial) {
   check_expr(expr, "ignore");
   LexemeSpec spec;
-  spec.expr = store_.nullable(expr) ? store_.conj({expr, store_.negate(ExprStore::kEmpty)}) : expr;
+  spec.expr = store_->nullable(expr) ? store_->conj({expr, store_->negate(ExprStore::kEmpty)}) : expr;
   spec.ignore = true;
   spec.not_initial = !initial;
   spec.name = name.empty() ? "%ignore" : name;
@@ -232,18 +242,25 @@ Symbol GrammarBuilder::repeat(Symbol item, int64_t min, int64_t max) {
   return seq(rhs);
 }
 
-void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names,
-                               int64_t min, int64_t max, const std::string* key) {
+void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
+                               int64_t max, const std::string* key) {
   if (is_terminal(rule)) throw GrammarError("add_check: checks apply to rules, not lexemes");
   check_symbol(rule, "add_check");
-  CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max};
-  if (kind == "unique_item") c.kind = CheckKind::UniqueItem;
-  else if (kind == "unique_key") c.kind = CheckKind::UniqueKey;
-  else if (kind == "object_keys") c.kind = CheckKind::ObjectKeys;
-  else if (kind == "not_in") c.kind = CheckKind::NotIn;
-  else if (kind == "more_members") c.kind = CheckKind::MoreMembers;
-  else if (kind == "next_key") c.kind = CheckKind::NextKey;
-  else if (kind == "next_item") c.kind = CheckKind::NextItem;
+  CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max, false, {}};
+  if (kind == "unique_item")
+    c.kind = CheckKind::UniqueItem;
+  else if (kind == "unique_key")
+    c.kind = CheckKind::UniqueKey;
+  else if (kind == "object_keys")
+    c.kind = CheckKind::ObjectKeys;
+  else if (kind == "not_in")
+    c.kind = CheckKind::NotIn;
+  else if (kind == "more_members")
+    c.kind = CheckKind::MoreMembers;
+  else if (kind == "next_key")
+    c.kind = CheckKind::NextKey;
+  else if (kind == "next_item")
+    c.kind = CheckKind::NextItem;
   else
     throw GrammarError("add_check: unknown check kind '" + kind +
                        "' (unique_item, unique_key, object_keys, not_in, more_members, next_key, next_item)");
@@ -260,7 +277,8 @@ void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::
   std::sort(c.names.begin(), c.names.end());  // binary searches; the order of names means nothing
   c.names.erase(std::unique(c.names.begin(), c.names.end()), c.names.end());
   if (min < 0 || (max >= 0 && max < min))
-    throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "]");
   for (const CompletionCheck& other : checks_)
     if (other.rule == rule) throw GrammarError("add_check: rule '" + names_[rule] + "' already has a check");
   checks_.push_back(std::move(c));

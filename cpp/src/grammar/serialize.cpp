@@ -1,6 +1,7 @@
 // Versioned binary form of a grammar, for caching; its bytes define the hash.
 #include <cstring>
 
+#include "grammar/ir.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
 
@@ -74,7 +75,8 @@ std::string Grammar::serialize() const {
     w.u8(static_cast<uint8_t>(n.kind));
     switch (n.kind) {
       case ExprKind::Nothing:
-      case ExprKind::Empty: break;
+      case ExprKind::Empty:
+        break;
       case ExprKind::Bytes:
         for (uint64_t x : exprs.byteset(n.a).w) w.u64(x);
         break;
@@ -87,20 +89,24 @@ std::string Grammar::serialize() const {
         w.u32(n.args_len);
         for (uint32_t i = 0; i < n.args_len; ++i) w.u32(exprs.args(n)[i]);
         break;
-      case ExprKind::Not: w.u32(n.a); break;
+      case ExprKind::Not:
+        w.u32(n.a);
+        break;
       case ExprKind::Repeat:
         w.u32(n.a);
         w.u32(n.min);
         w.u32(n.max);
         break;
-      case ExprKind::Number: w.str(number_encode(exprs.number_state(n.a))); break;
+      case ExprKind::Number:
+        w.str(number_encode(exprs.number_state(n.a)));
+        break;
     }
   }
   w.u32(static_cast<uint32_t>(lexemes.size()));
   for (const LexemeSpec& l : lexemes) {
     w.u32(l.expr);
     w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2) | ((l.max_tokens > 0) << 3) |
-                                 (l.not_initial << 4)));
+                              (l.not_initial << 4)));
     if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without budgets read as before
     w.str(l.name);
     w.u32(static_cast<uint32_t>(l.token_ids.size()));
@@ -129,6 +135,103 @@ std::string Grammar::serialize() const {
   return w.out;
 }
 
+namespace {
+
+// Expression e of the serialized store (its operands come before it: map holds their new ids).
+ExprId read_expr(Reader& r, ExprStore& store, const std::vector<ExprId>& map, uint32_t e) {
+  auto ref = [&](uint32_t x) {
+    if (x >= e) r.fail("expression refers forward");
+    return map[x];
+  };
+  const uint8_t kind = r.u8();
+  switch (static_cast<ExprKind>(kind)) {
+    case ExprKind::Nothing:
+      return ExprStore::kNothing;
+    case ExprKind::Empty:
+      return ExprStore::kEmpty;
+    case ExprKind::Bytes: {
+      ByteSet s;
+      for (auto& x : s.w) x = r.u64();
+      return store.bytes(s);
+    }
+    case ExprKind::Concat: {
+      uint32_t a = r.u32(), b = r.u32();
+      return store.concat(ref(a), ref(b));
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {
+      uint32_t n = r.count(map.size(), "alternatives");
+      std::vector<ExprId> kids;
+      for (uint32_t i = 0; i < n; ++i) kids.push_back(ref(r.u32()));
+      return static_cast<ExprKind>(kind) == ExprKind::Or ? store.alt(kids) : store.conj(kids);
+    }
+    case ExprKind::Not:
+      return store.negate(ref(r.u32()));
+    case ExprKind::Repeat: {
+      uint32_t a = r.u32(), mn = r.u32(), mx = r.u32();
+      if (mx != kUnbounded && mn > mx) r.fail("repetition with min > max");
+      return store.repeat(ref(a), mn, mx);
+    }
+    case ExprKind::Number: {
+      NumberState s;
+      if (!number_decode(r.str(), s)) r.fail("malformed number range state");
+      return store.number(s);
+    }
+  }
+  r.fail("unknown expression kind " + std::to_string(kind));
+}
+
+LexemeSpec read_lexeme(Reader& r, const std::vector<ExprId>& map) {
+  LexemeSpec l;
+  uint32_t e = r.u32();
+  if (e >= map.size()) r.fail("lexeme refers to an unknown expression");
+  l.expr = map[e];
+  uint8_t flags = r.u8();
+  l.ignore = flags & 1;
+  l.lazy = flags & 2;
+  l.special = flags & 4;
+  if (flags & 8) l.max_tokens = r.u32();
+  l.not_initial = flags & 16;
+  l.name = r.str();
+  uint32_t n_ids = r.count(r.in.size(), "token ids");
+  for (uint32_t k = 0; k < n_ids; ++k) l.token_ids.push_back(static_cast<int32_t>(r.u32()));
+  return l;
+}
+
+Rule read_rule(Reader& r, size_t n_nt, size_t n_lex) {
+  Rule rule;
+  rule.lhs = r.u32();
+  if (rule.lhs >= n_nt) r.fail("rule with unknown left-hand side");
+  uint32_t n = r.count(r.in.size(), "symbols");
+  for (uint32_t k = 0; k < n; ++k) {
+    Symbol s = r.u32();
+    bool ok = is_terminal(s) ? symbol_index(s) < n_lex : s < n_nt;
+    if (!ok) r.fail("rule refers to an unknown symbol");
+    rule.rhs.push_back(s);
+  }
+  return rule;
+}
+
+CompletionCheck read_check(Reader& r, const Grammar& g) {
+  CompletionCheck c;
+  c.rule = r.u32();
+  if (c.rule >= g.nonterminal_names.size()) r.fail("check on an unknown rule");
+  uint8_t kind = r.u8();
+  if (kind < 1 || kind > 7) r.fail("unknown check kind");
+  c.kind = static_cast<CheckKind>(kind);
+  uint32_t n_names = r.count(r.in.size(), "names");
+  for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());
+  c.min = static_cast<int64_t>(r.u64());
+  c.max = static_cast<int64_t>(r.u64());
+  c.has_key = r.u8() != 0;
+  c.key = r.str();
+  for (const CompletionCheck& other : g.checks)
+    if (other.rule == c.rule) r.fail("two checks on one rule");
+  return c;
+}
+
+}  // namespace
+
 std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
   Reader r{data};
   if (r.u32() != kMagic) r.fail("not a stencil grammar (bad magic)");
@@ -137,103 +240,16 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
     r.fail("format version " + std::to_string(version) + " is not supported (expected " +
            std::to_string(kFormatVersion) + ")");
   auto g = std::make_shared<Grammar>();
-  uint32_t n_exprs = r.count(data.size(), "expressions");
-  std::vector<ExprId> map(n_exprs);
-  auto ref = [&](uint32_t e, uint32_t self) {
-    if (e >= self) r.fail("expression refers forward");
-    return map[e];
-  };
-  for (uint32_t e = 0; e < n_exprs; ++e) {
-    uint8_t kind = r.u8();
-    switch (static_cast<ExprKind>(kind)) {
-      case ExprKind::Nothing: map[e] = ExprStore::kNothing; break;
-      case ExprKind::Empty: map[e] = ExprStore::kEmpty; break;
-      case ExprKind::Bytes: {
-        ByteSet s;
-        for (auto& x : s.w) x = r.u64();
-        map[e] = g->exprs.bytes(s);
-        break;
-      }
-      case ExprKind::Concat: {
-        uint32_t a = r.u32(), b = r.u32();
-        map[e] = g->exprs.concat(ref(a, e), ref(b, e));
-        break;
-      }
-      case ExprKind::Or:
-      case ExprKind::And: {
-        uint32_t n = r.count(n_exprs, "alternatives");
-        std::vector<ExprId> kids;
-        for (uint32_t i = 0; i < n; ++i) kids.push_back(ref(r.u32(), e));
-        map[e] = static_cast<ExprKind>(kind) == ExprKind::Or ? g->exprs.alt(kids) : g->exprs.conj(kids);
-        break;
-      }
-      case ExprKind::Not: map[e] = g->exprs.negate(ref(r.u32(), e)); break;
-      case ExprKind::Repeat: {
-        uint32_t a = r.u32(), mn = r.u32(), mx = r.u32();
-        if (mx != kUnbounded && mn > mx) r.fail("repetition with min > max");
-        map[e] = g->exprs.repeat(ref(a, e), mn, mx);
-        break;
-      }
-      case ExprKind::Number: {
-        NumberState s;
-        if (!number_decode(r.str(), s)) r.fail("malformed number range state");
-        map[e] = g->exprs.number(s);
-        break;
-      }
-      default: r.fail("unknown expression kind " + std::to_string(kind));
-    }
-  }
+  std::vector<ExprId> map(r.count(data.size(), "expressions"));
+  for (uint32_t e = 0; e < map.size(); ++e) map[e] = read_expr(r, g->exprs, map, e);
   uint32_t n_lex = r.count(data.size(), "lexemes");
-  for (uint32_t i = 0; i < n_lex; ++i) {
-    LexemeSpec l;
-    uint32_t e = r.u32();
-    if (e >= n_exprs) r.fail("lexeme refers to an unknown expression");
-    l.expr = map[e];
-    uint8_t flags = r.u8();
-    l.ignore = flags & 1;
-    l.lazy = flags & 2;
-    l.special = flags & 4;
-    if (flags & 8) l.max_tokens = r.u32();
-    l.not_initial = flags & 16;
-    l.name = r.str();
-    uint32_t n_ids = r.count(data.size(), "token ids");
-    for (uint32_t k = 0; k < n_ids; ++k) l.token_ids.push_back(static_cast<int32_t>(r.u32()));
-    g->lexemes.push_back(std::move(l));
-  }
+  for (uint32_t i = 0; i < n_lex; ++i) g->lexemes.push_back(read_lexeme(r, map));
   uint32_t n_nt = r.count(data.size(), "rules");
   for (uint32_t i = 0; i < n_nt; ++i) g->nonterminal_names.push_back(r.str());
   uint32_t n_rules = r.count(data.size(), "alternatives");
-  for (uint32_t i = 0; i < n_rules; ++i) {
-    Rule rule;
-    rule.lhs = r.u32();
-    if (rule.lhs >= n_nt) r.fail("rule with unknown left-hand side");
-    uint32_t n = r.count(data.size(), "symbols");
-    for (uint32_t k = 0; k < n; ++k) {
-      Symbol s = r.u32();
-      bool ok = is_terminal(s) ? symbol_index(s) < n_lex : s < n_nt;
-      if (!ok) r.fail("rule refers to an unknown symbol");
-      rule.rhs.push_back(s);
-    }
-    g->rules.push_back(std::move(rule));
-  }
+  for (uint32_t i = 0; i < n_rules; ++i) g->rules.push_back(read_rule(r, n_nt, n_lex));
   uint32_t n_checks = r.count(data.size(), "checks");
-  for (uint32_t i = 0; i < n_checks; ++i) {
-    CompletionCheck c;
-    c.rule = r.u32();
-    if (c.rule >= n_nt) r.fail("check on an unknown rule");
-    uint8_t kind = r.u8();
-    if (kind < 1 || kind > 7) r.fail("unknown check kind");
-    c.kind = static_cast<CheckKind>(kind);
-    uint32_t n_names = r.count(data.size(), "names");
-    for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());
-    c.min = static_cast<int64_t>(r.u64());
-    c.max = static_cast<int64_t>(r.u64());
-    c.has_key = r.u8() != 0;
-    c.key = r.str();
-    for (const CompletionCheck& other : g->checks)
-      if (other.rule == c.rule) r.fail("two checks on one rule");
-    g->checks.push_back(std::move(c));
-  }
+  for (uint32_t i = 0; i < n_checks; ++i) g->checks.push_back(read_check(r, *g));
   g->start = r.u32();
   if (g->rules.empty() || g->start != 0 || g->rules[0].lhs != 0) r.fail("missing start rule");
   if (r.pos != data.size()) r.fail("trailing bytes");

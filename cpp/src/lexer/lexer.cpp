@@ -10,10 +10,7 @@
 namespace stencil {
 
 Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits)
-    : store_(std::move(store)),
-      deriver_(store_, limits.fuel),
-      lexemes_(std::move(lexemes)),
-      limits_(limits) {
+    : store_(std::move(store)), deriver_(store_, limits.fuel), lexemes_(std::move(lexemes)), limits_(limits) {
   if (limits_.max_states > (kMaxBlocks << kBlockBits)) limits_.max_states = kMaxBlocks << kBlockBits;
   classes_ = ByteClasses::from_sets(store_.all_bytesets());
   num_classes_ = classes_.count();
@@ -467,8 +464,10 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
       const int ps = plain_text_step(0, static_cast<uint8_t>(lead));
       if (ps < 0) continue;
       const ExprId d = deriver_.derive(f, classes_.representative[classes_.class_of[lead]]);
-      if (d == ExprStore::kNothing || deriver_.is_empty(d)) loops = false;
-      else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps)).second) todo.push_back({d, ps});
+      if (d == ExprStore::kNothing || deriver_.is_empty(d))
+        loops = false;
+      else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps)).second)
+        todo.push_back({d, ps});
     }
     while (!todo.empty() && loops) {
       auto [e, ps] = todo.back();
@@ -477,8 +476,10 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
         const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
         if (ps2 < 0) continue;
         const ExprId d = deriver_.derive(e, classes_.representative[classes_.class_of[b]]);
-        if (d == ExprStore::kNothing || deriver_.is_empty(d)) loops = false;
-        else if (ps2 == 0) loops = store_.holds(d, f);
+        if (d == ExprStore::kNothing || deriver_.is_empty(d))
+          loops = false;
+        else if (ps2 == 0)
+          loops = store_.holds(d, f);
         else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) {
           loops = seen.size() <= 64;
           todo.push_back({d, ps2});

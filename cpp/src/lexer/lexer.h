@@ -13,29 +13,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/ir.h"
 #include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
+#include "stencil/limits.h"
 #include "tokens/char_summary.h"
 
 namespace stencil {
-
-struct LexemeSpec {
-  ExprId expr = ExprStore::kNothing;
-  bool ignore = false;  // matched between other lexemes, never seen by the parser
-  bool lazy = false;    // ends as soon as it matches, instead of as late as possible
-  bool special = false; // a special token, matched by id and never by bytes
-  uint32_t max_tokens = 0;  // > 0: spans at most this many tokens, then must end (llguidance)
-  bool not_initial = false; // ignored, but not before the first lexeme of the output
-  std::vector<int32_t> token_ids;  // for special lexemes
-  std::string name;
-};
-
-struct LexerLimits {
-  uint32_t max_states = 1u << 20;
-  uint64_t fuel = 100'000'000;  // derivative steps over the grammar's life
-  size_t max_exprs = 4'000'000;
-};
 
 struct LexState {
   std::vector<uint32_t> accepting;  // lexemes that may end here (sorted)
@@ -58,8 +43,8 @@ class Lexer {
   static constexpr uint32_t kEndNowTag = 0x80000000u;
   uint32_t next_tagged(uint32_t state, uint8_t byte) const {
     const Block* blk = blocks_[state >> kBlockBits].get();
-    uint32_t t = blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(
-        std::memory_order_acquire);
+    uint32_t t =
+        blk->trans[(state & kBlockMask) * num_classes_ + classes_.class_of[byte]].load(std::memory_order_acquire);
     if (t != kUnknown) return t;
     return compute_transition(state, byte);
   }

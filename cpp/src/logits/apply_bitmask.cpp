@@ -65,13 +65,13 @@ __attribute__((target("avx2"))) void words_avx2(T* row, const uint32_t* words, s
 
 // AVX-512: a word's bits are a store mask; -inf is written to the disallowed lanes only.
 __attribute__((target("avx512f,avx512bw"))) void words_avx512(int16_t* row, const uint32_t* words, size_t full,
-                                                               int16_t ninf) {
+                                                              int16_t ninf) {
   __m512i v = _mm512_set1_epi16(ninf);
   for (size_t w = 0; w < full; ++w)
     if (words[w] != 0xFFFFFFFFu) _mm512_mask_storeu_epi16(row + w * 32, static_cast<__mmask32>(~words[w]), v);
 }
 __attribute__((target("avx512f,avx512bw"))) void words_avx512(int32_t* row, const uint32_t* words, size_t full,
-                                                               int32_t ninf) {
+                                                              int32_t ninf) {
   __m512i v = _mm512_set1_epi32(ninf);
   for (size_t w = 0; w < full; ++w) {
     uint32_t drop = ~words[w];
@@ -81,7 +81,7 @@ __attribute__((target("avx512f,avx512bw"))) void words_avx512(int32_t* row, cons
   }
 }
 __attribute__((target("avx512f,avx512bw"))) void words_avx512(int64_t* row, const uint32_t* words, size_t full,
-                                                               int64_t ninf) {
+                                                              int64_t ninf) {
   __m512i v = _mm512_set1_epi64(ninf);
   for (size_t w = 0; w < full; ++w) {
     uint32_t drop = ~words[w];

@@ -10,8 +10,7 @@ namespace stencil {
 // rows[i] is the bitmask row index for matchers[i]; the caller has released
 // the GIL. remaining[i] is matchers[i]'s token budget (Matcher::fill_mask_within; < 0 or no
 // entries: none). Errors from any thread are rethrown after all threads finish.
-void fill_masks_parallel(const std::vector<Matcher*>& matchers, const std::vector<int64_t>& rows,
-                         uint32_t* bitmask, size_t row_words, int num_threads,
-                         const std::vector<int64_t>& remaining = {});
+void fill_masks_parallel(const std::vector<Matcher*>& matchers, const std::vector<int64_t>& rows, uint32_t* bitmask,
+                         size_t row_words, int num_threads, const std::vector<int64_t>& remaining = {});
 
 }  // namespace stencil

@@ -1,4 +1,4 @@
-#include "stencil/compiled_grammar.h"
+#include "matcher/lexer_epoch.h"
 
 #include "stencil/errors.h"
 
@@ -41,6 +41,8 @@ void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
   epoch_ = std::make_shared<const LexerEpoch>(*grammar_, limits_, e.number + 1);
   current_.store(epoch_.get(), std::memory_order_release);
 }
+
+uint64_t CompiledGrammar::num_renewals() const { return epoch()->number; }
 
 size_t CompiledGrammar::memory_bytes() const {
   auto e = epoch();

@@ -4,7 +4,7 @@
 #include <functional>
 #include <queue>
 
-#include "stencil/compiled_grammar.h"
+#include "matcher/lexer_epoch.h"
 
 namespace stencil {
 

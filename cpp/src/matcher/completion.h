@@ -29,6 +29,7 @@
 
 #include "parser/earley.h"
 #include "stencil/vocabulary.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 

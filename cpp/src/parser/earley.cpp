@@ -105,7 +105,8 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
         for (uint32_t k = g.nt_rules_begin[sym]; k < g.nt_rules_begin[sym + 1]; ++k)
           add(g.rule_begin[g.nt_rules[k]], row);
       }
-      if (g.nullable[sym] && (!runs_here || next_key_check(g.checks[ci], it.origin, offset))) add(it.pos + 1, it.origin);
+      if (g.nullable[sym] && (!runs_here || next_key_check(g.checks[ci], it.origin, offset)))
+        add(it.pos + 1, it.origin);
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
@@ -307,8 +308,7 @@ bool EarleyParser::whole_check_text(const CompletionCheck& c, uint32_t from, uin
 
 // The completed item (from row item_row to byte `to`) against its earlier siblings (from row
 // siblings_row to the item).
-bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row,
-                                      uint32_t to) {
+bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to) {
   const uint32_t from = rows_[item_row].offset;
   const uint32_t siblings_from = rows_[siblings_row].offset;
   const std::vector<std::string>* earlier = earlier_siblings(c.kind, siblings_row, item_row);
@@ -364,13 +364,16 @@ bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_ro
   // the windows are at the current token, the keys before it).
   if (!k.offsets.empty()) {
     const uint32_t lo = k.offsets.front(), hi = k.offsets.back() + 1;
-    if ((lo < watch_to_ && hi > watch_from_) || (lo < prefix_to_ && hi > prefix_from_) || recording_)
+    if (reads_.touches(lo, hi) || recording_)
       for (uint32_t at : k.offsets) note_key(at);
   }
   int8_t& v = k.verdicts[static_cast<size_t>(&c - g_->checks.data())];
   if (v < 0) {
-    if (!c.has_key) v = c.max < 0 || room_for_members(c, k.keys, nullptr, true);
-    else v = !std::binary_search(k.keys.begin(), k.keys.end(), c.key) && (c.max < 0 || room_for_members(c, k.keys, &c.key));
+    if (!c.has_key)
+      v = c.max < 0 || room_for_members(c, k.keys, nullptr, true);
+    else
+      v = !std::binary_search(k.keys.begin(), k.keys.end(), c.key) &&
+          (c.max < 0 || room_for_members(c, k.keys, &c.key));
   }
   return v;
 }
@@ -435,7 +438,7 @@ bool EarleyParser::room_for_members(const CompletionCheck& c, const std::vector<
 // The sorted keys (or canonical values) of the siblings before item_row; null when their text
 // does not parse (the check then vetoes).
 const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, uint32_t siblings_row,
-                                                                uint32_t item_row) {
+                                                               uint32_t item_row) {
   for (const SiblingMemo& m : sibling_memo_) {
     if (m.siblings_row != siblings_row || m.item_row != item_row || m.kind != kind) continue;
     for (uint32_t at : m.key_offsets) note_key(at);
@@ -447,7 +450,7 @@ const std::vector<std::string>* EarleyParser::earlier_siblings(CheckKind kind, u
   scratch_text_.clear();
   text_->text(rows_[siblings_row].offset, rows_[item_row].offset, scratch_text_);
   m.ok = reads_items(kind) ? canonical_values(scratch_text_, m.earlier)
-                            : member_keys(scratch_text_, m.earlier, &m.key_offsets);
+                           : member_keys(scratch_text_, m.earlier, &m.key_offsets);
   for (uint32_t& at : m.key_offsets) at += rows_[siblings_row].offset;
   for (uint32_t at : m.key_offsets) note_key(at);
   std::sort(m.earlier.begin(), m.earlier.end());

@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "grammar/ir.h"
 #include "lexer/lexer.h"
-#include "stencil/grammar.h"
+#include "parser/read_watch.h"
 
 namespace stencil {
 
@@ -65,21 +66,8 @@ class EarleyParser {
   // The special-token lexemes the top row accepts that hold `token`.
   int special_lexeme_for(int32_t token) const;
   void add_allowed_specials(std::vector<int32_t>& out) const;
-  // Watching [from, to): afterwards, watched_read() says whether a completion check's verdict
-  // depended on bytes there (the matcher's mask memo must not outlive such a verdict).
-  void watch_text(uint32_t from, uint32_t to) {
-    watch_from_ = from;
-    watch_to_ = to;
-    watched_read_ = false;
-  }
-  bool watched_read() const { return watched_read_; }
-  // A second, short window (a token's bytes above a boundary, in fill_mask's boundary runs).
-  void watch_prefix(uint32_t from, uint32_t to) {
-    prefix_from_ = from;
-    prefix_to_ = to;
-    prefix_read_ = false;
-  }
-  bool prefix_read() const { return prefix_read_; }
+  // What completion checks read (for the matcher's mask memo and boundary runs).
+  ReadWatch& reads() { return reads_; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
@@ -90,8 +78,7 @@ class EarleyParser {
   const std::vector<std::string>* earlier_siblings(CheckKind kind, uint32_t siblings_row, uint32_t item_row);
   void forget_siblings_from(size_t rows);
   void note_read(uint32_t from, uint32_t to) {
-    watched_read_ |= from < watch_to_ && to > watch_from_;
-    prefix_read_ |= from < prefix_to_ && to > prefix_from_;
+    reads_.note(from, to);
     if (recording_) recording_->reads.push_back({from, to});
   }
   void note_key(uint32_t at) { note_read(at, at + 1); }
@@ -116,7 +103,8 @@ class EarleyParser {
       return;
     }
     const std::vector<uint64_t>& ix = row_index(row);
-    for (auto at = std::lower_bound(ix.begin(), ix.end(), uint64_t(sym) << 32); at != ix.end() && (*at >> 32) == sym; ++at)
+    for (auto at = std::lower_bound(ix.begin(), ix.end(), uint64_t(sym) << 32); at != ix.end() && (*at >> 32) == sym;
+         ++at)
       f(static_cast<uint32_t>(*at));
   }
   const std::vector<uint64_t>& row_index(uint32_t row);
@@ -177,10 +165,7 @@ class EarleyParser {
   const TextSource* text_ = nullptr;
   std::string scratch_text_;
   uint64_t next_serial_ = 0;
-  uint32_t watch_from_ = 0, watch_to_ = 0;
-  bool watched_read_ = false;
-  uint32_t prefix_from_ = 0, prefix_to_ = 0;
-  bool prefix_read_ = false;
+  ReadWatch reads_;
   // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
   // by the rows where the siblings and the checked item start. The bytes before a row stay
   // the same while the row exists, so an entry lives until its item row is truncated. Every

@@ -30,8 +30,9 @@ void Deriver::burn(uint64_t amount) {
   if ((++ticks_ & 1023) == 0) deadline::check();
   if (fuel_ < amount) {
     exhausted_ = true;
-    throw BudgetError("regular expression work budget exhausted while computing derivatives "
-                      "(the pattern is too complex; raise the lexer fuel limit to allow it)");
+    throw BudgetError(
+        "regular expression work budget exhausted while computing derivatives "
+        "(the pattern is too complex; raise the lexer fuel limit to allow it)");
   }
   fuel_ -= amount;
 }
@@ -52,8 +53,10 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
   const ExprNode n = store_.node(e);
   switch (n.kind) {
     case ExprKind::Nothing:
-    case ExprKind::Empty: return ExprStore::kNothing;
-    case ExprKind::Bytes: return store_.byteset(n.a).has(b) ? ExprStore::kEmpty : ExprStore::kNothing;
+    case ExprKind::Empty:
+      return ExprStore::kNothing;
+    case ExprKind::Bytes:
+      return store_.byteset(n.a).has(b) ? ExprStore::kEmpty : ExprStore::kNothing;
     case ExprKind::Concat: {
       ExprId head = store_.concat(derive(n.a, b), n.b);
       if (!store_.nullable(n.a)) return head;
@@ -72,7 +75,8 @@ ExprId Deriver::derive_uncached(ExprId e, uint8_t b) {
       for (ExprId& k : buf) k = n.kind == ExprKind::Or && !may_start(k, b) ? ExprStore::kNothing : derive(k, b);
       return n.kind == ExprKind::Or ? store_.alt(buf) : store_.conj(buf);
     }
-    case ExprKind::Not: return store_.negate(derive(n.a, b));
+    case ExprKind::Not:
+      return store_.negate(derive(n.a, b));
     case ExprKind::Repeat: {
       uint32_t min = n.min > 0 ? n.min - 1 : 0;
       uint32_t max = n.max == kUnbounded ? kUnbounded : n.max - 1;
@@ -164,8 +168,11 @@ bool Deriver::witness(ExprId e, std::string& out) {
   bool ok = false;
   std::string w;
   switch (n.kind) {
-    case ExprKind::Nothing: break;
-    case ExprKind::Empty: ok = true; break;
+    case ExprKind::Nothing:
+      break;
+    case ExprKind::Empty:
+      ok = true;
+      break;
     case ExprKind::Bytes: {
       const ByteSet& set = store_.byteset(n.a);
       for (int b = 0; b < 256 && !ok; ++b)
@@ -203,7 +210,8 @@ bool Deriver::witness(ExprId e, std::string& out) {
     }
     case ExprKind::And:
     case ExprKind::Not:
-    case ExprKind::Number: break;  // no structural answer: the caller searches
+    case ExprKind::Number:
+      break;  // no structural answer: the caller searches
   }
   witness_cache_.emplace(e, std::make_pair(ok, w));
   out.swap(w);

@@ -1,9 +1,9 @@
 // Brzozowski derivatives over bytes, with a cache, a work budget ("fuel")
 // and an emptiness check for expressions that use And/Not.
 #pragma once
-#include <string>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 

@@ -20,7 +20,10 @@ ExprStore::ExprStore(size_t max_nodes) : max_nodes_(max_nodes) {
 
 uint64_t ExprStore::node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const {
   uint64_t h = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(n.kind) + 1);
-  auto mix = [&h](uint64_t x) { h = (h ^ x) * 0xff51afd7ed558ccdull; h ^= h >> 32; };
+  auto mix = [&h](uint64_t x) {
+    h = (h ^ x) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  };
   if (n.kind == ExprKind::Bytes) {
     for (uint64_t w : bytesets_[n.a].w) mix(w);
   } else {
@@ -288,8 +291,11 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
     case ExprKind::Nothing:
     case ExprKind::Empty:
     case ExprKind::Bytes:
-    case ExprKind::Number: break;
-    case ExprKind::Not: r = kNothing; break;
+    case ExprKind::Number:
+      break;
+    case ExprKind::Not:
+      r = kNothing;
+      break;
     case ExprKind::Concat: {
       ExprId a = relax(n.a, limit, depth + 1, memo), b = relax(n.b, limit, depth + 1, memo);
       r = (a == kNothing || b == kNothing) ? kNothing : concat(a, b);
@@ -364,10 +370,14 @@ std::string ExprStore::to_string(ExprId e, int depth) const {
   if (depth > 64) return "…";
   const ExprNode& n = nodes_[e];
   switch (n.kind) {
-    case ExprKind::Nothing: return "∅";
-    case ExprKind::Empty: return "ε";
-    case ExprKind::Bytes: return byteset_to_string(bytesets_[n.a]);
-    case ExprKind::Concat: return "(" + to_string(n.a, depth + 1) + to_string(n.b, depth + 1) + ")";
+    case ExprKind::Nothing:
+      return "∅";
+    case ExprKind::Empty:
+      return "ε";
+    case ExprKind::Bytes:
+      return byteset_to_string(bytesets_[n.a]);
+    case ExprKind::Concat:
+      return "(" + to_string(n.a, depth + 1) + to_string(n.b, depth + 1) + ")";
     case ExprKind::Or:
     case ExprKind::And: {
       std::string out = "(";
@@ -377,11 +387,13 @@ std::string ExprStore::to_string(ExprId e, int depth) const {
       }
       return out + ")";
     }
-    case ExprKind::Not: return "~(" + to_string(n.a, depth + 1) + ")";
+    case ExprKind::Not:
+      return "~(" + to_string(n.a, depth + 1) + ")";
     case ExprKind::Repeat:
       return to_string(n.a, depth + 1) + "{" + std::to_string(n.min) + "," +
              (n.max == kUnbounded ? std::string() : std::to_string(n.max)) + "}";
-    case ExprKind::Number: return number_to_string(num_states_[n.a]);
+    case ExprKind::Number:
+      return number_to_string(num_states_[n.a]);
   }
   return "?";
 }
@@ -394,7 +406,8 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
   out.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
   switch (n.kind) {
     case ExprKind::Nothing:
-    case ExprKind::Empty: return true;
+    case ExprKind::Empty:
+      return true;
     case ExprKind::Bytes:
       out.append(reinterpret_cast<const char*>(st.byteset(n.a).w), sizeof(ByteSet));
       return true;
@@ -430,7 +443,8 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       out.push_back(')');
       return true;
     }
-    case ExprKind::Not: return canonical_rec(st, n.a, out, limit, clamp, depth + 1);
+    case ExprKind::Not:
+      return canonical_rec(st, n.a, out, limit, clamp, depth + 1);
     case ExprKind::Repeat:
       out += std::to_string(std::min(n.min, clamp)) + "," + std::to_string(std::min(n.max, clamp)) + "{";
       if (!canonical_rec(st, n.a, out, limit, clamp, depth + 1)) return false;

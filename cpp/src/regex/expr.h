@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "regex/number_range.h"
+#include "stencil/ids.h"
 #include "support/byteset.h"
 #include "support/hash.h"
 
 namespace stencil {
-
-using ExprId = uint32_t;
 
 // Number: a JSON number whose exact value lies in a range (regex/number_range.h), a = state index.
 enum class ExprKind : uint8_t { Nothing, Empty, Bytes, Concat, Or, And, Not, Repeat, Number };

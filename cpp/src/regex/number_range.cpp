@@ -60,13 +60,17 @@ MagRange mag_range(const NumberSpec& sp, bool neg) {
   if (!neg) {
     if (positive(sp.lo)) r.has_lo = true, r.lo = sp.lo.mag, r.lo_x = sp.lo.exclusive;
     if (sp.hi.present) {
-      if (positive(sp.hi)) r.has_hi = true, r.hi = sp.hi.mag, r.hi_x = sp.hi.exclusive;
-      else r.empty = true;
+      if (positive(sp.hi))
+        r.has_hi = true, r.hi = sp.hi.mag, r.hi_x = sp.hi.exclusive;
+      else
+        r.empty = true;
     }
   } else {
     if (sp.lo.present) {
-      if (negative(sp.lo)) r.has_hi = true, r.hi = sp.lo.mag, r.hi_x = sp.lo.exclusive;
-      else r.empty = true;
+      if (negative(sp.lo))
+        r.has_hi = true, r.hi = sp.lo.mag, r.hi_x = sp.lo.exclusive;
+      else
+        r.empty = true;
     }
     if (negative(sp.hi)) r.has_lo = true, r.lo = sp.hi.mag, r.lo_x = sp.hi.exclusive;
   }
@@ -220,7 +224,8 @@ void forget_decided_digits(NumberState& s, const MagRange& r) {
     s.digits.resize(keep);
     return;
   }
-  if (keep < u) s.digits = s.digits.substr(0, keep) + std::string(u - keep, '1') + std::string(s.digits.size() - u, '0');
+  if (keep < u)
+    s.digits = s.digits.substr(0, keep) + std::string(u - keep, '1') + std::string(s.digits.size() - u, '0');
 }
 
 // States that no continuation tells apart share one form, so the lexer reuses their masks.
@@ -255,8 +260,10 @@ void normalize(NumberState& s) {
 }
 
 void fraction_digit(NumberState& s, uint8_t b) {
-  if (s.digits.empty() && b == '0') --s.point;
-  else s.digits.push_back(static_cast<char>(b));
+  if (s.digits.empty() && b == '0')
+    --s.point;
+  else
+    s.digits.push_back(static_cast<char>(b));
 }
 
 bool read_exponent(const std::string& text, size_t& i, int64_t& exp) {
@@ -332,9 +339,7 @@ void check_number_spec(const NumberSpec& spec) {
   }
 }
 
-bool number_live(const NumberState& s) {
-  return s.phase >= NumberPhase::Exp ? exponent_live(s) : mantissa_live(s);
-}
+bool number_live(const NumberState& s) { return s.phase >= NumberPhase::Exp ? exponent_live(s) : mantissa_live(s); }
 
 bool number_nullable(const NumberState& s) {
   switch (s.phase) {
@@ -353,7 +358,8 @@ bool number_nullable(const NumberState& s) {
       const int64_t x = s.exp_neg ? -s.exp_mag : s.exp_mag;
       return s.xa <= x && x <= s.xb;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -556,9 +562,11 @@ std::string number_to_string(const NumberState& s) {
   if (s.phase != NumberPhase::Start) {
     out += s.neg ? " -" : " +";
     if (s.phase >= NumberPhase::Exp) {
-      if (s.zero_mant) out += "0";
-      else out += "x in [" + (s.xa <= -kNumInf ? "-inf" : std::to_string(s.xa)) + "," +
-                  (s.xb >= kNumInf ? "inf" : std::to_string(s.xb)) + "]";
+      if (s.zero_mant)
+        out += "0";
+      else
+        out += "x in [" + (s.xa <= -kNumInf ? "-inf" : std::to_string(s.xa)) + "," +
+               (s.xb >= kNumInf ? "inf" : std::to_string(s.xb)) + "]";
       if (s.phase == NumberPhase::ExpDigits) out += (s.exp_neg ? " -" : " +") + std::to_string(s.exp_mag);
     } else {
       out += "0." + s.digits + "e" + std::to_string(s.point);

@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "regex/expr.h"
+#include "stencil/ids.h"
 
 namespace stencil {
-
-using CodepointRanges = std::vector<std::pair<uint32_t, uint32_t>>;
 
 // Sorted, merged, clipped to valid scalar values (no surrogates).
 CodepointRanges normalize_ranges(CodepointRanges ranges);

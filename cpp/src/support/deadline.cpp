@@ -18,7 +18,8 @@ thread_local double limit_seconds = 0;
 void set(double seconds) {
   active = seconds > 0;
   limit_seconds = seconds;
-  if (active) until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  if (active)
+    until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void check() {

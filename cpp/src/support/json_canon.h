@@ -13,15 +13,13 @@ namespace stencil {
 bool canonical_values(std::string_view text, std::vector<std::string>& out);
 // Comma-separated object members `"key": value`: their decoded keys, and where each key's
 // opening quote is in `text` when key_offsets is given.
-bool member_keys(std::string_view text, std::vector<std::string>& keys,
-                 std::vector<uint32_t>* key_offsets = nullptr);
+bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);
 // The decoded key of the object member `"key": value` that `text` starts with (the value is
 // not read: callers know the text is one member), or of `text` that is only a key.
 bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset = nullptr);
 // One JSON value (whitespace around allowed).
 bool canonical_value(std::string_view text, std::string& out);
 // The decoded keys of the JSON object in `text`.
-bool object_keys(std::string_view text, std::vector<std::string>& keys,
-                 std::vector<uint32_t>* key_offsets = nullptr);
+bool object_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);
 
 }  // namespace stencil

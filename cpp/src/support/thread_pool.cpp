@@ -52,7 +52,8 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_items(const std::function<void(size_t)>& fn, size_t n) {
-  for (size_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n; i = next_.fetch_add(1, std::memory_order_relaxed)) {
+  for (size_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n;
+       i = next_.fetch_add(1, std::memory_order_relaxed)) {
     fn(i);
     finished_.fetch_add(1, std::memory_order_release);
   }

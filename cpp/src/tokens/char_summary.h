@@ -27,22 +27,45 @@ struct CharSummary {
     if (b >= 'A' && b <= 'F') return 4;
     if (b >= 'G' && b <= 'Z') return 5;
     switch (b) {
-      case ' ': return 6;
-      case '\t': return 7;
-      case '\n': return 8;
-      case '\r': return 9;
-      case '-': return 10;
-      case '_': return 11;
-      case '.': return 12;
-      case '/': return 13;
-      case ':': return 14;
-      case '"': return 15;
-      case '\\': return 16;
-      case ',': return 17;
-      case '@': return 18;
-      case '\'': return 19;
-      case '[': case ']': case '^': case '`': case '{': case '|': case '}': case '~': return 20;
-      default: return 21;  // ! # $ % & ( ) * + ; < = > ?
+      case ' ':
+        return 6;
+      case '\t':
+        return 7;
+      case '\n':
+        return 8;
+      case '\r':
+        return 9;
+      case '-':
+        return 10;
+      case '_':
+        return 11;
+      case '.':
+        return 12;
+      case '/':
+        return 13;
+      case ':':
+        return 14;
+      case '"':
+        return 15;
+      case '\\':
+        return 16;
+      case ',':
+        return 17;
+      case '@':
+        return 18;
+      case '\'':
+        return 19;
+      case '[':
+      case ']':
+      case '^':
+      case '`':
+      case '{':
+      case '|':
+      case '}':
+      case '~':
+        return 20;
+      default:
+        return 21;  // ! # $ % & ( ) * + ; < = > ?
     }
   }
   // The group of a lead byte (0xC2..0xF4): rough Unicode blocks, split where common exclusions lie.

@@ -4,11 +4,11 @@
 // the parser must be asked. A lexer state fixes both, so the cache key is
 // sound; entries are shared by all matchers of a compiled grammar.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <atomic>
 #include <unordered_map>
 #include <vector>
 
@@ -59,8 +59,8 @@ class MaskCache {
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
-  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                  std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const;
+  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
+                  std::vector<Boundary>& boundaries) const;
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   // A new entry for `state`, or (*borrowed set) the cached entry of its relaxed state as it is.
   std::shared_ptr<const MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,

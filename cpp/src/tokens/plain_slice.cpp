@@ -21,17 +21,26 @@ int plain_text_step(int state, uint8_t b) {
       if (b >= 0xF1 && b <= 0xF3) return kNeed3;
       if (b == 0xF4) return kAfterF4;
       return -1;
-    case kNeed1: return b >= 0x80 && b <= 0xBF ? kBoundary : -1;
-    case kNeed2: return b >= 0x80 && b <= 0xBF ? kNeed1 : -1;
-    case kNeed3: return b >= 0x80 && b <= 0xBF ? kNeed2 : -1;
-    case kAfterE0: return b >= 0xA0 && b <= 0xBF ? kNeed1 : -1;
-    case kAfterED: return b >= 0x80 && b <= 0x9F ? kNeed1 : -1;
-    case kAfterF0: return b >= 0x90 && b <= 0xBF ? kNeed2 : -1;
-    case kAfterF4: return b >= 0x80 && b <= 0x8F ? kNeed2 : -1;
-    case kAfterE2: return b == 0x80 ? kAfterE280 : b >= 0x81 && b <= 0xBF ? kNeed1 : -1;
+    case kNeed1:
+      return b >= 0x80 && b <= 0xBF ? kBoundary : -1;
+    case kNeed2:
+      return b >= 0x80 && b <= 0xBF ? kNeed1 : -1;
+    case kNeed3:
+      return b >= 0x80 && b <= 0xBF ? kNeed2 : -1;
+    case kAfterE0:
+      return b >= 0xA0 && b <= 0xBF ? kNeed1 : -1;
+    case kAfterED:
+      return b >= 0x80 && b <= 0x9F ? kNeed1 : -1;
+    case kAfterF0:
+      return b >= 0x90 && b <= 0xBF ? kNeed2 : -1;
+    case kAfterF4:
+      return b >= 0x80 && b <= 0x8F ? kNeed2 : -1;
+    case kAfterE2:
+      return b == 0x80 ? kAfterE280 : b >= 0x81 && b <= 0xBF ? kNeed1 : -1;
     // U+2028 and U+2029 are not plain: ECMA-262's `.` excludes them, and with them out a
     // pattern's `.*` holds every plain string.
-    case kAfterE280: return b >= 0x80 && b <= 0xBF && b != 0xA8 && b != 0xA9 ? kBoundary : -1;
+    case kAfterE280:
+      return b >= 0x80 && b <= 0xBF && b != 0xA8 && b != 0xA9 ? kBoundary : -1;
   }
   return -1;
 }
@@ -73,8 +82,7 @@ const std::vector<uint32_t>& PlainSlice::at_most_chars(uint32_t k) const {
   auto it = by_chars_.find(k);  // the empty slot just made; every other slot is built
   auto above = std::next(it);
   auto below = it == by_chars_.begin() ? by_chars_.end() : std::prev(it);
-  const bool use_below =
-      below != by_chars_.end() && (above == by_chars_.end() || k - below->first <= above->first - k);
+  const bool use_below = below != by_chars_.end() && (above == by_chars_.end() || k - below->first <= above->first - k);
   auto out = std::make_unique<std::vector<uint32_t>>();
   if (use_below) {
     *out = *below->second;

@@ -13,6 +13,7 @@
 
 #include "stencil/vocabulary.h"
 #include "tokens/char_summary.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 
@@ -35,7 +36,8 @@ struct PlainSlice {
   const std::vector<uint32_t>& at_most_chars(uint32_t k) const;
 
   PlainSlice() = default;
-  PlainSlice(PlainSlice&& o) noexcept : bits(std::move(o.bits)), rest(std::move(o.rest)), by_count(std::move(o.by_count)) {}
+  PlainSlice(PlainSlice&& o) noexcept
+      : bits(std::move(o.bits)), rest(std::move(o.rest)), by_count(std::move(o.by_count)) {}
 
  private:
   mutable std::mutex mu_;

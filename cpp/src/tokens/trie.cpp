@@ -7,8 +7,7 @@
 
 namespace stencil {
 
-void TokenTrie::build(const std::vector<std::string_view>& token_bytes,
-                      const std::vector<uint8_t>& excluded) {
+void TokenTrie::build(const std::vector<std::string_view>& token_bytes, const std::vector<uint8_t>& excluded) {
   std::vector<int32_t> order;
   order.reserve(token_bytes.size());
   for (size_t i = 0; i < token_bytes.size(); ++i)
@@ -116,7 +115,8 @@ void TokenTrie::summarize() {
 
 size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TrieNode) + summaries_.capacity() * sizeof(CharSummary) +
-         ordered_tokens_.capacity() * 4 + tokens_before_.capacity() * 4 + duplicates_.capacity() * sizeof(duplicates_[0]);
+         ordered_tokens_.capacity() * 4 + tokens_before_.capacity() * 4 +
+         duplicates_.capacity() * sizeof(duplicates_[0]);
 }
 
 }  // namespace stencil

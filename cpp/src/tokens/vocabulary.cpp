@@ -3,16 +3,20 @@
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
 #include "tokens/plain_slice.h"
+#include "tokens/shared_mask_cache.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_t>& special_ids,
                        std::vector<int32_t> eos_ids, int32_t vocab_size)
-    : vocab_size_(vocab_size) {
+    : vocab_size_(vocab_size),
+      trie_(std::make_unique<TokenTrie>()),
+      shared_masks_(std::make_unique<SharedMaskCache>(256ull << 20)) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (vocab_size < n)
-    throw UsageError("vocab_size " + std::to_string(vocab_size) + " is smaller than the " +
-                     std::to_string(n) + " tokens of the tokenizer");
+    throw UsageError("vocab_size " + std::to_string(vocab_size) + " is smaller than the " + std::to_string(n) +
+                     " tokens of the tokenizer");
   size_t total = 0;
   for (auto& t : tokens) total += t.size();
   if (total > 0xFFFFFFFFull) throw UsageError("token bytes exceed 4 GiB");
@@ -25,18 +29,21 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
   }
   special_.assign(tokens.size(), 0);
   for (int32_t id : special_ids) {
-    if (id < 0 || id >= n) throw UsageError("special token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n) + ")");
+    if (id < 0 || id >= n)
+      throw UsageError("special token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n) + ")");
     if (!special_[id]) special_ids_.push_back(id);
     special_[id] = 1;
   }
   for (int32_t id : eos_ids)
-    if (id < 0 || id >= vocab_size) throw UsageError("eos token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size) + ")");
+    if (id < 0 || id >= vocab_size)
+      throw UsageError("eos token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size) +
+                       ")");
   eos_ids_ = std::move(eos_ids);
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string_view> views(tokens.size());
   for (int64_t i = 0; i < n; ++i) views[i] = token_bytes(static_cast<int32_t>(i));
-  trie_.build(views, special_);
+  trie_->build(views, special_);
   trie_build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // With the tokenizer, not on a grammar's first mask: a few milliseconds for 128k tokens.
   plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this));
@@ -54,7 +61,7 @@ void Vocabulary::check_id(int64_t id) const {
 }
 
 size_t Vocabulary::memory_bytes() const {
-  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + trie_.memory_bytes();
+  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + trie_->memory_bytes();
 }
 
 Vocabulary::~Vocabulary() = default;

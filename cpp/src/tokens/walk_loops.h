@@ -95,5 +95,4 @@ class WalkLoops {
   Parts parts_[kSlots];
 };
 
-
 }  // namespace stencil

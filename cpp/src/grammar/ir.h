@@ -1,0 +1,99 @@
+// The grammar IR, defined once here: rules over symbols, where terminals are lexemes given by
+// byte-level regular expressions (or special tokens). Front-ends build it through
+// GrammarBuilder (stencil/grammar.h); the lexer, the parser and serialization read it. No lexer
+// here: the lexer is built from it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "regex/expr.h"
+#include "stencil/ids.h"
+
+namespace stencil {
+
+struct LexemeSpec {
+  ExprId expr = ExprStore::kNothing;
+  bool ignore = false;  // matched between other lexemes, never seen by the parser
+  bool lazy = false;    // ends as soon as it matches, instead of as late as possible
+  bool special = false; // a special token, matched by id and never by bytes
+  uint32_t max_tokens = 0;  // > 0: spans at most this many tokens, then must end (llguidance)
+  bool not_initial = false; // ignored, but not before the first lexeme of the output
+  std::vector<int32_t> token_ids;  // for special lexemes
+  std::string name;
+};
+
+constexpr Symbol kTerminalBit = 0x80000000u;
+inline bool is_terminal(Symbol s) { return s & kTerminalBit; }
+inline uint32_t symbol_index(Symbol s) { return s & ~kTerminalBit; }
+
+struct Rule {
+  uint32_t lhs;
+  std::vector<Symbol> rhs;
+};
+
+// A predicate run when an item of a rule completes, vetoing the completion:
+// what no context-free grammar expresses (JSON Schema's uniqueItems, duplicate
+// keys, required keys in any order). The parser passes it the bytes spanned.
+enum class CheckKind : uint8_t {
+  UniqueItem = 1,  // the completed array item equals no earlier item of its list
+  UniqueKey = 2,    // the completed member's key equals no earlier member's key
+  ObjectKeys = 3,   // the completed object has all `names` and min..max members
+  NotIn = 4,        // the completed JSON string (decoded) is none of `names`
+  MoreMembers = 5,  // the completed separator may be followed by one more member: the members
+                    // before it leave room within max for it and for the missing `names`
+  NextKey = 6,      // on an empty rule before a member's key, run when it is predicted: `key` (or,
+                    // without one, a key outside `names`) is new among the members before it and
+                    // leaves room within max for the missing `names`
+  NextItem = 7,     // on an empty rule before an array item whose value is known (`key`, JSON
+                    // text), run when it is predicted: no earlier item equals it
+};
+
+// Checks that read the earlier items of an array (as canonical JSON values), not members' keys.
+inline bool reads_items(CheckKind k) { return k == CheckKind::UniqueItem || k == CheckKind::NextItem; }
+// Checks on an empty rule, run when it is predicted.
+inline bool runs_at_prediction(CheckKind k) { return k == CheckKind::NextKey || k == CheckKind::NextItem; }
+
+struct CompletionCheck {
+  uint32_t rule;
+  CheckKind kind;
+  std::vector<std::string> names;
+  int64_t min = 0, max = -1;
+  bool has_key = false;  // NextKey: the member's key is known before it is written
+  std::string key;
+};
+
+// An immutable grammar: lexemes, rules and the tables the parser walks.
+class Grammar {
+ public:
+  static constexpr uint32_t kFormatVersion = 3;  // 2: number range expressions, 3: member-list checks
+
+  ExprStore exprs;
+  std::vector<LexemeSpec> lexemes;
+  std::vector<std::string> nonterminal_names;
+  std::vector<Rule> rules;  // rule 0 is the augmented start rule `__start -> start`
+  uint32_t start = 0;       // the augmented start nonterminal
+
+  // Parser tables, derived from the rules by finalize().
+  std::vector<Symbol> dotted;          // per rule: rhs symbols, then kEndOfRule | rule id
+  std::vector<uint32_t> rule_begin;    // position of each rule's first symbol in `dotted`
+  std::vector<uint32_t> nt_rules_begin, nt_rules;  // rules of each nonterminal (CSR)
+  std::vector<uint8_t> nullable;       // per nonterminal
+  std::vector<CompletionCheck> checks;
+  std::vector<int32_t> nt_check;       // per nonterminal: index into checks, or -1
+
+  static constexpr Symbol kEndOfRule = 0x40000000u;
+  static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }
+
+  Grammar() = default;
+  explicit Grammar(ExprStore store) : exprs(std::move(store)) {}
+  void finalize();
+  std::string serialize() const;
+  static std::shared_ptr<Grammar> deserialize(const std::string& data);
+  uint64_t hash() const;
+  std::string to_string() const;
+  std::string lexeme_name(uint32_t lex) const;
+};
+
+}  // namespace stencil

@@ -1,0 +1,32 @@
+// What a compiled grammar builds lazily while it is used: the lexer's automaton and the masks
+// cached per lexer state. Both are caches. When the lexer passes half of one of its budgets
+// (states, expressions, derivative fuel) or its memory limit, the grammar starts a fresh
+// LexerEpoch, and each matcher moves to it at its next call (it replays its accepted tokens);
+// the old one is freed with its last matcher. Memory stays bounded and a long generation never
+// runs into a budget that is spent for good.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "lexer/lexer.h"
+#include "stencil/compiled_grammar.h"
+#include "tokens/mask_cache.h"
+
+namespace stencil {
+
+class CompletionTables;
+
+struct LexerEpoch {
+  LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t number);
+  Lexer lexer;
+  MaskCache cache;
+  // The token-budget bound's tables (matcher/completion.h), built on a budget's first use.
+  mutable std::mutex completion_mu;
+  mutable std::shared_ptr<CompletionTables> completion;
+  uint64_t number;                              // 0 for the first epoch of a grammar
+  mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
+};
+
+}  // namespace stencil

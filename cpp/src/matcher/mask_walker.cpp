@@ -1,0 +1,264 @@
+#include "matcher/mask_walker.h"
+
+#include <algorithm>
+
+namespace stencil {
+
+MaskWalker::MaskWalker(const CompiledGrammar& g)
+    : g_(&g), vocab_(&g.vocab()), needs_text_(!g.grammar().checks.empty()) {}
+
+void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words,
+                      size_t need) {
+  ps_ = &ps;
+  history_ = &history;
+  const Lexer& lexer = ps.lexer();
+  EarleyParser& parser = ps.parser();
+  const Frame top = ps.frames().back();
+  // Token budgets make the mask depend on the tokens a lexeme spans, which the memo does not key on.
+  const bool memo_on = g_->limits().repeat_memo && parser.num_rows() == top.rows && !lexer.has_budgets();
+  const uint64_t serial = parser.top().serial;
+  if (memo_on && memo_holds(top, serial)) {
+    replay_memo(words, need);
+    return;
+  }
+  walk_ids_.clear();
+  // Checks that read the current lexeme's bytes make this mask unfit for the memo.
+  parser.reads().watch(ReadWatch::kText, parser.top().offset, ps.bytes_consumed());
+  const size_t root = ps.frames().size() - 1;
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* entry = epoch.cache.get(lexer, *vocab_, top.state, &keep);
+  // A lexeme whose budget the next token would spend ends at that token's end: the cached
+  // inner tokens (which stay inside it) do not hold then, so walk the whole trie.
+  const bool budget_walk =
+      lexer.has_budgets() &&
+      lexer.drop_spent(top.state, top.fresh ? 1 : ps.lexeme_tokens(root + 1, history)) != top.state;
+  if (budget_walk) {
+    std::fill(words, words + need, 0u);
+    walk_whole_trie(root, words);
+  } else {
+    const std::vector<uint32_t>& inner = entry->inner();
+    std::copy(inner.begin(), inner.begin() + need, words);
+    walk_boundaries(entry->boundaries, top, root, words);
+  }
+  ps.frames().resize(root + 1);
+  ps.frames()[root] = top;  // boundary walks rewrite the top frame
+  parser.truncate(top.rows);
+  add_duplicates(words);
+  add_specials(words);
+  memo_.valid = memo_on && !parser.reads().read(ReadWatch::kText);
+  parser.reads().watch(ReadWatch::kText, 0, 0);
+  if (memo_.valid) keep_memo(top, serial, entry, std::move(keep));
+}
+
+void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
+  const std::vector<uint32_t>& inner = memo_.entry->inner();
+  std::copy(inner.begin(), inner.begin() + need, words);
+  for (int32_t t : memo_.extra) words[t >> 5] |= 1u << (t & 31);
+  add_duplicates(words);
+}
+
+void MaskWalker::keep_memo(const Frame& top, uint64_t serial, const MaskEntry* entry,
+                           std::shared_ptr<const MaskEntry> keep) {
+  memo_.state = top.state;
+  memo_.rows = top.rows;
+  memo_.serial = serial;
+  memo_.fresh = top.fresh;
+  memo_.entry = entry;
+  memo_.keep = std::move(keep);
+  memo_.extra.swap(walk_ids_);  // the mask is inner | extra | duplicates: no 16 KB copy
+}
+
+void MaskWalker::add_duplicates(uint32_t* words) const {
+  const int32_t n = vocab_->vocab_size();
+  for (auto [a, b] : vocab_->trie().duplicates())
+    if (((words[a >> 5] >> (a & 31)) & 1) && b >= 0 && b < n) words[b >> 5] |= 1u << (b & 31);
+}
+
+// Special tokens the grammar names here, and end of sequence.
+void MaskWalker::add_specials(uint32_t* words) {
+  std::vector<int32_t> specials;
+  ps_->add_allowed_specials(specials);
+  if (ps_->accepting()) specials.insert(specials.end(), vocab_->eos_ids().begin(), vocab_->eos_ids().end());
+  for (int32_t t : specials)
+    if (t >= 0 && t < vocab_->vocab_size()) set(words, t);
+}
+
+void MaskWalker::walk_whole_trie(size_t root, uint32_t* words) {
+  ps_->frames()[root].end_rows = 0;
+  const auto& nodes = vocab_->trie().nodes();
+  for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk(nodes, c, root, words);
+}
+
+// Walks the sub-trie at `first` with full lexer and parser machinery; the
+// frame at index root + depth - 1 is the parent of a node at `depth`.
+void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words) {
+  ParseState& ps = *ps_;
+  std::vector<Frame>& frames = ps.frames();
+  EarleyParser& parser = ps.parser();
+  const bool budgets = ps.lexer().has_budgets();
+  const size_t end = first + nodes[first].subtree_size;
+  for (size_t i = first; i < end;) {
+    const TrieNode& node = nodes[i];
+    frames.resize(root + node.depth);
+    const Frame& parent = frames.back();
+    parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
+    if (ps.push_byte(node.byte, true)) {
+      if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false)))
+        set(words, node.token_id);
+      ++i;
+    } else {
+      i += node.subtree_size;
+    }
+  }
+}
+
+// The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
+void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root, uint32_t* words) {
+  const Lexer& lexer = ps_->lexer();
+  EarleyParser& parser = ps_->parser();
+  const bool runs = g_->limits().boundary_runs;
+  placed_parent_ = ~0u;
+  uint32_t unshared_state = Lexer::kDead;
+  for (size_t k = 0; k < bounds.size();) {
+    const Boundary& bd = bounds[k];
+    const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
+    const size_t node = bd.node & ~kRestTrieBit;
+    const size_t d = nodes[node].depth;
+    enter_boundary(bd, d, top, root);
+    const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
+    parser.reads().watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
+    const uint8_t byte = nodes[node].byte;
+    const uint32_t t = lexer.next(bd.lexer_state, byte);
+    // A run of one costs more than a plain walk: take it only when the next boundary may join.
+    if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
+        in_run(bd, d, bounds[k + 1], byte, bd.lexer_state != unshared_state)) {
+      bool shared = true;
+      k = end_now_run(bounds, k, root, words, &shared);
+      if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
+      continue;
+    }
+    uint32_t q;
+    if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
+        !ps_->end_lexeme(bd.lexer_state, &q)) {
+      parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+      walk(nodes, node, root, words);
+      ++k;
+      continue;
+    }
+    k = ended_run(bounds, k, d, q, root, words);
+  }
+}
+
+// Sets up the frame below boundary b (at depth d): the lexer state before its byte over the
+// top frame's parser rows, with the token's first d - 1 bytes placed above the top frame.
+void MaskWalker::enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root) {
+  std::vector<Frame>& frames = ps_->frames();
+  frames.resize(root + d);
+  {
+    // The frame above the prefix: its bytes (set below) and serial stay when they match.
+    Frame& back = frames.back();
+    const uint64_t serial = back.serial;
+    const uint8_t byte = back.byte;
+    back = {b.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
+    back.serial = d == 1 ? top.serial : serial;
+    // the token's first d - 1 bytes went into the top lexeme (or started one after a fresh top)
+    back.lex_start = d == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(root);
+  }
+  place_prefix(b, d, root);
+  ps_->parser().truncate(top.rows);
+}
+
+// Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
+// placed_parent_ is the parent node whose bytes frames root + 1... hold: boundaries under one
+// parent (kept together in an entry) place them once; the walks below never touch those frames.
+void MaskWalker::place_prefix(const Boundary& b, size_t d, size_t root) {
+  if (!needs_text_ || d <= 1 || b.parent == placed_parent_) return;
+  placed_parent_ = b.parent;
+  std::vector<Frame>& frames = ps_->frames();
+  const std::string_view p = MaskCache::bytes_above(*vocab_, b.node);
+  for (size_t i = 0; i < p.size(); ++i) {
+    Frame& f = frames[root + 1 + i];
+    if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
+    // New bytes from i on: this frame and every frame above it hold new text.
+    for (size_t j = i; j < p.size(); ++j) {
+      frames[root + 1 + j].byte = static_cast<uint8_t>(p[j]);
+      frames[root + 1 + j].serial = ps_->new_serial();
+    }
+    break;
+  }
+}
+
+// Whether b continues the run of boundaries that `first` (at depth d) starts: the same lexer
+// state, trie and depth; the same byte completing the lexeme (byte >= 0) or a byte the lexeme
+// cannot take (byte < 0: it ends before it); under the same parent unless no check read the
+// prefix.
+bool MaskWalker::in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const {
+  if (b.lexer_state != first.lexer_state || (b.node & kRestTrieBit) != (first.node & kRestTrieBit)) return false;
+  const TrieNode& n = MaskCache::trie_of(*vocab_, b.node).nodes()[b.node & ~kRestTrieBit];
+  if (n.depth != d) return false;
+  if (byte >= 0 ? n.byte != byte : ps_->lexer().next(b.lexer_state, n.byte) != Lexer::kDead) return false;
+  return any_prefix || d <= 1 || b.parent == first.parent || !needs_text_;
+}
+
+// Boundaries whose byte completes the lexeme (a string's closing quote): the frame below the
+// boundary, with its prefix placed, is set up by the caller. The lexeme ends the same way for
+// every boundary of the run (same lexer state, depth and byte; the same prefix unless no check
+// read it), so the byte is pushed once and each boundary's children are walked from a copy.
+// Returns the index of the first boundary after the run.
+size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words,
+                               bool* shared) {
+  std::vector<Frame>& frames = ps_->frames();
+  EarleyParser& parser = ps_->parser();
+  const Boundary& bd = bounds[k];
+  const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
+  const size_t d = nodes[bd.node & ~kRestTrieBit].depth;
+  const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
+  const bool ok = ps_->push_byte(byte);
+  const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
+  *shared = any_prefix;
+  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+  const Frame pushed = ok ? frames.back() : Frame{};
+  for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
+    const Boundary& b2 = bounds[k];
+    const size_t n2 = b2.node & ~kRestTrieBit;
+    if (!ok) continue;
+    frames.resize(root + d);
+    place_prefix(b2, d, root);
+    frames.push_back(pushed);
+    frames.back().serial = ps_->new_serial();  // above a prefix that may differ from the first one's
+    if (nodes[n2].token_id >= 0) set(words, nodes[n2].token_id);
+    const size_t end = n2 + nodes[n2].subtree_size;
+    for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
+  }
+  return k;
+}
+
+// Boundaries where the lexeme ends before their byte, the first one's end already scanned
+// (q: the state that starts the next lexeme). The parser's work for that is the same for the
+// following boundaries with the same state and depth, and the same prefix unless no check read
+// the prefix: done once, and each of them is walked from the state after it.
+// Returns the index of the first boundary after the run.
+size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root,
+                             uint32_t* words) {
+  std::vector<Frame>& frames = ps_->frames();
+  EarleyParser& parser = ps_->parser();
+  const Boundary& bd = bounds[k];
+  const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
+  const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
+  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+  Frame& ended = frames.back();
+  ended.state = q;
+  ended.rows = static_cast<uint32_t>(parser.num_rows());
+  ended.fresh = true;
+  const Frame ended_copy = ended;
+  for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
+    const Boundary& b2 = bounds[k];
+    frames.resize(root + d);
+    frames.back() = ended_copy;
+    place_prefix(b2, d, root);  // the walk below reads this token's bytes
+    walk(nodes, b2.node & ~kRestTrieBit, root, words);
+  }
+  return k;
+}
+
+}  // namespace stencil

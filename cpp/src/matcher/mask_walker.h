@@ -1,0 +1,75 @@
+// A matcher's token mask: the inner tokens the mask cache holds for the lexer state, plus the
+// sub-tries below its boundaries (where a lexeme ends inside a token), walked over the parse
+// state with the lexer and parser; runs of boundaries that end one lexeme alike share the
+// parser's work. The last mask is kept while nothing it depends on changes (the repeat memo).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "matcher/lexer_epoch.h"
+#include "matcher/parse_state.h"
+#include "tokens/mask_cache.h"
+#include "tokens/trie.h"
+
+namespace stencil {
+
+class MaskWalker {
+ public:
+  explicit MaskWalker(const CompiledGrammar& g);
+  MaskWalker(const MaskWalker& o) : MaskWalker(*o.g_) {}  // a copy starts without a memo
+  MaskWalker& operator=(const MaskWalker&) = delete;
+
+  // Writes the first `need` words of the mask of `ps` (history: its accepted steps), computed in
+  // `epoch`, the lexer epoch ps lives in. Leaves ps as it was.
+  void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need);
+  // Forgets the memo: its entry and lexer states belong to an epoch that is gone.
+  void forget() { memo_ = MaskMemo{}; }
+
+ private:
+  // The last mask and what it depended on: the lexer state, the parser's row stack (its top
+  // row's serial) and whether a lexeme had just ended. Inside a long string the next step
+  // usually matches all three, and then the mask is a copy. A mask that a completion check
+  // computed from the bytes of the current lexeme is not kept (those bytes change).
+  struct MaskMemo {
+    uint32_t state = 0, rows = 0;
+    uint64_t serial = 0;
+    bool fresh = false, valid = false;
+    const MaskEntry* entry = nullptr;       // its inner bits
+    std::shared_ptr<const MaskEntry> keep;  // owns the entry when the cache could not
+    std::vector<int32_t> extra;             // tokens the boundary walks, specials and EOS added
+  };
+  bool memo_holds(const Frame& top, uint64_t serial) const {
+    return memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
+           memo_.fresh == top.fresh;
+  }
+  void replay_memo(uint32_t* words, size_t need) const;
+  void keep_memo(const Frame& top, uint64_t serial, const MaskEntry* entry, std::shared_ptr<const MaskEntry> keep);
+
+  void set(uint32_t* words, int32_t t) {
+    words[t >> 5] |= 1u << (t & 31);
+    walk_ids_.push_back(t);
+  }
+  void add_duplicates(uint32_t* words) const;
+  void add_specials(uint32_t* words);
+  void walk_whole_trie(size_t root, uint32_t* words);
+  void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
+  void walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root, uint32_t* words);
+  void enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root);
+  void place_prefix(const Boundary& b, size_t d, size_t root);
+  bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
+  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
+  size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
+
+  const CompiledGrammar* g_;
+  const Vocabulary* vocab_;
+  bool needs_text_;  // the grammar has completion checks: they read the bytes above a boundary
+  // This fill's parse state and history (set by fill).
+  ParseState* ps_ = nullptr;
+  const std::vector<Step>* history_ = nullptr;
+  MaskMemo memo_;
+  std::vector<int32_t> walk_ids_;  // this fill's extra tokens
+  uint32_t placed_parent_ = ~0u;   // see place_prefix
+};
+
+}  // namespace stencil

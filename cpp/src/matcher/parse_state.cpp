@@ -1,0 +1,203 @@
+#include "matcher/parse_state.h"
+
+#include <algorithm>
+
+namespace stencil {
+
+ParseState::ParseState(const Grammar& g, const Lexer& lexer) : lexer_(&lexer), parser_(g, lexer) {
+  parser_.set_text_source(this);
+  reset();
+}
+
+ParseState::ParseState(const ParseState& o)
+    : TextSource(),
+      lexer_(o.lexer_),
+      parser_(o.parser_),
+      frames_(o.frames_),
+      next_serial_(o.next_serial_) {  // the copied parser's verdicts name the copied frames' serials
+  parser_.set_text_source(this);      // the copy reads its own bytes
+}
+
+void ParseState::reset() {
+  parser_.reset();
+  frames_.clear();
+  frames_.push_back(
+      new_frame(lexer_->initial_state(parser_.top().lexer_start), static_cast<uint32_t>(parser_.num_rows()), true, 0));
+}
+
+void ParseState::set_lexer(const Lexer& lexer) {
+  lexer_ = &lexer;
+  parser_.set_lexer(lexer);
+  for (IgnoredSlot& s : ignored_slots_) s = IgnoredSlot{};
+  reset();
+}
+
+void ParseState::text(uint32_t from, uint32_t to, std::string& out) const {
+  for (uint32_t i = from; i < to && i + 1 < frames_.size(); ++i) out.push_back(static_cast<char>(frames_[i + 1].byte));
+}
+
+std::string ParseState::bytes(size_t from, size_t to) const {
+  std::string out;
+  for (size_t k = std::max<size_t>(from, 1); k < to && k < frames_.size(); ++k)
+    out.push_back(static_cast<char>(frames_[k].byte));
+  return out;
+}
+
+bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
+  const LexState& ls = lexer_->state(ended_state);
+  if (!ls.any_ignore_only) {
+    scratch_lexemes_.clear();
+    for (uint32_t lex : ls.accepting)
+      if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
+    if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size(), bytes_consumed())) return false;
+    *next_state = parser_.top().lexer_start;
+    return true;
+  }
+  const uint32_t start = parser_.top().lexer_start;
+  const uint64_t key = (uint64_t(start) << 32) | ended_state;
+  IgnoredSlot& slot = ignored_slots_[(key * 0x9e3779b97f4a7c15ull) >> 60];
+  if (slot.key != key) {
+    slot.state = lexer_->start_after_ignored(start, ended_state);
+    slot.key = key;
+  }
+  *next_state = slot.state;
+  return true;
+}
+
+bool ParseState::push_byte(uint8_t b, bool share_end) {
+  Frame& f = frames_.back();
+  const uint32_t rows_before = f.rows;
+  // b starts a lexeme after a fresh frame or after the lexeme that ends before it
+  uint32_t lex_start = f.fresh ? static_cast<uint32_t>(frames_.size() - 1) : f.lex_start;
+  uint32_t t = lexer_->next(f.state, b);
+  if (t == Lexer::kDead) {
+    lex_start = static_cast<uint32_t>(frames_.size() - 1);
+    const LexState& ls = lexer_->state(f.state);
+    if (ls.accepting.empty()) return false;
+    uint32_t q;
+    if (share_end && f.end_rows != 0) {
+      if (f.end_rows == kEndFails) return false;
+      q = f.end_state;
+    } else {
+      if (!end_lexeme(f.state, &q)) {
+        if (share_end) f.end_rows = kEndFails;
+        return false;
+      }
+      if (share_end) {
+        f.end_rows = static_cast<uint32_t>(parser_.num_rows());
+        f.end_state = q;
+      }
+    }
+    t = lexer_->next(q, b);
+    if (t == Lexer::kDead) {
+      if (!share_end) parser_.truncate(rows_before);
+      return false;
+    }
+  } else if (parser_.num_rows() != rows_before) {
+    parser_.truncate(rows_before);  // a shared end of this lexeme is not on this path
+    f.end_rows = 0;
+  }
+  const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
+  // The frame goes on first: a lexeme ending right after b spans b.
+  frames_.push_back(new_frame(t, rows_pushed, false, b));
+  frames_.back().lex_start = lex_start;
+  const LexState& ts = lexer_->state(t);
+  if (ts.end_now) {
+    uint32_t q;
+    if (!end_lexeme(t, &q)) {
+      frames_.pop_back();
+      parser_.truncate(share_end ? rows_pushed : rows_before);
+      return false;
+    }
+    Frame& f2 = frames_.back();
+    f2.state = q;
+    f2.rows = static_cast<uint32_t>(parser_.num_rows());
+    f2.fresh = true;
+  }
+  return true;
+}
+
+// One if the lexeme began inside the token in progress, else one more than the accepted tokens
+// (steps) that hold some of its bytes.
+uint32_t ParseState::lexeme_tokens(size_t token_start, const std::vector<Step>& history) const {
+  const size_t first_byte = size_t(frames_.back().lex_start) + 1;
+  if (first_byte >= token_start) return 1;
+  // the step that pushed frame first_byte: the last one that began at or before it
+  auto it = std::upper_bound(history.begin(), history.end(), first_byte,
+                             [](size_t f, const Step& s) { return f < s.frames; });
+  const size_t before = static_cast<size_t>(it - history.begin());
+  return static_cast<uint32_t>(history.size() - (before > 0 ? before - 1 : 0) + 1);
+}
+
+// max_tokens, as llguidance means it: when a token ends inside a lexeme, the lexemes of the lexer
+// state whose budget that token spent are dropped; when none is left, the lexeme must end right
+// there, or the token is refused. Without `apply` (the walks) it only judges, leaving the parser
+// as it was.
+bool ParseState::end_token_budget(size_t token_start, const std::vector<Step>& history, bool apply) {
+  Frame& top = frames_.back();
+  if (top.fresh) return true;
+  const uint32_t s = lexer_->drop_spent(top.state, lexeme_tokens(token_start, history));
+  if (s == top.state) return true;
+  if (s != Lexer::kDead) {
+    if (apply) top.state = s;
+    return true;
+  }
+  const size_t rows = parser_.num_rows();
+  uint32_t q;
+  const bool ok = !lexer_->state(top.state).accepting.empty() && end_lexeme(top.state, &q);
+  if (ok && apply) {
+    top.state = q;
+    top.rows = static_cast<uint32_t>(parser_.num_rows());
+    top.fresh = true;
+  } else {
+    parser_.truncate(rows);
+  }
+  return ok;
+}
+
+bool ParseState::accepting() {
+  const Frame f = frames_.back();
+  if (f.fresh) return parser_.top().accepting;
+  const LexState& ls = lexer_->state(f.state);
+  if (ls.accepting.empty()) return false;
+  uint32_t q;
+  if (!end_lexeme(f.state, &q)) return false;
+  bool ok = parser_.top().accepting;
+  parser_.truncate(f.rows);
+  return ok;
+}
+
+void ParseState::add_allowed_specials(std::vector<int32_t>& out) {
+  const Frame& top = frames_.back();
+  if (top.fresh) {
+    parser_.add_allowed_specials(out);
+  } else if (!lexer_->state(top.state).accepting.empty()) {
+    uint32_t q;
+    if (end_lexeme(top.state, &q)) parser_.add_allowed_specials(out);
+    parser_.truncate(top.rows);
+  }
+}
+
+bool ParseState::push_special(int32_t token) {
+  const Frame f = frames_.back();
+  if (!f.fresh) {
+    const LexState& ls = lexer_->state(f.state);
+    uint32_t q;
+    if (ls.accepting.empty() || !end_lexeme(f.state, &q)) return false;
+  }
+  int lex = parser_.special_lexeme_for(token);
+  if (lex < 0) {
+    parser_.truncate(f.rows);
+    return false;
+  }
+  uint32_t l = static_cast<uint32_t>(lex);
+  if (!parser_.scan(&l, 1, bytes_consumed())) {
+    parser_.truncate(f.rows);
+    return false;
+  }
+  // A special token reads no byte, but it is a step for rollback and the walk.
+  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  return true;
+}
+
+}  // namespace stencil

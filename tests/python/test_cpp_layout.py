@@ -1,0 +1,153 @@
+"""The C++ core's layout rules (ARCHITECTURE.md): short functions, public headers that stand alone.
+
+Read from the sources (nothing is compiled): comments, strings and character literals are blanked,
+then braces are matched. A brace opens a function body when the text before it, since the last
+``;``, ``{`` or ``}`` outside a function, ends a parameter list (``) const {``, ``) override {``,
+``) -> T {``) or a constructor's initializer list. Run as a script to list the longest functions:
+``python tests/python/test_cpp_layout.py [limit]``.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CPP_SRC = ROOT / "cpp" / "src"
+PUBLIC = ROOT / "cpp" / "include" / "stencil"
+
+#: A function body in the core may span at most this many lines (braces included). The bindings'
+#: module-registration functions are lists of .def calls and are not held to it.
+MAX_FUNCTION_LINES = 80
+CHECKED_DIRS = ("grammar", "lexer", "logits", "matcher", "parser", "regex", "support", "tokens")
+
+_SIGNATURE_END = re.compile(
+    r"\)\s*(?:(?:const|override|final|noexcept|mutable)\s*)*(?:->\s*[\w:<>,\s*&]+)?$"
+)
+_CTOR_INIT = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)")  # `Foo(...) : a_(x)`, not `::`
+
+
+def _blank(text: str) -> str:
+    """The text with comments, string and character literals replaced by spaces (lines kept)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not text[i - 1].isalnum()):
+            delim = text[i + 2:text.index("(", i)]
+            j = text.index(")" + delim + '"', i) + len(delim) + 2
+        elif c == '"' or (c == "'" and not (i and text[i - 1].isalnum())):  # not a digit separator
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            j += 1
+        else:
+            out.append(c)
+            i += 1
+            continue
+        out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+        i = j
+    return "".join(out)
+
+
+def functions(path: pathlib.Path) -> list:
+    """(first line, last line, header) of each function body in one file."""
+    text = _blank(path.read_text())
+    found = []
+    stack = []  # per open brace: "function", "init" (a brace initializer in an init list) or "scope"
+    header_start = 0
+    for i, c in enumerate(text):
+        if c == ";" and "function" not in stack:
+            header_start = i + 1
+        elif c == "{":
+            if "function" in stack:
+                stack.append("scope")
+                continue
+            header = " ".join(text[header_start:i].split())
+            if _CTOR_INIT.search(header) and re.search(r"[\w>]$", header):
+                stack.append("init")  # `b_{y}` inside `Foo() : a_(x), b_{y} {`
+                continue
+            if _SIGNATURE_END.search(header) or (_CTOR_INIT.search(header) and header.endswith(")")):
+                stack.append("function")
+                found.append([text.count("\n", 0, i) + 1, None, header])
+            else:
+                stack.append("scope")
+                header_start = i + 1
+        elif c == "}" and stack:
+            kind = stack.pop()
+            if kind == "function" and "function" not in stack:
+                found[-1][1] = text.count("\n", 0, i) + 1
+            if kind != "init" and "function" not in stack:
+                header_start = i + 1
+    return [tuple(f) for f in found if f[1] is not None]
+
+
+def long_functions(limit: int = MAX_FUNCTION_LINES) -> list:
+    """(lines, file, first line, header) of each core function longer than `limit` lines."""
+    out = []
+    for d in CHECKED_DIRS:
+        for path in sorted((CPP_SRC / d).rglob("*")):
+            if path.suffix not in (".h", ".cpp"):
+                continue
+            for first, last, header in functions(path):
+                lines = last - first + 1
+                if lines > limit:
+                    out.append((lines, str(path.relative_to(ROOT)), first, header[-80:]))
+    return sorted(out, reverse=True)
+
+
+def test_scanner_finds_functions(tmp_path):
+    src = tmp_path / "x.cpp"
+    src.write_text(
+        "namespace a {\n"
+        "struct S { int f() const { return 1; } int x{2}; };\n"
+        "S::S(int v) : x_{v}, y_(v) {\n  if (v) { g(\"}\"); }\n}\n"
+        "auto h() -> int {\n  // }\n  return '}';\n}\n"
+        "int k[] = {1'000, 2};\n"
+        "}\n"
+    )
+    assert [(first, last) for first, last, _ in functions(src)] == [(2, 2), (3, 5), (6, 9)]
+
+
+def test_core_functions_are_short():
+    long = long_functions()
+    assert not long, "functions over %d lines (split them into named steps):\n%s" % (
+        MAX_FUNCTION_LINES, "\n".join("  %4d  %s:%d  %s" % f for f in long))
+
+
+def test_public_headers_include_nothing_private():
+    # A C++ user includes cpp/include alone: a public header may include the standard library and
+    # other public headers, never a header of cpp/src.
+    bad = []
+    for path in sorted(PUBLIC.glob("*.h")):
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s*"([^"]+)"', line)
+            if m and not m.group(1).startswith("stencil/"):
+                bad.append("%s:%d includes %s" % (path.relative_to(ROOT), no, m.group(1)))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+def test_public_headers_compile_alone(tmp_path):
+    # With cpp/include alone on the include path: each public header, and a builder in use.
+    src = tmp_path / "user.cpp"
+    src.write_text("".join('#include "stencil/%s"\n' % h.name for h in sorted(PUBLIC.glob("*.h")))
+                   + "int main() { stencil::GrammarBuilder b; return b.re_empty() == 1 ? 0 : 1; }\n")
+    done = subprocess.run(["c++", "-std=c++17", "-fsyntax-only", "-I", str(ROOT / "cpp" / "include"), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+if __name__ == "__main__":
+    for row in long_functions(int(sys.argv[1]) if len(sys.argv) > 1 else MAX_FUNCTION_LINES):
+        print("%4d  %s:%d  %s" % row)
