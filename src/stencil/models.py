@@ -196,34 +196,37 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
     return LoadedModel(model, tokenizer, info, name, time.perf_counter() - t0, ctx)
 
 
-def save_model_folder(out_dir: str, path: str | None = None, *, dtype: str = "float32") -> str:
-    """Write a model (default: SmolLM2-135M-Instruct's GGUF file) as a transformers folder
-    (``config.json``, ``model.safetensors``, the tokenizer and chat template) in ``out_dir``, for
-    engines that do not read GGUF files, such as vLLM. Returns ``out_dir``.
+def save_model_folder(out_dir: str, model: str | LoadedModel | None = None, *, dtype: str = "float32") -> str:
+    """Write a model as a transformers folder (``config.json``, ``model.safetensors``, the tokenizer
+    and its chat template) in ``out_dir``, for engines that do not read GGUF files, such as vLLM.
+    ``model`` is a path as for :func:`load_model` (default: SmolLM2-135M-Instruct's GGUF file) or
+    a :class:`LoadedModel`. Returns ``out_dir``.
 
     Example::
 
         folder = save_model_folder("/tmp/smollm2")          # ~30 s, 540 MB in float32
         llm = vllm.LLM(folder, dtype="float32")
     """
-    lm = load_model(path, dtype=dtype, quiet=True)
-    model = lm.model
-    if getattr(model, "hf_quantizer", None) is not None:
+    lm = model if isinstance(model, LoadedModel) else load_model(model, dtype=dtype, quiet=True)
+    weights = lm.model
+    if getattr(weights, "hf_quantizer", None) is not None:
         # transformers marks a model loaded from GGUF as quantized, hence not serializable, though
         # its weights are already dequantized: copy them into a plain model of the same config.
-        from transformers import AutoModelForCausalLM
+        import copy
+
         import torch
-        config = model.config
+        from transformers import AutoModelForCausalLM
+        config = copy.deepcopy(weights.config)
         if hasattr(config, "quantization_config"):
             del config.quantization_config
         plain = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
-        plain.load_state_dict(model.state_dict(), strict=True)
-        plain.generation_config = model.generation_config
-        model = plain
+        plain.load_state_dict(weights.state_dict(), strict=True)
+        plain.generation_config = weights.generation_config
+        weights = plain
     try:
         os.makedirs(out_dir, exist_ok=True)
         with _quiet_transformers(True):
-            model.save_pretrained(out_dir)
+            weights.save_pretrained(out_dir)
             lm.tokenizer.save_pretrained(out_dir)
     except OSError as e:
         raise ModelError(f"could not write the model folder {out_dir!r}: {e}") from None
