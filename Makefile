@@ -55,10 +55,11 @@ integrations-venv: $(INT_PY)
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
-# Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md).
+# Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md);
+# ARGS adds options (e.g. ARGS="--max-tokens 32 --rounds 10").
 bench-llama-cpp:
 	$(MAKE) integrations-venv INTEGRATION_EXTRAS=llama
-	$(INT_PY) -m stencil.bench.llama_cpp_speed
+	$(INT_PY) -m stencil.bench.llama_cpp_speed $(ARGS)
 
 # The property-based tests (tests/python/test_properties.py) with many more examples than `make test`.
 PROPERTY_EXAMPLES ?= 2000
