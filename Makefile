@@ -49,7 +49,8 @@ integrations-venv: $(INT_PY)
 	$(INT_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# SGLang's grammar interface without its GPU stack: the two modules its base_grammar_backend
 	# imports that vLLM does not bring, then the wheel alone (the adapter tests use SGLang's classes).
-	# In this order pip's dependency check does not list the ~40 GPU packages sglang declares.
+	# In this order a fresh venv's pip dependency check does not list the ~40 GPU packages sglang
+	# declares (a re-run lists them once, as a harmless ERROR block, at the editable install).
 	$(INT_PY) -m pip install --quiet orjson ipython
 	$(INT_PY) -m pip install --quiet --no-deps sglang
 test-integrations: integrations-venv
