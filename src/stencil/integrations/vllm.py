@@ -17,6 +17,7 @@ grammar (GBNF or Lark) and structural_tag (XGrammar's format, the legacy structu
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections import OrderedDict
 from typing import Any
@@ -31,6 +32,9 @@ except ImportError:  # pragma: no cover - depends on the installation
     _BackendBase = _GrammarBase = object
 
 __all__ = ["StencilBackend", "StencilGrammar", "install", "register_plugin"]
+
+# A child of vLLM's logger: the line that says stencil serves the engine shows where vLLM's own log does.
+_log = logging.getLogger("vllm.stencil")
 
 # Speculative decoding rolls back at most the draft length; this bounds the history a matcher keeps.
 DEFAULT_MAX_ROLLBACK = 64
@@ -110,6 +114,8 @@ class StencilBackend(_BackendBase):
         draft = getattr(spec, "num_speculative_tokens", None) or 0
         self.max_rollback = max_rollback if max_rollback is not None else max(DEFAULT_MAX_ROLLBACK, draft)
         self._compiler = stencil.GrammarCompiler(tokenizer_info)
+        _log.info("stencil structured-output backend: %d tokens, vocab_size %d, max_rollback %d",
+                  tokenizer_info.num_tokens, self.vocab_size, self.max_rollback)
         self._by_stops: OrderedDict[frozenset, stencil.GrammarCompiler] = OrderedDict()
 
     def _compiler_for(self, stop_token_ids: Any) -> stencil.GrammarCompiler:
