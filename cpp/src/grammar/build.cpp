@@ -320,6 +320,18 @@ void Grammar::finalize() {
   nt_check.assign(num_nt, -1);
   for (size_t i = 0; i < checks.size(); ++i) nt_check[checks[i].rule] = static_cast<int32_t>(i);
   nullable = rules_closure(num_nt, rules, [](Symbol) { return false; });
+  guard_check.clear();
+  for (const CompletionCheck& c : checks)
+    if (runs_at_prediction(c.kind)) guard_check.assign(dotted.size(), -1);
+  guard_first.assign(guard_check.empty() ? 0 : dotted.size(), 0);
+  for (uint32_t b : rule_begin)
+    if (!guard_first.empty()) guard_first[b] = 1;
+  if (!guard_check.empty())
+    for (size_t p = 0; p < dotted.size(); ++p) {
+      const Symbol s = dotted[p];
+      if (!is_terminal(s) && !is_end(s) && nt_check[s] >= 0 && runs_at_prediction(checks[nt_check[s]].kind))
+        guard_check[p] = nt_check[s];
+    }
 }
 
 std::string Grammar::lexeme_name(uint32_t lex) const {

@@ -82,6 +82,10 @@ class Grammar {
   std::vector<uint8_t> nullable;       // per nonterminal
   std::vector<CompletionCheck> checks;
   std::vector<int32_t> nt_check;       // per nonterminal: index into checks, or -1
+  // Per dotted position: the check of the next_key / next_item rule there, or -1; empty when
+  // the grammar has none. The parser steps over such a rule as it adds the item.
+  std::vector<int32_t> guard_check;
+  std::vector<uint8_t> guard_first;  // per dotted position: 1 where a rule begins
 
   static constexpr Symbol kEndOfRule = 0x40000000u;
   static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }

@@ -38,6 +38,11 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   } else {
     const std::vector<uint32_t>& inner = entry->inner();
     std::copy(inner.begin(), inner.begin() + need, words);
+    struct Walking {  // the walk's rows are not kept by the parser's key memos, even if it throws
+      EarleyParser& p;
+      ~Walking() { p.set_stable_end(~0u); }
+    } walking{parser};
+    parser.set_stable_end(ps.bytes_consumed());
     walk_boundaries(entry->boundaries, top, root, words);
   }
   ps.frames().resize(root + 1);

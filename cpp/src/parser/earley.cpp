@@ -23,6 +23,7 @@ void EarleyParser::reset() {
   memo_top_row_ = 0;
   ++gen_;
   set_count_ = 0;
+  add_offset_ = 0;
   add(g_->rule_begin[0], 0);
   close_row(0, 0, 0);
 }
@@ -41,6 +42,13 @@ void EarleyParser::grow_set() {
 }
 
 void EarleyParser::add(uint32_t pos, uint32_t origin) {
+  // An item before a next_key / next_item rule: its check decides at once, and the item added is
+  // the one after it (one item per key or value the row expects, not two). The earlier members
+  // or items start at the item's origin, or, for a rule that begins with the check, at the origin
+  // of the item that predicted it: a member rule shared by every place of its object's list.
+  if (!g_->guard_check.empty())
+    for (int32_t gc; (gc = g_->guard_check[pos]) >= 0; ++pos)
+      if (!next_key_check(g_->checks[gc], g_->guard_first[pos] ? predicting_origin_ : origin, add_offset_)) return;
   if ((set_count_ + 1) * 2 > set_keys_.size()) grow_set();
   uint64_t key = (uint64_t(pos) << 32) | origin;
   size_t mask = set_keys_.size() - 1;
@@ -62,6 +70,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   bool accepting = false, has_special = false;
   ++lex_gen_;
   ++close_gen_;  // row indices are reused after truncation; stamps are not
+  add_offset_ = offset;
   allowed_.clear();
   for (size_t i = begin; i < items_.size(); ++i) {
     const EarleyItem it = items_[i];
@@ -102,6 +111,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
       const bool runs_here = ci >= 0 && runs_at_prediction(g.checks[ci].kind);
       if (!runs_here && predicted_[sym] != close_gen_) {
         predicted_[sym] = close_gen_;
+        predicting_origin_ = it.origin;
         for (uint32_t k = g.nt_rules_begin[sym]; k < g.nt_rules_begin[sym + 1]; ++k)
           add(g.rule_begin[g.nt_rules[k]], row);
       }
@@ -199,6 +209,8 @@ bool EarleyParser::scan(const uint32_t* lexemes, size_t n, uint32_t offset) {
   uint32_t begin = static_cast<uint32_t>(items_.size());
   ++gen_;
   set_count_ = 0;
+  add_offset_ = offset;
+  ++close_gen_;  // a new text end for the next_key memo of the row
   for (uint32_t j = top.begin; j < top.end; ++j) {
     const EarleyItem it = items_[j];
     Symbol sym = g.dotted[it.pos];
@@ -316,7 +328,10 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
     note_read(siblings_from, from);
     return false;
   }
-  if (c.kind == CheckKind::MoreMembers) return room_for_members(c, *earlier, nullptr);
+  if (c.kind == CheckKind::MoreMembers)
+    return room_for_members(
+        c, earlier->size(),
+        [&](const std::string& n) { return std::binary_search(earlier->begin(), earlier->end(), n); }, nullptr);
   scratch_item_.clear();
   text_->text(from, to, scratch_item_);
   std::string mine;
@@ -360,27 +375,30 @@ bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_ro
     note_read(from, to);
     return false;
   }
-  // The verdict read the keys: note them, unless no watched window reaches them (the usual case:
-  // the windows are at the current token, the keys before it).
-  if (!k.offsets.empty()) {
-    const uint32_t lo = k.offsets.front(), hi = k.offsets.back() + 1;
-    if (reads_.touches(lo, hi) || recording_)
-      for (uint32_t at : k.offsets) note_key(at);
-  }
+  note_keys(k);
   int8_t& v = k.verdicts[static_cast<size_t>(&c - g_->checks.data())];
   if (v < 0) {
+    auto has = [&](const std::string& n) { return k.has(n); };
     if (!c.has_key)
-      v = c.max < 0 || room_for_members(c, k.keys, nullptr, true);
+      v = c.max < 0 || room_for_members(c, k.count(), has, nullptr, true);
     else
-      v = !std::binary_search(k.keys.begin(), k.keys.end(), c.key) &&
-          (c.max < 0 || room_for_members(c, k.keys, &c.key));
+      v = !k.has(c.key) && (c.max < 0 || room_for_members(c, k.count(), has, &c.key));
   }
   return v;
 }
 
+// The verdict read the keys: note them, unless no watched window reaches them (the usual case:
+// the windows are at the current token, the keys before it).
+void EarleyParser::note_keys(const KeysMemo& k) {
+  if (k.base) note_keys(*k.base);
+  if (k.offsets.empty()) return;
+  if (reads_.touches(k.offsets.front(), k.offsets.back() + 1) || recording_)
+    for (uint32_t at : k.offsets) note_key(at);
+}
+
 EarleyParser::KeysMemo& EarleyParser::keys_between(uint32_t from, uint32_t to) {
   const uint64_t version = text_->text_version(to);
-  KeysMemo* base = nullptr;  // the longest memo of the same list whose text is still a prefix of this one
+  KeysMemo* base = nullptr;  // the longest kept memo of the same list whose text is still a prefix of this one
   KeysMemo* victim = &keys_memo_[0];
   for (KeysMemo& k : keys_memo_) {
     if (k.version != 0 && k.from == from && k.ok) {
@@ -392,20 +410,24 @@ EarleyParser::KeysMemo& EarleyParser::keys_between(uint32_t from, uint32_t to) {
     }
     if (k.last_use < victim->last_use && &k != base) victim = &k;
   }
-  if (victim == base) victim = &keys_memo_[base == &keys_memo_[0] ? 1 : 0];
-  KeysMemo& k = *victim;
+  if (base) base->last_use = ++keys_clock_;
+  const bool kept = to <= stable_end_;
+  if (kept && victim == base) victim = &keys_memo_[base == &keys_memo_[0] ? 1 : 0];
+  KeysMemo& k = kept ? *victim : walk_keys_;
   k.version = 0;  // not valid until parsed (text() may throw)
   k.from = from;
   k.to = to;
   k.last_use = ++keys_clock_;
-  const uint32_t start = base ? base->to : from;
-  if (base) {
+  k.keys.clear();
+  k.offsets.clear();
+  k.base = nullptr;
+  if (base && kept) {
     k.keys = base->keys;
     k.offsets = base->offsets;
   } else {
-    k.keys.clear();
-    k.offsets.clear();
+    k.base = base;
   }
+  const uint32_t start = base ? base->to : from;
   scratch_text_.clear();
   if (start < to) text_->text(start, to, scratch_text_);
   scratch_keys_.clear();
@@ -418,21 +440,6 @@ EarleyParser::KeysMemo& EarleyParser::keys_between(uint32_t from, uint32_t to) {
   k.verdicts.assign(g_->checks.size(), -1);
   k.version = version;
   return k;
-}
-
-// Whether an object whose members so far have the keys `earlier` (sorted), then `mine` if given
-// (or a key outside c.names if other_key), can still be completed within c.max members: each
-// required name (c.names) not written yet needs a member of its own, and a separator (no key
-// given) needs at least one more member. So the member list never walks into a state where only
-// a veto at the close is left.
-bool EarleyParser::room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
-                                    const std::string* mine, bool other_key) {
-  const bool adds = mine || other_key;  // a member with a key outside `names` when other_key
-  int64_t members = static_cast<int64_t>(earlier.size()) + (adds ? 1 : 0);
-  int64_t missing = 0;
-  for (const std::string& name : c.names)
-    missing += !std::binary_search(earlier.begin(), earlier.end(), name) && !(mine && *mine == name);
-  return members + std::max<int64_t>(missing, adds ? 0 : 1) <= c.max;
 }
 
 // The sorted keys (or canonical values) of the siblings before item_row; null when their text

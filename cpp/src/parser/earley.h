@@ -68,6 +68,8 @@ class EarleyParser {
   void add_allowed_specials(std::vector<int32_t>& out) const;
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
+  // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
+  void set_stable_end(uint32_t at) { stable_end_ = at; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
@@ -84,8 +86,20 @@ class EarleyParser {
   void note_key(uint32_t at) { note_read(at, at + 1); }
   bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
   bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
-  static bool room_for_members(const CompletionCheck& c, const std::vector<std::string>& earlier,
-                               const std::string* mine, bool other_key = false);
+  // Whether an object with `count` members so far, whose keys `has` tells, then `mine` if given
+  // (or a key outside c.names if other_key), can still be completed within c.max members: each
+  // required name (c.names) not written yet needs a member of its own, and a separator (no key
+  // given) needs at least one more member. So the member list never walks into a state where
+  // only a veto at the close is left.
+  template <class Has>
+  static bool room_for_members(const CompletionCheck& c, size_t count, Has has, const std::string* mine,
+                               bool other_key = false) {
+    const bool adds = mine || other_key;
+    int64_t members = static_cast<int64_t>(count) + (adds ? 1 : 0);
+    int64_t missing = 0;
+    for (const std::string& name : c.names) missing += !has(name) && !(mine && *mine == name);
+    return members + std::max<int64_t>(missing, adds ? 0 : 1) <= c.max;
+  }
   bool next_key_check(const CompletionCheck& c, uint32_t siblings_row, uint32_t to);
   template <class Compute>
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
@@ -180,24 +194,36 @@ class EarleyParser {
   };
   std::vector<SiblingMemo> sibling_memo_;
   // The earlier members' keys (sorted) and where they start, for the next_key checks of one
-  // row: an object's N named keys are N checks on the same text, parsed once; and the text of
-  // the next row extends it (only the members since are parsed). Least recently used goes.
+  // row: an object's N named keys are N checks on the same text, parsed once; the text of a later
+  // row extends it (only the members since are parsed). Rows of accepted text are kept (least
+  // recently used goes); a trie walk's rows, whose text is gone at the next token, are built in
+  // `walk_keys_` on top of a kept one, which the walk does not change.
   struct KeysMemo {
     uint32_t from = 0, to = 0;
     uint64_t version = 0;  // text_version(to) when parsed; 0: not valid
     uint64_t last_use = 0;
     bool ok = false;
-    std::vector<std::string> keys;
-    std::vector<uint32_t> offsets;  // ascending
-    std::vector<int8_t> verdicts;   // by check index: -1 unknown, else the next_key check's verdict
+    const KeysMemo* base = nullptr;  // walk_keys_ only: the kept memo it extends
+    std::vector<std::string> keys;   // sorted; base's not included
+    std::vector<uint32_t> offsets;   // ascending; base's not included
+    std::vector<int8_t> verdicts;    // by check index: -1 unknown, else the next_key check's verdict
+    size_t count() const { return keys.size() + (base ? base->keys.size() : 0); }
+    bool has(const std::string& k) const {
+      return std::binary_search(keys.begin(), keys.end(), k) || (base && base->has(k));
+    }
   };
   static constexpr size_t kKeysMemos = 8;
   KeysMemo keys_memo_[kKeysMemos];
+  KeysMemo walk_keys_;
   uint64_t keys_clock_ = 0;
+  uint32_t stable_end_ = ~0u;  // text from here on is a trie walk's
+  void note_keys(const KeysMemo& k);
   KeysMemo& keys_between(uint32_t from, uint32_t to);
   // The memo the last next_key check of the row being closed used: its other keys' checks ask
   // for the same text.
   KeysMemo* row_keys_ = nullptr;
+  uint32_t add_offset_ = 0;  // the text end of the row items are added to
+  uint32_t predicting_origin_ = 0;  // the origin of the item whose prediction adds items now
   uint32_t row_keys_from_ = 0;
   uint64_t row_keys_gen_ = 0;
   std::vector<std::string> scratch_keys_;

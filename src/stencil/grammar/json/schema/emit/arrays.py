@@ -96,19 +96,23 @@ def _left_linear_values(em, depth: int, spec: ArrSpec, values: list) -> list:
     """The non-empty item lists of a unique array of known values, as left-nested rules by item
     count (up to maxItems and the number of values); the rules of counts from minItems up."""
     b = em.b
-    items = []
+    firsts, items = [], []
     for text, t in values:
         guard = em.fresh("next_item")
         b.add_alternative(guard, [])
         em.check(guard, "next_item", key=text)
-        items.append([guard, em.value(frozenset([t]), depth + 1)])
+        value = em.value(frozenset([t]), depth + 1)
+        firsts.append([value])   # no earlier item to compare with
+        items.append([guard, value])
     # counted: after n distinct items, n < len(values), some value is always left for one more
     most = len(values) if spec.max is None else min(spec.max, len(values))
     comma = em.comma(depth)
     lists = [None] + [em.fresh("items") for _ in range(most)]
-    for n in range(1, most + 1):
+    for value in firsts:
+        b.add_alternative(lists[1], value)
+    for n in range(2, most + 1):
         for item in items:
-            b.add_alternative(lists[n], item if n == 1 else [lists[n - 1]] + comma + item)
+            b.add_alternative(lists[n], [lists[n - 1]] + comma + item)
     return lists[max(spec.min, 1):]
 
 

@@ -17,11 +17,11 @@ Two member orders:
 
 Checks that only ran when a member or the object completes would let the mask walk into dead ends
 (a repeated key's value written out, a comma after the last member a closed object can hold), so
-the member list carries three more: ``next_key`` on an empty rule before each named key (run as
-the key is about to start: the key is new, and leaves room within the member bound for the
-required keys not written yet), ``unique_key`` on the key of the other keys (run as it ends), and
-``more_members`` on the comma (vetoed when no member can follow). The member bound is
-``maxProperties``, and the named keys when the object takes no other key.
+the member list carries two more: ``next_key`` on an empty rule before each named key (run before
+the key starts: the key is new, and leaves room within the member bound for the required keys not
+written yet; for the other keys, only the room), and ``more_members`` on the comma (vetoed when no
+member can follow). The member bound is ``maxProperties``, and the named keys when the object
+takes no other key.
 
 Example::
 
@@ -170,14 +170,17 @@ def emit_object(em, spec: ObjSpec, depth: int):
     return _emit_definition(em, spec, depth, named, others)
 
 
-def _by_mask(em, alts: list) -> dict:
-    """One member rule per mask: {mask: [[member rule]]}, the shape of :func:`_group`."""
+def _by_mask(em, alts: list, check: bool = False) -> dict:
+    """One member rule per mask: {mask: [[member rule]]}, the shape of :func:`_group`; with the
+    ``unique_key`` check at the member's end when asked."""
     out: dict = {}
     for mask, symbols in alts:
         r = out.get(mask)
         if r is None:
             r = em.fresh("member")
             out[mask] = [[r]]
+            if check:
+                em.check(r, "unique_key")
         em.b.add_alternative(out[mask][0][0], symbols)
     return out
 
@@ -252,11 +255,14 @@ def _emit_any(em, spec, depth, named, others):
     if not others:
         possible = sum(1 for _, _, alts in named if alts)
         most = possible if most is None else min(most, possible)
+    # A member rule per mask, shared by every place in the list (one parser item where a member
+    # may start); the next_key checks at the start of its alternatives read the members before
+    # it, and unique_key at its end is the exact check (a key of the other keys can be written
+    # out in many ways, so only its end shows a repeat).
     alts = [a for k, _, key_alts in named if key_alts for a in _guarded(em, key_alts, spec.required, most, k)]
     if others:
-        others = _keyed(em, others)
         alts += _guarded(em, others, spec.required, most) if most is not None else others
-    members = _group(alts)
+    members = _by_mask(em, alts, check=True)
     if not members or (full not in _reachable_masks(members) and not empty):
         if not empty:
             em.dead(rule)
