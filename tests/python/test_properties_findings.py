@@ -138,3 +138,18 @@ def test_random_walks_over_objects_never_dead_end(schema, order):
             c = rng.choice(pick)
             assert m.accept_token(c), f"mask allows {bytes([c])!r} after {text!r}, accept refuses"
             text += bytes([c])
+
+
+@pytest.mark.parametrize("whitespace", ["compact", "flexible", 2])
+def test_comma_after_the_last_member_is_refused_in_every_layout(whitespace):
+    """With indentation the comma is followed by a newline (the more_members check refuses it);
+    alone, the parser's empty row after it does."""
+    g = stencil.GrammarCompiler(TOK).compile_json_schema('{"const": {"a": 21, "b": true}}', property_order="any",
+                                                         whitespace=whitespace)
+    m = stencil.Matcher(g)
+    first, rest = {"compact": ('{"b":true', ',"a":21'), "flexible": ('{"b": true', ', "a": 21'),
+                   2: ('{\n  "b": true', ',\n  "a": 21')}[whitespace]
+    assert m.accept_string(first)
+    assert m.fork().accept_string(",")
+    assert m.accept_string(rest)
+    assert not m.fork().accept_string(",")

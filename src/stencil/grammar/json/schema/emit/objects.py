@@ -19,8 +19,9 @@ Checks that only ran when a member or the object completes would let the mask wa
 (a repeated key's value written out, a comma after the last member a closed object can hold), so
 the member list carries two more: ``next_key`` on an empty rule before each named key (run before
 the key starts: the key is new, and leaves room within the member bound for the required keys not
-written yet; for the other keys, only the room), and ``more_members`` on the comma (vetoed when no
-member can follow). The member bound is ``maxProperties``, and the named keys when the object
+written yet; for the other keys, only the room), and, when the comma is followed by indentation,
+``more_members`` on the comma (vetoed when no member can follow; a lone comma after which every
+next_key check fails is refused by the parser already). The member bound is ``maxProperties``, and the named keys when the object
 takes no other key.
 
 Example::
@@ -221,9 +222,11 @@ def _guarded(em, alts: list, required, most, key=None) -> list:
 
 
 def _separator(em, comma: list, required, most) -> list:
-    """The comma before a member; with a member bound, on a rule whose ``more_members`` check
-    vetoes it when no member can follow."""
-    if most is None:
+    """The comma before a member; with a member bound and a comma followed by more (a newline
+    and indentation), on a rule whose ``more_members`` check vetoes it when no member can follow.
+    A lone comma needs no check: when every next_key check after it fails, the parser's row after
+    it expects nothing and the comma itself is refused."""
+    if most is None or len(comma) == 1:
         return comma
     sep = em.fresh("comma")
     em.b.add_alternative(sep, comma[:1])
