@@ -105,18 +105,14 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
         add(prev.pos + 1, prev.origin);
       });
     } else {
-      // A next_key / next_item rule is empty (the builder holds it to that): its check stands for
-      // predicting and completing it, one item fewer per key or value the row expects.
-      const int32_t ci = g.nt_check[sym];
-      const bool runs_here = ci >= 0 && runs_at_prediction(g.checks[ci].kind);
-      if (!runs_here && predicted_[sym] != close_gen_) {
+      // (No item waits on a next_key / next_item rule: add() steps over them.)
+      if (predicted_[sym] != close_gen_) {
         predicted_[sym] = close_gen_;
         predicting_origin_ = it.origin;
         for (uint32_t k = g.nt_rules_begin[sym]; k < g.nt_rules_begin[sym + 1]; ++k)
           add(g.rule_begin[g.nt_rules[k]], row);
       }
-      if (g.nullable[sym] && (!runs_here || next_key_check(g.checks[ci], it.origin, offset)))
-        add(it.pos + 1, it.origin);
+      if (g.nullable[sym]) add(it.pos + 1, it.origin);
     }
   }
   std::sort(allowed_.begin(), allowed_.end());
