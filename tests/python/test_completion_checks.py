@@ -297,6 +297,16 @@ GUARDED_SCHEMAS = [
     ({"const": {"a": 21, "bc": [1]}}, ['{"bc": [1], "a": 21}', '{"a": 21, "a": 21}', '{"a": 2.1e1, "bc": [1.0]}']),
     ({"type": "array", "items": {"enum": ["ab", "abc", 1, 10, True]}, "uniqueItems": True},
      ['["abc", "ab", 10, 1, true]', '["ab", "ab"]', '[1, 10, 1.0]', '[10, 1e1]', '[true, "abc"]']),
+    # An item that is a prefix of another: after `[12, ` the token `1` may go on to `12` (vetoed)
+    # or end as `1`; named keys that are prefixes of each other, with and without other keys.
+    ({"type": "array", "items": {"enum": [1, 12, 123]}, "uniqueItems": True},
+     ['[12, 1, 123]', '[1, 12]', '[12, 12]', '[123, 12, 1]', '[1, 123, 1]']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}, "b": {"type": "integer"}},
+      "additionalProperties": False},
+     ['{"ab": 1, "a": 2, "b": 3}', '{"a": 1, "ab": 2, "a": 3}', '{"b": 1, "ab": 2, "ab": 3}', '{"a": 1, "abc": 2}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}},
+      "additionalProperties": {"type": "integer"}, "required": ["ab"]},
+     ['{"ab": 1, "a": 2, "abc": 3}', '{"abc": 1, "ab": 2, "abc": 3}', '{"a": 1, "ab": 2, "a": 3}', '{"a": 1, "b": 2}']),
 ]
 
 
@@ -328,3 +338,21 @@ def test_checks_before_keys_and_items_against_json_schema(deepseek, schema, text
         valid_seen += valid
         invalid_seen += not valid
     assert valid_seen and invalid_seen
+
+
+def test_member_starts_share_one_lexer_state_whatever_keys_were_seen(deepseek):
+    """Where a member of an object in any order may start, the keys already written are vetoed at
+    the parser row, not removed from the lexer's start state: every member start of the object
+    reaches the same cached mask entries, so walking the same keys in other orders adds none
+    (while the masks still refuse the keys seen, checked against accept_token by feed)."""
+    names = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "additionalProperties": False}
+    g = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, property_order="any")
+    orders = [names, names[::-1], names[2:] + names[:2], [names[i] for i in (3, 0, 4, 1, 2)]]
+    counts = []
+    for order in orders:
+        text = "{" + ", ".join(f'"{n}": {i}' for i, n in enumerate(order)) + "}"
+        assert feed(deepseek, g, text) == (True, True), text
+        assert feed(deepseek, g, text[:-1] + f', "{order[0]}": 9}}') == (False, False)
+        counts.append(g.num_cached_masks)
+    assert counts[1:] == counts[:-1], counts

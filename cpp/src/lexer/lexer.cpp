@@ -59,6 +59,12 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
   st.end_now = !st.accepting.empty() && (lazy_accept || !any_extend);
   for (size_t i = 1; i < pairs.size(); i += 2) st.bounded |= !store_.node(pairs[i]).no_bounds;
   st.any_ignore_only = !st.accepting.empty() && all_ignored;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    st.live.push_back(pairs[i]);
+    st.live_bits |= uint64_t(1) << (pairs[i] & 63);
+  }
+  std::sort(st.live.begin(), st.live.end());
+  st.live.erase(std::unique(st.live.begin(), st.live.end()), st.live.end());
   state_pairs_.push_back(pairs);
   state_ids_.emplace(std::move(pairs), id);
   num_states_.store(id + 1, std::memory_order_release);
@@ -201,7 +207,7 @@ size_t Lexer::memory_bytes() const {
   for (auto& b : blocks_)
     if (b) blocks += sizeof(Block) + (size_t(num_classes_) << kBlockBits) * 4;
   size_t pairs = 0;
-  for (auto& p : state_pairs_) pairs += p.capacity() * 4 + sizeof(p);
+  for (auto& p : state_pairs_) pairs += p.capacity() * 6 + sizeof(p);  // and LexState::live, half as long
   return blocks + pairs + store_.memory_bytes() + state_ids_.size() * 64 + relaxed_.size() * 32 +
          part_chars_.size() * 48;
 }
@@ -220,14 +226,7 @@ std::string Lexer::describe_state(uint32_t s) const {
 }
 
 std::vector<uint32_t> Lexer::live_lexemes(uint32_t s) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uint32_t> out;
-  if (s == kDead) return out;
-  const Pairs& p = state_pairs_[s];
-  for (size_t i = 0; i < p.size(); i += 2) out.push_back(p[i]);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return s == kDead ? std::vector<uint32_t>{} : state(s).live;
 }
 
 std::string Lexer::signature(uint32_t s, uint32_t clamp) const {

@@ -27,6 +27,10 @@ struct LexState {
   bool end_now = false;             // must end before any further byte
   bool any_ignore_only = false;     // every accepting lexeme is ignored
   bool bounded = false;             // some expression has a bound relaxed_state may lift
+  // The lexemes still alive (sorted, each once) and a one-word summary of them (bit l % 64):
+  // the parser's vetoes (EarleyParser::vetoed_only) ask per byte, without the lexer's lock.
+  std::vector<uint32_t> live;
+  uint64_t live_bits = 0;
 };
 
 class Lexer {

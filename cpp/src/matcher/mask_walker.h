@@ -38,6 +38,7 @@ class MaskWalker {
     const MaskEntry* entry = nullptr;       // its inner bits
     std::shared_ptr<const MaskEntry> keep;  // owns the entry when the cache could not
     std::vector<int32_t> extra;             // tokens the boundary walks, specials and EOS added
+    std::vector<int32_t> dropped;           // inner tokens that enter vetoed lexemes only
   };
   bool memo_holds(const Frame& top, uint64_t serial) const {
     return memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
@@ -51,6 +52,9 @@ class MaskWalker {
     walk_ids_.push_back(t);
   }
   void add_duplicates(uint32_t* words) const;
+  void drop_vetoed(size_t root, const MaskEntry& entry, uint32_t state, uint32_t* words);
+  void drop_vetoed_walk(size_t root, uint32_t* words);
+  void drop_subtree(const TokenTrie& trie, size_t node, uint32_t* words);
   void add_specials(uint32_t* words);
   void walk_whole_trie(size_t root, uint32_t* words);
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
@@ -69,7 +73,29 @@ class MaskWalker {
   const std::vector<Step>* history_ = nullptr;
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
+  std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
   uint32_t placed_parent_ = ~0u;   // see place_prefix
+  // Per lexer state whose entry had to be filtered (drop_vetoed), the lexer state each inner token
+  // leads to; `walk`: too many tokens, or a lexeme may end inside one (then the trie is walked).
+  // A few recent ones: an object's places keep asking for the same states.
+  struct InnerEnds {
+    uint32_t state = 0;
+    const MaskEntry* entry = nullptr;
+    bool walk = false;
+    uint64_t last_use = 0;
+    struct Group {
+      uint32_t end;       // the lexer state its tokens reach
+      uint64_t live_bits;  // LexState::live_bits of end
+      uint32_t begin, stop;  // its tokens: tokens[begin, stop)
+    };
+    std::vector<Group> groups;
+    std::vector<int32_t> tokens;
+  };
+  static constexpr size_t kInnerEnds = 8;
+  InnerEnds inner_ends_[kInnerEnds];
+  uint64_t inner_ends_clock_ = 0;
+  std::vector<std::pair<uint32_t, int32_t>> ends_;  // scratch: (state reached, inner token)
+  const InnerEnds& inner_ends(const MaskEntry& entry, uint32_t state, size_t need);
 };
 
 }  // namespace stencil

@@ -70,6 +70,8 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
   // b starts a lexeme after a fresh frame or after the lexeme that ends before it
   uint32_t lex_start = f.fresh ? static_cast<uint32_t>(frames_.size() - 1) : f.lex_start;
   uint32_t t = lexer_->next(f.state, b);
+  // Lexemes vetoed at the row where this one began are dead (EarleyParser::vetoed_only).
+  if (t != Lexer::kDead && parser_.vetoed_only(rows_before - 1, lexer_->state(t))) t = Lexer::kDead;
   if (t == Lexer::kDead) {
     lex_start = static_cast<uint32_t>(frames_.size() - 1);
     const LexState& ls = lexer_->state(f.state);
@@ -89,6 +91,8 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
       }
     }
     t = lexer_->next(q, b);
+    if (t != Lexer::kDead && parser_.vetoed_only(static_cast<uint32_t>(parser_.num_rows() - 1), lexer_->state(t)))
+      t = Lexer::kDead;
     if (t == Lexer::kDead) {
       if (!share_end) parser_.truncate(rows_before);
       return false;

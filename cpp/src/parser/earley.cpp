@@ -1,6 +1,7 @@
 #include "parser/earley.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "support/json_canon.h"
 
@@ -19,6 +20,8 @@ void EarleyParser::reset() {
   for (KeysMemo& k : keys_memo_) k.version = 0;
   items_.clear();
   rows_.clear();
+  vetoes_.clear();
+  vetoed_.clear();
   sibling_memo_.clear();
   memo_top_row_ = 0;
   ++gen_;
@@ -48,7 +51,10 @@ void EarleyParser::add(uint32_t pos, uint32_t origin) {
   // of the item that predicted it: a member rule shared by every place of its object's list.
   if (!g_->guard_check.empty())
     for (int32_t gc; (gc = g_->guard_check[pos]) >= 0; ++pos)
-      if (!next_key_check(g_->checks[gc], g_->guard_first[pos] ? predicting_origin_ : origin, add_offset_)) return;
+      if (!next_key_check(g_->checks[gc], g_->guard_first[pos] ? predicting_origin_ : origin, add_offset_)) {
+        note_vetoed(pos);
+        return;
+      }
   if ((set_count_ + 1) * 2 > set_keys_.size()) grow_set();
   uint64_t key = (uint64_t(pos) << 32) | origin;
   size_t mask = set_keys_.size() - 1;
@@ -117,8 +123,37 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   }
   std::sort(allowed_.begin(), allowed_.end());
   EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special, ++next_serial_};
-  r.lexer_start = lexer_start_for_allowed();
+  r.lexer_start = close_vetoes(r);
   rows_.push_back(r);
+}
+
+// A dropped item's lexeme: the terminal after the checks its rule begins with. (A nonterminal
+// there brings lexemes of its own: none is vetoed, they are just not expected.)
+void EarleyParser::note_vetoed(uint32_t pos) {
+  while (g_->guard_check[pos] >= 0) ++pos;
+  const Symbol sym = g_->dotted[pos];
+  if (is_terminal(sym)) vetoed_.push_back(symbol_index(sym));
+}
+
+// The row's vetoes: the dropped items' lexemes that no item of the row expects. Returns the
+// row's lexer start state, which holds them (see vetoed_only).
+uint32_t EarleyParser::close_vetoes(EarleyRow& r) {
+  r.veto_begin = r.veto_end = static_cast<uint32_t>(vetoes_.size());
+  if (vetoed_.empty()) return lexer_start_for(allowed_);
+  std::sort(vetoed_.begin(), vetoed_.end());
+  vetoed_.erase(std::unique(vetoed_.begin(), vetoed_.end()), vetoed_.end());
+  for (uint32_t l : vetoed_)
+    if (!std::binary_search(allowed_.begin(), allowed_.end(), l)) {
+      vetoes_.push_back(l);
+      r.veto_bits |= uint64_t(1) << (l & 63);
+    }
+  vetoed_.clear();
+  r.veto_end = static_cast<uint32_t>(vetoes_.size());
+  if (r.veto_end == r.veto_begin) return lexer_start_for(allowed_);
+  start_lexemes_.clear();
+  std::merge(allowed_.begin(), allowed_.end(), vetoes_.begin() + r.veto_begin, vetoes_.end(),
+             std::back_inserter(start_lexemes_));
+  return lexer_start_for(start_lexemes_);
 }
 
 // Leo's memo for right recursion: when row `row` holds exactly one item waiting on `sym`, and
@@ -181,17 +216,17 @@ const std::vector<uint64_t>& EarleyParser::row_index(uint32_t row) {
   return ix.entries;
 }
 
-uint32_t EarleyParser::lexer_start_for_allowed() {
+uint32_t EarleyParser::lexer_start_for(const std::vector<uint32_t>& lexemes) {
   constexpr size_t kSlots = 64;
   if (start_slots_.empty()) start_slots_.resize(kSlots);
-  uint64_t h = 1469598103934665603ull ^ allowed_.size();
-  for (uint32_t x : allowed_) h = (h ^ x) * 1099511628211ull;
+  uint64_t h = 1469598103934665603ull ^ lexemes.size();
+  for (uint32_t x : lexemes) h = (h ^ x) * 1099511628211ull;
   h |= 1;  // 0 marks an empty slot
   StartSlot& slot = start_slots_[(h ^ (h >> 29)) & (kSlots - 1)];
-  if (slot.hash != h || slot.allowed != allowed_) {
-    slot.state = lexer_->start_state(allowed_);
+  if (slot.hash != h || slot.allowed != lexemes) {
+    slot.state = lexer_->start_state(lexemes);
     slot.hash = h;
-    slot.allowed = allowed_;
+    slot.allowed = lexemes;
   }
   return slot.state;
 }
@@ -206,6 +241,7 @@ bool EarleyParser::scan(const uint32_t* lexemes, size_t n, uint32_t offset) {
   ++gen_;
   set_count_ = 0;
   add_offset_ = offset;
+  vetoed_.clear();
   ++close_gen_;  // a new text end for the next_key memo of the row
   for (uint32_t j = top.begin; j < top.end; ++j) {
     const EarleyItem it = items_[j];

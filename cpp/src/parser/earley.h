@@ -26,6 +26,10 @@ struct EarleyRow {
   bool has_special;       // some special-token lexeme is expected here
   uint64_t serial;        // unique per row pushed by this parser: same serial, same row stack
                           // (64 bits: a server pushes billions of rows; caches key on it)
+  // Lexemes a prediction check vetoed here (EarleyParser::vetoed_only): [veto_begin, veto_end)
+  // in the parser's veto list, and their summary (bit l % 64).
+  uint32_t veto_begin = 0, veto_end = 0;
+  uint64_t veto_bits = 0;
 };
 
 // Where completion checks read the bytes of the input.
@@ -56,6 +60,7 @@ class EarleyParser {
     if (rows < rows_.size()) {
       rows_.resize(rows);
       items_.resize(rows_.back().end);
+      vetoes_.resize(rows_.back().veto_end);
       if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
     }
   }
@@ -66,6 +71,26 @@ class EarleyParser {
   // The special-token lexemes the top row accepts that hold `token`.
   int special_lexeme_for(int32_t token) const;
   void add_allowed_specials(std::vector<int32_t>& out) const;
+  // Vetoed lexemes. A next_key check that fails where a member may start drops the member's
+  // alternative, and with it the key's lexeme; but the row's lexer start state still holds that
+  // lexeme, so that every place of an object's member list starts from one lexer state (and one
+  // cached mask entry) whatever keys it has seen. The lexeme is vetoed at the row instead: a
+  // lexer state whose live lexemes are all vetoed at the row where its lexeme began is dead.
+  bool vetoed_only(uint32_t row, const LexState& s) const {
+    const EarleyRow& r = rows_[row];
+    if (r.veto_end == r.veto_begin || (s.live_bits & ~r.veto_bits) != 0 || s.live.empty()) return false;
+    for (uint32_t l : s.live)
+      if (!std::binary_search(vetoes_.begin() + r.veto_begin, vetoes_.begin() + r.veto_end, l)) return false;
+    return true;
+  }
+  // Whether some live lexeme of s is vetoed at the row (then a mask entry of s needs filtering).
+  bool veto_touches(uint32_t row, const LexState& s) const {
+    const EarleyRow& r = rows_[row];
+    if (r.veto_end == r.veto_begin || (s.live_bits & r.veto_bits) == 0) return false;
+    for (uint32_t l : s.live)
+      if (std::binary_search(vetoes_.begin() + r.veto_begin, vetoes_.begin() + r.veto_end, l)) return true;
+    return false;
+  }
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
@@ -104,7 +129,9 @@ class EarleyParser {
   template <class Compute>
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
-  uint32_t lexer_start_for_allowed();
+  uint32_t lexer_start_for(const std::vector<uint32_t>& lexemes);
+  void note_vetoed(uint32_t pos);
+  uint32_t close_vetoes(EarleyRow& r);
   // Calls f(j) for each item j of `row` waiting on `sym`, in row order. A big row (an object
   // with many alternative shapes predicts thousands of items) is searched through a sorted index
   // kept for a few recent rows: completions into it no longer scan it whole each time.
@@ -168,6 +195,9 @@ class EarleyParser {
   std::vector<uint32_t> lex_stamp_;  // per lexeme: scratch stamps
   uint32_t lex_gen_ = 0;
   std::vector<uint32_t> allowed_;
+  std::vector<uint32_t> vetoes_;         // the rows' vetoed lexemes (EarleyRow::veto_begin)
+  std::vector<uint32_t> vetoed_;         // lexemes of the row being built whose item a check dropped
+  std::vector<uint32_t> start_lexemes_;  // allowed_ and the row's vetoes
   // A per-parser, lock-free front for Lexer::start_state (a shared map behind a lock): rows of
   // one generation keep asking for the same few lexeme sets.
   struct StartSlot {

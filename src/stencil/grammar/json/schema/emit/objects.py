@@ -11,9 +11,10 @@ Two member orders:
   required names that only the other keywords describe), each optional one skippable, then the
   other keys. The member list is a left-nested chain of rules whose state is (next property,
   number of members), so ``minProperties``/``maxProperties`` are counted by the grammar itself.
-- ``property_order="any"``: members in any order. The core's checks make it exact: ``unique_key``
-  vetoes a repeated key, ``object_keys`` vetoes an object that lacks a required key or has a
-  member count outside [minProperties, maxProperties].
+- ``property_order="any"``: members in any order. The core's checks make it exact: ``next_key``
+  (below) keeps named keys unique, ``unique_key`` vetoes a repeated key of the other keys,
+  ``object_keys`` vetoes an object that lacks a required key or has a member count outside
+  [minProperties, maxProperties].
 
 Checks that only ran when a member or the object completes would let the mask walk into dead ends
 (a repeated key's value written out, a comma after the last member a closed object can hold), so
@@ -260,12 +261,15 @@ def _emit_any(em, spec, depth, named, others):
         most = possible if most is None else min(most, possible)
     # A member rule per mask, shared by every place in the list (one parser item where a member
     # may start); the next_key checks at the start of its alternatives read the members before
-    # it, and unique_key at its end is the exact check (a key of the other keys can be written
-    # out in many ways, so only its end shows a repeat).
+    # it. They keep named keys unique; the other keys have a rule of their own with unique_key at
+    # its end, the exact check (such a key can be written out in many ways, so only its end shows
+    # a repeat).
     alts = [a for k, _, key_alts in named if key_alts for a in _guarded(em, key_alts, spec.required, most, k)]
+    members = _by_mask(em, alts)
     if others:
-        alts += _guarded(em, others, spec.required, most) if most is not None else others
-    members = _by_mask(em, alts, check=True)
+        guarded = _guarded(em, others, spec.required, most) if most is not None else others
+        for mask, rules in _by_mask(em, guarded, check=True).items():
+            members.setdefault(mask, []).extend(rules)
     if not members or (full not in _reachable_masks(members) and not empty):
         if not empty:
             em.dead(rule)
