@@ -40,7 +40,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     std::copy(inner.begin(), inner.begin() + need, words);
     dropped_.clear();
     if (parser.veto_touches(top.rows - 1, lexer.state(top.state))) {
-      drop_vetoed(root, *entry, top.state, words);
+      drop_vetoed(root, words);
       ps.frames().resize(root + 1);
       ps.frames()[root] = top;
       parser.truncate(top.rows);
@@ -83,112 +83,74 @@ void MaskWalker::keep_memo(const Frame& top, uint64_t serial, const MaskEntry* e
 }
 
 // The cache keeps each lexer state's entry as if no lexeme were vetoed (EarleyParser::vetoed_only):
-// here its inner tokens that reach a state of vetoed lexemes alone are taken out.
-void MaskWalker::drop_vetoed(size_t root, const MaskEntry& entry, uint32_t state, uint32_t* words) {
-  const InnerEnds& e = inner_ends(entry, state, (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32);
-  if (e.walk) return drop_vetoed_walk(root, words);
+// here its inner tokens that reach a state of vetoed lexemes alone are taken out. The trie is walked
+// by the lexer alone, and only where a vetoed lexeme is live: below the prefixes of the keys written
+// so far. Where a lexeme may end before such a byte (without the vetoes it went on), the parser
+// walks that sub-trie as it walks a boundary's.
+void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   const EarleyParser& parser = ps_->parser();
   const Lexer& lexer = ps_->lexer();
-  const uint32_t row = ps_->frames()[root].rows - 1;
+  const TokenTrie& trie = vocab_->trie();
+  const auto& nodes = trie.nodes();
+  const Frame top = ps_->frames()[root];
+  const uint32_t row = top.rows - 1;
+  drop_states_.resize(static_cast<size_t>(trie.max_depth()) + 2);
+  drop_path_.resize(drop_states_.size());
+  drop_states_[0] = top.state;
+  drop_path_[0] = 0;
   const uint64_t veto_bits = parser.row(row).veto_bits;
-  for (const InnerEnds::Group& grp : e.groups) {
-    if ((grp.live_bits & ~veto_bits) != 0 || !parser.vetoed_only(row, lexer.state(grp.end))) continue;
-    for (uint32_t k = grp.begin; k < grp.stop; ++k) {
-      const int32_t t = e.tokens[k];
-      words[t >> 5] &= ~(1u << (t & 31));
-      dropped_.push_back(t);
+  for (const LiveRoots::Root& r : live_roots(top.state)) {
+    if ((r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
+    for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {
+      const TrieNode& node = nodes[i];
+      const uint32_t p = drop_states_[node.depth - 1];
+      const uint32_t t = lexer.next_tagged(p, node.byte);
+      // Dead or ending: a boundary, which the boundary walks judge; no vetoed lexeme live: as cached.
+      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !parser.veto_touches(row, lexer.state(t))) {
+        i += node.subtree_size;
+        continue;
+      }
+      if (!parser.vetoed_only(row, lexer.state(t))) {
+        drop_states_[node.depth] = t;
+        drop_path_[node.depth] = static_cast<uint32_t>(i);
+        ++i;
+        continue;
+      }
+      drop_subtree(trie, i, words);
+      if (!lexer.state(p).accepting.empty()) {
+        const Boundary b{static_cast<uint32_t>(i), p, drop_path_[node.depth - 1]};
+        enter_boundary(b, node.depth, top, root);
+        walk(nodes, i, root, words);
+      }
+      i += node.subtree_size;
     }
   }
 }
 
-// The state each inner token of `state`'s entry reaches, unless a lexeme may end inside one: a
-// token that goes on past an accepting state of several lexemes may, once some are vetoed, have
-// to end the lexeme there (then, or past kMaxEnds tokens, `walk`).
-const MaskWalker::InnerEnds& MaskWalker::inner_ends(const MaskEntry& entry, uint32_t state, size_t need) {
-  constexpr size_t kMaxEnds = 4096;
-  InnerEnds* victim = &inner_ends_[0];
-  for (InnerEnds& e : inner_ends_) {
-    if (e.entry == &entry && e.state == state) {
-      e.last_use = ++inner_ends_clock_;
-      return e;
+// The trie's first-level nodes whose byte the lexer takes from `state` without ending at once, with
+// the lexemes live after it (a walk from a key's start thus skips the ~250 bytes no key begins
+// with, and inside a key the bytes that only other keys take). A few recent states.
+const std::vector<MaskWalker::LiveRoots::Root>& MaskWalker::live_roots(uint32_t state) {
+  LiveRoots* victim = &live_roots_[0];
+  for (LiveRoots& e : live_roots_) {
+    if (e.last_use != 0 && e.state == state) {
+      e.last_use = ++live_roots_clock_;
+      return e.nodes;
     }
     if (e.last_use < victim->last_use) victim = &e;
   }
-  InnerEnds& e = *victim;
-  e.entry = nullptr;  // not valid until built (the lexer may throw on a budget)
-  e.groups.clear();
-  e.tokens.clear();
-  ends_.clear();
   const Lexer& lexer = ps_->lexer();
-  const std::vector<uint32_t>& inner = entry.inner();
-  size_t count = 0;
-  for (size_t w = 0; w < need; ++w) count += __builtin_popcount(inner[w]);
-  e.walk = count > kMaxEnds;
-  for (size_t w = 0; w < need && !e.walk; ++w)
-    for (uint32_t bits = inner[w]; bits && !e.walk; bits &= bits - 1) {
-      const int32_t t = static_cast<int32_t>(w * 32 + __builtin_ctz(bits));
-      uint32_t s = state;
-      for (uint8_t b : vocab_->token_bytes(t)) {
-        const LexState& ls = lexer.state(s);
-        if (!ls.accepting.empty() && ls.live.size() > 1) e.walk = true;
-        s = lexer.next(s, b);
-        if (s == Lexer::kDead) e.walk = true;
-      }
-      ends_.push_back({s, t});
-    }
-  if (!e.walk) {
-    std::sort(ends_.begin(), ends_.end());
-    for (size_t k = 0; k < ends_.size(); ++k) {
-      if (k == 0 || ends_[k].first != ends_[k - 1].first)
-        e.groups.push_back({ends_[k].first, lexer.state(ends_[k].first).live_bits, static_cast<uint32_t>(k), 0});
-      e.tokens.push_back(ends_[k].second);
-      e.groups.back().stop = static_cast<uint32_t>(k + 1);
-    }
+  const auto& nodes = vocab_->trie().nodes();
+  victim->last_use = 0;  // not valid until built (the lexer may throw on a budget)
+  victim->nodes.clear();
+  for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size) {
+    const uint32_t t = lexer.next_tagged(state, nodes[i].byte);
+    if (t != Lexer::kDead && !(t & Lexer::kEndNowTag))
+      victim->nodes.push_back({static_cast<uint32_t>(i), lexer.state(t).live_bits});
   }
-  e.state = state;
-  e.entry = &entry;
-  e.last_use = ++inner_ends_clock_;
-  return e;
-}
-
-// drop_vetoed by the trie: inner tokens that reach a state of vetoed lexemes alone are taken out,
-// or, where a lexeme the row allows may end before that byte, walked as boundaries are. The walk
-// goes only where a vetoed lexeme is still live: below the prefixes of the keys written so far.
-void MaskWalker::drop_vetoed_walk(size_t root, uint32_t* words) {
-  ParseState& ps = *ps_;
-  std::vector<Frame>& frames = ps.frames();
-  EarleyParser& parser = ps.parser();
-  const Lexer& lexer = ps.lexer();
-  const TokenTrie& trie = vocab_->trie();
-  const auto& nodes = trie.nodes();
-  const uint32_t row = frames[root].rows - 1;
-  for (size_t i = 1; i < nodes.size();) {
-    const TrieNode& node = nodes[i];
-    frames.resize(root + node.depth);
-    const Frame parent = frames.back();
-    const uint32_t t = lexer.next_tagged(parent.state, node.byte);
-    // Dead or ending: a boundary, which the boundary walks judge; no vetoed lexeme live: as cached.
-    if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !parser.veto_touches(row, lexer.state(t))) {
-      i += node.subtree_size;
-      continue;
-    }
-    parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
-    if (!ps.push_byte(node.byte, true)) {
-      drop_subtree(trie, i, words);
-      i += node.subtree_size;
-      continue;
-    }
-    if (frames.back().state == t && frames.back().rows == parent.rows) {
-      ++i;  // the same state as without vetoes: this token is as cached, look below
-      continue;
-    }
-    // A lexeme ended before this byte where, without the vetoes, one went on: walk it all.
-    drop_subtree(trie, i, words);
-    if (node.token_id >= 0) set(words, node.token_id);
-    const size_t end = i + node.subtree_size;
-    for (size_t c = i + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
-    i = end;
-  }
+  victim->state = state;
+  victim->last_use = ++live_roots_clock_;
+  return victim->nodes;
 }
 
 void MaskWalker::drop_subtree(const TokenTrie& trie, size_t node, uint32_t* words) {

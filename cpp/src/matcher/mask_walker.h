@@ -52,8 +52,17 @@ class MaskWalker {
     walk_ids_.push_back(t);
   }
   void add_duplicates(uint32_t* words) const;
-  void drop_vetoed(size_t root, const MaskEntry& entry, uint32_t state, uint32_t* words);
-  void drop_vetoed_walk(size_t root, uint32_t* words);
+  void drop_vetoed(size_t root, uint32_t* words);
+  struct LiveRoots {
+    struct Root {
+      uint32_t node;
+      uint64_t live_bits;  // LexState::live_bits after the node's byte
+    };
+    uint32_t state = 0;
+    uint64_t last_use = 0;  // 0: empty
+    std::vector<Root> nodes;
+  };
+  const std::vector<LiveRoots::Root>& live_roots(uint32_t state);
   void drop_subtree(const TokenTrie& trie, size_t node, uint32_t* words);
   void add_specials(uint32_t* words);
   void walk_whole_trie(size_t root, uint32_t* words);
@@ -75,27 +84,10 @@ class MaskWalker {
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
   uint32_t placed_parent_ = ~0u;   // see place_prefix
-  // Per lexer state whose entry had to be filtered (drop_vetoed), the lexer state each inner token
-  // leads to; `walk`: too many tokens, or a lexeme may end inside one (then the trie is walked).
-  // A few recent ones: an object's places keep asking for the same states.
-  struct InnerEnds {
-    uint32_t state = 0;
-    const MaskEntry* entry = nullptr;
-    bool walk = false;
-    uint64_t last_use = 0;
-    struct Group {
-      uint32_t end;       // the lexer state its tokens reach
-      uint64_t live_bits;  // LexState::live_bits of end
-      uint32_t begin, stop;  // its tokens: tokens[begin, stop)
-    };
-    std::vector<Group> groups;
-    std::vector<int32_t> tokens;
-  };
-  static constexpr size_t kInnerEnds = 8;
-  InnerEnds inner_ends_[kInnerEnds];
-  uint64_t inner_ends_clock_ = 0;
-  std::vector<std::pair<uint32_t, int32_t>> ends_;  // scratch: (state reached, inner token)
-  const InnerEnds& inner_ends(const MaskEntry& entry, uint32_t state, size_t need);
+  // drop_vetoed's scratch: per trie depth, the lexer state and the node on the walk's path.
+  std::vector<uint32_t> drop_states_, drop_path_;
+  LiveRoots live_roots_[16];
+  uint64_t live_roots_clock_ = 0;
 };
 
 }  // namespace stencil
