@@ -356,3 +356,23 @@ def test_member_starts_share_one_lexer_state_whatever_keys_were_seen(deepseek):
         assert feed(deepseek, g, text[:-1] + f', "{order[0]}": 9}}') == (False, False)
         counts.append(g.num_cached_masks)
     assert counts[1:] == counts[:-1], counts
+
+
+def test_vetoed_keys_stay_exact_across_lexer_renewals(deepseek):
+    """A lexer that renews (its memory limit passed inside long pattern strings) renumbers its
+    states: the walker's per-state memos of the vetoed-key walk are forgotten with the old epoch,
+    and masks at every member start equal those of a grammar that never renews."""
+    pattern = "^[ab]*a[ab]{12}c$"
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"alpha": {"type": "string", "pattern": pattern}, "beta": {"type": "integer"},
+                             "gamma": {"type": "string", "pattern": pattern}, "delta": {"type": "integer"}}}
+    rng = random.Random(3)
+    def value():
+        return "".join(rng.choice("ab") for _ in range(700)) + "a" + "".join(rng.choice("ab") for _ in range(12)) + "c"
+    small = stencil.GrammarCompiler(deepseek.info, lexer_memory_bytes=200 << 10)
+    renewing = small.compile_json_schema(schema, property_order="any")
+    steady = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, property_order="any")
+    text = json.dumps({"beta": 1, "alpha": value(), "delta": 2, "gamma": value()})
+    assert same_masks_along(deepseek, renewing, steady, text)
+    assert renewing.num_lexer_renewals >= 2
+    assert not same_masks_along(deepseek, renewing, steady, text[:-1] + ', "beta": 3}')

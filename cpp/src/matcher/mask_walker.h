@@ -23,8 +23,11 @@ class MaskWalker {
   // Writes the first `need` words of the mask of `ps` (history: its accepted steps), computed in
   // `epoch`, the lexer epoch ps lives in. Leaves ps as it was.
   void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need);
-  // Forgets the memo: its entry and lexer states belong to an epoch that is gone.
-  void forget() { memo_ = MaskMemo{}; }
+  // Forgets the memos: their entries and lexer states belong to an epoch that is gone.
+  void forget() {
+    memo_ = MaskMemo{};
+    for (LiveRoots& e : live_roots_) e.last_use = 0;  // states of the old epoch
+  }
 
  private:
   // The last mask and what it depended on: the lexer state, the parser's row stack (its top
