@@ -152,3 +152,31 @@ def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schem
         assert len(fast_masks) == len(slow_masks) > 1
         for a, b in zip(fast_masks, slow_masks):
             assert np.array_equal(a, b), (schema, text)
+
+
+@pytest.mark.parametrize("pattern,max_length,good,bad", [
+    ("azzzzzz|X", 5, "X", "a"),          # the lark fuzz finding: no word of 5 starts with `a`
+    ("a[a-c]{9}b|[a-c]{0,3}", 8, "abc", "abca"),
+    ("(ab){4}c|[xy]+", 6, "xyxyxy", "ab"),
+])
+def test_a_length_bound_beside_a_pattern_is_relaxed_only_where_the_pattern_still_fits(pattern, max_length, good, bad):
+    """A maximum length beside a pattern (llguidance's %regex max_length, an intersection) is
+    lifted for the cache only when every word the pattern may still need fits in what the bound
+    leaves: otherwise a mask offered tokens no word completes. Every token of every mask along
+    random walks is accepted (the byte vocabulary spells every prefix)."""
+    toks = [bytes([c]) for c in range(256)] + [b"ab", b"abc", b"<eos>"]
+    info = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[len(toks) - 1])
+    lark = f'start: NAME\nNAME: %regex {json.dumps({"pattern": "^(" + pattern + ")$", "max_length": max_length})}\n'
+    g = stencil.GrammarCompiler(info).compile_lark(lark)
+    assert stencil.Matcher(g).accept_string(good)
+    assert not stencil.Matcher(g).accept_string(bad)
+    rng = random.Random(1)
+    bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+    for _ in range(30):
+        m = stencil.Matcher(g)
+        while not m.is_terminated():
+            m.fill_next_token_bitmask(bm, 0)
+            allowed = [t for t in range(info.vocab_size) if (int(bm[0, t >> 5]) >> (t & 31)) & 1]
+            for t in allowed:
+                assert m.fork().accept_token(t), (pattern, toks[t])
+            assert m.accept_token(rng.choice(allowed))

@@ -1,6 +1,7 @@
 #include "regex/expr.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "stencil/errors.h"
 
@@ -319,6 +320,20 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
       // children do not ([0-9]{16,} & [0-9]{0,14} is empty; relaxed, it is not). A length beside
       // a pattern or a format (one child relaxed) is relaxed as before.
       if (n.kind == ExprKind::And && changed > 1) r = kNothing;
+      // With one child relaxed, the others must still fit in what its bound leaves after a walk of
+      // `limit` bytes: `a{6}|X` & .{0,5} has no word starting with `a`; relaxed, it has.
+      if (n.kind == ExprKind::And && changed == 1 && r != kNothing) {
+        uint64_t need = limit;
+        uint64_t bound = kUnbounded;
+        for (uint32_t i = 0; i < n.args_len; ++i) {
+          const ExprId kid = args_[n.args_begin + i];
+          if (kids[i] == kid)
+            need += completion_bound(kid);
+          else
+            bound = lifted_bound(kid, limit);
+        }
+        if (need > bound) r = kNothing;
+      }
       if (r != kNothing) r = n.kind == ExprKind::Or ? alt(kids) : conj(kids);
       break;
     }
@@ -334,6 +349,63 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
   }
   memo.emplace(e, r);
   return r;
+}
+
+// An upper bound on the bytes that complete any word's prefix in e (the shortest completion of
+// any derivative); kUnbounded where complements or intersections make it unknown.
+uint64_t ExprStore::completion_bound(ExprId e) const {
+  std::unordered_map<ExprId, uint64_t> memo;
+  std::function<uint64_t(ExprId, int)> go = [&](ExprId x, int depth) -> uint64_t {
+    if (depth > 2000) return kUnbounded;
+    if (auto it = memo.find(x); it != memo.end()) return it->second;
+    const ExprNode& n = nodes_[x];
+    uint64_t r = kUnbounded;
+    switch (n.kind) {
+      case ExprKind::Nothing:
+      case ExprKind::Empty:
+        r = 0;
+        break;
+      case ExprKind::Bytes:
+        r = 1;
+        break;
+      case ExprKind::Concat:
+        r = std::min<uint64_t>(kUnbounded, go(n.a, depth + 1) + go(n.b, depth + 1));
+        break;
+      case ExprKind::Or:
+        r = 0;
+        for (uint32_t i = 0; i < n.args_len; ++i) r = std::max(r, go(args_[n.args_begin + i], depth + 1));
+        break;
+      case ExprKind::Repeat:  // the item in progress, then the items still required
+        r = std::min<uint64_t>(kUnbounded, go(n.a, depth + 1) * std::max<uint64_t>(n.min, 1));
+        break;
+      default:  // And, Not, Number
+        break;
+    }
+    memo.emplace(x, r);
+    return r;
+  };
+  return go(e, 0);
+}
+
+// The smallest upper bound relax(e, limit) lifts (kUnbounded when none).
+uint64_t ExprStore::lifted_bound(ExprId e, uint32_t limit) const {
+  std::unordered_map<ExprId, uint64_t> memo;
+  std::function<uint64_t(ExprId, int)> go = [&](ExprId x, int depth) -> uint64_t {
+    if (depth > 2000 || nodes_[x].no_bounds) return kUnbounded;
+    if (auto it = memo.find(x); it != memo.end()) return it->second;
+    const ExprNode& n = nodes_[x];
+    uint64_t r = kUnbounded;
+    if (n.kind == ExprKind::Concat) r = std::min(go(n.a, depth + 1), go(n.b, depth + 1));
+    if (n.kind == ExprKind::Or || n.kind == ExprKind::And)
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min(r, go(args_[n.args_begin + i], depth + 1));
+    if (n.kind == ExprKind::Repeat) {
+      r = go(n.a, depth + 1);
+      if (n.max != kUnbounded && n.max >= limit) r = std::min<uint64_t>(r, n.max);
+    }
+    memo.emplace(x, r);
+    return r;
+  };
+  return go(e, 0);
 }
 
 size_t ExprStore::memory_bytes() const {

@@ -84,6 +84,8 @@ class ExprStore {
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
   ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
+  uint64_t completion_bound(ExprId e) const;
+  uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
   void grow_table();
