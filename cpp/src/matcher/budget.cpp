@@ -51,9 +51,7 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
   const Frame top = ps.frames().back();
   ps.frames().back().end_rows = 0;
   walk_trie_costs(ps, epoch, c);
-  ps.frames().resize(root + 1);
-  ps.frames()[root] = top;
-  ps.parser().truncate(top.rows);
+  ps.restore(root, top);
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
   special_costs(ps, c);
 }

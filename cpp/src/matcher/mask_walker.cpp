@@ -38,23 +38,19 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   } else {
     const std::vector<uint32_t>& inner = entry->inner();
     std::copy(inner.begin(), inner.begin() + need, words);
-    dropped_.clear();
-    if (parser.veto_touches(top.rows - 1, lexer.state(top.state))) {
-      drop_vetoed(root, words);
-      ps.frames().resize(root + 1);
-      ps.frames()[root] = top;
-      parser.truncate(top.rows);
-    }
-    struct Walking {  // the walk's rows are not kept by the parser's key memos, even if it throws
+    struct Walking {  // the walks' rows are not kept by the parser's key memos, even if they throw
       EarleyParser& p;
       ~Walking() { p.set_stable_end(~0u); }
     } walking{parser};
     parser.set_stable_end(ps.bytes_consumed());
+    dropped_.clear();
+    if (parser.veto_touches(top.rows - 1, lexer.state(top.state))) {
+      drop_vetoed(root, words);
+      ps.restore(root, top);
+    }
     walk_boundaries(entry->boundaries, top, root, words);
   }
-  ps.frames().resize(root + 1);
-  ps.frames()[root] = top;  // boundary walks rewrite the top frame
-  parser.truncate(top.rows);
+  ps.restore(root, top);  // boundary walks rewrite the top frame
   add_duplicates(words);
   add_specials(words);
   memo_.valid = memo_on && !parser.reads().read(ReadWatch::kText);

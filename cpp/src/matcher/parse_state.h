@@ -59,6 +59,12 @@ class ParseState : private TextSource {
     frames_.resize(num_frames);
     parser_.truncate(frames_.back().rows);
   }
+  // Back to frame `root` as it was (`top`) after a walk below it rewrote it and pushed frames.
+  void restore(size_t root, const Frame& top) {
+    frames_.resize(root + 1);
+    frames_[root] = top;
+    parser_.truncate(top.rows);
+  }
   // Ends the lexeme the lexer reached in ended_state: scans it (pushing a parser row) or, for
   // ignored lexemes, skips it; *next_state starts the next lexeme. False when the parser
   // refuses every lexeme that ends there.

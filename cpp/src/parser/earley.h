@@ -79,17 +79,13 @@ class EarleyParser {
   bool vetoed_only(uint32_t row, const LexState& s) const {
     const EarleyRow& r = rows_[row];
     if (r.veto_end == r.veto_begin || (s.live_bits & ~r.veto_bits) != 0 || s.live.empty()) return false;
-    for (uint32_t l : s.live)
-      if (!std::binary_search(vetoes_.begin() + r.veto_begin, vetoes_.begin() + r.veto_end, l)) return false;
-    return true;
+    return std::all_of(s.live.begin(), s.live.end(), [&](uint32_t l) { return vetoed_at(r, l); });
   }
   // Whether some live lexeme of s is vetoed at the row (then a mask entry of s needs filtering).
   bool veto_touches(uint32_t row, const LexState& s) const {
     const EarleyRow& r = rows_[row];
     if (r.veto_end == r.veto_begin || (s.live_bits & r.veto_bits) == 0) return false;
-    for (uint32_t l : s.live)
-      if (std::binary_search(vetoes_.begin() + r.veto_begin, vetoes_.begin() + r.veto_end, l)) return true;
-    return false;
+    return std::any_of(s.live.begin(), s.live.end(), [&](uint32_t l) { return vetoed_at(r, l); });
   }
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
@@ -130,6 +126,9 @@ class EarleyParser {
   bool verdict(const CompletionCheck& c, uint32_t siblings_from, uint32_t from, uint32_t to, Compute compute);
   void grow_set();
   uint32_t lexer_start_for(const std::vector<uint32_t>& lexemes);
+  bool vetoed_at(const EarleyRow& r, uint32_t lex) const {
+    return std::binary_search(vetoes_.begin() + r.veto_begin, vetoes_.begin() + r.veto_end, lex);
+  }
   void note_vetoed(uint32_t pos);
   uint32_t close_vetoes(EarleyRow& r);
   // Calls f(j) for each item j of `row` waiting on `sym`, in row order. A big row (an object
