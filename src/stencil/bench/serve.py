@@ -1,15 +1,17 @@
 """Load benchmark of `stencil serve`: concurrent clients x schema requests (four schemas of
 different shapes, every output validated), then requests one at a time through the same server;
-prints requests/s, tokens/s, p50/p99 latency, the mean batch per forward pass and the throughput
-ratio.
+prints requests/s, tokens/s, p50/p99 latency, the mean batch per forward pass, the throughput
+ratio and the peak resident memory of the process (server and clients: they share it).
 
     python -m stencil.bench.serve --clients 32 --requests 4 --max-tokens 48 --max-batch 32
+    python -m stencil.bench.serve --clients 64 --requests 1 --max-batch 16 --no-serial   # load test
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import socket
 import threading
 import time
@@ -63,6 +65,30 @@ async def _phase(base, clients, requests, max_tokens):
     return time.perf_counter() - t, sorted(lat), sum(toks), bad
 
 
+class _PeakRss:
+    """The process's peak resident memory, sampled every 50 ms on a thread (from /proc)."""
+
+    def __init__(self):
+        self.peak = self.now()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def now() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self.now())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def _report(label, n, secs, lat, toks, bad):
     p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
     print(f"{label}: {len(lat)}/{n} requests, {len(bad)} invalid, {len(lat) / secs:.2f} req/s, "
@@ -76,6 +102,7 @@ def main(argv=None) -> int:
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--max-batch", type=int, default=32, help="the server's --max-batch (default 32)")
+    ap.add_argument("--no-serial", action="store_true", help="skip the one-at-a-time phase")
     args = ap.parse_args(argv)
     import uvicorn
     from stencil.models import load_model
@@ -93,9 +120,16 @@ def main(argv=None) -> int:
     n = args.clients * args.requests
     engine = server.config.app.state.engine
     passes = engine.steps
+    rss = _PeakRss()
+    start_rss = rss.peak
     batched = _report(f"{args.clients} clients x {args.requests} requests", n,
                       *asyncio.run(_phase(base, args.clients, args.requests, args.max_tokens)))
-    print(f"  forward passes {engine.steps - passes}, max batch {args.max_batch}")
+    print(f"  forward passes {engine.steps - passes}, max batch {args.max_batch}, peak RSS "
+          f"{rss.stop() / 2**20:.0f} MB (at start {start_rss / 2**20:.0f} MB)")
+    if args.no_serial:
+        server.should_exit = True
+        thread.join(timeout=30)
+        return 0
     serial = _report("1 client, one request at a time", min(n, 16),
                      *asyncio.run(_phase(base, 1, min(n, 16), args.max_tokens)))
     print(f"throughput ratio batched / one at a time: {batched / serial:.2f}x")

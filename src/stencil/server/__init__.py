@@ -1,10 +1,13 @@
 """An OpenAI-compatible HTTP server over stencil (``stencil serve``).
 
-Modules, one idea each: ``protocol`` (OpenAI's error JSON, request checks), ``constraints``
-(a request's response_format / tools / structured_outputs -> a compiled grammar), ``engine``
-(the generation thread and per-request queues), ``toolcalls`` (model text -> OpenAI ``tool_calls``)
-and ``app`` (the FastAPI routes and SSE streaming).
+Modules, one idea each: ``protocol`` (OpenAI's error JSON, request checks), ``limits`` (what one
+request may cost), ``constraints`` (a request's response_format / tools / structured_outputs -> a
+compile call), ``service`` (a request's way in: body, parameters, grammar compiled and warmed
+under its deadline, jobs queued), ``engine`` (the generation thread: continuous batching with
+per-row isolation), ``responses`` (OpenAI's response shapes and SSE streaming), ``toolcalls``
+(model text -> OpenAI ``tool_calls``) and ``app`` (the FastAPI routes).
 """
 from stencil.server.app import create_app
+from stencil.server.limits import ServerLimits
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "ServerLimits"]

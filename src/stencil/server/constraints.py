@@ -50,7 +50,11 @@ def constraint_for(compiler, body: dict) -> Constraint:
         tools = _tools(body)
         required = tool_choice == "required"
         if isinstance(tool_choice, dict):
-            name = (tool_choice.get("function") or {}).get("name")
+            fn = tool_choice.get("function")
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise RequestError("tool_choice.function must be an object with a name: "
+                                   "{'type': 'function', 'function': {'name': ...}}", param="tool_choice.function")
+            name = fn["name"]
             tools = [t for t in tools if t["function"]["name"] == name]
             if not tools:
                 raise RequestError(f"tool_choice names an unknown tool {name!r}", param="tool_choice")

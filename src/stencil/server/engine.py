@@ -2,18 +2,27 @@
 
 Requests queue up; the engine thread admits them into the running batch (up to ``max_batch``
 rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch``). Meanwhile a
-second thread fills the rows' token masks with ``fill_next_token_bitmasks`` (the core releases the
-GIL), so the grammar costs the step nothing. Forced tokens (the only token a grammar allows) are
-appended without sampling and fed with the row's next step. A finished, cancelled or failed row
-leaves the batch at once and frees its slot; text pieces flow back to each request's asyncio queue.
+pool of ``mask_threads`` threads fills the rows' token masks, one task per row (the core releases
+the GIL), so the grammar costs the step nothing while it is cheaper than the forward pass. Forced
+tokens (the only token a grammar allows) are appended without sampling and fed with the row's
+next step. A finished, cancelled or failed row leaves the batch at once and frees its slot; text
+pieces flow back to each request's asyncio queue.
+
+Rows are isolated: an error in one row's grammar work, sampling or bookkeeping fails that row
+alone (with a status that names the cause: 400 for a grammar that is too expensive) and the
+others go on. Every call on a row's matcher runs under ``step_time_limit`` seconds
+(``Matcher.time_limit``), so one row's grammar cannot stall the others' step beyond it. Only a
+failure of the forward pass itself fails the whole batch.
 """
 from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +33,16 @@ from stencil.generate import _Sampler
 from stencil.server.kv_batch import KVBatch
 
 _DONE = object()
+
+#: seconds any one call on a row's matcher may take during generation (a mask, forced tokens, an
+#: accept); past it the row fails with a 400 and the batch goes on without it
+DEFAULT_STEP_TIME_LIMIT = 2.0
+
+
+def default_mask_threads() -> int:
+    """Threads filling masks beside the forward pass: a quarter of the cores (at least one,
+    at most 8); the forward pass keeps the rest."""
+    return max(1, min(8, (os.cpu_count() or 1) // 4))
 
 
 @dataclass
@@ -39,16 +58,29 @@ class Job:
     repetition_penalty: float
     loop: asyncio.AbstractEventLoop
     top_p: float = 1.0
+    matcher: Any = None  # a matcher already at the grammar's start (its first mask computed), or None
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
     completion_tokens: int = 0
     cancelled: bool = False
     error: str | None = None
+    error_status: int = 500  # the HTTP status of ``error``
+    error_code: str | None = None
     sent: int = 0  # characters of text already sent (text that may start a stop string is held)
 
     def put(self, item) -> None:
         self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+
+    def fail(self, e: BaseException) -> None:
+        """Record why this job failed: a grammar that costs too much (a work budget or time limit
+        of the core ran out) is the request's fault, a 400; anything else is the server's, a 500."""
+        if isinstance(e, stencil.GrammarError):
+            self.error_status, self.error_code = 400, "grammar_too_expensive"
+            self.error = f"the constraint is too expensive to generate with: {type(e).__name__}: {e}"
+        else:
+            self.error_status, self.error_code = 500, None
+            self.error = f"generation failed: {type(e).__name__}: {e}"
 
     def push_text(self, piece: str) -> bool:
         """Append generated text and send what can no longer be part of a stop string; True when a
@@ -72,18 +104,27 @@ class Job:
         self.sent = len(self.text)
 
 
+class DeadEnd(RuntimeError):
+    """The grammar allows no token and not EOS: a bug of the engine (masks are exact)."""
+
+
 class _Row:
     """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
 
-    def __init__(self, job: Job, info):
+    def __init__(self, job: Job, info, time_limit: float | None):
         self.job = job
-        self.matcher = stencil.Matcher(job.grammar) if job.grammar is not None else None
+        self.matcher = job.matcher
+        if self.matcher is None and job.grammar is not None:
+            self.matcher = stencil.Matcher(job.grammar)
+        if self.matcher is not None:
+            self.matcher.time_limit = time_limit
         self.sampler = _Sampler(job.temperature, job.seed, job.repetition_penalty)
         self.out: list[int] = []
         self.feed: list[int] = job.input_ids[-1:]
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.info = info
         self.finish: str | None = None
+        self.left = job.max_tokens  # tokens this row may still add (set each step)
 
     def emit(self, tokens: list[int]) -> None:
         """Generated tokens: count them and pass their text on (a stop string ends the row)."""
@@ -92,6 +133,10 @@ class _Row:
         if piece and self.job.push_text(piece):
             self.finish = "stop"
 
+    def fail(self, e: BaseException) -> None:
+        self.job.fail(e)
+        self.finish = "error"
+
     def close(self) -> None:
         job = self.job
         if self.finish != "stop":  # a stop string already cut the text
@@ -99,33 +144,53 @@ class _Row:
         job.flush()
         job.completion_tokens = len(self.out)
         job.finish_reason = "length" if self.finish in ("max_tokens", "context") else "stop"
+        job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
         job.put(_DONE)
 
 
 class Engine:
-    """Owns the model and the generation thread; ``max_batch`` rows run together."""
+    """Owns the model and the generation thread; ``max_batch`` rows run together.
 
-    def __init__(self, lm, max_batch: int = 16):
+    ``mask_threads``: threads filling masks during the forward pass (default
+    ``default_mask_threads()``); ``step_time_limit``: seconds one call on a row's matcher may take
+    (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit).
+    """
+
+    def __init__(self, lm, max_batch: int = 16, *, mask_threads: int | None = None,
+                 step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT, max_waiting: int | None = None):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        mask_threads = default_mask_threads() if mask_threads is None else mask_threads
+        if mask_threads < 1:
+            raise ValueError(f"mask_threads must be >= 1, got {mask_threads}")
+        if step_time_limit is not None and not step_time_limit > 0:
+            raise ValueError(f"step_time_limit must be None or > 0 seconds, got {step_time_limit}")
         self.lm = lm
         self.info = lm.tokenizer_info
         self.max_batch = max_batch
+        self.max_waiting = max_waiting
+        self.step_time_limit = step_time_limit
         self.eos = set(self.info.eos_token_ids)
-        eos_words = np.zeros((stencil.allocate_token_bitmask(1, self.info.vocab_size).shape[1],), np.uint32)
+        self.bitmask = stencil.allocate_token_bitmask(max_batch, self.info.vocab_size)  # reused every step
+        eos_words = np.zeros((self.bitmask.shape[1],), np.uint32)
         for t in self.eos:
             eos_words[t // 32] |= np.uint32(1 << (t % 32))
         self.not_eos = (~eos_words).view(np.int32)
         self.jobs: queue.Queue = queue.Queue()
-        self.masks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stencil-serve-mask")
+        self.masks = ThreadPoolExecutor(max_workers=mask_threads, thread_name_prefix="stencil-serve-mask")
         self.steps = 0    # forward passes, for /health, tests and the benchmark
         self.running = 0  # rows in the batch
+        self.failed_rows = 0  # rows failed alone (their batch went on)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
         self.thread.start()
 
     def submit(self, job: Job) -> Job:
         self.jobs.put(job)
         return job
+
+    def has_room(self, n: int = 1) -> bool:
+        """Whether ``n`` more requests may wait (``max_waiting``)."""
+        return self.max_waiting is None or self.jobs.qsize() + n <= self.max_waiting
 
     def close(self) -> None:
         self.jobs.put(None)
@@ -143,23 +208,27 @@ class Engine:
                     continue
                 try:
                     self._step(batch, rows)
-                except Exception as e:  # noqa: BLE001 - the batch fails, the server keeps serving
+                except Exception as e:  # noqa: BLE001 - the forward pass failed: the batch fails
                     for r in rows:
-                        r.job.error = f"{type(e).__name__}: {e}"
-                        r.finish = "error"
+                        if r.finish is None:
+                            r.fail(e)
                     batch = KVBatch(self.lm.model)
-                keep = []
-                for i, r in enumerate(rows):
-                    if r.finish is None and r.job.cancelled:
-                        r.finish = "cancelled"
-                    if r.finish is None:
-                        keep.append(i)
-                    else:
-                        r.close()
-                if len(keep) < len(rows):
-                    batch.keep(keep)
-                    rows[:] = [rows[i] for i in keep]
-                self.running = len(rows)
+                self._drop_finished(batch, rows)
+
+    def _drop_finished(self, batch: KVBatch, rows: list[_Row]) -> None:
+        keep = []
+        for i, r in enumerate(rows):
+            if r.finish is None and r.job.cancelled:
+                r.finish = "cancelled"
+            if r.finish is None:
+                keep.append(i)
+            else:
+                self.failed_rows += r.finish == "error"
+                r.close()
+        if len(keep) < len(rows):
+            batch.keep(keep)
+            rows[:] = [rows[i] for i in keep]
+        self.running = len(rows)
 
     def _admit(self, batch: KVBatch, rows: list[_Row], block: bool) -> bool:
         """Move waiting jobs into the batch; False when the engine was closed."""
@@ -175,14 +244,14 @@ class Engine:
                 job.put(_DONE)
                 continue
             try:
-                row = _Row(job, self.info)
+                row = _Row(job, self.info, self.step_time_limit)
                 if job.max_tokens == 0:
                     row.finish = "max_tokens"
                     row.close()
                     continue
                 batch.add(job.input_ids[:-1])
             except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
-                job.error = f"{type(e).__name__}: {e}"
+                job.fail(e)
                 job.put(_DONE)
                 continue
             rows.append(row)
@@ -197,62 +266,77 @@ class Engine:
                 return room if room > 0 else -1  # -1: the context is full
         return left
 
+    # -- one step -------------------------------------------------------------------------------
     def _step(self, batch: KVBatch, rows: list[_Row]) -> None:
-        bm = stencil.allocate_token_bitmask(len(rows), self.info.vocab_size)
-        fill = []   # (row index, matcher, budget) whose mask is filled during the forward pass
-        for i, r in enumerate(rows):
-            left = self._budget(r)
-            if left <= 0:
-                r.finish = "context" if left < 0 else "max_tokens"
-                continue
-            m = r.matcher
-            if m is None:
-                continue
-            forced = m.forced_tokens()[:left]
-            if forced:
-                for t in forced:
-                    if not m.accept_token(t):
-                        raise RuntimeError(f"internal error: forced token {t} was refused")
-                r.feed = r.feed + forced
-                r.emit(forced)
-                left -= len(forced)
-                if r.finish is None and left == 0:
-                    r.finish = "max_tokens"
-            # budget-aware masks: only tokens after which the output can still end within max_tokens
-            if r.finish is None and m.is_accepting():
-                m.fill_next_token_bitmask(bm, i, remaining_tokens=left)
-                if not np.any(bm[i] & self.not_eos):
-                    r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
-            else:
-                fill.append((i, m, left))
+        for r in rows:
+            _isolated(r, self._forced, r)
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        pending = self.masks.submit(stencil.fill_next_token_bitmasks, [f[1] for f in fill], bm,
-                                    [f[0] for f in fill], 1, [f[2] for f in fill]) if fill else None
+        bm = self.bitmask[:len(rows)]
+        fills = {i: self.masks.submit(_fill, r, bm, i) for i, r in enumerate(rows) if r.matcher is not None}
         try:
             logits = batch.step([r.feed for r in rows])
         finally:
-            if pending is not None:
-                pending.result()
+            wait_all(list(fills.values()))
         self.steps += 1
         for i, r in enumerate(rows):
             r.feed = []
-            row = logits[i]
-            r.sampler.penalize(row, r.out)
-            if r.matcher is not None:
-                if not np.any(bm[i]):
-                    raise RuntimeError("the grammar allows no token and not EOS: " + r.matcher.debug_state())
-                stencil.apply_token_bitmask_inplace(row, bm[i])
-            if r.job.top_p < 1.0 and r.job.temperature > 0:
-                _nucleus(row, r.job.temperature, r.job.top_p)
-            t = r.sampler.sample(row)
-            if t in self.eos:
-                r.finish = "eos"
-                continue
-            if r.matcher is not None and not r.matcher.accept_token(t):
-                raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
-            r.feed = [t]
-            r.emit([t])
+            _isolated(r, self._sample, r, logits[i], bm[i], fills.get(i))
+
+    def _forced(self, r: _Row) -> None:
+        """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
+        r.left = self._budget(r)
+        if r.left <= 0:
+            r.finish = "context" if r.left < 0 else "max_tokens"
+            return
+        m = r.matcher
+        if m is None:
+            return
+        forced = m.forced_tokens()[:r.left]
+        if forced:
+            for t in forced:
+                if not m.accept_token(t):
+                    raise RuntimeError(f"internal error: forced token {t} was refused")
+            r.feed = r.feed + forced
+            r.emit(forced)
+            r.left -= len(forced)
+            if r.finish is None and r.left == 0:
+                r.finish = "max_tokens"
+
+    def _sample(self, r: _Row, row, mask: np.ndarray, fill: Future | None) -> None:
+        if fill is not None:
+            fill.result()  # the row's own grammar error, raised in this row only
+            if not np.any(mask & self.not_eos):
+                if not np.any(mask):
+                    raise DeadEnd("the grammar allows no token and not EOS: " + r.matcher.debug_state())
+                r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
+                return
+        r.sampler.penalize(row, r.out)
+        if fill is not None:
+            stencil.apply_token_bitmask_inplace(row, mask)
+        if r.job.top_p < 1.0 and r.job.temperature > 0:
+            _nucleus(row, r.job.temperature, r.job.top_p)
+        t = r.sampler.sample(row)
+        if t in self.eos:
+            r.finish = "eos"
+            return
+        if r.matcher is not None and not r.matcher.accept_token(t):
+            raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
+        r.feed = [t]
+        r.emit([t])
+
+
+def _fill(r: _Row, bm: np.ndarray, i: int) -> None:
+    """Row ``i``'s budget-aware mask (on a mask thread, during the forward pass)."""
+    r.matcher.fill_next_token_bitmask(bm, i, remaining_tokens=r.left)
+
+
+def _isolated(r: _Row, fn, *args) -> None:
+    """``fn(*args)``; an error fails row ``r`` alone."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - one row's failure must not touch the others
+        r.fail(e)
 
 
 def _nucleus(logits, temperature: float, top_p: float) -> None:

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import sys
 
+from stencil.server.limits import ServerLimits
+
+_D = ServerLimits()
+
 
 def add_arguments(p) -> None:
     p.add_argument("--model", metavar="PATH",
@@ -10,8 +14,32 @@ def add_arguments(p) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-batch", type=int, default=16, metavar="N", help="most requests generated together, one forward pass per step for all of them (default 16)")
-    p.add_argument("--compile-timeout", type=float, default=5.0, metavar="S",
-                   help="seconds a request's grammar may take to compile before a 400 (default 5)")
+    p.add_argument("--mask-threads", type=int, default=None, metavar="N",
+                   help="threads filling token masks beside the forward pass (default: a quarter of the cores, 1 to 8)")
+    p.add_argument("--compile-timeout", type=float, default=_D.compile_timeout, metavar="S",
+                   help="seconds a request's grammar may take to compile and compute its first mask before a 400 "
+                        f"(default {_D.compile_timeout:g})")
+    p.add_argument("--step-time-limit", type=float, default=_D.step_time_limit, metavar="S",
+                   help="seconds one running request's grammar work may take in one step before that request "
+                        f"fails with a 400; the other requests go on (default {_D.step_time_limit:g})")
+    p.add_argument("--max-body-bytes", type=int, default=_D.max_body_bytes, metavar="B",
+                   help=f"largest request body, else 413 (default {_D.max_body_bytes})")
+    p.add_argument("--max-waiting", type=int, default=_D.max_waiting, metavar="N",
+                   help=f"requests that may wait for a slot, else 503 (default {_D.max_waiting})")
+    p.add_argument("--max-n", type=int, default=_D.max_n, metavar="N", help=f"most choices per request (default {_D.max_n})")
+    p.add_argument("--max-tokens-limit", type=int, default=None, metavar="N",
+                   help="largest max_tokens a request may ask for (default: the model's context length)")
+    p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
+                   help="megabytes for all grammars' lexers and mask caches together; the least recently used "
+                        "are dropped past it (default: the library's, stencil.memory_usage()['limit'])")
+
+
+def limits_from(args) -> ServerLimits:
+    """The ServerLimits that ``stencil serve``'s options ask for."""
+    memory = None if args.memory_limit is None else int(args.memory_limit * (1 << 20))
+    return ServerLimits(compile_timeout=args.compile_timeout, step_time_limit=args.step_time_limit,
+                        max_body_bytes=args.max_body_bytes, max_waiting=args.max_waiting, max_n=args.max_n,
+                        max_tokens=args.max_tokens_limit, memory_limit=memory)
 
 
 def serve(args) -> int:
@@ -21,9 +49,13 @@ def serve(args) -> int:
         raise SystemExit(f"stencil serve needs the server extra: pip install 'stencil[server]' ({e})")
     from stencil.models import load_model
     from stencil.server.app import create_app
+    try:
+        limits = limits_from(args)
+    except ValueError as e:
+        raise SystemExit(f"stencil serve: {e}")
     print("stencil serve: loading the model...", file=sys.stderr, flush=True)
     lm = load_model(args.model, quiet=True)
-    app = create_app(lm, compile_timeout=args.compile_timeout, max_batch=args.max_batch)
+    app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits)
     print(f"stencil serve: {lm.name} on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

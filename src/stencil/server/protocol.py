@@ -1,6 +1,7 @@
 """OpenAI's error JSON and small request checks shared by the routes."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -25,6 +26,8 @@ def number(body: dict, key: str, default, lo=None, hi=None, kind=float):
         return default
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
         raise RequestError(f"{key} must be a {'integer' if kind is int else 'number'}, got {v!r}", param=key)
+    if not math.isfinite(v):  # Python's json reads NaN and Infinity, and NaN passes every comparison
+        raise RequestError(f"{key} must be a finite number, got {v!r}", param=key)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise RequestError(f"{key} must be between {lo} and {hi}, got {v}", param=key)
     return kind(v)
@@ -41,12 +44,19 @@ def stop_list(body: dict) -> list[str]:
     raise RequestError("stop must be a string or a list of at most 4 strings", param="stop")
 
 
-def message_text(content: Any) -> str:
-    """A chat message's content: a string or a list of text parts."""
+def message_text(content: Any, where: str = "messages") -> str:
+    """A chat message's content: a string or a list of text parts (``where`` names it in errors)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    raise RequestError("message content must be a string or a list of parts", param="messages")
+    if not isinstance(content, list):
+        raise RequestError(f"{where} must be a string or a list of parts", param=where)
+    texts = []
+    for k, p in enumerate(content):
+        if isinstance(p, dict) and p.get("type") == "text":
+            if not isinstance(p.get("text"), str):
+                raise RequestError(f"{where}[{k}].text must be a string, got {type(p.get('text')).__name__}",
+                                   param=f"{where}[{k}].text")
+            texts.append(p["text"])
+    return "".join(texts)

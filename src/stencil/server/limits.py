@@ -1,0 +1,42 @@
+"""What one request may ask of the server: ``create_app(limits=...)`` and ``stencil serve``'s options."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stencil.server.engine import DEFAULT_STEP_TIME_LIMIT
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Bounds on one request's cost, each an option of ``stencil serve``.
+
+    ``compile_timeout``: seconds for a request's grammar to compile AND compute its first mask and
+    shortest completion (past it: 400). ``step_time_limit``: seconds any one call on a running
+    row's matcher may take (past it that row fails with a 400; the batch goes on).
+    ``max_body_bytes``: request body size (413). ``max_waiting``: requests queued for a slot (503
+    past it; None: no limit). ``max_n``: choices per request. ``max_tokens``: the largest
+    ``max_tokens`` accepted (None: the model's context length). ``memory_limit``: bytes for all
+    grammars' lexers and mask caches together (``stencil.set_memory_limit``; None keeps the
+    library's default).
+
+    Example::
+
+        app = create_app(lm, limits=ServerLimits(compile_timeout=2.0, max_waiting=64))
+    """
+
+    compile_timeout: float = 5.0
+    step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT
+    max_body_bytes: int = 8 << 20
+    max_waiting: int | None = 256
+    max_n: int = 16
+    max_tokens: int | None = None
+    memory_limit: int | None = None
+
+    def __post_init__(self):
+        for name in ("compile_timeout", "step_time_limit", "max_body_bytes", "max_waiting", "max_n", "max_tokens",
+                     "memory_limit"):
+            v = getattr(self, name)
+            optional = name not in ("compile_timeout", "max_body_bytes", "max_n")
+            if (v is None and optional) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
+                continue
+            raise ValueError(f"ServerLimits.{name} must be a number > 0{' or None' if optional else ''}, got {v!r}")

@@ -1,0 +1,126 @@
+"""The answers of the completion routes: waiting for jobs, OpenAI's response and chunk shapes,
+server-sent events."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from fastapi import Request
+
+from stencil.server.engine import _DONE, Job
+from stencil.server.protocol import error_body
+from stencil.server.toolcalls import split_tool_calls
+
+
+async def wait_all(request: Request, jobs: list[Job]) -> None:
+    """Wait until every job is done; a client that left cancels them all."""
+    try:
+        for j in jobs:
+            while True:
+                try:
+                    if (await asyncio.wait_for(j.out.get(), 0.5)) is _DONE:
+                        break
+                except asyncio.TimeoutError:
+                    # uvicorn does not cancel a handler whose client left: look, and free the slot
+                    if await request.is_disconnected():
+                        raise asyncio.CancelledError from None
+    except asyncio.CancelledError:
+        for j in jobs:
+            j.cancelled = True
+        raise
+
+
+async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool, c, name: str):
+    """Server-sent events of the jobs' text, as OpenAI streams it (chunks, then ``[DONE]``)."""
+    created = int(time.time())
+    obj = "chat.completion.chunk" if chat else "text_completion"
+
+    def chunk(i: int, delta: dict | str, finish=None) -> str:
+        choice = ({"index": i, "delta": delta, "finish_reason": finish} if chat
+                  else {"index": i, "text": delta, "finish_reason": finish})
+        return "data: " + json.dumps({"id": rid, "object": obj, "created": created, "model": name,
+                                      "choices": [choice]}) + "\n\n"
+
+    # the n choices' pieces, interleaved as they come, each tagged with its index
+    merged: asyncio.Queue = asyncio.Queue()
+    tasks = [asyncio.create_task(_forward(i, j, merged)) for i, j in enumerate(jobs)]
+    try:
+        if chat:
+            for i in range(len(jobs)):
+                yield chunk(i, {"role": "assistant", "content": ""})
+        # tool calls and reasoning are parsed from the whole text; plain content streams as it comes
+        buffered = c.tools or c.reasoning
+        left = len(jobs)
+        while left:
+            i, item = await merged.get()
+            job = jobs[i]
+            if item is not _DONE:
+                if not buffered:
+                    yield chunk(i, {"content": item} if chat else item)
+                continue
+            left -= 1
+            if job.error:
+                yield "data: " + json.dumps(job_error_body(job)) + "\n\n"
+                continue
+            if buffered:
+                yield chunk(i, _final_delta(job, c))
+            yield chunk(i, {} if chat else "", _finish(job, c))
+        yield "data: [DONE]\n\n"
+    finally:
+        for job in jobs:
+            job.cancelled = True  # a dropped connection ends the generations (no-op once done)
+        for t in tasks:
+            t.cancel()
+
+
+async def _forward(i: int, job: Job, merged: asyncio.Queue) -> None:
+    """Copy the job's pieces into ``merged``, tagged with its index ``i``, up to its end."""
+    while True:
+        item = await job.out.get()
+        await merged.put((i, item))
+        if item is _DONE:
+            return
+
+
+def _final_delta(job: Job, c) -> dict:
+    """The whole message of a buffered stream (tool calls, reasoning) as one delta."""
+    msg = _message(job, c)
+    delta = {k: v for k, v in msg.items() if k != "role" and v is not None}
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [dict(tc, index=k) for k, tc in enumerate(delta["tool_calls"])]
+    return delta
+
+
+def _finish(job: Job, c) -> str:
+    if c.tools and split_tool_calls(job.text)[1]:
+        return "tool_calls"
+    return job.finish_reason
+
+
+def _message(job: Job, c) -> dict[str, Any]:
+    text, reasoning = job.text, None
+    if c.reasoning and "</think>" in text:
+        head, _, text = text.partition("</think>")
+        reasoning = head.replace("<think>", "", 1).strip()
+        text = text.lstrip()
+    msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
+    if c.tools:
+        content, calls = split_tool_calls(text)
+        if calls:
+            msg["content"] = content or None
+            msg["tool_calls"] = calls
+    return msg
+
+
+def choice(i: int, job: Job, chat: bool, c) -> dict:
+    if chat:
+        return {"index": i, "message": _message(job, c), "finish_reason": _finish(job, c), "logprobs": None}
+    return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": None}
+
+
+def job_error_body(job: Job) -> dict:
+    """OpenAI's error JSON for a failed job (a 4xx is the request's fault, a 5xx the server's)."""
+    return error_body(job.error or "", code=job.error_code,
+                      type_="invalid_request_error" if job.error_status < 500 else "server_error")

@@ -1,0 +1,153 @@
+"""A request's way through the server: its body read within the size limit, its parameters
+checked, its constraint compiled and warmed (first mask, shortest completion) under the request's
+deadline, its jobs queued for the engine."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+from fastapi import Request
+from fastapi.responses import StreamingResponse
+
+import stencil
+from stencil.server.constraints import Constraint, constraint_for
+from stencil.server.engine import Engine, Job
+from stencil.server.limits import ServerLimits
+from stencil.server.protocol import RequestError, number, stop_list
+from stencil.server.responses import choice, stream_events, wait_all
+
+#: seconds a grammar may take to compile before the request gets a 400 (the compiler's own
+#: compile_timeout bounds the front-end; this bounds the wait on the thread pool as well)
+COMPILE_WAIT = 10.0
+
+
+class Service:
+    """What the routes share: the model, its name, the limits, the grammar compiler and the engine."""
+
+    def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None):
+        self.lm, self.name, self.limits = lm, name, limits
+        if limits.memory_limit is not None:
+            stencil.set_memory_limit(int(limits.memory_limit))
+        self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
+        self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
+                             step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting)
+        self.max_tokens = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
+
+    async def read_body(self, request: Request) -> dict:
+        raw = await self._read_limited(request)
+        try:
+            body = json.loads(raw, parse_constant=_not_json)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise RequestError(f"the request body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise RequestError("the request body nests too deeply to parse") from None
+        if not isinstance(body, dict):
+            raise RequestError("the request body must be a JSON object")
+        if body.get("model") not in (None, self.name):
+            raise RequestError(f"unknown model {body.get('model')!r}; this server serves {self.name!r}",
+                               param="model", code="model_not_found")
+        return body
+
+    async def _read_limited(self, request: Request) -> bytes:
+        limit = self.limits.max_body_bytes
+        too_big = RequestError(f"the request body is larger than the server's limit of {limit} bytes",
+                               status=413, code="request_too_large")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_big
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def params(self, body: dict, prompt_ids: list[int]) -> dict:
+        ctx = self.lm.context_length
+        if ctx and len(prompt_ids) >= ctx:
+            raise RequestError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}",
+                               param="messages", code="context_length_exceeded")
+        if not isinstance(body.get("stream", False), bool):
+            raise RequestError(f"stream must be true or false, got {body['stream']!r}", param="stream")
+        default_max = min(256, self.max_tokens or 256)
+        max_tokens = number(body, "max_completion_tokens", default_max, 0, self.max_tokens, int)
+        return dict(max_tokens=number(body, "max_tokens", max_tokens, 0, self.max_tokens, int),
+                    temperature=number(body, "temperature", 0.0, 0.0, 2.0),
+                    top_p=number(body, "top_p", 1.0, 0.0, 1.0),
+                    seed=number(body, "seed", None, 0, 2**63 - 1, kind=int), stop=stop_list(body),
+                    # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
+                    repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0),
+                    n=number(body, "n", 1, 1, self.limits.max_n, int))
+
+    async def prepare(self, body: dict, max_tokens: int) -> tuple[Constraint, stencil.Matcher | None]:
+        """The request's constraint and a matcher at its start, its first mask computed: the grammar
+        work a request causes before it joins the batch, all within ``compile_timeout``."""
+        c = constraint_for(self.compiler, body)
+        if c.fn is None:
+            return c, None
+        fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
+                                          self.lm.tokenizer_info.vocab_size)
+        try:
+            return c, await asyncio.wait_for(asyncio.wrap_future(fut), COMPILE_WAIT)
+        except asyncio.TimeoutError:
+            raise RequestError(f"the grammar did not compile within {COMPILE_WAIT} s") from None
+        except RequestError:
+            raise
+        except stencil.TimeLimitExceeded as e:
+            raise RequestError(f"the constraint is too expensive: its grammar work did not finish within the "
+                               f"server's compile timeout of {self.limits.compile_timeout:g} s ({e})",
+                               param="response_format", code="grammar_too_expensive") from None
+        except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
+            raise RequestError(f"invalid grammar: {e}", param="response_format") from None
+
+    async def run(self, request: Request, body: dict, prompt_ids, chat: bool):
+        p = self.params(body, prompt_ids)
+        if not self.engine.has_room(p["n"]):
+            raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
+                               status=503, code="server_busy")
+        c, matcher = await self.prepare(body, p["max_tokens"])
+        matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
+        loop = asyncio.get_running_loop()
+        jobs = [self.engine.submit(Job(prompt_ids, None if m is None else m.grammar, p["max_tokens"], p["temperature"],
+                                       None if p["seed"] is None else p["seed"] + i, p["stop"],
+                                       p["repetition_penalty"], loop, top_p=p["top_p"], matcher=m))
+                for i, m in enumerate(matchers)]
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        if body.get("stream"):
+            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name),
+                                     media_type="text/event-stream")
+        await wait_all(request, jobs)
+        for j in jobs:
+            if j.error:
+                raise RequestError(j.error, status=j.error_status, code=j.error_code)
+        choices = [choice(i, j, chat, c) for i, j in enumerate(jobs)]
+        done = sum(j.completion_tokens for j in jobs)
+        return {"id": rid, "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
+                "model": self.name, "choices": choices,
+                "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": done,
+                          "total_tokens": len(prompt_ids) + done}}
+
+
+def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int) -> stencil.Matcher:
+    """Compile ``c`` and take its matcher through the lazy first-use work (shortest completion,
+    first budget-aware mask), each step under what is left of ``seconds``."""
+    start = time.monotonic()
+    g = c.fn(*c.args, **(c.kwargs or {}))  # the compiler's compile_timeout bounds this part
+
+    def left() -> float:
+        return max(seconds - (time.monotonic() - start), 1e-3)
+    m = stencil.Matcher(g, time_limit=left())
+    need = m.min_completion_tokens()
+    if need is not None and need > max_tokens:
+        raise RequestError(f"max_tokens is {max_tokens}, but the shortest output the constraint allows "
+                           f"needs up to {need} tokens", param="max_tokens")
+    m.time_limit = left()
+    m.fill_next_token_bitmask(stencil.allocate_token_bitmask(1, vocab_size), 0, remaining_tokens=max_tokens)
+    return m
+
+
+def _not_json(constant: str):
+    raise RequestError(f"the request body holds {constant}, which JSON does not allow")

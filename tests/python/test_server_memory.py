@@ -1,0 +1,92 @@
+"""`stencil serve` under a memory limit: hostile grammars (many distinct hungry patterns, a huge
+enum, a pattern with a huge automaton, a grammar whose lexer runs out of budget) keep the grammar
+memory under the configured limit and the process's resident memory under its start plus that
+limit (and a slack for the requests' own Python and torch objects), during and after them."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from server_fixture import start_server
+
+httpx = pytest.importorskip("httpx")
+
+LIMIT = 96 << 20
+#: what the requests themselves hold besides grammars (KV cache rows, logits, Python objects);
+#: the grammar memory this test drives is several times the limit without the budget
+SLACK = 160 << 20
+
+
+def _hostile_requests() -> list[dict]:
+    def regex(p, **kw):
+        return {"messages": [{"role": "user", "content": "Write a and b."}], "max_tokens": 120, "temperature": 2.0,
+                "seed": 7, "structured_outputs": {"regex": p}, **kw}
+    enum = {"enum": list(range(100_000, 160_000))}
+    return ([regex("[ab]*a[ab]{%d}" % n) for n in range(14, 26)]
+            + [regex("(x|y|z)*x(x|y|z){%d}" % n) for n in range(8, 12)]
+            + [{"messages": [{"role": "user", "content": "A number."}], "max_tokens": 8,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "e", "schema": enum}}}])
+
+
+class _Sampler:
+    """Polls /health every 0.2 s: the highest RSS and grammar memory seen."""
+
+    def __init__(self, url):
+        self.url, self.rss, self.grammar, self.limit = url, 0, 0, 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        with httpx.Client(base_url=self.url, timeout=30) as c:
+            while not self._stop.is_set():
+                h = c.get("/health").json()
+                self.rss = max(self.rss, h["rss_bytes"])
+                self.grammar = max(self.grammar, h["grammar_memory"]["total"])
+                self.limit = h["grammar_memory"]["limit"]
+                time.sleep(0.2)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+
+
+async def _send_all(url, bodies, concurrency=4):
+    sem = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=600) as c:
+        async def one(b):
+            async with sem:
+                return await c.post("/v1/chat/completions", json=b)
+        return await asyncio.gather(*(one(b) for b in bodies))
+
+
+def test_rss_stays_under_start_plus_memory_limit():
+    import stencil
+    from stencil.server import ServerLimits
+    previous = stencil.memory_usage()["limit"]
+    url, stop = start_server(limits=ServerLimits(memory_limit=LIMIT, compile_timeout=20))
+    try:
+        warm = httpx.post(url + "/v1/chat/completions", timeout=120, json={
+            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8,
+            "structured_outputs": {"regex": "[a-z ]+"}})
+        assert warm.status_code == 200, warm.text
+        start = httpx.get(url + "/health").json()["rss_bytes"]
+        sampler = _Sampler(url)
+        rs = asyncio.run(_send_all(url, _hostile_requests()))
+        sampler.stop()
+        assert all(r.status_code in (200, 400) for r in rs), [r.text[:200] for r in rs if r.status_code >= 500]
+        assert sum(r.status_code == 200 for r in rs) >= len(rs) // 2
+        after = httpx.get(url + "/health").json()
+        assert sampler.limit == LIMIT
+        assert after["grammar_memory"]["evictions"] > 0          # the limit was reached and enforced
+        # one request's step may pass the limit before its next call evicts: at most one grammar's growth
+        assert sampler.grammar <= LIMIT * 1.5, sampler.grammar
+        assert after["grammar_memory"]["total"] <= LIMIT
+        assert sampler.rss - start <= LIMIT + SLACK, (start >> 20, sampler.rss >> 20)
+        assert after["rss_bytes"] - start <= LIMIT + SLACK, (start >> 20, after["rss_bytes"] >> 20)
+    finally:
+        stop()
+        stencil.set_memory_limit(previous)
