@@ -10,7 +10,16 @@ Example::
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     m.fill_next_token_bitmask(bm, 0)
 """
-from stencil._core import CompiledGrammar, CompileTimeout, ConcurrentUseError, Grammar, GrammarBuilder, GrammarError, Matcher
+from stencil._core import (
+    CompiledGrammar,
+    CompileTimeout,
+    ConcurrentUseError,
+    Grammar,
+    GrammarBuilder,
+    GrammarError,
+    Matcher,
+    TimeLimitExceeded,
+)
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
@@ -20,6 +29,6 @@ from stencil.tokenizer import TokenizerInfo
 __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
-    "ConcurrentUseError", "CompileTimeout",
+    "ConcurrentUseError", "CompileTimeout", "TimeLimitExceeded",
     "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
 ]

@@ -41,6 +41,16 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
     ``bitmask`` must be a C-contiguous int32 array (numpy or torch CPU) of at least
     ``len(matchers)`` rows; anything else is a ``TypeError`` or ``ValueError``, as is an entry
     of ``matchers`` that is not a Matcher, or a matcher named twice.
+
+    Each matcher works under its own ``time_limit`` (``Matcher(g, time_limit=...)``). Should a
+    matcher raise (``TimeLimitExceeded``, a ``BudgetError``), every other row is still filled, the
+    first error is raised after all are done, and the matcher that raised is as it was before the
+    call (its row is then undefined)::
+
+        try:
+            stencil.fill_next_token_bitmasks([m_ok, m_slow], bitmask)
+        except stencil.TimeLimitExceeded:
+            ...   # bitmask[0] is m_ok's mask; m_slow may be retried or dropped
     """
     matchers = list(matchers)
     if num_threads is None:

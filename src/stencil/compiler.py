@@ -57,6 +57,21 @@ class GrammarCompiler:
     ``compile_timeout`` (seconds, default 5; None for none) bounds the wall-clock time of each
     ``compile_*`` call, front-end included: past it the call raises ``stencil.CompileTimeout``
     (a ``GrammarError``), caches nothing, and the compiler keeps working.
+
+    Compilation is lazy, and ``compile_timeout`` does not cover what comes after it: the first
+    mask of each matcher state builds the lexer states and mask entries it needs, and
+    ``min_completion_tokens()`` its cost tables, which for a hostile grammar (an ``allOf`` of
+    ``^(.{p})*$`` patterns, a 100,000-value enum, a 100,000-rule chain) takes seconds. Bound that
+    work per call with ``Matcher(g, time_limit=seconds)``: past it a call raises
+    ``stencil.TimeLimitExceeded`` (``CompileTimeout`` is one too, so one ``except`` catches both)
+    and leaves the matcher as it was::
+
+        g = compiler.compile_json_schema(schema)        # CompileTimeout past compile_timeout
+        m = stencil.Matcher(g, time_limit=0.5)
+        try:
+            m.fill_next_token_bitmask(bitmask, 0)       # the first mask: the lazy work
+        except stencil.TimeLimitExceeded:
+            ...                                          # too expensive: refuse the request
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_size: int = 256,

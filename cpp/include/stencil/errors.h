@@ -1,6 +1,7 @@
 // Error types raised by the core. Bindings map them to Python exceptions:
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a work budget ran out: also a GrammarError; CompileTimeout, the wall-clock one, is one),
+// (a work budget ran out: also a GrammarError; TimeLimitExceeded, the wall-clock one, is one,
+// and CompileTimeout, a compilation's, is a TimeLimitExceeded),
 // UsageError (API misuse,
 // ValueError) and ConcurrentUseError (RuntimeError).
 #pragma once
@@ -17,9 +18,14 @@ struct BudgetError : GrammarError {
   using GrammarError::GrammarError;
 };
 
-// A compilation ran past its wall-clock limit (also a BudgetError).
-struct CompileTimeout : BudgetError {
+// A call ran past its wall-clock limit (Matcher(time_limit=...)); also a BudgetError.
+struct TimeLimitExceeded : BudgetError {
   using BudgetError::BudgetError;
+};
+
+// A compilation ran past its wall-clock limit (GrammarCompiler(compile_timeout=...)).
+struct CompileTimeout : TimeLimitExceeded {
+  using TimeLimitExceeded::TimeLimitExceeded;
 };
 
 struct UsageError : std::runtime_error {

@@ -19,14 +19,16 @@ struct Step;
 
 class Matcher {
  public:
-  // max_rollback: how many tokens rollback() may undo (-1: unlimited).
-  Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback);
+  // max_rollback: how many tokens rollback() may undo (-1: unlimited). time_limit: seconds each
+  // call may work (<= 0: no limit); past it the call throws TimeLimitExceeded and leaves the
+  // matcher as it was before the call.
+  Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback, double time_limit = 0);
   Matcher(const Matcher& other);
   Matcher& operator=(const Matcher&) = delete;
   ~Matcher();
 
   bool accept_token(int64_t token);
-  bool accept_bytes(const std::string& bytes);  // all or nothing
+  bool accept_bytes(const std::string& bytes, const char* call = "accept_bytes");  // all or nothing
   void rollback(int64_t n);
   void reset();
   bool is_accepting();
@@ -37,7 +39,9 @@ class Matcher {
   // a token stays allowed only when the output can still end valid in the tokens left after it
   // (CompletionCost), and end of sequence when the output is complete. A state whose own cost
   // fits the budget always keeps some token allowed.
-  void fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining);
+  // `call` names the caller's function in a TimeLimitExceeded.
+  void fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining,
+                        const char* call = "fill_next_token_bitmask");
   // The fewest tokens that finish the output from here (CompletionCost); -1 when none is known.
   int64_t min_completion_tokens();
   std::vector<int32_t> forced_tokens(size_t limit = 256);
@@ -45,6 +49,8 @@ class Matcher {
   int64_t validate_tokens(const std::vector<int64_t>& tokens);
   size_t num_accepted_tokens() const;
   int max_rollback() const { return max_rollback_; }
+  double time_limit() const { return time_limit_; }  // 0: none
+  void set_time_limit(double seconds);
   const CompiledGrammar& grammar() const { return *g_; }
   std::string debug_state() const;
 
@@ -64,6 +70,8 @@ class Matcher {
   };
 
  private:
+  // One public call (RAII): the time limit, and the state put back should the call throw.
+  class Call;
   bool accept_text_token(int32_t t, uint32_t before);
   void undo_tokens(size_t n);
   void check_live() const;
@@ -82,6 +90,8 @@ class Matcher {
   std::unique_ptr<TokenBudget> budget_;  // on a budget's first use; a copy starts without
   std::vector<Step> history_;
   int max_rollback_;
+  double time_limit_ = 0;
+  int calls_ = 0;  // public calls in progress (they nest: forced_tokens fills and accepts)
   bool terminated_ = false;
   bool migrating_ = false;
   mutable std::atomic<bool> busy_{false};  // see Exclusive; a copy starts free

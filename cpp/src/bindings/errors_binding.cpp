@@ -9,7 +9,9 @@ namespace nb = nanobind;
 void bind_errors(nb::module_& m) {
   static nb::object grammar_error = nb::exception<stencil::GrammarError>(m, "GrammarError", PyExc_ValueError);
   static nb::object budget_error = nb::exception<stencil::BudgetError>(m, "BudgetError", grammar_error.ptr());
-  nb::exception<stencil::CompileTimeout>(m, "CompileTimeout", budget_error.ptr());
+  // Base classes first: nanobind tries the translators last registered first.
+  static nb::object time_limit = nb::exception<stencil::TimeLimitExceeded>(m, "TimeLimitExceeded", budget_error.ptr());
+  nb::exception<stencil::CompileTimeout>(m, "CompileTimeout", time_limit.ptr());
   m.def("set_compile_deadline", &stencil::deadline::set, nb::arg("seconds"),
         "Limit the current thread's compile work to `seconds` from now (<= 0: no limit).");
   nb::exception<stencil::UsageError>(m, "UsageError", PyExc_ValueError);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <deque>
 
 #include <nanobind/nanobind.h>
@@ -66,6 +67,31 @@ static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
   return bm.data + static_cast<size_t>(index) * bm.words;
 }
 
+// Matcher(time_limit=...): seconds as a number > 0, or None (0 inside: no limit). A string is not
+// read as a number, nor is a bool.
+static double check_time_limit(nb::handle v) {
+  if (v.is_none()) return 0;
+  const std::string type = nb::type_name(v.type()).c_str();
+  if (PyBool_Check(v.ptr()) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()))
+    throw nb::type_error(("time_limit must be a number of seconds > 0 or None, got " + type).c_str());
+  PyObject* f = PyNumber_Float(v.ptr());
+  if (!f) {
+    PyErr_Clear();
+    throw nb::type_error(("time_limit must be a number of seconds > 0 or None, got " + type).c_str());
+  }
+  const double s = PyFloat_AsDouble(f);
+  Py_DECREF(f);
+  if (!(s > 0) || !std::isfinite(s))
+    throw nb::value_error(("time_limit must be a finite number of seconds > 0 (None: no limit), got " +
+                           std::string(nb::repr(v).c_str()))
+                              .c_str());
+  return s;
+}
+
+static nb::object time_limit_of(const Matcher& mt) {
+  return mt.time_limit() > 0 ? nb::object(nb::float_(mt.time_limit())) : nb::none();
+}
+
 void bind_matcher(nb::module_& m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def(
@@ -110,12 +136,41 @@ void bind_matcher(nb::module_& m) {
                       "with the output). A matcher serves one thread at a time: a call on it while another thread\n"
                       "is inside one raises ConcurrentUseError; fork() it or make one per sequence (matchers of one\n"
                       "compiled grammar run in parallel safely).\n\n"
+                      "time_limit: seconds (a number > 0, or None for no limit) that each call may work on the\n"
+                      "grammar: fills (also through fill_next_token_bitmasks), accepts, forced_tokens/forced_bytes,\n"
+                      "validate_tokens, min_completion_tokens, is_accepting, rollback. Compilation is lazy: the\n"
+                      "first mask of a state builds lexer states and mask entries, which can take seconds for a\n"
+                      "hostile grammar. Past the limit the call raises TimeLimitExceeded (a BudgetError) and the\n"
+                      "matcher is as it was before the call; what was built stays cached, so a later call with a\n"
+                      "larger limit goes on from there. A compile deadline on the same thread and the limit: the\n"
+                      "earlier one wins. fork() keeps the limit; the time_limit property changes it.\n\n"
                       "Example::\n\n"
-                      "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8)\n"
+                      "    m = stencil.Matcher(compiler.compile_regex('[0-9]+'), max_rollback=8, time_limit=0.5)\n"
                       "    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)\n"
-                      "    m.fill_next_token_bitmask(bm, 0)\n"
+                      "    try:\n"
+                      "        m.fill_next_token_bitmask(bm, 0)\n"
+                      "    except stencil.TimeLimitExceeded:\n"
+                      "        ...  # too expensive for this request: refuse it; m is unchanged\n"
                       "    m.accept_token(token_id)\n")
-      .def(nb::init<std::shared_ptr<const CompiledGrammar>, int>(), nb::arg("grammar"), nb::arg("max_rollback") = 0)
+      .def(
+          "__init__",
+          [](Matcher* self, std::shared_ptr<const CompiledGrammar> grammar, int max_rollback, nb::handle time_limit) {
+            const double limit = check_time_limit(time_limit);
+            new (self) Matcher(std::move(grammar), max_rollback, limit);
+          },
+          nb::arg("grammar"), nb::arg("max_rollback") = 0, nb::kw_only(), nb::arg("time_limit").none() = nb::none(),
+          nb::sig("def __init__(self, grammar: CompiledGrammar, max_rollback: int = 0, *, "
+                  "time_limit: float | None = None) -> None"))
+      .def_prop_rw(
+          "time_limit", [](const Matcher& mt) { return time_limit_of(mt); },
+          [](Matcher& mt, nb::handle v) {
+            const double limit = check_time_limit(v);
+            Matcher::Exclusive use(mt);
+            mt.set_time_limit(limit);
+          },
+          nb::arg("value").none(), nb::for_getter(nb::sig("def time_limit(self) -> float | None")),
+          nb::for_setter(nb::sig("def time_limit(self, value: float | None, /) -> None")),
+          "Seconds each call may work (None: no limit); see the class doc.")
       .def(
           "accept_token",
           [](Matcher& mt, int64_t token) {
@@ -148,7 +203,7 @@ void bind_matcher(nb::module_& m) {
           "accept_string",
           [](Matcher& mt, const std::string& text) {
             Matcher::Exclusive use(mt);
-            return mt.accept_bytes(text);
+            return mt.accept_bytes(text, "accept_string");
           },
           nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
       .def(

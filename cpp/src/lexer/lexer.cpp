@@ -42,6 +42,7 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
     blocks_[blk] = std::move(b);
   }
   LexState& st = blocks_[blk]->states[id & kBlockMask];
+  st = LexState{};  // an earlier try at this id may have stopped half-way (a time limit)
   bool lazy_accept = false, all_ignored = true;
   for (size_t i = 0; i < pairs.size(); i += 2) {
     uint32_t lex = pairs[i];

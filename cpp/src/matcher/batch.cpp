@@ -15,7 +15,7 @@ void fill_masks_parallel(const std::vector<Matcher*>& matchers, const std::vecto
       matchers.size(), num_threads < 1 ? 1 : static_cast<size_t>(num_threads), [&](size_t i) {
         try {
           matchers[i]->fill_mask_within(bitmask + static_cast<size_t>(rows[i]) * row_words, row_words,
-                                        remaining.empty() ? -1 : remaining[i]);
+                                        remaining.empty() ? -1 : remaining[i], "fill_next_token_bitmasks");
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mu);
           if (!error) error = std::current_exception();

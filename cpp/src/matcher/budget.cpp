@@ -50,7 +50,7 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
   const size_t root = ps.frames().size() - 1;
   const Frame top = ps.frames().back();
   ps.frames().back().end_rows = 0;
-  walk_trie_costs(ps, epoch, c);
+  walk_trie_costs(ps, epoch, c);  // (should it throw, the matcher's call restores the frames)
   ps.restore(root, top);
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
   special_costs(ps, c);
@@ -70,6 +70,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);  // lexer states down a sub-trie
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
+    ticker_.tick();
     frames.resize(root + node.depth);
     Frame& parent = frames.back();
     const CharSummary& chars = summaries[i];
@@ -96,6 +97,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
       st[0] = parent.state;
       for (size_t j = i, end = i + node.subtree_size; j < end;) {
         const TrieNode& n = nodes[j];
+        ticker_.tick();
         const uint32_t t = lexer.next(st[n.depth - base], n.byte);
         if (t == Lexer::kDead) {
           j += n.subtree_size;

@@ -9,6 +9,7 @@
 #include "matcher/completion.h"
 #include "matcher/lexer_epoch.h"
 #include "matcher/parse_state.h"
+#include "support/deadline.h"
 
 namespace stencil {
 
@@ -58,6 +59,7 @@ class TokenBudget {
   };
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];
+  deadline::Ticker ticker_;  // trie nodes walked, for the time limits
 };
 
 }  // namespace stencil

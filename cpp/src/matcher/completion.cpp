@@ -16,6 +16,7 @@ constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks pus
 
 CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
     : lexer_(lexer), trie_(vocab.trie()) {
+  deadline::Ticker ticker;
   lexeme_min.assign(g.lexemes.size(), kInf);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
     if (g.lexemes[l].special) {
@@ -23,7 +24,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const V
       continue;
     }
     Costs found;
-    bfs_to(lexer.start_state({l}), {l}, &found, kLexemeSearchStates);
+    bfs_to(lexer.start_state({l}), {l}, &found, kLexemeSearchStates, ticker);
     if (!found.empty()) lexeme_min[l] = found[0].second;
   }
   // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
@@ -32,6 +33,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const V
   auto sym_cost = [&](Symbol s) { return is_terminal(s) ? lexeme_min[symbol_index(s)] : nt_min[s]; };
   for (bool changed = true; changed;) {
     changed = false;
+    ticker.tick(static_cast<uint32_t>(std::min<size_t>(g.rules.size(), 1u << 20)));  // a chain takes a pass per link
     for (const Rule& r : g.rules) {
       uint32_t c = 0;
       for (Symbol s : r.rhs) c = add(c, sym_cost(s));
@@ -64,7 +66,7 @@ uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
 // the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
 // at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
 uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
-                                  size_t max_states) const {
+                                  size_t max_states, deadline::Ticker& ticker) const {
   out->clear();
   if (state == Lexer::kDead || targets.empty()) return 0;
   std::vector<std::pair<uint32_t, uint32_t>> queue{{state, 0}};
@@ -89,6 +91,7 @@ uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& t
     st[0] = s;
     for (size_t i = 1; i < nodes.size() && found < targets.size();) {
       const TrieNode& node = nodes[i];
+      ticker.tick();
       const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
       if (t == Lexer::kDead) {
         i += node.subtree_size;
@@ -130,12 +133,13 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   // at a time in the state holding it alone: a search for all of them at once would expand every
   // state of the free string beside a key until the key's last byte.
   Costs c;
+  deadline::Ticker ticker;
   for (size_t i = 0;; ++i) {
     const uint32_t alone = lexer_.probe_state(state, i);
     if (alone == Lexer::kDead) break;
     const std::vector<uint32_t> lex = lexer_.live_lexemes(alone);
     Costs found;
-    bfs_to(alone, lex, &found, kStateSearchStates);
+    bfs_to(alone, lex, &found, kStateSearchStates, ticker);
     for (const auto& f : found) {
       auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
       if (it != c.end() && it->first == f.first)
@@ -176,6 +180,7 @@ CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint3
   // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
   // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
   const EarleyRow& r = p.row(row);
+  ticker_.tick(r.end - r.begin + 1);
   std::unordered_map<uint32_t, uint32_t> dist;
   std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges;  // (lhs, waited-on, rest)
   using Entry = std::pair<uint32_t, uint32_t>;                    // (cost, nonterminal)
@@ -202,6 +207,7 @@ CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint3
   while (!pq.empty()) {
     const auto [c, nt] = pq.top();
     pq.pop();
+    ticker_.tick();
     if (dist[nt] != c) continue;
     for (auto e = std::lower_bound(edges.begin(), edges.end(), std::make_tuple(nt, 0u, 0u));
          e != edges.end() && std::get<0>(*e) == nt; ++e)

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "parser/earley.h"
+#include "support/deadline.h"
 #include "stencil/vocabulary.h"
 #include "tokens/trie.h"
 
@@ -52,7 +53,9 @@ class CompletionTables {
   std::vector<uint32_t> rule_at;     // per dotted position: its rule
 
  private:
-  uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states) const;
+  // (ticker: this search's, as the tables are shared by threads)
+  uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
+                  deadline::Ticker& ticker) const;
   const Lexer& lexer_;
   const TokenTrie& trie_;
   std::shared_mutex mu_;
@@ -88,6 +91,7 @@ class CompletionCost {
   std::shared_ptr<CompletionTables> t_;
   std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
   std::unordered_map<uint64_t, RowCosts> row_costs_;   // parser row serial -> costs
+  deadline::Ticker ticker_;                              // items and nonterminals costed
 };
 
 }  // namespace stencil

@@ -99,6 +99,7 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
     if ((r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
     for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {
       const TrieNode& node = nodes[i];
+      ticker_.tick();
       const uint32_t p = drop_states_[node.depth - 1];
       const uint32_t t = lexer.next_tagged(p, node.byte);
       // Dead or ending: a boundary, which the boundary walks judge; no vetoed lexeme live: as cached.
@@ -192,6 +193,7 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
   const size_t end = first + nodes[first].subtree_size;
   for (size_t i = first; i < end;) {
     const TrieNode& node = nodes[i];
+    ticker_.tick();
     frames.resize(root + node.depth);
     const Frame& parent = frames.back();
     parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);

@@ -9,6 +9,7 @@
 
 #include "matcher/lexer_epoch.h"
 #include "matcher/parse_state.h"
+#include "support/deadline.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
 
@@ -91,6 +92,7 @@ class MaskWalker {
   std::vector<uint32_t> drop_states_, drop_path_;
   LiveRoots live_roots_[16];
   uint64_t live_roots_clock_ = 0;
+  deadline::Ticker ticker_;  // trie nodes walked, for the time limits
 };
 
 }  // namespace stencil

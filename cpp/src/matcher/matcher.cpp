@@ -1,16 +1,54 @@
 #include "stencil/matcher.h"
 
 #include <algorithm>
+#include <cmath>
+#include <exception>
 
 #include "matcher/budget.h"
 #include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
 #include "stencil/errors.h"
+#include "support/deadline.h"
 
 namespace stencil {
 
-Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback)
+// One public call. The outermost one works under the matcher's time limit (nested ones, as
+// forced_tokens' fills and accepts, under the same) and first moves to a renewed lexer epoch.
+// Should the call throw (a time limit, a work budget), the state is put back as it was before
+// it: frames, parser rows, token history, termination. What it built in shared caches (lexer
+// states, mask entries) stays, valid: a later call goes on from there.
+class Matcher::Call {
+ public:
+  Call(Matcher& m, const char* name) : m_(m), limit_(m.calls_ == 0 ? m.time_limit_ : 0, name) {
+    if (m.calls_ == 0) m.follow_epoch();  // under the limit; all or nothing (migrate)
+    ++m.calls_;
+    depth_ = m.ps_->frames().size();
+    top_ = m.ps_->frames().back();
+    steps_ = m.history_.size();
+    terminated_ = m.terminated_;
+    unwinding_ = std::uncaught_exceptions();
+  }
+  ~Call() {
+    --m_.calls_;
+    if (std::uncaught_exceptions() <= unwinding_) return;
+    m_.ps_->recover(depth_ - 1, top_);
+    if (m_.history_.size() > steps_) m_.history_.resize(steps_);
+    m_.terminated_ = terminated_;
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+ private:
+  Matcher& m_;
+  deadline::Scope limit_;
+  size_t depth_ = 0, steps_ = 0;
+  Frame top_{};
+  bool terminated_ = false;
+  int unwinding_ = 0;
+};
+
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback, double time_limit)
     : g_(std::move(grammar)),
       epoch_(g_->epoch()),
       vocab_(&g_->vocab()),
@@ -18,7 +56,14 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollbac
       walker_(std::make_unique<MaskWalker>(*g_)),
       max_rollback_(max_rollback) {
   if (max_rollback < -1) throw UsageError("max_rollback must be -1 (unlimited) or a count >= 0");
+  set_time_limit(time_limit);
   reset();
+}
+
+void Matcher::set_time_limit(double seconds) {
+  if (!(seconds >= 0) || std::isinf(seconds))
+    throw UsageError("time_limit must be a finite number of seconds > 0 (0: no limit), got " + std::to_string(seconds));
+  time_limit_ = seconds;
 }
 
 Matcher::Matcher(const Matcher& o)
@@ -29,6 +74,7 @@ Matcher::Matcher(const Matcher& o)
       walker_(std::make_unique<MaskWalker>(*o.walker_)),
       history_(o.history_),
       max_rollback_(o.max_rollback_),
+      time_limit_(o.time_limit_),
       terminated_(o.terminated_) {}
 
 Matcher::~Matcher() = default;
@@ -44,36 +90,50 @@ size_t Matcher::num_accepted_tokens() const { return history_.size(); }
 
 void Matcher::migrate() {
   // The frames' lexer states mean nothing in the new epoch: replay every step there (parser
-  // rows, completion checks and rollback points come out the same).
+  // rows, completion checks and rollback points come out the same), into a new parse state, so
+  // that a replay cut short (a time limit) leaves the matcher in the old epoch as it was.
   std::vector<Step> steps = history_;
   std::vector<std::string> bytes(steps.size());
   for (size_t i = 0; i < steps.size(); ++i)
     if (steps[i].token < 0)
       bytes[i] = ps_->bytes(steps[i].frames, i + 1 < steps.size() ? steps[i + 1].frames : ps_->frames().size());
+  std::unique_ptr<ParseState> old_ps = std::move(ps_);
+  std::shared_ptr<const LexerEpoch> old_epoch = epoch_;
+  const bool old_terminated = terminated_;
   migrating_ = true;
-  epoch_ = g_->epoch();
-  ps_->set_lexer(epoch_->lexer);
-  walker_->forget();
-  reset();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const bool ok = steps[i].token >= 0 ? accept_token(steps[i].token) : accept_bytes(bytes[i]);
-    if (!ok) {
-      migrating_ = false;
-      throw GrammarError("internal error: a matcher could not replay its tokens into a renewed lexer");
-    }
+  try {
+    epoch_ = g_->epoch();
+    ps_ = std::make_unique<ParseState>(g_->grammar(), epoch_->lexer);
+    history_.clear();
+    terminated_ = false;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (!(steps[i].token >= 0 ? accept_token(steps[i].token) : accept_bytes(bytes[i])))
+        throw GrammarError("internal error: a matcher could not replay its tokens into a renewed lexer");
+  } catch (...) {
+    ps_ = std::move(old_ps);
+    epoch_ = std::move(old_epoch);
+    history_ = std::move(steps);
+    terminated_ = old_terminated;
+    migrating_ = false;
+    throw;
   }
+  walker_->forget();
   migrating_ = false;
 }
 
 void Matcher::reset() {
-  follow_epoch();
+  if (g_->current_epoch() != epoch_.get() && !migrating_) {  // no history to replay: start in the new epoch
+    epoch_ = g_->epoch();
+    ps_->set_lexer(epoch_->lexer);
+    walker_->forget();
+  }
   ps_->reset();
   history_.clear();
   terminated_ = false;
 }
 
 bool Matcher::is_accepting() {
-  follow_epoch();
+  Call call(*this, "is_accepting");
   return terminated_ || ps_->accepting();
 }
 
@@ -84,7 +144,7 @@ void Matcher::check_live() const {
 
 bool Matcher::accept_token(int64_t token) {
   vocab_->check_id(token);
-  follow_epoch();
+  Call call(*this, "accept_token");
   check_live();
   const int32_t t = static_cast<int32_t>(token);
   const uint32_t before = static_cast<uint32_t>(ps_->frames().size());
@@ -122,8 +182,8 @@ bool Matcher::accept_text_token(int32_t t, uint32_t before) {
   return true;
 }
 
-bool Matcher::accept_bytes(const std::string& bytes) {
-  follow_epoch();
+bool Matcher::accept_bytes(const std::string& bytes, const char* name) {
+  Call call(*this, name);
   check_live();
   const size_t before = ps_->frames().size();
   for (unsigned char c : bytes) {
@@ -147,7 +207,7 @@ void Matcher::undo_tokens(size_t n) {
 }
 
 void Matcher::rollback(int64_t n) {
-  follow_epoch();
+  Call call(*this, "rollback");
   if (n < 0) throw UsageError("rollback: the count must be >= 0, got " + std::to_string(n));
   if (max_rollback_ >= 0 && n > max_rollback_)
     throw UsageError("rollback(" + std::to_string(n) + ") exceeds max_rollback=" + std::to_string(max_rollback_) +
@@ -159,8 +219,8 @@ void Matcher::rollback(int64_t n) {
 }
 
 int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
-  follow_epoch();
   for (int64_t t : tokens) vocab_->check_id(t);
+  Call call(*this, "validate_tokens");
   check_live();
   size_t ok = 0;
   for (int64_t t : tokens) {
@@ -172,8 +232,8 @@ int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
 }
 
 void Matcher::fill_mask(uint32_t* words, size_t num_words) {
-  g_->renew_if_full(*epoch_);  // what the last walks built may have filled the lexer
-  follow_epoch();
+  if (calls_ == 0) g_->renew_if_full(*epoch_);  // what the last walks built may have filled the lexer
+  Call call(*this, "fill_next_token_bitmask");
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   if (num_words < need)
     throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " +
@@ -193,7 +253,9 @@ TokenBudget& Matcher::budget() {
   return *budget_;
 }
 
-void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining) {
+void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining, const char* name) {
+  if (calls_ == 0) g_->renew_if_full(*epoch_);
+  Call call(*this, name);
   fill_mask(words, num_words);
   if (remaining < 0 || terminated_) return;
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
@@ -201,13 +263,13 @@ void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remain
 }
 
 int64_t Matcher::min_completion_tokens() {
-  follow_epoch();
+  Call call(*this, "min_completion_tokens");
   if (terminated_) return 0;
   return budget().min_completion_tokens(*ps_, *epoch_);
 }
 
 std::string Matcher::forced_bytes(size_t limit) {
-  follow_epoch();
+  Call call(*this, "forced_bytes");
   std::string out;
   if (terminated_) return out;
   const size_t depth0 = ps_->frames().size();
@@ -235,7 +297,7 @@ std::string Matcher::forced_bytes(size_t limit) {
 }
 
 std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
-  follow_epoch();
+  Call call(*this, "forced_tokens");
   std::vector<int32_t> out;
   if (terminated_) return out;
   std::vector<uint32_t> mask((static_cast<size_t>(vocab_->vocab_size()) + 31) / 32);

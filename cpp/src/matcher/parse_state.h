@@ -65,6 +65,12 @@ class ParseState : private TextSource {
     frames_[root] = top;
     parser_.truncate(top.rows);
   }
+  // restore, after a call was cut short by an exception (a time limit, a work budget) anywhere:
+  // also drops what the parser had half built and the watches the walk had set.
+  void recover(size_t root, const Frame& top) {
+    restore(root, top);
+    parser_.recover();
+  }
   // Ends the lexeme the lexer reached in ended_state: scans it (pushing a parser row) or, for
   // ignored lexemes, skips it; *next_state starts the next lexeme. False when the parser
   // refuses every lexeme that ends there.

@@ -125,6 +125,7 @@ void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
   EarleyRow r{begin, static_cast<uint32_t>(items_.size()), offset, 0, accepting, has_special, ++next_serial_};
   r.lexer_start = close_vetoes(r);
   rows_.push_back(r);
+  ticker_.tick(r.end - r.begin + 1);  // with the row pushed: a limit leaves a whole parser
 }
 
 // A dropped item's lexeme: the terminal after the checks its rule begins with. (A nonterminal

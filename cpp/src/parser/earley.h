@@ -10,6 +10,7 @@
 #include "grammar/ir.h"
 #include "lexer/lexer.h"
 #include "parser/read_watch.h"
+#include "support/deadline.h"
 
 namespace stencil {
 
@@ -63,6 +64,19 @@ class EarleyParser {
       vetoes_.resize(rows_.back().veto_end);
       if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
     }
+  }
+  // After an exception anywhere in a scan or a walk: the row being built (its items and
+  // vetoes past the top row), the watches and the walk's mark are dropped; rows and memos that
+  // were finished stay valid.
+  void recover() {
+    items_.resize(rows_.back().end);
+    vetoes_.resize(rows_.back().veto_end);
+    vetoed_.clear();
+    reads_.watch(ReadWatch::kText, 0, 0);
+    reads_.watch(ReadWatch::kPrefix, 0, 0);
+    stable_end_ = ~0u;
+    row_keys_ = nullptr;
+    recording_ = nullptr;
   }
   // Advances the items of the top row over any of `lexemes` (sorted ids)
   // and pushes the new row; false (and nothing pushed) when none advances.
@@ -280,6 +294,7 @@ class EarleyParser {
   };
   std::vector<LeoSlot> leo_;
   std::vector<std::pair<LeoKey, uint64_t>> leo_chain_;
+  deadline::Ticker ticker_;  // items closed, for the time limits
 };
 
 }  // namespace stencil
