@@ -50,7 +50,7 @@ class Job:
     """One completion: inputs, the stream back to the event loop, and the result."""
 
     input_ids: list[int]
-    grammar: Any
+    grammar: Any  # a CompiledGrammar (None: free text, or ``matcher`` is given)
     max_tokens: int
     temperature: float
     seed: int | None
