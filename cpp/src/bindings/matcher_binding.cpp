@@ -190,7 +190,8 @@ void bind_matcher(nb::module_& m) {
             Matcher::Exclusive use(mt);
             return mt.accept_bytes(utf8);
           },
-          nb::arg("text").none(), nb::sig("def accept_string(self, text: str) -> bool"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
+          nb::arg("text").none(), nb::sig("def accept_string(self, text: str) -> bool"),
+          "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
       .def(
           "rollback",
           [](Matcher& mt, nb::handle n) {
@@ -245,8 +246,8 @@ void bind_matcher(nb::module_& m) {
             mt.fill_mask_within(row, bm.words, remaining);
           },
           nb::arg("bitmask").none(), nb::arg("index").none() = 0, nb::arg("remaining_tokens").none() = nb::none(),
-          nb::sig("def fill_next_token_bitmask(self, bitmask: object, index: int = 0, remaining_tokens: int | None = "
-                  "None) -> None"),
+          nb::sig("def fill_next_token_bitmask(self, bitmask: numpy.typing.NDArray, index: int = 0, "
+                  "remaining_tokens: int | None = None) -> None"),
           "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
           "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
           "error, never a silent copy.\n\n"
@@ -316,7 +317,7 @@ void bind_matcher(nb::module_& m) {
       },
       nb::arg("matchers"), nb::arg("bitmask").none(), nb::arg("indices"), nb::arg("num_threads"),
       nb::arg("remaining_tokens") = std::vector<nb::handle>{},
-      nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: object, "
+      nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
               "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
               "collections.abc.Sequence[int | None] = []) -> None"));
 }
