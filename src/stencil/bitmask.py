@@ -11,7 +11,9 @@ Example::
 """
 from __future__ import annotations
 
+import operator
 import os
+from collections.abc import Iterable
 from typing import Sequence
 
 import numpy as np
@@ -52,9 +54,12 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
         except stencil.TimeLimitExceeded:
             ...   # bitmask[0] is m_ok's mask; m_slow may be retried or dropped
     """
+    if isinstance(matchers, _core.Matcher) or not isinstance(matchers, Iterable):
+        raise TypeError(f"matchers must be a list of stencil.Matcher, got {type(matchers).__name__}")
     matchers = list(matchers)
     if num_threads is None:
         num_threads = min(len(matchers), os.cpu_count() or 1)
+    num_threads = _int(num_threads, "num_threads")
     if num_threads < 1:
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     # The core checks the bitmask (a C-contiguous int32 numpy array or torch CPU tensor, never
@@ -62,11 +67,29 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
     if remaining_tokens is None:
         remaining = []
     elif isinstance(remaining_tokens, (int, np.integer)):
-        remaining = [int(remaining_tokens)] * len(matchers)
+        remaining = [_int(remaining_tokens, "remaining_tokens")] * len(matchers)
     else:
-        remaining = [None if r is None else int(r) for r in remaining_tokens]
-    _core.fill_next_token_bitmasks(matchers, bitmask, [] if indices is None else [int(i) for i in indices],
-                                   int(num_threads), remaining)
+        remaining = [None if r is None else _int(r, f"remaining_tokens[{i}]")
+                     for i, r in enumerate(_items(remaining_tokens, "remaining_tokens", "int or None"))]
+    rows = [] if indices is None else [_int(i, f"indices[{k}]") for k, i in enumerate(_items(indices, "indices", "int"))]
+    _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining)
+
+
+def _int(v, name: str) -> int:
+    """``v`` as an int (numpy integers too); TypeError naming the argument otherwise (a float
+    would be truncated silently by int())."""
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}") from None
+
+
+def _items(v, name: str, what: str):
+    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+        raise TypeError(f"{name} must be a list of {what}, got {type(v).__name__}")
+    return v
 
 
 def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -99,6 +122,8 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None =
         return apply_token_bitmask_inplace_torch(logits, bitmask, indices)
     if not isinstance(logits, np.ndarray):
         raise TypeError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")
+    if not logits.flags.writeable:
+        raise ValueError("logits are read-only (the mask is applied in place)")
     if logits.dtype not in _INT_VIEW:
         raise TypeError(f"logits must be float16, float32 or float64, got {logits.dtype}")
     if logits.ndim not in (1, 2):

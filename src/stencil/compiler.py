@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import numbers
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,6 +35,26 @@ DEFAULT_COMPILE_TIMEOUT = 5.0
 
 #: the core's default limits (defined once, in C++: CompileLimits)
 _LIMITS = _core.DEFAULT_LIMITS
+
+
+#: The numeric options of GrammarCompiler: (smallest, largest) value. The core's limits are
+#: unsigned 32/64-bit numbers; checked here so that a bad one is named when it is given, not met
+#: later as a failed cache eviction or a signature mismatch of the core.
+_COUNT_OPTIONS = {"cache_size": (0, 2**63 - 1), "max_lexer_states": (1, 2**32 - 1), "lexer_fuel": (1, 2**64 - 1),
+                  "mask_cache_bytes": (0, 2**64 - 1), "lexer_memory_bytes": (1, 2**64 - 1),
+                  "max_threads": (1, 1 << 16)}
+
+
+def _check_counts(**values) -> dict:
+    """The values as ints; TypeError or ValueError naming the first one out of its range."""
+    for name, v in values.items():
+        lo, hi = _COUNT_OPTIONS[name]
+        ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+        if not ok or not lo <= v <= hi:
+            got = type(v).__name__ if not ok else repr(v)
+            raise (ValueError if ok else TypeError)(
+                f"GrammarCompiler: {name} must be an int in [{lo}, {hi}], got {got}")
+    return {name: int(v) for name, v in values.items()}
 
 
 def _limited(method):
@@ -86,8 +107,11 @@ class GrammarCompiler:
         if compile_timeout is not None and not (isinstance(compile_timeout, (int, float)) and compile_timeout >= 0):
             raise ValueError(f"compile_timeout must be None or a number of seconds >= 0, got {compile_timeout!r}")
         self.compile_timeout = compile_timeout
-        self._limits = dict(max_lexer_states=max_lexer_states, lexer_fuel=lexer_fuel,
-                            mask_cache_bytes=mask_cache_bytes, lexer_memory_bytes=lexer_memory_bytes)
+        counts = _check_counts(cache_size=cache_size, max_threads=max_threads, max_lexer_states=max_lexer_states,
+                               lexer_fuel=lexer_fuel, mask_cache_bytes=mask_cache_bytes,
+                               lexer_memory_bytes=lexer_memory_bytes)
+        cache_size, max_threads = counts.pop("cache_size"), counts.pop("max_threads")
+        self._limits = counts
         # Switches for measuring the mask optimizations one by one (all on by default):
         # plain_slice, shared_masks, boundary_runs, repeat_memo, loop_skip.
         for name, on in (mask_optimizations or {}).items():

@@ -77,6 +77,8 @@ class TokenizerInfo:
         pattern: str | None = None,
         source: str = "<vocab>",
     ) -> None:
+        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
+            raise TypeError(f"{source}: tokens must be a list of bytes (one per token id), got {type(tokens).__name__}")
         tokens = list(tokens)
         n = len(tokens)
         if n == 0:

@@ -9,6 +9,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/args.h"
 #include "bindings/bindings.h"
 #include "matcher/batch.h"
 #include "matcher/lexer_epoch.h"
@@ -17,6 +18,7 @@
 
 namespace nb = nanobind;
 using namespace stencil;
+using stencil::bindings::int_arg;
 
 // Bitmasks are taken as any array and checked here rather than typed in the signature: a typed
 // ndarray argument lets nanobind convert (copy) an int64, Fortran-order or strided array, and
@@ -33,7 +35,8 @@ static std::string dtype_name(nb::dlpack::dtype t) {
   return kind + std::to_string(t.bits);
 }
 
-static MaskRows check_bitmask(nb::ndarray<> bm) {
+static MaskRows check_bitmask(nb::handle arg) {
+  nb::ndarray<> bm = stencil::bindings::bitmask_arg(arg);
   if (bm.device_type() != nb::device::cpu::value)
     throw nb::type_error("the bitmask must be in CPU memory (fill it on the CPU, then copy it to the device)");
   if (bm.dtype() != nb::dtype<int32_t>())
@@ -53,11 +56,25 @@ static MaskRows check_bitmask(nb::ndarray<> bm) {
   return {static_cast<uint32_t*>(bm.data()), bm.shape(0), bm.shape(1)};
 }
 
-static int64_t check_remaining(std::optional<int64_t> remaining) {
-  if (!remaining) return -1;
-  if (*remaining < 0)
-    throw UsageError("remaining_tokens must be >= 0 (or None for no budget), got " + std::to_string(*remaining));
-  return *remaining;
+static int64_t check_remaining(nb::handle remaining) {
+  if (remaining.is_none()) return -1;
+  const int64_t r = int_arg(remaining, "remaining_tokens", "an int >= 0 (or None for no budget)");
+  if (r < 0) throw UsageError("remaining_tokens must be >= 0 (or None for no budget), got " + std::to_string(r));
+  return r;
+}
+
+static constexpr const char* kTokenRange = "an int in [0, vocab_size)";
+
+// A list of token ids, each checked as accept_token checks one.
+static std::vector<int64_t> token_list(nb::handle tokens) {
+  if (!PyList_Check(tokens.ptr()) && !PyTuple_Check(tokens.ptr()) &&
+      !(PySequence_Check(tokens.ptr()) && !PyUnicode_Check(tokens.ptr()) && !PyBytes_Check(tokens.ptr())))
+    throw nb::type_error(("tokens must be a list of token ids, got " +
+                          std::string(nb::type_name(tokens.type()).c_str())).c_str());
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(nb::len(tokens)));
+  for (nb::handle t : tokens) out.push_back(int_arg(t, "tokens", kTokenRange, static_cast<int64_t>(out.size())));
+  return out;
 }
 
 static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
@@ -154,11 +171,20 @@ void bind_matcher(nb::module_& m) {
                       "    m.accept_token(token_id)\n")
       .def(
           "__init__",
-          [](Matcher* self, std::shared_ptr<const CompiledGrammar> grammar, int max_rollback, nb::handle time_limit) {
+          [](Matcher* self, nb::handle grammar, nb::handle max_rollback, nb::handle time_limit) {
+            if (!nb::isinstance<CompiledGrammar>(grammar))
+              throw nb::type_error(("Matcher needs a stencil.CompiledGrammar (GrammarCompiler.compile_*), got " +
+                                    std::string(nb::type_name(grammar.type()).c_str()))
+                                       .c_str());
+            const int64_t n = int_arg(max_rollback, "max_rollback", "an int >= -1 (-1: unlimited)");
+            if (n < -1 || n > INT32_MAX)
+              throw UsageError("max_rollback must be -1 (unlimited) or a count in [0, 2**31), got " +
+                               std::to_string(n));
             const double limit = check_time_limit(time_limit);
-            new (self) Matcher(std::move(grammar), max_rollback, limit);
+            new (self) Matcher(nb::cast<std::shared_ptr<const CompiledGrammar>>(grammar), static_cast<int>(n), limit);
           },
-          nb::arg("grammar"), nb::arg("max_rollback") = 0, nb::kw_only(), nb::arg("time_limit").none() = nb::none(),
+          nb::arg("grammar").none(), nb::arg("max_rollback").none() = 0, nb::kw_only(),
+          nb::arg("time_limit").none() = nb::none(),
           nb::sig("def __init__(self, grammar: CompiledGrammar, max_rollback: int = 0, *, "
                   "time_limit: float | None = None) -> None"))
       .def_prop_rw(
@@ -173,16 +199,18 @@ void bind_matcher(nb::module_& m) {
           "Seconds each call may work (None: no limit); see the class doc.")
       .def(
           "accept_token",
-          [](Matcher& mt, int64_t token) {
+          [](Matcher& mt, nb::handle token) {
+            const int64_t t = int_arg(token, "token", kTokenRange);
             Matcher::Exclusive use(mt);
-            return mt.accept_token(token);
+            return mt.accept_token(t);
           },
-          nb::arg("token"),
+          nb::arg("token").none(), nb::sig("def accept_token(self, token: int) -> bool"),
           "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
           "Out-of-range ids raise ValueError; so does any token after termination.")
       .def(
           "accept_tokens",
-          [](Matcher& mt, const std::vector<int64_t>& tokens) {
+          [](Matcher& mt, nb::handle token_ids) {
+            const std::vector<int64_t> tokens = token_list(token_ids);
             Matcher::Exclusive use(mt);
             int64_t n = 0;
             for (int64_t t : tokens) {
@@ -191,28 +219,37 @@ void bind_matcher(nb::module_& m) {
             }
             return n;
           },
-          nb::arg("tokens"))
+          nb::arg("tokens").none(), nb::sig("def accept_tokens(self, tokens: collections.abc.Sequence[int]) -> int"))
       .def(
           "accept_bytes",
-          [](Matcher& mt, nb::bytes b) {
+          [](Matcher& mt, nb::handle data) {
+            if (!PyBytes_Check(data.ptr()))
+              throw nb::type_error(("data must be bytes (accept_string takes a str), got " +
+                                    std::string(nb::type_name(data.type()).c_str()))
+                                       .c_str());
+            std::string b(PyBytes_AS_STRING(data.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(data.ptr())));
             Matcher::Exclusive use(mt);
-            return mt.accept_bytes(std::string(b.c_str(), b.size()));
+            return mt.accept_bytes(b);
           },
+          nb::arg("data").none(), nb::sig("def accept_bytes(self, data: bytes) -> bool"),
           "Accept raw bytes (all or nothing; one rollback step). For tests and debugging.")
       .def(
           "accept_string",
-          [](Matcher& mt, const std::string& text) {
+          [](Matcher& mt, nb::handle text) {
+            const std::string utf8(stencil::bindings::text_arg(text, "text", "accept_bytes takes bytes"));
             Matcher::Exclusive use(mt);
-            return mt.accept_bytes(text, "accept_string");
+            return mt.accept_bytes(utf8, "accept_string");
           },
-          nb::arg("text"), "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
+          nb::arg("text").none(), nb::sig("def accept_string(self, text: str) -> bool"),
+          "Accept the UTF-8 bytes of text (all or nothing; one rollback step).")
       .def(
           "rollback",
-          [](Matcher& mt, int64_t n) {
+          [](Matcher& mt, nb::handle n) {
+            const int64_t k = int_arg(n, "n", "an int >= 0");
             Matcher::Exclusive use(mt);
-            mt.rollback(n);
+            mt.rollback(k);
           },
-          nb::arg("n") = 1)
+          nb::arg("n").none() = 1, nb::sig("def rollback(self, n: int = 1) -> None"))
       .def("reset",
            [](Matcher& mt) {
              Matcher::Exclusive use(mt);
@@ -242,22 +279,25 @@ void bind_matcher(nb::module_& m) {
            })
       .def(
           "validate_tokens",
-          [](Matcher& mt, const std::vector<int64_t>& tokens) {
+          [](Matcher& mt, nb::handle token_ids) {
+            const std::vector<int64_t> tokens = token_list(token_ids);
             Matcher::Exclusive use(mt);
             return mt.validate_tokens(tokens);
           },
-          nb::arg("tokens"))
+          nb::arg("tokens").none(), nb::sig("def validate_tokens(self, tokens: collections.abc.Sequence[int]) -> int"))
       .def(
           "fill_next_token_bitmask",
-          [](Matcher& mt, nb::ndarray<> bitmask, int64_t index, std::optional<int64_t> remaining_tokens) {
+          [](Matcher& mt, nb::handle bitmask, nb::handle index, nb::handle remaining_tokens) {
             MaskRows bm = check_bitmask(bitmask);
-            uint32_t* row = bitmask_row(bm, index);
+            uint32_t* row = bitmask_row(bm, int_arg(index, "index", "an int (a row of the bitmask)"));
             const int64_t remaining = check_remaining(remaining_tokens);
             Matcher::Exclusive use(mt);
             nb::gil_scoped_release release;
             mt.fill_mask_within(row, bm.words, remaining);
           },
-          nb::arg("bitmask").noconvert(), nb::arg("index") = 0, nb::arg("remaining_tokens") = nb::none(),
+          nb::arg("bitmask").none(), nb::arg("index").none() = 0, nb::arg("remaining_tokens").none() = nb::none(),
+          nb::sig("def fill_next_token_bitmask(self, bitmask: numpy.typing.NDArray, index: int = 0, "
+                  "remaining_tokens: int | None = None) -> None"),
           "Write the mask of allowed next tokens into row `index` of `bitmask`, a C-contiguous int32\n"
           "array [rows, ceil(vocab_size / 32)] (stencil.allocate_token_bitmask); any other array is an\n"
           "error, never a silent copy.\n\n"
@@ -287,8 +327,8 @@ void bind_matcher(nb::module_& m) {
 
   m.def(
       "fill_next_token_bitmasks",
-      [](const std::vector<nb::handle>& items, nb::ndarray<> bitmask, std::vector<int64_t> indices, int num_threads,
-         const std::vector<std::optional<int64_t>>& remaining_tokens) {
+      [](const std::vector<nb::handle>& items, nb::handle bitmask, std::vector<int64_t> indices, int num_threads,
+         const std::vector<nb::handle>& remaining_tokens) {
         // Taken as handles: a Matcher* list would let None through as a null pointer.
         std::vector<Matcher*> matchers;
         matchers.reserve(items.size());
@@ -325,6 +365,9 @@ void bind_matcher(nb::module_& m) {
         nb::gil_scoped_release release;
         fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining);
       },
-      nb::arg("matchers"), nb::arg("bitmask").noconvert(), nb::arg("indices"), nb::arg("num_threads"),
-      nb::arg("remaining_tokens") = std::vector<std::optional<int64_t>>{});
+      nb::arg("matchers"), nb::arg("bitmask").none(), nb::arg("indices"), nb::arg("num_threads"),
+      nb::arg("remaining_tokens") = std::vector<nb::handle>{},
+      nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
+              "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
+              "collections.abc.Sequence[int | None] = []) -> None"));
 }

@@ -11,7 +11,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.deadline import check_deadline
@@ -65,6 +65,9 @@ def trie_expr(b, words: list[bytes]) -> int:
 
 def build_choice(b, choices: Iterable[str], name: str = "choice") -> int:
     """Add a rule matching exactly one of ``choices`` to builder ``b``; returns the rule."""
+    # A str is iterable too: "abc" would silently mean the choices "a", "b", "c".
+    if isinstance(choices, (str, bytes, bytearray)) or not isinstance(choices, Iterable):
+        raise TypeError(f"choices must be a list of strings, got {type(choices).__name__}")
     texts = list(choices)
     if not texts:
         raise GrammarError("compile_choice needs at least one choice")

@@ -39,7 +39,8 @@ from typing import Optional
 from stencil._core import GrammarError
 from stencil.grammar.ebnf.ast import Namespaced, TokenTable
 from stencil.grammar.ebnf.gbnf import build_gbnf
-from stencil.grammar.json.schema import build_json_schema
+from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
+from stencil.grammar.json.schema.core.document import check_document
 from stencil.grammar.regex import build_regex
 from stencil.grammar.xml_params import build_xml_parameters
 
@@ -78,6 +79,12 @@ def load_structural_tag(spec) -> dict:
     return _load(spec)[0]
 
 
+def _json_path(path: list) -> str:
+    """The structural tag's own path notation ($.format.tags[0])."""
+    text = "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path)
+    return text if len(text) <= 120 else f"{text[:50]}...{text[-60:]}"
+
+
 def _load(spec) -> tuple[dict, str]:
     """(format object, its JSON path in the spec)."""
     if isinstance(spec, (str, bytes)):
@@ -89,6 +96,9 @@ def _load(spec) -> tuple[dict, str]:
             raise GrammarError(f"structural tag: nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(spec, dict):
         raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
+    # a spec of Python objects may contain itself: refused before anything walks it (a format
+    # nests up to 2 levels of JSON, and the schemas inside have their own limit)
+    check_document(spec, 2 * MAX_DEPTH + MAX_SCHEMA_NESTING, "structural tag", _json_path)
     if "structures" in spec:
         return _legacy(spec), "$(structures as triggered_tags)"
     if spec.get("type") == "structural_tag" or ("format" in spec and "type" not in spec):

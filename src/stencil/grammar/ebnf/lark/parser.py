@@ -444,7 +444,17 @@ def _unescape(src: Source, body: str, start: int) -> str:
 
 def _string_value(src: Source, t: Token) -> str:
     text = t.text[:-1] if t.text.endswith("i") else t.text
-    return _unescape(src, text[1:-1], t.pos + 1)
+    value = _unescape(src, text[1:-1], t.pos + 1)
+    bad = next((c for c in value if 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:  # no UTF-8 text holds it: the grammar would match nothing there
+        raise src.error(f"the string {_clip(t.text)} holds a lone surrogate U+{ord(bad):04X}, which cannot be "
+                        "encoded as UTF-8 text", t.pos)
+    return value
+
+
+def _clip(text: str) -> str:
+    text = text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _string_regex(src: Source, t: Token):

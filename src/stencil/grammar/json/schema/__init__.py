@@ -35,6 +35,7 @@ import json
 from dataclasses import dataclass, field
 
 from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.json.schema.core.document import check_document, short_pointer
 from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, Unsupported
 from stencil.grammar.json.schema.core.options import Options
 from stencil.grammar.json.schema.core.resolve import Resolver, deepest_point
@@ -54,32 +55,28 @@ class SchemaInfo:
 
 
 #: How deeply a schema document may nest (objects and arrays; the deepest of the 7,880 MaskBench
-#: schemas nests 63 levels). Deeper documents are refused up front, before any recursion; below
+#: schemas nests 63 levels). Deeper documents are refused up front, before any recursion or copy,
+#: by a walk that stops at the first value past the limit (as are cyclic and non-str keys); below
 #: it, subschemas nested or chained through $ref deeper than the compiler's recursion allows
 #: get an error too (about 250 levels of anyOf, 600 of items).
 MAX_SCHEMA_NESTING = 1000
 
 
-def _short(pointer: str) -> str:
-    return pointer or "/" if len(pointer) <= 120 else f"{pointer[:50]}...{pointer[-60:]}"
-
-
-def load_schema(schema):
-    """A schema given as a dict, a bool or JSON text."""
+def load_schema(schema, what: str = "JSON Schema"):
+    """A schema given as a dict, a bool or JSON text; ``what`` names it in errors."""
     if isinstance(schema, (str, bytes, bytearray)):
         try:
             schema = json.loads(schema)
         except ValueError as e:
-            raise GrammarError(f"JSON Schema: not valid JSON: {e}") from None
+            raise GrammarError(f"{what}: not valid JSON: {e}") from None
         except RecursionError:
-            raise GrammarError(f"JSON Schema: the document nests too deeply to read (stencil takes up to "
+            raise GrammarError(f"{what}: the document nests too deeply to read (stencil takes up to "
                                f"{MAX_SCHEMA_NESTING} levels)") from None
     if not isinstance(schema, (dict, bool)):
-        raise GrammarError(f"JSON Schema: a schema is an object or a boolean, got {type(schema).__name__}")
-    depth, where = deepest_point(schema)
-    if depth > MAX_SCHEMA_NESTING:
-        raise GrammarError(f"JSON Schema: the document nests {depth} levels deep (at {_short(where)}); stencil "
-                           f"takes up to {MAX_SCHEMA_NESTING}")
+        raise GrammarError(f"{what}: a schema is an object or a boolean, got {type(schema).__name__}")
+    # Before anything walks or copies it: a Python document may be deeper than any recursion, or
+    # contain itself, and every later phase would run out of memory or time on it.
+    check_document(schema, MAX_SCHEMA_NESTING, what)
     return schema
 
 
@@ -88,7 +85,7 @@ def _too_deep(schema, registry) -> GrammarError:
     nesting, or long $ref chains), pointing at the deepest place of its documents."""
     depth, where = max((deepest_point(d) for d in [schema, *(registry or {}).values()]), key=lambda t: t[0])
     return GrammarError(f"JSON Schema: subschemas are nested or chained through $ref too deeply to compile "
-                        f"(the document is {depth} levels deep, deepest at {_short(where)})")
+                        f"(the document is {depth} levels deep, deepest at {short_pointer(where)})")
 
 
 def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, standalone: bool = False,
@@ -109,8 +106,8 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     """
     opts = Options.make(**options)
     schema = load_schema(schema)
-    for doc in (registry or {}).values():
-        load_schema(doc)
+    for uri, doc in (registry or {}).items():
+        load_schema(doc, f"JSON Schema {uri!r} of the registry")
     try:
         resolver = Resolver(schema, registry)
         ctx = Context(resolver, opts)
