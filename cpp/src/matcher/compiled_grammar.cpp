@@ -79,16 +79,17 @@ void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
   MemoryBudget& budget = MemoryBudget::get();
   const uint64_t now = budget.now();
   if (last_used_.load(std::memory_order_relaxed) != now) last_used_.store(now, std::memory_order_relaxed);
-  // Measuring takes the lexer's lock: do it at 64, 128, 256, 512 and then once per 1,024 new states.
+  // Measuring takes the lexer's lock: do it at 64, 128, 256, 512 states (for the memory budget's
+  // count) and then once per 1,024 new states (also to renew a full lexer, as always).
   const uint32_t states = e.lexer.num_states();
   const uint32_t at = e.checked_at.load(std::memory_order_relaxed);
   if (states >= at + std::clamp(at, 64u, 1024u)) {
     e.checked_at.store(states, std::memory_order_relaxed);
     const size_t bytes = e.measure_lexer();
     const LexerLimits& l = limits_.lexer;
-    if (states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 || e.lexer.fuel_used() > l.fuel / 2 ||
-        bytes > std::min(limits_.lexer_memory_bytes, budget.limit()))
-      renew_from(&e);
+    const bool full = states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 ||
+                      e.lexer.fuel_used() > l.fuel / 2 || bytes > std::min(limits_.lexer_memory_bytes, budget.limit());
+    if (states >= 1024 && full) renew_from(&e);
   }
   budget.enforce();  // a load and a compare unless the process is over its limit
 }
