@@ -54,12 +54,18 @@ def memory_usage() -> dict[str, int]:
     """The process-wide budget's counters.
 
     Keys: ``total`` (bytes counted), ``limit``, ``lexers``, ``masks`` and ``shared_masks`` (bytes
-    by kind; they add up to ``total``), ``grammars`` and ``vocabularies`` (caches tracked),
-    ``evictions`` (grammars whose lazy state the budget dropped) and ``shared_trims`` (times a
-    shared mask cache was trimmed). An inner mask held both by a grammar and by its tokenizer's
-    shared cache counts in ``masks`` and in ``shared_masks``, so ``total`` errs on the high side.
-    ``lexers`` + ``masks`` is the sum of the grammars' ``memory_bytes``, plus what dropped state a
-    matcher still holds until its next call.
+    by kind; they add up to ``total``), ``retired`` (the part of ``lexers`` and ``masks`` in
+    dropped lazy state that a matcher still holds: freed at that matcher's next call or when it is
+    deleted), ``grammars`` and ``vocabularies`` (caches tracked), ``evictions`` (grammars whose
+    lazy state the budget dropped) and ``shared_trims`` (times a shared mask cache was trimmed).
+    ``lexers`` + ``masks`` - ``retired`` is the sum of the grammars' ``memory_bytes``, and
+    ``shared_masks`` that of the tokenizers' ``shared_mask_bytes``. An inner mask held both by a
+    grammar and by its tokenizer's shared cache counts in ``masks`` and in ``shared_masks``, so
+    ``total`` errs on the high side.
+
+    The limit binds what an eviction can drop (``total`` - ``retired``): right after a matcher
+    call returns it is at most the limit, give or take the lexer states built since the lexer was
+    last measured (it is measured every 1,024 new states; memory_usage() measures them all).
 
     Example::
 

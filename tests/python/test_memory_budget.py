@@ -94,6 +94,44 @@ def probe_accounting() -> dict:
             "gone": stencil.memory_usage()}
 
 
+def _walk_fresh(w: Walk, n: int, steps: int, seed: int) -> tuple:
+    g = stencil.GrammarCompiler(w.tok).compile_regex("[ab]*a[ab]{%d}c" % n)
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, w.tok.vocab_size)
+    rng = random.Random(seed)
+    text = ""
+    for _ in range(steps):
+        m.fill_next_token_bitmask(bm, 0)
+        t = rng.choice(w.ab)
+        assert m.accept_token(t)
+        text += w.abc[t]
+    return g, m, text
+
+
+def probe_pinned() -> dict:
+    """A grammar evicted while its matcher is idle: the matcher's dropped epoch counts until the
+    matcher moves (it then replays its tokens into the fresh one) and is freed then; meanwhile
+    another grammar works under the limit as if the dropped epoch were not there."""
+    w = Walk()
+    g, m, text = _walk_fresh(w, 12, 600, 8)
+    grown = g.memory_bytes
+    stencil.set_memory_limit(4 << 20)   # evicts at once
+    held = stencil.memory_usage()
+    dropped_to = g.memory_bytes
+    other = _walk_fresh(w, 10, 1500, 9)[0].num_lexer_renewals
+    bm = stencil.allocate_token_bitmask(1, w.tok.vocab_size)
+    stencil.set_memory_limit(None)
+    m.fill_next_token_bitmask(bm, 0)     # moves to the fresh epoch
+    w.check(bm, 0, text, 12)
+    moved = stencil.memory_usage()
+    now = g.memory_bytes
+    del g, m
+    stencil.set_memory_limit(4 << 20)
+    alone = _walk_fresh(w, 10, 1500, 9)[0].num_lexer_renewals
+    return {"grown": grown, "dropped_to": dropped_to, "held": held, "moved": moved, "now": now,
+            "other": other, "alone": alone}
+
+
 def _walk_one(w: Walk, compiler, n: int, steps: int, rng: random.Random) -> dict:
     g = compiler.compile_regex("[ab]*a[ab]{%d}c" % n)
     m = stencil.Matcher(g)
@@ -206,7 +244,7 @@ def test_usage_counts_what_grammars_and_shared_caches_hold():
     assert after["total"] == after["lexers"] + after["masks"] + after["shared_masks"]
     assert after["lexers"] + after["masks"] == r["sum_grammars"]
     assert after["shared_masks"] == r["shared"] > 0
-    assert after["evictions"] == 0
+    assert after["evictions"] == 0 and after["retired"] == 0
     # the grammars gone, their bytes leave the count; the tokenizer's shared masks stay
     assert gone["grammars"] == 0 and gone["lexers"] == gone["masks"] == 0
     assert gone["shared_masks"] == r["shared"]
@@ -228,6 +266,21 @@ def test_small_limit_bounds_count_and_rss_and_masks_stay_exact(limit_mb):
     assert r["rss_growth"] <= limit + 32 * MB, r["rss_growth"] / MB
     # the compiler still caches the evicted grammars, small now
     assert r["cached"] == 5 and r["first_bytes_after"] < 1 * MB
+
+
+def test_a_dropped_epoch_counts_until_its_matcher_moves():
+    r = _probe("pinned")
+    assert r["grown"] > 6 * MB and r["dropped_to"] < 256 << 10
+    assert r["held"]["evictions"] == 1
+    # the idle matcher still holds the dropped lexer and masks: they still count (the masks as
+    # they were, the lexer as last measured), over the limit of 4 MiB
+    assert r["held"]["masks"] > 4 * MB and r["held"]["retired"] > r["held"]["limit"]
+    # another grammar is dropped as often as with no dropped epoch held (it would be at every
+    # step if the budget tried to free what it cannot)
+    assert r["other"] <= 2 * r["alone"] + 2, r
+    # it moved: the dropped epoch is gone, what counts is what the grammar holds now
+    assert r["moved"]["retired"] == 0
+    assert r["moved"]["lexers"] + r["moved"]["masks"] == r["now"] < r["grown"]
 
 
 def test_evictions_while_threads_fill_masks():
@@ -254,5 +307,6 @@ def test_set_memory_limit_checks_its_argument():
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
     kind, args = sys.argv[1], [int(a) for a in sys.argv[2:]]
-    result = {"accounting": probe_accounting, "bound": probe_bound, "threads": probe_threads}[kind](*args)
+    result = {"accounting": probe_accounting, "bound": probe_bound, "threads": probe_threads,
+              "pinned": probe_pinned}[kind](*args)
     print(json.dumps(result, default=lambda o: None))

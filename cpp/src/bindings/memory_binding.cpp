@@ -20,6 +20,7 @@ static nb::dict usage_dict() {
   d["lexers"] = u.bytes[kLexerMemory];
   d["masks"] = u.bytes[kMaskMemory];
   d["shared_masks"] = u.bytes[kSharedMaskMemory];
+  d["retired"] = u.retired;
   d["grammars"] = u.grammars;
   d["vocabularies"] = u.vocabularies;
   d["evictions"] = u.evictions;

@@ -29,6 +29,7 @@ MemoryBudget::MemoryBudget() : limit_(default_limit()) {}
 
 size_t MemoryBudget::set_limit(size_t bytes) {
   const size_t old = limit_.exchange(bytes ? bytes : default_limit(), std::memory_order_relaxed);
+  retry_above_.store(0, std::memory_order_relaxed);
   enforce();
   return old;
 }
@@ -42,6 +43,8 @@ void MemoryBudget::charge(MemoryKind kind, int64_t delta) {
     clock_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  const size_t mark = retry_above_.load(std::memory_order_relaxed);
+  if (mark && total() + limit() / 16 < mark) retry_above_.store(total() + limit() / 16, std::memory_order_relaxed);
   give_back_to_os(static_cast<size_t>(-delta));
 }
 
@@ -73,14 +76,30 @@ void MemoryBudget::remove(BudgetClient* c) {
   }
 }
 
-// Least recently used grammars first, but the one used last (the one in use now) only after the
-// shared caches' least recently used masks. A grammar holding less than a small floor is left
+size_t MemoryBudget::live_bytes() const {
+  size_t live = 0;
+  for (const auto* list : {&grammars_, &shared_})
+    for (const BudgetClient* c : *list) live += c->releasable_bytes();
+  return live;
+}
+
+// Brings what a pass can drop (the grammars' current epochs and the shared caches) down to
+// `target`; the rest of the total, dropped epochs that matchers still hold, goes at their next
+// call. Least recently used grammars first, but the one used last (the one in use now) only after
+// the shared caches' least recently used masks. A grammar holding less than a small floor is left
 // alone: dropping it frees little and makes its matchers replay their tokens.
-size_t MemoryBudget::release_in_order(size_t need, std::vector<std::shared_ptr<const void>>& later) {
+size_t MemoryBudget::release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later) {
   const size_t floor = std::min(size_t(1) << 20, limit() / 64);
   std::vector<std::pair<uint64_t, BudgetClient*>> order;
-  for (BudgetClient* g : grammars_)
-    if (g->releasable_bytes() >= floor) order.push_back({g->last_used(), g});
+  size_t live = 0;
+  for (BudgetClient* g : grammars_) {
+    const size_t bytes = g->releasable_bytes();
+    live += bytes;
+    if (bytes >= floor) order.push_back({g->last_used(), g});
+  }
+  for (const BudgetClient* s : shared_) live += s->releasable_bytes();
+  if (live <= target) return 0;
+  const size_t need = live - target;
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t freed = 0;
   auto take = [&](BudgetClient* c, uint64_t& count) {
@@ -102,7 +121,10 @@ void MemoryBudget::evict() {
     if (!lock.owns_lock()) return;  // another thread is evicting
     const size_t limit = this->limit(), total = this->total();
     if (total <= limit) return;
-    release_in_order(total - (limit - limit / 4), later);
+    const size_t freed = release_in_order(limit - limit / 4, later);
+    // Still over (idle matchers hold dropped epochs): no new pass until the total grows further.
+    const size_t left = total - std::min(total, freed);
+    retry_above_.store(left > limit ? left + limit / 16 : 0, std::memory_order_relaxed);
   }
   // An epoch no matcher holds is freed here (its destructor charges the budget back); one that a
   // matcher holds goes with that matcher's next call.
@@ -118,6 +140,7 @@ MemoryUsage MemoryBudget::usage() const {
     u.total += u.bytes[k];
   }
   u.limit = limit();
+  u.retired = u.total - std::min(u.total, live_bytes());
   u.grammars = grammars_.size();
   u.vocabularies = shared_.size();
   u.evictions = evictions_;

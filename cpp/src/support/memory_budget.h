@@ -2,8 +2,9 @@
 // each vocabulary's shared mask cache report the bytes they hold (what they already measure, not
 // every allocation); when the total passes the limit, an eviction pass drops the least recently
 // used grammars' lazy state (a fresh epoch: matchers move over at their next call, as on a
-// renewal) and trims the shared caches, until the total is back under three quarters of the
-// limit (so that passes are rare). Freed memory is handed back to the OS (malloc_trim).
+// renewal) and trims the shared caches, until what they hold is back under three quarters of the
+// limit (so that passes are rare). A dropped epoch still counts until the last matcher holding it
+// moves. Freed memory is handed back to the OS (malloc_trim).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -33,6 +34,7 @@ class BudgetClient {
 struct MemoryUsage {
   size_t bytes[kMemoryKinds] = {};
   size_t total = 0, limit = 0;
+  size_t retired = 0;  // dropped epochs that matchers still hold (part of the total)
   size_t grammars = 0, vocabularies = 0;
   uint64_t evictions = 0;  // grammars' lazy states dropped by the budget
   uint64_t trims = 0;      // shared mask caches trimmed by the budget
@@ -55,8 +57,11 @@ class MemoryBudget {
   // happens at the next enforce().
   void charge(MemoryKind kind, int64_t delta);
   // Cheap unless the total is over the limit; then one thread at a time runs an eviction pass.
+  // When a pass could not get under the limit (dropped epochs that idle matchers still hold), the
+  // next waits until the total has grown by a sixteenth of the limit or shrunk below it.
   void enforce() {
-    if (total() > limit()) evict();
+    const size_t t = total();
+    if (t > limit() && t > retry_above_.load(std::memory_order_relaxed)) evict();
   }
 
   // Clients register for their whole life (the destructor must remove before its state goes).
@@ -68,7 +73,8 @@ class MemoryBudget {
  private:
   MemoryBudget();
   void evict();
-  size_t release_in_order(size_t need, std::vector<std::shared_ptr<const void>>& later);
+  size_t live_bytes() const;  // mu_
+  size_t release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later);  // mu_
   void give_back_to_os(size_t freed);
 
   std::atomic<size_t> limit_;
@@ -76,6 +82,7 @@ class MemoryBudget {
   std::atomic<size_t> bytes_[kMemoryKinds] = {};
   std::atomic<uint64_t> clock_{1};
   std::atomic<size_t> freed_since_trim_{0};
+  std::atomic<size_t> retry_above_{0};
   mutable std::mutex mu_;  // the clients and the counters below; one eviction pass at a time
   std::vector<BudgetClient*> grammars_, shared_;
   uint64_t evictions_ = 0, trims_ = 0;
