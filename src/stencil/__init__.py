@@ -23,6 +23,7 @@ from stencil._core import (
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
+from stencil.memory import memory_usage, set_memory_limit
 from stencil.models import default_model_path, tokenizer_info_for
 from stencil.tokenizer import TokenizerInfo
 
@@ -31,4 +32,5 @@ __all__ = [
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
     "ConcurrentUseError", "CompileTimeout", "TimeLimitExceeded",
     "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
+    "set_memory_limit", "memory_usage",
 ]

@@ -18,6 +18,7 @@ class CompiledGrammar {
  public:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                   CompileLimits limits = {});
+  ~CompiledGrammar();
   const Grammar& grammar() const { return *grammar_; }
   const Vocabulary& vocab() const { return *vocab_; }
   // The current epoch, kept alive by the pointer (a matcher holds the one its state is in).
@@ -25,21 +26,33 @@ class CompiledGrammar {
   // The current epoch's address, for a cheap "is mine still current" test.
   const LexerEpoch* current_epoch() const { return current_.load(std::memory_order_acquire); }
   // Starts a new epoch if `e` is still the current one and has passed half a budget or its
-  // memory limit; cheap when it has not grown much since it was last measured.
+  // memory limit; cheap when it has not grown much since it was last measured. Called at every
+  // matcher step: it also marks the grammar used and enforces the process memory budget.
   void renew_if_full(const LexerEpoch& e) const;
   uint64_t num_renewals() const;
+  // Drops the lazy state now (the process memory budget's eviction): starts a fresh epoch and
+  // returns the old one, which its matchers keep until their next call.
+  std::shared_ptr<const LexerEpoch> renew() const { return renew_from(nullptr); }
+  // When a matcher last used the grammar, on the memory budget's clock.
+  uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
   const CompileLimits& limits() const { return limits_; }
   std::shared_ptr<const Grammar> grammar_ptr() const { return grammar_; }
   std::shared_ptr<const Vocabulary> vocab_ptr() const { return vocab_; }
   size_t memory_bytes() const;
 
  private:
+  struct Tracker;  // the grammar as the memory budget sees it
+  // A fresh epoch in place of `e` (any epoch when null); null when `e` is no longer current.
+  std::shared_ptr<const LexerEpoch> renew_from(const LexerEpoch* e) const;
+
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
   CompileLimits limits_;
   mutable std::mutex epoch_mu_;
   mutable std::shared_ptr<const LexerEpoch> epoch_;  // epoch_mu_
   mutable std::atomic<const LexerEpoch*> current_{nullptr};
+  mutable std::atomic<uint64_t> last_used_{0};
+  std::unique_ptr<Tracker> tracker_;
 };
 
 }  // namespace stencil

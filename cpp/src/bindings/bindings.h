@@ -7,3 +7,4 @@ void bind_grammar(nanobind::module_& m);
 void bind_matcher(nanobind::module_& m);
 void bind_logits(nanobind::module_& m);
 void bind_limits(nanobind::module_& m);
+void bind_memory(nanobind::module_& m);

@@ -8,4 +8,5 @@ NB_MODULE(_core, m) {
   bind_matcher(m);
   bind_logits(m);
   bind_limits(m);
+  bind_memory(m);
 }

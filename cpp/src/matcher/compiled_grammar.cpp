@@ -1,13 +1,44 @@
-#include "matcher/lexer_epoch.h"
+#include <algorithm>
 
+#include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
+#include "support/memory_budget.h"
 
 namespace stencil {
 
 LexerEpoch::LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t n)
     : lexer(g.exprs, g.lexemes, limits.lexer),
       cache(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks, limits.loop_skip),
-      number(n) {}
+      number(n) {
+  measure_lexer();  // the expressions a large grammar starts with count from the first step
+}
+
+LexerEpoch::~LexerEpoch() {
+  MemoryBudget::get().charge(kLexerMemory, -static_cast<int64_t>(lexer_bytes.load(std::memory_order_relaxed)));
+}
+
+size_t LexerEpoch::measure_lexer() const {
+  const size_t now = lexer.memory_bytes();
+  // An exchange keeps the budget's sum equal to the epochs' counts whatever the order of two
+  // threads measuring at once.
+  const size_t before = lexer_bytes.exchange(now, std::memory_order_relaxed);
+  MemoryBudget::get().charge(kLexerMemory, static_cast<int64_t>(now) - static_cast<int64_t>(before));
+  return now;
+}
+
+struct CompiledGrammar::Tracker final : BudgetClient {
+  explicit Tracker(const CompiledGrammar& grammar) : g(grammar) {}
+  size_t releasable_bytes() const override { return g.epoch()->counted_bytes(); }
+  uint64_t last_used() const override { return g.last_used(); }
+  size_t release(size_t, std::vector<std::shared_ptr<const void>>& later) override {
+    std::shared_ptr<const LexerEpoch> old = g.renew();
+    const size_t bytes = old->counted_bytes();
+    later.push_back(std::move(old));
+    return bytes;
+  }
+  void measure() override { g.epoch()->measure_lexer(); }
+  const CompiledGrammar& g;
+};
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
                                  CompileLimits limits)
@@ -20,6 +51,14 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
                              " is outside the vocabulary (size " + std::to_string(vocab_->vocab_size()) + ")");
   epoch_ = std::make_shared<const LexerEpoch>(*grammar_, limits_, 0);
   current_.store(epoch_.get(), std::memory_order_release);
+  last_used_.store(MemoryBudget::get().now(), std::memory_order_relaxed);
+  tracker_ = std::make_unique<Tracker>(*this);
+  MemoryBudget::get().add(tracker_.get(), true);
+}
+
+CompiledGrammar::~CompiledGrammar() {
+  // First, so that no eviction pass reaches the grammar while it goes.
+  if (tracker_) MemoryBudget::get().remove(tracker_.get());
 }
 
 std::shared_ptr<const LexerEpoch> CompiledGrammar::epoch() const {
@@ -27,19 +66,32 @@ std::shared_ptr<const LexerEpoch> CompiledGrammar::epoch() const {
   return epoch_;
 }
 
-void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
-  // Measuring takes the lexer's lock: do it once per 1,024 new states.
-  const uint32_t states = e.lexer.num_states();
-  if (states < e.checked_at.load(std::memory_order_relaxed) + 1024) return;
-  e.checked_at.store(states, std::memory_order_relaxed);
-  const LexerLimits& l = limits_.lexer;
-  const bool full = states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 ||
-                    e.lexer.fuel_used() > l.fuel / 2 || e.lexer.memory_bytes() > limits_.lexer_memory_bytes;
-  if (!full) return;
+std::shared_ptr<const LexerEpoch> CompiledGrammar::renew_from(const LexerEpoch* e) const {
   std::lock_guard<std::mutex> lock(epoch_mu_);
-  if (epoch_.get() != &e) return;  // another thread renewed it already
-  epoch_ = std::make_shared<const LexerEpoch>(*grammar_, limits_, e.number + 1);
+  if (e && epoch_.get() != e) return nullptr;  // another thread renewed it already
+  std::shared_ptr<const LexerEpoch> old = std::move(epoch_);
+  epoch_ = std::make_shared<const LexerEpoch>(*grammar_, limits_, old->number + 1);
   current_.store(epoch_.get(), std::memory_order_release);
+  return old;
+}
+
+void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
+  MemoryBudget& budget = MemoryBudget::get();
+  const uint64_t now = budget.now();
+  if (last_used_.load(std::memory_order_relaxed) != now) last_used_.store(now, std::memory_order_relaxed);
+  // Measuring takes the lexer's lock: do it at 64, 128, 256, 512 states (for the memory budget's
+  // count) and then once per 1,024 new states (also to renew a full lexer, as always).
+  const uint32_t states = e.lexer.num_states();
+  const uint32_t at = e.checked_at.load(std::memory_order_relaxed);
+  if (states >= at + std::clamp(at, 64u, 1024u)) {
+    e.checked_at.store(states, std::memory_order_relaxed);
+    const size_t bytes = e.measure_lexer();
+    const LexerLimits& l = limits_.lexer;
+    const bool full = states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 ||
+                      e.lexer.fuel_used() > l.fuel / 2 || bytes > std::min(limits_.lexer_memory_bytes, budget.limit());
+    if (states >= 1024 && full) renew_from(&e);
+  }
+  budget.enforce();  // a load and a compare unless the process is over its limit
 }
 
 uint64_t CompiledGrammar::num_renewals() const { return epoch()->number; }

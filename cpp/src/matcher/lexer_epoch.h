@@ -3,7 +3,8 @@
 // (states, expressions, derivative fuel) or its memory limit, the grammar starts a fresh
 // LexerEpoch, and each matcher moves to it at its next call (it replays its accepted tokens);
 // the old one is freed with its last matcher. Memory stays bounded and a long generation never
-// runs into a budget that is spent for good.
+// runs into a budget that is spent for good. The process-wide memory budget
+// (support/memory_budget.h) starts a fresh epoch the same way when it evicts a grammar.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -20,6 +21,13 @@ class CompletionTables;
 
 struct LexerEpoch {
   LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t number);
+  ~LexerEpoch();
+  LexerEpoch(const LexerEpoch&) = delete;
+  LexerEpoch& operator=(const LexerEpoch&) = delete;
+  // Measures the lexer and charges the memory budget the difference; returns the lexer's bytes.
+  size_t measure_lexer() const;
+  // What the memory budget counts of this epoch: the lexer as last measured, and the masks.
+  size_t counted_bytes() const { return lexer_bytes.load(std::memory_order_relaxed) + cache.bytes(); }
   Lexer lexer;
   MaskCache cache;
   // The token-budget bound's tables (matcher/completion.h), built on a budget's first use.
@@ -27,6 +35,7 @@ struct LexerEpoch {
   mutable std::shared_ptr<CompletionTables> completion;
   uint64_t number;                              // 0 for the first epoch of a grammar
   mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
+  mutable std::atomic<size_t> lexer_bytes{0};   // the lexer's bytes when last measured
 };
 
 }  // namespace stencil

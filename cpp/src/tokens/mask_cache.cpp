@@ -7,6 +7,7 @@
 #include "lexer/lexer.h"
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
+#include "support/memory_budget.h"
 #include "tokens/plain_slice.h"
 #include "tokens/walk_loops.h"
 
@@ -289,7 +290,8 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
     if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_relaxed)) return hit;  // another thread won
   }
   const size_t added = borrowed ? 0 : e->bytes();
-  if (bytes_ + added > budget_) {
+  MemoryBudget& process = MemoryBudget::get();
+  if (bytes_ + added > std::min(budget_, process.limit())) {
     *keep = std::move(e);
     return keep->get();
   }
@@ -299,10 +301,13 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
     slots_[blk].store(block, std::memory_order_release);
   }
   bytes_ += added;
+  process.charge(kMaskMemory, static_cast<int64_t>(added));
   owned_.push_back(e);
   block->slot[idx].store(e.get(), std::memory_order_release);
   return e.get();
 }
+
+MaskCache::~MaskCache() { MemoryBudget::get().charge(kMaskMemory, -static_cast<int64_t>(bytes_)); }
 
 size_t MaskCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);

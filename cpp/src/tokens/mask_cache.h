@@ -42,9 +42,13 @@ class MaskCache {
  public:
   MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks, bool loop_skip)
       : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks), loop_skip_(loop_skip) {}
+  ~MaskCache();  // gives its bytes back to the process memory budget
+  MaskCache(const MaskCache&) = delete;
+  MaskCache& operator=(const MaskCache&) = delete;
   // The entry of `state`. Cached entries live as long as the cache and are found without a
   // lock or a reference-count update (matchers on many threads read the same entries); an
-  // entry past the memory budget is not cached, and *keep then owns it.
+  // entry past the memory budget (its own, or the process limit if smaller) is not cached, and
+  // *keep then owns it.
   const MaskEntry* get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                        std::shared_ptr<const MaskEntry>* keep) const;
   size_t size() const;

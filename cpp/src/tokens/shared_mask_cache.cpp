@@ -1,24 +1,67 @@
 #include "tokens/shared_mask_cache.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace stencil {
+
+SharedMaskCache::SharedMaskCache(size_t budget_bytes) : budget_(budget_bytes) { MemoryBudget::get().add(this, false); }
+
+SharedMaskCache::~SharedMaskCache() {
+  MemoryBudget::get().remove(this);
+  MemoryBudget::get().charge(kSharedMaskMemory, -static_cast<int64_t>(bytes()));
+}
 
 std::shared_ptr<const SharedMaskEntry> SharedMaskCache::find(const std::string& key) const {
   const Shard& sh = shard_of(key);
   std::shared_lock<std::shared_mutex> lock(sh.mu);
   auto it = sh.entries.find(key);
-  return it == sh.entries.end() ? nullptr : it->second;
+  if (it == sh.entries.end()) return nullptr;
+  const uint64_t now = MemoryBudget::get().now();
+  if (it->second->used.load(std::memory_order_relaxed) != now) it->second->used.store(now, std::memory_order_relaxed);
+  return it->second;
 }
 
 void SharedMaskCache::insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry) {
-  const size_t cost = entry->bytes() + key.size();
-  if (bytes_.load(std::memory_order_relaxed) + cost > budget_) return;
+  const size_t c = cost(key, *entry);
+  MemoryBudget& process = MemoryBudget::get();
+  if (bytes_.load(std::memory_order_relaxed) + c > std::min(budget_, process.limit() / 4)) return;
   Shard& sh = shard_of(key);
   std::unique_lock<std::shared_mutex> lock(sh.mu);
   if (sh.entries.count(key)) return;
-  bytes_.fetch_add(cost, std::memory_order_relaxed);
+  entry->used.store(process.now(), std::memory_order_relaxed);
+  bytes_.fetch_add(c, std::memory_order_relaxed);
+  process.charge(kSharedMaskMemory, static_cast<int64_t>(c));
   sh.entries.emplace(std::move(key), std::move(entry));
+}
+
+size_t SharedMaskCache::trim(size_t want) {
+  // The stamp at which the oldest entries add up to `want`: everything used at or before it goes.
+  std::vector<std::pair<uint64_t, size_t>> stamps;
+  for (const Shard& sh : shards_) {
+    std::shared_lock<std::shared_mutex> lock(sh.mu);
+    for (const auto& [key, e] : sh.entries) stamps.push_back({e->used.load(std::memory_order_relaxed), cost(key, *e)});
+  }
+  if (stamps.empty() || want == 0) return 0;
+  std::sort(stamps.begin(), stamps.end());
+  size_t sum = 0, i = 0;
+  while (i + 1 < stamps.size() && sum + stamps[i].second < want) sum += stamps[i++].second;
+  const uint64_t cutoff = stamps[i].first;
+  size_t freed = 0;
+  for (Shard& sh : shards_) {
+    std::unique_lock<std::shared_mutex> lock(sh.mu);
+    for (auto it = sh.entries.begin(); it != sh.entries.end();) {
+      if (it->second->used.load(std::memory_order_relaxed) > cutoff) {
+        ++it;
+        continue;
+      }
+      freed += cost(it->first, *it->second);
+      it = sh.entries.erase(it);
+    }
+  }
+  bytes_.fetch_sub(freed, std::memory_order_relaxed);
+  MemoryBudget::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
+  return freed;
 }
 
 size_t SharedMaskCache::size() const {

@@ -1,0 +1,41 @@
+// The process-wide memory budget (support/memory_budget.h). stencil.memory checks the arguments
+// and documents the API; these are the raw calls.
+#include <nanobind/nanobind.h>
+
+#include "bindings/bindings.h"
+#include "support/memory_budget.h"
+
+namespace nb = nanobind;
+using namespace stencil;
+
+static nb::dict usage_dict() {
+  MemoryUsage u;
+  {
+    nb::gil_scoped_release release;  // measuring waits for lexers that other threads are growing
+    u = MemoryBudget::get().usage();
+  }
+  nb::dict d;
+  d["total"] = u.total;
+  d["limit"] = u.limit;
+  d["lexers"] = u.bytes[kLexerMemory];
+  d["masks"] = u.bytes[kMaskMemory];
+  d["shared_masks"] = u.bytes[kSharedMaskMemory];
+  d["retired"] = u.retired;
+  d["grammars"] = u.grammars;
+  d["vocabularies"] = u.vocabularies;
+  d["evictions"] = u.evictions;
+  d["shared_trims"] = u.trims;
+  return d;
+}
+
+void bind_memory(nb::module_& m) {
+  m.def(
+      "set_memory_limit",
+      [](size_t limit) {
+        nb::gil_scoped_release release;
+        return MemoryBudget::get().set_limit(limit);
+      },
+      nb::arg("limit"), "Sets the process-wide memory limit in bytes (0: the default); returns the previous one.");
+  m.def("memory_usage", &usage_dict, "The process-wide memory budget's counters, in bytes.");
+  m.attr("DEFAULT_MEMORY_LIMIT") = MemoryBudget::default_limit();
+}
