@@ -189,8 +189,12 @@ class Engine:
         return job
 
     def has_room(self, n: int = 1) -> bool:
-        """Whether ``n`` more requests may wait (``max_waiting``)."""
-        return self.max_waiting is None or self.jobs.qsize() + n <= self.max_waiting
+        """Whether ``n`` more requests fit: the free rows of the batch, then ``max_waiting`` more
+        waiting for one."""
+        if self.max_waiting is None:
+            return True
+        free = max(0, self.max_batch - self.running)
+        return self.jobs.qsize() + n <= free + self.max_waiting
 
     def close(self) -> None:
         self.jobs.put(None)
