@@ -78,7 +78,12 @@ void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
     const uint8_t key = lexemes_[pairs[i]].unique_key;
     if (key == LexemeSpec::kNoKey) continue;
     const ExprId e = pairs[i + 1];
-    const bool rest = e != ExprStore::kEmpty || key == LexemeSpec::kMemberEnd;
+    // A key just closed is checked as it ends unless its check waits for the member's value; then
+    // here, but only for keys some of whose states are finite (a key of any string closed as a
+    // repeat is left to that check: asking at every closing quote of such keys costs the mask
+    // walk its shared boundary runs).
+    const bool rest = e != ExprStore::kEmpty ||
+                      (key == LexemeSpec::kMemberEnd && may_become_finite(lexemes_[pairs[i]].expr));
     st.key_finite |= rest && finite_language(e);
     st.key_may_finite |= may_become_finite(e);
   }

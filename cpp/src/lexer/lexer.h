@@ -33,7 +33,8 @@ struct LexState {
   uint64_t live_bits = 0;
   // Keys that written keys may exhaust (LexemeSpec::unique_key): key_finite, some key lexeme is
   // left with a finite language here (the empty rest, a key just closed, counts only for a key
-  // checked after its member); key_may_finite, such a state is reachable before the key closes.
+  // checked after its member, of a lexeme with finite states); key_may_finite, such a state is
+  // reachable before the key closes.
   // Only there does the parser ask EarleyParser::exhausted_only.
   bool key_finite = false;
   bool key_may_finite = false;

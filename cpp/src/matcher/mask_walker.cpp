@@ -100,7 +100,8 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   drop_bytes_ = ps_->bytes(size_t(lex_from) + 1, root + 1);
   const size_t before = drop_bytes_.size();
   const uint64_t veto_bits = parser.row(row).veto_bits;
-  const bool keys = lexer.state(top.state).key_may_finite;
+  // (a key already off the forbidden keys before the token: no byte of it is exhausted)
+  const bool keys = lexer.state(top.state).key_may_finite && !parser.left_before(row, lex_from, static_cast<uint32_t>(root));
   for (const LiveRoots::Root& r : live_roots(top.state)) {
     if (!keys && (r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
     for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {
@@ -110,13 +111,19 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
       // Dead or ending: a boundary, which the boundary walks judge; nothing vetoed or exhausted
       // may be live: as cached.
       if (t == Lexer::kDead || (t & Lexer::kEndNowTag) ||
-          (!lexer.state(t).key_may_finite && !parser.veto_touches(row, lexer.state(t)))) {
+          (!(keys && lexer.state(t).key_may_finite) && !parser.veto_touches(row, lexer.state(t)))) {
         i += node.subtree_size;
         continue;
       }
       drop_bytes_.resize(before + node.depth - 1);
       drop_bytes_.push_back(static_cast<char>(node.byte));
-      if (!refused_inside(row, t, lex_from, static_cast<uint32_t>(root))) {
+      bool left = false;
+      if (!refused_inside(row, t, keys, lex_from, static_cast<uint32_t>(root), &left)) {
+        // off the forbidden keys (and no veto): nothing below is refused either
+        if (left && !parser.veto_touches(row, lexer.state(t))) {
+          i += node.subtree_size;
+          continue;
+        }
         drop_states_[node.depth] = t;
         drop_path_[node.depth] = static_cast<uint32_t>(i);
         ++i;
@@ -134,12 +141,15 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
 }
 
 // Whether the parser refuses lexer state t inside a token: all its lexemes vetoed at the row, or
-// exhausted keys (their bytes in drop_bytes_, from byte lex_from; the text holds them up to root).
-bool MaskWalker::refused_inside(uint32_t row, uint32_t t, uint32_t lex_from, uint32_t root) {
+// (with `keys`) exhausted keys, their bytes in drop_bytes_ from byte lex_from (the text holds them
+// up to root); *left when its key has left every forbidden key (EarleyParser::exhaust_left).
+bool MaskWalker::refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left) {
   EarleyParser& parser = ps_->parser();
   const LexState& s = ps_->lexer().state(t);
-  if (!s.key_finite) return parser.vetoed_only(row, s);
-  return parser.exhausted_only(row, t, drop_bytes_, lex_from, root);
+  if (!keys || !s.key_finite || !parser.may_exhaust(row, t)) return parser.vetoed_only(row, s);
+  const bool refused = parser.exhausted_only(row, t, drop_bytes_, lex_from, root);
+  *left = !refused && parser.exhaust_left();
+  return refused;
 }
 
 // The trie's first-level nodes whose byte the lexer takes from `state` without ending at once, with

@@ -57,7 +57,7 @@ class MaskWalker {
   }
   void add_duplicates(uint32_t* words) const;
   void drop_vetoed(size_t root, uint32_t* words);
-  bool refused_inside(uint32_t row, uint32_t t, uint32_t lex_from, uint32_t root);
+  bool refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left);
   struct LiveRoots {
     struct Root {
       uint32_t node;

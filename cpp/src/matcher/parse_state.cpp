@@ -53,9 +53,9 @@ bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
     *next_state = parser_.top().lexer_start;
     // A row that expects only keys the object already has (a comma after the last key an enum
     // of names allows) is a dead end, as a row that expects nothing (EarleyParser::scan).
-    if (lexer_->state(*next_state).key_finite &&
-        parser_.exhausted_only(static_cast<uint32_t>(parser_.num_rows() - 1), *next_state, {}, bytes_consumed(),
-                               bytes_consumed())) {
+    const uint32_t row = static_cast<uint32_t>(parser_.num_rows() - 1);
+    if (lexer_->state(*next_state).key_finite && parser_.may_exhaust(row, *next_state) &&
+        parser_.exhausted_only(row, *next_state, {}, bytes_consumed(), bytes_consumed())) {
       parser_.truncate(parser_.num_rows() - 1);
       return false;
     }
@@ -75,7 +75,9 @@ bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
 // A key whose every completion repeats an earlier key (EarleyParser::exhausted_only): its
 // lexeme began after frame lex_start, at `row`, and b would be its next byte.
 bool ParseState::exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t b) {
-  if (!lexer_->state(t).key_finite) return false;
+  if (!lexer_->state(t).key_finite || !parser_.may_exhaust(row, t) ||
+      parser_.left_before(row, lex_start, bytes_consumed()))
+    return false;
   scratch_prefix_.clear();
   text(lex_start, bytes_consumed(), scratch_prefix_);
   scratch_prefix_.push_back(static_cast<char>(b));

@@ -22,52 +22,104 @@ bool prefix_of_any(const std::vector<std::string>& sorted, const std::string& p)
 
 }  // namespace
 
+// Records what a memoized verdict reads (note_read), passing it on to an outer recording.
+struct EarleyParser::Recorder {
+  EarleyParser& p;
+  Verdict rec;
+  Verdict* outer;
+  explicit Recorder(EarleyParser& parser) : p(parser), outer(parser.recording_) { p.recording_ = &rec; }
+  ~Recorder() {
+    p.recording_ = outer;
+    if (outer) outer->reads.insert(outer->reads.end(), rec.reads.begin(), rec.reads.end());
+  }
+};
+
+// Each lexeme of s other than whitespace and those vetoed at the row: a key of an object with
+// keys to forbid (memoized by row), with no look at the key's bytes.
+bool EarleyParser::may_exhaust(uint32_t row, uint32_t s) {
+  if (!text_) return false;
+  bool any = false;
+  for (uint32_t lex : lexer_->state(s).live) {
+    if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
+    if (g_->lexemes[lex].unique_key == LexemeSpec::kNoKey || !key_forbidden(row, lex)) return false;
+    any = true;
+  }
+  return any;
+}
+
 bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
   if (!text_) return false;
   const uint64_t serial = rows_[row].serial;
   for (const ExhaustMemo& m : exhaust_memo_) {
     if (m.serial != serial || m.state != s || m.prefix != prefix) continue;
     for (auto [a, b] : m.reads) note_read(a, b);
+    exhaust_left_ = m.left;
     return m.ok;
   }
   ExhaustMemo& m = exhaust_memo_[next_exhaust_++ % kExhaustMemos];
   m.serial = 0;  // not valid until computed (the lexer may throw on a budget)
-  // What the verdict reads (the prefix, the keys before it), kept with it for the memo's hits.
-  Verdict rec;
-  Verdict* const outer = recording_;
-  recording_ = &rec;
-  struct Restore {
-    Verdict*& r;
-    Verdict* outer;
-    ~Restore() { r = outer; }
-  } restore{recording_, outer};
-  note_read(from, to);
-  const bool ok = exhausted_now(row, s, prefix);
-  if (outer) outer->reads.insert(outer->reads.end(), rec.reads.begin(), rec.reads.end());
+  Recorder r(*this);
+  exhaust_left_ = false;
+  m.ok = exhausted_now(row, s, prefix, from, to);
+  m.left = exhaust_left_;
   m.state = s;
-  m.ok = ok;
   m.prefix.assign(prefix);
-  m.reads = std::move(rec.reads);
+  m.reads = r.rec.reads;
   m.serial = serial;
-  return ok;
+  return m.ok;
 }
 
-// Each (lexeme, expression) pair of s alone: vetoed at the row, or a key whose completions are
-// all forbidden.
-bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view prefix) {
-  std::vector<std::string> forbidden;
+// Each (lexeme, expression) pair of s alone (one per lexeme): vetoed at the row, or a key whose
+// completions are all forbidden.
+bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
+  const bool single = lexer_->state(s).live.size() == 1;
   bool any = false;
   for (size_t i = 0;; ++i) {
-    const uint32_t p = lexer_->probe_state(s, i);
+    const uint32_t p = single ? (i == 0 ? s : Lexer::kDead) : lexer_->probe_state(s, i);
     if (p == Lexer::kDead) return any;
     const uint32_t lex = lexer_->state(p).live.front();
     // Ignored lexemes (whitespace) lead back to the row's lexemes: they decide alone.
     if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
     any = true;
     if (g_->lexemes[lex].unique_key == LexemeSpec::kNoKey) return false;
-    forbidden.clear();
-    if (!key_forbidden(row, lex, forbidden) || !completions_all_in(p, prefix, forbidden)) return false;
+    const std::vector<std::string>* forbidden = key_forbidden(row, lex);
+    if (!forbidden) return false;
+    // A prefix already off the forbidden keys is new whatever follows: the verdict read only
+    // the bytes up to where it left them (so a token's bytes after that do not count as read).
+    const size_t off = leaves_at(prefix, *forbidden);
+    if (off > 0) {
+      const uint32_t at = from + static_cast<uint32_t>(off);
+      note_read(from, at);
+      // One key lexeme (others would go on alone): none of its continuations is exhausted.
+      exhaust_left_ = single;
+      if (single && at <= to) left_ = {rows_[row].serial, text_->text_version(at), from, at};
+      return false;
+    }
+    note_read(from, to);
+    if (!completions_all_in(p, prefix, *forbidden)) return false;
   }
+}
+
+// The shortest start of `prefix` (a key's raw bytes) whose decoded text begins no key of
+// `forbidden`, or 0 when the whole prefix still does (the decoded starts only grow).
+size_t EarleyParser::leaves_at(std::string_view prefix, const std::vector<std::string>& forbidden) {
+  std::string decoded;
+  auto leaves = [&](size_t k) {
+    decoded.clear();
+    size_t used = 0;
+    bool closed = false;
+    return !json_string_prefix(prefix.substr(0, k), decoded, &used, &closed) || !prefix_of_any(forbidden, decoded);
+  };
+  if (prefix.empty() || !leaves(prefix.size())) return 0;
+  size_t lo = 1, hi = prefix.size();  // leaves(hi)
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (leaves(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return hi;
 }
 
 uint32_t EarleyParser::rule_of(uint32_t pos) const {
@@ -75,43 +127,64 @@ uint32_t EarleyParser::rule_of(uint32_t pos) const {
   return g_->dotted[pos] & ~Grammar::kEndOfRule;
 }
 
+// key_forbidden_now, memoized by (row serial, lexeme): every prefix of a key asks it again.
+const std::vector<std::string>* EarleyParser::key_forbidden(uint32_t row, uint32_t lex) {
+  const uint64_t serial = rows_[row].serial;
+  for (const KeyContext& k : key_contexts_) {
+    if (k.serial != serial || k.lex != lex) continue;
+    for (auto [a, b] : k.reads) note_read(a, b);
+    return k.ok ? &k.forbidden : nullptr;
+  }
+  KeyContext& k = key_contexts_[next_key_context_++ % kKeyContexts];
+  k.serial = 0;  // not valid until computed
+  Recorder r(*this);
+  k.forbidden.clear();
+  k.ok = key_forbidden_now(row, lex, k.forbidden);
+  k.lex = lex;
+  k.reads = r.rec.reads;
+  k.serial = serial;
+  return k.ok ? &k.forbidden : nullptr;
+}
+
 // The keys lexeme `lex` begun at `row` may not end as (sorted): for each item of the row that
 // expects it, the keys of the members before it in its object and the names of its not_in
 // check, intersected over the items. False when some item is not at the start of a key that a
 // unique_key check covers, or when nothing is forbidden.
-bool EarleyParser::key_forbidden(uint32_t row, uint32_t lex, std::vector<std::string>& out) {
-  const Grammar& g = *g_;
+bool EarleyParser::key_forbidden_now(uint32_t row, uint32_t lex, std::vector<std::string>& out) {
   const Symbol sym = kTerminalBit | lex;
-  const EarleyRow& r = rows_[row];
-  bool first = true;
+  bool first = true, ok = true;
   std::vector<std::string> names;
-  for (uint32_t j = r.begin; j < r.end; ++j) {
-    const EarleyItem it = items_[j];
-    if (g.dotted[it.pos] != sym) continue;
-    if (it.origin != row) return false;
-    const uint32_t lhs = g.rules[rule_of(it.pos)].lhs;
-    const int32_t ci = g.nt_check[lhs];
-    if (ci < 0) return false;
-    if (g.checks[ci].kind == CheckKind::UniqueKey) {
-      names.clear();
-      if (!add_key_context(row, lhs, names, out, first)) return false;
-      continue;
-    }
-    if (g.checks[ci].kind != CheckKind::NotIn) return false;
-    // a key less the named properties: the unique_key rule is the one around it
-    names = g.checks[ci].names;
-    std::sort(names.begin(), names.end());
-    bool ok = true;
-    for_each_waiting(row, lhs, [&](uint32_t k) {
-      const EarleyItem up = items_[k];
-      const uint32_t parent = g.rules[rule_of(up.pos)].lhs;
-      const int32_t pc = g.nt_check[parent];
-      ok = ok && up.origin == row && pc >= 0 && g.checks[pc].kind == CheckKind::UniqueKey &&
-           add_key_context(row, parent, names, out, first);
-    });
-    if (!ok) return false;
+  for_each_waiting(row, sym, [&](uint32_t j) {
+    if (ok) ok = key_item_context(row, items_[j], names, out, first);
+  });
+  return ok && !first && !out.empty();
+}
+
+// One item of `row` expecting a key lexeme: its unique_key rule's contexts, into out.
+bool EarleyParser::key_item_context(uint32_t row, EarleyItem it, std::vector<std::string>& names,
+                                    std::vector<std::string>& out, bool& first) {
+  const Grammar& g = *g_;
+  if (it.origin != row) return false;
+  const uint32_t lhs = g.rules[rule_of(it.pos)].lhs;
+  const int32_t ci = g.nt_check[lhs];
+  if (ci < 0) return false;
+  if (g.checks[ci].kind == CheckKind::UniqueKey) {
+    names.clear();
+    return add_key_context(row, lhs, names, out, first);
   }
-  return !first && !out.empty();
+  if (g.checks[ci].kind != CheckKind::NotIn) return false;
+  // a key less the named properties: the unique_key rule is the one around it
+  names = g.checks[ci].names;
+  std::sort(names.begin(), names.end());
+  bool ok = true;
+  for_each_waiting(row, lhs, [&](uint32_t k) {
+    const EarleyItem up = items_[k];
+    const uint32_t parent = g.rules[rule_of(up.pos)].lhs;
+    const int32_t pc = g.nt_check[parent];
+    ok = ok && up.origin == row && pc >= 0 && g.checks[pc].kind == CheckKind::UniqueKey &&
+         add_key_context(row, parent, names, out, first);
+  });
+  return ok;
 }
 
 // One unique_key rule `lhs` begun at `row`: for each list item waiting on it, the keys of the
