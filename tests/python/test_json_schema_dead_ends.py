@@ -60,7 +60,8 @@ ORDERS = ["definition", "any"]
     ({"type": "object", "propertyNames": {"pattern": "^[a-c]$"}}, '{"a":1,"\\u006', {b"2", b"3"}),
     # a key that can go on: after "a, "ab" is still new, the closing quote is not
     ({"type": "object", "propertyNames": {"pattern": "^(a|ab)$"}}, '{"a":1,"a', {b"\\", b"b"}),
-    # a named property's name is not an other key (not_in) and "b" is written: only "c" is left
+    # the other keys leave out the named "a" (not_in) and "b" is written: "c" is left, and in any
+    # order the named "a" itself
     ({"type": "object", "properties": {"a": {"type": "integer"}},
       "patternProperties": {"^[a-c]$": {"type": "integer"}}, "additionalProperties": False},
      '{"b":1,"', {b"\\", b"c"} | {b"a"}),
@@ -69,6 +70,14 @@ def test_mask_refuses_a_key_that_can_only_repeat(byte_compiler, byte_tok, schema
     if "properties" in schema and order == "definition":
         expected = expected - {b"a"}   # the named "a" comes first in definition order
     assert next_bytes(byte_compiler, byte_tok, schema, prefix, order) == expected
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_max_length_one_refuses_the_written_key(byte_compiler, byte_tok, order):
+    got = next_bytes(byte_compiler, byte_tok, {"type": "object", "propertyNames": {"maxLength": 1}},
+                     '{"a":1,"', order)
+    assert b"a" not in got and {b"b", b" ", b"\\", b"\xc3"} <= got
+    assert b'"' in got   # the empty key is new too
 
 
 def test_dead_end_reproducer_then_goes_on(byte_compiler, byte_tok):
