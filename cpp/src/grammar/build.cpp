@@ -332,6 +332,40 @@ void Grammar::finalize() {
       if (!is_terminal(s) && !is_end(s) && nt_check[s] >= 0 && runs_at_prediction(checks[nt_check[s]].kind))
         guard_check[p] = nt_check[s];
     }
+  mark_unique_keys();
+}
+
+// The first symbol of a rule after its next_key / next_item guards (empty rules run at prediction).
+static Symbol first_after_guards(const Grammar& g, const Rule& r) {
+  for (Symbol s : r.rhs) {
+    const int32_t c = is_terminal(s) ? -1 : g.nt_check[s];
+    if (c < 0 || !runs_at_prediction(g.checks[c].kind)) return s;
+  }
+  return Grammar::kEndOfRule;
+}
+
+// LexemeSpec::unique_key: the lexemes a unique_key rule's key begins with, directly or through
+// a not_in rule (the key of a class of other keys, less the named properties).
+void Grammar::mark_unique_keys() {
+  for (LexemeSpec& l : lexemes) l.unique_key = LexemeSpec::kNoKey;
+  for (const CompletionCheck& c : checks) {
+    if (c.kind != CheckKind::UniqueKey) continue;
+    for (uint32_t k = nt_rules_begin[c.rule]; k < nt_rules_begin[c.rule + 1]; ++k) {
+      const Rule& r = rules[nt_rules[k]];
+      const uint8_t when = r.rhs.size() == 1 ? LexemeSpec::kKeyEnd : LexemeSpec::kMemberEnd;
+      const Symbol key = first_after_guards(*this, r);
+      if (is_terminal(key)) {
+        lexemes[symbol_index(key)].unique_key = std::max(lexemes[symbol_index(key)].unique_key, when);
+        continue;
+      }
+      if (is_end(key) || nt_check[key] < 0 || checks[nt_check[key]].kind != CheckKind::NotIn) continue;
+      for (uint32_t j = nt_rules_begin[key]; j < nt_rules_begin[key + 1]; ++j) {
+        const Rule& kr = rules[nt_rules[j]];
+        if (kr.rhs.size() == 1 && is_terminal(kr.rhs[0]))
+          lexemes[symbol_index(kr.rhs[0])].unique_key = std::max(lexemes[symbol_index(kr.rhs[0])].unique_key, when);
+      }
+    }
+  }
 }
 
 std::string Grammar::lexeme_name(uint32_t lex) const {

@@ -22,6 +22,11 @@ struct LexemeSpec {
   bool not_initial = false; // ignored, but not before the first lexeme of the output
   std::vector<int32_t> token_ids;  // for special lexemes
   std::string name;
+  // Derived by Grammar::finalize, not serialized: the lexeme starts an object key whose
+  // unique_key check runs as the key ends (kKeyEnd) or after its member's value (kMemberEnd).
+  // The matcher then refuses a key prefix whose every completion repeats an earlier key.
+  enum : uint8_t { kNoKey = 0, kKeyEnd = 1, kMemberEnd = 2 };
+  uint8_t unique_key = kNoKey;
 };
 
 constexpr Symbol kTerminalBit = 0x80000000u;
@@ -93,6 +98,7 @@ class Grammar {
   Grammar() = default;
   explicit Grammar(ExprStore store) : exprs(std::move(store)) {}
   void finalize();
+  void mark_unique_keys();  // LexemeSpec::unique_key, from the checks (part of finalize)
   std::string serialize() const;
   static std::shared_ptr<Grammar> deserialize(const std::string& data);
   uint64_t hash() const;

@@ -19,6 +19,7 @@ Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limit
     has_budgets_ = has_budgets_ || l.max_tokens > 0;
     max_budget_ = std::max(max_budget_, l.max_tokens);
     has_not_initial_ = has_not_initial_ || l.not_initial;
+    has_unique_keys_ = has_unique_keys_ || l.unique_key != LexemeSpec::kNoKey;
   }
   std::lock_guard<std::mutex> lock(mu_);
   intern_state({});  // state 0: dead
@@ -66,10 +67,97 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
   }
   std::sort(st.live.begin(), st.live.end());
   st.live.erase(std::unique(st.live.begin(), st.live.end()), st.live.end());
+  if (has_unique_keys_) mark_finite_keys(st, pairs);
   state_pairs_.push_back(pairs);
   state_ids_.emplace(std::move(pairs), id);
   num_states_.store(id + 1, std::memory_order_release);
   return id;
+}
+
+void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    const uint8_t key = lexemes_[pairs[i]].unique_key;
+    if (key == LexemeSpec::kNoKey) continue;
+    const ExprId e = pairs[i + 1];
+    // A key just closed is checked as it ends unless its check waits for the member's value; then
+    // here, but only for keys some of whose states are finite (a key of any string closed as a
+    // repeat is left to that check: asking at every closing quote of such keys costs the mask
+    // walk its shared boundary runs).
+    const bool rest = e != ExprStore::kEmpty ||
+                      (key == LexemeSpec::kMemberEnd && may_become_finite(lexemes_[pairs[i]].expr));
+    st.key_finite |= rest && finite_language(e);
+    st.key_may_finite |= may_become_finite(e);
+  }
+}
+
+// Whether e's language is finite, read off its structure: a complement or an unbounded
+// repetition of a non-empty item counts as infinite (an intersection is finite when one side is).
+bool Lexer::finite_language(ExprId e) const {
+  auto known = finite_.find(e);
+  if (known != finite_.end()) return known->second;
+  const ExprNode& n = store_.node(e);
+  bool out = true;
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty:
+    case ExprKind::Bytes:
+      break;
+    case ExprKind::Concat:
+      out = finite_language(n.a) && finite_language(n.b);
+      break;
+    case ExprKind::Or:
+      for (uint32_t k = 0; k < n.args_len && out; ++k) out = finite_language(store_.args(n)[k]);
+      break;
+    case ExprKind::And:
+      out = false;
+      for (uint32_t k = 0; k < n.args_len && !out; ++k) out = finite_language(store_.args(n)[k]);
+      break;
+    case ExprKind::Repeat:
+      out = n.max != kUnbounded ? finite_language(n.a) : (n.a == ExprStore::kEmpty || n.a == ExprStore::kNothing);
+      break;
+    default:  // Not, Number
+      out = false;
+  }
+  finite_.emplace(e, out);
+  return out;
+}
+
+// Whether some derivative of e (e included) other than the empty string has a finite language:
+// a key of e could then be exhausted by the keys written before it. A bounded search over
+// e's derivatives (the string of any key: its body, escapes, UTF-8; a few dozen); past the
+// bound, assume it may.
+bool Lexer::may_become_finite(ExprId e) const {
+  auto known = may_finite_.find(e);
+  if (known != may_finite_.end()) return known->second;
+  constexpr size_t kMaxExprs = 512;
+  std::vector<ExprId> todo{e};
+  std::unordered_set<ExprId> seen{e};
+  bool out = false;
+  while (!todo.empty() && !out) {
+    const ExprId x = todo.back();
+    todo.pop_back();
+    auto k = may_finite_.find(x);
+    if (k != may_finite_.end()) {
+      out = k->second;
+      continue;
+    }
+    if (x != ExprStore::kEmpty && finite_language(x)) {
+      out = true;
+      break;
+    }
+    for (uint8_t rep : classes_.representative) {
+      if (!deriver_.may_start(x, rep)) continue;
+      const ExprId d = deriver_.derive(x, rep);
+      if (d == ExprStore::kNothing || !seen.insert(d).second) continue;
+      if (seen.size() > kMaxExprs) return may_finite_[e] = true;
+      todo.push_back(d);
+    }
+  }
+  // With no finite derivative, none of those seen has one either.
+  if (!out)
+    for (ExprId x : seen) may_finite_[x] = false;
+  may_finite_[e] = out;
+  return out;
 }
 
 uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {

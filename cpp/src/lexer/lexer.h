@@ -31,6 +31,13 @@ struct LexState {
   // the parser's vetoes (EarleyParser::vetoed_only) ask per byte, without the lexer's lock.
   std::vector<uint32_t> live;
   uint64_t live_bits = 0;
+  // Keys that written keys may exhaust (LexemeSpec::unique_key): key_finite, some key lexeme is
+  // left with a finite language here (the empty rest, a key just closed, counts only for a key
+  // checked after its member, of a lexeme with finite states); key_may_finite, such a state is
+  // reachable before the key closes.
+  // Only there does the parser ask EarleyParser::exhausted_only.
+  bool key_finite = false;
+  bool key_may_finite = false;
 };
 
 class Lexer {
@@ -128,6 +135,9 @@ class Lexer {
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
+  void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
+  bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
+  bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
   uint32_t without(uint32_t s, Drop drop) const;
@@ -153,6 +163,9 @@ class Lexer {
   bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
+  mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
+  mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
+  bool has_unique_keys_ = false;
 };
 
 }  // namespace stencil

@@ -44,7 +44,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     } walking{parser};
     parser.set_stable_end(ps.bytes_consumed());
     dropped_.clear();
-    if (parser.veto_touches(top.rows - 1, lexer.state(top.state))) {
+    if (parser.veto_touches(top.rows - 1, lexer.state(top.state)) || lexer.state(top.state).key_may_finite) {
       drop_vetoed(root, words);
       ps.restore(root, top);
     }
@@ -78,13 +78,14 @@ void MaskWalker::keep_memo(const Frame& top, uint64_t serial, const MaskEntry* e
   memo_.dropped.swap(dropped_);
 }
 
-// The cache keeps each lexer state's entry as if no lexeme were vetoed (EarleyParser::vetoed_only):
-// here its inner tokens that reach a state of vetoed lexemes alone are taken out. The trie is walked
-// by the lexer alone, and only where a vetoed lexeme is live: below the prefixes of the keys written
-// so far. Where a lexeme may end before such a byte (without the vetoes it went on), the parser
-// walks that sub-trie as it walks a boundary's.
+// The cache keeps each lexer state's entry as if no lexeme were vetoed (EarleyParser::vetoed_only)
+// and no key exhausted by the keys written before it (EarleyParser::exhausted_only): here its inner
+// tokens that reach a state of such lexemes alone are taken out. The trie is walked by the lexer
+// alone, and only where a vetoed lexeme is live (below the prefixes of the keys written so far)
+// or a key may be left with a finite language. Where a lexeme may end before such a byte (without
+// the vetoes it went on), the parser walks that sub-trie as it walks a boundary's.
 void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
-  const EarleyParser& parser = ps_->parser();
+  EarleyParser& parser = ps_->parser();
   const Lexer& lexer = ps_->lexer();
   const TokenTrie& trie = vocab_->trie();
   const auto& nodes = trie.nodes();
@@ -94,20 +95,36 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   drop_path_.resize(drop_states_.size());
   drop_states_[0] = top.state;
   drop_path_[0] = 0;
+  // the key's bytes before the token (exhausted_only reads them), then the token's
+  const uint32_t lex_from = top.fresh ? static_cast<uint32_t>(root) : top.lex_start;
+  drop_bytes_ = ps_->bytes(size_t(lex_from) + 1, root + 1);
+  const size_t before = drop_bytes_.size();
   const uint64_t veto_bits = parser.row(row).veto_bits;
+  // (a key already off the forbidden keys before the token: no byte of it is exhausted)
+  const bool keys = lexer.state(top.state).key_may_finite && !parser.left_before(row, lex_from, static_cast<uint32_t>(root));
   for (const LiveRoots::Root& r : live_roots(top.state)) {
-    if ((r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
+    if (!keys && (r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
     for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {
       const TrieNode& node = nodes[i];
       ticker_.tick();
       const uint32_t p = drop_states_[node.depth - 1];
       const uint32_t t = lexer.next_tagged(p, node.byte);
-      // Dead or ending: a boundary, which the boundary walks judge; no vetoed lexeme live: as cached.
-      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !parser.veto_touches(row, lexer.state(t))) {
+      // Dead or ending: a boundary, which the boundary walks judge; nothing vetoed or exhausted
+      // may be live: as cached.
+      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) ||
+          (!(keys && lexer.state(t).key_may_finite) && !parser.veto_touches(row, lexer.state(t)))) {
         i += node.subtree_size;
         continue;
       }
-      if (!parser.vetoed_only(row, lexer.state(t))) {
+      drop_bytes_.resize(before + node.depth - 1);
+      drop_bytes_.push_back(static_cast<char>(node.byte));
+      bool left = false;
+      if (!refused_inside(row, t, keys, lex_from, static_cast<uint32_t>(root), &left)) {
+        // off the forbidden keys (and no veto): nothing below is refused either
+        if (left && !parser.veto_touches(row, lexer.state(t))) {
+          i += node.subtree_size;
+          continue;
+        }
         drop_states_[node.depth] = t;
         drop_path_[node.depth] = static_cast<uint32_t>(i);
         ++i;
@@ -122,6 +139,18 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
       i += node.subtree_size;
     }
   }
+}
+
+// Whether the parser refuses lexer state t inside a token: all its lexemes vetoed at the row, or
+// (with `keys`) exhausted keys, their bytes in drop_bytes_ from byte lex_from (the text holds them
+// up to root); *left when its key has left every forbidden key (EarleyParser::exhaust_left).
+bool MaskWalker::refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left) {
+  EarleyParser& parser = ps_->parser();
+  const LexState& s = ps_->lexer().state(t);
+  if (!keys || !s.key_finite || !parser.may_exhaust(row, t)) return parser.vetoed_only(row, s);
+  const bool refused = parser.exhausted_only(row, t, drop_bytes_, lex_from, root);
+  *left = !refused && parser.exhaust_left();
+  return refused;
 }
 
 // The trie's first-level nodes whose byte the lexer takes from `state` without ending at once, with

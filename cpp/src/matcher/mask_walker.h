@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "matcher/lexer_epoch.h"
@@ -57,6 +58,7 @@ class MaskWalker {
   }
   void add_duplicates(uint32_t* words) const;
   void drop_vetoed(size_t root, uint32_t* words);
+  bool refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left);
   struct LiveRoots {
     struct Root {
       uint32_t node;
@@ -87,6 +89,7 @@ class MaskWalker {
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
+  std::string drop_bytes_;         // drop_vetoed's scratch: the key's bytes up to the node walked
   uint32_t placed_parent_ = ~0u;   // see place_prefix
   // drop_vetoed's scratch: per trie depth, the lexer state and the node on the walk's path.
   std::vector<uint32_t> drop_states_, drop_path_;

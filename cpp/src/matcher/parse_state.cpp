@@ -51,6 +51,14 @@ bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
       if (!lexer_->lexemes()[lex].ignore) scratch_lexemes_.push_back(lex);
     if (!parser_.scan(scratch_lexemes_.data(), scratch_lexemes_.size(), bytes_consumed())) return false;
     *next_state = parser_.top().lexer_start;
+    // A row that expects only keys the object already has (a comma after the last key an enum
+    // of names allows) is a dead end, as a row that expects nothing (EarleyParser::scan).
+    const uint32_t row = static_cast<uint32_t>(parser_.num_rows() - 1);
+    if (lexer_->state(*next_state).key_finite && parser_.may_exhaust(row, *next_state) &&
+        parser_.exhausted_only(row, *next_state, {}, bytes_consumed(), bytes_consumed())) {
+      parser_.truncate(parser_.num_rows() - 1);
+      return false;
+    }
     return true;
   }
   const uint32_t start = parser_.top().lexer_start;
@@ -64,6 +72,18 @@ bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
   return true;
 }
 
+// A key whose every completion repeats an earlier key (EarleyParser::exhausted_only): its
+// lexeme began after frame lex_start, at `row`, and b would be its next byte.
+bool ParseState::exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t b) {
+  if (!lexer_->state(t).key_finite || !parser_.may_exhaust(row, t) ||
+      parser_.left_before(row, lex_start, bytes_consumed()))
+    return false;
+  scratch_prefix_.clear();
+  text(lex_start, bytes_consumed(), scratch_prefix_);
+  scratch_prefix_.push_back(static_cast<char>(b));
+  return parser_.exhausted_only(row, t, scratch_prefix_, lex_start, bytes_consumed());
+}
+
 bool ParseState::push_byte(uint8_t b, bool share_end) {
   Frame& f = frames_.back();
   const uint32_t rows_before = f.rows;
@@ -72,6 +92,7 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
   uint32_t t = lexer_->next(f.state, b);
   // Lexemes vetoed at the row where this one began are dead (EarleyParser::vetoed_only).
   if (t != Lexer::kDead && parser_.vetoed_only(rows_before - 1, lexer_->state(t))) t = Lexer::kDead;
+  if (t != Lexer::kDead && exhausted(rows_before - 1, t, lex_start, b)) t = Lexer::kDead;
   if (t == Lexer::kDead) {
     lex_start = static_cast<uint32_t>(frames_.size() - 1);
     const LexState& ls = lexer_->state(f.state);
@@ -91,7 +112,8 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
       }
     }
     t = lexer_->next(q, b);
-    if (t != Lexer::kDead && parser_.vetoed_only(static_cast<uint32_t>(parser_.num_rows() - 1), lexer_->state(t)))
+    const uint32_t row = static_cast<uint32_t>(parser_.num_rows() - 1);
+    if (t != Lexer::kDead && (parser_.vetoed_only(row, lexer_->state(t)) || exhausted(row, t, lex_start, b)))
       t = Lexer::kDead;
     if (t == Lexer::kDead) {
       if (!share_end) parser_.truncate(rows_before);

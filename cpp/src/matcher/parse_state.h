@@ -106,6 +106,7 @@ class ParseState : private TextSource {
 
  private:
   void text(uint32_t from, uint32_t to, std::string& out) const override;
+  bool exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t b);
   uint64_t text_version(uint32_t to) const override { return to < frames_.size() ? frames_[to].serial : 0; }
 
   const Lexer* lexer_;
@@ -113,6 +114,7 @@ class ParseState : private TextSource {
   std::vector<Frame> frames_;
   uint64_t next_serial_ = 0;
   std::vector<uint32_t> scratch_lexemes_;
+  std::string scratch_prefix_;
   // A lock-free front for Lexer::start_after_ignored (a shared map behind a lock), which every
   // end of whitespace asks: (start, ended) -> state, direct-mapped.
   struct IgnoredSlot {

@@ -18,6 +18,9 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
 void EarleyParser::reset() {
   for (Verdict& v : verdicts_) v.version = 0;
   for (KeysMemo& k : keys_memo_) k.version = 0;
+  for (ExhaustMemo& m : exhaust_memo_) m.serial = 0;
+  for (KeyContext& k : key_contexts_) k.serial = 0;
+  left_ = LeftMemo{};
   items_.clear();
   rows_.clear();
   vetoes_.clear();

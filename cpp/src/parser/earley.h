@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/ir.h"
@@ -101,6 +102,28 @@ class EarleyParser {
     if (r.veto_end == r.veto_begin || (s.live_bits & r.veto_bits) == 0) return false;
     return std::any_of(s.live.begin(), s.live.end(), [&](uint32_t l) { return vetoed_at(r, l); });
   }
+  // Whether every lexeme live in lexer state s is vetoed at `row` (where it began) or is a key
+  // whose every completion repeats a key written before it in its object, or a name its not_in
+  // check refuses: a key prefix that can only end as a duplicate (unique_key vetoes it only as it
+  // ends). `prefix`: the lexeme's bytes so far, from byte `from` of the text (the text holds them
+  // up to `to`). Ask only where LexState::key_finite: elsewhere no key can be exhausted.
+  bool exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to);
+  // After exhausted_only answered no: whether that was because the key's bytes left every
+  // forbidden key (then no continuation of them is exhausted either).
+  bool exhaust_left() const { return exhaust_left_; }
+  // Whether the key begun at byte `from` (at `row`) is known to have left every forbidden key
+  // within the bytes before `to` (an earlier exhausted_only said so, on the same bytes).
+  bool left_before(uint32_t row, uint32_t from, uint32_t to) {
+    const LeftMemo& l = left_;
+    if (l.version == 0 || l.serial != rows_[row].serial || l.from != from || l.at > to ||
+        text_->text_version(l.at) != l.version)
+      return false;
+    note_read(from, l.at);
+    return true;
+  }
+  // Whether exhausted_only may hold for s at `row` whatever the prefix: each of its lexemes is a
+  // key of an object with keys to forbid. Cheap (memoized by row): ask it first.
+  bool may_exhaust(uint32_t row, uint32_t s);
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
@@ -145,6 +168,45 @@ class EarleyParser {
   }
   void note_vetoed(uint32_t pos);
   uint32_t close_vetoes(EarleyRow& r);
+  // exhausted_only's parts (parser/key_exhaust.cpp).
+  struct Recorder;
+  bool exhausted_now(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to);
+  static size_t leaves_at(std::string_view prefix, const std::vector<std::string>& forbidden);
+  const std::vector<std::string>* key_forbidden(uint32_t row, uint32_t lex);
+  bool key_forbidden_now(uint32_t row, uint32_t lex, std::vector<std::string>& out);
+  bool key_item_context(uint32_t row, EarleyItem it, std::vector<std::string>& names, std::vector<std::string>& out,
+                        bool& first);
+  bool add_key_context(uint32_t row, uint32_t lhs, const std::vector<std::string>& names,
+                       std::vector<std::string>& out, bool& first);
+  uint32_t rule_of(uint32_t pos) const;
+  bool completions_all_in(uint32_t s, std::string_view prefix, const std::vector<std::string>& forbidden) const;
+  // The forbidden keys of a key lexeme at a row (key_forbidden), with what they read.
+  struct KeyContext {
+    uint64_t serial = 0;  // 0: empty
+    uint32_t lex = 0;
+    bool ok = false;
+    std::vector<std::string> forbidden;
+    std::vector<std::pair<uint32_t, uint32_t>> reads;
+  };
+  static constexpr size_t kKeyContexts = 4;
+  KeyContext key_contexts_[kKeyContexts];
+  size_t next_key_context_ = 0;
+  // exhausted_only's recent verdicts, by (row serial, lexer state, prefix), with what they read.
+  struct ExhaustMemo {
+    uint64_t serial = 0;  // 0: empty
+    uint32_t state = 0;
+    bool ok = false, left = false;
+    std::string prefix;
+    std::vector<std::pair<uint32_t, uint32_t>> reads;
+  };
+  static constexpr size_t kExhaustMemos = 16;
+  bool exhaust_left_ = false;
+  struct LeftMemo {
+    uint64_t serial = 0, version = 0;  // version 0: empty
+    uint32_t from = 0, at = 0;
+  } left_;
+  ExhaustMemo exhaust_memo_[kExhaustMemos];
+  size_t next_exhaust_ = 0;
   // Calls f(j) for each item j of `row` waiting on `sym`, in row order. A big row (an object
   // with many alternative shapes predicts thousands of items) is searched through a sorted index
   // kept for a few recent rows: completions into it no longer scan it whole each time.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 namespace stencil {
@@ -226,6 +227,52 @@ struct JsonReader {
 };
 
 }  // namespace
+
+// The bytes of the escape at raw[i] (raw[i] == '\\'), or 0 when it may not be complete yet.
+static size_t escape_length(std::string_view raw, size_t i) {
+  const size_t left = raw.size() - i;
+  if (left < 2) return 0;
+  if (raw[i + 1] != 'u') return 2;
+  if (left < 6) return 0;
+  const bool high = (raw[i + 2] == 'd' || raw[i + 2] == 'D') && raw[i + 3] != 0 && std::strchr("89abAB", raw[i + 3]);
+  if (!high) return 6;
+  // A low surrogate may join it: wait while what follows could still begin one.
+  const std::string_view after = raw.substr(i + 6);
+  const bool may_follow = (after.empty() || after[0] == '\\') && (after.size() < 2 || after[1] == 'u');
+  if (after.size() < 6 && may_follow) return 0;
+  return after.size() >= 6 && after[0] == '\\' && after[1] == 'u' ? 12 : 6;
+}
+
+bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed) {
+  *closed = false;
+  if (raw.empty() || raw[0] != '"') return false;
+  size_t i = 1;
+  std::string unit;
+  while (i < raw.size()) {
+    const char c = raw[i];
+    if (c == '"') {
+      *closed = true;
+      ++i;
+      break;
+    }
+    if (c != '\\') {
+      decoded += c;
+      ++i;
+      continue;
+    }
+    const size_t n = escape_length(raw, i);
+    if (n == 0) break;
+    // the escape alone, as a string, through the one decoder
+    const std::string quoted = "\"" + std::string(raw.substr(i, n)) + "\"";
+    JsonReader r{quoted};
+    unit.clear();
+    if (!r.string(unit)) return false;
+    decoded += unit;
+    i += n;
+  }
+  *consumed = i;
+  return true;
+}
 
 bool canonical_values(std::string_view text, std::vector<std::string>& out) {
   JsonReader r{text};

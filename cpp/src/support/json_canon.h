@@ -19,6 +19,11 @@ bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vec
 bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset = nullptr);
 // One JSON value (whitespace around allowed).
 bool canonical_value(std::string_view text, std::string& out);
+// The start of a JSON string (`raw` begins with its opening quote): the decoded bytes of its
+// complete characters, and in *consumed how many bytes of raw they and the quotes took (an
+// escape not complete yet, or a high surrogate that a low one may still join, is left over);
+// *closed when the closing quote was read. False when raw is not the start of a string.
+bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed);
 // The decoded keys of the JSON object in `text`.
 bool object_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);
 

@@ -1,0 +1,171 @@
+"""Keys that can only end as duplicates (issue 24, F1): where the keys outside ``properties`` have
+a finite language (propertyNames ``enum``/``const``/``maxLength``/an anchored ``pattern``,
+patternProperties), a key prefix whose every completion repeats a key written before it must be
+refused at once; the unique_key check alone vetoed it only as the key (or its member) ended, after
+the mask had let the generation walk into a state with no way on, not even end of sequence.
+
+The exact masks are asserted on a byte vocabulary; random walks over a real tokenizer and the
+byte vocabulary assert that no mask is ever a dead end and that every output is valid (checked by
+the ``jsonschema`` package, independent of the engine, with duplicate keys refused)."""
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import numpy as np
+import pytest
+
+import stencil
+from stencil.bitmask import bitmask_to_bool
+
+BYTES = [bytes([i]) for i in range(256)] + [b"<eos>"]
+EOS = 256
+
+
+@pytest.fixture(scope="module")
+def byte_tok():
+    return stencil.TokenizerInfo.from_vocab(BYTES, eos_token_ids=[EOS])
+
+
+@pytest.fixture(scope="module")
+def byte_compiler(byte_tok):
+    return stencil.GrammarCompiler(byte_tok)
+
+
+def allowed(matcher, tok) -> np.ndarray:
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    matcher.fill_next_token_bitmask(bm, 0)
+    return bitmask_to_bool(bm, tok.vocab_size)[0].nonzero()[0]
+
+
+def next_bytes(compiler, tok, schema, prefix, order):
+    g = compiler.compile_json_schema(schema, whitespace="compact", property_order=order)
+    m = stencil.Matcher(g)
+    assert m.accept_string(prefix), prefix
+    return {BYTES[i] for i in allowed(m, tok)}
+
+
+ORDERS = ["definition", "any"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("schema, prefix, expected", [
+    # the reproducer: after "a", a key may only be "b" (or an escape of it)
+    ({"type": "object", "propertyNames": {"enum": ["a", "b"]}}, '{"a":1,"', {b"\\", b"b"}),
+    ({"type": "object", "propertyNames": {"pattern": "^[a-c]$"}}, '{"a":1,"', {b"\\", b"b", b"c"}),
+    # the key written escaped is the same key
+    ({"type": "object", "propertyNames": {"pattern": "^[a-c]$"}}, '{"\\u0061":1,"', {b"\\", b"b", b"c"}),
+    # inside an escape: \u0061 ("a") is refused, \u0062 and \u0063 stay
+    ({"type": "object", "propertyNames": {"pattern": "^[a-c]$"}}, '{"a":1,"\\u006', {b"2", b"3"}),
+    # a key that can go on: after "a, "ab" is still new, the closing quote is not
+    ({"type": "object", "propertyNames": {"pattern": "^(a|ab)$"}}, '{"a":1,"a', {b"\\", b"b"}),
+    # the other keys leave out the named "a" (not_in) and "b" is written: "c" is left, and in any
+    # order the named "a" itself
+    ({"type": "object", "properties": {"a": {"type": "integer"}},
+      "patternProperties": {"^[a-c]$": {"type": "integer"}}, "additionalProperties": False},
+     '{"b":1,"', {b"\\", b"c"} | {b"a"}),
+])
+def test_mask_refuses_a_key_that_can_only_repeat(byte_compiler, byte_tok, schema, prefix, expected, order):
+    if "properties" in schema and order == "definition":
+        expected = expected - {b"a"}   # the named "a" comes first in definition order
+    assert next_bytes(byte_compiler, byte_tok, schema, prefix, order) == expected
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_max_length_one_refuses_the_written_key(byte_compiler, byte_tok, order):
+    got = next_bytes(byte_compiler, byte_tok, {"type": "object", "propertyNames": {"maxLength": 1}},
+                     '{"a":1,"', order)
+    assert b"a" not in got and {b"b", b" ", b"\\", b"\xc3"} <= got
+    assert b'"' in got   # the empty key is new too
+
+
+def test_dead_end_reproducer_then_goes_on(byte_compiler, byte_tok):
+    """The issue's reproducer: "a" refused after "a"; "b" then leads on, and once both keys are
+    written the comma is refused too (it would open a key that can only repeat)."""
+    g = byte_compiler.compile_json_schema({"type": "object", "propertyNames": {"enum": ["a", "b"]}},
+                                          whitespace="compact")
+    m = stencil.Matcher(g)
+    assert m.accept_string('{"a":1,"')
+    assert ord("a") not in allowed(m, byte_tok)
+    assert not m.accept_token(ord("a"))
+    assert m.accept_string('b":2')
+    after = set(allowed(m, byte_tok).tolist())
+    # the number may go on, or the object close; a comma would lead to a third key, and none is left
+    assert ord("}") in after and ord(",") not in after
+    assert m.accept_string("}") and m.is_accepting()
+
+
+INT = {"type": "integer", "minimum": 0, "maximum": 99}
+WALK_SCHEMAS = [
+    {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": INT},
+    {"type": "object", "propertyNames": {"const": "k"}, "additionalProperties": {"type": "boolean"}},
+    {"type": "object", "propertyNames": {"maxLength": 1, "pattern": "^[a-e]*$"}, "additionalProperties": INT},
+    {"type": "object", "additionalProperties": INT, "minProperties": 2, "maxProperties": 3,
+     "propertyNames": {"pattern": "^[a-c]$"}},
+    {"type": "object", "propertyNames": {"pattern": "^(a|ab|abc)$"}, "additionalProperties": INT},
+    {"type": "object", "patternProperties": {"^x[0-2]$": INT}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": INT}, "patternProperties": {"^[a-c]$": INT},
+     "additionalProperties": False, "required": ["a"]},
+    {"type": "object", "properties": {"a": INT, "b": INT}, "required": ["a"],
+     "propertyNames": {"enum": ["a", "b", "c", "d"]}, "additionalProperties": {"type": "null"}},
+    {"type": "object", "propertyNames": {"maxLength": 2, "pattern": "^[xy]+$"}, "maxProperties": 4,
+     "additionalProperties": INT},
+    {"type": "object", "properties": {"o": {"type": "object", "propertyNames": {"enum": ["p", "q"]},
+                                            "additionalProperties": INT, "minProperties": 1}},
+     "required": ["o"], "additionalProperties": False},
+]
+
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate keys {keys}"
+    return dict(pairs)
+
+
+def random_walk(matcher, tok, rng, max_steps):
+    """Samples allowed tokens until end of sequence or max_steps: (bytes so far, how it stopped:
+    "end", "dead" (a mask with no token and no end of sequence) or "cap")."""
+    eos = set(tok.eos_token_ids)
+    out = []
+    for _ in range(max_steps):
+        ids = allowed(matcher, tok)
+        if len(ids) == 0:
+            return b"".join(out), "dead"
+        text_ids = [int(i) for i in ids if int(i) not in eos]
+        if matcher.is_accepting() and (not text_ids or rng.random() < 0.25):
+            return b"".join(out), "end"
+        t = text_ids[rng.randrange(len(text_ids))]
+        assert matcher.accept_token(t)
+        out.append(tok.token_bytes(t))
+    return b"".join(out), "cap"
+
+
+def walks(compiler, tok, n_walks, max_steps, seed):
+    """The dead ends over every schema and order, and how many outputs ended (each one valid,
+    checked by jsonschema with duplicate keys refused)."""
+    rng = random.Random(seed)
+    dead, ended = [], 0
+    for schema in WALK_SCHEMAS:
+        for order in ORDERS:
+            g = compiler.compile_json_schema(schema, whitespace="compact", property_order=order)
+            for _ in range(n_walks):
+                text, how = random_walk(stencil.Matcher(g), tok, rng, max_steps)
+                if how == "dead":
+                    dead.append((schema, order, text))
+                elif how == "end":
+                    jsonschema.validate(json.loads(text, object_pairs_hook=no_duplicates), schema)
+                    ended += 1
+    return dead, ended
+
+
+def test_random_walks_never_dead_end_bytes(byte_compiler, byte_tok):
+    dead, ended = walks(byte_compiler, byte_tok, n_walks=12, max_steps=80, seed=24)
+    assert dead == []
+    assert ended >= 150   # most walks end: the check above saw real outputs
+
+
+def test_random_walks_never_dead_end_real_tokenizer(compiler, deepseek):
+    dead, ended = walks(compiler, deepseek.info, n_walks=12, max_steps=60, seed=1)
+    assert dead == []
+    assert ended >= 150
