@@ -140,7 +140,8 @@ MemoryUsage MemoryBudget::usage() const {
     u.total += u.bytes[k];
   }
   u.limit = limit();
-  u.retired = u.total - std::min(u.total, live_bytes());
+  const size_t lazy = u.total - u.bytes[kGrammarMemory];
+  u.retired = lazy - std::min(lazy, live_bytes());
   u.grammars = grammars_.size();
   u.vocabularies = shared_.size();
   u.evictions = evictions_;
