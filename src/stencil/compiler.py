@@ -152,7 +152,9 @@ class GrammarCompiler:
         compiled = _core.CompiledGrammar(grammar, self.tokenizer_info._vocab, **self._limits)
         with self._lock:
             self._cache[key] = compiled
-            while len(self._cache) > self._cache_size:
+            # Over the process's memory limit (stencil.memory), the least recently used grammars
+            # go too: their rules and expressions count against it and no eviction frees them.
+            while len(self._cache) > self._cache_size or (len(self._cache) > 1 and _core.memory_over_limit()):
                 self._cache.popitem(last=False)
         return compiled
 

@@ -1,8 +1,9 @@
 """One memory budget for the whole process.
 
-What stencil builds lazily while masks are filled (each compiled grammar's lexer automaton and
-mask cache, and each tokenizer's cache of inner masks shared between grammars) is counted against
-one process-wide limit. When the total passes it, the least recently used grammars drop their lazy
+What stencil builds lazily while masks are filled (each compiled grammar's lexer automaton, its
+derivative cache and completion tables, its mask cache, and each tokenizer's cache of inner masks
+shared between grammars) is counted against one process-wide limit, with the compiled grammars
+themselves. When the total passes it, the least recently used grammars drop their lazy
 state and the shared caches their least recently used masks, down to three quarters of the limit;
 a grammar rebuilds what it needs on demand, and a matcher of a dropped grammar replays its tokens
 at its next call (masks stay exact). The default limit is the smaller of 2 GiB and a quarter of
@@ -53,8 +54,11 @@ def set_memory_limit(limit: int | None) -> int:
 def memory_usage() -> dict[str, int]:
     """The process-wide budget's counters.
 
-    Keys: ``total`` (bytes counted), ``limit``, ``lexers``, ``masks`` and ``shared_masks`` (bytes
-    by kind; they add up to ``total``), ``retired`` (the part of ``lexers`` and ``masks`` in
+    Keys: ``total`` (bytes counted), ``limit``, ``lexers``, ``masks``, ``shared_masks`` and
+    ``grammar_ir`` (bytes by kind; they add up to ``total``; ``grammar_ir`` is the compiled
+    grammars' rules and expressions, freed only with them: the budget never evicts it, a
+    ``GrammarCompiler``'s cache drops its least recently used grammars while the total is over
+    the limit), ``retired`` (the part of ``lexers`` and ``masks`` in
     dropped lazy state that a matcher still holds: freed at that matcher's next call or when it is
     deleted), ``grammars`` and ``vocabularies`` (caches tracked), ``evictions`` (grammars whose
     lazy state the budget dropped) and ``shared_trims`` (times a shared mask cache was trimmed).
@@ -70,6 +74,6 @@ def memory_usage() -> dict[str, int]:
     Example::
 
         u = stencil.memory_usage()
-        assert u["total"] == u["lexers"] + u["masks"] + u["shared_masks"]
+        assert u["total"] == u["lexers"] + u["masks"] + u["shared_masks"] + u["grammar_ir"]
     """
     return dict(_core.memory_usage())

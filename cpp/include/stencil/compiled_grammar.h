@@ -38,7 +38,8 @@ class CompiledGrammar {
   const CompileLimits& limits() const { return limits_; }
   std::shared_ptr<const Grammar> grammar_ptr() const { return grammar_; }
   std::shared_ptr<const Vocabulary> vocab_ptr() const { return vocab_; }
-  size_t memory_bytes() const;
+  size_t memory_bytes() const;  // the lazy state's (the current epoch)
+  size_t grammar_bytes() const { return grammar_bytes_; }
 
  private:
   struct Tracker;  // the grammar as the memory budget sees it
@@ -53,6 +54,7 @@ class CompiledGrammar {
   mutable std::atomic<const LexerEpoch*> current_{nullptr};
   mutable std::atomic<uint64_t> last_used_{0};
   std::unique_ptr<Tracker> tracker_;
+  size_t grammar_bytes_ = 0;  // the grammar's, charged to the memory budget while this lives
 };
 
 }  // namespace stencil

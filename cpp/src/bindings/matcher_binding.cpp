@@ -139,6 +139,7 @@ void bind_matcher(nb::module_& m) {
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)
+      .def_prop_ro("grammar_bytes", &CompiledGrammar::grammar_bytes)
       .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.epoch()->lexer.num_states(); })
       .def_prop_ro(
           "budget_exhausted", [](const CompiledGrammar& g) { return g.epoch()->lexer.budget_exhausted(); },

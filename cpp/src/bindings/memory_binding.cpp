@@ -20,6 +20,7 @@ static nb::dict usage_dict() {
   d["lexers"] = u.bytes[kLexerMemory];
   d["masks"] = u.bytes[kMaskMemory];
   d["shared_masks"] = u.bytes[kSharedMaskMemory];
+  d["grammar_ir"] = u.bytes[kGrammarMemory];
   d["retired"] = u.retired;
   d["grammars"] = u.grammars;
   d["vocabularies"] = u.vocabularies;
@@ -37,5 +38,8 @@ void bind_memory(nb::module_& m) {
       },
       nb::arg("limit"), "Sets the process-wide memory limit in bytes (0: the default); returns the previous one.");
   m.def("memory_usage", &usage_dict, "The process-wide memory budget's counters, in bytes.");
+  m.def(
+      "memory_over_limit", [] { return MemoryBudget::get().total() > MemoryBudget::get().limit(); },
+      "Whether the counted total is over the limit (as last measured: no lexer is measured).");
   m.attr("DEFAULT_MEMORY_LIMIT") = MemoryBudget::default_limit();
 }

@@ -10,6 +10,7 @@
 #include "regex/derivative.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
+#include "support/heap_size.h"
 
 namespace stencil {
 
@@ -403,6 +404,20 @@ std::string Grammar::to_string() const {
     out += "\n";
   }
   return out;
+}
+
+size_t Grammar::memory_bytes() const {
+  size_t n = exprs.memory_bytes() + heap::of(lexemes) + heap::of(nonterminal_names) + heap::of(rules) +
+             heap::of(dotted) + heap::of(rule_begin) + heap::of(nt_rules_begin) + heap::of(nt_rules) +
+             heap::of(nullable) + heap::of(checks) + heap::of(nt_check) + heap::of(guard_check) + heap::of(guard_first);
+  for (const LexemeSpec& l : lexemes) n += heap::of(l.token_ids) + heap::of(l.name);
+  for (const std::string& name : nonterminal_names) n += heap::of(name);
+  for (const Rule& r : rules) n += heap::of(r.rhs);
+  for (const CompletionCheck& c : checks) {
+    n += heap::of(c.names) + heap::of(c.key);
+    for (const std::string& name : c.names) n += heap::of(name);
+  }
+  return n;
 }
 
 }  // namespace stencil

@@ -102,6 +102,7 @@ class Grammar {
   std::string serialize() const;
   static std::shared_ptr<Grammar> deserialize(const std::string& data);
   uint64_t hash() const;
+  size_t memory_bytes() const;  // what it holds on the heap (support/heap_size.h)
   std::string to_string() const;
   std::string lexeme_name(uint32_t lex) const;
 };

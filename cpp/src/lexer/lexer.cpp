@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "stencil/errors.h"
+#include "support/heap_size.h"
 
 namespace stencil {
 
@@ -68,9 +69,12 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
   std::sort(st.live.begin(), st.live.end());
   st.live.erase(std::unique(st.live.begin(), st.live.end()), st.live.end());
   if (has_unique_keys_) mark_finite_keys(st, pairs);
+  // The pairs twice (state_pairs_ and state_ids_'s key), and the state's vectors.
+  state_bytes_ += heap::block(pairs.size() * 4) + heap::of(pairs) + heap::of(st.live) + heap::of(st.accepting);
   state_pairs_.push_back(pairs);
   state_ids_.emplace(std::move(pairs), id);
   num_states_.store(id + 1, std::memory_order_release);
+  note_growth();
   return id;
 }
 
@@ -181,6 +185,7 @@ uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
   uint32_t t = next.empty() ? kDead : intern_state(std::move(next));
   if (t != kDead && this->state(t).end_now) t |= kEndNowTag;
   slot.store(t, std::memory_order_release);
+  note_growth();
   return t;
 }
 
@@ -208,7 +213,7 @@ uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
     s = pairs.empty() ? kDead : intern_state(std::move(pairs));
   }
   std::unique_lock<std::shared_mutex> lock(start_mu_);
-  start_states_.emplace(allowed, s);
+  if (start_states_.emplace(allowed, s).second) start_keys_bytes_ += heap::block(allowed.size() * 4);
   return s;
 }
 
@@ -290,15 +295,32 @@ uint64_t Lexer::fuel_used() const {
   return limits_.fuel - deriver_.fuel_left();
 }
 
-size_t Lexer::memory_bytes() const {
+// Bytes per state, expression and cached derivative, about as memory_bytes counts them.
+void Lexer::note_growth() const {
+  growth_.store(state_bytes_ + num_states_.load(std::memory_order_relaxed) * 96 + store_.size() * 48 +
+                    deriver_.cache_entries() * 24,
+                std::memory_order_relaxed);
+}
+
+void Lexer::set_cache_cap(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t blocks = 0;
-  for (auto& b : blocks_)
-    if (b) blocks += sizeof(Block) + (size_t(num_classes_) << kBlockBits) * 4;
-  size_t pairs = 0;
-  for (auto& p : state_pairs_) pairs += p.capacity() * 6 + sizeof(p);  // and LexState::live, half as long
-  return blocks + pairs + store_.memory_bytes() + state_ids_.size() * 64 + relaxed_.size() * 32 +
-         part_chars_.size() * 48;
+  deriver_.set_cache_cap(std::max<size_t>(bytes / 24, 4096));  // a FlatMap64 entry: 12 bytes at half load
+}
+
+// Read off sizes and capacities (support/heap_size.h), the states' own vectors summed as they
+// are made (state_bytes_): cheap enough for the budget to measure every so many new states.
+size_t Lexer::memory_bytes() const {
+  size_t starts = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(start_mu_);
+    starts = heap::nodes(start_states_) + start_keys_bytes_ + heap::nodes(after_ignored_) + heap::nodes(spent_);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
+  const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
+  const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) +
+                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_);
+  return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 
 std::string Lexer::describe_state(uint32_t s) const {

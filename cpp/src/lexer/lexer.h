@@ -78,6 +78,11 @@ class Lexer {
   const ByteClasses& classes() const { return classes_; }
   uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   size_t memory_bytes() const;
+  // A lock-free estimate of memory_bytes, moved as the lexer grows (states, expressions,
+  // cached derivatives): the memory budget measures the lexer when it has grown enough.
+  size_t growth() const { return growth_.load(std::memory_order_relaxed); }
+  // Caps the derivative cache at about `bytes` (it starts afresh past it).
+  void set_cache_cap(size_t bytes);
   // Whether a budget over the lexer's life (states, expressions, derivative fuel) has run out:
   // any generation that needs new states would fail from now on.
   bool budget_exhausted() const;
@@ -135,6 +140,7 @@ class Lexer {
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
+  void note_growth() const;                  // mu_ held
   void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
   bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
@@ -152,10 +158,13 @@ class Lexer {
   static constexpr uint32_t kMaxBlocks = 4096;  // with 256-state blocks: 1M states (the default budget)
   mutable std::unique_ptr<Block> blocks_[kMaxBlocks];
   mutable std::atomic<uint32_t> num_states_{0};
+  mutable std::atomic<size_t> growth_{0};
   mutable std::vector<Pairs> state_pairs_;
+  mutable size_t state_bytes_ = 0;  // the heap the states' pairs, keys and vectors hold; mu_
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> state_ids_;
   mutable std::shared_mutex start_mu_;
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> start_states_;
+  mutable size_t start_keys_bytes_ = 0;  // start_states_'s keys; start_mu_
   mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
   mutable std::unordered_map<uint64_t, uint32_t> spent_;  // (state, tokens) -> drop_spent; start_mu_
   bool has_budgets_ = false;

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "matcher/completion.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "support/memory_budget.h"
@@ -10,6 +11,9 @@ LexerEpoch::LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t n
     : lexer(g.exprs, g.lexemes, limits.lexer),
       cache(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks, limits.loop_skip),
       number(n) {
+  // Past a quarter of what the lexer may hold, the derivative cache starts afresh: within one
+  // long call (a first search over a large grammar) nothing else bounds it.
+  lexer.set_cache_cap(std::min(limits.lexer_memory_bytes, MemoryBudget::get().limit()) / 4);
   measure_lexer();  // the expressions a large grammar starts with count from the first step
 }
 
@@ -18,7 +22,14 @@ LexerEpoch::~LexerEpoch() {
 }
 
 size_t LexerEpoch::measure_lexer() const {
-  const size_t now = lexer.memory_bytes();
+  measured_growth.store(lexer.growth(), std::memory_order_relaxed);
+  size_t now = lexer.memory_bytes();
+  {
+    // The tables are built under the lock (seconds for a large grammar): not waited for.
+    std::unique_lock<std::mutex> lock(completion_mu, std::try_to_lock);
+    if (lock.owns_lock() && completion) completion_bytes.store(completion->bytes(), std::memory_order_relaxed);
+  }
+  now += completion_bytes.load(std::memory_order_relaxed);
   // An exchange keeps the budget's sum equal to the epochs' counts whatever the order of two
   // threads measuring at once.
   const size_t before = lexer_bytes.exchange(now, std::memory_order_relaxed);
@@ -54,11 +65,14 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   last_used_.store(MemoryBudget::get().now(), std::memory_order_relaxed);
   tracker_ = std::make_unique<Tracker>(*this);
   MemoryBudget::get().add(tracker_.get(), true);
+  grammar_bytes_ = grammar_->memory_bytes();
+  MemoryBudget::get().charge(kGrammarMemory, static_cast<int64_t>(grammar_bytes_));
 }
 
 CompiledGrammar::~CompiledGrammar() {
   // First, so that no eviction pass reaches the grammar while it goes.
   if (tracker_) MemoryBudget::get().remove(tracker_.get());
+  MemoryBudget::get().charge(kGrammarMemory, -static_cast<int64_t>(grammar_bytes_));
 }
 
 std::shared_ptr<const LexerEpoch> CompiledGrammar::epoch() const {
@@ -83,7 +97,9 @@ void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
   // count) and then once per 1,024 new states (also to renew a full lexer, as always).
   const uint32_t states = e.lexer.num_states();
   const uint32_t at = e.checked_at.load(std::memory_order_relaxed);
-  if (states >= at + std::clamp(at, 64u, 1024u)) {
+  // Or when it grew by an eighth of the limit in another way (expressions, cached derivatives).
+  const bool grew = e.lexer.growth() > e.measured_growth.load(std::memory_order_relaxed) + budget.limit() / 8;
+  if (states >= at + std::clamp(at, 64u, 1024u) || grew) {
     e.checked_at.store(states, std::memory_order_relaxed);
     const size_t bytes = e.measure_lexer();
     const LexerLimits& l = limits_.lexer;

@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "matcher/lexer_epoch.h"
+#include "support/heap_size.h"
 
 namespace stencil {
 
@@ -54,6 +55,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const V
       rule_at[b + i] = r;
     }
   }
+  bytes_.store(heap::of(lexeme_min) + heap::of(rest) + heap::of(rule_at), std::memory_order_relaxed);
 }
 
 uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
@@ -148,8 +150,11 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
         c.insert(it, f);
     }
   }
+  const size_t bytes = heap::of(c) + heap::block(sizeof(void*) * 3 + sizeof(Costs)) + sizeof(void*);  // node, bucket
   std::unique_lock<std::shared_mutex> lock(mu_);
-  return state_costs_.emplace(state, std::move(c)).first->second;  // unordered_map entries never move
+  auto [it, added] = state_costs_.emplace(state, std::move(c));
+  if (added) bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return it->second;  // unordered_map entries never move
 }
 
 const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {

@@ -19,6 +19,7 @@
 // lexer reading two adjacent lexemes as one are not modeled: where they veto the shortest
 // completion, the count is too small.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -48,6 +49,8 @@ class CompletionTables {
   static std::shared_ptr<CompletionTables> of(const LexerEpoch& epoch, const Grammar& g, const Vocabulary& vocab);
   static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
   const Costs& lexer_costs(uint32_t state);  // the returned reference stays valid
+  // What the tables hold on the heap (the lexer states their searches made count in the lexer).
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   std::vector<uint32_t> lexeme_min;  // per lexeme
   std::vector<uint32_t> rest;        // per dotted position: tokens for the rule's symbols from there
   std::vector<uint32_t> rule_at;     // per dotted position: its rule
@@ -60,6 +63,7 @@ class CompletionTables {
   const TokenTrie& trie_;
   std::shared_mutex mu_;
   std::unordered_map<uint32_t, Costs> state_costs_;  // lexer state -> live lexeme costs; mu_
+  std::atomic<size_t> bytes_{0};
 };
 
 // The bound over one matcher's parser (its rows' costs are its own).

@@ -24,7 +24,8 @@ struct LexerEpoch {
   ~LexerEpoch();
   LexerEpoch(const LexerEpoch&) = delete;
   LexerEpoch& operator=(const LexerEpoch&) = delete;
-  // Measures the lexer and charges the memory budget the difference; returns the lexer's bytes.
+  // Measures the lexer (and the completion tables) and charges the memory budget the difference;
+  // returns the bytes.
   size_t measure_lexer() const;
   // What the memory budget counts of this epoch: the lexer as last measured, and the masks.
   size_t counted_bytes() const { return lexer_bytes.load(std::memory_order_relaxed) + cache.bytes(); }
@@ -36,6 +37,8 @@ struct LexerEpoch {
   uint64_t number;                              // 0 for the first epoch of a grammar
   mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
   mutable std::atomic<size_t> lexer_bytes{0};   // the lexer's bytes when last measured
+  mutable std::atomic<size_t> measured_growth{0};  // Lexer::growth() then
+  mutable std::atomic<size_t> completion_bytes{0};  // the completion tables' bytes then
 };
 
 }  // namespace stencil

@@ -6,9 +6,17 @@
 #include <unordered_set>
 
 #include "stencil/errors.h"
+#include "support/heap_size.h"
 #include "support/deadline.h"
 
 namespace stencil {
+
+// Witnesses are shortest strings, most of them short enough to live inside std::string.
+size_t Deriver::memory_bytes() const {
+  size_t scratch = 0;
+  for (const auto& v : scratch_) scratch += heap::of(v);
+  return cache_.memory_bytes() + heap::nodes(empty_cache_) + heap::nodes(witness_cache_) + scratch + heap::of(reps_);
+}
 
 namespace {
 
@@ -45,6 +53,7 @@ ExprId Deriver::derive(ExprId e, uint8_t b) {
   burn(1);
   const Nesting nest(depth_, "compute its derivatives");
   ExprId r = derive_uncached(e, b);
+  if (cache_.size() >= cache_cap_) cache_.clear();  // results are ids: callers hold no entry
   cache_.put(key, r);
   return r;
 }

@@ -26,6 +26,12 @@ class Deriver {
   // Bytes that stand for every byte class (one per class), set by the lexer.
   void set_class_representatives(std::vector<uint8_t> reps) { reps_ = std::move(reps); }
   uint64_t fuel_left() const { return fuel_; }
+  size_t memory_bytes() const;  // the caches
+  size_t cache_entries() const { return cache_.size(); }
+  // A cap on the derivative cache (entries): past it the cache starts afresh. It only saves
+  // work, and a large alternation (an enum of many values) fills it with the derivatives of
+  // every member at every state.
+  void set_cache_cap(size_t entries) { cache_cap_ = entries; }
   // Whether the fuel ran out once: budgets are over the deriver's life, so it stays out.
   bool exhausted() const { return exhausted_; }
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
@@ -50,6 +56,7 @@ class Deriver {
   bool exhausted_ = false;
   int depth_ = 0;
   FlatMap64 cache_;  // (expr << 8 | byte) -> derivative
+  size_t cache_cap_ = ~size_t(0);
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
   std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "stencil/errors.h"
+#include "support/heap_size.h"
 
 namespace stencil {
 
@@ -409,8 +410,8 @@ uint64_t ExprStore::lifted_bound(ExprId e, uint32_t limit) const {
 }
 
 size_t ExprStore::memory_bytes() const {
-  return nodes_.capacity() * sizeof(ExprNode) + args_.capacity() * 4 + bytesets_.capacity() * sizeof(ByteSet) +
-         table_.capacity() * sizeof(uint32_t) + num_bytes_;
+  return heap::of(nodes_) + heap::of(args_) + heap::of(bytesets_) + heap::of(table_) + heap::of(flat_) +
+         heap::of(num_states_) + num_bytes_;
 }
 
 static std::string byteset_to_string(const ByteSet& s) {

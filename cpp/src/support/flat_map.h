@@ -34,6 +34,10 @@ class FlatMap64 {
     size_ += insert(s, h, key, value);
   }
   size_t size() const { return size_; }
+  void clear() {
+    for (Shard& s : shards_) s = Shard{};
+    size_ = 0;
+  }
   size_t memory_bytes() const {
     size_t n = 0;
     for (const Shard& s : shards_) n += s.keys.capacity() * 8 + s.values.capacity() * 4;

@@ -84,8 +84,7 @@ size_t MemoryBudget::live_bytes() const {
 }
 
 // Brings what a pass can drop (the grammars' current epochs and the shared caches) down to
-// `target`; the rest of the total, dropped epochs that matchers still hold, goes at their next
-// call. Least recently used grammars first, but the one used last (the one in use now) only after
+// `target`; dropped epochs that matchers still hold go at their next call. Least recently used grammars first, but the one used last (the one in use now) only after
 // the shared caches' least recently used masks. A grammar holding less than a small floor is left
 // alone: dropping it frees little and makes its matchers replay their tokens.
 size_t MemoryBudget::release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later) {
@@ -121,7 +120,10 @@ void MemoryBudget::evict() {
     if (!lock.owns_lock()) return;  // another thread is evicting
     const size_t limit = this->limit(), total = this->total();
     if (total <= limit) return;
-    const size_t freed = release_in_order(limit - limit / 4, later);
+    // The grammars themselves are never evicted: the lazy state makes room for them, up to half
+    // the limit (past it the compilers' caches let grammars go; squeezing would only thrash).
+    const size_t grammars = std::min(bytes_[kGrammarMemory].load(std::memory_order_relaxed), limit / 2);
+    const size_t freed = release_in_order(limit - limit / 4 - grammars, later);
     // Still over (idle matchers hold dropped epochs): no new pass until the total grows further.
     const size_t left = total - std::min(total, freed);
     retry_above_.store(left > limit ? left + limit / 16 : 0, std::memory_order_relaxed);
@@ -140,7 +142,8 @@ MemoryUsage MemoryBudget::usage() const {
     u.total += u.bytes[k];
   }
   u.limit = limit();
-  u.retired = u.total - std::min(u.total, live_bytes());
+  const size_t lazy = u.total - u.bytes[kGrammarMemory];
+  u.retired = lazy - std::min(lazy, live_bytes());
   u.grammars = grammars_.size();
   u.vocabularies = shared_.size();
   u.evictions = evictions_;

@@ -15,7 +15,15 @@
 
 namespace stencil {
 
-enum MemoryKind : int { kLexerMemory = 0, kMaskMemory = 1, kSharedMaskMemory = 2, kMemoryKinds = 3 };
+// kGrammarMemory: the compiled grammars themselves (rules, lexemes, expressions), freed only with
+// them: counted, never evicted (a compiler's cache lets them go when the process is over).
+enum MemoryKind : int {
+  kLexerMemory = 0,
+  kMaskMemory = 1,
+  kSharedMaskMemory = 2,
+  kGrammarMemory = 3,
+  kMemoryKinds = 4
+};
 
 // A cache the budget may shrink (a grammar's lazy state, a vocabulary's shared masks).
 class BudgetClient {
