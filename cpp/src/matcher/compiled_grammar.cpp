@@ -103,8 +103,11 @@ void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
     e.checked_at.store(states, std::memory_order_relaxed);
     const size_t bytes = e.measure_lexer();
     const LexerLimits& l = limits_.lexer;
+    // One grammar's lexer may take half of the process limit: the other half keeps room for the
+    // rest, so that a long generation under one hungry grammar renews it rather than evicting all.
     const bool full = states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 ||
-                      e.lexer.fuel_used() > l.fuel / 2 || bytes > std::min(limits_.lexer_memory_bytes, budget.limit());
+                      e.lexer.fuel_used() > l.fuel / 2 ||
+                      bytes > std::min(limits_.lexer_memory_bytes, budget.limit() / 2);
     if (states >= 1024 && full) renew_from(&e);
   }
   budget.enforce();  // a load and a compare unless the process is over its limit

@@ -18,9 +18,9 @@ from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, number, stop_list
 from stencil.server.responses import choice, stream_events, wait_all
 
-#: seconds a grammar may take to compile before the request gets a 400 (the compiler's own
-#: compile_timeout bounds the front-end; this bounds the wait on the thread pool as well)
-COMPILE_WAIT = 10.0
+#: seconds of grace past compile_timeout for a request's grammar work (its deadline bounds the
+#: work itself; this bounds the wait for a compile thread as well)
+COMPILE_GRACE = 5.0
 
 
 class Service:
@@ -90,10 +90,12 @@ class Service:
             return c, None
         fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
                                           self.lm.tokenizer_info.vocab_size)
+        wait = self.limits.compile_timeout + COMPILE_GRACE
         try:
-            return c, await asyncio.wait_for(asyncio.wrap_future(fut), COMPILE_WAIT)
+            return c, await asyncio.wait_for(asyncio.wrap_future(fut), wait)
         except asyncio.TimeoutError:
-            raise RequestError(f"the grammar did not compile within {COMPILE_WAIT} s") from None
+            raise RequestError(f"the grammar did not compile within {wait:g} s (the compile threads are busy)",
+                               code="grammar_too_expensive") from None
         except RequestError:
             raise
         except stencil.TimeLimitExceeded as e:
