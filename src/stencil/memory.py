@@ -18,6 +18,8 @@ Example::
 """
 from __future__ import annotations
 
+import os
+
 from stencil import _core
 
 #: The default limit of this machine, in bytes.
@@ -77,3 +79,18 @@ def memory_usage() -> dict[str, int]:
         assert u["total"] == u["lexers"] + u["masks"] + u["shared_masks"] + u["grammar_ir"]
     """
     return dict(_core.memory_usage())
+
+
+def resident_bytes(pid: int | None = None) -> int:
+    """The resident memory (RSS) of process ``pid`` (default: this one) now, in bytes; 0 where
+    /proc cannot tell (not Linux, a process gone).
+
+    Example::
+
+        before = stencil.memory.resident_bytes()
+    """
+    try:
+        with open(f"/proc/{'self' if pid is None else pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0

@@ -19,11 +19,7 @@ import time
 
 import stencil
 from stencil.bench.tokenizers import NAMES, load_tokenizer
-
-
-def resident_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096 / 2**20
+from stencil.memory import resident_bytes
 
 
 def main(argv=None) -> int:
@@ -56,7 +52,7 @@ def main(argv=None) -> int:
         if i % args.every == 0:
             now = time.perf_counter()
             print(f"{i:>8} {g.memory_bytes / 2**20:>10.1f} {g.num_lexer_states:>12} {g.num_lexer_renewals:>8} "
-                  f"{resident_mb():>7.0f} {(now - t0) / args.every * 1e6:>9.1f}")
+                  f"{resident_bytes() / 2**20:>7.0f} {(now - t0) / args.every * 1e6:>9.1f}")
             t0 = now
     return 0
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import threading
 import time
+
+from stencil.memory import resident_bytes
+
 
 def _obj(props: dict) -> dict:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
@@ -69,19 +71,14 @@ class _PeakRss:
     """The process's peak resident memory, sampled every 50 ms on a thread (from /proc)."""
 
     def __init__(self):
-        self.peak = self.now()
+        self.peak = resident_bytes()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    @staticmethod
-    def now() -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
     def _run(self):
         while not self._stop.wait(0.05):
-            self.peak = max(self.peak, self.now())
+            self.peak = max(self.peak, resident_bytes())
 
     def stop(self) -> int:
         self._stop.set()

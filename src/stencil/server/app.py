@@ -4,13 +4,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from dataclasses import replace
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 import stencil
+from stencil.memory import resident_bytes
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, error_body, message_text
 from stencil.server.service import Service
@@ -54,7 +54,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     async def health():
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "failed_rows": engine.failed_rows,
-                "rss_bytes": _rss_bytes(), "grammar_memory": stencil.memory_usage()}
+                "rss_bytes": resident_bytes(), "grammar_memory": stencil.memory_usage()}
 
     @app.get("/v1/models")
     async def models():
@@ -93,15 +93,6 @@ def _chat_messages(body: dict) -> list[dict]:
         # small chat templates have no tools section: the tools go in a system message
         messages.insert(0, {"role": "system", "content": tools_prompt(body["tools"])})
     return messages
-
-
-def _rss_bytes() -> int:
-    """The process's resident memory now (Linux; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 class _InternalErrors:

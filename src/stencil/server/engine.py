@@ -50,7 +50,6 @@ class Job:
     """One completion: inputs, the stream back to the event loop, and the result."""
 
     input_ids: list[int]
-    grammar: Any  # a CompiledGrammar (None: free text, or ``matcher`` is given)
     max_tokens: int
     temperature: float
     seed: int | None
@@ -58,7 +57,7 @@ class Job:
     repetition_penalty: float
     loop: asyncio.AbstractEventLoop
     top_p: float = 1.0
-    matcher: Any = None  # a matcher already at the grammar's start (its first mask computed), or None
+    matcher: Any = None  # the constraint's matcher at its start (first mask computed); None: free text
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -114,8 +113,6 @@ class _Row:
     def __init__(self, job: Job, info, time_limit: float | None):
         self.job = job
         self.matcher = job.matcher
-        if self.matcher is None and job.grammar is not None:
-            self.matcher = stencil.Matcher(job.grammar)
         if self.matcher is not None:
             self.matcher.time_limit = time_limit
         self.sampler = _Sampler(job.temperature, job.seed, job.repetition_penalty)

@@ -113,7 +113,7 @@ class Service:
         c, matcher = await self.prepare(body, p["max_tokens"])
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
         loop = asyncio.get_running_loop()
-        jobs = [self.engine.submit(Job(prompt_ids, None, p["max_tokens"], p["temperature"],
+        jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
                                        p["repetition_penalty"], loop, top_p=p["top_p"], matcher=m))
                 for i, m in enumerate(matchers)]

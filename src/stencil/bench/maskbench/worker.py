@@ -23,6 +23,8 @@ import sys
 import time
 import traceback
 
+from stencil.memory import resident_bytes
+
 _CTX = mp.get_context("spawn")  # a clean interpreter: no state inherited from the parent
 
 
@@ -78,14 +80,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _exit_reason(code: int | None) -> str:
@@ -173,7 +167,7 @@ class Worker:
             if not self.proc.is_alive():
                 code = self._reap()
                 return {"status": "crash", "error": f"worker {_exit_reason(code)}"}
-            if self.mem_limit_bytes and _rss_bytes(self.proc.pid) > self.mem_limit_bytes:
+            if self.mem_limit_bytes and resident_bytes(self.proc.pid) > self.mem_limit_bytes:
                 self.kill()
                 return {"status": "oom", "error": f"resident memory over {self.mem_limit_bytes / 2**30:g} GiB"}
 
