@@ -94,3 +94,10 @@ def resident_bytes(pid: int | None = None) -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def reclaim() -> None:
+    """Run the budget's eviction now if the process is over its limit. The budget is enforced as
+    matchers step; call this when work ends (a request done or refused) so that what its grammars
+    built goes back under the limit without waiting for another grammar's next step."""
+    _core.set_memory_limit(_core.memory_usage()["limit"])  # re-applying the limit enforces it

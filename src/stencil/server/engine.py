@@ -30,6 +30,7 @@ import numpy as np
 
 import stencil
 from stencil.generate import _Sampler
+from stencil.memory import reclaim
 from stencil.server.kv_batch import KVBatch
 
 _DONE = object()
@@ -229,6 +230,7 @@ class Engine:
         if len(keep) < len(rows):
             batch.keep(keep)
             rows[:] = [rows[i] for i in keep]
+            reclaim()  # the rows' matchers are gone: their grammars' memory is back under the limit
         self.running = len(rows)
 
     def _admit(self, batch: KVBatch, rows: list[_Row], block: bool) -> bool:

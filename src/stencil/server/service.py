@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 import stencil
+from stencil.memory import reclaim
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
@@ -90,6 +91,7 @@ class Service:
             return c, None
         fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
                                           self.lm.tokenizer_info.vocab_size)
+        fut.add_done_callback(lambda _: reclaim())  # a refused grammar's work goes back under the limit
         wait = self.limits.compile_timeout + COMPILE_GRACE
         try:
             return c, await asyncio.wait_for(asyncio.wrap_future(fut), wait)
