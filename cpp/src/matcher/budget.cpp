@@ -4,11 +4,16 @@
 // allowed, and a generation that starts within its budget ends valid (where the bound holds:
 // see completion.h for what it does not model).
 //
-// The costs after every token come from one walk of the whole token trie per state (the plain
-// walk, with the cost read at each token's node; sub-tries that stay in a looping string or
-// number are costed at once or walked with the lexer alone); they are kept while the state
-// repeats (inside a string), so a budget that does not bind costs a comparison per step there,
-// and the mask is then the unbudgeted one bit for bit.
+// The costs after the tokens come with the mask's own walk: an inner token (one that stays
+// inside the current lexeme) costs what its successor lexer state costs over the current rows,
+// one cost per distinct successor (InnerSteps, a table per lexer state), and the mask walk reports
+// the state after each token it allows past a lexeme's end (MaskWalker::CostSink). A budget that
+// does not bind thus costs a few cost lookups over the plain mask, and the mask is then the
+// unbudgeted one bit for bit; one that binds costs a pass over the words. They are kept while the
+// state repeats (inside a string). Where the table cannot serve (lexemes with token limits, an
+// inner mask the table does not cover, every token over the budget), the costs come from one walk
+// of the whole token trie (sub-tries that stay in a looping string or number costed at once or
+// walked with the lexer alone).
 #include "matcher/budget.h"
 
 #include <algorithm>
@@ -53,7 +58,7 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
   walk_trie_costs(ps, epoch, c);  // (should it throw, the matcher's call restores the frames)
   ps.restore(root, top);
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
-  special_costs(ps, c);
+  special_costs(ps, c, false);
 }
 
 // As the mask walk does from the root, with the cost read where a token ends.
@@ -121,15 +126,19 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
   }
 }
 
-// Special tokens (end of sequence aside): the cost once each is read.
-void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost) {
+// Special tokens (end of sequence aside): the cost once each is read, into after_ (or reached_).
+void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_reached) {
   const auto& eos = vocab_.eos_ids();
   const uint32_t rows = ps.frames().back().rows;
   for (int32_t t : vocab_.special_ids()) {
     if (t < 0 || t >= vocab_.vocab_size() || std::find(eos.begin(), eos.end(), t) != eos.end()) continue;
     const size_t before = ps.frames().size();
     if (ps.push_special(t)) {
-      note(t, cost.at(ps.parser(), ps.frames().back().state, true));
+      const uint32_t c = cost.at(ps.parser(), ps.frames().back().state, true);
+      if (into_reached)
+        reached_.push_back({t, c});
+      else
+        note(t, c);
       ps.pop_to(before);
     } else {
       ps.parser().truncate(rows);
@@ -137,31 +146,115 @@ void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost) {
   }
 }
 
+TokenBudget::Key TokenBudget::key_of(ParseState& ps) const {
+  // The costs depend on the state alone, and on the bytes read when completion checks veto
+  // (they decide which tokens are walked).
+  const Frame& top = ps.frames().back();
+  return {top.state, top.rows, g_.grammar().checks.empty() ? 0 : ps.bytes_consumed(), ps.parser().top().serial,
+          top.fresh};
+}
+
+MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch) {
+  ps.parser().truncate(ps.frames().back().rows);
+  cost(epoch);  // a new epoch drops the memo
+  if (valid_ && key_ == key_of(ps)) return nullptr;
+  valid_ = false;
+  steps_.reset();
+  const Lexer& lexer = ps.lexer();
+  if (lexer.has_budgets()) return nullptr;  // the mask walks the whole trie: restrict does too
+  const uint32_t state = ps.frames().back().state;
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* entry = epoch.cache.get(lexer, vocab_, state, &keep);
+  const size_t need = (static_cast<size_t>(vocab_.vocab_size()) + 31) / 32;
+  auto steps = cost_->tables().inner_steps(state, entry->inner().data(), need);
+  if (!steps->covered) return nullptr;
+  steps_ = std::move(steps);
+  reached_.clear();
+  return this;
+}
+
+void TokenBudget::token_reached(int32_t token, ParseState& ps) {
+  const Frame& f = ps.frames().back();
+  reached_.push_back({token, cost_of(ps, *cost_, f.state, f.fresh)});
+}
+
+// The costs of the inner tokens' successor states over the current rows, and the specials'.
+void TokenBudget::cost_steps(ParseState& ps, CompletionCost& cost) {
+  const Frame top = ps.frames().back();
+  max_ = 0;
+  for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
+  common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, cost, steps_->common, false);
+  max_ = std::max(max_, common_cost_);
+  step_costs_.resize(steps_->states.size());
+  for (size_t i = 0; i < step_costs_.size(); ++i) {
+    step_costs_[i] = cost_of(ps, cost, steps_->states[i], false);
+    max_ = std::max(max_, step_costs_[i]);
+  }
+  const size_t before = reached_.size();
+  special_costs(ps, cost, true);
+  ps.parser().truncate(top.rows);
+  for (size_t i = before; i < reached_.size(); ++i) max_ = std::max(max_, reached_[i].second);
+}
+
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
-  const auto& eos = vocab_.eos_ids();
-  auto is_eos = [&](int32_t t) { return std::find(eos.begin(), eos.end(), t) != eos.end(); };
   const uint32_t left = remaining - 1 >= CompletionCost::kInf
                             ? CompletionCost::kInf - 1
                             : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
   ps.parser().truncate(ps.frames().back().rows);
-  const Frame top = ps.frames().back();  // a copy: the walk resizes the frames
-  cost(epoch);                           // a new epoch drops the memo
-  // The costs depend on the state alone, and on the bytes read when completion checks veto
-  // (they decide which tokens are walked).
-  const uint32_t consumed = g_.grammar().checks.empty() ? 0 : ps.bytes_consumed();
-  const uint64_t serial = ps.parser().top().serial;
-  if (!valid_ || state_ != top.state || rows_ != top.rows || serial_ != serial || fresh_ != top.fresh ||
-      consumed_ != consumed) {
-    valid_ = false;
-    walk_costs(ps, epoch);
-    state_ = top.state;
-    rows_ = top.rows;
-    serial_ = serial;
-    fresh_ = top.fresh;
-    consumed_ = consumed;
+  CompletionCost& c = cost(epoch);
+  if (!valid_) {
+    if (steps_)
+      cost_steps(ps, c);
+    else
+      walk_costs(ps, epoch);
+    key_ = key_of(ps);
     valid_ = true;
   }
   if (remaining >= 1 && max_ <= left) return;  // the budget does not bind: the mask is unchanged
+  if (steps_ && remaining >= 1) {
+    if (restrict_steps(words, need, left)) return;
+    // Every token went: the whole-trie walk's costs decide which stay (the cheapest).
+    std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+    steps_.reset();
+    walk_costs(ps, epoch);
+  }
+  restrict_walked(words, need, remaining, left);
+}
+
+// With the costs of the steps: the tokens over the budget go; false when none is left.
+bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
+  unbudgeted_.assign(words, words + need);
+  auto had = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t >> 5) < need && ((unbudgeted_[t >> 5] >> (t & 31)) & 1); };
+  auto put = [&](int32_t t, bool on) {
+    if (on)
+      words[t >> 5] |= 1u << (t & 31);
+    else
+      words[t >> 5] &= ~(1u << (t & 31));
+  };
+  if (steps_->common != Lexer::kDead && common_cost_ > left) std::fill(words, words + need, 0u);
+  for (const auto& [t, k] : steps_->tokens)
+    if (had(t)) put(t, step_costs_[k] <= left);
+  for (const auto& [t, c] : reached_)  // past a lexeme's end (and specials): the walk's verdict
+    if (had(t)) put(t, c <= left);
+  for (auto [a, b] : vocab_.trie().duplicates())
+    if (had(b) && had(a)) put(b, (words[a >> 5] >> (a & 31)) & 1);
+  for (int32_t t : vocab_.eos_ids())
+    if (had(t)) put(t, true);
+  for (size_t w = 0; w < need; ++w)
+    if (words[w]) return true;
+  return false;
+}
+
+// With the costs of the whole-trie walk (after_).
+void TokenBudget::restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left) {
+  const auto& eos = vocab_.eos_ids();
+  auto is_eos = [&](int32_t t) { return std::find(eos.begin(), eos.end(), t) != eos.end(); };
+  if (remaining < 1) {  // end of sequence alone, where the output is complete
+    for (size_t w = 0; w < need; ++w)
+      for (uint32_t bits = words[w]; bits; bits &= bits - 1)
+        if (!is_eos(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)))) words[w] &= ~(1u << __builtin_ctz(bits));
+    return;
+  }
   // Tokens over the budget go. Should none be left where the grammar allows some (a completion
   // check vetoed the completion the bound counted on, or no bound is known), the cheapest stay:
   // the output then ends as soon as it can rather than nowhere.
@@ -177,13 +270,13 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
         continue;
       }
       cheapest = std::min(cheapest, after_[t]);
-      if (remaining < 1 || after_[t] > left)
+      if (after_[t] > left)
         words[w] &= ~(1u << b);
       else
         kept = true;
     }
   }
-  if (kept || remaining < 1) return;
+  if (kept) return;
   for (size_t w = 0; w < need; ++w)
     for (uint32_t bits = unbudgeted_[w]; bits; bits &= bits - 1) {
       const int b = __builtin_ctz(bits);

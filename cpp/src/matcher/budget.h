@@ -8,28 +8,47 @@
 
 #include "matcher/completion.h"
 #include "matcher/lexer_epoch.h"
+#include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
 #include "support/deadline.h"
 
 namespace stencil {
 
-class TokenBudget {
+class TokenBudget : private MaskWalker::CostSink {
  public:
   explicit TokenBudget(const CompiledGrammar& g) : g_(g), vocab_(g.vocab()) {}
+  ~TokenBudget() = default;
   TokenBudget(const TokenBudget&) = delete;
   TokenBudget& operator=(const TokenBudget&) = delete;
 
   // The fewest tokens that finish the output from ps (in `epoch`); -1 when none is known.
   int64_t min_completion_tokens(ParseState& ps, const LexerEpoch& epoch);
+  // Before the mask walk of ps: the sink to hand the walk (it then reports the costs after the
+  // tokens it allows past a lexeme's end), or null when the costs are known already (the state
+  // repeats) or restrict must walk the trie itself.
+  MaskWalker::CostSink* begin(ParseState& ps, const LexerEpoch& epoch);
   // Removes from the mask `words` (need words, the unbudgeted mask of ps) the tokens after which
   // the output cannot end valid within `remaining` tokens, this one included.
   void restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining);
 
  private:
+  struct Key {
+    uint32_t state = 0, rows = 0, consumed = 0;
+    uint64_t serial = 0;
+    bool fresh = false;
+    bool operator==(const Key& o) const {
+      return state == o.state && rows == o.rows && consumed == o.consumed && serial == o.serial && fresh == o.fresh;
+    }
+  };
+  Key key_of(ParseState& ps) const;
+  void token_reached(int32_t token, ParseState& ps) override;
+  void cost_steps(ParseState& ps, CompletionCost& cost);
+  bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
+  void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   CompletionCost& cost(const LexerEpoch& epoch);
   void walk_costs(ParseState& ps, const LexerEpoch& epoch);
   void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, CompletionCost& cost);
-  void special_costs(ParseState& ps, CompletionCost& cost);
+  void special_costs(ParseState& ps, CompletionCost& cost, bool into_reached);
   uint32_t cost_of(ParseState& ps, CompletionCost& cost, uint32_t state, bool fresh);
   void note(int32_t token, uint32_t c) {
     after_[token] = c;
@@ -41,13 +60,18 @@ class TokenBudget {
   // The cost tables of one lexer epoch (not shared: a fork may run on another thread).
   std::shared_ptr<CompletionCost> cost_;
   const LexerEpoch* cost_epoch_ = nullptr;
-  // The cost after each token of the last state whose budget was asked, with the largest one,
-  // kept while the state repeats.
-  bool valid_ = false, fresh_ = false;
-  uint32_t state_ = 0, rows_ = 0, consumed_ = 0;
-  uint64_t serial_ = 0;
-  uint32_t max_ = 0;                 // the largest cost after an allowed token
-  std::vector<uint32_t> after_;      // per token: the cost after it (CompletionCost::kInf: unknown)
+  // The costs after the tokens of the last state whose budget was asked (key_), with the largest
+  // one, kept while the state repeats. Either from the steps (steps_ set: the inner tokens' by
+  // successor state, the others' as the mask walk reported them) or from a walk of the whole
+  // trie (after_).
+  bool valid_ = false;
+  Key key_;
+  uint32_t max_ = 0;  // the largest cost after an allowed token
+  std::shared_ptr<const InnerSteps> steps_;
+  uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
+  std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
+  std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
+  std::vector<uint32_t> after_;  // per token: the cost after it (CompletionCost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   // cost_of's memo for one walk: most tokens stay inside the current lexeme and share a few
   // lexer states.

@@ -15,8 +15,9 @@ constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reac
 constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks push many short-lived rows)
 }  // namespace
 
-CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab)
-    : lexer_(lexer), trie_(vocab.trie()) {
+CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
+                                   const Vocabulary& vocab)
+    : lexer_(lexer), cache_(cache), trie_(vocab.trie()) {
   deadline::Ticker ticker;
   lexeme_min.assign(g.lexemes.size(), kInf);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
@@ -24,9 +25,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const V
       lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
       continue;
     }
-    Costs found;
-    bfs_to(lexer.start_state({l}), {l}, &found, kLexemeSearchStates, ticker);
-    if (!found.empty()) lexeme_min[l] = found[0].second;
+    lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, ticker);
   }
   // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
   const size_t n_nt = g.nonterminal_names.size();
@@ -55,7 +54,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const V
       rule_at[b + i] = r;
     }
   }
-  bytes_.store(heap::of(lexeme_min) + heap::of(rest) + heap::of(rule_at), std::memory_order_relaxed);
+  bytes_.fetch_add(heap::of(lexeme_min) + heap::of(rest) + heap::of(rule_at), std::memory_order_relaxed);
 }
 
 uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
@@ -121,8 +120,101 @@ uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& t
 std::shared_ptr<CompletionTables> CompletionTables::of(const LexerEpoch& epoch, const Grammar& g,
                                                        const Vocabulary& vocab) {
   std::lock_guard<std::mutex> lock(epoch.completion_mu);
-  if (!epoch.completion) epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, vocab);
+  if (!epoch.completion) epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, epoch.cache, vocab);
   return epoch.completion;
+}
+
+std::shared_ptr<const InnerSteps> CompletionTables::inner_steps(uint32_t state, const uint32_t* inner,
+                                                                size_t need) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = inner_steps_.find(state);
+    if (it != inner_steps_.end()) return it->second;
+  }
+  auto steps = std::make_shared<const InnerSteps>(InnerSteps::of(lexer_, cache_, trie_, state, inner, need));
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, fresh] = inner_steps_.emplace(state, steps);
+  if (fresh) bytes_.fetch_add(steps->bytes() + heap::block(sizeof(void*) * 4), std::memory_order_relaxed);
+  return it->second;
+}
+
+// bfs_to for a state of one live lexeme, with what earlier searches found: a state found on the
+// shortest path of a search (its distance is the rest of that path) ends the searches that reach
+// it later, so walking a string or a date token by token searches about once per state instead
+// of once per state and path. Each memoized distance is the length of a real token path to the
+// lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
+uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states,
+                                         deadline::Ticker& ticker) {
+  auto ends = [&](uint32_t s) {
+    const auto& acc = lexer_.state(s).accepting;
+    return std::binary_search(acc.begin(), acc.end(), lexeme);
+  };
+  auto known = [&](uint32_t s) {  // under mu_
+    auto it = to_end_.find(s);
+    return it == to_end_.end() ? kInf : it->second;
+  };
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (const uint32_t d = known(state); d < kInf) return d;
+  }
+  if (ends(state)) return 0;
+  struct Node {
+    uint32_t state, depth, parent;
+  };
+  std::vector<Node> queue{{state, 0, 0}};
+  std::unordered_map<uint32_t, bool> seen{{state, true}};
+  uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
+  for (size_t head = 0; head < queue.size() && queue[head].depth + 1 < best; ++head) {
+    const Node h = queue[head];
+    const std::vector<uint32_t>& next = token_successors(h.state);
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (uint32_t u : next) {
+      if (seen.count(u)) continue;
+      const uint32_t rest = ends(u) ? 0 : known(u);
+      if (rest < kInf) {
+        if (h.depth + 1 + rest < best) {
+          best = h.depth + 1 + rest;
+          best_node = static_cast<uint32_t>(head);
+          best_state = u;
+          best_rest = rest;
+        }
+      } else if (seen.size() < max_states) {
+        seen.emplace(u, true);
+        queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head)});
+      }
+    }
+  }
+  if (best >= kInf) return kInf;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  size_t added = to_end_.emplace(best_state, best_rest).second ? 1 : 0;
+  for (uint32_t n = best_node;; n = queue[n].parent) {
+    added += to_end_.emplace(queue[n].state, best - queue[n].depth).second ? 1 : 0;
+    if (n == 0) break;
+  }
+  bytes_.fetch_add(added * (heap::block(sizeof(void*) * 2 + 8) + sizeof(void*)), std::memory_order_relaxed);
+  return best;
+}
+
+// The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
+// with the lexer alone), memoized: the searches of neighbouring states expand the same states.
+const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = successors_.find(state);
+    if (it != successors_.end()) return it->second;
+  }
+  std::vector<uint32_t> out;
+  if (!lexer_.state(state).end_now)
+    walk_inside(lexer_, cache_, trie_, state, true,
+                [&](uint32_t, uint32_t, uint32_t s) { out.push_back(s & ~Lexer::kEndNowTag); });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.shrink_to_fit();
+  const size_t bytes = heap::of(out) + heap::block(sizeof(void*) * 2 + 8 + sizeof(out)) + sizeof(void*);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, added] = successors_.emplace(state, std::move(out));
+  if (added) bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return it->second;  // unordered_map entries never move
 }
 
 const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
@@ -141,7 +233,12 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
     if (alone == Lexer::kDead) break;
     const std::vector<uint32_t> lex = lexer_.live_lexemes(alone);
     Costs found;
-    bfs_to(alone, lex, &found, kStateSearchStates, ticker);
+    if (lex.size() == 1) {
+      const uint32_t d = tokens_to_end(alone, lex[0], kStateSearchStates, ticker);
+      if (d < kInf) found.push_back({lex[0], d});
+    } else {
+      bfs_to(alone, lex, &found, kStateSearchStates, ticker);
+    }
     for (const auto& f : found) {
       auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
       if (it != c.end() && it->first == f.first)

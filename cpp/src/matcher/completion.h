@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "matcher/inner_steps.h"
 #include "parser/earley.h"
 #include "support/deadline.h"
 #include "stencil/vocabulary.h"
@@ -44,11 +45,14 @@ class CompletionTables {
  public:
   static constexpr uint32_t kInf = 1u << 30;  // no completion known
   using Costs = std::vector<std::pair<uint32_t, uint32_t>>;  // (id, cost), sorted by id
-  CompletionTables(const Grammar& g, const Lexer& lexer, const Vocabulary& vocab);
+  CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab);
   // The tables of `epoch` (its grammar and vocabulary: g, vocab), built once.
   static std::shared_ptr<CompletionTables> of(const LexerEpoch& epoch, const Grammar& g, const Vocabulary& vocab);
   static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
   const Costs& lexer_costs(uint32_t state);  // the returned reference stays valid
+  // Where the inner tokens of lexer state `state` lead (built on first use; `inner`, `need`
+  // words: its mask cache entry's inner bits, which the table must cover).
+  std::shared_ptr<const InnerSteps> inner_steps(uint32_t state, const uint32_t* inner, size_t need);
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   std::vector<uint32_t> lexeme_min;  // per lexeme
@@ -59,10 +63,16 @@ class CompletionTables {
   // (ticker: this search's, as the tables are shared by threads)
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
                   deadline::Ticker& ticker) const;
+  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, deadline::Ticker& ticker);
+  const std::vector<uint32_t>& token_successors(uint32_t state);
   const Lexer& lexer_;
+  const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
   const TokenTrie& trie_;
   std::shared_mutex mu_;
   std::unordered_map<uint32_t, Costs> state_costs_;  // lexer state -> live lexeme costs; mu_
+  std::unordered_map<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;  // lexer state ->; mu_
+  std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
+  std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
   std::atomic<size_t> bytes_{0};
 };
 
@@ -74,6 +84,7 @@ class CompletionCost {
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
   // top row.
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
+  CompletionTables& tables() { return *t_; }
 
  private:
   using Costs = CompletionTables::Costs;

@@ -8,16 +8,17 @@ MaskWalker::MaskWalker(const CompiledGrammar& g)
     : g_(&g), vocab_(&g.vocab()), needs_text_(!g.grammar().checks.empty()) {}
 
 void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words,
-                      size_t need) {
+                      size_t need, CostSink* sink) {
   ps_ = &ps;
   history_ = &history;
+  sink_ = sink;
   const Lexer& lexer = ps.lexer();
   EarleyParser& parser = ps.parser();
   const Frame top = ps.frames().back();
   // Token budgets make the mask depend on the tokens a lexeme spans, which the memo does not key on.
   const bool memo_on = g_->limits().repeat_memo && parser.num_rows() == top.rows && !lexer.has_budgets();
   const uint64_t serial = parser.top().serial;
-  if (memo_on && memo_holds(top, serial)) {
+  if (memo_on && !sink && memo_holds(top, serial)) {
     replay_memo(words, need);
     return;
   }
@@ -227,8 +228,10 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
     const Frame& parent = frames.back();
     parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
     if (ps.push_byte(node.byte, true)) {
-      if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false)))
+      if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false))) {
         set(words, node.token_id);
+        if (sink_) sink_->token_reached(node.token_id, ps);
+      }
       ++i;
     } else {
       i += node.subtree_size;
@@ -350,7 +353,13 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     place_prefix(b2, d, root);
     frames.push_back(pushed);
     frames.back().serial = ps_->new_serial();  // above a prefix that may differ from the first one's
-    if (nodes[n2].token_id >= 0) set(words, nodes[n2].token_id);
+    if (nodes[n2].token_id >= 0) {
+      set(words, nodes[n2].token_id);
+      if (sink_) {
+        parser.truncate(pushed.rows);  // the children walked before may have left rows above
+        sink_->token_reached(nodes[n2].token_id, *ps_);
+      }
+    }
     const size_t end = n2 + nodes[n2].subtree_size;
     for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
   }

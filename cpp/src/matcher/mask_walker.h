@@ -18,13 +18,26 @@ namespace stencil {
 
 class MaskWalker {
  public:
+  // Told about each token a walk allows below a boundary, with ps right after that token (its
+  // lexer state in the top frame, the parser's top row its rows): a budget-aware mask reads the
+  // cost after those tokens there instead of walking the trie again (TokenBudget).
+  class CostSink {
+   public:
+    virtual void token_reached(int32_t token, ParseState& ps) = 0;
+
+   protected:
+    ~CostSink() = default;
+  };
+
   explicit MaskWalker(const CompiledGrammar& g);
   MaskWalker(const MaskWalker& o) : MaskWalker(*o.g_) {}  // a copy starts without a memo
   MaskWalker& operator=(const MaskWalker&) = delete;
 
   // Writes the first `need` words of the mask of `ps` (history: its accepted steps), computed in
-  // `epoch`, the lexer epoch ps lives in. Leaves ps as it was.
-  void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need);
+  // `epoch`, the lexer epoch ps lives in. Leaves ps as it was. With a sink, the boundaries are
+  // walked (no replay of the last mask) and each token they allow is reported to it.
+  void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need,
+            CostSink* sink = nullptr);
   // Forgets the memos: their entries and lexer states belong to an epoch that is gone.
   void forget() {
     memo_ = MaskMemo{};
@@ -86,6 +99,7 @@ class MaskWalker {
   // This fill's parse state and history (set by fill).
   ParseState* ps_ = nullptr;
   const std::vector<Step>* history_ = nullptr;
+  CostSink* sink_ = nullptr;
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)

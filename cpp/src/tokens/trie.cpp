@@ -78,6 +78,7 @@ void TokenTrie::summarize() {
   // After the path's d bytes: plain_text_step's state (-1 once not plain) and the bit of the
   // character being read.
   std::vector<int> text{0}, bits{CharSummary::kPoison};
+  std::vector<uint8_t> cut(n, 0);  // per node: bytes of a character its byte leaves unfinished
   for (size_t i = 1; i < n; ++i) {
     const TrieNode& node = nodes_[i];
     path.resize(node.depth);
@@ -93,6 +94,7 @@ void TokenTrie::summarize() {
       bit = before == 0 ? CharSummary::kGroupBase + CharSummary::group_of_lead(node.byte) : bits.back();
     }
     summaries_[i].add(bit);
+    if (after > 0) cut[i] = static_cast<uint8_t>(before == 0 ? 1 : cut[path.back()] + 1);
     path.push_back(static_cast<uint32_t>(i));
     text.push_back(after);
     bits.push_back(bit);
@@ -104,11 +106,19 @@ void TokenTrie::summarize() {
     if (nodes_[i].height + 1 > up) up = static_cast<uint8_t>(std::min(255, nodes_[i].height + 1));
   }
   ordered_tokens_.clear();
+  cut_tokens_.clear();
   tokens_before_.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     tokens_before_[i] = static_cast<uint32_t>(ordered_tokens_.size());
-    if (nodes_[i].token_id >= 0) ordered_tokens_.push_back(nodes_[i].token_id);
+    if (nodes_[i].token_id < 0) continue;
+    if (cut[i] > 0 && cut[i] <= 3) {
+      CutToken c{static_cast<uint32_t>(ordered_tokens_.size()), cut[i], {0, 0, 0}};
+      for (size_t k = cut[i], j = i; k-- > 0; j = parent[j]) c.bytes[k] = nodes_[j].byte;
+      cut_tokens_.push_back(c);
+    }
+    ordered_tokens_.push_back(nodes_[i].token_id);
   }
+  cut_tokens_.shrink_to_fit();
   tokens_before_[n] = static_cast<uint32_t>(ordered_tokens_.size());
   ordered_tokens_.shrink_to_fit();
 }
@@ -116,7 +126,7 @@ void TokenTrie::summarize() {
 size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TrieNode) + summaries_.capacity() * sizeof(CharSummary) +
          ordered_tokens_.capacity() * 4 + tokens_before_.capacity() * 4 +
-         duplicates_.capacity() * sizeof(duplicates_[0]);
+         duplicates_.capacity() * sizeof(duplicates_[0]) + cut_tokens_.capacity() * sizeof(CutToken);
 }
 
 }  // namespace stencil

@@ -22,6 +22,15 @@ struct TrieNode {
   uint8_t height = 0;  // bytes from this node's byte to the deepest token end below (255: or more)
 };
 
+// A token that ends inside a character (plain UTF-8 up to a lead byte and fewer continuation
+// bytes than it announces): a walk that skips a looping sub-trie finds where it ends by reading
+// its last `count` bytes from the loop's state.
+struct CutToken {
+  uint32_t index;  // into ordered_tokens()
+  uint8_t count;   // bytes of the cut character (1..3)
+  uint8_t bytes[3];
+};
+
 class TokenTrie {
  public:
   void build(const std::vector<std::string_view>& token_bytes, const std::vector<uint8_t>& excluded);
@@ -34,6 +43,8 @@ class TokenTrie {
   const std::vector<uint32_t>& tokens_before() const { return tokens_before_; }
   // (first id, other id) for tokens whose bytes equal an earlier token's.
   const std::vector<std::pair<int32_t, int32_t>>& duplicates() const { return duplicates_; }
+  // The tokens that end inside a character, by index (plain UTF-8 text up to the cut only).
+  const std::vector<CutToken>& cut_tokens() const { return cut_tokens_; }
   size_t memory_bytes() const;
   size_t memory_bytes_with_slice() const;
   int max_depth() const { return max_depth_; }
@@ -45,6 +56,7 @@ class TokenTrie {
   std::vector<int32_t> ordered_tokens_;
   std::vector<uint32_t> tokens_before_;
   std::vector<std::pair<int32_t, int32_t>> duplicates_;
+  std::vector<CutToken> cut_tokens_;
   int max_depth_ = 0;
 };
 

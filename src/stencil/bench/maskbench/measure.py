@@ -5,7 +5,8 @@ first mask. Then for each test: reset the matcher, and for each token time TBM =
 + test the token's bit + accept the token (only if the mask allows it, as a sampler would). A
 valid instance must have every token allowed and accepted, and EOS allowed by the mask after the
 last token; an invalid one must fail somewhere (a token refused, or EOS not allowed at the end).
-The EOS check is not timed. A token the mask allows but the engine then refuses counts as a
+The EOS check is not timed. A budget engine (``session.budget``) fills with the tokens that may
+still be generated: a fixed count, or this token and those after it in the instance + a slack. A token the mask allows but the engine then refuses counts as a
 rejection and is reported as a mask/accept mismatch.
 
 Each step's thread CPU time is read too, outside the timed window: a step whose wall time exceeds
@@ -33,6 +34,12 @@ OFF_CPU_NS = 100_000
 def _describe(e: BaseException) -> str:
     text = str(e).strip().replace("\n", " ")
     return f"{type(e).__name__}: {text[:500]}"
+
+
+def _budget_fill(fill: Callable[[int], object], budgets: list[int], last: int) -> Callable[[], object]:
+    """fill() with the next remaining-token count of ``budgets`` at each call (``last`` after)."""
+    it = iter(budgets)
+    return lambda: fill(next(it, last))
 
 
 def measure_schema(engine, task: dict, eos_ids: Sequence[int], token_bytes: Callable[[int], bytes],
@@ -67,6 +74,10 @@ def measure_schema(engine, task: dict, eos_ids: Sequence[int], token_bytes: Call
             try:
                 session.reset()
                 fill, accept, words = session.fill, session.accept, session.words
+                if session.budget is not None:  # fill(remaining): this token and those after it + slack
+                    fixed, slack = session.budget
+                    budgets = [fixed] * len(tokens) if fixed else [len(tokens) - k + slack for k in range(len(tokens))]
+                    fill = _budget_fill(session.fill, budgets, fixed or slack)
                 for k, t in enumerate(tokens):
                     c0 = cpu_clock()
                     t0 = clock()

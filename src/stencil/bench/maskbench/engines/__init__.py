@@ -22,6 +22,11 @@ from stencil.bench.maskbench.engines.base import CompileError, Session, mask_bit
 # name -> (module of the adapter, class, importable package it needs, pip name)
 ENGINES = {
     "stencil": ("stencil_engine", "StencilEngine", "stencil", "stencil"),
+    # stencil's budget-aware masks (``remaining_tokens``): the tokens left in the instance + 32
+    # (a budget near the end, as a generation capped by max_tokens has), and 4,096 (one that
+    # never binds). Their TBM is the cost a server pays per row and step.
+    "stencil-budget": ("stencil_engine", "StencilBudgetEngine", "stencil", "stencil"),
+    "stencil-budget4096": ("stencil_engine", "StencilBudgetEngine", "stencil", "stencil"),
     "llguidance": ("llguidance_engine", "LLGuidanceEngine", "llguidance", "llguidance"),
     "xgrammar": ("xgrammar_engine", "XGrammarEngine", "xgrammar", "xgrammar"),
     "outlines": ("outlines_engine", "OutlinesEngine", "outlines_core", "outlines-core"),
@@ -61,4 +66,6 @@ def make_engine(name: str, tokenizer_name: str, info, encode=None):
     mod = importlib.import_module(f"stencil.bench.maskbench.engines.{module}")
     if name == "stencil":
         return getattr(mod, cls)(tokenizer_name, info)
+    if name.startswith("stencil-budget"):
+        return getattr(mod, cls)(tokenizer_name, info, fixed=int(name[len("stencil-budget"):] or 0) or None)
     return getattr(mod, cls)(tokenizer_name, info, encode)

@@ -9,6 +9,7 @@ own bound functions with no adapter frame in between where the engine allows it:
 
     session.reset()                  # back to the start state (may rebind fill/accept)
     session.fill()                   # write the next-token mask into session.row
+    session.fill(remaining)          # the same under a token budget, where session.budget is set
     session.accept(token) -> bool    # advance by one token
     session.row                      # the mask row: int32 words, bit t % 32 of word t // 32
 
@@ -34,9 +35,12 @@ class CompileError(Exception):
 class Session:
     """One compiled schema and its matcher; see the module docstring for the protocol."""
 
-    def __init__(self, row: np.ndarray, fill: Callable[[], Any], accept: Callable[[int], bool],
-                 reset: Callable[[], Any]):
+    def __init__(self, row: np.ndarray, fill: Callable[..., Any], accept: Callable[[int], bool],
+                 reset: Callable[[], Any], budget: tuple[int | None, int] | None = None):
         self.row = row
+        # (fixed, slack): fill takes the tokens that may still be generated, this one included:
+        # ``fixed`` when set, else the instance's tokens left + ``slack``. None: fill takes nothing.
+        self.budget = budget
         # A memoryview reads a word as a Python int in tens of nanoseconds, several times faster
         # than indexing the numpy array, so the bit test barely shows in the timings.
         self.words = memoryview(row)

@@ -67,3 +67,23 @@ class StencilEngine:
         # Each schema is compiled cold, as the other engines do: no hit in the compiler's cache
         # from an earlier identical schema, and memory does not grow over a long run.
         self.compiler.clear_cache()
+
+
+class StencilBudgetEngine(StencilEngine):
+    """stencil's budget-aware masks: ``fill_next_token_bitmask(..., remaining_tokens=r)`` with r
+    fixed (``fixed``) or the instance's tokens left + 32 (see ``measure.measure_schema``)."""
+
+    SLACK = 32
+
+    def __init__(self, tokenizer_name: str, info: stencil.TokenizerInfo, fixed: int | None = None):
+        super().__init__(tokenizer_name, info)
+        self.fixed = fixed
+        self.name = f"stencil-budget{fixed or ''}"
+        self.version += f" (remaining_tokens={fixed if fixed else f'tokens left + {self.SLACK}'})"
+
+    def compile(self, schema: Any) -> Session:
+        session = super().compile(schema)
+        # the plain session's fill is partial(fill_next_token_bitmask, bitmask, 0): called with
+        # one more argument, that is remaining_tokens (no adapter frame in the timed loop)
+        session.budget = (self.fixed, self.SLACK)
+        return session
