@@ -380,3 +380,60 @@ def test_real_vocabulary_mask_matches_the_bound_after_each_token(zoo_name):
                 break
             assert m.accept_token(t)
     assert checked > 1000
+
+
+# Strings the budget costs per successor state or bounds by a lexeme ceiling: counted (maxLength,
+# minLength), an unanchored pattern that tracks its progress, a date-time format, free keys after
+# the known ones, a long hex id. (In definition order: the bound does not model required keys in
+# any order, where no token may fit and the cheapest then stay.)
+COUNTED_SCHEMAS = [
+    {"type": "object", "properties": {"note": {"type": "string", "maxLength": 300},
+                                      "code": {"type": "string", "minLength": 5, "maxLength": 40},
+                                      "hex": {"type": "string", "pattern": "^0x[0-9a-f]{24}$"}},
+     "required": ["note", "code", "hex"], "additionalProperties": False},
+    {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                                      "ref": {"type": "string", "pattern": "\\d{3}-\\d{2}"}},
+     "required": ["when", "ref"]},
+]
+
+
+@pytest.mark.parametrize("zoo_name", ["smollm2-gguf", "cl100k"])
+@pytest.mark.parametrize("schema_index", range(len(COUNTED_SCHEMAS)))
+def test_budget_masks_equal_the_definition_on_counted_strings(zoo_name, schema_index):
+    """Every allowed token, at budgets from the bound to far above it, along random budgeted
+    walks: t stays allowed under k exactly when the bound after accepting t is at most k - 1 (the
+    mask's costs come from the walk's successor states and the lexeme ceilings, the oracle from
+    a fork that accepts t)."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get(zoo_name).info
+    schema = COUNTED_SCHEMAS[schema_index]
+    g = stencil.GrammarCompiler(tok).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    eos = set(tok.eos_token_ids)
+    rng = random.Random(31 + schema_index)
+    checked = refused = 0
+    for walk in range(2):
+        m = stencil.Matcher(g)
+        k = m.min_completion_tokens() + (4 if walk else 20)
+        for used in range(k):
+            full = [t for t in allowed(m, bm) if t not in eos]
+            bound = m.min_completion_tokens()
+            sample = rng.sample(full, min(len(full), 25))
+            after = {}
+            for t in sample:
+                y = m.fork()
+                assert y.accept_token(t)
+                after[t] = y.min_completion_tokens()
+            for kk in sorted({max(bound, 1), bound + 2, k - used, bound + 60}):
+                got = set(allowed(m, bm, kk))
+                for t in sample:
+                    fits = after[t] is not None and after[t] <= kk - 1
+                    assert (t in got) == fits, (tok.token_bytes(t), kk, after[t], m.debug_state())
+                    checked += 1
+                    refused += not fits
+            t = rng.choice(allowed(m, bm, k - used))
+            if t in eos:
+                break
+            assert m.accept_token(t)
+        assert m.is_accepting()
+    assert checked > 500 and refused > 0

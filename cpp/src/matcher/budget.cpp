@@ -130,7 +130,14 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
 void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_reached) {
   const auto& eos = vocab_.eos_ids();
   const uint32_t rows = ps.frames().back().rows;
-  for (int32_t t : vocab_.special_ids()) {
+  if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
+    for (const auto& lexeme : g_.grammar().lexemes)
+      if (lexeme.special) specials_.insert(specials_.end(), lexeme.token_ids.begin(), lexeme.token_ids.end());
+    std::sort(specials_.begin(), specials_.end());
+    specials_.erase(std::unique(specials_.begin(), specials_.end()), specials_.end());
+    specials_known_ = true;
+  }
+  for (int32_t t : specials_) {
     if (t < 0 || t >= vocab_.vocab_size() || std::find(eos.begin(), eos.end(), t) != eos.end()) continue;
     const size_t before = ps.frames().size();
     if (ps.push_special(t)) {
@@ -147,29 +154,29 @@ void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_
 }
 
 TokenBudget::Key TokenBudget::key_of(ParseState& ps) const {
-  // The costs depend on the state alone, and on the bytes read when completion checks veto
-  // (they decide which tokens are walked).
   const Frame& top = ps.frames().back();
-  return {top.state, top.rows, g_.grammar().checks.empty() ? 0 : ps.bytes_consumed(), ps.parser().top().serial,
-          top.fresh};
+  return {top.state, top.rows, ps.parser().top().serial, top.fresh};
 }
 
-MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch) {
+// The whole-trie walk's costs depend on the bytes read too when completion checks veto (they
+// decide which tokens are walked).
+uint32_t TokenBudget::consumed(ParseState& ps) const {
+  return g_.grammar().checks.empty() ? 0 : ps.bytes_consumed();
+}
+
+MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays) {
   ps.parser().truncate(ps.frames().back().rows);
   cost(epoch);  // a new epoch drops the memo
-  if (valid_ && key_ == key_of(ps)) return nullptr;
+  // The costs hold while the state does and the walk would reach the same tokens past the
+  // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
+  // walk, where no text was read since (the bytes consumed key it).
+  if (valid_ && key_ == key_of(ps) && (walked_ ? consumed_ == consumed(ps) : replays)) return nullptr;
   valid_ = false;
   steps_.reset();
-  const Lexer& lexer = ps.lexer();
-  if (lexer.has_budgets()) return nullptr;  // the mask walks the whole trie: restrict does too
-  const uint32_t state = ps.frames().back().state;
-  std::shared_ptr<const MaskEntry> keep;
-  const MaskEntry* entry = epoch.cache.get(lexer, vocab_, state, &keep);
-  const size_t need = (static_cast<size_t>(vocab_.vocab_size()) + 31) / 32;
-  auto steps = cost_->tables().inner_steps(state, entry->inner().data(), need);
-  if (!steps->covered) return nullptr;
-  steps_ = std::move(steps);
+  walked_ = ps.lexer().has_budgets();  // the mask walks the whole trie: restrict does too
+  if (walked_) return nullptr;
   reached_.clear();
+  inner_ceiling_ = cost_->inner_ceiling(ps.parser(), ps.frames().back().state);
   return this;
 }
 
@@ -178,22 +185,29 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   reached_.push_back({token, cost_of(ps, *cost_, f.state, f.fresh)});
 }
 
-// The costs of the inner tokens' successor states over the current rows, and the specials'.
-void TokenBudget::cost_steps(ParseState& ps, CompletionCost& cost) {
-  const Frame top = ps.frames().back();
+// The exact costs of the inner tokens (per successor state over the current rows); walked_ when
+// the table does not cover the mask's inner tokens.
+void TokenBudget::cost_steps(ParseState& ps, const LexerEpoch& epoch) {
+  const uint32_t state = ps.frames().back().state;
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* entry = epoch.cache.get(ps.lexer(), vocab_, state, &keep);
+  const size_t need = (static_cast<size_t>(vocab_.vocab_size()) + 31) / 32;
+  auto steps = cost_->tables().inner_steps(state, entry->inner().data(), need);
+  if (!steps->covered) {
+    walked_ = true;
+    walk_costs(ps, epoch);
+    return;
+  }
+  steps_ = std::move(steps);
   max_ = 0;
   for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
-  common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, cost, steps_->common, false);
+  common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, *cost_, steps_->common, false);
   max_ = std::max(max_, common_cost_);
   step_costs_.resize(steps_->states.size());
   for (size_t i = 0; i < step_costs_.size(); ++i) {
-    step_costs_[i] = cost_of(ps, cost, steps_->states[i], false);
+    step_costs_[i] = cost_of(ps, *cost_, steps_->states[i], false);
     max_ = std::max(max_, step_costs_[i]);
   }
-  const size_t before = reached_.size();
-  special_costs(ps, cost, true);
-  ps.parser().truncate(top.rows);
-  for (size_t i = before; i < reached_.size(); ++i) max_ = std::max(max_, reached_[i].second);
 }
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
@@ -203,19 +217,29 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   ps.parser().truncate(ps.frames().back().rows);
   CompletionCost& c = cost(epoch);
   if (!valid_) {
-    if (steps_)
-      cost_steps(ps, c);
-    else
+    if (walked_) {
       walk_costs(ps, epoch);
+    } else {
+      special_costs(ps, c, true);
+      ps.parser().truncate(ps.frames().back().rows);
+      max_ = inner_ceiling_;
+      for (const auto& [t, k] : reached_) max_ = std::max(max_, k);
+    }
     key_ = key_of(ps);
+    consumed_ = consumed(ps);
     valid_ = true;
   }
   if (remaining >= 1 && max_ <= left) return;  // the budget does not bind: the mask is unchanged
+  if (remaining >= 1 && !walked_ && !steps_) {  // only the bound was over: the exact costs
+    cost_steps(ps, epoch);
+    if (max_ <= left) return;
+  }
   if (steps_ && remaining >= 1) {
     if (restrict_steps(words, need, left)) return;
     // Every token went: the whole-trie walk's costs decide which stay (the cheapest).
     std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
     steps_.reset();
+    walked_ = true;
     walk_costs(ps, epoch);
   }
   restrict_walked(words, need, remaining, left);

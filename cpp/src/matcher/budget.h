@@ -26,23 +26,25 @@ class TokenBudget : private MaskWalker::CostSink {
   // Before the mask walk of ps: the sink to hand the walk (it then reports the costs after the
   // tokens it allows past a lexeme's end), or null when the costs are known already (the state
   // repeats) or restrict must walk the trie itself.
-  MaskWalker::CostSink* begin(ParseState& ps, const LexerEpoch& epoch);
+  // `replays`: the walk will replay its last mask (MaskWalker::replays).
+  MaskWalker::CostSink* begin(ParseState& ps, const LexerEpoch& epoch, bool replays);
   // Removes from the mask `words` (need words, the unbudgeted mask of ps) the tokens after which
   // the output cannot end valid within `remaining` tokens, this one included.
   void restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining);
 
  private:
   struct Key {
-    uint32_t state = 0, rows = 0, consumed = 0;
+    uint32_t state = 0, rows = 0;
     uint64_t serial = 0;
     bool fresh = false;
     bool operator==(const Key& o) const {
-      return state == o.state && rows == o.rows && consumed == o.consumed && serial == o.serial && fresh == o.fresh;
+      return state == o.state && rows == o.rows && serial == o.serial && fresh == o.fresh;
     }
   };
   Key key_of(ParseState& ps) const;
+  uint32_t consumed(ParseState& ps) const;
   void token_reached(int32_t token, ParseState& ps) override;
-  void cost_steps(ParseState& ps, CompletionCost& cost);
+  void cost_steps(ParseState& ps, const LexerEpoch& epoch);
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   CompletionCost& cost(const LexerEpoch& epoch);
@@ -61,18 +63,24 @@ class TokenBudget : private MaskWalker::CostSink {
   std::shared_ptr<CompletionCost> cost_;
   const LexerEpoch* cost_epoch_ = nullptr;
   // The costs after the tokens of the last state whose budget was asked (key_), with the largest
-  // one, kept while the state repeats. Either from the steps (steps_ set: the inner tokens' by
-  // successor state, the others' as the mask walk reported them) or from a walk of the whole
-  // trie (after_).
-  bool valid_ = false;
+  // one, kept while the state repeats. The tokens past a lexeme's end and the specials have
+  // theirs in reached_ (from the mask walk); the inner tokens (staying inside the lexeme) are
+  // bounded by inner_ceiling_ alone while that is within the budget, else costed per successor
+  // state (steps_). Where the walk cannot report (lexemes with token limits: walked_), or every
+  // token would go, the costs come from a walk of the whole trie (after_).
+  bool valid_ = false, walked_ = false;
   Key key_;
-  uint32_t max_ = 0;  // the largest cost after an allowed token
+  uint32_t consumed_ = 0;
+  uint32_t max_ = 0;  // the largest cost after an allowed token (a bound of it before steps_)
+  uint32_t inner_ceiling_ = 0;
   std::shared_ptr<const InnerSteps> steps_;
   uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
-  std::vector<uint32_t> after_;  // per token: the cost after it (CompletionCost::kInf: unknown)
+  std::vector<uint32_t> after_;  // walked_: per token, the cost after it (CompletionCost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
+  std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
+  bool specials_known_ = false;
   // cost_of's memo for one walk: most tokens stay inside the current lexeme and share a few
   // lexer states.
   struct Slot {

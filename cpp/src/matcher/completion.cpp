@@ -217,6 +217,91 @@ const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) 
   return it->second;  // unordered_map entries never move
 }
 
+uint32_t CompletionTables::lexeme_ceiling(uint32_t l) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (l < ceilings_.size() && ceilings_[l] != kUnset) return ceilings_[l];
+  }
+  const uint32_t c = explore_ceiling(l);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (ceilings_.size() <= l) {
+    bytes_.fetch_add((l + 1 - ceilings_.size()) * 4, std::memory_order_relaxed);
+    ceilings_.resize(l + 1, kUnset);
+  }
+  ceilings_[l] = c;
+  return c;
+}
+
+// Every state of lexeme l alone (from its start, over every byte), then the distance of each to
+// an end over the bytes that are tokens of their own: the largest one. A cost from the token
+// searches (tokens_to_end, which never run out of states on so few) is at most that distance.
+uint32_t CompletionTables::explore_ceiling(uint32_t l) const {
+  constexpr size_t kMaxStates = 256;  // (exploring makes lexer states: a long counted string has thousands)
+  const ByteClasses& classes = lexer_.classes();
+  std::vector<int> rep(256, -1);  // per class: a byte of it
+  // per class: each of its bytes is a single-byte token (then its representative's paths are real)
+  std::vector<uint8_t> token_class(256, 1);
+  std::vector<uint8_t> single(256, 0);
+  const auto& nodes = trie_.nodes();
+  for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
+    if (nodes[i].token_id >= 0) single[nodes[i].byte] = 1;
+  for (int b = 0; b < 256; ++b) {
+    const uint16_t c = classes.class_of[b];
+    if (c >= 256) return kInf;
+    if (rep[c] < 0) rep[c] = b;
+    if (!single[b]) token_class[c] = 0;
+  }
+  uint32_t start = Lexer::kDead;
+  const uint32_t all = lexer_.start_state({l});
+  for (size_t i = 0;; ++i) {
+    const uint32_t p = lexer_.probe_state(all, i);
+    if (p == Lexer::kDead) break;
+    const std::vector<uint32_t> live = lexer_.live_lexemes(p);
+    if (live.size() == 1 && live[0] == l) {
+      start = p;
+      break;
+    }
+  }
+  if (start == Lexer::kDead) return kInf;
+  std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
+  std::vector<uint32_t> states{start};
+  std::vector<std::vector<uint32_t>> into{{}};  // per state: states with a token byte into it
+  deadline::Ticker ticker;
+  for (size_t k = 0; k < states.size(); ++k) {
+    const uint32_t s = states[k];
+    if (lexer_.state(s).end_now) continue;
+    for (int c = 0; c < 256; ++c) {
+      if (rep[c] < 0) continue;
+      ticker.tick();
+      const uint32_t t = lexer_.next(s, static_cast<uint8_t>(rep[c]));
+      if (t == Lexer::kDead) continue;
+      auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
+      if (fresh) {
+        if (states.size() >= kMaxStates) return kInf;
+        states.push_back(t);
+        into.emplace_back();
+      }
+      if (token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
+    }
+  }
+  std::vector<uint32_t> dist(states.size(), kInf);
+  std::vector<uint32_t> queue;
+  for (size_t k = 0; k < states.size(); ++k) {
+    const auto& acc = lexer_.state(states[k]).accepting;
+    if (std::binary_search(acc.begin(), acc.end(), l)) {
+      dist[k] = 0;
+      queue.push_back(static_cast<uint32_t>(k));
+    }
+  }
+  for (size_t h = 0; h < queue.size(); ++h)
+    for (uint32_t from : into[queue[h]])
+      if (dist[from] == kInf) {
+        dist[from] = dist[queue[h]] + 1;
+        queue.push_back(from);
+      }
+  return *std::max_element(dist.begin(), dist.end());
+}
+
 const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -348,6 +433,18 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
   }
   rc.scan.push_back({lexeme, best});
   return best;
+}
+
+uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  uint32_t most = 0;
+  for (uint32_t l : t_->lexer().live_lexemes(state)) {
+    const uint32_t up = t_->lexeme_ceiling(l);
+    const uint32_t after = up >= kInf ? kInf : g_.lexemes[l].ignore ? fresh_cost(p, row) : scan_cost(p, row, l);
+    if (after >= kInf) return kInf;
+    most = std::max(most, add(up, after));
+  }
+  return most;
 }
 
 uint32_t CompletionCost::at(const EarleyParser& p, uint32_t state, bool fresh) {

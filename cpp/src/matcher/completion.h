@@ -53,6 +53,12 @@ class CompletionTables {
   // Where the inner tokens of lexer state `state` lead (built on first use; `inner`, `need`
   // words: its mask cache entry's inner bits, which the table must cover).
   std::shared_ptr<const InnerSteps> inner_steps(uint32_t state, const uint32_t* inner, size_t need);
+  // The most tokens that any state of lexeme l needs to end it (kInf: unknown): a bound on the
+  // cost of a token that stays inside l, whatever state it leads to. From the lexeme's automaton
+  // alone, paths of single-byte tokens; kInf where it has more than a few thousand states or some
+  // state ends only through bytes that are no token of their own.
+  uint32_t lexeme_ceiling(uint32_t l);
+  const Lexer& lexer() const { return lexer_; }
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   std::vector<uint32_t> lexeme_min;  // per lexeme
@@ -64,6 +70,7 @@ class CompletionTables {
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
                   deadline::Ticker& ticker) const;
   uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, deadline::Ticker& ticker);
+  uint32_t explore_ceiling(uint32_t l) const;
   const std::vector<uint32_t>& token_successors(uint32_t state);
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
@@ -73,6 +80,8 @@ class CompletionTables {
   std::unordered_map<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;  // lexer state ->; mu_
   std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
+  std::vector<uint32_t> ceilings_;  // per lexeme (kUnset: not explored yet); mu_
+  static constexpr uint32_t kUnset = kInf + 1;
   std::atomic<size_t> bytes_{0};
 };
 
@@ -84,6 +93,9 @@ class CompletionCost {
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
   // top row.
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
+  // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
+  // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
+  uint32_t inner_ceiling(const EarleyParser& p, uint32_t state);
   CompletionTables& tables() { return *t_; }
 
  private:

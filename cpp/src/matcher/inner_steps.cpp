@@ -10,15 +10,95 @@
 
 namespace stencil {
 
+namespace {
+
+// A byte of the lowest ASCII bucket in `chars` (-1: none): a character the sub-trie holds.
+int ascii_of(const CharSummary& chars) {
+  for (int b = 0x09; b < 0x7F; ++b)
+    if (CharSummary::ascii_text(static_cast<uint8_t>(b)) && chars.has(CharSummary::bucket_of(static_cast<uint8_t>(b))))
+      return b;
+  return -1;
+}
+
+class InsideWalk {
+ public:
+  InsideWalk(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie,
+             const std::function<void(uint32_t, uint32_t, uint32_t)>& visit)
+      : lexer_(lexer), trie_(trie), loops_(cache, lexer), visit_(visit) {}
+
+  // Whether every token of node i's sub-trie stays inside the lexeme from t (the state after the
+  // node's byte, at a character boundary), each in a state that its character count fixes: t
+  // loops on the sub-trie's characters (every token ends in t), or t counts characters
+  // (Lexer::bounded_text_head: a string body with a length bound) with room for the sub-trie
+  // and its relaxed state loops on them. Visits them.
+  // `chars_before`: the characters the node's bytes start, its own included.
+  bool visit_subtree(size_t i, uint32_t t, uint32_t chars_before) {
+    const TrieNode& node = trie_.nodes()[i];
+    const CharSummary& chars = trie_.summaries()[i];
+    if (node.subtree_size <= 1 || chars.has(CharSummary::kPoison)) return false;
+    int rep = -1;  // a character of the counted repetition, to advance t by
+    if (!loops_.loops_over(t, chars, true)) {
+      if (node.subtree_size < 16 || (rep = ascii_of(chars)) < 0) return false;
+      uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
+      Counted& c = counted_[t & (kSlots - 1)];
+      if (c.state != t) c = {t, lexer_.bounded_text_head(t, &k, &relaxed, &rest), k, relaxed};
+      if (!c.ok || node.height >= 255 || c.k < node.height || !loops_.loops_over(c.relaxed, chars, true)) return false;
+    }
+    const uint32_t start = trie_.tokens_before()[i], end = trie_.tokens_before()[i + node.subtree_size];
+    const auto& starts = trie_.token_starts();
+    const uint32_t base = chars_before;
+    adv_.assign(1, t);
+    auto advance = [&](uint32_t n) {  // t after n more characters
+      if (rep < 0) return t;
+      while (adv_.size() <= n) adv_.push_back(adv_.back() == Lexer::kDead ? Lexer::kDead : lexer_.next(adv_.back(), rep));
+      return adv_[n];
+    };
+    const auto& cuts = trie_.cut_tokens();
+    auto cut = std::lower_bound(cuts.begin(), cuts.end(), start, [](const CutToken& x, uint32_t v) { return x.index < v; });
+    for (uint32_t j = start; j < end;) {
+      if (cut != cuts.end() && cut->index == j) {  // ends inside a character: its bytes from there
+        uint32_t u = advance(starts[j] - base - 1);  // the whole characters, then the cut one's bytes
+        for (uint8_t b = 0; b < cut->count && u != Lexer::kDead; ++b) u = lexer_.next(u, cut->bytes[b]);
+        if (u != Lexer::kDead) visit_(j, j + 1, u);
+        ++cut;
+        ++j;
+        continue;
+      }
+      uint32_t e = j + 1;  // a run of tokens with as many characters, none cut
+      const uint32_t limit = cut != cuts.end() && cut->index < end ? cut->index : end;
+      while (e < limit && (rep < 0 || starts[e] == starts[j])) ++e;
+      const uint32_t u = advance(starts[j] - base);
+      if (u != Lexer::kDead) visit_(j, e, u);
+      j = e;
+    }
+    return true;
+  }
+
+ private:
+  const Lexer& lexer_;
+  const TokenTrie& trie_;
+  WalkLoops loops_;
+  const std::function<void(uint32_t, uint32_t, uint32_t)>& visit_;
+  struct Counted {
+    uint32_t state = Lexer::kUnknown;
+    bool ok = false;
+    uint32_t k = 0, relaxed = Lexer::kDead;
+  };
+  static constexpr size_t kSlots = 64;
+  Counted counted_[kSlots];
+  std::vector<uint32_t> adv_;
+};
+
+}  // namespace
+
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
                  const std::function<void(uint32_t, uint32_t, uint32_t)>& visit) {
   const auto& nodes = trie.nodes();
-  const auto& summaries = trie.summaries();
   const auto& before = trie.tokens_before();
-  const auto& cuts = trie.cut_tokens();
-  WalkLoops loops(cache, lexer);
+  InsideWalk inside(lexer, cache, trie, visit);
   deadline::Ticker ticker;
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);
+  std::vector<uint32_t> chars(st.size(), 0);  // per depth: the characters the path's bytes start
   st[0] = state;
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
@@ -29,26 +109,9 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
       i += node.subtree_size;
       continue;
     }
-    // Characters that each lead t back to itself (the node's own byte among them, which ends a
-    // character: ASCII, or the parent's state kept): every token from this node down ends in t,
-    // but those cut inside a character, which end where its bytes lead.
-    const CharSummary& chars = summaries[i];
-    if (node.subtree_size > 1 && !chars.has(CharSummary::kPoison) &&
-        (node.byte < 0x80 || t == st[node.depth - 1]) && loops.loops_over(t, chars, true)) {
-      uint32_t first = before[i];
-      const uint32_t end = before[i + node.subtree_size];
-      if (chars.has_groups()) {
-        auto c = std::lower_bound(cuts.begin(), cuts.end(), first,
-                                  [](const CutToken& x, uint32_t v) { return x.index < v; });
-        for (; c != cuts.end() && c->index < end; ++c) {
-          if (c->index > first) visit(first, c->index, t);
-          uint32_t u = t;
-          for (uint8_t k = 0; k < c->count && u != Lexer::kDead; ++k) u = lexer.next(u, c->bytes[k]);
-          if (u != Lexer::kDead) visit(c->index, c->index + 1, u);
-          first = c->index + 1;
-        }
-      }
-      if (first < end) visit(first, end, t);
+    chars[node.depth] = chars[node.depth - 1] + ((node.byte & 0xC0) != 0x80 ? 1 : 0);
+    // (the node's byte must end a character: ASCII, or the parent's state kept)
+    if ((node.byte < 0x80 || t == st[node.depth - 1]) && inside.visit_subtree(i, t, chars[node.depth])) {
       i += node.subtree_size;
       continue;
     }

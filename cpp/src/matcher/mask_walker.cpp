@@ -18,7 +18,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   // Token budgets make the mask depend on the tokens a lexeme spans, which the memo does not key on.
   const bool memo_on = g_->limits().repeat_memo && parser.num_rows() == top.rows && !lexer.has_budgets();
   const uint64_t serial = parser.top().serial;
-  if (memo_on && !sink && memo_holds(top, serial)) {
+  if (!sink && replays(ps)) {
     replay_memo(words, need);
     return;
   }

@@ -38,6 +38,13 @@ class MaskWalker {
   // walked (no replay of the last mask) and each token they allow is reported to it.
   void fill(ParseState& ps, const LexerEpoch& epoch, const std::vector<Step>& history, uint32_t* words, size_t need,
             CostSink* sink = nullptr);
+  // Whether the next fill of ps replays the last mask (nothing it depends on changed): the tokens
+  // it reached past a lexeme's end are then the same too.
+  bool replays(const ParseState& ps) const {
+    const Frame& top = ps.frames().back();
+    return g_->limits().repeat_memo && ps.parser().num_rows() == top.rows && !ps.lexer().has_budgets() &&
+           memo_holds(top, ps.parser().top().serial);
+  }
   // Forgets the memos: their entries and lexer states belong to an epoch that is gone.
   void forget() {
     memo_ = MaskMemo{};

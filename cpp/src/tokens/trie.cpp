@@ -78,7 +78,8 @@ void TokenTrie::summarize() {
   // After the path's d bytes: plain_text_step's state (-1 once not plain) and the bit of the
   // character being read.
   std::vector<int> text{0}, bits{CharSummary::kPoison};
-  std::vector<uint8_t> cut(n, 0);  // per node: bytes of a character its byte leaves unfinished
+  std::vector<uint8_t> cut(n, 0);     // per node: bytes of a character its byte leaves unfinished
+  std::vector<uint8_t> starts(n, 0);  // per node: characters started from the root
   for (size_t i = 1; i < n; ++i) {
     const TrieNode& node = nodes_[i];
     path.resize(node.depth);
@@ -95,6 +96,7 @@ void TokenTrie::summarize() {
     }
     summaries_[i].add(bit);
     if (after > 0) cut[i] = static_cast<uint8_t>(before == 0 ? 1 : cut[path.back()] + 1);
+    starts[i] = static_cast<uint8_t>(std::min(255, starts[path.back()] + ((node.byte & 0xC0) != 0x80 ? 1 : 0)));
     path.push_back(static_cast<uint32_t>(i));
     text.push_back(after);
     bits.push_back(bit);
@@ -107,6 +109,7 @@ void TokenTrie::summarize() {
   }
   ordered_tokens_.clear();
   cut_tokens_.clear();
+  token_starts_.clear();
   tokens_before_.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     tokens_before_[i] = static_cast<uint32_t>(ordered_tokens_.size());
@@ -117,8 +120,10 @@ void TokenTrie::summarize() {
       cut_tokens_.push_back(c);
     }
     ordered_tokens_.push_back(nodes_[i].token_id);
+    token_starts_.push_back(starts[i]);
   }
   cut_tokens_.shrink_to_fit();
+  token_starts_.shrink_to_fit();
   tokens_before_[n] = static_cast<uint32_t>(ordered_tokens_.size());
   ordered_tokens_.shrink_to_fit();
 }
@@ -126,7 +131,8 @@ void TokenTrie::summarize() {
 size_t TokenTrie::memory_bytes() const {
   return nodes_.capacity() * sizeof(TrieNode) + summaries_.capacity() * sizeof(CharSummary) +
          ordered_tokens_.capacity() * 4 + tokens_before_.capacity() * 4 +
-         duplicates_.capacity() * sizeof(duplicates_[0]) + cut_tokens_.capacity() * sizeof(CutToken);
+         duplicates_.capacity() * sizeof(duplicates_[0]) + cut_tokens_.capacity() * sizeof(CutToken) +
+         token_starts_.capacity();
 }
 
 }  // namespace stencil

@@ -45,6 +45,9 @@ class TokenTrie {
   const std::vector<std::pair<int32_t, int32_t>>& duplicates() const { return duplicates_; }
   // The tokens that end inside a character, by index (plain UTF-8 text up to the cut only).
   const std::vector<CutToken>& cut_tokens() const { return cut_tokens_; }
+  // Per ordered_tokens() index: the characters its bytes start (bytes that are no UTF-8
+  // continuation byte), 255 for 255 or more.
+  const std::vector<uint8_t>& token_starts() const { return token_starts_; }
   size_t memory_bytes() const;
   size_t memory_bytes_with_slice() const;
   int max_depth() const { return max_depth_; }
@@ -57,6 +60,7 @@ class TokenTrie {
   std::vector<uint32_t> tokens_before_;
   std::vector<std::pair<int32_t, int32_t>> duplicates_;
   std::vector<CutToken> cut_tokens_;
+  std::vector<uint8_t> token_starts_;
   int max_depth_ = 0;
 };
 

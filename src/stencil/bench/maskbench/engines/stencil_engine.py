@@ -71,7 +71,11 @@ class StencilEngine:
 
 class StencilBudgetEngine(StencilEngine):
     """stencil's budget-aware masks: ``fill_next_token_bitmask(..., remaining_tokens=r)`` with r
-    fixed (``fixed``) or the instance's tokens left + 32 (see ``measure.measure_schema``)."""
+    fixed (``fixed``) or the instance's tokens left + 32 (see ``measure.measure_schema``).
+
+    Its TTFM includes ``Matcher.min_completion_tokens()``, which builds the bound's tables: a
+    budgeted generation asks it before its first token (``stencil serve`` and ``stencil
+    generate`` check that max_tokens fits the shortest output), so the first mask finds them."""
 
     SLACK = 32
 
@@ -83,6 +87,10 @@ class StencilBudgetEngine(StencilEngine):
 
     def compile(self, schema: Any) -> Session:
         session = super().compile(schema)
+        try:
+            session.fill.func.__self__.min_completion_tokens()
+        except (stencil.GrammarError, ValueError) as e:
+            raise CompileError(f"{type(e).__name__}: {e}") from None
         # the plain session's fill is partial(fill_next_token_bitmask, bitmask, 0): called with
         # one more argument, that is remaining_tokens (no adapter frame in the timed loop)
         session.budget = (self.fixed, self.SLACK)
