@@ -12,12 +12,15 @@ namespace stencil {
 namespace {
 constexpr size_t kLexemeSearchStates = 1u << 15;  // per lexeme of the grammar, once
 constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reaches
-constexpr size_t kMaxRowMemo = 1u << 15;          // rows' costs kept (walks push many short-lived rows)
 }  // namespace
 
 CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
                                    const Vocabulary& vocab)
     : lexer_(lexer), cache_(cache), trie_(vocab.trie()) {
+  const auto& nodes = trie_.nodes();
+  for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
+    if (nodes[i].token_id >= 0) single_bytes_.push_back(nodes[i].byte);
+  all_bytes_ = single_bytes_.size() == 256;
   deadline::Ticker ticker;
   lexeme_min.assign(g.lexemes.size(), kInf);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
@@ -158,6 +161,23 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
     if (const uint32_t d = known(state); d < kInf) return d;
   }
   if (ends(state)) return 0;
+  // One token that is a single byte ends it (a string's closing quote): no search.
+  {
+    std::vector<uint8_t> probed(256, 0);
+    const ByteClasses& classes = lexer_.classes();
+    for (uint8_t b : single_bytes_) {
+      const uint16_t c = classes.class_of[b];
+      if (c < 256 && probed[c]) continue;
+      if (c < 256) probed[c] = 1;
+      const uint32_t u = lexer_.next(state, b);
+      if (u != Lexer::kDead && ends(u)) {
+        std::unique_lock<std::shared_mutex> lock(mu_);
+        if (to_end_.emplace(state, 1).second)
+          bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+        return 1;
+      }
+    }
+  }
   struct Node {
     uint32_t state, depth, parent;
   };
@@ -217,91 +237,6 @@ const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) 
   return it->second;  // unordered_map entries never move
 }
 
-uint32_t CompletionTables::lexeme_ceiling(uint32_t l) {
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    if (l < ceilings_.size() && ceilings_[l] != kUnset) return ceilings_[l];
-  }
-  const uint32_t c = explore_ceiling(l);
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (ceilings_.size() <= l) {
-    bytes_.fetch_add((l + 1 - ceilings_.size()) * 4, std::memory_order_relaxed);
-    ceilings_.resize(l + 1, kUnset);
-  }
-  ceilings_[l] = c;
-  return c;
-}
-
-// Every state of lexeme l alone (from its start, over every byte), then the distance of each to
-// an end over the bytes that are tokens of their own: the largest one. A cost from the token
-// searches (tokens_to_end, which never run out of states on so few) is at most that distance.
-uint32_t CompletionTables::explore_ceiling(uint32_t l) const {
-  constexpr size_t kMaxStates = 256;  // (exploring makes lexer states: a long counted string has thousands)
-  const ByteClasses& classes = lexer_.classes();
-  std::vector<int> rep(256, -1);  // per class: a byte of it
-  // per class: each of its bytes is a single-byte token (then its representative's paths are real)
-  std::vector<uint8_t> token_class(256, 1);
-  std::vector<uint8_t> single(256, 0);
-  const auto& nodes = trie_.nodes();
-  for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
-    if (nodes[i].token_id >= 0) single[nodes[i].byte] = 1;
-  for (int b = 0; b < 256; ++b) {
-    const uint16_t c = classes.class_of[b];
-    if (c >= 256) return kInf;
-    if (rep[c] < 0) rep[c] = b;
-    if (!single[b]) token_class[c] = 0;
-  }
-  uint32_t start = Lexer::kDead;
-  const uint32_t all = lexer_.start_state({l});
-  for (size_t i = 0;; ++i) {
-    const uint32_t p = lexer_.probe_state(all, i);
-    if (p == Lexer::kDead) break;
-    const std::vector<uint32_t> live = lexer_.live_lexemes(p);
-    if (live.size() == 1 && live[0] == l) {
-      start = p;
-      break;
-    }
-  }
-  if (start == Lexer::kDead) return kInf;
-  std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
-  std::vector<uint32_t> states{start};
-  std::vector<std::vector<uint32_t>> into{{}};  // per state: states with a token byte into it
-  deadline::Ticker ticker;
-  for (size_t k = 0; k < states.size(); ++k) {
-    const uint32_t s = states[k];
-    if (lexer_.state(s).end_now) continue;
-    for (int c = 0; c < 256; ++c) {
-      if (rep[c] < 0) continue;
-      ticker.tick();
-      const uint32_t t = lexer_.next(s, static_cast<uint8_t>(rep[c]));
-      if (t == Lexer::kDead) continue;
-      auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
-      if (fresh) {
-        if (states.size() >= kMaxStates) return kInf;
-        states.push_back(t);
-        into.emplace_back();
-      }
-      if (token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
-    }
-  }
-  std::vector<uint32_t> dist(states.size(), kInf);
-  std::vector<uint32_t> queue;
-  for (size_t k = 0; k < states.size(); ++k) {
-    const auto& acc = lexer_.state(states[k]).accepting;
-    if (std::binary_search(acc.begin(), acc.end(), l)) {
-      dist[k] = 0;
-      queue.push_back(static_cast<uint32_t>(k));
-    }
-  }
-  for (size_t h = 0; h < queue.size(); ++h)
-    for (uint32_t from : into[queue[h]])
-      if (dist[from] == kInf) {
-        dist[from] = dist[queue[h]] + 1;
-        queue.push_back(from);
-      }
-  return *std::max_element(dist.begin(), dist.end());
-}
-
 const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -357,27 +292,31 @@ uint32_t CompletionCost::finish_item(const EarleyParser& p, const EarleyItem& it
 
 CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint32_t row) {
   const uint64_t serial = p.row(row).serial;
-  auto found = row_costs_.find(serial);
-  if (found != row_costs_.end()) return found->second;
+  // One slot per row index: the parser's rows are a stack, and a slot holds the costs of the row
+  // with its serial (walks push and pop many short-lived rows: the slots' vectors are reused).
+  if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);  // (nested calls ask lower rows)
+  if (rows_[row].serial == serial) return rows_[row].costs;
   // Rows below first, lowest first: each needs only rows under it, so no deep recursion
   // (a long list written as right recursion chains its items through every earlier row).
   std::vector<uint32_t> missing;
-  for (uint32_t r = row; r-- > 0 && !row_costs_.count(p.row(r).serial);) missing.push_back(r);
+  for (uint32_t r = row; r-- > 0 && rows_[r].serial != p.row(r).serial;) missing.push_back(r);
   for (size_t i = missing.size(); i-- > 0;) row_costs(p, missing[i]);
   // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
   // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
   const EarleyRow& r = p.row(row);
   ticker_.tick(r.end - r.begin + 1);
-  std::unordered_map<uint32_t, uint32_t> dist;
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges;  // (lhs, waited-on, rest)
-  using Entry = std::pair<uint32_t, uint32_t>;                    // (cost, nonterminal)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> pq;
+  // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
+  // with the ones touched, the edges, the heap.
+  if (dist_.size() < g_.nonterminal_names.size()) dist_.assign(g_.nonterminal_names.size(), kInf);
+  touched_.clear();
+  edges_.clear();  // (lhs, waited-on, rest)
+  heap_.clear();   // (cost, nonterminal), a min-heap
   auto relax = [&](uint32_t nt, uint32_t c) {
-    if (c >= kInf) return;
-    auto [it, fresh] = dist.emplace(nt, c);
-    if (!fresh && it->second <= c) return;
-    it->second = c;
-    pq.push({c, nt});
+    if (c >= kInf || dist_[nt] <= c) return;
+    if (dist_[nt] == kInf) touched_.push_back(nt);
+    dist_[nt] = c;
+    heap_.push_back({c, nt});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   };
   for (uint32_t j = r.begin; j < r.end; ++j) {
     const EarleyItem it = p.item(j);
@@ -386,24 +325,34 @@ CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint3
     const uint32_t rule = t_->rule_at[it.pos];
     const uint32_t rest = t_->rest[it.pos + 1];
     if (rule != 0 && it.origin == row)
-      edges.emplace_back(g_.rules[rule].lhs, sym, rest);
+      edges_.emplace_back(g_.rules[rule].lhs, sym, rest);
     else
       relax(sym, finish_item(p, it, rest));
   }
-  std::sort(edges.begin(), edges.end());
-  while (!pq.empty()) {
-    const auto [c, nt] = pq.top();
-    pq.pop();
+  std::sort(edges_.begin(), edges_.end());
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const auto [c, nt] = heap_.back();
+    heap_.pop_back();
     ticker_.tick();
-    if (dist[nt] != c) continue;
-    for (auto e = std::lower_bound(edges.begin(), edges.end(), std::make_tuple(nt, 0u, 0u));
-         e != edges.end() && std::get<0>(*e) == nt; ++e)
+    if (dist_[nt] != c) continue;
+    for (auto e = std::lower_bound(edges_.begin(), edges_.end(), std::make_tuple(nt, 0u, 0u));
+         e != edges_.end() && std::get<0>(*e) == nt; ++e)
       relax(std::get<1>(*e), add(c, std::get<2>(*e)));
   }
-  RowCosts rc;
-  rc.up.assign(dist.begin(), dist.end());
+  RowSlot& slot = rows_[row];
+  slot.serial = serial;
+  RowCosts& rc = slot.costs;
+  rc.up.clear();
+  rc.scan.clear();
+  rc.has_fresh = false;
+  rc.fresh = kInf;
+  for (uint32_t nt : touched_) {
+    rc.up.push_back({nt, dist_[nt]});
+    dist_[nt] = kInf;
+  }
   std::sort(rc.up.begin(), rc.up.end());
-  return row_costs_.emplace(serial, std::move(rc)).first->second;
+  return rc;
 }
 
 uint32_t CompletionCost::fresh_cost(const EarleyParser& p, uint32_t row) {
@@ -435,20 +384,33 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
   return best;
 }
 
+// A token that stays inside the lexeme leads each (lexeme, expression) pair of `state` to one
+// reachable from it, whose cost is at most that pair's ceiling plus what follows its lexeme; the
+// cost after the token is the least over the pairs still alive, so at most the largest such sum.
 uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  const Lexer& lexer = t_->lexer();
   uint32_t most = 0;
-  for (uint32_t l : t_->lexer().live_lexemes(state)) {
-    const uint32_t up = t_->lexeme_ceiling(l);
-    const uint32_t after = up >= kInf ? kInf : g_.lexemes[l].ignore ? fresh_cost(p, row) : scan_cost(p, row, l);
-    if (after >= kInf) return kInf;
-    most = std::max(most, add(up, after));
+  for (size_t i = 0;; ++i) {
+    const uint32_t alone = lexer.probe_state(state, i);
+    if (alone == Lexer::kDead) break;
+    const std::vector<uint32_t> live = lexer.live_lexemes(alone);
+    // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
+    // those that lead to it alone.
+    if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
+    const uint32_t up = t_->state_ceiling(alone);
+    if (up >= kInf) return kInf;
+    for (uint32_t l : live) {
+      if (p.vetoed(row, l)) continue;
+      const uint32_t after = g_.lexemes[l].ignore ? fresh_cost(p, row) : scan_cost(p, row, l);
+      if (after >= kInf) return kInf;
+      most = std::max(most, add(up, after));
+    }
   }
   return most;
 }
 
 uint32_t CompletionCost::at(const EarleyParser& p, uint32_t state, bool fresh) {
-  if (row_costs_.size() > kMaxRowMemo) row_costs_.clear();
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   if (fresh) return fresh_cost(p, row);
   uint32_t best = kInf;

@@ -53,11 +53,12 @@ class CompletionTables {
   // Where the inner tokens of lexer state `state` lead (built on first use; `inner`, `need`
   // words: its mask cache entry's inner bits, which the table must cover).
   std::shared_ptr<const InnerSteps> inner_steps(uint32_t state, const uint32_t* inner, size_t need);
-  // The most tokens that any state of lexeme l needs to end it (kInf: unknown): a bound on the
-  // cost of a token that stays inside l, whatever state it leads to. From the lexeme's automaton
-  // alone, paths of single-byte tokens; kInf where it has more than a few thousand states or some
-  // state ends only through bytes that are no token of their own.
-  uint32_t lexeme_ceiling(uint32_t l);
+  // The most tokens that any state reachable from `alone` (a state of one lexeme) needs to end
+  // its lexeme (kInf: unknown): a bound on the cost of a token that stays inside the lexeme,
+  // whatever state it leads to. In single-byte tokens over the states explored (up to a few
+  // hundred); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus a cut
+  // character's bytes, and what `rest` needs. See ceiling.cpp.
+  uint32_t state_ceiling(uint32_t alone);
   const Lexer& lexer() const { return lexer_; }
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -70,18 +71,22 @@ class CompletionTables {
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
                   deadline::Ticker& ticker) const;
   uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, deadline::Ticker& ticker);
-  uint32_t explore_ceiling(uint32_t l) const;
+  // From `start` (lexeme l alone), over single-byte tokens: the largest distance to l's end among
+  // the states reachable (up to max_states; kInf past it) and, into *from_start, start's own; with
+  // `first_end`, only start's, the search stopping at the first end.
+  uint32_t explore_ceiling(uint32_t start, uint32_t l, size_t max_states, bool first_end, uint32_t* from_start) const;
   const std::vector<uint32_t>& token_successors(uint32_t state);
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
   const TokenTrie& trie_;
+  std::vector<uint8_t> single_bytes_;  // the bytes that are tokens of their own
   std::shared_mutex mu_;
   std::unordered_map<uint32_t, Costs> state_costs_;  // lexer state -> live lexeme costs; mu_
   std::unordered_map<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;  // lexer state ->; mu_
   std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
-  std::vector<uint32_t> ceilings_;  // per lexeme (kUnset: not explored yet); mu_
-  static constexpr uint32_t kUnset = kInf + 1;
+  std::unordered_map<uint32_t, uint32_t> ceilings_;  // state of one lexeme -> state_ceiling; mu_
+  bool all_bytes_ = false;  // every byte is a token of its own
   std::atomic<size_t> bytes_{0};
 };
 
@@ -117,7 +122,14 @@ class CompletionCost {
   const Grammar& g_;
   std::shared_ptr<CompletionTables> t_;
   std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
-  std::unordered_map<uint64_t, RowCosts> row_costs_;   // parser row serial -> costs
+  struct RowSlot {
+    uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
+    RowCosts costs;
+  };
+  std::vector<RowSlot> rows_;  // per parser row index
+  std::vector<uint32_t> dist_, touched_;                 // row_costs' scratch
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges_;
+  std::vector<std::pair<uint32_t, uint32_t>> heap_;
   deadline::Ticker ticker_;                              // items and nonterminals costed
 };
 

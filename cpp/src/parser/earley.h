@@ -96,6 +96,8 @@ class EarleyParser {
     if (r.veto_end == r.veto_begin || (s.live_bits & ~r.veto_bits) != 0 || s.live.empty()) return false;
     return std::all_of(s.live.begin(), s.live.end(), [&](uint32_t l) { return vetoed_at(r, l); });
   }
+  // Whether lexeme `lex` is vetoed at the row.
+  bool vetoed(uint32_t row, uint32_t lex) const { return vetoed_at(rows_[row], lex); }
   // Whether some live lexeme of s is vetoed at the row (then a mask entry of s needs filtering).
   bool veto_touches(uint32_t row, const LexState& s) const {
     const EarleyRow& r = rows_[row];
