@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench clean
+.PHONY: venv install test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -138,6 +138,12 @@ bench-deps: install
 	$(PIP) install --quiet "llguidance>=1.9.1" "outlines-core>=0.2.14"
 	$(PIP) install --quiet "apache-tvm-ffi>=0.1.11" pydantic "transformers>=4.38.0" "typing-extensions>=4.9.0"
 	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
+
+# The Triton bitmask kernel against XGrammar's on CUDA logits, batch 1 to 512, float32 and bfloat16
+# (python -m stencil.bench.gpu; meant to take well under 5 minutes). Checks the kernel's results first; without
+# a CUDA device it runs the checks on CPU (Triton's interpreter) and says "no CUDA device".
+bench-gpu: bench-deps
+	$(PY) -m stencil.bench.gpu $(ARGS)
 
 # Side-by-side MaskBench on 600 maskbench-dev schemas (see BENCHMARKS.md); ARGS adds options.
 bench-maskbench: bench-deps

@@ -33,6 +33,8 @@ LOCAL_IMPORTS = {
         "each front-end loads on the first compile_* of its kind, not on `import stencil`",
     ("stencil.bitmask", "stencil.bitmask_torch"):
         "torch is optional: its kernels load only when a torch tensor is passed",
+    ("stencil.bitmask_torch", "stencil.bitmask_triton"):
+        "triton is optional and slow to import: it loads only for the first CUDA logits",
     ("stencil.bench", "stencil"):
         "benchmark harness: a benchmark or reference engine loads what it measures when run",
     ("stencil.grammar.ebnf.lark.emit", "stencil.grammar.json.schema"):
