@@ -4,8 +4,8 @@
 // bound does not fit the budget.
 //
 // Distances are counted in single-byte tokens (bytes that are tokens of their own), so each is the
-// length of a real tokenization: the token searches behind the costs (tokens_to_end, exact on so
-// few states) never return more.
+// length of a real tokenization: the token searches behind the costs (tokens_to_end) never
+// return more.
 #include <algorithm>
 
 #include "matcher/completion.h"
@@ -13,28 +13,45 @@
 
 namespace stencil {
 
+namespace {
+constexpr size_t kMaxStates = 256;  // explored per lexeme region (exploring makes lexer states)
+}  // namespace
+
+CompletionTables::ByteSteps CompletionTables::byte_steps() const {
+  ByteSteps out;
+  out.rep.assign(256, -1);
+  out.token_class.assign(256, 1);
+  std::vector<uint8_t> single(256, 0);
+  for (uint8_t b : single_bytes_) single[b] = 1;
+  const ByteClasses& classes = lexer_.classes();
+  for (int b = 0; b < 256; ++b) {
+    const uint16_t c = classes.class_of[b];
+    if (c >= 256) return {};
+    if (out.rep[c] < 0) out.rep[c] = b;
+    if (!single[b]) out.token_class[c] = 0;
+  }
+  return out;
+}
+
 uint32_t CompletionTables::state_ceiling(uint32_t alone) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = ceilings_.find(alone);
     if (it != ceilings_.end()) return it->second;
   }
-  constexpr size_t kMaxStates = 256;  // exploring makes lexer states: keep it small
   uint32_t c = kInf;
   const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
-  uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead, from = kInf;
-  if (live.size() != 1) {
-    c = kInf;
-  } else if (all_bytes_ && lexer_.bounded_text_head(alone, &k, &relaxed, &rest)) {
+  uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
+  if (live.size() == 1 && all_bytes_ && lexer_.bounded_text_head(alone, &k, &relaxed, &rest)) {
     // A counted string body `C{lo,k} rest`: each state after n whole characters needs at most
     // what `alone` needs (fewer characters left to the lower bound); one inside a character (or
     // an escape) needs at most the bytes that finish it more, and one inside `rest` at most what
     // rest needs: both at most the ceiling of the relaxed state `C* rest`, which reaches them all.
-    explore_ceiling(alone, live[0], 4 * kMaxStates, true, &from);
-    const uint32_t loose = explore_ceiling(relaxed, live[0], kMaxStates, false, nullptr);
-    if (from <= kMaxStates && loose < kInf) c = from + loose;
-  } else {
-    c = explore_ceiling(alone, live[0], kMaxStates, false, nullptr);
+    const uint32_t from = byte_distance(alone, live[0]);
+    const uint32_t loose = from < kInf ? explore_ceilings(relaxed, live[0]) : kInf;
+    if (loose < kInf) c = from + loose;
+  } else if (live.size() == 1) {
+    c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (ceilings_.emplace(alone, c).second)
@@ -42,67 +59,133 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
   return c;
 }
 
-uint32_t CompletionTables::explore_ceiling(uint32_t start, uint32_t l, size_t max_states, bool first_end,
-                                           uint32_t* from_start) const {
-  const ByteClasses& classes = lexer_.classes();
-  std::vector<int> rep(256, -1);  // per class: a byte of it
-  // per class: each of its bytes is a single-byte token (then its representative's paths are real)
-  std::vector<uint8_t> token_class(256, 1);
-  std::vector<uint8_t> single(256, 0);
-  for (uint8_t b : single_bytes_) single[b] = 1;
-  for (int b = 0; b < 256; ++b) {
-    const uint16_t c = classes.class_of[b];
-    if (c >= 256) return kInf;
-    if (rep[c] < 0) rep[c] = b;
-    if (!single[b]) token_class[c] = 0;
-  }
-  auto ends = [&](uint32_t s) {
-    const auto& acc = lexer_.state(s).accepting;
-    return std::binary_search(acc.begin(), acc.end(), l);
-  };
-  std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
-  std::vector<uint32_t> states{start};
-  std::vector<std::vector<uint32_t>> into{{}};  // per state: states with a token byte into it
-  std::vector<uint32_t> depth{0};               // (first_end: breadth-first over token bytes)
+// Breadth-first over single-byte tokens from `start` to the first end of lexeme l (kInf past
+// kMaxStates states).
+uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {
+  const ByteSteps steps = byte_steps();
+  if (steps.rep.empty()) return kInf;
+  std::unordered_map<uint32_t, uint32_t> depth{{start, 0}};
+  std::vector<uint32_t> queue{start};
   deadline::Ticker ticker;
-  for (size_t k = 0; k < states.size(); ++k) {
-    const uint32_t s = states[k];
-    if (first_end && ends(s)) {
-      if (from_start) *from_start = depth[k];
-      return depth[k];
-    }
+  for (size_t h = 0; h < queue.size(); ++h) {
+    const uint32_t s = queue[h];
+    const uint32_t d = depth[s];
+    const auto& acc = lexer_.state(s).accepting;
+    if (std::binary_search(acc.begin(), acc.end(), l)) return d;
     if (lexer_.state(s).end_now) continue;
     for (int c = 0; c < 256; ++c) {
-      if (rep[c] < 0 || (first_end && !token_class[c])) continue;
+      if (steps.rep[c] < 0 || !steps.token_class[c]) continue;
       ticker.tick();
-      const uint32_t t = lexer_.next(s, static_cast<uint8_t>(rep[c]));
+      const uint32_t t = lexer_.next(s, static_cast<uint8_t>(steps.rep[c]));
+      if (t == Lexer::kDead || !depth.emplace(t, d + 1).second) continue;
+      if (queue.size() >= kMaxStates) return kInf;
+      queue.push_back(t);
+    }
+  }
+  return kInf;
+}
+
+// Every state reachable from `start` (over any byte: tokens of several bytes reach them too), its
+// distance to an end of l over single-byte tokens, then per strongly connected component (in the
+// order Tarjan's algorithm closes them: successors first) the largest distance it or any state
+// after it has. Memoizes the ceiling of every state explored; kInf past kMaxStates states.
+uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
+  const ByteSteps steps = byte_steps();
+  if (steps.rep.empty()) return kInf;
+  std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
+  std::vector<uint32_t> states{start};
+  std::vector<std::vector<uint32_t>> out{{}}, into{{}};  // all bytes; token bytes reversed
+  deadline::Ticker ticker;
+  for (size_t k = 0; k < states.size(); ++k) {
+    if (lexer_.state(states[k]).end_now) continue;
+    for (int c = 0; c < 256; ++c) {
+      if (steps.rep[c] < 0) continue;
+      ticker.tick();
+      const uint32_t t = lexer_.next(states[k], static_cast<uint8_t>(steps.rep[c]));
       if (t == Lexer::kDead) continue;
       auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
       if (fresh) {
-        if (states.size() >= max_states) return kInf;
+        if (states.size() >= kMaxStates) return kInf;
         states.push_back(t);
+        out.emplace_back();
         into.emplace_back();
-        depth.push_back(depth[k] + 1);
       }
-      if (token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
+      out[k].push_back(it->second);
+      if (steps.token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
     }
   }
-  if (first_end) return kInf;
-  std::vector<uint32_t> dist(states.size(), kInf);
-  std::vector<uint32_t> queue;
-  for (size_t k = 0; k < states.size(); ++k)
-    if (ends(states[k])) {
+  std::vector<uint32_t> dist(states.size(), kInf), queue;
+  for (size_t k = 0; k < states.size(); ++k) {
+    const auto& acc = lexer_.state(states[k]).accepting;
+    if (std::binary_search(acc.begin(), acc.end(), l)) {
       dist[k] = 0;
       queue.push_back(static_cast<uint32_t>(k));
     }
+  }
   for (size_t h = 0; h < queue.size(); ++h)
     for (uint32_t from : into[queue[h]])
       if (dist[from] == kInf) {
         dist[from] = dist[queue[h]] + 1;
         queue.push_back(from);
       }
-  if (from_start) *from_start = dist[0];
-  return *std::max_element(dist.begin(), dist.end());
+  const std::vector<uint32_t> ceiling = most_after(out, dist);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (size_t k = 0; k < states.size(); ++k)
+    if (ceiling_memo_add(states[k], ceiling[k])) bytes_.fetch_add(heap::block(24) + 8, std::memory_order_relaxed);
+  return ceiling[0];
+}
+
+bool CompletionTables::ceiling_memo_add(uint32_t state, uint32_t c) { return ceilings_.emplace(state, c).second; }
+
+// Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included
+// (Tarjan's strongly connected components, iteratively: a component closes after every component
+// it reaches).
+std::vector<uint32_t> CompletionTables::most_after(const std::vector<std::vector<uint32_t>>& out,
+                                                   const std::vector<uint32_t>& value) {
+  const size_t n = out.size();
+  std::vector<uint32_t> order(n, kInf), low(n, 0), most(n, 0), stack;
+  std::vector<uint8_t> on_stack(n, 0);
+  std::vector<std::pair<uint32_t, size_t>> calls;  // (node, next edge)
+  uint32_t counter = 0;
+  for (uint32_t root = 0; root < n; ++root) {
+    if (order[root] != kInf) continue;
+    calls.push_back({root, 0});
+    while (!calls.empty()) {
+      auto& [v, e] = calls.back();
+      if (e == 0 && order[v] == kInf) {
+        order[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = 1;
+      }
+      if (e < out[v].size()) {
+        const uint32_t w = out[v][e++];
+        if (order[w] == kInf)
+          calls.push_back({w, 0});
+        else if (on_stack[w])
+          low[v] = std::min(low[v], order[w]);
+        continue;
+      }
+      if (low[v] == order[v]) {  // v closes a component: its members and what they reach
+        size_t top = stack.size();
+        uint32_t m = 0;
+        do {
+          const uint32_t w = stack[--top];
+          m = std::max(m, value[w]);
+          for (uint32_t x : out[w])
+            if (!on_stack[x] || order[x] < order[v]) m = std::max(m, most[x]);
+        } while (stack[top] != v);
+        for (size_t i = top; i < stack.size(); ++i) {
+          most[stack[i]] = m;
+          on_stack[stack[i]] = 0;
+        }
+        stack.resize(top);
+      }
+      const uint32_t done = v;
+      calls.pop_back();
+      if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[done]);
+    }
+  }
+  return most;
 }
 
 }  // namespace stencil

@@ -71,10 +71,16 @@ class CompletionTables {
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
                   deadline::Ticker& ticker) const;
   uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, deadline::Ticker& ticker);
-  // From `start` (lexeme l alone), over single-byte tokens: the largest distance to l's end among
-  // the states reachable (up to max_states; kInf past it) and, into *from_start, start's own; with
-  // `first_end`, only start's, the search stopping at the first end.
-  uint32_t explore_ceiling(uint32_t start, uint32_t l, size_t max_states, bool first_end, uint32_t* from_start) const;
+  struct ByteSteps {
+    std::vector<int> rep;               // per byte class: a byte of it (-1: none; empty: unusable)
+    std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
+  };
+  ByteSteps byte_steps() const;
+  uint32_t byte_distance(uint32_t start, uint32_t l) const;
+  uint32_t explore_ceilings(uint32_t start, uint32_t l);
+  bool ceiling_memo_add(uint32_t state, uint32_t c);  // under mu_
+  static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
+                                          const std::vector<uint32_t>& value);
   const std::vector<uint32_t>& token_successors(uint32_t state);
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
