@@ -137,8 +137,10 @@ def _equal_report(label, base, clients, max_tokens, extra) -> float:
     step = (after["step_seconds"] - before["step_seconds"]) / max(steps, 1)
     rows = (after["step_rows"] - before["step_rows"]) / max(steps, 1)
     equal = "all equal" if all(t == max_tokens for t in toks) else f"UNEQUAL: {sorted(toks)}"
+    # decode: tokens sampled per second of decode steps; end to end: with prefill, compile and HTTP
     print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}), {steps} steps, mean batch {rows:.1f} rows, "
-          f"{step * 1e3:.2f} ms/step, {sum(toks) / secs:.1f} tokens/s")
+          f"{step * 1e3:.2f} ms/step, decode {rows / step if step else 0:.1f} tokens/s, "
+          f"end to end {sum(toks) / secs:.1f} tokens/s")
     return step
 
 
