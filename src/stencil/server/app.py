@@ -50,10 +50,15 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
                                        type_="invalid_request_error" if e.status < 500 else "server_error"),
                             status_code=e.status)
 
+    device, dtype = lm.device, lm.dtype
+
     @app.get("/health")
     async def health():
+        # step_seconds and step_rows are cumulative since the start: a client measures the mean
+        # decode step (and its mean batch) between two readings, as the serve benchmark does
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
-                "forward_passes": engine.steps, "failed_rows": engine.failed_rows,
+                "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
+                "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "grammar_memory": stencil.memory_usage()}
 
     @app.get("/v1/models")

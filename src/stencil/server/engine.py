@@ -21,6 +21,7 @@ import codecs
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Job:
     repetition_penalty: float
     loop: asyncio.AbstractEventLoop
     top_p: float = 1.0
+    ignore_eos: bool = False  # vLLM's option: EOS is never sampled (the grammar's end still ends the row)
     matcher: Any = None  # the constraint's matcher at its start (first mask computed); None: free text
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
@@ -177,6 +179,9 @@ class Engine:
         self.jobs: queue.Queue = queue.Queue()
         self.masks = ThreadPoolExecutor(max_workers=mask_threads, thread_name_prefix="stencil-serve-mask")
         self.steps = 0    # forward passes, for /health, tests and the benchmark
+        self.step_seconds = 0.0  # wall time of decoding (forced tokens, masks, forward, sampling); not admission
+        self.step_rows = 0       # rows summed over those steps (their mean batch is step_rows / steps)
+        self._eos_ids: Any = None  # EOS ids as a tensor on the logits' device, for ignore_eos
         self.running = 0  # rows in the batch
         self.failed_rows = 0  # rows failed alone (their batch went on)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
@@ -271,6 +276,13 @@ class Engine:
 
     # -- one step -------------------------------------------------------------------------------
     def _step(self, batch: KVBatch, rows: list[_Row]) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._decode(batch, rows)
+        finally:
+            self.step_seconds += time.perf_counter() - t0
+
+    def _decode(self, batch: KVBatch, rows: list[_Row]) -> None:
         for r in rows:
             _isolated(r, self._forced, r)
         if any(r.finish is not None for r in rows):
@@ -282,6 +294,7 @@ class Engine:
         finally:
             wait_all(list(fills.values()))
         self.steps += 1
+        self.step_rows += len(rows)
         for i, r in enumerate(rows):
             r.feed = []
             _isolated(r, self._sample, r, logits[i], bm[i], fills.get(i))
@@ -317,6 +330,8 @@ class Engine:
         r.sampler.penalize(row, r.out)
         if fill is not None:
             stencil.apply_token_bitmask_inplace(row, mask)
+        if r.job.ignore_eos:
+            row.index_fill_(0, self._eos_on(row.device), float("-inf"))
         if r.job.top_p < 1.0 and r.job.temperature > 0:
             _nucleus(row, r.job.temperature, r.job.top_p)
         t = r.sampler.sample(row)
@@ -327,6 +342,13 @@ class Engine:
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
         r.feed = [t]
         r.emit([t])
+
+
+    def _eos_on(self, device):
+        if self._eos_ids is None or self._eos_ids.device != device:
+            import torch
+            self._eos_ids = torch.tensor(sorted(self.eos), dtype=torch.long, device=device)
+        return self._eos_ids
 
 
 def _fill(r: _Row, bm: np.ndarray, i: int) -> None:

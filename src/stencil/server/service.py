@@ -16,7 +16,7 @@ from stencil.memory import reclaim
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
-from stencil.server.protocol import RequestError, number, stop_list
+from stencil.server.protocol import RequestError, flag, number, stop_list
 from stencil.server.responses import choice, stream_events, wait_all
 
 #: seconds of grace past compile_timeout for a request's grammar work (its deadline bounds the
@@ -71,8 +71,7 @@ class Service:
         if ctx and len(prompt_ids) >= ctx:
             raise RequestError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}",
                                param="messages", code="context_length_exceeded")
-        if not isinstance(body.get("stream", False), bool):
-            raise RequestError(f"stream must be true or false, got {body['stream']!r}", param="stream")
+        flag(body, "stream")
         default_max = min(256, self.max_tokens or 256)
         max_tokens = number(body, "max_completion_tokens", default_max, 0, self.max_tokens, int)
         return dict(max_tokens=number(body, "max_tokens", max_tokens, 0, self.max_tokens, int),
@@ -81,6 +80,9 @@ class Service:
                     seed=number(body, "seed", None, 0, 2**63 - 1, kind=int), stop=stop_list(body),
                     # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
                     repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0),
+                    # vLLM's too: the end-of-sequence token is never sampled, so an unconstrained
+                    # row runs to max_tokens (or a stop string), as benchmarks at equal lengths need
+                    ignore_eos=flag(body, "ignore_eos"),
                     n=number(body, "n", 1, 1, self.limits.max_n, int))
 
     async def prepare(self, body: dict, max_tokens: int) -> tuple[Constraint, stencil.Matcher | None]:
@@ -117,7 +119,8 @@ class Service:
         loop = asyncio.get_running_loop()
         jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
-                                       p["repetition_penalty"], loop, top_p=p["top_p"], matcher=m))
+                                       p["repetition_penalty"], loop, top_p=p["top_p"],
+                                       ignore_eos=p["ignore_eos"], matcher=m))
                 for i, m in enumerate(matchers)]
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
