@@ -185,9 +185,10 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   reached_.push_back({token, cost_of(ps, *cost_, f.state, f.fresh)});
 }
 
-// The exact costs of the inner tokens (per successor state over the current rows); walked_ when
-// the table does not cover the mask's inner tokens.
-void TokenBudget::cost_steps(ParseState& ps, const LexerEpoch& epoch) {
+// The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from
+// its distance in single bytes (no token search); walked_ when the table does not cover the
+// mask's inner tokens.
+void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
   const uint32_t state = ps.frames().back().state;
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* entry = epoch.cache.get(ps.lexer(), vocab_, state, &keep);
@@ -199,6 +200,16 @@ void TokenBudget::cost_steps(ParseState& ps, const LexerEpoch& epoch) {
     return;
   }
   steps_ = std::move(steps);
+  exact_ = false;
+  max_ = 0;
+  for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
+  if (steps_->common != Lexer::kDead) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), steps_->common));
+  for (uint32_t s : steps_->states) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), s));
+}
+
+// The exact costs of the inner tokens: per successor state over the current rows.
+void TokenBudget::cost_steps(ParseState& ps) {
+  exact_ = true;
   max_ = 0;
   for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
   common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, *cost_, steps_->common, false);
@@ -230,8 +241,13 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
     valid_ = true;
   }
   if (remaining >= 1 && max_ <= left) return;  // the budget does not bind: the mask is unchanged
-  if (remaining >= 1 && !walked_ && !steps_) {  // only the bound was over: the exact costs
-    cost_steps(ps, epoch);
+  // Only a bound was over: the successors' byte bounds, then their exact costs.
+  if (remaining >= 1 && !walked_ && !steps_) {
+    load_steps(ps, epoch);
+    if (max_ <= left) return;
+  }
+  if (remaining >= 1 && steps_ && !exact_) {
+    cost_steps(ps);
     if (max_ <= left) return;
   }
   if (steps_ && remaining >= 1) {

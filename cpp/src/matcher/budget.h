@@ -44,7 +44,8 @@ class TokenBudget : private MaskWalker::CostSink {
   Key key_of(ParseState& ps) const;
   uint32_t consumed(ParseState& ps) const;
   void token_reached(int32_t token, ParseState& ps) override;
-  void cost_steps(ParseState& ps, const LexerEpoch& epoch);
+  void load_steps(ParseState& ps, const LexerEpoch& epoch);
+  void cost_steps(ParseState& ps);
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   CompletionCost& cost(const LexerEpoch& epoch);
@@ -69,6 +70,7 @@ class TokenBudget : private MaskWalker::CostSink {
   // state (steps_). Where the walk cannot report (lexemes with token limits: walked_), or every
   // token would go, the costs come from a walk of the whole trie (after_).
   bool valid_ = false, walked_ = false;
+  bool exact_ = false;  // steps_ costed per successor (else max_ bounds them by byte distances)
   Key key_;
   uint32_t consumed_ = 0;
   uint32_t max_ = 0;  // the largest cost after an allowed token (a bound of it before steps_)

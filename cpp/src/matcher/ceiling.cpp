@@ -59,6 +59,20 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
   return c;
 }
 
+uint32_t CompletionTables::state_bytes(uint32_t alone) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = bytes_to_end_.find(alone);
+    if (it != bytes_to_end_.end()) return it->second;
+  }
+  const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
+  const uint32_t d = live.size() == 1 ? byte_distance(alone, live[0]) : kInf;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (bytes_to_end_.emplace(alone, d).second)
+    bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+  return d;
+}
+
 // Breadth-first over single-byte tokens from `start` to the first end of lexeme l (kInf past
 // kMaxStates states).
 uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {

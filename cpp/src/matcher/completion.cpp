@@ -410,6 +410,23 @@ uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state) {
   return most;
 }
 
+uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  const Lexer& lexer = t_->lexer();
+  uint32_t best = kInf;
+  for (size_t i = 0;; ++i) {
+    const uint32_t alone = lexer.probe_state(state, i);
+    if (alone == Lexer::kDead) break;
+    const std::vector<uint32_t> live = lexer.live_lexemes(alone);
+    if (live.size() != 1 || p.vetoed(row, live[0])) continue;
+    const uint32_t d = t_->state_bytes(alone);
+    if (d >= best) continue;
+    const uint32_t after = g_.lexemes[live[0]].ignore ? fresh_cost(p, row) : scan_cost(p, row, live[0]);
+    best = std::min(best, add(d, after));
+  }
+  return best;
+}
+
 uint32_t CompletionCost::at(const EarleyParser& p, uint32_t state, bool fresh) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   if (fresh) return fresh_cost(p, row);

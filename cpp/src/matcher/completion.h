@@ -59,6 +59,9 @@ class CompletionTables {
   // hundred); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus a cut
   // character's bytes, and what `rest` needs. See ceiling.cpp.
   uint32_t state_ceiling(uint32_t alone);
+  // The distance from `alone` (a state of one lexeme) to its lexeme's end in single-byte tokens
+  // (kInf: unknown, or past a few hundred states), memoized.
+  uint32_t state_bytes(uint32_t alone);
   const Lexer& lexer() const { return lexer_; }
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -92,6 +95,7 @@ class CompletionTables {
   std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
   std::unordered_map<uint32_t, uint32_t> ceilings_;  // state of one lexeme -> state_ceiling; mu_
+  std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
   bool all_bytes_ = false;  // every byte is a token of its own
   std::atomic<size_t> bytes_{0};
 };
@@ -107,6 +111,9 @@ class CompletionCost {
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
   // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
   uint32_t inner_ceiling(const EarleyParser& p, uint32_t state);
+  // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
+  // search): the least over the live lexemes not vetoed at the row.
+  uint32_t bytes_bound(const EarleyParser& p, uint32_t state);
   CompletionTables& tables() { return *t_; }
 
  private:

@@ -241,7 +241,6 @@ bool EarleyParser::completions_all_in(uint32_t s, std::string_view prefix,
     decoded.clear();
     size_t used = 0;
     bool closed = false;
-    const LexState& st = lexer_->state(n.state);
     if (!n.raw.empty()) {  // (empty: at the key's start, from a row's start state)
       if (!json_string_prefix(n.raw, decoded, &used, &closed) || !prefix_of_any(forbidden, decoded)) return false;
       if (closed) {
