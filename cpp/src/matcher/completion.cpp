@@ -178,6 +178,12 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
       }
     }
   }
+  if (ends_in_one_token(state, lexeme, ticker)) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (to_end_.emplace(state, 1).second)
+      bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+    return 1;
+  }
   struct Node {
     uint32_t state, depth, parent;
   };
@@ -213,6 +219,48 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
   }
   bytes_.fetch_add(added * (heap::block(sizeof(void*) * 2 + 8) + sizeof(void*)), std::memory_order_relaxed);
   return best;
+}
+
+// Whether some token ends `lexeme` from `state`: a walk of the token trie that stops at the first
+// (a string's closing quote comes early in byte order), where the successors' walk would visit
+// every token (on a huge automaton, making a lexer state for each). A walk that finds none has
+// seen every successor: they are kept as token_successors' (unless another search's are).
+bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (successors_.count(state)) return false;  // the search reads them: none ends it, or it finds it
+  }
+  const auto& nodes = trie_.nodes();
+  std::vector<uint32_t> st(static_cast<size_t>(trie_.max_depth()) + 2), out;
+  st[0] = state;
+  for (size_t i = 1; i < nodes.size() && !lexer_.state(state).end_now;) {
+    const TrieNode& node = nodes[i];
+    ticker.tick();
+    const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
+    if (t == Lexer::kDead) {
+      i += node.subtree_size;
+      continue;
+    }
+    const uint32_t u = t & ~Lexer::kEndNowTag;
+    if (node.token_id >= 0) {
+      const auto& acc = lexer_.state(u).accepting;
+      if (std::binary_search(acc.begin(), acc.end(), lexeme)) return true;
+      out.push_back(u);
+    }
+    if (t & Lexer::kEndNowTag) {
+      i += node.subtree_size;
+      continue;
+    }
+    st[node.depth] = u;
+    ++i;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.shrink_to_fit();
+  const size_t bytes = heap::of(out) + heap::block(sizeof(void*) * 2 + 8 + sizeof(out)) + sizeof(void*);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (successors_.emplace(state, std::move(out)).second) bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return false;
 }
 
 // The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
