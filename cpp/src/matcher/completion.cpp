@@ -230,36 +230,19 @@ bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadli
     std::shared_lock<std::shared_mutex> lock(mu_);
     if (successors_.count(state)) return false;  // the search reads them: none ends it, or it finds it
   }
-  const auto& nodes = trie_.nodes();
-  std::vector<uint32_t> st(static_cast<size_t>(trie_.max_depth()) + 2), out;
-  st[0] = state;
-  for (size_t i = 1; i < nodes.size() && !lexer_.state(state).end_now;) {
-    const TrieNode& node = nodes[i];
-    ticker.tick();
-    const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
-    if (t == Lexer::kDead) {
-      i += node.subtree_size;
-      continue;
-    }
-    const uint32_t u = t & ~Lexer::kEndNowTag;
-    if (node.token_id >= 0) {
+  ticker.tick();
+  bool ends = false;
+  std::vector<uint32_t> out;
+  if (!lexer_.state(state).end_now)
+    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
+      const uint32_t u = s & ~Lexer::kEndNowTag;
       const auto& acc = lexer_.state(u).accepting;
-      if (std::binary_search(acc.begin(), acc.end(), lexeme)) return true;
+      ends = std::binary_search(acc.begin(), acc.end(), lexeme);
       out.push_back(u);
-    }
-    if (t & Lexer::kEndNowTag) {
-      i += node.subtree_size;
-      continue;
-    }
-    st[node.depth] = u;
-    ++i;
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  out.shrink_to_fit();
-  const size_t bytes = heap::of(out) + heap::block(sizeof(void*) * 2 + 8 + sizeof(out)) + sizeof(void*);
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (successors_.emplace(state, std::move(out)).second) bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      return ends;
+    }, false);
+  if (ends) return true;
+  keep_successors(state, std::move(out));
   return false;
 }
 
@@ -273,8 +256,15 @@ const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) 
   }
   std::vector<uint32_t> out;
   if (!lexer_.state(state).end_now)
-    walk_inside(lexer_, cache_, trie_, state, true,
-                [&](uint32_t, uint32_t, uint32_t s) { out.push_back(s & ~Lexer::kEndNowTag); });
+    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
+      out.push_back(s & ~Lexer::kEndNowTag);
+      return false;
+    });
+  return keep_successors(state, std::move(out));
+}
+
+// Keeps the successors of `state` (sorted, each once); the ones kept first stay.
+const std::vector<uint32_t>& CompletionTables::keep_successors(uint32_t state, std::vector<uint32_t> out) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   out.shrink_to_fit();

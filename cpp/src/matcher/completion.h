@@ -86,6 +86,7 @@ class CompletionTables {
                                           const std::vector<uint32_t>& value);
   const std::vector<uint32_t>& token_successors(uint32_t state);
   bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
   const TokenTrie& trie_;

@@ -23,7 +23,7 @@ int ascii_of(const CharSummary& chars) {
 class InsideWalk {
  public:
   InsideWalk(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie,
-             const std::function<void(uint32_t, uint32_t, uint32_t)>& visit)
+             const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit)
       : lexer_(lexer), trie_(trie), loops_(cache, lexer), visit_(visit) {}
 
   // Whether every token of node i's sub-trie stays inside the lexeme from t (the state after the
@@ -59,7 +59,7 @@ class InsideWalk {
       if (cut != cuts.end() && cut->index == j) {  // ends inside a character: its bytes from there
         uint32_t u = advance(starts[j] - base - 1);  // the whole characters, then the cut one's bytes
         for (uint8_t b = 0; b < cut->count && u != Lexer::kDead; ++b) u = lexer_.next(u, cut->bytes[b]);
-        if (u != Lexer::kDead) visit_(j, j + 1, u);
+        if (u != Lexer::kDead && visit_(j, j + 1, u)) return stopped_ = true;
         ++cut;
         ++j;
         continue;
@@ -68,17 +68,20 @@ class InsideWalk {
       const uint32_t limit = cut != cuts.end() && cut->index < end ? cut->index : end;
       while (e < limit && (rep < 0 || starts[e] == starts[j])) ++e;
       const uint32_t u = advance(starts[j] - base);
-      if (u != Lexer::kDead) visit_(j, e, u);
+      if (u != Lexer::kDead && visit_(j, e, u)) return stopped_ = true;
       j = e;
     }
     return true;
   }
 
+  bool stopped() const { return stopped_; }
+
  private:
   const Lexer& lexer_;
   const TokenTrie& trie_;
   WalkLoops loops_;
-  const std::function<void(uint32_t, uint32_t, uint32_t)>& visit_;
+  const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit_;
+  bool stopped_ = false;
   struct Counted {
     uint32_t state = Lexer::kUnknown;
     bool ok = false;
@@ -92,7 +95,7 @@ class InsideWalk {
 }  // namespace
 
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
-                 const std::function<void(uint32_t, uint32_t, uint32_t)>& visit) {
+                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops) {
   const auto& nodes = trie.nodes();
   const auto& before = trie.tokens_before();
   InsideWalk inside(lexer, cache, trie, visit);
@@ -105,17 +108,18 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
     ticker.tick();
     const uint32_t t = lexer.next_tagged(st[node.depth - 1], node.byte);
     if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) {
-      if (t != Lexer::kDead && ending && node.token_id >= 0) visit(before[i], before[i] + 1, t);
+      if (t != Lexer::kDead && ending && node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;
       i += node.subtree_size;
       continue;
     }
     chars[node.depth] = chars[node.depth - 1] + ((node.byte & 0xC0) != 0x80 ? 1 : 0);
     // (the node's byte must end a character: ASCII, or the parent's state kept)
-    if ((node.byte < 0x80 || t == st[node.depth - 1]) && inside.visit_subtree(i, t, chars[node.depth])) {
+    if (skip_loops && (node.byte < 0x80 || t == st[node.depth - 1]) && inside.visit_subtree(i, t, chars[node.depth])) {
+      if (inside.stopped()) return;
       i += node.subtree_size;
       continue;
     }
-    if (node.token_id >= 0) visit(before[i], before[i] + 1, t);
+    if (node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;
     st[node.depth] = t;
     ++i;
   }
@@ -135,7 +139,10 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
                           const uint32_t* inner, size_t need) {
   std::vector<Found> found;
   walk_inside(lexer, cache, trie, state, false,
-              [&](uint32_t first, uint32_t end, uint32_t s) { found.push_back({first, end, s}); });
+              [&](uint32_t first, uint32_t end, uint32_t s) {
+                found.push_back({first, end, s});
+                return false;
+              });
   InnerSteps out{Lexer::kDead, {}, {}, true};
   std::unordered_map<uint32_t, size_t> count;
   for (const Found& f : found) count[f.state] += f.end - f.first;

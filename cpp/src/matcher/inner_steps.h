@@ -22,9 +22,10 @@ class TokenTrie;
 // sub-trie of characters that lead a looping state back to itself is one run). With `ending`,
 // also the tokens whose last byte ends the lexeme at once (their state tagged
 // Lexer::kEndNowTag); longer tokens through such a byte cross into the next lexeme and are left
-// out either way.
+// out either way. A visit that returns true ends the walk. Without `skip_loops`, every token is
+// visited alone (no loop question asked: a walk that may stop early saves them).
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
-                 const std::function<void(uint32_t, uint32_t, uint32_t)>& visit);
+                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops = true);
 
 struct InnerSteps {
   // The state most inner tokens lead to (Lexer::kDead: there are none); every inner token not in
