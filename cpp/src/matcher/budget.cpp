@@ -180,6 +180,12 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
   return this;
 }
 
+uint32_t TokenBudget::reached_max() const {
+  uint32_t most = 0;
+  for (const auto& [t, c] : reached_) most = std::max(most, c);
+  return most;
+}
+
 void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const Frame& f = ps.frames().back();
   reached_.push_back({token, cost_of(ps, *cost_, f.state, f.fresh)});
@@ -201,8 +207,7 @@ void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
   }
   steps_ = std::move(steps);
   exact_ = false;
-  max_ = 0;
-  for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
+  max_ = reached_max();
   if (steps_->common != Lexer::kDead) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), steps_->common));
   for (uint32_t s : steps_->states) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), s));
 }
@@ -210,8 +215,7 @@ void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
 // The exact costs of the inner tokens: per successor state over the current rows.
 void TokenBudget::cost_steps(ParseState& ps) {
   exact_ = true;
-  max_ = 0;
-  for (const auto& [t, c] : reached_) max_ = std::max(max_, c);
+  max_ = reached_max();
   common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, *cost_, steps_->common, false);
   max_ = std::max(max_, common_cost_);
   step_costs_.resize(steps_->states.size());
@@ -233,8 +237,7 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
     } else {
       special_costs(ps, c, true);
       ps.parser().truncate(ps.frames().back().rows);
-      max_ = inner_ceiling_;
-      for (const auto& [t, k] : reached_) max_ = std::max(max_, k);
+      max_ = std::max(inner_ceiling_, reached_max());
     }
     key_ = key_of(ps);
     consumed_ = consumed(ps);

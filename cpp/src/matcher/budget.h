@@ -44,6 +44,7 @@ class TokenBudget : private MaskWalker::CostSink {
   Key key_of(ParseState& ps) const;
   uint32_t consumed(ParseState& ps) const;
   void token_reached(int32_t token, ParseState& ps) override;
+  uint32_t reached_max() const;  // the largest cost in reached_
   void load_steps(ParseState& ps, const LexerEpoch& epoch);
   void cost_steps(ParseState& ps);
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);

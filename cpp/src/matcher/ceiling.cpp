@@ -9,7 +9,6 @@
 #include <algorithm>
 
 #include "matcher/completion.h"
-#include "support/heap_size.h"
 
 namespace stencil {
 
@@ -54,8 +53,7 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
     c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (ceilings_.emplace(alone, c).second)
-    bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+  remember(ceilings_, alone, c);
   return c;
 }
 
@@ -68,15 +66,14 @@ uint32_t CompletionTables::state_bytes(uint32_t alone) {
   const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
   const uint32_t d = live.size() == 1 ? byte_distance(alone, live[0]) : kInf;
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (bytes_to_end_.emplace(alone, d).second)
-    bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+  remember(bytes_to_end_, alone, d);
   return d;
 }
 
 // Breadth-first over single-byte tokens from `start` to the first end of lexeme l (kInf past
 // kMaxStates states).
 uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {
-  const ByteSteps steps = byte_steps();
+  const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> depth{{start, 0}};
   std::vector<uint32_t> queue{start};
@@ -104,7 +101,7 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {
 // order Tarjan's algorithm closes them: successors first) the largest distance it or any state
 // after it has. Memoizes the ceiling of every state explored; kInf past kMaxStates states.
 uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
-  const ByteSteps steps = byte_steps();
+  const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
   std::vector<uint32_t> states{start};
@@ -144,12 +141,9 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
       }
   const std::vector<uint32_t> ceiling = most_after(out, dist);
   std::unique_lock<std::shared_mutex> lock(mu_);
-  for (size_t k = 0; k < states.size(); ++k)
-    if (ceiling_memo_add(states[k], ceiling[k])) bytes_.fetch_add(heap::block(24) + 8, std::memory_order_relaxed);
+  for (size_t k = 0; k < states.size(); ++k) remember(ceilings_, states[k], ceiling[k]);
   return ceiling[0];
 }
-
-bool CompletionTables::ceiling_memo_add(uint32_t state, uint32_t c) { return ceilings_.emplace(state, c).second; }
 
 // Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included
 // (Tarjan's strongly connected components, iteratively: a component closes after every component

@@ -21,6 +21,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const M
   for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
     if (nodes[i].token_id >= 0) single_bytes_.push_back(nodes[i].byte);
   all_bytes_ = single_bytes_.size() == 256;
+  byte_steps_ = byte_steps();
   deadline::Ticker ticker;
   lexeme_min.assign(g.lexemes.size(), kInf);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
@@ -172,16 +173,14 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
       const uint32_t u = lexer_.next(state, b);
       if (u != Lexer::kDead && ends(u)) {
         std::unique_lock<std::shared_mutex> lock(mu_);
-        if (to_end_.emplace(state, 1).second)
-          bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+        remember(to_end_, state, 1);
         return 1;
       }
     }
   }
   if (ends_in_one_token(state, lexeme, ticker)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
-    if (to_end_.emplace(state, 1).second)
-      bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);
+    remember(to_end_, state, 1);
     return 1;
   }
   struct Node {
@@ -212,13 +211,17 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
   }
   if (best >= kInf) return kInf;
   std::unique_lock<std::shared_mutex> lock(mu_);
-  size_t added = to_end_.emplace(best_state, best_rest).second ? 1 : 0;
+  remember(to_end_, best_state, best_rest);
   for (uint32_t n = best_node;; n = queue[n].parent) {
-    added += to_end_.emplace(queue[n].state, best - queue[n].depth).second ? 1 : 0;
+    remember(to_end_, queue[n].state, best - queue[n].depth);
     if (n == 0) break;
   }
-  bytes_.fetch_add(added * (heap::block(sizeof(void*) * 2 + 8) + sizeof(void*)), std::memory_order_relaxed);
   return best;
+}
+
+void CompletionTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value) {
+  if (memo.emplace(state, value).second)
+    bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);  // node, bucket
 }
 
 // Whether some token ends `lexeme` from `state`: a walk of the token trie that stops at the first

@@ -78,10 +78,12 @@ class CompletionTables {
     std::vector<int> rep;               // per byte class: a byte of it (-1: none; empty: unusable)
     std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
   };
-  ByteSteps byte_steps() const;
+  ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
   uint32_t byte_distance(uint32_t start, uint32_t l) const;
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
-  bool ceiling_memo_add(uint32_t state, uint32_t c);  // under mu_
+  // Adds state -> value to one of the state memos below (the first value stays), counting its
+  // bytes; the caller holds mu_ exclusively.
+  void remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value);
   static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
                                           const std::vector<uint32_t>& value);
   const std::vector<uint32_t>& token_successors(uint32_t state);
@@ -91,6 +93,7 @@ class CompletionTables {
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
   const TokenTrie& trie_;
   std::vector<uint8_t> single_bytes_;  // the bytes that are tokens of their own
+  ByteSteps byte_steps_;               // per byte class, for the single-byte searches
   std::shared_mutex mu_;
   std::unordered_map<uint32_t, Costs> state_costs_;  // lexer state -> live lexeme costs; mu_
   std::unordered_map<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;  // lexer state ->; mu_

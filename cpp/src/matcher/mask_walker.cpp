@@ -15,8 +15,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   const Lexer& lexer = ps.lexer();
   EarleyParser& parser = ps.parser();
   const Frame top = ps.frames().back();
-  // Token budgets make the mask depend on the tokens a lexeme spans, which the memo does not key on.
-  const bool memo_on = g_->limits().repeat_memo && parser.num_rows() == top.rows && !lexer.has_budgets();
+  const bool memo_on = this->memo_on(ps);
   const uint64_t serial = parser.top().serial;
   if (!sink && replays(ps)) {
     replay_memo(words, need);

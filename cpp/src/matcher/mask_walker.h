@@ -41,9 +41,7 @@ class MaskWalker {
   // Whether the next fill of ps replays the last mask (nothing it depends on changed): the tokens
   // it reached past a lexeme's end are then the same too.
   bool replays(const ParseState& ps) const {
-    const Frame& top = ps.frames().back();
-    return g_->limits().repeat_memo && ps.parser().num_rows() == top.rows && !ps.lexer().has_budgets() &&
-           memo_holds(top, ps.parser().top().serial);
+    return memo_on(ps) && memo_holds(ps.frames().back(), ps.parser().top().serial);
   }
   // Forgets the memos: their entries and lexer states belong to an epoch that is gone.
   void forget() {
@@ -65,6 +63,12 @@ class MaskWalker {
     std::vector<int32_t> extra;             // tokens the boundary walks, specials and EOS added
     std::vector<int32_t> dropped;           // inner tokens that enter vetoed lexemes only
   };
+  // Whether a mask of ps may be kept and replayed at all. Token budgets make the mask depend on
+  // the tokens a lexeme spans, which the memo does not key on.
+  bool memo_on(const ParseState& ps) const {
+    return g_->limits().repeat_memo && ps.parser().num_rows() == ps.frames().back().rows &&
+           !ps.lexer().has_budgets();
+  }
   bool memo_holds(const Frame& top, uint64_t serial) const {
     return memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&
            memo_.fresh == top.fresh;

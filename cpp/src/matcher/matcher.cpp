@@ -247,7 +247,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words, bool budgeted) {
       if (t >= 0 && t < vocab_->vocab_size()) words[t >> 5] |= 1u << (t & 31);
     return;
   }
-  walker_->fill(*ps_, *epoch_, history_, words, need, budgeted ? budget().begin(*ps_, *epoch_, walker_->replays(*ps_)) : nullptr);
+  MaskWalker::CostSink* sink = budgeted ? budget().begin(*ps_, *epoch_, walker_->replays(*ps_)) : nullptr;
+  walker_->fill(*ps_, *epoch_, history_, words, need, sink);
 }
 
 TokenBudget& Matcher::budget() {

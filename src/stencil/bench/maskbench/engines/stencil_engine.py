@@ -53,13 +53,19 @@ class StencilEngine:
         self.tokenizer_source = f"stencil.bench.tokenizers:{tokenizer_name}"
 
     def compile(self, schema: Any) -> Session:
+        return self._session(self._matcher(schema))
+
+    def _matcher(self, schema: Any) -> stencil.Matcher:
         if self._compile is None:
             raise CompileError(self._why_not)
         try:
-            compiled = self._compile(schema)
+            return stencil.Matcher(self._compile(schema))
         except (stencil.GrammarError, ValueError, TypeError, RecursionError) as e:
             raise CompileError(f"{type(e).__name__}: {e}") from None
-        matcher = stencil.Matcher(compiled)
+
+    def _session(self, matcher: stencil.Matcher) -> Session:
+        # fill is partial(fill_next_token_bitmask, bitmask, 0): one more argument is
+        # remaining_tokens (the budget engines), with no adapter frame in the timed loop
         return Session(self.bitmask[0], functools.partial(matcher.fill_next_token_bitmask, self.bitmask, 0),
                        matcher.accept_token, matcher.reset)
 
@@ -86,12 +92,11 @@ class StencilBudgetEngine(StencilEngine):
         self.version += f" (remaining_tokens={fixed if fixed else f'tokens left + {self.SLACK}'})"
 
     def compile(self, schema: Any) -> Session:
-        session = super().compile(schema)
+        matcher = self._matcher(schema)
         try:
-            session.fill.func.__self__.min_completion_tokens()
+            matcher.min_completion_tokens()
         except (stencil.GrammarError, ValueError) as e:
             raise CompileError(f"{type(e).__name__}: {e}") from None
-        # the plain session's fill is partial(fill_next_token_bitmask, bitmask, 0): called with
-        # one more argument, that is remaining_tokens (no adapter frame in the timed loop)
+        session = self._session(matcher)
         session.budget = (self.fixed, self.SLACK)
         return session
