@@ -96,6 +96,52 @@ def test_dead_end_reproducer_then_goes_on(byte_compiler, byte_tok):
     assert m.accept_string("}") and m.is_accepting()
 
 
+FREE_KEYS = [{"type": "object"}, {"type": "object", "additionalProperties": {"type": "integer"}},
+             {"type": "object", "properties": {"x": {"type": "integer"}}, "patternProperties": {"^q": {}}}]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("schema", FREE_KEYS)
+def test_free_form_key_refuses_its_closing_quote_as_a_repeat(byte_compiler, byte_tok, schema, order):
+    """Keys of any string (whose unique_key check waits for the member's value in any order):
+    the closing quote that would repeat a written key is refused, in every spelling, and the
+    matcher refuses what the mask refuses; a key that only begins like a written one stays."""
+    for written, prefix in [('ab', '"ab'), ('ab', '"a\u0062'), ('q1', '"q1'), ('\u00e9', '"\u00e9')]:
+        got = next_bytes(byte_compiler, byte_tok, schema, '{"' + written[0:] + '":1,' + prefix, order)
+        assert b'"' not in got, (written, prefix)
+        assert {b"a", b"\\"} <= got   # the key may go on
+        g = byte_compiler.compile_json_schema(schema, whitespace="compact", property_order=order)
+        m = stencil.Matcher(g)
+        assert m.accept_string('{"' + written + '":1,' + prefix)
+        assert not m.accept_string('"')
+    assert b'"' in next_bytes(byte_compiler, byte_tok, schema, '{"ab":1,"a', order)   # "a" is new
+    assert b'"' in next_bytes(byte_compiler, byte_tok, schema, '{"ab":1,"abc', order)
+
+
+def test_free_form_key_repeat_refused_inside_tokens(compiler, deepseek):
+    """With a real vocabulary, no mask token closes a written key (alone or with the key's start
+    inside it), and each mask token is one the matcher accepts."""
+    import re
+    tok = deepseek.info
+    g = compiler.compile_json_schema({"type": "object"}, whitespace="compact", property_order="any")
+    refused = 0
+    for prefix in ['{"name":1,"name', '{"name":1,"na', '{"":1,', '{"":1,"', '{"name":1,"x":2,"x', '{"a":1,"']:
+        m = stencil.Matcher(g)
+        assert m.accept_string(prefix)
+        ids = set(allowed(m, tok).tolist()) - set(tok.eos_token_ids)
+        for t in range(tok.vocab_size):
+            text = prefix + tok.token_bytes(t).decode("utf-8", "replace")
+            keys = re.findall(r'[{,]"((?:[^"\\]|\\.)*)"', text)
+            repeats = len(keys) != len(set(keys))
+            if t in ids:
+                assert not repeats, text
+                probe = stencil.Matcher(g)
+                assert probe.accept_string(prefix) and probe.accept_token(t), text
+            elif repeats:
+                refused += 1
+    assert refused >= 10   # tokens that close a key: the quote, quote-colon, two quotes, ...
+
+
 INT = {"type": "integer", "minimum": 0, "maximum": 99}
 WALK_SCHEMAS = [
     {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": INT},
@@ -111,6 +157,10 @@ WALK_SCHEMAS = [
      "propertyNames": {"enum": ["a", "b", "c", "d"]}, "additionalProperties": {"type": "null"}},
     {"type": "object", "propertyNames": {"maxLength": 2, "pattern": "^[xy]+$"}, "maxProperties": 4,
      "additionalProperties": INT},
+    # keys of an infinite language over a small alphabet: walks repeat keys ("a", "b", ...)
+    {"type": "object", "propertyNames": {"pattern": "^[ab]+$"}, "additionalProperties": INT},
+    {"type": "object", "patternProperties": {"^[xy]+$": INT}, "additionalProperties": False,
+     "properties": {"x": {"type": "boolean"}}},
     {"type": "object", "properties": {"o": {"type": "object", "propertyNames": {"enum": ["p", "q"]},
                                             "additionalProperties": INT, "minProperties": 1}},
      "required": ["o"], "additionalProperties": False},

@@ -84,12 +84,14 @@ void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
     if (key == LexemeSpec::kNoKey) continue;
     const ExprId e = pairs[i + 1];
     // A key just closed is checked as it ends unless its check waits for the member's value; then
-    // here, but only for keys some of whose states are finite (a key of any string closed as a
-    // repeat is left to that check: asking at every closing quote of such keys costs the mask
-    // walk its shared boundary runs).
-    const bool rest = e != ExprStore::kEmpty ||
-                      (key == LexemeSpec::kMemberEnd && may_become_finite(lexemes_[pairs[i]].expr));
+    // here for keys some of whose states are finite; a key of any string closed as a repeat is
+    // flagged key_closed instead (asking exhausted_only at every closing quote of such keys
+    // would cost the mask walk its shared boundary runs).
+    const bool closed_member_key = e == ExprStore::kEmpty && key == LexemeSpec::kMemberEnd;
+    const bool finite_states = closed_member_key && may_become_finite(lexemes_[pairs[i]].expr);
+    const bool rest = e != ExprStore::kEmpty || finite_states;
     st.key_finite |= rest && finite_language(e);
+    st.key_closed |= closed_member_key && !finite_states;
     st.key_may_finite |= may_become_finite(e);
   }
 }

@@ -35,9 +35,12 @@ struct LexState {
   // left with a finite language here (the empty rest, a key just closed, counts only for a key
   // checked after its member, of a lexeme with finite states); key_may_finite, such a state is
   // reachable before the key closes.
-  // Only there does the parser ask EarleyParser::exhausted_only.
+  // Only there does the parser ask EarleyParser::exhausted_only. key_closed: a key of any
+  // string checked after its member just closed here (a repeat is then a dead end; the parser
+  // asks EarleyParser::closes_written_key per token, which keeps the mask's shared runs).
   bool key_finite = false;
   bool key_may_finite = false;
+  bool key_closed = false;
 };
 
 class Lexer {

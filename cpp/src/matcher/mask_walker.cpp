@@ -339,7 +339,12 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
   const size_t d = nodes[bd.node & ~kRestTrieBit].depth;
   const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
+  // A key of any string closing as a repeat is judged per token below (its bytes differ).
+  const uint32_t closing = ps_->lexer().next(bd.lexer_state, byte);
+  const bool keys = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
+  ps_->skip_closed_keys(true);
   const bool ok = ps_->push_byte(byte);
+  ps_->skip_closed_keys(false);
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
@@ -350,6 +355,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     if (!ok) continue;
     frames.resize(root + d);
     place_prefix(b2, d, root);
+    if (keys && ps_->closes_written_key(closing, byte)) continue;
     frames.push_back(pushed);
     frames.back().serial = ps_->new_serial();  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {

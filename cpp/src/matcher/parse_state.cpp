@@ -75,13 +75,21 @@ bool ParseState::end_lexeme(uint32_t ended_state, uint32_t* next_state) {
 // A key whose every completion repeats an earlier key (EarleyParser::exhausted_only): its
 // lexeme began after frame lex_start, at `row`, and b would be its next byte.
 bool ParseState::exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t b) {
-  if (!lexer_->state(t).key_finite || !parser_.may_exhaust(row, t) ||
+  const LexState& s = lexer_->state(t);
+  const bool closed = s.key_closed && !skip_closed_keys_;
+  if ((!s.key_finite && !closed) || !parser_.may_exhaust(row, t) ||
       parser_.left_before(row, lex_start, bytes_consumed()))
     return false;
   scratch_prefix_.clear();
   text(lex_start, bytes_consumed(), scratch_prefix_);
   scratch_prefix_.push_back(static_cast<char>(b));
-  return parser_.exhausted_only(row, t, scratch_prefix_, lex_start, bytes_consumed());
+  if (s.key_finite) return parser_.exhausted_only(row, t, scratch_prefix_, lex_start, bytes_consumed());
+  return parser_.closes_written_key(row, t, scratch_prefix_, lex_start, bytes_consumed());
+}
+
+bool ParseState::closes_written_key(uint32_t t, uint8_t b) {
+  const Frame& f = frames_.back();
+  return !f.fresh && lexer_->state(t).key_closed && exhausted(f.rows - 1, t, f.lex_start, b);
 }
 
 bool ParseState::push_byte(uint8_t b, bool share_end) {

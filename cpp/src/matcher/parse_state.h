@@ -101,6 +101,11 @@ class ParseState : private TextSource {
     f.serial = new_serial();
     return f;
   }
+  // Whether byte b, taking the top frame to lexer state t, closes a key of any string as one
+  // its object has (LexState::key_closed). push_byte asks it unless skip_closed_keys is set:
+  // the mask walk pushes a closing quote once for a run of tokens and asks this per token.
+  bool closes_written_key(uint32_t t, uint8_t b);
+  void skip_closed_keys(bool skip) { skip_closed_keys_ = skip; }
   // The bytes read by frames [from, to) (frame 0 reads none).
   std::string bytes(size_t from, size_t to) const;
 
@@ -115,6 +120,7 @@ class ParseState : private TextSource {
   uint64_t next_serial_ = 0;
   std::vector<uint32_t> scratch_lexemes_;
   std::string scratch_prefix_;
+  bool skip_closed_keys_ = false;
   // A lock-free front for Lexer::start_after_ignored (a shared map behind a lock), which every
   // end of whitespace asks: (start, ended) -> state, direct-mapped.
   struct IgnoredSlot {

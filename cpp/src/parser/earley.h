@@ -110,6 +110,10 @@ class EarleyParser {
   // ends). `prefix`: the lexeme's bytes so far, from byte `from` of the text (the text holds them
   // up to `to`). Ask only where LexState::key_finite: elsewhere no key can be exhausted.
   bool exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to);
+  // exhausted_only for a state where a key of any string closes (LexState::key_closed): `raw`
+  // is the whole key, quotes included. A plain spelling that is no forbidden key (nearly every
+  // closing quote) is answered by one lookup.
+  bool closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to);
   // After exhausted_only answered no: whether that was because the key's bytes left every
   // forbidden key (then no continuation of them is exhausted either).
   bool exhaust_left() const { return exhaust_left_; }

@@ -69,6 +69,21 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
   return m.ok;
 }
 
+bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to) {
+  if (!text_) return false;
+  if (raw.size() >= 2 && raw.find('\\') == std::string_view::npos) {
+    const std::string_view body = raw.substr(1, raw.size() - 2);
+    for (uint32_t lex : lexer_->state(s).live) {
+      if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
+      const std::vector<std::string>* forbidden = key_forbidden(row, lex);
+      if (forbidden && std::binary_search(forbidden->begin(), forbidden->end(), body)) break;
+      note_read(from, to);  // one lexeme that takes the key as new: not exhausted
+      return false;
+    }
+  }
+  return exhausted_only(row, s, raw, from, to);
+}
+
 // Each (lexeme, expression) pair of s alone (one per lexeme): vetoed at the row, or a key whose
 // completions are all forbidden.
 bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
