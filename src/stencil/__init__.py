@@ -11,6 +11,7 @@ Example::
     m.fill_next_token_bitmask(bm, 0)
 """
 from stencil._core import (
+    BudgetError,
     CompiledGrammar,
     CompileTimeout,
     ConcurrentUseError,
@@ -30,7 +31,7 @@ from stencil.tokenizer import TokenizerInfo
 __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
-    "ConcurrentUseError", "CompileTimeout", "TimeLimitExceeded",
+    "ConcurrentUseError", "BudgetError", "CompileTimeout", "TimeLimitExceeded",
     "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
     "set_memory_limit", "memory_usage",
 ]

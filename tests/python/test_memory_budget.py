@@ -283,7 +283,92 @@ def probe_enum(limit_mb: int, values: int) -> dict:
     return {"phases": phases, "cost": cost, "usage": stencil.memory_usage()}
 
 
+def probe_one_call(limit_mb: int, values: int) -> dict:
+    """One call that alone builds more than half the limit (a large enum's shortest completion):
+    it fails with BudgetError from inside, the matcher as it was; with room it goes on."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("deepseek").info
+    compiler = stencil.GrammarCompiler(tok, compile_timeout=60)
+    g = compiler.compile_json_schema({"enum": list(range(100_000, 100_000 + values))}, whitespace="compact",
+                                     number_spelling="plain")
+    stencil.set_memory_limit(limit_mb * MB)
+    m = stencil.Matcher(g)
+    out = {"error": None}
+    try:
+        out["cost"] = m.min_completion_tokens()
+    except stencil.BudgetError as e:
+        out["error"] = str(e)
+    out["after_error"] = stencil.memory_usage()
+    stencil.set_memory_limit(1 << 30)
+    out["cost_with_room"] = m.min_completion_tokens()
+    out["accepts"] = m.accept_string("100007") and m.is_accepting()
+    del m
+    gc.collect()
+    stencil.set_memory_limit(limit_mb * MB)
+    stencil.memory.reclaim()
+    out["back"] = stencil.memory_usage()
+    return out
+
+
+def probe_calls_at_once(limit_mb: int, threads: int) -> dict:
+    """Calls in flight together, each building tens of MB (first budget-aware masks of distinct
+    patterns with large automata): the counted total, sampled while they run, stays near the
+    limit, because what a call builds is charged as it grows and a call fails once the process
+    stays over the limit by half."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("deepseek").info
+    compiler = stencil.GrammarCompiler(tok, compile_timeout=60)
+    grammars = [compiler.compile_regex("[ab]*a[ab]{%d}c" % (23 + k % 3) + "x" * k) for k in range(threads)]
+    stencil.set_memory_limit(limit_mb * MB)
+    peak, stop, outcomes = [0], threading.Event(), []
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], stencil.memory_usage()["total"])
+            stop.wait(0.005)
+
+    def run(g):
+        bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+        m = stencil.Matcher(g)
+        try:
+            m.fill_next_token_bitmask(bm, 0, remaining_tokens=40)
+            outcomes.append("ok")
+        except stencil.BudgetError as e:
+            outcomes.append("budget" if "memory limit" in str(e) else str(e))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    workers = [threading.Thread(target=run, args=(g,)) for g in grammars]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    sampler.join()
+    stencil.memory.reclaim()
+    return {"peak": peak[0], "outcomes": outcomes, "after": stencil.memory_usage()}
+
+
 # --- the tests --------------------------------------------------------------------------------------
+
+def test_one_call_needing_more_than_half_the_limit_fails_inside_it():
+    r = _probe("one_call", 96, 40000)
+    # before, the call went on to about 110 MB of lexer state (the grammar itself: 44 MB)
+    assert r["error"] and "min_completion_tokens built" in r["error"], r
+    assert "more than half the process memory limit of 96 MB" in r["error"]
+    # the grammar starts afresh; the matcher keeps the epoch it failed in until its next call
+    assert r["after_error"]["retired"] > 32 * MB and r["after_error"]["evictions"] >= 1
+    assert r["cost_with_room"] == 2 and r["accepts"]   # the matcher was left as it was
+    assert r["back"]["total"] <= 96 * MB and r["back"]["retired"] == 0
+
+
+def test_calls_in_flight_together_stay_near_the_limit():
+    r = _probe("at_once", 32, 4)
+    # each call may build up to half the limit; together they stop at 1.5x the limit (plus one
+    # charging step per call and the grammars' own bytes) instead of adding up
+    assert r["peak"] <= 32 * MB * 3 // 2 + 8 * MB, (r["peak"] / MB, r)
+    assert set(r["outcomes"]) <= {"ok", "budget"}, r["outcomes"]
+    assert r["after"]["total"] <= 32 * MB
 
 def test_usage_counts_what_grammars_and_shared_caches_hold():
     r = _probe("accounting")
@@ -378,5 +463,6 @@ if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
     kind, args = sys.argv[1], [int(a) for a in sys.argv[2:]]
     result = {"accounting": probe_accounting, "bound": probe_bound, "threads": probe_threads,
-              "pinned": probe_pinned, "enum": probe_enum}[kind](*args)
+              "pinned": probe_pinned, "enum": probe_enum, "one_call": probe_one_call,
+              "at_once": probe_calls_at_once}[kind](*args)
     print(json.dumps(result, default=lambda o: None))

@@ -15,12 +15,12 @@ from server_fixture import start_server
 httpx = pytest.importorskip("httpx")
 
 LIMIT = 128 << 20
-#: what is not grammar memory, or not yet counted: the requests' own Python objects (a 40,000-value
-#: enum's front-end), KV cache rows, and what one call on a matcher builds before the budget next
-#: looks (the budget is enforced between calls: a first budget-aware mask under a pattern with a
-#: huge automaton builds ~100 MB of lexer states inside one call). Without the budget this test's
-#: grammars hold over 1 GB together.
+#: what is not grammar memory: the requests' own Python objects (a 40,000-value enum's front-end),
+#: KV cache rows, malloc's slack. Without the budget this test's grammars hold over 1 GB together.
 SLACK = 256 << 20
+#: what a call builds is charged as it grows; a call fails once it alone passes half the limit or
+#: the process stays over the limit by half (CallMemory), so the count stays within 1.5x the limit
+#: and a charging step (a 64th of the limit) per call in flight
 
 
 def _hostile_requests() -> list[dict]:
@@ -86,8 +86,9 @@ def test_rss_stays_under_start_plus_memory_limit():
         after = httpx.get(url + "/health").json()
         assert sampler.limit == LIMIT
         assert after["grammar_memory"]["evictions"] > 0          # the limit was reached and enforced
-        # a call may pass the limit by what it builds before the budget next looks (see SLACK)
-        assert sampler.grammar <= LIMIT + SLACK, sampler.at_peak
+        # calls are watched from inside: the count passes the limit by at most half (measured:
+        # 162 MB, was 280-380 MB when the budget looked only between calls)
+        assert sampler.grammar <= LIMIT + LIMIT // 2 + LIMIT // 16, sampler.at_peak
         assert after["grammar_memory"]["total"] <= LIMIT, after["grammar_memory"]
         assert sampler.rss - start <= LIMIT + SLACK, (start >> 20, sampler.rss >> 20)
         assert after["rss_bytes"] - start <= LIMIT + SLACK, (start >> 20, after["rss_bytes"] >> 20)

@@ -33,6 +33,8 @@ class CompiledGrammar {
   // Drops the lazy state now (the process memory budget's eviction): starts a fresh epoch and
   // returns the old one, which its matchers keep until their next call.
   std::shared_ptr<const LexerEpoch> renew() const { return renew_from(nullptr); }
+  // A fresh epoch in place of `e` (any epoch when null); null when `e` is no longer current.
+  std::shared_ptr<const LexerEpoch> renew_from(const LexerEpoch* e) const;
   // When a matcher last used the grammar, on the memory budget's clock.
   uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
   const CompileLimits& limits() const { return limits_; }
@@ -43,8 +45,6 @@ class CompiledGrammar {
 
  private:
   struct Tracker;  // the grammar as the memory budget sees it
-  // A fresh epoch in place of `e` (any epoch when null); null when `e` is no longer current.
-  std::shared_ptr<const LexerEpoch> renew_from(const LexerEpoch* e) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;

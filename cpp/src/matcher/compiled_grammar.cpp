@@ -37,6 +37,16 @@ size_t LexerEpoch::measure_lexer() const {
   return now;
 }
 
+size_t LexerEpoch::built_bytes() const {
+  const CompletionTables* c = completion_built.load(std::memory_order_acquire);
+  return lexer.growth() + (c ? c->bytes() : 0);
+}
+
+void LexerEpoch::count_built(int64_t bytes) const {
+  lexer_bytes.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);  // modular: < 0 subtracts
+  MemoryBudget::get().charge(kLexerMemory, bytes);
+}
+
 struct CompiledGrammar::Tracker final : BudgetClient {
   explicit Tracker(const CompiledGrammar& grammar) : g(grammar) {}
   size_t releasable_bytes() const override { return g.epoch()->counted_bytes(); }

@@ -124,7 +124,10 @@ uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& t
 std::shared_ptr<CompletionTables> CompletionTables::of(const LexerEpoch& epoch, const Grammar& g,
                                                        const Vocabulary& vocab) {
   std::lock_guard<std::mutex> lock(epoch.completion_mu);
-  if (!epoch.completion) epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, epoch.cache, vocab);
+  if (!epoch.completion) {
+    epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, epoch.cache, vocab);
+    epoch.completion_built.store(epoch.completion.get(), std::memory_order_release);
+  }
   return epoch.completion;
 }
 

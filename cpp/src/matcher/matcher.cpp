@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <optional>
 
 #include "matcher/budget.h"
 #include "matcher/lexer_epoch.h"
@@ -21,7 +22,10 @@ namespace stencil {
 class Matcher::Call {
  public:
   Call(Matcher& m, const char* name) : m_(m), limit_(m.calls_ == 0 ? m.time_limit_ : 0, name) {
-    if (m.calls_ == 0) m.follow_epoch();  // under the limit; all or nothing (migrate)
+    if (m.calls_ == 0) {
+      m.follow_epoch();  // under the limit; all or nothing (migrate)
+      memory_.emplace(m.epoch_.get(), name);
+    }
     ++m.calls_;
     depth_ = m.ps_->frames().size();
     top_ = m.ps_->frames().back();
@@ -35,6 +39,8 @@ class Matcher::Call {
     m_.ps_->recover(depth_ - 1, top_);
     if (m_.history_.size() > steps_) m_.history_.resize(steps_);
     m_.terminated_ = terminated_;
+    // What the call built past its memory bound goes with the epoch (when its matchers move on).
+    if (memory_ && memory_->tripped()) m_.g_->renew_from(m_.epoch_.get());
   }
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
@@ -42,6 +48,7 @@ class Matcher::Call {
  private:
   Matcher& m_;
   deadline::Scope limit_;
+  std::optional<CallMemory> memory_;
   size_t depth_ = 0, steps_ = 0;
   Frame top_{};
   bool terminated_ = false;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "stencil/errors.h"
+#include "support/memory_budget.h"
 
 namespace stencil::deadline {
 
@@ -27,6 +28,7 @@ void set(double seconds) {
 }
 
 void check() {
+  CallMemory::check();
   if (!current.active || Clock::now() <= current.until) return;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", current.seconds);

@@ -11,7 +11,8 @@ namespace stencil::deadline {
 // Limit the current thread's compile work to `seconds` from now; seconds <= 0 lifts the limit.
 void set(double seconds);
 // Throws when the current thread's limit has passed: CompileTimeout for a compilation's,
-// TimeLimitExceeded (naming the call) for a matcher call's.
+// TimeLimitExceeded (naming the call) for a matcher call's; and watches the call's memory
+// (CallMemory::check, support/memory_budget.h).
 void check();
 
 // The limit in force on a thread: until when, how long it was, and whose it is.

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "stencil/errors.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -149,6 +152,47 @@ MemoryUsage MemoryBudget::usage() const {
   u.evictions = evictions_;
   u.trims = trims_;
   return u;
+}
+
+namespace {
+thread_local CallMemory* watching = nullptr;
+
+std::string megabytes(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; }
+}  // namespace
+
+CallMemory::CallMemory(const CallMemorySource* source, const char* call)
+    : outer_(watching), source_(source), call_(call) {
+  start_ = counted_ = source->built_bytes();
+  watching = this;
+}
+
+CallMemory::~CallMemory() { watching = outer_; }
+
+void CallMemory::check() {
+  CallMemory* w = watching;
+  if (!w) return;
+  const size_t now = w->source_->built_bytes();
+  MemoryBudget& budget = MemoryBudget::get();
+  const size_t limit = budget.limit();
+  // Charged in steps (the budget's pass is not free), both ways: a cache that starts afresh
+  // inside the call gives its bytes back.
+  const int64_t delta = static_cast<int64_t>(now) - static_cast<int64_t>(w->counted_);
+  if (static_cast<size_t>(delta < 0 ? -delta : delta) < limit / 64) return;
+  w->source_->count_built(delta);
+  w->counted_ = now;
+  if (delta < 0) return;
+  const size_t grown = now > w->start_ ? now - w->start_ : 0;
+  const char* why = nullptr;
+  if (grown > limit / 2) {
+    why = ", more than half the process memory limit of ";
+  } else {
+    budget.enforce();
+    if (grown > limit / 8 && budget.total() > limit + limit / 2) why = " while the process stays over its memory limit of ";
+  }
+  if (!why) return;
+  w->tripped_ = true;
+  throw BudgetError(std::string(w->call_) + " built " + megabytes(grown) + " of grammar state" + why +
+                    megabytes(limit) + " (stencil.set_memory_limit; stencil serve --memory-limit)");
 }
 
 }  // namespace stencil

@@ -48,6 +48,41 @@ struct MemoryUsage {
   uint64_t trims = 0;      // shared mask caches trimmed by the budget
 };
 
+// What one matcher call builds (a grammar's lazy lexer and tables), read without locks.
+class CallMemorySource {
+ public:
+  virtual ~CallMemorySource() = default;
+  // A running estimate of the bytes built so far (it may shrink when a cache starts afresh).
+  virtual size_t built_bytes() const = 0;
+  // Charges the budget with bytes built (or freed, < 0) and not counted yet (the next
+  // measurement corrects them).
+  virtual void count_built(int64_t bytes) const = 0;
+};
+
+// The memory the current thread's matcher call builds, watched from inside the call: the long
+// loops' deadline::Ticker calls check() every 1,024 units of work. What the call builds is charged
+// to the budget as it grows (so that other grammars are evicted at once, not after the call), and
+// the call fails with BudgetError when it alone has built more than half the process limit, or
+// more than an eighth while the process stays over its limit after an eviction pass (calls in
+// flight together). One per thread: the outermost call's.
+class CallMemory {
+ public:
+  CallMemory(const CallMemorySource* source, const char* call);
+  ~CallMemory();
+  CallMemory(const CallMemory&) = delete;
+  CallMemory& operator=(const CallMemory&) = delete;
+  static void check();
+  // Whether this call failed on its memory (its epoch is then worth renewing).
+  bool tripped() const { return tripped_; }
+
+ private:
+  CallMemory* outer_;
+  const CallMemorySource* source_;
+  const char* call_;
+  size_t start_ = 0, counted_ = 0;
+  bool tripped_ = false;
+};
+
 class MemoryBudget {
  public:
   static MemoryBudget& get();
