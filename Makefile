@@ -68,7 +68,8 @@ test-properties: install
 	STENCIL_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) $(PY) -m pytest -q tests/python/test_properties.py
 
 # atheris fuzz targets, one per front-end and one for the Matcher API (fuzz/), each FUZZ_SECONDS
-# on a seed corpus made from ../shared/data; a finding (a crash, or an exception other than the
+# on a seed corpus made from tests/data (../shared/data/maskbench-dev's schemas where it is
+# present); a finding (a crash, or an exception other than the
 # documented errors) stops its target and is written to fuzz/findings/. `make -j2 fuzz` runs two
 # at a time.
 FUZZ_SECONDS ?= 600
@@ -124,11 +125,15 @@ bench-json: install
 bench-json-schema: bench-deps
 	$(PY) -m stencil.bench.json_schema_coverage --compare llguidance,xgrammar
 
+# The MaskBench folder of `make corpus` and `make bench-maskbench`: the whole development set where
+# it is beside the checkout, else the sample the repository carries (tests/data/maskbench-sample).
+MASKBENCH_DATA ?= $(if $(wildcard ../shared/data/maskbench-dev),../shared/data/maskbench-dev,tests/data/maskbench-sample)
+
 # Every maskbench-dev schema compiled and walked with its valid and invalid instances, each in
 # an isolated worker (a crash, hang or memory blow-up is counted, not fatal): BENCHMARKS.md.
 # It ends with the line `crashes / hangs / invalid accepted: 0 / 0 / 0` (exit code 1 otherwise).
 corpus: install
-	$(PY) -m stencil.bench.corpus ../shared/data/maskbench-dev --tokenizer deepseek --time-limit 60 $(ARGS)
+	$(PY) -m stencil.bench.corpus $(MASKBENCH_DATA) --tokenizer deepseek --time-limit 60 $(ARGS)
 
 # Reference engines for the MaskBench harness (optional; `make test` runs without them).
 # torch first, pinned to the CPU build; xgrammar without triton (GPU kernels only, 1 GB): its
@@ -147,5 +152,5 @@ bench-gpu: bench-deps
 
 # Side-by-side MaskBench on 600 maskbench-dev schemas (see BENCHMARKS.md); ARGS adds options.
 bench-maskbench: bench-deps
-	$(PY) -m stencil.bench.maskbench ../shared/data/maskbench-dev --tokenizer deepseek \
+	$(PY) -m stencil.bench.maskbench $(MASKBENCH_DATA) --tokenizer deepseek \
 		--engines stencil,llguidance,xgrammar,outlines --limit 600 $(ARGS)

@@ -1,5 +1,6 @@
-"""Seed corpora for the fuzz targets, made from ../shared/data (not committed): schemas, their
-`pattern` strings, the GBNF examples, and a few Lark grammars.
+"""Seed corpora for the fuzz targets (not committed): MaskBench schemas (../shared/data/maskbench-dev
+where it is beside the checkout, else tests/data/maskbench-sample), their `pattern` strings, the
+GBNF examples of tests/data/gbnf, and a few Lark grammars.
 
     python fuzz/make_corpus.py fuzz/corpus
 """
@@ -8,7 +9,8 @@ import json
 import os
 import sys
 
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+from stencil.bench.datasets import REPO_DATA, default_maskbench
+
 LARK = [
     'start: expr\nexpr: term (("+"|"-") term)*\nterm: NUMBER | "(" expr ")"\n%import common.NUMBER\n%ignore " "\n',
     'start: "<think>" /(.|\\n)*/ "</think>" answer\nanswer: %json {"type": "object"}\n',
@@ -33,7 +35,7 @@ def main(root: str) -> None:
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     found: set = set()
-    files = sorted(glob.glob(os.path.join(SHARED, "maskbench-dev", "*.json")))
+    files = sorted(glob.glob(os.path.join(default_maskbench(), "*.json")))
     for i, f in enumerate(files[::20]):   # every 20th schema: ~400 seeds
         schema = json.load(open(f)).get("schema")
         text = json.dumps(schema).encode()
@@ -44,7 +46,7 @@ def main(root: str) -> None:
     for i, p in enumerate(sorted(found)[:500]):
         with open(os.path.join(dirs["regex"], f"p{i}"), "wb") as out:
             out.write(b"\x00" + p.encode())
-    for i, f in enumerate(sorted(glob.glob(os.path.join(SHARED, "gbnf", "*")))):
+    for i, f in enumerate(sorted(glob.glob(os.path.join(REPO_DATA, "gbnf", "*.gbnf")))):
         with open(f, "rb") as src, open(os.path.join(dirs["gbnf"], f"g{i}"), "wb") as out:
             out.write(b"\x00" + src.read())
     for i, text in enumerate(LARK):

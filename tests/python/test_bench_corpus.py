@@ -1,16 +1,12 @@
-"""The corpus run (stencil.bench.corpus): real workers on real maskbench-dev files, and its counts."""
+"""The corpus run (stencil.bench.corpus): real workers on real MaskBench files (tests/data), and its counts."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
+from data_paths import MASKBENCH as DATA
 from stencil.bench import corpus
 
-DATA = os.path.join("..", "shared", "data", "maskbench-dev")
 
-
-@pytest.mark.skipif(not os.path.isdir(DATA), reason="needs ../shared/data/maskbench-dev")
 def test_corpus_run_prints_zero_counts(tmp_path, capsys):
     code = corpus.main([DATA, "--limit", "2", "--output", str(tmp_path), "--time-limit", "120"])
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import stencil
+from data_paths import MASKBENCH
 from stencil.bench.maskbench import main
 from stencil.bench.maskbench.cpus import pinned, plan_cpus
 from stencil.bench.maskbench.data import list_files, load_task
@@ -25,7 +26,6 @@ from stencil.bench.maskbench.tables import common_table, engine_table, targets
 from stencil.bench.maskbench.worker import Worker
 from stencil.bench.tokenizers import load_tokenizer, package_file
 
-MASKBENCH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "maskbench-dev")
 THIS = "test_bench_maskbench"  # this module, importable by the spawned workers (pytest puts its folder on sys.path)
 
 
@@ -282,9 +282,8 @@ def test_summaries_common_schemas_and_ratios():
 # -- data and the command line --------------------------------------------------------------------
 
 def _maskbench_files():
-    files = list_files([MASKBENCH]) if os.path.isdir(MASKBENCH) else []
-    if not files:
-        pytest.skip("../shared/data/maskbench-dev is not beside the checkout")
+    files = list_files([MASKBENCH])
+    assert files, f"no MaskBench file in {MASKBENCH}"
     return files
 
 

@@ -16,13 +16,13 @@ import zlib
 import pytest
 
 import stencil
+from data_paths import GBNF as GBNF_DIR
 from grammar_oracle import CharEarley, encode_segments, feed, matcher_verdict
 from stencil.grammar.ebnf import GrammarWarning
 from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
 from tokenizers_zoo import get
 
-GBNF_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "gbnf")
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,7 @@ def env():
 
 def _files():
     files = sorted(glob.glob(os.path.join(GBNF_DIR, "*.gbnf")))
-    if not files:
-        pytest.skip("../shared/data/gbnf is not beside the checkout")
+    assert files, f"no GBNF file in {GBNF_DIR}"
     return files
 
 

@@ -1,5 +1,6 @@
-"""Generation with the real default model under 10 JSON Schemas from ../shared/data/maskbench-dev,
-greedy and sampled, every output validated with jsonschema.
+"""Generation with the real default model under 10 JSON Schemas from the MaskBench sample in
+tests/data (the same 10 the rule picks from the whole development set), greedy and sampled, every
+output validated with jsonschema.
 
 The schemas are picked by a fixed rule: files in name order, grouped by source (the name up to
 the first '_' or '-'); a file qualifies when its schema is an object schema with properties,
@@ -19,12 +20,12 @@ import os
 import pytest
 
 import stencil
+from data_paths import MASKBENCH as DATA
 from generation_model import default_model
 from stencil.cli import compile_schema, schema_system_message
 
 jsonschema = pytest.importorskip("jsonschema")
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "maskbench-dev")
 COUNT = 10
 
 
@@ -85,8 +86,6 @@ def pick_schemas(compiler) -> list[tuple[str, dict]]:
 
 @pytest.fixture(scope="module")
 def lm():
-    if not os.path.isdir(DATA):
-        pytest.skip(f"MaskBench data not found at {DATA}")
     return default_model()
 
 

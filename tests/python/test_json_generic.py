@@ -1,6 +1,7 @@
 """The generic-JSON grammar written in the IR, checked token by token with the DeepSeek tokenizer on
-every valid instance of ../shared/data/maskbench-dev, and on malformed JSON texts made by mutating
-those instances (a malformed text must be rejected at some token or not be accepting at the end)."""
+every instance of the MaskBench sample in tests/data (or of the folder STENCIL_MASKBENCH names, see
+data_paths.py), and on malformed JSON texts made by mutating those instances (a malformed text must
+be rejected at some token or not be accepting at the end)."""
 from __future__ import annotations
 
 import glob
@@ -11,16 +12,18 @@ import random
 import pytest
 
 import stencil
+from data_paths import MASKBENCH, ON_SAMPLE
 from stencil.grammar.json_value import json_value
 from tokenizers_zoo import get
 
-MASKBENCH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "maskbench-dev")
+# On the sample (187 texts) every mask is checked and each text is mutated more often, so that
+# the malformed texts are as many as from a full set's 3,000 texts.
+MASK_EVERY, MIN_TEXTS, MUTATIONS = (1, 150, 48) if ON_SAMPLE else (16, 5000, 3)
 
 
 def _instances():
     files = sorted(glob.glob(os.path.join(MASKBENCH, "*.json")))
-    if not files:
-        pytest.skip("../shared/data/maskbench-dev is not beside the checkout")
+    assert files, f"no MaskBench file in {MASKBENCH}"
     out = []
     for f in files:
         with open(f, encoding="utf-8") as fh:
@@ -62,7 +65,7 @@ def test_every_maskbench_instance_is_accepted_token_by_token(setup):
     failures = []
     for n, (text, enc) in enumerate(zip(texts, encoded)):
         m.reset()
-        check_mask = n % 16 == 0  # the mask (trie walk) on a sample; accept_token on all
+        check_mask = n % MASK_EVERY == 0  # the mask (trie walk) on a sample; accept_token on all
         for t in enc.ids:
             if check_mask:
                 m.fill_next_token_bitmask(bm, 0)
@@ -75,7 +78,7 @@ def test_every_maskbench_instance_is_accepted_token_by_token(setup):
         else:
             if not m.is_accepting():
                 failures.append((text[:80], "not accepting at end", None))
-    assert len(texts) > 5000
+    assert len(texts) > MIN_TEXTS
     assert failures == []
 
 
@@ -85,8 +88,8 @@ def test_malformed_json_is_rejected(setup):
     m = stencil.Matcher(compiled)
     junk = list('{}[],:"\\ 0123456789.eE+-tfnaxé\u4e2d\x01\n')
     malformed = []
-    for text in rng.sample(texts, 3000):
-        for _ in range(3):
+    for text in rng.sample(texts, min(3000, len(texts))):
+        for _ in range(MUTATIONS):
             s = list(text)
             op = rng.randrange(3)
             i = rng.randrange(len(s) + (op == 1))

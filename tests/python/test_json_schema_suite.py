@@ -2,24 +2,20 @@
 tokenizer: every (schema, instance) pair is correct, unsupported (the schema does not compile) or
 wrong. Wrong must be zero; correct must reach the issue's goal of 1,000 of the 1,148 pairs (it is
 at 1,103: the rest are schemas no value satisfies, which the core cannot build, references to the
-draft's metaschema, and one multipleOf too large to compile exactly)."""
+draft's metaschema, and one multipleOf too large to compile exactly). The suite's files are in
+tests/data/json-schema-test-suite."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
 import stencil
+from data_paths import JSON_SCHEMA_SUITE as SUITE
 from stencil.bench.json_schema_coverage import print_suite, run_suite
 from tokenizers_zoo import get
-
-SUITE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "json-schema-test-suite")
 
 
 @pytest.fixture(scope="module")
 def results():
-    if not os.path.isdir(os.path.join(SUITE, "tests", "draft2020-12")):
-        pytest.skip("../shared/data/json-schema-test-suite is not beside the checkout")
     entry = get("deepseek")
 
     def encode(text):

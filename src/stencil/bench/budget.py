@@ -1,6 +1,7 @@
 """Budget-aware masks (issue 18): what a token budget costs per mask, and what it buys.
 
-Two parts, both over JSON Schemas of ../shared/data/maskbench-dev picked by a fixed rule
+Two parts, both over JSON Schemas of ../shared/data/maskbench-dev (or, without it, the sample in
+tests/data/maskbench-sample) picked by a fixed rule
 (``pick_schemas``: object schemas with properties, short valid instances, no open-ended values,
 round robin over sources in name order):
 
@@ -33,8 +34,9 @@ from typing import Any
 import numpy as np
 
 import stencil
+from stencil.bench.datasets import default_maskbench
 
-DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
+DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 SYSTEM = "Answer with JSON that follows this JSON Schema:\n"
 
 

@@ -18,10 +18,11 @@ import time
 import numpy as np
 
 import stencil
+from stencil.bench.datasets import default_maskbench
 from stencil.bench.tokenizers import NAMES, load_tokenizer
 from stencil.grammar.json.value import json_value
 
-DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
+DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 
 
 def instances(data_dir: str, limit: int | None) -> list[str]:

@@ -2,12 +2,13 @@
 
 Run ``python -m stencil.bench.json_schema_coverage [--suite-only | --maskbench-only] [--limit N]``.
 
-1. The JSON Schema Test Suite, draft 2020-12 (``../shared/data/json-schema-test-suite``; format.json
-   and content.json left out, ``remotes/`` served as the registry): every (schema, instance) pair is
+1. The JSON Schema Test Suite, draft 2020-12 (the copy in ``tests/data/json-schema-test-suite``;
+   format.json and content.json left out, ``remotes/`` served as the registry): every (schema, instance) pair is
    compiled with ``property_order="any"``, the instance serialized with ``json.dumps(data)`` and fed
    token by token (DeepSeek tokenizer); the pair is *correct*, *unsupported* (the schema does not
    compile) or *wrong* (an invalid instance accepted or a valid one rejected). Per-file counts.
-2. MaskBench (``../shared/data/maskbench-dev``): every schema compiled (``property_order="any"``,
+2. MaskBench (``--maskbench DIR``; by default ``../shared/data/maskbench-dev`` where it is beside
+   the checkout, else the sample in ``tests/data/maskbench-sample``): every schema compiled (``property_order="any"``,
    the instances list properties in any order), every instance serialized with
    ``json.dumps(data, ensure_ascii=False)`` and fed token by token. A schema passes when it
    compiles and every valid instance is accepted and every invalid one rejected. Prints how many
@@ -31,13 +32,12 @@ import sys
 import time
 
 import stencil
+from stencil.bench.datasets import JSON_SCHEMA_SUITE, default_maskbench
 from stencil.bench.tokenizers import load_tokenizer
 from stencil.grammar.json.schema import json_schema_grammar
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "shared", "data"))
-SUITE = os.path.join(SHARED, "json-schema-test-suite")
-MASKBENCH = os.path.join(SHARED, "maskbench-dev")
+SUITE = JSON_SCHEMA_SUITE
+MASKBENCH = default_maskbench()
 SKIPPED_FILES = ("format.json", "content.json")
 
 __all__ = ["suite_registry", "suite_groups", "run_suite", "run_maskbench", "feed", "main"]
@@ -268,6 +268,7 @@ def main(argv=None) -> int:
     ap.add_argument("--suite-only", action="store_true")
     ap.add_argument("--maskbench-only", action="store_true")
     ap.add_argument("--limit", type=int, default=None, help="only the first N MaskBench files")
+    ap.add_argument("--maskbench", default=MASKBENCH, help=f"folder of MaskBench files (default {MASKBENCH})")
     ap.add_argument("--tokenizer", default="deepseek")
     ap.add_argument("--compare", default="", help="also run the suite through these engines of the MaskBench "
                     "harness, e.g. llguidance,xgrammar")
@@ -293,8 +294,8 @@ def main(argv=None) -> int:
             print_side_by_side(side)
     if not args.suite_only:
         t0 = time.perf_counter()
-        res = run_maskbench(compiler, encode, maskbench_files(limit=args.limit))
-        print(f"\nMaskBench dev set, tokenizer {args.tokenizer}, {time.perf_counter() - t0:.1f} s")
+        res = run_maskbench(compiler, encode, maskbench_files(args.maskbench, limit=args.limit))
+        print(f"\nMaskBench, {args.maskbench}, tokenizer {args.tokenizer}, {time.perf_counter() - t0:.1f} s")
         print_maskbench(res)
     return 0
 

@@ -19,10 +19,11 @@ import time
 import numpy as np
 
 import stencil
+from stencil.bench.datasets import default_maskbench
 from stencil.bench.tokenizers import NAMES, load_tokenizer
 
 OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip")
-DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
+DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 
 
 def configurations():

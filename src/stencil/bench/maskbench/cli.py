@@ -16,11 +16,12 @@ import sys
 import tempfile
 
 from stencil.bench.maskbench.cpus import plan_cpus
+from stencil.bench.datasets import default_maskbench
 from stencil.bench.maskbench.data import list_files
 from stencil.bench.maskbench.engines import ENGINES, available, pip_name
 from stencil.bench.tokenizers import NAMES
 
-DEFAULT_DATA = os.path.join("..", "shared", "data", "maskbench-dev")
+DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 DESCRIPTION = ("Side-by-side MaskBench: time to first mask (TTFM) and time between masks (TBM) of stencil "
                "and the reference engines on JSON Schema test files, each engine in its own worker process.")
 
