@@ -4,7 +4,7 @@
 - ``SCHEMAS``: ten small object schemas of the kinds real users send (an address, an event, an
   order line, ...): short values (``maxLength``, ``maxItems``, enums), so that greedy decoding with
   the 135M default model ends well inside a few hundred tokens.
-- ``LLGUIDANCE_REFUSED``: schemas that stencil compiles exactly but that llguidance 1.9 (vLLM's
+- ``LLGUIDANCE_REFUSED``: schemas that stencil compiles exactly but that llguidance (1.7 with vLLM 0.32, 1.9; vLLM's
   ``guidance`` backend) refuses in its validator (``Unknown format``, ``Unimplemented keys``,
   lookahead in ``pattern``, ``minProperties`` with optional keys); the vLLM test checks that
   llguidance still refuses each one, so the list keeps meaning what it says.
