@@ -354,7 +354,7 @@ def _json_requests(schemas) -> list:
 
 
 @needs_vllm
-def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm, capfd):
+def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm):
     """One batch of 29 requests: every vLLM kind, the ten schemas, and the 14 schemas llguidance
     refuses (vLLM's front-end validated them with llguidance before: the whole batch failed)."""
     import llguidance
@@ -373,10 +373,9 @@ def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm, capfd):
         except (ValueError, AssertionError, jsonschema.ValidationError) as e:
             failures.append(f"{label}: {o.text!r}: {e}")
     assert not failures, "\n".join(failures)
-    # the backend was built in vLLM's engine process (a child process), installed there by the plugin
-    log = capfd.readouterr()
-    assert re.search(r"EngineCore.*stencil structured-output backend: 49152 tokens", log.out + log.err), \
-        "vLLM's engine did not construct stencil's backend"
+    # stencil served them in vLLM's engine process (installed there by the plugin): vLLM's own
+    # guidance backend refuses the LLGUIDANCE_REFUSED schemas (checked above), and vLLM falls back
+    # to no other backend when one is named
 
 
 @needs_vllm
