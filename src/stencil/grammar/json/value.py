@@ -54,12 +54,14 @@ def whitespace_expr(b, max_run: int | None = None) -> int:
     return b.re_repeat(ws, 1, -1 if max_run is None else max_run)
 
 
-def spaced_punctuation(b, max_run: int | None = None) -> dict:
+def spaced_punctuation(b, max_run: int | None = None, run: int | None = None) -> dict:
     """``{ } [ ] , :`` as lexemes that carry the JSON white space around them (after an opener,
     before a closer, on both sides of a separator): flexible white space for a JSON value inside a
     larger grammar, where an ignored lexeme would let white space in between the host's own
-    terminals too."""
-    run = b.re_repeat(whitespace_expr(b, max_run), 0, 1)
+    terminals too. ``run``: the expression of that white space (default: an optional run of at
+    most ``max_run`` JSON white space characters)."""
+    if run is None:
+        run = b.re_repeat(whitespace_expr(b, max_run), 0, 1)
     out = {}
     for c in "{}[],:":
         parts = ([run] if c in "}],:" else []) + [b.re_literal(c)] + ([run] if c in "{[,:" else [])

@@ -5,6 +5,10 @@
   whitespace at all: ``{"a":1,"b":[2,3]}``), or an int n: the fixed layout of
   ``json.dumps(value, indent=n)`` (newline and n spaces per nesting level, ``": "`` after keys;
   nesting deeper than ``max_depth`` is not accepted).
+- ``whitespace_pattern``: a regex for the white space around punctuation (before and after
+  ``{ [ , :``, before ``} ]``), as vLLM's and Outlines' option of that name: e.g. ``"[ ]?"`` allows
+  at most one space there and nothing else. With it, ``whitespace`` must be ``"flexible"``. The
+  pattern is the caller's: one that matches more than JSON white space gives texts that are not JSON.
 - ``property_order``: ``"definition"`` (default: properties in the order of ``properties``) or
   ``"any"`` (any order; required keys and no duplicates enforced by the core's checks).
 - ``key_spelling``: ``"any"`` (default: a property name in any JSON spelling, ``"a"`` or
@@ -53,6 +57,7 @@ class Options:
     key_spelling: str = "any"
     string_spelling: str = "any"
     number_spelling: str = "any"
+    whitespace_pattern: str | None = None
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -65,6 +70,9 @@ class Options:
         if not (ws in ("flexible", "compact") or (isinstance(ws, int) and not isinstance(ws, bool) and 0 <= ws <= 16)):
             raise GrammarError(f"whitespace must be 'flexible', 'compact' or an indentation of 0 to 16 "
                                f"spaces, got {ws!r}")
+        if o.whitespace_pattern is not None and not (isinstance(o.whitespace_pattern, str) and ws == "flexible"):
+            raise GrammarError(f"whitespace_pattern must be a regex string used with whitespace='flexible', got "
+                               f"{o.whitespace_pattern!r} with whitespace={ws!r}")
         if o.key_spelling not in ("any", "plain"):
             raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
         if o.string_spelling not in ("any", "plain"):

@@ -26,7 +26,9 @@ from stencil.grammar.json.schema.core.formulas import FALSE, TRUE
 from stencil.grammar.json.schema.emit.arrays import emit_array
 from stencil.grammar.json.schema.emit.objects import emit_object
 from stencil.grammar.json.schema.lang.scalars import Scalars
+from stencil._core import GrammarError
 from stencil.grammar.json.value import spaced_punctuation, string_expr, whitespace_expr
+from stencil.grammar.regex import build_regex
 
 __all__ = ["Emitter", "Scalars"]
 
@@ -38,6 +40,14 @@ def plain_json_text(s: str) -> str:
     """``json.dumps(s, ensure_ascii=False)``, but a lone surrogate as its ``\\u`` escape (the one
     spelling it has: it is no UTF-8 character)."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(s, ensure_ascii=False))
+
+
+def whitespace_pattern_expr(b, pattern: str) -> int:
+    """The ``whitespace_pattern`` option as an expression; a bad regex is an error naming the option."""
+    try:
+        return build_regex(b, pattern)
+    except GrammarError as e:
+        raise GrammarError(f"whitespace_pattern {pattern!r}: {e}") from None
 
 
 class Emitter:
@@ -54,10 +64,13 @@ class Emitter:
         self._specs: dict = {}
         self.checks = 0
         ws = self.options.whitespace
-        if ws == "flexible" and not scoped_whitespace:
+        pattern = self.options.whitespace_pattern
+        if ws == "flexible" and not scoped_whitespace and pattern is None:
             b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS")
         self._lit = {c: b.literal(c) for c in ("{", "}", "[", "]", ",", ":", "null", "true", "false")}
-        if ws == "flexible" and scoped_whitespace:
+        if pattern is not None:   # the caller's white space, where punctuation allows it
+            self._lit.update(spaced_punctuation(b, run=whitespace_pattern_expr(b, pattern)))
+        elif ws == "flexible" and scoped_whitespace:
             self._lit.update(spaced_punctuation(b, self.options.max_whitespace_run))
         self._indent = self.options.indent
         self._nl: dict = {}

@@ -1,0 +1,44 @@
+"""Generation with llama-cpp-python, run by test_integrations_llama_cpp.py in a child process so that a
+native crash of llama.cpp (a segmentation fault in llama_decode) is a failed test, not a dead run.
+
+Usage: python llama_cpp_child.py OUT.json. First one plain completion (no stencil: a crash there is
+llama.cpp's own), then the default GGUF model under each schema of integration_schemas.SCHEMAS,
+greedy; writes {"plain": text, "outputs": [[name, text, finish_reason, complete], ...]} to OUT.json.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import stencil  # noqa: E402
+from integration_schemas import SCHEMAS, schema_prompt  # noqa: E402
+from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama  # noqa: E402
+
+
+def main(out_path: str) -> None:
+    from llama_cpp import Llama, LogitsProcessorList
+    llm = Llama(stencil.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
+    result: dict = {"plain": None, "outputs": []}
+    print("plain completion", flush=True)   # the last line on stderr/stdout tells where a crash was
+    result["plain"] = llm.create_completion("The capital of France is", max_tokens=8, temperature=0.0)[
+        "choices"][0]["text"]
+    compiler = stencil.GrammarCompiler(tokenizer_info_for_llama(llm))
+    for name, schema in SCHEMAS:
+        print(f"schema {name}", flush=True)
+        proc = GrammarLogitsProcessor(compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain"))
+        out = llm.create_chat_completion(messages=schema_prompt(schema), max_tokens=200, temperature=0.0,
+                                         repeat_penalty=1.1, logits_processor=LogitsProcessorList([proc]))
+        choice = out["choices"][0]
+        # llama.cpp stops on the EOS it samples without showing it to the processor: the output is
+        # complete when the matcher accepts here
+        result["outputs"].append([name, choice["message"]["content"], choice["finish_reason"],
+                                  proc.matcher.is_accepting()])
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
