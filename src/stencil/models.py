@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from stencil._version import pip_install
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "DEVICES", "DTYPES", "default_model_path", "load_model",
@@ -60,7 +61,7 @@ def resolve_device(device: str | None = "auto") -> str:
     try:
         import torch
     except ImportError as e:
-        raise ModelError(f"generation needs torch and transformers: pip install 'stencil[hf]' ({e})") from None
+        raise ModelError(f"generation needs torch and transformers: {pip_install('hf')} ({e})") from None
     if torch.cuda.is_available():
         return "cuda"
     if device == "cuda":
@@ -238,7 +239,7 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:
-        raise ModelError(f"generation needs torch and transformers: pip install 'stencil[hf]' ({e})") from None
+        raise ModelError(f"generation needs torch and transformers: {pip_install('hf')} ({e})") from None
     if gguf is not None and importlib.util.find_spec("gguf") is None:
         raise ModelError("loading a GGUF file needs the gguf package: pip install gguf accelerate")
     kw = {"gguf_file": gguf} if gguf else {}

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 from stencil._core import GrammarError
+from stencil._version import pip_install
 from stencil.grammar.json.schema import json_schema_grammar
 
 __all__ = ["pydantic_schema", "pydantic_grammar"]
@@ -26,7 +27,7 @@ def pydantic_schema(model) -> dict:
     try:
         import pydantic
     except ImportError:
-        raise GrammarError("compile_pydantic needs pydantic (pip install 'stencil[pydantic]')") from None
+        raise GrammarError(f"compile_pydantic needs pydantic ({pip_install('pydantic')})") from None
     if isinstance(model, type) and issubclass(model, pydantic.BaseModel):
         return model.model_json_schema()
     if isinstance(model, pydantic.BaseModel):
