@@ -346,8 +346,7 @@ def cmd_generate(args) -> int:
                               budget=budget, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
-    _say(f"{len(result.token_ids)} tokens in {result.seconds:.1f} s ({result.tokens_per_second:.1f} tokens/s), "
-         f"stopped by {_REASONS[result.finish_reason]}")
+    _say(summary(result))
     if result.finish_reason in ("max_tokens", "context") and not result.complete:
         _say("the output is incomplete: raise --max-tokens" if result.finish_reason == "max_tokens"
              else "the output is incomplete: the model's context is full")
@@ -359,6 +358,25 @@ def cmd_generate(args) -> int:
             _say(f"the output is NOT valid: {e}")
             return EXIT_INVALID
     return 0
+
+
+def summary(result) -> str:
+    """The line that ends a generation: tokens, time, the rate over that same time, and the part of
+    it that reading the prompt took (a short answer is mostly prompt). ``result`` is a
+    ``stencil.GenerationResult``.
+
+    Example::
+
+        summary(result)   # "1 token in 1.9 s (0.5 tokens/s; the 31-token prompt took 1.8 s), stopped by ..."
+    """
+    n, secs = len(result.token_ids), result.seconds
+    rate = f"{n / secs:.1f} tokens/s" if secs > 0 else "rate not measured"
+    return (f"{_count(n, 'token')} in {secs:.1f} s ({rate}; the {result.prompt_tokens}-token prompt took "
+            f"{result.prefill_seconds:.1f} s), stopped by {_REASONS[result.finish_reason]}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 _REASONS = {"eos": "the end-of-sequence token", "grammar": "the grammar's end",
@@ -459,7 +477,9 @@ def _unavailable(name: str, err: Exception) -> Callable:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from stencil._version import DIST_NAME, __version__
     ap = argparse.ArgumentParser(prog="stencil", description="Structured generation for LLMs with exact token masks.")
+    ap.add_argument("--version", action="version", version=f"stencil {__version__} ({DIST_NAME})")
     sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench,serve}", required=True)
     _add_generate(sub)
     c = sub.add_parser("check", help="what stencil supports of a JSON Schema")
