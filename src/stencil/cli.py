@@ -410,7 +410,11 @@ def cmd_check(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    return args.bench_run(args)
+    try:
+        return args.bench_run(args)
+    except ModuleNotFoundError as e:  # the benchmarks' tokenizers and engines are extras
+        from stencil._version import pip_install
+        raise CliError(f"`stencil bench {args.bench}` needs the {e.name} package ({pip_install('dev,bench')})") from None
 
 
 # ------------------------------------------------------------------------------------- parser
@@ -460,7 +464,7 @@ def _add_bench(sub) -> None:
         except ImportError as e:
             q = bsub.add_parser(name, help=f"(unavailable: {e})")
             q.add_argument("rest", nargs=argparse.REMAINDER)
-            q.set_defaults(func=_unavailable(name, e))
+            q.set_defaults(func=_unavailable(f"bench {name}", e))
             continue
         q = bsub.add_parser(name, help=(mod.__doc__ or "").strip().split("\n")[0])
         mod.add_arguments(q)
@@ -468,16 +472,23 @@ def _add_bench(sub) -> None:
 
 
 def _add_serve(sub) -> None:
-    from stencil.server.main import add_arguments, serve
+    try:
+        from stencil.server.main import add_arguments, serve
+    except ImportError as e:  # the server extra is not installed: every other command still works
+        from stencil._version import pip_install
+        q = sub.add_parser("serve", help=f"(unavailable: {pip_install('server')})")
+        q.add_argument("rest", nargs=argparse.REMAINDER)
+        q.set_defaults(func=_unavailable("serve", f"{e}; {pip_install('server')}"))
+        return
     p = sub.add_parser("serve", help="an OpenAI-compatible HTTP server (/v1/chat/completions)",
                        description="Serve a model behind OpenAI's API: response_format, tools, structured_outputs.")
     add_arguments(p)
     p.set_defaults(func=serve)
 
 
-def _unavailable(name: str, err: Exception) -> Callable:
+def _unavailable(command: str, err: Exception | str) -> Callable:
     def run(args) -> int:
-        raise CliError(f"`stencil bench {name}` is not available in this installation: {err}")
+        raise CliError(f"`stencil {command}` is not available in this installation: {err}")
     return run
 
 
