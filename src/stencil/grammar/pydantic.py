@@ -3,7 +3,7 @@
 The schema is pydantic's own ``model_json_schema()`` (``TypeAdapter(tp).json_schema()`` for
 other types), compiled with the JSON Schema front-end; properties come in field order by default,
 as a model's fields are declared. Pydantic is an optional dependency (``pip install
-stencil[pydantic]``).
+'stencil-llm[pydantic]'``).
 
 Example::
 
