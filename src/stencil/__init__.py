@@ -1,8 +1,12 @@
 """stencil: structured generation for LLMs with exact token masks.
 
+Installed as ``pip install stencil-llm`` (the name ``stencil`` on the package index is another
+project), imported as ``stencil``.
+
 Example::
 
     import stencil
+    stencil.__version__                 # "0.1.0"
     tok = stencil.TokenizerInfo.from_huggingface(hf_tokenizer)
     compiler = stencil.GrammarCompiler(tok)
     g = compiler.compile_regex(r"\\d{4}-\\d{2}-\\d{2}")
@@ -21,6 +25,7 @@ from stencil._core import (
     Matcher,
     TimeLimitExceeded,
 )
+from stencil._version import __version__
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
@@ -29,6 +34,7 @@ from stencil.models import default_model_path, tokenizer_info_for
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
+    "__version__",
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
     "ConcurrentUseError", "BudgetError", "CompileTimeout", "TimeLimitExceeded",

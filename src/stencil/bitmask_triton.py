@@ -1,6 +1,6 @@
 """A Triton kernel applying a token bitmask to logits on the GPU, imported only for device tensors.
 
-Triton is optional (``pip install stencil[gpu]``): without it, or for a layout the kernel does not
+Triton is optional (``pip install 'stencil-llm[gpu]'``): without it, or for a layout the kernel does not
 take, ``stencil.apply_token_bitmask_inplace`` keeps using the torch-ops path of
 ``stencil.bitmask_torch``. The results are the same bits (tests/python/test_bitmask_triton.py
 runs the kernel on CPU tensors through Triton's interpreter, ``TRITON_INTERPRET=1``).
@@ -26,6 +26,8 @@ from typing import Sequence
 
 import numpy as np
 import torch
+
+from stencil._version import pip_install
 
 try:
     import triton
@@ -83,7 +85,7 @@ def apply_token_bitmask_triton(logits: torch.Tensor, bitmask, indices: Sequence[
         apply_token_bitmask_triton(logits, bm)     # logits[0, [0, 2]] stay 0, the rest -inf
     """
     if triton is None:
-        raise RuntimeError("apply_token_bitmask_triton needs triton (pip install stencil[gpu])")
+        raise RuntimeError(f"apply_token_bitmask_triton needs triton ({pip_install('gpu')})")
     rows = _check_logits(logits)
     mask = _device_mask(bitmask, logits.device)
     if indices is None:

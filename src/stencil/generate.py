@@ -90,14 +90,17 @@ class _Model:
         # matmul of a small model, so computing it for every prompt position would dominate.
         params = inspect.signature(model.forward).parameters
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in params), None)
+        # transformers 5 renamed past_key_values to cache (the old name warns on every call, in the
+        # middle of the streamed text); either way the DynamicCache is updated in place.
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
     def forward(self, tokens: Sequence[int], keep: int = 1):
         """Logits (float32, CPU) after each of the last ``keep`` of ``tokens``: ``[keep, vocab]``."""
         torch = self.torch
         ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
         kw = {self._keep_arg: keep} if self._keep_arg else {}
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kw)
-        self.cache = out.past_key_values
+        kw[self._cache_arg] = self.cache
+        out = self.model(input_ids=ids, use_cache=True, **kw)
         self.length += len(tokens)
         self.passes += 1
         logits = out.logits[0, -keep:].float().cpu()

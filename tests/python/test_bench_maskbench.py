@@ -368,3 +368,10 @@ def test_batch_fill_bench_runs_and_reports_the_ratio(capsys):
     assert "1 thread :" in out and "2 threads:" in out and "2 threads / 1 thread:" in out
     assert batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 5, seed=1) == batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 5, seed=1)
     assert all(i != 1 for i, _ in batch_fill.start_states([[1, 2, 3], [4], [5, 6]], 20, seed=2))
+
+
+def test_stencil_engine_reports_the_installed_version(ascii_tokenizer):
+    """The results name stencil's own version (the distribution is stencil-llm: the metadata of a
+    distribution called `stencil` is another project's, or none)."""
+    engine = StencilEngine("ascii", ascii_tokenizer)
+    assert engine.version.split(" ")[0] == stencil.__version__ != "0+unknown"

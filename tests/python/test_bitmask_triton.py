@@ -31,7 +31,7 @@ def _triton():
     """The kernel module, or a skip that says why it cannot run here."""
     from stencil import bitmask_triton
     if not bitmask_triton.triton_available():
-        pytest.skip("triton is not installed (pip install stencil[gpu]); the torch-ops fallback is tested below")
+        pytest.skip("triton is not installed (pip install 'stencil-llm[gpu]'); the torch-ops fallback is tested below")
     if not CUDA and type(bitmask_triton._apply_bitmask_kernel).__name__ != "InterpretedFunction":
         pytest.skip("triton was imported before TRITON_INTERPRET=1 was set: the kernel cannot run on CPU")
     return bitmask_triton

@@ -178,6 +178,9 @@ def test_console_script_end_to_end():
     assert p.returncode == 0, p.stderr
     assert p.stdout in ("yes\n", "no\n")
     assert "loaded" in p.stderr and "stopped by" in p.stderr
+    # default_model() above converted the GGUF file in this process: the command reads the cache
+    # (the session's $STENCIL_CACHE_DIR, inherited) instead of converting it again
+    assert "converted earlier" in p.stderr, p.stderr
 
 
 def test_progress_lines_and_spinner():
@@ -205,3 +208,24 @@ def test_progress_lines_and_spinner():
     assert "\rloading" not in text and "loading the model" in text and "\r\033[K" in text
     assert text.count("loading the model") >= 2  # redrawn with the elapsed time
     assert text.endswith("stencil: loaded\n")
+
+
+def test_version(capsys):
+    import stencil
+    from importlib import metadata
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert stencil.__version__ == metadata.version("stencil-llm") != "0+unknown"
+    assert capsys.readouterr().out == f"stencil {stencil.__version__} (stencil-llm)\n"
+
+
+def test_summary_counts_and_rate():
+    """The rate is over the time the line prints (it was the decode-only rate beside the total time:
+    "1 tokens in 1.9 s (495.1 tokens/s)"), and one token is "1 token"."""
+    from stencil.generate import GenerationResult
+    one = GenerationResult("blue", [3], "grammar", 31, seconds=1.9, prefill_seconds=1.8)
+    assert cli.summary(one) == ("1 token in 1.9 s (0.5 tokens/s; the 31-token prompt took 1.8 s), "
+                                "stopped by the grammar's end")
+    many = GenerationResult("x" * 40, list(range(40)), "eos", 52, seconds=8.0, prefill_seconds=1.2)
+    assert cli.summary(many).startswith("40 tokens in 8.0 s (5.0 tokens/s; the 52-token prompt took 1.2 s)")

@@ -138,3 +138,17 @@ def test_unconstrained_and_context(lm):
     assert len(out.token_ids) <= 5 and out.finish_reason in ("eos", "max_tokens")
     with pytest.raises(ValueError, match="context"):
         stencil.generate(lm, None, input_ids=[1] * lm.context_length, max_tokens=5)
+
+
+def test_no_deprecation_warning_in_the_streamed_text(lm, compiler, caplog):
+    """transformers 5 deprecates ``past_key_values=`` with a FutureWarning (and a log line) on every
+    forward pass; on a terminal it landed between the streamed pieces of the answer. The loop passes
+    the cache under the name the model's forward takes, so nothing is printed."""
+    import warnings
+    g = compiler.compile_regex(r"[a-z]{3,8}")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = stencil.generate(lm, g, "Name an animal.", max_tokens=8, jump_forward=False, draft=False)
+    assert out.token_ids
+    assert [str(w.message) for w in seen if "past_key_values" in str(w.message)] == []
+    assert "past_key_values" not in caplog.text

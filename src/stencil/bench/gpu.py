@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from stencil._version import pip_install
+
 DTYPE_NAMES = ("float32", "bfloat16")
 
 
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError:
-        print("torch is not installed: nothing to measure (pip install stencil[hf])")
+        print(f"torch is not installed: nothing to measure ({pip_install('hf')})")
         return 1
     cuda = torch.cuda.is_available()
     if not cuda:  # the kernel runs on CPU tensors through Triton's interpreter (read at its import)

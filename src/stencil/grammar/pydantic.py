@@ -3,7 +3,7 @@
 The schema is pydantic's own ``model_json_schema()`` (``TypeAdapter(tp).json_schema()`` for
 other types), compiled with the JSON Schema front-end; properties come in field order by default,
 as a model's fields are declared. Pydantic is an optional dependency (``pip install
-stencil[pydantic]``).
+'stencil-llm[pydantic]'``).
 
 Example::
 
@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 from stencil._core import GrammarError
+from stencil._version import pip_install
 from stencil.grammar.json.schema import json_schema_grammar
 
 __all__ = ["pydantic_schema", "pydantic_grammar"]
@@ -26,7 +27,7 @@ def pydantic_schema(model) -> dict:
     try:
         import pydantic
     except ImportError:
-        raise GrammarError("compile_pydantic needs pydantic (pip install 'stencil[pydantic]')") from None
+        raise GrammarError(f"compile_pydantic needs pydantic ({pip_install('pydantic')})") from None
     if isinstance(model, type) and issubclass(model, pydantic.BaseModel):
         return model.model_json_schema()
     if isinstance(model, pydantic.BaseModel):

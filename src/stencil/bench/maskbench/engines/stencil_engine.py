@@ -20,7 +20,7 @@ import functools
 from typing import Any
 
 import stencil
-from stencil.bench.maskbench.engines.base import CompileError, Session, package_version
+from stencil.bench.maskbench.engines.base import CompileError, Session
 
 
 def _schema_compiler(compiler: stencil.GrammarCompiler):
@@ -48,7 +48,7 @@ class StencilEngine:
         self.compiler = stencil.GrammarCompiler(info)
         self.bitmask = stencil.allocate_token_bitmask(1, info.vocab_size)
         self._compile, how = _schema_compiler(self.compiler)
-        self.version = package_version("stencil") + (f" ({how})" if self._compile else "")
+        self.version = stencil.__version__ + (f" ({how})" if self._compile else "")
         self._why_not = None if self._compile else how
         self.tokenizer_source = f"stencil.bench.tokenizers:{tokenizer_name}"
 
