@@ -42,6 +42,7 @@ import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from stencil.sampling import Sampler as _Sampler
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -113,51 +114,6 @@ class _Model:
         if length < self.length:
             self.cache.crop(length - self.length)  # negative: remove that many (transformers 4 and 5)
             self.length = length
-
-
-class _Sampler:
-    def __init__(self, temperature: float, seed: int | None, repetition_penalty: float = 1.0):
-        import torch
-        self.torch = torch
-        self.temperature = float(temperature)
-        self.penalty = float(repetition_penalty)
-        self.gen = None
-        if self.temperature > 0:
-            self.gen = torch.Generator()
-            self.gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
-
-    def penalize(self, logits, generated: Sequence[int]) -> None:
-        """transformers' repetition penalty, over the generated tokens only (the prompt holds the
-        schema's keys, which the output must repeat): positive logits divided, negative ones
-        multiplied. Applied before the mask, so allowed tokens stay allowed."""
-        if self.penalty == 1.0 or not generated:
-            return
-        torch = self.torch
-        idx = torch.tensor(sorted(set(generated)), dtype=torch.long)
-        idx = idx[idx < logits.shape[-1]]
-        vals = logits[idx]
-        logits[idx] = torch.where(vals > 0, vals / self.penalty, vals * self.penalty)
-
-    def probs(self, logits):
-        return self.torch.softmax(logits / self.temperature, dim=-1)
-
-    def sample(self, logits) -> int:
-        if self.gen is None:
-            return int(self.torch.argmax(logits))
-        return int(self.torch.multinomial(self.probs(logits), 1, generator=self.gen))
-
-    def verify(self, logits, draft: int) -> int:
-        """Keep ``draft`` or replace it, so that the result is distributed as ``sample(logits)``."""
-        torch = self.torch
-        if self.gen is None:
-            return int(torch.argmax(logits))
-        p = self.probs(logits)
-        if float(torch.rand((), generator=self.gen)) < float(p[draft]):
-            return draft
-        p[draft] = 0.0  # rejected: the residual max(p - q, 0) of a one-token draft q is p without d
-        if float(p.sum()) <= 0.0:
-            return draft
-        return int(torch.multinomial(p, 1, generator=self.gen))
 
 
 class _Stream:

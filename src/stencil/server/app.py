@@ -13,16 +13,20 @@ import stencil
 from stencil.memory import resident_bytes
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, error_body, message_text
+from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.service import Service
-from stencil.server.toolcalls import tools_prompt
+from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
 
 log = logging.getLogger("stencil.server")
 
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
-               mask_threads: int | None = None, limits: ServerLimits | None = None):
+               mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto"):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
-    request may cost (``compile_timeout`` overrides ``limits.compile_timeout``).
+    request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
+    how tool calls are written ("auto": the model family's, read from its chat template; "qwen";
+    "generic": ``<tool_call>`` JSON announced in a system message); a request's ``tool_format``
+    overrides it.
 
     Example::
 
@@ -31,6 +35,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     limits = limits or ServerLimits()
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
+    default_format = _tool_format(lm, tool_format)
     svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads)
     engine = svc.engine
 
@@ -69,23 +74,51 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         body = await svc.read_body(request)
-        prompt_ids = await asyncio.to_thread(lm.encode_prompt, messages=_chat_messages(body))
-        return await svc.run(request, body, prompt_ids, chat=True)
+        req = parse_request(ChatRequest, body)
+        fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
+        messages, tools = chat_prompt(_chat_messages(body), _tools_of(body), fmt)
+        prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
+        return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
 
     @app.post("/v1/completions")
     async def completions(request: Request):
         body = await svc.read_body(request)
+        req = parse_request(CompletionRequest, body)
         prompt = body.get("prompt")
         if not isinstance(prompt, str) or not prompt:
             raise RequestError("prompt must be a non-empty string", param="prompt")
         prompt_ids = await asyncio.to_thread(lm.encode_prompt, prompt, chat=False)
-        return await svc.run(request, body, prompt_ids, chat=False)
+        return await svc.run(request, body, prompt_ids, chat=False, req=req)
 
     return app
 
 
+def _tool_format(lm, name: str, param: str | None = None) -> str:
+    fmt = tool_format_for(lm.tokenizer, name)
+    if fmt not in FORMATS:
+        msg = f"tool_format must be auto or one of {', '.join(FORMATS)}, got {name!r}"
+        if param is None:
+            raise ValueError(msg)
+        raise RequestError(msg, param=param)
+    return fmt
+
+
+def _tools_of(body: dict) -> list | None:
+    tools = body.get("tools")
+    return tools if isinstance(tools, list) and tools and body.get("tool_choice") != "none" else None
+
+
+def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
+    tok = lm.tokenizer
+    if tools is None or not getattr(tok, "chat_template", None):
+        return lm.encode_prompt(messages=messages)
+    text = tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    return list(tok(text, add_special_tokens=False)["input_ids"])
+
+
 def _chat_messages(body: dict) -> list[dict]:
-    """The chat request's messages as the chat template takes them, tools in a system message."""
+    """The chat request's messages as the chat template takes them: role, text, and the tool
+    history (an assistant's ``tool_calls``, a tool message's ``tool_call_id`` and ``name``)."""
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         raise RequestError("messages must be a non-empty list", param="messages")
@@ -93,11 +126,24 @@ def _chat_messages(body: dict) -> list[dict]:
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise RequestError(f"messages[{i}] must be an object with a role", param=f"messages[{i}]")
-        messages.append({"role": m["role"], "content": message_text(m.get("content"), f"messages[{i}].content")})
-    if body.get("tools") and body.get("tool_choice") != "none" and isinstance(body["tools"], list):
-        # small chat templates have no tools section: the tools go in a system message
-        messages.insert(0, {"role": "system", "content": tools_prompt(body["tools"])})
+        msg = {"role": m["role"], "content": message_text(m.get("content"), f"messages[{i}].content")}
+        for k in ("tool_call_id", "name"):
+            if isinstance(m.get(k), str):
+                msg[k] = m[k]
+        if m.get("tool_calls"):
+            msg["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
+        messages.append(msg)
     return messages
+
+
+def _tool_calls(calls, where: str) -> list[dict]:
+    ok = isinstance(calls, list) and all(
+        isinstance(c, dict) and isinstance(c.get("function"), dict) and isinstance(c["function"].get("name"), str)
+        for c in calls)
+    if not ok:
+        raise RequestError(f"{where} must be a list of {{'type': 'function', 'function': {{'name', 'arguments'}}}}",
+                           param=where)
+    return calls
 
 
 class _InternalErrors:

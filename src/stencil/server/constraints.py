@@ -38,14 +38,35 @@ def _tools(body: dict) -> list[dict]:
     return tools
 
 
-def constraint_for(compiler, body: dict) -> Constraint:
-    """The Constraint of a chat/completions request body; RequestError on a malformed one."""
+#: the body fields that each set the output's constraint: a request may use one of them
+_SOURCES = ("response_format", "structured_outputs", "guided", "grammar", "json_schema", "tools")
+
+
+def _sources(body: dict) -> list[str]:
+    rf = body.get("response_format")
+    used = [k for k in _SOURCES if body.get(k) is not None and not (k == "tools" and not body[k])]
+    if isinstance(rf, dict) and rf.get("type") == "text":
+        used.remove("response_format")
+    if "tools" in used and body.get("tool_choice") == "none":
+        used.remove("tools")
+    return used
+
+
+def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constraint:
+    """The Constraint of a chat/completions request body; RequestError on a malformed one.
+    ``tool_format``: how tool calls are written ("generic" or a preset of ``toolcalls.FORMATS``)."""
     reasoning = bool(body.get("reasoning"))
+    used = _sources(body)
+    if len(used) > 1:
+        raise RequestError(f"{used[0]} and {used[1]} both constrain the output: give one of them", param=used[1])
     so = body.get("structured_outputs") or body.get("guided") or None
     rf = body.get("response_format")
     tool_choice = body.get("tool_choice", "auto")
     if so is not None:
         return _structured(compiler, so, reasoning)
+    if body.get("grammar") is not None or body.get("json_schema") is not None:  # llama-server's fields
+        return _structured(compiler, {"grammar": body["grammar"]} if body.get("grammar") is not None
+                           else {"json": body["json_schema"]}, reasoning, prefix="")
     if body.get("tools") and tool_choice != "none":
         tools = _tools(body)
         required = tool_choice == "required"
@@ -61,10 +82,14 @@ def constraint_for(compiler, body: dict) -> Constraint:
             required = True
         elif tool_choice not in ("auto", "required"):
             raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
+        parallel = body.get("parallel_tool_calls", True) is not False
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
-                                  max_calls=None if body.get("parallel_tool_calls", True) else 1, json_options=dict(JSON))
+                                  max_calls=None if parallel else 1, json_options=dict(JSON))
         if reasoning:
             kw["reasoning"] = ("<think>", "</think>")
+        if tool_format != "generic":  # the family's own call text
+            kw = dict(format=tool_format, tool_choice="required" if required else "auto", parallel=parallel,
+                      json_options=dict(JSON), reasoning=reasoning)
         return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=True, reasoning=reasoning)
     if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
         return Constraint()
@@ -86,9 +111,12 @@ def constraint_for(compiler, body: dict) -> Constraint:
     return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
 
 
-def _structured(compiler, so: Any, reasoning: bool) -> Constraint:
+def _structured(compiler, so: Any, reasoning: bool, prefix: str = "structured_outputs.") -> Constraint:
+    """vLLM's ``structured_outputs`` (``prefix`` names the fields in errors; "" for llama-server's)."""
     if not isinstance(so, dict):
         raise RequestError("structured_outputs must be an object", param="structured_outputs")
+    if so.get("json_object"):
+        so = {"json": {"type": "object"}}
     if "json" in so:
         if reasoning:
             return Constraint(compiler.compile_reasoning_json, (so["json"],), dict(JSON), reasoning=True)
@@ -106,7 +134,14 @@ def _structured(compiler, so: Any, reasoning: bool) -> Constraint:
     if "grammar" in so:
         text = so["grammar"]
         if not isinstance(text, str):
-            raise RequestError("structured_outputs.grammar must be a string", param="structured_outputs.grammar")
+            raise RequestError(f"{prefix}grammar must be a string", param=f"{prefix}grammar")
         fn = compiler.compile_gbnf if "::=" in text else compiler.compile_lark
         return Constraint(fn, (text,), {})
-    raise RequestError("structured_outputs needs one of json, regex, choice, grammar", param="structured_outputs")
+    if "structural_tag" in so:
+        spec = so["structural_tag"]  # vLLM sends it as JSON text; the compiler takes text or a dict
+        if not isinstance(spec, (str, dict)):
+            raise RequestError("structured_outputs.structural_tag must be an object or its JSON text",
+                               param="structured_outputs.structural_tag")
+        return Constraint(compiler.compile_structural_tag, (spec,), dict(JSON))
+    raise RequestError("structured_outputs needs one of json, json_object, regex, choice, grammar, structural_tag",
+                       param="structured_outputs")

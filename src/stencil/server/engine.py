@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 import stencil
-from stencil.generate import _Sampler
 from stencil.memory import reclaim
+from stencil.sampling import Sampler
 from stencil.server.kv_batch import KVBatch
 
 _DONE = object()
@@ -61,6 +61,8 @@ class Job:
     top_p: float = 1.0
     ignore_eos: bool = False  # vLLM's option: EOS is never sampled (the grammar's end still ends the row)
     matcher: Any = None  # the constraint's matcher at its start (first mask computed); None: free text
+    sampling: dict = field(default_factory=dict)  # more Sampler options: top_k, min_p, penalties, logit_bias
+    logprobs: int | None = None  # top log-probabilities per token (0: the chosen token's only); None: none
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -70,6 +72,12 @@ class Job:
     error_status: int = 500  # the HTTP status of ``error``
     error_code: str | None = None
     sent: int = 0  # characters of text already sent (text that may start a stop string is held)
+    #: per generated token, {"token", "logprob", "bytes", "top_logprobs"} (OpenAI's chat entries)
+    token_logprobs: list = field(default_factory=list)
+
+    def put_text(self, piece: str) -> None:
+        """Send a text piece with the count of log-probability entries generated up to it."""
+        self.put((piece, len(self.token_logprobs)))
 
     def put(self, item) -> None:
         self.loop.call_soon_threadsafe(self.out.put_nowait, item)
@@ -96,13 +104,13 @@ class Job:
                 return True
         safe = len(self.text) - (max((len(s) for s in self.stop), default=1) - 1)
         if safe > self.sent:
-            self.put(self.text[self.sent:safe])
+            self.put_text(self.text[self.sent:safe])
             self.sent = safe
         return False
 
     def flush(self) -> None:
         if len(self.text) > self.sent and not self.cancelled:
-            self.put(self.text[self.sent:])
+            self.put_text(self.text[self.sent:])
         self.sent = len(self.text)
 
 
@@ -118,7 +126,7 @@ class _Row:
         self.matcher = job.matcher
         if self.matcher is not None:
             self.matcher.time_limit = time_limit
-        self.sampler = _Sampler(job.temperature, job.seed, job.repetition_penalty)
+        self.sampler = Sampler(job.temperature, job.seed, job.repetition_penalty, top_p=job.top_p, **job.sampling)
         self.out: list[int] = []
         self.feed: list[int] = job.input_ids[-1:]
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -143,7 +151,11 @@ class _Row:
             job.push_text(self.decoder.decode(b"", final=True))
         job.flush()
         job.completion_tokens = len(self.out)
-        job.finish_reason = "length" if self.finish in ("max_tokens", "context") else "stop"
+        # cut by the budget or the context: "length", unless the grammar accepts the output (the
+        # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
+        cut = self.finish in ("max_tokens", "context")
+        job.finish_reason = "length" if cut and not (self.matcher is not None and self.matcher.is_accepting()) \
+            else "stop"
         job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
         job.put(_DONE)
 
@@ -314,6 +326,8 @@ class Engine:
                 if not m.accept_token(t):
                     raise RuntimeError(f"internal error: forced token {t} was refused")
             r.feed = r.feed + forced
+            if r.job.logprobs is not None:  # the only allowed token: probability 1 under the mask
+                r.job.token_logprobs.extend(_entry(self.info, t, 0.0, [(t, 0.0)][:r.job.logprobs]) for t in forced)
             r.emit(forced)
             r.left -= len(forced)
             if r.finish is None and r.left == 0:
@@ -332,12 +346,13 @@ class Engine:
             stencil.apply_token_bitmask_inplace(row, mask)
         if r.job.ignore_eos:
             row.index_fill_(0, self._eos_on(row.device), float("-inf"))
-        if r.job.top_p < 1.0 and r.job.temperature > 0:
-            _nucleus(row, r.job.temperature, r.job.top_p)
+        r.sampler.truncate(row)
         t = r.sampler.sample(row)
         if t in self.eos:
             r.finish = "eos"
             return
+        if r.job.logprobs is not None:
+            r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
         if r.matcher is not None and not r.matcher.accept_token(t):
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
         r.feed = [t]
@@ -364,14 +379,20 @@ def _isolated(r: _Row, fn, *args) -> None:
         r.fail(e)
 
 
-def _nucleus(logits, temperature: float, top_p: float) -> None:
-    """Top-p: keep the most likely tokens whose probabilities (at ``temperature``) first sum to
-    ``top_p`` or more (always the most likely one), set the others to -inf. After the grammar
-    mask, so the nucleus is taken among allowed tokens."""
+def _logprob_entry(info, sampler: Sampler, row, t: int, k: int) -> dict:
+    """Token ``t``'s entry: its log-probability and the ``k`` most likely tokens' under the
+    distribution it was sampled from (masked and truncated: tokens the grammar refuses have none)."""
     import torch
-    probs = torch.softmax(logits / temperature, dim=-1)
-    order = torch.argsort(probs, descending=True)
-    before = torch.cumsum(probs[order], dim=-1) - probs[order]  # mass of the more likely tokens
-    drop = before >= top_p
-    drop[0] = False
-    logits[order[drop]] = float("-inf")
+    lp = sampler.logprobs(row)
+    top: list = []
+    if k:
+        vals, ids = torch.topk(lp, min(k, lp.shape[-1]))
+        top = [(i, v) for i, v in zip(ids.tolist(), vals.tolist()) if v != float("-inf")]
+    return _entry(info, t, float(lp[t]), top)
+
+
+def _entry(info, t: int, logprob: float, top: list) -> dict:
+    def one(i: int, v: float) -> dict:
+        b = info.decode_bytes([i])
+        return {"token": b.decode("utf-8", errors="replace"), "logprob": v, "bytes": list(b)}
+    return dict(one(t, logprob), top_logprobs=[one(i, v) for i, v in top])

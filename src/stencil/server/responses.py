@@ -11,7 +11,7 @@ from fastapi import Request
 
 from stencil.server.engine import _DONE, Job
 from stencil.server.protocol import error_body
-from stencil.server.toolcalls import split_tool_calls
+from stencil.server.toolcalls import ToolStream, split_tool_calls
 
 
 async def wait_all(request: Request, jobs: list[Job]) -> None:
@@ -32,16 +32,21 @@ async def wait_all(request: Request, jobs: list[Job]) -> None:
         raise
 
 
-async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool, c, name: str):
-    """Server-sent events of the jobs' text, as OpenAI streams it (chunks, then ``[DONE]``)."""
+async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool, c, name: str,
+                        prompt_tokens: int | None = None):
+    """Server-sent events of the jobs' text, as OpenAI streams it (chunks, then ``[DONE]``); with
+    ``prompt_tokens`` (``stream_options.include_usage``) a last chunk with no choices holds the usage."""
     created = int(time.time())
     obj = "chat.completion.chunk" if chat else "text_completion"
+    lp_sent = [0] * len(jobs)
 
-    def chunk(i: int, delta: dict | str, finish=None) -> str:
+    def chunk(i: int, delta: dict | str, finish=None, upto: int | None = None) -> str:
         choice = ({"index": i, "delta": delta, "finish_reason": finish} if chat
                   else {"index": i, "text": delta, "finish_reason": finish})
-        return "data: " + json.dumps({"id": rid, "object": obj, "created": created, "model": name,
-                                      "choices": [choice]}) + "\n\n"
+        if upto is not None and jobs[i].logprobs is not None:
+            choice["logprobs"] = logprobs_of(jobs[i].token_logprobs[lp_sent[i]:upto], chat)
+            lp_sent[i] = upto
+        return _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [choice]})
 
     # the n choices' pieces, interleaved as they come, each tagged with its index
     merged: asyncio.Queue = asyncio.Queue()
@@ -50,23 +55,35 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         if chat:
             for i in range(len(jobs)):
                 yield chunk(i, {"role": "assistant", "content": ""})
-        # tool calls and reasoning are parsed from the whole text; plain content streams as it comes
-        buffered = c.tools or c.reasoning
+        # reasoning is parsed from the whole text; tool calls as they come (names, then arguments)
+        buffered = c.reasoning
+        calls = [ToolStream() for _ in jobs] if c.tools and chat else None
+        texts = [""] * len(jobs)  # each choice's text so far, as sent
         left = len(jobs)
         while left:
             i, item = await merged.get()
             job = jobs[i]
             if item is not _DONE:
-                if not buffered:
-                    yield chunk(i, {"content": item} if chat else item)
+                if calls is not None and not buffered:
+                    texts[i] += item[0]
+                    for k, d in enumerate(calls[i].feed(texts[i])):
+                        yield chunk(i, d, upto=item[1] if k == 0 else None)
+                elif not buffered:
+                    yield chunk(i, {"content": item[0]} if chat else item[0], upto=item[1])
                 continue
             left -= 1
             if job.error:
                 yield "data: " + json.dumps(job_error_body(job)) + "\n\n"
                 continue
             if buffered:
-                yield chunk(i, _final_delta(job, c))
+                yield chunk(i, _final_delta(job, c), upto=len(job.token_logprobs))
+            elif calls is not None:
+                for d in calls[i].feed(job.text, final=True):
+                    yield chunk(i, d, upto=len(job.token_logprobs))
             yield chunk(i, {} if chat else "", _finish(job, c))
+        if prompt_tokens is not None:
+            yield _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [],
+                          "usage": usage(prompt_tokens, jobs)})
         yield "data: [DONE]\n\n"
     finally:
         for job in jobs:
@@ -114,10 +131,33 @@ def _message(job: Job, c) -> dict[str, Any]:
     return msg
 
 
-def choice(i: int, job: Job, chat: bool, c) -> dict:
+def _event(obj: dict) -> str:
+    return "data: " + json.dumps(obj) + "\n\n"
+
+
+def usage(prompt_tokens: int, jobs: list[Job]) -> dict:
+    done = sum(j.completion_tokens for j in jobs)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+
+
+def logprobs_of(entries: list[dict], chat: bool) -> dict:
+    """OpenAI's ``logprobs`` object of a choice: chat's ``content`` list, or the completions form."""
     if chat:
-        return {"index": i, "message": _message(job, c), "finish_reason": _finish(job, c), "logprobs": None}
-    return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": None}
+        return {"content": entries}
+    offsets, at = [], 0
+    for e in entries:
+        offsets.append(at)
+        at += len(e["token"])
+    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"]} for e in entries],
+            "text_offset": offsets}
+
+
+def choice(i: int, job: Job, chat: bool, c, logprobs: bool = False) -> dict:
+    lp = logprobs_of(job.token_logprobs, chat) if logprobs else None
+    if chat:
+        return {"index": i, "message": _message(job, c), "finish_reason": _finish(job, c), "logprobs": lp}
+    return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": lp}
 
 
 def job_error_body(job: Job) -> dict:

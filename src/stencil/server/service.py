@@ -17,7 +17,8 @@ from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, flag, number, stop_list
-from stencil.server.responses import choice, stream_events, wait_all
+from stencil.server.request import logit_bias, logprobs_count
+from stencil.server.responses import choice, stream_events, usage, wait_all
 
 #: seconds of grace past compile_timeout for a request's grammar work (its deadline bounds the
 #: work itself; this bounds the wait for a compile thread as well)
@@ -66,7 +67,7 @@ class Service:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def params(self, body: dict, prompt_ids: list[int]) -> dict:
+    def params(self, body: dict, prompt_ids: list[int], req=None) -> dict:
         ctx = self.lm.context_length
         if ctx and len(prompt_ids) >= ctx:
             raise RequestError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}",
@@ -83,12 +84,26 @@ class Service:
                     # vLLM's too: the end-of-sequence token is never sampled, so an unconstrained
                     # row runs to max_tokens (or a stop string), as benchmarks at equal lengths need
                     ignore_eos=flag(body, "ignore_eos"),
-                    n=number(body, "n", 1, 1, self.limits.max_n, int))
+                    n=number(body, "n", 1, 1, self.limits.max_n, int), **self._sampling(req))
 
-    async def prepare(self, body: dict, max_tokens: int) -> tuple[Constraint, stencil.Matcher | None]:
+    def _sampling(self, req) -> dict:
+        """The fields the request model checked: Sampler options and log-probabilities."""
+        if req is None:
+            return dict(sampling={}, logprobs=None, include_usage=False)
+        top_k = req.top_k if req.top_k and req.top_k > 0 else 0
+        sampling = dict(top_k=top_k, min_p=req.min_p or 0.0, frequency_penalty=req.frequency_penalty or 0.0,
+                        presence_penalty=req.presence_penalty or 0.0,
+                        logit_bias=logit_bias(req, self.lm.tokenizer_info.vocab_size))
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        if req.stream_options is not None and not req.stream:
+            raise RequestError("stream_options is only allowed with stream: true", param="stream_options")
+        return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage)
+
+    async def prepare(self, body: dict, max_tokens: int,
+                      tool_format: str = "generic") -> tuple[Constraint, stencil.Matcher | None]:
         """The request's constraint and a matcher at its start, its first mask computed: the grammar
         work a request causes before it joins the batch, all within ``compile_timeout``."""
-        c = constraint_for(self.compiler, body)
+        c = constraint_for(self.compiler, body, tool_format)
         if c.fn is None:
             return c, None
         fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
@@ -109,33 +124,32 @@ class Service:
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
             raise RequestError(f"invalid grammar: {e}", param="response_format") from None
 
-    async def run(self, request: Request, body: dict, prompt_ids, chat: bool):
-        p = self.params(body, prompt_ids)
+    async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
+        p = self.params(body, prompt_ids, req)
         if not self.engine.has_room(p["n"]):
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
-        c, matcher = await self.prepare(body, p["max_tokens"])
+        c, matcher = await self.prepare(body, p["max_tokens"], tool_format)
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
         loop = asyncio.get_running_loop()
         jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
                                        p["repetition_penalty"], loop, top_p=p["top_p"],
-                                       ignore_eos=p["ignore_eos"], matcher=m))
+                                       ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
+                                       logprobs=p["logprobs"]))
                 for i, m in enumerate(matchers)]
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
-            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name),
+            counted = len(prompt_ids) if p["include_usage"] else None
+            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name, counted),
                                      media_type="text/event-stream")
         await wait_all(request, jobs)
         for j in jobs:
             if j.error:
                 raise RequestError(j.error, status=j.error_status, code=j.error_code)
-        choices = [choice(i, j, chat, c) for i, j in enumerate(jobs)]
-        done = sum(j.completion_tokens for j in jobs)
+        choices = [choice(i, j, chat, c, p["logprobs"] is not None) for i, j in enumerate(jobs)]
         return {"id": rid, "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
-                "model": self.name, "choices": choices,
-                "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": done,
-                          "total_tokens": len(prompt_ids) + done}}
+                "model": self.name, "choices": choices, "usage": usage(len(prompt_ids), jobs)}
 
 
 def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int) -> stencil.Matcher:
