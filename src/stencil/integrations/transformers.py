@@ -32,7 +32,8 @@ from stencil import (CompiledGrammar, Matcher, allocate_token_bitmask, apply_tok
 try:
     from transformers import LogitsProcessor
 except ImportError as e:  # pragma: no cover - depends on the installation
-    raise ImportError("stencil.integrations.transformers needs transformers: pip install 'stencil[hf]'") from e
+    from stencil._version import pip_install
+    raise ImportError(f"stencil.integrations.transformers needs transformers: {pip_install('hf')}") from e
 
 __all__ = ["GrammarLogitsProcessor", "tokenizer_info_for"]
 

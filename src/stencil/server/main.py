@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from stencil._version import pip_install
 from stencil.server.limits import ServerLimits
 
 _D = ServerLimits()
@@ -50,7 +51,7 @@ def serve(args) -> int:
     try:
         import uvicorn
     except ImportError as e:
-        raise SystemExit(f"stencil serve needs the server extra: pip install 'stencil[server]' ({e})")
+        raise SystemExit(f"stencil serve needs the server extra: {pip_install('server')} ({e})")
     from stencil.models import ModelError, load_model
     from stencil.server.app import create_app
     device, dtype = device_options(args)
