@@ -219,3 +219,18 @@ def test_random_walks_never_dead_end_real_tokenizer(compiler, deepseek):
     dead, ended = walks(compiler, deepseek.info, n_walks=12, max_steps=60, seed=1)
     assert dead == []
     assert ended >= 150
+
+
+def test_free_form_key_mask_memo_after_rollback(byte_compiler, byte_tok):
+    """A mask inside a key that no written key begins like reads nothing of the key (it stays fit
+    for the memo); after a rollback to a prefix of a written key, the next fill must see it again."""
+    g = byte_compiler.compile_json_schema({"type": "object"}, whitespace="compact", property_order="any")
+    m = stencil.Matcher(g, max_rollback=8)
+    assert all(m.accept_token(b) for b in b'{"ab":1,"ac')   # byte tokens, one step each
+    assert ord('"') in allowed(m, byte_tok)       # "ac" is new
+    m.rollback(1)
+    assert m.accept_token(ord("b"))               # now "ab": the same lexer state and parser rows
+    assert ord('"') not in allowed(m, byte_tok)
+    assert not m.accept_token(ord('"'))
+    m.rollback(1)
+    assert m.accept_token(ord("d")) and ord('"') in allowed(m, byte_tok)

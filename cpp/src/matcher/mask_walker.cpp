@@ -341,7 +341,11 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
   // A key of any string closing as a repeat is judged per token below (its bytes differ).
   const uint32_t closing = ps_->lexer().next(bd.lexer_state, byte);
-  const bool keys = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
+  bool keys = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
+  // A key begun before the token that no forbidden key begins like: no token of the run repeats
+  // one, and nothing is read (the mask stays fit for the memo; a rollback forgets it).
+  const Frame& top = ps_->frames()[root];
+  if (keys && !top.fresh) keys = ps_->key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
   ps_->skip_closed_keys(true);
   const bool ok = ps_->push_byte(byte);
   ps_->skip_closed_keys(false);

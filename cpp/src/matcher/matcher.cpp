@@ -223,6 +223,9 @@ void Matcher::rollback(int64_t n) {
     throw UsageError("rollback(" + std::to_string(n) + "): only " + std::to_string(history_.size()) +
                      " tokens have been accepted");
   undo_tokens(static_cast<size_t>(n));
+  // The mask memo holds for later bytes of a lexeme, not earlier ones (MaskWalker::end_now_run
+  // leaves out reads of a key prefix that no written key begins like).
+  walker_->forget();
 }
 
 int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {

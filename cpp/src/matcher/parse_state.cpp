@@ -87,6 +87,13 @@ bool ParseState::exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t
   return parser_.closes_written_key(row, t, scratch_prefix_, lex_start, bytes_consumed());
 }
 
+bool ParseState::key_may_close_written(uint32_t row, uint32_t t, uint32_t lex_start, uint32_t to) {
+  scratch_prefix_.clear();
+  text(lex_start, to, scratch_prefix_);
+  if (scratch_prefix_.find('\\') != std::string::npos || scratch_prefix_.empty()) return true;
+  return parser_.key_may_close_written(row, t, std::string_view(scratch_prefix_).substr(1));  // after the quote
+}
+
 bool ParseState::closes_written_key(uint32_t t, uint8_t b) {
   const Frame& f = frames_.back();
   return !f.fresh && lexer_->state(t).key_closed && exhausted(f.rows - 1, t, f.lex_start, b);

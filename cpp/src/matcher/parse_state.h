@@ -106,6 +106,9 @@ class ParseState : private TextSource {
   // the mask walk pushes a closing quote once for a run of tokens and asks this per token.
   bool closes_written_key(uint32_t t, uint8_t b);
   void skip_closed_keys(bool skip) { skip_closed_keys_ = skip; }
+  // Whether the key begun after frame lex_start (at `row`), its bytes so far up to frame `to`, may
+  // close as a repeat at lexer state t (EarleyParser::key_may_close_written; an escape: yes).
+  bool key_may_close_written(uint32_t row, uint32_t t, uint32_t lex_start, uint32_t to);
   // The bytes read by frames [from, to) (frame 0 reads none).
   std::string bytes(size_t from, size_t to) const;
 

@@ -114,6 +114,10 @@ class EarleyParser {
   // is the whole key, quotes included. A plain spelling that is no forbidden key (nearly every
   // closing quote) is answered by one lookup.
   bool closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to);
+  // Whether a key whose decoded bytes so far are `prefix` may still close as a forbidden key at
+  // s (some forbidden key begins with it); false lets a mask walk skip closes_written_key, and
+  // read nothing, for every token that closes it.
+  bool key_may_close_written(uint32_t row, uint32_t s, std::string_view prefix);
   // After exhausted_only answered no: whether that was because the key's bytes left every
   // forbidden key (then no continuation of them is exhausted either).
   bool exhaust_left() const { return exhaust_left_; }

@@ -84,6 +84,16 @@ bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view
   return exhausted_only(row, s, raw, from, to);
 }
 
+bool EarleyParser::key_may_close_written(uint32_t row, uint32_t s, std::string_view prefix) {
+  if (!text_ || !may_exhaust(row, s)) return false;
+  for (uint32_t lex : lexer_->state(s).live) {
+    if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
+    const std::vector<std::string>* forbidden = key_forbidden(row, lex);
+    return !forbidden || prefix_of_any(*forbidden, std::string(prefix));
+  }
+  return false;
+}
+
 // Each (lexeme, expression) pair of s alone (one per lexeme): vetoed at the row, or a key whose
 // completions are all forbidden.
 bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
