@@ -176,11 +176,13 @@ bench-deps: install
 	$(PIP) install --quiet "apache-tvm-ffi>=0.1.11" pydantic "transformers>=4.38.0" "typing-extensions>=4.9.0"
 	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
 
-# The Triton bitmask kernel against XGrammar's on CUDA logits, batch 1 to 512, float32 and bfloat16
-# (python -m stencil.bench.gpu; meant to take well under 5 minutes). Checks the kernel's results first; without
-# a CUDA device it runs the checks on CPU (Triton's interpreter) and says "no CUDA device".
+# The Triton bitmask kernel against XGrammar's on CUDA logits, batch 1 to 512, float32 and bfloat16,
+# then the server's structured / unconstrained decode steps on CUDA (python -m stencil.bench.gpu
+# --serve; meant to take well under 5 minutes). Checks the kernel's results first; without a CUDA
+# device it runs the checks on CPU (Triton's interpreter) and says "no CUDA device".
 bench-gpu: bench-deps
-	$(PY) -m stencil.bench.gpu $(ARGS)
+	$(PIP) install --quiet '.[server]' openai
+	$(PY) -m stencil.bench.gpu --serve $(ARGS)
 
 # Side-by-side MaskBench on 600 maskbench-dev schemas (see BENCHMARKS.md); ARGS adds options.
 bench-maskbench: bench-deps

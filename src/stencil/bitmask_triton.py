@@ -42,6 +42,8 @@ TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 #: bitmask words per program: 1,024 logits, 8 per thread at 4 warps
 WORDS = 32
+#: warps per program
+WARPS = 4
 
 
 def triton_available() -> bool:
@@ -99,7 +101,7 @@ def apply_token_bitmask_triton(logits: torch.Tensor, bitmask, indices: Sequence[
         return
     grid = (mask.shape[0], triton.cdiv(vocab, 32 * WORDS))
     _apply_bitmask_kernel[grid](rows, rows.stride(0), mask, mask.stride(0), mask.shape[1], targets, vocab,
-                                HAS_ROWS=indices is not None, WORDS=WORDS, num_warps=4)
+                                HAS_ROWS=indices is not None, WORDS=WORDS, num_warps=WARPS)
 
 
 def _check_logits(logits) -> torch.Tensor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 
 import pytest
@@ -17,9 +18,11 @@ def _alone(lm, prompt, cont):
     """Next-token logits after the prompt and after each continuation token, the sequence alone."""
     from transformers import DynamicCache
     cache, rows = DynamicCache(), []
+    params = inspect.signature(lm.model.forward).parameters
+    cache_arg = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
     with torch.inference_mode():
         for ids in [prompt] + [[t] for t in cont]:
-            out = lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True)
+            out = lm.model(input_ids=torch.tensor([ids]), use_cache=True, **{cache_arg: cache})
             rows.append(out.logits[0, -1].float())
     return rows
 

@@ -15,6 +15,12 @@ the mean time of one call over ``--iters`` back-to-back calls, launch cost inclu
 - ``xgrammar``: ``xgrammar.apply_token_bitmask_inplace`` when xgrammar is installed,
   and whether its result equals the kernel's.
 
+``--serve``: then the server's decode steps on CUDA, structured rows against unconstrained rows
+at equal output lengths (``stencil.bench.serve --equal-lengths``, once per ``--clients`` count),
+with ``--model`` (default: the default model) or, where the model files are not at hand,
+``--random-weights TOKENIZER_DIR``: a Llama-shaped 1.7B model with random weights (the speed of a
+step does not depend on them) and the tokenizer saved in that folder.
+
 Without a CUDA device only the check runs (on CPU tensors, the kernel through Triton's
 interpreter) and the script says "no CUDA device"; it exits 1 when a check fails.
 """
@@ -140,11 +146,90 @@ def _time_row(torch, xgr, dtype, mask_np: np.ndarray, vocab: int, iters: int) ->
     return t, same
 
 
+def sweep(torch, vocab: int, iters: int) -> None:
+    """The kernel's time by words per program and warps (``bitmask_triton.WORDS``/``WARPS``),
+    and the bare launch of the jitted kernel beside the whole call (the host-side checks' cost)."""
+    from stencil import bitmask_triton as bt
+    rng = np.random.default_rng(1)
+    default = (bt.WORDS, bt.WARPS)
+    print(f"\nsweep: mean us per call, vocab {vocab}; WORDSxWARPS (default {default[0]}x{default[1]})")
+    configs = [(w, n) for w in (16, 32, 64, 128) for n in (2, 4, 8)]
+    print(f"{'dtype':>9} {'batch':>5} " + " ".join(f"{f'{w}x{n}':>7}" for w, n in configs) + f" {'bare':>7}")
+    try:
+        for dname in DTYPE_NAMES:
+            for b in (1, 64, 512):
+                logits = torch.randn(b, vocab, device="cuda", dtype=getattr(torch, dname))
+                mask = torch.from_numpy(bench_mask(rng, b, (vocab + 31) // 32)).cuda()
+                cells = []
+                for w, n in configs:
+                    bt.WORDS, bt.WARPS = w, n
+                    cells.append(cuda_time(torch, lambda: bt.apply_token_bitmask_triton(logits, mask), iters))
+                bt.WORDS, bt.WARPS = default
+                grid = (b, triton_cdiv(vocab, 32 * bt.WORDS))
+                bare = cuda_time(torch, lambda: bt._apply_bitmask_kernel[grid](
+                    logits, logits.stride(0), mask, mask.stride(0), mask.shape[1], mask, vocab,
+                    HAS_ROWS=False, WORDS=bt.WORDS, num_warps=bt.WARPS), iters)
+                print(f"{dname:>9} {b:>5} " + " ".join(f"{c:>7.1f}" for c in cells) + f" {bare:>7.1f}", flush=True)
+    finally:
+        bt.WORDS, bt.WARPS = default
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def random_llama(tokenizer_dir: str, device: str, dtype: str, layers: int = 24, hidden: int = 2048):
+    """A ``LoadedModel``: a Llama-shaped model with random weights on ``device`` (by default
+    SmolLM2-1.7B's shape: 1.7B parameters), with the tokenizer saved in ``tokenizer_dir``."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from stencil.models import LoadedModel, tokenizer_info_for
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=hidden // 64, num_key_value_heads=hidden // 64, max_position_embeddings=8192,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM(cfg).to(getattr(torch, dtype)).eval()
+    name = "random-llama-1.7b" if (layers, hidden) == (24, 2048) else f"random-llama-{layers}x{hidden}"
+    return LoadedModel(model, tok, tokenizer_info_for(tok, model), name, 0.0, 8192)
+
+
+def serve_steps(args, device: str = "cuda", **shape) -> None:
+    """The server's decode steps on ``device``: structured / unconstrained at equal lengths
+    (``shape``: ``random_llama``'s, for a small model in tests)."""
+    from stencil.bench import serve
+    from stencil.models import load_model
+    if args.random_weights:
+        lm = random_llama(args.random_weights, device, args.dtype, **shape)
+    else:
+        lm = load_model(args.model, device=device, dtype=args.dtype, quiet=True)
+    clients = [int(c) for c in args.clients.split(",")]
+    print(f"\nserver decode steps: {lm.name} on {lm.device} in {lm.dtype}, regex {args.regex!r}, "
+          f"{args.max_tokens} tokens per row")
+    base, server, thread = serve._start(lm, max(clients))
+    try:
+        for n in clients:
+            serve.equal_lengths(base, n, args.max_tokens, args.regex)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stencil.bench.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--vocab", type=int, default=128_256)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--batches", default="1,8,64,256,512")
+    ap.add_argument("--sweep", action="store_true", help="then the kernel's time by words per program and warps")
+    ap.add_argument("--serve", action="store_true", help="then the server's decode steps (structured / unconstrained)")
+    ap.add_argument("--model", metavar="PATH", help="--serve's model (default: the default model)")
+    ap.add_argument("--random-weights", metavar="TOKENIZER_DIR",
+                    help="--serve a random-weight Llama-shaped 1.7B model with the tokenizer in this folder")
+    ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"), help="--serve's dtype")
+    ap.add_argument("--clients", default="16,32", help="--serve's concurrent requests, one run per count")
+    ap.add_argument("--max-tokens", type=int, default=64, help="--serve's tokens per row")
+    ap.add_argument("--regex", default="[a-z ]+", help="--serve's structured rows' regex")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -164,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
           f"triton {getattr(triton, '__version__', 'not installed')}")
     bad += table(torch, args.vocab, [int(b) for b in args.batches.split(",")], args.iters)
     print(f"\n{'all results equal' if not bad else f'{bad} DIFFERENCES'}; {time.perf_counter() - t0:.0f} s")
+    if args.sweep:
+        sweep(torch, args.vocab, args.iters)
+    if args.serve:
+        serve_steps(args)
+        print(f"done in {time.perf_counter() - t0:.0f} s")
     return 1 if bad else 0
 
 

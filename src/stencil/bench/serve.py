@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -122,23 +123,29 @@ async def _equal_run(base, clients, max_tokens, extra):
             model=model, max_tokens=max_tokens, temperature=0,
             messages=[{"role": "user", "content": f"Write a long sentence about {SUBJECTS[k % len(SUBJECTS)]}."}],
             extra_body={"ignore_eos": True, **extra})
-        return r.usage.completion_tokens
+        return r.usage.completion_tokens, r.choices[0].message.content
     t = time.perf_counter()
-    toks = await asyncio.gather(*(one(k) for k in range(clients)))
+    try:
+        toks = await asyncio.gather(*(one(k) for k in range(clients)))
+    finally:
+        await client.close()  # inside this event loop: asyncio.run closes it next
     return time.perf_counter() - t, list(toks)
 
 
 def _equal_report(label, base, clients, max_tokens, extra) -> float:
     """One run at equal lengths; prints it and returns its mean step in seconds."""
     before = _health(base)
-    secs, toks = asyncio.run(_equal_run(base, clients, max_tokens, extra))
+    secs, outs = asyncio.run(_equal_run(base, clients, max_tokens, extra))
     after = _health(base)
+    toks = [n for n, _ in outs]
+    regex = extra.get("structured_outputs", {}).get("regex")
+    valid = "" if regex is None else f", {sum(bool(re.fullmatch(regex, text)) for _, text in outs)}/{clients} match"
     steps = after["forward_passes"] - before["forward_passes"]
     step = (after["step_seconds"] - before["step_seconds"]) / max(steps, 1)
     rows = (after["step_rows"] - before["step_rows"]) / max(steps, 1)
     equal = "all equal" if all(t == max_tokens for t in toks) else f"UNEQUAL: {sorted(toks)}"
     # decode: tokens sampled per second of decode steps; end to end: with prefill, compile and HTTP
-    print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}), {steps} steps, mean batch {rows:.1f} rows, "
+    print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}{valid}), {steps} steps, mean batch {rows:.1f} rows, "
           f"{step * 1e3:.2f} ms/step, decode {rows / step if step else 0:.1f} tokens/s, "
           f"end to end {sum(toks) / secs:.1f} tokens/s")
     return step

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 import stencil
+from stencil.bitmask_torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
 from stencil.server.kv_batch import KVBatch
@@ -183,7 +184,8 @@ class Engine:
         self.max_waiting = max_waiting
         self.step_time_limit = step_time_limit
         self.eos = set(self.info.eos_token_ids)
-        self.bitmask = stencil.allocate_token_bitmask(max_batch, self.info.vocab_size)  # reused every step
+        # reused every step: filled on the host (pinned on CUDA), applied where the logits are
+        self.bitmask = PinnedBitmask(max_batch, self.info.vocab_size, device=_model_device(lm))
         eos_words = np.zeros((self.bitmask.shape[1],), np.uint32)
         for t in self.eos:
             eos_words[t // 32] |= np.uint32(1 << (t % 32))
@@ -299,17 +301,23 @@ class Engine:
             _isolated(r, self._forced, r)
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        bm = self.bitmask[:len(rows)]
-        fills = {i: self.masks.submit(_fill, r, bm, i) for i, r in enumerate(rows) if r.matcher is not None}
+        # bitmask row j is the mask of logits row constrained[j]
+        constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
+        bm = self.bitmask.host(len(constrained))
+        fills = {i: self.masks.submit(_fill, rows[i], bm, j) for j, i in enumerate(constrained)}
         try:
-            logits = batch.step([r.feed for r in rows])
+            logits = batch.step([r.feed for r in rows], on_device=True)
         finally:
             wait_all(list(fills.values()))
+        if constrained:  # one kernel for every constrained row, where the logits are
+            self.bitmask.apply(logits, constrained)
+        logits = logits.float().cpu()
         self.steps += 1
         self.step_rows += len(rows)
+        masks = dict(zip(constrained, bm))
         for i, r in enumerate(rows):
             r.feed = []
-            _isolated(r, self._sample, r, logits[i], bm[i], fills.get(i))
+            _isolated(r, self._sample, r, logits[i], masks.get(i), fills.get(i))
 
     def _forced(self, r: _Row) -> None:
         """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
@@ -333,7 +341,8 @@ class Engine:
             if r.finish is None and r.left == 0:
                 r.finish = "max_tokens"
 
-    def _sample(self, r: _Row, row, mask: np.ndarray, fill: Future | None) -> None:
+    def _sample(self, r: _Row, row, mask: np.ndarray | None, fill: Future | None) -> None:
+        """Sample row ``r``'s next token from ``row``, its logits, already masked by ``mask``."""
         if fill is not None:
             fill.result()  # the row's own grammar error, raised in this row only
             if not np.any(mask & self.not_eos):
@@ -341,9 +350,7 @@ class Engine:
                     raise DeadEnd("the grammar allows no token and not EOS: " + r.matcher.debug_state())
                 r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
                 return
-        r.sampler.penalize(row, r.out)
-        if fill is not None:
-            stencil.apply_token_bitmask_inplace(row, mask)
+        r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf
         if r.job.ignore_eos:
             row.index_fill_(0, self._eos_on(row.device), float("-inf"))
         r.sampler.truncate(row)
@@ -364,6 +371,11 @@ class Engine:
             import torch
             self._eos_ids = torch.tensor(sorted(self.eos), dtype=torch.long, device=device)
         return self._eos_ids
+
+
+def _model_device(lm) -> str:
+    """The device of ``lm``'s weights (the logits come out there)."""
+    return str(next(lm.model.parameters()).device)
 
 
 def _fill(r: _Row, bm: np.ndarray, i: int) -> None:

@@ -120,9 +120,10 @@ class KVBatch:
         self.mask = self.mask[:, first:]
 
     # -- the batched step -----------------------------------------------------------------------
-    def step(self, feeds: Sequence[Sequence[int]]):
+    def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False):
         """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
-        next-token logits, float32 ``[rows, vocab]`` on the CPU."""
+        next-token logits ``[rows, vocab]``: float32 on the CPU, or with ``on_device`` the model's
+        own tensor (its dtype, on its device), for masking there before the copy."""
         torch = self.torch
         if len(feeds) != self.rows or any(not f for f in feeds):
             raise ValueError("step needs one non-empty feed per row")
@@ -141,4 +142,5 @@ class KVBatch:
         kw = {self._keep_arg: 1} if self._keep_arg else {}
         out = self.model(input_ids=ids.to(self.device), attention_mask=self.mask, position_ids=pos.to(self.device),
                          use_cache=True, **{self._cache_arg: self.cache}, **kw)
-        return out.logits[:, -1].float().cpu()
+        logits = out.logits[:, -1]
+        return logits if on_device else logits.float().cpu()
