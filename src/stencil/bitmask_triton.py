@@ -44,6 +44,9 @@ TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 WORDS = 32
 #: warps per program
 WARPS = 4
+#: blocks with allowed and disallowed logits: read them and store every logit (True), or store
+#: -inf under a per-logit mask (False)
+MIXED_READ = True
 
 
 def triton_available() -> bool:
@@ -54,7 +57,7 @@ def triton_available() -> bool:
 if triton is not None:
     @triton.jit
     def _apply_bitmask_kernel(logits_ptr, logits_stride, mask_ptr, mask_stride, mask_words, rows_ptr, vocab,
-                              HAS_ROWS: tl.constexpr, WORDS: tl.constexpr):
+                              HAS_ROWS: tl.constexpr, WORDS: tl.constexpr, MIXED_READ: tl.constexpr):
         k = tl.program_id(0)
         if HAS_ROWS:
             row = tl.load(rows_ptr + k).to(tl.int64)
@@ -71,7 +74,11 @@ if triton is not None:
                 tl.store(dst, float("-inf"), mask=inside)
             else:
                 bit = (w[:, None] >> tl.arange(0, 32)[None, :]) & 1
-                tl.store(dst, float("-inf"), mask=inside & (bit == 0))
+                if MIXED_READ:  # whole-vector loads and stores: no partial writes
+                    x = tl.load(dst, mask=inside)
+                    tl.store(dst, tl.where(bit == 0, float("-inf"), x), mask=inside)
+                else:
+                    tl.store(dst, float("-inf"), mask=inside & (bit == 0))
 
 
 def apply_token_bitmask_triton(logits: torch.Tensor, bitmask, indices: Sequence[int] | None = None) -> None:
@@ -90,18 +97,22 @@ def apply_token_bitmask_triton(logits: torch.Tensor, bitmask, indices: Sequence[
         raise RuntimeError(f"apply_token_bitmask_triton needs triton ({pip_install('gpu')})")
     rows = _check_logits(logits)
     mask = _device_mask(bitmask, logits.device)
+    mixed_read = MIXED_READ
     if indices is None:
         if mask.shape[0] != rows.shape[0]:
             raise ValueError(f"bitmask has {mask.shape[0]} rows for {rows.shape[0]} logits rows; pass indices=")
         targets = mask  # unused by the kernel (HAS_ROWS is off); any pointer will do
     else:
-        targets = _row_indices(indices, mask.shape[0], rows.shape[0], logits.device)
+        targets, repeats = _row_indices(indices, mask.shape[0], rows.shape[0], logits.device)
+        # a row named twice gets both masks: two programs reading and storing it would race
+        mixed_read = mixed_read and not repeats
     vocab = rows.shape[1]
     if mask.shape[0] == 0 or vocab == 0:
         return
-    grid = (mask.shape[0], triton.cdiv(vocab, 32 * WORDS))
+    grid = (mask.shape[0], -(-vocab // (32 * WORDS)))  # triton.cdiv costs microseconds here
     _apply_bitmask_kernel[grid](rows, rows.stride(0), mask, mask.stride(0), mask.shape[1], targets, vocab,
-                                HAS_ROWS=indices is not None, WORDS=WORDS, num_warps=WARPS)
+                                HAS_ROWS=indices is not None, WORDS=WORDS,
+                                MIXED_READ=mixed_read, num_warps=WARPS)
 
 
 def _check_logits(logits) -> torch.Tensor:
@@ -140,9 +151,9 @@ def _device_mask(bitmask, device: torch.device) -> torch.Tensor:
     return bitmask
 
 
-def _row_indices(indices, nmask: int, nrows: int, device: torch.device) -> torch.Tensor:
+def _row_indices(indices, nmask: int, nrows: int, device: torch.device) -> tuple[torch.Tensor, bool]:
     """``indices`` checked on the host (an index out of range must never reach the kernel, which
-    would write outside the logits) and sent to ``device`` as int32."""
+    would write outside the logits) and sent to ``device`` as int32; and whether a row repeats."""
     if isinstance(indices, torch.Tensor):
         indices = indices.tolist()
     if isinstance(indices, (str, bytes)):
@@ -159,4 +170,4 @@ def _row_indices(indices, nmask: int, nrows: int, device: torch.device) -> torch
         idx.append(j)
     if len(idx) != nmask:
         raise ValueError(f"{len(idx)} indices for {nmask} bitmask rows")
-    return torch.tensor(idx, dtype=torch.int32).to(device, non_blocking=True)
+    return torch.tensor(idx, dtype=torch.int32).to(device, non_blocking=True), len(set(idx)) < len(idx)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
@@ -151,27 +152,29 @@ def sweep(torch, vocab: int, iters: int) -> None:
     and the bare launch of the jitted kernel beside the whole call (the host-side checks' cost)."""
     from stencil import bitmask_triton as bt
     rng = np.random.default_rng(1)
-    default = (bt.WORDS, bt.WARPS)
-    print(f"\nsweep: mean us per call, vocab {vocab}; WORDSxWARPS (default {default[0]}x{default[1]})")
-    configs = [(w, n) for w in (16, 32, 64, 128) for n in (2, 4, 8)]
-    print(f"{'dtype':>9} {'batch':>5} " + " ".join(f"{f'{w}x{n}':>7}" for w, n in configs) + f" {'bare':>7}")
+    default = (bt.WORDS, bt.WARPS, bt.MIXED_READ)
+    print(f"\nsweep: mean us per call, vocab {vocab}; WORDSxWARPS, r: mixed blocks read (default "
+          f"{default[0]}x{default[1]}{'r' if default[2] else ''})")
+    configs = [(w, n, r) for r in (False, True) for w in (4, 8, 16, 32) for n in (1, 2, 4, 8)]
+    print(f"{'dtype':>9} {'batch':>5} " + " ".join(f"{f'{w}x{n}' + ('r' if r else ''):>6}" for w, n, r in configs)
+          + f" {'bare':>6}")
     try:
         for dname in DTYPE_NAMES:
             for b in (1, 64, 512):
                 logits = torch.randn(b, vocab, device="cuda", dtype=getattr(torch, dname))
                 mask = torch.from_numpy(bench_mask(rng, b, (vocab + 31) // 32)).cuda()
                 cells = []
-                for w, n in configs:
-                    bt.WORDS, bt.WARPS = w, n
+                for w, n, r in configs:
+                    bt.WORDS, bt.WARPS, bt.MIXED_READ = w, n, r
                     cells.append(cuda_time(torch, lambda: bt.apply_token_bitmask_triton(logits, mask), iters))
-                bt.WORDS, bt.WARPS = default
+                bt.WORDS, bt.WARPS, bt.MIXED_READ = default
                 grid = (b, triton_cdiv(vocab, 32 * bt.WORDS))
                 bare = cuda_time(torch, lambda: bt._apply_bitmask_kernel[grid](
                     logits, logits.stride(0), mask, mask.stride(0), mask.shape[1], mask, vocab,
-                    HAS_ROWS=False, WORDS=bt.WORDS, num_warps=bt.WARPS), iters)
-                print(f"{dname:>9} {b:>5} " + " ".join(f"{c:>7.1f}" for c in cells) + f" {bare:>7.1f}", flush=True)
+                    HAS_ROWS=False, WORDS=bt.WORDS, MIXED_READ=bt.MIXED_READ, num_warps=bt.WARPS), iters)
+                print(f"{dname:>9} {b:>5} " + " ".join(f"{c:>6.1f}" for c in cells) + f" {bare:>6.1f}", flush=True)
     finally:
-        bt.WORDS, bt.WARPS = default
+        bt.WORDS, bt.WARPS, bt.MIXED_READ = default
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -207,13 +210,16 @@ def serve_steps(args, device: str = "cuda", **shape) -> None:
     clients = [int(c) for c in args.clients.split(",")]
     print(f"\nserver decode steps: {lm.name} on {lm.device} in {lm.dtype}, regex {args.regex!r}, "
           f"{args.max_tokens} tokens per row")
-    base, server, thread = serve._start(lm, max(clients))
-    try:
-        for n in clients:
-            serve.equal_lengths(base, n, args.max_tokens, args.regex)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    for threads in [int(t) if t != "auto" else None for t in args.mask_threads.split(",")]:
+        base, server, thread = serve._start(lm, max(clients), mask_threads=threads)
+        engine = server.config.app.state.engine
+        print(f"mask threads {engine.masks._max_workers}, switch interval {sys.getswitchinterval() * 1e3:g} ms")
+        try:
+            for n in clients:
+                serve.equal_lengths(base, n, args.max_tokens, args.regex)
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", default="16,32", help="--serve's concurrent requests, one run per count")
     ap.add_argument("--max-tokens", type=int, default=64, help="--serve's tokens per row")
     ap.add_argument("--regex", default="[a-z ]+", help="--serve's structured rows' regex")
+    ap.add_argument("--mask-threads", default="auto", help="--serve's mask threads, one server per value (auto: "
+                                                           "the server's default)")
+    ap.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (seconds) for --serve")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -252,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep:
         sweep(torch, args.vocab, args.iters)
     if args.serve:
+        if args.switch_interval:
+            sys.setswitchinterval(args.switch_interval)
         serve_steps(args)
         print(f"done in {time.perf_counter() - t0:.0f} s")
     return 1 if bad else 0

@@ -148,6 +148,9 @@ def _equal_report(label, base, clients, max_tokens, extra) -> float:
     print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}{valid}), {steps} steps, mean batch {rows:.1f} rows, "
           f"{step * 1e3:.2f} ms/step, decode {rows / step if step else 0:.1f} tokens/s, "
           f"end to end {sum(toks) / secs:.1f} tokens/s")
+    phases = {k: (v - before["step_phase_seconds"][k]) / max(steps, 1) * 1e3
+              for k, v in after["step_phase_seconds"].items()}
+    print("  ms/step by phase: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
     return step
 
 
@@ -162,14 +165,14 @@ def equal_lengths(base: str, clients: int, max_tokens: int, regex: str) -> float
     return s / u
 
 
-def _start(lm, max_batch: int):
+def _start(lm, max_batch: int, mask_threads: int | None = None):
     """A uvicorn server over ``lm`` on a free local port, in a thread: (base url, server, thread)."""
     import uvicorn
     from stencil.server import create_app
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch, mask_threads=mask_threads), host="127.0.0.1", port=port,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

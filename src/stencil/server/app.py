@@ -63,6 +63,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         # decode step (and its mean batch) between two readings, as the serve benchmark does
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
+                "step_phase_seconds": dict(engine.step_phases),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "grammar_memory": stencil.memory_usage()}
 

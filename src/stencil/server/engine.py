@@ -195,6 +195,8 @@ class Engine:
         self.steps = 0    # forward passes, for /health, tests and the benchmark
         self.step_seconds = 0.0  # wall time of decoding (forced tokens, masks, forward, sampling); not admission
         self.step_rows = 0       # rows summed over those steps (their mean batch is step_rows / steps)
+        # where the step's time goes, cumulative seconds (see _decode); /health shows them
+        self.step_phases = dict.fromkeys(STEP_PHASES, 0.0)
         self._eos_ids: Any = None  # EOS ids as a tensor on the logits' device, for ignore_eos
         self.running = 0  # rows in the batch
         self.failed_rows = 0  # rows failed alone (their batch went on)
@@ -297,8 +299,10 @@ class Engine:
             self.step_seconds += time.perf_counter() - t0
 
     def _decode(self, batch: KVBatch, rows: list[_Row]) -> None:
+        clock = _PhaseClock(self.step_phases)
         for r in rows:
             _isolated(r, self._forced, r)
+        clock.lap("forced")
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
         # bitmask row j is the mask of logits row constrained[j]
@@ -307,17 +311,22 @@ class Engine:
         fills = {i: self.masks.submit(_fill, rows[i], bm, j) for j, i in enumerate(constrained)}
         try:
             logits = batch.step([r.feed for r in rows], on_device=True)
+            clock.lap("forward")
         finally:
             wait_all(list(fills.values()))
+        clock.lap("masks_wait")
         if constrained:  # one kernel for every constrained row, where the logits are
             self.bitmask.apply(logits, constrained)
+        clock.lap("mask_apply")
         logits = logits.float().cpu()
+        clock.lap("to_host")
         self.steps += 1
         self.step_rows += len(rows)
         masks = dict(zip(constrained, bm))
         for i, r in enumerate(rows):
             r.feed = []
             _isolated(r, self._sample, r, logits[i], masks.get(i), fills.get(i))
+        clock.lap("sample")
 
     def _forced(self, r: _Row) -> None:
         """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
@@ -371,6 +380,25 @@ class Engine:
             import torch
             self._eos_ids = torch.tensor(sorted(self.eos), dtype=torch.long, device=device)
         return self._eos_ids
+
+
+#: the parts of a decode step, in order: forced tokens; the forward pass (on a GPU: launching its
+#: kernels); waiting for the masks still being filled after it; applying them; the logits' copy to
+#: the host (on a GPU: the rest of the forward pass); sampling and accepting
+STEP_PHASES = ("forced", "forward", "masks_wait", "mask_apply", "to_host", "sample")
+
+
+class _PhaseClock:
+    """Adds the time since the last lap to ``phases[name]`` at each ``lap(name)``."""
+
+    def __init__(self, phases: dict):
+        self.phases = phases
+        self.t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] += now - self.t
+        self.t = now
 
 
 def _model_device(lm) -> str:
