@@ -33,7 +33,8 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
 
 def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
                              num_threads: int | None = None,
-                             remaining_tokens: int | Sequence[int | None] | None = None) -> None:
+                             remaining_tokens: int | Sequence[int | None] | None = None,
+                             return_errors: bool = False) -> list[Exception | None] | None:
     """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in parallel.
 
     ``remaining_tokens``: each matcher's token budget, as in ``Matcher.fill_next_token_bitmask``
@@ -53,6 +54,12 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
             stencil.fill_next_token_bitmasks([m_ok, m_slow], bitmask)
         except stencil.TimeLimitExceeded:
             ...   # bitmask[0] is m_ok's mask; m_slow may be retried or dropped
+
+    With ``return_errors=True`` nothing is raised for a matcher's error: the call returns one entry
+    per matcher, None or the exception it raised, so that a server can fail those rows alone::
+
+        errors = stencil.fill_next_token_bitmasks(matchers, bitmask, return_errors=True)
+        failed = [i for i, e in enumerate(errors) if e is not None]
     """
     if isinstance(matchers, _core.Matcher) or not isinstance(matchers, Iterable):
         raise TypeError(f"matchers must be a list of stencil.Matcher, got {type(matchers).__name__}")
@@ -72,7 +79,7 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
         remaining = [None if r is None else _int(r, f"remaining_tokens[{i}]")
                      for i, r in enumerate(_items(remaining_tokens, "remaining_tokens", "int or None"))]
     rows = [] if indices is None else [_int(i, f"indices[{k}]") for k, i in enumerate(_items(indices, "indices", "int"))]
-    _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining)
+    return _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining, bool(return_errors))
 
 
 def _int(v, name: str) -> int:

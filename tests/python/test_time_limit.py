@@ -108,6 +108,27 @@ def test_a_batch_fill_raises_but_fills_the_other_rows(deepseek, primes, compiler
         stencil.fill_next_token_bitmasks([slow], bm, [1])
 
 
+def test_a_batch_fill_returns_each_rows_error(deepseek, primes, compiler):
+    """return_errors: the slow row's TimeLimitExceeded comes back in its own slot (the same error
+    class and message the single-row call raises), the other rows' slots are None and their
+    masks are theirs; a usage error of the call itself still raises."""
+    tok = deepseek.info
+    ms = [stencil.Matcher(compiler.compile_json_schema({"type": "integer"})),
+          stencil.Matcher(primes, time_limit=0.3),
+          stencil.Matcher(compiler.compile_regex("[a-c]+x"))]
+    bm = bitmask(tok, 3)
+    errors = stencil.fill_next_token_bitmasks(ms, bm, remaining_tokens=[8, 8, None], return_errors=True)
+    assert [type(e) for e in errors] == [type(None), stencil.TimeLimitExceeded, type(None)]
+    assert str(errors[1]).startswith("fill_next_token_bitmasks exceeded the matcher's time")
+    for i in (0, 2):
+        alone = bitmask(tok)
+        ms[i].fill_next_token_bitmask(alone, 0, remaining_tokens=8 if i == 0 else None)
+        assert np.array_equal(bm[i], alone[0])
+    assert stencil.fill_next_token_bitmasks([ms[0], ms[2]], bm, return_errors=True) == [None, None]
+    with pytest.raises(ValueError, match="same bitmask row"):
+        stencil.fill_next_token_bitmasks(ms[:2], bm, indices=[1, 1], return_errors=True)
+
+
 # ------------------------------------------------------------------------------- exact after a timeout
 
 def enum_schema(n):

@@ -109,6 +109,18 @@ static nb::object time_limit_of(const Matcher& mt) {
   return mt.time_limit() > 0 ? nb::object(nb::float_(mt.time_limit())) : nb::none();
 }
 
+// The Python exception object that `e` becomes at the boundary, by the same translators: it is
+// thrown out of a throwaway bound function and caught as the Python error it turned into.
+static nb::object python_exception(const std::exception_ptr& e) {
+  nb::object raise = nb::cpp_function([e]() { std::rethrow_exception(e); });
+  try {
+    raise();
+  } catch (nb::python_error& err) {
+    return nb::borrow(err.value());
+  }
+  return nb::none();  // unreachable: raise() always throws
+}
+
 void bind_matcher(nb::module_& m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def(
@@ -329,7 +341,7 @@ void bind_matcher(nb::module_& m) {
   m.def(
       "fill_next_token_bitmasks",
       [](const std::vector<nb::handle>& items, nb::handle bitmask, std::vector<int64_t> indices, int num_threads,
-         const std::vector<nb::handle>& remaining_tokens) {
+         const std::vector<nb::handle>& remaining_tokens, bool return_errors) -> nb::object {
         // Taken as handles: a Matcher* list would let None through as a null pointer.
         std::vector<Matcher*> matchers;
         matchers.reserve(items.size());
@@ -363,12 +375,20 @@ void bind_matcher(nb::module_& m) {
           throw UsageError("the same matcher appears twice in one batch");
         std::deque<Matcher::Exclusive> uses;
         for (Matcher* mt : matchers) uses.emplace_back(*mt);
-        nb::gil_scoped_release release;
-        fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining);
+        std::vector<std::exception_ptr> errors;
+        {
+          nb::gil_scoped_release release;
+          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining,
+                              return_errors ? &errors : nullptr);
+        }
+        if (!return_errors) return nb::none();
+        nb::list out;
+        for (const auto& e : errors) out.append(e ? python_exception(e) : nb::none());
+        return out;
       },
       nb::arg("matchers"), nb::arg("bitmask").none(), nb::arg("indices"), nb::arg("num_threads"),
-      nb::arg("remaining_tokens") = std::vector<nb::handle>{},
+      nb::arg("remaining_tokens") = std::vector<nb::handle>{}, nb::arg("return_errors") = false,
       nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
               "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
-              "collections.abc.Sequence[int | None] = []) -> None"));
+              "collections.abc.Sequence[int | None] = [], return_errors: bool = False) -> list[Exception | None] | None"));
 }

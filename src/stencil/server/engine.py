@@ -2,8 +2,11 @@
 
 Requests queue up; the engine thread admits them into the running batch (up to ``max_batch``
 rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch``). Meanwhile a
-pool of ``mask_threads`` threads fills the rows' token masks, one task per row (the core releases
-the GIL), so the grammar costs the step nothing while it is cheaper than the forward pass. Forced
+helper thread fills every row's token mask in ONE call of the core (``fill_next_token_bitmasks``
+on ``mask_threads`` native threads, the GIL released once: a task per row would take the GIL
+from the forward pass dozens of times a step, which on a GPU, where launching the forward pass is
+Python work, stretched a step four-fold), so the grammar costs the step nothing while it is
+cheaper than the forward pass. Forced
 tokens (the only token a grammar allows) are appended without sampling and fed with the row's
 next step. A finished, cancelled or failed row leaves the batch at once and frees its slot; text
 pieces flow back to each request's asyncio queue.
@@ -22,7 +25,7 @@ import os
 import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,7 +194,8 @@ class Engine:
             eos_words[t // 32] |= np.uint32(1 << (t % 32))
         self.not_eos = (~eos_words).view(np.int32)
         self.jobs: queue.Queue = queue.Queue()
-        self.masks = ThreadPoolExecutor(max_workers=mask_threads, thread_name_prefix="stencil-serve-mask")
+        self.mask_threads = mask_threads
+        self.masks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stencil-serve-mask")
         self.steps = 0    # forward passes, for /health, tests and the benchmark
         self.step_seconds = 0.0  # wall time of decoding (forced tokens, masks, forward, sampling); not admission
         self.step_rows = 0       # rows summed over those steps (their mean batch is step_rows / steps)
@@ -308,12 +312,16 @@ class Engine:
         # bitmask row j is the mask of logits row constrained[j]
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
         bm = self.bitmask.host(len(constrained))
-        fills = {i: self.masks.submit(_fill, rows[i], bm, j) for j, i in enumerate(constrained)}
+        fill = self.masks.submit(stencil.fill_next_token_bitmasks, [rows[i].matcher for i in constrained], bm,
+                                 num_threads=self.mask_threads, remaining_tokens=[rows[i].left for i in constrained],
+                                 return_errors=True) if constrained else None
         try:
             logits = batch.step([r.feed for r in rows], on_device=True)
             clock.lap("forward")
         finally:
-            wait_all(list(fills.values()))
+            if fill is not None:
+                wait_all([fill])
+        errors = dict(zip(constrained, fill.result())) if fill is not None else {}
         clock.lap("masks_wait")
         if constrained:  # one kernel for every constrained row, where the logits are
             self.bitmask.apply(logits, constrained)
@@ -325,7 +333,7 @@ class Engine:
         masks = dict(zip(constrained, bm))
         for i, r in enumerate(rows):
             r.feed = []
-            _isolated(r, self._sample, r, logits[i], masks.get(i), fills.get(i))
+            _isolated(r, self._sample, r, logits[i], masks.get(i), errors.get(i))
         clock.lap("sample")
 
     def _forced(self, r: _Row) -> None:
@@ -350,10 +358,12 @@ class Engine:
             if r.finish is None and r.left == 0:
                 r.finish = "max_tokens"
 
-    def _sample(self, r: _Row, row, mask: np.ndarray | None, fill: Future | None) -> None:
-        """Sample row ``r``'s next token from ``row``, its logits, already masked by ``mask``."""
-        if fill is not None:
-            fill.result()  # the row's own grammar error, raised in this row only
+    def _sample(self, r: _Row, row, mask: np.ndarray | None, error: Exception | None) -> None:
+        """Sample row ``r``'s next token from ``row``, its logits, already masked by ``mask``
+        (None: unconstrained); ``error``: what filling the mask raised, which fails this row alone."""
+        if error is not None:
+            raise error
+        if mask is not None:
             if not np.any(mask & self.not_eos):
                 if not np.any(mask):
                     raise DeadEnd("the grammar allows no token and not EOS: " + r.matcher.debug_state())
@@ -404,11 +414,6 @@ class _PhaseClock:
 def _model_device(lm) -> str:
     """The device of ``lm``'s weights (the logits come out there)."""
     return str(next(lm.model.parameters()).device)
-
-
-def _fill(r: _Row, bm: np.ndarray, i: int) -> None:
-    """Row ``i``'s budget-aware mask (on a mask thread, during the forward pass)."""
-    r.matcher.fill_next_token_bitmask(bm, i, remaining_tokens=r.left)
 
 
 def _isolated(r: _Row, fn, *args) -> None:
