@@ -23,10 +23,16 @@ from stencil._core import (
     GrammarBuilder,
     GrammarError,
     Matcher,
+    PendingFill,
     TimeLimitExceeded,
 )
 from stencil._version import __version__
-from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks
+from stencil.bitmask import (
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+    fill_next_token_bitmasks,
+    fill_next_token_bitmasks_async,
+)
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
 from stencil.memory import memory_usage, set_memory_limit
@@ -36,7 +42,8 @@ from stencil.tokenizer import TokenizerInfo
 __all__ = [
     "__version__",
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
-    "allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace", "GrammarError",
+    "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
+    "apply_token_bitmask_inplace", "GrammarError",
     "ConcurrentUseError", "BudgetError", "CompileTimeout", "TimeLimitExceeded",
     "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
     "set_memory_limit", "memory_usage",

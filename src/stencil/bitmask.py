@@ -61,6 +61,31 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
         errors = stencil.fill_next_token_bitmasks(matchers, bitmask, return_errors=True)
         failed = [i for i, e in enumerate(errors) if e is not None]
     """
+    matchers, rows, num_threads, remaining = _batch_args(matchers, indices, num_threads, remaining_tokens)
+    return _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining, bool(return_errors))
+
+
+def fill_next_token_bitmasks_async(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
+                                   num_threads: int | None = None,
+                                   remaining_tokens: int | Sequence[int | None] | None = None) -> _core.PendingFill:
+    """Start ``fill_next_token_bitmasks`` on a thread of the core and return at once.
+
+    The arguments are those of ``fill_next_token_bitmasks`` (checked before it starts). The
+    returned ``PendingFill``'s ``wait()`` waits for the fill and returns one entry per matcher:
+    None, or the exception that matcher raised (its row undefined). Until then the matchers are
+    busy (calling one raises) and the bitmask must not be read. The fill needs no GIL, so
+    Python code, such as launching a forward pass on a GPU, runs beside it at full speed::
+
+        pending = stencil.fill_next_token_bitmasks_async(matchers, bitmask, remaining_tokens=left)
+        logits = model(...)                  # the masks are filled meanwhile
+        errors = pending.wait()              # [None, ...]: every row is its matcher's mask
+    """
+    matchers, rows, num_threads, remaining = _batch_args(matchers, indices, num_threads, remaining_tokens)
+    return _core.fill_next_token_bitmasks_async(matchers, bitmask, rows, num_threads, remaining)
+
+
+def _batch_args(matchers, indices, num_threads, remaining_tokens) -> tuple[list, list[int], int, list]:
+    """The batch calls' arguments as the core takes them, or the error naming the wrong one."""
     if isinstance(matchers, _core.Matcher) or not isinstance(matchers, Iterable):
         raise TypeError(f"matchers must be a list of stencil.Matcher, got {type(matchers).__name__}")
     matchers = list(matchers)
@@ -79,7 +104,7 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
         remaining = [None if r is None else _int(r, f"remaining_tokens[{i}]")
                      for i, r in enumerate(_items(remaining_tokens, "remaining_tokens", "int or None"))]
     rows = [] if indices is None else [_int(i, f"indices[{k}]") for k, i in enumerate(_items(indices, "indices", "int"))]
-    return _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining, bool(return_errors))
+    return matchers, rows, num_threads, remaining
 
 
 def _int(v, name: str) -> int:

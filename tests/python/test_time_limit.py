@@ -129,6 +129,47 @@ def test_a_batch_fill_returns_each_rows_error(deepseek, primes, compiler):
         stencil.fill_next_token_bitmasks(ms[:2], bm, indices=[1, 1], return_errors=True)
 
 
+def test_an_async_batch_fill_runs_beside_python_and_returns_each_rows_error(deepseek, primes, compiler):
+    """fill_next_token_bitmasks_async: Python runs while the core fills (the slow row's 0.3 s
+    limit is still running when it returns), the matchers are busy until wait(), and wait()
+    gives the rows' errors as return_errors does; the rows are the synchronous call's."""
+    tok = deepseek.info
+    ok = stencil.Matcher(compiler.compile_json_schema({"type": "integer"}))
+    slow = stencil.Matcher(primes, time_limit=0.3)
+    bm = bitmask(tok, 2)
+    t0 = time.perf_counter()
+    pending = stencil.fill_next_token_bitmasks_async([ok, slow], bm, remaining_tokens=[6, None])
+    started = time.perf_counter() - t0
+    assert started < 0.2 and not pending.done and pending.seconds == 0.0
+    with pytest.raises(stencil.ConcurrentUseError):
+        ok.accept_string("1")
+    errors = pending.wait()
+    assert [type(e) for e in errors] == [type(None), stencil.TimeLimitExceeded]
+    assert pending.done and 0.2 < pending.seconds < GUARD_S
+    assert [type(e) for e in pending.wait()] == [type(None), stencil.TimeLimitExceeded]  # again: the same
+    alone = bitmask(tok)
+    ok.fill_next_token_bitmask(alone, 0, remaining_tokens=6)
+    assert np.array_equal(bm[0], alone[0]) and ok.accept_string("1")
+
+
+def test_an_async_batch_fill_dropped_unwaited_waits_for_itself(compiler, deepseek):
+    """A PendingFill dropped without wait() finishes first (it holds its matchers and bitmask),
+    and bad arguments are refused before anything starts."""
+    tok = deepseek.info
+    ms = [stencil.Matcher(compiler.compile_regex("[a-z]+")) for _ in range(3)]
+    bm = bitmask(tok, 3)
+    stencil.fill_next_token_bitmasks_async(ms, bm)  # dropped at once
+    del bm
+    assert all(m.accept_string("ab") for m in ms)  # free again
+    with pytest.raises(ValueError, match="same matcher"):
+        stencil.fill_next_token_bitmasks_async([ms[0], ms[0]], bitmask(tok, 2))
+    with pytest.raises(TypeError, match=r"matchers\[1\] is NoneType"):
+        stencil.fill_next_token_bitmasks_async([ms[0], None], bitmask(tok, 2))
+    with pytest.raises(TypeError, match="int32"):
+        stencil.fill_next_token_bitmasks_async(ms, np.zeros((3, 10), np.int64))
+    assert ms[0].accept_string("c")
+
+
 # ------------------------------------------------------------------------------- exact after a timeout
 
 def enum_schema(n):

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <deque>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -10,58 +9,19 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/args.h"
+#include "bindings/mask_args.h"
 #include "bindings/bindings.h"
-#include "matcher/batch.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "stencil/matcher.h"
 
 namespace nb = nanobind;
 using namespace stencil;
+using stencil::bindings::bitmask_row;
+using stencil::bindings::check_bitmask;
+using stencil::bindings::check_remaining;
 using stencil::bindings::int_arg;
-
-// Bitmasks are taken as any array and checked here rather than typed in the signature: a typed
-// ndarray argument lets nanobind convert (copy) an int64, Fortran-order or strided array, and
-// the mask would then be written into the copy, leaving the caller's array, and the grammar,
-// unenforced.
-struct MaskRows {
-  uint32_t* data;
-  size_t rows, words;
-};
-
-static std::string dtype_name(nb::dlpack::dtype t) {
-  static const char* kinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
-  std::string kind = t.code < 7 ? kinds[t.code] : "code" + std::to_string(t.code);
-  return kind + std::to_string(t.bits);
-}
-
-static MaskRows check_bitmask(nb::handle arg) {
-  nb::ndarray<> bm = stencil::bindings::bitmask_arg(arg);
-  if (bm.device_type() != nb::device::cpu::value)
-    throw nb::type_error("the bitmask must be in CPU memory (fill it on the CPU, then copy it to the device)");
-  if (bm.dtype() != nb::dtype<int32_t>())
-    throw nb::type_error(
-        ("the bitmask must be an int32 array (stencil.allocate_token_bitmask), got " + dtype_name(bm.dtype())).c_str());
-  if (bm.ndim() != 2)
-    throw nb::value_error(
-        ("the bitmask must be 2-D [rows, ceil(vocab_size / 32)], got " + std::to_string(bm.ndim()) + " dimensions")
-            .c_str());
-  const bool contiguous = (bm.shape(1) <= 1 || bm.stride(1) == 1) &&
-                          (bm.shape(0) <= 1 || bm.stride(0) == static_cast<int64_t>(bm.shape(1)));
-  if (!contiguous)
-    throw nb::value_error(("the bitmask must be C-contiguous (row-major, no strides), got strides (" +
-                           std::to_string(bm.stride(0)) + ", " + std::to_string(bm.stride(1)) + ") for shape (" +
-                           std::to_string(bm.shape(0)) + ", " + std::to_string(bm.shape(1)) + ")")
-                              .c_str());
-  return {static_cast<uint32_t*>(bm.data()), bm.shape(0), bm.shape(1)};
-}
-
-static int64_t check_remaining(nb::handle remaining) {
-  if (remaining.is_none()) return -1;
-  const int64_t r = int_arg(remaining, "remaining_tokens", "an int >= 0 (or None for no budget)");
-  if (r < 0) throw UsageError("remaining_tokens must be >= 0 (or None for no budget), got " + std::to_string(r));
-  return r;
-}
+using stencil::bindings::MaskRows;
 
 static constexpr const char* kTokenRange = "an int in [0, vocab_size)";
 
@@ -75,13 +35,6 @@ static std::vector<int64_t> token_list(nb::handle tokens) {
   out.reserve(static_cast<size_t>(nb::len(tokens)));
   for (nb::handle t : tokens) out.push_back(int_arg(t, "tokens", kTokenRange, static_cast<int64_t>(out.size())));
   return out;
-}
-
-static uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
-  if (index < 0 || static_cast<size_t>(index) >= bm.rows)
-    throw UsageError("bitmask row index " + std::to_string(index) + " is out of range for a bitmask of " +
-                     std::to_string(bm.rows) + " rows");
-  return bm.data + static_cast<size_t>(index) * bm.words;
 }
 
 // Matcher(time_limit=...): seconds as a number > 0, or None (0 inside: no limit). A string is not
@@ -107,18 +60,6 @@ static double check_time_limit(nb::handle v) {
 
 static nb::object time_limit_of(const Matcher& mt) {
   return mt.time_limit() > 0 ? nb::object(nb::float_(mt.time_limit())) : nb::none();
-}
-
-// The Python exception object that `e` becomes at the boundary, by the same translators: it is
-// thrown out of a throwaway bound function and caught as the Python error it turned into.
-static nb::object python_exception(const std::exception_ptr& e) {
-  nb::object raise = nb::cpp_function([e]() { std::rethrow_exception(e); });
-  try {
-    raise();
-  } catch (nb::python_error& err) {
-    return nb::borrow(err.value());
-  }
-  return nb::none();  // unreachable: raise() always throws
 }
 
 void bind_matcher(nb::module_& m) {
@@ -337,58 +278,4 @@ void bind_matcher(nb::module_& m) {
         Matcher::Exclusive use(mt);
         return mt.debug_state();
       });
-
-  m.def(
-      "fill_next_token_bitmasks",
-      [](const std::vector<nb::handle>& items, nb::handle bitmask, std::vector<int64_t> indices, int num_threads,
-         const std::vector<nb::handle>& remaining_tokens, bool return_errors) -> nb::object {
-        // Taken as handles: a Matcher* list would let None through as a null pointer.
-        std::vector<Matcher*> matchers;
-        matchers.reserve(items.size());
-        for (size_t i = 0; i < items.size(); ++i) {
-          Matcher* mt = nullptr;
-          if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
-            throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
-                                  std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
-                                     .c_str());
-          matchers.push_back(mt);
-        }
-        if (indices.empty())
-          for (size_t i = 0; i < matchers.size(); ++i) indices.push_back(static_cast<int64_t>(i));
-        if (indices.size() != matchers.size())
-          throw UsageError("indices has " + std::to_string(indices.size()) + " entries for " +
-                           std::to_string(matchers.size()) + " matchers");
-        if (!remaining_tokens.empty() && remaining_tokens.size() != matchers.size())
-          throw UsageError("remaining_tokens has " + std::to_string(remaining_tokens.size()) + " entries for " +
-                           std::to_string(matchers.size()) + " matchers");
-        std::vector<int64_t> remaining;
-        for (const auto& r : remaining_tokens) remaining.push_back(check_remaining(r));
-        MaskRows bm = check_bitmask(bitmask);
-        std::vector<int64_t> seen_rows = indices;
-        for (int64_t i : indices) bitmask_row(bm, i);
-        std::sort(seen_rows.begin(), seen_rows.end());
-        if (std::adjacent_find(seen_rows.begin(), seen_rows.end()) != seen_rows.end())
-          throw UsageError("two matchers of one batch would fill the same bitmask row");
-        std::vector<Matcher*> sorted = matchers;
-        std::sort(sorted.begin(), sorted.end());
-        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-          throw UsageError("the same matcher appears twice in one batch");
-        std::deque<Matcher::Exclusive> uses;
-        for (Matcher* mt : matchers) uses.emplace_back(*mt);
-        std::vector<std::exception_ptr> errors;
-        {
-          nb::gil_scoped_release release;
-          fill_masks_parallel(matchers, indices, bm.data, bm.words, num_threads, remaining,
-                              return_errors ? &errors : nullptr);
-        }
-        if (!return_errors) return nb::none();
-        nb::list out;
-        for (const auto& e : errors) out.append(e ? python_exception(e) : nb::none());
-        return out;
-      },
-      nb::arg("matchers"), nb::arg("bitmask").none(), nb::arg("indices"), nb::arg("num_threads"),
-      nb::arg("remaining_tokens") = std::vector<nb::handle>{}, nb::arg("return_errors") = false,
-      nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
-              "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
-              "collections.abc.Sequence[int | None] = [], return_errors: bool = False) -> list[Exception | None] | None"));
 }

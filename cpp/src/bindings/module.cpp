@@ -6,6 +6,7 @@ NB_MODULE(_core, m) {
   bind_vocabulary(m);
   bind_grammar(m);
   bind_matcher(m);
+  bind_batch(m);
   bind_logits(m);
   bind_limits(m);
   bind_memory(m);

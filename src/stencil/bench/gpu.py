@@ -213,7 +213,7 @@ def serve_steps(args, device: str = "cuda", **shape) -> None:
     for threads in [int(t) if t != "auto" else None for t in args.mask_threads.split(",")]:
         base, server, thread = serve._start(lm, max(clients), mask_threads=threads)
         engine = server.config.app.state.engine
-        print(f"mask threads {engine.masks._max_workers}, switch interval {sys.getswitchinterval() * 1e3:g} ms")
+        print(f"mask threads {engine.mask_threads}, switch interval {sys.getswitchinterval() * 1e3:g} ms")
         try:
             for n in clients:
                 serve.equal_lengths(base, n, args.max_tokens, args.regex)

@@ -2,10 +2,10 @@
 
 Requests queue up; the engine thread admits them into the running batch (up to ``max_batch``
 rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch``). Meanwhile a
-helper thread fills every row's token mask in ONE call of the core (``fill_next_token_bitmasks``
-on ``mask_threads`` native threads, the GIL released once: a task per row would take the GIL
-from the forward pass dozens of times a step, which on a GPU, where launching the forward pass is
-Python work, stretched a step four-fold), so the grammar costs the step nothing while it is
+thread of the core fills every row's token mask (``fill_next_token_bitmasks_async``, on
+``mask_threads`` native threads) without ever taking the GIL: Python threads filling masks took
+the GIL from the forward pass at each hand-over, which on a GPU, where launching the forward pass
+is Python work, stretched a step several-fold. So the grammar costs the step nothing while it is
 cheaper than the forward pass. Forced
 tokens (the only token a grammar allows) are appended without sampling and fed with the row's
 next step. A finished, cancelled or failed row leaves the batch at once and frees its slot; text
@@ -25,8 +25,6 @@ import os
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +193,6 @@ class Engine:
         self.not_eos = (~eos_words).view(np.int32)
         self.jobs: queue.Queue = queue.Queue()
         self.mask_threads = mask_threads
-        self.masks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stencil-serve-mask")
         self.steps = 0    # forward passes, for /health, tests and the benchmark
         self.step_seconds = 0.0  # wall time of decoding (forced tokens, masks, forward, sampling); not admission
         self.step_rows = 0       # rows summed over those steps (their mean batch is step_rows / steps)
@@ -312,17 +309,17 @@ class Engine:
         # bitmask row j is the mask of logits row constrained[j]
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
         bm = self.bitmask.host(len(constrained))
-        fill = self.masks.submit(stencil.fill_next_token_bitmasks, [rows[i].matcher for i in constrained], bm,
-                                 num_threads=self.mask_threads, remaining_tokens=[rows[i].left for i in constrained],
-                                 return_errors=True) if constrained else None
+        fill = stencil.fill_next_token_bitmasks_async(
+            [rows[i].matcher for i in constrained], bm, num_threads=self.mask_threads,
+            remaining_tokens=[rows[i].left for i in constrained]) if constrained else None
         try:
             logits = batch.step([r.feed for r in rows], on_device=True)
             clock.lap("forward")
         finally:
-            if fill is not None:
-                wait_all([fill])
-        errors = dict(zip(constrained, fill.result())) if fill is not None else {}
+            errors = dict(zip(constrained, fill.wait())) if fill is not None else {}
         clock.lap("masks_wait")
+        if fill is not None:
+            self.step_phases["masks"] += fill.seconds
         if constrained:  # one kernel for every constrained row, where the logits are
             self.bitmask.apply(logits, constrained)
         clock.lap("mask_apply")
@@ -394,8 +391,9 @@ class Engine:
 
 #: the parts of a decode step, in order: forced tokens; the forward pass (on a GPU: launching its
 #: kernels); waiting for the masks still being filled after it; applying them; the logits' copy to
-#: the host (on a GPU: the rest of the forward pass); sampling and accepting
-STEP_PHASES = ("forced", "forward", "masks_wait", "mask_apply", "to_host", "sample")
+#: the host (on a GPU: the rest of the forward pass); sampling and accepting. ``masks``: filling
+#: the masks, on the core's threads during ``forward`` (not part of the step's sum)
+STEP_PHASES = ("forced", "forward", "masks_wait", "mask_apply", "to_host", "sample", "masks")
 
 
 class _PhaseClock:
