@@ -11,8 +11,11 @@ vector load), then:
 - every word all ones: nothing is written, the logits are not touched;
 - every word zero: the whole block is stored as -inf, unmasked but for the vocabulary's end, so
   the stores are full-width vector stores; the logits are never read;
-- mixed: -inf is stored under a per-logit mask (the word's clear bits), so allowed logits, and
-  thus whole all-ones words, are neither read nor written.
+- mixed: the block's logits are read and all stored back, -inf where a bit is clear, with whole
+  vector loads and stores. Storing -inf under a per-logit mask instead (``MIXED_READ = False``)
+  reads nothing but writes partial sectors: on an H100 it took 1.5x (float32) to 3x (bfloat16)
+  longer at batch 512 (``python -m stencil.bench.gpu --sweep``). A row named twice in
+  ``indices`` keeps the masked stores, since two programs reading and storing it would race.
 
 Logits columns past the bitmask's width are disallowed (the words there read as zero) and bits
 past the logits' width are ignored, as in the numpy kernel. ``indices[k]`` names the logits row
