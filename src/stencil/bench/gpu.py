@@ -166,11 +166,11 @@ def sweep(torch, vocab: int, iters: int) -> None:
                 cells = []
                 for w, n, r in configs:
                     bt.WORDS, bt.WARPS, bt.MIXED_READ = w, n, r
-                    cells.append(cuda_time(torch, lambda: bt.apply_token_bitmask_triton(logits, mask), iters))
+                    cells.append(cuda_time(torch, lambda lg=logits, m=mask: bt.apply_token_bitmask_triton(lg, m), iters))
                 bt.WORDS, bt.WARPS, bt.MIXED_READ = default
                 grid = (b, triton_cdiv(vocab, 32 * bt.WORDS))
-                bare = cuda_time(torch, lambda: bt._apply_bitmask_kernel[grid](
-                    logits, logits.stride(0), mask, mask.stride(0), mask.shape[1], mask, vocab,
+                bare = cuda_time(torch, lambda lg=logits, m=mask, grid=grid: bt._apply_bitmask_kernel[grid](
+                    lg, lg.stride(0), m, m.stride(0), m.shape[1], m, vocab,
                     HAS_ROWS=False, WORDS=bt.WORDS, MIXED_READ=bt.MIXED_READ, num_warps=bt.WARPS), iters)
                 print(f"{dname:>9} {b:>5} " + " ".join(f"{c:>6.1f}" for c in cells) + f" {bare:>6.1f}", flush=True)
     finally:

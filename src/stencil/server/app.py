@@ -1,19 +1,24 @@
-"""FastAPI routes: /v1/chat/completions, /v1/completions, /v1/models, /health (OpenAI's shapes)."""
+"""FastAPI routes: /v1/chat/completions, /v1/responses, /v1/completions, /v1/models, /health (OpenAI's
+shapes)."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import time
+import uuid
 from dataclasses import replace
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 import stencil
 from stencil.memory import resident_bytes
 from stencil.server.limits import ServerLimits
+from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
 from stencil.server.protocol import RequestError, error_body, message_text
 from stencil.server.request import ChatRequest, CompletionRequest, parse_request
+from stencil.server.responses import wait_all
 from stencil.server.service import Service
 from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
 
@@ -81,6 +86,10 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
         return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
 
+    @app.post("/v1/responses")
+    async def responses(request: Request):
+        return await _responses(svc, request, default_format)
+
     @app.post("/v1/completions")
     async def completions(request: Request):
         body = await svc.read_body(request)
@@ -92,6 +101,23 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         return await svc.run(request, body, prompt_ids, chat=False, req=req)
 
     return app
+
+
+async def _responses(svc: Service, request: Request, fmt: str):
+    """``/v1/responses``: the request translated into the chat request it means, generated as one."""
+    body = await svc.read_body(request)
+    req = parse_request(ResponsesRequest, body)
+    chat = chat_body(req)
+    messages, tools = chat_prompt(_chat_messages(chat), _tools_of(chat), fmt)
+    prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
+    c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt)
+    if req.stream:
+        return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids)),
+                                 media_type="text/event-stream")
+    await wait_all(request, jobs)
+    if jobs[0].error:
+        raise RequestError(jobs[0].error, status=jobs[0].error_status, code=jobs[0].error_code)
+    return response_object("resp_" + uuid.uuid4().hex, req, svc.name, int(time.time()), jobs[0], c, len(prompt_ids))
 
 
 def _tool_format(lm, name: str, param: str | None = None) -> str:

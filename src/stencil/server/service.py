@@ -124,7 +124,9 @@ class Service:
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
             raise RequestError(f"invalid grammar: {e}", param="response_format") from None
 
-    async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
+    async def submit(self, body: dict, prompt_ids, req=None, tool_format="generic") -> tuple[Constraint, list[Job], dict]:
+        """Check the request's parameters, compile and warm its constraint, and queue its ``n``
+        jobs: (constraint, jobs, parameters)."""
         p = self.params(body, prompt_ids, req)
         if not self.engine.has_room(p["n"]):
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
@@ -138,6 +140,10 @@ class Service:
                                        ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
                                        logprobs=p["logprobs"]))
                 for i, m in enumerate(matchers)]
+        return c, jobs, p
+
+    async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
+        c, jobs, p = await self.submit(body, prompt_ids, req, tool_format)
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
             counted = len(prompt_ids) if p["include_usage"] else None

@@ -1,0 +1,253 @@
+"""OpenAI's Responses API (``/v1/responses``) over the chat pipeline: a request is translated into
+the chat request it means (instructions and input items into messages, ``text.format`` into
+``response_format``, function tools into chat tools), generated as chat requests are, and the
+result written back as a ``response`` object or its stream of typed events.
+
+Example (the ``openai`` client)::
+
+    r = client.responses.parse(model="m", input="A city.", text_format=City)   # r.output_parsed: City
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from typing import Any, Literal, Optional, Union
+
+from pydantic import Field
+
+from stencil.server.engine import _DONE, Job
+from stencil.server.protocol import RequestError, message_text
+from stencil.server.request import _Strict
+from stencil.server.responses import _message
+
+
+class ResponsesRequest(_Strict):
+    """``/v1/responses``: the fields that change the output are implemented or refused (a 400
+    naming them); ``store``, ``metadata`` and the like change nothing and pass."""
+
+    model: Any = None
+    input: Union[str, list[Any]]
+    instructions: Optional[str] = None
+    max_output_tokens: Optional[int] = Field(None, ge=1)
+    temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
+    top_p: Optional[float] = Field(None, ge=0.0, le=1.0)
+    seed: Optional[int] = Field(None, ge=0)  # not OpenAI's: vLLM's and stencil's, for sampled tests
+    text: Optional[dict] = None
+    tools: Optional[list[Any]] = None
+    tool_choice: Union[str, dict, None] = None
+    parallel_tool_calls: Optional[bool] = None
+    stream: Optional[bool] = None
+    truncation: Optional[Literal["disabled"]] = None
+    include: Optional[list[Any]] = Field(None, max_length=0)  # logprobs and other inclusions: not done
+    background: Optional[Literal[False]] = None
+    store: Any = None
+    metadata: Any = None
+    user: Any = None
+    service_tier: Any = None
+    prompt_cache_key: Any = None
+    safety_identifier: Any = None
+
+
+def chat_body(req: ResponsesRequest) -> dict:
+    """The chat-completions body that ``req`` means."""
+    body: dict[str, Any] = {"messages": _messages(req)}
+    for src, dst in (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"),
+                     ("seed", "seed"), ("parallel_tool_calls", "parallel_tool_calls")):
+        if getattr(req, src) is not None:
+            body[dst] = getattr(req, src)
+    fmt = _response_format((req.text or {}).get("format"))
+    if set(req.text or {}) - {"format", "verbosity"}:
+        raise RequestError(f"text.{sorted(set(req.text) - {'format', 'verbosity'})[0]} is not supported",
+                           param="text", code="unsupported_parameter")
+    if fmt is not None:
+        body["response_format"] = fmt
+    if req.tools:
+        body["tools"] = [_tool(t, i) for i, t in enumerate(req.tools)]
+    if req.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(req.tool_choice)
+    return body
+
+
+def _messages(req: ResponsesRequest) -> list[dict]:
+    msgs = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    if isinstance(req.input, str):
+        return msgs + [{"role": "user", "content": req.input}]
+    if not req.input:
+        raise RequestError("input must be a non-empty string or list of items", param="input")
+    for i, item in enumerate(req.input):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise RequestError(f"{where} must be an object", param=where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "assistant", "system", "developer"):
+                raise RequestError(f"{where}.role must be user, assistant, system or developer, got {role!r}",
+                                   param=f"{where}.role")
+            msgs.append({"role": "system" if role == "developer" else role,
+                         "content": message_text(item.get("content"), f"{where}.content")})
+        elif kind == "function_call":
+            call = {"id": _str(item, "call_id", where), "type": "function",
+                    "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}}
+            if msgs and msgs[-1]["role"] == "assistant" and msgs[-1].get("tool_calls") is not None:
+                msgs[-1]["tool_calls"].append(call)  # parallel calls: one assistant turn
+            else:
+                msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        elif kind == "function_call_output":
+            out = item.get("output")
+            msgs.append({"role": "tool", "tool_call_id": _str(item, "call_id", where),
+                         "content": out if isinstance(out, str) else message_text(out, f"{where}.output")})
+        else:
+            raise RequestError(f"{where}.type {kind!r} is not supported (message, function_call and "
+                               "function_call_output are)", param=f"{where}.type", code="unsupported_parameter")
+    return msgs
+
+
+def _str(item: dict, key: str, where: str) -> str:
+    if not isinstance(item.get(key), str):
+        raise RequestError(f"{where}.{key} must be a string", param=f"{where}.{key}")
+    return item[key]
+
+
+def _response_format(fmt) -> Optional[dict]:
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        if not isinstance(fmt.get("schema"), dict):
+            raise RequestError("text.format.schema must be a JSON Schema object", param="text.format.schema")
+        spec = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+        return {"type": "json_schema", "json_schema": spec}
+    raise RequestError(f"text.format.type must be text, json_schema or json_object, got {kind!r}",
+                       param="text.format.type")
+
+
+def _tool(t, i: int) -> dict:
+    if not isinstance(t, dict) or t.get("type") != "function":
+        kind = t.get("type") if isinstance(t, dict) else type(t).__name__
+        raise RequestError(f"tools[{i}].type {kind!r} is not supported (only function tools run here)",
+                           param=f"tools[{i}].type", code="unsupported_parameter")
+    fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if k in t}
+    return {"type": "function", "function": fn}
+
+
+def _tool_choice(choice) -> Union[str, dict]:
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return choice  # auto, none, required: as in chat (the chat path checks them)
+
+
+# -- the answer ---------------------------------------------------------------------------------
+def response_object(rid: str, req: ResponsesRequest, name: str, created: int, job: Optional[Job] = None,
+                    c=None, prompt_tokens: int = 0, msg_id: str = "") -> dict:
+    """The ``response`` object: in progress (no ``job``), or the finished job's output items."""
+    output: list[dict] = []
+    status = "in_progress"
+    incomplete = None
+    if job is not None:
+        output = _output_items(job, c, msg_id)
+        status = "completed"
+        if job.finish_reason == "length":
+            status, incomplete = "incomplete", {"reason": "max_output_tokens"}
+    out_tokens = job.completion_tokens if job is not None else 0
+    return {"id": rid, "object": "response", "created_at": created, "status": status, "error": None,
+            "incomplete_details": incomplete, "instructions": req.instructions,
+            "max_output_tokens": req.max_output_tokens, "model": name, "output": output,
+            "parallel_tool_calls": req.parallel_tool_calls is not False, "temperature": req.temperature,
+            "top_p": req.top_p, "tool_choice": req.tool_choice or "auto", "tools": req.tools or [],
+            "text": req.text or {"format": {"type": "text"}}, "truncation": "disabled",
+            "metadata": req.metadata or {}, "store": False,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": out_tokens,
+                      "total_tokens": prompt_tokens + out_tokens, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def _output_items(job: Job, c, msg_id: str) -> list[dict]:
+    msg = _message(job, c)
+    items: list[dict] = []
+    if msg.get("reasoning_content"):
+        items.append({"type": "reasoning", "id": _id("rs"),
+                      "summary": [{"type": "summary_text", "text": msg["reasoning_content"]}]})
+    if msg.get("content") or not msg.get("tool_calls"):
+        items.append(_text_item(msg_id or _id("msg"), msg.get("content") or "", "completed"))
+    for tc in msg.get("tool_calls") or []:
+        items.append({"type": "function_call", "id": _id("fc"), "call_id": tc["id"], "name": tc["function"]["name"],
+                      "arguments": tc["function"]["arguments"], "status": "completed"})
+    return items
+
+
+def _text_item(item_id: str, text: str, status: str) -> dict:
+    content = [] if status == "in_progress" else [_text_part(text)]
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
+
+
+def _text_part(text: str) -> dict:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_tokens: int):
+    """The stream of a response: ``response.created``, the output items as they are written (text
+    deltas as they come; tool calls and reasoning once the output is complete), then
+    ``response.completed`` (or ``response.incomplete``; ``error`` for a failed generation)."""
+    rid, created, msg_id = _id("resp"), int(time.time()), _id("msg")
+    seq = itertools.count()
+
+    def ev(kind: str, **fields) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': next(seq), **fields})}\n\n"
+    start = response_object(rid, req, name, created, prompt_tokens=prompt_tokens)
+    yield ev("response.created", response=start)
+    yield ev("response.in_progress", response=start)
+    where = {"item_id": msg_id, "output_index": 0, "content_index": 0}
+    opened = False  # the text item, streamed as it comes
+    try:
+        while (item := await job.out.get()) is not _DONE:
+            if c.reasoning or c.tools:
+                continue  # read from the whole text at the end
+            if not opened:
+                opened = True
+                yield ev("response.output_item.added", output_index=0, item=_text_item(msg_id, "", "in_progress"))
+                yield ev("response.content_part.added", part=_text_part(""), **where)
+            yield ev("response.output_text.delta", delta=item[0], logprobs=[], **where)
+        if job.error:
+            yield ev("error", code=job.error_code, message=job.error, param=None)
+            return
+        final = response_object(rid, req, name, created, job, c, prompt_tokens, msg_id)
+        for k, it in enumerate(final["output"]):
+            for line in _item_events(ev, k, it, opened and it["id"] == msg_id):
+                yield line
+        yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", response=final)
+    finally:
+        job.cancelled = True  # a dropped connection ends the generation (no-op once done)
+
+
+def _item_events(ev, k: int, it: dict, streamed: bool):
+    """The events of output item ``it`` at index ``k`` from its addition on (``streamed``: the
+    text item was added and its deltas sent already)."""
+    if it["type"] == "message":
+        text = it["content"][0]["text"] if it["content"] else ""
+        where = {"item_id": it["id"], "output_index": k, "content_index": 0}
+        if not streamed:
+            yield ev("response.output_item.added", output_index=k, item=_text_item(it["id"], "", "in_progress"))
+            yield ev("response.content_part.added", part=_text_part(""), **where)
+            if text:
+                yield ev("response.output_text.delta", delta=text, logprobs=[], **where)
+        yield ev("response.output_text.done", text=text, logprobs=[], **where)
+        yield ev("response.content_part.done", part=_text_part(text), **where)
+    elif it["type"] == "function_call":
+        yield ev("response.output_item.added", output_index=k, item=dict(it, arguments="", status="in_progress"))
+        yield ev("response.function_call_arguments.delta", item_id=it["id"], output_index=k, delta=it["arguments"])
+        yield ev("response.function_call_arguments.done", item_id=it["id"], output_index=k,
+                 arguments=it["arguments"], name=it["name"])
+    else:
+        yield ev("response.output_item.added", output_index=k, item=it)
+    yield ev("response.output_item.done", output_index=k, item=it)

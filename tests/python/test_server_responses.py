@@ -1,0 +1,111 @@
+"""`stencil serve`'s /v1/responses against the official openai client: `responses.parse` with a
+Pydantic model (the output validates and equals the chat route's greedy output), streamed events
+that the client's own stream state accepts, function tools over two turns, the incomplete status
+of a cut output, and 400s naming what is not done."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server_fixture import start_server
+
+pydantic = pytest.importorskip("pydantic")
+from pydantic import BaseModel  # noqa: E402
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                            "unit": {"type": "string", "enum": ["c", "f"]}},
+           "required": ["city", "unit"], "additionalProperties": False}
+TOOLS = [{"type": "function", "name": "get_weather", "description": "The weather in a city", "parameters": WEATHER}]
+
+
+class City(BaseModel):
+    name: str
+    country: str
+    population: int
+
+
+@pytest.fixture(scope="module")
+def openai():
+    return pytest.importorskip("openai")
+
+
+@pytest.fixture(scope="module")
+def client(openai):
+    url, stop = start_server()
+    yield openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=300)
+    stop()
+
+
+@pytest.fixture(scope="module")
+def name(client):
+    return client.models.list().data[0].id
+
+
+def test_parse_with_a_pydantic_model_matches_the_chat_route(client, name):
+    r = client.responses.parse(model=name, input="Name a large city.", instructions="Answer in JSON.",
+                               text_format=City, temperature=0, max_output_tokens=80)
+    assert r.status == "completed" and isinstance(r.output_parsed, City)
+    assert r.usage.output_tokens <= 80 and r.usage.input_tokens > 5
+    chat = client.chat.completions.parse(model=name, response_format=City, temperature=0, max_tokens=80,
+                                         messages=[{"role": "system", "content": "Answer in JSON."},
+                                                   {"role": "user", "content": "Name a large city."}])
+    assert r.output_text == chat.choices[0].message.content  # the same prompt, constraint and greedy tokens
+    assert r.usage.input_tokens == chat.usage.prompt_tokens
+
+
+def test_streamed_events_build_the_same_response(client, name):
+    kw = dict(model=name, input=[{"role": "user", "content": [{"type": "input_text", "text": "Name a city."}]}],
+              text_format=City, temperature=0, max_output_tokens=60)
+    whole = client.responses.parse(**kw)
+    with client.responses.stream(**kw) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert len(deltas) > 3 and "".join(deltas) == whole.output_text
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert final.output_parsed == whole.output_parsed
+
+
+def test_function_tools_over_two_turns(client, name):
+    jsonschema = pytest.importorskip("jsonschema")
+    r = client.responses.create(model=name, input="What is the weather in Paris?", tools=TOOLS,
+                                tool_choice="required", max_output_tokens=60)
+    calls = [o for o in r.output if o.type == "function_call"]
+    assert calls and calls[0].name == "get_weather" and calls[0].call_id
+    jsonschema.validate(json.loads(calls[0].arguments), WEATHER)
+    history = [{"role": "user", "content": "What is the weather in Paris?"},
+               {"type": "function_call", "call_id": calls[0].call_id, "name": calls[0].name,
+                "arguments": calls[0].arguments},
+               {"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temperature": 21}'}]
+    r2 = client.responses.create(model=name, input=history, tools=TOOLS, max_output_tokens=20)
+    r3 = client.responses.create(model=name, input=history[:1], tools=TOOLS, max_output_tokens=1)
+    assert r2.usage.input_tokens > r3.usage.input_tokens + 10  # the call and its output are in the prompt
+    with client.responses.stream(model=name, input="Weather in Rome?", tools=TOOLS, tool_choice="required",
+                                 max_output_tokens=60) as stream:
+        events = list(stream)
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert done and json.loads(done[0].arguments)["city"]
+
+
+def test_a_cut_output_is_incomplete(client, name):
+    r = client.responses.create(model=name, input="Write a long story about the sea.", max_output_tokens=8)
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+    assert r.usage.output_tokens == 8
+
+
+@pytest.mark.parametrize("extra, param", [
+    ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+    ({"include": ["message.output_text.logprobs"]}, "include"),
+    ({"reasoning": {"effort": "high"}}, "reasoning"),
+    ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format.schema"),
+    ({"input": [{"type": "image", "url": "x"}]}, "input[0].type"),
+])
+def test_what_is_not_done_is_a_400_naming_it(client, name, openai, extra, param):
+    body = {"model": name, "input": "Hi", "max_output_tokens": 4, **extra}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.post("/responses", body=body, cast_to=object)
+    assert e.value.body["param"] == param, e.value.body
