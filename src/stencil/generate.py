@@ -34,14 +34,13 @@ from __future__ import annotations
 import codecs
 import inspect
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
-from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
 from stencil.sampling import Sampler as _Sampler
 
 __all__ = ["generate", "GenerationResult"]
@@ -135,17 +134,6 @@ class _Stream:
             piece = self.decoder.decode(b"", final=True)
             if piece:
                 self.on_text(piece)
-
-
-_MASK_THREAD: ThreadPoolExecutor | None = None
-
-
-def _mask_thread() -> ThreadPoolExecutor:
-    """One worker thread, shared by all generations, that fills masks during forward passes."""
-    global _MASK_THREAD
-    if _MASK_THREAD is None:
-        _MASK_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stencil-mask")
-    return _MASK_THREAD
 
 
 def _draft_tokens(matcher: Matcher, hf_tokenizer: Any, limit: int) -> list[int]:
@@ -301,14 +289,17 @@ class _Loop:
             return self._verify_drafts(drafts) or _AGAIN
         if self.feed and not matcher.is_accepting():
             # EOS is not allowed, so the step samples whatever the mask says. The mask does not
-            # depend on the logits: it is filled on another thread while the forward pass runs
-            # (the core releases the GIL), and costs the step nothing.
-            pending = _mask_thread().submit(matcher.fill_next_token_bitmask, self.bm, 0, self.remaining())
+            # depend on the logits: a thread of the core fills it while the forward pass runs, and
+            # never takes the GIL, which launching the forward pass on a GPU needs all the time.
+            pending = fill_next_token_bitmasks_async([matcher], self.bm, num_threads=1,
+                                                     remaining_tokens=[self.remaining()])
             try:
                 self.logits = self.net.forward(self.feed)[-1]
                 self.feed = []
             finally:
-                pending.result()
+                error = pending.wait()[0]
+            if error is not None:
+                raise error
             if not np.any(self.bm):
                 raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
             return None
