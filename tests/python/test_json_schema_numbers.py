@@ -95,9 +95,11 @@ def test_multiple_of_matches_decimal_arithmetic(compiler, d):
     assert bad == []
 
 
-def test_multiple_of_beyond_the_automaton_limit_is_an_error():
-    with pytest.raises(stencil.GrammarError, match="multipleOf"):
-        json_schema_grammar({"type": "integer", "multipleOf": 37})
+def test_multiple_of_beside_a_range_past_the_residue_limit_is_an_error():
+    # alone, any multipleOf up to 19 significant digits compiles (test_json_schema_multiple_of.py)
+    json_schema_grammar({"type": "integer", "multipleOf": 37})
+    with pytest.raises(stencil.GrammarError, match="multipleOf 7919 beside a range"):
+        json_schema_grammar({"type": "integer", "multipleOf": 7919, "minimum": 1})
 
 
 def test_draft4_integer_has_no_fraction(compiler):

@@ -45,6 +45,10 @@ class GrammarBuilder {
   // integers). Exponent forms are compared exactly; no double rounding.
   ExprId re_number_range(const std::string& lo, bool lo_exclusive, const std::string& hi, bool hi_exclusive,
                          bool integer);
+  // JSON numbers written without exponent whose exact value is an integer multiple of `multiple`
+  // (a positive decimal, at most 19 significant digits: "0.25", "1.5e-8", "3"); a lazily built
+  // residue automaton, so a large modulus costs only the states a text reaches.
+  ExprId re_multiple_of(const std::string& multiple);
   std::string re_to_string(ExprId e) const;
   bool re_nullable(ExprId e) const;
 

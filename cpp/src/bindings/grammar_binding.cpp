@@ -55,6 +55,9 @@ void bind_grammar(nb::module_& m) {
           nb::arg("hi_exclusive") = false, nb::arg("integer") = false,
           "JSON numbers whose exact value is within [lo, hi] (decimal strings, None: unbounded); "
           "integral values only with integer=True (inclusive integer bounds).")
+      .def("re_multiple_of", &GrammarBuilder::re_multiple_of, nb::arg("multiple"),
+           "JSON numbers written without exponent whose exact value is an integer multiple of `multiple` "
+           "(a positive decimal string with at most 19 significant digits, e.g. '0.25' or '1e-8').")
       .def("re_to_string", &GrammarBuilder::re_to_string)
       .def("re_nullable", &GrammarBuilder::re_nullable)
       .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false,

@@ -88,6 +88,12 @@ ExprId GrammarBuilder::re_number_range(const std::string& lo, bool lo_exclusive,
   return store_->number(s);
 }
 
+ExprId GrammarBuilder::re_multiple_of(const std::string& multiple) {
+  NumberState s;
+  s.spec = parse_multiple(multiple, "multiple");
+  return store_->number(s);
+}
+
 std::string GrammarBuilder::re_to_string(ExprId e) const {
   check_expr(e, "re_to_string");
   return store_->to_string(e);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "regex/number_multiple.h"
 #include "stencil/errors.h"
 
 namespace stencil {
@@ -339,9 +340,13 @@ void check_number_spec(const NumberSpec& spec) {
   }
 }
 
-bool number_live(const NumberState& s) { return s.phase >= NumberPhase::Exp ? exponent_live(s) : mantissa_live(s); }
+bool number_live(const NumberState& s) {
+  if (s.spec.mult) return multiple_live(s);
+  return s.phase >= NumberPhase::Exp ? exponent_live(s) : mantissa_live(s);
+}
 
 bool number_nullable(const NumberState& s) {
+  if (s.spec.mult) return multiple_nullable(s);
   switch (s.phase) {
     case NumberPhase::Zero:
     case NumberPhase::Int:
@@ -364,6 +369,7 @@ bool number_nullable(const NumberState& s) {
 }
 
 bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
+  if (s.spec.mult) return multiple_step(s, b, out);
   out = s;
   const bool digit = is_digit(b), exp = b == 'e' || b == 'E';
   switch (s.phase) {
@@ -521,6 +527,12 @@ std::string number_encode(const NumberState& s) {
   put_i64(out, s.xa);
   put_i64(out, s.xb);
   put_i64(out, s.exp_mag);
+  if (s.spec.mult) {  // appended: range states keep the encoding they had
+    put_i64(out, static_cast<int64_t>(s.spec.mult));
+    put_i64(out, s.spec.mult_scale);
+    put_i64(out, static_cast<int64_t>(s.residue));
+    put_i64(out, s.frac_read);
+  }
   return out;
 }
 
@@ -536,6 +548,13 @@ bool number_decode(const std::string& data, NumberState& s) {
   s.xa = in.i64();
   s.xb = in.i64();
   s.exp_mag = in.i64();
+  if (in.ok && in.pos < data.size()) {
+    s.spec.mult = static_cast<uint64_t>(in.i64());
+    s.spec.mult_scale = in.i64();
+    s.residue = static_cast<uint64_t>(in.i64());
+    s.frac_read = in.i64();
+    if (!in.ok || in.pos != data.size() || s.spec.mult == 0 || !multiple_valid(s)) return false;
+  }
   if (!in.ok || in.pos != data.size() || flags > 15 || phase > static_cast<uint8_t>(NumberPhase::ExpDigits))
     return false;
   if (!digit_string(s.digits, false) || s.exp_mag < 0 || s.exp_mag > kNumSat) return false;
@@ -551,6 +570,7 @@ bool number_decode(const std::string& data, NumberState& s) {
 }
 
 std::string number_to_string(const NumberState& s) {
+  if (s.spec.mult) return multiple_to_string(s);
   static const char* kPhase[] = {"start", "-", "0", "int", ".", "frac", "e", "e±", "exp"};
   std::string out = "num";
   out += s.spec.lo.present ? (s.spec.lo.exclusive ? "(" : "[") + bound_text(s.spec.lo) : "(-inf";

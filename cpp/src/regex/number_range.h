@@ -30,6 +30,10 @@ struct NumberBound {
 struct NumberSpec {
   NumberBound lo, hi;
   bool integer = false;  // the value must be integral (1.0 and 1e2 are integers)
+  // mult > 0: instead of a range, the numbers written without exponent whose value is an integer
+  // multiple of mult / 10^mult_scale (regex/number_multiple.cpp); lo, hi, integer unused.
+  uint64_t mult = 0;
+  int64_t mult_scale = 0;
 };
 
 enum class NumberPhase : uint8_t {
@@ -58,6 +62,10 @@ struct NumberState {
   int64_t xa = 0, xb = 0;
   bool exp_neg = false;
   int64_t exp_mag = 0;  // saturates at kSat: "larger than any finite limit"
+  // A multiple (spec.mult > 0): the value read times 10^mult_scale, mod mult (fraction digits
+  // not yet read count as zeros), and how many fraction digits were read (at most mult_scale).
+  uint64_t residue = 0;
+  int64_t frac_read = 0;
 };
 
 constexpr int64_t kNumInf = int64_t(4) << 60;
@@ -66,6 +74,9 @@ constexpr int64_t kNumSat = int64_t(100'000'000'000'000'000);
 // Parses a bound written as a decimal (`-12.5`, `1e308`, `1E+308`, `0.1`); throws GrammarError
 // for anything else. `what` names the bound in the message.
 NumberBound parse_number_bound(const std::string& text, bool exclusive, const char* what);
+// The spec of the multiples of `multiple` (a positive decimal: `0.25`, `1.5e-8`, `3`): throws
+// GrammarError, naming `what`, where it is not one or needs more than 19 significant digits.
+NumberSpec parse_multiple(const std::string& multiple, const char* what);
 // Validates a spec (throws GrammarError): an integer spec needs integral, inclusive bounds.
 void check_number_spec(const NumberSpec& spec);
 

@@ -18,6 +18,8 @@ Example::
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from decimal import Decimal
 from functools import lru_cache
 
@@ -101,8 +103,7 @@ def num_eval(f, v: Decimal) -> bool:
     if k == "int" or k == "int4":
         return v == v.to_integral_value()
     if k == "mult":
-        q = v / f[1]
-        return q == q.to_integral_value()
+        return (Fraction(v) / Fraction(f[1])).denominator == 1   # exact: Decimal division rounds
     raise AssertionError(f"unknown number atom {k}")
 
 

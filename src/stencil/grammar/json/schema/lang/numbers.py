@@ -25,8 +25,8 @@ positive (negative) number. ``multipleOf`` rejects exponent forms except zero, s
 regex range loses nothing.
 
 ``multipleOf`` (d = p / 10^q): the fraction digits past the q-th must be zero and the digits of
-the number shifted by q places must be divisible by p: a residue automaton over the text, one
-per prime-power factor of p, minimized and turned into a regex by state elimination.
+the number shifted by q places must be divisible by p: the core's residue automaton over the text
+(``GrammarBuilder.re_multiple_of``), whose states are built as a text reaches them.
 
 Example::
 
@@ -36,18 +36,32 @@ Example::
 """
 from __future__ import annotations
 
+from math import gcd
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 from stencil._core import GrammarError
 from stencil.grammar.json.value import number_expr
 
-__all__ = ["JsonNumbers", "decimal_parts", "range_union", "MAX_RESIDUE_STATES"]
+__all__ = ["JsonNumbers", "decimal_parts", "range_union", "multiple_parts", "MAX_RESIDUES_BESIDE"]
 
-#: most residue states of a minimized divisibility automaton (one prime-power factor of a
-#: multipleOf numerator; 11, 13, 16, 23, 64, 125 pass, 37 and 128 do not): past that, the
-#: state-elimination regex gets too large for the lexer's derivatives (first masks over 10 ms).
-#: Powers of 2 and 5 past it (1024) are read off the last digits instead (_suffix_regex).
-MAX_RESIDUE_STATES = 26
+#: the most residues of a multipleOf beside a range or another multipleOf (1024 and 4096 pass, 7919
+#: does not): the lexer decides which prefixes can still end in range by searching the product of
+#: the residues and the range's states, whose first masks take ~5 ms at 1,000 residues, ~60 ms at
+#: 8,000 and seconds at 100,000. A multipleOf alone has no such search, at any size.
+MAX_RESIDUES_BESIDE = 5000
+
+
+def multiple_parts(d: Decimal) -> tuple[int, int]:
+    """(m, e) with d = m * 10^e, m without trailing zeros: m is the count of residues the core's
+    automaton for d can reach (a power of ten is read off the trailing zeros instead). More than
+    19 significant digits is a GrammarError."""
+    _, digs, exp = d.as_tuple()   # (not normalize(): it rounds to the context's 28 digits)
+    while len(digs) > 1 and digs[-1] == 0:
+        digs, exp = digs[:-1], exp + 1
+    if len(digs) > 19:
+        raise GrammarError(f"multipleOf {d}: more than 19 significant digits, too many to enforce "
+                           f"exactly (the divisibility automaton would need that many residues)")
+    return int("".join(map(str, digs))), exp
 
 
 def decimal_parts(v: Decimal) -> tuple[str, str]:
@@ -60,28 +74,6 @@ def decimal_parts(v: Decimal) -> tuple[str, str]:
         i, f = s, ""
     i = i.lstrip("0") or "0"
     return i, f
-
-
-def _power_of(n: int, p: int) -> bool:
-    while n % p == 0:
-        n //= p
-    return n == 1
-
-
-def _factor(n: int) -> list[int]:
-    """Prime-power factors of n."""
-    out, p = [], 2
-    while p * p <= n:
-        if n % p == 0:
-            q = 1
-            while n % p == 0:
-                n //= p
-                q *= p
-            out.append(q)
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
 
 
 _ALL = (None, False, None, False, False)
@@ -452,173 +444,28 @@ class JsonNumbers:
 
     # -- multipleOf ---------------------------------------------------------------------------------
     def multiple_of(self, d: Decimal, integer: bool) -> int:
-        """Numbers that are an integer multiple of ``d`` (> 0), without exponent unless zero."""
+        """Numbers that are an integer multiple of ``d`` (> 0), without exponent unless zero: the
+        core's residue automaton (``re_multiple_of``), built lazily, so 0.123456789 (123,456,789
+        residues) costs only the states a text reaches. ``d`` = m * 10^e with m past the core's
+        19 digits or 2^64 is refused; a power of ten past it (1e30) is m's multiples followed by e
+        zeros."""
         key = ("mult", d, integer)
         e = self._memo.get(key)
-        if e is not None:
-            return e
-        b = self.b
-        sign, digs, exp = d.normalize().as_tuple()
-        p = int("".join(map(str, digs)))
-        if exp >= 0:
-            p, q = p * 10 ** exp, 0
-        else:
-            q = -exp
-        syntax = b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_INT if integer else self.FRAC_ANY])
-        # the fraction digits past the q-th are zeros
-        if integer or q == 0:
-            frac = self.FRAC_INT
-        else:
-            frac = b.re_repeat(b.re_concat([self.DOT, self.D, b.re_repeat(self.D, 0, q - 1),
-                                            b.re_repeat(b.re_literal("0"), 0, -1)]), 0, 1)
-        conds = [syntax, b.re_concat([self.OPT_MINUS, self.INT, frac])]
-        for m in _factor(p):
-            try:
-                conds.append(self._residue_regex(m, q, d))
-            except GrammarError:
-                if q or (m & (m - 1) and not _power_of(m, 5)):
-                    raise
-                conds.append(self._suffix_regex(m))
-        e = b.re_or([b.re_and(conds), self._zero_exp()])
-        self._memo[key] = e
+        if e is None:
+            if integer:   # the integral multiples of m / 10^q are the multiples of m / gcd(m, 10^q)
+                m, exp = multiple_parts(d)
+                d = d if exp >= 0 else Decimal(m // gcd(m, 10 ** -exp))
+            e = self._memo[key] = self.b.re_or([self._multiple_body(d), self._zero_exp()])
         return e
 
-    def _suffix_regex(self, m: int) -> int:
-        """Texts -?D+(.D*)? whose integer digits spell a multiple of m = 2^a or 5^a: m divides
-        10^a, so that is decided by the last a digits (any digits, then a digits in the set S), or
-        by the whole number when it has fewer. S is a DAG of (digits left, residue) nodes, shared
-        through the builder's hash-consing: a*m nodes, where the residue automaton's regex would
-        be exponential."""
+    def _multiple_body(self, d: Decimal) -> int:
+        m, exp = multiple_parts(d)
+        if exp <= 0:
+            return self.b.re_multiple_of(format(d, "f"))
+        if exp > _MAX_INT_DIGITS:
+            raise GrammarError(f"multipleOf {d}: its multiples have more than {_MAX_INT_DIGITS} digits")
+        # m * 10^exp divides N exactly where N is (a non-zero multiple of m) followed by exp zeros
         b = self.b
-        a = 1
-        while 10 ** a % m:
-            a += 1
-        digit = [self.digits(x, x) for x in range(10)]
-        memo: dict = {}
-
-        def node(left: int, r: int) -> int:
-            """The strings of `left` digits that, after digits of residue r, make a multiple of m."""
-            key = (left, r)
-            if key not in memo:
-                if left == 0:
-                    memo[key] = b.re_empty() if r == 0 else b.re_nothing()
-                else:
-                    memo[key] = b.re_or([b.re_concat([digit[x], node(left - 1, (10 * r + x) % m)]) for x in range(10)])
-            return memo[key]
-
-        ints = b.re_or([b.re_concat([self.Dstar, node(a, 0)])] + [node(n, 0) for n in range(1, a)])
-        return b.re_concat([self.OPT_MINUS, ints, self.FRAC_ANY])
-
-    def _residue_regex(self, m: int, q: int, d) -> int:
-        """Texts -?D+(.D*)? whose digits, shifted by q places (missing digits are zeros, digits past
-        the q-th ignored: the caller requires them to be zero), spell a multiple of m."""
-        # states: ("I", r) integer digits read; ("F", j, r) j fraction digits read (j <= q)
-        states: dict = {}
-        trans: dict = {}
-        order: list = []
-
-        def sid(s):
-            if s not in states:
-                states[s] = len(order)
-                order.append(s)
-            return states[s]
-
-        start = sid(("S",))
-        todo = [("S",)]
-        while todo:
-            s = todo.pop()
-            out = {}
-            if s[0] == "S":
-                out["-"] = ("I0",)
-                for dd in range(10):
-                    out[str(dd)] = ("I", dd % m)
-            elif s[0] == "I0":
-                for dd in range(10):
-                    out[str(dd)] = ("I", dd % m)
-            elif s[0] == "I":
-                for dd in range(10):
-                    out[str(dd)] = ("I", (10 * s[1] + dd) % m)
-                out["."] = ("F", 0, s[1])
-            else:
-                _, j, r = s
-                for dd in range(10):
-                    out[str(dd)] = ("F", j + 1, (10 * r + dd) % m) if j < q else ("F", j, r)
-            for c, t in out.items():
-                if t not in states:
-                    todo.append(t)
-                trans[(sid(s), c)] = sid(t)
-
-        def accepting(s):
-            if s[0] == "I":
-                return s[1] * pow(10, q, m) % m == 0
-            if s[0] == "F":
-                return s[2] * pow(10, q - s[1], m) % m == 0
-            return False
-
-        n = len(order)
-        acc = [accepting(s) for s in order]
-        return self._dfa_regex(n, start, acc, trans, "-.0123456789", d)
-
-    def _dfa_regex(self, n: int, start: int, acc: list, trans: dict, alphabet: str, d) -> int:
-        """Minimize a complete-or-partial DFA (Moore refinement), then state elimination."""
-        b = self.b
-        # Moore partition refinement; a missing transition goes to an implicit dead class -1
-        cls = [1 if a else 0 for a in acc]
-        while True:
-            sig = {}
-            new = []
-            for s in range(n):
-                key = (cls[s],) + tuple(cls[trans[(s, c)]] if (s, c) in trans else -1 for c in alphabet)
-                new.append(sig.setdefault(key, len(sig)))
-            if len(sig) == len(set(cls)):
-                cls = new
-                break
-            cls = new
-        k = max(cls) + 1
-        if k > MAX_RESIDUE_STATES + 4:  # + start, sign, and fraction bookkeeping states
-            raise GrammarError(f"multipleOf {d}: divisibility needs a {k}-state automaton, too large "
-                               f"to compile exactly (at most {MAX_RESIDUE_STATES + 4})")
-        # edges between classes, labelled with char sets
-        labels: dict = {}
-        for (s, c), t in trans.items():
-            labels.setdefault((cls[s], cls[t]), set()).add(c)
-        # drop classes that cannot reach acceptance
-        acc_cls = {cls[s] for s in range(n) if acc[s]}
-        live = set(acc_cls)
-        changed = True
-        while changed:
-            changed = False
-            for (i, j) in labels:
-                if j in live and i not in live:
-                    live.add(i)
-                    changed = True
-        S, F = k, k + 1
-        out: dict = {}   # out[i][j] = expression of the edge i -> j
-        inn: dict = {}   # inn[j] = set of i with an edge i -> j
-        def put(i, j, e):
-            row = out.setdefault(i, {})
-            row[j] = b.re_or([row[j], e]) if j in row else e
-            inn.setdefault(j, set()).add(i)
-        for (i, j), cs in labels.items():
-            if i in live and j in live:
-                put(i, j, b.re_char_ranges([(ord(c), ord(c)) for c in sorted(cs)], False))
-        if cls[start] not in live:
-            return b.re_nothing()
-        put(S, cls[start], b.re_empty())
-        for a in acc_cls:
-            put(a, F, b.re_empty())
-        remaining = set(live)
-        while remaining:
-            x = min(remaining, key=lambda v: (len(inn.get(v, ())) * len(out.get(v, {})), v))
-            remaining.discard(x)
-            row = out.pop(x, {})
-            loop = row.pop(x, None)
-            star = b.re_repeat(loop, 0, -1) if loop is not None else b.re_empty()
-            preds = [i for i in inn.pop(x, set()) if i != x]
-            for j in row:
-                inn[j].discard(x)
-            for i in preds:
-                ei = out[i].pop(x)
-                for j, ej in row.items():
-                    put(i, j, b.re_concat([ei, star, ej]))
-        return out.get(S, {}).get(F, b.re_nothing())
+        head = b.re_and([b.re_concat([self.D19, self.Dstar]), b.re_multiple_of(str(m))])
+        zeros = b.re_repeat(b.re_literal("0"), exp, exp)
+        return b.re_concat([self.OPT_MINUS, b.re_or([b.re_concat([head, zeros]), b.re_literal("0")]), self.FRAC_INT])

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.json.schema.core.formulas import str_consts
-from stencil.grammar.json.schema.lang.numbers import JsonNumbers, range_union
+from stencil._core import GrammarError
+from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
 from stencil.grammar.json.schema.lang.strings import JsonStrings
 
 __all__ = ["Scalars"]
@@ -74,8 +75,12 @@ class Scalars:
                 mults.append(x[1])
             else:
                 others.append(x)
-        base = nums.range(lo, lo_x, hi, hi_x, integer, plain or self.plain_numbers)
-        parts = [base] + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
+        plain = plain or self.plain_numbers
+        if mults and (lo is not None or hi is not None or len(mults) > 1 or others or plain):
+            _check_residues(mults)
+        # a multipleOf alone is its own number syntax (integral with integer): no intersection
+        base = [] if mults and lo is None and hi is None and not plain else [nums.range(lo, lo_x, hi, hi_x, integer, plain)]
+        parts = base + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     # -- strings (the body between the quotes) ----------------------------------------------------
@@ -119,3 +124,15 @@ class Scalars:
         if lo > 0 or hi is not None:
             parts.append(s.length(lo, hi))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+
+def _check_residues(mults) -> None:
+    """Refuse multipleOf values whose residues, beside a range or each other, are too many for
+    the lexer's search of which prefixes can still end in the language (see MAX_RESIDUES_BESIDE)."""
+    n = 1
+    for d in mults:
+        n *= multiple_parts(d)[0]
+    if n > MAX_RESIDUES_BESIDE:
+        raise GrammarError(f"multipleOf {', '.join(map(str, mults))} beside a range or another constraint: "
+                           f"{n} residues, more than {MAX_RESIDUES_BESIDE} can be enforced exactly there "
+                           f"(a multipleOf alone has no such limit)")
