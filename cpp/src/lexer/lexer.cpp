@@ -371,6 +371,18 @@ uint32_t Lexer::probe_state(uint32_t s, size_t i) const {
   return intern_state({p[2 * i], p[2 * i + 1]});
 }
 
+bool Lexer::numbers_only(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  auto number = [&](ExprId e) { return store_.node(e).kind == ExprKind::Number; };
+  for (size_t i = 1; i < p.size(); i += 2) {
+    const ExprNode& n = store_.node(p[i]);
+    if (n.kind == ExprKind::Or ? !std::all_of(store_.args(n), store_.args(n) + n.args_len, number) : !number(p[i]))
+      return false;
+  }
+  return !p.empty();
+}
+
 uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t key = uint64_t(s) << 32 | limit;

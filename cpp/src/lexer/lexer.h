@@ -101,6 +101,9 @@ class Lexer {
   // The state holding only the i-th (lexeme, expression) pair of s, to
   // reason about one lexeme of a state alone; kDead when i is out of range.
   uint32_t probe_state(uint32_t s, size_t i) const;
+  // Whether every expression of s is a JSON number range (ExprKind::Number, or alternatives of
+  // them): their states never repeat (the digits read are kept), so no search over them ends.
+  bool numbers_only(uint32_t s) const;
   // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;

@@ -49,7 +49,7 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
     const uint32_t from = byte_distance(alone, live[0]);
     const uint32_t loose = from < kInf ? explore_ceilings(relaxed, live[0]) : kInf;
     if (loose < kInf) c = from + loose;
-  } else if (live.size() == 1) {
+  } else if (live.size() == 1 && !lexer_.numbers_only(alone)) {  // (a number's search never ends)
     c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
