@@ -138,7 +138,12 @@ class GrammarCompiler:
         """
         if not isinstance(grammar, _core.Grammar):
             raise TypeError(f"compile_grammar needs a stencil Grammar (GrammarBuilder.build), got {type(grammar).__name__}")
-        key = grammar.hash()
+        return self._compile(grammar)
+
+    def _compile(self, grammar: _core.Grammar, not_enforced: tuple = ()) -> CompiledGrammar:
+        """The cached compiled grammar; one that enforces less than it was given is cached apart
+        (``not_enforced`` is in its key), so each reports its own."""
+        key = (grammar.hash(), not_enforced) if not_enforced else grammar.hash()
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and hit.budget_exhausted:
@@ -149,7 +154,8 @@ class GrammarCompiler:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info._vocab, **self._limits)
+        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info._vocab, **self._limits,
+                                         not_enforced=list(not_enforced))
         with self._lock:
             self._cache[key] = compiled
             # Over the process's memory limit (stencil.memory), the least recently used grammars
@@ -177,14 +183,20 @@ class GrammarCompiler:
         Options: ``whitespace`` ("flexible", "compact" or an indentation), ``max_whitespace_run``,
         ``property_order`` ("definition" or "any"), ``lenient``, ``registry`` ({uri: schema} for
         ``$ref``), ``info`` (a ``stencil.grammar.json.schema.SchemaInfo`` to fill with what was
-        ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer.
+        ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer;
+        with ``lenient=True`` they are ignored and listed in the result's ``not_enforced``.
 
         Example::
 
             g = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+            g = compiler.compile_json_schema({"type": "string", "format": "x-custom", "contentSchema": {}},
+                                             lenient=True)
+            g.not_enforced   # [("contentSchema", "#", "...")]: what the grammar does not check
         """
-        from stencil.grammar.json.schema import json_schema_grammar
-        return self.compile_grammar(json_schema_grammar(schema, **options))
+        from stencil.grammar.json.schema import SchemaInfo, json_schema_grammar
+        info = options.pop("info", None) or SchemaInfo()
+        grammar = json_schema_grammar(schema, info=info, **options)
+        return self._compile(grammar, tuple((str(k), str(w), str(why)) for k, w, why in info.ignored))
 
     @_limited
     def compile_pydantic(self, model, **options) -> CompiledGrammar:

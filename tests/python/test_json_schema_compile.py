@@ -74,6 +74,22 @@ def test_lenient_ignores_and_lists(compiler):
     g = compiler.compile_json_schema(schema, lenient=True, info=info)
     assert sorted(k for k, _, _ in info.ignored) == ["$recursiveRef", "format"]
     assert accepts(g, '{"a": "(", "b": 1}')
+    # the same report as data on the compiled grammar, without an info object
+    again = compiler.compile_json_schema(schema, lenient=True)
+    assert sorted(again.not_enforced) == sorted(info.ignored)
+    assert [(k, w) for k, w, _ in sorted(again.not_enforced)] == [("$recursiveRef", "/properties/b/$recursiveRef"),
+                                                                 ("format", "/properties/a/format")]
+
+
+def test_not_enforced_is_per_schema_though_the_grammar_is_shared(compiler):
+    """Two schemas whose grammars are the same, one of them with a keyword lenient mode ignores:
+    each compiled grammar reports its own (a shared cache entry would report the other's)."""
+    plain = compiler.compile_json_schema({"type": "integer"})
+    ignored = compiler.compile_json_schema({"type": "integer", "divisibleBy": 3}, lenient=True)
+    assert plain.not_enforced == [] and [k for k, _, _ in ignored.not_enforced] == ["divisibleBy"]
+    assert compiler.compile_json_schema({"type": "integer"}) is plain
+    assert compiler.compile_json_schema({"type": "integer", "divisibleBy": 3}, lenient=True) is ignored
+    assert compiler.compile_regex("[0-9]+").not_enforced == []
 
 
 def test_unknown_keywords_are_annotations_and_are_listed():

@@ -1,9 +1,12 @@
 // A grammar compiled for one tokenizer: the grammar, its lazy lexer and the
 // mask cache, shared read-only (logically) by every matcher in every thread.
 #pragma once
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "stencil/grammar.h"
 #include "stencil/limits.h"
@@ -42,6 +45,11 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocab_ptr() const { return vocab_; }
   size_t memory_bytes() const;  // the lazy state's (the current epoch)
   size_t grammar_bytes() const { return grammar_bytes_; }
+  // What the front-end that built the grammar did not enforce (its lenient mode), as (what,
+  // where, why) each; empty when the grammar enforces all it was given. Set once, at creation.
+  using Note = std::array<std::string, 3>;
+  const std::vector<Note>& not_enforced() const { return not_enforced_; }
+  void set_not_enforced(std::vector<Note> notes) { not_enforced_ = std::move(notes); }
 
  private:
   struct Tracker;  // the grammar as the memory budget sees it
@@ -55,6 +63,7 @@ class CompiledGrammar {
   mutable std::atomic<uint64_t> last_used_{0};
   std::unique_ptr<Tracker> tracker_;
   size_t grammar_bytes_ = 0;  // the grammar's, charged to the memory budget while this lives
+  std::vector<Note> not_enforced_;
 };
 
 }  // namespace stencil

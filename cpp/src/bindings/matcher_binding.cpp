@@ -1,11 +1,14 @@
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings/args.h"
@@ -68,7 +71,8 @@ void bind_matcher(nb::module_& m) {
           "__init__",
           [](CompiledGrammar* self, std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v,
              uint32_t max_lexer_states, uint64_t lexer_fuel, size_t mask_cache_bytes, size_t lexer_memory_bytes,
-             bool plain_slice, bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip) {
+             bool plain_slice, bool shared_masks, bool boundary_runs, bool repeat_memo, bool loop_skip,
+             std::vector<CompiledGrammar::Note> not_enforced) {
             CompileLimits limits;
             limits.plain_slice = plain_slice;
             limits.shared_masks = shared_masks;
@@ -79,8 +83,11 @@ void bind_matcher(nb::module_& m) {
             limits.lexer.fuel = lexer_fuel;
             limits.mask_cache_bytes = mask_cache_bytes;
             limits.lexer_memory_bytes = lexer_memory_bytes;
-            nb::gil_scoped_release release;
-            new (self) CompiledGrammar(std::move(g), std::move(v), limits);
+            {
+              nb::gil_scoped_release release;
+              new (self) CompiledGrammar(std::move(g), std::move(v), limits);
+            }
+            self->set_not_enforced(std::move(not_enforced));
           },
           // defaults from CompileLimits, the one definition (also _core.DEFAULT_LIMITS)
           nb::arg("grammar"), nb::arg("vocabulary"), nb::arg("max_lexer_states") = CompileLimits{}.lexer.max_states,
@@ -88,7 +95,7 @@ void bind_matcher(nb::module_& m) {
           nb::arg("mask_cache_bytes") = CompileLimits{}.mask_cache_bytes,
           nb::arg("lexer_memory_bytes") = CompileLimits{}.lexer_memory_bytes, nb::arg("plain_slice") = true,
           nb::arg("shared_masks") = true, nb::arg("boundary_runs") = true, nb::arg("repeat_memo") = true,
-          nb::arg("loop_skip") = true)
+          nb::arg("loop_skip") = true, nb::arg("not_enforced") = std::vector<CompiledGrammar::Note>{})
       .def_prop_ro("grammar", &CompiledGrammar::grammar_ptr)
       .def_prop_ro("vocabulary", &CompiledGrammar::vocab_ptr)
       .def_prop_ro("memory_bytes", &CompiledGrammar::memory_bytes)
@@ -99,7 +106,15 @@ void bind_matcher(nb::module_& m) {
           "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
       .def_prop_ro("num_lexer_renewals", &CompiledGrammar::num_renewals,
                    "How many times the lazy lexer and its mask cache were dropped and started afresh.")
-      .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); });
+      .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); })
+      .def_prop_ro("not_enforced",
+                   [](const CompiledGrammar& g) {
+                     std::vector<std::tuple<std::string, std::string, std::string>> out;
+                     for (const auto& [what, where, why] : g.not_enforced()) out.emplace_back(what, where, why);
+                     return out;
+                   },
+                   "What the grammar does not enforce of what it was given: (keyword, where, why) for each\n"
+                   "part that compile_json_schema(..., lenient=True) ignored; empty otherwise.");
 
   nb::class_<Matcher>(m, "Matcher",
                       "The state of one generation under a compiled grammar.\n\n"

@@ -134,6 +134,9 @@ class EarleyParser {
   // Whether exhausted_only may hold for s at `row` whatever the prefix: each of its lexemes is a
   // key of an object with keys to forbid. Cheap (memoized by row): ask it first.
   bool may_exhaust(uint32_t row, uint32_t s);
+  // The forbidden keys of s's first lexeme neither ignored nor vetoed at the row (null: none
+  // forbidden); `found` is false when s has no such lexeme.
+  const std::vector<std::string>* first_key_forbidden(uint32_t row, uint32_t s, bool& found);
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.

@@ -15,8 +15,9 @@ namespace stencil {
 namespace {
 
 // Whether some string of `sorted` begins with p (those that do follow p in sorted order).
-bool prefix_of_any(const std::vector<std::string>& sorted, const std::string& p) {
-  auto at = std::lower_bound(sorted.begin(), sorted.end(), p);
+bool prefix_of_any(const std::vector<std::string>& sorted, std::string_view p) {
+  auto at = std::lower_bound(sorted.begin(), sorted.end(), p,
+                             [](const std::string& a, std::string_view b) { return std::string_view(a) < b; });
   return at != sorted.end() && at->compare(0, p.size(), p) == 0;
 }
 
@@ -69,15 +70,24 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
   return m.ok;
 }
 
+const std::vector<std::string>* EarleyParser::first_key_forbidden(uint32_t row, uint32_t s, bool& found) {
+  for (uint32_t lex : lexer_->state(s).live) {
+    if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
+    found = true;
+    return key_forbidden(row, lex);
+  }
+  found = false;
+  return nullptr;
+}
+
 bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to) {
   if (!text_) return false;
   if (raw.size() >= 2 && raw.find('\\') == std::string_view::npos) {
     const std::string_view body = raw.substr(1, raw.size() - 2);
-    for (uint32_t lex : lexer_->state(s).live) {
-      if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
-      const std::vector<std::string>* forbidden = key_forbidden(row, lex);
-      if (forbidden && std::binary_search(forbidden->begin(), forbidden->end(), body)) break;
-      note_read(from, to);  // one lexeme that takes the key as new: not exhausted
+    bool found = false;
+    const std::vector<std::string>* forbidden = first_key_forbidden(row, s, found);
+    if (found && !(forbidden && std::binary_search(forbidden->begin(), forbidden->end(), body))) {
+      note_read(from, to);  // the lexeme takes the key as new: not exhausted
       return false;
     }
   }
@@ -86,12 +96,9 @@ bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view
 
 bool EarleyParser::key_may_close_written(uint32_t row, uint32_t s, std::string_view prefix) {
   if (!text_ || !may_exhaust(row, s)) return false;
-  for (uint32_t lex : lexer_->state(s).live) {
-    if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
-    const std::vector<std::string>* forbidden = key_forbidden(row, lex);
-    return !forbidden || prefix_of_any(*forbidden, std::string(prefix));
-  }
-  return false;
+  bool found = false;
+  const std::vector<std::string>* forbidden = first_key_forbidden(row, s, found);
+  return found && (!forbidden || prefix_of_any(*forbidden, prefix));
 }
 
 // Each (lexeme, expression) pair of s alone (one per lexeme): vetoed at the row, or a key whose
