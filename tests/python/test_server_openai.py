@@ -192,3 +192,23 @@ def test_tool_arguments_stream_as_deltas(client, name):
     assert len(args) > 3  # arguments come piece by piece, not as one final delta
     assert "".join(args) == full.function.arguments
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_reasoning_streams_as_reasoning_deltas_then_content(client, name):
+    """`reasoning: true`: a free <think> block, then the schema's JSON. Streamed, the block comes
+    as reasoning_content deltas and the JSON as content deltas, adding up to the whole message
+    (before, the whole message came as one final delta)."""
+    kw = dict(model=name, max_tokens=60, temperature=0,
+              messages=[{"role": "user", "content": "Think, then give the weather in Paris as JSON."}],
+              response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}},
+              extra_body={"reasoning": True})
+    whole = client.chat.completions.create(**kw).choices[0].message
+    reasoning = whole.model_extra.get("reasoning_content")
+    assert reasoning and json.loads(whole.content)["unit"] in ("c", "f")
+    deltas = [c.choices[0].delta for c in client.chat.completions.create(stream=True, **kw) if c.choices]
+    thought = [d.model_extra.get("reasoning_content") for d in deltas if d.model_extra.get("reasoning_content")]
+    content = [d.content for d in deltas if d.content]
+    assert len(thought) > 3 and "".join(thought) == reasoning
+    assert len(content) > 3 and "".join(content) == whole.content
+    first_content = next(k for k, d in enumerate(deltas) if d.content)
+    assert all(not d.model_extra.get("reasoning_content") for d in deltas[first_content:])

@@ -11,6 +11,7 @@ from fastapi import Request
 
 from stencil.server.engine import _DONE, Job
 from stencil.server.protocol import error_body
+from stencil.server.reasoning import ThinkStream, split_reasoning
 from stencil.server.toolcalls import ToolStream, split_tool_calls
 
 
@@ -55,31 +56,26 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         if chat:
             for i in range(len(jobs)):
                 yield chunk(i, {"role": "assistant", "content": ""})
-        # reasoning is parsed from the whole text; tool calls as they come (names, then arguments)
-        buffered = c.reasoning
-        calls = [ToolStream() for _ in jobs] if c.tools and chat else None
-        texts = [""] * len(jobs)  # each choice's text so far, as sent
+        # a <think> block as reasoning deltas, then the content; tool calls as they come (names,
+        # then arguments)
+        split = [_ChoiceStream(c.reasoning, c.tools) for _ in jobs] if chat else None
         left = len(jobs)
         while left:
             i, item = await merged.get()
             job = jobs[i]
             if item is not _DONE:
-                if calls is not None and not buffered:
-                    texts[i] += item[0]
-                    for k, d in enumerate(calls[i].feed(texts[i])):
-                        yield chunk(i, d, upto=item[1] if k == 0 else None)
-                elif not buffered:
-                    yield chunk(i, {"content": item[0]} if chat else item[0], upto=item[1])
+                if split is None:
+                    yield chunk(i, item[0], upto=item[1])
+                    continue
+                for k, d in enumerate(split[i].feed(item[0])):
+                    yield chunk(i, d, upto=item[1] if k == 0 else None)
                 continue
             left -= 1
             if job.error:
                 yield "data: " + json.dumps(job_error_body(job)) + "\n\n"
                 continue
-            if buffered:
-                yield chunk(i, _final_delta(job, c), upto=len(job.token_logprobs))
-            elif calls is not None:
-                for d in calls[i].feed(job.text, final=True):
-                    yield chunk(i, d, upto=len(job.token_logprobs))
+            for d in split[i].feed("", final=True) if split is not None else []:
+                yield chunk(i, d, upto=len(job.token_logprobs))
             yield chunk(i, {} if chat else "", _finish(job, c))
         if prompt_tokens is not None:
             yield _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [],
@@ -101,13 +97,32 @@ async def _forward(i: int, job: Job, merged: asyncio.Queue) -> None:
             return
 
 
-def _final_delta(job: Job, c) -> dict:
-    """The whole message of a buffered stream (tool calls, reasoning) as one delta."""
-    msg = _message(job, c)
-    delta = {k: v for k, v in msg.items() if k != "role" and v is not None}
-    if "tool_calls" in delta:
-        delta["tool_calls"] = [dict(tc, index=k) for k, tc in enumerate(delta["tool_calls"])]
-    return delta
+class _ChoiceStream:
+    """One chat choice's text as it grows, into OpenAI deltas: ``reasoning_content`` from a
+    ``<think>`` block (``reasoning``), then ``content``, or tool-call deltas (``tools``)."""
+
+    def __init__(self, reasoning: bool, tools: bool):
+        self.text = ""
+        self.think = ThinkStream() if reasoning else None
+        self.calls = ToolStream() if tools else None
+        self.sent = 0  # characters of content sent (without tools)
+
+    def feed(self, piece: str, final: bool = False) -> list[dict]:
+        self.text += piece
+        out: list[dict] = []
+        content: str | None = self.text
+        if self.think is not None:
+            thought, content = self.think.feed(self.text, final)
+            if thought:
+                out.append({"reasoning_content": thought})
+            if content is None:
+                return out
+        if self.calls is not None:
+            return out + self.calls.feed(content, final)
+        if len(content) > self.sent:
+            out.append({"content": content[self.sent:]})
+            self.sent = len(content)
+        return out
 
 
 def _finish(job: Job, c) -> str:
@@ -117,11 +132,7 @@ def _finish(job: Job, c) -> str:
 
 
 def _message(job: Job, c) -> dict[str, Any]:
-    text, reasoning = job.text, None
-    if c.reasoning and "</think>" in text:
-        head, _, text = text.partition("</think>")
-        reasoning = head.replace("<think>", "", 1).strip()
-        text = text.lstrip()
+    reasoning, text = split_reasoning(job.text) if c.reasoning else (None, job.text)
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     if c.tools:
         content, calls = split_tool_calls(text)
