@@ -45,6 +45,12 @@ class Sampler:
             self.gen = torch.Generator()
             self.gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
 
+    @property
+    def plain_greedy(self) -> bool:
+        """Greedy with no penalty or bias: the token is the argmax of the masked logits."""
+        return (self.gen is None and self.penalty == 1.0 and not self.frequency and not self.presence
+                and self.bias is None)
+
     def penalize(self, logits, generated: Sequence[int]) -> None:
         """Before the mask, in place: transformers' repetition penalty over the generated tokens
         only (the prompt holds the schema's keys, which the output must repeat: positive logits

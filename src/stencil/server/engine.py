@@ -323,15 +323,30 @@ class Engine:
         if constrained:  # one kernel for every constrained row, where the logits are
             self.bitmask.apply(logits, constrained)
         clock.lap("mask_apply")
-        logits = logits.float().cpu()
+        picks = self._greedy(logits, rows)
+        host = logits.float().cpu() if len(picks) < len(rows) else None  # only sampled rows read it
         clock.lap("to_host")
         self.steps += 1
         self.step_rows += len(rows)
         masks = dict(zip(constrained, bm))
         for i, r in enumerate(rows):
             r.feed = []
-            _isolated(r, self._sample, r, logits[i], masks.get(i), errors.get(i))
+            _isolated(r, self._sample, r, None if i in picks else host[i], masks.get(i), errors.get(i), picks.get(i))
         clock.lap("sample")
+
+    def _greedy(self, logits, rows: list[_Row]) -> dict[int, int]:
+        """The tokens of the plain greedy rows (no penalty, bias or log-probabilities: the
+        argmax of the masked logits), by one argmax where the logits are: {row: token}."""
+        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None]
+        if not idx:
+            return {}
+        import torch
+        sel = logits[idx]
+        no_eos = [k for k, i in enumerate(idx) if rows[i].job.ignore_eos]
+        if no_eos:
+            eos = self._eos_on(sel.device)
+            sel[torch.tensor(no_eos, device=sel.device)[:, None], eos[None, :]] = float("-inf")
+        return dict(zip(idx, sel.argmax(-1).tolist()))
 
     def _forced(self, r: _Row) -> None:
         """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
@@ -355,9 +370,10 @@ class Engine:
             if r.finish is None and r.left == 0:
                 r.finish = "max_tokens"
 
-    def _sample(self, r: _Row, row, mask: np.ndarray | None, error: Exception | None) -> None:
+    def _sample(self, r: _Row, row, mask: np.ndarray | None, error: Exception | None, pick: int | None) -> None:
         """Sample row ``r``'s next token from ``row``, its logits, already masked by ``mask``
-        (None: unconstrained); ``error``: what filling the mask raised, which fails this row alone."""
+        (None: unconstrained), or take ``pick``, its greedy token; ``error``: what filling the
+        mask raised, which fails this row alone."""
         if error is not None:
             raise error
         if mask is not None:
@@ -366,11 +382,7 @@ class Engine:
                     raise DeadEnd("the grammar allows no token and not EOS: " + r.matcher.debug_state())
                 r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
                 return
-        r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf
-        if r.job.ignore_eos:
-            row.index_fill_(0, self._eos_on(row.device), float("-inf"))
-        r.sampler.truncate(row)
-        t = r.sampler.sample(row)
+        t = self._draw(r, row) if pick is None else pick
         if t in self.eos:
             r.finish = "eos"
             return
@@ -381,6 +393,13 @@ class Engine:
         r.feed = [t]
         r.emit([t])
 
+
+    def _draw(self, r: _Row, row) -> int:
+        r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf
+        if r.job.ignore_eos:
+            row.index_fill_(0, self._eos_on(row.device), float("-inf"))
+        r.sampler.truncate(row)
+        return r.sampler.sample(row)
 
     def _eos_on(self, device):
         if self._eos_ids is None or self._eos_ids.device != device:
