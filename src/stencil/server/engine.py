@@ -341,11 +341,11 @@ class Engine:
         if not idx:
             return {}
         import torch
-        sel = logits[idx]
-        no_eos = [k for k, i in enumerate(idx) if rows[i].job.ignore_eos]
-        if no_eos:
-            eos = self._eos_on(sel.device)
-            sel[torch.tensor(no_eos, device=sel.device)[:, None], eos[None, :]] = float("-inf")
+        no_eos = [i for i in idx if rows[i].job.ignore_eos]
+        if no_eos:  # in place: these rows are read here only
+            eos = self._eos_on(logits.device)
+            logits[torch.tensor(no_eos, device=logits.device)[:, None], eos[None, :]] = float("-inf")
+        sel = logits if len(idx) == len(rows) else logits[idx]  # no copy when every row is greedy
         return dict(zip(idx, sel.argmax(-1).tolist()))
 
     def _forced(self, r: _Row) -> None:
