@@ -28,7 +28,9 @@ def main(out_path: str) -> None:
     compiler = stencil.GrammarCompiler(tokenizer_info_for_llama(llm))
     for name, schema in SCHEMAS:
         print(f"schema {name}", flush=True)
-        proc = GrammarLogitsProcessor(compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain"))
+        # max_tokens: budget-aware masks, so an output that would run on (an open object) closes in time
+        proc = GrammarLogitsProcessor(compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain"),
+                                      max_tokens=200)
         out = llm.create_chat_completion(messages=schema_prompt(schema), max_tokens=200, temperature=0.0,
                                          repeat_penalty=1.1, logits_processor=LogitsProcessorList([proc]))
         choice = out["choices"][0]

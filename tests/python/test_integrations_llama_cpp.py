@@ -62,6 +62,31 @@ def test_processor_masks_like_the_matcher(zoo):
     assert not proc.matcher.is_terminated() and np.isfinite(scores[out[0]])
 
 
+def test_max_tokens_gives_budget_masks(zoo):
+    """With max_tokens the processor's masks are the matcher's budget-aware ones, counting the
+    tokens generated since the prompt; they close an open array in time."""
+    info = zoo.info
+    g = stencil.GrammarCompiler(info).compile_json_schema({"type": "array", "items": {"type": "integer"}})
+    proc = GrammarLogitsProcessor(g, max_tokens=6)
+    ref = stencil.Matcher(g)
+    ids = np.array(zoo.encode_batch(["Numbers: "])[0], dtype=np.intc)
+    bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+    for step in range(6):
+        scores = np.zeros(info.vocab_size, np.single)
+        proc(ids, scores)
+        ref.fill_next_token_bitmask(bm, 0, remaining_tokens=6 - step)
+        allowed = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:info.vocab_size].astype(bool)
+        assert np.array_equal(np.isfinite(scores), allowed), f"step {step}"
+        t = int(np.flatnonzero(np.isfinite(scores))[-1])  # the highest allowed id: some digit run
+        if t in info.eos_token_ids:
+            break
+        assert ref.accept_token(t)
+        ids = np.append(ids, np.intc(t))
+    assert ref.is_accepting() or ref.is_terminated()  # closed within the 6 tokens
+    with pytest.raises(ValueError, match="max_tokens"):
+        GrammarLogitsProcessor(g, max_tokens=0)
+
+
 def test_token_outside_the_grammar_is_an_error(zoo):
     g = stencil.GrammarCompiler(zoo.info).compile_regex("[0-9]+")
     proc = GrammarLogitsProcessor(g)

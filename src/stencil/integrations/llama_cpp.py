@@ -47,14 +47,26 @@ class GrammarLogitsProcessor:
     ``matcher`` is the grammar state. llama.cpp stops on the EOS token it samples without calling
     the processor again, so after a completion ``matcher.is_accepting()`` tells whether the output
     is complete (the grammar allowed EOS), not ``is_terminated()``.
+
+    ``max_tokens``: the completion's ``max_tokens``, to make the masks budget-aware (a token is
+    allowed only if the output can still end within the tokens left), so that an output is
+    complete, not cut, when llama.cpp stops at ``max_tokens``::
+
+        proc = GrammarLogitsProcessor(grammar, max_tokens=200)
+        llm.create_completion(prompt, max_tokens=200, logits_processor=LogitsProcessorList([proc]))
     """
 
-    def __init__(self, grammar: stencil.CompiledGrammar):
+    def __init__(self, grammar: stencil.CompiledGrammar, max_tokens: int | None = None):
         if not isinstance(grammar, stencil.CompiledGrammar):
             raise TypeError(f"GrammarLogitsProcessor needs a CompiledGrammar, got {type(grammar).__name__}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < 1):
+            raise ValueError(f"max_tokens must be None or an int >= 1, got {max_tokens!r}")
         self.grammar = grammar
+        self.max_tokens = max_tokens
         self.matcher = stencil.Matcher(grammar)
         self._seen: int | None = None   # length of input_ids the matcher has accepted up to
+        self._prompt = 0                # length of the prompt (the first call's input)
         self._bitmask = stencil.allocate_token_bitmask(1, grammar.vocabulary.vocab_size)
 
     def reset(self) -> None:
@@ -67,7 +79,7 @@ class GrammarLogitsProcessor:
         if self._seen is None or n <= self._seen:
             if self._seen is not None:
                 self.matcher.reset()   # a shorter input: a new completion with this processor
-            self._seen = n
+            self._seen = self._prompt = n
         elif n > self._seen:
             new = input_ids[self._seen:n].tolist()
             ok = self.matcher.accept_tokens(new)
@@ -75,6 +87,7 @@ class GrammarLogitsProcessor:
                 raise ValueError(f"token {new[ok]} produced by llama.cpp is not allowed by the grammar "
                                  "(another logits processor or a grammar changed the logits?)")
             self._seen = n
-        self.matcher.fill_next_token_bitmask(self._bitmask, 0)
+        left = None if self.max_tokens is None else max(1, self.max_tokens - (n - self._prompt))
+        self.matcher.fill_next_token_bitmask(self._bitmask, 0, remaining_tokens=left)
         stencil.apply_token_bitmask_inplace(scores, self._bitmask[0])
         return scores
