@@ -202,6 +202,7 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
   if (walked_) return nullptr;
   reached_.clear();
   loose_ = 0;
+  last_ = Slot{};
   return this;
 }
 
@@ -213,10 +214,14 @@ uint32_t TokenBudget::reached_max() const {
 
 void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const Frame& f = ps.frames().back();
-  bool exact = false;
-  const uint32_t c = cost_within(ps, f.state, f.fresh, &exact);
-  if (!exact) loose_ = std::max(loose_, c);
-  reached_.push_back({token, c});
+  const uint64_t serial = ps.parser().top().serial;
+  if (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh) {
+    bool exact = false;
+    const uint32_t c = cost_within(ps, f.state, f.fresh, &exact);
+    last_ = {serial, f.state, f.fresh, exact, c};
+    if (!exact) loose_ = std::max(loose_, c);
+  }
+  reached_.push_back({token, last_.cost});
 }
 
 // The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from

@@ -61,6 +61,14 @@ class TokenBudget : private MaskWalker::CostSink {
     max_ = std::max(max_, c);
   }
 
+  // A cost of cost_of's memo (slots_) with its key.
+  struct Slot {
+    uint64_t serial = 0;  // parser serials start at 1
+    uint32_t state = 0;
+    bool fresh = false;
+    bool exact = false;  // else cost bounds it (CompletionCost::bytes_bound)
+    uint32_t cost = 0;
+  };
   const CompiledGrammar& g_;
   const Vocabulary& vocab_;
   // The cost tables of one lexer epoch (not shared: a fork may run on another thread).
@@ -82,6 +90,8 @@ class TokenBudget : private MaskWalker::CostSink {
   // This fill's budget (left_of), and the largest cost in reached_ that is a bound only (the
   // exact cost is searched for only where the bound is over the budget).
   uint32_t left_ = 0, loose_ = 0;
+  // The last cost token_reached found, with its key: runs of tokens end alike.
+  Slot last_{};
   std::shared_ptr<const InnerSteps> steps_;
   uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
@@ -92,13 +102,6 @@ class TokenBudget : private MaskWalker::CostSink {
   bool specials_known_ = false;
   // cost_of's memo for one walk: most tokens stay inside the current lexeme and share a few
   // lexer states.
-  struct Slot {
-    uint64_t serial = 0;  // parser serials start at 1
-    uint32_t state = 0;
-    bool fresh = false;
-    bool exact = false;  // else cost bounds it (CompletionCost::bytes_bound)
-    uint32_t cost = 0;
-  };
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits

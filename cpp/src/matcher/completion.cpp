@@ -351,6 +351,14 @@ const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
   return c;
 }
 
+const std::vector<CompletionTables::Pair>& CompletionCost::pairs(uint32_t state) {
+  auto it = pairs_.find(state);
+  if (it != pairs_.end()) return *it->second;
+  const std::vector<CompletionTables::Pair>& p = t_->pairs(state);
+  pairs_.emplace(state, &p);
+  return p;
+}
+
 // The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
 // completes, and then whatever waits on its nonterminal at its origin goes on.
 uint32_t CompletionCost::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
@@ -459,7 +467,7 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
 uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t most = 0;
-  for (const CompletionTables::Pair& pair : t_->pairs(state)) {
+  for (const CompletionTables::Pair& pair : pairs(state)) {
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
     // those that lead to it alone.
     if (pair.lexeme == CompletionTables::kNoLexeme) {  // (no ceiling is known for several lexemes)
@@ -481,7 +489,7 @@ uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state, ui
 uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t best = kInf;
-  for (const CompletionTables::Pair& pair : t_->pairs(state)) {
+  for (const CompletionTables::Pair& pair : pairs(state)) {
     if (pair.lexeme == CompletionTables::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
     const uint32_t d = pair.shortest < kInf || !search ? pair.shortest : t_->state_bytes(pair.alone);
     if (d >= best) continue;

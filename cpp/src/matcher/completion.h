@@ -153,6 +153,8 @@ class CompletionCost {
   const Grammar& g_;
   std::shared_ptr<CompletionTables> t_;
   std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
+  std::unordered_map<uint32_t, const std::vector<CompletionTables::Pair>*> pairs_;  // and for t_->pairs
+  const std::vector<CompletionTables::Pair>& pairs(uint32_t state);
   struct RowSlot {
     uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
     RowCosts costs;
