@@ -396,6 +396,13 @@ COUNTED_SCHEMAS = [
      "required": ["when", "ref"]},
     # numbers: ranges keep the digits read, so their lexer states never repeat and no ceiling
     # search over them ends (CompletionTables::state_ceiling skips it; the successors decide)
+    # formats and patterns whose lexeme ceilings are read off the expression (no search), a
+    # length beside a pattern (an intersection: searched), an enum of long strings
+    {"type": "object", "properties": {"u": {"type": "string", "format": "uri"},
+                                      "e": {"type": "string", "format": "email"},
+                                      "v": {"type": "string", "maxLength": 12, "pattern": "^\\d+\\.\\d+.*$"},
+                                      "k": {"enum": ["application/octet-stream", "text/plain"]}},
+     "required": ["u", "e", "v", "k"], "additionalProperties": False},
     {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0},
                                       "x": {"type": "number", "minimum": 1.5, "maximum": 1000},
                                       "c": {"enum": [1, 2]}, "i": {"type": "integer"}},
@@ -453,7 +460,7 @@ def test_budget_masks_over_numbers_make_few_lexer_states():
     import tokenizers_zoo
     z = tokenizers_zoo.get("cl100k")
     tok = z.info
-    schema = COUNTED_SCHEMAS[2]
+    schema = COUNTED_SCHEMAS[3]
     value = {"n": 1234567890123, "x": 987.654321, "c": 2, "i": -31415926}
     states = {}
     for budgeted in (False, True):
@@ -471,3 +478,33 @@ def test_budget_masks_over_numbers_make_few_lexer_states():
         states[budgeted] = g.num_lexer_states
     # (about 350 against 76 here; about 2,000 with a ceiling search from each number state)
     assert states[True] <= 8 * states[False], states
+
+
+def test_budget_masks_at_formats_search_nothing_when_loose():
+    """A loose budget over a uri and an email: the costs after the tokens that open each string
+    and the lexemes' ceilings are read off their expressions (Lexer::pair_bytes), so budgeted
+    masks make no more lexer states than plain ones (a ceiling search from the uri's start made
+    about 200, a token search per state reached at the opening quote a few dozen per string)."""
+    import tokenizers_zoo
+    z = tokenizers_zoo.get("cl100k")
+    tok = z.info
+    schema = {"type": "object", "properties": {"u": {"type": "string", "format": "uri"},
+                                               "e": {"type": "string", "format": "email"}},
+              "required": ["u", "e"], "additionalProperties": False}
+    value = {"u": "https://example.com/a/b?q=1#frag", "e": "ada.lovelace@example.org"}
+    ids = z.encode_batch([json.dumps(value, separators=(",", ":"))])[0]
+    states = {}
+    for budgeted in (False, True):
+        g = stencil.GrammarCompiler(tok).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        m = stencil.Matcher(g)
+        m.min_completion_tokens()  # the bound's tables (their searches make states): in both runs
+        bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+        free = stencil.allocate_token_bitmask(1, tok.vocab_size)
+        for k, t in enumerate(ids):
+            m.fill_next_token_bitmask(free, 0)
+            if budgeted:
+                m.fill_next_token_bitmask(bm, 0, remaining_tokens=len(ids) - k + 200)
+                assert (bm == free).all(), k  # loose: the plain mask bit for bit
+            assert m.accept_token(t)
+        states[budgeted] = g.num_lexer_states
+    assert states[True] <= states[False] + 8, states

@@ -76,8 +76,8 @@ class Matcher {
   void undo_tokens(size_t n);
   void check_live() const;
   TokenBudget& budget();
-  // fill_mask, its walk reporting to the budget's sink where `budgeted`.
-  void fill_mask(uint32_t* words, size_t num_words, bool budgeted);
+  // fill_mask, its walk reporting to the budget's sink where `remaining` >= 0 (the budget).
+  void fill_mask(uint32_t* words, size_t num_words, int64_t remaining);
   // Moves to the grammar's current lexer epoch when it has changed (see LexerEpoch).
   void follow_epoch() {
     if (g_->current_epoch() != epoch_.get() && !migrating_) migrate();

@@ -321,7 +321,7 @@ size_t Lexer::memory_bytes() const {
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
   const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) +
-                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_);
+                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_) + heap::nodes(expr_bytes_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 

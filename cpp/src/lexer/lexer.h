@@ -114,6 +114,15 @@ class Lexer {
   // none), *relaxed the state at `C* rest` and *rest the state at `rest`.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
   bool has_lazy(uint32_t s) const;
+  // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
+  // expression's structure (no derivative taken, no state made; memoized per expression).
+  // `shortest`: at least the fewest bytes that end the pair's lexeme; `ceiling`: at least that
+  // for any state a walk from the pair reaches (kUnknown where complements or intersections
+  // hide them; a number range has a shortest, no ceiling). See byte_bounds.cpp.
+  struct PairBytes {
+    uint32_t lexeme = 0, shortest = kUnknown, ceiling = kUnknown;
+  };
+  std::vector<PairBytes> pair_bytes(uint32_t s) const;
   // Whether some lexeme of s holds a loop over plain text: a part F of its expression (the
   // whole, or one alternative, shaped `C* X`) such that every plain character leads from F back
   // to an expression holding F. Then no plain string ends or kills s, whatever else its
@@ -149,6 +158,7 @@ class Lexer {
   void note_growth() const;                  // mu_ held
   void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
   bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
+  uint64_t expr_bytes(ExprId e, int depth) const;               // pair_bytes' (shortest, ceiling); mu_ held
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
@@ -180,6 +190,7 @@ class Lexer {
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
+  mutable std::unordered_map<ExprId, uint64_t> expr_bytes_;  // expr_bytes; mu_
   bool has_unique_keys_ = false;
 };
 

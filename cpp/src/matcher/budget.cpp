@@ -41,9 +41,31 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
 uint32_t TokenBudget::cost_of(ParseState& ps, CompletionCost& cost, uint32_t state, bool fresh) {
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
-  if (slot.serial != serial || slot.state != state || slot.fresh != fresh)
-    slot = {serial, state, fresh, cost.at(ps.parser(), state, fresh)};
+  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || !slot.exact)
+    slot = {serial, state, fresh, true, cost.at(ps.parser(), state, fresh)};
   return slot.cost;
+}
+
+// cost_of, or a bound on it within this fill's budget: the distance in single bytes read off the
+// lexemes' expressions (no token search; a lexeme's first states would each search the
+// vocabulary, as at a string's opening quote).
+uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact) {
+  const uint64_t serial = ps.parser().top().serial;
+  Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
+  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && slot.cost > left_)) {
+    const uint32_t bound = fresh ? CompletionCost::kInf : cost_->bytes_bound(ps.parser(), state);
+    if (bound <= left_)
+      slot = {serial, state, fresh, false, bound};
+    else
+      slot = {serial, state, fresh, true, cost_->at(ps.parser(), state, fresh)};
+  }
+  *exact = slot.exact;
+  return slot.cost;
+}
+
+uint32_t TokenBudget::left_of(int64_t remaining) {
+  return remaining - 1 >= CompletionCost::kInf ? CompletionCost::kInf - 1
+                                               : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
 // The cost after each token the grammar allows here, into after_ (kInf elsewhere).
@@ -164,19 +186,23 @@ uint32_t TokenBudget::consumed(ParseState& ps) const {
   return g_.grammar().checks.empty() ? 0 : ps.bytes_consumed();
 }
 
-MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays) {
+MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
   ps.parser().truncate(ps.frames().back().rows);
   cost(epoch);  // a new epoch drops the memo
+  left_ = left_of(remaining);
   // The costs hold while the state does and the walk would reach the same tokens past the
   // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
-  // walk, where no text was read since (the bytes consumed key it).
-  if (valid_ && key_ == key_of(ps) && (walked_ ? consumed_ == consumed(ps) : replays)) return nullptr;
+  // walk, where no text was read since (the bytes consumed key it); and while the costs that are
+  // bounds only fit the budget (it shrinks token by token).
+  if (valid_ && key_ == key_of(ps) && (walked_ ? consumed_ == consumed(ps) : replays && loose_ <= left_))
+    return nullptr;
   valid_ = false;
   steps_.reset();
   walked_ = ps.lexer().has_budgets();  // the mask walks the whole trie: restrict does too
   if (walked_) return nullptr;
   reached_.clear();
-  inner_ceiling_ = cost_->inner_ceiling(ps.parser(), ps.frames().back().state);
+  loose_ = 0;
+  last_ = Slot{};
   return this;
 }
 
@@ -188,7 +214,14 @@ uint32_t TokenBudget::reached_max() const {
 
 void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const Frame& f = ps.frames().back();
-  reached_.push_back({token, cost_of(ps, *cost_, f.state, f.fresh)});
+  const uint64_t serial = ps.parser().top().serial;
+  if (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh) {
+    bool exact = false;
+    const uint32_t c = cost_within(ps, f.state, f.fresh, &exact);
+    last_ = {serial, f.state, f.fresh, exact, c};
+    if (!exact) loose_ = std::max(loose_, c);
+  }
+  reached_.push_back({token, last_.cost});
 }
 
 // The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from
@@ -226,17 +259,18 @@ void TokenBudget::cost_steps(ParseState& ps) {
 }
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
-  const uint32_t left = remaining - 1 >= CompletionCost::kInf
-                            ? CompletionCost::kInf - 1
-                            : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
+  const uint32_t left = left_of(remaining);
   ps.parser().truncate(ps.frames().back().rows);
   CompletionCost& c = cost(epoch);
+  const uint32_t state = ps.frames().back().state;
   if (!valid_) {
     if (walked_) {
       walk_costs(ps, epoch);
     } else {
       special_costs(ps, c, true);
       ps.parser().truncate(ps.frames().back().rows);
+      inner_ceiling_ = c.inner_ceiling(ps.parser(), state, left);
+      ceiling_limit_ = left;
       max_ = std::max(inner_ceiling_, reached_max());
     }
     key_ = key_of(ps);
@@ -244,7 +278,14 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
     valid_ = true;
   }
   if (remaining >= 1 && max_ <= left) return;  // the budget does not bind: the mask is unchanged
-  // Only a bound was over: the successors' byte bounds, then their exact costs.
+  // Only a bound was over: the lexeme ceilings searched for the smaller budget, the successors'
+  // byte bounds, then their exact costs.
+  if (remaining >= 1 && !walked_ && !steps_ && left < ceiling_limit_) {
+    inner_ceiling_ = c.inner_ceiling(ps.parser(), state, left);
+    ceiling_limit_ = left;
+    max_ = std::max(inner_ceiling_, reached_max());
+    if (max_ <= left) return;
+  }
   if (remaining >= 1 && !walked_ && !steps_) {
     load_steps(ps, epoch);
     if (max_ <= left) return;

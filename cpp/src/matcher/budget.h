@@ -23,11 +23,11 @@ class TokenBudget : private MaskWalker::CostSink {
 
   // The fewest tokens that finish the output from ps (in `epoch`); -1 when none is known.
   int64_t min_completion_tokens(ParseState& ps, const LexerEpoch& epoch);
-  // Before the mask walk of ps: the sink to hand the walk (it then reports the costs after the
-  // tokens it allows past a lexeme's end), or null when the costs are known already (the state
-  // repeats) or restrict must walk the trie itself.
+  // Before the mask walk of ps under a budget of `remaining` tokens: the sink to hand the walk
+  // (it then reports the costs after the tokens it allows past a lexeme's end), or null when the
+  // costs are known already (the state repeats) or restrict must walk the trie itself.
   // `replays`: the walk will replay its last mask (MaskWalker::replays).
-  MaskWalker::CostSink* begin(ParseState& ps, const LexerEpoch& epoch, bool replays);
+  MaskWalker::CostSink* begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining);
   // Removes from the mask `words` (need words, the unbudgeted mask of ps) the tokens after which
   // the output cannot end valid within `remaining` tokens, this one included.
   void restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining);
@@ -54,11 +54,21 @@ class TokenBudget : private MaskWalker::CostSink {
   void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, CompletionCost& cost);
   void special_costs(ParseState& ps, CompletionCost& cost, bool into_reached);
   uint32_t cost_of(ParseState& ps, CompletionCost& cost, uint32_t state, bool fresh);
+  uint32_t cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact);
+  static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
   void note(int32_t token, uint32_t c) {
     after_[token] = c;
     max_ = std::max(max_, c);
   }
 
+  // A cost of cost_of's memo (slots_) with its key.
+  struct Slot {
+    uint64_t serial = 0;  // parser serials start at 1
+    uint32_t state = 0;
+    bool fresh = false;
+    bool exact = false;  // else cost bounds it (CompletionCost::bytes_bound)
+    uint32_t cost = 0;
+  };
   const CompiledGrammar& g_;
   const Vocabulary& vocab_;
   // The cost tables of one lexer epoch (not shared: a fork may run on another thread).
@@ -76,6 +86,12 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t consumed_ = 0;
   uint32_t max_ = 0;  // the largest cost after an allowed token (a bound of it before steps_)
   uint32_t inner_ceiling_ = 0;
+  uint32_t ceiling_limit_ = 0;  // the budget inner_ceiling_ was found for (it searched what was over)
+  // This fill's budget (left_of), and the largest cost in reached_ that is a bound only (the
+  // exact cost is searched for only where the bound is over the budget).
+  uint32_t left_ = 0, loose_ = 0;
+  // The last cost token_reached found, with its key: runs of tokens end alike.
+  Slot last_{};
   std::shared_ptr<const InnerSteps> steps_;
   uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
@@ -86,12 +102,6 @@ class TokenBudget : private MaskWalker::CostSink {
   bool specials_known_ = false;
   // cost_of's memo for one walk: most tokens stay inside the current lexeme and share a few
   // lexer states.
-  struct Slot {
-    uint64_t serial = 0;  // parser serials start at 1
-    uint32_t state = 0;
-    bool fresh = false;
-    uint32_t cost = 0;
-  };
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits

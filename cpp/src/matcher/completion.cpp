@@ -292,16 +292,16 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   // state of the free string beside a key until the key's last byte.
   Costs c;
   deadline::Ticker ticker;
-  for (size_t i = 0;; ++i) {
-    const uint32_t alone = lexer_.probe_state(state, i);
-    if (alone == Lexer::kDead) break;
-    const std::vector<uint32_t> lex = lexer_.live_lexemes(alone);
+  for (const Pair& pair : pairs(state)) {
+    const uint32_t alone = pair.alone;
     Costs found;
-    if (lex.size() == 1) {
-      const uint32_t d = tokens_to_end(alone, lex[0], kStateSearchStates, ticker);
-      if (d < kInf) found.push_back({lex[0], d});
+    if (pair.lexeme != kNoLexeme) {
+      // (at most the distance in single bytes: the bounds read off the expressions hold where
+      // the search stops short)
+      const uint32_t d = std::min(tokens_to_end(alone, pair.lexeme, kStateSearchStates, ticker), pair.shortest);
+      if (d < kInf) found.push_back({pair.lexeme, d});
     } else {
-      bfs_to(alone, lex, &found, kStateSearchStates, ticker);
+      bfs_to(alone, lexer_.live_lexemes(alone), &found, kStateSearchStates, ticker);
     }
     for (const auto& f : found) {
       auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
@@ -318,12 +318,45 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   return it->second;  // unordered_map entries never move
 }
 
+const std::vector<CompletionTables::Pair>& CompletionTables::pairs(uint32_t state) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = pairs_.find(state);
+    if (it != pairs_.end()) return it->second;
+  }
+  const std::vector<Lexer::PairBytes> bytes = lexer_.pair_bytes(state);
+  std::vector<Pair> out;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const uint32_t alone = lexer_.probe_state(state, i);
+    const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
+    Pair pair{alone, live.size() == 1 ? live[0] : kNoLexeme, kInf, kInf};
+    if (all_bytes_ && pair.lexeme == bytes[i].lexeme) {  // (in single bytes, each a token)
+      pair.shortest = std::min(bytes[i].shortest, kInf);
+      pair.ceiling = std::min(bytes[i].ceiling, kInf);
+    }
+    out.push_back(pair);
+  }
+  const size_t size = heap::of(out) + heap::block(sizeof(void*) * 2 + 8 + sizeof(out)) + sizeof(void*);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, added] = pairs_.emplace(state, std::move(out));
+  if (added) bytes_.fetch_add(size, std::memory_order_relaxed);
+  return it->second;  // unordered_map entries never move
+}
+
 const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
   auto it = states_.find(state);
   if (it != states_.end()) return *it->second;
   const Costs& c = t_->lexer_costs(state);
   states_.emplace(state, &c);
   return c;
+}
+
+const std::vector<CompletionTables::Pair>& CompletionCost::pairs(uint32_t state) {
+  auto it = pairs_.find(state);
+  if (it != pairs_.end()) return *it->second;
+  const std::vector<CompletionTables::Pair>& p = t_->pairs(state);
+  pairs_.emplace(state, &p);
+  return p;
 }
 
 // The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
@@ -431,41 +464,36 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
 // A token that stays inside the lexeme leads each (lexeme, expression) pair of `state` to one
 // reachable from it, whose cost is at most that pair's ceiling plus what follows its lexeme; the
 // cost after the token is the least over the pairs still alive, so at most the largest such sum.
-uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state) {
+uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
-  const Lexer& lexer = t_->lexer();
   uint32_t most = 0;
-  for (size_t i = 0;; ++i) {
-    const uint32_t alone = lexer.probe_state(state, i);
-    if (alone == Lexer::kDead) break;
-    const std::vector<uint32_t> live = lexer.live_lexemes(alone);
+  for (const CompletionTables::Pair& pair : pairs(state)) {
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
     // those that lead to it alone.
-    if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
-    const uint32_t up = t_->state_ceiling(alone);
-    if (up >= kInf) return kInf;
-    for (uint32_t l : live) {
-      if (p.vetoed(row, l)) continue;
-      const uint32_t after = g_.lexemes[l].ignore ? fresh_cost(p, row) : scan_cost(p, row, l);
-      if (after >= kInf) return kInf;
-      most = std::max(most, add(up, after));
+    if (pair.lexeme == CompletionTables::kNoLexeme) {  // (no ceiling is known for several lexemes)
+      const std::vector<uint32_t> live = t_->lexer().live_lexemes(pair.alone);
+      if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
+      return kInf;
     }
+    if (p.vetoed(row, pair.lexeme)) continue;
+    const uint32_t after = g_.lexemes[pair.lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, pair.lexeme);
+    if (after >= kInf) return kInf;
+    uint32_t up = pair.ceiling;
+    if (add(up, after) > limit) up = std::min(up, t_->state_ceiling(pair.alone));  // the search, where it may fit
+    if (up >= kInf) return kInf;
+    most = std::max(most, add(up, after));
   }
   return most;
 }
 
-uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state) {
+uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
-  const Lexer& lexer = t_->lexer();
   uint32_t best = kInf;
-  for (size_t i = 0;; ++i) {
-    const uint32_t alone = lexer.probe_state(state, i);
-    if (alone == Lexer::kDead) break;
-    const std::vector<uint32_t> live = lexer.live_lexemes(alone);
-    if (live.size() != 1 || p.vetoed(row, live[0])) continue;
-    const uint32_t d = t_->state_bytes(alone);
+  for (const CompletionTables::Pair& pair : pairs(state)) {
+    if (pair.lexeme == CompletionTables::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
+    const uint32_t d = pair.shortest < kInf || !search ? pair.shortest : t_->state_bytes(pair.alone);
     if (d >= best) continue;
-    const uint32_t after = g_.lexemes[live[0]].ignore ? fresh_cost(p, row) : scan_cost(p, row, live[0]);
+    const uint32_t after = g_.lexemes[pair.lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, pair.lexeme);
     best = std::min(best, add(d, after));
   }
   return best;

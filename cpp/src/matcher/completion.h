@@ -59,6 +59,15 @@ class CompletionTables {
   // hundred); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus a cut
   // character's bytes, and what `rest` needs. See ceiling.cpp.
   uint32_t state_ceiling(uint32_t alone);
+  // Per (lexeme, expression) pair of `state` (in Lexer::probe_state's order): the state holding it
+  // alone, its lexeme (kNoLexeme where several stay alive), and Lexer::pair_bytes' bounds in
+  // single-byte tokens (kInf unless every byte is a token of its own). Memoized; the returned
+  // reference stays valid.
+  static constexpr uint32_t kNoLexeme = ~0u;
+  struct Pair {
+    uint32_t alone, lexeme, shortest, ceiling;
+  };
+  const std::vector<Pair>& pairs(uint32_t state);
   // The distance from `alone` (a state of one lexeme) to its lexeme's end in single-byte tokens
   // (kInf: unknown, or past a few hundred states), memoized.
   uint32_t state_bytes(uint32_t alone);
@@ -101,6 +110,7 @@ class CompletionTables {
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
   std::unordered_map<uint32_t, uint32_t> ceilings_;  // state of one lexeme -> state_ceiling; mu_
   std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
+  std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
   bool all_bytes_ = false;  // every byte is a token of its own
   std::atomic<size_t> bytes_{0};
 };
@@ -115,10 +125,13 @@ class CompletionCost {
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
   // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
-  uint32_t inner_ceiling(const EarleyParser& p, uint32_t state);
+  // A lexeme's ceiling is read off its expression (Lexer::pair_bytes) and searched for
+  // (CompletionTables::state_ceiling) only where that bound puts the sum over `limit`.
+  uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit);
   // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
-  // search): the least over the live lexemes not vetoed at the row.
-  uint32_t bytes_bound(const EarleyParser& p, uint32_t state);
+  // search): the least over the live lexemes not vetoed at the row. The distances are read off
+  // the expressions, else (with `search`) found by a search over the lexer's states.
+  uint32_t bytes_bound(const EarleyParser& p, uint32_t state, bool search = true);
   CompletionTables& tables() { return *t_; }
 
  private:
@@ -140,6 +153,8 @@ class CompletionCost {
   const Grammar& g_;
   std::shared_ptr<CompletionTables> t_;
   std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
+  std::unordered_map<uint32_t, const std::vector<CompletionTables::Pair>*> pairs_;  // and for t_->pairs
+  const std::vector<CompletionTables::Pair>& pairs(uint32_t state);
   struct RowSlot {
     uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
     RowCosts costs;

@@ -241,9 +241,9 @@ int64_t Matcher::validate_tokens(const std::vector<int64_t>& tokens) {
   return static_cast<int64_t>(ok);
 }
 
-void Matcher::fill_mask(uint32_t* words, size_t num_words) { fill_mask(words, num_words, false); }
+void Matcher::fill_mask(uint32_t* words, size_t num_words) { fill_mask(words, num_words, int64_t{-1}); }
 
-void Matcher::fill_mask(uint32_t* words, size_t num_words, bool budgeted) {
+void Matcher::fill_mask(uint32_t* words, size_t num_words, int64_t remaining) {
   if (calls_ == 0) g_->renew_if_full(*epoch_);  // what the last walks built may have filled the lexer
   Call call(*this, "fill_next_token_bitmask");
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
@@ -257,7 +257,8 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words, bool budgeted) {
       if (t >= 0 && t < vocab_->vocab_size()) words[t >> 5] |= 1u << (t & 31);
     return;
   }
-  MaskWalker::CostSink* sink = budgeted ? budget().begin(*ps_, *epoch_, walker_->replays(*ps_)) : nullptr;
+  MaskWalker::CostSink* sink =
+      remaining >= 0 ? budget().begin(*ps_, *epoch_, walker_->replays(*ps_), remaining) : nullptr;
   walker_->fill(*ps_, *epoch_, history_, words, need, sink);
 }
 
@@ -269,7 +270,7 @@ TokenBudget& Matcher::budget() {
 void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining, const char* name) {
   if (calls_ == 0) g_->renew_if_full(*epoch_);
   Call call(*this, name);
-  fill_mask(words, num_words, remaining >= 0);
+  fill_mask(words, num_words, remaining);
   if (remaining < 0 || terminated_) return;
   const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
   budget().restrict(*ps_, *epoch_, words, need, remaining);

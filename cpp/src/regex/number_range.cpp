@@ -430,7 +430,8 @@ bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
   return number_live(out);
 }
 
-int number_min_accept_bytes(const NumberState& s, size_t max_states) {
+int number_min_accept_bytes(const NumberState& s, size_t max_states, bool* exact) {
+  if (exact) *exact = true;
   if (!number_live(s)) return -1;
   if (number_nullable(s)) return 0;
   static const char kBytes[] = "0123456789.-+e";
@@ -443,7 +444,10 @@ int number_min_accept_bytes(const NumberState& s, size_t max_states) {
         NumberState n;
         if (!number_step(cur, static_cast<uint8_t>(*c), n)) continue;
         if (number_nullable(n)) return depth;
-        if (seen.size() >= max_states) return depth + 1;  // nothing shorter exists: a lower bound
+        if (seen.size() >= max_states) {  // nothing shorter exists: a lower bound
+          if (exact) *exact = false;
+          return depth + 1;
+        }
         if (seen.insert(number_encode(n)).second) next.push_back(std::move(n));
       }
     }

@@ -87,8 +87,9 @@ bool number_live(const NumberState& s);
 // Whether the bytes read are a number in range.
 bool number_nullable(const NumberState& s);
 // The fewest bytes that complete s into a number in range: exact when at most `max_states`
-// states are searched, else a lower bound (the search is breadth-first). -1 when s is dead.
-int number_min_accept_bytes(const NumberState& s, size_t max_states = 4096);
+// states are searched, else a lower bound (the search is breadth-first; *exact, when given, says
+// which). -1 when s is dead.
+int number_min_accept_bytes(const NumberState& s, size_t max_states = 4096, bool* exact = nullptr);
 
 // A byte string equal for equal states (the hash-consing key, serialization, canonical form).
 std::string number_encode(const NumberState& s);
