@@ -29,15 +29,17 @@ def main(out_path: str) -> None:
     for name, schema in SCHEMAS:
         print(f"schema {name}", flush=True)
         # max_tokens: budget-aware masks, so an output that would run on (an open object) closes in time
-        proc = GrammarLogitsProcessor(compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain"),
-                                      max_tokens=200)
+        grammar = compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain")
+        proc = GrammarLogitsProcessor(grammar, max_tokens=200)
         out = llm.create_chat_completion(messages=schema_prompt(schema), max_tokens=200, temperature=0.0,
                                          repeat_penalty=1.1, logits_processor=LogitsProcessorList([proc]))
         choice = out["choices"][0]
-        # llama.cpp stops on the EOS it samples without showing it to the processor: the output is
-        # complete when the matcher accepts here
-        result["outputs"].append([name, choice["message"]["content"], choice["finish_reason"],
-                                  proc.matcher.is_accepting()])
+        # llama.cpp stops on the EOS it samples, or at max_tokens, without showing the last token to
+        # the processor: the output is complete when a matcher that reads it all accepts
+        text = choice["message"]["content"]
+        whole = stencil.Matcher(grammar)
+        result["outputs"].append([name, text, choice["finish_reason"],
+                                  whole.accept_string(text) and whole.is_accepting()])
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f)
 

@@ -44,9 +44,10 @@ class GrammarLogitsProcessor:
     """Masks the logits of each step to the tokens ``grammar`` allows (llama-cpp-python's
     ``LogitsProcessor``: called with all ids so far and the next token's logits, numpy arrays).
 
-    ``matcher`` is the grammar state. llama.cpp stops on the EOS token it samples without calling
-    the processor again, so after a completion ``matcher.is_accepting()`` tells whether the output
-    is complete (the grammar allowed EOS), not ``is_terminated()``.
+    ``matcher`` is the grammar state. llama.cpp stops on the EOS token it samples, and at
+    ``max_tokens``, without calling the processor again, so the matcher has not seen the last
+    token: whether an output is complete is ``m.accept_string(text) and m.is_accepting()`` for a
+    fresh ``m = stencil.Matcher(grammar)``.
 
     ``max_tokens``: the completion's ``max_tokens``, to make the masks budget-aware (a token is
     allowed only if the output can still end within the tokens left), so that an output is
