@@ -186,7 +186,7 @@ class Engine:
         self.step_time_limit = step_time_limit
         self.eos = set(self.info.eos_token_ids)
         # reused every step: filled on the host (pinned on CUDA), applied where the logits are
-        self.bitmask = PinnedBitmask(max_batch, self.info.vocab_size, device=_model_device(lm))
+        self.bitmask = PinnedBitmask(max_batch, self.info.vocab_size, device=lm.device)
         eos_words = np.zeros((self.bitmask.shape[1],), np.uint32)
         for t in self.eos:
             eos_words[t // 32] |= np.uint32(1 << (t % 32))
@@ -426,11 +426,6 @@ class _PhaseClock:
         now = time.perf_counter()
         self.phases[name] += now - self.t
         self.t = now
-
-
-def _model_device(lm) -> str:
-    """The device of ``lm``'s weights (the logits come out there)."""
-    return str(next(lm.model.parameters()).device)
 
 
 def _isolated(r: _Row, fn, *args) -> None:

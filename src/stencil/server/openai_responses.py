@@ -19,15 +19,14 @@ from pydantic import Field
 
 from stencil.server.engine import _DONE, Job
 from stencil.server.protocol import RequestError, message_text
-from stencil.server.request import _Strict
+from stencil.server.request import _Unchanging
 from stencil.server.responses import _message
 
 
-class ResponsesRequest(_Strict):
+class ResponsesRequest(_Unchanging):
     """``/v1/responses``: the fields that change the output are implemented or refused (a 400
     naming them); ``store``, ``metadata`` and the like change nothing and pass."""
 
-    model: Any = None
     input: Union[str, list[Any]]
     instructions: Optional[str] = None
     max_output_tokens: Optional[int] = Field(None, ge=1)
@@ -42,12 +41,6 @@ class ResponsesRequest(_Strict):
     truncation: Optional[Literal["disabled"]] = None
     include: Optional[list[Any]] = Field(None, max_length=0)  # logprobs and other inclusions: not done
     background: Optional[Literal[False]] = None
-    store: Any = None
-    metadata: Any = None
-    user: Any = None
-    service_tier: Any = None
-    prompt_cache_key: Any = None
-    safety_identifier: Any = None
 
 
 def chat_body(req: ResponsesRequest) -> dict:

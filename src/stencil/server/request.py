@@ -29,8 +29,19 @@ class StreamOptions(_Strict):
     include_usage: Optional[bool] = None
 
 
-class _Request(_Strict):
+class _Unchanging(_Strict):
+    """Fields every route takes that change nothing in the output (the model is checked by name)."""
+
     model: Any = None
+    user: Any = None
+    metadata: Any = None
+    store: Any = None
+    service_tier: Any = None
+    prompt_cache_key: Any = None
+    safety_identifier: Any = None
+
+
+class _Request(_Unchanging):
     # checked by the service (protocol.number/flag/stop_list), with their own messages
     max_tokens: Any = None
     temperature: Any = None
@@ -55,13 +66,6 @@ class _Request(_Strict):
     presence_penalty: Optional[Penalty] = None
     logit_bias: Optional[dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]] = None
     stream_options: Optional[StreamOptions] = None
-    # change nothing in the output
-    user: Any = None
-    metadata: Any = None
-    store: Any = None
-    service_tier: Any = None
-    prompt_cache_key: Any = None
-    safety_identifier: Any = None
 
 
 class ChatRequest(_Request):
