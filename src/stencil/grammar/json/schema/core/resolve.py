@@ -9,7 +9,8 @@ against the base URI where it stands; a fragment is a JSON pointer (``#/$defs/a`
 once in full: every schema reached through the keywords whose values are schemas (so an ``$id``
 inside ``enum`` or an unknown keyword is not a resource), each embedded resource (``$id``; ``id``
 in draft 4) and anchor (``$anchor``, ``$dynamicAnchor``, draft-07 ``$id: "#name"``). Documents
-not found are looked up in the registry (absolute URI to schema).
+not found are looked up in the registry (absolute URI to schema), then among the drafts'
+metaschemas that stencil ships (``core/metaschemas``).
 
 Drafts come from ``$schema`` (04, 06, 07, 2019-09, 2020-12); without it a document is read as
 2020-12, with the older keywords (``definitions``, ``dependencies``, array ``items`` with
@@ -26,6 +27,7 @@ from __future__ import annotations
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.metaschemas import BUNDLED_URIS, bundled_metaschema, referenced_metaschemas
 from stencil.grammar.json.schema.core.model import next_serial
 
 __all__ = ["Resolver", "Loc", "DEFAULT_BASE", "draft_of"]
@@ -55,12 +57,10 @@ def draft_of(uri) -> int | None:
     return _DRAFTS.get(u)
 
 
-def _has_dynamic_anchor(doc) -> bool:
-    """Whether a document may declare a $dynamicAnchor anywhere (a quick text search of its repr,
+def _has_dynamic_anchor(text: str) -> bool:
+    """Whether a document may declare a $dynamicAnchor anywhere (a quick search of its repr,
     cheaper than json.dumps; a string value that spells the key only costs a full index)."""
-    if not isinstance(doc, dict):
-        return False
-    return "'$dynamicAnchor'" in repr(doc)
+    return "'$dynamicAnchor'" in text
 
 
 _RESOURCE_KEYS = frozenset(("$id", "id", "$schema"))
@@ -110,6 +110,14 @@ class Resolver:
         self.registry = {}
         for uri, doc in (registry or {}).items():
             self.registry[urldefrag(uri)[0]] = doc
+        #: base URIs whose ``format`` is an annotation: the shipped metaschemas declare it so
+        self.format_annotations: set = set()
+        # the drafts' metaschemas resolve without a registry (the user's documents take precedence)
+        texts = [repr(d) for d in (root, *self.registry.values()) if isinstance(d, dict)]
+        for uri, doc in referenced_metaschemas(*texts).items():
+            if uri not in self.registry:
+                self._ship(uri, doc)
+                texts.append(repr(doc))
         self.resources: dict = {}        # absolute URI without fragment -> Loc
         self.anchors: dict = {}          # URI#name -> Loc
         self.no_validation: set = set()  # base URIs whose metaschema leaves out the validation vocabulary
@@ -117,7 +125,7 @@ class Resolver:
         self._docs: dict = {}            # document URI -> root Loc
         self._indexed: set = set()
         # dynamic scopes are tracked only where some document declares a dynamic anchor
-        self.dynamic = _has_dynamic_anchor(root) or any(_has_dynamic_anchor(d) for d in self.registry.values())
+        self.dynamic = any(_has_dynamic_anchor(t) for t in texts)
         self._resource_anchors: dict = {}   # resource base URI -> ((name, anchor Loc), ...)
         self._scoped = False                # dynamic scopes are tracked once the index is built
         if self.dynamic:
@@ -128,6 +136,10 @@ class Resolver:
             self._index_all()
             self._scoped = True
             self.root = self.enter_scope(self.root, ())
+
+    def _ship(self, uri: str, doc) -> None:
+        self.registry[uri] = doc
+        self.format_annotations.add(uri)
 
     # -- entering schemas -------------------------------------------------------------------------
     def _enter(self, node, base: str, draft: int, pointer: str, doc: str, is_root: bool, dyn: tuple = ()) -> Loc:
@@ -266,6 +278,8 @@ class Resolver:
             if attempt == 0:
                 self._index_all()
             elif attempt == 1:
+                if doc_uri not in self.registry and doc_uri in BUNDLED_URIS:
+                    self._ship(doc_uri, bundled_metaschema(doc_uri))   # reached by a relative URI
                 if doc_uri not in self.registry or doc_uri in self._docs:
                     break
                 self._index(self._add_document(self.registry[doc_uri], doc_uri, doc_uri))

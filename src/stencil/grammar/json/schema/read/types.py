@@ -213,7 +213,7 @@ def _strings(ctx, loc, s) -> Typed:
             f = f_and(f, pattern_formula(p))
         except GrammarError as e:
             ctx.unsupported("pattern", where(loc, "pattern"), str(e))
-    if "format" in s and isinstance(s["format"], str):
+    if "format" in s and isinstance(s["format"], str) and loc.base not in ctx.resolver.format_annotations:
         name = s["format"]
         try:
             spec = format_spec(name)
