@@ -359,7 +359,7 @@ class _Parser:
             raise self.error(pos, "trailing backslash at end of pattern")
         c = p[pos + 1]
         self.i = pos + 2
-        simple = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11, "a": 7}
+        simple = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11, "a": 7, "e": 27}   # \e: ESC (PCRE, Rust)
         if c in simple:
             return "char", simple[c]
         if c in "dDwWsS":
