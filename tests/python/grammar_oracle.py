@@ -5,7 +5,9 @@ whether a sequence of segments (text and special-token ids) is a viable prefix o
 and whether it is complete. Lexemes, greedy lexing and the core play no part, so comparing it
 with the Matcher checks that the front-ends' lexeme choices keep the language exact. Lark
 ``%ignore`` is modelled as "any number of ignored matches before each terminal and at the end",
-which is what the Matcher implements for grammars whose terminals cannot run into each other.
+which is what the Matcher implements for grammars whose terminals cannot run into each other,
+except at the very start: no ignored match begins at position 0 unless the grammar sets
+``allow_initial_skip`` (llguidance's and XGrammar's rule).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class CharEarley:
         self.counter = 0
         self.table = table
         self.ignore = None
+        self.initial_skip = bool(g.options.get("allow_initial_skip", False))
         if g.ignores:
             self.ignore = self._nt([[]])
             ign = R.alt([t.regex for t in g.ignores])
@@ -124,7 +127,9 @@ class CharEarley:
                 sym = alt[dot]
                 if sym[0] in ("rule", "gen"):
                     here.setdefault(sym, []).append(it)
-                    new = [(sym, j, 0, k) for j in range(len(self.rules[sym]))]
+                    # an ignored match starting at 0 would come before the first terminal
+                    only_empty = k == 0 and sym == self.ignore and not self.initial_skip
+                    new = [(sym, j, 0, k) for j in range(1 if only_empty else len(self.rules[sym]))]
                     if sym in self.null:
                         new.append((lhs, alt_i, dot + 1, origin))
                     # a nonterminal that completed empty earlier in this set completes again

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import stencil
+from stencil.grammar.ebnf.ast import GrammarWarning
 from dialect_helpers import env as _env
 
 
@@ -287,12 +288,14 @@ def test_llguidance_options(env):
     env.check_masks(no_skip, r"A[ \t]*![ \t]*", ["", "A", "A !"])
     skip = lark(env, '%llguidance { "no_forcing": true, "allow_initial_skip": true }\n%ignore " "\nstart: "A" "!"')
     env.check(skip, [" A !", "A!"], ["A!!"])
-    # a plain Lark grammar (no %llguidance) keeps Lark's meaning: ignored text may come first
-    env.check(lark(env, '%ignore " "\nstart: "A" "!"'), [" A !"], [])
+    # a grammar without %llguidance follows the same rule (llguidance and XGrammar agree)
+    env.check(lark(env, '%ignore " "\nstart: "A" "!"'), ["A !", "A! "], [" A !", "  A!"])
     with pytest.raises(stencil.GrammarError, match="unknown %llguidance option 'ignore_twice'"):
         lark(env, '%llguidance { "ignore_twice": true }\nstart: "a"')
-    with pytest.raises(stencil.GrammarError, match="allow_invalid_utf8 is not supported"):
-        lark(env, '%llguidance { "allow_invalid_utf8": true }\nstart: "a"')
+    # allow_invalid_utf8 is accepted with a warning: the output stays UTF-8, a subset of what it allows
+    with pytest.warns(GrammarWarning, match="allow_invalid_utf8 \\(line 1, column 13\\)"):
+        utf8 = lark(env, '%llguidance { "allow_invalid_utf8": true }\nstart: /[a-zé]+/')
+    env.check(utf8, ["abé"], ["A"])
 
 
 # --- "Multiple grammars": @name --------------------------------------------------------------------

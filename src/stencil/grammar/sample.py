@@ -141,7 +141,9 @@ class _Sampler:
             raise AssertionError(type(node).__name__)
 
     def emit_term(self, node: Term, out: list) -> None:
-        if self.g.ignores and self.rng.random() < self.ignore_prob:
+        # no ignored text before the first terminal unless the grammar allows it (llguidance's rule)
+        started = self.size > 0 or self.g.options.get("allow_initial_skip", False)
+        if self.g.ignores and started and self.rng.random() < self.ignore_prob:
             out.append(sample_regex(self.rng.choice(self.g.ignores).regex, self.rng, 1))
             self.size += len(out[-1])
         if node.build is not None:

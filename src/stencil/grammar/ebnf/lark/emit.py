@@ -111,7 +111,8 @@ class _Emitter:
     def run(self) -> int:
         b = self.b
         ignores = self.g.ignores
-        initial = self.g.options.get("allow_initial_skip", True)
+        # no %ignore before the first lexeme unless asked for: llguidance's and XGrammar's rule
+        initial = self.g.options.get("allow_initial_skip", False)
         if self.g.options.get("ignore_once") and len(ignores) > 1:
             # llguidance's ignore_once: the union describes the whole skipped span
             b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore", initial)

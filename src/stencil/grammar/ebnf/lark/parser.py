@@ -16,14 +16,15 @@ token; ``max_tokens=N`` and ``max_chars=N``; ``capture``, ``stop_capture`` and `
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Optional
 
 from stencil._core import DEFAULT_LIMITS
 from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import unicode as U
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf.ast import (Alt, And, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source, SubGrammar, Term,
-                                  TokenRef)
+from stencil.grammar.ebnf.ast import (Alt, And, GrammarWarning, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source,
+                                  SubGrammar, Term, TokenRef)
 from stencil.grammar.ebnf.gbnf import parse_id_list
 from stencil.grammar.ebnf.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
@@ -234,17 +235,18 @@ class _Parser:
         if not isinstance(value, dict):
             raise self.err(f"{t.text} takes a JSON object of options", blob.pos)
         known = _GRAMMAR_OPTIONS[t.text]
-        # a grammar written for llguidance or XGrammar: their default, no %ignore before the first
-        # lexeme (plain Lark allows it, and so does stencil without these directives)
-        self.out.options.setdefault("allow_initial_skip", False)
         for k, v in value.items():
             if k not in known:
                 raise self.err(f"unknown {t.text} option {k!r} (known: {', '.join(known)})", blob.pos)
             if not isinstance(v, bool):
                 raise self.err(f"{t.text} option {k!r} takes true or false, got {json.dumps(v)}", blob.pos)
             if k == "allow_invalid_utf8" and v:
-                raise self.err("allow_invalid_utf8 is not supported: stencil's grammars describe UTF-8 text",
-                               blob.pos)
+                # accepted, as llguidance does; the output stays valid UTF-8, a subset of what the
+                # option allows, so a warning and not an error
+                line, col = self.src.line_col(blob.pos)
+                warnings.warn(f"{t.text} allow_invalid_utf8 (line {line}, column {col}): stencil's grammars "
+                              "describe UTF-8 text; invalid byte sequences stay refused", GrammarWarning,
+                              stacklevel=2)
             self.out.options[k] = self.out.options.get(k, False) or v
 
     def import_(self) -> None:
