@@ -15,6 +15,7 @@ from stencil.grammar.ebnf.ast import (Alt, And, EbnfGrammar, JsonSchema, Node, N
                                   SubGrammar, Term, TokenRef, check_grammar, report_unused, walk)
 from stencil.grammar.ebnf.lark.common import COMMON
 from stencil.grammar.ebnf.lark.parser import LarkSyntax
+from stencil.grammar.ebnf.lark.parametric import expand_parametric
 from stencil.grammar.regex import build_regex, parse_regex
 
 __all__ = ["resolve", "resolve_checked", "term_expr"]
@@ -162,7 +163,7 @@ def resolve_checked(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGr
 def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
     r = _Resolver(syn, unused)
     rules: dict[str, RuleDef] = {}
-    for name, rd in syn.rules.items():
+    for name, rd in (expand_parametric(syn) if syn.parametric or syn.has_params else syn.rules).items():
         if rd.lazy or rd.stop is not None or rd.max_chars is not None or rd.max_tokens:
             body = r.finish(r.to_term(rd.body, name), rd)
         else:
