@@ -30,12 +30,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.ebnf.ast import Alt, And, Node, Not, Ref, Rep, RuleDef, Seq, _productive, refs_of, walk
+from stencil.grammar.ebnf.ast import Alt, And, Node, Not, Ref, Rep, RuleDef, Seq, refs_of, walk
 
-__all__ = ["ParamCall", "Guarded", "parse_call", "parse_guard", "expand_parametric", "MAX_INSTANCES"]
+__all__ = ["ParamCall", "Guarded", "parse_call", "parse_guard", "expand_parametric", "MAX_INSTANCES",
+           "MAX_EXPANDED_NODES"]
 
-# Instances of all parametric rules of one grammar together: 2^14, a permutation of 14 items.
-MAX_INSTANCES = 1 << 14
+# What the instances of all parametric rules of one grammar may add together, in AST nodes (a
+# permutation of 12 items, 2^12 instances of 12 alternatives, is about that; its compile takes
+# seconds), and in instances (a counter's chain of small instances).
+MAX_EXPANDED_NODES = 250_000
+MAX_INSTANCES = 1 << 15
 _U64 = (1 << 64) - 1
 
 
@@ -240,6 +244,8 @@ class _Expander:
         self.templates: dict = syn.parametric
         self.instances: dict[tuple, str] = {}
         self.queue: list[tuple] = []
+        self.size = {name: sum(1 for _ in _walk_all(syn.rules[name].body)) for name in self.templates}
+        self.spent = 0   # nodes of the instances made
 
     def run(self) -> dict:
         out: dict[str, RuleDef] = {}
@@ -297,10 +303,13 @@ class _Expander:
         key = (node.name, value)
         inst = self.instances.get(key)
         if inst is None:
-            if len(self.instances) >= MAX_INSTANCES:
-                raise self.src.error(f"the parametric rule '{node.name}' reaches more than {MAX_INSTANCES} "
-                                     "parameter values (with the other parametric rules); a permutation or "
-                                     f"selection of n items has 2^n: use fewer items", self.templates[node.name])
+            self.spent += self.size[node.name]
+            if len(self.instances) >= MAX_INSTANCES or self.spent > MAX_EXPANDED_NODES:
+                raise self.src.error(
+                    f"the parametric rule '{node.name}' reaches over {len(self.instances)} parameter values "
+                    f"(with the other parametric rules; the limits are {MAX_INSTANCES} instances and "
+                    f"{MAX_EXPANDED_NODES} grammar nodes in all); a permutation or selection of n items has 2^n "
+                    "values: use fewer items", self.templates[node.name])
             inst = self.instances[key] = f"{node.name}::{value:#x}"
             self.queue.append((node.name, value, inst))
         return Ref(inst, pos=node.pos)
@@ -325,33 +334,40 @@ def _walk_all(node: Node):
 
 
 def _prune(rules: dict, made: dict) -> dict:
-    """``rules`` and the live instances of ``made``; references to instances that can never
-    complete are dropped with their alternatives. An ordinary rule left with nothing keeps an
-    empty choice, so that the usual checks report it."""
-    refs = {name: [r.name for r in refs_of(rd.body)] if rd.body is not _DEAD else [] for name, rd in made.items()}
-    users: dict[str, set] = {name: set() for name in made}
-    for name, rs in refs.items():
-        for r in rs:
-            if r in users:
-                users[r].add(name)
-    live: set[str] = set()
-    work = list(made)
-    while work:
-        name = work.pop()
-        body = made[name].body
-        if name not in live and body is not _DEAD and _productive(body, lambda n: n not in made or n in live):
-            live.add(name)
-            work.extend(u for u in users[name] if u not in live)
-    if len(live) == len(made):
+    """``rules`` and the instances of ``made`` that can complete; an instance whose every
+    alternative was ruled out by ``%if`` is dead, and so is one whose every alternative needs a
+    dead one. References to dead instances are dropped with their alternatives (an ordinary rule
+    left with nothing keeps an empty choice, so that the usual checks report it). Other rules
+    that can never complete (cycles with no exit) are left for those checks too."""
+    dead = {name for name, rd in made.items() if rd.body is _DEAD}
+    if not dead:
         return {**rules, **made}
+    users: dict[str, set] = {}
+    for table in (rules, made):
+        for name, rd in table.items():
+            for r in refs_of(rd.body) if rd.body is not _DEAD else ():
+                if r.name in made:
+                    users.setdefault(r.name, set()).add(name)
 
     def leaf(node: Node) -> Optional[Node]:
-        return _DEAD if isinstance(node, Ref) and node.name in made and node.name not in live else None
+        return _DEAD if isinstance(node, Ref) and node.name in dead else None
+    work = list(dead)
+    while work:
+        for u in users.get(work.pop(), ()):
+            if u in made and u not in dead and _rebuild(made[u].body, leaf) is _DEAD:
+                dead.add(u)
+                work.append(u)
+    touched = set().union(*(users.get(d, ()) for d in dead))
     out = {}
-    for name, rd in rules.items():
-        body = _rebuild(rd.body, leaf)
-        out[name] = replace(rd, body=Alt([], pos=rd.pos) if body is _DEAD else body)
-    return {**out, **{name: replace(rd, body=_rebuild(rd.body, leaf)) for name, rd in made.items() if name in live}}
+    for table in (rules, made):
+        for name, rd in table.items():
+            if name in dead:
+                continue
+            if name in touched:
+                body = _rebuild(rd.body, leaf)
+                rd = replace(rd, body=Alt([], pos=rd.pos) if body is _DEAD else body)
+            out[name] = rd
+    return out
 
 
 def expand_parametric(syn) -> dict:
