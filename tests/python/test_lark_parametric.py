@@ -264,6 +264,14 @@ def test_dead_instances_leave_an_empty_language_error():
         lark_grammar(grammar)
 
 
+def test_parametric_rule_never_given_a_value_is_reported_unused():
+    grammar = 'start: "z"\nspare::_ : "a" spare::set_bit(0) %if bit_clear(0) | ""'
+    with pytest.raises(stencil.GrammarError, match="line 2, column 1: the parametric rule 'spare' is never given"):
+        lark_grammar(grammar, unused="error")
+    with pytest.warns(stencil.grammar.ebnf.ast.GrammarWarning):
+        lark_grammar(grammar)
+
+
 def _permutation(n: int) -> str:
     alts = "\n".join(f'  | "i{k};" perm::set_bit({k}) %if bit_clear({k})' for k in range(n))
     return f'start: perm::0\nperm::_ : "" %if is_ones([0:{n}])\n{alts}\n'

@@ -370,7 +370,8 @@ def _prune(rules: dict, made: dict) -> dict:
     return out
 
 
-def expand_parametric(syn) -> dict:
+def expand_parametric(syn) -> tuple[dict, set]:
     """The rules of ``syn`` (a ``LarkSyntax``) with parametric rules replaced by their reachable
-    instances, ordinary rules first."""
-    return _Expander(syn).run()
+    instances, ordinary rules first; and the names of the parametric rules given some value."""
+    x = _Expander(syn)
+    return x.run(), {name for name, _ in x.instances}

@@ -11,7 +11,9 @@ Expansions: ``|``, ``&`` (intersection of terminals, binding tighter than ``|``)
 ``<[^ids]>`` and ``<[*]>``, ``%json {schema}``, ``%regex {options}`` and ``%lark {grammar}``.
 Rule attributes: ``lazy``; ``stop=`` / ``suffix=`` with a string, regex, TERMINAL or special
 token; ``max_tokens=N`` and ``max_chars=N``; ``capture``, ``stop_capture`` and ``temperature``
-(accepted: they do not change the language).
+(accepted: they do not change the language). Parametric rules (llguidance): ``name::_ : ...``
+declares one, ``name::ARG`` refers to one and ``ALTERNATIVE %if COND`` guards an alternative
+(:mod:`stencil.grammar.ebnf.lark.parametric` parses ARG and COND and expands the rules).
 """
 from __future__ import annotations
 
