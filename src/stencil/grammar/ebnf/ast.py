@@ -203,6 +203,12 @@ def refs_of(node: Node) -> list:
 
 def _productive(node: Node, ok: Callable[[str], bool]) -> bool:
     """Whether ``node`` can derive some finite string, given which rules can (``ok``)."""
+    if isinstance(node, Alt):   # the first good alternative decides, the others are not walked
+        return any(_productive_walk(k, ok) for k in node.items)
+    return _productive_walk(node, ok)
+
+
+def _productive_walk(node: Node, ok: Callable[[str], bool]) -> bool:
     # post-order over an explicit stack: results of children are needed first
     out: dict[int, bool] = {}
     stack = [(node, False)]

@@ -8,7 +8,9 @@ Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer
 ``%regex {options}`` terminals with length bounds, forbidden substrings or llguidance's
 substrings; ``name[lazy]`` and ``name[stop="</think>"]`` / ``name[stop=<|end|>]`` for free text
 up to a stop string or token; ``name[max_tokens=N]``; ``&`` / ``~`` on terminals and nested
-``%lark {...}`` grammars (llguidance's and XGrammar's dialects). See
+``%lark {...}`` grammars (llguidance's and XGrammar's dialects); llguidance's parametric rules
+(``perm::_ : "a" perm::set_bit(0) %if bit_clear(0) | ...``, expanded per reachable parameter
+value: :mod:`stencil.grammar.ebnf.lark.parametric`). See
 :mod:`stencil.grammar.ebnf.lark.parser` for the full syntax.
 
 Example::

@@ -17,7 +17,7 @@ __all__ = ["Token", "tokenize"]
 
 @dataclass
 class Token:
-    kind: str      # RULE TERMINAL STRING REGEXP NUMBER OP DIRECTIVE SPECIAL GRAMMAR_REF NL BLOB LARK EOF
+    kind: str      # RULE TERMINAL STRING REGEXP NUMBER HEX OP DIRECTIVE SPECIAL GRAMMAR_REF NL BLOB LARK EOF
                    # or punctuation
     text: str
     pos: int
@@ -28,6 +28,7 @@ _PATTERNS = [
     # llguidance allows '-' inside names (not before '>', so `a->b` stays an alias)
     ("RULE", r"[?!]?_?[a-z](?:[_a-z0-9]|-(?!>))*"),
     ("TERMINAL", r"_?[A-Z](?:[_A-Z0-9]|-(?!>))*"),
+    ("HEX", r"0[xX][0-9a-fA-F]+"),     # llguidance's parameter values (perm::0x0)
     ("NUMBER", r"[0-9]+"),
     ("DIRECTIVE", r"%[a-z_]+"),
     # <|name|>, DeepSeek's <｜name｜> (full-width bars), <[ids]>, and llguidance's any <name>
@@ -35,8 +36,9 @@ _PATTERNS = [
     ("GRAMMAR_REF", r"@[A-Za-z_][A-Za-z0-9_\-]*"),
     ("ARROW", r"->"),
     ("DOTDOT", r"\.\."),
+    ("DCOLON", r"::"),                  # llguidance's parametric rules: name::_, name::set_bit(0)
     ("OP", r"[*+?]"),
-    ("PUNCT", r"[:|()\[\]{},~.=&]"),
+    ("PUNCT", r"[:|()\[\]{},~.=&_]"),   # a lone `_`: the parameter of a parametric rule
 ]
 _TOKEN_RE = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _PATTERNS))
 _SPACE = " \t\f\r"
@@ -239,7 +241,7 @@ def _plain_token(src: Source, i: int, out: list[Token], nest: _Nesting) -> int:
     if kind == "PUNCT":
         kind = text
         nest.punct(src, text, i)
-    elif kind in ("ARROW", "DOTDOT"):
+    elif kind in ("ARROW", "DOTDOT", "DCOLON"):
         kind = text
     out.append(Token(kind, text, i))
     return m.end()

@@ -11,7 +11,9 @@ Expansions: ``|``, ``&`` (intersection of terminals, binding tighter than ``|``)
 ``<[^ids]>`` and ``<[*]>``, ``%json {schema}``, ``%regex {options}`` and ``%lark {grammar}``.
 Rule attributes: ``lazy``; ``stop=`` / ``suffix=`` with a string, regex, TERMINAL or special
 token; ``max_tokens=N`` and ``max_chars=N``; ``capture``, ``stop_capture`` and ``temperature``
-(accepted: they do not change the language).
+(accepted: they do not change the language). Parametric rules (llguidance): ``name::_ : ...``
+declares one, ``name::ARG`` refers to one and ``ALTERNATIVE %if COND`` guards an alternative
+(:mod:`stencil.grammar.ebnf.lark.parametric` parses ARG and COND and expands the rules).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from stencil.grammar.ebnf.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
 from stencil._core import GrammarError
 from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
+from stencil.grammar.ebnf.lark.parametric import parse_call, parse_guard
 
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 
@@ -66,6 +69,8 @@ class LarkSyntax:
         self.ignores: list = []          # (expansion node, pos)
         self.imports: list = []          # (common name, local name, pos)
         self.options: dict = {}          # merged %llguidance / %grammar_options
+        self.parametric: dict = {}       # rules declared name::_ (llguidance) -> offset
+        self.has_params = False          # some name::ARG or %if was written
 
 
 class _Parser:
@@ -75,6 +80,7 @@ class _Parser:
         self.k = 0
         self.depth = 0
         self.out = LarkSyntax(src)
+        self.param_at: Optional[int] = None   # the first `::` or `%if` read, for errors in terminals
 
     # -- helpers --------------------------------------------------------------------------------
     @property
@@ -118,6 +124,12 @@ class _Parser:
             raise self.err("'?' and '!' only go before rule names", t.pos)
         if self.tok.kind == "{":
             raise self.err(f"template rules such as {name}{{...}} are not supported", self.tok.pos)
+        parametric = self.tok.kind == "::"
+        if parametric:
+            if not is_rule:
+                raise self.err(f"terminal {name} cannot take a parameter: only rules can (name::_)")
+            self.next()
+            self.expect("_", f"'_' after '{name}::' (a parametric rule is declared as {name}::_)")
         attrs = self.attributes() if self.tok.kind == "[" else {}
         if self.tok.kind == ".":
             self.next()
@@ -126,7 +138,10 @@ class _Parser:
             else:
                 raise self.err("expected a priority number after '.'")
         self.expect(":", f"':' after the {'rule' if is_rule else 'terminal'} name '{name}'")
+        self.param_at = None
         body = self.expansions()
+        if not is_rule:
+            self.no_parameters(f"terminal {name}")
         if self.tok.kind not in ("NL", "EOF"):
             raise self.err(f"unexpected {self.tok.text!r} in the definition of '{name}'")
         table = self.out.rules if is_rule else self.out.terminals
@@ -136,6 +151,18 @@ class _Parser:
         rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"),
                      max_chars=attrs.get("max_chars"), max_tokens=attrs.get("max_tokens", 0))
         table[name] = rd
+        if parametric:
+            self.out.parametric[name] = t.pos
+
+    def mark_parametric(self, pos: int) -> None:
+        self.out.has_params = True
+        if self.param_at is None:
+            self.param_at = pos
+
+    def no_parameters(self, where: str) -> None:
+        if self.param_at is not None:
+            raise self.err(f"{where} is one lexeme: parametric references (name::...) and %if go only in rules",
+                           self.param_at)
 
     def attributes(self) -> dict:
         open_pos = self.next().pos
@@ -213,7 +240,9 @@ class _Parser:
         t = self.next()
         d = t.text
         if d == "%ignore":
+            self.param_at = None
             node = self.expansions()
+            self.no_parameters("%ignore")
             self.out.ignores.append((node, t.pos))
         elif d == "%import":
             self.import_()
@@ -306,12 +335,16 @@ class _Parser:
         if self.tok.kind == "->":
             self.next()
             self.expect("RULE", "an alias name after '->'")
+        if self.tok.kind == "DIRECTIVE" and self.tok.text == "%if":   # llguidance: a parametric alternative
+            self.mark_parametric(self.tok.pos)
+            node = parse_guard(self, node)
         return node
 
     def expansion(self):
         pos = self.tok.pos
         items = []
-        while self.tok.kind in _ATOM_START or self.tok.kind == "~" and self.toks[self.k + 1].kind != "NUMBER":
+        while (self.tok.kind in _ATOM_START and self.tok.text != "%if"
+               or self.tok.kind == "~" and self.toks[self.k + 1].kind != "NUMBER"):
             items.append(self.expr())
         if self.tok.kind in ("OP", "~", "{"):
             raise self.err(f"'{self.tok.text}' has nothing to repeat")
@@ -386,6 +419,9 @@ class _Parser:
                 raise self.err("'?' and '!' only go before a rule being defined", t.pos)
             if self.tok.kind == "{" and self.toks[self.k + 1].kind not in ("NUMBER", ","):
                 raise self.err(f"templates such as {t.text}{{...}} are not supported", self.tok.pos)
+            if self.tok.kind == "::":
+                self.mark_parametric(t.pos)
+                return parse_call(self, t)
             return Ref(t.text, pos=t.pos)
         if t.kind == "SPECIAL":
             return _special(self.src, t)

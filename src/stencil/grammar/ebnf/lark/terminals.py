@@ -15,6 +15,7 @@ from stencil.grammar.ebnf.ast import (Alt, And, EbnfGrammar, JsonSchema, Node, N
                                   SubGrammar, Term, TokenRef, check_grammar, report_unused, walk)
 from stencil.grammar.ebnf.lark.common import COMMON
 from stencil.grammar.ebnf.lark.parser import LarkSyntax
+from stencil.grammar.ebnf.lark.parametric import expand_parametric
 from stencil.grammar.regex import build_regex, parse_regex
 
 __all__ = ["resolve", "resolve_checked", "term_expr"]
@@ -162,7 +163,11 @@ def resolve_checked(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGr
 def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
     r = _Resolver(syn, unused)
     rules: dict[str, RuleDef] = {}
-    for name, rd in syn.rules.items():
+    given: set = set()   # parametric rules given some value
+    source_rules = syn.rules
+    if syn.parametric or syn.has_params:
+        source_rules, given = expand_parametric(syn)
+    for name, rd in source_rules.items():
         if rd.lazy or rd.stop is not None or rd.max_chars is not None or rd.max_tokens:
             body = r.finish(r.to_term(rd.body, name), rd)
         else:
@@ -180,6 +185,10 @@ def resolve(syn: LarkSyntax, start: str, unused: str = "warn") -> EbnfGrammar:
     for name, rd in syn.terminals.items():
         if name not in r.used:
             report_unused(g, f"terminal {name} is never used", rd.pos, unused)
+    for name, pos in syn.parametric.items():
+        if name not in given:
+            report_unused(g, f"the parametric rule '{name}' is never given a value (name::0 in an ordinary rule)",
+                          pos, unused)
     for rd in rules.values():
         for n in walk(rd.body):
             if isinstance(n, JsonSchema) and not isinstance(n.schema, (dict, bool)):
