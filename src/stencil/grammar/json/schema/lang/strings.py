@@ -11,8 +11,8 @@ constraint (pattern, length, format, const, enum) becomes a regular language ove
 
 Encodings are uniquely decodable, so intersections and complements of encoded languages are the
 encodings of intersections and complements: ``pattern`` AND ``maxLength`` is ``re_and`` of the two.
-Lengths count code points (a surrogate pair is one). Escapes of lone surrogates are accepted only
-by unconstrained strings (the generic JSON string lexeme); a constrained string never holds one.
+Lengths count code points (a surrogate pair is one). An escape of a lone surrogate is refused
+everywhere: it is no character (only a ``const`` or ``enum`` that holds one spells it).
 
 Example::
 
