@@ -21,12 +21,22 @@ SHORT_ESCAPES = ((0x22, '"'), (0x5C, "\\"), (0x2F, "/"), (0x08, "b"), (0x0C, "f"
                  (0x0D, "r"), (0x09, "t"))
 
 
+def _hex_class(b, digits: str) -> int:
+    return b.re_char_ranges([(ord(c), ord(c)) for v in digits for c in HEX_DIGIT_VALUES[int(v, 16)]], False)
+
+
 def string_char(b) -> int:
-    """One JSON string character: a plain code point or an escape sequence."""
+    """One JSON string character: a plain code point or an escape sequence (a surrogate escape
+    only as half of a pair: a lone one is no character)."""
     plain = b.re_char_ranges(_STRING_CHAR_EXCLUDED, True)
     simple_escape = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
-    unicode_escape = b.re_concat([b.re_literal("\\u"), b.re_repeat(b.re_char_ranges(_HEX, False), 4, 4)])
-    return b.re_or([plain, simple_escape, unicode_escape])
+    hex_digit = b.re_char_ranges(_HEX, False)
+    u, d = b.re_literal("\\u"), _hex_class(b, "d")
+    bmp = b.re_or([b.re_concat([_hex_class(b, "0123456789abcef"), b.re_repeat(hex_digit, 3, 3)]),
+                   b.re_concat([d, _hex_class(b, "01234567"), b.re_repeat(hex_digit, 2, 2)])])
+    pair = b.re_concat([d, _hex_class(b, "89ab"), b.re_repeat(hex_digit, 2, 2),
+                        u, d, _hex_class(b, "cdef"), b.re_repeat(hex_digit, 2, 2)])
+    return b.re_or([plain, simple_escape, b.re_concat([u, b.re_or([bmp, pair])])])
 
 
 def string_expr(b) -> int:
@@ -54,17 +64,19 @@ def whitespace_expr(b, max_run: int | None = None) -> int:
     return b.re_repeat(ws, 1, -1 if max_run is None else max_run)
 
 
-def spaced_punctuation(b, max_run: int | None = None, run: int | None = None) -> dict:
+def spaced_punctuation(b, max_run: int | None = None, run: int | None = None, seps: dict | None = None) -> dict:
     """``{ } [ ] , :`` as lexemes that carry the JSON white space around them (after an opener,
     before a closer, on both sides of a separator): flexible white space for a JSON value inside a
     larger grammar, where an ignored lexeme would let white space in between the host's own
     terminals too. ``run``: the expression of that white space (default: an optional run of at
-    most ``max_run`` JSON white space characters)."""
+    most ``max_run`` JSON white space characters); ``seps``: expressions in place of ``,`` or ``:``."""
     if run is None:
         run = b.re_repeat(whitespace_expr(b, max_run), 0, 1)
     out = {}
     for c in "{}[],:":
-        parts = ([run] if c in "}],:" else []) + [b.re_literal(c)] + ([run] if c in "{[,:" else [])
+        mark = (seps or {}).get(c)
+        parts = ([run] if c in "}],:" else []) + [b.re_literal(c) if mark is None else mark] + \
+            ([run] if c in "{[,:" else [])
         out[c] = b.lexeme(b.re_concat(parts), json.dumps(c))
     return out
 

@@ -13,6 +13,7 @@ from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Namespaced, 
                                   SubGrammar, Term, TokenRef, TokenTable, resolve_tokens)
 from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
 from stencil.grammar.ebnf.lark.terminals import term_expr
+from stencil.grammar.ebnf.lark.x_guidance import JSON_DIALECT
 from stencil.grammar.regex import ast as R
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
@@ -104,7 +105,7 @@ class _Emitter:
         try:
             self.n_json += 1
             return build_json_schema(Namespaced(self.b, f"%json{self.n_json}/"), node.schema,
-                                     **{**self.json_options, **node.options})
+                                     **{**JSON_DIALECT, **self.json_options, **node.options})
         except GrammarError as e:
             raise self.g.error(f"in the %json schema: {e}", node.pos) from None
 

@@ -196,8 +196,10 @@ def _newline(s: str, i: int, outside_brackets: bool, out: list[Token]) -> int:
         j = _skip_space_and_comments(s, j)
         if j < n and s[j] == "\n":
             j += 1
-    # a newline inside brackets, or before a `|` continuation, is only space
-    if outside_brackets and not (j < n and s[j] == "|") and out and out[-1].kind != "NL":
+    # a newline inside brackets, before a `|` continuation, or between a directive and its {...}
+    # object (llguidance reads that object as JSON, where a newline is space), is only space
+    blob_next = j < n and s[j] == "{" and out and out[-1].kind == "DIRECTIVE" and out[-1].text in _BLOB_DIRECTIVES
+    if outside_brackets and not (j < n and s[j] == "|") and not blob_next and out and out[-1].kind != "NL":
         out.append(Token("NL", "\n", i))
     return j
 

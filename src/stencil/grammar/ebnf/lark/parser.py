@@ -33,6 +33,7 @@ from stencil.grammar.regex import parse_regex
 from stencil._core import GrammarError
 from stencil.grammar.ebnf.lark.regex_ext import regex_options_term
 from stencil.grammar.ebnf.lark.parametric import parse_call, parse_guard
+from stencil.grammar.ebnf.lark.x_guidance import x_guidance
 
 __all__ = ["parse_lark_syntax", "LarkSyntax", "MAX_REPEAT"]
 
@@ -438,7 +439,11 @@ class _Parser:
             blob = self.expect("BLOB", f"a {{...}} object after {t.text}")
             value = _json_blob(self.src, blob)
             if t.text == "%json":
-                return JsonSchema(value, pos=t.pos)
+                try:
+                    schema, options = x_guidance(value)
+                except GrammarError as e:
+                    raise self.err(f"in the %json schema: {e}", blob.pos) from None
+                return JsonSchema(schema, options, pos=t.pos)
             return regex_options_term(self.src, value, t.pos)
         raise self.err(f"unexpected {t.text!r}", t.pos)
 

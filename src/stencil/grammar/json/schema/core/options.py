@@ -20,10 +20,23 @@
   short escapes but ``\\/``, and ``\\u00xx`` for the other controls; implies plain keys). What a
   model should write, and far smaller lexers for patterns and formats, whose characters otherwise
   each carry their ``\\uXXXX`` spellings.
+- ``string_spelling="controls"`` (llguidance's JSON strings): characters raw, ``\\uXXXX`` only
+  for the controls U+0000-U+001F and U+007F (which must be escaped; a control with a short escape
+  may use either), no ``\\/``; so a ``const`` or ``enum`` string has one spelling unless it holds
+  controls. ``"unicode"``: as ``"controls"``, and any character may also be written ``\\uXXXX``
+  (a surrogate pair for those past U+FFFF).
+- ``escapes``: with ``"controls"`` or ``"unicode"``, the letters that may follow a backslash
+  (llguidance's ``json_allowed_escapes``, default ``"nrbtf\\\"u"``); without ``u`` there is no
+  ``\\uXXXX`` at all, and a control character without a short escape cannot be written.
+- ``item_separator``, ``key_separator``: regexes for the ``,`` between items or members and for the
+  ``:`` after a key (llguidance's options of these names), e.g. ``", "``; the white space of
+  ``whitespace`` still goes around them. Not with a fixed indentation.
 - ``number_spelling``: ``"any"`` (default: every JSON spelling of a number, compared with the
   bounds exactly: under ``maximum: 5``, ``2000e-3`` is 2) or ``"plain"`` (numbers without an
   exponent, integers without a fraction: a subset of the valid texts, the one to generate with,
-  since a small model that starts ``2000`` under ``maximum: 5`` may only go on with zeros).
+  since a small model that starts ``2000`` under ``maximum: 5`` may only go on with zeros), or
+  ``"plain_integers"`` (only integers are written without fraction or exponent, as llguidance
+  does). In every spelling, ``-0`` is refused where the minimum is 0 or more.
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
@@ -58,6 +71,9 @@ class Options:
     string_spelling: str = "any"
     number_spelling: str = "any"
     whitespace_pattern: str | None = None
+    item_separator: str | None = None
+    key_separator: str | None = None
+    escapes: str | None = None
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -73,12 +89,9 @@ class Options:
         if o.whitespace_pattern is not None and not (isinstance(o.whitespace_pattern, str) and ws == "flexible"):
             raise GrammarError(f"whitespace_pattern must be a regex string used with whitespace='flexible', got "
                                f"{o.whitespace_pattern!r} with whitespace={ws!r}")
+        _check_spellings(o)
         if o.key_spelling not in ("any", "plain"):
             raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
-        if o.string_spelling not in ("any", "plain"):
-            raise GrammarError(f"string_spelling must be 'any' or 'plain', got {o.string_spelling!r}")
-        if o.number_spelling not in ("any", "plain"):
-            raise GrammarError(f"number_spelling must be 'any' or 'plain', got {o.number_spelling!r}")
         if o.property_order not in ("definition", "any"):
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
         if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
@@ -90,3 +103,28 @@ class Options:
     @property
     def indent(self):
         return self.whitespace if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool) else None
+
+
+#: the letters that may follow a backslash in a JSON string, under ``escapes``
+ESCAPE_LETTERS = '"\\bfnrtu'
+
+
+def _check_spellings(o: Options) -> None:
+    """The string and number spellings, the escapes and separators (see the module docstring)."""
+    if o.string_spelling not in ("any", "plain", "controls", "unicode"):
+        raise GrammarError(f"string_spelling must be 'any', 'plain', 'controls' or 'unicode', got "
+                           f"{o.string_spelling!r}")
+    if o.number_spelling not in ("any", "plain", "plain_integers"):
+        raise GrammarError(f"number_spelling must be 'any', 'plain' or 'plain_integers', got {o.number_spelling!r}")
+    if o.escapes is not None:
+        if not isinstance(o.escapes, str) or any(c not in ESCAPE_LETTERS for c in o.escapes):
+            raise GrammarError(f"escapes must be a string of the letters {ESCAPE_LETTERS}, got {o.escapes!r}")
+        if o.string_spelling not in ("controls", "unicode"):
+            raise GrammarError(f"escapes goes with string_spelling 'controls' or 'unicode', not "
+                               f"{o.string_spelling!r}")
+    for name in ("item_separator", "key_separator"):
+        v = getattr(o, name)
+        if v is not None and not isinstance(v, str):
+            raise GrammarError(f"{name} must be a regex string, got {v!r}")
+        if v is not None and o.indent is not None:
+            raise GrammarError(f"{name} cannot be used with a fixed indentation (whitespace={o.whitespace!r})")

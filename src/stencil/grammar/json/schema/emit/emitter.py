@@ -27,7 +27,7 @@ from stencil.grammar.json.schema.emit.arrays import emit_array
 from stencil.grammar.json.schema.emit.objects import emit_object
 from stencil.grammar.json.schema.lang.scalars import Scalars
 from stencil._core import GrammarError
-from stencil.grammar.json.value import spaced_punctuation, string_expr, whitespace_expr
+from stencil.grammar.json.value import spaced_punctuation, whitespace_expr
 from stencil.grammar.regex import build_regex
 
 __all__ = ["Emitter", "Scalars"]
@@ -42,12 +42,21 @@ def plain_json_text(s: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(s, ensure_ascii=False))
 
 
-def whitespace_pattern_expr(b, pattern: str) -> int:
-    """The ``whitespace_pattern`` option as an expression; a bad regex is an error naming the option."""
+def option_regex(b, name: str, pattern: str) -> int:
+    """A regex option (``whitespace_pattern``, the separators) as an expression; a bad regex is an
+    error naming the option."""
     try:
         return build_regex(b, pattern)
     except GrammarError as e:
-        raise GrammarError(f"whitespace_pattern {pattern!r}: {e}") from None
+        raise GrammarError(f"{name} {pattern!r}: {e}") from None
+
+
+def separators(b, options) -> dict:
+    """The expressions of the ``item_separator`` and ``key_separator`` options, by the punctuation
+    they replace."""
+    seps = {",": options.item_separator, ":": options.key_separator}
+    return {c: option_regex(b, name, seps[c]) for c, name in ((",", "item_separator"), (":", "key_separator"))
+            if seps[c] is not None}
 
 
 class Emitter:
@@ -55,7 +64,8 @@ class Emitter:
         self.b = b
         self.ctx = ctx
         self.options = ctx.options
-        self.scalars = Scalars(b, self.options.string_spelling == "plain", self.options.number_spelling == "plain")
+        o = self.options
+        self.scalars = Scalars(b, o.string_spelling, o.number_spelling == "plain", o.escapes)
         self.strings = self.scalars.strings
         self._rules: dict = {}
         self._queue: list = []
@@ -68,10 +78,13 @@ class Emitter:
         if ws == "flexible" and not scoped_whitespace and pattern is None:
             b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS")
         self._lit = {c: b.literal(c) for c in ("{", "}", "[", "]", ",", ":", "null", "true", "false")}
+        seps = separators(b, self.options)
         if pattern is not None:   # the caller's white space, where punctuation allows it
-            self._lit.update(spaced_punctuation(b, run=whitespace_pattern_expr(b, pattern)))
+            self._lit.update(spaced_punctuation(b, run=option_regex(b, "whitespace_pattern", pattern), seps=seps))
         elif ws == "flexible" and scoped_whitespace:
-            self._lit.update(spaced_punctuation(b, self.options.max_whitespace_run))
+            self._lit.update(spaced_punctuation(b, self.options.max_whitespace_run, seps=seps))
+        else:
+            self._lit.update({c: b.lexeme(e, json.dumps(c)) for c, e in seps.items()})
         self._indent = self.options.indent
         self._nl: dict = {}
 
@@ -150,7 +163,7 @@ class Emitter:
                 expr = self.scalars.number(f)
                 name = "number" if f == TRUE else ("integer" if f in (("int",), ("int4",)) else "number:constrained")
             elif f == TRUE:
-                expr = self.strings.quoted(self.strings.any_body()) if self.strings.plain else string_expr(b)
+                expr = self.strings.quoted(self.strings.any_body())   # no lone surrogate
                 name = "string"
             else:
                 expr, name = self.strings.quoted(self.scalars.string_body(f)), "string:constrained"
@@ -174,7 +187,7 @@ class Emitter:
 
     def key_text(self, name: str) -> int:
         """The quoted spellings of one property name that the options allow."""
-        if self.options.key_spelling == "plain" or self.strings.plain:
+        if self.options.key_spelling == "plain" or self.strings.spelling == "plain":
             return self.b.re_literal(plain_json_text(name))
         return self.strings.quoted(self.strings.text(name))
 

@@ -203,9 +203,20 @@ class JsonNumbers:
                 lo = None if lo is None else _integral_bound(lo, True, lo_excl)
                 hi = None if hi is None else _integral_bound(hi, False, hi_excl)
                 lo_excl = hi_excl = False
-            e = self._memo[key] = self.b.re_number_range(
+            no_minus = lo is not None and lo >= 0
+            e = self.b.re_number_range(
                 None if lo is None else str(lo), lo_excl, None if hi is None else str(hi), hi_excl, integer)
+            if no_minus:   # the minus signs of the range are those of -0: not written above a minimum of 0
+                e = self.b.re_and([e, self._unsigned_text()])
+            self._memo[key] = e
         return e
+
+    def _unsigned_text(self) -> int:
+        """Texts that start with a digit (a number without minus sign)."""
+        if "unsigned" not in self._memo:
+            b = self.b
+            self._memo["unsigned"] = b.re_concat([self.D, b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, -1)])
+        return self._memo["unsigned"]
 
     def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
         """Numbers in the range written without exponent, integers without fraction (the
@@ -224,8 +235,9 @@ class JsonNumbers:
             self._memo["plain"] = self.b.re_concat([self.OPT_MINUS, self.INT])
         return self._memo["plain"]
 
-    def _zero_exp(self) -> int:
-        return self.b.re_concat([self.OPT_MINUS, self.b.re_literal("0"), self.FRAC_INT, self.EXP])
+    def _zero_exp(self, unsigned: bool = False) -> int:
+        return self.b.re_concat([self.b.re_empty() if unsigned else self.OPT_MINUS, self.b.re_literal("0"),
+                                 self.FRAC_INT, self.EXP])
 
     # -- comparisons of canonical integer digit strings -------------------------------------------
     def _int_gt(self, i: str) -> int:
@@ -381,6 +393,7 @@ class JsonNumbers:
         if e is not None:
             return e
         b = self.b
+        no_minus = lo is not None and lo >= 0   # -0 is not written above a minimum of 0
         # exponent forms: only where the sign alone decides (see the module docstring)
         zero_in = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and \
                   (hi is None or hi > 0 or (hi == 0 and not hi_excl))
@@ -410,7 +423,7 @@ class JsonNumbers:
                     conds = [self._int_interval_text(int(lo), int(hi), tail)]
                 parts.append(b.re_and(conds) if conds else unsigned)
             # "-" m: value -m in [lo, hi], i.e. m in [-hi, -lo]
-            if not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
+            if not no_minus and not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
                 conds = []
                 if hi is not None and (hi < 0 or (hi == 0 and hi_excl)):
                     conds.append(self._mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
@@ -424,7 +437,7 @@ class JsonNumbers:
             self._memo[key] = e
             return e
         if zero_in:
-            parts.append(self._zero_exp())
+            parts.append(self._zero_exp(no_minus))
         if pos_all or neg_all:
             mant = b.re_concat([self._nonzero_mantissa(integer), self.EXP_NONNEG if integer else self.EXP])
             if pos_all:

@@ -20,9 +20,9 @@ __all__ = ["Scalars"]
 class Scalars:
     """Number and string formulas as regular expressions (memoized per builder)."""
 
-    def __init__(self, b, plain_strings: bool = False, plain_numbers: bool = False):
+    def __init__(self, b, string_spelling: str = "any", plain_numbers: bool = False, escapes: str | None = None):
         self.b = b
-        self.strings = JsonStrings(b, plain_strings)
+        self.strings = JsonStrings(b, string_spelling, escapes)
         self.plain_numbers = plain_numbers
         self.numbers = JsonNumbers(b)
         self._num: dict = {}

@@ -11,8 +11,8 @@ constraint (pattern, length, format, const, enum) becomes a regular language ove
 
 Encodings are uniquely decodable, so intersections and complements of encoded languages are the
 encodings of intersections and complements: ``pattern`` AND ``maxLength`` is ``re_and`` of the two.
-Lengths count code points (a surrogate pair is one). Escapes of lone surrogates are accepted only
-by unconstrained strings (the generic JSON string lexeme); a constrained string never holds one.
+Lengths count code points (a surrogate pair is one). An escape of a lone surrogate is refused
+everywhere: it is no character (only a ``const`` or ``enum`` that holds one spells it).
 
 Example::
 
@@ -85,13 +85,23 @@ _DUMPS_SHORT = tuple((cp, letter) for cp, letter in SHORT_ESCAPES if letter != "
 _DUMPS_U = tuple(cp for cp in range(0x20) if cp not in {c for c, _ in _DUMPS_SHORT})
 
 
-class JsonStrings:
-    """Builds encoded-body expressions in one builder (memoized per builder). ``plain``: only
-    the spelling ``json.dumps(s, ensure_ascii=False)`` writes (option ``string_spelling``)."""
+#: llguidance's spellings ("controls", "unicode"): U+007F is escaped too, and "controls" writes
+#: ``\uXXXX`` only for these
+_CONTROLS = U.normalize([(0x00, 0x1F), (0x7F, 0x7F)])
+_RAW_NO_DEL = U.complement(U.union(_CONTROLS, U.normalize([(0x22, 0x22), (0x5C, 0x5C)])))
 
-    def __init__(self, b, plain: bool = False):
+
+class JsonStrings:
+    """Builds encoded-body expressions in one builder (memoized per builder). ``spelling`` (option
+    ``string_spelling``): ``"any"`` JSON spelling, ``"plain"`` (only the spelling
+    ``json.dumps(s, ensure_ascii=False)`` writes), or llguidance's ``"controls"`` and ``"unicode"``,
+    with ``escapes`` the letters allowed after a backslash."""
+
+    def __init__(self, b, spelling: str = "any", escapes: str | None = None):
         self.b = b
-        self.plain = plain
+        self.spelling = spelling
+        self.plain = spelling != "any"   # a restricted spelling: every class through encoded_class
+        self.escapes = '"\\bfnrtu' if escapes is None else escapes
         self._classes: dict = {}
         self._hex: dict = {}
         self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
@@ -165,13 +175,17 @@ class JsonStrings:
             return e
         b = self.b
         parts = []
-        raw = intersect_ranges(key, RAW_OK)
+        peer = self.spelling in ("controls", "unicode")
+        raw = intersect_ranges(key, _RAW_NO_DEL if peer else RAW_OK)
         if raw:
             parts.append(b.re_char_ranges(U.bridge_surrogates(raw), False))
         for cp, letter in _DUMPS_SHORT if self.plain else SHORT_ESCAPES:
-            if U.contains(key, cp):
+            if U.contains(key, cp) and (not peer or letter in self.escapes):
                 parts.append(b.re_literal("\\" + letter))
-        if self.plain:
+        if peer:
+            e = self._classes[key] = self._peer_u_escapes(key, parts)
+            return e
+        if self.spelling == "plain":
             # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
             by_high: dict = {}
             for cp in _DUMPS_U:
@@ -189,6 +203,17 @@ class JsonStrings:
         e = b.re_or(parts) if parts else b.re_nothing()
         self._classes[key] = e
         return e
+
+    def _peer_u_escapes(self, key, parts: list) -> int:
+        """llguidance's ``\\uXXXX`` escapes (either case) added to ``parts``: the controls only, or
+        every character under "unicode"; none without ``u`` in ``escapes``."""
+        if "u" in self.escapes:
+            for lo, hi in intersect_ranges(key, BMP if self.spelling == "unicode" else _CONTROLS):
+                parts.append(self._u_escape(lo, hi))
+            if self.spelling == "unicode":
+                for lo, hi in intersect_ranges(key, ASTRAL):
+                    parts.extend(self._surrogate_pairs(lo, hi))
+        return self.b.re_or(parts) if parts else self.b.re_nothing()
 
     def _surrogate_pairs(self, lo: int, hi: int) -> list:
         def split(cp):

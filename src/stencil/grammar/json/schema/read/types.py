@@ -42,22 +42,23 @@ _APPLICATOR_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "allOf", "
 _type_parts: dict = {}
 
 
-def _type_part(name: str, draft: int) -> Typed:
+def _type_part(name: str, plain_int: bool) -> Typed:
     """The Typed of one type name (shared: Typed values are never mutated)."""
-    t = _type_parts.get((name, draft))
+    t = _type_parts.get((name, plain_int))
     if t is None:
-        t = _type_parts[(name, draft)] = _make_type_part(name, draft)
+        t = _type_parts[(name, plain_int)] = _make_type_part(name, plain_int)
     return t
 
 
-def _make_type_part(name: str, draft: int) -> Typed:
+def _make_type_part(name: str, plain_int: bool) -> Typed:
     if name == "null":
         return Typed(null=True)
     if name == "boolean":
         return Typed(bools=BOTH_BOOLS)
     if name == "integer":
-        # draft 4: "a JSON number without a fraction or exponent part"; later: any integral value
-        return Typed(num=("int4",) if draft == 4 else ("int",))
+        # draft 4: "a JSON number without a fraction or exponent part" (and so llguidance, under
+        # number_spelling="plain_integers"); later drafts: any integral value
+        return Typed(num=("int4",) if plain_int else ("int",))
     if name == "number":
         return Typed(num=TRUE)
     if name == "string":
@@ -135,8 +136,9 @@ def _types(ctx, loc, s) -> Typed:
     if "type" not in s:
         return ANY
     v = s["type"]
+    plain_int = loc.draft == 4 or ctx.options.number_spelling == "plain_integers"
     if isinstance(v, str) and v in _TYPES:
-        return _type_part(v, loc.draft)
+        return _type_part(v, plain_int)
     names = [v] if isinstance(v, str) else v
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise GrammarError(f"type at {where(loc, 'type')}: must be a type name or a list of them")
@@ -146,7 +148,7 @@ def _types(ctx, loc, s) -> Typed:
             if n == "any":  # draft 3
                 return ANY
             raise GrammarError(f"type at {where(loc, 'type')}: unknown type {n!r}")
-        t = ctx.alg.t_or(t, _type_part(n, loc.draft))
+        t = ctx.alg.t_or(t, _type_part(n, plain_int))
     return t
 
 
