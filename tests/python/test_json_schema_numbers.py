@@ -45,12 +45,9 @@ def _in_range(v, lo, lo_x, hi, hi_x):
 
 
 def _expected_range(t, lo, lo_x, hi, hi_x, integer):
-    """Exact: the value in range (and integral for integer), whatever the spelling; but no minus
-    sign (-0) where the minimum is 0 or more, as llguidance and XGrammar."""
+    """Exact: the value in range (and integral for integer), whatever the spelling (-0 equals 0)."""
     v = D(t)
     if integer and v != v.to_integral_value():
-        return False
-    if t.startswith("-") and lo is not None and lo >= 0:
         return False
     return _in_range(v, lo, lo_x, hi, hi_x)
 

@@ -2,7 +2,9 @@
 
 Rules are lowercase and terminals UPPERCASE; every terminal (named, or a string or regex written
 in a rule) is one lexeme, lexed greedily among the terminals the parser allows at that point,
-as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals.
+as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals and
+at the end, not before the first one unless ``%llguidance {"allow_initial_skip": true}`` (or
+XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do.
 Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer) and
 ``<[12]>`` / ``<[1,5-7]>`` (by id); ``%json {schema}`` embeds a JSON Schema as a rule;
 ``%regex {options}`` terminals with length bounds, forbidden substrings or llguidance's

@@ -65,7 +65,9 @@ class Emitter:
         self.ctx = ctx
         self.options = ctx.options
         o = self.options
-        self.scalars = Scalars(b, o.string_spelling, o.number_spelling == "plain", o.escapes)
+        # llguidance's spelling (%json) writes no -0 above a minimum of 0; the standard keeps it
+        self.scalars = Scalars(b, o.string_spelling, o.number_spelling == "plain", o.escapes,
+                               minus_zero=o.number_spelling != "plain_integers")
         self.strings = self.scalars.strings
         self._rules: dict = {}
         self._queue: list = []

@@ -154,8 +154,11 @@ _MAX_INT_DIGITS = 100_000
 class JsonNumbers:
     """Builds number expressions in one builder (memoized per builder)."""
 
-    def __init__(self, b):
+    def __init__(self, b, minus_zero: bool = True):
         self.b = b
+        # False: no -0 (nor -0.0, -0e1) where the minimum is 0 or more, as llguidance and XGrammar
+        # write numbers; the standard's default keeps it (-0 equals 0)
+        self.minus_zero = minus_zero
         self._memo: dict = {}
         d = self.digits(0, 9)
         self.D, self.D19 = d, self.digits(1, 9)
@@ -203,7 +206,7 @@ class JsonNumbers:
                 lo = None if lo is None else _integral_bound(lo, True, lo_excl)
                 hi = None if hi is None else _integral_bound(hi, False, hi_excl)
                 lo_excl = hi_excl = False
-            no_minus = lo is not None and lo >= 0
+            no_minus = not self.minus_zero and lo is not None and lo >= 0
             e = self.b.re_number_range(
                 None if lo is None else str(lo), lo_excl, None if hi is None else str(hi), hi_excl, integer)
             if no_minus:   # the minus signs of the range are those of -0: not written above a minimum of 0
@@ -393,7 +396,7 @@ class JsonNumbers:
         if e is not None:
             return e
         b = self.b
-        no_minus = lo is not None and lo >= 0   # -0 is not written above a minimum of 0
+        no_minus = not self.minus_zero and lo is not None and lo >= 0   # see minus_zero
         # exponent forms: only where the sign alone decides (see the module docstring)
         zero_in = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and \
                   (hi is None or hi > 0 or (hi == 0 and not hi_excl))

@@ -20,11 +20,12 @@ __all__ = ["Scalars"]
 class Scalars:
     """Number and string formulas as regular expressions (memoized per builder)."""
 
-    def __init__(self, b, string_spelling: str = "any", plain_numbers: bool = False, escapes: str | None = None):
+    def __init__(self, b, string_spelling: str = "any", plain_numbers: bool = False, escapes: str | None = None,
+                 minus_zero: bool = True):
         self.b = b
         self.strings = JsonStrings(b, string_spelling, escapes)
         self.plain_numbers = plain_numbers
-        self.numbers = JsonNumbers(b)
+        self.numbers = JsonNumbers(b, minus_zero)
         self._num: dict = {}
         self._str: dict = {}
 
