@@ -85,6 +85,16 @@ outer_lazy[capture]: with_lazy
     env.check(g, ["foo<end>", "<end>"], ["foo<end>bar<end>", "foo"])
 
 
+def test_case_insensitive_stop_and_suffix_strings(env):
+    # "END"i keeps its flag as a stop or suffix marker, as it does as a terminal
+    stop = lark(env, 'start: note "!"\nnote[stop="END"i]: /[a-z ]*/')
+    env.check(stop, ["to doEND!", "to doend!", "xEnD!"], ["to do!", "to doEND more!"])
+    suffix = lark(env, 'start: note "!"\nnote[suffix="end"i]: /[a-z ]*/')
+    env.check(suffix, ["to doEND!", "to doeNd!", "xend!"], ["to do!", "to doEND more!", "to doeNdx!"])
+    plain = lark(env, 'start: note "!"\nnote[suffix="end"]: /[a-zA-Z ]*/')
+    env.check(plain, ["to doend!"], ["to doEND!"])
+
+
 def _budget_step(info, state, tok, n: int, chars: str):
     """One token of llguidance's max_tokens on `start: "<" r ">"`, `r[max_tokens=n]: /[chars]+/`:
     the next state, or None. When a token ends inside r and r has then spanned n tokens, r ends

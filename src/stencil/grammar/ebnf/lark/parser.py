@@ -222,6 +222,8 @@ class _Parser:
         self.next()
         v = self.next()
         if v.kind == "STRING":
+            if v.text.endswith("i"):   # "END"i: a case-insensitive marker, as a terminal would be
+                return Term(_string_regex(self.src, v), pos=v.pos)
             return _string_value(self.src, v)
         if v.kind == "SPECIAL":
             return _special(self.src, v)
