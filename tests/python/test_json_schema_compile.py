@@ -50,7 +50,23 @@ def test_build_json_schema_adds_rules_without_building(compiler):
     # a value for a larger grammar: white space inside it, none around it (the host decides)
     assert not accepts(g, ' ["red"]') and not accepts(g, '["red"] ')
     standalone = compiler.compile_json_schema({"type": "array"})
-    assert accepts(standalone, ' [1] ')
+    assert accepts(standalone, '[ 1 ]') and not accepts(standalone, ' [1]') and not accepts(standalone, '[1] ')
+
+
+@pytest.mark.parametrize("schema,value", [({"type": "array"}, "[1]"), ({"type": "integer"}, "12"),
+                                          ({"type": "string"}, '"s"'), (True, "[1]"),
+                                          ({"type": "object", "properties": {"a": {"type": "null"}}}, '{"a": null}')])
+def test_no_white_space_around_the_value_unless_asked(compiler, schema, value):
+    # llguidance and XGrammar refuse white space before or after the whole value
+    g = compiler.compile_json_schema(schema)
+    assert accepts(g, value) and not accepts(g, " " + value) and not accepts(g, value + "\n")
+    m = stencil.Matcher(g)
+    assert m.accept_string(value) and m.is_accepting()
+    assert not m.accept_string(" ")                      # the mask's side: nothing trails the value
+    around = compiler.compile_json_schema(schema, whitespace_around=True)
+    assert accepts(around, " " + value) and accepts(around, value + "\n") and accepts(around, value)
+    with pytest.raises(stencil.GrammarError, match="whitespace_around must be True or False"):
+        compiler.compile_json_schema(schema, whitespace_around="yes")
 
 
 @pytest.mark.parametrize("schema,keyword,pointer", [

@@ -58,8 +58,8 @@ class GrammarBuilder {
   Symbol literal(const std::string& text, const std::string& name);
   Symbol special_token(const std::vector<int32_t>& token_ids, const std::string& name);
   // initial = false: not before the first lexeme of the output (llguidance's and XGrammar's
-  // default, allow_initial_skip).
-  void ignore(ExprId expr, const std::string& name, bool initial = true);
+  // default, allow_initial_skip); final = false: not after the last one (a standalone JSON value).
+  void ignore(ExprId expr, const std::string& name, bool initial = true, bool final = true);
   Symbol rule(const std::string& name);
   void add_alternative(Symbol nonterminal, const std::vector<Symbol>& rhs);
   Symbol seq(const std::vector<Symbol>& items);

@@ -64,7 +64,8 @@ void bind_grammar(nb::module_& m) {
            nb::arg("max_tokens") = 0)
       .def("literal", &GrammarBuilder::literal, nb::arg("text"), nb::arg("name") = "")
       .def("special_token", &GrammarBuilder::special_token, nb::arg("token_ids"), nb::arg("name") = "")
-      .def("ignore", &GrammarBuilder::ignore, nb::arg("expr"), nb::arg("name") = "", nb::arg("initial") = true)
+      .def("ignore", &GrammarBuilder::ignore, nb::arg("expr"), nb::arg("name") = "", nb::arg("initial") = true,
+           nb::arg("final") = true)
       .def("rule", &GrammarBuilder::rule, nb::arg("name") = "")
       .def("add_alternative", &GrammarBuilder::add_alternative, nb::arg("rule"), nb::arg("symbols"))
       .def("seq", &GrammarBuilder::seq)

@@ -156,12 +156,13 @@ Symbol GrammarBuilder::special_token(const std::vector<int32_t>& token_ids, cons
   return kTerminalBit | id;
 }
 
-void GrammarBuilder::ignore(ExprId expr, const std::string& name, bool initial) {
+void GrammarBuilder::ignore(ExprId expr, const std::string& name, bool initial, bool final) {
   check_expr(expr, "ignore");
   LexemeSpec spec;
   spec.expr = store_->nullable(expr) ? store_->conj({expr, store_->negate(ExprStore::kEmpty)}) : expr;
   spec.ignore = true;
   spec.not_initial = !initial;
+  spec.not_final = !final;
   spec.name = name.empty() ? "%ignore" : name;
   lexemes_.push_back(std::move(spec));
 }

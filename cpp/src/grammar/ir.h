@@ -20,6 +20,7 @@ struct LexemeSpec {
   bool special = false; // a special token, matched by id and never by bytes
   uint32_t max_tokens = 0;  // > 0: spans at most this many tokens, then must end (llguidance)
   bool not_initial = false; // ignored, but not before the first lexeme of the output
+  bool not_final = false;   // ignored, but not after the last lexeme of the output
   std::vector<int32_t> token_ids;  // for special lexemes
   std::string name;
   // Derived by Grammar::finalize, not serialized: the lexeme starts an object key whose

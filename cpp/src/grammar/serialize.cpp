@@ -106,7 +106,7 @@ std::string Grammar::serialize() const {
   for (const LexemeSpec& l : lexemes) {
     w.u32(l.expr);
     w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2) | ((l.max_tokens > 0) << 3) |
-                              (l.not_initial << 4)));
+                              (l.not_initial << 4) | (l.not_final << 5)));
     if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without budgets read as before
     w.str(l.name);
     w.u32(static_cast<uint32_t>(l.token_ids.size()));
@@ -192,6 +192,7 @@ LexemeSpec read_lexeme(Reader& r, const std::vector<ExprId>& map) {
   l.special = flags & 4;
   if (flags & 8) l.max_tokens = r.u32();
   l.not_initial = flags & 16;
+  l.not_final = flags & 32;
   l.name = r.str();
   uint32_t n_ids = r.count(r.in.size(), "token ids");
   for (uint32_t k = 0; k < n_ids; ++k) l.token_ids.push_back(static_cast<int32_t>(r.u32()));

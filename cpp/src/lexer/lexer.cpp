@@ -198,8 +198,9 @@ uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
     if (it != start_states_.end()) return it->second;
   }
   std::vector<uint32_t> lexemes = allowed;
+  // with no lexeme left to come, an ignored one would trail the output: not_final ones may not
   for (uint32_t i = 0; i < lexemes_.size(); ++i)
-    if (lexemes_[i].ignore) lexemes.push_back(i);
+    if (lexemes_[i].ignore && !(lexemes_[i].not_final && allowed.empty())) lexemes.push_back(i);
   std::sort(lexemes.begin(), lexemes.end());
   lexemes.erase(std::unique(lexemes.begin(), lexemes.end()), lexemes.end());
   uint32_t s;

@@ -97,7 +97,7 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     ``registry`` maps URIs to other schema documents for ``$ref``. Flexible white space goes
     inside the value only (none before or after it), so that the rest of the grammar keeps its
     own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
-    allowed around the value too.
+    still not before or after the value unless ``whitespace_around=True``.
 
     Example::
 

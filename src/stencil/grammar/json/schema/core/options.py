@@ -36,7 +36,10 @@
   exponent, integers without a fraction: a subset of the valid texts, the one to generate with,
   since a small model that starts ``2000`` under ``maximum: 5`` may only go on with zeros), or
   ``"plain_integers"`` (only integers are written without fraction or exponent, as llguidance
-  does). In every spelling, ``-0`` is refused where the minimum is 0 or more.
+  does, and ``-0`` is refused where the minimum is 0 or more).
+- ``whitespace_around``: with flexible white space, allow it before and after the whole value
+  too (off by default: llguidance and XGrammar refuse it; on for a tokenizer whose tokens carry
+  the white space before a word). Only for a schema compiled on its own.
 - ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
   the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
 - ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
@@ -74,6 +77,7 @@ class Options:
     item_separator: str | None = None
     key_separator: str | None = None
     escapes: str | None = None
+    whitespace_around: bool = False
 
     @staticmethod
     def make(**kw) -> "Options":
@@ -96,6 +100,8 @@ class Options:
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
         if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
             raise GrammarError(f"max_whitespace_run must be a positive int or None, got {o.max_whitespace_run!r}")
+        if not isinstance(o.whitespace_around, bool):
+            raise GrammarError(f"whitespace_around must be True or False, got {o.whitespace_around!r}")
         if not isinstance(o.max_depth, int) or o.max_depth < 1:
             raise GrammarError(f"max_depth must be a positive int, got {o.max_depth!r}")
         return o

@@ -78,7 +78,8 @@ class Emitter:
         ws = self.options.whitespace
         pattern = self.options.whitespace_pattern
         if ws == "flexible" and not scoped_whitespace and pattern is None:
-            b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS")
+            around = self.options.whitespace_around   # none before or after the value by default
+            b.ignore(whitespace_expr(b, self.options.max_whitespace_run), "WS", around, around)
         self._lit = {c: b.literal(c) for c in ("{", "}", "[", "]", ",", ":", "null", "true", "false")}
         seps = separators(b, self.options)
         if pattern is not None:   # the caller's white space, where punctuation allows it
