@@ -13,7 +13,7 @@
 namespace stencil {
 
 namespace {
-constexpr size_t kMaxStates = 256;  // explored per lexeme region (exploring makes lexer states)
+constexpr size_t kMaxStates = 64;  // explored per lexeme region (exploring makes lexer states)
 }  // namespace
 
 CompletionTables::ByteSteps CompletionTables::byte_steps() const {
