@@ -13,7 +13,10 @@
 namespace stencil {
 
 namespace {
-constexpr size_t kMaxStates = 64;  // explored per lexeme region (exploring makes lexer states)
+constexpr size_t kMaxStates = 256;  // per breadth-first search to a lexeme's end
+// explored per lexeme region (exploring makes lexer states; a length beside a pattern makes counts
+// times pattern states, past any cap: a failed exploration of 256 cost about 5 ms)
+constexpr size_t kMaxExplored = 64;
 }  // namespace
 
 CompletionTables::ByteSteps CompletionTables::byte_steps() const {
@@ -51,7 +54,7 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
     if (loose < kInf) c = from + loose;
   } else if (live.size() == 1 && !lexer_.numbers_only(alone) && !beyond_search(alone)) {
     // (a number's search never ends; nor does one from a state an earlier search passed on
-    // its way past kMaxStates: its region is as large, or nearly)
+    // its way past kMaxExplored: its region is as large, or nearly)
     c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
@@ -101,7 +104,7 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {
 // Every state reachable from `start` (over any byte: tokens of several bytes reach them too), its
 // distance to an end of l over single-byte tokens, then per strongly connected component (in the
 // order Tarjan's algorithm closes them: successors first) the largest distance it or any state
-// after it has. Memoizes the ceiling of every state explored; kInf past kMaxStates states.
+// after it has. Memoizes the ceiling of every state explored; kInf past kMaxExplored states.
 uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
   const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
@@ -118,7 +121,7 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
       if (t == Lexer::kDead) continue;
       auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
       if (fresh) {
-        if (states.size() >= kMaxStates) return too_many(states);
+        if (states.size() >= kMaxExplored) return too_many(states);
         states.push_back(t);
         out.emplace_back();
         into.emplace_back();
@@ -147,7 +150,7 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
   return ceiling[0];
 }
 
-// A search that passed kMaxStates states: each state it explored reaches many of them too (the
+// A search that passed kMaxExplored states: each state it explored reaches many of them too (the
 // region around a pattern beside a maxLength, counts times pattern states), so no search starts
 // from them again (the budget then costs the successors of the tokens instead).
 uint32_t CompletionTables::too_many(const std::vector<uint32_t>& explored) {
