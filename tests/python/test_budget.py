@@ -50,9 +50,22 @@ MULTI = (b"[1", b"],", b"]]", b"[[", b",1", b"12", b"ab", b"cab", b"dd", b"(x", 
          b'{"a":', b'"b":["', b'x","', b'yy"]}', b'"]}', b",0", b"al", b"pha", b"gamma")
 
 
+# Strings with a length beside a pattern (intersections: the lexeme ceiling is bounded by the
+# length's longest word, the pattern's own bounds tell nothing), and a complement beside them.
+# (Each prefix the plain mask allows can still end within the length: see
+# test_plain_mask_refuses_a_prefix_the_length_cannot_finish for one that cannot.)
+LENGTH_PATTERNS = {
+    "maxpat": {"type": "string", "maxLength": 6, "pattern": "^\\d+(\\.\\d+)?-?.*$"},
+    "minmaxpat": {"type": "string", "minLength": 3, "maxLength": 7, "pattern": "^[ab]+c?$"},
+    "notpat": {"type": "string", "maxLength": 8, "pattern": "^[ab]*$", "not": {"pattern": "ba"}},
+}
+NAMES = ["lists", "regex", "parens", "schema", "choice", *LENGTH_PATTERNS]
+
+
 def grammars(tok):
     c = stencil.GrammarCompiler(tok)
     return {
+        **{k: c.compile_json_schema(v, string_spelling="plain") for k, v in LENGTH_PATTERNS.items()},
         "lists": c.compile_lark(LISTS),
         "regex": c.compile_regex(r"(ab|c)*d{2,3}"),
         "parens": c.compile_lark(PARENS),
@@ -109,7 +122,7 @@ def random_prefixes(g, tok, bm, rng, walks: int, length: int):
     return out
 
 
-@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+@pytest.mark.parametrize("name", NAMES)
 def test_bound_is_exact_on_single_bytes(name):
     """With one token per byte the bound is the true fewest tokens to a complete output."""
     tok = byte_vocab()
@@ -127,7 +140,7 @@ def test_bound_is_exact_on_single_bytes(name):
     assert checked >= 5
 
 
-@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+@pytest.mark.parametrize("name", NAMES)
 def test_masks_follow_the_bound_and_refuse_only_what_cannot_fit(name):
     """For budgets around the bound: the budgeted mask is the unbudgeted one minus exactly the
     tokens whose bound after them exceeds k - 1; with single bytes, each refused token really
@@ -165,7 +178,7 @@ def test_masks_follow_the_bound_and_refuse_only_what_cannot_fit(name):
         assert refused_checked > 0
 
 
-@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+@pytest.mark.parametrize("name", NAMES)
 def test_bound_is_an_upper_bound_with_multibyte_tokens(name):
     tok = byte_vocab(MULTI)
     g = grammars(tok)[name]
@@ -180,7 +193,7 @@ def test_bound_is_an_upper_bound_with_multibyte_tokens(name):
 
 
 @pytest.mark.parametrize("slack", [0, 1, 3])
-@pytest.mark.parametrize("name", ["lists", "regex", "parens", "schema", "choice"])
+@pytest.mark.parametrize("name", NAMES)
 def test_random_walks_within_budget_end_complete(name, slack):
     """Uniformly random tokens under the budget mask, EOS when drawn: every walk ends complete
     by the last token of its budget."""
@@ -508,3 +521,51 @@ def test_budget_masks_at_formats_search_nothing_when_loose():
             assert m.accept_token(t)
         states[budgeted] = g.num_lexer_states
     assert states[True] <= states[False] + 8, states
+
+
+
+@pytest.mark.xfail(strict=True, reason="plain masks allow a character after which the pattern cannot end "
+                   "within maxLength (the intersection is empty), accept_token refuses it; seen after "
+                   "earlier walks on the same grammar (a cached mask), not on a fresh one")
+def test_plain_masks_agree_with_accept_on_a_length_beside_a_pattern():
+    """maxLength 6 beside ^\\d+\\.\\d+: random walks (seed 3) reach '\\n"8148', where a fifth digit
+    leaves no room for '.d'; every token the plain mask allows must be accepted."""
+    tok = byte_vocab()
+    g = stencil.GrammarCompiler(tok).compile_json_schema(
+        {"type": "string", "maxLength": 6, "pattern": "^\\d+\\.\\d+.*$"}, string_spelling="plain")
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(3)
+    for w in range(200):
+        m = stencil.Matcher(g)
+        k = m.min_completion_tokens() + rng.randrange(4) if w % 2 else None
+        for used in range(30 if k is None else k):
+            ids = [t for t in allowed(m, bm, None if k is None else k - used) if t != EOS]
+            if not ids:
+                break
+            assert m.accept_token(rng.choice(ids))
+
+
+def test_budget_masks_at_a_length_beside_a_pattern_make_few_lexer_states():
+    """A maxLength beside a pattern (an intersection: counts times pattern states): a lexeme-
+    ceiling search from the string's start passes its cap and fails; it stops at 64 states and
+    marks what it explored, so the states inside the string search no more (each searched 256
+    states again before: 469 states against 81 plain; 392 now, most of them made by the inner
+    tokens' successors, InnerSteps, one table per counted state)."""
+    import tokenizers_zoo
+    z = tokenizers_zoo.get("cl100k")
+    tok = z.info
+    schema = {"type": "object", "properties": {"v": {"type": "string", "maxLength": 32,
+                                                     "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$"}},
+              "required": ["v"], "additionalProperties": False}
+    ids = z.encode_batch([json.dumps({"v": "1.0.0"}, separators=(",", ":"))])[0]
+    states = {}
+    for budgeted in (False, True):
+        g = stencil.GrammarCompiler(tok).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        m = stencil.Matcher(g)
+        bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+        for k, t in enumerate(ids):
+            m.fill_next_token_bitmask(bm, 0, **({"remaining_tokens": len(ids) - k + 2} if budgeted else {}))
+            assert (bm[0, t >> 5] >> (t & 31)) & 1
+            assert m.accept_token(t)
+        states[budgeted] = g.num_lexer_states
+    assert states[True] <= 5 * states[False], states

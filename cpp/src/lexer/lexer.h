@@ -117,12 +117,17 @@ class Lexer {
   // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
   // expression's structure (no derivative taken, no state made; memoized per expression).
   // `shortest`: at least the fewest bytes that end the pair's lexeme; `ceiling`: at least that
-  // for any state a walk from the pair reaches (kUnknown where complements or intersections
-  // hide them; a number range has a shortest, no ceiling). See byte_bounds.cpp.
+  // for any state a walk from the pair reaches (kUnknown where the structure hides them: a
+  // number range has a shortest, no ceiling; an intersection a ceiling only where an operand's
+  // words are bounded in length, no shortest). See byte_bounds.cpp.
   struct PairBytes {
     uint32_t lexeme = 0, shortest = kUnknown, ceiling = kUnknown;
   };
   std::vector<PairBytes> pair_bytes(uint32_t s) const;
+  // An expression's bounds (pair_bytes'), with `longest`: at least the length of its longest word.
+  struct ExprBytes {
+    uint32_t shortest = kUnknown, ceiling = kUnknown, longest = kUnknown;
+  };
   // Whether some lexeme of s holds a loop over plain text: a part F of its expression (the
   // whole, or one alternative, shaped `C* X`) such that every plain character leads from F back
   // to an expression holding F. Then no plain string ends or kills s, whatever else its
@@ -158,7 +163,7 @@ class Lexer {
   void note_growth() const;                  // mu_ held
   void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
   bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
-  uint64_t expr_bytes(ExprId e, int depth) const;               // pair_bytes' (shortest, ceiling); mu_ held
+  ExprBytes expr_bytes(ExprId e, int depth) const;  // pair_bytes' bounds, memoized; mu_ held
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
@@ -190,7 +195,7 @@ class Lexer {
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
-  mutable std::unordered_map<ExprId, uint64_t> expr_bytes_;  // expr_bytes; mu_
+  mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes; mu_
   bool has_unique_keys_ = false;
 };
 

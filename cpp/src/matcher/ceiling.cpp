@@ -13,7 +13,10 @@
 namespace stencil {
 
 namespace {
-constexpr size_t kMaxStates = 256;  // explored per lexeme region (exploring makes lexer states)
+constexpr size_t kMaxStates = 256;  // per breadth-first search to a lexeme's end
+// explored per lexeme region (exploring makes lexer states; a length beside a pattern makes counts
+// times pattern states, past any cap: a failed exploration of 256 cost about 5 ms)
+constexpr size_t kMaxExplored = 64;
 }  // namespace
 
 CompletionTables::ByteSteps CompletionTables::byte_steps() const {
@@ -49,7 +52,9 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
     const uint32_t from = byte_distance(alone, live[0]);
     const uint32_t loose = from < kInf ? explore_ceilings(relaxed, live[0]) : kInf;
     if (loose < kInf) c = from + loose;
-  } else if (live.size() == 1 && !lexer_.numbers_only(alone)) {  // (a number's search never ends)
+  } else if (live.size() == 1 && !lexer_.numbers_only(alone) && !beyond_search(alone)) {
+    // (a number's search never ends; nor does one from a state an earlier search passed on
+    // its way past kMaxExplored: its region is as large, or nearly)
     c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
@@ -99,7 +104,7 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l) const {
 // Every state reachable from `start` (over any byte: tokens of several bytes reach them too), its
 // distance to an end of l over single-byte tokens, then per strongly connected component (in the
 // order Tarjan's algorithm closes them: successors first) the largest distance it or any state
-// after it has. Memoizes the ceiling of every state explored; kInf past kMaxStates states.
+// after it has. Memoizes the ceiling of every state explored; kInf past kMaxExplored states.
 uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
   const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
@@ -116,7 +121,7 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
       if (t == Lexer::kDead) continue;
       auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
       if (fresh) {
-        if (states.size() >= kMaxStates) return kInf;
+        if (states.size() >= kMaxExplored) return too_many(states);
         states.push_back(t);
         out.emplace_back();
         into.emplace_back();
@@ -143,6 +148,20 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (size_t k = 0; k < states.size(); ++k) remember(ceilings_, states[k], ceiling[k]);
   return ceiling[0];
+}
+
+// A search that passed kMaxExplored states: each state it explored reaches many of them too (the
+// region around a pattern beside a maxLength, counts times pattern states), so no search starts
+// from them again (the budget then costs the successors of the tokens instead).
+uint32_t CompletionTables::too_many(const std::vector<uint32_t>& explored) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (uint32_t s : explored) remember(no_search_, s, 0);
+  return kInf;
+}
+
+bool CompletionTables::beyond_search(uint32_t alone) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return no_search_.count(alone) != 0;
 }
 
 // Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included

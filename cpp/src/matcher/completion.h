@@ -90,6 +90,8 @@ class CompletionTables {
   ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
   uint32_t byte_distance(uint32_t start, uint32_t l) const;
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
+  uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
+  bool beyond_search(uint32_t alone);
   // Adds state -> value to one of the state memos below (the first value stays), counting its
   // bytes; the caller holds mu_ exclusively.
   void remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value);
@@ -109,6 +111,7 @@ class CompletionTables {
   std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
   std::unordered_map<uint32_t, uint32_t> ceilings_;  // state of one lexeme -> state_ceiling; mu_
+  std::unordered_map<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many); mu_
   std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
   std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
   bool all_bytes_ = false;  // every byte is a token of its own
