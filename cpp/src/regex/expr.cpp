@@ -502,9 +502,12 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       return true;
     case ExprKind::Or:
     case ExprKind::And: {
+      // Under an intersection (or a complement, below) a bound far past the walk still decides
+      // whether a step leaves a non-empty language (`.{0,5} & \d*\.\d` after "9714"): no clamp.
+      const uint32_t kid_clamp = n.kind == ExprKind::And ? kUnbounded : clamp;
       std::vector<std::string> kids(n.args_len);
       for (uint32_t i = 0; i < n.args_len; ++i)
-        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), clamp, depth + 1)) return false;
+        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), kid_clamp, depth + 1)) return false;
       std::sort(kids.begin(), kids.end());
       out.push_back('(');
       for (auto& k : kids) {
@@ -517,7 +520,7 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       return true;
     }
     case ExprKind::Not:
-      return canonical_rec(st, n.a, out, limit, clamp, depth + 1);
+      return canonical_rec(st, n.a, out, limit, kUnbounded, depth + 1);
     case ExprKind::Repeat:
       out += std::to_string(std::min(n.min, clamp)) + "," + std::to_string(std::min(n.max, clamp)) + "{";
       if (!canonical_rec(st, n.a, out, limit, clamp, depth + 1)) return false;
