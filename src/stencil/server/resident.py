@@ -51,7 +51,7 @@ class ResidentBudget:
 
     A matcher call may build past its grammar budget by up to a half before it fails (the budget
     is enforced in steps from inside the call), so the grammar budget is set to two thirds of what
-    the RSS limit leaves, less ``headroom`` (default a sixteenth of the margin over the RSS at the
+    the RSS limit leaves, less ``headroom`` (default a quarter of the margin over the RSS at the
     start) for what moves between two reads.
 
     Example::
@@ -67,12 +67,12 @@ class ResidentBudget:
         if start and start >= self.rss_limit:
             raise ValueError(f"rss_limit ({_mb(self.rss_limit)}) must be above the server's resident memory "
                              f"with the model loaded ({_mb(start)})")
-        self.headroom = headroom if headroom is not None else max(MIN_RESERVE, (self.rss_limit - start) // 16)
+        self.headroom = headroom if headroom is not None else max(MIN_RESERVE, (self.rss_limit - start) // 4)
         self.base = start      # the RSS at the start, the model loaded
         self.reserved = 0      # bytes reserved by compiles in flight
         self.pending = 0       # bytes that requests waiting for room want
         self.refused = 0       # requests refused for memory
-        self.rss = start
+        self.rss = self.peak = start  # the RSS last read, the highest read
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._limit = 0        # the grammar budget last set
@@ -92,7 +92,7 @@ class ResidentBudget:
         if not rss:
             return 0
         with self._lock:
-            self.rss = rss
+            self.rss, self.peak = rss, max(self.peak, rss)
             limit = self.grammar_limit(rss, _core.memory_usage()["total"])
             # small moves are not worth an eviction pass; any move down past the RSS limit is
             if limit != self._limit and (abs(limit - self._limit) > self.memory_limit // 32 or rss > self.rss_limit):
@@ -113,9 +113,9 @@ class ResidentBudget:
         stencil.set_memory_limit(self.memory_limit)
 
     def usage(self) -> dict:
-        """For /health: the limit, the reservations, the grammar budget it leaves and the refusals."""
-        return {"limit": self.rss_limit, "reserved": self.reserved, "grammar_limit": self._limit,
-                "refused": self.refused}
+        """For /health: the limit, the highest RSS read, the reservations, the grammar budget it leaves and the refusals."""
+        return {"limit": self.rss_limit, "peak": self.peak, "reserved": self.reserved,
+                "grammar_limit": self._limit, "refused": self.refused}
 
     async def reserve(self, body_bytes: int) -> Reservation:
         """Reserves the transient memory of a request's compile (``body_bytes``: its body's size)
