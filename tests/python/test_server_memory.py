@@ -144,3 +144,19 @@ def _refused_for_memory(r) -> bool:
     """A 503 server_busy that names the resident memory limit."""
     err = r.json().get("error", {})
     return r.status_code == 503 and err.get("code") == "server_busy" and "--rss-limit" in err.get("message", "")
+
+
+def test_rss_limit_below_the_loaded_model_is_refused():
+    from generation_model import default_model
+    from stencil.memory import resident_bytes
+    from stencil.server import ServerLimits
+    from stencil.server.resident import ResidentBudget
+    default_model()
+    with pytest.raises(ValueError, match="rss_limit"):
+        ServerLimits(rss_limit=0)
+    with pytest.raises(ValueError, match=r"rss_limit \(\d+ MB\) must be above the server's resident memory"):
+        ResidentBudget(resident_bytes() // 2)
+    pytest.importorskip("fastapi")
+    from stencil.server import create_app
+    with pytest.raises(ValueError, match="with the model loaded"):
+        create_app(default_model(), limits=ServerLimits(rss_limit=64 << 20))
