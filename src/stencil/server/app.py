@@ -19,7 +19,7 @@ from stencil.server.openai_responses import ResponsesRequest, chat_body, respons
 from stencil.server.protocol import RequestError, error_body, message_text
 from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.responses import wait_all
-from stencil.server.service import Service
+from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
 
 log = logging.getLogger("stencil.server")
@@ -47,6 +47,8 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         yield
+        if svc.resident is not None:
+            svc.resident.close()
         engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
         await asyncio.to_thread(engine.thread.join, 10)
 
@@ -70,7 +72,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
                 "step_phase_seconds": dict(engine.step_phases),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
-                "rss_bytes": resident_bytes(), "grammar_memory": stencil.memory_usage()}
+                "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
+                "resident": None if svc.resident is None else svc.resident.usage(),
+                "grammar_memory": stencil.memory_usage()}
 
     @app.get("/v1/models")
     async def models():
@@ -110,7 +114,7 @@ async def _responses(svc: Service, request: Request, fmt: str):
     chat = chat_body(req)
     messages, tools = chat_prompt(_chat_messages(chat), _tools_of(chat), fmt)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
-    c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt)
+    c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
     if req.stream:
         return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids)),
                                  media_type="text/event-stream")

@@ -17,7 +17,10 @@ class ServerLimits:
     past it; None: no limit). ``max_n``: choices per request. ``max_tokens``: the largest
     ``max_tokens`` accepted (None: the model's context length). ``memory_limit``: bytes for all
     grammars' lexers and mask caches together (``stencil.set_memory_limit``; None keeps the
-    library's default).
+    library's default). ``rss_limit``: bytes of resident memory for the whole server, the model
+    included (``server.resident.ResidentBudget``): the grammar budget is lowered to what it leaves
+    (never above ``memory_limit``) and a request that finds no room waits briefly, then gets a 503
+    ``server_busy``; it must be above the RSS with the model loaded (None: no limit).
 
     Example::
 
@@ -31,10 +34,11 @@ class ServerLimits:
     max_n: int = 16
     max_tokens: int | None = None
     memory_limit: int | None = None
+    rss_limit: int | None = None
 
     def __post_init__(self):
         for name in ("compile_timeout", "step_time_limit", "max_body_bytes", "max_waiting", "max_n", "max_tokens",
-                     "memory_limit"):
+                     "memory_limit", "rss_limit"):
             v = getattr(self, name)
             optional = name not in ("compile_timeout", "max_body_bytes", "max_n")
             if (v is None and optional) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):

@@ -35,14 +35,18 @@ def add_arguments(p) -> None:
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="megabytes for all grammars' lexers and mask caches together; the least recently used "
                         "are dropped past it (default: the library's, stencil.memory_usage()['limit'])")
+    p.add_argument("--rss-limit", type=float, default=None, metavar="MB",
+                   help="megabytes of resident memory for the whole server, the model included: the grammar "
+                        "memory is lowered to what it leaves, and a request that finds no room gets a 503 "
+                        "(default: no limit)")
 
 
 def limits_from(args) -> ServerLimits:
     """The ServerLimits that ``stencil serve``'s options ask for."""
-    memory = None if args.memory_limit is None else int(args.memory_limit * (1 << 20))
+    memory, rss = (None if mb is None else int(mb * (1 << 20)) for mb in (args.memory_limit, args.rss_limit))
     return ServerLimits(compile_timeout=args.compile_timeout, step_time_limit=args.step_time_limit,
                         max_body_bytes=args.max_body_bytes, max_waiting=args.max_waiting, max_n=args.max_n,
-                        max_tokens=args.max_tokens_limit, memory_limit=memory)
+                        max_tokens=args.max_tokens_limit, memory_limit=memory, rss_limit=rss)
 
 
 def serve(args) -> int:
@@ -64,7 +68,10 @@ def serve(args) -> int:
         lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
     except ModelError as e:
         raise CliError(str(e)) from None
-    app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits)
+    try:
+        app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits)
+    except ValueError as e:  # an rss limit below what the loaded model holds
+        raise CliError(str(e)) from None
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

@@ -17,6 +17,7 @@ from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, flag, number, stop_list
+from stencil.server.resident import Reservation, ResidentBudget
 from stencil.server.request import logit_bias, logprobs_count
 from stencil.server.responses import choice, stream_events, usage, wait_all
 
@@ -32,6 +33,8 @@ class Service:
         self.lm, self.name, self.limits = lm, name, limits
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
+        # first: an rss limit below the loaded model's RSS is refused before the engine starts
+        self.resident = None if limits.rss_limit is None else ResidentBudget(limits.rss_limit, limits.memory_limit)
         self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
                              step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting)
@@ -39,6 +42,7 @@ class Service:
 
     async def read_body(self, request: Request) -> dict:
         raw = await self._read_limited(request)
+        request.state.body_bytes = len(raw)  # what a compile may build scales with it (ResidentBudget)
         try:
             body = json.loads(raw, parse_constant=_not_json)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -99,15 +103,16 @@ class Service:
             raise RequestError("stream_options is only allowed with stream: true", param="stream_options")
         return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage)
 
-    async def prepare(self, body: dict, max_tokens: int,
-                      tool_format: str = "generic") -> tuple[Constraint, stencil.Matcher | None]:
+    async def prepare(self, body: dict, max_tokens: int, tool_format: str = "generic",
+                      reservation: Reservation | None = None) -> tuple[Constraint, stencil.Matcher | None]:
         """The request's constraint and a matcher at its start, its first mask computed: the grammar
-        work a request causes before it joins the batch, all within ``compile_timeout``."""
+        work a request causes before it joins the batch, all within ``compile_timeout``.
+        ``reservation``: the compile's memory (ResidentBudget), released once the grammar is built."""
         c = constraint_for(self.compiler, body, tool_format)
         if c.fn is None:
             return c, None
         fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
-                                          self.lm.tokenizer_info.vocab_size)
+                                          self.lm.tokenizer_info.vocab_size, reservation or Reservation())
         fut.add_done_callback(lambda _: reclaim())  # a refused grammar's work goes back under the limit
         wait = self.limits.compile_timeout + COMPILE_GRACE
         try:
@@ -124,14 +129,19 @@ class Service:
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
             raise RequestError(f"invalid grammar: {e}", param="response_format") from None
 
-    async def submit(self, body: dict, prompt_ids, req=None, tool_format="generic") -> tuple[Constraint, list[Job], dict]:
+    async def submit(self, body: dict, prompt_ids, req=None, tool_format="generic",
+                     body_bytes: int = 0) -> tuple[Constraint, list[Job], dict]:
         """Check the request's parameters, compile and warm its constraint, and queue its ``n``
-        jobs: (constraint, jobs, parameters)."""
+        jobs: (constraint, jobs, parameters). ``body_bytes``: the body's size, for the RSS limit."""
         p = self.params(body, prompt_ids, req)
         if not self.engine.has_room(p["n"]):
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
-        c, matcher = await self.prepare(body, p["max_tokens"], tool_format)
+        reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
+        try:
+            c, matcher = await self.prepare(body, p["max_tokens"], tool_format, reservation)
+        finally:
+            reservation.release()
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
         loop = asyncio.get_running_loop()
         jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
@@ -143,7 +153,7 @@ class Service:
         return c, jobs, p
 
     async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
-        c, jobs, p = await self.submit(body, prompt_ids, req, tool_format)
+        c, jobs, p = await self.submit(body, prompt_ids, req, tool_format, body_bytes_of(request))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
             counted = len(prompt_ids) if p["include_usage"] else None
@@ -158,11 +168,18 @@ class Service:
                 "model": self.name, "choices": choices, "usage": usage(len(prompt_ids), jobs)}
 
 
-def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int) -> stencil.Matcher:
+def body_bytes_of(request: Request) -> int:
+    """The size of the body ``Service.read_body`` read."""
+    return getattr(request.state, "body_bytes", 0)
+
+
+def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compiled: Reservation) -> stencil.Matcher:
     """Compile ``c`` and take its matcher through the lazy first-use work (shortest completion,
-    first budget-aware mask), each step under what is left of ``seconds``."""
+    first budget-aware mask), each step under what is left of ``seconds``; ``compiled`` is released
+    once the grammar is built (what the warm-up builds is the grammar budget's)."""
     start = time.monotonic()
     g = c.fn(*c.args, **(c.kwargs or {}))  # the compiler's compile_timeout bounds this part
+    compiled.release()
 
     def left() -> float:
         return max(seconds - (time.monotonic() - start), 1e-3)
