@@ -44,6 +44,13 @@ def compiler(deepseek):
     return stencil.GrammarCompiler(deepseek.info)
 
 
+@pytest.fixture(scope="module")
+def env(deepseek, compiler):
+    """(zoo entry, compiler, a one-row bitmask) for DeepSeek: what the grammar tests feed text
+    through (grammar_oracle.accepts)."""
+    return deepseek, compiler, stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
+
+
 @pytest.fixture(scope="session")
 def ascii_tokenizer():
     """One token per printable ASCII character, then ``<eos>``."""

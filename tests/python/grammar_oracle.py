@@ -217,6 +217,16 @@ def feed(matcher, ids, bitmask=None, eos=None) -> tuple[int, bool]:
     return len(ids), accepting
 
 
+def accepts(env, compiled, text: str) -> bool:
+    """``text``, through the tokenizer's own encoder, is accepted token by token (the mask agreeing
+    with accept_token at every step) and the matcher ends accepting (EOS allowed exactly then).
+    ``env``: (zoo entry, compiler, one-row bitmask), conftest's ``env`` fixture."""
+    entry, _, bitmask = env
+    ids = encode_segments(entry, [text])
+    n, ok = feed(stencil.Matcher(compiled), ids, bitmask, entry.info.eos_token_ids[0])
+    return n == len(ids) and ok
+
+
 def matcher_verdict(compiled, text: str) -> tuple[int, bool]:
     """The Matcher's side of CharEarley.run: (characters accepted before the first refusal,
     complete), fed one character at a time."""

@@ -12,11 +12,6 @@ import stencil
 from grammar_oracle import encode_segments, feed
 
 
-@pytest.fixture(scope="module")
-def env(deepseek, compiler):
-    return deepseek, compiler, stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-
-
 def _accepts(entry, bitmask, g, text: str) -> bool:
     ids = encode_segments(entry, [text])
     n, ok = feed(stencil.Matcher(g), ids, bitmask, entry.info.eos_token_ids[0])

@@ -21,16 +21,7 @@ from grammar_oracle import CharEarley, encode_segments, feed, matcher_verdict
 from stencil.grammar.ebnf import GrammarWarning
 from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
-from tokenizers_zoo import get
 
-
-
-@pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    compiler = stencil.GrammarCompiler(entry.info)
-    bitmask = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
-    return entry, compiler, bitmask
 
 
 def _files():

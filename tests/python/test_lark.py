@@ -14,26 +14,10 @@ import re
 import pytest
 
 import stencil
-from grammar_oracle import CharEarley, encode_segments, feed
+from grammar_oracle import accepts, CharEarley, encode_segments, feed
 from stencil.grammar.gbnf import parse_gbnf
 from stencil.grammar.lark import parse_lark
 from stencil.grammar.sample import alphabet, mutate, sample
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    compiler = stencil.GrammarCompiler(entry.info)
-    bitmask = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
-    return entry, compiler, bitmask
-
-
-def accepts(env, compiled, text: str) -> bool:
-    entry, _, bitmask = env
-    ids = encode_segments(entry, [text])
-    n, ok = feed(stencil.Matcher(compiled), ids, bitmask, entry.info.eos_token_ids[0])
-    return n == len(ids) and ok
 
 
 def check_language(env, text: str, good: list, bad: list, *, samples: int = 15, mutants: int = 40,

@@ -15,25 +15,9 @@ import pytest
 
 import stencil
 import oracles as O
-from grammar_oracle import encode_segments, feed
+from grammar_oracle import accepts, encode_segments
 from stencil.bitmask import bitmask_to_bool
 from stencil.grammar.ebnf.lark import lark_grammar, parametric
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    compiler = stencil.GrammarCompiler(entry.info)
-    bitmask = stencil.allocate_token_bitmask(1, entry.info.vocab_size)
-    return entry, compiler, bitmask
-
-
-def accepts(env, compiled, text: str) -> bool:
-    entry, _, bitmask = env
-    ids = encode_segments(entry, [text])
-    n, ok = feed(stencil.Matcher(compiled), ids, bitmask, entry.info.eos_token_ids[0])
-    return n == len(ids) and ok
 
 
 def check(env, grammar: str, good, bad):

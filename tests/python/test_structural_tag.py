@@ -11,23 +11,7 @@ import re
 import pytest
 
 import stencil
-from grammar_oracle import encode_segments, feed
-from tokenizers_zoo import get
-
-
-@pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    return entry, stencil.GrammarCompiler(entry.info), stencil.allocate_token_bitmask(1, entry.info.vocab_size)
-
-
-def accepts(env, g, text: str) -> bool:
-    """``text``, through the tokenizer's own encoder, is accepted token by token (the mask agreeing
-    with accept_token at every step) and the matcher ends accepting (EOS allowed exactly then)."""
-    entry, _, bitmask = env
-    ids = encode_segments(entry, [text])
-    n, ok = feed(stencil.Matcher(g), ids, bitmask, entry.info.eos_token_ids[0])
-    return n == len(ids) and ok
+from grammar_oracle import accepts, encode_segments
 
 
 def by_string(g, text: str) -> bool:

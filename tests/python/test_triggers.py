@@ -14,7 +14,6 @@ from grammar_oracle import encode_segments, feed
 from stencil.grammar.formats import reasoning_then, tool_calls
 from stencil.grammar.gbnf import build_gbnf
 from stencil.grammar.lark import build_lark
-from tokenizers_zoo import get
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer", "minimum": 0},
                                            "unit": {"enum": ["m", "km"]}},
@@ -32,12 +31,6 @@ TOOLS = [
                                                                                "minItems": 1}},
                                       "required": ["ids"], "additionalProperties": False}},
 ]
-
-
-@pytest.fixture(scope="module")
-def env():
-    entry = get("deepseek")
-    return entry, stencil.GrammarCompiler(entry.info), stencil.allocate_token_bitmask(1, entry.info.vocab_size)
 
 
 def run(env, g, *segments) -> bool:
