@@ -35,9 +35,9 @@ from stencil.bitmask import (
 )
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
-from stencil.speculative import SpeculationOptions
 from stencil.memory import memory_usage, set_memory_limit
 from stencil.models import default_model_path, tokenizer_info_for
+from stencil.speculative import SpeculationOptions
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
