@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import stencil
 from stencil.bench.extraction_cases import extraction_cases

@@ -67,7 +67,7 @@ def _obj(props: dict) -> dict:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-S, I, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+S, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 
 
 def _person(r: random.Random) -> tuple[str, dict, dict]:
@@ -83,7 +83,7 @@ def _person(r: random.Random) -> tuple[str, dict, dict]:
         f"{v['full_name']} was born in {v['birth_year']} and works as a {v['occupation']}. They live at "
         f"{v['street_address']} in {city}, {country}. They can be reached by phone at {v['phone']} or by email "
         f"at {v['email']}.\n"])
-    schema = _obj({"full_name": S, "occupation": S, "birth_year": I, "email": S, "phone": S,
+    schema = _obj({"full_name": S, "occupation": S, "birth_year": INT, "email": S, "phone": S,
                    "street_address": S, "city": S, "country": S})
     return doc, schema, v
 
@@ -100,8 +100,8 @@ def _invoice(r: random.Random) -> tuple[str, dict, dict]:
         f"Payment due by {v['due_date']}.\n",
         f"{v['seller']} hereby invoices {v['buyer']} for {qty} x {v['item']} at {price:.2f} EUR each, a total "
         f"of {v['total']:.2f} EUR (invoice number {v['invoice_number']}). Payment is due on {v['due_date']}.\n"])
-    schema = _obj({"invoice_number": S, "seller": S, "buyer": S, "item": S, "quantity": I, "unit_price": N,
-                   "total": N, "due_date": S})
+    schema = _obj({"invoice_number": S, "seller": S, "buyer": S, "item": S, "quantity": INT, "unit_price": NUM,
+                   "total": NUM, "due_date": S})
     return doc, schema, v
 
 
@@ -120,8 +120,8 @@ def _shipping(r: random.Random) -> tuple[str, dict, dict]:
         f"Good news, {v['recipient']}! {v['parcels']} parcel(s) weighing {v['weight_kg']} kg in total left our "
         f"warehouse today with {v['carrier']} (tracking {v['tracking_number']}). They are on their way to "
         f"{v['destination']} and should arrive by {v['estimated_delivery']}.\n"])
-    schema = _obj({"tracking_number": S, "carrier": S, "recipient": S, "destination": S, "weight_kg": N,
-                   "parcels": I, "estimated_delivery": S})
+    schema = _obj({"tracking_number": S, "carrier": S, "recipient": S, "destination": S, "weight_kg": NUM,
+                   "parcels": INT, "estimated_delivery": S})
     return doc, schema, v
 
 
@@ -139,7 +139,7 @@ def _event(r: random.Random) -> tuple[str, dict, dict]:
         f"Join us for {v['title']} at {v['venue']} in {city} on {v['date']}, starting at {v['start_time']}. "
         f"Tickets cost {v['ticket_price']} EUR. The event is organised by {v['organizer']}; write to "
         f"{v['contact']} with any questions.\n"])
-    schema = _obj({"title": S, "venue": S, "city": S, "date": S, "start_time": S, "ticket_price": I,
+    schema = _obj({"title": S, "venue": S, "city": S, "date": S, "start_time": S, "ticket_price": INT,
                    "organizer": S, "contact": S})
     return doc, schema, v
 
