@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -143,6 +143,10 @@ demo: install
 # Tokens per second, unconstrained against constrained, with the default model (BENCHMARKS.md).
 bench-generate: install
 	$(PY) -m stencil.bench.generation $(ARGS)
+
+# Speculative decoding under a grammar on generated extraction cases (documents with schemas).
+bench-extraction: install
+	$(PY) -m stencil.bench.extraction $(ARGS)
 
 bench-trie: install
 	$(PY) -m stencil.bench.trie

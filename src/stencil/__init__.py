@@ -37,6 +37,7 @@ from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
 from stencil.memory import memory_usage, set_memory_limit
 from stencil.models import default_model_path, tokenizer_info_for
+from stencil.speculative import SpeculationOptions
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
@@ -45,6 +46,6 @@ __all__ = [
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
     "apply_token_bitmask_inplace", "GrammarError",
     "ConcurrentUseError", "BudgetError", "CompileTimeout", "TimeLimitExceeded",
-    "generate", "GenerationResult", "default_model_path", "tokenizer_info_for",
+    "generate", "GenerationResult", "SpeculationOptions", "default_model_path", "tokenizer_info_for",
     "set_memory_limit", "memory_usage",
 ]

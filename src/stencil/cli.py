@@ -347,7 +347,7 @@ def cmd_generate(args) -> int:
                            + ("" if room == args.max_tokens else f" (the context leaves room for {room})"))
     result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
                               seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
-                              budget=budget, on_text=write)
+                              budget=budget, speculate=args.speculate, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
     _say(summary(result))
@@ -448,6 +448,9 @@ def _add_generate(sub) -> None:
                    help="do not tell the model the schema or the choices in a system message")
     p.add_argument("--no-jump-forward", action="store_true",
                    help="sample every token (no forced tokens, no grammar drafts)")
+    p.add_argument("--speculate", action="store_true",
+                   help="draft tokens from the prompt (prompt lookup) and the grammar's forced text, verified "
+                        "several per forward pass; the same greedy output, faster when the output copies the prompt")
     p.add_argument("--no-budget", action="store_true",
                    help="do not keep the output completable within --max-tokens (by default every token leaves "
                         "room to finish, so the output is valid when the budget runs out)")

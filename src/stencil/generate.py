@@ -42,6 +42,7 @@ import numpy as np
 from stencil._core import CompiledGrammar, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
 from stencil.sampling import Sampler as _Sampler
+from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -153,7 +154,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              messages: Sequence[dict] | None = None, system: str | None = None,
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
-             draft: bool = True, budget: bool = True,
+             draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
              on_text: Callable[[str], None] | None = None) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
@@ -171,6 +172,12 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     hold the grammar's shortest output (``Matcher.min_completion_tokens()``) raises ValueError at
     the start. ``budget=False``: the old behaviour, the output may stop mid-way.
 
+    ``speculate`` (True or ``stencil.speculative.SpeculationOptions``): draft several tokens per
+    step from prompt lookup (text copied from the prompt) or a draft model, merged with the
+    grammar's forced text, and verify them in one forward pass (``stencil.speculative``). Greedy
+    output is unchanged token for token; sampled output keeps its distribution. It replaces
+    ``draft`` (forced text is part of every speculative draft).
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -187,11 +194,14 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     net = _Model(lm.model)
     if repetition_penalty <= 0:
         raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
-    matcher = Matcher(grammar) if grammar is not None else None
+    spec = speculation_options(speculate)
+    matcher = Matcher(grammar, max_rollback=spec.max_draft if spec else 0) if grammar is not None else None
     if matcher is not None and budget:
         _check_room(matcher, limit, cut_by)
     loop = _Loop(lm, net, _Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
                  matcher, limit, budget, GenerationResult("", [], "", len(prompt_ids)))
+    if spec is not None:
+        loop.speculate(spec, prompt_ids)
     with torch.inference_mode():
         finish = loop.run(prompt_ids, cut_by, jump_forward, draft)
     return loop.finish(finish, t_start)
@@ -244,6 +254,17 @@ class _Loop:
         self.eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
         for t in self.eos:
             self.eos_words[0, t // 32] |= np.int32(np.uint32(1 << (t % 32)).view(np.int32))
+        self.drafter: Drafter | None = None
+
+    def speculate(self, options: SpeculationOptions, prompt_ids: list[int]) -> None:
+        """Draft and verify several tokens per forward pass from now on (``stencil.speculative``)."""
+        draft_lm = options.draft_model
+        if draft_lm is not None and draft_lm.tokenizer_info.vocab_size != self.info.vocab_size:
+            raise ValueError("generate: the draft model's tokenizer is not the model's "
+                             f"(vocabulary of {draft_lm.tokenizer_info.vocab_size} against {self.info.vocab_size})")
+        draft_net = _Model(draft_lm.model) if draft_lm is not None else None
+        self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
+        self.bm = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
 
     def remaining(self) -> int | None:
         """The budget of the step being masked: tokens that may still be generated, this one included."""
@@ -255,6 +276,13 @@ class _Loop:
         while True:
             if len(self.out) >= self.limit:
                 return cut_by
+            if self.drafter is not None:
+                if self.matcher is not None and jump_forward and self._take_forced():
+                    continue
+                finish = self._speculative_step()
+                if finish is not None:
+                    return finish
+                continue
             if self.matcher is not None:
                 step = self._grammar_step(jump_forward, draft)
                 if step == _AGAIN:
@@ -382,4 +410,44 @@ class _Loop:
             self.stream.emit([t])
             return None
         self.logits = rows[len(drafts)]
+        return None
+
+    def _only_eos(self, row: int) -> bool:
+        return not np.any(self.bm[row] & ~self.eos_words[0])
+
+    def _speculative_step(self) -> str | None:
+        """One forward pass over ``feed`` and a draft: the accepted draft tokens and one more are
+        appended; a finish reason or None."""
+        matcher, net, drafter = self.matcher, self.net, self.drafter
+        drafter.sync(self.out)
+        bm = self.bm if matcher is not None else None
+        # No draft rides on the prompt's pass: tokens/s leaves prefill out, and a draft there would
+        # be counted as generated for free. One token of room is kept for the token after the draft.
+        room = self.limit - len(self.out) - 1 if net.passes else 0
+        drafts = drafter.draft(matcher, bm, room, self.remaining())
+        if matcher is not None and not drafts and self._only_eos(0):
+            if not np.any(self.bm[0]):
+                raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+            return "grammar"  # nothing but EOS is allowed: the output is complete
+        rows = net.forward(list(self.feed) + drafts, keep=len(drafts) + 1)
+        self.feed = []
+        n, t = verify(rows, drafts, bm, self.sampler, self.out)
+        rejected = len(drafts) - n
+        # The cache and the matcher hold the whole draft: back to the accepted prefix.
+        net.truncate(net.length - rejected)
+        if matcher is not None and rejected:
+            matcher.rollback(rejected)
+        self.res.drafted_tokens += len(drafts)
+        self.res.rejected_draft_tokens += rejected
+        self.out.extend(drafts[:n])
+        self.stream.emit(drafts[:n])
+        if matcher is not None and n and self._only_eos(n):
+            return "grammar"
+        if t in self.eos:
+            return "eos"
+        if matcher is not None and not matcher.accept_token(t):
+            raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
+        self.out.append(t)
+        self.feed = [t]
+        self.stream.emit([t])
         return None

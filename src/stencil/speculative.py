@@ -1,0 +1,244 @@
+"""Speculative decoding under a grammar: draft several tokens, verify them in one forward pass.
+
+Structured output is often copied from the prompt (names, dates, ids from a document) and partly
+forced by the grammar (keys, punctuation). A :class:`Drafter` proposes the next tokens from
+
+- the grammar's forced text (``Matcher.forced_bytes``), in the tokenizer's own tokenization;
+- prompt lookup: the longest suffix of the text so far (prompt and output, at least
+  ``min_match`` bytes) found earlier in that text, and the text that followed it there. The match
+  is on bytes, not token ids, because a value copied into JSON is often tokenized differently
+  from the document (``"John`` against `` John``);
+- or a small draft model with the same tokenizer (``SpeculationOptions(draft_model=...)``), greedy
+  under the grammar's masks.
+
+Each proposal is cut at the first token the grammar refuses (``validate_tokens``); the matcher
+walks the draft, writing the mask of every position into one bitmask row, and is rolled back to
+the accepted prefix after :func:`verify`. The model scores ``feed + draft`` in one pass; the
+accepted prefix is where the draft agrees with the model, then one more token comes from the row
+of the first disagreement (or the row after the whole draft), so every pass yields at least one
+token. Greedy output is the same as without speculation, token for token; sampling keeps the
+target distribution (see :func:`verify`).
+
+Example::
+
+    out = stencil.generate(lm, grammar, prompt, speculate=True)           # prompt lookup
+    out = stencil.generate(lm, grammar, prompt,
+                           speculate=SpeculationOptions(max_draft=8, draft_model=small_lm))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from stencil.bitmask import apply_token_bitmask_inplace
+
+__all__ = ["SpeculationOptions", "Drafter", "TextLookup", "speculation_options", "verify"]
+
+
+@dataclass(frozen=True)
+class SpeculationOptions:
+    """How ``generate(..., speculate=...)`` drafts: ``speculate=True`` is ``SpeculationOptions()``.
+
+    - ``max_draft``: most tokens proposed per forward pass;
+    - ``min_match`` / ``max_match``: prompt lookup searches for the longest suffix of the text so
+      far between these lengths, in bytes;
+    - ``draft_model``: a ``stencil.models.LoadedModel`` with the target's tokenizer; it drafts
+      instead of prompt lookup (forced text is still taken as it is).
+
+    Example::
+
+        generate(lm, g, prompt, speculate=SpeculationOptions(max_draft=8))
+    """
+
+    max_draft: int = 12
+    min_match: int = 3
+    max_match: int = 64
+    draft_model: Any = None
+
+    def __post_init__(self):
+        for name in ("max_draft", "min_match", "max_match"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"SpeculationOptions: {name} must be an integer >= 1, got {value!r}")
+        if self.max_match < self.min_match:
+            raise ValueError(f"SpeculationOptions: max_match ({self.max_match}) must be >= min_match ({self.min_match})")
+        if self.draft_model is not None and not hasattr(self.draft_model, "model"):
+            raise TypeError("SpeculationOptions: draft_model must be a stencil.models.LoadedModel, got "
+                            f"{type(self.draft_model).__name__}")
+
+
+def speculation_options(speculate: bool | SpeculationOptions | None) -> SpeculationOptions | None:
+    """``generate``'s ``speculate`` argument as options (None: off)."""
+    if speculate is None or speculate is False:
+        return None
+    if speculate is True:
+        return SpeculationOptions()
+    if isinstance(speculate, SpeculationOptions):
+        return speculate
+    raise TypeError(f"generate: speculate must be a bool or SpeculationOptions, got {type(speculate).__name__}")
+
+
+class TextLookup:
+    """The bytes of prompt and output, searched for the longest earlier match of their suffix."""
+
+    def __init__(self, text: bytes, min_match: int, max_match: int):
+        self.text = bytearray(text)
+        self.min_match, self.max_match = min_match, max_match
+
+    def extend(self, data: bytes) -> None:
+        self.text += data
+
+    def continuation(self, tail: bytes, size: int) -> bytes:
+        """Up to ``size`` bytes that followed, earlier in the text, the longest suffix of
+        ``text + tail`` (``tail``: a draft not yet accepted); b"" when no suffix of ``min_match``
+        bytes occurs. The most recent occurrence wins."""
+        text = self.text
+        recent = (bytes(text[-self.max_match:]) + tail)[-self.max_match:]
+        end = len(text) - 1  # the match must end before the text does, so that something follows
+
+        def find(n: int) -> int:
+            return text.rfind(recent[-n:], 0, end) if n <= len(recent) else -1
+
+        # A suffix that occurs has all its shorter suffixes occur too: binary search on the length.
+        lo, hi = self.min_match, min(self.max_match, len(recent))
+        if hi < lo or (pos := find(lo)) < 0:
+            return b""
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            p = find(mid)
+            if p >= 0:
+                lo, pos = mid, p
+            else:
+                hi = mid - 1
+        start = pos + lo
+        return bytes(text[start:start + size])
+
+
+class Drafter:
+    """One sequence's drafting state: the text for prompt lookup (or the draft model's cache),
+    kept in step with the tokens the sequence accepted. The server keeps one per row.
+
+    ``draft`` walks ``matcher`` through the draft it proposes, writing the mask of each position
+    into the rows of ``bitmask``; the caller verifies and rolls the matcher back (``Matcher``
+    needs ``max_rollback >= options.max_draft``).
+    """
+
+    def __init__(self, options: SpeculationOptions, info: Any, hf_tokenizer: Any, prompt_ids: Sequence[int],
+                 draft_net: Any = None):
+        self.options, self.info, self.tokenizer = options, info, hf_tokenizer
+        self.ids = [int(t) for t in prompt_ids]
+        self.prompt_len = len(self.ids)
+        self.lookup = TextLookup(info.decode_bytes(self.ids), options.min_match, options.max_match)
+        self.specials = set(info.special_token_ids) | set(info.eos_token_ids)
+        self.draft_net = draft_net      # a generate._Model over the draft model, or None
+        self.draft_fed: list[int] = []  # the tokens in the draft model's KV cache
+
+    def sync(self, output: Sequence[int]) -> None:
+        """Take in the output tokens accepted since the last call (``output``: all of them)."""
+        new = [int(t) for t in output[len(self.ids) - self.prompt_len:]]
+        if new:
+            self.ids.extend(new)
+            self.lookup.extend(self.info.decode_bytes(new))
+
+    def draft(self, matcher: Any, bitmask: np.ndarray | None, limit: int, remaining: int | None) -> list[int]:
+        """Up to ``min(limit, max_draft)`` tokens. With a matcher, each is allowed by the grammar,
+        the matcher has accepted them all, and row i of ``bitmask`` holds the mask before draft
+        token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none)."""
+        limit = min(limit, self.options.max_draft)
+        out: list[int] = []
+        if matcher is not None:
+            matcher.fill_next_token_bitmask(bitmask, 0, remaining)
+        while len(out) < limit:
+            proposal = self._propose(matcher, out, bitmask, limit - len(out))
+            if matcher is not None:
+                proposal = proposal[:matcher.validate_tokens(proposal)] if proposal else []
+            if not proposal:
+                break
+            # One mask per drafted position: the model's row there is verified against it.
+            for t in proposal:
+                if matcher is not None:
+                    matcher.accept_token(t)
+                out.append(t)
+                if matcher is not None:
+                    rem = None if remaining is None else remaining - len(out)
+                    matcher.fill_next_token_bitmask(bitmask, len(out), rem)
+        return out
+
+    def _propose(self, matcher: Any, draft: list[int], bitmask: np.ndarray | None, size: int) -> list[int]:
+        """The next tokens to try after ``draft``: the grammar's forced text, else prompt lookup or
+        the draft model; cut before any special token."""
+        forced = matcher.forced_bytes() if matcher is not None else b""
+        if forced:
+            ids = self._encode(forced)
+        elif self.draft_net is not None:
+            ids = self._from_draft_model(draft, bitmask)
+        else:
+            tail = self.info.decode_bytes(draft) if draft else b""
+            ids = self._encode(self.lookup.continuation(tail, 8 * size))
+        ids = ids[:size]
+        for i, t in enumerate(ids):
+            if t in self.specials:
+                return ids[:i]
+        return ids
+
+    def _encode(self, data: bytes) -> list[int]:
+        text = data.decode("utf-8", errors="ignore")  # drops a partial character at either end
+        return list(self.tokenizer.encode(text, add_special_tokens=False)) if text else []
+
+    def _from_draft_model(self, draft: list[int], bitmask: np.ndarray | None) -> list[int]:
+        """The draft model's greedy next token after ``ids + draft``, under the mask of that
+        position (row ``len(draft)``, filled by ``draft``)."""
+        net, fed = self.draft_net, self.draft_fed
+        want = self.ids + draft
+        keep = 0  # the cache's longest prefix still on the path: rejected drafts are cropped
+        while keep < min(len(fed), len(want) - 1) and fed[keep] == want[keep]:
+            keep += 1
+        net.truncate(keep)
+        del fed[keep:]
+        logits = net.forward(want[keep:])[-1]
+        fed.extend(want[keep:])
+        if bitmask is not None:
+            apply_token_bitmask_inplace(logits, bitmask[len(draft)])
+        return [int(logits.argmax())]
+
+
+def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any,
+           generated: Sequence[int]) -> tuple[int, int]:
+    """(accepted, token): how many draft tokens the model keeps, and the token that follows them.
+
+    ``rows[i]`` holds the model's logits before draft token i (``len(draft) + 1`` rows), modified
+    in place; ``bitmask`` row i the grammar's mask there (None: no grammar); ``generated`` the
+    output before the draft (for penalties).
+
+    Greedy: draft token i is kept when it is the argmax of its masked row, so the result is the
+    one of plain greedy decoding. Sampling: a prompt-lookup (or greedy draft-model) draft is a
+    deterministic function of the context, so its distribution q is a point mass on d. Standard
+    speculative sampling keeps d with probability min(1, p(d)/q(d)) = p(d) and otherwise samples
+    from the residual max(p - q, 0), renormalized, which is p with d removed. Then
+    P(d) = p(d) and, for t != d, P(t) = (1 - p(d)) * p(t) / (1 - p(d)) = p(t): each kept or
+    replaced token is distributed as the masked target distribution (``Sampler.verify``).
+    """
+    n = len(draft)
+    if getattr(sampler, "plain_greedy", False):
+        # Every row at once: one mask application and one argmax over the draft.
+        if bitmask is not None:
+            apply_token_bitmask_inplace(rows, bitmask[:n + 1])
+        best = rows.argmax(dim=-1).tolist()
+        i = 0
+        while i < n and best[i] == draft[i]:
+            i += 1
+        return i, int(best[i])
+    for i in range(n + 1):
+        row = rows[i]
+        sampler.penalize(row, list(generated) + draft[:i])
+        if bitmask is not None:
+            apply_token_bitmask_inplace(row, bitmask[i])
+        sampler.truncate(row)
+        if i == n:
+            return n, sampler.sample(row)
+        t = sampler.verify(row, draft[i])
+        if t != draft[i]:
+            return i, t
+    raise AssertionError("unreachable")

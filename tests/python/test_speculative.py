@@ -1,0 +1,132 @@
+"""Speculative decoding under a grammar (stencil.speculative, generate(speculate=...)) with the real
+default model: greedy output identical to plain constrained greedy, several tokens per forward pass
+on extraction, refused drafts that leave the matcher as it was, and speculative sampling that keeps
+the masked distribution."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import stencil
+from stencil.bench.extraction_cases import extraction_cases
+from stencil.cli import DEFAULT_INDENT, compile_schema
+from stencil.sampling import Sampler
+from stencil.speculative import Drafter, SpeculationOptions, TextLookup, verify
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def compiler(lm):
+    return stencil.GrammarCompiler(lm.tokenizer_info)
+
+
+def _case(compiler, lm, i, fields=None):
+    case = extraction_cases(4, seed=3)[i]
+    schema = dict(case.schema)
+    if fields:  # the first fields only: a shorter output
+        schema["properties"] = dict(list(schema["properties"].items())[:fields])
+        schema["required"] = list(schema["properties"])
+    g = compile_schema(compiler, schema, whitespace=DEFAULT_INDENT, string_spelling="plain")
+    return g, lm.encode_prompt(case.prompt)
+
+
+@pytest.mark.parametrize("i", [0, 2])
+def test_greedy_identical_and_faster_per_pass(lm, compiler, i):
+    g, ids = _case(compiler, lm, i)
+    plain = stencil.generate(lm, g, input_ids=ids, max_tokens=120, jump_forward=False, draft=False)
+    spec = stencil.generate(lm, g, input_ids=ids, max_tokens=120, speculate=True)
+    assert spec.token_ids == plain.token_ids
+    assert spec.finish_reason == plain.finish_reason and spec.complete == plain.complete
+    assert len(spec.token_ids) / spec.forward_passes > 1.5, (len(spec.token_ids), spec.forward_passes)
+    assert spec.rejected_draft_tokens < spec.drafted_tokens
+    if plain.finish_reason != "max_tokens":
+        json.loads(spec.text)
+
+
+def test_greedy_identical_with_penalty_and_draft_model(lm, compiler):
+    g, ids = _case(compiler, lm, 1, fields=3)
+    kw = dict(input_ids=ids, max_tokens=50, repetition_penalty=1.1)
+    plain = stencil.generate(lm, g, jump_forward=False, draft=False, **kw)
+    # The model itself as its draft model: the mechanics (its own cache, cropped after rejections).
+    spec = stencil.generate(lm, g, speculate=SpeculationOptions(max_draft=6, draft_model=lm), **kw)
+    assert spec.token_ids == plain.token_ids
+    assert spec.forward_passes < len(spec.token_ids) / 2
+
+
+def test_text_lookup_longest_most_recent_match():
+    look = TextLookup(b"Name: John Smith\nCity: Lyon\nName: Jane Smith-Doe, Oslo", min_match=3, max_match=32)
+    assert look.continuation(b"John", 4) == b" Smi"
+    assert look.continuation(b'"Jo', 4) == b""          # no suffix of min_match bytes occurs
+    assert look.continuation(b" Smith", 3) == b"-Do"     # the most recent " Smith"
+    assert look.continuation(b"hn Smith", 3) == b"\nCi"  # a longer match beats a more recent one
+    assert look.continuation(b"xyz", 5) == b""
+    assert TextLookup(b"ab", 3, 8).continuation(b"", 4) == b""
+
+
+def test_refused_draft_token_leaves_the_matcher_in_step(lm, compiler):
+    info = lm.tokenizer_info
+    g = compiler.compile_regex(r'\{"id": "[a-z]+", "n": [0-9]+\}')
+    prompt = lm.tokenizer.encode("record abcdef1234 end", add_special_tokens=False)
+    m = stencil.Matcher(g, max_rollback=8)
+    head = lm.tokenizer.encode('{"id": "abc', add_special_tokens=False)
+    assert m.accept_tokens(head) == len(head)
+    ref = m.fork()
+    drafter = Drafter(SpeculationOptions(max_draft=8), info, lm.tokenizer, prompt)
+    drafter.sync(head)
+    bm = stencil.allocate_token_bitmask(9, info.vocab_size)
+    drafts = drafter.draft(m, bm, limit=8, remaining=None)
+    # The lookup proposes "def1234 end"; the grammar refuses the digits inside the string.
+    assert info.decode_bytes(drafts) == b"def", info.decode_bytes(drafts)
+    one = stencil.allocate_token_bitmask(1, info.vocab_size)
+    walk = ref.fork()
+    for i, t in enumerate(drafts + [None]):
+        walk.fill_next_token_bitmask(one, 0)
+        assert np.array_equal(one[0], bm[i]), f"mask row {i}"
+        if t is not None:
+            assert walk.accept_token(t)
+    m.rollback(len(drafts))
+    assert m.debug_state() == ref.debug_state()
+    m.fill_next_token_bitmask(one, 0)
+    ref.fill_next_token_bitmask(bm, 0)
+    assert np.array_equal(one[0], bm[0])
+    tail = lm.tokenizer.encode('x", "n": 7}', add_special_tokens=False)
+    assert m.accept_tokens(tail) == len(tail) and m.is_accepting()
+
+
+def test_speculative_sampling_keeps_the_masked_distribution(lm, compiler):
+    """Chi-square of verify()'s token against the masked distribution p, on a 3-way choice."""
+    info = lm.tokenizer_info
+    g = compiler.compile_regex("[0-2]")  # three single-byte tokens
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm, 0)
+    net_ids = lm.encode_prompt("Pick 0, 1 or 2.")
+    with torch.inference_mode():
+        logits = lm.model(input_ids=torch.tensor([net_ids])).logits[0, -1].float()
+    sampler = Sampler(1.5, seed=7)
+    masked = logits.clone()
+    stencil.apply_token_bitmask_inplace(masked, bm)
+    p = sampler.probs(masked)
+    allowed = torch.nonzero(p > 0).flatten().tolist()
+    assert len(allowed) == 3 and min(float(p[t]) for t in allowed) * 3000 > 20, p[allowed]
+    draft = max(allowed, key=lambda t: float(p[t]))
+    counts = dict.fromkeys(allowed, 0)
+    draws = 3000
+    for _ in range(draws):
+        n, t = verify(logits.clone().unsqueeze(0).repeat(2, 1), [draft], np.repeat(bm, 2, axis=0), sampler, [])
+        counts[draft if n == 1 else t] += 1
+    chi2 = sum((counts[t] - draws * float(p[t])) ** 2 / (draws * float(p[t])) for t in allowed)
+    # 99.9% quantiles of chi-square with 1, 2, 3 degrees of freedom
+    assert chi2 < 13.82, (chi2, counts, [float(p[t]) for t in allowed])  # 99.9% quantile, 2 degrees of freedom
+
+
+def test_bad_options_name_the_argument(lm):
+    with pytest.raises(ValueError, match="max_draft"):
+        SpeculationOptions(max_draft=0)
+    with pytest.raises(ValueError, match="max_match"):
+        SpeculationOptions(min_match=8, max_match=4)
+    with pytest.raises(TypeError, match="speculate"):
+        stencil.generate(lm, None, "Hi", max_tokens=2, speculate="yes")
