@@ -12,9 +12,9 @@ except at the very start: no ignored match begins at position 0 unless the gramm
 from __future__ import annotations
 
 import stencil
-from stencil.grammar import regex_ast as R
+from stencil.grammar.regex import ast as R
 from stencil.grammar.ebnf import Alt, EbnfGrammar, Ref, Rep, Seq, Term, TokenRef
-from stencil.grammar.gbnf_lexemes import ANY_TEXT
+from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
 
 
 class CharEarley:

@@ -1,8 +1,7 @@
 """The package's structure (ARCHITECTURE.md): stages import one way, functions stay short.
 
 The import graph of src/stencil is read with ``ast`` (nothing is imported): an edge for every
-module-level import of a stencil module, with old module names (``stencil.grammar.gbnf``, ...)
-mapped to their current place. The graph must have no cycle; a function-local import of a stencil
+module-level import of a stencil module. The graph must have no cycle; a function-local import of a stencil
 module is allowed only where :data:`LOCAL_IMPORTS` says why, since such imports were how cycles
 stayed hidden. JSON Schema's phases import downwards only: core <- lang <- read <- emit. No
 function of src/stencil is over :data:`MAX_FUNCTION_LINES` lines: a long one is split into named
@@ -17,9 +16,6 @@ import subprocess
 import sys
 
 import pytest
-
-from stencil.grammar import _moved
-from stencil.grammar._moved import new_name
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 
@@ -76,11 +72,11 @@ def _targets(mods: dict, module: str, path: pathlib.Path, node) -> list:
         names = []
         for a in node.names:   # `from pkg import submodule` loads the submodule
             full = f"{base}.{a.name}"
-            names.append(full if (new_name(full) or full) in mods or full == "stencil._core" else base)
+            names.append(full if full in mods or full == "stencil._core" else base)
     out = []
     for name in names:
         if name == "stencil" or name.startswith("stencil."):
-            out.append(new_name(name) or name)
+            out.append(name)
     return out
 
 
@@ -187,7 +183,7 @@ def test_checker_sees_a_cycle_and_a_local_import(tmp_path):
         (pkg / f"{init}__init__.py").write_text("")
     (pkg / "grammar" / "ebnf" / "gbnf.py").write_text("")
     (pkg / "a.py").write_text("from stencil import b\n")
-    (pkg / "b.py").write_text("import stencil.a\n\n\ndef f():\n    from stencil.grammar import gbnf\n")
+    (pkg / "b.py").write_text("import stencil.a\n\n\ndef f():\n    from stencil.grammar.ebnf import gbnf\n")
     mods = _modules(tmp_path)
     found = list(_imports(mods))
     edges: dict = {}
@@ -240,23 +236,14 @@ def test_tree_passes_ruff():
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_old_module_names_still_import():
-    """Names documented before the split (README) and used by code written against them resolve
-    to the same module objects at their new places, submodules included."""
+def test_one_name_per_module():
+    """Modules have one name, where they live: the names from before grammar/ was split by syntax
+    (stencil.grammar.gbnf, .lark, .json_schema, .regex_ast, ...) are gone, not aliased."""
     import importlib
 
-    for old in sorted(_moved.MOVED):
-        mod = importlib.import_module(old)
-        assert mod is importlib.import_module(_moved.MOVED[old]), old
-        assert mod.__name__ == mod.__spec__.name == _moved.MOVED[old]   # its own name, not the alias
-    import stencil.grammar.lark.parser as old_parser
+    for old in ("stencil.grammar.gbnf", "stencil.grammar.lark", "stencil.grammar.json_schema",
+                "stencil.grammar.regex_ast", "stencil.grammar.json_value", "stencil.grammar.formats"):
+        with pytest.raises(ImportError):
+            importlib.import_module(old)
     from stencil.grammar.ebnf.lark import parser
-    assert old_parser is parser
-    from stencil.grammar import regex_ast
-    from stencil.grammar.ebnf import Source, _is_nothing  # the old module's names, public or not
-    from stencil.grammar.formats import reasoning_then
-    from stencil.grammar.json_schema.check import check_report
-    assert regex_ast.__name__ == "stencil.grammar.regex.ast"
-    assert Source and _is_nothing and reasoning_then and check_report
-    with pytest.raises(ImportError):
-        from stencil.grammar.ebnf import no_such_name  # noqa: F401
+    assert parser.__name__ == parser.__spec__.name == "stencil.grammar.ebnf.lark.parser"

@@ -148,7 +148,7 @@ def test_stencil_adapter_compiles_json_schema_when_available(deepseek):
     engine = make_engine("stencil", "deepseek", info, encode)
     rec = run(engine, info, make_task(SIMPLE, SIMPLE_TESTS, encode))
     try:
-        import stencil.grammar.json_schema  # noqa: F401  (the adapter's way when the compiler has no method)
+        import stencil.grammar.json.schema  # noqa: F401  (the adapter's way when the compiler has no method)
         front_end = True
     except ImportError:
         front_end = hasattr(stencil.GrammarCompiler, "compile_json_schema")

@@ -95,7 +95,7 @@ def test_check_subcommand(tmp_path, capsys):
     p.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}}))
     code, out, err = run_cli(capsys, "check", str(p))
     try:
-        import stencil.grammar.json_schema.check  # noqa: F401
+        import stencil.grammar.json.schema.check  # noqa: F401
     except ImportError:
         assert code == 2 and "not have" in err
         return

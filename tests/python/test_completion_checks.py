@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import stencil
-from stencil.grammar.json_value import json_value, string_expr
+from stencil.grammar.json.value import json_value, string_expr
 
 
 def unique_array_grammar():

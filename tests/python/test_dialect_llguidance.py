@@ -343,7 +343,7 @@ NUMBER: /[0-9]+/
 
 def test_budgets_and_initial_skip_survive_serialization(env):
     # the core keeps max_tokens and "not before the first lexeme" in the serialized grammar
-    from stencil.grammar.lark import lark_grammar
+    from stencil.grammar.ebnf.lark import lark_grammar
     g = lark_grammar('%llguidance {}\n%ignore " "\nstart: "<" r ">"\nr[max_tokens=2]: /[a-z]+/')
     again = stencil.Grammar.deserialize(g.serialize())
     assert again.serialize() == g.serialize() and again.hash() == g.hash()

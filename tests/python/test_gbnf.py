@@ -19,7 +19,7 @@ import stencil
 from data_paths import GBNF as GBNF_DIR
 from grammar_oracle import CharEarley, encode_segments, feed, matcher_verdict
 from stencil.grammar.ebnf import GrammarWarning
-from stencil.grammar.gbnf import gbnf_grammar, parse_gbnf
+from stencil.grammar.ebnf.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
 
 
@@ -259,7 +259,7 @@ def test_error_on_non_string():
 def test_context_free_fallback_is_exact(env, monkeypatch):
     """Past its work budget the LR(1) analysis gives way to a FOLLOW-set check, which splits
     more but must stay exact."""
-    import stencil.grammar.greedy as greedy
+    import stencil.grammar.ebnf.greedy as greedy
     monkeypatch.setattr(greedy, "MAX_WORK", 5)
     _, compiler, _ = env
     for name in ("repeat-run-on", "prefix-run-on", "keyword-identifier", "optional-tail"):

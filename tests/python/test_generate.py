@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import stencil
-from stencil.grammar.json_value import json_value
+from stencil.grammar.json.value import json_value
 
 torch = pytest.importorskip("torch")
 
@@ -56,7 +56,7 @@ num   ::= [1-9] [0-9]? [0-9]?
 def _gbnf(compiler, text):
     if hasattr(compiler, "compile_gbnf"):
         return compiler.compile_gbnf(text)
-    from stencil.grammar.gbnf import gbnf_grammar
+    from stencil.grammar.ebnf.gbnf import gbnf_grammar
     return compiler.compile_grammar(gbnf_grammar(text))
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import stencil
 from data_paths import MASKBENCH, ON_SAMPLE
-from stencil.grammar.json_value import json_value
+from stencil.grammar.json.value import json_value
 from tokenizers_zoo import get
 
 # On the sample (187 texts) every mask is checked and each text is mutated more often, so that

@@ -10,8 +10,8 @@ import re
 import pytest
 
 import stencil
-from stencil.grammar.json_schema import SchemaInfo, build_json_schema, json_schema_grammar
-from stencil.grammar.json_schema.check import check_report
+from stencil.grammar.json.schema import SchemaInfo, build_json_schema, json_schema_grammar
+from stencil.grammar.json.schema.check import check_report
 
 
 def accepts(g, text: str) -> bool:

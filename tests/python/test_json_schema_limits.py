@@ -7,7 +7,7 @@ import json
 import pytest
 
 import stencil
-from stencil.grammar.json_schema import MAX_SCHEMA_NESTING, json_schema_grammar
+from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, json_schema_grammar
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_too_many_counted_properties_blame_the_counting_keyword():
 def test_long_array_counting_is_exact(compiler, monkeypatch, lo, hi, prefix):
     # The counting rules serve arrays past MAX_ARRAY_STATES positions; a small limit sends small
     # arrays down the same path, where every length can be checked.
-    import stencil.grammar.json_schema.arrays as arrays
+    import stencil.grammar.json.schema.emit.arrays as arrays
     monkeypatch.setattr(arrays, "MAX_ARRAY_STATES", 0)
     schema = {"type": "array", "minItems": lo, "prefixItems": [{"const": "p"}] * prefix,
               "items": {"type": "integer"}}

@@ -151,7 +151,7 @@ def test_multiple_of_compiles_end_within_the_deadline(schema):
 
 
 def test_too_many_significant_digits_is_a_clear_error():
-    from stencil.grammar.json_schema import json_schema_grammar
+    from stencil.grammar.json.schema import json_schema_grammar
     with pytest.raises(stencil.GrammarError, match=r"multipleOf 1\d+: more than 19 significant digits"):
         json_schema_grammar({"type": "number", "multipleOf": 10 ** 40 + 1})
 

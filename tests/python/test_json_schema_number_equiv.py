@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 import stencil
-from stencil.grammar.json_schema.numbers import JsonNumbers
+from stencil.grammar.json.schema.lang.numbers import JsonNumbers
 
 
 def _empty(b, e) -> bool:

@@ -10,7 +10,7 @@ from decimal import Decimal as D
 import pytest
 
 import stencil
-from stencil.grammar.json_schema import json_schema_grammar
+from stencil.grammar.json.schema import json_schema_grammar
 
 
 def _texts():

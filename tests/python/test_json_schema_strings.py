@@ -11,7 +11,7 @@ import re
 import pytest
 
 import stencil
-from stencil.grammar.json_schema import json_schema_grammar
+from stencil.grammar.json.schema import json_schema_grammar
 
 
 def _accepts(g, value, ensure_ascii=True):

@@ -15,8 +15,8 @@ import pytest
 
 import stencil
 from grammar_oracle import accepts, CharEarley, encode_segments, feed
-from stencil.grammar.gbnf import parse_gbnf
-from stencil.grammar.lark import parse_lark
+from stencil.grammar.ebnf.gbnf import parse_gbnf
+from stencil.grammar.ebnf.lark import parse_lark
 from stencil.grammar.sample import alphabet, mutate, sample
 
 
@@ -275,7 +275,7 @@ def test_special_tokens(env):
     with pytest.raises(stencil.GrammarError, match="no token <\\|im_end\\|>"):
         compiler.compile_lark("start: <|im_end|>")
     with pytest.raises(stencil.GrammarError, match="needs a tokenizer"):
-        from stencil.grammar.lark import lark_grammar
+        from stencil.grammar.ebnf.lark import lark_grammar
         lark_grammar("start: <|im_end|>")
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stencil
-from stencil.grammar.json_value import json_value
+from stencil.grammar.json.value import json_value
 
 
 def grammar_variant(k: int):

@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import stencil
 from grammar_oracle import CharEarley, matcher_verdict
 from stencil.bitmask import bitmask_to_bool
-from stencil.grammar.gbnf import parse_gbnf
+from stencil.grammar.ebnf.gbnf import parse_gbnf
 
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 

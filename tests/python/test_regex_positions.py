@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from stencil.grammar.json_schema.strings import pattern_node
-from stencil.grammar.regex_positions import positions, surely_disjoint
+from stencil.grammar.json.schema.lang.strings import pattern_node
+from stencil.grammar.regex.positions import positions, surely_disjoint
 
 ALPHABET = "abc:"
 STRINGS = ["".join(p) for n in range(7) for p in itertools.product(ALPHABET, repeat=n)]

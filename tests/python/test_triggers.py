@@ -11,9 +11,9 @@ import pytest
 
 import stencil
 from grammar_oracle import encode_segments, feed
-from stencil.grammar.formats import reasoning_then, tool_calls
-from stencil.grammar.gbnf import build_gbnf
-from stencil.grammar.lark import build_lark
+from stencil.grammar.triggers import reasoning_then, tool_calls
+from stencil.grammar.ebnf.gbnf import build_gbnf
+from stencil.grammar.ebnf.lark import build_lark
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer", "minimum": 0},
                                            "unit": {"enum": ["m", "km"]}},

@@ -3,9 +3,5 @@
 Layout, one folder per family of syntaxes: ``regex/`` (the regex front-end and the regex tools
 the others share), ``ebnf/`` (the grammar AST, GBNF and Lark), ``json/`` (generic JSON values and
 JSON Schema); ``choice``, ``pydantic`` and ``triggers`` (free text, then a constrained part) are
-single modules. Names from before that split (``stencil.grammar.gbnf``, ``stencil.grammar.lark``,
-``stencil.grammar.json_schema``, ...) still import: see :mod:`stencil.grammar._moved`.
+single modules.
 """
-from stencil.grammar import _moved
-
-_moved.install()
