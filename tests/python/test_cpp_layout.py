@@ -151,3 +151,29 @@ def test_public_headers_compile_alone(tmp_path):
 if __name__ == "__main__":
     for row in long_functions(int(sys.argv[1]) if len(sys.argv) > 1 else MAX_FUNCTION_LINES):
         print("%4d  %s:%d  %s" % row)
+
+
+#: The core's rooms from the ground floor up: a file includes only its own room, the public
+#: headers (stencil/...) and rooms below it. logits/ (the bitmask kernels) stands apart on the
+#: ground floor.
+ROOM_ORDER = ("support", "logits", "regex", "grammar", "lexer", "tokens", "parser", "matcher", "bindings")
+
+
+def _room_includes():
+    """(file, its room, the included room) for every include of another room of cpp/src."""
+    for path in sorted(CPP_SRC.rglob("*")):
+        if path.suffix not in (".h", ".cpp"):
+            continue
+        room = path.relative_to(CPP_SRC).parts[0]
+        for target in re.findall(r'#include "([a-z_]+)/', path.read_text()):
+            if target != room and target != "stencil":
+                yield path.relative_to(ROOT), room, target
+
+
+def test_rooms_include_only_the_floors_below():
+    rooms = {p.name for p in CPP_SRC.iterdir() if p.is_dir()}
+    assert rooms == set(ROOM_ORDER), "a new room of cpp/src needs its floor in ROOM_ORDER"
+    floor = {r: i for i, r in enumerate(ROOM_ORDER)}
+    upward = [f"{path}: {room} includes {target}/" for path, room, target in _room_includes()
+              if floor[target] >= floor[room] and not {room, target} <= {"support", "logits"}]
+    assert upward == []

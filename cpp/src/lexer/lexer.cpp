@@ -1,6 +1,6 @@
 #include "lexer/lexer.h"
 
-#include "tokens/plain_slice.h"
+#include "support/plain_text.h"
 
 #include <algorithm>
 #include <unordered_set>

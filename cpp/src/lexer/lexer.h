@@ -18,7 +18,7 @@
 #include "regex/derivative.h"
 #include "regex/expr.h"
 #include "stencil/limits.h"
-#include "tokens/char_summary.h"
+#include "support/char_summary.h"
 
 namespace stencil {
 

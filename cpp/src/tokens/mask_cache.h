@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tokens/char_summary.h"
+#include "support/char_summary.h"
 #include "tokens/shared_mask_cache.h"
 
 namespace stencil {

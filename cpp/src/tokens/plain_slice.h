@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "stencil/vocabulary.h"
-#include "tokens/char_summary.h"
+#include "support/char_summary.h"
+#include "support/plain_text.h"
 #include "tokens/trie.h"
 
 namespace stencil {
 
 class Lexer;
-
-// The byte automaton of plain text: 0 is a character boundary; other states
-// wait for continuation bytes. Every state accepts (partial characters too).
-// Plain text is UTF-8 without quotes, backslashes, controls, U+2028 and U+2029.
-int plain_text_step(int state, uint8_t byte);  // -1: not plain
-constexpr int kPlainTextStates = 10;
 
 struct PlainSlice {
   std::vector<uint32_t> bits;  // bitmask words: plain tokens

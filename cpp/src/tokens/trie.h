@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokens/char_summary.h"
+#include "support/char_summary.h"
 
 namespace stencil {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lexer/lexer.h"
-#include "tokens/char_summary.h"
+#include "support/char_summary.h"
 #include "tokens/mask_cache.h"
 
 namespace stencil {
