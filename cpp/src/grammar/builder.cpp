@@ -4,7 +4,7 @@
 #include "regex/utf8.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
-#include "support/json_canon.h"
+#include "json/canon.h"
 
 namespace stencil {
 

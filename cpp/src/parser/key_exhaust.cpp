@@ -8,7 +8,7 @@
 #include <set>
 
 #include "parser/earley.h"
-#include "support/json_canon.h"
+#include "json/canon.h"
 
 namespace stencil {
 

@@ -8,14 +8,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "regex/number_range.h"
+#include "json/number_range.h"
 #include "stencil/ids.h"
 #include "support/byteset.h"
 #include "support/hash.h"
 
 namespace stencil {
 
-// Number: a JSON number whose exact value lies in a range (regex/number_range.h), a = state index.
+// Number: a JSON number whose exact value lies in a range (json/number_range.h), a = state index.
 enum class ExprKind : uint8_t { Nothing, Empty, Bytes, Concat, Or, And, Not, Repeat, Number };
 
 constexpr uint32_t kUnbounded = 0xFFFFFFFFu;

@@ -1,4 +1,4 @@
-#include "regex/number_multiple.h"
+#include "json/number_multiple.h"
 
 #include "stencil/errors.h"
 

@@ -1,11 +1,11 @@
-#include "regex/number_range.h"
+#include "json/number_range.h"
 
 #include <algorithm>
 #include <deque>
 #include <unordered_set>
 #include <vector>
 
-#include "regex/number_multiple.h"
+#include "json/number_multiple.h"
 #include "stencil/errors.h"
 
 namespace stencil {

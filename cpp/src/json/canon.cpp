@@ -1,4 +1,4 @@
-#include "support/json_canon.h"
+#include "json/canon.h"
 
 #include <algorithm>
 #include <cstdint>

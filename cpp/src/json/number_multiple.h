@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "regex/number_range.h"
+#include "json/number_range.h"
 
 namespace stencil {
 
