@@ -174,6 +174,7 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None =
 #: float dtype -> the integer dtype of the same width, whose view the kernels work on
 _INT_VIEW = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
+
 def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None,
                        kernel: str = "auto") -> None:
     """The kernel behind ``apply_token_bitmask_inplace``: ``rows`` is the ``[batch, vocab]``

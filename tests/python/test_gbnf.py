@@ -24,7 +24,6 @@ from stencil.grammar.sample import alphabet, mutate, sample
 from tokenizers_zoo import get
 
 
-
 @pytest.fixture(scope="module")
 def env():
     entry = get("deepseek")
