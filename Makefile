@@ -48,6 +48,9 @@ test: install
 # from the install. `make lint test` installs once.
 lint: install
 	$(PY) -m ruff check --no-cache src tests fuzz examples
+	mkdir -p build/typing/stencil
+	cp "$$($(PY) -c 'import pathlib, stencil._core as c; print(pathlib.Path(c.__file__).with_name("_core.pyi"))')" \
+		build/typing/stencil/_core.pyi
 	$(PY) -m mypy
 
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM

@@ -96,6 +96,7 @@ def _batch_args(matchers, indices, num_threads, remaining_tokens) -> tuple[list,
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     # The core checks the bitmask (a C-contiguous int32 numpy array or torch CPU tensor, never
     # copied) and that every entry of matchers is a Matcher.
+    remaining: list[int | None]
     if remaining_tokens is None:
         remaining = []
     elif isinstance(remaining_tokens, (int, np.integer)):

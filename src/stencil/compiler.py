@@ -126,7 +126,8 @@ class GrammarCompiler:
             if name not in ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip"):
                 raise ValueError(f"unknown mask optimization {name!r}")
             self._limits[name] = bool(on)
-        self._cache: OrderedDict[int, CompiledGrammar] = OrderedDict()
+        # keyed by the grammar's hash, with what it does not enforce where that is not empty
+        self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -331,7 +332,7 @@ class GrammarCompiler:
         from stencil.grammar.structural_tag import build_structural_tag
         b = GrammarBuilder()
         rule = build_structural_tag(b, spec, tokens=self._token_table(), specials=self._specials(),
-                                    json_options=json_options)
+                                    json_options=dict(json_options))
         return self.compile_grammar(b.build(rule))
 
     @_limited
