@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -41,6 +41,17 @@ wheel: $(PY)
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The static checks (.ci/run runs them before the suite; well under a minute): ruff with
+# pyproject.toml's rules (its pycodestyle layout rules are the format check: see the comment there)
+# and mypy over src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi)
+# from the install. `make lint test` installs once.
+lint: install
+	$(PY) -m ruff check --no-cache src tests fuzz examples
+	mkdir -p build/typing/stencil
+	cp "$$($(PY) -c 'import pathlib, stencil._core as c; print(pathlib.Path(c.__file__).with_name("_core.pyi"))')" \
+		build/typing/stencil/_core.pyi
+	$(PY) -m mypy
 
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
 # pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles

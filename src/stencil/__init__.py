@@ -24,7 +24,9 @@ from stencil._core import (
     GrammarError,
     Matcher,
     PendingFill,
+    StencilError,
     TimeLimitExceeded,
+    UsageError,
 )
 from stencil._version import __version__
 from stencil.bitmask import (
@@ -36,7 +38,8 @@ from stencil.bitmask import (
 from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
 from stencil.memory import memory_usage, set_memory_limit
-from stencil.models import default_model_path, tokenizer_info_for
+from stencil.models import ModelError, default_model_path, tokenizer_info_for
+from stencil.schema_options import JsonSchemaOptions, SchemaInfo
 from stencil.speculative import SpeculationOptions
 from stencil.tokenizer import TokenizerInfo
 
@@ -44,8 +47,11 @@ __all__ = [
     "__version__",
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
-    "apply_token_bitmask_inplace", "GrammarError",
-    "ConcurrentUseError", "BudgetError", "CompileTimeout", "TimeLimitExceeded",
+    "apply_token_bitmask_inplace", "JsonSchemaOptions", "SchemaInfo",
+    # errors: every one derives from StencilError (GrammarError and UsageError are ValueErrors too,
+    # ConcurrentUseError a RuntimeError)
+    "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
+    "ConcurrentUseError", "ModelError",
     "generate", "GenerationResult", "SpeculationOptions", "default_model_path", "tokenizer_info_for",
     "set_memory_limit", "memory_usage",
 ]

@@ -96,6 +96,7 @@ def _batch_args(matchers, indices, num_threads, remaining_tokens) -> tuple[list,
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     # The core checks the bitmask (a C-contiguous int32 numpy array or torch CPU tensor, never
     # copied) and that every entry of matchers is a Matcher.
+    remaining: list[int | None]
     if remaining_tokens is None:
         remaining = []
     elif isinstance(remaining_tokens, (int, np.integer)):
@@ -173,6 +174,7 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None =
 
 #: float dtype -> the integer dtype of the same width, whose view the kernels work on
 _INT_VIEW = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
 
 def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None,
                        kernel: str = "auto") -> None:

@@ -17,13 +17,17 @@ import numbers
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from stencil import _core
 from stencil._core import GrammarBuilder
 from stencil.grammar.deadline import compile_deadline
 from stencil.grammar.regex import build_regex
+from stencil.schema_options import JsonSchemaOptions, SchemaInfo
 from stencil.tokenizer import TokenizerInfo
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it (annotations are strings)
+    from typing_extensions import Unpack
 
 __all__ = ["GrammarCompiler", "CompiledGrammar"]
 
@@ -57,13 +61,17 @@ def _check_counts(**values) -> dict:
     return {name: int(v) for name, v in values.items()}
 
 
-def _limited(method):
-    """Run a compile_* method under the compiler's wall-clock limit (see stencil.grammar.deadline)."""
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _limited(method: _Method) -> _Method:
+    """Run a compile_* method under the compiler's wall-clock limit (see stencil.grammar.deadline);
+    typed as the method itself, so that a type checker still checks its callers' arguments."""
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         with compile_deadline(self.compile_timeout, method.__name__):
             return method(self, *args, **kwargs)
-    return run
+    return cast(_Method, run)
 
 
 class GrammarCompiler:
@@ -118,7 +126,8 @@ class GrammarCompiler:
             if name not in ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip"):
                 raise ValueError(f"unknown mask optimization {name!r}")
             self._limits[name] = bool(on)
-        self._cache: OrderedDict[int, CompiledGrammar] = OrderedDict()
+        # keyed by the grammar's hash, with what it does not enforce where that is not empty
+        self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -177,14 +186,34 @@ class GrammarCompiler:
         return self.compile_grammar(regex_grammar(pattern, flags=flags))
 
     @_limited
-    def compile_json_schema(self, schema, **options) -> CompiledGrammar:
+    def compile_json_schema(self, schema: dict | bool | str | bytes, *, registry: dict | None = None,
+                            info: SchemaInfo | None = None, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """JSON texts valid for ``schema`` (a dict, a bool or JSON text; Draft 2020-12 and older).
 
-        Options: ``whitespace`` ("flexible", "compact" or an indentation), ``max_whitespace_run``,
-        ``property_order`` ("definition" or "any"), ``lenient``, ``registry`` ({uri: schema} for
-        ``$ref``), ``info`` (a ``stencil.grammar.json.schema.SchemaInfo`` to fill with what was
-        ignored). Unsupported keywords raise GrammarError naming the keyword and JSON pointer;
-        with ``lenient=True`` they are ignored and listed in the result's ``not_enforced``.
+        ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into. ``info``: a
+        ``stencil.SchemaInfo`` to fill with what was ignored, unknown keywords and formats.
+
+        Options, all keyword-only and typed by ``stencil.JsonSchemaOptions`` (defaults in
+        ``stencil.grammar.json.schema.core.options.Options``, whose module says more of each):
+
+        - ``whitespace``: "flexible" (default: JSON white space between tokens), "compact" (none),
+          or an int n for the layout of ``json.dumps(value, indent=n)``.
+        - ``max_whitespace_run``: the longest run of flexible white space (None: unbounded).
+        - ``whitespace_pattern``: a regex for the white space around punctuation (with "flexible").
+        - ``whitespace_around``: flexible white space before and after the whole value too.
+        - ``property_order``: "definition" (the order of ``properties``, default) or "any".
+        - ``key_spelling``: "any" (every JSON spelling of a key, default) or "plain".
+        - ``string_spelling``: "any" (default), "plain", "controls" or "unicode".
+        - ``number_spelling``: "any" (default), "plain" or "plain_integers".
+        - ``escapes``: the letters that may follow a backslash (with "controls" or "unicode").
+        - ``item_separator``, ``key_separator``: regexes for the ``,`` and the ``:``.
+        - ``lenient``: ignore what cannot be enforced instead of failing (default False).
+        - ``max_depth``: how deeply the JSON text may nest (objects and arrays).
+        - ``assert_content``: enforce ``contentEncoding: "base64"`` (default False).
+
+        An unknown option raises TypeError naming it; a wrong value, GrammarError naming the option.
+        Unsupported keywords raise GrammarError naming the keyword and JSON pointer; with
+        ``lenient=True`` they are ignored and listed in the result's ``not_enforced``.
 
         Example::
 
@@ -193,14 +222,15 @@ class GrammarCompiler:
                                              lenient=True)
             g.not_enforced   # [("contentSchema", "#", "...")]: what the grammar does not check
         """
-        from stencil.grammar.json.schema import SchemaInfo, json_schema_grammar
-        info = options.pop("info", None) or SchemaInfo()
-        grammar = json_schema_grammar(schema, info=info, **options)
+        from stencil.grammar.json.schema import json_schema_grammar
+        info = info if info is not None else SchemaInfo()
+        grammar = json_schema_grammar(schema, registry=registry, info=info, **options)
         return self._compile(grammar, tuple((str(k), str(w), str(why)) for k, w, why in info.ignored))
 
     @_limited
-    def compile_pydantic(self, model, **options) -> CompiledGrammar:
-        """JSON texts that validate as a pydantic model (or any type pydantic can describe).
+    def compile_pydantic(self, model: Any, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
+        """JSON texts that validate as a pydantic model (or any type pydantic can describe), with the
+        options of ``compile_json_schema`` (``stencil.JsonSchemaOptions``).
 
         Example::
 
@@ -210,9 +240,9 @@ class GrammarCompiler:
         return self.compile_grammar(pydantic_grammar(model, **options))
 
     @_limited
-    def compile_json(self, **options) -> CompiledGrammar:
-        """Any JSON value (RFC 8259; no repeated key in an object). Options: ``whitespace``,
-        ``max_whitespace_run``, ``property_order`` as for ``compile_json_schema``.
+    def compile_json(self, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
+        """Any JSON value (RFC 8259; no repeated key in an object), with the options of
+        ``compile_json_schema`` (``stencil.JsonSchemaOptions``).
 
         Example::
 
@@ -260,8 +290,9 @@ class GrammarCompiler:
         return self.compile_grammar(choice_grammar(choices))
 
     @_limited
-    def compile_reasoning_json(self, schema, *, begin="<think>", end="</think>", optional: bool = False,
-                               **json_options) -> CompiledGrammar:
+    def compile_reasoning_json(self, schema: dict | bool | str | bytes, *, begin: str | int | None = "<think>",
+                               end: str | int = "</think>", optional: bool = False,
+                               **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """Free reasoning between ``begin`` and ``end``, then JSON valid for ``schema``.
 
         ``begin``/``end`` are strings or special-token ids; a string that is the text of a special
@@ -281,7 +312,7 @@ class GrammarCompiler:
         return self.compile_grammar(b.build(rule))
 
     @_limited
-    def compile_structural_tag(self, spec, **json_options) -> CompiledGrammar:
+    def compile_structural_tag(self, spec: dict | str, **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """An XGrammar structural tag (a dict or JSON text): ``{"type": "structural_tag", "format":
         {...}}``, a bare format, or the legacy ``{"structures": [...], "triggers": [...]}`` form.
         Formats: const_string, json_schema (styles json, qwen_xml), regex, grammar (GBNF),
@@ -301,7 +332,7 @@ class GrammarCompiler:
         from stencil.grammar.structural_tag import build_structural_tag
         b = GrammarBuilder()
         rule = build_structural_tag(b, spec, tokens=self._token_table(), specials=self._specials(),
-                                    json_options=json_options)
+                                    json_options=dict(json_options))
         return self.compile_grammar(b.build(rule))
 
     @_limited

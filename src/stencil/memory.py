@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Callable
 
 from stencil import _core
 
@@ -114,7 +115,7 @@ class _Trimmer:
     allocations meanwhile, so it runs on a thread of its own, at most once a second."""
 
     def __init__(self):
-        self._trim = None
+        self._trim: Callable[[int], int] | None = None
         try:
             import ctypes
             self._trim = ctypes.CDLL(None).malloc_trim  # glibc only; elsewhere nothing to do
@@ -130,14 +131,15 @@ class _Trimmer:
         self._wanted.set()
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="stencil-trim", daemon=True)
+                self._thread = threading.Thread(target=self._run, args=(self._trim,), name="stencil-trim",
+                                                daemon=True)
                 self._thread.start()
 
-    def _run(self) -> None:
+    def _run(self, trim: Callable[[int], int]) -> None:
         while True:
             self._wanted.wait()
             self._wanted.clear()
-            self._trim(0)
+            trim(0)
             time.sleep(1.0)
 
 

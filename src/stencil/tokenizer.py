@@ -69,7 +69,7 @@ class TokenizerInfo:
         tokens: Sequence[bytes],
         *,
         special_token_ids: Iterable[int] | Mapping[int, str] = (),
-        eos_token_ids: Iterable[int] | None = None,
+        eos_token_ids: int | Iterable[int] | None = None,
         vocab_size: int | None = None,
         bos_token_id: int | None = None,
         kind: str = "raw",

@@ -238,7 +238,7 @@ def test_workers_run_pinned_apart_from_the_harness(deepseek, tmp_path):
 def test_percentiles_are_nearest_rank():
     p = percentiles(list(range(100, 0, -1)), ("mean", "p25", "p50", "p99", "p99.9", "max"))
     assert p == {"mean": 50.5, "p25": 26.0, "p50": 51.0, "p99": 100.0, "p99.9": 100.0, "max": 100.0}
-    assert percentiles([], ("mean", "p50"))== {"mean": None, "p50": None}
+    assert percentiles([], ("mean", "p50")) == {"mean": None, "p50": None}
     with pytest.raises(ValueError):
         percentiles([1], ("median",))
 

@@ -523,7 +523,6 @@ def test_budget_masks_at_formats_search_nothing_when_loose():
     assert states[True] <= states[False] + 8, states
 
 
-
 def test_plain_masks_agree_with_accept_on_a_length_beside_a_pattern():
     """maxLength 6 beside ^\\d+\\.\\d+: after '"9', '"9714' must refuse a fifth digit (no room left
     for '.d'). The shared mask cache keyed both states alike (repetition bounds clamped at the

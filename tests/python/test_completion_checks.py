@@ -321,6 +321,7 @@ def test_checks_before_keys_and_items_against_json_schema(deepseek, schema, text
     plain = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"boundary_runs": False, "repeat_memo": False}
                                     ).compile_json_schema(schema, property_order="any")
     valid_seen = invalid_seen = 0
+
     def no_repeated_keys(pairs):
         keys = [k for k, _ in pairs]
         if len(set(keys)) != len(keys):
@@ -367,6 +368,7 @@ def test_vetoed_keys_stay_exact_across_lexer_renewals(deepseek):
               "properties": {"alpha": {"type": "string", "pattern": pattern}, "beta": {"type": "integer"},
                              "gamma": {"type": "string", "pattern": pattern}, "delta": {"type": "integer"}}}
     rng = random.Random(3)
+
     def value():
         return "".join(rng.choice("ab") for _ in range(700)) + "a" + "".join(rng.choice("ab") for _ in range(12)) + "c"
     small = stencil.GrammarCompiler(deepseek.info, lexer_memory_bytes=200 << 10)

@@ -23,7 +23,6 @@ from stencil.grammar.ebnf.gbnf import gbnf_grammar, parse_gbnf
 from stencil.grammar.sample import alphabet, mutate, sample
 
 
-
 def _files():
     files = sorted(glob.glob(os.path.join(GBNF_DIR, "*.gbnf")))
     assert files, f"no GBNF file in {GBNF_DIR}"

@@ -99,7 +99,6 @@ def test_rule_picks_ten_schemas_from_several_sources(schemas):
     assert len({n.replace("-", "_").split("_")[0] for n, _ in schemas}) >= 5
 
 
-
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.3, 11)])
 def test_outputs_are_valid(lm, schemas, temperature, seed):
     """The CLI's settings: 2-space layout (free whitespace lets a small model emit newlines after

@@ -370,6 +370,7 @@ def test_calls_in_flight_together_stay_near_the_limit():
     assert set(r["outcomes"]) <= {"ok", "budget"}, r["outcomes"]
     assert r["after"]["total"] <= 32 * MB
 
+
 def test_usage_counts_what_grammars_and_shared_caches_hold():
     r = _probe("accounting")
     before, after, gone = r["before"], r["after"], r["gone"]

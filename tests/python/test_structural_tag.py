@@ -376,7 +376,6 @@ def test_qwen_xml_values_by_type(env):
         ("<parameter=where>{\"y\": 1}</parameter>", False)])
 
 
-
 def test_doc_token_level_delimiters(env):
     """The documentation's recipe: a reasoning block between special tokens, then tool calls that a
     special token starts, at least one; placeholder special tokens of the DeepSeek tokenizer play
@@ -417,7 +416,6 @@ def test_token_dispatch(env):
     assert not m.fork().accept_string(" more")                                        # loop false: it ends here
     m2 = stencil.Matcher(g)
     assert m2.accept_token(128006) and not m2.fork().accept_string("seven") and m2.accept_string("six")
-
 
 
 def test_excludes_end_free_text_when_no_end_is_known(env):

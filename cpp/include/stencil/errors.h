@@ -1,4 +1,5 @@
-// Error types raised by the core. Bindings map them to Python exceptions:
+// Error types raised by the core. Bindings map them to Python exceptions, all under
+// StencilError (one except catches whatever stencil raises):
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
 // (a work budget ran out: also a GrammarError; TimeLimitExceeded, the wall-clock one, is one,
 // and CompileTimeout, a compilation's, is a TimeLimitExceeded),
@@ -10,8 +11,13 @@
 
 namespace stencil {
 
-struct GrammarError : std::runtime_error {
+// The root of every error below (stencil.StencilError in Python).
+struct StencilError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+struct GrammarError : StencilError {
+  using StencilError::StencilError;
 };
 
 struct BudgetError : GrammarError {
@@ -28,13 +34,13 @@ struct CompileTimeout : TimeLimitExceeded {
   using TimeLimitExceeded::TimeLimitExceeded;
 };
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct UsageError : StencilError {
+  using StencilError::StencilError;
 };
 
 // One matcher used by two threads at once (a RuntimeError in Python).
-struct ConcurrentUseError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ConcurrentUseError : StencilError {
+  using StencilError::StencilError;
 };
 
 }  // namespace stencil

@@ -23,7 +23,8 @@ void bind_grammar(nb::module_& m) {
       .def_static("deserialize",
                   [](nb::bytes data) {
                     return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
-                  })
+                  },
+                  nb::arg("data"))
       .def_prop_ro("num_rules", [](const Grammar& g) { return g.rules.size(); })
       .def_prop_ro("num_lexemes", [](const Grammar& g) { return g.lexemes.size(); })
       .def("__str__", &Grammar::to_string);
@@ -35,9 +36,10 @@ void bind_grammar(nb::module_& m) {
       .def("re_empty", &GrammarBuilder::re_empty)
       .def("re_any_string", &GrammarBuilder::re_any_string)
       .def("re_any_byte_string", &GrammarBuilder::re_any_byte_string)
-      .def("re_literal", [](GrammarBuilder& b, const std::string& text) { return b.re_literal(text); })
+      .def("re_literal", [](GrammarBuilder& b, const std::string& text) { return b.re_literal(text); }, nb::arg("text"))
       .def("re_bytes",
-           [](GrammarBuilder& b, nb::bytes data) { return b.re_bytes(std::string(data.c_str(), data.size())); })
+           [](GrammarBuilder& b, nb::bytes data) { return b.re_bytes(std::string(data.c_str(), data.size())); },
+           nb::arg("data"))
       .def("re_byte_ranges", &GrammarBuilder::re_byte_ranges, nb::arg("ranges"))
       .def("re_char_ranges", &GrammarBuilder::re_char_ranges, nb::arg("ranges"), nb::arg("negate") = false)
       .def("re_concat", &GrammarBuilder::re_concat, nb::arg("items"))
@@ -58,8 +60,8 @@ void bind_grammar(nb::module_& m) {
       .def("re_multiple_of", &GrammarBuilder::re_multiple_of, nb::arg("multiple"),
            "JSON numbers written without exponent whose exact value is an integer multiple of `multiple` "
            "(a positive decimal string with at most 19 significant digits, e.g. '0.25' or '1e-8').")
-      .def("re_to_string", &GrammarBuilder::re_to_string)
-      .def("re_nullable", &GrammarBuilder::re_nullable)
+      .def("re_to_string", &GrammarBuilder::re_to_string, nb::arg("expr"))
+      .def("re_nullable", &GrammarBuilder::re_nullable, nb::arg("expr"))
       .def("lexeme", &GrammarBuilder::lexeme, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false,
            nb::arg("max_tokens") = 0)
       .def("literal", &GrammarBuilder::literal, nb::arg("text"), nb::arg("name") = "")
@@ -68,12 +70,12 @@ void bind_grammar(nb::module_& m) {
            nb::arg("final") = true)
       .def("rule", &GrammarBuilder::rule, nb::arg("name") = "")
       .def("add_alternative", &GrammarBuilder::add_alternative, nb::arg("rule"), nb::arg("symbols"))
-      .def("seq", &GrammarBuilder::seq)
-      .def("choice", &GrammarBuilder::choice)
-      .def("optional", &GrammarBuilder::optional)
+      .def("seq", &GrammarBuilder::seq, nb::arg("items"))
+      .def("choice", &GrammarBuilder::choice, nb::arg("items"))
+      .def("optional", &GrammarBuilder::optional, nb::arg("item"))
       .def("repeat", &GrammarBuilder::repeat, nb::arg("item"), nb::arg("min"), nb::arg("max"))
-      .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); })
-      .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); })
+      .def("star", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 0, -1); }, nb::arg("item"))
+      .def("plus", [](GrammarBuilder& b, Symbol s) { return b.repeat(s, 1, -1); }, nb::arg("item"))
       .def("empty", &GrammarBuilder::empty)
       .def(
           "add_check",

@@ -30,7 +30,8 @@ void bind_vocabulary(nb::module_& m) {
              v.check_id(id);
              auto s = v.token_bytes(static_cast<int32_t>(id));
              return nb::bytes(s.data(), s.size());
-           })
+           },
+           nb::arg("token_id"))
       .def("decode_bytes",
            [](const Vocabulary& v, const std::vector<int64_t>& ids) {
              std::string out;
@@ -39,8 +40,9 @@ void bind_vocabulary(nb::module_& m) {
                out += v.token_bytes(static_cast<int32_t>(id));
              }
              return nb::bytes(out.data(), out.size());
-           })
-      .def("is_special", &Vocabulary::is_special)
+           },
+           nb::arg("token_ids"))
+      .def("is_special", &Vocabulary::is_special, nb::arg("token_id"))
       .def_prop_ro("trie_nodes", [](const Vocabulary& v) { return v.trie().nodes().size(); })
       .def_prop_ro("trie_build_seconds", &Vocabulary::trie_build_seconds)
       .def_prop_ro("memory_bytes", &Vocabulary::memory_bytes)

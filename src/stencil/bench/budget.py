@@ -206,7 +206,6 @@ def run_generate(args) -> int:
     return 0 if rows["greedy budget on  valid"] == n and rows["sampled budget on  valid"] == n else 1
 
 
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m stencil.bench.budget", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -67,6 +67,7 @@ _log = logging.getLogger("vllm.stencil")
 # Speculative decoding rolls back at most the draft length; this bounds the history a matcher keeps.
 DEFAULT_MAX_ROLLBACK = 64
 
+
 class StencilGrammar(_GrammarBase):
     """One request's grammar state (vLLM's ``StructuredOutputGrammar``).
 

@@ -32,7 +32,6 @@ Example::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.json.schema.core.document import check_document, short_pointer
@@ -41,17 +40,9 @@ from stencil.grammar.json.schema.core.options import Options
 from stencil.grammar.json.schema.core.resolve import Resolver, deepest_point
 from stencil.grammar.json.schema.emit.emitter import Emitter
 from stencil.grammar.json.schema.read.context import Context
+from stencil.schema_options import SchemaInfo
 
 __all__ = ["build_json_schema", "json_schema_grammar", "SchemaInfo", "Options", "load_schema"]
-
-
-@dataclass
-class SchemaInfo:
-    """What a compilation ignored or relied on (filled by :func:`build_json_schema`)."""
-    ignored: list = field(default_factory=list)          # (keyword, JSON pointer, reason), lenient mode
-    unknown_keywords: dict = field(default_factory=dict)  # keyword -> first JSON pointer
-    unknown_formats: dict = field(default_factory=dict)   # format name -> first JSON pointer
-    checks: int = 0                                       # completion checks attached
 
 
 #: How deeply a schema document may nest (objects and arrays; the deepest of the 7,880 MaskBench

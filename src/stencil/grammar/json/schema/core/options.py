@@ -40,12 +40,19 @@
 - ``whitespace_around``: with flexible white space, allow it before and after the whole value
   too (off by default: llguidance and XGrammar refuse it; on for a tokenizer whose tokens carry
   the white space before a word). Only for a schema compiled on its own.
-- ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed on
-  the result (``Grammar.json_schema_ignored`` from :func:`json_schema_grammar`).
-- ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into.
+- ``lenient``: ignore what cannot be enforced instead of failing; what was ignored is listed in
+  the ``SchemaInfo`` given as ``info`` (and on ``CompiledGrammar.not_enforced``).
+- ``max_depth``: how deeply the JSON text may nest (objects and arrays).
 - ``assert_content``: enforce ``contentEncoding: "base64"`` (RFC 4648, padded). Off by default:
   in Draft 2020-12 (and 07) content keywords are annotations, and real schemas use them for
   unpadded or URL-safe variants.
+
+``registry`` (``{uri: schema}`` of other documents that ``$ref`` may point into) and ``info`` (a
+``SchemaInfo`` to fill) are arguments of the compile call, not options.
+
+``stencil.JsonSchemaOptions`` (:mod:`stencil.schema_options`) is the public, typed form of these
+options, the type of ``**options`` of ``GrammarCompiler.compile_json_schema`` and its siblings;
+:class:`Options` holds the defaults and checks the values.
 
 Example::
 
@@ -56,6 +63,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stencil._core import GrammarError
+from stencil.schema_options import KeySpelling, NumberSpelling, PropertyOrder, StringSpelling, Whitespace
 
 __all__ = ["Options", "DEFAULT_MAX_WHITESPACE_RUN"]
 
@@ -64,15 +72,17 @@ DEFAULT_MAX_WHITESPACE_RUN = 32
 
 @dataclass(frozen=True)
 class Options:
-    whitespace: object = "flexible"
+    """The JSON Schema options with their defaults (the one place they are defined); see the
+    module docstring for each."""
+    whitespace: Whitespace = "flexible"
     max_whitespace_run: int | None = DEFAULT_MAX_WHITESPACE_RUN
-    property_order: str = "definition"
+    property_order: PropertyOrder = "definition"
     lenient: bool = False
     max_depth: int = 32
     assert_content: bool = False
-    key_spelling: str = "any"
-    string_spelling: str = "any"
-    number_spelling: str = "any"
+    key_spelling: KeySpelling = "any"
+    string_spelling: StringSpelling = "any"
+    number_spelling: NumberSpelling = "any"
     whitespace_pattern: str | None = None
     item_separator: str | None = None
     key_separator: str | None = None
@@ -80,12 +90,17 @@ class Options:
     whitespace_around: bool = False
 
     @staticmethod
-    def make(**kw) -> "Options":
+    def make(**kw) -> Options:
+        """Checked options: TypeError naming an unknown option, GrammarError naming one whose
+        value is wrong (a GrammarError, so a server answers 400 to a request's bad option)."""
         known = set(Options.__dataclass_fields__)
         bad = sorted(set(kw) - known)
         if bad:
             raise TypeError(f"unknown JSON Schema option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
         o = Options(**kw)
+        for name in ("lenient", "assert_content", "whitespace_around"):
+            if not isinstance(getattr(o, name), bool):
+                raise GrammarError(f"{name} must be True or False, got {getattr(o, name)!r}")
         ws = o.whitespace
         if not (ws in ("flexible", "compact") or (isinstance(ws, int) and not isinstance(ws, bool) and 0 <= ws <= 16)):
             raise GrammarError(f"whitespace must be 'flexible', 'compact' or an indentation of 0 to 16 "
@@ -98,16 +113,16 @@ class Options:
             raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
         if o.property_order not in ("definition", "any"):
             raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
-        if o.max_whitespace_run is not None and (not isinstance(o.max_whitespace_run, int) or o.max_whitespace_run < 1):
+        run = o.max_whitespace_run
+        if run is not None and (not isinstance(run, int) or isinstance(run, bool) or run < 1):
             raise GrammarError(f"max_whitespace_run must be a positive int or None, got {o.max_whitespace_run!r}")
-        if not isinstance(o.whitespace_around, bool):
-            raise GrammarError(f"whitespace_around must be True or False, got {o.whitespace_around!r}")
-        if not isinstance(o.max_depth, int) or o.max_depth < 1:
+        if not isinstance(o.max_depth, int) or isinstance(o.max_depth, bool) or o.max_depth < 1:
             raise GrammarError(f"max_depth must be a positive int, got {o.max_depth!r}")
         return o
 
     @property
-    def indent(self):
+    def indent(self) -> int | None:
+        """The fixed indentation, or None for flexible or compact white space."""
         return self.whitespace if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool) else None
 
 

@@ -1,0 +1,154 @@
+"""The typed front door (issue 29): the JSON Schema options of ``compile_json_schema`` and its
+siblings are typed (``stencil.JsonSchemaOptions``), every one documented, with their defaults in
+one place (``Options``); an unknown option is a TypeError naming it, a wrong value a GrammarError
+naming the option; every error stencil raises is a ``stencil.StencilError``."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import typing
+
+import numpy as np
+import pytest
+
+import stencil
+from stencil.grammar.json.schema.core.options import Options
+
+OPTION_NAMES = [f.name for f in dataclasses.fields(Options)]
+
+#: the methods whose **options (or **json_options) are the JSON Schema options
+TYPED_METHODS = ("compile_json_schema", "compile_json", "compile_pydantic", "compile_reasoning_json",
+                 "compile_structural_tag")
+
+#: a value of the wrong type for each option (a new option must add one here)
+WRONG_TYPED = {
+    "whitespace": 1.5, "max_whitespace_run": "32", "property_order": 0, "lenient": "yes", "max_depth": "32",
+    "assert_content": 1, "key_spelling": None, "string_spelling": b"any", "number_spelling": 0,
+    "whitespace_pattern": 3, "item_separator": 3, "key_separator": [","], "escapes": 3, "whitespace_around": "no",
+}
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+
+
+def test_typed_dict_and_options_have_the_same_names_and_types():
+    hints = stencil.JsonSchemaOptions.__annotations__
+    assert list(hints) == OPTION_NAMES
+    for f in dataclasses.fields(Options):
+        declared = hints[f.name]
+        declared = declared.__forward_arg__ if isinstance(declared, typing.ForwardRef) else declared
+        assert declared == f.type, f.name
+    assert stencil.JsonSchemaOptions.__required_keys__ == frozenset()   # every option is optional
+
+
+def test_every_option_is_documented_in_compile_json_schema():
+    doc = inspect.getdoc(stencil.GrammarCompiler.compile_json_schema)
+    documented = set(re.findall(r"``(\w+)``", doc))
+    assert set(OPTION_NAMES) - documented == set()
+    assert {"registry", "info"} <= documented
+
+
+@pytest.mark.parametrize("method", TYPED_METHODS)
+def test_methods_type_their_options(method):
+    fn = getattr(stencil.GrammarCompiler, method)
+    assert fn.__wrapped__, "compile_* run under the compile deadline"
+    params = inspect.signature(fn).parameters
+    var_kw = [p for p in params.values() if p.kind is p.VAR_KEYWORD]
+    assert [p.annotation for p in var_kw] == ["Unpack[JsonSchemaOptions]"]
+    assert "JsonSchemaOptions" in inspect.getdoc(fn) or method == "compile_reasoning_json" \
+        or method == "compile_structural_tag"
+
+
+def test_registry_and_info_are_keyword_only_arguments(compiler):
+    params = inspect.signature(stencil.GrammarCompiler.compile_json_schema).parameters
+    assert params["registry"].kind is params["info"].kind is inspect.Parameter.KEYWORD_ONLY
+    info = stencil.SchemaInfo()
+    uri = "https://example.com/other.json"
+    g = compiler.compile_json_schema({"$ref": f"{uri}#/$defs/n"}, registry={uri: {"$defs": {"n": {
+        "type": "integer", "format": "x-mine"}}}}, info=info)
+    assert list(info.unknown_formats) == ["x-mine"]
+    m = stencil.Matcher(g)
+    assert m.accept_string("42") and m.is_accepting()
+    assert not stencil.Matcher(g).accept_string('"42"')   # the registry's integer, not any value
+
+
+def test_defaults_come_from_options(compiler):
+    """Each option given at Options's default compiles the same grammar as no option at all."""
+    plain = compiler.compile_json_schema(SCHEMA)
+    defaults = {name: getattr(Options(), name) for name in OPTION_NAMES}
+    assert compiler.compile_json_schema(SCHEMA, **defaults) is plain   # the same cache entry: the same IR
+    compact = compiler.compile_json_schema(SCHEMA, whitespace="compact")
+    assert compact is not plain
+
+
+def test_unknown_option_is_a_type_error_naming_it(compiler):
+    for method, args in (("compile_json_schema", (SCHEMA,)), ("compile_json", ())):
+        with pytest.raises(TypeError, match="unknown JSON Schema option.*whitespaces"):
+            getattr(compiler, method)(*args, whitespaces="compact")
+
+
+@pytest.mark.parametrize("name", OPTION_NAMES)
+def test_wrong_typed_option_is_a_grammar_error_naming_it(compiler, name):
+    assert name in WRONG_TYPED, f"add a wrong-typed value of the new option {name}"
+    extra = {"string_spelling": "controls"} if name == "escapes" else {}
+    with pytest.raises(stencil.GrammarError, match=rf"\b{name} must be"):
+        compiler.compile_json_schema(SCHEMA, **{name: WRONG_TYPED[name]}, **extra)
+
+
+def test_bool_options_refuse_truthy_values(compiler):
+    """lenient="no" would have been truthy: a bool option takes True or False only."""
+    with pytest.raises(stencil.GrammarError, match="lenient must be True or False, got 'no'"):
+        compiler.compile_json_schema({"type": "string", "contentSchema": {}}, lenient="no")
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def _exported_exceptions():
+    return {name: getattr(stencil, name) for name in stencil.__all__
+            if isinstance(getattr(stencil, name), type) and issubclass(getattr(stencil, name), BaseException)}
+
+
+def test_every_exported_error_derives_from_stencil_error():
+    errors = _exported_exceptions()
+    assert {"StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
+            "ConcurrentUseError", "ModelError"} <= set(errors)
+    assert [n for n, e in errors.items() if not issubclass(e, stencil.StencilError)] == []
+    # the builtin bases stay: code that caught ValueError or RuntimeError still does
+    assert issubclass(stencil.GrammarError, ValueError) and issubclass(stencil.UsageError, ValueError)
+    assert issubclass(stencil.ConcurrentUseError, RuntimeError)
+    assert stencil.StencilError.__module__ == "stencil._core"
+
+
+def test_every_core_error_is_exported():
+    core = {n for n in dir(stencil._core) if isinstance(getattr(stencil._core, n), type)
+            and issubclass(getattr(stencil._core, n), BaseException)}
+    assert core - set(stencil.__all__) == set()
+
+
+def test_stencil_error_catches_a_grammar_error_from_a_bad_schema(compiler):
+    with pytest.raises(stencil.StencilError) as e:
+        compiler.compile_json_schema({"type": "strnig"})
+    assert type(e.value) is stencil.GrammarError and "strnig" in str(e.value)
+
+
+def test_stencil_error_catches_a_budget_error():
+    b = stencil.GrammarBuilder()
+    with pytest.raises(stencil.StencilError) as e:
+        b.repeat(b.literal("a"), 0, 10**9)
+    assert type(e.value) is stencil.BudgetError and "repetition count" in str(e.value)
+
+
+def test_stencil_error_catches_a_usage_error(compiler):
+    m = stencil.Matcher(compiler.compile_regex("[0-9]+"))
+    bitmask = stencil.allocate_token_bitmask(2, compiler.tokenizer_info.vocab_size)
+    with pytest.raises(stencil.StencilError) as e:
+        stencil.fill_next_token_bitmasks([m, m], bitmask)
+    assert isinstance(e.value, stencil.UsageError) and "twice" in str(e.value)
+    assert np.asarray(bitmask).shape[0] == 2
+
+
+def test_model_error_is_a_stencil_error(tmp_path):
+    from stencil.models import load_model
+    with pytest.raises(stencil.StencilError) as e:
+        load_model(str(tmp_path / "missing.gguf"))
+    assert isinstance(e.value, stencil.ModelError)
