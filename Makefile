@@ -39,13 +39,13 @@ wheel: $(PY)
 	rm -f dist/stencil_llm-*.whl
 	$(PIP) wheel . --no-deps --no-build-isolation -w dist/
 
-test: install
+test: install lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The static checks (.ci/run runs them before the suite; well under a minute): ruff with
 # pyproject.toml's rules (its pycodestyle layout rules are the format check: see the comment there)
 # and mypy over src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi)
-# from the install. `make lint test` installs once.
+# from the install. `make test` runs them first.
 lint: install
 	$(PY) -m ruff check --no-cache src tests fuzz examples
 	mkdir -p build/typing/stencil
