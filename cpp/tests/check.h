@@ -49,14 +49,16 @@ bool check_eq(const A& a, const B& b, const char* text, const char* file, int li
   static const stencil_test::Register STENCIL_TEST_CAT(register_, name)(#name, name, __FILE__, __LINE__); \
   static void name()
 
-#define CHECK(cond) stencil_test::check(static_cast<bool>(cond), __FILE__, __LINE__, "CHECK(" #cond ")")
+// Variadic: a condition may hold commas outside parentheses (a braced initializer, a template).
+#define CHECK(...) \
+  stencil_test::check(static_cast<bool>(__VA_ARGS__), __FILE__, __LINE__, "CHECK(" #__VA_ARGS__ ")")
 // With a message that says which of many cases failed (built only on failure).
 #define CHECK_MSG(cond, msg)                                                                      \
   ((cond) ? stencil_test::check(true, __FILE__, __LINE__, "")                                     \
           : stencil_test::check(false, __FILE__, __LINE__, std::string("CHECK(" #cond ") ") + (msg)))
 #define CHECK_EQ(a, b) stencil_test::check_eq((a), (b), "CHECK_EQ(" #a ", " #b ")", __FILE__, __LINE__)
-#define REQUIRE(cond) \
-  if (!CHECK(cond)) throw stencil_test::Abort {}
+#define REQUIRE(...) \
+  if (!CHECK(__VA_ARGS__)) throw stencil_test::Abort {}
 #define REQUIRE_EQ(a, b) \
   if (!CHECK_EQ(a, b)) throw stencil_test::Abort {}
 

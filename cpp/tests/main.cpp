@@ -1,6 +1,9 @@
 // Runs the registered test cases: `stencil_cpp_tests [name-part ...]` runs the cases whose name
 // contains one of the parts (all without arguments). A watchdog ends the run when one case takes
 // longer than STENCIL_TEST_TIMEOUT seconds (default 120), naming it: a hang fails, it never blocks CI.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -50,6 +53,18 @@ void watchdog(int seconds) {
   }
 }
 
+// A crash names the case it happened in, then ends the run as it would have (write() alone: the
+// handler may run anywhere).
+void on_crash(int sig) {
+  const char* name = running ? running : "(none)";
+  const char head[] = "CRASH in test case ";
+  (void)!write(2, head, sizeof head - 1);
+  (void)!write(2, name, std::char_traits<char>::length(name));
+  (void)!write(2, "\n", 1);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 bool selected(const Case& c, int argc, char** argv) {
   if (argc < 2) return true;
   for (int i = 1; i < argc; ++i)
@@ -96,6 +111,7 @@ bool check(bool ok, const char* file, int line, const std::string& what) {
 
 int main(int argc, char** argv) {
   using namespace stencil_test;
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) signal(sig, on_crash);
   const char* env = std::getenv("STENCIL_TEST_TIMEOUT");
   std::thread watch(watchdog, env && std::atoi(env) > 0 ? std::atoi(env) : 120);
   size_t ran = 0, failed_cases = 0;
