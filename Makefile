@@ -46,13 +46,16 @@ test: install
 # The C++ unit tests (cpp/tests: thread pool, flat map, token trie, serialization, memory budget),
 # linked against the core's static library without the Python module, in a build folder of their
 # own (build/cpp-tests: incremental, Release as the extension). The cmake of `make install` (on
-# PATH), else one installed into the venv. CPP_TEST_ARGS: parts of test case names to run.
-CPP_TEST_BUILD := build/cpp-tests
+# PATH), else one installed into the venv. CPP_TEST_ARGS: parts of test case names to run. Under
+# ASan + UBSan: make test-cpp CPP_TEST_BUILD=build/cpp-tests-asan CPP_TEST_CMAKE_ARGS=-DSTENCIL_SANITIZE=ON
+CPP_TEST_BUILD ?= build/cpp-tests
+CPP_TEST_CMAKE_ARGS ?=
 CPP_TEST_JOBS ?= 2
 CMAKE ?= $(or $(shell command -v cmake 2>/dev/null),$(VENV)/bin/cmake)
 test-cpp: $(PY)
 	test -x "$(CMAKE)" || $(PIP) install --quiet "cmake>=3.18"
-	$(CMAKE) -S . -B $(CPP_TEST_BUILD) -DCMAKE_BUILD_TYPE=Release -DSTENCIL_CPP_TESTS=ON -DSTENCIL_PYTHON_MODULE=OFF
+	$(CMAKE) -S . -B $(CPP_TEST_BUILD) -DCMAKE_BUILD_TYPE=Release -DSTENCIL_CPP_TESTS=ON -DSTENCIL_PYTHON_MODULE=OFF \
+		$(CPP_TEST_CMAKE_ARGS)
 	$(CMAKE) --build $(CPP_TEST_BUILD) --target stencil_cpp_tests -j $(CPP_TEST_JOBS)
 	$(CPP_TEST_BUILD)/stencil_cpp_tests $(CPP_TEST_ARGS)
 
