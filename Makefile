@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel lint test test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -40,9 +40,10 @@ wheel: $(PY)
 	$(PIP) wheel . --no-deps --no-build-isolation -w dist/
 
 test: install lint
+	$(MAKE) test-cpp
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The static checks (.ci/run runs them before the suite; well under a minute): ruff with
+# The static checks (make test runs them before the suite; well under a minute): ruff with
 # pyproject.toml's rules (its pycodestyle layout rules are the format check: see the comment there)
 # and mypy over src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi)
 # from the install. `make test` runs them first.
@@ -52,6 +53,23 @@ lint: install
 	cp "$$($(PY) -c 'import pathlib, stencil._core as c; print(pathlib.Path(c.__file__).with_name("_core.pyi"))')" \
 		build/typing/stencil/_core.pyi
 	$(PY) -m mypy
+
+
+# The C++ unit tests (cpp/tests: thread pool, flat map, token trie, serialization, memory budget),
+# linked against the core's static library without the Python module, in a build folder of their
+# own (build/cpp-tests: incremental, Release as the extension). The cmake of `make install` (on
+# PATH), else one installed into the venv. CPP_TEST_ARGS: parts of test case names to run. Under
+# ASan + UBSan: make test-cpp CPP_TEST_BUILD=build/cpp-tests-asan CPP_TEST_CMAKE_ARGS=-DSTENCIL_SANITIZE=ON
+CPP_TEST_BUILD ?= build/cpp-tests
+CPP_TEST_CMAKE_ARGS ?=
+CPP_TEST_JOBS ?= 2
+CMAKE ?= $(or $(shell command -v cmake 2>/dev/null),$(VENV)/bin/cmake)
+test-cpp: $(PY)
+	test -x "$(CMAKE)" || $(PIP) install --quiet "cmake>=3.18"
+	$(CMAKE) -S . -B $(CPP_TEST_BUILD) -DCMAKE_BUILD_TYPE=Release -DSTENCIL_CPP_TESTS=ON -DSTENCIL_PYTHON_MODULE=OFF \
+		$(CPP_TEST_CMAKE_ARGS)
+	$(CMAKE) --build $(CPP_TEST_BUILD) --target stencil_cpp_tests -j $(CPP_TEST_JOBS)
+	$(CPP_TEST_BUILD)/stencil_cpp_tests $(CPP_TEST_ARGS)
 
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
 # pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles

@@ -24,6 +24,8 @@ PUBLIC = ROOT / "cpp" / "include" / "stencil"
 #: module-registration functions are lists of .def calls and are not held to it.
 MAX_FUNCTION_LINES = 80
 CHECKED_DIRS = ("grammar", "json", "lexer", "logits", "matcher", "parser", "regex", "support", "tokens")
+#: The C++ unit tests (``make test-cpp``) are held to the same limit.
+CPP_TESTS = ROOT / "cpp" / "tests"
 
 _SIGNATURE_END = re.compile(
     r"\)\s*(?:(?:const|override|final|noexcept|mutable)\s*)*(?:->\s*[\w:<>,\s*&]+)?$"
@@ -95,8 +97,8 @@ def functions(path: pathlib.Path) -> list:
 def long_functions(limit: int = MAX_FUNCTION_LINES) -> list:
     """(lines, file, first line, header) of each core function longer than `limit` lines."""
     out = []
-    for d in CHECKED_DIRS:
-        for path in sorted((CPP_SRC / d).rglob("*")):
+    for folder in [CPP_SRC / d for d in CHECKED_DIRS] + [CPP_TESTS]:
+        for path in sorted(folder.rglob("*")):
             if path.suffix not in (".h", ".cpp"):
                 continue
             for first, last, header in functions(path):
@@ -123,6 +125,12 @@ def test_core_functions_are_short():
     long = long_functions()
     assert not long, "functions over %d lines (split them into named steps):\n%s" % (
         MAX_FUNCTION_LINES, "\n".join("  %4d  %s:%d  %s" % f for f in long))
+
+
+def test_cpp_tests_are_scanned():
+    # `make test-cpp` builds every cpp/tests/*.cpp; the length rule must see their test cases.
+    found = [header for path in CPP_TESTS.glob("test_*.cpp") for _, _, header in functions(path)]
+    assert len([h for h in found if h.startswith("TEST_CASE(")]) >= 20
 
 
 def test_public_headers_include_nothing_private():

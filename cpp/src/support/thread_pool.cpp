@@ -28,6 +28,16 @@ void wait_until(Done done) {
   }
 }
 
+// The pool whose batch this thread is running an item of (a nested parallel_for runs inline).
+thread_local const ThreadPool* t_inside = nullptr;
+
+// Marks the current thread as working for `pool` while it lives.
+struct Inside {
+  const ThreadPool* outer;
+  explicit Inside(const ThreadPool* pool) : outer(t_inside) { t_inside = pool; }
+  ~Inside() { t_inside = outer; }
+};
+
 }  // namespace
 
 ThreadPool& ThreadPool::shared() {
@@ -52,9 +62,17 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_items(const std::function<void(size_t)>& fn, size_t n) {
+  Inside inside(this);
   for (size_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n;
        i = next_.fetch_add(1, std::memory_order_relaxed)) {
-    fn(i);
+    // Caught here so that the item still counts as finished (the caller waits for all of them)
+    // and no exception leaves a worker's thread (std::terminate).
+    try {
+      fn(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
     finished_.fetch_add(1, std::memory_order_release);
   }
 }
@@ -84,8 +102,16 @@ void ThreadPool::worker_loop() {
 
 void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (threads <= 1 || workers_.empty() || n == 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
+  if (threads <= 1 || workers_.empty() || n == 1 || t_inside == this) {
+    std::exception_ptr error;
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        fn(i);
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
     return;
   }
   std::lock_guard<std::mutex> run(run_mu_);
@@ -104,6 +130,12 @@ void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void
   // No helper may still be reading fn_ / n_ when the next batch sets them.
   helpers_wanted_.store(0, std::memory_order_release);
   wait_until([&] { return active_.load(std::memory_order_acquire) == 0; });
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    std::swap(error, error_);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace stencil

@@ -4,11 +4,17 @@
 // Items are claimed with an atomic counter (no lock per item), and an idle worker
 // spins briefly before it sleeps: batches of masks come every few microseconds
 // to milliseconds, and a futex wake-up would cost a good part of a batch.
+//
+// Every item runs, even when some throw: parallel_for then rethrows the first exception caught
+// (in any thread) after the batch is over. A parallel_for called from inside one of this pool's
+// items runs its items inline on the calling thread (the pool is busy with the outer batch).
+// Calls from several threads at once take turns. The destructor wakes and joins the workers.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -41,6 +47,8 @@ class ThreadPool {
   std::atomic<int> active_{0};   // workers inside a batch
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  std::mutex error_mu_;          // guards error_ (taken only when an item throws)
+  std::exception_ptr error_;     // the batch's first exception
 };
 
 }  // namespace stencil
