@@ -316,7 +316,8 @@ class StencilBackend(_BackendBase):
         bonus token's). Each grammar is advanced through its draft and rolled back after, so its
         state is unchanged; position by position, the rows of all requests are filled in one
         native call. A draft is cut at vLLM's padding (-1, a draft token refused by
-        ``validate_tokens``): the rows after it allow every token, as vLLM's own loop leaves them.
+        ``validate_tokens``) and at a token its row refuses (the request's token budget): the rows
+        after it allow every token, as vLLM's own loop leaves them after padding.
         A draft token the grammar refuses (vLLM validated the draft, so never expected) makes the
         rows after it copies of the last valid one. Returns the number of rows filled."""
         arr, requests = as_bitmask_array(bitmask), list(requests)
@@ -341,7 +342,12 @@ class StencilBackend(_BackendBase):
                         arr[p[2] + j] = -1
                 _fill_rows([p[0] for p in fill], arr, [p[2] + j for p in fill])
                 for p in fill:
-                    if j < len(p[1]):
+                    if j < len(p[1]) and not _allows(arr[p[2] + j], p[1][j]):
+                        # the budget refuses this draft token (the grammar allowed it): the
+                        # verifier rejects it here, so the rows after it are never read
+                        arr[p[2] + j + 1:p[2] + p[3]] = -1
+                        p[3] = j + 1
+                    elif j < len(p[1]):
                         if p[0].accept_tokens("", [p[1][j]]):
                             p[4] += 1
                         else:
@@ -476,6 +482,10 @@ def _grammar_bitmask_hook(original):
         return self._grammar_bitmask[:filled].numpy()
     grammar_bitmask.stencil_original = original
     return grammar_bitmask
+
+
+def _allows(row: np.ndarray, token: int) -> bool:
+    return bool((int(row[token >> 5]) >> (token & 31)) & 1)
 
 
 def _unpadded(draft) -> list[int]:
