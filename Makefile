@@ -83,7 +83,8 @@ test-cpp: $(PY)
 INT_VENV := .venv-integrations
 INT_PY := $(INT_VENV)/bin/python
 INTEGRATION_EXTRAS ?= llama,vllm
-INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_integrations_sglang.py \
+INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_integrations_vllm_spec.py \
+	tests/python/test_integrations_sglang.py \
 	tests/python/test_integrations_llama_cpp.py
 $(INT_PY):
 	$(PYTHON) -m venv $(INT_VENV)

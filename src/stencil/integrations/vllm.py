@@ -26,8 +26,10 @@ What ``install`` replaces for that name (see :mod:`stencil.integrations._vllm_ho
   left in the context) becomes the token budget of its masks, so outputs end valid within
   ``max_tokens``, with the end token inside it where the grammar leaves room for it;
 - the batch's bitmask, filled by one call of ``stencil.fill_next_token_bitmasks`` (native threads,
-  the GIL released) instead of one request at a time (without speculative decoding; with it, vLLM
-  fills each draft position in turn and stencil follows).
+  the GIL released) instead of one request at a time; under speculative decoding (n-gram, draft
+  models), one such call per draft position, each grammar advanced through its draft and rolled
+  back after (``StencilBackend.fill_draft_bitmasks``). Drafts are cut at the first token the
+  grammar refuses (``validate_tokens``) and matchers keep the history to roll a whole draft back.
 
 Options: ``disable_any_whitespace`` (config or request) gives compact JSON,
 ``disable_additional_properties`` (config or request) closes objects that list their properties
@@ -306,15 +308,57 @@ class StencilBackend(_BackendBase):
     def fill_bitmasks(self, bitmask: Any, rows: Iterable[tuple[Any, int, bool]]) -> None:
         """Fill a batch's rows at once: ``rows`` are vLLM's ``(grammar, row, apply)``; a row not
         applied (reasoning not over) or of a finished grammar allows every token."""
-        arr = as_bitmask_array(bitmask)
-        grammars, indices = [], []
-        for grammar, row, apply in rows:
-            if apply and not grammar.is_terminated():
-                grammars.append(grammar)
-                indices.append(row)
+        self.fill_draft_bitmasks(bitmask, [(grammar, (), row, apply) for grammar, row, apply in rows])
+
+    def fill_draft_bitmasks(self, bitmask: Any, requests: Iterable[tuple[Any, Any, int, bool]]) -> int:
+        """The masks of a speculative step, as vLLM's scheduler lays them out: ``requests`` are
+        ``(grammar, draft, first_row, apply)``, and request i gets ``len(draft) + 1`` rows from
+        ``first_row``: the mask after ``draft[:j]`` at row ``first_row + j`` (the last one is the
+        bonus token's). Each grammar is advanced through its draft and rolled back after, so its
+        state is unchanged; position by position, the rows of all requests are filled in one
+        native call. A draft is cut at vLLM's padding (-1, a draft token refused by
+        ``validate_tokens``) and at a token its row refuses (the request's token budget): the rows
+        after it allow every token, as vLLM's own loop leaves them after padding.
+        A draft token the grammar refuses (vLLM validated the draft, so never expected) makes the
+        rows after it copies of the last valid one. Returns the number of rows filled."""
+        arr, requests = as_bitmask_array(bitmask), list(requests)
+        plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
+        for grammar, draft, first, apply in requests:
+            draft = [int(t) for t in draft]
+            cut = next((i for i, t in enumerate(draft) if t < 0), len(draft))
+            arr[first + cut + 1:first + len(draft) + 1] = -1
+            if not apply:
+                arr[first:first + cut + 1] = -1
             else:
-                arr[row] = -1
-        _fill_rows(grammars, arr, indices)
+                plan.append([grammar, draft[:cut], first, cut + 1, 0, None])
+        depth = max((p[3] for p in plan), default=0)
+        try:
+            for j in range(depth):
+                live = [p for p in plan if j < p[3]]
+                fill = [p for p in live if p[5] is None and not p[0].is_terminated()]
+                for p in live:
+                    if p[5] is not None:
+                        arr[p[2] + j] = arr[p[5]]
+                    elif p[0].is_terminated():
+                        arr[p[2] + j] = -1
+                _fill_rows([p[0] for p in fill], arr, [p[2] + j for p in fill])
+                for p in fill:
+                    if j < len(p[1]) and not _allows(arr[p[2] + j], p[1][j]):
+                        # the budget refuses this draft token (the grammar allowed it): the
+                        # verifier rejects it here, so the rows after it are never read
+                        arr[p[2] + j + 1:p[2] + p[3]] = -1
+                        p[3] = j + 1
+                    elif j < len(p[1]):
+                        if p[0].accept_tokens("", [p[1][j]]):
+                            p[4] += 1
+                        else:
+                            _log.error("stencil: a draft token the grammar refuses reached the bitmask (%d)", p[1][j])
+                            p[5] = p[2] + j
+        finally:
+            for p in plan:
+                if p[4]:
+                    p[0].rollback(p[4])
+        return sum(len(d) + 1 for _, d, _, _ in requests)
 
     def allocate_token_bitmask(self, max_num_seqs: int):
         """An int32 torch tensor [max_num_seqs, ceil(vocab_size / 32)] (a numpy array without torch)."""
@@ -414,21 +458,41 @@ def _create_grammar_hook(original):
 
 
 def _grammar_bitmask_hook(original):
-    """StructuredOutputManager.grammar_bitmask: without speculative decoding, the batch's rows in
-    one call of stencil's batch fill (with it, vLLM's own loop over draft positions)."""
+    """StructuredOutputManager.grammar_bitmask: the batch's rows, every draft position of every
+    request, by ``StencilBackend.fill_draft_bitmasks`` (one native fill per position). vLLM's own
+    loop serves a batch where reasoning is not over (its grammar starts inside a draft) and
+    diffusion models (no bonus token)."""
     def grammar_bitmask(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens):
         if (not isinstance(self.backend, StencilBackend) or not structured_output_request_ids
-                or self.vllm_config.num_speculative_tokens):
+                or self.vllm_config.model_config.is_diffusion):
             return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
-        if self._grammar_bitmask is None:
-            self._grammar_bitmask = self.backend.allocate_token_bitmask(self.vllm_config.scheduler_config.max_num_seqs)
-        rows = [(requests[rid].structured_output_request.grammar, i,
-                 self._get_constraint_bounds(requests[rid], ()).constraint_start == 0)
-                for i, rid in enumerate(structured_output_request_ids)]
-        self.backend.fill_bitmasks(self._grammar_bitmask, rows)
-        return self._grammar_bitmask[:len(rows)].numpy()
+        plan, row = [], 0
+        for rid in structured_output_request_ids:
+            draft = scheduled_spec_decode_tokens.get(rid, ())
+            n = len(_unpadded(draft))
+            start, constrain = self._get_constraint_bounds(requests[rid], _unpadded(draft))
+            if (start, constrain) != (0, 0) and min(start, constrain) <= n:   # reasoning ends in the draft
+                return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
+            plan.append((requests[rid].structured_output_request.grammar, draft, row, constrain == 0))
+            row += len(draft) + 1
+        if self._grammar_bitmask is None:   # a row per draft position and one for the bonus token
+            rows_per_request = 1 + self.vllm_config.num_speculative_tokens
+            self._grammar_bitmask = self.backend.allocate_token_bitmask(
+                self.vllm_config.scheduler_config.max_num_seqs * rows_per_request)
+        filled = self.backend.fill_draft_bitmasks(self._grammar_bitmask, plan)
+        return self._grammar_bitmask[:filled].numpy()
     grammar_bitmask.stencil_original = original
     return grammar_bitmask
+
+
+def _allows(row: np.ndarray, token: int) -> bool:
+    return bool((int(row[token >> 5]) >> (token & 31)) & 1)
+
+
+def _unpadded(draft) -> list[int]:
+    """A draft up to vLLM's padding (-1: a position whose draft token was refused)."""
+    draft = list(draft)
+    return draft[:next((i for i, t in enumerate(draft) if t < 0), len(draft))]
 
 
 def _patch(owner: Any, name: str, make) -> None:
