@@ -8,18 +8,17 @@
 // return more.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
-#include <cstdlib>
 
 #include "matcher/completion.h"
 
 namespace stencil {
 
 namespace {
-constexpr size_t kMaxStates = 1u << 14;  // per breadth-first search to a lexeme's end
+constexpr size_t kMaxStates = 1024;  // per breadth-first search to a lexeme's end
 // explored per lexeme region (exploring makes lexer states; a length beside a pattern makes counts
 // times pattern states, past any cap: a failed exploration of 256 cost about 5 ms)
 constexpr size_t kMaxExplored = 64;
+constexpr uint32_t kRelaxLimit = 64;  // byte_distance's searches: bounds from it up lifted
 }  // namespace
 
 CompletionTables::ByteSteps CompletionTables::byte_steps() const {
@@ -81,9 +80,22 @@ uint32_t CompletionTables::state_bytes(uint32_t alone) {
   return d;
 }
 
-// Breadth-first over single-byte tokens from `start` to the first end of lexeme l (kInf past
-// kMaxStates states).
+// A length bound beside a pattern makes states of each count (a search from each of them makes
+// hundreds of lexer states): searched from the state with its bounds of kRelaxLimit or more
+// lifted instead, the same on every path shorter than that, and shared by the counts.
 uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+  const uint32_t relaxed = lexer_.state(start).bounded ? lexer_.relaxed_state(start, kRelaxLimit) : Lexer::kDead;
+  if (relaxed != Lexer::kDead && relaxed != start) {
+    const uint32_t d = byte_search(relaxed, l, path);
+    if (d < kRelaxLimit) return d;
+  }
+  return byte_search(start, l, path);
+}
+
+// Breadth-first over single-byte tokens from `start` to the first end of lexeme l; past
+// kMaxStates states, depth-first (a path, not the shortest: where states branch at each byte, as
+// `[ab]*a[ab]{12}`, the breadth of the search grows as 2^depth).
+uint32_t CompletionTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
   const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
@@ -94,7 +106,6 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector
     const uint32_t s = queue[h];
     const auto& acc = lexer_.state(s).accepting;
     if (std::binary_search(acc.begin(), acc.end(), l)) {
-      if (getenv("BDBG")) fprintf(stderr, "byte_distance %u states %zu\n", depth[h], queue.size());
       if (path) {
         path->resize(depth[h]);
         for (size_t k = h; k != 0; k = parent[k]) (*path)[depth[k] - 1] = via[k];
@@ -104,11 +115,10 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector
     if (lexer_.state(s).end_now) continue;
     for (int c = 0; c < 256; ++c) {
       if (steps.rep[c] < 0 || !steps.token_class[c]) continue;
-      if (getenv("ASC") && (steps.rep[c] >= 0x7F || steps.rep[c] < 0x20)) continue;
       ticker.tick();
       const uint32_t t = lexer_.next(s, static_cast<uint8_t>(steps.rep[c]));
       if (t == Lexer::kDead || !index.emplace(t, static_cast<uint32_t>(queue.size())).second) continue;
-      if (queue.size() >= kMaxStates) return kInf;
+      if (queue.size() >= kMaxStates) return byte_dive(start, l, path);
       queue.push_back(t);
       depth.push_back(depth[h] + 1);
       parent.push_back(static_cast<uint32_t>(h));
@@ -118,7 +128,39 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector
   return kInf;
 }
 
-// The bytes of a shortest path in single bytes, cut into tokens longest first (every byte is a
+// Depth-first over single-byte tokens from `start` to an end of lexeme l, each state once (kInf
+// past kMaxStates states).
+uint32_t CompletionTables::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+  const ByteSteps& steps = byte_steps_;
+  std::unordered_map<uint32_t, bool> seen{{start, true}};
+  std::vector<std::pair<uint32_t, int>> stack{{start, 0}};  // (state, next class to try)
+  std::vector<uint8_t> bytes;
+  deadline::Ticker ticker;
+  while (!stack.empty()) {
+    auto& [s, c] = stack.back();
+    const auto& acc = lexer_.state(s).accepting;
+    if (c == 0 && std::binary_search(acc.begin(), acc.end(), l)) {
+      if (path) *path = bytes;
+      return static_cast<uint32_t>(bytes.size());
+    }
+    while (c < 256 && (steps.rep[c] < 0 || !steps.token_class[c] || lexer_.state(s).end_now)) ++c;
+    if (c >= 256) {
+      stack.pop_back();
+      if (!bytes.empty()) bytes.pop_back();
+      continue;
+    }
+    ticker.tick();
+    const uint8_t b = static_cast<uint8_t>(steps.rep[c++]);
+    const uint32_t t = lexer_.next(s, b);
+    if (t == Lexer::kDead || !seen.emplace(t, true).second) continue;
+    if (seen.size() >= kMaxStates) return kInf;
+    stack.push_back({t, 0});  // (s and c are not used past this)
+    bytes.push_back(b);
+  }
+  return kInf;
+}
+
+// The bytes of a path in single bytes (byte_distance), cut into tokens longest first (every byte is a
 // token: byte_steps_ walks only such bytes). A real token path inside the lexeme, so an upper
 // bound on the fewest tokens, which stays consistent where the states it passes keep their
 // rest of it (tokens_to_end memoizes them). Stops at a state whose distance is memoized.

@@ -198,6 +198,7 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
   size_t head = 0, work = 0;
+  bool full = false;  // some state was left out (max_states)
   for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
     const Node h = queue[head];
     const std::vector<uint32_t>& next = token_successors(h.state, &work);
@@ -215,13 +216,15 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
       } else if (seen.size() < max_states) {
         seen.emplace(u, true);
         queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head)});
+      } else {
+        full = true;
       }
     }
   }
   // Cut short (each state searched walks the trie: where every token leads to a state of its
-  // own, as a pattern beside a length, thousands of them cost seconds): the path along a
-  // shortest one in single bytes, where it is shorter than what was found.
-  if (head < queue.size() && work >= max_work && queue[head].depth + 1 < best) {
+  // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
+  // single bytes, where it is shorter than what was found.
+  if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
     std::vector<uint32_t> passed;
     const uint32_t d = path_to_end(state, lexeme, &passed);
     if (d < best) {

@@ -93,8 +93,11 @@ class CompletionTables {
     std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
   };
   ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
-  // (with `path`: the bytes of the shortest path found)
+  // (with `path`: the bytes of the path found; the shortest one, unless the breadth-first search
+  // passes a thousand states)
   uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr) const;
+  uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
+  uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
   uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
   bool beyond_search(uint32_t alone);
