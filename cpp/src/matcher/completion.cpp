@@ -170,22 +170,6 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
     if (const uint32_t d = known(state); d < kInf) return d;
   }
   if (ends(state)) return 0;
-  // One token that is a single byte ends it (a string's closing quote): no search.
-  {
-    std::vector<uint8_t> probed(256, 0);
-    const ByteClasses& classes = lexer_.classes();
-    for (uint8_t b : single_bytes_) {
-      const uint16_t c = classes.class_of[b];
-      if (c < 256 && probed[c]) continue;
-      if (c < 256) probed[c] = 1;
-      const uint32_t u = lexer_.next(state, b);
-      if (u != Lexer::kDead && ends(u)) {
-        std::unique_lock<std::shared_mutex> lock(mu_);
-        remember(to_end_, state, 1);
-        return 1;
-      }
-    }
-  }
   if (ends_in_one_token(state, lexeme, ticker)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     remember(to_end_, state, 1);
@@ -253,6 +237,18 @@ void CompletionTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, ui
 // every token (on a huge automaton, making a lexer state for each). A walk that finds none has
 // seen every successor: they are kept as token_successors' (unless another search's are).
 bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  // One token that is a single byte ends it (a string's closing quote): no walk.
+  std::vector<uint8_t> probed(256, 0);
+  const ByteClasses& classes = lexer_.classes();
+  for (uint8_t b : single_bytes_) {
+    const uint16_t c = classes.class_of[b];
+    if (c < 256 && probed[c]) continue;
+    if (c < 256) probed[c] = 1;
+    const uint32_t u = lexer_.next(state, b);
+    if (u == Lexer::kDead) continue;
+    const auto& acc = lexer_.state(u).accepting;
+    if (std::binary_search(acc.begin(), acc.end(), lexeme)) return true;
+  }
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     if (successors_.count(state)) return false;  // the search reads them: none ends it, or it finds it
