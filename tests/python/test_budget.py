@@ -567,3 +567,22 @@ def test_budget_masks_at_a_length_beside_a_pattern_make_few_lexer_states():
             assert m.accept_token(t)
         states[budgeted] = g.num_lexer_states
     assert states[True] <= 5 * states[False], states
+
+
+def test_a_token_search_cut_short_still_bounds_the_cost():
+    """A maxLength beside a pattern whose states branch at each byte (the last 15 bytes decide):
+    the token searches pass their caps (32,768 states from the string's start) before any end, and the
+    intersection has no shortest word read off its expression. The cost was then unknown and the
+    budget refused every token of a valid instance (an email beside a maxLength 254 in MaskBench);
+    the path in single bytes bounds it now (here exactly: one token per byte)."""
+    tok = byte_vocab()
+    g = stencil.GrammarCompiler(tok).compile_json_schema(
+        {"type": "string", "maxLength": 40, "pattern": "^[ab]*a[ab]{14}$"}, string_spelling="plain")
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    text = b'"ab' + b"b" * 13 + b'"'
+    for k, b in enumerate(text):  # (the quotes and 15 characters, the first an a: the shortest)
+        assert m.min_completion_tokens() == len(text) - k, k
+        assert b in allowed(m, bm, len(text) - k), k  # the instance fits its budget exactly
+        assert m.accept_token(b)
+    assert m.is_accepting()

@@ -411,11 +411,20 @@ int plain_char_length(int b) {
 
 bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const {
   std::lock_guard<std::mutex> lock(mu_);
+  auto it = text_heads_.find(s);
+  if (it == text_heads_.end()) it = text_heads_.emplace(s, text_head(s)).first;
+  *k = it->second.k;
+  *relaxed = it->second.relaxed;
+  *rest = it->second.rest;
+  return it->second.ok;
+}
+
+Lexer::TextHead Lexer::text_head(uint32_t s) const {
   const Pairs& p = state_pairs_[s];
-  if (p.size() != 2 || lexemes_[p[0]].lazy) return false;
+  if (p.size() != 2 || lexemes_[p[0]].lazy) return {};
   const uint32_t lex = p[0];
   const ExprNode n = store_.node(p[1]);
-  if (n.kind != ExprKind::Concat) return false;
+  if (n.kind != ExprKind::Concat) return {};
   // The head counts characters: C{lo,k}, or C{lo,k} & P & ... where every other conjunct holds
   // all plain text from here on (a pattern that has matched and ends with `.*`, beside a
   // maxLength): on plain text the intersection is then C{lo,k} alone.
@@ -432,12 +441,12 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
       else
         others.push_back(x);
     }
-    if (rep_id == ExprStore::kNothing) return false;
+    if (rep_id == ExprStore::kNothing) return {};
   }
   const ExprNode rep = store_.node(rep_id);
   const ExprId tail = n.b;
   // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
-  if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return false;
+  if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
   // Every alternative of C that plain text can enter is one whole character: a chain of byte
   // sets whose length is the UTF-8 length of its (plain) lead bytes, continuation bytes after.
   const ExprNode& c = store_.node(rep.a);
@@ -451,34 +460,32 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
       x = store_.node(x).b;
     }
     chain.push_back(x);
-    if (store_.node(chain[0]).kind != ExprKind::Bytes) return false;
+    if (store_.node(chain[0]).kind != ExprKind::Bytes) return {};
     const ByteSet& lead = store_.byteset(store_.node(chain[0]).a);
     int len = 0;
     for (int b = 0; b < 256; ++b) {
       if (!lead.has(static_cast<uint8_t>(b))) continue;
       int l = plain_char_length(b);
       if (l == 0) continue;
-      if (len != 0 && l != len) return false;
+      if (len != 0 && l != len) return {};
       len = l;
     }
     if (len == 0) continue;  // plain text cannot enter this alternative (an escape)
-    if (chain.size() != static_cast<size_t>(len)) return false;
+    if (chain.size() != static_cast<size_t>(len)) return {};
     for (ExprId part : chain)
-      if (store_.node(part).kind != ExprKind::Bytes) return false;
+      if (store_.node(part).kind != ExprKind::Bytes) return {};
     for (size_t j = 1; j < chain.size(); ++j) {
       const ByteSet& cont = store_.byteset(store_.node(chain[j]).a);
       for (int b = 0; b < 256; ++b)
-        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return false;
+        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return {};
     }
   }
   for (ExprId x : others)
-    if (!covers_plain(x, 256)) return false;
-  *k = rep.max;
+    if (!covers_plain(x, 256)) return {};
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters.
-  *relaxed = intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
-  *rest = intern_state({lex, tail});
-  return true;
+  return {true, rep.max, intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)}),
+          intern_state({lex, tail})};
 }
 
 bool Lexer::has_lazy(uint32_t s) const {

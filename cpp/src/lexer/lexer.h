@@ -158,6 +158,11 @@ class Lexer {
   template <class Step>
   bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
+  struct TextHead {
+    bool ok = false;
+    uint32_t k = 0, relaxed = 0, rest = 0;
+  };
+  TextHead text_head(uint32_t s) const;  // bounded_text_head, not memoized; mu_ held
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
   void note_growth() const;                  // mu_ held
@@ -196,6 +201,8 @@ class Lexer {
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
   mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes; mu_
+  // bounded_text_head per state (asked per trie node by the budget's walks of the trie); mu_
+  mutable std::unordered_map<uint32_t, TextHead> text_heads_;
   bool has_unique_keys_ = false;
 };
 

@@ -12,6 +12,11 @@ namespace stencil {
 namespace {
 constexpr size_t kLexemeSearchStates = 1u << 15;  // per lexeme of the grammar, once
 constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reaches
+// Trie nodes a search may walk (each state it expands walks the trie, unless an earlier search
+// did: where every token leads to a state of its own, as with a pattern beside a length, a walk
+// takes milliseconds); past them the path in single bytes (path_to_end) bounds the cost.
+constexpr size_t kLexemeSearchWork = 1u << 21;
+constexpr size_t kStateSearchWork = 1u << 17;
 }  // namespace
 
 CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
@@ -29,7 +34,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const M
       lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
       continue;
     }
-    lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, ticker);
+    lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, kLexemeSearchWork, ticker);
   }
   // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
   const size_t n_nt = g.nonterminal_names.size();
@@ -150,7 +155,7 @@ std::shared_ptr<const InnerSteps> CompletionTables::inner_steps(uint32_t state, 
 // it later, so walking a string or a date token by token searches about once per state instead
 // of once per state and path. Each memoized distance is the length of a real token path to the
 // lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
-uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states,
+uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                          deadline::Ticker& ticker) {
   auto ends = [&](uint32_t s) {
     const auto& acc = lexer_.state(s).accepting;
@@ -165,22 +170,6 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
     if (const uint32_t d = known(state); d < kInf) return d;
   }
   if (ends(state)) return 0;
-  // One token that is a single byte ends it (a string's closing quote): no search.
-  {
-    std::vector<uint8_t> probed(256, 0);
-    const ByteClasses& classes = lexer_.classes();
-    for (uint8_t b : single_bytes_) {
-      const uint16_t c = classes.class_of[b];
-      if (c < 256 && probed[c]) continue;
-      if (c < 256) probed[c] = 1;
-      const uint32_t u = lexer_.next(state, b);
-      if (u != Lexer::kDead && ends(u)) {
-        std::unique_lock<std::shared_mutex> lock(mu_);
-        remember(to_end_, state, 1);
-        return 1;
-      }
-    }
-  }
   if (ends_in_one_token(state, lexeme, ticker)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     remember(to_end_, state, 1);
@@ -192,9 +181,11 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
   std::vector<Node> queue{{state, 0, 0}};
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
-  for (size_t head = 0; head < queue.size() && queue[head].depth + 1 < best; ++head) {
+  size_t head = 0, work = 0;
+  bool full = false;  // some state was left out (max_states)
+  for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
     const Node h = queue[head];
-    const std::vector<uint32_t>& next = token_successors(h.state);
+    const std::vector<uint32_t>& next = token_successors(h.state, &work);
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (uint32_t u : next) {
       if (seen.count(u)) continue;
@@ -209,7 +200,21 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
       } else if (seen.size() < max_states) {
         seen.emplace(u, true);
         queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head)});
+      } else {
+        full = true;
       }
+    }
+  }
+  // Cut short (each state searched walks the trie: where every token leads to a state of its
+  // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
+  // single bytes, where it is shorter than what was found.
+  if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
+    std::vector<uint32_t> passed;
+    const uint32_t d = path_to_end(state, lexeme, &passed);
+    if (d < best) {
+      std::unique_lock<std::shared_mutex> lock(mu_);
+      for (uint32_t i = 0; i < passed.size(); ++i) remember(to_end_, passed[i], d - i);
+      return d;
     }
   }
   if (best >= kInf) return kInf;
@@ -232,6 +237,18 @@ void CompletionTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, ui
 // every token (on a huge automaton, making a lexer state for each). A walk that finds none has
 // seen every successor: they are kept as token_successors' (unless another search's are).
 bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  // One token that is a single byte ends it (a string's closing quote): no walk.
+  std::vector<uint8_t> probed(256, 0);
+  const ByteClasses& classes = lexer_.classes();
+  for (uint8_t b : single_bytes_) {
+    const uint16_t c = classes.class_of[b];
+    if (c < 256 && probed[c]) continue;
+    if (c < 256) probed[c] = 1;
+    const uint32_t u = lexer_.next(state, b);
+    if (u == Lexer::kDead) continue;
+    const auto& acc = lexer_.state(u).accepting;
+    if (std::binary_search(acc.begin(), acc.end(), lexeme)) return true;
+  }
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     if (successors_.count(state)) return false;  // the search reads them: none ends it, or it finds it
@@ -254,7 +271,7 @@ bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadli
 
 // The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
 // with the lexer alone), memoized: the searches of neighbouring states expand the same states.
-const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) {
+const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state, size_t* work) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = successors_.find(state);
@@ -265,7 +282,7 @@ const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state) 
     walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
       out.push_back(s & ~Lexer::kEndNowTag);
       return false;
-    });
+    }, true, work);
   return keep_successors(state, std::move(out));
 }
 
@@ -298,7 +315,7 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
     if (pair.lexeme != kNoLexeme) {
       // (at most the distance in single bytes: the bounds read off the expressions hold where
       // the search stops short)
-      const uint32_t d = std::min(tokens_to_end(alone, pair.lexeme, kStateSearchStates, ticker), pair.shortest);
+      const uint32_t d = std::min(tokens_to_end(alone, pair.lexeme, kStateSearchStates, kStateSearchWork, ticker), pair.shortest);
       if (d < kInf) found.push_back({pair.lexeme, d});
     } else {
       bfs_to(alone, lexer_.live_lexemes(alone), &found, kStateSearchStates, ticker);

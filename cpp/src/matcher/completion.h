@@ -82,13 +82,22 @@ class CompletionTables {
   // (ticker: this search's, as the tables are shared by threads)
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out, size_t max_states,
                   deadline::Ticker& ticker) const;
-  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, deadline::Ticker& ticker);
+  // (max_work: trie nodes the search may walk; past them path_to_end bounds the rest)
+  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                         deadline::Ticker& ticker);
+  // A token path to the end of `lexeme` from `state` read off a shortest path in single bytes
+  // (its tokens longest first), with the states it passes; kInf where none is found.
+  uint32_t path_to_end(uint32_t state, uint32_t lexeme, std::vector<uint32_t>* passed);
   struct ByteSteps {
     std::vector<int> rep;               // per byte class: a byte of it (-1: none; empty: unusable)
     std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
   };
   ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
-  uint32_t byte_distance(uint32_t start, uint32_t l) const;
+  // (with `path`: the bytes of the path found; the shortest one, unless the breadth-first search
+  // passes a thousand states)
+  uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr) const;
+  uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
+  uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
   uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
   bool beyond_search(uint32_t alone);
@@ -97,7 +106,7 @@ class CompletionTables {
   void remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value);
   static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
                                           const std::vector<uint32_t>& value);
-  const std::vector<uint32_t>& token_successors(uint32_t state);
+  const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
   bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
   const Lexer& lexer_;

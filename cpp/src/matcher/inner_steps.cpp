@@ -95,7 +95,7 @@ class InsideWalk {
 }  // namespace
 
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
-                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops) {
+                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops, size_t* nodes_walked) {
   const auto& nodes = trie.nodes();
   const auto& before = trie.tokens_before();
   InsideWalk inside(lexer, cache, trie, visit);
@@ -106,6 +106,7 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
     ticker.tick();
+    if (nodes_walked) ++*nodes_walked;
     const uint32_t t = lexer.next_tagged(st[node.depth - 1], node.byte);
     if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) {
       if (t != Lexer::kDead && ending && node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;

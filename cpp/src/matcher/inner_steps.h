@@ -23,9 +23,11 @@ class TokenTrie;
 // also the tokens whose last byte ends the lexeme at once (their state tagged
 // Lexer::kEndNowTag); longer tokens through such a byte cross into the next lexeme and are left
 // out either way. A visit that returns true ends the walk. Without `skip_loops`, every token is
-// visited alone (no loop question asked: a walk that may stop early saves them).
+// visited alone (no loop question asked: a walk that may stop early saves them). `nodes`, where
+// given, counts the trie nodes walked.
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
-                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops = true);
+                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops = true,
+                 size_t* nodes = nullptr);
 
 struct InnerSteps {
   // The state most inner tokens lead to (Lexer::kDead: there are none); every inner token not in
