@@ -37,3 +37,18 @@ def start_server(**app_options):
         server.should_exit = True
         thread.join(10)
     return f"http://127.0.0.1:{port}", stop
+
+
+def assert_idle_soon(url, within=15.0):
+    """Dropped requests leave the batch: /health shows nothing running or waiting within
+    seconds. (A job that went on to its max_tokens after its client left would hold its slot for
+    tens of seconds, while a later request still succeeds: that alone shows no leak.)"""
+    import httpx
+    deadline = time.monotonic() + within
+    while True:
+        h = httpx.get(url + "/health", timeout=30).json()
+        if h["running"] == 0 and h["waiting"] == 0:
+            return
+        assert time.monotonic() < deadline, f"still busy {within:g} s after the clients left: {h}"
+        time.sleep(0.1)
+

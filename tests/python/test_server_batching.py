@@ -9,7 +9,7 @@ import json
 import pytest
 
 from generation_model import default_model
-from server_fixture import start_server
+from server_fixture import assert_idle_soon, start_server
 
 torch = pytest.importorskip("torch")
 
@@ -114,6 +114,7 @@ def test_cancelled_stream_frees_its_slot(server):
                                                 messages=[{"role": "user", "content": "Tell a very long story."}])
         next(iter(stream))
         stream.close()
+    assert_idle_soon(server)
     r = client.chat.completions.create(model=name, max_tokens=4, messages=[{"role": "user", "content": "hi"}])
     assert r.choices[0].message.content
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import pytest
+import regex
 
-from server_fixture import start_server
+from server_fixture import assert_idle_soon, start_server
 
 httpx = pytest.importorskip("httpx")
 
@@ -48,6 +50,14 @@ def test_five_megabyte_schema(base_url):
     assert len(json.dumps(schema)) > 5_000_000
     r = _chat(base_url, _schema_request(schema))
     assert r.status_code in (200, 400, 413), r.status_code
+    if r.status_code == 200:
+        # 60,000 required members cannot close in 4 tokens: cut at the budget, a prefix of the schema's text
+        choice = r.json()["choices"][0]
+        assert choice["finish_reason"] == "length", choice
+        # (the pattern is unanchored: any string value that holds it)
+        assert regex.fullmatch(r'\{"p0_x{40}":".*', choice["message"]["content"], regex.S, partial=True), choice
+    else:
+        _assert_400(r)
     _still_serves(base_url)
 
 
@@ -73,6 +83,9 @@ def test_pathological_pattern(base_url):
     assert r.status_code in (200, 400), r.text[:300]
     if r.status_code == 400:
         _assert_400(r)
+    else:  # the constraint held: what came is a prefix of the pattern's language
+        text = r.json()["choices"][0]["message"]["content"]
+        assert text and regex.fullmatch("(a|b)*a(a|b){40}", text, partial=True), text
     _still_serves(base_url)
 
 
@@ -94,4 +107,21 @@ def test_dropped_requests(base_url):
             s.sendall(head + body)
             if i % 10 == 0:
                 s.recv(64)  # some wait for the stream to start, then leave
+    assert_idle_soon(base_url)
     _still_serves(base_url)
+
+
+def test_compile_timeout_answers_400_not_a_hang():
+    """create_app(compile_timeout=...): a schema whose front-end work takes seconds (20,000
+    patterned properties) is refused with a 400 naming the timeout, soon; the server goes on."""
+    url, stop = start_server(compile_timeout=0.5)
+    try:
+        props = {f"p{i}": {"type": "string", "pattern": f"^x{i}[a-z]*$", "maxLength": 20} for i in range(20_000)}
+        t0 = time.monotonic()
+        r = _chat(url, _schema_request({"type": "object", "properties": props}))
+        msg = _assert_400(r)
+        assert r.json()["error"]["code"] == "grammar_too_expensive" and "0.5 s" in msg, msg
+        assert time.monotonic() - t0 < 30  # a guard against a hang, not a speed figure
+        _still_serves(url)
+    finally:
+        stop()
