@@ -21,16 +21,21 @@ from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
+from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
 
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
-               mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto"):
+               mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
+               speculate: bool | SpeculationOptions = False):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written ("auto": the model family's, read from its chat template; "qwen";
     "generic": ``<tool_call>`` JSON announced in a system message); a request's ``tool_format``
+    overrides it. ``speculate`` (True or ``stencil.speculative.SpeculationOptions``): requests draft
+    several tokens per step from prompt lookup and the grammar's forced text and verify them in one
+    forward pass (greedy output unchanged); a request's ``"speculate": false`` (or ``true``)
     overrides it.
 
     Example::
@@ -41,7 +46,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
     default_format = _tool_format(lm, tool_format)
-    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads)
+    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate)
     engine = svc.engine
 
     @contextlib.asynccontextmanager
@@ -70,7 +75,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         # decode step (and its mean batch) between two readings, as the serve benchmark does
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
-                "step_phase_seconds": dict(engine.step_phases),
+                "step_phase_seconds": dict(engine.step_phases), "speculation": engine.speculation_stats(),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
                 "resident": None if svc.resident is None else svc.resident.usage(),
