@@ -153,3 +153,25 @@ def test_cli_options():
                      (["--speculate", "--max-draft", "0"], "--max-draft must be >= 1")):
         with pytest.raises(ValueError, match=msg):
             speculation_from(p.parse_args(bad))
+
+
+def test_tight_budget_ends_valid_as_plain(base_url):
+    # budget-aware masks at every drafted position: the output closes within max_tokens, as plain
+    schemas = [dict(c.schema, properties=dict(list(c.schema["properties"].items())[:3]),
+                    required=list(c.schema["properties"])[:3]) for c in CASES[:2]]
+    bodies = [_body(c, max_tokens=24) for c in CASES[:2]]
+    for b, schema in zip(bodies, schemas):
+        b["response_format"]["json_schema"]["schema"] = schema
+    spec = asyncio.run(_post_all(base_url, bodies))
+    plain = asyncio.run(_post_all(base_url, [dict(b, speculate=False) for b in bodies]))
+    for schema, s, p in zip(schemas, spec, plain):
+        assert _text(s) == _text(p) and s["usage"]["completion_tokens"] <= 24
+        jsonschema.validate(json.loads(_text(s)), schema)
+
+
+def test_expensive_grammar_mid_batch_fails_alone(base_url):
+    # the step time limit holds while rows draft: the bad row gets its 400, the others finish
+    from test_server_isolation import LATE_MOD, _beside_victims, _error, _schema
+    err = _error(asyncio.run(_beside_victims(base_url, _schema(LATE_MOD))), 400)
+    assert err["code"] == "grammar_too_expensive", err
+    assert httpx.get(base_url + "/health").json()["running"] == 0
