@@ -33,10 +33,8 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written ("auto": the model family's, read from its chat template; "qwen";
     "generic": ``<tool_call>`` JSON announced in a system message); a request's ``tool_format``
-    overrides it. ``speculate`` (True or ``stencil.speculative.SpeculationOptions``): requests draft
-    several tokens per step from prompt lookup and the grammar's forced text and verify them in one
-    forward pass (greedy output unchanged); a request's ``"speculate": false`` (or ``true``)
-    overrides it.
+    overrides it. ``speculate``: the engine's (``Engine``), speculative decoding by default; a
+    request's ``"speculate"`` overrides it.
 
     Example::
 
@@ -48,16 +46,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     default_format = _tool_format(lm, tool_format)
     svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate)
     engine = svc.engine
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_app):
-        yield
-        if svc.resident is not None:
-            svc.resident.close()
-        engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
-        await asyncio.to_thread(engine.thread.join, 10)
-
-    app = FastAPI(title="stencil", lifespan=lifespan)
+    app = FastAPI(title="stencil", lifespan=_lifespan(svc))
     app.add_middleware(_InternalErrors)
     app.state.engine = engine
 
@@ -110,6 +99,17 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         return await svc.run(request, body, prompt_ids, chat=False, req=req)
 
     return app
+
+
+def _lifespan(svc: Service):
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        if svc.resident is not None:
+            svc.resident.close()
+        svc.engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
+        await asyncio.to_thread(svc.engine.thread.join, 10)
+    return lifespan
 
 
 async def _responses(svc: Service, request: Request, fmt: str):
