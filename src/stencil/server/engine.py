@@ -16,6 +16,9 @@ alone (with a status that names the cause: 400 for a grammar that is too expensi
 others go on. Every call on a row's matcher runs under ``step_time_limit`` seconds
 (``Matcher.time_limit``), so one row's grammar cannot stall the others' step beyond it. Only a
 failure of the forward pass itself fails the whole batch.
+
+With ``speculate``, rows draft several tokens per step and keep those the model agrees with
+(``server.speculation``); their masks are filled as they draft, before the forward pass.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ from stencil.bitmask_torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
 from stencil.server.kv_batch import KVBatch
+from stencil.server.speculation import RowSpeculation, server_speculation
+from stencil.speculative import SpeculationOptions
 
 _DONE = object()
 
@@ -65,6 +70,7 @@ class Job:
     matcher: Any = None  # the constraint's matcher at its start (first mask computed); None: free text
     sampling: dict = field(default_factory=dict)  # more Sampler options: top_k, min_p, penalties, logit_bias
     logprobs: int | None = None  # top log-probabilities per token (0: the chosen token's only); None: none
+    speculate: bool | None = None  # draft and verify several tokens per step (None: the engine's default)
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -76,6 +82,8 @@ class Job:
     sent: int = 0  # characters of text already sent (text that may start a stop string is held)
     #: per generated token, {"token", "logprob", "bytes", "top_logprobs"} (OpenAI's chat entries)
     token_logprobs: list = field(default_factory=list)
+    drafted_tokens: int = 0   # speculative draft tokens proposed, and of them accepted (set at the end)
+    accepted_tokens: int = 0
 
     def put_text(self, piece: str) -> None:
         """Send a text piece with the count of log-probability entries generated up to it."""
@@ -123,8 +131,9 @@ class DeadEnd(RuntimeError):
 class _Row:
     """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
 
-    def __init__(self, job: Job, info, time_limit: float | None):
+    def __init__(self, job: Job, info, time_limit: float | None, spec: RowSpeculation | None = None):
         self.job = job
+        self.spec = spec  # None: one token per step
         self.matcher = job.matcher
         if self.matcher is not None:
             self.matcher.time_limit = time_limit
@@ -153,6 +162,8 @@ class _Row:
             job.push_text(self.decoder.decode(b"", final=True))
         job.flush()
         job.completion_tokens = len(self.out)
+        if self.spec is not None:
+            job.drafted_tokens, job.accepted_tokens = self.spec.drafted, self.spec.accepted
         # cut by the budget or the context: "length", unless the grammar accepts the output (the
         # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
         cut = self.finish in ("max_tokens", "context")
@@ -167,11 +178,15 @@ class Engine:
 
     ``mask_threads``: threads filling masks during the forward pass (default
     ``default_mask_threads()``); ``step_time_limit``: seconds one call on a row's matcher may take
-    (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit).
+    (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
+    ``speculate`` (True or ``SpeculationOptions``): rows draft and verify several tokens per step
+    unless their job says ``speculate=False`` (off by default; a job's ``speculate=True`` turns it
+    on with ``SpeculationOptions()``).
     """
 
     def __init__(self, lm, max_batch: int = 16, *, mask_threads: int | None = None,
-                 step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT, max_waiting: int | None = None):
+                 step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT, max_waiting: int | None = None,
+                 speculate: bool | SpeculationOptions = False):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         mask_threads = default_mask_threads() if mask_threads is None else mask_threads
@@ -179,6 +194,7 @@ class Engine:
             raise ValueError(f"mask_threads must be >= 1, got {mask_threads}")
         if step_time_limit is not None and not step_time_limit > 0:
             raise ValueError(f"step_time_limit must be None or > 0 seconds, got {step_time_limit}")
+        self.speculation, self.speculate = server_speculation(speculate)
         self.lm = lm
         self.info = lm.tokenizer_info
         self.max_batch = max_batch
@@ -201,6 +217,8 @@ class Engine:
         self._eos_ids: Any = None  # EOS ids as a tensor on the logits' device, for ignore_eos
         self.running = 0  # rows in the batch
         self.failed_rows = 0  # rows failed alone (their batch went on)
+        # speculating rows: row-steps, tokens they added in them, draft tokens proposed and accepted
+        self.spec_counts = dict.fromkeys(("row_steps", "tokens", "drafted", "accepted"), 0)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
         self.thread.start()
 
@@ -269,7 +287,7 @@ class Engine:
                 job.put(_DONE)
                 continue
             try:
-                row = _Row(job, self.info, self.step_time_limit)
+                row = _Row(job, self.info, self.step_time_limit, self._speculation(job))
                 if job.max_tokens == 0:
                     row.finish = "max_tokens"
                     row.close()
@@ -281,6 +299,27 @@ class Engine:
                 continue
             rows.append(row)
         return True
+
+    def speculation_stats(self) -> dict:
+        """Counts of the speculating rows since the start (/health): row-steps, tokens they added
+        in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept."""
+        c = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft)
+        c["tokens_per_row_step"] = c["tokens"] / c["row_steps"] if c["row_steps"] else None
+        return c
+
+    def speculates(self, job: Job) -> bool:
+        """Whether ``job``'s row drafts: its own ``speculate`` or the engine's default, and neither
+        log-probabilities nor ``ignore_eos`` (the verification reports neither)."""
+        on = self.speculate if job.speculate is None else job.speculate
+        return on and job.logprobs is None and not job.ignore_eos
+
+    def _speculation(self, job: Job) -> RowSpeculation | None:
+        if not self.speculates(job):
+            return None
+        m = job.matcher
+        if m is not None and m.max_rollback != -1 and m.max_rollback < self.speculation.max_draft:
+            raise ValueError(f"a speculating row's matcher needs max_rollback >= {self.speculation.max_draft}")
+        return RowSpeculation(self.speculation, self.lm, job.input_ids)
 
     def _budget(self, r: _Row) -> int:
         ctx = int(getattr(self.lm, "context_length", 0) or 0)
@@ -306,38 +345,103 @@ class Engine:
         clock.lap("forced")
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        # bitmask row j is the mask of logits row constrained[j]
-        constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
+        # bitmask row j is the mask of logits row constrained[j]; drafting rows fill their own masks
+        constrained = [i for i, r in enumerate(rows) if r.matcher is not None and r.spec is None]
         bm = self.bitmask.host(len(constrained))
         fill = stencil.fill_next_token_bitmasks_async(
             [rows[i].matcher for i in constrained], bm, num_threads=self.mask_threads,
             remaining_tokens=[rows[i].left for i in constrained]) if constrained else None
         try:
-            logits = batch.step([r.feed for r in rows], on_device=True)
+            drafting = self._drafts(rows)
+            clock.lap("draft")
+            keep = 1 + max(len(rows[i].spec.draft) for i in drafting) if drafting else 0
+            feeds = [r.feed + r.spec.draft if r.spec is not None else r.feed for r in rows]
+            logits = batch.step(feeds, on_device=True, keep=keep)
             clock.lap("forward")
         finally:
             errors = dict(zip(constrained, fill.wait())) if fill is not None else {}
         clock.lap("masks_wait")
         if fill is not None:
             self.step_phases["masks"] += fill.seconds
+        last = logits[:, -1] if keep else logits  # the next-token logits of the rows not drafting
         if constrained:  # one kernel for every constrained row, where the logits are
-            self.bitmask.apply(logits, constrained)
+            self.bitmask.apply(last, constrained)
         clock.lap("mask_apply")
-        picks = self._greedy(logits, rows)
-        host = logits.float().cpu() if len(picks) < len(rows) else None  # only sampled rows read it
+        picks = self._greedy(last, rows)
+        sampled = len(picks) + len(drafting) < len(rows)
+        host = last.float().cpu() if sampled else None  # only sampled rows read it
         clock.lap("to_host")
         self.steps += 1
         self.step_rows += len(rows)
         masks = dict(zip(constrained, bm))
+        rejected = [0] * len(rows)
         for i, r in enumerate(rows):
             r.feed = []
-            _isolated(r, self._sample, r, None if i in picks else host[i], masks.get(i), errors.get(i), picks.get(i))
+            if r.finish is not None:  # failed while drafting
+                continue
+            if r.spec is not None:
+                rejected[i] = len(r.spec.draft)  # all of it, unless the verification keeps some
+                _isolated(r, self._verify, r, logits[i, keep - len(r.spec.draft) - 1:], rejected, i)
+            else:
+                _isolated(r, self._sample, r, None if i in picks else host[i], masks.get(i), errors.get(i),
+                          picks.get(i))
+        if drafting:
+            batch.rollback(rejected)
         clock.lap("sample")
 
+    def _drafts(self, rows: list[_Row]) -> list[int]:
+        """Each speculating row's draft for this step (its matcher walks it, filling the masks of its
+        positions); the indices of those rows. A row that fails here leaves with an empty draft."""
+        drafting = []
+        for i, r in enumerate(rows):
+            if r.spec is not None:
+                r.spec.draft = []
+                _isolated(r, r.spec.propose, r.matcher, r.out, r.left)
+                if r.finish is not None:
+                    r.spec.draft = []
+                drafting.append(i)
+        return drafting
+
+    def _verify(self, r: _Row, row_logits, rejected: list[int], i: int) -> None:
+        """Keep the draft tokens of row ``r`` the model agrees with (``row_logits``: its logits before
+        each draft token and after the last) and the token after them; ``rejected[i]``: the draft
+        tokens its cache must forget."""
+        spec, m = r.spec, r.matcher
+        draft = spec.draft
+        if m is not None and not draft and spec.only_eos(0, self.not_eos):
+            if not spec.bitmask[0].any():
+                raise DeadEnd("the grammar allows no token and not EOS: " + m.debug_state())
+            r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
+            return
+        plain = r.sampler.plain_greedy
+        rows = row_logits.float() if plain else row_logits.float().cpu()
+        n, t = spec.check(m, rows, r.sampler, r.out)
+        rejected[i] = len(draft) - n
+        counts = self.spec_counts
+        counts["row_steps"] += 1
+        counts["drafted"] += len(draft)
+        counts["accepted"] += n
+        for tok in draft[:n]:  # one at a time: a stop string ends the row where plain decoding would
+            r.emit([tok])
+            counts["tokens"] += 1
+            if r.finish is not None:
+                return
+        if m is not None and n and spec.only_eos(n, self.not_eos):
+            r.finish = "grammar"
+            return
+        if t in self.eos:
+            r.finish = "eos"
+            return
+        if m is not None and not m.accept_token(t):
+            raise RuntimeError(f"internal error: token {t} is not allowed: {m.debug_state()}")
+        r.feed = [t]
+        r.emit([t])
+        counts["tokens"] += 1
+
     def _greedy(self, logits, rows: list[_Row]) -> dict[int, int]:
-        """The tokens of the plain greedy rows (no penalty, bias or log-probabilities: the
-        argmax of the masked logits), by one argmax where the logits are: {row: token}."""
-        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None]
+        """The tokens of the plain greedy rows not drafting (no penalty, bias or log-probabilities:
+        the argmax of the masked logits), by one argmax where the logits are: {row: token}."""
+        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None and r.spec is None]
         if not idx:
             return {}
         import torch
@@ -408,11 +512,11 @@ class Engine:
         return self._eos_ids
 
 
-#: the parts of a decode step, in order: forced tokens; the forward pass (on a GPU: launching its
-#: kernels); waiting for the masks still being filled after it; applying them; the logits' copy to
+#: the parts of a decode step, in order: forced tokens; speculating rows' drafts (with their masks);
+#: the forward pass (on a GPU: launching its kernels); waiting for the masks still being filled after it; applying them; the logits' copy to
 #: the host (on a GPU: the rest of the forward pass); sampling and accepting. ``masks``: filling
 #: the masks, on the core's threads during ``forward`` (not part of the step's sum)
-STEP_PHASES = ("forced", "forward", "masks_wait", "mask_apply", "to_host", "sample", "masks")
+STEP_PHASES = ("forced", "draft", "forward", "masks_wait", "mask_apply", "to_host", "sample", "masks")
 
 
 class _PhaseClock:

@@ -10,11 +10,21 @@ each row's real tokens only, so padding changes nothing but floating-point round
 A new row is prefilled alone (its prompt but the last token, which joins the next batched step)
 and its cache is left-padded to the batch's length (or the batch to its). Rows that finish are
 dropped with ``keep``; columns that every remaining row masks are cut off.
+
+Speculative decoding feeds a row its draft and keeps only the accepted prefix: ``rollback`` masks
+each row's rejected slots (the last ones it was fed) and takes them off its positions, so the
+next tokens get the positions the rejected ones had. The masked slots are holes in the cache;
+once they make up a quarter of it, each row's real slots are moved right-aligned again
+(``compact``), so the cache stays about as long as the longest row.
 """
 from __future__ import annotations
 
 import inspect
 from typing import Any, Sequence
+
+
+#: cache slots of holes and padding always tolerated before compacting (a quarter of the cache too)
+COMPACT_SLACK = 32
 
 
 class UnsupportedCache(Exception):
@@ -119,14 +129,53 @@ class KVBatch:
             layer.values = layer.values[idx, :, first:]
         self.mask = self.mask[:, first:]
 
+    def rollback(self, counts: Sequence[int]) -> None:
+        """Forget the last ``counts[i]`` tokens row i was fed (a rejected draft): at most what the
+        last ``step`` fed it."""
+        if len(counts) != self.rows:
+            raise ValueError(f"rollback needs one count per row ({self.rows}), got {len(counts)}")
+        for i, c in enumerate(counts):
+            if c < 0 or c > self.positions[i]:
+                raise ValueError(f"rollback: row {i} cannot forget {c} of its {self.positions[i]} tokens")
+            if c:
+                self.mask[i, self.length - c:] = 0
+                self.positions[i] -= c
+        # the columns every row gave back go at once; the others are holes until _compact
+        cut = min(counts, default=0)
+        if cut:
+            self.mask = self.mask[:, :self.length - cut]
+            for layer in self._layers(self.cache):
+                layer.keys = layer.keys[:, :, :-cut]
+                layer.values = layer.values[:, :, :-cut]
+
+    def compact(self) -> None:
+        """Each row's real slots right-aligned in a cache as long as the longest row (keys hold
+        their positions: moving a slot changes nothing). ``step`` does it when holes and padding
+        make up more than a quarter of the cache."""
+        torch = self.torch
+        want = max(self.positions, default=0)
+        if not self.length or want == self.length:
+            return
+        # a stable sort of the mask puts each row's masked slots first, its real ones in order after
+        order = torch.sort(self.mask, dim=1, stable=True).indices[:, self.length - want:]
+        for layer in self._layers(self.cache):
+            idx = order[:, None, :, None].expand(-1, layer.keys.shape[1], -1, layer.keys.shape[3])
+            layer.keys = layer.keys.gather(2, idx)
+            layer.values = layer.values.gather(2, idx)
+        self.mask = self.mask.gather(1, order)
+
     # -- the batched step -----------------------------------------------------------------------
-    def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False):
+    def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False, keep: int = 0):
         """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
         next-token logits ``[rows, vocab]``: float32 on the CPU, or with ``on_device`` the model's
-        own tensor (its dtype, on its device), for masking there before the copy."""
+        own tensor (its dtype, on its device), for masking there before the copy. ``keep`` >= 1:
+        the logits after each of the last ``keep`` positions instead, ``[rows, keep, vocab]``
+        (row i's last ``len(feeds[i])`` positions are its own; those before are padding)."""
         torch = self.torch
         if len(feeds) != self.rows or any(not f for f in feeds):
             raise ValueError("step needs one non-empty feed per row")
+        if self.length - max(self.positions) > max(COMPACT_SLACK, self.length // 4):
+            self.compact()
         width = max(len(f) for f in feeds)
         ids = torch.zeros((self.rows, width), dtype=torch.long)
         pos = torch.zeros((self.rows, width), dtype=torch.long)
@@ -139,8 +188,8 @@ class KVBatch:
             new_mask[i, width - n:] = 1
             self.positions[i] += n
         self.mask = torch.cat([self.mask, new_mask.to(self.device)], dim=1)
-        kw = {self._keep_arg: 1} if self._keep_arg else {}
+        kw = {self._keep_arg: max(keep, 1)} if self._keep_arg else {}
         out = self.model(input_ids=ids.to(self.device), attention_mask=self.mask, position_ids=pos.to(self.device),
                          use_cache=True, **{self._cache_arg: self.cache}, **kw)
-        logits = out.logits[:, -1]
+        logits = out.logits[:, -keep:] if keep else out.logits[:, -1]
         return logits if on_device else logits.float().cpu()

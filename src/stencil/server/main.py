@@ -5,6 +5,7 @@ import sys
 
 from stencil._version import pip_install
 from stencil.server.limits import ServerLimits
+from stencil.speculative import SpeculationOptions
 
 _D = ServerLimits()
 
@@ -35,6 +36,12 @@ def add_arguments(p) -> None:
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="megabytes for all grammars' lexers and mask caches together; the least recently used "
                         "are dropped past it (default: the library's, stencil.memory_usage()['limit'])")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative decoding: each request drafts tokens from its prompt (prompt lookup) and its "
+                        "grammar's forced text, verified several per forward pass; greedy output is unchanged "
+                        "(a request's \"speculate\": false turns it off)")
+    p.add_argument("--max-draft", type=int, default=None, metavar="N",
+                   help=f"with --speculate: most tokens drafted per step (default {SpeculationOptions().max_draft})")
     p.add_argument("--rss-limit", type=float, default=None, metavar="MB",
                    help="megabytes of resident memory for the whole server, the model included: the grammar "
                         "memory is lowered to what it leaves, and a request that finds no room gets a 503 "
@@ -49,6 +56,17 @@ def limits_from(args) -> ServerLimits:
                         max_tokens=args.max_tokens_limit, memory_limit=memory, rss_limit=rss)
 
 
+def speculation_from(args) -> bool | SpeculationOptions:
+    """``create_app``'s ``speculate`` that ``--speculate`` and ``--max-draft`` ask for."""
+    if args.max_draft is None:
+        return bool(args.speculate)
+    if not args.speculate:
+        raise ValueError("--max-draft needs --speculate")
+    if args.max_draft < 1:
+        raise ValueError(f"--max-draft must be >= 1, got {args.max_draft}")
+    return SpeculationOptions(max_draft=args.max_draft)
+
+
 def serve(args) -> int:
     """``stencil serve``: bad options raise ``CliError`` (exit status 2) before the model loads."""
     from stencil.cli import CliError, device_options
@@ -61,6 +79,7 @@ def serve(args) -> int:
     device, dtype = device_options(args)
     try:
         limits = limits_from(args)
+        speculate = speculation_from(args)
     except ValueError as e:
         raise CliError(str(e)) from None
     print("stencil serve: loading the model...", file=sys.stderr, flush=True)
@@ -69,7 +88,8 @@ def serve(args) -> int:
     except ModelError as e:
         raise CliError(str(e)) from None
     try:
-        app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits)
+        app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits,
+                         speculate=speculate)
     except ValueError as e:  # an rss limit below what the loaded model holds
         raise CliError(str(e)) from None
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",

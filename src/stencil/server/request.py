@@ -66,6 +66,8 @@ class _Request(_Unchanging):
     presence_penalty: Optional[Penalty] = None
     logit_bias: Optional[dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]] = None
     stream_options: Optional[StreamOptions] = None
+    #: stencil's own: speculative decoding for this request (None: the server's ``--speculate``)
+    speculate: Optional[bool] = None
 
 
 class ChatRequest(_Request):

@@ -147,8 +147,16 @@ def _event(obj: dict) -> str:
 
 
 def usage(prompt_tokens: int, jobs: list[Job]) -> dict:
+    """OpenAI's usage; with speculative decoding, the draft tokens accepted and rejected as
+    ``completion_tokens_details`` (the fields of OpenAI's predicted outputs)."""
     done = sum(j.completion_tokens for j in jobs)
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+    out = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+    drafted = sum(j.drafted_tokens for j in jobs)
+    if drafted:
+        accepted = sum(j.accepted_tokens for j in jobs)
+        out["completion_tokens_details"] = {"accepted_prediction_tokens": accepted,
+                                            "rejected_prediction_tokens": drafted - accepted}
+    return out
 
 
 def logprobs_of(entries: list[dict], chat: bool) -> dict:

@@ -20,6 +20,7 @@ from stencil.server.protocol import RequestError, flag, number, stop_list
 from stencil.server.resident import Reservation, ResidentBudget
 from stencil.server.request import logit_bias, logprobs_count
 from stencil.server.responses import choice, stream_events, usage, wait_all
+from stencil.speculative import SpeculationOptions
 
 #: seconds of grace past compile_timeout for a request's grammar work (its deadline bounds the
 #: work itself; this bounds the wait for a compile thread as well)
@@ -29,7 +30,8 @@ COMPILE_GRACE = 5.0
 class Service:
     """What the routes share: the model, its name, the limits, the grammar compiler and the engine."""
 
-    def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None):
+    def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None,
+                 speculate: bool | SpeculationOptions = False):
         self.lm, self.name, self.limits = lm, name, limits
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
@@ -37,7 +39,8 @@ class Service:
         self.resident = None if limits.rss_limit is None else ResidentBudget(limits.rss_limit, limits.memory_limit)
         self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
-                             step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting)
+                             step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting,
+                             speculate=speculate)
         self.max_tokens = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
 
     async def read_body(self, request: Request) -> dict:
@@ -93,26 +96,30 @@ class Service:
     def _sampling(self, req) -> dict:
         """The fields the request model checked: Sampler options and log-probabilities."""
         if req is None:
-            return dict(sampling={}, logprobs=None, include_usage=False)
+            return dict(sampling={}, logprobs=None, include_usage=False, speculate=None)
         top_k = req.top_k if req.top_k and req.top_k > 0 else 0
         sampling = dict(top_k=top_k, min_p=req.min_p or 0.0, frequency_penalty=req.frequency_penalty or 0.0,
                         presence_penalty=req.presence_penalty or 0.0,
                         logit_bias=logit_bias(req, self.lm.tokenizer_info.vocab_size))
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        speculate = req.speculate
         if req.stream_options is not None and not req.stream:
             raise RequestError("stream_options is only allowed with stream: true", param="stream_options")
-        return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage)
+        return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage, speculate=speculate)
 
     async def prepare(self, body: dict, max_tokens: int, tool_format: str = "generic",
-                      reservation: Reservation | None = None) -> tuple[Constraint, stencil.Matcher | None]:
+                      reservation: Reservation | None = None,
+                      max_rollback: int = 0) -> tuple[Constraint, stencil.Matcher | None]:
         """The request's constraint and a matcher at its start, its first mask computed: the grammar
         work a request causes before it joins the batch, all within ``compile_timeout``.
-        ``reservation``: the compile's memory (ResidentBudget), released once the grammar is built."""
+        ``reservation``: the compile's memory (ResidentBudget), released once the grammar is built;
+        ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts)."""
         c = constraint_for(self.compiler, body, tool_format)
         if c.fn is None:
             return c, None
         fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
-                                          self.lm.tokenizer_info.vocab_size, reservation or Reservation())
+                                          self.lm.tokenizer_info.vocab_size, reservation or Reservation(),
+                                          max_rollback)
         fut.add_done_callback(lambda _: reclaim())  # a refused grammar's work goes back under the limit
         wait = self.limits.compile_timeout + COMPILE_GRACE
         try:
@@ -139,7 +146,8 @@ class Service:
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
         try:
-            c, matcher = await self.prepare(body, p["max_tokens"], tool_format, reservation)
+            c, matcher = await self.prepare(body, p["max_tokens"], tool_format, reservation,
+                                            self._rollback_for(p))
         finally:
             reservation.release()
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
@@ -148,9 +156,15 @@ class Service:
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
                                        p["repetition_penalty"], loop, top_p=p["top_p"],
                                        ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
-                                       logprobs=p["logprobs"]))
+                                       logprobs=p["logprobs"], speculate=p["speculate"]))
                 for i, m in enumerate(matchers)]
         return c, jobs, p
+
+    def _rollback_for(self, p: dict) -> int:
+        """The max_rollback a request's matcher needs: a speculating row's longest draft."""
+        e = self.engine
+        on = e.speculate if p["speculate"] is None else p["speculate"]
+        return e.speculation.max_draft if on and p["logprobs"] is None and not p["ignore_eos"] else 0
 
     async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
         c, jobs, p = await self.submit(body, prompt_ids, req, tool_format, body_bytes_of(request))
@@ -173,7 +187,8 @@ def body_bytes_of(request: Request) -> int:
     return getattr(request.state, "body_bytes", 0)
 
 
-def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compiled: Reservation) -> stencil.Matcher:
+def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compiled: Reservation,
+          max_rollback: int = 0) -> stencil.Matcher:
     """Compile ``c`` and take its matcher through the lazy first-use work (shortest completion,
     first budget-aware mask), each step under what is left of ``seconds``; ``compiled`` is released
     once the grammar is built (what the warm-up builds is the grammar budget's)."""
@@ -183,7 +198,7 @@ def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compi
 
     def left() -> float:
         return max(seconds - (time.monotonic() - start), 1e-3)
-    m = stencil.Matcher(g, time_limit=left())
+    m = stencil.Matcher(g, max_rollback, time_limit=left())
     need = m.min_completion_tokens()
     if need is not None and need > max_tokens:
         raise RequestError(f"max_tokens is {max_tokens}, but the shortest output the constraint allows "

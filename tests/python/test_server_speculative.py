@@ -1,0 +1,177 @@
+"""Speculative decoding in `stencil serve` (``create_app(speculate=True)``, ``--speculate``): a real
+server over the default model, real HTTP clients. Greedy outputs equal those of the same requests
+with ``"speculate": false``, for concurrent extraction requests with different schemas, rows joining
+mid-batch and streamed requests; the batched cache rolls rejected drafts back exactly."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from generation_model import default_model
+from server_fixture import start_server
+from stencil.bench.extraction_cases import extraction_cases
+
+torch = pytest.importorskip("torch")
+httpx = pytest.importorskip("httpx")
+jsonschema = pytest.importorskip("jsonschema")
+
+CASES = extraction_cases(6, seed=5)
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    url, stop = start_server(max_batch=8, speculate=True)
+    yield url
+    stop()
+
+
+def _body(case, **extra) -> dict:
+    return {"messages": [{"role": "user", "content": case.prompt}], "max_tokens": 120, "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": case.schema}}, **extra}
+
+
+async def _post_all(url: str, bodies: list[dict], delays: list[float] | None = None) -> list[dict]:
+    """The bodies sent together (each after its delay), their answers in order."""
+    async with httpx.AsyncClient(base_url=url, timeout=600) as c:
+        async def one(body, delay):
+            await asyncio.sleep(delay)
+            r = await c.post("/v1/chat/completions", json=body)
+            assert r.status_code == 200, r.text[:300]
+            return r.json()
+        return await asyncio.gather(*(one(b, d) for b, d in zip(bodies, delays or [0.0] * len(bodies))))
+
+
+def _text(answer: dict) -> str:
+    return answer["choices"][0]["message"]["content"]
+
+
+def _health(url: str) -> dict:
+    return httpx.get(url + "/health").json()["speculation"]
+
+
+def test_greedy_equals_plain_for_concurrent_extractions(base_url):
+    before = _health(base_url)
+    spec = asyncio.run(_post_all(base_url, [_body(c) for c in CASES]))
+    plain = asyncio.run(_post_all(base_url, [_body(c, speculate=False) for c in CASES]))
+    after = _health(base_url)
+    for case, s, p in zip(CASES, spec, plain):
+        assert _text(s) == _text(p), case.name
+        assert s["choices"][0]["finish_reason"] == p["choices"][0]["finish_reason"] == "stop"
+        jsonschema.validate(json.loads(_text(s)), case.schema)
+        assert s["usage"]["completion_tokens"] == p["usage"]["completion_tokens"]
+        details = s["usage"]["completion_tokens_details"]
+        assert details["accepted_prediction_tokens"] > 0, details
+        assert "completion_tokens_details" not in p["usage"]  # the plain rows did not draft
+    steps, tokens = (after[k] - before[k] for k in ("row_steps", "tokens"))
+    assert after["on"] and tokens / steps > 1.5, (tokens, steps)
+
+
+def test_rows_joining_mid_batch_and_free_text(base_url):
+    # rows join while others have accepted drafts; a free-text row speculates by prompt lookup alone
+    free = {"messages": [{"role": "user", "content": CASES[0].prompt + "\n\nRepeat the document's first line."}],
+            "max_tokens": 40, "temperature": 0}
+    bodies = [_body(CASES[1]), _body(CASES[2]), free, _body(CASES[3], stop=["\","])]
+    delays = [0.0, 0.6, 1.2, 2.0]
+    spec = asyncio.run(_post_all(base_url, bodies, delays))
+    plain = asyncio.run(_post_all(base_url, [dict(b, speculate=False) for b in bodies], delays))
+    for s, p in zip(spec, plain):
+        assert _text(s) == _text(p)
+        assert s["choices"][0]["finish_reason"] == p["choices"][0]["finish_reason"]
+    assert '",' not in _text(spec[3])  # the stop string cut the text where plain decoding does
+
+
+def test_streamed_deltas_equal_the_text(base_url):
+    body = _body(CASES[4])
+    whole = _text(asyncio.run(_post_all(base_url, [body]))[0])
+    pieces = []
+    with httpx.stream("POST", base_url + "/v1/chat/completions", json=dict(body, stream=True), timeout=600) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                for ch in json.loads(line[6:])["choices"]:
+                    pieces.append(ch["delta"].get("content") or "")
+    assert "".join(pieces) == whole
+    assert len([p for p in pieces if p]) > 1
+
+
+def test_sampled_rows_stay_valid(base_url):
+    bodies = [_body(c, temperature=0.9, seed=i, n=2) for i, c in enumerate(CASES[:3])]
+    for case, a in zip(CASES, asyncio.run(_post_all(base_url, bodies))):
+        for ch in a["choices"]:
+            if ch["finish_reason"] == "stop":
+                jsonschema.validate(json.loads(ch["message"]["content"]), case.schema)
+
+
+def test_bad_speculate_field_is_a_400_naming_it(base_url):
+    r = httpx.post(base_url + "/v1/chat/completions", json=_body(CASES[0], speculate="yes"), timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "speculate", r.text
+
+
+def test_kv_batch_rollback_equals_the_accepted_sequence():
+    """Rows fed drafts of different lengths, rolled back to different prefixes, then fed on: their
+    logits are those of the accepted tokens alone (the holes are masked, then compacted away)."""
+    from stencil.server.kv_batch import KVBatch
+    from test_server_batching import _alone
+    lm = default_model()
+    prompts = [lm.encode_prompt(p) for p in ("Name a color.", "Tell a long story about a dragon and tea.")]
+    keep_tokens = [[100, 200, 300], [11]]
+    ref = [_alone(lm, p, c) for p, c in zip(prompts, keep_tokens)]
+    b = KVBatch(lm.model)
+    with torch.inference_mode():
+        for p in prompts:
+            b.add(p[:-1])
+        # row 0: last prompt token + draft [100, 200, 999, 998] keeps 2; row 1: [11, 997] keeps 1
+        got = b.step([[prompts[0][-1], 100, 200, 999, 998], [prompts[1][-1], 11, 997]], keep=5)
+        assert got.shape[:2] == (2, 5)
+        assert (got[0, 2] - ref[0][2]).abs().max().item() < 1e-3   # before draft token 999
+        assert (got[1, 3] - ref[1][1]).abs().max().item() < 1e-3   # row 1's own last two positions
+        length = b.length
+        b.rollback([2, 1])
+        assert b.length == length - 1 and b.positions == [len(prompts[0]) + 2, len(prompts[1]) + 1]
+        b.compact()  # the hole goes, and the shorter row's padding
+        assert b.length == max(b.positions) and b.mask.sum(1).tolist() == b.positions
+        got = b.step([[300], [12]])
+        assert (got[0] - ref[0][3]).abs().max().item() < 1e-3
+        ref1 = _alone(lm, prompts[1], [11, 12])
+        assert (got[1] - ref1[2]).abs().max().item() < 1e-3
+        with pytest.raises(ValueError, match="one count per row"):
+            b.rollback([1])
+
+
+def test_cli_options():
+    import argparse
+
+    from stencil.server.main import add_arguments, speculation_from
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert speculation_from(p.parse_args([])) is False
+    assert speculation_from(p.parse_args(["--speculate"])) is True
+    assert speculation_from(p.parse_args(["--speculate", "--max-draft", "4"])).max_draft == 4
+    for bad, msg in ((["--max-draft", "4"], "--max-draft needs --speculate"),
+                     (["--speculate", "--max-draft", "0"], "--max-draft must be >= 1")):
+        with pytest.raises(ValueError, match=msg):
+            speculation_from(p.parse_args(bad))
+
+
+def test_tight_budget_ends_valid_as_plain(base_url):
+    # budget-aware masks at every drafted position: the output closes within max_tokens, as plain
+    schemas = [dict(c.schema, properties=dict(list(c.schema["properties"].items())[:3]),
+                    required=list(c.schema["properties"])[:3]) for c in CASES[:2]]
+    bodies = [_body(c, max_tokens=24) for c in CASES[:2]]
+    for b, schema in zip(bodies, schemas):
+        b["response_format"]["json_schema"]["schema"] = schema
+    spec = asyncio.run(_post_all(base_url, bodies))
+    plain = asyncio.run(_post_all(base_url, [dict(b, speculate=False) for b in bodies]))
+    for schema, s, p in zip(schemas, spec, plain):
+        assert _text(s) == _text(p) and s["usage"]["completion_tokens"] <= 24
+        jsonschema.validate(json.loads(_text(s)), schema)
+
+
+def test_expensive_grammar_mid_batch_fails_alone(base_url):
+    # the step time limit holds while rows draft: the bad row gets its 400, the others finish
+    from test_server_isolation import LATE_MOD, _beside_victims, _error, _schema
+    err = _error(asyncio.run(_beside_victims(base_url, _schema(LATE_MOD))), 400)
+    assert err["code"] == "grammar_too_expensive", err
+    assert httpx.get(base_url + "/health").json()["running"] == 0
