@@ -219,6 +219,10 @@ start: "[" %lark {
     # names inside are its own: `item` here differs from the outer `item`
     g = lark(env, 'start: item %lark { start: item\nitem: "b" }\nitem: "a"')
     env.check(g, ["ab"], ["aa", "bb"])
+    # the block's own %ignore at its edges too (before its first terminal and after its last), never
+    # outside it: the outer grammar has none
+    g = lark(env, 'start: "<" %lark {\nstart: "a" "b"\n%ignore " "\n} ">" "!"')
+    env.check(g, ["<ab>!", "< a b >!", "<  ab>!", "<ab  >!"], ["<ab> !", " <ab>!", "<ab>! ", "<a_b>!"])
     with pytest.raises(stencil.GrammarError, match="differs from the enclosing grammar's"):
         lark(env, '%ignore " "\nstart: "a" %lark {\n%ignore "_"\nstart: "b" "c"\n}')
     with pytest.raises(stencil.GrammarError, match="never closed"):

@@ -163,7 +163,11 @@ def _explicit_ignores(g: EbnfGrammar) -> EbnfGrammar:
             return Rep(add(node.item), node.min, node.max, pos=node.pos)
         return node
     rules = {name: RuleDef(name, add(rd.body), rd.pos) for name, rd in g.rules.items()}
-    return replace(g, rules=rules, ignores=[])
+    # ignored text at the block's edges: before its first terminal (above) and after its last, as
+    # llguidance skips a nested grammar's own %ignore wherever its lexemes may come
+    edge = g.start + "%edge"
+    rules[edge] = RuleDef(edge, Seq([Ref(g.start), Rep(skip, 0, 1)]), g.rules[g.start].pos)
+    return replace(g, rules=rules, ignores=[], start=edge)
 
 
 def _describe(t: Term) -> str:
