@@ -243,8 +243,9 @@ def test_one_name_per_module():
 
     for old in ("stencil.grammar.gbnf", "stencil.grammar.lark", "stencil.grammar.json_schema",
                 "stencil.grammar.regex_ast", "stencil.grammar.json_value", "stencil.grammar.formats",
-                # moved into stencil.kernels (issue 29)
-                "stencil.bitmask_torch", "stencil.bitmask_triton"):
+                # moved into stencil.kernels and stencil.grammar.tagged (issue 29)
+                "stencil.bitmask_torch", "stencil.bitmask_triton", "stencil.grammar.triggers",
+                "stencil.grammar.structural_tag", "stencil.grammar.tool_presets", "stencil.grammar.xml_params"):
         with pytest.raises(ImportError):
             importlib.import_module(old)
     from stencil.grammar.ebnf.lark import parser
