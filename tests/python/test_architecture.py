@@ -250,3 +250,11 @@ def test_one_name_per_module():
             importlib.import_module(old)
     from stencil.grammar.ebnf.lark import parser
     assert parser.__name__ == parser.__spec__.name == "stencil.grammar.ebnf.lark.parser"
+
+
+def test_memo_tables_are_declared():
+    """Memo tables are fields their class declares (``Context.empty_memo``), not attributes that
+    a helper plants with ``obj.__dict__.setdefault`` where a reader of the class cannot see them."""
+    planted = [f"{path.relative_to(SRC)}:{n}" for path in sorted((SRC / "stencil").rglob("*.py"))
+               for n, line in enumerate(path.read_text().splitlines(), 1) if "__dict__.setdefault" in line]
+    assert planted == []
