@@ -3,6 +3,9 @@
 A bitmask is an int32 array of shape ``[batch, ceil(vocab_size / 32)]``; bit ``t % 32`` of word
 ``t // 32`` says whether token ``t`` is allowed (the layout vLLM and XGrammar use).
 
+This module is the public door; the kernels behind it are in :mod:`stencil.kernels` (numpy, torch,
+Triton), loaded for the array library of the logits they are given.
+
 Example::
 
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
@@ -19,16 +22,11 @@ from typing import Sequence
 import numpy as np
 
 from stencil import _core
+from stencil.kernels._bits import apply_bitmask_bits
+from stencil.kernels.numpy import allocate_token_bitmask, apply_token_bitmask_numpy, bitmask_to_bool
 
 __all__ = ["allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace",
            "bitmask_to_bool", "apply_bitmask_bits"]
-
-
-def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
-    """A ``[batch_size, ceil(vocab_size / 32)]`` int32 bitmask with every token allowed."""
-    if batch_size < 0 or vocab_size <= 0:
-        raise ValueError(f"allocate_token_bitmask: need batch_size >= 0 and vocab_size > 0, got {batch_size}, {vocab_size}")
-    return np.full((batch_size, (vocab_size + 31) // 32), -1, dtype=np.int32)
 
 
 def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
@@ -125,13 +123,6 @@ def _items(v, name: str, what: str):
     return v
 
 
-def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Unpack a bitmask to a ``[batch, vocab_size]`` boolean array."""
-    words = np.ascontiguousarray(bitmask, dtype=np.int32)
-    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little").astype(bool)
-    return bits[..., :vocab_size]
-
-
 def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None = None) -> None:
     """Set the logits of disallowed tokens to -inf, in place.
 
@@ -151,50 +142,6 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None =
         [0, 2]
     """
     if type(logits).__module__.startswith("torch"):
-        from stencil.bitmask_torch import apply_token_bitmask_inplace_torch
+        from stencil.kernels.torch import apply_token_bitmask_inplace_torch
         return apply_token_bitmask_inplace_torch(logits, bitmask, indices)
-    if not isinstance(logits, np.ndarray):
-        raise TypeError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")
-    if not logits.flags.writeable:
-        raise ValueError("logits are read-only (the mask is applied in place)")
-    if logits.dtype not in _INT_VIEW:
-        raise TypeError(f"logits must be float16, float32 or float64, got {logits.dtype}")
-    if logits.ndim not in (1, 2):
-        raise ValueError(f"logits must be [vocab] or [batch, vocab], got shape {logits.shape}")
-    rows = logits[None, :] if logits.ndim == 1 else logits
-    itype = _INT_VIEW[logits.dtype]
-    ninf = np.array(-np.inf, logits.dtype).view(itype)[()]
-    if rows.strides[-1] == rows.itemsize:
-        apply_bitmask_bits(rows.view(itype), ninf, bitmask, indices)
-    else:  # a strided view: work on a contiguous copy and write it back
-        tmp = np.ascontiguousarray(rows)
-        apply_bitmask_bits(tmp.view(itype), ninf, bitmask, indices)
-        rows[...] = tmp
-
-
-#: float dtype -> the integer dtype of the same width, whose view the kernels work on
-_INT_VIEW = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
-
-
-def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None,
-                       kernel: str = "auto") -> None:
-    """The kernel behind ``apply_token_bitmask_inplace``: ``rows`` is the ``[batch, vocab]``
-    integer view of float logits, ``ninf`` the bit pattern of -inf in that view.
-
-    Working on bits keeps allowed values exact and avoids float comparisons. The core does one
-    pass per row with the GIL released: all-ones words are skipped, zero words filled with -inf,
-    and the rest written through the word's bits as a store mask (AVX-512) or blended eight
-    logits at a time (AVX2, portable). ``kernel`` forces one of ``_core.bitmask_kernels()``.
-    """
-    mask = np.asarray(bitmask)
-    if mask.ndim == 1:
-        mask = mask[None, :]
-    if mask.ndim != 2 or mask.dtype.kind not in "iu" or mask.dtype.itemsize != 4:
-        raise ValueError(f"bitmask must be a [batch, words] int32 array, got {mask.dtype} with shape {mask.shape}")
-    if mask.dtype != np.int32 or not mask.flags.c_contiguous:
-        mask = np.ascontiguousarray(mask).view(np.int32)
-    if indices is not None and len(indices) == 0:
-        if mask.shape[0]:
-            raise ValueError(f"0 indices for {mask.shape[0]} bitmask rows")
-        return
-    _core.apply_bitmask_bits(rows, int(ninf), mask, [] if indices is None else [int(i) for i in indices], kernel)
+    return apply_token_bitmask_numpy(logits, bitmask, indices)

@@ -304,7 +304,7 @@ class GrammarCompiler:
             g = compiler.compile_reasoning_json({"type": "object"}, end="</think>")
         """
         from stencil.grammar.ebnf.ast import Namespaced
-        from stencil.grammar.triggers import reasoning_then
+        from stencil.grammar.tagged.triggers import reasoning_then
         from stencil.grammar.json.schema import build_json_schema
         b = GrammarBuilder()
         answer = build_json_schema(Namespaced(b, "answer/"), schema, **json_options)
@@ -318,7 +318,7 @@ class GrammarCompiler:
         Formats: const_string, json_schema (styles json, qwen_xml), regex, grammar (GBNF),
         any_text, sequence, or, optional, plus, star, repeat, tag, triggered_tags,
         tags_with_separator, dispatch, token, any_tokens, token_triggered_tags, token_dispatch (see
-        ``stencil.grammar.structural_tag``).
+        ``stencil.grammar.tagged.structural_tag``).
         Text that is a special token's text stands for that token. ``json_options`` apply to every
         json_schema format. A bad spec raises GrammarError naming its JSON path.
 
@@ -329,7 +329,7 @@ class GrammarCompiler:
                 "begin": "<function=add>", "content": {"type": "json_schema", "json_schema": {
                 "type": "object"}}, "end": "</function>"}]}})
         """
-        from stencil.grammar.structural_tag import build_structural_tag
+        from stencil.grammar.tagged.structural_tag import build_structural_tag
         b = GrammarBuilder()
         rule = build_structural_tag(b, spec, tokens=self._token_table(), specials=self._specials(),
                                     json_options=dict(json_options))
@@ -343,7 +343,7 @@ class GrammarCompiler:
 
         ``format``: a model family's own tool-call text instead ("llama3", "qwen", "qwen-coder",
         "deepseek", "deepseek-v3.1", "kimi", "mistral", "harmony"; see
-        ``stencil.grammar.tool_presets``), with options ``reasoning`` (True: a leading reasoning
+        ``stencil.grammar.tagged.tool_presets``), with options ``reasoning`` (True: a leading reasoning
         block in the family's form; "opened": the prompt already opened it), ``tool_choice``
         ("auto", "required" or a tool name), ``parallel`` (more than one call) and
         ``json_options``; ``trigger`` and ``end`` do not apply then.
@@ -351,7 +351,7 @@ class GrammarCompiler:
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
         "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
         a special token's text stands for the token). Options (see
-        ``stencil.grammar.triggers.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
+        ``stencil.grammar.tagged.triggers.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
         ``name_key``, ``args_key``, ``json_options``, and ``reasoning=(begin, end)`` to put a
         reasoning block first.
 
@@ -361,13 +361,13 @@ class GrammarCompiler:
             g = compiler.compile_tool_calls(tools, format="qwen", reasoning=True)
         """
         if format is not None:
-            from stencil.grammar.tool_presets import tool_call_format
+            from stencil.grammar.tagged.tool_presets import tool_call_format
             if (trigger, end) != ("<tool_call>", "</tool_call>"):
                 raise TypeError(f"compile_tool_calls: trigger and end do not apply with format={format!r} "
                                 "(the format fixes the call text)")
             json_options = options.pop("json_options", None) or {}
             return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
-        from stencil.grammar.triggers import reasoning_then, tool_calls
+        from stencil.grammar.tagged.triggers import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()
         rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **options)

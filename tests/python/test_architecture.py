@@ -27,9 +27,9 @@ LOCAL_IMPORTS = {
         "the server stack (fastapi, uvicorn) loads only for `stencil serve`",
     ("stencil.compiler", "stencil.grammar"):
         "each front-end loads on the first compile_* of its kind, not on `import stencil`",
-    ("stencil.bitmask", "stencil.bitmask_torch"):
+    ("stencil.bitmask", "stencil.kernels.torch"):
         "torch is optional: its kernels load only when a torch tensor is passed",
-    ("stencil.bitmask_torch", "stencil.bitmask_triton"):
+    ("stencil.kernels.torch", "stencil.kernels.triton"):
         "triton is optional and slow to import: it loads only for the first CUDA logits",
     ("stencil.bench", "stencil"):
         "benchmark harness: a benchmark or reference engine loads what it measures when run",
@@ -242,8 +242,19 @@ def test_one_name_per_module():
     import importlib
 
     for old in ("stencil.grammar.gbnf", "stencil.grammar.lark", "stencil.grammar.json_schema",
-                "stencil.grammar.regex_ast", "stencil.grammar.json_value", "stencil.grammar.formats"):
+                "stencil.grammar.regex_ast", "stencil.grammar.json_value", "stencil.grammar.formats",
+                # moved into stencil.kernels and stencil.grammar.tagged (issue 29)
+                "stencil.bitmask_torch", "stencil.bitmask_triton", "stencil.grammar.triggers",
+                "stencil.grammar.structural_tag", "stencil.grammar.tool_presets", "stencil.grammar.xml_params"):
         with pytest.raises(ImportError):
             importlib.import_module(old)
     from stencil.grammar.ebnf.lark import parser
     assert parser.__name__ == parser.__spec__.name == "stencil.grammar.ebnf.lark.parser"
+
+
+def test_memo_tables_are_declared():
+    """Memo tables are fields their class declares (``Context.empty_memo``), not attributes that
+    a helper plants with ``obj.__dict__.setdefault`` where a reader of the class cannot see them."""
+    planted = [f"{path.relative_to(SRC)}:{n}" for path in sorted((SRC / "stencil").rglob("*.py"))
+               for n, line in enumerate(path.read_text().splitlines(), 1) if "__dict__.setdefault" in line]
+    assert planted == []

@@ -10,7 +10,7 @@ import stencil
 from stencil.bitmask import apply_token_bitmask_inplace
 
 torch = pytest.importorskip("torch")
-from stencil.bitmask_torch import apply_token_bitmask_torch_ops  # noqa: E402
+from stencil.kernels.torch import apply_token_bitmask_torch_ops  # noqa: E402
 
 
 def reference(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ if not CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is defined, at import
 
 from stencil.bitmask import apply_token_bitmask_inplace  # noqa: E402
-from stencil.bitmask_torch import PinnedBitmask, apply_token_bitmask_torch_ops  # noqa: E402
+from stencil.kernels.torch import PinnedBitmask, apply_token_bitmask_torch_ops  # noqa: E402
 
 DEVICE = "cuda" if CUDA else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -29,7 +29,7 @@ INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16
 
 def _triton():
     """The kernel module, or a skip that says why it cannot run here."""
-    from stencil import bitmask_triton
+    from stencil.kernels import triton as bitmask_triton
     if not bitmask_triton.triton_available():
         pytest.skip("triton is not installed (pip install 'stencil-llm[gpu]'); the torch-ops fallback is tested below")
     if not CUDA and type(bitmask_triton._apply_bitmask_kernel).__name__ != "InterpretedFunction":

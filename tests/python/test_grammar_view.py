@@ -6,7 +6,7 @@ import pytest
 import stencil
 from stencil.grammar.ebnf.gbnf import gbnf_grammar
 from stencil.grammar.json.schema import json_schema_grammar
-from stencil.grammar.triggers import reasoning_then
+from stencil.grammar.tagged.triggers import reasoning_then
 
 
 def _printed(g) -> list[str]:

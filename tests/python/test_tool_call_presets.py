@@ -271,7 +271,7 @@ def test_mistral_calls_from_mistral_common(zoo_name, file):
 # --- the presets are structural tags; bad options are errors -----------------------------------------
 
 def test_presets_are_structural_tags():
-    from stencil.grammar.tool_presets import FORMATS, tool_call_format
+    from stencil.grammar.tagged.tool_presets import FORMATS, tool_call_format
     for fmt in FORMATS:
         spec = tool_call_format(fmt, TOOLS, reasoning=True)
         assert spec["type"] == "structural_tag" and json.loads(json.dumps(spec)) == spec

@@ -11,7 +11,7 @@ import pytest
 
 import stencil
 from grammar_oracle import encode_segments, feed
-from stencil.grammar.triggers import reasoning_then, tool_calls
+from stencil.grammar.tagged.triggers import reasoning_then, tool_calls
 from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.ebnf.lark import build_lark
 

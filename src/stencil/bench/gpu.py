@@ -9,7 +9,7 @@ the mean time of one call over ``--iters`` back-to-back calls, launch cost inclu
 
 - ``kernel``: ``stencil.apply_token_bitmask_inplace`` with the bitmask on the GPU (the Triton
   kernel when triton is installed);
-- ``torch ops``: the fallback, ``stencil.bitmask_torch.apply_token_bitmask_torch_ops``;
+- ``torch ops``: the fallback, ``stencil.kernels.torch.apply_token_bitmask_torch_ops``;
 - ``pinned``: the bitmask filled on the host, ``PinnedBitmask.apply`` (asynchronous copy + kernel);
 - ``numpy``: the bitmask as a numpy array (a pageable host-to-device copy each call);
 - ``xgrammar``: ``xgrammar.apply_token_bitmask_inplace`` when xgrammar is installed,
@@ -65,8 +65,8 @@ def _bits(t):
 def check(torch, device: str) -> int:
     """Kernel, torch ops and numpy kernel on random masks; the number of disagreements."""
     from stencil.bitmask import apply_token_bitmask_inplace
-    from stencil.bitmask_torch import apply_token_bitmask_torch_ops
-    from stencil.bitmask_triton import apply_token_bitmask_triton, triton_available
+    from stencil.kernels.torch import apply_token_bitmask_torch_ops
+    from stencil.kernels.triton import apply_token_bitmask_triton, triton_available
     rng = np.random.default_rng(0)
     bad = cases = 0
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -123,7 +123,7 @@ def _time_row(torch, xgr, dtype, mask_np: np.ndarray, vocab: int, iters: int) ->
     """One row of the table: each path's time on ``[batch, vocab]`` logits, and whether the
     kernel's result equals the fallback's (and XGrammar's)."""
     import stencil
-    from stencil.bitmask_torch import PinnedBitmask, apply_token_bitmask_torch_ops
+    from stencil.kernels.torch import PinnedBitmask, apply_token_bitmask_torch_ops
     b = mask_np.shape[0]
     logits = torch.randn(b, vocab, device="cuda", dtype=dtype)
     mask = torch.from_numpy(mask_np).cuda()
@@ -148,9 +148,9 @@ def _time_row(torch, xgr, dtype, mask_np: np.ndarray, vocab: int, iters: int) ->
 
 
 def sweep(torch, vocab: int, iters: int) -> None:
-    """The kernel's time by words per program and warps (``bitmask_triton.WORDS``/``WARPS``),
+    """The kernel's time by words per program and warps (``stencil.kernels.triton.WORDS``/``WARPS``),
     and the bare launch of the jitted kernel beside the whole call (the host-side checks' cost)."""
-    from stencil import bitmask_triton as bt
+    from stencil.kernels import triton as bt
     rng = np.random.default_rng(1)
     default = (bt.WORDS, bt.WARPS, bt.MIXED_READ)
     print(f"\nsweep: mean us per call, vocab {vocab}; WORDSxWARPS, r: mixed blocks read (default "
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cuda:
         print("no CUDA device: the GPU timings are skipped (run `make bench-gpu` on a machine with one)")
         return 1 if bad else 0
-    from stencil.bitmask_triton import triton
+    from stencil.kernels.triton import triton
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
           f"triton {getattr(triton, '__version__', 'not installed')}")
     bad += table(torch, args.vocab, [int(b) for b in args.batches.split(",")], args.iters)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
 
 __all__ = ["sample", "sample_regex", "mutate", "alphabet"]
@@ -32,19 +32,19 @@ def sample_regex(node, rng: random.Random, max_repeat: int = 3) -> str:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, R.Literal):
+        if isinstance(n, regex_ast.Literal):
             out.append(n.text)
-        elif isinstance(n, R.CharClass):
+        elif isinstance(n, regex_ast.CharClass):
             out.append(chr(_pick_code_point(n.ranges, rng)))
-        elif isinstance(n, R.Concat):
+        elif isinstance(n, regex_ast.Concat):
             stack.extend(reversed(n.items))
-        elif isinstance(n, R.Alt):
-            live = [k for k in n.items if not isinstance(k, R.Nothing)]
+        elif isinstance(n, regex_ast.Alt):
+            live = [k for k in n.items if not isinstance(k, regex_ast.Nothing)]
             stack.append(rng.choice(live))
-        elif isinstance(n, R.Repeat):
+        elif isinstance(n, regex_ast.Repeat):
             hi = n.min + max_repeat if n.max is None else min(n.max, n.min + max_repeat)
             stack.extend([n.item] * rng.randint(n.min, hi))
-        elif isinstance(n, R.Nothing):
+        elif isinstance(n, regex_ast.Nothing):
             raise ValueError("cannot sample from an empty language")
     return "".join(out)
 
@@ -181,14 +181,14 @@ def alphabet(g: EbnfGrammar) -> str:
             rs = [n.regex]
             while rs:
                 r = rs.pop()
-                if isinstance(r, R.Literal):
+                if isinstance(r, regex_ast.Literal):
                     chars.update(r.text)
-                elif isinstance(r, R.CharClass):
+                elif isinstance(r, regex_ast.CharClass):
                     for lo, hi in r.ranges[:4]:
                         chars.add(chr(lo))
                         chars.add(chr(hi))
                 else:
-                    rs.extend(R.children(r))
+                    rs.extend(regex_ast.children(r))
         else:
             stack.extend(children(n))
     return "".join(sorted(chars)) or "a"

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 import stencil
-from stencil.bitmask_torch import PinnedBitmask
+from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
 from stencil.server.kv_batch import KVBatch

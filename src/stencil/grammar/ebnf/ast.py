@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import Nothing
 
 __all__ = [
@@ -243,13 +243,13 @@ def substring_regex(chunks: Sequence[str]):
     empty string included): llguidance's ``%regex {"substring_chunks": ...}`` and XGrammar's
     ``Substring(...)``. The union of ``S_n = chunks[n] (S_{n+1})?``, each S_n built once from
     the next (a DAG of O(len(chunks)) nodes)."""
-    starts = [R.Empty()]
+    starts = [regex_ast.Empty()]
     after = None
     for c in reversed(chunks):
-        lit = R.literal(c)
-        after = lit if after is None else R.concat([lit, R.repeat(after, 0, 1)])
+        lit = regex_ast.literal(c)
+        after = lit if after is None else regex_ast.concat([lit, regex_ast.repeat(after, 0, 1)])
         starts.append(after)
-    return R.alt(starts)
+    return regex_ast.alt(starts)
 
 
 class GrammarWarning(UserWarning):

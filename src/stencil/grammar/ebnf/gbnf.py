@@ -38,8 +38,8 @@ from __future__ import annotations
 from typing import Optional
 
 from stencil._core import DEFAULT_LIMITS
-from stencil.grammar.regex import ast as R
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import ast as regex_ast
+from stencil.grammar.regex import unicode
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
                                   TokenTable, check_grammar)
@@ -243,11 +243,11 @@ class _Parser:
             if isinstance(node, Term):
                 return node.regex
             if isinstance(node, Seq):
-                return R.concat([regex(k) for k in node.items])
+                return regex_ast.concat([regex(k) for k in node.items])
             if isinstance(node, Alt):
-                return R.alt([regex(k) for k in node.items])
+                return regex_ast.alt([regex(k) for k in node.items])
             if isinstance(node, Rep):
-                return R.repeat(regex(node.item), node.min, node.max)
+                return regex_ast.repeat(regex(node.item), node.min, node.max)
             what = "a rule reference" if isinstance(node, Ref) else "a token reference"
             raise self.err(f"rule '{name}' has {', '.join(options)}, so its body must be one lexeme of "
                            f"strings and character classes, but it holds {what}", node.pos)
@@ -287,7 +287,7 @@ class _Parser:
             return Term(self.char_class(), pos=pos)
         if c == ".":
             self.i += 1
-            return Term(R.CharClass(((0, 0xD7FF), (0xE000, U.MAX_CP))), pos=pos)
+            return Term(regex_ast.CharClass(((0, 0xD7FF), (0xE000, unicode.MAX_CP))), pos=pos)
         if c == "(":
             self.i += 1
             body = self.alternates(depth + 1)
@@ -382,7 +382,7 @@ class _Parser:
                 raise self.err(f"bad escape '\\{c}': it needs exactly {k} hex digits", pos)
             self.i += k
             cp = int(digits, 16)
-            if cp > U.MAX_CP:
+            if cp > unicode.MAX_CP:
                 raise self.err(f"bad escape '\\{c}{digits}': beyond the last code point U+10FFFF", pos)
             return cp
         if c in _SIMPLE_ESCAPES:
@@ -393,7 +393,7 @@ class _Parser:
         return ord(c)
 
     def string(self):
-        return R.literal(self.string_value())
+        return regex_ast.literal(self.string_value())
 
     def string_value(self) -> str:
         quote = self.s[self.i]
@@ -451,12 +451,12 @@ class _Parser:
             ranges.append((lo, hi))
         if not ranges and not negate:
             raise self.err("empty character class [] matches nothing", open_pos)
-        rs = U.normalize(ranges)
+        rs = unicode.normalize(ranges)
         if negate:
-            rs = U.complement(rs)
+            rs = unicode.complement(rs)
         if not rs:
             raise self.err("this character class matches no character", open_pos)
-        return R.char_class(rs)
+        return regex_ast.char_class(rs)
 
     def token_ref(self, negated: bool) -> TokenRef:
         pos = self.i

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil.grammar.regex import ast as R
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import ast as regex_ast
+from stencil.grammar.regex import unicode
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Node, Ref, Rep, Seq, Term, TokenRef,
                                   TokenTable, refs_of, resolve_tokens)
 from stencil.grammar.ebnf.greedy import unsafe_lexemes
@@ -51,7 +51,7 @@ from stencil._core import GrammarError
 __all__ = ["emit_character_grammar", "ANY_TEXT"]
 
 #: one or more characters: what a negated token reference ``!<...>`` stands for
-ANY_TEXT = R.Repeat(R.CharClass(((0, 0xD7FF), (0xE000, U.MAX_CP))), 1, None)
+ANY_TEXT = regex_ast.Repeat(regex_ast.CharClass(((0, 0xD7FF), (0xE000, unicode.MAX_CP))), 1, None)
 
 
 class _Special(Node):
@@ -85,7 +85,7 @@ def _resolve(g: EbnfGrammar, node: Node, tokens: Optional[TokenTable]) -> Node:
             return Term(ANY_TEXT, pos=node.pos)
         specials, texts = resolve_tokens(g, node, tokens)
         name = node.text or f"<[{','.join(map(str, node.ids))}]>"
-        alts: list = [Term(R.literal(t), pos=node.pos) for t in texts]
+        alts: list = [Term(regex_ast.literal(t), pos=node.pos) for t in texts]
         if specials:
             alts.append(_Special(tuple(specials), name))
         return alts[0] if len(alts) == 1 else Alt(alts, pos=node.pos)
@@ -182,23 +182,23 @@ class _Regular:
             return self.rules.get(node.name)
         if isinstance(node, Seq):
             parts = [self.of(k) for k in node.items]
-            return None if any(p is None for p in parts) else R.concat(parts, flatten=False)
+            return None if any(p is None for p in parts) else regex_ast.concat(parts, flatten=False)
         if isinstance(node, Alt):
             parts = [self.of(k) for k in node.items]
-            return None if any(p is None for p in parts) else R.alt(parts, flatten=False)
+            return None if any(p is None for p in parts) else regex_ast.alt(parts, flatten=False)
         if isinstance(node, Rep):
             p = self.of(node.item)
-            return None if p is None else R.repeat(p, node.min, node.max)
+            return None if p is None else regex_ast.repeat(p, node.min, node.max)
         return None  # special tokens
 
     def linear(self, name: str, node: Node, left: bool):
         """(A, B) with node = A | B·name (left: A | name·B), or None."""
         mentions = lambda n: any(r.name == name for r in refs_of(n))  # noqa: E731
         if isinstance(node, Ref) and node.name == name:
-            return R.NOTHING, R.EMPTY
+            return regex_ast.NOTHING, regex_ast.EMPTY
         if not mentions(node):
             r = self.of(node)
-            return None if r is None else (r, R.NOTHING)
+            return None if r is None else (r, regex_ast.NOTHING)
         if isinstance(node, Seq):
             items = node.items
             edge, rest = (items[0], items[1:]) if left else (items[-1], items[:-1])
@@ -210,16 +210,16 @@ class _Regular:
             ab = self.linear(name, edge, left)
             if ab is None:
                 return None
-            fix = R.concat(parts, flatten=False)
-            return tuple(R.concat([x, fix] if left else [fix, x], flatten=False) for x in ab)
+            fix = regex_ast.concat(parts, flatten=False)
+            return tuple(regex_ast.concat([x, fix] if left else [fix, x], flatten=False) for x in ab)
         if isinstance(node, Alt):
             parts = [self.linear(name, k, left) for k in node.items]
             if any(p is None for p in parts):
                 return None
-            return R.alt([p[0] for p in parts], flatten=False), R.alt([p[1] for p in parts], flatten=False)
+            return regex_ast.alt([p[0] for p in parts], flatten=False), regex_ast.alt([p[1] for p in parts], flatten=False)
         if isinstance(node, Rep) and node.min == 0 and node.max == 1:
             ab = self.linear(name, node.item, left)
-            return None if ab is None else (R.alt([R.EMPTY, ab[0]]), ab[1])
+            return None if ab is None else (regex_ast.alt([regex_ast.EMPTY, ab[0]]), ab[1])
         return None
 
     def analyze(self, bodies: dict) -> None:
@@ -236,12 +236,12 @@ class _Regular:
                 for left in (False, True):
                     ab = self.linear(name, body, left)
                     if ab is not None:
-                        star = R.repeat(ab[1], 0, None)
-                        r = R.concat([ab[0], star] if left else [star, ab[0]], flatten=False)
+                        star = regex_ast.repeat(ab[1], 0, None)
+                        r = regex_ast.concat([ab[0], star] if left else [star, ab[0]], flatten=False)
                         break
             # A rule nested too deeply as a regex stays a rule: deep regexes cost the core
             # (and the conflict analysis) time quadratic in their depth.
-            if r is not None and R.postorder(r, _depth_visit, self._depths) <= MAX_REGEX_DEPTH:
+            if r is not None and regex_ast.postorder(r, _depth_visit, self._depths) <= MAX_REGEX_DEPTH:
                 self.rules[name] = r
         self._memo.clear()
 
@@ -249,7 +249,7 @@ class _Regular:
 # --- steps 2 and 3: rules over lexemes ----------------------------------------------------------
 
 def _single_char(node) -> bool:
-    return isinstance(node, R.CharClass) or (isinstance(node, R.Literal) and len(node.text) == 1)
+    return isinstance(node, regex_ast.CharClass) or (isinstance(node, regex_ast.Literal) and len(node.text) == 1)
 
 
 class _Cfg:
@@ -303,24 +303,24 @@ class _Cfg:
     # -- splitting ------------------------------------------------------------------------------
     def piece(self, node, owner: str) -> list:
         """Symbols for the regex ``node`` as one lexeme ([] for the empty string)."""
-        if isinstance(node, R.Empty):
+        if isinstance(node, regex_ast.Empty):
             return []
-        if isinstance(node, R.Nothing):
+        if isinstance(node, regex_ast.Nothing):
             return [self.nt(f"{owner}~nothing")]   # no alternative: pruned by build
-        name = f'"{node.text}"' if isinstance(node, R.Literal) else f"{owner}~part"
+        name = f'"{node.text}"' if isinstance(node, regex_ast.Literal) else f"{owner}~part"
         return [self.lexeme(node, name)]
 
     def one_level(self, node, owner: str) -> list:
         """Symbols for the regex ``node`` with its direct parts as lexemes."""
-        if isinstance(node, R.Literal):
-            return [self.lexeme(R.Literal(c), repr(c)) for c in node.text]
-        if isinstance(node, R.Concat):
+        if isinstance(node, regex_ast.Literal):
+            return [self.lexeme(regex_ast.Literal(c), repr(c)) for c in node.text]
+        if isinstance(node, regex_ast.Concat):
             return [s for k in node.items for s in self.piece(k, owner)]
-        if isinstance(node, R.Alt):
+        if isinstance(node, regex_ast.Alt):
             n = self.nt(f"{owner}~alt")
             self.alts[n] = [self.piece(k, owner) for k in node.items]
             return [n]
-        if isinstance(node, R.Repeat):
+        if isinstance(node, regex_ast.Repeat):
             body = self.piece(node.item, owner)
             if not body:
                 return []
@@ -536,7 +536,7 @@ class _Firsts:
                 chars.extend(c)
                 lexs |= l
                 nul = nul or z
-            new_c, new_l = U.normalize(chars), frozenset(lexs)
+            new_c, new_l = unicode.normalize(chars), frozenset(lexs)
             if new_c != first_c[a] or new_l != first_l[a] or nul != null[a]:
                 first_c[a], first_l[a], null[a] = new_c, new_l, nul
                 for u in users[a]:
@@ -569,14 +569,14 @@ class _Firsts:
         follow_c: list = [()] * n
         follow_l: list = [frozenset()] * n
         for a in used:
-            follow_c[a], follow_l[a] = U.normalize(base_c[a]), frozenset(base_l[a])
+            follow_c[a], follow_l[a] = unicode.normalize(base_c[a]), frozenset(base_l[a])
         _propagate_follows(used, flows, follow_c, follow_l)
         for a in used:
             for sym in flows[a]:
                 if sym < 0:
                     lex_c[~sym].extend(follow_c[a])
                     lex_l[~sym] |= follow_l[a]
-        return [U.normalize(c) for c in lex_c], [frozenset(l) for l in lex_l]
+        return [unicode.normalize(c) for c in lex_c], [frozenset(l) for l in lex_l]
 
 
 def _propagate_follows(used: list, flows: dict, follow_c: list, follow_l: list) -> None:
@@ -589,7 +589,7 @@ def _propagate_follows(used: list, flows: dict, follow_c: list, follow_l: list) 
         for sym in flows[a]:
             if sym < 0:
                 continue
-            new_c = U.union(follow_c[sym], follow_c[a])
+            new_c = unicode.union(follow_c[sym], follow_c[a])
             new_l = follow_l[sym] | follow_l[a]
             if new_c != follow_c[sym] or new_l != follow_l[sym]:
                 follow_c[sym], follow_l[sym] = new_c, new_l
@@ -626,11 +626,11 @@ class _Converter:
                 self.cfg.alts[n] = [self.seq(k, name) for k in items]
 
     def run_syms(self, run: list, owner: str) -> list:
-        r = R.concat(run, flatten=False)
-        if isinstance(r, R.Empty):
+        r = regex_ast.concat(run, flatten=False)
+        if isinstance(r, regex_ast.Empty):
             return []
         self.counter += 1
-        name = f'"{r.text}"' if isinstance(r, R.Literal) else f"{owner}:{self.counter}"
+        name = f'"{r.text}"' if isinstance(r, regex_ast.Literal) else f"{owner}:{self.counter}"
         return [self.cfg.lexeme(r, name)]
 
     def seq(self, node: Node, owner: str) -> list:

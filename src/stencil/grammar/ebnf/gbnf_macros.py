@@ -21,8 +21,8 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.regex import ast as R
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import ast as regex_ast
+from stencil.grammar.regex import unicode
 from stencil.grammar.ebnf.ast import Ref, Term, TokenRef, substring_regex
 from stencil.grammar.regex import parse_regex
 from stencil._core import GrammarError
@@ -122,22 +122,22 @@ def _kind(args: _Args, v, kind: str, what: str):
 
 def _without_chars(node, banned):
     """``node`` where no character match may take a ``banned`` character."""
-    banned = U.normalize(banned)
+    banned = unicode.normalize(banned)
 
     def visit(n, kids):
-        if isinstance(n, R.Literal):
-            return R.Nothing() if any(U.contains(banned, ord(c)) for c in n.text) else n
-        if isinstance(n, R.CharClass):
-            keep = U.complement(U.union(U.complement(n.ranges), banned))
-            return R.char_class(keep) if keep else R.Nothing()
-        if isinstance(n, R.Concat):
-            return R.concat(kids)
-        if isinstance(n, R.Alt):
-            return R.alt(kids)
-        if isinstance(n, R.Repeat):
-            return R.repeat(kids[0], n.min, n.max)
+        if isinstance(n, regex_ast.Literal):
+            return regex_ast.Nothing() if any(unicode.contains(banned, ord(c)) for c in n.text) else n
+        if isinstance(n, regex_ast.CharClass):
+            keep = unicode.complement(unicode.union(unicode.complement(n.ranges), banned))
+            return regex_ast.char_class(keep) if keep else regex_ast.Nothing()
+        if isinstance(n, regex_ast.Concat):
+            return regex_ast.concat(kids)
+        if isinstance(n, regex_ast.Alt):
+            return regex_ast.alt(kids)
+        if isinstance(n, regex_ast.Repeat):
+            return regex_ast.repeat(kids[0], n.min, n.max)
         return n
-    return R.postorder(node, visit)
+    return regex_ast.postorder(node, visit)
 
 
 def expand_macro(p, name: str, pos: int):
@@ -161,7 +161,7 @@ def expand_macro(p, name: str, pos: int):
             node = parse_regex(pattern, flags="s" if flags is None else flags.replace("u", ""))
         except GrammarError as e:
             raise args.err(f"in the pattern: {e}") from None
-        if R.has_anchors(node):
+        if regex_ast.has_anchors(node):
             raise args.err("anchors (^, $) have no meaning inside a grammar")
         if json_string:
             node = _without_chars(node, _JSON_STRING_BANNED)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, EMPTY, NOTHING, Alt, AnchorEnd,
                                        AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
                                        RegexNode, Repeat, alt, children, concat, nullable,
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: any sequence of code points, emitted as ``re_any_string()``
-ANY_STRING = Repeat(CharClass(U.ANY), 0, None)
+ANY_STRING = Repeat(CharClass(unicode.ANY), 0, None)
 
 
 def parse_regex(pattern: str, *, flags: str = "") -> RegexNode:
@@ -73,7 +73,7 @@ def _no_anchor(k) -> bool:
 
 def _is_any_string(node) -> bool:
     return (isinstance(node, Repeat) and node.min == 0 and node.max is None
-            and isinstance(node.item, CharClass) and node.item.ranges == U.ANY)
+            and isinstance(node.item, CharClass) and node.item.ranges == unicode.ANY)
 
 
 class _AnchorSplitter:
@@ -185,10 +185,10 @@ def _emitter(builder):
             return builder.re_literal(node.text)
         if isinstance(node, CharClass):
             pos = node.ranges
-            neg = U.complement(pos)
-            if len(U.bridge_surrogates(neg)) < len(U.bridge_surrogates(pos)):
-                return builder.re_char_ranges(U.bridge_surrogates(neg), True)
-            return builder.re_char_ranges(U.bridge_surrogates(pos), False)
+            neg = unicode.complement(pos)
+            if len(unicode.bridge_surrogates(neg)) < len(unicode.bridge_surrogates(pos)):
+                return builder.re_char_ranges(unicode.bridge_surrogates(neg), True)
+            return builder.re_char_ranges(unicode.bridge_surrogates(pos), False)
         if isinstance(node, Concat):
             return builder.re_concat(list(kids))
         if isinstance(node, Alt):

@@ -21,7 +21,7 @@ from typing import Callable
 
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.deadline import CompileTimeout, check_deadline
-from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import first_chars
 from stencil.grammar.regex import build_regex
 from stencil.grammar.regex.unicode import ranges_intersect
@@ -134,7 +134,7 @@ def can_run_into_all(triples: list) -> list[bool]:
         lead = lead_bytes(follow)
         if not lead:
             out[i] = False
-        elif isinstance(x, R.Literal) and isinstance(y, R.Literal):
+        elif isinstance(x, regex_ast.Literal) and isinstance(y, regex_ast.Literal):
             t = y.text
             out[i] = (len(t) > len(x.text) and t.startswith(x.text)
                       and any(lo <= _lead_byte(t[len(x.text)]) <= hi for lo, hi in lead))
@@ -162,7 +162,7 @@ def intersects_all(pairs: list) -> list[bool]:
     out: list = [None] * len(pairs)
     asked, questions = [], []
     for i, (x, y) in enumerate(pairs):
-        if isinstance(x, R.Literal) and isinstance(y, R.Literal):
+        if isinstance(x, regex_ast.Literal) and isinstance(y, regex_ast.Literal):
             out[i] = x.text == y.text
         else:
             asked.append(i)

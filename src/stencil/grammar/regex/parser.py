@@ -12,7 +12,7 @@ from typing import Optional
 
 from stencil._core import DEFAULT_LIMITS, GrammarError
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, NOTHING, Literal, alt,
                                        char_class, concat, repeat)
 
@@ -51,7 +51,7 @@ def regex_error(pattern: str, pos: int, message: str) -> GrammarError:
 @lru_cache(maxsize=4096)
 def _case_node(cp: int, ascii_only: bool):
     """The class of a code point's case variants, or None if it has none."""
-    rs = U.case_variants(cp, ascii_only)
+    rs = unicode.case_variants(cp, ascii_only)
     return char_class(rs) if len(rs) > 1 or rs[0][0] != rs[0][1] else None
 
 
@@ -151,7 +151,7 @@ class _Parser:
                 fr.add(self._parse_class(fr.flags))
             elif c == ".":
                 self.i += 1
-                fr.add(char_class(U.ANY if "s" in fr.flags else U.DOT))
+                fr.add(char_class(unicode.ANY if "s" in fr.flags else unicode.DOT))
             elif c == "^":
                 self.i += 1
                 fr.add(ANCHOR_START, quantifiable=False)
@@ -181,7 +181,7 @@ class _Parser:
 
     def _char(self, fr: _Frame, cp: int):
         """Append one literal code point to the current branch (case-expanded under i)."""
-        if U.SURR_LO <= cp <= U.SURR_HI:
+        if unicode.SURR_LO <= cp <= unicode.SURR_HI:
             fr.add(NOTHING)
             return
         if "i" in fr.flags:
@@ -341,7 +341,7 @@ class _Parser:
         else:
             ranges, foldable = val
             if foldable and "i" in fr.flags:
-                ranges = U.case_closure(ranges, "a" in fr.flags)
+                ranges = unicode.case_closure(ranges, "a" in fr.flags)
             fr.add(char_class(ranges))
         assert self.i > pos
 
@@ -364,9 +364,9 @@ class _Parser:
             return "char", simple[c]
         if c in "dDwWsS":
             ascii_only = "a" in flags
-            base = {"d": U.DIGIT, "w": U.WORD,
-                    "s": U.ASCII_SPACE if ascii_only else U.SPACE}[c.lower()]
-            return "class", (base if c.islower() else U.complement(base), False)
+            base = {"d": unicode.DIGIT, "w": unicode.WORD,
+                    "s": unicode.ASCII_SPACE if ascii_only else unicode.SPACE}[c.lower()]
+            return "class", (base if c.islower() else unicode.complement(base), False)
         if c in "pP":
             return "class", (self._property(pos, c == "P"), True)
         if c == "b":
@@ -389,7 +389,7 @@ class _Parser:
             return "char", self._u_escape(pos)
         if c == "U":
             v = self._hex(pos + 2, 8, "\\U")
-            if v > U.MAX_CP:
+            if v > unicode.MAX_CP:
                 raise self.error(pos, "bad escape \\U: code point above 10FFFF")
             self.i = pos + 10
             return "char", v
@@ -415,7 +415,7 @@ class _Parser:
             k = p.find("}", pos + 3)
             digits = p[pos + 3:k] if k >= 0 else ""
             if not digits or len(digits) > 8 or any(d not in _HEX for d in digits) \
-                    or int(digits, 16) > U.MAX_CP:
+                    or int(digits, 16) > unicode.MAX_CP:
                 raise self.error(pos, "bad escape \\u{...}: expected 1 to 6 hex digits "
                                  "up to 10FFFF")
             self.i = k + 1
@@ -475,12 +475,12 @@ class _Parser:
             spec, self.i = p[pos + 2], pos + 3
         else:
             raise self.error(pos, "bad escape \\p: expected \\p{Property}")
-        ranges = U.property_ranges(spec)
+        ranges = unicode.property_ranges(spec)
         if ranges is None:
             raise self.error(pos, f"unsupported Unicode property \\{p[pos + 1]}{{{spec}}} "
                              "(supported: general categories such as L, Lu, Letter, Nd, and "
                              "Any, ASCII, Assigned)")
-        return U.complement(ranges) if negate else ranges
+        return unicode.complement(ranges) if negate else ranges
 
     # --- character classes ----------------------------------------------------------------------
 
@@ -499,7 +499,7 @@ class _Parser:
                 if not getattr(e, "unterminated", False):
                     raise
             self.i = j + 1
-            return char_class(U.ANY) if negate else NOTHING
+            return char_class(unicode.ANY) if negate else NOTHING
         return self._class_body(start, j, negate, flags, leading_bracket=False)
 
     def _class_body(self, start: int, j: int, negate: bool, flags: frozenset,
@@ -535,11 +535,11 @@ class _Parser:
             else:
                 ranges, foldable = val
                 (fold if foldable else fixed).extend(ranges)
-        ranges = U.normalize(fold)
+        ranges = unicode.normalize(fold)
         if "i" in flags:
-            ranges = U.case_closure(ranges, "a" in flags)
-        ranges = U.union(ranges, U.normalize(fixed))
-        return char_class(U.complement(ranges) if negate else ranges)
+            ranges = unicode.case_closure(ranges, "a" in flags)
+        ranges = unicode.union(ranges, unicode.normalize(fixed))
+        return char_class(unicode.complement(ranges) if negate else ranges)
 
     def _class_atom(self, flags: frozenset):
         c = self.p[self.i]

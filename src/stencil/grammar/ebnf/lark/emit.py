@@ -14,7 +14,7 @@ from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, JsonSchema, Namespaced, 
 from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
 from stencil.grammar.ebnf.lark.terminals import term_expr
 from stencil.grammar.ebnf.lark.x_guidance import JSON_DIALECT
-from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
 
@@ -151,7 +151,7 @@ def _explicit_ignores(g: EbnfGrammar) -> EbnfGrammar:
     if any(t.build is not None for t in g.ignores):
         raise g.error("a %lark block's %ignore must be plain terminals (no %regex options, & or ~) when the "
                       "enclosing grammar has no %ignore", None)
-    ign = R.alt(parts) if once else R.repeat(R.alt(parts), 1, None)
+    ign = regex_ast.alt(parts) if once else regex_ast.repeat(regex_ast.alt(parts), 1, None)
     skip = Term(ign, name="%ignore")
 
     def add(node: Node) -> Node:
@@ -171,7 +171,7 @@ def _explicit_ignores(g: EbnfGrammar) -> EbnfGrammar:
 
 
 def _describe(t: Term) -> str:
-    if isinstance(t.regex, R.Literal):
+    if isinstance(t.regex, regex_ast.Literal):
         return '"' + t.regex.text + '"'
     return "regex"
 

@@ -22,8 +22,8 @@ import warnings
 from typing import Optional
 
 from stencil._core import DEFAULT_LIMITS
-from stencil.grammar.regex import ast as R
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import ast as regex_ast
+from stencil.grammar.regex import unicode
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import (Alt, And, GrammarWarning, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source,
                                   SubGrammar, Term, TokenRef)
@@ -471,7 +471,7 @@ def _unescape(src: Source, body: str, start: int) -> str:
             if len(digits) != k or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise src.error(f"bad escape '\\{e}': it needs exactly {k} hex digits", start + i)
             cp = int(digits, 16)
-            if cp > U.MAX_CP or 0xD800 <= cp <= 0xDFFF:
+            if cp > unicode.MAX_CP or 0xD800 <= cp <= 0xDFFF:
                 raise src.error(f"bad escape '\\{e}{digits}': not a Unicode scalar value", start + i)
             out.append(chr(cp))
             i += 2 + k
@@ -505,8 +505,8 @@ def _clip(text: str) -> str:
 def _string_regex(src: Source, t: Token):
     value = _string_value(src, t)
     if not t.text.endswith("i"):
-        return R.literal(value)
-    return R.concat([R.char_class(U.case_variants(ord(c))) for c in value])
+        return regex_ast.literal(value)
+    return regex_ast.concat([regex_ast.char_class(unicode.case_variants(ord(c))) for c in value])
 
 
 def _char_range(src: Source, lo: Token, hi: Token):
@@ -515,7 +515,7 @@ def _char_range(src: Source, lo: Token, hi: Token):
         raise src.error('a range "a".."z" needs one-character strings', lo.pos)
     if ord(b) < ord(a):
         raise src.error(f"bad range: {a!r} comes after {b!r}", lo.pos)
-    return R.char_class([(ord(a), ord(b))])
+    return regex_ast.char_class([(ord(a), ord(b))])
 
 
 def _regexp(src: Source, t: Token):
@@ -530,7 +530,7 @@ def _regexp(src: Source, t: Token):
         node = parse_regex(pattern, flags=flags)
     except GrammarError as e:
         raise src.error(f"in /{pattern}/: {e}", t.pos) from None
-    if R.has_anchors(node):
+    if regex_ast.has_anchors(node):
         raise src.error("anchors (^, $, \\A, \\Z) have no meaning inside a grammar terminal", t.pos)
     return node
 

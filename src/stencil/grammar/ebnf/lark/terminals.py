@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from stencil.grammar.regex import ast as R
+from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import (Alt, And, EbnfGrammar, JsonSchema, Node, Not, Ref, Rep, RuleDef, Seq,
                                   SubGrammar, Term, TokenRef, check_grammar, report_unused, walk)
 from stencil.grammar.ebnf.lark.common import COMMON
@@ -32,10 +32,10 @@ def _combine(kind: str, parts: list, extra=None) -> Term:
     most ``extra`` code points, XGrammar's max_chars)."""
     if kind in ("seq", "alt", "rep") and all(p.build is None for p in parts):
         if kind == "seq":
-            return Term(R.concat([p.regex for p in parts]))
+            return Term(regex_ast.concat([p.regex for p in parts]))
         if kind == "alt":
-            return Term(R.alt([p.regex for p in parts]))
-        return Term(R.repeat(parts[0].regex, *extra))
+            return Term(regex_ast.alt([p.regex for p in parts]))
+        return Term(regex_ast.repeat(parts[0].regex, *extra))
 
     def build(b) -> int:
         exprs = [term_expr(b, p) for p in parts]
@@ -98,7 +98,7 @@ class _Resolver:
         if rd.max_chars is not None:
             term = _combine("chars", [term], rd.max_chars)
         if rd.stop is not None and not isinstance(rd.stop, TokenRef):
-            stop = Term(R.literal(rd.stop)) if isinstance(rd.stop, str) else self.to_term(rd.stop, rd.name)
+            stop = Term(regex_ast.literal(rd.stop)) if isinstance(rd.stop, str) else self.to_term(rd.stop, rd.name)
             term = _combine("seq", [term, stop])
         if rd.lazy or rd.stop is not None or rd.max_tokens:
             # a copy: the body may be a named terminal, used elsewhere without these options

@@ -3,17 +3,22 @@
 Numbers and strings are single lexemes whose languages are regular, so any boolean combination of
 their constraints (``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``) is exact:
 it becomes ``re_and``/``re_or``/``re_not`` of the atoms' regexes at emission. Formulas are
-hashable tuples:
+hashable named tuples, one class per node:
 
-- ``TRUE``, ``FALSE``; ``("and", (f, ...))``, ``("or", (f, ...))``, ``("not", f)``
-- number atoms: ``("range", lo, lo_excl, hi, hi_excl)`` (Decimal or None), ``("int",)`` (an
-  integral value), ``("int4",)`` (draft 4: written without fraction or exponent), ``("mult", Decimal)``
-- string atoms: ``("pat", pattern)``, ``("len", lo, hi_or_None)``, ``("fmt", name)``,
-  ``("const", text)``
+- ``TRUE``, ``FALSE``; :class:`And` ``(items)``, :class:`Or` ``(items)``, :class:`Not` ``(item)``
+- number atoms: :class:`Range` ``(lo, lo_excl, hi, hi_excl)`` (Decimal or None), :data:`INTEGER`
+  (an integral value), :data:`PLAIN_INTEGER` (draft 4: written without fraction or exponent),
+  :class:`MultipleOf` ``(divisor)``
+- string atoms: :class:`Pattern` ``(pattern)``, :class:`Length` ``(lo, hi_or_None)``,
+  :class:`Format` ``(name)``, :class:`Const` ``(text)``
+
+Each class ends with a ``head`` field that names its kind: named tuples compare and hash as
+tuples, and the head keeps ``Pattern("a")`` and ``Const("a")`` apart (in sets, memo tables and
+``lru_cache`` keys). It is a plain string, not an Enum, so that hashing a formula stays in C.
 
 Example::
 
-    f = f_and(("range", Decimal(0), False, None, False), ("int",))
+    f = f_and(Range(Decimal(0), False, None, False), INTEGER)
     num_eval(f, Decimal(3))   # True
 """
 from __future__ import annotations
@@ -22,18 +27,96 @@ from fractions import Fraction
 
 from decimal import Decimal
 from functools import lru_cache
+from typing import NamedTuple, Optional, Union
 
 from stencil.grammar.json.schema.core.formats import format_matches
 from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
 
-__all__ = ["TRUE", "FALSE", "f_and", "f_or", "f_not", "num_eval", "str_eval", "num_const", "str_consts",
-           "num_consts"]
-
-TRUE = ("T",)
-FALSE = ("F",)
+__all__ = ["TRUE", "FALSE", "INTEGER", "PLAIN_INTEGER", "Truth", "And", "Or", "Not", "Range", "Integer",
+           "MultipleOf", "Pattern", "Length", "Format", "Const", "Formula", "f_and", "f_or", "f_not", "f_contains",
+           "num_eval", "str_eval", "num_const", "str_consts", "num_consts"]
 
 
-def _join(kind: str, items, unit, zero):
+class Truth(NamedTuple):
+    """``TRUE`` (every value) or ``FALSE`` (none)."""
+    head: str
+
+
+class And(NamedTuple):
+    """All of ``items`` (two or more, none an And: see :func:`f_and`)."""
+    items: tuple
+    head: str = "and"
+
+
+class Or(NamedTuple):
+    """Any of ``items`` (two or more, none an Or: see :func:`f_or`)."""
+    items: tuple
+    head: str = "or"
+
+
+class Not(NamedTuple):
+    """Not ``item`` (never a Not or a Truth: see :func:`f_not`)."""
+    item: "Formula"
+    head: str = "not"
+
+
+class Range(NamedTuple):
+    """A number between ``lo`` and ``hi`` (None: unbounded), each bound exclusive or not."""
+    lo: Optional[Decimal]
+    lo_excl: bool
+    hi: Optional[Decimal]
+    hi_excl: bool
+    head: str = "range"
+
+
+class Integer(NamedTuple):
+    """An integral number: ``head`` "int" (any spelling) or "int4" (draft 4's: no fraction or
+    exponent); the two instances are :data:`INTEGER` and :data:`PLAIN_INTEGER`."""
+    head: str
+
+
+class MultipleOf(NamedTuple):
+    """A number that is ``divisor`` times an integer."""
+    divisor: Decimal
+    head: str = "mult"
+
+
+class Pattern(NamedTuple):
+    """A string that a JSON Schema (ECMA-262) ``pattern`` matches somewhere."""
+    pattern: str
+    head: str = "pat"
+
+
+class Length(NamedTuple):
+    """A string of ``lo`` to ``hi`` (None: any) code points."""
+    lo: int
+    hi: Optional[int]
+    head: str = "len"
+
+
+class Format(NamedTuple):
+    """A string of the JSON Schema ``format`` ``name`` (core/formats.py)."""
+    name: str
+    head: str = "fmt"
+
+
+class Const(NamedTuple):
+    """Exactly the string ``text``."""
+    text: str
+    head: str = "const"
+
+
+Formula = Union[Truth, And, Or, Not, Range, Integer, MultipleOf, Pattern, Length, Format, Const]
+
+TRUE = Truth("T")
+FALSE = Truth("F")
+INTEGER = Integer("int")
+PLAIN_INTEGER = Integer("int4")
+
+
+def _join(kind: type, items, unit: Truth, zero: Truth) -> Formula:
+    """``kind`` (And or Or) of ``items``, flattened, deduplicated and folded: ``unit`` dropped,
+    ``zero`` absorbing."""
     out, seen = [], set()
     stack = list(reversed(items))
     while stack:
@@ -42,119 +125,124 @@ def _join(kind: str, items, unit, zero):
             continue
         if f == zero:
             return zero
-        if f[0] == kind:
-            stack.extend(reversed(f[1]))
+        if type(f) is kind:
+            stack.extend(reversed(f.items))
             continue
         if f not in seen:
             seen.add(f)
             out.append(f)
     # x and not x = FALSE; x or not x = TRUE; x and not (x or y) = FALSE
     for f in out:
-        if f[0] == "not":
-            if f[1] in seen:
+        if type(f) is Not:
+            if f.item in seen:
                 return zero
-            if kind == "and" and f[1][0] == "or" and any(x in seen for x in f[1][1]):
+            if kind is And and type(f.item) is Or and any(x in seen for x in f.item.items):
                 return zero
     if not out:
         return unit
     if len(out) == 1:
         return out[0]
-    return (kind, tuple(out))
+    return kind(tuple(out))
 
 
-def f_and(*fs):
-    return _join("and", fs, TRUE, FALSE)
+def f_and(*fs: Formula) -> Formula:
+    return _join(And, fs, TRUE, FALSE)
 
 
-def f_or(*fs):
-    return _join("or", fs, FALSE, TRUE)
+def f_or(*fs: Formula) -> Formula:
+    return _join(Or, fs, FALSE, TRUE)
 
 
-def f_not(f):
+def f_not(f: Formula) -> Formula:
     if f == TRUE:
         return FALSE
     if f == FALSE:
         return TRUE
-    if f[0] == "not":
-        return f[1]
-    return ("not", f)
+    if type(f) is Not:
+        return f.item
+    return Not(f)
 
 
-def num_const(v: Decimal):
-    return ("range", v, False, v, False)
+def f_contains(f: Formula, atom: Formula) -> bool:
+    """Whether ``atom`` occurs in ``f`` (under any And, Or or Not)."""
+    if f == atom:
+        return True
+    k = type(f)
+    if k is And or k is Or:
+        return any(f_contains(x, atom) for x in f.items)
+    return k is Not and f_contains(f.item, atom)
 
 
-def num_eval(f, v: Decimal) -> bool:
+def num_const(v: Decimal) -> Range:
+    return Range(v, False, v, False)
+
+
+def num_eval(f: Formula, v: Decimal) -> bool:
     """Whether the number ``v`` satisfies the formula."""
-    k = f[0]
-    if k == "T":
-        return True
-    if k == "F":
-        return False
-    if k == "and":
-        return all(num_eval(x, v) for x in f[1])
-    if k == "or":
-        return any(num_eval(x, v) for x in f[1])
-    if k == "not":
-        return not num_eval(f[1], v)
-    if k == "range":
-        _, lo, lo_x, hi, hi_x = f
+    k = type(f)
+    if k is Truth:
+        return f == TRUE
+    if k is And:
+        return all(num_eval(x, v) for x in f.items)
+    if k is Or:
+        return any(num_eval(x, v) for x in f.items)
+    if k is Not:
+        return not num_eval(f.item, v)
+    if k is Range:
+        lo, lo_x, hi, hi_x = f.lo, f.lo_excl, f.hi, f.hi_excl
         return (lo is None or (v > lo if lo_x else v >= lo)) and (hi is None or (v < hi if hi_x else v <= hi))
-    if k == "int" or k == "int4":
+    if k is Integer:
         return v == v.to_integral_value()
-    if k == "mult":
-        return (Fraction(v) / Fraction(f[1])).denominator == 1   # exact: Decimal division rounds
-    raise AssertionError(f"unknown number atom {k}")
+    if k is MultipleOf:
+        return (Fraction(v) / Fraction(f.divisor)).denominator == 1   # exact: Decimal division rounds
+    raise AssertionError(f"not a number formula: {f!r}")
 
 
-def str_eval(f, s: str) -> bool:
+def str_eval(f: Formula, s: str) -> bool:
     """Whether the decoded string ``s`` satisfies the formula."""
-    k = f[0]
-    if k == "T":
-        return True
-    if k == "F":
-        return False
-    if k == "and":
-        return all(str_eval(x, s) for x in f[1])
-    if k == "or":
-        return any(str_eval(x, s) for x in f[1])
-    if k == "not":
-        return not str_eval(f[1], s)
-    if k == "const":
-        return s == f[1]
+    k = type(f)
+    if k is Truth:
+        return f == TRUE
+    if k is And:
+        return all(str_eval(x, s) for x in f.items)
+    if k is Or:
+        return any(str_eval(x, s) for x in f.items)
+    if k is Not:
+        return not str_eval(f.item, s)
+    if k is Const:
+        return s == f.text
     if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
         return False  # constrained strings never hold a lone surrogate (see strings.py)
-    if k == "len":
-        return len(s) >= f[1] and (f[2] is None or len(s) <= f[2])
-    if k == "pat" or k == "fmt":
+    if k is Length:
+        return len(s) >= f.lo and (f.hi is None or len(s) <= f.hi)
+    if k is Pattern or k is Format:
         return _regex_atom(f, s)
-    raise AssertionError(f"unknown string atom {k}")
+    raise AssertionError(f"not a string formula: {f!r}")
 
 
 @lru_cache(maxsize=1 << 16)
-def _regex_atom(f, s: str) -> bool:
-    if f[0] == "pat":
-        return node_matches(pattern_node(f[1]), s)
-    return format_matches(f[1], s)
+def _regex_atom(f: Pattern | Format, s: str) -> bool:
+    if type(f) is Pattern:
+        return node_matches(pattern_node(f.pattern), s)
+    return format_matches(f.name, s)
 
 
-def _finite_values(f, consts, evaluate, leaf):
+def _finite_values(f: Formula, consts, evaluate, leaf):
     """The finite set a formula allows when it is syntactically finite, else None: ``leaf`` for
-    atoms, unions of ``consts`` over "or", and the first finite operand of "and" filtered by
+    atoms, unions of ``consts`` over Or, and the first finite operand of And filtered by
     ``evaluate(f, value)``."""
-    k = f[0]
-    if k == "F":
+    if f == FALSE:
         return frozenset()
-    if k == "or":
+    if type(f) is Or:
         out = set()
-        for x in f[1]:
+        for x in f.items:
             c = consts(x)
             if c is None:
                 return None
             out |= c
         return frozenset(out)
-    if k == "and":
-        for x in f[1]:
+    if type(f) is And:
+        for x in f.items:
             c = consts(x)
             if c is not None:
                 return frozenset(v for v in c if evaluate(f, v))
@@ -163,18 +251,18 @@ def _finite_values(f, consts, evaluate, leaf):
 
 
 @lru_cache(maxsize=1 << 14)
-def str_consts(f):
+def str_consts(f: Formula):
     """The finite set of strings a formula allows, if it is syntactically finite, else None."""
-    return _finite_values(f, str_consts, str_eval, lambda g: frozenset([g[1]]) if g[0] == "const" else None)
+    return _finite_values(f, str_consts, str_eval, lambda g: frozenset([g.text]) if type(g) is Const else None)
 
 
-def _num_leaf(f):
-    if f[0] == "range" and f[1] is not None and f[1] == f[3]:
-        return frozenset([f[1]]) if not (f[2] or f[4]) else frozenset()
+def _num_leaf(f: Formula):
+    if type(f) is Range and f.lo is not None and f.lo == f.hi:
+        return frozenset([f.lo]) if not (f.lo_excl or f.hi_excl) else frozenset()
     return None
 
 
 @lru_cache(maxsize=1 << 14)
-def num_consts(f):
+def num_consts(f: Formula):
     """The finite set of values a number formula allows, if syntactically finite, else None."""
     return _finite_values(f, num_consts, num_eval, _num_leaf)

@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import Optional
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_and, f_not, f_or, num_const, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, f_and, f_not, f_or, num_const, str_eval
 
 __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupported", "ANY", "NONE",
            "TRUE_SUB", "FALSE_SUB", "ANY_ARR", "ANY_OBJ", "MAX_VARIANTS", "BOTH_BOOLS"]
@@ -207,7 +207,7 @@ class Algebra:
         elif isinstance(value, (int, float)):
             t = Typed(num=num_const(to_decimal(value)))
         elif isinstance(value, str):
-            t = Typed(str=("const", value))
+            t = Typed(str=Const(value))
         elif isinstance(value, list):
             t = Typed(arr=(ArrSpec(prefix=tuple(frozenset([self.const(x)]) for x in value),
                                    items=FALSE_SUB, min=len(value), max=len(value)),))
@@ -230,7 +230,7 @@ class Algebra:
             elif isinstance(v, (int, float)):
                 nums.append(num_const(to_decimal(v)))
             elif isinstance(v, str):
-                strs.append(("const", v))
+                strs.append(Const(v))
             else:
                 c = self.const(v)
                 arr.extend(c.arr)
@@ -352,7 +352,7 @@ class Algebra:
             if k not in named:
                 out.append(ObjSpec(props=((k, FALSE_SUB),)))
         if s.rules:
-            named = f_or(*[("const", k) for k, _ in s.props])
+            named = f_or(*[Const(k) for k, _ in s.props])
             for pred, sub in s.rules:
                 if sub != TRUE_SUB:
                     out.append(ObjSpec(some=((f_and(pred, f_not(named)), self.neg(sub)),)))

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from stencil.grammar.regex import (ANY_STRING, CharClass, Empty, Literal, Nothing, Repeat, parse_regex,
                                    split_anchors)
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import Alt, Concat, alt, concat, has_anchors, nullable
 
 __all__ = ["pattern_node", "node_matches", "lift_lookaheads"]
@@ -107,7 +107,7 @@ def _ends(node, text: str, starts: frozenset) -> frozenset:
         return frozenset(i + len(t) for i in starts if text.startswith(t, i))
     if isinstance(node, CharClass):
         n = len(text)
-        return frozenset(i + 1 for i in starts if i < n and U.contains(node.ranges, ord(text[i])))
+        return frozenset(i + 1 for i in starts if i < n and unicode.contains(node.ranges, ord(text[i])))
     if isinstance(node, Concat):
         for it in node.items:
             starts = _ends(it, text, starts)

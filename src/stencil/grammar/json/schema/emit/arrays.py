@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from stencil.grammar.json.schema.core.formulas import FALSE, num_const, num_consts, str_consts
+from stencil.grammar.json.schema.core.formulas import FALSE, Const, num_const, num_consts, str_consts
 from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Typed, Unsupported, sub_and
 
 __all__ = ["emit_array", "MAX_ARRAY_STATES"]
@@ -88,7 +88,7 @@ def _unique_values(em, spec: ArrSpec, entries: list):
     out = [("null", Typed(null=True))] if t.null else []
     out += [(json.dumps(b), Typed(bools=frozenset([b]))) for b in sorted(t.bools)]
     out += [(str(n), Typed(num=num_const(n))) for n in sorted(nums)]
-    out += [(json.dumps(s), Typed(str=("const", s))) for s in sorted(strs)]
+    out += [(json.dumps(s), Typed(str=Const(s))) for s in sorted(strs)]
     return out
 
 

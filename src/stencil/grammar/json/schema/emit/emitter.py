@@ -22,7 +22,7 @@ import json
 import re
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Integer
 from stencil.grammar.json.schema.emit.arrays import emit_array
 from stencil.grammar.json.schema.emit.objects import emit_object
 from stencil.grammar.json.schema.lang.scalars import Scalars
@@ -164,7 +164,7 @@ class Emitter:
             b = self.b
             if kind == "num":
                 expr = self.scalars.number(f)
-                name = "number" if f == TRUE else ("integer" if f in (("int",), ("int4",)) else "number:constrained")
+                name = "number" if f == TRUE else ("integer" if type(f) is Integer else "number:constrained")
             elif f == TRUE:
                 expr = self.strings.quoted(self.strings.any_body())   # no lone surrogate
                 name = "string"

@@ -40,6 +40,7 @@ from math import gcd
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, TRUE, And, Not, Or, Range
 from stencil.grammar.json.value import number_expr
 
 __all__ = ["JsonNumbers", "decimal_parts", "range_union", "multiple_parts", "MAX_RESIDUES_BESIDE"]
@@ -101,25 +102,25 @@ def range_union(f, limit: int = 16):
     ``int`` by unions and intersections (at most ``limit`` alternatives); None otherwise
     (``multipleOf``, draft 4 integers, the complement of ``int``). Each alternative is then one
     exact number-range expression: ``not: {minimum: 5}`` rejects ``50e-1`` exactly."""
-    k = f[0]
-    if k == "T":
+    k = type(f)
+    if f == TRUE:
         return [_ALL]
-    if k == "F":
+    if f == FALSE:
         return []
-    if k == "range":
-        return [(*f[1:], False)]
-    if k == "int":
+    if k is Range:
+        return [(f.lo, f.lo_excl, f.hi, f.hi_excl, False)]
+    if f == INTEGER:
         return [(None, False, None, False, True)]
-    if k == "not" and f[1][0] == "range":
-        _, lo, lx, hi, hx = f[1]
+    if k is Not and type(f.item) is Range:
+        lo, lx, hi, hx = f.item.lo, f.item.lo_excl, f.item.hi, f.item.hi_excl
         out = [] if lo is None else [(None, False, lo, not lx, False)]
         return out + ([] if hi is None else [(hi, not hx, None, False, False)])
-    if k not in ("or", "and"):
+    if k is not Or and k is not And:
         return None
-    parts = [range_union(x, limit) for x in f[1]]
+    parts = [range_union(x, limit) for x in f.items]
     if any(p is None for p in parts):
         return None
-    if k == "or":
+    if k is Or:
         out = [a for p in parts for a in p]
     else:
         out = [_ALL]

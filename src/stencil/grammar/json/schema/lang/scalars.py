@@ -4,12 +4,13 @@ builder: the one lexeme of each scalar type part of a schema.
 Example::
 
     sc = Scalars(b)
-    num = sc.number(("range", Decimal(0), False, None, False))   # a regex id: numbers >= 0
+    num = sc.number(Range(Decimal(0), False, None, False))   # a regex id: numbers >= 0
 """
 from __future__ import annotations
 
 from stencil.grammar.json.schema.core.formats import format_spec
-from stencil.grammar.json.schema.core.formulas import str_consts
+from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Format, Integer,
+                                                       Length, MultipleOf, Not, Or, Pattern, Range, str_consts)
 from stencil._core import GrammarError
 from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
 from stencil.grammar.json.schema.lang.strings import JsonStrings
@@ -47,33 +48,32 @@ class Scalars:
         if alts is not None:   # ranges, their complements and integrality: exact in every spelling
             make = nums.plain_range if self.plain_numbers else nums.exact_range
             return b.re_or([make(*a) for a in alts]) if alts else b.re_nothing()
-        k = f[0]
-        if k == "T":
+        k = type(f)
+        if f == TRUE:
             return nums.any()
-        if k == "F":
+        if f == FALSE:
             return b.re_nothing()
-        if k == "or":
-            return b.re_or([self.number(x, exact) for x in f[1]])
-        if k == "not":
-            return b.re_and([nums.any(), b.re_not(self.number(f[1], False))])
-        items = f[1] if k == "and" else (f,)
+        if k is Or:
+            return b.re_or([self.number(x, exact) for x in f.items])
+        if k is Not:
+            return b.re_and([nums.any(), b.re_not(self.number(f.item, False))])
+        items = f.items if k is And else (f,)
         lo = hi = None
         lo_x = hi_x = False
         integer = plain = False
         mults, others = [], []
         for x in items:
-            if x[0] == "range":
-                _, low, lx, h, hx = x
+            if type(x) is Range:
+                low, lx, h, hx = x.lo, x.lo_excl, x.hi, x.hi_excl
                 if low is not None and (lo is None or low > lo or (low == lo and lx)):
                     lo, lo_x = low, lx
                 if h is not None and (hi is None or h < hi or (h == hi and hx)):
                     hi, hi_x = h, hx
-            elif x[0] == "int":
+            elif type(x) is Integer:
                 integer = True
-            elif x[0] == "int4":
-                integer = plain = True
-            elif x[0] == "mult":
-                mults.append(x[1])
+                plain = plain or x == PLAIN_INTEGER
+            elif type(x) is MultipleOf:
+                mults.append(x.divisor)
             else:
                 others.append(x)
         plain = plain or self.plain_numbers
@@ -93,33 +93,33 @@ class Scalars:
 
     def _string(self, f) -> int:
         b, s = self.b, self.strings
-        k = f[0]
-        if k == "T":
+        k = type(f)
+        if f == TRUE:
             return s.any_body()
-        if k == "F":
+        if f == FALSE:
             return b.re_nothing()
-        if k == "const":
-            return s.text(f[1])
-        if k == "pat":
-            return s.pattern(f[1])
-        if k == "len":
-            return s.length(f[1], f[2])
-        if k == "fmt":
-            node, max_len = format_spec(f[1])
+        if k is Const:
+            return s.text(f.text)
+        if k is Pattern:
+            return s.pattern(f.pattern)
+        if k is Length:
+            return s.length(f.lo, f.hi)
+        if k is Format:
+            node, max_len = format_spec(f.name)
             e = s.node(node)
             return e if max_len is None else b.re_and([e, s.length(0, max_len)])
         consts = str_consts(f)
         if consts is not None:   # a finite set (enum, const): no regex algebra needed
             return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
-        if k == "or":
-            return b.re_or([self.string_body(x) for x in f[1]])
-        if k == "not":
-            return b.re_and([s.any_body(), b.re_not(self.string_body(f[1]))])
+        if k is Or:
+            return b.re_or([self.string_body(x) for x in f.items])
+        if k is Not:
+            return b.re_and([s.any_body(), b.re_not(self.string_body(f.item))])
         lo, hi, parts = 0, None, []
-        for x in f[1]:  # "and": one length range, the rest intersected
-            if x[0] == "len":
-                lo = max(lo, x[1])
-                hi = x[2] if hi is None else (hi if x[2] is None else min(hi, x[2]))
+        for x in f.items:  # And: one length range, the rest intersected
+            if type(x) is Length:
+                lo = max(lo, x.lo)
+                hi = x.hi if hi is None else (hi if x.hi is None else min(hi, x.hi))
             else:
                 parts.append(self.string_body(x))
         if lo > 0 or hi is not None:

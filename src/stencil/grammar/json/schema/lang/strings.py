@@ -27,15 +27,15 @@ from functools import lru_cache
 from stencil.grammar.json.schema.core.patterns import pattern_node
 from stencil.grammar.json.value import HEX_DIGIT_VALUES, SHORT_ESCAPES
 from stencil.grammar.regex import AnchorEnd, AnchorStart, CharClass, Empty, Literal, Nothing, Repeat
-from stencil.grammar.regex import unicode as U
+from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import Alt, Concat, postorder
 
 __all__ = ["JsonStrings", "intersect_ranges"]
 
 #: code points that may appear raw in a JSON string
-RAW_OK = U.complement(U.normalize([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
-BMP = U.normalize([(0, 0xFFFF)])
-ASTRAL = ((0x10000, U.MAX_CP),)
+RAW_OK = unicode.complement(unicode.normalize([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
+BMP = unicode.normalize([(0, 0xFFFF)])
+ASTRAL = ((0x10000, unicode.MAX_CP),)
 
 
 def intersect_ranges(a, b):
@@ -87,8 +87,8 @@ _DUMPS_U = tuple(cp for cp in range(0x20) if cp not in {c for c, _ in _DUMPS_SHO
 
 #: llguidance's spellings ("controls", "unicode"): U+007F is escaped too, and "controls" writes
 #: ``\uXXXX`` only for these
-_CONTROLS = U.normalize([(0x00, 0x1F), (0x7F, 0x7F)])
-_RAW_NO_DEL = U.complement(U.union(_CONTROLS, U.normalize([(0x22, 0x22), (0x5C, 0x5C)])))
+_CONTROLS = unicode.normalize([(0x00, 0x1F), (0x7F, 0x7F)])
+_RAW_NO_DEL = unicode.complement(unicode.union(_CONTROLS, unicode.normalize([(0x22, 0x22), (0x5C, 0x5C)])))
 
 
 class JsonStrings:
@@ -178,9 +178,9 @@ class JsonStrings:
         peer = self.spelling in ("controls", "unicode")
         raw = intersect_ranges(key, _RAW_NO_DEL if peer else RAW_OK)
         if raw:
-            parts.append(b.re_char_ranges(U.bridge_surrogates(raw), False))
+            parts.append(b.re_char_ranges(unicode.bridge_surrogates(raw), False))
         for cp, letter in _DUMPS_SHORT if self.plain else SHORT_ESCAPES:
-            if U.contains(key, cp) and (not peer or letter in self.escapes):
+            if unicode.contains(key, cp) and (not peer or letter in self.escapes):
                 parts.append(b.re_literal("\\" + letter))
         if peer:
             e = self._classes[key] = self._peer_u_escapes(key, parts)
@@ -189,7 +189,7 @@ class JsonStrings:
             # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
             by_high: dict = {}
             for cp in _DUMPS_U:
-                if U.contains(key, cp):
+                if unicode.contains(key, cp):
                     by_high.setdefault(cp >> 4, []).append("%x" % (cp & 15))
             for high, lows in by_high.items():
                 parts.append(b.re_concat([b.re_literal("\\u00%d" % high),
@@ -233,7 +233,7 @@ class JsonStrings:
         """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
         directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
         if self._char is None and self.plain:
-            self._char = self.encoded_class(U.ANY)
+            self._char = self.encoded_class(unicode.ANY)
         if self._char is None:
             b = self.b
             h = self._hex_digit
@@ -243,7 +243,7 @@ class JsonStrings:
                            b.re_concat([h(13, 13), h(0, 7), hex2])])
             pair = b.re_concat([u, h(13, 13), h(8, 11), hex2, u, h(13, 13), h(12, 15), hex2])
             short = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
-            raw = b.re_char_ranges(U.bridge_surrogates(RAW_OK), False)
+            raw = b.re_char_ranges(unicode.bridge_surrogates(RAW_OK), False)
             self._char = b.re_or([raw, short, b.re_concat([u, bmp]), pair])
         return self._char
 
@@ -328,7 +328,7 @@ class JsonStrings:
                 return b.re_or(list(kids))
             if isinstance(node, Repeat):
                 if node.min == 0 and node.max is None and isinstance(node.item, CharClass) \
-                        and node.item.ranges == U.ANY:
+                        and node.item.ranges == unicode.ANY:
                     return self.any_body()
                 return b.re_repeat(kids[0], node.min, -1 if node.max is None else node.max)
             if isinstance(node, Empty):

@@ -5,7 +5,7 @@ a draft lacks), where a keyword sits (:func:`where`, for error messages), count 
 from __future__ import annotations
 
 from stencil._core import GrammarError
-from stencil.grammar.json.schema.core.formulas import TRUE, f_and, f_not
+from stencil.grammar.json.schema.core.formulas import TRUE, Pattern, f_and, f_not
 from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
 from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
 
@@ -88,21 +88,21 @@ def count(loc, s, key) -> int:
 
 
 def pattern_formula(pattern: str):
-    """The string formula of a JSON Schema ``pattern``: ``("pat", pattern)``, or, for lookaheads
+    """The string formula of a JSON Schema ``pattern``: ``Pattern(pattern)``, or, for lookaheads
     right after a leading ``^`` (``^(?!A)B``, ``^(?=A)B``, common in real schemas and beyond a
     regular expression front-end without lookarounds), the same language as plain patterns:
     "^B and not ^A" (``^A`` unanchored at its end means "starts with a match of A"). Other
     unsupported constructs raise the regex front-end's GrammarError."""
     try:
         pattern_node(pattern)
-        return ("pat", pattern)
+        return Pattern(pattern)
     except GrammarError as err:
         lifted = lift_lookaheads(pattern)
         if lifted is None:
             raise
-        f = ("pat", lifted[0])
+        f = Pattern(lifted[0])
         for negative, inner in lifted[1]:
-            g = ("pat", "^(?:" + inner + ")")
+            g = Pattern("^(?:" + inner + ")")
             try:
                 pattern_node(g[1])
                 pattern_node(lifted[0])

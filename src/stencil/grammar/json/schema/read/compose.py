@@ -23,7 +23,7 @@ from dataclasses import replace
 from itertools import combinations
 
 from stencil._core import GrammarError
-from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_const, num_consts,
+from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, Const, f_and, f_not, f_or, num_const, num_consts,
                                                        str_consts, str_eval)
 from stencil.grammar.json.schema.core.model import (ANY, NONE, Typed, normalize_arr, normalize_obj,
                                                     sub_and)
@@ -114,7 +114,7 @@ def _exactly_one_formula(fs):
         return f_or(*fs)
     consts = [str_consts(f) for f in fs]
     if all(c is not None for c in consts):
-        return _count_consts(consts, "const")
+        return _count_consts(consts)
     nconsts = [num_consts(f) for f in fs]
     if all(c is not None for c in nconsts):
         seen: dict = {}
@@ -129,12 +129,12 @@ def _exactly_one_formula(fs):
     return exact
 
 
-def _count_consts(sets, kind):
+def _count_consts(sets):
     seen: dict = {}
     for c in sets:
         for v in c:
             seen[v] = seen.get(v, 0) + 1
-    return f_or(*[(kind, v) for v, n in seen.items() if n == 1])
+    return f_or(*[Const(v) for v, n in seen.items() if n == 1])
 
 
 def exactly_one(ctx, branches, where: str, raw=None) -> Typed:

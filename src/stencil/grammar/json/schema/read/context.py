@@ -32,6 +32,9 @@ class Context:
         self.unknown_formats: dict = {}  # unknown format -> first place seen
         self._loc_memo: dict = {}
         self._sub_memo: dict = {}
+        self._canon_memo: dict = {}      # schema location -> its canonical key (see _canon)
+        #: (kind "num"/"str", formula) -> whether no value satisfies it (read.disjoint.formula_empty)
+        self.empty_memo: dict = {}
         self._active: set = set()
         self.alg.simplify = self.simplify
 
@@ -135,7 +138,7 @@ class Context:
         """A key equal for two schema locations with the same content and base URI."""
         if not hasattr(atom, "schema"):
             return atom
-        memo = self.__dict__.setdefault("_canon_memo", {})
+        memo = self._canon_memo
         key = memo.get(atom)
         if key is None:
             try:

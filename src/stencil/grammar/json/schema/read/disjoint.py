@@ -23,8 +23,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from stencil._core import GrammarBuilder, GrammarError
-from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, f_and, f_not, f_or, num_consts, num_eval,
-                                                       str_consts, str_eval)
+from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Pattern, f_and,
+                                                       f_contains, f_not, f_or, num_consts, num_eval, str_consts,
+                                                       str_eval)
 from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
 from stencil.grammar.json.schema.core.patterns import pattern_node
 from stencil.grammar.json.schema.lang.scalars import Scalars
@@ -41,7 +42,7 @@ def formula_empty(ctx, kind: str, f) -> bool:
         return True
     if f == TRUE:
         return False
-    memo = ctx.__dict__.setdefault("_empty_memo", {})
+    memo = ctx.empty_memo
     key = (kind, f)
     hit = memo.get(key)
     if hit is None and kind == "str" and _patterns_apart(f):
@@ -72,9 +73,9 @@ def _pattern_language(pattern: str):
 def _patterns_apart(f) -> bool:
     """Whether two ``pattern`` atoms of the conjunction ``f`` surely match no string together, told
     by their fixed first or last code points (no grammar built; see regex_positions)."""
-    if f[0] != "and":
+    if type(f) is not And:
         return False
-    nodes = [n for x in f[1] if x[0] == "pat" and (n := _pattern_language(x[1])) is not None]
+    nodes = [n for x in f.items if type(x) is Pattern and (n := _pattern_language(x.pattern)) is not None]
     return any(surely_disjoint(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:])
 
 
@@ -126,7 +127,7 @@ def typed_within(a: Typed, b: Typed) -> bool:
     for fa, fb, consts, ev in ((a.num, b.num, num_consts, num_eval), (a.str, b.str, str_consts, str_eval)):
         if fa == FALSE or fb == TRUE:
             continue
-        if fb is b.num and "int4" in repr(fb):
+        if fb is b.num and f_contains(fb, PLAIN_INTEGER):
             return False   # draft-4 integers depend on the spelling, not only on the value
         ca = consts(fa)
         if ca is None or not all(ev(fb, v) for v in ca):
@@ -142,8 +143,8 @@ def _keys(s: ObjSpec):
     """A formula of the keys an object of ``s`` may have."""
     forbidden = f_or(*[pred for pred, sub in s.rules if sub == FALSE_SUB])
     named = [k for k, sub in s.props if sub != FALSE_SUB]
-    others = f_and(s.names, f_not(forbidden), f_not(f_or(*[("const", k) for k, _ in s.props])))
-    return f_or(*[("const", k) for k in named], others)
+    others = f_and(s.names, f_not(forbidden), f_not(f_or(*[Const(k) for k, _ in s.props])))
+    return f_or(*[Const(k) for k in named], others)
 
 
 def disjoint(ctx, a, b, depth: int = 0) -> bool:

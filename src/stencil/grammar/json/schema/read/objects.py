@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from stencil._core import GrammarError
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_not, f_or, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, f_not, f_or, str_eval
 from stencil.grammar.json.schema.core.model import ANY, FALSE_SUB, ObjSpec, normalize_obj, sub_and
 from stencil.grammar.json.schema.read.common import count, only_obj, pattern_formula, where
 
@@ -28,7 +28,7 @@ def read(ctx, loc, s, exact: bool = False):
         for name, sch in ps.items():
             props.append((name, ctx.sub(loc, sch, "properties", name)))
         if ps:
-            evaluated = f_or(*[("const", k) for k in ps])
+            evaluated = f_or(*[Const(k) for k in ps])
     rules = []
     pats = []
     if "patternProperties" in s:

@@ -17,7 +17,8 @@ from decimal import Decimal
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.formats import UNSUPPORTED_FORMATS, format_spec
-from stencil.grammar.json.schema.core.formulas import TRUE, f_and
+from stencil.grammar.json.schema.core.formulas import (INTEGER, PLAIN_INTEGER, TRUE, Format, Length, MultipleOf, Range,
+                                                       f_and)
 from stencil.grammar.json.schema.core.model import ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Typed, to_decimal
 from stencil.grammar.json.schema.read import arrays, compose, objects
 from stencil.grammar.json.schema.read.common import (ANNOTATIONS, NEWER_THAN, NOT_ENFORCEABLE, UNDERSTOOD,
@@ -58,7 +59,7 @@ def _make_type_part(name: str, plain_int: bool) -> Typed:
     if name == "integer":
         # draft 4: "a JSON number without a fraction or exponent part" (and so llguidance, under
         # number_spelling="plain_integers"); later drafts: any integral value
-        return Typed(num=("int4",) if plain_int else ("int",))
+        return Typed(num=PLAIN_INTEGER if plain_int else INTEGER)
     if name == "number":
         return Typed(num=TRUE)
     if name == "string":
@@ -187,17 +188,17 @@ def _numbers(ctx, loc, s) -> Typed:
             hi_x = True
     if "exclusiveMinimum" in s and not isinstance(s["exclusiveMinimum"], bool):
         v = _number(loc, s, "exclusiveMinimum")
-        f = f_and(f, ("range", v, True, None, False))
+        f = f_and(f, Range(v, True, None, False))
     if "exclusiveMaximum" in s and not isinstance(s["exclusiveMaximum"], bool):
         v = _number(loc, s, "exclusiveMaximum")
-        f = f_and(f, ("range", None, False, v, True))
+        f = f_and(f, Range(None, False, v, True))
     if lo is not None or hi is not None:
-        f = f_and(f, ("range", lo, lo_x, hi, hi_x))
+        f = f_and(f, Range(lo, lo_x, hi, hi_x))
     if "multipleOf" in s:
         d = _number(loc, s, "multipleOf")
         if d <= 0:
             raise GrammarError(f"multipleOf at {where(loc, 'multipleOf')}: must be greater than 0")
-        f = f_and(f, ("mult", d))
+        f = f_and(f, MultipleOf(d))
     return only_num(f)
 
 
@@ -206,7 +207,7 @@ def _strings(ctx, loc, s) -> Typed:
     if "minLength" in s or "maxLength" in s:
         lo = count(loc, s, "minLength") if "minLength" in s else 0
         hi = count(loc, s, "maxLength") if "maxLength" in s else None
-        f = f_and(f, ("len", lo, hi))
+        f = f_and(f, Length(lo, hi))
     if "pattern" in s:
         p = s["pattern"]
         if not isinstance(p, str):
@@ -226,7 +227,7 @@ def _strings(ctx, loc, s) -> Typed:
             if spec is None:
                 ctx.unknown_formats.setdefault(name, where(loc, "format"))
             else:
-                f = f_and(f, ("fmt", name))
+                f = f_and(f, Format(name))
     if ctx.options.assert_content and s.get("contentEncoding") == "base64":
-        f = f_and(f, ("fmt", "$contentEncoding:base64"))
+        f = f_and(f, Format("$contentEncoding:base64"))
     return ANY if f == TRUE else only_str(f)

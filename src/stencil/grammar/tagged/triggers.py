@@ -79,13 +79,13 @@ def reasoning_then(b, answer: int, *, begin: Optional[Marker] = "<think>", end: 
     the same builder). ``optional``: the model may also answer right away."""
     rule = b.rule(name)
     head = [marker(b, begin, "think-begin")] if begin is not None else []
-    b.add_alternative(rule, head + [text_until(b, end, name=f"{name}-text"), _ws(b), answer])
+    b.add_alternative(rule, head + [text_until(b, end, name=f"{name}-text"), optional_ws(b), answer])
     if optional:
         b.add_alternative(rule, [answer])
     return rule
 
 
-def _ws(b) -> int:
+def optional_ws(b) -> int:
     """Optional white space between a marker and what follows (models put newlines there)."""
     return b.lexeme(b.re_repeat(b.re_char_ranges(_WS, False), 0, -1), "ws")
 
@@ -144,12 +144,12 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
         b.add_alternative(call, [lit["{"], b.literal(json.dumps(name_key)), lit[":"],
                                  b.literal(json.dumps(tool_name, ensure_ascii=False)), lit[","],
                                  b.literal(json.dumps(args_key)), lit[":"], args, lit["}"]])
-    one = [_ws(b), call] + ([_ws(b), marker(b, end, "call-end")] if end is not None else [])
+    one = [optional_ws(b), call] + ([optional_ws(b), marker(b, end, "call-end")] if end is not None else [])
     first = [text_until(b, trigger, name=f"{name}-text")] if text_before else [marker(b, trigger, "call-begin")]
-    more = b.seq([_ws(b), marker(b, trigger, "call-begin")] + one)
+    more = b.seq([optional_ws(b), marker(b, trigger, "call-begin")] + one)
     rest = b.repeat(more, 0, -1 if max_calls is None else max_calls - 1)
     rule = b.rule(name)
-    b.add_alternative(rule, first + one + [rest, _ws(b)])
+    b.add_alternative(rule, first + one + [rest, optional_ws(b)])
     if not require_call:
         b.add_alternative(rule, [text_without(b, trigger, name=f"{name}-plain")])
     return rule

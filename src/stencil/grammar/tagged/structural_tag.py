@@ -42,7 +42,7 @@ from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
 from stencil.grammar.json.schema.core.document import check_document
 from stencil.grammar.regex import build_regex
-from stencil.grammar.xml_params import build_xml_parameters
+from stencil.grammar.tagged.xml_params import build_xml_parameters
 
 __all__ = ["build_structural_tag", "load_structural_tag", "MAX_DEPTH"]
 

@@ -26,7 +26,7 @@ from stencil._core import GrammarError
 from stencil.grammar.ebnf.ast import Namespaced
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.regex import build_regex
-from stencil.grammar.triggers import _ws
+from stencil.grammar.tagged.triggers import optional_ws
 
 __all__ = ["build_xml_parameters"]
 
@@ -53,7 +53,7 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     if missing and schema.get("additionalProperties", True) is False:
         raise GrammarError(f"qwen_xml: required {missing} are not in /properties")
     defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
-    ws = _ws(b)
+    ws = optional_ws(b)
     params = []
     for i, (key, sub) in enumerate(props.items()):
         value = _value(Namespaced(b, f"p{i}/"), sub, defs, f"/properties/{key}", json_options or {}, ws)

@@ -2,7 +2,7 @@
 
 Triton is optional (``pip install 'stencil-llm[gpu]'``): without it, or for a layout the kernel does not
 take, ``stencil.apply_token_bitmask_inplace`` keeps using the torch-ops path of
-``stencil.bitmask_torch``. The results are the same bits (tests/python/test_bitmask_triton.py
+``stencil.kernels.torch``. The results are the same bits (tests/python/test_bitmask_triton.py
 runs the kernel on CPU tensors through Triton's interpreter, ``TRITON_INTERPRET=1``).
 
 One program handles one bitmask row and ``32 * WORDS`` logits. It loads its packed words (one

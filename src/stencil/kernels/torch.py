@@ -1,12 +1,12 @@
 """Applying bitmasks to torch logits, imported only when torch is used.
 
-CPU tensors share their memory with numpy and go through the numpy kernel of
-``stencil.bitmask`` (on an integer view, so bfloat16 works too): the CPU result is the same code
+CPU tensors share their memory with numpy and go through the core's pass of
+``stencil.kernels._bits`` (on an integer view, so bfloat16 works too): the CPU result is the same code
 whatever the array library. Tensors on another device (CUDA) use device-side torch ops that never
 copy the logits to the host: the bitmask is unpacked on the device with shifts and applied with
 ``masked_fill_``. ``apply_token_bitmask_torch_ops`` is that device path; it runs on CPU tensors
 too, which is how it is tested against the numpy kernel. On CUDA, when triton is installed, the
-Triton kernel of ``stencil.bitmask_triton`` takes its place (float32/float16/bfloat16 logits
+Triton kernel of ``stencil.kernels.triton`` takes its place (float32/float16/bfloat16 logits
 contiguous along the vocabulary); the torch ops remain the fallback. ``PinnedBitmask`` keeps a
 bitmask in pinned host memory and copies it to the device asynchronously.
 """
@@ -19,22 +19,16 @@ import warnings
 import numpy as np
 import torch
 
-from stencil.bitmask import allocate_token_bitmask, apply_bitmask_bits
+from stencil.kernels._bits import INT_VIEW, apply_bitmask_bits
+from stencil.kernels.numpy import allocate_token_bitmask
 
 __all__ = ["apply_token_bitmask_inplace_torch", "apply_token_bitmask_torch_ops", "PinnedBitmask"]
-
-#: float dtype -> integer dtype of the same width, and -inf's bit pattern in it
-_INT_VIEW = {
-    torch.float16: (torch.int16, -1024),          # 0xFC00
-    torch.bfloat16: (torch.int16, -128),          # 0xFF80
-    torch.float32: (torch.int32, -8388608),       # 0xFF800000
-    torch.float64: (torch.int64, -4503599627370496),  # 0xFFF0000000000000
-}
 
 
 def apply_token_bitmask_inplace_torch(logits: torch.Tensor, bitmask, indices: Sequence[int] | None = None) -> None:
     """``stencil.apply_token_bitmask_inplace`` for torch tensors (see there)."""
-    if logits.dtype not in _INT_VIEW:
+    view = INT_VIEW.get(_dtype_name(logits))
+    if view is None:
         raise TypeError(f"logits must be float16, bfloat16, float32 or float64, got {logits.dtype}")
     if logits.dim() not in (1, 2):
         raise ValueError(f"logits must be [vocab] or [batch, vocab], got shape {tuple(logits.shape)}")
@@ -45,16 +39,19 @@ def apply_token_bitmask_inplace_torch(logits: torch.Tensor, bitmask, indices: Se
     rows = logits.detach()
     if rows.dim() == 1:
         rows = rows.unsqueeze(0)
-    itype, ninf = _INT_VIEW[logits.dtype]
+    itype, ninf = getattr(torch, view[0]), view[1]
     if rows.stride(-1) == 1:
-        apply_bitmask_bits(rows.view(itype).numpy(), np.array(ninf).astype(_NP[itype])[()], bitmask, indices)
+        apply_bitmask_bits(rows.view(itype).numpy(), ninf, bitmask, indices)
     else:  # a strided view: work on a contiguous copy and write it back
         tmp = rows.contiguous()
-        apply_bitmask_bits(tmp.view(itype).numpy(), np.array(ninf).astype(_NP[itype])[()], bitmask, indices)
+        apply_bitmask_bits(tmp.view(itype).numpy(), ninf, bitmask, indices)
         rows.copy_(tmp)
 
 
-_NP = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64}
+def _dtype_name(t: torch.Tensor) -> str:
+    """``torch.float32`` -> ``"float32"``: the key of ``INT_VIEW``, shared with numpy."""
+    return str(t.dtype).removeprefix("torch.")
+
 
 #: False once the Triton kernel failed to compile or launch here (warned once): torch ops from then on
 _triton_ok = True
@@ -64,10 +61,10 @@ def _apply_on_device(logits: torch.Tensor, bitmask, indices) -> None:
     """The Triton kernel on CUDA where it applies, else the torch ops."""
     global _triton_ok
     if _triton_ok and logits.device.type == "cuda" and (logits.shape[-1] < 2 or logits.stride(-1) == 1):
-        from stencil import bitmask_triton
-        if bitmask_triton.triton_available() and logits.dtype in bitmask_triton.TRITON_DTYPES:
+        from stencil.kernels import triton as triton_kernel
+        if triton_kernel.triton_available() and logits.dtype in triton_kernel.TRITON_DTYPES:
             try:
-                return bitmask_triton.apply_token_bitmask_triton(logits, bitmask, indices)
+                return triton_kernel.apply_token_bitmask_triton(logits, bitmask, indices)
             except (TypeError, ValueError, IndexError):
                 raise  # the caller's input: the same error the torch ops would give
             except Exception as e:  # noqa: BLE001 - a Triton that cannot build for this GPU

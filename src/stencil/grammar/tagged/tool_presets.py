@@ -1,12 +1,12 @@
 """Tool-call formats of common model families, as structural tags (see
-:mod:`stencil.grammar.structural_tag`): the exact text each family's chat template writes for a
+:mod:`stencil.grammar.tagged.structural_tag`): the exact text each family's chat template writes for a
 tool call, with each tool's arguments constrained by its JSON Schema.
 
 - ``llama3``: ``{"name": "NAME", "parameters": ARGS}``, also after ``<|python_tag|>``
   (Llama 3.1, 3.2);
 - ``qwen``: ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>`` (Qwen2.5, Qwen3);
 - ``qwen-coder``: ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...
-  </function>\\n</tool_call>`` (Qwen3-Coder; see :mod:`stencil.grammar.xml_params`);
+  </function>\\n</tool_call>`` (Qwen3-Coder; see :mod:`stencil.grammar.tagged.xml_params`);
 - ``deepseek``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n
   ARGS\\n```<｜tool▁call▁end｜>`` ... ``<｜tool▁calls▁end｜>`` (V3, R1; calls joined by a newline);
 - ``deepseek-v3.1``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS
@@ -34,7 +34,7 @@ import json
 from typing import Union
 
 from stencil._core import GrammarError
-from stencil.grammar.triggers import tool_specs
+from stencil.grammar.tagged.triggers import tool_specs
 
 __all__ = ["tool_call_format", "FORMATS"]
 
