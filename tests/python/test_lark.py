@@ -15,9 +15,9 @@ import pytest
 
 import stencil
 from grammar_oracle import accepts, CharEarley, encode_segments, feed
-from stencil.grammar.ebnf.gbnf import parse_gbnf
-from stencil.grammar.ebnf.lark import parse_lark
-from stencil.grammar.sample import alphabet, mutate, sample
+from oracle_grammars import alphabet, mutate, sample
+from oracle_grammars import parse_gbnf as read_gbnf   # the oracle's own parsers
+from oracle_lark import lark as read_lark
 
 
 def check_language(env, text: str, good: list, bad: list, *, samples: int = 15, mutants: int = 40,
@@ -29,7 +29,7 @@ def check_language(env, text: str, good: list, bad: list, *, samples: int = 15, 
         assert accepts(env, compiled, s), f"rejected valid {s!r}"
     for s in bad:
         assert not accepts(env, compiled, s), f"accepted invalid {s!r}"
-    ast = parse_lark(text)
+    ast = read_lark(text)
     oracle = CharEarley(ast)
     rng = random.Random(seed)
     chars = alphabet(ast) + " \n"
@@ -374,7 +374,7 @@ def test_lark_and_gbnf_agree(env, name):
     _, compiler, _ = env
     lark_text, gbnf_text = SAME[name]
     lark_g, gbnf_g = compiler.compile_lark(lark_text), compiler.compile_gbnf(gbnf_text)
-    lark_ast, gbnf_ast = parse_lark(lark_text), parse_gbnf(gbnf_text)
+    lark_ast, gbnf_ast = read_lark(lark_text), read_gbnf(gbnf_text)
     oracle = CharEarley(gbnf_ast)
     rng = random.Random(11)
     chars = alphabet(gbnf_ast) + " x"
