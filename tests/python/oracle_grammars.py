@@ -327,15 +327,7 @@ class _Regex:
         return ("cls", self.cased([(cp, cp)]))
 
     def cased(self, ranges) -> tuple:
-        if not self.icase:
-            return tuple(sorted(ranges))
-        extra = []
-        for lo, hi in ranges:
-            for cp in range(lo, min(hi, lo + 0x3000) + 1):
-                for other in {chr(cp).lower(), chr(cp).upper()}:
-                    if len(other) == 1:
-                        extra.append((ord(other), ord(other)))
-        return _merge(list(ranges) + extra)
+        return with_cases(ranges) if self.icase else tuple(sorted(ranges))
 
     def escape(self, in_class: bool) -> tuple:
         s = self.s
@@ -387,6 +379,29 @@ class _Regex:
         self.i += 1
         ranges = list(self.cased(ranges))
         return ("cls", negate(ranges) if neg else _merge(ranges))
+
+
+_CASES: dict = {}
+
+
+def with_cases(ranges) -> tuple:
+    """``ranges`` with every code point that Python's ``re`` IGNORECASE matches to one of them
+    (so ``(?i:k)`` takes the Kelvin sign, as it does in Lark)."""
+    import re
+    if not _CASES:   # code points grouped by their lower and upper forms, built once
+        for cp in range(sys.maxunicode + 1):
+            c = chr(cp)
+            for key in (c.lower(), c.upper()):
+                _CASES.setdefault(key, set()).add(cp)
+    extra = []
+    for lo, hi in ranges:
+        for cp in range(lo, min(hi, lo + 0x3000) + 1):
+            c = chr(cp)
+            pattern = re.compile(re.escape(c), re.IGNORECASE)
+            for other in _CASES.get(c.lower(), set()) | _CASES.get(c.upper(), set()):
+                if pattern.fullmatch(chr(other)):
+                    extra.append((other, other))
+    return _merge(list(ranges) + extra)
 
 
 def _merge(ranges) -> tuple:

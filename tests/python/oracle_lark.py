@@ -11,7 +11,7 @@ terminal used in a rule is one terminal that ``%ignore`` matches may precede; no
 """
 from __future__ import annotations
 
-from oracle_grammars import OGrammar, OracleSyntaxError, _merge, lit, parse_regex
+from oracle_grammars import OGrammar, OracleSyntaxError, lit, parse_regex, with_cases
 
 # Lark's common.lark, the terminals the tests import (ESCAPED_STRING needs a lookbehind: left out).
 COMMON = r'''
@@ -40,7 +40,9 @@ CPP_COMMENT: /\/\/[^\n]*/
 SQL_COMMENT: /--[^\n]*/
 '''
 
-_STR_ESC = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "\\": "\\", '"': '"', "'": "'"}
+# Lark evaluates \n \t \r \f \x \u \U, reads \\ and \" as the character, and keeps any other
+# backslash as written: "\." is two characters, a backslash and a dot.
+_STR_ESC = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "\\": "\\", '"': '"'}
 
 
 def _t(name: str) -> str:
@@ -216,8 +218,7 @@ class _Lark:
         text = self.quoted()
         if self.s.startswith("i", self.i) and not _is_name(self.s[self.i + 1:self.i + 2] or " "):
             self.i += 1
-            return ("cat", tuple(("cls", _merge({(ord(x), ord(x)) for x in {c, c.lower(), c.upper()}
-                                                   if len(x) == 1})) for c in text))
+            return ("cat", tuple(("cls", with_cases([(ord(c), ord(c))])) for c in text))
         self.blank(False)
         if self.s.startswith("..", self.i):
             self.i += 2
