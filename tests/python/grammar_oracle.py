@@ -1,38 +1,35 @@
 """An independent recognizer for the grammar front-end tests: character-level Earley.
 
-It reads the parsed grammar AST (:mod:`stencil.grammar.ebnf`) and decides, with no lexer at all,
-whether a sequence of segments (text and special-token ids) is a viable prefix of the language
-and whether it is complete. Lexemes, greedy lexing and the core play no part, so comparing it
-with the Matcher checks that the front-ends' lexeme choices keep the language exact. Lark
-``%ignore`` is modelled as "any number of ignored matches before each terminal and at the end",
-which is what the Matcher implements for grammars whose terminals cannot run into each other,
-except at the very start: no ignored match begins at position 0 unless the grammar sets
-``allow_initial_skip`` (llguidance's and XGrammar's rule).
+It reads a grammar parsed by the oracle's own parsers (oracle_grammars.parse_gbnf,
+oracle_lark.lark: nothing of stencil) and decides, with no lexer at all, whether a sequence of
+segments (text and special-token ids) is a viable prefix of the language and whether it is
+complete. Lexemes, greedy lexing and the core play no part, so comparing it with the Matcher
+checks the front-ends' parsing and their lexeme choices. Lark ``%ignore`` is modelled as "any
+number of ignored matches before each terminal and at the end", which is what the Matcher
+implements for grammars whose terminals cannot run into each other, except at the very start: no
+ignored match begins at position 0 unless the grammar sets ``initial_skip`` (llguidance's and
+XGrammar's rule, which stencil follows).
 """
 from __future__ import annotations
 
-import stencil
-from stencil.grammar.regex import ast as R
-from stencil.grammar.ebnf import Alt, EbnfGrammar, Ref, Rep, Seq, Term, TokenRef
-from stencil.grammar.ebnf.gbnf_lexemes import ANY_TEXT
+import stencil   # only to drive the Matcher (feed, accepts, matcher_verdict); the oracle reads none of it
+from oracle_grammars import OGrammar
 
 
 class CharEarley:
-    def __init__(self, g: EbnfGrammar, table=None):
+    def __init__(self, g: OGrammar, table=None):
         self.rules: dict = {}
         self.counter = 0
         self.table = table
         self.ignore = None
-        self.initial_skip = bool(g.options.get("allow_initial_skip", False))
-        if g.ignores:
+        self.initial_skip = g.initial_skip
+        if g.ignore is not None:
             self.ignore = self._nt([[]])
-            ign = R.alt([t.regex for t in g.ignores])
-            self.rules[self.ignore].append([self.ignore] + self._regex(ign))
+            self.rules[self.ignore].append([self.ignore] + self._seq(g.ignore))
         for name in g.rules:
             self.rules.setdefault(("rule", name), [])
-        for name, rd in g.rules.items():
-            body = rd.body
-            alts = body.items if isinstance(body, Alt) else [body]
+        for name, body in g.rules.items():
+            alts = body[1] if body[0] == "alt" else (body,)
             self.rules[("rule", name)] = [self._seq(a) for a in alts]
         self.start = self._nt([[("rule", g.start)] + ([self.ignore] if self.ignore else [])])
         self._nullable()
@@ -44,30 +41,28 @@ class CharEarley:
         self.rules[key] = alts
         return key
 
-    def _seq(self, node) -> list:
-        if isinstance(node, Seq):
-            return [s for k in node.items for s in self._seq(k)]
-        if isinstance(node, Ref):
-            return [("rule", node.name)]
-        if isinstance(node, Alt):
-            return [self._nt([self._seq(k) for k in node.items])]
-        if isinstance(node, Rep):
-            return [self._rep(self._nt([self._seq(node.item)]), node.min, node.max)]
-        if isinstance(node, Term):
-            pre = [self.ignore] if self.ignore else []
-            return pre + self._regex(node.regex)
-        if isinstance(node, TokenRef):
-            if node.negated:
-                return self._regex(ANY_TEXT)
-            ids = list(node.ids) if node.ids is not None else [self.table.lookup(node.text)]
-            alts = []
-            for i in ids:
-                if self.table is None or self.table.is_special(i):
-                    alts.append([("special", i)])
-                else:
-                    alts.append(self._regex(R.literal(self.table.text(i).decode())))
-            return [self._nt(alts)]
-        raise AssertionError(type(node).__name__)
+    def _seq(self, e) -> list:
+        kind = e[0]
+        if kind == "cat":
+            return [s for k in e[1] for s in self._seq(k)]
+        if kind == "cls":
+            return [("chars", e[1])]
+        if kind == "ref":
+            return [("rule", e[1])]
+        if kind == "alt":
+            return [self._nt([self._seq(k) for k in e[1]])]
+        if kind == "rep":
+            return [self._rep(self._nt([self._seq(e[1])]), e[2], e[3])]
+        if kind == "term":
+            return ([self.ignore] if self.ignore else []) + self._seq(e[1])
+        ids = e[1] if kind == "special" else [self.table.lookup(e[1])]
+        alts = []
+        for i in ids:
+            if self.table is None or self.table.is_special(i):
+                alts.append([("special", i)])
+            else:
+                alts.append([("chars", ((ord(c), ord(c)),)) for c in self.table.text(i).decode()])
+        return [self._nt(alts)]
 
     def _rep(self, item, lo, hi) -> tuple:
         if hi is None:
@@ -75,23 +70,6 @@ class CharEarley:
             self.rules[star].append([star, item])
             return self._nt([[item] * lo + [star]])
         return self._nt([[item] * n for n in range(lo, hi + 1)])
-
-    def _regex(self, node) -> list:
-        if isinstance(node, R.Literal):
-            return [("chars", ((ord(c), ord(c)),)) for c in node.text]
-        if isinstance(node, R.CharClass):
-            return [("chars", node.ranges)]
-        if isinstance(node, R.Concat):
-            return [s for k in node.items for s in self._regex(k)]
-        if isinstance(node, R.Alt):
-            return [self._nt([self._regex(k) for k in node.items])]
-        if isinstance(node, R.Repeat):
-            return [self._rep(self._nt([self._regex(node.item)]), node.min, node.max)]
-        if isinstance(node, (R.Empty, R.AnchorStart, R.AnchorEnd)):
-            return []
-        if isinstance(node, R.Nothing):
-            return [self._nt([])]
-        raise AssertionError(type(node).__name__)
 
     def _nullable(self) -> None:
         self.null: set = set()
