@@ -20,7 +20,7 @@ from data_paths import GBNF as GBNF_DIR
 from grammar_oracle import CharEarley, encode_segments, feed, matcher_verdict
 from stencil.grammar.ebnf import GrammarWarning
 from stencil.grammar.ebnf.gbnf import gbnf_grammar, parse_gbnf
-from stencil.grammar.sample import alphabet, mutate, sample
+from stencil.testing import alphabet, mutate, sample
 
 
 def _files():

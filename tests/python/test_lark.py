@@ -17,7 +17,7 @@ import stencil
 from grammar_oracle import accepts, CharEarley, encode_segments, feed
 from stencil.grammar.ebnf.gbnf import parse_gbnf
 from stencil.grammar.ebnf.lark import parse_lark
-from stencil.grammar.sample import alphabet, mutate, sample
+from stencil.testing import alphabet, mutate, sample
 
 
 def check_language(env, text: str, good: list, bad: list, *, samples: int = 15, mutants: int = 40,
