@@ -48,7 +48,7 @@ test: install lint
 # and mypy over src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi)
 # from the install. `make test` runs them first.
 lint: install
-	$(PY) -m ruff check --no-cache src tests fuzz examples
+	$(PY) -m ruff check --no-cache src tests fuzz examples benchmarks
 	mkdir -p build/typing/stencil
 	cp "$$($(PY) -c 'import pathlib, stencil._core as c; print(pathlib.Path(c.__file__).with_name("_core.pyi"))')" \
 		build/typing/stencil/_core.pyi
@@ -120,7 +120,7 @@ test-integrations: integrations-venv
 # ARGS adds options (e.g. ARGS="--max-tokens 32 --rounds 10").
 bench-llama-cpp:
 	$(MAKE) integrations-venv INTEGRATION_EXTRAS=llama
-	$(INT_PY) -m stencil.bench.llama_cpp_speed $(ARGS)
+	$(INT_PY) -m benchmarks.llama_cpp_speed $(ARGS)
 
 # The property-based tests (tests/python/test_properties.py) with many more examples than `make test`.
 PROPERTY_EXAMPLES ?= 2000
@@ -172,24 +172,24 @@ demo: install
 
 # Tokens per second, unconstrained against constrained, with the default model (BENCHMARKS.md).
 bench-generate: install
-	$(PY) -m stencil.bench.generation $(ARGS)
+	$(PY) -m benchmarks.generation $(ARGS)
 
 # Speculative decoding under a grammar on generated extraction cases (documents with schemas).
 bench-extraction: install
-	$(PY) -m stencil.bench.extraction $(ARGS)
+	$(PY) -m benchmarks.extraction $(ARGS)
 
 bench-trie: install
-	$(PY) -m stencil.bench.trie
+	$(PY) -m benchmarks.trie
 
 clean:
 	rm -rf build $(VENV)
 
 bench-json: install
-	$(PY) -m stencil.bench.json_masks
+	$(PY) -m benchmarks.json_masks
 
 # JSON Schema coverage: the Test Suite beside llguidance and XGrammar, all of maskbench-dev, compile time.
 bench-json-schema: bench-deps
-	$(PY) -m stencil.bench.json_schema_coverage --compare llguidance,xgrammar
+	$(PY) -m benchmarks.json_schema_coverage --compare llguidance,xgrammar
 
 # The MaskBench folder of `make corpus` and `make bench-maskbench`: the whole development set where
 # it is beside the checkout, else the sample the repository carries (tests/data/maskbench-sample).
@@ -199,7 +199,7 @@ MASKBENCH_DATA ?= $(if $(wildcard ../shared/data/maskbench-dev),../shared/data/m
 # an isolated worker (a crash, hang or memory blow-up is counted, not fatal): BENCHMARKS.md.
 # It ends with the line `crashes / hangs / invalid accepted: 0 / 0 / 0` (exit code 1 otherwise).
 corpus: install
-	$(PY) -m stencil.bench.corpus $(MASKBENCH_DATA) --tokenizer deepseek --time-limit 60 $(ARGS)
+	$(PY) -m benchmarks.corpus $(MASKBENCH_DATA) --tokenizer deepseek --time-limit 60 $(ARGS)
 
 # Reference engines for the MaskBench harness (optional; `make test` runs without them).
 # torch first, pinned to the CPU build; xgrammar without triton (GPU kernels only, 1 GB): its
@@ -211,14 +211,14 @@ bench-deps: install
 	$(PIP) install --quiet --no-deps "xgrammar>=0.2.8"
 
 # The Triton bitmask kernel against XGrammar's on CUDA logits, batch 1 to 512, float32 and bfloat16,
-# then the server's structured / unconstrained decode steps on CUDA (python -m stencil.bench.gpu
+# then the server's structured / unconstrained decode steps on CUDA (python -m benchmarks.gpu
 # --serve; meant to take well under 5 minutes). Checks the kernel's results first; without a CUDA
 # device it runs the checks on CPU (Triton's interpreter) and says "no CUDA device".
 bench-gpu: bench-deps
 	$(PIP) install --quiet '.[server]' openai
-	$(PY) -m stencil.bench.gpu --serve $(ARGS)
+	$(PY) -m benchmarks.gpu --serve $(ARGS)
 
 # Side-by-side MaskBench on 600 maskbench-dev schemas (see BENCHMARKS.md); ARGS adds options.
 bench-maskbench: bench-deps
-	$(PY) -m stencil.bench.maskbench $(MASKBENCH_DATA) --tokenizer deepseek \
+	$(PY) -m benchmarks.maskbench $(MASKBENCH_DATA) --tokenizer deepseek \
 		--engines stencil,llguidance,xgrammar,outlines --limit 600 $(ARGS)

@@ -9,8 +9,6 @@ Subcommands:
   messages go to standard error.
 - ``stencil serve [--model PATH] [--device ...] [--dtype ...] [--port N] ...``: an OpenAI-compatible server.
 - ``stencil check SCHEMA.json``: what stencil supports of a JSON Schema.
-- ``stencil bench maskbench ...``: the side-by-side mask benchmark.
-- ``stencil bench generate ...``: tokens per second, unconstrained against constrained.
 
 ``stencil --version`` prints the installed version. A GGUF model is converted for transformers
 once and kept in ``$STENCIL_CACHE_DIR`` (default ``$XDG_CACHE_HOME/stencil`` or ``~/.cache/stencil``).
@@ -129,34 +127,6 @@ def load_pydantic(spec: str) -> Any:
     return obj
 
 
-def compile_schema(compiler, schema: Any, **options):
-    """``compiler.compile_json_schema(schema, **options)``, or the JSON Schema front-end directly
-    in a build whose GrammarCompiler does not have that method yet."""
-    if hasattr(compiler, "compile_json_schema"):
-        return compiler.compile_json_schema(schema, **options)
-    from stencil.grammar.json.schema import json_schema_grammar
-    return compiler.compile_grammar(json_schema_grammar(schema, **options))
-
-
-def _compile_method(compiler, name: str) -> Callable:
-    fn = getattr(compiler, name, None)
-    if fn is None:
-        raise CliError(f"this stencil build has no GrammarCompiler.{name} yet; that input kind is not available")
-    return fn
-
-
-def _choice_grammar(compiler, choices: list[str]):
-    """Exactly one of ``choices``; uses compile_choice, else literals in the grammar IR."""
-    if hasattr(compiler, "compile_choice"):
-        return compiler.compile_choice(choices)
-    import stencil
-    b = stencil.GrammarBuilder()
-    start = b.rule("start")
-    for c in dict.fromkeys(choices):
-        b.add_alternative(start, [b.literal(c)] if c else [])
-    return compiler.compile_grammar(b.build(start))
-
-
 def parse_choices(text: str) -> list[str]:
     """``A,B,C`` -> ["A", "B", "C"]; ``\\,`` is a literal comma; spaces around items are dropped."""
     items, cur, i = [], [], 0
@@ -255,21 +225,16 @@ def compile_target(target: Target, compiler) -> Any:
     import stencil
     try:
         if target.kind == "schema":
-            return compile_schema(compiler, target.source, **target.options)
+            return compiler.compile_json_schema(target.source, **target.options)
         if target.kind == "pydantic":
-            if hasattr(compiler, "compile_pydantic"):
-                return compiler.compile_pydantic(target.source, **target.options)
-            return compile_schema(compiler, target.source.model_json_schema(), **target.options)
+            return compiler.compile_pydantic(target.source, **target.options)
         if target.kind == "regex":
             return compiler.compile_regex(target.source)
         if target.kind == "lark":
-            return _compile_method(compiler, "compile_lark")(target.source)
+            return compiler.compile_lark(target.source)
         if target.kind == "gbnf":
-            if hasattr(compiler, "compile_gbnf"):
-                return compiler.compile_gbnf(target.source)
-            from stencil.grammar.ebnf.gbnf import gbnf_grammar
-            return compiler.compile_grammar(gbnf_grammar(target.source))
-        return _choice_grammar(compiler, target.source)
+            return compiler.compile_gbnf(target.source)
+        return compiler.compile_choice(target.source)
     except stencil.GrammarError as e:
         raise CliError(f"unsupported or invalid {target.kind}: {e}") from None
 
@@ -277,7 +242,7 @@ def compile_target(target: Target, compiler) -> Any:
 # ------------------------------------------------------------------------------ device, dtype
 
 def add_device_arguments(p) -> None:
-    """``--device`` and ``--dtype``, shared by ``generate``, ``serve`` and the serve benchmark."""
+    """``--device`` and ``--dtype``, shared by ``generate`` and ``serve``."""
     from stencil.models import DEVICES, DTYPES
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="where the model runs; auto: cuda when torch.cuda.is_available(), else cpu (default auto)")
@@ -409,14 +374,6 @@ def cmd_check(args) -> int:
     return 0 if ok else EXIT_INVALID
 
 
-def cmd_bench(args) -> int:
-    try:
-        return args.bench_run(args)
-    except ModuleNotFoundError as e:  # the benchmarks' tokenizers and engines are extras
-        from stencil._version import pip_install
-        raise CliError(f"`stencil bench {args.bench}` needs the {e.name} package ({pip_install('dev,bench')})") from None
-
-
 # ------------------------------------------------------------------------------------- parser
 
 def _add_generate(sub) -> None:
@@ -457,23 +414,6 @@ def _add_generate(sub) -> None:
     p.set_defaults(func=cmd_generate)
 
 
-def _add_bench(sub) -> None:
-    p = sub.add_parser("bench", help="benchmarks", description="Benchmarks: maskbench (masks, side by side with "
-                                                               "other engines) and generate (tokens per second).")
-    bsub = p.add_subparsers(dest="bench", metavar="{maskbench,generate}", required=True)
-    for name, module in (("maskbench", "stencil.bench.maskbench"), ("generate", "stencil.bench.generation")):
-        try:
-            mod = importlib.import_module(module)
-        except ImportError as e:
-            q = bsub.add_parser(name, help=f"(unavailable: {e})")
-            q.add_argument("rest", nargs=argparse.REMAINDER)
-            q.set_defaults(func=_unavailable(f"bench {name}", e))
-            continue
-        q = bsub.add_parser(name, help=(mod.__doc__ or "").strip().split("\n")[0])
-        mod.add_arguments(q)
-        q.set_defaults(func=cmd_bench, bench_run=mod.run)
-
-
 def _add_serve(sub) -> None:
     try:
         from stencil.server.main import add_arguments, serve
@@ -499,13 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
     from stencil._version import DIST_NAME, __version__
     ap = argparse.ArgumentParser(prog="stencil", description="Structured generation for LLMs with exact token masks.")
     ap.add_argument("--version", action="version", version=f"stencil {__version__} ({DIST_NAME})")
-    sub = ap.add_subparsers(dest="command", metavar="{generate,check,bench,serve}", required=True)
+    sub = ap.add_subparsers(dest="command", metavar="{generate,check,serve}", required=True)
     _add_generate(sub)
     c = sub.add_parser("check", help="what stencil supports of a JSON Schema")
     c.add_argument("schema", metavar="SCHEMA.json")
     c.add_argument("--lenient", action="store_true", help="ignore unsupported keywords instead of failing")
     c.set_defaults(func=cmd_check)
-    _add_bench(sub)
     _add_serve(sub)
     return ap
 

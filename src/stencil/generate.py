@@ -41,7 +41,7 @@ import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
-from stencil.sampling import Sampler as _Sampler
+from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
 __all__ = ["generate", "GenerationResult"]
@@ -198,7 +198,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     matcher = Matcher(grammar, max_rollback=spec.max_draft if spec else 0) if grammar is not None else None
     if matcher is not None and budget:
         _check_room(matcher, limit, cut_by)
-    loop = _Loop(lm, net, _Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
+    loop = _Loop(lm, net, Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
                  matcher, limit, budget, GenerationResult("", [], "", len(prompt_ids)))
     if spec is not None:
         loop.speculate(spec, prompt_ids)
@@ -240,7 +240,7 @@ class _Loop:
     """The state of one generation: tokens out, tokens accepted but not yet run through the model
     (``feed``), the next-token logits once ``feed`` is empty, and the mask of the step."""
 
-    def __init__(self, lm: Any, net: _Model, sampler: _Sampler, stream: _Stream, matcher: Matcher | None,
+    def __init__(self, lm: Any, net: _Model, sampler: Sampler, stream: _Stream, matcher: Matcher | None,
                  limit: int, budget: bool, res: GenerationResult):
         info = lm.tokenizer_info
         self.lm, self.net, self.sampler, self.stream, self.matcher = lm, net, sampler, stream, matcher

@@ -5,7 +5,8 @@ module-level import of a stencil module. The graph must have no cycle; a functio
 module is allowed only where :data:`LOCAL_IMPORTS` says why, since such imports were how cycles
 stayed hidden. JSON Schema's phases import downwards only: core <- lang <- read <- emit. No
 function of src/stencil is over :data:`MAX_FUNCTION_LINES` lines: a long one is split into named
-steps.
+steps. Tests and integrations read no private attribute of a stencil object (they use
+``stencil.testing`` and the public API); the benchmarks live beside the package, not in it.
 """
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ LOCAL_IMPORTS = {
         "torch is optional: its kernels load only when a torch tensor is passed",
     ("stencil.kernels.torch", "stencil.kernels.triton"):
         "triton is optional and slow to import: it loads only for the first CUDA logits",
-    ("stencil.bench", "stencil"):
-        "benchmark harness: a benchmark or reference engine loads what it measures when run",
     ("stencil.grammar.ebnf.lark.emit", "stencil.grammar.json.schema"):
         "%json blocks only: a Lark grammar without one does not load the JSON Schema front-end",
     # Under concurrent edit on another branch when the package was split: hoisted after that merge.
@@ -231,7 +230,7 @@ def test_length_check_sees_long_functions(tmp_path):
 def test_tree_passes_ruff():
     """pyproject.toml's ruff configuration holds for the whole tree."""
     root = SRC.parent
-    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "fuzz", "examples"],
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "fuzz", "examples", "benchmarks"],
                          cwd=root, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -258,3 +257,91 @@ def test_memo_tables_are_declared():
     planted = [f"{path.relative_to(SRC)}:{n}" for path in sorted((SRC / "stencil").rglob("*.py"))
                for n, line in enumerate(path.read_text().splitlines(), 1) if "__dict__.setdefault" in line]
     assert planted == []
+
+
+# ------------------------------------------------------------------ private attributes, the lab
+
+ROOT = SRC.parent
+
+#: (file under the repository root, or "*", private name) -> why reading it is genuine
+PRIVATE_READS = {
+    ("*", "_core"): "stencil._core, the extension module itself: tests of its bindings, stubs, kernels and errors",
+    ("tests/python/test_regex_frontend.py", "_getframe"): "sys._getframe: Python's stack depth, not stencil's",
+    ("tests/python/test_bitmask_triton.py", "_apply_bitmask_kernel"):
+        "whether Triton's interpreter wrapped the kernel (the skip condition), Triton's own type",
+    ("tests/python/test_models.py", "_store_converted"):
+        "two writers racing on one cache entry: load_model writes an entry once, so the race needs the writer",
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_reads(path: pathlib.Path, root: pathlib.Path = ROOT, allowed=PRIVATE_READS) -> list:
+    """"file:line name" for each ``x._name`` (x not self or cls) and each ``from stencil... import
+    _name`` in one file, but those ``allowed`` lists."""
+    rel = path.relative_to(root).as_posix()
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            names = [node.attr]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "stencil":
+            names = [a.name for a in node.names if _private(a.name)]
+        else:
+            continue
+        out += [f"{rel}:{node.lineno} {n}" for n in names
+                if (rel, n) not in allowed and ("*", n) not in allowed]
+    return out
+
+
+def _private_reads_under(root: pathlib.Path, folders=("tests", "src/stencil/integrations")) -> list:
+    return [r for folder in folders for path in sorted((root / folder).rglob("*.py")) for r in _private_reads(path, root)]
+
+
+def test_tests_and_integrations_read_no_private_attribute():
+    """Tests and integrations use stencil's public API and ``stencil.testing``, not ``x._name``:
+    a private attribute may change without notice, and a test that reads one tests the layout."""
+    assert _private_reads_under(ROOT) == []
+    stale = [f"{rel} {name}" for rel, name in PRIVATE_READS if rel != "*" and not any(
+             r.endswith(" " + name) for r in _private_reads(ROOT / rel, allowed={}))]
+    assert stale == [], "PRIVATE_READS lists a read that is gone"
+
+
+def test_private_read_check_can_fail(tmp_path):
+    """The check above sees a planted read, a private import and a chained read; not self._x,
+    dunders, or an allowed name."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(
+        "import stencil\nfrom stencil.models import _store_converted, load_model\n\n\n"
+        "class C:\n    def f(self, info):\n        return self._x, info.__class__, stencil._core, info._vocab.trie_nodes\n\n\n"
+        "def g(c):\n    return c.matcher._state\n")
+    assert sorted(_private_reads_under(tmp_path, ("tests",))) == [
+        "tests/test_x.py:11 _state", "tests/test_x.py:2 _store_converted", "tests/test_x.py:7 _vocab"]
+
+
+def test_benchmarks_are_not_in_the_package():
+    """The benchmark harness lives at the repository root (``python -m benchmarks.X`` from the
+    checkout): it is not under src/, the wheel holds src/stencil only, and it imports no private
+    module or name of stencil, nor the command line (``stencil.cli``)."""
+    assert (ROOT / "benchmarks" / "__init__.py").is_file()
+    assert not (SRC / "stencil" / "bench").exists() and not list(SRC.rglob("benchmarks"))
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["scikit-build"]["wheel"]["packages"] == ["src/stencil"]
+    bad = []
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "stencil":
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods, names = [a.name for a in node.names if a.name.split(".")[0] == "stencil"], []
+            else:
+                continue
+            private = [m for m in mods if any(_private(part) for part in m.split(".")) or _under(m, "stencil.cli")]
+            private += [n for n in names if _private(n)]
+            bad += [f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {x}" for x in private]
+    assert bad == []

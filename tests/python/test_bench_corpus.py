@@ -1,10 +1,10 @@
-"""The corpus run (stencil.bench.corpus): real workers on real MaskBench files (tests/data), and its counts."""
+"""The corpus run (benchmarks.corpus): real workers on real MaskBench files (tests/data), and its counts."""
 from __future__ import annotations
 
 import pytest
 
 from data_paths import MASKBENCH as DATA
-from stencil.bench import corpus
+from benchmarks import corpus
 
 
 def test_corpus_run_prints_zero_counts(tmp_path, capsys):

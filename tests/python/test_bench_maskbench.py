@@ -1,4 +1,4 @@
-"""The MaskBench harness (python -m stencil.bench.maskbench): the measurement loop on stencil's real
+"""The MaskBench harness (python -m benchmarks.maskbench): the measurement loop on stencil's real
 matchers (verdicts, EOS check, timings), the worker processes (a hang, a crash and a memory hog
 each cost one schema and the run goes on), statistics and tables, the command line end to end, and
 the reference engines' adapters when their packages are installed (extra `bench`)."""
@@ -15,16 +15,16 @@ import pytest
 
 import stencil
 from data_paths import MASKBENCH
-from stencil.bench.maskbench import main
-from stencil.bench.maskbench.cpus import pinned, plan_cpus
-from stencil.bench.maskbench.data import list_files, load_task
-from stencil.bench.maskbench.engines import CompileError, Session, available, make_engine
-from stencil.bench.maskbench.engines.stencil_engine import StencilEngine
-from stencil.bench.maskbench.measure import measure_schema
-from stencil.bench.maskbench.stats import passed_by_all, percentiles, summarize
-from stencil.bench.maskbench.tables import common_table, engine_table, targets
-from stencil.bench.maskbench.worker import Worker
-from stencil.bench.tokenizers import load_tokenizer, package_file
+from benchmarks.maskbench import main
+from benchmarks.maskbench.cpus import pinned, plan_cpus
+from benchmarks.maskbench.data import list_files, load_task
+from benchmarks.maskbench.engines import CompileError, Session, available, make_engine
+from benchmarks.maskbench.engines.stencil_engine import StencilEngine
+from benchmarks.maskbench.measure import measure_schema
+from benchmarks.maskbench.stats import passed_by_all, percentiles, summarize
+from benchmarks.maskbench.tables import common_table, engine_table, targets
+from benchmarks.maskbench.worker import Worker
+from benchmarks.tokenizers import load_tokenizer, package_file
 
 THIS = "test_bench_maskbench"  # this module, importable by the spawned workers (pytest puts its folder on sys.path)
 
@@ -324,9 +324,9 @@ def test_command_line_end_to_end(tmp_path, capsys):
     assert meta["cpus"] in printed  # where the workers ran is part of the report's header
     assert main(["--report", str(out)]) == 0
     assert "All schemas:" in capsys.readouterr().out
-    # embedded in another program's parser, as `stencil bench maskbench` does
+    # embedded in another program's parser through add_arguments and run
     import argparse
-    from stencil.bench import maskbench
+    from benchmarks import maskbench
     outer = argparse.ArgumentParser(prog="stencil")
     sub = outer.add_subparsers(dest="cmd", required=True).add_parser("bench").add_subparsers(dest="what", required=True)
     maskbench.add_arguments(sub.add_parser("maskbench")).set_defaults(func=maskbench.run)
@@ -360,7 +360,7 @@ def test_smollm2_tokenizer_round_trips():
 
 
 def test_batch_fill_bench_runs_and_reports_the_ratio(capsys):
-    from stencil.bench import batch_fill
+    from benchmarks import batch_fill
     _maskbench_files()
     args = ["--data", MASKBENCH, "--files", "20", "--batch", "6", "--steps", "5", "--rounds", "1"]
     assert batch_fill.main(args) == 0

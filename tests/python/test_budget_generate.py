@@ -1,7 +1,7 @@
 """Budget-aware generation with the real default model (issue 18, part 1): stencil.generate, the
 transformers LogitsProcessor and the CLI end valid within max_tokens, refuse at the start a
 budget that cannot hold the shortest output, and leave the output unchanged where the budget does
-not bind. (The 20-schema demonstration is ``python -m stencil.bench.budget generate``.)"""
+not bind. (The 20-schema demonstration is ``python -m benchmarks.budget generate``.)"""
 from __future__ import annotations
 
 import json

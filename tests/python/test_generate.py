@@ -114,12 +114,12 @@ def test_forced_tokens_are_appended_without_sampling(lm, compiler):
 
 def test_draft_verification_is_distribution_exact():
     """Keeping draft d with probability p(d), else sampling p without d, is sampling from p."""
-    from stencil.generate import _Sampler
+    from stencil.sampling import Sampler
     logits = torch.tensor([1.0, 0.2, -0.5, 2.0, float("-inf")])
     p = torch.softmax(logits, -1).numpy()
     n = 20000
     for draft in (0, 3):
-        s = _Sampler(1.0, seed=123 + draft)
+        s = Sampler(1.0, seed=123 + draft)
         counts = np.bincount([s.verify(logits.clone(), draft) for _ in range(n)], minlength=5) / n
         assert counts[4] == 0
         assert np.max(np.abs(counts - p)) < 0.015, (counts, p)

@@ -22,7 +22,7 @@ import pytest
 import stencil
 from data_paths import MASKBENCH as DATA
 from generation_model import default_model
-from stencil.cli import compile_schema, schema_system_message
+from stencil.cli import schema_system_message
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -74,7 +74,7 @@ def pick_schemas(compiler) -> list[tuple[str, dict]]:
             while queues[source]:
                 name, schema = queues[source].pop(0)
                 try:
-                    compile_schema(compiler, schema)
+                    compiler.compile_json_schema(schema)
                 except stencil.GrammarError:
                     continue  # not supported by stencil: the rule moves on to the next file
                 picked.append((name, schema))
@@ -111,7 +111,7 @@ def test_outputs_are_valid(lm, schemas, temperature, seed):
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     failures, unfinished = [], []
     for name, schema in schemas:
-        g = compile_schema(compiler, schema, whitespace=2, string_spelling="plain")
+        g = compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain")
         out = stencil.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
                                temperature=temperature, seed=seed, repetition_penalty=1.1)
         if out.finish_reason not in ("eos", "grammar"):

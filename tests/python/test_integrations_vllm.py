@@ -120,7 +120,7 @@ def test_speculative_draft_validate_accept_rollback(backend, zoo):
     assert g.accept_tokens("r", good[:8])
     g.rollback(3)                                                   # the verifier kept 5 of 8
     assert g.num_processed_tokens == 5
-    ref = stencil.Matcher(backend._compiler.compile_json_schema(SCHEMA))
+    ref = stencil.Matcher(backend.compiler.compile_json_schema(SCHEMA))
     assert ref.accept_tokens(good[:5]) == 5
     g.fill_bitmask(bm, 0)
     np.testing.assert_array_equal(words(bm[0]), reference_mask(ref, backend.vocab_size))
@@ -258,7 +258,7 @@ def test_request_options_close_objects_and_whitespace_pattern(backend, zoo):
         ids = zoo.encode_batch([text])[0]
         return m.accept_tokens(ids) == len(ids) and m.is_accepting()
 
-    c = backend._compiler
+    c = backend.compiler
     extra = '{"a": 1, "z": 2}'
     assert accepts(compile_vllm_request(c, "json", json.dumps(schema), {}), extra)
     assert not accepts(compile_vllm_request(c, "json", json.dumps(schema), {"close": True}), extra)

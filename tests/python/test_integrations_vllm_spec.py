@@ -103,7 +103,7 @@ class Session:
     def __init__(self, backend, zoo, kind: str, spec: str, text: str, max_tokens: int, rng):
         self.backend, self.rng, self.kind, self.spec, self.max_tokens = backend, rng, kind, spec, max_tokens
         self.grammar = backend.compile_grammar(kind, spec, max_tokens=max_tokens)
-        self.compiled = compile_vllm_request(backend._compiler, kind, spec, backend.json_options)
+        self.compiled = compile_vllm_request(backend.compiler, kind, spec, backend.json_options)
         self.want = zoo.encode_batch([text])[0] + [backend.tokenizer_info.eos_token_ids[0]]
         self.out: list[int] = []
         self.draft: list[int] = []
@@ -241,7 +241,7 @@ def test_fill_draft_bitmasks_cuts_at_padding_and_leaves_state(backend, zoo):
     draft = ids[3:6] + [-1, -1]
     assert backend.fill_draft_bitmasks(bm, [(g, draft, 1, True)]) == 6
     assert (np.asarray(bm[0]) == 0).all() and (np.asarray(bm[5:7]) == -1).all() and (np.asarray(bm[7]) == 0).all()
-    ref = stencil.Matcher(compile_vllm_request(backend._compiler, "json", json.dumps(SCHEMA), {}))
+    ref = stencil.Matcher(compile_vllm_request(backend.compiler, "json", json.dumps(SCHEMA), {}))
     ref.accept_tokens(ids[:3])
     for j in range(4):
         expect = stencil.allocate_token_bitmask(1, backend.vocab_size)
@@ -262,7 +262,7 @@ NUM_SPECULATIVE = 4
 def e2e_requests(n_json: int = 40, n_other: int = 20) -> list[tuple[str, str, str]]:
     """(kind, spec, prompt): extraction documents with their schemas, and ids and statuses asked of
     customer records (regex and choice)."""
-    from stencil.bench.extraction_cases import extraction_cases
+    from benchmarks.extraction_cases import extraction_cases
     out = [("json", json.dumps(c.schema), c.prompt) for c in extraction_cases(n_json, seed=25)]
     for i in range(n_other):
         kind, spec, _, prompt = request_of(5 * (i // 2) + 3 + i % 2)

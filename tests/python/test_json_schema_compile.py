@@ -5,13 +5,13 @@ what it reports, whitespace modes, property order, references and registries, th
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 import stencil
 from stencil.grammar.json.schema import SchemaInfo, build_json_schema, json_schema_grammar
 from stencil.grammar.json.schema.check import check_report
+from stencil.testing import matcher_stats
 
 
 def accepts(g, text: str) -> bool:
@@ -279,10 +279,8 @@ def test_same_schema_same_grammar_whatever_the_memory_layout():
 
 
 def _parser_items(m) -> int:
-    """The Earley items the matcher's parser holds (from its debug line)."""
-    found = re.search(r"parser rows \((\d+) items\)", m.debug_state())
-    assert found, m.debug_state()
-    return int(found.group(1))
+    """The Earley items the matcher's parser holds."""
+    return matcher_stats(m).parser_items
 
 
 @pytest.mark.parametrize("schema, first, rest", [

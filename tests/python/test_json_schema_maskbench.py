@@ -1,6 +1,6 @@
 """MaskBench exactness on the sample in tests/data/maskbench-sample (or every 16th schema of the folder
 STENCIL_MASKBENCH names, see data_paths.py; a whole set runs with
-``python -m stencil.bench.json_schema_coverage``): every valid instance accepted token
+``python -m benchmarks.json_schema_coverage``): every valid instance accepted token
 by token (DeepSeek tokenizer), every invalid instance rejected, for the schemas that compile."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import stencil
 from data_paths import MASKBENCH, ON_SAMPLE
-from stencil.bench.json_schema_coverage import maskbench_files, print_maskbench, run_maskbench
+from benchmarks.json_schema_coverage import maskbench_files, print_maskbench, run_maskbench
 from tokenizers_zoo import get
 
 STEP = 1 if ON_SAMPLE else 16

@@ -39,14 +39,14 @@ def _bounds():
 def test_int_interval_is_ge_and_le(lo, hi):
     b = stencil.GrammarBuilder()
     nums = JsonNumbers(b)
-    both = b.re_and([nums._mag_cmp("ge", Decimal(lo), True, True), nums._mag_cmp("le", Decimal(hi), True, True)])
-    assert _same(b, nums._int_interval(lo, hi), both)
+    both = b.re_and([nums.mag_cmp("ge", Decimal(lo), True, True), nums.mag_cmp("le", Decimal(hi), True, True)])
+    assert _same(b, nums.int_interval(lo, hi), both)
 
 
 def test_equivalence_check_is_not_vacuous():
     b = stencil.GrammarBuilder()
     nums = JsonNumbers(b)
-    assert not _same(b, nums._int_interval(1, 100), nums._int_interval(1, 101))
+    assert not _same(b, nums.int_interval(1, 100), nums.int_interval(1, 101))
 
 
 _RANGES = [(None, False, None, False), (Decimal(0), False, None, False), (Decimal(1), False, Decimal(100), False),

@@ -12,6 +12,7 @@ import pytest
 
 import stencil
 from stencil.grammar.json.value import json_value
+from stencil.testing import vocab_stats
 
 
 def grammar_variant(k: int):
@@ -55,14 +56,14 @@ def test_shared_masks_equal_cold_masks(deepseek):
             cold = stencil.GrammarCompiler(cold_info).compile_grammar(grammar_variant(k))
             for a, b in zip(masks_along(deepseek, warm, text), masks_along(deepseek, cold, text)):
                 assert np.array_equal(a, b)
-    assert warm_info._vocab.shared_mask_entries > 0
+    assert vocab_stats(warm_info).shared_mask_entries > 0
 
 
 def test_shared_cache_is_hit_across_grammars(deepseek):
     info = stencil.TokenizerInfo.from_huggingface(deepseek.hf)
     compiler = stencil.GrammarCompiler(info)
     masks_along(deepseek, compiler.compile_grammar(grammar_variant(0)), '{"a": "text"}')
-    entries = info._vocab.shared_mask_entries
+    entries = vocab_stats(info).shared_mask_entries
     # Another grammar with the same string lexeme reaches the same string-body state: no new entry.
     b = stencil.GrammarBuilder()
     value = json_value(b)
@@ -71,10 +72,10 @@ def test_shared_cache_is_hit_across_grammars(deepseek):
     g = compiler.compile_grammar(b.build(start))
     m = stencil.Matcher(g)
     assert m.accept_string('["')
-    before = info._vocab.shared_mask_entries
+    before = vocab_stats(info).shared_mask_entries
     bm = stencil.allocate_token_bitmask(1, info.vocab_size)
     m.fill_next_token_bitmask(bm, 0)
-    assert info._vocab.shared_mask_entries == before >= entries
+    assert vocab_stats(info).shared_mask_entries == before >= entries
 
 
 @pytest.mark.parametrize("pattern,text", [

@@ -24,6 +24,7 @@ import pytest
 
 import stencil
 from stencil.bitmask import bitmask_to_bool
+from stencil.testing import compiler_stats
 
 HERE = pathlib.Path(__file__).parent
 MB = 1 << 20
@@ -189,7 +190,7 @@ def probe_bound(limit_mb: int, steps: int) -> dict:
             "worst": max(x["worst"] for x in walks.values()),
             "worst_grammar": max(x["worst_grammar"] for x in walks.values()),
             "rss_growth": max(x["worst_rss"] for x in walks.values()) - rss0,
-            "first_bytes_after": first_bytes_after, "cached": len(compiler._cache)}
+            "first_bytes_after": first_bytes_after, "cached": compiler_stats(compiler).cached_grammars}
 
 
 def probe_threads(limit_mb: int, rounds: int) -> dict:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stencil
+from stencil.testing import vocab_stats
 from tokenizers_zoo import get
 
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
@@ -340,4 +341,4 @@ def test_shared_mask_cache_across_grammars_equals_cold_masks():
         warm = masks(warm_info, schema, text)
         cold = masks(stencil.TokenizerInfo.from_huggingface(entry.hf), schema, text)
         assert all(np.array_equal(a, b) for a, b in zip(warm, cold))
-    assert warm_info._vocab.shared_mask_entries > 0
+    assert vocab_stats(warm_info).shared_mask_entries > 0

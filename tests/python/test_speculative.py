@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import stencil
-from stencil.bench.extraction_cases import extraction_cases
-from stencil.cli import DEFAULT_INDENT, compile_schema
+from benchmarks.extraction_cases import extraction_cases
+from stencil.cli import DEFAULT_INDENT
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, TextLookup, verify
 
@@ -29,7 +29,7 @@ def _case(compiler, lm, i, fields=None):
     if fields:  # the first fields only: a shorter output
         schema["properties"] = dict(list(schema["properties"].items())[:fields])
         schema["required"] = list(schema["properties"])
-    g = compile_schema(compiler, schema, whitespace=DEFAULT_INDENT, string_spelling="plain")
+    g = compiler.compile_json_schema(schema, whitespace=DEFAULT_INDENT, string_spelling="plain")
     return g, lm.encode_prompt(case.prompt)
 
 

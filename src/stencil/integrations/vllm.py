@@ -248,6 +248,7 @@ class StencilBackend(_BackendBase):
     ``tokenizer``: the engine's Hugging Face tokenizer; ``vocab_size``: the model's logits width.
     ``tokenizer_info`` may be given instead of ``tokenizer`` (e.g. from a GGUF file). A request's
     ``stop_token_ids`` become the tokens that end it (masked until the grammar is complete).
+    ``compiler``: the ``stencil.GrammarCompiler`` of requests that end at the tokenizer's own EOS.
     """
 
     def __init__(self, vllm_config: Any = None, tokenizer: Any = None, vocab_size: int | None = None, *,
@@ -266,7 +267,7 @@ class StencilBackend(_BackendBase):
         draft = getattr(spec, "num_speculative_tokens", None) or 0
         self.max_rollback = max_rollback if max_rollback is not None else max(DEFAULT_MAX_ROLLBACK, draft)
         self.max_model_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None)
-        self._compiler = stencil.GrammarCompiler(tokenizer_info)
+        self.compiler = stencil.GrammarCompiler(tokenizer_info)
         _log.info("stencil structured-output backend: %d tokens, vocab_size %d, max_rollback %d",
                   tokenizer_info.num_tokens, self.vocab_size, self.max_rollback)
         self._by_stops: OrderedDict[frozenset, stencil.GrammarCompiler] = OrderedDict()
@@ -274,7 +275,7 @@ class StencilBackend(_BackendBase):
     def _compiler_for(self, stop_token_ids: Any) -> stencil.GrammarCompiler:
         stops = frozenset(int(t) for t in stop_token_ids or ())
         if not stops or stops == frozenset(self.tokenizer_info.eos_token_ids):
-            return self._compiler
+            return self.compiler
         comp = self._by_stops.get(stops)
         if comp is None:  # few distinct stop sets in practice; bounded all the same
             info = with_eos_token_ids(self.tokenizer_info, sorted(stops))
@@ -370,7 +371,7 @@ class StencilBackend(_BackendBase):
         return torch.from_numpy(arr)
 
     def destroy(self) -> None:
-        self._compiler.clear_cache()
+        self.compiler.clear_cache()
         self._by_stops.clear()
 
 

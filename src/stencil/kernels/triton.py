@@ -14,7 +14,7 @@ vector load), then:
 - mixed: the block's logits are read and all stored back, -inf where a bit is clear, with whole
   vector loads and stores. Storing -inf under a per-logit mask instead (``MIXED_READ = False``)
   reads nothing but writes partial sectors: on an H100 it took 1.5x (float32) to 3x (bfloat16)
-  longer at batch 512 (``python -m stencil.bench.gpu --sweep``). A row named twice in
+  longer at batch 512 (``python -m benchmarks.gpu --sweep``). A row named twice in
   ``indices`` keeps the masked stores, since two programs reading and storing it would race.
 
 Logits columns past the bitmask's width are disallowed (the words there read as zero) and bits

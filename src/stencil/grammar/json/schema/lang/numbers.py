@@ -271,10 +271,10 @@ class JsonNumbers:
         return b.re_or(parts)
 
     def _int_interval_text(self, lo: int, hi: int, tail) -> int:
-        e = self._int_interval(lo, hi)
+        e = self.int_interval(lo, hi)
         return e if tail is None else self.b.re_concat([e, tail])
 
-    def _int_interval(self, lo: int, hi: int) -> int:
+    def int_interval(self, lo: int, hi: int) -> int:
         """Canonical digit strings of the integers in [lo, hi] (0 <= lo <= hi), built directly:
         the same language as "ge lo" AND "le hi", without a boolean lexeme (an And makes the
         builder search for emptiness and the lexer take intersected derivatives)."""
@@ -349,7 +349,9 @@ class JsonNumbers:
         return b.re_or(parts)
 
     # -- magnitudes (unsigned number text) compared with a non-negative bound --------------------
-    def _mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> int:
+    def mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> int:
+        """Number text (no sign) whose value is `op` ("gt", "ge", "lt", "le") `bound`; `integer`:
+        integers only; `plain`: no exponent."""
         key = ("mag", op, bound, integer, plain)
         e = self._memo.get(key)
         if e is not None:
@@ -420,9 +422,9 @@ class JsonNumbers:
             if not (hi is not None and (hi < 0 or (hi == 0 and hi_excl))):
                 conds = []
                 if lo is not None and (lo > 0 or (lo == 0 and lo_excl)):
-                    conds.append(self._mag_cmp("gt" if lo_excl else "ge", lo, integer, plain))
+                    conds.append(self.mag_cmp("gt" if lo_excl else "ge", lo, integer, plain))
                 if hi is not None:
-                    conds.append(self._mag_cmp("lt" if hi_excl else "le", hi, integer, plain))
+                    conds.append(self.mag_cmp("lt" if hi_excl else "le", hi, integer, plain))
                 if integer and len(conds) == 2:   # (integer bounds are inclusive here)
                     conds = [self._int_interval_text(int(lo), int(hi), tail)]
                 parts.append(b.re_and(conds) if conds else unsigned)
@@ -430,9 +432,9 @@ class JsonNumbers:
             if not no_minus and not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
                 conds = []
                 if hi is not None and (hi < 0 or (hi == 0 and hi_excl)):
-                    conds.append(self._mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
+                    conds.append(self.mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
                 if lo is not None:
-                    conds.append(self._mag_cmp("lt" if lo_excl else "le", -lo, integer, plain))
+                    conds.append(self.mag_cmp("lt" if lo_excl else "le", -lo, integer, plain))
                 if integer and len(conds) == 2:
                     conds = [self._int_interval_text(int(-hi), int(-lo), tail)]
                 parts.append(b.re_concat([self.MINUS, b.re_and(conds) if conds else unsigned]))

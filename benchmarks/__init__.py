@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m benchmarks.trie`` (token trie build time and memory)."""

@@ -1,0 +1,127 @@
+"""Command line of the MaskBench harness: ``python -m benchmarks.maskbench`` (from the
+repository root; ``add_arguments``/``run`` embed it in another parser).
+
+Example::
+
+    python -m benchmarks.maskbench ../shared/data/maskbench-dev --tokenizer deepseek \\
+        --engines stencil,llguidance,xgrammar,outlines --limit 200 --output /tmp/mb
+    python -m benchmarks.maskbench --report /tmp/mb
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+
+from benchmarks.maskbench.cpus import plan_cpus
+from benchmarks.datasets import default_maskbench
+from benchmarks.maskbench.data import list_files
+from benchmarks.maskbench.engines import ENGINES, available, pip_name
+from benchmarks.tokenizers import NAMES
+
+DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
+DESCRIPTION = ("Side-by-side MaskBench: time to first mask (TTFM) and time between masks (TBM) of stencil "
+               "and the reference engines on JSON Schema test files, each engine in its own worker process.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the harness's options to ``parser``."""
+    parser.add_argument("paths", nargs="*", metavar="FILES or DIR",
+                        help=f"MaskBench .json files or folders of them (default {DEFAULT_DATA})")
+    parser.add_argument("--tokenizer", default="deepseek", choices=NAMES, help="tokenizer (default deepseek)")
+    parser.add_argument("--engines", default=None,
+                        help=f"comma-separated, from {','.join(ENGINES)} (default: all that are installed)")
+    parser.add_argument("--limit", type=int, default=None, help="only N files (after shuffling with --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the file order (default 0)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                        help="per schema and engine, compile and all tests; past it the worker is killed "
+                             "and the schema counts as a timeout (default 60)")
+    parser.add_argument("--mem-limit", type=float, default=8.0, metavar="GB",
+                        help="resident memory of a worker; past it the schema counts as out of memory (default 8)")
+    parser.add_argument("--pin", default="auto", metavar="auto|off|CPU",
+                        help="give the workers a CPU of their own, apart from the harness: auto (the last CPU, "
+                             "when there are two or more), off, or a CPU number (default auto)")
+    parser.add_argument("--output", default=None, metavar="DIR",
+                        help="folder for results.jsonl, meta.json, report.txt and logs (default: a new temporary folder)")
+    parser.add_argument("--resume", action="store_true", help="continue the run already in --output")
+    parser.add_argument("--report", default=None, metavar="DIR",
+                        help="only print the tables of an earlier run (of its engines named by --engines, if given)")
+    return parser
+
+
+def _engines(spec: str | None) -> tuple[list[str], list[str]]:
+    """(engines to run, error messages)."""
+    if spec is None:
+        return [e for e in ENGINES if available(e)], []
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    errors = [f"unknown engine {n!r}; known: {', '.join(ENGINES)}" for n in names if n not in ENGINES]
+    if errors:
+        return [], errors
+    errors = [f"engine {n!r} is not installed: pip install {pip_name(n)} (all of them: make bench-deps)"
+              for n in names if not available(n)]
+    if len(set(names)) != len(names):
+        errors.append(f"an engine is named twice in {spec!r}")
+    return names, errors
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the harness with parsed arguments; the exit code."""
+    from benchmarks.maskbench.runner import report_from_folder, run_benchmark
+    if args.report:
+        only = [s.strip() for s in args.engines.split(",") if s.strip()] if args.engines else None
+        try:
+            print(report_from_folder(args.report, only), end="")
+        except FileNotFoundError as e:
+            print(f"no MaskBench run in {args.report!r}: {e}", file=sys.stderr)
+            return 2
+        except ValueError as e:
+            print(f"maskbench: {e}", file=sys.stderr)
+            return 2
+        return 0
+    engines, errors = _engines(args.engines)
+    if not errors and not engines:
+        errors = ["no engine to run"]
+    if args.limit is not None and args.limit < 1:
+        errors.append(f"--limit must be at least 1, got {args.limit}")
+    if args.time_limit <= 0:
+        errors.append(f"--time-limit must be positive, got {args.time_limit:g}")
+    cpu_plan = None
+    try:
+        cpu_plan = plan_cpus(getattr(args, "pin", "auto"))
+    except ValueError as e:
+        errors.append(str(e))
+    paths = args.paths or [DEFAULT_DATA]
+    try:
+        files = list_files(paths, args.limit, args.seed)
+    except FileNotFoundError as e:
+        errors.append(str(e))
+        files = []
+    if not errors and not files:
+        errors.append(f"no .json files in {', '.join(paths)}")
+    if errors:
+        for e in errors:
+            print(f"maskbench: {e}", file=sys.stderr)
+        return 2
+    output = args.output or tempfile.mkdtemp(prefix="maskbench-")
+    argv = getattr(args, "argv", None)  # set by main(); absent when another program parsed the arguments
+    if argv is not None:
+        command = "python -m benchmarks.maskbench " + " ".join(shlex.quote(a) for a in argv)
+    else:
+        command = " ".join(shlex.quote(a) for a in [os.path.basename(sys.argv[0])] + sys.argv[1:])
+    print(f"{len(files)} files, engines {', '.join(engines)}, tokenizer {args.tokenizer}; results in {output}",
+          file=sys.stderr)
+    code, text = run_benchmark(files, engines, args.tokenizer, output, args.time_limit, args.mem_limit,
+                               args.resume, command=command.strip(), data_paths=paths, cpu_plan=cpu_plan)
+    if text:
+        print(text, end="")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.maskbench", description=DESCRIPTION)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    return run(args)

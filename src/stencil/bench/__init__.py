@@ -1,1 +1,0 @@
-"""Benchmarks: ``python -m stencil.bench.trie`` (token trie build time and memory)."""
