@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -190,6 +190,11 @@ bench-json: install
 # JSON Schema coverage: the Test Suite beside llguidance and XGrammar, all of maskbench-dev, compile time.
 bench-json-schema: bench-deps
 	$(PY) -m benchmarks.json_schema_coverage --compare llguidance,xgrammar
+
+# Every compile of the JSON Schema Test Suite, MaskBench and the GBNF examples ends within its
+# deadline (compile_timeout, default 5 s); exits 1 on an overshoot.
+bench-compile-deadlines:
+	$(PY) -m benchmarks.compile_deadlines $(ARGS)
 
 # The MaskBench folder of `make corpus` and `make bench-maskbench`: the whole development set where
 # it is beside the checkout, else the sample the repository carries (tests/data/maskbench-sample).

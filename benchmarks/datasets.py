@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 REPO_DATA = os.path.join(_ROOT, "tests", "data")
 SHARED_DATA = os.path.normpath(os.path.join(_ROOT, "..", "shared", "data"))
 
