@@ -1,8 +1,8 @@
 // Budget-aware masks: with k tokens left, a token t stays allowed only when the cost after t
-// (CompletionCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
+// (FinishCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
 // shortest path over tokens, so from a state of cost d <= k some token of cost d - 1 stays
 // allowed, and a generation that starts within its budget ends valid (where the bound holds:
-// see completion.h for what it does not model).
+// see finish_cost.h for what it does not model).
 //
 // The costs after the tokens come with the mask's own walk: an inner token (one that stays
 // inside the current lexeme) costs what its successor lexer state costs over the current rows,
@@ -22,9 +22,9 @@
 
 namespace stencil {
 
-CompletionCost& TokenBudget::cost(const LexerEpoch& epoch) {
+FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
   if (!cost_ || cost_epoch_ != &epoch) {  // lexer states belong to one epoch
-    cost_ = std::make_shared<CompletionCost>(g_.grammar(), CompletionTables::of(epoch, g_.grammar(), vocab_));
+    cost_ = std::make_shared<FinishCost>(g_.grammar(), FinishTables::of(epoch, g_.grammar(), vocab_));
     cost_epoch_ = &epoch;
     valid_ = false;
   }
@@ -35,10 +35,10 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   ps.parser().truncate(ps.frames().back().rows);
   const Frame& f = ps.frames().back();
   const uint32_t c = cost(epoch).at(ps.parser(), f.state, f.fresh);
-  return c >= CompletionCost::kInf ? -1 : static_cast<int64_t>(c);
+  return c >= FinishCost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
-uint32_t TokenBudget::cost_of(ParseState& ps, CompletionCost& cost, uint32_t state, bool fresh) {
+uint32_t TokenBudget::cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh) {
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || !slot.exact)
@@ -53,7 +53,7 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && slot.cost > left_)) {
-    const uint32_t bound = fresh ? CompletionCost::kInf : cost_->bytes_bound(ps.parser(), state);
+    const uint32_t bound = fresh ? FinishCost::kInf : cost_->bytes_bound(ps.parser(), state);
     if (bound <= left_)
       slot = {serial, state, fresh, false, bound};
     else
@@ -64,14 +64,14 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
 }
 
 uint32_t TokenBudget::left_of(int64_t remaining) {
-  return remaining - 1 >= CompletionCost::kInf ? CompletionCost::kInf - 1
+  return remaining - 1 >= FinishCost::kInf ? FinishCost::kInf - 1
                                                : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
 // The cost after each token the grammar allows here, into after_ (kInf elsewhere).
 void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
-  CompletionCost& c = cost(epoch);
-  after_.assign(static_cast<size_t>(vocab_.vocab_size()), CompletionCost::kInf);
+  FinishCost& c = cost(epoch);
+  after_.assign(static_cast<size_t>(vocab_.vocab_size()), FinishCost::kInf);
   max_ = 0;
   for (Slot& s : slots_) s = Slot{};
   const size_t root = ps.frames().size() - 1;
@@ -84,7 +84,7 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
 }
 
 // As the mask walk does from the root, with the cost read where a token ends.
-void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, CompletionCost& cost) {
+void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost) {
   const Lexer& lexer = ps.lexer();
   const TokenTrie& trie = vocab_.trie();
   const auto& nodes = trie.nodes();
@@ -149,7 +149,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Compl
 }
 
 // Special tokens (end of sequence aside): the cost once each is read, into after_ (or reached_).
-void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_reached) {
+void TokenBudget::special_costs(ParseState& ps, FinishCost& cost, bool into_reached) {
   const auto& eos = vocab_.eos_ids();
   const uint32_t rows = ps.frames().back().rows;
   if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
@@ -198,7 +198,7 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
     return nullptr;
   valid_ = false;
   steps_.reset();
-  walked_ = ps.lexer().has_budgets();  // the mask walks the whole trie: restrict does too
+  walked_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
   if (walked_) return nullptr;
   reached_.clear();
   loose_ = 0;
@@ -261,7 +261,7 @@ void TokenBudget::cost_steps(ParseState& ps) {
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
   const uint32_t left = left_of(remaining);
   ps.parser().truncate(ps.frames().back().rows);
-  CompletionCost& c = cost(epoch);
+  FinishCost& c = cost(epoch);
   const uint32_t state = ps.frames().back().state;
   if (!valid_) {
     if (walked_) {
@@ -340,10 +340,10 @@ void TokenBudget::restrict_walked(uint32_t* words, size_t need, int64_t remainin
     return;
   }
   // Tokens over the budget go. Should none be left where the grammar allows some (a completion
-  // check vetoed the completion the bound counted on, or no bound is known), the cheapest stay:
+  // check vetoed the way to finish the bound counted on, or no bound is known), the cheapest stay:
   // the output then ends as soon as it can rather than nowhere.
   unbudgeted_.assign(words, words + need);
-  uint32_t cheapest = CompletionCost::kInf;
+  uint32_t cheapest = FinishCost::kInf;
   bool kept = false;
   for (size_t w = 0; w < need; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {

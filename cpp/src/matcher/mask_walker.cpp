@@ -27,12 +27,12 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   const size_t root = ps.frames().size() - 1;
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* entry = epoch.cache.get(lexer, *vocab_, top.state, &keep);
-  // A lexeme whose budget the next token would spend ends at that token's end: the cached
+  // A lexeme whose token limit the next token would reach ends at that token's end: the cached
   // inner tokens (which stay inside it) do not hold then, so walk the whole trie.
-  const bool budget_walk =
-      lexer.has_budgets() &&
+  const bool limit_walk =
+      lexer.has_token_limits() &&
       lexer.drop_spent(top.state, top.fresh ? 1 : ps.lexeme_tokens(root + 1, history)) != top.state;
-  if (budget_walk) {
+  if (limit_walk) {
     std::fill(words, words + need, 0u);
     walk_whole_trie(root, words);
   } else {
@@ -218,7 +218,7 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
   ParseState& ps = *ps_;
   std::vector<Frame>& frames = ps.frames();
   EarleyParser& parser = ps.parser();
-  const bool budgets = ps.lexer().has_budgets();
+  const bool limits = ps.lexer().has_token_limits();
   const size_t end = first + nodes[first].subtree_size;
   for (size_t i = first; i < end;) {
     const TrieNode& node = nodes[i];
@@ -227,7 +227,7 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
     const Frame& parent = frames.back();
     parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
     if (ps.push_byte(node.byte, true)) {
-      if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false))) {
+      if (node.token_id >= 0 && (!limits || ps.end_token_limit(root + 1, *history_, false))) {
         set(words, node.token_id);
         if (sink_) sink_->token_reached(node.token_id, ps);
       }

@@ -180,7 +180,7 @@ bool Matcher::accept_text_token(int32_t t, uint32_t before) {
       return false;
     }
   }
-  if (ps_->lexer().has_budgets() && !ps_->end_token_budget(before, history_, true)) {
+  if (ps_->lexer().has_token_limits() && !ps_->end_token_limit(before, history_, true)) {
     ps_->pop_to(before);
     return false;
   }

@@ -25,7 +25,7 @@ struct Frame {
   // (any change below would have popped it), so completion checks can reuse verdicts on the
   // text up to it. 0: never read as text.
   uint64_t serial = 0;
-  // The frame before the current lexeme's first byte (for token budgets, max_tokens).
+  // The frame before the current lexeme's first byte (for per-lexeme token limits, max_tokens).
   uint32_t lex_start = 0;
 };
 
@@ -86,7 +86,7 @@ class ParseState : private TextSource {
   uint32_t lexeme_tokens(size_t token_start, const std::vector<Step>& history) const;
   // max_tokens: whether the top lexeme may stop at the token that began after frame
   // token_start - 1; `apply` (accepting a token) changes the top frame to match.
-  bool end_token_budget(size_t token_start, const std::vector<Step>& history, bool apply);
+  bool end_token_limit(size_t token_start, const std::vector<Step>& history, bool apply);
 
   std::vector<Frame>& frames() { return frames_; }
   const std::vector<Frame>& frames() const { return frames_; }
