@@ -11,6 +11,7 @@
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
 #include "support/deadline.h"
+#include "tokens/walk_loops.h"
 
 namespace stencil {
 
@@ -52,6 +53,7 @@ class TokenBudget : private MaskWalker::CostSink {
   FinishCost& cost(const LexerEpoch& epoch);
   void walk_costs(ParseState& ps, const LexerEpoch& epoch);
   void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost);
+  bool take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void special_costs(ParseState& ps, FinishCost& cost, bool into_reached);
   uint32_t cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh);
   uint32_t cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact);
@@ -104,6 +106,7 @@ class TokenBudget : private MaskWalker::CostSink {
   // lexer states.
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];
+  std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
 };
 
