@@ -66,7 +66,7 @@ class ParseState : private TextSource {
     frames_[root] = top;
     parser_.truncate(top.rows);
   }
-  // restore, after a call was cut short by an exception (a time limit, a work budget) anywhere:
+  // restore, after a call was cut short by an exception (a time limit, a work limit) anywhere:
   // also drops what the parser had half built and the watches the walk had set.
   void recover(size_t root, const Frame& top) {
     restore(root, top);
