@@ -408,7 +408,7 @@ COUNTED_SCHEMAS = [
                                       "ref": {"type": "string", "pattern": "\\d{3}-\\d{2}"}},
      "required": ["when", "ref"]},
     # numbers: ranges keep the digits read, so their lexer states never repeat and no ceiling
-    # search over them ends (CompletionTables::state_ceiling skips it; the successors decide)
+    # search over them ends (FinishTables::state_ceiling skips it; the successors decide)
     # formats and patterns whose lexeme ceilings are read off the expression (no search), a
     # length beside a pattern (an intersection: searched), an enum of long strings
     {"type": "object", "properties": {"u": {"type": "string", "format": "uri"},

@@ -186,3 +186,45 @@ def test_rooms_include_only_the_floors_below():
     upward = [f"{path}: {room} includes {target}/" for path, room, target in _room_includes()
               if floor[target] >= floor[room] and not {room, target} <= {"support", "logits"}]
     assert upward == []
+
+
+#: ParseState is the one door to where a generation stands: outside matcher/parse_state.* no code
+#: writes its frames (a mutable `std::vector<Frame>&`, a resize/push/pop of `frames()`, an
+#: assignment through `frames()`) or truncates its parser; the walkers ask it (`descend`,
+#: `enter_at`, `restore`, ...). The parser's own rooms (parser/) may truncate their rows.
+_FRAME_WRITES = (
+    (re.compile(r"(?<!const )std::vector<Frame>\s*&"), "a mutable reference to the frames"),
+    (re.compile(r"frames\(\)\s*\.\s*(?:resize|push_back|emplace_back|pop_back|clear|assign|swap|erase|insert)\b"),
+     "a change of frames()"),
+    (re.compile(r"frames\(\)\s*(?:\.\s*back\(\)|\[[^\]]*\])\s*(?:\.\s*\w+\s*)?(?:[-+*/|&]?=(?!=)|\+\+|--)"),
+     "an assignment through frames()"),
+    (re.compile(r"(?<!const )Frame\s*&\s*\w+\s*=\s*[^;]*frames\(\)"), "a mutable reference to a frame"),
+    (re.compile(r"\bparser(?:_|\(\))?\s*(?:\.|->)\s*truncate\s*\("), "a truncation of the parser"),
+)
+
+
+def frame_writes(files, root=ROOT) -> list:
+    """'file:line: what' for each write of ParseState's frames or parser rows in `files`."""
+    bad = []
+    for path in files:
+        for no, line in enumerate(_blank(path.read_text()).splitlines(), 1):
+            bad += ["%s:%d: %s" % (path.relative_to(root), no, what) for rx, what in _FRAME_WRITES if rx.search(line)]
+    return bad
+
+
+def test_frames_are_written_only_by_parse_state():
+    files = [p for p in sorted(CPP_SRC.rglob("*")) + sorted(CPP_TESTS.rglob("*"))
+             if p.suffix in (".h", ".cpp") and p.stem != "parse_state" and p.parent.name != "parser"]
+    bad = frame_writes(files)
+    assert bad == [], "ParseState's frames and parser rows written outside it (give it a verb):\n" + "\n".join(bad)
+
+
+def test_frame_write_rule_sees_writes(tmp_path):
+    src = tmp_path / "x.cpp"
+    src.write_text("std::vector<Frame>& frames = ps.frames();\nps.frames().back().end_rows = 0;\n"
+                   "ps_->parser().truncate(top.rows);\nparser.truncate(1);\nps.frames().resize(3);\n"
+                   "Frame& parent = ps.frames()[root];\n"
+                   "const std::vector<Frame>& ok = ps.frames();  // parser.truncate( in a comment\n"
+                   "const Frame& top = ps.frames()[root];\nif (ps.frames().back().rows == 1) {}\n")
+    found = frame_writes([src], tmp_path)
+    assert [int(f.split(":")[1]) for f in found] == [1, 2, 3, 4, 5, 6]

@@ -1,7 +1,7 @@
 // Error types raised by the core. Bindings map them to Python exceptions, all under
 // StencilError (one except catches whatever stencil raises):
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a work budget ran out: also a GrammarError; TimeLimitExceeded, the wall-clock one, is one,
+// (a compile/work limit ran out: also a GrammarError; TimeLimitExceeded, the wall-clock one, is one,
 // and CompileTimeout, a compilation's, is a TimeLimitExceeded),
 // UsageError (API misuse,
 // ValueError) and ConcurrentUseError (RuntimeError).
@@ -20,6 +20,8 @@ struct GrammarError : StencilError {
   using StencilError::StencilError;
 };
 
+// A compile/work limit ran out (lexer states, expressions, derivative fuel, memory, time). The
+// name is kept for the API; "budget" elsewhere means the output-token budget (TokenBudget).
 struct BudgetError : GrammarError {
   using GrammarError::GrammarError;
 };

@@ -107,7 +107,7 @@ std::string Grammar::serialize() const {
     w.u32(l.expr);
     w.u8(static_cast<uint8_t>(l.ignore | (l.lazy << 1) | (l.special << 2) | ((l.max_tokens > 0) << 3) |
                               (l.not_initial << 4) | (l.not_final << 5)));
-    if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without budgets read as before
+    if (l.max_tokens > 0) w.u32(l.max_tokens);  // only then: grammars without token limits read as before
     w.str(l.name);
     w.u32(static_cast<uint32_t>(l.token_ids.size()));
     for (int32_t t : l.token_ids) w.u32(static_cast<uint32_t>(t));

@@ -17,8 +17,8 @@ Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limit
   num_classes_ = classes_.count();
   deriver_.set_class_representatives(classes_.representative);
   for (const LexemeSpec& l : lexemes_) {
-    has_budgets_ = has_budgets_ || l.max_tokens > 0;
-    max_budget_ = std::max(max_budget_, l.max_tokens);
+    has_token_limits_ = has_token_limits_ || l.max_tokens > 0;
+    max_token_limit_ = std::max(max_token_limit_, l.max_tokens);
     has_not_initial_ = has_not_initial_ || l.not_initial;
     has_unique_keys_ = has_unique_keys_ || l.unique_key != LexemeSpec::kNoKey;
   }
@@ -260,8 +260,8 @@ uint32_t Lexer::without(uint32_t s, Drop drop) const {
 }
 
 uint32_t Lexer::drop_spent(uint32_t s, uint32_t tokens) const {
-  if (!has_budgets_ || s == kDead) return s;
-  tokens = std::min(tokens, max_budget_);  // past every budget, all are spent alike: a bounded key
+  if (!has_token_limits_ || s == kDead) return s;
+  tokens = std::min(tokens, max_token_limit_);  // past every limit, all are spent alike: a bounded key
   const uint64_t key = (uint64_t(s) << 32) | tokens;
   {
     std::shared_lock<std::shared_mutex> lock(start_mu_);
@@ -269,8 +269,8 @@ uint32_t Lexer::drop_spent(uint32_t s, uint32_t tokens) const {
     if (it != spent_.end()) return it->second;
   }
   const uint32_t out = without(s, [&](uint32_t lex) {
-    const uint32_t budget = lexemes_[lex].max_tokens;
-    return budget != 0 && budget <= tokens;
+    const uint32_t limit = lexemes_[lex].max_tokens;
+    return limit != 0 && limit <= tokens;
   });
   std::unique_lock<std::shared_mutex> lock(start_mu_);
   spent_.emplace(key, out);

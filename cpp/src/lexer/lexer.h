@@ -70,9 +70,9 @@ class Lexer {
   // after ignored lexemes ended. An ignored lexeme never follows itself, so a bounded one
   // (whitespace up to N bytes) bounds the whole run, as a longest-match lexer would.
   uint32_t start_after_ignored(uint32_t start, uint32_t ended) const;
-  // Lexemes with a token budget (max_tokens): whether there are any, and s without the lexemes
-  // whose budget `tokens` spent (s itself when none is; kDead when nothing is left).
-  bool has_budgets() const { return has_budgets_; }
+  // Lexemes with a token limit (max_tokens): whether there are any, and s without the lexemes
+  // whose limit `tokens` reached (s itself when none is; kDead when nothing is left).
+  bool has_token_limits() const { return has_token_limits_; }
   uint32_t drop_spent(uint32_t s, uint32_t tokens) const;
   // `start` for the first lexeme of the output: without the ignored lexemes marked not_initial.
   uint32_t initial_state(uint32_t start) const;
@@ -193,8 +193,8 @@ class Lexer {
   mutable size_t start_keys_bytes_ = 0;  // start_states_'s keys; start_mu_
   mutable std::unordered_map<uint64_t, uint32_t> after_ignored_;  // (start, ended) -> state; start_mu_
   mutable std::unordered_map<uint64_t, uint32_t> spent_;  // (state, tokens) -> drop_spent; start_mu_
-  bool has_budgets_ = false;
-  uint32_t max_budget_ = 0;
+  bool has_token_limits_ = false;
+  uint32_t max_token_limit_ = 0;
   bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_

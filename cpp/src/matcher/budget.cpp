@@ -1,8 +1,8 @@
 // Budget-aware masks: with k tokens left, a token t stays allowed only when the cost after t
-// (CompletionCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
+// (FinishCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
 // shortest path over tokens, so from a state of cost d <= k some token of cost d - 1 stays
 // allowed, and a generation that starts within its budget ends valid (where the bound holds:
-// see completion.h for what it does not model).
+// see finish_cost.h for what it does not model).
 //
 // The costs after the tokens come with the mask's own walk: an inner token (one that stays
 // inside the current lexeme) costs what its successor lexer state costs over the current rows,
@@ -18,13 +18,14 @@
 
 #include <algorithm>
 
+#include "tokens/trie_walk.h"
 #include "tokens/walk_loops.h"
 
 namespace stencil {
 
-CompletionCost& TokenBudget::cost(const LexerEpoch& epoch) {
+FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
   if (!cost_ || cost_epoch_ != &epoch) {  // lexer states belong to one epoch
-    cost_ = std::make_shared<CompletionCost>(g_.grammar(), CompletionTables::of(epoch, g_.grammar(), vocab_));
+    cost_ = std::make_shared<FinishCost>(g_.grammar(), FinishTables::of(epoch, g_.grammar(), vocab_));
     cost_epoch_ = &epoch;
     valid_ = false;
   }
@@ -32,13 +33,13 @@ CompletionCost& TokenBudget::cost(const LexerEpoch& epoch) {
 }
 
 int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epoch) {
-  ps.parser().truncate(ps.frames().back().rows);
+  ps.trim_rows();
   const Frame& f = ps.frames().back();
   const uint32_t c = cost(epoch).at(ps.parser(), f.state, f.fresh);
-  return c >= CompletionCost::kInf ? -1 : static_cast<int64_t>(c);
+  return c >= FinishCost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
-uint32_t TokenBudget::cost_of(ParseState& ps, CompletionCost& cost, uint32_t state, bool fresh) {
+uint32_t TokenBudget::cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh) {
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || !slot.exact)
@@ -53,7 +54,7 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && slot.cost > left_)) {
-    const uint32_t bound = fresh ? CompletionCost::kInf : cost_->bytes_bound(ps.parser(), state);
+    const uint32_t bound = fresh ? FinishCost::kInf : cost_->bytes_bound(ps.parser(), state);
     if (bound <= left_)
       slot = {serial, state, fresh, false, bound};
     else
@@ -64,94 +65,101 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
 }
 
 uint32_t TokenBudget::left_of(int64_t remaining) {
-  return remaining - 1 >= CompletionCost::kInf ? CompletionCost::kInf - 1
+  return remaining - 1 >= FinishCost::kInf ? FinishCost::kInf - 1
                                                : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
 // The cost after each token the grammar allows here, into after_ (kInf elsewhere).
 void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
-  CompletionCost& c = cost(epoch);
-  after_.assign(static_cast<size_t>(vocab_.vocab_size()), CompletionCost::kInf);
+  FinishCost& c = cost(epoch);
+  after_.assign(static_cast<size_t>(vocab_.vocab_size()), FinishCost::kInf);
   max_ = 0;
   for (Slot& s : slots_) s = Slot{};
   const size_t root = ps.frames().size() - 1;
   const Frame top = ps.frames().back();
-  ps.frames().back().end_rows = 0;
+  ps.reset_shared_end(root);
   walk_trie_costs(ps, epoch, c);  // (should it throw, the matcher's call restores the frames)
   ps.restore(root, top);
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
   special_costs(ps, c, false);
 }
 
-// As the mask walk does from the root, with the cost read where a token ends.
-void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, CompletionCost& cost) {
-  const Lexer& lexer = ps.lexer();
+// As the mask walk does from the root (the same walk_subtrie), with the cost read where a token
+// ends; sub-tries that stay inside the lexeme are taken at once (take_loop).
+void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost) {
+  struct Visit {
+    TokenBudget& b;
+    ParseState& ps;
+    FinishCost& cost;
+    WalkLoops& loops;
+    size_t root;
+    bool took(size_t i, const TrieNode& node) {
+      b.ticker_.tick();
+      // (a leaf, or a node whose parent starts a lexeme, is walked: no call)
+      return node.subtree_size > 1 && !ps.frames()[root + node.depth - 1].fresh &&
+             b.take_loop(ps, cost, loops, i, node, root);
+    }
+    void token(const TrieNode& node) {
+      const Frame& f = ps.frames().back();
+      b.note(node.token_id, b.cost_of(ps, cost, f.state, f.fresh));
+    }
+  };
+  const auto& nodes = vocab_.trie().nodes();
+  const size_t root = ps.frames().size() - 1;
+  WalkLoops loops(epoch.cache, ps.lexer());
+  loop_states_.resize(static_cast<size_t>(vocab_.trie().max_depth()) + 2);
+  Visit visit{*this, ps, cost, loops, root};
+  for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk_subtrie(ps, nodes, c, root, visit);
+}
+
+// Whether node i's sub-trie stays inside its parent's lexeme (a string body): then it is costed
+// here without the parser, and the walk goes on after it.
+bool TokenBudget::take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node,
+                            size_t root) {
   const TokenTrie& trie = vocab_.trie();
-  const auto& nodes = trie.nodes();
-  const auto& summaries = trie.summaries();
-  const auto& ordered = trie.ordered_tokens();
-  const auto& before = trie.tokens_before();
-  std::vector<Frame>& frames = ps.frames();
-  const size_t root = frames.size() - 1;
-  WalkLoops loops(epoch.cache, lexer);
-  std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);  // lexer states down a sub-trie
-  for (size_t i = 1; i < nodes.size();) {
-    const TrieNode& node = nodes[i];
-    ticker_.tick();
-    frames.resize(root + node.depth);
-    Frame& parent = frames.back();
-    const CharSummary& chars = summaries[i];
-    const bool inside = node.subtree_size > 1 && !parent.fresh && !chars.has(CharSummary::kPoison);
-    // A sub-trie of ASCII characters that each lead the parent's state back to itself (a string
-    // body) stays in that state to its every token's end: one cost for all of them, no walk.
-    if (inside && !chars.has_groups() && lexer.next(parent.state, node.byte) == parent.state &&
-        loops.loops_over(parent.state, chars, true)) {
-      ps.parser().truncate(parent.rows);
-      if (parent.end_rows != ParseState::kEndFails) parent.end_rows = 0;  // a shared end is gone with its rows
-      const uint32_t c = cost_of(ps, cost, parent.state, false);
-      for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after_[ordered[j]] = c;
-      max_ = std::max(max_, c);
-      i += node.subtree_size;
-      continue;
-    }
-    // With non-ASCII characters too (a token may end inside one, in another lexer state), the
-    // sub-trie still stays inside the lexeme: walked with the lexer alone, no parser work.
-    if (inside && chars.has_groups() && (node.byte >= 0xC0 || lexer.next(parent.state, node.byte) == parent.state) &&
-        loops.loops_over(parent.state, chars, true)) {
-      ps.parser().truncate(parent.rows);
-      if (parent.end_rows != ParseState::kEndFails) parent.end_rows = 0;
-      const size_t base = node.depth;
-      st[0] = parent.state;
-      for (size_t j = i, end = i + node.subtree_size; j < end;) {
-        const TrieNode& n = nodes[j];
-        ticker_.tick();
-        const uint32_t t = lexer.next(st[n.depth - base], n.byte);
-        if (t == Lexer::kDead) {
-          j += n.subtree_size;
-          continue;
-        }
-        if (n.token_id >= 0) note(n.token_id, cost_of(ps, cost, t, false));
-        st[n.depth - base + 1] = t;
-        ++j;
-      }
-      i += node.subtree_size;
-      continue;
-    }
-    ps.parser().truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows
-                                                                                          : parent.rows);
-    if (!ps.push_byte(node.byte, true)) {
-      i += node.subtree_size;
-      continue;
-    }
-    if (node.token_id >= 0) note(node.token_id, cost_of(ps, cost, frames.back().state, frames.back().fresh));
-    ++i;
+  const Lexer& lexer = ps.lexer();
+  const Frame& parent = ps.frames()[root + node.depth - 1];
+  const CharSummary& chars = trie.summaries()[i];
+  if (node.subtree_size <= 1 || parent.fresh || chars.has(CharSummary::kPoison)) return false;
+  const uint32_t state = parent.state;
+  // A sub-trie of ASCII characters that each lead the parent's state back to itself stays in that
+  // state to its every token's end: one cost for all of them, no walk.
+  if (!chars.has_groups()) {
+    if (lexer.next(state, node.byte) != state || !loops.loops_over(state, chars, true)) return false;
+    ps.descend_unshared(root + node.depth);
+    const uint32_t c = cost_of(ps, cost, state, false);
+    const auto& ordered = trie.ordered_tokens();
+    const auto& before = trie.tokens_before();
+    for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after_[ordered[j]] = c;
+    max_ = std::max(max_, c);
+    return true;
   }
+  // With non-ASCII characters too (a token may end inside one, in another lexer state), the
+  // sub-trie still stays inside the lexeme: walked with the lexer alone, no parser work.
+  if ((node.byte < 0xC0 && lexer.next(state, node.byte) != state) || !loops.loops_over(state, chars, true))
+    return false;
+  ps.descend_unshared(root + node.depth);
+  const auto& nodes = trie.nodes();
+  const size_t base = node.depth;
+  loop_states_[0] = state;
+  for (size_t j = i, end = i + node.subtree_size; j < end;) {
+    const TrieNode& n = nodes[j];
+    ticker_.tick();
+    const uint32_t t = lexer.next(loop_states_[n.depth - base], n.byte);
+    if (t == Lexer::kDead) {
+      j += n.subtree_size;
+      continue;
+    }
+    if (n.token_id >= 0) note(n.token_id, cost_of(ps, cost, t, false));
+    loop_states_[n.depth - base + 1] = t;
+    ++j;
+  }
+  return true;
 }
 
 // Special tokens (end of sequence aside): the cost once each is read, into after_ (or reached_).
-void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_reached) {
+void TokenBudget::special_costs(ParseState& ps, FinishCost& cost, bool into_reached) {
   const auto& eos = vocab_.eos_ids();
-  const uint32_t rows = ps.frames().back().rows;
   if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
     for (const auto& lexeme : g_.grammar().lexemes)
       if (lexeme.special) specials_.insert(specials_.end(), lexeme.token_ids.begin(), lexeme.token_ids.end());
@@ -170,7 +178,7 @@ void TokenBudget::special_costs(ParseState& ps, CompletionCost& cost, bool into_
         note(t, c);
       ps.pop_to(before);
     } else {
-      ps.parser().truncate(rows);
+      ps.trim_rows();
     }
   }
 }
@@ -187,7 +195,7 @@ uint32_t TokenBudget::consumed(ParseState& ps) const {
 }
 
 MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
-  ps.parser().truncate(ps.frames().back().rows);
+  ps.trim_rows();
   cost(epoch);  // a new epoch drops the memo
   left_ = left_of(remaining);
   // The costs hold while the state does and the walk would reach the same tokens past the
@@ -198,7 +206,7 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
     return nullptr;
   valid_ = false;
   steps_.reset();
-  walked_ = ps.lexer().has_budgets();  // the mask walks the whole trie: restrict does too
+  walked_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
   if (walked_) return nullptr;
   reached_.clear();
   loose_ = 0;
@@ -260,15 +268,15 @@ void TokenBudget::cost_steps(ParseState& ps) {
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
   const uint32_t left = left_of(remaining);
-  ps.parser().truncate(ps.frames().back().rows);
-  CompletionCost& c = cost(epoch);
+  ps.trim_rows();
+  FinishCost& c = cost(epoch);
   const uint32_t state = ps.frames().back().state;
   if (!valid_) {
     if (walked_) {
       walk_costs(ps, epoch);
     } else {
       special_costs(ps, c, true);
-      ps.parser().truncate(ps.frames().back().rows);
+      ps.trim_rows();
       inner_ceiling_ = c.inner_ceiling(ps.parser(), state, left);
       ceiling_limit_ = left;
       max_ = std::max(inner_ceiling_, reached_max());
@@ -340,10 +348,10 @@ void TokenBudget::restrict_walked(uint32_t* words, size_t need, int64_t remainin
     return;
   }
   // Tokens over the budget go. Should none be left where the grammar allows some (a completion
-  // check vetoed the completion the bound counted on, or no bound is known), the cheapest stay:
+  // check vetoed the way to finish the bound counted on, or no bound is known), the cheapest stay:
   // the output then ends as soon as it can rather than nowhere.
   unbudgeted_.assign(words, words + need);
-  uint32_t cheapest = CompletionCost::kInf;
+  uint32_t cheapest = FinishCost::kInf;
   bool kept = false;
   for (size_t w = 0; w < need; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {

@@ -1,4 +1,4 @@
-// Lexeme ceilings (CompletionTables::state_ceiling): the most tokens that any state reachable from
+// Lexeme ceilings (FinishTables::state_ceiling): the most tokens that any state reachable from
 // a lexer state needs to end its lexeme. A budget-aware mask bounds the cost after every token
 // that stays inside the current lexeme by it, and costs those tokens one by one only where that
 // bound does not fit the budget.
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "matcher/completion.h"
+#include "matcher/finish_cost.h"
 
 namespace stencil {
 
@@ -21,7 +21,7 @@ constexpr size_t kMaxExplored = 64;
 constexpr uint32_t kRelaxLimit = 64;  // byte_distance's searches: bounds from it up lifted
 }  // namespace
 
-CompletionTables::ByteSteps CompletionTables::byte_steps() const {
+FinishTables::ByteSteps FinishTables::byte_steps() const {
   ByteSteps out;
   out.rep.assign(256, -1);
   out.token_class.assign(256, 1);
@@ -40,7 +40,7 @@ CompletionTables::ByteSteps CompletionTables::byte_steps() const {
   return out;
 }
 
-uint32_t CompletionTables::state_ceiling(uint32_t alone) {
+uint32_t FinishTables::state_ceiling(uint32_t alone) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = ceilings_.find(alone);
@@ -67,7 +67,7 @@ uint32_t CompletionTables::state_ceiling(uint32_t alone) {
   return c;
 }
 
-uint32_t CompletionTables::state_bytes(uint32_t alone) {
+uint32_t FinishTables::state_bytes(uint32_t alone) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = bytes_to_end_.find(alone);
@@ -83,7 +83,7 @@ uint32_t CompletionTables::state_bytes(uint32_t alone) {
 // A length bound beside a pattern makes states of each count (a search from each of them makes
 // hundreds of lexer states): searched from the state with its bounds of kRelaxLimit or more
 // lifted instead, the same on every path shorter than that, and shared by the counts.
-uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+uint32_t FinishTables::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
   const uint32_t relaxed = lexer_.state(start).bounded ? lexer_.relaxed_state(start, kRelaxLimit) : Lexer::kDead;
   if (relaxed != Lexer::kDead && relaxed != start) {
     const uint32_t d = byte_search(relaxed, l, path);
@@ -95,7 +95,7 @@ uint32_t CompletionTables::byte_distance(uint32_t start, uint32_t l, std::vector
 // Breadth-first over single-byte tokens from `start` to the first end of lexeme l; past
 // kMaxStates states, depth-first (a path, not the shortest: where states branch at each byte, as
 // `[ab]*a[ab]{12}`, the breadth of the search grows as 2^depth).
-uint32_t CompletionTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
   const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
@@ -130,7 +130,7 @@ uint32_t CompletionTables::byte_search(uint32_t start, uint32_t l, std::vector<u
 
 // Depth-first over single-byte tokens from `start` to an end of lexeme l, each state once (kInf
 // past kMaxStates states).
-uint32_t CompletionTables::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+uint32_t FinishTables::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
   const ByteSteps& steps = byte_steps_;
   std::unordered_map<uint32_t, bool> seen{{start, true}};
   std::vector<std::pair<uint32_t, int>> stack{{start, 0}};  // (state, next class to try)
@@ -164,7 +164,7 @@ uint32_t CompletionTables::byte_dive(uint32_t start, uint32_t l, std::vector<uin
 // token: byte_steps_ walks only such bytes). A real token path inside the lexeme, so an upper
 // bound on the fewest tokens, which stays consistent where the states it passes keep their
 // rest of it (tokens_to_end memoizes them). Stops at a state whose distance is memoized.
-uint32_t CompletionTables::path_to_end(uint32_t state, uint32_t lexeme, std::vector<uint32_t>* passed) {
+uint32_t FinishTables::path_to_end(uint32_t state, uint32_t lexeme, std::vector<uint32_t>* passed) {
   std::vector<uint8_t> bytes;
   passed->clear();
   if (byte_distance(state, lexeme, &bytes) >= kInf) return kInf;
@@ -201,7 +201,7 @@ uint32_t CompletionTables::path_to_end(uint32_t state, uint32_t lexeme, std::vec
 // distance to an end of l over single-byte tokens, then per strongly connected component (in the
 // order Tarjan's algorithm closes them: successors first) the largest distance it or any state
 // after it has. Memoizes the ceiling of every state explored; kInf past kMaxExplored states.
-uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
+uint32_t FinishTables::explore_ceilings(uint32_t start, uint32_t l) {
   const ByteSteps& steps = byte_steps_;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
@@ -249,13 +249,13 @@ uint32_t CompletionTables::explore_ceilings(uint32_t start, uint32_t l) {
 // A search that passed kMaxExplored states: each state it explored reaches many of them too (the
 // region around a pattern beside a maxLength, counts times pattern states), so no search starts
 // from them again (the budget then costs the successors of the tokens instead).
-uint32_t CompletionTables::too_many(const std::vector<uint32_t>& explored) {
+uint32_t FinishTables::too_many(const std::vector<uint32_t>& explored) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (uint32_t s : explored) remember(no_search_, s, 0);
   return kInf;
 }
 
-bool CompletionTables::beyond_search(uint32_t alone) {
+bool FinishTables::beyond_search(uint32_t alone) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return no_search_.count(alone) != 0;
 }
@@ -263,7 +263,7 @@ bool CompletionTables::beyond_search(uint32_t alone) {
 // Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included
 // (Tarjan's strongly connected components, iteratively: a component closes after every component
 // it reaches).
-std::vector<uint32_t> CompletionTables::most_after(const std::vector<std::vector<uint32_t>>& out,
+std::vector<uint32_t> FinishTables::most_after(const std::vector<std::vector<uint32_t>>& out,
                                                    const std::vector<uint32_t>& value) {
   const size_t n = out.size();
   std::vector<uint32_t> order(n, kInf), low(n, 0), most(n, 0), stack;

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "matcher/completion.h"
+#include "matcher/finish_cost.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "support/memory_budget.h"
@@ -26,10 +26,10 @@ size_t LexerEpoch::measure_lexer() const {
   size_t now = lexer.memory_bytes();
   {
     // The tables are built under the lock (seconds for a large grammar): not waited for.
-    std::unique_lock<std::mutex> lock(completion_mu, std::try_to_lock);
-    if (lock.owns_lock() && completion) completion_bytes.store(completion->bytes(), std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(finish_mu, std::try_to_lock);
+    if (lock.owns_lock() && finish) finish_bytes.store(finish->bytes(), std::memory_order_relaxed);
   }
-  now += completion_bytes.load(std::memory_order_relaxed);
+  now += finish_bytes.load(std::memory_order_relaxed);
   // An exchange keeps the budget's sum equal to the epochs' counts whatever the order of two
   // threads measuring at once.
   const size_t before = lexer_bytes.exchange(now, std::memory_order_relaxed);
@@ -38,7 +38,7 @@ size_t LexerEpoch::measure_lexer() const {
 }
 
 size_t LexerEpoch::built_bytes() const {
-  const CompletionTables* c = completion_built.load(std::memory_order_acquire);
+  const FinishTables* c = finish_built.load(std::memory_order_acquire);
   return lexer.growth() + (c ? c->bytes() : 0);
 }
 

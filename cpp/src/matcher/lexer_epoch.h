@@ -18,33 +18,33 @@
 
 namespace stencil {
 
-class CompletionTables;
+class FinishTables;
 
 struct LexerEpoch final : CallMemorySource {
   LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t number);
   ~LexerEpoch() override;
   LexerEpoch(const LexerEpoch&) = delete;
   LexerEpoch& operator=(const LexerEpoch&) = delete;
-  // Measures the lexer (and the completion tables) and charges the memory budget the difference;
+  // Measures the lexer (and the finish-cost tables) and charges the memory budget the difference;
   // returns the bytes.
   size_t measure_lexer() const;
   // What the memory budget counts of this epoch: the lexer as last measured, and the masks.
   size_t counted_bytes() const { return lexer_bytes.load(std::memory_order_relaxed) + cache.bytes(); }
-  // For a call's memory watch (CallMemory): the lexer's growth and the completion tables' bytes,
+  // For a call's memory watch (CallMemory): the lexer's growth and the finish-cost tables' bytes,
   // read without locks; the masks charge the budget themselves.
   size_t built_bytes() const override;
   void count_built(int64_t bytes) const override;
   Lexer lexer;
   MaskCache cache;
-  // The token-budget bound's tables (matcher/completion.h), built on a budget's first use.
-  mutable std::mutex completion_mu;
-  mutable std::shared_ptr<CompletionTables> completion;
-  mutable std::atomic<const CompletionTables*> completion_built{nullptr};  // completion, lock-free
+  // The token-budget bound's tables (matcher/finish_cost.h), built on a budget's first use.
+  mutable std::mutex finish_mu;
+  mutable std::shared_ptr<FinishTables> finish;
+  mutable std::atomic<const FinishTables*> finish_built{nullptr};  // finish, lock-free
   uint64_t number;                              // 0 for the first epoch of a grammar
   mutable std::atomic<uint32_t> checked_at{0};  // lexer states when its size was last measured
   mutable std::atomic<size_t> lexer_bytes{0};   // the lexer's bytes when last measured
   mutable std::atomic<size_t> measured_growth{0};  // Lexer::growth() then
-  mutable std::atomic<size_t> completion_bytes{0};  // the completion tables' bytes then
+  mutable std::atomic<size_t> finish_bytes{0};  // the finish-cost tables' bytes then
 };
 
 }  // namespace stencil

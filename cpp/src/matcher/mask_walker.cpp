@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tokens/trie_walk.h"
+
 namespace stencil {
 
 MaskWalker::MaskWalker(const CompiledGrammar& g)
@@ -27,12 +29,12 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   const size_t root = ps.frames().size() - 1;
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* entry = epoch.cache.get(lexer, *vocab_, top.state, &keep);
-  // A lexeme whose budget the next token would spend ends at that token's end: the cached
+  // A lexeme whose token limit the next token would reach ends at that token's end: the cached
   // inner tokens (which stay inside it) do not hold then, so walk the whole trie.
-  const bool budget_walk =
-      lexer.has_budgets() &&
+  const bool limit_walk =
+      lexer.has_token_limits() &&
       lexer.drop_spent(top.state, top.fresh ? 1 : ps.lexeme_tokens(root + 1, history)) != top.state;
-  if (budget_walk) {
+  if (limit_walk) {
     std::fill(words, words + need, 0u);
     walk_whole_trie(root, words);
   } else {
@@ -207,7 +209,7 @@ void MaskWalker::add_specials(uint32_t* words) {
 }
 
 void MaskWalker::walk_whole_trie(size_t root, uint32_t* words) {
-  ps_->frames()[root].end_rows = 0;
+  ps_->reset_shared_end(root);
   const auto& nodes = vocab_->trie().nodes();
   for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk(nodes, c, root, words);
 }
@@ -215,27 +217,23 @@ void MaskWalker::walk_whole_trie(size_t root, uint32_t* words) {
 // Walks the sub-trie at `first` with full lexer and parser machinery; the
 // frame at index root + depth - 1 is the parent of a node at `depth`.
 void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words) {
-  ParseState& ps = *ps_;
-  std::vector<Frame>& frames = ps.frames();
-  EarleyParser& parser = ps.parser();
-  const bool budgets = ps.lexer().has_budgets();
-  const size_t end = first + nodes[first].subtree_size;
-  for (size_t i = first; i < end;) {
-    const TrieNode& node = nodes[i];
-    ticker_.tick();
-    frames.resize(root + node.depth);
-    const Frame& parent = frames.back();
-    parser.truncate(parent.end_rows != 0 && parent.end_rows != ParseState::kEndFails ? parent.end_rows : parent.rows);
-    if (ps.push_byte(node.byte, true)) {
-      if (node.token_id >= 0 && (!budgets || ps.end_token_budget(root + 1, *history_, false))) {
-        set(words, node.token_id);
-        if (sink_) sink_->token_reached(node.token_id, ps);
-      }
-      ++i;
-    } else {
-      i += node.subtree_size;
+  struct Visit {
+    MaskWalker& w;
+    ParseState& ps;
+    uint32_t* words;
+    size_t root;
+    bool limits;
+    bool took(size_t, const TrieNode&) {
+      w.ticker_.tick();
+      return false;
     }
-  }
+    void token(const TrieNode& node) {
+      if (limits && !ps.end_token_limit(root + 1, *w.history_, false)) return;
+      w.set(words, node.token_id);
+      if (w.sink_) w.sink_->token_reached(node.token_id, ps);
+    }
+  };
+  walk_subtrie(*ps_, nodes, first, root, Visit{*this, *ps_, words, root, ps_->lexer().has_token_limits()});
 }
 
 // The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
@@ -278,20 +276,15 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Fram
 // Sets up the frame below boundary b (at depth d): the lexer state before its byte over the
 // top frame's parser rows, with the token's first d - 1 bytes placed above the top frame.
 void MaskWalker::enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root) {
-  std::vector<Frame>& frames = ps_->frames();
-  frames.resize(root + d);
-  {
-    // The frame above the prefix: its bytes (set below) and serial stay when they match.
-    Frame& back = frames.back();
-    const uint64_t serial = back.serial;
-    const uint8_t byte = back.byte;
-    back = {b.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : byte};
-    back.serial = d == 1 ? top.serial : serial;
-    // the token's first d - 1 bytes went into the top lexeme (or started one after a fresh top)
-    back.lex_start = d == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(root);
-  }
+  // The frame above the prefix: its bytes (set below) and serial stay when they match.
+  const std::vector<Frame>& frames = ps_->frames();
+  const Frame was = root + d <= frames.size() ? frames[root + d - 1] : Frame{};
+  Frame back{b.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : was.byte};
+  back.serial = d == 1 ? top.serial : was.serial;
+  // the token's first d - 1 bytes went into the top lexeme (or started one after a fresh top)
+  back.lex_start = d == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(root);
+  ps_->enter_at(root + d, back);
   place_prefix(b, d, root);
-  ps_->parser().truncate(top.rows);
 }
 
 // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
@@ -300,18 +293,7 @@ void MaskWalker::enter_boundary(const Boundary& b, size_t d, const Frame& top, s
 void MaskWalker::place_prefix(const Boundary& b, size_t d, size_t root) {
   if (!needs_text_ || d <= 1 || b.parent == placed_parent_) return;
   placed_parent_ = b.parent;
-  std::vector<Frame>& frames = ps_->frames();
-  const std::string_view p = MaskCache::bytes_above(*vocab_, b.node);
-  for (size_t i = 0; i < p.size(); ++i) {
-    Frame& f = frames[root + 1 + i];
-    if (f.byte == static_cast<uint8_t>(p[i]) && f.serial != 0) continue;
-    // New bytes from i on: this frame and every frame above it hold new text.
-    for (size_t j = i; j < p.size(); ++j) {
-      frames[root + 1 + j].byte = static_cast<uint8_t>(p[j]);
-      frames[root + 1 + j].serial = ps_->new_serial();
-    }
-    break;
-  }
+  ps_->place_bytes(root + 1, MaskCache::bytes_above(*vocab_, b.node));
 }
 
 // Whether b continues the run of boundaries that `first` (at depth d) starts: the same lexer
@@ -333,7 +315,6 @@ bool MaskWalker::in_run(const Boundary& first, size_t d, const Boundary& b, int 
 // Returns the index of the first boundary after the run.
 size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words,
                                bool* shared) {
-  std::vector<Frame>& frames = ps_->frames();
   EarleyParser& parser = ps_->parser();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
@@ -352,20 +333,19 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
-  const Frame pushed = ok ? frames.back() : Frame{};
+  const Frame pushed = ok ? ps_->frames().back() : Frame{};
   for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
     if (!ok) continue;
-    frames.resize(root + d);
+    ps_->keep_frames(root + d);
     place_prefix(b2, d, root);
     if (keys && ps_->closes_written_key(closing, byte)) continue;
-    frames.push_back(pushed);
-    frames.back().serial = ps_->new_serial();  // above a prefix that may differ from the first one's
+    ps_->push_again(pushed);  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {
       set(words, nodes[n2].token_id);
       if (sink_) {
-        parser.truncate(pushed.rows);  // the children walked before may have left rows above
+        ps_->trim_rows();  // the children walked before may have left rows above
         sink_->token_reached(nodes[n2].token_id, *ps_);
       }
     }
@@ -382,21 +362,15 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
 // Returns the index of the first boundary after the run.
 size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root,
                              uint32_t* words) {
-  std::vector<Frame>& frames = ps_->frames();
   EarleyParser& parser = ps_->parser();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
-  Frame& ended = frames.back();
-  ended.state = q;
-  ended.rows = static_cast<uint32_t>(parser.num_rows());
-  ended.fresh = true;
-  const Frame ended_copy = ended;
+  const Frame ended = ps_->mark_ended(q);
   for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
-    frames.resize(root + d);
-    frames.back() = ended_copy;
+    ps_->enter_at(root + d, ended);
     place_prefix(b2, d, root);  // the walk below reads this token's bytes
     walk(nodes, b2.node & ~kRestTrieBit, root, words);
   }

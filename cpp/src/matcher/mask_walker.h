@@ -67,7 +67,7 @@ class MaskWalker {
   // the tokens a lexeme spans, which the memo does not key on.
   bool memo_on(const ParseState& ps) const {
     return g_->limits().repeat_memo && ps.parser().num_rows() == ps.frames().back().rows &&
-           !ps.lexer().has_budgets();
+           !ps.lexer().has_token_limits();
   }
   bool memo_holds(const Frame& top, uint64_t serial) const {
     return memo_.valid && memo_.state == top.state && memo_.rows == top.rows && memo_.serial == serial &&

@@ -16,7 +16,7 @@ namespace stencil {
 
 // One public call. The outermost one works under the matcher's time limit (nested ones, as
 // forced_tokens' fills and accepts, under the same) and first moves to a renewed lexer epoch.
-// Should the call throw (a time limit, a work budget), the state is put back as it was before
+// Should the call throw (a time limit, a work limit), the state is put back as it was before
 // it: frames, parser rows, token history, termination. What it built in shared caches (lexer
 // states, mask entries) stays, valid: a later call goes on from there.
 class Matcher::Call {
@@ -180,7 +180,7 @@ bool Matcher::accept_text_token(int32_t t, uint32_t before) {
       return false;
     }
   }
-  if (ps_->lexer().has_budgets() && !ps_->end_token_budget(before, history_, true)) {
+  if (ps_->lexer().has_token_limits() && !ps_->end_token_limit(before, history_, true)) {
     ps_->pop_to(before);
     return false;
   }

@@ -171,10 +171,10 @@ uint32_t ParseState::lexeme_tokens(size_t token_start, const std::vector<Step>& 
 }
 
 // max_tokens, as llguidance means it: when a token ends inside a lexeme, the lexemes of the lexer
-// state whose budget that token spent are dropped; when none is left, the lexeme must end right
+// state whose token limit that token reached are dropped; when none is left, the lexeme must end right
 // there, or the token is refused. Without `apply` (the walks) it only judges, leaving the parser
 // as it was.
-bool ParseState::end_token_budget(size_t token_start, const std::vector<Step>& history, bool apply) {
+bool ParseState::end_token_limit(size_t token_start, const std::vector<Step>& history, bool apply) {
   Frame& top = frames_.back();
   if (top.fresh) return true;
   const uint32_t s = lexer_->drop_spent(top.state, lexeme_tokens(token_start, history));

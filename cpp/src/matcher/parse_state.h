@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lexer/lexer.h"
@@ -25,7 +26,7 @@ struct Frame {
   // (any change below would have popped it), so completion checks can reuse verdicts on the
   // text up to it. 0: never read as text.
   uint64_t serial = 0;
-  // The frame before the current lexeme's first byte (for token budgets, max_tokens).
+  // The frame before the current lexeme's first byte (for per-lexeme token limits, max_tokens).
   uint32_t lex_start = 0;
 };
 
@@ -65,7 +66,7 @@ class ParseState : private TextSource {
     frames_[root] = top;
     parser_.truncate(top.rows);
   }
-  // restore, after a call was cut short by an exception (a time limit, a work budget) anywhere:
+  // restore, after a call was cut short by an exception (a time limit, a work limit) anywhere:
   // also drops what the parser had half built and the watches the walk had set.
   void recover(size_t root, const Frame& top) {
     restore(root, top);
@@ -86,10 +87,74 @@ class ParseState : private TextSource {
   uint32_t lexeme_tokens(size_t token_start, const std::vector<Step>& history) const;
   // max_tokens: whether the top lexeme may stop at the token that began after frame
   // token_start - 1; `apply` (accepting a token) changes the top frame to match.
-  bool end_token_budget(size_t token_start, const std::vector<Step>& history, bool apply);
+  bool end_token_limit(size_t token_start, const std::vector<Step>& history, bool apply);
 
-  std::vector<Frame>& frames() { return frames_; }
+  // The walks' verbs: a trie walk below frame `root` moves the stack only through these (and
+  // push_byte, restore), so the frames' end sentinels and the parser's rows stay in step.
+
+  // Inside a trie walk: back to the first num_frames frames, the top one the parent of the next
+  // node, with its rows on the parser, or the rows of its lexeme's end where a sibling's
+  // push_byte(b, true) shared it.
+  void descend(size_t num_frames) {
+    frames_.resize(num_frames);
+    const Frame& parent = frames_.back();
+    parser_.truncate(parent.end_rows != 0 && parent.end_rows != kEndFails ? parent.end_rows : parent.rows);
+  }
+  // descend, with the parent's own rows and its shared end forgotten (a walk that takes the
+  // sub-trie without the parser: the end's rows go with the truncation; a known failure stays).
+  void descend_unshared(size_t num_frames) {
+    frames_.resize(num_frames);
+    Frame& parent = frames_.back();
+    parser_.truncate(parent.rows);
+    if (parent.end_rows != kEndFails) parent.end_rows = 0;
+  }
+  // Frame `root` computes its lexeme's end afresh for the walk below it.
+  void reset_shared_end(size_t root) { frames_[root].end_rows = 0; }
+  // Drops the parser rows above the top frame's (a walk or a refused push may leave some).
+  void trim_rows() { parser_.truncate(frames_.back().rows); }
+  // The first num_frames frames, the top one replaced by f, with f's rows on the parser (a walk
+  // entering a boundary of the mask cache below the token's first bytes).
+  void enter_at(size_t num_frames, const Frame& f) {
+    frames_.resize(num_frames);
+    frames_.back() = f;
+    parser_.truncate(f.rows);
+  }
+  // Frames from..from + bytes.size() - 1 read `bytes` (a token prefix placed for checks that read
+  // the text): from the first byte that differs (or was never read as text) on, each frame takes
+  // its byte and a new serial, since the text below every frame above it changed.
+  void place_bytes(size_t from, std::string_view bytes) {
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      Frame& f = frames_[from + i];
+      if (f.byte == static_cast<uint8_t>(bytes[i]) && f.serial != 0) continue;
+      for (size_t j = i; j < bytes.size(); ++j) {
+        frames_[from + j].byte = static_cast<uint8_t>(bytes[j]);
+        frames_[from + j].serial = new_serial();
+      }
+      return;
+    }
+  }
+  // The top frame, after end_lexeme ended its lexeme (scanned: q starts the next one), is the
+  // start of that next lexeme over the parser's rows now. Returns it.
+  Frame mark_ended(uint32_t q) {
+    Frame& f = frames_.back();
+    f.state = q;
+    f.rows = static_cast<uint32_t>(parser_.num_rows());
+    f.fresh = true;
+    return f;
+  }
+  // Drops the frames above num_frames but not the parser rows above them: a run of boundaries
+  // that share one pushed byte puts that frame back (push_again) over the rows it left.
+  void keep_frames(size_t num_frames) { frames_.resize(num_frames); }
+  // Pushes f again, a frame pushed before whose parser rows are still on the stack, with a new
+  // serial (the bytes below it may differ from the first time).
+  void push_again(const Frame& f) {
+    frames_.push_back(f);
+    frames_.back().serial = new_serial();
+  }
+
   const std::vector<Frame>& frames() const { return frames_; }
+  // The parser's queries (checks, vetoes, their memos); its rows move only through ParseState
+  // (EarleyParser::truncate is for it alone).
   EarleyParser& parser() { return parser_; }
   const EarleyParser& parser() const { return parser_; }
   const Lexer& lexer() const { return *lexer_; }

@@ -58,14 +58,6 @@ class EarleyParser {
   const EarleyRow& top() const { return rows_.back(); }
   const EarleyRow& row(size_t i) const { return rows_[i]; }
   const EarleyItem& item(size_t j) const { return items_[j]; }
-  void truncate(size_t rows) {
-    if (rows < rows_.size()) {
-      rows_.resize(rows);
-      items_.resize(rows_.back().end);
-      vetoes_.resize(rows_.back().veto_end);
-      if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
-    }
-  }
   // After an exception anywhere in a scan or a walk: the row being built (its items and
   // vetoes past the top row), the watches and the walk's mark are dropped; rows and memos that
   // were finished stay valid.
@@ -144,6 +136,16 @@ class EarleyParser {
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
 
  private:
+  // The rows move with ParseState's frames: it alone truncates them (matcher/parse_state.h).
+  friend class ParseState;
+  void truncate(size_t rows) {
+    if (rows < rows_.size()) {
+      rows_.resize(rows);
+      items_.resize(rows_.back().end);
+      vetoes_.resize(rows_.back().veto_end);
+      if (rows <= memo_top_row_) forget_siblings_from(rows);  // walks truncate above it: no scan
+    }
+  }
   void add(uint32_t pos, uint32_t origin);
   void close_row(uint32_t row, uint32_t begin, uint32_t offset);
   bool whole_check(const CompletionCheck& c, uint32_t from, uint32_t to);

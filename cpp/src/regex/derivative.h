@@ -1,4 +1,4 @@
-// Brzozowski derivatives over bytes, with a cache, a work budget ("fuel")
+// Brzozowski derivatives over bytes, with a cache, a work limit ("fuel")
 // and an emptiness check for expressions that use And/Not.
 #pragma once
 #include <cstdint>

@@ -141,7 +141,7 @@ bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pai
 }
 
 bool MaskCache::loops_on_plain(const Lexer& lexer, uint32_t state) const {
-  constexpr uint64_t kLoopKey = 0xFFFFFFFFu;  // beside (state, budget) keys: budgets are small
+  constexpr uint64_t kLoopKey = 0xFFFFFFFFu;  // beside (state, limit) keys: limits are small
   const uint64_t key = uint64_t(state) << 32 | kLoopKey;
   {
     std::lock_guard<std::mutex> lock(admit_mu_);
@@ -165,16 +165,16 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // size or more never bind inside one: explore the state with them lifted instead.
   const uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
   const bool probes = !lexer.has_lazy(state);
-  // Small budgets first: a lexeme that admits plain text (a free string) does so in a few
+  // Small limits first: a lexeme that admits plain text (a free string) does so in a few
   // pairs, while exploring one that does not (a pattern with a complement) builds costly states.
-  for (size_t budget : {size_t(32), size_t(256)}) {
-    if (explore_plain(lexer, state, std::min<size_t>(budget, 64))) return true;
-    if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, budget)) return true;
+  for (size_t limit : {size_t(32), size_t(256)}) {
+    if (explore_plain(lexer, state, std::min<size_t>(limit, 64))) return true;
+    if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, limit)) return true;
     if (!probes) continue;
     for (size_t i = 0;; ++i) {
       uint32_t probe = lexer.probe_state(state, i);
       if (probe == Lexer::kDead) break;
-      if (probe != state && explore_plain(lexer, probe, budget)) return true;
+      if (probe != state && explore_plain(lexer, probe, limit)) return true;
     }
   }
   return false;
@@ -213,7 +213,7 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     // back to itself: the state with them lifted behaves alike on every token's bytes, so its
     // entry (cached: the states of a long string share it) serves as it is, boundaries and all.
     // (Replaying each boundary's bytes from `state` instead built a counting state per trie
-    // node above a boundary, and a second copy of the entry in the budget.)
+    // node above a boundary, and a second copy of the entry in the cache's bytes.)
     const uint32_t relaxed =
         loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
     if (relaxed != Lexer::kDead && relaxed != state) {
@@ -270,7 +270,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   if (SlotBlock* block = slots_[blk].load(std::memory_order_acquire))
     if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_acquire)) return hit;
   std::shared_ptr<const MaskEntry> e;
-  bool borrowed = false;  // e is another state's entry, already counted in the budget
+  bool borrowed = false;  // e is another state's entry, already counted in the cache's bytes
   // Bounded repetitions count down at every byte; clamping them at the longest
   // token lets a long string's states share one entry while they are far
   // from their bound.
@@ -291,7 +291,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   }
   const size_t added = borrowed ? 0 : e->bytes();
   MemoryBudget& process = MemoryBudget::get();
-  if (bytes_ + added > std::min(budget_, process.limit())) {
+  if (bytes_ + added > std::min(capacity_, process.limit())) {
     *keep = std::move(e);
     return keep->get();
   }

@@ -34,20 +34,20 @@ struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
   std::vector<Boundary> boundaries;               // with this grammar's lexer states
   const std::vector<uint32_t>& inner() const { return shared->inner; }
-  // Counts the shared inner mask too: a grammar's budget holds whatever it keeps alive.
+  // Counts the shared inner mask too: whatever a grammar keeps alive counts against its cache's capacity.
   size_t bytes() const { return boundaries.capacity() * sizeof(Boundary) + shared->bytes() + 64; }
 };
 
 class MaskCache {
  public:
-  MaskCache(size_t budget_bytes, bool plain_slice, bool shared_masks, bool loop_skip)
-      : budget_(budget_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks), loop_skip_(loop_skip) {}
+  MaskCache(size_t capacity_bytes, bool plain_slice, bool shared_masks, bool loop_skip)
+      : capacity_(capacity_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks), loop_skip_(loop_skip) {}
   ~MaskCache();  // gives its bytes back to the process memory budget
   MaskCache(const MaskCache&) = delete;
   MaskCache& operator=(const MaskCache&) = delete;
   // The entry of `state`. Cached entries live as long as the cache and are found without a
   // lock or a reference-count update (matchers on many threads read the same entries); an
-  // entry past the memory budget (its own, or the process limit if smaller) is not cached, and
+  // entry past the cache's capacity (or the process limit if smaller) is not cached, and
   // *keep then owns it.
   const MaskEntry* get(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                        std::shared_ptr<const MaskEntry>* keep) const;
@@ -92,7 +92,7 @@ class MaskCache {
   mutable std::vector<std::unique_ptr<SlotBlock>> blocks_;
   mutable std::vector<std::shared_ptr<const MaskEntry>> owned_;
   mutable size_t bytes_ = 0;
-  size_t budget_;
+  size_t capacity_;
   bool plain_slice_, shared_masks_, loop_skip_;
 };
 

@@ -5,7 +5,7 @@
 
 namespace stencil {
 
-SharedMaskCache::SharedMaskCache(size_t budget_bytes) : budget_(budget_bytes) { MemoryBudget::get().add(this, false); }
+SharedMaskCache::SharedMaskCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryBudget::get().add(this, false); }
 
 SharedMaskCache::~SharedMaskCache() {
   MemoryBudget::get().remove(this);
@@ -25,7 +25,7 @@ std::shared_ptr<const SharedMaskEntry> SharedMaskCache::find(const std::string& 
 void SharedMaskCache::insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry) {
   const size_t c = cost(key, *entry);
   MemoryBudget& process = MemoryBudget::get();
-  if (bytes_.load(std::memory_order_relaxed) + c > std::min(budget_, process.limit() / 4)) return;
+  if (bytes_.load(std::memory_order_relaxed) + c > std::min(capacity_, process.limit() / 4)) return;
   Shard& sh = shard_of(key);
   std::unique_lock<std::shared_mutex> lock(sh.mu);
   if (sh.entries.count(key)) return;

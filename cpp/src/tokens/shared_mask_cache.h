@@ -28,12 +28,12 @@ struct SharedMaskEntry {
 // Sharded: the cache lives as long as the vocabulary and grows over thousands of grammars; one
 // map's rehash at 2^k entries stalls whichever mask step crosses it, a shard's is 64 times
 // smaller, and threads filling masks contend on 64 locks, not one.
-// It holds at most its budget or a quarter of the process memory limit, whichever is smaller, and
+// It holds at most its capacity or a quarter of the process memory limit, whichever is smaller, and
 // the process budget trims its least recently used entries when the process is over its limit
 // (an entry a grammar's mask cache still holds lives on there).
 class SharedMaskCache final : public BudgetClient {
  public:
-  explicit SharedMaskCache(size_t budget_bytes);
+  explicit SharedMaskCache(size_t capacity_bytes);
   ~SharedMaskCache() override;
   std::shared_ptr<const SharedMaskEntry> find(const std::string& key) const;
   void insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry);
@@ -58,7 +58,7 @@ class SharedMaskCache final : public BudgetClient {
   }
   mutable std::array<Shard, kShards> shards_;
   std::atomic<size_t> bytes_{0};
-  size_t budget_;
+  size_t capacity_;
 };
 
 }  // namespace stencil

@@ -1,4 +1,4 @@
-#include "matcher/completion.h"
+#include "matcher/finish_cost.h"
 
 #include <algorithm>
 #include <functional>
@@ -19,7 +19,7 @@ constexpr size_t kLexemeSearchWork = 1u << 21;
 constexpr size_t kStateSearchWork = 1u << 17;
 }  // namespace
 
-CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
+FinishTables::FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
                                    const Vocabulary& vocab)
     : lexer_(lexer), cache_(cache), trie_(vocab.trie()) {
   const auto& nodes = trie_.nodes();
@@ -66,7 +66,7 @@ CompletionTables::CompletionTables(const Grammar& g, const Lexer& lexer, const M
   bytes_.fetch_add(heap::of(lexeme_min) + heap::of(rest) + heap::of(rule_at), std::memory_order_relaxed);
 }
 
-uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
+uint32_t FinishCost::find(const Costs& c, uint32_t id) {
   auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(id, 0u));
   return it != c.end() && it->first == id ? it->second : kInf;
 }
@@ -75,7 +75,7 @@ uint32_t CompletionCost::find(const Costs& c, uint32_t id) {
 // the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
 // the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
 // at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
-uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
+uint32_t FinishTables::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, Costs* out,
                                   size_t max_states, deadline::Ticker& ticker) const {
   out->clear();
   if (state == Lexer::kDead || targets.empty()) return 0;
@@ -126,17 +126,17 @@ uint32_t CompletionTables::bfs_to(uint32_t state, const std::vector<uint32_t>& t
   return static_cast<uint32_t>(found);
 }
 
-std::shared_ptr<CompletionTables> CompletionTables::of(const LexerEpoch& epoch, const Grammar& g,
+std::shared_ptr<FinishTables> FinishTables::of(const LexerEpoch& epoch, const Grammar& g,
                                                        const Vocabulary& vocab) {
-  std::lock_guard<std::mutex> lock(epoch.completion_mu);
-  if (!epoch.completion) {
-    epoch.completion = std::make_shared<CompletionTables>(g, epoch.lexer, epoch.cache, vocab);
-    epoch.completion_built.store(epoch.completion.get(), std::memory_order_release);
+  std::lock_guard<std::mutex> lock(epoch.finish_mu);
+  if (!epoch.finish) {
+    epoch.finish = std::make_shared<FinishTables>(g, epoch.lexer, epoch.cache, vocab);
+    epoch.finish_built.store(epoch.finish.get(), std::memory_order_release);
   }
-  return epoch.completion;
+  return epoch.finish;
 }
 
-std::shared_ptr<const InnerSteps> CompletionTables::inner_steps(uint32_t state, const uint32_t* inner,
+std::shared_ptr<const InnerSteps> FinishTables::inner_steps(uint32_t state, const uint32_t* inner,
                                                                 size_t need) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -155,7 +155,7 @@ std::shared_ptr<const InnerSteps> CompletionTables::inner_steps(uint32_t state, 
 // it later, so walking a string or a date token by token searches about once per state instead
 // of once per state and path. Each memoized distance is the length of a real token path to the
 // lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
-uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                          deadline::Ticker& ticker) {
   auto ends = [&](uint32_t s) {
     const auto& acc = lexer_.state(s).accepting;
@@ -227,7 +227,7 @@ uint32_t CompletionTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t
   return best;
 }
 
-void CompletionTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value) {
+void FinishTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value) {
   if (memo.emplace(state, value).second)
     bytes_.fetch_add(heap::block(sizeof(void*) * 2 + 8) + sizeof(void*), std::memory_order_relaxed);  // node, bucket
 }
@@ -236,7 +236,7 @@ void CompletionTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, ui
 // (a string's closing quote comes early in byte order), where the successors' walk would visit
 // every token (on a huge automaton, making a lexer state for each). A walk that finds none has
 // seen every successor: they are kept as token_successors' (unless another search's are).
-bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
   // One token that is a single byte ends it (a string's closing quote): no walk.
   std::vector<uint8_t> probed(256, 0);
   const ByteClasses& classes = lexer_.classes();
@@ -271,7 +271,7 @@ bool CompletionTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadli
 
 // The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
 // with the lexer alone), memoized: the searches of neighbouring states expand the same states.
-const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state, size_t* work) {
+const std::vector<uint32_t>& FinishTables::token_successors(uint32_t state, size_t* work) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = successors_.find(state);
@@ -287,7 +287,7 @@ const std::vector<uint32_t>& CompletionTables::token_successors(uint32_t state, 
 }
 
 // Keeps the successors of `state` (sorted, each once); the ones kept first stay.
-const std::vector<uint32_t>& CompletionTables::keep_successors(uint32_t state, std::vector<uint32_t> out) {
+const std::vector<uint32_t>& FinishTables::keep_successors(uint32_t state, std::vector<uint32_t> out) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   out.shrink_to_fit();
@@ -298,7 +298,7 @@ const std::vector<uint32_t>& CompletionTables::keep_successors(uint32_t state, s
   return it->second;  // unordered_map entries never move
 }
 
-const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
+const FinishTables::Costs& FinishTables::lexer_costs(uint32_t state) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = state_costs_.find(state);
@@ -335,7 +335,7 @@ const CompletionTables::Costs& CompletionTables::lexer_costs(uint32_t state) {
   return it->second;  // unordered_map entries never move
 }
 
-const std::vector<CompletionTables::Pair>& CompletionTables::pairs(uint32_t state) {
+const std::vector<FinishTables::Pair>& FinishTables::pairs(uint32_t state) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = pairs_.find(state);
@@ -360,7 +360,7 @@ const std::vector<CompletionTables::Pair>& CompletionTables::pairs(uint32_t stat
   return it->second;  // unordered_map entries never move
 }
 
-const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
+const FinishCost::Costs& FinishCost::lexer_costs(uint32_t state) {
   auto it = states_.find(state);
   if (it != states_.end()) return *it->second;
   const Costs& c = t_->lexer_costs(state);
@@ -368,23 +368,23 @@ const CompletionCost::Costs& CompletionCost::lexer_costs(uint32_t state) {
   return c;
 }
 
-const std::vector<CompletionTables::Pair>& CompletionCost::pairs(uint32_t state) {
+const std::vector<FinishTables::Pair>& FinishCost::pairs(uint32_t state) {
   auto it = pairs_.find(state);
   if (it != pairs_.end()) return *it->second;
-  const std::vector<CompletionTables::Pair>& p = t_->pairs(state);
+  const std::vector<FinishTables::Pair>& p = t_->pairs(state);
   pairs_.emplace(state, &p);
   return p;
 }
 
 // The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
 // completes, and then whatever waits on its nonterminal at its origin goes on.
-uint32_t CompletionCost::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
+uint32_t FinishCost::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
   const uint32_t rule = t_->rule_at[it.pos];
   if (rule == 0) return rest;  // the start rule: the parse is complete
   return add(rest, find(row_costs(p, it.origin).up, g_.rules[rule].lhs));
 }
 
-CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint32_t row) {
+FinishCost::RowCosts& FinishCost::row_costs(const EarleyParser& p, uint32_t row) {
   const uint64_t serial = p.row(row).serial;
   // One slot per row index: the parser's rows are a stack, and a slot holds the costs of the row
   // with its serial (walks push and pop many short-lived rows: the slots' vectors are reused).
@@ -449,7 +449,7 @@ CompletionCost::RowCosts& CompletionCost::row_costs(const EarleyParser& p, uint3
   return rc;
 }
 
-uint32_t CompletionCost::fresh_cost(const EarleyParser& p, uint32_t row) {
+uint32_t FinishCost::fresh_cost(const EarleyParser& p, uint32_t row) {
   RowCosts& rc = row_costs(p, row);
   if (rc.has_fresh) return rc.fresh;
   const EarleyRow& r = p.row(row);
@@ -463,7 +463,7 @@ uint32_t CompletionCost::fresh_cost(const EarleyParser& p, uint32_t row) {
   return best;
 }
 
-uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme) {
+uint32_t FinishCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme) {
   RowCosts& rc = row_costs(p, row);
   for (const auto& [l, c] : rc.scan)
     if (l == lexeme) return c;
@@ -481,13 +481,13 @@ uint32_t CompletionCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t
 // A token that stays inside the lexeme leads each (lexeme, expression) pair of `state` to one
 // reachable from it, whose cost is at most that pair's ceiling plus what follows its lexeme; the
 // cost after the token is the least over the pairs still alive, so at most the largest such sum.
-uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
+uint32_t FinishCost::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t most = 0;
-  for (const CompletionTables::Pair& pair : pairs(state)) {
+  for (const FinishTables::Pair& pair : pairs(state)) {
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
     // those that lead to it alone.
-    if (pair.lexeme == CompletionTables::kNoLexeme) {  // (no ceiling is known for several lexemes)
+    if (pair.lexeme == FinishTables::kNoLexeme) {  // (no ceiling is known for several lexemes)
       const std::vector<uint32_t> live = t_->lexer().live_lexemes(pair.alone);
       if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
       return kInf;
@@ -503,11 +503,11 @@ uint32_t CompletionCost::inner_ceiling(const EarleyParser& p, uint32_t state, ui
   return most;
 }
 
-uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
+uint32_t FinishCost::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t best = kInf;
-  for (const CompletionTables::Pair& pair : pairs(state)) {
-    if (pair.lexeme == CompletionTables::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
+  for (const FinishTables::Pair& pair : pairs(state)) {
+    if (pair.lexeme == FinishTables::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
     const uint32_t d = pair.shortest < kInf || !search ? pair.shortest : t_->state_bytes(pair.alone);
     if (d >= best) continue;
     const uint32_t after = g_.lexemes[pair.lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, pair.lexeme);
@@ -516,7 +516,7 @@ uint32_t CompletionCost::bytes_bound(const EarleyParser& p, uint32_t state, bool
   return best;
 }
 
-uint32_t CompletionCost::at(const EarleyParser& p, uint32_t state, bool fresh) {
+uint32_t FinishCost::at(const EarleyParser& p, uint32_t state, bool fresh) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   if (fresh) return fresh_cost(p, row);
   uint32_t best = kInf;

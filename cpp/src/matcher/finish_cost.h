@@ -3,7 +3,7 @@
 // tokens left after it).
 //
 // Tokens are real tokens of the vocabulary (and one per special token), each kept inside one
-// lexeme: the count is the length of a real tokenization of a completion, an upper bound on the
+// lexeme: the count is the length of a real tokenization of a way to finish, an upper bound on the
 // tokens a shortest one needs (tokens that span lexemes may do better). The count is a shortest
 // path, which makes it consistent: from a state at cost d > 0 some token leads to a state at
 // cost d - 1, so a budget of d or more tokens always leaves some token allowed.
@@ -17,7 +17,7 @@
 //   through the items waiting on it, down the chain of origins; memoized per row).
 // Completion checks (uniqueItems, duplicate keys, required keys in any order) and a greedy
 // lexer reading two adjacent lexemes as one are not modeled: where they veto the shortest
-// completion, the count is too small.
+// way to finish, the count is too small.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -41,13 +41,13 @@ struct LexerEpoch;
 // What the bound needs of a grammar and a lexer epoch, shared by all its matchers (built on a
 // budget's first use): per lexeme and per dotted rule position the fewest tokens, and per lexer
 // state the fewest tokens that end each of its live lexemes (memoized behind a lock).
-class CompletionTables {
+class FinishTables {
  public:
-  static constexpr uint32_t kInf = 1u << 30;  // no completion known
+  static constexpr uint32_t kInf = 1u << 30;  // no way to finish known
   using Costs = std::vector<std::pair<uint32_t, uint32_t>>;  // (id, cost), sorted by id
-  CompletionTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab);
+  FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab);
   // The tables of `epoch` (its grammar and vocabulary: g, vocab), built once.
-  static std::shared_ptr<CompletionTables> of(const LexerEpoch& epoch, const Grammar& g, const Vocabulary& vocab);
+  static std::shared_ptr<FinishTables> of(const LexerEpoch& epoch, const Grammar& g, const Vocabulary& vocab);
   static uint32_t add(uint32_t a, uint32_t b) { return a + b >= kInf ? kInf : a + b; }
   const Costs& lexer_costs(uint32_t state);  // the returned reference stays valid
   // Where the inner tokens of lexer state `state` lead (built on first use; `inner`, `need`
@@ -128,33 +128,33 @@ class CompletionTables {
 };
 
 // The bound over one matcher's parser (its rows' costs are its own).
-class CompletionCost {
+class FinishCost {
  public:
-  static constexpr uint32_t kInf = CompletionTables::kInf;
-  CompletionCost(const Grammar& g, std::shared_ptr<CompletionTables> tables) : g_(g), t_(std::move(tables)) {}
+  static constexpr uint32_t kInf = FinishTables::kInf;
+  FinishCost(const Grammar& g, std::shared_ptr<FinishTables> tables) : g_(g), t_(std::move(tables)) {}
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
   // top row.
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
   // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
   // A lexeme's ceiling is read off its expression (Lexer::pair_bytes) and searched for
-  // (CompletionTables::state_ceiling) only where that bound puts the sum over `limit`.
+  // (FinishTables::state_ceiling) only where that bound puts the sum over `limit`.
   uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit);
   // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
   // search): the least over the live lexemes not vetoed at the row. The distances are read off
   // the expressions, else (with `search`) found by a search over the lexer's states.
   uint32_t bytes_bound(const EarleyParser& p, uint32_t state, bool search = true);
-  CompletionTables& tables() { return *t_; }
+  FinishTables& tables() { return *t_; }
 
  private:
-  using Costs = CompletionTables::Costs;
+  using Costs = FinishTables::Costs;
   struct RowCosts {
     Costs up;                 // nonterminal -> cost to finish once it completes at this row
     uint32_t fresh = kInf;    // from this row with no byte of the next lexeme read
     bool has_fresh = false;
     Costs scan;               // lexeme -> cost once it is scanned from this row (memo)
   };
-  static uint32_t add(uint32_t a, uint32_t b) { return CompletionTables::add(a, b); }
+  static uint32_t add(uint32_t a, uint32_t b) { return FinishTables::add(a, b); }
   static uint32_t find(const Costs& c, uint32_t id);
   const Costs& lexer_costs(uint32_t state);
   RowCosts& row_costs(const EarleyParser& p, uint32_t row);
@@ -163,10 +163,10 @@ class CompletionCost {
   uint32_t scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme);
 
   const Grammar& g_;
-  std::shared_ptr<CompletionTables> t_;
+  std::shared_ptr<FinishTables> t_;
   std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
-  std::unordered_map<uint32_t, const std::vector<CompletionTables::Pair>*> pairs_;  // and for t_->pairs
-  const std::vector<CompletionTables::Pair>& pairs(uint32_t state);
+  std::unordered_map<uint32_t, const std::vector<FinishTables::Pair>*> pairs_;  // and for t_->pairs
+  const std::vector<FinishTables::Pair>& pairs(uint32_t state);
   struct RowSlot {
     uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
     RowCosts costs;
