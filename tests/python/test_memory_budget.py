@@ -15,6 +15,7 @@ import gc
 import json
 import pathlib
 import random
+import os
 import subprocess
 import sys
 import threading
@@ -31,8 +32,11 @@ MB = 1 << 20
 
 
 def _probe(*args: object) -> dict:
+    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ from the repository root
+    # (pytest's `pythonpath` reaches this process only): the child gets it on PYTHONPATH
+    path = os.pathsep.join(filter(None, [str(HERE.parent.parent), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
-                          timeout=240, cwd=HERE)
+                          timeout=240, cwd=HERE, env=dict(os.environ, PYTHONPATH=path))
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
