@@ -432,15 +432,18 @@ def test_budget_masks_equal_the_definition_on_counted_strings(zoo_name, schema_i
     a fork that accepts t)."""
     import tokenizers_zoo
     tok = tokenizers_zoo.get(zoo_name).info
-    schema = COUNTED_SCHEMAS[schema_index]
-    g = stencil.GrammarCompiler(tok).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+    g = stencil.GrammarCompiler(tok).compile_json_schema(COUNTED_SCHEMAS[schema_index], whitespace="compact",
+                                                         string_spelling="plain")
+    _check_budget_masks_against_the_definition(g, tok, random.Random(31 + schema_index), slacks=(20, 4))
+
+
+def _check_budget_masks_against_the_definition(g, tok, rng, slacks):
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     eos = set(tok.eos_token_ids)
-    rng = random.Random(31 + schema_index)
     checked = refused = 0
-    for walk in range(2):
+    for slack in slacks:
         m = stencil.Matcher(g)
-        k = m.min_completion_tokens() + (4 if walk else 20)
+        k = m.min_completion_tokens() + slack
         for used in range(k):
             full = [t for t in allowed(m, bm) if t not in eos]
             bound = m.min_completion_tokens()
@@ -450,7 +453,9 @@ def test_budget_masks_equal_the_definition_on_counted_strings(zoo_name, schema_i
                 y = m.fork()
                 assert y.accept_token(t)
                 after[t] = y.min_completion_tokens()
-            for kk in sorted({max(bound, 1), bound + 2, k - used, bound + 60}):
+            # (largest first, as a generation's budget shrinks: each smaller one must redo what
+            # a bound that fitted the larger one skipped)
+            for kk in sorted({max(bound, 1), bound + 2, bound + 3, k - used, bound + 60}, reverse=True):
                 got = set(allowed(m, bm, kk))
                 for t in sample:
                     fits = after[t] is not None and after[t] <= kk - 1
@@ -463,6 +468,51 @@ def test_budget_masks_equal_the_definition_on_counted_strings(zoo_name, schema_i
             assert m.accept_token(t)
         assert m.is_accepting()
     assert checked > 500 and refused > 0
+
+
+# Word counts beside a length (a pattern and a maxLength intersected, counts times pattern
+# states; every token makes new lexer states): the ceiling of `pattern & C{0,hi}` is read off the
+# pattern once minLength is met (Lexer::counted_ceiling), times the longest character's bytes
+# near hi. "w" stays near its maxLength, "t" and "d" far from it ("d": a dash needs six digits
+# more, so the tokens inside it differ in cost); JSON escapes make characters of up to 12 bytes in
+# the "any" spelling.
+WORDS = {"type": "object", "properties": {
+    "w": {"type": "string", "minLength": 1, "maxLength": 20, "pattern": "^(?:\\S+\\s+){0,3}\\S+$"},
+    "t": {"type": "string", "minLength": 2, "maxLength": 400, "pattern": "^$|(^(?:\\S+\\s+){0,60}\\S+$)"},
+    "d": {"type": "string", "minLength": 1, "maxLength": 300, "pattern": "^[a-z]+(?: [a-z]+){0,6}(?:-[0-9]{6})?$"}},
+    "required": ["w", "t", "d"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("spelling", ["plain", "any"])
+def test_budget_masks_equal_the_definition_on_word_counts(spelling):
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("cl100k").info
+    g = stencil.GrammarCompiler(tok).compile_json_schema(WORDS, whitespace="compact", string_spelling=spelling)
+    _check_budget_masks_against_the_definition(g, tok, random.Random(7), slacks=(30, 12, 3))
+
+
+def test_budget_masks_at_a_word_count_beside_a_length_make_few_lexer_states():
+    """A word-count pattern beside a maxLength of 5,000 (MaskBench's Github_easy---o21053): every
+    token makes new lexer states. With the lexeme ceiling read off the pattern, a budget that
+    does not bind costs no successor states: before, each step built the inner tokens' successors
+    and searched from each (24,000 lexer states against 2,100 plain, about 50 ms a mask)."""
+    import tokenizers_zoo
+    z = tokenizers_zoo.get("cl100k")
+    schema = {"type": "object", "properties": {"q": {"type": "string", "minLength": 1, "maxLength": 5000,
+              "pattern": "^$|(^(?:\\S+\\s+){0,99}\\S+$)"}}, "required": ["q"], "additionalProperties": False}
+    text = "What is the meaning of life, the universe and everything? Nobody knows, but many have tried."
+    ids = z.encode_batch([json.dumps({"q": text}, separators=(",", ":"))])[0]
+    states = {}
+    for remaining in (None, 4096, 32):
+        g = stencil.GrammarCompiler(z.info).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        m = stencil.Matcher(g)
+        bm = stencil.allocate_token_bitmask(1, z.info.vocab_size)
+        for k, t in enumerate(ids):
+            m.fill_next_token_bitmask(bm, 0, remaining_tokens=None if remaining is None else remaining + len(ids) - k)
+            assert (bm[0, t >> 5] >> (t & 31)) & 1
+            assert m.accept_token(t)
+        states[remaining] = g.num_lexer_states
+    assert states[4096] <= 3 * states[None] and states[32] <= 3 * states[None], states
 
 
 def test_budget_masks_over_numbers_make_few_lexer_states():

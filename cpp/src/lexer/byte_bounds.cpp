@@ -3,8 +3,9 @@
 // search over the lazy automaton would make lexer states (a uri format has about 200 of them).
 //
 // For an expression e: shortest(e) >= the length of its shortest word, ceiling(e) >= the
-// shortest word of every derivative of e whose language is not empty (every state a walk from e
-// reaches, e itself included), longest(e) >= the length of its longest word. A derivative's
+// shortest word of every derivative of e by at most `reach` bytes whose language is not empty
+// (every state one token reaches from e, e itself included), longest(e) >= the length of its
+// longest word. A derivative's
 // words are no longer than e's, so ceiling(e) <= longest(e) always, and where a language is not
 // empty its shortest word is at most its longest (fit(e) = min(shortest, longest) below, usable
 // only where the language is known not to be empty: inside a ceiling).
@@ -17,13 +18,26 @@
 //   a & b:        shortest unknown (the languages' interplay decides, the intersection may be
 //                 empty); longest and ceiling: the least longest of the operands (a pattern
 //                 beside a maxLength: the length's)
+//   a & C{0,hi}:  where C is a character set (no word empty, none a prefix of another, each
+//                 at most K bytes) and every word of a is a string of C (a pattern beside a
+//                 length once minLength is met, as a JSON string body; checked, see words_of):
+//                 ceiling(a), times K where hi leaves no room past the reach. After u (at most
+//                 reach bytes), with w a word of the intersection after u: the shortest word s of
+//                 a after u has at most ceiling(a) bytes, so at most as many characters, and u s
+//                 is whole characters: where hi >= reach + ceiling(a) it fits. Else the word of a
+//                 after u with the fewest characters fits (it has no more than w, nor than s), in
+//                 at most K bytes each.
 //   ~a:           longest unknown; shortest and ceiling: longest(a) + 1 (a derivative ~d(a)
 //                 holds every word longer than d(a)'s longest)
 //   number range: the number search's shortest when it ends within a few hundred states; no
 //                 ceiling (its states never repeat)
 #include <algorithm>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "lexer/lexer.h"
+#include "stencil/errors.h"
 
 namespace stencil {
 
@@ -37,8 +51,12 @@ uint64_t times(uint64_t a, uint64_t n) { return a == 0 || n == 0 ? 0 : (a >= kNo
 uint64_t fit(const Lexer::ExprBytes& x) { return std::min(x.shortest, x.longest); }
 }  // namespace
 
-std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s) const {
+std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s, uint32_t reach) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (reach != reach_) {  // (one reach per lexer in practice: its grammar's vocabulary)
+    expr_bytes_.clear();
+    reach_ = reach;
+  }
   const Pairs& p = state_pairs_[s];
   std::vector<PairBytes> out;
   for (size_t i = 0; i + 1 < p.size(); i += 2) {
@@ -51,7 +69,7 @@ std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s) const {
 Lexer::ExprBytes Lexer::expr_bytes(ExprId e, int depth) const {
   if (depth > kMaxDepth) return {};
   if (auto it = expr_bytes_.find(e); it != expr_bytes_.end()) return it->second;
-  const ExprNode& n = store_.node(e);
+  const ExprNode n = store_.node(e);  // (a copy: counted_ceiling's derivatives grow the store)
   uint64_t shortest = kNone, ceiling = kNone, longest = kNone;
   auto of = [&](ExprId x) { return expr_bytes(x, depth + 1); };
   switch (n.kind) {
@@ -84,6 +102,7 @@ Lexer::ExprBytes Lexer::expr_bytes(ExprId e, int depth) const {
           longest = std::max<uint64_t>(longest, k.longest);
         }
       }
+      if (both) ceiling = counted_ceiling(e, depth);
       break;
     }
     case ExprKind::Not: {
@@ -112,6 +131,112 @@ Lexer::ExprBytes Lexer::expr_bytes(ExprId e, int depth) const {
                     static_cast<uint32_t>(std::min(longest, kNone))};
   expr_bytes_.emplace(e, b);
   return b;
+}
+
+uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
+  const ExprNode n = store_.node(e);
+  if (n.args_len != 2) return kNone;
+  const ExprId ops[2] = {store_.args(n)[0], store_.args(n)[1]};
+  for (int i = 0; i < 2; ++i) {
+    const ExprNode r = store_.node(ops[i]);
+    // (with characters still required, the word s would come after them, past the reach)
+    if (r.kind != ExprKind::Repeat || r.min != 0 || !char_set(r.a, depth + 1) ||
+        !words_of(ops[1 - i], r.a, depth + 1))
+      continue;
+    const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(ops[1 - i], depth + 1).ceiling;
+    if (k >= kNone || c >= kNone) return kNone;
+    const bool room = r.max == kUnbounded || uint64_t{r.max} >= uint64_t{reach_} + c;
+    return room ? c : times(k, c);
+  }
+  return kNone;
+}
+
+bool Lexer::char_set(ExprId c, int depth) const {
+  if (auto it = char_sets_.find(c); it != char_sets_.end()) return it->second;
+  constexpr size_t kMaxExprs = 256;
+  bool out = !store_.nullable(c) && expr_bytes(c, depth).longest < kNone;
+  try {
+    std::vector<ExprId> todo{c};
+    std::unordered_map<ExprId, bool> seen{{c, true}};
+    while (out && !todo.empty()) {
+      const ExprId x = todo.back();
+      todo.pop_back();
+      // A word of c that another extends: x is c after it, holding the empty word and more.
+      if (x != c && store_.nullable(x) && deriver_.can_extend(x)) out = false;
+      for (uint8_t rep : classes_.representative) {
+        if (!out || !deriver_.may_start(x, rep)) continue;
+        const ExprId d = deriver_.derive(x, rep);
+        if (d == ExprStore::kNothing || !seen.emplace(d, true).second) continue;
+        if (seen.size() > kMaxExprs) out = false;
+        todo.push_back(d);
+      }
+    }
+  } catch (const BudgetError&) {  // (the bound is optional: the lexer's own work decides)
+    out = false;
+  }
+  char_sets_.emplace(c, out);
+  return out;
+}
+
+// Read off the structure, down to finite parts (a character's bytes) searched over derivatives.
+bool Lexer::words_of(ExprId a, ExprId c, int depth) const {
+  const uint64_t key = (uint64_t{a} << 32) | c;
+  if (auto it = words_of_.find(key); it != words_of_.end()) return it->second;
+  if (depth > kMaxDepth) return false;
+  const ExprNode n = store_.node(a);
+  bool out = false;
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty:
+      out = true;
+      break;
+    case ExprKind::Or:
+    case ExprKind::And: {  // every alternative, or one conjunct
+      const bool all = n.kind == ExprKind::Or;
+      out = all;
+      for (uint32_t i = 0; i < n.args_len && out == all; ++i) out = words_of(store_.args(n)[i], c, depth + 1);
+      break;
+    }
+    case ExprKind::Concat:
+      out = words_of(n.a, c, depth + 1) && words_of(n.b, c, depth + 1);
+      break;
+    case ExprKind::Repeat:
+      out = n.max == 0 || words_of(n.a, c, depth + 1);
+      break;
+    default:  // Bytes (part of a character, maybe), Not, Number
+      break;
+  }
+  if (!out && finite_language(a)) out = finite_words_of(a, c);
+  words_of_.emplace(key, out);
+  return out;
+}
+
+// Over pairs (f after u, c* after u): f's words are in c* when no u ends f where c* cannot end.
+bool Lexer::finite_words_of(ExprId f, ExprId c) const {
+  constexpr size_t kMaxPairs = 512;
+  try {
+    const ExprId star = store_.repeat(c, 0, kUnbounded);
+    std::vector<std::pair<ExprId, ExprId>> todo{{f, star}};
+    std::unordered_map<uint64_t, bool> seen{{(uint64_t{f} << 32) | star, true}};
+    while (!todo.empty()) {
+      const auto [x, s] = todo.back();
+      todo.pop_back();
+      if (store_.nullable(x) && !store_.nullable(s)) return false;
+      for (uint8_t rep : classes_.representative) {
+        if (!deriver_.may_start(x, rep)) continue;
+        const ExprId dx = deriver_.derive(x, rep);
+        if (dx == ExprStore::kNothing) continue;
+        const ExprId ds = deriver_.derive(s, rep);
+        if (ds == ExprStore::kNothing) return false;
+        if (!seen.emplace((uint64_t{dx} << 32) | ds, true).second) continue;
+        if (seen.size() > kMaxPairs) return false;
+        todo.push_back({dx, ds});
+      }
+    }
+  } catch (const BudgetError&) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace stencil

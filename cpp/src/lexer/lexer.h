@@ -115,15 +115,16 @@ class Lexer {
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
   bool has_lazy(uint32_t s) const;
   // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
-  // expression's structure (no derivative taken, no state made; memoized per expression).
+  // expression's structure (memoized per expression; no state made).
   // `shortest`: at least the fewest bytes that end the pair's lexeme; `ceiling`: at least that
-  // for any state a walk from the pair reaches (kUnknown where the structure hides them: a
-  // number range has a shortest, no ceiling; an intersection a ceiling only where an operand's
-  // words are bounded in length, no shortest). See byte_bounds.cpp.
+  // for any state a walk of at most `reach` bytes from the pair reaches (one token: the longest
+  // token's bytes). kUnknown where the structure hides them: a number range has a shortest, no
+  // ceiling; an intersection no shortest, and a ceiling only where an operand's words are bounded
+  // in length or one counts characters the other is made of. See byte_bounds.cpp.
   struct PairBytes {
     uint32_t lexeme = 0, shortest = kUnknown, ceiling = kUnknown;
   };
-  std::vector<PairBytes> pair_bytes(uint32_t s) const;
+  std::vector<PairBytes> pair_bytes(uint32_t s, uint32_t reach) const;
   // An expression's bounds (pair_bytes'), with `longest`: at least the length of its longest word.
   struct ExprBytes {
     uint32_t shortest = kUnknown, ceiling = kUnknown, longest = kUnknown;
@@ -169,6 +170,12 @@ class Lexer {
   void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
   bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
   ExprBytes expr_bytes(ExprId e, int depth) const;  // pair_bytes' bounds, memoized; mu_ held
+  // The ceiling of a two-operand intersection `a & C{lo,hi}` where C is a character set and a's
+  // words are strings of C (kUnknown otherwise); mu_ held. See byte_bounds.cpp.
+  uint64_t counted_ceiling(ExprId e, int depth) const;
+  bool char_set(ExprId c, int depth) const;  // no word of c empty or a prefix of another; mu_ held
+  bool words_of(ExprId a, ExprId c, int depth) const;  // every word of a is in c*; mu_ held
+  bool finite_words_of(ExprId f, ExprId c) const;  // words_of by a search over derivatives
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
@@ -200,7 +207,10 @@ class Lexer {
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
-  mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes; mu_
+  mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes (for reach_); mu_
+  mutable uint32_t reach_ = kUnknown;                         // pair_bytes' reach; mu_
+  mutable std::unordered_map<ExprId, bool> char_sets_;        // char_set; mu_
+  mutable std::unordered_map<uint64_t, bool> words_of_;       // (a, c) -> words_of; mu_
   // bounded_text_head per state (asked per trie node by the budget's walks of the trie); mu_
   mutable std::unordered_map<uint32_t, TextHead> text_heads_;
   bool has_unique_keys_ = false;

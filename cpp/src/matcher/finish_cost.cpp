@@ -341,7 +341,7 @@ const std::vector<FinishTables::Pair>& FinishTables::pairs(uint32_t state) {
     auto it = pairs_.find(state);
     if (it != pairs_.end()) return it->second;
   }
-  const std::vector<Lexer::PairBytes> bytes = lexer_.pair_bytes(state);
+  const std::vector<Lexer::PairBytes> bytes = lexer_.pair_bytes(state, static_cast<uint32_t>(trie_.max_depth()));
   std::vector<Pair> out;
   for (size_t i = 0; i < bytes.size(); ++i) {
     const uint32_t alone = lexer_.probe_state(state, i);
