@@ -474,13 +474,14 @@ def _check_budget_masks_against_the_definition(g, tok, rng, slacks):
 # states; every token makes new lexer states): the ceiling of `pattern & C{0,hi}` is read off the
 # pattern once minLength is met (Lexer::counted_ceiling), times the longest character's bytes
 # near hi. "w" stays near its maxLength, "t" and "d" far from it ("d": a dash needs six digits
-# more, so the tokens inside it differ in cost); JSON escapes make characters of up to 12 bytes in
-# the "any" spelling.
+# more, so the tokens inside it differ in cost; "m": characters still required, past what the
+# pattern needs, in tokens of at most three digits); JSON escapes make characters of up to 12 bytes in the "any" spelling.
 WORDS = {"type": "object", "properties": {
     "w": {"type": "string", "minLength": 1, "maxLength": 20, "pattern": "^(?:\\S+\\s+){0,3}\\S+$"},
     "t": {"type": "string", "minLength": 2, "maxLength": 400, "pattern": "^$|(^(?:\\S+\\s+){0,60}\\S+$)"},
-    "d": {"type": "string", "minLength": 1, "maxLength": 300, "pattern": "^[a-z]+(?: [a-z]+){0,6}(?:-[0-9]{6})?$"}},
-    "required": ["w", "t", "d"], "additionalProperties": False}
+    "d": {"type": "string", "minLength": 1, "maxLength": 300, "pattern": "^[a-z]+(?: [a-z]+){0,6}(?:-[0-9]{6})?$"},
+    "m": {"type": "string", "minLength": 12, "maxLength": 200, "pattern": "^[0-9]+(?: [0-9]+)*$"}},
+    "required": ["w", "t", "d", "m"], "additionalProperties": False}
 
 
 @pytest.mark.parametrize("spelling", ["plain", "any"])

@@ -18,15 +18,17 @@
 //   a & b:        shortest unknown (the languages' interplay decides, the intersection may be
 //                 empty); longest and ceiling: the least longest of the operands (a pattern
 //                 beside a maxLength: the length's)
-//   a & C{0,hi}:  where C is a character set (no word empty, none a prefix of another, each
+//   a & C{lo,hi}: where C is a character set (no word empty, none a prefix of another, each
 //                 at most K bytes) and every word of a is a string of C (a pattern beside a
-//                 length once minLength is met, as a JSON string body; checked, see words_of):
-//                 ceiling(a), times K where hi leaves no room past the reach. After u (at most
-//                 reach bytes), with w a word of the intersection after u: the shortest word s of
-//                 a after u has at most ceiling(a) bytes, so at most as many characters, and u s
-//                 is whole characters: where hi >= reach + ceiling(a) it fits. Else the word of a
-//                 after u with the fewest characters fits (it has no more than w, nor than s), in
-//                 at most K bytes each.
+//                 length, as a JSON string body; checked, see words_of): K * lo + K - 1 where lo
+//                 > 0, plus ceiling(a), times K where hi leaves no room past the reach. After u
+//                 (at most reach bytes), with w a word of the intersection after u: p, w's prefix
+//                 that ends u's character and reaches lo characters, then the shortest word s of
+//                 a after u p. s has at most ceiling(a) bytes, so at most as many characters, and
+//                 u p s is whole characters: where hi >= lo + reach + 1 + ceiling(a) it fits. Else
+//                 the word of a after u p with the fewest characters fits (it has no more than
+//                 w's rest, nor than s), in at most K bytes each. (With lo > 0, s lies past the
+//                 reach: a must hold no intersection, whose ceiling would hold within it only.)
 //   ~a:           longest unknown; shortest and ceiling: longest(a) + 1 (a derivative ~d(a)
 //                 holds every word longer than d(a)'s longest)
 //   number range: the number search's shortest when it ends within a few hundred states; no
@@ -139,14 +141,16 @@ uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
   const ExprId ops[2] = {store_.args(n)[0], store_.args(n)[1]};
   for (int i = 0; i < 2; ++i) {
     const ExprNode r = store_.node(ops[i]);
-    // (with characters still required, the word s would come after them, past the reach)
-    if (r.kind != ExprKind::Repeat || r.min != 0 || !char_set(r.a, depth + 1) ||
-        !words_of(ops[1 - i], r.a, depth + 1))
+    // (with characters still required, the word s comes after them, past the reach: a's
+    // ceiling must hold for every derivative, as it does without an intersection inside)
+    if (r.kind != ExprKind::Repeat || (r.min != 0 && store_.node(ops[1 - i]).boolean) ||
+        !char_set(r.a, depth + 1) || !words_of(ops[1 - i], r.a, depth + 1))
       continue;
     const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(ops[1 - i], depth + 1).ceiling;
     if (k >= kNone || c >= kNone) return kNone;
-    const bool room = r.max == kUnbounded || uint64_t{r.max} >= uint64_t{reach_} + c;
-    return room ? c : times(k, c);
+    const uint64_t head = r.min == 0 ? 0 : sum(times(k, r.min), k - 1);
+    const bool room = r.max == kUnbounded || uint64_t{r.max} >= uint64_t{r.min} + reach_ + 1 + c;
+    return sum(head, room ? c : times(k, c));
   }
   return kNone;
 }
