@@ -345,3 +345,111 @@ def test_benchmarks_are_not_in_the_package():
             private += [n for n in names if _private(n)]
             bad += [f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {x}" for x in private]
     assert bad == []
+
+
+# ------------------------------------------------------------------ ARCHITECTURE.md, name by name
+
+#: folders whose files ARCHITECTURE.md may name (a path there is one of these files' paths or its tail)
+DOC_TREES = ("src", "cpp", "tests/python", "tests/data", "benchmarks", "docs", "examples", "fuzz", ".ci")
+#: paths the page names that a build makes, not the repository
+BUILT_PATHS = {"build/cpp-tests": "`make test-cpp`'s build folder"}
+_DOC_SUFFIXES = (".py", ".h", ".cpp", ".md", ".toml", ".txt")
+
+
+def _code_spans(text: str) -> list:
+    """The inline code spans of a Markdown text (fenced blocks left out), white space collapsed."""
+    import re
+
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return [" ".join(s.split()) for s in re.findall(r"`([^`]+)`", prose)]
+
+
+def _repo_paths(root: pathlib.Path) -> set:
+    """Every file and folder under DOC_TREES and at the top, as a path relative to root."""
+    out = {p.name for p in root.iterdir()}
+    for tree in DOC_TREES:
+        out.update(p.relative_to(root).as_posix() for p in (root / tree).rglob("*") if "__pycache__" not in p.parts)
+    return out
+
+
+def _source_words(root: pathlib.Path) -> set:
+    """Every identifier written in the sources, build files and tests."""
+    import re
+
+    files = [root / n for n in ("Makefile", "CMakeLists.txt", "pyproject.toml")]
+    for tree, pattern in (("src", "*.py"), ("cpp", "*.h"), ("cpp", "*.cpp"), ("cpp", "*.md"), ("tests/python", "*.py"),
+                          ("benchmarks", "*.py")):
+        files += sorted((root / tree).rglob(pattern))
+    return {w for f in files for w in re.findall(r"[A-Za-z_]\w*", f.read_text(encoding="utf-8"))}
+
+
+def _doc_problems(text: str, root: pathlib.Path = ROOT) -> list:
+    """What a Markdown page names in backticks that the repository does not have: a path (with a
+    `/`, or a file name with a source suffix) that is no file or folder (nor the tail of one), a
+    ``stencil.x`` name that does not import, a ``benchmarks.x`` module without its file, a `make`
+    target the Makefile lacks, an identifier no source file spells."""
+    import fnmatch
+    import importlib
+    import re
+
+    paths, words, bad = _repo_paths(root), _source_words(root), []
+    makefile = (root / "Makefile").read_text(encoding="utf-8")
+    for span in _code_spans(text):
+        if span.startswith("make "):
+            bad += [f"make target {t}" for t in span.split()[1:] if not re.search(rf"^{re.escape(t)}:", makefile, re.M)]
+            continue
+        for word in span.replace("(", " ").replace(")", " ").replace(",", " ").split():
+            word = word.rstrip(".:;'\"")
+            if word.startswith(("stencil.", "benchmarks.")) and "<" not in word:
+                bad += [word] if not _name_imports(word, root, importlib) else []
+            elif ("/" in word and not word.startswith("/")) or word.endswith(_DOC_SUFFIXES):
+                tail = word.rstrip("/")
+                if tail not in BUILT_PATHS and not any(fnmatch.fnmatch(p, tail) or fnmatch.fnmatch(p, "*/" + tail)
+                                                       for p in paths):
+                    bad.append(word)
+        if " " not in span and not re.search(r"[<*/]", span) and not span.endswith(_DOC_SUFFIXES):
+            bad += [f"{span}: {w}" for w in re.findall(r"[A-Za-z_]\w*", span) if w not in words]
+    return bad
+
+
+def _name_imports(name: str, root: pathlib.Path, importlib) -> bool:
+    """Whether ``stencil.a.b`` imports (its longest module prefix, then attributes), or
+    ``benchmarks.x`` has its file (the harness is not imported: it pulls in other engines)."""
+    parts = name.split(".")
+    if parts[0] == "benchmarks":
+        base = root.joinpath(*parts)
+        return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_architecture_names_what_exists():
+    """Every path, module, make target and identifier ARCHITECTURE.md writes in backticks is in the
+    repository: a renamed file, class or function must take the page with it."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert len(_code_spans(text)) > 200, "the span reader found too few names: is the page there?"
+    assert _doc_problems(text) == []
+
+
+def test_architecture_check_can_fail():
+    """The check above sees a planted wrong path, a file name, a folder, a module, an attribute,
+    a benchmark, a make target and an identifier; not the real ones beside them."""
+    verb = "no_such" + "_verb"  # spelled whole nowhere, not even in this file
+    planted = ("`cpp/src/matcher/nowhere.h`, `gone_module.py`, `cpp/src/attic/`, `stencil.no_such_module`, "
+               "`stencil.GrammarCompiler.compile_nothing`, `python -m benchmarks.no_bench`, `make no-target`, "
+               f"`MaskWalker::{verb}`; real: `read/common.py`, `cpp/src/tokens/`, `stencil.testing`, "
+               "`tests/python/test_json_schema_*.py`, `make test-cpp`, `EarleyParser::truncate`, `build/cpp-tests`\n"
+               "```\nfenced/not_checked.py\n```\n")
+    assert _doc_problems(planted) == [
+        "cpp/src/matcher/nowhere.h", "gone_module.py", "cpp/src/attic/", "stencil.no_such_module",
+        "stencil.GrammarCompiler.compile_nothing", "benchmarks.no_bench", "make target no-target",
+        f"MaskWalker::{verb}: {verb}"]
