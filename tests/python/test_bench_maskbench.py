@@ -102,10 +102,14 @@ def test_steps_off_cpu_are_listed_as_descheduled(deepseek, regex_engine):
     task = make_task({"regex": r'\{"a": [0-9]+\}', "sleep_at": 2}, [(True, {"a": 12345})], encode)
     rec = run(regex_engine, info, task)
     assert rec["status"] == "passing", rec["error"]
-    assert [i for i, _ in rec["descheduled"]] == [2]
-    assert rec["descheduled"][0][1] >= 1_500_000 and rec["tbm_ns"][2] >= rec["descheduled"][0][1]
+    # step 2 slept 2 ms; on a busy machine other steps may be descheduled too (really off CPU)
+    off = dict(rec["descheduled"])
+    assert off.get(2, 0) >= 1_500_000 and rec["tbm_ns"][2] >= off[2], rec["descheduled"]
     s = summarize([{**rec, "file": "t.json"}])
-    assert s["descheduled_steps"] == 1 and s["tbm_us"]["max"] >= 2000 > s["tbm_max_on_cpu_us"]
+    on_cpu = [t for i, t in enumerate(rec["tbm_ns"]) if i not in off]
+    assert s["descheduled_steps"] == len(off) and s["tbm_us"]["max"] >= 2000
+    # the descheduled steps left out (None if every step was)
+    assert s["tbm_max_on_cpu_us"] == (pytest.approx(max(on_cpu) / 1e3) if on_cpu else None)
 
 
 def test_valid_instance_rejected_is_a_validation_error(deepseek, regex_engine):
@@ -143,20 +147,12 @@ SIMPLE = {"type": "object", "properties": {"a": {"type": "integer"}}, "required"
 SIMPLE_TESTS = [(True, {"a": 1}), (True, {"a": -20}), (False, {"a": "x"}), (False, {}), (False, {"a": 1.5})]
 
 
-def test_stencil_adapter_compiles_json_schema_when_available(deepseek):
+def test_stencil_adapter_compiles_json_schema(deepseek):
     info, encode = deepseek
     engine = make_engine("stencil", "deepseek", info, encode)
     rec = run(engine, info, make_task(SIMPLE, SIMPLE_TESTS, encode))
-    try:
-        import stencil.grammar.json.schema  # noqa: F401  (the adapter's way when the compiler has no method)
-        front_end = True
-    except ImportError:
-        front_end = hasattr(stencil.GrammarCompiler, "compile_json_schema")
-    if not front_end:
-        assert rec["status"] == "compile_error" and "compile_json_schema" in rec["error"]
-    else:
-        assert rec["status"] == "passing", rec["error"]
-        assert rec["ttfm_ns"] > 0 and len(rec["tbm_ns"]) > 0
+    assert rec["status"] == "passing", rec["error"]
+    assert rec["ttfm_ns"] > 0 and len(rec["tbm_ns"]) > 0
 
 
 @pytest.mark.parametrize("name", ["llguidance", "xgrammar", "outlines"])
@@ -186,7 +182,9 @@ def test_worker_survives_hang_crash_and_memory_hog(deepseek, tmp_path):
         assert w.run(good, time_limit=60)["status"] == "passing"
         t0 = time.monotonic()
         rec = w.run(make_task({"hang": True}, [], encode), time_limit=2)
-        assert rec["status"] == "timeout" and time.monotonic() - t0 < 10
+        # a guard against waiting for the hang (an hour), not a speed figure: the slack is for a
+        # loaded machine killing and restarting the worker
+        assert rec["status"] == "timeout" and time.monotonic() - t0 < 60
         assert w.run(good, time_limit=60)["status"] == "passing"  # a new worker took over
         rec = w.run(make_task({"crash": True}, [], encode), time_limit=60)
         assert rec["status"] == "crash" and "SIGSEGV" in rec["error"]

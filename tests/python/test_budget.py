@@ -184,12 +184,15 @@ def test_bound_is_an_upper_bound_with_multibyte_tokens(name):
     g = grammars(tok)[name]
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     rng = random.Random(11 + len(name))
+    checked = 0
     for m in random_prefixes(g, tok, bm, rng, walks=20, length=25):
         bound = m.min_completion_tokens()
         if bound > 4:
             continue
         real = oracle_min(m, bm, bound)
         assert real is not None and real <= bound, (real, bound, m.debug_state())
+        checked += 1
+    assert checked >= 5, checked   # the bound > 4 states left out, enough were checked
 
 
 @pytest.mark.parametrize("slack", [0, 1, 3])

@@ -9,6 +9,7 @@ import pytest
 
 import stencil
 from stencil import GrammarError
+from corrupt_blobs import exercise_corrupted
 from tokenizers_zoo import get
 
 
@@ -44,11 +45,11 @@ def run_text(compiled, encode, text):
 ])
 def test_pathological_regexes_compile_fast_and_match(deepseek, pattern, text):
     entry, compiler = deepseek
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     g = compiler.compile_regex(pattern)
-    # A guard against blow-ups (exponential work never finishes), not a speed figure: the
-    # bound is loose because the suite shares 2 cores; speed is measured by the benchmarks.
-    assert time.perf_counter() - t0 < 60
+    # A guard against blow-ups (exponential work never finishes), not a speed figure: CPU time,
+    # which the other processes of a loaded machine do not stretch; speed is the benchmarks' job.
+    assert time.process_time() - t0 < 60
     m = run_text(g, lambda s: entry.hf.encode(s, add_special_tokens=False).ids, text)
     assert m.is_accepting()
 
@@ -110,19 +111,19 @@ def test_serialized_grammar_round_trip_and_corruption():
     g2 = stencil.Grammar.deserialize(data)
     assert g2.serialize() == data and g2.hash() == g.hash()
     assert str(g2) == str(g)
+    # the language survives, not only the bytes (a field both directions dropped would pass the
+    # checks above): %ignore, re_and and re_not still act
+    tok = small_vocab()
+    c2 = stencil.GrammarCompiler(tok).compile_grammar(g2)
+    for text, ok in (("a abc", True), ("aabc", True), ("a xyz", True), ("a bad", False), ("a ba", True), ("a", False)):
+        m = stencil.Matcher(c2)
+        assert (m.accept_string(text) and m.is_accepting()) == ok, text
     for bad in (b"", b"junk", data[:-3], data[:4] + b"\x09\x00\x00\x00" + data[8:], data + b"x"):
         with pytest.raises(GrammarError, match="serialized grammar"):
             stencil.Grammar.deserialize(bad)
-    # Random corruption never crashes.
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        arr = bytearray(data)
-        for i in rng.integers(8, len(arr), size=3):
-            arr[i] = int(rng.integers(0, 256))
-        try:
-            stencil.Grammar.deserialize(bytes(arr))
-        except GrammarError:
-            pass
+    # Random corruption never crashes, in deserialize nor in using what it accepts (a child process)
+    accepted, used = exercise_corrupted(data, seed=0, rounds=300)
+    assert used > 0, (accepted, used)
 
 
 def test_token_ids_and_misuse():

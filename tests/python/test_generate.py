@@ -35,10 +35,7 @@ def test_regex(lm, compiler, temperature, seed):
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (1.0, 3)])
 def test_choices(lm, compiler, temperature, seed):
     choices = ["red", "green", "blue", "light blue"]
-    if hasattr(compiler, "compile_choice"):
-        g = compiler.compile_choice(choices)
-    else:
-        g = compiler.compile_regex("red|green|blue|light blue")
+    g = compiler.compile_choice(choices)
     out = stencil.generate(lm, g, "What color is grass? Answer red, green, blue or light blue.", max_tokens=10,
                            temperature=temperature, seed=seed)
     assert out.text in choices
@@ -53,20 +50,13 @@ num   ::= [1-9] [0-9]? [0-9]?
 '''
 
 
-def _gbnf(compiler, text):
-    if hasattr(compiler, "compile_gbnf"):
-        return compiler.compile_gbnf(text)
-    from stencil.grammar.ebnf.gbnf import gbnf_grammar
-    return compiler.compile_grammar(gbnf_grammar(text))
-
-
 def _nested_ok(v) -> bool:
     return isinstance(v, list) and all((isinstance(x, int) and 1 <= x <= 999) or _nested_ok(x) for x in v)
 
 
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.9, 4)])
 def test_gbnf_recursive(lm, compiler, temperature, seed):
-    g = _gbnf(compiler, NESTED_GBNF)
+    g = compiler.compile_gbnf(NESTED_GBNF)
     out = stencil.generate(lm, g, "Write a short nested list of small numbers, like [1, [2, 3]].", max_tokens=48,
                            temperature=temperature, seed=seed)
     assert out.finish_reason in ("eos", "grammar"), out.text

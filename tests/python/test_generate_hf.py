@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 import stencil
@@ -76,7 +77,12 @@ def test_processor_rejects_foreign_tokens(lm):
     ids = torch.tensor([[1, 2, 3]])
     scores = torch.zeros(1, vocab)
     proc(ids, scores)
-    assert torch.isfinite(scores).sum() < vocab  # masked
+    # the row keeps exactly the tokens stencil's own matcher allows at the start (digits), no others
+    bm = stencil.allocate_token_bitmask(1, vocab)
+    stencil.Matcher(g).fill_next_token_bitmask(bm, 0)
+    allowed = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:vocab].astype(bool)
+    assert 0 < allowed.sum() < vocab
+    np.testing.assert_array_equal(torch.isfinite(scores[0]).numpy(), allowed)
     letter = lm.tokenizer.encode("a", add_special_tokens=False)[0]
     with pytest.raises(ValueError, match="not allowed"):
         proc(torch.tensor([[1, 2, 3, letter]]), torch.zeros(1, vocab))

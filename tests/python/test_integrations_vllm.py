@@ -41,7 +41,7 @@ CASES = [
     ("choice", json.dumps(["red", "green", "blue"]), "green", lambda c: c.compile_choice(["red", "green", "blue"])),
     ("grammar", LARK, "4096", lambda c: c.compile_lark(LARK)),
     ("grammar", GBNF, "(abc)", lambda c: c.compile_gbnf(GBNF)),
-    ("structural_tag", json.dumps(TAG), 'Sure. <fn=add>{"a": 2}</fn> done', None),
+    ("structural_tag", json.dumps(TAG), 'Sure. <fn=add>{"a": 2}</fn> done', lambda c: c.compile_structural_tag(TAG)),
 ]
 
 
@@ -72,15 +72,14 @@ def test_masks_equal_stencil_matcher_step_by_step(backend, zoo, kind, spec, text
     bitmask = backend.allocate_token_bitmask(4)
     assert isinstance(bitmask, torch.Tensor) and bitmask.dtype == torch.int32
     assert bitmask.shape == (4, (backend.vocab_size + 31) // 32)
-    ref = stencil.Matcher(direct(stencil.GrammarCompiler(backend.tokenizer_info))) if direct else None
+    ref = stencil.Matcher(direct(stencil.GrammarCompiler(backend.tokenizer_info)))
     ids = zoo.encode_batch([text])[0] + [backend.tokenizer_info.eos_token_ids[0]]
     for step, t in enumerate(ids):
         g.fill_bitmask(bitmask, 2)
         row = words(bitmask[2])
         assert (row[t // 32] >> (t % 32)) & 1, f"step {step}: token {t} of a valid output is masked"
-        if ref is not None:
-            np.testing.assert_array_equal(row, reference_mask(ref, backend.vocab_size), err_msg=f"step {step}")
-            assert ref.accept_token(t)
+        np.testing.assert_array_equal(row, reference_mask(ref, backend.vocab_size), err_msg=f"step {step}")
+        assert ref.accept_token(t)
         assert not g.is_terminated()
         assert g.accept_tokens("req-1", [t])
     assert g.is_terminated() and g.num_processed_tokens == len(ids)
@@ -89,9 +88,8 @@ def test_masks_equal_stencil_matcher_step_by_step(backend, zoo, kind, spec, text
     g.reset()
     assert not g.is_terminated() and g.num_processed_tokens == 0
     g.fill_bitmask(bitmask, 0)
-    if ref is not None:
-        ref.reset()
-        np.testing.assert_array_equal(words(bitmask[0]), reference_mask(ref, backend.vocab_size))
+    ref.reset()
+    np.testing.assert_array_equal(words(bitmask[0]), reference_mask(ref, backend.vocab_size))
 
 
 def test_padded_vocabulary_columns_are_masked(backend):
@@ -270,8 +268,16 @@ def test_request_options_close_objects_and_whitespace_pattern(backend, zoo):
 
 
 def test_plugin_does_nothing_unless_asked(monkeypatch):
+    """Unset, the variable leaves vLLM alone (install() not called); set, it names the backend."""
+    import stencil.integrations.vllm as adapter
+    calls = []
+    monkeypatch.setattr(adapter, "install", calls.append)
     monkeypatch.delenv("STENCIL_VLLM_BACKEND", raising=False)
-    register_plugin()   # must not import vLLM nor raise
+    register_plugin()
+    assert calls == []
+    monkeypatch.setenv("STENCIL_VLLM_BACKEND", "guidance")
+    register_plugin()
+    assert calls == ["guidance"]
 
 
 @needs_vllm
@@ -305,6 +311,9 @@ E2E_REQUESTS = [
      r"yes|no|[0-9]{1,6}"),
     ("json_object", {"json_object": True}, "Give a JSON object with a name and an age.", None),
 ]
+
+
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def _check_output(text: str, pattern: str | None, schema: dict | None) -> None:
@@ -351,8 +360,10 @@ def test_vllm_engine_serves_the_default_model_with_stencil(vllm_llm):
         try:
             assert o.finish_reason == "stop", f"finish_reason {o.finish_reason}"
             _check_output(o.text, pattern, schema)
-            # disable_any_whitespace reached stencil through vLLM's config: compact JSON
-            assert pattern is not None or "\n" not in o.text, "white space in compact JSON"
+            # disable_any_whitespace reached stencil through vLLM's config: compact JSON, no white
+            # space at all outside strings (not only no newline)
+            assert pattern is not None or not re.search(r"\s", JSON_STRING.sub('""', o.text)), \
+                "white space in compact JSON"
         except (ValueError, AssertionError, jsonschema.ValidationError) as e:
             failures.append(f"{label}: {o.text!r}: {e}")
     assert not failures, "\n".join(failures)

@@ -23,8 +23,12 @@ from tokenizers_zoo import get
 
 jsonschema = pytest.importorskip("jsonschema")
 
-# the sample's 65 schemas each get more mutations than every 24th of a full set's
-STEP, MUTATIONS, CHECKED = (1, 40, 1500) if ON_SAMPLE else (24, 8, 1500)
+# the sample's 65 schemas each get more mutations than every 24th of a full set's. On the sample
+# (2,560 checks, no schema refused, no instance the validator cannot decide) the floor is 95% of
+# the checks and no refusal is allowed: a front end that starts refusing schemas fails here
+# instead of shrinking the sample; on a larger set, at most 5% of the schemas may be refused.
+STEP, MUTATIONS, CHECKED = (1, 40, 2430) if ON_SAMPLE else (24, 8, 1500)
+REFUSED_SHARE = 0.0 if ON_SAMPLE else 0.05
 REPLACEMENTS = [None, True, 0, -1, 7, 2.5, "", "x", "abc", [], {}, 100000, "2020-01-01"]
 
 
@@ -68,7 +72,7 @@ def test_mutated_instances_agree_with_jsonschema():
     entry = get("deepseek")
     compiler = stencil.GrammarCompiler(entry.info, cache_size=4)
     rnd = random.Random(2024)
-    checked, mismatches = 0, []
+    checked, refused, undecided, mismatches = 0, [], 0, []
     for path in files:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -85,14 +89,19 @@ def test_mutated_instances_agree_with_jsonschema():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 validator = cls(schema)
+        except jsonschema.exceptions.SchemaError:
+            continue
+        try:
             g = compiler.compile_grammar(json_schema_grammar(schema, property_order="any"))
-        except (stencil.GrammarError, jsonschema.exceptions.SchemaError):
+        except stencil.GrammarError:
+            refused.append(os.path.basename(path))
             continue
         for _ in range(MUTATIONS):
             inst = _mutate(rnd.choice(valid), rnd)
             try:
                 expected = validator.is_valid(inst)
             except Exception:  # the reference cannot decide (e.g. a bad regex for Python's re)
+                undecided += 1
                 continue
             m = stencil.Matcher(g)
             ok = all(m.accept_token(t) for t in entry.hf.encode(json.dumps(inst, ensure_ascii=False),
@@ -100,5 +109,7 @@ def test_mutated_instances_agree_with_jsonschema():
             checked += 1
             if (ok and m.is_accepting()) != expected:
                 mismatches.append((os.path.basename(path), expected, json.dumps(inst)[:200]))
-    assert checked > CHECKED
+    print(f"checked {checked}, undecided {undecided}, refused {len(refused)}: {refused}")
+    assert len(refused) <= REFUSED_SHARE * len(files), refused
+    assert checked > CHECKED and undecided <= checked // 100, (checked, undecided)
     assert mismatches == []

@@ -33,10 +33,13 @@ def test_no_invalid_instance_accepted_and_almost_no_valid_one_rejected(results, 
     n = results["schemas"]
     assert n >= (65 if ON_SAMPLE else 400)
     assert results["invalidation_errors"] == 0, results["wrong"]
-    assert results["validation_errors"] <= max(1, n * 0.002), results["wrong"]
+    # the sample is pinned: one wrong verdict fails; a larger set may have 0.2% of valid rejected
+    assert results["validation_errors"] <= (0 if ON_SAMPLE else max(1, n * 0.002)), results["wrong"]
 
 
 def test_most_schemas_compile(results):
-    # llguidance compiles about 83% and XGrammar about 86% of schemas of this kind (issue 4)
-    assert results["compiled"] >= 0.96 * results["schemas"]
-    assert results["passed"] >= 0.96 * results["schemas"]
+    # llguidance compiles about 83% and XGrammar about 86% of schemas of this kind (issue 4). The
+    # sample is pinned at every schema compiled and passed: one refusal fails.
+    share = 1.0 if ON_SAMPLE else 0.96
+    assert results["compiled"] >= share * results["schemas"]
+    assert results["passed"] >= share * results["schemas"]

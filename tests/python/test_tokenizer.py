@@ -71,10 +71,15 @@ def test_round_trip_with_own_encoder(entry, texts):
     assert not used & set(info.special_token_ids)
 
 
-def test_token_bytes_match_decode_bytes(entry):
+@pytest.mark.parametrize("name", ["deepseek", "smollm2-hf"])  # the byte-level vocabularies with an HF decoder
+def test_decode_bytes_matches_the_tokenizers_own_decoder(name):
+    """Every 97th token, decoded by stencil and by the tokenizer itself (invalid UTF-8 replaced
+    alike on both sides); for the others the own-encoder round trip above is the check."""
+    entry = zoo.get(name)
     info = entry.info
-    ids = list(range(0, info.num_tokens, 97))
-    assert info.decode_bytes(ids) == b"".join(info.token_bytes(i) for i in ids)
+    ids = [i for i in range(0, info.num_tokens, 97) if not info.is_special(i)]
+    assert len(ids) > 500
+    assert info.decode_bytes(ids).decode("utf-8", "replace") == entry.hf.decode(ids, skip_special_tokens=False)
 
 
 def test_round_trip_needs_no_exceptions():

@@ -40,12 +40,14 @@ def _keywords(schema) -> Counter:
 
 
 def check_report(schema, **options) -> tuple[str, bool]:
-    """A human-readable report and whether the schema compiles exactly (without ``lenient``).
+    """A human-readable report and whether the schema compiles: exactly, or with ``lenient=True``
+    once what cannot be enforced is ignored (``stencil check --lenient``).
 
     ``schema`` is a dict, a bool or JSON text; ``options`` are those of the compiler
     (``registry``, ``whitespace``, ``property_order``, ...). When the schema does not compile, it
     is compiled again leniently to list everything that is not supported, not just the first.
     """
+    lenient = bool(options.pop("lenient", False))
     try:
         schema = load_schema(schema)
     except GrammarError as e:
@@ -72,6 +74,7 @@ def check_report(schema, **options) -> tuple[str, bool]:
             g = json_schema_grammar(schema, info=info, **dict(options, lenient=True))
             lines.append(f"with lenient=True it compiles ({g.num_rules} rules, {g.num_lexemes} lexemes), "
                          "ignoring what is listed below")
+            ok = lenient
         except GrammarError as e:
             lines.append(f"even with lenient=True it does not compile: {e}")
     lines.append("enforced keywords: " + (", ".join(f"{k} x{counts[k]}" for k in used) or "none"))
