@@ -40,12 +40,15 @@ def _keywords(schema) -> Counter:
 
 
 def check_report(schema, **options) -> tuple[str, bool]:
-    """A human-readable report and whether the schema compiles exactly (without ``lenient``).
+    """A human-readable report and whether the schema compiles: exactly, or with ``lenient=True``
+    leniently (what is not supported ignored, as ``stencil check --lenient`` asks).
 
     ``schema`` is a dict, a bool or JSON text; ``options`` are those of the compiler
-    (``registry``, ``whitespace``, ``property_order``, ...). When the schema does not compile, it
-    is compiled again leniently to list everything that is not supported, not just the first.
+    (``registry``, ``whitespace``, ``property_order``, ``lenient``, ...). When the schema does not
+    compile exactly, it is compiled again leniently to list everything that is not supported, not
+    just the first.
     """
+    lenient = bool(options.pop("lenient", False))
     try:
         schema = load_schema(schema)
     except GrammarError as e:
@@ -72,6 +75,7 @@ def check_report(schema, **options) -> tuple[str, bool]:
             g = json_schema_grammar(schema, info=info, **dict(options, lenient=True))
             lines.append(f"with lenient=True it compiles ({g.num_rules} rules, {g.num_lexemes} lexemes), "
                          "ignoring what is listed below")
+            ok = lenient   # lenient asked: compiling so is the answer sought
         except GrammarError as e:
             lines.append(f"even with lenient=True it does not compile: {e}")
     lines.append("enforced keywords: " + (", ".join(f"{k} x{counts[k]}" for k in used) or "none"))
@@ -87,6 +91,6 @@ def check_report(schema, **options) -> tuple[str, bool]:
     if info.ignored:
         lines.append("not supported (ignored under lenient=True):")
         lines += [f"  {kw} at {where}: {reason}" for kw, where, reason in info.ignored]
-    elif not_enforceable and not ok:
+    elif not_enforceable and error is not None:
         lines += [f"  {k}: {NOT_ENFORCEABLE[k]}" for k in not_enforceable]
     return "\n".join(lines), ok
