@@ -303,3 +303,23 @@ def test_sampling_options_reach_generate(capsys, model_loaded_once, generate_cal
     decode = model_loaded_once.tokenizer_info.decode_bytes
     assert b"Answer with exactly one of: red" in decode(generate_calls[0]["input_ids"])
     assert b"Answer with exactly" not in decode(k["input_ids"]) and b"A colour?" in decode(k["input_ids"])
+
+
+def test_serve_options_become_the_server_limits():
+    """`stencil serve`'s limit options reach ServerLimits field by field (the subprocess test of the
+    entry point, test_cli_device.py, starts it with the defaults); a bad value is refused by name."""
+    pytest.importorskip("fastapi")
+    import argparse
+
+    from stencil.server.limits import ServerLimits
+    from stencil.server.main import add_arguments, limits_from
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert limits_from(p.parse_args([])) == ServerLimits()
+    got = limits_from(p.parse_args(["--compile-timeout", "0.5", "--step-time-limit", "2", "--max-body-bytes", "1000",
+                                    "--max-waiting", "3", "--max-n", "2", "--max-tokens-limit", "64",
+                                    "--memory-limit", "1.5", "--rss-limit", "4096"]))
+    assert got == ServerLimits(compile_timeout=0.5, step_time_limit=2.0, max_body_bytes=1000, max_waiting=3, max_n=2,
+                               max_tokens=64, memory_limit=3 << 19, rss_limit=4096 << 20)
+    with pytest.raises(ValueError, match="compile_timeout"):
+        limits_from(p.parse_args(["--compile-timeout", "-1"]))
