@@ -510,8 +510,8 @@ def test_compile_request_reads_vllm_request(configured, zoo):
     bounded by the room its prompt leaves in the context (max_model_len 40 here)."""
     stop = zoo.info.token_id("<|im_start|>")
 
-    def request(max_tokens, prompt, params=SOParams()):
-        sp = SimpleNamespace(max_tokens=max_tokens, all_stop_token_ids={stop}, structured_outputs=params)
+    def request(max_tokens, prompt, params=None):
+        sp = SimpleNamespace(max_tokens=max_tokens, all_stop_token_ids={stop}, structured_outputs=params or SOParams())
         return SimpleNamespace(sampling_params=sp, max_tokens=max_tokens, num_prompt_tokens=prompt,
                                num_output_tokens=0, request_id="r",
                                structured_output_request=SimpleNamespace(structured_output_key=("json",
