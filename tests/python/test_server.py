@@ -261,3 +261,33 @@ def test_structured_outputs_json_grammar_guided_alias_and_chat_stop(client):
     count = [{"role": "user", "content": "Count from 1 to 5, separated by commas."}]
     text, finish = content({"structured_outputs": {"regex": "[0-9]+(, [0-9]+)+"}}, count, stop=[","], max_tokens=12)
     assert re.fullmatch("[0-9]+", text) and finish == "stop", text
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_parallel_tool_calls_false_compiles_to_one_call(parallel):
+    """The grammar behind the request (constraint_for, on a byte vocabulary): with
+    parallel_tool_calls false a second call is refused; with it true both are taken. (The 135M
+    model makes one call either way, so the served test above cannot show the limit.)"""
+    import copy
+
+    import stencil
+    from stencil.server.constraints import constraint_for
+    tok = stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"], eos_token_ids=[256])
+    c = constraint_for(stencil.GrammarCompiler(tok), {"tools": copy.deepcopy(TWO_TOOLS), "tool_choice": "required",
+                                                      "parallel_tool_calls": parallel})
+    grammar = c.fn(*c.args, **(c.kwargs or {}))
+
+    def accepts(text):
+        m = stencil.Matcher(grammar)
+        return all(m.accept_token(b) for b in text.encode()) and m.is_accepting()
+    call = '<tool_call>{"name":"get_time","arguments":{"zone":"utc"}}</tool_call>'
+    assert accepts(call) and accepts(call + "\n" + call) == parallel and accepts(call + call) == parallel
+
+
+def test_seed_makes_sampling_reproducible(client):
+    """At temperature > 0 a seed gives the same text again; other seeds give other texts (sampling
+    is deterministic per seed, so this cannot flake)."""
+    kw = dict(model=MODEL_NAME, messages=[{"role": "user", "content": "Tell me about cats."}], max_tokens=8,
+              temperature=1.5)
+    texts = [client.chat.completions.create(seed=s, **kw).choices[0].message.content for s in (11, 11, 12, 13)]
+    assert texts[0] == texts[1] and len(set(texts)) >= 2, texts
