@@ -296,6 +296,36 @@ def test_with_vllm_classes_and_install(zoo, monkeypatch):
         install("nope")
 
 
+# vLLM's names for each backend install() can take over: (module, backend class, module, validator)
+VLLM_BACKENDS = {
+    "xgrammar": ("vllm.v1.structured_output", "XgrammarBackend",
+                 "vllm.v1.structured_output.backend_xgrammar", "validate_xgrammar_grammar"),
+    "outlines": ("vllm.v1.structured_output.backend_outlines", "OutlinesBackend",
+                 "vllm.v1.structured_output.backend_outlines", "validate_structured_output_request_outlines"),
+    "lm-format-enforcer": ("vllm.v1.structured_output.backend_lm_format_enforcer", "LMFormatEnforcerBackend",
+                           "vllm.v1.structured_output.backend_lm_format_enforcer",
+                           "validate_structured_output_request_lm_format_enforcer"),
+}
+
+
+@needs_vllm
+@pytest.mark.parametrize("name", sorted(VLLM_BACKENDS))
+def test_install_takes_over_each_backend_name(monkeypatch, name):
+    """install(name) rebinds what vLLM constructs and validates for that name (issue 29, F3)."""
+    import importlib
+
+    from stencil.integrations.vllm import validate_request
+    backend_module, backend_cls, check_module, check_fn = VLLM_BACKENDS[name]
+    try:
+        bm, cm = importlib.import_module(backend_module), importlib.import_module(check_module)
+    except ImportError as e:   # that backend's own library is not in this vLLM installation
+        pytest.skip(f"vLLM's {name} backend does not import here: {e}")
+    monkeypatch.setattr(bm, backend_cls, getattr(bm, backend_cls))   # undone after the test
+    monkeypatch.setattr(cm, check_fn, getattr(cm, check_fn))
+    install(name)
+    assert getattr(bm, backend_cls) is StencilBackend and getattr(cm, check_fn) is validate_request
+
+
 # End to end: vLLM's CPU engine serves the default model (its GGUF file written out as a
 # transformers folder: vLLM 0.32 reads no GGUF), with stencil as the structured-output backend
 # installed by the plugin entry point in vLLM's own engine process, as `vllm serve` runs it.
