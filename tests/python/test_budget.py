@@ -640,3 +640,48 @@ def test_a_token_search_cut_short_still_bounds_the_cost():
         assert b in allowed(m, bm, len(text) - k), k  # the instance fits its budget exactly
         assert m.accept_token(b)
     assert m.is_accepting()
+
+
+# The same grammars as Python regexes: the oracle below reads them with the `regex` module alone
+# (partial matching), nothing of the engine's masks (issue 29, E5: the checks above explore with
+# the engine's own unbudgeted mask, so they test the budget relative to it).
+REGEX_ORACLES = {"regex": r"(ab|c)*d{2,3}", "choice": r"alpha|be|gamma"}
+
+
+def regex_min(rx, text: str, cap: int) -> int | None:
+    """The fewest single-byte tokens after ``text`` that make a full match (None: more than cap)."""
+    frontier = {text}
+    for depth in range(cap + 1):
+        if any(rx.fullmatch(s) for s in frontier):
+            return depth
+        frontier = {s + chr(b) for s in frontier for b in range(128) if rx.fullmatch(s + chr(b), partial=True)}
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(REGEX_ORACLES))
+def test_masks_and_bound_equal_an_independent_regex_oracle(name):
+    """On random walks over single bytes: the mask is exactly the bytes the regex can continue
+    with (EOS where it is complete), the bound is the regex's fewest bytes to a match, and the
+    budgeted mask keeps exactly the bytes after which the regex can still match in k - 1."""
+    regex = pytest.importorskip("regex")
+    rx = regex.compile(REGEX_ORACLES[name])
+    tok = byte_vocab()
+    g = grammars(tok)[name]
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    rng = random.Random(29)
+    for _ in range(15):
+        m, text = stencil.Matcher(g), ""
+        for _ in range(rng.randrange(1, 12)):
+            viable = [b for b in range(128) if rx.fullmatch(text + chr(b), partial=True)]
+            end = [EOS] if rx.fullmatch(text) else []
+            assert allowed(m, bm) == viable + end, text
+            need = regex_min(rx, text, 8)
+            assert m.min_completion_tokens() == need, text
+            for k in sorted({max(need, 1), need + 1, need + 2}):
+                fits = [b for b in viable if regex_min(rx, text + chr(b), k - 1) is not None]
+                assert allowed(m, bm, k) == fits + end, (text, k)
+            if not viable:
+                break
+            b = rng.choice(viable)
+            assert m.accept_token(b)
+            text += chr(b)

@@ -236,3 +236,97 @@ def test_summary_counts_and_rate():
                                 "stopped by the grammar's end")
     many = GenerationResult("x" * 40, list(range(40)), "eos", 52, seconds=8.0, prefill_seconds=1.2)
     assert cli.summary(many).startswith("40 tokens in 8.0 s (5.0 tokens/s; the 52-token prompt took 1.2 s)")
+
+
+# ------------------------------------------- the generate and check options (issue 29, F2)
+
+def test_check_exit_status_and_lenient(tmp_path, capsys):
+    """check exits 1 on a schema it cannot enforce, and --lenient (what is not supported ignored)
+    exits 0 where the lenient compile succeeds, 1 where even that fails."""
+    lookahead = tmp_path / "look.json"
+    lookahead.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)b"}}}))
+    code, out, _ = run_cli(capsys, "check", str(lookahead))
+    assert code == 1 and "NOT SUPPORTED" in out and "/properties/a/pattern" in out
+    code, out, _ = run_cli(capsys, "check", "--lenient", str(lookahead))
+    assert code == 0 and "with lenient=True it compiles" in out and "/properties/a/pattern" in out
+    broken = tmp_path / "ref.json"
+    broken.write_text(json.dumps({"$ref": "#/nowhere"}))
+    code, out, _ = run_cli(capsys, "check", "--lenient", str(broken))
+    assert code == 1 and "even with lenient=True it does not compile" in out
+
+
+@pytest.fixture
+def generate_calls(monkeypatch):
+    """The keyword arguments of each stencil.generate call the CLI makes (the real generate runs)."""
+    import stencil
+    real, calls = stencil.generate, []
+
+    def spy(*a, **k):
+        calls.append(k)
+        return real(*a, **k)
+    monkeypatch.setattr(stencil, "generate", spy)
+    return calls
+
+
+@pytest.mark.parametrize("flag, text, pattern", [
+    ("--lark", 'start: ANSWER\nANSWER: "yes" | "no"\n', r"yes|no"),
+    ("--gbnf", 'root ::= [0-9] [0-9] [0-9] [0-9]\n', r"[0-9]{4}")])
+def test_grammar_files(tmp_path, capsys, model_loaded_once, flag, text, pattern):
+    import re
+    p = tmp_path / "g.txt"
+    p.write_text(text)
+    code, out, err = run_cli(capsys, "generate", flag, str(p), "--prompt", "When did the Berlin wall fall?",
+                             "--max-tokens", "8")
+    assert code == 0 and re.fullmatch(pattern, out.rstrip("\n")), (out, err)
+
+
+SMALL = {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}, "n": {"type": "integer", "minimum": 0,
+                                                                           "maximum": 99}},
+         "required": ["unit", "n"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("whitespace, layout", [("compact", dict(separators=(",", ":"))), ("4", dict(indent=4))])
+def test_whitespace_layouts(tmp_path, capsys, model_loaded_once, whitespace, layout):
+    """--whitespace compact|N gives that layout exactly (--no-system keeps the prompt short)."""
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(SMALL))
+    code, out, err = run_cli(capsys, "generate", "--schema", str(p), "--whitespace", whitespace, "--no-system",
+                             "--prompt", "The temperature in Oslo?", "--max-tokens", "24")
+    assert code == 0, err
+    assert out.rstrip("\n") == json.dumps(json.loads(out), **layout)
+
+
+def test_sampling_options_reach_generate(capsys, model_loaded_once, generate_calls):
+    """--temperature with --seed is reproducible; --no-jump-forward, --repetition-penalty and
+    --no-system reach the generation (the system message is left out of the prompt)."""
+    argv = ["generate", "--choices", "red,green,blue,yellow,purple", "--prompt", "A colour?", "--max-tokens", "4"]
+    first = run_cli(capsys, *argv, "--temperature", "1.5", "--seed", "7")
+    again = run_cli(capsys, *argv, "--temperature", "1.5", "--seed", "7")
+    assert first[0] == again[0] == 0 and first[1] == again[1]
+    assert generate_calls[0]["seed"] == 7 and generate_calls[0]["temperature"] == 1.5
+    code, _, err = run_cli(capsys, *argv, "--no-jump-forward", "--repetition-penalty", "1.0", "--no-system")
+    k = generate_calls[-1]
+    assert code == 0 and k["jump_forward"] is False and k["draft"] is False and k["repetition_penalty"] == 1.0
+    decode = model_loaded_once.tokenizer_info.decode_bytes
+    assert b"Answer with exactly one of: red" in decode(generate_calls[0]["input_ids"])
+    assert b"Answer with exactly" not in decode(k["input_ids"]) and b"A colour?" in decode(k["input_ids"])
+
+
+def test_serve_options_become_the_server_limits():
+    """`stencil serve`'s limit options reach ServerLimits field by field (the subprocess test of the
+    entry point, test_cli_device.py, starts it with the defaults); a bad value is refused by name."""
+    pytest.importorskip("fastapi")
+    import argparse
+
+    from stencil.server.limits import ServerLimits
+    from stencil.server.main import add_arguments, limits_from
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert limits_from(p.parse_args([])) == ServerLimits()
+    got = limits_from(p.parse_args(["--compile-timeout", "0.5", "--step-time-limit", "2", "--max-body-bytes", "1000",
+                                    "--max-waiting", "3", "--max-n", "2", "--max-tokens-limit", "64",
+                                    "--memory-limit", "1.5", "--rss-limit", "4096"]))
+    assert got == ServerLimits(compile_timeout=0.5, step_time_limit=2.0, max_body_bytes=1000, max_waiting=3, max_n=2,
+                               max_tokens=64, memory_limit=3 << 19, rss_limit=4096 << 20)
+    with pytest.raises(ValueError, match="compile_timeout"):
+        limits_from(p.parse_args(["--compile-timeout", "-1"]))

@@ -142,3 +142,18 @@ def test_no_deprecation_warning_in_the_streamed_text(lm, compiler, caplog):
     assert out.token_ids
     assert [str(w.message) for w in seen if "past_key_values" in str(w.message)] == []
     assert "past_key_values" not in caplog.text
+
+
+def test_messages_and_input_ids_are_the_same_prompt(lm, compiler):
+    """generate(messages=...) applies the chat template to the messages, generate(input_ids=...)
+    takes the ids as they are: the same conversation either way gives the same greedy output, and a
+    different system message another prompt (issue 29, F6)."""
+    g = compiler.compile_choice(["red", "green", "blue"])
+    msgs = [{"role": "system", "content": "Answer with one colour."}, {"role": "user", "content": "Grass?"}]
+    by_messages = stencil.generate(lm, g, messages=msgs, max_tokens=4)
+    ids = lm.encode_prompt(messages=msgs)
+    by_ids = stencil.generate(lm, g, input_ids=ids, max_tokens=4)
+    assert by_messages.text == by_ids.text and by_messages.prompt_tokens == len(ids) == by_ids.prompt_tokens
+    assert by_messages.text in ("red", "green", "blue")
+    assert b"Answer with one colour." in lm.tokenizer_info.decode_bytes(ids)
+    assert lm.encode_prompt("Grass?", system="Answer with one colour.") == ids

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -144,6 +145,48 @@ def test_copy_is_a_fresh_state(backend, zoo):
 
 
 needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="needs SGLang: make test-integrations")
+
+# SGLang's JSON white-space options as its ServerArgs names them (sglang 0.5.23,
+# srt/arg_groups/fields/serving.py); test_real_server_args_reach_the_backend runs the same on
+# SGLang's own ServerArgs where SGLang is installed. text -> verdict per column of WS_CASES.
+WS_TEXTS = {'{"city":"Lima","temp":1}': (True, True, True, True),
+            '{"city": "Lima", "temp": 1}': (True, False, True, True),
+            '{ "city" : "Lima" , "temp" : 1 }': (True, False, True, True),
+            '{"city":"Lima",\n  "temp":1}': (True, False, False, False)}
+WS_CASES = [{}, {"constrained_json_disable_any_whitespace": True},
+            {"constrained_json_whitespace_pattern": "[ ]?"}, {"constrained_json_max_whitespace_cnt": 1}]
+
+
+def server_args(**kw):
+    fields = dict(constrained_json_whitespace_pattern=None, constrained_json_disable_any_whitespace=False,
+                  constrained_json_max_whitespace_cnt=None, grammar_backend="stencil")
+    return SimpleNamespace(**{**fields, **kw})
+
+
+def _ws_verdicts(backend, zoo) -> dict:
+    out = {}
+    for text in WS_TEXTS:
+        g = backend.dispatch_json(json.dumps(SCHEMA))
+        ids = zoo.encode_batch([text])[0]
+        out[text] = all(g.matcher.accept_token(t) for t in ids) and g.matcher.is_accepting()
+    return out
+
+
+@pytest.mark.parametrize("column", range(len(WS_CASES)))
+def test_server_args_whitespace_options_reach_json_requests(zoo, column):
+    b = StencilGrammarBackend.from_server_args(server_args(**WS_CASES[column]), None, zoo.info.vocab_size,
+                                               tokenizer_info=zoo.info)
+    assert _ws_verdicts(b, zoo) == {t: v[column] for t, v in WS_TEXTS.items()}
+    assert b.dispatch_regex("a b").matcher.accept_tokens(zoo.encode_batch(["a b"])[0]) > 0   # JSON only
+
+
+@needs_sglang
+def test_real_server_args_reach_the_backend(zoo):
+    from sglang.srt.server_args import ServerArgs
+    for column, kw in enumerate(WS_CASES):
+        args = ServerArgs(model_path="unused", **kw)
+        b = StencilGrammarBackend.from_server_args(args, zoo.hf, zoo.info.vocab_size)
+        assert _ws_verdicts(b, zoo) == {t: v[column] for t, v in WS_TEXTS.items()}, kw
 
 
 @needs_sglang

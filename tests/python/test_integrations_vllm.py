@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
 import jsonschema
 import numpy as np
@@ -299,6 +302,36 @@ def test_with_vllm_classes_and_install(zoo, monkeypatch):
         install("nope")
 
 
+# vLLM's names for each backend install() can take over: (module, backend class, module, validator)
+VLLM_BACKENDS = {
+    "xgrammar": ("vllm.v1.structured_output", "XgrammarBackend",
+                 "vllm.v1.structured_output.backend_xgrammar", "validate_xgrammar_grammar"),
+    "outlines": ("vllm.v1.structured_output.backend_outlines", "OutlinesBackend",
+                 "vllm.v1.structured_output.backend_outlines", "validate_structured_output_request_outlines"),
+    "lm-format-enforcer": ("vllm.v1.structured_output.backend_lm_format_enforcer", "LMFormatEnforcerBackend",
+                           "vllm.v1.structured_output.backend_lm_format_enforcer",
+                           "validate_structured_output_request_lm_format_enforcer"),
+}
+
+
+@needs_vllm
+@pytest.mark.parametrize("name", sorted(VLLM_BACKENDS))
+def test_install_takes_over_each_backend_name(monkeypatch, name):
+    """install(name) rebinds what vLLM constructs and validates for that name (issue 29, F3)."""
+    import importlib
+
+    from stencil.integrations.vllm import validate_request
+    backend_module, backend_cls, check_module, check_fn = VLLM_BACKENDS[name]
+    try:
+        bm, cm = importlib.import_module(backend_module), importlib.import_module(check_module)
+    except ImportError as e:   # that backend's own library is not in this vLLM installation
+        pytest.skip(f"vLLM's {name} backend does not import here: {e}")
+    monkeypatch.setattr(bm, backend_cls, getattr(bm, backend_cls))   # undone after the test
+    monkeypatch.setattr(cm, check_fn, getattr(cm, check_fn))
+    install(name)
+    assert getattr(bm, backend_cls) is StencilBackend and getattr(cm, check_fn) is validate_request
+
+
 # End to end: vLLM's CPU engine serves the default model (its GGUF file written out as a
 # transformers folder: vLLM 0.32 reads no GGUF), with stencil as the structured-output backend
 # installed by the plugin entry point in vLLM's own engine process, as `vllm serve` runs it.
@@ -400,3 +433,164 @@ def test_vllm_front_end_errors_are_stencils(vllm_llm):
     short = [("short", {"regex": "[0-9]{30}"}, [{"role": "user", "content": "x"}], None, None)]
     out = _run(vllm_llm, short, 5)[0]   # the engine refuses the request alone: no room to finish
     assert out.finish_reason != "stop" and not re.fullmatch("[0-9]{30}", out.text)
+
+
+# -- vLLM's options, through the adapter's public entry (issue 29, F3/D2) --------------------------
+# The config and request objects below have the fields, names and defaults of vLLM 0.32's own
+# (vllm.config.StructuredOutputsConfig, SpeculativeConfig, ModelConfig; vllm.sampling_params.
+# StructuredOutputsParams, SamplingParams; vllm.v1.request.Request); `make test` has no vLLM, and
+# test_real_vllm_config_and_params below runs the same checks on vLLM's own classes where it is.
+@dataclass
+class SOConfig:
+    backend: str = "guidance"
+    disable_any_whitespace: bool = False
+    disable_additional_properties: bool = False
+
+
+@dataclass
+class SOParams:
+    json: Any = None
+    regex: Any = None
+    choice: Any = None
+    grammar: Any = None
+    json_object: Any = None
+    disable_any_whitespace: bool = False
+    disable_additional_properties: bool = False
+    whitespace_pattern: Any = None
+    structural_tag: Any = None
+
+
+def vllm_config(so=None, num_speculative_tokens=None, max_model_len=None):
+    spec = None if num_speculative_tokens is None else SimpleNamespace(num_speculative_tokens=num_speculative_tokens)
+    return SimpleNamespace(structured_outputs_config=so, speculative_config=spec,
+                           model_config=SimpleNamespace(max_model_len=max_model_len))
+
+
+def accepts(grammar, zoo, text) -> bool:
+    """Whether the adapter's grammar takes ``text`` (SmolLM2's tokens) whole and may end there."""
+    ids = zoo.encode_batch([text])[0]
+    return grammar.accept_tokens("r", ids) and grammar.matcher.is_accepting()
+
+
+OPEN = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
+    "type": "object", "properties": {"c": {"type": "boolean"}}}}, "required": ["a"]}
+# text -> (engine default, compact, closed, whitespace_pattern "[ ]?")
+LAYOUTS = {'{"a":1}': (True, True, True, True),
+           '{"a": 1}': (True, False, True, True),
+           '{\n  "a": 1\n}': (True, False, True, False),
+           '{"a":1,"z":2}': (True, True, False, True),
+           '{"a":1,"b":{"c":true,"z":0}}': (True, True, False, True)}
+
+
+def _verdicts(backend, zoo, **kw):
+    return {t: accepts(backend.compile_grammar("json", json.dumps(OPEN), **kw), zoo, t) for t in LAYOUTS}
+
+
+@pytest.fixture(scope="module")
+def configured(zoo):
+    """A backend whose engine config disables any whitespace and additional properties, with a
+    speculative config longer than the default rollback and a context of 40 tokens."""
+    so = SOConfig(disable_any_whitespace=True, disable_additional_properties=True)
+    return StencilBackend(vllm_config(so, num_speculative_tokens=100, max_model_len=40), tokenizer_info=zoo.info)
+
+
+def test_engine_config_options_reach_every_request(backend, configured, zoo):
+    assert _verdicts(backend, zoo) == {t: v[0] for t, v in LAYOUTS.items()}
+    want = {t: v[1] and v[2] for t, v in LAYOUTS.items()}
+    assert _verdicts(configured, zoo) == want
+    assert _verdicts(configured, zoo, params=SOParams()) == want   # a request without options keeps them
+    assert not accepts(configured.compile_grammar("json_object", ""), zoo, '{"k": 1}')
+    assert accepts(configured.compile_grammar("json_object", ""), zoo, '{"k":1}')
+    assert accepts(configured.compile_grammar("regex", "a b"), zoo, "a b")   # not JSON: no option applies
+    # speculative_config.num_speculative_tokens bounds the rollback; the default is 64
+    assert configured.max_rollback == 100 and backend.max_rollback == 64
+    assert StencilBackend(vllm_config(SOConfig(), 4), tokenizer_info=zoo.info).max_rollback == 64
+
+
+@pytest.mark.parametrize("option, column", [("disable_any_whitespace", 1), ("disable_additional_properties", 2),
+                                            ("whitespace_pattern", 3)])
+def test_request_options_apply_to_that_request_alone(backend, zoo, option, column):
+    params = SOParams(**{option: "[ ]?" if option == "whitespace_pattern" else True})
+    assert _verdicts(backend, zoo, params=params) == {t: v[column] for t, v in LAYOUTS.items()}
+    assert _verdicts(backend, zoo, params=SOParams()) == {t: v[0] for t, v in LAYOUTS.items()}
+
+
+def test_request_whitespace_pattern_wins_over_the_engine_default(configured, zoo):
+    g = configured.compile_grammar("json", json.dumps(OPEN), params=SOParams(whitespace_pattern="[ ]?"))
+    assert accepts(g, zoo, '{ "a" : 1 }')
+    with pytest.raises(stencil.GrammarError, match="whitespace_pattern and disable_any_whitespace are both set"):
+        configured.compile_grammar("json", json.dumps(OPEN),
+                                   params=SOParams(whitespace_pattern=" ?", disable_any_whitespace=True))
+
+
+def test_disable_additional_properties_closes_structural_tag_schemas(backend, zoo):
+    """vLLM's guidance backend closes the schemas of a structural tag as a json request's."""
+    legacy = {"structures": [{"begin": "<f>", "schema": OPEN, "end": "</f>"}], "triggers": ["<f>"]}
+    new = {"type": "structural_tag", "format": {"type": "tag", "begin": "<f>", "end": "</f>",
+                                                 "content": {"type": "json_schema", "json_schema": OPEN}}}
+    for tag, text in ((legacy, 'x <f>{"a": 1, "z": 2}</f>'), (new, '<f>{"a": 1, "z": 2}</f>')):
+        spec = json.dumps(tag)
+        assert accepts(backend.compile_grammar("structural_tag", spec), zoo, text)
+        closed = SOParams(disable_additional_properties=True)
+        assert not accepts(backend.compile_grammar("structural_tag", spec, params=closed), zoo, text)
+        assert accepts(backend.compile_grammar("structural_tag", spec, params=closed), zoo,
+                       text.replace(', "z": 2', ""))
+    assert json.dumps(OPEN) == json.dumps(legacy["structures"][0]["schema"])   # the request is not changed
+
+
+def test_close_objects_walks_what_vllm_walks():
+    deps = close_objects({"dependencies": {"a": {"properties": {"b": {}}}, "c": ["d"]},
+                          "contentSchema": {"properties": {"e": {}}}})
+    assert deps["dependencies"]["a"]["additionalProperties"] is False and deps["dependencies"]["c"] == ["d"]
+    assert deps["contentSchema"]["additionalProperties"] is False
+    assert close_objects({"properties": {}, "additionalProperties": True})["additionalProperties"] is True
+
+
+def test_compile_request_reads_vllm_request(configured, zoo):
+    """compile_request takes a vLLM Request: its key, stop ids, per-request options and max_tokens
+    bounded by the room its prompt leaves in the context (max_model_len 40 here)."""
+    stop = zoo.info.token_id("<|im_start|>")
+
+    def request(max_tokens, prompt, params=None):
+        sp = SimpleNamespace(max_tokens=max_tokens, all_stop_token_ids={stop}, structured_outputs=params or SOParams())
+        return SimpleNamespace(sampling_params=sp, max_tokens=max_tokens, num_prompt_tokens=prompt,
+                               num_output_tokens=0, request_id="r",
+                               structured_output_request=SimpleNamespace(structured_output_key=("json",
+                                                                                               json.dumps(OPEN))))
+    assert configured.compile_request(request(100, 30)).max_tokens == 10     # room in the context
+    assert configured.compile_request(request(8, 30)).max_tokens == 8        # the request's own limit
+    g = configured.compile_request(request(30, 0, SOParams(whitespace_pattern="[ ]?")))
+    assert g.max_tokens == 30 and accepts(g, zoo, '{ "a" : 1 }')
+    bm = configured.allocate_token_bitmask(1)
+    g.fill_bitmask(bm, 0)
+    allowed = np.flatnonzero(np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")).tolist()
+    assert allowed == [stop]                                                  # the stop id ends it
+
+
+def test_stop_sets_past_the_cache_bound_still_end_requests(backend, zoo):
+    """The backend keeps compilers for 8 stop-id sets; a set compiled again after eviction still
+    ends its request with its own stop id (and not with another set's)."""
+    ids = [zoo.info.token_id(t) for t in ("<|im_start|>", "<|im_end|>")] + list(range(10, 19))
+    for stop in ids + ids[:2]:
+        g = backend.compile_grammar("regex", "ab", stop_token_ids={stop})
+        assert accepts(g, zoo, "ab")
+        bm = backend.allocate_token_bitmask(1)
+        g.fill_bitmask(bm, 0)
+        assert np.flatnonzero(np.unpackbits(words(bm[0]).view(np.uint8), bitorder="little")).tolist() == [stop]
+
+
+@needs_vllm
+def test_real_vllm_config_and_params(zoo):
+    """The same options on vLLM's own classes: StructuredOutputsConfig (its validator allows
+    disable_additional_properties for the guidance backend, the one install() replaces by default)
+    and StructuredOutputsParams."""
+    from vllm.config import StructuredOutputsConfig
+    from vllm.sampling_params import StructuredOutputsParams
+    so = StructuredOutputsConfig(backend="guidance", disable_any_whitespace=True, disable_additional_properties=True)
+    b = StencilBackend(SimpleNamespace(structured_outputs_config=so), tokenizer_info=zoo.info)
+    assert _verdicts(b, zoo) == {t: v[1] and v[2] for t, v in LAYOUTS.items()}
+    plain = StencilBackend(None, tokenizer_info=zoo.info)
+    for option, column in (("disable_any_whitespace", 1), ("disable_additional_properties", 2),
+                           ("whitespace_pattern", 3)):
+        params = StructuredOutputsParams(json=OPEN, **{option: "[ ]?" if option == "whitespace_pattern" else True})
+        assert _verdicts(plain, zoo, params=params) == {t: v[column] for t, v in LAYOUTS.items()}, option

@@ -13,12 +13,13 @@ import numpy as np
 
 import stencil
 
-__all__ = ["compile_request", "as_bitmask_array", "with_eos_token_ids", "REQUEST_KINDS"]
+__all__ = ["compile_request", "load_spec", "as_bitmask_array", "with_eos_token_ids", "REQUEST_KINDS"]
 
 REQUEST_KINDS = ("json", "json_object", "regex", "choice", "grammar", "ebnf", "structural_tag")
 
 
-def _load_json(spec: Any, kind: str) -> Any:
+def load_spec(spec: Any, kind: str) -> Any:
+    """A request's spec parsed as JSON (a non-string spec as it is); GrammarError naming the kind."""
     if not isinstance(spec, str):
         return spec
     try:
@@ -38,13 +39,13 @@ def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
     kind = str(kind).lower()
     opts = dict(json_options or {})
     if kind == "json":
-        return compiler.compile_json_schema(_load_json(spec, kind), **opts)
+        return compiler.compile_json_schema(load_spec(spec, kind), **opts)
     if kind == "json_object":
         return compiler.compile_json_schema({"type": "object"}, **opts)
     if kind == "regex":
         return compiler.compile_regex(spec)
     if kind == "choice":
-        choices = _load_json(spec, kind) if isinstance(spec, str) and spec.lstrip().startswith("[") else spec
+        choices = load_spec(spec, kind) if isinstance(spec, str) and spec.lstrip().startswith("[") else spec
         if isinstance(choices, str) or not isinstance(choices, (list, tuple)):
             raise stencil.GrammarError(f"choice request: expected a list of strings (or its JSON), got {spec!r:.80}")
         return compiler.compile_choice(list(choices))

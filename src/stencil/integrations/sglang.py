@@ -13,8 +13,8 @@ to load) must name ``stencil`` where it is set. :func:`register` does the same b
 process SGLang's loader does not reach.
 
 SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests;
-``--constrained-json-whitespace-pattern`` and ``--constrained-json-disable-any-whitespace`` apply
-to JSON. Jump-forward comes from the matcher's forced text and tokens (``forced_bytes``,
+``--constrained-json-whitespace-pattern``, ``--constrained-json-disable-any-whitespace`` and
+``--constrained-json-max-whitespace-cnt`` apply to JSON (``StencilGrammarBackend.from_server_args``). Jump-forward comes from the matcher's forced text and tokens (``forced_bytes``,
 ``forced_tokens``): SGLang appends the text and retokenizes, and the grammar follows the new ids.
 """
 from __future__ import annotations
@@ -150,6 +150,23 @@ class StencilGrammarBackend(_BackendBase):
         self.json_options = dict(json_options or {})
         self.compiler = stencil.GrammarCompiler(tokenizer_info)
 
+    @classmethod
+    def from_server_args(cls, server_args: Any, tokenizer: Any, vocab_size: int | None = None,
+                         eos_token_ids: Any = None, *,
+                         tokenizer_info: stencil.TokenizerInfo | None = None) -> "StencilGrammarBackend":
+        """The backend SGLang's grammar-backend registry builds (what :func:`register` registers),
+        with SGLang's JSON white-space options from its ``ServerArgs``:
+        ``constrained_json_whitespace_pattern`` (the white space allowed around JSON punctuation),
+        else ``constrained_json_disable_any_whitespace`` (compact JSON), and
+        ``constrained_json_max_whitespace_cnt`` (longest run of white space).
+
+        Example::
+
+            backend = StencilGrammarBackend.from_server_args(server_args, tokenizer, len(tokenizer))
+        """
+        return cls(tokenizer, vocab_size, eos_token_ids, tokenizer_info=tokenizer_info,
+                   json_options=_json_options(server_args))
+
     def _dispatch(self, kind: str, key_string: str):
         try:
             grammar = compile_request(self.compiler, kind, key_string, json_options=self.json_options)
@@ -179,12 +196,16 @@ class StencilGrammarBackend(_BackendBase):
 
 def _json_options(server_args: Any) -> dict:
     """``compile_json_schema`` options from SGLang's server arguments (its JSON white-space flags)."""
+    opts: dict = {}
     pattern = getattr(server_args, "constrained_json_whitespace_pattern", None)
     if pattern:
-        return {"whitespace_pattern": pattern}
-    if getattr(server_args, "constrained_json_disable_any_whitespace", False):
-        return {"whitespace": "compact"}
-    return {}
+        opts["whitespace_pattern"] = pattern
+    elif getattr(server_args, "constrained_json_disable_any_whitespace", False):
+        opts["whitespace"] = "compact"
+    run = getattr(server_args, "constrained_json_max_whitespace_cnt", None)
+    if run is not None and not opts:   # XGrammar's bound on a run of white space; 0: none at all
+        opts = {"whitespace": "compact"} if run == 0 else {"max_whitespace_run": run}
+    return opts
 
 
 def register(name: str = "stencil") -> None:
@@ -194,9 +215,7 @@ def register(name: str = "stencil") -> None:
     from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES
     from sglang.srt.constrained.base_grammar_backend import register_grammar_backend
 
-    def make(server_args, tokenizer, vocab_size, eos_token_ids=None):
-        return StencilGrammarBackend(tokenizer, vocab_size, eos_token_ids, json_options=_json_options(server_args))
-    register_grammar_backend(name, make)
+    register_grammar_backend(name, StencilGrammarBackend.from_server_args)
     if name not in GRAMMAR_BACKEND_CHOICES:   # the list argparse's choices= holds
         GRAMMAR_BACKEND_CHOICES.append(name)
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextvars
 import copy
 import importlib
-import json
 import logging
 import os
 import threading
@@ -53,7 +52,7 @@ from typing import Any, Iterable
 import numpy as np
 
 import stencil
-from stencil.integrations._requests import as_bitmask_array, compile_request, with_eos_token_ids
+from stencil.integrations._requests import as_bitmask_array, compile_request, load_spec, with_eos_token_ids
 
 try:  # vLLM's own base classes where vLLM is installed; the adapter works without it (tests, docs)
     from vllm.v1.structured_output.backend_types import StructuredOutputBackend as _BackendBase
@@ -206,10 +205,25 @@ def close_objects(schema: Any) -> Any:
 
 
 # keywords whose value maps names to schemas, and keywords whose value is a schema or a list of them
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+# (the keywords vLLM's guidance backend walks: process_for_additional_properties, vLLM 0.32)
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SUBSCHEMAS = ("items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not",
                "if", "then", "else", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
-               "propertyNames")
+               "propertyNames", "contentSchema")
+
+
+def _close_tag_schemas(node: Any) -> Any:
+    """A structural tag (parsed JSON) whose JSON schemas are closed by :func:`close_objects`: the
+    legacy form's ``structures[i].schema`` and every ``json_schema`` format's ``json_schema`` (vLLM's
+    guidance backend closes the schemas of a structural tag as it closes a json request's)."""
+    if isinstance(node, list):
+        return [_close_tag_schemas(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    legacy = "begin" in node and "end" in node
+    fmt = node.get("type") in ("json_schema", "qwen_xml_parameter")
+    return {k: close_objects(v) if (k == "schema" and legacy) or (k == "json_schema" and fmt) else _close_tag_schemas(v)
+            for k, v in node.items()}
 
 
 def request_json_options(params: Any = None, config: Any = None) -> dict:
@@ -235,8 +249,9 @@ def compile_vllm_request(compiler: stencil.GrammarCompiler, kind: Any, spec: Any
     options of :func:`request_json_options`."""
     kind = str(getattr(kind, "name", kind)).lower()
     opts = dict(options)
-    if opts.pop("close", False) and kind == "json":
-        spec = close_objects(json.loads(spec) if isinstance(spec, str) else spec)
+    if opts.pop("close", False) and kind in ("json", "structural_tag"):
+        spec = load_spec(spec, kind)
+        spec = close_objects(spec) if kind == "json" else _close_tag_schemas(spec)
     if kind not in ("json", "json_object", "structural_tag"):
         opts = {}
     return compile_request(compiler, kind, spec, json_options=opts)

@@ -44,8 +44,9 @@ def check_report(schema, **options) -> tuple[str, bool]:
     once what cannot be enforced is ignored (``stencil check --lenient``).
 
     ``schema`` is a dict, a bool or JSON text; ``options`` are those of the compiler
-    (``registry``, ``whitespace``, ``property_order``, ...). When the schema does not compile, it
-    is compiled again leniently to list everything that is not supported, not just the first.
+    (``registry``, ``whitespace``, ``property_order``, ``lenient``, ...). When the schema does not
+    compile exactly, it is compiled again leniently to list everything that is not supported, not
+    just the first.
     """
     lenient = bool(options.pop("lenient", False))
     try:
@@ -90,6 +91,6 @@ def check_report(schema, **options) -> tuple[str, bool]:
     if info.ignored:
         lines.append("not supported (ignored under lenient=True):")
         lines += [f"  {kw} at {where}: {reason}" for kw, where, reason in info.ignored]
-    elif not_enforceable and not ok:
+    elif not_enforceable and error is not None:
         lines += [f"  {k}: {NOT_ENFORCEABLE[k]}" for k in not_enforceable]
     return "\n".join(lines), ok
