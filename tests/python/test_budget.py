@@ -685,3 +685,26 @@ def test_masks_and_bound_equal_an_independent_regex_oracle(name):
             b = rng.choice(viable)
             assert m.accept_token(b)
             text += chr(b)
+
+
+def test_cost_searches_stop_at_their_work_limit():
+    """Three counted patterns intersected beside a minLength of 800: every lexer state costs
+    milliseconds of derivatives, and the cost searches behind min_completion_tokens and budget
+    masks ran for minutes (a similar MaskBench schema, Handwritten---string2: 286 s for the
+    bound). They now stop at a derivative work limit (support/work_limit.h): no bound is known
+    and the budget leaves the mask as the grammar has it. (CPU time: about 3 s here.)"""
+    import time
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("cl100k").info
+    schema = {"type": "string", "minLength": 800, "allOf": [
+        {"pattern": "^([a-z][0-9])+$"}, {"pattern": "^((a1b2c3).{2,6}){5}"}, {"pattern": "(x|9){8}$"}]}
+    g = stencil.GrammarCompiler(tok).compile_json_schema(schema, string_spelling="plain")
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    start = time.process_time()
+    assert m.min_completion_tokens() is None
+    budgeted = allowed(m, bm, 300)
+    assert time.process_time() - start < 30
+    assert budgeted == allowed(m, bm) and budgeted
+    assert m.accept_token(budgeted[0])
+    assert allowed(m, bm, 299) == allowed(m, bm)

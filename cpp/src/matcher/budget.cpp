@@ -17,11 +17,38 @@
 #include "matcher/budget.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "support/work_limit.h"
 #include "tokens/trie_walk.h"
 #include "tokens/walk_loops.h"
 
 namespace stencil {
+
+namespace {
+// Derivative work (support/work_limit.h) the cost searches of one matcher call may spend: about
+// 12 times the most one search of 250 MaskBench schemas' budget masks took (21,401 units; a unit
+// costs a microsecond or two). Past it the mask is the unbudgeted one.
+constexpr uint64_t kCallWork = 1u << 18;
+}  // namespace
+
+template <class F>
+bool TokenBudget::within_work(ParseState* ps, F&& f) {
+  if (gave_up_) return false;
+  const uint64_t start = work::done;
+  const size_t depth = ps ? ps->frames().size() : 0;
+  const std::optional<Frame> top = ps ? std::optional<Frame>(ps->frames().back()) : std::nullopt;
+  try {
+    work::Limit limit(work_left_);
+    f();
+  } catch (const WorkSpent&) {
+    gave_up_ = true;
+    if (ps) ps->recover(depth - 1, *top);  // (as a call cut short does: Matcher::Call)
+  }
+  const uint64_t used = work::done - start;
+  work_left_ = used >= work_left_ ? 0 : work_left_ - used;
+  return !gave_up_;
+}
 
 FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
   if (!cost_ || cost_epoch_ != &epoch) {  // lexer states belong to one epoch
@@ -35,7 +62,11 @@ FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
 int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epoch) {
   ps.trim_rows();
   const Frame& f = ps.frames().back();
-  const uint32_t c = cost(epoch).at(ps.parser(), f.state, f.fresh);
+  FinishCost& fc = cost(epoch);  // (its tables' own searches are limited apart)
+  work_left_ = kCallWork;
+  gave_up_ = false;
+  uint32_t c = FinishCost::kInf;
+  within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); });
   return c >= FinishCost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
@@ -197,6 +228,8 @@ uint32_t TokenBudget::consumed(ParseState& ps) const {
 MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
   ps.trim_rows();
   cost(epoch);  // a new epoch drops the memo
+  work_left_ = kCallWork;
+  gave_up_ = false;
   left_ = left_of(remaining);
   // The costs hold while the state does and the walk would reach the same tokens past the
   // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
@@ -223,13 +256,16 @@ uint32_t TokenBudget::reached_max() const {
 void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const Frame& f = ps.frames().back();
   const uint64_t serial = ps.parser().top().serial;
-  if (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh) {
+  if (!gave_up_ && (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh)) {
     bool exact = false;
-    const uint32_t c = cost_within(ps, f.state, f.fresh, &exact);
-    last_ = {serial, f.state, f.fresh, exact, c};
-    if (!exact) loose_ = std::max(loose_, c);
+    uint32_t c = 0;
+    // (the walk's frames are in flight: the search only reads the parser, no frame to recover)
+    if (within_work(nullptr, [&] { c = cost_within(ps, f.state, f.fresh, &exact); })) {
+      last_ = {serial, f.state, f.fresh, exact, c};
+      if (!exact) loose_ = std::max(loose_, c);
+    }
   }
-  reached_.push_back({token, last_.cost});
+  reached_.push_back({token, gave_up_ ? 0 : last_.cost});  // (given up: restrict keeps the mask)
 }
 
 // The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from
@@ -269,7 +305,23 @@ void TokenBudget::cost_steps(ParseState& ps) {
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
   const uint32_t left = left_of(remaining);
   ps.trim_rows();
-  FinishCost& c = cost(epoch);
+  cost(epoch);
+  // (the words are untouched or back to the unbudgeted mask wherever a search may stop)
+  if (within_work(&ps, [&] { restrict_searched(ps, epoch, words, need, remaining, left); })) return;
+  // The work ran out: this state keeps its unbudgeted mask (no bound known), and so do its
+  // repeats.
+  valid_ = true;
+  walked_ = false;
+  steps_.reset();
+  max_ = inner_ceiling_ = ceiling_limit_ = 0;
+  key_ = key_of(ps);
+  consumed_ = consumed(ps);
+  if (remaining < 1) restrict_walked(words, need, remaining, left);
+}
+
+void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
+                                    int64_t remaining, uint32_t left) {
+  FinishCost& c = *cost_;
   const uint32_t state = ps.frames().back().state;
   if (!valid_) {
     if (walked_) {

@@ -55,6 +55,13 @@ class TokenBudget : private MaskWalker::CostSink {
   void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost);
   bool take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void special_costs(ParseState& ps, FinishCost& cost, bool into_reached);
+  // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
+  // the budget then gives up on this state (the mask stays unbudgeted, as with no bound known),
+  // and ps (when given) is back as it was.
+  template <class F>
+  bool within_work(ParseState* ps, F&& f);
+  void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
+                         uint32_t left);
   uint32_t cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh);
   uint32_t cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact);
   static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
@@ -108,6 +115,8 @@ class TokenBudget : private MaskWalker::CostSink {
   Slot slots_[kSlots];
   std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
+  uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
+  bool gave_up_ = false;     // this call's work ran out
 };
 
 }  // namespace stencil

@@ -6,6 +6,7 @@
 
 #include "matcher/lexer_epoch.h"
 #include "support/heap_size.h"
+#include "support/work_limit.h"
 
 namespace stencil {
 
@@ -16,6 +17,10 @@ constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reac
 // did: where every token leads to a state of its own, as with a pattern beside a length, a walk
 // takes milliseconds); past them the path in single bytes (path_to_end) bounds the cost.
 constexpr size_t kLexemeSearchWork = 1u << 21;
+// Derivative work (support/work_limit.h) per lexeme search: 2.5 times the most one of 250
+// MaskBench schemas took (828,589 units). A lexer whose states each cost milliseconds (three
+// counted patterns intersected) spent minutes here.
+constexpr uint64_t kLexemeSearchDerivatives = 1u << 21;
 constexpr size_t kStateSearchWork = 1u << 17;
 }  // namespace
 
@@ -34,7 +39,12 @@ FinishTables::FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache
       lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
       continue;
     }
-    lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, kLexemeSearchWork, ticker);
+    try {  // (unknown past its work limit: no bound then goes through the lexeme)
+      work::Limit limit(kLexemeSearchDerivatives);
+      lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, kLexemeSearchWork, ticker);
+    } catch (const WorkSpent&) {
+      lexeme_min[l] = kInf;
+    }
   }
   // Nonterminals: the least fixpoint of min over rules of the sum of their symbols.
   const size_t n_nt = g.nonterminal_names.size();
@@ -402,6 +412,7 @@ FinishCost::RowCosts& FinishCost::row_costs(const EarleyParser& p, uint32_t row)
   // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
   // with the ones touched, the edges, the heap.
   if (dist_.size() < g_.nonterminal_names.size()) dist_.assign(g_.nonterminal_names.size(), kInf);
+  for (uint32_t nt : touched_) dist_[nt] = kInf;  // (a run cut short by a limit left them set)
   touched_.clear();
   edges_.clear();  // (lhs, waited-on, rest)
   heap_.clear();   // (cost, nonterminal), a min-heap

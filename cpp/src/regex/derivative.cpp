@@ -8,6 +8,7 @@
 #include "stencil/errors.h"
 #include "support/heap_size.h"
 #include "support/deadline.h"
+#include "support/work_limit.h"
 
 namespace stencil {
 
@@ -36,6 +37,7 @@ struct Nesting {
 
 void Deriver::burn(uint64_t amount) {
   if ((++ticks_ & 1023) == 0) deadline::check();
+  work::spend(amount);
   if (fuel_ < amount) {
     exhausted_ = true;
     throw BudgetError(

@@ -1,0 +1,53 @@
+// support/work_limit.h: a limit stops the work past it (WorkSpent), nested limits keep the
+// tighter one and give the outer back, and a limit on one thread leaves another's work alone.
+#include <cstdint>
+#include <thread>
+
+#include "check.h"
+#include "support/work_limit.h"
+
+namespace work = stencil::work;
+using stencil::WorkSpent;
+
+namespace {
+
+// Spends one unit at a time until the limit in force stops it; the units it could spend.
+uint64_t spend_until_stopped(uint64_t most) {
+  uint64_t n = 0;
+  try {
+    for (; n < most; ++n) work::spend(1);
+  } catch (const WorkSpent&) {
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(work_limit_stops_past_its_units) {
+  uint64_t n = 0;
+  {
+    work::Limit limit(100);
+    n = spend_until_stopped(1000);
+  }
+  CHECK_EQ(n, uint64_t{100});
+  CHECK_EQ(spend_until_stopped(1000), uint64_t{1000});  // no limit once the scope ended
+}
+
+TEST_CASE(work_limits_nest) {
+  work::Limit outer(50);
+  {
+    work::Limit inner(1000);  // cannot widen the outer one
+    CHECK_EQ(spend_until_stopped(1000), uint64_t{50});
+  }
+  work::Limit again(10);  // the outer is spent: nothing left within it
+  CHECK_EQ(spend_until_stopped(1000), uint64_t{0});
+}
+
+TEST_CASE(work_limit_is_per_thread) {
+  work::Limit limit(5);
+  uint64_t other = 0;
+  std::thread t([&] { other = spend_until_stopped(1000); });
+  t.join();
+  CHECK_EQ(other, uint64_t{1000});
+  CHECK_EQ(spend_until_stopped(1000), uint64_t{5});
+}
