@@ -93,7 +93,7 @@ class Job:
         self.loop.call_soon_threadsafe(self.out.put_nowait, item)
 
     def fail(self, e: BaseException) -> None:
-        """Record why this job failed: a grammar that costs too much (a work budget or time limit
+        """Record why this job failed: a grammar that costs too much (a work limit or time limit
         of the core ran out) is the request's fault, a 400; anything else is the server's, a 500."""
         if isinstance(e, stencil.GrammarError):
             self.error_status, self.error_code = 400, "grammar_too_expensive"
