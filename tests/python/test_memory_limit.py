@@ -15,7 +15,6 @@ import gc
 import json
 import pathlib
 import random
-import os
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 
 import stencil
+from conftest import child_env
 from stencil.bitmask import bitmask_to_bool
 from stencil.testing import compiler_stats
 
@@ -32,11 +32,9 @@ MB = 1 << 20
 
 
 def _probe(*args: object) -> dict:
-    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ from the repository root
-    # (pytest's `pythonpath` reaches this process only): the child gets it on PYTHONPATH
-    path = os.pathsep.join(filter(None, [str(HERE.parent.parent), os.environ.get("PYTHONPATH")]))
+    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ (child_env)
     done = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
-                          timeout=240, cwd=HERE, env=dict(os.environ, PYTHONPATH=path))
+                          timeout=240, cwd=HERE, env=child_env())
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
