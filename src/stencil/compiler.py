@@ -62,6 +62,7 @@ def _check_counts(**values) -> dict:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+_Result = TypeVar("_Result")
 
 
 def _limited(method: _Method) -> _Method:
@@ -397,8 +398,8 @@ class GrammarCompiler:
                 return t
         return m
 
-    def compile_async(self, fn: Callable[..., CompiledGrammar], *args, **kwargs) -> Future:
-        """Run ``fn(*args, **kwargs)`` (one of the ``compile_*`` methods) on a worker thread.
+    def compile_async(self, fn: Callable[..., _Result], *args, **kwargs) -> Future[_Result]:
+        """Run ``fn(*args, **kwargs)`` (a ``compile_*`` method, or a function that calls one) on a worker thread.
 
         Example::
 

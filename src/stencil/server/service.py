@@ -193,6 +193,7 @@ def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compi
     first budget-aware mask), each step under what is left of ``seconds``; ``compiled`` is released
     once the grammar is built (what the warm-up builds counts against the grammar memory limit)."""
     start = time.monotonic()
+    assert c.fn is not None   # prepare() returns before it compiles a constraint without a grammar
     g = c.fn(*c.args, **(c.kwargs or {}))  # the compiler's compile_timeout bounds this part
     compiled.release()
 

@@ -84,7 +84,7 @@ def _resolve(g: EbnfGrammar, node: Node, tokens: Optional[TokenTable]) -> Node:
         if node.negated:
             return Term(ANY_TEXT, pos=node.pos)
         specials, texts = resolve_tokens(g, node, tokens)
-        name = node.text or f"<[{','.join(map(str, node.ids))}]>"
+        name = node.shown()
         alts: list = [Term(regex_ast.literal(t), pos=node.pos) for t in texts]
         if specials:
             alts.append(_Special(tuple(specials), name))
@@ -164,7 +164,7 @@ class _Regular:
 
     def __init__(self):
         self.rules: dict[str, object] = {}   # regular rule -> regex
-        self._memo: dict[int, object] = {}
+        self._memo: dict[int, tuple[Node, object]] = {}   # id(node) -> (node, regex): the node kept alive
         self._depths: dict = {}                # postorder memo of regex depths
 
     def of(self, node: Node):

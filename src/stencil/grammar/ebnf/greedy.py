@@ -71,7 +71,7 @@ def _optional_lexemes(rules, num_nt: int, lex_null) -> tuple[list, int]:
     opt -> ε | k, and the new count of nonterminals."""
     rules = [list(r) for r in rules]
     opt_of: dict[int, int] = {}
-    extra = []
+    extra: list[tuple[int, tuple[int, ...]]] = []
     for r in rules:
         rhs = list(r[1])
         for i, s in enumerate(rhs):
