@@ -12,6 +12,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 from stencil._core import GrammarError
@@ -169,6 +170,8 @@ def _number(loc, s, key) -> Decimal:
     v = s[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise GrammarError(f"{key} at {where(loc, key)}: must be a number, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):   # json.loads reads NaN and Infinity
+        raise GrammarError(f"{key} at {where(loc, key)}: must be a finite number, got {v!r}")
     return to_decimal(v)
 
 
