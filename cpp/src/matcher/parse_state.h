@@ -63,7 +63,7 @@ class ParseState : private TextSource {
   // Back to frame `root` as it was (`top`) after a walk below it rewrote it and pushed frames.
   void restore(size_t root, const Frame& top) {
     frames_.resize(root + 1);
-    frames_[root] = top;
+    frames_.back() = top;  // frames_[root]; through back(), enter_at compiles as before it called this
     parser_.truncate(top.rows);
   }
   // restore, after a call was cut short by an exception (a time limit, a work limit) anywhere:
