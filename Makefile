@@ -55,7 +55,7 @@ lint: install
 	$(PY) -m mypy
 
 
-# The C++ unit tests (cpp/tests: thread pool, flat map, token trie, serialization, memory budget),
+# The C++ unit tests (cpp/tests: thread pool, flat map, token trie, serialization, memory limit),
 # linked against the core's static library without the Python module, in a build folder of their
 # own (build/cpp-tests: incremental, Release as the extension). The cmake of `make install` (on
 # PATH), else one installed into the venv. CPP_TEST_ARGS: parts of test case names to run. Under

@@ -2,7 +2,7 @@
 
 ``[ab]*a[ab]{25}`` ("the 26th character from the end is a") has 2**26 lexer states: every token
 of a random a/b text reaches new ones. The lazy lexer is a cache: past its memory limit (or half
-a budget) the compiled grammar renews it with its masks, and the matcher moves over by replaying
+a work limit) the compiled grammar renews it with its masks, and the matcher moves over by replaying
 its tokens. This prints, every ``--every`` tokens, the grammar's memory, lexer states, renewals,
 the process's resident memory and the time per token (mask + accept), so that flat memory and
 flat cost can be read off.

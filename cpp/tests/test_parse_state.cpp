@@ -68,6 +68,22 @@ TEST_CASE(parse_state_pushes_pops_and_restores_keep_rows_in_step) {
   CHECK_EQ(rows_of(ps), size_t(top0.rows));
 }
 
+TEST_CASE(parse_state_enter_at_is_restore_one_frame_up) {
+  // enter_at(n, f): n frames, the top one f with f's rows on the parser (what restore(n - 1, f) does).
+  Fixture f;
+  ParseState ps(*f.grammar, *f.lexer);
+  CHECK(push_all(ps, "ab"));
+  const Frame second = ps.frames()[2];
+  const size_t rows = rows_of(ps);
+  CHECK(push_all(ps, ",ca"));
+  ps.enter_at(3, second);
+  CHECK_EQ(ps.frames().size(), size_t(3));
+  CHECK_EQ(ps.frames().back().serial, second.serial);
+  CHECK_EQ(rows_of(ps), rows);
+  CHECK(push_all(ps, ",c"));  // goes on from "ab" as a fresh push would
+  CHECK_EQ(ps.bytes(1, 5), std::string("ab,c"));
+}
+
 TEST_CASE(parse_state_descend_keeps_a_shared_end) {
   Fixture f;
   ParseState ps(*f.grammar, *f.lexer);

@@ -30,14 +30,12 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from stencil.command_options import CliError, add_device_arguments, device_options
+
 __all__ = ["main"]
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
-
-
-class CliError(Exception):
-    """Bad input: printed as ``stencil: message`` with exit status 2."""
 
 
 class Progress:
@@ -237,32 +235,6 @@ def compile_target(target: Target, compiler) -> Any:
         return compiler.compile_choice(target.source)
     except stencil.GrammarError as e:
         raise CliError(f"unsupported or invalid {target.kind}: {e}") from None
-
-
-# ------------------------------------------------------------------------------ device, dtype
-
-def add_device_arguments(p) -> None:
-    """``--device`` and ``--dtype``, shared by ``generate`` and ``serve``."""
-    from stencil.models import DEVICES, DTYPES
-    p.add_argument("--device", choices=DEVICES, default="auto",
-                   help="where the model runs; auto: cuda when torch.cuda.is_available(), else cpu (default auto)")
-    p.add_argument("--dtype", choices=DTYPES, default="auto",
-                   help="the weights' dtype; auto: float32 on the CPU, bfloat16 on CUDA where the GPU has it, "
-                        "else float16 (default auto)")
-
-
-def device_options(args) -> tuple[str, str]:
-    """(device, dtype) that ``--device`` and ``--dtype`` resolve to; CliError naming the option
-    (cuda without CUDA, an unknown value) before anything loads."""
-    from stencil.models import ModelError, resolve_device, resolve_dtype
-    try:
-        device = resolve_device(args.device)
-    except ModelError as e:
-        raise CliError(f"--device {args.device}: {e}") from None
-    try:
-        return device, resolve_dtype(args.dtype, device)
-    except ModelError as e:
-        raise CliError(f"--dtype {args.dtype}: {e}") from None
 
 
 # ----------------------------------------------------------------------------------- commands

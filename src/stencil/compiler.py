@@ -62,6 +62,7 @@ def _check_counts(**values) -> dict:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+_Result = TypeVar("_Result")
 
 
 def _limited(method: _Method) -> _Method:
@@ -80,7 +81,7 @@ class GrammarCompiler:
     Limits guard against pathological input: ``max_lexer_states`` (lexer automaton states),
     ``lexer_fuel`` (derivative steps) and ``mask_cache_bytes`` (memory for cached masks per
     grammar). Exceeding them raises ``GrammarError``, never hangs. The lazy lexer is a cache:
-    when it passes half of its state or fuel budget, or ``lexer_memory_bytes``, it is started
+    when it passes half of its state or fuel limit, or ``lexer_memory_bytes``, it is started
     afresh with its masks and rebuilt on demand (``CompiledGrammar.num_lexer_renewals``), so a
     long generation under a pattern with a huge automaton keeps flat memory and never runs out.
     ``compile_timeout`` (seconds, default 5; None for none) bounds the wall-clock time of each
@@ -155,8 +156,8 @@ class GrammarCompiler:
         key = (grammar.hash(), not_enforced) if not_enforced else grammar.hash()
         with self._lock:
             hit = self._cache.get(key)
-            if hit is not None and hit.budget_exhausted:
-                # The lexer's budgets are over a compiled grammar's life: one that ran out would
+            if hit is not None and hit.work_limit_reached:
+                # The lexer's work limits are over a compiled grammar's life: one that ran out would
                 # fail every later request, so it is dropped and compiled afresh.
                 del self._cache[key]
                 hit = None
@@ -397,8 +398,8 @@ class GrammarCompiler:
                 return t
         return m
 
-    def compile_async(self, fn: Callable[..., CompiledGrammar], *args, **kwargs) -> Future:
-        """Run ``fn(*args, **kwargs)`` (one of the ``compile_*`` methods) on a worker thread.
+    def compile_async(self, fn: Callable[..., _Result], *args, **kwargs) -> Future[_Result]:
+        """Run ``fn(*args, **kwargs)`` (a ``compile_*`` method, or a function that calls one) on a worker thread.
 
         Example::
 

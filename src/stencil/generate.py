@@ -99,7 +99,7 @@ class _Model:
         """Logits (float32, CPU) after each of the last ``keep`` of ``tokens``: ``[keep, vocab]``."""
         torch = self.torch
         ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-        kw = {self._keep_arg: keep} if self._keep_arg else {}
+        kw: dict[str, Any] = {self._keep_arg: keep} if self._keep_arg else {}
         kw[self._cache_arg] = self.cache
         out = self.model(input_ids=ids, use_cache=True, **kw)
         self.length += len(tokens)
@@ -248,7 +248,7 @@ class _Loop:
         self.info = info
         self.out: list[int] = res.token_ids
         self.feed: list[int] = []
-        self.logits = None
+        self.logits: Any = None   # a torch tensor once a forward pass ran
         self.eos = set(info.eos_token_ids)
         self.bm = allocate_token_bitmask(1, info.vocab_size)
         self.eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
@@ -308,6 +308,7 @@ class _Loop:
         """Forced tokens and drafts are taken here (then _AGAIN, or a finish reason a draft step
         reached); "grammar" when only EOS is allowed; otherwise None, with ``bm`` the step's mask."""
         matcher = self.matcher
+        assert matcher is not None   # the grammar's steps run with a grammar only
         if jump_forward and self._take_forced():
             return _AGAIN
         drafts = _draft_tokens(matcher, self.lm.tokenizer, self.limit - len(self.out)) if draft else []
@@ -341,11 +342,13 @@ class _Loop:
     def _take_forced(self) -> bool:
         """Accept the run of forced tokens, if any. They fit the budget: when one token is
         allowed, it is the first byte token of every completion, the one the budget keeps."""
-        forced = self.matcher.forced_tokens()[:self.limit - len(self.out)]
+        matcher = self.matcher
+        assert matcher is not None   # called by _grammar_step
+        forced = matcher.forced_tokens()[:self.limit - len(self.out)]
         if not forced:
             return False
         for t in forced:
-            if not self.matcher.accept_token(t):
+            if not matcher.accept_token(t):
                 raise RuntimeError(f"internal error: forced token {t} was refused")
         self.out.extend(forced)
         self.feed = self.feed + forced
@@ -378,6 +381,7 @@ class _Loop:
         mask of the matcher's current state, and ``logits`` the next-token logits when ``feed``
         is empty."""
         net, matcher, sampler, bm = self.net, self.matcher, self.sampler, self.bm
+        assert matcher is not None   # called by _grammar_step
         if self.feed:
             rows = net.forward(list(self.feed) + drafts, keep=len(drafts) + 1)
         else:
@@ -419,6 +423,7 @@ class _Loop:
         """One forward pass over ``feed`` and a draft: the accepted draft tokens and one more are
         appended; a finish reason or None."""
         matcher, net, drafter = self.matcher, self.net, self.drafter
+        assert drafter is not None   # set by speculate(), which turns these steps on
         drafter.sync(self.out)
         bm = self.bm if matcher is not None else None
         # No draft rides on the prompt's pass: tokens/s leaves prefill out, and a draft there would

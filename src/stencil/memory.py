@@ -1,4 +1,4 @@
-"""One memory budget for the whole process.
+"""One memory limit for the whole process.
 
 What stencil builds lazily while masks are filled (each compiled grammar's lexer automaton, its
 derivative cache and completion tables, its mask cache, and each tokenizer's cache of inner masks
@@ -57,16 +57,16 @@ def set_memory_limit(limit: int | None) -> int:
 
 
 def memory_usage() -> dict[str, int]:
-    """The process-wide budget's counters.
+    """The process-wide memory limit's counters.
 
     Keys: ``total`` (bytes counted), ``limit``, ``lexers``, ``masks``, ``shared_masks`` and
     ``grammar_ir`` (bytes by kind; they add up to ``total``; ``grammar_ir`` is the compiled
-    grammars' rules and expressions, freed only with them: the budget never evicts it, a
+    grammars' rules and expressions, freed only with them: the limit never evicts it, a
     ``GrammarCompiler``'s cache drops its least recently used grammars while the total is over
     the limit), ``retired`` (the part of ``lexers`` and ``masks`` in
     dropped lazy state that a matcher still holds: freed at that matcher's next call or when it is
     deleted), ``grammars`` and ``vocabularies`` (caches tracked), ``evictions`` (grammars whose
-    lazy state the budget dropped) and ``shared_trims`` (times a shared mask cache was trimmed).
+    lazy state the limit dropped) and ``shared_trims`` (times a shared mask cache was trimmed).
     ``lexers`` + ``masks`` - ``retired`` is the sum of the grammars' ``memory_bytes``, and
     ``shared_masks`` that of the tokenizers' ``shared_mask_bytes``. An inner mask held both by a
     grammar and by its tokenizer's shared cache counts in ``masks`` and in ``shared_masks``, so
@@ -100,8 +100,8 @@ def resident_bytes(pid: int | None = None) -> int:
 
 
 def reclaim() -> None:
-    """Run the budget's eviction now if the process is over its limit, and hand freed heap pages
-    back to the OS soon after. The budget is enforced as matchers step; call this when work ends
+    """Run the memory limit's eviction now if the process is over its limit, and hand freed heap pages
+    back to the OS soon after. The limit is enforced as matchers step; call this when work ends
     (a request done or refused) so that what its grammars built goes back under the limit without
     waiting for another grammar's next step."""
     _core.set_memory_limit(_core.memory_usage()["limit"])  # re-applying the limit enforces it

@@ -126,7 +126,7 @@ class _Walk:
 
     def emit(self, node, depth: int, out: list) -> None:
         rng = self.rng
-        # past the depth or size budget, take the ways out that finish soonest
+        # past the depth or size limit, take the ways out that finish soonest
         deep = depth > self.max_depth or self.size > self.max_len
         if isinstance(node, Ref):
             self.emit(self.g.rules[node.name].body, depth + 1, out)

@@ -107,7 +107,7 @@ def metaspace_decode(s: str, byte_fallback: bool = True, replacement: str = META
 
 
 def infer_ids(special: Mapping[int, str], names: Iterable[str]) -> list[int]:
-    by_name = {}
+    by_name: dict[str, int] = {}
     for i, name in special.items():
         by_name.setdefault(name, i)
     return [by_name[n] for n in names if n in by_name]

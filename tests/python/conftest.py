@@ -2,10 +2,12 @@
 a small printable-ASCII tokenizer (for limits, where a real vocabulary only adds time), and the
 default model. A test file that needs another setup defines a fixture of the same name, which
 takes precedence over these. Converted GGUF models are cached in a folder of the test session,
-not in the user's cache."""
+not in the user's cache. :func:`child_env` is the environment of a child Python process that imports
+test helpers."""
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 
 import pytest
@@ -14,6 +16,20 @@ import stencil
 from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401  (hooks: skips fail under CI)
 from generation_model import default_model
 from tokenizers_zoo import get
+
+#: the repository root: benchmarks/ (which the tokenizer zoo imports) lives there, not installed
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def child_env(**extra: str) -> dict:
+    """os.environ for a child Python process that may import the tokenizer zoo or benchmarks/:
+    pytest's ``pythonpath`` (pyproject.toml) reaches only this process, so the repository root
+    goes on the child's PYTHONPATH. ``extra`` adds variables. Example::
+
+        subprocess.run([sys.executable, "probe.py"], env=child_env(PYTHONUNBUFFERED="1"), cwd=HERE)
+    """
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, **extra)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import sys
 from dataclasses import dataclass, field
+from typing import Callable, NoReturn
 
 MAX_CP = 0x10FFFF
 ANY = ("cls", ((0, 0xD7FF), (0xE000, MAX_CP)))
@@ -62,12 +63,29 @@ def _is_name(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c in "-_")
 
 
-class _Gbnf:
-    def __init__(self, text: str):
-        self.s, self.i, self.rules = text, 0, {}
+class TextReader:
+    """A cursor over grammar text (``s``, offset ``i``) for the oracle's GBNF and Lark readers:
+    ``fail`` names the offset, ``name`` reads a name of the characters ``is_name`` accepts."""
 
-    def fail(self, what: str):
+    def __init__(self, text: str, is_name: Callable[[str], bool]):
+        self.s, self.i, self.is_name = text, 0, is_name
+
+    def fail(self, what: str) -> NoReturn:
         raise OracleSyntaxError(f"{what} at offset {self.i}: {self.s[self.i:self.i + 20]!r}")
+
+    def name(self) -> str:
+        j = self.i
+        while self.i < len(self.s) and self.is_name(self.s[self.i]):
+            self.i += 1
+        if j == self.i:
+            self.fail("expected a name")
+        return self.s[j:self.i]
+
+
+class _Gbnf(TextReader):
+    def __init__(self, text: str):
+        super().__init__(text, _is_name)
+        self.rules: dict = {}
 
     def space(self) -> None:
         s = self.s
@@ -79,14 +97,6 @@ class _Gbnf:
                 self.i += 1
             else:
                 return
-
-    def name(self) -> str:
-        j = self.i
-        while self.i < len(self.s) and _is_name(self.s[self.i]):
-            self.i += 1
-        if j == self.i:
-            self.fail("expected a name")
-        return self.s[j:self.i]
 
     def rule_starts_here(self) -> bool:
         j = self.i

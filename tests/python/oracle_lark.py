@@ -11,7 +11,7 @@ terminal used in a rule is one terminal that ``%ignore`` matches may precede; no
 """
 from __future__ import annotations
 
-from oracle_grammars import OGrammar, OracleSyntaxError, lit, parse_regex, with_cases
+from oracle_grammars import OGrammar, OracleSyntaxError, TextReader, lit, parse_regex, with_cases
 
 # Lark's common.lark, the terminals the tests import (ESCAPED_STRING needs a lookbehind: left out).
 COMMON = r'''
@@ -53,13 +53,11 @@ def _is_name(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "_")
 
 
-class _Lark:
+class _Lark(TextReader):
     def __init__(self, text: str, g: OGrammar):
-        self.s, self.i, self.depth, self.g = text, 0, 0, g
+        super().__init__(text, _is_name)
+        self.depth, self.g = 0, g
         self.ignores: list = []
-
-    def fail(self, what: str):
-        raise OracleSyntaxError(f"{what} at offset {self.i}: {self.s[self.i:self.i + 20]!r}")
 
     def blank(self, newlines: bool) -> None:
         s = self.s
@@ -94,21 +92,13 @@ class _Lark:
             if self.i < len(self.s) and self.s[self.i] != "\n":
                 self.fail("expected the end of the line")
 
-    def word(self) -> str:
-        j = self.i
-        while self.i < len(self.s) and _is_name(self.s[self.i]):
-            self.i += 1
-        if j == self.i:
-            self.fail("expected a name")
-        return self.s[j:self.i]
-
     def definition(self) -> None:
         while self.s[self.i] in "?!":
             self.i += 1
-        name = self.word()
+        name = self.name()
         if self.s.startswith(".", self.i):
             self.i += 1
-            self.word()   # priority
+            self.name()   # priority
         if self.s.startswith("{", self.i):
             self.fail("templates")
         self.space()
@@ -123,7 +113,7 @@ class _Lark:
 
     def directive(self) -> None:
         self.i += 1
-        what = self.word()
+        what = self.name()
         self.blank(False)
         if what == "ignore":
             self.ignores.append(self.alternatives(in_rule=False))
@@ -138,13 +128,13 @@ class _Lark:
         self.i += len("common")
         if self.s.startswith(".", self.i):
             self.i += 1
-            name = self.word()
+            name = self.name()
             self.blank(False)
             alias = name
             if self.s.startswith("->", self.i):
                 self.i += 2
                 self.blank(False)
-                alias = self.word()
+                alias = self.name()
             self.copy_common(name, alias)
             return
         self.blank(False)
@@ -183,7 +173,7 @@ class _Lark:
             if self.s.startswith("->", self.i):
                 self.i += 2
                 self.space()
-                self.word()   # an alias names the tree node only
+                self.name()   # an alias names the tree node only
                 self.space()
             if self.i >= len(self.s) or self.s[self.i] in "|)]\n":
                 return ("cat", tuple(items))
@@ -206,7 +196,7 @@ class _Lark:
         elif c == "/":
             e = self.regex()
         elif _is_name(c):
-            name = self.word()
+            name = self.name()
             if not name.lstrip("_")[:1].isupper():
                 return ("ref", name)
             e = ("ref", _t(name))
@@ -274,10 +264,10 @@ class _Lark:
             elif c == "~":
                 self.i += 1
                 self.blank(False)
-                lo = hi = int(self.word())
+                lo = hi = int(self.name())
                 if s.startswith("..", self.i):
                     self.i += 2
-                    hi = int(self.word())
+                    hi = int(self.name())
                 if hi < lo:
                     self.fail("bad repeat")
                 e = ("rep", e, lo, hi)

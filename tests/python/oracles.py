@@ -534,24 +534,24 @@ class RNode:
             return s
         return "(?:" + s + ")"
 
-    def sample(self, rng: random.Random, budget: list) -> str:
+    def sample(self, rng: random.Random, room: list) -> str:
         k = self.kind
         if k == "lit":
             return self.value
         if k in ("cls", "dot", "digit"):
             return sample_char(rng, self)
         if k == "cat":
-            return "".join(c.sample(rng, budget) for c in self.kids)
+            return "".join(c.sample(rng, room) for c in self.kids)
         if k == "alt":
-            return rng.choice(self.kids).sample(rng, budget)
+            return rng.choice(self.kids).sample(rng, room)
         if k == "group":
-            return self.kids[0].sample(rng, budget)
+            return self.kids[0].sample(rng, room)
         if k == "rep":
             lo, hi, _ = self.value
             top = lo + 3 if hi == -1 else hi
-            n = rng.randint(lo, top) if budget[0] > 0 else lo
-            budget[0] -= n
-            return "".join(self.kids[0].sample(rng, budget) for _ in range(n))
+            n = rng.randint(lo, top) if room[0] > 0 else lo
+            room[0] -= n
+            return "".join(self.kids[0].sample(rng, room) for _ in range(n))
         raise AssertionError(k)
 
 

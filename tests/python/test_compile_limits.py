@@ -135,7 +135,7 @@ def test_lark_unit_chains_scale_linearly(tok):
     assert large / small < 32
 
 
-def test_a_grammar_whose_lexer_budget_ran_out_is_not_served_from_the_cache(tok):
+def test_a_grammar_whose_lexer_work_limit_ran_out_is_not_served_from_the_cache(tok):
     compiler = stencil.GrammarCompiler(tok, max_lexer_states=300)
     g = compiler.compile_regex("[ab]*a[ab]{12}")
     assert compiler.compile_regex("[ab]*a[ab]{12}") is g   # cached while healthy
@@ -143,13 +143,13 @@ def test_a_grammar_whose_lexer_budget_ran_out_is_not_served_from_the_cache(tok):
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     ids = {tok.token_bytes(i): i for i in range(tok.vocab_size)}
     rng = random.Random(0)
-    with pytest.raises(stencil.GrammarError, match="lexer state budget exceeded"):
-        for _ in range(5000):   # 2**13 states of the automaton: the budget runs out on the way
+    with pytest.raises(stencil.GrammarError, match="lexer state limit exceeded"):
+        for _ in range(5000):   # 2**13 states of the automaton: the state limit is reached on the way
             m.fill_next_token_bitmask(bm, 0)
             assert m.accept_token(ids[rng.choice([b"a", b"b"])])
-    assert g.budget_exhausted
+    assert g.work_limit_reached
     fresh = compiler.compile_regex("[ab]*a[ab]{12}")
-    assert fresh is not g and not fresh.budget_exhausted
+    assert fresh is not g and not fresh.work_limit_reached
     m = stencil.Matcher(fresh)
     assert m.accept_string("b" * 3 + "a" + "b" * 12) and m.is_accepting()
 

@@ -1,5 +1,5 @@
 """No input crashes the process: pathological regexes, malformed IR and serialized grammars,
-out-of-range token ids and misuse of the Matcher all give clear errors, within budgets."""
+out-of-range token ids and misuse of the Matcher all give clear errors, within work limits."""
 from __future__ import annotations
 
 import time
@@ -54,13 +54,13 @@ def test_pathological_regexes_compile_fast_and_match(deepseek, pattern, text):
     assert m.is_accepting()
 
 
-def test_lexer_state_budget_is_an_error_not_a_hang():
+def test_lexer_state_limit_is_an_error_not_a_hang():
     tok = small_vocab()
     compiler = stencil.GrammarCompiler(tok, max_lexer_states=50)
     # Counting a's up to 1000 needs a new lexer state per step.
     g = compiler.compile_regex(r"a{0,1000}b")
     m = stencil.Matcher(g)
-    with pytest.raises(GrammarError, match="lexer state budget"):
+    with pytest.raises(GrammarError, match="lexer state limit"):
         for _ in range(200):
             m.accept_string("a")
 
@@ -71,7 +71,7 @@ def test_derivative_fuel_is_an_error_not_a_hang():
     g = compiler.compile_regex("|".join(f"w{i}" for i in range(3000)))
     m = stencil.Matcher(g)
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
-    with pytest.raises(GrammarError, match="budget"):
+    with pytest.raises(GrammarError, match="work limit"):
         m.fill_next_token_bitmask(bm, 0)
 
 

@@ -95,7 +95,7 @@ def test_case_insensitive_stop_and_suffix_strings(env):
     env.check(plain, ["to doend!"], ["to doEND!"])
 
 
-def _budget_step(info, state, tok, n: int, chars: str):
+def _token_limit_step(info, state, tok, n: int, chars: str):
     """One token of llguidance's max_tokens on `start: "<" r ">"`, `r[max_tokens=n]: /[chars]+/`:
     the next state, or None. When a token ends inside r and r has then spanned n tokens, r ends
     there (">" must follow). State: (phase, letters in r, tokens r spans)."""
@@ -132,9 +132,9 @@ def _oracle_mask(info, seq, n: int, chars: str, relevant):
     want = np.zeros(info.vocab_size, dtype=bool)
     state = ("open", 0, 0)
     for t in seq:
-        state = _budget_step(info, state, t, n, chars)
+        state = _token_limit_step(info, state, t, n, chars)
     for t in relevant:
-        want[t] = _budget_step(info, state, t, n, chars) is not None
+        want[t] = _token_limit_step(info, state, t, n, chars) is not None
     for e in info.eos_token_ids:
         want[e] = state[0] == "done"
     return want
@@ -341,7 +341,7 @@ NUMBER: /[0-9]+/
     env.check(g, ["-12", "7"], ["-", "1-2"])
 
 
-def test_budgets_and_initial_skip_survive_serialization(env):
+def test_token_limits_and_initial_skip_survive_serialization(env):
     # the core keeps max_tokens and "not before the first lexeme" in the serialized grammar
     from stencil.grammar.ebnf.lark import lark_grammar
     g = lark_grammar('%llguidance {}\n%ignore " "\nstart: "<" r ">"\nr[max_tokens=2]: /[a-z]+/')

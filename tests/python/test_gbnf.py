@@ -258,7 +258,7 @@ def test_error_on_non_string():
 
 
 def test_context_free_fallback_is_exact(env, monkeypatch):
-    """Past its work budget the LR(1) analysis gives way to a FOLLOW-set check, which splits
+    """Past its work limit the LR(1) analysis gives way to a FOLLOW-set check, which splits
     more but must stay exact."""
     import stencil.grammar.ebnf.greedy as greedy
     monkeypatch.setattr(greedy, "MAX_WORK", 5)

@@ -31,6 +31,16 @@ def test_gbnf_syntax_known_answers():
             parse_gbnf(bad)
 
 
+def test_the_readers_names_differ_only_in_dashes():
+    """GBNF names take "-", Lark's do not; both readers (one TextReader) say where a name is missing."""
+    lang(parse_gbnf('root ::= my-rule\nmy-rule ::= "a"'), ["a"], ["", "aa"])
+    lang(lark('start: my_rule\nmy_rule: "a"'), ["a"], ["", "aa"])
+    with pytest.raises(OracleSyntaxError, match="expected ':' at offset 13"):   # the name ends at "-"
+        lark('start: "a"\nmy-rule: "a"')
+    with pytest.raises(OracleSyntaxError, match="expected a name at offset 0"):
+        parse_gbnf('::= "a"')
+
+
 def test_dead_rules():
     assert dead_rules(parse_gbnf('root ::= "a" | r1\nr1 ::= r1 "b"')) == {"r1"}
     assert dead_rules(parse_gbnf('root ::= root "a"')) == {"root"}

@@ -102,6 +102,15 @@ def test_multiple_of_beside_a_range_past_the_residue_limit_is_an_error():
         json_schema_grammar({"type": "integer", "multipleOf": 7919, "minimum": 1})
 
 
+@pytest.mark.parametrize("key", ["multipleOf", "minimum", "exclusiveMaximum"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_bound_that_is_not_finite_is_an_error_naming_it(key, value):
+    # Python's json.loads reads NaN and Infinity; a multipleOf of either crashed the reader
+    # (decimal.InvalidOperation, TypeError)
+    with pytest.raises(stencil.GrammarError, match=f"{key} at .*: must be a finite number"):
+        json_schema_grammar({"type": "number", key: value})
+
+
 def test_draft4_integer_has_no_fraction(compiler):
     g4 = compiler.compile_grammar(json_schema_grammar(
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}))

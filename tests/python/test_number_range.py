@@ -224,17 +224,17 @@ _ALPHABET = "0125.-+e"
 
 def _completion(g, prefix, lo, lo_x, hi, hi_x, integer, depth):
     """A completion of `prefix` in range, searched depth-first through the bytes the matcher
-    allows (iterative deepening, a node budget per depth), or None."""
-    def dfs(m, text, left, budget):
+    allows (iterative deepening, a node limit per depth), or None."""
+    def dfs(m, text, left, nodes):
         if _in_range(text, lo, lo_x, hi, hi_x, integer):
             return text
-        if left == 0 or budget[0] <= 0:
+        if left == 0 or nodes[0] <= 0:
             return None
         for c in "0123456789e-+.":
             f = m.fork()
-            budget[0] -= 1
+            nodes[0] -= 1
             if f.accept_string(c):
-                found = dfs(f, text + c, left - 1, budget)
+                found = dfs(f, text + c, left - 1, nodes)
                 if found is not None:
                     return found
         return None

@@ -2,7 +2,7 @@
 share a word, and whether a greedy lexer could run past the end of a lexeme. Checked against a
 brute-force search over short words with Python's re, on answers a conservative automaton got
 wrong (wide bounded repetitions), on UTF-8 lead bytes, and in batches (one scratch build answers
-many questions; one the core cannot finish within its budget answers yes, alone)."""
+many questions; one the core cannot finish within its work limit answers yes, alone)."""
 import itertools
 import re
 
@@ -81,16 +81,16 @@ def test_batches_answer_like_brute_force():
     assert can_run_into_all(asked) == [_runs_into(x, f, y) for x, f, y in triples]
 
 
-def test_a_question_past_the_budget_answers_yes_alone():
+def test_a_question_past_the_work_limit_answers_yes_alone():
     """Proving [ab]*a[ab]{20} and [ab]*b[ab]{20} disjoint needs about 2^21 states, past the core's
-    work budget: that question answers yes (the safe side), the others in its batch exactly."""
+    work limit: that question answers yes (the safe side), the others in its batch exactly."""
     hard = (parse_regex("[ab]*a[ab]{20}"), parse_regex("[ab]*b[ab]{20}"))
     assert intersects_all([(parse_regex("a+"), parse_regex("a")), hard, (parse_regex("a"), parse_regex("b+"))]) \
         == [True, True, False]
 
 
 def test_the_compile_deadline_ends_the_questions():
-    """CompileTimeout is a GrammarError, but not a work budget: it ends the compilation instead of
+    """CompileTimeout is a GrammarError, but not a work limit: it ends the compilation instead of
     turning every question into a yes."""
     hard = (parse_regex("[ab]*a[ab]{20}"), parse_regex("[ab]*b[ab]{20}"))
     with pytest.raises(CompileTimeout), compile_deadline(0.2, "test"):

@@ -14,7 +14,7 @@ httpx = pytest.importorskip("httpx")
 jsonschema = pytest.importorskip("jsonschema")
 
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
-#: a string whose length is a multiple of every prime to 53: its lexer work runs out of budget
+#: a string whose length is a multiple of every prime to 53: its lexer work reaches its limit
 MOD_STRING = {"type": "string", "allOf": [{"pattern": "^(.{%d})*$" % p} for p in PRIMES]}
 #: the same string behind a cheap start: compiles and warms up fast, then its mask inside the
 #: string costs seconds, in the middle of a running batch
@@ -92,7 +92,7 @@ def test_grammar_too_expensive_mid_batch_fails_alone(base_url):
 def test_grammar_too_expensive_at_first_mask_is_a_400(base_url):
     r = asyncio.run(_beside_victims(base_url, _schema(MOD_STRING)))
     err = _error(r, 400)
-    assert "too expensive" in err["message"] or "budget" in err["message"], err
+    assert "too expensive" in err["message"] or "limit" in err["message"], err
 
 
 def test_duplicate_key_dead_end_is_served(base_url):

@@ -1,5 +1,5 @@
 """`stencil serve` under a memory limit: hostile grammars (many distinct hungry patterns, a huge
-enum, a pattern with a huge automaton, a grammar whose lexer runs out of budget) keep the grammar
+enum, a pattern with a huge automaton, a grammar whose lexer reaches its work limit) keep the grammar
 memory under the configured limit and the process's resident memory under its RSS limit
 (``ServerLimits.rss_limit``), during and after them, while ordinary requests still succeed."""
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_rss_stays_under_its_limit():
         assert sampler.limit <= LIMIT
         assert after["grammar_memory"]["evictions"] > 0          # the limit was reached and enforced
         # calls are watched from inside: the count passes the limit by at most half (measured:
-        # 162 MB, was 280-380 MB when the budget looked only between calls)
+        # 162 MB, was 280-380 MB when the memory limit was looked at only between calls)
         assert sampler.grammar <= LIMIT + LIMIT // 2 + LIMIT // 16, sampler.at_peak
         assert after["grammar_memory"]["total"] <= LIMIT, after["grammar_memory"]
     finally:
@@ -138,12 +138,12 @@ def test_rss_limit_below_the_loaded_model_is_refused():
     from generation_model import default_model
     from stencil.memory import resident_bytes
     from stencil.server import ServerLimits
-    from stencil.server.resident import ResidentBudget
+    from stencil.server.resident import ResidentLimit
     default_model()
     with pytest.raises(ValueError, match="rss_limit"):
         ServerLimits(rss_limit=0)
     with pytest.raises(ValueError, match=r"rss_limit \(\d+ MB\) must be above the server's resident memory"):
-        ResidentBudget(resident_bytes() // 2)
+        ResidentLimit(resident_bytes() // 2)
     pytest.importorskip("fastapi")
     from stencil.server import create_app
     with pytest.raises(ValueError, match="with the model loaded"):

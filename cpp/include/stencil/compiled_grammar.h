@@ -28,17 +28,17 @@ class CompiledGrammar {
   std::shared_ptr<const LexerEpoch> epoch() const;
   // The current epoch's address, for a cheap "is mine still current" test.
   const LexerEpoch* current_epoch() const { return current_.load(std::memory_order_acquire); }
-  // Starts a new epoch if `e` is still the current one and has passed half a budget or its
+  // Starts a new epoch if `e` is still the current one and has passed half a work limit or its
   // memory limit; cheap when it has not grown much since it was last measured. Called at every
-  // matcher step: it also marks the grammar used and enforces the process memory budget.
+  // matcher step: it also marks the grammar used and enforces the process memory limit.
   void renew_if_full(const LexerEpoch& e) const;
   uint64_t num_renewals() const;
-  // Drops the lazy state now (the process memory budget's eviction): starts a fresh epoch and
+  // Drops the lazy state now (the process memory limit's eviction): starts a fresh epoch and
   // returns the old one, which its matchers keep until their next call.
   std::shared_ptr<const LexerEpoch> renew() const { return renew_from(nullptr); }
   // A fresh epoch in place of `e` (any epoch when null); null when `e` is no longer current.
   std::shared_ptr<const LexerEpoch> renew_from(const LexerEpoch* e) const;
-  // When a matcher last used the grammar, on the memory budget's clock.
+  // When a matcher last used the grammar, on the memory limit's clock.
   uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
   const CompileLimits& limits() const { return limits_; }
   std::shared_ptr<const Grammar> grammar_ptr() const { return grammar_; }
@@ -52,7 +52,7 @@ class CompiledGrammar {
   void set_not_enforced(std::vector<Note> notes) { not_enforced_ = std::move(notes); }
 
  private:
-  struct Tracker;  // the grammar as the memory budget sees it
+  struct Tracker;  // the grammar as the memory limit sees it
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocab_;
@@ -62,7 +62,7 @@ class CompiledGrammar {
   mutable std::atomic<const LexerEpoch*> current_{nullptr};
   mutable std::atomic<uint64_t> last_used_{0};
   std::unique_ptr<Tracker> tracker_;
-  size_t grammar_bytes_ = 0;  // the grammar's, charged to the memory budget while this lives
+  size_t grammar_bytes_ = 0;  // the grammar's, charged to the memory limit while this lives
   std::vector<Note> not_enforced_;
 };
 

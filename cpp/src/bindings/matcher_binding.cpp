@@ -102,8 +102,8 @@ void bind_matcher(nb::module_& m) {
       .def_prop_ro("grammar_bytes", &CompiledGrammar::grammar_bytes)
       .def_prop_ro("num_lexer_states", [](const CompiledGrammar& g) { return g.epoch()->lexer.num_states(); })
       .def_prop_ro(
-          "budget_exhausted", [](const CompiledGrammar& g) { return g.epoch()->lexer.budget_exhausted(); },
-          "Whether a work budget of the lazy lexer has run out (new matchers would fail).")
+          "work_limit_reached", [](const CompiledGrammar& g) { return g.epoch()->lexer.work_limit_reached(); },
+          "Whether a work limit of the lazy lexer is reached (new matchers would fail).")
       .def_prop_ro("num_lexer_renewals", &CompiledGrammar::num_renewals,
                    "How many times the lazy lexer and its mask cache were dropped and started afresh.")
       .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); })

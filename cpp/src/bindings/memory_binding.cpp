@@ -1,9 +1,9 @@
-// The process-wide memory budget (support/memory_budget.h). stencil.memory checks the arguments
+// The process-wide memory limit (support/memory_limit.h). stencil.memory checks the arguments
 // and documents the API; these are the raw calls.
 #include <nanobind/nanobind.h>
 
 #include "bindings/bindings.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
 namespace nb = nanobind;
 using namespace stencil;
@@ -12,7 +12,7 @@ static nb::dict usage_dict() {
   MemoryUsage u;
   {
     nb::gil_scoped_release release;  // measuring waits for lexers that other threads are growing
-    u = MemoryBudget::get().usage();
+    u = MemoryLimit::get().usage();
   }
   nb::dict d;
   d["total"] = u.total;
@@ -34,12 +34,12 @@ void bind_memory(nb::module_& m) {
       "set_memory_limit",
       [](size_t limit) {
         nb::gil_scoped_release release;
-        return MemoryBudget::get().set_limit(limit);
+        return MemoryLimit::get().set_limit(limit);
       },
       nb::arg("limit"), "Sets the process-wide memory limit in bytes (0: the default); returns the previous one.");
-  m.def("memory_usage", &usage_dict, "The process-wide memory budget's counters, in bytes.");
+  m.def("memory_usage", &usage_dict, "The process-wide memory limit's counters, in bytes.");
   m.def(
-      "memory_over_limit", [] { return MemoryBudget::get().total() > MemoryBudget::get().limit(); },
+      "memory_over_limit", [] { return MemoryLimit::get().total() > MemoryLimit::get().limit(); },
       "Whether the counted total is over the limit (as last measured: no lexer is measured).");
-  m.attr("DEFAULT_MEMORY_LIMIT") = MemoryBudget::default_limit();
+  m.attr("DEFAULT_MEMORY_LIMIT") = MemoryLimit::default_limit();
 }

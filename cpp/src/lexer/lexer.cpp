@@ -33,7 +33,7 @@ uint32_t Lexer::intern_state(Pairs pairs) const {
   if (it != state_ids_.end()) return it->second;
   uint32_t id = num_states_.load(std::memory_order_relaxed);
   if (id >= limits_.max_states)
-    throw BudgetError("lexer state budget exceeded: more than " + std::to_string(limits_.max_states) +
+    throw BudgetError("lexer state limit exceeded: more than " + std::to_string(limits_.max_states) +
                       " lexer states (raise max_lexer_states to allow it)");
   uint32_t blk = id >> kBlockBits;
   if (!blocks_[blk]) {
@@ -282,7 +282,7 @@ uint32_t Lexer::initial_state(uint32_t start) const {
   return without(start, [&](uint32_t lex) { return lexemes_[lex].ignore && lexemes_[lex].not_initial; });
 }
 
-bool Lexer::budget_exhausted() const {
+bool Lexer::work_limit_reached() const {
   std::lock_guard<std::mutex> lock(mu_);
   return num_states_.load(std::memory_order_relaxed) >= limits_.max_states || store_.size() >= store_.max_nodes() ||
          deriver_.exhausted();
@@ -311,7 +311,7 @@ void Lexer::set_cache_cap(size_t bytes) {
 }
 
 // Read off sizes and capacities (support/heap_size.h), the states' own vectors summed as they
-// are made (state_bytes_): cheap enough for the budget to measure every so many new states.
+// are made (state_bytes_): cheap enough for the memory limit to measure every so many new states.
 size_t Lexer::memory_bytes() const {
   size_t starts = 0;
   {

@@ -82,14 +82,14 @@ class Lexer {
   uint32_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   size_t memory_bytes() const;
   // A lock-free estimate of memory_bytes, moved as the lexer grows (states, expressions,
-  // cached derivatives): the memory budget measures the lexer when it has grown enough.
+  // cached derivatives): the memory limit measures the lexer when it has grown enough.
   size_t growth() const { return growth_.load(std::memory_order_relaxed); }
   // Caps the derivative cache at about `bytes` (it starts afresh past it).
   void set_cache_cap(size_t bytes);
-  // Whether a budget over the lexer's life (states, expressions, derivative fuel) has run out:
+  // Whether a work limit over the lexer's life (states, expressions, derivative fuel) is reached:
   // any generation that needs new states would fail from now on.
-  bool budget_exhausted() const;
-  size_t num_exprs() const;   // expressions in the lexer's store (the max_exprs budget)
+  bool work_limit_reached() const;
+  size_t num_exprs() const;   // expressions in the lexer's store (the max_exprs limit)
   uint64_t fuel_used() const;
   std::string describe_state(uint32_t s) const;
   // The lexemes still alive in state s (sorted, each once): those some continuation may end.
@@ -188,7 +188,7 @@ class Lexer {
   ByteClasses classes_;
   int num_classes_;
   mutable std::mutex mu_;
-  static constexpr uint32_t kMaxBlocks = 4096;  // with 256-state blocks: 1M states (the default budget)
+  static constexpr uint32_t kMaxBlocks = 4096;  // with 256-state blocks: 1M states (the default limit)
   mutable std::unique_ptr<Block> blocks_[kMaxBlocks];
   mutable std::atomic<uint32_t> num_states_{0};
   mutable std::atomic<size_t> growth_{0};

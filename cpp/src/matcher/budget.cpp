@@ -144,14 +144,16 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Finis
 }
 
 // Whether node i's sub-trie stays inside its parent's lexeme (a string body): then it is costed
-// here without the parser, and the walk goes on after it.
+// here without the parser, and the walk goes on after it. Called by Visit::took only for a node
+// with children whose parent has read a byte of its lexeme (that check is inline there, so that
+// leaves make no call).
 bool TokenBudget::take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node,
                             size_t root) {
   const TokenTrie& trie = vocab_.trie();
   const Lexer& lexer = ps.lexer();
   const Frame& parent = ps.frames()[root + node.depth - 1];
   const CharSummary& chars = trie.summaries()[i];
-  if (node.subtree_size <= 1 || parent.fresh || chars.has(CharSummary::kPoison)) return false;
+  if (chars.has(CharSummary::kPoison)) return false;
   const uint32_t state = parent.state;
   // A sub-trie of ASCII characters that each lead the parent's state back to itself stays in that
   // state to its every token's end: one cost for all of them, no walk.

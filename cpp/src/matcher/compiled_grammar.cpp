@@ -3,7 +3,7 @@
 #include "matcher/finish_cost.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
 namespace stencil {
 
@@ -13,12 +13,12 @@ LexerEpoch::LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t n
       number(n) {
   // Past a quarter of what the lexer may hold, the derivative cache starts afresh: within one
   // long call (a first search over a large grammar) nothing else bounds it.
-  lexer.set_cache_cap(std::min(limits.lexer_memory_bytes, MemoryBudget::get().limit()) / 4);
+  lexer.set_cache_cap(std::min(limits.lexer_memory_bytes, MemoryLimit::get().limit()) / 4);
   measure_lexer();  // the expressions a large grammar starts with count from the first step
 }
 
 LexerEpoch::~LexerEpoch() {
-  MemoryBudget::get().charge(kLexerMemory, -static_cast<int64_t>(lexer_bytes.load(std::memory_order_relaxed)));
+  MemoryLimit::get().charge(kLexerMemory, -static_cast<int64_t>(lexer_bytes.load(std::memory_order_relaxed)));
 }
 
 size_t LexerEpoch::measure_lexer() const {
@@ -30,10 +30,10 @@ size_t LexerEpoch::measure_lexer() const {
     if (lock.owns_lock() && finish) finish_bytes.store(finish->bytes(), std::memory_order_relaxed);
   }
   now += finish_bytes.load(std::memory_order_relaxed);
-  // An exchange keeps the budget's sum equal to the epochs' counts whatever the order of two
+  // An exchange keeps the limit's count equal to the epochs' counts whatever the order of two
   // threads measuring at once.
   const size_t before = lexer_bytes.exchange(now, std::memory_order_relaxed);
-  MemoryBudget::get().charge(kLexerMemory, static_cast<int64_t>(now) - static_cast<int64_t>(before));
+  MemoryLimit::get().charge(kLexerMemory, static_cast<int64_t>(now) - static_cast<int64_t>(before));
   return now;
 }
 
@@ -44,10 +44,10 @@ size_t LexerEpoch::built_bytes() const {
 
 void LexerEpoch::count_built(int64_t bytes) const {
   lexer_bytes.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);  // modular: < 0 subtracts
-  MemoryBudget::get().charge(kLexerMemory, bytes);
+  MemoryLimit::get().charge(kLexerMemory, bytes);
 }
 
-struct CompiledGrammar::Tracker final : BudgetClient {
+struct CompiledGrammar::Tracker final : EvictableCache {
   explicit Tracker(const CompiledGrammar& grammar) : g(grammar) {}
   size_t releasable_bytes() const override { return g.epoch()->counted_bytes(); }
   uint64_t last_used() const override { return g.last_used(); }
@@ -72,17 +72,17 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
                              " is outside the vocabulary (size " + std::to_string(vocab_->vocab_size()) + ")");
   epoch_ = std::make_shared<const LexerEpoch>(*grammar_, limits_, 0);
   current_.store(epoch_.get(), std::memory_order_release);
-  last_used_.store(MemoryBudget::get().now(), std::memory_order_relaxed);
+  last_used_.store(MemoryLimit::get().now(), std::memory_order_relaxed);
   tracker_ = std::make_unique<Tracker>(*this);
-  MemoryBudget::get().add(tracker_.get(), true);
+  MemoryLimit::get().add(tracker_.get(), true);
   grammar_bytes_ = grammar_->memory_bytes();
-  MemoryBudget::get().charge(kGrammarMemory, static_cast<int64_t>(grammar_bytes_));
+  MemoryLimit::get().charge(kGrammarMemory, static_cast<int64_t>(grammar_bytes_));
 }
 
 CompiledGrammar::~CompiledGrammar() {
   // First, so that no eviction pass reaches the grammar while it goes.
-  if (tracker_) MemoryBudget::get().remove(tracker_.get());
-  MemoryBudget::get().charge(kGrammarMemory, -static_cast<int64_t>(grammar_bytes_));
+  if (tracker_) MemoryLimit::get().remove(tracker_.get());
+  MemoryLimit::get().charge(kGrammarMemory, -static_cast<int64_t>(grammar_bytes_));
 }
 
 std::shared_ptr<const LexerEpoch> CompiledGrammar::epoch() const {
@@ -100,15 +100,15 @@ std::shared_ptr<const LexerEpoch> CompiledGrammar::renew_from(const LexerEpoch* 
 }
 
 void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
-  MemoryBudget& budget = MemoryBudget::get();
-  const uint64_t now = budget.now();
+  MemoryLimit& memory = MemoryLimit::get();
+  const uint64_t now = memory.now();
   if (last_used_.load(std::memory_order_relaxed) != now) last_used_.store(now, std::memory_order_relaxed);
-  // Measuring takes the lexer's lock: do it at 64, 128, 256, 512 states (for the memory budget's
+  // Measuring takes the lexer's lock: do it at 64, 128, 256, 512 states (for the memory limit's
   // count) and then once per 1,024 new states (also to renew a full lexer, as always).
   const uint32_t states = e.lexer.num_states();
   const uint32_t at = e.checked_at.load(std::memory_order_relaxed);
   // Or when it grew by an eighth of the limit in another way (expressions, cached derivatives).
-  const bool grew = e.lexer.growth() > e.measured_growth.load(std::memory_order_relaxed) + budget.limit() / 8;
+  const bool grew = e.lexer.growth() > e.measured_growth.load(std::memory_order_relaxed) + memory.limit() / 8;
   if (states >= at + std::clamp(at, 64u, 1024u) || grew) {
     e.checked_at.store(states, std::memory_order_relaxed);
     const size_t bytes = e.measure_lexer();
@@ -117,10 +117,10 @@ void CompiledGrammar::renew_if_full(const LexerEpoch& e) const {
     // rest, so that a long generation under one hungry grammar renews it rather than evicting all.
     const bool full = states > l.max_states / 2 || e.lexer.num_exprs() > l.max_exprs / 2 ||
                       e.lexer.fuel_used() > l.fuel / 2 ||
-                      bytes > std::min(limits_.lexer_memory_bytes, budget.limit() / 2);
+                      bytes > std::min(limits_.lexer_memory_bytes, memory.limit() / 2);
     if (states >= 1024 && full) renew_from(&e);
   }
-  budget.enforce();  // a load and a compare unless the process is over its limit
+  memory.enforce();  // a load and a compare unless the process is over its limit
 }
 
 uint64_t CompiledGrammar::num_renewals() const { return epoch()->number; }

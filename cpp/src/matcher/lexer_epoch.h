@@ -1,10 +1,10 @@
 // What a compiled grammar builds lazily while it is used: the lexer's automaton and the masks
-// cached per lexer state. Both are caches. When the lexer passes half of one of its budgets
+// cached per lexer state. Both are caches. When the lexer passes half of one of its work limits
 // (states, expressions, derivative fuel) or its memory limit, the grammar starts a fresh
 // LexerEpoch, and each matcher moves to it at its next call (it replays its accepted tokens);
 // the old one is freed with its last matcher. Memory stays bounded and a long generation never
-// runs into a budget that is spent for good. The process-wide memory budget
-// (support/memory_budget.h) starts a fresh epoch the same way when it evicts a grammar.
+// runs into a work limit that is spent for good. The process-wide memory limit
+// (support/memory_limit.h) starts a fresh epoch the same way when it evicts a grammar.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include "lexer/lexer.h"
 #include "stencil/compiled_grammar.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 #include "tokens/mask_cache.h"
 
 namespace stencil {
@@ -25,18 +25,18 @@ struct LexerEpoch final : CallMemorySource {
   ~LexerEpoch() override;
   LexerEpoch(const LexerEpoch&) = delete;
   LexerEpoch& operator=(const LexerEpoch&) = delete;
-  // Measures the lexer (and the finish-cost tables) and charges the memory budget the difference;
+  // Measures the lexer (and the finish-cost tables) and charges the memory limit the difference;
   // returns the bytes.
   size_t measure_lexer() const;
-  // What the memory budget counts of this epoch: the lexer as last measured, and the masks.
+  // What the memory limit counts of this epoch: the lexer as last measured, and the masks.
   size_t counted_bytes() const { return lexer_bytes.load(std::memory_order_relaxed) + cache.bytes(); }
   // For a call's memory watch (CallMemory): the lexer's growth and the finish-cost tables' bytes,
-  // read without locks; the masks charge the budget themselves.
+  // read without locks; the masks charge the memory limit themselves.
   size_t built_bytes() const override;
   void count_built(int64_t bytes) const override;
   Lexer lexer;
   MaskCache cache;
-  // The token-budget bound's tables (matcher/finish_cost.h), built on a budget's first use.
+  // The token-budget bound's tables (matcher/finish_cost.h), built on a token budget's first use.
   mutable std::mutex finish_mu;
   mutable std::shared_ptr<FinishTables> finish;
   mutable std::atomic<const FinishTables*> finish_built{nullptr};  // finish, lock-free

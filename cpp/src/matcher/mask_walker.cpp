@@ -169,7 +169,7 @@ const std::vector<MaskWalker::LiveRoots::Root>& MaskWalker::live_roots(uint32_t 
   }
   const Lexer& lexer = ps_->lexer();
   const auto& nodes = vocab_->trie().nodes();
-  victim->last_use = 0;  // not valid until built (the lexer may throw on a budget)
+  victim->last_use = 0;  // not valid until built (the lexer may throw on a work limit)
   victim->nodes.clear();
   for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size) {
     const uint32_t t = lexer.next_tagged(state, nodes[i].byte);

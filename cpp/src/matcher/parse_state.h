@@ -63,7 +63,7 @@ class ParseState : private TextSource {
   // Back to frame `root` as it was (`top`) after a walk below it rewrote it and pushed frames.
   void restore(size_t root, const Frame& top) {
     frames_.resize(root + 1);
-    frames_[root] = top;
+    frames_.back() = top;  // frames_[root]; through back(), enter_at compiles as before it called this
     parser_.truncate(top.rows);
   }
   // restore, after a call was cut short by an exception (a time limit, a work limit) anywhere:
@@ -113,12 +113,9 @@ class ParseState : private TextSource {
   // Drops the parser rows above the top frame's (a walk or a refused push may leave some).
   void trim_rows() { parser_.truncate(frames_.back().rows); }
   // The first num_frames frames, the top one replaced by f, with f's rows on the parser (a walk
-  // entering a boundary of the mask cache below the token's first bytes).
-  void enter_at(size_t num_frames, const Frame& f) {
-    frames_.resize(num_frames);
-    frames_.back() = f;
-    parser_.truncate(f.rows);
-  }
+  // entering a boundary of the mask cache below the token's first bytes): restore's step, named
+  // for what the walk does.
+  void enter_at(size_t num_frames, const Frame& f) { restore(num_frames - 1, f); }
   // Frames from..from + bytes.size() - 1 read `bytes` (a token prefix placed for checks that read
   // the text): from the first byte that differs (or was never read as text) on, each frame takes
   // its byte and a new serial, since the text below every frame above it changed.

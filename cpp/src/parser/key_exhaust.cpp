@@ -58,7 +58,7 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
     return m.ok;
   }
   ExhaustMemo& m = exhaust_memo_[next_exhaust_++ % kExhaustMemos];
-  m.serial = 0;  // not valid until computed (the lexer may throw on a budget)
+  m.serial = 0;  // not valid until computed (the lexer may throw on a work limit)
   Recorder r(*this);
   exhaust_left_ = false;
   m.ok = exhausted_now(row, s, prefix, from, to);

@@ -41,7 +41,7 @@ void Deriver::burn(uint64_t amount) {
   if (fuel_ < amount) {
     exhausted_ = true;
     throw BudgetError(
-        "regular expression work budget exhausted while computing derivatives "
+        "regular expression work limit reached while computing derivatives "
         "(the pattern is too complex; raise the lexer fuel limit to allow it)");
   }
   fuel_ -= amount;

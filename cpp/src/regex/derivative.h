@@ -32,7 +32,7 @@ class Deriver {
   // work, and a large alternation (an enum of many values) fills it with the derivatives of
   // every member at every state.
   void set_cache_cap(size_t entries) { cache_cap_ = entries; }
-  // Whether the fuel ran out once: budgets are over the deriver's life, so it stays out.
+  // Whether the fuel ran out once: work limits are over the deriver's life, so it stays out.
   bool exhausted() const { return exhausted_; }
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {

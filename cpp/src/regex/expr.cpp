@@ -73,7 +73,7 @@ ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
     }
   }
   if (nodes_.size() >= max_nodes_)
-    throw BudgetError("regular expression budget exceeded: more than " + std::to_string(max_nodes_) +
+    throw BudgetError("regular expression size limit exceeded: more than " + std::to_string(max_nodes_) +
                       " distinct expressions (the pattern or grammar is too complex)");
   if (args) {
     n.args_begin = static_cast<uint32_t>(args_.size());

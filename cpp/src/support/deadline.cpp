@@ -5,7 +5,7 @@
 #include <string>
 
 #include "stencil/errors.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
 namespace stencil::deadline {
 

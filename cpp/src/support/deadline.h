@@ -12,7 +12,7 @@ namespace stencil::deadline {
 void set(double seconds);
 // Throws when the current thread's limit has passed: CompileTimeout for a compilation's,
 // TimeLimitExceeded (naming the call) for a matcher call's; and watches the call's memory
-// (CallMemory::check, support/memory_budget.h).
+// (CallMemory::check, support/memory_limit.h).
 void check();
 
 // The limit in force on a thread: until when, how long it was, and whose it is.

@@ -1,5 +1,5 @@
 // What standard containers hold on the heap, as glibc's malloc lays it out (a chunk is the
-// request plus an 8-byte header, rounded up to 16, at least 32), for the memory budget's counts.
+// request plus an 8-byte header, rounded up to 16, at least 32), for the memory limit's counts.
 // Estimates read off sizes and capacities, with no walk over elements: cheap enough to run at
 // each growth point a cache is measured at.
 #pragma once

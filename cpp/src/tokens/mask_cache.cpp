@@ -7,7 +7,7 @@
 #include "lexer/lexer.h"
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 #include "tokens/plain_slice.h"
 #include "tokens/walk_loops.h"
 
@@ -290,7 +290,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
     if (const MaskEntry* hit = block->slot[idx].load(std::memory_order_relaxed)) return hit;  // another thread won
   }
   const size_t added = borrowed ? 0 : e->bytes();
-  MemoryBudget& process = MemoryBudget::get();
+  MemoryLimit& process = MemoryLimit::get();
   if (bytes_ + added > std::min(capacity_, process.limit())) {
     *keep = std::move(e);
     return keep->get();
@@ -307,7 +307,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   return e.get();
 }
 
-MaskCache::~MaskCache() { MemoryBudget::get().charge(kMaskMemory, -static_cast<int64_t>(bytes_)); }
+MaskCache::~MaskCache() { MemoryLimit::get().charge(kMaskMemory, -static_cast<int64_t>(bytes_)); }
 
 size_t MaskCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);

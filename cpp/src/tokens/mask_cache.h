@@ -42,7 +42,7 @@ class MaskCache {
  public:
   MaskCache(size_t capacity_bytes, bool plain_slice, bool shared_masks, bool loop_skip)
       : capacity_(capacity_bytes), plain_slice_(plain_slice), shared_masks_(shared_masks), loop_skip_(loop_skip) {}
-  ~MaskCache();  // gives its bytes back to the process memory budget
+  ~MaskCache();  // gives its bytes back to the process memory limit
   MaskCache(const MaskCache&) = delete;
   MaskCache& operator=(const MaskCache&) = delete;
   // The entry of `state`. Cached entries live as long as the cache and are found without a

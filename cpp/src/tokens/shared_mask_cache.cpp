@@ -5,11 +5,11 @@
 
 namespace stencil {
 
-SharedMaskCache::SharedMaskCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryBudget::get().add(this, false); }
+SharedMaskCache::SharedMaskCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryLimit::get().add(this, false); }
 
 SharedMaskCache::~SharedMaskCache() {
-  MemoryBudget::get().remove(this);
-  MemoryBudget::get().charge(kSharedMaskMemory, -static_cast<int64_t>(bytes()));
+  MemoryLimit::get().remove(this);
+  MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(bytes()));
 }
 
 std::shared_ptr<const SharedMaskEntry> SharedMaskCache::find(const std::string& key) const {
@@ -17,14 +17,14 @@ std::shared_ptr<const SharedMaskEntry> SharedMaskCache::find(const std::string& 
   std::shared_lock<std::shared_mutex> lock(sh.mu);
   auto it = sh.entries.find(key);
   if (it == sh.entries.end()) return nullptr;
-  const uint64_t now = MemoryBudget::get().now();
+  const uint64_t now = MemoryLimit::get().now();
   if (it->second->used.load(std::memory_order_relaxed) != now) it->second->used.store(now, std::memory_order_relaxed);
   return it->second;
 }
 
 void SharedMaskCache::insert(std::string key, std::shared_ptr<const SharedMaskEntry> entry) {
   const size_t c = cost(key, *entry);
-  MemoryBudget& process = MemoryBudget::get();
+  MemoryLimit& process = MemoryLimit::get();
   if (bytes_.load(std::memory_order_relaxed) + c > std::min(capacity_, process.limit() / 4)) return;
   Shard& sh = shard_of(key);
   std::unique_lock<std::shared_mutex> lock(sh.mu);
@@ -60,7 +60,7 @@ size_t SharedMaskCache::trim(size_t want) {
     }
   }
   bytes_.fetch_sub(freed, std::memory_order_relaxed);
-  MemoryBudget::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
+  MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
   return freed;
 }
 

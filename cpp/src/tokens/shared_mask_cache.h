@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
 namespace stencil {
 
@@ -22,16 +22,16 @@ struct SharedMaskEntry {
   std::vector<uint32_t> boundary_nodes;  // trie nodes whose sub-tries the parser must judge
   std::vector<uint32_t> boundary_parents;  // and their parents
   size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 8 + 64; }
-  mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory budget's clock
+  mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory limit's clock
 };
 
 // Sharded: the cache lives as long as the vocabulary and grows over thousands of grammars; one
 // map's rehash at 2^k entries stalls whichever mask step crosses it, a shard's is 64 times
 // smaller, and threads filling masks contend on 64 locks, not one.
 // It holds at most its capacity or a quarter of the process memory limit, whichever is smaller, and
-// the process budget trims its least recently used entries when the process is over its limit
+// the process memory limit trims its least recently used entries when the process is over its limit
 // (an entry a grammar's mask cache still holds lives on there).
-class SharedMaskCache final : public BudgetClient {
+class SharedMaskCache final : public EvictableCache {
  public:
   explicit SharedMaskCache(size_t capacity_bytes);
   ~SharedMaskCache() override;

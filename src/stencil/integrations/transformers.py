@@ -114,7 +114,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
                                          f"(another logits processor or a sampler changed the masked scores?)")
             self._seen = length
         active = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
-        if active:
+        if active and self._bitmask is not None:   # _begin allocated it
             left = None if self.max_new_tokens is None else max(self.max_new_tokens - (length - self._start), 0)
             fill_next_token_bitmasks([self.matchers[i] for i in active], self._bitmask, indices=active,
                                      num_threads=self.num_threads, remaining_tokens=left)

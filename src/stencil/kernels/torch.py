@@ -133,7 +133,8 @@ class PinnedBitmask:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self._host.shape)
+        rows, cols = self._host.shape
+        return rows, cols
 
     def host(self, rows: int | None = None) -> np.ndarray:
         """The first ``rows`` rows (default all) of the host buffer, as numpy, safe to write: a

@@ -93,7 +93,7 @@ class Job:
         self.loop.call_soon_threadsafe(self.out.put_nowait, item)
 
     def fail(self, e: BaseException) -> None:
-        """Record why this job failed: a grammar that costs too much (a work budget or time limit
+        """Record why this job failed: a grammar that costs too much (a work limit or time limit
         of the core ran out) is the request's fault, a 400; anything else is the server's, a 500."""
         if isinstance(e, stencil.GrammarError):
             self.error_status, self.error_code = 400, "grammar_too_expensive"
@@ -303,7 +303,7 @@ class Engine:
     def speculation_stats(self) -> dict:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added
         in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept."""
-        c = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft)
+        c: dict[str, Any] = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft)
         c["tokens_per_row_step"] = c["tokens"] / c["row_steps"] if c["row_steps"] else None
         return c
 
@@ -354,7 +354,7 @@ class Engine:
         try:
             drafting = self._drafts(rows)
             clock.lap("draft")
-            keep = 1 + max(len(rows[i].spec.draft) for i in drafting) if drafting else 0
+            keep = 1 + max(len(r.spec.draft) for r in rows if r.spec is not None) if drafting else 0
             feeds = [r.feed + r.spec.draft if r.spec is not None else r.feed for r in rows]
             logits = batch.step(feeds, on_device=True, keep=keep)
             clock.lap("forward")
@@ -383,8 +383,8 @@ class Engine:
                 rejected[i] = len(r.spec.draft)  # all of it, unless the verification keeps some
                 _isolated(r, self._verify, r, logits[i, keep - len(r.spec.draft) - 1:], rejected, i)
             else:
-                _isolated(r, self._sample, r, None if i in picks else host[i], masks.get(i), errors.get(i),
-                          picks.get(i))
+                sampled_logits = None if i in picks or host is None else host[i]
+                _isolated(r, self._sample, r, sampled_logits, masks.get(i), errors.get(i), picks.get(i))
         if drafting:
             batch.rollback(rejected)
         clock.lap("sample")
@@ -407,6 +407,7 @@ class Engine:
         each draft token and after the last) and the token after them; ``rejected[i]``: the draft
         tokens its cache must forget."""
         spec, m = r.spec, r.matcher
+        assert spec is not None   # called for speculating rows only
         draft = spec.draft
         if m is not None and not draft and spec.only_eos(0, self.not_eos):
             if not spec.bitmask[0].any():

@@ -18,7 +18,7 @@ class ServerLimits:
     ``max_tokens`` accepted (None: the model's context length). ``memory_limit``: bytes for all
     grammars' lexers and mask caches together (``stencil.set_memory_limit``; None keeps the
     library's default). ``rss_limit``: bytes of resident memory for the whole server, the model
-    included (``server.resident.ResidentBudget``): the grammar budget is lowered to what it leaves
+    included (``server.resident.ResidentLimit``): the grammar memory limit is lowered to what it leaves
     (never above ``memory_limit``) and a request that finds no room waits briefly, then gets a 503
     ``server_busy``; it must be above the RSS with the model loaded (None: no limit).
 

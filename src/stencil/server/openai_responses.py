@@ -50,9 +50,10 @@ def chat_body(req: ResponsesRequest) -> dict:
                      ("seed", "seed"), ("parallel_tool_calls", "parallel_tool_calls")):
         if getattr(req, src) is not None:
             body[dst] = getattr(req, src)
-    fmt = _response_format((req.text or {}).get("format"))
-    if set(req.text or {}) - {"format", "verbosity"}:
-        raise RequestError(f"text.{sorted(set(req.text) - {'format', 'verbosity'})[0]} is not supported",
+    text = req.text or {}
+    fmt = _response_format(text.get("format"))
+    if set(text) - {"format", "verbosity"}:
+        raise RequestError(f"text.{sorted(set(text) - {'format', 'verbosity'})[0]} is not supported",
                            param="text", code="unsupported_parameter")
     if fmt is not None:
         body["response_format"] = fmt
@@ -64,7 +65,7 @@ def chat_body(req: ResponsesRequest) -> dict:
 
 
 def _messages(req: ResponsesRequest) -> list[dict]:
-    msgs = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": req.instructions}] if req.instructions else []
     if isinstance(req.input, str):
         return msgs + [{"role": "user", "content": req.input}]
     if not req.input:

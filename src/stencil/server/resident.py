@@ -1,19 +1,19 @@
 """The server's resident memory (RSS, the model included) kept under ``ServerLimits.rss_limit``.
 
-The grammar budget (``stencil.set_memory_limit``) counts only what stencil builds for grammars;
+The grammar memory limit (``stencil.set_memory_limit``) counts only what stencil builds for grammars;
 the rest of a server's memory (the model, a request's own objects, a compile's transient builder
-state, malloc's slack) is not counted by it. ``ResidentBudget`` watches the RSS on a thread of its
-own (a read of /proc every ``INTERVAL`` s) and lowers the grammar budget to what the RSS limit
+state, malloc's slack) is not counted by it. ``ResidentLimit`` watches the RSS on a thread of its
+own (a read of /proc every ``INTERVAL`` s) and lowers the grammar memory limit to what the RSS limit
 leaves beside the memory that is not grammars' (never above the configured ``memory_limit``): the
 least recently used grammars are evicted as under any limit. A request reserves an estimate of its
 compile's transient memory before it compiles (``reserve``): it waits briefly while the RSS and the
-reservations leave no room for it (the grammar budget is lowered meanwhile to make some), then gets
+reservations leave no room for it (the grammar memory limit is lowered meanwhile to make some), then gets
 a 503 ``server_busy`` that names the memory.
 
 Example::
 
-    budget = ResidentBudget(rss_limit=2 << 30, memory_limit=512 << 20)
-    reservation = await budget.reserve(body_bytes=len(raw))   # RequestError 503 after a wait
+    resident = ResidentLimit(rss_limit=2 << 30, memory_limit=512 << 20)
+    reservation = await resident.reserve(body_bytes=len(raw))   # RequestError 503 after a wait
     try:
         ...  # compile the request's grammar
     finally:
@@ -45,19 +45,19 @@ def _mb(n: int) -> str:
     return f"{n / (1 << 20):.0f} MB"
 
 
-class ResidentBudget:
-    """Keeps the process's RSS under ``rss_limit`` bytes by lowering the grammar budget (at most
+class ResidentLimit:
+    """Keeps the process's RSS under ``rss_limit`` bytes by lowering the grammar memory limit (at most
     ``memory_limit``, None: the library's default) and by admitting compiles only where they fit.
 
-    A matcher call may build past its grammar budget by up to a half before it fails (the budget
-    is enforced in steps from inside the call), so the grammar budget is set to two thirds of what
+    A matcher call may build past its grammar memory limit by up to a half before it fails (the
+    limit is enforced in steps from inside the call), so the grammar memory limit is set to two thirds of what
     the RSS limit leaves, less ``headroom`` (default a quarter of the margin over the RSS at the
     start) for what moves between two reads.
 
     Example::
 
-        budget = ResidentBudget(rss_limit=resident_bytes() + (256 << 20), memory_limit=128 << 20)
-        budget.close()
+        resident = ResidentLimit(rss_limit=resident_bytes() + (256 << 20), memory_limit=128 << 20)
+        resident.close()
     """
 
     def __init__(self, rss_limit: int, memory_limit: int | None = None, headroom: int | None = None):
@@ -75,19 +75,19 @@ class ResidentBudget:
         self.rss = self.peak = start  # the RSS last read, the highest read
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._limit = 0        # the grammar budget last set
+        self._limit = 0        # the grammar memory limit last set
         self.watch()
         self._thread = threading.Thread(target=self._run, name="stencil-rss", daemon=True)
         self._thread.start()
 
     def grammar_limit(self, rss: int, counted: int) -> int:
-        """The grammar budget that RSS ``rss`` and ``counted`` bytes of grammar memory leave."""
+        """The grammar memory limit that RSS ``rss`` and ``counted`` bytes of grammar memory leave."""
         other = max(0, rss - counted)
         room = self.rss_limit - self.headroom - self.reserved - self.pending - other
         return max(MIN_MEMORY_LIMIT, min(self.memory_limit, room * 2 // 3))
 
     def watch(self) -> int:
-        """Reads the RSS and sets the grammar budget it leaves; returns the RSS."""
+        """Reads the RSS and sets the grammar memory limit it leaves; returns the RSS."""
         rss = resident_bytes()
         if not rss:
             return 0
@@ -107,19 +107,19 @@ class ResidentBudget:
             self.watch()
 
     def close(self) -> None:
-        """Stops the watch and gives the grammar budget its configured limit back."""
+        """Stops the watch and gives the grammar memory limit its configured limit back."""
         self._stop.set()
         self._thread.join(1.0)
         stencil.set_memory_limit(self.memory_limit)
 
     def usage(self) -> dict:
-        """For /health: the limit, the highest RSS read, the reservations, the grammar budget it leaves and the refusals."""
+        """For /health: the limit, the highest RSS read, the reservations, the grammar memory limit it leaves, the refusals."""
         return {"limit": self.rss_limit, "peak": self.peak, "reserved": self.reserved,
                 "grammar_limit": self._limit, "refused": self.refused}
 
     async def reserve(self, body_bytes: int) -> Reservation:
         """Reserves the transient memory of a request's compile (``body_bytes``: its body's size)
-        until ``release()``. While the RSS and the reservations leave no room, the grammar budget
+        until ``release()``. While the RSS and the reservations leave no room, the grammar memory limit
         is lowered to make some and the request waits, up to ``ADMIT_WAIT`` s; then a 503
         ``server_busy`` (a 413 where the RSS at the start leaves no room for it at all)."""
         need = max(MIN_RESERVE, body_bytes * COMPILE_BYTES_PER_BODY_BYTE)
@@ -142,7 +142,7 @@ class ResidentBudget:
                         f"by requests compiling) leaves no room for this request (about {_mb(need)}) under its "
                         f"limit of {_mb(self.rss_limit)} (stencil serve --rss-limit); retry later",
                         status=503, code="server_busy")
-                self.watch()  # the pending need lowers the grammar budget: grammars are evicted
+                self.watch()  # the pending need lowers the grammar memory limit: grammars are evicted
                 reclaim()
                 await asyncio.sleep(INTERVAL)
         finally:
@@ -166,14 +166,14 @@ class ResidentBudget:
 
 
 class Reservation:
-    """A request's reserved bytes (``ResidentBudget.reserve``); ``release()`` once or more."""
+    """A request's reserved bytes (``ResidentLimit.reserve``); ``release()`` once or more."""
 
-    def __init__(self, budget: ResidentBudget | None = None, need: int = 0):
-        self._budget, self._need = budget, need
+    def __init__(self, resident: ResidentLimit | None = None, need: int = 0):
+        self._resident, self._need = resident, need
         self._lock = threading.Lock()
 
     def release(self) -> None:
         with self._lock:
-            budget, self._budget = self._budget, None
-        if budget is not None:
-            budget._release(self._need)
+            resident, self._resident = self._resident, None
+        if resident is not None:
+            resident._release(self._need)

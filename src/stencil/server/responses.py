@@ -115,8 +115,8 @@ class _ChoiceStream:
             thought, content = self.think.feed(self.text, final)
             if thought:
                 out.append({"reasoning_content": thought})
-            if content is None:
-                return out
+        if content is None:   # (the thought has not ended: no content yet)
+            return out
         if self.calls is not None:
             return out + self.calls.feed(content, final)
         if len(content) > self.sent:
@@ -150,7 +150,8 @@ def usage(prompt_tokens: int, jobs: list[Job]) -> dict:
     """OpenAI's usage; with speculative decoding, the draft tokens accepted and rejected as
     ``completion_tokens_details`` (the fields of OpenAI's predicted outputs)."""
     done = sum(j.completion_tokens for j in jobs)
-    out = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+    out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": done,
+                           "total_tokens": prompt_tokens + done}
     drafted = sum(j.drafted_tokens for j in jobs)
     if drafted:
         accepted = sum(j.accepted_tokens for j in jobs)

@@ -17,7 +17,7 @@ from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, flag, number, stop_list
-from stencil.server.resident import Reservation, ResidentBudget
+from stencil.server.resident import Reservation, ResidentLimit
 from stencil.server.request import logit_bias, logprobs_count
 from stencil.server.responses import choice, stream_events, usage, wait_all
 from stencil.speculative import SpeculationOptions
@@ -36,7 +36,7 @@ class Service:
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
         # first: an rss limit below the loaded model's RSS is refused before the engine starts
-        self.resident = None if limits.rss_limit is None else ResidentBudget(limits.rss_limit, limits.memory_limit)
+        self.resident = None if limits.rss_limit is None else ResidentLimit(limits.rss_limit, limits.memory_limit)
         self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
                              step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting,
@@ -45,7 +45,7 @@ class Service:
 
     async def read_body(self, request: Request) -> dict:
         raw = await self._read_limited(request)
-        request.state.body_bytes = len(raw)  # what a compile may build scales with it (ResidentBudget)
+        request.state.body_bytes = len(raw)  # what a compile may build scales with it (ResidentLimit)
         try:
             body = json.loads(raw, parse_constant=_not_json)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -112,7 +112,7 @@ class Service:
                       max_rollback: int = 0) -> tuple[Constraint, stencil.Matcher | None]:
         """The request's constraint and a matcher at its start, its first mask computed: the grammar
         work a request causes before it joins the batch, all within ``compile_timeout``.
-        ``reservation``: the compile's memory (ResidentBudget), released once the grammar is built;
+        ``reservation``: the compile's memory (ResidentLimit), released once the grammar is built;
         ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts)."""
         c = constraint_for(self.compiler, body, tool_format)
         if c.fn is None:
@@ -191,8 +191,9 @@ def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compi
           max_rollback: int = 0) -> stencil.Matcher:
     """Compile ``c`` and take its matcher through the lazy first-use work (shortest completion,
     first budget-aware mask), each step under what is left of ``seconds``; ``compiled`` is released
-    once the grammar is built (what the warm-up builds is the grammar budget's)."""
+    once the grammar is built (what the warm-up builds counts against the grammar memory limit)."""
     start = time.monotonic()
+    assert c.fn is not None   # prepare() returns before it compiles a constraint without a grammar
     g = c.fn(*c.args, **(c.kwargs or {}))  # the compiler's compile_timeout bounds this part
     compiled.release()
 

@@ -114,7 +114,7 @@ class ToolStream:
         if m is None or (m.end() == len(text) and not final):  # white space may still come
             return None
         self.pos, self.state = m.end(), "args"
-        call = {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
+        call: dict[str, Any] = {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
                 "function": {"name": json.loads(m.group(1)), "arguments": ""}}
         self.calls.append(call)
         return {"tool_calls": [dict(call, index=len(self.calls) - 1, function=dict(call["function"]))]}

@@ -104,6 +104,10 @@ class TokenRef(Node):
     text: Optional[str] = None
     negated: bool = False
 
+    def shown(self) -> str:
+        """The reference as written: its name, or ``<[1,2]>``."""
+        return self.text or f"<[{','.join(map(str, self.ids or ()))}]>"
+
 
 @dataclass(eq=False)
 class JsonSchema(Node):
@@ -243,7 +247,7 @@ def substring_regex(chunks: Sequence[str]):
     empty string included): llguidance's ``%regex {"substring_chunks": ...}`` and XGrammar's
     ``Substring(...)``. The union of ``S_n = chunks[n] (S_{n+1})?``, each S_n built once from
     the next (a DAG of O(len(chunks)) nodes)."""
-    starts = [regex_ast.Empty()]
+    starts: list[regex_ast.RegexNode] = [regex_ast.Empty()]
     after = None
     for c in reversed(chunks):
         lit = regex_ast.literal(c)
@@ -334,6 +338,7 @@ def resolve_tokens(g: EbnfGrammar, node: TokenRef, table: Optional[TokenTable]) 
     if node.ids is not None:
         ids = list(node.ids)
     else:
+        assert node.text is not None   # a reference has ids or a name
         if table is None:
             raise g.error(f"token {node.text} needs a tokenizer to resolve its name (compile the grammar "
                           "with GrammarCompiler, or write the token as <[id]>)", node.pos)

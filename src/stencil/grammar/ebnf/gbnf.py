@@ -198,7 +198,7 @@ class _Parser:
             if options:
                 body = self.one_lexeme(name, body, options, start)
             if name in rules:
-                line, col = self.src.line_col(rules[name].pos)
+                line, col = self.src.line_col(rules[name].pos or 0)   # a parsed rule has its position
                 raise self.err(f"rule '{name}' is defined twice (first at line {line}, column {col})", start)
             rules[name] = RuleDef(name, body, start)
         return EbnfGrammar(rules, "root", self.src)

@@ -12,7 +12,7 @@ lexemes carelessly changes the language: with ``x ::= "a"+ | "(" y ")"`` and ``y
    everything else becomes rules.
 3. Greedy-safety check: for lexemes X and Y that the parser may allow at the same moment
    (:mod:`stencil.grammar.ebnf.greedy` finds them over LR(1) item sets, so that contexts that never
-   meet are not mixed; past a work budget it falls back to FOLLOW sets), with C the characters
+   meet are not mixed; past a work limit it falls back to FOLLOW sets), with C the characters
    that may follow X there: if some non-empty word w of X and some c in C (up to its UTF-8 first
    byte) make w·c the start of a word of Y, a greedy lexer could run past the end of X, so Y is
    split into lexemes for its parts (a concatenation into its items, a literal into its
@@ -84,7 +84,7 @@ def _resolve(g: EbnfGrammar, node: Node, tokens: Optional[TokenTable]) -> Node:
         if node.negated:
             return Term(ANY_TEXT, pos=node.pos)
         specials, texts = resolve_tokens(g, node, tokens)
-        name = node.text or f"<[{','.join(map(str, node.ids))}]>"
+        name = node.shown()
         alts: list = [Term(regex_ast.literal(t), pos=node.pos) for t in texts]
         if specials:
             alts.append(_Special(tuple(specials), name))
@@ -164,7 +164,7 @@ class _Regular:
 
     def __init__(self):
         self.rules: dict[str, object] = {}   # regular rule -> regex
-        self._memo: dict[int, object] = {}
+        self._memo: dict[int, tuple[Node, object]] = {}   # id(node) -> (node, regex): the node kept alive
         self._depths: dict = {}                # postorder memo of regex depths
 
     def of(self, node: Node):
@@ -402,8 +402,8 @@ class _Cfg:
             lex_first, follow_c, follow_l, start_l, used = self.analyze(start)
             self._ask_compatible(sorted({~s for a in used for alt in self.alts[a] for s in alt if s < 0}),
                                  lex_first, compat_cache)
-            # the context-aware analysis, until it once runs out of budget (splits only grow
-            # the grammar, so it would run out again)
+            # the context-aware analysis, until it once reaches its work limit (splits only grow
+            # the grammar, so it would reach it again)
             to_split = None
             if in_context:
                 to_split = self._unsafe_in_context(start, used, lex_first, run_cache, compat_cache)

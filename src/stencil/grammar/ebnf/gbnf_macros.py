@@ -58,7 +58,7 @@ def _value(p, in_tuple: bool):
         return ("str", p.string_value())
     if c == "(":
         p.i += 1
-        items = []
+        items: list = []
         while True:
             p.skip()
             if p.peek() == ")":

@@ -12,7 +12,7 @@ stencil's parser is Earley, not LR: when several lexemes match the same text it 
 them, so the relevant unit is a pair of LR(1) states reached by two sequences of lexemes that
 match the same text. :func:`unsafe_lexemes` explores those pairs; where the state after a lexeme
 is not determined locally (after a reduction) it takes every state that lexeme can lead to,
-which only adds pairs (safe). Past a budget on states it answers None and the caller falls back
+which only adds pairs (safe). Past a work limit on states it answers None and the caller falls back
 to a context-free check.
 
 Example::
@@ -35,7 +35,7 @@ MAX_WORK = 400_000   # elementary steps of one analysis, a deterministic time bo
 EOF = -1
 
 
-class _OutOfBudget(Exception):
+class _OutOfWork(Exception):
     pass
 
 
@@ -49,12 +49,12 @@ def unsafe_lexemes(rules: list, start: int, num_nt: int, lex_first: list, lex_nu
     nonterminal; ``lex_first[k]`` code points lexeme k starts with; ``lex_null[k]`` whether its
     regex holds "" (it is then optional); ``compatible(x, y)``: may x and y match the same text;
     ``can_run_into([(x, chars, y), ...])``: the regex question, asked once for all the triples
-    the search meets (a list of answers). None when the work budget runs out.
+    the search meets (a list of answers). None when the work limit is reached.
     """
     try:
         return _analyze(rules, start, num_nt, lex_first, lex_null, is_text, is_multi, compatible,
                         can_run_into)
-    except _OutOfBudget:
+    except _OutOfWork:
         return None
 
 
@@ -71,7 +71,7 @@ def _optional_lexemes(rules, num_nt: int, lex_null) -> tuple[list, int]:
     opt -> ε | k, and the new count of nonterminals."""
     rules = [list(r) for r in rules]
     opt_of: dict[int, int] = {}
-    extra = []
+    extra: list[tuple[int, tuple[int, ...]]] = []
     for r in rules:
         rhs = list(r[1])
         for i, s in enumerate(rhs):
@@ -152,7 +152,7 @@ class _Lr1:
             r, dot, la = stack.pop()
             self.work += 1
             if self.work > MAX_WORK:
-                raise _OutOfBudget
+                raise _OutOfWork
             rhs = rules[r][1]
             if dot < len(rhs) and rhs[dot] >= 0:
                 las = self.seq_first(rhs, dot + 1, la)
@@ -176,7 +176,7 @@ class _Lr1:
         return self.index[st]
 
     def build_states(self) -> bool:
-        """All states reachable from the start and their goto edges; False past a budget."""
+        """All states reachable from the start and their goto edges; False past the work limit."""
         if self.add([(len(self.rules) - 1, 0, EOF)]) is None:
             return False
         queue = deque([0])
@@ -287,7 +287,7 @@ class _PairSearch:
         return self._chars[key]
 
     def run(self) -> Optional[set]:
-        """The lexemes to split; None past a budget.
+        """The lexemes to split; None past the work limit.
 
         Explored: (q1, q2, several): two states the parser may be in at once, and whether it may
         hold several stacks (after an LR conflict or a scan of several lexemes). With one stack,
@@ -330,7 +330,7 @@ class _PairSearch:
 
     def successors(self, q1: int, q2: int, several: bool):
         """The pairs after scanning lexemes z1 in q1 and z2 in q2 that match the same text;
-        None (then stop) past the work budget."""
+        None (then stop) past the work limit."""
         lr = self.lr
         allowed2 = lr.allowed[q2]
         for z1 in lr.allowed[q1]:

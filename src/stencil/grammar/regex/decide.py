@@ -8,7 +8,7 @@ grammar, and its answer is whether that expression's language is empty. The core
 emptiness when it builds a grammar: a lexeme with an empty language is dropped. So a question
 is a probe lexeme; a batch of questions is one grammar in a scratch builder (each regex emitted
 once), and the lexemes its build keeps, read through the Grammar view, are the "yes" answers.
-The answers are exact; where the core's work budget runs out they are "yes", the safe direction for
+The answers are exact; where the core's work limit is reached they are "yes", the safe direction for
 the caller (a "yes" makes it split a lexeme into smaller ones, which is always exact).
 
 Example::
@@ -53,7 +53,7 @@ def _lead_byte(ch: str) -> int:
     return ch.encode("utf-8", "surrogatepass")[0]
 
 
-#: questions answered by one scratch build: its emptiness searches share the core's work budget
+#: questions answered by one scratch build: its emptiness searches share the core's work limit
 BATCH = 1024
 
 
@@ -94,9 +94,9 @@ def _probe(questions: list) -> list[bool]:
 
 
 def _nonempty_all(questions: list) -> list[bool]:
-    """:func:`_probe` in batches of BATCH; a batch the core cannot finish within its work budget
+    """:func:`_probe` in batches of BATCH; a batch the core cannot finish within its work limit
     is asked question by question, and a question it cannot finish alone answers True. The
-    compilation's deadline (CompileTimeout) is not a budget: it ends the compilation."""
+    compilation's deadline (CompileTimeout) is not a work limit: it ends the compilation."""
     out: list[bool] = []
     for k in range(0, len(questions), BATCH):
         check_deadline()
@@ -111,7 +111,7 @@ def _nonempty_all(questions: list) -> list[bool]:
                     out.extend(_probe([question]))
                 except CompileTimeout:
                     raise
-                except GrammarError:   # the core's work budget
+                except GrammarError:   # the core's work limit
                     out.append(True)
     return out
 

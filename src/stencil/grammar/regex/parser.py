@@ -43,8 +43,9 @@ def _show(pattern: str, pos: int) -> str:
 
 def regex_error(pattern: str, pos: int, message: str) -> GrammarError:
     err = GrammarError(f"regex: {message} at position {pos}\n{_show(pattern, pos)}")
-    err.position = pos
-    err.pattern = pattern
+    # the core's exception class declares no attributes: the context rides on the instance
+    err.position = pos  # type: ignore[attr-defined]
+    err.pattern = pattern  # type: ignore[attr-defined]
     return err
 
 
@@ -315,7 +316,9 @@ class _Parser:
     def _inline_flags(self, j: int, flags: frozenset):
         """Parse ``i-s`` up to ':' (scoped) or ')' (to the end of the group) at p[j]."""
         p, n = self.p, self.n
-        on, off, neg = set(), set(), False
+        on: set[str] = set()
+        off: set[str] = set()
+        neg = False
         while j < n and p[j] not in ":)":
             f = p[j]
             if f == "-" and not neg:
@@ -512,7 +515,7 @@ class _Parser:
         while True:
             if self.i >= n:
                 err = self.error(start, "unterminated character class '['")
-                err.unterminated = True
+                err.unterminated = True  # type: ignore[attr-defined]  # read above (getattr); see regex_error
                 raise err
             if p[self.i] == "]" and not (first and leading_bracket):
                 self.i += 1

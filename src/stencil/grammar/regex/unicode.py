@@ -205,9 +205,9 @@ def _case_table() -> tuple[list[int], dict[int, tuple[int, ...]]]:
         classes.setdefault(find(cp), []).append(cp)
     equiv: dict[int, tuple[int, ...]] = {}
     for members in classes.values():
-        members = tuple(sorted(set(members)))
-        for cp in members:
-            equiv[cp] = members
+        group = tuple(sorted(set(members)))
+        for cp in group:
+            equiv[cp] = group
     return sorted(equiv), equiv
 
 

@@ -93,7 +93,7 @@ def optional_ws(b) -> int:
 def tool_specs(tools) -> list[tuple[str, object]]:
     """(name, parameters schema) of each tool; accepts OpenAI's ``{"type": "function",
     "function": {...}}`` form and plain ``{"name", "parameters"}`` dicts."""
-    out = []
+    out: list[tuple[str, object]] = []
     for i, t in enumerate(tools):
         if not isinstance(t, dict):
             raise GrammarError(f"tool #{i}: expected a dict, got {type(t).__name__}")

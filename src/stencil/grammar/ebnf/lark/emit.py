@@ -90,7 +90,7 @@ class _Emitter:
         if node.negated:
             return b.lexeme(build_regex(b, ANY_TEXT), "any text")
         specials, texts = resolve_tokens(self.g, node, self.tokens)
-        name = node.text or f"<[{','.join(map(str, node.ids))}]>"
+        name = node.shown()
         alts = [b.literal(t) for t in texts]
         if specials:
             alts.append(b.special_token(specials, name))

@@ -238,7 +238,7 @@ def _plain_token(src: Source, i: int, out: list[Token], nest: _Nesting) -> int:
         if s[i] == "<":
             raise src.error("'<' starts a special token such as <|end|> or <[12]>, but is not one", i)
         raise src.error(f"unexpected character {s[i]!r}", i)
-    kind = m.lastgroup
+    kind = m.lastgroup or ""   # every alternative of _TOKEN_RE is a named group
     text = m.group()
     if kind == "PUNCT":
         kind = text

@@ -46,9 +46,10 @@ _U64 = (1 << 64) - 1
 @dataclass(frozen=True)
 class ParamFn:
     """A parameter argument or condition: its text as written, its value as a function of the
-    caller's parameter, and whether it reads that parameter at all."""
+    caller's parameter (None: the caller has none, which only a function that does not read it
+    is given), and whether it reads that parameter at all."""
     text: str
-    fn: Callable[[int], Any]
+    fn: Callable[[Optional[int]], Any]
     reads: bool
 
 
@@ -160,7 +161,8 @@ def _call(p, table: dict, what: str) -> ParamFn:
     if not kinds and p.tok.kind != "(":   # `true` without parentheses
         return ParamFn(t.text, make(), False)
     p.expect("(", f"'(' after {t.text}: {shown}")
-    args, reads = [], bool(kinds) and "cond" not in kinds
+    args: list = []   # conditions (functions), bit ranges and numbers, in the table's order
+    reads = bool(kinds) and "cond" not in kinds
     for i, kind in enumerate(kinds):
         if i:
             _separator(p, ",", shown, len(kinds), t.pos)

@@ -147,7 +147,7 @@ class _Parser:
             raise self.err(f"unexpected {self.tok.text!r} in the definition of '{name}'")
         table = self.out.rules if is_rule else self.out.terminals
         if name in table:
-            line, col = self.src.line_col(table[name].pos)
+            line, col = self.src.line_col(table[name].pos or 0)   # a parsed definition has its position
             raise self.err(f"'{name}' is defined twice (first at line {line}, column {col})", t.pos)
         rd = RuleDef(name, body, t.pos, lazy=attrs.get("lazy", False), stop=attrs.get("stop"),
                      max_chars=attrs.get("max_chars"), max_tokens=attrs.get("max_tokens", 0))

@@ -30,7 +30,8 @@ from decimal import Decimal
 from typing import Optional
 
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, f_and, f_not, f_or, num_const, str_eval
+from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, Const, Formula, f_and, f_not, f_or, num_const,
+                                                      str_eval)
 
 __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupported", "ANY", "NONE",
            "TRUE_SUB", "FALSE_SUB", "ANY_ARR", "ANY_OBJ", "MAX_VARIANTS", "BOTH_BOOLS"]
@@ -77,7 +78,7 @@ class Typed:
                 f"arr={list(self.arr)}, obj={list(self.obj)})")
 
 
-TRUE_SUB = frozenset()
+TRUE_SUB: frozenset = frozenset()
 BOTH_BOOLS = frozenset([True, False])
 NONE = Typed()
 FALSE_SUB = frozenset([NONE])
@@ -100,10 +101,10 @@ class ObjSpec:
     props: tuple = ()               # (name, Sub): if the key is present its value satisfies Sub
     required: tuple = ()            # names, in order
     rules: tuple = ()               # (key formula, Sub) for keys outside props
-    names: tuple = TRUE             # formula every key satisfies (propertyNames)
+    names: Formula = TRUE           # formula every key satisfies (propertyNames)
     min: int = 0
     max: Optional[int] = None
-    evaluated: tuple = FALSE        # unevaluatedProperties: formula of the evaluated keys
+    evaluated: Formula = FALSE      # unevaluatedProperties: formula of the evaluated keys
     some: tuple = ()                # (key formula, Sub): some member has such a key and value
 
     def prop(self, name):
@@ -352,10 +353,10 @@ class Algebra:
             if k not in named:
                 out.append(ObjSpec(props=((k, FALSE_SUB),)))
         if s.rules:
-            named = f_or(*[Const(k) for k, _ in s.props])
+            named_keys = f_or(*[Const(k) for k, _ in s.props])
             for pred, sub in s.rules:
                 if sub != TRUE_SUB:
-                    out.append(ObjSpec(some=((f_and(pred, f_not(named)), self.neg(sub)),)))
+                    out.append(ObjSpec(some=((f_and(pred, f_not(named_keys)), self.neg(sub)),)))
         if s.names != TRUE:
             out.append(ObjSpec(some=((f_not(s.names), TRUE_SUB),)))
         for key, sub in s.some:

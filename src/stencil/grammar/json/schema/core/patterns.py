@@ -35,7 +35,7 @@ def pattern_node(pattern: str, anchored: bool = False):
     if not isinstance(l00, Nothing) and nullable(l00):
         return ANY_STRING
     parts = [concat([ANY_STRING, l00, ANY_STRING], flatten=False)]
-    if l10 is not None:
+    if l10 is not None and l01 is not None and l11 is not None:   # all three or none
         parts += [concat([l10, ANY_STRING], flatten=False), concat([ANY_STRING, l01], flatten=False), l11]
     return alt(parts, flatten=False)
 
@@ -113,7 +113,7 @@ def _ends(node, text: str, starts: frozenset) -> frozenset:
             starts = _ends(it, text, starts)
         return starts
     if isinstance(node, Alt):
-        out = set()
+        out: set[int] = set()
         for it in node.items:
             out |= _ends(it, text, starts)
         return frozenset(out)

@@ -151,7 +151,8 @@ class _Counters:
 
     def _kinds_of(self, pos: int) -> list:
         spec, alg = self.spec, self.em.ctx.alg
-        out = [(spec.prefix[pos] if pos < len(spec.prefix) else spec.items, ())]
+        first = spec.prefix[pos] if pos < len(spec.prefix) else spec.items
+        out: list[tuple[frozenset, tuple[int, ...]]] = [(first, ())]
         for csub, _lo, hi, start in self.entries:
             if pos < start:
                 out = [(s, inc + (0,)) for s, inc in out]

@@ -31,7 +31,7 @@ Example::
 """
 from __future__ import annotations
 
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, f_and, f_not, f_or, str_consts, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Formula, f_and, f_not, f_or, str_consts, str_eval
 from stencil.grammar.json.schema.core.model import (FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported, rules_sub,
                                                     sub_and)
 from stencil.grammar.json.schema.read.disjoint import formula_empty
@@ -47,7 +47,7 @@ MAX_OBJECT_STATES = 20_000
 def _key_classes(em, spec: ObjSpec) -> list:
     """(key formula, value Sub) partitioning the keys outside the named properties: one class per
     set of rules (patternProperties, additionalProperties) a key can match at once."""
-    forbidden = FALSE
+    forbidden: Formula = FALSE
     live = []
     for pred, sub in spec.rules:
         if sub == FALSE_SUB:
@@ -83,8 +83,8 @@ def _key_classes(em, spec: ObjSpec) -> list:
 def _cliques(overlap) -> list:
     """Every set of pairwise overlapping rules, the empty set included."""
     n = len(overlap)
-    out = []
-    stack = [((), 0)]
+    out: list[tuple[int, ...]] = []
+    stack: list[tuple[tuple[int, ...], int]] = [((), 0)]
     while stack:
         chosen, start = stack.pop()
         out.append(chosen)

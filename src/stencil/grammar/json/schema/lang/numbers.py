@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from math import gcd
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from typing import Optional
 
 from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, TRUE, And, Not, Or, Range
@@ -57,6 +58,8 @@ def multiple_parts(d: Decimal) -> tuple[int, int]:
     automaton for d can reach (a power of ten is read off the trailing zeros instead). More than
     19 significant digits is a GrammarError."""
     _, digs, exp = d.as_tuple()   # (not normalize(): it rounds to the context's 28 digits)
+    if not isinstance(exp, int):   # "n", "N", "F": NaN or infinity (the reader lets none through)
+        raise GrammarError(f"multipleOf {d}: not a finite number")
     while len(digs) > 1 and digs[-1] == 0:
         digs, exp = digs[:-1], exp + 1
     if len(digs) > 19:
@@ -77,7 +80,9 @@ def decimal_parts(v: Decimal) -> tuple[str, str]:
     return i, f
 
 
-_ALL = (None, False, None, False, False)
+#: one alternative of range_union: (lo, lo_excl, hi, hi_excl, integer), None for no bound
+RangeAlt = tuple[Optional[Decimal], bool, Optional[Decimal], bool, bool]
+_ALL: RangeAlt = (None, False, None, False, False)
 
 
 def _intersect(a: tuple, b: tuple) -> tuple:
@@ -96,7 +101,7 @@ def _empty(a: tuple) -> bool:
     return lo is not None and hi is not None and (lo > hi or (lo == hi and (lx or hx)))
 
 
-def range_union(f, limit: int = 16):
+def range_union(f, limit: int = 16) -> Optional[list[RangeAlt]]:
     """The number formula ``f`` (see formulas.py) as a union of ranges, each alternative
     ``(lo, lo_excl, hi, hi_excl, integer)``, when it is built from ranges, their complements and
     ``int`` by unions and intersections (at most ``limit`` alternatives); None otherwise
@@ -113,13 +118,17 @@ def range_union(f, limit: int = 16):
         return [(None, False, None, False, True)]
     if k is Not and type(f.item) is Range:
         lo, lx, hi, hx = f.item.lo, f.item.lo_excl, f.item.hi, f.item.hi_excl
-        out = [] if lo is None else [(None, False, lo, not lx, False)]
-        return out + ([] if hi is None else [(hi, not hx, None, False, False)])
+        below: list[RangeAlt] = [] if lo is None else [(None, False, lo, not lx, False)]
+        return below + ([] if hi is None else [(hi, not hx, None, False, False)])
     if k is not Or and k is not And:
         return None
-    parts = [range_union(x, limit) for x in f.items]
-    if any(p is None for p in parts):
-        return None
+    parts = []
+    for x in f.items:
+        p = range_union(x, limit)
+        if p is None:
+            return None
+        parts.append(p)
+    out: list[RangeAlt]
     if k is Or:
         out = [a for p in parts for a in p]
     else:

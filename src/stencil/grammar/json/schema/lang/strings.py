@@ -58,7 +58,8 @@ _SHORT = {cp: "\\" + letter for cp, letter in SHORT_ESCAPES}
 @lru_cache(maxsize=65536)
 def _u_pieces(cp: int) -> tuple:
     """``\\uXXXX`` of a BMP code point as literal runs and (lower, upper) hex-letter pairs."""
-    out, run = [], "\\u"
+    out: list[str | tuple[str, str]] = []
+    run = "\\u"
     for ch in "%04x" % cp:
         if ch.isdigit():
             run += ch
@@ -105,8 +106,8 @@ class JsonStrings:
         self._classes: dict = {}
         self._hex: dict = {}
         self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
-        self._char = None
-        self._any = None
+        self._char: int | None = None
+        self._any: int | None = None
         self._lengths: dict = {}
         self._texts: dict = {}
         self._chars: dict = {}
@@ -125,7 +126,7 @@ class JsonStrings:
         key = ("d", lo, hi)
         e = self._hex.get(key)
         if e is None:
-            ranges = []
+            ranges: list[tuple[int, int]] = []
             for v in range(lo, hi + 1):
                 ranges.extend((ord(c), ord(c)) for c in HEX_DIGIT_VALUES[v])
             e = self.b.re_char_ranges(ranges, False)
@@ -232,20 +233,22 @@ class JsonStrings:
     def char(self) -> int:
         """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
         directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
-        if self._char is None and self.plain:
-            self._char = self.encoded_class(unicode.ANY)
         if self._char is None:
-            b = self.b
-            h = self._hex_digit
-            hex2 = b.re_concat([h(0, 15), h(0, 15)])
-            u = b.re_literal("\\u")
-            bmp = b.re_or([b.re_concat([h(0, 12), hex2, h(0, 15)]), b.re_concat([h(14, 15), hex2, h(0, 15)]),
-                           b.re_concat([h(13, 13), h(0, 7), hex2])])
-            pair = b.re_concat([u, h(13, 13), h(8, 11), hex2, u, h(13, 13), h(12, 15), hex2])
-            short = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
-            raw = b.re_char_ranges(unicode.bridge_surrogates(RAW_OK), False)
-            self._char = b.re_or([raw, short, b.re_concat([u, bmp]), pair])
+            self._char = self.encoded_class(unicode.ANY) if self.plain else self._any_char()
         return self._char
+
+    def _any_char(self) -> int:
+        """char() in the any spelling: raw characters, short escapes, \\u escapes and pairs."""
+        b = self.b
+        h = self._hex_digit
+        hex2 = b.re_concat([h(0, 15), h(0, 15)])
+        u = b.re_literal("\\u")
+        bmp = b.re_or([b.re_concat([h(0, 12), hex2, h(0, 15)]), b.re_concat([h(14, 15), hex2, h(0, 15)]),
+                       b.re_concat([h(13, 13), h(0, 7), hex2])])
+        pair = b.re_concat([u, h(13, 13), h(8, 11), hex2, u, h(13, 13), h(12, 15), hex2])
+        short = b.re_concat([b.re_literal("\\"), b.re_char_ranges([(ord(c), ord(c)) for c in '"\\/bfnrt'], False)])
+        raw = b.re_char_ranges(unicode.bridge_surrogates(RAW_OK), False)
+        return b.re_or([raw, short, b.re_concat([u, bmp]), pair])
 
     def any_body(self) -> int:
         """Any string (no lone surrogates)."""

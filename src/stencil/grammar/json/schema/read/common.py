@@ -5,7 +5,7 @@ a draft lacks), where a keyword sits (:func:`where`, for error messages), count 
 from __future__ import annotations
 
 from stencil._core import GrammarError
-from stencil.grammar.json.schema.core.formulas import TRUE, Pattern, f_and, f_not
+from stencil.grammar.json.schema.core.formulas import TRUE, Formula, Pattern, f_and, f_not
 from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
 from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
 
@@ -100,7 +100,7 @@ def pattern_formula(pattern: str):
         lifted = lift_lookaheads(pattern)
         if lifted is None:
             raise
-        f = Pattern(lifted[0])
+        f: Formula = Pattern(lifted[0])
         for negative, inner in lifted[1]:
             g = Pattern("^(?:" + inner + ")")
             try:

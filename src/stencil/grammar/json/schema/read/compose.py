@@ -222,17 +222,17 @@ def unevaluated(ctx, loc, s, t: Typed) -> Typed:
         obj = tuple(out)
     if "unevaluatedItems" in s:
         sub = ctx.sub(loc, s["unevaluatedItems"], "unevaluatedItems")
-        out = []
+        arrs = []
         for a in arr:
             if a.eval_upto >= 1 << 40:
-                out.append(a)
+                arrs.append(a)
                 continue
             cond = sub if not a.eval_contains else ctx.alg.either([sub] + list(a.eval_contains))
-            prefix = list(a.prefix) + [a.items] * max(0, a.eval_upto - len(a.prefix))
-            prefix = tuple(p if i < a.eval_upto else sub_and(p, cond) for i, p in enumerate(prefix))
-            x = normalize_arr(replace(a, prefix=prefix, items=sub_and(a.items, cond), eval_upto=1 << 40,
+            padded = list(a.prefix) + [a.items] * max(0, a.eval_upto - len(a.prefix))
+            prefix = tuple(p if i < a.eval_upto else sub_and(p, cond) for i, p in enumerate(padded))
+            y = normalize_arr(replace(a, prefix=prefix, items=sub_and(a.items, cond), eval_upto=1 << 40,
                                       eval_contains=()))
-            if x is not None:
-                out.append(x)
-        arr = tuple(out)
+            if y is not None:
+                arrs.append(y)
+        arr = tuple(arrs)
     return Typed(t.null, t.bools, t.num, t.str, arr, obj)

@@ -44,7 +44,8 @@ class Context:
             self.ignored.append((keyword, where, reason))
             return
         err = GrammarError(f"{keyword} at {where}: {reason}")
-        err.keyword, err.pointer = keyword, where
+        # the core's exception class declares no attributes: the context rides on the instance
+        err.keyword, err.pointer = keyword, where  # type: ignore[attr-defined]
         raise err
 
     # -- normalization with memo ------------------------------------------------------------------

@@ -56,7 +56,7 @@ def formula_empty(ctx, kind: str, f) -> bool:
             b.add_alternative(start, [b.lexeme(expr, "probe")])
             b.add_alternative(start, [b.literal("x")])
             hit = b.build(start).num_lexemes == 1
-        except GrammarError:   # work budget, or a pattern the regex front-end rejects
+        except GrammarError:   # work limit, or a pattern the regex front-end rejects
             hit = False
         memo[key] = hit
     return hit

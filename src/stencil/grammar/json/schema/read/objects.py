@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from stencil._core import GrammarError
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, f_not, f_or, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, Formula, f_not, f_or, str_eval
 from stencil.grammar.json.schema.core.model import ANY, FALSE_SUB, ObjSpec, normalize_obj, sub_and
 from stencil.grammar.json.schema.read.common import count, only_obj, pattern_formula, where
 
@@ -20,7 +20,7 @@ def read(ctx, loc, s, exact: bool = False):
         return ANY
     alg = ctx.alg
     props = []
-    evaluated = FALSE
+    evaluated: Formula = FALSE
     if "properties" in s:
         ps = s["properties"]
         if not isinstance(ps, dict):

@@ -12,13 +12,14 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.formats import UNSUPPORTED_FORMATS, format_spec
-from stencil.grammar.json.schema.core.formulas import (INTEGER, PLAIN_INTEGER, TRUE, Format, Length, MultipleOf, Range,
-                                                       f_and)
+from stencil.grammar.json.schema.core.formulas import (INTEGER, PLAIN_INTEGER, TRUE, Format, Formula, Length,
+                                                       MultipleOf, Range, f_and)
 from stencil.grammar.json.schema.core.model import ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Typed, to_decimal
 from stencil.grammar.json.schema.read import arrays, compose, objects
 from stencil.grammar.json.schema.read.common import (ANNOTATIONS, NEWER_THAN, NOT_ENFORCEABLE, UNDERSTOOD,
@@ -169,6 +170,8 @@ def _number(loc, s, key) -> Decimal:
     v = s[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise GrammarError(f"{key} at {where(loc, key)}: must be a number, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):   # json.loads reads NaN and Infinity
+        raise GrammarError(f"{key} at {where(loc, key)}: must be a finite number, got {v!r}")
     return to_decimal(v)
 
 
@@ -177,7 +180,7 @@ def _numbers(ctx, loc, s) -> Typed:
         return ANY
     lo = hi = None
     lo_x = hi_x = False
-    f = TRUE
+    f: Formula = TRUE
     if "minimum" in s:
         lo = _number(loc, s, "minimum")
         if s.get("exclusiveMinimum") is True:
@@ -203,7 +206,7 @@ def _numbers(ctx, loc, s) -> Typed:
 
 
 def _strings(ctx, loc, s) -> Typed:
-    f = TRUE
+    f: Formula = TRUE
     if "minLength" in s or "maxLength" in s:
         lo = count(loc, s, "minLength") if "minLength" in s else 0
         hi = count(loc, s, "maxLength") if "maxLength" in s else None

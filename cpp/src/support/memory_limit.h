@@ -1,4 +1,4 @@
-// One memory budget for the whole process. Each compiled grammar's lazy lexer and mask cache and
+// One memory limit for the whole process. Each compiled grammar's lazy lexer and mask cache and
 // each vocabulary's shared mask cache report the bytes they hold (what they already measure, not
 // every allocation); when the total passes the limit, an eviction pass drops the least recently
 // used grammars' lazy state (a fresh epoch: matchers move over at their next call, as on a
@@ -25,15 +25,15 @@ enum MemoryKind : int {
   kMemoryKinds = 4
 };
 
-// A cache the budget may shrink (a grammar's lazy state, a vocabulary's shared masks).
-class BudgetClient {
+// A cache the memory limit may shrink (a grammar's lazy state, a vocabulary's shared masks).
+class EvictableCache {
  public:
-  virtual ~BudgetClient() = default;
-  // What release() would free, and when the cache was last used (MemoryBudget::now()).
+  virtual ~EvictableCache() = default;
+  // What release() would free, and when the cache was last used (MemoryLimit::now()).
   virtual size_t releasable_bytes() const = 0;
   virtual uint64_t last_used() const = 0;
   // Frees up to about `want` bytes and returns what it let go. What must be destroyed outside the
-  // budget's lock (an old epoch) is moved into `later`.
+  // limit's lock (an old epoch) is moved into `later`.
   virtual size_t release(size_t want, std::vector<std::shared_ptr<const void>>& later) = 0;
   // Brings the counted bytes up to date (a lexer is measured every so many new states).
   virtual void measure() {}
@@ -44,8 +44,8 @@ struct MemoryUsage {
   size_t total = 0, limit = 0;
   size_t retired = 0;  // dropped epochs that matchers still hold (part of the total)
   size_t grammars = 0, vocabularies = 0;
-  uint64_t evictions = 0;  // grammars' lazy states dropped by the budget
-  uint64_t trims = 0;      // shared mask caches trimmed by the budget
+  uint64_t evictions = 0;  // grammars' lazy states dropped by the limit
+  uint64_t trims = 0;      // shared mask caches trimmed by the limit
 };
 
 // What one matcher call builds (a grammar's lazy lexer and tables), read without locks.
@@ -54,14 +54,14 @@ class CallMemorySource {
   virtual ~CallMemorySource() = default;
   // A running estimate of the bytes built so far (it may shrink when a cache starts afresh).
   virtual size_t built_bytes() const = 0;
-  // Charges the budget with bytes built (or freed, < 0) and not counted yet (the next
+  // Charges the limit's count with bytes built (or freed, < 0) and not counted yet (the next
   // measurement corrects them).
   virtual void count_built(int64_t bytes) const = 0;
 };
 
 // The memory the current thread's matcher call builds, watched from inside the call: the long
 // loops' deadline::Ticker calls check() every 1,024 units of work. What the call builds is charged
-// to the budget as it grows (so that other grammars are evicted at once, not after the call), and
+// to the limit's count as it grows (so that other grammars are evicted at once, not after the call), and
 // the call fails with BudgetError when it alone has built more than half the process limit, or
 // more than an eighth while the process stays over its limit after an eviction pass (calls in
 // flight together). One per thread: the outermost call's.
@@ -83,9 +83,9 @@ class CallMemory {
   bool tripped_ = false;
 };
 
-class MemoryBudget {
+class MemoryLimit {
  public:
-  static MemoryBudget& get();
+  static MemoryLimit& get();
   // min(2 GiB, a quarter of physical memory), at least 256 MiB.
   static size_t default_limit();
 
@@ -108,13 +108,13 @@ class MemoryBudget {
   }
 
   // Clients register for their whole life (the destructor must remove before its state goes).
-  void add(BudgetClient* c, bool grammar);
-  void remove(BudgetClient* c);
+  void add(EvictableCache* c, bool grammar);
+  void remove(EvictableCache* c);
   // The counters, each grammar's lexer measured afresh first.
   MemoryUsage usage() const;
 
  private:
-  MemoryBudget();
+  MemoryLimit();
   void evict();
   size_t live_bytes() const;  // mu_
   size_t release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later);  // mu_
@@ -127,7 +127,7 @@ class MemoryBudget {
   std::atomic<size_t> freed_since_trim_{0};
   std::atomic<size_t> retry_above_{0};
   mutable std::mutex mu_;  // the clients and the counters below; one eviction pass at a time
-  std::vector<BudgetClient*> grammars_, shared_;
+  std::vector<EvictableCache*> grammars_, shared_;
   uint64_t evictions_ = 0, trims_ = 0;
 };
 

@@ -1,7 +1,7 @@
-// support/memory_budget.h: charges add up by kind; past the limit one pass frees the least
+// support/memory_limit.h: charges add up by kind; past the limit one pass frees the least
 // recently used grammars' state first, then the shared caches, the grammar in use last, down to
 // three quarters of the limit; small grammars are left alone; a matcher call that alone builds
-// more than half the limit fails with BudgetError. The budget is the process's: each case
+// more than half the limit fails with BudgetError. The limit is the process's: each case
 // restores the limit and gives back what it charged.
 #include <algorithm>
 #include <memory>
@@ -10,28 +10,28 @@
 
 #include "check.h"
 #include "stencil/errors.h"
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
-using stencil::BudgetClient;
-using stencil::MemoryBudget;
+using stencil::EvictableCache;
+using stencil::MemoryLimit;
 using stencil::MemoryKind;
 
 namespace {
 
 constexpr size_t kMiB = size_t(1) << 20;
 
-// A cache holding `bytes`, charged to the budget while registered. A grammar's lazy state is
+// A cache holding `bytes`, charged to the limit's count while registered. A grammar's lazy state is
 // dropped whole; a shared mask cache trims what it is asked for.
-class TestCache : public BudgetClient {
+class TestCache : public EvictableCache {
  public:
   TestCache(size_t bytes, uint64_t used, bool grammar)
       : bytes_(bytes), used_(used), grammar_(grammar), kind_(grammar ? stencil::kLexerMemory : stencil::kSharedMaskMemory) {
-    MemoryBudget::get().add(this, grammar);
-    MemoryBudget::get().charge(kind_, static_cast<int64_t>(bytes));
+    MemoryLimit::get().add(this, grammar);
+    MemoryLimit::get().charge(kind_, static_cast<int64_t>(bytes));
   }
   ~TestCache() override {
-    MemoryBudget::get().remove(this);
-    MemoryBudget::get().charge(kind_, -static_cast<int64_t>(bytes_));
+    MemoryLimit::get().remove(this);
+    MemoryLimit::get().charge(kind_, -static_cast<int64_t>(bytes_));
   }
   size_t releasable_bytes() const override { return bytes_; }
   uint64_t last_used() const override { return used_; }
@@ -39,7 +39,7 @@ class TestCache : public BudgetClient {
     const size_t got = grammar_ ? bytes_ : std::min(want, bytes_);
     bytes_ -= got;
     released_ += got;
-    MemoryBudget::get().charge(kind_, -static_cast<int64_t>(got));
+    MemoryLimit::get().charge(kind_, -static_cast<int64_t>(got));
     return got;
   }
   void measure() override { ++measured_; }
@@ -54,8 +54,8 @@ class TestCache : public BudgetClient {
 // Restores the process limit when a case ends, however it ends.
 struct LimitGuard {
   size_t old;
-  explicit LimitGuard(size_t limit) : old(MemoryBudget::get().set_limit(limit)) {}
-  ~LimitGuard() { MemoryBudget::get().set_limit(old); }
+  explicit LimitGuard(size_t limit) : old(MemoryLimit::get().set_limit(limit)) {}
+  ~LimitGuard() { MemoryLimit::get().set_limit(old); }
 };
 
 class Source : public stencil::CallMemorySource {
@@ -65,78 +65,78 @@ class Source : public stencil::CallMemorySource {
   size_t built_bytes() const override { return built; }
   void count_built(int64_t bytes) const override {
     counted += bytes;
-    MemoryBudget::get().charge(stencil::kLexerMemory, bytes);
+    MemoryLimit::get().charge(stencil::kLexerMemory, bytes);
   }
 };
 
 }  // namespace
 
-TEST_CASE(memory_budget_counts_by_kind) {
-  MemoryBudget& budget = MemoryBudget::get();
-  REQUIRE_EQ(budget.usage().grammars, size_t(0));  // alone in the budget: the sums below are exact
-  const size_t before = budget.total();
+TEST_CASE(memory_limit_counts_by_kind) {
+  MemoryLimit& memory = MemoryLimit::get();
+  REQUIRE_EQ(memory.usage().grammars, size_t(0));  // alone under the limit: the sums below are exact
+  const size_t before = memory.total();
   LimitGuard limit(512 * kMiB);
   {
     TestCache g(3 * kMiB, 1, true), s(5 * kMiB, 1, false);
-    budget.charge(stencil::kGrammarMemory, 7 * kMiB);
-    const auto u = budget.usage();
+    memory.charge(stencil::kGrammarMemory, 7 * kMiB);
+    const auto u = memory.usage();
     CHECK_EQ(u.total - before, 15 * kMiB);
     CHECK_EQ(u.bytes[stencil::kSharedMaskMemory], 5 * kMiB);
     CHECK_EQ(u.grammars, size_t(1));
     CHECK_EQ(u.vocabularies, size_t(1));
     CHECK_EQ(u.limit, 512 * kMiB);
     CHECK_EQ(g.measured_, size_t(1));  // usage() measures each grammar afresh
-    budget.charge(stencil::kGrammarMemory, -static_cast<int64_t>(7 * kMiB));
+    memory.charge(stencil::kGrammarMemory, -static_cast<int64_t>(7 * kMiB));
   }
-  CHECK_EQ(budget.total(), before);
-  CHECK_EQ(budget.usage().grammars, size_t(0));
-  CHECK_EQ(budget.set_limit(0), 512 * kMiB);  // 0: the default
-  CHECK_EQ(budget.limit(), MemoryBudget::default_limit());
+  CHECK_EQ(memory.total(), before);
+  CHECK_EQ(memory.usage().grammars, size_t(0));
+  CHECK_EQ(memory.set_limit(0), 512 * kMiB);  // 0: the default
+  CHECK_EQ(memory.limit(), MemoryLimit::default_limit());
 }
 
-TEST_CASE(memory_budget_evicts_least_recently_used_first) {
-  MemoryBudget& budget = MemoryBudget::get();
-  REQUIRE_EQ(budget.total(), size_t(0));
+TEST_CASE(memory_limit_evicts_least_recently_used_first) {
+  MemoryLimit& memory = MemoryLimit::get();
+  REQUIRE_EQ(memory.total(), size_t(0));
   LimitGuard limit(64 * kMiB);
-  const auto before = budget.usage();
+  const auto before = memory.usage();
   TestCache g1(10 * kMiB, 1, true), g2(10 * kMiB, 2, true), g3(10 * kMiB, 3, true);
   TestCache tiny(kMiB / 2, 0, true);  // under the floor (1 MiB here): never worth dropping
   TestCache shared(10 * kMiB, 4, false);
-  budget.enforce();  // 40.5 MiB: under the limit, nothing happens
+  memory.enforce();  // 40.5 MiB: under the limit, nothing happens
   CHECK_EQ(g1.released_ + shared.released_, size_t(0));
   TestCache last(20 * kMiB, 9, true);  // 60.5 MiB
-  budget.charge(stencil::kLexerMemory, 8 * kMiB);  // 68.5 MiB: over, counted but not releasable
-  budget.enforce();
+  memory.charge(stencil::kLexerMemory, 8 * kMiB);  // 68.5 MiB: over, counted but not releasable
+  memory.enforce();
   // Down to 48 MiB of the 60.5 releasable: g1 and g2 whole (least recently used), no more.
   CHECK_EQ(g1.released_, 10 * kMiB);
   CHECK_EQ(g2.released_, 10 * kMiB);
   CHECK_EQ(g3.released_, size_t(0));
   CHECK_EQ(shared.released_ + last.released_ + tiny.released_, size_t(0));
-  CHECK(budget.total() <= 64 * kMiB);
-  const auto after = budget.usage();
+  CHECK(memory.total() <= 64 * kMiB);
+  const auto after = memory.usage();
   CHECK_EQ(after.evictions - before.evictions, uint64_t(2));
-  budget.charge(stencil::kLexerMemory, -static_cast<int64_t>(8 * kMiB));
+  memory.charge(stencil::kLexerMemory, -static_cast<int64_t>(8 * kMiB));
 }
 
-TEST_CASE(memory_budget_trims_shared_caches_before_the_grammar_in_use) {
-  MemoryBudget& budget = MemoryBudget::get();
-  REQUIRE_EQ(budget.total(), size_t(0));
+TEST_CASE(memory_limit_trims_shared_caches_before_the_grammar_in_use) {
+  MemoryLimit& memory = MemoryLimit::get();
+  REQUIRE_EQ(memory.total(), size_t(0));
   LimitGuard limit(64 * kMiB);
-  const auto before = budget.usage();
+  const auto before = memory.usage();
   TestCache old(10 * kMiB, 1, true), shared(30 * kMiB, 2, false);
   TestCache in_use(30 * kMiB, 5, true);  // 70 MiB: 22 over three quarters of the limit
-  budget.enforce();
+  memory.enforce();
   CHECK_EQ(old.released_, 10 * kMiB);
   CHECK_EQ(shared.released_, 12 * kMiB);  // what was still missing, no more
   CHECK_EQ(in_use.released_, size_t(0));
-  const auto after = budget.usage();
+  const auto after = memory.usage();
   CHECK_EQ(after.evictions - before.evictions, uint64_t(1));
   CHECK_EQ(after.trims - before.trims, uint64_t(1));
   CHECK_EQ(after.total, 48 * kMiB);
 }
 
-TEST_CASE(memory_budget_fails_a_call_that_builds_too_much) {
-  MemoryBudget& budget = MemoryBudget::get();
+TEST_CASE(memory_limit_fails_a_call_that_builds_too_much) {
+  MemoryLimit& memory = MemoryLimit::get();
   LimitGuard limit(64 * kMiB);
   stencil::CallMemory::check();  // no call on this thread: nothing to do
   Source source;
@@ -159,5 +159,5 @@ TEST_CASE(memory_budget_fails_a_call_that_builds_too_much) {
   }
   stencil::CallMemory::check();  // the call is over: nothing watches this thread any more
   CHECK_EQ(source.counted, int64_t(33 * kMiB));
-  budget.charge(stencil::kLexerMemory, -source.counted);
+  memory.charge(stencil::kLexerMemory, -source.counted);
 }

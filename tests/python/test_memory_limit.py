@@ -1,11 +1,11 @@
-"""One memory budget for the whole process (issue 24, F3): every compiled grammar's lazy lexer and
+"""One memory limit for the whole process (issue 24, F3): every compiled grammar's lazy lexer and
 mask cache and every tokenizer's shared mask cache count against one limit, and past it the least
 recently used grammars drop their lazy state. Each scenario runs in a fresh Python process (this
 file run as a script), so that the counters and the RSS are its own and not the test session's.
 
 The grammars are ``[ab]*a[ab]{n}c`` under DeepSeek's tokenizer: walking random a/b tokens visits
 up to 2**n lexer states, each with a mask entry of 16 KiB (129,280 ids), so a few thousand steps
-take hundreds of MB without a budget. Their masks have a plain oracle: any token of a's and b's,
+take hundreds of MB without a limit. Their masks have a plain oracle: any token of a's and b's,
 and a token ``u + "c"`` (u of a's and b's) exactly where the text plus u ends with ``a`` and n
 more letters.
 """
@@ -15,7 +15,6 @@ import gc
 import json
 import pathlib
 import random
-import os
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 
 import stencil
+from conftest import child_env
 from stencil.bitmask import bitmask_to_bool
 from stencil.testing import compiler_stats
 
@@ -32,11 +32,9 @@ MB = 1 << 20
 
 
 def _probe(*args: object) -> dict:
-    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ from the repository root
-    # (pytest's `pythonpath` reaches this process only): the child gets it on PYTHONPATH
-    path = os.pathsep.join(filter(None, [str(HERE.parent.parent), os.environ.get("PYTHONPATH")]))
+    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ (child_env)
     done = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
-                          timeout=240, cwd=HERE, env=dict(os.environ, PYTHONPATH=path))
+                          timeout=240, cwd=HERE, env=child_env())
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -177,7 +175,7 @@ def probe_bound(limit_mb: int, steps: int) -> dict:
     w = Walk()
     compiler = stencil.GrammarCompiler(w.tok)
     # The tokenizer's own tables (trie, plain-text slice) are built on first use and belong to no
-    # budget: build them before the RSS baseline.
+    # memory limit: build them before the RSS baseline.
     warm = stencil.Matcher(compiler.compile_regex("[ab]+"))
     warm.fill_next_token_bitmask(stencil.allocate_token_bitmask(1, w.tok.vocab_size), 0)
     del warm
@@ -198,7 +196,7 @@ def probe_bound(limit_mb: int, steps: int) -> dict:
 
 
 def probe_threads(limit_mb: int, rounds: int) -> dict:
-    """Two matchers of each of four grammars filled in parallel while the budget evicts, and a
+    """Two matchers of each of four grammars filled in parallel while the memory limit evicts, and a
     thread that moves the limit down and up and reads the counters meanwhile."""
     w = Walk()
     stencil.set_memory_limit(limit_mb * MB)
@@ -339,7 +337,7 @@ def probe_calls_at_once(limit_mb: int, threads: int) -> dict:
             m.fill_next_token_bitmask(bm, 0, remaining_tokens=40)
             outcomes.append("ok")
         except stencil.BudgetError as e:
-            outcomes.append("budget" if "memory limit" in str(e) else str(e))
+            outcomes.append("limit" if "memory limit" in str(e) else str(e))
 
     sampler = threading.Thread(target=sample)
     sampler.start()
@@ -372,7 +370,7 @@ def test_calls_in_flight_together_stay_near_the_limit():
     # each call may build up to half the limit; together they stop at 1.5x the limit (plus one
     # charging step per call and the grammars' own bytes) instead of adding up
     assert r["peak"] <= 32 * MB * 3 // 2 + 8 * MB, (r["peak"] / MB, r)
-    assert set(r["outcomes"]) <= {"ok", "budget"}, r["outcomes"]
+    assert set(r["outcomes"]) <= {"ok", "limit"}, r["outcomes"]
     assert r["after"]["total"] <= 32 * MB
 
 
@@ -404,7 +402,7 @@ def test_small_limit_bounds_count_and_rss_and_masks_stay_exact(limit_mb):
     assert r["worst"] <= limit + 1 * MB, (r["worst"] / MB, r)
     assert r["worst_grammar"] <= limit
     assert r["usage"]["evictions"] >= 4 and r["usage"]["total"] <= limit + 1 * MB
-    # RSS: the limit, plus what the budget does not count (malloc's overhead and fragmentation,
+    # RSS: the limit, plus what the memory limit does not count (malloc's overhead and fragmentation,
     # hash tables' slack, the matchers' histories, the bitmasks): 32 MiB
     assert r["rss_growth"] <= limit + 32 * MB, r["rss_growth"] / MB
     # the compiler still caches the evicted grammars, small now
@@ -419,7 +417,7 @@ def test_a_dropped_epoch_counts_until_its_matcher_moves():
     # they were, the lexer as last measured), over the limit of 4 MiB
     assert r["held"]["masks"] > 4 * MB and r["held"]["retired"] > r["held"]["limit"]
     # another grammar is dropped as often as with no dropped epoch held (it would be at every
-    # step if the budget tried to free what it cannot)
+    # step if the memory limit tried to free what it cannot)
     assert r["other"] <= 2 * r["alone"] + 2, r
     # it moved: the dropped epoch is gone, what counts is what the grammar holds now
     assert r["moved"]["retired"] == 0
@@ -443,7 +441,7 @@ def test_a_large_enum_counts_what_it_holds_and_stays_bounded():
         # the derivatives of its 20k alternatives and the lexer's maps all count (before, a third
         # of it did: 34 MB counted for 258 MB live).
         assert p["growth"] / 1.5 <= p["total"] <= p["growth"] * 1.5, p
-        # The live heap: the limit, plus what one call builds before the budget looks again (the
+        # The live heap: the limit, plus what one call builds before the memory limit looks again (the
         # derivative cache, capped at a quarter of the limit, and the states and expressions of
         # the call), plus the matcher, the bitmask and malloc's slack: half the limit in all.
         assert p["growth"] <= limit + limit // 2, (p["growth"] / MB, p)

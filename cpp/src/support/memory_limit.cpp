@@ -1,4 +1,4 @@
-#include "support/memory_budget.h"
+#include "support/memory_limit.h"
 
 #include <unistd.h>
 
@@ -14,13 +14,13 @@
 
 namespace stencil {
 
-MemoryBudget& MemoryBudget::get() {
+MemoryLimit& MemoryLimit::get() {
   // Never destroyed: grammars and vocabularies may outlive static destructors at exit.
-  static MemoryBudget* budget = new MemoryBudget();
-  return *budget;
+  static MemoryLimit* limit = new MemoryLimit();
+  return *limit;
 }
 
-size_t MemoryBudget::default_limit() {
+size_t MemoryLimit::default_limit() {
   constexpr size_t kCap = size_t(2) << 30, kFloor = size_t(256) << 20;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return kCap;
@@ -28,16 +28,16 @@ size_t MemoryBudget::default_limit() {
   return std::max(kFloor, std::min(kCap, quarter));
 }
 
-MemoryBudget::MemoryBudget() : limit_(default_limit()) {}
+MemoryLimit::MemoryLimit() : limit_(default_limit()) {}
 
-size_t MemoryBudget::set_limit(size_t bytes) {
+size_t MemoryLimit::set_limit(size_t bytes) {
   const size_t old = limit_.exchange(bytes ? bytes : default_limit(), std::memory_order_relaxed);
   retry_above_.store(0, std::memory_order_relaxed);
   enforce();
   return old;
 }
 
-void MemoryBudget::charge(MemoryKind kind, int64_t delta) {
+void MemoryLimit::charge(MemoryKind kind, int64_t delta) {
   if (delta == 0) return;
   const size_t d = static_cast<size_t>(delta);  // modular: a negative delta subtracts
   bytes_[kind].fetch_add(d, std::memory_order_relaxed);
@@ -53,7 +53,7 @@ void MemoryBudget::charge(MemoryKind kind, int64_t delta) {
 
 // Freed blocks stay in malloc's free lists (RSS unchanged) until trimmed; a trim walks the heap,
 // so it waits until an eighth of the limit (at most 64 MiB) has been freed since the last one.
-void MemoryBudget::give_back_to_os(size_t freed) {
+void MemoryLimit::give_back_to_os(size_t freed) {
   const size_t every = std::min(limit() / 8, size_t(64) << 20);
   const size_t sum = freed_since_trim_.fetch_add(freed, std::memory_order_relaxed) + freed;
   if (sum < every) return;
@@ -63,12 +63,12 @@ void MemoryBudget::give_back_to_os(size_t freed) {
 #endif
 }
 
-void MemoryBudget::add(BudgetClient* c, bool grammar) {
+void MemoryLimit::add(EvictableCache* c, bool grammar) {
   std::lock_guard<std::mutex> lock(mu_);
   (grammar ? grammars_ : shared_).push_back(c);
 }
 
-void MemoryBudget::remove(BudgetClient* c) {
+void MemoryLimit::remove(EvictableCache* c) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto* list : {&grammars_, &shared_}) {
     auto it = std::find(list->begin(), list->end(), c);
@@ -79,10 +79,10 @@ void MemoryBudget::remove(BudgetClient* c) {
   }
 }
 
-size_t MemoryBudget::live_bytes() const {
+size_t MemoryLimit::live_bytes() const {
   size_t live = 0;
   for (const auto* list : {&grammars_, &shared_})
-    for (const BudgetClient* c : *list) live += c->releasable_bytes();
+    for (const EvictableCache* c : *list) live += c->releasable_bytes();
   return live;
 }
 
@@ -90,33 +90,33 @@ size_t MemoryBudget::live_bytes() const {
 // `target`; dropped epochs that matchers still hold go at their next call. Least recently used grammars first, but the one used last (the one in use now) only after
 // the shared caches' least recently used masks. A grammar holding less than a small floor is left
 // alone: dropping it frees little and makes its matchers replay their tokens.
-size_t MemoryBudget::release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later) {
+size_t MemoryLimit::release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later) {
   const size_t floor = std::min(size_t(1) << 20, limit() / 64);
-  std::vector<std::pair<uint64_t, BudgetClient*>> order;
+  std::vector<std::pair<uint64_t, EvictableCache*>> order;
   size_t live = 0;
-  for (BudgetClient* g : grammars_) {
+  for (EvictableCache* g : grammars_) {
     const size_t bytes = g->releasable_bytes();
     live += bytes;
     if (bytes >= floor) order.push_back({g->last_used(), g});
   }
-  for (const BudgetClient* s : shared_) live += s->releasable_bytes();
+  for (const EvictableCache* s : shared_) live += s->releasable_bytes();
   if (live <= target) return 0;
   const size_t need = live - target;
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t freed = 0;
-  auto take = [&](BudgetClient* c, uint64_t& count) {
+  auto take = [&](EvictableCache* c, uint64_t& count) {
     if (freed >= need) return;
     const size_t got = c->release(need - freed, later);
     freed += got;
     count += got > 0;
   };
   for (size_t i = 0; i + 1 < order.size(); ++i) take(order[i].second, evictions_);
-  for (BudgetClient* s : shared_) take(s, trims_);
+  for (EvictableCache* s : shared_) take(s, trims_);
   if (!order.empty()) take(order.back().second, evictions_);
   return freed;
 }
 
-void MemoryBudget::evict() {
+void MemoryLimit::evict() {
   std::vector<std::shared_ptr<const void>> later;  // old epochs, destroyed outside the lock
   {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
@@ -131,14 +131,14 @@ void MemoryBudget::evict() {
     const size_t left = total - std::min(total, freed);
     retry_above_.store(left > limit ? left + limit / 16 : 0, std::memory_order_relaxed);
   }
-  // An epoch no matcher holds is freed here (its destructor charges the budget back); one that a
+  // An epoch no matcher holds is freed here (its destructor gives its bytes back); one that a
   // matcher holds goes with that matcher's next call.
   later.clear();
 }
 
-MemoryUsage MemoryBudget::usage() const {
+MemoryUsage MemoryLimit::usage() const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (BudgetClient* g : grammars_) g->measure();
+  for (EvictableCache* g : grammars_) g->measure();
   MemoryUsage u;
   for (int k = 0; k < kMemoryKinds; ++k) {
     u.bytes[k] = bytes_[k].load(std::memory_order_relaxed);
@@ -172,9 +172,9 @@ void CallMemory::check() {
   CallMemory* w = watching;
   if (!w) return;
   const size_t now = w->source_->built_bytes();
-  MemoryBudget& budget = MemoryBudget::get();
-  const size_t limit = budget.limit();
-  // Charged in steps (the budget's pass is not free), both ways: a cache that starts afresh
+  MemoryLimit& memory = MemoryLimit::get();
+  const size_t limit = memory.limit();
+  // Charged in steps (an eviction pass is not free), both ways: a cache that starts afresh
   // inside the call gives its bytes back.
   const int64_t delta = static_cast<int64_t>(now) - static_cast<int64_t>(w->counted_);
   if (static_cast<size_t>(delta < 0 ? -delta : delta) < limit / 64) return;
@@ -186,8 +186,8 @@ void CallMemory::check() {
   if (grown > limit / 2) {
     why = ", more than half the process memory limit of ";
   } else {
-    budget.enforce();
-    if (grown > limit / 8 && budget.total() > limit + limit / 2) why = " while the process stays over its memory limit of ";
+    memory.enforce();
+    if (grown > limit / 8 && memory.total() > limit + limit / 2) why = " while the process stays over its memory limit of ";
   }
   if (!why) return;
   w->tripped_ = true;
