@@ -1,5 +1,7 @@
-// support/work_limit.h: a limit stops the work past it (WorkSpent), nested limits keep the
-// tighter one and give the outer back, and a limit on one thread leaves another's work alone.
+// support/work_limit.h: a limit stops the work past its units or its time (WorkSpent), nested
+// limits keep the tighter one and give the outer back, and a limit on one thread leaves another's
+// work alone.
+#include <chrono>
 #include <cstdint>
 #include <thread>
 
@@ -50,4 +52,17 @@ TEST_CASE(work_limit_is_per_thread) {
   t.join();
   CHECK_EQ(other, uint64_t{1000});
   CHECK_EQ(spend_until_stopped(1000), uint64_t{5});
+}
+
+TEST_CASE(work_limit_stops_at_its_time) {
+  const auto t0 = work::Clock::now();
+  uint64_t n = 0;
+  {
+    work::Limit limit(~uint64_t{0} >> 1, 0.05);
+    n = spend_until_stopped(~uint64_t{0});
+  }
+  const double seconds = std::chrono::duration<double>(work::Clock::now() - t0).count();
+  CHECK(n > 0);
+  CHECK(seconds >= 0.05 && seconds < 5);
+  CHECK(work::until == work::Clock::time_point::max());  // back to none
 }

@@ -140,7 +140,10 @@ def test_shell_command_parses(line, command):
 NOT_API = ("stencil.cli", "stencil.bench", "benchmarks")
 #: flags the README names that are not the `stencil` command's -> the file that defines them (None:
 #: another program's)
-OTHER_FLAGS = {"--equal-lengths": "benchmarks/serve.py", "--structured-outputs-config": None}
+OTHER_FLAGS = {"--equal-lengths": "benchmarks/serve.py", "--structured-outputs-config": None,  # (vLLM's)
+               # SGLang's server options, which StencilGrammarBackend.from_server_args reads
+               "--constrained-json-whitespace-pattern": None, "--constrained-json-disable-any-whitespace": None,
+               "--constrained-json-max-whitespace-cnt": None}
 PACKAGE = os.path.join(ROOT, "src", "stencil")
 
 

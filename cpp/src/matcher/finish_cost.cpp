@@ -17,10 +17,12 @@ constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reac
 // did: where every token leads to a state of its own, as with a pattern beside a length, a walk
 // takes milliseconds); past them the path in single bytes (path_to_end) bounds the cost.
 constexpr size_t kLexemeSearchWork = 1u << 21;
-// Derivative work (support/work_limit.h) per lexeme search: 2.5 times the most one of 250
-// MaskBench schemas took (828,589 units). A lexer whose states each cost milliseconds (three
-// counted patterns intersected) spent minutes here.
-constexpr uint64_t kLexemeSearchDerivatives = 1u << 21;
+// Derivative work (support/work_limit.h) per lexeme search, once per lexer epoch: a 40,000-value
+// enum of plain numbers needs 2.4 s (over 2^24 units); the most of 250 MaskBench schemas was
+// 0.83M units. A lexer whose states each cost milliseconds (three counted patterns intersected:
+// 1.5 us a unit) spent minutes here: the seconds bound it.
+constexpr uint64_t kLexemeSearchDerivatives = 1u << 26;
+constexpr double kLexemeSearchSeconds = 8;
 constexpr size_t kStateSearchWork = 1u << 17;
 }  // namespace
 
@@ -40,7 +42,7 @@ FinishTables::FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache
       continue;
     }
     try {  // (unknown past its work limit: no bound then goes through the lexeme)
-      work::Limit limit(kLexemeSearchDerivatives);
+      work::Limit limit(kLexemeSearchDerivatives, kLexemeSearchSeconds);
       lexeme_min[l] = tokens_to_end(lexer.start_state({l}), l, kLexemeSearchStates, kLexemeSearchWork, ticker);
     } catch (const WorkSpent&) {
       lexeme_min[l] = kInf;
