@@ -40,6 +40,7 @@
 
 #include "lexer/lexer.h"
 #include "stencil/errors.h"
+#include "support/work_limit.h"
 
 namespace stencil {
 
@@ -175,6 +176,8 @@ bool Lexer::char_set(ExprId c, int depth) const {
         todo.push_back(d);
       }
     }
+  } catch (const WorkSpent&) {  // a search's limit, not this lexer's: nothing to remember
+    throw;
   } catch (const BudgetError&) {  // (the bound is optional: the lexer's own work decides)
     out = false;
   }
@@ -237,6 +240,8 @@ bool Lexer::finite_words_of(ExprId f, ExprId c) const {
         todo.push_back({dx, ds});
       }
     }
+  } catch (const WorkSpent&) {
+    throw;
   } catch (const BudgetError&) {
     return false;
   }
