@@ -423,6 +423,14 @@ COUNTED_SCHEMAS = [
                                       "x": {"type": "number", "minimum": 1.5, "maximum": 1000},
                                       "c": {"enum": [1, 2]}, "i": {"type": "integer"}},
      "required": ["n", "x", "c", "i"], "additionalProperties": False},
+    # key patterns: beside the keys that do not match (their pairs give way to each other: the
+    # ceiling comes from the states one token reaches, FinishTables::reach), and alone, where a
+    # matched pattern leaves `.*` among its alternatives
+    {"type": "object", "properties": {"sums": {"type": "object", "minProperties": 1,
+                                               "patternProperties": {"[0-9a-f]{20}": {"type": "boolean"}}},
+                                      "tags": {"type": "object", "minProperties": 2, "additionalProperties": False,
+                                               "patternProperties": {"[0-9]{2}": {"type": "integer"}}}},
+     "required": ["sums", "tags"], "additionalProperties": False},
 ]
 
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <unordered_set>
 
 #include "matcher/lexer_epoch.h"
 #include "support/heap_size.h"
@@ -159,6 +160,50 @@ std::shared_ptr<const InnerSteps> FinishTables::inner_steps(uint32_t state, cons
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, fresh] = inner_steps_.emplace(state, steps);
   if (fresh) bytes_.fetch_add(steps->bytes() + heap::block(sizeof(void*) * 4), std::memory_order_relaxed);
+  return it->second;
+}
+
+const std::vector<uint32_t>& FinishTables::reach(uint32_t state) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = reach_.find(state);
+    if (it != reach_.end()) return it->second;
+  }
+  // (a number's states never repeat: every digit makes new ones)
+  if (lexer_.numbers_only(state)) return reach_of(state, {});
+  constexpr size_t kMaxReach = 128;  // (a failed search makes as many lexer states)
+  const std::vector<uint8_t>& bytes = lexer_.classes().representative;
+  const uint32_t max_depth = static_cast<uint32_t>(trie_.max_depth());
+  std::vector<uint32_t> found{state}, depth{0};
+  std::unordered_set<uint32_t> seen{state};
+  deadline::Ticker ticker;
+  for (size_t h = 0; h < found.size(); ++h) {
+    if (depth[h] >= max_depth) continue;
+    for (uint8_t b : bytes) {
+      ticker.tick();
+      const uint32_t t = lexer_.next_tagged(found[h], b);
+      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !seen.insert(t).second) continue;
+      if (found.size() == kMaxReach) {
+        // Too many: the states found reach as many, or nearly (a pattern beside a length), so
+        // none searches again.
+        std::unique_lock<std::shared_mutex> lock(mu_);
+        for (uint32_t f : found) reach_.emplace(f, std::vector<uint32_t>{});
+        bytes_.fetch_add(found.size() * heap::block(sizeof(void*) * 5), std::memory_order_relaxed);
+        lock.unlock();
+        return reach_of(state, {});
+      }
+      found.push_back(t);
+      depth.push_back(depth[h] + 1);
+    }
+  }
+  return reach_of(state, std::move(found));
+}
+
+const std::vector<uint32_t>& FinishTables::reach_of(uint32_t state, std::vector<uint32_t> found) {
+  found.shrink_to_fit();
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, fresh] = reach_.emplace(state, std::move(found));
+  if (fresh) bytes_.fetch_add(it->second.capacity() * 4 + heap::block(sizeof(void*) * 5), std::memory_order_relaxed);
   return it->second;
 }
 
@@ -494,26 +539,36 @@ uint32_t FinishCost::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lex
 // A token that stays inside the lexeme leads each (lexeme, expression) pair of `state` to one
 // reachable from it, whose cost is at most that pair's ceiling plus what follows its lexeme; the
 // cost after the token is the least over the pairs still alive, so at most the largest such sum.
+// That sum is loose where the pair of the largest ceiling dies, or gives way, on the bytes that
+// make it large (a key pattern `.*[0-9a-f]{32}.*` beside the keys that do not match it: a byte
+// that resets the pattern's count keeps the other key alive), or where an expression's bound
+// is (its ceiling is the largest over a union's alternatives, `.*` among them once the pattern
+// matched): the states one token reaches, each with the least of its pairs, are then searched.
 uint32_t FinishCost::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  const std::vector<FinishTables::Pair>& all = pairs(state);
   uint32_t most = 0;
-  for (const FinishTables::Pair& pair : pairs(state)) {
+  for (const FinishTables::Pair& pair : all) {
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
     // those that lead to it alone.
     if (pair.lexeme == FinishTables::kNoLexeme) {  // (no ceiling is known for several lexemes)
       const std::vector<uint32_t> live = t_->lexer().live_lexemes(pair.alone);
       if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
-      return kInf;
+      most = kInf;
+      break;
     }
     if (p.vetoed(row, pair.lexeme)) continue;
     const uint32_t after = g_.lexemes[pair.lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, pair.lexeme);
-    if (after >= kInf) return kInf;
-    uint32_t up = pair.ceiling;
-    if (add(up, after) > limit) up = std::min(up, t_->state_ceiling(pair.alone));  // the search, where it may fit
-    if (up >= kInf) return kInf;
+    uint32_t up = after >= kInf ? kInf : pair.ceiling;
+    if (add(up, after) > limit && after < kInf) up = std::min(up, t_->state_ceiling(pair.alone));  // the search, where it may fit
     most = std::max(most, add(up, after));
+    if (most >= kInf) break;
   }
-  return most;
+  if (most <= limit) return most;
+  uint32_t joint = 0;
+  const std::vector<uint32_t>& reach = t_->reach(state);
+  for (size_t i = 0; i < reach.size() && joint < most; ++i) joint = std::max(joint, bytes_bound(p, reach[i]));
+  return reach.empty() ? most : std::min(most, joint);
 }
 
 uint32_t FinishCost::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {

@@ -59,6 +59,11 @@ class FinishTables {
   // hundred); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus a cut
   // character's bytes, and what `rest` needs. See ceiling.cpp.
   uint32_t state_ceiling(uint32_t alone);
+  // The lexer states that the byte strings of at most the longest token's length lead `state` to
+  // inside its lexeme (by byte class: a superset of the tokens' successors), `state` included;
+  // empty past 128 states (and for the states such a search found) or for a number.
+  // Memoized; the returned reference stays valid.
+  const std::vector<uint32_t>& reach(uint32_t state);
   // Per (lexeme, expression) pair of `state` (in Lexer::probe_state's order): the state holding it
   // alone, its lexeme (kNoLexeme where several stay alive), and Lexer::pair_bytes' bounds in
   // single-byte tokens (kInf unless every byte is a token of its own). Memoized; the returned
@@ -112,6 +117,7 @@ class FinishTables {
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
   const TokenTrie& trie_;
+  const std::vector<uint32_t>& reach_of(uint32_t state, std::vector<uint32_t> found);  // memoizes reach
   std::vector<uint8_t> single_bytes_;  // the bytes that are tokens of their own
   ByteSteps byte_steps_;               // per byte class, for the single-byte searches
   std::shared_mutex mu_;
@@ -120,6 +126,7 @@ class FinishTables {
   std::unordered_map<uint32_t, uint32_t> to_end_;  // state of one lexeme -> tokens to its end; mu_
   std::unordered_map<uint32_t, std::vector<uint32_t>> successors_;  // state -> one token's; mu_
   std::unordered_map<uint32_t, uint32_t> ceilings_;  // state of one lexeme -> state_ceiling; mu_
+  std::unordered_map<uint32_t, std::vector<uint32_t>> reach_;  // state -> reach; mu_
   std::unordered_map<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many); mu_
   std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
   std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
@@ -138,7 +145,9 @@ class FinishCost {
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
   // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
   // A lexeme's ceiling is read off its expression (Lexer::pair_bytes) and searched for
-  // (FinishTables::state_ceiling) only where that bound puts the sum over `limit`.
+  // (FinishTables::state_ceiling) only where that bound puts the sum over `limit`; where it still
+  // does, the largest bytes_bound over the states one token reaches
+  // (FinishTables::reach) where that is less.
   uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit);
   // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
   // search): the least over the live lexemes not vetoed at the row. The distances are read off
