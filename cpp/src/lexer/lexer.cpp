@@ -409,13 +409,14 @@ int plain_char_length(int b) {
 
 }  // namespace
 
-bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const {
+bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = text_heads_.find(s);
   if (it == text_heads_.end()) it = text_heads_.emplace(s, text_head(s)).first;
   *k = it->second.k;
   *relaxed = it->second.relaxed;
   *rest = it->second.rest;
+  if (lo) *lo = it->second.lo;
   return it->second.ok;
 }
 
@@ -485,7 +486,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s) const {
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters.
   return {true, rep.max, intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)}),
-          intern_state({lex, tail})};
+          intern_state({lex, tail}), rep.min};
 }
 
 bool Lexer::has_lazy(uint32_t s) const {

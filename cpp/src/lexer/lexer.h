@@ -111,8 +111,9 @@ class Lexer {
   // of C takes exactly one character of plain text (as a JSON string body with minLength or
   // maxLength), or at `(C{lo,k} & P...) rest` where each P holds every plain string (a pattern
   // beside the length, once only `.*` of it is left): then *k is the bound (kUnbounded for
-  // none), *relaxed the state at `C* rest` and *rest the state at `rest`.
-  bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest) const;
+  // none), *relaxed the state at `C* rest`, *rest the state at `rest` and (where given) *lo the
+  // lower bound.
+  bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo = nullptr) const;
   bool has_lazy(uint32_t s) const;
   // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
   // expression's structure (memoized per expression; no state made).
@@ -161,7 +162,7 @@ class Lexer {
   bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
   struct TextHead {
     bool ok = false;
-    uint32_t k = 0, relaxed = 0, rest = 0;
+    uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
   };
   TextHead text_head(uint32_t s) const;  // bounded_text_head, not memoized; mu_ held
 

@@ -7,7 +7,9 @@
 
 #include "matcher/lexer_epoch.h"
 #include "support/heap_size.h"
+#include "support/plain_text.h"
 #include "support/work_limit.h"
+#include "tokens/plain_slice.h"
 
 namespace stencil {
 
@@ -29,7 +31,7 @@ constexpr size_t kStateSearchWork = 1u << 17;
 
 FinishTables::FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache,
                                    const Vocabulary& vocab)
-    : lexer_(lexer), cache_(cache), trie_(vocab.trie()) {
+    : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()) {
   const auto& nodes = trie_.nodes();
   for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
     if (nodes[i].token_id >= 0) single_bytes_.push_back(nodes[i].byte);
@@ -227,6 +229,11 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
     if (const uint32_t d = known(state); d < kInf) return d;
   }
   if (ends(state)) return 0;
+  if (const uint32_t d = text_to_end(state, lexeme, ticker); d < kInf) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    remember(to_end_, state, d);
+    return d;
+  }
   if (ends_in_one_token(state, lexeme, ticker)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     remember(to_end_, state, 1);
@@ -282,6 +289,68 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
     if (n == 0) break;
   }
   return best;
+}
+
+// A string body counted in characters (a minLength or maxLength): each count is a state of its
+// own, and the search expands each with a walk of the trie (a 50-character string at its
+// opening quote: 50 walks, 0.2 s). Every plain token of whole characters leads a count to the
+// count past its characters, the same for every count, so the fewest tokens to any count is a coin
+// problem over the vocabulary's character counts, solved once; then the tokens that end `rest`.
+// A real tokenization (the tokens that hold a few characters and the closing quote at once are
+// left out: at most one token more), and consistent: a plain token leads to a count one token
+// nearer.
+uint32_t FinishTables::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  constexpr uint32_t kMaxCount = 1u << 16;  // (a longer minLength: searched as before)
+  uint32_t k = 0, lo = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
+  if (!cache_.admits_bounded_plain(lexer_, state, &k) || !lexer_.bounded_text_head(state, &k, &relaxed, &rest, &lo) ||
+      lo > kMaxCount)
+    return kInf;
+  const uint32_t after = tokens_to_end(rest, lexeme, kStateSearchStates, kStateSearchWork, ticker);
+  if (after >= kInf) return kInf;
+  // The best count lies within the longest token's characters past lo (a sum past that, less
+  // its last token, is still at least lo).
+  uint32_t longest = 0;
+  plain_tokens_for(0);
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (!plain_counts_.empty()) longest = plain_counts_.back();
+  }
+  uint32_t best = kInf;
+  for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n));
+  return add(best, after);
+}
+
+uint32_t FinishTables::plain_tokens_for(uint32_t n) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (n < plain_tokens_.size()) return plain_tokens_[n];
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (plain_tokens_.empty()) {
+    const PlainSlice& slice = vocab_.plain_slice();
+    for (uint32_t c = 1; c + 1 < slice.by_count.size(); ++c)  // (the last bucket holds every longer token)
+      for (int32_t id : slice.by_count[c]) {
+        int st = 0;
+        for (unsigned char b : vocab_.token_bytes(id)) st = plain_text_step(st, b);
+        if (st == 0) {  // ends on a character boundary
+          plain_counts_.push_back(c);
+          break;
+        }
+      }
+    plain_tokens_.push_back(0);
+  }
+  const size_t before = plain_tokens_.capacity() + plain_counts_.capacity();
+  while (plain_tokens_.size() <= n) {
+    const uint32_t m = static_cast<uint32_t>(plain_tokens_.size());
+    uint32_t best = kInf;
+    for (uint32_t c : plain_counts_) {
+      if (c > m) break;
+      best = std::min(best, add(plain_tokens_[m - c], 1));
+    }
+    plain_tokens_.push_back(best);
+  }
+  bytes_.fetch_add((plain_tokens_.capacity() + plain_counts_.capacity() - before) * 4, std::memory_order_relaxed);
+  return plain_tokens_[n];
 }
 
 void FinishTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32_t state, uint32_t value) {

@@ -54,6 +54,9 @@ class MaskCache {
   size_t size() const;
   size_t bytes() const;
 
+  // Whether `state` is `C{lo,k} rest` (Lexer::bounded_text_head) where C* rest admits plain text
+  // and rest cannot start with it: exactly the plain tokens of at most *k characters stay inside.
+  bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
   // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.
   CharSummary loop_chars(const Lexer& lexer, uint32_t state, bool groups) const;
 
@@ -72,7 +75,6 @@ class MaskCache {
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);
   bool admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const;
-  bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
   bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const;
   bool loops_on_plain(const Lexer& lexer, uint32_t state) const;
 
