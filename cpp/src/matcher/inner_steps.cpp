@@ -5,12 +5,20 @@
 
 #include "lexer/lexer.h"
 #include "support/deadline.h"
+#include "support/work_limit.h"
 #include "tokens/trie.h"
 #include "tokens/walk_loops.h"
 
 namespace stencil {
 
 namespace {
+
+// The walk counts as work (support/work_limit.h) where a limit is in force (the token budget's
+// searches): a unit per 16 nodes, about what a derivative unit costs, so that searches which
+// walk the trie once per state they expand (a counted pattern: every token a state of its own)
+// stop at the same limit as those that derive.
+constexpr size_t kWalkChunk = 1024;
+constexpr uint64_t kWalkChunkUnits = kWalkChunk / 16;
 
 // A byte of the lowest ASCII bucket in `chars` (-1: none): a character the sub-trie holds.
 int ascii_of(const CharSummary& chars) {
@@ -100,6 +108,7 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
   const auto& before = trie.tokens_before();
   InsideWalk inside(lexer, cache, trie, visit);
   deadline::Ticker ticker;
+  size_t walked = 0;
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);
   std::vector<uint32_t> chars(st.size(), 0);  // per depth: the characters the path's bytes start
   st[0] = state;
@@ -107,6 +116,7 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
     const TrieNode& node = nodes[i];
     ticker.tick();
     if (nodes_walked) ++*nodes_walked;
+    if ((++walked & (kWalkChunk - 1)) == 0) work::spend(kWalkChunkUnits);
     const uint32_t t = lexer.next_tagged(st[node.depth - 1], node.byte);
     if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) {
       if (t != Lexer::kDead && ending && node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;
