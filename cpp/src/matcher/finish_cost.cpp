@@ -171,8 +171,10 @@ const std::vector<uint32_t>& FinishTables::reach(uint32_t state) {
     auto it = reach_.find(state);
     if (it != reach_.end()) return it->second;
   }
-  // (a number's states never repeat: every digit makes new ones)
-  if (lexer_.numbers_only(state)) return reach_of(state, {});
+  // (a number's states never repeat: every digit makes new ones, here and beside white space
+  // or another lexeme)
+  for (const Pair& pair : pairs(state))
+    if (lexer_.numbers_only(pair.alone)) return reach_of(state, {});
   constexpr size_t kMaxReach = 128;  // (a failed search makes as many lexer states)
   const std::vector<uint8_t>& bytes = lexer_.classes().representative;
   const uint32_t max_depth = static_cast<uint32_t>(trie_.max_depth());

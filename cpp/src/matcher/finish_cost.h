@@ -61,7 +61,7 @@ class FinishTables {
   uint32_t state_ceiling(uint32_t alone);
   // The lexer states that the byte strings of at most the longest token's length lead `state` to
   // inside its lexeme (by byte class: a superset of the tokens' successors), `state` included;
-  // empty past 128 states (and for the states such a search found) or for a number.
+  // empty past 128 states (and for the states such a search found) or where a number lives.
   // Memoized; the returned reference stays valid.
   const std::vector<uint32_t>& reach(uint32_t state);
   // Per (lexeme, expression) pair of `state` (in Lexer::probe_state's order): the state holding it
