@@ -5,10 +5,10 @@
 // For an expression e: shortest(e) >= the length of its shortest word, ceiling(e) >= the
 // shortest word of every derivative of e by at most `reach` bytes whose language is not empty
 // (every state one token reaches from e, e itself included), longest(e) >= the length of its
-// longest word. A derivative's
-// words are no longer than e's, so ceiling(e) <= longest(e) always, and where a language is not
-// empty its shortest word is at most its longest (fit(e) = min(shortest, longest) below, usable
-// only where the language is known not to be empty: inside a ceiling).
+// longest word. A derivative's words are no longer than e's, so ceiling(e) <= longest(e) always,
+// and where a language is not empty its shortest word is at most its longest (fit(e) =
+// min(shortest, longest) below, usable only where the language is known not to be empty: inside a
+// ceiling).
 //   bytes:        shortest 1, ceiling 1, longest 1
 //   a b:          shortest(a) + shortest(b); max(ceiling(a) + fit(b), ceiling(b)): a derivative
 //                 is d(a) b, or a derivative of b once a word of a is read; longest(a) + longest(b)

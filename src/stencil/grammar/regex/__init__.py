@@ -1,6 +1,6 @@
 """Regex front-end: parse the regex syntax users write and emit it into the core's builder.
 
-Dialect (DESIGN.md): ECMA-262 as in JSON Schema ``pattern``, with the Python-only forms accepted
+Dialect: ECMA-262 as in JSON Schema ``pattern``, with the Python-only forms accepted
 (``(?P<name>...)``, ``\\A``, ``\\Z``, ``\\z``, inline flags, ``{,n}``, ``\\N{NAME}``, ``\\UXXXXXXXX``,
 ``\\a``). Characters are Unicode code points; the builder matches them as UTF-8 bytes.
 

@@ -200,7 +200,7 @@ class Emitter:
         self.b.add_alternative(rule, [rule])
 
     def check(self, rule, kind: str, **kw) -> None:
-        """Attach one of the core's completion checks (see DESIGN.md, 'Checks')."""
+        """Attach one of the core's completion checks (cpp/src/json/README.md lists them)."""
         self.checks += 1
         self.b.add_check(rule, kind, **kw)
 
