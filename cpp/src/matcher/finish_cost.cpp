@@ -7,7 +7,6 @@
 
 #include "matcher/lexer_epoch.h"
 #include "support/heap_size.h"
-#include "support/plain_text.h"
 #include "support/work_limit.h"
 #include "tokens/plain_slice.h"
 
@@ -311,12 +310,8 @@ uint32_t FinishTables::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ti
   if (after >= kInf) return kInf;
   // The best count lies within the longest token's characters past lo (a sum past that, less
   // its last token, is still at least lo).
-  uint32_t longest = 0;
-  plain_tokens_for(0);
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    if (!plain_counts_.empty()) longest = plain_counts_.back();
-  }
+  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
+  const uint32_t longest = counts.empty() ? 0 : counts.back();
   uint32_t best = kInf;
   for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n));
   return add(best, after);
@@ -327,31 +322,20 @@ uint32_t FinishTables::plain_tokens_for(uint32_t n) {
     std::shared_lock<std::shared_mutex> lock(mu_);
     if (n < plain_tokens_.size()) return plain_tokens_[n];
   }
+  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (plain_tokens_.empty()) {
-    const PlainSlice& slice = vocab_.plain_slice();
-    for (uint32_t c = 1; c + 1 < slice.by_count.size(); ++c)  // (the last bucket holds every longer token)
-      for (int32_t id : slice.by_count[c]) {
-        int st = 0;
-        for (unsigned char b : vocab_.token_bytes(id)) st = plain_text_step(st, b);
-        if (st == 0) {  // ends on a character boundary
-          plain_counts_.push_back(c);
-          break;
-        }
-      }
-    plain_tokens_.push_back(0);
-  }
-  const size_t before = plain_tokens_.capacity() + plain_counts_.capacity();
+  const size_t before = plain_tokens_.capacity();
+  if (plain_tokens_.empty()) plain_tokens_.push_back(0);
   while (plain_tokens_.size() <= n) {
     const uint32_t m = static_cast<uint32_t>(plain_tokens_.size());
     uint32_t best = kInf;
-    for (uint32_t c : plain_counts_) {
+    for (uint32_t c : counts) {
       if (c > m) break;
       best = std::min(best, add(plain_tokens_[m - c], 1));
     }
     plain_tokens_.push_back(best);
   }
-  bytes_.fetch_add((plain_tokens_.capacity() + plain_counts_.capacity() - before) * 4, std::memory_order_relaxed);
+  bytes_.fetch_add((plain_tokens_.capacity() - before) * 4, std::memory_order_relaxed);
   return plain_tokens_[n];
 }
 

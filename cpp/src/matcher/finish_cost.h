@@ -117,7 +117,7 @@ class FinishTables {
   // (kInf for other states): see finish_cost.cpp.
   uint32_t text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   // The fewest plain tokens of whole characters that hold exactly n characters in all (kInf: no
-  // sum makes n), from the character counts the vocabulary's plain tokens have; grown on demand.
+  // sum makes n), from PlainSlice::whole_counts; grown on demand.
   uint32_t plain_tokens_for(uint32_t n);
   const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
   const Lexer& lexer_;
@@ -137,7 +137,6 @@ class FinishTables {
   std::unordered_map<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many); mu_
   std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
   std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
-  std::vector<uint32_t> plain_counts_;  // the character counts of plain tokens (whole characters); mu_
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; mu_
   bool all_bytes_ = false;  // every byte is a token of its own
   std::atomic<size_t> bytes_{0};

@@ -13,6 +13,7 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   std::vector<std::string_view> views(n);
   std::vector<uint8_t> excluded(n, 1);
   s.by_count.assign(256, {});
+  std::vector<uint8_t> whole(256, 0);
   for (int32_t id = 0; id < n; ++id) {
     if (vocab.is_special(id)) continue;
     std::string_view t = vocab.token_bytes(id);
@@ -24,11 +25,14 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
     }
     if (st >= 0 && !t.empty()) {
       s.by_count[leads > 255 ? 255 : leads].push_back(id);
+      if (st == 0 && leads < 255) whole[leads] = 1;
       s.bits[id >> 5] |= 1u << (id & 31);
     } else {
       excluded[id] = 0;  // goes into the trie of the rest
     }
   }
+  for (uint32_t c = 1; c < 255; ++c)
+    if (whole[c]) s.whole_counts.push_back(c);
   s.rest.build(views, excluded);
   return s;
 }

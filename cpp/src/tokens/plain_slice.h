@@ -24,6 +24,9 @@ struct PlainSlice {
   std::vector<uint32_t> bits;  // bitmask words: plain tokens
   TokenTrie rest;              // every other (non-special) token
   std::vector<std::vector<int32_t>> by_count;  // plain tokens by the characters they start
+  // The character counts (ascending, below by_count's last bucket) of some plain token that ends
+  // on a character boundary: the steps a counted string body can take, one token each.
+  std::vector<uint32_t> whole_counts;
   static PlainSlice build(const Vocabulary& vocab);
 
   // The plain tokens that start at most k characters (a string with k characters left):
@@ -32,7 +35,10 @@ struct PlainSlice {
 
   PlainSlice() = default;
   PlainSlice(PlainSlice&& o) noexcept
-      : bits(std::move(o.bits)), rest(std::move(o.rest)), by_count(std::move(o.by_count)) {}
+      : bits(std::move(o.bits)),
+        rest(std::move(o.rest)),
+        by_count(std::move(o.by_count)),
+        whole_counts(std::move(o.whole_counts)) {}
 
  private:
   mutable std::mutex mu_;
