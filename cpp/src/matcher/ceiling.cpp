@@ -83,35 +83,43 @@ uint32_t FinishTables::state_bytes(uint32_t alone) {
 // A length bound beside a pattern makes states of each count (a search from each of them makes
 // hundreds of lexer states): searched from the state with its bounds of kRelaxLimit or more
 // lifted instead, the same on every path shorter than that, and shared by the counts.
-uint32_t FinishTables::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+uint32_t FinishTables::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const {
   const uint32_t relaxed = lexer_.state(start).bounded ? lexer_.relaxed_state(start, kRelaxLimit) : Lexer::kDead;
   if (relaxed != Lexer::kDead && relaxed != start) {
-    const uint32_t d = byte_search(relaxed, l, path);
+    const uint32_t d = byte_search(relaxed, l, path, shortest);
     if (d < kRelaxLimit) return d;
   }
-  return byte_search(start, l, path);
+  return byte_search(start, l, path, shortest);
 }
 
-// Breadth-first over single-byte tokens from `start` to the first end of lexeme l; past
-// kMaxStates states, depth-first (a path, not the shortest: where states branch at each byte, as
-// `[ab]*a[ab]{12}`, the breadth of the search grows as 2^depth).
-uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const {
+// Breadth-first over single-byte tokens from `start` to the first end of lexeme l (each state
+// judged as it is made: the rest of its level, derivatives that may cost milliseconds each in an
+// intersection, is not made); past kMaxStates states, depth-first (a path, not the shortest:
+// where states branch at each byte, as `[ab]*a[ab]{12}`, the breadth of the search grows as
+// 2^depth).
+uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const {
   const ByteSteps& steps = byte_steps_;
+  if (shortest) *shortest = false;
   if (steps.rep.empty()) return kInf;
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
   std::vector<uint32_t> queue{start}, depth{0}, parent{0};
   std::vector<uint8_t> via{0};  // the byte into queue[h]
+  auto ends = [&](uint32_t s) {
+    const auto& acc = lexer_.state(s).accepting;
+    return std::binary_search(acc.begin(), acc.end(), l);
+  };
+  auto found = [&](size_t h) {
+    if (path) {
+      path->resize(depth[h]);
+      for (size_t k = h; k != 0; k = parent[k]) (*path)[depth[k] - 1] = via[k];
+    }
+    if (shortest) *shortest = true;
+    return depth[h];
+  };
+  if (ends(start)) return found(0);
   deadline::Ticker ticker;
   for (size_t h = 0; h < queue.size(); ++h) {
     const uint32_t s = queue[h];
-    const auto& acc = lexer_.state(s).accepting;
-    if (std::binary_search(acc.begin(), acc.end(), l)) {
-      if (path) {
-        path->resize(depth[h]);
-        for (size_t k = h; k != 0; k = parent[k]) (*path)[depth[k] - 1] = via[k];
-      }
-      return depth[h];
-    }
     if (lexer_.state(s).end_now) continue;
     for (int c = 0; c < 256; ++c) {
       if (steps.rep[c] < 0 || !steps.token_class[c]) continue;
@@ -123,6 +131,7 @@ uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8
       depth.push_back(depth[h] + 1);
       parent.push_back(static_cast<uint32_t>(h));
       via.push_back(static_cast<uint8_t>(steps.rep[c]));
+      if (ends(t)) return found(queue.size() - 1);
     }
   }
   return kInf;
@@ -164,10 +173,8 @@ uint32_t FinishTables::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t
 // token: byte_steps_ walks only such bytes). A real token path inside the lexeme, so an upper
 // bound on the fewest tokens, which stays consistent where the states it passes keep their
 // rest of it (tokens_to_end memoizes them). Stops at a state whose distance is memoized.
-uint32_t FinishTables::path_to_end(uint32_t state, uint32_t lexeme, std::vector<uint32_t>* passed) {
-  std::vector<uint8_t> bytes;
+uint32_t FinishTables::path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed) {
   passed->clear();
-  if (byte_distance(state, lexeme, &bytes) >= kInf) return kInf;
   const auto& nodes = trie_.nodes();
   uint32_t s = state, count = 0;
   for (size_t at = 0; at < bytes.size(); ++count) {

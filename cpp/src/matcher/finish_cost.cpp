@@ -13,6 +13,17 @@
 namespace stencil {
 
 namespace {
+// A filter of the states a walk of the successors met lately (most tokens lead to a few states:
+// a walk of 100,000 tokens keeps each state about once, not once per token).
+struct SeenStates {
+  uint32_t recent[256] = {};  // (0 is Lexer::kDead, never a successor)
+  bool add(uint32_t s) {
+    uint32_t& slot = recent[(s * 2654435761u) >> 24];
+    if (slot == s) return false;
+    slot = s;
+    return true;
+  }
+};
 constexpr size_t kLexemeSearchStates = 1u << 15;  // per lexeme of the grammar, once
 constexpr size_t kStateSearchStates = 1u << 12;   // per lexer state a walk reaches
 // Trie nodes a search may walk (each state it expands walks the trie, unless an earlier search
@@ -38,6 +49,7 @@ FinishTables::FinishTables(const Grammar& g, const Lexer& lexer, const MaskCache
   byte_steps_ = byte_steps();
   deadline::Ticker ticker;
   lexeme_min.assign(g.lexemes.size(), kInf);
+  widest_.assign(g.lexemes.size(), 0);
   for (uint32_t l = 0; l < g.lexemes.size(); ++l) {
     if (g.lexemes[l].special) {
       lexeme_min[l] = g.lexemes[l].token_ids.empty() ? kInf : 1;
@@ -235,22 +247,56 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
     remember(to_end_, state, d);
     return d;
   }
-  if (ends_in_one_token(state, lexeme, ticker)) {
+  // The path in single bytes, memoized along its states: where the search is cut short, or
+  // cannot be afforded.
+  std::vector<uint8_t> path;  // a path in single bytes to the end (byte_distance), found once
+  uint32_t path_bytes = kInf;
+  bool shortest = false, searched = false;
+  auto find_path = [&] {
+    if (!searched) path_bytes = byte_distance(state, lexeme, &path, &shortest);
+    searched = true;
+  };
+  auto by_path = [&](uint32_t found) {
+    find_path();
+    if (path_bytes >= kInf) return found;
+    std::vector<uint32_t> passed;
+    const uint32_t d = path_to_end(state, path, &passed);
+    if (d >= found) return found;
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    for (uint32_t i = 0; i < passed.size(); ++i) remember(to_end_, passed[i], d - i);
+    return d;
+  };
+  // Where every byte is a token, the fewest bytes to the end (when the search for them was
+  // breadth-first) over the longest token's bytes: fewer tokens cannot end the lexeme, and past
+  // one the walk for a token that ends it at once is saved.
+  if (all_bytes_) find_path();
+  const bool far = shortest && path_bytes < kInf && path_bytes > static_cast<uint32_t>(trie_.max_depth());
+  size_t work = 0;
+  if (!far && ends_in_one_token(state, lexeme, ticker, &work)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     remember(to_end_, state, 1);
     return 1;
   }
+  note_walk(lexeme, work);
+  // No token ends it: the search must walk the successors of each state one token reaches. Where
+  // one such walk in this lexeme took more than half the work allowed (a pattern counting a run
+  // of letters and digits: each count a state of its own, each walk every such token, in
+  // milliseconds), it cannot finish, and the path alone bounds the cost.
+  if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
+  work = 0;
   struct Node {
     uint32_t state, depth, parent;
   };
   std::vector<Node> queue{{state, 0, 0}};
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
-  size_t head = 0, work = 0;
+  size_t head = 0;
   bool full = false;  // some state was left out (max_states)
   for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
     const Node h = queue[head];
+    const size_t before = work;
     const std::vector<uint32_t>& next = token_successors(h.state, &work);
+    note_walk(lexeme, work - before);
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (uint32_t u : next) {
       if (seen.count(u)) continue;
@@ -274,13 +320,8 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
   // single bytes, where it is shorter than what was found.
   if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
-    std::vector<uint32_t> passed;
-    const uint32_t d = path_to_end(state, lexeme, &passed);
-    if (d < best) {
-      std::unique_lock<std::shared_mutex> lock(mu_);
-      for (uint32_t i = 0; i < passed.size(); ++i) remember(to_end_, passed[i], d - i);
-      return d;
-    }
+    const uint32_t d = by_path(best);
+    if (d < best) return d;
   }
   if (best >= kInf) return kInf;
   std::unique_lock<std::shared_mutex> lock(mu_);
@@ -348,7 +389,18 @@ void FinishTables::remember(std::unordered_map<uint32_t, uint32_t>& memo, uint32
 // (a string's closing quote comes early in byte order), where the successors' walk would visit
 // every token (on a huge automaton, making a lexer state for each). A walk that finds none has
 // seen every successor: they are kept as token_successors' (unless another search's are).
-bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+size_t FinishTables::widest_walk(uint32_t l) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return l < widest_.size() ? widest_[l] : 0;
+}
+
+void FinishTables::note_walk(uint32_t l, size_t nodes) {
+  if (nodes <= widest_walk(l)) return;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (l < widest_.size()) widest_[l] = std::max(widest_[l], nodes);
+}
+
+bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked) {
   // One token that is a single byte ends it (a string's closing quote): no walk.
   std::vector<uint8_t> probed(256, 0);
   const ByteClasses& classes = lexer_.classes();
@@ -368,14 +420,16 @@ bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
   ticker.tick();
   bool ends = false;
   std::vector<uint32_t> out;
+  SeenStates seen;
   if (!lexer_.state(state).end_now)
     walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
       const uint32_t u = s & ~Lexer::kEndNowTag;
+      if (!seen.add(u)) return false;
       const auto& acc = lexer_.state(u).accepting;
       ends = std::binary_search(acc.begin(), acc.end(), lexeme);
       out.push_back(u);
       return ends;
-    }, false);
+    }, false, walked);
   if (ends) return true;
   keep_successors(state, std::move(out));
   return false;
@@ -390,9 +444,10 @@ const std::vector<uint32_t>& FinishTables::token_successors(uint32_t state, size
     if (it != successors_.end()) return it->second;
   }
   std::vector<uint32_t> out;
+  SeenStates seen;
   if (!lexer_.state(state).end_now)
     walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
-      out.push_back(s & ~Lexer::kEndNowTag);
+      if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
       return false;
     }, true, work);
   return keep_successors(state, std::move(out));

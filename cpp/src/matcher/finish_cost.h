@@ -90,18 +90,19 @@ class FinishTables {
   // (max_work: trie nodes the search may walk; past them path_to_end bounds the rest)
   uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                          deadline::Ticker& ticker);
-  // A token path to the end of `lexeme` from `state` read off a shortest path in single bytes
-  // (its tokens longest first), with the states it passes; kInf where none is found.
-  uint32_t path_to_end(uint32_t state, uint32_t lexeme, std::vector<uint32_t>* passed);
+  // A token path to the end of a lexeme from `state` read off a path in single bytes to it
+  // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
+  uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
   struct ByteSteps {
     std::vector<int> rep;               // per byte class: a byte of it (-1: none; empty: unusable)
     std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
   };
   ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
   // (with `path`: the bytes of the path found; the shortest one, unless the breadth-first search
-  // passes a thousand states)
-  uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr) const;
-  uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
+  // passes a thousand states: *shortest, where given, says which)
+  uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr,
+                         bool* shortest = nullptr) const;
+  uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest = nullptr) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
   uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
@@ -112,7 +113,12 @@ class FinishTables {
   static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
                                           const std::vector<uint32_t>& value);
   const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
-  bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  // (`walked`: counts the trie nodes its walk visits)
+  bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked);
+  // The most trie nodes one walk of a state's successors visited in lexeme l (widest_), and a
+  // walk's count noted.
+  size_t widest_walk(uint32_t l);
+  void note_walk(uint32_t l, size_t nodes);
   // tokens_to_end for a counted string body `C{lo,k} rest` where C takes every plain character
   // (kInf for other states): see finish_cost.cpp.
   uint32_t text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
@@ -138,6 +144,7 @@ class FinishTables {
   std::unordered_map<uint32_t, uint32_t> bytes_to_end_;  // state of one lexeme -> state_bytes; mu_
   std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; mu_
+  std::vector<size_t> widest_;          // per lexeme: widest_walk; mu_
   bool all_bytes_ = false;  // every byte is a token of its own
   std::atomic<size_t> bytes_{0};
 };
