@@ -322,7 +322,8 @@ size_t Lexer::memory_bytes() const {
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
   const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) +
-                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_) + heap::nodes(expr_bytes_);
+                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_) + heap::nodes(expr_bytes_) +
+                      heap::nodes(text_heads_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 
@@ -482,7 +483,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s) const {
     }
   }
   for (ExprId x : others)
-    if (!covers_plain(x, 256)) return {};
+    if (!covers_plain(x)) return {};
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters.
   return {true, rep.max, intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)}),
@@ -625,12 +626,17 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
   return out;
 }
 
-bool Lexer::covers_plain(ExprId e, size_t max_pairs) const {
+bool Lexer::covers_plain(ExprId e) const {
+  constexpr size_t kMaxPairs = 256;
   // Every plain string is in e exactly when every plain string leads to a nullable derivative.
   if (!store_.nullable(e)) return false;
-  return explore_plain_exprs(e, max_pairs, [&](ExprId d, bool boundary) {
+  auto it = covers_plain_.find(e);
+  if (it != covers_plain_.end()) return it->second;
+  const bool covers = explore_plain_exprs(e, kMaxPairs, [&](ExprId d, bool boundary) {
     return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
   });
+  covers_plain_.emplace(e, covers);
+  return covers;
 }
 
 }  // namespace stencil

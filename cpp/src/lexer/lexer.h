@@ -159,7 +159,7 @@ class Lexer {
   enum class PlainStep { kFail, kCovered, kExplore };
   template <class Step>
   bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;
-  bool covers_plain(ExprId e, size_t max_pairs) const;  // every plain string is in e; mu_ held
+  bool covers_plain(ExprId e) const;  // every plain string is in e (memoized); mu_ held
   struct TextHead {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
@@ -214,6 +214,9 @@ class Lexer {
   mutable std::unordered_map<uint64_t, bool> words_of_;       // (a, c) -> words_of; mu_
   // bounded_text_head per state (asked per trie node by the budget's walks of the trie); mu_
   mutable std::unordered_map<uint32_t, TextHead> text_heads_;
+  // covers_plain's answers per expression: the states of a pattern beside a length (each count a
+  // state of its own) share a few pattern derivatives, each explored once.
+  mutable std::unordered_map<ExprId, bool> covers_plain_;
   bool has_unique_keys_ = false;
 };
 

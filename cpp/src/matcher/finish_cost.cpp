@@ -528,19 +528,11 @@ const std::vector<FinishTables::Pair>& FinishTables::pairs(uint32_t state) {
 }
 
 const FinishCost::Costs& FinishCost::lexer_costs(uint32_t state) {
-  auto it = states_.find(state);
-  if (it != states_.end()) return *it->second;
-  const Costs& c = t_->lexer_costs(state);
-  states_.emplace(state, &c);
-  return c;
+  return states_.get(state, [&] { return &t_->lexer_costs(state); });
 }
 
 const std::vector<FinishTables::Pair>& FinishCost::pairs(uint32_t state) {
-  auto it = pairs_.find(state);
-  if (it != pairs_.end()) return *it->second;
-  const std::vector<FinishTables::Pair>& p = t_->pairs(state);
-  pairs_.emplace(state, &p);
-  return p;
+  return pairs_.get(state, [&] { return &t_->pairs(state); });
 }
 
 // The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule

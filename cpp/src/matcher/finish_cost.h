@@ -188,8 +188,26 @@ class FinishCost {
 
   const Grammar& g_;
   std::shared_ptr<FinishTables> t_;
-  std::unordered_map<uint32_t, const Costs*> states_;  // a lock-free front for t_->lexer_costs
-  std::unordered_map<uint32_t, const std::vector<FinishTables::Pair>*> pairs_;  // and for t_->pairs
+  // A lock-free front for the tables' memos of lexer states (their entries never move): a map,
+  // and before it the states asked lately (a mask asks a few states many times).
+  template <class T>
+  struct Front {
+    std::unordered_map<uint32_t, const T*> all;
+    uint32_t recent_state[64] = {};  // (0 is Lexer::kDead: never asked)
+    const T* recent[64] = {};
+    template <class Find>
+    const T& get(uint32_t state, Find find) {
+      const size_t i = (state * 2654435761u) >> 26;
+      if (recent_state[i] == state && recent[i]) return *recent[i];
+      auto it = all.find(state);
+      const T* found = it != all.end() ? it->second : all.emplace(state, find()).first->second;
+      recent_state[i] = state;
+      recent[i] = found;
+      return *found;
+    }
+  };
+  Front<Costs> states_;                            // t_->lexer_costs
+  Front<std::vector<FinishTables::Pair>> pairs_;  // t_->pairs
   const std::vector<FinishTables::Pair>& pairs(uint32_t state);
   struct RowSlot {
     uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
