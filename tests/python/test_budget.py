@@ -436,6 +436,11 @@ COUNTED_SCHEMAS = [
                                       "tags": {"type": "object", "minProperties": 2, "additionalProperties": False,
                                                "patternProperties": {"[0-9]{2}": {"type": "integer"}}}},
      "required": ["sums", "tags"], "additionalProperties": False},
+    # a long unanchored run of letters and digits: each count a state of its own, each walk of its
+    # successors every such token, so the token searches are not afforded and a path in single
+    # bytes bounds the cost (FinishTables::tokens_to_end); the masks must still follow it exactly
+    {"type": "object", "properties": {"rid": {"type": "string", "pattern": "[a-zA-Z0-9_-]{60}"}},
+     "required": ["rid"], "additionalProperties": False},
 ]
 
 
