@@ -229,27 +229,19 @@ const std::vector<uint32_t>& FinishTables::reach_of(uint32_t state, std::vector<
 // lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
 uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                          deadline::Ticker& ticker) {
-  auto ends = [&](uint32_t s) {
-    const auto& acc = lexer_.state(s).accepting;
-    return std::binary_search(acc.begin(), acc.end(), lexeme);
-  };
-  auto known = [&](uint32_t s) {  // under mu_
-    auto it = to_end_.find(s);
-    return it == to_end_.end() ? kInf : it->second;
-  };
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
-    if (const uint32_t d = known(state); d < kInf) return d;
+    if (auto it = to_end_.find(state); it != to_end_.end()) return it->second;
   }
-  if (ends(state)) return 0;
+  if (ends_lexeme(state, lexeme)) return 0;
   if (const uint32_t d = text_to_end(state, lexeme, ticker); d < kInf) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     remember(to_end_, state, d);
     return d;
   }
-  // The path in single bytes, memoized along its states: where the search is cut short, or
-  // cannot be afforded.
-  std::vector<uint8_t> path;  // a path in single bytes to the end (byte_distance), found once
+  // The path in single bytes (found once), cut into tokens and memoized along its states: where
+  // the search is cut short, or cannot be afforded.
+  std::vector<uint8_t> path;
   uint32_t path_bytes = kInf;
   bool shortest = false, searched = false;
   auto find_path = [&] {
@@ -283,14 +275,24 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   // of letters and digits: each count a state of its own, each walk every such token, in
   // milliseconds), it cannot finish, and the path alone bounds the cost.
   if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
-  work = 0;
+  return token_search(state, lexeme, max_states, max_work, by_path);
+}
+
+bool FinishTables::ends_lexeme(uint32_t state, uint32_t lexeme) const {
+  const auto& acc = lexer_.state(state).accepting;
+  return std::binary_search(acc.begin(), acc.end(), lexeme);
+}
+
+// tokens_to_end's breadth-first search over tokens, the best path found memoized along its states.
+uint32_t FinishTables::token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                                    const std::function<uint32_t(uint32_t)>& cut_short) {
   struct Node {
     uint32_t state, depth, parent;
   };
   std::vector<Node> queue{{state, 0, 0}};
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
-  size_t head = 0;
+  size_t head = 0, work = 0;
   bool full = false;  // some state was left out (max_states)
   for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
     const Node h = queue[head];
@@ -300,7 +302,8 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (uint32_t u : next) {
       if (seen.count(u)) continue;
-      const uint32_t rest = ends(u) ? 0 : known(u);
+      auto it = to_end_.find(u);
+      const uint32_t rest = ends_lexeme(u, lexeme) ? 0 : it == to_end_.end() ? kInf : it->second;
       if (rest < kInf) {
         if (h.depth + 1 + rest < best) {
           best = h.depth + 1 + rest;
@@ -320,7 +323,7 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
   // single bytes, where it is shorter than what was found.
   if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
-    const uint32_t d = by_path(best);
+    const uint32_t d = cut_short(best);
     if (d < best) return d;
   }
   if (best >= kInf) return kInf;

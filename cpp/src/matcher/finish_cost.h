@@ -21,6 +21,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <tuple>
@@ -90,6 +91,11 @@ class FinishTables {
   // (max_work: trie nodes the search may walk; past them path_to_end bounds the rest)
   uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                          deadline::Ticker& ticker);
+  // tokens_to_end's search over tokens (`cut_short`: the bound where it stops short, given the
+  // best found so far).
+  uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                        const std::function<uint32_t(uint32_t)>& cut_short);
+  bool ends_lexeme(uint32_t state, uint32_t lexeme) const;  // lexeme ends in state
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
