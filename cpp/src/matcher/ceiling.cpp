@@ -104,10 +104,6 @@ uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8
   std::unordered_map<uint32_t, uint32_t> index{{start, 0}};
   std::vector<uint32_t> queue{start}, depth{0}, parent{0};
   std::vector<uint8_t> via{0};  // the byte into queue[h]
-  auto ends = [&](uint32_t s) {
-    const auto& acc = lexer_.state(s).accepting;
-    return std::binary_search(acc.begin(), acc.end(), l);
-  };
   auto found = [&](size_t h) {
     if (path) {
       path->resize(depth[h]);
@@ -116,7 +112,7 @@ uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8
     if (shortest) *shortest = true;
     return depth[h];
   };
-  if (ends(start)) return found(0);
+  if (ends_lexeme(start, l)) return found(0);
   deadline::Ticker ticker;
   for (size_t h = 0; h < queue.size(); ++h) {
     const uint32_t s = queue[h];
@@ -131,7 +127,7 @@ uint32_t FinishTables::byte_search(uint32_t start, uint32_t l, std::vector<uint8
       depth.push_back(depth[h] + 1);
       parent.push_back(static_cast<uint32_t>(h));
       via.push_back(static_cast<uint8_t>(steps.rep[c]));
-      if (ends(t)) return found(queue.size() - 1);
+      if (ends_lexeme(t, l)) return found(queue.size() - 1);
     }
   }
   return kInf;
@@ -147,8 +143,7 @@ uint32_t FinishTables::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t
   deadline::Ticker ticker;
   while (!stack.empty()) {
     auto& [s, c] = stack.back();
-    const auto& acc = lexer_.state(s).accepting;
-    if (c == 0 && std::binary_search(acc.begin(), acc.end(), l)) {
+    if (c == 0 && ends_lexeme(s, l)) {
       if (path) *path = bytes;
       return static_cast<uint32_t>(bytes.size());
     }
@@ -235,8 +230,7 @@ uint32_t FinishTables::explore_ceilings(uint32_t start, uint32_t l) {
   }
   std::vector<uint32_t> dist(states.size(), kInf), queue;
   for (size_t k = 0; k < states.size(); ++k) {
-    const auto& acc = lexer_.state(states[k]).accepting;
-    if (std::binary_search(acc.begin(), acc.end(), l)) {
+    if (ends_lexeme(states[k], l)) {
       dist[k] = 0;
       queue.push_back(static_cast<uint32_t>(k));
     }

@@ -262,7 +262,7 @@ uint32_t FinishTables::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   // breadth-first) over the longest token's bytes: fewer tokens cannot end the lexeme, and past
   // one the walk for a token that ends it at once is saved.
   if (all_bytes_) find_path();
-  const bool far = shortest && path_bytes < kInf && path_bytes > static_cast<uint32_t>(trie_.max_depth());
+  const bool far = shortest && path_bytes > static_cast<uint32_t>(trie_.max_depth());
   size_t work = 0;
   if (!far && ends_in_one_token(state, lexeme, ticker, &work)) {
     std::unique_lock<std::shared_mutex> lock(mu_);
@@ -413,8 +413,7 @@ bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
     if (c < 256) probed[c] = 1;
     const uint32_t u = lexer_.next(state, b);
     if (u == Lexer::kDead) continue;
-    const auto& acc = lexer_.state(u).accepting;
-    if (std::binary_search(acc.begin(), acc.end(), lexeme)) return true;
+    if (ends_lexeme(u, lexeme)) return true;
   }
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -428,8 +427,7 @@ bool FinishTables::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
     walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
       const uint32_t u = s & ~Lexer::kEndNowTag;
       if (!seen.add(u)) return false;
-      const auto& acc = lexer_.state(u).accepting;
-      ends = std::binary_search(acc.begin(), acc.end(), lexeme);
+      ends = ends_lexeme(u, lexeme);
       out.push_back(u);
       return ends;
     }, false, walked);
