@@ -20,9 +20,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from stencil import _core
-from stencil._core import GrammarBuilder
+from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.deadline import compile_deadline
-from stencil.grammar.regex import build_regex
+from stencil.grammar.regex import build_regex, regex_error
+from stencil.grammar.regex.unicode import lone_surrogate
 from stencil.schema_options import JsonSchemaOptions, SchemaInfo
 from stencil.tokenizer import TokenizerInfo
 
@@ -424,4 +425,12 @@ def regex_grammar(pattern: str, *, flags: str = "") -> _core.Grammar:
     if b.re_nullable(expr):
         b.add_alternative(start, [])
     b.add_alternative(start, [b.lexeme(expr, "regex")])
-    return b.build(start)
+    try:
+        return b.build(start)
+    except GrammarError as e:
+        # a lone surrogate matches nothing; where that empties the language, it is the news
+        bad = lone_surrogate(pattern)
+        if bad is None or "language is empty" not in str(e):
+            raise
+        raise regex_error(pattern, bad, f"the pattern holds a lone surrogate U+{ord(pattern[bad]):04X} (no UTF-8 text "
+                          "holds one, so nothing matches)") from None

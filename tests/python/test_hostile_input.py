@@ -170,6 +170,21 @@ def test_lark_string_with_a_lone_surrogate_says_so_where(compiler, text, column,
         compiler.compile_lark(text)
 
 
+@pytest.mark.parametrize("pattern,position,code", [("\ud800+", 0, "D800"), ("ab\udc80", 2, "DC80"), ("(x\udbff)?y\ud800", 2, "DBFF")])
+def test_regex_with_a_lone_surrogate_says_so_where(compiler, pattern, position, code):
+    # before (review N12): "the grammar's language is empty: rule 'start' can never complete"
+    with pytest.raises(stencil.GrammarError, match=rf"^regex: the pattern holds a lone surrogate U\+{code} .* at "
+                                                   rf"position {position}\n") as e:
+        compiler.compile_regex(pattern)
+    assert e.value.position == position
+
+
+def test_regex_lone_surrogate_elsewhere_keeps_its_meaning(compiler):
+    assert compiler.compile_regex("a|\ud800") is not None   # it matches nothing, the language is still {a}
+    with pytest.raises(stencil.GrammarError, match="language is empty"):
+        compiler.compile_regex("a^b")                        # empty for another reason: said as before
+
+
 # -- F8: the probe list of review section 1 (each was nanobind's signature dump or an internal error)
 
 def _ro(words):

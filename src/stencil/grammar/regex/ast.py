@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from stencil.grammar.regex.unicode import Ranges, normalize
+from stencil.grammar.regex.unicode import Ranges, lone_surrogate, normalize
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def char_class(ranges) -> RegexNode:
 def literal(text: str) -> RegexNode:
     if not text:
         return EMPTY
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+    if lone_surrogate(text) is not None:
         return NOTHING  # a lone surrogate cannot occur in UTF-8 text
     return Literal(text)
 

@@ -18,6 +18,16 @@ SURR_LO, SURR_HI = 0xD800, 0xDFFF
 Ranges = tuple  # tuple[tuple[int, int], ...]
 
 
+def lone_surrogate(text: str) -> Optional[int]:
+    """The index of the first surrogate code point in ``text`` (a Python str may hold one alone:
+    ``"\\ud800"``, or JSON's ``"\\ud800"`` decoded), or None. No UTF-8 text holds one, so a
+    front-end that meets one in a literal says so instead of building a language without it."""
+    for i, c in enumerate(text):
+        if SURR_LO <= ord(c) <= SURR_HI:
+            return i
+    return None
+
+
 def normalize(ranges: Iterable[tuple[int, int]]) -> Ranges:
     """Sort, merge and clip ranges; drop surrogates. Input pairs may overlap or be unordered."""
     rs = sorted((max(lo, 0), min(hi, MAX_CP)) for lo, hi in ranges if lo <= hi)

@@ -490,10 +490,10 @@ def _unescape(src: Source, body: str, start: int) -> str:
 def _string_value(src: Source, t: Token) -> str:
     text = t.text[:-1] if t.text.endswith("i") else t.text
     value = _unescape(src, text[1:-1], t.pos + 1)
-    bad = next((c for c in value if 0xD800 <= ord(c) <= 0xDFFF), None)
+    bad = unicode.lone_surrogate(value)
     if bad is not None:  # no UTF-8 text holds it: the grammar would match nothing there
-        raise src.error(f"the string {_clip(t.text)} holds a lone surrogate U+{ord(bad):04X}, which cannot be "
-                        "encoded as UTF-8 text", t.pos)
+        raise src.error(f"the string {_clip(t.text)} holds a lone surrogate U+{ord(value[bad]):04X}, which cannot "
+                        "be encoded as UTF-8 text", t.pos)
     return value
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 from stencil._core import GrammarError
 from stencil.grammar.json.schema import SchemaInfo, json_schema_grammar, load_schema
-from stencil.grammar.json.schema.core.resolve import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED
+from stencil.grammar.json.schema.core.keywords import subschemas
 from stencil.grammar.json.schema.read.common import ANNOTATIONS, NOT_ENFORCEABLE, UNDERSTOOD
 
 __all__ = ["check_report"]
@@ -27,15 +27,7 @@ def _keywords(schema) -> Counter:
         if not isinstance(node, dict):
             continue
         out.update(node.keys())
-        for key in SCHEMA_VALUED:
-            if isinstance(node.get(key), dict):
-                stack.append(node[key])
-        for key in SCHEMA_LISTS:
-            if isinstance(node.get(key), list):
-                stack.extend(node[key])
-        for key in SCHEMA_MAPS:
-            if isinstance(node.get(key), dict):
-                stack.extend(v for v in node[key].values() if isinstance(v, dict))
+        stack.extend(x for _, x in subschemas(node))
     return out
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.keywords import subschemas
 from stencil.grammar.json.schema.core.metaschemas import BUNDLED_URIS, bundled_metaschema, referenced_metaschemas
 from stencil.grammar.json.schema.core.model import next_serial
 
@@ -41,13 +42,6 @@ _DRAFTS = {
     "json-schema.org/draft/2019-09/schema": 2019,
     "json-schema.org/draft/2020-12/schema": 2020,
 }
-
-#: keywords whose value is a schema / a list of schemas / a map of name to schema
-SCHEMA_VALUED = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if",
-                 "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items")
-SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-               "dependencies")
 
 
 def draft_of(uri) -> int | None:
@@ -230,21 +224,7 @@ class Resolver:
                 have = self._resource_anchors.setdefault(base, ())
                 if name not in dict(have):
                     self._resource_anchors[base] = have + ((name, plain),)
-            for key in SCHEMA_VALUED:
-                v = node.get(key)
-                if isinstance(v, (dict, bool)):
-                    stack.append(self.child(loc, v, key))
-            for key in SCHEMA_LISTS:
-                v = node.get(key)
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        stack.append(self.child(loc, x, key, i))
-            for key in SCHEMA_MAPS:
-                v = node.get(key)
-                if isinstance(v, dict):
-                    for name, x in v.items():
-                        if isinstance(x, (dict, bool)):
-                            stack.append(self.child(loc, x, key, name))
+            stack.extend(self.child(loc, x, *path) for path, x in subschemas(node))
 
     def _index_all(self) -> None:
         for loc in list(self._docs.values()):

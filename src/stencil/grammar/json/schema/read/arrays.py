@@ -4,9 +4,8 @@
 """
 from __future__ import annotations
 
-from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.model import ANY, TRUE_SUB, ArrSpec, normalize_arr
-from stencil.grammar.json.schema.read.common import count, only_arr, where
+from stencil.grammar.json.schema.read.common import count, only_arr
 
 __all__ = ["read"]
 
@@ -30,25 +29,20 @@ def read(ctx, loc, s):
             eval_upto = _ALL
     else:
         if "prefixItems" in s:
-            pi = s["prefixItems"]
-            if not isinstance(pi, list):
-                raise GrammarError(f"prefixItems at {where(loc, 'prefixItems')}: must be a list of schemas")
-            prefix = tuple(ctx.sub(loc, x, "prefixItems", i) for i, x in enumerate(pi))
+            prefix = tuple(ctx.sub(loc, x, "prefixItems", i) for i, x in enumerate(s["prefixItems"]))
             eval_upto = len(prefix)
         if items is not None:
-            if not isinstance(items, (dict, bool)):
-                raise GrammarError(f"items at {where(loc, 'items')}: must be a schema or a list of schemas")
             rest = ctx.sub(loc, items, "items")
             eval_upto = _ALL
-    lo = count(loc, s, "minItems") if "minItems" in s else 0
-    hi = count(loc, s, "maxItems") if "maxItems" in s else None
+    lo = count(s, "minItems") if "minItems" in s else 0
+    hi = count(s, "maxItems") if "maxItems" in s else None
     unique = s.get("uniqueItems") is True
     contains: tuple = ()
     eval_contains: tuple = ()
     if "contains" in s:
         c = ctx.sub(loc, s["contains"], "contains")
-        cmin = count(loc, s, "minContains") if ("minContains" in s and loc.draft >= 2019) else 1
-        cmax = count(loc, s, "maxContains") if ("maxContains" in s and loc.draft >= 2019) else None
+        cmin = count(s, "minContains") if ("minContains" in s and loc.draft >= 2019) else 1
+        cmax = count(s, "maxContains") if ("maxContains" in s and loc.draft >= 2019) else None
         contains = ((c, cmin, cmax, 0),)
         eval_contains = (c,)
     spec = normalize_arr(ArrSpec(prefix, rest, lo, hi, contains, unique, eval_upto, eval_contains))

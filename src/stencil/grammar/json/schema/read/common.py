@@ -1,16 +1,23 @@
 """What every keyword reader shares: the keyword vocabulary (annotations, what is enforced, what
-a draft lacks), where a keyword sits (:func:`where`, for error messages), count keywords, the
-``pattern`` formula, and a Typed that constrains one JSON type only (``only_*``).
+a draft lacks), where a keyword sits (:func:`where`, for error messages), the check of a schema
+object's keyword values (:func:`check_values`, against :mod:`..core.keywords`' table) and the
+error naming a keyword and its place (:func:`keyword_error`), count keywords, the ``pattern``
+formula, and a Typed that constrains one JSON type only (``only_*``).
 """
 from __future__ import annotations
 
+import json
+
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.document import json_pointer
 from stencil.grammar.json.schema.core.formulas import TRUE, Formula, Pattern, f_and, f_not
+from stencil.grammar.json.schema.core.keywords import KEYWORD_VALUES
 from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
 from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
 
 __all__ = ["ANNOTATIONS", "UNDERSTOOD", "VALIDATION_VOCABULARY", "NEWER_THAN", "NOT_ENFORCEABLE", "where",
-           "count", "pattern_formula", "only_num", "only_str", "only_arr", "only_obj"]
+           "keyword_error", "check_values", "count", "pattern_formula", "only_num", "only_str", "only_arr",
+           "only_obj"]
 
 #: keywords that never change which instances are valid
 ANNOTATIONS = frozenset("""
@@ -78,13 +85,44 @@ def where(loc, key: str) -> str:
     return f"{loc.pointer}/{key}" if loc.doc == "" else f"{loc.doc}#{loc.pointer}/{key}"
 
 
-def count(loc, s, key) -> int:
-    v = s[key]
-    if isinstance(v, float) and v == int(v):
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise GrammarError(f"{key} at {where(loc, key)}: must be a non-negative integer, got {v!r}")
-    return v
+def keyword_error(keyword: str, pointer: str, reason: str) -> GrammarError:
+    """``keyword at pointer: reason``, with both as attributes (``e.keyword``, ``e.pointer``)."""
+    err = GrammarError(f"{keyword} at {pointer}: {reason}")
+    # the core's exception class declares no attributes: the context rides on the instance
+    err.keyword, err.pointer = keyword, pointer  # type: ignore[attr-defined]
+    return err
+
+
+def _show(v) -> str:
+    """A value as JSON, clipped for a message."""
+    try:
+        text = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):   # not JSON (a tuple of sets, NaN is fine): Python's spelling
+        text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_values(loc, s: dict) -> None:
+    """Raise :func:`keyword_error` for the first keyword of the schema object ``s`` (at ``loc``)
+    whose value is not of the kind :data:`KEYWORD_VALUES` gives it, pointing at the item or member
+    that is wrong in a list or map. The readers rely on it: they read values of the right kind."""
+    for key, v in s.items():
+        shape = KEYWORD_VALUES.get(key)
+        if shape is None:
+            continue
+        if not shape.test(v):
+            raise keyword_error(key, where(loc, key), f"must be {shape.what}, got {_show(v)}")
+        each = shape.each
+        if each is None or not isinstance(v, shape.of):
+            continue
+        for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
+            if not each.test(x):
+                raise keyword_error(key, where(loc, key) + json_pointer([k]), f"must be {each.what}, got {_show(x)}")
+
+
+def count(s, key) -> int:
+    """The value of a count keyword (minLength, maxItems...), checked by :func:`check_values`."""
+    return int(s[key])
 
 
 def pattern_formula(pattern: str):

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import combinations
 
-from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, Const, f_and, f_not, f_or, num_const, num_consts,
                                                        str_consts, str_eval)
 from stencil.grammar.json.schema.core.model import (ANY, NONE, Typed, normalize_arr, normalize_obj,
@@ -33,13 +32,6 @@ from stencil.grammar.json.schema.read.disjoint import disjoint
 __all__ = ["read", "unevaluated", "exactly_one"]
 
 _EXACT_ANYOF_BRANCHES = 6
-
-
-def _list(ctx, loc, s, key):
-    v = s[key]
-    if not isinstance(v, list) or not v:
-        raise GrammarError(f"{key} at {where(loc, key)}: must be a non-empty list of schemas")
-    return v
 
 
 def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
@@ -55,11 +47,11 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
             if target is not None:
                 t = alg.t_and(t, ctx.loc_typed(target, exact))
     if "allOf" in s:
-        for i, x in enumerate(_list(ctx, loc, s, "allOf")):
+        for i, x in enumerate(s["allOf"]):
             t = alg.t_and(t, ctx.loc_typed(res.child(loc, x, "allOf", i), exact))
     if "anyOf" in s:
         branches = [ctx.loc_typed(res.child(loc, x, "anyOf", i), exact)
-                    for i, x in enumerate(_list(ctx, loc, s, "anyOf"))]
+                    for i, x in enumerate(s["anyOf"])]
         if exact and _annotates(branches):
             u = _exact_any_of(ctx, branches, where(loc, "anyOf"))
         else:
@@ -69,7 +61,7 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
         t = alg.t_and(t, u)
     if "oneOf" in s:
         raw = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
-               for i, x in enumerate(_list(ctx, loc, s, "oneOf"))]
+               for i, x in enumerate(s["oneOf"])]
         # with the schema's other keywords first: exactly one of (base and branch i)
         t = exactly_one(ctx, [alg.t_and(t, x) for x in raw], where(loc, "oneOf"), raw)
     if "not" in s:

@@ -14,6 +14,7 @@ import json
 from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.model import (ANY, FALSE_SUB, NONE, TRUE_SUB, Algebra, Either, Neg, Typed,
                                                     Unsupported, atom_order)
+from stencil.grammar.json.schema.read.common import keyword_error
 from stencil.grammar.json.schema.read.disjoint import typed_disjoint, typed_within
 from stencil.grammar.json.schema.read.types import read_schema
 
@@ -43,10 +44,7 @@ class Context:
         if self.options.lenient:
             self.ignored.append((keyword, where, reason))
             return
-        err = GrammarError(f"{keyword} at {where}: {reason}")
-        # the core's exception class declares no attributes: the context rides on the instance
-        err.keyword, err.pointer = keyword, where  # type: ignore[attr-defined]
-        raise err
+        raise keyword_error(keyword, where, reason)
 
     # -- normalization with memo ------------------------------------------------------------------
     def loc_typed(self, loc, exact: bool = False) -> Typed:

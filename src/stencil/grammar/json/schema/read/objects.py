@@ -23,8 +23,6 @@ def read(ctx, loc, s, exact: bool = False):
     evaluated: Formula = FALSE
     if "properties" in s:
         ps = s["properties"]
-        if not isinstance(ps, dict):
-            raise GrammarError(f"properties at {where(loc, 'properties')}: must be an object")
         for name, sch in ps.items():
             props.append((name, ctx.sub(loc, sch, "properties", name)))
         if ps:
@@ -33,8 +31,6 @@ def read(ctx, loc, s, exact: bool = False):
     pats = []
     if "patternProperties" in s:
         pp = s["patternProperties"]
-        if not isinstance(pp, dict):
-            raise GrammarError(f"patternProperties at {where(loc, 'patternProperties')}: must be an object")
         for pat, sch in pp.items():
             try:
                 pred = pattern_formula(pat)
@@ -55,36 +51,25 @@ def read(ctx, loc, s, exact: bool = False):
         req = s["required"]
         if isinstance(req, bool):  # draft 3 style, as seen in the wild: a per-property flag
             ctx.unknown.setdefault("required (boolean)", where(loc, "required"))
-        elif not isinstance(req, list) or not all(isinstance(k, str) for k in req):
-            raise GrammarError(f"required at {where(loc, 'required')}: must be a list of strings")
         else:
             required = tuple(dict.fromkeys(req))
     names = TRUE
     if "propertyNames" in s:
         names = ctx.sub_typed(ctx.sub(loc, s["propertyNames"], "propertyNames")).str
-    lo = count(loc, s, "minProperties") if "minProperties" in s else 0
-    hi = count(loc, s, "maxProperties") if "maxProperties" in s else None
+    lo = count(s, "minProperties") if "minProperties" in s else 0
+    hi = count(s, "maxProperties") if "maxProperties" in s else None
     spec = normalize_obj(ObjSpec(tuple(props), required, tuple(rules), names, lo, hi, evaluated))
     t = only_obj([spec] if spec is not None else [])
     # dependencies: "if key k is present then ..." is a union of two object specs
     deps = []
     for key in ("dependentRequired", "dependentSchemas", "dependencies"):
-        d = s.get(key)
-        if d is None:
-            continue
-        if not isinstance(d, dict):
-            raise GrammarError(f"{key} at {where(loc, key)}: must be an object")
-        for k, v in d.items():
+        for k, v in s.get(key, {}).items():
             deps.append((key, k, v))
     for key, k, v in deps:
         absent = ObjSpec(props=((k, FALSE_SUB),))
-        if isinstance(v, list):
-            if key == "dependentSchemas" or not all(isinstance(x, str) for x in v):
-                raise GrammarError(f"{key} at {where(loc, key)}/{k}: must be a list of property names")
+        if isinstance(v, list):   # a list of property names (check_values)
             present = [ObjSpec(required=tuple(dict.fromkeys([k] + v)))]
         else:
-            if key == "dependentRequired":
-                raise GrammarError(f"{key} at {where(loc, key)}/{k}: must be a list of property names")
             dep = ctx.loc_typed(ctx.resolver.child(loc, v, key, k), exact)
             present = [x for o in dep.obj if (x := alg.obj_and(ObjSpec(required=(k,)), o)) is not None]
         t = alg.t_and(t, only_obj([absent] + present))

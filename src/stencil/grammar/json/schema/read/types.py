@@ -12,7 +12,6 @@ Example::
 """
 from __future__ import annotations
 
-import math
 from decimal import Decimal
 
 from stencil._core import GrammarError
@@ -23,8 +22,8 @@ from stencil.grammar.json.schema.core.formulas import (INTEGER, PLAIN_INTEGER, T
 from stencil.grammar.json.schema.core.model import ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Typed, to_decimal
 from stencil.grammar.json.schema.read import arrays, compose, objects
 from stencil.grammar.json.schema.read.common import (ANNOTATIONS, NEWER_THAN, NOT_ENFORCEABLE, UNDERSTOOD,
-                                                     VALIDATION_VOCABULARY, count, only_num, only_str,
-                                                     pattern_formula, where)
+                                                     VALIDATION_VOCABULARY, check_values, count, only_num,
+                                                     only_str, pattern_formula, where)
 
 __all__ = ["read_schema"]
 
@@ -91,6 +90,8 @@ def read_schema(ctx, loc, exact: bool = False) -> Typed:
     if "$ref" in s and loc.draft <= 7:
         # before 2019-09, $ref replaces the whole schema object
         return ctx.loc_typed(ctx.resolver.resolve(s["$ref"], loc), exact)
+    # every value of a known keyword is of its kind from here on (the readers rely on it)
+    check_values(loc, s)
     alg = ctx.alg
     if not _KNOWN.issuperset(s):
         for key in s:
@@ -142,8 +143,6 @@ def _types(ctx, loc, s) -> Typed:
     if isinstance(v, str) and v in _TYPES:
         return _type_part(v, plain_int)
     names = [v] if isinstance(v, str) else v
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise GrammarError(f"type at {where(loc, 'type')}: must be a type name or a list of them")
     t = NONE
     for n in names:
         if n not in _TYPES:
@@ -157,22 +156,14 @@ def _types(ctx, loc, s) -> Typed:
 def _values(ctx, loc, s) -> Typed:
     t = ANY
     if "enum" in s:
-        vals = s["enum"]
-        if not isinstance(vals, list):
-            raise GrammarError(f"enum at {where(loc, 'enum')}: must be a list")
-        t = ctx.alg.enum(vals)
+        t = ctx.alg.enum(s["enum"])
     if "const" in s:
         t = ctx.alg.t_and(t, ctx.alg.const(s["const"]))
     return t
 
 
-def _number(loc, s, key) -> Decimal:
-    v = s[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise GrammarError(f"{key} at {where(loc, key)}: must be a number, got {v!r}")
-    if isinstance(v, float) and not math.isfinite(v):   # json.loads reads NaN and Infinity
-        raise GrammarError(f"{key} at {where(loc, key)}: must be a finite number, got {v!r}")
-    return to_decimal(v)
+def _number(s, key) -> Decimal:
+    return to_decimal(s[key])   # a finite number (check_values)
 
 
 def _numbers(ctx, loc, s) -> Typed:
@@ -182,44 +173,38 @@ def _numbers(ctx, loc, s) -> Typed:
     lo_x = hi_x = False
     f: Formula = TRUE
     if "minimum" in s:
-        lo = _number(loc, s, "minimum")
+        lo = _number(s, "minimum")
         if s.get("exclusiveMinimum") is True:
             lo_x = True
     if "maximum" in s:
-        hi = _number(loc, s, "maximum")
+        hi = _number(s, "maximum")
         if s.get("exclusiveMaximum") is True:
             hi_x = True
     if "exclusiveMinimum" in s and not isinstance(s["exclusiveMinimum"], bool):
-        v = _number(loc, s, "exclusiveMinimum")
+        v = _number(s, "exclusiveMinimum")
         f = f_and(f, Range(v, True, None, False))
     if "exclusiveMaximum" in s and not isinstance(s["exclusiveMaximum"], bool):
-        v = _number(loc, s, "exclusiveMaximum")
+        v = _number(s, "exclusiveMaximum")
         f = f_and(f, Range(None, False, v, True))
     if lo is not None or hi is not None:
         f = f_and(f, Range(lo, lo_x, hi, hi_x))
     if "multipleOf" in s:
-        d = _number(loc, s, "multipleOf")
-        if d <= 0:
-            raise GrammarError(f"multipleOf at {where(loc, 'multipleOf')}: must be greater than 0")
-        f = f_and(f, MultipleOf(d))
+        f = f_and(f, MultipleOf(_number(s, "multipleOf")))
     return only_num(f)
 
 
 def _strings(ctx, loc, s) -> Typed:
     f: Formula = TRUE
     if "minLength" in s or "maxLength" in s:
-        lo = count(loc, s, "minLength") if "minLength" in s else 0
-        hi = count(loc, s, "maxLength") if "maxLength" in s else None
+        lo = count(s, "minLength") if "minLength" in s else 0
+        hi = count(s, "maxLength") if "maxLength" in s else None
         f = f_and(f, Length(lo, hi))
     if "pattern" in s:
-        p = s["pattern"]
-        if not isinstance(p, str):
-            raise GrammarError(f"pattern at {where(loc, 'pattern')}: must be a string")
         try:
-            f = f_and(f, pattern_formula(p))
+            f = f_and(f, pattern_formula(s["pattern"]))
         except GrammarError as e:
             ctx.unsupported("pattern", where(loc, "pattern"), str(e))
-    if "format" in s and isinstance(s["format"], str) and loc.base not in ctx.resolver.format_annotations:
+    if "format" in s and loc.base not in ctx.resolver.format_annotations:
         name = s["format"]
         try:
             spec = format_spec(name)
