@@ -291,3 +291,60 @@ def test_seed_makes_sampling_reproducible(client):
               temperature=1.5)
     texts = [client.chat.completions.create(seed=s, **kw).choices[0].message.content for s in (11, 11, 12, 13)]
     assert texts[0] == texts[1] and len(set(texts)) >= 2, texts
+
+
+# -- stop strings of several characters, streamed (review T5, mutation M8) ---------------------
+
+def _stop_across_tokens(tokens: list[str]) -> str:
+    """A stop string of three characters that begins at the last character of one token and ends
+    in the next, and first occurs there: a stream that sent each token's text at once would send
+    that first character before the stop string is seen."""
+    text, at = "".join(tokens), 0
+    for k, (a, b) in enumerate(zip(tokens, tokens[1:])):
+        at += len(a)
+        if k >= 3 and a and len(b) >= 2 and text.find(a[-1] + b[:2]) == at - 1:
+            return a[-1] + b[:2]
+    pytest.fail(f"no stop string spans two tokens of {tokens}")
+
+
+def _stop_case(client, case: str) -> tuple[str, str, str]:
+    """(stop, the non-streamed text cut at it, the joined deltas of the same request streamed):
+    chat under a JSON schema with '",', chat and completions in plain text with a stop string
+    that spans two of its tokens."""
+    if case == "completion":
+        kw = dict(model=MODEL_NAME, prompt="The sky is blue because", max_tokens=30, temperature=0)
+        free = client.completions.create(logprobs=0, **kw).choices[0]
+        text, tokens = free.text, free.logprobs.tokens
+        stop = _stop_across_tokens(tokens)
+        whole = client.completions.create(stop=[stop], **kw).choices[0]
+        finish, cut = whole.finish_reason, whole.text
+        streamed = "".join(c.choices[0].text for c in client.completions.create(stop=[stop], stream=True, **kw)
+                           if c.choices)
+    else:
+        schema = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
+        kw = dict(model=MODEL_NAME, max_tokens=30, temperature=0, **(
+            dict(messages=ASK_WEATHER, response_format=schema) if case == "json"
+            else dict(messages=[{"role": "user", "content": "Why is the sky blue?"}])))
+        free = client.chat.completions.create(logprobs=True, **kw).choices[0]
+        text, tokens = free.message.content, [e.token for e in free.logprobs.content]
+        stop = '",' if case == "json" else _stop_across_tokens(tokens)
+        whole = client.chat.completions.create(stop=[stop], **kw).choices[0]
+        finish, cut = whole.finish_reason, whole.message.content
+        chunks = client.chat.completions.create(stop=[stop], stream=True, **kw)
+        streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "".join(tokens) == text
+    # the stop string arrives over two tokens: its first characters come one token early
+    at = text.find(stop)
+    ends = {sum(map(len, tokens[:k + 1])) for k in range(len(tokens))}
+    assert at >= 0 and any(at < e < at + len(stop) for e in ends), (stop, tokens)
+    assert finish == "stop" and cut == text[:at], (stop, finish, cut)
+    return stop, cut, streamed
+
+
+@pytest.mark.parametrize("case", ["json", "text", "completion"])
+def test_streamed_stop_strings_of_several_characters_never_leak(client, case):
+    """Streamed, the text that may start a stop string is held back until the string is seen or
+    ruled out: the deltas add up to the non-streamed text, without the stop string's first
+    characters (a stream that sent them at once leaks the '"' of '",', or a word's last letter)."""
+    stop, whole, streamed = _stop_case(client, case)
+    assert streamed == whole and stop not in streamed, (stop, whole, streamed)
