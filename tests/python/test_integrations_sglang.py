@@ -180,6 +180,22 @@ def test_server_args_whitespace_options_reach_json_requests(zoo, column):
     assert b.dispatch_regex("a b").matcher.accept_tokens(zoo.encode_batch(["a b"])[0]) > 0   # JSON only
 
 
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_max_whitespace_cnt_takes_n_and_refuses_n_plus_one(zoo, n):
+    """XGrammar's count is the longest run: at every gap of the object a run of exactly n white-space
+    characters passes and n + 1 does not (0: compact)."""
+    b = StencilGrammarBackend.from_server_args(server_args(constrained_json_max_whitespace_cnt=n), None,
+                                               zoo.info.vocab_size, tokenizer_info=zoo.info)
+    gaps = '{%s"city"%s:%s"Lima"%s,%s"temp"%s:%s1%s}'
+    k = gaps.count("%s")
+    for size, verdict in ((n, True), (n + 1, False)):
+        for i in range(k):
+            text = gaps % tuple((" \n\t" * size)[:size] if j == i else "" for j in range(k))
+            g = b.dispatch_json(json.dumps(SCHEMA))
+            ok = all(g.matcher.accept_token(t) for t in zoo.encode_batch([text])[0]) and g.matcher.is_accepting()
+            assert ok == verdict, f"a run of {size} at gap {i}: {text!r}"
+
+
 @needs_sglang
 def test_real_server_args_reach_the_backend(zoo):
     from sglang.srt.server_args import ServerArgs

@@ -202,19 +202,51 @@ def test_budget_ends_valid_within_max_tokens(backend, max_tokens):
     max_tokens, and the text is valid. Without the budget the same walks are cut."""
     rng = np.random.default_rng(max_tokens)
     cut = 0
+    eos = backend.tokenizer_info.eos_token_ids
     for name, schema in OPEN_ENDED + SCHEMAS[:4]:
         spec = json.dumps(schema)
         g = backend.compile_grammar("json", spec, max_tokens=max_tokens)
+        room = _has_room_for_the_end(backend, "json", spec, max_tokens)
+        assert g.reserve_end == room, f"{name}: reserve_end {g.reserve_end}, room for the end token: {room}"
         ids = _random_walk(backend, g, rng, max_tokens)
         text = backend.tokenizer_info.decode_bytes(ids).decode()
         # where the shortest output leaves a token for the end token, the output ends on it (vLLM
         # reports "stop"); else it is complete when the limit stops it
-        assert g.matcher.is_accepting() and (g.is_terminated() or not g.reserve_end), \
-            f"{name}: not ended within {max_tokens} tokens: {text!r}"
+        assert g.matcher.is_accepting(), f"{name}: not complete within {max_tokens} tokens: {text!r}"
+        if room:
+            assert g.is_terminated() and ids[-1] in eos and len(ids) <= max_tokens, \
+                f"{name}: did not end on the end token within {max_tokens} tokens: {text!r}"
         check_instance(schema, text.replace("<|endoftext|>", "").replace("<|im_end|>", ""))
         free = _random_walk(backend, backend.compile_grammar("json", spec), rng, max_tokens)
         cut += free[-1] not in backend.tokenizer_info.eos_token_ids
     assert cut >= 4   # the walks are long enough that the budget is what ends them
+
+
+def _has_room_for_the_end(backend, kind: str, spec: str, max_tokens: int) -> int:
+    """1 where the grammar's shortest output (a fresh matcher's, not the adapter's) is shorter than
+    max_tokens, so a token is left for the end token; else 0."""
+    need = stencil.Matcher(compile_vllm_request(backend.compiler, kind, spec, backend.json_options)
+                           ).min_completion_tokens()
+    return int(need is not None and need < max_tokens)
+
+
+@pytest.mark.parametrize("kind,spec", [(k, s) for k, s, _, _ in CASES])
+def test_budget_keeps_one_token_for_the_end(backend, kind, spec):
+    """With room for it, one token is kept for the end token: the first mask's budget is max_tokens
+    less 1, and the walk that spends every other token still ends on the end token (vLLM: "stop",
+    not "length"). Without room (max_tokens is the shortest output), none is kept."""
+    eos = backend.tokenizer_info.eos_token_ids
+    need = stencil.Matcher(compile_vllm_request(backend.compiler, kind, spec, backend.json_options)
+                           ).min_completion_tokens()
+    assert need is not None
+    for max_tokens in (need + 1, need + 8):
+        g = backend.compile_grammar(kind, spec, max_tokens=max_tokens)
+        assert g.reserve_end == 1 and g.remaining_tokens() == max_tokens - 1, (kind, max_tokens)
+        ids = _random_walk(backend, g, np.random.default_rng(max_tokens), max_tokens)
+        assert g.is_terminated() and ids[-1] in eos and len(ids) <= max_tokens, (kind, max_tokens, ids)
+    if need:   # (free text before a structural tag may be empty: the end token alone is an output)
+        tight = backend.compile_grammar(kind, spec, max_tokens=need)
+        assert tight.reserve_end == 0 and tight.remaining_tokens() == need
 
 
 def test_budget_refuses_too_small_max_tokens(backend):
@@ -268,6 +300,21 @@ def test_request_options_close_objects_and_whitespace_pattern(backend, zoo):
     assert not accepts(spaced, '{  "a":1}') and not accepts(spaced, '{\n"a":1}')
     with pytest.raises(stencil.GrammarError, match=r"whitespace_pattern '\(': regex"):
         compile_vllm_request(c, "json", schema, {"whitespace_pattern": "("})
+
+
+@pytest.mark.parametrize("options,longest", [({}, 32), ({"whitespace_pattern": "[ \t]{0,3}"}, 3)])
+def test_request_whitespace_runs_at_the_bound(backend, zoo, options, longest):
+    """At every gap of an object a run as long as the bound passes and one more does not: the
+    engine's default (stencil's default run, 32) and a request's whitespace_pattern."""
+    g = compile_vllm_request(backend.compiler, "json", json.dumps(SCHEMA), options)
+    gaps = '{%s"name"%s:%s"Ada"%s,%s"age"%s:%s36%s}'
+    k = gaps.count("%s")
+    for size, verdict in ((longest, True), (longest + 1, False)):
+        for i in range(k):
+            text = gaps % tuple((" \t" * size)[:size] if j == i else "" for j in range(k))
+            m = stencil.Matcher(g)
+            ids = zoo.encode_batch([text])[0]
+            assert (m.accept_tokens(ids) == len(ids) and m.is_accepting()) == verdict, (size, i, text)
 
 
 def test_plugin_does_nothing_unless_asked(monkeypatch):
