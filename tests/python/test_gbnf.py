@@ -216,6 +216,24 @@ def test_syntax_details(env):
     assert matcher_verdict(g, "b") == (1, True)
 
 
+@pytest.mark.parametrize("rep,counts", [
+    # repetition -> the counts it takes among 0..7 (llama.cpp's GBNF: {m} exactly m, {m,} at least
+    # m, {m,n} m to n, {,n} at most n; answers from its documentation, as test_grammar_oracle's)
+    ("{3}", {3}), ("{0}", {0}), ("{2,}", {2, 3, 4, 5, 6, 7}), ("{0,}", set(range(8))),
+    ("{2,4}", {2, 3, 4}), ("{1,1}", {1}), ("{0,2}", {0, 1, 2}), ("{,3}", {0, 1, 2, 3}), ("{,0}", {0}),
+    ("{ 1 , 3 }", {1, 2, 3}),
+])
+@pytest.mark.parametrize("item", ['"x"', "[x]", '("x")', "xs"])
+def test_repetition_bounds_known_answers(env, rep, counts, item):
+    """Each count just below, at and just past both bounds, on a literal, a class, a group and a
+    rule (review T14: a bound read one too high was caught only by a random property)."""
+    _, compiler, _ = env
+    g = compiler.compile_gbnf(f'root ::= "<" {item}{rep} ">"\nxs ::= "x"', unused="ignore")
+    for k in range(8):
+        text = "<" + "x" * k + ">"
+        assert (matcher_verdict(g, text) == (len(text), True)) == (k in counts), (rep, item, k)
+
+
 # --- errors ------------------------------------------------------------------------------------
 
 ERRORS = [
