@@ -15,6 +15,7 @@ namespace stencil {
 class ParseState;
 class MaskWalker;
 class TokenBudget;
+class ItemGuard;
 struct Step;
 
 class Matcher {
@@ -91,6 +92,7 @@ class Matcher {
   std::unique_ptr<ParseState> ps_;
   std::unique_ptr<MaskWalker> walker_;
   std::unique_ptr<TokenBudget> budget_;  // on a budget's first use; a copy starts without
+  std::unique_ptr<ItemGuard> guard_;     // uniqueItems without dead ends; null without unique_item checks
   std::vector<Step> history_;
   int max_rollback_;
   double time_limit_ = 0;

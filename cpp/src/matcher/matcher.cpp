@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "matcher/budget.h"
+#include "matcher/item_guard.h"
 #include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
@@ -62,6 +63,7 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollbac
       ps_(std::make_unique<ParseState>(g_->grammar(), epoch_->lexer)),
       walker_(std::make_unique<MaskWalker>(*g_)),
       max_rollback_(max_rollback) {
+  if (ItemGuard::needed(g_->grammar())) guard_ = std::make_unique<ItemGuard>();
   if (max_rollback < -1) throw UsageError("max_rollback must be -1 (unlimited) or a count >= 0");
   set_time_limit(time_limit);
   reset();
@@ -79,6 +81,7 @@ Matcher::Matcher(const Matcher& o)
       vocab_(o.vocab_),
       ps_(std::make_unique<ParseState>(*o.ps_)),
       walker_(std::make_unique<MaskWalker>(*o.walker_)),
+      guard_(o.guard_ ? std::make_unique<ItemGuard>(*o.guard_) : nullptr),
       history_(o.history_),
       max_rollback_(o.max_rollback_),
       time_limit_(o.time_limit_),
@@ -180,7 +183,8 @@ bool Matcher::accept_text_token(int32_t t, uint32_t before) {
       return false;
     }
   }
-  if (ps_->lexer().has_token_limits() && !ps_->end_token_limit(before, history_, true)) {
+  if ((ps_->lexer().has_token_limits() && !ps_->end_token_limit(before, history_, true)) ||
+      (guard_ && guard_->dead(*ps_))) {
     ps_->pop_to(before);
     return false;
   }
@@ -198,6 +202,10 @@ bool Matcher::accept_bytes(const std::string& bytes, const char* name) {
       ps_->pop_to(before);
       return false;
     }
+  }
+  if (guard_ && guard_->dead(*ps_)) {
+    ps_->pop_to(before);
+    return false;
   }
   // Bytes count as one step for rollback.
   history_.push_back({static_cast<uint32_t>(before), false, -1});
@@ -260,6 +268,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words, int64_t remaining) {
   MaskWalker::CostSink* sink =
       remaining >= 0 ? budget().begin(*ps_, *epoch_, walker_->replays(*ps_), remaining) : nullptr;
   walker_->fill(*ps_, *epoch_, history_, words, need, sink);
+  if (guard_) guard_->filter(*ps_, *vocab_, words);
 }
 
 TokenBudget& Matcher::budget() {

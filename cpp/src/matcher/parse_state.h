@@ -173,6 +173,8 @@ class ParseState : private TextSource {
   bool key_may_close_written(uint32_t row, uint32_t t, uint32_t lex_start, uint32_t to);
   // The bytes read by frames [from, to) (frame 0 reads none).
   std::string bytes(size_t from, size_t to) const;
+  // Equal for two calls only if the bytes before byte offset `to` are the same (0: unknown).
+  uint64_t version_at(uint32_t to) const { return text_version(to); }
 
  private:
   void text(uint32_t from, uint32_t to, std::string& out) const override;

@@ -10,6 +10,14 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
   lex_stamp_.assign(g.lexemes.size(), 0);
   set_keys_.assign(64, 0);
   set_gen_.assign(64, 0);
+  for (const Rule& r : g.rules) {
+    bool unique = false;
+    for (Symbol s : r.rhs)
+      if (!is_terminal(s) && g.nt_check[s] >= 0 && g.checks[g.nt_check[s]].kind == CheckKind::UniqueItem) unique = true;
+    unique_list_rule_.push_back(unique);
+  }
+  if (std::find(unique_list_rule_.begin(), unique_list_rule_.end(), 1) == unique_list_rule_.end())
+    unique_list_rule_.clear();
   reset();
 }
 

@@ -129,6 +129,10 @@ class EarleyParser {
   // The forbidden keys of s's first lexeme neither ignored nor vetoed at the row (null: none
   // forbidden); `found` is false when s has no such lexeme.
   const std::vector<std::string>* first_key_forbidden(uint32_t row, uint32_t s, bool& found);
+  // The rows where the lists of uniqueItems arrays that the top row is inside began (the rows
+  // after their `[`), innermost first (parser/unique_lists.cpp). Empty when the grammar has no
+  // unique_item check. Memoized by the top row.
+  const std::vector<uint32_t>& unique_lists();
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
@@ -372,6 +376,12 @@ class EarleyParser {
   std::vector<LeoSlot> leo_;
   std::vector<std::pair<LeoKey, uint64_t>> leo_chain_;
   deadline::Ticker ticker_;  // items closed, for the time limits
+  // unique_lists: per rule, whether its right side holds a unique_item nonterminal (a list of
+  // unique items); empty when the grammar has none. The answer for the top row (its serial).
+  std::vector<uint8_t> unique_list_rule_;
+  uint64_t unique_lists_serial_ = 0;
+  std::vector<uint32_t> unique_lists_;
+  std::vector<uint32_t> walk_items_;
 };
 
 }  // namespace stencil

@@ -1,0 +1,321 @@
+#include "json/spelling.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "json/canon.h"
+
+namespace stencil {
+
+namespace {
+
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_number_char(char c) { return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+
+size_t skip_ws(std::string_view s, size_t i) {
+  while (i < s.size() && is_ws(s[i])) ++i;
+  return i;
+}
+
+// One framed part `len:bytes` of a canonical form at s[i]; advances i past it.
+bool read_frame(std::string_view s, size_t& i, std::string_view& part) {
+  size_t colon = s.find(':', i);
+  if (colon == std::string_view::npos || colon == i) return false;
+  size_t len = 0;
+  for (size_t k = i; k < colon; ++k) {
+    if (!is_digit(s[k]) || len > s.size()) return false;
+    len = len * 10 + static_cast<size_t>(s[k] - '0');
+  }
+  if (len > s.size() - colon - 1) return false;
+  part = s.substr(colon + 1, len);
+  i = colon + 1 + len;
+  return true;
+}
+
+// A number being written (`text`, no byte after it yet) against a canonical number: whether some
+// continuation has its value. Number forms are free (an exponent may come), so only the
+// significant digits and, once the exponent began, its value decide.
+bool number_may_equal(std::string_view text, std::string_view canon) {
+  size_t i = 0;
+  const bool neg = i < text.size() && text[i] == '-';
+  if (neg) ++i;
+  std::string digits;  // integer and fraction digits
+  size_t frac = 0;
+  while (i < text.size() && is_digit(text[i])) digits += text[i++];
+  if (i < text.size() && text[i] == '.')
+    for (++i; i < text.size() && is_digit(text[i]); ++i, ++frac) digits += text[i];
+  const bool in_exp = i < text.size() && (text[i] == 'e' || text[i] == 'E');
+  char exp_sign = 0;
+  std::string exp;
+  if (in_exp) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) exp_sign = text[i++];
+    while (i < text.size() && is_digit(text[i])) exp += text[i++];
+  }
+  if (i != text.size()) return true;  // not a number prefix: no verdict
+  const size_t first = digits.find_first_not_of('0');
+  if (canon == "#0") return first == std::string::npos;
+  // canon: "#" ["-"] D "e" X, the value D x 10^X with D free of leading and trailing zeros
+  const bool cneg = canon.size() > 1 && canon[1] == '-';
+  const size_t d_from = cneg ? 2 : 1, e_at = canon.find('e', d_from);
+  if (e_at == std::string_view::npos) return true;
+  const std::string_view d = canon.substr(d_from, e_at - d_from);
+  if (!text.empty() && neg != cneg) return false;
+  if (first == std::string::npos) return !in_exp;  // a zero mantissa so far: only before the exponent
+  const std::string_view sig = std::string_view(digits).substr(first);
+  if (!in_exp) {
+    for (size_t k = 0; k < sig.size(); ++k)
+      if (sig[k] != (k < d.size() ? d[k] : '0')) return false;
+    return true;
+  }
+  const size_t last = sig.find_last_not_of('0');
+  if (sig.substr(0, last + 1) != d) return false;
+  // sig = D x 10^z, the mantissa sig x 10^-frac: the exponent must be X - z + frac
+  const long long z = static_cast<long long>(sig.size() - last - 1);
+  const long long need = std::strtoll(std::string(canon.substr(e_at + 1)).c_str(), nullptr, 10) - z +
+                         static_cast<long long>(frac);
+  if ((exp_sign == '-' && need > 0) || ((exp_sign == '+' || !exp.empty()) && exp_sign != '-' && need < 0))
+    return false;
+  const size_t nz = exp.find_first_not_of('0');
+  if (nz == std::string::npos) return true;  // more exponent digits may come
+  if (need == 0) return false;
+  const std::string want = std::to_string(need < 0 ? -need : need);
+  return want.compare(0, exp.size() - nz, exp, nz) == 0 && exp.size() - nz <= want.size();
+}
+
+// One JSON value at s[i] (white space skipped before): where it ends, and whether the text holds
+// all of it (false: the text ends inside it, or it is not a value: `bad`).
+struct Extent {
+  size_t end;
+  bool complete, bad = false;
+};
+
+Extent scan_value(std::string_view s, size_t i) {
+  const char c = s[i];
+  if (c == '"' || c == '[' || c == '{') {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t j = i; j < s.size(); ++j) {
+      const char x = s[j];
+      if (in_string) {
+        if (x == '\\') ++j;
+        else if (x == '"') in_string = false;
+        if (!in_string && depth == 0) return {j + 1, true};
+      } else if (x == '"') {
+        in_string = true;
+      } else if (x == '[' || x == '{') {
+        ++depth;
+      } else if ((x == ']' || x == '}') && --depth == 0) {
+        return {j + 1, true};
+      }
+    }
+    return {s.size(), false};
+  }
+  if (c == 't' || c == 'f' || c == 'n') {
+    const std::string_view word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+    const size_t have = std::min(word.size(), s.size() - i);
+    if (s.substr(i, have) != word.substr(0, have)) return {i, false, true};
+    return {i + have, have == word.size()};
+  }
+  size_t j = i;
+  while (j < s.size() && is_number_char(s[j])) ++j;
+  if (j == i) return {i, false, true};
+  return {j, j < s.size()};  // a number at the end of the text may go on
+}
+
+enum class Fit : uint8_t { No, Prefix, Done };
+struct Spelled {
+  Fit fit;
+  size_t end = 0;
+};
+
+Spelled spell(std::string_view s, size_t i, const JsonTree& v);
+
+Spelled spell_string(std::string_view s, size_t i, const std::string& want) {
+  std::string got;
+  size_t consumed = 0;
+  bool closed = false;
+  if (s[i] != '"' || !json_string_prefix(s.substr(i), got, &consumed, &closed)) return {Fit::No};
+  if (closed) return got == want ? Spelled{Fit::Done, i + consumed} : Spelled{Fit::No};
+  return want.compare(0, got.size(), got) == 0 && got.size() <= want.size() ? Spelled{Fit::Prefix} : Spelled{Fit::No};
+}
+
+Spelled spell_array(std::string_view s, size_t i, const JsonTree& v) {
+  if (s[i] != '[') return {Fit::No};
+  ++i;
+  for (size_t k = 0;; ++k) {
+    i = skip_ws(s, i);
+    if (i == s.size()) return {Fit::Prefix};
+    if (k == v.items.size()) return s[i] == ']' ? Spelled{Fit::Done, i + 1} : Spelled{Fit::No};
+    if (k > 0) {
+      if (s[i] != ',') return {Fit::No};
+      i = skip_ws(s, i + 1);
+      if (i == s.size()) return {Fit::Prefix};
+    }
+    const Spelled r = spell(s, i, v.items[k]);
+    if (r.fit != Fit::Done) return r;
+    i = r.end;
+  }
+}
+
+// Members in any order: each written key must be one of the value's keys not written yet.
+Spelled spell_object(std::string_view s, size_t i, const JsonTree& v) {
+  if (s[i] != '{') return {Fit::No};
+  ++i;
+  std::vector<bool> used(v.keys.size(), false);
+  for (size_t count = 0;; ++count) {
+    i = skip_ws(s, i);
+    if (i == s.size()) return {Fit::Prefix};
+    if (count == v.keys.size()) return s[i] == '}' ? Spelled{Fit::Done, i + 1} : Spelled{Fit::No};
+    if (count > 0) {
+      if (s[i] != ',') return {Fit::No};
+      i = skip_ws(s, i + 1);
+      if (i == s.size()) return {Fit::Prefix};
+    }
+    std::string key;
+    size_t consumed = 0;
+    bool closed = false;
+    if (s[i] != '"' || !json_string_prefix(s.substr(i), key, &consumed, &closed)) return {Fit::No};
+    auto at = std::lower_bound(v.keys.begin(), v.keys.end(), key);
+    if (!closed) {
+      for (; at != v.keys.end() && at->compare(0, key.size(), key) == 0; ++at)
+        if (!used[static_cast<size_t>(at - v.keys.begin())]) return {Fit::Prefix};
+      return {Fit::No};
+    }
+    const size_t k = static_cast<size_t>(at - v.keys.begin());
+    if (at == v.keys.end() || *at != key || used[k]) return {Fit::No};
+    used[k] = true;
+    i = skip_ws(s, i + consumed);
+    if (i == s.size()) return {Fit::Prefix};
+    if (s[i] != ':') return {Fit::No};
+    const Spelled r = spell(s, i + 1, v.items[k]);
+    if (r.fit != Fit::Done) return r;
+    i = r.end;
+  }
+}
+
+Spelled spell(std::string_view s, size_t i, const JsonTree& v) {
+  i = skip_ws(s, i);
+  if (i == s.size()) return {Fit::Prefix};
+  switch (v.kind) {
+    case 's':
+      return spell_string(s, i, v.atom);
+    case '[':
+      return spell_array(s, i, v);
+    case '{':
+      return spell_object(s, i, v);
+    case '#': {
+      const Extent e = scan_value(s, i);
+      if (e.bad || !(is_digit(s[i]) || s[i] == '-')) return {Fit::No};
+      if (!e.complete) return number_may_equal(s.substr(i), v.atom) ? Spelled{Fit::Prefix} : Spelled{Fit::No};
+      std::string canon;
+      return canonical_value(s.substr(i, e.end - i), canon) && canon == v.atom ? Spelled{Fit::Done, e.end}
+                                                                                : Spelled{Fit::No};
+    }
+    default: {
+      const std::string_view word = v.kind == 't' ? "true" : v.kind == 'f' ? "false" : "null";
+      const size_t have = std::min(word.size(), s.size() - i);
+      if (s.substr(i, have) != word.substr(0, have)) return {Fit::No};
+      return have < word.size() ? Spelled{Fit::Prefix} : Spelled{Fit::Done, i + have};
+    }
+  }
+}
+
+}  // namespace
+
+bool tree_of_canonical(std::string_view canon, JsonTree& out) {
+  if (canon.empty()) return false;
+  out = JsonTree{};
+  out.kind = canon[0];
+  switch (out.kind) {
+    case 's':
+      out.atom.assign(canon.substr(1));
+      return true;
+    case '#':
+      out.atom.assign(canon);
+      return true;
+    case 't':
+    case 'f':
+    case 'n':
+      return canon.size() == 1;
+    case '[':
+    case '{': {
+      std::string_view part;
+      for (size_t i = 1; i < canon.size();) {
+        if (out.kind == '{') {
+          if (!read_frame(canon, i, part)) return false;
+          out.keys.emplace_back(part);
+        }
+        out.items.emplace_back();
+        if (!read_frame(canon, i, part) || !tree_of_canonical(part, out.items.back())) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool may_spell(std::string_view text, const JsonTree& value) { return spell(text, 0, value).fit != Fit::No; }
+
+bool read_list(std::string_view text, ListProgress& out) {
+  out = ListProgress{};
+  for (size_t i = 0;;) {
+    i = skip_ws(text, i);
+    out.last_from = i;
+    if (i == text.size()) return true;
+    if (text[i] == ']') {
+      out.closed = true;
+      return true;
+    }
+    const Extent e = scan_value(text, i);
+    if (e.bad) return false;
+    if (!e.complete) return true;
+    const size_t j = skip_ws(text, e.end);
+    if (j == text.size()) return true;
+    if (text[j] == ']') {
+      out.closed = true;
+      return true;
+    }
+    if (text[j] != ',') return false;
+    out.done.emplace_back();
+    if (!canonical_value(text.substr(i, e.end - i), out.done.back())) return false;
+    i = j + 1;
+  }
+}
+
+bool ListLex::read_to_comma(std::string_view bytes) {
+  for (char c : bytes) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      if (--depth < 0) return false;  // the list closed
+    } else if (c == ',' && depth == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool may_repeat(std::string_view tail, const std::vector<const JsonTree*>& earlier) {
+  ListProgress p;
+  if (!read_list(tail, p)) return false;  // no JSON list: no item of it is being written
+  if (p.closed) return false;
+  const std::string_view last = tail.substr(p.last_from);
+  for (const JsonTree* t : earlier)
+    if (may_spell(last, *t)) return true;
+  JsonTree t;
+  for (const std::string& canon : p.done)
+    if (tree_of_canonical(canon, t) && may_spell(last, t)) return true;
+  return false;
+}
+
+}  // namespace stencil

@@ -1,0 +1,55 @@
+// Whether a JSON text being written can still turn out to be a given value. uniqueItems refuses an
+// item equal to an earlier one as the item ends (parser/json_checks.cpp); an item whose text so far
+// can only be finished as an earlier item is then a dead end the mask must not enter
+// (matcher/item_guard.h). These functions judge texts against values: every spelling counts
+// (white space, members in any order, escapes, 1 == 1.0 == 10e-1), so a "no" is final whatever
+// the text goes on with.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stencil {
+
+// A JSON value read from its canonical form (json/canon.h).
+struct JsonTree {
+  char kind = 'n';                // 's' string, '#' number, 't' 'f' 'n', '[' array, '{' object
+  std::string atom;               // a string's decoded bytes, or a number's canonical form
+  std::vector<std::string> keys;  // an object's keys, sorted
+  std::vector<JsonTree> items;    // an array's items, or an object's values in key order
+};
+
+// The tree of a canonical form (canonical_value's output); false when it is not one.
+bool tree_of_canonical(std::string_view canon, JsonTree& out);
+
+// Whether `text`, the start of one JSON value (white space around allowed), can be continued
+// into a spelling of `value`. A text that already holds a whole value is judged by that value
+// (what follows it is not read).
+bool may_spell(std::string_view text, const JsonTree& value);
+
+// A list being written: the text after an array's `[`.
+struct ListProgress {
+  bool closed = false;            // its `]` was read (nothing of the list is being written)
+  std::vector<std::string> done;  // canonical forms of its complete items, in order
+  size_t last_from = 0;           // where the item being written starts (after the last comma)
+};
+// Reads `text` as the start of a list; false when it is not one (a caller then judges nothing).
+bool read_list(std::string_view text, ListProgress& out);
+
+// Where the bytes of a list's text stand, from the start of an item on: brackets open, inside a
+// string (after a backslash). Enough to tell whether later bytes end the item at a comma.
+struct ListLex {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  // Reads `bytes`; true when they hold a comma of the list itself (then no byte is read after it),
+  // false when they do not (or close the list first).
+  bool read_to_comma(std::string_view bytes);
+};
+
+// Whether the item being written at the end of `tail` (the text of a list from the start of one
+// of its items on) may still end equal to one of `earlier` (the items before the tail) or to an
+// item the tail completes before it. False once the tail closes the list.
+bool may_repeat(std::string_view tail, const std::vector<const JsonTree*>& earlier);
+
+}  // namespace stencil

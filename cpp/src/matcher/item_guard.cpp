@@ -1,0 +1,248 @@
+#include "matcher/item_guard.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "matcher/parse_state.h"
+#include "stencil/vocabulary.h"
+#include "tokens/trie.h"
+
+namespace stencil {
+
+namespace {
+// The search's budget: nodes where more than one byte keeps the item a possible repeat, and nodes
+// in all (each pushes a byte per lexer class). A witness is nearly always a byte or two away (a
+// different character, digit or bracket).
+constexpr int kBranches = 48;
+constexpr int kNodes = 2048;
+constexpr int kMaxDepth = 1024;
+constexpr size_t kMaxVerdicts = 4096;
+
+bool allowed(const uint32_t* words, int32_t t) { return (words[t >> 5] >> (t & 31)) & 1u; }
+}  // namespace
+
+bool ItemGuard::needed(const Grammar& g) {
+  return std::any_of(g.checks.begin(), g.checks.end(),
+                     [](const CompletionCheck& c) { return c.kind == CheckKind::UniqueItem; });
+}
+
+bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
+  const EarleyRow& r = ps.parser().row(row);
+  const uint32_t end = ps.bytes_consumed();
+  ListMemo* m = nullptr;
+  for (ListMemo& x : memos_)
+    if (x.row_serial == r.serial) m = &x;
+  if (!m || m->version == 0 || m->done_end > end || ps.version_at(m->done_end) != m->version) {
+    if (!m) m = &memos_[next_memo_++ % kMemos];
+    *m = ListMemo{r.serial, r.offset, 0, {}};
+  }
+  const std::string text = ps.bytes(size_t{m->done_end} + 1, ps.frames().size());
+  ListProgress p;
+  if (!read_list(text, p) || p.closed) return false;
+  const uint32_t item_at = m->done_end + static_cast<uint32_t>(p.last_from);
+  const bool keep = item_at <= stable_end_;  // the bytes before the item are no token being tried
+  out.own.clear();
+  for (const std::string& canon : p.done) {
+    JsonTree& t = keep ? m->earlier.emplace_back() : out.own.emplace_back();
+    if (!tree_of_canonical(canon, t)) return false;
+  }
+  if (keep) {
+    m->done_end = item_at;
+    m->version = ps.version_at(item_at);
+  }
+  out.earlier.clear();
+  for (const JsonTree& t : m->earlier) out.earlier.push_back(&t);
+  for (const JsonTree& t : out.own) out.earlier.push_back(&t);
+  out.tail = text.substr(p.last_from);
+  return true;
+}
+
+bool ItemGuard::item_dead(ParseState& ps, uint32_t row, const List& list) {
+  std::vector<const JsonTree*> danger;
+  for (const JsonTree* t : list.earlier)
+    if (may_spell(list.tail, *t)) danger.push_back(t);
+  if (danger.empty()) return false;
+  const EarleyRow& r = ps.parser().row(row);
+  std::string key = std::to_string(r.serial) + ":" + ps.bytes(size_t{r.offset} + 1, ps.frames().size());
+  auto at = verdicts_.find(key);
+  if (at != verdicts_.end()) return at->second;
+  const bool dead = !witness(ps, list.tail, danger);
+  if (verdicts_.size() >= kMaxVerdicts) verdicts_.clear();
+  verdicts_.emplace(std::move(key), dead);
+  return dead;
+}
+
+bool ItemGuard::dead(ParseState& ps) {
+  const std::vector<uint32_t> lists = ps.parser().unique_lists();  // a copy: the search pushes rows
+  List list;
+  for (uint32_t row : lists)
+    if (read_list_at(ps, row, list) && item_dead(ps, row, list)) return true;
+  return false;
+}
+
+// Depth-first under doubling depth limits: a near witness is found before the search goes deep.
+bool ItemGuard::witness(ParseState& ps, const std::string& item, const std::vector<const JsonTree*>& danger) {
+  const ByteClasses& bc = ps.lexer().classes();
+  if (classes_of_ != &bc) {
+    class_bytes_.assign(static_cast<size_t>(bc.count()), {});
+    for (int b = 0; b < 256; ++b) class_bytes_[bc.class_of[b]].push_back(static_cast<uint8_t>(b));
+    classes_of_ = &bc;
+  }
+  branches_ = kBranches;
+  nodes_ = kNodes;
+  std::string text = item;
+  for (int depth = 1; depth <= kMaxDepth; depth *= 2) {
+    const Probe r = probe(ps, text, danger, depth);
+    if (r == Probe::Found) return true;
+    if (r == Probe::Exhausted || branches_ <= 0 || nodes_ <= 0) return false;
+  }
+  return false;
+}
+
+// Below the state ps is in, `item` the item's text so far, `danger` the earlier items it may
+// still spell: Found a byte the grammar takes that leaves them all, Exhausted none at any depth,
+// Cut the depth or the budget ended the look. One push per lexer class finds the bytes the
+// grammar takes; those that keep some earlier item are the children.
+ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::vector<const JsonTree*>& danger,
+                                  int depth) {
+  if (branches_ <= 0 || --nodes_ < 0) return Probe::Cut;
+  const ByteClasses& bc = ps.lexer().classes();
+  const size_t base = ps.frames().size();
+  std::vector<std::pair<uint8_t, std::vector<const JsonTree*>>> keep;  // bytes that keep some
+  std::vector<const JsonTree*> left;
+  // A push per class; where they end the lexeme, they share its end (one parser scan).
+  std::vector<size_t> taken;
+  for (size_t c = 0; c < class_bytes_.size(); ++c) {
+    if (ps.push_byte(bc.representative[c], true)) taken.push_back(c);
+    ps.descend(base);
+  }
+  ps.descend_unshared(base);
+  for (size_t c : taken) {
+    const uint8_t rep = bc.representative[c];
+    for (uint8_t b : class_bytes_[c]) {
+      item.push_back(static_cast<char>(b));
+      left.clear();
+      for (const JsonTree* t : danger)
+        if (may_spell(item, *t)) left.push_back(t);
+      item.pop_back();
+      if (!left.empty()) {
+        keep.emplace_back(b, left);
+        continue;
+      }
+      // Bytes of a class lead the lexer alike, but a check may read the byte itself.
+      if (b == rep) return Probe::Found;
+      const bool taken = ps.push_byte(b);
+      ps.pop_to(base);
+      if (taken) return Probe::Found;
+    }
+  }
+  if (keep.empty()) return Probe::Exhausted;
+  if (depth <= 1) return Probe::Cut;
+  if (keep.size() > 1) --branches_;
+  bool cut = false;
+  for (auto& [b, kept] : keep) {
+    if (!ps.push_byte(b)) continue;
+    item.push_back(static_cast<char>(b));
+    const Probe r = probe(ps, item, kept, depth - 1);
+    item.pop_back();
+    ps.pop_to(base);
+    if (r == Probe::Found) return r;
+    cut |= r == Probe::Cut;
+  }
+  return cut ? Probe::Cut : Probe::Exhausted;
+}
+
+const ItemGuard::CommaTokens& ItemGuard::comma_tokens(const Vocabulary& vocab) {
+  if (comma_vocab_ != &vocab || !comma_tokens_) {
+    auto tokens = std::make_shared<CommaTokens>();
+    for (int32_t t = 0; t < vocab.num_tokens(); ++t) {
+      const std::string_view bytes = vocab.token_bytes(t);
+      if (vocab.is_special(t) || bytes.find(',') == std::string_view::npos) continue;
+      tokens->all.push_back(t);
+      ListLex outside, in_string;
+      in_string.in_string = true;
+      if (outside.read_to_comma(bytes)) tokens->from_outside.push_back(t);
+      if (in_string.read_to_comma(bytes)) tokens->from_string.push_back(t);
+    }
+    comma_tokens_ = std::move(tokens);
+    comma_vocab_ = &vocab;
+  }
+  return *comma_tokens_;
+}
+
+// The allowed tokens after which the list's item being written may be a repeat: those without a
+// comma along the trie, while the item may still repeat (leaving every earlier item is final
+// until a comma starts another item); those with a comma one by one.
+void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list,
+                               std::vector<int32_t>& out) {
+  if (may_repeat(list.tail, list.earlier)) {
+    const std::vector<TrieNode>& nodes = vocab.trie().nodes();
+    std::string text = list.tail;
+    const size_t base = text.size();
+    for (size_t i = 1; i < nodes.size();) {
+      const TrieNode& n = nodes[i];
+      text.resize(base + n.depth - 1);
+      text.push_back(static_cast<char>(n.byte));
+      if (n.byte == ',' || !may_repeat(text, list.earlier)) {
+        i += n.subtree_size;
+        continue;
+      }
+      if (n.token_id >= 0 && allowed(words, n.token_id)) out.push_back(n.token_id);
+      ++i;
+    }
+  }
+  ListLex at_tail;
+  at_tail.read_to_comma(list.tail);  // the item's own text holds no comma of the list
+  const CommaTokens& commas = comma_tokens(vocab);
+  const bool plain = at_tail.depth == 0 && !at_tail.escape;
+  const std::vector<int32_t>& tokens =
+      !plain ? commas.all : at_tail.in_string ? commas.from_string : commas.from_outside;
+  for (int32_t t : tokens) {
+    ListLex lex = at_tail;
+    if (allowed(words, t) && (plain || lex.read_to_comma(vocab.token_bytes(t))) &&
+        may_repeat(list.tail + std::string(vocab.token_bytes(t)), list.earlier))
+      out.push_back(t);
+  }
+}
+
+void ItemGuard::filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words) {
+  const std::vector<uint32_t> lists = ps.parser().unique_lists();
+  if (lists.empty()) return;
+  std::vector<int32_t> candidates;
+  List list;
+  for (uint32_t row : lists)
+    if (read_list_at(ps, row, list)) add_candidates(vocab, words, list, candidates);
+  if (candidates.empty()) return;
+  // Trie order: a token after a dead one's bytes is dead too, with no search.
+  const size_t base = ps.frames().size();
+  struct Stable {  // put back however the loop ends (a time limit throws)
+    uint32_t& end;
+    ~Stable() { end = ~0u; }
+  } stable{stable_end_};
+  stable_end_ = ps.bytes_consumed();
+  std::vector<int32_t> refused;
+  std::string_view dead_bytes;
+  for (int32_t t : candidates) {
+    const std::string_view bytes = vocab.token_bytes(t);
+    if (!dead_bytes.empty() && bytes.substr(0, dead_bytes.size()) == dead_bytes) {
+      refused.push_back(t);
+      continue;
+    }
+    bool pushed = true;
+    for (char c : bytes)
+      if (!(pushed = ps.push_byte(static_cast<uint8_t>(c)))) break;
+    const bool refuse = pushed && dead(ps);
+    ps.pop_to(base);
+    if (refuse) {
+      refused.push_back(t);
+      dead_bytes = bytes;
+    }
+  }
+  std::sort(refused.begin(), refused.end());
+  for (int32_t t : refused) words[t >> 5] &= ~(1u << (t & 31));
+  if (refused.empty()) return;
+  for (auto [first, other] : vocab.trie().duplicates())
+    if (std::binary_search(refused.begin(), refused.end(), first)) words[other >> 5] &= ~(1u << (other & 31));
+}
+
+}  // namespace stencil

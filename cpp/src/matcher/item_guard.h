@@ -1,0 +1,84 @@
+// uniqueItems without dead ends. The unique_item check refuses an item equal to an earlier item
+// of its array only as the item ends; by then the item may have nothing else left to be
+// (`[true,tru`, `[0,0` over integers, `[{"a":1,"b":true},{"a":1,"b":tru`), and the mask would be
+// empty. The guard refuses a token after which an item of a unique list can only end as a repeat,
+// so every token a mask allows leads somewhere valid.
+//
+// How: json/spelling.h says whether the item's text so far can still be written on into some
+// earlier item (any spelling). Where it can, a search over bytes (the grammar's own pushes) looks
+// for a continuation that leaves every such earlier item: the item is alive as soon as one byte
+// the grammar accepts takes it off them all, or completes it unlike them. A search that runs out
+// of its budget finds the item dead: the budget goes only where every byte the grammar allows
+// keeps the item a possible repeat, which is what number spellings of a used value do without
+// end (`0`, `0.0`, `0e5`, `-0`, ...). Long forced runs (an enum's shared prefix) cost one node a
+// byte and no budget.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/ir.h"
+#include "json/spelling.h"
+
+namespace stencil {
+
+class ParseState;
+class Vocabulary;
+
+class ItemGuard {
+ public:
+  // Whether grammar g has unique_item checks (else the matcher holds no guard).
+  static bool needed(const Grammar& g);
+
+  // Whether the output so far is inside an item of a unique list that can only end equal to an
+  // earlier item of its list (a token that led here must be refused). Leaves ps as it was.
+  bool dead(ParseState& ps);
+  // In a mask row just filled at this state, clears the tokens that lead to a dead item.
+  void filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words);
+
+ private:
+  // One list being written: its earlier items and the text of the item being written.
+  struct List {
+    std::vector<const JsonTree*> earlier;
+    std::deque<JsonTree> own;  // earlier items past the memo (a token being tried wrote them)
+    std::string tail;
+  };
+  // The parsed complete items of a list, by the list's first row, up to an item start whose text
+  // version says the bytes before it are unchanged: a long list is parsed once, not per token.
+  struct ListMemo {
+    uint64_t row_serial = 0;  // 0: empty
+    uint32_t done_end = 0;    // byte offset of the item after the parsed ones
+    uint64_t version = 0;
+    std::deque<JsonTree> earlier;
+  };
+  bool read_list_at(ParseState& ps, uint32_t row, List& out);
+  bool item_dead(ParseState& ps, uint32_t row, const List& list);
+  bool witness(ParseState& ps, const std::string& item, const std::vector<const JsonTree*>& danger);
+  enum class Probe : uint8_t { Found, Cut, Exhausted };
+  Probe probe(ParseState& ps, std::string& item, const std::vector<const JsonTree*>& danger, int depth);
+  void add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, std::vector<int32_t>& out);
+  // The vocabulary's tokens that hold a comma (they may end one item and begin another): all, and
+  // those that end an item at a comma of its list when they start outside any string or bracket
+  // of the item, or inside a string of it.
+  struct CommaTokens {
+    std::vector<int32_t> all, from_outside, from_string;
+  };
+  const CommaTokens& comma_tokens(const Vocabulary& vocab);
+
+  int branches_ = 0, nodes_ = 0;  // what the search in progress may still spend
+  std::vector<std::vector<uint8_t>> class_bytes_;  // the bytes of each lexer class
+  const void* classes_of_ = nullptr;               // the classes they were read from
+  static constexpr size_t kMemos = 4;
+  ListMemo memos_[kMemos];
+  size_t next_memo_ = 0;
+  uint32_t stable_end_ = ~0u;  // bytes past it are a token being tried: not memoized
+  // Verdicts of item_dead by (list row serial, the list's text): tokens that end in the same text.
+  std::unordered_map<std::string, bool> verdicts_;
+  std::shared_ptr<const CommaTokens> comma_tokens_;  // shared with copies of the matcher
+  const Vocabulary* comma_vocab_ = nullptr;
+};
+
+}  // namespace stencil
