@@ -4,7 +4,8 @@ truncations (top-k, top-p, min-p) after it, then temperature; all in torch ops o
 
 The order is vLLM's and llama.cpp's: ``penalize`` (repetition, frequency and presence penalties,
 ``logit_bias``) changes the model's logits; the caller applies the grammar mask; ``truncate``
-keeps the most likely allowed tokens; ``sample`` draws (greedy at temperature 0).
+keeps the most likely allowed tokens; ``sample`` draws (greedy at a temperature below
+``MIN_TEMPERATURE``, as vLLM: dividing the logits by a tinier one overflows them to inf).
 ``logprobs`` gives the log-probabilities of the distribution ``sample`` draws from (the masked,
 truncated one; at temperature 0 the temperature-1 distribution, as OpenAI reports it).
 
@@ -20,7 +21,11 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-__all__ = ["Sampler"]
+__all__ = ["MIN_TEMPERATURE", "Sampler"]
+
+#: temperatures below this one sample greedily (vLLM's ``_SAMPLING_EPS``): ``1e-300`` would make
+#: the logits divided by it inf and the probabilities NaN
+MIN_TEMPERATURE = 1e-5
 
 
 class Sampler:
@@ -31,7 +36,7 @@ class Sampler:
                  presence_penalty: float = 0.0, logit_bias: Mapping[int, float] | None = None):
         import torch
         self.torch = torch
-        self.temperature = float(temperature)
+        self.temperature = float(temperature) if temperature >= MIN_TEMPERATURE else 0.0
         self.penalty = float(repetition_penalty)
         self.top_p, self.top_k, self.min_p = float(top_p), int(top_k or 0), float(min_p)
         self.frequency, self.presence = float(frequency_penalty), float(presence_penalty)

@@ -125,3 +125,134 @@ def test_compile_timeout_answers_400_not_a_hang():
         _still_serves(url)
     finally:
         stop()
+
+
+# -- request shapes that gave 500s or were silently accepted (review 2026-11-29, N3-N14) ---------
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def _tool(name="f", **fn):
+    return {"type": "function", "function": {"name": name, **fn}}
+
+
+def _post_text(url, text: str, path="/v1/chat/completions", content_type="application/json"):
+    """POST ``text`` as it is: json.dumps escapes a lone surrogate (httpx's json= cannot send
+    one), and an integer past Python's digit limit is written into the text."""
+    headers = {} if content_type is None else {"content-type": content_type}
+    return httpx.post(url + path, content=text.encode(), headers=headers, timeout=60)
+
+
+@pytest.mark.parametrize("fields, param", [
+    # N6: a lone surrogate (a JSON escape) anywhere; integers past 4,300 digits; a 400-digit
+    # integer where a float is read (float() overflows)
+    ({"messages": [{"role": "user", "content": "\ud800"}]}, "messages[0].content"),
+    ({"logit_bias": {"\ud800": 1}}, "logit_bias.\\ud800"),
+    ({"seed": "HUGE"}, "seed"),
+    ({"max_tokens": "HUGE"}, "max_tokens"),
+    ({"logit_bias": {"9" * 5000: 1}}, "logit_bias." + "9" * 5000),
+    ({"temperature": 10**400}, "temperature"),
+    # N3, N12: tool names outside OpenAI's rule (one would end the call's own text)
+    ({"tools": [_tool('</tool_call>"{')], "tool_choice": "required"}, "tools[0].function.name"),
+    ({"tools": [_tool("\ud800")]}, "tools[0].function.name"),
+    ({"tools": [_tool("f" * 65)]}, "tools[0].function.name"),
+    # N13: contradictions
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"tools": [], "tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice"),
+    ({"tools": [_tool()], "parallel_tool_calls": "no"}, "parallel_tool_calls"),
+    ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
+    ({"tools": [_tool(parameters={"type": "string"})], "tool_choice": "required"}, "tools[0].function.parameters"),
+    # N2 (chat): a part the server cannot read is refused, not dropped
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                                {"type": "image_url", "image_url": {"url": "data:,"}}]}]},
+     "messages[0].content[1].type"),
+])
+def test_bad_values_are_400s_naming_the_field(base_url, fields, param):
+    # max_tokens leaves room for a tool call: before the checks, these requests generated
+    text = json.dumps({"messages": HI, "max_tokens": 40, **fields}).replace('"HUGE"', "9" * 5000)
+    r = _post_text(base_url, text)
+    _assert_400(r)
+    assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text[:300]
+
+
+def test_a_tiny_temperature_is_greedy(base_url):
+    """N5: 1e-300 made the logits inf and the probabilities NaN (a 500); below 1e-5 it is greedy."""
+    body = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8}
+    greedy = _chat(base_url, dict(body, temperature=0))
+    tiny = _chat(base_url, dict(body, temperature=1e-300, seed=3))
+    assert tiny.status_code == 200, tiny.text[:300]
+    assert tiny.json()["choices"][0]["message"]["content"] == greedy.json()["choices"][0]["message"]["content"]
+    r = httpx.post(base_url + "/v1/responses", timeout=60,
+                   json={"input": "Name a colour.", "max_output_tokens": 8, "temperature": 1e-300})
+    assert r.status_code == 200 and r.json()["status"] in ("completed", "incomplete"), r.text[:300]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", None, "application/x-www-form-urlencoded"])
+def test_a_body_that_is_not_sent_as_json_is_a_415(base_url, content_type):
+    """N14: a web page may POST text/plain or a form to 127.0.0.1 with no CORS preflight; read as
+    JSON, it would start a generation."""
+    r = _post_text(base_url, json.dumps({"messages": HI, "max_tokens": 2}), content_type=content_type)
+    assert r.status_code == 415, r.text[:300]
+    assert r.json()["error"]["code"] == "unsupported_media_type" and "application/json" in r.text
+    ok = _post_text(base_url, json.dumps({"messages": HI, "max_tokens": 2}),
+                    content_type="application/json; charset=utf-8")
+    assert ok.status_code == 200, ok.text[:300]
+
+
+def test_a_body_that_never_ends_is_a_408():
+    """N7: a chunked body without its last chunk, or fewer bytes than its Content-Length, held the
+    connection forever; past ServerLimits.body_timeout the answer is a 408."""
+    from stencil.server import ServerLimits
+    url, stop = start_server(limits=ServerLimits(body_timeout=1.0))
+    try:
+        host, port = url.rsplit("/", 1)[1].split(":")
+        start = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        for head, sent in ((start + "Transfer-Encoding: chunked\r\n\r\n", b'10\r\n{"messages": [{"\r\n'),
+                           (start + "Content-Length: 5000\r\n\r\n", b'{"messages": [{"role": "user", "content": "hi"')):
+            with socket.create_connection((host, int(port)), timeout=15) as s:
+                t0 = time.monotonic()
+                s.sendall(head.encode() + sent)
+                answer = _http_answer(s)
+                assert answer.startswith("HTTP/1.1 408"), (head, answer)
+                assert "did not arrive within 1 s" in answer and time.monotonic() - t0 < 10
+        _still_serves(url)
+    finally:
+        stop()
+
+
+def _http_answer(s: socket.socket) -> str:
+    """The head and body of one HTTP answer (the body by its Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+def _length(data: bytes) -> int:
+    m = regex.search(rb"(?i)content-length: *(\d+)", data)
+    return int(m.group(1)) if m else 0
+
+
+def test_a_request_that_never_fits_under_the_rss_limit_is_a_413(base_url):
+    """N9: a compile reservation that cannot fit beside what the server holds (no other request
+    compiling, grammars evicted) was told "503 ... retry later" on every retry."""
+    from stencil.memory import resident_bytes
+    from stencil.server import ServerLimits
+    _still_serves(base_url)  # the model's first forward pass (which doubles its RSS) is behind us
+    url, stop = start_server(limits=ServerLimits(rss_limit=resident_bytes() + (320 << 20)))
+    try:
+        # what the server holds grew since it started (as a warm server's does): 200 MB more
+        ballast = b"x" * (200 << 20)
+        # a 180 KB body reserves about 90 MB: it fits beside the RSS at the start, not beside this one
+        schema = {"type": "string", "description": "d" * (180 << 10)}
+        r = _chat(url, _schema_request(schema))
+        del ballast
+        assert r.status_code == 413, r.text[:300]
+        err = r.json()["error"]
+        assert err["code"] == "request_too_large" and "--rss-limit" in err["message"], err
+    finally:
+        stop()

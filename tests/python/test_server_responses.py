@@ -96,6 +96,24 @@ def test_a_cut_output_is_incomplete(client, name):
     assert r.usage.output_tokens == 8
 
 
+def test_input_text_and_output_text_parts_reach_the_prompt(client, name):
+    """The parts the openai client sends: ``input_text`` (and ``output_text`` in an assistant's
+    turn) are the prompt, as the same text given as a string is (they were dropped: the model
+    answered an empty prompt)."""
+    text = "Repeat exactly: BANANA BANANA BANANA"
+    plain = client.responses.create(model=name, input=text, max_output_tokens=1)
+    parts = client.responses.create(model=name, max_output_tokens=1, input=[
+        {"role": "user", "content": [{"type": "input_text", "text": "Repeat exactly: "},
+                                     {"type": "input_text", "text": "BANANA BANANA BANANA"}]}])
+    assert parts.usage.input_tokens == plain.usage.input_tokens > 10
+    history = [{"role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+               {"role": "assistant", "content": [{"type": "output_text", "text": "Hello! How can I help you today?"}]},
+               {"role": "user", "content": "Name a colour."}]
+    whole = client.responses.create(model=name, input=history, max_output_tokens=1)
+    last = client.responses.create(model=name, input=history[2:], max_output_tokens=1)
+    assert whole.usage.input_tokens > last.usage.input_tokens + 10
+
+
 @pytest.mark.parametrize("extra, param", [
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"include": ["message.output_text.logprobs"]}, "include"),
@@ -103,6 +121,15 @@ def test_a_cut_output_is_incomplete(client, name):
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
     ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format.schema"),
     ({"input": [{"type": "image", "url": "x"}]}, "input[0].type"),
+    # parts the server cannot read are refused, not dropped (the model would answer without them)
+    ({"input": [{"role": "user", "content": [{"type": "input_text", "text": "What is this?"},
+                                             {"type": "input_image", "image_url": "data:,"}]}]},
+     "input[0].content[1].type"),
+    ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file_1"}]}]},
+     "input[0].content[0].type"),
+    ({"input": [{"role": "user", "content": [{"type": "output_text", "text": "Hi"}]}]}, "input[0].content[0].type"),
+    ({"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_image"}]}]},
+     "input[0].output[0].type"),
 ])
 def test_what_is_not_done_is_a_400_naming_it(client, name, openai, extra, param):
     body = {"model": name, "input": "Hi", "max_output_tokens": 4, **extra}

@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server over stencil (``stencil serve``).
 
 Modules, one idea each: ``protocol`` (OpenAI's error JSON, request checks), ``limits`` (what one
-request may cost), ``constraints`` (a request's response_format / tools / structured_outputs -> a
+request may cost), ``body`` (a request's body: JSON only, read within its size and time limits),
+``constraints`` (a request's response_format / tools / structured_outputs -> a
 compile call), ``service`` (a request's way in: body, parameters, grammar compiled and warmed
 under its deadline, jobs queued), ``engine`` (the generation thread: continuous batching with
 per-row isolation), ``responses`` (OpenAI's response shapes and SSE streaming), ``toolcalls``

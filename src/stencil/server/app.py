@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
@@ -14,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 import stencil
 from stencil.memory import resident_bytes
+from stencil.server.constraints import request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
 from stencil.server.protocol import RequestError, error_body, message_text
@@ -24,6 +26,9 @@ from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
 from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
+
+#: the chat message roles the server reads (OpenAI's, less the deprecated "function")
+ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
@@ -52,9 +57,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
 
     @app.exception_handler(RequestError)
     async def _bad(_req, e: RequestError):
-        return JSONResponse(error_body(e.message, param=e.param, code=e.code,
-                                       type_="invalid_request_error" if e.status < 500 else "server_error"),
-                            status_code=e.status)
+        return _AsciiJSON(error_body(e.message, param=e.param, code=e.code,
+                                     type_="invalid_request_error" if e.status < 500 else "server_error"),
+                          status_code=e.status)
 
     device, dtype = lm.device, lm.dtype
 
@@ -80,7 +85,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         body = await svc.read_body(request)
         req = parse_request(ChatRequest, body)
         fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
-        messages, tools = chat_prompt(_chat_messages(body), _tools_of(body), fmt)
+        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt)
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
         return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
 
@@ -117,7 +122,7 @@ async def _responses(svc: Service, request: Request, fmt: str):
     body = await svc.read_body(request)
     req = parse_request(ResponsesRequest, body)
     chat = chat_body(req)
-    messages, tools = chat_prompt(_chat_messages(chat), _tools_of(chat), fmt)
+    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
     c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
     if req.stream:
@@ -139,11 +144,6 @@ def _tool_format(lm, name: str, param: str | None = None) -> str:
     return fmt
 
 
-def _tools_of(body: dict) -> list | None:
-    tools = body.get("tools")
-    return tools if isinstance(tools, list) and tools and body.get("tool_choice") != "none" else None
-
-
 def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
     tok = lm.tokenizer
     if tools is None or not getattr(tok, "chat_template", None):
@@ -162,6 +162,9 @@ def _chat_messages(body: dict) -> list[dict]:
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise RequestError(f"messages[{i}] must be an object with a role", param=f"messages[{i}]")
+        if m["role"] not in ROLES:
+            raise RequestError(f"messages[{i}].role must be one of {', '.join(ROLES)}, got {m['role']!r}",
+                               param=f"messages[{i}].role")
         msg = {"role": m["role"], "content": message_text(m.get("content"), f"messages[{i}].content")}
         for k in ("tool_call_id", "name"):
             if isinstance(m.get(k), str):
@@ -180,6 +183,14 @@ def _tool_calls(calls, where: str) -> list[dict]:
         raise RequestError(f"{where} must be a list of {{'type': 'function', 'function': {{'name', 'arguments'}}}}",
                            param=where)
     return calls
+
+
+class _AsciiJSON(JSONResponse):
+    """JSON with every non-ASCII character escaped: an error may quote a request's lone
+    surrogate, which UTF-8 cannot encode (a 500 while writing the 400)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 class _InternalErrors:

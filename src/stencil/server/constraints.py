@@ -2,10 +2,11 @@
 ``structured_outputs``) -> a compile call for ``GrammarCompiler.compile_async``."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from stencil.server.protocol import RequestError
+from stencil.server.protocol import RequestError, flag
 from stencil.server.toolcalls import END, TRIGGER
 
 #: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
@@ -25,17 +26,47 @@ class Constraint:
     reasoning: bool = False    # the output starts with a <think> block
 
 
-def _tools(body: dict) -> list[dict]:
+#: OpenAI's rule for a function's name: the call's text holds it, so a name such as
+#: ``</tool_call>`` would end the call it is written in
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def request_tools(body: dict) -> list[dict] | None:
+    """The request's function tools, checked, when the output may call them (None: no tools, or
+    ``tool_choice`` "none"); a RequestError naming the field of a malformed tool, ``tool_choice``
+    or ``parallel_tool_calls``, and for a ``tool_choice`` that requires a call with no tools."""
+    choice = body.get("tool_choice")
+    if not (choice in (None, "none", "auto", "required") or isinstance(choice, dict)):
+        raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
+    flag(body, "parallel_tool_calls", True)
     tools = body.get("tools")
-    if not isinstance(tools, list) or not tools:
+    if tools is None or tools == []:
+        if choice == "required" or isinstance(choice, dict):
+            raise RequestError(f"tool_choice {choice!r} requires a tool call, but the request has no tools",
+                               param="tool_choice")
+        return None
+    if not isinstance(tools, list):
         raise RequestError("tools must be a non-empty list", param="tools")
     for i, t in enumerate(tools):
-        if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
-                and isinstance(t["function"].get("name"), str)):
-            raise RequestError(f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}",
-                               param=f"tools[{i}]")
-        t["function"].setdefault("parameters", {"type": "object"})
-    return tools
+        _check_tool(t, f"tools[{i}]")
+    return None if choice == "none" else tools
+
+
+def _check_tool(t, where: str) -> None:
+    if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+            and isinstance(t["function"].get("name"), str)):
+        raise RequestError(f"{where} must be {{'type': 'function', 'function': {{'name': ...}}}}", param=where)
+    fn = t["function"]
+    if not TOOL_NAME.fullmatch(fn["name"]):
+        raise RequestError(f"{where}.function.name {fn['name']!r} must be 1 to 64 letters, digits, '_', '.' or '-'",
+                           param=f"{where}.function.name")
+    if fn.get("parameters") is None or fn["parameters"] == {}:  # no parameters: an empty object
+        fn["parameters"] = {"type": "object"}
+    params = fn["parameters"]
+    if not (isinstance(params, dict) and params.get("type") == "object"):
+        got = params.get("type") if isinstance(params, dict) else type(params).__name__
+        raise RequestError(f"{where}.function.parameters must be a JSON Schema of type object (the call's "
+                           f"arguments are an object), got {got!r}", param=f"{where}.function.parameters")
 
 
 #: the body fields that each set the output's constraint: a request may use one of them
@@ -67,8 +98,8 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constr
     if body.get("grammar") is not None or body.get("json_schema") is not None:  # llama-server's fields
         return _structured(compiler, {"grammar": body["grammar"]} if body.get("grammar") is not None
                            else {"json": body["json_schema"]}, reasoning, prefix="")
-    if body.get("tools") and tool_choice != "none":
-        tools = _tools(body)
+    tools = request_tools(body)
+    if tools is not None:
         required = tool_choice == "required"
         if isinstance(tool_choice, dict):
             fn = tool_choice.get("function")
@@ -80,8 +111,6 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constr
             if not tools:
                 raise RequestError(f"tool_choice names an unknown tool {name!r}", param="tool_choice")
             required = True
-        elif tool_choice not in ("auto", "required"):
-            raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
         parallel = body.get("parallel_tool_calls", True) is not False
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
                                   max_calls=None if parallel else 1, json_options=dict(JSON))

@@ -13,14 +13,15 @@ class ServerLimits:
     ``compile_timeout``: seconds for a request's grammar to compile AND compute its first mask and
     shortest completion (past it: 400). ``step_time_limit``: seconds any one call on a running
     row's matcher may take (past it that row fails with a 400; the batch goes on).
-    ``max_body_bytes``: request body size (413). ``max_waiting``: requests queued for a slot (503
-    past it; None: no limit). ``max_n``: choices per request. ``max_tokens``: the largest
+    ``max_body_bytes``: request body size (413). ``body_timeout``: seconds for the whole body to
+    arrive (408 past it: a client that stops sending holds no connection forever).
+    ``max_waiting``: requests queued for a slot (503 past it; None: no limit). ``max_n``: choices per request. ``max_tokens``: the largest
     ``max_tokens`` accepted (None: the model's context length). ``memory_limit``: bytes for all
     grammars' lexers and mask caches together (``stencil.set_memory_limit``; None keeps the
     library's default). ``rss_limit``: bytes of resident memory for the whole server, the model
     included (``server.resident.ResidentLimit``): the grammar memory limit is lowered to what it leaves
     (never above ``memory_limit``) and a request that finds no room waits briefly, then gets a 503
-    ``server_busy``; it must be above the RSS with the model loaded (None: no limit).
+    ``server_busy`` (a 413 where it would not fit even with no other request compiling); it must be above the RSS with the model loaded (None: no limit).
 
     Example::
 
@@ -30,6 +31,7 @@ class ServerLimits:
     compile_timeout: float = 5.0
     step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT
     max_body_bytes: int = 8 << 20
+    body_timeout: float = 30.0
     max_waiting: int | None = 256
     max_n: int = 16
     max_tokens: int | None = None
@@ -37,10 +39,10 @@ class ServerLimits:
     rss_limit: int | None = None
 
     def __post_init__(self):
-        for name in ("compile_timeout", "step_time_limit", "max_body_bytes", "max_waiting", "max_n", "max_tokens",
-                     "memory_limit", "rss_limit"):
+        for name in ("compile_timeout", "step_time_limit", "max_body_bytes", "body_timeout", "max_waiting", "max_n",
+                     "max_tokens", "memory_limit", "rss_limit"):
             v = getattr(self, name)
-            optional = name not in ("compile_timeout", "max_body_bytes", "max_n")
+            optional = name not in ("compile_timeout", "max_body_bytes", "body_timeout", "max_n")
             if (v is None and optional) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
                 continue
             raise ValueError(f"ServerLimits.{name} must be a number > 0{' or None' if optional else ''}, got {v!r}")

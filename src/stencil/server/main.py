@@ -28,6 +28,8 @@ def add_arguments(p) -> None:
                         f"fails with a 400; the other requests go on (default {_D.step_time_limit:g})")
     p.add_argument("--max-body-bytes", type=int, default=_D.max_body_bytes, metavar="B",
                    help=f"largest request body, else 413 (default {_D.max_body_bytes})")
+    p.add_argument("--body-timeout", type=float, default=_D.body_timeout, metavar="S",
+                   help=f"seconds for a request's whole body to arrive, else 408 (default {_D.body_timeout:g})")
     p.add_argument("--max-waiting", type=int, default=_D.max_waiting, metavar="N",
                    help=f"requests that may wait for a slot, else 503 (default {_D.max_waiting})")
     p.add_argument("--max-n", type=int, default=_D.max_n, metavar="N", help=f"most choices per request (default {_D.max_n})")
@@ -52,7 +54,8 @@ def limits_from(args) -> ServerLimits:
     """The ServerLimits that ``stencil serve``'s options ask for."""
     memory, rss = (None if mb is None else int(mb * (1 << 20)) for mb in (args.memory_limit, args.rss_limit))
     return ServerLimits(compile_timeout=args.compile_timeout, step_time_limit=args.step_time_limit,
-                        max_body_bytes=args.max_body_bytes, max_waiting=args.max_waiting, max_n=args.max_n,
+                        max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
+                        max_waiting=args.max_waiting, max_n=args.max_n,
                         max_tokens=args.max_tokens_limit, memory_limit=memory, rss_limit=rss)
 
 

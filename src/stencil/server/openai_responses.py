@@ -80,8 +80,9 @@ def _messages(req: ResponsesRequest) -> list[dict]:
             if role not in ("user", "assistant", "system", "developer"):
                 raise RequestError(f"{where}.role must be user, assistant, system or developer, got {role!r}",
                                    param=f"{where}.role")
+            kinds = ("output_text", "input_text") if role == "assistant" else ("input_text",)
             msgs.append({"role": "system" if role == "developer" else role,
-                         "content": message_text(item.get("content"), f"{where}.content")})
+                         "content": message_text(item.get("content"), f"{where}.content", kinds)})
         elif kind == "function_call":
             call = {"id": _str(item, "call_id", where), "type": "function",
                     "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}}
@@ -92,7 +93,8 @@ def _messages(req: ResponsesRequest) -> list[dict]:
         elif kind == "function_call_output":
             out = item.get("output")
             msgs.append({"role": "tool", "tool_call_id": _str(item, "call_id", where),
-                         "content": out if isinstance(out, str) else message_text(out, f"{where}.output")})
+                         "content": out if isinstance(out, str) else message_text(out, f"{where}.output",
+                                                                                  ("input_text",))})
         else:
             raise RequestError(f"{where}.type {kind!r} is not supported (message, function_call and "
                                "function_call_output are)", param=f"{where}.type", code="unsupported_parameter")

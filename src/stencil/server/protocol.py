@@ -26,7 +26,7 @@ def number(body: dict, key: str, default, lo=None, hi=None, kind=float):
         return default
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
         raise RequestError(f"{key} must be a {'integer' if kind is int else 'number'}, got {v!r}", param=key)
-    if not math.isfinite(v):  # Python's json reads NaN and Infinity, and NaN passes every comparison
+    if isinstance(v, float) and not math.isfinite(v):  # json reads NaN and Infinity; NaN passes every comparison
         raise RequestError(f"{key} must be a finite number, got {v!r}", param=key)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise RequestError(f"{key} must be between {lo} and {hi}, got {v}", param=key)
@@ -54,8 +54,11 @@ def stop_list(body: dict) -> list[str]:
     raise RequestError("stop must be a string or a list of at most 4 strings", param="stop")
 
 
-def message_text(content: Any, where: str = "messages") -> str:
-    """A chat message's content: a string or a list of text parts (``where`` names it in errors)."""
+def message_text(content: Any, where: str = "messages", kinds: tuple[str, ...] = ("text",)) -> str:
+    """A message's content: a string or a list of text parts of the types ``kinds`` (chat's "text";
+    the Responses API's "input_text", "output_text"); ``where`` names it in errors. A part of any
+    other type (an image, audio, a file) is a 400 naming it: dropped, the model would answer
+    a prompt without it."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -64,9 +67,13 @@ def message_text(content: Any, where: str = "messages") -> str:
         raise RequestError(f"{where} must be a string or a list of parts", param=where)
     texts = []
     for k, p in enumerate(content):
-        if isinstance(p, dict) and p.get("type") == "text":
-            if not isinstance(p.get("text"), str):
-                raise RequestError(f"{where}[{k}].text must be a string, got {type(p.get('text')).__name__}",
-                                   param=f"{where}[{k}].text")
-            texts.append(p["text"])
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind not in kinds:
+            raise RequestError(f"{where}[{k}].type {kind!r} is not supported here: this server reads text only "
+                               f"(parts of type {' or '.join(kinds)})", param=f"{where}[{k}].type",
+                               code="unsupported_parameter")
+        if not isinstance(p.get("text"), str):
+            raise RequestError(f"{where}[{k}].text must be a string, got {type(p.get('text')).__name__}",
+                               param=f"{where}[{k}].text")
+        texts.append(p["text"])
     return "".join(texts)

@@ -128,7 +128,8 @@ def logit_bias(req, vocab_size: int) -> Optional[dict[int, float]]:
         return None
     out = {}
     for k, v in req.logit_bias.items():
-        if not k.isdigit() or int(k) >= vocab_size:
+        # ASCII digits, few of them: int() refuses "²" (a digit to isdigit) and 5,000-digit strings
+        if not (k.isascii() and k.isdigit() and len(k) <= 12) or int(k) >= vocab_size:
             raise RequestError(f"logit_bias key {k!r} is not a token id of this model (0 to {vocab_size - 1})",
                                param=f"logit_bias.{k}")
         out[int(k)] = v

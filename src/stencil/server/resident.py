@@ -8,7 +8,7 @@ leaves beside the memory that is not grammars' (never above the configured ``mem
 least recently used grammars are evicted as under any limit. A request reserves an estimate of its
 compile's transient memory before it compiles (``reserve``): it waits briefly while the RSS and the
 reservations leave no room for it (the grammar memory limit is lowered meanwhile to make some), then gets
-a 503 ``server_busy`` that names the memory.
+a 503 ``server_busy`` that names the memory (a 413 where no other request compiles: it will not fit later).
 
 Example::
 
@@ -121,7 +121,8 @@ class ResidentLimit:
         """Reserves the transient memory of a request's compile (``body_bytes``: its body's size)
         until ``release()``. While the RSS and the reservations leave no room, the grammar memory limit
         is lowered to make some and the request waits, up to ``ADMIT_WAIT`` s; then a 503
-        ``server_busy`` (a 413 where the RSS at the start leaves no room for it at all)."""
+        ``server_busy`` (a 413 where the RSS at the start leaves no room for it at all, or where
+        it found no room with no other request compiling)."""
         need = max(MIN_RESERVE, body_bytes * COMPILE_BYTES_PER_BODY_BYTE)
         if self.base + need > self.rss_limit - self.headroom:
             self.refused += 1
@@ -137,6 +138,7 @@ class ResidentLimit:
             while not self._take(need):
                 if loop.time() > end:
                     self.refused += 1
+                    self._refuse_if_never(need)
                     raise RequestError(
                         f"the server is busy: its resident memory ({_mb(self.rss)}, {_mb(self.reserved)} reserved "
                         f"by requests compiling) leaves no room for this request (about {_mb(need)}) under its "
@@ -149,6 +151,19 @@ class ResidentLimit:
             with self._lock:
                 self.pending -= need
         return Reservation(self, need)
+
+    def _refuse_if_never(self, need: int) -> None:
+        """A 413 where waiting cannot help: no other request compiles or waits, the grammars were
+        evicted for ``ADMIT_WAIT`` s, and what the server holds beside its grammars (the model
+        once warm, its runtime) leaves less than ``need`` under the limit."""
+        with self._lock:
+            alone = self.reserved == 0 and self.pending == need
+        held = self.rss - _core.memory_usage()["total"]
+        if alone and held + need > self.rss_limit - self.headroom:
+            raise RequestError(f"the request is too large for this server: its grammar would need about {_mb(need)} "
+                               f"to compile, and the server holds {_mb(held)} besides its grammars, under a resident "
+                               f"memory limit of {_mb(self.rss_limit)} (stencil serve --rss-limit)", status=413,
+                               code="request_too_large")
 
     def _take(self, need: int) -> bool:
         rss = resident_bytes()

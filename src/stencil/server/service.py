@@ -4,7 +4,6 @@ deadline, its jobs queued for the engine."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 
@@ -13,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 import stencil
 from stencil.memory import reclaim
+from stencil.server.body import read_json
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.limits import ServerLimits
@@ -44,35 +44,12 @@ class Service:
         self.max_tokens = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
 
     async def read_body(self, request: Request) -> dict:
-        raw = await self._read_limited(request)
-        request.state.body_bytes = len(raw)  # what a compile may build scales with it (ResidentLimit)
-        try:
-            body = json.loads(raw, parse_constant=_not_json)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RequestError(f"the request body is not valid JSON: {e}") from None
-        except RecursionError:
-            raise RequestError("the request body nests too deeply to parse") from None
-        if not isinstance(body, dict):
-            raise RequestError("the request body must be a JSON object")
+        body, size = await read_json(request, self.limits.max_body_bytes, self.limits.body_timeout)
+        request.state.body_bytes = size  # what a compile may build scales with it (ResidentLimit)
         if body.get("model") not in (None, self.name):
             raise RequestError(f"unknown model {body.get('model')!r}; this server serves {self.name!r}",
                                param="model", code="model_not_found")
         return body
-
-    async def _read_limited(self, request: Request) -> bytes:
-        limit = self.limits.max_body_bytes
-        too_big = RequestError(f"the request body is larger than the server's limit of {limit} bytes",
-                               status=413, code="request_too_large")
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise too_big
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_big
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def params(self, body: dict, prompt_ids: list[int], req=None) -> dict:
         ctx = self.lm.context_length
@@ -207,7 +184,3 @@ def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compi
     m.time_limit = left()
     m.fill_next_token_bitmask(stencil.allocate_token_bitmask(1, vocab_size), 0, remaining_tokens=max_tokens)
     return m
-
-
-def _not_json(constant: str):
-    raise RequestError(f"the request body holds {constant}, which JSON does not allow")
