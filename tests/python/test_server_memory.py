@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+import regex
 
 from server_fixture import start_server
 
@@ -108,6 +109,7 @@ def test_rss_stays_under_its_limit():
             [r.text[:300] for r in rs if r.status_code >= 500]
         ordinary = [r for b, r in zip(_hostile_requests(), rs) if b is ORDINARY]
         assert all(r.status_code == 200 for r in ordinary), [r.text[:300] for r in ordinary]
+        _assert_regex_outputs(_hostile_requests(), rs)
         assert sum(r.status_code == 200 for r in rs) >= len(rs) // 2
         after = _settled(url)
         peak = max(sampler.rss, (after["resident"] or {}).get("peak", 0))  # read every 50 ms by the server
@@ -126,6 +128,16 @@ def test_rss_stays_under_its_limit():
     finally:
         stop()
         stencil.set_memory_limit(previous)
+
+
+def _assert_regex_outputs(bodies, rs) -> None:
+    """A 200 answer to a regex request matches its regex (a prefix of a match where it was cut)."""
+    for b, r in zip(bodies, rs):
+        pattern = (b.get("structured_outputs") or {}).get("regex")
+        if pattern is not None and r.status_code == 200:
+            for ch in r.json()["choices"]:
+                cut = ch["finish_reason"] == "length"
+                assert regex.fullmatch(pattern, ch["message"]["content"], partial=cut), (pattern, ch)
 
 
 def _refused_for_memory(r) -> bool:
