@@ -94,6 +94,10 @@ def _not_json(constant: str):
     raise RequestError(f"the request body holds {constant}, which JSON does not allow")
 
 
+#: the values that may hold a lone surrogate or a huge integer
+_CHECKED = (str, dict, list, _HugeInt)
+
+
 def _check_values(body: dict) -> None:
     """A 400 at the first huge integer or string (or key) with a lone surrogate (which no tokenizer
     encodes), naming its path as ``messages[0].content``."""
@@ -108,8 +112,11 @@ def _check_values(body: dict) -> None:
                                "valid Unicode", param=path)
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
         for k, v in items:
+            bad_key = isinstance(k, str) and _LONE_SURROGATE.search(k)
+            if not (bad_key or isinstance(v, _CHECKED)):
+                continue  # a number, a boolean, null: nothing to check
             at = f"{path}[{k}]" if isinstance(k, int) else f"{path}.{_printable(k)}" if path else _printable(k)
-            if isinstance(k, str) and _LONE_SURROGATE.search(k):
+            if bad_key:
                 raise RequestError(f"{at} is a key with a lone surrogate, which is not valid Unicode", param=at)
             stack.append((v, at))
 
