@@ -13,9 +13,9 @@ namespace {
 // The search's budget: nodes where more than one byte keeps the item a possible repeat, and nodes
 // in all (each pushes a byte per lexer class). A witness is nearly always a byte or two away (a
 // different character, digit or bracket).
-constexpr int kBranches = 48;
-constexpr int kNodes = 2048;
-constexpr int kMaxDepth = 1024;
+constexpr int kBranches = 16;
+constexpr int kNodes = 512;
+constexpr int kMaxDepth = 512;
 constexpr size_t kMaxVerdicts = 4096;
 
 bool allowed(const uint32_t* words, int32_t t) { return (words[t >> 5] >> (t & 31)) & 1u; }
@@ -62,8 +62,15 @@ bool ItemGuard::item_dead(ParseState& ps, uint32_t row, const List& list) {
   for (const JsonTree* t : list.earlier)
     if (may_spell(list.tail, *t)) danger.push_back(t);
   if (danger.empty()) return false;
+  // by the list's text without white space outside strings: spellings of one list
   const EarleyRow& r = ps.parser().row(row);
-  std::string key = std::to_string(r.serial) + ":" + ps.bytes(size_t{r.offset} + 1, ps.frames().size());
+  std::string key = std::to_string(r.serial) + ":";
+  ListLex lex;
+  for (char c : ps.bytes(size_t{r.offset} + 1, ps.frames().size())) {
+    if (!lex.in_string && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) continue;
+    key.push_back(c);
+    lex.read_to_comma(std::string_view(&c, 1));
+  }
   auto at = verdicts_.find(key);
   if (at != verdicts_.end()) return at->second;
   const bool dead = !witness(ps, list.tail, danger);
@@ -110,15 +117,23 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::
   const size_t base = ps.frames().size();
   std::vector<std::pair<uint8_t, std::vector<const JsonTree*>>> keep;  // bytes that keep some
   std::vector<const JsonTree*> left;
-  // A push per class; where they end the lexeme, they share its end (one parser scan).
-  std::vector<size_t> taken;
+  // A push per class; where they end the lexeme, they share its end (one parser scan). A class
+  // the lexer refuses is refused whole; where the parser refused its representative, a check
+  // may have read that byte (the item's own repeat check: `0` of `[0,0`), so each byte is tried.
+  std::vector<std::pair<size_t, bool>> taken;  // (class, its representative taken)
+  const Lexer& lexer = ps.lexer();
+  const uint32_t state = ps.frames().back().state;
   for (size_t c = 0; c < class_bytes_.size(); ++c) {
-    if (ps.push_byte(bc.representative[c], true)) taken.push_back(c);
+    const uint8_t rep = bc.representative[c];
+    if (ps.push_byte(rep, true))
+      taken.emplace_back(c, true);
+    else if (lexer.next(state, rep) != Lexer::kDead || !lexer.state(state).accepting.empty())
+      taken.emplace_back(c, false);
     ps.descend(base);
   }
   ps.descend_unshared(base);
-  for (size_t c : taken) {
-    const uint8_t rep = bc.representative[c];
+  for (auto [c, rep_taken] : taken) {
+    const int rep = rep_taken ? bc.representative[c] : -1;
     for (uint8_t b : class_bytes_[c]) {
       item.push_back(static_cast<char>(b));
       left.clear();
@@ -137,6 +152,12 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::
     }
   }
   if (keep.empty()) return Probe::Exhausted;
+  // White space and escapes only spell again what other bytes write: where another byte goes on,
+  // they are not searched (flexible white space would multiply the nodes at every gap).
+  auto respells = [](uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\\'; };
+  if (!std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respells(k.first); }))
+    keep.erase(std::remove_if(keep.begin(), keep.end(), [&](const auto& k) { return respells(k.first); }),
+               keep.end());
   if (depth <= 1) return Probe::Cut;
   if (keep.size() > 1) --branches_;
   bool cut = false;
@@ -175,15 +196,22 @@ const ItemGuard::CommaTokens& ItemGuard::comma_tokens(const Vocabulary& vocab) {
 // until a comma starts another item); those with a comma one by one.
 void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list,
                                std::vector<int32_t>& out) {
+  ListLex at_tail;
+  at_tail.read_to_comma(list.tail);  // the item's own text holds no comma of the list
   if (may_repeat(list.tail, list.earlier)) {
     const std::vector<TrieNode>& nodes = vocab.trie().nodes();
     std::string text = list.tail;
     const size_t base = text.size();
+    std::vector<ListLex> lex{at_tail};  // by trie depth: where the path's bytes stand
     for (size_t i = 1; i < nodes.size();) {
       const TrieNode& n = nodes[i];
       text.resize(base + n.depth - 1);
       text.push_back(static_cast<char>(n.byte));
-      if (n.byte == ',' || !may_repeat(text, list.earlier)) {
+      lex.resize(n.depth);
+      lex.push_back(lex.back());
+      const char byte[1] = {static_cast<char>(n.byte)};
+      // a comma of the list: the tokens below are the comma tokens'
+      if (lex.back().read_to_comma(std::string_view(byte, 1)) || !may_repeat(text, list.earlier)) {
         i += n.subtree_size;
         continue;
       }
@@ -191,8 +219,6 @@ void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, c
       ++i;
     }
   }
-  ListLex at_tail;
-  at_tail.read_to_comma(list.tail);  // the item's own text holds no comma of the list
   const CommaTokens& commas = comma_tokens(vocab);
   const bool plain = at_tail.depth == 0 && !at_tail.escape;
   const std::vector<int32_t>& tokens =

@@ -10,14 +10,17 @@ EarleyParser::EarleyParser(const Grammar& g, const Lexer& lexer) : g_(&g), lexer
   lex_stamp_.assign(g.lexemes.size(), 0);
   set_keys_.assign(64, 0);
   set_gen_.assign(64, 0);
-  for (const Rule& r : g.rules) {
+  bool any_unique = false;
+  unique_list_pos_.assign(g.dotted.size(), 0);
+  for (size_t r = 0; r < g.rules.size(); ++r) {
     bool unique = false;
-    for (Symbol s : r.rhs)
+    for (Symbol s : g.rules[r].rhs)
       if (!is_terminal(s) && g.nt_check[s] >= 0 && g.checks[g.nt_check[s]].kind == CheckKind::UniqueItem) unique = true;
-    unique_list_rule_.push_back(unique);
+    for (uint32_t pos = g.rule_begin[r]; unique && pos <= g.rule_begin[r] + g.rules[r].rhs.size(); ++pos)
+      unique_list_pos_[pos] = 1;
+    any_unique |= unique;
   }
-  if (std::find(unique_list_rule_.begin(), unique_list_rule_.end(), 1) == unique_list_rule_.end())
-    unique_list_rule_.clear();
+  if (!any_unique) unique_list_pos_.clear();
   reset();
 }
 

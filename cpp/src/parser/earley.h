@@ -376,9 +376,10 @@ class EarleyParser {
   std::vector<LeoSlot> leo_;
   std::vector<std::pair<LeoKey, uint64_t>> leo_chain_;
   deadline::Ticker ticker_;  // items closed, for the time limits
-  // unique_lists: per rule, whether its right side holds a unique_item nonterminal (a list of
-  // unique items); empty when the grammar has none. The answer for the top row (its serial).
-  std::vector<uint8_t> unique_list_rule_;
+  // unique_lists: per dotted position, whether its rule's right side holds a unique_item
+  // nonterminal (a list of unique items); empty when the grammar has none. The answer for the
+  // top row (its serial).
+  std::vector<uint8_t> unique_list_pos_;
   uint64_t unique_lists_serial_ = 0;
   std::vector<uint32_t> unique_lists_;
   std::vector<uint32_t> walk_items_;

@@ -14,25 +14,31 @@ namespace {
 constexpr size_t kMaxWalk = 4096;
 }  // namespace
 
-// Up from the top row's items that began before it (the rest were predicted there by them): an
+// A list of the top row's own items (one predicted there: its first item is being written), and
+// up from the top row's items that began before it (the rest were predicted there by them): an
 // item's rule began at its origin, where the items waiting on its left side are its parents.
 const std::vector<uint32_t>& EarleyParser::unique_lists() {
-  if (unique_list_rule_.empty()) return unique_lists_;
+  if (unique_list_pos_.empty()) return unique_lists_;
   const EarleyRow& top = rows_.back();
   if (unique_lists_serial_ == top.serial) return unique_lists_;
   unique_lists_.clear();
   const uint32_t top_row = static_cast<uint32_t>(rows_.size() - 1);
+  auto note = [&](const EarleyItem& it) {
+    if (unique_list_pos_[it.pos] &&
+        std::find(unique_lists_.begin(), unique_lists_.end(), it.origin) == unique_lists_.end())
+      unique_lists_.push_back(it.origin);
+  };
   walk_items_.clear();
-  for (uint32_t j = top.begin; j < top.end; ++j)
+  for (uint32_t j = top.begin; j < top.end; ++j) {
     if (items_[j].origin < top_row) walk_items_.push_back(j);
+    else note(items_[j]);
+  }
   std::sort(walk_items_.begin(), walk_items_.end());
   std::vector<uint32_t> seen = walk_items_;  // sorted
   for (size_t k = 0; k < walk_items_.size() && seen.size() < kMaxWalk; ++k) {
     const EarleyItem it = items_[walk_items_[k]];
     const uint32_t rule = rule_of(it.pos);
-    if (unique_list_rule_[rule] &&
-        std::find(unique_lists_.begin(), unique_lists_.end(), it.origin) == unique_lists_.end())
-      unique_lists_.push_back(it.origin);
+    note(it);
     if (it.origin == 0 && rule == 0) continue;
     for_each_waiting(it.origin, g_->rules[rule].lhs, [&](uint32_t j) {
       auto at = std::lower_bound(seen.begin(), seen.end(), j);
