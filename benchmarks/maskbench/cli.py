@@ -17,7 +17,7 @@ import tempfile
 
 from benchmarks.maskbench.cpus import plan_cpus
 from benchmarks.datasets import default_maskbench
-from benchmarks.maskbench.data import list_files
+from benchmarks.maskbench.data import HALVES, list_files
 from benchmarks.maskbench.engines import ENGINES, available, pip_name
 from benchmarks.tokenizers import NAMES
 
@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help=f"comma-separated, from {','.join(ENGINES)} (default: all that are installed)")
     parser.add_argument("--limit", type=int, default=None, help="only N files (after shuffling with --seed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the file order (default 0)")
+    parser.add_argument("--half", choices=HALVES, default=None,
+                        help="only the files of one half of the set, split by a hash of the file name: look at "
+                             "outliers in 'tuning', report figures on 'check' (default: all)")
     parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                         help="per schema and engine, compile and all tests; past it the worker is killed "
                              "and the schema counts as a timeout (default 60)")
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         errors.append(str(e))
     paths = args.paths or [DEFAULT_DATA]
     try:
-        files = list_files(paths, args.limit, args.seed)
+        files = list_files(paths, args.limit, args.seed, args.half)
     except FileNotFoundError as e:
         errors.append(str(e))
         files = []

@@ -13,16 +13,26 @@ Example::
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import random
 from typing import Callable, Iterable
 
 
-def list_files(paths: Iterable[str], limit: int | None = None, seed: int = 0) -> list[str]:
-    """The ``.json`` files named or found (not recursively) in the folders named, shuffled with
-    ``seed`` (so that ``limit`` takes a fair sample and slow kinds of schemas do not bunch up),
-    the first ``limit`` of them."""
+#: the halves of the development set: outliers are looked at in "tuning", figures reported on "check"
+HALVES = ("tuning", "check")
+
+
+def half_of(path: str) -> str:
+    """The half a file belongs to, fixed by a hash of its name (not of its content or place)."""
+    return HALVES[hashlib.sha256(os.path.basename(path).encode()).digest()[0] & 1]
+
+
+def list_files(paths: Iterable[str], limit: int | None = None, seed: int = 0, half: str | None = None) -> list[str]:
+    """The ``.json`` files named or found (not recursively) in the folders named, those of one
+    ``half`` if given, shuffled with ``seed`` (so that ``limit`` takes a fair sample and slow kinds
+    of schemas do not bunch up), the first ``limit`` of them."""
     found: list[str] = []
     for p in paths:
         if os.path.isdir(p):
@@ -31,7 +41,7 @@ def list_files(paths: Iterable[str], limit: int | None = None, seed: int = 0) ->
             found.append(p)
         else:
             raise FileNotFoundError(f"no MaskBench file or folder at {p!r}")
-    files = sorted(set(found))
+    files = sorted(p for p in set(found) if half is None or half_of(p) == half)
     random.Random(seed).shuffle(files)
     return files[:limit] if limit is not None else files
 

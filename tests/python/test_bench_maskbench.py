@@ -373,3 +373,20 @@ def test_stencil_engine_reports_the_installed_version(ascii_tokenizer):
     distribution called `stencil` is another project's, or none)."""
     engine = StencilEngine("ascii", ascii_tokenizer)
     assert engine.version.split(" ")[0] == stencil.__version__ != "0+unknown"
+
+
+def test_halves_split_the_set_by_file_name(tmp_path):
+    """The tuning and check halves: disjoint, together the whole set, fixed by the file name alone
+    (a copy elsewhere falls in the same half), about even."""
+    names = [f"schema_{i}.json" for i in range(400)]
+    for name in names:
+        (tmp_path / name).write_text('{"schema": {}}')
+    tuning = list_files([str(tmp_path)], half="tuning")
+    check = list_files([str(tmp_path)], half="check")
+    assert not set(tuning) & set(check)
+    assert sorted(tuning + check) == sorted(str(tmp_path / n) for n in names)
+    assert 150 < len(check) < 250
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / os.path.basename(check[0])).write_text('{"schema": {"type": "string"}}')
+    assert list_files([str(other)], half="check") == [str(other / os.path.basename(check[0]))]
