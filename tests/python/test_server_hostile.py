@@ -256,3 +256,22 @@ def test_a_request_that_never_fits_under_the_rss_limit_is_a_413(base_url):
         assert err["code"] == "request_too_large" and "--rss-limit" in err["message"], err
     finally:
         stop()
+
+
+def test_unique_items_never_dead_end_a_generation(base_url):
+    """Review N1: sampled hot, a unique array of objects of booleans keeps running into items
+    that can only end as repeats; that was a 500 DeadEnd mid-generation. Every choice now ends
+    valid (or is cut at max_tokens as a valid prefix of one)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    item = {"type": "object", "properties": {k: {"type": "boolean"} for k in "abc"}, "required": list("abc"),
+            "additionalProperties": False}
+    schema = {"type": "array", "uniqueItems": True, "minItems": 6, "items": item}
+    body = _schema_request(schema) | {"max_tokens": 120, "temperature": 2.0, "n": 4, "seed": 7}
+    r = _chat(base_url, body, timeout=600)
+    assert r.status_code == 200, r.text[:300]
+    for choice in r.json()["choices"]:
+        text = choice["message"]["content"]
+        if choice["finish_reason"] == "stop":
+            jsonschema.validate(json.loads(text), schema)
+        else:
+            assert choice["finish_reason"] == "length", choice

@@ -39,6 +39,9 @@ class Vocabulary {
   ~Vocabulary();
   // Inner masks shared by all grammars compiled for this vocabulary.
   SharedMaskCache& shared_masks() const { return *shared_masks_; }
+  // The tokens (not special) whose bytes hold a comma, by id: those that may end one item of a
+  // list and begin the next (the uniqueItems guard looks at each).
+  const std::vector<int32_t>& comma_tokens() const { return comma_tokens_; }
 
  private:
   std::string bytes_;
@@ -51,6 +54,7 @@ class Vocabulary {
   double trie_build_seconds_ = 0;
   std::unique_ptr<SharedMaskCache> shared_masks_;
   std::unique_ptr<PlainSlice> plain_;
+  std::vector<int32_t> comma_tokens_;
 };
 
 }  // namespace stencil

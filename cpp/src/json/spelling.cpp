@@ -125,104 +125,6 @@ Extent scan_value(std::string_view s, size_t i) {
   return {j, j < s.size()};  // a number at the end of the text may go on
 }
 
-enum class Fit : uint8_t { No, Prefix, Done };
-struct Spelled {
-  Fit fit;
-  size_t end = 0;
-};
-
-Spelled spell(std::string_view s, size_t i, const JsonTree& v);
-
-Spelled spell_string(std::string_view s, size_t i, const std::string& want) {
-  std::string got;
-  size_t consumed = 0;
-  bool closed = false;
-  if (s[i] != '"' || !json_string_prefix(s.substr(i), got, &consumed, &closed)) return {Fit::No};
-  if (closed) return got == want ? Spelled{Fit::Done, i + consumed} : Spelled{Fit::No};
-  return want.compare(0, got.size(), got) == 0 && got.size() <= want.size() ? Spelled{Fit::Prefix} : Spelled{Fit::No};
-}
-
-Spelled spell_array(std::string_view s, size_t i, const JsonTree& v) {
-  if (s[i] != '[') return {Fit::No};
-  ++i;
-  for (size_t k = 0;; ++k) {
-    i = skip_ws(s, i);
-    if (i == s.size()) return {Fit::Prefix};
-    if (k == v.items.size()) return s[i] == ']' ? Spelled{Fit::Done, i + 1} : Spelled{Fit::No};
-    if (k > 0) {
-      if (s[i] != ',') return {Fit::No};
-      i = skip_ws(s, i + 1);
-      if (i == s.size()) return {Fit::Prefix};
-    }
-    const Spelled r = spell(s, i, v.items[k]);
-    if (r.fit != Fit::Done) return r;
-    i = r.end;
-  }
-}
-
-// Members in any order: each written key must be one of the value's keys not written yet.
-Spelled spell_object(std::string_view s, size_t i, const JsonTree& v) {
-  if (s[i] != '{') return {Fit::No};
-  ++i;
-  std::vector<bool> used(v.keys.size(), false);
-  for (size_t count = 0;; ++count) {
-    i = skip_ws(s, i);
-    if (i == s.size()) return {Fit::Prefix};
-    if (count == v.keys.size()) return s[i] == '}' ? Spelled{Fit::Done, i + 1} : Spelled{Fit::No};
-    if (count > 0) {
-      if (s[i] != ',') return {Fit::No};
-      i = skip_ws(s, i + 1);
-      if (i == s.size()) return {Fit::Prefix};
-    }
-    std::string key;
-    size_t consumed = 0;
-    bool closed = false;
-    if (s[i] != '"' || !json_string_prefix(s.substr(i), key, &consumed, &closed)) return {Fit::No};
-    auto at = std::lower_bound(v.keys.begin(), v.keys.end(), key);
-    if (!closed) {
-      for (; at != v.keys.end() && at->compare(0, key.size(), key) == 0; ++at)
-        if (!used[static_cast<size_t>(at - v.keys.begin())]) return {Fit::Prefix};
-      return {Fit::No};
-    }
-    const size_t k = static_cast<size_t>(at - v.keys.begin());
-    if (at == v.keys.end() || *at != key || used[k]) return {Fit::No};
-    used[k] = true;
-    i = skip_ws(s, i + consumed);
-    if (i == s.size()) return {Fit::Prefix};
-    if (s[i] != ':') return {Fit::No};
-    const Spelled r = spell(s, i + 1, v.items[k]);
-    if (r.fit != Fit::Done) return r;
-    i = r.end;
-  }
-}
-
-Spelled spell(std::string_view s, size_t i, const JsonTree& v) {
-  i = skip_ws(s, i);
-  if (i == s.size()) return {Fit::Prefix};
-  switch (v.kind) {
-    case 's':
-      return spell_string(s, i, v.atom);
-    case '[':
-      return spell_array(s, i, v);
-    case '{':
-      return spell_object(s, i, v);
-    case '#': {
-      const Extent e = scan_value(s, i);
-      if (e.bad || !(is_digit(s[i]) || s[i] == '-')) return {Fit::No};
-      if (!e.complete) return number_may_equal(s.substr(i), v.atom) ? Spelled{Fit::Prefix} : Spelled{Fit::No};
-      std::string canon;
-      return canonical_value(s.substr(i, e.end - i), canon) && canon == v.atom ? Spelled{Fit::Done, e.end}
-                                                                                : Spelled{Fit::No};
-    }
-    default: {
-      const std::string_view word = v.kind == 't' ? "true" : v.kind == 'f' ? "false" : "null";
-      const size_t have = std::min(word.size(), s.size() - i);
-      if (s.substr(i, have) != word.substr(0, have)) return {Fit::No};
-      return have < word.size() ? Spelled{Fit::Prefix} : Spelled{Fit::Done, i + have};
-    }
-  }
-}
-
 }  // namespace
 
 bool tree_of_canonical(std::string_view canon, JsonTree& out) {
@@ -258,7 +160,185 @@ bool tree_of_canonical(std::string_view canon, JsonTree& out) {
   }
 }
 
-bool may_spell(std::string_view text, const JsonTree& value) { return spell(text, 0, value).fit != Fit::No; }
+bool may_spell(std::string_view text, const JsonTree& value) {
+  Speller s(value);
+  return s.feed(text);
+}
+
+Speller::Speller(const JsonTree& value) : value_(&value) { stack_.push_back(Frame{&value, Phase::Value}); }
+
+bool Speller::feed(std::string_view text) {
+  for (char c : text)
+    if (!feed(c)) return false;
+  return true;
+}
+
+// The top frame's value is whole: back to its container (or done).
+void Speller::complete() {
+  stack_.pop_back();
+  if (stack_.empty()) {
+    done_ = true;
+    return;
+  }
+  Frame& f = stack_.back();
+  f.phase = f.node->kind == '[' ? Phase::ArrayAfter : Phase::ObjectAfter;
+  ++f.k;
+}
+
+bool Speller::die() {
+  alive_ = false;
+  stack_.clear();
+  return false;
+}
+
+bool Speller::feed(char c) {
+  while (alive_ && !done_) {
+    Frame& f = stack_.back();
+    const bool ws = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    switch (f.phase) {
+      case Phase::Value:
+        return ws || begin(c);
+      case Phase::String:
+        return string_byte(c);
+      case Phase::Number:
+        if (is_number_char(c)) {
+          f.text.push_back(c);
+          return number_may_equal(f.text, f.node->atom) || die();
+        } else {
+          std::string canon;
+          if (!canonical_value(f.text, canon) || canon != f.node->atom) return die();
+          complete();  // and c goes to the container
+          continue;
+        }
+      case Phase::Word: {
+        const std::string_view word = f.node->kind == 't' ? "true" : f.node->kind == 'f' ? "false" : "null";
+        if (c != word[f.k]) return die();
+        if (++f.k == word.size()) complete();
+        return true;
+      }
+      case Phase::ArrayOpen:
+      case Phase::ArrayComma:
+        if (ws) return true;
+        if (f.phase == Phase::ArrayOpen && c == ']') return f.node->items.empty() ? (complete(), true) : die();
+        if (f.k >= f.node->items.size()) return die();
+        stack_.push_back(Frame{&f.node->items[f.k], Phase::Value});
+        continue;
+      case Phase::ArrayAfter:
+        if (ws) return true;
+        if (c == ',' && f.k < f.node->items.size()) return f.phase = Phase::ArrayComma, true;
+        if (c == ']' && f.k == f.node->items.size()) return complete(), true;
+        return die();
+      case Phase::ObjectOpen:
+      case Phase::ObjectComma:
+        if (ws) return true;
+        if (f.phase == Phase::ObjectOpen && c == '}') return f.node->keys.empty() ? (complete(), true) : die();
+        if (c != '"' || f.k >= f.node->keys.size()) return die();
+        f.phase = Phase::Key;
+        f.text.clear();
+        return true;
+      case Phase::Key:
+        return key_byte(c);
+      case Phase::Colon:
+        if (ws) return true;
+        if (c != ':') return die();
+        f.used[f.key] = 1;
+        f.phase = Phase::ObjectValue;
+        stack_.push_back(Frame{&f.node->items[f.key], Phase::Value});
+        return true;
+      case Phase::ObjectAfter:
+        if (ws) return true;
+        if (c == ',' && f.k < f.node->keys.size()) return f.phase = Phase::ObjectComma, true;
+        if (c == '}' && f.k == f.node->keys.size()) return complete(), true;
+        return die();
+      case Phase::ObjectValue:
+        return die();  // never on top: its value's frame is
+    }
+  }
+  return alive_;
+}
+
+// The first byte of the value at the top.
+bool Speller::begin(char c) {
+  Frame& f = stack_.back();
+  switch (f.node->kind) {
+    case 's':
+      if (c != '"') return die();
+      f.phase = Phase::String;
+      return true;
+    case '#':
+      if (c != '-' && !is_digit(c)) return die();
+      f.phase = Phase::Number;
+      f.text.assign(1, c);
+      return number_may_equal(f.text, f.node->atom) || die();
+    case '[':
+      if (c != '[') return die();
+      f.phase = Phase::ArrayOpen;
+      return true;
+    case '{':
+      if (c != '{') return die();
+      f.phase = Phase::ObjectOpen;
+      f.used.assign(f.node->keys.size(), 0);
+      return true;
+    default: {
+      const char first = f.node->kind == 't' ? 't' : f.node->kind == 'f' ? 'f' : 'n';
+      if (c != first) return die();
+      f.phase = Phase::Word;
+      f.k = 1;
+      return true;
+    }
+  }
+}
+
+// A byte of a string value: its decoded bytes so far (f.k of them) match the value's, an escape
+// being written waits in f.text.
+bool Speller::string_byte(char c) {
+  Frame& f = stack_.back();
+  const std::string& want = f.node->atom;
+  if (f.text.empty() && c != '\\') {
+    if (c == '"') return f.k == want.size() ? (complete(), true) : die();
+    if (f.k >= want.size() || want[f.k] != c) return die();
+    ++f.k;
+    return true;
+  }
+  f.text.push_back(c);
+  std::string decoded;
+  size_t consumed = 0;
+  bool closed = false;
+  if (!json_string_prefix("\"" + f.text, decoded, &consumed, &closed)) return die();
+  if (consumed <= 1) return true;  // the escape is not whole yet
+  if (want.compare(f.k, decoded.size(), decoded) != 0 || f.k + decoded.size() > want.size()) return die();
+  f.k += static_cast<uint32_t>(decoded.size());
+  // what the escape did not take (a quote or the next byte after a lone surrogate) is read again
+  const std::string rest = f.text.substr(consumed - 1);
+  f.text.clear();
+  if (closed) return f.k == want.size() ? (complete(), true) : die();
+  for (char r : rest)
+    if (!string_byte(r)) return false;
+  return true;
+}
+
+// A byte of a member's key: some key not written yet begins with the decoded bytes so far; the
+// closing quote picks it.
+bool Speller::key_byte(char c) {
+  Frame& f = stack_.back();
+  f.text.push_back(c);
+  std::string key;
+  size_t consumed = 0;
+  bool closed = false;
+  if (!json_string_prefix("\"" + f.text, key, &consumed, &closed)) return die();
+  const std::vector<std::string>& keys = f.node->keys;
+  auto at = std::lower_bound(keys.begin(), keys.end(), key);
+  if (!closed) {
+    for (; at != keys.end() && at->compare(0, key.size(), key) == 0; ++at)
+      if (!f.used[static_cast<size_t>(at - keys.begin())]) return true;
+    return die();
+  }
+  const size_t k = static_cast<size_t>(at - keys.begin());
+  if (at == keys.end() || *at != key || f.used[k] || consumed != f.text.size() + 1) return die();
+  f.key = static_cast<uint32_t>(k);
+  f.phase = Phase::Colon;
+  return true;
+}
 
 bool read_list(std::string_view text, ListProgress& out) {
   out = ListProgress{};

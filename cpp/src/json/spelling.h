@@ -18,6 +18,7 @@ struct JsonTree {
   std::string atom;               // a string's decoded bytes, or a number's canonical form
   std::vector<std::string> keys;  // an object's keys, sorted
   std::vector<JsonTree> items;    // an array's items, or an object's values in key order
+  std::string canon;              // the canonical form (of the whole value only)
 };
 
 // The tree of a canonical form (canonical_value's output); false when it is not one.
@@ -27,6 +28,44 @@ bool tree_of_canonical(std::string_view canon, JsonTree& out);
 // into a spelling of `value`. A text that already holds a whole value is judged by that value
 // (what follows it is not read).
 bool may_spell(std::string_view text, const JsonTree& value);
+
+// may_spell one byte at a time: a text fed to it, and what may still follow. Copies go on
+// separately (a search tries each next byte on a copy).
+class Speller {
+ public:
+  Speller() = default;
+  explicit Speller(const JsonTree& value);
+  // Reads a byte; false once the text can no longer become a spelling of the value (then for
+  // good). After the whole value, bytes are not read.
+  bool feed(char c);
+  bool feed(std::string_view text);
+  bool alive() const { return alive_; }
+  const JsonTree* value() const { return value_; }
+
+ private:
+  enum class Phase : uint8_t {
+    Value, String, Number, Word,               // before a value, inside a scalar
+    ArrayOpen, ArrayComma, ArrayAfter,         // after `[`, after a comma, after an item
+    ObjectOpen, ObjectComma, ObjectAfter,      // after `{`, after a comma, after a member
+    Key, Colon, ObjectValue,                   // inside a key, after it, inside its value
+  };
+  struct Frame {
+    const JsonTree* node;
+    Phase phase;
+    uint32_t k = 0;             // items or members read; a word's or a string's bytes matched
+    uint32_t key = 0;           // the key read (Colon, ObjectValue)
+    std::vector<uint8_t> used;  // an object's keys written
+    std::string text;           // a number's bytes, a key's bytes, a string's escape in progress
+  };
+  bool begin(char c);
+  bool string_byte(char c);
+  bool key_byte(char c);
+  void complete();
+  bool die();
+  std::vector<Frame> stack_;
+  const JsonTree* value_ = nullptr;
+  bool alive_ = true, done_ = false;
+};
 
 // A list being written: the text after an array's `[`.
 struct ListProgress {

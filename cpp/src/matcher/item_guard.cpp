@@ -34,7 +34,9 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
     if (x.row_serial == r.serial) m = &x;
   if (!m || m->version == 0 || m->done_end > end || ps.version_at(m->done_end) != m->version) {
     if (!m) m = &memos_[next_memo_++ % kMemos];
-    *m = ListMemo{r.serial, r.offset, 0, {}};
+    *m = ListMemo{};
+    m->row_serial = r.serial;
+    m->done_end = r.offset;
   }
   const std::string text = ps.bytes(size_t{m->done_end} + 1, ps.frames().size());
   ListProgress p;
@@ -45,35 +47,89 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
   for (const std::string& canon : p.done) {
     JsonTree& t = keep ? m->earlier.emplace_back() : out.own.emplace_back();
     if (!tree_of_canonical(canon, t)) return false;
+    t.canon = canon;
   }
-  if (keep) {
+  if (keep && (m->done_end != item_at || m->version == 0)) {
     m->done_end = item_at;
     m->version = ps.version_at(item_at);
+    m->has_danger = false;
   }
+  out.memo = m;
   out.earlier.clear();
   for (const JsonTree& t : m->earlier) out.earlier.push_back(&t);
   for (const JsonTree& t : out.own) out.earlier.push_back(&t);
   out.tail = text.substr(p.last_from);
+  out.item_at = item_at;
   return true;
 }
 
-bool ItemGuard::item_dead(ParseState& ps, uint32_t row, const List& list) {
-  std::vector<const JsonTree*> danger;
-  for (const JsonTree* t : list.earlier)
-    if (may_spell(list.tail, *t)) danger.push_back(t);
-  if (danger.empty()) return false;
-  // by the list's text without white space outside strings: spellings of one list
-  const EarleyRow& r = ps.parser().row(row);
-  std::string key = std::to_string(r.serial) + ":";
+// Keeps the spellers still alive after `bytes`.
+ItemGuard::Danger ItemGuard::narrowed(const Danger& from, std::string_view bytes) {
+  Danger out;
+  for (const Speller& s : from) {
+    Speller t = s;
+    if (t.feed(bytes)) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// The earlier items the item being written may still spell: from a shorter stable text of it
+// when there is one (the item only narrows them as it goes on, and only its new bytes are read).
+ItemGuard::Danger ItemGuard::danger_of(const List& list) {
+  ListMemo& m = *list.memo;
+  Danger danger;
+  if (list.own.empty() && m.has_danger && list.tail.compare(0, m.danger_tail.size(), m.danger_tail) == 0) {
+    danger = narrowed(m.danger, std::string_view(list.tail).substr(m.danger_tail.size()));
+  } else {
+    for (const JsonTree* t : list.earlier) {
+      Speller s(*t);
+      if (s.feed(list.tail)) danger.push_back(std::move(s));
+    }
+  }
+  if (list.own.empty() && m.done_end + list.tail.size() <= stable_end_) {
+    m.has_danger = true;
+    m.danger_tail = list.tail;
+    m.danger = danger;
+  }
+  return danger;
+}
+
+std::string ItemGuard::verdict_key(ParseState& ps, const List& list, const Danger& danger) {
+  // the row where the item began: the last one before its first byte
+  const EarleyParser& parser = ps.parser();
+  size_t lo = 0, hi = parser.num_rows();
+  while (hi - lo > 1) {
+    const size_t mid = (lo + hi) / 2;
+    (parser.row(mid).offset <= list.item_at ? lo : hi) = mid;
+  }
+  const EarleyRow& r = parser.row(lo);
+  std::vector<uint64_t> items;
+  for (uint32_t j = r.begin; j < r.end; ++j)
+    items.push_back(uint64_t(parser.item(j).pos) << 1 | (parser.item(j).origin == lo));
+  std::sort(items.begin(), items.end());
+  std::string key = std::to_string(r.lexer_start) + ":";
+  for (uint64_t x : items) key += std::to_string(x) + ",";
+  key += ":";
   ListLex lex;
-  for (char c : ps.bytes(size_t{r.offset} + 1, ps.frames().size())) {
+  for (char c : list.tail) {
     if (!lex.in_string && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) continue;
     key.push_back(c);
     lex.read_to_comma(std::string_view(&c, 1));
   }
+  std::vector<const std::string*> canons;
+  for (const Speller& t : danger) canons.push_back(&t.value()->canon);
+  std::sort(canons.begin(), canons.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (const std::string* c : canons) key += ":" + std::to_string(c->size()) + ":" + *c;
+  return key;
+}
+
+bool ItemGuard::item_dead(ParseState& ps, const List& list) {
+  const Danger danger = danger_of(list);
+  if (danger.empty()) return false;
+  std::string key = verdict_key(ps, list, danger);
   auto at = verdicts_.find(key);
   if (at != verdicts_.end()) return at->second;
-  const bool dead = !witness(ps, list.tail, danger);
+  const bool dead = !witness(ps, danger);
   if (verdicts_.size() >= kMaxVerdicts) verdicts_.clear();
   verdicts_.emplace(std::move(key), dead);
   return dead;
@@ -83,12 +139,12 @@ bool ItemGuard::dead(ParseState& ps) {
   const std::vector<uint32_t> lists = ps.parser().unique_lists();  // a copy: the search pushes rows
   List list;
   for (uint32_t row : lists)
-    if (read_list_at(ps, row, list) && item_dead(ps, row, list)) return true;
+    if (read_list_at(ps, row, list) && item_dead(ps, list)) return true;
   return false;
 }
 
 // Depth-first under doubling depth limits: a near witness is found before the search goes deep.
-bool ItemGuard::witness(ParseState& ps, const std::string& item, const std::vector<const JsonTree*>& danger) {
+bool ItemGuard::witness(ParseState& ps, const Danger& danger) {
   const ByteClasses& bc = ps.lexer().classes();
   if (classes_of_ != &bc) {
     class_bytes_.assign(static_cast<size_t>(bc.count()), {});
@@ -97,26 +153,23 @@ bool ItemGuard::witness(ParseState& ps, const std::string& item, const std::vect
   }
   branches_ = kBranches;
   nodes_ = kNodes;
-  std::string text = item;
   for (int depth = 1; depth <= kMaxDepth; depth *= 2) {
-    const Probe r = probe(ps, text, danger, depth);
+    const Probe r = probe(ps, danger, depth);
     if (r == Probe::Found) return true;
     if (r == Probe::Exhausted || branches_ <= 0 || nodes_ <= 0) return false;
   }
   return false;
 }
 
-// Below the state ps is in, `item` the item's text so far, `danger` the earlier items it may
-// still spell: Found a byte the grammar takes that leaves them all, Exhausted none at any depth,
+// Below the state ps is in, `danger` the earlier items the item's text so far may still spell:
+// Found a byte the grammar takes that leaves them all, Exhausted none at any depth,
 // Cut the depth or the budget ended the look. One push per lexer class finds the bytes the
 // grammar takes; those that keep some earlier item are the children.
-ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::vector<const JsonTree*>& danger,
-                                  int depth) {
+ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int depth) {
   if (branches_ <= 0 || --nodes_ < 0) return Probe::Cut;
   const ByteClasses& bc = ps.lexer().classes();
   const size_t base = ps.frames().size();
-  std::vector<std::pair<uint8_t, std::vector<const JsonTree*>>> keep;  // bytes that keep some
-  std::vector<const JsonTree*> left;
+  std::vector<std::pair<uint8_t, Danger>> keep;  // bytes that keep some
   // A push per class; where they end the lexeme, they share its end (one parser scan). A class
   // the lexer refuses is refused whole; where the parser refused its representative, a check
   // may have read that byte (the item's own repeat check: `0` of `[0,0`), so each byte is tried.
@@ -135,13 +188,10 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::
   for (auto [c, rep_taken] : taken) {
     const int rep = rep_taken ? bc.representative[c] : -1;
     for (uint8_t b : class_bytes_[c]) {
-      item.push_back(static_cast<char>(b));
-      left.clear();
-      for (const JsonTree* t : danger)
-        if (may_spell(item, *t)) left.push_back(t);
-      item.pop_back();
+      const char byte = static_cast<char>(b);
+      Danger left = narrowed(danger, std::string_view(&byte, 1));
       if (!left.empty()) {
-        keep.emplace_back(b, left);
+        keep.emplace_back(b, std::move(left));
         continue;
       }
       // Bytes of a class lead the lexer alike, but a check may read the byte itself.
@@ -163,9 +213,7 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::
   bool cut = false;
   for (auto& [b, kept] : keep) {
     if (!ps.push_byte(b)) continue;
-    item.push_back(static_cast<char>(b));
-    const Probe r = probe(ps, item, kept, depth - 1);
-    item.pop_back();
+    const Probe r = probe(ps, kept, depth - 1);
     ps.pop_to(base);
     if (r == Probe::Found) return r;
     cut |= r == Probe::Cut;
@@ -173,12 +221,16 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, std::string& item, const std::
   return cut ? Probe::Cut : Probe::Exhausted;
 }
 
+void ItemGuard::forget() {
+  for (ListMemo& m : memos_) m = ListMemo{};
+  verdicts_.clear();
+}
+
 const ItemGuard::CommaTokens& ItemGuard::comma_tokens(const Vocabulary& vocab) {
   if (comma_vocab_ != &vocab || !comma_tokens_) {
     auto tokens = std::make_shared<CommaTokens>();
-    for (int32_t t = 0; t < vocab.num_tokens(); ++t) {
+    for (int32_t t : vocab.comma_tokens()) {
       const std::string_view bytes = vocab.token_bytes(t);
-      if (vocab.is_special(t) || bytes.find(',') == std::string_view::npos) continue;
       tokens->all.push_back(t);
       ListLex outside, in_string;
       in_string.in_string = true;
@@ -198,20 +250,22 @@ void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, c
                                std::vector<int32_t>& out) {
   ListLex at_tail;
   at_tail.read_to_comma(list.tail);  // the item's own text holds no comma of the list
-  if (may_repeat(list.tail, list.earlier)) {
+  std::vector<Danger> danger{danger_of(list)};  // by trie depth
+  if (!danger[0].empty()) {
     const std::vector<TrieNode>& nodes = vocab.trie().nodes();
-    std::string text = list.tail;
-    const size_t base = text.size();
     std::vector<ListLex> lex{at_tail};  // by trie depth: where the path's bytes stand
     for (size_t i = 1; i < nodes.size();) {
       const TrieNode& n = nodes[i];
-      text.resize(base + n.depth - 1);
-      text.push_back(static_cast<char>(n.byte));
       lex.resize(n.depth);
       lex.push_back(lex.back());
-      const char byte[1] = {static_cast<char>(n.byte)};
+      danger.resize(n.depth + 1);
+      const char byte = static_cast<char>(n.byte);
       // a comma of the list: the tokens below are the comma tokens'
-      if (lex.back().read_to_comma(std::string_view(byte, 1)) || !may_repeat(text, list.earlier)) {
+      if (lex.back().read_to_comma(std::string_view(&byte, 1)))
+        danger[n.depth].clear();
+      else
+        danger[n.depth] = narrowed(danger[n.depth - 1], std::string_view(&byte, 1));
+      if (danger[n.depth].empty()) {
         i += n.subtree_size;
         continue;
       }

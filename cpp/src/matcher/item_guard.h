@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -38,27 +39,41 @@ class ItemGuard {
   bool dead(ParseState& ps);
   // In a mask row just filled at this state, clears the tokens that lead to a dead item.
   void filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words);
+  // Drops what it memoized of a parse state that is replaced (serials mean nothing in another).
+  void forget();
 
  private:
   // One list being written: its earlier items and the text of the item being written.
+  struct ListMemo;
   struct List {
     std::vector<const JsonTree*> earlier;
     std::deque<JsonTree> own;  // earlier items past the memo (a token being tried wrote them)
     std::string tail;
+    uint32_t item_at = 0;  // byte offset of the item being written
+    ListMemo* memo = nullptr;
   };
   // The parsed complete items of a list, by the list's first row, up to an item start whose text
   // version says the bytes before it are unchanged: a long list is parsed once, not per token.
+  // With the earlier items the item being written may still spell, for a stable text of it: the
+  // tokens tried after it only narrow them.
   struct ListMemo {
     uint64_t row_serial = 0;  // 0: empty
     uint32_t done_end = 0;    // byte offset of the item after the parsed ones
     uint64_t version = 0;
     std::deque<JsonTree> earlier;
+    bool has_danger = false;
+    std::string danger_tail;
+    std::vector<Speller> danger;
   };
+  // The earlier items the item being written may still spell, each as a Speller fed its text.
+  using Danger = std::vector<Speller>;
+  Danger danger_of(const List& list);
+  static Danger narrowed(const Danger& from, std::string_view bytes);
   bool read_list_at(ParseState& ps, uint32_t row, List& out);
-  bool item_dead(ParseState& ps, uint32_t row, const List& list);
-  bool witness(ParseState& ps, const std::string& item, const std::vector<const JsonTree*>& danger);
+  bool item_dead(ParseState& ps, const List& list);
+  bool witness(ParseState& ps, const Danger& danger);
   enum class Probe : uint8_t { Found, Cut, Exhausted };
-  Probe probe(ParseState& ps, std::string& item, const std::vector<const JsonTree*>& danger, int depth);
+  Probe probe(ParseState& ps, const Danger& danger, int depth);
   void add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, std::vector<int32_t>& out);
   // The vocabulary's tokens that hold a comma (they may end one item and begin another): all, and
   // those that end an item at a comma of its list when they start outside any string or bracket
@@ -75,8 +90,12 @@ class ItemGuard {
   ListMemo memos_[kMemos];
   size_t next_memo_ = 0;
   uint32_t stable_end_ = ~0u;  // bytes past it are a token being tried: not memoized
-  // Verdicts of item_dead by (list row serial, the list's text): tokens that end in the same text.
+  // Verdicts of item_dead by what decides them: the parser's row where the item began (its lexer
+  // state and dotted positions, not its place), the item's text without white space outside
+  // strings, and the earlier items it may spell. The same item written again later in the list,
+  // or in another list of the same array schema, is not searched again.
   std::unordered_map<std::string, bool> verdicts_;
+  std::string verdict_key(ParseState& ps, const List& list, const Danger& danger);
   std::shared_ptr<const CommaTokens> comma_tokens_;  // shared with copies of the matcher
   const Vocabulary* comma_vocab_ = nullptr;
 };

@@ -128,6 +128,7 @@ void Matcher::migrate() {
     throw;
   }
   walker_->forget();
+  if (guard_) guard_->forget();  // a new parse state: its row and frame serials start again
   migrating_ = false;
 }
 
@@ -136,6 +137,7 @@ void Matcher::reset() {
     epoch_ = g_->epoch();
     ps_->set_lexer(epoch_->lexer);
     walker_->forget();
+    if (guard_) guard_->forget();  // a new parse state: its row and frame serials start again
   }
   ps_->reset();
   history_.clear();

@@ -47,6 +47,8 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
   trie_build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // With the tokenizer, not on a grammar's first mask: a few milliseconds for 128k tokens.
   plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this));
+  for (int32_t i = 0; i < static_cast<int32_t>(n); ++i)
+    if (!special_[i] && token_bytes(i).find(',') != std::string_view::npos) comma_tokens_.push_back(i);
 }
 
 std::string_view Vocabulary::token_bytes(int32_t id) const {
@@ -61,7 +63,8 @@ void Vocabulary::check_id(int64_t id) const {
 }
 
 size_t Vocabulary::memory_bytes() const {
-  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + trie_->memory_bytes();
+  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + comma_tokens_.capacity() * 4 +
+         trie_->memory_bytes();
 }
 
 Vocabulary::~Vocabulary() = default;
