@@ -257,6 +257,33 @@ bool Speller::feed(char c) {
   return alive_;
 }
 
+int Speller::peek(char c) const {
+  if (!alive_) return 0;
+  if (done_) return 1;
+  const Frame& f = stack_.back();
+  const bool ws = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  const size_t n = f.node->kind == '{' ? f.node->keys.size() : f.node->items.size();
+  switch (f.phase) {
+    case Phase::String: {
+      if (!f.text.empty() || c == '\\') return -1;
+      const std::string& want = f.node->atom;
+      return c == '"' ? f.k == want.size() : f.k < want.size() && want[f.k] == c;
+    }
+    case Phase::Word: {
+      const std::string_view word = f.node->kind == 't' ? "true" : f.node->kind == 'f' ? "false" : "null";
+      return c == word[f.k];
+    }
+    case Phase::ArrayAfter:
+      return ws || (c == ',' && f.k < n) || (c == ']' && f.k == n);
+    case Phase::ObjectAfter:
+      return ws || (c == ',' && f.k < n) || (c == '}' && f.k == n);
+    case Phase::Colon:
+      return ws || c == ':';
+    default:
+      return -1;
+  }
+}
+
 // The first byte of the value at the top.
 bool Speller::begin(char c) {
   Frame& f = stack_.back();

@@ -6,6 +6,7 @@
 // the text goes on with.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@ struct JsonTree {
   std::vector<std::string> keys;  // an object's keys, sorted
   std::vector<JsonTree> items;    // an array's items, or an object's values in key order
   std::string canon;              // the canonical form (of the whole value only)
+  uint64_t id = 0;                // a hash of canon (of the whole value only)
 };
 
 // The tree of a canonical form (canonical_value's output); false when it is not one.
@@ -39,6 +41,9 @@ class Speller {
   // good). After the whole value, bytes are not read.
   bool feed(char c);
   bool feed(std::string_view text);
+  // Whether feed(c) would keep it alive, where that is plain from the state (1 or 0), else -1:
+  // a search asks it of every byte before copying the few that go on.
+  int peek(char c) const;
   bool alive() const { return alive_; }
   const JsonTree* value() const { return value_; }
 

@@ -1,8 +1,10 @@
 #include "matcher/item_guard.h"
 
 #include <algorithm>
+#include <functional>
 #include <string_view>
 
+#include "json/canon.h"
 #include "matcher/parse_state.h"
 #include "stencil/vocabulary.h"
 #include "tokens/trie.h"
@@ -48,6 +50,7 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
     JsonTree& t = keep ? m->earlier.emplace_back() : out.own.emplace_back();
     if (!tree_of_canonical(canon, t)) return false;
     t.canon = canon;
+    t.id = std::hash<std::string>{}(canon);
   }
   if (keep && (m->done_end != item_at || m->version == 0)) {
     m->done_end = item_at;
@@ -60,6 +63,9 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
   for (const JsonTree& t : out.own) out.earlier.push_back(&t);
   out.tail = text.substr(p.last_from);
   out.item_at = item_at;
+  out.start.clear();
+  out.plain_tail.clear();
+  out.tail_lex = ListLex{};
   return true;
 }
 
@@ -67,6 +73,7 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
 ItemGuard::Danger ItemGuard::narrowed(const Danger& from, std::string_view bytes) {
   Danger out;
   for (const Speller& s : from) {
+    if (!bytes.empty() && s.peek(bytes[0]) == 0) continue;  // most bytes leave at once: no copy
     Speller t = s;
     if (t.feed(bytes)) out.push_back(std::move(t));
   }
@@ -94,39 +101,53 @@ ItemGuard::Danger ItemGuard::danger_of(const List& list) {
   return danger;
 }
 
-std::string ItemGuard::verdict_key(ParseState& ps, const List& list, const Danger& danger) {
-  // the row where the item began: the last one before its first byte
-  const EarleyParser& parser = ps.parser();
-  size_t lo = 0, hi = parser.num_rows();
-  while (hi - lo > 1) {
-    const size_t mid = (lo + hi) / 2;
-    (parser.row(mid).offset <= list.item_at ? lo : hi) = mid;
-  }
-  const EarleyRow& r = parser.row(lo);
-  std::vector<uint64_t> items;
-  for (uint32_t j = r.begin; j < r.end; ++j)
-    items.push_back(uint64_t(parser.item(j).pos) << 1 | (parser.item(j).origin == lo));
-  std::sort(items.begin(), items.end());
-  std::string key = std::to_string(r.lexer_start) + ":";
-  for (uint64_t x : items) key += std::to_string(x) + ",";
-  key += ":";
-  ListLex lex;
-  for (char c : list.tail) {
+namespace {
+// Appends bytes, without white space outside strings, reading them with lex.
+void append_plain(std::string& out, std::string_view bytes, ListLex& lex) {
+  for (char c : bytes) {
     if (!lex.in_string && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) continue;
-    key.push_back(c);
+    out.push_back(c);
     lex.read_to_comma(std::string_view(&c, 1));
   }
-  std::vector<const std::string*> canons;
-  for (const Speller& t : danger) canons.push_back(&t.value()->canon);
-  std::sort(canons.begin(), canons.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
-  for (const std::string* c : canons) key += ":" + std::to_string(c->size()) + ":" + *c;
+}
+}  // namespace
+
+std::string ItemGuard::verdict_key(ParseState& ps, List& list, std::string_view more, const Danger& danger) {
+  if (list.start.empty()) {
+    // the row where the item began: the last one before its first byte
+    const EarleyParser& parser = ps.parser();
+    size_t lo = 0, hi = parser.num_rows();
+    while (hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      (parser.row(mid).offset <= list.item_at ? lo : hi) = mid;
+    }
+    const EarleyRow& r = parser.row(lo);
+    std::vector<uint64_t> items;
+    for (uint32_t j = r.begin; j < r.end; ++j)
+      items.push_back(uint64_t(parser.item(j).pos) << 1 | (parser.item(j).origin == lo));
+    std::sort(items.begin(), items.end());
+    list.start = std::to_string(r.lexer_start) + ":";
+    for (uint64_t x : items) list.start += std::to_string(x) + ",";
+    append_plain(list.plain_tail, list.tail, list.tail_lex);
+  }
+  std::string key = list.start + ":" + list.plain_tail;
+  ListLex lex = list.tail_lex;
+  append_plain(key, more, lex);
+  std::vector<uint64_t> ids;  // the earlier items, by their canonical form's hash
+  for (const Speller& t : danger) ids.push_back(t.value()->id);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) key += ":" + std::to_string(id);
   return key;
 }
 
-bool ItemGuard::item_dead(ParseState& ps, const List& list) {
+bool ItemGuard::item_dead(ParseState& ps, List& list) {
   const Danger danger = danger_of(list);
-  if (danger.empty()) return false;
-  std::string key = verdict_key(ps, list, danger);
+  return !danger.empty() && item_dead(ps, list, {}, danger);
+}
+
+// `more`: bytes read after the list's tail (a token being tried).
+bool ItemGuard::item_dead(ParseState& ps, List& list, std::string_view more, const Danger& danger) {
+  std::string key = verdict_key(ps, list, more, danger);
   auto at = verdicts_.find(key);
   if (at != verdicts_.end()) return at->second;
   const bool dead = !witness(ps, danger);
@@ -246,8 +267,8 @@ const ItemGuard::CommaTokens& ItemGuard::comma_tokens(const Vocabulary& vocab) {
 // The allowed tokens after which the list's item being written may be a repeat: those without a
 // comma along the trie, while the item may still repeat (leaving every earlier item is final
 // until a comma starts another item); those with a comma one by one.
-void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list,
-                               std::vector<int32_t>& out) {
+void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, bool alone,
+                               std::vector<Candidate>& out) {
   ListLex at_tail;
   at_tail.read_to_comma(list.tail);  // the item's own text holds no comma of the list
   std::vector<Danger> danger{danger_of(list)};  // by trie depth
@@ -269,7 +290,10 @@ void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, c
         i += n.subtree_size;
         continue;
       }
-      if (n.token_id >= 0 && allowed(words, n.token_id)) out.push_back(n.token_id);
+      if (n.token_id >= 0 && allowed(words, n.token_id)) {
+        const bool known = alone && vocab.token_bytes(n.token_id).find('[') == std::string_view::npos;
+        out.push_back(Candidate{n.token_id, known, known ? danger[n.depth] : Danger{}});
+      }
       ++i;
     }
   }
@@ -277,21 +301,52 @@ void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, c
   const bool plain = at_tail.depth == 0 && !at_tail.escape;
   const std::vector<int32_t>& tokens =
       !plain ? commas.all : at_tail.in_string ? commas.from_string : commas.from_outside;
-  for (int32_t t : tokens) {
-    ListLex lex = at_tail;
-    if (allowed(words, t) && (plain || lex.read_to_comma(vocab.token_bytes(t))) &&
-        may_repeat(list.tail + std::string(vocab.token_bytes(t)), list.earlier))
-      out.push_back(t);
+  Crossings seen;
+  for (int32_t t : tokens)
+    if (allowed(words, t) && crosses_into_repeat(list, at_tail, vocab.token_bytes(t), seen)) out.push_back(Candidate{t});
+}
+
+// Whether a token may end the list's item at a comma of the list and begin a repeat after it:
+// the text after the comma against the earlier items and the item the token ends. The item's
+// text is read once per fill (a 1 KB item and hundreds of tokens that begin with a comma).
+bool ItemGuard::crosses_into_repeat(const List& list, const ListLex& at_tail, std::string_view bytes,
+                                    Crossings& seen) {
+  ListLex lex = at_tail;
+  size_t k = 0;
+  while (k < bytes.size() && !lex.read_to_comma(bytes.substr(k, 1))) ++k;
+  if (k == bytes.size()) return false;
+  const std::string_view before = bytes.substr(0, k), after = bytes.substr(k + 1);
+  if (lex.read_to_comma(after)) return may_repeat(list.tail + std::string(bytes), list.earlier);  // two items
+  auto known = seen.after.find(std::string(after));
+  if (known == seen.after.end()) {
+    bool any = false;
+    for (const JsonTree* t : list.earlier) any = any || may_spell(after, *t);
+    known = seen.after.emplace(std::string(after), any).first;
   }
+  if (known->second) return true;
+  auto ended = seen.ended.find(std::string(before));
+  if (ended == seen.ended.end()) {
+    std::string canon;
+    JsonTree t;
+    const bool ok = canonical_value(list.tail + std::string(before), canon) && tree_of_canonical(canon, t);
+    ended = seen.ended.emplace(std::string(before), std::make_pair(ok, std::move(t))).first;
+  }
+  return !ended->second.first || may_spell(after, ended->second.second);
+}
+
+// Whether the state after a candidate's bytes (pushed) is a dead item.
+bool ItemGuard::refuses(ParseState& ps, List& list, const Candidate& c, std::string_view bytes) {
+  if (!c.known) return dead(ps);
+  return !c.danger.empty() && item_dead(ps, list, bytes, c.danger);
 }
 
 void ItemGuard::filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words) {
   const std::vector<uint32_t> lists = ps.parser().unique_lists();
   if (lists.empty()) return;
-  std::vector<int32_t> candidates;
+  std::vector<Candidate> candidates;
   List list;
   for (uint32_t row : lists)
-    if (read_list_at(ps, row, list)) add_candidates(vocab, words, list, candidates);
+    if (read_list_at(ps, row, list)) add_candidates(vocab, words, list, lists.size() == 1, candidates);
   if (candidates.empty()) return;
   // Trie order: a token after a dead one's bytes is dead too, with no search.
   const size_t base = ps.frames().size();
@@ -302,19 +357,19 @@ void ItemGuard::filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words)
   stable_end_ = ps.bytes_consumed();
   std::vector<int32_t> refused;
   std::string_view dead_bytes;
-  for (int32_t t : candidates) {
-    const std::string_view bytes = vocab.token_bytes(t);
+  for (const Candidate& c : candidates) {
+    const std::string_view bytes = vocab.token_bytes(c.token);
     if (!dead_bytes.empty() && bytes.substr(0, dead_bytes.size()) == dead_bytes) {
-      refused.push_back(t);
+      refused.push_back(c.token);
       continue;
     }
     bool pushed = true;
-    for (char c : bytes)
-      if (!(pushed = ps.push_byte(static_cast<uint8_t>(c)))) break;
-    const bool refuse = pushed && dead(ps);
+    for (char b : bytes)
+      if (!(pushed = ps.push_byte(static_cast<uint8_t>(b)))) break;
+    const bool refuse = pushed && refuses(ps, list, c, bytes);
     ps.pop_to(base);
     if (refuse) {
-      refused.push_back(t);
+      refused.push_back(c.token);
       dead_bytes = bytes;
     }
   }

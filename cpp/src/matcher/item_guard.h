@@ -51,6 +51,11 @@ class ItemGuard {
     std::string tail;
     uint32_t item_at = 0;  // byte offset of the item being written
     ListMemo* memo = nullptr;
+    // For the verdicts' keys: the row where the item began, as its lexer state and dotted
+    // positions (made once), and the item's text without white space outside strings.
+    std::string start;
+    std::string plain_tail;
+    ListLex tail_lex;
   };
   // The parsed complete items of a list, by the list's first row, up to an item start whose text
   // version says the bytes before it are unchanged: a long list is parsed once, not per token.
@@ -70,11 +75,28 @@ class ItemGuard {
   Danger danger_of(const List& list);
   static Danger narrowed(const Danger& from, std::string_view bytes);
   bool read_list_at(ParseState& ps, uint32_t row, List& out);
-  bool item_dead(ParseState& ps, const List& list);
+  bool item_dead(ParseState& ps, List& list);
   bool witness(ParseState& ps, const Danger& danger);
   enum class Probe : uint8_t { Found, Cut, Exhausted };
   Probe probe(ParseState& ps, const Danger& danger, int depth);
-  void add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, std::vector<int32_t>& out);
+  // A token to try: the earlier items its item may still spell after it, where that is all there
+  // is to know (one list, no list opened inside the token); else the whole state is judged.
+  struct Candidate {
+    int32_t token;
+    bool known = false;
+    Danger danger;
+  };
+  void add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, bool alone,
+                      std::vector<Candidate>& out);
+  bool refuses(ParseState& ps, List& list, const Candidate& c, std::string_view bytes);
+  // What tokens that end an item at a comma of its list were found to do, in one fill: by the
+  // text after their comma (may it spell an earlier item), by the text before it (the item it
+  // ends, if readable).
+  struct Crossings {
+    std::unordered_map<std::string, bool> after;
+    std::unordered_map<std::string, std::pair<bool, JsonTree>> ended;
+  };
+  bool crosses_into_repeat(const List& list, const ListLex& at_tail, std::string_view bytes, Crossings& seen);
   // The vocabulary's tokens that hold a comma (they may end one item and begin another): all, and
   // those that end an item at a comma of its list when they start outside any string or bracket
   // of the item, or inside a string of it.
@@ -95,7 +117,8 @@ class ItemGuard {
   // strings, and the earlier items it may spell. The same item written again later in the list,
   // or in another list of the same array schema, is not searched again.
   std::unordered_map<std::string, bool> verdicts_;
-  std::string verdict_key(ParseState& ps, const List& list, const Danger& danger);
+  std::string verdict_key(ParseState& ps, List& list, std::string_view more, const Danger& danger);
+  bool item_dead(ParseState& ps, List& list, std::string_view more, const Danger& danger);
   std::shared_ptr<const CommaTokens> comma_tokens_;  // shared with copies of the matcher
   const Vocabulary* comma_vocab_ = nullptr;
 };
