@@ -86,9 +86,9 @@ DRAFTS = {"draft2020-12": "https://json-schema.org/draft/2020-12/schema",
           "draft2019-09": "https://json-schema.org/draft/2019-09/schema",
           "draft7": "http://json-schema.org/draft-07/schema#", "draft6": "http://json-schema.org/draft-06/schema#",
           "draft4": "http://json-schema.org/draft-04/schema#", "draft3": "http://json-schema.org/draft-03/schema#"}
-FINDINGS = ("dead", "budget_dead", "wrong", "refused")
+FINDINGS = ("dead", "budget_dead", "wrong", "refused", "crash", "slow")
 COLUMNS = ("walks", "ended", "wrong", "format", "undecided", "dead", "refused", "budget_dead", "over_budget", "cut",
-           "slow")
+           "slow", "crash")
 
 
 @dataclass
@@ -468,15 +468,15 @@ class Walker:
         starts = Starts()
         written: list = []
         events: list = []
-        budget = m.min_completion_tokens() if budget_aware else None
-        budget = None if budget is None else budget + rng.randint(0, 48)
-        cap = max_tokens
+        cap, budget = max_tokens, None
         stop = {"close": 0.9, "uniform": 0.5, "repeat": 0.2}[style]
 
         def result(how: str, detail: str = "") -> WalkResult:
             return WalkResult(how, bytes(starts.out), written, detail, events)
 
         try:
+            least = m.min_completion_tokens() if budget_aware else None
+            budget = None if least is None else least + rng.randint(0, 48)
             while True:
                 remaining = None if budget is None else budget - len(written)
                 mask = self.allowed(m, remaining)
@@ -499,8 +499,8 @@ class Walker:
                     return result("refused", f"the mask allowed {self.vocab.tokens[t]!r}, accept_token refused it")
                 starts.feed(self.vocab.tokens[t])
                 written.append(t)
-        except stencil.TimeLimitExceeded:
-            return result("slow")
+        except stencil.TimeLimitExceeded as e:
+            return result("slow", str(e).split(" exceeded")[0])
 
     def explain(self, grammar, r: WalkResult) -> str:
         """Where a dead end begins: the last tokens written, and the shortest prefix of the text
@@ -519,7 +519,7 @@ class Walker:
                     break
         except stencil.TimeLimitExceeded:
             where = "byte by byte, a mask over the time limit"
-        return f"last tokens ...|{last}; {where}"
+        return f"last tokens {'...|' + last!r}; {where}"
 
     def choose(self, mask: np.ndarray, ids: np.ndarray, starts: Starts, rng: random.Random, style: str) -> int:
         if style == "repeat" and rng.random() < 0.85:
@@ -590,7 +590,10 @@ def run_case(case: Case, compiler: stencil.GrammarCompiler, walker: Walker, tall
                 tally.counts[where]["walks left out"] += walks - i
                 break
             style, budget_aware = STYLES[i % len(STYLES)]
-            r = walker.walk(g, rng, style, budget_aware, max_tokens)
+            try:
+                r = walker.walk(g, rng, style, budget_aware, max_tokens)
+            except Exception as e:   # an error of the engine is a finding of its own
+                r = WalkResult("crash", b"", [], f"{type(e).__name__}: {e}")
             if r.how == "dead":
                 r.detail = walker.explain(g, r)
             judge = record(tally, case, config_name(order, ws), f"{style}/{'budget' if budget_aware else 'plain'}",
@@ -643,12 +646,13 @@ def print_table(tally: Tally, elapsed: float) -> None:
 
 
 def print_findings(tally: Tally, kinds=("dead", "refused", "wrong", "crash", "budget_dead", "format", "undecided"),
-                   briefly=("over_budget",)) -> None:
+                   briefly=("over_budget", "slow")) -> None:
     """Every finding of ``kinds`` with its text (the same text of one schema and configuration
     once, with a count), each schema printed once; those of ``briefly`` as counts per schema."""
     printed: set = set()
     for kind in kinds:
-        rows = [f for f in tally.findings if f[0] == kind]
+        # grouped by schema and configuration, the shortest text first (the best reproducer)
+        rows = sorted((f for f in tally.findings if f[0] == kind), key=lambda f: (f[1].name, f[2], len(f[4])))
         if rows:
             print(f"\n== {kind}: {len(rows)}")
         seen: collections.Counter = collections.Counter((f[1].name, f[2], f[4]) for f in rows)
@@ -704,20 +708,20 @@ def main(argv=None) -> int:
     ap.add_argument("data", nargs="?", default=SHARED_DATA, help="folder holding json-schema-test-suite/ and "
                     f"maskbench-dev/ (default {SHARED_DATA}; without them, tests/data)")
     ap.add_argument("--sources", default="unique,suite,maskbench")
-    ap.add_argument("--walks", type=int, default=6, help="walks per schema and configuration (default 6)")
-    ap.add_argument("--seconds", type=float, default=2.0, help="time per schema, its six configurations together")
-    ap.add_argument("--unique-seconds", type=float, default=6.0, help="the same for the generated uniqueItems schemas")
+    ap.add_argument("--walks", type=int, default=12, help="walks per schema and configuration (default 12)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="time per schema, its six configurations together")
+    ap.add_argument("--unique-seconds", type=float, default=10.0, help="the same for the generated uniqueItems schemas")
     ap.add_argument("--max-tokens", type=int, default=160, help="tokens of a walk without a budget")
     ap.add_argument("--limit", type=int, default=None, help="the first N schemas of each source")
     ap.add_argument("--maskbench-count", type=int, default=500)
     ap.add_argument("--match", default=None, help="only schemas whose name matches this regex")
-    ap.add_argument("--quick", action="store_true", help="--limit 40 --walks 3: a run of a few minutes")
+    ap.add_argument("--quick", action="store_true", help="--limit 40 --walks 6: a run of a few minutes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer", default=None, help="a name of benchmarks.tokenizers (default: SmolLM2's GGUF)")
     ap.add_argument("--compile-timeout", type=float, default=3.0)
     args = ap.parse_args(argv)
     if args.quick:
-        args.limit, args.walks = args.limit or 40, min(args.walks, 3)
+        args.limit, args.walks = args.limit or 40, min(args.walks, 6)
     if args.tokenizer:
         from benchmarks.tokenizers import load_tokenizer
         info = load_tokenizer(args.tokenizer)[0]
@@ -740,7 +744,7 @@ def main(argv=None) -> int:
             print(f"  {i + 1}/{len(cases)} schemas, {time.perf_counter() - t0:.0f} s, {dict(found)}", flush=True)
     print_table(tally, time.perf_counter() - t0)
     print_findings(tally)
-    return 1 if any(f[0] in FINDINGS for f in tally.findings) else 0
+    return 1 if any(f[0] in ("dead", "wrong", "refused", "crash") for f in tally.findings) else 0
 
 
 if __name__ == "__main__":
