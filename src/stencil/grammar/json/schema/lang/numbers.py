@@ -41,6 +41,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from typing import Optional
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, TRUE, And, Not, Or, Range
 from stencil.grammar.json.value import number_expr
 
@@ -123,7 +124,9 @@ def range_union(f, limit: int = 16) -> Optional[list[RangeAlt]]:
     if k is not Or and k is not And:
         return None
     parts = []
-    for x in f.items:
+    for i, x in enumerate(f.items):
+        if i % 1024 == 0:
+            check_deadline()
         p = range_union(x, limit)
         if p is None:
             return None

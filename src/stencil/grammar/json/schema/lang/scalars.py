@@ -12,6 +12,7 @@ from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Format, Integer,
                                                        Length, MultipleOf, Not, Or, Pattern, Range, str_consts)
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
 from stencil.grammar.json.schema.lang.strings import JsonStrings
 
@@ -47,7 +48,12 @@ class Scalars:
         alts = range_union(f) if exact else None
         if alts is not None:   # ranges, their complements and integrality: exact in every spelling
             make = nums.plain_range if self.plain_numbers else nums.exact_range
-            return b.re_or([make(*a) for a in alts]) if alts else b.re_nothing()
+            exprs = []
+            for i, a in enumerate(alts):   # an enum of 100,000 numbers: seconds of expressions
+                if i % 256 == 0:
+                    check_deadline()
+                exprs.append(make(*a))
+            return b.re_or(exprs) if exprs else b.re_nothing()
         k = type(f)
         if f == TRUE:
             return nums.any()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from stencil._core import GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.document import json_pointer
 from stencil.grammar.json.schema.core.formulas import TRUE, Formula, Pattern, f_and, f_not
 from stencil.grammar.json.schema.core.keywords import KEYWORD_VALUES
@@ -115,7 +116,9 @@ def check_values(loc, s: dict) -> None:
         each = shape.each
         if each is None or not isinstance(v, shape.of):
             continue
-        for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
+        for i, (k, x) in enumerate(v.items() if isinstance(v, dict) else enumerate(v)):
+            if i % 1024 == 1023:
+                check_deadline()   # a map of 10,000 properties, a list of 100,000 values
             if not each.test(x):
                 raise keyword_error(key, where(loc, key) + json_pointer([k]), f"must be {each.what}, got {_show(x)}")
 
