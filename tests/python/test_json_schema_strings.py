@@ -12,6 +12,7 @@ import pytest
 
 import stencil
 from stencil.grammar.json.schema import json_schema_grammar
+from stencil.grammar.json.schema.core.formats import format_matches
 
 
 def _accepts(g, value, ensure_ascii=True):
@@ -122,9 +123,10 @@ def test_enum_of_strings_in_every_spelling(compiler):
 
 
 FORMATS = {
-    "date-time": (["2022-01-01T12:00:00Z", "2020-02-29T00:00:00.123+05:30", "1999-12-31t23:59:60z"],
+    "date-time": (["2022-01-01T12:00:00Z", "2020-02-29T00:00:00.123+05:30", "1999-12-31t23:59:60z",
+                   "0000-02-29T00:00:00Z"],
                   ["2022-01-01T12:00:00", "2021-02-29T00:00:00Z", "2022-01-01 12:00:00Z", "2022-13-01T00:00:00Z"]),
-    "date": (["2022-12-31", "2000-02-29"], ["2022-04-31", "1900-02-29", "22-01-01"]),
+    "date": (["2022-12-31", "2000-02-29", "0000-02-29"], ["2022-04-31", "1900-02-29", "22-01-01", "0100-02-29"]),
     "time": (["12:00:00Z", "08:30:00.5-02:00"], ["12:00:00", "24:00:00Z"]),
     "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W"], ["P", "PT", "P1DT", "1D"]),
     "email": (["joe@example.com", "a.b+c@ex-ample.org", '"a b"@x.com', "x@[192.168.0.1]"],
@@ -153,6 +155,16 @@ def test_formats(compiler, name):
         assert _accepts(g, s) and _accepts(g, s, False), (name, s)
     for s in bad:
         assert not _accepts(g, s) and not _accepts(g, s, False), (name, s)
+
+
+def test_date_formats_leap_years_of_every_year():
+    # RFC 3339 Appendix C: divisible by 4, and not by 100 unless by 400 (0000 too: 0 is divisible
+    # by 400); a mask oracle found 0000-02-29 refused
+    for year in range(10000):
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        assert format_matches("date", f"{year:04d}-02-29") == leap, year
+        assert format_matches("date-time", f"{year:04d}-02-29T00:00:00Z") == leap, year
+        assert format_matches("date", f"{year:04d}-02-28")
 
 
 def test_unknown_format_is_an_annotation_and_regex_format_is_unsupported(compiler):

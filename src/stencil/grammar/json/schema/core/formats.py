@@ -25,7 +25,8 @@ from stencil.grammar.regex.ast import alt
 __all__ = ["format_spec", "format_matches", "SUPPORTED_FORMATS", "UNSUPPORTED_FORMATS"]
 
 # --- building blocks (ECMA-262 regex syntax) -----------------------------------------------------
-_LEAP = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+# leap years (RFC 3339 Appendix C): a multiple of 4 not ending 00, or a multiple of 400 (0000 too)
+_LEAP = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:0[048]|[2468][048]|[13579][26])00)"
 _MONTH_DAY = (r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)"
               r"|02-(?:0[1-9]|1\d|2[0-8]))")
 _DATE = rf"(?:\d{{4}}-{_MONTH_DAY}|{_LEAP}-02-29)"
