@@ -416,6 +416,23 @@ class GrammarCompiler:
         with self._lock:
             self._cache.clear()
 
+    def discard(self, grammar: CompiledGrammar) -> bool:
+        """Drop ``grammar`` from the cache; True where it was there. A server refusing a grammar
+        (too expensive) drops it so that its lazy state (lexer, masks) is freed with its last
+        matcher, not kept until later grammars push it out of the cache.
+
+        Example::
+
+            g = compiler.compile_regex("[a-z]+")
+            compiler.discard(g)         # True: the next compile_regex("[a-z]+") builds afresh
+        """
+        with self._lock:
+            for key, cached in self._cache.items():
+                if cached is grammar:
+                    del self._cache[key]
+                    return True
+        return False
+
 
 def regex_grammar(pattern: str, *, flags: str = "") -> _core.Grammar:
     """The grammar whose language is the regex ``pattern`` (matched as a whole)."""

@@ -312,9 +312,14 @@ def test_serve_options_become_the_server_limits():
     assert limits_from(p.parse_args([])) == ServerLimits()
     got = limits_from(p.parse_args(["--compile-timeout", "0.5", "--step-time-limit", "2", "--max-body-bytes", "1000",
                                     "--body-timeout", "7", "--max-waiting", "3", "--max-n", "2",
-                                    "--max-tokens-limit", "64", "--memory-limit", "1.5", "--rss-limit", "4096"]))
+                                    "--max-tokens-limit", "64", "--memory-limit", "1.5", "--rss-limit", "4096",
+                                    "--grammar-time-limit", "4"]))
     assert got == ServerLimits(compile_timeout=0.5, step_time_limit=2.0, max_body_bytes=1000, body_timeout=7.0,
-                               max_waiting=3, max_n=2, max_tokens=64, memory_limit=3 << 19, rss_limit=4096 << 20)
+                               max_waiting=3, max_n=2, max_tokens=64, memory_limit=3 << 19, rss_limit=4096 << 20,
+                               grammar_time_limit=4.0)
+    assert limits_from(p.parse_args(["--grammar-time-limit", "none"])).grammar_time_limit is None
+    with pytest.raises(ValueError, match="grammar_time_limit"):
+        limits_from(p.parse_args(["--grammar-time-limit", "0"]))
     with pytest.raises(ValueError, match="compile_timeout"):
         limits_from(p.parse_args(["--compile-timeout", "-1"]))
     with pytest.raises(ValueError, match="body_timeout"):

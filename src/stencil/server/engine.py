@@ -13,9 +13,11 @@ pieces flow back to each request's asyncio queue.
 
 Rows are isolated: an error in one row's grammar work, sampling or bookkeeping fails that row
 alone (with a status that names the cause: 400 for a grammar that is too expensive) and the
-others go on. Every call on a row's matcher runs under ``step_time_limit`` seconds
-(``Matcher.time_limit``), so one row's grammar cannot stall the others' step beyond it. Only a
-failure of the forward pass itself fails the whole batch.
+others go on. A row's calls on its matcher in one step (forced tokens, its mask, accepts) share
+``step_time_limit`` seconds, and a request's calls over its whole generation draw from its total
+(``Job.grammar_time``): each call runs under what is left of both (``Matcher.time_limit``,
+``server.grammar_time``), so one row's grammar cannot stall the others' step beyond the step limit,
+nor the batch beyond its total. Only a failure of the forward pass itself fails the whole batch.
 
 With ``speculate``, rows draft several tokens per step and keep those the model agrees with
 (``server.speculation``); their masks are filled as they draft, before the forward pass.
@@ -37,14 +39,15 @@ import stencil
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
+from stencil.server.grammar_time import Fills, GrammarTime, RowClock
 from stencil.server.kv_batch import KVBatch
 from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.speculative import SpeculationOptions
 
 _DONE = object()
 
-#: seconds any one call on a row's matcher may take during generation (a mask, forced tokens, an
-#: accept); past it the row fails with a 400 and the batch goes on without it
+#: seconds a row's calls on its matcher may take in one decode step together (forced tokens, its
+#: mask, accepts); past it the row fails with a 400 and the batch goes on without it
 DEFAULT_STEP_TIME_LIMIT = 2.0
 
 
@@ -71,6 +74,8 @@ class Job:
     sampling: dict = field(default_factory=dict)  # more Sampler options: top_k, min_p, penalties, logit_bias
     logprobs: int | None = None  # top log-probabilities per token (0: the chosen token's only); None: none
     speculate: bool | None = None  # draft and verify several tokens per step (None: the engine's default)
+    forget: Any = None  # called when the grammar fails the row for its cost: drops it from the compile cache
+    grammar_time: GrammarTime | None = None  # the request's total of grammar time, shared by its rows
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -135,8 +140,8 @@ class _Row:
         self.job = job
         self.spec = spec  # None: one token per step
         self.matcher = job.matcher
-        if self.matcher is not None:
-            self.matcher.time_limit = time_limit
+        # the step limit and the request's total (each call on the matcher is armed with what is left)
+        self.clock = RowClock(time_limit, job.grammar_time)
         self.sampler = Sampler(job.temperature, job.seed, job.repetition_penalty, top_p=job.top_p, **job.sampling)
         self.out: list[int] = []
         self.feed: list[int] = job.input_ids[-1:]
@@ -144,6 +149,11 @@ class _Row:
         self.info = info
         self.finish: str | None = None
         self.left = job.max_tokens  # tokens this row may still add (set each step)
+
+    def grammar(self, fn, *args):
+        """``fn(*args)``, a call that works on the row's matcher, under its grammar time (see
+        server.grammar_time); a row without a grammar calls it as it is."""
+        return fn(*args) if self.matcher is None else self.clock.call(self.matcher, fn, *args)
 
     def emit(self, tokens: list[int]) -> None:
         """Generated tokens: count them and pass their text on (a stop string ends the row)."""
@@ -155,6 +165,8 @@ class _Row:
     def fail(self, e: BaseException) -> None:
         self.job.fail(e)
         self.finish = "error"
+        if isinstance(e, stencil.GrammarError) and self.job.forget is not None:
+            self.job.forget()  # too expensive: its lazy state goes with the request's last matcher
 
     def close(self) -> None:
         job = self.job
@@ -167,8 +179,7 @@ class _Row:
         # cut by the budget or the context: "length", unless the grammar accepts the output (the
         # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
         cut = self.finish in ("max_tokens", "context")
-        job.finish_reason = "length" if cut and not (self.matcher is not None and self.matcher.is_accepting()) \
-            else "stop"
+        job.finish_reason = "length" if cut and not _accepting(self.matcher) else "stop"
         job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
         job.put(_DONE)
 
@@ -177,8 +188,8 @@ class Engine:
     """Owns the model and the generation thread; ``max_batch`` rows run together.
 
     ``mask_threads``: threads filling masks during the forward pass (default
-    ``default_mask_threads()``); ``step_time_limit``: seconds one call on a row's matcher may take
-    (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
+    ``default_mask_threads()``); ``step_time_limit``: seconds a row's calls on its matcher may take
+    in one step together (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
     ``speculate`` (True or ``SpeculationOptions``): rows draft and verify several tokens per step
     unless their job says ``speculate=False`` (off by default; a job's ``speculate=True`` turns it
     on with ``SpeculationOptions()``).
@@ -346,11 +357,12 @@ class Engine:
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
         # bitmask row j is the mask of logits row constrained[j]; drafting rows fill their own masks
-        constrained = [i for i, r in enumerate(rows) if r.matcher is not None and r.spec is None]
+        for r in rows:
+            if r.matcher is not None and r.spec is None:
+                _isolated(r, r.clock.arm, r.matcher)  # what is left of the step and the total
+        constrained = [i for i, r in enumerate(rows) if r.matcher is not None and r.spec is None and r.finish is None]
         bm = self.bitmask.host(len(constrained))
-        fill = stencil.fill_next_token_bitmasks_async(
-            [rows[i].matcher for i in constrained], bm, num_threads=self.mask_threads,
-            remaining_tokens=[rows[i].left for i in constrained]) if constrained else None
+        fill = Fills([rows[i] for i in constrained], bm, self.mask_threads) if constrained else None
         try:
             drafting = self._drafts(rows)
             clock.lap("draft")
@@ -396,7 +408,7 @@ class Engine:
         for i, r in enumerate(rows):
             if r.spec is not None:
                 r.spec.draft = []
-                _isolated(r, r.spec.propose, r.matcher, r.out, r.left)
+                _isolated(r, r.grammar, r.spec.propose, r.matcher, r.out, r.left)
                 if r.finish is not None:
                     r.spec.draft = []
                 drafting.append(i)
@@ -416,7 +428,7 @@ class Engine:
             return
         plain = r.sampler.plain_greedy
         rows = row_logits.float() if plain else row_logits.float().cpu()
-        n, t = spec.check(m, rows, r.sampler, r.out)
+        n, t = r.grammar(spec.check, m, rows, r.sampler, r.out)
         rejected[i] = len(draft) - n
         counts = self.spec_counts
         counts["row_steps"] += 1
@@ -433,7 +445,7 @@ class Engine:
         if t in self.eos:
             r.finish = "eos"
             return
-        if m is not None and not m.accept_token(t):
+        if m is not None and not r.grammar(m.accept_token, t):
             raise RuntimeError(f"internal error: token {t} is not allowed: {m.debug_state()}")
         r.feed = [t]
         r.emit([t])
@@ -462,10 +474,11 @@ class Engine:
         m = r.matcher
         if m is None:
             return
-        forced = m.forced_tokens()[:r.left]
+        r.clock.new_step()
+        forced = r.grammar(m.forced_tokens)[:r.left]
         if forced:
             for t in forced:
-                if not m.accept_token(t):
+                if not r.grammar(m.accept_token, t):
                     raise RuntimeError(f"internal error: forced token {t} was refused")
             r.feed = r.feed + forced
             if r.job.logprobs is not None:  # the only allowed token: probability 1 under the mask
@@ -493,7 +506,7 @@ class Engine:
             return
         if r.job.logprobs is not None:
             r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
-        if r.matcher is not None and not r.matcher.accept_token(t):
+        if r.matcher is not None and not r.grammar(r.matcher.accept_token, t):
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
         r.feed = [t]
         r.emit([t])
@@ -531,6 +544,17 @@ class _PhaseClock:
         now = time.perf_counter()
         self.phases[name] += now - self.t
         self.t = now
+
+
+def _accepting(m) -> bool:
+    """Whether matcher ``m`` (None: no grammar) accepts its output; False where the question itself
+    costs more than the row's grammar time left."""
+    if m is None:
+        return False
+    try:
+        return m.is_accepting()
+    except stencil.TimeLimitExceeded:
+        return False
 
 
 def _isolated(r: _Row, fn, *args) -> None:

@@ -26,6 +26,10 @@ def add_arguments(p) -> None:
     p.add_argument("--step-time-limit", type=float, default=_D.step_time_limit, metavar="S",
                    help="seconds one running request's grammar work may take in one step before that request "
                         f"fails with a 400; the other requests go on (default {_D.step_time_limit:g})")
+    p.add_argument("--grammar-time-limit", type=_seconds_or_none, default=_D.grammar_time_limit, metavar="S",
+                   help="seconds of grammar work (forced tokens, masks, accepts) per choice over a running "
+                        "request's whole generation, its choices together; past it the request fails with a 400 "
+                        f"('none': no total; default {_D.grammar_time_limit:g})")
     p.add_argument("--max-body-bytes", type=int, default=_D.max_body_bytes, metavar="B",
                    help=f"largest request body, else 413 (default {_D.max_body_bytes})")
     p.add_argument("--body-timeout", type=float, default=_D.body_timeout, metavar="S",
@@ -50,10 +54,15 @@ def add_arguments(p) -> None:
                         "(default: no limit)")
 
 
+def _seconds_or_none(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
 def limits_from(args) -> ServerLimits:
     """The ServerLimits that ``stencil serve``'s options ask for."""
     memory, rss = (None if mb is None else int(mb * (1 << 20)) for mb in (args.memory_limit, args.rss_limit))
     return ServerLimits(compile_timeout=args.compile_timeout, step_time_limit=args.step_time_limit,
+                        grammar_time_limit=args.grammar_time_limit,
                         max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
                         max_waiting=args.max_waiting, max_n=args.max_n,
                         max_tokens=args.max_tokens_limit, memory_limit=memory, rss_limit=rss)

@@ -11,20 +11,17 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 import stencil
-from stencil.memory import reclaim
 from stencil.server.body import read_json
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
+from stencil.server.grammar_time import GrammarTime
 from stencil.server.limits import ServerLimits
 from stencil.server.protocol import RequestError, flag, number, stop_list
 from stencil.server.resident import Reservation, ResidentLimit
 from stencil.server.request import logit_bias, logprobs_count
 from stencil.server.responses import choice, stream_events, usage, wait_all
+from stencil.server.warmup import COMPILE_GRACE, Warmup
 from stencil.speculative import SpeculationOptions
-
-#: seconds of grace past compile_timeout for a request's grammar work (its deadline bounds the
-#: work itself; this bounds the wait for a compile thread as well)
-COMPILE_GRACE = 5.0
 
 
 class Service:
@@ -36,6 +33,8 @@ class Service:
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
         # first: an rss limit below the loaded model's RSS is refused before the engine starts
+        if limits.rss_limit is not None:
+            _read_in_weights(lm)
         self.resident = None if limits.rss_limit is None else ResidentLimit(limits.rss_limit, limits.memory_limit)
         self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
@@ -86,30 +85,34 @@ class Service:
 
     async def prepare(self, body: dict, max_tokens: int, tool_format: str = "generic",
                       reservation: Reservation | None = None,
-                      max_rollback: int = 0) -> tuple[Constraint, stencil.Matcher | None]:
-        """The request's constraint and a matcher at its start, its first mask computed: the grammar
-        work a request causes before it joins the batch, all within ``compile_timeout``.
-        ``reservation``: the compile's memory (ResidentLimit), released once the grammar is built;
+                      max_rollback: int = 0) -> tuple[Constraint, stencil.Matcher | None, Warmup | None]:
+        """The request's constraint, a matcher at its start (its first mask computed) and its
+        ``Warmup`` (``forget()`` drops its grammar): the grammar work a request causes before it
+        joins the batch, all within ``compile_timeout`` (``warmup.COMPILE_GRACE``).
+        ``reservation``: the compile's memory (ResidentLimit), released once that work ends;
         ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts)."""
-        c = constraint_for(self.compiler, body, tool_format)
-        if c.fn is None:
-            return c, None
-        fut = self.compiler.compile_async(_warm, c, self.limits.compile_timeout, max_tokens,
-                                          self.lm.tokenizer_info.vocab_size, reservation or Reservation(),
-                                          max_rollback)
-        fut.add_done_callback(lambda _: reclaim())  # a refused grammar's work goes back under the limit
-        wait = self.limits.compile_timeout + COMPILE_GRACE
+        reservation = reservation or Reservation()
         try:
-            return c, await asyncio.wait_for(asyncio.wrap_future(fut), wait)
-        except asyncio.TimeoutError:
-            raise RequestError(f"the grammar did not compile within {wait:g} s (the compile threads are busy)",
-                               code="grammar_too_expensive") from None
+            c = constraint_for(self.compiler, body, tool_format)
+        except BaseException:
+            reservation.release()
+            raise
+        if c.fn is None:
+            reservation.release()
+            return c, None, None
+        work = Warmup(self.compiler, asyncio.get_running_loop(), reservation)
+        timeout = self.limits.compile_timeout
+        try:
+            return c, await work.result(c, timeout, max_tokens, self.lm.tokenizer_info.vocab_size, max_rollback), work
         except RequestError:
             raise
-        except stencil.TimeLimitExceeded as e:
+        except (asyncio.TimeoutError, stencil.TimeLimitExceeded) as e:
             raise RequestError(f"the constraint is too expensive: its grammar work did not finish within the "
-                               f"server's compile timeout of {self.limits.compile_timeout:g} s ({e})",
+                               f"server's compile timeout of {timeout:g} s ({_why(e)})",
                                param="response_format", code="grammar_too_expensive") from None
+        except stencil.BudgetError as e:
+            raise RequestError(f"the constraint is too expensive: {e}", param="response_format",
+                               code="grammar_too_expensive") from None
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
             raise RequestError(f"invalid grammar: {e}", param="response_format") from None
 
@@ -122,18 +125,17 @@ class Service:
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
-        try:
-            c, matcher = await self.prepare(body, p["max_tokens"], tool_format, reservation,
-                                            self._rollback_for(p))
-        finally:
-            reservation.release()
+        c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p))
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
+        total = self.limits.grammar_time_limit
+        budget = GrammarTime(None if total is None else total * p["n"])   # the request's choices together
         loop = asyncio.get_running_loop()
         jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
                                        p["repetition_penalty"], loop, top_p=p["top_p"],
                                        ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
-                                       logprobs=p["logprobs"], speculate=p["speculate"]))
+                                       logprobs=p["logprobs"], speculate=p["speculate"],
+                                       forget=None if work is None else work.forget, grammar_time=budget))
                 for i, m in enumerate(matchers)]
         return c, jobs, p
 
@@ -164,23 +166,15 @@ def body_bytes_of(request: Request) -> int:
     return getattr(request.state, "body_bytes", 0)
 
 
-def _warm(c: Constraint, seconds: float, max_tokens: int, vocab_size: int, compiled: Reservation,
-          max_rollback: int = 0) -> stencil.Matcher:
-    """Compile ``c`` and take its matcher through the lazy first-use work (shortest completion,
-    first budget-aware mask), each step under what is left of ``seconds``; ``compiled`` is released
-    once the grammar is built (what the warm-up builds counts against the grammar memory limit)."""
-    start = time.monotonic()
-    assert c.fn is not None   # prepare() returns before it compiles a constraint without a grammar
-    g = c.fn(*c.args, **(c.kwargs or {}))  # the compiler's compile_timeout bounds this part
-    compiled.release()
+def _read_in_weights(lm) -> None:
+    """One forward pass: weights mapped from the model's file count in the RSS only once read (a
+    SmolLM2 server's RSS doubles at its first step), so the RSS limit's start is measured after it."""
+    import torch
+    with torch.inference_mode():
+        lm.model(input_ids=torch.tensor([[0]], device=lm.device))
 
-    def left() -> float:
-        return max(seconds - (time.monotonic() - start), 1e-3)
-    m = stencil.Matcher(g, max_rollback, time_limit=left())
-    need = m.min_completion_tokens()
-    if need is not None and need > max_tokens:
-        raise RequestError(f"max_tokens is {max_tokens}, but the shortest output the constraint allows "
-                           f"needs up to {need} tokens", param="max_tokens")
-    m.time_limit = left()
-    m.fill_next_token_bitmask(stencil.allocate_token_bitmask(1, vocab_size), 0, remaining_tokens=max_tokens)
-    return m
+
+def _why(e: BaseException) -> str:
+    """What stopped the grammar work: the core's message, or the server's wait running out."""
+    return str(e) if isinstance(e, stencil.TimeLimitExceeded) else \
+        f"the server stopped waiting {COMPILE_GRACE:g} s past it"
