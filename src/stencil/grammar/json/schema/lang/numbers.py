@@ -12,17 +12,22 @@ schema spells (``0.1`` is one tenth, not the nearest double). ``-0`` is zero.
 ``integer`` (draft 6+) is value-based as the specification says: ``1.0``, ``1e3`` and ``1.5e1``
 are integers; draft 4's integers are written without fraction or exponent (``plain``).
 
-Unions, intersections and complements of ranges (``anyOf``, ``not: {minimum: 5}``, ``oneOf``),
-with or without ``integer``, are unions of such ranges (:func:`range_union`), exact as well.
+Unions, intersections and complements of ranges and of both drafts' ``integer`` (``anyOf``,
+``not: {minimum: 5}``, ``oneOf``, ``not: {type: integer}``) are unions of ranges, each holding
+some of three kinds of spelling (:func:`range_union`; integers written plain, integral values
+written otherwise, fractional values), exact as well: the fractional numbers of a range are the
+range's recognizer beside the complement of the core's integer recognizer (``1.5e1`` is refused,
+``15e-1`` taken).
 
-Where a range meets ``multipleOf`` or a draft 4 integer, or sits under the complement of
-``integer``, the digit-level regular languages below are used instead (:meth:`JsonNumbers.range`),
-under whose complements and intersections emptiness stays decidable: a range becomes comparisons
-of the integer part and of the fraction digits with the bound's decimal digits, exact on plain
-decimals; there exponent forms are accepted only where no comparison is needed: a zero mantissa
-(the value 0) when 0 is in range, and any positive (negative) mantissa when the range holds every
-positive (negative) number. ``multipleOf`` rejects exponent forms except zero, so beside it the
-regex range loses nothing.
+Where a range meets ``multipleOf`` (or the union grows past its limit), the digit-level regular
+languages below are used instead (:meth:`JsonNumbers.range`), under whose complements and
+intersections emptiness stays decidable: a range becomes comparisons of the integer part and of
+the fraction digits with the bound's decimal digits, exact on plain decimals; there exponent forms
+are accepted only where no comparison is needed: a zero mantissa (the value 0) when 0 is in range,
+and any positive (negative) mantissa when the range holds every positive (negative) number.
+``multipleOf`` rejects exponent forms except zero, so beside it the regex range loses nothing; a
+complement there is taken among the numbers written without exponent and zero
+(:meth:`JsonNumbers.exponent_free`), so ``not: {multipleOf: 3}`` refuses ``3e0`` as well.
 
 ``multipleOf`` (d = p / 10^q): the fraction digits past the q-th must be zero and the digits of
 the number shifted by q places must be divisible by p: the core's residue automaton over the text
@@ -31,7 +36,7 @@ the number shifted by q places must be divisible by p: the core's residue automa
 Example::
 
     nums = JsonNumbers(b)
-    e = nums.exact_range(Decimal("0.5"), False, Decimal(12), False, integer=False)
+    e = nums.exact_range(Decimal("0.5"), False, Decimal(12), False)   # every kind of spelling
     lexeme = b.lexeme(e, "number")
 """
 from __future__ import annotations
@@ -42,10 +47,11 @@ from typing import Optional
 
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, TRUE, And, Not, Or, Range
+from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, PLAIN_INTEGER, TRUE, And, Not, Or, Range
 from stencil.grammar.json.value import number_expr
 
-__all__ = ["JsonNumbers", "decimal_parts", "range_union", "multiple_parts", "MAX_RESIDUES_BESIDE"]
+__all__ = ["JsonNumbers", "decimal_parts", "range_union", "multiple_parts", "MAX_RESIDUES_BESIDE", "PLAIN", "SPELLED",
+           "FRACTIONAL", "INTEGRAL", "EVERY"]
 
 #: the most residues of a multipleOf beside a range or another multipleOf (1024 and 4096 pass, 7919
 #: does not): the lexer decides which prefixes can still end in range by searching the product of
@@ -81,46 +87,96 @@ def decimal_parts(v: Decimal) -> tuple[str, str]:
     return i, f
 
 
-#: one alternative of range_union: (lo, lo_excl, hi, hi_excl, integer), None for no bound
-RangeAlt = tuple[Optional[Decimal], bool, Optional[Decimal], bool, bool]
-_ALL: RangeAlt = (None, False, None, False, False)
+#: The spellings of a number, as the bits of a range alternative's ``kinds``: PLAIN, an integer
+#: written without fraction or exponent (draft 4's integers); SPELLED, an integral value written
+#: with one (``1.0``, ``1e2``, ``1.5e1``); FRACTIONAL, a value that is no integer. Each atom and
+#: each complement is a set of them: ``int`` is PLAIN | SPELLED, ``not int`` is FRACTIONAL.
+PLAIN, SPELLED, FRACTIONAL = 1, 2, 4
+INTEGRAL, EVERY = PLAIN | SPELLED, PLAIN | SPELLED | FRACTIONAL
+
+#: one alternative of range_union: (lo, lo_excl, hi, hi_excl, kinds), None for no bound
+RangeAlt = tuple[Optional[Decimal], bool, Optional[Decimal], bool, int]
+_ALL: RangeAlt = (None, False, None, False, EVERY)
 
 
 def _intersect(a: tuple, b: tuple) -> tuple:
-    """Two alternatives (lo, lo_excl, hi, hi_excl, integer) met: the tighter bound on each side."""
+    """Two alternatives (lo, lo_excl, hi, hi_excl, kinds) met: the tighter bound on each side."""
     lo, lx, hi, hx = a[:4]
     lo2, lo2_x, h, h_x = b[:4]
     if lo2 is not None and (lo is None or lo2 > lo or (lo2 == lo and lo2_x)):
         lo, lx = lo2, lo2_x
     if h is not None and (hi is None or h < hi or (h == hi and h_x)):
         hi, hx = h, h_x
-    return (lo, lx, hi, hx, a[4] or b[4])
+    return (lo, lx, hi, hx, a[4] & b[4])
 
 
-def _empty(a: tuple) -> bool:
-    lo, lx, hi, hx, _ = a
-    return lo is not None and hi is not None and (lo > hi or (lo == hi and (lx or hx)))
+def _tidy(a: tuple) -> Optional[tuple]:
+    """The alternative with the kinds its range can hold (no integer between 0.2 and 0.8, no
+    fraction in [3, 3]), EVERY where it keeps all of those, a fractional one's integral bounds
+    made exclusive (an integer bound is no fractional value); None when it holds nothing. (A
+    fractional lexeme over a range that holds none, or whose digits can only reach an integer,
+    would leave the core's search for a completion nothing to find, forever.)"""
+    lo, lx, hi, hx, kinds = a
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (lx or hx))):
+        return None
+    if lo is not None and lo == hi:
+        present = INTEGRAL if _integral(lo) else FRACTIONAL
+    elif lo is not None and hi is not None and hi - lo < 2 and \
+            _integral_bound(lo, True, lx) > _integral_bound(hi, False, hx):
+        present = FRACTIONAL
+    else:
+        present = EVERY
+    kinds &= present
+    if not kinds:
+        return None
+    if kinds == present:
+        return (lo, lx, hi, hx, EVERY)
+    if kinds == FRACTIONAL:
+        lx = lx or (lo is not None and _integral(lo))
+        hx = hx or (hi is not None and _integral(hi))
+    return (lo, lx, hi, hx, kinds)
+
+
+def _integral(v: Decimal) -> bool:
+    return v == v.to_integral_value()
+
+
+def _complement(alts: list[RangeAlt], limit: int) -> Optional[list[RangeAlt]]:
+    """The numbers no alternative holds: below or above each one's range, or inside it with
+    the kinds it leaves out; None past ``limit`` alternatives."""
+    out = [_ALL]
+    for lo, lx, hi, hx, kinds in alts:
+        rest: list[RangeAlt] = [] if lo is None else [(None, False, lo, not lx, EVERY)]
+        rest += [] if hi is None else [(hi, not hx, None, False, EVERY)]
+        rest += [(lo, lx, hi, hx, EVERY & ~kinds)] if EVERY & ~kinds else []
+        out = [m for a in out for b in rest if (m := _tidy(_intersect(a, b))) is not None]
+        if len(out) > limit:
+            return None
+    return out
 
 
 def range_union(f, limit: int = 16) -> Optional[list[RangeAlt]]:
     """The number formula ``f`` (see formulas.py) as a union of ranges, each alternative
-    ``(lo, lo_excl, hi, hi_excl, integer)``, when it is built from ranges, their complements and
-    ``int`` by unions and intersections (at most ``limit`` alternatives); None otherwise
-    (``multipleOf``, draft 4 integers, the complement of ``int``). Each alternative is then one
-    exact number-range expression: ``not: {minimum: 5}`` rejects ``50e-1`` exactly."""
+    ``(lo, lo_excl, hi, hi_excl, kinds)`` (kinds: the spellings it holds, see PLAIN), when it is
+    built from ranges, ``int`` (both drafts') and their complements by unions and intersections
+    (at most ``limit`` alternatives); None otherwise (``multipleOf``). Each alternative is then one
+    exact number-range expression (:meth:`JsonNumbers.exact_range`): ``not: {minimum: 5}``
+    rejects ``50e-1``, ``not: {type: integer}`` rejects ``1.5e1`` (15)."""
     k = type(f)
     if f == TRUE:
         return [_ALL]
     if f == FALSE:
         return []
     if k is Range:
-        return [(f.lo, f.lo_excl, f.hi, f.hi_excl, False)]
+        a = _tidy((f.lo, f.lo_excl, f.hi, f.hi_excl, EVERY))
+        return [] if a is None else [a]
     if f == INTEGER:
-        return [(None, False, None, False, True)]
-    if k is Not and type(f.item) is Range:
-        lo, lx, hi, hx = f.item.lo, f.item.lo_excl, f.item.hi, f.item.hi_excl
-        below: list[RangeAlt] = [] if lo is None else [(None, False, lo, not lx, False)]
-        return below + ([] if hi is None else [(hi, not hx, None, False, False)])
+        return [(None, False, None, False, INTEGRAL)]
+    if f == PLAIN_INTEGER:
+        return [(None, False, None, False, PLAIN)]
+    if k is Not:
+        inner = range_union(f.item, limit)
+        return None if inner is None else _complement(inner, limit)
     if k is not Or and k is not And:
         return None
     parts = []
@@ -137,7 +193,7 @@ def range_union(f, limit: int = 16) -> Optional[list[RangeAlt]]:
     else:
         out = [_ALL]
         for p in parts:
-            out = [m for a in out for b in p if not _empty(m := _intersect(a, b))]
+            out = [m for a in out for b in p if (m := _tidy(_intersect(a, b))) is not None]
             if len(out) > limit:
                 return None
     return out if len(out) <= limit else None
@@ -207,9 +263,33 @@ class JsonNumbers:
                 self._zero_exp()])
         return self._memo["int"]
 
-    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> int:
         """Numbers in the range in every spelling, compared exactly (``lo``/``hi`` Decimal or None
-        for unbounded); integral values only with ``integer`` (draft 6+: ``1.5e1`` is 15)."""
+        for unbounded), of the ``kinds`` of spelling (see PLAIN; ``INTEGRAL``: integral values,
+        draft 6+: ``1.5e1`` is 15; ``FRACTIONAL``: the others), as :func:`range_union` leaves
+        them (:func:`_tidy`: never empty)."""
+        if kinds == EVERY or kinds == INTEGRAL:
+            return self._exact(lo, lo_excl, hi, hi_excl, kinds == INTEGRAL)
+        key = ("kinds", lo, lo_excl, hi, hi_excl, kinds)
+        e = self._memo.get(key)
+        if e is None:
+            b = self.b
+            parts = []
+            if kinds & PLAIN:
+                parts.append(self.range(lo, lo_excl, hi, hi_excl, True, plain=True))
+            if kinds & SPELLED:   # with FRACTIONAL: every value, each written with a fraction or exponent
+                whole = self._exact(lo, lo_excl, hi, hi_excl, not kinds & FRACTIONAL)
+                parts.append(b.re_and([whole, self._spelled_text()]))
+            elif kinds & FRACTIONAL:
+                # the value in range and no integer: the core's integer recognizer complemented. A
+                # zero mantissa is left out first (0e5 is an integer, and its exponents never end)
+                parts.append(b.re_and([self._exact(lo, lo_excl, hi, hi_excl, False), self._nonzero_text(),
+                                       b.re_not(self._exact(None, False, None, False, True))]))
+            e = self._memo[key] = parts[0] if len(parts) == 1 else b.re_or(parts)
+        return e
+
+    def _exact(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+        """The core's number-range recognizer (integral values only with ``integer``)."""
         if lo is None and hi is None and not integer:
             return self.any()
         key = ("exact", lo, lo_excl, hi, hi_excl, integer)
@@ -227,6 +307,34 @@ class JsonNumbers:
             self._memo[key] = e
         return e
 
+    def _spelled_text(self) -> int:
+        """-?(0|[1-9][0-9]*)(\\.[0-9]+ | (\\.[0-9]+)?[eE][+-]?[0-9]+): a number written with a
+        fraction or an exponent."""
+        if "spelled" not in self._memo:
+            b = self.b
+            frac = b.re_concat([self.DOT, b.re_repeat(self.D, 1, -1)])
+            tail = b.re_or([b.re_concat([frac, b.re_repeat(self.EXP, 0, 1)]), self.EXP])
+            self._memo["spelled"] = b.re_concat([self.OPT_MINUS, self.INT, tail])
+        return self._memo["spelled"]
+
+    def _nonzero_text(self) -> int:
+        """A number whose mantissa has a non-zero digit."""
+        if "nonzero" not in self._memo:
+            b = self.b
+            self._memo["nonzero"] = b.re_concat([self.OPT_MINUS, self._nonzero_mantissa(False),
+                                                 b.re_repeat(self.EXP, 0, 1)])
+        return self._memo["nonzero"]
+
+    def _fraction_text(self, nonzero: bool) -> int:
+        """-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]* (``nonzero``: a fractional value written without
+        exponent), or -?(0|[1-9][0-9]*)\\.0+ (an integral one written with a fraction)."""
+        key = ("fraction", nonzero)
+        if key not in self._memo:
+            b = self.b
+            digits = b.re_concat([self.Dstar, self.D19, self.Dstar]) if nonzero else self.ZEROS1
+            self._memo[key] = b.re_concat([self.OPT_MINUS, self.INT, self.DOT, digits])
+        return self._memo[key]
+
     def _unsigned_text(self) -> int:
         """Texts that start with a digit (a number without minus sign)."""
         if "unsigned" not in self._memo:
@@ -234,16 +342,33 @@ class JsonNumbers:
             self._memo["unsigned"] = b.re_concat([self.D, b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, -1)])
         return self._memo["unsigned"]
 
-    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> int:
         """Numbers in the range written without exponent, integers without fraction (the
-        ``number_spelling="plain"`` option): a subset of the valid texts, exact on those forms."""
-        return self.range(lo, lo_excl, hi, hi_excl, integer, plain=True)
+        ``number_spelling="plain"`` option), of the ``kinds`` of spelling (see PLAIN; an integral
+        value is written with a fraction only where SPELLED goes without PLAIN, or beside
+        FRACTIONAL): a subset of the valid texts, exact on those forms."""
+        if not kinds & FRACTIONAL and kinds & PLAIN:
+            return self.range(lo, lo_excl, hi, hi_excl, True, plain=True)
+        e = self.range(lo, lo_excl, hi, hi_excl, False, plain=True)
+        if kinds == EVERY:
+            return e
+        b = self.b
+        spellings = [x for bit, x in ((PLAIN, self.plain_integer), (SPELLED, lambda: self._fraction_text(False)),
+                                      (FRACTIONAL, lambda: self._fraction_text(True))) if kinds & bit]
+        return b.re_and([e, b.re_or([x() for x in spellings])])
 
     def plain_number(self) -> int:
         """-?(0|[1-9][0-9]*)(\\.[0-9]+)?: a number written without exponent."""
         if "plain_num" not in self._memo:
             self._memo["plain_num"] = self.b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_ANY])
         return self._memo["plain_num"]
+
+    def exponent_free(self) -> int:
+        """The numbers written without exponent, and zero in any spelling: where the regex forms
+        are exact (the universe of their complements)."""
+        if "exp_free" not in self._memo:
+            self._memo["exp_free"] = self.b.re_or([self.plain_number(), self._zero_exp()])
+        return self._memo["exp_free"]
 
     def plain_integer(self) -> int:
         """-?(0|[1-9][0-9]*): an integer written without fraction or exponent (draft 4)."""

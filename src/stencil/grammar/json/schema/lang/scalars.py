@@ -33,10 +33,11 @@ class Scalars:
 
     # -- numbers ----------------------------------------------------------------------------------
     def number(self, f, exact: bool = True) -> int:
-        """The number lexeme of formula ``f``. ``exact``: a formula of ranges, their complements
-        and integrality is a union of the core's number-range expressions (exponent forms compared
-        exactly); other formulas (multipleOf, draft 4 integers) take the regex forms, under whose
-        complements and intersections emptiness stays decidable."""
+        """The number lexeme of formula ``f``. ``exact``: a formula of ranges, integrality (both
+        drafts') and their complements is a union of the core's number-range expressions (every
+        spelling compared exactly); other formulas (multipleOf) take the regex forms, under whose
+        complements and intersections emptiness stays decidable, exact on the numbers written
+        without exponent (and zero)."""
         key = (f, exact)
         e = self._num.get(key)
         if e is None:
@@ -46,7 +47,7 @@ class Scalars:
     def _number(self, f, exact: bool) -> int:
         b, nums = self.b, self.numbers
         alts = range_union(f) if exact else None
-        if alts is not None:   # ranges, their complements and integrality: exact in every spelling
+        if alts is not None:   # ranges, integrality and their complements: exact in every spelling
             make = nums.plain_range if self.plain_numbers else nums.exact_range
             exprs = []
             for i, a in enumerate(alts):   # an enum of 100,000 numbers: seconds of expressions
@@ -61,8 +62,9 @@ class Scalars:
             return b.re_nothing()
         if k is Or:
             return b.re_or([self.number(x, exact) for x in f.items])
-        if k is Not:
-            return b.re_and([nums.any(), b.re_not(self.number(f.item, False))])
+        if k is Not:   # among the texts the regex forms decide exactly (see numbers.py)
+            universe = nums.plain_number() if self.plain_numbers else nums.exponent_free()
+            return b.re_and([universe, b.re_not(self.number(f.item, False))])
         items = f.items if k is And else (f,)
         lo = hi = None
         lo_x = hi_x = False
