@@ -242,11 +242,12 @@ class Oracle:
         return True
 
     def _follow(self, schema):
-        """The schema a local ``$ref`` (alone, or beside ``$defs``) points to."""
+        """The schema a local ``$ref`` (alone, or beside ``$defs``; ``#`` the root) points to."""
         while isinstance(schema, dict) and "$ref" in schema:
-            assert set(schema) <= {"$ref", "$defs"} and schema["$ref"].startswith("#/"), schema
+            ref = schema["$ref"]
+            assert set(schema) <= {"$ref", "$defs"} and (ref == "#" or ref.startswith("#/")), schema
             target = self.schema
-            for part in schema["$ref"][2:].split("/"):
+            for part in ref[2:].split("/") if ref != "#" else []:
                 target = target[part.replace("~1", "/").replace("~0", "~")]
             schema = target
         return schema

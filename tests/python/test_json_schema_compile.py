@@ -143,6 +143,48 @@ def test_whitespace_modes(compiler):
         json_schema_grammar(schema, whitespace="loose")
 
 
+_RECURSIVE = [   # (schema, a value nested a few levels, with the registry the schema needs)
+    ({"type": "array", "items": {"$ref": "#"}}, [[], [[]]], None),
+    ({"type": "object", "properties": {"a": {"$ref": "#"}}}, {"a": {"a": {}}}, None),
+    ({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {
+        "type": "array", "items": {"$ref": "#/$defs/n"}}}, "required": ["v"]}}, "$ref": "#/$defs/n"},
+     {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]}, None),
+    ({"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#"}, "minItems": 1}]}, [1, [2, [3]]], None),
+    ({"$id": "https://example.com/numbers", "$ref": "list",
+      "$defs": {"item": {"$dynamicAnchor": "item", "$ref": "list"}}},   # lists of lists
+     [[], [[]]], {"https://example.com/list": {"$id": "https://example.com/list",
+                                                   "$defs": {"item": {"$dynamicAnchor": "item"}},
+                                                   "type": "array", "items": {"$dynamicRef": "#item"}}}),
+]
+
+
+@pytest.mark.parametrize("schema,value,registry", _RECURSIVE)
+@pytest.mark.parametrize("indent", [2, 4])
+def test_recursive_schemas_under_an_indentation(compiler, schema, value, registry, indent):
+    # the rules of an indentation depend on the depth: a recursive reference gets those of each
+    # depth up to max_depth, where a value that can only be a container has no rule left (the
+    # mask oracle found it "used but has no definition", so that such schemas did not compile)
+    g = compiler.compile_json_schema(schema, registry=registry, whitespace=indent)
+    assert accepts(g, json.dumps(value, indent=indent)) and not accepts(g, json.dumps(value))
+    shallow = compiler.compile_json_schema(schema, registry=registry, whitespace=indent, max_depth=2)
+    assert accepts(shallow, json.dumps(value, indent=indent)) == (_depth(value) <= 2)
+
+
+def _depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def test_max_depth_bounds_an_indented_recursion(compiler):
+    g = compiler.compile_json_schema({"type": "array", "items": {"$ref": "#"}}, whitespace=2, max_depth=3)
+    assert accepts(g, json.dumps([[[]]], indent=2)) and not accepts(g, json.dumps([[[[]]]], indent=2))
+    m = stencil.Matcher(g)   # at the last level only the empty array is left: "[" then "]"
+    assert m.accept_string("[\n  [\n    [") and not m.fork().accept_string("\n") and m.accept_string("]")
+
+
 def test_whitespace_runs_are_bounded(compiler):
     g = compiler.compile_json_schema({"type": "array"}, max_whitespace_run=4)
     assert accepts(g, "[1,    2]")

@@ -242,6 +242,9 @@ CASES = {
                                                                        "b": {"$ref": "#/$defs/node"}},
                                      "required": ["a"], "additionalProperties": False}},
                   "$ref": "#/$defs/node"}, {}, b'{}"ab:,0129', True),
+    # a recursive root: under an indentation each depth has its rules, up to max_depth
+    "ref_lists": ({"$defs": {"l": {"type": "array", "items": {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/l"}]},
+                                   "maxItems": 2}}, "$ref": "#/$defs/l"}, {}, b"[],truefals", True),
     "date": ({"type": "string", "format": "date"}, {"string_spelling": "plain"}, b'"0123456789-', False),
     # a key matching both patterns ("ab") needs an integer that is a string: no such member
     "pattern_properties": ({"type": "object", "patternProperties": {"^a": {"type": "integer"},
@@ -257,10 +260,7 @@ CASES = {
 
 # Engine bugs the oracle found (each with its reproducer in test_engine_bugs_found_by_the_oracle):
 # (test, case, configuration ids, reason) of the parametrizations they fail.
-INDENTED = ("any-indent2-bytes", "definition-indent2-multi")
 KNOWN_BUGS = [
-    ("completeness", "ref_tree", INDENTED, "a recursive $ref with an indentation does not compile (recursive_ref_indent)"),
-    ("walks", "ref_tree", INDENTED, "a recursive $ref with an indentation does not compile (recursive_ref_indent)"),
 ]
 
 
@@ -393,7 +393,7 @@ ENGINE_BUGS = {
 }
 
 
-OPEN_BUGS = {"recursive_ref_indent", "indent_required_key"}
+OPEN_BUGS = {"indent_required_key"}
 
 
 @pytest.mark.parametrize("bug", [pytest.param(k, marks=[pytest.mark.xfail(strict=True, reason=v[3])] * (k in OPEN_BUGS))

@@ -144,6 +144,8 @@ class Emitter:
         if t.str != FALSE:
             b.add_alternative(rule, [self._lexeme("str", t.str)])
         if self._indent is not None and depth >= self.options.max_depth:
+            if not (t.null or t.bools or t.num != FALSE or t.str != FALSE):
+                self.dead(rule)   # containers only, and none opens this deep (a recursive $ref's last level)
             return
         for spec in t.arr:
             b.add_alternative(rule, [self._spec(spec, depth, emit_array)])
