@@ -80,11 +80,15 @@ class ResidentLimit:
         self._thread = threading.Thread(target=self._run, name="stencil-rss", daemon=True)
         self._thread.start()
 
-    def grammar_limit(self, rss: int, counted: int) -> int:
-        """The grammar memory limit that RSS ``rss`` and ``counted`` bytes of grammar memory leave."""
+    def grammar_limit(self, rss: int, counted: int, fixed: int = 0) -> int:
+        """The grammar memory limit that RSS ``rss`` and ``counted`` bytes of grammar memory leave,
+        ``fixed`` of them out of the evictions' reach (the grammars' rules, dropped epochs that a
+        matcher still holds). Calls build past the limit by up to a half of it: so at most two
+        thirds of the room, and where the fixed bytes alone keep the count over the limit, at most
+        twice what they leave (``fixed`` plus a half of the limit fits)."""
         other = max(0, rss - counted)
         room = self.rss_limit - self.headroom - self.reserved - self.pending - other
-        return max(MIN_MEMORY_LIMIT, min(self.memory_limit, room * 2 // 3))
+        return max(MIN_MEMORY_LIMIT, min(self.memory_limit, room * 2 // 3, 2 * (room - fixed)))
 
     def watch(self) -> int:
         """Reads the RSS and sets the grammar memory limit it leaves; returns the RSS."""
@@ -93,7 +97,8 @@ class ResidentLimit:
             return 0
         with self._lock:
             self.rss, self.peak = rss, max(self.peak, rss)
-            limit = self.grammar_limit(rss, _core.memory_usage()["total"])
+            u = _core.memory_usage()
+            limit = self.grammar_limit(rss, u["total"], u["grammar_ir"] + u["retired"])
             # small moves are not worth an eviction pass; any move down past the RSS limit is
             if limit != self._limit and (abs(limit - self._limit) > self.memory_limit // 32 or rss > self.rss_limit):
                 self._limit = limit
