@@ -205,6 +205,36 @@ def test_property_order(compiler):
     assert not accepts(anyorder, '{"b": 2, "b": 2}') and not accepts(anyorder, '{"b": 2, "a": 1, "a": 1}')
 
 
+_CLOSE_NEEDS = [   # (schema, a member, the shortest rest in compact JSON)
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, '"b":1', ',"a":0}'),
+    ({"type": "object", "minProperties": 2}, '"b":1', ',"":0}'),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a"],
+      "additionalProperties": False}, '"b":1', ',"a":0}'),
+    ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "b"], "minProperties": 3},
+     '"a":1', ',"b":0,"":0}'),
+    ({"type": "object", "dependentRequired": {"b": ["a"]}}, '"b":1', ',"a":0}'),
+]
+
+
+@pytest.mark.parametrize("schema,member,rest", _CLOSE_NEEDS)
+@pytest.mark.parametrize("whitespace", ["compact", "flexible", 2])
+def test_objects_in_any_order_close_only_with_what_they_need(schema, member, rest, whitespace):
+    # Required keys and minProperties in any order are counted by the member list, not only by the
+    # check as the object ends: with an indentation the newline before "}" was a dead end (the mask
+    # oracle's indent_required_key), and the budget's shortest completion was "}" (one token)
+    info = stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"], eos_token_ids=256)
+    g = stencil.GrammarCompiler(info).compile_json_schema(schema, property_order="any", whitespace=whitespace)
+    if whitespace == 2:
+        text, closing = '{\n  ' + member.replace(":", ": "), "\n"
+        rest = rest.replace(",", ",\n  ").replace(":", ": ").replace("}", "\n}")
+    else:
+        text, closing = "{" + member, "}"
+    m = stencil.Matcher(g)
+    assert m.accept_string(text) and not m.fork().accept_string(closing)
+    assert m.min_completion_tokens() == len(rest.encode()), rest
+    assert m.accept_string(rest) and m.is_accepting()
+
+
 def test_min_max_properties_in_both_orders(compiler):
     schema = {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "maxProperties": 3}
     for order in ("definition", "any"):

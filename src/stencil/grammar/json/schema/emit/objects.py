@@ -14,7 +14,10 @@ Two member orders:
 - ``property_order="any"``: members in any order. The core's checks make it exact: ``next_key``
   (below) keeps named keys unique, ``unique_key`` vetoes a repeated key of the other keys,
   ``object_keys`` vetoes an object that lacks a required key or has a member count outside
-  [minProperties, maxProperties].
+  [minProperties, maxProperties]. The member list also counts the required members and the
+  members up to minProperties (states (mask, required, others)), so that the grammar closes the
+  object only where the check lets it: the newline before an indented brace is no dead end, and
+  the budget's shortest completion is a real one.
 
 Checks that only ran when a member or the object completes would let the mask walk into dead ends
 (a repeated key's value written out, a comma after the last member a closed object can hold), so
@@ -177,8 +180,8 @@ def emit_object(em, spec: ObjSpec, depth: int):
 
 
 def _by_mask(em, alts: list, check: bool = False) -> dict:
-    """One member rule per mask: {mask: [[member rule]]}, the shape of :func:`_group`; with the
-    ``unique_key`` check at the member's end when asked."""
+    """One member rule per mask (or kind, see :func:`_emit_any`): {mask: [[member rule]]}, the
+    shape of :func:`_group`; with the ``unique_key`` check at the member's end when asked."""
     out: dict = {}
     for mask, symbols in alts:
         r = out.get(mask)
@@ -239,16 +242,37 @@ def _separator(em, comma: list, required, most) -> list:
     return [sep] + comma[1:]
 
 
-def _reachable_masks(members: dict) -> set:
-    seen = {0}
-    todo = [0]
+def _reachable(members: dict, step) -> set:
+    """The member-list states reachable from the empty list's, (0, 0, 0)."""
+    seen = {(0, 0, 0)}
+    todo = [(0, 0, 0)]
     while todo:
         m = todo.pop()
-        for mask in members:
-            if m | mask not in seen:
-                seen.add(m | mask)
-                todo.append(m | mask)
+        for kind in members:
+            n = step(m, kind)
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
     return seen
+
+
+def _close_counts(spec) -> tuple[int, int]:
+    """What the member list of an object in any order counts: the required members written (up
+    to their number) and the other members (up to what minProperties needs beside them), so that
+    the grammar itself closes the object only after them. ``object_keys``, which runs as the
+    object ends, refuses just the closing lexeme: with an indentation (a newline, then the
+    brace) the newline would be a dead end, and the shortest completion the budget reads off the
+    grammar would be "}" (one token) after any member. Keys are unique (``next_key``), so n
+    required members are the n required names."""
+    if not (spec.required or spec.min > 0):
+        return 0, 0
+    need = len(set(spec.required))
+    others = max(0, spec.min - need)
+    if (need + 1) * (others + 1) * (1 << len(spec.some)) > MAX_OBJECT_STATES:
+        raise Unsupported("required" if need else "minProperties",
+                          f"counting {need} required keys and {spec.min} members in any order needs more than "
+                          f"{MAX_OBJECT_STATES} grammar states")
+    return need, others
 
 
 def _emit_any(em, spec, depth, named, others):
@@ -263,18 +287,26 @@ def _emit_any(em, spec, depth, named, others):
     if not others:
         possible = sum(1 for _, _, alts in named if alts)
         most = possible if most is None else min(most, possible)
-    # A member rule per mask, shared by every place in the list (one parser item where a member
-    # may start); the next_key checks at the start of its alternatives read the members before
-    # it. They keep named keys unique; the other keys have a rule of their own with unique_key at
-    # its end, the exact check (such a key can be written out in many ways, so only its end shows
-    # a repeat).
-    alts = [a for k, _, key_alts in named if key_alts for a in _guarded(em, key_alts, spec.required, most, k)]
+    need, other_need = _close_counts(spec)
+    # A member rule per kind (mask, and whether the key is a required one where those are
+    # counted), shared by every place in the list (one parser item where a member may start); the
+    # next_key checks at the start of its alternatives read the members before it. They keep named
+    # keys unique; the other keys have a rule of their own with unique_key at its end, the exact
+    # check (such a key can be written out in many ways, so only its end shows a repeat).
+    alts = [((mask, int(req and need > 0)), symbols) for k, req, key_alts in named if key_alts
+            for mask, symbols in _guarded(em, key_alts, spec.required, most, k)]
     members = _by_mask(em, alts)
     if others:
         guarded = _guarded(em, others, spec.required, most) if most is not None else others
         for mask, rules in _by_mask(em, guarded, check=True).items():
-            members.setdefault(mask, []).extend(rules)
-    if not members or (full not in _reachable_masks(members) and not empty):
+            members.setdefault((mask, 0), []).extend(rules)
+
+    def step(state, kind):   # a list's (mask, required members, other members) after one more member
+        (m, q, o), (mask, req) = state, kind
+        return m | mask, min(q + req, need), min(o + 1 - req, other_need)
+
+    closing = (full, need, other_need)
+    if not members or (closing not in _reachable(members, step) and not empty):
         if not empty:
             em.dead(rule)
         return rule
@@ -289,16 +321,16 @@ def _emit_any(em, spec, depth, named, others):
             todo.append(m)
         return r
 
-    for mask, alts in members.items():
+    for kind, alts in members.items():
         for symbols in alts:
-            b.add_alternative(state(mask), symbols)
+            b.add_alternative(state(step((0, 0, 0), kind)), symbols)
     while todo:
         m = todo.pop()
-        for mask, alts in members.items():
+        for kind, alts in members.items():
             for symbols in alts:
-                b.add_alternative(state(m | mask), [lists[m]] + comma + symbols)
-    if full in lists:
-        b.add_alternative(rule, em.obj_open(depth) + [lists[full]] + em.obj_close(depth))
+                b.add_alternative(state(step(m, kind)), [lists[m]] + comma + symbols)
+    if closing in lists:
+        b.add_alternative(rule, em.obj_open(depth) + [lists[closing]] + em.obj_close(depth))
     if spec.required or spec.min > 0 or spec.max is not None:
         em.check(rule, "object_keys", names=list(spec.required), min=spec.min,
                  max=-1 if spec.max is None else spec.max)
