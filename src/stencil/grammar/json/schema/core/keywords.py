@@ -42,8 +42,9 @@ def _schema(v) -> bool:
 
 
 def _number(v) -> bool:
-    # Python's json.loads reads NaN and Infinity, which no bound or divisor can be
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    # Python's json.loads reads NaN and Infinity, which no bound or divisor can be; an int is finite
+    # (and one past a float's range, 3 * 10 ** 400, makes math.isfinite raise OverflowError)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
 
 
 def is_count(v) -> bool:
