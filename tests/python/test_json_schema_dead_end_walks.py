@@ -4,9 +4,7 @@ schemas; see its docstring), here over the generated ``uniqueItems`` arrays and 
 Suite groups, with DeepSeek's multi-byte vocabulary and few walks a configuration.
 
 Every walk test asserts 0 dead ends (a mask with neither a token nor EOS), 0 tokens the mask allows
-and ``accept_token`` refuses, and 0 outputs ``jsonschema`` finds invalid. The shapes that fail on
-today's build are marked ``xfail(strict=True)`` with the prefix that fails: when the core is
-fixed they pass, and the strict mark makes the suite say so, so that the mark goes.
+and ``accept_token`` refuses, and 0 outputs ``jsonschema`` finds invalid.
 
 The harness's own judge is checked first against the artefacts that would make it cry wolf:
 numbers read as floats, Python's regular expressions where ECMA-262's are meant, a ``$ref`` into a
@@ -86,32 +84,6 @@ UNIQUE = {c.name: c for c in unique_items_cases()}
 TEST_CONFIGS = [("any", "compact"), ("definition", "flexible"), ("any", 2)]
 WALKS = 4   # repeat, close with a budget, uniform, repeat with a budget (benchmarks.dead_ends.STYLES)
 
-# What fails on today's build, and why (python -m benchmarks.dead_ends prints every reproducer).
-EMPTY_ITEM_INDENT = ("uniqueItems with an indentation: after an item that is or holds an empty array or object "
-                     "('[\\n  []', '[\\n  {\\n    \"v\": []\\n  }') the mask is empty (and it allows ' [],', "
-                     "which accept_token refuses)")
-CLOSER_INDENT = ("uniqueItems with an indentation: the newline before a closer is allowed where the closer can "
-                 "only complete a repeated item ('[\\n  [\\n    true\\n  ],\\n  [\\n    true\\n  ')")
-LAST_OBJECT = ("uniqueItems over objects with optional members: with one distinct value left, its start is "
-               "allowed and then nothing ('[{},{\"b\":1},{\"b\":1,\"a\":true},{\"a\":true},{\"a\":false},{'): "
-               "the item guard's search runs past its budget and counts the new value as a repeat")
-XFAIL_UNIQUE = {
-    ("unique/obj_optional/min6", "any", "compact"): LAST_OBJECT,
-    ("unique/obj_optional/min6", "definition", "flexible"): LAST_OBJECT,
-    ("unique/obj_optional/min6", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/arr_bool/min3", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/arr_unique_bool/min5", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/arr_obj/min3", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/nested_arrays/min4", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/obj_of_arr/min3", "any", 2): EMPTY_ITEM_INDENT,
-    ("unique/obj_required_one/min6", "any", 2): CLOSER_INDENT,
-    ("unique/arr_bool2/min6", "any", 2): CLOSER_INDENT,
-}
-# (any property order with an indentation once let the newline before '}' in while a required key was
-# missing, in const.json#1, enum.json#3, oneOf.json#8 and the unique object shapes: fixed, the member
-# list counts the required keys)
-XFAIL_SUITE: dict = {}
-
 # every family of items at minItems = its number of values (maxItems open), and the other shapes; not
 # the arrays of integers (arr_int, nested_int: masks of 10 to 50 ms today under DeepSeek's digit
 # tokens, a minute a shape) nor the unsatisfiable "over" shapes (see benchmarks.dead_ends)
@@ -133,15 +105,10 @@ def walker(deepseek):
     return Walker(Vocab(deepseek.info))
 
 
-def _params(names: list, xfails: dict) -> list:
-    """(name, configuration) pairs, each marked xfail(strict=True) where ``xfails`` gives a reason."""
-    out = []
-    for name in names:
-        for order, ws in TEST_CONFIGS:
-            reason = xfails.get((name, order, ws))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            out.append(pytest.param(name, (order, ws), id=f"{name.strip()}-{order}-{ws}", marks=marks))
-    return out
+def _params(names: list) -> list:
+    """(name, configuration) pairs."""
+    return [pytest.param(name, (order, ws), id=f"{name.strip()}-{order}-{ws}")
+            for name in names for order, ws in TEST_CONFIGS]
 
 
 def _walk(case, config, compiler, walker) -> list:
@@ -158,7 +125,7 @@ def test_the_configurations_are_the_harness_ones():
     assert set(TEST_CONFIGS) <= set(CONFIGS) and {ws for _, ws in TEST_CONFIGS} == {"compact", "flexible", 2}
 
 
-@pytest.mark.parametrize("name, config", _params(FAST_UNIQUE, XFAIL_UNIQUE))
+@pytest.mark.parametrize("name, config", _params(FAST_UNIQUE))
 def test_unique_items_walks_meet_no_dead_end(name, config, compiler, walker):
     assert _walk(UNIQUE[name], config, compiler, walker) == []
 
@@ -168,7 +135,7 @@ def suite():
     return suite_cases(JSON_SCHEMA_SUITE)
 
 
-@pytest.mark.parametrize("name, config", _params(FAST_SUITE, XFAIL_SUITE))
+@pytest.mark.parametrize("name, config", _params(FAST_SUITE))
 def test_test_suite_walks_meet_no_dead_end(name, config, suite, compiler, walker):
     [case] = [c for c in suite if c.name.startswith("draft2020-12/" + name)]
     assert _walk(case, config, compiler, walker) == []

@@ -279,6 +279,9 @@ int Speller::peek(char c) const {
       return ws || (c == ',' && f.k < n) || (c == '}' && f.k == n);
     case Phase::Colon:
       return ws || c == ':';
+    case Phase::Number:
+      if (!is_number_char(c)) return -1;  // the number ends: its value and what follows decide
+      return number_may_equal(f.text + c, f.node->atom);
     default:
       return -1;
   }

@@ -45,6 +45,8 @@ class Speller {
   // a search asks it of every byte before copying the few that go on.
   int peek(char c) const;
   bool alive() const { return alive_; }
+  // Whether the text ends inside a number (its next digits, point or exponent go on with it).
+  bool in_number() const { return alive_ && !done_ && stack_.back().phase == Phase::Number; }
   const JsonTree* value() const { return value_; }
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <string_view>
+#include <utility>
 
 #include "json/canon.h"
 #include "matcher/parse_state.h"
@@ -12,11 +13,11 @@
 namespace stencil {
 
 namespace {
-// The search's budget: nodes where more than one byte keeps the item a possible repeat, and nodes
-// in all (each pushes a byte per lexer class). A witness is nearly always a byte or two away (a
-// different character, digit or bracket).
-constexpr int kBranches = 16;
-constexpr int kNodes = 512;
+// The search's budget in nodes (each pushes a byte per lexer class). A witness is nearly always a
+// byte or two away (a different character, digit or bracket); an object item with one value left
+// takes some tens.
+constexpr int kNodes = 192;
+constexpr int kNumberNodes = 128;  // the second pass, where numbers go on
 constexpr int kMaxDepth = 512;
 constexpr size_t kMaxVerdicts = 4096;
 
@@ -64,8 +65,6 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
   out.tail = text.substr(p.last_from);
   out.item_at = item_at;
   out.start.clear();
-  out.plain_tail.clear();
-  out.tail_lex = ListLex{};
   return true;
 }
 
@@ -101,17 +100,6 @@ ItemGuard::Danger ItemGuard::danger_of(const List& list) {
   return danger;
 }
 
-namespace {
-// Appends bytes, without white space outside strings, reading them with lex.
-void append_plain(std::string& out, std::string_view bytes, ListLex& lex) {
-  for (char c : bytes) {
-    if (!lex.in_string && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) continue;
-    out.push_back(c);
-    lex.read_to_comma(std::string_view(&c, 1));
-  }
-}
-}  // namespace
-
 std::string ItemGuard::verdict_key(ParseState& ps, List& list, std::string_view more, const Danger& danger) {
   if (list.start.empty()) {
     // the row where the item began: the last one before its first byte
@@ -128,11 +116,18 @@ std::string ItemGuard::verdict_key(ParseState& ps, List& list, std::string_view 
     std::sort(items.begin(), items.end());
     list.start = std::to_string(r.lexer_start) + ":";
     for (uint64_t x : items) list.start += std::to_string(x) + ",";
-    append_plain(list.plain_tail, list.tail, list.tail_lex);
   }
-  std::string key = list.start + ":" + list.plain_tail;
-  ListLex lex = list.tail_lex;
-  append_plain(key, more, lex);
+  // the text without white space outside strings, and the lexer state it ends in: white space
+  // that decides where an item goes on (an indentation's) is the same in every spelling of the
+  // text but the end's, which the state holds; elsewhere it is free and says nothing
+  std::string key = list.start + ":" + std::to_string(ps.frames().back().state) + ":";
+  ListLex lex;
+  for (std::string_view part : {std::string_view(list.tail), more})
+    for (char c : part) {
+      if (!lex.in_string && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) continue;
+      key.push_back(c);
+      lex.read_to_comma(std::string_view(&c, 1));
+    }
   std::vector<uint64_t> ids;  // the earlier items, by their canonical form's hash
   for (const Speller& t : danger) ids.push_back(t.value()->id);
   std::sort(ids.begin(), ids.end());
@@ -172,12 +167,16 @@ bool ItemGuard::witness(ParseState& ps, const Danger& danger) {
     for (int b = 0; b < 256; ++b) class_bytes_[bc.class_of[b]].push_back(static_cast<uint8_t>(b));
     classes_of_ = &bc;
   }
-  branches_ = kBranches;
-  nodes_ = kNodes;
-  for (int depth = 1; depth <= kMaxDepth; depth *= 2) {
-    const Probe r = probe(ps, danger, depth);
-    if (r == Probe::Found) return true;
-    if (r == Probe::Exhausted || branches_ <= 0 || nodes_ <= 0) return false;
+  // First along the item's structure alone (no byte that goes on with a number: a number member's
+  // spellings would take the budget before the members after it are tried), then everywhere.
+  for (bool numbers : {false, true}) {
+    nodes_ = numbers ? kNumberNodes : kNodes;
+    numbers_ = numbers;
+    for (int depth = 1; depth <= kMaxDepth; depth *= 2) {
+      const Probe r = probe(ps, danger, depth);
+      if (r == Probe::Found) return true;
+      if (r == Probe::Exhausted || nodes_ <= 0) break;
+    }
   }
   return false;
 }
@@ -187,59 +186,136 @@ bool ItemGuard::witness(ParseState& ps, const Danger& danger) {
 // Cut the depth or the budget ended the look. One push per lexer class finds the bytes the
 // grammar takes; those that keep some earlier item are the children.
 ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int depth) {
-  if (branches_ <= 0 || --nodes_ < 0) return Probe::Cut;
-  const ByteClasses& bc = ps.lexer().classes();
-  const size_t base = ps.frames().size();
-  std::vector<std::pair<uint8_t, Danger>> keep;  // bytes that keep some
-  // A push per class; where they end the lexeme, they share its end (one parser scan). A class
-  // the lexer refuses is refused whole; where the parser refused its representative, a check
-  // may have read that byte (the item's own repeat check: `0` of `[0,0`), so each byte is tried.
-  std::vector<std::pair<size_t, bool>> taken;  // (class, its representative taken)
+  if (--nodes_ < 0) return Probe::Cut;
   const Lexer& lexer = ps.lexer();
+  const size_t base = ps.frames().size();
   const uint32_t state = ps.frames().back().state;
-  for (size_t c = 0; c < class_bytes_.size(); ++c) {
-    const uint8_t rep = bc.representative[c];
-    if (ps.push_byte(rep, true))
-      taken.emplace_back(c, true);
-    else if (lexer.next(state, rep) != Lexer::kDead || !lexer.state(state).accepting.empty())
-      taken.emplace_back(c, false);
-    ps.descend(base);
-  }
-  ps.descend_unshared(base);
-  for (auto [c, rep_taken] : taken) {
-    const int rep = rep_taken ? bc.representative[c] : -1;
-    for (uint8_t b : class_bytes_[c]) {
+  const bool can_end = !lexer.state(state).accepting.empty();
+  std::vector<std::pair<uint8_t, Danger>> keep;  // bytes that keep some
+  // A byte that leaves them all, and that the grammar takes, is looked for first: most nodes end
+  // there after a push or two. A class the lexer refuses is refused whole (without a push); a
+  // check may read the byte itself (the item's own repeat check: `0` of `[0,0`), so a few of a
+  // class are tried.
+  for (const std::vector<uint8_t>& bytes : class_bytes_) {
+    if (!can_end && lexer.next(state, bytes.front()) == Lexer::kDead) continue;
+    int tries = 3;
+    for (uint8_t b : bytes) {
       const char byte = static_cast<char>(b);
       Danger left = narrowed(danger, std::string_view(&byte, 1));
       if (!left.empty()) {
         keep.emplace_back(b, std::move(left));
         continue;
       }
-      // Bytes of a class lead the lexer alike, but a check may read the byte itself.
-      if (b == rep) return Probe::Found;
-      const bool taken = ps.push_byte(b);
+      if (tries <= 0) continue;
+      --tries;
+      // where the lexeme ends at b, the tries share its end (one parser scan for all classes)
+      const bool taken = ps.push_byte(b, true);
+      ps.descend(base);
+      if (!taken) continue;
+      // and the item it leaves its list with must not be a dead end of another list (an inner one)
+      ps.descend_unshared(base);
+      const bool found = ps.push_byte(b) && !others_dead(ps);
       ps.pop_to(base);
-      if (taken) return Probe::Found;
+      if (found) return Probe::Found;
     }
   }
+  ps.descend_unshared(base);
+  // the children: bytes that keep some, that the grammar takes
+  keep.erase(std::remove_if(keep.begin(), keep.end(),
+                            [&](const auto& k) {
+                              const bool taken = ps.push_byte(k.first);
+                              ps.pop_to(base);
+                              return !taken;
+                            }),
+             keep.end());
   if (keep.empty()) return Probe::Exhausted;
-  // White space and escapes only spell again what other bytes write: where another byte goes on,
-  // they are not searched (flexible white space would multiply the nodes at every gap).
-  auto respells = [](uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\\'; };
-  if (!std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respells(k.first); }))
-    keep.erase(std::remove_if(keep.begin(), keep.end(), [&](const auto& k) { return respells(k.first); }),
-               keep.end());
+  drop_respellings(ps, danger, keep, base);
   if (depth <= 1) return Probe::Cut;
-  if (keep.size() > 1) --branches_;
+  // the bytes that keep the fewest earlier items first: nearest to leaving them all
+  std::stable_sort(keep.begin(), keep.end(), [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
   bool cut = false;
+  const bool in_number = std::any_of(danger.begin(), danger.end(), [](const Speller& sp) { return sp.in_number(); });
+  // where every byte goes on with a number, none costs more than another
+  const bool forced = std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respelling_cost(in_number, k.first) > 1; });
   for (auto& [b, kept] : keep) {
+    const int cost = forced ? 1 : respelling_cost(in_number, b);
+    if (!numbers_ && respelling_cost(in_number, b) > 1) continue;
+    if (depth - cost < 1) {
+      cut = true;
+      continue;
+    }
     if (!ps.push_byte(b)) continue;
-    const Probe r = probe(ps, kept, depth - 1);
+    const Probe r = probe(ps, kept, depth - cost);
     ps.pop_to(base);
     if (r == Probe::Found) return r;
     cut |= r == Probe::Cut;
   }
   return cut ? Probe::Cut : Probe::Exhausted;
+}
+
+// The depth a child byte costs: a byte that goes on with a number being written may only spell the
+// same number again, so it costs more, and the iterations find a witness along the item's structure before
+// they spend the budget on its spellings (a number member's 1, 1.0, 0.1E1, 10e-1 at every object).
+// (White space left to search is not optional: drop_respellings.)
+int ItemGuard::respelling_cost(bool in_number, uint8_t b) {
+  return in_number && ((b >= '0' && b <= '9') || b == '.' || b == 'e' || b == 'E' || b == '+' || b == '-') ? 3 : 1;
+}
+
+// White space and escapes spell again what other bytes write: one white space byte is searched of
+// those the grammar takes; where a byte that is neither keeps
+// some earlier item, they are not searched (flexible white space would multiply the nodes at
+// every gap), unless the grammar takes after the white space none of the bytes it takes now
+// (indented white space decides where the item goes on).
+void ItemGuard::drop_respellings(ParseState& ps, const Danger& danger, std::vector<std::pair<uint8_t, Danger>>& keep,
+                                 size_t base) {
+  auto ws = [](uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; };
+  // two white space bytes the grammar both takes are one (JSON's white space is any of them)
+  bool one_ws = false;
+  keep.erase(std::remove_if(keep.begin(), keep.end(),
+                            [&](const auto& k) { return ws(k.first) && std::exchange(one_ws, true); }),
+             keep.end());
+  std::vector<uint8_t> significant;  // those the grammar takes now (a check may refuse one of a class)
+  const bool in_number = std::any_of(danger.begin(), danger.end(), [](const Speller& sp) { return sp.in_number(); });
+  for (const auto& k : keep) {
+    if (ws(k.first) || k.first == '\\' || respelling_cost(in_number, k.first) > 1) continue;
+    if (ps.push_byte(k.first)) significant.push_back(k.first);
+    ps.pop_to(base);
+  }
+  if (significant.empty()) return;
+  auto optional = [&](uint8_t w) {
+    if (!ps.push_byte(w)) return true;
+    bool all = true;
+    for (uint8_t b : significant) {
+      const size_t at = ps.frames().size();
+      all = all && ps.push_byte(b);
+      ps.pop_to(at);
+    }
+    ps.pop_to(base);
+    return all;
+  };
+  keep.erase(std::remove_if(keep.begin(), keep.end(),
+                            [&](const auto& k) { return k.first == '\\' || (ws(k.first) && optional(k.first)); }),
+             keep.end());
+}
+
+// Whether some unique list's item is dead at this state, when more than one list is open: the
+// search for one list asks it of the others. Nested at most kNesting deep (two lists would ask
+// each other on and on), and with the budget of the search in progress put back.
+bool ItemGuard::others_dead(ParseState& ps) {
+  constexpr int kNesting = 2;
+  if (nesting_ >= kNesting || ps.parser().unique_lists().size() < 2) return false;
+  ++nesting_;
+  struct Back {
+    ItemGuard& g;
+    int nodes;
+    bool numbers;
+    ~Back() {
+      --g.nesting_;
+      g.nodes_ = nodes;
+      g.numbers_ = numbers;
+    }
+  } back{*this, nodes_, numbers_};
+  return dead(ps);
 }
 
 void ItemGuard::forget() {

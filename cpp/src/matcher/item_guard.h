@@ -52,10 +52,8 @@ class ItemGuard {
     uint32_t item_at = 0;  // byte offset of the item being written
     ListMemo* memo = nullptr;
     // For the verdicts' keys: the row where the item began, as its lexer state and dotted
-    // positions (made once), and the item's text without white space outside strings.
+    // positions (made once).
     std::string start;
-    std::string plain_tail;
-    ListLex tail_lex;
   };
   // The parsed complete items of a list, by the list's first row, up to an item start whose text
   // version says the bytes before it are unchanged: a long list is parsed once, not per token.
@@ -79,6 +77,10 @@ class ItemGuard {
   bool witness(ParseState& ps, const Danger& danger);
   enum class Probe : uint8_t { Found, Cut, Exhausted };
   Probe probe(ParseState& ps, const Danger& danger, int depth);
+  void drop_respellings(ParseState& ps, const Danger& danger, std::vector<std::pair<uint8_t, Danger>>& keep,
+                        size_t base);
+  static int respelling_cost(bool in_number, uint8_t b);
+  bool others_dead(ParseState& ps);
   // A token to try: the earlier items its item may still spell after it, where that is all there
   // is to know (one list, no list opened inside the token); else the whole state is judged.
   struct Candidate {
@@ -105,7 +107,9 @@ class ItemGuard {
   };
   const CommaTokens& comma_tokens(const Vocabulary& vocab);
 
-  int branches_ = 0, nodes_ = 0;  // what the search in progress may still spend
+  int nodes_ = 0;    // what the search in progress may still spend
+  int nesting_ = 0;  // searches of other lists asked from within a search
+  bool numbers_ = true;  // the search goes on with numbers (its second pass)
   std::vector<std::vector<uint8_t>> class_bytes_;  // the bytes of each lexer class
   const void* classes_of_ = nullptr;               // the classes they were read from
   static constexpr size_t kMemos = 4;
