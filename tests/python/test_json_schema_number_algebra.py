@@ -200,3 +200,38 @@ def test_draft4_integers_are_spelled_plain_under_not(byte_compiler):
     m.fill_next_token_bitmask(bm, 0)
     allowed = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:EOS + 1]
     assert allowed[ord(".")] and allowed[ord("e")] and not allowed[EOS]
+
+
+@pytest.mark.parametrize("lo,hi", [(10 ** 30, None), (None, -10 ** 300), (10 ** 6, 2 * 10 ** 6), (999_999, None),
+                                   (10 ** 30, 10 ** 30 + 1)])
+def test_fractions_far_from_zero(byte_compiler, lo, hi):
+    # Far from zero a fractional number is long, and the core's search for a completion of the
+    # complemented integer recognizer gave up past 10^25 (a BudgetError at compile time): there
+    # the fractions are written without exponent; never an integer, whatever its spelling
+    schema = {"type": "number", "not": {"type": "integer"}, **({} if lo is None else {"minimum": lo}),
+              **({} if hi is None else {"maximum": hi})}
+    g = byte_compiler.compile_json_schema(schema)
+    near = lo if lo is not None else hi
+    sign = "-" if near < 0 else ""
+    digits = str(abs(near))
+    assert _judge(Validator(schema), f"{sign}{digits}.5")
+    m = stencil.Matcher(g)
+    assert m.accept_string(f"{sign}{digits}.5") and m.is_accepting()
+    for text in [f"{sign}{digits}", f"{sign}{digits}.0", f"{sign}{digits[0]}.5e{len(digits) - 1}", f"{sign}1e{len(digits) - 1}",
+                 "0.5", "1.5"]:
+        m = stencil.Matcher(g)
+        assert not (m.accept_string(text) and m.is_accepting()), text
+    rng = random.Random(str(schema))
+    bm = stencil.allocate_token_bitmask(1, EOS + 1)
+    for _ in range(20):   # walks that follow the masks end valid, and never meet an empty mask
+        m, text = stencil.Matcher(g), ""
+        for _ in range(len(digits) + 8):
+            m.fill_next_token_bitmask(bm, 0)
+            allowed = np.nonzero(np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:EOS + 1])[0]
+            assert len(allowed), text
+            if EOS in allowed and (rng.random() < 0.3 or len(allowed) == 1):
+                assert _judge(Validator(schema), text), text
+                break
+            t = int(rng.choice([a for a in allowed if a != EOS]))
+            assert m.accept_token(t)
+            text += chr(t)

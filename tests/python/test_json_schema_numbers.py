@@ -230,3 +230,13 @@ def test_plain_number_spelling_is_the_plain_subset(compiler):
     assert m.accept_string('{"n": 2') and not m.accept_string("0")   # 20... stays closed
     with pytest.raises(stencil.GrammarError, match="number_spelling"):
         json_schema_grammar(schema, number_spelling="short")
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_regex_ranges_keep_every_digit_of_long_bounds(compiler, sign):
+    # beside multipleOf the range is the regex forms, built from the bound's digits: abs() and
+    # negation of a Decimal round to the context's 28 digits, so 10^30 + 1 was read as 10^30
+    lo, hi = sorted([sign * (10 ** 30 + 1), sign * (10 ** 30 + 3)])
+    g = compiler.compile_grammar(json_schema_grammar({"type": "number", "minimum": lo, "maximum": hi,
+                                                      "multipleOf": 1}))
+    assert [v for v in range(lo - 2, hi + 3) if _accepts(g, str(v))] == list(range(lo, hi + 1))

@@ -17,7 +17,9 @@ Unions, intersections and complements of ranges and of both drafts' ``integer`` 
 some of three kinds of spelling (:func:`range_union`; integers written plain, integral values
 written otherwise, fractional values), exact as well: the fractional numbers of a range are the
 range's recognizer beside the complement of the core's integer recognizer (``1.5e1`` is refused,
-``15e-1`` taken).
+``15e-1`` taken), except in a range whose numbers are all 10^6 or more away from zero, whose
+fractional numbers take the regex forms below (written without exponent: the core's search for a
+completion over the complement would have to write out more digits than that).
 
 Where a range meets ``multipleOf`` (or the union grows past its limit), the digit-level regular
 languages below are used instead (:meth:`JsonNumbers.range`), under whose complements and
@@ -77,7 +79,7 @@ def multiple_parts(d: Decimal) -> tuple[int, int]:
 
 def decimal_parts(v: Decimal) -> tuple[str, str]:
     """(integer digits without leading zeros, fraction digits without trailing zeros) of |v|."""
-    s = format(abs(v), "f")
+    s = format(v.copy_abs(), "f")   # (abs() rounds to the context's 28 digits: 10^30 + 1 became 10^30)
     if "." in s:
         i, f = s.split(".")
         f = f.rstrip("0")
@@ -135,6 +137,19 @@ def _tidy(a: tuple) -> Optional[tuple]:
         lx = lx or (lo is not None and _integral(lo))
         hx = hx or (hi is not None and _integral(hi))
     return (lo, lx, hi, hx, kinds)
+
+
+#: the magnitude from which a range's fractional numbers take the regex forms (see _far_from_zero)
+FAR_FROM_ZERO = Decimal(10) ** 6
+
+
+def _far_from_zero(lo, hi) -> bool:
+    """Whether every number of the range is at least FAR_FROM_ZERO away from 0. A fractional one
+    is then written with more digits than that has (1000000.5, or 1.0000005e6), and the core
+    decides whether a state of the complemented integer recognizer can still end by a search over
+    texts, level by level: masks took ~3 ms (DeepSeek's vocabulary) just past 10^6, ~8 ms just
+    below 10^9, and past 10^25 the search gave up."""
+    return (lo is not None and lo >= FAR_FROM_ZERO) or (hi is not None and hi <= -FAR_FROM_ZERO)
 
 
 def _integral(v: Decimal) -> bool:
@@ -280,6 +295,10 @@ class JsonNumbers:
             if kinds & SPELLED:   # with FRACTIONAL: every value, each written with a fraction or exponent
                 whole = self._exact(lo, lo_excl, hi, hi_excl, not kinds & FRACTIONAL)
                 parts.append(b.re_and([whole, self._spelled_text()]))
+            elif kinds & FRACTIONAL and _far_from_zero(lo, hi):
+                # (its non-integers are all longer than the core's search for a completion reaches:
+                # the regex forms, exact on the numbers written without exponent)
+                parts.append(b.re_and([self.range(lo, lo_excl, hi, hi_excl, False), self._fraction_text(True)]))
             elif kinds & FRACTIONAL:
                 # the value in range and no integer: the core's integer recognizer complemented. A
                 # zero mantissa is left out first (0e5 is an integer, and its exponents never end)
@@ -569,11 +588,11 @@ class JsonNumbers:
             if not no_minus and not (lo is not None and (lo > 0 or (lo == 0 and lo_excl))):
                 conds = []
                 if hi is not None and (hi < 0 or (hi == 0 and hi_excl)):
-                    conds.append(self.mag_cmp("gt" if hi_excl else "ge", -hi, integer, plain))
+                    conds.append(self.mag_cmp("gt" if hi_excl else "ge", hi.copy_negate(), integer, plain))
                 if lo is not None:
-                    conds.append(self.mag_cmp("lt" if lo_excl else "le", -lo, integer, plain))
+                    conds.append(self.mag_cmp("lt" if lo_excl else "le", lo.copy_negate(), integer, plain))
                 if integer and len(conds) == 2:
-                    conds = [self._int_interval_text(int(-hi), int(-lo), tail)]
+                    conds = [self._int_interval_text(-int(hi), -int(lo), tail)]
                 parts.append(b.re_concat([self.MINUS, b.re_and(conds) if conds else unsigned]))
         if plain:   # exponent forms are not plain
             e = b.re_or(parts) if parts else b.re_nothing()
