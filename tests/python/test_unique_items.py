@@ -250,3 +250,31 @@ def test_random_walks_meet_no_dead_end(deepseek, index, whitespace, order):
             jsonschema.validate(json.loads(text), schema)
             ended += 1
     assert ended >= 3, schema
+
+
+@pytest.mark.parametrize("items, most", [
+    ({"type": "integer", "minimum": 0, "maximum": 2}, 3),
+    ({"type": "integer", "exclusiveMinimum": -1.5, "exclusiveMaximum": 1}, 2),   # -1 and 0
+    ({"type": "integer", "minimum": 0, "maximum": 9, "multipleOf": 3}, 4),     # 0, 3, 6, 9
+    ({"type": "boolean"}, 2),
+    ({"enum": ["a", "b", 1]}, 3),
+])
+def test_unique_array_of_fewer_values_than_min_items_is_refused(byte_compiler, items, most):
+    """Items with a few values (a small integer range included) are listed: an array that needs
+    more distinct items than there are values is an error at compile time, not an output that
+    dead-ends at its last item; one of exactly that many items compiles and ends valid."""
+    with pytest.raises(stencil.GrammarError, match="no JSON value satisfies"):
+        byte_compiler.compile_json_schema({"type": "array", "uniqueItems": True, "minItems": most + 1, "items": items})
+    schema = {"type": "array", "uniqueItems": True, "minItems": most, "items": items}
+    g = byte_compiler.compile_json_schema(schema, whitespace="compact")
+    tok = byte_compiler.tokenizer_info
+    rng = random.Random(most)
+    for _ in range(5):
+        m, out = stencil.Matcher(g), b""
+        while not m.is_terminated():
+            ids = np.nonzero(mask_of(m, tok))[0]
+            assert len(ids), ("dead end", out)
+            t = int(rng.choice(ids)) if len(out) < 40 or 256 not in ids else 256
+            assert m.accept_token(t)
+            out += BYTES[t] if t < 256 else b""
+        jsonschema.validate(json.loads(out), schema)

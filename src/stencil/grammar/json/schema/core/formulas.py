@@ -27,6 +27,7 @@ Example::
 # mypy: disable-error-code="union-attr"
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from decimal import Decimal
@@ -38,7 +39,7 @@ from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
 
 __all__ = ["TRUE", "FALSE", "INTEGER", "PLAIN_INTEGER", "Truth", "And", "Or", "Not", "Range", "Integer",
            "MultipleOf", "Pattern", "Length", "Format", "Const", "Formula", "f_and", "f_or", "f_not", "f_contains",
-           "num_eval", "str_eval", "num_const", "str_consts", "num_consts"]
+           "num_eval", "str_eval", "num_const", "str_consts", "num_consts", "small_integers"]
 
 
 class Truth(NamedTuple):
@@ -270,3 +271,25 @@ def _num_leaf(f: Formula):
 def num_consts(f: Formula):
     """The finite set of values a number formula allows, if syntactically finite, else None."""
     return _finite_values(f, num_consts, num_eval, _num_leaf)
+
+
+def small_integers(f: Formula, limit: int):
+    """The integers a number formula allows, when it asks for an integer (any spelling) within a
+    bounded range that holds at most ``limit`` of them; else None. (A unique array of such items
+    can then list its values: README, uniqueItems.)"""
+    atoms = f.items if type(f) is And else (f,)
+    if INTEGER not in atoms:
+        return None
+    lo = hi = None
+    for a in atoms:
+        if type(a) is not Range:
+            continue
+        if a.lo is not None:
+            first = math.floor(a.lo) + 1 if a.lo_excl or a.lo != math.floor(a.lo) else math.floor(a.lo)
+            lo = first if lo is None else max(lo, first)
+        if a.hi is not None:
+            last = math.ceil(a.hi) - 1 if a.hi_excl or a.hi != math.ceil(a.hi) else math.ceil(a.hi)
+            hi = last if hi is None else min(hi, last)
+    if lo is None or hi is None or hi - lo + 1 > limit:
+        return None
+    return frozenset(Decimal(v) for v in range(lo, hi + 1) if num_eval(f, Decimal(v)))

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 
-from stencil.grammar.json.schema.core.formulas import FALSE, Const, num_const, num_consts, str_consts
+from stencil.grammar.json.schema.core.formulas import (FALSE, And, Const, Integer, f_and, num_const, num_consts,
+                                                       small_integers, str_consts)
 from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Typed, Unsupported, sub_and
 
 __all__ = ["emit_array", "MAX_ARRAY_STATES"]
@@ -75,19 +76,23 @@ def emit_array(em, spec: ArrSpec, depth: int):
 
 def _unique_values(em, spec: ArrSpec, entries: list):
     """The items' values when the array is unique, its items (no prefix, no contains) are a few
-    scalars, as [(JSON text, Typed)]; else None."""
+    scalars (an enum, booleans, a small range of integers), as [(JSON text, Typed)]; else None."""
     if not spec.unique or spec.prefix or entries:
         return None
     t = em.ctx.sub_typed(spec.items)
     if t.arr or t.obj:
         return None
     nums = num_consts(t.num) if t.num != FALSE else frozenset()
+    if nums is None:  # a small integer range: its values too (fewer than minItems: no array)
+        nums = small_integers(t.num, MAX_UNIQUE_VALUES)
     strs = str_consts(t.str) if t.str != FALSE else frozenset()
     if nums is None or strs is None or t.null + len(t.bools) + len(nums) + len(strs) > MAX_UNIQUE_VALUES:
         return None
     out = [("null", Typed(null=True))] if t.null else []
     out += [(json.dumps(b), Typed(bools=frozenset([b]))) for b in sorted(t.bools)]
-    out += [(str(n), Typed(num=num_const(n))) for n in sorted(nums)]
+    # an integer stays one (number_spelling="plain" writes it without a fraction)
+    integer = [a for a in (t.num.items if type(t.num) is And else (t.num,)) if type(a) is Integer]
+    out += [(str(n), Typed(num=f_and(num_const(n), *integer))) for n in sorted(nums)]
     out += [(json.dumps(s), Typed(str=Const(s))) for s in sorted(strs)]
     return out
 
