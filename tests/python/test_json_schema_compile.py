@@ -235,6 +235,15 @@ def test_objects_in_any_order_close_only_with_what_they_need(schema, member, res
     assert m.accept_string(rest) and m.is_accepting()
 
 
+def test_objects_in_any_order_that_cannot_close_are_an_error():
+    # minProperties past the keys an object may have: every '{' was a dead end in any order
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False,
+              "minProperties": 2}
+    for order in ("any", "definition"):
+        with pytest.raises(stencil.GrammarError, match="no JSON value satisfies"):
+            json_schema_grammar(schema, property_order=order)
+
+
 def test_min_max_properties_in_both_orders(compiler):
     schema = {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "maxProperties": 3}
     for order in ("definition", "any"):

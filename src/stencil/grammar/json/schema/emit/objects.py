@@ -306,7 +306,10 @@ def _emit_any(em, spec, depth, named, others):
         return m | mask, min(q + req, need), min(o + 1 - req, other_need)
 
     closing = (full, need, other_need)
-    if not members or (closing not in _reachable(members, step) and not empty):
+    # (the counts cannot see that keys are unique: minProperties 2 over one possible key reaches
+    # the closing state by writing it twice, which next_key refuses)
+    fits = most is None or spec.min <= most
+    if not members or not fits or (closing not in _reachable(members, step) and not empty):
         if not empty:
             em.dead(rule)
         return rule
