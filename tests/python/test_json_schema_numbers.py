@@ -240,3 +240,12 @@ def test_regex_ranges_keep_every_digit_of_long_bounds(compiler, sign):
     g = compiler.compile_grammar(json_schema_grammar({"type": "number", "minimum": lo, "maximum": hi,
                                                       "multipleOf": 1}))
     assert [v for v in range(lo - 2, hi + 3) if _accepts(g, str(v))] == list(range(lo, hi + 1))
+
+
+def test_plain_spelling_keeps_one_integer_without_a_fraction(compiler):
+    # a range of one integer is still integer-typed: number_spelling="plain" writes it without a
+    # fraction (the union of ranges once widened it to every kind of number: 3.0 came back)
+    for schema in ({"type": "integer", "minimum": 3, "maximum": 3}, {"type": "integer", "enum": [3, 4]},
+                   {"type": "integer", "minimum": 2.5, "maximum": 3.5}):
+        g = compiler.compile_grammar(json_schema_grammar(schema, number_spelling="plain"))
+        assert _accepts(g, "3") and not _accepts(g, "3.0"), schema

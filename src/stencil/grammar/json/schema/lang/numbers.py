@@ -114,7 +114,7 @@ def _intersect(a: tuple, b: tuple) -> tuple:
 
 def _tidy(a: tuple) -> Optional[tuple]:
     """The alternative with the kinds its range can hold (no integer between 0.2 and 0.8, no
-    fraction in [3, 3]), EVERY where it keeps all of those, a fractional one's integral bounds
+    fraction in [3, 3]), EVERY where it holds fractions only, a fractional one's integral bounds
     made exclusive (an integer bound is no fractional value); None when it holds nothing. (A
     fractional lexeme over a range that holds none, or whose digits can only reach an integer,
     would leave the core's search for a completion nothing to find, forever.)"""
@@ -128,11 +128,12 @@ def _tidy(a: tuple) -> Optional[tuple]:
         present = FRACTIONAL
     else:
         present = EVERY
-    kinds &= present
-    if not kinds:
+    if not kinds & present:
         return None
-    if kinds == present:
+    if present == FRACTIONAL:   # every number of the range is fractional
         return (lo, lx, hi, hx, EVERY)
+    if kinds & present != present:   # (kinds that hold all it has stay: plain spelling writes INTEGRAL's
+        kinds &= present             # integers without a fraction, EVERY's any way)
     if kinds == FRACTIONAL:
         lx = lx or (lo is not None and _integral(lo))
         hx = hx or (hi is not None and _integral(hi))
