@@ -16,6 +16,7 @@ import json
 import random
 from decimal import Decimal as D
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -113,10 +114,11 @@ def _judge(validator, text: str) -> bool:
     return validator.is_valid(json.loads(text, parse_float=D))
 
 
-def _check(schema: dict, compiler) -> list:
-    """The texts the engine gets wrong, and the prefixes after which its mask is empty."""
+def _check(schema: dict, compiler, judge=Validator) -> list:
+    """The texts the engine gets wrong, and the prefixes after which its mask is empty (``judge``:
+    the validator class, json_oracle's by default)."""
     doc = json.loads(json.dumps(_jsonable(schema)), parse_float=D)
-    validator = Validator(doc)
+    validator = judge(doc)
     subset = "multipleOf" in json.dumps(_jsonable(schema))
     try:
         g = compiler.compile_json_schema(_jsonable(schema))
@@ -200,6 +202,40 @@ def test_draft4_integers_are_spelled_plain_under_not(byte_compiler):
     m.fill_next_token_bitmask(bm, 0)
     allowed = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:EOS + 1]
     assert allowed[ord(".")] and allowed[ord("e")] and not allowed[EOS]
+
+
+_D4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize("schema", [
+    {"$schema": _D4, "oneOf": [{"type": "integer", "enum": [2, 3]}, {"type": "integer", "enum": [3, 5]}]},
+    {"$schema": _D4, "oneOf": [{"type": "integer", "enum": [2]}, {"type": "number", "enum": [2, 5]}]},
+    {"$schema": _D4, "oneOf": [{"enum": [2, 2.5]}, {"type": "integer", "minimum": 2, "maximum": 2}]},
+    {"$schema": _D4, "type": "integer", "oneOf": [{"enum": [2, 7]}, {"enum": [7, 10]}]},
+    {"$schema": _D4, "oneOf": [{"type": "integer", "enum": [2, 3]}, {"type": "integer", "enum": [3]},
+                               {"enum": [3, 2.5]}]},
+    {"oneOf": [{"type": "integer", "enum": [2, 3]}, {"type": "number", "enum": [3, 5]}]},
+], ids=lambda s: json.dumps(s))
+def test_one_of_constants_keep_draft4_integers(byte_compiler, schema):
+    # oneOf over constants counted each value's branches and rebuilt the values as bare numbers,
+    # so draft 4's integer 2 (not 2.0) came back as 2.0 too: judged by jsonschema's draft 4 (an
+    # integer there is a Python int: json's numbers with a fraction or exponent are Decimals)
+    judge = jsonschema.Draft4Validator if "$schema" in schema else Validator
+    assert _check(schema, byte_compiler, judge) == []
+
+
+def test_draft4_non_integer_constants_are_values(byte_compiler):
+    # draft 4's not-integer 2 is 2.0: the constants of a formula were read by value, so that
+    # {enum: [2], not: {type: integer}} held no value, its objects were disjoint from those of
+    # {enum: [2]}, and oneOf let {"a": 2.0} through as the second branch's alone
+    schema = {"$schema": _D4, "oneOf": [
+        {"type": "object", "properties": {"a": {"enum": [2], "not": {"type": "integer"}}}, "required": ["a"]},
+        {"type": "object", "properties": {"a": {"enum": [2, 3]}}, "required": ["a"]}]}
+    g = byte_compiler.compile_json_schema(schema, whitespace="compact")
+    for text in ['{"a":2}', '{"a":2.0}', '{"a":20e-1}', '{"a":3}', '{"a":3.0}']:
+        m = stencil.Matcher(g)
+        want = jsonschema.Draft4Validator(schema).is_valid(json.loads(text, parse_float=D))
+        assert (m.accept_string(text) and m.is_accepting()) == want, text
 
 
 @pytest.mark.parametrize("lo,hi", [(10 ** 30, None), (None, -10 ** 300), (10 ** 6, 2 * 10 ** 6), (999_999, None),

@@ -5,6 +5,7 @@ exponent forms only for zero."""
 from __future__ import annotations
 
 import random
+import time
 from decimal import Decimal as D
 
 import pytest
@@ -249,3 +250,56 @@ def test_plain_spelling_keeps_one_integer_without_a_fraction(compiler):
                    {"type": "integer", "minimum": 2.5, "maximum": 3.5}):
         g = compiler.compile_grammar(json_schema_grammar(schema, number_spelling="plain"))
         assert _accepts(g, "3") and not _accepts(g, "3.0"), schema
+
+
+_D4 = "http://json-schema.org/draft-04/schema#"
+_PLAIN_INTEGERS = [
+    {"type": "integer", "minimum": 2, "maximum": 2}, {"type": "integer", "minimum": 1, "maximum": 5},
+    {"type": "integer", "minimum": 1.5, "maximum": 2.5}, {"type": "integer", "exclusiveMinimum": 1, "maximum": 2},
+    {"type": "integer", "minimum": 2}, {"type": "integer", "enum": [2]}, {"type": "integer", "enum": [2, 3]},
+    {"type": "integer", "enum": [2, 2.5]}, {"type": "integer", "const": 2}, {"type": "integer", "const": 2.0},
+    {"type": "integer", "minimum": 2, "maximum": 2, "multipleOf": 2},
+    {"anyOf": [{"type": "integer", "const": 2}, {"type": "integer", "const": 3}]},
+    {"oneOf": [{"type": "integer", "const": 2}, {"type": "integer", "const": 3}]},
+    {"oneOf": [{"type": "integer", "enum": [2, 4]}, {"type": "number", "enum": [3, 4]}]},
+    {"type": "integer", "oneOf": [{"const": 2}, {"const": 3}]},
+    {"type": "integer", "anyOf": [{"const": 2}, {"minimum": 5}]},
+    {"oneOf": [{"type": "integer", "minimum": 2, "maximum": 2}, {"type": "integer", "minimum": 5}]},
+    {"type": "integer", "minimum": 2, "maximum": 2, "not": {"const": 3}},
+    {"$schema": _D4, "type": "integer", "enum": [2]},
+    {"$schema": _D4, "oneOf": [{"type": "integer", "enum": [2]}, {"type": "integer", "enum": [3]}]},
+]
+
+
+@pytest.fixture(scope="module")
+def byte_compiler():
+    info = stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"], eos_token_ids=[256])
+    return stencil.GrammarCompiler(info)
+
+
+@pytest.mark.parametrize("schema", _PLAIN_INTEGERS)
+def test_plain_spelling_writes_every_integer_typed_shape_without_fraction_or_exponent(byte_compiler, schema):
+    # number_spelling="plain" writes integers without a fraction: after "2" of an integer-typed
+    # point range, enum or const, alone or in anyOf/oneOf, the mask refuses "." (2.0 is its value
+    # in another spelling) and the exponent; c613306's union of ranges widened a range of one
+    # integer to every kind of number, and oneOf's constants forgot that they were integers
+    g = byte_compiler.compile_json_schema(schema, whitespace="compact", number_spelling="plain")
+    m = stencil.Matcher(g)
+    assert m.accept_string("2"), schema
+    bm = stencil.allocate_token_bitmask(1, 257)
+    m.fill_next_token_bitmask(bm, 0)
+    allowed = {t for t in range(257) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
+    assert not allowed & {ord("."), ord("e"), ord("E")}, (schema, sorted(chr(t) for t in allowed if t < 256))
+    assert 256 in allowed and m.is_accepting(), schema
+    for text in ("2.0", "2e0", "20e-1", "0.2e1"):
+        assert not _accepts(g, text), (schema, text)
+
+
+def test_one_of_over_large_integer_enums_reads_in_linear_time():
+    # the values of an And (type integer beside an enum) were filtered by evaluating the whole And
+    # per value, a walk of the enum each: two enums of 5,000 integers under oneOf took 4 s
+    schema = {"oneOf": [{"type": "integer", "enum": list(range(5000))},
+                        {"type": "integer", "enum": list(range(4000, 9000))}]}
+    t0 = time.process_time()
+    json_schema_grammar(schema, number_spelling="plain")
+    assert time.process_time() - t0 < 1.5   # about 0.2 s

@@ -182,6 +182,28 @@ def test_mask_refuses_plain_numbers_that_can_only_repeat(byte_compiler, schema, 
         assert bytes([b]) in got, (prefix, bytes([b]), "refused, though it begins a new item")
 
 
+_DRAFT4 = {"$schema": "http://json-schema.org/draft-04/schema#"}
+
+
+@pytest.mark.parametrize("root, items, options, refused, kept", [
+    # an integer-typed value stays one among the items' others: plain writes it without a fraction
+    ({}, {"anyOf": [{"type": "integer", "enum": [2]}, {"type": "number", "enum": [3.5]}]}, {"number_spelling": "plain"},
+     b".e", b",]"),
+    # draft 4's not-integer 2 is 2.0 (its values were read by value, and none was left)
+    (_DRAFT4, {"enum": [2, 3], "not": {"type": "integer"}}, {}, b",]", b".e"),
+    (_DRAFT4, {"anyOf": [{"enum": [2], "not": {"type": "integer"}}, {"type": "integer", "enum": [3]}]}, {}, b",]",
+     b".e"),
+])
+def test_listed_values_keep_their_spelling(byte_compiler, root, items, options, refused, kept):
+    # a unique array of known values lists each value with the formula of its spellings
+    schema = {**root, "type": "array", "uniqueItems": True, "items": items}
+    got = allowed_text(byte_compiler, schema, "[2", **options)
+    for b in refused:
+        assert bytes([b]) not in got, (items, bytes([b]), "allowed, but 2 is not spelled so here")
+    for b in kept:
+        assert bytes([b]) in got, (items, bytes([b]), "refused, though 2 is spelled so here")
+
+
 def test_tokens_that_cross_items_are_refused_with_the_repeat(byte_compiler):
     """A token that ends one item and begins a repeat (`e,t` after `[true,fals`) is judged at its
     end, not at its first byte."""

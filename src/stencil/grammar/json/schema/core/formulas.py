@@ -39,7 +39,7 @@ from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
 
 __all__ = ["TRUE", "FALSE", "INTEGER", "PLAIN_INTEGER", "Truth", "And", "Or", "Not", "Range", "Integer",
            "MultipleOf", "Pattern", "Length", "Format", "Const", "Formula", "f_and", "f_or", "f_not", "f_contains",
-           "num_eval", "str_eval", "num_const", "str_consts", "num_consts", "small_integers"]
+           "num_eval", "num_at", "num_spellings", "str_eval", "num_const", "str_consts", "num_consts", "small_integers"]
 
 
 class Truth(NamedTuple):
@@ -203,6 +203,51 @@ def num_eval(f: Formula, v: Decimal) -> bool:
     raise AssertionError(f"not a number formula: {f!r}")
 
 
+def num_at(f: Formula, v: Decimal) -> Formula:
+    """``f`` at the one value ``v`` (see :func:`num_spellings`)."""
+    return num_spellings(f, (v,))[v]
+
+
+def num_spellings(f: Formula, values) -> dict:
+    """``f`` at each of the ``values``: the atoms a value decides are TRUE or FALSE, and what is
+    left says how the value may be spelled: :data:`PLAIN_INTEGER` (draft 4: an integral value
+    without fraction or exponent, or under a Not with one), and :data:`INTEGER` where ``f`` asks
+    for an integer of an integral value (``number_spelling="plain"`` writes it without a fraction;
+    under a Not, where it decides nothing, it is TRUE). FALSE where no spelling of the value
+    satisfies ``f``. A part of ``f`` without those atoms is read once (a finite one as its set of
+    values), so an enum of n values costs n lookups, not n walks of the enum."""
+    spelled: dict = {}
+    finite: dict = {}
+
+    def has_integer(x) -> bool:
+        r = spelled.get(id(x))
+        if r is None:
+            k = type(x)
+            r = k is Integer or (k is Not and has_integer(x.item)) or \
+                ((k is And or k is Or) and any([has_integer(y) for y in x.items]))
+            spelled[id(x)] = r
+        return r
+
+    def at(x, v: Decimal, positive: bool) -> Formula:
+        if not has_integer(x):
+            if id(x) not in finite:
+                finite[id(x)] = num_consts(x)
+            c = finite[id(x)]
+            return TRUE if (v in c if c is not None else num_eval(x, v)) else FALSE
+        k = type(x)
+        if k is And:
+            return f_and(*[at(y, v, positive) for y in x.items])
+        if k is Or:
+            return f_or(*[at(y, v, positive) for y in x.items])
+        if k is Not:
+            return f_not(at(x.item, v, not positive))
+        if v != v.to_integral_value():
+            return FALSE
+        return x if x == PLAIN_INTEGER or positive else TRUE
+
+    return {v: at(f, v, True) for v in values}
+
+
 def str_eval(f: Formula, s: str) -> bool:
     """Whether the decoded string ``s`` satisfies the formula."""
     k = type(f)
@@ -246,12 +291,13 @@ def _finite_values(f: Formula, consts, evaluate, leaf):
                 return None
             out |= c
         return frozenset(out)
-    if type(f) is And:
-        for x in f.items:
-            c = consts(x)
-            if c is not None:
-                return frozenset(v for v in c if evaluate(f, v))
-        return None
+    if type(f) is And:   # each finite operand as its set (evaluating the And per value was quadratic)
+        sets = [consts(x) for x in f.items]
+        finite = sorted((c for c in sets if c is not None), key=len)
+        if not finite:
+            return None
+        rest = [x for x, c in zip(f.items, sets) if c is None]
+        return frozenset(v for v in finite[0] if all(v in c for c in finite[1:]) and all(evaluate(x, v) for x in rest))
     return leaf(f)
 
 
@@ -269,8 +315,14 @@ def _num_leaf(f: Formula):
 
 @lru_cache(maxsize=1 << 14)
 def num_consts(f: Formula):
-    """The finite set of values a number formula allows, if syntactically finite, else None."""
-    return _finite_values(f, num_consts, num_eval, _num_leaf)
+    """The finite set of values a number formula allows in some spelling, if syntactically finite,
+    else None (draft 4's ``not: {type: integer}`` allows 2 as 2.0, which num_eval's reading by
+    value refuses)."""
+    return _finite_values(f, num_consts, _num_spelled, _num_leaf)
+
+
+def _num_spelled(f: Formula, v: Decimal) -> bool:
+    return num_at(f, v) != FALSE
 
 
 def small_integers(f: Formula, limit: int):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from stencil.grammar.json.schema.core.formulas import (FALSE, And, Const, Integer, f_and, num_const, num_consts,
+from stencil.grammar.json.schema.core.formulas import (FALSE, Const, f_and, num_const, num_consts, num_spellings,
                                                        small_integers, str_consts)
 from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Typed, Unsupported, sub_and
 
@@ -90,9 +90,10 @@ def _unique_values(em, spec: ArrSpec, entries: list):
         return None
     out = [("null", Typed(null=True))] if t.null else []
     out += [(json.dumps(b), Typed(bools=frozenset([b]))) for b in sorted(t.bools)]
-    # an integer stays one (number_spelling="plain" writes it without a fraction)
-    integer = [a for a in (t.num.items if type(t.num) is And else (t.num,)) if type(a) is Integer]
-    out += [(str(n), Typed(num=f_and(num_const(n), *integer))) for n in sorted(nums)]
+    # each value as the items spell it (num_spellings): an integer stays one (number_spelling="plain"
+    # writes it without a fraction), draft 4's integer 2 is not 2.0 (nor its non-integer 2 is 2)
+    spelled = num_spellings(t.num, sorted(nums)) if nums else {}
+    out += [(str(n), Typed(num=f_and(num_const(n), spelled[n]))) for n in sorted(nums)]
     out += [(json.dumps(s), Typed(str=Const(s))) for s in sorted(strs)]
     return out
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import combinations
 
-from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, Const, f_and, f_not, f_or, num_const, num_consts,
-                                                       str_consts, str_eval)
+from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, Const, f_and, f_contains, f_not,
+                                                       f_or, num_const, num_consts, num_spellings, str_consts, str_eval)
 from stencil.grammar.json.schema.core.model import (ANY, NONE, Typed, normalize_arr, normalize_obj,
                                                     sub_and)
 from stencil.grammar.json.schema.read.common import NOT_ENFORCEABLE, where
@@ -109,11 +109,20 @@ def _exactly_one_formula(fs):
         return _count_consts(consts)
     nconsts = [num_consts(f) for f in fs]
     if all(c is not None for c in nconsts):
-        seen: dict = {}
-        for c in nconsts:
-            for v in c:
-                seen[v] = seen.get(v, 0) + 1
-        return f_or(*[num_const(v) for v, n in seen.items() if n == 1])
+        # each branch at each of its values keeps how it spells the value (an integer-typed branch's
+        # 2 stays an integer: number_spelling="plain" writes it without a fraction; draft 4's 2 is
+        # not 2.0): a value is exactly one branch's in the spellings exactly one of them holds
+        at = [num_spellings(f, sorted(c)) for f, c in zip(fs, nconsts)]
+        out = []
+        for v in dict.fromkeys(v for c in at for v in c):
+            gs = [g for c in at if (g := c.get(v, FALSE)) != FALSE]
+            if len(gs) == 1 or any(f_contains(g, PLAIN_INTEGER) for g in gs):
+                out.append(f_and(num_const(v), _exactly_one_fold(gs)))
+        return f_or(*out)
+    return _exactly_one_fold(fs)
+
+
+def _exactly_one_fold(fs):
     exact, some = FALSE, FALSE
     for f in fs:
         exact = f_or(f_and(exact, f_not(f)), f_and(f_not(some), f))
