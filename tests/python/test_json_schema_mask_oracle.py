@@ -254,6 +254,13 @@ CASES = {
     "min_properties": ({"type": "object", "minProperties": 2, "maxProperties": 3,
                         "propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": {"type": "integer"}},
                        {}, b'{}"abc:,019', True),
+    # a key a `not` demands (some key is "a"; beside the required "b"), where maxProperties leaves
+    # room for the demanded keys alone: any other key first is a dead end
+    "demanded_key": ({"type": "object", "not": {"propertyNames": {"not": {"const": "a"}}}, "maxProperties": 1,
+                      "additionalProperties": {"type": "integer"}}, {}, b'{}"abc:,01', True),
+    "demanded_key_required": ({"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"],
+                               "not": {"patternProperties": {"^a": False}}, "maxProperties": 2,
+                               "additionalProperties": {"type": "integer"}}, {}, b'{}"abc:,01', True),
     "nested": ({"type": "object", "properties": {
         "a": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"],
               "additionalProperties": False},
@@ -392,6 +399,14 @@ ENGINE_BUGS = {
     "indent_nested_required": ({"type": "object", "properties": {"x": {"type": "object", "required": ["a"]}}},
                                {"whitespace": 2, "property_order": "any"}, b'{\n  "x": {\n    "b": 1\n  ',
                                "the inner object's closing newline allowed without its required key"),
+    # found by benchmarks.dead_ends (MaskBench's Handwritten---pnmp2, ---allOfPProp8): a key the
+    # object does not need where maxProperties leaves room for the one a `not` demands
+    "not_pattern_key": ({"type": "object", "not": {"patternProperties": {"^c": False}}, "maxProperties": 1},
+                        {"property_order": "any"}, b'{"x":1' + b" " * 32,
+                        "'{\"x\":1' allowed (then neither } nor ,): the object must hold a key starting with c"),
+    "not_property_names_key": ({"not": {"propertyNames": {"not": {"const": "a"}}}, "maxProperties": 1},
+                               {"property_order": "any", "whitespace": "compact"}, b'{"x":true',
+                               "'{\"x\":true' allowed, then an empty mask: the object must hold the key a"),
     # found by test_json_schema_number_algebra beside not_integer: the complement of a multipleOf
     # was taken among all numbers, whose exponent forms the regex forms leave out
     "not_multiple_exponent": ({"not": {"multipleOf": 3}}, {}, b"3e0", "not multipleOf 3: 3e0 (3) accepted"),

@@ -26,7 +26,11 @@ the key starts: the key is new, and leaves room within the member bound for the 
 written yet; for the other keys, only the room), and, when the comma is followed by indentation,
 ``more_members`` on the comma (vetoed when no member can follow; a lone comma after which every
 next_key check fails is refused by the parser already). The member bound is ``maxProperties``, and the named keys when the object
-takes no other key.
+takes no other key. The checks see the required names, not the keys a ``not`` demands (``some``
+entries: some key starts with c); where those need members of their own, each member's checks
+take a bound lowered by the members its list state still needs beyond the required names (the
+fewest members from that state to the closing one), so that under ``maxProperties: 1`` a key
+that is none of the demanded ones is refused before it starts.
 
 Example::
 
@@ -163,6 +167,8 @@ def _members(em, spec: ObjSpec, depth: int):
     for f, sub in _key_classes(em, spec):
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
             vs = sub_and(sub, extra)
+            if mask and spec.max is not None and formula_empty(em.ctx, "str", f_and(f, kf)):
+                continue   # no such key: the member list's room under maxProperties must not count on one
             key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
             if key is not None:
                 others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
@@ -242,20 +248,6 @@ def _separator(em, comma: list, required, most) -> list:
     return [sep] + comma[1:]
 
 
-def _reachable(members: dict, step) -> set:
-    """The member-list states reachable from the empty list's, (0, 0, 0)."""
-    seen = {(0, 0, 0)}
-    todo = [(0, 0, 0)]
-    while todo:
-        m = todo.pop()
-        for kind in members:
-            n = step(m, kind)
-            if n not in seen:
-                seen.add(n)
-                todo.append(n)
-    return seen
-
-
 def _close_counts(spec) -> tuple[int, int]:
     """What the member list of an object in any order counts: the required members written (up
     to their number) and the other members (up to what minProperties needs beside them), so that
@@ -275,6 +267,63 @@ def _close_counts(spec) -> tuple[int, int]:
     return need, others
 
 
+def _member_rules(em, spec, named, others, need: int):
+    """The member rules by kind (mask, and whether the key is a required one where those are
+    counted) whose next_key checks bound the object's members by ``cap``: a function of ``cap``,
+    each rule made once. A rule per kind is shared by every place in the list that bounds alike
+    (one parser item where a member may start); the next_key checks at the start of its
+    alternatives read the members before it. They keep named keys unique; the other keys have a
+    rule of their own with unique_key at its end, the exact check (such a key can be written out
+    in many ways, so only its end shows a repeat)."""
+    made: dict = {}
+
+    def rules(cap):
+        members = made.get(cap)
+        if members is None:
+            alts = [((mask, int(req and need > 0)), symbols) for k, req, key_alts in named if key_alts
+                    for mask, symbols in _guarded(em, key_alts, spec.required, cap, k)]
+            members = made[cap] = _by_mask(em, alts)
+            if others:
+                guarded = _guarded(em, others, spec.required, cap) if cap is not None else others
+                for mask, rs in _by_mask(em, guarded, check=True).items():
+                    members.setdefault((mask, 0), []).extend(rs)
+        return members
+
+    return rules
+
+
+def _depths(kinds, step) -> dict:
+    """The member-list states reachable from the empty list's, (0, 0, 0), each with the fewest
+    members that reach it."""
+    depth = {(0, 0, 0): 0}
+    frontier = [(0, 0, 0)]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for kind in kinds:
+                n = step(s, kind)
+                if n not in depth:
+                    depth[n] = depth[s] + 1
+                    nxt.append(n)
+        frontier = nxt
+    return depth
+
+
+def _distances(states: set, kinds, step, closing) -> dict:
+    """The fewest members that take each member-list state to ``closing`` (every state reachable
+    from the empty list's reaches it: masks only grow, counts stop at their caps)."""
+    dist = {s: 0 if s == closing else len(states) for s in states}
+    changed = True
+    while changed:
+        changed = False
+        for s in states:
+            for kind in kinds:
+                d = dist[step(s, kind)] + 1
+                if d < dist[s]:
+                    dist[s], changed = d, True
+    return dist
+
+
 def _emit_any(em, spec, depth, named, others):
     b = em.b
     full = (1 << len(spec.some)) - 1
@@ -288,18 +337,8 @@ def _emit_any(em, spec, depth, named, others):
         possible = sum(1 for _, _, alts in named if alts)
         most = possible if most is None else min(most, possible)
     need, other_need = _close_counts(spec)
-    # A member rule per kind (mask, and whether the key is a required one where those are
-    # counted), shared by every place in the list (one parser item where a member may start); the
-    # next_key checks at the start of its alternatives read the members before it. They keep named
-    # keys unique; the other keys have a rule of their own with unique_key at its end, the exact
-    # check (such a key can be written out in many ways, so only its end shows a repeat).
-    alts = [((mask, int(req and need > 0)), symbols) for k, req, key_alts in named if key_alts
-            for mask, symbols in _guarded(em, key_alts, spec.required, most, k)]
-    members = _by_mask(em, alts)
-    if others:
-        guarded = _guarded(em, others, spec.required, most) if most is not None else others
-        for mask, rules in _by_mask(em, guarded, check=True).items():
-            members.setdefault((mask, 0), []).extend(rules)
+    rules = _member_rules(em, spec, named, others, need)
+    members = rules(most)
 
     def step(state, kind):   # a list's (mask, required members, other members) after one more member
         (m, q, o), (mask, req) = state, kind
@@ -309,11 +348,13 @@ def _emit_any(em, spec, depth, named, others):
     # (the counts cannot see that keys are unique: minProperties 2 over one possible key reaches
     # the closing state by writing it twice, which next_key refuses)
     fits = most is None or spec.min <= most
-    if not members or not fits or (closing not in _reachable(members, step) and not empty):
-        if not empty:
-            em.dead(rule)
+    first = _depths(list(members), step) if members and fits else {}   # the states a list reaches
+    if closing not in first and not empty:
+        em.dead(rule)
         return rule
-    comma = _separator(em, em.comma(depth), spec.required, most)
+    if not members or not fits:
+        return rule
+    links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing)
     lists: dict = {}
     todo = []
 
@@ -324,12 +365,12 @@ def _emit_any(em, spec, depth, named, others):
             todo.append(m)
         return r
 
-    for kind, alts in members.items():
+    for kind, _comma, alts in links((0, 0, 0)):
         for symbols in alts:
             b.add_alternative(state(step((0, 0, 0), kind)), symbols)
     while todo:
         m = todo.pop()
-        for kind, alts in members.items():
+        for kind, comma, alts in links(m):
             for symbols in alts:
                 b.add_alternative(state(step(m, kind)), [lists[m]] + comma + symbols)
     if closing in lists:
@@ -338,6 +379,40 @@ def _emit_any(em, spec, depth, named, others):
         em.check(rule, "object_keys", names=list(spec.required), min=spec.min,
                  max=-1 if spec.max is None else spec.max)
     return rule
+
+
+def _any_links(em, spec, depth, most, need, members, rules, step, first, closing):
+    """A function of a member-list state: (kind, comma, member rules) for each member that may
+    follow it. The checks on a member bound the members by ``most`` beside the required keys
+    not written yet; where ``some`` entries (a key a ``not`` demands) need members of their own,
+    each member is bounded by the room the members it still needs take: a list state that is d
+    members from closing is taken with c members only where c + d <= most, so that under
+    maxProperties 1 a key that is none of those the object needs is refused as it would start
+    (it was taken, and then neither '}' nor ',' could follow: a dead end)."""
+    commas: dict = {}
+
+    def comma(cap):
+        if cap not in commas:
+            commas[cap] = _separator(em, em.comma(depth), spec.required, cap)
+        return commas[cap]
+
+    if most is None or not spec.some:
+        return lambda m: [(kind, comma(most), alts) for kind, alts in members.items()]
+    dist = _distances(set(first), list(members), step, closing)
+
+    def links(m):
+        out = []
+        for kind in members:
+            n = step(m, kind)
+            if first[m] + 1 + dist[n] > most:   # never fits: every list in state m has first[m] members
+                continue
+            # next_key: count + 1 + missing required <= cap; more_members: count + max(missing, 1) <= cap
+            key_cap = most - (dist[n] - (need - n[1]))
+            comma_cap = most - 1 - dist[n] + max(need - m[1], 1)
+            out.append((kind, comma(comma_cap), rules(key_cap)[kind]))
+        return out
+
+    return links
 
 
 def _emit_definition(em, spec, depth, named, others):
