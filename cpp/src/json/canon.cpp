@@ -303,11 +303,12 @@ bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vec
   return r.i == text.size();
 }
 
-bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset) {
+bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset, uint32_t* key_end) {
   JsonReader r{text};
   r.ws();
   if (key_offset) *key_offset = static_cast<uint32_t>(r.i);
   if (!r.string(key)) return false;
+  if (key_end) *key_end = static_cast<uint32_t>(r.i);
   if (r.eat(':')) return true;
   return r.i == text.size();  // the key alone: a check that runs when the key lexeme ends
 }

@@ -15,8 +15,10 @@ bool canonical_values(std::string_view text, std::vector<std::string>& out);
 // opening quote is in `text` when key_offsets is given.
 bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);
 // The decoded key of the object member `"key": value` that `text` starts with (the value is
-// not read: callers know the text is one member), or of `text` that is only a key.
-bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset = nullptr);
+// not read: callers know the text is one member), or of `text` that is only a key; where its
+// opening quote is, and the offset just past its closing quote.
+bool leading_member_key(std::string_view text, std::string& key, uint32_t* key_offset = nullptr,
+                        uint32_t* key_end = nullptr);
 // One JSON value (whitespace around allowed).
 bool canonical_value(std::string_view text, std::string& out);
 // The start of a JSON string (`raw` begins with its opening quote): the decoded bytes of its

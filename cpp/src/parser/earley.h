@@ -160,6 +160,10 @@ class EarleyParser {
     reads_.note(from, to);
     if (recording_) recording_->reads.push_back({from, to});
   }
+  // A key read by its opening quote alone: enough for a key that ended before the lexeme whose end
+  // runs the check began (the watched windows start at or after that lexeme's first byte: the
+  // mask memo's at its start, a boundary run's at the token's start), never for that lexeme's own
+  // key (sibling_check_text notes the bytes its verdict read).
   void note_key(uint32_t at) { note_read(at, at + 1); }
   bool whole_check_text(const CompletionCheck& c, uint32_t from, uint32_t to);
   bool sibling_check_text(const CompletionCheck& c, uint32_t siblings_row, uint32_t item_row, uint32_t to);
@@ -210,10 +214,14 @@ class EarleyParser {
   static constexpr size_t kKeyContexts = 4;
   KeyContext key_contexts_[kKeyContexts];
   size_t next_key_context_ = 0;
-  // exhausted_only's recent verdicts, by (row serial, lexer state, prefix), with what they read.
+  // exhausted_only's recent verdicts, by (row serial, lexer state, prefix, where the prefix is),
+  // with what they read. The verdict is the same wherever the key begins after its row (white
+  // space may come first), but what it read is not: a verdict on `"a"` begun right after `,`,
+  // replayed for `"a"` begun after `, `, would report the bytes one place early, missing the key's
+  // last byte (a mask walk would then share its refusal with tokens that close other keys).
   struct ExhaustMemo {
     uint64_t serial = 0;  // 0: empty
-    uint32_t state = 0;
+    uint32_t state = 0, from = 0, to = 0;
     bool ok = false, left = false;
     std::string prefix;
     std::vector<std::pair<uint32_t, uint32_t>> reads;

@@ -94,15 +94,24 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
   scratch_item_.clear();
   text_->text(from, to, scratch_item_);
   std::string mine;
-  uint32_t key_at = 0;
+  uint32_t key_at = 0, key_end = 0;
   if (c.kind == CheckKind::UniqueItem) {
     note_read(siblings_from, to);
     if (!canonical_value(scratch_item_, mine)) return false;
-  } else if (!leading_member_key(scratch_item_, mine, &key_at)) {
+  } else if (!leading_member_key(scratch_item_, mine, &key_at, &key_end)) {
     note_read(from, to);
     return false;
   } else {
-    note_key(from + key_at);
+    const bool repeat = std::binary_search(earlier->begin(), earlier->end(), mine);
+    // The verdict read this key's bytes up to where they left every earlier key (a key that begins
+    // like none of them is new whatever follows), else all of them; not its first byte alone
+    // (note_key, enough for the earlier keys): a key checked as it ends may have begun before the
+    // token a mask walk tries, and the walk shares one scan among tokens only when no check read
+    // their bytes (ReadWatch::kPrefix).
+    const std::string_view raw = std::string_view(scratch_item_).substr(key_at, key_end - key_at);
+    const size_t left = repeat ? 0 : leaves_at(raw, *earlier);
+    note_read(from + key_at, from + key_at + static_cast<uint32_t>(left > 0 ? left : raw.size()));
+    return !repeat;
   }
   return !std::binary_search(earlier->begin(), earlier->end(), mine);
 }

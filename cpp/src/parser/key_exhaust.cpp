@@ -52,7 +52,7 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
   if (!text_) return false;
   const uint64_t serial = rows_[row].serial;
   for (const ExhaustMemo& m : exhaust_memo_) {
-    if (m.serial != serial || m.state != s || m.prefix != prefix) continue;
+    if (m.serial != serial || m.state != s || m.from != from || m.to != to || m.prefix != prefix) continue;
     for (auto [a, b] : m.reads) note_read(a, b);
     exhaust_left_ = m.left;
     return m.ok;
@@ -64,6 +64,8 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
   m.ok = exhausted_now(row, s, prefix, from, to);
   m.left = exhaust_left_;
   m.state = s;
+  m.from = from;
+  m.to = to;
   m.prefix.assign(prefix);
   m.reads = r.rec.reads;
   m.serial = serial;
