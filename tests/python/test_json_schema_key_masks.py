@@ -72,14 +72,7 @@ def test_deepseek_tokens_closing_a_key_agree_with_accept_token(compiler, deepsee
     for prefix in ['{"a}":1,"a', '{"a]":1,"a', '{"ab":1,"a', '{"name":1,"na', '{"a":1,"', '{"a}":1,"a}']:
         m = stencil.Matcher(g, max_rollback=2)
         assert m.accept_string(prefix)
-        mask = mask_of(m, tok.vocab_size)
-        wrong = []
-        for t in range(tok.vocab_size):
-            took = m.accept_token(t)
-            if took:
-                m.rollback(1)
-            if took != bool(mask[t]):
-                wrong.append(tok.token_bytes(t))
+        wrong = [tok.token_bytes(t) for t in wrong_bits(m, mask_of(m, tok.vocab_size))]
         assert wrong == [], (prefix, wrong[:10])
 
 
@@ -156,6 +149,19 @@ def random_prefix(rng: random.Random, flexible: bool) -> tuple[str, int]:
     return text + tail, len(text) - 1
 
 
+def wrong_bits(m, mask: np.ndarray) -> list:
+    """The tokens whose mask bit differs from what accept_token says of them (m, which must allow a
+    rollback of one step, is left as it was)."""
+    wrong = []
+    for t in range(len(mask)):
+        took = m.accept_token(t)
+        if took:
+            m.rollback(1)
+        if took != bool(mask[t]):
+            wrong.append(t)
+    return wrong
+
+
 def disagreements(g, text: str, start: int, vocab_size: int) -> tuple[list, int]:
     """At each state of text from byte `start` on: the tokens whose mask bit differs from
     accept_token's verdict (as (prefix, token, mask bit)), and how many states were checked."""
@@ -169,12 +175,7 @@ def disagreements(g, text: str, start: int, vocab_size: int) -> tuple[list, int]
             break
         states += 1
         mask = mask_of(m, vocab_size)
-        for t in range(vocab_size):
-            took = m.accept_token(t)
-            if took:
-                m.rollback(1)
-            if took != bool(mask[t]):
-                found.append((data[:i], VOCAB[t], bool(mask[t])))
+        found += [(data[:i], VOCAB[t], bool(mask[t])) for t in wrong_bits(m, mask)]
     return found, states
 
 
@@ -253,3 +254,49 @@ def test_unique_item_masks_agree_with_accept_token(vocab_compiler, schema, order
         states += n
     assert found == []
     assert states >= 20
+
+
+def nested_schema(rng: random.Random) -> dict:
+    """random_schema, sometimes with fewer members allowed, inside an object or in an array."""
+    s = random_schema(rng)
+    r = rng.random()
+    if r < 0.15:
+        s["minProperties"] = rng.randint(1, 2)
+    elif r < 0.3:
+        s = {"type": "object", "properties": {"o": s, "p": INT}, "additionalProperties": rng.choice([False, s])}
+    elif r < 0.4:
+        s = {"type": "array", "items": s, "uniqueItems": rng.random() < 0.5}
+    return s
+
+
+KEYISH = [i for i, t in enumerate(VOCAB[:-1]) if any(c in t for c in b'abc"}]:,')]
+
+
+@pytest.mark.parametrize("seeds", [range(0, 20), range(20, 40)])
+def test_random_walk_masks_agree_with_accept_token(vocab_compiler, seeds):
+    """Random walks that mostly take key-closing tokens, the mask checked at every step, over
+    schemas nested in objects and arrays, with white space compact, flexible or indented."""
+    found, states = [], 0
+    for seed in seeds:
+        rng = random.Random(seed)
+        schema = nested_schema(rng)
+        for order in ORDERS:
+            for ws in ["compact", "flexible", 2]:
+                try:
+                    g = vocab_compiler.compile_json_schema(schema, whitespace=ws, property_order=order)
+                except stencil.GrammarError:
+                    continue
+                m, out = stencil.Matcher(g, max_rollback=2), b""
+                for _ in range(30):
+                    mask = mask_of(m, len(VOCAB))
+                    states += 1
+                    found += [(schema, order, ws, out, VOCAB[t]) for t in wrong_bits(m, mask)[:3]]
+                    ids = [int(i) for i in np.nonzero(mask)[0] if i != EOS]
+                    if not ids:
+                        break
+                    keyish = [i for i in ids if i in KEYISH]
+                    t = rng.choice(keyish if keyish and rng.random() < 0.8 else ids)
+                    assert m.accept_token(t)
+                    out += VOCAB[t]
+    assert found == []
+    assert states >= 1000
