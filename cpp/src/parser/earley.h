@@ -214,20 +214,22 @@ class EarleyParser {
   static constexpr size_t kKeyContexts = 4;
   KeyContext key_contexts_[kKeyContexts];
   size_t next_key_context_ = 0;
-  // exhausted_only's recent verdicts, by (row serial, lexer state, prefix, where the prefix is),
+  // exhausted_only's recent verdicts, by (row serial, lexer state, prefix, where the key began),
   // with what they read. The verdict is the same wherever the key begins after its row (white
   // space may come first), but what it read is not: a verdict on `"a"` begun right after `,`,
   // replayed for `"a"` begun after `, `, would report the bytes one place early, missing the key's
-  // last byte (a mask walk would then share its refusal with tokens that close other keys).
+  // last byte (a mask walk would then share its refusal with tokens that close other keys). A
+  // verdict that read the whole prefix (to_end) notes it up to each caller's `to`.
   struct ExhaustMemo {
     uint64_t serial = 0;  // 0: empty
-    uint32_t state = 0, from = 0, to = 0;
-    bool ok = false, left = false;
+    uint32_t state = 0, from = 0;
+    bool ok = false, left = false, to_end = false;
     std::string prefix;
     std::vector<std::pair<uint32_t, uint32_t>> reads;
   };
   static constexpr size_t kExhaustMemos = 16;
   bool exhaust_left_ = false;
+  bool exhaust_to_end_ = false;  // exhausted_now read the whole prefix (up to its `to`)
   struct LeftMemo {
     uint64_t serial = 0, version = 0;  // version 0: empty
     uint32_t from = 0, at = 0;

@@ -52,22 +52,26 @@ bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view pre
   if (!text_) return false;
   const uint64_t serial = rows_[row].serial;
   for (const ExhaustMemo& m : exhaust_memo_) {
-    if (m.serial != serial || m.state != s || m.from != from || m.to != to || m.prefix != prefix) continue;
+    if (m.serial != serial || m.state != s || m.from != from || m.prefix != prefix) continue;
     for (auto [a, b] : m.reads) note_read(a, b);
+    if (m.to_end) note_read(from, to);
     exhaust_left_ = m.left;
     return m.ok;
   }
   ExhaustMemo& m = exhaust_memo_[next_exhaust_++ % kExhaustMemos];
   m.serial = 0;  // not valid until computed (the lexer may throw on a work limit)
-  Recorder r(*this);
-  exhaust_left_ = false;
-  m.ok = exhausted_now(row, s, prefix, from, to);
+  {
+    Recorder r(*this);
+    exhaust_left_ = exhaust_to_end_ = false;
+    m.ok = exhausted_now(row, s, prefix, from, to);
+    m.reads = r.rec.reads;
+  }
   m.left = exhaust_left_;
+  m.to_end = exhaust_to_end_;
+  if (m.to_end) note_read(from, to);  // after the recording: each caller's own `to`
   m.state = s;
   m.from = from;
-  m.to = to;
   m.prefix.assign(prefix);
-  m.reads = r.rec.reads;
   m.serial = serial;
   return m.ok;
 }
@@ -129,7 +133,7 @@ bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view pref
       if (single && at <= to) left_ = {rows_[row].serial, text_->text_version(at), from, at};
       return false;
     }
-    note_read(from, to);
+    exhaust_to_end_ = true;  // read the whole prefix: exhausted_only notes [from, to)
     if (!completions_all_in(p, prefix, *forbidden)) return false;
   }
 }
