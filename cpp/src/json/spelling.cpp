@@ -224,10 +224,14 @@ bool Speller::feed(char c) {
         stack_.push_back(Frame{&f.node->items[f.k], Phase::Value});
         continue;
       case Phase::ArrayAfter:
+      case Phase::ObjectAfter: {  // after an item or a member: a comma if more follow, else the close
+        const bool array = f.phase == Phase::ArrayAfter;
+        const size_t n = array ? f.node->items.size() : f.node->keys.size();
         if (ws) return true;
-        if (c == ',' && f.k < f.node->items.size()) return f.phase = Phase::ArrayComma, true;
-        if (c == ']' && f.k == f.node->items.size()) return complete(), true;
+        if (c == ',' && f.k < n) return f.phase = array ? Phase::ArrayComma : Phase::ObjectComma, true;
+        if (c == (array ? ']' : '}') && f.k == n) return complete(), true;
         return die();
+      }
       case Phase::ObjectOpen:
       case Phase::ObjectComma:
         if (ws) return true;
@@ -245,11 +249,6 @@ bool Speller::feed(char c) {
         f.phase = Phase::ObjectValue;
         stack_.push_back(Frame{&f.node->items[f.key], Phase::Value});
         return true;
-      case Phase::ObjectAfter:
-        if (ws) return true;
-        if (c == ',' && f.k < f.node->keys.size()) return f.phase = Phase::ObjectComma, true;
-        if (c == '}' && f.k == f.node->keys.size()) return complete(), true;
-        return die();
       case Phase::ObjectValue:
         return die();  // never on top: its value's frame is
     }
