@@ -22,7 +22,7 @@ from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import Nothing
 
-__all__ = [
+__all__ = ["repeat",
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "And", "Not", "SubGrammar",
     "RuleDef", "EbnfGrammar",
     "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
@@ -76,6 +76,23 @@ class Rep(Node):
     item: Node
     min: int
     max: Optional[int]
+
+
+def repeat(item: Node, lo: int, hi: Optional[int], pos: Optional[int] = None) -> Node:
+    """``item{lo,hi}``, a repetition of a repetition folded where the language is the same:
+    ``(x+)+`` is ``x+``, ``(x*)+``, ``(x+)*``, ``(x?)*`` and ``(x+)?`` are ``x*``. The nested
+    forms are ambiguous in every way a text splits, which an Earley parser pays for at every byte
+    (``x+++...`` a hundred deep took half a minute a mask).
+
+    Example::
+
+        repeat(repeat(Ref("x"), 1, None), 1, None)   # Rep(Ref("x"), 1, None)
+    """
+    simple = lo in (0, 1) and hi in (1, None)
+    if simple and isinstance(item, Rep) and item.min in (0, 1) and item.max in (1, None):
+        unbounded = hi is None or item.max is None
+        return Rep(item.item, lo * item.min, None if unbounded else 1, pos=pos)
+    return Rep(item, lo, hi, pos=pos)
 
 
 @dataclass(eq=False)

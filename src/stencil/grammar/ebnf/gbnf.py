@@ -42,7 +42,7 @@ from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import unicode
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import (Alt, EbnfGrammar, Ref, Rep, RuleDef, Seq, Source, Term, TokenRef,
-                                  TokenTable, check_grammar)
+                                  TokenTable, check_grammar, repeat)
 from stencil.grammar.ebnf.gbnf_macros import MACROS, expand_macro
 
 __all__ = ["parse_gbnf", "gbnf_grammar", "build_gbnf", "MAX_REPEAT"]
@@ -314,16 +314,16 @@ class _Parser:
             pos = self.i
             if c == "*":
                 self.i += 1
-                node = Rep(node, 0, None, pos=pos)
+                node = repeat(node, 0, None, pos=pos)
             elif c == "+":
                 self.i += 1
-                node = Rep(node, 1, None, pos=pos)
+                node = repeat(node, 1, None, pos=pos)
             elif c == "?":
                 self.i += 1
-                node = Rep(node, 0, 1, pos=pos)
+                node = repeat(node, 0, 1, pos=pos)
             elif c == "{":
                 lo, hi = self.braces()
-                node = Rep(node, lo, hi, pos=pos)
+                node = repeat(node, lo, hi, pos=pos)
             else:
                 self.i = save
                 return node

@@ -26,7 +26,7 @@ from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import unicode
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import (Alt, And, GrammarWarning, JsonSchema, Not, Ref, Rep, RuleDef, Seq, Source,
-                                  SubGrammar, Term, TokenRef)
+                                  SubGrammar, Term, TokenRef, repeat)
 from stencil.grammar.ebnf.gbnf import parse_id_list
 from stencil.grammar.ebnf.lark.lexer import Token, tokenize
 from stencil.grammar.regex import parse_regex
@@ -359,7 +359,7 @@ class _Parser:
             t = self.tok
             if t.kind == "OP":
                 self.next()
-                node = Rep(node, *{"*": (0, None), "+": (1, None), "?": (0, 1)}[t.text], pos=t.pos)
+                node = repeat(node, *{"*": (0, None), "+": (1, None), "?": (0, 1)}[t.text], pos=t.pos)
             elif t.kind == "~" and self.toks[self.k + 1].kind == "NUMBER":
                 self.next()
                 lo = int(self.expect("NUMBER", "a count after '~'").text)
@@ -367,7 +367,7 @@ class _Parser:
                 if self.tok.kind == "..":
                     self.next()
                     hi = int(self.expect("NUMBER", "a count after '..'").text)
-                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
+                node = repeat(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
             elif t.kind == "{":
                 # llguidance / XGrammar: x{n}, x{m,}, x{,n}, x{m,n}
                 self.next()
@@ -381,7 +381,7 @@ class _Parser:
                     hi = lo
                 self.expect("}", "'}' closing the repetition count")
                 lo = lo or 0
-                node = Rep(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
+                node = repeat(node, lo, self.check_count(lo, hi, t.pos), pos=t.pos)
             else:
                 return node
 
