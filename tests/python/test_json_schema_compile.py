@@ -415,3 +415,19 @@ def test_right_recursive_gbnf_list_parses_in_linear_items(compiler):
     assert a.accept_string(",7,8]") and a.is_accepting()
     assert b.accept_string(",9") and not b.fork().accept_string("]]") and b.accept_string("]") and b.is_accepting()
     assert not base.fork().accept_string(",]") and base.accept_string("]") and base.is_accepting()
+
+
+@pytest.mark.parametrize("order", ["any", "definition"])
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "minProperties": 3},
+    {"type": "object", "properties": {"a": {}}, "propertyNames": {"enum": ["a", "b"]}, "minProperties": 3},
+    {"type": "object", "propertyNames": {"const": "a"}, "minProperties": 2},
+])
+def test_more_members_than_property_names_allow_is_no_value(order, schema):
+    """minProperties beyond the keys propertyNames allows: no object satisfies it, a GrammarError
+    at compile time (it compiled, and every output dead-ended at its last member)."""
+    tok = stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"], eos_token_ids=[256])
+    with pytest.raises(stencil.GrammarError, match="no JSON value satisfies"):
+        stencil.GrammarCompiler(tok).compile_json_schema(schema, property_order=order)
+    fewer = dict(schema, minProperties=schema["minProperties"] - 1)
+    stencil.GrammarCompiler(tok).compile_json_schema(fewer, property_order=order)

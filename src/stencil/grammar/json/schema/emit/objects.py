@@ -180,9 +180,27 @@ def emit_object(em, spec: ObjSpec, depth: int):
     if len(spec.some) > 6:
         raise Unsupported("not", "more than six 'some member' constraints on one object")
     named, others = _members(em, spec, depth)
+    most = _most_members(spec, named, others)
+    if most is not None and spec.min > most:   # more members than there are keys: no such object
+        rule = em.fresh("object")
+        em.dead(rule)
+        return rule
     if em.options.property_order == "any":
-        return _emit_any(em, spec, depth, named, others)
+        return _emit_any(em, spec, depth, named, others, most)
     return _emit_definition(em, spec, depth, named, others)
+
+
+def _most_members(spec: ObjSpec, named: list, others: list):
+    """The most members an object can have (None: no bound): maxProperties, and the keys it may
+    have when they are finite: the named ones, and propertyNames' names (an enum, a const) beside
+    them. (A member list counts members, not distinct keys: minProperties 3 over the names a and b
+    would count to 3 with a key written twice, which next_key refuses at the end: a dead end.)"""
+    most = spec.max
+    other_names = str_consts(spec.names) if others else frozenset()
+    if other_names is not None:
+        possible = sum(1 for _, _, alts in named if alts) + len(set(other_names) - {k for k, _, _ in named})
+        most = possible if most is None else min(most, possible)
+    return most
 
 
 def _by_mask(em, alts: list, check: bool = False) -> dict:
@@ -324,18 +342,13 @@ def _distances(states: set, kinds, step, closing) -> dict:
     return dist
 
 
-def _emit_any(em, spec, depth, named, others):
+def _emit_any(em, spec, depth, named, others, most):
     b = em.b
     full = (1 << len(spec.some)) - 1
     rule = em.fresh("object")
     empty = not spec.required and spec.min == 0 and full == 0
     if empty:
         b.add_alternative(rule, em.empty_object())
-    # the most members an object can have: maxProperties, and the named keys when no other key is
-    most = spec.max
-    if not others:
-        possible = sum(1 for _, _, alts in named if alts)
-        most = possible if most is None else min(most, possible)
     need, other_need = _close_counts(spec)
     rules = _member_rules(em, spec, named, others, need)
     members = rules(most)
@@ -345,14 +358,12 @@ def _emit_any(em, spec, depth, named, others):
         return m | mask, min(q + req, need), min(o + 1 - req, other_need)
 
     closing = (full, need, other_need)
-    # (the counts cannot see that keys are unique: minProperties 2 over one possible key reaches
-    # the closing state by writing it twice, which next_key refuses)
-    fits = most is None or spec.min <= most
-    first = _depths(list(members), step) if members and fits else {}   # the states a list reaches
+    # (minProperties over more keys than there are was refused by emit_object: _most_members)
+    first = _depths(list(members), step) if members else {}   # the states a list reaches
     if closing not in first and not empty:
         em.dead(rule)
         return rule
-    if not members or not fits:
+    if not members:
         return rule
     links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing)
     lists: dict = {}
