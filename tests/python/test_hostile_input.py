@@ -113,6 +113,40 @@ def test_non_string_keys_are_named_with_their_pointer(compiler, schema, needle):
         compiler.compile_json_schema(schema)
 
 
+@pytest.mark.parametrize("schema,pointer", [
+    ({"type": "string", "minLength": 10**5000}, "/minLength"),
+    ({"enum": [1, {"a": [10**5000]}]}, "/enum/1/a/0"),
+    ({"properties": {"n": {"type": "integer", "maximum": -(10**5000)}}}, "/properties/n/maximum"),
+    ({"const": 10**5000}, "/const"),
+])
+def test_integers_python_cannot_print_are_named(compiler, schema, pointer):
+    """Past 4,300 digits an int has no repr (a ValueError from deep inside, before)."""
+    with pytest.raises(stencil.GrammarError, match=f"the integer at {pointer} has more digits than Python prints"):
+        compiler.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("key,kind", [("Length", "string"), ("Items", "array"), ("Properties", "object")])
+def test_counts_past_what_a_grammar_repeats(compiler, key, kind):
+    """A maximum past 2**32 - 2 bounds nothing an output can reach: no bound (maxLength 10**400 was a
+    TypeError from the core's binding, 10**12 'invalid repetition bounds' without a place); a
+    minimum past it is a GrammarError naming the keyword."""
+    for big in (2**32 - 1, 10**12, 10**400):
+        g = compiler.compile_json_schema({"type": kind, "max" + key: big})
+        m = stencil.Matcher(g)
+        text = {"string": '"' + "ab" * 40 + '"', "array": "[" + ",".join(["1"] * 40) + "]",
+                "object": "{" + ",".join(f'"k{i}":1' for i in range(40)) + "}"}[kind]
+        assert m.accept_string(text) and m.is_accepting()
+        with pytest.raises(stencil.GrammarError, match=f"min{key} at /min{key}: .* is more than any output can hold"):
+            compiler.compile_json_schema({"type": kind, "min" + key: big})
+    if kind != "object":   # (objects count members one grammar state each, up to 20,000: a GrammarError past it)
+        limit = 2**32 - 2   # the largest count kept, and kept with its minimum
+        m = stencil.Matcher(compiler.compile_json_schema({"type": kind, "max" + key: limit, "min" + key: 2}))
+        short, long = {"string": ('"a"', '"ab"'), "array": ("[1]", "[1,1]")}[kind]
+        f = m.fork()
+        assert not (f.accept_string(short) and f.is_accepting())
+        assert m.accept_string(long) and m.is_accepting()
+
+
 def test_cyclic_structural_tag_and_tool_parameters_are_refused(compiler):
     fmt = {"type": "sequence", "elements": []}
     fmt["elements"].append(fmt)

@@ -59,6 +59,9 @@ def _names(v) -> bool:
 SCHEMA = Shape("an object or a boolean", _schema)
 STRING = Shape("a string", lambda v: isinstance(v, str))
 COUNT = Shape("a non-negative integer", is_count)
+#: the largest count a grammar repeats (the core's repetition bound, 2**32 - 2): a maximum above it
+#: bounds nothing a generation can write, a minimum above it asks for more than one can
+COUNT_LIMIT = 0xFFFFFFFE
 SCHEMAS = Shape("a list of schemas", lambda v: isinstance(v, list), SCHEMA)
 SCHEMA_MAP = Shape("an object whose values are schemas", lambda v: isinstance(v, dict), SCHEMA, dict)
 # a tuple of schemas (then additionalItems) is the draft 2019-09 and older form, still read in 2020-12

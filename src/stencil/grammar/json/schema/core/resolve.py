@@ -24,9 +24,11 @@ Example::
 """
 from __future__ import annotations
 
+import sys
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.document import json_pointer
 from stencil.grammar.json.schema.core.keywords import subschemas
 from stencil.grammar.json.schema.core.metaschemas import BUNDLED_URIS, bundled_metaschema, referenced_metaschemas
 from stencil.grammar.json.schema.core.model import next_serial
@@ -99,6 +101,39 @@ class Loc:
         return f"Loc({self.where()})"
 
 
+def _text(doc) -> str:
+    """A document's text, scanned for the metaschemas and dynamic anchors it names. An integer past
+    Python's conversion limit (4,300 digits unless sys.set_int_max_str_digits says otherwise) has no
+    text: neither this scan nor the value's own spelling could write it, a GrammarError naming it."""
+    try:
+        return repr(doc)
+    except ValueError:
+        path = _unprintable(doc, ())
+        if path is None:
+            raise
+        raise GrammarError(f"JSON Schema: the integer at {json_pointer(list(path)) or '/'} has more digits than "
+                           f"Python prints ({sys.get_int_max_str_digits():,}; sys.set_int_max_str_digits)") from None
+
+
+def _unprintable(v, path: tuple):
+    """The path of the first integer in ``v`` whose repr fails, or None."""
+    if isinstance(v, dict):
+        items = v.items()
+    elif isinstance(v, list):
+        items = enumerate(v)   # type: ignore[assignment]
+    else:
+        try:
+            repr(v)
+            return None
+        except ValueError:
+            return path
+    for k, x in items:
+        found = _unprintable(x, path + (k,))
+        if found is not None:
+            return found
+    return None
+
+
 class Resolver:
     def __init__(self, root, registry=None, base_uri: str = DEFAULT_BASE):
         self.registry = {}
@@ -107,7 +142,7 @@ class Resolver:
         #: base URIs whose ``format`` is an annotation: the shipped metaschemas declare it so
         self.format_annotations: set = set()
         # the drafts' metaschemas resolve without a registry (the user's documents take precedence)
-        texts = [repr(d) for d in (root, *self.registry.values()) if isinstance(d, dict)]
+        texts = [_text(d) for d in (root, *self.registry.values()) if isinstance(d, dict)]
         for uri, doc in referenced_metaschemas(*texts).items():
             if uri not in self.registry:
                 self._ship(uri, doc)

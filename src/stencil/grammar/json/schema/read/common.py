@@ -12,7 +12,7 @@ from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.document import json_pointer
 from stencil.grammar.json.schema.core.formulas import TRUE, Formula, Pattern, f_and, f_not
-from stencil.grammar.json.schema.core.keywords import KEYWORD_VALUES
+from stencil.grammar.json.schema.core.keywords import COUNT, COUNT_LIMIT, KEYWORD_VALUES
 from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
 from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
 
@@ -113,6 +113,9 @@ def check_values(loc, s: dict) -> None:
             continue
         if not shape.test(v):
             raise keyword_error(key, where(loc, key), f"must be {shape.what}, got {_show(v)}")
+        if shape is COUNT and key.startswith("min") and v > COUNT_LIMIT:
+            raise keyword_error(key, where(loc, key), f"{_show(v)} is more than any output can hold (at most "
+                                f"{COUNT_LIMIT:,} characters, items or members are counted)")
         each = shape.each
         if each is None or not isinstance(v, shape.of):
             continue
@@ -123,9 +126,11 @@ def check_values(loc, s: dict) -> None:
                 raise keyword_error(key, where(loc, key) + json_pointer([k]), f"must be {each.what}, got {_show(x)}")
 
 
-def count(s, key) -> int:
-    """The value of a count keyword (minLength, maxItems...), checked by :func:`check_values`."""
-    return int(s[key])
+def count(s, key):
+    """The value of a count keyword (minLength, maxItems...), checked by :func:`check_values`;
+    None (no bound) for a maximum above :data:`COUNT_LIMIT`, which no output reaches."""
+    n = int(s[key])
+    return None if n > COUNT_LIMIT and key.startswith("max") else n
 
 
 def pattern_formula(pattern: str):
