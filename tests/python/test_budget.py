@@ -727,3 +727,53 @@ def test_cost_searches_stop_at_their_work_limit():
     assert budgeted == allowed(m, bm) and budgeted
     assert m.accept_token(budgeted[0])
     assert allowed(m, bm, 299) == allowed(m, bm)
+
+
+def test_single_bytes_counted_per_byte_class():
+    """SmolLM2's vocabulary lacks 21 single bytes (control bytes JSON never writes unescaped, 0xF1
+    and 0xF2 beside 0xF3 in their byte class, bytes UTF-8 never uses). The budget's single-byte
+    bounds need a byte per byte class that is a token, not all 256 (asking for all 256 sent every
+    counted string down the token searches, milliseconds a mask): with the missing bytes added
+    as tokens of their own, the costs, the budget masks on the shared tokens and
+    min_completion_tokens are the same along random walks (budgets from below the bound to
+    above it), and every budgeted walk ends valid within its budget."""
+    jsonschema = pytest.importorskip("jsonschema")
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("smollm2-gguf").info
+    tokens = [tok.token_bytes(i) for i in range(tok.vocab_size)]
+    have = {t for t in tokens if len(t) == 1}
+    missing = [bytes([b]) for b in range(256) if bytes([b]) not in have]
+    assert len(missing) >= 10   # the vocabulary under test lacks single bytes
+    specials = tok.special_token_names
+    full = stencil.TokenizerInfo(tokens + missing, special_token_ids=specials, eos_token_ids=tok.eos_token_ids)
+    n = tok.vocab_size
+    bm, bm_full = stencil.allocate_token_bitmask(1, n), stencil.allocate_token_bitmask(1, full.vocab_size)
+    rng = random.Random(11)
+    for schema in COUNTED_SCHEMAS + REAL_SCHEMAS:
+        g = stencil.GrammarCompiler(tok).compile_json_schema(schema, whitespace="compact", string_spelling="plain")
+        g_full = stencil.GrammarCompiler(full).compile_json_schema(schema, whitespace="compact",
+                                                                    string_spelling="plain")
+        for _ in range(4):
+            m, m_full = stencil.Matcher(g), stencil.Matcher(g_full)
+            budget = m.min_completion_tokens() + rng.choice([0, 1, 3, 20])
+            text = b""
+            while True:
+                k = m.min_completion_tokens()
+                assert k == m_full.min_completion_tokens(), (schema, text)
+                for left in sorted({max(1, k - 1), k, k + 2, max(1, budget)}):
+                    m.fill_next_token_bitmask(bm, 0, remaining_tokens=left)
+                    m_full.fill_next_token_bitmask(bm_full, 0, remaining_tokens=left)
+                    assert np.array_equal(_bits(bm, n), _bits(bm_full, n)), (schema, text, left)
+                m.fill_next_token_bitmask(bm, 0, remaining_tokens=budget)
+                t = int(rng.choice(np.flatnonzero(_bits(bm, n))))
+                if t in tok.eos_token_ids:   # (the budget counts the tokens before EOS)
+                    break
+                assert m.accept_token(t) and m_full.accept_token(t)
+                budget -= 1
+                text += tok.token_bytes(t)
+            assert budget >= 0 and m.is_accepting()
+            jsonschema.validate(json.loads(text), schema)
+
+
+def _bits(bm, n):
+    return np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:n]

@@ -28,15 +28,16 @@ FinishTables::ByteSteps FinishTables::byte_steps() const {
   std::vector<uint8_t> single(256, 0);
   for (uint8_t b : single_bytes_) single[b] = 1;
   const ByteClasses& classes = lexer_.classes();
-  // Letters and digits first as the classes' bytes: a path in single bytes (path_to_end) then
-  // reads as words, which longer tokens cover.
-  auto rank = [](int b) { return std::isalnum(b) ? b : 256 + b; };
+  // A class's byte is a token of its own where one is (a class's bytes lead alike, so walking
+  // by it is walking by single-byte tokens); among those, letters and digits first: a path in
+  // single bytes (path_to_end) then reads as words, which longer tokens cover.
+  auto rank = [&](int b) { return (single[b] ? 0 : 512) + (std::isalnum(b) ? b : 256 + b); };
   for (int b = 0; b < 256; ++b) {
     const uint16_t c = classes.class_of[b];
     if (c >= 256) return {};
     if (out.rep[c] < 0 || rank(b) < rank(out.rep[c])) out.rep[c] = b;
-    if (!single[b]) out.token_class[c] = 0;
   }
+  for (int c = 0; c < 256; ++c) out.token_class[c] = out.rep[c] >= 0 && single[out.rep[c]];
   return out;
 }
 

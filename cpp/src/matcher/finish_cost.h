@@ -100,8 +100,8 @@ class FinishTables {
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
   struct ByteSteps {
-    std::vector<int> rep;               // per byte class: a byte of it (-1: none; empty: unusable)
-    std::vector<uint8_t> token_class;  // per class: each of its bytes is a token of its own
+    std::vector<int> rep;               // per byte class: a byte of it, a token where one is (-1: none; empty: unusable)
+    std::vector<uint8_t> token_class;  // per class: rep is a token of its own
   };
   ByteSteps byte_steps() const;  // (for byte_steps_, in the constructor)
   // (with `path`: the bytes of the path found; the shortest one, unless the breadth-first search
@@ -151,7 +151,9 @@ class FinishTables {
   std::unordered_map<uint32_t, std::vector<Pair>> pairs_;  // lexer state -> pairs; mu_
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; mu_
   std::vector<size_t> widest_;          // per lexeme: widest_walk; mu_
-  bool all_bytes_ = false;  // every byte is a token of its own
+  // Every byte class has a byte that is a token of its own (bytes of one class lead alike from
+  // every lexer state, so any path in bytes is one in single-byte tokens of the same length).
+  bool all_bytes_ = false;
   std::atomic<size_t> bytes_{0};
 };
 
