@@ -15,6 +15,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from array import array
 from typing import Any
 
@@ -37,8 +38,11 @@ def read_gguf_metadata(path: str | os.PathLike, prefix: str = "") -> dict[str, A
     Raises ``GGUFFormatError`` for a file that is not GGUF, an unsupported version, or metadata
     that is truncated or corrupt, naming the key it was reading."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size < 24:
-            raise GGUFFormatError("shorter than a GGUF header (24 bytes)")
+        head = f.read(24)
+        if head[:4] != b"GGUF":
+            raise GGUFFormatError(f"not a GGUF file (starts with {head[:4]!r}, expected b'GGUF')")
+        if len(head) < 24:
+            raise GGUFFormatError("shorter than a GGUF header (24 bytes): the GGUF file is truncated or corrupt")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return _Reader(buf, prefix).metadata()
 
@@ -46,14 +50,12 @@ def read_gguf_metadata(path: str | os.PathLike, prefix: str = "") -> dict[str, A
 class _Reader:
     def __init__(self, buf: mmap.mmap, prefix: str):
         self.buf, self.prefix, self.size = buf, prefix.encode("utf-8"), len(buf)
-        if buf[:4] != b"GGUF":
-            raise GGUFFormatError(f"starts with {bytes(buf[:4])!r}, expected b'GGUF'")
         version = struct.unpack_from("<I", buf, 4)[0]
         # a big-endian file's version reads as a multiple of 2**16 in little-endian order
         self.order = "<" if version & 0xFFFF else ">"
         self.version = struct.unpack_from(self.order + "I", buf, 4)[0]
         if self.version not in (2, 3):
-            raise GGUFFormatError(f"GGUF version {self.version} (supported: 2, 3)")
+            raise GGUFFormatError(f"GGUF version {self.version} is not supported (2, 3 are)")
         self.u32 = struct.Struct(self.order + "I").unpack_from
         self.u64 = struct.Struct(self.order + "Q").unpack_from
         self.where = "the header"
@@ -76,7 +78,7 @@ class _Reader:
         return out
 
     def _fail(self, what: str):
-        raise GGUFFormatError(f"{what} at byte {self.size} reading {self.where}: the file is truncated or corrupt")
+        raise GGUFFormatError(f"{what} at byte {self.size} reading {self.where}: the GGUF file is truncated or corrupt")
 
     def _fits(self, off: int, count: int, size: int) -> None:
         if count < 0 or off + count * size > self.size:
@@ -110,10 +112,10 @@ class _Reader:
         if etype in _FIXED:
             fmt, size = _FIXED[etype]
             self._fits(off, n, size)
-            if fmt in "?":
+            if fmt == "?":
                 return [b != 0 for b in self.buf[off:off + n]], off + n
             items = array(fmt, self.buf[off:off + n * size])
-            if (self.order == ">") != (struct.pack("=H", 1) == b"\x00\x01"):
+            if (self.order == ">") != (sys.byteorder == "big"):
                 items.byteswap()
             return items.tolist(), off + n * size
         if etype == _STRING:

@@ -367,14 +367,10 @@ def parse_gguf(path: Any) -> RawVocab:
         raise FileNotFoundError(f"from_gguf: no such file: {p!r}")
     if os.path.isdir(p):
         raise GrammarError(f"from_gguf: {p!r} is a directory, expected a .gguf file")
-    with open(p, "rb") as f:
-        magic = f.read(4)
-    if magic != b"GGUF":
-        raise GrammarError(f"{p}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
     try:
         meta = read_gguf_metadata(p, prefix="tokenizer.ggml.")
-    except GGUFFormatError as e:
-        raise GrammarError(f"{p}: cannot read GGUF file, it is truncated or corrupt ({e})") from None
+    except GGUFFormatError as e:   # (its message says what: not GGUF, a version, truncated or corrupt)
+        raise GrammarError(f"{p}: {e}") from None
 
     def scalar(name: str, kind: type | tuple):
         v = meta.get(name)
