@@ -84,7 +84,8 @@ def test_deepseek_tokens_closing_a_key_agree_with_accept_token(compiler, deepsee
 MULTI = [b'b"', b'c"', b'}"', b']"', b'bc"', b'ab"', b'a"', b'"a"', b'"b"', b'"ab"', b'"a', b'"ab',
          b'a":', b'b":', b'c":', b'b":1', b'c":1,', b'b":1}', b'a" :', b'b" :', b'c": 1', b'"a":1',
          b',"a', b',"ab"', b'1,"a', b'1,"ab":', b', "a', b'}":1', b']":', b'b"}', b'b"]', b'b","',
-         b'","', b'"]', b'\\u0062"', b'\\u0061', b'2"', b'1"', b'3":', b'\\"', b'"}', b'1}', b'1,']
+         b'","', b'"]', b'\\u0062"', b'\\u0061', b'2"', b'1"', b'3":', b'\\"', b'"}', b'1}', b'1,',
+         b'ca"', b'cab"', b'"ca', b'"cab":', b'bca"']  # (the last five go on after leaving the written keys)
 SINGLE = [bytes([i]) for i in list(range(0x20, 0x7F)) + [0x09, 0x0A, 0x0D, 0xC3, 0xA9]]
 VOCAB = SINGLE + MULTI + [b"<eos>"]
 EOS = len(VOCAB) - 1
@@ -103,7 +104,9 @@ def random_schema(rng: random.Random) -> dict:
         s["properties"] = {n: INT for n in names}
         s["additionalProperties"] = rng.choice([True, False, INT])
     elif shape == "pattern":
-        s["patternProperties"] = {rng.choice(["^a[bc]?$", "^a", "[}\\]]$", "^[abc]{1,2}$"]): INT}
+        # one pattern, or two: keys of two finite lexemes, each leaving the written keys on its own
+        patterns = rng.sample(["^a[bc]?$", "^a", "[}\\]]$", "^[abc]{1,2}$", "^[abc]{1,3}$"], rng.choice([1, 1, 2]))
+        s["patternProperties"] = {p: INT for p in patterns}
         s["additionalProperties"] = rng.choice([False, INT])
         if rng.random() < 0.5:
             s["properties"] = {n: INT for n in names}

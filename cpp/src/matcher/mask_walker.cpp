@@ -103,7 +103,9 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   const size_t before = drop_bytes_.size();
   const uint64_t veto_bits = parser.row(row).veto_bits;
   // (a key already off the forbidden keys before the token: no byte of it is exhausted)
-  const bool keys = lexer.state(top.state).key_may_finite && !parser.left_before(row, lex_from, static_cast<uint32_t>(root));
+  // (nor a key with nothing to forbid: the first of its object)
+  const bool keys = lexer.state(top.state).key_may_finite && !parser.left_before(row, lex_from, static_cast<uint32_t>(root)) &&
+                    parser.some_key_forbidden(row, top.state);
   for (const LiveRoots::Root& r : live_roots(top.state)) {
     if (!keys && (r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
     for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {

@@ -126,6 +126,10 @@ class EarleyParser {
   // Whether exhausted_only may hold for s at `row` whatever the prefix: each of its lexemes is a
   // key of an object with keys to forbid. Cheap (memoized by row): ask it first.
   bool may_exhaust(uint32_t row, uint32_t s);
+  // Whether some key lexeme of s (neither ignored nor vetoed at the row) has keys to forbid there.
+  // No: no state the lexer reaches from s inside its lexeme is exhausted (its lexemes are s's or
+  // fewer), so a walk below s need not ask exhausted_only.
+  bool some_key_forbidden(uint32_t row, uint32_t s);
   // The forbidden keys of s's first lexeme neither ignored nor vetoed at the row (null: none
   // forbidden); `found` is false when s has no such lexeme.
   const std::vector<std::string>* first_key_forbidden(uint32_t row, uint32_t s, bool& found);

@@ -48,6 +48,15 @@ bool EarleyParser::may_exhaust(uint32_t row, uint32_t s) {
   return any;
 }
 
+bool EarleyParser::some_key_forbidden(uint32_t row, uint32_t s) {
+  if (!text_) return false;
+  for (uint32_t lex : lexer_->state(s).live) {
+    if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
+    if (g_->lexemes[lex].unique_key != LexemeSpec::kNoKey && key_forbidden(row, lex)) return true;
+  }
+  return false;
+}
+
 bool EarleyParser::exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
   if (!text_) return false;
   const uint64_t serial = rows_[row].serial;
@@ -108,13 +117,16 @@ bool EarleyParser::key_may_close_written(uint32_t row, uint32_t s, std::string_v
 }
 
 // Each (lexeme, expression) pair of s alone (one per lexeme): vetoed at the row, or a key whose
-// completions are all forbidden.
+// completions are all forbidden. A key lexeme whose bytes left the forbidden keys makes the answer
+// no; when every key lexeme of s has left them, no continuation is exhausted either
+// (exhaust_left), whatever lexemes s holds: a walk may then skip the sub-trie below.
 bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
   const bool single = lexer_->state(s).live.size() == 1;
-  bool any = false;
+  bool any = false, all_left = true;
+  uint32_t left_at = 0;  // the furthest byte where a key lexeme left its forbidden keys (0: none did)
   for (size_t i = 0;; ++i) {
     const uint32_t p = single ? (i == 0 ? s : Lexer::kDead) : lexer_->probe_state(s, i);
-    if (p == Lexer::kDead) return any;
+    if (p == Lexer::kDead) break;
     const uint32_t lex = lexer_->state(p).live.front();
     // Ignored lexemes (whitespace) lead back to the row's lexemes: they decide alone.
     if (g_->lexemes[lex].ignore || vetoed_at(rows_[row], lex)) continue;
@@ -128,14 +140,18 @@ bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view pref
     if (off > 0) {
       const uint32_t at = from + static_cast<uint32_t>(off);
       note_read(from, at);
-      // One key lexeme (others would go on alone): none of its continuations is exhausted.
-      exhaust_left_ = single;
-      if (single && at <= to) left_ = {rows_[row].serial, text_->text_version(at), from, at};
-      return false;
+      left_at = std::max(left_at, at);
+      continue;
     }
-    exhaust_to_end_ = true;  // read the whole prefix: exhausted_only notes [from, to)
+    all_left = false;
+    if (left_at > 0) continue;  // the answer is no already: only whether all left is open
+    exhaust_to_end_ = true;     // read the whole prefix: exhausted_only notes [from, to)
     if (!completions_all_in(p, prefix, *forbidden)) return false;
   }
+  if (left_at == 0) return any;
+  exhaust_left_ = all_left;
+  if (all_left && left_at <= to) left_ = {rows_[row].serial, text_->text_version(left_at), from, left_at};
+  return false;
 }
 
 // The shortest start of `prefix` (a key's raw bytes) whose decoded text begins no key of
