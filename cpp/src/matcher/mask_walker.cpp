@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "json/canon.h"
 #include "tokens/trie_walk.h"
 
 namespace stencil {
@@ -259,7 +260,7 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Fram
     if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
         in_run(bd, d, bounds[k + 1], byte, bd.lexer_state != unshared_state)) {
       bool shared = true;
-      k = end_now_run(bounds, k, root, words, &shared);
+      k = end_now_run(bounds, k, top, root, words, &shared);
       if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
       continue;
     }
@@ -314,9 +315,13 @@ bool MaskWalker::in_run(const Boundary& first, size_t d, const Boundary& b, int 
 // boundary, with its prefix placed, is set up by the caller. The lexeme ends the same way for
 // every boundary of the run (same lexer state, depth and byte; the same prefix unless no check
 // read it), so the byte is pushed once and each boundary's children are walked from a copy.
+// Tokens that close a key of any string share the push too where the checks read the key only
+// to look it up in sets of names (EarleyParser::watch_key_sets: the other keys of its object,
+// the named properties): each token's own key is looked up in them, and one found there is
+// walked alone, after the run (its push would take the rows the run's copies stand on).
 // Returns the index of the first boundary after the run.
-size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words,
-                               bool* shared) {
+size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root,
+                               uint32_t* words, bool* shared) {
   EarleyParser& parser = ps_->parser();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
@@ -324,24 +329,37 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
   // A key of any string closing as a repeat is judged per token below (its bytes differ).
   const uint32_t closing = ps_->lexer().next(bd.lexer_state, byte);
-  bool keys = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
+  const bool key_closing = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
+  bool keys = key_closing;
   // A key begun before the token that no forbidden key begins like: no token of the run repeats
   // one, and nothing is read (the mask stays fit for the memo; a rollback forgets it).
-  const Frame& top = ps_->frames()[root];
   if (keys && !top.fresh) keys = ps_->key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
+  if (key_closing) parser.watch_key_sets(true, static_cast<uint32_t>(root + d));
   ps_->skip_closed_keys(true);
   const bool ok = ps_->push_byte(byte);
   ps_->skip_closed_keys(false);
+  key_sets_.clear();
+  if (key_closing) {
+    key_sets_ = parser.key_sets();
+    parser.watch_key_sets(false);
+  }
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
   const Frame pushed = ok ? ps_->frames().back() : Frame{};
+  const bool by_key = !key_sets_.empty();  // (a push refused may be the first key's own name)
+  alone_.clear();
   for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
+    if (by_key && !ok) alone_.push_back(k);
     if (!ok) continue;
     ps_->keep_frames(root + d);
     place_prefix(b2, d, root);
+    if (by_key && key_in_sets(root, d, byte)) {
+      alone_.push_back(k);
+      continue;
+    }
     if (keys && ps_->closes_written_key(closing, byte)) continue;
     ps_->push_again(pushed);  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {
@@ -354,7 +372,29 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     const size_t end = n2 + nodes[n2].subtree_size;
     for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
   }
+  for (size_t j : alone_) {
+    enter_boundary(bounds[j], d, top, root);
+    walk(nodes, bounds[j].node & ~kRestTrieBit, root, words);
+  }
   return k;
+}
+
+// Whether the key that the frames below root + d hold (its lexeme's bytes, then `closing`) is in
+// one of key_sets_, or cannot be read: then the token is walked alone.
+bool MaskWalker::key_in_sets(size_t root, size_t d, uint8_t closing) {
+  const Frame& below = ps_->frames()[root + d - 1];
+  std::string raw = ps_->bytes(size_t(below.lex_start) + 1, root + d);
+  raw.push_back(static_cast<char>(closing));
+  size_t at = 0;  // (white space before the key, read with it where the lexer joins them)
+  while (at < raw.size() && (raw[at] == ' ' || raw[at] == '\t' || raw[at] == '\n' || raw[at] == '\r')) ++at;
+  std::string key;
+  size_t used = 0;
+  bool closed = false;
+  if (!json_string_prefix(std::string_view(raw).substr(at), key, &used, &closed) || !closed || at + used != raw.size())
+    return true;
+  for (const std::vector<std::string>& names : key_sets_)
+    if (std::binary_search(names.begin(), names.end(), key)) return true;
+  return false;
 }
 
 // Boundaries where the lexeme ends before their byte, the first one's end already scanned

@@ -101,7 +101,9 @@ class MaskWalker {
   void enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root);
   void place_prefix(const Boundary& b, size_t d, size_t root);
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
-  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
+  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root, uint32_t* words,
+                     bool* shared);
+  bool key_in_sets(size_t root, size_t d, uint8_t closing);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
   const CompiledGrammar* g_;
@@ -115,6 +117,10 @@ class MaskWalker {
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
   std::string drop_bytes_;         // drop_vetoed's scratch: the key's bytes up to the node walked
+  // end_now_run's scratch: the sets of names its push looked the key up in, and the boundaries
+  // whose own key is in one
+  std::vector<std::vector<std::string>> key_sets_;
+  std::vector<size_t> alone_;
   uint32_t placed_parent_ = ~0u;   // see place_prefix
   // drop_vetoed's scratch: per trie depth, the lexer state and the node on the walk's path.
   std::vector<uint32_t> drop_states_, drop_path_;

@@ -67,6 +67,7 @@ class EarleyParser {
     vetoed_.clear();
     reads_.watch(ReadWatch::kText, 0, 0);
     reads_.watch(ReadWatch::kPrefix, 0, 0);
+    watch_key_sets(false);
     stable_end_ = ~0u;
     row_keys_ = nullptr;
     recording_ = nullptr;
@@ -139,6 +140,17 @@ class EarleyParser {
   const std::vector<uint32_t>& unique_lists();
   // What completion checks read (for the matcher's mask memo and boundary runs).
   ReadWatch& reads() { return reads_; }
+  // Membership reads, for a mask walk's run of tokens that close a key alike (one scan for all):
+  // while on, a check that reads the key ending at byte `key_end` only to ask whether it is one
+  // of a set of names (not_in, unique_key) notes the set here, and its read in the text window
+  // alone (not the prefix window, which would split the run). Each token's own key is then
+  // looked up in the sets. Off again with on = false.
+  void watch_key_sets(bool on, uint32_t key_end = 0) {
+    key_sets_on_ = on;
+    key_sets_end_ = key_end;
+    key_sets_.clear();
+  }
+  const std::vector<std::vector<std::string>>& key_sets() const { return key_sets_; }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
   void set_stable_end(uint32_t at) { stable_end_ = at; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
@@ -163,6 +175,14 @@ class EarleyParser {
   void note_read(uint32_t from, uint32_t to) {
     reads_.note(from, to);
     if (recording_) recording_->reads.push_back({from, to});
+  }
+  // note_read of a key's bytes [from, to) by a check whose verdict is whether the key, ending at
+  // byte key_end, is in `set`: a membership read while watch_key_sets is on for that key.
+  void note_key_read(uint32_t from, uint32_t to, uint32_t key_end, const std::vector<std::string>& set) {
+    if (!key_sets_on_ || key_end != key_sets_end_) return note_read(from, to);
+    reads_.note_text(from, to);
+    if (recording_) recording_->reads.push_back({from, to});
+    key_sets_.push_back(set);
   }
   // A key read by its opening quote alone: enough for a key that ended before the lexeme whose end
   // runs the check began (the watched windows start at or after that lexeme's first byte: the
@@ -318,6 +338,9 @@ class EarleyParser {
   std::string scratch_text_;
   uint64_t next_serial_ = 0;
   ReadWatch reads_;
+  bool key_sets_on_ = false;  // watch_key_sets
+  uint32_t key_sets_end_ = 0;
+  std::vector<std::vector<std::string>> key_sets_;
   // The parsed earlier siblings of recent sibling checks (sorted keys or canonical values),
   // by the rows where the siblings and the checked item start. The bytes before a row stay
   // the same while the row exists, so an entry lives until its item row is truncated. Every

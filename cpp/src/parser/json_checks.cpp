@@ -57,7 +57,7 @@ bool EarleyParser::whole_check_text(const CompletionCheck& c, uint32_t from, uin
   scratch_text_.clear();
   text_->text(from, to, scratch_text_);
   if (c.kind == CheckKind::NotIn) {
-    note_read(from, to);
+    note_key_read(from, to, to, c.names);  // the string ends at `to`
     std::string value;
     if (!canonical_value(scratch_text_, value) || value.empty() || value[0] != 's') return false;
     return !std::binary_search(c.names.begin(), c.names.end(), value.substr(1));
@@ -110,7 +110,8 @@ bool EarleyParser::sibling_check_text(const CompletionCheck& c, uint32_t sibling
     // their bytes (ReadWatch::kPrefix).
     const std::string_view raw = std::string_view(scratch_item_).substr(key_at, key_end - key_at);
     const size_t left = repeat ? 0 : leaves_at(raw, *earlier);
-    note_read(from + key_at, from + key_at + static_cast<uint32_t>(left > 0 ? left : raw.size()));
+    note_key_read(from + key_at, from + key_at + static_cast<uint32_t>(left > 0 ? left : raw.size()), from + key_end,
+                  *earlier);
     return !repeat;
   }
   return !std::binary_search(earlier->begin(), earlier->end(), mine);

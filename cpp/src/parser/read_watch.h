@@ -22,6 +22,9 @@ class ReadWatch {
   bool touches(uint32_t from, uint32_t to) const {
     return (from < to_[kText] && to > from_[kText]) || (from < to_[kPrefix] && to > from_[kPrefix]);
   }
+  // A check read [from, to), of which only the text window is told (a read that the prefix
+  // window's user judges by other means: EarleyParser::watch_key_sets).
+  void note_text(uint32_t from, uint32_t to) { read_[kText] |= from < to_[kText] && to > from_[kText]; }
   // A check read [from, to).
   void note(uint32_t from, uint32_t to) {
     read_[kText] |= from < to_[kText] && to > from_[kText];
