@@ -349,6 +349,9 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   const Frame pushed = ok ? ps_->frames().back() : Frame{};
   const bool by_key = !key_sets_.empty();  // (a push refused may be the first key's own name)
   alone_.clear();
+  ++leaf_run_;  // a new frame for the children: leaf verdicts start again
+  const bool leaves = !sink_ && !ps_->lexer().has_token_limits();
+  bool head = false;  // key_head_ holds the key's bytes before the token
   for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
@@ -356,7 +359,13 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
     if (!ok) continue;
     ps_->keep_frames(root + d);
     place_prefix(b2, d, root);
-    if (by_key && key_in_sets(root, d, byte)) {
+    if (by_key && !head) {
+      key_from_ = ps_->frames()[root + d - 1].lex_start;  // (alike for the run: enter_boundary)
+      key_head_.clear();
+      if (key_from_ < root) key_head_ = ps_->bytes(size_t(key_from_) + 1, root + 1);
+      head = true;
+    }
+    if (by_key && key_in_sets(b2, root, byte)) {
       alone_.push_back(k);
       continue;
     }
@@ -370,7 +379,12 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
       }
     }
     const size_t end = n2 + nodes[n2].subtree_size;
-    for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) walk(nodes, c, root, words);
+    for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) {
+      if (leaves && nodes[c].subtree_size == 1)
+        walk_leaf(nodes, c, root, d, words);
+      else
+        walk(nodes, c, root, words);
+    }
   }
   for (size_t j : alone_) {
     enter_boundary(bounds[j], d, top, root);
@@ -379,22 +393,51 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   return k;
 }
 
-// Whether the key that the frames below root + d hold (its lexeme's bytes, then `closing`) is in
-// one of key_sets_, or cannot be read: then the token is walked alone.
-bool MaskWalker::key_in_sets(size_t root, size_t d, uint8_t closing) {
-  const Frame& below = ps_->frames()[root + d - 1];
-  std::string raw = ps_->bytes(size_t(below.lex_start) + 1, root + d);
-  raw.push_back(static_cast<char>(closing));
+// Whether the key that boundary b closes (key_head_, the token's bytes up to the boundary's,
+// then `closing`) is in one of key_sets_, or cannot be read: then the token is walked alone.
+bool MaskWalker::key_in_sets(const Boundary& b, size_t root, uint8_t closing) {
+  const std::string_view prefix = MaskCache::bytes_above(*vocab_, b.node);
+  key_raw_.assign(key_head_);
+  key_raw_.append(prefix.substr(key_from_ > root ? std::min(prefix.size(), key_from_ - root) : 0));
+  key_raw_.push_back(static_cast<char>(closing));
   size_t at = 0;  // (white space before the key, read with it where the lexer joins them)
-  while (at < raw.size() && (raw[at] == ' ' || raw[at] == '\t' || raw[at] == '\n' || raw[at] == '\r')) ++at;
-  std::string key;
-  size_t used = 0;
-  bool closed = false;
-  if (!json_string_prefix(std::string_view(raw).substr(at), key, &used, &closed) || !closed || at + used != raw.size())
-    return true;
-  for (const std::vector<std::string>& names : key_sets_)
-    if (std::binary_search(names.begin(), names.end(), key)) return true;
+  while (at < key_raw_.size() && (key_raw_[at] == ' ' || key_raw_[at] == '\t' || key_raw_[at] == '\n' || key_raw_[at] == '\r'))
+    ++at;
+  std::string_view raw = std::string_view(key_raw_).substr(at);
+  std::string_view key;
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' &&
+      raw.substr(1, raw.size() - 2).find_first_of("\"\\") == std::string_view::npos) {
+    key = raw.substr(1, raw.size() - 2);  // plain: the bytes are the key
+  } else {
+    size_t used = 0;
+    bool closed = false;
+    if (!json_string_prefix(raw, key_decoded_, &used, &closed) || !closed || used != raw.size()) return true;
+    key = key_decoded_;
+  }
+  auto less = [](const std::string& a, std::string_view v) { return std::string_view(a) < v; };
+  for (const std::vector<std::string>& names : key_sets_) {
+    auto it = std::lower_bound(names.begin(), names.end(), key, less);
+    if (it != names.end() && std::string_view(*it) == key) return true;
+  }
   return false;
+}
+
+// A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`): its verdict from
+// the run's pushed frame is its byte's, for every boundary, when its walk read no byte of the
+// token's prefix (bytes root .. root + d - 2): kept per byte for the run.
+void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words) {
+  LeafVerdict& v = leaf_verdicts_[nodes[c].byte];
+  if (v.run == leaf_run_) {
+    if (v.allowed) set(words, nodes[c].token_id);
+    return;
+  }
+  EarleyParser& parser = ps_->parser();
+  parser.reads().watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
+  const size_t mark = walk_ids_.size();
+  walk(nodes, c, root, words);
+  const bool read = parser.reads().read(ReadWatch::kPrefix);
+  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+  if (!read) v = {leaf_run_, walk_ids_.size() > mark};
 }
 
 // Boundaries where the lexeme ends before their byte, the first one's end already scanned

@@ -103,7 +103,8 @@ class MaskWalker {
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root, uint32_t* words,
                      bool* shared);
-  bool key_in_sets(size_t root, size_t d, uint8_t closing);
+  bool key_in_sets(const Boundary& b, size_t root, uint8_t closing);
+  void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
   const CompiledGrammar* g_;
@@ -121,6 +122,15 @@ class MaskWalker {
   // whose own key is in one
   std::vector<std::vector<std::string>> key_sets_;
   std::vector<size_t> alone_;
+  uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
+  std::string key_head_, key_raw_, key_decoded_;
+  // walk_leaf's verdicts, by byte, of the current run (leaf_run_)
+  struct LeafVerdict {
+    uint64_t run = 0;
+    bool allowed = false;
+  };
+  LeafVerdict leaf_verdicts_[256];
+  uint64_t leaf_run_ = 0;
   uint32_t placed_parent_ = ~0u;   // see place_prefix
   // drop_vetoed's scratch: per trie depth, the lexer state and the node on the walk's path.
   std::vector<uint32_t> drop_states_, drop_path_;
