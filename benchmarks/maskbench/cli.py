@@ -6,6 +6,9 @@ Example::
     python -m benchmarks.maskbench ../shared/data/maskbench-dev --tokenizer deepseek \\
         --engines stencil,llguidance,xgrammar,outlines --limit 200 --output /tmp/mb
     python -m benchmarks.maskbench --report /tmp/mb
+    python -m benchmarks.maskbench --vocabulary-curve /tmp/mb_smollm2 /tmp/mb_gemma3 --plot-output curve.svg
+
+A run and ``--report`` also write the TBM distribution, ``tbm_cdf.svg``, into the run's folder.
 """
 from __future__ import annotations
 
@@ -50,7 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="folder for results.jsonl, meta.json, report.txt and logs (default: a new temporary folder)")
     parser.add_argument("--resume", action="store_true", help="continue the run already in --output")
     parser.add_argument("--report", default=None, metavar="DIR",
-                        help="only print the tables of an earlier run (of its engines named by --engines, if given)")
+                        help="only print the tables of an earlier run (of its engines named by --engines, if given) "
+                             "and write its tbm_cdf.svg")
+    parser.add_argument("--vocabulary-curve", nargs="+", default=None, metavar="DIR",
+                        help="only plot TBM mean and p99 against vocabulary size, one point per earlier run "
+                             "(folders of runs with different --tokenizer), into --plot-output")
+    parser.add_argument("--plot-output", default=None, metavar="FILE",
+                        help="the SVG file --vocabulary-curve writes (default vocabulary_curve.svg)")
     return parser
 
 
@@ -71,17 +80,27 @@ def _engines(spec: str | None) -> tuple[list[str], list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the harness with parsed arguments; the exit code."""
+    from benchmarks.maskbench.plots import write_vocabulary_curve
     from benchmarks.maskbench.runner import report_from_folder, run_benchmark
+    only = [s.strip() for s in args.engines.split(",") if s.strip()] if args.engines else None
+    if args.plot_output and not args.vocabulary_curve:
+        print("maskbench: --plot-output goes with --vocabulary-curve", file=sys.stderr)
+        return 2
+    if args.vocabulary_curve:
+        if args.report:
+            print("maskbench: --report and --vocabulary-curve are two different commands", file=sys.stderr)
+            return 2
+        code, path = _from_runs(lambda: write_vocabulary_curve(args.vocabulary_curve,
+                                                               args.plot_output or "vocabulary_curve.svg", only))
+        if path:
+            print(f"vocabulary curve: {path}", file=sys.stderr)
+        return code
     if args.report:
-        only = [s.strip() for s in args.engines.split(",") if s.strip()] if args.engines else None
-        try:
-            print(report_from_folder(args.report, only), end="")
-        except FileNotFoundError as e:
-            print(f"no MaskBench run in {args.report!r}: {e}", file=sys.stderr)
-            return 2
-        except ValueError as e:
-            print(f"maskbench: {e}", file=sys.stderr)
-            return 2
+        code, text = _from_runs(lambda: report_from_folder(args.report, only))
+        if code:
+            return code
+        print(text, end="")
+        _write_tbm_cdf(args.report, only)
         return 0
     engines, errors = _engines(args.engines)
     if not errors and not engines:
@@ -119,7 +138,30 @@ def run(args: argparse.Namespace) -> int:
                                args.resume, command=command.strip(), data_paths=paths, cpu_plan=cpu_plan)
     if text:
         print(text, end="")
+    if code == 0:
+        _write_tbm_cdf(output, engines)
     return code
+
+
+def _from_runs(make):
+    """(0, what ``make`` returns), or (2, None) after saying why it could not read an earlier run."""
+    try:
+        return 0, make()
+    except FileNotFoundError as e:
+        print(f"no MaskBench run in {os.path.dirname(e.filename or '')!r}: {e}", file=sys.stderr)
+    except (ValueError, OSError) as e:
+        print(f"maskbench: {e}", file=sys.stderr)
+    return 2, None
+
+
+def _write_tbm_cdf(folder: str, engines: list[str] | None) -> None:
+    """Write the run's tbm_cdf.svg and say where; a plot it cannot write (a read-only folder) is
+    only a warning, as the tables are out already."""
+    from benchmarks.maskbench.plots import write_tbm_cdf
+    try:
+        print(f"TBM distribution: {write_tbm_cdf(folder, engines)}", file=sys.stderr)
+    except OSError as e:
+        print(f"maskbench: could not write the TBM plot: {e}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,7 @@ import numpy as np
 
 from benchmarks.maskbench.cpus import CpuPlan, pinned
 from benchmarks.maskbench.data import load_task
-from benchmarks.maskbench.stats import passed_by_all, summarize
+from benchmarks.maskbench.stats import by_engine as group, passed_by_all, summarize
 from benchmarks.maskbench.tables import common_table, engine_table, targets
 from benchmarks.maskbench.worker import Worker, WorkerError
 
@@ -79,9 +79,7 @@ def load_records(path: str) -> list[dict]:
 
 def report(records: list[dict], engines: list[str], files: set[str] | None, header: str) -> str:
     """The two tables (and issue 6's targets) for the records of ``engines`` on ``files``."""
-    by_engine = {e: [r for r in records if r["engine"] == e and (files is None or r["file"] in files)]
-                 for e in engines}
-    by_engine = {e: rs for e, rs in by_engine.items() if rs}
+    by_engine = group(records, engines, files)
     if not by_engine:
         return header + "\nno results\n"
     lines = [header, "", "All schemas:", engine_table({e: summarize(rs) for e, rs in by_engine.items()})]
@@ -255,9 +253,9 @@ def describe_run(meta: dict) -> str:
             f"command: {meta.get('command')}")
 
 
-def report_from_folder(folder: str, engines: list[str] | None = None) -> str:
-    """The report of an earlier run, recomputed from its results.jsonl and meta.json, for all its
-    engines or only ``engines`` (which also narrows the schemas "every engine passed")."""
+def load_run(folder: str, engines: list[str] | None = None) -> tuple[dict, list[dict], list[str]]:
+    """(meta.json, the records of results.jsonl, the engines to look at) of an earlier run: all the
+    engines it ran, or ``engines`` (ValueError if one of them did not run)."""
     with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
         meta = json.load(f)
     records = load_records(os.path.join(folder, "results.jsonl"))
@@ -265,4 +263,11 @@ def report_from_folder(folder: str, engines: list[str] | None = None) -> str:
     missing = [e for e in engines or () if e not in ran]
     if missing:
         raise ValueError(f"{folder} has no results for {', '.join(missing)} (engines: {', '.join(ran)})")
-    return report(records, engines or ran, None, describe_run(meta))
+    return meta, records, list(engines or ran)
+
+
+def report_from_folder(folder: str, engines: list[str] | None = None) -> str:
+    """The report of an earlier run, recomputed from its results.jsonl and meta.json, for all its
+    engines or only ``engines`` (which also narrows the schemas "every engine passed")."""
+    meta, records, engines = load_run(folder, engines)
+    return report(records, engines, None, describe_run(meta))

@@ -80,6 +80,14 @@ def summarize(records: Iterable[dict], only: set[str] | None = None) -> dict:
     }
 
 
+def by_engine(records: Iterable[dict], engines: Sequence[str], files: set[str] | None = None) -> dict[str, list[dict]]:
+    """``{engine: its records}`` for ``engines`` in that order (on ``files`` when given); an engine
+    without any record is left out, so it cannot empty the set every engine passed."""
+    records = list(records)
+    grouped = {e: [r for r in records if r["engine"] == e and (files is None or r["file"] in files)] for e in engines}
+    return {e: rs for e, rs in grouped.items() if rs}
+
+
 def passed_by_all(records_by_engine: dict[str, list[dict]]) -> set[str]:
     """The files every engine passed (ran on and got status passing)."""
     sets = [{r["file"] for r in recs if r["status"] == "passing"} for recs in records_by_engine.values()]

@@ -320,6 +320,7 @@ def test_command_line_end_to_end(tmp_path, capsys):
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokenizer"] == "deepseek" and meta["engines"]["stencil"]["version"]
     assert meta["cpus"] in printed  # where the workers ran is part of the report's header
+    assert (out / "tbm_cdf.svg").is_file()  # the TBM distribution (test_bench_maskbench_plots.py checks it)
     assert main(["--report", str(out)]) == 0
     assert "All schemas:" in capsys.readouterr().out
     # embedded in another program's parser through add_arguments and run
