@@ -453,8 +453,13 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
   const Frame ended = ps_->mark_ended(q);
+  // A byte no lexeme may start with after the end (a letter after a number, most of the bytes
+  // tokens go on with there) is refused whatever the prefix: its sub-trie is skipped unwalked.
+  const Lexer& lexer = ps_->lexer();
+  const bool starts_only = lexer.state(q).accepting.empty();
   for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
+    if (starts_only && lexer.next(q, nodes[b2.node & ~kRestTrieBit].byte) == Lexer::kDead) continue;
     ps_->enter_at(root + d, ended);
     place_prefix(b2, d, root);  // the walk below reads this token's bytes
     walk(nodes, b2.node & ~kRestTrieBit, root, words);
