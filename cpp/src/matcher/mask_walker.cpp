@@ -351,7 +351,10 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   alone_.clear();
   ++leaf_run_;  // a new frame for the children: leaf verdicts start again
   const bool leaves = !sink_ && !ps_->lexer().has_token_limits();
-  bool head = false;  // key_head_ holds the key's bytes before the token
+  // The closing byte ended the lexeme: a child byte no lexeme may start with is refused unwalked.
+  const Lexer& lexer = ps_->lexer();
+  const bool starts_only = ok && pushed.fresh && lexer.state(pushed.state).accepting.empty();
+  bool head = false;  // key_head_ and written_ are set for the run
   for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
@@ -359,17 +362,16 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
     if (!ok) continue;
     ps_->keep_frames(root + d);
     place_prefix(b2, d, root);
-    if (by_key && !head) {
-      key_from_ = ps_->frames()[root + d - 1].lex_start;  // (alike for the run: enter_boundary)
-      key_head_.clear();
-      if (key_from_ < root) key_head_ = ps_->bytes(size_t(key_from_) + 1, root + 1);
+    if ((by_key || keys) && !head) {
+      run_keys(closing, root, d, keys);
       head = true;
     }
-    if (by_key && key_in_sets(b2, root, byte)) {
+    if (by_key || keys) key_raw(b2, root, byte);
+    if (by_key && key_in_sets()) {
       alone_.push_back(k);
       continue;
     }
-    if (keys && ps_->closes_written_key(closing, byte)) continue;
+    if (keys && closes_written(closing, byte, root, d)) continue;
     ps_->push_again(pushed);  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {
       set(words, nodes[n2].token_id);
@@ -380,6 +382,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
     }
     const size_t end = n2 + nodes[n2].subtree_size;
     for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) {
+      if (starts_only && lexer.next(pushed.state, nodes[c].byte) == Lexer::kDead) continue;  // (as in ended_run)
       if (leaves && nodes[c].subtree_size == 1)
         walk_leaf(nodes, c, root, d, words);
       else
@@ -393,13 +396,41 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   return k;
 }
 
-// Whether the key that boundary b closes (key_head_, the token's bytes up to the boundary's,
-// then `closing`) is in one of key_sets_, or cannot be read: then the token is walked alone.
-bool MaskWalker::key_in_sets(const Boundary& b, size_t root, uint8_t closing) {
+// What a run of boundaries closing a key shares: where the key begins and its bytes before the
+// token (key_head_), and, where the run asks whether a token closes a written key (`keys`), what
+// ParseState::closes_written_key reads that is alike for every token (written_).
+void MaskWalker::run_keys(uint32_t closing, size_t root, size_t d, bool keys) {
+  const Frame& below = ps_->frames()[root + d - 1];  // (alike for the run: enter_boundary)
+  key_from_ = below.lex_start;
+  key_head_.clear();
+  if (key_from_ < root) key_head_ = ps_->bytes(size_t(key_from_) + 1, root + 1);
+  written_.never = true;
+  written_.slow = written_.found = written_.any = false;
+  if (!keys) return;
+  EarleyParser& parser = ps_->parser();
+  const uint32_t row = below.rows - 1, to = static_cast<uint32_t>(root + d - 1);
+  const LexState& s = ps_->lexer().state(closing);
+  written_.never = below.fresh || (!s.key_finite && !s.key_closed) || !parser.may_exhaust(row, closing) ||
+                   parser.left_before(row, key_from_, to);
+  written_.slow = s.key_finite;
+  if (written_.never || written_.slow) return;
+  const std::vector<std::string>* forbidden = parser.first_key_forbidden(row, closing, written_.found);
+  written_.any = forbidden != nullptr;
+  if (forbidden) written_.keys = *forbidden;  // (a copy: the parser's memo slot may be reused)
+}
+
+// The key that boundary b closes, raw: key_head_, the token's bytes of the key up to the
+// boundary's, then `closing`; into key_raw_.
+void MaskWalker::key_raw(const Boundary& b, size_t root, uint8_t closing) {
   const std::string_view prefix = MaskCache::bytes_above(*vocab_, b.node);
   key_raw_.assign(key_head_);
   key_raw_.append(prefix.substr(key_from_ > root ? std::min(prefix.size(), key_from_ - root) : 0));
   key_raw_.push_back(static_cast<char>(closing));
+}
+
+// Whether the key of key_raw_ is in one of key_sets_, or cannot be read: then the token is walked
+// alone.
+bool MaskWalker::key_in_sets() {
   size_t at = 0;  // (white space before the key, read with it where the lexer joins them)
   while (at < key_raw_.size() && (key_raw_[at] == ' ' || key_raw_[at] == '\t' || key_raw_[at] == '\n' || key_raw_[at] == '\r'))
     ++at;
@@ -414,12 +445,30 @@ bool MaskWalker::key_in_sets(const Boundary& b, size_t root, uint8_t closing) {
     if (!json_string_prefix(raw, key_decoded_, &used, &closed) || !closed || used != raw.size()) return true;
     key = key_decoded_;
   }
-  auto less = [](const std::string& a, std::string_view v) { return std::string_view(a) < v; };
-  for (const std::vector<std::string>& names : key_sets_) {
-    auto it = std::lower_bound(names.begin(), names.end(), key, less);
-    if (it != names.end() && std::string_view(*it) == key) return true;
-  }
+  for (const std::vector<std::string>& names : key_sets_)
+    if (contains(names, key)) return true;
   return false;
+}
+
+bool MaskWalker::contains(const std::vector<std::string>& sorted, std::string_view key) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), key,
+                             [](const std::string& a, std::string_view v) { return std::string_view(a) < v; });
+  return it != sorted.end() && std::string_view(*it) == key;
+}
+
+// ParseState::closes_written_key(closing, byte) for the token of key_raw_, with what the run
+// shares read once (run_keys): a plain key that no written key is, the common answer, is looked up
+// here (EarleyParser::closes_written_key's first test); the rest is asked as before.
+bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d) {
+  if (written_.never) return false;
+  if (!written_.slow && key_raw_.size() >= 2 && key_raw_.find('\\') == std::string::npos) {
+    const std::string_view body = std::string_view(key_raw_).substr(1, key_raw_.size() - 2);
+    if (written_.found && !(written_.any && contains(written_.keys, body))) {
+      ps_->parser().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
+      return false;
+    }
+  }
+  return ps_->closes_written_key(closing, byte);
 }
 
 // A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`): its verdict from

@@ -103,7 +103,11 @@ class MaskWalker {
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root, uint32_t* words,
                      bool* shared);
-  bool key_in_sets(const Boundary& b, size_t root, uint8_t closing);
+  void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
+  void key_raw(const Boundary& b, size_t root, uint8_t closing);
+  bool key_in_sets();
+  static bool contains(const std::vector<std::string>& sorted, std::string_view key);
+  bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d);
   void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
@@ -124,6 +128,13 @@ class MaskWalker {
   std::vector<size_t> alone_;
   uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
   std::string key_head_, key_raw_, key_decoded_;
+  // run_keys: what closes_written reads once for a run
+  struct WrittenKeys {
+    bool never = true;  // no token of the run closes a written key
+    bool slow = false;  // ask ParseState::closes_written_key for each token
+    bool found = false, any = false;
+    std::vector<std::string> keys;  // the forbidden keys (sorted), where `any`
+  } written_;
   // walk_leaf's verdicts, by byte, of the current run (leaf_run_)
   struct LeafVerdict {
     uint64_t run = 0;
