@@ -350,7 +350,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   const bool by_key = !key_sets_.empty();  // (a push refused may be the first key's own name)
   alone_.clear();
   ++leaf_run_;  // a new frame for the children: leaf verdicts start again
-  const bool leaves = !sink_ && !ps_->lexer().has_token_limits();
+  const bool leaves = !ps_->lexer().has_token_limits();
   // The closing byte ended the lexeme: a child byte no lexeme may start with is refused unwalked.
   const Lexer& lexer = ps_->lexer();
   const bool starts_only = ok && pushed.fresh && lexer.state(pushed.state).accepting.empty();
@@ -473,11 +473,15 @@ bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, siz
 
 // A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`): its verdict from
 // the run's pushed frame is its byte's, for every boundary, when its walk read no byte of the
-// token's prefix (bytes root .. root + d - 2): kept per byte for the run.
+// token's prefix (bytes root .. root + d - 2): kept per byte for the run, with the cost a budget
+// noted after it (the parse after the leaf is the same too).
 void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words) {
   LeafVerdict& v = leaf_verdicts_[nodes[c].byte];
   if (v.run == leaf_run_) {
-    if (v.allowed) set(words, nodes[c].token_id);
+    if (v.allowed) {
+      set(words, nodes[c].token_id);
+      if (sink_) sink_->token_noted(nodes[c].token_id, v.cost);  // (the same parse after it)
+    }
     return;
   }
   EarleyParser& parser = ps_->parser();
@@ -486,7 +490,8 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
   walk(nodes, c, root, words);
   const bool read = parser.reads().read(ReadWatch::kPrefix);
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
-  if (!read) v = {leaf_run_, walk_ids_.size() > mark};
+  const bool allowed = walk_ids_.size() > mark;
+  if (!read) v = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
 }
 
 // Boundaries where the lexeme ends before their byte, the first one's end already scanned

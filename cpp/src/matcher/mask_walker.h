@@ -24,6 +24,10 @@ class MaskWalker {
   class CostSink {
    public:
     virtual void token_reached(int32_t token, ParseState& ps) = 0;
+    // The cost the last token_reached noted, and a token noted with a cost known to be that of
+    // another (a leaf of the same byte in the same run: MaskWalker::walk_leaf).
+    virtual uint32_t last_noted() const = 0;
+    virtual void token_noted(int32_t token, uint32_t cost) = 0;
 
    protected:
     ~CostSink() = default;
@@ -139,6 +143,7 @@ class MaskWalker {
   struct LeafVerdict {
     uint64_t run = 0;
     bool allowed = false;
+    uint32_t cost = 0;  // what the cost sink noted for it
   };
   LeafVerdict leaf_verdicts_[256];
   uint64_t leaf_run_ = 0;
