@@ -164,14 +164,15 @@ def vocabulary_curve_svg(runs: list[dict]) -> str:
     for run in runs:
         grouped = by_engine(run["records"], run["engines"])
         common = passed_by_all(grouped)
-        notes.append(f"{run['meta'].get('tokenizer', '?')}: {len(common):,}, {run['meta'].get('commit', '?')}")
+        commit = str(run["meta"].get("commit", "?")).replace("+uncommitted changes", "+edits")  # (fits the margin)
+        notes.append(f"{run['meta'].get('tokenizer', '?')}: {len(common):,}, {commit}")
         for e, rs in grouped.items():
             tbm = summarize(rs, only=common)["tbm_us"]
             if tbm["mean"] is not None:
                 points.setdefault(e, []).append((run["meta"]["vocab_size"], tbm["mean"], tbm["p99"]))
     names = list(points)
-    width, height, gap = 760, 560, 40
-    pw, ph = width - LEFT - RIGHT, (height - TOP - BOTTOM - 30 - gap) / 2  # 30: room for tokenizer names
+    width, height, gap = 840, 560, 40  # (80 px more on the right: the runs' commits)
+    pw, ph = width - LEFT - RIGHT - 80, (height - TOP - BOTTOM - 30 - gap) / 2  # 30: room for tokenizer names
     x_max = max((r["meta"]["vocab_size"] for r in runs), default=1)
     x_step = _nice_step(x_max)
     x_top = math.ceil(x_max * 1.04 / x_step) * x_step  # room for the rightmost point's marker
