@@ -339,10 +339,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   const bool ok = ps_->push_byte(byte);
   ps_->skip_closed_keys(false);
   key_sets_.clear();
-  if (key_closing) {
-    key_sets_ = parser.key_sets();
-    parser.watch_key_sets(false);
-  }
+  if (key_closing) parser.take_key_sets(key_sets_);
   const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   parser.reads().watch(ReadWatch::kPrefix, 0, 0);
@@ -410,8 +407,8 @@ void MaskWalker::run_keys(uint32_t closing, size_t root, size_t d, bool keys) {
   EarleyParser& parser = ps_->parser();
   const uint32_t row = below.rows - 1, to = static_cast<uint32_t>(root + d - 1);
   const LexState& s = ps_->lexer().state(closing);
-  written_.never = below.fresh || (!s.key_finite && !s.key_closed) || !parser.may_exhaust(row, closing) ||
-                   parser.left_before(row, key_from_, to);
+  // (ParseState::exhausted's tests; `closing` closes a key of any string: LexState::key_closed)
+  written_.never = below.fresh || !parser.may_exhaust(row, closing) || parser.left_before(row, key_from_, to);
   written_.slow = s.key_finite;
   if (written_.never || written_.slow) return;
   const std::vector<std::string>* forbidden = parser.first_key_forbidden(row, closing, written_.found);
@@ -446,14 +443,8 @@ bool MaskWalker::key_in_sets() {
     key = key_decoded_;
   }
   for (const std::vector<std::string>& names : key_sets_)
-    if (contains(names, key)) return true;
+    if (std::binary_search(names.begin(), names.end(), key)) return true;
   return false;
-}
-
-bool MaskWalker::contains(const std::vector<std::string>& sorted, std::string_view key) {
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), key,
-                             [](const std::string& a, std::string_view v) { return std::string_view(a) < v; });
-  return it != sorted.end() && std::string_view(*it) == key;
 }
 
 // ParseState::closes_written_key(closing, byte) for the token of key_raw_, with what the run
@@ -461,12 +452,10 @@ bool MaskWalker::contains(const std::vector<std::string>& sorted, std::string_vi
 // here (EarleyParser::closes_written_key's first test); the rest is asked as before.
 bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d) {
   if (written_.never) return false;
-  if (!written_.slow && key_raw_.size() >= 2 && key_raw_.find('\\') == std::string::npos) {
-    const std::string_view body = std::string_view(key_raw_).substr(1, key_raw_.size() - 2);
-    if (written_.found && !(written_.any && contains(written_.keys, body))) {
-      ps_->parser().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
-      return false;
-    }
+  if (!written_.slow && EarleyParser::plain_key(key_raw_) &&
+      EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr)) {
+    ps_->parser().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
+    return false;
   }
   return ps_->closes_written_key(closing, byte);
 }

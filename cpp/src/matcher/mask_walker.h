@@ -110,7 +110,6 @@ class MaskWalker {
   void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
   void key_raw(const Boundary& b, size_t root, uint8_t closing);
   bool key_in_sets();
-  static bool contains(const std::vector<std::string>& sorted, std::string_view key);
   bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d);
   void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);

@@ -107,6 +107,10 @@ class EarleyParser {
   // is the whole key, quotes included. A plain spelling that is no forbidden key (nearly every
   // closing quote) is answered by one lookup.
   bool closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to);
+  // closes_written_key's first test, for a key spelled plainly (`raw`, quotes included, without
+  // escapes: plain_key): no forbidden key (first_key_forbidden's answer) is it, so it is new.
+  static bool plain_key(std::string_view raw) { return raw.size() >= 2 && raw.find('\\') == std::string_view::npos; }
+  static bool new_plain_key(std::string_view raw, bool found, const std::vector<std::string>* forbidden);
   // Whether a key whose decoded bytes so far are `prefix` may still close as a forbidden key at
   // s (some forbidden key begins with it); false lets a mask walk skip closes_written_key, and
   // read nothing, for every token that closes it.
@@ -150,7 +154,12 @@ class EarleyParser {
     key_sets_end_ = key_end;
     key_sets_.clear();
   }
-  const std::vector<std::vector<std::string>>& key_sets() const { return key_sets_; }
+  // Ends the watch, handing over the sets noted (into `out`, which is cleared first).
+  void take_key_sets(std::vector<std::vector<std::string>>& out) {
+    out.clear();
+    out.swap(key_sets_);
+    watch_key_sets(false);
+  }
   // Bytes from `at` on are a trie walk's (until reset to ~0u): memos of their rows are not kept.
   void set_stable_end(uint32_t at) { stable_end_ = at; }
   size_t memory_bytes() const { return items_.capacity() * sizeof(EarleyItem) + rows_.capacity() * sizeof(EarleyRow); }
