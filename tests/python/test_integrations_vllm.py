@@ -22,6 +22,7 @@ import stencil
 import tokenizers_zoo
 from vllm_engine import HAVE_VLLM, stencil_vllm_engine
 from integration_schemas import LLGUIDANCE_REFUSED, OPEN_ENDED, SCHEMAS, check_instance, schema_prompt
+from stencil.integrations._requests import GENERATION_JSON_OPTIONS as PLAIN
 from stencil.integrations.vllm import (StencilBackend, StencilGrammar, close_objects, compile_vllm_request, install,
                                        register_plugin)
 
@@ -38,13 +39,14 @@ TAG = {"structures": [{"begin": "<fn=add>", "schema": {"type": "object", "proper
 
 # request kind, spec, a valid output, how stencil compiles the same thing directly
 CASES = [
-    ("json", json.dumps(SCHEMA), '{"name": "Ada", "age": 36}', lambda c: c.compile_json_schema(SCHEMA)),
-    ("json_object", "", '{"k": [1, {"x": null}]}', lambda c: c.compile_json_schema({"type": "object"})),
+    ("json", json.dumps(SCHEMA), '{"name": "Ada", "age": 36}', lambda c: c.compile_json_schema(SCHEMA, **PLAIN)),
+    ("json_object", "", '{"k": [1, {"x": null}]}', lambda c: c.compile_json_schema({"type": "object"}, **PLAIN)),
     ("regex", r"\d{3}-[a-z]+", "123-abc", lambda c: c.compile_regex(r"\d{3}-[a-z]+")),
     ("choice", json.dumps(["red", "green", "blue"]), "green", lambda c: c.compile_choice(["red", "green", "blue"])),
     ("grammar", LARK, "4096", lambda c: c.compile_lark(LARK)),
     ("grammar", GBNF, "(abc)", lambda c: c.compile_gbnf(GBNF)),
-    ("structural_tag", json.dumps(TAG), 'Sure. <fn=add>{"a": 2}</fn> done', lambda c: c.compile_structural_tag(TAG)),
+    ("structural_tag", json.dumps(TAG), 'Sure. <fn=add>{"a": 2}</fn> done',
+     lambda c: c.compile_structural_tag(TAG, **PLAIN)),
 ]
 
 
@@ -105,6 +107,31 @@ def test_padded_vocabulary_columns_are_masked(backend):
     assert allowed[:n].any() and not allowed[n:].any()
 
 
+RANGE = {"type": "object", "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90},
+                                          "n": {"type": "integer", "minimum": 0}}}
+
+
+@pytest.mark.parametrize("prefix,more,plain_allows", [
+    ('{"lat": -12', "3", False),     # -123 is out of range in plain spelling (-123e-1 is not)
+    ('{"lat": -12', ".5", True),
+    ('{"lat": 12', "e", False),
+    ('{"n": 4', ".0", False),        # an integer without a fraction
+    ('{"n": 4', "0", True),
+])
+def test_engine_requests_write_numbers_plainly(backend, zoo, prefix, more, plain_allows):
+    """vLLM's and SGLang's requests compile numbers in plain spelling (GENERATION_JSON_OPTIONS), as
+    stencil serve does: a model that overshoots a bound is stopped at the digit, not kept alive by
+    an exponent to come; compile_json_schema's own default still takes every spelling."""
+    from stencil.integrations.sglang import StencilGrammarBackend
+    sglang = StencilGrammarBackend(tokenizer_info=backend.tokenizer_info)
+    for m in (backend.compile_grammar("json", json.dumps(RANGE)).matcher,
+              sglang.dispatch_json(json.dumps(RANGE)).matcher):
+        assert m.accept_string(prefix)
+        assert m.accept_string(more) is plain_allows, (prefix, more)
+    anything = stencil.Matcher(stencil.GrammarCompiler(backend.tokenizer_info).compile_json_schema(RANGE))
+    assert anything.accept_string(prefix) and anything.accept_string(more)
+
+
 def test_speculative_draft_validate_accept_rollback(backend, zoo):
     """A draft is checked with validate_tokens (longest allowed prefix, state unchanged), accepted,
     and the rejected tail rolled back: masks match a matcher that only ever took the kept tokens."""
@@ -121,7 +148,7 @@ def test_speculative_draft_validate_accept_rollback(backend, zoo):
     assert g.accept_tokens("r", good[:8])
     g.rollback(3)                                                   # the verifier kept 5 of 8
     assert g.num_processed_tokens == 5
-    ref = stencil.Matcher(backend.compiler.compile_json_schema(SCHEMA))
+    ref = stencil.Matcher(backend.compiler.compile_json_schema(SCHEMA, **PLAIN))
     assert ref.accept_tokens(good[:5]) == 5
     g.fill_bitmask(bm, 0)
     np.testing.assert_array_equal(words(bm[0]), reference_mask(ref, backend.vocab_size))

@@ -13,9 +13,16 @@ import numpy as np
 
 import stencil
 
-__all__ = ["compile_request", "load_spec", "as_bitmask_array", "with_eos_token_ids", "REQUEST_KINDS"]
+__all__ = ["compile_request", "load_spec", "as_bitmask_array", "with_eos_token_ids", "REQUEST_KINDS",
+           "GENERATION_JSON_OPTIONS"]
 
 REQUEST_KINDS = ("json", "json_object", "regex", "choice", "grammar", "ebnf", "structural_tag")
+
+#: JSON options an engine's requests compile with unless they say otherwise: numbers in plain
+#: spelling (no exponent, integers without a fraction), as ``stencil serve`` and ``stencil
+#: generate`` write them. With every spelling, a model that writes ``-123`` under ``minimum: -90``
+#: stays valid (``-123.4e-1``), and a small one then writes digits until ``max_tokens`` ends it.
+GENERATION_JSON_OPTIONS = {"number_spelling": "plain"}
 
 
 def load_spec(spec: Any, kind: str) -> Any:
@@ -34,10 +41,12 @@ def compile_request(compiler: stencil.GrammarCompiler, kind: str, spec: Any, *,
     """Compile an engine request: ``kind`` is one of ``REQUEST_KINDS`` (case-insensitive),
     ``spec`` its text (a JSON Schema, a regex, a JSON list of choices, a GBNF or Lark grammar, a
     structural tag). ``json_options`` are ``compile_json_schema``'s options for JSON requests
-    (e.g. ``{"whitespace": "compact"}`` when the engine disables free whitespace). Unknown kinds and bad specs raise GrammarError saying which request it was.
+    (e.g. ``{"whitespace": "compact"}`` when the engine disables free whitespace), over
+    ``GENERATION_JSON_OPTIONS``. Unknown kinds and bad specs raise GrammarError saying which
+    request it was.
     """
     kind = str(kind).lower()
-    opts = dict(json_options or {})
+    opts = {**GENERATION_JSON_OPTIONS, **(json_options or {})}
     if kind == "json":
         return compiler.compile_json_schema(load_spec(spec, kind), **opts)
     if kind == "json_object":

@@ -31,7 +31,9 @@ What ``install`` replaces for that name (see :mod:`stencil.integrations._vllm_ho
   back after (``StencilBackend.fill_draft_bitmasks``). Drafts are cut at the first token the
   grammar refuses (``validate_tokens``) and matchers keep the history to roll a whole draft back.
 
-Options: ``disable_any_whitespace`` (config or request) gives compact JSON,
+JSON numbers are written in plain spelling (no exponent, integers without a fraction), as ``stencil
+serve`` writes them (``_requests.GENERATION_JSON_OPTIONS``). Options: ``disable_any_whitespace``
+(config or request) gives compact JSON,
 ``disable_additional_properties`` (config or request) closes objects that list their properties
 (``additionalProperties: false`` where the schema says nothing), and the request's
 ``whitespace_pattern`` is the white space allowed around JSON punctuation. Requests of every vLLM

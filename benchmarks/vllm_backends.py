@@ -1,0 +1,219 @@
+"""vLLM's CPU engine with each structured-output backend on the same batch of generated JSON
+Schemas (benchmarks.schema_generator: schemas no engine was tuned on), as a vLLM user compares
+them: one setting switched, everything else equal. Each backend runs in a process of its own.
+
+For each backend: how many requests it refuses, how many outputs are valid (jsonschema) and how
+many were cut at ``max_tokens``; then output tokens/s over the requests every backend accepts (one
+batch of those requests, greedy), and the time the backend's calls take per engine step, measured
+by wrapping vLLM's own structured-output manager: ``fill`` (the batch's bitmask,
+``grammar_bitmask``), ``accept`` (``accept_tokens``), ``compile`` (``_create_grammar``, on vLLM's
+compile threads) and ``validate`` (the front-end's request check).
+
+    python -m benchmarks.vllm_backends --count 24 --max-tokens 400
+    python -m benchmarks.vllm_backends --backends stencil,xgrammar --count 8
+
+Needs vLLM's CPU build in the interpreter that runs it (``make integrations-venv``, then
+``.venv-integrations/bin/python -m benchmarks.vllm_backends``). stencil runs in the place of
+vLLM's "guidance" backend (``stencil.integrations.vllm.install``); "guidance" is llguidance.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks.prompts import schema_system_message
+from benchmarks.schema_generator import generated_schemas
+
+BACKENDS = ("stencil", "guidance", "xgrammar")
+_PHASES = ("fill", "accept", "compile", "validate")
+
+
+def _timed(owner: Any, name: str, totals: dict, key: str) -> None:
+    """Wrap ``owner.name`` so that its wall time adds to ``totals[key]`` (and its calls to ``key + '#'``)."""
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            totals[key] += time.perf_counter() - t
+            totals[key + "#"] += 1
+    setattr(owner, name, wrapper)
+
+
+def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict):
+    # in-process engine core: the hooks below see the scheduler's calls, and every backend pays
+    # its grammar time on the step (vLLM's CPU executor runs the forward pass synchronously)
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    import vllm.sampling_params as vsp
+    from vllm import LLM
+    from vllm.v1.structured_output import StructuredOutputManager
+    name = backend
+    if backend == "stencil":
+        import stencil.integrations.vllm as sv
+        sv.install("guidance")
+        name = "guidance"
+    _timed(StructuredOutputManager, "grammar_bitmask", totals, "fill")
+    _timed(StructuredOutputManager, "accept_tokens", totals, "accept")
+    _timed(StructuredOutputManager, "_create_grammar", totals, "compile")
+    _timed(vsp.SamplingParams, "_validate_structured_outputs", totals, "validate")
+    return LLM(model_dir, dtype="float32", max_model_len=max_model_len, enforce_eager=True, seed=0,
+               structured_outputs_config={"backend": name})
+
+
+def _run_batch(llm: Any, requests: list[tuple[int, str, dict]], max_tokens: int, totals: dict) -> dict:
+    """Add each request (a refused one is recorded, not fatal), run the engine until all finish."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    engine = llm.llm_engine
+    results: dict[int, dict] = {}
+    for i, prompt, schema in requests:
+        params = SamplingParams(temperature=0.0, max_tokens=max_tokens,
+                                structured_outputs=StructuredOutputsParams(json=schema))
+        try:
+            engine.add_request(str(i), prompt, params)
+        except Exception as e:   # noqa: BLE001 - the backend's refusal, whatever its type
+            results[i] = {"status": "refused", "why": f"{type(e).__name__}: {str(e)[:200]}"}
+    t0 = time.perf_counter()
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            if out.finished:
+                c = out.outputs[0]
+                results[int(out.request_id)] = {"status": "done", "text": c.text, "tokens": len(c.token_ids),
+                                                "finish_reason": c.finish_reason}
+    wall = time.perf_counter() - t0
+    # a step: a forward pass with constrained rows (one bitmask); engine.step() also returns
+    # without a pass while grammars compile
+    return {"results": results, "wall_s": wall, "steps": int(totals["fill#"]), "totals": dict(totals)}
+
+
+def worker(backend: str, cases_file: str, out_file: str, model_dir: str, max_tokens: int, max_model_len: int) -> None:
+    """One backend, one process: every request of ``cases_file`` ({"ids": [...]} limits them)."""
+    with open(cases_file, encoding="utf-8") as f:
+        job = json.load(f)
+    totals = {k + s: 0.0 for k in _PHASES for s in ("", "#")}
+    t = time.perf_counter()
+    llm = _engine(backend, model_dir, max_model_len, totals)
+    load_s = time.perf_counter() - t
+    tok = llm.get_tokenizer()
+    requests = []
+    for i, case in enumerate(job["cases"]):
+        if job.get("ids") is not None and i not in job["ids"]:
+            continue
+        messages = [{"role": "system", "content": schema_system_message(case["schema"])},
+                    {"role": "user", "content": case["prompt"]}]
+        prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        requests.append((i, prompt, case["schema"]))
+    run = _run_batch(llm, requests, max_tokens, totals)
+    run["load_s"] = load_s
+    with open(out_file, "w", encoding="utf-8") as f:
+        json.dump(run, f)
+
+
+def _verdict(case: dict, rec: dict) -> str:
+    """refused / cut (finish reason "length") / valid / invalid."""
+    import jsonschema
+    if rec["status"] != "done":
+        return "refused"
+    if rec["finish_reason"] == "length":
+        return "cut"
+    try:
+        jsonschema.validate(json.loads(rec["text"]), case["schema"], format_checker=jsonschema.FormatChecker())
+    except (ValueError, jsonschema.ValidationError):
+        return "invalid"
+    return "valid"
+
+
+def _spawn(backend: str, job: dict, args, tmp: str, tag: str) -> dict:
+    cases_file = os.path.join(tmp, f"{backend}-{tag}-cases.json")
+    out_file = os.path.join(tmp, f"{backend}-{tag}-out.json")
+    with open(cases_file, "w", encoding="utf-8") as f:
+        json.dump(job, f)
+    cmd = [sys.executable, "-m", "benchmarks.vllm_backends", "--worker", backend, "--cases", cases_file,
+           "--result", out_file, "--model-dir", args.model_dir, "--max-tokens", str(args.max_tokens),
+           "--max-model-len", str(args.max_model_len)]
+    log = os.path.join(tmp, f"{backend}-{tag}.log")
+    with open(log, "w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+    if rc != 0 or not os.path.exists(out_file):
+        with open(log) as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"the {backend} worker failed (exit {rc}); its log ends:\n{tail}")
+    with open(out_file, encoding="utf-8") as f:
+        run = json.load(f)
+    run["results"] = {int(k): v for k, v in run["results"].items()}
+    return run
+
+
+def _per_step_ms(run: dict, phase: str) -> float:
+    return 1000 * run["totals"][phase] / max(1, run["steps"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated: stencil, guidance, xgrammar")
+    ap.add_argument("--count", type=int, default=24, help="generated schemas (one request each)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the schema generator")
+    ap.add_argument("--max-tokens", type=int, default=400)
+    ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--model-dir", help="the model as a transformers folder (default: the default model, "
+                                        "converted once into a temporary folder)")
+    ap.add_argument("--output", help="write the runs (JSON) here")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--cases", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.cases, args.result, args.model_dir, args.max_tokens, args.max_model_len)
+        return 0
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        ap.error(f"unknown backends {unknown}; expected some of {', '.join(BACKENDS)}")
+    cases = [{"name": c.name, "schema": c.schema, "prompt": c.prompt}
+             for c in generated_schemas(args.count, seed=args.seed)]
+    with tempfile.TemporaryDirectory(prefix="stencil-vllm-bench-") as tmp:
+        if not args.model_dir:
+            from stencil.models import save_model_folder
+            args.model_dir = save_model_folder(os.path.join(tmp, "model"))
+        first = {b: _spawn(b, {"cases": cases, "ids": None}, args, tmp, "all") for b in backends}
+        verdicts = {b: {i: _verdict(cases[i], r) for i, r in first[b]["results"].items()} for b in backends}
+        common = sorted(i for i in range(len(cases)) if all(verdicts[b][i] != "refused" for b in backends))
+        timed = {}
+        for b in backends:   # the common requests alone, where a backend refused others
+            accepted = [i for i, v in verdicts[b].items() if v != "refused"]
+            timed[b] = first[b] if sorted(accepted) == common else _spawn(b, {"cases": cases, "ids": common},
+                                                                           args, tmp, "common")
+    print(f"vLLM CPU, {len(cases)} generated schemas (seed {args.seed}), greedy, max_tokens {args.max_tokens}; "
+          f"{len(common)} requests accepted by every backend")
+    print(f"{'backend':10} {'refused':>7} {'valid':>5} {'invalid':>7} {'cut':>4} | common: {'valid':>5} "
+          f"{'tokens':>6} {'tok/s':>6} {'steps':>5} {'ms/step':>7} {'fill':>6} {'accept':>6} {'compile':>8} "
+          f"{'validate':>8}")
+    for b in backends:
+        counts = {k: sum(v == k for v in verdicts[b].values()) for k in ("refused", "valid", "invalid", "cut")}
+        run = timed[b]
+        toks = sum(run["results"][i]["tokens"] for i in common)
+        valid_common = sum(_verdict(cases[i], run["results"][i]) == "valid" for i in common)
+        tot = run["totals"]
+        print(f"{b:10} {counts['refused']:7} {counts['valid']:5} {counts['invalid']:7} {counts['cut']:4} | "
+              f"{valid_common:5}/{len(common):<3} {toks:6} {toks / run['wall_s']:6.1f} {run['steps']:5} "
+              f"{1000 * run['wall_s'] / max(1, run['steps']):7.1f} {_per_step_ms(run, 'fill'):6.2f} "
+              f"{_per_step_ms(run, 'accept'):6.2f} {tot['compile']:7.2f}s {tot['validate']:7.2f}s")
+    print("fill, accept: ms per engine step in the backend's calls; compile (vLLM's compile threads) and "
+          "validate (front-end request check): seconds in all")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump({"cases": cases, "first": first, "timed": timed, "common": common}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
