@@ -108,7 +108,9 @@ def test_padded_vocabulary_columns_are_masked(backend):
 
 
 RANGE = {"type": "object", "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90},
-                                          "n": {"type": "integer", "minimum": 0}}}
+                                          "n": {"type": "integer", "minimum": 0},
+                                          "s": {"type": "string", "format": "uri", "maxLength": 80},
+                                          "t": {"type": "string"}}}
 
 
 @pytest.mark.parametrize("prefix,more,plain_allows", [
@@ -117,11 +119,17 @@ RANGE = {"type": "object", "properties": {"lat": {"type": "number", "minimum": -
     ('{"lat": 12', "e", False),
     ('{"n": 4', ".0", False),        # an integer without a fraction
     ('{"n": 4', "0", True),
+    ('{"t": "a', "\\u00e9", False),   # characters raw: no \\uXXXX but for controls
+    ('{"t": "a', "\\u0007", True),
+    ('{"t": "a', "\\/", False),
+    ('{"s": "http://a', "\\/b", False),
+    ('{"s": "http://a', "/b", True),
 ])
-def test_engine_requests_write_numbers_plainly(backend, zoo, prefix, more, plain_allows):
-    """vLLM's and SGLang's requests compile numbers in plain spelling (GENERATION_JSON_OPTIONS), as
-    stencil serve does: a model that overshoots a bound is stopped at the digit, not kept alive by
-    an exponent to come; compile_json_schema's own default still takes every spelling."""
+def test_engine_requests_write_numbers_and_strings_plainly(backend, zoo, prefix, more, plain_allows):
+    """vLLM's and SGLang's requests compile numbers in plain spelling and strings as llguidance
+    writes them (GENERATION_JSON_OPTIONS): a model that overshoots a bound is stopped at the digit,
+    not kept alive by an exponent to come, and a string has one spelling per character but for
+    the controls; compile_json_schema's own default still takes every spelling."""
     from stencil.integrations.sglang import StencilGrammarBackend
     sglang = StencilGrammarBackend(tokenizer_info=backend.tokenizer_info)
     for m in (backend.compile_grammar("json", json.dumps(RANGE)).matcher,

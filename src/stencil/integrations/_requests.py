@@ -18,11 +18,14 @@ __all__ = ["compile_request", "load_spec", "as_bitmask_array", "with_eos_token_i
 
 REQUEST_KINDS = ("json", "json_object", "regex", "choice", "grammar", "ebnf", "structural_tag")
 
-#: JSON options an engine's requests compile with unless they say otherwise: numbers in plain
+#: JSON options an engine's requests compile with unless they say otherwise. Numbers in plain
 #: spelling (no exponent, integers without a fraction), as ``stencil serve`` and ``stencil
-#: generate`` write them. With every spelling, a model that writes ``-123`` under ``minimum: -90``
+#: generate`` write them: with every spelling, a model that writes ``-123`` under ``minimum: -90``
 #: stays valid (``-123.4e-1``), and a small one then writes digits until ``max_tokens`` ends it.
-GENERATION_JSON_OPTIONS = {"number_spelling": "plain"}
+#: Strings as llguidance (vLLM's "guidance") writes them: characters raw, ``\uXXXX`` only for the
+#: controls; with every character's ``\uXXXX`` spelling a ``format: uri`` beside a ``maxLength``
+#: has a lexer several times larger, and its budget-aware masks cost milliseconds, not microseconds.
+GENERATION_JSON_OPTIONS = {"number_spelling": "plain", "string_spelling": "controls"}
 
 
 def load_spec(spec: Any, kind: str) -> Any:

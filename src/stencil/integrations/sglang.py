@@ -15,7 +15,8 @@ process SGLang's loader does not reach.
 SGLang asks the backend for json, regex, ebnf (GBNF or Lark) and structural_tag requests;
 ``--constrained-json-whitespace-pattern``, ``--constrained-json-disable-any-whitespace`` and
 ``--constrained-json-max-whitespace-cnt`` apply to JSON (``StencilGrammarBackend.from_server_args``); numbers
-are written in plain spelling, as ``stencil serve`` writes them. Jump-forward comes from the matcher's forced text and tokens (``forced_bytes``,
+are written in plain spelling, as ``stencil serve`` writes them, strings with ``\\uXXXX`` only for the
+controls, as llguidance writes them. Jump-forward comes from the matcher's forced text and tokens (``forced_bytes``,
 ``forced_tokens``): SGLang appends the text and retokenizes, and the grammar follows the new ids.
 """
 from __future__ import annotations

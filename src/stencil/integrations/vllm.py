@@ -26,13 +26,15 @@ What ``install`` replaces for that name (see :mod:`stencil.integrations._vllm_ho
   left in the context) becomes the token budget of its masks, so outputs end valid within
   ``max_tokens``, with the end token inside it where the grammar leaves room for it;
 - the batch's bitmask, filled by one call of ``stencil.fill_next_token_bitmasks`` (native threads,
-  the GIL released) instead of one request at a time; under speculative decoding (n-gram, draft
+  the GIL released; on the caller's thread alone where the model runs on the CPU, whose cores its
+  own threads hold) instead of one request at a time; under speculative decoding (n-gram, draft
   models), one such call per draft position, each grammar advanced through its draft and rolled
   back after (``StencilBackend.fill_draft_bitmasks``). Drafts are cut at the first token the
   grammar refuses (``validate_tokens``) and matchers keep the history to roll a whole draft back.
 
 JSON numbers are written in plain spelling (no exponent, integers without a fraction), as ``stencil
-serve`` writes them (``_requests.GENERATION_JSON_OPTIONS``). Options: ``disable_any_whitespace``
+serve`` writes them, and strings as llguidance writes them (characters raw, ``\\uXXXX`` only for the
+controls): ``_requests.GENERATION_JSON_OPTIONS``. Options: ``disable_any_whitespace``
 (config or request) gives compact JSON,
 ``disable_additional_properties`` (config or request) closes objects that list their properties
 (``additionalProperties: false`` where the schema says nothing), and the request's
@@ -158,11 +160,12 @@ def _check_budget(matcher: stencil.Matcher, max_tokens: int) -> int:
     return 1 if need is not None and need < max_tokens else 0
 
 
-def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[int]) -> None:
-    """Fill ``bitmask[rows[i]]`` for ``grammars[i]`` in one native call (threads, GIL released),
-    each under its budget. A budget row left empty (the budget was already short: a request whose
-    tokens before the grammar ate it) is filled again without one, so vLLM never samples from an
-    empty mask."""
+def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[int],
+               num_threads: int | None = None) -> None:
+    """Fill ``bitmask[rows[i]]`` for ``grammars[i]`` in one native call (``num_threads`` threads,
+    None: one per core; the GIL released), each under its budget. A budget row left empty (the
+    budget was already short: a request whose tokens before the grammar ate it) is filled again
+    without one, so vLLM never samples from an empty mask."""
     if not grammars:
         return
     budgets = [g.remaining_tokens() for g in grammars]
@@ -170,7 +173,7 @@ def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[i
     if len(grammars) == 1:
         matchers[0].fill_next_token_bitmask(bitmask, rows[0], remaining_tokens=budgets[0])
     else:
-        stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets)
+        stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets, num_threads=num_threads)
     for m, r, b in zip(matchers, rows, budgets):
         if b is not None and not bitmask[r].any():
             _log.warning("stencil: the token budget of a request is spent before its output can end; "
@@ -284,6 +287,11 @@ class StencilBackend(_BackendBase):
         draft = getattr(spec, "num_speculative_tokens", None) or 0
         self.max_rollback = max_rollback if max_rollback is not None else max(DEFAULT_MAX_ROLLBACK, draft)
         self.max_model_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None)
+        # Where the model runs on the CPU its threads own the cores, and right after a forward pass
+        # they still spin waiting for the next one: a second fill thread then waits for a core (on
+        # two cores, a batch's fill took 1.5x as long as on the caller's thread alone).
+        device = getattr(getattr(vllm_config, "device_config", None), "device_type", None)
+        self.fill_threads = 1 if device == "cpu" else None
         self.compiler = stencil.GrammarCompiler(tokenizer_info)
         _log.info("stencil structured-output backend: %d tokens, vocab_size %d, max_rollback %d",
                   tokenizer_info.num_tokens, self.vocab_size, self.max_rollback)
@@ -359,7 +367,7 @@ class StencilBackend(_BackendBase):
                         arr[p[2] + j] = arr[p[5]]
                     elif p[0].is_terminated():
                         arr[p[2] + j] = -1
-                _fill_rows([p[0] for p in fill], arr, [p[2] + j for p in fill])
+                _fill_rows([p[0] for p in fill], arr, [p[2] + j for p in fill], self.fill_threads)
                 for p in fill:
                     if j < len(p[1]) and not _allows(arr[p[2] + j], p[1][j]):
                         # the budget refuses this draft token (the grammar allowed it): the
