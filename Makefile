@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -115,6 +115,13 @@ integrations-venv: $(INT_PY)
 	$(INT_PY) -m pip install --quiet --no-deps sglang
 test-integrations: integrations-venv
 	$(INT_PY) -m pytest -q -rs $(INTEGRATION_TESTS) $(PYTEST_ARGS)
+
+# vLLM's CPU engine with each structured-output backend (stencil, llguidance, XGrammar) on the same
+# generated schemas: refused / valid / cut, tokens/s and the backends' time per step (BENCHMARKS.md);
+# ARGS adds options (e.g. ARGS="--count 8").
+bench-vllm:
+	$(MAKE) integrations-venv INTEGRATION_EXTRAS=vllm
+	$(INT_PY) -m benchmarks.vllm_backends $(ARGS)
 
 # Tokens/s of llama-cpp-python with the default model, with and without a grammar (BENCHMARKS.md);
 # ARGS adds options (e.g. ARGS="--max-tokens 32 --rounds 10").
