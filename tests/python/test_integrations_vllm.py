@@ -649,6 +649,26 @@ def test_compile_request_reads_vllm_request(configured, zoo):
     assert allowed == [stop]                                                  # the stop id ends it
 
 
+def test_spent_budget_rows_fall_back_to_the_unbudgeted_mask(backend):
+    """A request whose tokens before the grammar (reasoning) ate its budget gets the unbudgeted
+    mask, in a batch beside a request with room and a finished one: vLLM never samples from an
+    empty row."""
+    spent = backend.compile_grammar("json", json.dumps(SCHEMA), max_tokens=20,
+                                    request=SimpleNamespace(num_output_tokens=50))
+    fine = backend.compile_grammar("json", json.dumps(SCHEMA), max_tokens=200)
+    done = backend.compile_grammar("choice", json.dumps(["x"]))
+    assert done.accept_tokens("r", [backend.tokenizer_info.token_id("x"), backend.tokenizer_info.eos_token_ids[0]])
+    bm = backend.allocate_token_bitmask(5)
+    bm.zero_()
+    backend.fill_bitmasks(bm, [(spent, 1, True), (fine, 3, True), (done, 4, True), (fine, 0, False)])
+    assert spent.remaining_tokens() == 0
+    ref = reference_mask(stencil.Matcher(backend.compiler.compile_json_schema(SCHEMA, **PLAIN)), backend.vocab_size)
+    np.testing.assert_array_equal(words(bm[1]), ref)
+    np.testing.assert_array_equal(words(bm[3]), ref)          # room enough: the unbudgeted mask too
+    assert (words(bm[4]) == -1).all() and (words(bm[0]) == -1).all()   # finished / not applied: all allowed
+    assert not words(bm[2]).any()                              # rows outside the batch untouched
+
+
 def test_stop_sets_past_the_cache_bound_still_end_requests(backend, zoo):
     """The backend keeps compilers for 8 stop-id sets; a set compiled again after eviction still
     ends its request with its own stop id (and not with another set's)."""

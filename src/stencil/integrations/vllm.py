@@ -174,11 +174,14 @@ def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[i
         matchers[0].fill_next_token_bitmask(bitmask, rows[0], remaining_tokens=budgets[0])
     else:
         stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets, num_threads=num_threads)
-    for m, r, b in zip(matchers, rows, budgets):
-        if b is not None and not bitmask[r].any():
-            _log.warning("stencil: the token budget of a request is spent before its output can end; "
-                         "its mask is the unbudgeted one")
-            m.fill_next_token_bitmask(bitmask, r)
+    budgeted = [i for i, b in enumerate(budgets) if b is not None]
+    if not budgeted:
+        return
+    # (one numpy call for the batch: a per-row check costs as much as a fill's Python side)
+    for i in np.flatnonzero(~bitmask[[rows[i] for i in budgeted]].any(axis=1)):
+        _log.warning("stencil: the token budget of a request is spent before its output can end; "
+                     "its mask is the unbudgeted one")
+        matchers[budgeted[i]].fill_next_token_bitmask(bitmask, rows[budgeted[i]])
 
 
 def close_objects(schema: Any) -> Any:
@@ -348,6 +351,15 @@ class StencilBackend(_BackendBase):
         A draft token the grammar refuses (vLLM validated the draft, so never expected) makes the
         rows after it copies of the last valid one. Returns the number of rows filled."""
         arr, requests = as_bitmask_array(bitmask), list(requests)
+        if not any(len(draft) for _, draft, _, _ in requests):   # no speculation: a row per request
+            fill = []
+            for grammar, _, row, apply in requests:
+                if apply and not grammar.is_terminated():
+                    fill.append((grammar, row))
+                else:
+                    arr[row] = -1
+            _fill_rows([g for g, _ in fill], arr, [r for _, r in fill], self.fill_threads)
+            return len(requests)
         plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
         for grammar, draft, first, apply in requests:
             draft = [int(t) for t in draft]
