@@ -352,13 +352,14 @@ class StencilBackend(_BackendBase):
         rows after it copies of the last valid one. Returns the number of rows filled."""
         arr, requests = as_bitmask_array(bitmask), list(requests)
         if not any(len(draft) for _, draft, _, _ in requests):   # no speculation: a row per request
-            fill = []
+            grammars, rows = [], []
             for grammar, _, row, apply in requests:
                 if apply and not grammar.is_terminated():
-                    fill.append((grammar, row))
+                    grammars.append(grammar)
+                    rows.append(row)
                 else:
                     arr[row] = -1
-            _fill_rows([g for g, _ in fill], arr, [r for _, r in fill], self.fill_threads)
+            _fill_rows(grammars, arr, rows, self.fill_threads)
             return len(requests)
         plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
         for grammar, draft, first, apply in requests:
