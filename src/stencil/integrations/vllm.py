@@ -508,8 +508,9 @@ def _grammar_bitmask_hook(original):
         plan, row = [], 0
         for rid in structured_output_request_ids:
             draft = scheduled_spec_decode_tokens.get(rid, ())
-            n = len(_unpadded(draft))
-            start, constrain = self._get_constraint_bounds(requests[rid], _unpadded(draft))
+            kept = _unpadded(draft) if draft else []
+            n = len(kept)
+            start, constrain = self._get_constraint_bounds(requests[rid], kept)
             if (start, constrain) != (0, 0) and min(start, constrain) <= n:   # reasoning ends in the draft
                 return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
             plan.append((requests[rid].structured_output_request.grammar, draft, row, constrain == 0))
