@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from benchmarks.maskbench.engines import ENGINES
-from benchmarks.maskbench.runner import load_run
+from benchmarks.maskbench.runner import UNCOMMITTED, load_run
 from benchmarks.maskbench.stats import by_engine, passed_by_all, percentiles, summarize
 
 # one color per engine, fixed by the engine's place in ENGINES so it is the same in every plot
@@ -164,7 +164,7 @@ def vocabulary_curve_svg(runs: list[dict]) -> str:
     for run in runs:
         grouped = by_engine(run["records"], run["engines"])
         common = passed_by_all(grouped)
-        commit = str(run["meta"].get("commit", "?")).replace("+uncommitted changes", "+edits")  # (fits the margin)
+        commit = str(run["meta"].get("commit", "?")).replace(UNCOMMITTED, "+edits")  # (fits the margin)
         notes.append(f"{run['meta'].get('tokenizer', '?')}: {len(common):,}, {commit}")
         for e, rs in grouped.items():
             tbm = summarize(rs, only=common)["tbm_us"]

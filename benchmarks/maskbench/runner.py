@@ -53,6 +53,10 @@ def machine_description() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs{mem}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
+#: what git_commit adds to the commit of a checkout with uncommitted changes
+UNCOMMITTED = "+uncommitted changes"
+
+
 def git_commit() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     try:
@@ -62,7 +66,7 @@ def git_commit() -> str:
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return (rev + ("+uncommitted changes" if dirty else "")) if rev else "unknown"
+    return (rev + (UNCOMMITTED if dirty else "")) if rev else "unknown"
 
 
 def load_records(path: str) -> list[dict]:

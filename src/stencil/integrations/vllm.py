@@ -351,16 +351,6 @@ class StencilBackend(_BackendBase):
         A draft token the grammar refuses (vLLM validated the draft, so never expected) makes the
         rows after it copies of the last valid one. Returns the number of rows filled."""
         arr, requests = as_bitmask_array(bitmask), list(requests)
-        if not any(len(draft) for _, draft, _, _ in requests):   # no speculation: a row per request
-            grammars, rows = [], []
-            for grammar, _, row, apply in requests:
-                if apply and not grammar.is_terminated():
-                    grammars.append(grammar)
-                    rows.append(row)
-                else:
-                    arr[row] = -1
-            _fill_rows(grammars, arr, rows, self.fill_threads)
-            return len(requests)
         plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
         for grammar, draft, first, apply in requests:
             draft = [int(t) for t in draft]
