@@ -255,3 +255,12 @@ def test_leading_lookaheads_become_pattern_formulas(compiler):
     # a lookahead inside one branch of an alternation is still unsupported
     with pytest.raises(stencil.GrammarError, match="lookahead"):
         json_schema_grammar({"type": "string", "pattern": "^(?!a)b|c"})
+
+
+@pytest.mark.parametrize("pattern", ["^(?!a{2,1})b", "^(?=[z-a])b"])
+def test_an_invalid_lifted_lookahead_is_refused_with_the_users_pattern(pattern):
+    # the lifted lookahead's inner pattern is checked before it becomes a formula: the error
+    # points at the schema's pattern keyword and shows the user's text, not the ^(?:...) rewrite
+    with pytest.raises(stencil.GrammarError) as e:
+        json_schema_grammar({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}})
+    assert "/properties/s/pattern" in str(e.value) and pattern in str(e.value) and "(?:" not in str(e.value)

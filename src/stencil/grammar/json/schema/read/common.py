@@ -150,7 +150,7 @@ def pattern_formula(pattern: str):
         for negative, inner in lifted[1]:
             g = Pattern("^(?:" + inner + ")")
             try:
-                pattern_node(g[1])
+                pattern_node(g.pattern)
                 pattern_node(lifted[0])
             except GrammarError:
                 raise err from None
