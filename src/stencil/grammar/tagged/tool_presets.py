@@ -31,17 +31,27 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Union
+import random
+import string
+from typing import Callable, NamedTuple, Optional, Union
 
 from stencil._core import GrammarError
+from stencil.grammar.tagged.tool_reading import ALNUM_ID, DIGITS, NAME, QUOTED_NAME, WS, CallSyntax
 from stencil.grammar.tagged.triggers import tool_specs
 
-__all__ = ["tool_call_format", "FORMATS"]
+__all__ = ["tool_call_format", "FORMATS", "FAMILIES", "Family", "GENERIC", "call_syntax", "family_of_template"]
 
 DS_CALLS_BEGIN, DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 DS_CALL_BEGIN, DS_CALL_END, DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
 KIMI_SECTION_BEGIN, KIMI_SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 HARMONY_END = ["<|end|>", "<|return|>"]
+HARMONY_SEP = "<|start|>assistant"
+#: a call's header in Harmony (NAME: the tool's), as gpt-oss writes it and as its template's
+#: ``to=`` first forms do
+HARMONY_HEADS = ("<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>",
+                 "<|channel|>commentary to=functions.NAME<|constrain|>json<|message|>",
+                 " to=functions.NAME<|channel|>commentary json<|message|>",
+                 " to=functions.NAME<|channel|>commentary <|constrain|>json<|message|>")
 
 
 def _json(schema) -> dict:
@@ -118,19 +128,114 @@ def _mistral(tools, choice, parallel):
 
 
 def _harmony_calls(tools) -> list:
-    tags = []
-    for n, p in tools:
-        for begin in (f"<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>",
-                      f"<|channel|>commentary to=functions.{n}<|constrain|>json<|message|>",
-                      f" to=functions.{n}<|channel|>commentary json<|message|>",
-                      f" to=functions.{n}<|channel|>commentary <|constrain|>json<|message|>"):
-            tags.append(_tag(begin, _json(p), "<|call|>"))
-    return tags
+    return [_tag(begin.replace("NAME", n), _json(p), "<|call|>") for n, p in tools for begin in HARMONY_HEADS]
 
 
-_BUILDERS = {"llama3": _llama3, "qwen": _qwen, "qwen-coder": _qwen_coder, "deepseek": _deepseek,
-             "deepseek-v3.1": _deepseek_v31, "kimi": _kimi, "mistral": _mistral}
-FORMATS = tuple(_BUILDERS) + ("harmony",)
+def _harmony(specs, choice, parallel, reasoning) -> dict:
+    """Harmony messages after the prompt's ``<|start|>assistant``: an analysis message (reasoning),
+    tool calls on the commentary channel, a final answer; messages joined by ``<|start|>assistant``."""
+    calls = _harmony_calls(specs)
+    analysis = _tag("<|channel|>analysis<|message|>", {"type": "any_text"}, HARMONY_END)
+    final = _tag("<|channel|>final<|message|>", {"type": "any_text"}, HARMONY_END)
+    messages = {"type": "tags_with_separator", "tags": calls + ([final] if choice == "auto" else []),
+                "separator": HARMONY_SEP, "at_least_one": True, "stop_after_first": not parallel}
+    if not reasoning:
+        return messages
+    return {"type": "sequence", "elements": [analysis, _const(HARMONY_SEP), messages]}
+
+
+def _plain(build):
+    """A writer of a family whose calls follow free text (all but Harmony): a call that must come
+    first may follow white space (templates write "\n" before it, and models a blank line after
+    </think>), and ``reasoning`` puts the family's ``<think>`` block first."""
+    def write(tools, choice, parallel, reasoning):
+        calls = build(tools, choice, parallel)
+        if choice != "auto":
+            calls = {"type": "sequence", "elements": [{"type": "regex", "pattern": "\\s*"}, calls]}
+        if not reasoning:
+            return calls
+        think = _tag("<think>" if reasoning is True else "", {"type": "any_text"}, "</think>")
+        return {"type": "sequence", "elements": [think, calls]}
+    return write
+
+
+def _mistral_id(name: str, index: int, captured: Optional[str]) -> str:
+    # mistral-common's templates refuse ids that are not 9 alphanumeric characters
+    return "".join(random.choice(string.ascii_letters + string.digits) for _ in range(9))
+
+
+def _kimi_id(name: str, index: int, captured: Optional[str]) -> str:
+    return f"functions.{name}:{captured if captured is not None else index}"
+
+
+class Family(NamedTuple):
+    """A model family's tool calls: how they are written (``write``: the structural tag's format
+    for (tools, tool_choice, parallel, reasoning)) and read back (``read``); the texts of a chat
+    template that tell the family (``marks``, all of them); and how the template takes a past
+    call's arguments (``history_arguments``: "object", or "text" for templates that concatenate
+    the JSON text)."""
+    write: Callable
+    read: CallSyntax
+    marks: tuple
+    history_arguments: str = "object"
+
+
+_DS_SECTION = (((DS_CALLS_BEGIN,),), ((DS_CALLS_END,),))
+_HARMONY_MESSAGE_ENDS = tuple(HARMONY_END)
+#: every family: one row writes and reads its calls, so none can be written and not read
+FAMILIES: dict[str, Family] = {
+    "llama3": Family(_plain(_llama3), CallSyntax(
+        opens=('{"name": ', "<|python_tag|>"),
+        heads=(('{"name": ', QUOTED_NAME, ', "parameters": '),
+               ('<|python_tag|>{"name": ', QUOTED_NAME, ', "parameters": ')),
+        closes=(("}",),)), ("<|python_tag|>",)),
+    "qwen": Family(_plain(_qwen), CallSyntax(
+        opens=("<tool_call>",), heads=(('<tool_call>\n{"name": ', QUOTED_NAME, ', "arguments": '),),
+        closes=(("}\n</tool_call>",),)), ("<tool_call>",)),
+    "qwen-coder": Family(_plain(_qwen_coder), CallSyntax(
+        opens=("<tool_call>",), heads=(("<tool_call>\n<function=", NAME, ">\n"),),
+        closes=(("</function>\n</tool_call>",),), args="xml"), ("<tool_call>", "<function=")),
+    "deepseek": Family(_plain(_deepseek), CallSyntax(
+        opens=(DS_CALLS_BEGIN,), section=_DS_SECTION, separator=("\n",),
+        heads=((f"{DS_CALL_BEGIN}function{DS_SEP}", NAME, "\n```json\n"),),
+        closes=((f"\n```{DS_CALL_END}",),)), (DS_CALLS_BEGIN, "```json"), "text"),
+    "deepseek-v3.1": Family(_plain(_deepseek_v31), CallSyntax(
+        opens=(DS_CALLS_BEGIN,), section=_DS_SECTION, heads=((DS_CALL_BEGIN, NAME, DS_SEP),),
+        closes=((DS_CALL_END,),)), (DS_CALLS_BEGIN,), "text"),
+    "kimi": Family(_plain(_kimi), CallSyntax(
+        opens=(KIMI_SECTION_BEGIN,), section=(((KIMI_SECTION_BEGIN,),), ((KIMI_SECTION_END,),)),
+        heads=(("<|tool_call_begin|>functions.", NAME, ":", DIGITS, "<|tool_call_argument_begin|>"),),
+        closes=(("<|tool_call_end|>",),), call_id=_kimi_id), (KIMI_SECTION_BEGIN,)),
+    "mistral": Family(_plain(_mistral), CallSyntax(
+        opens=("[TOOL_CALLS]",), section=((("[TOOL_CALLS][",), ("[TOOL_CALLS] [",)), (("]",),)),
+        separator=(", ",), heads=(('{"name": ', QUOTED_NAME, ', "arguments": '),),
+        closes=((', "id": "', ALNUM_ID, '"}'), ("}",)), call_id=_mistral_id), ("[TOOL_CALLS]",)),
+    "harmony": Family(_harmony, CallSyntax(
+        heads=tuple((h.split("NAME")[0], NAME, h.split("NAME")[1]) for h in HARMONY_HEADS),
+        closes=(("<|call|>",),), message_separator=(HARMONY_SEP,),
+        spans=((("<|channel|>analysis<|message|>",), "reasoning", _HARMONY_MESSAGE_ENDS),
+               (("<|channel|>final<|message|>",), "content", _HARMONY_MESSAGE_ENDS))), ("<|channel|>",)),
+}
+FORMATS = tuple(FAMILIES)
+
+#: the server's own format (``stencil.grammar.tagged.triggers.tool_calls`` writes it): a
+#: ``<tool_call>`` JSON object with "name" and "arguments", announced in a system message
+GENERIC = CallSyntax(
+    opens=("<tool_call>",),
+    heads=(("<tool_call>", WS, "{", WS, '"name"', WS, ":", WS, QUOTED_NAME, WS, ",", WS, '"arguments"', WS, ":", WS),),
+    closes=((WS, "}", WS, "</tool_call>"),))
+
+
+def call_syntax(format: str) -> CallSyntax:
+    """How the calls of ``format`` (a family of :data:`FORMATS`, or "generic") are read back."""
+    return GENERIC if format == "generic" else FAMILIES[format].read
+
+
+def family_of_template(template: str) -> Optional[str]:
+    """The family whose tool-call texts a chat template's source writes (the most specific
+    match), or None."""
+    found = [(len(f.marks), name) for name, f in FAMILIES.items() if all(m in template for m in f.marks)]
+    return max(found)[1] if found else None
 
 
 def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False, tool_choice: str = "auto",
@@ -155,36 +260,6 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
             raise GrammarError(f"tool_choice must be 'auto', 'required' or a tool name of {[n for n, _ in specs]}, "
                                f"got {tool_choice!r}")
         specs, choice, parallel = [(n, p) for n, p in specs if n == tool_choice], "required", False
-    if format == "harmony":
-        return _harmony(specs, choice, parallel, reasoning)
-    calls = _BUILDERS[format](specs, choice, parallel)
-    if choice != "auto":
-        # a call that must come first may follow white space: templates write "\n" before it, and
-        # models a blank line after </think>
-        calls = {"type": "sequence", "elements": [{"type": "regex", "pattern": "\\s*"}, calls]}
-    if not reasoning:
-        return {"type": "structural_tag", "format": calls}
-    think = _tag("<think>" if reasoning is True else "", {"type": "any_text"}, "</think>")
-    return {"type": "structural_tag", "format": {"type": "sequence", "elements": [think, calls]}}
-
-
-def _harmony(specs, choice, parallel, reasoning) -> dict:
-    """Harmony messages after the prompt's ``<|start|>assistant``: an analysis message (reasoning),
-    tool calls on the commentary channel, a final answer; messages joined by ``<|start|>assistant``."""
-    calls = _harmony_calls(specs)
-    analysis = _tag("<|channel|>analysis<|message|>", {"type": "any_text"}, HARMONY_END)
-    final = _tag("<|channel|>final<|message|>", {"type": "any_text"}, HARMONY_END)
-    sep = "<|start|>assistant"
-    if reasoning == "opened":
+    if format == "harmony" and reasoning == "opened":
         raise GrammarError("harmony: reasoning is the analysis channel, which the model opens; use reasoning=True")
-    head = [analysis] if reasoning else []
-    if choice == "auto":
-        messages = {"type": "tags_with_separator", "tags": calls + [final], "separator": sep, "at_least_one": True,
-                    "stop_after_first": not parallel}
-    else:
-        messages = {"type": "tags_with_separator", "tags": calls, "separator": sep, "at_least_one": True,
-                    "stop_after_first": not parallel}
-    if not head:
-        return {"type": "structural_tag", "format": messages}
-    return {"type": "structural_tag", "format": {"type": "sequence", "elements": [
-        *head, _const(sep), messages]}}
+    return {"type": "structural_tag", "format": FAMILIES[format].write(specs, choice, parallel, reasoning)}

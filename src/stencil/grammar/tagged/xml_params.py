@@ -137,3 +137,24 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         b.add_alternative(rule, [b.lexeme(b.re_or([b.re_literal("True"), b.re_literal("False")]), "py-bool")])
         value = rule
     return b.seq([ws, value, ws, b.literal(_CLOSE)])
+
+
+def read_xml_value(schema, key: str, text: str):
+    """The JSON value of parameter ``key`` of an object ``schema`` from the text between
+    ``<parameter=key>`` and ``</parameter>``, read as the grammar above wrote it: raw text (one
+    newline stripped on each side, as the template writes them) for strings, undeclared and
+    unconstrained parameters; the value itself for string enums; JSON (with Python's ``True`` and
+    ``False`` for booleans) otherwise."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    sub = props.get(key, True)
+    raw = text[1:] if text.startswith("\n") else text
+    raw = raw[:-1] if raw.endswith("\n") else raw
+    if not isinstance(sub, dict) or sub == {}:
+        return raw
+    choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
+    if choices and all(isinstance(c, str) for c in choices):
+        return text.strip(" \t\r\n")
+    if "string" in _types(sub):
+        return raw
+    value = text.strip(" \t\r\n")
+    return {"True": True, "False": False}[value] if value in ("True", "False") else json.loads(value)
