@@ -36,9 +36,10 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
                speculate: bool | SpeculationOptions = False):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
-    how tool calls are written ("auto": the model family's, read from its chat template; "qwen";
-    "generic": ``<tool_call>`` JSON announced in a system message); a request's ``tool_format``
-    overrides it. ``speculate``: the engine's (``Engine``), speculative decoding by default; a
+    how tool calls are written and read back ("auto": the model family's, read from its chat
+    template; "generic": ``<tool_call>`` JSON announced in a system message; or a family of
+    ``stencil.grammar.tagged.tool_presets.FORMATS``: llama3, qwen, qwen-coder, deepseek,
+    deepseek-v3.1, kimi, mistral, harmony); a request's ``tool_format`` overrides it. ``speculate``: the engine's (``Engine``), speculative decoding by default; a
     request's ``"speculate"`` overrides it.
 
     Example::

@@ -22,7 +22,8 @@ class Constraint:
     fn: Callable | None = None
     args: tuple = ()
     kwargs: dict | None = None
-    tools: bool = False        # the output holds <tool_call> blocks
+    tools: list | None = None  # the tools whose calls the output holds, written in tool_format
+    tool_format: str = "generic"
     reasoning: bool = False    # the output starts with a <think> block
 
 
@@ -119,7 +120,8 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constr
         if tool_format != "generic":  # the family's own call text
             kw = dict(format=tool_format, tool_choice="required" if required else "auto", parallel=parallel,
                       json_options=dict(JSON), reasoning=reasoning)
-        return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=True, reasoning=reasoning)
+        return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=tools, tool_format=tool_format,
+                          reasoning=reasoning and tool_format != "harmony")
     if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
         return Constraint()
     if not isinstance(rf, dict):

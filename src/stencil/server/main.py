@@ -6,6 +6,7 @@ import sys
 from stencil._version import pip_install
 from stencil.command_options import CliError, add_device_arguments, device_options
 from stencil.server.limits import ServerLimits
+from stencil.server.toolcalls import FORMATS
 from stencil.speculative import SpeculationOptions
 
 _D = ServerLimits()
@@ -48,6 +49,10 @@ def add_arguments(p) -> None:
                         "(a request's \"speculate\": false turns it off)")
     p.add_argument("--max-draft", type=int, default=None, metavar="N",
                    help=f"with --speculate: most tokens drafted per step (default {SpeculationOptions().max_draft})")
+    p.add_argument("--tool-format", default="auto", choices=("auto",) + FORMATS, metavar="FORMAT",
+                   help="how tool calls are written and read back: auto (the model family's, from its chat "
+                        "template; generic where it has none), or one of " + ", ".join(FORMATS) +
+                        " (a request's \"tool_format\" overrides it)")
     p.add_argument("--rss-limit", type=float, default=None, metavar="MB",
                    help="megabytes of resident memory for the whole server, the model included: the grammar "
                         "memory is lowered to what it leaves, and a request that finds no room gets a 503 "
@@ -100,7 +105,7 @@ def serve(args) -> int:
         raise CliError(str(e)) from None
     try:
         app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits,
-                         speculate=speculate)
+                         speculate=speculate, tool_format=args.tool_format)
     except ValueError as e:  # an rss limit below what the loaded model holds
         raise CliError(str(e)) from None
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",

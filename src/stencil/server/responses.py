@@ -58,7 +58,7 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
                 yield chunk(i, {"role": "assistant", "content": ""})
         # a <think> block as reasoning deltas, then the content; tool calls as they come (names,
         # then arguments)
-        split = [_ChoiceStream(c.reasoning, c.tools) for _ in jobs] if chat else None
+        split = [_ChoiceStream(c) for _ in jobs] if chat else None
         left = len(jobs)
         while left:
             i, item = await merged.get()
@@ -101,10 +101,10 @@ class _ChoiceStream:
     """One chat choice's text as it grows, into OpenAI deltas: ``reasoning_content`` from a
     ``<think>`` block (``reasoning``), then ``content``, or tool-call deltas (``tools``)."""
 
-    def __init__(self, reasoning: bool, tools: bool):
+    def __init__(self, c):
         self.text = ""
-        self.think = ThinkStream() if reasoning else None
-        self.calls = ToolStream() if tools else None
+        self.think = ThinkStream() if c.reasoning else None
+        self.calls = ToolStream(c.tool_format, c.tools) if c.tools else None
         self.sent = 0  # characters of content sent (without tools)
 
     def feed(self, piece: str, final: bool = False) -> list[dict]:
@@ -126,7 +126,7 @@ class _ChoiceStream:
 
 
 def _finish(job: Job, c) -> str:
-    if c.tools and split_tool_calls(job.text)[1]:
+    if c.tools and split_tool_calls(job.text, c.tool_format, c.tools)[2]:
         return "tool_calls"
     return job.finish_reason
 
@@ -135,7 +135,9 @@ def _message(job: Job, c) -> dict[str, Any]:
     reasoning, text = split_reasoning(job.text) if c.reasoning else (None, job.text)
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     if c.tools:
-        content, calls = split_tool_calls(text)
+        content, thought, calls = split_tool_calls(text, c.tool_format, c.tools)
+        if thought is not None:   # Harmony's analysis channel
+            msg["reasoning_content"], msg["content"] = thought, content
         if calls:
             msg["content"] = content or None
             msg["tool_calls"] = calls

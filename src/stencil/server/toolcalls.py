@@ -5,25 +5,23 @@ whole tool history kept), the tool-call format (the model family's preset, or th
 Example::
 
     fmt = tool_format_for(lm.tokenizer)          # "qwen" for a Qwen2.5 template, "generic" for SmolLM2
-    calls = ToolStream(fmt); calls.feed(text)    # -> content and tool-call deltas, as they complete
+    calls = ToolStream(fmt, tools)               # the request's tools
+    calls.feed(text)                             # -> content and tool-call deltas, as they come
 """
 from __future__ import annotations
 
 import json
-import re
-import uuid
 from typing import Any, Optional
+
+from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
+from stencil.grammar.tagged.tool_reading import CallReader, read_calls
 
 TRIGGER, END = "<tool_call>", "</tool_call>"
 
-#: the families whose calls the server reads back: a call is `<tool_call>` + JSON with "name" and
-#: "arguments" + `</tool_call>` (generic: announced in a system message; qwen: the template's own)
-FORMATS = ("generic", "qwen")
-
-#: what in a chat template's source tells its family's tool-call format (the first that matches)
-_TEMPLATE_MARKS = (("<tool_call>", "qwen"),)
-
-_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*')
+#: the formats the server writes and reads back: "generic" (`<tool_call>` + JSON with "name" and
+#: "arguments" + `</tool_call>`, announced in a system message) and every model family's preset
+#: (stencil.grammar.tagged.tool_presets.FAMILIES: one table writes and reads each)
+FORMATS = ("generic",) + PRESETS
 
 
 def tool_format_for(hf_tokenizer: Any, requested: Optional[str] = None) -> str:
@@ -34,19 +32,17 @@ def tool_format_for(hf_tokenizer: Any, requested: Optional[str] = None) -> str:
     template = getattr(hf_tokenizer, "chat_template", None) or ""
     if isinstance(template, dict):
         template = " ".join(template.values())
-    if "tools" in template:
-        for mark, fmt in _TEMPLATE_MARKS:
-            if mark in template:
-                return fmt
-    return "generic"
+    return (family_of_template(template) if "tool" in template else None) or "generic"
 
 
 def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str) -> tuple[list[dict], Optional[list]]:
     """(messages, tools) for the chat template: assistant ``tool_calls`` written as the format
-    writes them (generic) or passed on with their arguments as objects (the template writes
-    them), tool results as ``tool`` messages with their ``tool_call_id``; the generic format
-    announces the tools in a first system message (small templates have no tools section)."""
+    writes them (generic) or passed on with their arguments as the family's template takes them
+    (an object, or JSON text for templates that concatenate it), tool results as ``tool``
+    messages with their ``tool_call_id``; the generic format announces the tools in a first
+    system message (small templates have no tools section)."""
     out = []
+    as_text = fmt != "generic" and FAMILIES[fmt].history_arguments == "text"
     for m in messages:
         calls = m.get("tool_calls") or []
         if fmt == "generic" and calls:
@@ -55,7 +51,8 @@ def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str) -> tuple[
             m = {"role": "assistant", "content": text}
         elif calls:
             m = dict(m, tool_calls=[{"type": "function", "id": c.get("id"), "function": {
-                "name": c["function"]["name"], "arguments": _args(c)}} for c in calls])
+                "name": c["function"]["name"],
+                "arguments": json.dumps(_args(c), ensure_ascii=False) if as_text else _args(c)}} for c in calls])
         out.append(m)
     if fmt != "generic" or not tools:
         return out, tools or None
@@ -80,72 +77,49 @@ def tools_prompt(tools: list) -> str:
 
 
 class ToolStream:
-    """The generated text read as it grows: content before the calls, then each call's name and its
-    arguments as they come. ``feed(text)`` takes the whole text so far and returns the new deltas
-    (OpenAI's ``{"content": ...}`` and ``{"tool_calls": [...]}``); ``finish()`` the rest."""
+    """The generated text read as it grows (``fmt``'s reading, for ``tools``): content, each call's
+    name and id, then its arguments as they come, and Harmony's analysis channel as reasoning.
+    ``feed(text)`` takes the whole text so far and returns the new deltas (OpenAI's
+    ``{"content": ...}``, ``{"reasoning_content": ...}`` and ``{"tool_calls": [...]}``), each
+    argument delta a prefix of what is left of the final arguments; ``final=True`` the rest."""
 
-    def __init__(self):
-        self.pos = 0            # characters of the text read
-        self.state = "content"  # content, head (a call's name), args
-        self.calls: list[dict] = []
+    def __init__(self, fmt: str, tools: list):
+        self.reader = CallReader(call_syntax(fmt), tools)
+        self.space = ""       # trailing white space of the content so far, held until text follows
+        self.started = False  # content given out: the message's content is stripped at both ends
+
+    @property
+    def calls(self) -> list[dict]:
+        return self.reader.calls
 
     def feed(self, text: str, final: bool = False) -> list[dict]:
         out: list[dict] = []
-        while True:
-            step = getattr(self, "_" + self.state)(text, final)
-            if step is None:
-                return out
-            if step:
-                out.append(step)
-
-    def _content(self, text: str, final: bool):
-        i = text.find(TRIGGER, self.pos)
-        if i < 0:  # hold back what may start the trigger
-            end = len(text) if final else max(self.pos, len(text) - len(TRIGGER) + 1)
-            piece, self.pos = text[self.pos:end], end
-            if not piece:
-                return None
-            return {} if self.calls else {"content": piece}  # only white space may follow the calls
-        piece, self.pos, self.state = text[self.pos:i], i + len(TRIGGER), "head"
-        return {"content": piece} if piece and not self.calls else {}
-
-    def _head(self, text: str, final: bool):
-        m = _HEAD.match(text, self.pos)
-        if m is None or (m.end() == len(text) and not final):  # white space may still come
-            return None
-        self.pos, self.state = m.end(), "args"
-        call: dict[str, Any] = {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
-                "function": {"name": json.loads(m.group(1)), "arguments": ""}}
-        self.calls.append(call)
-        return {"tool_calls": [dict(call, index=len(self.calls) - 1, function=dict(call["function"]))]}
-
-    def _args(self, text: str, final: bool):
-        i = text.find(END, self.pos)
-        if i >= 0:  # the arguments end at the object's closing brace before END
-            piece = text[self.pos:i].rstrip()
-            piece = piece[:-1] if piece.endswith("}") else piece
-            self.pos, self.state = i + len(END), "content"
-        else:
-            tail = text[self.pos:]
-            k = tail.rfind("}")  # from the last brace on, the text may be the call's end
-            hold = k if k >= 0 and END.startswith(tail[k + 1:].strip()) else len(tail)
-            piece = tail[:hold]
-            self.pos += hold
-            if not piece:
-                return None
-        self.calls[-1]["function"]["arguments"] += piece
-        return {"tool_calls": [{"index": len(self.calls) - 1, "function": {"arguments": piece}}]} if piece else {}
+        for e in self.reader.feed(text, final):
+            kind = e[0]
+            if kind == "content":
+                piece = (self.space + e[1]) if self.started else e[1].lstrip()
+                body = piece.rstrip()
+                self.space = piece[len(body):]
+                if body:
+                    self.started = True
+                    out.append({"content": body})
+            elif kind == "reasoning":
+                out.append({"reasoning_content": e[1]})
+            elif kind == "call":
+                index = len(self.reader.calls) - 1
+                out.append({"tool_calls": [{"index": index, "id": e[2], "type": "function",
+                                            "function": {"name": e[1], "arguments": ""}}]})
+            elif kind == "args":
+                index = len(self.reader.calls) - 1
+                out.append({"tool_calls": [{"index": index, "function": {"arguments": e[1]}}]})
+        return out
 
 
-def split_tool_calls(text: str) -> tuple[str, list[dict]]:
-    """(content before the first call, [OpenAI tool_call dicts]) of a whole output; calls cut
-    by max_tokens are left out."""
-    s = ToolStream()
-    content = "".join(d.get("content", "") for d in s.feed(text, final=True))
-    calls = [c for c in s.calls if s.state == "content" or c is not s.calls[-1]]
-    for c in calls:
-        try:
-            json.loads(c["function"]["arguments"])
-        except json.JSONDecodeError:
-            calls = [x for x in calls if x is not c]
-    return content.strip() if calls else text, calls
+def split_tool_calls(text: str, fmt: str, tools: list) -> tuple[str, Optional[str], list[dict]]:
+    """(content, reasoning (Harmony's analysis channel, else None), [OpenAI tool_call dicts]) of a
+    whole output: the content is the text outside the calls, stripped at both ends (as
+    :class:`ToolStream` gives it out); calls cut by max_tokens are left out."""
+    content, reasoning, read = read_calls(call_syntax(fmt), tools, text)
+    calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+             for c in read]
+    return content.strip(), (reasoning or None) if fmt == "harmony" else None, calls

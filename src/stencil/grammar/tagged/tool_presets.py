@@ -146,12 +146,13 @@ def _harmony(specs, choice, parallel, reasoning) -> dict:
 
 def _plain(build):
     """A writer of a family whose calls follow free text (all but Harmony): a call that must come
-    first may follow white space (templates write "\n" before it, and models a blank line after
-    </think>), and ``reasoning`` puts the family's ``<think>`` block first."""
+    first may follow a little ASCII white space (templates write "\n" before it, and models a
+    blank line after </think>; a run of Unicode spaces is only tokens spent), and ``reasoning``
+    puts the family's ``<think>`` block first."""
     def write(tools, choice, parallel, reasoning):
         calls = build(tools, choice, parallel)
         if choice != "auto":
-            calls = {"type": "sequence", "elements": [{"type": "regex", "pattern": "\\s*"}, calls]}
+            calls = {"type": "sequence", "elements": [{"type": "regex", "pattern": "[ \\t\\r\\n]{0,8}"}, calls]}
         if not reasoning:
             return calls
         think = _tag("<think>" if reasoning is True else "", {"type": "any_text"}, "</think>")
