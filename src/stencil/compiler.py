@@ -12,6 +12,8 @@ Example::
 """
 from __future__ import annotations
 
+import re
+
 import functools
 import numbers
 import threading
@@ -337,6 +339,23 @@ class GrammarCompiler:
                                     json_options=dict(json_options))
         return self.compile_grammar(b.build(rule))
 
+    def _tool_error(self, err, format: str, tools, options: dict, json_options: dict) -> GrammarError:
+        """``err`` naming the tool whose schema failed (the structural tag's path names a tag): each
+        tool's calls are built alone until one fails (only on this error path)."""
+        from stencil.grammar.tagged.structural_tag import build_structural_tag
+        from stencil.grammar.tagged.tool_presets import tool_call_format
+        from stencil.grammar.tagged.triggers import tool_specs
+        for i, tool in enumerate(tools):
+            try:
+                name = tool_specs([tool])[0][0]
+                spec = tool_call_format(format, [tool], **{**options, "tool_choice": "auto"})
+                build_structural_tag(GrammarBuilder(), spec, tokens=self._token_table(), specials=self._specials(),
+                                     json_options=dict(json_options))
+            except GrammarError as e:
+                reason = re.sub(r"^structural tag: \$\S*: ", "", str(e))
+                return GrammarError(f"tool {name!r} (tools[{i}]): {reason}")
+        return err
+
     @_limited
     def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", format: str | None = None,
                            **options) -> CompiledGrammar:
@@ -368,7 +387,10 @@ class GrammarCompiler:
                 raise TypeError(f"compile_tool_calls: trigger and end do not apply with format={format!r} "
                                 "(the format fixes the call text)")
             json_options = options.pop("json_options", None) or {}
-            return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
+            try:
+                return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
+            except GrammarError as e:
+                raise self._tool_error(e, format, tools, options, json_options) from None
         from stencil.grammar.tagged.triggers import reasoning_then, tool_calls
         reasoning = options.pop("reasoning", None)
         b = GrammarBuilder()

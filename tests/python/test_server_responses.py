@@ -90,6 +90,22 @@ def test_function_tools_over_two_turns(client, name):
     assert done and json.loads(done[0].arguments)["city"]
 
 
+def test_family_formats_and_allowed_tools(client, name):
+    jsonschema = pytest.importorskip("jsonschema")
+    add = {"type": "function", "name": "add", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
+        "additionalProperties": False}}
+    for fmt in ("deepseek", "harmony"):
+        r = client.responses.create(
+            model=name, input="What is the weather in Paris?", tools=TOOLS + [add], max_output_tokens=160,
+            tool_choice={"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "add"}]},
+            extra_body={"tool_format": fmt})
+        calls = [o for o in r.output if o.type == "function_call"]
+        assert calls and {c.name for c in calls} == {"add"}, (fmt, r.output)
+        for c in calls:
+            jsonschema.validate(json.loads(c.arguments), add["parameters"])
+
+
 def test_a_cut_output_is_incomplete(client, name):
     r = client.responses.create(model=name, input="Write a long story about the sea.", max_output_tokens=8)
     assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"

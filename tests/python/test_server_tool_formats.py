@@ -130,3 +130,52 @@ def test_the_format_is_read_from_the_chat_template():
                           ("{{ messages }}", "generic")]:
         assert tool_format_for(Tok(template)) == fmt, template
     assert tool_format_for(Tok(tool_loop + "[TOOL_CALLS]"), "qwen") == "qwen"
+
+
+LOOSE = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 6}}, "required": ["q"],
+         "additionalProperties": False}
+
+
+def test_allowed_tools_and_a_named_tool_that_is_not_strict(client):
+    tools = TOOLS + [{"type": "function", "function": {"name": "lookup", "strict": False, "parameters": LOOSE}}]
+    for mode in ("required", "auto"):
+        r = client.chat.completions.create(
+            model=client.model, messages=ASK, tools=tools, max_tokens=160, temperature=1.0, n=3, seed=5,
+            tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [
+                {"type": "function", "function": {"name": "add"}}, {"type": "function", "name": "lookup"}]}})
+        for choice in r.choices:
+            calls = choice.message.tool_calls or []
+            assert calls or mode == "auto", choice.message
+            assert {c.function.name for c in calls} <= {"add", "lookup"}, choice.message
+    # strict: false, named: the server holds its arguments to the schema all the same (--tool-strict all)
+    r = client.chat.completions.create(model=client.model, messages=ASK, tools=tools, max_tokens=160, temperature=1.0,
+                                       n=3, seed=6, tool_choice={"type": "function", "function": {"name": "lookup"}})
+    for choice in r.choices:
+        (call,) = choice.message.tool_calls
+        jsonschema.validate(json.loads(call.function.arguments), LOOSE)
+
+
+def test_a_tool_whose_schema_does_not_compile_is_a_400_naming_it(client):
+    import openai
+    bad = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=x)a"}}}
+    tools = TOOLS + [{"type": "function", "function": {"name": "broken", "parameters": bad}}]
+    for fmt in ("generic", "qwen", "qwen-coder", "harmony"):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=client.model, messages=ASK, tools=tools, max_tokens=20,
+                                           extra_body={"tool_format": fmt})
+        assert "tool 'broken'" in str(e.value) and "/properties/a/pattern" in str(e.value), (fmt, str(e.value))
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=client.model, messages=ASK, tools=TOOLS, max_tokens=20, tool_choice={
+            "type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "name": "nope"}]}})
+    assert "allowed_tools.tools[0]" in str(e.value)
+
+
+def test_tool_strict_policies():
+    from stencil.server.constraints import strictly
+    tools = [{"type": "function", "function": {"name": "a", "strict": True, "parameters": LOOSE}},
+             {"type": "function", "function": {"name": "b", "strict": False, "parameters": LOOSE}},
+             {"type": "function", "function": {"name": "c", "parameters": LOOSE}}]
+    params = {p: [t["function"]["parameters"] for t in strictly(tools, p)] for p in ("all", "requested", "off")}
+    anything = {"type": "object"}
+    assert params == {"all": [LOOSE] * 3, "requested": [LOOSE, anything, anything], "off": [anything] * 3}
+    assert [t["function"]["name"] for t in strictly(tools, "off")] == ["a", "b", "c"]

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 import stencil
 from stencil.memory import resident_bytes
-from stencil.server.constraints import request_tools
+from stencil.server.constraints import TOOL_STRICT, request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
 from stencil.server.protocol import RequestError, error_body, message_text
@@ -33,13 +33,16 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
                mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
-               speculate: bool | SpeculationOptions = False):
+               speculate: bool | SpeculationOptions = False, tool_strict: str = "all"):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written and read back ("auto": the model family's, read from its chat
     template; "generic": ``<tool_call>`` JSON announced in a system message; or a family of
     ``stencil.grammar.tagged.tool_presets.FORMATS``: llama3, qwen, qwen-coder, deepseek,
-    deepseek-v3.1, kimi, mistral, harmony); a request's ``tool_format`` overrides it. ``speculate``: the engine's (``Engine``), speculative decoding by default; a
+    deepseek-v3.1, kimi, mistral, harmony); a request's ``tool_format`` overrides it.
+    ``tool_strict``: whose arguments the grammar holds to their schema: "all" tools (also those
+    a request marks ``strict: false``), only those marked ``strict: true`` ("requested"), or none
+    ("off": any JSON object). ``speculate``: the engine's (``Engine``), speculative decoding by default; a
     request's ``"speculate"`` overrides it.
 
     Example::
@@ -50,7 +53,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
     default_format = _tool_format(lm, tool_format)
-    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate)
+    if tool_strict not in TOOL_STRICT:
+        raise ValueError(f"tool_strict must be one of {', '.join(TOOL_STRICT)}, got {tool_strict!r}")
+    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate, tool_strict)
     engine = svc.engine
     app = FastAPI(title="stencil", lifespan=_lifespan(svc))
     app.add_middleware(_InternalErrors)
@@ -92,7 +97,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
 
     @app.post("/v1/responses")
     async def responses(request: Request):
-        return await _responses(svc, request, default_format)
+        return await _responses(svc, request, default_format, lm)
 
     @app.post("/v1/completions")
     async def completions(request: Request):
@@ -118,10 +123,12 @@ def _lifespan(svc: Service):
     return lifespan
 
 
-async def _responses(svc: Service, request: Request, fmt: str):
+async def _responses(svc: Service, request: Request, fmt: str, lm):
     """``/v1/responses``: the request translated into the chat request it means, generated as one."""
     body = await svc.read_body(request)
     req = parse_request(ResponsesRequest, body)
+    if req.tool_format is not None:
+        fmt = _tool_format(lm, req.tool_format, "tool_format")
     chat = chat_body(req)
     messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)

@@ -38,7 +38,7 @@ def request_tools(body: dict) -> list[dict] | None:
     or ``parallel_tool_calls``, and for a ``tool_choice`` that requires a call with no tools."""
     choice = body.get("tool_choice")
     if not (choice in (None, "none", "auto", "required") or isinstance(choice, dict)):
-        raise RequestError("tool_choice must be none, auto, required or a function", param="tool_choice")
+        raise RequestError("tool_choice must be none, auto, required, a function or allowed_tools", param="tool_choice")
     flag(body, "parallel_tool_calls", True)
     tools = body.get("tools")
     if tools is None or tools == []:
@@ -51,6 +51,51 @@ def request_tools(body: dict) -> list[dict] | None:
     for i, t in enumerate(tools):
         _check_tool(t, f"tools[{i}]")
     return None if choice == "none" else tools
+
+
+def callable_tools(body: dict, tools: list[dict]) -> tuple[list[dict], bool]:
+    """(the tools the output may call, whether it must call one) under ``tool_choice``: "auto",
+    "required", a named function (that one, required), or OpenAI's ``allowed_tools`` (a subset,
+    ``mode`` auto or required; the prompt still lists every tool)."""
+    choice = body.get("tool_choice") or "auto"
+    if not isinstance(choice, dict):
+        return tools, choice == "required"
+    by_name = {t["function"]["name"]: t for t in tools}
+    if choice.get("type") == "allowed_tools":
+        allowed = choice.get("allowed_tools")
+        if not (isinstance(allowed, dict) and allowed.get("mode") in ("auto", "required")
+                and isinstance(allowed.get("tools"), list) and allowed["tools"]):
+            raise RequestError("tool_choice.allowed_tools must be {'mode': 'auto' or 'required', 'tools': "
+                               "[{'type': 'function', 'function': {'name': ...}}, ...]}", param="tool_choice.allowed_tools")
+        names = []
+        for i, t in enumerate(allowed["tools"]):
+            fn = t.get("function", t) if isinstance(t, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if name not in by_name:
+                raise RequestError(f"tool_choice.allowed_tools.tools[{i}] names no tool of the request: {name!r}",
+                                   param=f"tool_choice.allowed_tools.tools[{i}]")
+            names.append(name)
+        return [by_name[n] for n in dict.fromkeys(names)], allowed["mode"] == "required"
+    fn = choice.get("function")
+    if choice.get("type") not in (None, "function") or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise RequestError("tool_choice must be {'type': 'function', 'function': {'name': ...}} or "
+                           "{'type': 'allowed_tools', ...}", param="tool_choice.function")
+    if fn["name"] not in by_name:
+        raise RequestError(f"tool_choice names an unknown tool {fn['name']!r}", param="tool_choice")
+    return [by_name[fn["name"]]], True
+
+
+#: ``stencil serve --tool-strict``: which tools' arguments the grammar holds to their schema
+#: (the others: any JSON object); "all" also holds tools the request marks ``strict: false``
+TOOL_STRICT = ("all", "requested", "off")
+
+
+def strictly(tools: list[dict], policy: str) -> list[dict]:
+    """The tools as compiled under ``policy`` (:data:`TOOL_STRICT`)."""
+    def held(t):
+        return policy == "all" or (policy == "requested" and t["function"].get("strict") is True)
+    return [t if held(t) else {"type": "function", "function": {**t["function"], "parameters": {"type": "object"}}}
+            for t in tools]
 
 
 def _check_tool(t, where: str) -> None:
@@ -84,9 +129,10 @@ def _sources(body: dict) -> list[str]:
     return used
 
 
-def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constraint:
+def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_strict: str = "all") -> Constraint:
     """The Constraint of a chat/completions request body; RequestError on a malformed one.
-    ``tool_format``: how tool calls are written ("generic" or a preset of ``toolcalls.FORMATS``)."""
+    ``tool_format``: how tool calls are written ("generic" or a preset of ``toolcalls.FORMATS``);
+    ``tool_strict``: which tools' arguments follow their schema (:data:`TOOL_STRICT`)."""
     reasoning = bool(body.get("reasoning"))
     used = _sources(body)
     if len(used) > 1:
@@ -101,17 +147,10 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic") -> Constr
                            else {"json": body["json_schema"]}, reasoning, prefix="")
     tools = request_tools(body)
     if tools is not None:
-        required = tool_choice == "required"
-        if isinstance(tool_choice, dict):
-            fn = tool_choice.get("function")
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                raise RequestError("tool_choice.function must be an object with a name: "
-                                   "{'type': 'function', 'function': {'name': ...}}", param="tool_choice.function")
-            name = fn["name"]
-            tools = [t for t in tools if t["function"]["name"] == name]
-            if not tools:
-                raise RequestError(f"tool_choice names an unknown tool {name!r}", param="tool_choice")
-            required = True
+        tools, required = callable_tools(body, tools)
+        if isinstance(tool_choice, dict) and tool_choice.get("type") != "allowed_tools":
+            body = {**body, "parallel_tool_calls": False}   # a named function: that one call
+        tools = strictly(tools, tool_strict)
         parallel = body.get("parallel_tool_calls", True) is not False
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
                                   max_calls=None if parallel else 1, json_options=dict(JSON))

@@ -5,6 +5,7 @@ import sys
 
 from stencil._version import pip_install
 from stencil.command_options import CliError, add_device_arguments, device_options
+from stencil.server.constraints import TOOL_STRICT
 from stencil.server.limits import ServerLimits
 from stencil.server.toolcalls import FORMATS
 from stencil.speculative import SpeculationOptions
@@ -53,6 +54,9 @@ def add_arguments(p) -> None:
                    help="how tool calls are written and read back: auto (the model family's, from its chat "
                         "template; generic where it has none), or one of " + ", ".join(FORMATS) +
                         " (a request's \"tool_format\" overrides it)")
+    p.add_argument("--tool-strict", default="all", choices=TOOL_STRICT,
+                   help="whose arguments follow their JSON Schema: all tools (default; also those a request marks "
+                        "strict: false), requested (only those marked strict: true), off (any JSON object)")
     p.add_argument("--rss-limit", type=float, default=None, metavar="MB",
                    help="megabytes of resident memory for the whole server, the model included: the grammar "
                         "memory is lowered to what it leaves, and a request that finds no room gets a 503 "
@@ -105,7 +109,8 @@ def serve(args) -> int:
         raise CliError(str(e)) from None
     try:
         app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits,
-                         speculate=speculate, tool_format=args.tool_format)
+                         speculate=speculate, tool_format=args.tool_format,
+                         tool_strict=args.tool_strict)
     except ValueError as e:  # an rss limit below what the loaded model holds
         raise CliError(str(e)) from None
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",

@@ -41,6 +41,7 @@ class ResponsesRequest(_Unchanging):
     truncation: Optional[Literal["disabled"]] = None
     include: Optional[list[Any]] = Field(None, max_length=0)  # logprobs and other inclusions: not done
     background: Optional[Literal[False]] = None
+    tool_format: Optional[str] = None  # stencil's: how tool calls are written (stencil serve --tool-format)
 
 
 def chat_body(req: ResponsesRequest) -> dict:
@@ -136,6 +137,9 @@ def _tool(t, i: int) -> dict:
 def _tool_choice(choice) -> Union[str, dict]:
     if isinstance(choice, dict) and choice.get("type") == "function":
         return {"type": "function", "function": {"name": choice.get("name")}}
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        # Responses writes {"type": "allowed_tools", "mode", "tools"}; chat nests them
+        return {"type": "allowed_tools", "allowed_tools": {k: choice.get(k) for k in ("mode", "tools")}}
     return choice  # auto, none, required: as in chat (the chat path checks them)
 
 

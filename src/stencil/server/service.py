@@ -28,8 +28,8 @@ class Service:
     """What the routes share: the model, its name, the limits, the grammar compiler and the engine."""
 
     def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None,
-                 speculate: bool | SpeculationOptions = False):
-        self.lm, self.name, self.limits = lm, name, limits
+                 speculate: bool | SpeculationOptions = False, tool_strict: str = "all"):
+        self.lm, self.name, self.limits, self.tool_strict = lm, name, limits, tool_strict
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
         # first: an rss limit below the loaded model's RSS is refused before the engine starts
@@ -93,7 +93,7 @@ class Service:
         ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts)."""
         reservation = reservation or Reservation()
         try:
-            c = constraint_for(self.compiler, body, tool_format)
+            c = constraint_for(self.compiler, body, tool_format, self.tool_strict)
         except BaseException:
             reservation.release()
             raise

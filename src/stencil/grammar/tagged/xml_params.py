@@ -78,7 +78,7 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     return rule
 
 
-def _raw_text(b, name: str, sub: Optional[dict] = None) -> int:
+def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> int:
     """Raw text up to the first ``</parameter>``, that marker included. With a string schema
     ``sub``, its ``minLength``/``maxLength``/``pattern`` apply to the text without the newline
     the template writes on each side (parsers strip one on each side)."""
@@ -89,7 +89,10 @@ def _raw_text(b, name: str, sub: Optional[dict] = None) -> int:
         char = b.re_char_ranges([(0, 0x10FFFF)], False)
         parts.append(b.re_repeat(char, int(sub.get("minLength", 0)), int(sub.get("maxLength", -1))))
     if "pattern" in sub:
-        parts.append(build_regex(b, sub["pattern"], anchored=False))
+        try:
+            parts.append(build_regex(b, sub["pattern"], anchored=False))
+        except GrammarError as e:
+            raise GrammarError(f"pattern at {pointer}/pattern: {e}") from None
     value = b.re_and(parts)
     if len(parts) > 2:
         nl = b.re_repeat(b.re_literal("\n"), 0, 1)
@@ -128,7 +131,7 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         if unchecked:
             raise GrammarError(f"qwen_xml: {pointer}: string keyword(s) {unchecked} cannot be enforced on raw "
                                "parameter text")
-        return _raw_text(b, "xml-string", sub)
+        return _raw_text(b, "xml-string", sub, pointer)
     json_sub = {**sub, **defs} if defs else sub
     value = build_json_schema(b, json_sub, **json_options)
     if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
