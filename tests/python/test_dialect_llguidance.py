@@ -378,3 +378,41 @@ def test_long_negation_runs_collapse(env):
     # ~~A is A: a long run of `~` is read in a loop, and an even one cancels out
     env.check(lark(env, 'start: X\nX: ' + "~" * 5000 + '"a" & /[ab]/'), ["a"], ["b"])
     env.check(lark(env, 'start: X\nX: ' + "~" * 5001 + '"a" & /[ab]/'), ["b"], ["a"])
+
+
+# --- "regexes use Rust regex crate syntax": what the escapes mean in terminals ----------------------
+
+def test_terminal_regexes_mean_what_rust_regex_says(env):
+    # \d \w \s are Unicode, "." stops at "\n" only, [[:alpha:]] and \x{...} exist; JSON Schema's
+    # patterns (ECMA) keep their ASCII \d \w and their "." that stops at every line terminator
+    for pattern, good, bad in [
+        (r"/\d+/", ["42", "٣٤", "४"], ["x", "½"]),
+        (r"/\w+/", ["a_1", "été", "٣", "e\u0301"], ["-", " ", "é!"]),
+        (r"/\D/", ["x", "-"], ["5", "٣"]),
+        (r"/\W/", ["-", " "], ["é", "_"]),
+        (r"/a.b/", ["axb", "a\rb", "a\u2028b", "aéb"], ["a\nb"]),
+        (r"/a.b/s", ["a\nb"], []),
+        (r"/\s/", ["\u00a0", "\u2028", "\x85"], ["\ufeff"]),
+        (r"/[[:alpha:]]+[[:digit:]]/", ["ab1"], ["é1", "a٣"]),
+        (r"/[[:^digit:]]/", ["a", "٣"], ["7"]),
+        (r"/\x{48}\x{1F600}/", ["H😀"], ["H"]),
+    ]:
+        g = lark(env, "start: X\nX: " + pattern)
+        env.check(g, good, bad)
+    env.check(lark(env, r'start: %regex {"pattern": "\\w{2}"}'), ["éa"], ["é"])
+    g = env.compiler.compile_json_schema({"type": "string", "pattern": r"^\w\d.$"})
+    assert env.accepts(g, '"a1x"') and not env.accepts(g, '"é1x"') and not env.accepts(g, '"a٣x"')
+    assert not env.accepts(g, '"a1\\r"')   # ECMA's "." stops at "\r"
+    with pytest.raises(stencil.GrammarError, match=r"unknown ASCII class \[:alfa:\]"):
+        lark(env, "start: /[[:alfa:]]/")
+
+
+@pytest.mark.parametrize("escape", [r"\.", r"\-", r"\[", r"\ ", r"\$"])
+def test_string_escapes_that_lark_and_llguidance_read_apart_are_refused(env, escape):
+    # Lark keeps the backslash ("\." is two characters there), llguidance refuses the escape
+    with pytest.raises(stencil.GrammarError, match="Lark reads a backslash"):
+        lark(env, f'start: "x{escape}"')
+
+
+def test_json_escapes_in_strings_are_kept(env):
+    env.check(lark(env, r'start: "a\"b\\c\/d\u00e9"'), ['a"b\\c/dé'], ["a/b"])

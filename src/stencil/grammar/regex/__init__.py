@@ -52,9 +52,11 @@ __all__ = [
 ANY_STRING = Repeat(CharClass(unicode.ANY), 0, None)
 
 
-def parse_regex(pattern: str, *, flags: str = "") -> RegexNode:
-    """Parse ``pattern`` into an AST (which may contain AnchorStart/AnchorEnd nodes)."""
-    return _parse(pattern, flags)
+def parse_regex(pattern: str, *, flags: str = "", dialect: str = "ecma") -> RegexNode:
+    """Parse ``pattern`` into an AST (which may contain AnchorStart/AnchorEnd nodes); ``dialect``:
+    "ecma" (JSON Schema, ``compile_regex``) or "rust" (llguidance's Lark terminals: Unicode ``\\d``
+    ``\\w``, ``.`` stopping at ``\\n`` only; see ``parser.DIALECTS``)."""
+    return _parse(pattern, flags, dialect)
 
 
 # --- anchors ------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def _emitter(builder):
 
 
 def build_regex(builder, pattern_or_node: Union[str, RegexNode], *, anchored: bool = True,
-                flags: str = "") -> int:
+                flags: str = "", dialect: str = "ecma") -> int:
     """Emit a regex into ``builder`` and return its expression handle.
 
     ``anchored=True`` (``compile_regex``): the whole output must match. ``anchored=False`` (JSON
@@ -214,7 +216,7 @@ def build_regex(builder, pattern_or_node: Union[str, RegexNode], *, anchored: bo
     a ``^`` at the start of a branch drops the leading part and a ``$`` at the end the trailing one.
     """
     if isinstance(pattern_or_node, str):
-        node = parse_regex(pattern_or_node, flags=flags)
+        node = parse_regex(pattern_or_node, flags=flags, dialect=dialect)
     else:
         if flags:
             raise ValueError("flags apply to a pattern string, not to a parsed node")

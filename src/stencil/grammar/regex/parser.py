@@ -21,6 +21,10 @@ MAX_NESTING_DEPTH = 1_000
 MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 
 _SUPPORTED_FLAGS = "isxau"
+#: what the escapes and "." mean: "ecma" (JSON Schema's ECMA-262: \d \w ASCII, "." stops at
+#: every line terminator), or "rust" (Rust's regex crate, llguidance's Lark terminals: \d \w \s
+#: Unicode, "." stops at "\n" only, [[:alpha:]] and \x{...})
+DIALECTS = ("ecma", "rust")
 _VERBOSE_SPACE = " \t\n\r\v\f"
 _HEX = "0123456789abcdefABCDEF"
 _OCT = "01234567"
@@ -85,10 +89,13 @@ class _Frame:
 
 
 class _Parser:
-    def __init__(self, pattern: str, flags: str):
+    def __init__(self, pattern: str, flags: str, dialect: str = "ecma"):
         self.p = pattern
         self.n = len(pattern)
         self.i = 0
+        if dialect not in DIALECTS:
+            raise GrammarError(f"regex: unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+        self.rust = dialect == "rust"
         fl = set()
         for f in flags:
             self._check_flag(f, 0, "flags argument: ")
@@ -152,7 +159,7 @@ class _Parser:
                 fr.add(self._parse_class(fr.flags))
             elif c == ".":
                 self.i += 1
-                fr.add(char_class(unicode.ANY if "s" in fr.flags else unicode.DOT))
+                fr.add(char_class(unicode.ANY if "s" in fr.flags else unicode.RUST_DOT if self.rust else unicode.DOT))
             elif c == "^":
                 self.i += 1
                 fr.add(ANCHOR_START, quantifiable=False)
@@ -367,8 +374,11 @@ class _Parser:
             return "char", simple[c]
         if c in "dDwWsS":
             ascii_only = "a" in flags
-            base = {"d": unicode.DIGIT, "w": unicode.WORD,
-                    "s": unicode.ASCII_SPACE if ascii_only else unicode.SPACE}[c.lower()]
+            if self.rust and not ascii_only:
+                base = unicode.rust_class(c.lower())
+            else:
+                base = {"d": unicode.DIGIT, "w": unicode.WORD,
+                        "s": unicode.ASCII_SPACE if ascii_only else unicode.SPACE}[c.lower()]
             return "class", (base if c.islower() else unicode.complement(base), False)
         if c in "pP":
             return "class", (self._property(pos, c == "P"), True)
@@ -384,6 +394,15 @@ class _Parser:
             if in_class:
                 raise self.error(pos, f"bad escape \\{c} in character class")
             return "anchor", (ANCHOR_START if c == "A" else ANCHOR_END)
+        if c == "x" and self.rust and pos + 2 < n and p[pos + 2] == "{":   # Rust's \x{1F600}
+            k = p.find("}", pos + 3)
+            if k < 0 or not 0 < k - pos - 3 <= 8 or any(h not in _HEX for h in p[pos + 3:k]):
+                raise self.error(pos, "bad escape \\x{...}: expected 1 to 8 hex digits and '}'")
+            v = int(p[pos + 3:k], 16)
+            if v > unicode.MAX_CP:
+                raise self.error(pos, "bad escape \\x{...}: code point above 10FFFF")
+            self.i = k + 1
+            return "char", v
         if c == "x":
             v = self._hex(pos + 2, 2, "\\x")
             self.i = pos + 4
@@ -548,12 +567,21 @@ class _Parser:
         c = self.p[self.i]
         if c == "\\":
             return self._parse_escape(in_class=True, flags=flags)
+        if c == "[" and self.rust and self.p.startswith("[:", self.i):   # Rust's [[:alpha:]], [[:^digit:]]
+            k = self.p.find(":]", self.i + 2)
+            name = self.p[self.i + 2:k] if k >= 0 else ""
+            negate = name.startswith("^")
+            ranges = unicode.POSIX.get(name[1:] if negate else name)
+            if ranges is None:
+                raise self.error(self.i, f"unknown ASCII class [:{name}:] (known: {', '.join(unicode.POSIX)})")
+            self.i = k + 2
+            return "class", (unicode.complement(ranges) if negate else ranges, True)
         self.i += 1
         return "char", ord(c)
 
 
-def parse(pattern: str, flags: str = ""):
+def parse(pattern: str, flags: str = "", dialect: str = "ecma"):
     if not isinstance(pattern, str):
         raise GrammarError(f"regex: pattern must be a str, not {type(pattern).__name__}")
-    parser = _Parser(pattern, flags)
+    parser = _Parser(pattern, flags, dialect)
     return parser.parse()

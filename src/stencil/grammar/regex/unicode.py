@@ -109,6 +109,19 @@ ASCII_SPACE: Ranges = ((0x09, 0x0D), (0x20, 0x20))
 LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 ANY: Ranges = normalize([(0, MAX_CP)])
 DOT: Ranges = complement(LINE_TERMINATORS)
+# Rust's regex crate (llguidance's Lark terminals): "." stops at "\n" only, \s is White_Space
+RUST_DOT: Ranges = complement(((0x0A, 0x0A),))
+RUST_SPACE: Ranges = normalize([(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
+                                (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+                                (0x3000, 0x3000)])
+#: the ASCII classes Rust's regex crate names inside brackets: [[:alpha:]], [[:^digit:]]
+POSIX: dict[str, Ranges] = {
+    "alnum": ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), "alpha": ((0x41, 0x5A), (0x61, 0x7A)),
+    "ascii": ((0x00, 0x7F),), "blank": ((0x09, 0x09), (0x20, 0x20)), "cntrl": ((0x00, 0x1F), (0x7F, 0x7F)),
+    "digit": ((0x30, 0x39),), "graph": ((0x21, 0x7E),), "lower": ((0x61, 0x7A),), "print": ((0x20, 0x7E),),
+    "punct": ((0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)), "space": ((0x09, 0x0D), (0x20, 0x20)),
+    "upper": ((0x41, 0x5A),), "word": WORD, "xdigit": ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)),
+}
 
 
 # --- general categories ----------------------------------------------------------------------------
@@ -248,3 +261,14 @@ def case_closure(ranges: Ranges, ascii_only: bool = False) -> Ranges:
 @lru_cache(maxsize=4096)
 def case_variants(cp: int, ascii_only: bool = False) -> Ranges:
     return case_closure(((cp, cp),), ascii_only)
+
+
+def rust_class(letter: str) -> Ranges:
+    """Rust's Unicode \\d (Nd) and \\w (letters, marks, Nd, Nl, Pc and the joiners; Rust's
+    Alphabetic also holds a few symbols such as circled letters, left out here), and \\s."""
+    if letter == "d":
+        return property_ranges("Nd") or ()
+    if letter == "s":
+        return RUST_SPACE
+    parts = [property_ranges(c) or () for c in ("L", "M", "Nd", "Nl", "Pc")]
+    return union(*parts, ((0x200C, 0x200D),))

@@ -4,7 +4,11 @@ Rules are lowercase and terminals UPPERCASE; every terminal (named, or a string 
 in a rule) is one lexeme, lexed greedily among the terminals the parser allows at that point,
 as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals and
 at the end, not before the first one unless ``%llguidance {"allow_initial_skip": true}`` (or
-XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do.
+XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do. Terminal regexes
+(``/.../`` and ``%regex``) mean what Rust's regex crate says, as in llguidance: ``\\d``, ``\\w``
+and ``\\s`` are Unicode, ``.`` stops at ``\\n`` only, ``[[:alpha:]]`` and ``\\x{1F600}`` exist;
+strings take JSON's escapes and C's (``\\n``, ``\\xhh``...), and an escape that Lark and
+llguidance read apart (``"\\."``: two characters in Lark, an error in llguidance) is an error.
 Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer) and
 ``<[12]>`` / ``<[1,5-7]>`` (by id); ``%json {schema}`` embeds a JSON Schema as a rule;
 ``%regex {options}`` terminals with length bounds, forbidden substrings or llguidance's

@@ -478,12 +478,15 @@ def _unescape(src: Source, body: str, start: int) -> str:
         elif e in _ESCAPES:
             out.append(_ESCAPES[e])
             i += 2
-        elif e.isalnum():
-            raise src.error(f"bad escape '\\{e}' in a string (known: \\n \\t \\r \\f \\v \\a \\b \\0 "
-                            "\\xhh \\uhhhh \\Uhhhhhhhh, and a backslash before punctuation)", start + i)
-        else:
+        elif e in '"\\/':
             out.append(e)
             i += 2
+        else:
+            # Lark keeps the backslash of an unknown escape ("\." is two characters there) and
+            # llguidance refuses it: no reading would be right for both
+            raise src.error(f"bad escape '\\{e}' in a string: Lark reads a backslash and {e!r}, llguidance refuses "
+                            f"it; write {e!r} alone or '\\\\{e}' (known: \\n \\t \\r \\f \\v \\a \\b \\0 \\xhh "
+                            "\\uhhhh \\Uhhhhhhhh \\\\ \\\" \\/)", start + i)
     return "".join(out)
 
 
@@ -527,7 +530,7 @@ def _regexp(src: Source, t: Token):
         if f not in "isxu":
             raise src.error(f"unsupported regex flag '{f}' (supported: i, s, x, u; m is not)", t.pos)
     try:
-        node = parse_regex(pattern, flags=flags)
+        node = parse_regex(pattern, flags=flags, dialect="rust")   # llguidance's terminals: Rust's regex crate
     except GrammarError as e:
         raise src.error(f"in /{pattern}/: {e}", t.pos) from None
     if regex_ast.has_anchors(node):

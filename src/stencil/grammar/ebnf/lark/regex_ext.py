@@ -86,7 +86,7 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
         raise src.error("%regex: not_containing is a list of non-empty strings", pos)
     if pattern is not None:
         try:
-            parse_regex(pattern, flags=flags)  # report syntax errors here, with a position
+            parse_regex(pattern, flags=flags, dialect="rust")  # report syntax errors here, with a position
         except GrammarError as e:
             raise src.error(f"%regex pattern: {e}", pos) from None
 
@@ -94,7 +94,7 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
         if chunks is not None:
             parts = [build_regex(b, substring_regex(chunks))]
         else:
-            parts = [build_regex(b, pattern, flags=flags) if pattern is not None else b.re_any_string()]
+            parts = [build_regex(b, pattern, flags=flags, dialect="rust") if pattern is not None else b.re_any_string()]
         if lo or hi is not None:
             any_char = b.re_char_ranges([(0, 0x10FFFF)], False)
             parts.append(b.re_repeat(any_char, lo, -1 if hi is None else hi))
