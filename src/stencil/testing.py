@@ -10,6 +10,10 @@ or the text cut short), which are mostly outside the language: a test must still
 an independent recognizer. :func:`alphabet` gives the characters a grammar mentions, for mutations
 that stay close.
 
+Random outputs of a compiled grammar: :func:`random_walk` draws tokens at random among those the
+budget-aware mask allows (what a model with random weights would write under the grammar),
+until the output may end and a coin says so, or the budget closes it.
+
 Counters: :func:`vocab_stats` (the token trie and the vocabulary's shared mask cache of a
 ``TokenizerInfo``), :func:`matcher_stats` (a ``Matcher``'s parser rows and items) and
 :func:`compiler_stats` (a ``GrammarCompiler``'s cache). They read the core's own counters, so
@@ -36,7 +40,7 @@ from typing import Any, Optional
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
 
-__all__ = ["sample", "sample_regex", "mutate", "alphabet", "VocabStats", "vocab_stats", "MatcherStats",
+__all__ = ["sample", "sample_regex", "random_walk", "mutate", "alphabet", "VocabStats", "vocab_stats", "MatcherStats",
            "matcher_stats", "CompilerStats", "compiler_stats"]
 
 _INF = float("inf")
@@ -213,6 +217,36 @@ def alphabet(g: EbnfGrammar) -> str:
         else:
             stack.extend(children(n))
     return "".join(sorted(chars)) or "a"
+
+
+def random_walk(matcher: Any, info: Any, rng: random.Random, max_tokens: int, *, end_chance: float = 0.3,
+                space_draws: int = 8) -> list[int]:
+    """Token ids drawn at random among those ``matcher``'s budget-aware mask allows, for at most
+    ``max_tokens`` tokens: once the output may end, it does with probability ``end_chance`` (or
+    when nothing else is allowed). A token that is only white space is drawn again up to
+    ``space_draws`` times, since white space is most of what a ``\\s*`` allows and would fill
+    the budget. The matcher ends accepting unless the budget was below its
+    ``min_completion_tokens()``."""
+    import numpy as np
+    from stencil.bitmask import allocate_token_bitmask
+    eos = set(info.eos_token_ids)
+    mask = allocate_token_bitmask(1, info.vocab_size)
+    out: list[int] = []
+    for left in range(max_tokens, 0, -1):
+        matcher.fill_next_token_bitmask(mask, 0, left)
+        bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+        ids = [int(i) for i in np.flatnonzero(bits) if int(i) not in eos]
+        if matcher.is_accepting() and (not ids or rng.random() < end_chance):
+            break
+        t = ids[rng.randrange(len(ids))]
+        for _ in range(space_draws):
+            if info.token_bytes(t).decode("utf-8", "ignore").strip():
+                break
+            t = ids[rng.randrange(len(ids))]
+        if not matcher.accept_token(t):
+            raise AssertionError(f"the mask allowed token {t} that accept_token refused")
+        out.append(t)
+    return out
 
 
 def mutate(text: str, rng: random.Random, chars: str) -> str:

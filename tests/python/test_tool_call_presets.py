@@ -159,11 +159,22 @@ def test_bad_options(options, message):
         compiler.compile_tool_calls(TOOLS, **options)
 
 
-def test_qwen_coder_string_keywords_cannot_be_enforced_on_raw_text():
-    compiler = stencil.GrammarCompiler(get("deepseek").info)
-    tools = [{"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "format": "email"}}}}]
-    with pytest.raises(stencil.GrammarError, match=r"/properties/s: string keyword\(s\) \['format'\]"):
-        compiler.compile_tool_calls(tools, format="qwen-coder")
+def test_qwen_coder_string_keywords_on_raw_text(compiled):
+    entry = get("deepseek")
+    compiler = stencil.GrammarCompiler(entry.info)
+    tools = [{"name": "f", "parameters": {"type": "object", "properties": {
+        "s": {"type": "string", "format": "date"}, "t": {"type": "string", "format": "x-unknown"}}}}]
+    g = compiler.compile_tool_calls(tools, format="qwen-coder")
+
+    def call(value):
+        return f"<tool_call>\n<function=f>\n<parameter=s>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    assert accepts(entry, g, call("2024-02-29"))
+    assert not accepts(entry, g, call("2023-02-29")) and not accepts(entry, g, call("tomorrow"))
+    assert accepts(entry, g, call("2024-02-29").replace("<parameter=s>", "<parameter=t>").replace("2024-02-29", "x"))
+    for sub, word in (({"type": "string", "not": {"const": "x"}}, "not"), ({"type": "string", "format": "regex"}, "regex")):
+        tools = [{"name": "f", "parameters": {"type": "object", "properties": {"s": sub}}}]
+        with pytest.raises(stencil.GrammarError, match=rf"/properties/s.*{word}"):
+            compiler.compile_tool_calls(tools, format="qwen-coder")
 
 
 def test_format_options_are_checked():

@@ -10,10 +10,10 @@ import json
 import random
 
 import jsonschema
-import numpy as np
 import pytest
 
 import stencil
+from stencil.testing import random_walk
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS, GENERIC, call_syntax, family_of_template
 from stencil.grammar.tagged.tool_reading import CallReader, read_calls
 from tokenizers_zoo import get
@@ -138,27 +138,9 @@ WALK_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}}
 
 
 def walk(matcher, info, rng, budget: int) -> str:
-    """Tokens drawn at random among those the budget-aware mask allows (white space less often),
-    until the end."""
-    eos = set(info.eos_token_ids)
-    mask = stencil.allocate_token_bitmask(1, info.vocab_size)
-    out = []
-    for left in range(budget, 0, -1):
-        matcher.fill_next_token_bitmask(mask, 0, left)
-        bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
-        ids = np.flatnonzero(bits)
-        text_ids = [int(i) for i in ids if int(i) not in eos]
-        if matcher.is_accepting() and (not text_ids or rng.random() < 0.3):
-            break
-        t = text_ids[rng.randrange(len(text_ids))]
-        for _ in range(8):   # white space is most of what a \s* allows: draw again, so calls come
-            if info.token_bytes(t).decode("utf-8", "ignore").strip():
-                break
-            t = text_ids[rng.randrange(len(text_ids))]
-        assert matcher.accept_token(t)
-        out.append(t)
+    ids = random_walk(matcher, info, rng, budget)
     assert matcher.is_accepting()
-    return info.decode_bytes(out).decode("utf-8", errors="replace")
+    return info.decode_bytes(ids).decode("utf-8", errors="replace")
 
 
 @pytest.mark.parametrize("fmt", ["generic"] + list(FORMATS))

@@ -1,8 +1,8 @@
 """Tool arguments as XML parameters, the way Qwen3-Coder's chat template writes them:
 ``<parameter=city>\\nParis\\n</parameter>\\n<parameter=days>\\n3\\n</parameter>\\n``.
 
-A string parameter is raw text (up to the first ``</parameter>``; ``minLength``, ``maxLength`` and
-``pattern`` apply to it), or one of its ``enum`` values;
+A string parameter is raw text (up to the first ``</parameter>``; ``minLength``, ``maxLength``,
+``pattern`` and ``format`` apply to it), or one of its ``enum`` values;
 any other parameter is JSON valid for its schema (the template writes ``tojson`` for objects and
 arrays and Python's ``str`` for numbers and booleans, so ``True``/``False`` are accepted for a
 boolean besides ``true``/``false``). White space may surround JSON values and separate parameters.
@@ -25,6 +25,7 @@ from typing import Optional
 from stencil._core import GrammarError
 from stencil.grammar.ebnf.ast import Namespaced
 from stencil.grammar.json.schema import build_json_schema
+from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
 from stencil.grammar.tagged.triggers import optional_ws
 
@@ -80,7 +81,7 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
 
 def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> int:
     """Raw text up to the first ``</parameter>``, that marker included. With a string schema
-    ``sub``, its ``minLength``/``maxLength``/``pattern`` apply to the text without the newline
+    ``sub``, its ``minLength``/``maxLength``/``pattern``/``format`` apply to the text without the newline
     the template writes on each side (parsers strip one on each side)."""
     anything = b.re_any_string()
     parts = [anything, b.re_not(b.re_concat([anything, b.re_literal(_CLOSE), anything]))]
@@ -93,6 +94,16 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
             parts.append(build_regex(b, sub["pattern"], anchored=False))
         except GrammarError as e:
             raise GrammarError(f"pattern at {pointer}/pattern: {e}") from None
+    if isinstance(sub.get("format"), str):
+        try:
+            spec = format_spec(sub["format"])
+        except KeyError:
+            raise GrammarError(f"format at {pointer}/format: {sub['format']!r} cannot be enforced") from None
+        if spec is not None:   # (an unknown format is an annotation)
+            node, max_len = spec
+            parts.append(build_regex(b, node))
+            if max_len is not None:
+                parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_len))
     value = b.re_and(parts)
     if len(parts) > 2:
         nl = b.re_repeat(b.re_literal("\n"), 0, 1)
@@ -127,7 +138,8 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         return b.seq([ws, rule, ws, b.literal(_CLOSE)])
     if "string" in _types(sub):
         # the template writes strings raw: their text cannot be checked against JSON string keywords
-        unchecked = sorted(set(sub) - _ANNOTATIONS - {"type", "enum", "const", "minLength", "maxLength", "pattern"})
+        unchecked = sorted(set(sub) - _ANNOTATIONS - {"type", "enum", "const", "minLength", "maxLength", "pattern",
+                                                      "format"})
         if unchecked:
             raise GrammarError(f"qwen_xml: {pointer}: string keyword(s) {unchecked} cannot be enforced on raw "
                                "parameter text")
