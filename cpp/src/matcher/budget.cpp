@@ -32,6 +32,9 @@ namespace {
 // nodes: a counted pattern, every token a state of its own). Past it the mask is the unbudgeted
 // one. (2^17 gives up in this project's own tests: a uri beside an email and an enum.)
 constexpr uint64_t kCallWork = 1u << 18;
+// The coarse pass after it: a whole-trie walk whose costs are tables, its work mostly the
+// lexer's states down the trie.
+constexpr uint64_t kCoarseWork = 1u << 21;
 }  // namespace
 
 template <class F>
@@ -75,8 +78,13 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
 uint32_t TokenBudget::cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh) {
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
-  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || !slot.exact)
-    slot = {serial, state, fresh, true, cost.at(ps.parser(), state, fresh)};
+  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && !coarse_)) {
+    // coarse (the exact search ran out of work): inside a lexeme, its distance in single bytes
+    if (coarse_ && !fresh)
+      slot = {serial, state, fresh, false, cost.bytes_bound(ps.parser(), state)};
+    else
+      slot = {serial, state, fresh, true, cost.at(ps.parser(), state, fresh)};
+  }
   return slot.cost;
 }
 
@@ -311,15 +319,34 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   ps.trim_rows();
   cost(epoch);
   // (the words are untouched or back to the unbudgeted mask wherever a search may stop)
+  std::vector<uint32_t> mask(words, words + need);  // (a search cut short may have changed words)
   if (within_work(&ps, [&] { restrict_searched(ps, epoch, words, need, remaining, left); })) return;
-  // The work ran out: this state keeps its unbudgeted mask (no bound known), and so do its
-  // repeats.
-  valid_ = true;
-  walked_ = false;
+  // The work ran out. Letting every token through would let the output run past its budget, so
+  // the costs are bounded coarsely instead, with a work allowance of their own: inside a lexeme
+  // by its distance in single bytes (an upper bound on the tokens it needs), at a lexeme's start
+  // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
+  // restrict_walked does). Sound but coarser: a token that only a longer search would prove
+  // cheap enough may go.
+  std::copy(mask.begin(), mask.end(), words);
+  gave_up_ = false;
+  work_left_ = kCoarseWork;
+  coarse_ = true;
   steps_.reset();
-  max_ = inner_ceiling_ = ceiling_limit_ = 0;
+  walked_ = true;
+  const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });
+  coarse_ = false;
+  valid_ = true;
+  inner_ceiling_ = ceiling_limit_ = 0;  // (max_: the walk's, over after_)
   key_ = key_of(ps);
   consumed_ = consumed(ps);
+  if (bounded) {
+    restrict_walked(words, need, remaining, left);
+    return;
+  }
+  // Out of work again (rare: the single-byte distances and a lexeme's first costs are tables):
+  // this state keeps its unbudgeted mask, and so do its repeats.
+  walked_ = false;
+  max_ = 0;
   if (remaining < 1) restrict_walked(words, need, remaining, left);
 }
 

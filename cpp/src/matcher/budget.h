@@ -119,6 +119,7 @@ class TokenBudget : private MaskWalker::CostSink {
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
   uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
   bool gave_up_ = false;     // this call's work ran out
+  bool coarse_ = false;      // cost_of bounds costs inside a lexeme by single-byte distances
 };
 
 }  // namespace stencil
