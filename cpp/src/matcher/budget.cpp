@@ -29,8 +29,8 @@ namespace {
 // Derivative work (support/work_limit.h) the cost searches of one matcher call may spend: about
 // 12 times the most one search of 250 MaskBench schemas' budget masks took (21,401 units; a unit
 // costs a microsecond or two), and about 0.15 s where the searches walk the trie (a unit per 16
-// nodes: a counted pattern, every token a state of its own). Past it the mask is the unbudgeted
-// one. (2^17 gives up in this project's own tests: a uri beside an email and an enum.)
+// nodes: a counted pattern, every token a state of its own). Past it the costs are bounded
+// coarsely (restrict). (2^17 gives up in this project's own tests: a uri beside an email and an enum.)
 constexpr uint64_t kCallWork = 1u << 18;
 // The coarse pass after it: a whole-trie walk whose costs are tables, its work mostly the
 // lexer's states down the trie.

@@ -58,7 +58,7 @@ class TokenBudget : private MaskWalker::CostSink {
   bool take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void special_costs(ParseState& ps, FinishCost& cost, bool into_reached);
   // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
-  // the budget then gives up on this state (the mask stays unbudgeted, as with no bound known),
+  // the exact search then gives up on this state (restrict bounds the costs coarsely instead),
   // and ps (when given) is back as it was.
   template <class F>
   bool within_work(ParseState* ps, F&& f);
