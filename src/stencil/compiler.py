@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 import functools
+import json
 import numbers
 import threading
 from collections import OrderedDict
@@ -78,8 +79,40 @@ def _limited(method: _Method) -> _Method:
     return cast(_Method, run)
 
 
+def _memoized(method: _Method) -> _Method:
+    """Reuse the grammar an identical earlier call compiled (the same arguments, as JSON text):
+    the front-end's work is skipped too, not only the core's (a 128-tool set's structural tag
+    takes tens of milliseconds to build). The memo names the cache's entry, so what the cache
+    evicts or drops is compiled afresh. Arguments that are not JSON (a SchemaInfo to fill, bytes)
+    go through as before."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            key = (method.__name__, json.dumps([args, kwargs], ensure_ascii=False))
+        except (TypeError, ValueError):
+            return method(self, *args, **kwargs)
+        with self._lock:
+            entry = self._requests.get(key)
+            hit = self._cache.get(entry) if entry is not None else None
+            if hit is not None and not hit.work_limit_reached:
+                self._cache.move_to_end(entry)
+                self._requests.move_to_end(key)
+                return hit
+        self._compiled.key = None
+        compiled = method(self, *args, **kwargs)
+        entry = getattr(self._compiled, "key", None)   # the cache entry the call ended in
+        if entry is not None:
+            with self._lock:
+                self._requests[key] = entry
+                while len(self._requests) > 4 * self._cache_size:
+                    self._requests.popitem(last=False)
+        return compiled
+    return cast(_Method, run)
+
+
 class GrammarCompiler:
-    """Compiles grammars for one tokenizer, with a cache keyed by the grammar's hash.
+    """Compiles grammars for one tokenizer, with a cache keyed by the grammar's hash (and a memo
+    of the compile calls' arguments, so that a repeated call skips the front-end too).
 
     Limits guard against pathological input: ``max_lexer_states`` (lexer automaton states),
     ``lexer_fuel`` (derivative steps) and ``mask_cache_bytes`` (memory for cached masks per
@@ -133,6 +166,9 @@ class GrammarCompiler:
         # keyed by the grammar's hash, with what it does not enforce where that is not empty
         self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
+        # (method, arguments as JSON) -> its entry in _cache (see _memoized)
+        self._requests: OrderedDict[tuple[str, str], int | tuple[int, tuple]] = OrderedDict()
+        self._compiled = threading.local()   # .key: the cache entry this thread's last _compile used
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._max_threads = max_threads
@@ -157,6 +193,7 @@ class GrammarCompiler:
         """The cached compiled grammar; one that enforces less than it was given is cached apart
         (``not_enforced`` is in its key), so each reports its own."""
         key = (grammar.hash(), not_enforced) if not_enforced else grammar.hash()
+        self._compiled.key = key
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and hit.work_limit_reached:
@@ -177,6 +214,7 @@ class GrammarCompiler:
                 self._cache.popitem(last=False)
         return compiled
 
+    @_memoized
     @_limited
     def compile_regex(self, pattern: str, *, flags: str = "") -> CompiledGrammar:
         """The whole output must match ``pattern`` (ECMA-262 syntax, Python forms accepted).
@@ -189,6 +227,7 @@ class GrammarCompiler:
             raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
         return self.compile_grammar(regex_grammar(pattern, flags=flags))
 
+    @_memoized
     @_limited
     def compile_json_schema(self, schema: dict | bool | str | bytes, *, registry: dict | None = None,
                             info: SchemaInfo | None = None, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
@@ -243,6 +282,7 @@ class GrammarCompiler:
         from stencil.grammar.pydantic import pydantic_grammar
         return self.compile_grammar(pydantic_grammar(model, **options))
 
+    @_memoized
     @_limited
     def compile_json(self, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """Any JSON value (RFC 8259; no repeated key in an object), with the options of
@@ -256,6 +296,7 @@ class GrammarCompiler:
         return self.compile_grammar(json_schema_grammar(True, **options))
 
     # -- grammar front-ends: Lark, GBNF, choices, reasoning and tool-call formats --------------
+    @_memoized
     @_limited
     def compile_lark(self, text: str, **options) -> CompiledGrammar:
         """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
@@ -270,6 +311,7 @@ class GrammarCompiler:
         from stencil.grammar.ebnf.lark import lark_grammar
         return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **options))
 
+    @_memoized
     @_limited
     def compile_gbnf(self, text: str, **options) -> CompiledGrammar:
         """A grammar in llama.cpp's GBNF (or XGrammar's EBNF); the start rule is ``root``.
@@ -282,6 +324,7 @@ class GrammarCompiler:
         from stencil.grammar.ebnf.gbnf import gbnf_grammar
         return self.compile_grammar(gbnf_grammar(text, tokens=self._token_table(), **options))
 
+    @_memoized
     @_limited
     def compile_choice(self, choices) -> CompiledGrammar:
         """The whole output is exactly one of ``choices`` (strings).
@@ -293,6 +336,7 @@ class GrammarCompiler:
         from stencil.grammar.choice import choice_grammar
         return self.compile_grammar(choice_grammar(choices))
 
+    @_memoized
     @_limited
     def compile_reasoning_json(self, schema: dict | bool | str | bytes, *, begin: str | int | None = "<think>",
                                end: str | int = "</think>", optional: bool = False,
@@ -315,6 +359,7 @@ class GrammarCompiler:
         rule = reasoning_then(b, answer, begin=self._marker(begin), end=self._marker(end), optional=optional)
         return self.compile_grammar(b.build(rule))
 
+    @_memoized
     @_limited
     def compile_structural_tag(self, spec: dict | str, **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """An XGrammar structural tag (a dict or JSON text): ``{"type": "structural_tag", "format":
@@ -356,6 +401,7 @@ class GrammarCompiler:
                 return GrammarError(f"tool {name!r} (tools[{i}]): {reason}")
         return err
 
+    @_memoized
     @_limited
     def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", format: str | None = None,
                            **options) -> CompiledGrammar:
@@ -437,6 +483,7 @@ class GrammarCompiler:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._requests.clear()
 
     def discard(self, grammar: CompiledGrammar) -> bool:
         """Drop ``grammar`` from the cache; True where it was there. A server refusing a grammar

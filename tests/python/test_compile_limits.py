@@ -154,6 +154,31 @@ def test_a_grammar_whose_lexer_work_limit_ran_out_is_not_served_from_the_cache(t
     assert m.accept_string("b" * 3 + "a" + "b" * 12) and m.is_accepting()
 
 
+def test_a_repeated_call_skips_the_front_end(tok, monkeypatch):
+    """The same arguments again: the same grammar, without the front-end running (its builder is
+    not called); other arguments, a cleared cache or a discarded grammar compile afresh."""
+    import stencil.grammar.tagged.tool_presets as presets
+    calls = []
+    real = presets.tool_call_format
+    monkeypatch.setattr(presets, "tool_call_format", lambda *a, **k: calls.append(1) or real(*a, **k))
+    compiler = stencil.GrammarCompiler(tok)
+    tools = [{"name": f"t{i}", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+             for i in range(8)]
+    g = compiler.compile_tool_calls(tools, format="qwen")
+    assert compiler.compile_tool_calls(tools, format="qwen") is g and len(calls) == 1
+    other = compiler.compile_tool_calls(tools[:7], format="qwen")
+    assert other is not g and len(calls) == 2
+    # property order decides a grammar: the memo keeps the arguments' order
+    a = compiler.compile_json_schema({"type": "object", "properties": {"x": {}, "y": {}}, "required": ["x", "y"]})
+    b = compiler.compile_json_schema({"type": "object", "properties": {"y": {}, "x": {}}, "required": ["x", "y"]})
+    assert a is not b and not stencil.Matcher(b).accept_string('{"x": 1, "y": 2}')
+    assert compiler.discard(g)
+    assert compiler.compile_tool_calls(tools, format="qwen") is not g and len(calls) == 3
+    compiler.clear_cache()
+    compiler.compile_tool_calls(tools, format="qwen")
+    assert len(calls) == 4
+
+
 @pytest.mark.parametrize("what", ["choice", "regex"])
 def test_long_linear_front_end_work_stops_at_the_limit(tok, what):
     # 300,000 choices or a regex of 100,000 alternatives (800 KB) take a second or more; the
