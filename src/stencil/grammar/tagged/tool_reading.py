@@ -46,8 +46,10 @@ class CallSyntax(NamedTuple):
     texts) around a list of calls, which ``separator`` joins; ``args``: "json" or "xml" (Qwen3-Coder's
     parameters); ``spans``: for formats without free text (Harmony), (opening text, "content" or
     "reasoning", ending strings) of the messages that are not calls, with ``message_separator``
-    between messages; ``call_id``: how a call's id is made (from the name, its index and the
-    captured id piece) when the text holds none."""
+    between messages; ``call_id``: how a call's id is made when it starts, from its name, its
+    index and the digits its head captured (Kimi's ``functions.NAME:IDX``); by default OpenAI's
+    ``call_`` and 24 hex digits. (An id written after the arguments, as Mistral's, comes too late
+    for the first streamed delta and is not taken.)"""
     opens: tuple = ()
     heads: tuple = ()
     closes: tuple = ()
@@ -60,7 +62,7 @@ class CallSyntax(NamedTuple):
 
 
 def openai_call_id(name: str, index: int, captured: Optional[str]) -> str:
-    return captured or "call_" + uuid.uuid4().hex[:24]
+    return "call_" + uuid.uuid4().hex[:24]
 
 
 def _match(pieces: tuple, text: str, pos: int, names: list, final: bool, caps: dict) -> tuple:
@@ -263,7 +265,7 @@ class CallReader:
     def _start_call(self, out, caps):
         name = caps["name"]
         make = self.syntax.call_id or openai_call_id
-        call = {"name": name, "id": make(name, len(self.calls), caps.get("id") or caps.get("digits")),
+        call = {"name": name, "id": make(name, len(self.calls), caps.get("digits")),
                 "arguments": "", "ended": False}
         self.calls.append(call)
         out.append(("call", name, call["id"]))
