@@ -89,7 +89,7 @@ def _memoized(method: _Method) -> _Method:
     def run(self, *args, **kwargs):
         try:
             key = (method.__name__, json.dumps([args, kwargs], ensure_ascii=False))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):   # (too deep: the front-end says so)
             return method(self, *args, **kwargs)
         with self._lock:
             entry = self._requests.get(key)

@@ -159,6 +159,9 @@ class _Builder:
         self._split = (re.compile("|".join(re.escape(s) for s in sorted(self.specials, key=len, reverse=True)))
                        if self.specials else None)
         self._n = 0
+        # one rule per (style, schema, options): a tool's arguments appear in several tags (Llama's
+        # two call forms, Harmony's four headers) and are built once
+        self._schemas: dict[str, int] = {}
 
     # -- strings: text and special tokens --------------------------------------------------------
     def pieces(self, s: str) -> list:
@@ -344,15 +347,25 @@ class _Builder:
         if ws is not None:
             opts["max_whitespace_run"] = ws
         schema = fmt["json_schema"]
+        if style not in ("json", "qwen_xml"):
+            raise self.err(f"{path}.style", f"style {style!r} is not supported (supported: json, qwen_xml)")
+        try:
+            key = json.dumps([style, schema, opts], sort_keys=False)
+        except (TypeError, ValueError, RecursionError):   # (a schema nested too deeply: the builder says so)
+            key = None
+        if key is not None and key in self._schemas:
+            return self._schemas[key]
         try:
             if style == "json":
-                return build_json_schema(self.ns(), schema, **opts)
-            if style == "qwen_xml":
-                return build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
+                rule = build_json_schema(self.ns(), schema, **opts)
+            else:
+                rule = build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
                                             json_options=opts)
         except GrammarError as e:
             raise self.err(f"{path}.json_schema", str(e)) from None
-        raise self.err(f"{path}.style", f"style {style!r} is not supported (supported: json, qwen_xml)")
+        if key is not None:
+            self._schemas[key] = rule
+        return rule
 
     def _qwen_xml_parameter(self, fmt, path):
         return self._json_schema({**fmt, "type": "json_schema"}, path, style_default="qwen_xml")
