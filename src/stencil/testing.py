@@ -37,6 +37,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import numpy as np
+
+from stencil.bitmask import allocate_token_bitmask
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
 
@@ -227,8 +230,6 @@ def random_walk(matcher: Any, info: Any, rng: random.Random, max_tokens: int, *,
     ``space_draws`` times, since white space is most of what a ``\\s*`` allows and would fill
     the budget. The matcher ends accepting unless the budget was below its
     ``min_completion_tokens()``."""
-    import numpy as np
-    from stencil.bitmask import allocate_token_bitmask
     eos = set(info.eos_token_ids)
     mask = allocate_token_bitmask(1, info.vocab_size)
     out: list[int] = []
