@@ -397,9 +397,13 @@ class Namespaced:
         c = build_json_schema(Namespaced(b, "tool2/"), schema2)
     """
 
-    def __init__(self, builder, prefix: str):
+    def __init__(self, builder, prefix: str, shared: Optional[dict] = None):
         self._b = builder
         self._prefix = prefix
+        # memos of builder-level expressions that views of one builder may share (a structural
+        # tag's tools: one string encoding of a format for all of them); a view of a view shares
+        # its parent's
+        self.shared = shared if shared is not None else getattr(builder, "shared", None)
 
     def rule(self, name: str = ""):
         return self._b.rule(self._prefix + name if name else "")

@@ -162,6 +162,7 @@ class _Builder:
         # one rule per (style, schema, options): a tool's arguments appear in several tags (Llama's
         # two call forms, Harmony's four headers) and are built once
         self._schemas: dict[str, int] = {}
+        self._shared: dict = {}   # the views' shared memos (Namespaced.shared)
 
     # -- strings: text and special tokens --------------------------------------------------------
     def pieces(self, s: str) -> list:
@@ -187,7 +188,7 @@ class _Builder:
         return f"st{self._n}-{what}"
 
     def ns(self) -> Namespaced:
-        return Namespaced(self.b, self.name("") + "/")
+        return Namespaced(self.b, self.name("") + "/", self._shared)
 
     # -- free text ------------------------------------------------------------------------------
     def body(self, banned: list[str], max_chars: Optional[int] = None) -> int:

@@ -136,9 +136,10 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
         lit = spaced_punctuation(b, ws.max_whitespace_run)
     else:
         lit = {c: b.literal(c) for c in "{}:,"}
+    shared: dict = {}   # the tools' schemas share their string encodings (Namespaced.shared)
     for i, (tool_name, params) in enumerate(tool_specs(tools)):
         try:
-            args = build_json_schema(Namespaced(b, f"{name}/{i}/"), params, **opts)
+            args = build_json_schema(Namespaced(b, f"{name}/{i}/", shared), params, **opts)
         except GrammarError as e:
             raise GrammarError(f"tool {tool_name!r}: {e}") from None
         b.add_alternative(call, [lit["{"], b.literal(json.dumps(name_key)), lit[":"],

@@ -56,8 +56,10 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
     ws = optional_ws(b)
     params = []
+    shared = getattr(b, "shared", None)
+    shared = {} if shared is None else shared   # (the parameters' views share their encodings)
     for i, (key, sub) in enumerate(props.items()):
-        value = _value(Namespaced(b, f"p{i}/"), sub, defs, f"/properties/{key}", json_options or {}, ws)
+        value = _value(Namespaced(b, f"p{i}/", shared), sub, defs, f"/properties/{key}", json_options or {}, ws)
         params.append((key, b.seq([b.literal(f"{_OPEN}{key}>"), value, ws])))
     extra = None
     if schema.get("additionalProperties", True) is not False:
@@ -101,7 +103,14 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
             raise GrammarError(f"format at {pointer}/format: {sub['format']!r} cannot be enforced") from None
         if spec is not None:   # (an unknown format is an annotation)
             node, max_len = spec
-            parts.append(build_regex(b, node))
+            memo = getattr(b, "shared", None)
+            key = ("xml-format", sub["format"])
+            if memo is not None and key in memo:
+                parts.append(memo[key])
+            else:
+                parts.append(build_regex(b, node))
+                if memo is not None:
+                    memo[key] = parts[-1]
             if max_len is not None:
                 parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_len))
     value = b.re_and(parts)

@@ -19,13 +19,26 @@ from stencil.grammar.json.schema.lang.strings import JsonStrings
 __all__ = ["Scalars"]
 
 
+def _shared_strings(b, spelling: str, escapes: str | None) -> JsonStrings:
+    """The string encodings of builder ``b``'s views that share their memos (Namespaced.shared),
+    else this builder's own: a format's encoded language is built once for every schema."""
+    shared = getattr(b, "shared", None)
+    if shared is None:
+        return JsonStrings(b, spelling, escapes)
+    key = ("json-strings", spelling, escapes)
+    strings = shared.get(key)
+    if strings is None:
+        strings = shared[key] = JsonStrings(b, spelling, escapes)
+    return strings
+
+
 class Scalars:
     """Number and string formulas as regular expressions (memoized per builder)."""
 
     def __init__(self, b, string_spelling: str = "any", plain_numbers: bool = False, escapes: str | None = None,
                  minus_zero: bool = True):
         self.b = b
-        self.strings = JsonStrings(b, string_spelling, escapes)
+        self.strings = _shared_strings(b, string_spelling, escapes)
         self.plain_numbers = plain_numbers
         self.numbers = JsonNumbers(b, minus_zero)
         self._num: dict = {}
