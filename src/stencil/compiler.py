@@ -12,11 +12,10 @@ Example::
 """
 from __future__ import annotations
 
-import re
-
 import functools
-import json
 import numbers
+import pickle
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,16 +79,19 @@ def _limited(method: _Method) -> _Method:
 
 
 def _memoized(method: _Method) -> _Method:
-    """Reuse the grammar an identical earlier call compiled (the same arguments, as JSON text):
-    the front-end's work is skipped too, not only the core's (a 128-tool set's structural tag
-    takes tens of milliseconds to build). The memo names the cache's entry, so what the cache
-    evicts or drops is compiled afresh. Arguments that are not JSON (a SchemaInfo to fill, bytes)
-    go through as before."""
+    """Reuse the grammar an identical earlier call compiled (the same arguments, serialized by
+    pickle: a fifth of json.dumps' time, and faithful to types and order): the front-end's work is
+    skipped too, not only the core's (a 128-tool set's structural tag takes tens of milliseconds
+    to build). The memo names the cache's entry, so what the cache evicts or drops is compiled
+    afresh. A call given a SchemaInfo to fill, or arguments pickle cannot write, goes through as
+    before."""
     @functools.wraps(method)
     def run(self, *args, **kwargs):
+        if kwargs.get("info") is not None:
+            return method(self, *args, **kwargs)
         try:
-            key = (method.__name__, json.dumps([args, kwargs], ensure_ascii=False))
-        except (TypeError, ValueError, RecursionError):   # (too deep: the front-end says so)
+            key = (method.__name__, pickle.dumps((args, kwargs), protocol=5))
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):   # (too deep: the front-end says so)
             return method(self, *args, **kwargs)
         with self._lock:
             entry = self._requests.get(key)
@@ -167,7 +169,7 @@ class GrammarCompiler:
         self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         # (method, arguments as JSON) -> its entry in _cache (see _memoized)
-        self._requests: OrderedDict[tuple[str, str], int | tuple[int, tuple]] = OrderedDict()
+        self._requests: OrderedDict[tuple[str, bytes], int | tuple[int, tuple]] = OrderedDict()
         self._compiled = threading.local()   # .key: the cache entry this thread's last _compile used
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None

@@ -172,6 +172,14 @@ def test_a_repeated_call_skips_the_front_end(tok, monkeypatch):
     a = compiler.compile_json_schema({"type": "object", "properties": {"x": {}, "y": {}}, "required": ["x", "y"]})
     b = compiler.compile_json_schema({"type": "object", "properties": {"y": {}, "x": {}}, "required": ["x", "y"]})
     assert a is not b and not stencil.Matcher(b).accept_string('{"x": 1, "y": 2}')
+    # a SchemaInfo to fill is filled on every call (the memo is not used for it); 1 and 1.0 differ
+    schema = {"type": "string", "format": "x-mine"}
+    for _ in range(2):
+        info = stencil.SchemaInfo()
+        compiler.compile_json_schema(schema, info=info)
+        assert info.unknown_formats
+    one = compiler.compile_json_schema({"enum": [1]})
+    assert compiler.compile_json_schema({"enum": [True]}) is not one
     assert compiler.discard(g)
     assert compiler.compile_tool_calls(tools, format="qwen") is not g and len(calls) == 3
     compiler.clear_cache()
