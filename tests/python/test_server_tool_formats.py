@@ -179,3 +179,20 @@ def test_tool_strict_policies():
     anything = {"type": "object"}
     assert params == {"all": [LOOSE] * 3, "requested": [LOOSE, anything, anything], "off": [anything] * 3}
     assert [t["function"]["name"] for t in strictly(tools, "off")] == ["a", "b", "c"]
+
+
+def test_a_template_without_tools_gets_them_in_the_formats_own_words():
+    # SmolLM2's template writes no tools: they are announced in a system message with a call in
+    # the format's words, and past calls go into the assistant's text, read back as they were
+    from stencil.grammar.tagged.tool_presets import call_syntax
+    from stencil.grammar.tagged.tool_reading import read_calls
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}
+    turn = [{"role": "user", "content": "1+2?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+    for fmt in FORMATS:
+        messages, tools = chat_prompt(turn, TOOLS, fmt, template_tools=False)
+        assert tools is None and messages[0]["role"] == "system", fmt
+        assert "get_weather" in messages[0]["content"] and "<function name>" in messages[0]["content"]
+        _, _, calls = read_calls(call_syntax(fmt), TOOLS, messages[2]["content"])
+        assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [("add", {"a": 1, "b": 2})], fmt
+        assert messages[3] == turn[2]

@@ -15,7 +15,7 @@ import pytest
 import stencil
 from stencil.testing import random_walk
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS, GENERIC, call_syntax, family_of_template
-from stencil.grammar.tagged.tool_reading import CallReader, read_calls
+from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
 from tokenizers_zoo import get
 from tool_templates import CALL_1, CALL_2, FAMILIES as TEMPLATES, TOOLS, mistral_ids, render
 
@@ -172,3 +172,12 @@ def test_random_walks_are_read_back_whole(fmt):
             assert joined(events)["calls"] == [[c["name"], c["id"], c["arguments"], True] for c in r.calls]
             seen += len(r.calls)
     assert seen >= 12   # the walks wrote calls, not only text
+
+
+@pytest.mark.parametrize("fmt", ["generic"] + list(FORMATS))
+def test_written_calls_are_read_back(fmt):
+    # write_calls (prompts whose template writes no tools) and the reading agree, for every family
+    for calls in (CALL_1, CALL_2, CALL_3):
+        text = write_calls(call_syntax(fmt), calls)
+        _, _, read = read_calls(call_syntax(fmt), TOOLS, text)
+        assert [(c["name"], json.loads(c["arguments"])) for c in read] == calls, text

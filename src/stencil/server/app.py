@@ -91,7 +91,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         body = await svc.read_body(request)
         req = parse_request(ChatRequest, body)
         fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
-        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt)
+        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt, _template_tools(lm))
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
         return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
 
@@ -130,7 +130,7 @@ async def _responses(svc: Service, request: Request, fmt: str, lm):
     if req.tool_format is not None:
         fmt = _tool_format(lm, req.tool_format, "tool_format")
     chat = chat_body(req)
-    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt)
+    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, _template_tools(lm))
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
     c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
     if req.stream:
@@ -150,6 +150,12 @@ def _tool_format(lm, name: str, param: str | None = None) -> str:
             raise ValueError(msg)
         raise RequestError(msg, param=param)
     return fmt
+
+
+def _template_tools(lm) -> bool:
+    """Whether the model's chat template writes tools (else the server announces them)."""
+    template = getattr(lm.tokenizer, "chat_template", None) or ""
+    return "tools" in (" ".join(template.values()) if isinstance(template, dict) else template)
 
 
 def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:

@@ -14,7 +14,7 @@ import json
 from typing import Any, Optional
 
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
-from stencil.grammar.tagged.tool_reading import CallReader, read_calls
+from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
 
 TRIGGER, END = "<tool_call>", "</tool_call>"
 
@@ -35,28 +35,30 @@ def tool_format_for(hf_tokenizer: Any, requested: Optional[str] = None) -> str:
     return (family_of_template(template) if "tool" in template else None) or "generic"
 
 
-def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str) -> tuple[list[dict], Optional[list]]:
-    """(messages, tools) for the chat template: assistant ``tool_calls`` written as the format
-    writes them (generic) or passed on with their arguments as the family's template takes them
-    (an object, or JSON text for templates that concatenate it), tool results as ``tool``
-    messages with their ``tool_call_id``; the generic format announces the tools in a first
-    system message (small templates have no tools section)."""
+def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str,
+                template_tools: bool = True) -> tuple[list[dict], Optional[list]]:
+    """(messages, tools) for the chat template: tool results as ``tool`` messages with their
+    ``tool_call_id``; assistant ``tool_calls`` passed on with their arguments as the family's
+    template takes them (an object, or JSON text for templates that concatenate it). Where the
+    format is generic, or the template writes no tools (``template_tools`` False: a small model's),
+    the calls are written into the assistant's text in the format's own words and the tools are
+    announced in a first system message with a call written that way."""
     out = []
+    announce = fmt == "generic" or not template_tools
     as_text = fmt != "generic" and FAMILIES[fmt].history_arguments == "text"
     for m in messages:
         calls = m.get("tool_calls") or []
-        if fmt == "generic" and calls:
-            text = (m.get("content") or "") + "".join(
-                TRIGGER + json.dumps({"name": c["function"]["name"], "arguments": _args(c)}) + END for c in calls)
-            m = {"role": "assistant", "content": text}
+        if announce and calls:
+            written = write_calls(call_syntax(fmt), [(c["function"]["name"], _args(c)) for c in calls])
+            m = {"role": "assistant", "content": (m.get("content") or "") + written}
         elif calls:
             m = dict(m, tool_calls=[{"type": "function", "id": c.get("id"), "function": {
                 "name": c["function"]["name"],
                 "arguments": json.dumps(_args(c), ensure_ascii=False) if as_text else _args(c)}} for c in calls])
         out.append(m)
-    if fmt != "generic" or not tools:
+    if not announce or not tools:
         return out, tools or None
-    return [{"role": "system", "content": tools_prompt(tools)}] + out, None
+    return [{"role": "system", "content": tools_prompt(tools, fmt)}] + out, None
 
 
 def _args(call: dict) -> Any:
@@ -69,11 +71,16 @@ def _args(call: dict) -> Any:
     return args
 
 
-def tools_prompt(tools: list) -> str:
+def tools_prompt(tools: list, fmt: str = "generic") -> str:
     """A system message telling the model its tools and the call format the grammar enforces."""
     specs = [t.get("function", t) for t in tools if isinstance(t, dict)]
-    return ("You can call these functions:\n" + json.dumps(specs) + "\nTo call one, answer "
-            + TRIGGER + '{"name": <function name>, "arguments": <arguments object>}' + END)
+    if fmt == "generic":
+        example = TRIGGER + '{"name": <function name>, "arguments": <arguments object>}' + END
+    else:
+        syntax = call_syntax(fmt)
+        args: Any = {"<name>": "<value>"} if syntax.args == "xml" else "<arguments object>"
+        example = write_calls(syntax, [("<function name>", args)]).replace('"<arguments object>"', "<arguments object>")
+    return "You can call these functions:\n" + json.dumps(specs) + "\nTo call one, answer " + example
 
 
 class ToolStream:

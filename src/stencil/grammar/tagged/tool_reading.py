@@ -20,9 +20,10 @@ import uuid
 from typing import Any, Callable, NamedTuple, Optional
 
 from stencil.grammar.tagged.triggers import tool_specs
-from stencil.grammar.tagged.xml_params import read_xml_value
+from stencil.grammar.tagged.xml_params import read_xml_value, write_xml_parameters
 
-__all__ = ["CallSyntax", "CallReader", "Piece", "NAME", "QUOTED_NAME", "DIGITS", "WS", "ALNUM_ID", "read_calls"]
+__all__ = ["CallSyntax", "CallReader", "Piece", "NAME", "QUOTED_NAME", "DIGITS", "WS", "ALNUM_ID", "read_calls",
+           "write_calls"]
 
 
 class Piece(NamedTuple):
@@ -366,3 +367,35 @@ def read_calls(syntax: CallSyntax, tools, text: str) -> tuple[str, str, list[dic
             continue
         calls.append({"name": c["name"], "id": c["id"], "arguments": c["arguments"]})
     return content, reasoning, calls
+
+
+def _spelled(pieces: tuple, name: str, index: int) -> str:
+    out = []
+    for p in pieces:
+        if isinstance(p, str):
+            out.append(p)
+        elif p is NAME:
+            out.append(name)
+        elif p is QUOTED_NAME:
+            out.append(json.dumps(name, ensure_ascii=False))
+        elif p is DIGITS:
+            out.append(str(index))
+        # (WS: none; an id piece is only in an alternative that has a plainer sibling, written instead)
+    return "".join(out)
+
+
+def write_calls(syntax: CallSyntax, calls: list) -> str:
+    """The text of ``calls`` ([(name, arguments as a JSON value)]) as the family writes them, each
+    place with alternatives taken in its plainest form (the last close, the first head): what
+    :func:`read_calls` reads back to the same calls. For prompts whose chat template does not
+    write tool calls itself."""
+    def one(i, name, args):
+        body = write_xml_parameters(args) if syntax.args == "xml" else json.dumps(args, ensure_ascii=False)
+        return _spelled(syntax.heads[0], name, i) + body + _spelled(syntax.closes[-1], name, i)
+    parts = [one(i, n, a) for i, (n, a) in enumerate(calls)]
+    if syntax.section:
+        sep = _spelled(syntax.separator, "", 0)
+        return _spelled(syntax.section[0][0], "", 0) + sep.join(parts) + _spelled(syntax.section[1][0], "", 0)
+    if syntax.message_separator:
+        return _spelled(syntax.message_separator, "", 0).join(parts)
+    return "".join(parts)

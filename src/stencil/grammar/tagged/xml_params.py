@@ -29,7 +29,7 @@ from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
 from stencil.grammar.tagged.triggers import optional_ws
 
-__all__ = ["build_xml_parameters"]
+__all__ = ["build_xml_parameters", "read_xml_value", "write_xml_parameters"]
 
 _OPEN, _CLOSE = "<parameter=", "</parameter>"
 # keywords that say nothing about the value's text
@@ -182,3 +182,10 @@ def read_xml_value(schema, key: str, text: str):
         return raw
     value = text.strip(" \t\r\n")
     return {"True": True, "False": False}[value] if value in ("True", "False") else json.loads(value)
+
+
+def write_xml_parameters(args: dict) -> str:
+    """``args`` (a JSON object) as Qwen3-Coder's template writes parameters: strings raw, other
+    values as JSON, each between newlines (read back by :func:`read_xml_value`)."""
+    return "".join(f"{_OPEN}{k}>\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}\n{_CLOSE}\n"
+                   for k, v in args.items())
