@@ -168,7 +168,7 @@ class GrammarCompiler:
         # keyed by the grammar's hash, with what it does not enforce where that is not empty
         self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
-        # (method, arguments as JSON) -> its entry in _cache (see _memoized)
+        # (method, arguments pickled) -> its entry in _cache (see _memoized)
         self._requests: OrderedDict[tuple[str, bytes], int | tuple[int, tuple]] = OrderedDict()
         self._compiled = threading.local()   # .key: the cache entry this thread's last _compile used
         self._lock = threading.Lock()

@@ -40,6 +40,7 @@ from typing import Any, Optional
 import numpy as np
 
 from stencil.bitmask import allocate_token_bitmask
+from stencil.kernels.numpy import bitmask_to_bool
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import Alt, EbnfGrammar, JsonSchema, Ref, Rep, Seq, Term, TokenRef, children
 
@@ -235,8 +236,7 @@ def random_walk(matcher: Any, info: Any, rng: random.Random, max_tokens: int, *,
     out: list[int] = []
     for left in range(max_tokens, 0, -1):
         matcher.fill_next_token_bitmask(mask, 0, left)
-        bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
-        ids = [int(i) for i in np.flatnonzero(bits) if int(i) not in eos]
+        ids = [int(i) for i in np.flatnonzero(bitmask_to_bool(mask[0], info.vocab_size)) if int(i) not in eos]
         if matcher.is_accepting() and (not ids or rng.random() < end_chance):
             break
         t = ids[rng.randrange(len(ids))]

@@ -319,7 +319,6 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   ps.trim_rows();
   cost(epoch);
   // (the words are untouched or back to the unbudgeted mask wherever a search may stop)
-  std::vector<uint32_t> mask(words, words + need);  // (a search cut short may have changed words)
   if (within_work(&ps, [&] { restrict_searched(ps, epoch, words, need, remaining, left); })) return;
   // The work ran out. Letting every token through would let the output run past its budget, so
   // the costs are bounded coarsely instead, with a work allowance of their own: inside a lexeme
@@ -327,7 +326,6 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
   // restrict_walked does). Sound but coarser: a token that only a longer search would prove
   // cheap enough may go.
-  std::copy(mask.begin(), mask.end(), words);
   gave_up_ = false;
   work_left_ = kCoarseWork;
   coarse_ = true;

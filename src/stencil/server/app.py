@@ -22,7 +22,7 @@ from stencil.server.protocol import RequestError, error_body, message_text
 from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
-from stencil.server.toolcalls import FORMATS, chat_prompt, tool_format_for
+from stencil.server.toolcalls import FORMATS, chat_prompt, template_text, tool_format_for
 from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
@@ -53,6 +53,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
     default_format = _tool_format(lm, tool_format)
+    template_tools = "tools" in template_text(lm.tokenizer)   # (else the server announces the tools)
     if tool_strict not in TOOL_STRICT:
         raise ValueError(f"tool_strict must be one of {', '.join(TOOL_STRICT)}, got {tool_strict!r}")
     svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate, tool_strict)
@@ -91,13 +92,13 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         body = await svc.read_body(request)
         req = parse_request(ChatRequest, body)
         fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
-        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt, _template_tools(lm))
+        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt, template_tools)
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
         return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
 
     @app.post("/v1/responses")
     async def responses(request: Request):
-        return await _responses(svc, request, default_format, lm)
+        return await _responses(svc, request, default_format, template_tools)
 
     @app.post("/v1/completions")
     async def completions(request: Request):
@@ -123,14 +124,14 @@ def _lifespan(svc: Service):
     return lifespan
 
 
-async def _responses(svc: Service, request: Request, fmt: str, lm):
+async def _responses(svc: Service, request: Request, fmt: str, template_tools: bool):
     """``/v1/responses``: the request translated into the chat request it means, generated as one."""
     body = await svc.read_body(request)
     req = parse_request(ResponsesRequest, body)
     if req.tool_format is not None:
-        fmt = _tool_format(lm, req.tool_format, "tool_format")
+        fmt = _tool_format(svc.lm, req.tool_format, "tool_format")
     chat = chat_body(req)
-    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, _template_tools(lm))
+    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, template_tools)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
     c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
     if req.stream:
@@ -150,12 +151,6 @@ def _tool_format(lm, name: str, param: str | None = None) -> str:
             raise ValueError(msg)
         raise RequestError(msg, param=param)
     return fmt
-
-
-def _template_tools(lm) -> bool:
-    """Whether the model's chat template writes tools (else the server announces them)."""
-    template = getattr(lm.tokenizer, "chat_template", None) or ""
-    return "tools" in (" ".join(template.values()) if isinstance(template, dict) else template)
 
 
 def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:

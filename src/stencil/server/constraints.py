@@ -148,10 +148,9 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
     tools = request_tools(body)
     if tools is not None:
         tools, required = callable_tools(body, tools)
-        if isinstance(tool_choice, dict) and tool_choice.get("type") != "allowed_tools":
-            body = {**body, "parallel_tool_calls": False}   # a named function: that one call
         tools = strictly(tools, tool_strict)
-        parallel = body.get("parallel_tool_calls", True) is not False
+        named = isinstance(tool_choice, dict) and tool_choice.get("type") != "allowed_tools"
+        parallel = body.get("parallel_tool_calls", True) is not False and not named   # (a named function: one call)
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
                                   max_calls=None if parallel else 1, json_options=dict(JSON))
         if reasoning:

@@ -76,7 +76,7 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
                 continue
             for d in split[i].feed("", final=True) if split is not None else []:
                 yield chunk(i, d, upto=len(job.token_logprobs))
-            yield chunk(i, {} if chat else "", _finish(job, c))
+            yield chunk(i, {} if chat else "", _finish(job, _message(job, c) if c.tools else None))
         if prompt_tokens is not None:
             yield _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [],
                           "usage": usage(prompt_tokens, jobs)})
@@ -125,10 +125,9 @@ class _ChoiceStream:
         return out
 
 
-def _finish(job: Job, c) -> str:
-    if c.tools and split_tool_calls(job.text, c.tool_format, c.tools)[2]:
-        return "tool_calls"
-    return job.finish_reason
+def _finish(job: Job, msg: dict[str, Any] | None) -> str:
+    """"tool_calls" where the message (the chat message read from the output) holds calls."""
+    return "tool_calls" if msg is not None and msg.get("tool_calls") else job.finish_reason
 
 
 def _message(job: Job, c) -> dict[str, Any]:
@@ -178,7 +177,8 @@ def logprobs_of(entries: list[dict], chat: bool) -> dict:
 def choice(i: int, job: Job, chat: bool, c, logprobs: bool = False) -> dict:
     lp = logprobs_of(job.token_logprobs, chat) if logprobs else None
     if chat:
-        return {"index": i, "message": _message(job, c), "finish_reason": _finish(job, c), "logprobs": lp}
+        msg = _message(job, c)
+        return {"index": i, "message": msg, "finish_reason": _finish(job, msg), "logprobs": lp}
     return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": lp}
 
 

@@ -24,14 +24,18 @@ TRIGGER, END = "<tool_call>", "</tool_call>"
 FORMATS = ("generic",) + PRESETS
 
 
+def template_text(hf_tokenizer: Any) -> str:
+    """The tokenizer's chat template source (its named templates joined), or ""."""
+    template = getattr(hf_tokenizer, "chat_template", None) or ""
+    return " ".join(template.values()) if isinstance(template, dict) else template
+
+
 def tool_format_for(hf_tokenizer: Any, requested: Optional[str] = None) -> str:
     """The tool-call format: ``requested`` ("auto" or None: the family's, from the chat template;
     "generic" where the template writes no tool calls of a known family)."""
     if requested not in (None, "auto"):
         return requested
-    template = getattr(hf_tokenizer, "chat_template", None) or ""
-    if isinstance(template, dict):
-        template = " ".join(template.values())
+    template = template_text(hf_tokenizer)
     return (family_of_template(template) if "tool" in template else None) or "generic"
 
 
