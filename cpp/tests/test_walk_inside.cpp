@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "lexer/lexer.h"
-#include "matcher/inner_steps.h"
+#include "cost/inner_steps.h"
 #include "stencil/grammar.h"
 #include "support/work_limit.h"
 #include "tokens/mask_cache.h"

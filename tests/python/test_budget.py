@@ -60,7 +60,7 @@ LENGTH_PATTERNS = {
     "notpat": {"type": "string", "maxLength": 8, "pattern": "^[ab]*$", "not": {"pattern": "ba"}},
 }
 # A length alone: each count's bound is a coin problem over the tokens' character counts
-# (FinishTables::text_to_end), no search. (Walked only: every byte is a string character, which
+# (LexemeSearch::text_to_end), no search. (Walked only: every byte is a string character, which
 # makes the searching oracles above slow; an undercount leaves walks incomplete.)
 MINMAX = {"type": "string", "minLength": 7, "maxLength": 9}
 NAMES = ["lists", "regex", "parens", "schema", "choice", *LENGTH_PATTERNS]
@@ -416,7 +416,7 @@ COUNTED_SCHEMAS = [
                                       "ref": {"type": "string", "pattern": "\\d{3}-\\d{2}"}},
      "required": ["when", "ref"]},
     # numbers: ranges keep the digits read, so their lexer states never repeat and no ceiling
-    # search over them ends (FinishTables::state_ceiling skips it; the successors decide)
+    # search over them ends (LexemeCeiling::state_ceiling skips it; the successors decide)
     # formats and patterns whose lexeme ceilings are read off the expression (no search), a
     # length beside a pattern (an intersection: searched), an enum of long strings
     {"type": "object", "properties": {"u": {"type": "string", "format": "uri"},
@@ -429,7 +429,7 @@ COUNTED_SCHEMAS = [
                                       "c": {"enum": [1, 2]}, "i": {"type": "integer"}},
      "required": ["n", "x", "c", "i"], "additionalProperties": False},
     # key patterns: beside the keys that do not match (their pairs give way to each other: the
-    # ceiling comes from the states one token reaches, FinishTables::reach), and alone, where a
+    # ceiling comes from the states one token reaches, LexemeCeiling::reach), and alone, where a
     # matched pattern leaves `.*` among its alternatives
     {"type": "object", "properties": {"sums": {"type": "object", "minProperties": 1,
                                                "patternProperties": {"[0-9a-f]{20}": {"type": "boolean"}}},
@@ -438,7 +438,7 @@ COUNTED_SCHEMAS = [
      "required": ["sums", "tags"], "additionalProperties": False},
     # a long unanchored run of letters and digits: each count a state of its own, each walk of its
     # successors every such token, so the token searches are not afforded and a path in single
-    # bytes bounds the cost (FinishTables::tokens_to_end); the masks must still follow it exactly
+    # bytes bounds the cost (LexemeSearch::tokens_to_end); the masks must still follow it exactly
     {"type": "object", "properties": {"rid": {"type": "string", "pattern": "[a-zA-Z0-9_-]{60}"}},
      "required": ["rid"], "additionalProperties": False},
 ]

@@ -23,7 +23,7 @@ PUBLIC = ROOT / "cpp" / "include" / "stencil"
 #: A function body in the core may span at most this many lines (braces included). The bindings'
 #: module-registration functions are lists of .def calls and are not held to it.
 MAX_FUNCTION_LINES = 80
-CHECKED_DIRS = ("grammar", "json", "lexer", "logits", "matcher", "parser", "regex", "support", "tokens")
+CHECKED_DIRS = ("cost", "grammar", "json", "lexer", "logits", "matcher", "parser", "regex", "support", "tokens")
 #: The C++ unit tests (``make test-cpp``) are held to the same limit.
 CPP_TESTS = ROOT / "cpp" / "tests"
 
@@ -165,7 +165,7 @@ if __name__ == "__main__":
 #: headers (stencil/...) and rooms below it. logits/ (the bitmask kernels) stands apart on the
 #: ground floor; json/ (JSON numbers and canonical values: its README) is below regex/, whose
 #: expressions include the number ranges.
-ROOM_ORDER = ("support", "logits", "json", "regex", "grammar", "lexer", "tokens", "parser", "matcher", "bindings")
+ROOM_ORDER = ("support", "logits", "json", "regex", "grammar", "lexer", "tokens", "parser", "cost", "matcher", "bindings")
 
 
 def _room_includes():

@@ -38,12 +38,12 @@ class Matcher {
   void fill_mask(uint32_t* words, size_t num_words);
   // fill_mask within a budget of `remaining` more tokens, this one included (< 0: no budget):
   // a token stays allowed only when the output can still end valid in the tokens left after it
-  // (FinishCost), and end of sequence when the output is complete. A state whose own cost
+  // (RowCosts), and end of sequence when the output is complete. A state whose own cost
   // fits the budget always keeps some token allowed.
   // `call` names the caller's function in a TimeLimitExceeded.
   void fill_mask_within(uint32_t* words, size_t num_words, int64_t remaining,
                         const char* call = "fill_next_token_bitmask");
-  // The finish cost: the fewest tokens that finish the output from here (FinishCost); -1 when
+  // The finish cost: the fewest tokens that finish the output from here (RowCosts); -1 when
   // none is known. (The public name keeps "completion"; the JSON checks are completion checks.)
   int64_t min_completion_tokens();
   std::vector<int32_t> forced_tokens(size_t limit = 256);

@@ -1,5 +1,5 @@
 // Lexer::pair_bytes: bounds on the bytes a lexeme still needs, read off its expression's structure.
-// Budget-aware masks bound the cost after a token by them (FinishTables::pairs), where a
+// Budget-aware masks bound the cost after a token by them (LexemeCeiling::pairs), where a
 // search over the lazy automaton would make lexer states (a uri format has about 200 of them).
 //
 // For an expression e: shortest(e) >= the length of its shortest word, ceiling(e) >= the

@@ -1,8 +1,8 @@
 // Budget-aware masks: with k tokens left, a token t stays allowed only when the cost after t
-// (FinishCost: the fewest tokens that finish the output) is at most k - 1. The cost is a
+// (RowCosts: the fewest tokens that finish the output) is at most k - 1. The cost is a
 // shortest path over tokens, so from a state of cost d <= k some token of cost d - 1 stays
 // allowed, and a generation that starts within its budget ends valid (where the bound holds:
-// see finish_cost.h for what it does not model).
+// see cost/README.md for what it does not model).
 //
 // The costs after the tokens come with the mask's own walk: an inner token (one that stays
 // inside the current lexeme) costs what its successor lexer state costs over the current rows,
@@ -55,9 +55,9 @@ bool TokenBudget::within_work(ParseState* ps, F&& f) {
   return !gave_up_;
 }
 
-FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
+RowCosts& TokenBudget::cost(const LexerEpoch& epoch) {
   if (!cost_ || cost_epoch_ != &epoch) {  // lexer states belong to one epoch
-    cost_ = std::make_shared<FinishCost>(g_.grammar(), FinishTables::of(epoch, g_.grammar(), vocab_));
+    cost_ = std::make_shared<RowCosts>(g_.grammar(), epoch.cost_tables(g_.grammar(), vocab_));
     cost_epoch_ = &epoch;
     valid_ = false;
   }
@@ -67,15 +67,15 @@ FinishCost& TokenBudget::cost(const LexerEpoch& epoch) {
 int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epoch) {
   ps.trim_rows();
   const Frame& f = ps.frames().back();
-  FinishCost& fc = cost(epoch);  // (its tables' own searches are limited apart)
+  RowCosts& fc = cost(epoch);  // (its tables' own searches are limited apart)
   work_left_ = kCallWork;
   gave_up_ = false;
-  uint32_t c = FinishCost::kInf;
+  uint32_t c = cost::kInf;
   within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); });
-  return c >= FinishCost::kInf ? -1 : static_cast<int64_t>(c);
+  return c >= cost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
-uint32_t TokenBudget::cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh) {
+uint32_t TokenBudget::cost_of(ParseState& ps, RowCosts& cost, uint32_t state, bool fresh) {
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && !coarse_)) {
@@ -95,7 +95,7 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
   const uint64_t serial = ps.parser().top().serial;
   Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
   if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && slot.cost > left_)) {
-    const uint32_t bound = fresh ? FinishCost::kInf : cost_->bytes_bound(ps.parser(), state);
+    const uint32_t bound = fresh ? cost::kInf : cost_->bytes_bound(ps.parser(), state);
     if (bound <= left_)
       slot = {serial, state, fresh, false, bound};
     else
@@ -106,14 +106,14 @@ uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bo
 }
 
 uint32_t TokenBudget::left_of(int64_t remaining) {
-  return remaining - 1 >= FinishCost::kInf ? FinishCost::kInf - 1
+  return remaining - 1 >= cost::kInf ? cost::kInf - 1
                                                : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
 // The cost after each token the grammar allows here, into after_ (kInf elsewhere).
 void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
-  FinishCost& c = cost(epoch);
-  after_.assign(static_cast<size_t>(vocab_.vocab_size()), FinishCost::kInf);
+  RowCosts& c = cost(epoch);
+  after_.assign(static_cast<size_t>(vocab_.vocab_size()), cost::kInf);
   max_ = 0;
   for (Slot& s : slots_) s = Slot{};
   const size_t root = ps.frames().size() - 1;
@@ -127,11 +127,11 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
 
 // As the mask walk does from the root (the same walk_subtrie), with the cost read where a token
 // ends; sub-tries that stay inside the lexeme are taken at once (take_loop).
-void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost) {
+void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost) {
   struct Visit {
     TokenBudget& b;
     ParseState& ps;
-    FinishCost& cost;
+    RowCosts& cost;
     WalkLoops& loops;
     size_t root;
     bool took(size_t i, const TrieNode& node) {
@@ -157,7 +157,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, Finis
 // here without the parser, and the walk goes on after it. Called by Visit::took only for a node
 // with children whose parent has read a byte of its lexeme (that check is inline there, so that
 // leaves make no call).
-bool TokenBudget::take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node,
+bool TokenBudget::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node,
                             size_t root) {
   const TokenTrie& trie = vocab_.trie();
   const Lexer& lexer = ps.lexer();
@@ -201,7 +201,7 @@ bool TokenBudget::take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, 
 }
 
 // Special tokens (end of sequence aside): the cost once each is read, into after_ (or reached_).
-void TokenBudget::special_costs(ParseState& ps, FinishCost& cost, bool into_reached) {
+void TokenBudget::special_costs(ParseState& ps, RowCosts& cost, bool into_reached) {
   const auto& eos = vocab_.eos_ids();
   if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
     for (const auto& lexeme : g_.grammar().lexemes)
@@ -350,7 +350,7 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
 
 void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
                                     int64_t remaining, uint32_t left) {
-  FinishCost& c = *cost_;
+  RowCosts& c = *cost_;
   const uint32_t state = ps.frames().back().state;
   if (!valid_) {
     if (walked_) {
@@ -432,7 +432,7 @@ void TokenBudget::restrict_walked(uint32_t* words, size_t need, int64_t remainin
   // check vetoed the way to finish the bound counted on, or no bound is known), the cheapest stay:
   // the output then ends as soon as it can rather than nowhere.
   unbudgeted_.assign(words, words + need);
-  uint32_t cheapest = FinishCost::kInf;
+  uint32_t cheapest = cost::kInf;
   bool kept = false;
   for (size_t w = 0; w < need; ++w) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) {

@@ -1,12 +1,12 @@
 // Budget-aware masks (Matcher::fill_mask_within): with k tokens left, a token t stays allowed
-// only when the cost after t (FinishCost: the fewest tokens that finish the output) is at
+// only when the cost after t (RowCosts: the fewest tokens that finish the output) is at
 // most k - 1. See budget.cpp.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "matcher/finish_cost.h"
+#include "cost/row_costs.h"
 #include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
@@ -52,11 +52,11 @@ class TokenBudget : private MaskWalker::CostSink {
   void cost_steps(ParseState& ps);
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
-  FinishCost& cost(const LexerEpoch& epoch);
+  RowCosts& cost(const LexerEpoch& epoch);
   void walk_costs(ParseState& ps, const LexerEpoch& epoch);
-  void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, FinishCost& cost);
-  bool take_loop(ParseState& ps, FinishCost& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
-  void special_costs(ParseState& ps, FinishCost& cost, bool into_reached);
+  void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost);
+  bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
+  void special_costs(ParseState& ps, RowCosts& cost, bool into_reached);
   // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
   // the exact search then gives up on this state (restrict bounds the costs coarsely instead),
   // and ps (when given) is back as it was.
@@ -64,7 +64,7 @@ class TokenBudget : private MaskWalker::CostSink {
   bool within_work(ParseState* ps, F&& f);
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
-  uint32_t cost_of(ParseState& ps, FinishCost& cost, uint32_t state, bool fresh);
+  uint32_t cost_of(ParseState& ps, RowCosts& cost, uint32_t state, bool fresh);
   uint32_t cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact);
   static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
   void note(int32_t token, uint32_t c) {
@@ -77,13 +77,13 @@ class TokenBudget : private MaskWalker::CostSink {
     uint64_t serial = 0;  // parser serials start at 1
     uint32_t state = 0;
     bool fresh = false;
-    bool exact = false;  // else cost bounds it (FinishCost::bytes_bound)
+    bool exact = false;  // else cost bounds it (RowCosts::bytes_bound)
     uint32_t cost = 0;
   };
   const CompiledGrammar& g_;
   const Vocabulary& vocab_;
   // The cost tables of one lexer epoch (not shared: a fork may run on another thread).
-  std::shared_ptr<FinishCost> cost_;
+  std::shared_ptr<RowCosts> cost_;
   const LexerEpoch* cost_epoch_ = nullptr;
   // The costs after the tokens of the last state whose budget was asked (key_), with the largest
   // one, kept while the state repeats. The tokens past a lexeme's end and the specials have
@@ -107,7 +107,7 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
-  std::vector<uint32_t> after_;  // walked_: per token, the cost after it (FinishCost::kInf: unknown)
+  std::vector<uint32_t> after_;  // walked_: per token, the cost after it (cost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
   bool specials_known_ = false;

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "matcher/finish_cost.h"
+#include "cost/cost_tables.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "support/memory_limit.h"
@@ -26,10 +26,10 @@ size_t LexerEpoch::measure_lexer() const {
   size_t now = lexer.memory_bytes();
   {
     // The tables are built under the lock (seconds for a large grammar): not waited for.
-    std::unique_lock<std::mutex> lock(finish_mu, std::try_to_lock);
-    if (lock.owns_lock() && finish) finish_bytes.store(finish->bytes(), std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(costs_mu, std::try_to_lock);
+    if (lock.owns_lock() && costs) costs_bytes.store(costs->bytes(), std::memory_order_relaxed);
   }
-  now += finish_bytes.load(std::memory_order_relaxed);
+  now += costs_bytes.load(std::memory_order_relaxed);
   // An exchange keeps the limit's count equal to the epochs' counts whatever the order of two
   // threads measuring at once.
   const size_t before = lexer_bytes.exchange(now, std::memory_order_relaxed);
@@ -38,8 +38,17 @@ size_t LexerEpoch::measure_lexer() const {
 }
 
 size_t LexerEpoch::built_bytes() const {
-  const FinishTables* c = finish_built.load(std::memory_order_acquire);
+  const CostTables* c = costs_built.load(std::memory_order_acquire);
   return lexer.growth() + (c ? c->bytes() : 0);
+}
+
+std::shared_ptr<CostTables> LexerEpoch::cost_tables(const Grammar& g, const Vocabulary& vocab) const {
+  std::lock_guard<std::mutex> lock(costs_mu);
+  if (!costs) {
+    costs = std::make_shared<CostTables>(g, lexer, cache, vocab);
+    costs_built.store(costs.get(), std::memory_order_release);
+  }
+  return costs;
 }
 
 void LexerEpoch::count_built(int64_t bytes) const {

@@ -1,4 +1,4 @@
-#include "matcher/inner_steps.h"
+#include "cost/inner_steps.h"
 
 #include <algorithm>
 #include <unordered_map>

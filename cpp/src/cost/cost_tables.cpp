@@ -1,0 +1,57 @@
+#include "cost/cost_tables.h"
+
+#include <algorithm>
+
+#include "lexer/lexer.h"
+#include "stencil/vocabulary.h"
+#include "support/deadline.h"
+
+namespace stencil {
+
+CostTables::CostTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab)
+    : search(lexer, cache, vocab, g.lexemes.size(), bytes_),
+      ceiling(search, bytes_),
+      grammar(g, search, bytes_),
+      state_costs_(bytes_),
+      inner_steps_(bytes_) {}
+
+const cost::Costs& CostTables::lexer_costs(uint32_t state) {
+  // Searched without the lock (another thread may search the same state meanwhile), one lexeme
+  // at a time in the state holding it alone: a search for all of them at once would expand every
+  // state of the free string beside a key until the key's last byte.
+  return state_costs_.get(state, [&] {
+    cost::Costs c;
+    deadline::Ticker ticker;
+    for (const LexemeCeiling::Pair& pair : ceiling.pairs(state)) {
+      const uint32_t alone = pair.alone;
+      cost::Costs found;
+      if (pair.lexeme != LexemeCeiling::kNoLexeme) {
+        // (at most the distance in single bytes: the bounds read off the expressions hold where
+        // the search stops short)
+        const uint32_t d = search.tokens_to_end(alone, pair.lexeme, LexemeSearch::kStateStates,
+                                                LexemeSearch::kStateWork, ticker);
+        if (std::min(d, pair.shortest) < kInf) found.push_back({pair.lexeme, std::min(d, pair.shortest)});
+      } else {
+        search.bfs_to(alone, lexer().live_lexemes(alone), &found, LexemeSearch::kStateStates, ticker);
+      }
+      for (const auto& f : found) {
+        auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(f.first, 0u));
+        if (it != c.end() && it->first == f.first)
+          it->second = std::min(it->second, f.second);
+        else
+          c.insert(it, f);
+      }
+    }
+    c.shrink_to_fit();
+    return c;
+  });
+}
+
+std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state, const uint32_t* inner, size_t need) {
+  return inner_steps_.get(state, [&] {
+    return std::make_shared<const InnerSteps>(
+        InnerSteps::of(lexer(), search.cache(), search.trie(), state, inner, need));
+  });
+}
+
+}  // namespace stencil

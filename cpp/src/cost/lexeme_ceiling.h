@@ -1,0 +1,57 @@
+// Lexeme ceilings: bounds on the cost of every state a token can reach inside the current
+// lexeme, so that a budget-aware mask can let all the tokens that stay inside a lexeme through
+// at once where the largest such cost fits the budget, and cost them one by one only where it
+// does not. Read off the lexeme's expression first (Lexer::pair_bytes, lexer/byte_bounds.cpp),
+// searched over the lexer's states where that bound is too loose.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "cost/lexeme_search.h"
+#include "cost/memo.h"
+
+namespace stencil {
+
+class LexemeCeiling {
+ public:
+  static constexpr uint32_t kInf = cost::kInf;
+  static constexpr uint32_t kNoLexeme = ~0u;
+  // Per (lexeme, expression) pair of a lexer state (in Lexer::probe_state's order): the state
+  // holding it alone, its lexeme (kNoLexeme where several stay alive), and Lexer::pair_bytes'
+  // bounds in single-byte tokens (kInf unless every byte is a token of its own).
+  struct Pair {
+    uint32_t alone, lexeme, shortest, ceiling;
+  };
+  LexemeCeiling(LexemeSearch& search, std::atomic<size_t>& bytes);
+  // The most tokens that any state reachable from `alone` (a state of one lexeme) needs to end
+  // its lexeme (kInf: unknown): a bound on the cost of a token that stays inside the lexeme,
+  // whatever state it leads to. In single-byte tokens over the states explored (up to a few
+  // dozen); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus the
+  // ceiling of the relaxed body `C* rest`. Memoized.
+  uint32_t state_ceiling(uint32_t alone);
+  // The lexer states that the byte strings of at most the longest token's length lead `state` to
+  // inside its lexeme (by byte class: a superset of the tokens' successors), `state` included;
+  // empty past 128 states (and for the states such a search found) or where a number lives.
+  // Memoized; the returned reference stays valid.
+  const std::vector<uint32_t>& reach(uint32_t state);
+  // The pairs of `state`, memoized; the returned reference stays valid.
+  const std::vector<Pair>& pairs(uint32_t state);
+
+ private:
+  uint32_t explore_ceilings(uint32_t start, uint32_t l);
+  uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
+  bool beyond_search(uint32_t alone) const;
+  static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
+                                          const std::vector<uint32_t>& value);
+  const std::vector<uint32_t>& reach_of(uint32_t state, std::vector<uint32_t> found);
+
+  LexemeSearch& search_;
+  const Lexer& lexer_;
+  cost::Memo<uint32_t, uint32_t> ceilings_;   // state of one lexeme -> state_ceiling
+  cost::Memo<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many)
+  cost::Memo<uint32_t, std::vector<uint32_t>> reach_;
+  cost::Memo<uint32_t, std::vector<Pair>> pairs_;
+};
+
+}  // namespace stencil

@@ -1,0 +1,317 @@
+// LexemeSearch's token searches: breadth-first over tokens, the one-token probe, the coin problem
+// of counted string bodies, and the memo of distances they share (byte_search.cpp: the searches
+// in single-byte tokens).
+#include "cost/lexeme_search.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "cost/inner_steps.h"
+#include "lexer/lexer.h"
+#include "stencil/vocabulary.h"
+#include "tokens/mask_cache.h"
+#include "tokens/plain_slice.h"
+#include "tokens/trie.h"
+
+namespace stencil {
+
+namespace {
+// A filter of the states a walk of the successors met lately (most tokens lead to a few states:
+// a walk of 100,000 tokens keeps each state about once, not once per token).
+struct SeenStates {
+  uint32_t recent[256] = {};  // (0 is Lexer::kDead, never a successor)
+  bool add(uint32_t s) {
+    uint32_t& slot = recent[(s * 2654435761u) >> 24];
+    if (slot == s) return false;
+    slot = s;
+    return true;
+  }
+};
+}  // namespace
+
+LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
+                           std::atomic<size_t>& bytes)
+    : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
+      successors_(bytes), bytes_to_end_(bytes), widest_(new std::atomic<size_t>[lexemes]), lexemes_(lexemes) {
+  for (size_t l = 0; l < lexemes; ++l) widest_[l].store(0, std::memory_order_relaxed);
+  const auto& nodes = trie_.nodes();
+  for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
+    if (nodes[i].token_id >= 0) single_bytes_.push_back(nodes[i].byte);
+  byte_steps_ = find_byte_steps();
+  // Per class, not per byte: SmolLM2's vocabulary lacks 21 single bytes (six control bytes,
+  // 0xF1 and 0xF2 beside 0xF3 in their class, bytes UTF-8 never uses), and asking for all 256
+  // sent every counted string's budget masks down the token searches: 3 ms a mask, not 15 us.
+  all_bytes_ = !byte_steps_.rep.empty();
+  for (int c = 0; c < lexer.classes().count() && all_bytes_; ++c) all_bytes_ = byte_steps_.token_class[c] != 0;
+}
+
+// Breadth-first over the lexer's automaton from `state` with tokens as steps (each one a walk of
+// the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
+// the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
+// at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
+uint32_t LexemeSearch::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, cost::Costs* out,
+                                  size_t max_states, deadline::Ticker& ticker) const {
+  out->clear();
+  if (state == Lexer::kDead || targets.empty()) return 0;
+  std::vector<std::pair<uint32_t, uint32_t>> queue{{state, 0}};
+  std::unordered_map<uint32_t, bool> seen{{state, true}};
+  std::vector<uint8_t> done(targets.size(), 0);
+  size_t found = 0;
+  auto reach = [&](uint32_t s, uint32_t d) {  // s reached in d tokens: the targets it ends
+    for (uint32_t l : lexer_.state(s).accepting) {
+      auto it = std::lower_bound(targets.begin(), targets.end(), l);
+      if (it == targets.end() || *it != l || done[it - targets.begin()]) continue;
+      done[it - targets.begin()] = 1;
+      out->push_back({l, d});
+      ++found;
+    }
+  };
+  reach(state, 0);
+  const auto& nodes = trie_.nodes();
+  std::vector<uint32_t> st(static_cast<size_t>(trie_.max_depth()) + 2);
+  for (size_t head = 0; head < queue.size() && found < targets.size(); ++head) {
+    const auto [s, d] = queue[head];
+    if (lexer_.state(s).end_now) continue;
+    st[0] = s;
+    for (size_t i = 1; i < nodes.size() && found < targets.size();) {
+      const TrieNode& node = nodes[i];
+      ticker.tick();
+      const uint32_t t = lexer_.next_tagged(st[node.depth - 1], node.byte);
+      if (t == Lexer::kDead) {
+        i += node.subtree_size;
+        continue;
+      }
+      const uint32_t u = t & ~Lexer::kEndNowTag;
+      if (node.token_id >= 0) {
+        if (seen.size() < max_states && seen.emplace(u, true).second) {
+          queue.push_back({u, d + 1});
+          reach(u, d + 1);
+        }
+      }
+      if (t & Lexer::kEndNowTag) {  // the lexeme ends here: longer tokens cross into the next one
+        i += node.subtree_size;
+        continue;
+      }
+      st[node.depth] = u;
+      ++i;
+    }
+  }
+  std::sort(out->begin(), out->end());
+  return static_cast<uint32_t>(found);
+}
+
+// bfs_to for a state of one live lexeme, with what earlier searches found: a state found on the
+// shortest path of a search (its distance is the rest of that path) ends the searches that reach
+// it later, so walking a string or a date token by token searches about once per state instead
+// of once per state and path. Each memoized distance is the length of a real token path to the
+// lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
+uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                                         deadline::Ticker& ticker) {
+  if (const uint32_t* known = to_end_.find(state)) return *known;
+  if (ends_lexeme(state, lexeme)) return 0;
+  if (const uint32_t d = text_to_end(state, lexeme, ticker); d < kInf) return to_end_.put(state, d);
+  // The path in single bytes (found once), cut into tokens and memoized along its states: where
+  // the search is cut short, or cannot be afforded.
+  std::vector<uint8_t> path;
+  uint32_t path_bytes = kInf;
+  bool shortest = false, searched = false;
+  auto find_path = [&] {
+    if (!searched) path_bytes = byte_distance(state, lexeme, &path, &shortest);
+    searched = true;
+  };
+  auto by_path = [&](uint32_t found) {
+    find_path();
+    if (path_bytes >= kInf) return found;
+    std::vector<uint32_t> passed;
+    const uint32_t d = path_to_end(state, path, &passed);
+    if (d >= found) return found;
+    for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
+    return d;
+  };
+  // Where every byte is a token, the fewest bytes to the end (when the search for them was
+  // breadth-first) over the longest token's bytes: fewer tokens cannot end the lexeme, and past
+  // one the walk for a token that ends it at once is saved.
+  if (all_bytes_) find_path();
+  const bool far = shortest && path_bytes > static_cast<uint32_t>(trie_.max_depth());
+  size_t work = 0;
+  if (!far && ends_in_one_token(state, lexeme, ticker, &work)) return to_end_.put(state, 1);
+  note_walk(lexeme, work);
+  // No token ends it: the search must walk the successors of each state one token reaches. Where
+  // one such walk in this lexeme took more than half the work allowed (a pattern counting a run
+  // of letters and digits: each count a state of its own, each walk every such token, in
+  // milliseconds), it cannot finish, and the path alone bounds the cost.
+  if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
+  return token_search(state, lexeme, max_states, max_work, by_path);
+}
+
+bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {
+  const auto& acc = lexer_.state(state).accepting;
+  return std::binary_search(acc.begin(), acc.end(), lexeme);
+}
+
+// tokens_to_end's breadth-first search over tokens, the best path found memoized along its states.
+uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                                    const std::function<uint32_t(uint32_t)>& cut_short) {
+  struct Node {
+    uint32_t state, depth, parent;
+  };
+  std::vector<Node> queue{{state, 0, 0}};
+  std::unordered_map<uint32_t, bool> seen{{state, true}};
+  uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
+  size_t head = 0, work = 0;
+  bool full = false;  // some state was left out (max_states)
+  for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
+    const Node h = queue[head];
+    const size_t before = work;
+    const std::vector<uint32_t>& next = token_successors(h.state, &work);
+    note_walk(lexeme, work - before);
+    for (uint32_t u : next) {
+      if (seen.count(u)) continue;
+      const uint32_t* known = to_end_.find(u);
+      const uint32_t rest = ends_lexeme(u, lexeme) ? 0 : known ? *known : kInf;
+      if (rest < kInf) {
+        if (h.depth + 1 + rest < best) {
+          best = h.depth + 1 + rest;
+          best_node = static_cast<uint32_t>(head);
+          best_state = u;
+          best_rest = rest;
+        }
+      } else if (seen.size() < max_states) {
+        seen.emplace(u, true);
+        queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head)});
+      } else {
+        full = true;
+      }
+    }
+  }
+  // Cut short (each state searched walks the trie: where every token leads to a state of its
+  // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
+  // single bytes, where it is shorter than what was found.
+  if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
+    const uint32_t d = cut_short(best);
+    if (d < best) return d;
+  }
+  if (best >= kInf) return kInf;
+  to_end_.put(best_state, best_rest);
+  for (uint32_t n = best_node;; n = queue[n].parent) {
+    to_end_.put(queue[n].state, best - queue[n].depth);
+    if (n == 0) break;
+  }
+  return best;
+}
+
+// A string body counted in characters (a minLength or maxLength): each count is a state of its
+// own, and the search expands each with a walk of the trie (a 50-character string at its
+// opening quote: 50 walks, 0.2 s). Every plain token of whole characters leads a count to the
+// count past its characters, the same for every count, so the fewest tokens to any count is a coin
+// problem over the vocabulary's character counts, solved once; then the tokens that end `rest`.
+// A real tokenization (the tokens that hold a few characters and the closing quote at once are
+// left out: at most one token more), and consistent: a plain token leads to a count one token
+// nearer.
+uint32_t LexemeSearch::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  constexpr uint32_t kMaxCount = 1u << 16;  // (a longer minLength: searched as before)
+  uint32_t k = 0, lo = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
+  if (!cache_.admits_bounded_plain(lexer_, state, &k) || !lexer_.bounded_text_head(state, &k, &relaxed, &rest, &lo) ||
+      lo > kMaxCount)
+    return kInf;
+  const uint32_t after = tokens_to_end(rest, lexeme, kStateStates, kStateWork, ticker);
+  if (after >= kInf) return kInf;
+  // The best count lies within the longest token's characters past lo (a sum past that, less
+  // its last token, is still at least lo).
+  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
+  const uint32_t longest = counts.empty() ? 0 : counts.back();
+  uint32_t best = kInf;
+  for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n));
+  return cost::add(best, after);
+}
+
+uint32_t LexemeSearch::plain_tokens_for(uint32_t n) {
+  {
+    std::shared_lock<std::shared_mutex> lock(plain_mu_);
+    if (n < plain_tokens_.size()) return plain_tokens_[n];
+  }
+  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
+  std::unique_lock<std::shared_mutex> lock(plain_mu_);
+  const size_t before = plain_tokens_.capacity();
+  if (plain_tokens_.empty()) plain_tokens_.push_back(0);
+  while (plain_tokens_.size() <= n) {
+    const uint32_t m = static_cast<uint32_t>(plain_tokens_.size());
+    uint32_t best = kInf;
+    for (uint32_t c : counts) {
+      if (c > m) break;
+      best = std::min(best, cost::add(plain_tokens_[m - c], 1));
+    }
+    plain_tokens_.push_back(best);
+  }
+  bytes_.fetch_add((plain_tokens_.capacity() - before) * 4, std::memory_order_relaxed);
+  return plain_tokens_[n];
+}
+
+// Whether some token ends `lexeme` from `state`: a walk of the token trie that stops at the first
+// (a string's closing quote comes early in byte order), where the successors' walk would visit
+// every token (on a huge automaton, making a lexer state for each). A walk that finds none has
+// seen every successor: they are kept as token_successors' (unless another search's are).
+size_t LexemeSearch::widest_walk(uint32_t l) const {
+  return l < lexemes_ ? widest_[l].load(std::memory_order_relaxed) : 0;
+}
+
+void LexemeSearch::note_walk(uint32_t l, size_t nodes) {
+  if (l >= lexemes_) return;
+  size_t was = widest_[l].load(std::memory_order_relaxed);
+  while (nodes > was && !widest_[l].compare_exchange_weak(was, nodes, std::memory_order_relaxed)) {
+  }
+}
+
+bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked) {
+  // One token that is a single byte ends it (a string's closing quote): no walk.
+  std::vector<uint8_t> probed(256, 0);
+  const ByteClasses& classes = lexer_.classes();
+  for (uint8_t b : single_bytes_) {
+    const uint16_t c = classes.class_of[b];
+    if (c < 256 && probed[c]) continue;
+    if (c < 256) probed[c] = 1;
+    const uint32_t u = lexer_.next(state, b);
+    if (u == Lexer::kDead) continue;
+    if (ends_lexeme(u, lexeme)) return true;
+  }
+  if (successors_.contains(state)) return false;  // the search reads them: none ends it, or it finds it
+  ticker.tick();
+  bool ends = false;
+  std::vector<uint32_t> out;
+  SeenStates seen;
+  if (!lexer_.state(state).end_now)
+    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
+      const uint32_t u = s & ~Lexer::kEndNowTag;
+      if (!seen.add(u)) return false;
+      ends = ends_lexeme(u, lexeme);
+      out.push_back(u);
+      return ends;
+    }, false, walked);
+  if (ends) return true;
+  keep_successors(state, std::move(out));
+  return false;
+}
+
+// The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
+// with the lexer alone), memoized: the searches of neighbouring states expand the same states.
+const std::vector<uint32_t>& LexemeSearch::token_successors(uint32_t state, size_t* work) {
+  if (const std::vector<uint32_t>* known = successors_.find(state)) return *known;
+  std::vector<uint32_t> out;
+  SeenStates seen;
+  if (!lexer_.state(state).end_now)
+    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
+      if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
+      return false;
+    }, true, work);
+  return keep_successors(state, std::move(out));
+}
+
+// Keeps the successors of `state` (sorted, each once); the ones kept first stay.
+const std::vector<uint32_t>& LexemeSearch::keep_successors(uint32_t state, std::vector<uint32_t> out) {
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.shrink_to_fit();
+  return successors_.put(state, std::move(out));
+}
+
+}  // namespace stencil

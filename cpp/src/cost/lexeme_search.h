@@ -1,0 +1,108 @@
+// The fewest tokens that end a lexeme from a lexer state, found by searches over the lexer's
+// lazy automaton with the lexer alone (no parser): breadth-first over tokens (each state it
+// expands a walk of the token trie that stays inside the lexeme), a coin problem for counted
+// string bodies, and searches in single-byte tokens (bytes that are tokens of their own) whose
+// paths, cut into tokens, bound the cost where a token search cannot be afforded. Every figure
+// is the length of a real token path to the lexeme's end, memoized along the states it passes:
+// see README.md for why that keeps the bound consistent.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <vector>
+
+#include "cost/memo.h"
+#include "support/deadline.h"
+
+namespace stencil {
+
+class Lexer;
+class MaskCache;
+class TokenTrie;
+class Vocabulary;
+
+class LexemeSearch {
+ public:
+  static constexpr uint32_t kInf = cost::kInf;
+  // Per lexer state a walk reaches: the states a token search may keep and the trie nodes it may
+  // walk (past them the path in single bytes bounds the cost).
+  static constexpr size_t kStateStates = 1u << 12;
+  static constexpr size_t kStateWork = 1u << 17;
+  // `lexemes`: the grammar's count; `bytes`: the owner's heap count, which the memos add to.
+  LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
+               std::atomic<size_t>& bytes);
+  // The fewest tokens (a bound: the length of a real path) from `state` to an end of `lexeme`,
+  // where `state` holds that lexeme alone. (ticker: the calling search's, as the tables are
+  // shared by threads)
+  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                         deadline::Ticker& ticker);
+  // Breadth-first with tokens as steps from `state` until each of `targets` (sorted lexemes) is
+  // accepting: (lexeme, fewest tokens) into out, sorted; the count found.
+  uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, cost::Costs* out, size_t max_states,
+                  deadline::Ticker& ticker) const;
+  // The distance from `alone` (a state of one lexeme) to its lexeme's end in single-byte tokens
+  // (kInf: unknown, or past a few hundred states), memoized.
+  uint32_t state_bytes(uint32_t alone);
+  // The distance from `start` to an end of lexeme l in single-byte tokens, breadth-first (with
+  // `path`: its bytes; *shortest, where given, says whether it is the shortest: past a thousand
+  // states the search goes depth-first).
+  uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr,
+                         bool* shortest = nullptr) const;
+  bool ends_lexeme(uint32_t state, uint32_t lexeme) const;
+  // Per byte class: a byte of it (a token of its own where one is; -1: none; empty: classes
+  // unusable), and whether that byte is a token.
+  struct ByteSteps {
+    std::vector<int> rep;
+    std::vector<uint8_t> token_class;
+  };
+  const ByteSteps& byte_steps() const { return byte_steps_; }
+  // Every byte class has a byte that is a token of its own (bytes of one class lead alike from
+  // every lexer state, so any path in bytes is one in single-byte tokens of the same length).
+  bool all_bytes() const { return all_bytes_; }
+  const Lexer& lexer() const { return lexer_; }
+  const MaskCache& cache() const { return cache_; }
+  const TokenTrie& trie() const { return trie_; }
+
+ private:
+  uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                        const std::function<uint32_t(uint32_t)>& cut_short);
+  // A token path to the end of a lexeme from `state` read off a path in single bytes to it
+  // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
+  uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
+  ByteSteps find_byte_steps() const;
+  uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
+  uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
+  const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
+  // (`walked`: counts the trie nodes its walk visits)
+  bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked);
+  // The most trie nodes one walk of a state's successors visited in lexeme l, and a walk's count.
+  size_t widest_walk(uint32_t l) const;
+  void note_walk(uint32_t l, size_t nodes);
+  // tokens_to_end for a counted string body `C{lo,k} rest` where C takes every plain character
+  // (kInf for other states).
+  uint32_t text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  // The fewest plain tokens of whole characters that hold exactly n characters in all (kInf: no
+  // sum makes n), from PlainSlice::whole_counts; grown on demand.
+  uint32_t plain_tokens_for(uint32_t n);
+  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
+
+  const Lexer& lexer_;
+  const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
+  const Vocabulary& vocab_;
+  const TokenTrie& trie_;
+  std::atomic<size_t>& bytes_;
+  std::vector<uint8_t> single_bytes_;  // the bytes that are tokens of their own
+  ByteSteps byte_steps_;
+  bool all_bytes_ = false;
+  cost::Memo<uint32_t, uint32_t> to_end_;                   // state of one lexeme -> tokens to its end
+  cost::Memo<uint32_t, std::vector<uint32_t>> successors_;  // state -> the states one token leads to
+  cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> state_bytes
+  std::shared_mutex plain_mu_;
+  std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; plain_mu_
+  std::unique_ptr<std::atomic<size_t>[]> widest_;  // per lexeme: widest_walk
+  size_t lexemes_ = 0;
+};
+
+}  // namespace stencil

@@ -1,0 +1,192 @@
+#include "cost/row_costs.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "lexer/lexer.h"
+
+namespace stencil {
+
+using cost::add;
+
+uint32_t RowCosts::find(const Costs& c, uint32_t id) {
+  auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(id, 0u));
+  return it != c.end() && it->first == id ? it->second : kInf;
+}
+
+const RowCosts::Costs& RowCosts::lexer_costs(uint32_t state) {
+  return states_.get(state, [&] { return &t_->lexer_costs(state); });
+}
+
+const std::vector<RowCosts::Pair>& RowCosts::pairs(uint32_t state) {
+  return pairs_.get(state, [&] { return &t_->ceiling.pairs(state); });
+}
+
+// The cost of an item once the symbols from its dot on (costing `rest`) are read: its rule
+// completes, and then whatever waits on its nonterminal at its origin goes on.
+uint32_t RowCosts::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
+  const uint32_t rule = t_->grammar.rule_at[it.pos];
+  if (rule == 0) return rest;  // the start rule: the parse is complete
+  return add(rest, find(row_costs(p, it.origin).up, g_.rules[rule].lhs));
+}
+
+RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
+  const uint64_t serial = p.row(row).serial;
+  // One slot per row index: the parser's rows are a stack, and a slot holds the costs of the row
+  // with its serial (walks push and pop many short-lived rows: the slots' vectors are reused).
+  if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);  // (nested calls ask lower rows)
+  if (rows_[row].serial == serial) return rows_[row].costs;
+  // Rows below first, lowest first: each needs only rows under it, so no deep recursion
+  // (a long list written as right recursion chains its items through every earlier row).
+  std::vector<uint32_t> missing;
+  for (uint32_t r = row; r-- > 0 && rows_[r].serial != p.row(r).serial;) missing.push_back(r);
+  for (size_t i = missing.size(); i-- > 0;) row_costs(p, missing[i]);
+  // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
+  // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
+  const EarleyRow& r = p.row(row);
+  ticker_.tick(r.end - r.begin + 1);
+  // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
+  // with the ones touched, the edges, the heap.
+  if (dist_.size() < g_.nonterminal_names.size()) dist_.assign(g_.nonterminal_names.size(), kInf);
+  for (uint32_t nt : touched_) dist_[nt] = kInf;  // (a run cut short by a limit left them set)
+  touched_.clear();
+  edges_.clear();  // (lhs, waited-on, rest)
+  heap_.clear();   // (cost, nonterminal), a min-heap
+  auto relax = [&](uint32_t nt, uint32_t c) {
+    if (c >= kInf || dist_[nt] <= c) return;
+    if (dist_[nt] == kInf) touched_.push_back(nt);
+    dist_[nt] = c;
+    heap_.push_back({c, nt});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  };
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    const Symbol sym = g_.dotted[it.pos];
+    if (is_terminal(sym) || Grammar::is_end(sym)) continue;
+    const uint32_t rule = t_->grammar.rule_at[it.pos];
+    const uint32_t rest = t_->grammar.rest[it.pos + 1];
+    if (rule != 0 && it.origin == row)
+      edges_.emplace_back(g_.rules[rule].lhs, sym, rest);
+    else
+      relax(sym, finish_item(p, it, rest));
+  }
+  std::sort(edges_.begin(), edges_.end());
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const auto [c, nt] = heap_.back();
+    heap_.pop_back();
+    ticker_.tick();
+    if (dist_[nt] != c) continue;
+    for (auto e = std::lower_bound(edges_.begin(), edges_.end(), std::make_tuple(nt, 0u, 0u));
+         e != edges_.end() && std::get<0>(*e) == nt; ++e)
+      relax(std::get<1>(*e), add(c, std::get<2>(*e)));
+  }
+  RowSlot& slot = rows_[row];
+  slot.serial = serial;
+  Row& rc = slot.costs;
+  rc.up.clear();
+  rc.scan.clear();
+  rc.has_fresh = false;
+  rc.fresh = kInf;
+  for (uint32_t nt : touched_) {
+    rc.up.push_back({nt, dist_[nt]});
+    dist_[nt] = kInf;
+  }
+  std::sort(rc.up.begin(), rc.up.end());
+  return rc;
+}
+
+uint32_t RowCosts::fresh_cost(const EarleyParser& p, uint32_t row) {
+  Row& rc = row_costs(p, row);
+  if (rc.has_fresh) return rc.fresh;
+  const EarleyRow& r = p.row(row);
+  uint32_t best = kInf;
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos]));
+  }
+  rc.fresh = best;
+  rc.has_fresh = true;
+  return best;
+}
+
+uint32_t RowCosts::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexeme) {
+  Row& rc = row_costs(p, row);
+  for (const auto& [l, c] : rc.scan)
+    if (l == lexeme) return c;
+  const EarleyRow& r = p.row(row);
+  const Symbol want = lexeme | kTerminalBit;
+  uint32_t best = kInf;
+  for (uint32_t j = r.begin; j < r.end; ++j) {
+    const EarleyItem it = p.item(j);
+    if (g_.dotted[it.pos] == want) best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos + 1]));
+  }
+  rc.scan.push_back({lexeme, best});
+  return best;
+}
+
+// A token that stays inside the lexeme leads each (lexeme, expression) pair of `state` to one
+// reachable from it, whose cost is at most that pair's ceiling plus what follows its lexeme; the
+// cost after the token is the least over the pairs still alive, so at most the largest such sum.
+// That sum is loose where the pair of the largest ceiling dies, or gives way, on the bytes that
+// make it large (a key pattern `.*[0-9a-f]{32}.*` beside the keys that do not match it: a byte
+// that resets the pattern's count keeps the other key alive), or where an expression's bound
+// is (its ceiling is the largest over a union's alternatives, `.*` among them once the pattern
+// matched): the states one token reaches, each with the least of its pairs, are then searched.
+uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  const std::vector<Pair>& all = pairs(state);
+  uint32_t most = 0;
+  for (const Pair& pair : all) {
+    // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
+    // those that lead to it alone.
+    if (pair.lexeme == LexemeCeiling::kNoLexeme) {  // (no ceiling is known for several lexemes)
+      const std::vector<uint32_t> live = t_->lexer().live_lexemes(pair.alone);
+      if (std::all_of(live.begin(), live.end(), [&](uint32_t l) { return p.vetoed(row, l); })) continue;
+      most = kInf;
+      break;
+    }
+    if (p.vetoed(row, pair.lexeme)) continue;
+    const uint32_t after = after_lexeme(p, row, pair.lexeme);
+    uint32_t up = after >= kInf ? kInf : pair.ceiling;
+    if (add(up, after) > limit && after < kInf) up = std::min(up, t_->ceiling.state_ceiling(pair.alone));  // the search, where it may fit
+    most = std::max(most, add(up, after));
+    if (most >= kInf) break;
+  }
+  if (most <= limit) return most;
+  uint32_t joint = 0;
+  const std::vector<uint32_t>& reach = t_->ceiling.reach(state);
+  for (size_t i = 0; i < reach.size() && joint < most; ++i) joint = std::max(joint, bytes_bound(p, reach[i]));
+  return reach.empty() ? most : std::min(most, joint);
+}
+
+uint32_t RowCosts::after_lexeme(const EarleyParser& p, uint32_t row, uint32_t lexeme) {
+  return g_.lexemes[lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, lexeme);
+}
+
+uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  uint32_t best = kInf;
+  for (const Pair& pair : pairs(state)) {
+    if (pair.lexeme == LexemeCeiling::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
+    const uint32_t d = pair.shortest < kInf || !search ? pair.shortest : t_->search.state_bytes(pair.alone);
+    if (d >= best) continue;
+    const uint32_t after = after_lexeme(p, row, pair.lexeme);
+    best = std::min(best, add(d, after));
+  }
+  return best;
+}
+
+uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  if (fresh) return fresh_cost(p, row);
+  uint32_t best = kInf;
+  for (const auto& [l, c] : lexer_costs(state)) {
+    if (c >= best) continue;
+    const uint32_t after = after_lexeme(p, row, l);
+    best = std::min(best, add(c, after));
+  }
+  return best;
+}
+
+}  // namespace stencil

@@ -1,0 +1,321 @@
+// cost/: every bound of the budget's cost room against exhaustive search, on tiny random grammars
+// and vocabularies (cost/README.md states the bounds). Per lexeme, LexemeSearch::tokens_to_end is
+// at least the fewest tokens that end the lexeme (a breadth-first search over token sequences)
+// and consistent (from d > 0 some token leads to d - 1), LexemeCeiling's ceilings hold every
+// state the lexeme reaches, and Lexer::pair_bytes' bounds hold the byte distances. Per matcher
+// state along the texts the vocabulary reaches, min_completion_tokens is at least the fewest
+// tokens that finish the output (exact where every byte is a token and no longer token is
+// there), consistent, and fill_mask_within keeps exactly the tokens whose cost after fits.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "cost/cost_tables.h"
+#include "lexer/lexer.h"
+#include "matcher/lexer_epoch.h"
+#include "stencil/compiled_grammar.h"
+#include "stencil/grammar.h"
+#include "stencil/matcher.h"
+#include "stencil/vocabulary.h"
+
+using stencil::CostTables;
+using stencil::ExprId;
+using stencil::GrammarBuilder;
+using stencil::Lexer;
+using stencil::Symbol;
+
+namespace {
+
+constexpr uint32_t kInf = stencil::cost::kInf;
+
+struct Rng {
+  uint64_t s;
+  uint32_t below(uint32_t n) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return static_cast<uint32_t>(s % n);
+  }
+};
+
+// A random non-empty-word expression over "ab": literals, ranges, concatenations, unions, counts.
+ExprId random_expr(GrammarBuilder& b, Rng& r, int depth) {
+  const uint32_t kind = depth <= 0 ? r.below(2) : r.below(5);
+  if (kind == 0) {
+    std::string s;
+    for (uint32_t i = 0, n = 1 + r.below(2); i < n; ++i) s += static_cast<char>('a' + r.below(2));
+    return b.re_literal(s);
+  }
+  if (kind == 1) return r.below(2) ? b.re_byte_ranges({{'a', 'b'}}) : b.re_byte_ranges({{'a', 'a'}});
+  if (kind == 2) return b.re_concat({random_expr(b, r, depth - 1), random_expr(b, r, depth - 1)});
+  if (kind == 3) return b.re_or({random_expr(b, r, depth - 1), random_expr(b, r, depth - 1)});
+  const int64_t lo = r.below(3);
+  return b.re_repeat(random_expr(b, r, depth - 1), lo, r.below(3) == 0 ? -1 : lo + 1 + r.below(3));
+}
+
+ExprId word(GrammarBuilder& b, Rng& r) {
+  const ExprId e = random_expr(b, r, 3);
+  return b.re_nullable(e) ? b.re_concat({e, b.re_literal("b")}) : e;
+}
+
+// One case: a grammar of two random lexemes between punctuation, optional spaces as an ignored
+// lexeme, and a vocabulary of EOS (id 0), single bytes and random longer tokens.
+struct Case {
+  std::shared_ptr<const stencil::CompiledGrammar> grammar;
+  std::vector<std::string> tokens;
+  bool exact = false;  // every byte a token, no longer token: the bounds are the fewest tokens
+  size_t lexemes = 0;
+  explicit Case(uint64_t seed) {
+    Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
+    GrammarBuilder b;
+    b.ignore(b.re_literal(" "), "ws", true, false);
+    const Symbol x = b.lexeme(word(b, r), "x", false), y = b.lexeme(word(b, r), "y", false);
+    const Symbol comma = b.literal(",", "comma"), dot = b.literal(".", "dot");
+    const Symbol list = b.rule("list"), start = b.rule("start");
+    b.add_alternative(list, {x});
+    b.add_alternative(list, {x, comma, list});
+    b.add_alternative(start, {list, dot});
+    b.add_alternative(start, {y, comma, y, dot});
+    auto g = b.build(start);
+    lexemes = g->lexemes.size();
+    const std::string alphabet = "ab,. ";
+    const uint32_t shape = r.below(3);  // 0: single bytes; 1: and longer tokens; 2: longer, a byte missing
+    exact = shape == 0;
+    tokens.push_back("<eos>");
+    for (char c : alphabet)
+      if (shape != 2 || c != 'b') tokens.push_back(std::string(1, c));
+    std::set<std::string> longer;
+    while (shape != 0 && longer.size() < 10) {
+      std::string t;
+      for (uint32_t i = 0, n = 2 + r.below(2); i < n; ++i) t += alphabet[r.below(4)];
+      longer.insert(t);
+    }
+    tokens.insert(tokens.end(), longer.begin(), longer.end());
+    auto vocab = std::make_shared<stencil::Vocabulary>(tokens, std::vector<int32_t>{0}, std::vector<int32_t>{0},
+                                                       static_cast<int32_t>(tokens.size()));
+    grammar = std::make_shared<stencil::CompiledGrammar>(std::move(g), std::move(vocab));
+  }
+  std::shared_ptr<CostTables> tables() const {
+    return grammar->epoch()->cost_tables(grammar->grammar(), grammar->vocab());
+  }
+};
+
+// The fewest tokens from lexer state s to an end of lexeme l, each token inside the lexeme (no
+// byte after one that ends it at once), by breadth-first search over states (kInf: none within
+// `depth` tokens).
+uint32_t fewest_to_end(const Lexer& lx, const std::vector<std::string>& tokens, uint32_t s, uint32_t l, int depth) {
+  auto ends = [&](uint32_t u) {
+    const auto& acc = lx.state(u).accepting;
+    return std::binary_search(acc.begin(), acc.end(), l);
+  };
+  std::map<uint32_t, uint32_t> dist{{s, 0}};
+  std::vector<uint32_t> frontier{s};
+  if (ends(s)) return 0;
+  for (uint32_t d = 1; d <= static_cast<uint32_t>(depth) && !frontier.empty(); ++d) {
+    std::vector<uint32_t> next;
+    for (uint32_t u : frontier)
+      for (size_t t = 1; t < tokens.size(); ++t) {
+        uint32_t v = u;
+        for (size_t i = 0; i < tokens[t].size() && v != Lexer::kDead; ++i) {
+          if (lx.state(v).end_now) v = Lexer::kDead;
+          else v = lx.next(v, static_cast<uint8_t>(tokens[t][i]));
+        }
+        if (v == Lexer::kDead || !dist.emplace(v, d).second) continue;
+        if (ends(v)) return d;
+        next.push_back(v);
+      }
+    frontier.swap(next);
+  }
+  return kInf;
+}
+
+// The lexer states byte strings of up to `depth` bytes lead s to inside its lexeme, s included.
+std::vector<uint32_t> reached(const Lexer& lx, uint32_t s, int depth) {
+  std::vector<uint32_t> out{s};
+  std::set<uint32_t> seen{s};
+  for (size_t h = 0, level_end = 1; h < out.size() && depth > 0; ++h) {
+    if (!lx.state(out[h]).end_now)
+      for (uint8_t c : {'a', 'b'}) {
+        const uint32_t v = lx.next(out[h], c);
+        if (v != Lexer::kDead && seen.insert(v).second) out.push_back(v);
+      }
+    if (h + 1 == level_end) {
+      level_end = out.size();
+      --depth;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(costs_lexeme_searches_and_ceilings_hold_against_exhaustive_search) {
+  size_t checked = 0, ceilings = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Case c(seed);
+    auto tables = c.tables();
+    const Lexer& lx = tables->lexer();
+    for (uint32_t l = 0; l < c.lexemes; ++l) {
+      if (c.grammar->grammar().lexemes[l].ignore) continue;
+      const uint32_t start = lx.start_state({l});
+      CHECK(tables->grammar.lexeme_min[l] >= fewest_to_end(lx, c.tokens, start, l, 8));
+      for (uint32_t s : reached(lx, start, 5)) {
+        if (lx.live_lexemes(s) != std::vector<uint32_t>{l}) continue;
+        stencil::deadline::Ticker ticker;
+        const uint32_t d = tables->search.tokens_to_end(s, l, CostTables::kInf, 1u << 20, ticker);
+        const uint32_t truth = fewest_to_end(lx, c.tokens, s, l, 8);
+        ++checked;
+        CHECK(d >= truth);                           // a real path: never below the fewest
+        if (c.exact && truth < kInf) CHECK_EQ(d, truth);  // single bytes: the fewest
+        if (d > 0 && d < kInf) {                     // consistent: some token goes one nearer
+          bool nearer = false;
+          for (size_t t = 1; t < c.tokens.size() && !nearer; ++t) {
+            uint32_t v = s;
+            for (char ch : c.tokens[t])
+              v = v == Lexer::kDead || lx.state(v).end_now ? Lexer::kDead : lx.next(v, static_cast<uint8_t>(ch));
+            if (v == Lexer::kDead) continue;
+            const auto& acc = lx.state(v).accepting;
+            nearer = std::binary_search(acc.begin(), acc.end(), l) ||
+                     tables->search.tokens_to_end(v, l, CostTables::kInf, 1u << 20, ticker) <= d - 1;
+          }
+          CHECK(nearer);
+        }
+        const uint32_t ceiling = tables->ceiling.state_ceiling(s);
+        if (ceiling < kInf) {
+          ++ceilings;
+          for (uint32_t u : reached(lx, s, 6))
+            if (lx.live_lexemes(u) == std::vector<uint32_t>{l})
+              CHECK(ceiling >= tables->search.tokens_to_end(u, l, CostTables::kInf, 1u << 20, ticker));
+        }
+        for (const auto& pair : tables->ceiling.pairs(s))
+          if (pair.lexeme == l && pair.shortest < kInf) CHECK(pair.shortest >= truth);
+      }
+    }
+  }
+  CHECK(checked > 200);
+  CHECK(ceilings > 50);
+}
+
+namespace {
+
+// The texts the vocabulary's tokens reach (each a prefix of a valid output, at most kLongest
+// bytes), and per text the fewest tokens to a complete output among them (computed backwards
+// from the longest texts).
+struct Texts {
+  static constexpr size_t kLongest = 7;
+  std::map<std::string, bool> complete;  // text -> a complete output
+  std::map<std::string, uint32_t> dist;
+  size_t widest = 1;
+  explicit Texts(const Case& c) {
+    for (const std::string& t : c.tokens) widest = std::max(widest, t.size());
+    std::vector<std::string> frontier{""};
+    complete[""] = stencil::Matcher(c.grammar, 0).is_accepting();
+    while (!frontier.empty()) {
+      std::vector<std::string> next;
+      for (const std::string& u : frontier)
+        for (size_t t = 1; t < c.tokens.size(); ++t) {
+          const std::string v = u + c.tokens[t];
+          if (v.size() > kLongest || complete.count(v)) continue;
+          stencil::Matcher m(c.grammar, 0);
+          if (!m.accept_bytes(v)) continue;
+          complete[v] = m.is_accepting();
+          next.push_back(v);
+        }
+      frontier.swap(next);
+    }
+    std::vector<std::string> order;
+    for (const auto& kv : complete) order.push_back(kv.first);
+    std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    for (const std::string& u : order) {
+      if (complete[u]) {
+        dist[u] = 0;
+        continue;
+      }
+      uint32_t best = kInf;
+      for (size_t t = 1; t < c.tokens.size(); ++t)
+        if (auto it = dist.find(u + c.tokens[t]); it != dist.end()) best = std::min(best, it->second + 1);
+      if (best < kInf) dist[u] = best;
+    }
+  }
+  // Whether `budget` tokens or fewer finish u: 1 yes, 0 no, -1 where the texts' length cuts off
+  // what could tell.
+  int within(const std::string& u, int64_t budget) const {
+    if (budget < 0) return 0;
+    auto it = dist.find(u);
+    if (it != dist.end() && it->second <= budget) return 1;
+    return u.size() + static_cast<size_t>(budget) * widest <= kLongest ? 0 : -1;
+  }
+};
+
+std::vector<int32_t> allowed(stencil::Matcher& m, int32_t vocab, int64_t remaining) {
+  std::vector<uint32_t> words((vocab + 31) / 32);
+  m.fill_mask_within(words.data(), words.size(), remaining);
+  std::vector<int32_t> out;
+  for (int32_t t = 0; t < vocab; ++t)
+    if (words[t / 32] >> (t % 32) & 1) out.push_back(t);
+  return out;
+}
+
+// min_completion_tokens after token t (-1: refused, or no way to finish known).
+int64_t cost_after(const stencil::Matcher& m, int32_t t) {
+  stencil::Matcher n(m);
+  return n.accept_token(t) ? n.min_completion_tokens() : -2;
+}
+
+std::string listed(const Case& c, const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t t : ids) out += "'" + c.tokens[t] + "' ";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(costs_finish_bounds_and_budget_masks_hold_against_exhaustive_search) {
+  size_t states = 0, exact = 0, masks = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    Case c(seed);
+    Texts texts(c);
+    const int32_t vocab = static_cast<int32_t>(c.tokens.size());
+    for (const auto& [u, done] : texts.complete) {
+      stencil::Matcher m(c.grammar, 0);
+      REQUIRE(m.accept_bytes(u));
+      const int64_t bound = m.min_completion_tokens();
+      if (bound < 0) {  // none known: none in this vocabulary either
+        CHECK(!texts.dist.count(u));
+        continue;
+      }
+      ++states;
+      CHECK(texts.within(u, bound) != 0);  // never below the fewest tokens
+      if (c.exact) CHECK(texts.within(u, bound - 1) != 1);
+      if (c.exact && texts.dist.count(u)) exact += texts.dist.at(u) == static_cast<uint32_t>(bound);
+      const std::vector<int32_t> full = allowed(m, vocab, -1);
+      if (bound > 0) {  // consistent: some token leads one nearer
+        bool nearer = false;
+        for (int32_t t : full) {
+          const int64_t after = t == 0 ? -1 : cost_after(m, t);
+          nearer = nearer || (after >= 0 && after <= bound - 1);
+        }
+        CHECK(nearer);
+      }
+      for (int64_t k = std::max<int64_t>(bound, 1); k <= bound + 2; ++k) {
+        const std::vector<int32_t> got = allowed(m, vocab, k);
+        std::vector<int32_t> want;
+        for (int32_t t : full) {
+          const int64_t after = t == 0 ? 0 : cost_after(m, t);
+          if (after >= 0 && after <= k - 1) want.push_back(t);
+        }
+        ++masks;
+        CHECK_MSG(got == want, "seed " + std::to_string(seed) + " text '" + u + "' k " + std::to_string(k) +
+                                   ": kept " + listed(c, got) + ", fitting " + listed(c, want));
+      }
+    }
+  }
+  CHECK(states > 300);
+  CHECK(exact > 20);
+  CHECK(masks > 900);
+}
