@@ -59,7 +59,7 @@ RowCosts& TokenBudget::cost(const LexerEpoch& epoch) {
   if (!cost_ || cost_epoch_ != &epoch) {  // lexer states belong to one epoch
     cost_ = std::make_shared<RowCosts>(g_.grammar(), epoch.cost_tables(g_.grammar(), vocab_));
     cost_epoch_ = &epoch;
-    valid_ = false;
+    stage_ = Stage::kNone;
   }
   return *cost_;
 }
@@ -247,12 +247,13 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
   // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
   // walk, where no text was read since (the bytes consumed key it); and while the costs that are
   // bounds only fit the budget (it shrinks token by token).
-  if (valid_ && key_ == key_of(ps) && (walked_ ? consumed_ == consumed(ps) : replays && loose_ <= left_))
+  if (stage_ != Stage::kNone && key_ == key_of(ps) &&
+      (stage_ == Stage::kWalked ? consumed_ == consumed(ps) : replays && loose_ <= left_))
     return nullptr;
-  valid_ = false;
+  stage_ = Stage::kNone;
   steps_.reset();
-  walked_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
-  if (walked_) return nullptr;
+  whole_walk_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
+  if (whole_walk_) return nullptr;
   reached_.clear();
   loose_ = 0;
   last_ = Slot{};
@@ -281,8 +282,8 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
 }
 
 // The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from
-// its distance in single bytes (no token search); walked_ when the table does not cover the
-// mask's inner tokens.
+// its distance in single bytes (no token search); the whole-trie walk's costs where the table does
+// not cover the mask's inner tokens.
 void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
   const uint32_t state = ps.frames().back().state;
   std::shared_ptr<const MaskEntry> keep;
@@ -290,12 +291,12 @@ void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
   const size_t need = (static_cast<size_t>(vocab_.vocab_size()) + 31) / 32;
   auto steps = cost_->tables().inner_steps(state, entry->inner().data(), need);
   if (!steps->covered) {
-    walked_ = true;
+    stage_ = Stage::kWalked;
     walk_costs(ps, epoch);
     return;
   }
   steps_ = std::move(steps);
-  exact_ = false;
+  stage_ = Stage::kStepsBounded;
   max_ = reached_max();
   if (steps_->common != Lexer::kDead) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), steps_->common));
   for (uint32_t s : steps_->states) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), s));
@@ -303,7 +304,7 @@ void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
 
 // The exact costs of the inner tokens: per successor state over the current rows.
 void TokenBudget::cost_steps(ParseState& ps) {
-  exact_ = true;
+  stage_ = Stage::kStepsExact;
   max_ = reached_max();
   common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, *cost_, steps_->common, false);
   max_ = std::max(max_, common_cost_);
@@ -330,68 +331,71 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   work_left_ = kCoarseWork;
   coarse_ = true;
   steps_.reset();
-  walked_ = true;
   const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });
   coarse_ = false;
-  valid_ = true;
   inner_ceiling_ = ceiling_limit_ = 0;  // (max_: the walk's, over after_)
   key_ = key_of(ps);
   consumed_ = consumed(ps);
   if (bounded) {
+    stage_ = Stage::kWalked;
     restrict_walked(words, need, remaining, left);
     return;
   }
   // Out of work again (rare: the single-byte distances and a lexeme's first costs are tables):
   // this state keeps its unbudgeted mask, and so do its repeats.
-  walked_ = false;
+  stage_ = Stage::kUnbudgeted;
   max_ = 0;
   if (remaining < 1) restrict_walked(words, need, remaining, left);
 }
 
+// The costs of the state first (the walk's reports and the lexeme's ceiling, or a walk of the
+// whole trie), then, only while the budget binds, each stage of Stage in turn: every stage bounds
+// the costs more tightly than the one before, at more cost.
 void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
                                     int64_t remaining, uint32_t left) {
-  RowCosts& c = *cost_;
   const uint32_t state = ps.frames().back().state;
-  if (!valid_) {
-    if (walked_) {
+  if (stage_ == Stage::kNone) {
+    if (whole_walk_) {
+      stage_ = Stage::kWalked;
       walk_costs(ps, epoch);
     } else {
-      special_costs(ps, c, true);
+      stage_ = Stage::kCeiling;
+      special_costs(ps, *cost_, true);
       ps.trim_rows();
-      inner_ceiling_ = c.inner_ceiling(ps.parser(), state, left);
-      ceiling_limit_ = left;
-      max_ = std::max(inner_ceiling_, reached_max());
+      bound_inner(ps, state, left);
     }
     key_ = key_of(ps);
     consumed_ = consumed(ps);
-    valid_ = true;
   }
-  if (remaining >= 1 && max_ <= left) return;  // the budget does not bind: the mask is unchanged
-  // Only a bound was over: the lexeme ceilings searched for the smaller budget, the successors'
-  // byte bounds, then their exact costs.
-  if (remaining >= 1 && !walked_ && !steps_ && left < ceiling_limit_) {
-    inner_ceiling_ = c.inner_ceiling(ps.parser(), state, left);
-    ceiling_limit_ = left;
-    max_ = std::max(inner_ceiling_, reached_max());
+  if (remaining < 1) return restrict_walked(words, need, remaining, left);  // end of sequence alone, or nothing
+  if (max_ <= left || stage_ == Stage::kUnbudgeted) return;  // the budget does not bind: the mask is unchanged
+  if (stage_ == Stage::kWalked) return restrict_walked(words, need, remaining, left);
+  if (stage_ == Stage::kCeiling && left < ceiling_limit_) {  // the lexeme ceilings searched for the smaller budget
+    bound_inner(ps, state, left);
     if (max_ <= left) return;
   }
-  if (remaining >= 1 && !walked_ && !steps_) {
+  if (stage_ == Stage::kCeiling) {  // the successors' byte bounds
     load_steps(ps, epoch);
     if (max_ <= left) return;
+    if (stage_ == Stage::kWalked) return restrict_walked(words, need, remaining, left);
   }
-  if (remaining >= 1 && steps_ && !exact_) {
+  if (stage_ == Stage::kStepsBounded) {  // their exact costs
     cost_steps(ps);
     if (max_ <= left) return;
   }
-  if (steps_ && remaining >= 1) {
-    if (restrict_steps(words, need, left)) return;
-    // Every token went: the whole-trie walk's costs decide which stay (the cheapest).
-    std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
-    steps_.reset();
-    walked_ = true;
-    walk_costs(ps, epoch);
-  }
+  if (restrict_steps(words, need, left)) return;
+  // Every token went: the whole-trie walk's costs decide which stay (the cheapest).
+  std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+  steps_.reset();
+  stage_ = Stage::kWalked;
+  walk_costs(ps, epoch);
   restrict_walked(words, need, remaining, left);
+}
+
+void TokenBudget::bound_inner(ParseState& ps, uint32_t state, uint32_t left) {
+  inner_ceiling_ = cost_->inner_ceiling(ps.parser(), state, left);
+  ceiling_limit_ = left;
+  max_ = std::max(inner_ceiling_, reached_max());
 }
 
 // With the costs of the steps: the tokens over the budget go; false when none is left.

@@ -62,6 +62,7 @@ class TokenBudget : private MaskWalker::CostSink {
   // and ps (when given) is back as it was.
   template <class F>
   bool within_work(ParseState* ps, F&& f);
+  void bound_inner(ParseState& ps, uint32_t state, uint32_t left);  // inner_ceiling_ for `left`, max_
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
   uint32_t cost_of(ParseState& ps, RowCosts& cost, uint32_t state, bool fresh);
@@ -89,10 +90,20 @@ class TokenBudget : private MaskWalker::CostSink {
   // one, kept while the state repeats. The tokens past a lexeme's end and the specials have
   // theirs in reached_ (from the mask walk); the inner tokens (staying inside the lexeme) are
   // bounded by inner_ceiling_ alone while that is within the budget, else costed per successor
-  // state (steps_). Where the walk cannot report (lexemes with token limits: walked_), or every
+  // state (steps_). Where the walk cannot report (lexemes with token limits: whole_walk_), or every
   // token would go, the costs come from a walk of the whole trie (after_).
-  bool valid_ = false, walked_ = false;
-  bool exact_ = false;  // steps_ costed per successor (else max_ bounds them by byte distances)
+  // How far the costs of key_'s state are known: each stage bounds them more tightly than the one
+  // before, and is reached only where the budget binds (restrict_searched).
+  enum class Stage : uint8_t {
+    kNone,          // not known
+    kCeiling,       // reached_, and the inner tokens bounded by inner_ceiling_ (for ceiling_limit_)
+    kStepsBounded,  // steps_: the inner tokens by successor state, bounded by byte distances (max_)
+    kStepsExact,    // and costed per successor state (common_cost_, step_costs_)
+    kWalked,        // after_: per token, from a walk of the whole trie
+    kUnbudgeted,    // every search ran out of work: the mask stays unbudgeted
+  };
+  Stage stage_ = Stage::kNone;
+  bool whole_walk_ = false;  // the mask walk cannot report costs (lexemes with token limits)
   Key key_;
   uint32_t consumed_ = 0;
   uint32_t max_ = 0;  // the largest cost after an allowed token (a bound of it before steps_)
@@ -107,7 +118,7 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
-  std::vector<uint32_t> after_;  // walked_: per token, the cost after it (cost::kInf: unknown)
+  std::vector<uint32_t> after_;  // kWalked: per token, the cost after it (cost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
   bool specials_known_ = false;
