@@ -16,6 +16,7 @@ Example::
 """
 from stencil._core import (
     BudgetError,
+    CheckKind,
     CompiledGrammar,
     CompileTimeout,
     ConcurrentUseError,
@@ -45,7 +46,7 @@ from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
     "__version__",
-    "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "Matcher",
+    "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "CheckKind", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
     "apply_token_bitmask_inplace", "JsonSchemaOptions", "SchemaInfo",
     # errors: every one derives from StencilError (GrammarError and UsageError are ValueErrors too,

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stencil/check_kind.h"
 #include "stencil/ids.h"
 #include "stencil/limits.h"
 
@@ -68,7 +69,7 @@ class GrammarBuilder {
   Symbol repeat(Symbol item, int64_t min, int64_t max);
   Symbol empty();
   // `key`: the member's key, for a next_key check (null: a key outside `names`).
-  void add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min, int64_t max,
+  void add_check(Symbol rule, CheckKind kind, const std::vector<std::string>& names, int64_t min, int64_t max,
                  const std::string* key = nullptr);
 
   std::shared_ptr<Grammar> build(Symbol start) const;

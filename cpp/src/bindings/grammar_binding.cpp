@@ -30,6 +30,14 @@ void bind_grammar(nb::module_& m) {
       .def("__str__", &Grammar::to_string);
   bind_grammar_view(grammar);
 
+  // (the enumerators and their names come from the one list, STENCIL_CHECK_KINDS)
+  nb::enum_<CheckKind>(m, "CheckKind",
+                       "The kinds of completion checks GrammarBuilder.add_check puts on a rule.\n\n"
+                       "Example::\n\n    b.add_check(item_rule, stencil.CheckKind.unique_item)")
+#define STENCIL_CHECK_VALUE(enumerator, number, text) .value(#text, CheckKind::enumerator)
+      STENCIL_CHECK_KINDS(STENCIL_CHECK_VALUE)
+#undef STENCIL_CHECK_VALUE
+      ;
   nb::class_<GrammarBuilder>(m, "GrammarBuilder")
       .def(nb::init<>())
       .def("re_nothing", &GrammarBuilder::re_nothing)
@@ -79,7 +87,7 @@ void bind_grammar(nb::module_& m) {
       .def("empty", &GrammarBuilder::empty)
       .def(
           "add_check",
-          [](GrammarBuilder& b, Symbol rule, const std::string& kind, const std::vector<nb::str>& names, int64_t min,
+          [](GrammarBuilder& b, Symbol rule, CheckKind kind, const std::vector<nb::str>& names, int64_t min,
              int64_t max, std::optional<nb::str> key) {
             // Names are compared with decoded JSON strings, where a lone surrogate escape
             // decodes to its 3-byte form: encode them the same way ("surrogatepass").
@@ -97,7 +105,8 @@ void bind_grammar(nb::module_& m) {
           },
           nb::arg("rule"), nb::arg("kind"), nb::arg("names") = std::vector<nb::str>{}, nb::arg("min") = 0,
           nb::arg("max") = -1, nb::arg("key") = nb::none(),
-          "Veto completions of `rule` that fail a check no context-free grammar expresses:\n"
+          "Veto completions of `rule` that fail a check no context-free grammar expresses (`kind`, a\n"
+          "stencil.CheckKind):\n"
           "'unique_item' (the completed array item equals no earlier item of its left-nested list),\n"
           "'unique_key' (the completed object member's key, or key alone, equals no earlier member's key),\n"
           "'more_members' (on a rule of the separator before a member: the members before it leave\n"

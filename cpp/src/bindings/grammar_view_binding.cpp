@@ -13,26 +13,6 @@ nb::object text(const std::string& s) {
   return nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
-const char* check_kind(CheckKind k) {
-  switch (k) {
-    case CheckKind::UniqueItem:
-      return "unique_item";
-    case CheckKind::UniqueKey:
-      return "unique_key";
-    case CheckKind::ObjectKeys:
-      return "object_keys";
-    case CheckKind::NotIn:
-      return "not_in";
-    case CheckKind::MoreMembers:
-      return "more_members";
-    case CheckKind::NextKey:
-      return "next_key";
-    case CheckKind::NextItem:
-      return "next_item";
-  }
-  return "unknown";
-}
-
 nb::list rules_view(const Grammar& g) {
   nb::list out;
   for (const Rule& r : g.rules) {
@@ -66,7 +46,7 @@ nb::list checks_view(const Grammar& g) {
   for (const CompletionCheck& c : g.checks) {
     nb::dict d;
     d["rule"] = c.rule;
-    d["kind"] = check_kind(c.kind);
+    d["kind"] = check_kind_name(c.kind);
     nb::list names;  // bytes: names hold decoded JSON strings, lone surrogates included
     for (const std::string& n : c.names) names.append(nb::bytes(n.data(), n.size()));
     d["names"] = names;

@@ -249,28 +249,13 @@ Symbol GrammarBuilder::repeat(Symbol item, int64_t min, int64_t max) {
   return seq(rhs);
 }
 
-void GrammarBuilder::add_check(Symbol rule, const std::string& kind, const std::vector<std::string>& names, int64_t min,
+void GrammarBuilder::add_check(Symbol rule, CheckKind kind, const std::vector<std::string>& names, int64_t min,
                                int64_t max, const std::string* key) {
   if (is_terminal(rule)) throw GrammarError("add_check: checks apply to rules, not lexemes");
   check_symbol(rule, "add_check");
-  CompletionCheck c{rule, CheckKind::UniqueItem, names, min, max, false, {}};
-  if (kind == "unique_item")
-    c.kind = CheckKind::UniqueItem;
-  else if (kind == "unique_key")
-    c.kind = CheckKind::UniqueKey;
-  else if (kind == "object_keys")
-    c.kind = CheckKind::ObjectKeys;
-  else if (kind == "not_in")
-    c.kind = CheckKind::NotIn;
-  else if (kind == "more_members")
-    c.kind = CheckKind::MoreMembers;
-  else if (kind == "next_key")
-    c.kind = CheckKind::NextKey;
-  else if (kind == "next_item")
-    c.kind = CheckKind::NextItem;
-  else
-    throw GrammarError("add_check: unknown check kind '" + kind +
-                       "' (unique_item, unique_key, object_keys, not_in, more_members, next_key, next_item)");
+  if (!is_check_kind(static_cast<uint8_t>(kind)))
+    throw GrammarError("add_check: unknown check kind " + std::to_string(static_cast<int>(kind)));
+  CompletionCheck c{rule, kind, names, min, max, false, {}};
   if (c.kind == CheckKind::MoreMembers && max < 0) throw GrammarError("add_check: more_members needs a max");
   if (key && !runs_at_prediction(c.kind)) throw GrammarError("add_check: only next_key and next_item take a key");
   if (c.kind == CheckKind::NextItem) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "regex/expr.h"
+#include "stencil/check_kind.h"
 #include "stencil/ids.h"
 
 namespace stencil {
@@ -39,23 +40,7 @@ struct Rule {
   std::vector<Symbol> rhs;
 };
 
-// A predicate run when an item of a rule completes, vetoing the completion:
-// what no context-free grammar expresses (JSON Schema's uniqueItems, duplicate
-// keys, required keys in any order). The parser passes it the bytes spanned.
-enum class CheckKind : uint8_t {
-  UniqueItem = 1,  // the completed array item equals no earlier item of its list
-  UniqueKey = 2,    // the completed member's key equals no earlier member's key
-  ObjectKeys = 3,   // the completed object has all `names` and min..max members
-  NotIn = 4,        // the completed JSON string (decoded) is none of `names`
-  MoreMembers = 5,  // the completed separator may be followed by one more member: the members
-                    // before it leave room within max for it and for the missing `names`
-  NextKey = 6,      // on an empty rule before a member's key, run when it is predicted: `key` (or,
-                    // without one, a key outside `names`) is new among the members before it and
-                    // leaves room within max for the missing `names`
-  NextItem = 7,     // on an empty rule before an array item whose value is known (`key`, JSON
-                    // text), run when it is predicted: no earlier item equals it
-};
-
+// Completion checks (stencil/check_kind.h): the parser passes a check the bytes spanned.
 // Checks that read the earlier items of an array (as canonical JSON values), not members' keys.
 inline bool reads_items(CheckKind k) { return k == CheckKind::UniqueItem || k == CheckKind::NextItem; }
 // Checks on an empty rule, run when it is predicted.

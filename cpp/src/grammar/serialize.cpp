@@ -218,7 +218,7 @@ CompletionCheck read_check(Reader& r, const Grammar& g) {
   c.rule = r.u32();
   if (c.rule >= g.nonterminal_names.size()) r.fail("check on an unknown rule");
   uint8_t kind = r.u8();
-  if (kind < 1 || kind > 7) r.fail("unknown check kind");
+  if (!is_check_kind(kind)) r.fail("unknown check kind " + std::to_string(kind));
   c.kind = static_cast<CheckKind>(kind);
   uint32_t n_names = r.count(r.in.size(), "names");
   for (uint32_t k = 0; k < n_names; ++k) c.names.push_back(r.str());

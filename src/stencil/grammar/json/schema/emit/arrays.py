@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 
+from stencil._core import CheckKind
 from stencil.grammar.json.schema.core.formulas import (FALSE, Const, f_and, num_const, num_consts, num_spellings,
                                                        small_integers, str_consts)
 from stencil.grammar.json.schema.core.model import FALSE_SUB, ArrSpec, Typed, Unsupported, sub_and
@@ -106,7 +107,7 @@ def _left_linear_values(em, depth: int, spec: ArrSpec, values: list) -> list:
     for text, t in values:
         guard = em.fresh("next_item")
         b.add_alternative(guard, [])
-        em.check(guard, "next_item", key=text)
+        em.check(guard, CheckKind.next_item, key=text)
         value = em.value(frozenset([t]), depth + 1)
         firsts.append([value])   # no earlier item to compare with
         items.append([guard, value])
@@ -142,7 +143,7 @@ class _Counters:
             if self.spec.unique:
                 sym = em.fresh("uitem")
                 em.b.add_alternative(sym, [value])
-                em.check(sym, "unique_item")
+                em.check(sym, CheckKind.unique_item)
             else:
                 sym = value
             self._wrappers[sub] = sym

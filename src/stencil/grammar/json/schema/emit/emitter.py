@@ -26,7 +26,7 @@ from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Integer
 from stencil.grammar.json.schema.emit.arrays import emit_array
 from stencil.grammar.json.schema.emit.objects import emit_object
 from stencil.grammar.json.schema.lang.scalars import Scalars
-from stencil._core import GrammarError
+from stencil._core import CheckKind, GrammarError
 from stencil.grammar.json.value import spaced_punctuation, whitespace_expr
 from stencil.grammar.regex import build_regex
 
@@ -201,8 +201,8 @@ class Emitter:
         with its uses; a rule with no alternative at all is an error)."""
         self.b.add_alternative(rule, [rule])
 
-    def check(self, rule, kind: str, **kw) -> None:
-        """Attach one of the core's completion checks (cpp/src/json/README.md lists them)."""
+    def check(self, rule, kind: CheckKind, **kw) -> None:
+        """Attach one of the core's completion checks (cpp/include/stencil/check_kind.h lists them)."""
         self.checks += 1
         self.b.add_check(rule, kind, **kw)
 

@@ -38,6 +38,7 @@ Example::
 """
 from __future__ import annotations
 
+from stencil._core import CheckKind
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Formula, f_and, f_not, f_or, str_consts, str_eval
 from stencil.grammar.json.schema.core.model import (FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported, rules_sub,
@@ -122,7 +123,7 @@ def _key_symbol(em, f, excluded: list):
         return lexeme
     key = em.fresh("key")
     b.add_alternative(key, [lexeme])
-    em.check(key, "not_in", names=names)
+    em.check(key, CheckKind.not_in, names=names)
     return key
 
 
@@ -213,7 +214,7 @@ def _by_mask(em, alts: list, check: bool = False) -> dict:
             r = em.fresh("member")
             out[mask] = [[r]]
             if check:
-                em.check(r, "unique_key")
+                em.check(r, CheckKind.unique_key)
         em.b.add_alternative(out[mask][0][0], symbols)
     return out
 
@@ -238,7 +239,7 @@ def _keyed(em, alts: list) -> list:
         if k is None:
             k = keyed[key] = em.fresh("keyed")
             em.b.add_alternative(k, [key])
-            em.check(k, "unique_key")
+            em.check(k, CheckKind.unique_key)
         out.append((mask, [k] + rest))
     return out
 
@@ -249,7 +250,7 @@ def _guarded(em, alts: list, required, most, key=None) -> list:
     the member leaves room within ``most`` members for the required keys not written yet."""
     guard = em.fresh("next_key")
     em.b.add_alternative(guard, [])
-    em.check(guard, "next_key", names=list(required), max=-1 if most is None else most, key=key)
+    em.check(guard, CheckKind.next_key, names=list(required), max=-1 if most is None else most, key=key)
     return [(mask, [guard] + symbols) for mask, symbols in alts]
 
 
@@ -262,7 +263,7 @@ def _separator(em, comma: list, required, most) -> list:
         return comma
     sep = em.fresh("comma")
     em.b.add_alternative(sep, comma[:1])
-    em.check(sep, "more_members", names=list(required), max=most)
+    em.check(sep, CheckKind.more_members, names=list(required), max=most)
     return [sep] + comma[1:]
 
 
@@ -387,7 +388,7 @@ def _emit_any(em, spec, depth, named, others, most):
     if closing in lists:
         b.add_alternative(rule, em.obj_open(depth) + [lists[closing]] + em.obj_close(depth))
     if spec.required or spec.min > 0 or spec.max is not None:
-        em.check(rule, "object_keys", names=list(spec.required), min=spec.min,
+        em.check(rule, CheckKind.object_keys, names=list(spec.required), min=spec.min,
                  max=-1 if spec.max is None else spec.max)
     return rule
 

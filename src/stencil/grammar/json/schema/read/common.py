@@ -16,7 +16,7 @@ from stencil.grammar.json.schema.core.keywords import COUNT, COUNT_LIMIT, KEYWOR
 from stencil.grammar.json.schema.core.model import ANY_ARR, ANY_OBJ, BOTH_BOOLS, Typed
 from stencil.grammar.json.schema.core.patterns import lift_lookaheads, pattern_node
 
-__all__ = ["ANNOTATIONS", "UNDERSTOOD", "VALIDATION_VOCABULARY", "NEWER_THAN", "NOT_ENFORCEABLE", "where",
+__all__ = ["ANNOTATIONS", "KEYWORD_GROUPS", "UNDERSTOOD", "VALIDATION_VOCABULARY", "NEWER_THAN", "NOT_ENFORCEABLE", "where",
            "keyword_error", "check_values", "count", "pattern_formula", "only_num", "only_str", "only_arr",
            "only_obj"]
 
@@ -28,14 +28,25 @@ ANNOTATIONS = frozenset("""
     contentSchema
 """.split())
 
-#: validation keywords this compiler enforces
-UNDERSTOOD = frozenset("""
-    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength
-    minLength pattern format items prefixItems additionalItems maxItems minItems uniqueItems
-    contains maxContains minContains properties patternProperties additionalProperties required
-    propertyNames maxProperties minProperties dependentRequired dependentSchemas dependencies allOf
-    anyOf oneOf not if then else $ref unevaluatedItems unevaluatedProperties
-""".split())
+#: validation keywords this compiler enforces, by the reader of read/types.py that takes them: a
+#: schema object without any keyword of a group skips its reader (most schema objects use two or
+#: three keywords). UNDERSTOOD is their union, so a new keyword is read only once it has a group,
+#: never accepted and then ignored for want of one. (``then``/``else`` mean something only beside
+#: ``if``, ``minContains``/``maxContains`` only beside ``contains``, as the specification says.)
+KEYWORD_GROUPS = {
+    "type": frozenset(("type",)),
+    "values": frozenset(("enum", "const")),
+    "number": frozenset(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
+    "string": frozenset(("minLength", "maxLength", "pattern", "format")),
+    "array": frozenset(("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems",
+                        "contains", "minContains", "maxContains")),
+    "object": frozenset(("properties", "patternProperties", "additionalProperties", "required",
+                         "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+                         "dependentSchemas", "dependencies")),
+    "applicator": frozenset(("$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else")),
+    "unevaluated": frozenset(("unevaluatedItems", "unevaluatedProperties")),
+}
+UNDERSTOOD = frozenset().union(*KEYWORD_GROUPS.values())
 
 #: the 2020-12 validation vocabulary (off under a metaschema whose $vocabulary leaves it out)
 VALIDATION_VOCABULARY = frozenset("""

@@ -21,25 +21,22 @@ from stencil.grammar.json.schema.core.formulas import (INTEGER, PLAIN_INTEGER, T
                                                        MultipleOf, Range, f_and)
 from stencil.grammar.json.schema.core.model import ANY, ANY_ARR, ANY_OBJ, BOTH_BOOLS, NONE, Typed, to_decimal
 from stencil.grammar.json.schema.read import arrays, compose, objects
-from stencil.grammar.json.schema.read.common import (ANNOTATIONS, NEWER_THAN, NOT_ENFORCEABLE, UNDERSTOOD,
-                                                     VALIDATION_VOCABULARY, check_values, count, only_num,
-                                                     only_str, pattern_formula, where)
+from stencil.grammar.json.schema.read.common import (ANNOTATIONS, KEYWORD_GROUPS, NEWER_THAN, NOT_ENFORCEABLE,
+                                                     UNDERSTOOD, VALIDATION_VOCABULARY, check_values, count,
+                                                     only_num, only_str, pattern_formula, where)
 
 __all__ = ["read_schema"]
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
-#: keywords read by each group below: a schema without any of them skips the group (most schema
-#: objects use two or three keywords, and this runs once per schema object)
 _KNOWN = UNDERSTOOD | ANNOTATIONS
-_NUMBER_KEYS = frozenset(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"))
-_STRING_KEYS = frozenset(("minLength", "maxLength", "pattern", "format", "contentEncoding"))
-_ARRAY_KEYS = frozenset(("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems",
-                         "contains"))
-_OBJECT_KEYS = frozenset(("properties", "patternProperties", "additionalProperties", "required",
-                          "propertyNames", "minProperties", "maxProperties", "dependentRequired",
-                          "dependentSchemas", "dependencies"))
-_APPLICATOR_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if"))
+# (contentEncoding is an annotation the string reader asserts under assert_content; $dynamicRef and
+# $recursiveRef are not enforced, but compose resolves them where it can)
+_NUMBER_KEYS = KEYWORD_GROUPS["number"]
+_STRING_KEYS = KEYWORD_GROUPS["string"] | {"contentEncoding"}
+_ARRAY_KEYS = KEYWORD_GROUPS["array"]
+_OBJECT_KEYS = KEYWORD_GROUPS["object"]
+_APPLICATOR_KEYS = KEYWORD_GROUPS["applicator"] | {"$dynamicRef", "$recursiveRef"}
 _type_parts: dict = {}
 
 
