@@ -14,7 +14,7 @@ Phases, one folder each, importing downwards only (core <- lang <- read <- emit)
   :mod:`.emit.objects`), with the core's completion checks for what no context-free grammar can
   say (unique items, duplicate keys, required keys in any order).
 
-A new keyword: its name in :mod:`.read.common` (``UNDERSTOOD``), the kind of value it takes in
+A new keyword: its name in the group of its reader in :mod:`.read.common` (``KEYWORD_GROUPS``), the kind of value it takes in
 :mod:`.core.keywords` (``KEYWORD_VALUES``, checked before any keyword is read), its reading in the
 reader of its type, and, when the model needs a new field, that field in :mod:`.core.model` and its grammar in
 ``emit``.
