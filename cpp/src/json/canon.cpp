@@ -132,20 +132,18 @@ struct JsonReader {
     }
     std::string digits;
     long long exp = 0;
-    bool any = false;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      digits += s[i++];
-      any = true;
-    }
+    auto digit = [&] { return i < s.size() && s[i] >= '0' && s[i] <= '9'; };
+    // JSON's grammar: an integer part without leading zeros, a fraction of one digit or more
+    if (!digit() || (s[i] == '0' && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9')) return false;
+    while (digit()) digits += s[i++];
     if (i < s.size() && s[i] == '.') {
       ++i;
-      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      if (!digit()) return false;
+      while (digit()) {
         digits += s[i++];
         --exp;
-        any = true;
       }
     }
-    if (!any) return false;
     if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
       ++i;
       bool eneg = false;
