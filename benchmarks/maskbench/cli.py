@@ -21,7 +21,7 @@ import tempfile
 from benchmarks.maskbench.cpus import plan_cpus
 from benchmarks.datasets import default_maskbench
 from benchmarks.maskbench.data import HALVES, list_files
-from benchmarks.maskbench.engines import ENGINES, available, pip_name
+from benchmarks.maskbench.engines import ENGINES, available, pip_name, split_build
 from benchmarks.tokenizers import NAMES
 
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help=f"MaskBench .json files or folders of them (default {DEFAULT_DATA})")
     parser.add_argument("--tokenizer", default="deepseek", choices=NAMES, help="tokenizer (default deepseek)")
     parser.add_argument("--engines", default=None,
-                        help=f"comma-separated, from {','.join(ENGINES)} (default: all that are installed)")
+                        help=f"comma-separated, from {','.join(ENGINES)} (default: all that are installed); "
+                             "stencil engines may end in @DIR, another build of stencil (an unpacked wheel) "
+                             "run beside this one")
     parser.add_argument("--limit", type=int, default=None, help="only N files (after shuffling with --seed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the file order (default 0)")
     parser.add_argument("--half", choices=HALVES, default=None,
@@ -68,7 +70,8 @@ def _engines(spec: str | None) -> tuple[list[str], list[str]]:
     if spec is None:
         return [e for e in ENGINES if available(e)], []
     names = [s.strip() for s in spec.split(",") if s.strip()]
-    errors = [f"unknown engine {n!r}; known: {', '.join(ENGINES)}" for n in names if n not in ENGINES]
+    errors = [f"unknown engine {n!r}; known: {', '.join(ENGINES)} (a stencil engine may end in @DIR: another build)"
+              for n in names if split_build(n)[0] not in ENGINES]
     if errors:
         return [], errors
     errors = [f"engine {n!r} is not installed: pip install {pip_name(n)} (all of them: make bench-deps)"

@@ -121,6 +121,11 @@ def _progress(done: int, total: int, t0: float, counts: dict[str, dict[str, int]
     return f"[{done:>5}/{total}] {el / 60:5.1f} min  " + "  ".join(parts)
 
 
+def _file_name(engine: str) -> str:
+    """An engine's name as a file name (``stencil@/tmp/old`` -> ``stencil@_tmp_old``)."""
+    return engine.replace(os.sep, "_")
+
+
 def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: str, time_limit: float,
                   mem_limit_gb: float | None = 8.0, resume: bool = False, command: str = "",
                   data_paths: list[str] | None = None, stream=None,
@@ -149,7 +154,7 @@ def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, 
         print(f"warning: the {tokenizer} tokenizer's encoder puts a space before the text (SentencePiece's dummy "
               f"prefix), so every instance starts with a space that JSON grammars may refuse", file=stream)
     mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
-    workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{e}.log"), mem_limit_bytes=mem,
+    workers = {e: Worker(e, tokenizer, os.path.join(output, "logs", f"{_file_name(e)}.log"), mem_limit_bytes=mem,
                          cpus=cpu_plan.workers if cpu_plan else None) for e in engines}
     meta = {"command": command, "commit": git_commit(), "machine": machine_description(), "tokenizer": tokenizer,
             "vocab_size": info.vocab_size, "engines": {}, "time_limit_s": time_limit, "mem_limit_gb": mem_limit_gb,

@@ -23,7 +23,6 @@ import sys
 import time
 import traceback
 
-from stencil.memory import resident_bytes
 
 _CTX = mp.get_context("spawn")  # a clean interpreter: no state inherited from the parent
 
@@ -43,7 +42,9 @@ def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | Non
     import gc
     t0 = time.perf_counter()
     try:
-        from benchmarks.maskbench.engines import make_engine
+        from benchmarks.maskbench.engines import make_engine, split_build, use_build
+        if split_build(engine_name)[1] is not None:  # another build of stencil, before anything imports it
+            use_build(split_build(engine_name)[1])
         from benchmarks.maskbench.measure import measure_schema
         from benchmarks.tokenizers import load_tokenizer
         info, encode = load_tokenizer(tokenizer_name)
@@ -68,6 +69,11 @@ def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | Non
         gc.collect()
         conn.send(rec)
         del rec
+
+
+def _resident_bytes(pid: int) -> int:
+    from stencil.memory import resident_bytes  # (not at import: a worker may import stencil from another build)
+    return resident_bytes(pid)
 
 
 def _die_with_parent() -> None:
@@ -167,7 +173,7 @@ class Worker:
             if not self.proc.is_alive():
                 code = self._reap()
                 return {"status": "crash", "error": f"worker {_exit_reason(code)}"}
-            if self.mem_limit_bytes and resident_bytes(self.proc.pid) > self.mem_limit_bytes:
+            if self.mem_limit_bytes and _resident_bytes(self.proc.pid) > self.mem_limit_bytes:
                 self.kill()
                 return {"status": "oom", "error": f"resident memory over {self.mem_limit_bytes / 2**30:g} GiB"}
 

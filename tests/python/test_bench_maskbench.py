@@ -391,3 +391,27 @@ def test_halves_split_the_set_by_file_name(tmp_path):
     other.mkdir()
     (other / os.path.basename(check[0])).write_text('{"schema": {"type": "string"}}')
     assert list_files([str(other)], half="check") == [str(other / os.path.basename(check[0]))]
+
+
+def test_a_second_build_of_stencil_runs_beside_this_one(deepseek, tmp_path):
+    """``stencil@DIR``: a worker imports stencil from DIR (here a copy of this build: its Python
+    package and extension), so that two builds are compared in one run; a folder without a
+    stencil package is refused before any worker starts."""
+    import shutil
+    info, encode = deepseek
+    build = tmp_path / "build"
+    shutil.copytree(os.path.dirname(stencil.__file__), build / "stencil")
+    core = os.path.dirname(stencil._core.__file__)
+    for name in os.listdir(core):
+        if name.startswith("_core"):
+            shutil.copy(os.path.join(core, name), build / "stencil" / name)
+    assert available(f"stencil@{build}") and not available(f"stencil@{tmp_path / 'none'}")
+    w = Worker(f"stencil-budget@{build}", "deepseek", log_path=str(tmp_path / "w.log"))
+    try:
+        ready = w.start()
+        assert ready["version"].endswith(f"from {build}"), ready
+        task = make_task({"type": "integer"}, [(True, 42), (False, "x")], encode)
+        assert w.run(task, time_limit=120)["status"] == "passing"
+    finally:
+        w.stop()
+    assert main(["--engines", f"stencil@{tmp_path / 'none'}", "--limit", "1", MASKBENCH]) != 0
