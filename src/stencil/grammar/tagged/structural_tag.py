@@ -8,7 +8,12 @@ Format types: ``const_string``, ``json_schema`` (styles ``json`` and ``qwen_xml`
 ``repeat``, ``tag``, ``triggered_tags``, ``tags_with_separator``, ``dispatch``, and the
 token-level ``token``, ``any_tokens``, ``token_triggered_tags`` and ``token_dispatch``
 (``exclude_token``, exactly one token of text, is not expressible over bytes). A bad spec raises
-``GrammarError`` naming the JSON path of the bad part.
+``GrammarError`` naming the JSON path of the bad part. stencil's own ``custom_input`` is an
+OpenAI custom tool's input (``format``: its ``{"type": "grammar", "syntax": "lark" | "regex",
+"definition"}`` or ``{"type": "text"}``): with ``style`` "json_string" (the default) a JSON string
+whose decoded text is in the language, with "raw" the text itself (regex or text), which then
+reads up to an end as ``any_text`` does and contains none of its ``excludes``
+(:mod:`stencil.grammar.tagged.custom_tools`).
 
 Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
 ``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any
@@ -42,6 +47,7 @@ from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
 from stencil.grammar.json.schema.core.document import check_document
 from stencil.grammar.regex import build_regex
+from stencil.grammar.tagged.custom_tools import build_json_string, custom_format, input_regex
 from stencil.grammar.tagged.xml_params import build_xml_parameters
 
 __all__ = ["build_structural_tag", "load_structural_tag", "MAX_DEPTH"]
@@ -70,7 +76,14 @@ _FIELDS = {
     "any_tokens": (set(), {"exclude_tokens", "max_tokens"}),
     "token_triggered_tags": ({"trigger_tokens", "tags"}, {"exclude_tokens", "at_least_one", "stop_after_first"}),
     "token_dispatch": ({"rules"}, {"loop", "exclude_tokens"}),
+    "custom_input": ({"format"}, {"style", "excludes"}),
 }
+
+
+def _reads_text(fmt) -> bool:
+    """Whether ``fmt`` reads text up to what follows it (it needs an end after it)."""
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    return kind in _UNLIMITED or (kind == "custom_input" and fmt.get("style") == "raw")
 
 
 def load_structural_tag(spec) -> dict:
@@ -311,7 +324,7 @@ class _Builder:
         kind = self.check(fmt, path)
         if path.count(".") > MAX_DEPTH:
             raise self.err(path[:80] + "...", f"formats nested deeper than {MAX_DEPTH} levels")
-        if kind in _UNLIMITED:
+        if _reads_text(fmt):
             if end is _FREE and kind in ("any_text", "triggered_tags", "dispatch") and fmt.get("excludes"):
                 # free text follows and reads what this text leaves: the text runs up to (not into) an
                 # excluded string (XGrammar's tag with an empty end inside triggered tags)
@@ -367,6 +380,30 @@ class _Builder:
         if key is not None:
             self._schemas[key] = rule
         return rule
+
+    def _custom_input(self, fmt, path, end=None):
+        """An OpenAI custom tool's input: a JSON string of its language, or (``style`` "raw") its
+        text up to ``end``, holding none of ``excludes`` nor the end's texts."""
+        style = fmt.get("style", "json_string")
+        if style not in ("json_string", "raw"):
+            raise self.err(f"{path}.style", f"expected json_string or raw, got {json.dumps(style)[:40]}")
+        try:
+            syntax, definition = custom_format(fmt["format"], "format")
+        except GrammarError as e:
+            raise self.err(path, str(e)) from None
+        banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        try:
+            if style == "json_string":
+                return build_json_string(self.ns(), syntax, definition, tokens=self.tokens,
+                                         json_options=self.json_options)
+            language = input_regex(self.b, syntax, definition)
+        except GrammarError as e:   # (a Lark input has no raw style)
+            raise self.err(f"{path}.style" if syntax == "lark" else f"{path}.format.definition", str(e)) from None
+        heads = [m[0] for m in _markers(end) if isinstance(m[0], str)]
+        body = self.b.re_and([language, self.body(banned + heads)])
+        if not _markers(end):
+            return self.maybe_text(body, "input")
+        return self.alt([self.text_then(body, m, "input") for m in end], "input")
 
     def _qwen_xml_parameter(self, fmt, path):
         return self._json_schema({**fmt, "type": "json_schema"}, path, style_default="qwen_xml")
@@ -451,7 +488,7 @@ class _Builder:
             last = i == len(elements) - 1
             nxt = None if last else elements[i + 1]
             lead = self.leading_string(nxt)
-            if not last and isinstance(e, dict) and e.get("type") in _UNLIMITED and lead:
+            if not last and _reads_text(e) and lead:
                 # free text up to the string the next element starts with: its first occurrence ends
                 # the text and is read with it; the next element goes on after it
                 syms.append(self.build(e, p, [self.pieces(lead)]))

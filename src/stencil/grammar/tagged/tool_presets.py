@@ -18,7 +18,10 @@ tool call, with each tool's arguments constrained by its JSON Schema.
 - ``harmony``: ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>``
   (gpt-oss; also the template's ``to=`` first forms), messages joined by ``<|start|>assistant``.
 
-ARGS is JSON valid for the tool's ``parameters`` schema (line breaks above are for reading only).
+ARGS is JSON valid for the tool's ``parameters`` schema (line breaks above are for reading only);
+a custom tool's input takes the place of ARGS as the family's :class:`InputSlot` says
+(``{"input": "..."}``; Qwen3-Coder: ``<parameter=input>`` raw text; see
+:mod:`stencil.grammar.tagged.custom_tools`).
 Free text may come before a call (``tool_choice="auto"``); several calls are allowed unless
 ``parallel=False``. ``reasoning=True`` puts the family's reasoning block first (``<think>...
 </think>``; harmony's analysis channel); ``reasoning="opened"``: the prompt already opened it.
@@ -36,6 +39,7 @@ import string
 from typing import Callable, NamedTuple, Optional, Union
 
 from stencil._core import GrammarError
+from stencil.grammar.tagged.custom_tools import CustomTool, InputSlot, input_format
 from stencil.grammar.tagged.tool_reading import ALNUM_ID, DIGITS, NAME, QUOTED_NAME, WS, CallSyntax
 from stencil.grammar.tagged.triggers import tool_specs
 
@@ -54,8 +58,23 @@ HARMONY_HEADS = ("<|channel|>commentary to=functions.NAME <|constrain|>json<|mes
                  " to=functions.NAME<|channel|>commentary <|constrain|>json<|message|>")
 
 
+#: Qwen3-Coder's raw-text parameter, where a custom tool's input goes (none of its text may be
+#: ``</parameter>``, where the family's parser ends a value)
+QWEN_CODER_INPUT = InputSlot("<parameter=input>\n", "\n</parameter>\n", raw=True, excludes=("</parameter>",))
+
+
 def _json(schema) -> dict:
     return {"type": "json_schema", "json_schema": schema}
+
+
+class _Input(NamedTuple):
+    """A custom tool's arguments: the structural tag's format of its input in the family's slot."""
+    content: dict
+
+
+def _args(p) -> dict:
+    """The arguments' format: a custom tool's input, or JSON valid for the schema ``p``."""
+    return p.content if isinstance(p, _Input) else _json(p)
 
 
 def _tag(begin, content, end) -> dict:
@@ -81,36 +100,37 @@ def _section(begin: str, end: str, calls: list, sep: str, choice, parallel) -> d
 def _llama3(tools, choice, parallel):
     tags = []
     for prefix in ("", "<|python_tag|>"):
-        tags += [_tag(f'{prefix}{{"name": {json.dumps(n, ensure_ascii=False)}, "parameters": ', _json(p), "}")
+        tags += [_tag(f'{prefix}{{"name": {json.dumps(n, ensure_ascii=False)}, "parameters": ', _args(p), "}")
                  for n, p in tools]
     return _triggered(['{"name": ', "<|python_tag|>"], tags, choice, parallel)
 
 
 def _qwen(tools, choice, parallel):
-    tags = [_tag(f'<tool_call>\n{{"name": {json.dumps(n, ensure_ascii=False)}, "arguments": ', _json(p),
+    tags = [_tag(f'<tool_call>\n{{"name": {json.dumps(n, ensure_ascii=False)}, "arguments": ', _args(p),
                  "}\n</tool_call>") for n, p in tools]
     return _triggered(["<tool_call>"], tags, choice, parallel)
 
 
 def _qwen_coder(tools, choice, parallel):
-    tags = [_tag(f"<tool_call>\n<function={n}>\n", {**_json(p), "style": "qwen_xml"}, "</function>\n</tool_call>")
+    tags = [_tag(f"<tool_call>\n<function={n}>\n", p.content if isinstance(p, _Input) else {**_json(p), "style": "qwen_xml"},
+                 "</function>\n</tool_call>")
             for n, p in tools]
     return _triggered(["<tool_call>"], tags, choice, parallel)
 
 
 def _deepseek(tools, choice, parallel):
-    calls = [_tag(f"{DS_CALL_BEGIN}function{DS_SEP}{n}\n```json\n", _json(p), f"\n```{DS_CALL_END}") for n, p in tools]
+    calls = [_tag(f"{DS_CALL_BEGIN}function{DS_SEP}{n}\n```json\n", _args(p), f"\n```{DS_CALL_END}") for n, p in tools]
     return _section(DS_CALLS_BEGIN, DS_CALLS_END, calls, "\n", choice, parallel)
 
 
 def _deepseek_v31(tools, choice, parallel):
-    calls = [_tag(f"{DS_CALL_BEGIN}{n}{DS_SEP}", _json(p), DS_CALL_END) for n, p in tools]
+    calls = [_tag(f"{DS_CALL_BEGIN}{n}{DS_SEP}", _args(p), DS_CALL_END) for n, p in tools]
     return _section(DS_CALLS_BEGIN, DS_CALLS_END, calls, "", choice, parallel)
 
 
 def _kimi(tools, choice, parallel):
     calls = [_tag(f"<|tool_call_begin|>functions.{n}:", {"type": "sequence", "elements": [
-        {"type": "regex", "pattern": "[0-9]+"}, _const("<|tool_call_argument_begin|>"), _json(p)]},
+        {"type": "regex", "pattern": "[0-9]+"}, _const("<|tool_call_argument_begin|>"), _args(p)]},
         "<|tool_call_end|>") for n, p in tools]
     return _section(KIMI_SECTION_BEGIN, KIMI_SECTION_END, calls, "", choice, parallel)
 
@@ -119,7 +139,7 @@ def _mistral(tools, choice, parallel):
     # mistral-common writes each call with its 9-character id; a model may leave it out
     call_id = {"type": "optional", "content": {"type": "regex", "pattern": ', "id": "[A-Za-z0-9]{9}"'}}
     calls = [_tag(f'{{"name": {json.dumps(n, ensure_ascii=False)}, "arguments": ',
-                  {"type": "sequence", "elements": [_json(p), call_id]}, "}") for n, p in tools]
+                  {"type": "sequence", "elements": [_args(p), call_id]}, "}") for n, p in tools]
     listed = {"type": "tags_with_separator", "tags": calls, "separator": ", ", "at_least_one": True,
               "stop_after_first": not parallel}
     # the SentencePiece tokenizers put a space after [TOOL_CALLS]
@@ -128,7 +148,7 @@ def _mistral(tools, choice, parallel):
 
 
 def _harmony_calls(tools) -> list:
-    return [_tag(begin.replace("NAME", n), _json(p), "<|call|>") for n, p in tools for begin in HARMONY_HEADS]
+    return [_tag(begin.replace("NAME", n), _args(p), "<|call|>") for n, p in tools for begin in HARMONY_HEADS]
 
 
 def _harmony(specs, choice, parallel, reasoning) -> dict:
@@ -195,7 +215,8 @@ FAMILIES: dict[str, Family] = {
         closes=(("}\n</tool_call>",),)), ("<tool_call>",)),
     "qwen-coder": Family(_plain(_qwen_coder), CallSyntax(
         opens=("<tool_call>",), heads=(("<tool_call>\n<function=", NAME, ">\n"),),
-        closes=(("</function>\n</tool_call>",),), args="xml"), ("<tool_call>", "<function=")),
+        closes=(("</function>\n</tool_call>",),), args="xml", input_slot=QWEN_CODER_INPUT),
+        ("<tool_call>", "<function=")),
     "deepseek": Family(_plain(_deepseek), CallSyntax(
         opens=(DS_CALLS_BEGIN,), section=_DS_SECTION, separator=("\n",),
         heads=((f"{DS_CALL_BEGIN}function{DS_SEP}", NAME, "\n```json\n"),),
@@ -242,7 +263,8 @@ def family_of_template(template: str) -> Optional[str]:
 def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False, tool_choice: str = "auto",
                      parallel: bool = True) -> dict:
     """The structural tag (a dict) of ``format``'s tool calls for ``tools`` (OpenAI-style
-    ``{"type": "function", "function": {...}}`` or ``{"name", "parameters"}`` dicts).
+    ``{"type": "function", "function": {...}}`` or ``{"name", "parameters"}`` dicts, and custom
+    tools ``{"type": "custom", ...}``).
 
     ``tool_choice``: "auto" (text, calls or both), "required" (the output starts with a call, after
     white space at most), or
@@ -254,7 +276,8 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
         raise GrammarError(f"unknown tool-call format {format!r}; expected one of {', '.join(FORMATS)}")
     if reasoning not in (False, True, "opened"):
         raise GrammarError(f"reasoning must be False, True or 'opened', got {reasoning!r}")
-    specs = tool_specs(tools)
+    slot = FAMILIES[format].read.input_slot
+    specs = [(n, _Input(input_format(slot, p)) if isinstance(p, CustomTool) else p) for n, p in tool_specs(tools)]
     choice = tool_choice
     if choice not in ("auto", "required"):
         if not isinstance(choice, str) or choice not in dict(specs):

@@ -3,7 +3,9 @@
 and a :class:`CallSyntax` (this reading). The reader follows the same literal texts the grammar
 writes, so a text the grammar accepted is read without guessing; it reads as the text grows
 (streaming) and never takes back what it has said: content, reasoning, a call's start (name and
-id), its argument text in pieces that join to the final arguments, and its end.
+id), its argument text in pieces that join to the final arguments (a custom tool's raw input,
+decoded as its family's :class:`~stencil.grammar.tagged.custom_tools.InputSlot` wrote it), and
+its end.
 
 Example::
 
@@ -19,6 +21,8 @@ import json
 import uuid
 from typing import Any, Callable, NamedTuple, Optional
 
+from stencil.grammar.tagged.custom_tools import (JSON_SLOT, CustomTool, InputSlot, decode_json_body, input_style,
+                                                 json_string_extent, write_input)
 from stencil.grammar.tagged.triggers import tool_specs
 from stencil.grammar.tagged.xml_params import read_xml_value, write_xml_parameters
 
@@ -50,7 +54,8 @@ class CallSyntax(NamedTuple):
     between messages; ``call_id``: how a call's id is made when it starts, from its name, its
     index and the digits its head captured (Kimi's ``functions.NAME:IDX``); by default OpenAI's
     ``call_`` and 24 hex digits. (An id written after the arguments, as Mistral's, comes too late
-    for the first streamed delta and is not taken.)"""
+    for the first streamed delta and is not taken.) ``input_slot``: where a custom tool's input
+    goes in place of the arguments."""
     opens: tuple = ()
     heads: tuple = ()
     closes: tuple = ()
@@ -60,6 +65,7 @@ class CallSyntax(NamedTuple):
     spans: tuple = ()
     message_separator: tuple = ()
     call_id: Optional[Callable[[str, int, Optional[str]], str]] = None
+    input_slot: InputSlot = JSON_SLOT
 
 
 def openai_call_id(name: str, index: int, captured: Optional[str]) -> str:
@@ -177,17 +183,20 @@ class CallReader:
     """Reads one output of a family's format as it grows. ``feed(text, final)`` takes the whole
     text so far and returns the events since the last call: ``("content", s)``, ``("reasoning", s)``,
     ``("call", name, id)``, ``("args", s)`` (pieces of the current call's arguments, as JSON text),
-    ``("end",)``. ``calls`` holds the calls read so far (name, id, arguments text, ended)."""
+    ``("input", s)`` (pieces of a custom tool's raw input instead), ``("end",)``. ``calls`` holds the
+    calls read so far (type "function" or "custom", name, id, arguments text or input, ended)."""
 
     def __init__(self, syntax: CallSyntax, tools):
         self.syntax = syntax
-        self.schemas = dict(tool_specs(tools))
+        self.schemas = dict(tool_specs(tools))   # (a custom tool's entry: its CustomTool)
+        self.customs = {n: p for n, p in self.schemas.items() if isinstance(p, CustomTool)}
         self.names = sorted(self.schemas, key=len, reverse=True)
         self.pos, self.state = 0, "text" if syntax.opens or not syntax.spans else "message"
         self.calls: list[dict[str, Any]] = []
         self._extent: Optional[_JsonExtent] = None
         self._open: Optional[tuple] = None   # the span being read
         self._xml_sent = 0   # parameters given out (Qwen3-Coder)
+        self._quoted = False   # a custom input's JSON string has opened
         self._messages = 0
 
     def feed(self, text: str, final: bool = False) -> list[tuple]:
@@ -266,11 +275,67 @@ class CallReader:
     def _start_call(self, out, caps):
         name = caps["name"]
         make = self.syntax.call_id or openai_call_id
-        call = {"name": name, "id": make(name, len(self.calls), caps.get("digits")),
+        call = {"type": "function", "name": name, "id": make(name, len(self.calls), caps.get("digits")),
                 "arguments": "", "ended": False}
         self.calls.append(call)
         out.append(("call", name, call["id"]))
         self._extent, self._xml_sent, self.state = _JsonExtent(), 0, "args" if self.syntax.args == "json" else "xml"
+        if name in self.customs:
+            call.update(type="custom", input="")
+            self._quoted, self.state = False, "input_open"
+
+    # --- a custom tool's input, in the family's slot ------------------------------------------------
+    def _slot_text(self, which: str, then: str, text, final):
+        """Read the slot's ``open`` or ``close`` text, then go to state ``then``."""
+        status, _, end, _ = _first(((getattr(self.syntax.input_slot, which),),), text, self.pos, self.names, final)
+        if status == FULL:
+            self.pos, self.state = end, then
+        elif status == NONE:
+            self.state = "broken"
+
+    def _input_open(self, text, final, out):
+        raw = input_style(self.syntax.input_slot, self.customs[self.calls[-1]["name"]]) == "raw"
+        self._slot_text("open", "input_raw" if raw else "input_json", text, final)
+
+    def _input_json(self, text, final, out):
+        """The input as a JSON string: given out decoded, a whole character or escape at a time."""
+        p = self.pos
+        if not self._quoted:
+            if p == len(text):
+                return
+            if text[p] != '"':
+                self.state = "broken"
+                return
+            p, self._quoted = p + 1, True
+        end, closed = json_string_extent(text, p)
+        try:
+            self._input_piece(out, decode_json_body(text[p:end]))
+        except ValueError:   # (not a JSON string: only in text the grammar did not write)
+            self.state = "broken"
+            return
+        self.pos = end + (1 if closed else 0)
+        if closed:
+            self.state = "input_close"
+
+    def _input_raw(self, text, final, out):
+        """The input as raw text, up to the slot's close (which the input cannot contain)."""
+        close = self.syntax.input_slot.close
+        at = text.find(close, self.pos)
+        if at >= 0:
+            self._input_piece(out, text[self.pos:at])
+            self.pos, self.state = at, "input_close"
+            return
+        end = len(text) if final else _held(text, self.pos, (close,))
+        self._input_piece(out, text[self.pos:end])
+        self.pos = max(self.pos, end)
+
+    def _input_close(self, text, final, out):
+        self._slot_text("close", "close", text, final)
+
+    def _input_piece(self, out, piece: str):
+        if piece:
+            self.calls[-1]["input"] += piece
+            out.append(("input", piece))
 
     def _args(self, text, final, out):
         start = self.pos
@@ -351,8 +416,9 @@ class CallReader:
 
 
 def read_calls(syntax: CallSyntax, tools, text: str) -> tuple[str, str, list[dict]]:
-    """(content, reasoning, calls) of a whole output; calls as ``{"name", "id", "arguments"}``,
-    only those that ended (a call cut by max_tokens is left out) and whose arguments are JSON."""
+    """(content, reasoning, calls) of a whole output; calls as ``{"type": "function", "name",
+    "id", "arguments"}`` or ``{"type": "custom", "name", "id", "input"}``, only those that ended (a
+    call cut by max_tokens is left out) and whose arguments are JSON."""
     r = CallReader(syntax, tools)
     events = r.feed(text, final=True)
     content = "".join(e[1] for e in events if e[0] == "content")
@@ -361,11 +427,14 @@ def read_calls(syntax: CallSyntax, tools, text: str) -> tuple[str, str, list[dic
     for c in r.calls:
         if not c["ended"]:
             continue
+        if c["type"] == "custom":
+            calls.append({"type": "custom", "name": c["name"], "id": c["id"], "input": c["input"]})
+            continue
         try:
             json.loads(c["arguments"])
         except json.JSONDecodeError:
             continue
-        calls.append({"name": c["name"], "id": c["id"], "arguments": c["arguments"]})
+        calls.append({"type": "function", "name": c["name"], "id": c["id"], "arguments": c["arguments"]})
     return content, reasoning, calls
 
 
@@ -384,13 +453,20 @@ def _spelled(pieces: tuple, name: str, index: int) -> str:
     return "".join(out)
 
 
-def write_calls(syntax: CallSyntax, calls: list) -> str:
-    """The text of ``calls`` ([(name, arguments as a JSON value)]) as the family writes them, each
-    place with alternatives taken in its plainest form (the last close, the first head): what
-    :func:`read_calls` reads back to the same calls. For prompts whose chat template does not
-    write tool calls itself."""
+def write_calls(syntax: CallSyntax, calls: list, tools=None) -> str:
+    """The text of ``calls`` ([(name, arguments as a JSON value)]; for a custom tool of ``tools``,
+    (name, its raw input)) as the family writes them, each place with alternatives taken in its
+    plainest form (the last close, the first head): what :func:`read_calls` reads back to the
+    same calls. For prompts whose chat template does not write tool calls itself."""
+    customs = {n: p for n, p in tool_specs(tools) if isinstance(p, CustomTool)} if tools else {}
+
     def one(i, name, args):
-        body = write_xml_parameters(args) if syntax.args == "xml" else json.dumps(args, ensure_ascii=False)
+        if name in customs:
+            body = write_input(syntax.input_slot, customs[name], args)
+        elif syntax.args == "xml":
+            body = write_xml_parameters(args)
+        else:
+            body = json.dumps(args, ensure_ascii=False)
         return _spelled(syntax.heads[0], name, i) + body + _spelled(syntax.closes[-1], name, i)
     parts = [one(i, n, a) for i, (n, a) in enumerate(calls)]
     if syntax.section:

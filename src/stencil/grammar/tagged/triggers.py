@@ -24,6 +24,7 @@ from stencil.grammar.ebnf.ast import Namespaced
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.options import Options
 from stencil.grammar.json.value import spaced_punctuation
+from stencil.grammar.tagged.custom_tools import CustomTool, build_json_input, custom_tool
 
 __all__ = ["Marker", "marker", "text_until", "text_without", "reasoning_then", "tool_calls",
            "tool_specs"]
@@ -92,11 +93,20 @@ def optional_ws(b) -> int:
 
 def tool_specs(tools) -> list[tuple[str, object]]:
     """(name, parameters schema) of each tool; accepts OpenAI's ``{"type": "function",
-    "function": {...}}`` form and plain ``{"name", "parameters"}`` dicts."""
+    "function": {...}}`` form and plain ``{"name", "parameters"}`` dicts. A custom tool (chat's
+    ``{"type": "custom", "custom": {...}}`` or the Responses API's flat form) has a
+    :class:`~stencil.grammar.tagged.custom_tools.CustomTool` in place of the schema."""
     out: list[tuple[str, object]] = []
     for i, t in enumerate(tools):
         if not isinstance(t, dict):
             raise GrammarError(f"tool #{i}: expected a dict, got {type(t).__name__}")
+        try:
+            custom = custom_tool(t)
+        except GrammarError as e:
+            raise GrammarError(f"tool #{i}: {e}") from None
+        if custom is not None:
+            out.append((custom.name, custom))
+            continue
         fn = t.get("function") if t.get("type") == "function" else t
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise GrammarError(f"tool #{i}: needs a non-empty string 'name'")
@@ -123,7 +133,8 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
 
     ``text_before``: free text may come before the first trigger; ``require_call``: otherwise the
     output may also be plain text without the trigger. Each tool's arguments are compiled from its
-    own schema (its ``$ref``/``$defs`` resolve against it), and the name fixes which one applies.
+    own schema (its ``$ref``/``$defs`` resolve against it), and the name fixes which one applies;
+    a custom tool's are ``{"input": STRING}`` (:mod:`stencil.grammar.tagged.custom_tools`).
     """
 
     if max_calls is not None and max_calls < 1:
@@ -138,8 +149,12 @@ def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marke
         lit = {c: b.literal(c) for c in "{}:,"}
     shared: dict = {}   # the tools' schemas share their string encodings (Namespaced.shared)
     for i, (tool_name, params) in enumerate(tool_specs(tools)):
+        view = Namespaced(b, f"{name}/{i}/", shared)
         try:
-            args = build_json_schema(Namespaced(b, f"{name}/{i}/", shared), params, **opts)
+            if isinstance(params, CustomTool):
+                args = build_json_input(view, params, json_options=opts)
+            else:
+                args = build_json_schema(view, params, **opts)
         except GrammarError as e:
             raise GrammarError(f"tool {tool_name!r}: {e}") from None
         b.add_alternative(call, [lit["{"], b.literal(json.dumps(name_key)), lit[":"],

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Optional
 
 from stencil.grammar.ebnf.ast import EbnfGrammar, TokenTable
-from stencil.grammar.ebnf.lark.emit import emit_lark
+from stencil.grammar.ebnf.lark.emit import emit_lark, emit_lark_rule
 from stencil.grammar.ebnf.lark.parser import parse_lark_syntax
 from stencil.grammar.ebnf.lark.terminals import resolve_checked
 from stencil._core import GrammarBuilder
@@ -50,13 +50,16 @@ def parse_lark(text: str, *, start: str = "start", unused: str = "warn") -> Ebnf
 
 
 def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",
-               unused: str = "warn", json_options: Optional[dict] = None, prefix: str = "") -> int:
+               unused: str = "warn", json_options: Optional[dict] = None, prefix: str = "",
+               scoped: bool = False) -> int:
     """Add the rules of a Lark grammar to builder ``b`` and return its start rule. Rule names
-    get ``prefix``, so several grammars can share one builder (``%ignore`` terms, though, apply
-    to the whole builder's grammar)."""
+    get ``prefix``, so several grammars can share one builder; ``%ignore`` terms apply to the
+    whole builder's grammar, or with ``scoped`` to this grammar's rule only (a part of a larger
+    grammar: a custom tool's input)."""
 
     g = parse_lark(text, start=start, unused=unused)
-    return emit_lark(Namespaced(b, prefix) if prefix else b, g, tokens, json_options)
+    view = Namespaced(b, prefix) if prefix else b
+    return emit_lark_rule(view, g, tokens, json_options) if scoped else emit_lark(view, g, tokens, json_options)
 
 
 def lark_grammar(text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",

@@ -18,7 +18,7 @@ from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import build_regex
 from stencil._core import GrammarError
 
-__all__ = ["emit_lark"]
+__all__ = ["emit_lark", "emit_lark_rule"]
 
 
 class _Emitter:
@@ -48,7 +48,11 @@ class _Emitter:
             hit = self.terms.get(id(node))
             if hit is None:
                 name = node.name or _describe(node)
-                hit = (node, b.lexeme(term_expr(b, node), name, node.lazy, node.max_tokens))
+                # a builder view may give a plain terminal its own symbol (a JSON string's raw runs
+                # and escapes: stencil.grammar.json.string_view)
+                own = getattr(b, "term", None) if node.build is None and not node.lazy and not node.max_tokens else None
+                hit = (node, own(node.regex, name) if own is not None else
+                       b.lexeme(term_expr(b, node), name, node.lazy, node.max_tokens))
                 self.terms[id(node)] = hit
             return hit[1]
         if isinstance(node, Seq):
@@ -144,25 +148,29 @@ def _ignore_key(g: EbnfGrammar):
     return (tuple(repr(t.regex) if t.build is None else id(t) for t in g.ignores), bool(g.options.get("ignore_once")))
 
 
-def _explicit_ignores(g: EbnfGrammar) -> EbnfGrammar:
-    """``g`` without ``%ignore``: an optional ignore lexeme before each of its terminals."""
+def _explicit_ignores(g: EbnfGrammar, first: bool = True) -> EbnfGrammar:
+    """``g`` without ``%ignore``: an optional ignore lexeme before each of its terminals and after
+    its last; with ``first`` False, after each terminal (never before the first: the rule of a
+    whole grammar without ``allow_initial_skip``)."""
     once = g.options.get("ignore_once", False)
     parts = [t.regex for t in g.ignores]
     if any(t.build is not None for t in g.ignores):
-        raise g.error("a %lark block's %ignore must be plain terminals (no %regex options, & or ~) when the "
-                      "enclosing grammar has no %ignore", None)
+        raise g.error("an %ignore kept to a part of a grammar (a %lark block whose enclosing grammar has no "
+                      "%ignore, or a custom tool's input) must be plain terminals (no %regex options, & or ~)", None)
     ign = regex_ast.alt(parts) if once else regex_ast.repeat(regex_ast.alt(parts), 1, None)
     skip = Term(ign, name="%ignore")
 
     def add(node: Node) -> Node:
         if isinstance(node, Term):
-            return Seq([Rep(skip, 0, 1), node])
+            return Seq([Rep(skip, 0, 1), node] if first else [node, Rep(skip, 0, 1)])
         if isinstance(node, (Seq, Alt)):
             return type(node)([add(k) for k in node.items], pos=node.pos)
         if isinstance(node, Rep):
             return Rep(add(node.item), node.min, node.max, pos=node.pos)
         return node
     rules = {name: RuleDef(name, add(rd.body), rd.pos) for name, rd in g.rules.items()}
+    if not first:
+        return replace(g, rules=rules, ignores=[])
     # ignored text at the block's edges: before its first terminal (above) and after its last, as
     # llguidance skips a nested grammar's own %ignore wherever its lexemes may come
     edge = g.start + "%edge"
@@ -179,3 +187,12 @@ def _describe(t: Term) -> str:
 def emit_lark(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> int:
     """Emit the checked grammar ``g`` into builder ``b``; returns its start rule."""
     return _Emitter(b, g, tokens, json_options or {}).run()
+
+
+def emit_lark_rule(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> int:
+    """Emit ``g`` as one rule of a larger grammar: its ``%ignore`` applies between its own
+    terminals and after them (before the first only with ``allow_initial_skip``), not to the rest
+    of the builder's grammar, as the core's ignored lexemes would."""
+    if g.ignores:
+        g = _explicit_ignores(g, first=bool(g.options.get("allow_initial_skip", False)))
+    return _Emitter(b, g, tokens, json_options or {}).rules_only()
