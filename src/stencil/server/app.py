@@ -185,12 +185,16 @@ def _chat_messages(body: dict) -> list[dict]:
 
 
 def _tool_calls(calls, where: str) -> list[dict]:
-    ok = isinstance(calls, list) and all(
-        isinstance(c, dict) and isinstance(c.get("function"), dict) and isinstance(c["function"].get("name"), str)
-        for c in calls)
-    if not ok:
-        raise RequestError(f"{where} must be a list of {{'type': 'function', 'function': {{'name', 'arguments'}}}}",
-                           param=where)
+    def ok(c) -> bool:
+        if not isinstance(c, dict):
+            return False
+        if c.get("type") == "custom":   # a custom tool's call: its raw input
+            spec = c.get("custom")
+            return isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(spec.get("input"), str)
+        return isinstance(c.get("function"), dict) and isinstance(c["function"].get("name"), str)
+    if not (isinstance(calls, list) and all(ok(c) for c in calls)):
+        raise RequestError(f"{where} must be a list of {{'type': 'function', 'function': {{'name', 'arguments'}}}} "
+                           "or {'type': 'custom', 'custom': {'name', 'input'}}", param=where)
     return calls
 
 

@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from stencil._core import GrammarError
+from stencil.grammar.tagged.custom_tools import check_definition, custom_tool
 from stencil.server.protocol import RequestError, flag
-from stencil.server.toolcalls import END, TRIGGER
+from stencil.server.toolcalls import END, TRIGGER, tool_name
 
 #: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
 #: token budget on newlines; numbers in plain spelling (no exponent, integers without a fraction),
@@ -33,7 +35,7 @@ TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def request_tools(body: dict) -> list[dict] | None:
-    """The request's function tools, checked, when the output may call them (None: no tools, or
+    """The request's tools (functions and custom tools), checked, when the output may call them (None: no tools, or
     ``tool_choice`` "none"); a RequestError naming the field of a malformed tool, ``tool_choice``
     or ``parallel_tool_calls``, and for a ``tool_choice`` that requires a call with no tools."""
     choice = body.get("tool_choice")
@@ -55,12 +57,12 @@ def request_tools(body: dict) -> list[dict] | None:
 
 def callable_tools(body: dict, tools: list[dict]) -> tuple[list[dict], bool]:
     """(the tools the output may call, whether it must call one) under ``tool_choice``: "auto",
-    "required", a named function (that one, required), or OpenAI's ``allowed_tools`` (a subset,
-    ``mode`` auto or required; the prompt still lists every tool)."""
+    "required", a named function or custom tool (that one, required), or OpenAI's
+    ``allowed_tools`` (a subset, ``mode`` auto or required; the prompt still lists every tool)."""
     choice = body.get("tool_choice") or "auto"
     if not isinstance(choice, dict):
         return tools, choice == "required"
-    by_name = {t["function"]["name"]: t for t in tools}
+    by_name = {tool_name(t): t for t in tools}
     if choice.get("type") == "allowed_tools":
         allowed = choice.get("allowed_tools")
         if not (isinstance(allowed, dict) and allowed.get("mode") in ("auto", "required")
@@ -69,39 +71,75 @@ def callable_tools(body: dict, tools: list[dict]) -> tuple[list[dict], bool]:
                                "[{'type': 'function', 'function': {'name': ...}}, ...]}", param="tool_choice.allowed_tools")
         names = []
         for i, t in enumerate(allowed["tools"]):
-            fn = t.get("function", t) if isinstance(t, dict) else None
-            name = fn.get("name") if isinstance(fn, dict) else None
+            # chat nests the name ({"type": "custom", "custom": {"name"}}), the Responses API does not
+            spec = t.get(t.get("type", "function"), t) if isinstance(t, dict) else None
+            name = spec.get("name") if isinstance(spec, dict) else None
             if name not in by_name:
                 raise RequestError(f"tool_choice.allowed_tools.tools[{i}] names no tool of the request: {name!r}",
                                    param=f"tool_choice.allowed_tools.tools[{i}]")
             names.append(name)
         return [by_name[n] for n in dict.fromkeys(names)], allowed["mode"] == "required"
-    fn = choice.get("function")
-    if choice.get("type") not in (None, "function") or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise RequestError("tool_choice must be {'type': 'function', 'function': {'name': ...}} or "
-                           "{'type': 'allowed_tools', ...}", param="tool_choice.function")
-    if fn["name"] not in by_name:
-        raise RequestError(f"tool_choice names an unknown tool {fn['name']!r}", param="tool_choice")
-    return [by_name[fn["name"]]], True
+    kind = choice.get("type") or "function"
+    fn = choice.get(kind) if kind in ("function", "custom") else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise RequestError("tool_choice must be {'type': 'function', 'function': {'name': ...}}, {'type': 'custom', "
+                           "'custom': {'name': ...}} or {'type': 'allowed_tools', ...}", param=f"tool_choice.{kind}")
+    named = by_name.get(fn["name"])
+    if named is None or named["type"] != kind:
+        raise RequestError(f"tool_choice names an unknown {kind} tool {fn['name']!r}", param="tool_choice")
+    return [named], True
 
 
 #: ``stencil serve --tool-strict``: which tools' arguments the grammar holds to their schema
-#: (the others: any JSON object); "all" also holds tools the request marks ``strict: false``
+#: (the others: any JSON object); "all" also holds tools the request marks ``strict: false``. A
+#: custom tool's grammar is the request's own word (it has no ``strict`` flag): held unless "off",
+#: which leaves its input free text
 TOOL_STRICT = ("all", "requested", "off")
 
 
 def strictly(tools: list[dict], policy: str) -> list[dict]:
     """The tools as compiled under ``policy`` (:data:`TOOL_STRICT`)."""
     def held(t):
+        if t["type"] == "custom":
+            return policy != "off"
         return policy == "all" or (policy == "requested" and t["function"].get("strict") is True)
-    return [t if held(t) else {"type": "function", "function": {**t["function"], "parameters": {"type": "object"}}}
-            for t in tools]
+
+    def loose(t):
+        if t["type"] == "custom":
+            return {"type": "custom", "custom": {**t["custom"], "format": {"type": "text"}}}
+        return {"type": "function", "function": {**t["function"], "parameters": {"type": "object"}}}
+    return [t if held(t) else loose(t) for t in tools]
+
+
+def _check_custom(t: dict, where: str) -> None:
+    """A custom tool in chat's form, its grammar parsed: a 400 naming the tool and the place in
+    its definition (line and column, or the regex position) where it is malformed."""
+    spec = t.get("custom")
+    if not (isinstance(spec, dict) and isinstance(spec.get("name"), str)):
+        raise RequestError(f"{where} must be {{'type': 'custom', 'custom': {{'name': ..., 'format': ...}}}}",
+                           param=f"{where}.custom")
+    if not TOOL_NAME.fullmatch(spec["name"]):
+        raise RequestError(f"{where}.custom.name {spec['name']!r} must be 1 to 64 letters, digits, '_', '.' or '-'",
+                           param=f"{where}.custom.name")
+    try:
+        tool = custom_tool(t)
+    except GrammarError as e:
+        raise RequestError(f"{where}: {e}", param=f"{where}.custom.format") from None
+    assert tool is not None   # (a custom tool's type)
+    try:
+        check_definition(tool)
+    except GrammarError as e:
+        raise RequestError(f"{where}: custom tool {tool.name!r}: invalid {tool.syntax} definition: {e}",
+                           param=f"{where}.custom.format") from None
 
 
 def _check_tool(t, where: str) -> None:
+    if isinstance(t, dict) and t.get("type") == "custom":
+        return _check_custom(t, where)
     if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
             and isinstance(t["function"].get("name"), str)):
-        raise RequestError(f"{where} must be {{'type': 'function', 'function': {{'name': ...}}}}", param=where)
+        raise RequestError(f"{where} must be {{'type': 'function', 'function': {{'name': ...}}}} or "
+                           "{'type': 'custom', 'custom': {'name': ...}}", param=where)
     fn = t["function"]
     if not TOOL_NAME.fullmatch(fn["name"]):
         raise RequestError(f"{where}.function.name {fn['name']!r} must be 1 to 64 letters, digits, '_', '.' or '-'",

@@ -1,7 +1,8 @@
 """OpenAI's Responses API (``/v1/responses``) over the chat pipeline: a request is translated into
 the chat request it means (instructions and input items into messages, ``text.format`` into
-``response_format``, function tools into chat tools), generated as chat requests are, and the
-result written back as a ``response`` object or its stream of typed events.
+``response_format``, function and custom tools into chat tools), generated as chat requests are,
+and the result written back as a ``response`` object or its stream of typed events
+(``function_call`` and ``custom_tool_call`` items for the calls).
 
 Example (the ``openai`` client)::
 
@@ -84,21 +85,25 @@ def _messages(req: ResponsesRequest) -> list[dict]:
             kinds = ("output_text", "input_text") if role == "assistant" else ("input_text",)
             msgs.append({"role": "system" if role == "developer" else role,
                          "content": message_text(item.get("content"), f"{where}.content", kinds)})
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             call = {"id": _str(item, "call_id", where), "type": "function",
-                    "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}}
+                    "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}} \
+                if kind == "function_call" else \
+                {"id": _str(item, "call_id", where), "type": "custom",
+                 "custom": {"name": _str(item, "name", where), "input": _str(item, "input", where)}}
             if msgs and msgs[-1]["role"] == "assistant" and msgs[-1].get("tool_calls") is not None:
                 msgs[-1]["tool_calls"].append(call)  # parallel calls: one assistant turn
             else:
                 msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             out = item.get("output")
             msgs.append({"role": "tool", "tool_call_id": _str(item, "call_id", where),
                          "content": out if isinstance(out, str) else message_text(out, f"{where}.output",
                                                                                   ("input_text",))})
         else:
-            raise RequestError(f"{where}.type {kind!r} is not supported (message, function_call and "
-                               "function_call_output are)", param=f"{where}.type", code="unsupported_parameter")
+            raise RequestError(f"{where}.type {kind!r} is not supported (message, function_call, "
+                               "function_call_output, custom_tool_call and custom_tool_call_output are)",
+                               param=f"{where}.type", code="unsupported_parameter")
     return msgs
 
 
@@ -126,17 +131,23 @@ def _response_format(fmt) -> Optional[dict]:
 
 
 def _tool(t, i: int) -> dict:
-    if not isinstance(t, dict) or t.get("type") != "function":
-        kind = t.get("type") if isinstance(t, dict) else type(t).__name__
-        raise RequestError(f"tools[{i}].type {kind!r} is not supported (only function tools run here)",
+    kind = t.get("type") if isinstance(t, dict) else type(t).__name__
+    if kind not in ("function", "custom"):
+        raise RequestError(f"tools[{i}].type {kind!r} is not supported (function and custom tools run here)",
                            param=f"tools[{i}].type", code="unsupported_parameter")
+    if kind == "custom":   # chat nests the tool, and a grammar format's syntax and definition
+        spec = {k: t[k] for k in ("name", "description", "format") if k in t}
+        fmt = spec.get("format")
+        if isinstance(fmt, dict) and fmt.get("type") == "grammar" and "grammar" not in fmt:
+            spec["format"] = {"type": "grammar", "grammar": {k: fmt[k] for k in ("syntax", "definition") if k in fmt}}
+        return {"type": "custom", "custom": spec}
     fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if k in t}
     return {"type": "function", "function": fn}
 
 
 def _tool_choice(choice) -> Union[str, dict]:
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        return {"type": "function", "function": {"name": choice.get("name")}}
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
+        return {"type": choice["type"], choice["type"]: {"name": choice.get("name")}}
     if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
         # Responses writes {"type": "allowed_tools", "mode", "tools"}; chat nests them
         return {"type": "allowed_tools", "allowed_tools": {k: choice.get(k) for k in ("mode", "tools")}}
@@ -177,6 +188,10 @@ def _output_items(job: Job, c, msg_id: str) -> list[dict]:
     if msg.get("content") or not msg.get("tool_calls"):
         items.append(_text_item(msg_id or _id("msg"), msg.get("content") or "", "completed"))
     for tc in msg.get("tool_calls") or []:
+        if tc["type"] == "custom":
+            items.append({"type": "custom_tool_call", "id": _id("ctc"), "call_id": tc["id"],
+                          "name": tc["custom"]["name"], "input": tc["custom"]["input"], "status": "completed"})
+            continue
         items.append({"type": "function_call", "id": _id("fc"), "call_id": tc["id"], "name": tc["function"]["name"],
                       "arguments": tc["function"]["arguments"], "status": "completed"})
     return items
@@ -248,6 +263,10 @@ def _item_events(ev, k: int, it: dict, streamed: bool):
         yield ev("response.function_call_arguments.delta", item_id=it["id"], output_index=k, delta=it["arguments"])
         yield ev("response.function_call_arguments.done", item_id=it["id"], output_index=k,
                  arguments=it["arguments"], name=it["name"])
+    elif it["type"] == "custom_tool_call":
+        yield ev("response.output_item.added", output_index=k, item=dict(it, input="", status="in_progress"))
+        yield ev("response.custom_tool_call_input.delta", item_id=it["id"], output_index=k, delta=it["input"])
+        yield ev("response.custom_tool_call_input.done", item_id=it["id"], output_index=k, input=it["input"])
     else:
         yield ev("response.output_item.added", output_index=k, item=it)
     yield ev("response.output_item.done", output_index=k, item=it)

@@ -114,7 +114,7 @@ class Service:
             raise RequestError(f"the constraint is too expensive: {e}", param="response_format",
                                code="grammar_too_expensive") from None
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
-            raise RequestError(f"invalid grammar: {e}", param="response_format") from None
+            raise RequestError(f"invalid grammar: {e}", param="tools" if c.tools else "response_format") from None
 
     async def submit(self, body: dict, prompt_ids, req=None, tool_format="generic",
                      body_bytes: int = 0) -> tuple[Constraint, list[Job], dict]:

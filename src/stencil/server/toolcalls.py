@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from stencil.grammar.tagged.custom_tools import custom_tool, function_view
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
 from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
 
@@ -22,6 +23,18 @@ TRIGGER, END = "<tool_call>", "</tool_call>"
 #: "arguments" + `</tool_call>`, announced in a system message) and every model family's preset
 #: (stencil.grammar.tagged.tool_presets.FAMILIES: one table writes and reads each)
 FORMATS = ("generic",) + PRESETS
+
+
+def tool_name(tool: dict) -> str:
+    """The name of a checked chat tool (a function or a custom tool)."""
+    return tool["custom" if tool["type"] == "custom" else "function"]["name"]
+
+
+def as_function(tool: dict) -> dict:
+    """A chat tool as a template takes it: a custom tool as the function of one string parameter
+    ``input`` that its calls' arguments are (``custom_tools.function_view``)."""
+    custom = custom_tool(tool)
+    return tool if custom is None else function_view(custom)
 
 
 def template_text(hf_tokenizer: Any) -> str:
@@ -43,7 +56,8 @@ def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str,
                 template_tools: bool = True) -> tuple[list[dict], Optional[list]]:
     """(messages, tools) for the chat template: tool results as ``tool`` messages with their
     ``tool_call_id``; assistant ``tool_calls`` passed on with their arguments as the family's
-    template takes them (an object, or JSON text for templates that concatenate it). Where the
+    template takes them (an object, or JSON text for templates that concatenate it; a custom
+    call's ``{"input": ...}``, custom tools shown as functions by :func:`as_function`). Where the
     format is generic, or the template writes no tools (``template_tools`` False: a small model's),
     the calls are written into the assistant's text in the format's own words and the tools are
     announced in a first system message with a call written that way."""
@@ -53,19 +67,31 @@ def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str,
     for m in messages:
         calls = m.get("tool_calls") or []
         if announce and calls:
-            written = write_calls(call_syntax(fmt), [(c["function"]["name"], _args(c)) for c in calls])
+            written = write_calls(call_syntax(fmt), [(_name(c), _args(c)) for c in calls], tools)
             m = {"role": "assistant", "content": (m.get("content") or "") + written}
         elif calls:
             m = dict(m, tool_calls=[{"type": "function", "id": c.get("id"), "function": {
-                "name": c["function"]["name"],
-                "arguments": json.dumps(_args(c), ensure_ascii=False) if as_text else _args(c)}} for c in calls])
+                "name": _name(c), "arguments": json.dumps(_as_object(c), ensure_ascii=False) if as_text
+                else _as_object(c)}} for c in calls])
         out.append(m)
     if not announce or not tools:
-        return out, tools or None
+        return out, [as_function(t) for t in tools] if tools else None
     return [{"role": "system", "content": tools_prompt(tools, fmt)}] + out, None
 
 
+def _name(call: dict) -> str:
+    return call["custom" if call.get("type") == "custom" else "function"]["name"]
+
+
+def _as_object(call: dict) -> Any:
+    """A past call's arguments as a template takes them: a custom call's ``{"input": ...}``."""
+    return {"input": _args(call)} if call.get("type") == "custom" else _args(call)
+
+
 def _args(call: dict) -> Any:
+    """A past call's arguments (a JSON value), or a custom call's raw input."""
+    if call.get("type") == "custom":
+        return call["custom"].get("input") or ""
     args = call["function"].get("arguments")
     if isinstance(args, str):
         try:
@@ -77,22 +103,28 @@ def _args(call: dict) -> Any:
 
 def tools_prompt(tools: list, fmt: str = "generic") -> str:
     """A system message telling the model its tools and the call format the grammar enforces."""
-    specs = [t.get("function", t) for t in tools if isinstance(t, dict)]
+    specs = [as_function(t)["function"] for t in tools if isinstance(t, dict)]
+    syntax = call_syntax(fmt)
     if fmt == "generic":
         example = TRIGGER + '{"name": <function name>, "arguments": <arguments object>}' + END
     else:
-        syntax = call_syntax(fmt)
         args: Any = {"<name>": "<value>"} if syntax.args == "xml" else "<arguments object>"
         example = write_calls(syntax, [("<function name>", args)]).replace('"<arguments object>"', "<arguments object>")
+    customs = [c for c in map(custom_tool, tools) if c is not None]
+    if customs:   # the input in the family's slot: raw text or a JSON string
+        one = {"type": "custom", "name": customs[0].name, "format": customs[0].format()}
+        example += "\nA tool whose parameter is only 'input' takes it as " + \
+            write_calls(syntax, [(customs[0].name, "<input>")], [one])
     return "You can call these functions:\n" + json.dumps(specs) + "\nTo call one, answer " + example
 
 
 class ToolStream:
     """The generated text read as it grows (``fmt``'s reading, for ``tools``): content, each call's
-    name and id, then its arguments as they come, and Harmony's analysis channel as reasoning.
-    ``feed(text)`` takes the whole text so far and returns the new deltas (OpenAI's
-    ``{"content": ...}``, ``{"reasoning_content": ...}`` and ``{"tool_calls": [...]}``), each
-    argument delta a prefix of what is left of the final arguments; ``final=True`` the rest."""
+    name and id, then its arguments as they come (a custom call's input as ``{"custom": {"input":
+    ...}}`` deltas), and Harmony's analysis channel as reasoning. ``feed(text)`` takes the whole
+    text so far and returns the new deltas (OpenAI's ``{"content": ...}``, ``{"reasoning_content":
+    ...}`` and ``{"tool_calls": [...]}``), each argument delta a prefix of what is left of the final
+    arguments; ``final=True`` the rest."""
 
     def __init__(self, fmt: str, tools: list):
         self.reader = CallReader(call_syntax(fmt), tools)
@@ -118,11 +150,18 @@ class ToolStream:
                 out.append({"reasoning_content": e[1]})
             elif kind == "call":
                 index = len(self.reader.calls) - 1
-                out.append({"tool_calls": [{"index": index, "id": e[2], "type": "function",
-                                            "function": {"name": e[1], "arguments": ""}}]})
+                if self.reader.calls[-1]["type"] == "custom":
+                    out.append({"tool_calls": [{"index": index, "id": e[2], "type": "custom",
+                                                "custom": {"name": e[1], "input": ""}}]})
+                else:
+                    out.append({"tool_calls": [{"index": index, "id": e[2], "type": "function",
+                                                "function": {"name": e[1], "arguments": ""}}]})
             elif kind == "args":
                 index = len(self.reader.calls) - 1
                 out.append({"tool_calls": [{"index": index, "function": {"arguments": e[1]}}]})
+            elif kind == "input":   # a custom call's raw input
+                index = len(self.reader.calls) - 1
+                out.append({"tool_calls": [{"index": index, "custom": {"input": e[1]}}]})
         return out
 
 
@@ -131,6 +170,8 @@ def split_tool_calls(text: str, fmt: str, tools: list) -> tuple[str, Optional[st
     whole output: the content is the text outside the calls, stripped at both ends (as
     :class:`ToolStream` gives it out); calls cut by max_tokens are left out."""
     content, reasoning, read = read_calls(call_syntax(fmt), tools, text)
-    calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+    calls = [{"id": c["id"], "type": "custom", "custom": {"name": c["name"], "input": c["input"]}}
+             if c["type"] == "custom" else
+             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
              for c in read]
     return content.strip(), (reasoning or None) if fmt == "harmony" else None, calls
