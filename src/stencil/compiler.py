@@ -418,7 +418,8 @@ class GrammarCompiler:
         ``json_options``; ``trigger`` and ``end`` do not apply then.
 
         ``tools``: OpenAI-style ``{"type": "function", "function": {...}}`` or ``{"name",
-        "parameters"}`` dicts. ``trigger``/``end``: strings or special-token ids (a string that is
+        "parameters"}`` dicts, and OpenAI's custom tools ``{"type": "custom", "name", "format"}``
+        (a Lark grammar, a regex or free text; see ``stencil.grammar.tagged.custom_tools``). ``trigger``/``end``: strings or special-token ids (a string that is
         a special token's text stands for the token). Options (see
         ``stencil.grammar.tagged.triggers.tool_calls``): ``text_before``, ``require_call``, ``max_calls``,
         ``name_key``, ``args_key``, ``json_options``, and ``reasoning=(begin, end)`` to put a

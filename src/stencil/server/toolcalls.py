@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from stencil.grammar.tagged.custom_tools import custom_tool, function_view
+from stencil.grammar.tagged.custom_tools import custom_tool, function_view, input_style
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
 from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
 
@@ -110,11 +110,13 @@ def tools_prompt(tools: list, fmt: str = "generic") -> str:
     else:
         args: Any = {"<name>": "<value>"} if syntax.args == "xml" else "<arguments object>"
         example = write_calls(syntax, [("<function name>", args)]).replace('"<arguments object>"', "<arguments object>")
-    customs = [c for c in map(custom_tool, tools) if c is not None]
-    if customs:   # the input in the family's slot: raw text or a JSON string
-        one = {"type": "custom", "name": customs[0].name, "format": customs[0].format()}
-        example += "\nA tool whose parameter is only 'input' takes it as " + \
-            write_calls(syntax, [(customs[0].name, "<input>")], [one])
+    styles: dict = {}   # a custom tool's input in the family's slot: raw text or a JSON string
+    for c in filter(None, map(custom_tool, tools)):
+        styles.setdefault(input_style(syntax.input_slot, c), c)
+    for c in styles.values():
+        one = {"type": "custom", "name": c.name, "format": c.format()}
+        example += f"\nTo call {c.name}, whose only parameter is its input, answer " + \
+            write_calls(syntax, [(c.name, "<input>")], [one])
     return "You can call these functions:\n" + json.dumps(specs) + "\nTo call one, answer " + example
 
 
