@@ -147,7 +147,7 @@ def test_random_walks_read_back_to_inputs_the_grammar_accepts(smollm2, fmt):
                                             json_options={"whitespace": "compact"})
         else:
             g = compiler.compile_tool_calls(TOOLS, format=fmt, tool_choice=choice, json_options={"whitespace": "compact"})
-        for _ in range(3):
+        for _ in range(2):
             text = walk_text(stencil.Matcher(g), info, rng)
             events, r = streamed(fmt, TOOLS, text, sorted(rng.sample(range(len(text) + 1), min(6, len(text) + 1))))
             assert r.calls and all(c["ended"] for c in r.calls), (fmt, text)
@@ -162,7 +162,7 @@ def test_random_walks_read_back_to_inputs_the_grammar_accepts(smollm2, fmt):
                 else:
                     assert set(json.loads(c["arguments"])) == {"a", "b"}
             assert inputs_of(events, r) == [c["input"] for c in read if c["type"] == "custom"], text
-    assert seen >= 12
+    assert seen >= 8   # the walks wrote custom calls, not only the function's
 
 
 @pytest.mark.parametrize("tool,where", [
