@@ -212,6 +212,8 @@ def test_the_input_string_holds_the_json_spellings_of_the_language_and_nothing_e
         assert expr(text) == good, text
         alone = stencil.Matcher(compiler.compile_lark(EXPR))
         assert (alone.accept_string(json.loads(text)) and alone.is_accepting()) == good, text
+    with pytest.raises(stencil.GrammarError, match="completion check"):   # (the core reads JSON text there)
+        build_json_string(stencil.GrammarBuilder(), "lark", 'start: %json {"type": "object"}')
     with pytest.raises(stencil.GrammarError, match="special token"):
         build_json_string(stencil.GrammarBuilder(), "lark", 'start: "a" <[0]>')
     with pytest.raises(stencil.GrammarError, match="raw bytes|byte"):

@@ -141,7 +141,10 @@ class JsonStringBuilder:
         self._refuse(f"an ignored lexeme ({name or 'ignore'}) of the whole grammar")
 
     def add_check(self, rule: int, kind: str, *args, **kwargs):
-        self._refuse(f"a JSON completion check ({kind}: uniqueItems, duplicate or required keys in any order)")
+        # (the core's checks read the JSON text of a span, which the string escapes: %json objects
+        # and unique arrays inside a custom tool's Lark input)
+        self._refuse(f"a JSON completion check ({getattr(kind, 'name', kind)}: the core reads the span's JSON "
+                     "text, which the string escapes)")
 
 
 def _has_escapes(node, kids) -> bool:
