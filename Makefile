@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel lint test test-cpp test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test test-cpp mutate-costs test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -70,6 +70,12 @@ test-cpp: $(PY)
 		$(CPP_TEST_CMAKE_ARGS)
 	$(CMAKE) --build $(CPP_TEST_BUILD) --target stencil_cpp_tests -j $(CPP_TEST_JOBS)
 	$(CPP_TEST_BUILD)/stencil_cpp_tests $(CPP_TEST_ARGS)
+
+# The mutation check of the cost room's tests (cpp/tests/mutate_costs.py): one off-by-one planted
+# in each bound of cpp/src/cost at a time, every one of which test_costs.cpp must catch. Minutes
+# (a rebuild per mutation); not part of `make test`.
+mutate-costs: test-cpp
+	$(PY) cpp/tests/mutate_costs.py
 
 # Engine integrations with their engines installed, in a venv of their own (.venv-integrations: vLLM
 # pins its own dependency versions, which must not move the main venv's). llama-cpp-python compiles

@@ -1,0 +1,100 @@
+"""The mutation check of the cost room's tests: plants one off-by-one in each bound of cpp/src/cost
+(and in the budget's use of them), rebuilds the C++ tests, and runs test_costs.cpp's cases; every
+planted fault must fail them. Restores each file after its run (also on Ctrl-C).
+
+Run with ``make mutate-costs`` (after ``make test-cpp`` has configured build/cpp-tests); about 15
+rebuilds of one file each. Exit status 1 when a mutation survives.
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "cpp-tests"
+
+# (what the fault does, file, text, the text with the fault)
+MUTATIONS = [
+    ("a token search counts one token less", "cpp/src/cost/lexeme_search.cpp",
+     "if (h.depth + 1 + rest < best) {\n          best = h.depth + 1 + rest;",
+     "if (h.depth + rest < best) {\n          best = h.depth + rest;"),
+    ("a one-token end counts two", "cpp/src/cost/lexeme_search.cpp",
+     "return to_end_.put(state, 1);", "return to_end_.put(state, 2);"),
+    ("a single-byte distance one less", "cpp/src/cost/byte_search.cpp",
+     "    if (shortest) *shortest = true;\n    return depth[h];",
+     "    if (shortest) *shortest = true;\n    return depth[h] - (depth[h] > 0);"),
+    ("a path cut into tokens one less", "cpp/src/cost/byte_search.cpp",
+     "  return count;\n}", "  return count - (count > 0);\n}"),
+    ("a lexeme's minimum one more", "cpp/src/cost/grammar_costs.cpp",
+     "kLexemeSearchWork, ticker);", "kLexemeSearchWork, ticker) + 1;"),
+    ("a rule's rest one less", "cpp/src/cost/grammar_costs.cpp",
+     "rest[b + i] = add(sym_cost(g.dotted[b + i]), rest[b + i + 1]);",
+     "rest[b + i] = add(sym_cost(g.dotted[b + i]), rest[b + i + 1]) - (rest[b + i + 1] > 0);"),
+    ("an explored ceiling's distance one less", "cpp/src/cost/lexeme_ceiling.cpp",
+     "dist[from] = dist[queue[h]] + 1;", "dist[from] = dist[queue[h]];"),
+    ("an expression's shortest one less", "cpp/src/cost/lexeme_ceiling.cpp",
+     "pair.shortest = std::min(bytes[i].shortest, kInf);",
+     "pair.shortest = std::min(bytes[i].shortest, kInf) - (bytes[i].shortest > 0 && bytes[i].shortest < kInf);"),
+    ("an expression's ceiling one less", "cpp/src/cost/lexeme_ceiling.cpp",
+     "pair.ceiling = std::min(bytes[i].ceiling, kInf);",
+     "pair.ceiling = std::min(bytes[i].ceiling, kInf) - (bytes[i].ceiling > 0 && bytes[i].ceiling < kInf);"),
+    ("a row's edge one less", "cpp/src/cost/row_costs.cpp",
+     "relax(std::get<1>(*e), add(c, std::get<2>(*e)));",
+     "relax(std::get<1>(*e), add(c, std::get<2>(*e)) - (std::get<2>(*e) > 0));"),
+    ("a scanned lexeme one less", "cpp/src/cost/row_costs.cpp",
+     "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos + 1]));",
+     "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos + 1]) - 1);"),
+    ("the inner ceiling one less", "cpp/src/cost/row_costs.cpp",
+     "    most = std::max(most, add(up, after));", "    most = std::max(most, add(up, after) - 1);"),
+    ("the byte bound one less", "cpp/src/cost/row_costs.cpp",
+     "    best = std::min(best, add(d, after));", "    best = std::min(best, add(d, after) - 1);"),
+    ("the budget keeps a token one over (walk)", "cpp/src/matcher/budget.cpp",
+     "if (had(t)) put(t, c <= left);", "if (had(t)) put(t, c <= left + 1);"),
+    ("the budget keeps a token one over (steps)", "cpp/src/matcher/budget.cpp",
+     "if (had(t)) put(t, step_costs_[k] <= left);", "if (had(t)) put(t, step_costs_[k] <= left + 1);"),
+]
+
+
+def run_cases() -> tuple[bool, str]:
+    """(built and the cases passed, the last line the test binary printed)."""
+    build = subprocess.run(["cmake", "--build", str(BUILD), "--target", "stencil_cpp_tests", "-j", "2"],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        return False, "build failed: " + (build.stdout + build.stderr).strip().splitlines()[-1]
+    out = subprocess.run([str(BUILD / "stencil_cpp_tests"), "costs"], capture_output=True, text=True)
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    summary = [line for line in lines if line.startswith("C++ unit tests:")]
+    return out.returncode == 0, (summary or lines or [""])[-1]
+
+
+def main() -> int:
+    if not (BUILD / "CMakeCache.txt").exists():
+        print(f"{BUILD} is not configured: run make test-cpp first", file=sys.stderr)
+        return 2
+    ok, line = run_cases()
+    if not ok:
+        print(f"the cases fail without a mutation: {line}", file=sys.stderr)
+        return 2
+    survived = 0
+    for what, rel, text, fault in MUTATIONS:
+        path = ROOT / rel
+        original = path.read_text()
+        if original.count(text) != 1:
+            print(f"{what}: the text to mutate is not once in {rel} (the code moved: update MUTATIONS)")
+            survived += 1
+            continue
+        try:
+            path.write_text(original.replace(text, fault))
+            passed, line = run_cases()
+        finally:
+            path.write_text(original)
+        survived += passed
+        print(f"{'SURVIVED' if passed else 'caught  '}  {what} ({rel}): {line}")
+    run_cases()  # the binary built from the files as they are
+    print(f"{len(MUTATIONS) - survived} of {len(MUTATIONS)} mutations caught")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
