@@ -141,7 +141,8 @@ def sub_and(a: frozenset, *more: frozenset) -> frozenset:
     for b in more:
         if NONE in a or NONE in b:
             return FALSE_SUB
-        a = a | b
+        if b and b is not a:  # (an empty Sub adds nothing: a keeps its identity and cached hash)
+            a = a | b if a else b
     return FALSE_SUB if NONE in a else a
 
 
@@ -282,15 +283,20 @@ class Algebra:
             return a
         names = f_and(a.names, b.names)
         props = []
-        seen = set()
         simplify = self.simplify
-        for k, s in a.props:
-            other = b.prop(k)
-            props.append((k, simplify(sub_and(s, other if other is not None else rules_sub(b, k)))))
+        # (each side's props by name, the first of a name as ObjSpec.prop reads it: a schema with
+        # dozens of properties intersected many times made the lookups quadratic)
+        b_props: dict = {}
+        for k, sub in b.props:
+            b_props.setdefault(k, sub)
+        seen = set()
+        for k, sub in a.props:
+            other = b_props.get(k)
+            props.append((k, simplify(sub_and(sub, other if other is not None else rules_sub(b, k)))))
             seen.add(k)
-        for k, s in b.props:
+        for k, sub in b.props:
             if k not in seen:
-                props.append((k, simplify(sub_and(s, rules_sub(a, k)))))
+                props.append((k, simplify(sub_and(sub, rules_sub(a, k)))))
         hi = a.max if b.max is None else (b.max if a.max is None else min(a.max, b.max))
         return normalize_obj(ObjSpec(tuple(props), _merge_names(a.required, b.required), a.rules + b.rules, names,
                                      max(a.min, b.min), hi, f_or(a.evaluated, b.evaluated),
@@ -372,6 +378,8 @@ def _item_at(a: ArrSpec, i: int) -> frozenset:
 
 def rules_sub(s: ObjSpec, name: str) -> frozenset:
     """The Sub a key outside ``s.props`` must satisfy: the rules that match it, and propertyNames."""
+    if not s.rules and s.names == TRUE:
+        return TRUE_SUB
     if not str_eval(s.names, name):
         return FALSE_SUB
     out = TRUE_SUB
@@ -435,36 +443,76 @@ def _merge_names(a: tuple, b: tuple) -> tuple:
     return a + tuple(k for k in b if k not in a)
 
 
-def _weaker(a, b) -> bool:
-    """Every instance of spec ``b`` is one of spec ``a`` (checked field by field, conservatively)."""
-    if type(a) is not type(b) or a.min > b.min or (a.max is not None and (b.max is None or b.max > a.max)):
+def _cover_profile(s) -> tuple:
+    """What ``_covers`` compares of a spec, read once per ``_absorb`` (it compares every pair): its
+    group (fields that must be equal), the bounds, sets and sub-schemas it orders, and last a
+    64-bit signature of the elements a covering spec's sets must all find in the covered one's
+    (property keys, each property's atoms, required names, rules, ...): a spec covers another only
+    where its signature's bits are among the other's, a test of two integers."""
+    hi = _UNBOUNDED if s.max is None else s.max
+    if isinstance(s, ObjSpec):
+        elements: list[tuple] = [("k", k) for k, _ in s.props]
+        elements += [("a", k, atom) for k, sub in s.props for atom in sub]
+        elements += [("r", k) for k in s.required] + [("u", r) for r in s.rules] + [("s", x) for x in s.some]
+        return ((ObjSpec, s.evaluated), s.min, hi, s.names, s.props, dict(s.props), frozenset(s.required),
+                frozenset(s.rules), frozenset(s.some), _signature(elements))
+    elements = [("i", atom) for atom in s.items]
+    elements += [("c", c) for c in s.contains]
+    elements += [("p", i, atom) for i, sub in enumerate(s.prefix) for atom in sub]
+    return ((ArrSpec, s.eval_upto, s.eval_contains), s.min, hi, s.unique, s.prefix, s.items, frozenset(s.contains),
+            _signature(elements))
+
+
+_UNBOUNDED = float("inf")
+
+
+def _signature(elements) -> int:
+    bits = 0
+    for e in elements:
+        bits |= 1 << (hash(e) & 63)
+    return bits
+
+
+def _covers(a: tuple, b: tuple) -> bool:
+    """Every instance of the spec profiled ``b`` is one of ``a``'s (checked field by field,
+    conservatively; the groups are equal)."""
+    if a[1] > b[1] or a[2] < b[2]:
         return False
-    if isinstance(a, ObjSpec):
-        if (a.evaluated != b.evaluated or len(a.props) > len(b.props) or len(a.required) > len(b.required)
-                or len(a.rules) > len(b.rules) or len(a.some) > len(b.some)
-                or not (a.names == TRUE or a.names == b.names)):
-            return False
-        bp = dict(b.props)
-        return (all(k in bp and bp[k] >= sub for k, sub in a.props) and set(a.required) <= set(b.required)
-                and set(a.rules) <= set(b.rules) and set(a.some) <= set(b.some))
-    if (a.eval_upto != b.eval_upto or a.eval_contains != b.eval_contains or len(a.prefix) > len(b.prefix)
-            or (a.unique and not b.unique)):
-        return False
-    return (all(y >= x for x, y in zip(a.prefix, b.prefix)) and b.items >= a.items
-            and set(a.contains) <= set(b.contains))
+    if a[0][0] is ObjSpec:
+        _, _, _, names, props, _, required, rules, some, _ = a
+        bp = b[5]
+        return ((names == TRUE or names == b[3]) and len(props) <= len(b[4]) and required <= b[6] and rules <= b[7]
+                and some <= b[8] and all(k in bp and bp[k] >= sub for k, sub in props))
+    _, _, _, unique, prefix, items, contains, _ = a
+    return (len(prefix) <= len(b[4]) and (b[3] or not unique) and b[5] >= items and contains <= b[6]
+            and all(y >= x for x, y in zip(prefix, b[4])))
 
 
 def _absorb(specs: tuple) -> tuple:
-    """Drop the alternatives another alternative already covers (X or (X and Y) = X)."""
+    """Drop the alternatives another alternative already covers (X or (X and Y) = X); of two that
+    cover each other, the first stays. Pairs are compared within groups of equal kind only, and
+    only where the signatures allow it."""
     if len(specs) < 2:
         return specs
-    out = []
-    for i, s in enumerate(specs):
-        if i % 64 == 0:
-            check_deadline()
-        if not any(j != i and _weaker(t, s) and not (_weaker(s, t) and j > i) for j, t in enumerate(specs)):
-            out.append(s)
-    return tuple(out)
+    profiles = [_cover_profile(s) for s in specs]
+    groups: dict = {}
+    for i, p in enumerate(profiles):
+        groups.setdefault(p[0], []).append(i)
+    dropped = set()
+    for members in groups.values():
+        sigs = [(j, profiles[j][-1]) for j in members]
+        for n, i in enumerate(members):
+            if n % 64 == 0:
+                check_deadline()
+            s = profiles[i]
+            outside = ~s[-1]
+            for j, sig in sigs:
+                if sig & outside or j == i:
+                    continue
+                if _covers(profiles[j], s) and not (j > i and _covers(s, profiles[j])):
+                    dropped.add(i)
+                    break
+    return specs if not dropped else tuple(s for i, s in enumerate(specs) if i not in dropped)
 
 
 def _product(xs: tuple, ys: tuple, meet) -> tuple:

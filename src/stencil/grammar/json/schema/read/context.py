@@ -34,6 +34,7 @@ class Context:
         self._loc_memo: dict = {}
         self._sub_memo: dict = {}
         self._canon_memo: dict = {}      # schema location -> its canonical key (see _canon)
+        self._positive_subs: set = set()  # Subs without a complement: simplify leaves them as they are
         #: (kind "num"/"str", formula) -> whether no value satisfies it (read.disjoint.formula_empty)
         self.empty_memo: dict = {}
         self._active: set = set()
@@ -112,8 +113,13 @@ class Context:
         collapse where they mean the same: a complement the rest already implies is dropped
         ("a" and not "b" is "a"); a complement of something the rest implies empties it ("a" and
         not string, or S and not S for two copies of one schema)."""
+        if sub in self._positive_subs:  # (most Subs: asked again and again as objects intersect)
+            return sub
         negs = [a for a in sub if isinstance(a, Neg)]
-        if not negs or len(negs) == len(sub):
+        if not negs:
+            self._positive_subs.add(sub)
+            return sub
+        if len(negs) == len(sub):
             return sub
         positive = frozenset(a for a in sub if not isinstance(a, Neg))
         canon = {self._canon(a) for a in positive}
