@@ -1,5 +1,5 @@
 """Alternatives of one JSON type that another alternative covers are dropped (X or (X and Y) =
-X) by core.model._absorb, which compares only the pairs a cheap signature allows (a schema with
+X) by core.model.absorb, which compares only the pairs a cheap signature allows (a schema with
 hundreds of object alternatives compared every pair in Python: seconds). Random lists of object
 and array specs are absorbed the same as by comparing every pair with the covering relation."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import pytest
 
 from stencil.grammar.json.schema.core.formulas import FALSE, TRUE
-from stencil.grammar.json.schema.core.model import (ArrSpec, ObjSpec, Typed, _absorb, _cover_profile, _covers,
+from stencil.grammar.json.schema.core.model import (ArrSpec, ObjSpec, Typed, absorb, cover_profile, covers,
                                                     sub_and)
 
 ATOMS = [Typed(num=TRUE), Typed(str=TRUE), Typed(null=True), Typed(bools=frozenset([True]))]
@@ -36,12 +36,12 @@ def random_arr(rng: random.Random) -> ArrSpec:
 def every_pair(specs: tuple) -> tuple:
     """The definition: a spec goes where another one of its group covers it (of two that cover
     each other, the first stays)."""
-    prof = [_cover_profile(s) for s in specs]
+    prof = [cover_profile(s) for s in specs]
 
-    def covers(a, b):
-        return prof[a][0] == prof[b][0] and _covers(prof[a], prof[b])
+    def covering(a, b):
+        return prof[a][0] == prof[b][0] and covers(prof[a], prof[b])
     return tuple(s for i, s in enumerate(specs)
-                 if not any(j != i and covers(j, i) and not (j > i and covers(i, j)) for j in range(len(specs))))
+                 if not any(j != i and covering(j, i) and not (j > i and covering(i, j)) for j in range(len(specs))))
 
 
 @pytest.mark.parametrize("kind", ["object", "array"])
@@ -51,9 +51,9 @@ def test_absorb_drops_exactly_the_covered_alternatives(kind):
     dropped = 0
     for _ in range(300):
         specs = tuple(dict.fromkeys(make(rng) for _ in range(rng.randrange(2, 30))))
-        got = _absorb(specs)
+        got = absorb(specs)
         assert got == every_pair(specs)
-        assert _absorb(got) == got  # what stays covers nothing else that stays
+        assert absorb(got) == got  # what stays covers nothing else that stays
         dropped += len(specs) - len(got)
     assert dropped > 300
 
@@ -62,7 +62,7 @@ def test_a_spec_with_more_constraints_goes_and_equal_ones_keep_the_first():
     loose = ObjSpec(props=(("a", SUBS[1]),))
     tight = ObjSpec(props=(("a", sub_and(SUBS[1], SUBS[2])), ("b", SUBS[0])), required=("a",))
     other = ObjSpec(props=(("a", SUBS[1]),), evaluated=TRUE)  # another group: never compared
-    assert _absorb((tight, loose, other)) == (loose, other)
+    assert absorb((tight, loose, other)) == (loose, other)
     twin = ObjSpec(props=(("a", SUBS[1]),))
-    assert [id(s) for s in _absorb((loose, twin))] == [id(loose)]
-    assert all(_covers(_cover_profile(s), _cover_profile(s)) for s in itertools.chain([loose, tight, other]))
+    assert [id(s) for s in absorb((loose, twin))] == [id(loose)]
+    assert all(covers(cover_profile(s), cover_profile(s)) for s in itertools.chain([loose, tight, other]))

@@ -34,7 +34,8 @@ from stencil.grammar.json.schema.core.formulas import (FALSE, TRUE, Const, Formu
                                                       str_eval)
 
 __all__ = ["Typed", "ArrSpec", "ObjSpec", "Neg", "Either", "Algebra", "Unsupported", "ANY", "NONE",
-           "TRUE_SUB", "FALSE_SUB", "ANY_ARR", "ANY_OBJ", "MAX_VARIANTS", "BOTH_BOOLS"]
+           "TRUE_SUB", "FALSE_SUB", "ANY_ARR", "ANY_OBJ", "MAX_VARIANTS", "BOTH_BOOLS", "absorb", "covers",
+           "cover_profile"]
 
 #: most array or object alternatives one schema may expand to (anyOf x anyOf x ...)
 MAX_VARIANTS = 256
@@ -259,8 +260,8 @@ class Algebra:
             return b
         if b is ANY or a is NONE:
             return a
-        arr = _absorb(_product(a.arr, b.arr, self.arr_and))
-        obj = _absorb(_product(a.obj, b.obj, self.obj_and))
+        arr = absorb(_product(a.arr, b.arr, self.arr_and))
+        obj = absorb(_product(a.obj, b.obj, self.obj_and))
         _cap(len(arr), len(obj))
         return Typed(a.null and b.null, a.bools & b.bools, f_and(a.num, b.num), f_and(a.str, b.str), arr, obj)
 
@@ -318,7 +319,7 @@ class Algebra:
         acc = (any_spec,)
         for s in specs:
             alts = negations(s)
-            acc = _absorb(_dedupe(tuple(x for p in acc for q in alts if (x := meet(p, q)) is not None)))
+            acc = absorb(_dedupe(tuple(x for p in acc for q in alts if (x := meet(p, q)) is not None)))
             _cap(len(acc), 0)
             if not acc:
                 break
@@ -443,8 +444,8 @@ def _merge_names(a: tuple, b: tuple) -> tuple:
     return a + tuple(k for k in b if k not in a)
 
 
-def _cover_profile(s) -> tuple:
-    """What ``_covers`` compares of a spec, read once per ``_absorb`` (it compares every pair): its
+def cover_profile(s) -> tuple:
+    """What ``covers`` compares of a spec, read once per ``absorb`` (it compares every pair): its
     group (fields that must be equal), the bounds, sets and sub-schemas it orders, and last a
     64-bit signature of the elements a covering spec's sets must all find in the covered one's
     (property keys, each property's atoms, required names, rules, ...): a spec covers another only
@@ -473,7 +474,7 @@ def _signature(elements) -> int:
     return bits
 
 
-def _covers(a: tuple, b: tuple) -> bool:
+def covers(a: tuple, b: tuple) -> bool:
     """Every instance of the spec profiled ``b`` is one of ``a``'s (checked field by field,
     conservatively; the groups are equal)."""
     if a[1] > b[1] or a[2] < b[2]:
@@ -488,13 +489,13 @@ def _covers(a: tuple, b: tuple) -> bool:
             and all(y >= x for x, y in zip(prefix, b[4])))
 
 
-def _absorb(specs: tuple) -> tuple:
+def absorb(specs: tuple) -> tuple:
     """Drop the alternatives another alternative already covers (X or (X and Y) = X); of two that
     cover each other, the first stays. Pairs are compared within groups of equal kind only, and
     only where the signatures allow it."""
     if len(specs) < 2:
         return specs
-    profiles = [_cover_profile(s) for s in specs]
+    profiles = [cover_profile(s) for s in specs]
     groups: dict = {}
     for i, p in enumerate(profiles):
         groups.setdefault(p[0], []).append(i)
@@ -509,7 +510,7 @@ def _absorb(specs: tuple) -> tuple:
             for j, sig in sigs:
                 if sig & outside or j == i:
                     continue
-                if _covers(profiles[j], s) and not (j > i and _covers(s, profiles[j])):
+                if covers(profiles[j], s) and not (j > i and covers(s, profiles[j])):
                     dropped.add(i)
                     break
     return specs if not dropped else tuple(s for i, s in enumerate(specs) if i not in dropped)
@@ -517,7 +518,7 @@ def _absorb(specs: tuple) -> tuple:
 
 def _product(xs: tuple, ys: tuple, meet) -> tuple:
     """The distinct non-empty intersections of alternatives ``xs`` and ``ys``. Refused as soon as
-    there are more than MAX_PRODUCT of them: _absorb compares them pairwise, so an allOf of a few
+    there are more than MAX_PRODUCT of them: absorb compares them pairwise, so an allOf of a few
     anyOf with a dozen objects each took seconds to reach the MAX_VARIANTS error."""
     if len(xs) * len(ys) <= MAX_PRODUCT:
         return _dedupe(tuple(x for s in xs for t in ys if (x := meet(s, t)) is not None))
