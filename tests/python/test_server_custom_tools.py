@@ -103,10 +103,11 @@ def answers(server):
                "history/responses": lambda: server.responses.create(
                    model=server.model, input=PAST_ITEMS, tools=RESPONSES_TOOLS, max_output_tokens=1)}
 
+    sql = dict(model=server.model, input="List the names of the users table.", tools=RESPONSES_TOOLS,
+               tool_choice={"type": "custom", "name": "sql"}, max_output_tokens=64, temperature=0)
+
     def responses_stream():
-        with server.responses.stream(model=server.model, input="List the names of the users table.",
-                                     tools=RESPONSES_TOOLS, tool_choice={"type": "custom", "name": "sql"},
-                                     max_output_tokens=64, temperature=0) as stream:
+        with server.responses.stream(**sql) as stream:
             return list(stream), stream.get_final_response()
     with ThreadPoolExecutor(16) as pool:
         jobs = {k: pool.submit(chat, kw) for k, kw in CHAT.items()}
@@ -116,6 +117,7 @@ def answers(server):
             "type": "allowed_tools", "mode": "required", "tools": [{"type": "custom", "name": "note"},
                                                                   {"type": "custom", "name": "date"}]})
         jobs["responses/stream"] = pool.submit(responses_stream)
+        jobs["responses/sql"] = pool.submit(server.responses.create, **sql)
         return {k: f.result() for k, f in jobs.items()}
 
 
@@ -175,9 +177,14 @@ def test_responses_custom_tool_calls(answers, compiler):
     assert call.name == "sql" and call.call_id and call.id and accepted(compiler, "sql", call.input)
     deltas = [e.delta for e in events if e.type == "response.custom_tool_call_input.delta"]
     done = [e.input for e in events if e.type == "response.custom_tool_call_input.done"]
-    assert "".join(deltas) == call.input and done == [call.input]
+    assert len(deltas) > 1 and "".join(deltas) == call.input and done == [call.input]   # live, not at the end
     kinds = [e.type for e in events]
     assert kinds[-1] == "response.completed" and "response.output_item.added" in kinds
+    added = kinds.index("response.output_item.added")
+    assert kinds[added:added + 2] == ["response.output_item.added", "response.custom_tool_call_input.delta"]
+    # the streamed response is the unstreamed one of the same greedy request
+    assert [o.model_dump(exclude={"id", "call_id"}) for o in final.output] == \
+        [o.model_dump(exclude={"id", "call_id"}) for o in answers["responses/sql"].output]
 
 
 def test_a_past_custom_call_and_its_output_reach_the_prompt(answers):

@@ -5,6 +5,7 @@ of a cut output, and 400s naming what is not done."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -83,11 +84,64 @@ def test_function_tools_over_two_turns(client, name):
     r2 = client.responses.create(model=name, input=history, tools=TOOLS, max_output_tokens=20)
     r3 = client.responses.create(model=name, input=history[:1], tools=TOOLS, max_output_tokens=1)
     assert r2.usage.input_tokens > r3.usage.input_tokens + 10  # the call and its output are in the prompt
-    with client.responses.stream(model=name, input="Weather in Rome?", tools=TOOLS, tool_choice="required",
-                                 max_output_tokens=60) as stream:
-        events = list(stream)
-    done = [e for e in events if e.type == "response.function_call_arguments.done"]
-    assert done and json.loads(done[0].arguments)["city"]
+
+
+#: greedy tool-call requests, each asked streamed and not (sent together: the server batches them)
+LIVE = {"generic": dict(input="Weather in Rome and in Oslo?", tool_choice="required", max_output_tokens=80),
+        "harmony": dict(input="Weather in Rome?", max_output_tokens=60, extra_body={"tool_format": "harmony"})}
+
+
+def test_streamed_tool_calls_arrive_live_and_build_the_same_response(client, name):
+    """Each call's arguments stream as they are generated (several deltas, each item added, grown
+    and done in turn), and the stream's final response is the unstreamed one of the same greedy request."""
+    def stream(kw):
+        with client.responses.stream(model=name, tools=TOOLS, temperature=0, **kw) as s:
+            return list(s), s.get_final_response()
+    with ThreadPoolExecutor(4) as pool:
+        streamed = {k: pool.submit(stream, kw) for k, kw in LIVE.items()}
+        whole = {k: pool.submit(client.responses.create, model=name, tools=TOOLS, temperature=0, **kw)
+                 for k, kw in LIVE.items()}
+        streamed = {k: f.result() for k, f in streamed.items()}
+        whole = {k: f.result() for k, f in whole.items()}
+    for fmt, (events, final) in streamed.items():
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        items = items_of(events)
+        assert [i["item"].id for i in items] == [o.id for o in final.output], fmt
+        assert bare(i["item"] for i in items) == bare(final.output), fmt
+        assert bare(final.output) == bare(whole[fmt].output), fmt   # (ids are fresh per response)
+        calls = [i for i in items if i["item"].type == "function_call"]
+        assert calls, (fmt, final.output)
+        for call in calls:
+            assert len(call["deltas"]) > 1 and "".join(call["deltas"]) == call["done"].arguments \
+                == call["item"].arguments, fmt
+            assert call["item"].status == "completed" and json.loads(call["item"].arguments)["city"]
+
+
+def items_of(events) -> list[dict]:
+    """The output items' event runs, checked in order: each item added at the next output index,
+    its deltas and .done events naming it, then its output_item.done, before the next one starts."""
+    items: list[dict] = []
+    for e in events:
+        if e.type == "response.output_item.added":
+            assert not items or "item" in items[-1], "an item was added before the last one was done"
+            assert e.output_index == len(items) and e.item.status == "in_progress"
+            items.append({"added": e.item, "deltas": [], "done": None})
+        elif e.type == "response.output_item.done":
+            assert e.output_index == len(items) - 1 and e.item.id == items[-1]["added"].id
+            items[-1]["item"] = e.item
+        elif e.type.startswith("response.") and hasattr(e, "output_index"):
+            assert (e.output_index, e.item_id) == (len(items) - 1, items[-1]["added"].id) and "item" not in items[-1]
+            if e.type.endswith(".delta"):
+                items[-1]["deltas"].append(e.delta)
+            elif e.type in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
+                items[-1]["done"] = e
+    assert all("item" in i for i in items)
+    return items
+
+
+def bare(output) -> list[dict]:
+    """Output items without their ids (fresh per response) and the client's parsed extras."""
+    return [o.model_dump(exclude={"id", "call_id", "parsed_arguments"}) for o in output]
 
 
 def test_family_formats_and_allowed_tools(client, name):

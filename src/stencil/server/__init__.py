@@ -5,7 +5,8 @@ request may cost), ``body`` (a request's body: JSON only, read within its size a
 ``constraints`` (a request's response_format / tools / structured_outputs -> a
 compile call), ``service`` (a request's way in: body, parameters, grammar compiled and warmed
 under its deadline, jobs queued), ``engine`` (the generation thread: continuous batching with
-per-row isolation), ``responses`` (OpenAI's response shapes and SSE streaming), ``toolcalls``
+per-row isolation), ``responses`` (OpenAI's response shapes and SSE streaming),
+``openai_responses`` and ``response_items`` (the Responses API and its output items), ``toolcalls``
 (model text -> OpenAI ``tool_calls``) and ``app`` (the FastAPI routes).
 """
 from stencil.server.app import create_app

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import time
-import uuid
 from typing import Any, Literal, Optional, Union
 
 from pydantic import Field
@@ -21,7 +20,7 @@ from pydantic import Field
 from stencil.server.engine import _DONE, Job
 from stencil.server.protocol import RequestError, message_text
 from stencil.server.request import _Unchanging
-from stencil.server.responses import _message
+from stencil.server.response_items import OutputItems, new_id
 
 
 class ResponsesRequest(_Unchanging):
@@ -156,20 +155,23 @@ def _tool_choice(choice) -> Union[str, dict]:
 
 # -- the answer ---------------------------------------------------------------------------------
 def response_object(rid: str, req: ResponsesRequest, name: str, created: int, job: Optional[Job] = None,
-                    c=None, prompt_tokens: int = 0, msg_id: str = "") -> dict:
-    """The ``response`` object: in progress (no ``job``), or the finished job's output items."""
-    output: list[dict] = []
+                    c=None, prompt_tokens: int = 0, output: Optional[list[dict]] = None) -> dict:
+    """The ``response`` object: in progress (no ``job``), or the finished job's output items
+    (``output``: those its stream wrote, else read from its whole text)."""
     status = "in_progress"
     incomplete = None
     if job is not None:
-        output = _output_items(job, c, msg_id)
+        if output is None:
+            items = OutputItems(c)
+            items.feed(job.text, final=True)
+            output = items.items
         status = "completed"
         if job.finish_reason == "length":
             status, incomplete = "incomplete", {"reason": "max_output_tokens"}
     out_tokens = job.completion_tokens if job is not None else 0
     return {"id": rid, "object": "response", "created_at": created, "status": status, "error": None,
             "incomplete_details": incomplete, "instructions": req.instructions,
-            "max_output_tokens": req.max_output_tokens, "model": name, "output": output,
+            "max_output_tokens": req.max_output_tokens, "model": name, "output": output or [],
             "parallel_tool_calls": req.parallel_tool_calls is not False, "temperature": req.temperature,
             "top_p": req.top_p, "tool_choice": req.tool_choice or "auto", "tools": req.tools or [],
             "text": req.text or {"format": {"type": "text"}}, "truncation": "disabled",
@@ -179,94 +181,30 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
                       "output_tokens_details": {"reasoning_tokens": 0}}}
 
 
-def _output_items(job: Job, c, msg_id: str) -> list[dict]:
-    msg = _message(job, c)
-    items: list[dict] = []
-    if msg.get("reasoning_content"):
-        items.append({"type": "reasoning", "id": _id("rs"),
-                      "summary": [{"type": "summary_text", "text": msg["reasoning_content"]}]})
-    if msg.get("content") or not msg.get("tool_calls"):
-        items.append(_text_item(msg_id or _id("msg"), msg.get("content") or "", "completed"))
-    for tc in msg.get("tool_calls") or []:
-        if tc["type"] == "custom":
-            items.append({"type": "custom_tool_call", "id": _id("ctc"), "call_id": tc["id"],
-                          "name": tc["custom"]["name"], "input": tc["custom"]["input"], "status": "completed"})
-            continue
-        items.append({"type": "function_call", "id": _id("fc"), "call_id": tc["id"], "name": tc["function"]["name"],
-                      "arguments": tc["function"]["arguments"], "status": "completed"})
-    return items
-
-
-def _text_item(item_id: str, text: str, status: str) -> dict:
-    content = [] if status == "in_progress" else [_text_part(text)]
-    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
-
-
-def _text_part(text: str) -> dict:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-
-
-def _id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
 async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_tokens: int):
-    """The stream of a response: ``response.created``, the output items as they are written (text
-    deltas as they come; tool calls and reasoning once the output is complete), then
-    ``response.completed`` (or ``response.incomplete``; ``error`` for a failed generation)."""
-    rid, created, msg_id = _id("resp"), int(time.time()), _id("msg")
+    """The stream of a response: ``response.created``, the output items as they are written
+    (reasoning, text and each tool call's arguments or input as deltas while they are generated,
+    each item added, grown and done in turn: :class:`OutputItems`), then ``response.completed``
+    (or ``response.incomplete``; ``error`` for a failed generation)."""
+    rid, created = new_id("resp"), int(time.time())
     seq = itertools.count()
 
-    def ev(kind: str, **fields) -> str:
+    def ev(kind: str, fields: dict) -> str:
         return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': next(seq), **fields})}\n\n"
     start = response_object(rid, req, name, created, prompt_tokens=prompt_tokens)
-    yield ev("response.created", response=start)
-    yield ev("response.in_progress", response=start)
-    where = {"item_id": msg_id, "output_index": 0, "content_index": 0}
-    opened = False  # the text item, streamed as it comes
+    yield ev("response.created", {"response": start})
+    yield ev("response.in_progress", {"response": start})
+    items = OutputItems(c)
     try:
         while (item := await job.out.get()) is not _DONE:
-            if c.reasoning or c.tools:
-                continue  # read from the whole text at the end
-            if not opened:
-                opened = True
-                yield ev("response.output_item.added", output_index=0, item=_text_item(msg_id, "", "in_progress"))
-                yield ev("response.content_part.added", part=_text_part(""), **where)
-            yield ev("response.output_text.delta", delta=item[0], logprobs=[], **where)
+            for kind, fields in items.feed(item[0]):
+                yield ev(kind, fields)
         if job.error:
-            yield ev("error", code=job.error_code, message=job.error, param=None)
+            yield ev("error", {"code": job.error_code, "message": job.error, "param": None})
             return
-        final = response_object(rid, req, name, created, job, c, prompt_tokens, msg_id)
-        for k, it in enumerate(final["output"]):
-            for line in _item_events(ev, k, it, opened and it["id"] == msg_id):
-                yield line
-        yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", response=final)
+        for kind, fields in items.feed("", final=True):
+            yield ev(kind, fields)
+        final = response_object(rid, req, name, created, job, c, prompt_tokens, items.items)
+        yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", {"response": final})
     finally:
         job.cancelled = True  # a dropped connection ends the generation (no-op once done)
-
-
-def _item_events(ev, k: int, it: dict, streamed: bool):
-    """The events of output item ``it`` at index ``k`` from its addition on (``streamed``: the
-    text item was added and its deltas sent already)."""
-    if it["type"] == "message":
-        text = it["content"][0]["text"] if it["content"] else ""
-        where = {"item_id": it["id"], "output_index": k, "content_index": 0}
-        if not streamed:
-            yield ev("response.output_item.added", output_index=k, item=_text_item(it["id"], "", "in_progress"))
-            yield ev("response.content_part.added", part=_text_part(""), **where)
-            if text:
-                yield ev("response.output_text.delta", delta=text, logprobs=[], **where)
-        yield ev("response.output_text.done", text=text, logprobs=[], **where)
-        yield ev("response.content_part.done", part=_text_part(text), **where)
-    elif it["type"] == "function_call":
-        yield ev("response.output_item.added", output_index=k, item=dict(it, arguments="", status="in_progress"))
-        yield ev("response.function_call_arguments.delta", item_id=it["id"], output_index=k, delta=it["arguments"])
-        yield ev("response.function_call_arguments.done", item_id=it["id"], output_index=k,
-                 arguments=it["arguments"], name=it["name"])
-    elif it["type"] == "custom_tool_call":
-        yield ev("response.output_item.added", output_index=k, item=dict(it, input="", status="in_progress"))
-        yield ev("response.custom_tool_call_input.delta", item_id=it["id"], output_index=k, delta=it["input"])
-        yield ev("response.custom_tool_call_input.done", item_id=it["id"], output_index=k, input=it["input"])
-    else:
-        yield ev("response.output_item.added", output_index=k, item=it)
-    yield ev("response.output_item.done", output_index=k, item=it)

@@ -132,6 +132,7 @@ class ToolStream:
         self.reader = CallReader(call_syntax(fmt), tools)
         self.space = ""       # trailing white space of the content so far, held until text follows
         self.started = False  # content given out: the message's content is stripped at both ends
+        self.index = -1       # the call being read (its index in ``calls``)
 
     @property
     def calls(self) -> list[dict]:
@@ -151,19 +152,19 @@ class ToolStream:
             elif kind == "reasoning":
                 out.append({"reasoning_content": e[1]})
             elif kind == "call":
-                index = len(self.reader.calls) - 1
-                if self.reader.calls[-1]["type"] == "custom":
+                # (by count of the calls met: one feed may read several calls, and calls[-1] is the last)
+                self.index += 1
+                index = self.index
+                if self.reader.calls[index]["type"] == "custom":
                     out.append({"tool_calls": [{"index": index, "id": e[2], "type": "custom",
                                                 "custom": {"name": e[1], "input": ""}}]})
                 else:
                     out.append({"tool_calls": [{"index": index, "id": e[2], "type": "function",
                                                 "function": {"name": e[1], "arguments": ""}}]})
             elif kind == "args":
-                index = len(self.reader.calls) - 1
-                out.append({"tool_calls": [{"index": index, "function": {"arguments": e[1]}}]})
+                out.append({"tool_calls": [{"index": self.index, "function": {"arguments": e[1]}}]})
             elif kind == "input":   # a custom call's raw input
-                index = len(self.reader.calls) - 1
-                out.append({"tool_calls": [{"index": index, "custom": {"input": e[1]}}]})
+                out.append({"tool_calls": [{"index": self.index, "custom": {"input": e[1]}}]})
         return out
 
 
