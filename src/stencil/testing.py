@@ -231,19 +231,21 @@ def random_walk(matcher: Any, info: Any, rng: random.Random, max_tokens: int, *,
     ``space_draws`` times, since white space is most of what a ``\\s*`` allows and would fill
     the budget. The matcher ends accepting unless the budget was below its
     ``min_completion_tokens()``."""
-    eos = set(info.eos_token_ids)
+    eos = np.array(sorted(info.eos_token_ids), dtype=np.int64)
     mask = allocate_token_bitmask(1, info.vocab_size)
     out: list[int] = []
     for left in range(max_tokens, 0, -1):
         matcher.fill_next_token_bitmask(mask, 0, left)
-        ids = [int(i) for i in np.flatnonzero(bitmask_to_bool(mask[0], info.vocab_size)) if int(i) not in eos]
-        if matcher.is_accepting() and (not ids or rng.random() < end_chance):
+        # (in numpy: a list of a 200k-token vocabulary's allowed ids cost ~30 ms a step)
+        ids = np.flatnonzero(bitmask_to_bool(mask[0], info.vocab_size))
+        ids = ids[~np.isin(ids, eos)]
+        if matcher.is_accepting() and (not len(ids) or rng.random() < end_chance):
             break
-        t = ids[rng.randrange(len(ids))]
+        t = int(ids[rng.randrange(len(ids))])
         for _ in range(space_draws):
             if info.token_bytes(t).decode("utf-8", "ignore").strip():
                 break
-            t = ids[rng.randrange(len(ids))]
+            t = int(ids[rng.randrange(len(ids))])
         if not matcher.accept_token(t):
             raise AssertionError(f"the mask allowed token {t} that accept_token refused")
         out.append(t)
