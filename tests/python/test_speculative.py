@@ -4,6 +4,7 @@ on extraction, refused drafts that leave the matcher as it was, and speculative 
 the masked distribution."""
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -13,7 +14,7 @@ import stencil
 from benchmarks.extraction_cases import extraction_cases
 from stencil.cli import DEFAULT_INDENT
 from stencil.sampling import Sampler
-from stencil.speculative import Drafter, SpeculationOptions, TextLookup, verify
+from stencil.speculative import Drafter, SpeculationOptions, TextLookup, first_near_tie, verify
 
 torch = pytest.importorskip("torch")
 
@@ -54,6 +55,65 @@ def test_greedy_identical_with_penalty_and_draft_model(lm, compiler):
     spec = stencil.generate(lm, g, speculate=SpeculationOptions(max_draft=6, draft_model=lm), **kw)
     assert spec.token_ids == plain.token_ids
     assert spec.forward_passes < len(spec.token_ids) / 2
+
+
+# An extraction the project had not seen, at a repetition penalty where plain greedy decoding meets
+# a near tie: after "... Norwich NR4 7TJ" (output token 59) the closing '",' and '"' differ by
+# 2e-6 of a logit, less than a pass over several tokens rounds differently (up to 8e-5). Without
+# the exact replay, speculation and jump-forward took the other token there.
+VET_DOCUMENT = """Riverbend Veterinary Clinic - Appointment confirmation
+Patient: Biscuit (golden retriever, 7 years, 31.4 kg)
+Owner: Hannah Whitcombe, 14 Larkspur Close, Norwich NR4 7TJ
+Appointment: Thursday 12 June 2025 at 10:45 with Dr. Emeka Obi
+Reason for visit: annual vaccination and limping on the left hind leg
+Please arrive ten minutes early and bring any medication your pet is currently taking. \
+Cancellations with less than 24 hours notice are charged a fee of GBP 25."""
+VET_SCHEMA = {"type": "object", "properties": {
+    "pet_name": {"type": "string"}, "breed": {"type": "string"}, "age_years": {"type": "integer", "minimum": 0},
+    "owner": {"type": "string"}, "vet": {"type": "string"}},
+    "required": ["pet_name", "breed", "age_years", "owner", "vet"], "additionalProperties": False}
+NEAR_TIE_PENALTY = 1.0993186516311917
+
+
+def test_greedy_identical_at_a_near_tie(lm, compiler):
+    g = compiler.compile_json_schema(VET_SCHEMA, whitespace=DEFAULT_INDENT, string_spelling="plain")
+    prompt = ("Extract the following fields from the document as JSON matching this schema.\n"
+              f"Schema: {json.dumps(VET_SCHEMA)}\n\nDocument:\n{VET_DOCUMENT}")
+    kw = dict(input_ids=lm.encode_prompt(prompt), max_tokens=120, repetition_penalty=NEAR_TIE_PENALTY)
+    plain = stencil.generate(lm, g, jump_forward=False, draft=False, **kw)
+    assert plain.replayed_tokens == 0   # every pass of plain decoding is a one-token pass
+    assert json.loads(plain.text)["owner"].endswith("NR4 7TJ")
+    for mode in ({"speculate": True}, {}):  # speculation, and jump-forward with drafts (the default)
+        out = stencil.generate(lm, g, **mode, **kw)
+        assert out.token_ids == plain.token_ids, mode
+        # the tie was seen in a batched row and decided on logits computed as plain decoding does
+        assert 0 < out.replayed_tokens <= len(plain.token_ids), mode
+
+
+def test_every_choice_decided_on_exact_logits_is_still_plain_greedy(lm, compiler, monkeypatch):
+    """With every choice counted as a near tie, each one in a row of a pass over several tokens is
+    decided on replayed logits (sampling, draft verification and speculation alike): the output
+    stays plain greedy's, so the replays leave cache and matcher where they should."""
+    monkeypatch.setattr(importlib.import_module("stencil.generate"), "EXACT_MARGIN", 1e30)
+    g, ids = _case(compiler, lm, 1, fields=3)
+    kw = dict(input_ids=ids, max_tokens=40, repetition_penalty=1.1)
+    plain = stencil.generate(lm, g, jump_forward=False, draft=False, **kw)
+    assert plain.replayed_tokens == 0
+    for mode in ({"speculate": True}, {}):
+        out = stencil.generate(lm, g, **mode, **kw)
+        assert out.token_ids == plain.token_ids, mode
+        assert out.replayed_tokens > 0, mode
+
+
+def test_first_near_tie():
+    rows = torch.tensor([[1.0, 3.0, 2.0, -float("inf")],
+                         [5.0, -float("inf"), -float("inf"), -float("inf")],   # one allowed token
+                         [-float("inf")] * 4,
+                         [0.0, 2.0, 2.0005, 1.0]])
+    assert first_near_tie(rows, 1e-3) == 3
+    assert first_near_tie(rows, 1.0) == 0
+    assert first_near_tie(rows[1:3], 10.0) is None
+    assert first_near_tie(rows, 0.0) is None   # off
 
 
 def test_text_lookup_longest_most_recent_match():

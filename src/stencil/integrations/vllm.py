@@ -31,6 +31,9 @@ What ``install`` replaces for that name (see :mod:`stencil.integrations._vllm_ho
   models), one such call per draft position, each grammar advanced through its draft and rolled
   back after (``StencilBackend.fill_draft_bitmasks``). Drafts are cut at the first token the
   grammar refuses (``validate_tokens``) and matchers keep the history to roll a whole draft back.
+  vLLM verifies the drafts on the logits of one batched pass, which round differently from
+  one-token passes: greedy outputs equal those without speculation except at near ties (vLLM's
+  own documentation: lossless up to the precision of hardware numerics); the masks are exact.
 
 JSON numbers are written in plain spelling (no exponent, integers without a fraction), as ``stencil
 serve`` writes them, and strings as llguidance writes them (characters raw, ``\\uXXXX`` only for the

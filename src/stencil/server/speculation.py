@@ -5,6 +5,13 @@ draft (``stencil.speculative.verify``: greedy output unchanged, sampling keeps i
 its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
 
 A row with log-probabilities or ``ignore_eos`` does not speculate (``verify`` reports neither).
+
+Greedy rows equal those of the server without speculation up to float rounding: a verifying pass
+over several tokens rounds its sums differently from a one-token pass (about 1e-4 of a logit for
+SmolLM2), so at a near tie (the two best allowed logits closer than that) the token can differ. So
+can two runs without speculation: rows share padded batch passes whose shapes follow the other
+requests. ``stencil.generate`` decides such ties again on logits computed one token per pass
+(``generate.EXACT_MARGIN``); the server does not, as it has no unbatched reference to match.
 """
 from __future__ import annotations
 
