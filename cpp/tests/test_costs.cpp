@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "check.h"
+#include "test_rng.h"
 #include "cost/cost_tables.h"
 #include "lexer/lexer.h"
 #include "matcher/lexer_epoch.h"
@@ -32,19 +33,11 @@ using stencil::LexemeSearch;
 using stencil::Lexer;
 using stencil::Symbol;
 
+using stencil_test::Rng;
+
 namespace {
 
 constexpr uint32_t kInf = stencil::cost::kInf;
-
-struct Rng {
-  uint64_t s;
-  uint32_t below(uint32_t n) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return static_cast<uint32_t>(s % n);
-  }
-};
 
 // A random non-empty-word expression over "ab": literals, ranges, concatenations, unions, counts.
 ExprId random_expr(GrammarBuilder& b, Rng& r, int depth) {

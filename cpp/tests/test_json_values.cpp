@@ -11,23 +11,16 @@
 #include <vector>
 
 #include "check.h"
+#include "test_rng.h"
 #include "json/canon.h"
 #include "json/number_range.h"
 #include "stencil/errors.h"
 
 using stencil::NumberState;
 
-namespace {
+using stencil_test::Rng;
 
-struct Rng {
-  uint64_t s;
-  uint32_t below(uint32_t n) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return static_cast<uint32_t>(s % n);
-  }
-};
+namespace {
 
 // An exact decimal: zero, or (-1)^neg × 0.d × 10^q with d free of leading and trailing zeros.
 struct Exact {
