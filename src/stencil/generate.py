@@ -50,6 +50,7 @@ import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
+from stencil.healing import Healer, start_healing
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 
@@ -77,6 +78,9 @@ class GenerationResult:
     prefill_seconds: float = 0.0
     #: whether the text is a complete output of the grammar (None without a grammar)
     complete: bool | None = None
+    #: ``heal=True``: the text of the prompt's last tokens that were removed and generated again
+    #: (the output started with it; ``text`` and ``on_text`` leave it out). "" when nothing was healed
+    healed_prefix: str = ""
 
     @property
     def tokens_per_second(self) -> float:
@@ -186,10 +190,13 @@ class _Stream:
         self.info = info
         self.on_text = on_text
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.skip = 0  # bytes not to pass on: a healed prefix, which belongs to the prompt
 
     def emit(self, tokens: Sequence[int]) -> None:
         if self.on_text is not None:
-            piece = self.decoder.decode(self.info.decode_bytes(list(tokens)))
+            data = self.info.decode_bytes(list(tokens))
+            cut, self.skip = min(self.skip, len(data)), self.skip - min(self.skip, len(data))
+            piece = self.decoder.decode(data[cut:])
             if piece:
                 self.on_text(piece)
 
@@ -218,7 +225,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
              draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
-             on_text: Callable[[str], None] | None = None) -> GenerationResult:
+             heal: bool = False, on_text: Callable[[str], None] | None = None) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -242,6 +249,12 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     decoding's logits, see the module's docstring); sampled output keeps its distribution. It replaces
     ``draft`` (forced text is part of every speculative draft).
 
+    ``heal`` (token healing, for raw prompts that end inside what would be one token, such as
+    ``'"url": "https:'``): the prompt's last tokens whose text some longer token extends are removed
+    and the first generated tokens must spell that text again, then the grammar constrains what
+    follows it (``stencil.healing``). ``text`` and ``on_text`` leave the healed text out;
+    ``healed_prefix`` holds it.
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -255,15 +268,21 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     prompt_ids = [int(t) for t in input_ids]
     limit, cut_by = _token_limit(lm, prompt_ids, max_tokens)
     t_start = time.perf_counter()
-    net = _Model(lm.model, len(prompt_ids))
     if repetition_penalty <= 0:
         raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
     spec = speculation_options(speculate)
     matcher = Matcher(grammar, max_rollback=spec.max_draft if spec else 0) if grammar is not None else None
     if matcher is not None and budget:
         _check_room(matcher, limit, cut_by)
+    result = GenerationResult("", [], "", len(prompt_ids))
+    healer = None
+    if heal:
+        plan, healer = start_healing(lm.tokenizer_info, prompt_ids, matcher, limit if budget else None)
+        prompt_ids = plan.prompt_ids
+    net = _Model(lm.model, len(prompt_ids))
     loop = _Loop(lm, net, Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
-                 matcher, limit, budget, GenerationResult("", [], "", len(prompt_ids)))
+                 matcher, limit, budget, result)
+    loop.heal(healer)
     if spec is not None:
         loop.speculate(spec, prompt_ids)
     with torch.inference_mode():
@@ -327,6 +346,7 @@ class _Loop:
         for t in self.eos:
             self.eos_words[0, t // 32] |= np.int32(np.uint32(1 << (t % 32)).view(np.int32))
         self.drafter: Drafter | None = None
+        self.healer: Healer | None = None
         # Only greedy rows of a float32 model are held to plain decoding's exact tokens.
         float32 = next(lm.model.parameters()).dtype == sampler.torch.float32
         self.tie_margin = EXACT_MARGIN if sampler.gen is None and float32 else 0.0
@@ -341,6 +361,13 @@ class _Loop:
         self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
         self.bm = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
 
+    def heal(self, healer: Healer | None) -> None:
+        """Start with token healing: the first tokens spell ``healer.prefix`` (left out of the text)."""
+        self.healer = healer
+        if healer is not None:
+            self.stream.skip = len(healer.prefix)
+            self.res.healed_prefix = healer.prefix.decode("utf-8", errors="replace")
+
     def remaining(self) -> int | None:
         """The budget of the step being masked: tokens that may still be generated, this one included."""
         return self.limit - len(self.out) if self.matcher is not None and self.budget else None
@@ -348,6 +375,10 @@ class _Loop:
     def run(self, prompt_ids: list[int], cut_by: str, jump_forward: bool, draft: bool) -> str:
         """Generate until a finish reason; returns it."""
         self.feed = prompt_ids
+        while self.healer is not None and not self.healer.done:   # the healed prefix comes first
+            if len(self.out) >= self.limit:
+                return cut_by
+            self._heal_step()
         while True:
             if len(self.out) >= self.limit:
                 return cut_by
@@ -372,8 +403,10 @@ class _Loop:
         self.stream.close()
         res = self.res
         res.finish_reason = finish
-        res.complete = None if self.matcher is None else self.matcher.is_accepting()
-        res.text = self.info.decode_bytes(self.out).decode("utf-8", errors="replace")
+        healed = self.healer is None or self.healer.done
+        res.complete = None if self.matcher is None else healed and self.matcher.is_accepting()
+        skip = len(self.healer.prefix) if self.healer is not None else 0
+        res.text = self.info.decode_bytes(self.out)[skip:].decode("utf-8", errors="replace")
         res.forward_passes = self.net.passes
         res.replayed_tokens = self.net.replayed
         res.prefill_seconds = (self.net.first_pass_done or t_start) - t_start
@@ -431,6 +464,26 @@ class _Loop:
         self.res.forced_tokens += len(forced)
         self.stream.emit(forced)
         return True
+
+    def _heal_step(self) -> None:
+        """One token of the healed prefix, sampled under the healing mask (one-token passes from the
+        prompt on, so greedy needs no near-tie check); EOS is not among the allowed tokens."""
+        healer = self.healer
+        assert healer is not None   # run() heals only with a healer
+        if self.feed:
+            self.logits = self.net.forward(self.feed)[-1]
+            self.feed = []
+        logits, self.logits = self.logits, None
+        self.sampler.penalize(logits, self.out)
+        mask = self.bm[:1]   # (speculation keeps more rows)
+        healer.fill(mask, 0, self.remaining())
+        apply_token_bitmask_inplace(logits, mask)
+        t = self.sampler.sample(logits)
+        if not healer.accept_token(t):
+            raise RuntimeError(f"internal error: token {t} does not continue the healed prefix {healer.rest!r}")
+        self.out.append(t)
+        self.feed = [t]
+        self.stream.emit([t])
 
     def _sample(self) -> str | None:
         """Sample one token from the (masked) logits; "eos" when it is EOS."""
