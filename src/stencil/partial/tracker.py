@@ -59,8 +59,8 @@ class _Frame:
         self.path, self.is_object, self.schema = path, is_object, schema
         self.value: Any = {} if is_object else []
         self.state = _FIRST
-        self.key: Optional[str] = None
-        self.child_schema = None
+        self.key: Any = None            # (a str once the first key is read)
+        self.child_schema: Any = None
 
 
 class _String:
@@ -342,11 +342,12 @@ class PartialTracker:
         if self._done:
             return self._root
         s = self._scalar
-        has = isinstance(s, _String) and not s.is_key
-        child: Any = s.text() if has else None   # (the open string: not in its parent yet)
+        has, child = False, None
+        if isinstance(s, _String) and not s.is_key:   # the open string: not in its parent yet
+            has, child = True, s.text()
         inner = True
         for f in reversed(self._stack):
-            copy = dict(f.value) if f.is_object else list(f.value)
+            copy: Any = dict(f.value) if f.is_object else list(f.value)
             if has and f.is_object:
                 copy[f.key] = child
             elif has:
@@ -367,7 +368,7 @@ class PartialTracker:
             return ()
         top = self._stack[-1]
         if top.is_object and top.state in (_COLON, _VALUE):
-            return top.path + (top.key,)   # type: ignore[operator]
+            return top.path + (top.key,)
         if not top.is_object and top.state == _NEXT:
             return top.path + (len(top.value),)
         return top.path

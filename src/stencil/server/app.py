@@ -133,9 +133,9 @@ async def _responses(svc: Service, request: Request, fmt: str, template_tools: b
     chat = chat_body(req)
     messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, template_tools)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
-    c, jobs, _ = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
+    c, jobs, p = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
     if req.stream:
-        return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids)),
+        return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids), p["partial_schema"]),
                                  media_type="text/event-stream")
     await wait_all(request, jobs)
     if jobs[0].error:

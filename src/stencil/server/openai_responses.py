@@ -18,8 +18,9 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field
 
 from stencil.server.engine import _DONE, Job
+from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import RequestError, message_text
-from stencil.server.request import _Unchanging
+from stencil.server.request import StreamOptions, _Unchanging
 from stencil.server.response_items import OutputItems, new_id
 
 
@@ -38,6 +39,8 @@ class ResponsesRequest(_Unchanging):
     tool_choice: Union[str, dict, None] = None
     parallel_tool_calls: Optional[bool] = None
     stream: Optional[bool] = None
+    #: stencil's ``include_partial`` only (server.partials): the output text's events carry ``partial``
+    stream_options: Optional[StreamOptions] = None
     truncation: Optional[Literal["disabled"]] = None
     include: Optional[list[Any]] = Field(None, max_length=0)  # logprobs and other inclusions: not done
     background: Optional[Literal[False]] = None
@@ -62,6 +65,12 @@ def chat_body(req: ResponsesRequest) -> dict:
         body["tools"] = [_tool(t, i) for i, t in enumerate(req.tools)]
     if req.tool_choice is not None:
         body["tool_choice"] = _tool_choice(req.tool_choice)
+    if req.stream_options is not None and req.stream_options.include_usage is not None:
+        raise RequestError("stream_options.include_usage is chat's: a response's usage is in its "
+                           "response.completed event", param="stream_options.include_usage",
+                           code="unsupported_parameter")
+    if req.stream_options is not None:   # (checked with the answer's constraint: server.partials)
+        body["stream"], body["stream_options"] = req.stream, {"include_partial": req.stream_options.include_partial}
     return body
 
 
@@ -181,15 +190,22 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
                       "output_tokens_details": {"reasoning_tokens": 0}}}
 
 
-async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_tokens: int):
+async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_tokens: int,
+                          partial_schema: Any = None):
     """The stream of a response: ``response.created``, the output items as they are written
     (reasoning, text and each tool call's arguments or input as deltas while they are generated,
     each item added, grown and done in turn: :class:`OutputItems`), then ``response.completed``
-    (or ``response.incomplete``; ``error`` for a failed generation)."""
+    (or ``response.incomplete``; ``error`` for a failed generation). With ``partial_schema``
+    (``stream_options.include_partial``) the output text's delta and done events carry ``partial``."""
     rid, created = new_id("resp"), int(time.time())
     seq = itertools.count()
+    partials = None if partial_schema is None else ChoicePartials(partial_schema)
 
     def ev(kind: str, fields: dict) -> str:
+        if partials is not None and kind == "response.output_text.delta":
+            fields = {**fields, "partial": partials.feed(fields["delta"])}
+        elif partials is not None and kind == "response.output_text.done":
+            fields = {**fields, "partial": partials.end(job_complete(job))}
         return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': next(seq), **fields})}\n\n"
     start = response_object(rid, req, name, created, prompt_tokens=prompt_tokens)
     yield ev("response.created", {"response": start})

@@ -27,6 +27,8 @@ class _Strict(BaseModel):
 
 class StreamOptions(_Strict):
     include_usage: Optional[bool] = None
+    #: stencil's own: each chunk's choice carries ``partial``, the settled JSON so far (server.partials)
+    include_partial: Optional[bool] = None
 
 
 class _Unchanging(_Strict):

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import Request
 
 from stencil.server.engine import _DONE, Job
+from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import error_body
 from stencil.server.reasoning import ThinkStream, split_reasoning
 from stencil.server.toolcalls import ToolStream, split_tool_calls
@@ -34,12 +35,15 @@ async def wait_all(request: Request, jobs: list[Job]) -> None:
 
 
 async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool, c, name: str,
-                        prompt_tokens: int | None = None):
+                        prompt_tokens: int | None = None, partial_schema: Any = None):
     """Server-sent events of the jobs' text, as OpenAI streams it (chunks, then ``[DONE]``); with
-    ``prompt_tokens`` (``stream_options.include_usage``) a last chunk with no choices holds the usage."""
+    ``prompt_tokens`` (``stream_options.include_usage``) a last chunk with no choices holds the usage;
+    with ``partial_schema`` (``stream_options.include_partial``) each choice that holds content, and
+    each choice's last, carries ``partial`` (server.partials)."""
     created = int(time.time())
     obj = "chat.completion.chunk" if chat else "text_completion"
     lp_sent = [0] * len(jobs)
+    partials = None if partial_schema is None else [ChoicePartials(partial_schema) for _ in jobs]
 
     def chunk(i: int, delta: dict | str, finish=None, upto: int | None = None) -> str:
         choice = ({"index": i, "delta": delta, "finish_reason": finish} if chat
@@ -47,6 +51,12 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         if upto is not None and jobs[i].logprobs is not None:
             choice["logprobs"] = logprobs_of(jobs[i].token_logprobs[lp_sent[i]:upto], chat)
             lp_sent[i] = upto
+        if partials is not None:
+            content = delta.get("content") if isinstance(delta, dict) else delta
+            if finish is not None:
+                choice["partial"] = partials[i].end(job_complete(jobs[i]))
+            elif content:
+                choice["partial"] = partials[i].feed(content)
         return _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [choice]})
 
     # the n choices' pieces, interleaved as they come, each tagged with its index

@@ -16,6 +16,7 @@ from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
 from stencil.server.grammar_time import GrammarTime
 from stencil.server.limits import ServerLimits
+from stencil.server.partials import partial_schema
 from stencil.server.protocol import RequestError, flag, number, stop_list
 from stencil.server.resident import Reservation, ResidentLimit
 from stencil.server.request import logit_bias, logprobs_count
@@ -126,6 +127,7 @@ class Service:
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
         c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p))
+        p["partial_schema"] = partial_schema(req, c)   # (a 400 before any job is queued)
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
         total = self.limits.grammar_time_limit
         budget = GrammarTime(None if total is None else total * p["n"])   # the request's choices together
@@ -150,7 +152,8 @@ class Service:
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         if body.get("stream"):
             counted = len(prompt_ids) if p["include_usage"] else None
-            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name, counted),
+            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name, counted,
+                                                   p["partial_schema"]),
                                      media_type="text/event-stream")
         await wait_all(request, jobs)
         for j in jobs:
