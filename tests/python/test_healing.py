@@ -270,3 +270,26 @@ def test_healing_with_speculation_is_the_same_greedy_output(model):
     one = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True)
     two = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True, speculate=True)
     assert one.token_ids == two.token_ids and one.text == two.text and one.healed_prefix == two.healed_prefix
+
+
+def test_cli_heals_a_raw_prompt(model, capsys, monkeypatch):
+    """``stencil generate --prompt-only --heal``: standard output is the text after the prompt (the
+    healed prefix left out, as ``generate`` leaves it out), standard error names the prefix."""
+    import stencil.models
+    from stencil import cli
+
+    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: model)
+    prompt, regex = MODEL_CASES[0]
+    argv = ["generate", "--regex", regex, "--prompt", prompt, "--prompt-only", "--max-tokens", "16",
+            "--repetition-penalty", "1"]
+    assert cli.main(argv + ["--heal"]) == 0
+    out, err = capsys.readouterr()
+    g = stencil.GrammarCompiler(model.tokenizer_info).compile_regex(regex)
+    want = stencil.generate(model, g, input_ids=model.encode_prompt(prompt, chat=False), max_tokens=16, heal=True)
+    assert out == want.text + "\n" and "token healing" in err and repr(want.healed_prefix) in err
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out != want.text + "\n" and "token healing" not in err
+    assert cli.main(["generate", "--regex", regex, "--prompt", prompt, "--heal"]) == cli.EXIT_BAD_INPUT
+    assert "--heal needs --prompt-only" in capsys.readouterr().err
+    assert cli.main(["generate", "--regex", regex, "--prompt-only"]) == cli.EXIT_BAD_INPUT
