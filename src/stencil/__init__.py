@@ -40,6 +40,8 @@ from stencil.compiler import GrammarCompiler
 from stencil.generate import GenerationResult, generate
 from stencil.memory import memory_usage, set_memory_limit
 from stencil.models import ModelError, default_model_path, tokenizer_info_for
+from stencil.partial import PartialResult, PartialTracker
+from stencil.partial.stream import stream_partial
 from stencil.schema_options import JsonSchemaOptions, SchemaInfo
 from stencil.speculative import SpeculationOptions
 from stencil.tokenizer import TokenizerInfo
@@ -54,5 +56,7 @@ __all__ = [
     "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
     "ConcurrentUseError", "ModelError",
     "generate", "GenerationResult", "SpeculationOptions", "default_model_path", "tokenizer_info_for",
+    # partial results of JSON outputs while they are generated (stencil.partial)
+    "PartialResult", "PartialTracker", "stream_partial",
     "set_memory_limit", "memory_usage",
 ]

@@ -51,6 +51,8 @@ import numpy as np
 from stencil._core import CompiledGrammar, Matcher
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
 from stencil.healing import Healer, start_healing
+from stencil.partial.hook import PartialHook
+from stencil.partial.result import PartialResult
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 
@@ -225,7 +227,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
              draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
-             heal: bool = False, on_text: Callable[[str], None] | None = None) -> GenerationResult:
+             heal: bool = False, on_text: Callable[[str], None] | None = None,
+             on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -255,6 +258,11 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     follows it (``stencil.healing``). ``text`` and ``on_text`` leave the healed text out;
     ``healed_prefix`` holds it.
 
+    ``on_partial(snapshot)`` (a JSON grammar): after each step, what is settled of the output, a
+    ``stencil.PartialResult`` read from the accepted bytes (``stencil.partial``); once more at the end
+    where a number ending the output settles. ``partial_schema``: the grammar's JSON Schema, for its
+    ``missing_required``.
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -280,14 +288,18 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
         plan, healer = start_healing(lm.tokenizer_info, prompt_ids, matcher, limit if budget else None)
         prompt_ids = plan.prompt_ids
     net = _Model(lm.model, len(prompt_ids))
-    loop = _Loop(lm, net, Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, on_text),
+    hook = PartialHook(on_partial, on_text, partial_schema) if on_partial is not None else None
+    loop = _Loop(lm, net, Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, hook or on_text),
                  matcher, limit, budget, result)
     loop.heal(healer)
     if spec is not None:
         loop.speculate(spec, prompt_ids)
     with torch.inference_mode():
         finish = loop.run(prompt_ids, cut_by, jump_forward, draft)
-    return loop.finish(finish, t_start)
+    result = loop.finish(finish, t_start)
+    if hook is not None:
+        hook.end(bool(result.complete))
+    return result
 
 
 def _token_limit(lm: Any, prompt_ids: list[int], max_tokens: int) -> tuple[int, str]:

@@ -36,6 +36,8 @@ LOCAL_IMPORTS = {
         "triton is optional and slow to import: it loads only for the first CUDA logits",
     ("stencil.grammar.ebnf.lark.emit", "stencil.grammar.json.schema"):
         "%json blocks only: a Lark grammar without one does not load the JSON Schema front-end",
+    ("stencil.partial.schema", "stencil.grammar.json.schema"):
+        "the JSON Schema front-end's resolver loads only when a partial result reads a schema (`import stencil` stays light)",
     # Under concurrent edit on another branch when the package was split: hoisted after that merge.
 }
 
