@@ -3,7 +3,7 @@
 The model's JSON Schema is compiled (with the spellings ``stencil generate`` uses: compact, plain
 strings and numbers) and ``stencil.generate`` runs on a thread of its own with ``on_partial``; the
 iterator yields a partial object (:func:`stencil.partial.typed.partial_object`: fields not written
-yet are None) each time the settled value changes, and last, when the output is complete, the
+yet are None) each time its fields change, and last, when the output is complete, the
 object validated by the model (``model_validate_json`` of the whole text). Leaving the loop early
 (``close()``, the end of a ``with`` block, or a ``break`` out of a loop over a stream no name
 holds) stops the generation at its next step.
@@ -95,10 +95,13 @@ class PartialStream:
             kind, item = self._queue.get()
             if kind == _SNAPSHOT:
                 self.snapshot = item
-                if item.value is None or item.complete or item.value == self._last:
-                    continue   # (nothing new; the complete value comes validated, below)
-                self._last = item.value
-                return partial_object(self.model, item.value)
+                if item.value is None or item.complete:
+                    continue   # (the complete value comes validated, below)
+                obj = partial_object(self.model, item.value)
+                if obj == self._last:
+                    continue   # nothing new in the model's fields
+                self._last = obj
+                return obj
             self._ended = True
             if kind == _ERROR:
                 raise item
