@@ -49,6 +49,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
+from stencil.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticles, sample_aligned
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
 from stencil.healing import Healer, start_healing
 from stencil.partial.hook import PartialHook
@@ -83,6 +84,8 @@ class GenerationResult:
     #: ``heal=True``: the text of the prompt's last tokens that were removed and generated again
     #: (the output started with it; ``text`` and ``on_text`` leave it out). "" when nothing was healed
     healed_prefix: str = ""
+    #: ``sampling="aligned"``: the particles' complete outputs, their weights and counts
+    aligned: AlignedSample | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -228,7 +231,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
              draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
              heal: bool = False, on_text: Callable[[str], None] | None = None,
-             on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None) -> GenerationResult:
+             on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None,
+             sampling: str = "plain", particles: int = DEFAULT_PARTICLES) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -263,6 +267,10 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     where a number ending the output settles. ``partial_schema``: the grammar's JSON Schema, for its
     ``missing_required``.
 
+    ``sampling="aligned"`` (a grammar, ``temperature`` > 0): draw from the model's own distribution
+    conditioned on the grammar, not the masked one, by SMC over ``particles`` rows (``stencil.aligned``);
+    ``on_text`` gets the text once, at the end; ``aligned`` holds the particles.
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -271,17 +279,15 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     """
     import torch
 
-    if input_ids is None:
-        input_ids = lm.encode_prompt(prompt, messages=messages, system=system)
-    prompt_ids = [int(t) for t in input_ids]
-    limit, cut_by = _token_limit(lm, prompt_ids, max_tokens)
-    t_start = time.perf_counter()
-    if repetition_penalty <= 0:
-        raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
+    prompt_ids, limit, cut_by, t_start = _prompt_and_limit(lm, prompt, messages, system, input_ids, max_tokens,
+                                                           repetition_penalty)
     spec = speculation_options(speculate)
     matcher = Matcher(grammar, max_rollback=spec.max_draft if spec else 0) if grammar is not None else None
     if matcher is not None and budget:
         _check_room(matcher, limit, cut_by)
+    if sampling != "plain":
+        return _aligned(lm, matcher, prompt_ids, (limit, cut_by, t_start, on_text),
+                        (sampling, particles, temperature, seed, repetition_penalty), (spec, heal, on_partial, budget))
     result = GenerationResult("", [], "", len(prompt_ids))
     healer = None
     if heal:
@@ -300,6 +306,48 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     if hook is not None:
         hook.end(bool(result.complete))
     return result
+
+
+def _prompt_and_limit(lm: Any, prompt: str | None, messages: Sequence[dict] | None, system: str | None,
+                      input_ids: Sequence[int] | None, max_tokens: int,
+                      repetition_penalty: float) -> tuple[list[int], int, str, float]:
+    """``generate``'s start: the prompt's token ids, how many tokens may be generated and the
+    finish reason when they run out (``_token_limit``), and the start time."""
+    if input_ids is None:
+        input_ids = lm.encode_prompt(prompt, messages=messages, system=system)
+    prompt_ids = [int(t) for t in input_ids]
+    limit, cut_by = _token_limit(lm, prompt_ids, max_tokens)
+    if repetition_penalty <= 0:
+        raise ValueError(f"generate: repetition_penalty must be > 0, got {repetition_penalty}")
+    return prompt_ids, limit, cut_by, time.perf_counter()
+
+
+def _aligned(lm: Any, matcher: Matcher | None, prompt_ids: list[int], limits: tuple, how: tuple,
+             others: tuple) -> GenerationResult:
+    """``generate(..., sampling="aligned")``: one output of ``stencil.aligned.sample_aligned``.
+    ``limits``: (tokens that may be generated, the finish reason then, start time, on_text);
+    ``how``: (sampling, particles, temperature, seed, repetition_penalty); ``others``: generate's
+    (speculation options, heal, on_partial, budget), which aligned sampling does not combine with."""
+    limit, cut_by, t_start, on_text = limits
+    sampling, particles, temperature, seed, penalty = how
+    spec, heal, on_partial, budget = others
+    refused = [n for n, on in (("speculate", spec), ("heal", heal), ("on_partial", on_partial),
+                               ("budget=False", not budget)) if on]
+    if sampling != "aligned":
+        raise ValueError(f"generate: sampling must be 'plain' or 'aligned', got {sampling!r}")
+    if matcher is None:
+        raise ValueError("generate: sampling='aligned' needs a grammar (without one it is plain sampling)")
+    if refused:
+        raise ValueError(f"generate: sampling='aligned' does not combine with {', '.join(refused)}")
+    s = sample_aligned(HFParticles(lm.model), matcher, lm.tokenizer_info, prompt_ids, particles=particles,
+                       max_tokens=limit, temperature=temperature, seed=seed,
+                       penalties={"repetition_penalty": penalty} if penalty != 1.0 else None)
+    text = lm.tokenizer_info.decode_bytes(s.token_ids).decode("utf-8", errors="replace")
+    if on_text is not None and text:
+        on_text(text)
+    finish = cut_by if s.finish_reason == "max_tokens" else s.finish_reason
+    return GenerationResult(text, s.token_ids, finish, len(prompt_ids), forward_passes=s.passes,
+                            seconds=time.perf_counter() - t_start, complete=True, aligned=s)
 
 
 def _token_limit(lm: Any, prompt_ids: list[int], max_tokens: int) -> tuple[int, str]:
