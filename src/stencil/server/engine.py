@@ -21,6 +21,10 @@ nor the batch beyond its total. Only a failure of the forward pass itself fails 
 
 With ``speculate``, rows draft several tokens per step and keep those the model agrees with
 (``server.speculation``); their masks are filled as they draft, before the forward pass.
+
+A row with a ``Job.healer`` (token healing, ``stencil.healing``) first samples the prompt's healed
+end again, one token per step under the healer's mask (no forced tokens, no drafts until then),
+and leaves those bytes out of its text.
 """
 from __future__ import annotations
 
@@ -76,6 +80,10 @@ class Job:
     speculate: bool | None = None  # draft and verify several tokens per step (None: the engine's default)
     forget: Any = None  # called when the grammar fails the row for its cost: drops it from the compile cache
     grammar_time: GrammarTime | None = None  # the request's total of grammar time, shared by its rows
+    #: token healing (stencil.healing.Healer, over ``matcher``): the first tokens spell the prompt's
+    #: removed end again, ``healed_prefix``, which the text leaves out
+    healer: Any = None
+    healed_prefix: str = ""
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -138,7 +146,10 @@ class _Row:
 
     def __init__(self, job: Job, info, time_limit: float | None, spec: RowSpeculation | None = None):
         self.job = job
-        self.spec = spec  # None: one token per step
+        self.healer = job.healer   # its tokens come first, one per step, under its own masks
+        self.skip = len(self.healer.prefix) if self.healer is not None else 0  # prefix bytes not to send
+        self.spec_later = spec     # a healing row drafts once healed
+        self.spec = None if self.healing() else spec  # None: one token per step
         self.matcher = job.matcher
         # the step limit and the request's total (each call on the matcher is armed with what is left)
         self.clock = RowClock(time_limit, job.grammar_time)
@@ -155,10 +166,25 @@ class _Row:
         server.grammar_time); a row without a grammar calls it as it is."""
         return fn(*args) if self.matcher is None else self.clock.call(self.matcher, fn, *args)
 
+    def healing(self) -> bool:
+        """Whether the row is still spelling its healed prefix."""
+        return self.healer is not None and not self.healer.done
+
+    def heal(self, t: int) -> None:
+        """Token ``t`` of the healed prefix (the healer gives the grammar what runs past it)."""
+        assert self.healer is not None   # called for healing rows only
+        if not self.grammar(self.healer.accept_token, t):
+            raise RuntimeError(f"internal error: token {t} does not continue the healed prefix {self.healer.rest!r}")
+        if self.healer.done:
+            self.spec = self.spec_later
+
     def emit(self, tokens: list[int]) -> None:
         """Generated tokens: count them and pass their text on (a stop string ends the row)."""
         self.out.extend(tokens)
-        piece = self.decoder.decode(self.info.decode_bytes(tokens))
+        data = self.info.decode_bytes(tokens)
+        cut = min(self.skip, len(data))   # the healed prefix belongs to the prompt
+        self.skip -= cut
+        piece = self.decoder.decode(data[cut:])
         if piece and self.job.push_text(piece):
             self.finish = "stop"
 
@@ -179,7 +205,7 @@ class _Row:
         # cut by the budget or the context: "length", unless the grammar accepts the output (the
         # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
         cut = self.finish in ("max_tokens", "context")
-        job.finish_reason = "length" if cut and not _accepting(self.matcher) else "stop"
+        job.finish_reason = "length" if cut and (self.healing() or not _accepting(self.matcher)) else "stop"
         job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
         job.put(_DONE)
 
@@ -360,9 +386,14 @@ class Engine:
         for r in rows:
             if r.matcher is not None and r.spec is None:
                 _isolated(r, r.clock.arm, r.matcher)  # what is left of the step and the total
-        constrained = [i for i, r in enumerate(rows) if r.matcher is not None and r.spec is None and r.finish is None]
+        filled = [i for i, r in enumerate(rows)
+                  if r.matcher is not None and r.spec is None and r.finish is None and not r.healing()]
+        healing = [i for i, r in enumerate(rows) if r.finish is None and r.healing()]
+        constrained = filled + healing
         bm = self.bitmask.host(len(constrained))
-        fill = Fills([rows[i] for i in constrained], bm, self.mask_threads) if constrained else None
+        for j, i in enumerate(healing, len(filled)):   # before the core's threads take the other rows
+            _isolated(rows[i], self._heal_mask, rows[i], bm, j)
+        fill = Fills([rows[i] for i in filled], bm, self.mask_threads) if filled else None
         try:
             drafting = self._drafts(rows)
             clock.lap("draft")
@@ -371,7 +402,7 @@ class Engine:
             logits = batch.step(feeds, on_device=True, keep=keep)
             clock.lap("forward")
         finally:
-            errors = dict(zip(constrained, fill.wait())) if fill is not None else {}
+            errors = dict(zip(filled, fill.wait())) if fill is not None else {}
         clock.lap("masks_wait")
         if fill is not None:
             self.step_phases["masks"] += fill.seconds
@@ -475,6 +506,8 @@ class Engine:
         if m is None:
             return
         r.clock.new_step()
+        if r.healing():
+            return   # the healed prefix first: its tokens are sampled under the healer's masks
         forced = r.grammar(m.forced_tokens)[:r.left]
         if forced:
             for t in forced:
@@ -506,11 +539,17 @@ class Engine:
             return
         if r.job.logprobs is not None:
             r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
-        if r.matcher is not None and not r.grammar(r.matcher.accept_token, t):
+        if r.healing():
+            r.heal(t)
+        elif r.matcher is not None and not r.grammar(r.matcher.accept_token, t):
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
         r.feed = [t]
         r.emit([t])
 
+
+    def _heal_mask(self, r: _Row, bm: np.ndarray, j: int) -> None:
+        """Row ``j`` of ``bm``: the mask of healing row ``r``, within its budget where it has a grammar."""
+        r.grammar(r.healer.fill, bm, j, r.left if r.matcher is not None else None)
 
     def _draw(self, r: _Row, row) -> int:
         r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf

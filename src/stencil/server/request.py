@@ -93,6 +93,8 @@ class CompletionRequest(_Request):
     logprobs: Optional[int] = Field(None, ge=0, le=5)  # the number of top log-probabilities
     echo: Optional[Literal[False]] = None
     suffix: Optional[Literal[""]] = None
+    #: stencil's own: token healing of the prompt (its end generated again; the choice's healed_prefix)
+    heal: Optional[bool] = None
 
 
 def parse_request(model: type[_Strict], body: dict) -> Any:

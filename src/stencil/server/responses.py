@@ -51,6 +51,8 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         if upto is not None and jobs[i].logprobs is not None:
             choice["logprobs"] = logprobs_of(jobs[i].token_logprobs[lp_sent[i]:upto], chat)
             lp_sent[i] = upto
+        if finish is not None and jobs[i].healed_prefix:
+            choice["healed_prefix"] = jobs[i].healed_prefix
         if partials is not None:
             content = delta.get("content") if isinstance(delta, dict) else delta
             if finish is not None:
@@ -189,7 +191,10 @@ def choice(i: int, job: Job, chat: bool, c, logprobs: bool = False) -> dict:
     if chat:
         msg = _message(job, c)
         return {"index": i, "message": msg, "finish_reason": _finish(job, msg), "logprobs": lp}
-    return {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": lp}
+    out = {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": lp}
+    if job.healed_prefix:   # stencil's own: the prompt's end that token healing generated again
+        out["healed_prefix"] = job.healed_prefix
+    return out
 
 
 def job_error_body(job: Job) -> dict:

@@ -11,6 +11,7 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 import stencil
+from stencil.healing import Healer, start_healing
 from stencil.server.body import read_json
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine, Job
@@ -129,17 +130,29 @@ class Service:
         c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p))
         p["partial_schema"] = partial_schema(req, c)   # (a 400 before any job is queued)
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
+        run_ids, healers = prompt_ids, [None] * len(matchers)
+        if getattr(req, "heal", None):   # (the first request builds the vocabulary's prefix index)
+            run_ids, healers = await asyncio.to_thread(self._healing, prompt_ids, matchers, p["max_tokens"])
         total = self.limits.grammar_time_limit
         budget = GrammarTime(None if total is None else total * p["n"])   # the request's choices together
         loop = asyncio.get_running_loop()
-        jobs = [self.engine.submit(Job(prompt_ids, p["max_tokens"], p["temperature"],
+        jobs = [self.engine.submit(Job(run_ids, p["max_tokens"], p["temperature"],
                                        None if p["seed"] is None else p["seed"] + i, p["stop"],
                                        p["repetition_penalty"], loop, top_p=p["top_p"],
                                        ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
                                        logprobs=p["logprobs"], speculate=p["speculate"],
-                                       forget=None if work is None else work.forget, grammar_time=budget))
-                for i, m in enumerate(matchers)]
+                                       forget=None if work is None else work.forget, grammar_time=budget,
+                                       healer=h, healed_prefix=h.prefix.decode(errors="replace") if h else ""))
+                for i, (m, h) in enumerate(zip(matchers, healers))]
         return c, jobs, p
+
+    def _healing(self, prompt_ids: list[int], matchers: list, max_tokens: int) -> tuple[list[int], list]:
+        """``heal: true`` (completions; token healing of the raw prompt, ``stencil.healing``): the
+        prompt the jobs run, without its end that a longer token extends, and each job's ``Healer``
+        (None: nothing to heal), which makes the choice write that end again first."""
+        info = self.lm.tokenizer_info
+        plan, _ = start_healing(info, prompt_ids, matchers[0], max_tokens)
+        return plan.prompt_ids, [Healer(info, plan.prefix, m) if plan.healed else None for m in matchers]
 
     def _rollback_for(self, p: dict) -> int:
         """The max_rollback a request's matcher needs: a speculating row's longest draft."""
