@@ -52,3 +52,8 @@ def assert_idle_soon(url, within=15.0):
         assert time.monotonic() < deadline, f"still busy {within:g} s after the clients left: {h}"
         time.sleep(0.1)
 
+
+def openai_client(base_url: str, timeout: float = 120):
+    """The openai client of a server that :func:`start_server` started; skips without openai."""
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=base_url + "/v1", api_key="none", max_retries=0, timeout=timeout)
