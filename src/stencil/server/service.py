@@ -151,7 +151,9 @@ class Service:
         prompt the jobs run, without its end that a longer token extends, and each job's ``Healer``
         (None: nothing to heal), which makes the choice write that end again first."""
         info = self.lm.tokenizer_info
-        plan, _ = start_healing(info, prompt_ids, matchers[0], max_tokens)
+        ctx = int(getattr(self.lm, "context_length", 0) or 0)
+        room = min(max_tokens, ctx - len(prompt_ids)) if ctx else max_tokens   # what the row's budget holds
+        plan, _ = start_healing(info, prompt_ids, matchers[0], room)
         return plan.prompt_ids, [Healer(info, plan.prefix, m) if plan.healed else None for m in matchers]
 
     def _rollback_for(self, p: dict) -> int:
