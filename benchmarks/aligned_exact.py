@@ -33,7 +33,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -124,6 +124,15 @@ class PrefixTree:
                 self._keep(depths[d], rows)
         self.width = int(rows.shape[-1])
         self.passes = model.passes
+
+    def assign(self, logits_of: Callable[[tuple], Any], temperature: float = 1.0) -> None:
+        """Give every node the logits ``logits_of(prefix)`` (a whole row, temperature 1) instead
+        of the model's: a hand-made model for tests."""
+        self.temperature = temperature
+        for i, n in enumerate(self.nodes):
+            row = torch.as_tensor(np.asarray(logits_of(n.prefix), dtype=np.float64))
+            self._keep([i], row[None])
+            self.width = int(row.shape[-1])
 
     def _parent(self, i: int) -> int:
         return self.index[self.nodes[i].prefix[:-1]]
