@@ -73,7 +73,7 @@ from stencil._core import Matcher
 from stencil.bitmask import allocate_token_bitmask, fill_next_token_bitmasks
 from stencil.sampling import MIN_TEMPERATURE, Sampler
 
-__all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "Particle", "AlignedSample", "ParticleModel",
+__all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "PENALTIES", "Particle", "AlignedSample", "ParticleModel",
            "HFParticles", "sample_aligned", "check_particles"]
 
 #: the values of ``generate(..., sampling=...)`` and of the server's ``"sampling"`` field

@@ -77,6 +77,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
                 "step_phase_seconds": dict(engine.step_phases), "speculation": engine.speculation_stats(),
+                "aligned": dict(engine.aligned_counts),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
                 "resident": None if svc.resident is None else svc.resident.usage(),

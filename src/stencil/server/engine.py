@@ -22,6 +22,11 @@ nor the batch beyond its total. Only a failure of the forward pass itself fails 
 With ``speculate``, rows draft several tokens per step and keep those the model agrees with
 (``server.speculation``); their masks are filled as they draft, before the forward pass.
 
+A job with ``Job.aligned`` (``sampling: "aligned"``, ``stencil.aligned``) is no row: its particles
+run to the end when it is admitted, in a batch of their own on their own KV cache, and the running
+batch waits for them (one request's particles are that many rows at every step; the text comes in
+one piece).
+
 A row with a ``Job.healer`` (token healing, ``stencil.healing``) first samples the prompt's healed
 end again, one token per step under the healer's mask (no forced tokens, no drafts until then),
 and leaves those bytes out of its text.
@@ -40,6 +45,7 @@ from typing import Any
 import numpy as np
 
 import stencil
+from stencil.aligned import PENALTIES, HFParticles, sample_aligned
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
@@ -84,6 +90,8 @@ class Job:
     #: removed end again, ``healed_prefix``, which the text leaves out
     healer: Any = None
     healed_prefix: str = ""
+    #: ``sampling: "aligned"`` (stencil.aligned): the particles of this choice; None: plain sampling
+    aligned: int | None = None
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     text: str = ""
     finish_reason: str = "stop"
@@ -256,6 +264,8 @@ class Engine:
         self.failed_rows = 0  # rows failed alone (their batch went on)
         # speculating rows: row-steps, tokens they added in them, draft tokens proposed and accepted
         self.spec_counts = dict.fromkeys(("row_steps", "tokens", "drafted", "accepted"), 0)
+        # sampling: "aligned" jobs (run alone between steps): how many, their passes and particle rows
+        self.aligned_counts = dict.fromkeys(("jobs", "passes", "rows"), 0)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
         self.thread.start()
 
@@ -323,6 +333,9 @@ class Engine:
             if job.cancelled:
                 job.put(_DONE)
                 continue
+            if job.aligned is not None:
+                self._run_aligned(job)
+                continue
             try:
                 row = _Row(job, self.info, self.step_time_limit, self._speculation(job))
                 if job.max_tokens == 0:
@@ -336,6 +349,36 @@ class Engine:
                 continue
             rows.append(row)
         return True
+
+    def _run_aligned(self, job: Job) -> None:
+        """A ``sampling: "aligned"`` job (``stencil.aligned``): its particles run to the end here,
+        in one batch of their own on their own KV cache, between two steps of the running batch,
+        which waits meanwhile; its text comes in one piece. Each call on the particles' matchers is
+        held to the step time limit (past it the job fails alone, a 400)."""
+        assert job.aligned is not None   # called for aligned jobs only
+        try:
+            m = job.matcher
+            m.time_limit = self.step_time_limit
+            ctx = int(getattr(self.lm, "context_length", 0) or 0)
+            limit = min(job.max_tokens, ctx - len(job.input_ids)) if ctx else job.max_tokens
+            penalties = {k: v for k, v in job.sampling.items() if k in PENALTIES and v}
+            penalties["repetition_penalty"] = job.repetition_penalty
+            s = sample_aligned(HFParticles(self.lm.model), m, self.info, job.input_ids, particles=job.aligned,
+                               max_tokens=limit, temperature=job.temperature, seed=job.seed, penalties=penalties,
+                               num_threads=self.mask_threads)
+            job.completion_tokens = len(s.token_ids)
+            job.push_text(self.info.decode_bytes(s.token_ids).decode("utf-8", errors="replace"))
+            job.flush()
+            job.finish_reason = "stop"   # every particle ends complete, within the limit
+            self.aligned_counts["jobs"] += 1
+            self.aligned_counts["passes"] += s.passes
+            self.aligned_counts["rows"] += s.rows
+        except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
+            job.fail(e)
+            if isinstance(e, stencil.GrammarError) and job.forget is not None:
+                job.forget()
+        job.matcher = None
+        job.put(_DONE)
 
     def speculation_stats(self) -> dict:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stencil.aligned import DEFAULT_PARTICLES, MAX_PARTICLES
 from stencil.server.protocol import RequestError
 
 Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
@@ -70,6 +71,10 @@ class _Request(_Unchanging):
     stream_options: Optional[StreamOptions] = None
     #: stencil's own: speculative decoding for this request (None: the server's ``--speculate``)
     speculate: Optional[bool] = None
+    #: stencil's own: "aligned" samples from the model's distribution conditioned on the constraint
+    #: (``stencil.aligned``, over ``particles`` rows per choice) instead of the masked one
+    sampling: Optional[Literal["plain", "aligned"]] = None
+    particles: Optional[int] = Field(None, ge=1, le=MAX_PARTICLES)
 
 
 class ChatRequest(_Request):
@@ -138,3 +143,23 @@ def logit_bias(req, vocab_size: int) -> Optional[dict[int, float]]:
                                param=f"logit_bias.{k}")
         out[int(k)] = v
     return out
+
+
+def aligned_particles(req, p: dict) -> Optional[int]:
+    """``sampling: "aligned"``: the particles of each choice (None: plain sampling), or a
+    RequestError for a parameter it does not combine with (``p``: the request's checked
+    parameters). Its target is the model's distribution at the temperature, after penalties and
+    ``logit_bias``, conditioned on the constraint: truncations would change it, log-probabilities
+    and drafts belong to one token at a time."""
+    if req is None or req.sampling != "aligned":
+        if req is not None and req.particles is not None:
+            raise RequestError('particles needs sampling: "aligned"', param="particles")
+        return None
+    refused = [name for name, on in (
+        ("temperature: 0", p["temperature"] <= 0.0), ("top_p", p["top_p"] < 1.0),
+        ("top_k", req.top_k not in (None, 0, -1)), ("min_p", bool(req.min_p)),
+        ("logprobs", p["logprobs"] is not None), ("speculate: true", req.speculate),
+        ("ignore_eos", p["ignore_eos"]), ("heal", getattr(req, "heal", None))) if on]
+    if refused:
+        raise RequestError(f'sampling: "aligned" does not combine with {", ".join(refused)}', param="sampling")
+    return req.particles or DEFAULT_PARTICLES

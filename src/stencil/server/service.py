@@ -20,7 +20,7 @@ from stencil.server.limits import ServerLimits
 from stencil.server.partials import partial_schema
 from stencil.server.protocol import RequestError, flag, number, stop_list
 from stencil.server.resident import Reservation, ResidentLimit
-from stencil.server.request import logit_bias, logprobs_count
+from stencil.server.request import aligned_particles, logit_bias, logprobs_count
 from stencil.server.responses import choice, stream_events, usage, wait_all
 from stencil.server.warmup import COMPILE_GRACE, Warmup
 from stencil.speculative import SpeculationOptions
@@ -123,11 +123,15 @@ class Service:
         """Check the request's parameters, compile and warm its constraint, and queue its ``n``
         jobs: (constraint, jobs, parameters). ``body_bytes``: the body's size, for the RSS limit."""
         p = self.params(body, prompt_ids, req)
+        p["aligned"] = aligned_particles(req, p)   # sampling: "aligned" (stencil.aligned), checked first
         if not self.engine.has_room(p["n"]):
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
         c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p))
+        if p["aligned"] and matcher is None:
+            raise RequestError('sampling: "aligned" needs a constraint (response_format, a grammar, tools)',
+                               param="sampling")
         p["partial_schema"] = partial_schema(req, c)   # (a 400 before any job is queued)
         matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
         run_ids, healers = prompt_ids, [None] * len(matchers)
@@ -142,7 +146,8 @@ class Service:
                                        ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
                                        logprobs=p["logprobs"], speculate=p["speculate"],
                                        forget=None if work is None else work.forget, grammar_time=budget,
-                                       healer=h, healed_prefix=h.prefix.decode(errors="replace") if h else ""))
+                                       healer=h, healed_prefix=h.prefix.decode(errors="replace") if h else "",
+                                       aligned=p["aligned"]))
                 for i, (m, h) in enumerate(zip(matchers, healers))]
         return c, jobs, p
 
