@@ -57,13 +57,10 @@ COST_CASES = ("year", "sum")
 
 
 def compile_case(compiler: stencil.GrammarCompiler, kind: str, source: Any) -> stencil.CompiledGrammar:
-    if kind == "regex":
-        return compiler.compile_regex(source)
-    if kind == "choice":
-        return compiler.compile_choice(source)
-    if kind == "lark":
-        return compiler.compile_lark(source)
-    return compiler.compile_json_schema(json.dumps(source))
+    """A case's grammar: ``kind`` names the compile method (a JSON Schema is given as a dict)."""
+    if kind == "json":
+        return compiler.compile_json_schema(json.dumps(source))
+    return {"regex": compiler.compile_regex, "choice": compiler.compile_choice, "lark": compiler.compile_lark}[kind](source)
 
 
 def draw(lm: Any, grammar, prompt_ids: list[int], max_tokens: int, n: int, sampling: str, particles: int) -> dict:
