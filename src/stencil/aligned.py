@@ -63,6 +63,7 @@ Example::
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
@@ -73,8 +74,8 @@ from stencil._core import Matcher
 from stencil.bitmask import allocate_token_bitmask, fill_next_token_bitmasks
 from stencil.sampling import MIN_TEMPERATURE, Sampler
 
-__all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "PENALTIES", "Particle", "AlignedSample", "ParticleModel",
-           "HFParticles", "sample_aligned", "check_particles"]
+__all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "PENALTIES", "Particle", "AlignedSample",
+           "ParticleModel", "HFParticles", "sample_aligned", "check_particles"]
 
 #: the values of ``generate(..., sampling=...)`` and of the server's ``"sampling"`` field
 SAMPLING_MODES = ("plain", "aligned")
@@ -155,8 +156,6 @@ class HFParticles:
     """
 
     def __init__(self, model: Any):
-        import inspect
-
         import torch
         from transformers import DynamicCache
         self.torch, self.model, self._new_cache = torch, model, DynamicCache
