@@ -44,6 +44,7 @@ from stencil.partial import PartialResult, PartialTracker
 from stencil.partial.stream import stream_partial
 from stencil.schema_options import JsonSchemaOptions, SchemaInfo
 from stencil.speculative import SpeculationOptions
+from stencil.think import ThinkOptions
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
@@ -55,7 +56,7 @@ __all__ = [
     # ConcurrentUseError a RuntimeError)
     "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
     "ConcurrentUseError", "ModelError",
-    "generate", "GenerationResult", "SpeculationOptions", "default_model_path", "tokenizer_info_for",
+    "generate", "GenerationResult", "SpeculationOptions", "ThinkOptions", "default_model_path", "tokenizer_info_for",
     # partial results of JSON outputs while they are generated (stencil.partial)
     "PartialResult", "PartialTracker", "stream_partial",
     "set_memory_limit", "memory_usage",

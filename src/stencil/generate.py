@@ -56,6 +56,7 @@ from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
+from stencil.think import ThinkOptions, generate_thinking, think_options
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -86,6 +87,9 @@ class GenerationResult:
     healed_prefix: str = ""
     #: ``sampling="aligned"``: the particles' complete outputs, their weights and counts
     aligned: AlignedSample | None = None
+    #: ``think=...``: the free part before the answer (``text``), and its generated tokens
+    thought: str | None = None
+    thought_tokens: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -232,7 +236,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
              heal: bool = False, on_text: Callable[[str], None] | None = None,
              on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None,
-             sampling: str = "plain", particles: int = DEFAULT_PARTICLES) -> GenerationResult:
+             sampling: str = "plain", particles: int = DEFAULT_PARTICLES,
+             think: bool | ThinkOptions = False) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -271,6 +276,11 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     conditioned on the grammar, not the masked one, by SMC over ``particles`` rows (``stencil.aligned``);
     ``on_text`` gets the text once, at the end; ``aligned`` holds the particles.
 
+    ``think`` (True or ``stencil.ThinkOptions``, with a grammar): think, then constrain. A bounded
+    free part first (the model's reasoning in the same turn, or a DCCD draft), then the answer
+    under the grammar (``stencil.think``); ``text`` is the answer, ``thought`` the free part, and
+    ``max_tokens`` counts both.
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -279,6 +289,14 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     """
     import torch
 
+    think_opts = think_options(think)
+    if think_opts is not None:
+        gen = dict(temperature=temperature, seed=seed, repetition_penalty=repetition_penalty,
+                   jump_forward=jump_forward, draft=draft, budget=budget, speculate=speculate, heal=heal,
+                   on_text=on_text, on_partial=on_partial, partial_schema=partial_schema, sampling=sampling,
+                   particles=particles)
+        return generate_thinking(lm, grammar, think_opts, prompt=prompt, messages=messages, system=system,
+                                 input_ids=input_ids, max_tokens=max_tokens, gen=gen)
     prompt_ids, limit, cut_by, t_start = _prompt_and_limit(lm, prompt, messages, system, input_ids, max_tokens,
                                                            repetition_penalty)
     spec = speculation_options(speculate)
