@@ -185,6 +185,10 @@ class ParseState : private TextSource {
   EarleyParser parser_;
   std::vector<Frame> frames_;
   uint64_t next_serial_ = 0;
+  // text(): the bytes of frames 1.. as read last, and the serial of every kTextMark-th frame then.
+  static constexpr size_t kTextMark = 32;
+  mutable std::string text_cache_;
+  mutable std::vector<uint64_t> text_marks_;
   std::vector<uint32_t> scratch_lexemes_;
   std::string scratch_prefix_;
   bool skip_closed_keys_ = false;
