@@ -48,6 +48,18 @@ def _timed(owner: Any, name: str, totals: dict, key: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def _count_rows(manager: Any, totals: dict) -> None:
+    """Count the masks each ``grammar_bitmask`` call fills (``totals["rows"]``): one per request and
+    draft position. Backends whose requests write longer outputs fill more rows per step, so time
+    per mask compares them where time per step does not."""
+    original = manager.grammar_bitmask
+
+    def grammar_bitmask(self, requests, ids, spec_tokens, *args, **kwargs):
+        totals["rows"] += sum(1 + len(spec_tokens.get(rid, ())) for rid in ids)
+        return original(self, requests, ids, spec_tokens, *args, **kwargs)
+    manager.grammar_bitmask = grammar_bitmask
+
+
 def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict):
     # in-process engine core: the hooks below see the scheduler's calls, and every backend pays
     # its grammar time on the step (vLLM's CPU executor runs the forward pass synchronously)
@@ -62,6 +74,7 @@ def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict):
         sv.install("guidance")
         name = "guidance"
     _timed(StructuredOutputManager, "grammar_bitmask", totals, "fill")
+    _count_rows(StructuredOutputManager, totals)
     _timed(StructuredOutputManager, "accept_tokens", totals, "accept")
     _timed(StructuredOutputManager, "_create_grammar", totals, "compile")
     _timed(vsp.SamplingParams, "_validate_structured_outputs", totals, "validate")
@@ -100,6 +113,7 @@ def worker(backend: str, cases_file: str, out_file: str, model_dir: str, max_tok
     with open(cases_file, encoding="utf-8") as f:
         job = json.load(f)
     totals = {k + s: 0.0 for k in _PHASES for s in ("", "#")}
+    totals["rows"] = 0
     t = time.perf_counter()
     llm = _engine(backend, model_dir, max_model_len, totals)
     load_s = time.perf_counter() - t
@@ -195,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"vLLM CPU, {len(cases)} generated schemas (seed {args.seed}), greedy, max_tokens {args.max_tokens}; "
           f"{len(common)} requests accepted by every backend")
     print(f"{'backend':10} {'refused':>7} {'valid':>5} {'invalid':>7} {'cut':>4} | common: {'valid':>5} "
-          f"{'tokens':>6} {'tok/s':>6} {'steps':>5} {'ms/step':>7} {'fill':>6} {'accept':>6} {'compile':>8} "
-          f"{'validate':>8}")
+          f"{'tokens':>6} {'tok/s':>6} {'steps':>5} {'ms/step':>7} {'fill':>6} {'accept':>6} {'masks':>5} "
+          f"{'us/mask':>7} {'compile':>8} {'validate':>8}")
     for b in backends:
         counts = {k: sum(v == k for v in verdicts[b].values()) for k in ("refused", "valid", "invalid", "cut")}
         run = timed[b]
@@ -206,9 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{b:10} {counts['refused']:7} {counts['valid']:5} {counts['invalid']:7} {counts['cut']:4} | "
               f"{valid_common:5}/{len(common):<3} {toks:6} {toks / run['wall_s']:6.1f} {run['steps']:5} "
               f"{1000 * run['wall_s'] / max(1, run['steps']):7.1f} {_per_step_ms(run, 'fill'):6.2f} "
-              f"{_per_step_ms(run, 'accept'):6.2f} {tot['compile']:7.2f}s {tot['validate']:7.2f}s")
-    print("fill, accept: ms per engine step in the backend's calls; compile (vLLM's compile threads) and "
-          "validate (front-end request check): seconds in all")
+              f"{_per_step_ms(run, 'accept'):6.2f} {tot['rows'] / max(1, run['steps']):5.1f} "
+              f"{1e6 * tot['fill'] / max(1, tot['rows']):7.1f} {tot['compile']:7.2f}s {tot['validate']:7.2f}s")
+    print("fill, accept: ms per engine step in the backend's calls; masks: masks filled per step, us/mask: "
+          "fill time per mask; compile (vLLM's compile threads) and validate (front-end request check): "
+          "seconds in all")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             json.dump({"cases": cases, "first": first, "timed": timed, "common": common}, f)
