@@ -151,6 +151,12 @@ def _join(kind: type, items, unit: Truth, zero: Truth) -> Formula:
 
 
 def f_and(*fs: Formula) -> Formula:
+    if len(fs) == 2:   # most intersections meet a TRUE or the same formula (t_and of every schema pair)
+        a, b = fs
+        if a is TRUE or a is b:
+            return b
+        if b is TRUE:
+            return a
     return _join(And, fs, TRUE, FALSE)
 
 

@@ -19,17 +19,18 @@ from stencil.grammar.json.schema.lang.strings import JsonStrings
 __all__ = ["Scalars"]
 
 
-def _shared_strings(b, spelling: str, escapes: str | None) -> JsonStrings:
-    """The string encodings of builder ``b``'s views that share their memos (Namespaced.shared),
-    else this builder's own: a format's encoded language is built once for every schema."""
+def _shared(b, kind, *args):
+    """``kind(b, *args)`` shared by builder ``b``'s views that share their memos (Namespaced.shared),
+    else this builder's own: a format's encoded language, the number expressions, are built once
+    for every schema of a tool set (both build builder-level expressions only, never rules)."""
     shared = getattr(b, "shared", None)
     if shared is None:
-        return JsonStrings(b, spelling, escapes)
-    key = ("json-strings", spelling, escapes)
-    strings = shared.get(key)
-    if strings is None:
-        strings = shared[key] = JsonStrings(b, spelling, escapes)
-    return strings
+        return kind(b, *args)
+    key = (kind.__name__, *args)
+    made = shared.get(key)
+    if made is None:
+        made = shared[key] = kind(b, *args)
+    return made
 
 
 class Scalars:
@@ -38,9 +39,9 @@ class Scalars:
     def __init__(self, b, string_spelling: str = "any", plain_numbers: bool = False, escapes: str | None = None,
                  minus_zero: bool = True):
         self.b = b
-        self.strings = _shared_strings(b, string_spelling, escapes)
+        self.strings = _shared(b, JsonStrings, string_spelling, escapes)
         self.plain_numbers = plain_numbers
-        self.numbers = JsonNumbers(b, minus_zero)
+        self.numbers = _shared(b, JsonNumbers, minus_zero)
         self._num: dict = {}
         self._str: dict = {}
 
