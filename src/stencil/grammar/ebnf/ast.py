@@ -409,4 +409,7 @@ class Namespaced:
         return self._b.rule(self._prefix + name if name else "")
 
     def __getattr__(self, attr):
-        return getattr(self._b, attr)
+        value = getattr(self._b, attr)
+        if callable(value):   # a method of the builder: kept, so that nested views resolve it once, not per call
+            self.__dict__[attr] = value
+        return value
