@@ -56,7 +56,7 @@ from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
-from stencil.think import ThinkOptions, generate_thinking, think_options
+from stencil.think import ThinkOptions, generate_thinking
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -276,10 +276,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     conditioned on the grammar, not the masked one, by SMC over ``particles`` rows (``stencil.aligned``);
     ``on_text`` gets the text once, at the end; ``aligned`` holds the particles.
 
-    ``think`` (True or ``stencil.ThinkOptions``, with a grammar): think, then constrain. A bounded
-    free part first (the model's reasoning in the same turn, or a DCCD draft), then the answer
-    under the grammar (``stencil.think``); ``text`` is the answer, ``thought`` the free part, and
-    ``max_tokens`` counts both.
+    ``think`` (True or ``stencil.ThinkOptions``): think, then constrain; a bounded free part, then the
+    answer under the grammar, within ``max_tokens`` (``stencil.think``); ``thought`` is the free part.
 
     Example::
 
@@ -287,16 +285,8 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
         out = generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=8)
         assert out.finish_reason == "grammar" and len(out.text) == 4
     """
-    import torch
-
-    think_opts = think_options(think)
-    if think_opts is not None:
-        gen = dict(temperature=temperature, seed=seed, repetition_penalty=repetition_penalty,
-                   jump_forward=jump_forward, draft=draft, budget=budget, speculate=speculate, heal=heal,
-                   on_text=on_text, on_partial=on_partial, partial_schema=partial_schema, sampling=sampling,
-                   particles=particles)
-        return generate_thinking(lm, grammar, think_opts, prompt=prompt, messages=messages, system=system,
-                                 input_ids=input_ids, max_tokens=max_tokens, gen=gen)
+    if think:   # two passes of this function: every argument but think goes to them as given
+        return generate_thinking(generate, {k: v for k, v in locals().items() if k != "think"}, think)
     prompt_ids, limit, cut_by, t_start = _prompt_and_limit(lm, prompt, messages, system, input_ids, max_tokens,
                                                            repetition_penalty)
     spec = speculation_options(speculate)
@@ -306,6 +296,19 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     if sampling != "plain":
         return _aligned(lm, matcher, prompt_ids, (limit, cut_by, t_start, on_text),
                         (sampling, particles, temperature, seed, repetition_penalty), (spec, heal, on_partial, budget))
+    return _plain(lm, matcher, prompt_ids, spec, (limit, cut_by, t_start, budget),
+                  (temperature, seed, repetition_penalty, jump_forward, draft, heal), (on_text, on_partial, partial_schema))
+
+
+def _plain(lm: Any, matcher: Matcher | None, prompt_ids: list[int], spec: SpeculationOptions | None, limits: tuple,
+           how: tuple, hooks: tuple) -> GenerationResult:
+    """``generate``'s loop (plain sampling or greedy). ``limits``: (tokens that may be generated, the
+    finish reason then, start time, budget); ``how``: (temperature, seed, repetition_penalty,
+    jump_forward, draft, heal); ``hooks``: (on_text, on_partial, partial_schema)."""
+    import torch
+    limit, cut_by, t_start, budget = limits
+    temperature, seed, repetition_penalty, jump_forward, draft, heal = how
+    on_text, on_partial, partial_schema = hooks
     result = GenerationResult("", [], "", len(prompt_ids))
     healer = None
     if heal:

@@ -38,12 +38,14 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import time
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from stencil._core import CompiledGrammar, GrammarBuilder, Matcher
+from stencil._core import CompiledGrammar, Matcher
+from stencil.compiler import GrammarCompiler
 
 if TYPE_CHECKING:
     from stencil.generate import GenerationResult
@@ -106,30 +108,30 @@ _FREE_GRAMMARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def free_grammar(info: Any, end: str) -> CompiledGrammar:
     """Free text that stops at the first ``end`` (then only EOS is allowed) or wherever the model
-    ends it with EOS before: "text up to ``end``" or "text without ``end``"."""
+    ends it with EOS before: "text up to ``end``" (a lazy lexeme) or "text without ``end``"."""
     per_info = _FREE_GRAMMARS.setdefault(info, {})
     if end not in per_info:
-        from stencil.compiler import GrammarCompiler
-        from stencil.grammar.tagged.triggers import text_until, text_without
-        b = GrammarBuilder()
-        start = b.rule("think")
-        b.add_alternative(start, [text_until(b, end, name="thought-then-end")])
-        b.add_alternative(start, [text_without(b, end, name="thought")])
-        per_info[end] = GrammarCompiler(info).compile_grammar(b.build(start))
+        without = json.dumps({"pattern": "(.|\\n)*", "not_containing": [end]})
+        per_info[end] = GrammarCompiler(info).compile_lark(
+            f"start: until_end | THOUGHT\nuntil_end[stop={json.dumps(end)}]: /(.|\\n)*/\n"
+            f"THOUGHT: %regex {without}\n")
     return per_info[end]
 
 
-def generate_thinking(lm: Any, grammar: CompiledGrammar | None, options: ThinkOptions, *, prompt: str | None,
-                      messages: Sequence[dict] | None, system: str | None, input_ids: Sequence[int] | None,
-                      max_tokens: int, gen: dict[str, Any]) -> GenerationResult:
-    """``generate(..., think=options)``: the free part, then the answer under ``grammar``; ``gen``
-    holds ``generate``'s other arguments, for both passes (``on_partial`` and aligned sampling
-    apply to the answer only). The result is the answer's, with ``thought`` and ``thought_tokens``
-    set and the counts and times of both passes."""
-    from stencil.generate import generate
+def generate_thinking(generate: Callable[..., GenerationResult], args: dict[str, Any],
+                      think: bool | ThinkOptions) -> GenerationResult:
+    """``generate(..., think=think)``: the free part, then the answer under the grammar, each a call
+    of ``generate`` (passed in, so that this module does not import it back) with ``args``, the
+    caller's other arguments (``on_partial`` and aligned sampling apply to the answer only). The
+    result is the answer's, with ``thought`` and ``thought_tokens`` set and the counts and times of
+    both passes."""
+    options = think_options(think)
+    assert options is not None   # generate calls this only when think is on
+    lm, grammar, max_tokens = args.pop("lm"), args.pop("grammar"), args.pop("max_tokens")
+    prompt, messages, system, input_ids = (args.pop(k) for k in ("prompt", "messages", "system", "input_ids"))
     if grammar is None:
         raise ValueError("generate: think needs a grammar (without one the whole output is free already)")
-    if gen.get("heal"):
+    if args.get("heal"):
         raise ValueError("generate: think does not combine with heal (the answer's prompt ends with the free part)")
     t_start = time.perf_counter()
     chat = _chat(prompt, messages, system, input_ids) if options.mode == "draft" else []
@@ -137,28 +139,27 @@ def generate_thinking(lm: Any, grammar: CompiledGrammar | None, options: ThinkOp
         input_ids = lm.encode_prompt(prompt, messages=messages, system=system)
     prompt_ids = [int(t) for t in input_ids]
     need = Matcher(grammar).min_completion_tokens() or 0
-    answer_only = {"on_partial", "partial_schema", "sampling", "particles"}
-    free_gen = {k: v for k, v in gen.items() if k not in answer_only}
+    free_args = {k: v for k, v in args.items() if k not in ("on_partial", "partial_schema", "sampling", "particles")}
     if options.mode == "continue":
         end_ids = list(lm.tokenizer.encode(options.end, add_special_tokens=False))
         room = _free_room(options, max_tokens, need + len(end_ids))
         first = generate(lm, free_grammar(lm.tokenizer_info, options.end), input_ids=prompt_ids,
-                         max_tokens=room, **free_gen)
+                         max_tokens=room, **free_args)
         thought_ids = list(first.token_ids)
         wrote_end = first.finish_reason == "grammar"   # the grammar's only way to finish: end written
         thought = first.text[:-len(options.end)] if wrote_end else first.text
         if not wrote_end:
             thought_ids += end_ids
-            if gen.get("on_text") is not None:
-                gen["on_text"](options.end)
+            if args.get("on_text") is not None:
+                args["on_text"](options.end)
         second = generate(lm, grammar, input_ids=prompt_ids + thought_ids, max_tokens=max_tokens - len(thought_ids),
-                          **gen)
+                          **args)
     else:
         room = _free_room(options, max_tokens, need)
-        first = generate(lm, None, input_ids=prompt_ids, max_tokens=room, **free_gen)
+        first = generate(lm, None, input_ids=prompt_ids, max_tokens=room, **free_args)
         thought = first.text
         turn = chat + [{"role": "assistant", "content": first.text}, {"role": "user", "content": options.ask}]
-        second = generate(lm, grammar, messages=turn, max_tokens=max_tokens - len(first.token_ids), **gen)
+        second = generate(lm, grammar, messages=turn, max_tokens=max_tokens - len(first.token_ids), **args)
     second.thought, second.thought_tokens = thought, len(first.token_ids)
     second.prompt_tokens = len(prompt_ids)
     second.forward_passes += first.forward_passes
