@@ -5,10 +5,11 @@ oracle_lark.lark: nothing of stencil) and decides, with no lexer at all, whether
 segments (text and special-token ids) is a viable prefix of the language and whether it is
 complete. Lexemes, greedy lexing and the core play no part, so comparing it with the Matcher
 checks the front-ends' parsing and their lexeme choices. Lark ``%ignore`` is modelled as "any
-number of ignored matches before each terminal and at the end", which is what the Matcher
-implements for grammars whose terminals cannot run into each other, except at the very start: no
-ignored match begins at position 0 unless the grammar sets ``initial_skip`` (llguidance's and
-XGrammar's rule, which stencil follows).
+number of ignored matches before each terminal", which is what the Matcher implements for
+grammars whose terminals cannot run into each other, except at the very start: no ignored match
+begins at position 0 unless the grammar sets ``initial_skip`` (llguidance's and XGrammar's rule,
+which stencil follows); none follows the last terminal unless the grammar sets ``final_skip``
+(llguidance's rule; Lark's own reading allows it).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class CharEarley:
         for name, body in g.rules.items():
             alts = body[1] if body[0] == "alt" else (body,)
             self.rules[("rule", name)] = [self._seq(a) for a in alts]
-        self.start = self._nt([[("rule", g.start)] + ([self.ignore] if self.ignore else [])])
+        self.start = self._nt([[("rule", g.start)] + ([self.ignore] if self.ignore and g.final_skip else [])])
         self._nullable()
 
     # -- conversion -------------------------------------------------------------------------------

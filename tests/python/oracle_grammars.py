@@ -35,6 +35,7 @@ class OGrammar:
     start: str
     ignore: tuple | None = None  # expression of one ignored match (Lark %ignore)
     initial_skip: bool = False   # may an ignored match start at position 0?
+    final_skip: bool = False     # may one follow the last terminal? (Lark's reading; not llguidance's)
     terminals: dict = field(default_factory=dict)
 
 
@@ -551,7 +552,7 @@ def sample(g: OGrammar, rng: random.Random, *, max_depth: int = 8, max_repeat: i
     past ``max_depth`` or ``max_len`` the derivation takes the alternatives that finish soonest."""
     s = _Sampler(g, rng, max_depth, max_repeat, ignore_prob, max_len)
     s.run(("ref", g.start), 0)
-    if g.ignore is not None and s.size and rng.random() < ignore_prob:
+    if g.ignore is not None and g.final_skip and s.size and rng.random() < ignore_prob:
         s.run(g.ignore, max_depth + 1)
     return s.out
 

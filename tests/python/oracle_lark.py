@@ -7,7 +7,8 @@ continuation lines starting with ``|``, ``-> alias``, ``[x]``, ``x?`` ``x*`` ``x
 read by oracle_grammars.parse_regex), ``%import common.X [-> Y]``, ``%import common (X, Y)`` from
 the table below (Lark's common.lark), ``%ignore``, ``//`` comments. Every literal, regex or
 terminal used in a rule is one terminal that ``%ignore`` matches may precede; not at position 0
-(stencil follows llguidance there; ``initial_skip=True`` gives Lark's own reading).
+and not after the last terminal (stencil follows llguidance there; ``initial_skip=True,
+final_skip=True`` gives Lark's own reading).
 """
 from __future__ import annotations
 
@@ -286,9 +287,9 @@ def _common() -> OGrammar:
     return _COMMON[0]
 
 
-def lark(text: str, *, initial_skip: bool = False) -> OGrammar:
+def lark(text: str, *, initial_skip: bool = False, final_skip: bool = False) -> OGrammar:
     """An OGrammar from Lark text, read by the oracle's own parser (start rule ``start``)."""
-    g = OGrammar({}, "start", initial_skip=initial_skip)
+    g = OGrammar({}, "start", initial_skip=initial_skip, final_skip=final_skip)
     p = _Lark(text, g)
     p.statements()
     if "start" not in g.rules:

@@ -294,12 +294,13 @@ def test_llguidance_options(env):
     env.check(many, ["A!", "A" + " " * 20 + "!"], ["A x!"])
     # allow_initial_skip (false by default in llguidance): %ignore only after the first lexeme
     no_skip = lark(env, '%llguidance {}\n%ignore /[ \\t]+/\nstart: "A" "!"')
-    env.check(no_skip, ["A !", "A! "], [" A!", "\tA !"])
-    env.check_masks(no_skip, r"A[ \t]*![ \t]*", ["", "A", "A !"])
+    # ... nor after the last one: llguidance 1.9.1 refuses "A! " (a skip comes before a lexeme)
+    env.check(no_skip, ["A !"], [" A!", "\tA !", "A! "])
+    env.check_masks(no_skip, r"A[ \t]*!", ["", "A", "A !"])
     skip = lark(env, '%llguidance { "no_forcing": true, "allow_initial_skip": true }\n%ignore " "\nstart: "A" "!"')
     env.check(skip, [" A !", "A!"], ["A!!"])
     # a grammar without %llguidance follows the same rule (llguidance and XGrammar agree)
-    env.check(lark(env, '%ignore " "\nstart: "A" "!"'), ["A !", "A! "], [" A !", "  A!"])
+    env.check(lark(env, '%ignore " "\nstart: "A" "!"'), ["A !"], [" A !", "  A!", "A! "])
     with pytest.raises(stencil.GrammarError, match="unknown %llguidance option 'ignore_twice'"):
         lark(env, '%llguidance { "ignore_twice": true }\nstart: "a"')
     # allow_invalid_utf8 is accepted with a warning: the output stays UTF-8, a subset of what it allows

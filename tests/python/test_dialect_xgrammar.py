@@ -196,6 +196,7 @@ def test_lark_repetition_table(env):
 
 def test_lark_grammar_options(env):
     g = lark(env, '%grammar_options {"allow_initial_skip": true}\n%import common.WS\n%ignore WS\nstart: "a" "b"')
+    # %grammar_options marks XGrammar's Lark dialect: a skip may also follow the last lexeme
     env.check(g, ["ab", " a b", "a \n b "], ["a b c"])
     # XGrammar's default: %ignore content may not come before the first lexeme
     g = lark(env, '%grammar_options {"allow_initial_skip": false}\n%import common.WS\n%ignore WS\nstart: "a" "b"')

@@ -67,7 +67,8 @@ def test_lark_known_answers():
     for _ in range(20):   # the oracle's own samples are in its language
         s = "".join(sample(g, rng, ignore_prob=0.5, max_len=40))
         assert o.run(list(s)) == (len(s), True), s
-    lang(lark('start: "a"\n%ignore " "', initial_skip=True), [" a ", "a"], ["  "])
+    lang(lark('start: "a"\n%ignore " "', initial_skip=True, final_skip=True), [" a ", "a"], ["  "])
+    lang(lark('start: "a"\n%ignore " "'), ["a"], [" a", "a "])
     lang(lark('start: /\\d+(?:\\.\\d*)?/ /[^\\n]/'), ["1.x", "\u0663\u0663y", "1 "], ["1\n", ".1x"])
     with pytest.raises(OracleSyntaxError):
         lark("start: /(?=a)a/")

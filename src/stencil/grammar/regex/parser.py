@@ -23,7 +23,8 @@ MAX_REPEAT = DEFAULT_LIMITS["max_repeat"]
 _SUPPORTED_FLAGS = "isxau"
 #: what the escapes and "." mean: "ecma" (JSON Schema's ECMA-262: \d \w ASCII, "." stops at
 #: every line terminator), or "rust" (Rust's regex crate, llguidance's Lark terminals: \d \w \s
-#: Unicode, "." stops at "\n" only, [[:alpha:]] and \x{...})
+#: Unicode unless (?-u), "." stops at "\n" only, [[:alpha:]], \x{...}, nested classes and the set
+#: operations && -- ~~, no octal escapes)
 DIALECTS = ("ecma", "rust")
 _VERBOSE_SPACE = " \t\n\r\v\f"
 _HEX = "0123456789abcdefABCDEF"
@@ -337,6 +338,10 @@ class _Parser:
         if j >= n:
             raise self.error(j, "missing ':' or ')' after inline flags")
         self.i = j + 1
+        if self.rust and "u" in on | off:
+            # Rust's u is on by default; (?-u) makes \d \w \s and case folding ASCII's, which
+            # stencil's a flag means
+            (on if "u" in off else off).add("a")
         return frozenset((set(flags) | on) - off), p[j] == ":"
 
     # --- escapes -----------------------------------------------------------------------------------
@@ -469,6 +474,9 @@ class _Parser:
 
     def _digit_escape(self, pos: int, in_class: bool):
         p, n = self.p, self.n
+        if self.rust:   # Rust's regex crate reads neither octal (off by default) nor backreferences
+            raise self.error(pos, f"bad escape \\{p[pos + 1]}: Rust's regex (llguidance's Lark) has no octal "
+                             "escapes or backreferences; write \\x00 or \\x{...}")
         j = pos + 1
         k = j
         while k < n and k < j + 3 and p[k] in _OCT:
@@ -526,6 +534,9 @@ class _Parser:
 
     def _class_body(self, start: int, j: int, negate: bool, flags: frozenset,
                     leading_bracket: bool):
+        if self.rust:
+            ranges = self._rust_class_ranges(start, j, negate, flags)
+            return char_class(ranges)
         p, n = self.p, self.n
         fold: list = []     # code points and ranges: case-expanded under i
         fixed: list = []    # \d \w \s and their negations: never case-expanded
@@ -540,28 +551,77 @@ class _Parser:
                 self.i += 1
                 break
             first = False
-            apos = self.i
-            kind, val = self._class_atom(flags)
-            if self.i + 1 < n and p[self.i] == "-" and p[self.i + 1] != "]":
-                self.i += 1
-                kind2, val2 = self._class_atom(flags)
-                if kind != "char" or kind2 != "char":
-                    raise self.error(apos, "bad character range: a class escape cannot be a "
-                                     "range endpoint")
-                if val > val2:
-                    raise self.error(apos, f"bad character range {p[apos:self.i]}: "
-                                     "start above end")
-                fold.append((val, val2))
-            elif kind == "char":
-                fold.append((val, val))
-            else:
-                ranges, foldable = val
-                (fold if foldable else fixed).extend(ranges)
+            self._class_item(flags, fold, fixed, "]")
+        ranges = self._class_set(fold, fixed, flags)
+        return char_class(unicode.complement(ranges) if negate else ranges)
+
+    def _class_item(self, flags: frozenset, fold: list, fixed: list, range_stops: str) -> None:
+        """One item of a class at p[self.i]: a character or a range ``a-z`` into ``fold`` (case
+        folded under i), a class escape into ``fold`` or ``fixed``. A ``-`` before one of
+        ``range_stops`` is a literal, not a range."""
+        p, n, apos = self.p, self.n, self.i
+        kind, val = self._class_atom(flags)
+        if self.i + 1 < n and p[self.i] == "-" and p[self.i + 1] not in range_stops:
+            self.i += 1
+            kind2, val2 = self._class_atom(flags)
+            if kind != "char" or kind2 != "char":
+                raise self.error(apos, "bad character range: a class escape cannot be a range endpoint")
+            if val > val2:
+                raise self.error(apos, f"bad character range {p[apos:self.i]}: start above end")
+            fold.append((val, val2))
+        elif kind == "char":
+            fold.append((val, val))
+        else:
+            ranges, foldable = val
+            (fold if foldable else fixed).extend(ranges)
+
+    @staticmethod
+    def _class_set(fold: list, fixed: list, flags: frozenset) -> unicode.Ranges:
         ranges = unicode.normalize(fold)
         if "i" in flags:
             ranges = unicode.case_closure(ranges, "a" in flags)
-        ranges = unicode.union(ranges, unicode.normalize(fixed))
-        return char_class(unicode.complement(ranges) if negate else ranges)
+        return unicode.union(ranges, unicode.normalize(fixed))
+
+    def _rust_class_ranges(self, start: int, j: int, negate: bool, flags: frozenset) -> unicode.Ranges:
+        """The set of a Rust class whose body starts at p[j] (after ``[`` and ``^``): unions of
+        items (ranges bind tighter), nested classes ``[a[bc]]``, and the set operations ``&&``,
+        ``--`` and ``~~`` at one precedence, left to right, below the union and above ``^``."""
+        p, n = self.p, self.n
+        ops = {"&&": unicode.intersect, "--": unicode.difference, "~~": unicode.symmetric_difference}
+        result: Optional[unicode.Ranges] = None
+        op = None
+        fold: list = []
+        fixed: list = []
+        first = True
+        self.i = j
+        while True:
+            if self.i >= n:
+                err = self.error(start, "unterminated character class '['")
+                err.unterminated = True  # type: ignore[attr-defined]  # read by _parse_class
+                raise err
+            two = p[self.i:self.i + 2]
+            if (p[self.i] == "]" and not first) or two in ops:
+                ranges = self._class_set(fold, fixed, flags)
+                result = ranges if op is None or result is None else ops[op](result, ranges)
+                fold, fixed = [], []
+                if p[self.i] == "]":
+                    self.i += 1
+                    return unicode.complement(result) if negate else result
+                op = two
+                self.i += 2
+                continue
+            first = False
+            if p[self.i] == "[" and not p.startswith("[:", self.i):
+                fixed.extend(self._rust_nested_class(flags))
+                continue
+            self._class_item(flags, fold, fixed, "]-")
+
+    def _rust_nested_class(self, flags: frozenset) -> unicode.Ranges:
+        """A class nested in a Rust class, ``[...]`` at p[self.i], its case folding done."""
+        start = self.i
+        j = start + 1
+        negate = j < self.n and self.p[j] == "^"
+        return self._rust_class_ranges(start, j + negate, negate, flags)
 
     def _class_atom(self, flags: frozenset):
         c = self.p[self.i]

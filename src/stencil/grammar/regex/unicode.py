@@ -69,6 +69,18 @@ def union(*sets: Ranges) -> Ranges:
     return normalize(r for s in sets for r in s)
 
 
+def intersect(a: Ranges, b: Ranges) -> Ranges:
+    return complement(union(complement(a), complement(b)))
+
+
+def difference(a: Ranges, b: Ranges) -> Ranges:
+    return intersect(a, complement(b))
+
+
+def symmetric_difference(a: Ranges, b: Ranges) -> Ranges:
+    return union(difference(a, b), difference(b, a))
+
+
 def bridge_surrogates(ranges: Ranges) -> list[tuple[int, int]]:
     """Join ranges that touch the surrogate gap (surrogates never match, so this is harmless)."""
     out: list[tuple[int, int]] = []
@@ -109,11 +121,11 @@ ASCII_SPACE: Ranges = ((0x09, 0x0D), (0x20, 0x20))
 LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 ANY: Ranges = normalize([(0, MAX_CP)])
 DOT: Ranges = complement(LINE_TERMINATORS)
-# Rust's regex crate (llguidance's Lark terminals): "." stops at "\n" only, \s is White_Space
+# Rust's regex crate (llguidance's Lark terminals): "." stops at "\n" only
 RUST_DOT: Ranges = complement(((0x0A, 0x0A),))
-RUST_SPACE: Ranges = normalize([(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
-                                (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
-                                (0x3000, 0x3000)])
+#: the members of Unicode's Other_Alphabetic outside L, M and Nl (PropList.txt: circled and squared
+#: Latin letters, all So), which unicodedata cannot name; Rust's \w holds them through Alphabetic
+_OTHER_ALPHABETIC_SYMBOLS: Ranges = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
 #: the ASCII classes Rust's regex crate names inside brackets: [[:alpha:]], [[:^digit:]]
 POSIX: dict[str, Ranges] = {
     "alnum": ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), "alpha": ((0x41, 0x5A), (0x61, 0x7A)),
@@ -263,12 +275,23 @@ def case_variants(cp: int, ascii_only: bool = False) -> Ranges:
     return case_closure(((cp, cp),), ascii_only)
 
 
+@lru_cache(maxsize=None)
+def white_space() -> Ranges:
+    """Unicode's White_Space (Rust's \\s): what ``str.isspace`` holds but U+001C..U+001F, which
+    Python counts as space for their bidirectional class (segment and block separators) while
+    White_Space leaves them out. Built from the running Python's Unicode tables."""
+    return normalize((cp, cp) for cp in range(0x3001) if chr(cp).isspace() and not 0x1C <= cp <= 0x1F)
+
+
+@lru_cache(maxsize=None)
 def rust_class(letter: str) -> Ranges:
-    """Rust's Unicode \\d (Nd) and \\w (letters, marks, Nd, Nl, Pc and the joiners; Rust's
-    Alphabetic also holds a few symbols such as circled letters, left out here), and \\s."""
+    """Rust's Unicode \\d (Nd), \\s (White_Space) and \\w (Alphabetic, marks, Nd, Pc and the
+    joiners: Alphabetic is L, Nl and Other_Alphabetic, whose members outside L, M and Nl are the
+    symbols of ``_OTHER_ALPHABETIC_SYMBOLS``), from the running Python's Unicode tables; code
+    points assigned after its Unicode version are outside them."""
     if letter == "d":
         return property_ranges("Nd") or ()
     if letter == "s":
-        return RUST_SPACE
+        return white_space()
     parts = [property_ranges(c) or () for c in ("L", "M", "Nd", "Nl", "Pc")]
-    return union(*parts, ((0x200C, 0x200D),))
+    return union(*parts, ((0x200C, 0x200D),), _OTHER_ALPHABETIC_SYMBOLS)

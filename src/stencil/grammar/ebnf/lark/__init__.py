@@ -2,11 +2,15 @@
 
 Rules are lowercase and terminals UPPERCASE; every terminal (named, or a string or regex written
 in a rule) is one lexeme, lexed greedily among the terminals the parser allows at that point,
-as Lark's contextual lexer does. ``%ignore`` terminals may appear between any two terminals and
-at the end, not before the first one unless ``%llguidance {"allow_initial_skip": true}`` (or
-XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do. Terminal regexes
-(``/.../`` and ``%regex``) mean what Rust's regex crate says, as in llguidance: ``\\d``, ``\\w``
-and ``\\s`` are Unicode, ``.`` stops at ``\\n`` only, ``[[:alpha:]]`` and ``\\x{1F600}`` exist;
+as Lark's contextual lexer does. A grammar is read as llguidance's Lark dialect (what OpenAI
+custom tools serve) where Lark, llguidance and XGrammar differ. ``%ignore`` terminals may appear
+between any two terminals, not before the first one unless ``%llguidance {"allow_initial_skip":
+true}`` (or XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do, and not after
+the last one, as llguidance does (a grammar with XGrammar's ``%grammar_options`` takes XGrammar's
+trailing skip). Terminal regexes (``/.../``, which may run over lines, and ``%regex``) mean what
+Rust's regex crate says, as in llguidance: ``\\d``, ``\\w`` and ``\\s`` are Unicode (``(?-u)``
+makes them ASCII), ``.`` stops at ``\\n`` only, ``[[:alpha:]]``, ``\\x{1F600}``, nested classes and
+the set operations ``&&`` ``--`` ``~~`` exist, octal escapes do not;
 strings take JSON's escapes and C's (``\\n``, ``\\xhh``...), and an escape that Lark and
 llguidance read apart (``"\\."``: two characters in Lark, an error in llguidance) is an error.
 Extensions: special tokens ``<|name|>`` (by text, resolved through the tokenizer) and

@@ -116,14 +116,18 @@ class _Emitter:
     def run(self) -> int:
         b = self.b
         ignores = self.g.ignores
-        # no %ignore before the first lexeme unless asked for: llguidance's and XGrammar's rule
+        # no %ignore before the first lexeme unless asked for (llguidance's and XGrammar's rule),
+        # nor after the last: llguidance skips only before a lexeme, and its dialect is how a Lark
+        # grammar is read; a grammar with XGrammar's %grammar_options gets XGrammar's trailing skip
         initial = self.g.options.get("allow_initial_skip", False)
+        final = self.g.options.get("trailing_skip", False)
         if self.g.options.get("ignore_once") and len(ignores) > 1:
             # llguidance's ignore_once: the union describes the whole skipped span
-            b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore", initial)
+            b.ignore(b.re_or([term_expr(b, t) for t in ignores]), "%ignore", initial, final)
         else:
             for t in ignores:
-                b.ignore(_ignore_expr(b, t, self.g.options.get("ignore_once", False)), t.name or "%ignore", initial)
+                b.ignore(_ignore_expr(b, t, self.g.options.get("ignore_once", False)), t.name or "%ignore",
+                         initial, final)
         return self.rules_only()
 
     def rules_only(self) -> int:

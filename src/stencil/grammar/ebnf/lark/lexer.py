@@ -59,15 +59,17 @@ def _skip_space_and_comments(s: str, i: int) -> int:
 
 
 def _past_delimiter(s: str, i: int, close: str, classes: bool) -> int:
-    """Offset just past the ``close`` that ends the literal opened at ``i`` on the same line
-    (escapes skipped; inside ``[...]`` when ``classes``), or -1."""
+    """Offset just past the ``close`` that ends the literal opened at ``i`` (escapes skipped;
+    inside ``[...]`` when ``classes``), or -1. A string ends on its line; a regular expression
+    (``classes``) may run over lines, as Lark's and llguidance's lexers read ``/.../`` (an x-flag
+    pattern with comments, one alternative a line)."""
     j, n, in_class = i + 1, len(s), False
     while j < n:
         c = s[j]
         if c == "\\":
             j += 2
             continue
-        if c == "\n":
+        if c == "\n" and not classes:
             return -1
         if classes and c == "[":
             in_class = True
@@ -93,7 +95,7 @@ def _regexp_end(src: Source, s: str, i: int) -> int:
     """End offset (after the closing slash and its flags) of the regular expression at ``i``."""
     j = _past_delimiter(s, i, "/", classes=True)
     if j < 0:
-        raise src.error("regular expression /.../ is not closed on this line", i)
+        raise src.error("regular expression /.../ is not closed", i)
     while j < len(s) and s[j].isalpha():
         j += 1
     return j

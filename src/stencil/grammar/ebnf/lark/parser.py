@@ -267,6 +267,10 @@ class _Parser:
         if not isinstance(value, dict):
             raise self.err(f"{t.text} takes a JSON object of options", blob.pos)
         known = _GRAMMAR_OPTIONS[t.text]
+        if t.text == "%grammar_options":
+            # XGrammar's Lark dialect: %ignore matches may also follow the last lexeme, which
+            # llguidance's (the default reading of a Lark grammar) refuses
+            self.out.options["trailing_skip"] = True
         for k, v in value.items():
             if k not in known:
                 raise self.err(f"unknown {t.text} option {k!r} (known: {', '.join(known)})", blob.pos)
