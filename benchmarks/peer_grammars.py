@@ -129,7 +129,7 @@ LLGUIDANCE: list[Case] = [
     _lg('start: "a\\-b"', [], [], error=True),
     _lg('start: "\u00e9\u4e2d"', ["\u00e9\u4e2d"], ["e"]),
     _lg('start: "abc"i', ["ABC", "aBc"], ["abd"]),
-    _lg("start: 'ab'", ["ab"], []),
+    _lg("start: 'ab'", error=True),
     # rules, terminals, operators
     _lg('start: a b\na: "x"\nb: "y"', ["xy"], ["x", "yx"]),
     _lg('start: item+\nitem: "a" | "b"', ["a", "abba"], [""]),
@@ -137,7 +137,7 @@ LLGUIDANCE: list[Case] = [
     _lg('start: ("a" | "b"){2,3}', ["ab", "bab"], ["a", "abab"]),
     _lg('start: "a".."c"', ["a", "b", "c"], ["d"]),
     _lg('start: A+\nA: /[0-9]/ | "x"', ["1x2"], ["y"]),
-    _lg('start: "a" "b"\n%ignore " "', ["ab", "a b", " a  b "], ["a-b"]),
+    _lg('start: "a" "b"\n%ignore " "', ["ab", "a b", "a  b"], ["a-b", " a b", "a b "]),
     _lg('start: WORD (" " WORD)*\nWORD: /[a-z]+/', ["ab cd"], ["ab  cd"]),
     _lg('start: x\nx: x "a" | "b"', ["b", "baa"], ["a"]),
     _lg('start: "(" start ")" | ""', ["", "(())"], ["(()"]),
@@ -148,6 +148,41 @@ LLGUIDANCE: list[Case] = [
     _lg('start: /[a-z]+/ ":" /\\d+/', ["ab:12", "ab:\u0663"], ["ab:", ":1"]),
     _lg('start: %json {"type": "integer"}', ["12", "-3"], ["1.5", "a"]),
     _lg('start: %regex {"substring_words": "foo bar"}', ["foo", "bar", "foo bar"], ["baz"]),
+    # "." counts characters, not bytes; a literal between regexps; lexer choices
+    _lg('start: /../ "x" /../', ["abxcd", "😀éx中 "], ["axbc", "abxc"]),
+    _lg("start: \"'q'\" /a+/ | QUOTED /b+/\nQUOTED: /'[^']*'/", ["'q'a", "'z'bb", "'q'b"], ["'z'a"]),
+    _lg('start: KW | NAME\nKW: "if"\nNAME: /[a-z]+/', ["if", "iff", "x"], ["IF"]),
+    _lg('start: ab{3,5}\nab: "a" | "b"', ["aba", "aaaaa"], ["aa", "aaaaaa"]),
+    _lg('start: ab{,2}\nab: "a" | "b"', ["", "ab"], ["aba"]),
+    _lg('start: T\nT: ("a" | "b"){2}', ["ab", "bb"], ["a", "abb"]),
+    _lg('start: A B\nA: "a"\nB: A "b"', ["aab"], ["ab"]),
+    # JSON Schema patterns inside %json keep ECMA-262's ASCII \d \w
+    _lg('start: %json {"type": "string", "pattern": "^\\\\d$"}', ['"1"'], ['"\u09e7"', '"12"', "1"]),
+    _lg('start: %json {"type": "string", "pattern": "^\\\\w+$"}', ['"a1_"'], ['"\u0142"', '""']),
+    _lg('start: %json {"type": "string", "pattern": "^\\\\s$"}', ['" "', '"\\t"', '"\u00a0"'], ['"a"']),
+    _lg('start: %json {"type": "array", "items": {"type": "integer"}, "maxItems": 2}', ["[]", "[1,2]"],
+        ["[1,2,3]", "[1.5]"]),
+    # grammar errors: each refused by llguidance
+    _lg('start: foo{7,6}\nfoo: "a"', error=True),
+    _lg('start: FOO\nFOO: "a" | BAR\nBAR: "b" FOO', error=True),
+    _lg('start: foo\nfoo: "a" | bar\nbar: "b" foo', ["a", "ba", "bba"], ["b"]),
+    _lg('start: FOO\nBAR: "b"', error=True),
+    _lg('start: BAR\nBAR: BAZ "a"', error=True),
+    _lg('%import common.INT\nstart: INT', ["0", "123"], ["a", "-1"]),
+    _lg('%import common.NOPE\nstart: NOPE', error=True),
+    _lg("start: /[abc/", error=True),
+    _lg("start: /[abc]/l", error=True),
+    _lg('start: "ab".."c"', error=True),
+    _lg('start: "d".."a"', error=True),
+    _lg('start: foo\nfoo: "a"\nfoo: "c"', error=True),
+    _lg('root: "abc"', error=True),
+    _lg('start: "a" | <|no_such_token|>', error=True),
+    _lg('start: FOO\nFOO: %json {}', error=True),
+    _lg('start: %regex {"substring_words": "a", "substring_chars": "b"}', error=True),
+    # lexeme attributes
+    _lg('start: foo\nfoo[stop="!"]: /[a-z]*/', ["ab!", "!"], ["ab", "a!b"]),
+    _lg('start: foo "."\nfoo[lazy]: /[a-z]+x/', ["abx.", "ax."], ["abxx.", "ab.", "x."]),
+    _lg('start: %regex {"substring_chars": "h\u00e9llo"}', ["h\u00e9l", "llo", ""], ["hl"]),
 ]
 
 
@@ -191,6 +226,14 @@ def _gbnf(make: Callable[..., Case]) -> list[Case]:
 
 
 LLAMA_CPP: list[Case] = _gbnf(_lc) + [
+    _lc('root ::= [a-z]{2,3} [0-9]{1}', ["ab1", "abc2"], ["a1", "abcd1"]),
+    _lc('root ::= ("ab" | "c"){2,}', ["abc", "cc", "ababab"], ["c"]),
+    _lc('root ::= [^a-z\u00e9]+', ["A1", "\u00e8", "\n"], ["a", "\u00e9"]),
+    _lc('root ::= rule-a\nrule-a ::= "a"', ["a"], ["b"]),
+    _lc('root ::= "\\x4"', [], [], error=True),
+    _lc('root ::= [\u4e00-\u9fff]+ "!"', ["\u4e2d\u6587!"], ["a!"]),
+    _lc('root ::= ("a" | "b" "c"?)*', ["", "abcb", "bb"], ["c"]),
+    _lc('root ::= "a"{3}', ["aaa"], ["aa", "aaaa"]),
     # llama.cpp: "." is any character, newline included; an unknown escape is an error
     _lc("root ::= .", ["a", "\n", "\r", "\u00e9", "\U0001F600"], ["", "ab"]),
     _lc("root ::= .+ \"!\"", ["ab!", "\n!"], ["!"]),
@@ -199,9 +242,19 @@ LLAMA_CPP: list[Case] = _gbnf(_lc) + [
 ]
 
 XGRAMMAR: list[Case] = _gbnf(_xg) + [
+    _xg('root ::= [a-z]{2,3} [0-9]{1}', ["ab1", "abc2"], ["a1", "abcd1"]),
+    _xg('root ::= ("ab" | "c"){2,}', ["abc", "cc", "ababab"], ["c"]),
+    _xg('root ::= [^a-z\u00e9]+', ["A1", "\u00e8"], ["a", "\u00e9"]),
+    _xg('root ::= [\\t\\r\\n ]+', ["\t\r\n "], ["a"]),
+    _xg('root ::= "\\f\\v"', ["\f\v"], ["fv"]),
+    _xg('root ::= rule-a rule_b\nrule-a ::= "a"\nrule_b ::= "b"', ["ab"], ["a"]),
+    _xg('root ::= "a"\nroot ::= "b"', error=True),
+    _xg('root ::= [z-a]', error=True),
+    _xg('root ::= "a" (("b"))? "c"*', ["a", "abcc"], ["ac b"]),
+    _xg('root ::= [\u4e00-\u9fff]+ "!"', ["\u4e2d\u6587!"], ["a!"]),
     _xg('root ::= [a\\-z]', ["a", "-", "z"], ["b"]),
-    _xg('root ::= [\\d]+', ["12"], ["a"]),
-    _xg('root ::= "a" x\nx ::= "b" (= "c")', [], ["ab", "abc"]),
+    _xg('root ::= [\\d]+', error=True),
+    _xg('root ::= "a" x\nx ::= "b" (= "c")', ["ab"], ["abc"]),
     _xg('root ::= "a" "b"*  "c"+ ', ["ac", "abbcc"], ["ab"]),
     _xg('root ::= [a-z] [0-9]?\n', ["a", "a1"], ["1"]),
     _xg('root ::= "x" | "y"\n\nother ::= "z"', ["x", "y"], ["z"]),
@@ -320,10 +373,12 @@ def _expected(case: Case, text: str) -> str:
     return "accepted" if text in case.accept else "rejected"
 
 
-def run_peer(peer: str, cases: list[Case], mutate: int = 6, seed: int = 0) -> tuple[int, list[Disagreement], bool]:
+def run_peer(peer: str, cases: list[Case], mutate: int = 6, seed: int = 0,
+             live: bool = True) -> tuple[int, list[Disagreement], bool]:
     """(answers, disagreements, live): every case's strings (and, with a live peer, ``mutate``
-    near misses of each) answered by stencil and by the peer."""
-    ours, theirs = Stencil(), _live(peer)
+    near misses of each) answered by stencil and by the peer (its written answers when it is not
+    installed or ``live`` is false)."""
+    ours, theirs = Stencil(), _live(peer) if live else None
     total, bad = 0, []
     for case in cases:
         texts = list(dict.fromkeys(case.accept + case.reject))

@@ -130,3 +130,23 @@ def test_peer_cases_agree(peer):
     total, bad, _ = peer_grammars.run_peer(peer, peer_grammars.PEERS[peer])
     assert total > 100
     assert (total - len(bad)) / total >= 0.99, [(d.grammar, d.text, d.peer, d.stencil) for d in bad]
+
+
+@pytest.mark.parametrize("peer", ["llguidance", "xgrammar"])
+def test_written_answers_are_the_peers(peer):
+    # where the peer is not installed the benchmark falls back on the written answers: they must
+    # be what the peer says
+    pytest.importorskip(peer)
+    live = peer_grammars._live(peer)
+    wrong = []
+    for case in peer_grammars.PEERS[peer]:
+        g = live.compile(peer, case.grammar)
+        if (g is None) != case.error:
+            wrong.append((case.grammar, "compiles" if g is not None else "error"))
+        elif g is not None:
+            wrong += [(case.grammar, t) for t in case.accept + case.reject
+                      if live.answer(g, t) != peer_grammars._expected(case, t)]
+    assert wrong == []
+    total, bad, _ = peer_grammars.run_peer(peer, peer_grammars.PEERS[peer], live=False)
+    assert (total - len(bad)) / total >= 0.99
+
