@@ -152,10 +152,10 @@ def _ignore_key(g: EbnfGrammar):
     return (tuple(repr(t.regex) if t.build is None else id(t) for t in g.ignores), bool(g.options.get("ignore_once")))
 
 
-def _explicit_ignores(g: EbnfGrammar, first: bool = True) -> EbnfGrammar:
-    """``g`` without ``%ignore``: an optional ignore lexeme before each of its terminals and after
-    its last; with ``first`` False, after each terminal (never before the first: the rule of a
-    whole grammar without ``allow_initial_skip``)."""
+def _explicit_ignores(g: EbnfGrammar, first: bool = True, last: bool = True) -> EbnfGrammar:
+    """``g`` without ``%ignore``: an optional ignore lexeme before each of its terminals, and after
+    its last with ``last``; with ``first`` False, never before the first: after each terminal
+    with ``last`` (XGrammar's reading), else only between two terminals (llguidance's)."""
     once = g.options.get("ignore_once", False)
     parts = [t.regex for t in g.ignores]
     if any(t.build is not None for t in g.ignores):
@@ -164,22 +164,95 @@ def _explicit_ignores(g: EbnfGrammar, first: bool = True) -> EbnfGrammar:
     ign = regex_ast.alt(parts) if once else regex_ast.repeat(regex_ast.alt(parts), 1, None)
     skip = Term(ign, name="%ignore")
 
-    def add(node: Node) -> Node:
+    def add(node: Node, before: bool = True) -> Node:
         if isinstance(node, Term):
-            return Seq([Rep(skip, 0, 1), node] if first else [node, Rep(skip, 0, 1)])
+            return Seq([Rep(skip, 0, 1), node] if before else [node, Rep(skip, 0, 1)])
         if isinstance(node, (Seq, Alt)):
-            return type(node)([add(k) for k in node.items], pos=node.pos)
+            return type(node)([add(k, before) for k in node.items], pos=node.pos)
         if isinstance(node, Rep):
-            return Rep(add(node.item), node.min, node.max, pos=node.pos)
+            return Rep(add(node.item, before), node.min, node.max, pos=node.pos)
         return node
-    rules = {name: RuleDef(name, add(rd.body), rd.pos) for name, rd in g.rules.items()}
-    if not first:
+    if not first and not last:
+        return _skips_between(g, add)
+    rules = {name: RuleDef(name, add(rd.body, first), rd.pos) for name, rd in g.rules.items()}
+    if not first or not last:
         return replace(g, rules=rules, ignores=[])
     # ignored text at the block's edges: before its first terminal (above) and after its last, as
     # llguidance skips a nested grammar's own %ignore wherever its lexemes may come
     edge = g.start + "%edge"
     rules[edge] = RuleDef(edge, Seq([Ref(g.start), Rep(skip, 0, 1)]), g.rules[g.start].pos)
     return replace(g, rules=rules, ignores=[], start=edge)
+
+
+def _skips_between(g: EbnfGrammar, add) -> EbnfGrammar:
+    """``g`` with an ignore lexeme only between two of its terminals: each rule with the skip
+    before every terminal (``add``), and a "lead" copy (``name%lead``) of each rule that can begin
+    the text, which derives the rule's non-empty texts with no skip before their first terminal.
+    The start is the lead copy, or empty where the start rule derives the empty text."""
+    nullable: dict[str, bool] = {name: False for name in g.rules}    # derives the empty text
+    filled: dict[str, bool] = {name: False for name in g.rules}      # derives a non-empty one
+
+    def can_be_empty(node: Node) -> bool:
+        if isinstance(node, Seq):
+            return all(can_be_empty(k) for k in node.items)
+        if isinstance(node, Alt):
+            return any(can_be_empty(k) for k in node.items)
+        if isinstance(node, Rep):
+            return node.min == 0 or can_be_empty(node.item)
+        return isinstance(node, Ref) and nullable[node.name]
+
+    def can_be_filled(node: Node) -> bool:
+        if isinstance(node, (Seq, Alt)):
+            return any(can_be_filled(k) for k in node.items)
+        if isinstance(node, Rep):
+            return node.max != 0 and can_be_filled(node.item)
+        return filled[node.name] if isinstance(node, Ref) else True
+    changed = True
+    while changed:   # both, to a fixed point
+        changed = False
+        for name, rd in g.rules.items():
+            for table, test in ((nullable, can_be_empty), (filled, can_be_filled)):
+                if not table[name] and test(rd.body):
+                    table[name] = changed = True
+    rules = {name: RuleDef(name, add(rd.body), rd.pos) for name, rd in g.rules.items()}
+    pending: list[str] = []
+
+    def lead(node: Node) -> Optional[Node]:
+        """The non-empty texts of ``node`` with no skip before the first terminal; None if none."""
+        if not can_be_filled(node):
+            return None
+        if isinstance(node, Seq):
+            ways: list[Node] = []
+            for i, k in enumerate(node.items):
+                head = lead(k)
+                if head is not None:
+                    ways.append(Seq([head] + [add(x) for x in node.items[i + 1:]], pos=node.pos))
+                if not can_be_empty(k):
+                    break
+            return None if not ways else ways[0] if len(ways) == 1 else Alt(ways, pos=node.pos)
+        if isinstance(node, Alt):
+            ways = [w for w in (lead(k) for k in node.items) if w is not None]
+            return Alt(ways, pos=node.pos)
+        if isinstance(node, Rep):
+            head = lead(node.item)
+            assert head is not None     # can_be_filled(node) above
+            rest = Rep(add(node.item), 0 if can_be_empty(node.item) else max(node.min - 1, 0),
+                       None if node.max is None else node.max - 1, pos=node.pos)
+            return Seq([head, rest], pos=node.pos)
+        if isinstance(node, Ref):
+            name = node.name + "%lead"
+            if name not in rules and name not in pending:
+                pending.append(name)
+                body = lead(g.rules[node.name].body)
+                assert body is not None     # can_be_filled(node) above
+                rules[name] = RuleDef(name, body, g.rules[node.name].pos)
+            return Ref(name, pos=node.pos)
+        return node
+    start = lead(g.rules[g.start].body)
+    name = g.start + "%between"
+    ways: list[Node] = ([start] if start is not None else []) + ([Seq([])] if nullable[g.start] else [])
+    rules[name] = RuleDef(name, Alt(ways), g.rules[g.start].pos)
+    return replace(g, rules=rules, ignores=[], start=name)
 
 
 def _describe(t: Term) -> str:
@@ -195,8 +268,10 @@ def emit_lark(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_optio
 
 def emit_lark_rule(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> int:
     """Emit ``g`` as one rule of a larger grammar: its ``%ignore`` applies between its own
-    terminals and after them (before the first only with ``allow_initial_skip``), not to the rest
-    of the builder's grammar, as the core's ignored lexemes would."""
+    terminals (before the first only with ``allow_initial_skip``, after the last only with
+    XGrammar's ``%grammar_options``), not to the rest of the builder's grammar, as the core's
+    ignored lexemes would."""
     if g.ignores:
-        g = _explicit_ignores(g, first=bool(g.options.get("allow_initial_skip", False)))
+        g = _explicit_ignores(g, first=bool(g.options.get("allow_initial_skip", False)),
+                              last=bool(g.options.get("trailing_skip", False)))
     return _Emitter(b, g, tokens, json_options or {}).rules_only()
