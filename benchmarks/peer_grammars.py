@@ -139,6 +139,8 @@ LLGUIDANCE: list[Case] = [
     _lg('start: A+\nA: /[0-9]/ | "x"', ["1x2"], ["y"]),
     _lg('start: "a" "b"\n%ignore " "', ["ab", "a b", "a  b"], ["a-b", " a b", "a b "]),
     _lg('start: WORD (" " WORD)*\nWORD: /[a-z]+/', ["ab cd"], ["ab  cd"]),
+    _lg('start: "a" "b"*\n%ignore " "', ["a ", "a b ", "a bb"], [" a"]),
+    _lg('start: "a" "b"?\n%ignore " "', ["a ", "a b"], ["a b "]),
     _lg('start: x\nx: x "a" | "b"', ["b", "baa"], ["a"]),
     _lg('start: "(" start ")" | ""', ["", "(())"], ["(()"]),
     _lg('start: NUM\nNUM: INT ("." INT)?\nINT: /[0-9]+/', ["1", "1.25"], ["1.", ".5"]),

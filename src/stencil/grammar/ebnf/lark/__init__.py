@@ -6,8 +6,8 @@ as Lark's contextual lexer does. A grammar is read as llguidance's Lark dialect 
 custom tools serve) where Lark, llguidance and XGrammar differ. ``%ignore`` terminals may appear
 between any two terminals, not before the first one unless ``%llguidance {"allow_initial_skip":
 true}`` (or XGrammar's ``%grammar_options``) says so, as llguidance and XGrammar do, and not after
-the last one, as llguidance does (a grammar with XGrammar's ``%grammar_options`` takes XGrammar's
-trailing skip). Terminal regexes (``/.../``, which may run over lines, and ``%regex``) mean what
+the last one where no other terminal could follow, as llguidance does (a grammar with XGrammar's
+``%grammar_options`` takes XGrammar's trailing skip). Terminal regexes (``/.../``, which may run over lines, and ``%regex``) mean what
 Rust's regex crate says, as in llguidance: ``\\d``, ``\\w`` and ``\\s`` are Unicode (``(?-u)``
 makes them ASCII), ``.`` stops at ``\\n`` only, ``[[:alpha:]]``, ``\\x{1F600}``, nested classes and
 the set operations ``&&`` ``--`` ``~~`` exist, octal escapes do not;
