@@ -291,7 +291,7 @@ class Stencil:
         return "accepted" if ok else "rejected"
 
 
-class _ByteTokens:
+class ByteTokens:
     """What llguidance.TokenizerWrapper reads for a byte vocabulary."""
 
     def __init__(self):
@@ -308,7 +308,7 @@ class LLGuidance:
     def __init__(self):
         import llguidance
         self.llg = llguidance
-        self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokens()))
+        self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(ByteTokens()))
 
     def compile(self, peer: str, grammar: str):
         g = self.llg.grammar_from("lark", grammar)
@@ -338,7 +338,7 @@ class XGrammar:
         return "accepted" if self.testing._is_grammar_accept_string(compiled, text) else "rejected"
 
 
-def _live(peer: str):
+def live_peer(peer: str):
     """The installed peer, or None (llama.cpp is never installed: its answers are written)."""
     try:
         return {"llguidance": LLGuidance, "xgrammar": XGrammar}[peer]()
@@ -369,7 +369,7 @@ class Disagreement:
     stencil: str
 
 
-def _expected(case: Case, text: str) -> str:
+def expected_answer(case: Case, text: str) -> str:
     if case.error:
         return ERROR
     return "accepted" if text in case.accept else "rejected"
@@ -380,7 +380,7 @@ def run_peer(peer: str, cases: list[Case], mutate: int = 6, seed: int = 0,
     """(answers, disagreements, live): every case's strings (and, with a live peer, ``mutate``
     near misses of each) answered by stencil and by the peer (its written answers when it is not
     installed or ``live`` is false)."""
-    ours, theirs = Stencil(), _live(peer) if live else None
+    ours, theirs = Stencil(), live_peer(peer) if live else None
     total, bad = 0, []
     for case in cases:
         texts = list(dict.fromkeys(case.accept + case.reject))
@@ -401,7 +401,7 @@ def run_peer(peer: str, cases: list[Case], mutate: int = 6, seed: int = 0,
         for t in texts:
             total += 1
             a = ours.answer(mine, t)
-            b = _expected(case, t) if theirs is None else theirs.answer(peer_g, t)
+            b = expected_answer(case, t) if theirs is None else theirs.answer(peer_g, t)
             if a != b:
                 bad.append(Disagreement(case.grammar, t, b, a))
     return total, bad, theirs is not None

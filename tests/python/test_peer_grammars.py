@@ -65,7 +65,7 @@ def test_space_and_word_as_rust_reads_them(compiler):
 @pytest.mark.parametrize("pattern", [r"\w", r"\s", r"\W", r"[\d\s]", r"(?-u:\w)", r"[\w--\d]", r"[\p{L}&&\p{Lu}]"])
 def test_classes_match_llguidance_on_every_code_point(compiler, pattern):
     llg = pytest.importorskip("llguidance")
-    tok = llg.LLTokenizer(llg.TokenizerWrapper(peer_grammars._ByteTokens()))
+    tok = llg.LLTokenizer(llg.TokenizerWrapper(peer_grammars.ByteTokens()))
     m = llg.LLMatcher(tok, llg.grammar_from("lark", f"start: /({pattern})*/"), log_level=0)
     assert not m.is_error(), m.get_error()
     want = set()
@@ -137,7 +137,7 @@ def test_written_answers_are_the_peers(peer):
     # where the peer is not installed the benchmark falls back on the written answers: they must
     # be what the peer says
     pytest.importorskip(peer)
-    live = peer_grammars._live(peer)
+    live = peer_grammars.live_peer(peer)
     wrong = []
     for case in peer_grammars.PEERS[peer]:
         g = live.compile(peer, case.grammar)
@@ -145,7 +145,7 @@ def test_written_answers_are_the_peers(peer):
             wrong.append((case.grammar, "compiles" if g is not None else "error"))
         elif g is not None:
             wrong += [(case.grammar, t) for t in case.accept + case.reject
-                      if live.answer(g, t) != peer_grammars._expected(case, t)]
+                      if live.answer(g, t) != peer_grammars.expected_answer(case, t)]
     assert wrong == []
     total, bad, _ = peer_grammars.run_peer(peer, peer_grammars.PEERS[peer], live=False)
     assert (total - len(bad)) / total >= 0.99
