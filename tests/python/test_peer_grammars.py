@@ -64,7 +64,7 @@ def test_space_and_word_as_rust_reads_them(compiler):
 
 @pytest.mark.parametrize("pattern", [r"\w", r"\s", r"\W", r"[\d\s]", r"(?-u:\w)", r"[\w--\d]", r"[\p{L}&&\p{Lu}]"])
 def test_classes_match_llguidance_on_every_code_point(compiler, pattern):
-    llg = pytest.importorskip("llguidance")
+    llg = pytest.importorskip("llguidance", reason="llguidance is not installed (extra 'bench', make bench-deps)")
     tok = llg.LLTokenizer(llg.TokenizerWrapper(peer_grammars.ByteTokens()))
     m = llg.LLMatcher(tok, llg.grammar_from("lark", f"start: /({pattern})*/"), log_level=0)
     assert not m.is_error(), m.get_error()
@@ -136,7 +136,7 @@ def test_peer_cases_agree(peer):
 def test_written_answers_are_the_peers(peer):
     # where the peer is not installed the benchmark falls back on the written answers: they must
     # be what the peer says
-    pytest.importorskip(peer)
+    pytest.importorskip(peer, reason=f"{peer} is not installed (extra 'bench', make bench-deps)")
     live = peer_grammars.live_peer(peer)
     wrong = []
     for case in peer_grammars.PEERS[peer]:
