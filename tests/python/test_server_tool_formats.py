@@ -49,7 +49,7 @@ def valid_calls(message) -> list:
 
 
 def run(client, fmt: str, stream: bool, **kw):
-    args = dict(model=client.model, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=160,
+    args = dict(model=client.model, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=96,
                 extra_body={"tool_format": fmt}, **kw)
     if not stream:
         return client.chat.completions.create(**args)
@@ -84,7 +84,7 @@ def test_each_format_is_written_and_read_back(client, fmt):
 def test_a_named_tool_choice_and_one_call_only(client):
     for fmt in ("llama3", "mistral", "harmony"):
         r = client.chat.completions.create(
-            model=client.model, messages=ASK, tools=TOOLS, max_tokens=160, temperature=1.0, n=2, seed=3,
+            model=client.model, messages=ASK, tools=TOOLS, max_tokens=96, temperature=1.0, n=2, seed=3,
             parallel_tool_calls=False, tool_choice={"type": "function", "function": {"name": "add"}},
             extra_body={"tool_format": fmt})
         for choice in r.choices:
@@ -140,7 +140,7 @@ def test_allowed_tools_and_a_named_tool_that_is_not_strict(client):
     tools = TOOLS + [{"type": "function", "function": {"name": "lookup", "strict": False, "parameters": LOOSE}}]
     for mode in ("required", "auto"):
         r = client.chat.completions.create(
-            model=client.model, messages=ASK, tools=tools, max_tokens=160, temperature=1.0, n=3, seed=5,
+            model=client.model, messages=ASK, tools=tools, max_tokens=96, temperature=1.0, n=3, seed=5,
             tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [
                 {"type": "function", "function": {"name": "add"}}, {"type": "function", "name": "lookup"}]}})
         for choice in r.choices:
@@ -148,7 +148,7 @@ def test_allowed_tools_and_a_named_tool_that_is_not_strict(client):
             assert calls or mode == "auto", choice.message
             assert {c.function.name for c in calls} <= {"add", "lookup"}, choice.message
     # strict: false, named: the server holds its arguments to the schema all the same (--tool-strict all)
-    r = client.chat.completions.create(model=client.model, messages=ASK, tools=tools, max_tokens=160, temperature=1.0,
+    r = client.chat.completions.create(model=client.model, messages=ASK, tools=tools, max_tokens=96, temperature=1.0,
                                        n=3, seed=6, tool_choice={"type": "function", "function": {"name": "lookup"}})
     for choice in r.choices:
         (call,) = choice.message.tool_calls
