@@ -67,3 +67,15 @@ def test_heal_is_refused_where_it_means_nothing(base_url):
     r = httpx.post(base_url + "/v1/chat/completions", timeout=60,
                    json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "heal": True})
     assert r.status_code == 400 and "heal" in r.json()["error"]["message"]
+
+
+def test_logprobs_offsets_count_from_the_returned_text(base_url):
+    """The healing tokens are in the log-probabilities, before the text: at negative offsets."""
+    c = complete(openai_client(base_url), True, logprobs=1).choices[0]
+    prefix = c.model_extra["healed_prefix"]
+    lp = c.logprobs
+    assert prefix and "".join(lp.tokens) == prefix + c.text
+    assert lp.text_offset[0] == -len(prefix)
+    for token, offset in zip(lp.tokens, lp.text_offset):
+        if offset >= 0:
+            assert c.text[offset:].startswith(token)

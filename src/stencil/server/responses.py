@@ -173,11 +173,13 @@ def usage(prompt_tokens: int, jobs: list[Job]) -> dict:
     return out
 
 
-def logprobs_of(entries: list[dict], chat: bool) -> dict:
-    """OpenAI's ``logprobs`` object of a choice: chat's ``content`` list, or the completions form."""
+def logprobs_of(entries: list[dict], chat: bool, start: int = 0) -> dict:
+    """OpenAI's ``logprobs`` object of a choice: chat's ``content`` list, or the completions form,
+    whose ``text_offset`` counts from ``start`` (the text's first character is 0: a healed prefix's
+    tokens come before it, at negative offsets)."""
     if chat:
         return {"content": entries}
-    offsets, at = [], 0
+    offsets, at = [], start
     for e in entries:
         offsets.append(at)
         at += len(e["token"])
@@ -187,7 +189,7 @@ def logprobs_of(entries: list[dict], chat: bool) -> dict:
 
 
 def choice(i: int, job: Job, chat: bool, c, logprobs: bool = False) -> dict:
-    lp = logprobs_of(job.token_logprobs, chat) if logprobs else None
+    lp = logprobs_of(job.token_logprobs, chat, -len(job.healed_prefix)) if logprobs else None
     if chat:
         msg = _message(job, c)
         return {"index": i, "message": msg, "finish_reason": _finish(job, msg), "logprobs": lp}
