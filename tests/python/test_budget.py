@@ -248,6 +248,32 @@ def test_budget_zero_and_terminated():
     assert m.min_completion_tokens() == 0 and allowed(m, bm, 1) == [EOS]
 
 
+def test_accept_within_a_budget_checks_one_token_as_the_mask_would():
+    """``accept_token(t, remaining_tokens=k)``: t taken exactly when the mask under k has it; a
+    refusal leaves the matcher as it was (no rollback needed: max_rollback 0); at 0 only EOS."""
+    tok = byte_vocab(MULTI)
+    g = stencil.GrammarCompiler(tok).compile_lark(LISTS)
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    m = stencil.Matcher(g)
+    assert m.accept_token(ord("["), 100)
+    checked = refused = 0
+    for k in range(1, 6):
+        got = set(allowed(m, bm, k))
+        for t in range(tok.vocab_size):
+            y = m.fork()
+            before = y.debug_state()
+            ok = y.accept_token(t, k)
+            assert ok == (t in got), (tok.token_bytes(t), k)
+            if not ok:
+                assert y.debug_state() == before and y.num_accepted_tokens == 1
+                refused += t in set(allowed(m, bm))
+            checked += 1
+    assert checked == 5 * tok.vocab_size and refused > 0
+    assert not m.fork().accept_token(ord("]"), 0)   # the output is not complete: nothing fits
+    assert m.accept_token(ord("]"), 1) and not m.fork().accept_token(ord("1"), 0)
+    assert m.accept_token(EOS, 0) and m.is_terminated()
+
+
 def test_bad_budgets_are_errors():
     tok = byte_vocab()
     m = stencil.Matcher(grammars(tok)["choice"])
@@ -256,6 +282,8 @@ def test_bad_budgets_are_errors():
         m.fill_next_token_bitmask(bm, 0, remaining_tokens=-1)
     with pytest.raises(TypeError):
         m.fill_next_token_bitmask(bm, 0, remaining_tokens="3")
+    with pytest.raises(ValueError, match="remaining_tokens must be >= 0"):
+        m.accept_token(ord("a"), remaining_tokens=-1)
     with pytest.raises(ValueError, match="remaining_tokens has 1 entries for 2 matchers"):
         stencil.fill_next_token_bitmasks([m, m.fork()], bm, remaining_tokens=[3])
 
@@ -481,6 +509,8 @@ def _check_budget_masks_against_the_definition(g, tok, rng, slacks):
                 for t in sample:
                     fits = after[t] is not None and after[t] <= kk - 1
                     assert (t in got) == fits, (tok.token_bytes(t), kk, after[t], m.debug_state())
+                    # the one-token check (opportunistic masking) answers as the mask does
+                    assert m.fork().accept_token(t, kk) == fits, (tok.token_bytes(t), kk)
                     checked += 1
                     refused += not fits
             t = rng.choice(allowed(m, bm, k - used))

@@ -29,6 +29,11 @@ class Matcher {
   ~Matcher();
 
   bool accept_token(int64_t token);
+  // accept_token within a budget of `remaining` tokens, this one included (< 0: no budget): the
+  // token is taken only where the output can still end in the tokens left after it (the finish
+  // cost, as min_completion_tokens), else the state is unchanged. Checking the sampled token this
+  // way costs a fraction of a mask; the mask is needed only when it is refused.
+  bool accept_token_within(int64_t token, int64_t remaining);
   bool accept_bytes(const std::string& bytes, const char* call = "accept_bytes");  // all or nothing
   void rollback(int64_t n);
   void reset();

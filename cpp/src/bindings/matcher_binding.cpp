@@ -168,14 +168,22 @@ void bind_matcher(nb::module_& m) {
           "Seconds each call may work (None: no limit); see the class doc.")
       .def(
           "accept_token",
-          [](Matcher& mt, nb::handle token) {
+          [](Matcher& mt, nb::handle token, nb::handle remaining_tokens) {
             const int64_t t = int_arg(token, "token", kTokenRange);
+            const int64_t remaining = check_remaining(remaining_tokens);
             Matcher::Exclusive use(mt);
-            return mt.accept_token(t);
+            return remaining < 0 ? mt.accept_token(t) : mt.accept_token_within(t, remaining);
           },
-          nb::arg("token").none(), nb::sig("def accept_token(self, token: int) -> bool"),
+          nb::arg("token").none(), nb::arg("remaining_tokens").none() = nb::none(),
+          nb::sig("def accept_token(self, token: int, remaining_tokens: int | None = None) -> bool"),
           "Accept one token: True, or False with the state unchanged when the grammar forbids it.\n"
-          "Out-of-range ids raise ValueError; so does any token after termination.")
+          "Out-of-range ids raise ValueError; so does any token after termination.\n\n"
+          "remaining_tokens (as in fill_next_token_bitmask: this token included): the token is taken\n"
+          "only where the output can still be finished in the tokens left after it\n"
+          "(min_completion_tokens), else False with the state unchanged. Checking the token a model\n"
+          "picked this way costs about a microsecond; the mask is needed only when it is refused\n"
+          "(opportunistic masking). The budgeted mask allows every token this accepts, except where its\n"
+          "search ran out of work and coarser costs refused it.")
       .def(
           "accept_tokens",
           [](Matcher& mt, nb::handle token_ids) {

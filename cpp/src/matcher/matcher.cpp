@@ -175,6 +175,20 @@ bool Matcher::accept_token(int64_t token) {
   return accept_text_token(t, before);
 }
 
+bool Matcher::accept_token_within(int64_t token, int64_t remaining) {
+  vocab_->check_id(token);
+  const auto& eos = vocab_->eos_ids();
+  // At 0 only end of sequence is left (where the output is complete), as in fill_mask_within.
+  if (remaining == 0 && std::find(eos.begin(), eos.end(), token) == eos.end()) return false;
+  if (!accept_token(token)) return false;
+  if (remaining < 0 || terminated_) return true;
+  Call call(*this, "accept_token");
+  const int64_t cost = budget().min_completion_tokens(*ps_, *epoch_);
+  if (cost >= 0 && cost <= remaining - 1) return true;
+  undo_tokens(1);  // (no mask was walked since the token: the walker's memo still holds)
+  return false;
+}
+
 // A token of text: its bytes, then its lexeme's token budget.
 bool Matcher::accept_text_token(int32_t t, uint32_t before) {
   std::string_view bytes = vocab_->token_bytes(t);
