@@ -60,6 +60,13 @@ class Matcher {
   void set_time_limit(double seconds);
   const CompiledGrammar& grammar() const { return *g_; }
   std::string debug_state() const;
+  // What debug_state() describes, as numbers (Matcher.stats() in Python).
+  struct Stats {
+    uint32_t lexer_state;
+    size_t parser_rows, parser_items, tokens;
+    bool terminated;
+  };
+  Stats stats() const;
 
   // A matcher serves one thread at a time. Calls hold this mark while they run (the mask fills
   // with the GIL released), and a call on the same matcher from another thread meanwhile is

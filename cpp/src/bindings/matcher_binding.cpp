@@ -297,6 +297,29 @@ void bind_matcher(nb::module_& m) {
           "None when no completion is known.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)
       .def_prop_ro("max_rollback", &Matcher::max_rollback)
+      .def(
+          "stats",
+          [](const Matcher& mt) {
+            Matcher::Stats s;
+            {
+              Matcher::Exclusive use(mt);
+              s = mt.stats();
+            }
+            nb::dict d;
+            d["lexer_state"] = s.lexer_state;
+            d["parser_rows"] = s.parser_rows;
+            d["parser_items"] = s.parser_items;
+            d["tokens"] = s.tokens;
+            d["terminated"] = s.terminated;
+            return d;
+          },
+          nb::sig("def stats(self) -> dict[str, int | bool]"),
+          "The parse state as numbers, read now: lexer_state (its id), parser_rows and parser_items\n"
+          "(the Earley rows on the parser's stack and the items in them), tokens (in the history),\n"
+          "terminated. debug_state() says the same in words, for messages.\n\n"
+          "Example::\n\n"
+          "    m.accept_string('[1, [2')\n"
+          "    m.stats()['parser_items']   # Earley items the parser holds now\n")
       .def("debug_state", [](const Matcher& mt) {
         Matcher::Exclusive use(mt);
         return mt.debug_state();

@@ -358,6 +358,11 @@ std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
   return out;
 }
 
+Matcher::Stats Matcher::stats() const {
+  const EarleyParser& p = ps_->parser();
+  return {ps_->frames().back().state, p.num_rows(), p.num_items(), history_.size(), terminated_};
+}
+
 std::string Matcher::debug_state() const {
   const Frame& f = ps_->frames().back();
   const EarleyParser& p = ps_->parser();
