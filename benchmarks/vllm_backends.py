@@ -11,6 +11,13 @@ compile threads) and ``validate`` (the front-end's request check).
 
     python -m benchmarks.vllm_backends --count 24 --max-tokens 400
     python -m benchmarks.vllm_backends --backends stencil,xgrammar --count 8
+    python -m benchmarks.vllm_backends --workload extraction --count 12 --speculate 0,4
+
+``--speculate 0,4``: each backend without speculation and with vLLM's n-gram (prompt lookup)
+speculation drafting 4 tokens, in separate processes; ``draft`` is then the time of the scheduler's
+check of each draft against the grammar (``validate_tokens``), and ``fill`` holds the masks of every
+draft position. ``--workload extraction``: documents whose values the answer copies
+(benchmarks.extraction_cases, seed 100 onwards: not the cases the tests use), where drafts hit.
 
 Needs vLLM's CPU build in the interpreter that runs it (``make integrations-venv``, then
 ``.venv-integrations/bin/python -m benchmarks.vllm_backends``). stencil runs in the place of
@@ -31,7 +38,7 @@ from benchmarks.prompts import schema_system_message
 from benchmarks.schema_generator import generated_schemas
 
 BACKENDS = ("stencil", "guidance", "xgrammar")
-_PHASES = ("fill", "accept", "compile", "validate")
+_PHASES = ("fill", "accept", "draft", "compile", "validate")
 
 
 def _timed(owner: Any, name: str, totals: dict, key: str) -> None:
@@ -60,7 +67,7 @@ def _count_rows(manager: Any, totals: dict) -> None:
     manager.grammar_bitmask = grammar_bitmask
 
 
-def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict):
+def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict, speculate: int = 0):
     # in-process engine core: the hooks below see the scheduler's calls, and every backend pays
     # its grammar time on the step (vLLM's CPU executor runs the forward pass synchronously)
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -76,10 +83,13 @@ def _engine(backend: str, model_dir: str, max_model_len: int, totals: dict):
     _timed(StructuredOutputManager, "grammar_bitmask", totals, "fill")
     _count_rows(StructuredOutputManager, totals)
     _timed(StructuredOutputManager, "accept_tokens", totals, "accept")
+    _timed(StructuredOutputManager, "validate_tokens", totals, "draft")
     _timed(StructuredOutputManager, "_create_grammar", totals, "compile")
     _timed(vsp.SamplingParams, "_validate_structured_outputs", totals, "validate")
+    spec = ({"method": "ngram", "num_speculative_tokens": speculate, "prompt_lookup_max": 5,
+             "prompt_lookup_min": 2} if speculate else None)
     return LLM(model_dir, dtype="float32", max_model_len=max_model_len, enforce_eager=True, seed=0,
-               structured_outputs_config={"backend": name})
+               structured_outputs_config={"backend": name}, speculative_config=spec)
 
 
 def _run_batch(llm: Any, requests: list[tuple[int, str, dict]], max_tokens: int, totals: dict) -> dict:
@@ -108,14 +118,15 @@ def _run_batch(llm: Any, requests: list[tuple[int, str, dict]], max_tokens: int,
     return {"results": results, "wall_s": wall, "steps": int(totals["fill#"]), "totals": dict(totals)}
 
 
-def worker(backend: str, cases_file: str, out_file: str, model_dir: str, max_tokens: int, max_model_len: int) -> None:
+def worker(backend: str, cases_file: str, out_file: str, model_dir: str, max_tokens: int, max_model_len: int,
+           speculate: int = 0) -> None:
     """One backend, one process: every request of ``cases_file`` ({"ids": [...]} limits them)."""
     with open(cases_file, encoding="utf-8") as f:
         job = json.load(f)
     totals = {k + s: 0.0 for k in _PHASES for s in ("", "#")}
     totals["rows"] = 0
     t = time.perf_counter()
-    llm = _engine(backend, model_dir, max_model_len, totals)
+    llm = _engine(backend, model_dir, max_model_len, totals, speculate)
     load_s = time.perf_counter() - t
     tok = llm.get_tokenizer()
     requests = []
@@ -146,14 +157,15 @@ def _verdict(case: dict, rec: dict) -> str:
     return "valid"
 
 
-def _spawn(backend: str, job: dict, args, tmp: str, tag: str) -> dict:
+def _spawn(backend: str, job: dict, args, tmp: str, tag: str, speculate: int = 0) -> dict:
+    tag = f"{tag}-spec{speculate}"
     cases_file = os.path.join(tmp, f"{backend}-{tag}-cases.json")
     out_file = os.path.join(tmp, f"{backend}-{tag}-out.json")
     with open(cases_file, "w", encoding="utf-8") as f:
         json.dump(job, f)
     cmd = [sys.executable, "-m", "benchmarks.vllm_backends", "--worker", backend, "--cases", cases_file,
            "--result", out_file, "--model-dir", args.model_dir, "--max-tokens", str(args.max_tokens),
-           "--max-model-len", str(args.max_model_len)]
+           "--max-model-len", str(args.max_model_len), "--speculate", str(speculate)]
     log = os.path.join(tmp, f"{backend}-{tag}.log")
     with open(log, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -181,54 +193,79 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model-dir", help="the model as a transformers folder (default: the default model, "
                                         "converted once into a temporary folder)")
     ap.add_argument("--output", help="write the runs (JSON) here")
+    ap.add_argument("--workload", choices=("schemas", "extraction"), default="schemas",
+                    help="generated schemas (default) or extraction documents (benchmarks.extraction_cases)")
+    ap.add_argument("--speculate", default="0",
+                    help="comma-separated draft lengths of vLLM's n-gram speculation, 0 for none (default 0)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--cases", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    try:
+        specs = [int(x) for x in args.speculate.split(",")]
+    except ValueError:
+        ap.error(f"--speculate: comma-separated draft lengths, got {args.speculate!r}")
     if args.worker:
-        worker(args.worker, args.cases, args.result, args.model_dir, args.max_tokens, args.max_model_len)
+        worker(args.worker, args.cases, args.result, args.model_dir, args.max_tokens, args.max_model_len, specs[0])
         return 0
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown:
         ap.error(f"unknown backends {unknown}; expected some of {', '.join(BACKENDS)}")
-    cases = [{"name": c.name, "schema": c.schema, "prompt": c.prompt}
-             for c in generated_schemas(args.count, seed=args.seed)]
+    if min(specs) < 0:
+        ap.error("--speculate: draft lengths must be >= 0")
+    cases = _cases(args.workload, args.count, args.seed)
     with tempfile.TemporaryDirectory(prefix="stencil-vllm-bench-") as tmp:
         if not args.model_dir:
             from stencil.models import save_model_folder
             args.model_dir = save_model_folder(os.path.join(tmp, "model"))
-        first = {b: _spawn(b, {"cases": cases, "ids": None}, args, tmp, "all") for b in backends}
-        verdicts = {b: {i: _verdict(cases[i], r) for i, r in first[b]["results"].items()} for b in backends}
-        common = sorted(i for i in range(len(cases)) if all(verdicts[b][i] != "refused" for b in backends))
+        first = {(b, k): _spawn(b, {"cases": cases, "ids": None}, args, tmp, "all", k) for k in specs for b in backends}
+        verdicts = {key: {i: _verdict(cases[i], r) for i, r in run["results"].items()} for key, run in first.items()}
+        common = sorted(i for i in range(len(cases)) if all(v[i] != "refused" for v in verdicts.values()))
         timed = {}
-        for b in backends:   # the common requests alone, where a backend refused others
-            accepted = [i for i, v in verdicts[b].items() if v != "refused"]
-            timed[b] = first[b] if sorted(accepted) == common else _spawn(b, {"cases": cases, "ids": common},
-                                                                           args, tmp, "common")
-    print(f"vLLM CPU, {len(cases)} generated schemas (seed {args.seed}), greedy, max_tokens {args.max_tokens}; "
+        for key in first:   # the common requests alone, where a backend refused others
+            accepted = [i for i, v in verdicts[key].items() if v != "refused"]
+            timed[key] = first[key] if sorted(accepted) == common else _spawn(
+                key[0], {"cases": cases, "ids": common}, args, tmp, "common", key[1])
+    what = "generated schemas" if args.workload == "schemas" else "extraction documents"
+    print(f"vLLM CPU, {len(cases)} {what} (seed {args.seed}), greedy, max_tokens {args.max_tokens}; "
           f"{len(common)} requests accepted by every backend")
-    print(f"{'backend':10} {'refused':>7} {'valid':>5} {'invalid':>7} {'cut':>4} | common: {'valid':>5} "
-          f"{'tokens':>6} {'tok/s':>6} {'steps':>5} {'ms/step':>7} {'fill':>6} {'accept':>6} {'masks':>5} "
-          f"{'us/mask':>7} {'compile':>8} {'validate':>8}")
-    for b in backends:
-        counts = {k: sum(v == k for v in verdicts[b].values()) for k in ("refused", "valid", "invalid", "cut")}
-        run = timed[b]
+    print(f"{'backend':10} {'spec':>4} {'refused':>7} {'valid':>5} {'invalid':>7} {'cut':>4} | common: {'valid':>5} "
+          f"{'tokens':>6} {'tok/s':>6} {'x nospec':>8} {'steps':>5} {'ms/step':>7} {'fill':>6} {'accept':>6} "
+          f"{'draft':>6} {'grammar':>7} {'masks':>5} {'us/mask':>7} {'compile':>8} {'validate':>8}")
+    for (b, k), run in timed.items():
+        counts = {c: sum(v == c for v in verdicts[b, k].values()) for c in ("refused", "valid", "invalid", "cut")}
         toks = sum(run["results"][i]["tokens"] for i in common)
         valid_common = sum(_verdict(cases[i], run["results"][i]) == "valid" for i in common)
         tot = run["totals"]
-        print(f"{b:10} {counts['refused']:7} {counts['valid']:5} {counts['invalid']:7} {counts['cut']:4} | "
-              f"{valid_common:5}/{len(common):<3} {toks:6} {toks / run['wall_s']:6.1f} {run['steps']:5} "
+        base = timed.get((b, 0))
+        ratio = f"{toks * base['wall_s'] / run['wall_s'] / max(1, sum(base['results'][i]['tokens'] for i in common)):7.2f}x" \
+            if base is not None and k else f"{'':>8}"
+        grammar = sum(_per_step_ms(run, p) for p in ("fill", "accept", "draft"))
+        print(f"{b:10} {k:4} {counts['refused']:7} {counts['valid']:5} {counts['invalid']:7} {counts['cut']:4} | "
+              f"{valid_common:5}/{len(common):<3} {toks:6} {toks / run['wall_s']:6.1f} {ratio} {run['steps']:5} "
               f"{1000 * run['wall_s'] / max(1, run['steps']):7.1f} {_per_step_ms(run, 'fill'):6.2f} "
-              f"{_per_step_ms(run, 'accept'):6.2f} {tot['rows'] / max(1, run['steps']):5.1f} "
+              f"{_per_step_ms(run, 'accept'):6.2f} {_per_step_ms(run, 'draft'):6.2f} {grammar:7.2f} "
+              f"{tot['rows'] / max(1, run['steps']):5.1f} "
               f"{1e6 * tot['fill'] / max(1, tot['rows']):7.1f} {tot['compile']:7.2f}s {tot['validate']:7.2f}s")
-    print("fill, accept: ms per engine step in the backend's calls; masks: masks filled per step, us/mask: "
-          "fill time per mask; compile (vLLM's compile threads) and validate (front-end request check): "
-          "seconds in all")
+    print("spec: n-gram draft length (0: none); x nospec: tokens/s against the same backend without speculation; "
+          "fill, accept, draft (validate_tokens on drafts): ms per engine step in the backend's calls, grammar: "
+          "their sum; masks: masks filled per step (draft positions included), us/mask: fill time per mask; "
+          "compile (vLLM's compile threads) and validate (front-end request check): seconds in all")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
-            json.dump({"cases": cases, "first": first, "timed": timed, "common": common}, f)
+            json.dump({"cases": cases, "first": {f"{b}/{k}": r for (b, k), r in first.items()},
+                       "timed": {f"{b}/{k}": r for (b, k), r in timed.items()}, "common": common}, f)
     return 0
+
+
+def _cases(workload: str, count: int, seed: int) -> list[dict]:
+    """The requests: a schema and a user prompt each."""
+    if workload == "extraction":
+        from benchmarks.extraction_cases import extraction_cases
+        # seeds from 100: the tests' extraction cases use small ones
+        return [{"name": c.name, "schema": c.schema, "prompt": c.prompt} for c in extraction_cases(count, seed=100 + seed)]
+    return [{"name": c.name, "schema": c.schema, "prompt": c.prompt} for c in generated_schemas(count, seed=seed)]
 
 
 if __name__ == "__main__":
