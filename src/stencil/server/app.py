@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 import stencil
 from stencil.memory import resident_bytes
+from stencil.models import chat_ids, renders_own_chats
 from stencil.server.constraints import TOOL_STRICT, request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
@@ -22,7 +23,7 @@ from stencil.server.protocol import RequestError, error_body, message_text
 from stencil.server.request import ChatRequest, CompletionRequest, parse_request
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
-from stencil.server.toolcalls import FORMATS, chat_prompt, template_text, tool_format_for
+from stencil.server.toolcalls import FORMATS, chat_prompt, renders_tools, tool_format_for
 from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
@@ -53,7 +54,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     if compile_timeout is not None:
         limits = replace(limits, compile_timeout=compile_timeout)
     default_format = _tool_format(lm, tool_format)
-    template_tools = "tools" in template_text(lm.tokenizer)   # (else the server announces the tools)
+    template_tools = renders_tools(lm.tokenizer)   # (else the server announces the tools)
     if tool_strict not in TOOL_STRICT:
         raise ValueError(f"tool_strict must be one of {', '.join(TOOL_STRICT)}, got {tool_strict!r}")
     svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate, tool_strict)
@@ -156,6 +157,8 @@ def _tool_format(lm, name: str, param: str | None = None) -> str:
 
 def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
     tok = lm.tokenizer
+    if renders_own_chats(tok):
+        return chat_ids(tok, messages, tools)
     if tools is None or not getattr(tok, "chat_template", None):
         return lm.encode_prompt(messages=messages)
     text = tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from stencil.grammar.tagged.custom_tools import custom_tool, function_view, input_style
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
 from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
+from stencil.models import renders_own_chats
 
 TRIGGER, END = "<tool_call>", "</tool_call>"
 
@@ -43,11 +44,19 @@ def template_text(hf_tokenizer: Any) -> str:
     return " ".join(template.values()) if isinstance(template, dict) else template
 
 
+def renders_tools(hf_tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat rendering writes tools and tool calls (its template names
+    ``tools``, or mistral-common renders the chat); otherwise the server announces them."""
+    return "tools" in template_text(hf_tokenizer) or renders_own_chats(hf_tokenizer)
+
+
 def tool_format_for(hf_tokenizer: Any, requested: Optional[str] = None) -> str:
     """The tool-call format: ``requested`` ("auto" or None: the family's, from the chat template;
     "generic" where the template writes no tool calls of a known family)."""
     if requested not in (None, "auto"):
         return requested
+    if renders_own_chats(hf_tokenizer):   # mistral-common writes [TOOL_CALLS] itself
+        return "mistral"
     template = template_text(hf_tokenizer)
     return (family_of_template(template) if "tool" in template else None) or "generic"
 
