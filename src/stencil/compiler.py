@@ -206,7 +206,7 @@ class GrammarCompiler:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info._vocab, **self._limits,
+        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info.vocabulary, **self._limits,
                                          not_enforced=list(not_enforced))
         with self._lock:
             self._cache[key] = compiled
@@ -482,6 +482,12 @@ class GrammarCompiler:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._max_threads, thread_name_prefix="stencil-compile")
         return self._pool.submit(fn, *args, **kwargs)
+
+    @property
+    def num_cached_grammars(self) -> int:
+        """How many compiled grammars the cache holds now (at most ``cache_size``)."""
+        with self._lock:
+            return len(self._cache)
 
     def clear_cache(self) -> None:
         with self._lock:

@@ -295,7 +295,7 @@ def vocab_stats(info: Any) -> VocabStats:
         tok = stencil.TokenizerInfo.from_vocab([b"a", b"ab", b"b", b"</s>"], eos_token_ids=[3])
         vocab_stats(tok).trie_nodes          # 4: the root, "a", "ab", "b"
     """
-    v = info._vocab
+    v = info.vocabulary
     return VocabStats(trie_nodes=v.trie_nodes, trie_memory_bytes=v.trie_memory_bytes,
                       trie_build_seconds=v.trie_build_seconds, memory_bytes=v.memory_bytes,
                       shared_mask_entries=v.shared_mask_entries, shared_mask_bytes=v.shared_mask_bytes)
@@ -343,5 +343,4 @@ def compiler_stats(compiler: Any) -> CompilerStats:
         compiler.compile_regex("[0-9]+")
         compiler_stats(compiler).cached_grammars   # 1
     """
-    with compiler._lock:
-        return CompilerStats(cached_grammars=len(compiler._cache))
+    return CompilerStats(cached_grammars=compiler.num_cached_grammars)

@@ -218,7 +218,7 @@ class TokenizerInfo:
                 added = getattr(obj, "added_tokens_decoder", None) or {}
                 for i, a in added.items():
                     content = str(getattr(a, "content", a))
-                    fmt._place(raw.tokens, int(i), content.encode("utf-8"))
+                    fmt.place(raw.tokens, int(i), content.encode("utf-8"))
                     if getattr(a, "special", False):
                         raw.special[int(i)] = content
                     else:
@@ -350,6 +350,12 @@ class TokenizerInfo:
         return cls._from_raw(fmt.parse_sentencepiece(path), vocab_size, eos_token_ids)
 
     # ---------------------------------------------------------------------------- queries
+
+    @property
+    def vocabulary(self) -> _core.Vocabulary:
+        """The core's vocabulary (token bytes, trie and shared mask cache), as ``Matcher.vocabulary``
+        and ``CompiledGrammar.vocabulary`` give it."""
+        return self._vocab
 
     @property
     def vocab_size(self) -> int:

@@ -114,7 +114,7 @@ def infer_ids(special: Mapping[int, str], names: Iterable[str]) -> list[int]:
     return [by_name[n] for n in names if n in by_name]
 
 
-def _place(tokens: list, i: int, b: bytes) -> None:
+def place(tokens: list, i: int, b: bytes) -> None:
     if i >= len(tokens):
         tokens.extend([b""] * (i + 1 - len(tokens)))
     tokens[i] = b

@@ -332,6 +332,58 @@ def test_private_read_check_can_fail(tmp_path):
         "tests/test_x.py:11 _state", "tests/test_x.py:2 _store_converted", "tests/test_x.py:7 _vocab"]
 
 
+#: Private names of other packages that the package reads, with why.
+FOREIGN_PRIVATE = {
+    ("src/stencil/tokenizer.py", "_mergeable_ranks"): "tiktoken.Encoding keeps its ranks there (no public accessor)",
+    ("src/stencil/tokenizer.py", "_special_tokens"): "tiktoken.Encoding's special tokens (no public accessor)",
+}
+
+
+def _defined_privates(tree: ast.AST) -> set[str]:
+    """Private names a module defines: functions, classes, assigned names and attributes."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return {n for n in out if _private(n)}
+
+
+def _cross_module_private_reads(root: pathlib.Path) -> list:
+    """"file:line name" for each ``x._name`` in src/stencil whose ``_name`` the file does not define
+    itself: a module reading another module's private attribute."""
+    out = []
+    for path in sorted((root / "src" / "stencil").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(), str(path))
+        own = _defined_privates(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    and (rel, node.attr) not in FOREIGN_PRIVATE and ("*", node.attr) not in PRIVATE_READS):
+                out.append(f"{rel}:{node.lineno} {node.attr}")
+    return out
+
+
+def test_modules_read_no_private_attribute_of_another_module():
+    """Inside the package too, a module reads another's state through its public names (issue 42):
+    ``info._vocab`` in the compiler became ``info.vocabulary``. A planted read is seen."""
+    assert _cross_module_private_reads(ROOT) == []
+
+
+def test_cross_module_private_read_check_can_fail(tmp_path):
+    (tmp_path / "src" / "stencil").mkdir(parents=True)
+    (tmp_path / "src" / "stencil" / "a.py").write_text(
+        "class A:\n    def __init__(self):\n        self._mine = 1\n\n    def f(self, other):\n"
+        "        return self._mine, other._mine, other._theirs\n")
+    assert _cross_module_private_reads(tmp_path) == ["src/stencil/a.py:6 _theirs"]
+
+
 def test_benchmarks_are_not_in_the_package():
     """The benchmark harness lives at the repository root (``python -m benchmarks.X`` from the
     checkout): it is not under src/, the wheel holds src/stencil only, and it imports no private

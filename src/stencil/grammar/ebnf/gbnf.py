@@ -105,12 +105,12 @@ class _Parser:
 
     def after_name(self, j: int) -> int:
         """Offset of ``::=`` (or XGrammar's ``:``) after a rule name and its ``[options]``, or -1."""
-        j = self._after_space(j)
+        j = self.after_space(j)
         if j < self.n and self.s[j] == "[":
             k = self.s.find("]", j)
             if k < 0 or "\n" in self.s[j:k]:
                 return -1
-            j = self._after_space(k + 1)
+            j = self.after_space(k + 1)
         if self.s.startswith("::=", j) or self.s.startswith(":", j) and not self.s.startswith("::", j):
             return j
         return -1
@@ -127,7 +127,7 @@ class _Parser:
         self.i += 1
         found: dict = {}
         while True:
-            self.i = self._after_space(self.i)
+            self.i = self.after_space(self.i)
             if self.peek() == "]":
                 self.i += 1
                 return found
@@ -136,7 +136,7 @@ class _Parser:
             key = self.s[self.i:end]
             if not key:
                 raise self.err("expected a rule option such as capture or temperature=0.7", kpos)
-            self.i = self._after_space(end)
+            self.i = self.after_space(end)
             if key not in _NEUTRAL_OPTIONS and key not in _LEXEME_OPTIONS:
                 raise self.err(f"unknown rule option '{key}' (known: "
                                f"{', '.join(_LEXEME_OPTIONS + _NEUTRAL_OPTIONS)})", kpos)
@@ -147,14 +147,14 @@ class _Parser:
             elif key in _LEXEME_OPTIONS:
                 if self.peek() != "=":
                     raise self.err(f"{key} takes a number: {key}=N", kpos)
-                self.i = self._after_space(self.i + 1)
+                self.i = self.after_space(self.i + 1)
                 n = self.number(optional=True)
                 if n is None or (key == "max_tokens" and not 0 < n < 1 << 32) or n >= 1 << 31:
                     raise self.err(f"{key} takes a {'positive' if key == 'max_tokens' else 'non-negative'} "
                                    f"integer, e.g. {key}=128", kpos)
                 found[key] = n
             elif self.peek() == "=":
-                self.i = self._after_space(self.i + 1)
+                self.i = self.after_space(self.i + 1)
                 if self.peek() in "\"'":
                     self.string_value()
                 else:
@@ -164,7 +164,7 @@ class _Parser:
                     if j == self.i:
                         raise self.err(f"expected a value after {key}=", self.i)
                     self.i = j
-            self.i = self._after_space(self.i)
+            self.i = self.after_space(self.i)
             if self.peek() == ",":
                 self.i += 1
             elif self.peek() != "]":
@@ -183,11 +183,11 @@ class _Parser:
             if end == start:
                 raise self.err(f"expected a rule name, found {self.peek()!r}")
             name = self.s[start:end]
-            self.i = self._after_space(end)
+            self.i = self.after_space(end)
             options = {}
             if self.peek() == "[":
                 options = self.rule_options()
-                self.i = self._after_space(self.i)
+                self.i = self.after_space(self.i)
             if self.s.startswith("::=", self.i):
                 self.i += 3
             elif self.s.startswith(":", self.i) and not self.s.startswith("::", self.i):
@@ -230,7 +230,7 @@ class _Parser:
                 break
             if c in "*+?{":
                 raise self.err(f"'{c}' has nothing to repeat")
-            if c == "(" and self.s.startswith("=", self._after_space(self.i + 1)):
+            if c == "(" and self.s.startswith("=", self.after_space(self.i + 1)):
                 self.lookahead(depth)
                 continue
             items.append(self.postfix(self.element(depth)))
@@ -254,7 +254,7 @@ class _Parser:
         return Term(regex(body), name=name, lazy="lazy" in options, max_tokens=options.get("max_tokens", 0),
                     max_chars=options.get("max_chars"), pos=pos)
 
-    def _after_space(self, i: int) -> int:
+    def after_space(self, i: int) -> int:
         while i < self.n and self.s[i] in " \t\r\n":
             i += 1
         return i
@@ -262,7 +262,7 @@ class _Parser:
     def lookahead(self, depth: int) -> None:
         # XGrammar `(= ...)`: parsed for errors, then dropped (a hint there, not a constraint)
         open_pos = self.i
-        self.i = self._after_space(self.i + 1) + 1
+        self.i = self.after_space(self.i + 1) + 1
         self.alternates(depth + 1)
         if self.peek() != ")":
             raise self.err("'(' of this lookahead is never closed", open_pos)
@@ -309,7 +309,7 @@ class _Parser:
     def postfix(self, node):
         while True:
             save = self.i
-            self.i = self._after_space(self.i)
+            self.i = self.after_space(self.i)
             c = self.peek()
             pos = self.i
             if c == "*":
@@ -332,17 +332,17 @@ class _Parser:
         open_pos = self.i
         self.i += 1
         lo = self.number(optional=True)
-        self.i = self._after_space(self.i)
+        self.i = self.after_space(self.i)
         hi: Optional[int]
         if self.peek() == ",":
             self.i += 1
-            self.i = self._after_space(self.i)
+            self.i = self.after_space(self.i)
             hi = self.number(optional=True)
         else:
             if lo is None:
                 raise self.err("expected a repetition count such as {3}, {2,} or {1,5}", open_pos)
             hi = lo
-        self.i = self._after_space(self.i)
+        self.i = self.after_space(self.i)
         if self.peek() != "}":
             raise self.err("'{' of this repetition is never closed (expected '}')", open_pos)
         self.i += 1
@@ -354,7 +354,7 @@ class _Parser:
         return lo, hi
 
     def number(self, optional: bool) -> Optional[int]:
-        self.i = self._after_space(self.i)
+        self.i = self.after_space(self.i)
         j = self.i
         while j < self.n and self.s[j].isascii() and self.s[j].isdigit():
             j += 1

@@ -93,7 +93,7 @@ def _parse_args(p, name: str, pos: int) -> _Args:
     while True:
         p.skip()
         end = p.name_at(p.i)
-        after = p._after_space(end)
+        after = p.after_space(end)
         if end > p.i and p.s.startswith("=", after) and not p.s.startswith("==", after):
             key = p.s[p.i:end]
             p.i = after + 1
