@@ -42,7 +42,7 @@ from stencil.memory import memory_usage, set_memory_limit
 from stencil.models import ModelError, default_model_path, tokenizer_info_for
 from stencil.partial import PartialResult, PartialTracker
 from stencil.partial.stream import stream_partial
-from stencil.schema_options import JsonSchemaOptions, SchemaInfo
+from stencil.schema_options import GbnfOptions, JsonSchemaOptions, LarkOptions, SchemaInfo, ToolCallOptions
 from stencil.speculative import SpeculationOptions
 from stencil.think import ThinkOptions
 from stencil.tokenizer import TokenizerInfo
@@ -51,7 +51,7 @@ __all__ = [
     "__version__",
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "CheckKind", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
-    "apply_token_bitmask_inplace", "JsonSchemaOptions", "SchemaInfo",
+    "apply_token_bitmask_inplace", "JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo",
     # errors: every one derives from StencilError (GrammarError and UsageError are ValueErrors too,
     # ConcurrentUseError a RuntimeError)
     "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterable
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ __all__ = ["allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bi
            "bitmask_to_bool", "apply_bitmask_bits"]
 
 
-def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
+def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask: Any, indices: Sequence[int] | None = None,
                              num_threads: int | None = None,
                              remaining_tokens: int | Sequence[int | None] | None = None,
                              return_errors: bool = False) -> list[Exception | None] | None:
@@ -63,7 +63,7 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask, indices
     return _core.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads, remaining, bool(return_errors))
 
 
-def fill_next_token_bitmasks_async(matchers: Sequence[_core.Matcher], bitmask, indices: Sequence[int] | None = None,
+def fill_next_token_bitmasks_async(matchers: Sequence[_core.Matcher], bitmask: Any, indices: Sequence[int] | None = None,
                                    num_threads: int | None = None,
                                    remaining_tokens: int | Sequence[int | None] | None = None) -> _core.PendingFill:
     """Start ``fill_next_token_bitmasks`` on a thread of the core and return at once.
@@ -82,7 +82,8 @@ def fill_next_token_bitmasks_async(matchers: Sequence[_core.Matcher], bitmask, i
     return _core.fill_next_token_bitmasks_async(matchers, bitmask, rows, num_threads, remaining)
 
 
-def _batch_args(matchers, indices, num_threads, remaining_tokens) -> tuple[list, list[int], int, list]:
+def _batch_args(matchers: Any, indices: Any, num_threads: Any,
+                remaining_tokens: Any) -> tuple[list[Any], list[int], int, list[int | None]]:
     """The batch calls' arguments as the core takes them, or the error naming the wrong one."""
     if isinstance(matchers, _core.Matcher) or not isinstance(matchers, Iterable):
         raise TypeError(f"matchers must be a list of stencil.Matcher, got {type(matchers).__name__}")
@@ -106,7 +107,7 @@ def _batch_args(matchers, indices, num_threads, remaining_tokens) -> tuple[list,
     return matchers, rows, num_threads, remaining
 
 
-def _int(v, name: str) -> int:
+def _int(v: Any, name: str) -> int:
     """``v`` as an int (numpy integers too); TypeError naming the argument otherwise (a float
     would be truncated silently by int())."""
     if isinstance(v, bool):
@@ -117,13 +118,13 @@ def _int(v, name: str) -> int:
         raise TypeError(f"{name} must be an int, got {type(v).__name__}") from None
 
 
-def _items(v, name: str, what: str):
+def _items(v: Any, name: str, what: str) -> Any:
     if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
         raise TypeError(f"{name} must be a list of {what}, got {type(v).__name__}")
     return v
 
 
-def apply_token_bitmask_inplace(logits, bitmask, indices: Sequence[int] | None = None) -> None:
+def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Sequence[int] | None = None) -> None:
     """Set the logits of disallowed tokens to -inf, in place.
 
     ``logits`` is ``[batch, vocab]`` (or ``[vocab]``), a numpy array or a torch tensor (CPU or

@@ -19,14 +19,14 @@ import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 from stencil import _core
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.deadline import compile_deadline
 from stencil.grammar.regex import build_regex, regex_error
 from stencil.grammar.regex.unicode import lone_surrogate
-from stencil.schema_options import JsonSchemaOptions, SchemaInfo
+from stencil.schema_options import GbnfOptions, JsonSchemaOptions, LarkOptions, SchemaInfo, ToolCallOptions
 from stencil.tokenizer import TokenizerInfo
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it (annotations are strings)
@@ -52,7 +52,7 @@ _COUNT_OPTIONS = {"cache_size": (0, 2**63 - 1), "max_lexer_states": (1, 2**32 - 
                   "max_threads": (1, 1 << 16)}
 
 
-def _check_counts(**values) -> dict:
+def _check_counts(**values: Any) -> dict[str, int]:
     """The values as ints; TypeError or ValueError naming the first one out of its range."""
     for name, v in values.items():
         lo, hi = _COUNT_OPTIONS[name]
@@ -72,7 +72,7 @@ def _limited(method: _Method) -> _Method:
     """Run a compile_* method under the compiler's wall-clock limit (see stencil.grammar.deadline);
     typed as the method itself, so that a type checker still checks its callers' arguments."""
     @functools.wraps(method)
-    def run(self, *args, **kwargs):
+    def run(self: GrammarCompiler, *args: Any, **kwargs: Any) -> Any:
         with compile_deadline(self.compile_timeout, method.__name__):
             return method(self, *args, **kwargs)
     return cast(_Method, run)
@@ -86,7 +86,7 @@ def _memoized(method: _Method) -> _Method:
     afresh. A call given a SchemaInfo to fill, or arguments pickle cannot write, goes through as
     before."""
     @functools.wraps(method)
-    def run(self, *args, **kwargs):
+    def run(self: GrammarCompiler, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("info") is not None:
             return method(self, *args, **kwargs)
         try:
@@ -96,7 +96,7 @@ def _memoized(method: _Method) -> _Method:
         with self._lock:
             entry = self._requests.get(key)
             hit = self._cache.get(entry) if entry is not None else None
-            if hit is not None and not hit.work_limit_reached:
+            if entry is not None and hit is not None and not hit.work_limit_reached:
                 self._cache.move_to_end(entry)
                 self._requests.move_to_end(key)
                 return hit
@@ -146,7 +146,7 @@ class GrammarCompiler:
                  max_lexer_states: int = _LIMITS["max_lexer_states"], lexer_fuel: int = _LIMITS["lexer_fuel"],
                  mask_cache_bytes: int = _LIMITS["mask_cache_bytes"],
                  lexer_memory_bytes: int = _LIMITS["lexer_memory_bytes"], max_threads: int = 4,
-                 mask_optimizations: dict | None = None,
+                 mask_optimizations: dict[str, bool] | None = None,
                  compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a stencil.TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -166,10 +166,10 @@ class GrammarCompiler:
                 raise ValueError(f"unknown mask optimization {name!r}")
             self._limits[name] = bool(on)
         # keyed by the grammar's hash, with what it does not enforce where that is not empty
-        self._cache: OrderedDict[int | tuple[int, tuple], CompiledGrammar] = OrderedDict()
+        self._cache: OrderedDict[int | tuple[int, tuple[Any, ...]], CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         # (method, arguments pickled) -> its entry in _cache (see _memoized)
-        self._requests: OrderedDict[tuple[str, bytes], int | tuple[int, tuple]] = OrderedDict()
+        self._requests: OrderedDict[tuple[str, bytes], int | tuple[int, tuple[Any, ...]]] = OrderedDict()
         self._compiled = threading.local()   # .key: the cache entry this thread's last _compile used
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -191,7 +191,7 @@ class GrammarCompiler:
             raise TypeError(f"compile_grammar needs a stencil Grammar (GrammarBuilder.build), got {type(grammar).__name__}")
         return self._compile(grammar)
 
-    def _compile(self, grammar: _core.Grammar, not_enforced: tuple = ()) -> CompiledGrammar:
+    def _compile(self, grammar: _core.Grammar, not_enforced: tuple[Any, ...] = ()) -> CompiledGrammar:
         """The cached compiled grammar; one that enforces less than it was given is cached apart
         (``not_enforced`` is in its key), so each reports its own."""
         key = (grammar.hash(), not_enforced) if not_enforced else grammar.hash()
@@ -206,7 +206,7 @@ class GrammarCompiler:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info.vocabulary, **self._limits,
+        compiled = _core.CompiledGrammar(grammar, self.tokenizer_info.vocabulary, **self._limits,  # type: ignore[arg-type]
                                          not_enforced=list(not_enforced))
         with self._lock:
             self._cache[key] = compiled
@@ -231,7 +231,7 @@ class GrammarCompiler:
 
     @_memoized
     @_limited
-    def compile_json_schema(self, schema: dict | bool | str | bytes, *, registry: dict | None = None,
+    def compile_json_schema(self, schema: dict[str, Any] | bool | str | bytes, *, registry: dict[str, Any] | None = None,
                             info: SchemaInfo | None = None, **options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """JSON texts valid for ``schema`` (a dict, a bool or JSON text; Draft 2020-12 and older).
 
@@ -282,7 +282,7 @@ class GrammarCompiler:
             g = compiler.compile_pydantic(MyModel, whitespace="compact")
         """
         from stencil.grammar.pydantic import pydantic_grammar
-        return self.compile_grammar(pydantic_grammar(model, **options))
+        return self.compile_grammar(pydantic_grammar(model, **options))  # type: ignore[no-untyped-call]
 
     @_memoized
     @_limited
@@ -300,7 +300,7 @@ class GrammarCompiler:
     # -- grammar front-ends: Lark, GBNF, choices, reasoning and tool-call formats --------------
     @_memoized
     @_limited
-    def compile_lark(self, text: str, **options) -> CompiledGrammar:
+    def compile_lark(self, text: str, **options: Unpack[LarkOptions]) -> CompiledGrammar:
         """A grammar in Lark syntax, with stencil's extensions: special tokens ``<|name|>`` and
         ``<[id]>``, ``%json {schema}``, ``%regex {options}``, ``name[lazy]`` and
         ``name[stop="..."]`` rules (see ``stencil.grammar.ebnf.lark``). Options: ``start``,
@@ -311,11 +311,11 @@ class GrammarCompiler:
             g = compiler.compile_lark('start: "yes" | "no"')
         """
         from stencil.grammar.ebnf.lark import lark_grammar
-        return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **options))
+        return self.compile_grammar(lark_grammar(text, tokens=self._token_table(), **cast("dict[str, Any]", options)))
 
     @_memoized
     @_limited
-    def compile_gbnf(self, text: str, **options) -> CompiledGrammar:
+    def compile_gbnf(self, text: str, **options: Unpack[GbnfOptions]) -> CompiledGrammar:
         """A grammar in llama.cpp's GBNF (or XGrammar's EBNF); the start rule is ``root``.
         Options: ``start``, ``unused`` ("warn", "error" or "ignore").
 
@@ -328,7 +328,7 @@ class GrammarCompiler:
 
     @_memoized
     @_limited
-    def compile_choice(self, choices) -> CompiledGrammar:
+    def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
         """The whole output is exactly one of ``choices`` (strings).
 
         Example::
@@ -340,7 +340,7 @@ class GrammarCompiler:
 
     @_memoized
     @_limited
-    def compile_reasoning_json(self, schema: dict | bool | str | bytes, *, begin: str | int | None = "<think>",
+    def compile_reasoning_json(self, schema: dict[str, Any] | bool | str | bytes, *, begin: str | int | None = "<think>",
                                end: str | int = "</think>", optional: bool = False,
                                **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """Free reasoning between ``begin`` and ``end``, then JSON valid for ``schema``.
@@ -363,7 +363,7 @@ class GrammarCompiler:
 
     @_memoized
     @_limited
-    def compile_structural_tag(self, spec: dict | str, **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
+    def compile_structural_tag(self, spec: dict[str, Any] | str, **json_options: Unpack[JsonSchemaOptions]) -> CompiledGrammar:
         """An XGrammar structural tag (a dict or JSON text): ``{"type": "structural_tag", "format":
         {...}}``, a bare format, or the legacy ``{"structures": [...], "triggers": [...]}`` form.
         Formats: const_string, json_schema (styles json, qwen_xml), regex, grammar (GBNF),
@@ -386,7 +386,8 @@ class GrammarCompiler:
                                     json_options=dict(json_options))
         return self.compile_grammar(b.build(rule))
 
-    def _tool_error(self, err, format: str, tools, options: dict, json_options: dict) -> GrammarError:
+    def _tool_error(self, err: GrammarError, format: str, tools: Sequence[dict[str, Any]], options: dict[str, Any],
+                    json_options: dict[str, Any]) -> GrammarError:
         """``err`` naming the tool whose schema failed (the structural tag's path names a tag): each
         tool's calls are built alone until one fails (only on this error path)."""
         from stencil.grammar.tagged.structural_tag import build_structural_tag
@@ -405,8 +406,9 @@ class GrammarCompiler:
 
     @_memoized
     @_limited
-    def compile_tool_calls(self, tools, *, trigger="<tool_call>", end="</tool_call>", format: str | None = None,
-                           **options) -> CompiledGrammar:
+    def compile_tool_calls(self, tools: Sequence[dict[str, Any]], *, trigger: str | int = "<tool_call>",
+                           end: str | int | None = "</tool_call>", format: str | None = None,
+                           **options: Unpack[ToolCallOptions]) -> CompiledGrammar:
         """Free text, then after ``trigger`` a JSON object ``{"name": ..., "arguments": ...}`` whose
         arguments are valid for the named tool's ``parameters`` schema, then ``end``.
 
@@ -430,36 +432,37 @@ class GrammarCompiler:
             g = compiler.compile_tool_calls([{"name": "add", "parameters": {...}}], trigger="<tool_call>")
             g = compiler.compile_tool_calls(tools, format="qwen", reasoning=True)
         """
+        opts: dict[str, Any] = dict(options)   # (each branch passes on its own subset)
         if format is not None:
             from stencil.grammar.tagged.tool_presets import tool_call_format
             if (trigger, end) != ("<tool_call>", "</tool_call>"):
                 raise TypeError(f"compile_tool_calls: trigger and end do not apply with format={format!r} "
                                 "(the format fixes the call text)")
-            json_options = options.pop("json_options", None) or {}
+            json_options = opts.pop("json_options", None) or {}
             try:
-                return self.compile_structural_tag(tool_call_format(format, tools, **options), **json_options)
+                return self.compile_structural_tag(tool_call_format(format, tools, **opts), **json_options)
             except GrammarError as e:
-                raise self._tool_error(e, format, tools, options, json_options) from None
+                raise self._tool_error(e, format, tools, opts, json_options) from None
         from stencil.grammar.tagged.triggers import reasoning_then, tool_calls
-        reasoning = options.pop("reasoning", None)
+        reasoning = opts.pop("reasoning", None)
         b = GrammarBuilder()
-        rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **options)
+        rule = tool_calls(b, tools, trigger=self._marker(trigger), end=self._marker(end), **opts)
         if reasoning is not None:
             r_begin, r_end = reasoning
             rule = reasoning_then(b, rule, begin=self._marker(r_begin), end=self._marker(r_end))
         return self.compile_grammar(b.build(rule))
 
-    def _token_table(self):
+    def _token_table(self) -> Any:
         from stencil.grammar.ebnf.ast import TokenTable
         tok = self.tokenizer_info
         return TokenTable(lookup=tok.token_id, is_special=tok.is_special, text=tok.token_bytes,
                           vocab_size=tok.vocab_size)
 
-    def _specials(self) -> dict:
+    def _specials(self) -> dict[str, int]:
         """{text: id} of the tokenizer's special tokens."""
         return {name: i for i, name in self.tokenizer_info.special_token_names.items() if name}
 
-    def _marker(self, m):
+    def _marker(self, m: Any) -> Any:
         """A string that is the text of a special token becomes that token's id."""
         if isinstance(m, str):
             try:
@@ -470,7 +473,7 @@ class GrammarCompiler:
                 return t
         return m
 
-    def compile_async(self, fn: Callable[..., _Result], *args, **kwargs) -> Future[_Result]:
+    def compile_async(self, fn: Callable[..., _Result], *args: Any, **kwargs: Any) -> Future[_Result]:
         """Run ``fn(*args, **kwargs)`` (a ``compile_*`` method, or a function that calls one) on a worker thread.
 
         Example::

@@ -114,7 +114,7 @@ class _Trimmer:
     left a server 130 MB above what it held. The trim walks the heap and blocks other threads'
     allocations meanwhile, so it runs on a thread of its own, at most once a second."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._trim: Callable[[int], int] | None = None
         try:
             import ctypes

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict, Union
 
-__all__ = ["JsonSchemaOptions", "SchemaInfo", "Whitespace", "PropertyOrder", "KeySpelling", "StringSpelling",
-           "NumberSpelling"]
+__all__ = ["JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo", "Whitespace",
+           "PropertyOrder", "KeySpelling", "StringSpelling", "NumberSpelling", "Unused"]
 
 # Union, not |: these are evaluated when the module loads, and Python 3.10 has no | for Literal.
 #: "flexible", "compact", or an indentation of 0 to 16 spaces
@@ -29,6 +29,8 @@ PropertyOrder = Literal["definition", "any"]
 KeySpelling = Literal["any", "plain"]
 StringSpelling = Literal["any", "plain", "controls", "unicode"]
 NumberSpelling = Literal["any", "plain", "plain_integers"]
+#: what a grammar's rules that the start rule never reaches do: a warning, an error, or nothing
+Unused = Literal["warn", "error", "ignore"]
 
 
 class JsonSchemaOptions(TypedDict, total=False):
@@ -56,6 +58,52 @@ class JsonSchemaOptions(TypedDict, total=False):
     whitespace_around: bool
 
 
+class LarkOptions(TypedDict, total=False):
+    """``compile_lark``'s options.
+
+    Example::
+
+        opts: stencil.LarkOptions = {"start": "answer", "unused": "error"}
+        g = compiler.compile_lark(text, **opts)
+    """
+    start: str                          # the start rule (default "start")
+    unused: Unused                      # rules the start never reaches (default "warn")
+    json_options: JsonSchemaOptions     # for the grammar's %json schemas
+
+
+class GbnfOptions(TypedDict, total=False):
+    """``compile_gbnf``'s options.
+
+    Example::
+
+        g = compiler.compile_gbnf(text, **stencil.GbnfOptions(start="answer"))
+    """
+    start: str                          # the start rule (default "root")
+    unused: Unused                      # rules the start never reaches (default "warn")
+
+
+class ToolCallOptions(TypedDict, total=False):
+    """``compile_tool_calls``'s options besides ``trigger``, ``end`` and ``format``: with a
+    ``format``, ``reasoning``, ``tool_choice``, ``parallel`` and ``json_options`` apply; without
+    one, the trigger grammar's (``text_before`` to ``args_key``, ``json_options``, and
+    ``reasoning`` as a (begin, end) pair of markers).
+
+    Example::
+
+        opts: stencil.ToolCallOptions = {"tool_choice": "required", "parallel": False}
+        g = compiler.compile_tool_calls(tools, format="qwen", **opts)
+    """
+    reasoning: Union[bool, str, tuple[Union[str, int], Union[str, int]]]
+    tool_choice: str                    # "auto", "required" or a tool's name (with a format)
+    parallel: bool                      # more than one call (with a format)
+    text_before: bool
+    require_call: bool
+    max_calls: Union[int, None]
+    name_key: str
+    args_key: str
+    json_options: JsonSchemaOptions
+
+
 @dataclass
 class SchemaInfo:
     """What a compilation ignored or relied on (filled by ``compile_json_schema(..., info=...)``).
@@ -66,7 +114,7 @@ class SchemaInfo:
         compiler.compile_json_schema({"type": "string", "format": "x-mine"}, info=info)
         info.unknown_formats      # {"x-mine": "#"}
     """
-    ignored: list = field(default_factory=list)          # (keyword, JSON pointer, reason), lenient mode
-    unknown_keywords: dict = field(default_factory=dict)  # keyword -> first JSON pointer
-    unknown_formats: dict = field(default_factory=dict)   # format name -> first JSON pointer
+    ignored: list[tuple[str, str, str]] = field(default_factory=list)  # (keyword, JSON pointer, reason), lenient mode
+    unknown_keywords: dict[str, str] = field(default_factory=dict)     # keyword -> first JSON pointer
+    unknown_formats: dict[str, str] = field(default_factory=dict)      # format name -> first JSON pointer
     checks: int = 0                                       # completion checks attached

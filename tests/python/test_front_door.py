@@ -152,3 +152,29 @@ def test_model_error_is_a_stencil_error(tmp_path):
     with pytest.raises(stencil.StencilError) as e:
         load_model(str(tmp_path / "missing.gguf"))
     assert isinstance(e.value, stencil.ModelError)
+
+
+def _keyword_params(fn, leave=()) -> set:
+    return {n for n, p in inspect.signature(fn).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and n not in leave}
+
+
+def test_lark_gbnf_and_tool_call_options_name_what_the_front_ends_take():
+    """LarkOptions, GbnfOptions and ToolCallOptions (the ``**options`` of compile_lark, compile_gbnf
+    and compile_tool_calls) hold exactly the keywords their front-ends take, none forgotten, none
+    made up; a wrong one is still a TypeError naming it."""
+    from stencil.grammar.ebnf.gbnf import gbnf_grammar
+    from stencil.grammar.ebnf.lark import lark_grammar
+    from stencil.grammar.tagged.tool_presets import tool_call_format
+    from stencil.grammar.tagged.triggers import tool_calls
+    assert set(stencil.LarkOptions.__annotations__) == _keyword_params(lark_grammar, {"tokens"})
+    assert set(stencil.GbnfOptions.__annotations__) == _keyword_params(gbnf_grammar, {"tokens"})
+    trigger = _keyword_params(tool_calls, {"trigger", "end", "name"})
+    assert set(stencil.ToolCallOptions.__annotations__) == trigger | _keyword_params(tool_call_format) | {"reasoning"}
+    for method, typed in (("compile_lark", "LarkOptions"), ("compile_gbnf", "GbnfOptions"),
+                          ("compile_tool_calls", "ToolCallOptions")):
+        params = inspect.signature(getattr(stencil.GrammarCompiler, method)).parameters
+        assert [p.annotation for p in params.values() if p.kind is p.VAR_KEYWORD] == [f"Unpack[{typed}]"]
+    with pytest.raises(TypeError, match="strat"):
+        stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab([b"a", b"</s>"], eos_token_ids=[1])).compile_lark(
+            'start: "a"', strat="start")

@@ -12,7 +12,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ INT_VIEW = {
 }
 
 
-def apply_bitmask_bits(rows: np.ndarray, ninf, bitmask, indices: Sequence[int] | None = None,
+def apply_bitmask_bits(rows: np.ndarray, ninf: Any, bitmask: Any, indices: Sequence[int] | None = None,
                        kernel: str = "auto") -> None:
     """The kernel behind ``apply_token_bitmask_inplace``: ``rows`` is the ``[batch, vocab]``
     integer view of float logits, ``ninf`` the bit pattern of -inf in that view.

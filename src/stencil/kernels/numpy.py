@@ -12,7 +12,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
     return bits[..., :vocab_size]
 
 
-def apply_token_bitmask_numpy(logits: np.ndarray, bitmask, indices: Sequence[int] | None = None) -> None:
+def apply_token_bitmask_numpy(logits: np.ndarray, bitmask: Any, indices: Sequence[int] | None = None) -> None:
     """``stencil.apply_token_bitmask_inplace`` for numpy logits (see there)."""
     if not isinstance(logits, np.ndarray):
         raise TypeError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")

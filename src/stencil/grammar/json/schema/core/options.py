@@ -61,6 +61,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stencil._core import GrammarError
 from stencil.schema_options import KeySpelling, NumberSpelling, PropertyOrder, StringSpelling, Whitespace
@@ -90,7 +91,7 @@ class Options:
     whitespace_around: bool = False
 
     @staticmethod
-    def make(**kw) -> Options:
+    def make(**kw: Any) -> Options:
         """Checked options: TypeError naming an unknown option, GrammarError naming one whose
         value is wrong (a GrammarError, so a server answers 400 to a request's bad option)."""
         known = set(Options.__dataclass_fields__)
