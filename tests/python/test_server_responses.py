@@ -187,7 +187,7 @@ def test_input_text_and_output_text_parts_reach_the_prompt(client, name):
 @pytest.mark.parametrize("extra, param", [
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"include": ["message.output_text.logprobs"]}, "include"),
-    ({"reasoning": {"effort": "high"}}, "reasoning"),
+    ({"reasoning": {"effort": "huge"}}, "reasoning.effort"),
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
     ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format.schema"),
     ({"input": [{"type": "image", "url": "x"}]}, "input[0].type"),

@@ -22,7 +22,15 @@ from benchmarks.tool_models import FAMILIES, SOURCES, build_model, serve  # noqa
 PAIRS = (0, 1)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+#: gpt-oss stops at <|call|> and <|return|> (its generation config's EOS), which its grammar also
+#: writes as text: the engine ends the row at an EOS token before the matcher takes it, so the
+#: call's closing <|call|> is never in the text and the call reads as cut (server/engine.py, left to
+#: its owners). strict: this fails loudly once the engine keeps such a token.
+KNOWN = {"harmony": "the engine drops an EOS token the grammar takes as text (<|call|>): calls read as cut"}
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=KNOWN[f]))
+                                    if f in KNOWN else f for f in FAMILIES])
 def test_random_model_calls_parse_stream_and_render(family):
     try:
         lm = build_model(family)

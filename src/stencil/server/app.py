@@ -156,6 +156,16 @@ def _tool_format(lm, name: str, param: str | None = None) -> str:
 
 
 def _encode_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
+    """The prompt's ids through the chat template; a 400 where the template refuses the
+    conversation (Llama 3.1's raises on two calls in one turn)."""
+    import jinja2
+    try:
+        return _render_chat(lm, messages, tools)
+    except jinja2.TemplateError as e:
+        raise RequestError(f"the model's chat template cannot render these messages: {e}", param="messages") from None
+
+
+def _render_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
     tok = lm.tokenizer
     if renders_own_chats(tok):
         return chat_ids(tok, messages, tools)
@@ -179,9 +189,11 @@ def _chat_messages(body: dict) -> list[dict]:
             raise RequestError(f"messages[{i}].role must be one of {', '.join(ROLES)}, got {m['role']!r}",
                                param=f"messages[{i}].role")
         msg = {"role": m["role"], "content": message_text(m.get("content"), f"messages[{i}].content")}
-        for k in ("tool_call_id", "name"):
+        for k in ("tool_call_id", "name", "reasoning_content"):
             if isinstance(m.get(k), str):
                 msg[k] = m[k]
+        if m["role"] == "assistant" and isinstance(m.get("reasoning_content"), str):
+            msg["thinking"] = m["reasoning_content"]   # (what gpt-oss's template reads)
         if m.get("tool_calls"):
             msg["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
         messages.append(msg)

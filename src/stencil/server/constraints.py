@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from stencil._core import GrammarError
 from stencil.grammar.tagged.custom_tools import check_definition, custom_tool
+from stencil.grammar.tagged.tool_presets import FAMILIES
 from stencil.server.protocol import RequestError, flag
 from stencil.server.toolcalls import END, TRIGGER, tool_name
 
@@ -199,7 +200,7 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
         return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=tools, tool_format=tool_format,
                           reasoning=reasoning and tool_format != "harmony")
     if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
-        return Constraint()
+        return _thought_then_text(compiler, tool_format) if reasoning else Constraint()
     if not isinstance(rf, dict):
         raise RequestError("response_format must be an object", param="response_format")
     if rf.get("type") == "json_object":
@@ -216,6 +217,20 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
     if reasoning:
         return Constraint(compiler.compile_reasoning_json, (schema,), dict(JSON), reasoning=True)
     return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
+
+
+#: free text after a <think> block (a reasoning request without tools or a schema)
+THINK_THEN_TEXT = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+    {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"}, {"type": "any_text"}]}}
+
+
+def _thought_then_text(compiler, tool_format: str) -> Constraint:
+    """Reasoning, then free text: Harmony's analysis message then its final one (read as a tool
+    format without tools), or a ``<think>`` block then text."""
+    if tool_format == "harmony":
+        spec = {"type": "structural_tag", "format": FAMILIES["harmony"].write([], "auto", False, True)}
+        return Constraint(compiler.compile_structural_tag, (spec,), {}, tools=[], tool_format="harmony")
+    return Constraint(compiler.compile_structural_tag, (THINK_THEN_TEXT,), {}, reasoning=True)
 
 
 def _structured(compiler, so: Any, reasoning: bool, prefix: str = "structured_outputs.") -> Constraint:

@@ -45,6 +45,33 @@ class ResponsesRequest(_Unchanging):
     include: Optional[list[Any]] = Field(None, max_length=0)  # logprobs and other inclusions: not done
     background: Optional[Literal[False]] = None
     tool_format: Optional[str] = None  # stencil's: how tool calls are written (stencil serve --tool-format)
+    #: OpenAI's ``{"effort", "summary"}``: an effort other than "none" lets the model think first
+    #: (a ``<think>`` block, Harmony's analysis channel), answered as a ``reasoning`` item whose
+    #: summary is the reasoning's text
+    reasoning: Optional[dict] = None
+
+
+#: OpenAI's reasoning efforts and summary kinds (the openai package's ``Reasoning``)
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+SUMMARIES = ("auto", "concise", "detailed")
+
+
+def thinks(req: ResponsesRequest) -> bool:
+    """Whether ``req.reasoning`` asks for reasoning (a 400 naming the field of a malformed one)."""
+    r = req.reasoning
+    if r is None:
+        return False
+    if not isinstance(r, dict):
+        raise RequestError("reasoning must be an object", param="reasoning")
+    for key, allowed in (("effort", EFFORTS), ("summary", SUMMARIES), ("generate_summary", SUMMARIES)):
+        if r.get(key) is not None and r[key] not in allowed:
+            raise RequestError(f"reasoning.{key} must be one of {', '.join(allowed)}, got {r[key]!r}",
+                               param=f"reasoning.{key}")
+    unknown = sorted(set(r) - {"effort", "summary", "generate_summary"})
+    if unknown:
+        raise RequestError(f"reasoning.{unknown[0]} is not supported", param=f"reasoning.{unknown[0]}",
+                           code="unsupported_parameter")
+    return r.get("effort") != "none"
 
 
 def chat_body(req: ResponsesRequest) -> dict:
@@ -61,6 +88,8 @@ def chat_body(req: ResponsesRequest) -> dict:
                            param="text", code="unsupported_parameter")
     if fmt is not None:
         body["response_format"] = fmt
+    if thinks(req):
+        body["reasoning"] = True
     if req.tools:
         body["tools"] = [_tool(t, i) for i, t in enumerate(req.tools)]
     if req.tool_choice is not None:
@@ -80,6 +109,7 @@ def _messages(req: ResponsesRequest) -> list[dict]:
         return msgs + [{"role": "user", "content": req.input}]
     if not req.input:
         raise RequestError("input must be a non-empty string or list of items", param="input")
+    thought = None   # a reasoning item's text, waiting for the assistant turn it belongs to
     for i, item in enumerate(req.input):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -93,6 +123,11 @@ def _messages(req: ResponsesRequest) -> list[dict]:
             kinds = ("output_text", "input_text") if role == "assistant" else ("input_text",)
             msgs.append({"role": "system" if role == "developer" else role,
                          "content": message_text(item.get("content"), f"{where}.content", kinds)})
+            if role == "assistant" and thought is not None:
+                msgs[-1]["reasoning_content"], thought = thought, None
+        elif kind == "reasoning":   # a past answer's reasoning: the next assistant turn's
+            thought = _thought(item, where)
+            continue
         elif kind in ("function_call", "custom_tool_call"):
             call = {"id": _str(item, "call_id", where), "type": "function",
                     "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}} \
@@ -103,16 +138,31 @@ def _messages(req: ResponsesRequest) -> list[dict]:
                 msgs[-1]["tool_calls"].append(call)  # parallel calls: one assistant turn
             else:
                 msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+                if thought is not None:
+                    msgs[-1]["reasoning_content"], thought = thought, None
         elif kind in ("function_call_output", "custom_tool_call_output"):
             out = item.get("output")
             msgs.append({"role": "tool", "tool_call_id": _str(item, "call_id", where),
                          "content": out if isinstance(out, str) else message_text(out, f"{where}.output",
                                                                                   ("input_text",))})
         else:
-            raise RequestError(f"{where}.type {kind!r} is not supported (message, function_call, "
+            raise RequestError(f"{where}.type {kind!r} is not supported (message, reasoning, function_call, "
                                "function_call_output, custom_tool_call and custom_tool_call_output are)",
                                param=f"{where}.type", code="unsupported_parameter")
     return msgs
+
+
+def _thought(item: dict, where: str) -> str:
+    """The text of a reasoning item: its summary parts (and reasoning text parts) joined."""
+    parts = []
+    for key, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
+        got = item.get(key) or []
+        if not isinstance(got, list) or not all(isinstance(p, dict) and p.get("type") == kind
+                                                and isinstance(p.get("text"), str) for p in got):
+            raise RequestError(f"{where}.{key} must be a list of {{'type': '{kind}', 'text'}} parts",
+                               param=f"{where}.{key}")
+        parts += [p["text"] for p in got]
+    return "\n\n".join(parts)
 
 
 def _str(item: dict, key: str, where: str) -> str:
@@ -184,6 +234,7 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
             "parallel_tool_calls": req.parallel_tool_calls is not False, "temperature": req.temperature,
             "top_p": req.top_p, "tool_choice": req.tool_choice or "auto", "tools": req.tools or [],
             "text": req.text or {"format": {"type": "text"}}, "truncation": "disabled",
+            "reasoning": {"effort": (req.reasoning or {}).get("effort"), "summary": (req.reasoning or {}).get("summary")},
             "metadata": req.metadata or {}, "store": False,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": out_tokens,
                       "total_tokens": prompt_tokens + out_tokens, "input_tokens_details": {"cached_tokens": 0},

@@ -116,7 +116,7 @@ class _ChoiceStream:
     def __init__(self, c):
         self.text = ""
         self.think = ThinkStream() if c.reasoning else None
-        self.calls = ToolStream(c.tool_format, c.tools) if c.tools else None
+        self.calls = ToolStream(c.tool_format, c.tools) if c.tools is not None else None
         self.sent = 0  # characters of content sent (without tools)
 
     def feed(self, piece: str, final: bool = False) -> list[dict]:
@@ -145,7 +145,7 @@ def _finish(job: Job, msg: dict[str, Any] | None) -> str:
 def _message(job: Job, c) -> dict[str, Any]:
     reasoning, text = split_reasoning(job.text) if c.reasoning else (None, job.text)
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
-    if c.tools:
+    if c.tools is not None:
         content, thought, calls = split_tool_calls(text, c.tool_format, c.tools)
         if thought is not None:   # Harmony's analysis channel
             msg["reasoning_content"], msg["content"] = thought, content

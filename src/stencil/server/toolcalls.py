@@ -84,8 +84,17 @@ def chat_prompt(messages: list[dict], tools: Optional[list], fmt: str,
                 else _as_object(c)}} for c in calls])
         out.append(m)
     if not announce or not tools:
-        return out, [as_function(t) for t in tools] if tools else None
+        return out, [_described(as_function(t)) for t in tools] if tools else None
     return [{"role": "system", "content": tools_prompt(tools, fmt)}] + out, None
+
+
+def _described(tool: dict) -> dict:
+    """A function tool with a ``description`` ("" where the request gives none: OpenAI's is
+    optional, and templates such as gpt-oss's read it unguarded)."""
+    fn = tool.get("function")
+    if isinstance(fn, dict) and "description" not in fn:
+        return dict(tool, function=dict(fn, description=""))
+    return tool
 
 
 def _name(call: dict) -> str:

@@ -188,7 +188,8 @@ class CallReader:
 
     def __init__(self, syntax: CallSyntax, tools):
         self.syntax = syntax
-        self.schemas = dict(tool_specs(tools))   # (a custom tool's entry: its CustomTool)
+        # (a custom tool's entry: its CustomTool; no tools: Harmony's messages read without calls)
+        self.schemas = dict(tool_specs(tools)) if tools else {}
         self.customs = {n: p for n, p in self.schemas.items() if isinstance(p, CustomTool)}
         self.names = sorted(self.schemas, key=len, reverse=True)
         self.pos, self.state = 0, "text" if syntax.opens or not syntax.spans else "message"
