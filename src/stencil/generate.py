@@ -54,6 +54,7 @@ from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace,
 from stencil.healing import Healer, start_healing
 from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
+from stencil.opportunistic import Picker, verify_greedy
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 from stencil.think import ThinkOptions, generate_thinking
@@ -78,6 +79,8 @@ class GenerationResult:
     rejected_draft_tokens: int = 0
     #: tokens run through the model again, one per pass, to decide a near tie as plain decoding does
     replayed_tokens: int = 0
+    #: token masks the grammar computed (``opportunistic``: only where the model's pick was refused)
+    masks_computed: int = 0
     seconds: float = 0.0
     prefill_seconds: float = 0.0
     #: whether the text is a complete output of the grammar (None without a grammar)
@@ -96,6 +99,11 @@ class GenerationResult:
         """Generated tokens per second after the prompt was processed."""
         decode = self.seconds - self.prefill_seconds
         return len(self.token_ids) / decode if decode > 0 else float("nan")
+
+    @property
+    def masks_per_token(self) -> float:
+        """Masks computed per generated token (1 or a little more with full masks, 0 without a grammar)."""
+        return self.masks_computed / len(self.token_ids) if self.token_ids else float("nan")
 
 
 class _Model:
@@ -237,7 +245,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              heal: bool = False, on_text: Callable[[str], None] | None = None,
              on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None,
              sampling: str = "plain", particles: int = DEFAULT_PARTICLES,
-             think: bool | ThinkOptions = False) -> GenerationResult:
+             think: bool | ThinkOptions = False, opportunistic: bool = True) -> GenerationResult:
     """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
@@ -279,6 +287,11 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     ``think`` (True or ``stencil.ThinkOptions``): think, then constrain; a bounded free part, then the
     answer under the grammar, within ``max_tokens`` (``stencil.think``); ``thought`` is the free part.
 
+    ``opportunistic`` (on by default): check the token the model picked with the grammar first and
+    compute the mask only where it is refused (``stencil.opportunistic``): greedy output is that of
+    full-mask decoding token for token, sampled output keeps its distribution (rejection sampling,
+    3 draws, then the mask), not the draws of a seed. ``masks_computed`` counts the masks.
+
     Example::
 
         g = compiler.compile_regex(r"[0-9]{4}")
@@ -296,17 +309,17 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     if sampling != "plain":
         return _aligned(lm, matcher, prompt_ids, (limit, cut_by, t_start, on_text),
                         (sampling, particles, temperature, seed, repetition_penalty), (spec, heal, on_partial, budget))
-    return _plain(lm, matcher, prompt_ids, spec, (limit, cut_by, t_start, budget),
+    return _plain(lm, matcher, prompt_ids, spec, (limit, cut_by, t_start, budget, opportunistic),
                   (temperature, seed, repetition_penalty, jump_forward, draft, heal), (on_text, on_partial, partial_schema))
 
 
 def _plain(lm: Any, matcher: Matcher | None, prompt_ids: list[int], spec: SpeculationOptions | None, limits: tuple,
            how: tuple, hooks: tuple) -> GenerationResult:
     """``generate``'s loop (plain sampling or greedy). ``limits``: (tokens that may be generated, the
-    finish reason then, start time, budget); ``how``: (temperature, seed, repetition_penalty,
+    finish reason then, start time, budget, opportunistic); ``how``: (temperature, seed, repetition_penalty,
     jump_forward, draft, heal); ``hooks``: (on_text, on_partial, partial_schema)."""
     import torch
-    limit, cut_by, t_start, budget = limits
+    limit, cut_by, t_start, budget, opportunistic = limits
     temperature, seed, repetition_penalty, jump_forward, draft, heal = how
     on_text, on_partial, partial_schema = hooks
     result = GenerationResult("", [], "", len(prompt_ids))
@@ -317,7 +330,7 @@ def _plain(lm: Any, matcher: Matcher | None, prompt_ids: list[int], spec: Specul
     net = _Model(lm.model, len(prompt_ids))
     hook = PartialHook(on_partial, on_text, partial_schema) if on_partial is not None else None
     loop = _Loop(lm, net, Sampler(temperature, seed, repetition_penalty), _Stream(lm.tokenizer_info, hook or on_text),
-                 matcher, limit, budget, result)
+                 matcher, (limit, budget, opportunistic), result)
     loop.heal(healer)
     if spec is not None:
         loop.speculate(spec, prompt_ids)
@@ -413,10 +426,10 @@ class _Loop:
     (``feed``), the next-token logits once ``feed`` is empty, and the mask of the step."""
 
     def __init__(self, lm: Any, net: _Model, sampler: Sampler, stream: _Stream, matcher: Matcher | None,
-                 limit: int, budget: bool, res: GenerationResult):
+                 how: tuple[int, bool, bool], res: GenerationResult):
         info = lm.tokenizer_info
         self.lm, self.net, self.sampler, self.stream, self.matcher = lm, net, sampler, stream, matcher
-        self.limit, self.budget, self.res = limit, budget, res
+        (self.limit, self.budget, opportunistic), self.res = how, res
         self.info = info
         self.out: list[int] = res.token_ids
         self.feed: list[int] = []
@@ -431,6 +444,11 @@ class _Loop:
         # Only greedy rows of a float32 model are held to plain decoding's exact tokens.
         float32 = next(lm.model.parameters()).dtype == sampler.torch.float32
         self.tie_margin = EXACT_MARGIN if sampler.gen is None and float32 else 0.0
+        # Every mask is computed through the picker (counted); opportunistic: only on a refusal.
+        self.picker = Picker(matcher, sampler, self.bm, info, opportunistic=opportunistic and matcher is not None,
+                             tie_margin=self.tie_margin)
+        self.masked = False       # bm[0] holds the mask of this step (filled while the forward pass ran)
+        self.greedy_checks = self.picker.opportunistic and self.picker.greedy  # drafts verified without masks
 
     def speculate(self, options: SpeculationOptions, prompt_ids: list[int]) -> None:
         """Draft and verify several tokens per forward pass from now on (``stencil.speculative``)."""
@@ -440,7 +458,8 @@ class _Loop:
                              f"(vocabulary of {draft_lm.tokenizer_info.vocab_size} against {self.info.vocab_size})")
         draft_net = _Model(draft_lm.model) if draft_lm is not None else None
         self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
-        self.bm = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
+        self.bm = self.picker.bitmask = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
+        self.greedy_checks = self.greedy_checks and draft_net is None  # the draft model drafts under masks
 
     def heal(self, healer: Healer | None) -> None:
         """Start with token healing: the first tokens spell ``healer.prefix`` (left out of the text)."""
@@ -490,6 +509,7 @@ class _Loop:
         res.text = self.info.decode_bytes(self.out)[skip:].decode("utf-8", errors="replace")
         res.forward_passes = self.net.passes
         res.replayed_tokens = self.net.replayed
+        res.masks_computed = self.picker.masks + (self.drafter.masks if self.drafter is not None else 0)
         res.prefill_seconds = (self.net.first_pass_done or t_start) - t_start
         res.seconds = time.perf_counter() - t_start
         return res
@@ -502,16 +522,22 @@ class _Loop:
         if jump_forward and self._take_forced():
             return _AGAIN
         drafts = _draft_tokens(matcher, self.lm.tokenizer, self.limit - len(self.out)) if draft else []
+        self.masked = False
         if drafts:  # forced text ahead: more than EOS is allowed
             # Drafts are checked against the budgeted masks: one the budget refuses is rejected.
-            matcher.fill_next_token_bitmask(self.bm, 0, self.remaining())
+            if not self.greedy_checks:
+                self.picker.fill(0, self.remaining())
             return self._verify_drafts(drafts) or _AGAIN
+        if self.picker.opportunistic and not matcher.is_accepting():
+            return None   # EOS is not allowed: the model's pick is checked after the pass (_sample)
         if self.feed and not matcher.is_accepting():
             # EOS is not allowed, so the step samples whatever the mask says. The mask does not
             # depend on the logits: a thread of the core fills it while the forward pass runs, and
             # never takes the GIL, which launching the forward pass on a GPU needs all the time.
             pending = fill_next_token_bitmasks_async([matcher], self.bm, num_threads=1,
                                                      remaining_tokens=[self.remaining()])
+            self.picker.masks += 1
+            self.masked = True
             try:
                 self.logits = self.net.forward(self.feed)[-1]
                 self.feed = []
@@ -522,7 +548,8 @@ class _Loop:
             if not np.any(self.bm):
                 raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
             return None
-        matcher.fill_next_token_bitmask(self.bm, 0, self.remaining())
+        self.picker.fill(0, self.remaining())
+        self.masked = True
         if not np.any(self.bm & ~self.eos_words):
             if not np.any(self.bm):
                 raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
@@ -558,6 +585,7 @@ class _Loop:
         self.sampler.penalize(logits, self.out)
         mask = self.bm[:1]   # (speculation keeps more rows)
         healer.fill(mask, 0, self.remaining())
+        self.picker.masks += 1
         apply_token_bitmask_inplace(logits, mask)
         t = self.sampler.sample(logits)
         if not healer.accept_token(t):
@@ -573,16 +601,20 @@ class _Loop:
             self.feed = []
         logits, self.logits = self.logits, None  # the logits after the whole cache
         self.sampler.penalize(logits, self.out)
+        ties = not self.net.is_exact()   # a pass over several tokens: near ties are decided again
         if self.matcher is not None:
-            apply_token_bitmask_inplace(logits, self.bm)
-        if not self.net.is_exact() and first_near_tie(logits[None], self.tie_margin) is not None:
-            t = self._exact_token(self.bm if self.matcher is not None else None, self.out)
+            # The mask of the step (self.masked), or the model's pick checked and the mask on a refusal.
+            t = self.picker.pick(logits, self.remaining(), ties=ties, masked=self.masked)
+            if t is None:   # a near tie of the allowed logits
+                t = self._exact_token(self.bm, self.out)
+                if t not in self.eos and not self.matcher.accept_token(t):
+                    raise RuntimeError(f"internal error: token {t} is not allowed: {self.matcher.debug_state()}")
+        elif ties and first_near_tie(logits[None], self.tie_margin) is not None:
+            t = self._exact_token(None, self.out)
         else:
             t = self.sampler.sample(logits)
         if t in self.eos:
             return "eos"
-        if self.matcher is not None and not self.matcher.accept_token(t):
-            raise RuntimeError(f"internal error: sampled token {t} is not allowed: {self.matcher.debug_state()}")
         self.out.append(t)
         self.feed = [t]
         self.stream.emit([t])
@@ -604,18 +636,24 @@ class _Loop:
         self.res.drafted_tokens += len(drafts)
         self.feed, self.logits = [], None
         for i, d in enumerate(drafts):
-            if i:
-                matcher.fill_next_token_bitmask(bm, 0, self.remaining())
             row = rows[i]
             sampler.penalize(row, self.out)
-            apply_token_bitmask_inplace(row, bm)
-            t = sampler.verify(row, d)
+            ties = not (i == 0 and exact0)
             end = net.length - (len(drafts) - i)  # the cache before draft token i
-            if not (i == 0 and exact0) and first_near_tie(row[None], self.tie_margin) is not None:
+            if self.greedy_checks:   # the argmax checked with the grammar; the mask only on a refusal
+                got = self.picker.pick(row, self.remaining(), ties=ties)
+                t, taken, tie = (d, False, True) if got is None else (got, got not in self.eos, False)
+            else:
+                if i:
+                    self.picker.fill(0, self.remaining())
+                apply_token_bitmask_inplace(row, bm)
+                t, taken = sampler.verify(row, d), False
+                tie = ties and first_near_tie(row[None], self.tie_margin) is not None
+            if tie:
                 net.truncate(end)  # decided again on exact logits; the draft's later rows are dropped
                 t = self._exact_token(bm, self.out)
             elif t == d:
-                if not matcher.accept_token(d):
+                if not taken and not matcher.accept_token(d):
                     raise RuntimeError(f"internal error: draft token {d} was refused")
                 self.out.append(d)
                 self.stream.emit([d])
@@ -625,7 +663,7 @@ class _Loop:
             net.truncate(end)
             if t in self.eos:
                 return "eos"
-            if not matcher.accept_token(t):
+            if not taken and not matcher.accept_token(t):
                 raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
             self.out.append(t)
             self.feed = [t]
@@ -657,34 +695,55 @@ class _Loop:
         # No draft rides on the prompt's pass: tokens/s leaves prefill out, and a draft there would
         # be counted as generated for free. One token of room is kept for the token after the draft.
         room = self.limit - len(self.out) - 1 if net.passes else 0
-        drafts = drafter.draft(matcher, bm, room, self.remaining())
-        if matcher is not None and not drafts and self._only_eos(0):
-            if not np.any(self.bm[0]):
-                raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
-            return "grammar"  # nothing but EOS is allowed: the output is complete
+        # Greedy checks: no mask per draft position; the rows are checked with the grammar as verified.
+        checks = matcher is not None and self.greedy_checks
+        drafts = drafter.draft(matcher, bm, room, self.remaining(), masks=not checks)
+        masked0 = not checks
+        if matcher is not None and not drafts and (masked0 or matcher.is_accepting()):
+            if not masked0:   # only EOS may be allowed where the output is complete
+                self.picker.fill(0, self.remaining())
+                masked0 = True
+            if self._only_eos(0):
+                if not np.any(self.bm[0]):
+                    raise RuntimeError("the grammar allows no token and not EOS: " + matcher.debug_state())
+                return "grammar"  # nothing but EOS is allowed: the output is complete
         rows = net.forward(list(self.feed) + drafts, keep=len(drafts) + 1)
         self.feed = []
         before = net.length - len(drafts)  # the cache without the draft
-        n, t = verify(rows, drafts, bm, self.sampler, self.out)
-        tie = None if net.is_exact() else first_near_tie(rows[:n + 1], self.tie_margin)
-        if tie is not None:  # decided again on exact logits; the draft after it is dropped
-            n = tie
-            net.truncate(before + n)
-            t = self._exact_token(None if bm is None else bm[n], self.out + drafts[:n])
+        taken = False   # whether the matcher has taken t already
+        if checks:
+            assert matcher is not None and bm is not None
+            matcher.rollback(len(drafts))   # the rows are checked from the draft's start
+            n, got = verify_greedy(self.picker, rows, drafts, self.out, self.remaining(), not net.is_exact(), masked0)
+            if got is None:  # a near tie of the allowed logits at row n: decided again on exact logits
+                net.truncate(before + n)
+                t = self._exact_token(bm[n], self.out + drafts[:n])
+            else:
+                t, taken = got, got not in self.eos
+        else:
+            n, t = verify(rows, drafts, bm, self.sampler, self.out)
+            tie = None if net.is_exact() else first_near_tie(rows[:n + 1], self.tie_margin)
+            if tie is not None:  # decided again on exact logits; the draft after it is dropped
+                n = tie
+                net.truncate(before + n)
+                t = self._exact_token(None if bm is None else bm[n], self.out + drafts[:n])
         rejected = len(drafts) - n
-        # The cache and the matcher hold the whole draft: back to the accepted prefix.
+        # The cache (and, without checks, the matcher) holds the whole draft: back to the accepted prefix.
         net.truncate(before + n)
-        if matcher is not None and rejected:
+        if matcher is not None and rejected and not checks:
             matcher.rollback(rejected)
         self.res.drafted_tokens += len(drafts)
         self.res.rejected_draft_tokens += rejected
         self.out.extend(drafts[:n])
         self.stream.emit(drafts[:n])
-        if matcher is not None and n and self._only_eos(n):
-            return "grammar"
+        if matcher is not None and n and (not checks or t in self.eos):
+            if checks:   # EOS after the draft: the mask says whether the output could only end
+                self.picker.fill(n, self.remaining())
+            if self._only_eos(n):
+                return "grammar"
         if t in self.eos:
             return "eos"
-        if matcher is not None and not matcher.accept_token(t):
+        if matcher is not None and not taken and not matcher.accept_token(t):
             raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
         self.out.append(t)
         self.feed = [t]

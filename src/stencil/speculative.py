@@ -139,6 +139,7 @@ class Drafter:
         self.specials = set(info.special_token_ids) | set(info.eos_token_ids)
         self.draft_net = draft_net      # a generate._Model over the draft model, or None
         self.draft_fed: list[int] = []  # the tokens in the draft model's KV cache
+        self.masks = 0                  # masks computed by draft()
 
     def sync(self, output: Sequence[int]) -> None:
         """Take in the output tokens accepted since the last call (``output``: all of them)."""
@@ -147,28 +148,34 @@ class Drafter:
             self.ids.extend(new)
             self.lookup.extend(self.info.decode_bytes(new))
 
-    def draft(self, matcher: Any, bitmask: np.ndarray | None, limit: int, remaining: int | None) -> list[int]:
+    def draft(self, matcher: Any, bitmask: np.ndarray | None, limit: int, remaining: int | None,
+              masks: bool = True) -> list[int]:
         """Up to ``min(limit, max_draft)`` tokens. With a matcher, each is allowed by the grammar,
         the matcher has accepted them all, and row i of ``bitmask`` holds the mask before draft
-        token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none)."""
+        token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none).
+        ``masks`` False (greedy verification that checks each row with the grammar,
+        ``stencil.opportunistic.verify_greedy``): no mask is computed, and the draft ends before a
+        token the budget refuses (``accept_token(t, remaining_tokens)``, the budgeted mask's rule)."""
         limit = min(limit, self.options.max_draft)
         out: list[int] = []
-        if matcher is not None:
+        if matcher is not None and masks:
             matcher.fill_next_token_bitmask(bitmask, 0, remaining)
+            self.masks += 1
         while len(out) < limit:
-            proposal = self._propose(matcher, out, bitmask, limit - len(out))
+            proposal = self._propose(matcher, out, bitmask if masks else None, limit - len(out))
             if matcher is not None:
                 proposal = proposal[:matcher.validate_tokens(proposal)] if proposal else []
             if not proposal:
                 break
             # One mask per drafted position: the model's row there is verified against it.
             for t in proposal:
-                if matcher is not None:
-                    matcher.accept_token(t)
+                rem = None if remaining is None else remaining - len(out)
+                if matcher is not None and not matcher.accept_token(t, None if masks else rem):
+                    return out   # (masks False) refused by the budget
                 out.append(t)
-                if matcher is not None:
-                    rem = None if remaining is None else remaining - len(out)
-                    matcher.fill_next_token_bitmask(bitmask, len(out), rem)
+                if matcher is not None and masks:
+                    matcher.fill_next_token_bitmask(bitmask, len(out), None if rem is None else rem - 1)
+                    self.masks += 1
         return out
 
     def _propose(self, matcher: Any, draft: list[int], bitmask: np.ndarray | None, size: int) -> list[int]:

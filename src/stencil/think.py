@@ -165,6 +165,7 @@ def generate_thinking(generate: Callable[..., GenerationResult], args: dict[str,
     second.prompt_tokens = len(prompt_ids)
     second.forward_passes += first.forward_passes
     second.forced_tokens += first.forced_tokens
+    second.masks_computed += first.masks_computed
     second.prefill_seconds += first.prefill_seconds
     second.seconds = time.perf_counter() - t_start
     return second

@@ -88,3 +88,24 @@ def test_processor_rejects_foreign_tokens(lm):
         proc(torch.tensor([[1, 2, 3, letter]]), torch.zeros(1, vocab))
     with pytest.raises(ValueError, match="grammars for a batch"):
         GrammarLogitsProcessor([g, g])(torch.tensor([[1], [2], [3]]), torch.zeros(3, vocab))
+
+
+def test_opportunistic_greedy_is_the_masked_output(lm):
+    """opportunistic=True: rows whose argmax the grammar allows keep their scores; greedy output is
+    the same as with a mask at every step, with fewer masks (a left-padded batch, budgets)."""
+    from stencil.integrations.transformers import GrammarLogitsProcessor
+    c = stencil.GrammarCompiler(lm.tokenizer_info)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "year": {"type": "integer"}},
+              "required": ["name", "year"]}
+    grammars = [c.compile_json_schema(schema), c.compile_regex(r"[0-9]{4}"), c.compile_regex(r"[A-Z][a-z]{1,9}")]
+    enc = _batch(lm, ["Give a famous physicist and the year of a discovery as JSON.",
+                      "In which year did the Berlin wall fall?", "Give the last name of a famous physicist."])
+    full = GrammarLogitsProcessor(grammars, max_new_tokens=24)
+    opp = GrammarLogitsProcessor(grammars, max_new_tokens=24, opportunistic=True)
+    rows_full = _run(lm, enc, full, do_sample=False, max_new_tokens=24)
+    rows_opp = _run(lm, enc, opp, do_sample=False, max_new_tokens=24)
+    assert rows_opp == rows_full
+    for (text, _), g in zip(rows_full, grammars):   # complete within the budget
+        m = stencil.Matcher(g)
+        assert m.accept_string(text) and m.is_accepting(), text
+    assert 0 < opp.masks_computed < full.masks_computed / 2, (opp.masks_computed, full.masks_computed)

@@ -138,3 +138,36 @@ def test_ten_schema_outputs_are_valid(tmp_path):
         except (ValueError, AssertionError, jsonschema.ValidationError) as e:
             failures.append(f"{name}: {finish}: {text!r}: {e}")
     assert not failures, "\n".join(failures)
+
+
+def test_opportunistic_greedy_is_the_masked_output(lm):
+    """opportunistic=True, driven as llama.cpp drives the processor at temperature 0 without
+    penalties (the argmax of the logits it returns is the token), with the default model's own
+    logits: the same tokens as with a mask at every step, and fewer masks."""
+    import torch
+    torch.set_num_threads(1)
+    info = lm.tokenizer_info
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "born": {"type": "integer"}},
+              "required": ["name", "born"]}
+    g = stencil.GrammarCompiler(info).compile_json_schema(schema)
+    prompt = lm.encode_prompt("Give a famous mathematician and the year of birth as JSON.")
+    eos = set(info.eos_token_ids)
+
+    def complete(proc) -> list[int]:
+        ids = list(prompt)
+        with torch.inference_mode():
+            for _ in range(40):
+                logits = lm.model(input_ids=torch.tensor([ids])).logits[0, -1].float().numpy().astype(np.single)
+                t = int(np.argmax(proc(np.array(ids, np.intc), logits)))
+                if t in eos:
+                    break
+                ids.append(t)
+        return ids[len(prompt):]
+
+    full = GrammarLogitsProcessor(g, max_tokens=40)
+    opp = GrammarLogitsProcessor(g, max_tokens=40, opportunistic=True)
+    out = complete(full)
+    assert complete(opp) == out
+    m = stencil.Matcher(g)
+    assert m.accept_tokens(out) == len(out) and m.is_accepting()
+    assert 0 < opp.masks_computed < full.masks_computed / 2, (opp.masks_computed, full.masks_computed)

@@ -55,9 +55,23 @@ class GrammarLogitsProcessor:
 
         proc = GrammarLogitsProcessor(grammar, max_tokens=200)
         llm.create_completion(prompt, max_tokens=200, logits_processor=LogitsProcessorList([proc]))
+
+    ``opportunistic=True`` (greedy only: ``temperature=0`` and no penalties, ``repeat_penalty=1.0``,
+    ``frequency_penalty`` and ``presence_penalty`` 0, no ``logit_bias``): the processor checks the
+    argmax of the logits with the matcher (``Matcher.accept_token(t, remaining_tokens)``, about a
+    microsecond) and leaves the logits unmasked when the grammar allows it, computing the mask only
+    when it refuses it (or when several tokens share the best logit). llama.cpp applies its
+    penalties and samplers *after* the processor, so they could pick another token from unmasked
+    logits: the output is then no longer the grammar's (a ValueError at the next step).
+    ``masks_computed`` counts the masks::
+
+        proc = GrammarLogitsProcessor(grammar, max_tokens=200, opportunistic=True)
+        llm.create_completion(prompt, max_tokens=200, temperature=0.0, repeat_penalty=1.0,
+                              logits_processor=LogitsProcessorList([proc]))
     """
 
-    def __init__(self, grammar: stencil.CompiledGrammar, max_tokens: int | None = None):
+    def __init__(self, grammar: stencil.CompiledGrammar, max_tokens: int | None = None, *,
+                 opportunistic: bool = False):
         if not isinstance(grammar, stencil.CompiledGrammar):
             raise TypeError(f"GrammarLogitsProcessor needs a CompiledGrammar, got {type(grammar).__name__}")
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
@@ -65,7 +79,11 @@ class GrammarLogitsProcessor:
             raise ValueError(f"max_tokens must be None or an int >= 1, got {max_tokens!r}")
         self.grammar = grammar
         self.max_tokens = max_tokens
-        self.matcher = stencil.Matcher(grammar)
+        self.opportunistic = bool(opportunistic)
+        # opportunistic: a checked argmax is taken back (rollback), then taken again from input_ids
+        self.matcher = stencil.Matcher(grammar, max_rollback=1 if self.opportunistic else 0)
+        #: masks computed since the processor was made (one per call without ``opportunistic``)
+        self.masks_computed = 0
         self._seen: int | None = None   # length of input_ids the matcher has accepted up to
         self._prompt = 0                # length of the prompt (the first call's input)
         self._bitmask = stencil.allocate_token_bitmask(1, grammar.vocabulary.vocab_size)
@@ -89,6 +107,21 @@ class GrammarLogitsProcessor:
                                  "(another logits processor or a grammar changed the logits?)")
             self._seen = n
         left = None if self.max_tokens is None else max(1, self.max_tokens - (n - self._prompt))
+        if self.opportunistic and self._allows(scores, left):
+            return scores
+        self.masks_computed += 1
         self.matcher.fill_next_token_bitmask(self._bitmask, 0, remaining_tokens=left)
         stencil.apply_token_bitmask_inplace(scores, self._bitmask[0])
         return scores
+
+    def _allows(self, scores: np.ndarray, left: int | None) -> bool:
+        """Whether the (budgeted) mask allows the argmax of ``scores``, a unique maximum (llama.cpp's
+        greedy sampler might break a tie otherwise); the matcher's state is unchanged."""
+        t = int(np.argmax(scores))
+        if np.count_nonzero(scores == scores[t]) != 1:
+            return False
+        m = self.matcher
+        if t >= self.grammar.vocabulary.vocab_size or not m.accept_token(t, left):
+            return False
+        m.rollback(1)   # (also after EOS, which terminated the matcher)
+        return True

@@ -18,6 +18,15 @@ steps).
 ``max_new_tokens``: pass ``generate``'s value to keep each row valid within it (a token is allowed
 only when the row's output can still be completed in the tokens left after it); a value too
 small for a grammar's shortest output is a ValueError at the first step.
+
+``opportunistic=True`` (greedy decoding only: ``do_sample=False``, one beam): the processor checks
+each row's argmax with the row's matcher (``Matcher.accept_token(t, remaining_tokens)``, about a
+microsecond) and leaves the row's scores unmasked when the grammar allows it; the mask is computed
+only for rows whose argmax it refuses. Greedy output is the same as with masks (the argmax of the
+scores is allowed, so it is the argmax of the masked scores), and ``masks_computed`` counts the
+masks. Under sampling the unmasked scores would let ``generate`` draw tokens the grammar refuses
+(a ValueError at the next step): leave it off there. Processors placed after this one must not
+change the argmax.
 """
 from __future__ import annotations
 
@@ -56,7 +65,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, grammars: CompiledGrammar | Sequence[CompiledGrammar], *,
-                 num_threads: int | None = None, max_new_tokens: int | None = None):
+                 num_threads: int | None = None, max_new_tokens: int | None = None, opportunistic: bool = False):
         if isinstance(grammars, CompiledGrammar):
             self._grammars: list[CompiledGrammar] | None = None
             self._grammar = grammars
@@ -74,6 +83,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
                                            or max_new_tokens < 1):
             raise ValueError(f"max_new_tokens must be an int >= 1 or None, got {max_new_tokens!r}")
         self.max_new_tokens = max_new_tokens
+        self.opportunistic = bool(opportunistic)
+        #: masks computed since the processor was made (one per row and step without ``opportunistic``)
+        self.masks_computed = 0
         self.matchers: list[Matcher] = []
         self._start = 0      # sequence length when this generate call began (the prompt)
         self._seen = 0       # sequence length the matchers have accepted up to
@@ -88,7 +100,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         if len(grammars) != batch:
             raise ValueError(f"GrammarLogitsProcessor has {len(grammars)} grammars for a batch of {batch} rows "
                              "(num_return_sequences and beams multiply the rows)")
-        self.matchers = [Matcher(g) for g in grammars]
+        # opportunistic: a checked argmax is taken back (rollback), then taken again from input_ids
+        self.matchers = [Matcher(g, max_rollback=1 if self.opportunistic else 0) for g in grammars]
         if self.max_new_tokens is not None:
             for row, m in enumerate(self.matchers):
                 need = m.min_completion_tokens()
@@ -114,8 +127,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
                                          f"(another logits processor or a sampler changed the masked scores?)")
             self._seen = length
         active = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
+        left = None if self.max_new_tokens is None else max(self.max_new_tokens - (length - self._start), 0)
+        if active and self.opportunistic:   # rows whose argmax the grammar allows keep their scores
+            best = scores.argmax(dim=-1).tolist()
+            active = [i for i in active if not self._allows(i, int(best[i]), left)]
+        self.masks_computed += len(active)
         if active and self._bitmask is not None:   # _begin allocated it
-            left = None if self.max_new_tokens is None else max(self.max_new_tokens - (length - self._start), 0)
             fill_next_token_bitmasks([self.matchers[i] for i in active], self._bitmask, indices=active,
                                      num_threads=self.num_threads, remaining_tokens=left)
             if len(active) == len(self.matchers):
@@ -123,3 +140,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
             else:
                 apply_token_bitmask_inplace(scores, self._bitmask[active], indices=active)
         return scores
+
+    def _allows(self, row: int, token: int, left: int | None) -> bool:
+        """Whether row ``row``'s (budgeted) mask allows ``token`` (EOS: where the output is complete);
+        the matcher's state is unchanged."""
+        m = self.matchers[row]
+        if token >= self.vocab_size or not m.accept_token(token, left):
+            return False
+        m.rollback(1)   # (also after EOS, which terminated the matcher)
+        return True
