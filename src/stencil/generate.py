@@ -22,6 +22,11 @@ such point run again one per pass (``GenerationResult.replayed_tokens``). In 54 
 choices came that close: 125 of 4,240 tokens replayed, speculation 8% slower for it (57.6 against
 53.0 tokens/s). Models with 16-bit weights may still differ at near ties.
 
+Masks are opportunistic (``opportunistic=True``, ``stencil.opportunistic``): the token the model
+picked is checked with ``Matcher.accept_token(t, remaining_tokens)`` and the mask is computed only
+where the grammar refuses it (and where the output is complete, to see whether only EOS is left);
+draft rows are verified the same way (a sampled draft token is kept when the row's draw is it). ``GenerationResult.masks_computed`` counts them.
+
 With a grammar the loop also keeps to ``max_tokens`` (``budget``, on by default): each mask
 allows only tokens after which the output can still be completed in the tokens left
 (``Matcher.fill_next_token_bitmask(..., remaining_tokens=k)``), so the output is valid when the
@@ -54,7 +59,7 @@ from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace,
 from stencil.healing import Healer, start_healing
 from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
-from stencil.opportunistic import Picker, verify_greedy
+from stencil.opportunistic import Picker, verify_checked
 from stencil.sampling import Sampler
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 from stencil.think import ThinkOptions, generate_thinking
@@ -448,7 +453,7 @@ class _Loop:
         self.picker = Picker(matcher, sampler, self.bm, info, opportunistic=opportunistic and matcher is not None,
                              tie_margin=self.tie_margin)
         self.masked = False       # bm[0] holds the mask of this step (filled while the forward pass ran)
-        self.greedy_checks = self.picker.opportunistic and self.picker.greedy  # drafts verified without masks
+        self.row_checks = self.picker.opportunistic  # draft rows verified by checked picks, without masks
 
     def speculate(self, options: SpeculationOptions, prompt_ids: list[int]) -> None:
         """Draft and verify several tokens per forward pass from now on (``stencil.speculative``)."""
@@ -459,7 +464,7 @@ class _Loop:
         draft_net = _Model(draft_lm.model) if draft_lm is not None else None
         self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
         self.bm = self.picker.bitmask = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
-        self.greedy_checks = self.greedy_checks and draft_net is None  # the draft model drafts under masks
+        self.row_checks = self.row_checks and draft_net is None  # the draft model drafts under masks
 
     def heal(self, healer: Healer | None) -> None:
         """Start with token healing: the first tokens spell ``healer.prefix`` (left out of the text)."""
@@ -525,7 +530,7 @@ class _Loop:
         self.masked = False
         if drafts:  # forced text ahead: more than EOS is allowed
             # Drafts are checked against the budgeted masks: one the budget refuses is rejected.
-            if not self.greedy_checks:
+            if not self.row_checks:
                 self.picker.fill(0, self.remaining())
             return self._verify_drafts(drafts) or _AGAIN
         if self.picker.opportunistic and not matcher.is_accepting():
@@ -640,7 +645,7 @@ class _Loop:
             sampler.penalize(row, self.out)
             ties = not (i == 0 and exact0)
             end = net.length - (len(drafts) - i)  # the cache before draft token i
-            if self.greedy_checks:   # the argmax checked with the grammar; the mask only on a refusal
+            if self.row_checks:   # the pick checked with the grammar; the mask only on a refusal
                 got = self.picker.pick(row, self.remaining(), ties=ties)
                 t, taken, tie = (d, False, True) if got is None else (got, got not in self.eos, False)
             else:
@@ -695,8 +700,8 @@ class _Loop:
         # No draft rides on the prompt's pass: tokens/s leaves prefill out, and a draft there would
         # be counted as generated for free. One token of room is kept for the token after the draft.
         room = self.limit - len(self.out) - 1 if net.passes else 0
-        # Greedy checks: no mask per draft position; the rows are checked with the grammar as verified.
-        checks = matcher is not None and self.greedy_checks
+        # Row checks: no mask per draft position; each row's pick is checked with the grammar as verified.
+        checks = matcher is not None and self.row_checks
         drafts = drafter.draft(matcher, bm, room, self.remaining(), masks=not checks)
         masked0 = not checks
         if matcher is not None and not drafts and (masked0 or matcher.is_accepting()):
@@ -714,7 +719,7 @@ class _Loop:
         if checks:
             assert matcher is not None and bm is not None
             matcher.rollback(len(drafts))   # the rows are checked from the draft's start
-            n, got = verify_greedy(self.picker, rows, drafts, self.out, self.remaining(), not net.is_exact(), masked0)
+            n, got = verify_checked(self.picker, rows, drafts, self.out, self.remaining(), not net.is_exact(), masked0)
             if got is None:  # a near tie of the allowed logits at row n: decided again on exact logits
                 net.truncate(before + n)
                 t = self._exact_token(bm[n], self.out + drafts[:n])

@@ -46,7 +46,7 @@ import numpy as np
 from stencil.bitmask import apply_token_bitmask_inplace
 from stencil.speculative import first_near_tie
 
-__all__ = ["DEFAULT_TRIES", "Picker", "truncates", "verify_greedy"]
+__all__ = ["DEFAULT_TRIES", "Picker", "truncates", "verify_checked"]
 
 #: draws from the unmasked distribution before a sampled row takes the mask
 DEFAULT_TRIES = 3
@@ -136,14 +136,17 @@ class Picker:
         return None
 
 
-def verify_greedy(picker: Picker, rows: Any, draft: Sequence[int], generated: Sequence[int],
+def verify_checked(picker: Picker, rows: Any, draft: Sequence[int], generated: Sequence[int],
                   remaining: int | None, ties: bool, masked0: bool = False) -> tuple[int, int | None]:
-    """Greedy verification of ``draft`` without a mask per position: (accepted, token).
+    """Verification of ``draft`` without a mask per position: (accepted, token).
 
     ``rows[i]``: the model's logits before draft token i (``len(draft) + 1`` rows, penalized here,
     in place); the matcher is in the state before the draft. Row by row, the token is picked as
     :meth:`Picker.pick` does (a draft token the grammar takes and that is the argmax needs no mask);
-    the first row whose token is not the draft's ends it. The matcher then holds the accepted draft
+    the first row whose token is not the draft's ends it. Greedy, that is full-mask verification.
+    Sampled, the row's draw t from the masked distribution p keeps draft token d when t == d: d is
+    kept with probability p(d), and otherwise t is distributed as p without d, renormalized, which
+    is standard speculative sampling for a draft that is a point mass on d (``Sampler.verify``). The matcher then holds the accepted draft
     tokens and the token after them (not EOS); ``token`` None: a near tie at row ``accepted``, whose
     mask is in ``bitmask[accepted]``, for the caller to decide on exact logits. ``remaining``: the
     budget before the draft (None: none); ``masked0``: ``bitmask[0]`` holds the mask of row 0.

@@ -153,8 +153,8 @@ class Drafter:
         """Up to ``min(limit, max_draft)`` tokens. With a matcher, each is allowed by the grammar,
         the matcher has accepted them all, and row i of ``bitmask`` holds the mask before draft
         token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none).
-        ``masks`` False (greedy verification that checks each row with the grammar,
-        ``stencil.opportunistic.verify_greedy``): no mask is computed, and the draft ends before a
+        ``masks`` False (verification that checks each row's pick with the grammar,
+        ``stencil.opportunistic.verify_checked``): no mask is computed, and the draft ends before a
         token the budget refuses (``accept_token(t, remaining_tokens)``, the budgeted mask's rule)."""
         limit = min(limit, self.options.max_draft)
         out: list[int] = []

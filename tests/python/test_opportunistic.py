@@ -10,7 +10,7 @@ import pytest
 import stencil
 from generation_model import default_model
 from stencil.bitmask import bitmask_to_bool
-from stencil.opportunistic import Picker, truncates, verify_greedy
+from stencil.opportunistic import Picker, truncates, verify_checked
 from stencil.sampling import Sampler
 
 torch = pytest.importorskip("torch")
@@ -83,7 +83,7 @@ def test_masks_per_token(lm, grammars):
 def _case(ascii_tokenizer, pattern: str, prefix: str):
     info = ascii_tokenizer
     g = stencil.GrammarCompiler(info).compile_regex(pattern)
-    m = stencil.Matcher(g, max_rollback=1)
+    m = stencil.Matcher(g, max_rollback=2)
     assert m.accept_string(prefix)
     bm = stencil.allocate_token_bitmask(1, info.vocab_size)
     m.fill_next_token_bitmask(bm, 0)
@@ -177,7 +177,7 @@ def test_greedy_pick_and_truncation(ascii_tokenizer):
         m.rollback(1)
 
 
-def test_verify_greedy_checks_rows_without_masks(ascii_tokenizer):
+def test_verify_checked_checks_rows_without_masks(ascii_tokenizer):
     info = ascii_tokenizer
     g = stencil.GrammarCompiler(info).compile_regex(r"ab[0-9]+")
     m = stencil.Matcher(g, max_rollback=4)
@@ -187,10 +187,32 @@ def test_verify_greedy_checks_rows_without_masks(ascii_tokenizer):
     for i, c in enumerate("ab7"):   # the model agrees on 'a', 'b', then prefers '7' to the draft's '1'
         rows[i, ord(c) - 32] = 3.0
     rows[3, ord("z") - 32] = 5.0
-    n, t = verify_greedy(picker, rows.clone(), draft, [], None, ties=False)
+    n, t = verify_checked(picker, rows.clone(), draft, [], None, ties=False)
     assert (n, t) == (2, ord("7") - 32) and picker.masks == 0
     assert m.num_accepted_tokens == 3   # 'a', 'b', '7'
     m.rollback(3)
     rows[2, ord("q") - 32] = 9.0          # refused at row 2: the mask there decides ('7')
-    n, t = verify_greedy(picker, rows.clone(), draft, [], None, ties=False)
+    n, t = verify_checked(picker, rows.clone(), draft, [], None, ties=False)
     assert (n, t) == (2, ord("7") - 32) and picker.masks == 1
+
+
+def test_sampled_verification_keeps_the_masked_distribution(ascii_tokenizer):
+    """A sampled row keeps the draft token when its checked draw is it: the first token of the
+    output (the kept draft token, or the draw that replaced it) follows the masked distribution."""
+    info, m, logits, allowed = _case(ascii_tokenizer, r"[a-h][0-9]?", "")
+    masked = logits.clone()
+    masked[torch.tensor(~allowed)] = float("-inf")
+    p_masked = torch.softmax(masked, -1).numpy().astype(np.float64)
+    picker = Picker(m, Sampler(1.0, seed=5), stencil.allocate_token_bitmask(2, info.vocab_size), info, tries=2)
+    d = ord("c") - 32
+    counts = np.zeros(info.vocab_size, np.int64)
+    eos = set(info.eos_token_ids)
+    kept = 0
+    for _ in range(3000):
+        n, t = verify_checked(picker, torch.stack([logits, logits]), [d], [], None, ties=False)
+        counts[d if n else t] += 1
+        kept += n
+        m.rollback(n + (t not in eos))
+    assert counts[~allowed].sum() == 0
+    assert abs(kept / 3000 - p_masked[d]) < 0.04
+    assert _p_value(counts, p_masked) > 1e-3, (counts[allowed], p_masked[allowed] * 3000)
