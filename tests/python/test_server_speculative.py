@@ -1,7 +1,10 @@
 """Speculative decoding in `stencil serve` (``create_app(speculate=True)``, ``--speculate``): a real
 server over the default model, real HTTP clients. Greedy outputs equal those of the same requests
 with ``"speculate": false``, for concurrent extraction requests with different schemas, rows joining
-mid-batch and streamed requests; the batched cache rolls rejected drafts back exactly."""
+and leaving mid-batch with drafts of different lengths, and streamed requests; the batched cache
+rolls rejected drafts back exactly, and a pass where rows are fed different numbers of tokens
+(``KVBatch.step_rows``, each row paying for its own) computes what the padded pass computes. A row
+whose drafts keep failing stops drafting (``DraftLength``)."""
 from __future__ import annotations
 
 import asyncio
@@ -67,20 +70,6 @@ def test_greedy_equals_plain_for_concurrent_extractions(base_url):
         assert "completion_tokens_details" not in p["usage"]  # the plain rows did not draft
     steps, tokens = (after[k] - before[k] for k in ("row_steps", "tokens"))
     assert after["on"] and tokens / steps > 1.5, (tokens, steps)
-
-
-def test_rows_joining_mid_batch_and_free_text(base_url):
-    # rows join while others have accepted drafts; a free-text row speculates by prompt lookup alone
-    free = {"messages": [{"role": "user", "content": CASES[0].prompt + "\n\nRepeat the document's first line."}],
-            "max_tokens": 40, "temperature": 0}
-    bodies = [_body(CASES[1]), _body(CASES[2]), free, _body(CASES[3], stop=["\","])]
-    delays = [0.0, 0.6, 1.2, 2.0]
-    spec = asyncio.run(_post_all(base_url, bodies, delays))
-    plain = asyncio.run(_post_all(base_url, [dict(b, speculate=False) for b in bodies], delays))
-    for s, p in zip(spec, plain):
-        assert _text(s) == _text(p)
-        assert s["choices"][0]["finish_reason"] == p["choices"][0]["finish_reason"]
-    assert '",' not in _text(spec[3])  # the stop string cut the text where plain decoding does
 
 
 def test_streamed_deltas_equal_the_text(base_url):
@@ -177,3 +166,106 @@ def test_expensive_grammar_mid_batch_fails_alone(base_url):
     err = _error(asyncio.run(_beside_victims(base_url, _schema(LATE_MOD))), 400)
     assert err["code"] == "grammar_too_expensive", err
     assert httpx.get(base_url + "/health").json()["running"] == 0
+
+
+def test_rows_of_different_drafts_joining_and_leaving(base_url):
+    # extraction rows draft long values, schema rows short keys, free text little; rows join at
+    # different times and leave at different lengths (max_tokens, a stop string), in shared ragged passes
+    free = {"messages": [{"role": "user", "content": "Name three colors, one per line."}], "max_tokens": 24,
+            "temperature": 0}
+    small = {"messages": [{"role": "user", "content": "A point as JSON."}], "max_tokens": 30, "temperature": 0,
+             "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {
+                 "type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                 "required": ["x", "y"], "additionalProperties": False}}}}
+    bodies = [_body(CASES[0], max_tokens=72), free, _body(CASES[2], max_tokens=60), small, _body(CASES[3], stop=["\","])]
+    delays = [0.0, 0.0, 0.4, 0.9, 1.5]
+    before = _health(base_url)
+    spec = asyncio.run(_post_all(base_url, bodies, delays))
+    after = _health(base_url)
+    plain = asyncio.run(_post_all(base_url, [dict(b, speculate=False) for b in bodies], delays))
+    for s, p in zip(spec, plain):
+        assert _text(s) == _text(p)
+        assert s["choices"][0]["finish_reason"] == p["choices"][0]["finish_reason"]
+        assert s["usage"]["completion_tokens"] == p["usage"]["completion_tokens"]
+    assert after["accepted"] > before["accepted"]
+    assert '",' not in _text(spec[4])  # the stop string cut the text where plain decoding does
+
+
+def test_failing_drafts_stop(base_url, monkeypatch):
+    """Drafts the model never keeps: the row's draft length falls to zero (then it drafts one token
+    now and then, after a wait that doubles), and its output is the plain one."""
+    from stencil.speculative import Drafter
+    real = Drafter.draft
+    bad = default_model().tokenizer.encode(" Xylophone", add_special_tokens=False)[0]
+
+    def draft(self, matcher, bitmask, limit, remaining, masks=True):
+        if matcher is not None:
+            return real(self, matcher, bitmask, limit, remaining, masks=masks)
+        return [bad] * min(limit, 4)
+    monkeypatch.setattr(Drafter, "draft", draft)
+    body = {"messages": [{"role": "user", "content": "Count from one to ten in words, with commas."}],
+            "max_tokens": 48, "temperature": 0, "ignore_eos": False}
+    before = _health(base_url)
+    spec = asyncio.run(_post_all(base_url, [body]))[0]
+    after = _health(base_url)
+    plain = asyncio.run(_post_all(base_url, [dict(body, speculate=False)]))[0]
+    assert _text(spec) == _text(plain)
+    tokens = spec["usage"]["completion_tokens"]
+    drafted, kept = after["drafted"] - before["drafted"], after["accepted"] - before["accepted"]
+    assert tokens > 30 and kept == 0
+    assert 0 < drafted <= 24, drafted   # 4 per step without adapting: 4 * tokens
+
+
+def test_draft_length_adapts_to_acceptance():
+    from stencil.server.speculation import DraftLength, StepCost
+    d = DraftLength(12)
+    assert d.plan(0.05) >= 6            # one row: a token more costs little, drafts are long
+    assert d.plan(0.4) < d.plan(0.05)   # 16 rows: each token must be likelier kept
+    steps = []
+    for _ in range(100):                # every draft fails at once
+        k = d.plan(0.4)
+        steps.append(k)
+        d.update(k, 0)
+    assert steps[0] > 0 and steps.count(0) > 80 and sum(steps[20:]) <= 4, steps
+    first = steps.index(0)
+    waits = [i for i in range(first, 100) if steps[i]]   # the probes: one token, further apart each time
+    assert all(steps[i] == 1 for i in waits) and len(waits) >= 2
+    assert waits[1] - waits[0] > waits[0] - first
+    for _ in range(80):                 # then drafts are kept whole: after the next probe, long drafts
+        k = d.plan(0.05)
+        d.update(k, k)
+    assert d.plan(0.05) == 12
+    cost = StepCost()
+    assert cost.ratio(16) == 16 / (16 + cost.prior)   # nothing fitted yet: the prior
+    for tokens in (16, 20, 30, 16, 40, 24, 18, 50, 16, 22) * 3:
+        cost.add(tokens, 0.05 + 0.002 * tokens)      # a pass: 50 ms, and 2 ms a token
+    assert abs(cost.fixed_tokens() - 25) < 0.5
+
+
+def test_kv_batch_ragged_rows_equal_the_padded_pass():
+    """``step_rows``: rows fed 1, 3 and 5 tokens, each keeping some positions' logits, equal the
+    padded pass's (linear layers on the real tokens only, attention row by row); the cache they
+    leave continues as the padded pass's does."""
+    from stencil.server.kv_batch import KVBatch
+    lm = default_model()
+    prompts = [lm.encode_prompt(p) for p in ("Name a color.", "Tell a long story about a dragon and tea.", "Hi",
+                                              "Count to three.")]
+    feeds = [[prompts[0][-1]], [prompts[1][-1], 11, 12], [prompts[2][-1], 5, 6, 7, 8], [prompts[3][-1], 9, 10]]
+    keep = [1, 3, 2, 1]
+    padded, ragged = KVBatch(lm.model), KVBatch(lm.model)
+    with torch.inference_mode():
+        for b in (padded, ragged):
+            for p in prompts:
+                b.add(p[:-1])
+        want = padded.step(feeds, keep=5)
+        got = ragged.step_rows(feeds, keep)
+        for i, k in enumerate(keep):
+            assert (got.of(i) - want[i, 5 - k:]).abs().max().item() < 1e-4, i
+            assert (got.last[i] - want[i, -1]).abs().max().item() < 1e-4, i
+        for b in (padded, ragged):
+            b.rollback([0, 2, 1, 0])
+        want = padded.step([[3], [4], [5], [6]])
+        got = ragged.step_rows([[3], [4], [5], [6]], [1, 1, 1, 1])
+        assert (got.last - want).abs().max().item() < 1e-4
+        with pytest.raises(ValueError, match="1 <= keep"):
+            ragged.step_rows([[1], [2], [3], [4]], [2, 1, 1, 1])

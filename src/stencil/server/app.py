@@ -34,7 +34,7 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
                mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
-               speculate: bool | SpeculationOptions = False, tool_strict: str = "all"):
+               speculate: bool | SpeculationOptions = False, tool_strict: str = "all", full_masks: bool = False):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written and read back ("auto": the model family's, read from its chat
@@ -44,7 +44,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     ``tool_strict``: whose arguments the grammar holds to their schema: "all" tools (also those
     a request marks ``strict: false``), only those marked ``strict: true`` ("requested"), or none
     ("off": any JSON object). ``speculate``: the engine's (``Engine``), speculative decoding by default; a
-    request's ``"speculate"`` overrides it.
+    request's ``"speculate"`` overrides it. ``full_masks``: every row's mask at every step (``server.picks``).
 
     Example::
 
@@ -57,7 +57,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     template_tools = renders_tools(lm.tokenizer)   # (else the server announces the tools)
     if tool_strict not in TOOL_STRICT:
         raise ValueError(f"tool_strict must be one of {', '.join(TOOL_STRICT)}, got {tool_strict!r}")
-    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate, tool_strict)
+    svc = Service(lm, model_name or lm.name, limits, max_batch, mask_threads, speculate, tool_strict, full_masks)
     engine = svc.engine
     app = FastAPI(title="stencil", lifespan=_lifespan(svc))
     app.add_middleware(_InternalErrors)
@@ -78,7 +78,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         return {"status": "ok", "running": engine.running, "waiting": engine.jobs.qsize(),
                 "forward_passes": engine.steps, "step_seconds": engine.step_seconds, "step_rows": engine.step_rows,
                 "step_phase_seconds": dict(engine.step_phases), "speculation": engine.speculation_stats(),
-                "aligned": dict(engine.aligned_counts),
+                "masks": engine.mask_stats(), "aligned": dict(engine.aligned_counts),
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
                 "resident": None if svc.resident is None else svc.resident.usage(),

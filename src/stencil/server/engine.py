@@ -1,15 +1,19 @@
 """The generation thread: continuous batching of every running request.
 
 Requests queue up; the engine thread admits them into the running batch (up to ``max_batch``
-rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch``). Meanwhile a
-thread of the core fills every row's token mask (``fill_next_token_bitmasks_async``, on
-``mask_threads`` native threads) without ever taking the GIL: Python threads filling masks took
-the GIL from the forward pass at each hand-over, which on a GPU, where launching the forward pass
-is Python work, stretched a step several-fold. So the grammar costs the step nothing while it is
-cheaper than the forward pass. Forced
-tokens (the only token a grammar allows) are appended without sampling and fed with the row's
-next step. A finished, cancelled or failed row leaves the batch at once and frees its slot; text
-pieces flow back to each request's asyncio queue.
+rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch.step_rows``,
+where each row pays for the tokens it is fed: ``server.ragged``). A row under a grammar then checks
+the token the model picked (``Matcher.accept_token(t, remaining_tokens)``, about a microsecond) and
+its mask is filled only where the grammar refuses it, the refused rows' masks in one native call
+(``server.picks``; greedy outputs are those of full masks, sampling keeps the masked
+distribution). Rows that need the mask before they choose (top-k, top-p, min-p,
+log-probabilities; ``opportunistic=False``: every row) have it filled by a thread of the core
+during the forward pass (``fill_next_token_bitmasks_async``, on ``mask_threads`` native threads)
+without ever taking the GIL: Python threads filling masks took the GIL from the forward pass at
+each hand-over, which on a GPU, where launching the forward pass is Python work, stretched a step
+several-fold. Forced tokens (the only token a grammar allows) are appended without sampling and
+fed with the row's next step. A finished, cancelled or failed row leaves the batch at once and
+frees its slot; text pieces flow back to each request's asyncio queue.
 
 Rows are isolated: an error in one row's grammar work, sampling or bookkeeping fails that row
 alone (with a status that names the cause: 400 for a grammar that is too expensive) and the
@@ -20,7 +24,8 @@ others go on. A row's calls on its matcher in one step (forced tokens, its mask,
 nor the batch beyond its total. Only a failure of the forward pass itself fails the whole batch.
 
 With ``speculate``, rows draft several tokens per step and keep those the model agrees with
-(``server.speculation``); their masks are filled as they draft, before the forward pass.
+(``server.speculation``), each as many as its recent acceptance and the cost of a token in the pass
+make worth it (none for a row whose drafts keep failing: it then costs what a plain row costs).
 
 A job with ``Job.aligned`` (``sampling: "aligned"``, ``stencil.aligned``) is no row: its particles
 run to the end when it is admitted, in a batch of their own on their own KV cache, and the running
@@ -34,7 +39,6 @@ and leaves those bytes out of its text.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import os
 import queue
 import threading
@@ -49,9 +53,11 @@ from stencil.aligned import PENALTIES, HFParticles, sample_aligned
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
 from stencil.sampling import Sampler
-from stencil.server.grammar_time import Fills, GrammarTime, RowClock
+from stencil.server.grammar_time import Fills, GrammarTime
 from stencil.server.kv_batch import KVBatch
-from stencil.server.speculation import RowSpeculation, server_speculation
+from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
+from stencil.server.row import Row
+from stencil.server.speculation import RowSpeculation, StepCost, server_speculation
 from stencil.speculative import SpeculationOptions
 
 _DONE = object()
@@ -145,79 +151,6 @@ class Job:
         self.sent = len(self.text)
 
 
-class DeadEnd(RuntimeError):
-    """The grammar allows no token and not EOS: a bug of the engine (masks are exact)."""
-
-
-class _Row:
-    """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
-
-    def __init__(self, job: Job, info, time_limit: float | None, spec: RowSpeculation | None = None):
-        self.job = job
-        self.healer = job.healer   # its tokens come first, one per step, under its own masks
-        self.skip = len(self.healer.prefix) if self.healer is not None else 0  # prefix bytes not to send
-        self.spec_later = spec     # a healing row drafts once healed
-        self.spec = None if self.healing() else spec  # None: one token per step
-        self.matcher = job.matcher
-        # the step limit and the request's total (each call on the matcher is armed with what is left)
-        self.clock = RowClock(time_limit, job.grammar_time)
-        self.sampler = Sampler(job.temperature, job.seed, job.repetition_penalty, top_p=job.top_p, **job.sampling)
-        self.out: list[int] = []
-        self.feed: list[int] = job.input_ids[-1:]
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.info = info
-        self.finish: str | None = None
-        self.left = job.max_tokens  # tokens this row may still add (set each step)
-
-    def grammar(self, fn, *args):
-        """``fn(*args)``, a call that works on the row's matcher, under its grammar time (see
-        server.grammar_time); a row without a grammar calls it as it is."""
-        return fn(*args) if self.matcher is None else self.clock.call(self.matcher, fn, *args)
-
-    def healing(self) -> bool:
-        """Whether the row is still spelling its healed prefix."""
-        return self.healer is not None and not self.healer.done
-
-    def heal(self, t: int) -> None:
-        """Token ``t`` of the healed prefix (the healer gives the grammar what runs past it)."""
-        assert self.healer is not None   # called for healing rows only
-        if not self.grammar(self.healer.accept_token, t):
-            raise RuntimeError(f"internal error: token {t} does not continue the healed prefix {self.healer.rest!r}")
-        if self.healer.done:
-            self.spec = self.spec_later
-
-    def emit(self, tokens: list[int]) -> None:
-        """Generated tokens: count them and pass their text on (a stop string ends the row)."""
-        self.out.extend(tokens)
-        data = self.info.decode_bytes(tokens)
-        cut = min(self.skip, len(data))   # the healed prefix belongs to the prompt
-        self.skip -= cut
-        piece = self.decoder.decode(data[cut:])
-        if piece and self.job.push_text(piece):
-            self.finish = "stop"
-
-    def fail(self, e: BaseException) -> None:
-        self.job.fail(e)
-        self.finish = "error"
-        if isinstance(e, stencil.GrammarError) and self.job.forget is not None:
-            self.job.forget()  # too expensive: its lazy state goes with the request's last matcher
-
-    def close(self) -> None:
-        job = self.job
-        if self.finish != "stop":  # a stop string already cut the text
-            job.push_text(self.decoder.decode(b"", final=True))
-        job.flush()
-        job.completion_tokens = len(self.out)
-        if self.spec is not None:
-            job.drafted_tokens, job.accepted_tokens = self.spec.drafted, self.spec.accepted
-        # cut by the budget or the context: "length", unless the grammar accepts the output (the
-        # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
-        cut = self.finish in ("max_tokens", "context")
-        job.finish_reason = "length" if cut and (self.healing() or not _accepting(self.matcher)) else "stop"
-        job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
-        job.put(_DONE)
-
-
 class Engine:
     """Owns the model and the generation thread; ``max_batch`` rows run together.
 
@@ -226,12 +159,13 @@ class Engine:
     in one step together (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
     ``speculate`` (True or ``SpeculationOptions``): rows draft and verify several tokens per step
     unless their job says ``speculate=False`` (off by default; a job's ``speculate=True`` turns it
-    on with ``SpeculationOptions()``).
+    on with ``SpeculationOptions()``); ``opportunistic`` (default True): rows check their pick
+    before a mask (``server.picks``), False: every constrained row's mask is filled at every step.
     """
 
     def __init__(self, lm, max_batch: int = 16, *, mask_threads: int | None = None,
                  step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT, max_waiting: int | None = None,
-                 speculate: bool | SpeculationOptions = False):
+                 speculate: bool | SpeculationOptions = False, opportunistic: bool = True):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         mask_threads = default_mask_threads() if mask_threads is None else mask_threads
@@ -240,6 +174,7 @@ class Engine:
         if step_time_limit is not None and not step_time_limit > 0:
             raise ValueError(f"step_time_limit must be None or > 0 seconds, got {step_time_limit}")
         self.speculation, self.speculate = server_speculation(speculate)
+        self.opportunistic = opportunistic
         self.lm = lm
         self.info = lm.tokenizer_info
         self.max_batch = max_batch
@@ -264,6 +199,11 @@ class Engine:
         self.failed_rows = 0  # rows failed alone (their batch went on)
         # speculating rows: row-steps, tokens they added in them, draft tokens proposed and accepted
         self.spec_counts = dict.fromkeys(("row_steps", "tokens", "drafted", "accepted"), 0)
+        # constrained rows: masks filled, picks checked before a mask (server.picks), tokens of finished rows
+        self.mask_counts = dict.fromkeys(("filled", "checked", "tokens"), 0)
+        self.picks = Picks(self.eos, self.not_eos, self.info.vocab_size, stencil.allocate_token_bitmask(
+            max_batch, self.info.vocab_size), mask_threads)
+        self.step_cost = StepCost()   # what a token in the pass costs (the rows' draft lengths follow it)
         # sampling: "aligned" jobs (run alone between steps): how many, their passes and particle rows
         self.aligned_counts = dict.fromkeys(("jobs", "passes", "rows"), 0)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
@@ -288,7 +228,7 @@ class Engine:
     def _run(self) -> None:
         import torch
         batch = KVBatch(self.lm.model)
-        rows: list[_Row] = []
+        rows: list[Row] = []
         with torch.inference_mode():
             while True:
                 if not self._admit(batch, rows, block=not rows):
@@ -304,7 +244,7 @@ class Engine:
                     batch = KVBatch(self.lm.model)
                 self._drop_finished(batch, rows)
 
-    def _drop_finished(self, batch: KVBatch, rows: list[_Row]) -> None:
+    def _drop_finished(self, batch: KVBatch, rows: list[Row]) -> None:
         keep = []
         for i, r in enumerate(rows):
             if r.finish is None and r.job.cancelled:
@@ -313,14 +253,16 @@ class Engine:
                 keep.append(i)
             else:
                 self.failed_rows += r.finish == "error"
+                self.mask_counts["tokens"] += len(r.out) if r.constrained else 0
                 r.close()
+                r.job.put(_DONE)
         if len(keep) < len(rows):
             batch.keep(keep)
             rows[:] = [rows[i] for i in keep]
             reclaim()  # the rows' matchers are gone: their grammars' memory is back under the limit
         self.running = len(rows)
 
-    def _admit(self, batch: KVBatch, rows: list[_Row], block: bool) -> bool:
+    def _admit(self, batch: KVBatch, rows: list[Row], block: bool) -> bool:
         """Move waiting jobs into the batch; False when the engine was closed."""
         while len(rows) < self.max_batch:
             try:
@@ -337,10 +279,13 @@ class Engine:
                 self._run_aligned(job)
                 continue
             try:
-                row = _Row(job, self.info, self.step_time_limit, self._speculation(job))
+                row = Row(job, self.info, self.step_time_limit, self._speculation(job))
+                if row.spec_later is not None:   # drafts without masks where the row checks its picks
+                    row.spec_later.masks = not self._checks_first(row)
                 if job.max_tokens == 0:
                     row.finish = "max_tokens"
                     row.close()
+                    job.put(_DONE)
                     continue
                 batch.add(job.input_ids[:-1])
             except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
@@ -383,8 +328,17 @@ class Engine:
     def speculation_stats(self) -> dict:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added
         in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept."""
-        c: dict[str, Any] = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft)
+        c: dict[str, Any] = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft,
+                                 pass_fixed_tokens=self.step_cost.fixed_tokens())
         c["tokens_per_row_step"] = c["tokens"] / c["row_steps"] if c["row_steps"] else None
+        return c
+
+    def mask_stats(self) -> dict:
+        """The constrained rows' masks since the start (/health): masks filled (during the pass, while
+        drafting, or for a refused pick), picks checked before a mask, tokens of finished rows, and
+        masks per token."""
+        c: dict[str, Any] = dict(self.mask_counts, opportunistic=self.opportunistic)
+        c["per_token"] = c["filled"] / c["tokens"] if c["tokens"] else None
         return c
 
     def speculates(self, job: Job) -> bool:
@@ -401,7 +355,7 @@ class Engine:
             raise ValueError(f"a speculating row's matcher needs max_rollback >= {self.speculation.max_draft}")
         return RowSpeculation(self.speculation, self.lm, job.input_ids)
 
-    def _budget(self, r: _Row) -> int:
+    def _budget(self, r: Row) -> int:
         ctx = int(getattr(self.lm, "context_length", 0) or 0)
         left = r.job.max_tokens - len(r.out)
         if ctx:
@@ -411,87 +365,144 @@ class Engine:
         return left
 
     # -- one step -------------------------------------------------------------------------------
-    def _step(self, batch: KVBatch, rows: list[_Row]) -> None:
+    def _step(self, batch: KVBatch, rows: list[Row]) -> None:
         t0 = time.perf_counter()
         try:
             self._decode(batch, rows)
         finally:
             self.step_seconds += time.perf_counter() - t0
 
-    def _decode(self, batch: KVBatch, rows: list[_Row]) -> None:
+    def _decode(self, batch: KVBatch, rows: list[Row]) -> None:
         clock = _PhaseClock(self.step_phases)
         for r in rows:
             _isolated(r, self._forced, r)
         clock.lap("forced")
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        # bitmask row j is the mask of logits row constrained[j]; drafting rows fill their own masks
-        for r in rows:
-            if r.matcher is not None and r.spec is None:
+        ratio = self.step_cost.ratio(len(rows))
+        most = {i: r.spec.length.plan(ratio) for i, r in enumerate(rows) if r.spec is not None}
+        drafting = {i for i, k in most.items() if k > 0}
+        for i, r in enumerate(rows):
+            if r.matcher is not None and i not in drafting:
                 _isolated(r, r.clock.arm, r.matcher)  # what is left of the step and the total
-        filled = [i for i, r in enumerate(rows)
-                  if r.matcher is not None and r.spec is None and r.finish is None and not r.healing()]
+        # bitmask row j is the mask of logits row constrained[j]: the rows that need their mask
+        # before they choose, filled during the forward pass (the others check their pick first)
+        filled = [i for i, r in enumerate(rows) if r.matcher is not None and i not in drafting and r.finish is None
+                  and not r.healing() and not self._checks_first(r)]
         healing = [i for i, r in enumerate(rows) if r.finish is None and r.healing()]
         constrained = filled + healing
         bm = self.bitmask.host(len(constrained))
         for j, i in enumerate(healing, len(filled)):   # before the core's threads take the other rows
             _isolated(rows[i], self._heal_mask, rows[i], bm, j)
         fill = Fills([rows[i] for i in filled], bm, self.mask_threads) if filled else None
+        self.mask_counts["filled"] += len(constrained)
         try:
-            drafting = self._drafts(rows)
+            self._drafts(rows, drafting, most)
             clock.lap("draft")
-            keep = 1 + max(len(r.spec.draft) for r in rows if r.spec is not None) if drafting else 0
-            feeds = [r.feed + r.spec.draft if r.spec is not None else r.feed for r in rows]
-            logits = batch.step(feeds, on_device=True, keep=keep)
-            clock.lap("forward")
+            feeds = [r.feed + _draft(r, i, drafting) for i, r in enumerate(rows)]
+            logits = batch.step_rows(feeds, [len(f) - len(r.feed) + 1 for f, r in zip(feeds, rows)])
+            self.step_cost.add(sum(map(len, feeds)), clock.lap("forward"))
         finally:
             errors = dict(zip(filled, fill.wait())) if fill is not None else {}
         clock.lap("masks_wait")
         if fill is not None:
             self.step_phases["masks"] += fill.seconds
-        last = logits[:, -1] if keep else logits  # the next-token logits of the rows not drafting
         if constrained:  # one kernel for every constrained row, where the logits are
-            self.bitmask.apply(last, constrained)
+            self.bitmask.apply(logits.last, constrained)
         clock.lap("mask_apply")
-        picks = self._greedy(last, rows)
-        sampled = len(picks) + len(drafting) < len(rows)
-        host = last.float().cpu() if sampled else None  # only sampled rows read it
-        clock.lap("to_host")
         self.steps += 1
         self.step_rows += len(rows)
-        masks = dict(zip(constrained, bm))
+        rejected = self._choose_all(rows, logits, drafting, dict(zip(constrained, bm)), errors, clock)
+        if drafting:
+            batch.rollback(rejected)
+
+    def _choose_all(self, rows: list[Row], logits, drafting: set[int], masks: dict, errors: dict,
+                    clock: "_PhaseClock") -> list[int]:
+        """Every row's tokens of this step, from ``logits`` (``StepLogits``; the rows of ``masks``
+        masked, or failed with ``errors``); the draft tokens each row's cache must forget."""
+        last = logits.last
+        picks = self._greedy(last, rows, drafting)
+        host = None
+        clock.lap("to_host")
         rejected = [0] * len(rows)
+        checks: dict[int, Pick] = {}
         for i, r in enumerate(rows):
             r.feed = []
             if r.finish is not None:  # failed while drafting
                 continue
-            if r.spec is not None:
-                rejected[i] = len(r.spec.draft)  # all of it, unless the verification keeps some
-                _isolated(r, self._verify, r, logits[i, keep - len(r.spec.draft) - 1:], rejected, i)
+            rejected[i] = len(_draft(r, i, drafting))  # all of it, unless the verification keeps some
+            if r.matcher is not None and i not in masks and (i not in drafting or not _masked_drafts(r)):
+                checks[i] = self._pick(r, logits.of(i), picks.get(i), _draft(r, i, drafting))   # chosen below
+            elif i in drafting:
+                _isolated(r, self._verify, r, logits.of(i), rejected, i)
             else:
-                sampled_logits = None if i in picks or host is None else host[i]
-                _isolated(r, self._sample, r, sampled_logits, masks.get(i), errors.get(i), picks.get(i))
-        if drafting:
-            batch.rollback(rejected)
+                if i not in picks and host is None:
+                    host = last.float().cpu()  # only sampled rows read it
+                row = None if host is None or i in picks else host[i]
+                _isolated(r, self._sample, r, row, masks.get(i), errors.get(i), picks.get(i))
         clock.lap("sample")
+        if checks:
+            self._choose(rows, checks, rejected, drafting)
+        clock.lap("checks")
+        return rejected
 
-    def _drafts(self, rows: list[_Row]) -> list[int]:
-        """Each speculating row's draft for this step (its matcher walks it, filling the masks of its
-        positions); the indices of those rows. A row that fails here leaves with an empty draft."""
-        drafting = []
+    def _checks_first(self, r: Row) -> bool:
+        """Whether row ``r`` checks its pick before any mask (``server.picks``)."""
+        return self.opportunistic and opportunistic(r.sampler, r.job.logprobs)
+
+    def _drafts(self, rows: list[Row], drafting: set[int], most: dict[int, int]) -> None:
+        """Each speculating row's draft for this step (its matcher walks it: within the budget, and
+        filling the masks of its positions where it drafts with masks); a row not drafting this
+        step, or that fails here, has an empty one."""
         for i, r in enumerate(rows):
-            if r.spec is not None:
-                r.spec.draft = []
-                _isolated(r, r.grammar, r.spec.propose, r.matcher, r.out, r.left)
+            if r.spec is None:
+                continue
+            r.spec.draft = []
+            if i in drafting:
+                _isolated(r, r.grammar, r.spec.propose, r.matcher, r.out, r.left, most[i])
                 if r.finish is not None:
                     r.spec.draft = []
-                drafting.append(i)
-        return drafting
+                elif r.matcher is not None and r.spec.masks:
+                    self.mask_counts["filled"] += len(r.spec.draft) + 1
 
-    def _verify(self, r: _Row, row_logits, rejected: list[int], i: int) -> None:
+    def _pick(self, r: Row, rows, pick: int | None, draft: list[int]) -> Pick:
+        """What row ``r`` chooses from (``server.picks``): its logits ``rows`` (unmasked), the
+        ``draft`` its matcher holds, its greedy ``pick`` where computed."""
+        if r.sampler.gen is not None and rows.device.type != "cpu":
+            rows = rows.float().cpu()   # (its random generator draws on the host)
+        best = [pick] if pick is not None else None
+        no_eos = self._eos_on(rows.device) if r.job.ignore_eos else None
+        return Pick(r.matcher, r.sampler, rows, draft, r.left, r.out, r.grammar, r.clock, best, no_eos)
+
+    def _choose(self, rows: list[Row], checks: dict[int, Pick], rejected: list[int], drafting: set[int]) -> None:
+        """The rows of ``checks`` choose, their picks checked and the refused ones' masks filled
+        together (``Picks.run``); each takes its tokens."""
+        idx = [i for i, c in checks.items() if c.best is None and c.sampler.plain_greedy]
+        if idx:   # the drafting greedy rows: one argmax over all their positions
+            import torch
+            best = torch.cat([checks[i].rows for i in idx]).argmax(-1).tolist()
+            for i in idx:
+                checks[i].best, best = best[:len(checks[i].rows)], best[len(checks[i].rows):]
+        before = self.picks.filled
+        results = self.picks.run(checks)
+        self.mask_counts["filled"] += self.picks.filled - before
+        self.mask_counts["checked"] = self.picks.checked
+        for i, res in results.items():
+            r = rows[i]
+            if isinstance(res, Exception):
+                r.fail(res)
+                continue
+            n, t = res
+            draft = checks[i].draft
+            if i in drafting and r.spec is not None:
+                rejected[i] = len(draft) - n
+                r.spec.kept(len(draft), n)
+            _isolated(r, self._take, r, draft, n, t, i in drafting)
+
+    def _verify(self, r: Row, row_logits, rejected: list[int], i: int) -> None:
         """Keep the draft tokens of row ``r`` the model agrees with (``row_logits``: its logits before
-        each draft token and after the last) and the token after them; ``rejected[i]``: the draft
-        tokens its cache must forget."""
+        each draft token and after the last; the row drafted with masks) and the token after them;
+        ``rejected[i]``: the draft tokens its cache must forget."""
         spec, m = r.spec, r.matcher
         assert spec is not None   # called for speculating rows only
         draft = spec.draft
@@ -504,7 +515,16 @@ class Engine:
         rows = row_logits.float() if plain else row_logits.float().cpu()
         n, t = r.grammar(spec.check, m, rows, r.sampler, r.out)
         rejected[i] = len(draft) - n
-        counts = self.spec_counts
+        end = m is not None and n and spec.only_eos(n, self.not_eos)
+        if m is not None and not end and t not in self.eos and not r.grammar(m.accept_token, t):
+            raise RuntimeError(f"internal error: token {t} is not allowed: {m.debug_state()}")
+        self._take(r, draft, n, None if end else t, True)
+
+    def _take(self, r: Row, draft: list[int], n: int, t: int | None, drafted: bool) -> None:
+        """Row ``r`` keeps ``draft[:n]`` and then token ``t`` (None: only EOS is allowed there, the
+        output is complete); its matcher holds them already (not EOS). ``drafted``: the row drafted
+        this step (its counts)."""
+        counts = self.spec_counts if drafted else dict.fromkeys(self.spec_counts, 0)
         counts["row_steps"] += 1
         counts["drafted"] += len(draft)
         counts["accepted"] += n
@@ -513,22 +533,20 @@ class Engine:
             counts["tokens"] += 1
             if r.finish is not None:
                 return
-        if m is not None and n and spec.only_eos(n, self.not_eos):
+        if t is None:
             r.finish = "grammar"
-            return
-        if t in self.eos:
+        elif t in self.eos:
             r.finish = "eos"
-            return
-        if m is not None and not r.grammar(m.accept_token, t):
-            raise RuntimeError(f"internal error: token {t} is not allowed: {m.debug_state()}")
-        r.feed = [t]
-        r.emit([t])
-        counts["tokens"] += 1
+        else:
+            r.feed = [t]
+            r.emit([t])
+            counts["tokens"] += 1
 
-    def _greedy(self, logits, rows: list[_Row]) -> dict[int, int]:
+    def _greedy(self, logits, rows: list[Row], drafting) -> dict[int, int]:
         """The tokens of the plain greedy rows not drafting (no penalty, bias or log-probabilities:
-        the argmax of the masked logits), by one argmax where the logits are: {row: token}."""
-        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None and r.spec is None]
+        the argmax of the masked logits, or of the unmasked ones for rows that check their pick),
+        by one argmax where the logits are: {row: token}."""
+        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None and i not in drafting]
         if not idx:
             return {}
         import torch
@@ -539,7 +557,7 @@ class Engine:
         sel = logits if len(idx) == len(rows) else logits[idx]  # no copy when every row is greedy
         return dict(zip(idx, sel.argmax(-1).tolist()))
 
-    def _forced(self, r: _Row) -> None:
+    def _forced(self, r: Row) -> None:
         """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
         r.left = self._budget(r)
         if r.left <= 0:
@@ -564,7 +582,7 @@ class Engine:
             if r.finish is None and r.left == 0:
                 r.finish = "max_tokens"
 
-    def _sample(self, r: _Row, row, mask: np.ndarray | None, error: Exception | None, pick: int | None) -> None:
+    def _sample(self, r: Row, row, mask: np.ndarray | None, error: Exception | None, pick: int | None) -> None:
         """Sample row ``r``'s next token from ``row``, its logits, already masked by ``mask``
         (None: unconstrained), or take ``pick``, its greedy token; ``error``: what filling the
         mask raised, which fails this row alone."""
@@ -590,11 +608,11 @@ class Engine:
         r.emit([t])
 
 
-    def _heal_mask(self, r: _Row, bm: np.ndarray, j: int) -> None:
+    def _heal_mask(self, r: Row, bm: np.ndarray, j: int) -> None:
         """Row ``j`` of ``bm``: the mask of healing row ``r``, within its budget where it has a grammar."""
         r.grammar(r.healer.fill, bm, j, r.left if r.matcher is not None else None)
 
-    def _draw(self, r: _Row, row) -> int:
+    def _draw(self, r: Row, row) -> int:
         r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf
         if r.job.ignore_eos:
             row.index_fill_(0, self._eos_on(row.device), float("-inf"))
@@ -608,11 +626,13 @@ class Engine:
         return self._eos_ids
 
 
-#: the parts of a decode step, in order: forced tokens; speculating rows' drafts (with their masks);
-#: the forward pass (on a GPU: launching its kernels); waiting for the masks still being filled after it; applying them; the logits' copy to
-#: the host (on a GPU: the rest of the forward pass); sampling and accepting. ``masks``: filling
-#: the masks, on the core's threads during ``forward`` (not part of the step's sum)
-STEP_PHASES = ("forced", "draft", "forward", "masks_wait", "mask_apply", "to_host", "sample", "masks")
+#: the parts of a decode step, in order: forced tokens; speculating rows' drafts (with their masks
+#: where they fill them); the forward pass (on a GPU: launching its kernels); waiting for the masks
+#: still being filled after it; applying them; the logits' copy to the host (on a GPU: the rest of
+#: the forward pass); sampling and accepting (rows with their mask); the rows that check their pick
+#: first (``server.picks``: checks, refused picks' masks, drafts verified). ``masks``: filling the
+#: masks, on the core's threads during ``forward`` (not part of the step's sum)
+STEP_PHASES = ("forced", "draft", "forward", "masks_wait", "mask_apply", "to_host", "sample", "checks", "masks")
 
 
 class _PhaseClock:
@@ -622,24 +642,24 @@ class _PhaseClock:
         self.phases = phases
         self.t = time.perf_counter()
 
-    def lap(self, name: str) -> None:
+    def lap(self, name: str) -> float:
         now = time.perf_counter()
-        self.phases[name] += now - self.t
-        self.t = now
+        seconds, self.t = now - self.t, now
+        self.phases[name] += seconds
+        return seconds
 
 
-def _accepting(m) -> bool:
-    """Whether matcher ``m`` (None: no grammar) accepts its output; False where the question itself
-    costs more than the row's grammar time left."""
-    if m is None:
-        return False
-    try:
-        return m.is_accepting()
-    except stencil.TimeLimitExceeded:
-        return False
+def _draft(r: Row, i: int, drafting: set[int]) -> list[int]:
+    """Row ``r``'s draft of this step (row ``i``; empty where it does not draft)."""
+    return r.spec.draft if r.spec is not None and i in drafting else []
 
 
-def _isolated(r: _Row, fn, *args) -> None:
+def _masked_drafts(r: Row) -> bool:
+    """Whether row ``r`` drafts with the masks of its draft's positions (``RowSpeculation.masks``)."""
+    return r.spec is not None and r.spec.masks
+
+
+def _isolated(r: Row, fn, *args) -> None:
     """``fn(*args)``; an error fails row ``r`` alone."""
     try:
         fn(*args)

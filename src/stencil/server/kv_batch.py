@@ -22,6 +22,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Sequence
 
+from stencil.server.ragged import RaggedModel
+
 
 #: cache slots of holes and padding always tolerated before compacting (a quarter of the cache too)
 COMPACT_SLACK = 32
@@ -165,12 +167,9 @@ class KVBatch:
         self.mask = self.mask.gather(1, order)
 
     # -- the batched step -----------------------------------------------------------------------
-    def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False, keep: int = 0):
-        """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
-        next-token logits ``[rows, vocab]``: float32 on the CPU, or with ``on_device`` the model's
-        own tensor (its dtype, on its device), for masking there before the copy. ``keep`` >= 1:
-        the logits after each of the last ``keep`` positions instead, ``[rows, keep, vocab]``
-        (row i's last ``len(feeds[i])`` positions are its own; those before are padding)."""
+    def _feed(self, feeds: Sequence[Sequence[int]]):
+        """The inputs of a step (ids, positions: [rows, width], each feed on the right); the
+        mask and positions take the new tokens in."""
         torch = self.torch
         if len(feeds) != self.rows or any(not f for f in feeds):
             raise ValueError("step needs one non-empty feed per row")
@@ -188,8 +187,66 @@ class KVBatch:
             new_mask[i, width - n:] = 1
             self.positions[i] += n
         self.mask = torch.cat([self.mask, new_mask.to(self.device)], dim=1)
+        return ids.to(self.device), pos.to(self.device)
+
+    def _forward(self, ids, pos, keep: int):
         kw = {self._keep_arg: max(keep, 1)} if self._keep_arg else {}
-        out = self.model(input_ids=ids.to(self.device), attention_mask=self.mask, position_ids=pos.to(self.device),
-                         use_cache=True, **{self._cache_arg: self.cache}, **kw)
+        return self.model(input_ids=ids, attention_mask=self.mask, position_ids=pos, use_cache=True,
+                          **{self._cache_arg: self.cache}, **kw)
+
+    def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False, keep: int = 0):
+        """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
+        next-token logits ``[rows, vocab]``: float32 on the CPU, or with ``on_device`` the model's
+        own tensor (its dtype, on its device), for masking there before the copy. ``keep`` >= 1:
+        the logits after each of the last ``keep`` positions instead, ``[rows, keep, vocab]``
+        (row i's last ``len(feeds[i])`` positions are its own; those before are padding)."""
+        ids, pos = self._feed(feeds)
+        out = self._forward(ids, pos, keep)
         logits = out.logits[:, -keep:] if keep else out.logits[:, -1]
         return logits if on_device else logits.float().cpu()
+
+    def step_rows(self, feeds: Sequence[Sequence[int]], keep: Sequence[int]) -> "StepLogits":
+        """One forward pass where each row pays for its own tokens (``server.ragged``): ``feeds[i]``
+        (non-empty) are row i's new tokens, ``keep[i]`` (1 to ``len(feeds[i])``) how many of its
+        last positions' logits are wanted (a speculating row: its draft's and the one after).
+        The logits stay the model's own tensor (dtype, device). A model that ``RaggedModel`` cannot
+        wrap is padded, as ``step``."""
+        if len(keep) != len(feeds) or any(not 1 <= k <= len(f) for k, f in zip(keep, feeds)):
+            raise ValueError("step_rows needs, for each row, 1 <= keep <= its feed")
+        ragged = RaggedModel.of(self.model)
+        ids, pos = self._feed(feeds)
+        width, most = ids.shape[1], max(keep)
+        if not ragged.supported:
+            grid = self._forward(ids, pos, most).logits[:, -most:]
+            return StepLogits([grid[i, most - k:] for i, k in enumerate(keep)], keep)
+        drafting = sum(len(f) > 1 for f in feeds)
+        # on a CPU a padded query costs a real one: rows fed several tokens get attention calls of their own
+        alone = self.device.type == "cpu" and 2 * drafting <= self.rows
+        with ragged.run([len(f) for f in feeds], keep, width, alone) as p:
+            self._forward(ids, pos, most)
+        return StepLogits(p.logits, keep)
+
+
+class StepLogits:
+    """The logits of ``KVBatch.step_rows``: ``packed`` ([sum(keep), vocab], row by row, each row's
+    positions in order), ``last`` ([rows, vocab]: each row's next-token logits, a copy where rows
+    keep several) and ``of(i)``: row i's kept positions ([keep[i], vocab], views of ``packed``)."""
+
+    def __init__(self, packed, keep: Sequence[int]):
+        import torch
+        self.keep = list(keep)
+        self.starts = [0] * len(self.keep)
+        for i in range(1, len(self.keep)):
+            self.starts[i] = self.starts[i - 1] + self.keep[i - 1]
+        if isinstance(packed, list):   # (padded fallback) one tensor per row
+            packed = torch.cat(packed) if packed else None
+        self.packed = packed
+        if all(k == 1 for k in self.keep):
+            self.last = packed
+        else:
+            ends = [s + k - 1 for s, k in zip(self.starts, self.keep)]
+            self.last = packed[torch.tensor(ends, dtype=torch.long, device=packed.device)]
+
+    def of(self, i: int):
+        s = self.starts[i]
+        return self.packed[s:s + self.keep[i]]

@@ -48,6 +48,9 @@ def add_arguments(p) -> None:
                    help="speculative decoding: each request drafts tokens from its prompt (prompt lookup) and its "
                         "grammar's forced text, verified several per forward pass; greedy output is unchanged "
                         "(a request's \"speculate\": false turns it off)")
+    p.add_argument("--full-masks", action="store_true",
+                   help="fill every constrained request's token mask at every step (default: only where the "
+                        "grammar refuses the token the model picked; the outputs are the same)")
     p.add_argument("--max-draft", type=int, default=None, metavar="N",
                    help=f"with --speculate: most tokens drafted per step (default {SpeculationOptions().max_draft})")
     p.add_argument("--tool-format", default="auto", choices=("auto",) + FORMATS, metavar="FORMAT",
@@ -110,7 +113,7 @@ def serve(args) -> int:
     try:
         app = create_app(lm, max_batch=args.max_batch, mask_threads=args.mask_threads, limits=limits,
                          speculate=speculate, tool_format=args.tool_format,
-                         tool_strict=args.tool_strict)
+                         tool_strict=args.tool_strict, full_masks=args.full_masks)
     except ValueError as e:  # an rss limit below what the loaded model holds
         raise CliError(str(e)) from None
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",

@@ -30,7 +30,7 @@ class Service:
     """What the routes share: the model, its name, the limits, the grammar compiler and the engine."""
 
     def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None,
-                 speculate: bool | SpeculationOptions = False, tool_strict: str = "all"):
+                 speculate: bool | SpeculationOptions = False, tool_strict: str = "all", full_masks: bool = False):
         self.lm, self.name, self.limits, self.tool_strict = lm, name, limits, tool_strict
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
@@ -41,7 +41,7 @@ class Service:
         self.compiler = stencil.GrammarCompiler(lm.tokenizer_info, compile_timeout=limits.compile_timeout)
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
                              step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting,
-                             speculate=speculate)
+                             speculate=speculate, opportunistic=not full_masks)
         self.max_tokens = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
 
     async def read_body(self, request: Request) -> dict:

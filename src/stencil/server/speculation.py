@@ -1,26 +1,40 @@
 """Speculative decoding for the server's rows: each row drafts from its grammar's forced text and
 prompt lookup (``stencil.speculative.Drafter``), the batch step feeds every row its pending tokens
-and its draft in one forward pass (``KVBatch.step(..., keep=...)``), and each row verifies its
-draft (``stencil.speculative.verify``: greedy output unchanged, sampling keeps its distribution);
-its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
+and its draft in one forward pass where each row pays for its own tokens (``KVBatch.step_rows``,
+``server.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
+distribution); its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
+
+A row's draft length adapts to what its drafts earn (``DraftLength``): a draft token is worth its
+place in the pass when the chance that the model keeps it exceeds what it costs, the share of a
+row's step that one more token in the pass takes (``StepCost``: near 0 for one row, where a pass
+costs about the same for one token or ten; about 0.4 for 16 rows of SmolLM2 on a CPU). A row
+whose drafts keep failing drafts nothing, then costs what a row that does not speculate costs,
+and tries a one-token draft again after a wait that doubles while it keeps failing.
+
+Rows that choose before their mask (``server.picks``: greedy, or a temperature without
+truncation) draft without masks (``Drafter.draft(..., masks=False)``: each token taken within the
+budget) and check the model's picks against the draft in ``Picks``; the others (top-k, top-p,
+min-p) fill the mask of every draft position as they draft and verify with
+``stencil.speculative.verify``.
 
 A row with log-probabilities or ``ignore_eos`` does not speculate (``verify`` reports neither).
 
 Greedy rows equal those of the server without speculation up to float rounding: a verifying pass
 over several tokens rounds its sums differently from a one-token pass (about 1e-4 of a logit for
 SmolLM2), so at a near tie (the two best allowed logits closer than that) the token can differ. So
-can two runs without speculation: rows share padded batch passes whose shapes follow the other
-requests. ``stencil.generate`` decides such ties again on logits computed one token per pass
+can two runs without speculation: rows share batch passes whose shapes follow the other requests.
+``stencil.generate`` decides such ties again on logits computed one token per pass
 (``generate.EXACT_MARGIN``); the server does not, as it has no unbatched reference to match.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from stencil.bitmask import allocate_token_bitmask
 from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
-__all__ = ["RowSpeculation", "server_speculation"]
+__all__ = ["DraftLength", "RowSpeculation", "StepCost", "server_speculation"]
 
 
 def server_speculation(speculate: bool | SpeculationOptions | None) -> tuple[SpeculationOptions, bool]:
@@ -32,38 +46,128 @@ def server_speculation(speculate: bool | SpeculationOptions | None) -> tuple[Spe
     return options or SpeculationOptions(), options is not None
 
 
-class RowSpeculation:
-    """One row's drafting state: its Drafter, the masks of its draft's positions (row i: before
-    draft token i), the draft of the step under way and the row's counts."""
+class StepCost:
+    """What one more token in a forward pass costs against a row's share of the pass: the pass
+    takes ``a + b * tokens`` seconds (a least-squares fit over recent passes, older ones weighing
+    less), so one more token costs ``b`` and a row of a plain step ``(a + b * rows) / rows``.
+    Until the passes vary enough to fit, ``a`` is ``prior`` tokens' worth of ``b``."""
 
-    def __init__(self, options: SpeculationOptions, lm: Any, prompt_ids: Sequence[int]):
+    def __init__(self, prior: float = 16.0, decay: float = 0.98):
+        self.prior, self.decay = prior, decay
+        self.n = self.t = self.tt = self.s = self.ts = 0.0   # weighted sums: 1, tokens, tokens^2, s, tokens*s
+
+    def add(self, tokens: int, seconds: float) -> None:
+        d = self.decay
+        self.n, self.t, self.tt = d * self.n + 1, d * self.t + tokens, d * self.tt + tokens * tokens
+        self.s, self.ts = d * self.s + seconds, d * self.ts + tokens * seconds
+
+    def fixed_tokens(self) -> float:
+        """``a / b``: a pass's fixed cost in tokens (clamped to 1..10,000)."""
+        var = self.n * self.tt - self.t * self.t
+        if self.n < 8 or var <= 0.5 * self.n * self.n:   # tokens per pass hardly vary yet (spread under ~0.7)
+            return self.prior
+        b = (self.n * self.ts - self.t * self.s) / var
+        a = (self.s - b * self.t) / self.n
+        if b <= 0:
+            return 10_000.0
+        return min(10_000.0, max(1.0, a / b))
+
+    def ratio(self, rows: int) -> float:
+        """One more token's cost over a row's share of a plain step of ``rows`` rows."""
+        return rows / (rows + self.fixed_tokens())
+
+
+class DraftLength:
+    """A row's draft length from its recent acceptance: each draft token is kept with chance p
+    (kept tokens over kept and first rejected ones, older drafts weighing less), so the j-th is
+    kept with chance p^j; the draft goes on while p^j exceeds the step's ``ratio`` (``StepCost``).
+    At 0 the row waits ``wait`` steps, then tries one token (the wait doubles while that fails)."""
+
+    DECAY = 0.7
+    MAX_WAIT = 64
+
+    def __init__(self, max_draft: int):
+        self.max_draft = max_draft
+        self.kept, self.tried = 2.0, 3.0   # a prior of p = 2/3
+        self.wait = 0
+        self.backoff = 4
+
+    @property
+    def p(self) -> float:
+        return self.kept / self.tried
+
+    def plan(self, ratio: float) -> int:
+        """The most tokens to draft this step (0: none)."""
+        if self.wait > 0:
+            self.wait -= 1
+            return 1 if self.wait == 0 else 0   # the probe after the wait
+        p = self.p
+        k = 0 if p <= ratio else self.max_draft if p >= 1 or ratio <= 0 else int(math.log(ratio) / math.log(p))
+        k = min(self.max_draft, k)
+        if k == 0:
+            self.wait = self.backoff
+            self.backoff = min(2 * self.backoff, self.MAX_WAIT)
+        return k
+
+    def update(self, drafted: int, kept: int) -> None:
+        """A verified draft of ``drafted`` tokens, ``kept`` of them kept (an empty one says nothing)."""
+        if not drafted:
+            return
+        d = self.DECAY
+        self.kept = d * self.kept + kept
+        self.tried = d * self.tried + kept + (kept < drafted)
+        if kept:
+            self.backoff = 4
+
+
+class RowSpeculation:
+    """One row's drafting state: its Drafter, its draft length, the masks of its draft's
+    positions where it fills them (row i: before draft token i), the draft of the step under way
+    and the row's counts. ``masks`` False: drafts without masks (the row checks picks, ``Picks``)."""
+
+    def __init__(self, options: SpeculationOptions, lm: Any, prompt_ids: Sequence[int], masks: bool = True):
         info = lm.tokenizer_info
         self.drafter = Drafter(options, info, lm.tokenizer, prompt_ids)
+        self.length = DraftLength(options.max_draft)
+        self.masks = masks   # (set again once the row's sampler is known)
         self.bitmask = allocate_token_bitmask(options.max_draft + 1, info.vocab_size)
         self.draft: list[int] = []
         self.drafted = 0   # draft tokens proposed
         self.accepted = 0  # of those, kept
+        self.filled = 0    # masks filled while drafting
 
-    def propose(self, matcher: Any, out: Sequence[int], left: int) -> list[int]:
-        """This step's draft after the row's ``out`` tokens, with ``left`` tokens of budget (one is
-        kept for the token after the draft). The matcher has accepted it, and ``bitmask`` holds the
-        budget-aware mask of each position."""
+    def propose(self, matcher: Any, out: Sequence[int], left: int, most: int) -> list[int]:
+        """This step's draft (at most ``most`` tokens) after the row's ``out`` tokens, with ``left``
+        tokens of budget (one is kept for the token after the draft). The matcher has accepted it,
+        each token within the budget; with ``masks``, ``bitmask`` holds the budget-aware mask of
+        each position."""
         self.drafter.sync(out)
-        bm = self.bitmask if matcher is not None else None
-        self.draft = self.drafter.draft(matcher, bm, left - 1, left if matcher is not None else None)
+        limit = min(most, left - 1)
+        if matcher is None:
+            self.draft = self.drafter.draft(None, None, limit, None)
+        elif self.masks:
+            self.draft = self.drafter.draft(matcher, self.bitmask, limit, left)
+            self.filled += len(self.draft) + 1
+        else:
+            self.draft = self.drafter.draft(matcher, None, limit, left, masks=False)
         return self.draft
 
     def check(self, matcher: Any, rows: Any, sampler: Any, out: Sequence[int]) -> tuple[int, int]:
-        """(kept, token): how many draft tokens the model keeps given ``rows`` (its logits before
-        each draft token and after the last, modified in place), and the token after them; the
-        matcher is rolled back to the kept prefix."""
+        """(kept, token) of a row that drafted with masks: how many draft tokens the model keeps
+        given ``rows`` (its logits before each draft token and after the last, modified in place),
+        and the token after them; the matcher is rolled back to the kept prefix."""
         draft = self.draft
         n, t = verify(rows, draft, self.bitmask if matcher is not None else None, sampler, out)
         if matcher is not None and n < len(draft):
             matcher.rollback(len(draft) - n)
-        self.drafted += len(draft)
-        self.accepted += n
+        self.kept(len(draft), n)
         return n, t
+
+    def kept(self, drafted: int, n: int) -> None:
+        """Count a verified draft of ``drafted`` tokens, ``n`` of them kept."""
+        self.drafted += drafted
+        self.accepted += n
+        self.length.update(drafted, n)
 
     def only_eos(self, i: int, not_eos) -> bool:
         """Whether the mask before draft position ``i`` allows nothing but EOS."""

@@ -1,0 +1,96 @@
+"""A running request in the engine's batch (``server.engine``): its matcher and sampler, the tokens
+it generated and those not yet fed, its text sent as it grows (a stop string ends it), its grammar
+time (``server.grammar_time``), its token healing and its speculation."""
+from __future__ import annotations
+
+import codecs
+from typing import Any
+
+import stencil
+from stencil.sampling import Sampler
+from stencil.server.grammar_time import RowClock
+from stencil.server.speculation import RowSpeculation
+
+__all__ = ["Row"]
+
+
+class Row:
+    """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
+
+    def __init__(self, job: Any, info, time_limit: float | None, spec: RowSpeculation | None = None):
+        self.job = job
+        self.healer = job.healer   # its tokens come first, one per step, under its own masks
+        self.skip = len(self.healer.prefix) if self.healer is not None else 0  # prefix bytes not to send
+        self.spec_later = spec     # a healing row drafts once healed
+        self.spec = None if self.healing() else spec  # None: one token per step
+        self.matcher = job.matcher
+        # the step limit and the request's total (each call on the matcher is armed with what is left)
+        self.clock = RowClock(time_limit, job.grammar_time)
+        self.sampler = Sampler(job.temperature, job.seed, job.repetition_penalty, top_p=job.top_p, **job.sampling)
+        self.out: list[int] = []
+        self.feed: list[int] = job.input_ids[-1:]
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.info = info
+        self.finish: str | None = None
+        self.left = job.max_tokens  # tokens this row may still add (set each step)
+        self.constrained = job.matcher is not None
+
+    def grammar(self, fn, *args):
+        """``fn(*args)``, a call that works on the row's matcher, under its grammar time (see
+        server.grammar_time); a row without a grammar calls it as it is."""
+        return fn(*args) if self.matcher is None else self.clock.call(self.matcher, fn, *args)
+
+    def healing(self) -> bool:
+        """Whether the row is still spelling its healed prefix."""
+        return self.healer is not None and not self.healer.done
+
+    def heal(self, t: int) -> None:
+        """Token ``t`` of the healed prefix (the healer gives the grammar what runs past it)."""
+        assert self.healer is not None   # called for healing rows only
+        if not self.grammar(self.healer.accept_token, t):
+            raise RuntimeError(f"internal error: token {t} does not continue the healed prefix {self.healer.rest!r}")
+        if self.healer.done:
+            self.spec = self.spec_later
+
+    def emit(self, tokens: list[int]) -> None:
+        """Generated tokens: count them and pass their text on (a stop string ends the row)."""
+        self.out.extend(tokens)
+        data = self.info.decode_bytes(tokens)
+        cut = min(self.skip, len(data))   # the healed prefix belongs to the prompt
+        self.skip -= cut
+        piece = self.decoder.decode(data[cut:])
+        if piece and self.job.push_text(piece):
+            self.finish = "stop"
+
+    def fail(self, e: BaseException) -> None:
+        self.job.fail(e)
+        self.finish = "error"
+        if isinstance(e, stencil.GrammarError) and self.job.forget is not None:
+            self.job.forget()  # too expensive: its lazy state goes with the request's last matcher
+
+    def close(self) -> None:
+        """The row's job gets its last text, its counts and its finish reason (the engine then
+        sends the end of its stream)."""
+        job = self.job
+        if self.finish != "stop":  # a stop string already cut the text
+            job.push_text(self.decoder.decode(b"", final=True))
+        job.flush()
+        job.completion_tokens = len(self.out)
+        if self.spec is not None:
+            job.drafted_tokens, job.accepted_tokens = self.spec.drafted, self.spec.accepted
+        # cut by the budget or the context: "length", unless the grammar accepts the output (the
+        # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
+        cut = self.finish in ("max_tokens", "context")
+        job.finish_reason = "length" if cut and (self.healing() or not _accepting(self.matcher)) else "stop"
+        job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
+
+
+def _accepting(m) -> bool:
+    """Whether matcher ``m`` (None: no grammar) accepts its output; False where the question itself
+    costs more than the row's grammar time left."""
+    if m is None:
+        return False
+    try:
+        return m.is_accepting()
+    except stencil.TimeLimitExceeded:
+        return False
