@@ -27,18 +27,11 @@ PAIRS = (0, 1)
 #: call's closing <|call|> is never in the text and the call reads as cut (server/engine.py, left to
 #: its owners). strict: this fails loudly once the engine keeps such a token.
 KNOWN = {"harmony": "the engine drops an EOS token the grammar takes as text (<|call|>): calls read as cut"}
-#: open (not strict: it depends on the tool set the pair draws): Qwen3.6's template renders a string
-#: value raw (``args_value | string``) where stencil's qwen_xml style writes JSON (a string under
-#: anyOf/oneOf), so reading the rendered history back (xml_params.read_xml_value) raises
-#: JSONDecodeError on ``.$—``; the server's own outputs read fine
-OPEN = {"qwen-coder": "Qwen3.6's template writes a string under anyOf raw; read_xml_value expects JSON there"}
 
 
 def _marked(f: str):
     if f in KNOWN:
         return pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=KNOWN[f]))
-    if f in OPEN:
-        return pytest.param(f, marks=pytest.mark.xfail(strict=False, reason=OPEN[f]))
     return f
 
 

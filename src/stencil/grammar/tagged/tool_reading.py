@@ -459,13 +459,14 @@ def write_calls(syntax: CallSyntax, calls: list, tools=None) -> str:
     (name, its raw input)) as the family writes them, each place with alternatives taken in its
     plainest form (the last close, the first head): what :func:`read_calls` reads back to the
     same calls. For prompts whose chat template does not write tool calls itself."""
-    customs = {n: p for n, p in tool_specs(tools) if isinstance(p, CustomTool)} if tools else {}
+    specs = dict(tool_specs(tools)) if tools else {}
+    customs = {n: p for n, p in specs.items() if isinstance(p, CustomTool)}
 
     def one(i, name, args):
         if name in customs:
             body = write_input(syntax.input_slot, customs[name], args)
         elif syntax.args == "xml":
-            body = write_xml_parameters(args)
+            body = write_xml_parameters(args, specs.get(name))
         else:
             body = json.dumps(args, ensure_ascii=False)
         return _spelled(syntax.heads[0], name, i) + body + _spelled(syntax.closes[-1], name, i)

@@ -6,6 +6,13 @@ A string parameter is raw text (up to the first ``</parameter>``; ``minLength``,
 any other parameter is JSON valid for its schema (the template writes ``tojson`` for objects and
 arrays and Python's ``str`` for numbers and booleans, so ``True``/``False`` are accepted for a
 boolean besides ``true``/``false``). White space may surround JSON values and separate parameters.
+A parameter that may be a string or something else through ``anyOf`` / ``oneOf`` / ``enum`` is
+written as JSON; Qwen3.6's template writes such a string raw in a history, so reading
+(:func:`read_xml_value`) takes the JSON where the text is JSON valid for the schema's types (and
+``enum`` values), else the raw string, as Qwen's own parser tries the schema first and falls back
+to the string: what the grammar writes reads back the same, and a rendered history reads back
+except where a string's raw text is JSON of another allowed type (the string ``"5"`` of
+``anyOf: [string, integer]`` is rendered ``5``, read back as 5).
 Properties come in definition order, required ones once, optional ones at most once; with
 ``any_order``, any declared parameter may come in any position (no count or presence checks, as
 in XGrammar's ``any_order``). Undeclared parameters (raw text values) are allowed unless
@@ -20,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from stencil._core import GrammarError
 from stencil.grammar.ebnf.ast import Namespaced
@@ -163,12 +170,75 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
     return b.seq([ws, value, ws, b.literal(_CLOSE)])
 
 
+_ALL_TYPES = frozenset({"string", "number", "integer", "boolean", "null", "object", "array"})
+
+
+class _Allowed(NamedTuple):
+    """The JSON types a parameter schema allows (``integer`` for a whole number), the types that
+    only its ``enum`` / ``const`` values allow (``closed``) and those values (``choices``)."""
+    types: frozenset
+    closed: frozenset = frozenset()
+    choices: tuple = ()
+
+
+def _json_types(v) -> set:
+    if v is None:
+        return {"null"}
+    if isinstance(v, bool):
+        return {"boolean"}
+    if isinstance(v, int):
+        return {"integer", "number"}
+    if isinstance(v, float):
+        return {"number", "integer"} if v.is_integer() else {"number"}
+    return {"string"} if isinstance(v, str) else {"array"} if isinstance(v, list) else {"object"}
+
+
+def _meet(a: frozenset, b: frozenset) -> frozenset:
+    out = set(a) & set(b)
+    if ("integer" in a and "number" in b) or ("number" in a and "integer" in b):
+        out.add("integer")
+    return frozenset(out)
+
+
+def _allowed(sub, defs: dict, depth: int = 0) -> _Allowed:
+    """What values a parameter schema ``sub`` allows, by type (``anyOf``, ``oneOf``, ``enum``,
+    ``const``, ``type`` and local ``$ref`` followed; other keywords are not judged)."""
+    if not isinstance(sub, dict) or depth > 16:
+        return _Allowed(_ALL_TYPES)
+    if isinstance(sub.get("$ref"), str):
+        for k in ("$defs", "definitions"):
+            head = f"#/{k}/"
+            if sub["$ref"].startswith(head) and isinstance(defs.get(k), dict) and sub["$ref"][len(head):] in defs[k]:
+                return _allowed(defs[k][sub["$ref"][len(head):]], defs, depth + 1)
+        return _Allowed(_ALL_TYPES)
+    types = frozenset(_types(sub)) if "type" in sub else _ALL_TYPES
+    closed: frozenset = frozenset()
+    choices: tuple = ()
+    if isinstance(sub.get("enum", [sub["const"]] if "const" in sub else None), list):
+        values = sub.get("enum", [sub.get("const")])
+        types = _meet(types, frozenset().union(*map(_json_types, values)))
+        closed, choices = types, tuple(values)
+    parts = [_allowed(x, defs, depth + 1) for k in ("anyOf", "oneOf") if isinstance(sub.get(k), list) for x in sub[k]]
+    if parts:
+        union = frozenset().union(*(p.types for p in parts))
+        closed |= frozenset(t for t in union if all(t in p.closed for p in parts if t in p.types))
+        types, choices = _meet(types, union), choices + tuple(c for p in parts for c in p.choices)
+    return _Allowed(types, closed & types, choices)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def read_xml_value(schema, key: str, text: str):
     """The JSON value of parameter ``key`` of an object ``schema`` from the text between
     ``<parameter=key>`` and ``</parameter>``, read as the grammar above wrote it: raw text (one
     newline stripped on each side, as the template writes them) for strings, undeclared and
     unconstrained parameters; the value itself for string enums; JSON (with Python's ``True`` and
-    ``False`` for booleans) otherwise."""
+    ``False`` for booleans) otherwise. Where the schema also allows a string (``anyOf``,
+    ``oneOf``, ``enum``), the JSON the text is when it is of a type the schema allows (one of
+    its values, for a type only ``enum`` allows), else the raw string (the template writes
+    strings raw)."""
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
     sub = props.get(key, True)
     raw = text[1:] if text.startswith("\n") else text
@@ -181,11 +251,34 @@ def read_xml_value(schema, key: str, text: str):
     if "string" in _types(sub):
         return raw
     value = text.strip(" \t\r\n")
-    return {"True": True, "False": False}[value] if value in ("True", "False") else json.loads(value)
+    allowed = _allowed(sub, {k: schema[k] for k in ("$defs", "definitions") if k in schema})
+    if "string" not in allowed.types:
+        return {"True": True, "False": False}[value] if value in ("True", "False") else json.loads(value)
+    if value in ("True", "False"):
+        return value == "True" if "boolean" in allowed.types else raw
+    try:
+        parsed = json.loads(value, parse_constant=_no_constant)
+    except ValueError:
+        return raw
+    kinds = _json_types(parsed) & allowed.types
+    if kinds - allowed.closed or kinds and any(parsed == c and isinstance(parsed, bool) == isinstance(c, bool)
+                                               for c in allowed.choices):
+        return parsed
+    return raw
 
 
-def write_xml_parameters(args: dict) -> str:
+def write_xml_parameters(args: dict, schema=None) -> str:
     """``args`` (a JSON object) as Qwen3-Coder's template writes parameters: strings raw, other
-    values as JSON, each between newlines (read back by :func:`read_xml_value`)."""
-    return "".join(f"{_OPEN}{k}>\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}\n{_CLOSE}\n"
+    values as JSON, each between newlines (read back by :func:`read_xml_value`). With the
+    arguments' ``schema``, as the grammar writes them: a string is raw where the parameter is a
+    string, a string enum or undeclared, JSON where it may also be something else."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+
+    def raw(k, v) -> bool:
+        sub = props.get(k, True)
+        if not isinstance(v, str) or schema is None or not isinstance(sub, dict) or sub == {} or "string" in _types(sub):
+            return isinstance(v, str)
+        choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
+        return bool(choices) and all(isinstance(c, str) for c in choices)   # (the grammar's bare enum value)
+    return "".join(f"{_OPEN}{k}>\n{v if raw(k, v) else json.dumps(v, ensure_ascii=False)}\n{_CLOSE}\n"
                    for k, v in args.items())
