@@ -101,6 +101,20 @@ def test_tool_choice_and_parallel(compiled, fmt):
         assert accepts(entry, g_auto, "The weather is fine.") and not accepts(entry, g_req, "The weather is fine.")
 
 
+def test_llama3_writes_one_call_per_turn(compiled):
+    """Llama 3.1's template refuses an assistant turn with two calls (the next request's prompt
+    would fail): the family writes one, as parallel=False does."""
+    from stencil.grammar.tagged.tool_presets import FAMILIES as PRESETS
+    assert [f for f, p in PRESETS.items() if not p.parallel] == ["llama3"]
+    entry, g = compiled("llama3")
+    one, other = render("llama3", CALL_1, False), render("llama3", [("add", {"a": 1, "b": 2})], False)
+    assert accepts(entry, g, one) and accepts(entry, g, other)
+    for two in (one + other, one + " " + other, one + "<|python_tag|>" + other):
+        assert not accepts(entry, g, two), two
+    _, g_required = compiled("llama3", tool_choice="required")
+    assert accepts(entry, g_required, one) and not accepts(entry, g_required, one + other)
+
+
 def test_free_text_before_a_call_and_special_tokens(compiled):
     entry, g = compiled("qwen")
     assert accepts(entry, g, 'Let me check.\n<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>')

@@ -3,7 +3,8 @@
 tool call, with each tool's arguments constrained by its JSON Schema.
 
 - ``llama3``: ``{"name": "NAME", "parameters": ARGS}``, also after ``<|python_tag|>``
-  (Llama 3.1, 3.2);
+  (Llama 3.1, 3.2); one call per turn, as if ``parallel=False`` (Llama 3.1's template refuses an
+  assistant turn with two calls, so a second call would make the next request's prompt fail);
 - ``qwen``: ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>`` (Qwen2.5, Qwen3);
 - ``qwen-coder``: ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...
   </function>\\n</tool_call>`` (Qwen3-Coder; see :mod:`stencil.grammar.tagged.xml_params`);
@@ -23,8 +24,9 @@ a custom tool's input takes the place of ARGS as the family's :class:`InputSlot`
 (``{"input": "..."}``; Qwen3-Coder: ``<parameter=input>`` raw text; see
 :mod:`stencil.grammar.tagged.custom_tools`).
 Free text may come before a call (``tool_choice="auto"``); several calls are allowed unless
-``parallel=False``. ``reasoning=True`` puts the family's reasoning block first (``<think>...
-</think>``; harmony's analysis channel); ``reasoning="opened"``: the prompt already opened it.
+``parallel=False`` (or the family takes one call per turn: ``Family.parallel``).
+``reasoning=True`` puts the family's reasoning block first (``<think>...</think>``; harmony's
+analysis channel); ``reasoning="opened"``: the prompt already opened it.
 
 Example::
 
@@ -194,11 +196,13 @@ class Family(NamedTuple):
     for (tools, tool_choice, parallel, reasoning)) and read back (``read``); the texts of a chat
     template that tell the family (``marks``, all of them); and how the template takes a past
     call's arguments (``history_arguments``: "object", or "text" for templates that concatenate
-    the JSON text)."""
+    the JSON text); whether its template takes several calls in one assistant turn (``parallel``;
+    False: the calls are written one per turn, as ``parallel=False`` asks)."""
     write: Callable
     read: CallSyntax
     marks: tuple
     history_arguments: str = "object"
+    parallel: bool = True
 
 
 _DS_SECTION = (((DS_CALLS_BEGIN,),), ((DS_CALLS_END,),))
@@ -209,7 +213,7 @@ FAMILIES: dict[str, Family] = {
         opens=('{"name": ', "<|python_tag|>"),
         heads=(('{"name": ', QUOTED_NAME, ', "parameters": '),
                ('<|python_tag|>{"name": ', QUOTED_NAME, ', "parameters": ')),
-        closes=(("}",),)), ("<|python_tag|>",)),
+        closes=(("}",),)), ("<|python_tag|>",), parallel=False),
     "qwen": Family(_plain(_qwen), CallSyntax(
         opens=("<tool_call>",), heads=(('<tool_call>\n{"name": ', QUOTED_NAME, ', "arguments": '),),
         closes=(("}\n</tool_call>",),)), ("<tool_call>",)),
@@ -268,7 +272,8 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
 
     ``tool_choice``: "auto" (text, calls or both), "required" (the output starts with a call, after
     white space at most), or
-    a tool name (exactly that tool). ``parallel``: several calls may follow each other.
+    a tool name (exactly that tool). ``parallel``: several calls may follow each other (never in a
+    family whose template takes one call per turn: ``FAMILIES[format].parallel``).
     ``reasoning``: False, True (the model writes the whole reasoning block), or "opened" (the
     prompt opened it: the output starts inside it).
     """
@@ -277,6 +282,7 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
     if reasoning not in (False, True, "opened"):
         raise GrammarError(f"reasoning must be False, True or 'opened', got {reasoning!r}")
     slot = FAMILIES[format].read.input_slot
+    parallel = parallel and FAMILIES[format].parallel
     specs = [(n, _Input(input_format(slot, p)) if isinstance(p, CustomTool) else p) for n, p in tool_specs(tools)]
     choice = tool_choice
     if choice not in ("auto", "required"):
