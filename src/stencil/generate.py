@@ -61,6 +61,7 @@ from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
 from stencil.opportunistic import Picker, verify_checked
 from stencil.sampling import Sampler
+from stencil.stops import other_token_words, stop_token_ids
 from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 from stencil.think import ThinkOptions, generate_thinking
 
@@ -439,11 +440,9 @@ class _Loop:
         self.out: list[int] = res.token_ids
         self.feed: list[int] = []
         self.logits: Any = None   # a torch tensor once a forward pass ran
-        self.eos = set(info.eos_token_ids)
+        self.eos = stop_token_ids(info.eos_token_ids, matcher)   # (those the grammar writes are its text)
         self.bm = allocate_token_bitmask(1, info.vocab_size)
-        self.eos_words = allocate_token_bitmask(1, info.vocab_size) * 0
-        for t in self.eos:
-            self.eos_words[0, t // 32] |= np.int32(np.uint32(1 << (t % 32)).view(np.int32))
+        self.eos_words = ~other_token_words(self.eos, self.bm.shape[1])[None, :]
         self.drafter: Drafter | None = None
         self.healer: Healer | None = None
         # Only greedy rows of a float32 model are held to plain decoding's exact tokens.

@@ -45,6 +45,7 @@ import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
 from stencil.speculative import first_near_tie
+from stencil.stops import stop_token_ids
 
 __all__ = ["DEFAULT_TRIES", "Picker", "truncates", "verify_checked"]
 
@@ -75,7 +76,7 @@ class Picker:
         if tries < 1:
             raise ValueError(f"Picker: tries must be >= 1, got {tries}")
         self.matcher, self.sampler, self.bitmask = matcher, sampler, bitmask
-        self.eos = set(int(t) for t in info.eos_token_ids)
+        self.eos = stop_token_ids(info.eos_token_ids, matcher)   # (those the grammar writes are its text)
         self.vocab_size = int(info.vocab_size)   # logits may be wider than the tokenizer
         self.opportunistic = bool(opportunistic) and not truncates(sampler)
         self.tie_margin, self.tries = tie_margin, tries

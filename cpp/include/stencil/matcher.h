@@ -59,6 +59,7 @@ class Matcher {
   double time_limit() const { return time_limit_; }  // 0: none
   void set_time_limit(double seconds);
   const CompiledGrammar& grammar() const { return *g_; }
+  std::shared_ptr<const CompiledGrammar> grammar_ptr() const { return g_; }
   std::string debug_state() const;
   // What debug_state() describes, as numbers (Matcher.stats() in Python).
   struct Stats {

@@ -2,6 +2,10 @@
 // (the Grammar itself stays immutable and shared).
 #include "bindings/grammar_view.h"
 
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+
 namespace nb = nanobind;
 using namespace stencil;
 
@@ -74,6 +78,19 @@ void bind_grammar_view(nb::class_<Grammar>& cls) {
           "The augmented start nonterminal (its one rule: __start -> the grammar's start).")
       .def_prop_ro("rules", &rules_view,
                    "Rules as (lhs, rhs): rhs a list of ('rule', nonterminal) or ('lexeme', lexeme) symbols.")
+      .def_prop_ro(
+          "special_token_ids",
+          [](const Grammar& g) {
+            std::vector<int32_t> ids;
+            for (const LexemeSpec& l : g.lexemes)
+              if (l.special) ids.insert(ids.end(), l.token_ids.begin(), l.token_ids.end());
+            std::sort(ids.begin(), ids.end());
+            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+            return ids;
+          },
+          "The special tokens the grammar writes as part of its text, sorted: an end-of-sequence id\n"
+          "among them (gpt-oss's <|call|>) is then the grammar's text, which a generation loop must give\n"
+          "to the matcher rather than stop at.")
       .def_prop_ro("lexemes", &lexemes_view,
                    "Lexemes as dicts: name, regex (None for special tokens), ignore, lazy, special, token_ids.")
       .def_prop_ro("checks", &checks_view,

@@ -296,6 +296,7 @@ void bind_matcher(nb::module_& m) {
           "upper bound on the tokens a shortest completion needs. 0 when the output is complete;\n"
           "None when no completion is known.")
       .def_prop_ro("num_accepted_tokens", &Matcher::num_accepted_tokens)
+      .def_prop_ro("grammar", &Matcher::grammar_ptr, "The CompiledGrammar this matcher follows.")
       .def_prop_ro("max_rollback", &Matcher::max_rollback)
       .def(
           "stats",

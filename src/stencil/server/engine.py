@@ -57,7 +57,8 @@ from stencil.server.grammar_time import Fills, GrammarTime
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
-from stencil.server.speculation import RowSpeculation, StepCost, server_speculation
+from stencil.server.draft_plan import StepCost, plan_drafts
+from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.speculative import SpeculationOptions
 
 _DONE = object()
@@ -279,7 +280,7 @@ class Engine:
                 self._run_aligned(job)
                 continue
             try:
-                row = Row(job, self.info, self.step_time_limit, self._speculation(job))
+                row = Row(job, self.info, self.step_time_limit, self._speculation(job), self.eos, self.not_eos)
                 if row.spec_later is not None:   # drafts without masks where the row checks its picks
                     row.spec_later.masks = not self._checks_first(row)
                 if job.max_tokens == 0:
@@ -379,8 +380,8 @@ class Engine:
         clock.lap("forced")
         if any(r.finish is not None for r in rows):
             return  # the loop drops finished rows first; the others' forced tokens wait in feed
-        ratio = self.step_cost.ratio(len(rows))
-        most = {i: r.spec.length.plan(ratio) for i, r in enumerate(rows) if r.spec is not None}
+        lengths = {i: r.spec.length for i, r in enumerate(rows) if r.spec is not None}
+        most = plan_drafts(lengths, len(rows), sum(len(r.feed) for r in rows), self.step_cost) if lengths else {}
         drafting = {i for i, k in most.items() if k > 0}
         for i, r in enumerate(rows):
             if r.matcher is not None and i not in drafting:
@@ -472,7 +473,8 @@ class Engine:
             rows = rows.float().cpu()   # (its random generator draws on the host)
         best = [pick] if pick is not None else None
         no_eos = self._eos_on(rows.device) if r.job.ignore_eos else None
-        return Pick(r.matcher, r.sampler, rows, draft, r.left, r.out, r.grammar, r.clock, best, no_eos)
+        return Pick(r.matcher, r.sampler, rows, draft, r.left, r.out, r.grammar, r.clock, best, no_eos,
+                    stops=r.stops, not_stops=r.not_stops)
 
     def _choose(self, rows: list[Row], checks: dict[int, Pick], rejected: list[int], drafting: set[int]) -> None:
         """The rows of ``checks`` choose, their picks checked and the refused ones' masks filled
@@ -506,7 +508,7 @@ class Engine:
         spec, m = r.spec, r.matcher
         assert spec is not None   # called for speculating rows only
         draft = spec.draft
-        if m is not None and not draft and spec.only_eos(0, self.not_eos):
+        if m is not None and not draft and spec.only_eos(0, r.not_stops):
             if not spec.bitmask[0].any():
                 raise DeadEnd("the grammar allows no token and not EOS: " + m.debug_state())
             r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
@@ -515,8 +517,8 @@ class Engine:
         rows = row_logits.float() if plain else row_logits.float().cpu()
         n, t = r.grammar(spec.check, m, rows, r.sampler, r.out)
         rejected[i] = len(draft) - n
-        end = m is not None and n and spec.only_eos(n, self.not_eos)
-        if m is not None and not end and t not in self.eos and not r.grammar(m.accept_token, t):
+        end = m is not None and n and spec.only_eos(n, r.not_stops)
+        if m is not None and not end and t not in r.stops and not r.grammar(m.accept_token, t):
             raise RuntimeError(f"internal error: token {t} is not allowed: {m.debug_state()}")
         self._take(r, draft, n, None if end else t, True)
 
@@ -535,7 +537,7 @@ class Engine:
                 return
         if t is None:
             r.finish = "grammar"
-        elif t in self.eos:
+        elif t in r.stops:
             r.finish = "eos"
         else:
             r.feed = [t]
@@ -589,13 +591,13 @@ class Engine:
         if error is not None:
             raise error
         if mask is not None:
-            if not np.any(mask & self.not_eos):
+            if not np.any(mask & r.not_stops):
                 if not np.any(mask):
                     raise DeadEnd("the grammar allows no token and not EOS: " + r.matcher.debug_state())
                 r.finish = "grammar"  # nothing but EOS is allowed: the output is complete
                 return
         t = self._draw(r, row) if pick is None else pick
-        if t in self.eos:
+        if t in r.stops:
             r.finish = "eos"
             return
         if r.job.logprobs is not None:

@@ -75,6 +75,9 @@ class Pick:
     best: Sequence[int] | None = None
     no_eos: Any = None
     masks: int = 0
+    # the tokens that end the row and the mask words of the others (``Row.stops``); None: EOS's
+    stops: set[int] | None = None
+    not_stops: np.ndarray | None = None
 
 
 class _Ask:
@@ -132,6 +135,7 @@ class Picks:
         """(kept, token) for row ``p``; yields the budget of a mask it needs (of its matcher's state
         then) and receives it."""
         draft, m = p.draft, p.matcher
+        stops = self.eos if p.stops is None else p.stops
         at = len(draft)   # the draft tokens the matcher holds
         i = 0
         while True:
@@ -156,8 +160,8 @@ class Picks:
                 token = self._masked(p, logits, mask)
                 if token is None:
                     return i, None
-                if token in self.eos or i >= len(draft) or token != draft[i]:
-                    if token not in self.eos and not p.call(m.accept_token, token):
+                if token in stops or i >= len(draft) or token != draft[i]:
+                    if token not in stops and not p.call(m.accept_token, token):
                         raise RuntimeError(f"internal error: token {token} is not allowed: {m.debug_state()}")
                     return i, token
             if at == i:   # the draft token again, after a rollback to its position
@@ -179,7 +183,7 @@ class Picks:
 
     def _allowed(self, p: Pick, t: int, remaining: int) -> bool:
         """Whether the budgeted mask allows ``t``; a token other than EOS is then accepted."""
-        if t in self.eos:
+        if t in (self.eos if p.stops is None else p.stops):
             return bool(p.call(p.matcher.is_accepting))
         if t >= self.vocab_size:
             return False
@@ -187,7 +191,7 @@ class Picks:
 
     def _masked(self, p: Pick, logits, mask: np.ndarray) -> int | None:
         """The token under ``mask`` (applied to ``logits``); None where it allows EOS alone."""
-        if not np.any(mask & self.not_eos):
+        if not np.any(mask & (self.not_eos if p.not_stops is None else p.not_stops)):
             if not np.any(mask):
                 raise DeadEnd("the grammar allows no token and not EOS: " + p.matcher.debug_state())
             return None

@@ -6,10 +6,13 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
+import numpy as np
+
 import stencil
 from stencil.sampling import Sampler
 from stencil.server.grammar_time import RowClock
 from stencil.server.speculation import RowSpeculation
+from stencil.stops import other_token_words, stop_token_ids
 
 __all__ = ["Row"]
 
@@ -17,7 +20,8 @@ __all__ = ["Row"]
 class Row:
     """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
 
-    def __init__(self, job: Any, info, time_limit: float | None, spec: RowSpeculation | None = None):
+    def __init__(self, job: Any, info, time_limit: float | None, spec: RowSpeculation | None = None,
+                 eos: set[int] | None = None, not_eos: np.ndarray | None = None):
         self.job = job
         self.healer = job.healer   # its tokens come first, one per step, under its own masks
         self.skip = len(self.healer.prefix) if self.healer is not None else 0  # prefix bytes not to send
@@ -34,6 +38,13 @@ class Row:
         self.finish: str | None = None
         self.left = job.max_tokens  # tokens this row may still add (set each step)
         self.constrained = job.matcher is not None
+        # The tokens that end the row (``stops``; ``not_stops``: the mask words of every other
+        # token): end of sequence, but for the ids the row's grammar writes as its text
+        # (stencil.stops: gpt-oss's <|call|> closes a call).
+        eos = set(info.eos_token_ids) if eos is None else eos
+        self.stops = stop_token_ids(eos, job.matcher)
+        self.not_stops = not_eos if not_eos is not None and self.stops == eos else \
+            other_token_words(self.stops, (info.vocab_size + 31) // 32)
 
     def grammar(self, fn, *args):
         """``fn(*args)``, a call that works on the row's matcher, under its grammar time (see
