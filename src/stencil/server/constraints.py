@@ -27,7 +27,8 @@ class Constraint:
     kwargs: dict | None = None
     tools: list | None = None  # the tools whose calls the output holds, written in tool_format
     tool_format: str = "generic"
-    reasoning: bool = False    # the output starts with a <think> block
+    # the output starts with a <think> block (True), or inside one the prompt opened ("opened")
+    reasoning: bool | str = False
 
 
 #: OpenAI's rule for a function's name: the call's text holds it, so a name such as
@@ -168,10 +169,27 @@ def _sources(body: dict) -> list[str]:
     return used
 
 
-def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_strict: str = "all") -> Constraint:
+#: what opens a reasoning block in the prompt's end, and closes it in the output
+THINK, THINK_END = "<think>", "</think>"
+
+
+def prompt_opens_reasoning(tokenizer_info, prompt_ids: list[int] | None) -> bool:
+    """Whether a rendered prompt ends inside an open ``<think>`` block: the chat template's
+    generation prompt starts the model's reasoning (DeepSeek-R1/V3's ``<｜Assistant｜><think>\n``),
+    so the output starts inside it (white space may follow the opening)."""
+    if not prompt_ids:
+        return False
+    tail = tokenizer_info.decode_bytes(prompt_ids[-16:]).decode("utf-8", "replace")
+    return tail.rstrip().endswith(THINK)
+
+
+def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_strict: str = "all",
+                   prompt_ids: list[int] | None = None) -> Constraint:
     """The Constraint of a chat/completions request body; RequestError on a malformed one.
     ``tool_format``: how tool calls are written ("generic" or a preset of ``toolcalls.FORMATS``);
-    ``tool_strict``: which tools' arguments follow their schema (:data:`TOOL_STRICT`)."""
+    ``tool_strict``: which tools' arguments follow their schema (:data:`TOOL_STRICT`);
+    ``prompt_ids``: the rendered prompt, whose end may open the reasoning the output continues
+    (:func:`prompt_opens_reasoning`: tool calls then come after its ``</think>``)."""
     reasoning = bool(body.get("reasoning"))
     used = _sources(body)
     if len(used) > 1:
@@ -192,13 +210,16 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
         parallel = body.get("parallel_tool_calls", True) is not False and not named   # (a named function: one call)
         kw: dict[str, Any] = dict(trigger=TRIGGER, end=END, require_call=required, text_before=not required,
                                   max_calls=None if parallel else 1, json_options=dict(JSON))
-        if reasoning:
-            kw["reasoning"] = ("<think>", "</think>")
+        think: bool | str = reasoning
+        if tool_format != "harmony" and prompt_opens_reasoning(compiler.tokenizer_info, prompt_ids):
+            think = "opened"   # (the prompt opened it: the output thinks first, asked or not)
+        if think:
+            kw["reasoning"] = (None if think == "opened" else THINK, THINK_END)
         if tool_format != "generic":  # the family's own call text
             kw = dict(format=tool_format, tool_choice="required" if required else "auto", parallel=parallel,
-                      json_options=dict(JSON), reasoning=reasoning)
+                      json_options=dict(JSON), reasoning=think)
         return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=tools, tool_format=tool_format,
-                          reasoning=reasoning and tool_format != "harmony")
+                          reasoning=think if tool_format != "harmony" else False)
     if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
         return _thought_then_text(compiler, tool_format) if reasoning else Constraint()
     if not isinstance(rf, dict):
@@ -221,7 +242,7 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
 
 #: free text after a <think> block (a reasoning request without tools or a schema)
 THINK_THEN_TEXT = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
-    {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"}, {"type": "any_text"}]}}
+    {"type": "tag", "begin": THINK, "content": {"type": "any_text"}, "end": THINK_END}, {"type": "any_text"}]}}
 
 
 def _thought_then_text(compiler, tool_format: str) -> Constraint:

@@ -1,4 +1,5 @@
-"""Outputs that begin with a ``<think>`` block (a request's ``reasoning: true``): the block is
+"""Outputs that begin with a ``<think>`` block (a request's ``reasoning: true``), or inside one
+the prompt opened (``opened``: DeepSeek's generation prompt ends with ``<think>``): the block is
 ``reasoning_content``, the rest ``content``, in a whole output and as it streams.
 
 Example::
@@ -11,10 +12,11 @@ from __future__ import annotations
 OPEN, CLOSE = "<think>", "</think>"
 
 
-def split_reasoning(text: str) -> tuple[str | None, str]:
-    """(reasoning, content) of a whole output; (None, text) when the block never closed."""
+def split_reasoning(text: str, opened: bool = False) -> tuple[str | None, str]:
+    """(reasoning, content) of a whole output; (None, text) when the block never closed, or
+    (the text, "") when the prompt ``opened`` it."""
     if CLOSE not in text:
-        return None, text
+        return (text.strip(), "") if opened else (None, text)
     head, _, rest = text.partition(CLOSE)
     return head.replace(OPEN, "", 1).strip(), rest.lstrip()
 
@@ -25,9 +27,9 @@ class ThinkStream:
     up to ``split_reasoning``'s reasoning: white space is held back at the block's edges and a
     possible start of ``</think>`` until the next text tells."""
 
-    def __init__(self):
+    def __init__(self, opened: bool = False):
         self.pos = 0          # characters of the text read
-        self.state = "open"   # open (before <think>), think, after
+        self.state = "think" if opened else "open"   # open (before <think>), think, after
         self.started = False  # a reasoning character was sent (leading white space is dropped)
         self.content_at = -1  # where the content starts, once known
 

@@ -115,7 +115,7 @@ class _ChoiceStream:
 
     def __init__(self, c):
         self.text = ""
-        self.think = ThinkStream() if c.reasoning else None
+        self.think = ThinkStream(c.reasoning == "opened") if c.reasoning else None
         self.calls = ToolStream(c.tool_format, c.tools) if c.tools is not None else None
         self.sent = 0  # characters of content sent (without tools)
 
@@ -143,7 +143,7 @@ def _finish(job: Job, msg: dict[str, Any] | None) -> str:
 
 
 def _message(job: Job, c) -> dict[str, Any]:
-    reasoning, text = split_reasoning(job.text) if c.reasoning else (None, job.text)
+    reasoning, text = split_reasoning(job.text, c.reasoning == "opened") if c.reasoning else (None, job.text)
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     if c.tools is not None:
         content, thought, calls = split_tool_calls(text, c.tool_format, c.tools)
