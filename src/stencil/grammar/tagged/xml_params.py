@@ -279,6 +279,6 @@ def write_xml_parameters(args: dict, schema=None) -> str:
         if not isinstance(v, str) or schema is None or not isinstance(sub, dict) or sub == {} or "string" in _types(sub):
             return isinstance(v, str)
         choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
-        return bool(choices) and all(isinstance(c, str) for c in choices)   # (the grammar's bare enum value)
+        return isinstance(choices, list) and bool(choices) and all(isinstance(c, str) for c in choices)
     return "".join(f"{_OPEN}{k}>\n{v if raw(k, v) else json.dumps(v, ensure_ascii=False)}\n{_CLOSE}\n"
                    for k, v in args.items())
