@@ -520,7 +520,8 @@ class _Loop:
 
     def _grammar_step(self, jump_forward: bool, draft: bool) -> str | None:
         """Forced tokens and drafts are taken here (then _AGAIN, or a finish reason a draft step
-        reached); "grammar" when only EOS is allowed; otherwise None, with ``bm`` the step's mask."""
+        reached); "grammar" when only EOS is allowed; otherwise None, with ``bm`` the step's mask
+        where ``masked`` says so (opportunistic steps leave it to the pick in _sample)."""
         matcher = self.matcher
         assert matcher is not None   # the grammar's steps run with a grammar only
         if jump_forward and self._take_forced():
@@ -617,7 +618,7 @@ class _Loop:
             t = self._exact_token(None, self.out)
         else:
             t = self.sampler.sample(logits)
-        if t in self.eos:
+        if t in self.eos or self._ended():
             return "eos"
         self.out.append(t)
         self.feed = [t]
@@ -669,6 +670,8 @@ class _Loop:
                 return "eos"
             if not taken and not matcher.accept_token(t):
                 raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
+            if self._ended():
+                return "eos"
             self.out.append(t)
             self.feed = [t]
             self.stream.emit([t])
@@ -685,6 +688,11 @@ class _Loop:
         if mask is not None:
             apply_token_bitmask_inplace(logits, mask)
         return self.sampler.sample(logits)
+
+    def _ended(self) -> bool:
+        """The matcher took the last token as the end: an EOS id its grammar also writes as text
+        (stencil.stops), where the output was complete."""
+        return self.matcher is not None and self.matcher.is_terminated()
 
     def _only_eos(self, row: int) -> bool:
         return not np.any(self.bm[row] & ~self.eos_words[0])
@@ -749,6 +757,8 @@ class _Loop:
             return "eos"
         if matcher is not None and not taken and not matcher.accept_token(t):
             raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
+        if self._ended():
+            return "eos"
         self.out.append(t)
         self.feed = [t]
         self.stream.emit([t])
