@@ -117,8 +117,9 @@ def test_tokenizer_bridge_matches_llama_cpp(llm, zoo):
 
 @needs_llama
 def test_ten_schema_outputs_are_valid(tmp_path):
-    """The default GGUF model under ten schemas, greedy: each output complete and valid. A native
-    crash (llama.cpp's, with or without stencil) is a failure naming the signal."""
+    """The default GGUF model under ten schemas, greedy: each output complete and valid; on three,
+    opportunistic=True writes the text of full masks with fewer masks. A native crash (llama.cpp's,
+    with or without stencil) is a failure naming the signal."""
     from integration_schemas import SCHEMAS, check_instance
     jsonschema = pytest.importorskip("jsonschema")
     child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama_cpp_child.py")
@@ -138,6 +139,11 @@ def test_ten_schema_outputs_are_valid(tmp_path):
         except (ValueError, AssertionError, jsonschema.ValidationError) as e:
             failures.append(f"{name}: {finish}: {text!r}: {e}")
     assert not failures, "\n".join(failures)
+    # GrammarLogitsProcessor(opportunistic=True), greedy without penalties: the text of full masks
+    assert len(result["opportunistic"]) == 3
+    for name, full_text, opp_text, full_masks, opp_masks in result["opportunistic"]:
+        assert opp_text == full_text, (name, full_text, opp_text)
+        assert opp_masks < full_masks, (name, opp_masks, full_masks)
 
 
 def test_opportunistic_greedy_is_the_masked_output(lm):
