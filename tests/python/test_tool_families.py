@@ -32,11 +32,11 @@ MAX_TOKENS = 64
 #: Kimi's shortest calls are longer (functions.NAME:IDX ids, section tokens spelt out in DeepSeek's vocabulary)
 MAX_TOKENS_OF = {"kimi": 128}
 
-#: gpt-oss stops at <|call|> and <|return|> (its generation config's EOS), which its grammar also
-#: writes as text: the engine ends the row at an EOS token before the matcher takes it, so the
-#: call's closing <|call|> is never in the text and the call reads as cut (server/engine.py, left to
-#: its owners). strict: this fails loudly once the engine keeps such a token.
-KNOWN = {"harmony": "the engine drops an EOS token the grammar takes as text (<|call|>): calls read as cut"}
+#: gpt-oss: the server keeps <|call|> (an EOS id its grammar writes as text: stencil.stops) and every
+#: call parses and validates, but openai-harmony's parser refuses some outputs (a token where it
+#: expects <|start|>), the two-turn history, and a sampled request's streamed and unstreamed runs
+#: differ: open (issue 44). strict: this fails loudly once they agree.
+KNOWN = {"harmony": "openai-harmony refuses some outputs and the two-turn history; sampled stream != unstreamed"}
 
 
 def _marked(f: str):
@@ -173,8 +173,6 @@ def test_a_prompt_that_opens_reasoning_makes_the_output_start_inside_it():
     assert [args[i] for i in sorted(args)] == [call["function"]["arguments"] for call in calls]
 
 
-@pytest.mark.xfail(strict=True, reason="server/service.py does not hand the prompt to constraint_for yet "
-                   "(Service.prepare(..., prompt_ids) -> constraint_for(..., prompt_ids=prompt_ids))")
 def test_the_server_reads_deepseeks_opened_reasoning():
     import openai
     lm = _model("deepseek")
@@ -187,7 +185,9 @@ def test_the_server_reads_deepseeks_opened_reasoning():
     finally:
         stop()
     msg = r.choices[0].message
-    assert getattr(msg, "reasoning_content", None) and msg.tool_calls, msg
+    # read from inside the block the prompt opened (a random model may close it at once: "" then),
+    # never as content, and the calls after it
+    assert getattr(msg, "reasoning_content", None) is not None and not msg.content and msg.tool_calls, msg
 
 
 def test_sources_say_what_is_substituted():

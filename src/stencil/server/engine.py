@@ -537,7 +537,7 @@ class Engine:
                 return
         if t is None:
             r.finish = "grammar"
-        elif t in r.stops:
+        elif t in r.stops or r.ended():
             r.finish = "eos"
         else:
             r.feed = [t]
@@ -606,6 +606,9 @@ class Engine:
             r.heal(t)
         elif r.matcher is not None and not r.grammar(r.matcher.accept_token, t):
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
+        if r.ended():
+            r.finish = "eos"
+            return
         r.feed = [t]
         r.emit([t])
 

@@ -51,6 +51,11 @@ class Row:
         server.grammar_time); a row without a grammar calls it as it is."""
         return fn(*args) if self.matcher is None else self.clock.call(self.matcher, fn, *args)
 
+    def ended(self) -> bool:
+        """Whether the matcher took its last token as the end: an EOS id the grammar also writes
+        as text (``stops``) is text where the grammar writes it and the end where it is complete."""
+        return self.matcher is not None and self.matcher.is_terminated()
+
     def healing(self) -> bool:
         """Whether the row is still spelling its healed prefix."""
         return self.healer is not None and not self.healer.done

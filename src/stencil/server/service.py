@@ -86,16 +86,17 @@ class Service:
         return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage, speculate=speculate)
 
     async def prepare(self, body: dict, max_tokens: int, tool_format: str = "generic",
-                      reservation: Reservation | None = None,
-                      max_rollback: int = 0) -> tuple[Constraint, stencil.Matcher | None, Warmup | None]:
+                      reservation: Reservation | None = None, max_rollback: int = 0,
+                      prompt_ids: list[int] | None = None) -> tuple[Constraint, stencil.Matcher | None, Warmup | None]:
         """The request's constraint, a matcher at its start (its first mask computed) and its
         ``Warmup`` (``forget()`` drops its grammar): the grammar work a request causes before it
         joins the batch, all within ``compile_timeout`` (``warmup.COMPILE_GRACE``).
         ``reservation``: the compile's memory (ResidentLimit), released once that work ends;
-        ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts)."""
+        ``max_rollback``: the matcher's (a speculating row rolls back rejected drafts); ``prompt_ids``:
+        the rendered prompt (one that opens a reasoning block puts the output inside it)."""
         reservation = reservation or Reservation()
         try:
-            c = constraint_for(self.compiler, body, tool_format, self.tool_strict)
+            c = constraint_for(self.compiler, body, tool_format, self.tool_strict, prompt_ids=prompt_ids)
         except BaseException:
             reservation.release()
             raise
@@ -128,7 +129,8 @@ class Service:
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
-        c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p))
+        c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p),
+                                              list(prompt_ids))
         if p["aligned"] and matcher is None:
             raise RequestError('sampling: "aligned" needs a constraint (response_format, a grammar, tools)',
                                param="sampling")
