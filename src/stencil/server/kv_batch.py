@@ -1,21 +1,23 @@
-"""One forward pass for many sequences of different lengths: a batched KV cache with per-row
-padding, rows joining and leaving between steps (continuous batching).
+"""One forward pass for many sequences of different lengths: a batched KV cache whose rows each
+hold their own tokens, rows joining and leaving between steps (continuous batching).
 
-Every row's cache is aligned on the right: the batch cache has one length ``L``, and a row whose
-history is shorter has masked (attention mask 0) slots. A step feeds each row ``n_i >= 1`` new
-tokens, padded on the left to the step's widest row, so the last position of every row is its
-newest token and ``logits_to_keep=1`` gives each row's next-token logits. Positions (RoPE) count
-each row's real tokens only, so padding changes nothing but floating-point rounding.
+Each layer's keys and values live in one buffer ``[rows, kv_heads, capacity, dim]``; row i's
+tokens fill its first ``positions[i]`` slots, left-aligned, with no padding or holes between them.
+A step feeds each row ``n_i >= 1`` new tokens, laid out right-aligned in a ``[rows, width]`` grid
+(its last position is the row's newest token); the cache (``_RowCache``, what transformers' layers
+call ``update`` on) writes each row's new keys and values in place after its own tokens, and the
+attention mask ``[rows, 1, width, length]`` lets each token see its row's slots up to its own.
+Positions (RoPE) count each row's real tokens only, so the batch changes nothing but
+floating-point rounding. Nothing is copied per step (transformers' ``DynamicCache`` concatenates
+every layer's whole cache with the new tokens at each step: a fifth of a 16-row step of SmolLM2 on
+a CPU); the buffers grow by ``GROWTH`` slots past the longest row when it outgrows them.
 
 A new row is prefilled alone (its prompt but the last token, which joins the next batched step)
-and its cache is left-padded to the batch's length (or the batch to its). Rows that finish are
-dropped with ``keep``; columns that every remaining row masks are cut off.
+and its cache copied into a new row of the buffers. Rows that finish are dropped with ``keep``.
 
-Speculative decoding feeds a row its draft and keeps only the accepted prefix: ``rollback`` masks
-each row's rejected slots (the last ones it was fed) and takes them off its positions, so the
-next tokens get the positions the rejected ones had. The masked slots are holes in the cache;
-once they make up a quarter of it, each row's real slots are moved right-aligned again
-(``compact``), so the cache stays about as long as the longest row.
+Speculative decoding feeds a row its draft and keeps only the accepted prefix: ``rollback`` takes
+each row's rejected tokens (the last ones it was fed) off its positions; the next tokens it is fed
+overwrite their slots.
 """
 from __future__ import annotations
 
@@ -24,14 +26,37 @@ from typing import Any, Sequence
 
 from stencil.server.ragged import RaggedModel
 
-
-#: cache slots of holes and padding always tolerated before compacting (a quarter of the cache too)
-COMPACT_SLACK = 32
+#: slots a buffer is allocated with at least
+MIN_CAPACITY = 256
+#: slots a buffer grows by past the longest row when that outgrows it (a copy of the buffers each time)
+GROWTH = 256
 
 
 class UnsupportedCache(Exception):
     """The model's cache is not a plain per-layer key/value cache (sliding windows, recurrent
-    state): its rows cannot be padded and concatenated."""
+    state): its rows cannot be laid out in one buffer."""
+
+
+def _row_cache_class():
+    from transformers import DynamicCache
+
+    class _RowCache(DynamicCache):
+        """What the model's layers write the step's keys and values through: each row's new
+        tokens after its own (``KVBatch._feed``'s plan), the buffers returned up to the step's
+        longest row."""
+
+        def __init__(self, batch: "KVBatch"):
+            super().__init__()
+            self.batch = batch
+
+        def update(self, key_states, value_states, layer_idx: int, *args, **kwargs):
+            b = self.batch
+            rows, cols, slots, length = b.plan
+            keys, values = b.buffers(layer_idx, key_states, value_states)
+            keys[rows, :, slots] = key_states[rows, :, cols]
+            values[rows, :, slots] = value_states[rows, :, cols]
+            return keys[:, :, :length], values[:, :, :length]
+    return _RowCache
 
 
 class KVBatch:
@@ -44,9 +69,12 @@ class KVBatch:
         self.model = model
         self._new_cache = DynamicCache
         self.device = next(model.parameters()).device
-        self.cache = DynamicCache()
-        self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)  # [rows, L]
+        self.keys: list = []     # per layer: [rows, kv_heads, capacity, dim]
+        self.values: list = []
         self.positions: list[int] = []  # each row's count of real tokens
+        self.plan: tuple = ()    # the step under way: (rows, grid columns, slots, length) of its tokens
+        self._cache = _row_cache_class()(self)
+        RaggedModel.of(model).prepare()   # (its calibration is not timed as a step)
         params = inspect.signature(model.forward).parameters
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in params), None)
         # transformers 5 renamed past_key_values to cache; the cache object is updated in place
@@ -58,9 +86,21 @@ class KVBatch:
 
     @property
     def length(self) -> int:
-        return int(self.mask.shape[1])
+        """The slots the longest row uses (what a step attends to, before its new tokens)."""
+        return max(self.positions, default=0)
 
-    # -- cache tensors ------------------------------------------------------------------------
+    @property
+    def capacity(self) -> int:
+        return int(self.keys[0].shape[2]) if self.keys else 0
+
+    @property
+    def mask(self):
+        """``[rows, length]``: 1 at each row's slots (its first ``positions[i]``)."""
+        torch = self.torch
+        slots = torch.arange(self.length, device=self.device)
+        return (slots[None, :] < torch.tensor(self.positions, device=self.device)[:, None]).long()
+
+    # -- joining and leaving ------------------------------------------------------------------
     def _layers(self, cache) -> list:
         layers = list(getattr(cache, "layers", []))
         for layer in layers:
@@ -68,14 +108,27 @@ class KVBatch:
                 raise UnsupportedCache(f"{type(layer).__name__} layers cannot be batched")
         return layers
 
-    def _padded(self, t, left: int):
-        """``t`` ([rows, heads, L, dim]) with ``left`` zero slots before its first position."""
-        if left <= 0:
-            return t
-        z = self.torch.zeros((t.shape[0], t.shape[1], left, t.shape[3]), dtype=t.dtype, device=t.device)
-        return self.torch.cat([z, t], dim=2)
+    def _grow(self, rows: int, capacity: int, like: list) -> None:
+        """Buffers of ``rows`` more rows than ``positions`` has (zeros) and at least ``capacity``
+        slots; ``like``: each layer's keys and values to take shapes from where there are no
+        buffers yet."""
+        if self.keys:
+            like = list(zip(self.keys, self.values))
+        cap = max(self.capacity, MIN_CAPACITY)
+        if cap < capacity:
+            cap = -(-(capacity + GROWTH) // GROWTH) * GROWTH
+        old = self.rows if self.keys else 0
+        keys, values = [], []
+        for layer, (k, v) in enumerate(like):
+            nk = k.new_zeros((self.rows + rows, k.shape[1], cap, k.shape[3]))
+            nv = v.new_zeros((self.rows + rows, v.shape[1], cap, v.shape[3]))
+            if old:
+                nk[:old, :, :self.capacity] = self.keys[layer]
+                nv[:old, :, :self.capacity] = self.values[layer]
+            keys.append(nk)
+            values.append(nv)
+        self.keys, self.values = keys, values
 
-    # -- joining and leaving ------------------------------------------------------------------
     def add(self, prompt_ids: Sequence[int]) -> None:
         """Prefill a new row with ``prompt_ids`` (its last token goes in the next ``step``)."""
         torch = self.torch
@@ -85,114 +138,93 @@ class KVBatch:
             ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
             kw = {self._keep_arg: 1} if self._keep_arg else {}
             self.model(input_ids=ids, use_cache=True, **{self._cache_arg: cache}, **kw)
-        new_layers = self._layers(cache) if n else []
-        old_layers = self._layers(self.cache) if self.length else []
-        length = max(self.length, n)
-        if old_layers and new_layers:
-            for old, new in zip(old_layers, new_layers):
-                old.keys = torch.cat([self._padded(old.keys, length - self.length),
-                                      self._padded(new.keys, length - n)])
-                old.values = torch.cat([self._padded(old.values, length - self.length),
-                                        self._padded(new.values, length - n)])
-        elif old_layers:  # a one-token prompt: nothing cached yet for this row
-            for old in old_layers:
-                old.keys = torch.cat([old.keys, torch.zeros_like(old.keys[:1])])
-                old.values = torch.cat([old.values, torch.zeros_like(old.values[:1])])
-        elif new_layers:  # the batch had no cached positions: its rows get zeros
-            for new in new_layers:
-                new.keys = torch.cat([torch.zeros_like(new.keys).expand(self.rows, -1, -1, -1), new.keys])
-                new.values = torch.cat([torch.zeros_like(new.values).expand(self.rows, -1, -1, -1), new.values])
-            self.cache = cache
-        row = torch.zeros((1, length), dtype=torch.long, device=self.device)
-        if n:
-            row[0, length - n:] = 1
-        old_mask = torch.zeros((self.rows, length), dtype=torch.long, device=self.device)
-        old_mask[:, length - self.length:] = self.mask
-        self.mask = torch.cat([old_mask, row])
+        layers = [(layer.keys, layer.values) for layer in self._layers(cache)] if n else []
+        if self.keys or layers:   # (else no buffers yet: the first step makes them, zeros)
+            self._grow(1, n, layers)
+            for layer, (k, v) in enumerate(layers):
+                self.keys[layer][-1, :, :n] = k[0]
+                self.values[layer][-1, :, :n] = v[0]
         self.positions.append(n)
 
+    def buffers(self, layer: int, key_states, value_states) -> tuple[Any, Any]:
+        """Layer ``layer``'s buffers, made (zeros, like the step's keys and values) where no row
+        has a token yet."""
+        if layer == len(self.keys):
+            cap = max(MIN_CAPACITY, self.plan[3])
+            shape = (self.rows, key_states.shape[1], cap, key_states.shape[3])
+            self.keys.append(key_states.new_zeros(shape))
+            self.values.append(value_states.new_zeros(shape[:3] + (value_states.shape[3],)))
+        return self.keys[layer], self.values[layer]
+
     def keep(self, indices: Sequence[int]) -> None:
-        """Keep only the rows ``indices`` (in that order), and cut columns no row attends to."""
+        """Keep only the rows ``indices`` (in that order)."""
         torch = self.torch
-        if len(indices) == self.rows:
+        if len(indices) == self.rows and list(indices) == list(range(self.rows)):
             return
+        self.positions = [self.positions[i] for i in indices]
         if not indices:
-            self.cache = self._new_cache()
-            self.mask = self.mask[:0, :0]
-            self.positions = []
+            self.keys, self.values = [], []
+        if not indices or not self.keys:
             return
         idx = torch.tensor(list(indices), dtype=torch.long, device=self.device)
-        self.mask = self.mask[idx]
-        self.positions = [self.positions[i] for i in indices]
-        used = torch.nonzero(self.mask.any(dim=0))
-        first = int(used[0]) if len(used) else self.length
-        for layer in self._layers(self.cache) if self.length else []:
-            layer.keys = layer.keys[idx, :, first:]
-            layer.values = layer.values[idx, :, first:]
-        self.mask = self.mask[:, first:]
+        cap = self.capacity
+        if self.length + 2 * GROWTH < cap:   # the long rows left: a smaller buffer
+            cap = max(MIN_CAPACITY, self.length + GROWTH)
+        self.keys = [k[idx, :, :cap] for k in self.keys]
+        self.values = [v[idx, :, :cap] for v in self.values]
 
     def rollback(self, counts: Sequence[int]) -> None:
         """Forget the last ``counts[i]`` tokens row i was fed (a rejected draft): at most what the
-        last ``step`` fed it."""
+        last ``step`` fed it. Their slots are written over by the next tokens."""
         if len(counts) != self.rows:
             raise ValueError(f"rollback needs one count per row ({self.rows}), got {len(counts)}")
         for i, c in enumerate(counts):
             if c < 0 or c > self.positions[i]:
                 raise ValueError(f"rollback: row {i} cannot forget {c} of its {self.positions[i]} tokens")
-            if c:
-                self.mask[i, self.length - c:] = 0
-                self.positions[i] -= c
-        # the columns every row gave back go at once; the others are holes until _compact
-        cut = min(counts, default=0)
-        if cut:
-            self.mask = self.mask[:, :self.length - cut]
-            for layer in self._layers(self.cache):
-                layer.keys = layer.keys[:, :, :-cut]
-                layer.values = layer.values[:, :, :-cut]
+            self.positions[i] -= c
 
     def compact(self) -> None:
-        """Each row's real slots right-aligned in a cache as long as the longest row (keys hold
-        their positions: moving a slot changes nothing). ``step`` does it when holes and padding
-        make up more than a quarter of the cache."""
-        torch = self.torch
-        want = max(self.positions, default=0)
-        if not self.length or want == self.length:
-            return
-        # a stable sort of the mask puts each row's masked slots first, its real ones in order after
-        order = torch.sort(self.mask, dim=1, stable=True).indices[:, self.length - want:]
-        for layer in self._layers(self.cache):
-            idx = order[:, None, :, None].expand(-1, layer.keys.shape[1], -1, layer.keys.shape[3])
-            layer.keys = layer.keys.gather(2, idx)
-            layer.values = layer.values.gather(2, idx)
-        self.mask = self.mask.gather(1, order)
+        """Nothing to do: rows hold no holes (kept for callers of the padded layout's API)."""
 
     # -- the batched step -----------------------------------------------------------------------
     def _feed(self, feeds: Sequence[Sequence[int]]):
-        """The inputs of a step (ids, positions: [rows, width], each feed on the right); the
-        mask and positions take the new tokens in."""
+        """The inputs of a step: ids and positions ([rows, width], each feed on the right) and
+        the attention mask; ``plan`` tells the cache where each new token goes, and the positions
+        take the new tokens in."""
         torch = self.torch
         if len(feeds) != self.rows or any(not f for f in feeds):
             raise ValueError("step needs one non-empty feed per row")
-        if self.length - max(self.positions) > max(COMPACT_SLACK, self.length // 4):
-            self.compact()
         width = max(len(f) for f in feeds)
+        length = max(p + len(f) for p, f in zip(self.positions, feeds))
+        if self.keys and length > self.capacity:
+            self._grow(0, length, [])
         ids = torch.zeros((self.rows, width), dtype=torch.long)
         pos = torch.zeros((self.rows, width), dtype=torch.long)
-        new_mask = torch.zeros((self.rows, width), dtype=torch.long)
+        see = torch.zeros((self.rows, width), dtype=torch.long)  # each query sees the slots before this
+        rows: list[int] = []
+        cols: list[int] = []
+        slots: list[int] = []
         for i, f in enumerate(feeds):
-            n = len(f)
+            n, p = len(f), self.positions[i]
             ids[i, width - n:] = torch.tensor(list(f), dtype=torch.long)
-            pos[i, :] = self.positions[i]  # pad slots: any position, they are masked
-            pos[i, width - n:] = torch.arange(self.positions[i], self.positions[i] + n)
-            new_mask[i, width - n:] = 1
+            pos[i, :] = p  # padding: any position, nothing attends to it
+            pos[i, width - n:] = torch.arange(p, p + n)
+            see[i, :] = p + 1
+            see[i, width - n:] = torch.arange(p + 1, p + n + 1)
+            rows += [i] * n
+            cols += range(width - n, width)
+            slots += range(p, p + n)
             self.positions[i] += n
-        self.mask = torch.cat([self.mask, new_mask.to(self.device)], dim=1)
-        return ids.to(self.device), pos.to(self.device)
+        dev = self.device
+        self.plan = (torch.tensor(rows, device=dev), torch.tensor(cols, device=dev), torch.tensor(slots, device=dev),
+                     length)
+        mask = torch.arange(length, device=dev)[None, None, :] < see.to(dev)[:, :, None]
+        return ids.to(dev), pos.to(dev), mask[:, None]
 
-    def _forward(self, ids, pos, keep: int):
+    def _forward(self, ids, pos, mask, keep: int):
         kw = {self._keep_arg: max(keep, 1)} if self._keep_arg else {}
-        return self.model(input_ids=ids, attention_mask=self.mask, position_ids=pos, use_cache=True,
-                          **{self._cache_arg: self.cache}, **kw)
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                          **{self._cache_arg: self._cache}, **kw)
 
     def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False, keep: int = 0):
         """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
@@ -200,8 +232,8 @@ class KVBatch:
         own tensor (its dtype, on its device), for masking there before the copy. ``keep`` >= 1:
         the logits after each of the last ``keep`` positions instead, ``[rows, keep, vocab]``
         (row i's last ``len(feeds[i])`` positions are its own; those before are padding)."""
-        ids, pos = self._feed(feeds)
-        out = self._forward(ids, pos, keep)
+        ids, pos, mask = self._feed(feeds)
+        out = self._forward(ids, pos, mask, keep)
         logits = out.logits[:, -keep:] if keep else out.logits[:, -1]
         return logits if on_device else logits.float().cpu()
 
@@ -214,16 +246,16 @@ class KVBatch:
         if len(keep) != len(feeds) or any(not 1 <= k <= len(f) for k, f in zip(keep, feeds)):
             raise ValueError("step_rows needs, for each row, 1 <= keep <= its feed")
         ragged = RaggedModel.of(self.model)
-        ids, pos = self._feed(feeds)
+        ids, pos, mask = self._feed(feeds)
         width, most = ids.shape[1], max(keep)
         if not ragged.supported:
-            grid = self._forward(ids, pos, most).logits[:, -most:]
+            grid = self._forward(ids, pos, mask, most).logits[:, -most:]
             return StepLogits([grid[i, most - k:] for i, k in enumerate(keep)], keep)
         drafting = sum(len(f) > 1 for f in feeds)
         # on a CPU a padded query costs a real one: rows fed several tokens get attention calls of their own
         alone = self.device.type == "cpu" and 2 * drafting <= self.rows
         with ragged.run([len(f) for f in feeds], keep, width, alone) as p:
-            self._forward(ids, pos, most)
+            self._forward(ids, pos, mask, most)
         return StepLogits(p.logits, keep)
 
 

@@ -17,8 +17,8 @@ computes (up to float rounding, as any batched pass):
   ``keep[i]``), and returns them packed: ``[1, positions, vocab]``;
 - attention groups the query heads of each key/value head (the one-token pass's layout, for any
   number of queries: no ``repeat_kv``); on a CPU, where a padded query costs as much as a real
-  one, the last position of every row goes in one call and each row fed more than one token gets
-  a call of its own over its own positions (a view of its cache rows, no copy).
+  one, the last position of every row goes in one call and the other tokens of the rows fed more
+  than one in another, over those rows' cache rows only.
 
 The wrappers are installed once per model and act only inside ``RaggedModel.run`` on the thread
 that runs it (a thread-local context); outside it, and on other threads (``stencil.generate`` on
@@ -54,8 +54,8 @@ class RaggedPass:
     ``logits`` (``[sum(keep), vocab]``, rows in order, each row's positions in order)."""
 
     def __init__(self, torch, widths: Sequence[int], keep: Sequence[int], width: int, keep_width: int,
-                 ragged_attention: bool, device):
-        self.torch = torch
+                 ragged_attention: bool, device, kernels: "Matmuls"):
+        self.torch, self.kernels = torch, kernels
         self.rows, self.width, self.keep_width = len(widths), width, keep_width
         self.widths = list(widths)
         tokens = [i * width + j for i, n in enumerate(widths) for j in range(width - n, width)]
@@ -64,29 +64,37 @@ class RaggedPass:
         heads = [i * keep_width + j for i, k in enumerate(keep) for j in range(keep_width - k, keep_width)]
         self.heads = torch.tensor(heads, dtype=torch.long, device=device)
         self.ragged_attention = ragged_attention
+        self.wide = [i for i, n in enumerate(widths) if n > 1]   # rows fed several tokens
+        self.wide_idx = torch.tensor(self.wide, dtype=torch.long, device=device)
+        self.wide_queries = max(widths) - 1   # their tokens before the last, the grid's columns
         self.logits: Any = None
         self._packed_in: tuple[Any, Any] | None = None   # (input, its real tokens): q/k/v share one input
-        self._masks: dict = {}
+        self._masks: dict = {}   # masks tiled per query head, computed once per pass
 
-    def linear(self, forward: Callable, x):
-        """``forward`` (an ``nn.Linear``'s) on the real tokens of ``x`` ([rows, width, in])."""
-        if self.all_tokens:
-            return forward(x)
+    def linear(self, mod: Any, forward: Callable, x):
+        """``mod`` (an ``nn.Linear``, or a dense MLP: ``forward`` is its own) on the real tokens of
+        ``x`` ([rows, width, in])."""
         rows, width, size = x.shape
+        if self.all_tokens:
+            return self.matmul(mod, forward, x.reshape(rows * width, size)).view(rows, width, -1)
         if self._packed_in is not None and self._packed_in[0] is x:
             packed = self._packed_in[1]
         else:
             packed = x.reshape(rows * width, size).index_select(0, self.tokens)
             self._packed_in = (x, packed)
-        y = forward(packed)
-        out = y.new_zeros((rows * width, y.shape[-1]))
+        y = self.matmul(mod, forward, packed)
+        out = y.new_empty((rows * width, y.shape[-1]))   # padding: never read (its keys and values not kept)
         out.index_copy_(0, self.tokens, y)
         return out.view(rows, width, -1)
 
-    def head(self, forward: Callable, x):
+    def matmul(self, mod: Any, forward: Callable, x):
+        """``forward(x)`` for ``x`` of [tokens, in]; an ``nn.Linear`` through ``Matmuls``."""
+        return self.kernels.linear(mod, forward, x) if isinstance(mod, self.torch.nn.Linear) else forward(x)
+
+    def head(self, mod: Any, forward: Callable, x):
         """The output layer on the kept positions of ``x`` ([rows, keep_width, hidden]): ``[1, n, vocab]``."""
         rows, width, size = x.shape
-        y = forward(x.reshape(rows * width, size).index_select(0, self.heads))
+        y = self.kernels.linear(mod, forward, x.reshape(rows * width, size).index_select(0, self.heads))
         self.logits = y
         return y[None]
 
@@ -100,16 +108,29 @@ class RaggedPass:
         if not self.ragged_attention:
             out = _grouped(torch, query, key, value, self._tiled(mask, groups), scaling)
             return out.transpose(1, 2).contiguous()
-        out = query.new_zeros((rows, width, heads, dim))
+        out = query.new_empty((rows, width, heads, dim))   # (padding: never read)
         last = _grouped(torch, query[:, :, -1:], key, value, mask[:, :, -1:], scaling)   # every row's last token
         out[:, -1] = last[:, :, 0]
-        for i, n in enumerate(self.widths):
-            if n > 1:   # the row's other tokens, over its own cache rows
-                q = query[i:i + 1, :, width - n:width - 1]
-                m = mask[i:i + 1, :, width - n:width - 1]
-                o = _grouped(torch, q, key[i:i + 1], value[i:i + 1], m.repeat(1, 1, groups, 1), scaling)
-                out[i, width - n:width - 1] = o[0].transpose(0, 1)
+        if self.wide:   # the other tokens of the rows fed several, in one call over their cache rows
+            m, idx = self.wide_queries, self.wide_idx
+            span = slice(width - 1 - m, width - 1)
+            if len(self.wide) == 1:
+                i = self.wide[0]
+                q, k, v = query[i:i + 1, :, span], key[i:i + 1], value[i:i + 1]
+            else:
+                q, k, v = query[idx][:, :, span], key.index_select(0, idx), value.index_select(0, idx)
+            o = _grouped(torch, q, k, v, self._wide_mask(mask, groups, span), scaling)
+            out[idx, span] = o.transpose(1, 2)
         return out
+
+    def _wide_mask(self, mask, groups: int, span: slice):
+        """The mask rows of the wide rows' other tokens, tiled per query head (once per pass)."""
+        got = self._masks.get("wide")
+        if got is None or got[0] is not mask:
+            m = mask.index_select(0, self.wide_idx)[:, :, span]
+            got = (mask, m.repeat(1, 1, groups, 1) if groups > 1 else m)
+            self._masks["wide"] = got
+        return got[1]
 
     def _tiled(self, mask, groups: int):
         """``mask`` with its query rows repeated once per query head of a key/value head (computed
@@ -132,6 +153,56 @@ def _grouped(torch, query, key, value, mask, scaling):
     return out.reshape(rows, heads, width, dim)
 
 
+class Matmuls:
+    """How a linear layer multiplies the few rows of a decode step on this machine. A CPU BLAS
+    picks its kernel by shape: for 2 to ~8 rows against a weight matrix that does not fit in the
+    cache, ``weight @ x.T`` (the weights as the left operand) can take half the time of
+    ``F.linear(x, weight)``, and one row padded to two a quarter less than the one-row product
+    (MKL on a 2-core AVX-512 machine, SmolLM2: 1 to 5 rows 25-40% faster, 8 and more slower). So
+    ``calibrate`` times both on the model's own weights, once per model on a CPU, for 1 to
+    ``MOST`` rows, and ``linear`` takes the faster where it is clearly faster (``MARGIN``). The
+    products are the same up to float rounding."""
+
+    MOST = 8
+    MARGIN = 0.9
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.transposed: set[int] = set()   # row counts computed as weight @ x.T
+        self.calibrated = False
+
+    def linear(self, mod: Any, forward: Callable, x):
+        """``mod``'s output for ``x`` ([rows, in]) by the faster product for its row count."""
+        n = x.shape[0]
+        if n not in self.transposed:
+            return forward(x)
+        rows = x if n > 1 else self.torch.cat([x, x])
+        y = self.torch.mm(mod.weight, rows.t()).t()[:n].contiguous()
+        return y if mod.bias is None else y + mod.bias
+
+    def calibrate(self, weights: list, reps: int = 2) -> None:
+        """Time both products for 1 to ``MOST`` rows over ``weights`` (every third layer's: more
+        than a cache holds), interleaved; keep the transposed one where it is faster."""
+        import time
+        torch = self.torch
+        self.calibrated = True
+        inputs = {w.shape[1]: torch.randn(self.MOST, w.shape[1], dtype=w.dtype) for w in weights}
+        seconds: dict[tuple[int, bool], float] = {}
+        for _ in range(reps):
+            for n in range(1, self.MOST + 1):
+                for transposed in (False, True):
+                    t0 = time.perf_counter()
+                    for w in weights:
+                        x = inputs[w.shape[1]][:n]
+                        if not transposed:
+                            torch.nn.functional.linear(x, w)
+                        else:
+                            torch.mm(w, (x if n > 1 else torch.cat([x, x])).t())
+                    took = time.perf_counter() - t0
+                    seconds[n, transposed] = min(seconds.get((n, transposed), took), took)
+        self.transposed = {n for n in range(1, self.MOST + 1) if seconds[n, True] < self.MARGIN * seconds[n, False]}
+
+
 class RaggedModel:
     """A causal LM with ragged passes available (see the module doc). ``of(model)`` installs the
     wrappers once per model (thread-safe) and returns the same object for the same model."""
@@ -140,6 +211,7 @@ class RaggedModel:
         import torch
         self.torch = torch
         self.model = model
+        self.kernels = Matmuls(torch)
         self.supported = _install(model, torch)
 
     @classmethod
@@ -150,26 +222,30 @@ class RaggedModel:
                 got = _MODELS[model] = cls(model)
             return got
 
+    def prepare(self) -> None:
+        """Calibrate the products of few rows on a CPU (``Matmuls``; once per model, under a second)."""
+        with _INSTALL_LOCK:
+            if self.kernels.calibrated or not self.supported:
+                return
+            self.kernels.calibrated = True
+            if next(self.model.parameters()).device.type == "cpu":
+                layers = self.model.get_decoder().layers
+                with self.torch.inference_mode():
+                    self.kernels.calibrate([m.weight for layer in layers[::3] for m in layer.modules()
+                                            if isinstance(m, self.torch.nn.Linear)])
+
     @contextlib.contextmanager
     def run(self, widths: Sequence[int], keep: Sequence[int], width: int, ragged_attention: bool):
         """Inside: this thread's forward passes of the model are laid out as ``widths`` and
         ``keep`` say (see ``RaggedPass``); yields the pass, whose ``logits`` the output layer fills."""
         device = next(self.model.parameters()).device
-        p = RaggedPass(self.torch, widths, keep, width, max(keep), ragged_attention, device)
+        self.prepare()
+        p = RaggedPass(self.torch, widths, keep, width, max(keep), ragged_attention, device, self.kernels)
         _LOCAL.current = p
         try:
             yield p
         finally:
             _LOCAL.current = None
-
-
-def _current(x, rows_width: bool = True) -> RaggedPass | None:
-    p = getattr(_LOCAL, "current", None)
-    if p is None or x.dim() != 3 or x.shape[0] != p.rows:
-        return None
-    if x.shape[1] != (p.width if rows_width else p.keep_width):
-        return None
-    return p
 
 
 def _install(model: Any, torch) -> bool:
@@ -184,24 +260,35 @@ def _install(model: Any, torch) -> bool:
         return False
     for layer in layers:
         mlp: Any = getattr(layer, "mlp", None)
-        inner = list(mlp.modules()) if mlp is not None and all(hasattr(mlp, a) for a in ("gate_proj", "up_proj", "down_proj")) else []
+        inner = list(mlp.modules()) if mlp is not None and all(
+            hasattr(mlp, a) for a in ("gate_proj", "up_proj", "down_proj")) else []
         if inner:   # a dense gated MLP (Llama, Qwen, Mistral...): packed once, its activation too
-            _wrap(mlp, lambda p, fwd, x: p.linear(fwd, x), rows_width=True)
+            _wrap(mlp, lambda p, mod, fwd, x: p.linear(mod, fwd, x))
         for mod in layer.modules():
-            inside = any(mod is m for m in inner)
-            if isinstance(mod, torch.nn.Linear) and not inside:
-                _wrap(mod, lambda p, fwd, x: p.linear(fwd, x), rows_width=True)
-    _wrap(head, lambda p, fwd, x: p.head(fwd, x), rows_width=False)
+            if isinstance(mod, torch.nn.Linear):
+                _wrap(mod, lambda p, mod, fwd, x: p.linear(mod, fwd, x))
+    _wrap(head, lambda p, mod, fwd, x: p.head(mod, fwd, x), head=True)
     _wrap_attention()
     return True
 
 
-def _wrap(mod: Any, packed: Callable, rows_width: bool) -> None:
+def _wrap(mod: Any, packed: Callable, head: bool = False) -> None:
+    """``mod.forward`` wrapped: inside a ragged pass, an input laid out as the pass ([rows, width,
+    ...]; the output layer: [rows, keep_width, ...]) goes to ``packed``, and a 2-D one (inside a
+    packed MLP) to the pass's ``Matmuls``."""
+    import torch
     forward = mod.forward
+    linear = isinstance(mod, torch.nn.Linear)
 
     def ragged_forward(x):
-        p = _current(x, rows_width)
-        return forward(x) if p is None else packed(p, forward, x)
+        p = getattr(_LOCAL, "current", None)
+        if p is None:
+            return forward(x)
+        if x.dim() == 3 and x.shape[0] == p.rows and x.shape[1] == (p.keep_width if head else p.width):
+            return packed(p, mod, forward, x)
+        if linear and x.dim() == 2:
+            return p.kernels.linear(mod, forward, x)
+        return forward(x)
     mod.forward = ragged_forward
 
 

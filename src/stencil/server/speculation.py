@@ -4,12 +4,11 @@ and its draft in one forward pass where each row pays for its own tokens (``KVBa
 ``server.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
 distribution); its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
 
-A row's draft length adapts to what its drafts earn (``DraftLength``): a draft token is worth its
-place in the pass when the chance that the model keeps it exceeds what it costs, the share of a
-row's step that one more token in the pass takes (``StepCost``: near 0 for one row, where a pass
-costs about the same for one token or ten; about 0.4 for 16 rows of SmolLM2 on a CPU). A row
-whose drafts keep failing drafts nothing, then costs what a row that does not speculate costs,
-and tries a one-token draft again after a wait that doubles while it keeps failing.
+A row's draft length adapts to what its drafts earn (``server.draft_plan``): the step's draft
+tokens go to the rows likeliest to keep them, as many as raise the step's expected tokens per
+second, given what a pass of so many tokens takes (``StepCost``, measured). A row whose drafts
+keep failing drafts nothing, then costs what a row that does not speculate costs, and tries a
+one-token draft again after a wait that doubles while it keeps failing.
 
 Rows that choose before their mask (``server.picks``: greedy, or a temperature without
 truncation) draft without masks (``Drafter.draft(..., masks=False)``: each token taken within the
@@ -28,13 +27,13 @@ can two runs without speculation: rows share batch passes whose shapes follow th
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from stencil.bitmask import allocate_token_bitmask
+from stencil.server.draft_plan import DraftLength
 from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
-__all__ = ["DraftLength", "RowSpeculation", "StepCost", "server_speculation"]
+__all__ = ["RowSpeculation", "server_speculation"]
 
 
 def server_speculation(speculate: bool | SpeculationOptions | None) -> tuple[SpeculationOptions, bool]:
@@ -44,80 +43,6 @@ def server_speculation(speculate: bool | SpeculationOptions | None) -> tuple[Spe
     if options is not None and options.draft_model is not None:
         raise ValueError("speculate: the server drafts by prompt lookup only; draft_model is not supported")
     return options or SpeculationOptions(), options is not None
-
-
-class StepCost:
-    """What one more token in a forward pass costs against a row's share of the pass: the pass
-    takes ``a + b * tokens`` seconds (a least-squares fit over recent passes, older ones weighing
-    less), so one more token costs ``b`` and a row of a plain step ``(a + b * rows) / rows``.
-    Until the passes vary enough to fit, ``a`` is ``prior`` tokens' worth of ``b``."""
-
-    def __init__(self, prior: float = 16.0, decay: float = 0.98):
-        self.prior, self.decay = prior, decay
-        self.n = self.t = self.tt = self.s = self.ts = 0.0   # weighted sums: 1, tokens, tokens^2, s, tokens*s
-
-    def add(self, tokens: int, seconds: float) -> None:
-        d = self.decay
-        self.n, self.t, self.tt = d * self.n + 1, d * self.t + tokens, d * self.tt + tokens * tokens
-        self.s, self.ts = d * self.s + seconds, d * self.ts + tokens * seconds
-
-    def fixed_tokens(self) -> float:
-        """``a / b``: a pass's fixed cost in tokens (clamped to 1..10,000)."""
-        var = self.n * self.tt - self.t * self.t
-        if self.n < 8 or var <= 0.5 * self.n * self.n:   # tokens per pass hardly vary yet (spread under ~0.7)
-            return self.prior
-        b = (self.n * self.ts - self.t * self.s) / var
-        a = (self.s - b * self.t) / self.n
-        if b <= 0:
-            return 10_000.0
-        return min(10_000.0, max(1.0, a / b))
-
-    def ratio(self, rows: int) -> float:
-        """One more token's cost over a row's share of a plain step of ``rows`` rows."""
-        return rows / (rows + self.fixed_tokens())
-
-
-class DraftLength:
-    """A row's draft length from its recent acceptance: each draft token is kept with chance p
-    (kept tokens over kept and first rejected ones, older drafts weighing less), so the j-th is
-    kept with chance p^j; the draft goes on while p^j exceeds the step's ``ratio`` (``StepCost``).
-    At 0 the row waits ``wait`` steps, then tries one token (the wait doubles while that fails)."""
-
-    DECAY = 0.7
-    MAX_WAIT = 64
-
-    def __init__(self, max_draft: int):
-        self.max_draft = max_draft
-        self.kept, self.tried = 2.0, 3.0   # a prior of p = 2/3
-        self.wait = 0
-        self.backoff = 4
-
-    @property
-    def p(self) -> float:
-        return self.kept / self.tried
-
-    def plan(self, ratio: float) -> int:
-        """The most tokens to draft this step (0: none)."""
-        if self.wait > 0:
-            self.wait -= 1
-            return 1 if self.wait == 0 else 0   # the probe after the wait
-        p = self.p
-        k = 0 if p <= ratio else self.max_draft if p >= 1 or ratio <= 0 else int(math.log(ratio) / math.log(p))
-        k = min(self.max_draft, k)
-        if k == 0:
-            self.wait = self.backoff
-            self.backoff = min(2 * self.backoff, self.MAX_WAIT)
-        return k
-
-    def update(self, drafted: int, kept: int) -> None:
-        """A verified draft of ``drafted`` tokens, ``kept`` of them kept (an empty one says nothing)."""
-        if not drafted:
-            return
-        d = self.DECAY
-        self.kept = d * self.kept + kept
-        self.tried = d * self.tried + kept + (kept < drafted)
-        if kept:
-            self.backoff = 4
 
 
 class RowSpeculation:
