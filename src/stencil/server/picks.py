@@ -75,6 +75,7 @@ class Pick:
     best: Sequence[int] | None = None
     no_eos: Any = None
     masks: int = 0
+    refused: bool = False   # (its greedy pick, without a draft, was checked and refused)
     # the tokens that end the row and the mask words of the others (``Row.stops``); None: EOS's
     stops: set[int] | None = None
     not_stops: np.ndarray | None = None
@@ -104,6 +105,16 @@ class Picks:
         out: dict[int, Any] = {}
         waiting: dict[int, tuple[Generator[int, Any, Any], int]] = {}
         for i, p in picks.items():
+            if p.best is not None and not p.draft:   # most rows: the greedy pick checked, taken
+                try:
+                    self.checked += 1
+                    if self._allowed(p, int(p.best[0]), p.left):
+                        out[i] = (0, int(p.best[0]))
+                        continue
+                except Exception as e:  # noqa: BLE001 - one row's failure must not touch the others
+                    out[i] = e
+                    continue
+                p.refused = True
             self._advance(i, self._choose(p), None, out, waiting)
         while waiting:
             order = list(waiting)
@@ -146,7 +157,7 @@ class Picks:
                 logits.index_fill_(0, p.no_eos, float("-inf"))
             remaining = p.left - i
             token = None
-            for t in self._candidates(p, logits, i):
+            for t in [] if p.refused else self._candidates(p, logits, i):
                 if i < len(draft) and t == draft[i]:
                     token = t   # the draft's token: the grammar took it when it was drafted
                     break
