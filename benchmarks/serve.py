@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     device, dtype = _device_options(ap, args)
     lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
     print(f"{lm.name} on {lm.device} in {lm.dtype}, max batch {args.max_batch}")
-    base, server, thread = _start(lm, args.max_batch, speculate=args.speculate)
+    base, server, thread = _start(lm, args.max_batch, speculate=True)   # the server's default
     try:
         if args.speculate:
             speculative_matrix(base, [int(c) for c in args.concurrency.split(",")], args.kinds.split(","),

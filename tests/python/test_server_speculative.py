@@ -1,4 +1,4 @@
-"""Speculative decoding in `stencil serve` (``create_app(speculate=True)``, ``--speculate``): a real
+"""Speculative decoding in `stencil serve` (on by default; ``--no-speculate`` turns it off): a real
 server over the default model, real HTTP clients. Greedy outputs equal those of the same requests
 with ``"speculate": false``, for concurrent extraction requests with different schemas, rows joining
 and leaving mid-batch with drafts of different lengths, and streamed requests; the batched cache
@@ -137,10 +137,11 @@ def test_cli_options():
     from stencil.server.main import add_arguments, speculation_from
     p = argparse.ArgumentParser()
     add_arguments(p)
-    assert speculation_from(p.parse_args([])) is False
+    assert speculation_from(p.parse_args([])) is True   # on by default
+    assert speculation_from(p.parse_args(["--no-speculate"])) is False
     assert speculation_from(p.parse_args(["--speculate"])) is True
-    assert speculation_from(p.parse_args(["--speculate", "--max-draft", "4"])).max_draft == 4
-    for bad, msg in ((["--max-draft", "4"], "--max-draft needs --speculate"),
+    assert speculation_from(p.parse_args(["--max-draft", "4"])).max_draft == 4
+    for bad, msg in ((["--no-speculate", "--max-draft", "4"], "--max-draft needs speculative decoding"),
                      (["--speculate", "--max-draft", "0"], "--max-draft must be >= 1")):
         with pytest.raises(ValueError, match=msg):
             speculation_from(p.parse_args(bad))

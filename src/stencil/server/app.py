@@ -34,7 +34,7 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
                mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
-               speculate: bool | SpeculationOptions = False, tool_strict: str = "all", full_masks: bool = False):
+               speculate: bool | SpeculationOptions = True, tool_strict: str = "all", full_masks: bool = False):
     """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written and read back ("auto": the model family's, read from its chat
@@ -43,8 +43,8 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     deepseek-v3.1, kimi, mistral, harmony); a request's ``tool_format`` overrides it.
     ``tool_strict``: whose arguments the grammar holds to their schema: "all" tools (also those
     a request marks ``strict: false``), only those marked ``strict: true`` ("requested"), or none
-    ("off": any JSON object). ``speculate``: the engine's (``Engine``), speculative decoding by default; a
-    request's ``"speculate"`` overrides it. ``full_masks``: every row's mask at every step (``server.picks``).
+    ("off": any JSON object). ``speculate`` (on by default): the engine's (``Engine``) speculative
+    decoding; a request's ``"speculate"`` overrides it. ``full_masks``: every mask filled (``server.picks``).
 
     Example::
 

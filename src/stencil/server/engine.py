@@ -23,7 +23,7 @@ others go on. A row's calls on its matcher in one step (forced tokens, its mask,
 ``server.grammar_time``), so one row's grammar cannot stall the others' step beyond the step limit,
 nor the batch beyond its total. Only a failure of the forward pass itself fails the whole batch.
 
-With ``speculate``, rows draft several tokens per step and keep those the model agrees with
+With ``speculate`` (the default), rows draft several tokens per step and keep those the model agrees with
 (``server.speculation``), each as many as its recent acceptance and the cost of a token in the pass
 make worth it (none for a row whose drafts keep failing: it then costs what a plain row costs).
 
@@ -52,6 +52,7 @@ import stencil
 from stencil.aligned import PENALTIES, HFParticles, sample_aligned
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
+from stencil.sampling import MIN_TEMPERATURE
 from stencil.sampling import Sampler
 from stencil.server.grammar_time import Fills, GrammarTime
 from stencil.server.kv_batch import KVBatch
@@ -158,15 +159,16 @@ class Engine:
     ``mask_threads``: threads filling masks during the forward pass (default
     ``default_mask_threads()``); ``step_time_limit``: seconds a row's calls on its matcher may take
     in one step together (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
-    ``speculate`` (True or ``SpeculationOptions``): rows draft and verify several tokens per step
-    unless their job says ``speculate=False`` (off by default; a job's ``speculate=True`` turns it
-    on with ``SpeculationOptions()``); ``opportunistic`` (default True): rows check their pick
+    ``speculate`` (True, the default, or ``SpeculationOptions``; False: off unless a job's
+    ``speculate=True`` turns it on with ``SpeculationOptions()``): rows draft and verify several
+    tokens per step unless their job says ``speculate=False``; by default, not the rows whose
+    sampler truncates (top-k, top-p, min-p: they would fill the mask of every drafted position); ``opportunistic`` (default True): rows check their pick
     before a mask (``server.picks``), False: every constrained row's mask is filled at every step.
     """
 
     def __init__(self, lm, max_batch: int = 16, *, mask_threads: int | None = None,
                  step_time_limit: float | None = DEFAULT_STEP_TIME_LIMIT, max_waiting: int | None = None,
-                 speculate: bool | SpeculationOptions = False, opportunistic: bool = True):
+                 speculate: bool | SpeculationOptions = True, opportunistic: bool = True):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         mask_threads = default_mask_threads() if mask_threads is None else mask_threads
@@ -344,8 +346,14 @@ class Engine:
 
     def speculates(self, job: Job) -> bool:
         """Whether ``job``'s row drafts: its own ``speculate`` or the engine's default, and neither
-        log-probabilities nor ``ignore_eos`` (the verification reports neither)."""
-        on = self.speculate if job.speculate is None else job.speculate
+        log-probabilities nor ``ignore_eos`` (the verification reports neither). By default a
+        sampler that truncates does not (its drafts would need a mask per position)."""
+        if job.speculate is None:
+            truncates = job.temperature >= MIN_TEMPERATURE and (
+                job.top_p < 1.0 or bool(job.sampling.get("top_k")) or bool(job.sampling.get("min_p")))
+            on = self.speculate and not truncates
+        else:
+            on = job.speculate
         return on and job.logprobs is None and not job.ignore_eos
 
     def _speculation(self, job: Job) -> RowSpeculation | None:

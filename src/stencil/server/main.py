@@ -1,6 +1,7 @@
 """``stencil serve``: load the model, then run uvicorn on the app."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 from stencil._version import pip_install
@@ -44,15 +45,17 @@ def add_arguments(p) -> None:
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="megabytes for all grammars' lexers and mask caches together; the least recently used "
                         "are dropped past it (default: the library's, stencil.memory_usage()['limit'])")
-    p.add_argument("--speculate", action="store_true",
-                   help="speculative decoding: each request drafts tokens from its prompt (prompt lookup) and its "
-                        "grammar's forced text, verified several per forward pass; greedy output is unchanged "
-                        "(a request's \"speculate\": false turns it off)")
+    p.add_argument("--speculate", action=argparse.BooleanOptionalAction, default=True,
+                   help="speculative decoding, on by default: each request drafts tokens from its prompt (prompt "
+                        "lookup) and its grammar's forced text, as many per step as its recent acceptance and the "
+                        "cost of a token in the forward pass make worth it (none where its drafts keep failing), "
+                        "verified several per forward pass; greedy output is unchanged; --no-speculate turns it "
+                        "off (a request's \"speculate\" overrides either)")
     p.add_argument("--full-masks", action="store_true",
                    help="fill every constrained request's token mask at every step (default: only where the "
                         "grammar refuses the token the model picked; the outputs are the same)")
     p.add_argument("--max-draft", type=int, default=None, metavar="N",
-                   help=f"with --speculate: most tokens drafted per step (default {SpeculationOptions().max_draft})")
+                   help=f"most tokens a request drafts per step (default {SpeculationOptions().max_draft})")
     p.add_argument("--tool-format", default="auto", choices=("auto",) + FORMATS, metavar="FORMAT",
                    help="how tool calls are written and read back: auto (the model family's, from its chat "
                         "template; generic where it has none), or one of " + ", ".join(FORMATS) +
@@ -85,7 +88,7 @@ def speculation_from(args) -> bool | SpeculationOptions:
     if args.max_draft is None:
         return bool(args.speculate)
     if not args.speculate:
-        raise ValueError("--max-draft needs --speculate")
+        raise ValueError("--max-draft needs speculative decoding (not --no-speculate)")
     if args.max_draft < 1:
         raise ValueError(f"--max-draft must be >= 1, got {args.max_draft}")
     return SpeculationOptions(max_draft=args.max_draft)

@@ -30,7 +30,7 @@ class Service:
     """What the routes share: the model, its name, the limits, the grammar compiler and the engine."""
 
     def __init__(self, lm, name: str, limits: ServerLimits, max_batch: int, mask_threads: int | None,
-                 speculate: bool | SpeculationOptions = False, tool_strict: str = "all", full_masks: bool = False):
+                 speculate: bool | SpeculationOptions = True, tool_strict: str = "all", full_masks: bool = False):
         self.lm, self.name, self.limits, self.tool_strict = lm, name, limits, tool_strict
         if limits.memory_limit is not None:
             stencil.set_memory_limit(int(limits.memory_limit))
