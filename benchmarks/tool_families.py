@@ -9,7 +9,8 @@ greedy and temperature 1.0 in turn; ``tool_choice`` required, auto, named and ``
 
 - parse: each returned call names a tool and its arguments are JSON (a request whose choice
   demands a call but returns none counts as a call that did not parse);
-- valid: the arguments validate against the tool's schema (jsonschema);
+- valid: the arguments validate against the tool's schema (jsonschema, with numbers read exactly:
+  decimals as Decimal, ``multipleOf`` in fractions, where floats overflow or round);
 - broken: answers that break the request's rules: more than one call where
   ``parallel_tool_calls`` is false or a tool is named (or the family takes one call per turn), a
   call of a tool ``allowed_tools`` leaves out, calls without ``finish_reason`` "tool_calls";
@@ -20,6 +21,10 @@ greedy and temperature 1.0 in turn; ``tool_choice`` required, auto, named and ``
   it), and the calls read back from the rendered assistant turn are the calls made;
 - harmony: each unstreamed output (its tokens, from logprobs) parsed by openai-harmony to the same
   reasoning and calls, and each rendered history parsed by openai-harmony too.
+
+Requests ask the server not to speculate (``--speculate``: as it does by default): a speculative
+row draws a seeded sample otherwise than a plain one, and a request with logprobs (harmony's
+unstreamed one) does not speculate, so a sampled pair's twins would differ.
 
     python -m benchmarks.tool_families --requests 200
     python -m benchmarks.tool_families --families qwen,harmony --requests 16 --max-tokens 96
@@ -33,6 +38,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 
 from benchmarks.tool_calls import tool_set
 from benchmarks.tool_models import FAMILIES, SOURCES, build_model, harmony_encoding, serve
@@ -87,6 +94,18 @@ def _schemas(tools) -> dict:
     return {t["function"]["name"]: t["function"]["parameters"] for t in tools}
 
 
+def exact_validator(schema):
+    """jsonschema's validator of ``schema`` with ``multipleOf`` decided in fractions (jsonschema
+    divides in floats: a 400-digit integer raises OverflowError, and 0.1 steps round)."""
+    import jsonschema
+
+    def multiple_of(validator, step, instance, schema):
+        if validator.is_type(instance, "number") and (Fraction(str(instance)) / Fraction(str(step))).denominator != 1:
+            yield jsonschema.ValidationError(f"{instance} is not a multiple of {step}")
+    cls = jsonschema.validators.validator_for(schema)
+    return jsonschema.validators.extend(cls, {"multipleOf": multiple_of})(schema)
+
+
 def check_calls(tally: Tally, calls, plan: dict) -> list:
     """Count ``calls`` (dicts: id, name, arguments); the ones that parse, as (name, value)."""
     import jsonschema
@@ -104,7 +123,7 @@ def check_calls(tally: Tally, calls, plan: dict) -> list:
             continue
         tally.parsed += 1
         try:
-            jsonschema.validate(value, schemas[c["name"]])
+            exact_validator(schemas[c["name"]]).validate(json.loads(c["arguments"], parse_float=Decimal))
             tally.valid += 1
         except jsonschema.ValidationError as e:
             tally.errors.append(f"{c['name']}: {e.message:.100}")
@@ -117,9 +136,12 @@ def check_calls(tally: Tally, calls, plan: dict) -> list:
 
 def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Tally, ctx: dict) -> None:
     plan = request_plan(i, family)
+    # (speculation as the run says: the server's speculative rows draw a seeded sample otherwise
+    # than plain ones, and a request with logprobs does not speculate, so the twins would differ)
     args = dict(model=model, messages=[{"role": "user", "content": "Use the tools for my request #%d." % i}],
                 tools=plan["tools"], tool_choice=plan["tool_choice"], parallel_tool_calls=plan["parallel_tool_calls"],
-                temperature=plan["temperature"], seed=plan["seed"], max_tokens=max_tokens)
+                temperature=plan["temperature"], seed=plan["seed"], max_tokens=max_tokens,
+                extra_body={"speculate": ctx["speculate"]})
     whole = client.chat.completions.create(logprobs=family == "harmony", **args)
     chunks = list(client.chat.completions.create(stream=True, **args))
     tally.requests += 2
@@ -225,8 +247,15 @@ def two_turn(client, model: str, family: str, tally: Tally, ctx: dict, plan: dic
     if family == "harmony":
         from openai_harmony import Role
         enc = ctx["harmony"]
-        parsed = enc.parse_messages_from_completion_tokens(enc.encode(turn, allowed_special="all"), Role.ASSISTANT)
-        got = [(m.recipient.removeprefix("functions."), json.loads(m.content[0].text)) for m in parsed if m.recipient]
+        # (the turn, the tool results, then the next generation prompt's header, which has no message)
+        history = turn.removesuffix("<|start|>assistant")
+        try:
+            parsed = enc.parse_messages_from_completion_tokens(enc.encode(history, allowed_special="all"), Role.ASSISTANT)
+        except Exception as e:  # noqa: BLE001 - a parse failure is what is counted
+            tally.errors.append(f"two-turn: openai-harmony refused the rendered history: {e} {history!r:.160}")
+            return
+        got = [(m.recipient.removeprefix("functions."), json.loads(m.content[0].text)) for m in parsed
+               if m.author.role == Role.ASSISTANT and m.recipient]
         if got != made:
             tally.errors.append(f"two-turn: openai-harmony read {got!r:.160} from the rendered history")
             return
@@ -253,10 +282,11 @@ def family_context(lm) -> dict:
             "harmony": harmony_encoding() if fmt == "harmony" else None}
 
 
-def run_pairs(url: str, lm, family: str, pairs, max_tokens: int, workers: int = 1) -> Tally:
-    """Request pairs ``pairs`` (indices of :func:`request_plan`) to the server at ``url``, counted."""
+def run_pairs(url: str, lm, family: str, pairs, max_tokens: int, workers: int = 1, speculate: bool = False) -> Tally:
+    """Request pairs ``pairs`` (indices of :func:`request_plan`) to the server at ``url``, counted;
+    ``speculate``: each request's (the server's speculative decoding)."""
     import openai
-    ctx = family_context(lm)
+    ctx = {**family_context(lm), "speculate": speculate}
     tally = Tally(family)
     client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=600)
     model = client.models.list().data[0].id
@@ -275,11 +305,11 @@ def run_pairs(url: str, lm, family: str, pairs, max_tokens: int, workers: int = 
     return tally
 
 
-def run_family(family: str, requests: int, max_tokens: int, workers: int) -> Tally:
+def run_family(family: str, requests: int, max_tokens: int, workers: int, speculate: bool = False) -> Tally:
     lm = build_model(family)
     url, stop = serve(lm)
     try:
-        return run_pairs(url, lm, family, range((requests + 1) // 2), max_tokens, workers)
+        return run_pairs(url, lm, family, range((requests + 1) // 2), max_tokens, workers, speculate)
     finally:
         stop()
 
@@ -301,6 +331,8 @@ def main(argv=None) -> int:
     ap.add_argument("--requests", type=int, default=200, help="requests per family (half streamed)")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--workers", type=int, default=4, help="concurrent request pairs (batched by the server)")
+    ap.add_argument("--speculate", action="store_true", help="requests with speculative decoding (default: off, "
+                    "so that a sampled request and its streamed twin draw alike)")
     ap.add_argument("--json", help="write the rows here")
     a = ap.parse_args(argv)
     import torch
@@ -308,7 +340,7 @@ def main(argv=None) -> int:
     rows = []
     for family in a.families.split(","):
         t = time.perf_counter()
-        tally = run_family(family, a.requests, a.max_tokens, a.workers)
+        tally = run_family(family, a.requests, a.max_tokens, a.workers, a.speculate)
         rows.append(tally.row())
         print(json.dumps({**rows[-1], "seconds": round(time.perf_counter() - t, 1)}), flush=True)
     print(table(rows))
