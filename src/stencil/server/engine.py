@@ -451,7 +451,7 @@ class Engine:
                 _isolated(r, self._sample, r, row, masks.get(i), errors.get(i), picks.get(i))
         clock.lap("sample")
         if checks:
-            self._choose(rows, checks, rejected, drafting)
+            self._choose(rows, logits, checks, rejected, drafting)
         clock.lap("checks")
         return rejected
 
@@ -484,15 +484,15 @@ class Engine:
         return Pick(r.matcher, r.sampler, rows, draft, r.left, r.out, r.grammar, r.clock, best, no_eos,
                     stops=r.stops, not_stops=r.not_stops)
 
-    def _choose(self, rows: list[Row], checks: dict[int, Pick], rejected: list[int], drafting: set[int]) -> None:
+    def _choose(self, rows: list[Row], logits, checks: dict[int, Pick], rejected: list[int],
+                drafting: set[int]) -> None:
         """The rows of ``checks`` choose, their picks checked and the refused ones' masks filled
         together (``Picks.run``); each takes its tokens."""
         idx = [i for i, c in checks.items() if c.best is None and c.sampler.plain_greedy]
-        if idx:   # the drafting greedy rows: one argmax over all their positions
-            import torch
-            best = torch.cat([checks[i].rows for i in idx]).argmax(-1).tolist()
+        if idx:   # the drafting greedy rows: one argmax over every kept position (no copy)
+            best = logits.packed.argmax(-1).tolist()
             for i in idx:
-                checks[i].best, best = best[:len(checks[i].rows)], best[len(checks[i].rows):]
+                checks[i].best = best[logits.starts[i]:logits.starts[i] + logits.keep[i]]
         before = self.picks.filled
         results = self.picks.run(checks)
         self.mask_counts["filled"] += self.picks.filled - before
