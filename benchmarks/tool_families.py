@@ -142,8 +142,10 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
                 tools=plan["tools"], tool_choice=plan["tool_choice"], parallel_tool_calls=plan["parallel_tool_calls"],
                 temperature=plan["temperature"], seed=plan["seed"], max_tokens=max_tokens,
                 extra_body={"speculate": ctx["speculate"]})
+    # (harmony's output is read from its tokens: logprobs on both twins, as a request with logprobs
+    # samples with the full mask, one without checks the model's pick first: other draws of a seed)
     whole = client.chat.completions.create(logprobs=family == "harmony", **args)
-    chunks = list(client.chat.completions.create(stream=True, **args))
+    chunks = list(client.chat.completions.create(stream=True, logprobs=family == "harmony", **args))
     tally.requests += 2
     msg = whole.choices[0].message
     calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in msg.tool_calls or []]
@@ -200,7 +202,7 @@ def harmony_output(tally: Tally, ctx: dict, whole, msg, calls) -> None:
     try:
         parsed = enc.parse_messages_from_completion_tokens(enc.encode(text, allowed_special="all"), Role.ASSISTANT)
     except Exception as e:  # noqa: BLE001 - a parse failure is what is counted
-        tally.errors.append(f"openai-harmony refused the output: {e} {text!r:.160}")
+        tally.errors.append(f"openai-harmony refused the output: {e} {text[:80]!r} ... {text[-80:]!r}")
         return
     got = [(m.recipient.removeprefix("functions."), m.content[0].text) for m in parsed if m.recipient]
     thought = "".join(m.content[0].text for m in parsed if m.channel == "analysis")
