@@ -84,13 +84,9 @@ def test_random_model_calls_parse_stream_and_render(family):
         assert t.harmony_checked == 1, row
 
 
-#: the server's completion tokens (logprobs) end with an EOS id after the <|call|> its grammar wrote
-#: (<|call|><|call|>, <|call|><|return|>: the engine's row ends at the EOS sampled after the
-#: complete call, and the token is part of the completion), which openai-harmony refuses (57 of
-#: 100 outputs at 200 requests; the calls and two-turn histories read alike). strict: this fails
-#: loudly once they agree (server/engine.py, its owners').
-@pytest.mark.xfail(strict=True, reason="an EOS token after the grammar's <|call|> ends gpt-oss's completion tokens; "
-                   "openai-harmony refuses it")
+#: the server's completion tokens (logprobs) hold the grammar's closing <|call|> once: the EOS id the
+#: matcher takes as the end is neither text nor a logprobs entry (it ended them <|call|><|call|>,
+#: which openai-harmony refused)
 def test_openai_harmony_reads_the_outputs():
     if not HARMONY_READ:
         pytest.skip("the harmony family test did not run")

@@ -608,15 +608,15 @@ class Engine:
         if t in r.stops:
             r.finish = "eos"
             return
-        if r.job.logprobs is not None:
-            r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
         if r.healing():
             r.heal(t)
         elif r.matcher is not None and not r.grammar(r.matcher.accept_token, t):
             raise RuntimeError(f"internal error: sampled token {t} is not allowed: {r.matcher.debug_state()}")
-        if r.ended():
+        if r.ended():   # the matcher took it as the end: neither text nor a logprobs entry
             r.finish = "eos"
             return
+        if r.job.logprobs is not None:
+            r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
         r.feed = [t]
         r.emit([t])
 
