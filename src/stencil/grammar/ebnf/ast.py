@@ -413,3 +413,45 @@ class Namespaced:
         if callable(value):   # a method of the builder: kept, so that nested views resolve it once, not per call
             self.__dict__[attr] = value
         return value
+
+
+class Excluding:
+    """A view of a ``GrammarBuilder`` whose lexemes never hold any of ``texts`` (each lexeme's
+    language intersected with "does not contain"; a literal that holds one is a ``GrammarError``).
+
+    Exact where no excluded text can span two lexemes: e.g. ``</parameter>`` inside a JSON value,
+    whose ``<`` only a string lexeme holds. Qwen3-Coder's parser ends a parameter at the first
+    ``</parameter>``, so a JSON argument is built through this view; the model may still write the
+    text escaped (``<\\/parameter>``).
+
+    Example::
+
+        value = build_json_schema(Excluding(b, ["</parameter>"], "qwen_xml /properties/a"), schema)
+    """
+
+    def __init__(self, builder, texts, what: str):
+        self._b = builder
+        self._texts = tuple(texts)
+        self._what = what
+        self.shared = getattr(builder, "shared", None)
+        key = ("excluding", self._texts)   # one expression per builder: lexemes alike stay alike
+        if self.shared is not None and key in self.shared:
+            self._without = self.shared[key]
+            return
+        anything = builder.re_any_string()
+        self._without = builder.re_not(builder.re_concat(
+            [anything, builder.re_or([builder.re_literal(t) for t in self._texts]), anything]))
+        if self.shared is not None:
+            self.shared[key] = self._without
+
+    def lexeme(self, expr: int, name: str = "", lazy: bool = False, max_tokens: int = 0) -> int:
+        return self._b.lexeme(self._b.re_and([expr, self._without]), name, lazy, max_tokens)
+
+    def literal(self, text: str, name: str = "") -> int:
+        for t in self._texts:
+            if t in text:
+                raise GrammarError(f"{self._what}: the text {text!r} holds {t!r}, which cannot be written here")
+        return self._b.literal(text, name)
+
+    def __getattr__(self, attr):
+        return getattr(self._b, attr)

@@ -30,7 +30,7 @@ import json
 from typing import NamedTuple, Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Namespaced
+from stencil.grammar.ebnf.ast import Excluding, Namespaced
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
@@ -146,11 +146,13 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         return _raw_text(b, "xml-value")
     if not isinstance(sub, dict):
         raise GrammarError(f"qwen_xml: {pointer} is not a schema")
+    # Qwen3-Coder's parser ends a value at the first </parameter>: no value may hold one
+    x = Excluding(b, [_CLOSE], f"qwen_xml: {pointer}")
     choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
     if choices is not None and choices and all(isinstance(c, str) for c in choices):
         rule = b.rule("xml-enum")
         for c in choices:
-            b.add_alternative(rule, [b.literal(c)])
+            b.add_alternative(rule, [x.literal(c)])
         return b.seq([ws, rule, ws, b.literal(_CLOSE)])
     if "string" in _types(sub):
         # the template writes strings raw: their text cannot be checked against JSON string keywords
@@ -161,7 +163,7 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
                                "parameter text")
         return _raw_text(b, "xml-string", sub, pointer)
     json_sub = {**sub, **defs} if defs else sub
-    value = build_json_schema(b, json_sub, **json_options)
+    value = build_json_schema(x, json_sub, **json_options)
     if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
         rule = b.rule("xml-bool")
         b.add_alternative(rule, [value])
