@@ -24,12 +24,12 @@ import argparse
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 
 from benchmarks.serve_speculative import KINDS, speculative_matrix
 from stencil.memory import resident_bytes
+from stencil.server import serve_in_thread
 
 
 def _obj(props: dict) -> dict:
@@ -177,23 +177,6 @@ def equal_lengths(base: str, clients: int, max_tokens: int, regex: str, repeats:
     return s / u
 
 
-def _start(lm, max_batch: int, mask_threads: int | None = None, speculate: bool = False):
-    """A uvicorn server over ``lm`` on a free local port, in a thread: (base url, server, thread)."""
-    import uvicorn
-    from stencil.server import create_app
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(lm, max_batch=max_batch, mask_threads=mask_threads,
-                                                      speculate=speculate), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.1)
-    return f"http://127.0.0.1:{port}", server, thread
-
-
 def _load_test(args, base: str, engine) -> None:
     n = args.clients * args.requests
     passes = engine.steps
@@ -256,7 +239,8 @@ def main(argv=None) -> int:
     device, dtype = _device_options(ap, args)
     lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
     print(f"{lm.name} on {lm.device} in {lm.dtype}, max batch {args.max_batch}")
-    base, server, thread = _start(lm, args.max_batch, speculate=True)   # the server's default
+    server = serve_in_thread(lm, max_batch=args.max_batch, speculate=True)   # the server's default
+    base = server.url
     try:
         if args.speculate:
             speculative_matrix(base, [int(c) for c in args.concurrency.split(",")], args.kinds.split(","),
@@ -264,10 +248,9 @@ def main(argv=None) -> int:
         elif args.equal_lengths:
             equal_lengths(base, args.clients, args.max_tokens, args.regex, args.repeats)
         else:
-            _load_test(args, base, server.config.app.state.engine)
+            _load_test(args, base, server.app.state.engine)
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)   # the app's lifespan stops the engine: nothing left alive at exit
+        server.stop(30)   # the app's lifespan stops the engine: nothing left alive at exit
     return 0
 
 

@@ -37,8 +37,6 @@ import gzip
 import hashlib
 import json
 import os
-import socket
-import threading
 import time
 from typing import Any, NamedTuple
 
@@ -302,26 +300,9 @@ def build_model(family: str, seed: int = 0, hidden: int = 64, layers: int = 2, c
 
 def serve(lm, **app_options) -> tuple[str, Any]:
     """(base url, stop) of ``stencil serve``'s app over ``lm`` on 127.0.0.1, in a thread."""
-    import uvicorn
-
-    from stencil.server import create_app
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(lm, **app_options), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 60
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            raise RuntimeError("the server did not start")
-        time.sleep(0.05)
-
-    def stop():
-        server.should_exit = True
-        thread.join(10)
-    return f"http://127.0.0.1:{port}", stop
+    from stencil.server import serve_in_thread
+    server = serve_in_thread(lm, **app_options)
+    return server.url, lambda: server.stop(10)
 
 
 def describe(family: str) -> str:

@@ -3,8 +3,6 @@ model the generation tests load), one per test module."""
 from __future__ import annotations
 
 import importlib.util
-import socket
-import threading
 import time
 
 import pytest
@@ -17,26 +15,12 @@ def start_server(**app_options):
     for m in ("fastapi", "uvicorn", "openai", "httpx"):
         if importlib.util.find_spec(m) is None:
             pytest.skip(f"the server tests need {m} (pip install 'stencil-llm[server,dev]')")
-    import uvicorn
-    from stencil.server import create_app
-    lm = default_model()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(lm, **app_options), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            pytest.fail("the server did not start")
-        time.sleep(0.05)
-
-    def stop():
-        server.should_exit = True
-        thread.join(10)
-    return f"http://127.0.0.1:{port}", stop
+    from stencil.server import serve_in_thread
+    try:
+        server = serve_in_thread(default_model(), start_timeout=30, **app_options)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    return server.url, lambda: server.stop(10)
 
 
 def assert_idle_soon(url, within=15.0):

@@ -213,3 +213,20 @@ def test_reasoning_streams_as_reasoning_deltas_then_content(client, name):
     assert len(content) > 3 and "".join(content) == whole.content
     first_content = next(k for k, d in enumerate(deltas) if d.content)
     assert all(not d.model_extra.get("reasoning_content") for d in deltas[first_content:])
+
+
+def test_serve_in_thread_says_when_its_server_cannot_start():
+    """A port already taken: the server's thread ends, and serve_in_thread says so at once
+    instead of waiting out its start timeout."""
+    import socket
+    import time
+
+    from stencil.server import serve_in_thread
+    lm = default_model()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match="stopped before it served"):
+            serve_in_thread(lm, port=s.getsockname()[1], start_timeout=60)
+        assert time.monotonic() - t0 < 30
