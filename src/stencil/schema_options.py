@@ -84,7 +84,7 @@ class GbnfOptions(TypedDict, total=False):
 
 class ToolCallOptions(TypedDict, total=False):
     """``compile_tool_calls``'s options besides ``trigger``, ``end`` and ``format``: with a
-    ``format``, ``reasoning``, ``tool_choice``, ``parallel`` and ``json_options`` apply; without
+    ``format``, ``reasoning``, ``tool_choice``, ``parallel``, ``answer`` and ``json_options`` apply; without
     one, the trigger grammar's (``text_before`` to ``args_key``, ``json_options``, and
     ``reasoning`` as a (begin, end) pair of markers).
 
@@ -96,6 +96,7 @@ class ToolCallOptions(TypedDict, total=False):
     reasoning: Union[bool, str, tuple[Union[str, int], Union[str, int]]]
     tool_choice: str                    # "auto", "required" or a tool's name (with a format)
     parallel: bool                      # more than one call (with a format)
+    answer: dict                        # JSON Schema of the final answer (format "harmony")
     text_before: bool
     require_call: bool
     max_calls: Union[int, None]

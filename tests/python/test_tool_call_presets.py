@@ -259,3 +259,36 @@ def test_reasoning_opened_by_the_prompt(compiled):
     assert accepts(entry, g, "\n</think>\n\nIt is sunny.")
     assert not accepts(entry, g, "<think>\nagain\n</think>\n\n" + call)       # the block is already open
     assert not accepts(entry, g, call)                                          # and must be closed first
+
+
+def test_harmony_answers_under_a_schema_beside_its_calls():
+    """gpt-oss under a response format: the final message (headed as gpt-oss writes a structured
+    answer, or plainly) holds JSON valid for the schema, whose strings never hold a message's end
+    unescaped (the reader finds the end by searching); calls stay as they were; other families
+    refuse an answer schema."""
+    from stencil.grammar.tagged.tool_presets import call_syntax
+    from stencil.grammar.tagged.tool_reading import read_calls
+    entry = get("cl100k")
+    compiler = stencil.GrammarCompiler(entry.info)
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+              "required": ["city", "days"], "additionalProperties": False}
+    tools = [_tool("get_weather", location={"type": "string"})]
+    g = compiler.compile_tool_calls(tools, format="harmony", reasoning=True, answer=schema)
+    think = "<|channel|>analysis<|message|>Answer in JSON.<|end|><|start|>assistant"
+    good = '{"city":"Paris","days":3}'
+    for head in ("<|channel|>final <|constrain|>json<|message|>", "<|channel|>final<|message|>"):
+        assert accepts(entry, g, f"{think}{head}{good}<|return|>")
+        assert not accepts(entry, g, f'{think}{head}{{"city":"Paris"}}<|return|>')         # days required
+        assert not accepts(entry, g, f"{think}{head}It is sunny.<|return|>")
+    assert not accepts(entry, g, f'{think}<|channel|>final<|message|>{{"city":"a<|end|>","days":1}}<|return|>')
+    escaped = '{"city":"a<\\u007cend|>","days":1}'   # the same text, escaped: read back whole
+    assert accepts(entry, g, f"{think}<|channel|>final<|message|>{escaped}<|return|>")
+    content, _, _ = read_calls(call_syntax("harmony"), tools, f"{think}<|channel|>final<|message|>{escaped}<|return|>")
+    assert json.loads(content)["city"] == "a<|end|>"
+    call = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>')
+    assert accepts(entry, g, think + call)
+    content, reasoning, calls = read_calls(call_syntax("harmony"), tools,
+                                           f"{think}<|channel|>final <|constrain|>json<|message|>{good}<|return|>")
+    assert json.loads(content) == {"city": "Paris", "days": 3} and reasoning == "Answer in JSON." and not calls
+    with pytest.raises(stencil.GrammarError, match="only for harmony"):
+        compiler.compile_tool_calls(tools, format="qwen", answer=schema)

@@ -72,6 +72,8 @@ def test_random_model_calls_parse_stream_and_render(family):
             one_call_per_turn(url)
         if family == "generic":
             allowed_tools_and_a_tool_that_is_not_strict(url)
+        if family == "harmony":
+            harmony_answers_under_a_response_format(url)
     finally:
         stop()
     row = t.row()
@@ -195,3 +197,32 @@ def test_the_server_reads_deepseeks_opened_reasoning():
 def test_sources_say_what_is_substituted():
     """The families whose tokenizer or template no package ships say so (the benchmark's table shows it)."""
     assert {f for f, s in SOURCES.items() if s.substitute} == {"deepseek-v3.1", "kimi"}
+
+
+ANSWER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}, "days": {"type": "integer"}},
+          "required": ["city", "days"], "additionalProperties": False}
+
+
+def harmony_answers_under_a_response_format(url: str) -> None:
+    """gpt-oss under response_format (with tools beside it, and without): the final message holds
+    JSON valid for the schema (the random model's text is the grammar's doing), read as the
+    content; openai-harmony reads the same message from the output's tokens."""
+    import jsonschema
+    import openai
+    from openai_harmony import Role
+
+    from benchmarks.tool_models import harmony_encoding
+    client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=600)
+    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER, "strict": True}}
+    tools = request_plan(0, "harmony")["tools"]
+    enc = harmony_encoding()
+    for extra in ({}, {"tools": tools, "tool_choice": "none"}):
+        r = client.chat.completions.create(model="random-harmony", messages=[{"role": "user", "content": "Answer."}],
+                                           response_format=fmt, temperature=1.0, seed=5, max_tokens=48, logprobs=True,
+                                           **extra)
+        choice = r.choices[0]
+        assert choice.finish_reason == "stop" and not choice.message.tool_calls, choice
+        jsonschema.validate(json.loads(choice.message.content), ANSWER)
+        text = b"".join(bytes(t.bytes) for t in choice.logprobs.content).decode("utf-8")
+        parsed = enc.parse_messages_from_completion_tokens(enc.encode(text, allowed_special="all"), Role.ASSISTANT)
+        assert [m.content[0].text for m in parsed if m.channel == "final"] == [choice.message.content], text

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from stencil._core import GrammarError
 from stencil.grammar.tagged.custom_tools import check_definition, custom_tool
-from stencil.grammar.tagged.tool_presets import FAMILIES
+from stencil.grammar.tagged.tool_presets import tool_call_format
 from stencil.server.protocol import RequestError, flag
 from stencil.server.toolcalls import END, TRIGGER, tool_name
 
@@ -192,7 +192,16 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
     (:func:`prompt_opens_reasoning`: tool calls then come after its ``</think>``)."""
     reasoning = bool(body.get("reasoning"))
     used = _sources(body)
+    answer = None
+    if tool_format == "harmony" and "response_format" in used:
+        # (gpt-oss answers in its final message, under the format, beside its calls)
+        answer = _response_schema(body["response_format"])
+        used.remove("response_format")
     if len(used) > 1:
+        if used[:2] == ["response_format", "tools"]:
+            raise RequestError(f"response_format and tools both constrain the output: with tool format {tool_format!r} "
+                               "give one of them (harmony's final message takes a response_format beside tools)",
+                               param="tools")
         raise RequestError(f"{used[0]} and {used[1]} both constrain the output: give one of them", param=used[1])
     so = body.get("structured_outputs") or body.get("guided") or None
     rf = body.get("response_format")
@@ -218,26 +227,36 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
         if tool_format != "generic":  # the family's own call text
             kw = dict(format=tool_format, tool_choice="required" if required else "auto", parallel=parallel,
                       json_options=dict(JSON), reasoning=think)
+            if answer is not None:
+                kw["answer"] = answer
         return Constraint(compiler.compile_tool_calls, (tools,), kw, tools=tools, tool_format=tool_format,
                           reasoning=think if tool_format != "harmony" else False)
+    if answer is not None:   # harmony: the answer is the final message (after the analysis, if asked)
+        spec = tool_call_format("harmony", [], reasoning=reasoning, answer=answer)
+        return Constraint(compiler.compile_structural_tag, (spec,), dict(JSON), tools=[], tool_format="harmony")
     if rf is None or (isinstance(rf, dict) and rf.get("type") == "text"):
         return _thought_then_text(compiler, tool_format) if reasoning else Constraint()
-    if not isinstance(rf, dict):
-        raise RequestError("response_format must be an object", param="response_format")
-    if rf.get("type") == "json_object":
-        schema: Any = {"type": "object"}
-    elif rf.get("type") == "json_schema":
-        js = rf.get("json_schema")
-        if not isinstance(js, dict) or "schema" not in js:
-            raise RequestError("response_format.json_schema.schema is required", param="response_format")
-        schema = js["schema"]
-        # strict true follows OpenAI's subset, which stencil's full JSON Schema contains; strict
-        # false takes any schema stencil supports. Both compile the same way.
-    else:
-        raise RequestError(f"unknown response_format type {rf.get('type')!r}", param="response_format")
+    schema = _response_schema(rf)
     if reasoning:
         return Constraint(compiler.compile_reasoning_json, (schema,), dict(JSON), reasoning=True)
     return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
+
+
+def _response_schema(rf: Any) -> Any:
+    """The JSON Schema a ``response_format`` asks for (json_object: any object); RequestError on a
+    malformed one."""
+    if not isinstance(rf, dict):
+        raise RequestError("response_format must be an object", param="response_format")
+    if rf.get("type") == "json_object":
+        return {"type": "object"}
+    if rf.get("type") == "json_schema":
+        js = rf.get("json_schema")
+        if not isinstance(js, dict) or "schema" not in js:
+            raise RequestError("response_format.json_schema.schema is required", param="response_format")
+        # strict true follows OpenAI's subset, which stencil's full JSON Schema contains; strict
+        # false takes any schema stencil supports. Both compile the same way.
+        return js["schema"]
+    raise RequestError(f"unknown response_format type {rf.get('type')!r}", param="response_format")
 
 
 #: free text after a <think> block (a reasoning request without tools or a schema)
@@ -249,7 +268,7 @@ def _thought_then_text(compiler, tool_format: str) -> Constraint:
     """Reasoning, then free text: Harmony's analysis message then its final one (read as a tool
     format without tools), or a ``<think>`` block then text."""
     if tool_format == "harmony":
-        spec = {"type": "structural_tag", "format": FAMILIES["harmony"].write([], "auto", False, True)}
+        spec = tool_call_format("harmony", [], reasoning=True)
         return Constraint(compiler.compile_structural_tag, (spec,), {}, tools=[], tool_format="harmony")
     return Constraint(compiler.compile_structural_tag, (THINK_THEN_TEXT,), {}, reasoning=True)
 

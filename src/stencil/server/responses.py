@@ -147,7 +147,7 @@ def _message(job: Job, c) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     if c.tools is not None:
         content, thought, calls = split_tool_calls(text, c.tool_format, c.tools)
-        if thought is not None:   # Harmony's analysis channel
+        if c.tool_format == "harmony":   # all messages: the analysis channel's and the final one's
             msg["reasoning_content"], msg["content"] = thought, content
         if calls:
             msg["content"] = content or None

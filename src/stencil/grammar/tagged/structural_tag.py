@@ -13,7 +13,9 @@ OpenAI custom tool's input (``format``: its ``{"type": "grammar", "syntax": "lar
 "definition"}`` or ``{"type": "text"}``): with ``style`` "json_string" (the default) a JSON string
 whose decoded text is in the language, with "raw" the text itself (regex or text), which then
 reads up to an end as ``any_text`` does and contains none of its ``excludes``
-(:mod:`stencil.grammar.tagged.custom_tools`).
+(:mod:`stencil.grammar.tagged.custom_tools`). stencil's ``excludes`` on a ``json_schema`` (style
+json): texts that no string of the value holds unescaped (a reader that finds the value's end by
+searching for it, as Harmony's final message, would cut the value there).
 
 Free text is exact: it ends at the first occurrence of what may end it (the enclosing tag's
 ``end``, a trigger), and text that contains a trigger enters the tag. Formats that read any
@@ -42,7 +44,7 @@ import re
 from typing import Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Namespaced, TokenTable
+from stencil.grammar.ebnf.ast import Excluding, Namespaced, TokenTable
 from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
 from stencil.grammar.json.schema.core.document import check_document
@@ -57,7 +59,7 @@ MAX_DEPTH = 200
 _UNLIMITED = ("any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch")
 _FIELDS = {
     "const_string": ({"value"}, set()),
-    "json_schema": ({"json_schema"}, {"style", "any_order", "max_whitespace_cnt"}),
+    "json_schema": ({"json_schema"}, {"style", "any_order", "max_whitespace_cnt", "excludes"}),
     "qwen_xml_parameter": ({"json_schema"}, {"any_order", "max_whitespace_cnt"}),
     "regex": ({"pattern"}, set()),
     "grammar": ({"grammar"}, set()),
@@ -363,15 +365,20 @@ class _Builder:
         schema = fmt["json_schema"]
         if style not in ("json", "qwen_xml"):
             raise self.err(f"{path}.style", f"style {style!r} is not supported (supported: json, qwen_xml)")
+        banned = self.strings(fmt.get("excludes", []), f"{path}.excludes")
+        if banned and style != "json":
+            raise self.err(f"{path}.excludes", "excludes applies to style json (qwen_xml values exclude their end)")
         try:
-            key = json.dumps([style, schema, opts], sort_keys=False)
+            key = json.dumps([style, schema, opts, banned], sort_keys=False)
         except (TypeError, ValueError, RecursionError):   # (a schema nested too deeply: the builder says so)
             key = None
         if key is not None and key in self._schemas:
             return self._schemas[key]
         try:
             if style == "json":
-                rule = build_json_schema(self.ns(), schema, **opts)
+                # (excluded texts, e.g. the end a reader finds by searching, appear only escaped)
+                view = Excluding(self.ns(), banned, f"{path}.json_schema") if banned else self.ns()
+                rule = build_json_schema(view, schema, **opts)
             else:
                 rule = build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
                                             json_options=opts)

@@ -60,6 +60,9 @@ HARMONY_HEADS = ("<|channel|>commentary to=functions.NAME <|constrain|>json<|mes
                  " to=functions.NAME<|channel|>commentary <|constrain|>json<|message|>")
 
 
+#: a final message's header: free text, and a structured answer as gpt-oss writes it
+HARMONY_FINAL_HEADS = ("<|channel|>final<|message|>", "<|channel|>final <|constrain|>json<|message|>")
+
 #: Qwen3-Coder's raw-text parameter, where a custom tool's input goes (none of its text may be
 #: ``</parameter>``, where the family's parser ends a value)
 QWEN_CODER_INPUT = InputSlot("<parameter=input>\n", "\n</parameter>\n", raw=True, excludes=("</parameter>",))
@@ -153,13 +156,19 @@ def _harmony_calls(tools) -> list:
     return [_tag(begin.replace("NAME", n), _args(p), "<|call|>") for n, p in tools for begin in HARMONY_HEADS]
 
 
-def _harmony(specs, choice, parallel, reasoning) -> dict:
+def _harmony(specs, choice, parallel, reasoning, answer=None) -> dict:
     """Harmony messages after the prompt's ``<|start|>assistant``: an analysis message (reasoning),
-    tool calls on the commentary channel, a final answer; messages joined by ``<|start|>assistant``."""
+    tool calls on the commentary channel, a final answer; messages joined by ``<|start|>assistant``.
+    ``answer``: the final message's content format (free text by default); gpt-oss heads a
+    structured answer ``<|channel|>final <|constrain|>json<|message|>``, and its text may not hold
+    the message's ends (a reader finds the end by searching for it)."""
     calls = _harmony_calls(specs)
     analysis = _tag("<|channel|>analysis<|message|>", {"type": "any_text"}, HARMONY_END)
-    final = _tag("<|channel|>final<|message|>", {"type": "any_text"}, HARMONY_END)
-    messages = {"type": "tags_with_separator", "tags": calls + ([final] if choice == "auto" else []),
+    if answer is None:
+        finals = [_tag(HARMONY_FINAL_HEADS[0], {"type": "any_text"}, HARMONY_END)]
+    else:
+        finals = [_tag(h, {**answer, "excludes": HARMONY_END}, HARMONY_END) for h in HARMONY_FINAL_HEADS]
+    messages = {"type": "tags_with_separator", "tags": calls + (finals if choice == "auto" else []),
                 "separator": HARMONY_SEP, "at_least_one": True, "stop_after_first": not parallel}
     if not reasoning:
         return messages
@@ -240,7 +249,7 @@ FAMILIES: dict[str, Family] = {
         heads=tuple((h.split("NAME")[0], NAME, h.split("NAME")[1]) for h in HARMONY_HEADS),
         closes=(("<|call|>",),), message_separator=(HARMONY_SEP,),
         spans=((("<|channel|>analysis<|message|>",), "reasoning", _HARMONY_MESSAGE_ENDS),
-               (("<|channel|>final<|message|>",), "content", _HARMONY_MESSAGE_ENDS))), ("<|channel|>",)),
+               *(((h,), "content", _HARMONY_MESSAGE_ENDS) for h in HARMONY_FINAL_HEADS))), ("<|channel|>",)),
 }
 FORMATS = tuple(FAMILIES)
 
@@ -265,7 +274,7 @@ def family_of_template(template: str) -> Optional[str]:
 
 
 def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False, tool_choice: str = "auto",
-                     parallel: bool = True) -> dict:
+                     parallel: bool = True, answer: Optional[dict] = None) -> dict:
     """The structural tag (a dict) of ``format``'s tool calls for ``tools`` (OpenAI-style
     ``{"type": "function", "function": {...}}`` or ``{"name", "parameters"}`` dicts, and custom
     tools ``{"type": "custom", ...}``).
@@ -276,6 +285,9 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
     family whose template takes one call per turn: ``FAMILIES[format].parallel``).
     ``reasoning``: False, True (the model writes the whole reasoning block), or "opened" (the
     prompt opened it: the output starts inside it).
+    ``answer``: a JSON Schema for the answer beside the calls (harmony only: its final message,
+    as gpt-oss answers under a response format; the other families' answers are free text before
+    their calls).
     """
     if format not in FORMATS:
         raise GrammarError(f"unknown tool-call format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -283,7 +295,9 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
         raise GrammarError(f"reasoning must be False, True or 'opened', got {reasoning!r}")
     slot = FAMILIES[format].read.input_slot
     parallel = parallel and FAMILIES[format].parallel
-    specs = [(n, _Input(input_format(slot, p)) if isinstance(p, CustomTool) else p) for n, p in tool_specs(tools)]
+    # (harmony without tools: its messages, an analysis and a final answer)
+    listed = tool_specs(tools) if tools or format != "harmony" or tool_choice != "auto" else []
+    specs = [(n, _Input(input_format(slot, p)) if isinstance(p, CustomTool) else p) for n, p in listed]
     choice = tool_choice
     if choice not in ("auto", "required"):
         if not isinstance(choice, str) or choice not in dict(specs):
@@ -292,4 +306,9 @@ def tool_call_format(format: str, tools, *, reasoning: Union[bool, str] = False,
         specs, choice, parallel = [(n, p) for n, p in specs if n == tool_choice], "required", False
     if format == "harmony" and reasoning == "opened":
         raise GrammarError("harmony: reasoning is the analysis channel, which the model opens; use reasoning=True")
-    return {"type": "structural_tag", "format": FAMILIES[format].write(specs, choice, parallel, reasoning)}
+    if answer is None:
+        return {"type": "structural_tag", "format": FAMILIES[format].write(specs, choice, parallel, reasoning)}
+    if format != "harmony":
+        raise GrammarError(f"{format}: an answer schema beside tool calls is written only for harmony (the final "
+                           "message); the other families answer in free text before their calls")
+    return {"type": "structural_tag", "format": _harmony(specs, choice, parallel, reasoning, _json(answer))}
