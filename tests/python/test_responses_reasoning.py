@@ -55,6 +55,10 @@ def test_reasoning_item_with_summary(served, tools):
     assert kinds[1] == "function_call" and set(kinds[2:]) <= {"function_call", "message"} if tools \
         else kinds[1:] == ["message"], kinds
     assert r.reasoning.effort == "low" and r.reasoning.summary == "auto"
+    # the reasoning's tokens, counted: some, and fewer than the output's where a call follows (a
+    # random model's text answer may be cut inside its reasoning: all of them)
+    thought, out = r.usage.output_tokens_details.reasoning_tokens, r.usage.output_tokens
+    assert 0 < thought < out if tools else 0 < thought <= out, r.usage
 
     # streamed: the same request's events, typed by the openai package, in the order OpenAI sends them
     events = list(client.responses.create(stream=True, **kw))

@@ -203,9 +203,16 @@ def test_reasoning_streams_as_reasoning_deltas_then_content(client, name):
               messages=[{"role": "user", "content": "Think, then give the weather in Paris as JSON."}],
               response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}},
               extra_body={"reasoning": True})
-    whole = client.chat.completions.create(**kw).choices[0].message
+    r = client.chat.completions.create(logprobs=True, **kw)
+    whole = r.choices[0].message
     reasoning = whole.model_extra.get("reasoning_content")
     assert reasoning and json.loads(whole.content)["unit"] in ("c", "f")
+    # usage counts the tokens up to and with the one that closes </think> (from the tokens' bytes)
+    text, upto = b"", 0
+    while b"</think>" not in text:
+        text += bytes(r.choices[0].logprobs.content[upto].bytes)
+        upto += 1
+    assert r.usage.completion_tokens_details.reasoning_tokens == upto < r.usage.completion_tokens
     deltas = [c.choices[0].delta for c in client.chat.completions.create(stream=True, **kw) if c.choices]
     thought = [d.model_extra.get("reasoning_content") for d in deltas if d.model_extra.get("reasoning_content")]
     content = [d.content for d in deltas if d.content]

@@ -113,6 +113,9 @@ class Job:
     token_logprobs: list = field(default_factory=list)
     drafted_tokens: int = 0   # speculative draft tokens proposed, and of them accepted (set at the end)
     accepted_tokens: int = 0
+    #: per generated token, where its bytes end in the decoded output (the healed prefix's
+    #: included; set at the end): reasoning tokens are counted from it
+    token_ends: list = field(default_factory=list)
 
     def put_text(self, piece: str) -> None:
         """Send a text piece with the count of log-probability entries generated up to it."""

@@ -22,6 +22,7 @@ from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import RequestError, message_text
 from stencil.server.request import StreamOptions, _Unchanging
 from stencil.server.response_items import OutputItems, new_id
+from stencil.server.responses import job_reasoning_tokens
 
 
 class ResponsesRequest(_Unchanging):
@@ -228,6 +229,7 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
         if job.finish_reason == "length":
             status, incomplete = "incomplete", {"reason": "max_output_tokens"}
     out_tokens = job.completion_tokens if job is not None else 0
+    thought = job_reasoning_tokens(job, c) if job is not None and c is not None else 0
     return {"id": rid, "object": "response", "created_at": created, "status": status, "error": None,
             "incomplete_details": incomplete, "instructions": req.instructions,
             "max_output_tokens": req.max_output_tokens, "model": name, "output": output or [],
@@ -238,7 +240,7 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
             "metadata": req.metadata or {}, "store": False,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": out_tokens,
                       "total_tokens": prompt_tokens + out_tokens, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}}}
+                      "output_tokens_details": {"reasoning_tokens": thought}}}
 
 
 async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_tokens: int,

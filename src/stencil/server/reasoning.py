@@ -9,7 +9,35 @@ Example::
 """
 from __future__ import annotations
 
+import bisect
+
 OPEN, CLOSE = "<think>", "</think>"
+#: Harmony's analysis message (gpt-oss's reasoning) and the ends of a message
+ANALYSIS, MESSAGE_ENDS = "<|channel|>analysis<|message|>", ("<|end|>", "<|return|>")
+
+
+def reasoning_end(text: str, reasoning: bool | str, tool_format: str) -> int | None:
+    """Where the reasoning at the start of an output ends (its closing marker included), or None:
+    a ``<think>`` block (``reasoning`` True, or "opened" by the prompt) or Harmony's analysis
+    message; a block still open runs to the end of the text."""
+    if tool_format == "harmony":
+        if not text.startswith(ANALYSIS):
+            return None
+        ends = [i + len(e) for i, e in ((text.find(e, len(ANALYSIS)), e) for e in MESSAGE_ENDS) if i >= 0]
+        return min(ends, default=len(text))
+    if not reasoning or (reasoning is True and not text.lstrip().startswith(OPEN)):
+        return None
+    i = text.find(CLOSE)
+    return len(text) if i < 0 else i + len(CLOSE)
+
+
+def reasoning_tokens(text: str, token_ends: list[int], skipped: int, end: int | None) -> int:
+    """How many of an output's tokens (``token_ends``: each token's end, in bytes of the decoded
+    tokens, whose first ``skipped`` bytes are not in ``text``) hold some of ``text[:end]``."""
+    if end is None or not token_ends:
+        return 0
+    edge = skipped + len(text[:end].encode("utf-8"))
+    return bisect.bisect_left([0, *token_ends[:-1]], edge)
 
 
 def split_reasoning(text: str, opened: bool = False) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ from fastapi import Request
 from stencil.server.engine import _DONE, Job
 from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import error_body
-from stencil.server.reasoning import ThinkStream, split_reasoning
+from stencil.server.reasoning import ThinkStream, reasoning_end, reasoning_tokens, split_reasoning
 from stencil.server.toolcalls import ToolStream, split_tool_calls
 
 
@@ -91,7 +91,7 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
             yield chunk(i, {} if chat else "", _finish(job, _message(job, c) if c.tools else None))
         if prompt_tokens is not None:
             yield _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [],
-                          "usage": usage(prompt_tokens, jobs)})
+                          "usage": usage(prompt_tokens, jobs, c)})
         yield "data: [DONE]\n\n"
     finally:
         for job in jobs:
@@ -159,18 +159,30 @@ def _event(obj: dict) -> str:
     return "data: " + json.dumps(obj) + "\n\n"
 
 
-def usage(prompt_tokens: int, jobs: list[Job]) -> dict:
-    """OpenAI's usage; with speculative decoding, the draft tokens accepted and rejected as
-    ``completion_tokens_details`` (the fields of OpenAI's predicted outputs)."""
+def usage(prompt_tokens: int, jobs: list[Job], c=None) -> dict:
+    """OpenAI's usage; ``completion_tokens_details``: the reasoning tokens where the constraint
+    ``c`` has the output reason first (a ``<think>`` block, Harmony's analysis message), and with
+    speculative decoding the draft tokens accepted and rejected (the fields of OpenAI's predicted
+    outputs)."""
     done = sum(j.completion_tokens for j in jobs)
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": done,
                            "total_tokens": prompt_tokens + done}
+    details: dict[str, int] = {}
+    if c is not None and (c.reasoning or c.tool_format == "harmony"):
+        details["reasoning_tokens"] = sum(job_reasoning_tokens(j, c) for j in jobs)
     drafted = sum(j.drafted_tokens for j in jobs)
     if drafted:
         accepted = sum(j.accepted_tokens for j in jobs)
-        out["completion_tokens_details"] = {"accepted_prediction_tokens": accepted,
-                                            "rejected_prediction_tokens": drafted - accepted}
+        details.update(accepted_prediction_tokens=accepted, rejected_prediction_tokens=drafted - accepted)
+    if details:
+        out["completion_tokens_details"] = details
     return out
+
+
+def job_reasoning_tokens(job: Job, c) -> int:
+    """The tokens of ``job``'s output that its reasoning took (its markers included)."""
+    end = reasoning_end(job.text, c.reasoning, c.tool_format)
+    return reasoning_tokens(job.text, job.token_ends, len(job.healed_prefix.encode("utf-8")), end)
 
 
 def logprobs_of(entries: list[dict], chat: bool, start: int = 0) -> dict:

@@ -4,6 +4,7 @@ time (``server.grammar_time``), its token healing and its speculation."""
 from __future__ import annotations
 
 import codecs
+import itertools
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,7 @@ class Row:
             job.push_text(self.decoder.decode(b"", final=True))
         job.flush()
         job.completion_tokens = len(self.out)
+        job.token_ends = list(itertools.accumulate(len(self.info.token_bytes(t)) for t in self.out))
         if self.spec is not None:
             job.drafted_tokens, job.accepted_tokens = self.spec.drafted, self.spec.accepted
         # cut by the budget or the context: "length", unless the grammar accepts the output (the

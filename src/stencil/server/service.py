@@ -183,7 +183,7 @@ class Service:
                 raise RequestError(j.error, status=j.error_status, code=j.error_code)
         choices = [choice(i, j, chat, c, p["logprobs"] is not None) for i, j in enumerate(jobs)]
         return {"id": rid, "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
-                "model": self.name, "choices": choices, "usage": usage(len(prompt_ids), jobs)}
+                "model": self.name, "choices": choices, "usage": usage(len(prompt_ids), jobs, c)}
 
 
 def body_bytes_of(request: Request) -> int:
