@@ -6,10 +6,11 @@ each row's token). A fast loop for the time per step the vLLM benchmark measures
     python -m benchmarks.vllm_replay --count 24
     python -m benchmarks.vllm_replay --engines stencil --tokenizer deepseek
 
-The outputs: a seeded random walk under stencil's own budgeted masks (max_tokens, as its vLLM
-backend runs them), drawn from the allowed tokens of printable ASCII (any allowed token where none
-is), so that strings and numbers look like text; each is checked against its schema (jsonschema)
-before it is replayed, and a peer that refuses a token of it is reported, not timed.
+The outputs: a seeded random walk under stencil's own budgeted masks (at most 3 times the shortest
+output + 60 tokens, so that they end well within max_tokens as a model's do), drawn from the
+allowed tokens of printable ASCII (any allowed token where none is), so that strings and numbers
+look like text; each is checked against its schema (jsonschema), and walked again (up to
+``--tries``) until every engine compared accepts it: a schema without such an output is left out.
 
 stencil runs through ``stencil.integrations.vllm.StencilBackend`` (one native fill per step on the
 caller's thread, as on vLLM's CPU engine, each row under its request's budget); llguidance and
@@ -32,6 +33,10 @@ import stencil
 from benchmarks.schema_generator import generated_schemas
 
 ENGINES = ("stencil", "llguidance", "xgrammar")
+# The clock of every figure: wall time, or with --cpu the calling thread's CPU time (every call
+# timed here runs on it: stencil's fill has one thread), which a machine shared with other work
+# disturbs far less.
+_now = time.perf_counter
 
 
 def _text_tokens(info: stencil.TokenizerInfo) -> tuple[np.ndarray, np.ndarray]:
@@ -52,6 +57,9 @@ def walk_output(backend, schema: dict, text: tuple[np.ndarray, np.ndarray], max_
     one step in four takes a token that closes something where one is allowed (a model's strings
     and lists end long before their maxLength and maxItems)."""
     grammar = backend.compile_grammar("json", json.dumps(schema), max_tokens=max_tokens)
+    # A walk has no reason to close a free-form part (an e-mail's local part) and would run to the
+    # budget, where a model ends long before it: its own budget is a few times the shortest output.
+    grammar.max_tokens = min(max_tokens, 3 * (grammar.matcher.min_completion_tokens() or 0) + 60)
     bm = stencil.allocate_token_bitmask(1, backend.vocab_size)
     out: list[int] = []
     while not grammar.is_terminated() and len(out) < max_tokens:
@@ -77,9 +85,9 @@ def _stencil_replay(info, schemas, outputs, max_tokens):
     from stencil.integrations.vllm import StencilBackend
     backend = StencilBackend(tokenizer_info=info)
     backend.fill_threads = 1  # vLLM's CPU engine: the caller's thread alone
-    t = time.perf_counter()
+    t = _now()
     grammars = [backend.compile_grammar("json", json.dumps(s), max_tokens=max_tokens) for s in schemas]
-    compile_s = time.perf_counter() - t
+    compile_s = _now() - t
     bm = stencil.allocate_token_bitmask(len(schemas), info.vocab_size)
 
     def step(live, k):
@@ -92,13 +100,13 @@ def _stencil_replay(info, schemas, outputs, max_tokens):
 def _peer_sessions(engine, schemas):
     """A MaskBench adapter's session per schema (None where it refuses one), and the seconds taken."""
     from benchmarks.maskbench.engines.base import CompileError
-    sessions, t = [], time.perf_counter()
+    sessions, t = [], _now()
     for s in schemas:
         try:
             sessions.append(engine.compile(s))
         except CompileError:
             sessions.append(None)
-    return sessions, time.perf_counter() - t
+    return sessions, _now() - t
 
 
 def _peer_replay(engine, schemas, outputs):
@@ -119,9 +127,9 @@ def _replay(outputs, step, resets) -> list[tuple[float, int]]:
     steps = []
     for k in range(max(len(o) for o in outputs)):
         live = [i for i, o in enumerate(outputs) if k < len(o)]
-        t = time.perf_counter()
+        t = _now()
         step(live, k)
-        steps.append((time.perf_counter() - t, len(live)))
+        steps.append((_now() - t, len(live)))
     return steps
 
 
@@ -147,8 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=400)
     ap.add_argument("--no-budget", action="store_true",
                     help="stencil's masks without the requests' max_tokens (vLLM's backend always has it)")
+    ap.add_argument("--cpu", action="store_true", help="time by the thread's CPU time instead of wall time")
     ap.add_argument("--tries", type=int, default=8, help="walks per schema to find an output every engine accepts")
     args = ap.parse_args(argv)
+    global _now
+    _now = time.thread_time if args.cpu else time.perf_counter
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if set(engines) - set(ENGINES):
         ap.error(f"unknown engines {sorted(set(engines) - set(ENGINES))}; expected some of {', '.join(ENGINES)}")
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     schemas, outputs = [c[0] for c in cases], [c[1] for c in cases]
     print(f"{args.count} generated schemas (seed {args.seed}); {len(cases)} with a walked output (valid) that "
           f"{', '.join(engines)} all accept: {sum(map(len, outputs))} tokens; tokenizer {args.tokenizer}, "
-          f"max_tokens {args.max_tokens}")
+          f"max_tokens {args.max_tokens}; {'thread CPU' if args.cpu else 'wall'} time")
     print(f"{'engine':10} {'compile':>8} {'+ cold':>8} | {'cold ms/step':>12} {'us/mask':>8} | "
           f"{'warm ms/step':>12} {'us/mask':>8}")
     for name in engines:

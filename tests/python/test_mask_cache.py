@@ -181,3 +181,47 @@ def test_a_length_bound_beside_a_pattern_is_relaxed_only_where_the_pattern_still
             for t in allowed:
                 assert m.fork().accept_token(t), (pattern, toks[t])
             assert m.accept_token(rng.choice(allowed))
+
+
+# Tokens with DEL (0x7F) beside plain text, quotes and escapes: DEL is no plain text, so under a
+# spelling that escapes controls ("controls": DEL only as \u007F) a string state still takes the
+# plain slice whole, and these tokens are walked (refused there, taken under "plain" and "any").
+DEL_TOKENS = (b"\x7f", b"a\x7f", b"\x7fb", b"ab\x7f", b"\x7f\"", b"a\x7f\"", b"\\u007F", b"\\u007f", b"\\u00",
+              b"7F\"", b"ab", b"abc", b"abcd", b"\xc3\xa9a", b"a\"", b"\",", b"\"]", b"\"", b"\\", b"\\\"")
+
+
+@pytest.mark.parametrize("spelling", ["controls", "plain", "any"])
+@pytest.mark.parametrize("max_length", [None, 2, 5, 40])
+def test_del_is_no_plain_text_in_any_spelling(spelling, max_length):
+    """Masks of string states, with and without a character count, in each spelling, along random
+    walks that follow them: every mask equals the one a compiler without plain slices, shared
+    masks or loop skips computes by walking the whole trie (raw DEL is walked, not sliced, and
+    allowed only where the spelling writes it raw)."""
+    toks = [bytes([c]) for c in range(256)] + list(DEL_TOKENS) + [b"<eos>"]
+    eos = len(toks) - 1
+    schema = {"type": "array", "items": {"type": "string", **({"maxLength": max_length} if max_length else {})},
+              "maxItems": 3}
+
+    def compiled(**opts):
+        info = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[eos])
+        return stencil.GrammarCompiler(info, **opts).compile_json_schema(schema, string_spelling=spelling,
+                                                                         whitespace="compact")
+    fast = compiled()
+    slow = compiled(mask_optimizations={"shared_masks": False, "plain_slice": False, "loop_skip": False})
+    rng = random.Random(max_length or 0)
+    bm = stencil.allocate_token_bitmask(2, len(toks))
+    del_seen = 0
+    for _ in range(12):
+        a, b = stencil.Matcher(fast), stencil.Matcher(slow)
+        for _ in range(60):
+            if a.is_terminated():
+                break
+            a.fill_next_token_bitmask(bm, 0)
+            b.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[0], bm[1]), (spelling, max_length)
+            allowed = [t for t in range(len(toks)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1]
+            del_seen += any(b"\x7f" in toks[t] for t in allowed)
+            t = rng.choice([t for t in allowed if t >= 256] or allowed)  # the multi-byte tokens first
+            assert a.accept_token(t) and b.accept_token(t)
+    # raw DEL is a string character where the spelling writes it raw, never under "controls"
+    assert (del_seen > 0) == (spelling != "controls")

@@ -6,7 +6,9 @@ int plain_text_step(int state, uint8_t b) {
   enum { kBoundary, kNeed1, kNeed2, kNeed3, kAfterE0, kAfterED, kAfterF0, kAfterF4, kAfterE2, kAfterE280 };
   switch (state) {
     case kBoundary:
-      if (b < 0x20 || b == '"' || b == '\\') return -1;
+      // DEL is a control too: a JSON string spelling that escapes controls ("controls", as
+      // llguidance writes strings) writes it \u007F, and its states must still admit plain text.
+      if (b < 0x20 || b == 0x7F || b == '"' || b == '\\') return -1;
       if (b < 0x80) return kBoundary;
       if (b >= 0xC2 && b <= 0xDF) return kNeed1;
       if (b == 0xE0) return kAfterE0;
