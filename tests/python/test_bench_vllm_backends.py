@@ -4,6 +4,7 @@ valid Draft 2020-12 schemas that stencil compiles, the same for a seed, short to
 array and free string bounded), and a run's outputs are judged refused / cut / invalid / valid."""
 from __future__ import annotations
 
+import importlib.util
 import random
 
 import jsonschema
@@ -70,3 +71,18 @@ def test_generated_instances_of_a_schema_validate():
     for name, value in sample.items():
         schema = FIELDS[name](random.Random(0))
         jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+
+
+def test_replay_walks_valid_outputs_and_times_each_engine(capsys):
+    """benchmarks.vllm_replay: the walked outputs are valid (checked before the replay), a peer takes
+    only outputs it accepts, and each engine gets its row of cold and warm times."""
+    from benchmarks.vllm_replay import main as replay
+    engines = ["stencil"] + [e for e in ("llguidance", "xgrammar") if importlib.util.find_spec(e)]
+    assert replay(["--engines", ",".join(engines), "--count", "2", "--cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "2 generated schemas (seed 0)" in out and "thread CPU time" in out
+    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0] in engines]
+    assert [r[0] for r in rows] == engines
+    for r in rows:   # compile, compile + cold replay, then per step and per mask, cold and warm
+        assert float(r[1].rstrip("s")) <= float(r[2].rstrip("s"))
+        assert all(float(x) > 0 for x in (r[4], r[5], r[7], r[8]))
