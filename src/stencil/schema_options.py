@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict, Union
 
 __all__ = ["JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo", "Whitespace",
            "PropertyOrder", "KeySpelling", "StringSpelling", "NumberSpelling", "Unused"]
@@ -96,7 +96,7 @@ class ToolCallOptions(TypedDict, total=False):
     reasoning: Union[bool, str, tuple[Union[str, int], Union[str, int]]]
     tool_choice: str                    # "auto", "required" or a tool's name (with a format)
     parallel: bool                      # more than one call (with a format)
-    answer: dict                        # JSON Schema of the final answer (format "harmony")
+    answer: dict[str, Any]              # JSON Schema of the final answer (format "harmony")
     text_before: bool
     require_call: bool
     max_calls: Union[int, None]

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any
 
+from stencil.server.app import create_app
+
 __all__ = ["BackgroundServer", "serve_in_thread"]
 
 
@@ -44,8 +46,6 @@ def serve_in_thread(lm: Any, *, host: str = "127.0.0.1", port: int = 0, start_ti
     serves. ``port=0`` takes a free port. Raises ``RuntimeError`` if it has not started within
     ``start_timeout`` seconds or its thread ended (the port taken, the app's startup failed)."""
     import uvicorn
-
-    from stencil.server.app import create_app
     if port == 0:
         with socket.socket() as s:
             s.bind((host, 0))
