@@ -385,10 +385,11 @@ def _add_generate(sub) -> None:
     p.add_argument("--no-system", action="store_true",
                    help="do not tell the model the schema or the choices in a system message")
     p.add_argument("--no-jump-forward", action="store_true",
-                   help="sample every token (no forced tokens, no grammar drafts)")
-    p.add_argument("--speculate", action="store_true",
+                   help="no forced tokens, no grammar drafts (with --no-speculate: every token sampled, one per pass)")
+    p.add_argument("--speculate", action=argparse.BooleanOptionalAction, default=True,
                    help="draft tokens from the prompt (prompt lookup) and the grammar's forced text, verified "
-                        "several per forward pass; the same greedy output, faster when the output copies the prompt")
+                        "several per forward pass, as many as they earn; the same greedy output, faster when the "
+                        "output copies the prompt (on by default; --no-speculate turns it off)")
     p.add_argument("--no-budget", action="store_true",
                    help="do not keep the output completable within --max-tokens (by default every token leaves "
                         "room to finish, so the output is valid when the budget runs out)")

@@ -62,7 +62,7 @@ from stencil.partial.result import PartialResult
 from stencil.opportunistic import Picker, verify_checked
 from stencil.sampling import Sampler
 from stencil.stops import other_token_words, stop_token_ids
-from stencil.speculative import Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
+from stencil.speculative import DraftBudget, Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
 from stencil.think import ThinkOptions, generate_thinking
 
 __all__ = ["generate", "GenerationResult"]
@@ -247,7 +247,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              messages: Sequence[dict] | None = None, system: str | None = None,
              input_ids: Sequence[int] | None = None, max_tokens: int = 256, temperature: float = 0.0,
              seed: int | None = None, repetition_penalty: float = 1.0, jump_forward: bool = True,
-             draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions = False,
+             draft: bool = True, budget: bool = True, speculate: bool | SpeculationOptions | None = None,
              heal: bool = False, on_text: Callable[[str], None] | None = None,
              on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None,
              sampling: str = "plain", particles: int = DEFAULT_PARTICLES,
@@ -268,12 +268,16 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     hold the grammar's shortest output (``Matcher.min_completion_tokens()``) raises ValueError at
     the start. ``budget=False``: the old behaviour, the output may stop mid-way.
 
-    ``speculate`` (True or ``stencil.speculative.SpeculationOptions``): draft several tokens per
-    step from prompt lookup (text copied from the prompt) or a draft model, merged with the
-    grammar's forced text, and verify them in one forward pass (``stencil.speculative``). Greedy
-    output is unchanged token for token (float32 models: near ties are decided again on plain
-    decoding's logits, see the module's docstring); sampled output keeps its distribution. It replaces
-    ``draft`` (forced text is part of every speculative draft).
+    ``speculate`` (on by default: None is ``True`` except with ``sampling="aligned"``; False turns it
+    off; or ``stencil.speculative.SpeculationOptions``): draft several tokens per step from prompt
+    lookup (text copied from the prompt) or a draft model, merged with the grammar's forced text,
+    and verify them in one forward pass (``stencil.speculative``). Greedy output is unchanged token
+    for token (float32 models: near ties are decided again on plain decoding's logits, see the
+    module's docstring); sampled output keeps its distribution, and each token takes the random
+    draws plain sampling takes. How many tokens a pass guesses adapts to their acceptance and to
+    the measured cost of a pass (none while guesses keep failing), so speculating is not slower
+    than plain decoding where drafts fail. It replaces ``draft`` (forced text is part of every
+    speculative draft).
 
     ``heal`` (token healing, for raw prompts that end inside what would be one token, such as
     ``'"url": "https:'``): the prompt's last tokens whose text some longer token extends are removed
@@ -308,7 +312,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
         return generate_thinking(generate, {k: v for k, v in locals().items() if k != "think"}, think)
     prompt_ids, limit, cut_by, t_start = _prompt_and_limit(lm, prompt, messages, system, input_ids, max_tokens,
                                                            repetition_penalty)
-    spec = speculation_options(speculate)
+    spec = speculation_options(sampling == "plain" if speculate is None else speculate)
     matcher = Matcher(grammar, max_rollback=spec.max_draft if spec else 0) if grammar is not None else None
     if matcher is not None and budget:
         _check_room(matcher, limit, cut_by)
@@ -444,6 +448,7 @@ class _Loop:
         self.bm = allocate_token_bitmask(1, info.vocab_size)
         self.eos_words = ~other_token_words(self.eos, self.bm.shape[1])[None, :]
         self.drafter: Drafter | None = None
+        self.plan: DraftBudget | None = None   # the drafter's guesses per pass
         self.healer: Healer | None = None
         # Only greedy rows of a float32 model are held to plain decoding's exact tokens.
         float32 = next(lm.model.parameters()).dtype == sampler.torch.float32
@@ -462,6 +467,7 @@ class _Loop:
                              f"(vocabulary of {draft_lm.tokenizer_info.vocab_size} against {self.info.vocab_size})")
         draft_net = _Model(draft_lm.model) if draft_lm is not None else None
         self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
+        self.plan = DraftBudget(options)
         self.bm = self.picker.bitmask = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
         self.row_checks = self.row_checks and draft_net is None  # the draft model drafts under masks
 
@@ -652,7 +658,7 @@ class _Loop:
                 if i:
                     self.picker.fill(0, self.remaining())
                 apply_token_bitmask_inplace(row, bm)
-                t, taken = sampler.verify(row, d), False
+                t, taken = sampler.sample(row), False   # kept when the row's draw is d (speculative.verify)
                 tie = ties and first_near_tie(row[None], self.tie_margin) is not None
             if tie:
                 net.truncate(end)  # decided again on exact logits; the draft's later rows are dropped
@@ -700,8 +706,9 @@ class _Loop:
     def _speculative_step(self) -> str | None:
         """One forward pass over ``feed`` and a draft: the accepted draft tokens and one more are
         appended; a finish reason or None."""
-        matcher, net, drafter = self.matcher, self.net, self.drafter
-        assert drafter is not None   # set by speculate(), which turns these steps on
+        matcher, net, drafter, plan = self.matcher, self.net, self.drafter, self.plan
+        assert drafter is not None and plan is not None   # set by speculate(), which turns these steps on
+        started, fed, replayed = time.perf_counter(), len(self.feed), net.replayed
         drafter.sync(self.out)
         bm = self.bm if matcher is not None else None
         # No draft rides on the prompt's pass: tokens/s leaves prefill out, and a draft there would
@@ -709,7 +716,8 @@ class _Loop:
         room = self.limit - len(self.out) - 1 if net.passes else 0
         # Row checks: no mask per draft position; each row's pick is checked with the grammar as verified.
         checks = matcher is not None and self.row_checks
-        drafts = drafter.draft(matcher, bm, room, self.remaining(), masks=not checks)
+        drafts = drafter.draft(matcher, bm, room, self.remaining(), masks=not checks,
+                               guesses=plan.guesses(fed) if room else 0)
         masked0 = not checks
         if matcher is not None and not drafts and (masked0 or matcher.is_accepting()):
             if not masked0:   # only EOS may be allowed where the output is complete
@@ -740,6 +748,9 @@ class _Loop:
                 net.truncate(before + n)
                 t = self._exact_token(None if bm is None else bm[n], self.out + drafts[:n])
         rejected = len(drafts) - n
+        if room:   # (not the prompt's pass; a step that replayed tokens at a near tie is no pass's cost)
+            plan.learn(fed + len(drafts), None if net.replayed > replayed else time.perf_counter() - started,
+                       *drafter.judged(n))
         # The cache (and, without checks, the matcher) holds the whole draft: back to the accepted prefix.
         net.truncate(before + n)
         if matcher is not None and rejected and not checks:

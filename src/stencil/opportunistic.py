@@ -147,7 +147,7 @@ def verify_checked(picker: Picker, rows: Any, draft: Sequence[int], generated: S
     the first row whose token is not the draft's ends it. Greedy, that is full-mask verification.
     Sampled, the row's draw t from the masked distribution p keeps draft token d when t == d: d is
     kept with probability p(d), and otherwise t is distributed as p without d, renormalized, which
-    is standard speculative sampling for a draft that is a point mass on d (``Sampler.verify``). The matcher then holds the accepted draft
+    is standard speculative sampling for a draft that is a point mass on d (``speculative.verify``). The matcher then holds the accepted draft
     tokens and the token after them (not EOS); ``token`` None: a near tie at row ``accepted``, whose
     mask is in ``bitmask[accepted]``, for the caller to decide on exact logits. ``remaining``: the
     budget before the draft (None: none); ``masked0``: ``bitmask[0]`` holds the mask of row 0.

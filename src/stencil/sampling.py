@@ -113,16 +113,3 @@ class Sampler:
         if self.gen is None:
             return int(self.torch.argmax(logits))
         return int(self.torch.multinomial(self.probs(logits), 1, generator=self.gen))
-
-    def verify(self, logits, draft: int) -> int:
-        """Keep ``draft`` or replace it, so that the result is distributed as ``sample(logits)``."""
-        torch = self.torch
-        if self.gen is None:
-            return int(torch.argmax(logits))
-        p = self.probs(logits)
-        if float(torch.rand((), generator=self.gen)) < float(p[draft]):
-            return draft
-        p[draft] = 0.0  # rejected: the residual max(p - q, 0) of a one-token draft q is p without d
-        if float(p.sum()) <= 0.0:
-            return draft
-        return int(torch.multinomial(p, 1, generator=self.gen))

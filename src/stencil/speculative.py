@@ -11,6 +11,13 @@ forced by the grammar (keys, punctuation). A :class:`Drafter` proposes the next 
 - or a small draft model with the same tokenizer (``SpeculationOptions(draft_model=...)``), greedy
   under the grammar's masks.
 
+How many tokens a pass guesses (prompt lookup, the draft model) follows what guesses earn
+(:class:`DraftBudget`, ``stencil.draft_plan``): the chance that the next guessed token is kept,
+from the recent drafts, against what a pass of one more token costs, measured; none while guesses
+keep failing (sampled free text, where lookup seldom matches), so speculation costs what plain
+decoding does there. The grammar's forced text is drafted whatever the plan (plain decoding drafts
+it too, ``generate(draft=True)``).
+
 Each proposal is cut at the first token the grammar refuses (``validate_tokens``); the matcher
 walks the draft, writing the mask of every position into one bitmask row, and is rolled back to
 the accepted prefix after :func:`verify`. The model scores ``feed + draft`` in one pass; the
@@ -38,8 +45,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
+from stencil.draft_plan import DraftLength, StepCost, plan_drafts
 
-__all__ = ["SpeculationOptions", "Drafter", "TextLookup", "first_near_tie", "speculation_options", "verify"]
+__all__ = ["SpeculationOptions", "DraftBudget", "Drafter", "TextLookup", "first_near_tie", "speculation_options",
+           "verify"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,10 @@ class SpeculationOptions:
     - ``min_match`` / ``max_match``: prompt lookup searches for the longest suffix of the text so
       far between these lengths, in bytes;
     - ``draft_model``: a ``stencil.models.LoadedModel`` with the target's tokenizer; it drafts
-      instead of prompt lookup (forced text is still taken as it is).
+      instead of prompt lookup (forced text is still taken as it is);
+    - ``adaptive`` (``generate``): guess as many tokens per pass as the recent drafts' acceptance
+      and the measured cost of a pass make worth it (:class:`DraftBudget`); False: up to
+      ``max_draft`` every pass, whatever they earn (the server always adapts).
 
     Example::
 
@@ -61,6 +73,7 @@ class SpeculationOptions:
     min_match: int = 3
     max_match: int = 64
     draft_model: Any = None
+    adaptive: bool = True
 
     def __post_init__(self):
         for name in ("max_draft", "min_match", "max_match"):
@@ -140,6 +153,7 @@ class Drafter:
         self.draft_net = draft_net      # a generate._Model over the draft model, or None
         self.draft_fed: list[int] = []  # the tokens in the draft model's KV cache
         self.masks = 0                  # masks computed by draft()
+        self.guessed: list[bool] = []   # per token of the last draft: guessed (not forced text)
 
     def sync(self, output: Sequence[int]) -> None:
         """Take in the output tokens accepted since the last call (``output``: all of them)."""
@@ -149,20 +163,26 @@ class Drafter:
             self.lookup.extend(self.info.decode_bytes(new))
 
     def draft(self, matcher: Any, bitmask: np.ndarray | None, limit: int, remaining: int | None,
-              masks: bool = True) -> list[int]:
-        """Up to ``min(limit, max_draft)`` tokens. With a matcher, each is allowed by the grammar,
+              masks: bool = True, guesses: int | None = None) -> list[int]:
+        """Up to ``min(limit, max_draft)`` tokens, at most ``guesses`` of them from prompt lookup or
+        the draft model (None: no other limit; the grammar's forced text is not a guess, and
+        ``guessed`` says which tokens were). With a matcher, each is allowed by the grammar,
         the matcher has accepted them all, and row i of ``bitmask`` holds the mask before draft
         token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none).
         ``masks`` False (verification that checks each row's pick with the grammar,
         ``stencil.opportunistic.verify_checked``): no mask is computed, and the draft ends before a
         token the budget refuses (``accept_token(t, remaining_tokens)``, the budgeted mask's rule)."""
         limit = min(limit, self.options.max_draft)
+        guesses = limit if guesses is None else guesses
         out: list[int] = []
+        guessed: list[bool] = []
+        self.guessed = guessed
         if matcher is not None and masks:
             matcher.fill_next_token_bitmask(bitmask, 0, remaining)
             self.masks += 1
         while len(out) < limit:
-            proposal = self._propose(matcher, out, bitmask if masks else None, limit - len(out))
+            proposal, guess = self._propose(matcher, out, bitmask if masks else None,
+                                            limit - len(out), guesses - sum(guessed))
             if matcher is not None:
                 proposal = proposal[:matcher.validate_tokens(proposal)] if proposal else []
             if not proposal:
@@ -173,27 +193,39 @@ class Drafter:
                 if matcher is not None and not matcher.accept_token(t, None if masks else rem):
                     return out   # (masks False) refused by the budget
                 out.append(t)
+                guessed.append(guess)
                 if matcher is not None and masks:
                     matcher.fill_next_token_bitmask(bitmask, len(out), None if rem is None else rem - 1)
                     self.masks += 1
         return out
 
-    def _propose(self, matcher: Any, draft: list[int], bitmask: np.ndarray | None, size: int) -> list[int]:
-        """The next tokens to try after ``draft``: the grammar's forced text, else prompt lookup or
-        the draft model; cut before any special token."""
+    def judged(self, kept: int) -> tuple[int, int]:
+        """(guessed tokens the model judged, kept of them) in the last draft, whose first ``kept``
+        tokens were kept: the guesses before the first refused token, and that one if a guess."""
+        got = sum(self.guessed[:kept])
+        return got + (kept < len(self.guessed) and self.guessed[kept]), got
+
+    def _propose(self, matcher: Any, draft: list[int], bitmask: np.ndarray | None, size: int,
+                 guesses: int) -> tuple[list[int], bool]:
+        """(the next tokens to try after ``draft``, whether they are guesses): the grammar's forced
+        text, else up to ``guesses`` from prompt lookup or the draft model; cut before any special
+        token."""
         forced = matcher.forced_bytes() if matcher is not None else b""
         if forced:
             ids = self._encode(forced)
+        elif guesses <= 0:
+            return [], True
         elif self.draft_net is not None:
             ids = self._from_draft_model(draft, bitmask)
         else:
+            size = min(size, guesses)
             tail = self.info.decode_bytes(draft) if draft else b""
             ids = self._encode(self.lookup.continuation(tail, 8 * size))
         ids = ids[:size]
         for i, t in enumerate(ids):
             if t in self.specials:
-                return ids[:i]
-        return ids
+                return ids[:i], not forced
+        return ids, not forced
 
     def _encode(self, data: bytes) -> list[int]:
         text = data.decode("utf-8", errors="ignore")  # drops a partial character at either end
@@ -216,6 +248,33 @@ class Drafter:
         return [int(logits.argmax())]
 
 
+class DraftBudget:
+    """How many tokens one sequence guesses per pass: ``stencil.draft_plan`` with one row. The
+    chance that a guessed token is kept (``DraftLength``, from the drafts the model judged) against
+    the seconds of a step by its tokens in the pass (``StepCost``: drafting, the pass, verifying),
+    so that the guesses raise the expected tokens per second; none while they keep failing, with a
+    one-token try after a wait that doubles. ``options.adaptive`` False: ``max_draft`` always."""
+
+    def __init__(self, options: SpeculationOptions):
+        self.adaptive = options.adaptive
+        self.length = DraftLength(options.max_draft)
+        self.cost = StepCost()
+
+    def guesses(self, fed: int) -> int:
+        """The most tokens to guess this step, for a pass fed ``fed`` tokens besides the draft."""
+        if not self.adaptive:
+            return self.length.max_draft
+        return plan_drafts({0: self.length}, rows=1, tokens=fed, cost=self.cost)[0]
+
+    def learn(self, tokens: int, seconds: float | None, judged: int, kept: int) -> None:
+        """A step whose pass took ``tokens`` tokens in ``seconds`` (drafting and verifying
+        included; None: not a measure of that), ``kept`` of its ``judged`` guessed tokens kept
+        (``Drafter.judged``)."""
+        if seconds is not None:
+            self.cost.add(tokens, seconds)
+        self.length.update(judged, kept)
+
+
 def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any,
            generated: Sequence[int]) -> tuple[int, int]:
     """(accepted, token): how many draft tokens the model keeps, and the token that follows them.
@@ -230,7 +289,10 @@ def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any
     speculative sampling keeps d with probability min(1, p(d)/q(d)) = p(d) and otherwise samples
     from the residual max(p - q, 0), renormalized, which is p with d removed. Then
     P(d) = p(d) and, for t != d, P(t) = (1 - p(d)) * p(t) / (1 - p(d)) = p(t): each kept or
-    replaced token is distributed as the masked target distribution (``Sampler.verify``).
+    replaced token is distributed as the masked target distribution. The row's own draw t from p
+    does just that (d kept when t == d, else t, which is p without d): each token takes the draws
+    plain sampling takes, so a seed gives plain sampling's output whatever the draft lengths (up
+    to the rounding of passes over several tokens).
     """
     n = len(draft)
     if getattr(sampler, "plain_greedy", False):
@@ -248,10 +310,8 @@ def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any
         if bitmask is not None:
             apply_token_bitmask_inplace(row, bitmask[i])
         sampler.truncate(row)
-        if i == n:
-            return n, sampler.sample(row)
-        t = sampler.verify(row, draft[i])
-        if t != draft[i]:
+        t = sampler.sample(row)
+        if i == n or t != draft[i]:
             return i, t
     raise AssertionError("unreachable")
 

@@ -284,16 +284,20 @@ def test_whitespace_layouts(tmp_path, capsys, model_loaded_once, whitespace, lay
 
 
 def test_sampling_options_reach_generate(capsys, model_loaded_once, generate_calls):
-    """--temperature with --seed is reproducible; --no-jump-forward, --repetition-penalty and
-    --no-system reach the generation (the system message is left out of the prompt)."""
+    """--temperature with --seed is reproducible; --no-jump-forward, --no-speculate (speculation is on
+    by default), --repetition-penalty and --no-system reach the generation (the system message is
+    left out of the prompt)."""
     argv = ["generate", "--choices", "red,green,blue,yellow,purple", "--prompt", "A colour?", "--max-tokens", "4"]
     first = run_cli(capsys, *argv, "--temperature", "1.5", "--seed", "7")
     again = run_cli(capsys, *argv, "--temperature", "1.5", "--seed", "7")
     assert first[0] == again[0] == 0 and first[1] == again[1]
     assert generate_calls[0]["seed"] == 7 and generate_calls[0]["temperature"] == 1.5
-    code, _, err = run_cli(capsys, *argv, "--no-jump-forward", "--repetition-penalty", "1.0", "--no-system")
+    assert generate_calls[0]["speculate"] is True
+    code, _, err = run_cli(capsys, *argv, "--no-jump-forward", "--no-speculate", "--repetition-penalty", "1.0",
+                           "--no-system")
     k = generate_calls[-1]
     assert code == 0 and k["jump_forward"] is False and k["draft"] is False and k["repetition_penalty"] == 1.0
+    assert k["speculate"] is False
     decode = model_loaded_once.tokenizer_info.decode_bytes
     assert b"Answer with exactly one of: red" in decode(generate_calls[0]["input_ids"])
     assert b"Answer with exactly" not in decode(k["input_ids"]) and b"A colour?" in decode(k["input_ids"])

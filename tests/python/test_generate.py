@@ -79,8 +79,8 @@ def test_jump_forward_and_drafts_keep_greedy_output(lm, compiler):
     """Forced tokens and verified drafts are exact: greedy output is the same with and without."""
     g = compiler.compile_regex(PERSON)
     prompt = "Describe a famous scientist as JSON with a name and an age."
-    plain = stencil.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False)
-    fast = stencil.generate(lm, g, prompt, max_tokens=40)
+    plain = stencil.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False, speculate=False)
+    fast = stencil.generate(lm, g, prompt, max_tokens=40, speculate=False)
     assert fast.text == plain.text and fast.token_ids == plain.token_ids
     assert fast.drafted_tokens > 0
     assert fast.forward_passes < plain.forward_passes
@@ -95,22 +95,29 @@ def test_forced_tokens_are_appended_without_sampling(lm, compiler):
     forced = m.forced_tokens()
     assert [lm.tokenizer_info.token_bytes(t) for t in forced] == [b"!"]
     plain = stencil.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, jump_forward=False,
-                             draft=False)
-    fast = stencil.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, draft=False)
+                             draft=False, speculate=False)
+    fast = stencil.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, draft=False,
+                            speculate=False)
     assert fast.text == plain.text and re.fullmatch(r"[0-9]{4}!", fast.text)
     assert fast.forced_tokens >= 1 and plain.forced_tokens == 0
     assert fast.finish_reason == plain.finish_reason == "grammar"
 
 
 def test_draft_verification_is_distribution_exact():
-    """Keeping draft d with probability p(d), else sampling p without d, is sampling from p."""
+    """Keeping draft d where the row's draw is d, else the draw, is sampling from p: the token after
+    a one-token draft (kept, or the draw that replaced it) is distributed as p."""
     from stencil.sampling import Sampler
+    from stencil.speculative import verify
     logits = torch.tensor([1.0, 0.2, -0.5, 2.0, float("-inf")])
     p = torch.softmax(logits, -1).numpy()
     n = 20000
     for draft in (0, 3):
         s = Sampler(1.0, seed=123 + draft)
-        counts = np.bincount([s.verify(logits.clone(), draft) for _ in range(n)], minlength=5) / n
+        got = []
+        for _ in range(n):
+            kept, t = verify(logits.repeat(2, 1), [draft], None, s, [])
+            got.append(draft if kept else t)
+        counts = np.bincount(got, minlength=5) / n
         assert counts[4] == 0
         assert np.max(np.abs(counts - p)) < 0.015, (counts, p)
 

@@ -267,8 +267,8 @@ def test_healing_with_speculation_is_the_same_greedy_output(model):
     prompt, regex = MODEL_CASES[0]
     g = stencil.GrammarCompiler(model.tokenizer_info).compile_regex(regex)
     ids = model.encode_prompt(prompt, chat=False)
-    one = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True)
-    two = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True, speculate=True)
+    one = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True, speculate=False)
+    two = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True)   # speculating (the default)
     assert one.token_ids == two.token_ids and one.text == two.text and one.healed_prefix == two.healed_prefix
 
 

@@ -45,9 +45,9 @@ def grammars(lm):
 
 
 @pytest.mark.parametrize("mode", [
-    {"jump_forward": False, "draft": False},   # one token per pass
-    {},                                        # forced tokens and drafts (the default)
-    {"speculate": True},                       # prompt lookup and forced text, greedy checks per row
+    {"jump_forward": False, "draft": False, "speculate": False},   # one token per pass
+    {"speculate": False},                      # forced tokens and drafts
+    {},                                        # prompt lookup and forced text, greedy checks per row (the default)
     {"repetition_penalty": 1.1, "max_tokens": "tight"},  # penalized logits; a binding budget
 ])
 def test_greedy_is_full_mask_decoding(lm, grammars, mode):
@@ -65,14 +65,15 @@ def test_greedy_is_full_mask_decoding(lm, grammars, mode):
 
 def test_masks_per_token(lm, grammars):
     g, prompt, _ = grammars[1]
-    full = stencil.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False, opportunistic=False)
+    one = dict(jump_forward=False, draft=False, speculate=False)   # one token per step
+    full = stencil.generate(lm, g, prompt, max_tokens=40, opportunistic=False, **one)
     # Full masks: one per step, the step that ends the output included.
     assert full.masks_computed == len(full.token_ids) + (full.finish_reason != "max_tokens")
     assert full.masks_per_token >= 1.0
-    opp = stencil.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False)
+    opp = stencil.generate(lm, g, prompt, max_tokens=40, **one)
     assert opp.token_ids == full.token_ids
     assert opp.masks_per_token < 0.5, (opp.masks_computed, len(opp.token_ids))
-    fast = stencil.generate(lm, g, prompt, max_tokens=40, speculate=True)
+    fast = stencil.generate(lm, g, prompt, max_tokens=40)   # speculating (the default)
     assert fast.masks_per_token < 0.5, (fast.masks_computed, len(fast.token_ids))
     free = stencil.generate(lm, None, prompt, max_tokens=4)
     assert free.masks_computed == 0
