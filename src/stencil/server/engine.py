@@ -471,7 +471,7 @@ class Engine:
                 continue
             r.spec.draft = []
             if i in drafting:
-                _isolated(r, r.grammar, r.spec.propose, r.matcher, r.out, r.left, most[i])
+                _isolated(r, r.grammar, r.spec.propose, r.matcher, r.out, r.remaining_tokens, most[i])
                 if r.finish is not None:
                     r.spec.draft = []
                 elif r.matcher is not None and r.spec.masks:
@@ -484,7 +484,7 @@ class Engine:
             rows = rows.float().cpu()   # (its random generator draws on the host)
         best = [pick] if pick is not None else None
         no_eos = self._eos_on(rows.device) if r.job.ignore_eos else None
-        return Pick(r.matcher, r.sampler, rows, draft, r.left, r.out, r.grammar, r.clock, best, no_eos,
+        return Pick(r.matcher, r.sampler, rows, draft, r.remaining_tokens, r.out, r.grammar, r.clock, best, no_eos,
                     stops=r.stops, not_stops=r.not_stops)
 
     def _choose(self, rows: list[Row], logits, checks: dict[int, Pick], rejected: list[int],
@@ -572,9 +572,9 @@ class Engine:
 
     def _forced(self, r: Row) -> None:
         """The row's budget for this step, and the tokens its grammar forces (fed next step)."""
-        r.left = self._budget(r)
-        if r.left <= 0:
-            r.finish = "context" if r.left < 0 else "max_tokens"
+        r.remaining_tokens = self._budget(r)
+        if r.remaining_tokens <= 0:
+            r.finish = "context" if r.remaining_tokens < 0 else "max_tokens"
             return
         m = r.matcher
         if m is None:
@@ -582,7 +582,7 @@ class Engine:
         r.clock.new_step()
         if r.healing():
             return   # the healed prefix first: its tokens are sampled under the healer's masks
-        forced = r.grammar(m.forced_tokens)[:r.left]
+        forced = r.grammar(m.forced_tokens)[:r.remaining_tokens]
         if forced:
             for t in forced:
                 if not r.grammar(m.accept_token, t):
@@ -591,8 +591,8 @@ class Engine:
             if r.job.logprobs is not None:  # the only allowed token: probability 1 under the mask
                 r.job.token_logprobs.extend(_entry(self.info, t, 0.0, [(t, 0.0)][:r.job.logprobs]) for t in forced)
             r.emit(forced)
-            r.left -= len(forced)
-            if r.finish is None and r.left == 0:
+            r.remaining_tokens -= len(forced)
+            if r.finish is None and r.remaining_tokens == 0:
                 r.finish = "max_tokens"
 
     def _sample(self, r: Row, row, mask: np.ndarray | None, error: Exception | None, pick: int | None) -> None:
@@ -626,7 +626,7 @@ class Engine:
 
     def _heal_mask(self, r: Row, bm: np.ndarray, j: int) -> None:
         """Row ``j`` of ``bm``: the mask of healing row ``r``, within its budget where it has a grammar."""
-        r.grammar(r.healer.fill, bm, j, r.left if r.matcher is not None else None)
+        r.grammar(r.healer.fill, bm, j, r.remaining_tokens if r.matcher is not None else None)
 
     def _draw(self, r: Row, row) -> int:
         r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf

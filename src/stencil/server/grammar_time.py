@@ -94,7 +94,7 @@ class RowClock:
 
 
 class Fills:
-    """The masks of this step's constrained rows (``rows[j]``: its ``matcher``, ``left`` tokens and
+    """The masks of this step's constrained rows (``rows[j]``: its ``matcher``, ``remaining_tokens`` and
     ``clock``, each clock armed) filled into ``bitmask`` row ``j`` on the core's threads: one fill
     for the rows that share, one per row for the others (see the module doc)."""
 
@@ -104,7 +104,7 @@ class Fills:
         groups = ([shared] if shared else []) + [[j] for j, r in enumerate(rows) if r.clock.own_fill]
         self._fills = [(g, stencil.fill_next_token_bitmasks_async(
             [rows[j].matcher for j in g], bitmask, indices=g, num_threads=num_threads if len(g) > 1 else 1,
-            remaining_tokens=[rows[j].left for j in g])) for g in groups]
+            remaining_tokens=[rows[j].remaining_tokens for j in g])) for g in groups]
         self.seconds = 0.0   # the longest fill, once waited for
 
     def wait(self) -> list[BaseException | None]:

@@ -58,7 +58,7 @@ def opportunistic(sampler: Any, logprobs: Any) -> bool:
 class Pick:
     """One row's choice this step: ``rows`` its logits (before each draft token and after the
     last; unmasked, changed in place), ``draft`` what its matcher has accepted beyond its state,
-    ``left`` its token budget before the draft, ``generated`` its output (for penalties), ``call``
+    ``remaining_tokens`` its token budget before the draft, ``generated`` its output (for penalties), ``call``
     runs a call on its matcher under its grammar time (``_Row.grammar``), ``clock`` its
     ``RowClock``; ``best`` the argmax of each row where precomputed (plain greedy rows), ``no_eos``
     for ``ignore_eos`` (EOS ids, a tensor). The result: (draft tokens kept, the token after them;
@@ -68,7 +68,7 @@ class Pick:
     sampler: Any
     rows: Any
     draft: Sequence[int]
-    left: int
+    remaining_tokens: int
     generated: Sequence[int]
     call: Callable
     clock: Any
@@ -82,11 +82,11 @@ class Pick:
 
 
 class _Ask:
-    """A mask wanted by a row: its matcher's current state within ``left`` tokens (what ``Fills``
+    """A mask wanted by a row: its matcher's current state within ``remaining_tokens`` (what ``Fills``
     reads of a row)."""
 
-    def __init__(self, pick: Pick, left: int):
-        self.matcher, self.left, self.clock = pick.matcher, left, pick.clock
+    def __init__(self, pick: Pick, remaining_tokens: int):
+        self.matcher, self.remaining_tokens, self.clock = pick.matcher, remaining_tokens, pick.clock
 
 
 class Picks:
@@ -108,7 +108,7 @@ class Picks:
             if p.best is not None and not p.draft:   # most rows: the greedy pick checked, taken
                 try:
                     self.checked += 1
-                    if self._allowed(p, int(p.best[0]), p.left):
+                    if self._allowed(p, int(p.best[0]), p.remaining_tokens):
                         out[i] = (0, int(p.best[0]))
                         continue
                 except Exception as e:  # noqa: BLE001 - one row's failure must not touch the others
@@ -155,7 +155,7 @@ class Picks:
                 p.sampler.penalize(logits, list(p.generated) + list(draft[:i]))
             if p.no_eos is not None:   # (ignore_eos: also under the mask, where the grammar allows EOS)
                 logits.index_fill_(0, p.no_eos, float("-inf"))
-            remaining = p.left - i
+            remaining = p.remaining_tokens - i
             token = None
             for t in [] if p.refused else self._candidates(p, logits, i):
                 if i < len(draft) and t == draft[i]:

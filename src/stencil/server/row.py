@@ -37,7 +37,7 @@ class Row:
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.info = info
         self.finish: str | None = None
-        self.left = job.max_tokens  # tokens this row may still add (set each step)
+        self.remaining_tokens = job.max_tokens  # tokens this row may still add (set each step)
         self.constrained = job.matcher is not None
         # The tokens that end the row (``stops``; ``not_stops``: the mask words of every other
         # token): end of sequence, but for the ids the row's grammar writes as its text
