@@ -56,6 +56,8 @@ class Tally:
     valid: int = 0
     streamed: int = 0       # streamed twins compared
     streamed_equal: int = 0
+    greedy_streamed: int = 0   # of them greedy (a sampled twin batched with other requests may draw otherwise)
+    greedy_equal: int = 0
     two_turn: int = 0
     two_turn_ok: int = 0
     failed: int = 0         # request pairs that raised (an error answer, a broken stream)
@@ -72,6 +74,7 @@ class Tally:
                 "broken": self.broken, "calls": self.calls,
                 "parse_%": pct(self.parsed, self.calls), "valid_%": pct(self.valid, self.calls),
                 "streamed==final_%": pct(self.streamed_equal, self.streamed),
+                "greedy_streamed==final": f"{self.greedy_equal}/{self.greedy_streamed}",
                 "two_turn": f"{self.two_turn_ok}/{self.two_turn}",
                 "harmony_parser": f"{self.harmony_equal}/{self.harmony_checked}" if self.harmony_checked else "-",
                 "errors": self.errors[:5]}
@@ -163,8 +166,11 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
     twin = [{"id": None, **streamed[k]} for k in sorted(streamed)]
     check_calls(tally, twin, plan)
     tally.streamed += 1
+    greedy = plan["temperature"] == 0
+    tally.greedy_streamed += greedy
     if [(c["name"], c["arguments"]) for c in twin] == [(c["name"], c["arguments"]) for c in calls]:
         tally.streamed_equal += 1
+        tally.greedy_equal += greedy
     else:
         tally.errors.append(f"#{i} streamed {[(c['name'], c['arguments']) for c in twin]!r:.160} != "
                             f"final {[(c['name'], c['arguments']) for c in calls]!r:.160}")
