@@ -8,8 +8,10 @@ so that a busy machine slows them alike:
 
 - unconstrained: no grammar;
 - constrained: the schema's mask at every step, every token from the model;
-- constrained + jump-forward: forced tokens and the grammar's forced text as drafts (the default);
-- constrained + speculative: ``speculate=True``, prompt lookup merged with the forced text;
+- constrained + jump-forward: forced tokens and the grammar's forced text as drafts
+  (``speculate=False``, as every mode above);
+- constrained + speculative: ``speculate=True`` (the default), prompt lookup merged with the forced
+  text, the draft length adaptive (``--max-draft``: its most);
 
 each constrained mode twice: with opportunistic masks (``generate``'s default: the model's pick
 checked with the grammar, the mask computed only on a refusal) and with full masks
@@ -35,12 +37,13 @@ from benchmarks.extraction_cases import extraction_cases
 from benchmarks.prompts import INDENT
 
 #: (mode, uses the grammar, generate's keyword arguments)
-MODES = (
-    ("unconstrained", False, {}),
-    ("constrained, full masks", True, {"jump_forward": False, "draft": False, "opportunistic": False}),
-    ("constrained", True, {"jump_forward": False, "draft": False}),
-    ("jump-forward, full masks", True, {"opportunistic": False}),
-    ("constrained + jump-forward", True, {}),
+MODES = (   # (generate speculates by default: the other modes turn it off)
+    ("unconstrained", False, {"speculate": False}),
+    ("constrained, full masks", True, {"jump_forward": False, "draft": False, "opportunistic": False,
+                                       "speculate": False}),
+    ("constrained", True, {"jump_forward": False, "draft": False, "speculate": False}),
+    ("jump-forward, full masks", True, {"opportunistic": False, "speculate": False}),
+    ("constrained + jump-forward", True, {"speculate": False}),
     ("speculative, full masks", True, {"speculate": True, "opportunistic": False}),
     ("constrained + speculative", True, {"speculate": True}),
 )
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         results = {}
         for k in range(len(MODES)):
             mode, use, kw = MODES[(i + k) % len(MODES)]
-            if "speculate" in kw:
+            if kw.get("speculate", True):
                 kw = dict(kw, speculate=spec)
             r = stencil.generate(lm, grammar if use else None, input_ids=ids, max_tokens=args.max_tokens,
                                  temperature=args.temperature, seed=i, **kw)

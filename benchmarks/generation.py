@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             row = {"case": name}
             for mode, jump in MODES:
                 g = None if mode == "unconstrained" else grammar
-                r = stencil.generate(lm, g, input_ids=ids, max_tokens=args.max_tokens, jump_forward=jump, draft=jump)
+                r = stencil.generate(lm, g, input_ids=ids, max_tokens=args.max_tokens, jump_forward=jump, draft=jump,
+                                     speculate=False)
                 t = totals[mode]
                 t["tokens"] += len(r.token_ids)
                 t["passes"] += r.forward_passes
