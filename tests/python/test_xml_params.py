@@ -98,6 +98,11 @@ def accepts(g, text: str) -> bool:
 ONE = {"notes": '"x"', "count": '"1"', "label": "null", "flag": '"on"', "size": '"x"', "where": '"x"', "code": "1"}
 
 
+#: SCHEMA with "where" an object only (the chat template writes it as JSON too)
+OBJECTS = {**SCHEMA, "properties": {**SCHEMA["properties"], "where": {"$ref": "#/$defs/point"}}}
+OBJECT_TOOLS = [{"type": "function", "function": {"name": "note", "parameters": OBJECTS}}]
+
+
 def params(**values) -> str:
     return "".join(f"<parameter={k}>{v}</parameter>" for k, v in {**ONE, **values}.items())
 
@@ -111,10 +116,10 @@ def params(**values) -> str:
     # the template's raw strings are not what the grammar writes (a budget-aware mask over a raw
     # alternative beside JSON costs 2-10x the shortest-completion search; see read_xml_value)
     ("notes", "Paris", False), ("count", "5 apples", False),
-    # Qwen3-Coder's parser ends a value at the first </parameter>: JSON holds it only escaped
-    ("code", '"</parameter>"', False), ("code", '"<\\/parameter>"', True),
-    ("where", '{"x":1,"</parameter>":2}', False), ("where", '{"x":1,"a":"x</parameter>"}', False),
-    ("where", '{"x":1,"a":"x<\\/parameter>"}', True),
+    # a JSON value's strings may hold </parameter> (the reader ends the value outside them), but
+    # not one that may be a string (the template writes it raw): that one holds it only escaped
+    ("size", '[1,2]', True), ("code", '"</parameter>"', False), ("code", '"<\\/parameter>"', True),
+    ("where", '{"x":1,"a":"x</parameter>"}', False),
 ])
 def test_the_grammar_writes_json_where_a_value_may_be_a_string_or_else(grammar, key, text, ok):
     _, _, g = grammar
@@ -149,9 +154,12 @@ def test_what_the_grammar_writes_reads_back_valid_and_through_the_template(gramm
         # float)
         if not m.is_accepting() or re.search(r"[0-9][eE]", out):
             continue
-        assert out.count("</parameter>") == len(ONE), out   # none inside a value
         complete += 1
-        values = {k: read_xml_value(SCHEMA, k, v) for k, v in re.findall(r"<parameter=(\w+)>(.*?)</parameter>", out, re.S)}
+        _, _, calls = read_calls(call_syntax("qwen-coder"), TOOLS, f"<tool_call>\n<function=note>\n{out}</function>\n</tool_call>")
+        assert len(calls) == 1, out
+        (call,) = calls
+        values = json.loads(call["arguments"])
+        assert set(values) == set(ONE), out
         jsonschema.validate(values, SCHEMA)
         _, _, calls = read_calls(call_syntax("qwen-coder"), TOOLS,
                                  f"<tool_call>\n<function=note>\n{rendered(values)}</function>\n</tool_call>")
@@ -181,3 +189,27 @@ def test_calls_written_into_a_prompt_are_written_as_the_grammar_writes_them():
     written = write_calls(call_syntax("qwen-coder"), [("note", args)], TOOLS)
     _, _, calls = read_calls(call_syntax("qwen-coder"), TOOLS, written)
     assert [json.loads(c["arguments"]) for c in calls] == [args]
+
+
+@pytest.mark.parametrize("value", ['{"x":1,"a":"x</parameter>y"}', '{"x":1,"a":"\\"</parameter>\\\\"}',
+                                   '{"x":1,"</parameter>":[]}'])
+def test_a_json_value_holding_the_end_marker_reads_back_whole(value):
+    """Qwen3-Coder's parser ends a value at the first </parameter>; the grammar writes JSON values
+    (whose strings may hold it), so the reader ends one at the first outside its strings, also in
+    a stream cut anywhere; a rendered history's raw string with an unpaired quote still reads."""
+    from stencil.grammar.tagged.tool_reading import CallReader
+    info = stencil.TokenizerInfo.from_vocab([bytes([c]) for c in range(32, 127)] + [b"\n", b"<eos>"], eos_token_ids=[96])
+    g = stencil.GrammarCompiler(info).compile_structural_tag(
+        {"type": "json_schema", "style": "qwen_xml", "json_schema": OBJECTS})
+    text = params(where=value)
+    assert accepts(g, text)
+    whole = f"<tool_call>\n<function=note>\n{text}</function>\n</tool_call>"
+    _, _, (call,) = read_calls(call_syntax("qwen-coder"), OBJECT_TOOLS, whole)
+    assert json.loads(call["arguments"])["where"] == json.loads(value)
+    for cut in range(0, len(whole), 7):
+        reader = CallReader(call_syntax("qwen-coder"), OBJECT_TOOLS)
+        pieces = reader.feed(whole[:cut]) + reader.feed(whole, final=True)   # (the text so far each time)
+        assert "".join(p[1] for p in pieces if p[0] == "args") == call["arguments"], cut
+    history = '<tool_call>\n<function=note>\n<parameter=notes>\nsay "hi\n</parameter>\n</function>\n</tool_call>'
+    _, _, (call,) = read_calls(call_syntax("qwen-coder"), TOOLS, history)
+    assert json.loads(call["arguments"]) == {"notes": 'say "hi'}

@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from stencil.grammar.tagged.custom_tools import (JSON_SLOT, CustomTool, InputSlot, decode_json_body, input_style,
                                                  json_string_extent, write_input)
 from stencil.grammar.tagged.triggers import tool_specs
-from stencil.grammar.tagged.xml_params import read_xml_value, write_xml_parameters
+from stencil.grammar.tagged.xml_params import read_xml_value, value_end, write_xml_parameters, writes_json
 
 __all__ = ["CallSyntax", "CallReader", "Piece", "NAME", "QUOTED_NAME", "DIGITS", "WS", "ALNUM_ID", "read_calls",
            "write_calls"]
@@ -358,10 +358,13 @@ class CallReader:
                 q += 1
             if text.startswith(_PARAM, q):
                 gt = text.find(">", q)
-                shut = text.find(_PARAM_END, gt) if gt >= 0 else -1
+                key = text[q + len(_PARAM):gt] if gt >= 0 else ""
+                # (a JSON value's strings may hold </parameter>: its end is the first outside them)
+                shut = value_end(text, gt + 1, writes_json(schema, key)) if gt >= 0 else -1
+                if shut < 0 and final and gt >= 0:   # (a rendered history's raw string, quotes unpaired)
+                    shut = value_end(text, gt + 1, False)
                 if shut < 0:
                     break
-                key = text[q + len(_PARAM):gt]
                 value = read_xml_value(schema, key, text[gt + 1:shut])
                 self._arg_piece(out, ("{" if not self._xml_sent else ", ") + json.dumps(key, ensure_ascii=False)
                                 + ": " + json.dumps(value, ensure_ascii=False))

@@ -36,7 +36,7 @@ from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
 from stencil.grammar.tagged.triggers import optional_ws
 
-__all__ = ["build_xml_parameters", "read_xml_value", "write_xml_parameters"]
+__all__ = ["build_xml_parameters", "read_xml_value", "write_xml_parameters", "writes_json", "value_end"]
 
 _OPEN, _CLOSE = "<parameter=", "</parameter>"
 # keywords that say nothing about the value's text
@@ -136,6 +136,60 @@ def _extra(b, declared: list, ws) -> int:
     return b.seq([head, _raw_text(b, "xml-extra-value"), ws])
 
 
+def _enum_literal(b, c: str, pointer: str) -> int:
+    """A string ``enum`` value, written raw: one that holds ``</parameter>`` could not be read back."""
+    if _CLOSE in c:
+        raise GrammarError(f"qwen_xml: {pointer}: the enum value {c!r} holds {_CLOSE!r}, which ends a parameter")
+    return b.literal(c)
+
+
+def _writes_json(sub) -> bool:
+    """Whether the grammar writes a parameter of schema ``sub`` as JSON (else raw text, which never
+    holds ``</parameter>``)."""
+    if not isinstance(sub, dict) or sub == {}:
+        return False
+    choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
+    if choices and all(isinstance(c, str) for c in choices):
+        return False
+    return "string" not in _types(sub)
+
+
+def _json_only(sub, defs: dict) -> bool:
+    """A parameter the grammar and the chat template both write as JSON (it cannot be a string:
+    the template writes strings raw): its strings may hold ``</parameter>``, and its end is the
+    first one outside them. One that may also be a string is written with no ``</parameter>`` in
+    it (the grammar excludes it), as a rendered raw string may hold unpaired quotes."""
+    return _writes_json(sub) and "string" not in _allowed(sub, defs).types
+
+
+def writes_json(schema, key: str) -> bool:
+    """Whether parameter ``key`` of object ``schema`` ends at the first ``</parameter>`` outside
+    its JSON strings (:func:`value_end`), rather than at the first one."""
+    if not isinstance(schema, dict):
+        return False
+    sub = schema.get("properties", {}).get(key, True) if isinstance(schema.get("properties"), dict) else True
+    return _json_only(sub, {k: schema[k] for k in ("$defs", "definitions") if k in schema})
+
+
+def value_end(text: str, start: int, json_value: bool) -> int:
+    """Where the parameter value starting at ``start`` ends (its ``</parameter>``), or -1: the
+    first one, or with ``json_value`` the first outside a JSON string."""
+    if not json_value:
+        return text.find(_CLOSE, start)
+    inside = escaped = False
+    i = start
+    while i < len(text):
+        c = text[i]
+        if inside:
+            inside, escaped = (not (c == '"' and not escaped)), (c == "\\" and not escaped)
+        elif c == '"':
+            inside = True
+        elif c == "<" and text.startswith(_CLOSE, i):
+            return i
+        i += 1
+    return -1
+
+
 def _types(sub) -> set:
     t = sub.get("type")
     return {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
@@ -146,13 +200,11 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
         return _raw_text(b, "xml-value")
     if not isinstance(sub, dict):
         raise GrammarError(f"qwen_xml: {pointer} is not a schema")
-    # Qwen3-Coder's parser ends a value at the first </parameter>: no value may hold one
-    x = Excluding(b, [_CLOSE], f"qwen_xml: {pointer}")
     choices = sub.get("enum", [sub["const"]] if "const" in sub else None)
     if choices is not None and choices and all(isinstance(c, str) for c in choices):
         rule = b.rule("xml-enum")
         for c in choices:
-            b.add_alternative(rule, [x.literal(c)])
+            b.add_alternative(rule, [_enum_literal(b, c, pointer)])
         return b.seq([ws, rule, ws, b.literal(_CLOSE)])
     if "string" in _types(sub):
         # the template writes strings raw: their text cannot be checked against JSON string keywords
@@ -163,7 +215,9 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
                                "parameter text")
         return _raw_text(b, "xml-string", sub, pointer)
     json_sub = {**sub, **defs} if defs else sub
-    value = build_json_schema(x, json_sub, **json_options)
+    # (a value that may be a string holds no </parameter>: see _json_only)
+    view = b if _json_only(sub, defs) else Excluding(b, [_CLOSE], f"qwen_xml: {pointer}")
+    value = build_json_schema(view, json_sub, **json_options)
     if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
         rule = b.rule("xml-bool")
         b.add_alternative(rule, [value])
