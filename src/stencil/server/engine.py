@@ -58,7 +58,7 @@ from stencil.server.grammar_time import Fills, GrammarTime
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
-from stencil.server.draft_plan import StepCost, plan_drafts
+from stencil.draft_plan import StepCost, plan_drafts
 from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.speculative import SpeculationOptions
 

@@ -4,7 +4,7 @@ and its draft in one forward pass where each row pays for its own tokens (``KVBa
 ``server.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
 distribution); its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
 
-A row's draft length adapts to what its drafts earn (``server.draft_plan``): the step's draft
+A row's draft length adapts to what its drafts earn (``stencil.draft_plan``): the step's draft
 tokens go to the rows likeliest to keep them, as many as raise the step's expected tokens per
 second, given what a pass of so many tokens takes (``StepCost``, measured). A row whose drafts
 keep failing drafts nothing, then costs what a row that does not speculate costs, and tries a
@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from stencil.bitmask import allocate_token_bitmask
-from stencil.server.draft_plan import DraftLength
+from stencil.draft_plan import DraftLength
 from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
 __all__ = ["RowSpeculation", "server_speculation"]
