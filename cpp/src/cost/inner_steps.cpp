@@ -13,10 +13,10 @@ namespace stencil {
 
 namespace {
 
-// The walk counts as building work (support/work_limit.h: it fills the cost tables) where a limit
-// is in force (the token budget's searches): a unit per 16 nodes, about what a derivative unit
-// costs, so that searches which walk the trie once per state they expand (a counted pattern:
-// every token a state of its own) stop at the same limit as those that derive.
+// The walk counts as work (support/work_limit.h) where a limit is in force (the token budget's
+// searches): a unit per 16 nodes, about what a derivative unit costs, so that searches which
+// walk the trie once per state they expand (a counted pattern: every token a state of its own)
+// stop at the same limit as those that derive.
 constexpr size_t kWalkChunk = 1024;
 constexpr uint64_t kWalkChunkUnits = kWalkChunk / 16;
 
@@ -116,7 +116,7 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
     const TrieNode& node = nodes[i];
     ticker.tick();
     if (nodes_walked) ++*nodes_walked;
-    if ((++walked & (kWalkChunk - 1)) == 0) work::build(kWalkChunkUnits);
+    if ((++walked & (kWalkChunk - 1)) == 0) work::spend(kWalkChunkUnits);
     const uint32_t t = lexer.next_tagged(st[node.depth - 1], node.byte);
     if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) {
       if (t != Lexer::kDead && ending && node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;

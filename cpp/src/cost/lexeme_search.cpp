@@ -274,15 +274,11 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
     if (u == Lexer::kDead) continue;
     if (ends_lexeme(u, lexeme)) return true;
   }
-  if (const Successors* known = successors_.find(state)) {  // the search reads them: none ends it, or it finds it
-    *walked += known->nodes;
-    return false;
-  }
+  if (successors_.contains(state)) return false;  // the search reads them: none ends it, or it finds it
   ticker.tick();
   bool ends = false;
   std::vector<uint32_t> out;
   SeenStates seen;
-  size_t nodes = 0;
   if (!lexer_.state(state).end_now)
     walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
       const uint32_t u = s & ~Lexer::kEndNowTag;
@@ -290,41 +286,32 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
       ends = ends_lexeme(u, lexeme);
       out.push_back(u);
       return ends;
-    }, false, &nodes);
-  *walked += nodes;
+    }, false, walked);
   if (ends) return true;
-  keep_successors(state, std::move(out), nodes);
+  keep_successors(state, std::move(out));
   return false;
 }
 
 // The distinct states one token leads `state` to inside its lexeme (a walk of the token trie
 // with the lexer alone), memoized: the searches of neighbouring states expand the same states.
 const std::vector<uint32_t>& LexemeSearch::token_successors(uint32_t state, size_t* work) {
-  size_t nodes = 0;
-  const std::vector<uint32_t>* found = nullptr;
-  if (const Successors* known = successors_.find(state)) {
-    nodes = known->nodes;
-    found = &known->states;
-  } else {
-    std::vector<uint32_t> out;
-    SeenStates seen;
-    if (!lexer_.state(state).end_now)
-      walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
-        if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
-        return false;
-      }, true, &nodes);
-    found = &keep_successors(state, std::move(out), nodes);
-  }
-  if (work) *work += nodes;
-  return *found;
+  if (const std::vector<uint32_t>* known = successors_.find(state)) return *known;
+  std::vector<uint32_t> out;
+  SeenStates seen;
+  if (!lexer_.state(state).end_now)
+    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
+      if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
+      return false;
+    }, true, work);
+  return keep_successors(state, std::move(out));
 }
 
 // Keeps the successors of `state` (sorted, each once); the ones kept first stay.
-const std::vector<uint32_t>& LexemeSearch::keep_successors(uint32_t state, std::vector<uint32_t> out, size_t nodes) {
+const std::vector<uint32_t>& LexemeSearch::keep_successors(uint32_t state, std::vector<uint32_t> out) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   out.shrink_to_fit();
-  return successors_.put(state, Successors{std::move(out), nodes}).states;
+  return successors_.put(state, std::move(out));
 }
 
 }  // namespace stencil

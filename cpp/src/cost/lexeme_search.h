@@ -66,14 +66,6 @@ class LexemeSearch {
   const TokenTrie& trie() const { return trie_; }
 
  private:
-  // A state's successors (token_successors) with the trie nodes the walk that found them passed:
-  // a search counts them as its work whether it walks them or reads them (the same work on a warm
-  // table as on a cold one).
-  struct Successors {
-    std::vector<uint32_t> states;
-    size_t nodes = 0;
-    friend size_t owned_bytes(const Successors& s) { return cost::owned_bytes(s.states); }
-  };
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                         const std::function<uint32_t(uint32_t)>& cut_short);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
@@ -82,7 +74,6 @@ class LexemeSearch {
   ByteSteps find_byte_steps() const;
   uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
-  // (`work`: adds the trie nodes its walk passes, or passed when it was made)
   const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
   // (`walked`: counts the trie nodes its walk visits)
   bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked);
@@ -95,7 +86,7 @@ class LexemeSearch {
   // The fewest plain tokens of whole characters that hold exactly n characters in all (kInf: no
   // sum makes n), from PlainSlice::whole_counts; grown on demand.
   uint32_t plain_tokens_for(uint32_t n);
-  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out, size_t nodes);
+  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
 
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
@@ -106,7 +97,7 @@ class LexemeSearch {
   ByteSteps byte_steps_;
   bool all_bytes_ = false;
   cost::Memo<uint32_t, uint32_t> to_end_;                   // state of one lexeme -> tokens to its end
-  cost::Memo<uint32_t, Successors> successors_;             // state -> the states one token leads to
+  cost::Memo<uint32_t, std::vector<uint32_t>> successors_;  // state -> the states one token leads to
   cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> state_bytes
   std::shared_mutex plain_mu_;
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; plain_mu_

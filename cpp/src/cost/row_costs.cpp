@@ -4,7 +4,6 @@
 #include <functional>
 
 #include "lexer/lexer.h"
-#include "support/work_limit.h"
 
 namespace stencil {
 
@@ -46,7 +45,6 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
   const EarleyRow& r = p.row(row);
   ticker_.tick(r.end - r.begin + 1);
-  work::spend(1 + (r.end - r.begin) / 16);  // (steps of a budget's search: support/work_limit.h)
   // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
   // with the ones touched, the edges, the heap.
   if (dist_.size() < g_.nonterminal_names.size()) dist_.assign(g_.nonterminal_names.size(), kInf);

@@ -26,43 +26,33 @@
 namespace stencil {
 
 namespace {
-// The work (support/work_limit.h) the cost searches of one matcher call may spend. Steps (the
-// searches' own: trie nodes walked, rows costed) decide where the exact search gives up, the same
-// whatever the caches hold, so that a budget mask is a function of the grammar, the state and the
-// budget (cost/README.md); past them the costs are bounded coarsely (restrict). Building (new
-// lexer states, the cost tables' walks) is a safety net only, far above what searches build.
+// Derivative work (support/work_limit.h) the cost searches of one matcher call may spend: about
+// 12 times the most one search of 250 MaskBench schemas' budget masks took (21,401 units; a unit
+// costs a microsecond or two), and about 0.15 s where the searches walk the trie (a unit per 16
+// nodes: a counted pattern, every token a state of its own). Past it the costs are bounded
+// coarsely (restrict). (2^17 gives up in this project's own tests: a uri beside an email and an enum.)
 constexpr uint64_t kCallWork = 1u << 18;
-constexpr uint64_t kCallBuild = 1u << 22;
 // The coarse pass after it: a whole-trie walk whose costs are tables, its work mostly the
 // lexer's states down the trie.
 constexpr uint64_t kCoarseWork = 1u << 21;
-constexpr uint64_t kCoarseBuild = 1u << 22;
 }  // namespace
 
 template <class F>
 bool TokenBudget::within_work(ParseState* ps, F&& f) {
   if (gave_up_) return false;
-  const uint64_t start = work::done, built = work::built;
+  const uint64_t start = work::done;
   const size_t depth = ps ? ps->frames().size() : 0;
   const std::optional<Frame> top = ps ? std::optional<Frame>(ps->frames().back()) : std::nullopt;
   try {
-    work::Limit limit(work_left_, build_left_);
+    work::Limit limit(work_left_);
     f();
   } catch (const WorkSpent&) {
     gave_up_ = true;
     if (ps) ps->recover(depth - 1, *top);  // (as a call cut short does: Matcher::Call)
   }
-  const uint64_t used = work::done - start, building = work::built - built;
+  const uint64_t used = work::done - start;
   work_left_ = used >= work_left_ ? 0 : work_left_ - used;
-  build_left_ = building >= build_left_ ? 0 : build_left_ - building;
   return !gave_up_;
-}
-
-void TokenBudget::start_call(uint64_t steps, uint64_t builds) {
-  work_left_ = steps;
-  build_left_ = builds;
-  walk_steps_ = {};  // (a step per 16 nodes of this call: the count does not carry between calls)
-  gave_up_ = false;
 }
 
 RowCosts& TokenBudget::cost(const LexerEpoch& epoch) {
@@ -78,7 +68,8 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   ps.trim_rows();
   const Frame& f = ps.frames().back();
   RowCosts& fc = cost(epoch);  // (its tables' own searches are limited apart)
-  start_call(kCallWork, kCallBuild);
+  work_left_ = kCallWork;
+  gave_up_ = false;
   uint32_t c = cost::kInf;
   within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); });
   return c >= cost::kInf ? -1 : static_cast<int64_t>(c);
@@ -145,7 +136,6 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCo
     size_t root;
     bool took(size_t i, const TrieNode& node) {
       b.ticker_.tick();
-      b.walk_steps_.tick();
       // (a leaf, or a node whose parent starts a lexeme, is walked: no call)
       return node.subtree_size > 1 && !ps.frames()[root + node.depth - 1].fresh &&
              b.take_loop(ps, cost, loops, i, node, root);
@@ -198,7 +188,6 @@ bool TokenBudget::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, si
   for (size_t j = i, end = i + node.subtree_size; j < end;) {
     const TrieNode& n = nodes[j];
     ticker_.tick();
-    walk_steps_.tick();
     const uint32_t t = lexer.next(loop_states_[n.depth - base], n.byte);
     if (t == Lexer::kDead) {
       j += n.subtree_size;
@@ -251,7 +240,8 @@ uint32_t TokenBudget::consumed(ParseState& ps) const {
 MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
   ps.trim_rows();
   cost(epoch);  // a new epoch drops the memo
-  start_call(kCallWork, kCallBuild);
+  work_left_ = kCallWork;
+  gave_up_ = false;
   left_ = left_of(remaining);
   // The costs hold while the state does and the walk would reach the same tokens past the
   // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
@@ -337,7 +327,8 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
   // restrict_walked does). Sound but coarser: a token that only a longer search would prove
   // cheap enough may go.
-  start_call(kCoarseWork, kCoarseBuild);
+  gave_up_ = false;
+  work_left_ = kCoarseWork;
   coarse_ = true;
   steps_.reset();
   const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });

@@ -11,7 +11,6 @@
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
 #include "support/deadline.h"
-#include "support/work_limit.h"
 #include "tokens/walk_loops.h"
 
 namespace stencil {
@@ -58,13 +57,11 @@ class TokenBudget : private MaskWalker::CostSink {
   void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost);
   bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void special_costs(ParseState& ps, RowCosts& cost, bool into_reached);
-  // Runs f with what is left of this call's work (kCallWork steps, kCallBuild building units:
-  // support/work_limit.h); false when it ran out:
+  // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
   // the exact search then gives up on this state (restrict bounds the costs coarsely instead),
   // and ps (when given) is back as it was.
   template <class F>
   bool within_work(ParseState* ps, F&& f);
-  void start_call(uint64_t steps, uint64_t builds);  // this call's allowance (within_work)
   void bound_inner(ParseState& ps, uint32_t state, uint32_t left);  // inner_ceiling_ for `left`, max_
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
@@ -131,9 +128,7 @@ class TokenBudget : private MaskWalker::CostSink {
   Slot slots_[kSlots];
   std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
-  work::WalkSteps walk_steps_;  // trie nodes walked, as steps of work
-  uint64_t work_left_ = 0;   // this call's steps still allowed (within_work)
-  uint64_t build_left_ = 0;  // and its building units
+  uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
   bool gave_up_ = false;     // this call's work ran out
   bool coarse_ = false;      // cost_of bounds costs inside a lexeme by single-byte distances
 };

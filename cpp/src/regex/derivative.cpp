@@ -37,7 +37,7 @@ struct Nesting {
 
 void Deriver::burn(uint64_t amount) {
   if ((++ticks_ & 1023) == 0) deadline::check();
-  work::build(amount);  // (new derivatives fill the lexer's caches: support/work_limit.h)
+  work::spend(amount);
   if (fuel_ < amount) {
     exhausted_ = true;
     throw BudgetError(
