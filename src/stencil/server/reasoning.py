@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import bisect
 
+from stencil.grammar.tagged.tool_presets import HARMONY_END
+
 OPEN, CLOSE = "<think>", "</think>"
 #: Harmony's analysis message (gpt-oss's reasoning) and the ends of a message
-ANALYSIS, MESSAGE_ENDS = "<|channel|>analysis<|message|>", ("<|end|>", "<|return|>")
+ANALYSIS, MESSAGE_ENDS = "<|channel|>analysis<|message|>", tuple(HARMONY_END)
 
 
 def reasoning_end(text: str, reasoning: bool | str, tool_format: str) -> int | None:
