@@ -32,6 +32,7 @@ from stencil.models import load_model
 from stencil.server import ServerLimits, create_app
 options = json.loads(sys.argv[1])
 margin = options.pop("rss_margin", None)
+ballast_bytes = options.pop("ballast", 0)
 lm = load_model(quiet=True)
 if options.pop("read_in", True):
     import torch
@@ -46,8 +47,10 @@ with socket.socket() as s:
 server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
 import threading, time
 def ready():
+    global ballast
     while not server.started:
         time.sleep(0.05)
+    ballast = b"x" * ballast_bytes   # held past the server's start (its limit's base is already read)
     print(f"READY http://127.0.0.1:{port}", flush=True)
 threading.Thread(target=ready, daemon=True).start()
 server.run()
@@ -61,7 +64,9 @@ class ServerExited(RuntimeError):
 class ServerProcess:
     """``with ServerProcess(**limits) as url``: a server in a child process (see the module doc);
     ``limits`` are ServerLimits' fields, and ``rss_margin`` (bytes) sets ``rss_limit`` over the
-    child's RSS with the model loaded and its weights read in (``read_in=False``: before they are).
+    child's RSS with the model loaded and its weights read in (``read_in=False``: before they are);
+    ``ballast`` (bytes) is held by the child from once the server has started (what a warm server
+    holds beyond its start).
     A child that exits before it serves raises ``ServerExited`` with its output. Skips without the
     generation or server extras."""
 
