@@ -22,7 +22,7 @@ from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import Nothing
 
-__all__ = ["repeat",
+__all__ = ["repeat", "shared_expr",
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "And", "Not", "SubGrammar",
     "RuleDef", "EbnfGrammar",
     "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
@@ -382,6 +382,24 @@ def resolve_tokens(g: EbnfGrammar, node: TokenRef, table: Optional[TokenTable]) 
             raise g.error(f"token {i} has no text (a padding id)", node.pos)
         texts.append(text)
     return specials, texts
+
+
+def shared_expr(b, key, make: Callable[[], Any]) -> Any:
+    """``make()`` once for all views of one builder that share their memos (``Namespaced.shared``),
+    else once per call: for builder-level expressions only (never rules, whose names are a view's),
+    such as a format's language or a pattern's, alike in every schema of a tool set.
+
+    Example::
+
+        digits = shared_expr(b, ("digits",), lambda: b.re_repeat(b.re_char_ranges([(48, 57)], False), 1, -1))
+    """
+    memo = getattr(b, "shared", None)
+    if memo is None:
+        return make()
+    made = memo.get(key)
+    if made is None:
+        made = memo[key] = make()
+    return made
 
 
 class Namespaced:

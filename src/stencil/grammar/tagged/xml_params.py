@@ -30,7 +30,7 @@ import json
 from typing import NamedTuple, Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Excluding, Namespaced
+from stencil.grammar.ebnf.ast import Excluding, Namespaced, shared_expr
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
@@ -93,14 +93,16 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
     ``sub``, its ``minLength``/``maxLength``/``pattern``/``format`` apply to the text without the newline
     the template writes on each side (parsers strip one on each side)."""
     anything = b.re_any_string()
-    parts = [anything, b.re_not(b.re_concat([anything, b.re_literal(_CLOSE), anything]))]
+    parts = [anything, shared_expr(b, ("xml-raw",), lambda: b.re_not(b.re_concat([anything, b.re_literal(_CLOSE),
+                                                                                  anything])))]
     sub = sub or {}
     if "minLength" in sub or "maxLength" in sub:
         char = b.re_char_ranges([(0, 0x10FFFF)], False)
         parts.append(b.re_repeat(char, int(sub.get("minLength", 0)), int(sub.get("maxLength", -1))))
     if "pattern" in sub:
-        try:
-            parts.append(build_regex(b, sub["pattern"], anchored=False))
+        try:   # (a tool set's parameters share their patterns: each is read once)
+            pattern = sub["pattern"]
+            parts.append(shared_expr(b, ("xml-pattern", pattern), lambda: build_regex(b, pattern, anchored=False)))
         except GrammarError as e:
             raise GrammarError(f"pattern at {pointer}/pattern: {e}") from None
     if isinstance(sub.get("format"), str):
@@ -110,14 +112,7 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
             raise GrammarError(f"format at {pointer}/format: {sub['format']!r} cannot be enforced") from None
         if spec is not None:   # (an unknown format is an annotation)
             node, max_len = spec
-            memo = getattr(b, "shared", None)
-            key = ("xml-format", sub["format"])
-            if memo is not None and key in memo:
-                parts.append(memo[key])
-            else:
-                parts.append(build_regex(b, node))
-                if memo is not None:
-                    memo[key] = parts[-1]
+            parts.append(shared_expr(b, ("xml-format", sub["format"]), lambda: build_regex(b, node)))
             if max_len is not None:
                 parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_len))
     value = b.re_and(parts)

@@ -13,6 +13,7 @@ from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRU
                                                        Length, MultipleOf, Not, Or, Pattern, Range, str_consts)
 from stencil._core import GrammarError
 from stencil.grammar.deadline import check_deadline
+from stencil.grammar.ebnf.ast import shared_expr
 from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
 from stencil.grammar.json.schema.lang.strings import JsonStrings
 
@@ -20,17 +21,10 @@ __all__ = ["Scalars"]
 
 
 def _shared(b, kind, *args):
-    """``kind(b, *args)`` shared by builder ``b``'s views that share their memos (Namespaced.shared),
-    else this builder's own: a format's encoded language, the number expressions, are built once
-    for every schema of a tool set (both build builder-level expressions only, never rules)."""
-    shared = getattr(b, "shared", None)
-    if shared is None:
-        return kind(b, *args)
-    key = (kind.__name__, *args)
-    made = shared.get(key)
-    if made is None:
-        made = shared[key] = kind(b, *args)
-    return made
+    """``kind(b, *args)`` once for builder ``b``'s views that share their memos: a format's encoded
+    language, the number expressions, are built once for every schema of a tool set (both build
+    builder-level expressions only, never rules)."""
+    return shared_expr(b, (kind.__name__, *args), lambda: kind(b, *args))
 
 
 class Scalars:
