@@ -284,7 +284,9 @@ class VocabStats:
     trie_build_seconds: float  # how long the trie took to build
     memory_bytes: int          # the whole vocabulary: token bytes, trie, shared masks
     shared_mask_entries: int   # masks cached per vocabulary and shared by every grammar over it
-    shared_mask_bytes: int
+    shared_mask_bytes: int     # what every grammar over it shares: those masks and the token paths
+    shared_path_entries: int   # lexemes' cheapest token paths the budget's searches found, shared alike
+    shared_path_hits: int      # times a grammar took such a path instead of searching
 
 
 def vocab_stats(info: Any) -> VocabStats:
@@ -298,7 +300,8 @@ def vocab_stats(info: Any) -> VocabStats:
     v = info.vocabulary
     return VocabStats(trie_nodes=v.trie_nodes, trie_memory_bytes=v.trie_memory_bytes,
                       trie_build_seconds=v.trie_build_seconds, memory_bytes=v.memory_bytes,
-                      shared_mask_entries=v.shared_mask_entries, shared_mask_bytes=v.shared_mask_bytes)
+                      shared_mask_entries=v.shared_mask_entries, shared_mask_bytes=v.shared_mask_bytes,
+                      shared_path_entries=v.shared_path_entries, shared_path_hits=v.shared_path_hits)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ struct CompileLimits {
   size_t lexer_memory_bytes = 256ull << 20;  // a lexer past it starts a new epoch
   // Mask optimizations, on by default; switches exist to measure each one.
   bool plain_slice = true;    // copy the plain-text slice when a state admits it
-  bool shared_masks = true;   // share inner masks across grammars of a vocabulary
+  bool shared_masks = true;   // share inner masks and lexemes' token paths across grammars of a vocabulary
   bool boundary_runs = true;  // one parser scan for a run of boundaries ending one lexeme
   bool repeat_memo = true;    // a matcher reuses its last mask when nothing it depends on changed
   bool loop_skip = true;      // skip sub-tries of characters that lead a state back to itself

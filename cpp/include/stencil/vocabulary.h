@@ -11,7 +11,7 @@
 namespace stencil {
 
 class TokenTrie;
-class SharedMaskCache;
+class SharedCache;
 struct PlainSlice;
 
 class Vocabulary {
@@ -37,8 +37,8 @@ class Vocabulary {
   // The plain-text slice and the trie of the other tokens, built with the vocabulary.
   const PlainSlice& plain_slice() const;
   ~Vocabulary();
-  // Inner masks shared by all grammars compiled for this vocabulary.
-  SharedMaskCache& shared_masks() const { return *shared_masks_; }
+  // What all grammars compiled for this vocabulary share: inner masks, lexemes' token paths.
+  SharedCache& shared() const { return *shared_; }
   // The tokens (not special) whose bytes hold a comma, by id: those that may end one item of a
   // list and begin the next (the uniqueItems guard looks at each).
   const std::vector<int32_t>& comma_tokens() const { return comma_tokens_; }
@@ -52,7 +52,7 @@ class Vocabulary {
   int32_t vocab_size_;
   std::unique_ptr<TokenTrie> trie_;
   double trie_build_seconds_ = 0;
-  std::unique_ptr<SharedMaskCache> shared_masks_;
+  std::unique_ptr<SharedCache> shared_;
   std::unique_ptr<PlainSlice> plain_;
   std::vector<int32_t> comma_tokens_;
 };

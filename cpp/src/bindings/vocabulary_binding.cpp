@@ -4,7 +4,7 @@
 
 #include "bindings/bindings.h"
 #include "stencil/vocabulary.h"
-#include "tokens/shared_mask_cache.h"
+#include "tokens/shared_cache.h"
 #include "tokens/trie.h"
 
 namespace nb = nanobind;
@@ -47,6 +47,9 @@ void bind_vocabulary(nb::module_& m) {
       .def_prop_ro("trie_build_seconds", &Vocabulary::trie_build_seconds)
       .def_prop_ro("memory_bytes", &Vocabulary::memory_bytes)
       .def_prop_ro("trie_memory_bytes", [](const Vocabulary& v) { return v.trie().memory_bytes(); })
-      .def_prop_ro("shared_mask_entries", [](const Vocabulary& v) { return v.shared_masks().size(); })
-      .def_prop_ro("shared_mask_bytes", [](const Vocabulary& v) { return v.shared_masks().bytes(); });
+      .def_prop_ro("shared_mask_entries", [](const Vocabulary& v) { return v.shared().mask_entries(); })
+      .def_prop_ro("shared_path_entries", [](const Vocabulary& v) { return v.shared().path_entries(); })
+      .def_prop_ro("shared_path_hits", [](const Vocabulary& v) { return v.shared().path_hits(); })
+      // (the bytes of everything the vocabulary's grammars share: masks and token paths)
+      .def_prop_ro("shared_mask_bytes", [](const Vocabulary& v) { return v.shared().bytes(); });
 }

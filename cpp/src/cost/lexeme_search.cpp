@@ -4,6 +4,7 @@
 #include "cost/lexeme_search.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 
 #include "cost/inner_steps.h"
@@ -11,6 +12,7 @@
 #include "stencil/vocabulary.h"
 #include "tokens/mask_cache.h"
 #include "tokens/plain_slice.h"
+#include "tokens/shared_cache.h"
 #include "tokens/trie.h"
 
 namespace stencil {
@@ -110,6 +112,74 @@ uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   if (const uint32_t* known = to_end_.find(state)) return *known;
   if (ends_lexeme(state, lexeme)) return 0;
   if (const uint32_t d = text_to_end(state, lexeme, ticker); d < kInf) return to_end_.put(state, d);
+  // A path another grammar's search found from a state alike (the same canonical expressions, so
+  // the same language inside the lexeme): replayed here and memoized along its states as a search
+  // of this lexer's would be. Grammars compiled for one tokenizer share formats, keys and string
+  // bodies, and each lexeme's search walks the trie from every state it expands.
+  std::string key = cache_.shares() ? lexer_.signature(state, kUnbounded) : std::string();
+  if (!key.empty()) {
+    if (auto shared = vocab_.shared().find_path(key)) {
+      if (const uint32_t d = replay(state, lexeme, shared->tokens); d < kInf) return d;
+    }
+  }
+  bool exact = false;
+  const uint32_t d = search_to_end(state, lexeme, max_states, max_work, ticker, &exact);
+  // Only the fewest tokens are shared: any search that ends finds that number too, so what a grammar
+  // gets does not depend on which grammars came before (a bound where a search was cut short would).
+  if (!key.empty() && exact) share_path(state, lexeme, d, std::move(key));
+  return d;
+}
+
+// A path of `tokens` from `state` through this lexer, inside the lexeme to its end: its length,
+// memoized along the states it passes (kInf where the tokens do not make one).
+uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens) {
+  std::vector<uint32_t> passed{state};
+  uint32_t s = state;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string_view bytes = vocab_.token_bytes(tokens[i]);
+    for (size_t j = 0; j < bytes.size(); ++j) {
+      if (s == Lexer::kDead || lexer_.state(s).end_now) return kInf;
+      const uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(bytes[j]));
+      // (a byte that ends the lexeme at once ends the token too: longer tokens cross into the next)
+      if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return kInf;
+      s = t & ~Lexer::kEndNowTag;
+    }
+    if (i + 1 < tokens.size()) passed.push_back(s);
+  }
+  if (!ends_lexeme(s, lexeme)) return kInf;
+  const uint32_t d = static_cast<uint32_t>(tokens.size());
+  for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
+  return d;
+}
+
+// The tokens of the path of `d` tokens from `state` that the memo holds (each state on it at one
+// token less than the one before), shared for other grammars; nothing where the memo breaks off
+// (a distance found without its path: the coin problem of counted strings).
+void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key) {
+  auto entry = std::make_shared<SharedPathEntry>();
+  const std::vector<int32_t>& ordered = trie_.ordered_tokens();
+  for (uint32_t s = state; d > 0; --d) {
+    int32_t token = -1;
+    uint32_t next = Lexer::kDead;
+    walk_inside(lexer_, cache_, trie_, s, true, [&](uint32_t first, uint32_t, uint32_t t) {
+      const uint32_t u = t & ~Lexer::kEndNowTag;
+      const uint32_t* known = to_end_.find(u);
+      if (d == 1 ? !ends_lexeme(u, lexeme) : !known || *known != d - 1) return false;
+      token = ordered[first];
+      next = u;
+      return true;
+    }, false);
+    if (token < 0) return;
+    entry->tokens.push_back(token);
+    s = next;
+  }
+  entry->tokens.shrink_to_fit();
+  vocab_.shared().insert_path(std::move(key), std::move(entry));
+}
+
+// tokens_to_end's own search, where no memo and no shared path answers.
+uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                                     deadline::Ticker& ticker, bool* exact) {
   // The path in single bytes (found once), cut into tokens and memoized along its states: where
   // the search is cut short, or cannot be afforded.
   std::vector<uint8_t> path;
@@ -134,14 +204,17 @@ uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   if (all_bytes_) find_path();
   const bool far = shortest && path_bytes > static_cast<uint32_t>(trie_.max_depth());
   size_t work = 0;
-  if (!far && ends_in_one_token(state, lexeme, ticker, &work)) return to_end_.put(state, 1);
+  if (!far && ends_in_one_token(state, lexeme, ticker, &work)) {
+    *exact = true;
+    return to_end_.put(state, 1);
+  }
   note_walk(lexeme, work);
   // No token ends it: the search must walk the successors of each state one token reaches. Where
   // one such walk in this lexeme took more than half the work allowed (a pattern counting a run
   // of letters and digits: each count a state of its own, each walk every such token, in
   // milliseconds), it cannot finish, and the path alone bounds the cost.
   if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
-  return token_search(state, lexeme, max_states, max_work, by_path);
+  return token_search(state, lexeme, max_states, max_work, by_path, exact);
 }
 
 bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {
@@ -151,7 +224,7 @@ bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {
 
 // tokens_to_end's breadth-first search over tokens, the best path found memoized along its states.
 uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                                    const std::function<uint32_t(uint32_t)>& cut_short) {
+                                    const std::function<uint32_t(uint32_t)>& cut_short, bool* exact) {
   struct Node {
     uint32_t state, depth, parent;
   };
@@ -187,11 +260,15 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
   // Cut short (each state searched walks the trie: where every token leads to a state of its
   // own, as a pattern beside a length, thousands of them cost seconds): the path along one in
   // single bytes, where it is shorter than what was found.
-  if (full || (head < queue.size() && queue[head].depth + 1 < best)) {
+  const bool cut = full || (head < queue.size() && queue[head].depth + 1 < best);
+  if (cut) {
     const uint32_t d = cut_short(best);
     if (d < best) return d;
   }
   if (best >= kInf) return kInf;
+  // (breadth-first to its end: the fewest tokens, unless a distance memoized by another search, an
+  // upper bound, made the rest of it)
+  *exact = !cut && best_rest == 0;
   to_end_.put(best_state, best_rest);
   for (uint32_t n = best_node;; n = queue[n].parent) {
     to_end_.put(queue[n].state, best - queue[n].depth);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "cost/memo.h"
@@ -66,8 +67,13 @@ class LexemeSearch {
   const TokenTrie& trie() const { return trie_; }
 
  private:
+  // (*exact: whether the number found is the fewest tokens)
+  uint32_t search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                         deadline::Ticker& ticker, bool* exact);
+  uint32_t replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens);
+  void share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key);
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                        const std::function<uint32_t(uint32_t)>& cut_short);
+                        const std::function<uint32_t(uint32_t)>& cut_short, bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);

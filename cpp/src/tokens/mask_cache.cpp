@@ -276,12 +276,12 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   // from their bound.
   const uint32_t horizon = static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
   const std::string key = shared_masks_ ? lexer.signature(state, horizon) : std::string();
-  auto shared = key.empty() ? nullptr : vocab.shared_masks().find(key);
+  auto shared = key.empty() ? nullptr : vocab.shared().find_mask(key);
   if (shared) {
     e = resolve(lexer, vocab, state, std::move(shared));
   } else {
     auto fresh = compute(lexer, vocab, state, &borrowed);
-    if (!key.empty()) vocab.shared_masks().insert(key, fresh->shared);
+    if (!key.empty()) vocab.shared().insert_mask(key, fresh->shared);
     e = std::move(fresh);
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "support/char_summary.h"
-#include "tokens/shared_mask_cache.h"
+#include "tokens/shared_cache.h"
 
 namespace stencil {
 
@@ -53,6 +53,9 @@ class MaskCache {
                        std::shared_ptr<const MaskEntry>* keep) const;
   size_t size() const;
   size_t bytes() const;
+  // Whether this grammar shares with the vocabulary's other grammars (CompileLimits::shared_masks):
+  // inner masks here, lexemes' token paths in cost/lexeme_search.
+  bool shares() const { return shared_masks_; }
 
   // Whether `state` is `C{lo,k} rest` (Lexer::bounded_text_head) where C* rest admits plain text
   // and rest cannot start with it: exactly the plain tokens of at most *k characters stay inside.

@@ -3,7 +3,7 @@
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
 #include "tokens/plain_slice.h"
-#include "tokens/shared_mask_cache.h"
+#include "tokens/shared_cache.h"
 #include "tokens/trie.h"
 
 namespace stencil {
@@ -12,7 +12,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
                        std::vector<int32_t> eos_ids, int32_t vocab_size)
     : vocab_size_(vocab_size),
       trie_(std::make_unique<TokenTrie>()),
-      shared_masks_(std::make_unique<SharedMaskCache>(256ull << 20)) {
+      shared_(std::make_unique<SharedCache>(256ull << 20)) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (vocab_size < n)
     throw UsageError("vocab_size " + std::to_string(vocab_size) + " is smaller than the " + std::to_string(n) +

@@ -1,0 +1,96 @@
+#include "tokens/shared_cache.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace stencil {
+
+SharedCache::SharedCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryLimit::get().add(this, false); }
+
+SharedCache::~SharedCache() {
+  MemoryLimit::get().remove(this);
+  MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(bytes()));
+}
+
+template <class Entry>
+std::shared_ptr<const Entry> SharedCache::Table<Entry>::find(const std::string& key) const {
+  const Shard& sh = shard_of(key);
+  std::shared_lock<std::shared_mutex> lock(sh.mu);
+  auto it = sh.entries.find(key);
+  if (it == sh.entries.end()) return nullptr;
+  const uint64_t now = MemoryLimit::get().now();
+  if (it->second->used.load(std::memory_order_relaxed) != now) it->second->used.store(now, std::memory_order_relaxed);
+  return it->second;
+}
+
+template <class Entry>
+size_t SharedCache::Table<Entry>::size() const {
+  size_t n = 0;
+  for (const Shard& sh : shards) {
+    std::shared_lock<std::shared_mutex> lock(sh.mu);
+    n += sh.entries.size();
+  }
+  return n;
+}
+
+template <class Entry>
+void SharedCache::Table<Entry>::stamps(std::vector<std::pair<uint64_t, size_t>>& out) const {
+  for (const Shard& sh : shards) {
+    std::shared_lock<std::shared_mutex> lock(sh.mu);
+    for (const auto& [key, e] : sh.entries) out.push_back({e->used.load(std::memory_order_relaxed), cost(key, *e)});
+  }
+}
+
+template <class Entry>
+size_t SharedCache::Table<Entry>::drop_until(uint64_t cutoff) {
+  size_t freed = 0;
+  for (Shard& sh : shards) {
+    std::unique_lock<std::shared_mutex> lock(sh.mu);
+    for (auto it = sh.entries.begin(); it != sh.entries.end();) {
+      if (it->second->used.load(std::memory_order_relaxed) > cutoff) {
+        ++it;
+        continue;
+      }
+      freed += cost(it->first, *it->second);
+      it = sh.entries.erase(it);
+    }
+  }
+  return freed;
+}
+
+template <class Entry>
+void SharedCache::insert(Table<Entry>& table, std::string key, std::shared_ptr<const Entry> entry) {
+  const size_t c = cost(key, *entry);
+  MemoryLimit& process = MemoryLimit::get();
+  if (bytes_.load(std::memory_order_relaxed) + c > std::min(capacity_, process.limit() / 4)) return;
+  auto& sh = table.shard_of(key);
+  std::unique_lock<std::shared_mutex> lock(sh.mu);
+  if (sh.entries.count(key)) return;
+  entry->used.store(process.now(), std::memory_order_relaxed);
+  bytes_.fetch_add(c, std::memory_order_relaxed);
+  process.charge(kSharedMaskMemory, static_cast<int64_t>(c));
+  sh.entries.emplace(std::move(key), std::move(entry));
+}
+
+size_t SharedCache::trim(size_t want) {
+  // The stamp at which the oldest entries add up to `want`: everything used at or before it goes.
+  std::vector<std::pair<uint64_t, size_t>> stamps;
+  masks_.stamps(stamps);
+  paths_.stamps(stamps);
+  if (stamps.empty() || want == 0) return 0;
+  std::sort(stamps.begin(), stamps.end());
+  size_t sum = 0, i = 0;
+  while (i + 1 < stamps.size() && sum + stamps[i].second < want) sum += stamps[i++].second;
+  const uint64_t cutoff = stamps[i].first;
+  const size_t freed = masks_.drop_until(cutoff) + paths_.drop_until(cutoff);
+  bytes_.fetch_sub(freed, std::memory_order_relaxed);
+  MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
+  return freed;
+}
+
+template struct SharedCache::Table<SharedMaskEntry>;
+template struct SharedCache::Table<SharedPathEntry>;
+template void SharedCache::insert(Table<SharedMaskEntry>&, std::string, std::shared_ptr<const SharedMaskEntry>);
+template void SharedCache::insert(Table<SharedPathEntry>&, std::string, std::shared_ptr<const SharedPathEntry>);
+
+}  // namespace stencil
