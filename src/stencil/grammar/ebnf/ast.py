@@ -22,7 +22,7 @@ from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import Nothing
 
-__all__ = ["repeat", "shared_expr",
+__all__ = ["repeat", "shared_expr", "without_texts",
     "Node", "Seq", "Alt", "Rep", "Ref", "Term", "TokenRef", "JsonSchema", "And", "Not", "SubGrammar",
     "RuleDef", "EbnfGrammar",
     "TokenTable", "Source", "check_grammar", "walk", "refs_of", "GrammarWarning", "Namespaced",
@@ -402,6 +402,22 @@ def shared_expr(b, key, make: Callable[[], Any]) -> Any:
     return made
 
 
+def without_texts(b, texts) -> int:
+    """The expression of the strings that hold none of ``texts`` (non-empty strings), once per builder
+    for views that share their memos: free text up to a marker, a value a reader ends at a marker.
+
+    Example::
+
+        body = without_texts(b, ["</tool_call>"])   # any text but one holding the end tag
+    """
+    texts = tuple(sorted(set(texts)))
+
+    def make() -> int:
+        anything = b.re_any_string()
+        return b.re_not(b.re_concat([anything, b.re_or([b.re_literal(t) for t in texts]), anything]))
+    return shared_expr(b, ("without", texts), make)
+
+
 class Namespaced:
     """A view of a ``GrammarBuilder`` whose named rules get a prefix.
 
@@ -452,15 +468,7 @@ class Excluding:
         self._texts = tuple(texts)
         self._what = what
         self.shared = getattr(builder, "shared", None)
-        key = ("excluding", self._texts)   # one expression per builder: lexemes alike stay alike
-        if self.shared is not None and key in self.shared:
-            self._without = self.shared[key]
-            return
-        anything = builder.re_any_string()
-        self._without = builder.re_not(builder.re_concat(
-            [anything, builder.re_or([builder.re_literal(t) for t in self._texts]), anything]))
-        if self.shared is not None:
-            self.shared[key] = self._without
+        self._without = without_texts(builder, self._texts)   # (one per builder: lexemes alike stay alike)
 
     def lexeme(self, expr: int, name: str = "", lazy: bool = False, max_tokens: int = 0) -> int:
         return self._b.lexeme(self._b.re_and([expr, self._without]), name, lazy, max_tokens)

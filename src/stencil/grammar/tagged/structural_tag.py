@@ -44,7 +44,7 @@ import re
 from typing import Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Excluding, Namespaced, TokenTable
+from stencil.grammar.ebnf.ast import Excluding, Namespaced, TokenTable, without_texts
 from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
 from stencil.grammar.json.schema.core.document import check_document
@@ -230,11 +230,10 @@ class _Builder:
     def body(self, banned: list[str], max_chars: Optional[int] = None) -> int:
         """Text (possibly empty) that contains none of the ``banned`` strings."""
         b = self.b
-        anything = b.re_any_string()
-        parts = [anything]
-        texts = sorted({x for x in banned if x})
+        parts = [b.re_any_string()]
+        texts = [x for x in banned if x]
         if texts:
-            parts.append(b.re_not(b.re_concat([anything, b.re_or([b.re_literal(x) for x in texts]), anything])))
+            parts.append(without_texts(b, texts))
         if max_chars is not None:
             parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_chars))
         return parts[0] if len(parts) == 1 else b.re_and(parts)

@@ -20,7 +20,7 @@ import json
 from typing import Optional, Sequence, Union
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Namespaced
+from stencil.grammar.ebnf.ast import Namespaced, without_texts
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.options import Options
 from stencil.grammar.json.value import spaced_punctuation
@@ -69,9 +69,7 @@ def text_without(b, marker_: Marker, *, name: str = "text") -> int:
     """Free text (possibly empty) that does not contain the marker."""
     if _special_ids(marker_) is not None:
         return b.lexeme(b.re_any_string(), name)   # special tokens are never text
-    anything = b.re_any_string()
-    banned = b.re_not(b.re_concat([anything, b.re_literal(marker_), anything]))
-    return b.lexeme(b.re_and([anything, banned]), name)
+    return b.lexeme(b.re_and([b.re_any_string(), without_texts(b, [marker_])]), name)
 
 
 def reasoning_then(b, answer: int, *, begin: Optional[Marker] = "<think>", end: Marker = "</think>",

@@ -30,7 +30,7 @@ import json
 from typing import NamedTuple, Optional
 
 from stencil._core import GrammarError
-from stencil.grammar.ebnf.ast import Excluding, Namespaced, shared_expr
+from stencil.grammar.ebnf.ast import Excluding, Namespaced, shared_expr, without_texts
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.regex import build_regex
@@ -92,9 +92,7 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
     """Raw text up to the first ``</parameter>``, that marker included. With a string schema
     ``sub``, its ``minLength``/``maxLength``/``pattern``/``format`` apply to the text without the newline
     the template writes on each side (parsers strip one on each side)."""
-    anything = b.re_any_string()
-    parts = [anything, shared_expr(b, ("xml-raw",), lambda: b.re_not(b.re_concat([anything, b.re_literal(_CLOSE),
-                                                                                  anything])))]
+    parts = [b.re_any_string(), without_texts(b, [_CLOSE])]
     sub = sub or {}
     if "minLength" in sub or "maxLength" in sub:
         char = b.re_char_ranges([(0, 0x10FFFF)], False)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from stencil.grammar.ebnf.ast import Source, Term, substring_regex
+from stencil.grammar.ebnf.ast import Source, Term, substring_regex, without_texts
 from stencil.grammar.regex import build_regex
 from stencil.grammar.regex import parse_regex
 from stencil._core import GrammarError
@@ -99,8 +99,7 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
             any_char = b.re_char_ranges([(0, 0x10FFFF)], False)
             parts.append(b.re_repeat(any_char, lo, -1 if hi is None else hi))
         for s in banned:
-            anything = b.re_any_string()
-            parts.append(b.re_not(b.re_concat([anything, b.re_literal(s), anything])))
+            parts.append(without_texts(b, [s]))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     return Term(None, build=build, pos=pos)
