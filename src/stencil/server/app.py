@@ -20,7 +20,7 @@ from stencil.server.constraints import TOOL_STRICT, request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
 from stencil.server.protocol import RequestError, error_body, message_text
-from stencil.server.request import ChatRequest, CompletionRequest, parse_request
+from stencil.server.request import ChatRequest, CompletionRequest
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, renders_tools, tool_format_for
@@ -92,11 +92,11 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         body = await svc.read_body(request)
-        req = parse_request(ChatRequest, body)
+        req = svc.parse(ChatRequest, body)
         fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
         messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt, template_tools)
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
-        return await svc.run(request, body, prompt_ids, chat=True, req=req, tool_format=fmt)
+        return await svc.run(request, req, body, prompt_ids, chat=True, tool_format=fmt)
 
     @app.post("/v1/responses")
     async def responses(request: Request):
@@ -105,12 +105,9 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
     @app.post("/v1/completions")
     async def completions(request: Request):
         body = await svc.read_body(request)
-        req = parse_request(CompletionRequest, body)
-        prompt = body.get("prompt")
-        if not isinstance(prompt, str) or not prompt:
-            raise RequestError("prompt must be a non-empty string", param="prompt")
-        prompt_ids = await asyncio.to_thread(lm.encode_prompt, prompt, chat=False)
-        return await svc.run(request, body, prompt_ids, chat=False, req=req)
+        req = svc.parse(CompletionRequest, body)
+        prompt_ids = await asyncio.to_thread(lm.encode_prompt, req.prompt, chat=False)
+        return await svc.run(request, req, body, prompt_ids, chat=False)
 
     return app
 
@@ -129,19 +126,20 @@ def _lifespan(svc: Service):
 async def _responses(svc: Service, request: Request, fmt: str, template_tools: bool):
     """``/v1/responses``: the request translated into the chat request it means, generated as one."""
     body = await svc.read_body(request)
-    req = parse_request(ResponsesRequest, body)
+    req = svc.parse(ResponsesRequest, body)
     if req.tool_format is not None:
         fmt = _tool_format(svc.lm, req.tool_format, "tool_format")
     chat = chat_body(req)
     messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, template_tools)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
-    c, jobs, p = await svc.submit(chat, prompt_ids, parse_request(ChatRequest, chat), fmt, body_bytes_of(request))
+    c, jobs, schema = await svc.submit(svc.parse(ChatRequest, chat), chat, prompt_ids, fmt, body_bytes_of(request))
     if req.stream:
-        return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids), p["partial_schema"]),
+        return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids), schema),
                                  media_type="text/event-stream")
     await wait_all(request, jobs)
-    if jobs[0].error:
-        raise RequestError(jobs[0].error, status=jobs[0].error_status, code=jobs[0].error_code)
+    failed = jobs[0].result
+    if failed.error:
+        raise RequestError(failed.error, status=failed.error_status, code=failed.error_code)
     return response_object("resp_" + uuid.uuid4().hex, req, svc.name, int(time.time()), jobs[0], c, len(prompt_ids))
 
 

@@ -19,7 +19,7 @@ Rows are isolated: an error in one row's grammar work, sampling or bookkeeping f
 alone (with a status that names the cause: 400 for a grammar that is too expensive) and the
 others go on. A row's calls on its matcher in one step (forced tokens, its mask, accepts) share
 ``step_time_limit`` seconds, and a request's calls over its whole generation draw from its total
-(``Job.grammar_time``): each call runs under what is left of both (``Matcher.time_limit``,
+(``JobGrammar.grammar_time``): each call runs under what is left of both (``Matcher.time_limit``,
 ``server.grammar_time``), so one row's grammar cannot stall the others' step beyond the step limit,
 nor the batch beyond its total. Only a failure of the forward pass itself fails the whole batch.
 
@@ -27,42 +27,38 @@ With ``speculate`` (the default), rows draft several tokens per step and keep th
 (``server.speculation``), each as many as its recent acceptance and the cost of a token in the pass
 make worth it (none for a row whose drafts keep failing: it then costs what a plain row costs).
 
-A job with ``Job.aligned`` (``sampling: "aligned"``, ``stencil.aligned``) is no row: its particles
+A job with ``GenerationParams.aligned`` (``sampling: "aligned"``, ``stencil.aligned``) is no row: its particles
 run to the end when it is admitted, in a batch of their own on their own KV cache, and the running
 batch waits for them (one request's particles are that many rows at every step; the text comes in
 one piece).
 
-A row with a ``Job.healer`` (token healing, ``stencil.healing``) first samples the prompt's healed
+A row with a ``JobGrammar.healer`` (token healing, ``stencil.healing``) first samples the prompt's healed
 end again, one token per step under the healer's mask (no forced tokens, no drafts until then),
 and leaves those bytes out of its text.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import stencil
-from stencil.aligned import PENALTIES, HFParticles, sample_aligned
+from stencil.aligned import HFParticles, sample_aligned
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
-from stencil.sampling import MIN_TEMPERATURE
 from stencil.sampling import Sampler
-from stencil.server.grammar_time import Fills, GrammarTime
+from stencil.server.grammar_time import Fills
+from stencil.server.job import DONE, Job
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
 from stencil.draft_plan import StepCost, plan_drafts
 from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.speculative import SpeculationOptions
-
-_DONE = object()
 
 #: seconds a row's calls on its matcher may take in one decode step together (forced tokens, its
 #: mask, accepts); past it the row fails with a 400 and the batch goes on without it
@@ -73,87 +69,6 @@ def default_mask_threads() -> int:
     """Threads filling masks beside the forward pass: a quarter of the cores (at least one,
     at most 8); the forward pass keeps the rest."""
     return max(1, min(8, (os.cpu_count() or 1) // 4))
-
-
-@dataclass
-class Job:
-    """One completion: inputs, the stream back to the event loop, and the result."""
-
-    input_ids: list[int]
-    max_tokens: int
-    temperature: float
-    seed: int | None
-    stop: list[str]
-    repetition_penalty: float
-    loop: asyncio.AbstractEventLoop
-    top_p: float = 1.0
-    ignore_eos: bool = False  # vLLM's option: EOS is never sampled (the grammar's end still ends the row)
-    matcher: Any = None  # the constraint's matcher at its start (first mask computed); None: free text
-    sampling: dict = field(default_factory=dict)  # more Sampler options: top_k, min_p, penalties, logit_bias
-    logprobs: int | None = None  # top log-probabilities per token (0: the chosen token's only); None: none
-    speculate: bool | None = None  # draft and verify several tokens per step (None: the engine's default)
-    forget: Any = None  # called when the grammar fails the row for its cost: drops it from the compile cache
-    grammar_time: GrammarTime | None = None  # the request's total of grammar time, shared by its rows
-    #: token healing (stencil.healing.Healer, over ``matcher``): the first tokens spell the prompt's
-    #: removed end again, ``healed_prefix``, which the text leaves out
-    healer: Any = None
-    healed_prefix: str = ""
-    #: ``sampling: "aligned"`` (stencil.aligned): the particles of this choice; None: plain sampling
-    aligned: int | None = None
-    out: asyncio.Queue = field(default_factory=asyncio.Queue)
-    text: str = ""
-    finish_reason: str = "stop"
-    completion_tokens: int = 0
-    cancelled: bool = False
-    error: str | None = None
-    error_status: int = 500  # the HTTP status of ``error``
-    error_code: str | None = None
-    sent: int = 0  # characters of text already sent (text that may start a stop string is held)
-    #: per generated token, {"token", "logprob", "bytes", "top_logprobs"} (OpenAI's chat entries)
-    token_logprobs: list = field(default_factory=list)
-    drafted_tokens: int = 0   # speculative draft tokens proposed, and of them accepted (set at the end)
-    accepted_tokens: int = 0
-    #: per generated token, where its bytes end in the decoded output (the healed prefix's
-    #: included; set at the end): reasoning tokens are counted from it
-    token_ends: list = field(default_factory=list)
-
-    def put_text(self, piece: str) -> None:
-        """Send a text piece with the count of log-probability entries generated up to it."""
-        self.put((piece, len(self.token_logprobs)))
-
-    def put(self, item) -> None:
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
-
-    def fail(self, e: BaseException) -> None:
-        """Record why this job failed: a grammar that costs too much (a work limit or time limit
-        of the core ran out) is the request's fault, a 400; anything else is the server's, a 500."""
-        if isinstance(e, stencil.GrammarError):
-            self.error_status, self.error_code = 400, "grammar_too_expensive"
-            self.error = f"the constraint is too expensive to generate with: {type(e).__name__}: {e}"
-        else:
-            self.error_status, self.error_code = 500, None
-            self.error = f"generation failed: {type(e).__name__}: {e}"
-
-    def push_text(self, piece: str) -> bool:
-        """Append generated text and send what can no longer be part of a stop string; True when a
-        stop string was reached (the text is cut before it)."""
-        self.text += piece
-        for s in self.stop:
-            i = self.text.find(s, max(0, self.sent - len(s)))
-            if i >= 0:
-                self.text = self.text[:i]
-                self.flush()
-                return True
-        safe = len(self.text) - (max((len(s) for s in self.stop), default=1) - 1)
-        if safe > self.sent:
-            self.put_text(self.text[self.sent:safe])
-            self.sent = safe
-        return False
-
-    def flush(self) -> None:
-        if len(self.text) > self.sent and not self.cancelled:
-            self.put_text(self.text[self.sent:])
-        self.sent = len(self.text)
 
 
 class Engine:
@@ -253,7 +168,7 @@ class Engine:
     def _drop_finished(self, batch: KVBatch, rows: list[Row]) -> None:
         keep = []
         for i, r in enumerate(rows):
-            if r.finish is None and r.job.cancelled:
+            if r.finish is None and r.job.stream.cancelled:
                 r.finish = "cancelled"
             if r.finish is None:
                 keep.append(i)
@@ -261,7 +176,7 @@ class Engine:
                 self.failed_rows += r.finish == "error"
                 self.mask_counts["tokens"] += len(r.out) if r.constrained else 0
                 r.close()
-                r.job.put(_DONE)
+                r.job.stream.put(DONE)
         if len(keep) < len(rows):
             batch.keep(keep)
             rows[:] = [rows[i] for i in keep]
@@ -278,25 +193,25 @@ class Engine:
             block = False
             if job is None:
                 return False
-            if job.cancelled:
-                job.put(_DONE)
+            if job.stream.cancelled:
+                job.stream.put(DONE)
                 continue
-            if job.aligned is not None:
+            if job.params.aligned is not None:
                 self._run_aligned(job)
                 continue
             try:
                 row = Row(job, self.info, self.step_time_limit, self._speculation(job), self.eos, self.not_eos)
                 if row.spec_later is not None:   # drafts without masks where the row checks its picks
                     row.spec_later.masks = not self._checks_first(row)
-                if job.max_tokens == 0:
+                if job.params.max_tokens == 0:
                     row.finish = "max_tokens"
                     row.close()
-                    job.put(_DONE)
+                    job.stream.put(DONE)
                     continue
                 batch.add(job.input_ids[:-1])
             except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
                 job.fail(e)
-                job.put(_DONE)
+                job.stream.put(DONE)
                 continue
             rows.append(row)
         return True
@@ -306,30 +221,30 @@ class Engine:
         in one batch of their own on their own KV cache, between two steps of the running batch,
         which waits meanwhile; its text comes in one piece. Each call on the particles' matchers is
         held to the step time limit (past it the job fails alone, a 400)."""
-        assert job.aligned is not None   # called for aligned jobs only
+        particles = job.params.aligned
+        assert particles is not None   # called for aligned jobs only
         try:
-            m = job.matcher
+            m = job.grammar.matcher
             m.time_limit = self.step_time_limit
             ctx = int(getattr(self.lm, "context_length", 0) or 0)
-            limit = min(job.max_tokens, ctx - len(job.input_ids)) if ctx else job.max_tokens
-            penalties = {k: v for k, v in job.sampling.items() if k in PENALTIES and v}
-            penalties["repetition_penalty"] = job.repetition_penalty
-            s = sample_aligned(HFParticles(self.lm.model), m, self.info, job.input_ids, particles=job.aligned,
-                               max_tokens=limit, temperature=job.temperature, seed=job.seed, penalties=penalties,
+            p, sp = job.params, job.sampling
+            limit = min(p.max_tokens, ctx - len(job.input_ids)) if ctx else p.max_tokens
+            s = sample_aligned(HFParticles(self.lm.model), m, self.info, job.input_ids, particles=particles,
+                               max_tokens=limit, temperature=sp.temperature, seed=sp.seed, penalties=sp.penalties(),
                                num_threads=self.mask_threads)
-            job.completion_tokens = len(s.token_ids)
+            job.result.completion_tokens = len(s.token_ids)
             job.push_text(self.info.decode_bytes(s.token_ids).decode("utf-8", errors="replace"))
             job.flush()
-            job.finish_reason = "stop"   # every particle ends complete, within the limit
+            job.result.finish_reason = "stop"   # every particle ends complete, within the limit
             self.aligned_counts["jobs"] += 1
             self.aligned_counts["passes"] += s.passes
             self.aligned_counts["rows"] += s.rows
         except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
             job.fail(e)
-            if isinstance(e, stencil.GrammarError) and job.forget is not None:
-                job.forget()
-        job.matcher = None
-        job.put(_DONE)
+            if isinstance(e, stencil.GrammarError) and job.grammar.forget is not None:
+                job.grammar.forget()
+        job.grammar.matcher = None
+        job.stream.put(DONE)
 
     def speculation_stats(self) -> dict:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added
@@ -351,25 +266,21 @@ class Engine:
         """Whether ``job``'s row drafts: its own ``speculate`` or the engine's default, and neither
         log-probabilities nor ``ignore_eos`` (the verification reports neither). By default a
         sampler that truncates does not (its drafts would need a mask per position)."""
-        if job.speculate is None:
-            truncates = job.temperature >= MIN_TEMPERATURE and (
-                job.top_p < 1.0 or bool(job.sampling.get("top_k")) or bool(job.sampling.get("min_p")))
-            on = self.speculate and not truncates
-        else:
-            on = job.speculate
-        return on and job.logprobs is None and not job.ignore_eos
+        p = job.params
+        on = (self.speculate and not job.sampling.truncates()) if p.speculate is None else p.speculate
+        return on and p.logprobs is None and not p.ignore_eos
 
     def _speculation(self, job: Job) -> RowSpeculation | None:
         if not self.speculates(job):
             return None
-        m = job.matcher
+        m = job.grammar.matcher
         if m is not None and m.max_rollback != -1 and m.max_rollback < self.speculation.max_draft:
             raise ValueError(f"a speculating row's matcher needs max_rollback >= {self.speculation.max_draft}")
         return RowSpeculation(self.speculation, self.lm, job.input_ids)
 
     def _budget(self, r: Row) -> int:
         ctx = int(getattr(self.lm, "context_length", 0) or 0)
-        left = r.job.max_tokens - len(r.out)
+        left = r.job.params.max_tokens - len(r.out)
         if ctx:
             room = ctx - len(r.job.input_ids) - len(r.out)
             if room < left:
@@ -460,7 +371,7 @@ class Engine:
 
     def _checks_first(self, r: Row) -> bool:
         """Whether row ``r`` checks its pick before any mask (``server.picks``)."""
-        return self.opportunistic and opportunistic(r.sampler, r.job.logprobs)
+        return self.opportunistic and opportunistic(r.sampler, r.job.params.logprobs)
 
     def _drafts(self, rows: list[Row], drafting: set[int], most: dict[int, int]) -> None:
         """Each speculating row's draft for this step (its matcher walks it: within the budget, and
@@ -483,7 +394,7 @@ class Engine:
         if r.sampler.gen is not None and rows.device.type != "cpu":
             rows = rows.float().cpu()   # (its random generator draws on the host)
         best = [pick] if pick is not None else None
-        no_eos = self._eos_on(rows.device) if r.job.ignore_eos else None
+        no_eos = self._eos_on(rows.device) if r.job.params.ignore_eos else None
         return Pick(r.matcher, r.sampler, rows, draft, r.remaining_tokens, r.out, r.grammar, r.clock, best, no_eos,
                     stops=r.stops, not_stops=r.not_stops)
 
@@ -559,11 +470,12 @@ class Engine:
         """The tokens of the plain greedy rows not drafting (no penalty, bias or log-probabilities:
         the argmax of the masked logits, or of the unmasked ones for rows that check their pick),
         by one argmax where the logits are: {row: token}."""
-        idx = [i for i, r in enumerate(rows) if r.sampler.plain_greedy and r.job.logprobs is None and i not in drafting]
+        idx = [i for i, r in enumerate(rows)
+               if r.sampler.plain_greedy and r.job.params.logprobs is None and i not in drafting]
         if not idx:
             return {}
         import torch
-        no_eos = [i for i in idx if rows[i].job.ignore_eos]
+        no_eos = [i for i in idx if rows[i].job.params.ignore_eos]
         if no_eos:  # in place: these rows are read here only
             eos = self._eos_on(logits.device)
             logits[torch.tensor(no_eos, device=logits.device)[:, None], eos[None, :]] = float("-inf")
@@ -588,8 +500,9 @@ class Engine:
                 if not r.grammar(m.accept_token, t):
                     raise RuntimeError(f"internal error: forced token {t} was refused")
             r.feed = r.feed + forced
-            if r.job.logprobs is not None:  # the only allowed token: probability 1 under the mask
-                r.job.token_logprobs.extend(_entry(self.info, t, 0.0, [(t, 0.0)][:r.job.logprobs]) for t in forced)
+            k = r.job.params.logprobs
+            if k is not None:  # the only allowed token: probability 1 under the mask
+                r.job.result.token_logprobs.extend(_entry(self.info, t, 0.0, [(t, 0.0)][:k]) for t in forced)
             r.emit(forced)
             r.remaining_tokens -= len(forced)
             if r.finish is None and r.remaining_tokens == 0:
@@ -618,8 +531,8 @@ class Engine:
         if r.ended():   # the matcher took it as the end: neither text nor a logprobs entry
             r.finish = "eos"
             return
-        if r.job.logprobs is not None:
-            r.job.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.logprobs))
+        if r.job.params.logprobs is not None:
+            r.job.result.token_logprobs.append(_logprob_entry(self.info, r.sampler, row, t, r.job.params.logprobs))
         r.feed = [t]
         r.emit([t])
 
@@ -630,7 +543,7 @@ class Engine:
 
     def _draw(self, r: Row, row) -> int:
         r.sampler.penalize(row, r.out)  # after the mask: penalties keep -inf at -inf
-        if r.job.ignore_eos:
+        if r.job.params.ignore_eos:
             row.index_fill_(0, self._eos_on(row.device), float("-inf"))
         r.sampler.truncate(row)
         return r.sampler.sample(row)

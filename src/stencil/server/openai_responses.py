@@ -17,7 +17,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field
 
-from stencil.server.engine import _DONE, Job
+from stencil.server.job import DONE, Job
 from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import RequestError, message_text
 from stencil.server.request import StreamOptions, _Unchanging
@@ -223,12 +223,12 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
     if job is not None:
         if output is None:
             items = OutputItems(c)
-            items.feed(job.text, final=True)
+            items.feed(job.result.text, final=True)
             output = items.items
         status = "completed"
-        if job.finish_reason == "length":
+        if job.result.finish_reason == "length":
             status, incomplete = "incomplete", {"reason": "max_output_tokens"}
-    out_tokens = job.completion_tokens if job is not None else 0
+    out_tokens = job.result.completion_tokens if job is not None else 0
     thought = job_reasoning_tokens(job, c) if job is not None and c is not None else 0
     return {"id": rid, "object": "response", "created_at": created, "status": status, "error": None,
             "incomplete_details": incomplete, "instructions": req.instructions,
@@ -265,15 +265,15 @@ async def response_events(job: Job, c, req: ResponsesRequest, name: str, prompt_
     yield ev("response.in_progress", {"response": start})
     items = OutputItems(c)
     try:
-        while (item := await job.out.get()) is not _DONE:
+        while (item := await job.stream.out.get()) is not DONE:
             for kind, fields in items.feed(item[0]):
                 yield ev(kind, fields)
-        if job.error:
-            yield ev("error", {"code": job.error_code, "message": job.error, "param": None})
+        if job.result.error:
+            yield ev("error", {"code": job.result.error_code, "message": job.result.error, "param": None})
             return
         for kind, fields in items.feed("", final=True):
             yield ev(kind, fields)
         final = response_object(rid, req, name, created, job, c, prompt_tokens, items.items)
         yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", {"response": final})
     finally:
-        job.cancelled = True  # a dropped connection ends the generation (no-op once done)
+        job.stream.cancelled = True  # a dropped connection ends the generation (no-op once done)

@@ -54,7 +54,7 @@ def partial_schema(req: Any, c: Any) -> Any:
 def job_complete(job: Any) -> bool:
     """Whether a finished job's text is its grammar's whole output ("stop" without stop strings:
     EOS, the grammar's end, or the budget closing it), so that a number at its very end is final."""
-    return job.finish_reason == "stop" and not job.stop and not job.error
+    return job.result.finish_reason == "stop" and not job.params.stop and not job.result.error
 
 
 class ChoicePartials:

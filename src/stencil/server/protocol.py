@@ -1,7 +1,7 @@
-"""OpenAI's error JSON and small request checks shared by the routes."""
+"""OpenAI's error JSON, and the checks of a body's parts that the routes and the constraint's reader
+share (the request's own fields are checked by its model, ``server.request``)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 
@@ -19,20 +19,6 @@ def error_body(message: str, *, param: str | None = None, code: str | None = Non
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def number(body: dict, key: str, default, lo=None, hi=None, kind=float):
-    """``body[key]`` as ``kind`` within [lo, hi], or a RequestError naming the parameter."""
-    v = body.get(key, default)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
-        raise RequestError(f"{key} must be a {'integer' if kind is int else 'number'}, got {v!r}", param=key)
-    if isinstance(v, float) and not math.isfinite(v):  # json reads NaN and Infinity; NaN passes every comparison
-        raise RequestError(f"{key} must be a finite number, got {v!r}", param=key)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise RequestError(f"{key} must be between {lo} and {hi}, got {v}", param=key)
-    return kind(v)
-
-
 def flag(body: dict, key: str, default: bool = False) -> bool:
     """``body[key]`` as a bool (absent or null: ``default``), or a RequestError naming it."""
     v = body.get(key)
@@ -41,17 +27,6 @@ def flag(body: dict, key: str, default: bool = False) -> bool:
     if not isinstance(v, bool):
         raise RequestError(f"{key} must be true or false, got {v!r}", param=key)
     return v
-
-
-def stop_list(body: dict) -> list[str]:
-    stop = body.get("stop")
-    if stop is None:
-        return []
-    if isinstance(stop, str):
-        return [stop]
-    if isinstance(stop, list) and all(isinstance(s, str) for s in stop) and len(stop) <= 4:
-        return [s for s in stop if s]
-    raise RequestError("stop must be a string or a list of at most 4 strings", param="stop")
 
 
 def message_text(content: Any, where: str = "messages", kinds: tuple[str, ...] = ("text",)) -> str:

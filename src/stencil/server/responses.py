@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import Request
 
-from stencil.server.engine import _DONE, Job
+from stencil.server.job import DONE, Job
 from stencil.server.partials import ChoicePartials, job_complete
 from stencil.server.protocol import error_body
 from stencil.server.reasoning import ThinkStream, reasoning_end, reasoning_tokens, split_reasoning
@@ -22,7 +22,7 @@ async def wait_all(request: Request, jobs: list[Job]) -> None:
         for j in jobs:
             while True:
                 try:
-                    if (await asyncio.wait_for(j.out.get(), 0.5)) is _DONE:
+                    if (await asyncio.wait_for(j.stream.out.get(), 0.5)) is DONE:
                         break
                 except asyncio.TimeoutError:
                     # uvicorn does not cancel a handler whose client left: look, and free the slot
@@ -30,7 +30,7 @@ async def wait_all(request: Request, jobs: list[Job]) -> None:
                         raise asyncio.CancelledError from None
     except asyncio.CancelledError:
         for j in jobs:
-            j.cancelled = True
+            j.stream.cancelled = True
         raise
 
 
@@ -48,11 +48,11 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
     def chunk(i: int, delta: dict | str, finish=None, upto: int | None = None) -> str:
         choice = ({"index": i, "delta": delta, "finish_reason": finish} if chat
                   else {"index": i, "text": delta, "finish_reason": finish})
-        if upto is not None and jobs[i].logprobs is not None:
-            choice["logprobs"] = logprobs_of(jobs[i].token_logprobs[lp_sent[i]:upto], chat)
+        if upto is not None and jobs[i].params.logprobs is not None:
+            choice["logprobs"] = logprobs_of(jobs[i].result.token_logprobs[lp_sent[i]:upto], chat)
             lp_sent[i] = upto
-        if finish is not None and jobs[i].healed_prefix:
-            choice["healed_prefix"] = jobs[i].healed_prefix
+        if finish is not None and jobs[i].grammar.healed_prefix:
+            choice["healed_prefix"] = jobs[i].grammar.healed_prefix
         if partials is not None:
             content = delta.get("content") if isinstance(delta, dict) else delta
             if finish is not None:
@@ -75,7 +75,7 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         while left:
             i, item = await merged.get()
             job = jobs[i]
-            if item is not _DONE:
+            if item is not DONE:
                 if split is None:
                     yield chunk(i, item[0], upto=item[1])
                     continue
@@ -83,11 +83,11 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
                     yield chunk(i, d, upto=item[1] if k == 0 else None)
                 continue
             left -= 1
-            if job.error:
+            if job.result.error:
                 yield "data: " + json.dumps(job_error_body(job)) + "\n\n"
                 continue
             for d in split[i].feed("", final=True) if split is not None else []:
-                yield chunk(i, d, upto=len(job.token_logprobs))
+                yield chunk(i, d, upto=len(job.result.token_logprobs))
             yield chunk(i, {} if chat else "", _finish(job, _message(job, c) if c.tools else None))
         if prompt_tokens is not None:
             yield _event({"id": rid, "object": obj, "created": created, "model": name, "choices": [],
@@ -95,7 +95,7 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
         yield "data: [DONE]\n\n"
     finally:
         for job in jobs:
-            job.cancelled = True  # a dropped connection ends the generations (no-op once done)
+            job.stream.cancelled = True  # a dropped connection ends the generations (no-op once done)
         for t in tasks:
             t.cancel()
 
@@ -103,9 +103,9 @@ async def stream_events(request: Request, jobs: list[Job], rid: str, chat: bool,
 async def _forward(i: int, job: Job, merged: asyncio.Queue) -> None:
     """Copy the job's pieces into ``merged``, tagged with its index ``i``, up to its end."""
     while True:
-        item = await job.out.get()
+        item = await job.stream.out.get()
         await merged.put((i, item))
-        if item is _DONE:
+        if item is DONE:
             return
 
 
@@ -139,11 +139,12 @@ class _ChoiceStream:
 
 def _finish(job: Job, msg: dict[str, Any] | None) -> str:
     """"tool_calls" where the message (the chat message read from the output) holds calls."""
-    return "tool_calls" if msg is not None and msg.get("tool_calls") else job.finish_reason
+    return "tool_calls" if msg is not None and msg.get("tool_calls") else job.result.finish_reason
 
 
 def _message(job: Job, c) -> dict[str, Any]:
-    reasoning, text = split_reasoning(job.text, c.reasoning == "opened") if c.reasoning else (None, job.text)
+    text = job.result.text
+    reasoning, text = split_reasoning(text, c.reasoning == "opened") if c.reasoning else (None, text)
     msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     if c.tools is not None:
         content, thought, calls = split_tool_calls(text, c.tool_format, c.tools)
@@ -164,15 +165,15 @@ def usage(prompt_tokens: int, jobs: list[Job], c=None) -> dict:
     ``c`` has the output reason first (a ``<think>`` block, Harmony's analysis message), and with
     speculative decoding the draft tokens accepted and rejected (the fields of OpenAI's predicted
     outputs)."""
-    done = sum(j.completion_tokens for j in jobs)
+    done = sum(j.result.completion_tokens for j in jobs)
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": done,
                            "total_tokens": prompt_tokens + done}
     details: dict[str, int] = {}
     if c is not None and (c.reasoning or c.tool_format == "harmony"):
         details["reasoning_tokens"] = sum(job_reasoning_tokens(j, c) for j in jobs)
-    drafted = sum(j.drafted_tokens for j in jobs)
+    drafted = sum(j.result.drafted_tokens for j in jobs)
     if drafted:
-        accepted = sum(j.accepted_tokens for j in jobs)
+        accepted = sum(j.result.accepted_tokens for j in jobs)
         details.update(accepted_prediction_tokens=accepted, rejected_prediction_tokens=drafted - accepted)
     if details:
         out["completion_tokens_details"] = details
@@ -181,8 +182,9 @@ def usage(prompt_tokens: int, jobs: list[Job], c=None) -> dict:
 
 def job_reasoning_tokens(job: Job, c) -> int:
     """The tokens of ``job``'s output that its reasoning took (its markers included)."""
-    end = reasoning_end(job.text, c.reasoning, c.tool_format)
-    return reasoning_tokens(job.text, job.token_ends, len(job.healed_prefix.encode("utf-8")), end)
+    r = job.result
+    end = reasoning_end(r.text, c.reasoning, c.tool_format)
+    return reasoning_tokens(r.text, r.token_ends, len(job.grammar.healed_prefix.encode("utf-8")), end)
 
 
 def logprobs_of(entries: list[dict], chat: bool, start: int = 0) -> dict:
@@ -201,17 +203,19 @@ def logprobs_of(entries: list[dict], chat: bool, start: int = 0) -> dict:
 
 
 def choice(i: int, job: Job, chat: bool, c, logprobs: bool = False) -> dict:
-    lp = logprobs_of(job.token_logprobs, chat, -len(job.healed_prefix)) if logprobs else None
+    healed = job.grammar.healed_prefix
+    lp = logprobs_of(job.result.token_logprobs, chat, -len(healed)) if logprobs else None
     if chat:
         msg = _message(job, c)
         return {"index": i, "message": msg, "finish_reason": _finish(job, msg), "logprobs": lp}
-    out = {"index": i, "text": job.text, "finish_reason": job.finish_reason, "logprobs": lp}
-    if job.healed_prefix:   # stencil's own: the prompt's end that token healing generated again
-        out["healed_prefix"] = job.healed_prefix
+    out = {"index": i, "text": job.result.text, "finish_reason": job.result.finish_reason, "logprobs": lp}
+    if healed:   # stencil's own: the prompt's end that token healing generated again
+        out["healed_prefix"] = healed
     return out
 
 
 def job_error_body(job: Job) -> dict:
     """OpenAI's error JSON for a failed job (a 4xx is the request's fault, a 5xx the server's)."""
-    return error_body(job.error or "", code=job.error_code,
-                      type_="invalid_request_error" if job.error_status < 500 else "server_error")
+    r = job.result
+    return error_body(r.error or "", code=r.error_code,
+                      type_="invalid_request_error" if r.error_status < 500 else "server_error")

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import codecs
 import itertools
-from typing import Any
-
 import numpy as np
 
 import stencil
-from stencil.sampling import Sampler
 from stencil.server.grammar_time import RowClock
+from stencil.server.job import Job
 from stencil.server.speculation import RowSpeculation
 from stencil.stops import other_token_words, stop_token_ids
 
@@ -21,29 +19,30 @@ __all__ = ["Row"]
 class Row:
     """A running request: its matcher, sampler, generated tokens and tokens not yet fed."""
 
-    def __init__(self, job: Any, info, time_limit: float | None, spec: RowSpeculation | None = None,
+    def __init__(self, job: Job, info, time_limit: float | None, spec: RowSpeculation | None = None,
                  eos: set[int] | None = None, not_eos: np.ndarray | None = None):
         self.job = job
-        self.healer = job.healer   # its tokens come first, one per step, under its own masks
+        g = job.grammar
+        self.healer = g.healer   # its tokens come first, one per step, under its own masks
         self.skip = len(self.healer.prefix) if self.healer is not None else 0  # prefix bytes not to send
         self.spec_later = spec     # a healing row drafts once healed
         self.spec = None if self.healing() else spec  # None: one token per step
-        self.matcher = job.matcher
+        self.matcher = g.matcher
         # the step limit and the request's total (each call on the matcher is armed with what is left)
-        self.clock = RowClock(time_limit, job.grammar_time)
-        self.sampler = Sampler(job.temperature, job.seed, job.repetition_penalty, top_p=job.top_p, **job.sampling)
+        self.clock = RowClock(time_limit, g.grammar_time)
+        self.sampler = job.sampling.sampler()
         self.out: list[int] = []
         self.feed: list[int] = job.input_ids[-1:]
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.info = info
         self.finish: str | None = None
-        self.remaining_tokens = job.max_tokens  # tokens this row may still add (set each step)
-        self.constrained = job.matcher is not None
+        self.remaining_tokens = job.params.max_tokens  # tokens this row may still add (set each step)
+        self.constrained = g.matcher is not None
         # The tokens that end the row (``stops``; ``not_stops``: the mask words of every other
         # token): end of sequence, but for the ids the row's grammar writes as its text
         # (stencil.stops: gpt-oss's <|call|> closes a call).
         eos = set(info.eos_token_ids) if eos is None else eos
-        self.stops = stop_token_ids(eos, job.matcher)
+        self.stops = stop_token_ids(eos, g.matcher)
         self.not_stops = not_eos if not_eos is not None and self.stops == eos else \
             other_token_words(self.stops, (info.vocab_size + 31) // 32)
 
@@ -82,25 +81,26 @@ class Row:
     def fail(self, e: BaseException) -> None:
         self.job.fail(e)
         self.finish = "error"
-        if isinstance(e, stencil.GrammarError) and self.job.forget is not None:
-            self.job.forget()  # too expensive: its lazy state goes with the request's last matcher
+        forget = self.job.grammar.forget
+        if isinstance(e, stencil.GrammarError) and forget is not None:
+            forget()  # too expensive: its lazy state goes with the request's last matcher
 
     def close(self) -> None:
         """The row's job gets its last text, its counts and its finish reason (the engine then
         sends the end of its stream)."""
-        job = self.job
+        job, result = self.job, self.job.result
         if self.finish != "stop":  # a stop string already cut the text
             job.push_text(self.decoder.decode(b"", final=True))
         job.flush()
-        job.completion_tokens = len(self.out)
-        job.token_ends = list(itertools.accumulate(len(self.info.token_bytes(t)) for t in self.out))
+        result.completion_tokens = len(self.out)
+        result.token_ends = list(itertools.accumulate(len(self.info.token_bytes(t)) for t in self.out))
         if self.spec is not None:
-            job.drafted_tokens, job.accepted_tokens = self.spec.drafted, self.spec.accepted
+            result.drafted_tokens, result.accepted_tokens = self.spec.drafted, self.spec.accepted
         # cut by the budget or the context: "length", unless the grammar accepts the output (the
         # budget-aware masks closed it in time), which is complete: "stop", as OpenAI's parse() needs
         cut = self.finish in ("max_tokens", "context")
-        job.finish_reason = "length" if cut and (self.healing() or not _accepting(self.matcher)) else "stop"
-        job.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
+        result.finish_reason = "length" if cut and (self.healing() or not _accepting(self.matcher)) else "stop"
+        job.grammar.matcher = self.matcher = None  # the grammar's memory goes with the last matcher
 
 
 def _accepting(m) -> bool:

@@ -1,11 +1,14 @@
-"""A request's way through the server: its body read within the size limit, its parameters
-checked, its constraint compiled and warmed (first mask, shortest completion) under the request's
-deadline, its jobs queued for the engine."""
+"""A request's way through the server: its body read within the size limit, checked as its route's
+request model (``server.request``: the values the service reads), its constraint compiled and
+warmed (first mask, shortest completion) under the request's deadline, its jobs (``server.job``:
+the checked ``GenerationParams`` and ``SamplingParams`` of each choice) queued for the engine."""
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
@@ -14,16 +17,27 @@ import stencil
 from stencil.healing import Healer, start_healing
 from stencil.server.body import read_json
 from stencil.server.constraints import Constraint, constraint_for
-from stencil.server.engine import Engine, Job
+from stencil.server.engine import Engine
 from stencil.server.grammar_time import GrammarTime
+from stencil.server.job import Job, JobGrammar, JobStream
 from stencil.server.limits import ServerLimits
+from stencil.server.params import GenerationParams, SamplingParams
 from stencil.server.partials import partial_schema
-from stencil.server.protocol import RequestError, flag, number, stop_list
+from stencil.server.protocol import RequestError
 from stencil.server.resident import Reservation, ResidentLimit
-from stencil.server.request import aligned_particles, logit_bias, logprobs_count
+from stencil.server.request import RequestBounds, parse_request
 from stencil.server.responses import choice, stream_events, usage, wait_all
 from stencil.server.warmup import COMPILE_GRACE, Warmup
 from stencil.speculative import SpeculationOptions
+
+
+class Submitted(NamedTuple):
+    """A request's queued choices: its constraint, its jobs, and the schema of its partial results
+    (``stream_options.include_partial``; None: none)."""
+
+    constraint: Constraint
+    jobs: list[Job]
+    partial_schema: Any
 
 
 class Service:
@@ -42,7 +56,8 @@ class Service:
         self.engine = Engine(lm, max_batch=max_batch, mask_threads=mask_threads,
                              step_time_limit=limits.step_time_limit, max_waiting=limits.max_waiting,
                              speculate=speculate, opportunistic=not full_masks)
-        self.max_tokens = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
+        most = limits.max_tokens or int(getattr(lm, "context_length", 0) or 0) or None
+        self.bounds = RequestBounds(max_tokens=most, max_n=limits.max_n, vocab_size=lm.tokenizer_info.vocab_size)
 
     async def read_body(self, request: Request) -> dict:
         body, size = await read_json(request, self.limits.max_body_bytes, self.limits.body_timeout)
@@ -52,38 +67,16 @@ class Service:
                                param="model", code="model_not_found")
         return body
 
-    def params(self, body: dict, prompt_ids: list[int], req=None) -> dict:
+    def parse(self, model: type, body: dict):
+        """``body`` as the route's request ``model`` (``server.request``), checked against this
+        server's bounds; a RequestError naming the first bad field."""
+        return parse_request(model, body, self.bounds)
+
+    def _check_context(self, prompt_ids: list[int]) -> None:
         ctx = self.lm.context_length
         if ctx and len(prompt_ids) >= ctx:
             raise RequestError(f"the prompt has {len(prompt_ids)} tokens, but the model's context holds {ctx}",
                                param="messages", code="context_length_exceeded")
-        flag(body, "stream")
-        default_max = min(256, self.max_tokens or 256)
-        max_tokens = number(body, "max_completion_tokens", default_max, 0, self.max_tokens, int)
-        return dict(max_tokens=number(body, "max_tokens", max_tokens, 0, self.max_tokens, int),
-                    temperature=number(body, "temperature", 0.0, 0.0, 2.0),
-                    top_p=number(body, "top_p", 1.0, 0.0, 1.0),
-                    seed=number(body, "seed", None, 0, 2**63 - 1, kind=int), stop=stop_list(body),
-                    # vLLM's extra parameter: > 1 keeps small models out of loops inside strings
-                    repetition_penalty=number(body, "repetition_penalty", 1.0, 0.5, 2.0),
-                    # vLLM's too: the end-of-sequence token is never sampled, so an unconstrained
-                    # row runs to max_tokens (or a stop string), as benchmarks at equal lengths need
-                    ignore_eos=flag(body, "ignore_eos"),
-                    n=number(body, "n", 1, 1, self.limits.max_n, int), **self._sampling(req))
-
-    def _sampling(self, req) -> dict:
-        """The fields the request model checked: Sampler options and log-probabilities."""
-        if req is None:
-            return dict(sampling={}, logprobs=None, include_usage=False, speculate=None)
-        top_k = req.top_k if req.top_k and req.top_k > 0 else 0
-        sampling = dict(top_k=top_k, min_p=req.min_p or 0.0, frequency_penalty=req.frequency_penalty or 0.0,
-                        presence_penalty=req.presence_penalty or 0.0,
-                        logit_bias=logit_bias(req, self.lm.tokenizer_info.vocab_size))
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        speculate = req.speculate
-        if req.stream_options is not None and not req.stream:
-            raise RequestError("stream_options is only allowed with stream: true", param="stream_options")
-        return dict(sampling=sampling, logprobs=logprobs_count(req), include_usage=include_usage, speculate=speculate)
 
     async def prepare(self, body: dict, max_tokens: int, tool_format: str = "generic",
                       reservation: Reservation | None = None, max_rollback: int = 0,
@@ -119,39 +112,34 @@ class Service:
         except Exception as e:  # noqa: BLE001 - any failure of a user's grammar is the user's 400
             raise RequestError(f"invalid grammar: {e}", param="tools" if c.tools else "response_format") from None
 
-    async def submit(self, body: dict, prompt_ids, req=None, tool_format="generic",
-                     body_bytes: int = 0) -> tuple[Constraint, list[Job], dict]:
-        """Check the request's parameters, compile and warm its constraint, and queue its ``n``
-        jobs: (constraint, jobs, parameters). ``body_bytes``: the body's size, for the RSS limit."""
-        p = self.params(body, prompt_ids, req)
-        p["aligned"] = aligned_particles(req, p)   # sampling: "aligned" (stencil.aligned), checked first
-        if not self.engine.has_room(p["n"]):
+    async def submit(self, req, body: dict, prompt_ids, tool_format="generic", body_bytes: int = 0) -> Submitted:
+        """Compile and warm the constraint of ``req`` (its route's checked request; ``body``: the
+        raw one, whose constraint fields ``constraints.constraint_for`` reads) and queue its ``n``
+        jobs. ``body_bytes``: the body's size, for the RSS limit."""
+        self._check_context(prompt_ids)
+        gen, sampling = req.generation_params(self.bounds.default_max_tokens), req.sampling_params()
+        if not self.engine.has_room(req.n):
             raise RequestError(f"the server is busy: {self.engine.jobs.qsize()} requests wait for a slot",
                                status=503, code="server_busy")
         reservation = await self.resident.reserve(body_bytes) if self.resident else Reservation()
-        c, matcher, work = await self.prepare(body, p["max_tokens"], tool_format, reservation, self._rollback_for(p),
+        c, matcher, work = await self.prepare(body, gen.max_tokens, tool_format, reservation, self._rollback_for(gen),
                                               list(prompt_ids))
-        if p["aligned"] and matcher is None:
+        if gen.aligned and matcher is None:
             raise RequestError('sampling: "aligned" needs a constraint (response_format, a grammar, tools)',
                                param="sampling")
-        p["partial_schema"] = partial_schema(req, c)   # (a 400 before any job is queued)
-        matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(p["n"])]
+        schema = partial_schema(req, c)   # (a 400 before any job is queued)
+        matchers = [matcher if i == 0 or matcher is None else matcher.fork() for i in range(req.n)]
         run_ids, healers = prompt_ids, [None] * len(matchers)
         if getattr(req, "heal", None):   # (the first request builds the vocabulary's prefix index)
-            run_ids, healers = await asyncio.to_thread(self._healing, prompt_ids, matchers, p["max_tokens"])
+            run_ids, healers = await asyncio.to_thread(self._healing, prompt_ids, matchers, gen.max_tokens)
         total = self.limits.grammar_time_limit
-        budget = GrammarTime(None if total is None else total * p["n"])   # the request's choices together
+        budget = GrammarTime(None if total is None else total * req.n)   # the request's choices together
         loop = asyncio.get_running_loop()
-        jobs = [self.engine.submit(Job(run_ids, p["max_tokens"], p["temperature"],
-                                       None if p["seed"] is None else p["seed"] + i, p["stop"],
-                                       p["repetition_penalty"], loop, top_p=p["top_p"],
-                                       ignore_eos=p["ignore_eos"], matcher=m, sampling=p["sampling"],
-                                       logprobs=p["logprobs"], speculate=p["speculate"],
-                                       forget=None if work is None else work.forget, grammar_time=budget,
-                                       healer=h, healed_prefix=h.prefix.decode(errors="replace") if h else "",
-                                       aligned=p["aligned"]))
+        forget = None if work is None else work.forget
+        jobs = [self.engine.submit(Job(run_ids, gen, _choice_seed(sampling, i), JobStream(loop), JobGrammar(
+                    m, budget, forget, h, h.prefix.decode(errors="replace") if h else "")))
                 for i, (m, h) in enumerate(zip(matchers, healers))]
-        return c, jobs, p
+        return Submitted(c, jobs, schema)
 
     def _healing(self, prompt_ids: list[int], matchers: list, max_tokens: int) -> tuple[list[int], list]:
         """``heal: true`` (completions; token healing of the raw prompt, ``stencil.healing``): the
@@ -163,27 +151,33 @@ class Service:
         plan, _ = start_healing(info, prompt_ids, matchers[0], room)
         return plan.prompt_ids, [Healer(info, plan.prefix, m) if plan.healed else None for m in matchers]
 
-    def _rollback_for(self, p: dict) -> int:
+    def _rollback_for(self, gen: GenerationParams) -> int:
         """The max_rollback a request's matcher needs: a speculating row's longest draft."""
         e = self.engine
-        on = e.speculate if p["speculate"] is None else p["speculate"]
-        return e.speculation.max_draft if on and p["logprobs"] is None and not p["ignore_eos"] else 0
+        on = e.speculate if gen.speculate is None else gen.speculate
+        return e.speculation.max_draft if on and gen.logprobs is None and not gen.ignore_eos else 0
 
-    async def run(self, request: Request, body: dict, prompt_ids, chat: bool, req=None, tool_format="generic"):
-        c, jobs, p = await self.submit(body, prompt_ids, req, tool_format, body_bytes_of(request))
+    async def run(self, request: Request, req, body: dict, prompt_ids, chat: bool, tool_format="generic"):
+        """The answer to a completion route's checked request ``req`` (``body``: the raw one): its
+        stream of events, or its JSON once every choice is done."""
+        c, jobs, schema = await self.submit(req, body, prompt_ids, tool_format, body_bytes_of(request))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-        if body.get("stream"):
-            counted = len(prompt_ids) if p["include_usage"] else None
-            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name, counted,
-                                                   p["partial_schema"]),
+        if req.stream:
+            counted = len(prompt_ids) if req.include_usage() else None
+            return StreamingResponse(stream_events(request, jobs, rid, chat, c, self.name, counted, schema),
                                      media_type="text/event-stream")
         await wait_all(request, jobs)
         for j in jobs:
-            if j.error:
-                raise RequestError(j.error, status=j.error_status, code=j.error_code)
-        choices = [choice(i, j, chat, c, p["logprobs"] is not None) for i, j in enumerate(jobs)]
+            if j.result.error:
+                raise RequestError(j.result.error, status=j.result.error_status, code=j.result.error_code)
+        choices = [choice(i, j, chat, c, j.params.logprobs is not None) for i, j in enumerate(jobs)]
         return {"id": rid, "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
                 "model": self.name, "choices": choices, "usage": usage(len(prompt_ids), jobs, c)}
+
+
+def _choice_seed(sampling: SamplingParams, i: int) -> SamplingParams:
+    """Choice ``i``'s sampling: the request's seed plus ``i`` (the choices differ, each reproducible)."""
+    return sampling if sampling.seed is None else replace(sampling, seed=sampling.seed + i)
 
 
 def body_bytes_of(request: Request) -> int:
