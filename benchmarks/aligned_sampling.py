@@ -5,7 +5,7 @@ Run ``python -m benchmarks.aligned_sampling [--samples 2000] [--particles 16] [-
 with its prompt, on the real default model (SmolLM2-135M-Instruct):
 
 1. every token sequence the grammar allows within the token limit is enumerated
-   (``benchmarks.aligned_exact.PrefixTree``) and the real model is run once on every prefix, one
+   (``tests.support.aligned_exact.PrefixTree``) and the real model is run once on every prefix, one
    batched pass per depth; this gives the exact conditional distribution (the model's probability
    of each valid output, EOS included, normalized) and the exact law of plain masked sampling;
 2. ``stencil.generate`` itself draws ``--samples`` outputs with ``sampling="plain"`` and as many
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import stencil
-from benchmarks.aligned_exact import KL_SMOOTHING, PrefixTree, kl, kl_from_samples, table_lm, tv, tv_from_samples
+from tests.support.aligned_exact import KL_SMOOTHING, PrefixTree, kl, kl_from_samples, table_lm, tv, tv_from_samples
 from stencil.aligned import HFParticles
 
 #: name -> (kind, grammar, prompt, max_tokens). Each is one where masking skews the distribution:

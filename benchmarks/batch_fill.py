@@ -23,7 +23,7 @@ import numpy as np
 
 import stencil
 from benchmarks.json_masks import DEFAULT_DATA, instances
-from benchmarks.tokenizers import NAMES, load_tokenizer
+from tests.support.tokenizers import NAMES, load_tokenizer
 from stencil.grammar.json.value import json_value
 
 

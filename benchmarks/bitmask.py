@@ -43,7 +43,7 @@ def random_mask(rng, vocab: int, density: float) -> np.ndarray:
 def json_masks(vocab_limit: int) -> list[tuple[str, np.ndarray]]:
     """Masks of the generic JSON grammar at a few points, on the DeepSeek tokenizer."""
     try:
-        from benchmarks.tokenizers import load_tokenizer
+        from tests.support.tokenizers import load_tokenizer
         info, _ = load_tokenizer("deepseek")
     except Exception:  # the tokenizer package is optional here
         return []

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 import stencil
-from benchmarks.datasets import default_maskbench
+from tests.support.datasets import default_maskbench
 
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 SYSTEM = "Answer with JSON that follows this JSON Schema:\n"
@@ -96,7 +96,7 @@ def _stats(us: list[float]) -> str:
 
 
 def run_masks(args) -> int:
-    from benchmarks.tokenizers import load_tokenizer
+    from tests.support.tokenizers import load_tokenizer
     info, encode = load_tokenizer(args.tokenizer)
     compiler = stencil.GrammarCompiler(info)
     schemas = pick_schemas(compiler, args.count, args.data, whitespace="compact", string_spelling="plain")

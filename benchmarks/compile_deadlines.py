@@ -20,9 +20,9 @@ import sys
 import time
 
 import stencil
-from benchmarks.datasets import JSON_SCHEMA_SUITE, default_maskbench
-from benchmarks.json_schema_coverage import suite_groups, suite_registry
-from benchmarks.tokenizers import load_tokenizer
+from tests.support.datasets import JSON_SCHEMA_SUITE, default_maskbench
+from tests.support.json_schema_suite import suite_groups, suite_registry
+from tests.support.tokenizers import load_tokenizer
 
 SHARED = os.path.dirname(default_maskbench())
 GBNF = os.path.join(SHARED, "gbnf")

@@ -2,7 +2,7 @@
 
 Run ``python -m benchmarks.extraction [--cases 24] [--max-tokens 160] [--model PATH]`` (also
 ``make bench-extraction``). Each case is a document of a few hundred tokens in the prompt and a
-JSON Schema whose values come from it (``benchmarks.extraction_cases``). On the same prompts,
+JSON Schema whose values come from it (``tests.support.extraction_cases``). On the same prompts,
 greedy, with ``stencil.generate``'s own loop, modes interleaved case by case (their order rotating)
 so that a busy machine slows them alike:
 
@@ -33,7 +33,7 @@ import os
 import sys
 
 import stencil
-from benchmarks.extraction_cases import extraction_cases
+from tests.support.extraction_cases import extraction_cases
 from benchmarks.prompts import INDENT
 
 #: (mode, uses the grammar, generate's keyword arguments)

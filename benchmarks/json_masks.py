@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 import stencil
-from benchmarks.datasets import default_maskbench
-from benchmarks.tokenizers import NAMES, load_tokenizer
+from tests.support.datasets import default_maskbench
+from tests.support.tokenizers import NAMES, load_tokenizer
 from stencil.grammar.json.value import json_value
 
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data

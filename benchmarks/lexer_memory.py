@@ -18,7 +18,7 @@ import random
 import time
 
 import stencil
-from benchmarks.tokenizers import NAMES, load_tokenizer
+from tests.support.tokenizers import NAMES, load_tokenizer
 from stencil.memory import resident_bytes
 
 

@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 import stencil
-from benchmarks.datasets import default_maskbench
-from benchmarks.tokenizers import NAMES, load_tokenizer
+from tests.support.datasets import default_maskbench
+from tests.support.tokenizers import NAMES, load_tokenizer
 
 OPTIMIZATIONS = ("plain_slice", "shared_masks", "boundary_runs", "repeat_memo", "loop_skip")
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data

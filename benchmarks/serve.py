@@ -28,25 +28,9 @@ import threading
 import time
 
 from benchmarks.serve_speculative import KINDS, speculative_matrix
+from tests.support.serve_schemas import SCHEMAS
 from stencil.memory import resident_bytes
 from stencil.server import serve_in_thread
-
-
-def _obj(props: dict) -> dict:
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
-
-
-#: (prompt, schema): strings and numbers bounded, so a small model finishes within max_tokens
-SCHEMAS = [
-    ("A person as JSON.", _obj({"name": {"type": "string", "maxLength": 12},
-                                "age": {"type": "integer", "minimum": 0, "maximum": 120}})),
-    ("A product as JSON.", _obj({"product": {"type": "string", "maxLength": 12},
-                                 "size": {"enum": ["S", "M", "L"]}, "in_stock": {"type": "boolean"}})),
-    ("A point as JSON.", _obj({"x": {"type": "integer", "minimum": -99, "maximum": 99},
-                               "y": {"type": "integer", "minimum": -99, "maximum": 99}})),
-    ("Three colors as JSON.", _obj({"colors": {"type": "array", "maxItems": 3,
-                                               "items": {"enum": ["red", "green", "blue", "black"]}}})),
-]
 
 
 async def _one(client, model, k, max_tokens, lat, toks, bad):

@@ -3,7 +3,7 @@ same server without it, for three kinds of requests at several concurrencies:
 
 - ``free``: free text ("Write a long sentence about the sea."), where prompt lookup rarely finds
   anything to draft: speculation must cost nothing there;
-- ``schema``: short JSON objects under a strict ``json_schema`` (``benchmarks.serve.SCHEMAS``);
+- ``schema``: short JSON objects under a strict ``json_schema`` (``tests.support.serve_schemas.SCHEMAS``);
 - ``extraction``: a document in the prompt and a schema whose values come from it
   (``bench.extraction_cases``): drafts copy the values.
 
@@ -24,7 +24,7 @@ import json
 import os
 import time
 
-from benchmarks.extraction_cases import extraction_cases
+from tests.support.extraction_cases import extraction_cases
 
 KINDS = ("free", "schema", "extraction")
 

@@ -27,7 +27,7 @@ import os
 import sys
 
 import stencil
-from benchmarks.extraction_cases import extraction_cases
+from tests.support.extraction_cases import extraction_cases
 from benchmarks.generation import CASES as RECORDS
 from benchmarks.prompts import INDENT
 

@@ -1,5 +1,5 @@
 """Tool calling in every family's format (issue 44), on tool sets no engine was tuned on
-(``benchmarks.schema_generator``'s records as tools' parameters):
+(``tests.support.schema_generator``'s records as tools' parameters):
 
 - compile: a set of 1, 8 and 128 tools compiled cold (a fresh compiler over the same tokenizer)
   and again (the compiler's cache), then the first mask; XGrammar's
@@ -25,8 +25,8 @@ from typing import Any
 
 import stencil
 from benchmarks.maskbench.engines.xgrammar_engine import XGrammarEngine
-from benchmarks.schema_generator import generated_schemas
-from benchmarks.tokenizers import load_tokenizer
+from tests.support.schema_generator import tool_set
+from tests.support.tokenizers import load_tokenizer
 from stencil.grammar.tagged.tool_presets import FORMATS, call_syntax
 from stencil.grammar.tagged.tool_reading import CallReader
 from stencil.testing import random_walk
@@ -35,12 +35,6 @@ from stencil.testing import random_walk
 XGRAMMAR_MODELS = {"llama3": "llama", "qwen": "qwen_3", "qwen-coder": "qwen_3_coder", "deepseek": "deepseek_r1",
                    "deepseek-v3.1": "deepseek_v3_1", "kimi": "kimi", "harmony": "harmony"}
 JSON = {"whitespace": "compact", "number_spelling": "plain"}   # as stencil serve writes arguments
-
-
-def tool_set(count: int, seed: int = 0) -> list[dict]:
-    return [{"type": "function", "function": {"name": case.name.replace("-", "_"), "description": case.prompt,
-                                              "parameters": case.schema}}
-            for case in generated_schemas(count, seed)]
 
 
 def compile_tools(compiler, fmt: str, tools, choice: str = "auto"):

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Callable
 
-from benchmarks.tokenizers import package_file
+from tests.support.tokenizers import package_file
 from stencil import TokenizerInfo
 from stencil.testing import vocab_stats
 

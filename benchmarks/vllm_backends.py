@@ -1,5 +1,5 @@
 """vLLM's CPU engine with each structured-output backend on the same batch of generated JSON
-Schemas (benchmarks.schema_generator: schemas no engine was tuned on), as a vLLM user compares
+Schemas (tests.support.schema_generator: schemas no engine was tuned on), as a vLLM user compares
 them: one setting switched, everything else equal. Each backend runs in a process of its own.
 
 For each backend: how many requests it refuses, how many outputs are valid (jsonschema) and how
@@ -17,7 +17,7 @@ compile threads) and ``validate`` (the front-end's request check).
 speculation drafting 4 tokens, in separate processes; ``draft`` is then the time of the scheduler's
 check of each draft against the grammar (``validate_tokens``), and ``fill`` holds the masks of every
 draft position. ``--workload extraction``: documents whose values the answer copies
-(benchmarks.extraction_cases, seed 100 onwards: not the cases the tests use), where drafts hit.
+(tests.support.extraction_cases, seed 100 onwards: not the cases the tests use), where drafts hit.
 
 Needs vLLM's CPU build in the interpreter that runs it (``make integrations-venv``, then
 ``.venv-integrations/bin/python -m benchmarks.vllm_backends``). stencil runs in the place of
@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from benchmarks.prompts import schema_system_message
-from benchmarks.schema_generator import generated_schemas
+from tests.support.schema_generator import generated_schemas
 
 BACKENDS = ("stencil", "guidance", "xgrammar")
 _PHASES = ("fill", "accept", "draft", "compile", "validate")
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "converted once into a temporary folder)")
     ap.add_argument("--output", help="write the runs (JSON) here")
     ap.add_argument("--workload", choices=("schemas", "extraction"), default="schemas",
-                    help="generated schemas (default) or extraction documents (benchmarks.extraction_cases)")
+                    help="generated schemas (default) or extraction documents (tests.support.extraction_cases)")
     ap.add_argument("--speculate", default="0",
                     help="comma-separated draft lengths of vLLM's n-gram speculation, 0 for none (default 0)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
 def _cases(workload: str, count: int, seed: int) -> list[dict]:
     """The requests: a schema and a user prompt each."""
     if workload == "extraction":
-        from benchmarks.extraction_cases import extraction_cases
+        from tests.support.extraction_cases import extraction_cases
         # seeds from 100: the tests' extraction cases use small ones
         return [{"name": c.name, "schema": c.schema, "prompt": c.prompt} for c in extraction_cases(count, seed=100 + seed)]
     return [{"name": c.name, "schema": c.schema, "prompt": c.prompt} for c in generated_schemas(count, seed=seed)]

@@ -1,5 +1,5 @@
 """The grammar side of ``benchmarks.vllm_backends`` without vLLM or a model: the same generated
-schemas (benchmarks.schema_generator), each with one output, replayed as one batch, step by step,
+schemas (tests.support.schema_generator), each with one output, replayed as one batch, step by step,
 through each backend's calls as vLLM's scheduler makes them (fill the batch's bitmask, then accept
 each row's token). A fast loop for the time per step the vLLM benchmark measures.
 
@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 import stencil
-from benchmarks.schema_generator import generated_schemas
+from tests.support.schema_generator import generated_schemas
 
 ENGINES = ("stencil", "llguidance", "xgrammar")
 # The clock of every figure: wall time, or with --cpu the calling thread's CPU time (every call
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--count", type=int, default=24, help="generated schemas (one output each)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the schema generator and of the walks")
-    ap.add_argument("--tokenizer", default="smollm2", help="benchmarks.tokenizers name (default: the default model's)")
+    ap.add_argument("--tokenizer", default="smollm2", help="tests.support.tokenizers name (default: the default model's)")
     ap.add_argument("--max-tokens", type=int, default=400)
     ap.add_argument("--no-budget", action="store_true",
                     help="stencil's masks without the requests' max_tokens (vLLM's backend always has it)")
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown engines {sorted(set(engines) - set(ENGINES))}; expected some of {', '.join(ENGINES)}")
     import jsonschema
     from benchmarks.maskbench.engines import make_engine
-    from benchmarks.tokenizers import load_tokenizer
+    from tests.support.tokenizers import load_tokenizer
     from stencil.integrations.vllm import StencilBackend
     info = load_tokenizer(args.tokenizer)[0]
     schemas = [c.schema for c in generated_schemas(args.count, seed=args.seed)]

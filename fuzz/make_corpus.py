@@ -11,7 +11,7 @@ import sys
 
 # the benchmarks (their data paths) live at the repository root, beside the package, not in it
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.datasets import REPO_DATA, default_maskbench  # noqa: E402
+from tests.support.datasets import REPO_DATA, default_maskbench  # noqa: E402
 
 LARK = [
     'start: expr\nexpr: term (("+"|"-") term)*\nterm: NUMBER | "(" expr ")"\n%import common.NUMBER\n%ignore " "\n',

@@ -19,10 +19,10 @@ import sys
 import tempfile
 
 from benchmarks.maskbench.cpus import plan_cpus
-from benchmarks.datasets import default_maskbench
+from tests.support.datasets import default_maskbench
 from benchmarks.maskbench.data import HALVES, list_files
 from benchmarks.maskbench.engines import ENGINES, available, pip_name, split_build
-from benchmarks.tokenizers import NAMES
+from tests.support.tokenizers import NAMES
 
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
 DESCRIPTION = ("Side-by-side MaskBench: time to first mask (TTFM) and time between masks (TBM) of stencil "

@@ -140,7 +140,7 @@ def run_benchmark(files: list[str], engines: list[str], tokenizer: str, output: 
 
 def _run_benchmark(files, engines, tokenizer, output, time_limit, mem_limit_gb, resume, command, data_paths,
                    stream, cpu_plan) -> tuple[int, str]:
-    from benchmarks.tokenizers import load_tokenizer
+    from tests.support.tokenizers import load_tokenizer
 
     os.makedirs(os.path.join(output, "logs"), exist_ok=True)
     results_path = os.path.join(output, "results.jsonl")

@@ -46,7 +46,7 @@ def worker_main(conn, engine_name: str, tokenizer_name: str, log_path: str | Non
         if split_build(engine_name)[1] is not None:  # another build of stencil, before anything imports it
             use_build(split_build(engine_name)[1])
         from benchmarks.maskbench.measure import measure_schema
-        from benchmarks.tokenizers import load_tokenizer
+        from tests.support.tokenizers import load_tokenizer
         info, encode = load_tokenizer(tokenizer_name)
         engine = make_engine(engine_name, tokenizer_name, info, encode)
     except BaseException:

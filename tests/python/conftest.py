@@ -17,12 +17,12 @@ from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # no
 from generation_model import default_model
 from tokenizers_zoo import get
 
-#: the repository root: benchmarks/ (which the tokenizer zoo imports) lives there, not installed
+#: the repository root: tests.support (which the tokenizer zoo imports) is importable from there
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def child_env(**extra: str) -> dict:
-    """os.environ for a child Python process that may import the tokenizer zoo or benchmarks/:
+    """os.environ for a child Python process that may import the tokenizer zoo or tests.support:
     pytest's ``pythonpath`` (pyproject.toml) reaches only this process, so the repository root
     goes on the child's PYTHONPATH. ``extra`` adds variables. Example::
 

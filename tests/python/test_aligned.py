@@ -1,6 +1,6 @@
 """Aligned sampling (``stencil.aligned``, ``generate(sampling="aligned")``) against the exact answer.
 
-Small grammars whose every valid token sequence can be enumerated (``benchmarks.aligned_exact``):
+Small grammars whose every valid token sequence can be enumerated (``tests.support.aligned_exact``):
 
 - by hand: a four-token model where the exact conditional and the particles' weights are
   computed on paper;
@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import stencil  # noqa: E402
-from benchmarks.aligned_exact import PrefixTree, TableLM, kl, kl_from_samples, table_lm  # noqa: E402
+from tests.support.aligned_exact import PrefixTree, TableLM, kl, kl_from_samples, table_lm  # noqa: E402
 from stencil.aligned import HFParticles, sample_aligned  # noqa: E402
 from generation_model import default_model  # noqa: E402
 

@@ -409,10 +409,48 @@ def test_benchmarks_are_not_in_the_package():
     assert bad == []
 
 
+def _benchmark_imports(root) -> list[str]:
+    """Imports of ``benchmarks`` under ``root/tests``, as ``path:line module``, but in the tests of
+    a benchmark command (``test_bench_*.py``, whose subject it is)."""
+    bad = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        if path.name.startswith("test_bench_"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{path.relative_to(root).as_posix()}:{node.lineno} {m}" for m in mods
+                    if m.split(".")[0] == "benchmarks"]
+    return bad
+
+
+def test_tests_do_not_import_the_benchmarks():
+    """What the tests share with the benchmarks lives in ``tests/support`` and the benchmarks
+    import it from there (issue 42): a test runs from its own tree, a change to a benchmark's
+    command cannot break it, and a benchmark's cases stay one copy. Only the tests of a benchmark
+    command (``test_bench_*.py``) import the benchmark they run."""
+    assert (ROOT / "tests" / "__init__.py").is_file() and (ROOT / "tests" / "support" / "__init__.py").is_file()
+    assert _benchmark_imports(ROOT) == []
+
+
+def test_benchmark_import_check_can_fail(tmp_path):
+    (tmp_path / "tests" / "python").mkdir(parents=True)
+    (tmp_path / "tests" / "support").mkdir()
+    (tmp_path / "tests" / "python" / "test_x.py").write_text("import os\n\ndef f():\n    from benchmarks import trie\n")
+    (tmp_path / "tests" / "support" / "zoo.py").write_text("import benchmarks.tokenizers as t\nfrom . import other\n")
+    (tmp_path / "tests" / "python" / "test_bench_trie.py").write_text("from benchmarks import trie\n")
+    assert _benchmark_imports(tmp_path) == ["tests/python/test_x.py:4 benchmarks",
+                                            "tests/support/zoo.py:1 benchmarks.tokenizers"]
+
+
 # ------------------------------------------------------------------ ARCHITECTURE.md, name by name
 
 #: folders whose files ARCHITECTURE.md may name (a path there is one of these files' paths or its tail)
-DOC_TREES = ("src", "cpp", "tests/python", "tests/data", "benchmarks", "docs", "examples", "fuzz", ".ci")
+DOC_TREES = ("src", "cpp", "tests/python", "tests/support", "tests/data", "benchmarks", "docs", "examples", "fuzz", ".ci")
 #: paths the page names that a build makes, not the repository
 BUILT_PATHS = {"build/cpp-tests": "`make test-cpp`'s build folder"}
 _DOC_SUFFIXES = (".py", ".h", ".cpp", ".md", ".toml", ".txt")
@@ -428,7 +466,7 @@ def _code_spans(text: str) -> list:
 
 def _repo_paths(root: pathlib.Path) -> set:
     """Every file and folder under DOC_TREES and at the top, as a path relative to root."""
-    out = {p.name for p in root.iterdir()}
+    out = {p.name for p in root.iterdir()} | set(DOC_TREES)
     for tree in DOC_TREES:
         out.update(p.relative_to(root).as_posix() for p in (root / tree).rglob("*") if "__pycache__" not in p.parts)
     return out

@@ -24,7 +24,7 @@ from benchmarks.maskbench.measure import measure_schema
 from benchmarks.maskbench.stats import passed_by_all, percentiles, summarize
 from benchmarks.maskbench.tables import common_table, engine_table, targets
 from benchmarks.maskbench.worker import Worker
-from benchmarks.tokenizers import load_tokenizer, package_file
+from tests.support.tokenizers import load_tokenizer, package_file
 
 THIS = "test_bench_maskbench"  # this module, importable by the spawned workers (pytest puts its folder on sys.path)
 

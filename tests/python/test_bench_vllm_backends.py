@@ -1,4 +1,4 @@
-"""The generated schemas of the engine benchmarks (benchmarks/schema_generator.py) and the parts of
+"""The generated schemas of the engine benchmarks (tests/support/schema_generator.py) and the parts of
 the vLLM backend comparison (benchmarks/vllm_backends.py) that run without vLLM: the schemas are
 valid Draft 2020-12 schemas that stencil compiles, the same for a seed, short to write (every
 array and free string bounded), and a run's outputs are judged refused / cut / invalid / valid."""
@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 import stencil
-from benchmarks.schema_generator import FIELDS, KINDS, generated_schemas
+from tests.support.schema_generator import FIELDS, KINDS, generated_schemas
 from benchmarks.vllm_backends import _verdict, main
 
 

@@ -269,7 +269,7 @@ NUM_SPECULATIVE = 4
 def e2e_requests(n_json: int = 40, n_other: int = 20) -> list[tuple[str, str, str]]:
     """(kind, spec, prompt): extraction documents with their schemas, and ids and statuses asked of
     customer records (regex and choice)."""
-    from benchmarks.extraction_cases import extraction_cases
+    from tests.support.extraction_cases import extraction_cases
     out = [("json", json.dumps(c.schema), c.prompt) for c in extraction_cases(n_json, seed=25)]
     for i in range(n_other):
         kind, spec, _, prompt = request_of(5 * (i // 2) + 3 + i % 2)

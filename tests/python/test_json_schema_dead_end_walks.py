@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.dead_ends import CONFIGS, Case, Judge, Starts, Tally, Vocab, Walker, ecma_regex, run_case, suite_cases
-from benchmarks.dead_ends import unique_items_cases
-from benchmarks.json_schema_coverage import suite_registry
+from tests.support.dead_ends import CONFIGS, Case, Judge, Starts, Tally, Vocab, Walker, ecma_regex, run_case, suite_cases
+from tests.support.dead_ends import unique_items_cases
+from tests.support.json_schema_suite import suite_registry
 from data_paths import JSON_SCHEMA_SUITE
 
 # ---------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def test_starts_find_what_would_repeat():
 UNIQUE = {c.name: c for c in unique_items_cases()}
 # one configuration of each white-space mode, both property orders among them
 TEST_CONFIGS = [("any", "compact"), ("definition", "flexible"), ("any", 2)]
-WALKS = 4   # repeat, close with a budget, uniform, repeat with a budget (benchmarks.dead_ends.STYLES)
+WALKS = 4   # repeat, close with a budget, uniform, repeat with a budget (tests.support.dead_ends.STYLES)
 
 # every family of items at minItems = its number of values (maxItems open), and the other shapes; not
 # the arrays of integers (arr_int, nested_int: masks of 10 to 50 ms today under DeepSeek's digit

@@ -17,7 +17,7 @@ import pytest
 
 import stencil
 from data_paths import MASKBENCH, ON_SAMPLE
-from benchmarks.json_schema_coverage import maskbench_files
+from tests.support.json_schema_suite import maskbench_files
 from stencil.grammar.json.schema import json_schema_grammar
 from tokenizers_zoo import get
 

@@ -8,7 +8,7 @@ import pytest
 
 import stencil
 from data_paths import MASKBENCH, ON_SAMPLE
-from benchmarks.json_schema_coverage import maskbench_files, print_maskbench, run_maskbench
+from tests.support.json_schema_suite import maskbench_files, print_maskbench, run_maskbench
 from tokenizers_zoo import get
 
 STEP = 1 if ON_SAMPLE else 16

@@ -10,7 +10,7 @@ import pytest
 
 import stencil
 from data_paths import JSON_SCHEMA_SUITE as SUITE
-from benchmarks.json_schema_coverage import print_suite, run_suite
+from tests.support.json_schema_suite import print_suite, run_suite
 from tokenizers_zoo import get
 
 

@@ -32,7 +32,7 @@ MB = 1 << 20
 
 
 def _probe(*args: object) -> dict:
-    # the probe imports the tests' tokenizer zoo, which imports benchmarks/ (child_env)
+    # the probe imports the tests' tokenizer zoo, which imports tests.support (child_env)
     done = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                           timeout=240, cwd=HERE, env=child_env())
     assert done.returncode == 0, done.stderr[-4000:]

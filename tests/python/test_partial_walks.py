@@ -1,5 +1,5 @@
 """Partial results against the final value on generated schemas (issue 45): 200 schemas of
-``benchmarks/schema_generator.py``, two random outputs each (the real matcher's budget-aware mask
+``tests/support/schema_generator.py``, two random outputs each (the real matcher's budget-aware mask
 over SmolLM2's vocabulary, ``stencil.testing.random_walk``; the schemas in turn in three
 white-space layouts), a
 snapshot after every token, and not one snapshot may contradict the final value
@@ -17,7 +17,7 @@ import pytest
 import stencil
 from stencil.partial import PartialTracker
 from stencil.testing import random_walk
-from benchmarks.schema_generator import generated_schemas
+from tests.support.schema_generator import generated_schemas
 from partial_checks import contradictions
 
 SCHEMAS = 200

@@ -5,7 +5,7 @@ that reasoning, and streamed as the openai package's events (``response.reasonin
 ``response.reasoning_summary_text.delta`` / ``.done``, ``response.reasoning_summary_part.done``),
 with tool calls and with free text; a past answer's reasoning items sent back as input are taken
 (an agent loop passes ``response.output`` on). Random-weight models over the families' real
-tokenizers and templates (benchmarks.tool_models): the structure is the grammar's doing.
+tokenizers and templates (tests.support.tool_models): the structure is the grammar's doing.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 for _m in ("openai", "fastapi", "uvicorn", "transformers", "torch"):
     pytest.importorskip(_m)
 
-from benchmarks.tool_calls import tool_set  # noqa: E402
-from benchmarks.tool_models import build_model, serve  # noqa: E402
+from tests.support.schema_generator import tool_set  # noqa: E402
+from tests.support.tool_models import build_model, serve  # noqa: E402
 
 TOOLS = [{"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
          for t in tool_set(2, seed=3)]

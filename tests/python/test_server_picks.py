@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from benchmarks.serve import SCHEMAS   # short objects: a person, a product, a point, three colors
+from tests.support.serve_schemas import SCHEMAS   # short objects: a person, a product, a point, three colors
 from server_fixture import start_server
 
 httpx = pytest.importorskip("httpx")

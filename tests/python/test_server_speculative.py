@@ -14,7 +14,7 @@ import pytest
 
 from generation_model import default_model
 from server_fixture import start_server
-from benchmarks.extraction_cases import extraction_cases
+from tests.support.extraction_cases import extraction_cases
 
 torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stencil
-from benchmarks.extraction_cases import extraction_cases
+from tests.support.extraction_cases import extraction_cases
 from stencil.cli import DEFAULT_INDENT
 from stencil.sampling import Sampler
 from stencil.speculative import DraftBudget, Drafter, SpeculationOptions, TextLookup, first_near_tie, verify

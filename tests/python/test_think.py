@@ -9,7 +9,7 @@ import re
 import pytest
 
 import stencil
-from benchmarks.think_then_constrain import ANSWER, PERSON, judge, task_set
+from tests.support.think_tasks import ANSWER, PERSON, judge, task_set
 from generation_model import default_model
 
 QUESTION = "Tom has 12 apples. He buys 7 more apples. How many apples does Tom have now?"

@@ -493,14 +493,6 @@ def test_out_of_range_token_id(name):
     assert info.token_bytes(n - 1) is not None
 
 
-def test_bench_trie_command(capsys):
-    from benchmarks import trie
-
-    assert trie.main(["--only", "sentencepiece", "--repeat", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "mistral sentencepiece v3" in out and "32768" in out and "vocab MB" in out
-
-
 def test_docstring_examples():
     import doctest
 

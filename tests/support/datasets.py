@@ -1,4 +1,5 @@
-"""Where the benchmarks find their reference data when no folder is named.
+"""Where the benchmarks (and the tests' runners shared with them) find their reference data when no
+folder is named.
 
 A checkout carries what the tests need in ``tests/data`` (the JSON Schema Test Suite's draft
 2020-12 files, a MaskBench sample, llama.cpp's example GBNF grammars). The benchmarks measure the
@@ -7,14 +8,14 @@ and fall back to the sample otherwise, so that every command also runs from a fr
 
 Example::
 
-    from benchmarks.datasets import default_maskbench, JSON_SCHEMA_SUITE
+    from tests.support.datasets import default_maskbench, JSON_SCHEMA_SUITE
     files = list_files([default_maskbench()], limit=10)
 """
 from __future__ import annotations
 
 import os
 
-_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 REPO_DATA = os.path.join(_ROOT, "tests", "data")
 SHARED_DATA = os.path.normpath(os.path.join(_ROOT, "..", "shared", "data"))
 

@@ -215,3 +215,10 @@ def generated_schemas(count: int = 24, seed: int = 0) -> list[SchemaCase]:
         prompt = f"Write one realistic {kind} as JSON."
         cases.append(SchemaCase(f"{kind.replace(' ', '_')}-{i}", schema, prompt))
     return cases
+
+
+def tool_set(count: int, seed: int = 0) -> list[dict]:
+    """``count`` generated records as function tools (their schemas as the parameters), seeded."""
+    return [{"type": "function", "function": {"name": case.name.replace("-", "_"), "description": case.prompt,
+                                              "parameters": case.schema}}
+            for case in generated_schemas(count, seed)]

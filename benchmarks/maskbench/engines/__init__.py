@@ -10,7 +10,7 @@ of an earlier commit), so that two builds are compared in one run (``stencil,ste
 
 Example::
 
-    from benchmarks.tokenizers import load_tokenizer
+    from tests.support.tokenizers import load_tokenizer
     info, encode = load_tokenizer("deepseek")
     engine = make_engine("stencil", "deepseek", info, encode)
 """
@@ -82,7 +82,7 @@ def pip_name(name: str) -> str:
 
 
 def make_engine(name: str, tokenizer_name: str, info, encode=None):
-    """Build the adapter of engine ``name`` for a tokenizer of ``benchmarks.tokenizers`` (a name with
+    """Build the adapter of engine ``name`` for a tokenizer of ``tests.support.tokenizers`` (a name with
     ``@DIR``: see use_build, which the caller ran before importing stencil)."""
     full, (name, folder) = name, split_build(name)
     if folder is not None:

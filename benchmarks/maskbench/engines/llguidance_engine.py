@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from benchmarks.maskbench.engines.base import CompileError, Session, mask_row, package_version
-from benchmarks.tokenizers import gemma3_hf, package_file, smollm2_hf, tiktoken_spec
+from tests.support.tokenizers import gemma3_hf, package_file, smollm2_hf, tiktoken_spec
 
 
 class _Tokens:
@@ -30,7 +30,7 @@ class _Tokens:
 
 
 def lltokenizer(tokenizer_name: str, info, encode=None):
-    """``(LLTokenizer, source)`` for a named tokenizer of ``benchmarks.tokenizers``."""
+    """``(LLTokenizer, source)`` for a named tokenizer of ``tests.support.tokenizers``."""
     import llguidance
 
     eos = list(info.eos_token_ids)
@@ -49,7 +49,7 @@ def lltokenizer(tokenizer_name: str, info, encode=None):
                                                   pattern=pattern, eos_token=eos, n_vocab=n_vocab)
         return tok, "tiktoken"
     if encode is None:
-        from benchmarks.tokenizers import load_tokenizer
+        from tests.support.tokenizers import load_tokenizer
         encode = load_tokenizer(tokenizer_name)[1]
     wrapper = llguidance.TokenizerWrapper(_Tokens(info, encode))
     return llguidance.LLTokenizer(wrapper, n_vocab=n_vocab, eos_token=eos), "token bytes"

@@ -38,7 +38,7 @@ class StencilEngine:
         self._compile = functools.partial(self.compiler.compile_json_schema, **COMPILE_OPTIONS)
         self.version = stencil.__version__ + " (compile_json_schema, " + \
             ", ".join(f"{k}={v}" for k, v in COMPILE_OPTIONS.items()) + ")"
-        self.tokenizer_source = f"benchmarks.tokenizers:{tokenizer_name}"
+        self.tokenizer_source = f"tests.support.tokenizers:{tokenizer_name}"
 
     def compile(self, schema: Any) -> Session:
         return self._session(self._matcher(schema))

@@ -78,10 +78,15 @@ class Engine:
     ``default_mask_threads()``); ``step_time_limit``: seconds a row's calls on its matcher may take
     in one step together (None: no limit); ``max_waiting``: requests that may wait for a slot (None: no limit);
     ``speculate`` (True, the default, or ``SpeculationOptions``; False: off unless a job's
-    ``speculate=True`` turns it on with ``SpeculationOptions()``): rows draft and verify several
-    tokens per step unless their job says ``speculate=False``; by default, not the rows whose
+    ``GenerationParams.speculate`` True turns it on with ``SpeculationOptions()``): rows draft and
+    verify several tokens per step unless their job's says False; by default, not the rows whose
     sampler truncates (top-k, top-p, min-p: they would fill the mask of every drafted position); ``opportunistic`` (default True): rows check their pick
     before a mask (``server.picks``), False: every constrained row's mask is filled at every step.
+
+    Example::
+
+        engine = Engine(lm, max_batch=8)
+        job = engine.submit(Job(ids, GenerationParams(max_tokens=32), SamplingParams(), JobStream(loop)))
     """
 
     def __init__(self, lm, max_batch: int = 16, *, mask_threads: int | None = None,
@@ -131,6 +136,7 @@ class Engine:
         self.thread.start()
 
     def submit(self, job: Job) -> Job:
+        """Queue ``job`` (``server.job``); its text comes back on ``job.stream``."""
         self.jobs.put(job)
         return job
 
