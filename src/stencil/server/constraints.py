@@ -9,7 +9,7 @@ from typing import Any, Callable
 from stencil._core import GrammarError
 from stencil.grammar.tagged.custom_tools import check_definition, custom_tool
 from stencil.grammar.tagged.tool_presets import tool_call_format
-from stencil.server.protocol import RequestError, flag
+from stencil.server.protocol import RequestError
 from stencil.server.toolcalls import END, TRIGGER, tool_name
 
 #: JSON without layout whitespace, as OpenAI answers: a small model given "flexible" spends its
@@ -38,12 +38,12 @@ TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 def request_tools(body: dict) -> list[dict] | None:
     """The request's tools (functions and custom tools), checked, when the output may call them (None: no tools, or
-    ``tool_choice`` "none"); a RequestError naming the field of a malformed tool, ``tool_choice``
-    or ``parallel_tool_calls``, and for a ``tool_choice`` that requires a call with no tools."""
+    ``tool_choice`` "none"); a RequestError naming the field of a malformed tool or ``tool_choice``,
+    and for a ``tool_choice`` that requires a call with no tools (``parallel_tool_calls`` is the
+    request model's, ``server.request``)."""
     choice = body.get("tool_choice")
     if not (choice in (None, "none", "auto", "required") or isinstance(choice, dict)):
         raise RequestError("tool_choice must be none, auto, required, a function or allowed_tools", param="tool_choice")
-    flag(body, "parallel_tool_calls", True)
     tools = body.get("tools")
     if tools is None or tools == []:
         if choice == "required" or isinstance(choice, dict):

@@ -1,4 +1,4 @@
-"""OpenAI's error JSON, and the checks of a body's parts that the routes and the constraint's reader
+"""OpenAI's error JSON, and the check of a message's content that the chat and Responses routes
 share (the request's own fields are checked by its model, ``server.request``)."""
 from __future__ import annotations
 
@@ -17,16 +17,6 @@ def error_body(message: str, *, param: str | None = None, code: str | None = Non
                type_: str = "invalid_request_error") -> dict:
     """The body OpenAI's API answers errors with (the openai client raises BadRequestError on it)."""
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
-def flag(body: dict, key: str, default: bool = False) -> bool:
-    """``body[key]`` as a bool (absent or null: ``default``), or a RequestError naming it."""
-    v = body.get(key)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise RequestError(f"{key} must be true or false, got {v!r}", param=key)
-    return v
 
 
 def message_text(content: Any, where: str = "messages", kinds: tuple[str, ...] = ("text",)) -> str:

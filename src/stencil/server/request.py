@@ -231,7 +231,7 @@ class ChatRequest(_Request):
     max_completion_tokens: Annotated[Optional[int], _number(0, "max_tokens", int)] = None
     tools: Any = None
     tool_choice: Any = None
-    parallel_tool_calls: Any = None
+    parallel_tool_calls: Flag = True
     logprobs: Optional[bool] = None
     top_logprobs: Optional[int] = Field(None, ge=0, le=20)
     #: stencil's own: the tool-call format ("auto": the model family's; "generic": <tool_call> JSON)
