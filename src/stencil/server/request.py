@@ -57,6 +57,8 @@ def _bounds(info: ValidationInfo) -> RequestBounds:
 
 
 def _refuse(message: str, param: Optional[str] = None) -> NoReturn:
+    """A validation error whose ``message`` ``parse_request`` answers as it is (``param``: the field
+    it names where it is not the one validated)."""
     raise PydanticCustomError(_REFUSED, "{message}", {"message": message, "param": param})
 
 
