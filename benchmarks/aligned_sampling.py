@@ -8,7 +8,7 @@ with its prompt, on the real default model (SmolLM2-135M-Instruct):
    (``tests.support.aligned_exact.PrefixTree``) and the real model is run once on every prefix, one
    batched pass per depth; this gives the exact conditional distribution (the model's probability
    of each valid output, EOS included, normalized) and the exact law of plain masked sampling;
-2. ``stencil.generate`` itself draws ``--samples`` outputs with ``sampling="plain"`` and as many
+2. ``stencil.runtime.generate`` itself draws ``--samples`` outputs with ``sampling="plain"`` and as many
    with ``sampling="aligned"`` (``--particles``), at temperature 1, on a stand-in for the model
    that replays the real model's distributions from step 1 (``table_lm``: every probability a
    sampler reads is the real model's; the stand-in only spares the forward passes);
@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 
 import stencil
+import stencil.runtime
 from tests.support.aligned_exact import KL_SMOOTHING, PrefixTree, kl, kl_from_samples, table_lm, tv, tv_from_samples
-from stencil.aligned import HFParticles
+from stencil.runtime.aligned import HFParticles
 
 #: name -> (kind, grammar, prompt, max_tokens). Each is one where masking skews the distribution:
 #: a token the model likes leads into a branch where it gives the grammar little mass.
@@ -64,11 +65,11 @@ def compile_case(compiler: stencil.GrammarCompiler, kind: str, source: Any) -> s
 
 
 def draw(lm: Any, grammar, prompt_ids: list[int], max_tokens: int, n: int, sampling: str, particles: int) -> dict:
-    """``n`` outputs of ``stencil.generate`` (temperature 1, seeds 0..n-1): texts and calls."""
+    """``n`` outputs of ``stencil.runtime.generate`` (temperature 1, seeds 0..n-1): texts and calls."""
     texts, passes, rows = [], 0, 0
     t0 = time.perf_counter()
     for seed in range(n):
-        r = stencil.generate(lm, grammar, input_ids=prompt_ids, max_tokens=max_tokens, temperature=1.0, seed=seed,
+        r = stencil.runtime.generate(lm, grammar, input_ids=prompt_ids, max_tokens=max_tokens, temperature=1.0, seed=seed,
                              sampling=sampling, particles=particles)
         texts.append(r.text.encode())
         passes += r.forward_passes
@@ -113,7 +114,7 @@ def cost(lm: Any, compiler, args) -> list[dict]:
         kind, source, prompt, max_tokens = CASES[name]
         g = compile_case(compiler, kind, source)
         ids = lm.encode_prompt(prompt)
-        stencil.generate(lm, g, input_ids=ids, max_tokens=max_tokens, temperature=1.0, seed=0)  # warm-up
+        stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=max_tokens, temperature=1.0, seed=0)  # warm-up
         plain = draw(lm, g, ids, max_tokens, args.cost_samples, "plain", 1)
         aligned = draw(lm, g, ids, max_tokens, args.cost_samples, "aligned", args.particles)
         out.append({"case": name, "plain": {k: plain[k] for k in ("passes", "rows", "seconds")},
@@ -159,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     torch.set_num_threads(args.threads)
     lm = load_model(quiet=True)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)

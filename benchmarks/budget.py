@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import stencil
+import stencil.runtime
 from tests.support.datasets import default_maskbench
 
 DEFAULT_DATA = default_maskbench()  # ../shared/data/maskbench-dev, else the sample in tests/data
@@ -148,7 +149,7 @@ def run_masks(args) -> int:
 
 def run_generate(args) -> int:
     import jsonschema
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     lm = load_model(quiet=True)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     opts = dict(whitespace=2, string_spelling="plain")
@@ -166,7 +167,7 @@ def run_generate(args) -> int:
         rows["schemas compared"] += compare
         for mode, temperature, seed in (("greedy", 0.0, None), ("sampled", args.temperature, args.seed)):
             for budget in (True, False) if compare else (True,):
-                out = stencil.generate(lm, g, "Give an example.", system=system, max_tokens=limit,
+                out = stencil.runtime.generate(lm, g, "Give an example.", system=system, max_tokens=limit,
                                        temperature=temperature, seed=seed, repetition_penalty=1.1, budget=budget)
                 try:
                     validate(json.loads(out.text))
@@ -183,7 +184,7 @@ def run_generate(args) -> int:
         same = ""
         if compare:
             # Where the budget does not bind the output is the unbudgeted one.
-            big = [stencil.generate(lm, g, "Give an example.", system=system, max_tokens=need + 100,
+            big = [stencil.runtime.generate(lm, g, "Give an example.", system=system, max_tokens=need + 100,
                                     repetition_penalty=1.1, budget=b) for b in (True, False)]
             rows["identity runs"] += 1
             rows["identical"] += big[0].text == big[1].text

@@ -3,7 +3,7 @@
 Run ``python -m benchmarks.extraction [--cases 24] [--max-tokens 160] [--model PATH]`` (also
 ``make bench-extraction``). Each case is a document of a few hundred tokens in the prompt and a
 JSON Schema whose values come from it (``tests.support.extraction_cases``). On the same prompts,
-greedy, with ``stencil.generate``'s own loop, modes interleaved case by case (their order rotating)
+greedy, with ``stencil.runtime.generate``'s own loop, modes interleaved case by case (their order rotating)
 so that a busy machine slows them alike:
 
 - unconstrained: no grammar;
@@ -33,6 +33,7 @@ import os
 import sys
 
 import stencil
+import stencil.runtime
 from tests.support.extraction_cases import extraction_cases
 from benchmarks.prompts import INDENT
 
@@ -98,7 +99,7 @@ def _summary(rows: dict[str, list[dict]], n_values: int, greedy: bool = True) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     cases = extraction_cases(args.cases, args.seed)
     spec = stencil.SpeculationOptions(max_draft=args.max_draft) if args.max_draft else True
     grammars = [compiler.compile_json_schema(c.schema, whitespace=INDENT, string_spelling="plain") for c in cases]
-    stencil.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
+    stencil.runtime.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
     rows: dict[str, list[dict]] = {m: [] for m, _, _ in MODES}
     prompt_tokens = 0
     for i, (case, grammar) in enumerate(zip(cases, grammars)):
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             mode, use, kw = MODES[(i + k) % len(MODES)]
             if kw.get("speculate", True):
                 kw = dict(kw, speculate=spec)
-            r = stencil.generate(lm, grammar if use else None, input_ids=ids, max_tokens=args.max_tokens,
+            r = stencil.runtime.generate(lm, grammar if use else None, input_ids=ids, max_tokens=args.max_tokens,
                                  temperature=args.temperature, seed=i, **kw)
             results[mode] = _row_of(r, case, use)
         for mode, _, _ in MODES:

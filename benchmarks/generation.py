@@ -1,7 +1,7 @@
 """Tokens per second of constrained generation against unconstrained, with a real model.
 
 Run ``python -m benchmarks.generation [--model PATH] [--max-tokens 64] [--rounds 2]`` (``make
-bench-generate``). On the same prompts, greedy, with ``stencil.generate``'s own loop:
+bench-generate``). On the same prompts, greedy, with ``stencil.runtime.generate``'s own loop:
 
 - unconstrained: no grammar;
 - constrained: the grammar's mask applied at every step, every token sampled by the model;
@@ -24,6 +24,7 @@ import sys
 import time
 
 import stencil
+import stencil.runtime
 from benchmarks.prompts import INDENT
 
 #: (name, prompt, regex for the record, JSON Schema of the same record)
@@ -95,7 +96,7 @@ def _grammars(compiler, which: str, whitespace: str | None) -> list[tuple[str, s
 
 
 def run(args: argparse.Namespace) -> int:
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {lm.name} loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     cases = _grammars(compiler, args.grammars, args.whitespace)
-    stencil.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
+    stencil.runtime.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
     totals = {m: {"tokens": 0, "passes": 0, "seconds": 0.0, "forced": 0, "drafted": 0, "rejected": 0,
                   "finished": 0, "runs": 0} for m, _ in MODES}
     per_case = []
@@ -115,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
             row = {"case": name}
             for mode, jump in MODES:
                 g = None if mode == "unconstrained" else grammar
-                r = stencil.generate(lm, g, input_ids=ids, max_tokens=args.max_tokens, jump_forward=jump, draft=jump,
-                                     speculate=False)
+                r = stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=args.max_tokens, jump_forward=jump, draft=jump,
+                                             speculate=False)
                 t = totals[mode]
                 t["tokens"] += len(r.token_ids)
                 t["passes"] += r.forward_passes

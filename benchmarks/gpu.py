@@ -184,7 +184,7 @@ def random_llama(tokenizer_dir: str, device: str, dtype: str, layers: int = 24, 
     SmolLM2-1.7B's shape: 1.7B parameters), with the tokenizer saved in ``tokenizer_dir``."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from stencil.models import LoadedModel, tokenizer_info_for
+    from stencil.runtime.models import LoadedModel, tokenizer_info_for
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
                       num_attention_heads=hidden // 64, num_key_value_heads=hidden // 64, max_position_embeddings=8192,
@@ -200,7 +200,7 @@ def serve_steps(args, device: str = "cuda", **shape) -> None:
     """The server's decode steps on ``device``: structured / unconstrained at equal lengths
     (``shape``: ``random_llama``'s, for a small model in tests)."""
     from benchmarks import serve
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     if args.random_weights:
         lm = random_llama(args.random_weights, device, args.dtype, **shape)
     else:

@@ -14,6 +14,7 @@ import os
 import time
 
 import stencil
+import stencil.runtime
 from benchmarks.prompts import schema_system_message
 
 SCHEMAS = [
@@ -53,7 +54,7 @@ def main(argv=None) -> None:
     from llama_cpp import Llama, LogitsProcessorList
     from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
 
-    llm = Llama(args.model or stencil.default_model_path(), n_ctx=2048, n_threads=args.threads, seed=0,
+    llm = Llama(args.model or stencil.runtime.default_model_path(), n_ctx=2048, n_threads=args.threads, seed=0,
                 verbose=False)
     compiler = stencil.GrammarCompiler(tokenizer_info_for_llama(llm))
     grammars = [compiler.compile_json_schema(s) for s in SCHEMAS]

@@ -180,7 +180,7 @@ def _load_test(args, base: str, engine) -> None:
 def _device_options(ap: argparse.ArgumentParser, args) -> tuple[str, str]:
     """(device, dtype) that ``--device`` and ``--dtype`` resolve to, as ``stencil serve``'s; a
     usage error naming the option (cuda without CUDA, a dtype the device lacks) before the load."""
-    from stencil.models import ModelError, resolve_device, resolve_dtype
+    from stencil.runtime.models import ModelError, resolve_device, resolve_dtype
     try:
         device = resolve_device(args.device)
     except ModelError as e:
@@ -193,7 +193,7 @@ def _device_options(ap: argparse.ArgumentParser, args) -> tuple[str, str]:
 
 
 def main(argv=None) -> int:
-    from stencil.models import DEVICES, DTYPES
+    from stencil.runtime.models import DEVICES, DTYPES
     ap = argparse.ArgumentParser(prog="python -m benchmarks.serve", description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=None, help="concurrent clients (default 32; 16 with --equal-lengths)")
     ap.add_argument("--requests", type=int, default=4)
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
         import torch
         torch.set_num_threads(args.threads)
     args.clients = args.clients or (16 if args.equal_lengths else 32)
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     device, dtype = _device_options(ap, args)
     lm = load_model(args.model, device=device, dtype=dtype, quiet=True)
     print(f"{lm.name} on {lm.device} in {lm.dtype}, max batch {args.max_batch}")

@@ -1,4 +1,4 @@
-"""Whether ``stencil.generate`` may speculate by default: tokens/s with and without it, on free text
+"""Whether ``stencil.runtime.generate`` may speculate by default: tokens/s with and without it, on free text
 as well as structured output, greedy and sampled.
 
 Run ``python -m benchmarks.speculation_default [--temperatures 0,0.7,1.0] [--prompts 6]``. Four
@@ -12,7 +12,7 @@ that a busy machine slows them alike:
 - modes: ``off`` (``speculate=False``), ``fixed`` (``SpeculationOptions(adaptive=False)``: up to
   ``max_draft`` guessed tokens every pass, the speculation of before issue 43) and ``adaptive``
   (``speculate=True``: the draft length follows the drafts' acceptance and the measured cost of a
-  pass, ``stencil.speculative.DraftBudget``).
+  pass, ``stencil.runtime.speculative.DraftBudget``).
 
 Printed per kind and temperature: tokens/s (prefill left out) of each mode, the ratios to ``off``,
 tokens per forward pass, and outputs identical to ``off`` (greedy: all must be; sampled with the
@@ -27,6 +27,7 @@ import os
 import sys
 
 import stencil
+import stencil.runtime
 from tests.support.extraction_cases import extraction_cases
 from benchmarks.generation import CASES as RECORDS
 from benchmarks.prompts import INDENT
@@ -75,7 +76,7 @@ def _run_kind(lm, kind: str, prompts: list, temperature: float, max_tokens: int)
         ids = lm.encode_prompt(prompt)
         for k in range(len(MODES)):
             mode = MODES[(i + k) % len(MODES)]
-            r = stencil.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens, temperature=temperature,
+            r = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens, temperature=temperature,
                                  seed=i, speculate=options[mode])
             rows[mode].append(r)
         print(f"{kind} {temperature} prompt {i}: " + ", ".join(
@@ -99,7 +100,7 @@ def _line(kind: str, temperature: float, rows: dict[str, list], grammar: bool) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     load_before = os.getloadavg()
     lm = load_model(args.model, quiet=True)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
-    stencil.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
+    stencil.runtime.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
     import torch
     print(f"speculation on and off with {lm.name}, {args.prompts} prompts per kind, max {args.max_tokens} tokens; "
           f"tokens/s after prefill; torch threads {torch.get_num_threads()}, load average {load_before[0]:.1f} "

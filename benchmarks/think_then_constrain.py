@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import stencil
+import stencil.runtime
 from tests.support.think_tasks import Task, judge, schema_of, task_set
 
 MODES = ("constrained", "think", "draft")
@@ -68,7 +69,7 @@ def run_task(lm: Any, compiler: Any, task: Task, mode: str, think_tokens: int, m
     think = {"constrained": False, "think": stencil.ThinkOptions(max_tokens=think_tokens),
              "draft": stencil.ThinkOptions(max_tokens=think_tokens, mode="draft")}[mode]
     t0 = time.perf_counter()
-    out = stencil.generate(lm, g, f"{task.question}\n{CLOSING[mode]}", max_tokens=max_tokens, think=think)
+    out = stencil.runtime.generate(lm, g, f"{task.question}\n{CLOSING[mode]}", max_tokens=max_tokens, think=think)
     seconds = time.perf_counter() - t0
     valid, correct = judge(task, out.text)
     return Outcome(mode, task.kind, valid and bool(out.complete), correct and valid,
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", action="store_true", help="print every output")
     args = ap.parse_args(argv)
     import torch
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     torch.set_num_threads(1)
     modes = tuple(m for m in args.modes.split(",") if m)
     unknown = set(modes) - set(MODES)

@@ -2,7 +2,7 @@
 
 Run ``python -m benchmarks.token_healing [--max-tokens 16] [--model PATH] [--all]``. Each case is a
 raw completion prompt (no chat template) cut mid-token (a URL's ``https:``, a number, a word, a
-trailing space), alone or with a grammar for what follows. Greedy, with ``stencil.generate`` without
+trailing space), alone or with a grammar for what follows. Greedy, with ``stencil.runtime.generate`` without
 and with ``heal=True``; the table shows the prompt's end, the healed prefix (the prompt tokens
 removed and generated again), both outputs (the healed one with its prefix in brackets, so the two
 read alike), and whether each output is valid: under the grammar when there is one (the matcher
@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 import stencil
+import stencil.runtime
 
 #: a kind of cut, the raw prompt, and a regex for the text after the prompt (None: free text)
 CASES = (
@@ -70,8 +71,8 @@ def run_case(lm, compiler, kind: str, prompt: str, regex: str | None, max_tokens
     """One case, greedy, without and with healing."""
     ids = lm.encode_prompt(prompt, chat=False)
     grammar = compiler.compile_regex(regex) if regex is not None else None
-    plain = stencil.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens)
-    healed = stencil.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens, heal=True)
+    plain = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens)
+    healed = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens, heal=True)
     info = lm.tokenizer_info
     return Row(kind, prompt, regex, healed.healed_prefix, plain.text, healed.text,
                _valid(compiler, regex, plain, info), _valid(compiler, regex, healed, info))
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import torch
 
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     torch.set_num_threads(args.threads)
     lm = load_model(args.model, quiet=True)
     rows = run(lm, args.max_tokens)

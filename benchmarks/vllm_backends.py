@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = _cases(args.workload, args.count, args.seed)
     with tempfile.TemporaryDirectory(prefix="stencil-vllm-bench-") as tmp:
         if not args.model_dir:
-            from stencil.models import save_model_folder
+            from stencil.runtime.models import save_model_folder
             args.model_dir = save_model_folder(os.path.join(tmp, "model"))
         first = {(b, k): _spawn(b, {"cases": cases, "ids": None}, args, tmp, "all", k) for k in specs for b in backends}
         verdicts = {key: {i: _verdict(cases[i], r) for i, r in run["results"].items()} for key, run in first.items()}

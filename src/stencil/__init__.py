@@ -13,7 +13,14 @@ Example::
     m = stencil.Matcher(g)
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     m.fill_next_token_bitmask(bm, 0)
+
+Generation over a model is the runtime's, ``stencil.runtime`` (``stencil.runtime.generate``), a
+user of this library; its old names here (``stencil.generate``, ``stencil.models``, ...) still work
+for one release, with a ``DeprecationWarning``.
 """
+import importlib as _importlib
+import warnings as _warnings
+
 from stencil._core import (
     BudgetError,
     CheckKind,
@@ -37,14 +44,9 @@ from stencil.bitmask import (
     fill_next_token_bitmasks_async,
 )
 from stencil.compiler import GrammarCompiler
-from stencil.generate import GenerationResult, generate
 from stencil.memory import memory_usage, set_memory_limit
-from stencil.models import ModelError, default_model_path, tokenizer_info_for
 from stencil.partial import PartialResult, PartialTracker
-from stencil.partial.stream import stream_partial
 from stencil.schema_options import GbnfOptions, JsonSchemaOptions, LarkOptions, SchemaInfo, ToolCallOptions
-from stencil.speculative import SpeculationOptions
-from stencil.think import ThinkOptions
 from stencil.tokenizer import TokenizerInfo
 
 __all__ = [
@@ -55,9 +57,34 @@ __all__ = [
     # errors: every one derives from StencilError (GrammarError and UsageError are ValueErrors too,
     # ConcurrentUseError a RuntimeError)
     "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
-    "ConcurrentUseError", "ModelError",
-    "generate", "GenerationResult", "SpeculationOptions", "ThinkOptions", "default_model_path", "tokenizer_info_for",
+    "ConcurrentUseError",
     # partial results of JSON outputs while they are generated (stencil.partial)
-    "PartialResult", "PartialTracker", "stream_partial",
+    "PartialResult", "PartialTracker",
     "set_memory_limit", "memory_usage",
 ]
+
+#: Names that moved to stencil.runtime (issue 42), kept here for one release: name -> its home.
+_MOVED = {
+    **dict.fromkeys(("generate", "GenerationResult", "SpeculationOptions", "ThinkOptions", "default_model_path",
+                     "tokenizer_info_for", "ModelError", "stream_partial"), "stencil.runtime"),
+    # the old modules (stencil/models.py and its siblings warn on import as well)
+    **{m: f"stencil.{m}" for m in ("models", "sampling", "speculative", "draft_plan", "think", "healing", "aligned",
+                                   "opportunistic", "stops")},
+}
+
+
+def __getattr__(name: str):
+    """``stencil.generate`` and the runtime's other old names: the runtime's object, with a warning.
+
+    Example::
+
+        stencil.generate(lm, g, "Hi")      # DeprecationWarning: use stencil.runtime.generate
+    """
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'stencil' has no attribute {name!r}")
+    if home != "stencil.runtime":   # a module: importing its old path warns
+        return _importlib.import_module(home)
+    _warnings.warn(f"stencil.{name} moved to stencil.runtime.{name} (stencil.{name} goes in the next release)",
+                   DeprecationWarning, stacklevel=2)
+    return getattr(_importlib.import_module("stencil.runtime"), name)

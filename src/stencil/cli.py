@@ -258,8 +258,8 @@ def cmd_generate(args) -> int:
     # A first check without the model: a schema the front-end rejects fails before a 20 s load.
     _precheck(target)
 
-    import stencil
-    from stencil.models import ModelError, load_model
+    import stencil.runtime
+    from stencil.runtime.models import ModelError, load_model
     progress = Progress()
     try:
         lm = load_model(args.model, device=device, dtype=dtype, on_stage=progress.stage, quiet=True)
@@ -285,9 +285,9 @@ def cmd_generate(args) -> int:
             raise CliError(f"--max-tokens {args.max_tokens} cannot hold the shortest valid output, which needs up to "
                            f"{need} tokens; raise --max-tokens, or pass --no-budget to stop mid-output"
                            + ("" if room == args.max_tokens else f" (the context leaves room for {room})"))
-    result = stencil.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
-                              seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
-                              budget=budget, speculate=args.speculate, heal=args.heal, on_text=write)
+    result = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=args.max_tokens, temperature=args.temperature,
+                                      seed=args.seed, repetition_penalty=args.repetition_penalty, jump_forward=not args.no_jump_forward, draft=not args.no_jump_forward,
+                                      budget=budget, speculate=args.speculate, heal=args.heal, on_text=write)
     sys.stdout.write("\n")
     sys.stdout.flush()
     if result.healed_prefix:
@@ -319,7 +319,7 @@ def _prompt_ids(args, lm, target: Target) -> list[int]:
 def summary(result) -> str:
     """The line that ends a generation: tokens, time, the rate over that same time, and the part of
     it that reading the prompt took (a short answer is mostly prompt). ``result`` is a
-    ``stencil.GenerationResult``.
+    ``stencil.runtime.GenerationResult``.
 
     Example::
 

@@ -20,7 +20,7 @@ class CliError(Exception):
 
 def add_device_arguments(p) -> None:
     """``--device`` and ``--dtype``, shared by ``generate`` and ``serve``."""
-    from stencil.models import DEVICES, DTYPES
+    from stencil.runtime.models import DEVICES, DTYPES
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="where the model runs; auto: cuda when torch.cuda.is_available(), else cpu (default auto)")
     p.add_argument("--dtype", choices=DTYPES, default="auto",
@@ -31,7 +31,7 @@ def add_device_arguments(p) -> None:
 def device_options(args) -> tuple[str, str]:
     """(device, dtype) that ``--device`` and ``--dtype`` resolve to; CliError naming the option
     (cuda without CUDA, an unknown value) before anything loads."""
-    from stencil.models import ModelError, resolve_device, resolve_dtype
+    from stencil.runtime.models import ModelError, resolve_device, resolve_dtype
     try:
         device = resolve_device(args.device)
     except ModelError as e:

@@ -37,7 +37,7 @@ def model_cache_dir(tmp_path_factory):
     """The converted-model cache of this session (``$STENCIL_CACHE_DIR``, which subprocesses
     inherit): the first load of the default model converts it, later ones read the folder. Removed
     at the end (a converted model is 540 MB)."""
-    from stencil.models import CACHE_DIR_ENV
+    from stencil.runtime.models import CACHE_DIR_ENV
     folder = tmp_path_factory.mktemp("model-cache")
     old = os.environ.get(CACHE_DIR_ENV)
     os.environ[CACHE_DIR_ENV] = str(folder)

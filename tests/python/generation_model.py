@@ -14,7 +14,7 @@ def have_generation_stack() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _load():
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     return load_model(quiet=True)
 
 

@@ -17,13 +17,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import stencil  # noqa: E402
+import stencil.runtime  # noqa: E402
 from integration_schemas import SCHEMAS, schema_prompt  # noqa: E402
 from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama  # noqa: E402
 
 
 def main(out_path: str) -> None:
     from llama_cpp import Llama, LogitsProcessorList
-    llm = Llama(stencil.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
+    llm = Llama(stencil.runtime.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
     result: dict = {"plain": None, "outputs": [], "opportunistic": []}
     print("plain completion", flush=True)   # the last line on stderr/stdout tells where a crash was
     result["plain"] = llm.create_completion("The capital of France is", max_tokens=8, temperature=0.0)[

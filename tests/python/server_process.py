@@ -28,7 +28,7 @@ _CHILD = r"""
 import json, socket, sys
 import uvicorn
 from stencil.memory import resident_bytes
-from stencil.models import load_model
+from stencil.runtime.models import load_model
 from stencil.server import ServerLimits, create_app
 options = json.loads(sys.argv[1])
 margin = options.pop("rss_margin", None)

@@ -1,4 +1,4 @@
-"""Aligned sampling (``stencil.aligned``, ``generate(sampling="aligned")``) against the exact answer.
+"""Aligned sampling (``stencil.runtime.aligned``, ``generate(sampling="aligned")``) against the exact answer.
 
 Small grammars whose every valid token sequence can be enumerated (``tests.support.aligned_exact``):
 
@@ -6,7 +6,7 @@ Small grammars whose every valid token sequence can be enumerated (``tests.suppo
   computed on paper;
 - a trap: a made-up model over a tiny vocabulary that likes a token leading into a branch where
   it gives the grammar little mass; plain masked sampling and aligned sampling, both through
-  ``stencil.generate``, are compared with the exact conditional at fixed seeds;
+  ``stencil.runtime.generate``, are compared with the exact conditional at fixed seeds;
 - the real default model: the particles' weights against the model's own probabilities of the
   same outputs, computed without any cache.
 """
@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 
 import stencil  # noqa: E402
 from tests.support.aligned_exact import PrefixTree, TableLM, kl, kl_from_samples, table_lm  # noqa: E402
-from stencil.aligned import HFParticles, sample_aligned  # noqa: E402
+from stencil.runtime.aligned import HFParticles, sample_aligned  # noqa: E402
 from generation_model import default_model  # noqa: E402
 
 #: the tiny vocabulary: EOS, grammar tokens, and "x", which no grammar here allows
@@ -112,7 +112,7 @@ def _trap_tree(tiny, seed: int = 7) -> tuple:
 
 
 def test_aligned_beats_plain_on_a_trap(tiny):
-    """Both through ``stencil.generate`` at fixed seeds, on the stand-in replaying the made-up
+    """Both through ``stencil.runtime.generate`` at fixed seeds, on the stand-in replaying the made-up
     model: aligned sampling's KL from the exact conditional is at least 5x smaller than plain's."""
     info, _ = tiny
     g, tree = _trap_tree(tiny)
@@ -122,7 +122,7 @@ def test_aligned_beats_plain_on_a_trap(tiny):
     n = 500
     texts = {}
     for mode in ("plain", "aligned"):
-        texts[mode] = [stencil.generate(lm, g, input_ids=PROMPT, max_tokens=4, temperature=1.0, seed=s, draft=False,
+        texts[mode] = [stencil.runtime.generate(lm, g, input_ids=PROMPT, max_tokens=4, temperature=1.0, seed=s, draft=False,
                                         sampling=mode, particles=8).text.encode() for s in range(n)]
     plain, aligned = kl_from_samples(exact, texts["plain"]), kl_from_samples(exact, texts["aligned"])
     print(f"trap: plain KL {plain:.3f}, aligned KL {aligned:.4f}, plain law KL {kl(exact, plain_law):.3f}")
@@ -135,18 +135,18 @@ def test_generate_aligned_refuses_what_it_cannot_do(tiny):
     g, tree = _hand_tree(tiny)
     lm = table_lm(tree, type("Like", (), {"tokenizer": None, "tokenizer_info": info})(), len(PROMPT))
     ok = dict(input_ids=PROMPT, max_tokens=4, temperature=1.0, seed=0)
-    out = stencil.generate(lm, g, sampling="aligned", particles=4, **ok)
+    out = stencil.runtime.generate(lm, g, sampling="aligned", particles=4, **ok)
     assert out.text in ("a", "ab") and out.complete and out.aligned is not None and out.forward_passes == 3
     with pytest.raises(ValueError, match="sampling must be 'plain' or 'aligned'"):
-        stencil.generate(lm, g, sampling="smc", **ok)
+        stencil.runtime.generate(lm, g, sampling="smc", **ok)
     with pytest.raises(ValueError, match="needs a grammar"):
-        stencil.generate(lm, None, sampling="aligned", **ok)
+        stencil.runtime.generate(lm, None, sampling="aligned", **ok)
     with pytest.raises(ValueError, match="temperature must be > 0"):
-        stencil.generate(lm, g, sampling="aligned", **dict(ok, temperature=0.0))
+        stencil.runtime.generate(lm, g, sampling="aligned", **dict(ok, temperature=0.0))
     with pytest.raises(ValueError, match="particles must be an integer"):
-        stencil.generate(lm, g, sampling="aligned", particles=0, **ok)
+        stencil.runtime.generate(lm, g, sampling="aligned", particles=0, **ok)
     with pytest.raises(ValueError, match="does not combine with speculate, budget=False"):
-        stencil.generate(lm, g, sampling="aligned", speculate=True, budget=False, **ok)
+        stencil.runtime.generate(lm, g, sampling="aligned", speculate=True, budget=False, **ok)
 
 
 def _log_q(lm, prompt_ids: list[int], outputs: list[tuple]) -> list[float]:
@@ -182,6 +182,6 @@ def test_real_model_weights_are_the_models_probabilities():
     for tokens, want in zip(outputs, _log_q(lm, ids, outputs)):
         assert got[tokens] == pytest.approx(want, abs=2e-3), lm.tokenizer_info.decode_bytes(list(tokens))
     assert s.log_evidence == pytest.approx(tree.log_valid_mass(), abs=2e-3)
-    out = stencil.generate(lm, g, input_ids=ids, max_tokens=3, temperature=1.0, seed=3, sampling="aligned",
+    out = stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=3, temperature=1.0, seed=3, sampling="aligned",
                            particles=4)
     assert out.complete and tuple(out.token_ids) in got and out.forward_passes == out.aligned.passes <= 4

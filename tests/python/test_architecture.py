@@ -26,7 +26,7 @@ LOCAL_IMPORTS = {
         "each command imports its stage when it runs, so `stencil --help` starts fast",
     ("stencil.server.main", "stencil"):
         "the server stack (fastapi, uvicorn) loads only for `stencil serve`",
-    ("stencil.command_options", "stencil.models"):
+    ("stencil.command_options", "stencil.runtime.models"):
         "torch loads only when a command resolves --device / --dtype, not for `stencil --help`",
     ("stencil.compiler", "stencil.grammar"):
         "each front-end loads on the first compile_* of its kind, not on `import stencil`",
@@ -50,6 +50,11 @@ LONG_FUNCTIONS: dict = {}
 #: JSON Schema phases, lowest first: a module may import its own phase or lower ones only
 #: (emit may use read's disjointness test; read never imports emit).
 JSON_PHASES = ("core", "lang", "read", "emit")
+
+#: The layers of the package (issue 42): the library (tokenizers, compiler, matchers, bitmasks,
+#: errors: ``stencil``) is imported by the runtime (``stencil.runtime``: generation over a model),
+#: never the other way. These modules may import the runtime: it and its users.
+RUNTIME_USERS = ("stencil.runtime", "stencil.server", "stencil.cli", "stencil.command_options")
 
 
 def _modules(src: pathlib.Path = SRC) -> dict:
@@ -182,6 +187,30 @@ def test_json_schema_phases_import_downwards():
         if p is not None and q is not None and q > p:
             upward.append(f"{module}:{line} imports {target}")
     assert upward == []
+
+
+def _library_uses_of_runtime(found) -> list:
+    """"module:line imports target" for each import of stencil.runtime outside RUNTIME_USERS."""
+    return [f"{module}:{line} imports {target}" for module, target, _, line in found
+            if _under(target, "stencil.runtime") and not any(_under(module, u) for u in RUNTIME_USERS)]
+
+
+def test_library_does_not_import_the_runtime():
+    """``import stencil`` loads no generation code: the library is usable without the runtime, and
+    the runtime is one room above it (ARCHITECTURE.md's table)."""
+    assert _library_uses_of_runtime(_imports(_modules())) == []
+    assert "stencil.runtime" in _modules() and "stencil.runtime.generate" in _modules()
+
+
+def test_runtime_check_can_fail(tmp_path):
+    pkg = tmp_path / "stencil"
+    (pkg / "runtime").mkdir(parents=True)
+    for name in ("__init__.py", "runtime/__init__.py", "runtime/generate.py"):
+        (pkg / name).write_text("")
+    (pkg / "compiler.py").write_text("def f():\n    from stencil.runtime import generate\n")
+    (pkg / "runtime" / "models.py").write_text("import stencil.compiler\nfrom stencil.runtime import generate\n")
+    mods = _modules(tmp_path)
+    assert _library_uses_of_runtime(_imports(mods)) == ["stencil.compiler:2 imports stencil.runtime.generate"]
 
 
 def test_checker_sees_a_cycle_and_a_local_import(tmp_path):

@@ -1,4 +1,4 @@
-"""Budget-aware generation with the real default model (issue 18, part 1): stencil.generate, the
+"""Budget-aware generation with the real default model (issue 18, part 1): stencil.runtime.generate, the
 transformers LogitsProcessor and the CLI end valid within max_tokens, refuse at the start a
 budget that cannot hold the shortest output, and leave the output unchanged where the budget does
 not bind. (The 20-schema demonstration is ``python -m benchmarks.budget generate``.)"""
@@ -41,9 +41,9 @@ def test_generate_ends_valid_at_the_budget(lm, temperature, seed):
                                                                         string_spelling="plain")
     need = stencil.Matcher(g).min_completion_tokens()
     limit = need + 12
-    on = stencil.generate(lm, g, PROMPT, max_tokens=limit, temperature=temperature, seed=seed)
+    on = stencil.runtime.generate(lm, g, PROMPT, max_tokens=limit, temperature=temperature, seed=seed)
     assert len(on.token_ids) <= limit and on.complete and _valid(on.text, STORY), on.text
-    off = stencil.generate(lm, g, PROMPT, max_tokens=limit, temperature=temperature, seed=seed, budget=False)
+    off = stencil.runtime.generate(lm, g, PROMPT, max_tokens=limit, temperature=temperature, seed=seed, budget=False)
     # The same run without the budget is cut inside the story (what the issue reports).
     assert off.finish_reason == "max_tokens" and not off.complete and not _valid(off.text, STORY), off.text
 
@@ -53,8 +53,8 @@ def test_generate_refuses_a_budget_below_the_shortest_output(lm):
     need = stencil.Matcher(g).min_completion_tokens()
     assert 1 < need <= 20  # real tokens: several letters each
     with pytest.raises(ValueError, match=rf"needs up to {need} tokens, more than max_tokens \({need - 1}\)"):
-        stencil.generate(lm, g, "Spell a long word.", max_tokens=need - 1)
-    out = stencil.generate(lm, g, "Spell a long word.", max_tokens=need - 1, budget=False)
+        stencil.runtime.generate(lm, g, "Spell a long word.", max_tokens=need - 1)
+    out = stencil.runtime.generate(lm, g, "Spell a long word.", max_tokens=need - 1, budget=False)
     assert out.finish_reason == "max_tokens" and out.complete is False
 
 
@@ -63,8 +63,8 @@ def test_output_unchanged_where_the_budget_does_not_bind(lm):
         {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
          "required": ["name", "age"]}, whitespace=2, string_spelling="plain")
     prompt = "Describe a person as JSON with a name and an age."
-    on = stencil.generate(lm, g, prompt, max_tokens=200, repetition_penalty=1.1)
-    off = stencil.generate(lm, g, prompt, max_tokens=200, repetition_penalty=1.1, budget=False)
+    on = stencil.runtime.generate(lm, g, prompt, max_tokens=200, repetition_penalty=1.1)
+    off = stencil.runtime.generate(lm, g, prompt, max_tokens=200, repetition_penalty=1.1, budget=False)
     assert on.text == off.text and on.token_ids == off.token_ids and on.finish_reason != "max_tokens"
 
 
@@ -93,8 +93,8 @@ def test_transformers_processor_keeps_rows_valid_within_max_new_tokens(lm):
 
 
 def test_cli_budget(capsys, monkeypatch, lm):
-    import stencil.models
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: lm)
+    import stencil.runtime.models
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: lm)
     need = stencil.Matcher(stencil.GrammarCompiler(lm.tokenizer_info).compile_regex("[a-z]{20}")).min_completion_tokens()
     code = cli.main(["generate", "--regex", "[a-z]{20}", "--prompt", "Spell a long word.", "--max-tokens",
                      str(need - 1)])

@@ -44,8 +44,8 @@ def test_missing_files_and_model(tmp_path, capsys):
 
 
 def test_bad_grammar_fails_before_the_model_loads(capsys, monkeypatch):
-    import stencil.models
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
+    import stencil.runtime.models
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
     code, out, err = run_cli(capsys, "generate", "--regex", "(ab")
     assert code == 2 and "regex" in err and "(ab" in err and out == ""
     code, out, err = run_cli(capsys, "generate", "--choices", " , ")
@@ -59,8 +59,8 @@ def test_bad_grammar_fails_before_the_model_loads(capsys, monkeypatch):
 
 
 def test_unsupported_schema_keyword(tmp_path, capsys, monkeypatch):
-    import stencil.models
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
+    import stencil.runtime.models
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
     p = tmp_path / "s.json"
     # Unknown keywords are annotations in 2020-12 (ignored); a lookahead in `pattern` is a
     # construct stencil cannot enforce, so it is refused with its JSON pointer.
@@ -120,8 +120,8 @@ def test_check_subcommand(tmp_path, capsys):
 def model_loaded_once(monkeypatch):
     """The real default model, loaded once for all CLI tests of this process."""
     lm = default_model()
-    import stencil.models
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: lm)
+    import stencil.runtime.models
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: lm)
     return lm
 
 
@@ -232,7 +232,7 @@ def test_version(capsys):
 def test_summary_counts_and_rate():
     """The rate is over the time the line prints (it was the decode-only rate beside the total time:
     "1 tokens in 1.9 s (495.1 tokens/s)"), and one token is "1 token"."""
-    from stencil.generate import GenerationResult
+    from stencil.runtime.generate import GenerationResult
     one = GenerationResult("blue", [3], "grammar", 31, seconds=1.9, prefill_seconds=1.8)
     assert cli.summary(one) == ("1 token in 1.9 s (0.5 tokens/s; the 31-token prompt took 1.8 s), "
                                 "stopped by the grammar's end")
@@ -244,14 +244,14 @@ def test_summary_counts_and_rate():
 
 @pytest.fixture
 def generate_calls(monkeypatch):
-    """The keyword arguments of each stencil.generate call the CLI makes (the real generate runs)."""
-    import stencil
-    real, calls = stencil.generate, []
+    """The keyword arguments of each stencil.runtime.generate call the CLI makes (the real generate runs)."""
+    import stencil.runtime
+    real, calls = stencil.runtime.generate, []
 
     def spy(*a, **k):
         calls.append(k)
         return real(*a, **k)
-    monkeypatch.setattr(stencil, "generate", spy)
+    monkeypatch.setattr(stencil.runtime, "generate", spy)
     return calls
 
 

@@ -29,13 +29,13 @@ def run_cli(capsys, *argv):
 @pytest.fixture
 def loads(monkeypatch):
     """The models the CLI loads, through the real load_model."""
-    import stencil.models
-    real, loaded = stencil.models.load_model, []
+    import stencil.runtime.models
+    real, loaded = stencil.runtime.models.load_model, []
 
     def spy(*a, **k):
         loaded.append(real(*a, **k))
         return loaded[-1]
-    monkeypatch.setattr(stencil.models, "load_model", spy)
+    monkeypatch.setattr(stencil.runtime.models, "load_model", spy)
     return loaded
 
 
@@ -66,8 +66,8 @@ def test_auto_is_cpu_and_float32_without_cuda(capsys, loads):
 @no_cuda
 @pytest.mark.parametrize("command", [["generate", "--regex", "[a-z]+"], ["serve", "--port", "1"]])
 def test_cuda_without_cuda_is_a_clear_error(capsys, monkeypatch, command):
-    import stencil.models
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
+    import stencil.runtime.models
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: pytest.fail("the model must not load"))
     code, out, err = run_cli(capsys, *command, "--device", "cuda")
     assert code == 2 and out == ""
     assert "--device cuda" in err and "CUDA is not available" in err and "Traceback" not in err
@@ -84,7 +84,7 @@ def test_unknown_values_name_the_option(capsys, command, option):
 
 
 def test_load_model_refuses_unknown_names():
-    from stencil.models import ModelError, load_model, resolve_dtype
+    from stencil.runtime.models import ModelError, load_model, resolve_dtype
     with pytest.raises(ModelError, match="unknown dtype 'float64'"):
         load_model(tiny_model_folder(), dtype="float64")
     with pytest.raises(ModelError, match="unknown device 'tpu'"):

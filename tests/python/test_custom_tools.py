@@ -15,6 +15,7 @@ import pytest
 import regex
 
 import stencil
+import stencil.runtime
 from stencil.grammar.json.string_view import JsonStringBuilder
 from stencil.grammar.tagged.custom_tools import build_json_string, custom_tool
 from stencil.grammar.tagged.tool_presets import FORMATS, call_syntax
@@ -51,7 +52,7 @@ CALLS = [("lines", 'He said "}" \\ </tool_call> </parameter>\né 漢 😀 \\"'),
 
 @pytest.fixture(scope="module")
 def smollm2():
-    info = stencil.TokenizerInfo.from_gguf(stencil.default_model_path())
+    info = stencil.TokenizerInfo.from_gguf(stencil.runtime.default_model_path())
     return info, stencil.GrammarCompiler(info)
 
 

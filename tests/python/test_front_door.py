@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import stencil
+import stencil.runtime
 from stencil.grammar.json.schema.core.options import Options
 
 OPTION_NAMES = [f.name for f in dataclasses.fields(Options)]
@@ -111,8 +112,9 @@ def _exported_exceptions():
 def test_every_exported_error_derives_from_stencil_error():
     errors = _exported_exceptions()
     assert {"StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
-            "ConcurrentUseError", "ModelError"} <= set(errors)
+            "ConcurrentUseError"} <= set(errors)
     assert [n for n, e in errors.items() if not issubclass(e, stencil.StencilError)] == []
+    assert issubclass(stencil.runtime.ModelError, stencil.StencilError)   # the runtime's (stencil.runtime)
     # the builtin bases stay: code that caught ValueError or RuntimeError still does
     assert issubclass(stencil.GrammarError, ValueError) and issubclass(stencil.UsageError, ValueError)
     assert issubclass(stencil.ConcurrentUseError, RuntimeError)
@@ -148,10 +150,10 @@ def test_stencil_error_catches_a_usage_error(compiler):
 
 
 def test_model_error_is_a_stencil_error(tmp_path):
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     with pytest.raises(stencil.StencilError) as e:
         load_model(str(tmp_path / "missing.gguf"))
-    assert isinstance(e.value, stencil.ModelError)
+    assert isinstance(e.value, stencil.runtime.ModelError)
 
 
 def _keyword_params(fn, leave=()) -> set:

@@ -1,4 +1,4 @@
-"""stencil.generate with the real default model: every output is in the grammar's language and
+"""stencil.runtime.generate with the real default model: every output is in the grammar's language and
 ends by EOS or by the grammar's end; forced tokens and drafts do not change greedy output."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import stencil
+import stencil.runtime
 from stencil.grammar.json.value import json_value
 
 torch = pytest.importorskip("torch")
@@ -25,8 +26,8 @@ PERSON = r'\{"name": "[A-Z][a-z]{1,12}", "age": [1-9][0-9]?\}'
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.8, 1), (1.2, 2)])
 def test_regex(lm, compiler, temperature, seed):
     g = compiler.compile_regex(PERSON)
-    out = stencil.generate(lm, g, "Describe a person as JSON with a name and an age.", max_tokens=40,
-                           temperature=temperature, seed=seed)
+    out = stencil.runtime.generate(lm, g, "Describe a person as JSON with a name and an age.", max_tokens=40,
+                                   temperature=temperature, seed=seed)
     assert re.fullmatch(PERSON, out.text), out.text
     assert out.finish_reason in ("eos", "grammar")
     assert out.token_ids and lm.tokenizer_info.decode_bytes(out.token_ids).decode() == out.text
@@ -36,8 +37,8 @@ def test_regex(lm, compiler, temperature, seed):
 def test_choices(lm, compiler, temperature, seed):
     choices = ["red", "green", "blue", "light blue"]
     g = compiler.compile_choice(choices)
-    out = stencil.generate(lm, g, "What color is grass? Answer red, green, blue or light blue.", max_tokens=10,
-                           temperature=temperature, seed=seed)
+    out = stencil.runtime.generate(lm, g, "What color is grass? Answer red, green, blue or light blue.", max_tokens=10,
+                                   temperature=temperature, seed=seed)
     assert out.text in choices
     assert out.finish_reason in ("eos", "grammar")
 
@@ -57,8 +58,8 @@ def _nested_ok(v) -> bool:
 @pytest.mark.parametrize("temperature,seed", [(0.0, None), (0.9, 4)])
 def test_gbnf_recursive(lm, compiler, temperature, seed):
     g = compiler.compile_gbnf(NESTED_GBNF)
-    out = stencil.generate(lm, g, "Write a short nested list of small numbers, like [1, [2, 3]].", max_tokens=48,
-                           temperature=temperature, seed=seed)
+    out = stencil.runtime.generate(lm, g, "Write a short nested list of small numbers, like [1, [2, 3]].", max_tokens=48,
+                                   temperature=temperature, seed=seed)
     assert out.finish_reason in ("eos", "grammar"), out.text
     value = json.loads(out.text)
     assert _nested_ok(value), out.text
@@ -69,8 +70,8 @@ def test_gbnf_recursive(lm, compiler, temperature, seed):
 def test_generic_json(lm, compiler, temperature, seed):
     b = stencil.GrammarBuilder()
     g = compiler.compile_grammar(b.build(json_value(b, max_whitespace_run=8)))
-    out = stencil.generate(lm, g, "Give a JSON object for a cat with a name and an age.", max_tokens=80,
-                           temperature=temperature, seed=seed)
+    out = stencil.runtime.generate(lm, g, "Give a JSON object for a cat with a name and an age.", max_tokens=80,
+                                   temperature=temperature, seed=seed)
     assert out.finish_reason in ("eos", "grammar"), out.text
     json.loads(out.text)
 
@@ -79,8 +80,8 @@ def test_jump_forward_and_drafts_keep_greedy_output(lm, compiler):
     """Forced tokens and verified drafts are exact: greedy output is the same with and without."""
     g = compiler.compile_regex(PERSON)
     prompt = "Describe a famous scientist as JSON with a name and an age."
-    plain = stencil.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False, speculate=False)
-    fast = stencil.generate(lm, g, prompt, max_tokens=40, speculate=False)
+    plain = stencil.runtime.generate(lm, g, prompt, max_tokens=40, jump_forward=False, draft=False, speculate=False)
+    fast = stencil.runtime.generate(lm, g, prompt, max_tokens=40, speculate=False)
     assert fast.text == plain.text and fast.token_ids == plain.token_ids
     assert fast.drafted_tokens > 0
     assert fast.forward_passes < plain.forward_passes
@@ -94,10 +95,10 @@ def test_forced_tokens_are_appended_without_sampling(lm, compiler):
     m.accept_string("1989")
     forced = m.forced_tokens()
     assert [lm.tokenizer_info.token_bytes(t) for t in forced] == [b"!"]
-    plain = stencil.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, jump_forward=False,
-                             draft=False, speculate=False)
-    fast = stencil.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, draft=False,
-                            speculate=False)
+    plain = stencil.runtime.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, jump_forward=False,
+                                     draft=False, speculate=False)
+    fast = stencil.runtime.generate(lm, g, "In which year did the Berlin wall fall?", max_tokens=10, draft=False,
+                                    speculate=False)
     assert fast.text == plain.text and re.fullmatch(r"[0-9]{4}!", fast.text)
     assert fast.forced_tokens >= 1 and plain.forced_tokens == 0
     assert fast.finish_reason == plain.finish_reason == "grammar"
@@ -106,8 +107,8 @@ def test_forced_tokens_are_appended_without_sampling(lm, compiler):
 def test_draft_verification_is_distribution_exact():
     """Keeping draft d where the row's draw is d, else the draw, is sampling from p: the token after
     a one-token draft (kept, or the draw that replaced it) is distributed as p."""
-    from stencil.sampling import Sampler
-    from stencil.speculative import verify
+    from stencil.runtime.sampling import Sampler
+    from stencil.runtime.speculative import verify
     logits = torch.tensor([1.0, 0.2, -0.5, 2.0, float("-inf")])
     p = torch.softmax(logits, -1).numpy()
     n = 20000
@@ -125,16 +126,16 @@ def test_draft_verification_is_distribution_exact():
 def test_streaming_and_budget(lm, compiler):
     pieces = []
     g = compiler.compile_regex(r"[a-z ]+")
-    out = stencil.generate(lm, g, "Say something long about the sea.", max_tokens=6, on_text=pieces.append)
+    out = stencil.runtime.generate(lm, g, "Say something long about the sea.", max_tokens=6, on_text=pieces.append)
     assert out.finish_reason == "max_tokens" and len(out.token_ids) == 6
     assert "".join(pieces) == out.text
 
 
 def test_unconstrained_and_context(lm):
-    out = stencil.generate(lm, None, "Say hello.", max_tokens=5)
+    out = stencil.runtime.generate(lm, None, "Say hello.", max_tokens=5)
     assert len(out.token_ids) <= 5 and out.finish_reason in ("eos", "max_tokens")
     with pytest.raises(ValueError, match="context"):
-        stencil.generate(lm, None, input_ids=[1] * lm.context_length, max_tokens=5)
+        stencil.runtime.generate(lm, None, input_ids=[1] * lm.context_length, max_tokens=5)
 
 
 def test_no_deprecation_warning_in_the_streamed_text(lm, compiler, caplog):
@@ -145,7 +146,7 @@ def test_no_deprecation_warning_in_the_streamed_text(lm, compiler, caplog):
     g = compiler.compile_regex(r"[a-z]{3,8}")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        out = stencil.generate(lm, g, "Name an animal.", max_tokens=8, jump_forward=False, draft=False)
+        out = stencil.runtime.generate(lm, g, "Name an animal.", max_tokens=8, jump_forward=False, draft=False)
     assert out.token_ids
     assert [str(w.message) for w in seen if "past_key_values" in str(w.message)] == []
     assert "past_key_values" not in caplog.text
@@ -157,9 +158,9 @@ def test_messages_and_input_ids_are_the_same_prompt(lm, compiler):
     different system message another prompt (issue 29, F6)."""
     g = compiler.compile_choice(["red", "green", "blue"])
     msgs = [{"role": "system", "content": "Answer with one colour."}, {"role": "user", "content": "Grass?"}]
-    by_messages = stencil.generate(lm, g, messages=msgs, max_tokens=4)
+    by_messages = stencil.runtime.generate(lm, g, messages=msgs, max_tokens=4)
     ids = lm.encode_prompt(messages=msgs)
-    by_ids = stencil.generate(lm, g, input_ids=ids, max_tokens=4)
+    by_ids = stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=4)
     assert by_messages.text == by_ids.text and by_messages.prompt_tokens == len(ids) == by_ids.prompt_tokens
     assert by_messages.text in ("red", "green", "blue")
     assert b"Answer with one colour." in lm.tokenizer_info.decode_bytes(ids)

@@ -20,6 +20,7 @@ import os
 import pytest
 
 import stencil
+import stencil.runtime
 from data_paths import MASKBENCH as DATA
 from generation_model import default_model
 from stencil.cli import schema_system_message
@@ -114,8 +115,8 @@ def test_outputs_are_valid(lm, schemas, temperature, seed):
     failures, unfinished = [], []
     for name, schema in schemas:
         g = compiler.compile_json_schema(schema, whitespace=2, string_spelling="plain")
-        out = stencil.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
-                               temperature=temperature, seed=seed, repetition_penalty=1.1)
+        out = stencil.runtime.generate(lm, g, "Give an example.", system=schema_system_message(schema), max_tokens=160,
+                                       temperature=temperature, seed=seed, repetition_penalty=1.1)
         if out.finish_reason not in ("eos", "grammar"):
             unfinished.append(f"{name}: stopped by {out.finish_reason} after {len(out.token_ids)} tokens: "
                               f"{out.text[:120]!r}")

@@ -1,4 +1,4 @@
-"""Token healing (``stencil.healing``, ``generate(heal=True)``): the plan (which prompt tokens are
+"""Token healing (``stencil.runtime.healing``, ``generate(heal=True)``): the plan (which prompt tokens are
 removed) and the first token's mask, each against a brute force over the whole vocabulary, with
 the five tokenizer families (byte-level BPE, two tiktoken files, SentencePiece, GGUF); budgeted
 random walks that must end valid; the default model, greedy, where healing changes the output."""
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import stencil
-from stencil.healing import MAX_HEAL_BYTES, MAX_HEAL_TOKENS, Healer, PrefixIndex, plan_healing, start_healing
 from stencil.kernels.numpy import bitmask_to_bool
+from stencil.runtime.healing import MAX_HEAL_BYTES, MAX_HEAL_TOKENS, Healer, PrefixIndex, plan_healing, start_healing
 from tokenizers_zoo import get
 
 FAMILIES = ("deepseek", "qwen", "cl100k", "mistral-sp-v3", "smollm2-gguf")
@@ -247,9 +247,9 @@ def test_healing_changes_greedy_output(model, prompt, regex):
     compiler = stencil.GrammarCompiler(model.tokenizer_info)
     grammar = compiler.compile_regex(regex) if regex else None
     ids = model.encode_prompt(prompt, chat=False)
-    plain = stencil.generate(model, grammar, input_ids=ids, max_tokens=16)
+    plain = stencil.runtime.generate(model, grammar, input_ids=ids, max_tokens=16)
     pieces: list[str] = []
-    healed = stencil.generate(model, grammar, input_ids=ids, max_tokens=16, heal=True, on_text=pieces.append)
+    healed = stencil.runtime.generate(model, grammar, input_ids=ids, max_tokens=16, heal=True, on_text=pieces.append)
     info = model.tokenizer_info
     prefix = healed.healed_prefix.encode()
     assert prefix and prompt.encode().endswith(prefix)
@@ -267,25 +267,25 @@ def test_healing_with_speculation_is_the_same_greedy_output(model):
     prompt, regex = MODEL_CASES[0]
     g = stencil.GrammarCompiler(model.tokenizer_info).compile_regex(regex)
     ids = model.encode_prompt(prompt, chat=False)
-    one = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True, speculate=False)
-    two = stencil.generate(model, g, input_ids=ids, max_tokens=12, heal=True)   # speculating (the default)
+    one = stencil.runtime.generate(model, g, input_ids=ids, max_tokens=12, heal=True, speculate=False)
+    two = stencil.runtime.generate(model, g, input_ids=ids, max_tokens=12, heal=True)   # speculating (the default)
     assert one.token_ids == two.token_ids and one.text == two.text and one.healed_prefix == two.healed_prefix
 
 
 def test_cli_heals_a_raw_prompt(model, capsys, monkeypatch):
     """``stencil generate --prompt-only --heal``: standard output is the text after the prompt (the
     healed prefix left out, as ``generate`` leaves it out), standard error names the prefix."""
-    import stencil.models
+    import stencil.runtime.models
     from stencil import cli
 
-    monkeypatch.setattr(stencil.models, "load_model", lambda *a, **k: model)
+    monkeypatch.setattr(stencil.runtime.models, "load_model", lambda *a, **k: model)
     prompt, regex = MODEL_CASES[0]
     argv = ["generate", "--regex", regex, "--prompt", prompt, "--prompt-only", "--max-tokens", "16",
             "--repetition-penalty", "1"]
     assert cli.main(argv + ["--heal"]) == 0
     out, err = capsys.readouterr()
     g = stencil.GrammarCompiler(model.tokenizer_info).compile_regex(regex)
-    want = stencil.generate(model, g, input_ids=model.encode_prompt(prompt, chat=False), max_tokens=16, heal=True)
+    want = stencil.runtime.generate(model, g, input_ids=model.encode_prompt(prompt, chat=False), max_tokens=16, heal=True)
     assert out == want.text + "\n" and "token healing" in err and repr(want.healed_prefix) in err
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import stencil
+import stencil.runtime
 import tokenizers_zoo
 from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
 
@@ -103,7 +104,7 @@ def llm():
     if not HAVE_LLAMA:
         pytest.skip("needs llama-cpp-python: make test-integrations")
     from llama_cpp import Llama
-    return Llama(stencil.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
+    return Llama(stencil.runtime.default_model_path(), n_ctx=2048, n_threads=2, seed=0, verbose=False)
 
 
 @needs_llama

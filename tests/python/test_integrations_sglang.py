@@ -240,7 +240,7 @@ print(json.dumps({"backend": type(backend).__name__, "grammar": type(g).__name__
 
 @pytest.fixture(scope="module")
 def model_folder(tmp_path_factory):
-    from stencil.models import save_model_folder
+    from stencil.runtime.models import save_model_folder
     return save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
 
 

@@ -1,4 +1,4 @@
-"""stencil.models: the default model written out as a transformers folder (save_model_folder,
+"""stencil.runtime.models: the default model written out as a transformers folder (save_model_folder,
 for engines without a GGUF reader such as vLLM) is the same model: same tokens, same logits."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from generation_model import default_model
-from stencil.models import ModelError, load_model, save_model_folder
+from stencil.runtime.models import ModelError, load_model, save_model_folder
 
 
 def test_saved_folder_is_the_same_model(tmp_path):
@@ -59,7 +59,7 @@ def _gguf_loads(monkeypatch) -> list:
 
 def test_second_load_reads_the_cache_without_converting(monkeypatch, model_cache_dir):
     import torch
-    from stencil.models import converted_model_dir, default_model_path
+    from stencil.runtime.models import converted_model_dir, default_model_path
     lm = default_model()  # the session's first load converted the file and kept it
     entry = converted_model_dir(default_model_path())
     assert entry.startswith(model_cache_dir) and os.path.isfile(os.path.join(entry, "model.safetensors"))
@@ -77,7 +77,7 @@ def test_second_load_reads_the_cache_without_converting(monkeypatch, model_cache
 
 
 def test_cache_key_follows_the_file_and_the_folder_follows_the_variable(tmp_path, monkeypatch):
-    from stencil.models import converted_model_dir, model_cache_dir
+    from stencil.runtime.models import converted_model_dir, model_cache_dir
     f = tmp_path / "m.gguf"
     f.write_bytes(b"x" * 10)
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path / "c"))
@@ -95,7 +95,7 @@ def test_concurrent_writers_and_unwritable_cache(tmp_path):
     """A second writer finds the entry in place: it keeps the first one and leaves no partial folder;
     a cache that cannot be written is a False, not an error."""
     from tiny_model import tiny_model_folder
-    from stencil.models import _store_converted
+    from stencil.runtime.models import _store_converted
     lm = load_model(tiny_model_folder(), quiet=True)
     entry = str(tmp_path / "models" / "tiny-float32-0")
     assert _store_converted(entry, lm.model, lm.tokenizer, "float32")

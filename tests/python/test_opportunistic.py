@@ -1,4 +1,4 @@
-"""Opportunistic masks (stencil.opportunistic): the model's pick checked with the grammar, the mask
+"""Opportunistic masks (stencil.runtime.opportunistic): the model's pick checked with the grammar, the mask
 computed only on a refusal. Greedy output is that of full-mask decoding token for token (default
 model, several grammars, each decoding mode); rejection sampling from the unmasked distribution
 draws from the masked one (chi-square over fixed logits); masks are counted."""
@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import stencil
+import stencil.runtime
 from generation_model import default_model
 from stencil.bitmask import bitmask_to_bool
-from stencil.opportunistic import Picker, truncates, verify_checked
-from stencil.sampling import Sampler
+from stencil.runtime.opportunistic import Picker, truncates, verify_checked
+from stencil.runtime.sampling import Sampler
 
 torch = pytest.importorskip("torch")
 
@@ -56,8 +57,8 @@ def test_greedy_is_full_mask_decoding(lm, grammars, mode):
         if kw.get("max_tokens") == "tight":   # a few tokens more than the shortest output needs
             kw["max_tokens"] = (stencil.Matcher(g).min_completion_tokens() or 0) + 4
         kw.setdefault("max_tokens", max_tokens)
-        full = stencil.generate(lm, g, prompt, opportunistic=False, **kw)
-        opp = stencil.generate(lm, g, prompt, **kw)
+        full = stencil.runtime.generate(lm, g, prompt, opportunistic=False, **kw)
+        opp = stencil.runtime.generate(lm, g, prompt, **kw)
         assert opp.token_ids == full.token_ids, (mode, prompt, full.text, opp.text)
         assert opp.finish_reason == full.finish_reason and opp.complete == full.complete
         assert opp.masks_computed <= full.masks_computed
@@ -66,16 +67,16 @@ def test_greedy_is_full_mask_decoding(lm, grammars, mode):
 def test_masks_per_token(lm, grammars):
     g, prompt, _ = grammars[1]
     one = dict(jump_forward=False, draft=False, speculate=False)   # one token per step
-    full = stencil.generate(lm, g, prompt, max_tokens=40, opportunistic=False, **one)
+    full = stencil.runtime.generate(lm, g, prompt, max_tokens=40, opportunistic=False, **one)
     # Full masks: one per step, the step that ends the output included.
     assert full.masks_computed == len(full.token_ids) + (full.finish_reason != "max_tokens")
     assert full.masks_per_token >= 1.0
-    opp = stencil.generate(lm, g, prompt, max_tokens=40, **one)
+    opp = stencil.runtime.generate(lm, g, prompt, max_tokens=40, **one)
     assert opp.token_ids == full.token_ids
     assert opp.masks_per_token < 0.5, (opp.masks_computed, len(opp.token_ids))
-    fast = stencil.generate(lm, g, prompt, max_tokens=40)   # speculating (the default)
+    fast = stencil.runtime.generate(lm, g, prompt, max_tokens=40)   # speculating (the default)
     assert fast.masks_per_token < 0.5, (fast.masks_computed, len(fast.token_ids))
-    free = stencil.generate(lm, None, prompt, max_tokens=4)
+    free = stencil.runtime.generate(lm, None, prompt, max_tokens=4)
     assert free.masks_computed == 0
 
 

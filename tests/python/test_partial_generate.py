@@ -1,6 +1,6 @@
-"""Partial results of real generations (issue 45), SmolLM2-135M greedy: ``stencil.generate``'s
+"""Partial results of real generations (issue 45), SmolLM2-135M greedy: ``stencil.runtime.generate``'s
 ``on_partial`` (a snapshot per step, none contradicting the output; the text is never parsed to
-make them) and ``stencil.stream_partial`` (typed partial Pydantic objects, then the validated one;
+make them) and ``stencil.runtime.stream_partial`` (typed partial Pydantic objects, then the validated one;
 closing it early stops the generation)."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 
 import stencil
+import stencil.runtime
 from partial_checks import contradictions
 
 pydantic = pytest.importorskip("pydantic")
@@ -35,8 +36,8 @@ class Person(pydantic.BaseModel):
 def test_on_partial_gets_a_snapshot_per_step(lm):
     g = stencil.GrammarCompiler(lm.tokenizer_info).compile_json_schema(PERSON, **PLAIN)
     snaps, pieces = [], []
-    out = stencil.generate(lm, g, PROMPT, max_tokens=40, on_partial=snaps.append, partial_schema=PERSON,
-                           on_text=pieces.append)
+    out = stencil.runtime.generate(lm, g, PROMPT, max_tokens=40, on_partial=snaps.append, partial_schema=PERSON,
+                                   on_text=pieces.append)
     final = json.loads(out.text)
     assert "".join(pieces) == out.text   # on_text still gets the text
     assert contradictions(snaps, final) == []
@@ -48,14 +49,14 @@ def test_on_partial_gets_a_snapshot_per_step(lm):
 
 def test_stream_partial_yields_typed_objects_then_the_validated_one(lm):
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
-    stream = stencil.stream_partial(lm, Person, PROMPT, compiler=compiler, max_tokens=40)
+    stream = stencil.runtime.stream_partial(lm, Person, PROMPT, compiler=compiler, max_tokens=40)
     objs = list(stream)
     assert stream.result is not None and stream.result.complete and stream.snapshot.complete
     assert objs[-1] == Person.model_validate_json(stream.result.text)
     assert all(isinstance(o, Person) for o in objs) and len(objs) > 3
     assert objs[0].born is None and any(o.name and o.born is None for o in objs)   # typed, with None for what is to come
     # closing early stops the generation at its next step
-    with stencil.stream_partial(lm, Person, PROMPT, compiler=compiler, max_tokens=40) as early:
+    with stencil.runtime.stream_partial(lm, Person, PROMPT, compiler=compiler, max_tokens=40) as early:
         first = next(early)
     assert isinstance(first, Person) and early.result is None
     with pytest.raises(StopIteration):

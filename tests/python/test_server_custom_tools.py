@@ -18,6 +18,7 @@ import pytest
 import regex
 
 import stencil
+import stencil.runtime
 from server_fixture import start_server
 
 openai = pytest.importorskip("openai")
@@ -78,7 +79,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def compiler():
-    return stencil.GrammarCompiler(stencil.TokenizerInfo.from_gguf(stencil.default_model_path()))
+    return stencil.GrammarCompiler(stencil.TokenizerInfo.from_gguf(stencil.runtime.default_model_path()))
 
 
 @pytest.fixture(scope="module")

@@ -196,8 +196,8 @@ def test_failing_drafts_stop(base_url, monkeypatch):
     """Drafts the model never keeps, where drafting looks free (every pass costs the same): the row's
     draft length falls to zero (then it drafts one token now and then, after a wait that doubles),
     and its output is the plain one."""
-    from stencil.draft_plan import StepCost
-    from stencil.speculative import Drafter
+    from stencil.runtime.draft_plan import StepCost
+    from stencil.runtime.speculative import Drafter
     monkeypatch.setattr(StepCost, "seconds", lambda self, tokens, upto: [1.0] * (upto - tokens + 1))
     real = Drafter.draft
     bad = default_model().tokenizer.encode(" Xylophone", add_special_tokens=False)[0]
@@ -224,7 +224,7 @@ def test_draft_length_adapts_to_acceptance():
     """``plan_drafts``: long drafts where a pass of a few more tokens costs little, fewer where each
     token costs much; a row whose drafts fail stops drafting (then tries one token after a wait
     that doubles), and drafts long again once they are kept."""
-    from stencil.draft_plan import DraftLength, StepCost, plan_drafts
+    from stencil.runtime.draft_plan import DraftLength, StepCost, plan_drafts
     cheap, dear = StepCost(), StepCost()
     for _ in range(3):
         for t in range(1, 14):

@@ -1,4 +1,4 @@
-"""Speculative decoding under a grammar (stencil.speculative, generate(speculate=...)) with the real
+"""Speculative decoding under a grammar (stencil.runtime.speculative, generate(speculate=...)) with the real
 default model: greedy output identical to plain constrained greedy, several tokens per forward pass
 on extraction, refused drafts that leave the matcher as it was, and speculative sampling that keeps
 the masked distribution."""
@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import stencil
+import stencil.runtime
 from tests.support.extraction_cases import extraction_cases
 from stencil.cli import DEFAULT_INDENT
-from stencil.sampling import Sampler
-from stencil.speculative import DraftBudget, Drafter, SpeculationOptions, TextLookup, first_near_tie, verify
+from stencil.runtime.sampling import Sampler
+from stencil.runtime.speculative import DraftBudget, Drafter, SpeculationOptions, TextLookup, first_near_tie, verify
 
 torch = pytest.importorskip("torch")
 
@@ -37,9 +38,9 @@ def _case(compiler, lm, i, fields=None):
 @pytest.mark.parametrize("i", [0, 2])
 def test_greedy_identical_and_faster_per_pass(lm, compiler, i):
     g, ids = _case(compiler, lm, i)
-    plain = stencil.generate(lm, g, input_ids=ids, max_tokens=120, jump_forward=False, draft=False, speculate=False)
+    plain = stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=120, jump_forward=False, draft=False, speculate=False)
     # Fixed draft lengths: adaptive ones follow the measured cost of passes, which a test cannot fix.
-    spec = stencil.generate(lm, g, input_ids=ids, max_tokens=120, speculate=SpeculationOptions(adaptive=False))
+    spec = stencil.runtime.generate(lm, g, input_ids=ids, max_tokens=120, speculate=SpeculationOptions(adaptive=False))
     assert spec.token_ids == plain.token_ids
     assert spec.finish_reason == plain.finish_reason and spec.complete == plain.complete
     assert len(spec.token_ids) / spec.forward_passes > 1.5, (len(spec.token_ids), spec.forward_passes)
@@ -51,9 +52,9 @@ def test_greedy_identical_and_faster_per_pass(lm, compiler, i):
 def test_greedy_identical_with_penalty_and_draft_model(lm, compiler):
     g, ids = _case(compiler, lm, 1, fields=3)
     kw = dict(input_ids=ids, max_tokens=50, repetition_penalty=1.1)
-    plain = stencil.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
+    plain = stencil.runtime.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
     # The model itself as its draft model: the mechanics (its own cache, cropped after rejections).
-    spec = stencil.generate(lm, g, speculate=SpeculationOptions(max_draft=6, draft_model=lm), **kw)
+    spec = stencil.runtime.generate(lm, g, speculate=SpeculationOptions(max_draft=6, draft_model=lm), **kw)
     assert spec.token_ids == plain.token_ids
     assert spec.forward_passes < len(spec.token_ids) / 2
 
@@ -81,13 +82,13 @@ def test_greedy_identical_at_a_near_tie(lm, compiler):
     prompt = ("Extract the following fields from the document as JSON matching this schema.\n"
               f"Schema: {json.dumps(VET_SCHEMA)}\n\nDocument:\n{VET_DOCUMENT}")
     kw = dict(input_ids=lm.encode_prompt(prompt), max_tokens=120, repetition_penalty=NEAR_TIE_PENALTY)
-    plain = stencil.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
+    plain = stencil.runtime.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
     assert plain.replayed_tokens == 0   # every pass of plain decoding is a one-token pass
     assert json.loads(plain.text)["owner"].endswith("NR4 7TJ")
     # Speculation with fixed draft lengths (adaptive ones follow timings: the tie's row may come from
     # a one-token pass, exact already), and jump-forward with drafts.
     for mode in ({"speculate": SpeculationOptions(adaptive=False)}, {"speculate": False}):
-        out = stencil.generate(lm, g, **mode, **kw)
+        out = stencil.runtime.generate(lm, g, **mode, **kw)
         assert out.token_ids == plain.token_ids, mode
         # the tie was seen in a batched row and decided on logits computed as plain decoding does
         assert 0 < out.replayed_tokens <= len(plain.token_ids), mode
@@ -97,13 +98,13 @@ def test_every_choice_decided_on_exact_logits_is_still_plain_greedy(lm, compiler
     """With every choice counted as a near tie, each one in a row of a pass over several tokens is
     decided on replayed logits (sampling, draft verification and speculation alike): the output
     stays plain greedy's, so the replays leave cache and matcher where they should."""
-    monkeypatch.setattr(importlib.import_module("stencil.generate"), "EXACT_MARGIN", 1e30)
+    monkeypatch.setattr(importlib.import_module("stencil.runtime.generate"), "EXACT_MARGIN", 1e30)
     g, ids = _case(compiler, lm, 1, fields=3)
     kw = dict(input_ids=ids, max_tokens=40, repetition_penalty=1.1)
-    plain = stencil.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
+    plain = stencil.runtime.generate(lm, g, jump_forward=False, draft=False, speculate=False, **kw)
     assert plain.replayed_tokens == 0
     for mode in ({}, {"speculate": False}):
-        out = stencil.generate(lm, g, **mode, **kw)
+        out = stencil.runtime.generate(lm, g, **mode, **kw)
         assert out.token_ids == plain.token_ids, mode
         assert out.replayed_tokens > 0, mode
 
@@ -192,7 +193,7 @@ def test_bad_options_name_the_argument(lm):
     with pytest.raises(ValueError, match="max_match"):
         SpeculationOptions(min_match=8, max_match=4)
     with pytest.raises(TypeError, match="speculate"):
-        stencil.generate(lm, None, "Hi", max_tokens=2, speculate="yes")
+        stencil.runtime.generate(lm, None, "Hi", max_tokens=2, speculate="yes")
 
 
 def _guesses(budget, steps, keep, per_token):
@@ -208,7 +209,7 @@ def _guesses(budget, steps, keep, per_token):
 
 
 def test_draft_budget_follows_acceptance_and_cost():
-    """The real planner (stencil.draft_plan) on synthetic drafts: no guesses while they fail (a one-token
+    """The real planner (stencil.runtime.draft_plan) on synthetic drafts: no guesses while they fail (a one-token
     try after a wait that doubles), long drafts when they are kept and a token costs little, none at
     an even chance when each token costs a whole pass."""
     failing = _guesses(DraftBudget(SpeculationOptions(max_draft=8)), 200, lambda j: False, 0.05)
@@ -227,8 +228,8 @@ def test_sampled_free_text_takes_plain_sampling_draws(lm):
     plain sampling, so a seed gives the output of speculate=False (rounding aside), drafts or not."""
     ids = lm.encode_prompt("Repeat this line three times: the quick brown fox jumps over the lazy dog.")
     kw = dict(input_ids=ids, max_tokens=40, temperature=0.7, seed=5)
-    off = stencil.generate(lm, None, speculate=False, **kw)
-    on = stencil.generate(lm, None, speculate=SpeculationOptions(adaptive=False), **kw)
+    off = stencil.runtime.generate(lm, None, speculate=False, **kw)
+    on = stencil.runtime.generate(lm, None, speculate=SpeculationOptions(adaptive=False), **kw)
     assert on.token_ids == off.token_ids, (on.text, off.text)
     assert on.drafted_tokens > on.rejected_draft_tokens > 0 and on.forward_passes < off.forward_passes
 

@@ -1,11 +1,11 @@
-"""The tokens that end a generation under a grammar (stencil.stops): end-of-sequence ids, but those
+"""The tokens that end a generation under a grammar (stencil.runtime.stops): end-of-sequence ids, but those
 the grammar writes as its own text (gpt-oss's <|call|> closes a call and is one of its EOS ids)."""
 from __future__ import annotations
 
 import numpy as np
 
 import stencil
-from stencil.stops import other_token_words, stop_token_ids
+from stencil.runtime.stops import other_token_words, stop_token_ids
 
 TOKENS = [b"a", b"b", b"<|call|>", b"<|return|>", b"</s>"]
 

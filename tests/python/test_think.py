@@ -9,6 +9,7 @@ import re
 import pytest
 
 import stencil
+import stencil.runtime
 from tests.support.think_tasks import ANSWER, PERSON, judge, task_set
 from generation_model import default_model
 
@@ -76,7 +77,7 @@ def test_the_task_generator_knows_its_answers():
 def test_think_writes_a_bounded_free_part_then_a_valid_answer(lm, answer_grammar):
     pieces: list[str] = []
     opts = stencil.ThinkOptions(max_tokens=8)
-    out = stencil.generate(lm, answer_grammar, QUESTION + " Think step by step, then write 'Answer:' and the JSON.",
+    out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Think step by step, then write 'Answer:' and the JSON.",
                            max_tokens=40, think=opts, on_text=pieces.append)
     assert out.thought and 0 < out.thought_tokens <= 8, out
     assert isinstance(json.loads(out.text)["answer"], int) and out.complete, out.text
@@ -90,7 +91,7 @@ def test_think_writes_a_bounded_free_part_then_a_valid_answer(lm, answer_grammar
 
 def test_the_free_part_stops_at_the_end_marker_the_model_writes(lm, answer_grammar):
     # "." comes at the end of the model's first sentence: the free part stops there, marker included
-    out = stencil.generate(lm, answer_grammar, QUESTION, max_tokens=40,
+    out = stencil.runtime.generate(lm, answer_grammar, QUESTION, max_tokens=40,
                            think=stencil.ThinkOptions(max_tokens=25, end="."))
     # fewer than the 25 allowed: the model wrote "." (the grammar keeps any other "." out of the thought)
     assert out.thought and "." not in out.thought and out.thought_tokens < 25, out
@@ -102,43 +103,43 @@ def test_the_budget_holds_when_max_tokens_is_tight(lm, answer_grammar):
     end = stencil.ThinkOptions().end
     end_tokens = len(lm.tokenizer.encode(end, add_special_tokens=False))
     limit = need + end_tokens + 3
-    out = stencil.generate(lm, answer_grammar, QUESTION + " Explain at length.", max_tokens=limit,
+    out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Explain at length.", max_tokens=limit,
                            think=stencil.ThinkOptions(max_tokens=50))
     # the free part gets only what the answer's shortest completion leaves, and the answer ends valid
     assert out.thought_tokens <= 3 and out.complete, out
     assert out.thought_tokens + end_tokens + len(out.token_ids) <= limit
     assert isinstance(json.loads(out.text)["answer"], int)
     with pytest.raises(ValueError, match="think needs max_tokens >="):
-        stencil.generate(lm, answer_grammar, QUESTION, max_tokens=need + end_tokens - 1, think=True)
+        stencil.runtime.generate(lm, answer_grammar, QUESTION, max_tokens=need + end_tokens - 1, think=True)
 
 
 def test_an_empty_free_part_is_the_constrained_answer_after_the_marker(lm, answer_grammar):
     opts = stencil.ThinkOptions(max_tokens=0)
-    out = stencil.generate(lm, answer_grammar, QUESTION, max_tokens=20, think=opts)
+    out = stencil.runtime.generate(lm, answer_grammar, QUESTION, max_tokens=20, think=opts)
     ids = lm.encode_prompt(QUESTION) + list(lm.tokenizer.encode(opts.end, add_special_tokens=False))
-    plain = stencil.generate(lm, answer_grammar, input_ids=ids, max_tokens=20 - (len(ids) - out.prompt_tokens))
+    plain = stencil.runtime.generate(lm, answer_grammar, input_ids=ids, max_tokens=20 - (len(ids) - out.prompt_tokens))
     assert (out.thought, out.thought_tokens) == ("", 0)
     assert out.text == plain.text and out.token_ids == plain.token_ids
 
 
 def test_draft_mode_answers_a_second_turn(lm, answer_grammar):
-    out = stencil.generate(lm, answer_grammar, QUESTION + " Think step by step.", max_tokens=40,
+    out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Think step by step.", max_tokens=40,
                            think=stencil.ThinkOptions(max_tokens=8, mode="draft"))
     assert out.thought and 0 < out.thought_tokens <= 8
     assert isinstance(json.loads(out.text)["answer"], int) and out.complete
     assert out.thought_tokens + len(out.token_ids) <= 40
     with pytest.raises(ValueError, match="needs prompt or messages"):
-        stencil.generate(lm, answer_grammar, input_ids=lm.encode_prompt(QUESTION), think=stencil.ThinkOptions(mode="draft"))
+        stencil.runtime.generate(lm, answer_grammar, input_ids=lm.encode_prompt(QUESTION), think=stencil.ThinkOptions(mode="draft"))
 
 
 def test_think_refuses_what_it_cannot_do(lm, answer_grammar):
     with pytest.raises(ValueError, match="needs a grammar"):
-        stencil.generate(lm, None, QUESTION, think=True)
+        stencil.runtime.generate(lm, None, QUESTION, think=True)
     with pytest.raises(ValueError, match="heal"):
-        stencil.generate(lm, answer_grammar, QUESTION, think=True, heal=True)
+        stencil.runtime.generate(lm, answer_grammar, QUESTION, think=True, heal=True)
     with pytest.raises(ValueError, match="mode"):
         stencil.ThinkOptions(mode="later")
     with pytest.raises(ValueError, match="max_tokens"):
         stencil.ThinkOptions(max_tokens=-1)
     with pytest.raises(TypeError, match="think must be"):
-        stencil.generate(lm, answer_grammar, QUESTION, think=5)
+        stencil.runtime.generate(lm, answer_grammar, QUESTION, think=5)

@@ -142,7 +142,7 @@ def test_a_prompt_that_opens_reasoning_makes_the_output_start_inside_it():
     """DeepSeek's generation prompt ends with <think>: the tool-call constraint starts inside the
     reasoning (reasoning "opened"), so the random model's output is reasoning, </think>, then the
     calls; read back as reasoning_content and calls, whole and as it streams."""
-    from stencil.generate import generate
+    from stencil.runtime.generate import generate
     from stencil.server.constraints import constraint_for
     from stencil.server.reasoning import ThinkStream, split_reasoning
     from stencil.server.toolcalls import ToolStream, split_tool_calls

@@ -17,7 +17,7 @@ def stencil_vllm_engine(tmp_path_factory, **llm_options):
     import vllm.v1.structured_output as so
     from vllm import LLM
 
-    from stencil.models import save_model_folder
+    from stencil.runtime.models import save_model_folder
     folder = save_model_folder(str(tmp_path_factory.mktemp("smollm2")))
     mp = pytest.MonkeyPatch()
     mp.setattr(so, "GuidanceBackend", so.GuidanceBackend)   # the plugin runs here too: undone after

@@ -5,17 +5,17 @@ the model, and a model stand-in that replays the model's own distributions.
 matcher's budget-aware masks, as the samplers use them): each node is a prefix, its allowed
 tokens are the mask's (EOS among them where the prefix is a complete output). ``evaluate`` runs
 the real model once per node, depth by depth in batched passes that share the prompt's KV cache
-(``stencil.aligned.HFParticles``), and keeps each node's logits of its allowed tokens and the
+(``stencil.runtime.aligned.HFParticles``), and keeps each node's logits of its allowed tokens and the
 log-normalizer of its whole row at the sampling temperature. From these:
 
 - the exact target, ``q(y_1) ... q(y_n | y_<n) q(EOS | y)`` normalized over the complete outputs
-  (the model's distribution conditioned on the grammar, ``stencil.aligned``'s target);
+  (the model's distribution conditioned on the grammar, ``stencil.runtime.aligned``'s target);
 - the law of plain masked sampling, the same product with each factor renormalized over the
-  allowed tokens (what ``stencil.generate`` samples from);
+  allowed tokens (what ``stencil.runtime.generate`` samples from);
 - ``table_lm``, a stand-in for the model whose forward pass replays the tree: for a node it
   returns the model's logits of the allowed tokens and spreads the rest of the row's mass evenly
   over the other tokens. Every quantity a sampler computes from a masked row (the allowed tokens'
-  probabilities, the mass the mask kept) is then the real model's, so ``stencil.generate`` itself,
+  probabilities, the mass the mask kept) is then the real model's, so ``stencil.runtime.generate`` itself,
   plain and aligned, draws thousands of samples without a forward pass of the model.
 
 Example::
@@ -24,8 +24,8 @@ Example::
     tree.evaluate(HFParticles(lm.model), prompt_ids)
     exact = tree.string_law("target")                   # {text bytes: probability}
     stand_in = table_lm(tree, lm, len(prompt_ids))
-    out = stencil.generate(stand_in, g, input_ids=prompt_ids, max_tokens=6, temperature=1.0, seed=0,
-                           sampling="aligned")
+    out = stencil.runtime.generate(stand_in, g, input_ids=prompt_ids, max_tokens=6, temperature=1.0, seed=0,
+                                   sampling="aligned")
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class PrefixTree:
 
     def evaluate(self, model: Any, prompt_ids: Sequence[int], temperature: float = 1.0) -> None:
         """The model's distribution at every node: one batched pass per depth (``model`` is a
-        ``stencil.aligned.ParticleModel``, the real one: ``HFParticles(lm.model)``)."""
+        ``stencil.runtime.aligned.ParticleModel``, the real one: ``HFParticles(lm.model)``)."""
         self.temperature = temperature
         depths = self.depths()
         with torch.inference_mode():
@@ -195,7 +195,7 @@ class PrefixTree:
 
 def table_lm(tree: PrefixTree, like: Any, prompt_len: int) -> Any:
     """A stand-in for the loaded model ``like`` (its tokenizers kept) whose forward passes replay
-    ``tree``: ``stencil.generate`` runs on it as on the real model, plain and aligned alike
+    ``tree``: ``stencil.runtime.generate`` runs on it as on the real model, plain and aligned alike
     (``prompt_len``: the prompt's token count, the root of the tree)."""
     return SimpleNamespace(model=TableLM(tree, prompt_len), tokenizer=like.tokenizer,
                            tokenizer_info=like.tokenizer_info, context_length=0, name="table")

@@ -27,7 +27,7 @@ nothing downloaded at run time; ``SOURCES`` says it per family):
 
 Example::
 
-    lm = build_model("qwen")                 # a stencil.models.LoadedModel, 2 layers, hidden 64
+    lm = build_model("qwen")                 # a stencil.runtime.models.LoadedModel, 2 layers, hidden 64
     url, stop = serve(lm)                    # stencil serve's app on 127.0.0.1 (a thread)
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _tiktoken_tokenizer(path: str, pattern: str, specials: dict[str, int]) -> st
     from tiktoken.load import load_tiktoken_bpe
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    from stencil.models import model_cache_dir
+    from stencil.runtime.models import model_cache_dir
     st = os.stat(path)
     key = json.dumps([os.path.abspath(path), st.st_size, st.st_mtime_ns, pattern, sorted(specials.items()),
                       transformers.__version__, tokenizers.__version__])
@@ -194,7 +194,7 @@ def o200k_file(folder: str) -> str:
 
 def _o200k_folder() -> str:
     """A folder of the converted-model cache holding o200k_base.tiktoken (written once)."""
-    from stencil.models import model_cache_dir
+    from stencil.runtime.models import model_cache_dir
     folder = os.path.join(model_cache_dir(), "o200k")
     if not os.path.exists(os.path.join(folder, "o200k_base.tiktoken")):
         os.makedirs(folder, exist_ok=True)
@@ -273,12 +273,12 @@ def _tokenizer_info(path: str, vocab: int, eos: tuple, tekken: bool):
 
 
 def build_model(family: str, seed: int = 0, hidden: int = 64, layers: int = 2, context: int = 4096):
-    """A ``stencil.models.LoadedModel``: a Llama-architecture model with random weights (seeded)
+    """A ``stencil.runtime.models.LoadedModel``: a Llama-architecture model with random weights (seeded)
     over ``family``'s tokenizer and chat template, stopping where the family's model does."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from stencil.models import LoadedModel
+    from stencil.runtime.models import LoadedModel
     from stencil.tokenizer import TokenizerInfo
     t0 = time.perf_counter()
     tok, eos_names, path = _family_tokenizer(family)

@@ -5,7 +5,7 @@ Example::
     from llama_cpp import Llama, LogitsProcessorList
     import stencil
     from stencil.integrations.llama_cpp import GrammarLogitsProcessor, tokenizer_info_for_llama
-    llm = Llama(stencil.default_model_path(), n_ctx=2048)
+    llm = Llama(stencil.runtime.default_model_path(), n_ctx=2048)
     info = tokenizer_info_for_llama(llm)                    # from the GGUF file, llama.cpp's width
     g = stencil.GrammarCompiler(info).compile_json_schema(schema)
     out = llm.create_completion(prompt, max_tokens=200, temperature=0,

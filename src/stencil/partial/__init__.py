@@ -11,10 +11,10 @@ repair of half-written JSON is involved.
 - :mod:`stencil.partial.tracker`: :class:`PartialTracker`, the incremental reader;
 - :mod:`stencil.partial.schema`: what a snapshot reads of the schema (required properties per path);
 - :mod:`stencil.partial.typed`: partial Pydantic objects;
-- :mod:`stencil.partial.stream`: :func:`~stencil.partial.stream.stream_partial`, a generation
+- :mod:`stencil.runtime.stream`: :func:`~stencil.runtime.stream.stream_partial`, a generation
   as an iterator of partial Pydantic objects.
 
-``stencil.generate(..., on_partial=callback, schema=schema)`` calls ``callback`` with a snapshot
+``stencil.runtime.generate(..., on_partial=callback, schema=schema)`` calls ``callback`` with a snapshot
 after every step, and ``stencil serve`` streams them with ``stream_options: {"include_partial": true}``.
 
 Example::

@@ -1,4 +1,4 @@
-"""``stencil.generate``'s ``on_partial``: a snapshot after every step of a generation.
+"""``stencil.runtime.generate``'s ``on_partial``: a snapshot after every step of a generation.
 
 :class:`PartialHook` sits where ``generate`` passes the text of each step's accepted tokens on
 (its ``on_text``): the text pieces are exactly the accepted bytes, decoded (a UTF-8 character cut

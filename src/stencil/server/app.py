@@ -15,7 +15,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 import stencil
 from stencil.memory import resident_bytes
-from stencil.models import chat_ids, renders_own_chats
+from stencil.runtime.models import chat_ids, renders_own_chats
+from stencil.runtime.speculative import SpeculationOptions
 from stencil.server.constraints import TOOL_STRICT, request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
@@ -24,7 +25,6 @@ from stencil.server.request import ChatRequest, CompletionRequest
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, renders_tools, tool_format_for
-from stencil.speculative import SpeculationOptions
 
 log = logging.getLogger("stencil.server")
 
@@ -35,7 +35,7 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
                mask_threads: int | None = None, limits: ServerLimits | None = None, tool_format: str = "auto",
                speculate: bool | SpeculationOptions = True, tool_strict: str = "all", full_masks: bool = False):
-    """The ASGI app serving ``lm`` (a ``stencil.models.LoadedModel``); ``limits`` bound what one
+    """The ASGI app serving ``lm`` (a ``stencil.runtime.models.LoadedModel``); ``limits`` bound what one
     request may cost (``compile_timeout`` overrides ``limits.compile_timeout``). ``tool_format``:
     how tool calls are written and read back ("auto": the model family's, read from its chat
     template; "generic": ``<tool_call>`` JSON announced in a system message; or a family of
@@ -48,7 +48,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
 
     Example::
 
-        app = create_app(stencil.models.load_model(), max_batch=16)   # then uvicorn.run(app)
+        app = create_app(stencil.runtime.models.load_model(), max_batch=16)   # then uvicorn.run(app)
     """
     limits = limits or ServerLimits()
     if compile_timeout is not None:

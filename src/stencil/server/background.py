@@ -3,7 +3,7 @@ benchmarks that want a real HTTP server over a model they already loaded.
 
 Example::
 
-    with serve_in_thread(stencil.models.load_model(), max_batch=8) as server:
+    with serve_in_thread(stencil.runtime.models.load_model(), max_batch=8) as server:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="none")
 """
 from __future__ import annotations

@@ -27,12 +27,12 @@ With ``speculate`` (the default), rows draft several tokens per step and keep th
 (``server.speculation``), each as many as its recent acceptance and the cost of a token in the pass
 make worth it (none for a row whose drafts keep failing: it then costs what a plain row costs).
 
-A job with ``GenerationParams.aligned`` (``sampling: "aligned"``, ``stencil.aligned``) is no row: its particles
+A job with ``GenerationParams.aligned`` (``sampling: "aligned"``, ``stencil.runtime.aligned``) is no row: its particles
 run to the end when it is admitted, in a batch of their own on their own KV cache, and the running
 batch waits for them (one request's particles are that many rows at every step; the text comes in
 one piece).
 
-A row with a ``JobGrammar.healer`` (token healing, ``stencil.healing``) first samples the prompt's healed
+A row with a ``JobGrammar.healer`` (token healing, ``stencil.runtime.healing``) first samples the prompt's healed
 end again, one token per step under the healer's mask (no forced tokens, no drafts until then),
 and leaves those bytes out of its text.
 """
@@ -47,18 +47,18 @@ from typing import Any
 import numpy as np
 
 import stencil
-from stencil.aligned import HFParticles, sample_aligned
+from stencil.runtime.aligned import HFParticles, sample_aligned
 from stencil.kernels.torch import PinnedBitmask
 from stencil.memory import reclaim
-from stencil.sampling import Sampler
+from stencil.runtime.sampling import Sampler
 from stencil.server.grammar_time import Fills
 from stencil.server.job import DONE, Job
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
-from stencil.draft_plan import StepCost, plan_drafts
+from stencil.runtime.draft_plan import StepCost, plan_drafts
 from stencil.server.speculation import RowSpeculation, server_speculation
-from stencil.speculative import SpeculationOptions
+from stencil.runtime.speculative import SpeculationOptions
 
 #: seconds a row's calls on its matcher may take in one decode step together (forced tokens, its
 #: mask, accepts); past it the row fails with a 400 and the batch goes on without it
@@ -223,7 +223,7 @@ class Engine:
         return True
 
     def _run_aligned(self, job: Job) -> None:
-        """A ``sampling: "aligned"`` job (``stencil.aligned``): its particles run to the end here,
+        """A ``sampling: "aligned"`` job (``stencil.runtime.aligned``): its particles run to the end here,
         in one batch of their own on their own KV cache, between two steps of the running batch,
         which waits meanwhile; its text comes in one piece. Each call on the particles' matchers is
         held to the step time limit (past it the job fails alone, a 400)."""

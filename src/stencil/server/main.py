@@ -6,10 +6,10 @@ import sys
 
 from stencil._version import pip_install
 from stencil.command_options import CliError, add_device_arguments, device_options
+from stencil.runtime.speculative import SpeculationOptions
 from stencil.server.constraints import TOOL_STRICT
 from stencil.server.limits import ServerLimits
 from stencil.server.toolcalls import FORMATS
-from stencil.speculative import SpeculationOptions
 
 _D = ServerLimits()
 
@@ -100,7 +100,7 @@ def serve(args) -> int:
         import uvicorn
     except ImportError as e:
         raise SystemExit(f"stencil serve needs the server extra: {pip_install('server')} ({e})")
-    from stencil.models import ModelError, load_model
+    from stencil.runtime.models import ModelError, load_model
     from stencil.server.app import create_app
     device, dtype = device_options(args)
     try:

@@ -1,4 +1,4 @@
-"""Opportunistic masks in the server's decoding step (DOMINO; the library's ``stencil.opportunistic``).
+"""Opportunistic masks in the server's decoding step (DOMINO; the runtime's ``stencil.runtime.opportunistic``).
 
 After the forward pass, a row under a grammar checks the token the model picked first
 (``Matcher.accept_token(t, remaining_tokens=k)``: taken exactly where the budgeted mask would allow
@@ -13,7 +13,7 @@ chosen (a speculating row may need a mask at two positions of its draft; most st
   the server that fills every mask (the test compares them).
 - A temperature without truncation: up to ``tries`` draws from the unmasked distribution, the
   first the grammar takes is the token, else a draw from the masked distribution: rejection
-  sampling with a fall-back, exactly the masked distribution (``stencil.opportunistic`` shows it,
+  sampling with a fall-back, exactly the masked distribution (``stencil.runtime.opportunistic`` shows it,
   and tests it).
 - Top-k, top-p and min-p keep the most likely *allowed* tokens, which the unmasked distribution
   does not know, and log-probabilities report the masked distribution: such rows fill their mask
@@ -24,7 +24,7 @@ position: a pick equal to the draft token keeps it (the drafter had the grammar 
 the budget), with no grammar call; the first other pick is checked at its position (the matcher
 rolled back there), and ends the draft. Sampling this way keeps the draft token with probability
 p(d) under the masked distribution and otherwise draws from it without d: speculative sampling of
-a one-token draft (``stencil.speculative.verify``), so the target distribution is kept.
+a one-token draft (``stencil.runtime.speculative.verify``), so the target distribution is kept.
 
 End of sequence is allowed where the output is complete (``Matcher.is_accepting()``); the row then
 ends without the matcher taking it, as before. ``PickCounts`` counts the masks filled and the
@@ -38,7 +38,7 @@ from typing import Any, Callable, Generator, Sequence
 import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
-from stencil.opportunistic import DEFAULT_TRIES, truncates
+from stencil.runtime.opportunistic import DEFAULT_TRIES, truncates
 from stencil.server.grammar_time import Fills
 
 __all__ = ["DeadEnd", "Pick", "Picks", "opportunistic"]
@@ -49,7 +49,7 @@ class DeadEnd(RuntimeError):
 
 
 def opportunistic(sampler: Any, logprobs: Any) -> bool:
-    """Whether a row with ``sampler`` (``stencil.sampling.Sampler``) and ``logprobs`` (None: none)
+    """Whether a row with ``sampler`` (``stencil.runtime.sampling.Sampler``) and ``logprobs`` (None: none)
     may choose before its mask: greedy, or a temperature without top-k, top-p or min-p."""
     return logprobs is None and not truncates(sampler)
 

@@ -21,7 +21,7 @@ computes (up to float rounding, as any batched pass):
   than one in another, over those rows' cache rows only.
 
 The wrappers are installed once per model and act only inside ``RaggedModel.run`` on the thread
-that runs it (a thread-local context); outside it, and on other threads (``stencil.generate`` on
+that runs it (a thread-local context); outside it, and on other threads (``stencil.runtime.generate`` on
 the same model), the model computes as before. A model whose layers do not look like a decoder
 (``get_decoder().layers``, an ``nn.Linear`` output layer) is not wrapped: ``supported`` is False
 and ``KVBatch`` pads as before.

@@ -25,7 +25,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, ValidationEr
                       field_validator, model_validator)
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
-from stencil.aligned import DEFAULT_PARTICLES, MAX_PARTICLES
+from stencil.runtime.aligned import DEFAULT_PARTICLES, MAX_PARTICLES
 from stencil.server.params import GenerationParams, SamplingParams
 from stencil.server.protocol import RequestError
 
@@ -155,7 +155,7 @@ class _Request(_Unchanging):
     #: stencil's own: speculative decoding for this request (None: the server's ``--speculate``)
     speculate: Optional[bool] = None
     #: stencil's own: "aligned" samples from the model's distribution conditioned on the constraint
-    #: (``stencil.aligned``, over ``particles`` rows per choice) instead of the masked one
+    #: (``stencil.runtime.aligned``, over ``particles`` rows per choice) instead of the masked one
     sampling: Optional[Literal["plain", "aligned"]] = None
     particles: Optional[int] = Field(None, ge=1, le=MAX_PARTICLES)
 

@@ -11,7 +11,7 @@ import stencil
 from stencil.server.grammar_time import RowClock
 from stencil.server.job import Job
 from stencil.server.speculation import RowSpeculation
-from stencil.stops import other_token_words, stop_token_ids
+from stencil.runtime.stops import other_token_words, stop_token_ids
 
 __all__ = ["Row"]
 
@@ -40,7 +40,7 @@ class Row:
         self.constrained = g.matcher is not None
         # The tokens that end the row (``stops``; ``not_stops``: the mask words of every other
         # token): end of sequence, but for the ids the row's grammar writes as its text
-        # (stencil.stops: gpt-oss's <|call|> closes a call).
+        # (stencil.runtime.stops: gpt-oss's <|call|> closes a call).
         eos = set(info.eos_token_ids) if eos is None else eos
         self.stops = stop_token_ids(eos, g.matcher)
         self.not_stops = not_eos if not_eos is not None and self.stops == eos else \

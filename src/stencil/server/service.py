@@ -14,7 +14,7 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 import stencil
-from stencil.healing import Healer, start_healing
+from stencil.runtime.healing import Healer, start_healing
 from stencil.server.body import read_json
 from stencil.server.constraints import Constraint, constraint_for
 from stencil.server.engine import Engine
@@ -28,7 +28,7 @@ from stencil.server.resident import Reservation, ResidentLimit
 from stencil.server.request import RequestBounds, parse_request
 from stencil.server.responses import choice, stream_events, usage, wait_all
 from stencil.server.warmup import COMPILE_GRACE, Warmup
-from stencil.speculative import SpeculationOptions
+from stencil.runtime.speculative import SpeculationOptions
 
 
 class Submitted(NamedTuple):
@@ -142,7 +142,7 @@ class Service:
         return Submitted(c, jobs, schema)
 
     def _healing(self, prompt_ids: list[int], matchers: list, max_tokens: int) -> tuple[list[int], list]:
-        """``heal: true`` (completions; token healing of the raw prompt, ``stencil.healing``): the
+        """``heal: true`` (completions; token healing of the raw prompt, ``stencil.runtime.healing``): the
         prompt the jobs run, without its end that a longer token extends, and each job's ``Healer``
         (None: nothing to heal), which makes the choice write that end again first."""
         info = self.lm.tokenizer_info

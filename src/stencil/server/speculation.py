@@ -1,10 +1,10 @@
 """Speculative decoding for the server's rows: each row drafts from its grammar's forced text and
-prompt lookup (``stencil.speculative.Drafter``), the batch step feeds every row its pending tokens
+prompt lookup (``stencil.runtime.speculative.Drafter``), the batch step feeds every row its pending tokens
 and its draft in one forward pass where each row pays for its own tokens (``KVBatch.step_rows``,
 ``server.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
 distribution); its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
 
-A row's draft length adapts to what its drafts earn (``stencil.draft_plan``): the step's draft
+A row's draft length adapts to what its drafts earn (``stencil.runtime.draft_plan``): the step's draft
 tokens go to the rows likeliest to keep them, as many as raise the step's expected tokens per
 second, given what a pass of so many tokens takes (``StepCost``, measured). A row whose drafts
 keep failing drafts nothing, then costs what a row that does not speculate costs, and tries a
@@ -14,7 +14,7 @@ Rows that choose before their mask (``server.picks``: greedy, or a temperature w
 truncation) draft without masks (``Drafter.draft(..., masks=False)``: each token taken within the
 budget) and check the model's picks against the draft in ``Picks``; the others (top-k, top-p,
 min-p) fill the mask of every draft position as they draft and verify with
-``stencil.speculative.verify``.
+``stencil.runtime.speculative.verify``.
 
 A row with log-probabilities or ``ignore_eos`` does not speculate (``verify`` reports neither).
 
@@ -22,7 +22,7 @@ Greedy rows equal those of the server without speculation up to float rounding: 
 over several tokens rounds its sums differently from a one-token pass (about 1e-4 of a logit for
 SmolLM2), so at a near tie (the two best allowed logits closer than that) the token can differ. So
 can two runs without speculation: rows share batch passes whose shapes follow the other requests.
-``stencil.generate`` decides such ties again on logits computed one token per pass
+``stencil.runtime.generate`` decides such ties again on logits computed one token per pass
 (``generate.EXACT_MARGIN``); the server does not, as it has no unbatched reference to match.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from stencil.bitmask import allocate_token_bitmask
-from stencil.draft_plan import DraftLength
-from stencil.speculative import Drafter, SpeculationOptions, speculation_options, verify
+from stencil.runtime.draft_plan import DraftLength
+from stencil.runtime.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
 __all__ = ["RowSpeculation", "server_speculation"]
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from stencil.grammar.tagged.custom_tools import custom_tool, function_view, input_style
 from stencil.grammar.tagged.tool_presets import FAMILIES, FORMATS as PRESETS, call_syntax, family_of_template
 from stencil.grammar.tagged.tool_reading import CallReader, read_calls, write_calls
-from stencil.models import renders_own_chats
+from stencil.runtime.models import renders_own_chats
 
 TRIGGER, END = "<tool_call>", "</tool_call>"
 

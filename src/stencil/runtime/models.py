@@ -9,7 +9,7 @@ the same file read that folder instead (a few seconds).
 
 Example::
 
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     lm = load_model()                       # the default model; or load_model("path/to/folder")
     lm.tokenizer_info.vocab_size            # 49152
     ids = lm.encode_prompt("Name a color.")  # chat template applied

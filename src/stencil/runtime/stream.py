@@ -1,7 +1,7 @@
 """A generation as an iterator of typed partial Pydantic objects: :func:`stream_partial`.
 
 The model's JSON Schema is compiled (with the spellings ``stencil generate`` uses: compact, plain
-strings and numbers) and ``stencil.generate`` runs on a thread of its own with ``on_partial``; the
+strings and numbers) and ``stencil.runtime.generate`` runs on a thread of its own with ``on_partial``; the
 iterator yields a partial object (:func:`stencil.partial.typed.partial_object`: fields not written
 yet are None) each time its fields change, and last, when the output is complete, the
 object validated by the model (``model_validate_json`` of the whole text). Leaving the loop early
@@ -14,7 +14,7 @@ Example::
         name: str
         born: int
 
-    stream = stencil.stream_partial(lm, Person, "Describe Marie Curie as JSON.", max_tokens=40)
+    stream = stencil.runtime.stream_partial(lm, Person, "Describe Marie Curie as JSON.", max_tokens=40)
     for person in stream:
         print(person)                 # Person(name='Ma', born=None) ... Person(name='Marie Curie', born=1867)
     stream.result.finish_reason       # the GenerationResult; stream.snapshot: the last PartialResult
@@ -26,9 +26,9 @@ import threading
 from typing import Any, Optional
 
 from stencil.compiler import GrammarCompiler
-from stencil.generate import GenerationResult, generate
 from stencil.partial.result import PartialResult
 from stencil.partial.typed import partial_object
+from stencil.runtime.generate import GenerationResult, generate
 
 __all__ = ["stream_partial", "PartialStream", "STREAM_OPTIONS"]
 
@@ -49,12 +49,12 @@ def stream_partial(lm: Any, model: Any, prompt: Optional[str] = None, *, compile
 
     ``compiler``: a ``GrammarCompiler`` for ``lm``'s tokenizer (its cache is reused; default a
     new one); ``schema_options``: the JSON Schema options (default :data:`STREAM_OPTIONS`); the
-    other keyword arguments go to ``stencil.generate`` (``max_tokens``, ``temperature``,
+    other keyword arguments go to ``stencil.runtime.generate`` (``max_tokens``, ``temperature``,
     ``messages``, ...).
 
     Example::
 
-        for obj in stencil.stream_partial(lm, Person, "Describe Ada Lovelace as JSON."):
+        for obj in stencil.runtime.stream_partial(lm, Person, "Describe Ada Lovelace as JSON."):
             print(obj.name)             # None, then the name as it grows
     """
     if not (isinstance(model, type) and hasattr(model, "model_json_schema")):

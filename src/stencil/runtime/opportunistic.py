@@ -20,7 +20,7 @@ leaves the state unchanged on refusal. So:
 End of sequence is allowed where the output is complete (``Matcher.is_accepting()``); the picker
 does not accept it (``generate`` stops there without feeding it to the matcher).
 
-Greedy exactness at near ties (``stencil.generate``'s ``EXACT_MARGIN``): when a row comes from a
+Greedy exactness at near ties (``stencil.runtime.generate``'s ``EXACT_MARGIN``): when a row comes from a
 pass over several tokens, ``generate`` recomputes it as plain decoding would where the two best
 *allowed* logits lie within the margin. If the unmasked argmax is allowed, the masked margin is at
 least the unmasked one, so a row whose unmasked margin exceeds it needs no mask for that check;
@@ -44,8 +44,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
-from stencil.speculative import first_near_tie
-from stencil.stops import stop_token_ids
+from stencil.runtime.speculative import first_near_tie
+from stencil.runtime.stops import stop_token_ids
 
 __all__ = ["DEFAULT_TRIES", "Picker", "truncates", "verify_checked"]
 
@@ -54,7 +54,7 @@ DEFAULT_TRIES = 3
 
 
 def truncates(sampler: Any) -> bool:
-    """Whether ``sampler`` (a ``stencil.sampling.Sampler``) truncates a sampled row (top-k, top-p,
+    """Whether ``sampler`` (a ``stencil.runtime.sampling.Sampler``) truncates a sampled row (top-k, top-p,
     min-p): the truncation of the unmasked distribution is not that of the masked one."""
     if getattr(sampler, "gen", None) is None:
         return False

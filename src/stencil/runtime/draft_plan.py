@@ -1,5 +1,5 @@
 """How many tokens a speculating sequence drafts this step: as many as make the step yield the most
-tokens per second. ``stencil.generate`` plans its one sequence with it; the server
+tokens per second. ``stencil.runtime.generate`` plans its one sequence with it; the server
 (``server.speculation``) each of its rows.
 
 A draft token is kept with chance p^j, the j-th of a row whose drafts are kept token by token with

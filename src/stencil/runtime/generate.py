@@ -22,7 +22,7 @@ such point run again one per pass (``GenerationResult.replayed_tokens``). In 54 
 choices came that close: 125 of 4,240 tokens replayed, speculation 8% slower for it (57.6 against
 53.0 tokens/s). Models with 16-bit weights may still differ at near ties.
 
-Masks are opportunistic (``opportunistic=True``, ``stencil.opportunistic``): the token the model
+Masks are opportunistic (``opportunistic=True``, ``stencil.runtime.opportunistic``): the token the model
 picked is checked with ``Matcher.accept_token(t, remaining_tokens)`` and the mask is computed only
 where the grammar refuses it (and where the output is complete, to see whether only EOS is left);
 draft rows are verified the same way (a sampled draft token is kept when the row's draw is it). ``GenerationResult.masks_computed`` counts them.
@@ -37,10 +37,10 @@ output is a ``ValueError`` before anything is generated.
 Example::
 
     import stencil
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     lm = load_model()
     g = stencil.GrammarCompiler(lm.tokenizer_info).compile_regex(r"(yes|no)")
-    out = stencil.generate(lm, g, "Is the sky blue?")
+    out = stencil.runtime.generate(lm, g, "Is the sky blue?")
     print(out.text, out.finish_reason)          # yes grammar
 """
 from __future__ import annotations
@@ -54,16 +54,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stencil._core import CompiledGrammar, Matcher
-from stencil.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticles, sample_aligned
 from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmasks_async
-from stencil.healing import Healer, start_healing
 from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
-from stencil.opportunistic import Picker, verify_checked
-from stencil.sampling import Sampler
-from stencil.stops import other_token_words, stop_token_ids
-from stencil.speculative import DraftBudget, Drafter, SpeculationOptions, first_near_tie, speculation_options, verify
-from stencil.think import ThinkOptions, generate_thinking
+from stencil.runtime.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticles, sample_aligned
+from stencil.runtime.healing import Healer, start_healing
+from stencil.runtime.opportunistic import Picker, verify_checked
+from stencil.runtime.sampling import Sampler
+from stencil.runtime.speculative import (DraftBudget, Drafter, SpeculationOptions, first_near_tie, speculation_options,
+                                        verify)
+from stencil.runtime.stops import other_token_words, stop_token_ids
+from stencil.runtime.think import ThinkOptions, generate_thinking
 
 __all__ = ["generate", "GenerationResult"]
 
@@ -252,7 +253,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
              on_partial: Callable[[PartialResult], None] | None = None, partial_schema: Any = None,
              sampling: str = "plain", particles: int = DEFAULT_PARTICLES,
              think: bool | ThinkOptions = False, opportunistic: bool = True) -> GenerationResult:
-    """Generate from ``lm`` (a ``stencil.models.LoadedModel``) under ``grammar`` (None: free).
+    """Generate from ``lm`` (a ``stencil.runtime.models.LoadedModel``) under ``grammar`` (None: free).
 
     The prompt is ``prompt`` (one user message), ``messages`` (chat messages) or ``input_ids``;
     the chat template is applied to the first two. Greedy when ``temperature`` is 0, otherwise
@@ -269,9 +270,9 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     the start. ``budget=False``: the old behaviour, the output may stop mid-way.
 
     ``speculate`` (on by default: None is ``True`` except with ``sampling="aligned"``; False turns it
-    off; or ``stencil.speculative.SpeculationOptions``): draft several tokens per step from prompt
+    off; or ``stencil.runtime.speculative.SpeculationOptions``): draft several tokens per step from prompt
     lookup (text copied from the prompt) or a draft model, merged with the grammar's forced text,
-    and verify them in one forward pass (``stencil.speculative``). Greedy output is unchanged token
+    and verify them in one forward pass (``stencil.runtime.speculative``). Greedy output is unchanged token
     for token (float32 models: near ties are decided again on plain decoding's logits, see the
     module's docstring); sampled output keeps its distribution, and each token takes the random
     draws plain sampling takes. How many tokens a pass guesses adapts to their acceptance and to
@@ -282,7 +283,7 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     ``heal`` (token healing, for raw prompts that end inside what would be one token, such as
     ``'"url": "https:'``): the prompt's last tokens whose text some longer token extends are removed
     and the first generated tokens must spell that text again, then the grammar constrains what
-    follows it (``stencil.healing``). ``text`` and ``on_text`` leave the healed text out;
+    follows it (``stencil.runtime.healing``). ``text`` and ``on_text`` leave the healed text out;
     ``healed_prefix`` holds it.
 
     ``on_partial(snapshot)`` (a JSON grammar): after each step, what is settled of the output, a
@@ -291,14 +292,14 @@ def generate(lm: Any, grammar: CompiledGrammar | None = None, prompt: str | None
     ``missing_required``.
 
     ``sampling="aligned"`` (a grammar, ``temperature`` > 0): draw from the model's own distribution
-    conditioned on the grammar, not the masked one, by SMC over ``particles`` rows (``stencil.aligned``);
+    conditioned on the grammar, not the masked one, by SMC over ``particles`` rows (``stencil.runtime.aligned``);
     ``on_text`` gets the text once, at the end; ``aligned`` holds the particles.
 
-    ``think`` (True or ``stencil.ThinkOptions``): think, then constrain; a bounded free part, then the
-    answer under the grammar, within ``max_tokens`` (``stencil.think``); ``thought`` is the free part.
+    ``think`` (True or ``stencil.runtime.ThinkOptions``): think, then constrain; a bounded free part, then the
+    answer under the grammar, within ``max_tokens`` (``stencil.runtime.think``); ``thought`` is the free part.
 
     ``opportunistic`` (on by default): check the token the model picked with the grammar first and
-    compute the mask only where it is refused (``stencil.opportunistic``): greedy output is that of
+    compute the mask only where it is refused (``stencil.runtime.opportunistic``): greedy output is that of
     full-mask decoding token for token, sampled output keeps its distribution (rejection sampling,
     3 draws, then the mask), not the draws of a seed. ``masks_computed`` counts the masks.
 
@@ -368,7 +369,7 @@ def _prompt_and_limit(lm: Any, prompt: str | None, messages: Sequence[dict] | No
 
 def _aligned(lm: Any, matcher: Matcher | None, prompt_ids: list[int], limits: tuple, how: tuple,
              others: tuple) -> GenerationResult:
-    """``generate(..., sampling="aligned")``: one output of ``stencil.aligned.sample_aligned``.
+    """``generate(..., sampling="aligned")``: one output of ``stencil.runtime.aligned.sample_aligned``.
     ``limits``: (tokens that may be generated, the finish reason then, start time, on_text);
     ``how``: (sampling, particles, temperature, seed, repetition_penalty); ``others``: generate's
     (speculation options, heal, on_partial, budget), which aligned sampling does not combine with."""
@@ -460,7 +461,7 @@ class _Loop:
         self.row_checks = self.picker.opportunistic  # draft rows verified by checked picks, without masks
 
     def speculate(self, options: SpeculationOptions, prompt_ids: list[int]) -> None:
-        """Draft and verify several tokens per forward pass from now on (``stencil.speculative``)."""
+        """Draft and verify several tokens per forward pass from now on (``stencil.runtime.speculative``)."""
         draft_lm = options.draft_model
         if draft_lm is not None and draft_lm.tokenizer_info.vocab_size != self.info.vocab_size:
             raise ValueError("generate: the draft model's tokenizer is not the model's "
@@ -697,7 +698,7 @@ class _Loop:
 
     def _ended(self) -> bool:
         """The matcher took the last token as the end: an EOS id its grammar also writes as text
-        (stencil.stops), where the output was complete."""
+        (stencil.runtime.stops), where the output was complete."""
         return self.matcher is not None and self.matcher.is_terminated()
 
     def _only_eos(self, row: int) -> bool:

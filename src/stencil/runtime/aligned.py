@@ -54,11 +54,11 @@ rows per step).
 Example::
 
     import stencil
-    from stencil.models import load_model
+    from stencil.runtime.models import load_model
     lm = load_model()
     g = stencil.GrammarCompiler(lm.tokenizer_info).compile_regex(r"(yes|no|maybe)")
-    out = stencil.generate(lm, g, "Is the sky blue?", temperature=1.0, seed=0,
-                           sampling="aligned", particles=16)
+    out = stencil.runtime.generate(lm, g, "Is the sky blue?", temperature=1.0, seed=0,
+                                   sampling="aligned", particles=16)
     out.text, out.aligned.log_evidence      # the output; log P(the model writes a valid output)
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ import numpy as np
 
 from stencil._core import Matcher
 from stencil.bitmask import allocate_token_bitmask, fill_next_token_bitmasks
-from stencil.sampling import MIN_TEMPERATURE, Sampler
+from stencil.runtime.sampling import MIN_TEMPERATURE, Sampler
 
 __all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "PENALTIES", "Particle", "AlignedSample",
            "ParticleModel", "HFParticles", "sample_aligned", "check_particles"]

@@ -31,9 +31,9 @@ masks with what is left, so the output still ends valid within ``max_tokens``.
 
 Example::
 
-    out = stencil.generate(lm, g, "Tom has 12 apples and buys 7 more. How many has he now? "
-                           "Think step by step, then write 'Answer:' and the JSON.",
-                           think=stencil.ThinkOptions(max_tokens=64))
+    out = stencil.runtime.generate(lm, g, "Tom has 12 apples and buys 7 more. How many has he now? "
+                                   "Think step by step, then write 'Answer:' and the JSON.",
+                                   think=stencil.runtime.ThinkOptions(max_tokens=64))
     out.thought     # the free part, without the marker
     out.text        # the answer only: an output of g
 """
@@ -49,7 +49,7 @@ from stencil._core import CompiledGrammar, Matcher
 from stencil.compiler import GrammarCompiler
 
 if TYPE_CHECKING:
-    from stencil.generate import GenerationResult
+    from stencil.runtime.generate import GenerationResult
 
 __all__ = ["ThinkOptions", "think_options", "generate_thinking", "THINK_MODES"]
 
@@ -98,7 +98,7 @@ def think_options(think: bool | ThinkOptions | None) -> ThinkOptions | None:
     if think is True:
         return ThinkOptions()
     if not isinstance(think, ThinkOptions):
-        raise TypeError(f"generate: think must be a bool or a stencil.ThinkOptions, got {type(think).__name__}")
+        raise TypeError(f"generate: think must be a bool or a stencil.runtime.ThinkOptions, got {type(think).__name__}")
     return think
 
 

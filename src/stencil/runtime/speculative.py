@@ -12,7 +12,7 @@ forced by the grammar (keys, punctuation). A :class:`Drafter` proposes the next 
   under the grammar's masks.
 
 How many tokens a pass guesses (prompt lookup, the draft model) follows what guesses earn
-(:class:`DraftBudget`, ``stencil.draft_plan``): the chance that the next guessed token is kept,
+(:class:`DraftBudget`, ``stencil.runtime.draft_plan``): the chance that the next guessed token is kept,
 from the recent drafts, against what a pass of one more token costs, measured; none while guesses
 keep failing (sampled free text, where lookup seldom matches), so speculation costs what plain
 decoding does there. The grammar's forced text is drafted whatever the plan (plain decoding drafts
@@ -33,9 +33,9 @@ SmolLM2), which decides the greedy token only where the two best allowed tokens 
 
 Example::
 
-    out = stencil.generate(lm, grammar, prompt, speculate=True)           # prompt lookup
-    out = stencil.generate(lm, grammar, prompt,
-                           speculate=SpeculationOptions(max_draft=8, draft_model=small_lm))
+    out = stencil.runtime.generate(lm, grammar, prompt, speculate=True)           # prompt lookup
+    out = stencil.runtime.generate(lm, grammar, prompt,
+                                   speculate=SpeculationOptions(max_draft=8, draft_model=small_lm))
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
-from stencil.draft_plan import DraftLength, StepCost, plan_drafts
+from stencil.runtime.draft_plan import DraftLength, StepCost, plan_drafts
 
 __all__ = ["SpeculationOptions", "DraftBudget", "Drafter", "TextLookup", "first_near_tie", "speculation_options",
            "verify"]
@@ -58,7 +58,7 @@ class SpeculationOptions:
     - ``max_draft``: most tokens proposed per forward pass;
     - ``min_match`` / ``max_match``: prompt lookup searches for the longest suffix of the text so
       far between these lengths, in bytes;
-    - ``draft_model``: a ``stencil.models.LoadedModel`` with the target's tokenizer; it drafts
+    - ``draft_model``: a ``stencil.runtime.models.LoadedModel`` with the target's tokenizer; it drafts
       instead of prompt lookup (forced text is still taken as it is);
     - ``adaptive`` (``generate``): guess as many tokens per pass as the recent drafts' acceptance
       and the measured cost of a pass make worth it (:class:`DraftBudget`); False: up to
@@ -83,7 +83,7 @@ class SpeculationOptions:
         if self.max_match < self.min_match:
             raise ValueError(f"SpeculationOptions: max_match ({self.max_match}) must be >= min_match ({self.min_match})")
         if self.draft_model is not None and not hasattr(self.draft_model, "model"):
-            raise TypeError("SpeculationOptions: draft_model must be a stencil.models.LoadedModel, got "
+            raise TypeError("SpeculationOptions: draft_model must be a stencil.runtime.models.LoadedModel, got "
                             f"{type(self.draft_model).__name__}")
 
 
@@ -170,7 +170,7 @@ class Drafter:
         the matcher has accepted them all, and row i of ``bitmask`` holds the mask before draft
         token i (rows 0..len(draft)); ``remaining`` is the token budget of row 0 (None: none).
         ``masks`` False (verification that checks each row's pick with the grammar,
-        ``stencil.opportunistic.verify_checked``): no mask is computed, and the draft ends before a
+        ``stencil.runtime.opportunistic.verify_checked``): no mask is computed, and the draft ends before a
         token the budget refuses (``accept_token(t, remaining_tokens)``, the budgeted mask's rule)."""
         limit = min(limit, self.options.max_draft)
         guesses = limit if guesses is None else guesses
@@ -249,7 +249,7 @@ class Drafter:
 
 
 class DraftBudget:
-    """How many tokens one sequence guesses per pass: ``stencil.draft_plan`` with one row. The
+    """How many tokens one sequence guesses per pass: ``stencil.runtime.draft_plan`` with one row. The
     chance that a guessed token is kept (``DraftLength``, from the drafts the model judged) against
     the seconds of a step by its tokens in the pass (``StepCost``: drafting, the pass, verifying),
     so that the guesses raise the expected tokens per second; none while they keep failing, with a
