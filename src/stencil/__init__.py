@@ -19,7 +19,6 @@ user of this library; its old names here (``stencil.generate``, ``stencil.models
 for one release, with a ``DeprecationWarning``.
 """
 import importlib as _importlib
-import warnings as _warnings
 
 from stencil._core import (
     BudgetError,
@@ -36,6 +35,8 @@ from stencil._core import (
     TimeLimitExceeded,
     UsageError,
 )
+from stencil._moved import alias_module as _alias_module
+from stencil._moved import warn_moved as _warn_moved
 from stencil._version import __version__
 from stencil.bitmask import (
     allocate_token_bitmask,
@@ -63,14 +64,11 @@ __all__ = [
     "set_memory_limit", "memory_usage",
 ]
 
-#: Names that moved to stencil.runtime (issue 42), kept here for one release: name -> its home.
-_MOVED = {
-    **dict.fromkeys(("generate", "GenerationResult", "SpeculationOptions", "ThinkOptions", "default_model_path",
-                     "tokenizer_info_for", "ModelError", "stream_partial"), "stencil.runtime"),
-    # the old modules (stencil/models.py and its siblings warn on import as well)
-    **{m: f"stencil.{m}" for m in ("models", "sampling", "speculative", "draft_plan", "think", "healing", "aligned",
-                                   "opportunistic", "stops")},
-}
+#: Names and modules that moved to stencil.runtime (issue 42), kept here for one release.
+_MOVED_NAMES = ("generate", "GenerationResult", "SpeculationOptions", "ThinkOptions", "default_model_path",
+                "tokenizer_info_for", "ModelError", "stream_partial")
+_MOVED_MODULES = ("models", "sampling", "speculative", "draft_plan", "think", "healing", "aligned", "opportunistic",
+                  "stops")
 
 
 def __getattr__(name: str):
@@ -80,11 +78,9 @@ def __getattr__(name: str):
 
         stencil.generate(lm, g, "Hi")      # DeprecationWarning: use stencil.runtime.generate
     """
-    home = _MOVED.get(name)
-    if home is None:
+    if name in _MOVED_MODULES:
+        return _alias_module(f"stencil.{name}", f"stencil.runtime.{name}")
+    if name not in _MOVED_NAMES:
         raise AttributeError(f"module 'stencil' has no attribute {name!r}")
-    if home != "stencil.runtime":   # a module: importing its old path warns
-        return _importlib.import_module(home)
-    _warnings.warn(f"stencil.{name} moved to stencil.runtime.{name} (stencil.{name} goes in the next release)",
-                   DeprecationWarning, stacklevel=2)
+    _warn_moved(f"stencil.{name}", f"stencil.runtime.{name}")
     return getattr(_importlib.import_module("stencil.runtime"), name)
