@@ -81,7 +81,7 @@ def pick_schemas(compiler: stencil.GrammarCompiler, count: int, data_dir: str = 
                 entry = queues[source].pop(0)
                 try:
                     compiler.compile_json_schema(entry[1], **options)
-                except stencil.GrammarError:
+                except (stencil.GrammarError, stencil.LimitError):
                     continue
                 picked.append(entry)
                 break

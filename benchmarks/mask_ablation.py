@@ -44,7 +44,7 @@ def run(files, tokenizer: str, switches: dict):
         try:
             m = stencil.Matcher(compiler.compile_json_schema(doc["schema"]))
             m.fill_next_token_bitmask(bm, 0)
-        except stencil.GrammarError:
+        except (stencil.GrammarError, stencil.LimitError):
             failed += 1
             continue
         ttfm.append(clock() - t0)

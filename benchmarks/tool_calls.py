@@ -63,7 +63,7 @@ def compile_times(info, fmt: str, tools, repeats: int) -> dict:
         compiler = stencil.GrammarCompiler(info)
         try:
             ms, g = _ms(compile_tools, compiler, fmt, tools)
-        except stencil.GrammarError as e:
+        except (stencil.GrammarError, stencil.LimitError) as e:
             return {"error": str(e).splitlines()[0][:120]}
         cold.append(ms)
         cached.append(_ms(compile_tools, compiler, fmt, tools)[0])

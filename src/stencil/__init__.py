@@ -19,6 +19,7 @@ user of this library; its old names here (``stencil.generate``, ``stencil.models
 for one release, with a ``DeprecationWarning``.
 """
 import importlib as _importlib
+from typing import Any as _Any
 
 from stencil._core import (
     BudgetError,
@@ -29,6 +30,7 @@ from stencil._core import (
     Grammar,
     GrammarBuilder,
     GrammarError,
+    LimitError,
     Matcher,
     PendingFill,
     StencilError,
@@ -55,9 +57,11 @@ __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "CheckKind", "Matcher",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
     "apply_token_bitmask_inplace", "JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo",
-    # errors: every one derives from StencilError (GrammarError and UsageError are ValueErrors too,
-    # ConcurrentUseError a RuntimeError)
-    "StencilError", "GrammarError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
+    # errors: every one derives from StencilError. GrammarError: the input is bad or unsupported;
+    # LimitError (no GrammarError): a time (TimeLimitExceeded, CompileTimeout), work or memory
+    # (BudgetError) limit ran out. GrammarError, LimitError and UsageError are ValueErrors too,
+    # ConcurrentUseError a RuntimeError.
+    "StencilError", "GrammarError", "LimitError", "BudgetError", "TimeLimitExceeded", "CompileTimeout", "UsageError",
     "ConcurrentUseError",
     # partial results of JSON outputs while they are generated (stencil.partial)
     "PartialResult", "PartialTracker",
@@ -71,7 +75,7 @@ _MOVED_MODULES = ("models", "sampling", "speculative", "draft_plan", "think", "h
                   "stops")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _Any:
     """``stencil.generate`` and the runtime's other old names: the runtime's object, with a warning.
 
     Example::

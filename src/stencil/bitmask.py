@@ -44,7 +44,7 @@ def fill_next_token_bitmasks(matchers: Sequence[_core.Matcher], bitmask: Any, in
     of ``matchers`` that is not a Matcher, or a matcher named twice.
 
     Each matcher works under its own ``time_limit`` (``Matcher(g, time_limit=...)``). Should a
-    matcher raise (``TimeLimitExceeded``, a ``BudgetError``), every other row is still filled, the
+    matcher raise (``TimeLimitExceeded``, a ``LimitError``), every other row is still filled, the
     first error is raised after all are done, and the matcher that raised is as it was before the
     call (its row is then undefined)::
 

@@ -219,7 +219,7 @@ def _schema_check(schema: Any) -> Callable[[str], str]:
 
 
 def compile_target(target: Target, compiler) -> Any:
-    """Compile ``target`` for the model's tokenizer; GrammarError becomes CliError."""
+    """Compile ``target`` for the model's tokenizer; GrammarError and LimitError become CliError."""
     import stencil
     try:
         if target.kind == "schema":
@@ -235,6 +235,8 @@ def compile_target(target: Target, compiler) -> Any:
         return compiler.compile_choice(target.source)
     except stencil.GrammarError as e:
         raise CliError(f"unsupported or invalid {target.kind}: {e}") from None
+    except stencil.LimitError as e:
+        raise CliError(f"the {target.kind} is too expensive to compile: {e}") from None
 
 
 # ----------------------------------------------------------------------------------- commands

@@ -124,7 +124,7 @@ class GrammarCompiler:
     long generation under a pattern with a huge automaton keeps flat memory and never runs out.
     ``compile_timeout`` (seconds, default 5; None for none) bounds the wall-clock time of each
     ``compile_*`` call, front-end included: past it the call raises ``stencil.CompileTimeout``
-    (a ``GrammarError``), caches nothing, and the compiler keeps working.
+    (a ``LimitError``, no ``GrammarError``), caches nothing, and the compiler keeps working.
 
     Compilation is lazy, and ``compile_timeout`` does not cover what comes after it: the first
     mask of each matcher state builds the lexer states and mask entries it needs, and

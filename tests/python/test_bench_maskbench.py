@@ -49,7 +49,7 @@ class RegexStencil(StencilEngine):
             time.sleep(3600)
         try:
             compiled = self.compiler.compile_regex(schema["regex"])
-        except stencil.GrammarError as e:
+        except (stencil.GrammarError, stencil.LimitError) as e:
             raise CompileError(str(e)) from None
         m = stencil.Matcher(compiled)
         fill = functools.partial(m.fill_next_token_bitmask, self.bitmask, 0)

@@ -60,7 +60,7 @@ def test_lexer_state_limit_is_an_error_not_a_hang():
     # Counting a's up to 1000 needs a new lexer state per step.
     g = compiler.compile_regex(r"a{0,1000}b")
     m = stencil.Matcher(g)
-    with pytest.raises(GrammarError, match="lexer state limit"):
+    with pytest.raises(stencil.BudgetError, match="lexer state limit"):
         for _ in range(200):
             m.accept_string("a")
 
@@ -71,7 +71,7 @@ def test_derivative_fuel_is_an_error_not_a_hang():
     g = compiler.compile_regex("|".join(f"w{i}" for i in range(3000)))
     m = stencil.Matcher(g)
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
-    with pytest.raises(GrammarError, match="work limit"):
+    with pytest.raises(stencil.BudgetError, match="work limit"):
         m.fill_next_token_bitmask(bm, 0)
 
 

@@ -140,6 +140,43 @@ def test_stencil_error_catches_a_budget_error():
     assert type(e.value) is stencil.BudgetError and "repetition count" in str(e.value)
 
 
+LIMITS = (stencil.BudgetError, stencil.TimeLimitExceeded, stencil.CompileTimeout)
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+def test_a_limit_is_a_limit_error_and_no_grammar_error(limit):
+    """Time (TimeLimitExceeded, CompileTimeout), work and memory (BudgetError) limits: one branch
+    under StencilError beside GrammarError (issue 42); still ValueErrors, as they were."""
+    assert issubclass(limit, stencil.LimitError) and issubclass(limit, stencil.StencilError)
+    assert issubclass(limit, ValueError) and not issubclass(limit, stencil.GrammarError)
+    assert not issubclass(stencil.GrammarError, stencil.LimitError)
+    assert issubclass(stencil.TimeLimitExceeded, stencil.BudgetError) is False   # a time limit is no work limit
+
+
+def test_limit_error_catches_the_core_s_limits(compiler):
+    """Raised for real: a work limit of the builder, a matcher's time limit, a compile's deadline;
+    an ``except GrammarError`` catches none of them."""
+    b = stencil.GrammarBuilder()
+    slow = compiler.compile_json_schema({"enum": list(range(0, 140_000, 7))})
+    timed = stencil.GrammarCompiler(compiler.tokenizer_info, compile_timeout=0.05)
+    many = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^x{i}[a-z]*$"}
+                                             for i in range(20_000)}}
+    bm = stencil.allocate_token_bitmask(1, compiler.tokenizer_info.vocab_size)
+    calls = [(stencil.BudgetError, lambda: b.repeat(b.literal("a"), 0, 10**9)),
+             (stencil.TimeLimitExceeded, lambda: stencil.Matcher(slow, time_limit=0.001).fill_next_token_bitmask(bm, 0)),
+             (stencil.CompileTimeout, lambda: timed.compile_json_schema(many))]
+    for kind, call in calls:
+        try:
+            try:
+                call()
+            except stencil.GrammarError:
+                pytest.fail(f"{kind.__name__} was caught as a GrammarError")
+        except stencil.LimitError as e:
+            assert type(e) is kind
+        else:
+            pytest.fail(f"no {kind.__name__}")
+
+
 def test_stencil_error_catches_a_usage_error(compiler):
     m = stencil.Matcher(compiler.compile_regex("[0-9]+"))
     bitmask = stencil.allocate_token_bitmask(2, compiler.tokenizer_info.vocab_size)

@@ -76,7 +76,7 @@ def pick_schemas(compiler) -> list[tuple[str, dict]]:
                 name, schema = queues[source].pop(0)
                 try:
                     compiler.compile_json_schema(schema)
-                except stencil.GrammarError:
+                except (stencil.GrammarError, stencil.LimitError):
                     continue  # not supported by stencil: the rule moves on to the next file
                 picked.append((name, schema))
                 break

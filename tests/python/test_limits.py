@@ -39,7 +39,7 @@ def test_front_end_repetition_limit_is_the_builders():
     b = stencil.GrammarBuilder()
     item = b.lexeme(b.re_literal("a"))
     b.repeat(item, 0, limit)   # at the limit: accepted by the core
-    with pytest.raises(stencil.GrammarError, match=str(limit)):
+    with pytest.raises(stencil.BudgetError, match=str(limit)):   # the core's limit: a LimitError
         b.repeat(item, 0, limit + 1)
     # past it, each front-end refuses the count before the core sees it, naming the same limit
     with pytest.raises(stencil.GrammarError, match=f"limit of {limit}"):

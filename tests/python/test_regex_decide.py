@@ -90,7 +90,7 @@ def test_a_question_past_the_work_limit_answers_yes_alone():
 
 
 def test_the_compile_deadline_ends_the_questions():
-    """CompileTimeout is a GrammarError, but not a work limit: it ends the compilation instead of
+    """CompileTimeout is a LimitError, but not a work limit (no BudgetError): it ends the compilation instead of
     turning every question into a yes."""
     hard = (parse_regex("[ab]*a[ab]{20}"), parse_regex("[ab]*b[ab]{20}"))
     with pytest.raises(CompileTimeout), compile_deadline(0.2, "test"):

@@ -532,7 +532,7 @@ def run_case(case: Case, compiler: stencil.GrammarCompiler, walker: Walker, tall
         except stencil.CompileTimeout:
             tally.schemas[case.source]["compile timeout"] += n == 0
             return
-        except stencil.GrammarError:
+        except (stencil.GrammarError, stencil.BudgetError):   # (a work limit: counted as before)
             tally.schemas[case.source]["unsupported"] += n == 0
             return
         except Exception as e:   # a crash of the compiler is a finding of its own

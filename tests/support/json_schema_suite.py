@@ -71,7 +71,7 @@ def run_suite(compiler, encode, root: str = SUITE, **options) -> dict:
     for name, group in suite_groups(root):
         try:
             g = compiler.compile_json_schema(group["schema"], registry=registry, **opts)
-        except stencil.GrammarError as e:
+        except (stencil.GrammarError, stencil.LimitError) as e:
             counts[name]["unsupported"] += len(group["tests"])
             details.append(("unsupported", name, group["description"], str(e).split("\n")[0]))
             continue
@@ -106,7 +106,7 @@ def run_maskbench(compiler, encode, files, **options) -> dict:
         c0, t0 = time.thread_time(), time.perf_counter()
         try:
             g = compiler.compile_json_schema(doc["schema"], **opts)
-        except stencil.GrammarError as e:
+        except (stencil.GrammarError, stencil.LimitError) as e:
             msg = str(e).split("\n")[0]
             res["errors"][_reason(msg)] += 1
             continue

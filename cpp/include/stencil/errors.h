@@ -1,10 +1,11 @@
 // Error types raised by the core. Bindings map them to Python exceptions, all under
 // StencilError (one except catches whatever stencil raises):
 // GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a compile/work limit ran out: also a GrammarError; TimeLimitExceeded, the wall-clock one, is one,
-// and CompileTimeout, a compilation's, is a TimeLimitExceeded),
-// UsageError (API misuse,
-// ValueError) and ConcurrentUseError (RuntimeError).
+// (a work or memory limit ran out) and TimeLimitExceeded (a wall-clock one; CompileTimeout, a
+// compilation's, is one), UsageError (API misuse, ValueError) and ConcurrentUseError
+// (RuntimeError). In Python, BudgetError and TimeLimitExceeded are siblings under LimitError
+// (StencilError, ValueError) and not GrammarErrors; here they keep their bases, so a C++ catch
+// of BudgetError also catches a time limit.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -20,7 +21,7 @@ struct GrammarError : StencilError {
   using StencilError::StencilError;
 };
 
-// A compile/work limit ran out (lexer states, expressions, derivative fuel, memory, time). The
+// A compile/work limit ran out (lexer states, expressions, derivative fuel, memory). The
 // name is kept for the API; "budget" elsewhere means the output-token budget (TokenBudget).
 struct BudgetError : GrammarError {
   using GrammarError::GrammarError;

@@ -126,7 +126,7 @@ void bind_matcher(nb::module_& m) {
                       "grammar: fills (also through fill_next_token_bitmasks), accepts, forced_tokens/forced_bytes,\n"
                       "validate_tokens, min_completion_tokens, is_accepting, rollback. Compilation is lazy: the\n"
                       "first mask of a state builds lexer states and mask entries, which can take seconds for a\n"
-                      "hostile grammar. Past the limit the call raises TimeLimitExceeded (a BudgetError) and the\n"
+                      "hostile grammar. Past the limit the call raises TimeLimitExceeded (a LimitError) and the\n"
                       "matcher is as it was before the call; what was built stays cached, so a later call with a\n"
                       "larger limit goes on from there. A compile deadline on the same thread and the limit: the\n"
                       "earlier one wins. fork() keeps the limit; the time_limit property changes it.\n\n"

@@ -3,7 +3,7 @@
 The compiler sets it around each ``compile_*`` call; the front-ends' loops that can grow with
 the input (schema products, rule emission, grammar parsing) call :func:`check_deadline`, and the
 core checks the same limit in its derivative loops. Past the limit a ``CompileTimeout`` (a
-``TimeLimitExceeded``, so a ``BudgetError`` and a ``GrammarError``) ends the compilation cleanly:
+``TimeLimitExceeded``, so a ``LimitError``; no ``GrammarError``) ends the compilation cleanly:
 nothing half-built is cached, and the compiler goes on serving. Matching has a limit of its own,
 per matcher call (``Matcher(g, time_limit=...)``); should both be in force on a thread, the
 earlier one wins.

@@ -172,7 +172,7 @@ class StencilGrammarBackend(_BackendBase):
     def _dispatch(self, kind: str, key_string: str):
         try:
             grammar = compile_request(self.compiler, kind, key_string, json_options=self.json_options)
-        except (stencil.GrammarError, TypeError) as e:
+        except (stencil.GrammarError, stencil.LimitError, TypeError) as e:   # (too expensive: refused too)
             if InvalidGrammarObject is None:
                 raise
             return InvalidGrammarObject(f"{kind}: {e}")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from stencil._core import GrammarError
+from stencil._core import GrammarError, LimitError
 from stencil.grammar.tagged.custom_tools import check_definition, custom_tool
 from stencil.grammar.tagged.tool_presets import tool_call_format
 from stencil.server.protocol import RequestError
@@ -125,12 +125,12 @@ def _check_custom(t: dict, where: str) -> None:
                            param=f"{where}.custom.name")
     try:
         tool = custom_tool(t)
-    except GrammarError as e:
+    except (GrammarError, LimitError) as e:
         raise RequestError(f"{where}: {e}", param=f"{where}.custom.format") from None
     assert tool is not None   # (a custom tool's type)
     try:
         check_definition(tool)
-    except GrammarError as e:
+    except (GrammarError, LimitError) as e:   # (a limit too: the definition is the request's)
         raise RequestError(f"{where}: custom tool {tool.name!r}: invalid {tool.syntax} definition: {e}",
                            param=f"{where}.custom.format") from None
 

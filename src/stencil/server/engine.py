@@ -247,7 +247,7 @@ class Engine:
             self.aligned_counts["rows"] += s.rows
         except Exception as e:  # noqa: BLE001 - one bad request must not stop the others
             job.fail(e)
-            if isinstance(e, stencil.GrammarError) and job.grammar.forget is not None:
+            if isinstance(e, (stencil.GrammarError, stencil.LimitError)) and job.grammar.forget is not None:
                 job.grammar.forget()
         job.grammar.matcher = None
         job.stream.put(DONE)

@@ -94,7 +94,7 @@ class Job:
         """Record why this job failed: a grammar that costs too much (a work limit or time limit
         of the core ran out) is the request's fault, a 400; anything else is the server's, a 500."""
         r = self.result
-        if isinstance(e, stencil.GrammarError):
+        if isinstance(e, (stencil.GrammarError, stencil.LimitError)):
             r.error_status, r.error_code = 400, "grammar_too_expensive"
             r.error = f"the constraint is too expensive to generate with: {type(e).__name__}: {e}"
         else:

@@ -82,7 +82,7 @@ class Row:
         self.job.fail(e)
         self.finish = "error"
         forget = self.job.grammar.forget
-        if isinstance(e, stencil.GrammarError) and forget is not None:
+        if isinstance(e, (stencil.GrammarError, stencil.LimitError)) and forget is not None:
             forget()  # too expensive: its lazy state goes with the request's last matcher
 
     def close(self) -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from stencil._core import GrammarBuilder, GrammarError
-from stencil.grammar.deadline import CompileTimeout, check_deadline
+from stencil._core import BudgetError, GrammarBuilder, GrammarError
+from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import first_chars
 from stencil.grammar.regex import build_regex
@@ -96,22 +96,19 @@ def _probe(questions: list) -> list[bool]:
 def _nonempty_all(questions: list) -> list[bool]:
     """:func:`_probe` in batches of BATCH; a batch the core cannot finish within its work limit
     is asked question by question, and a question it cannot finish alone answers True. The
-    compilation's deadline (CompileTimeout) is not a work limit: it ends the compilation."""
+    compilation's deadline (CompileTimeout, no BudgetError) is not a work limit: it ends the
+    compilation."""
     out: list[bool] = []
     for k in range(0, len(questions), BATCH):
         check_deadline()
         batch = questions[k:k + BATCH]
         try:
             out.extend(_probe(batch))
-        except CompileTimeout:
-            raise
-        except GrammarError:
+        except (BudgetError, GrammarError):
             for question in batch:
                 try:
                     out.extend(_probe([question]))
-                except CompileTimeout:
-                    raise
-                except GrammarError:   # the core's work limit
+                except (BudgetError, GrammarError):   # the core's work limit
                     out.append(True)
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from stencil._core import GrammarError
+from stencil._core import GrammarError, LimitError
 from stencil.grammar.json.schema import SchemaInfo, json_schema_grammar, load_schema
 from stencil.grammar.json.schema.core.keywords import subschemas
 from stencil.grammar.json.schema.read.common import ANNOTATIONS, NOT_ENFORCEABLE, UNDERSTOOD
@@ -55,7 +55,7 @@ def check_report(schema, **options) -> tuple[str, bool]:
     error = None
     try:
         g = json_schema_grammar(schema, info=info, **strict)
-    except GrammarError as e:
+    except (GrammarError, LimitError) as e:   # (a limit is reported like a refusal)
         ok, error, g = False, str(e), None
     if ok:
         lines.append(f"OK: the schema compiles exactly ({g.num_rules} rules, {g.num_lexemes} lexemes, "
@@ -68,7 +68,7 @@ def check_report(schema, **options) -> tuple[str, bool]:
             lines.append(f"with lenient=True it compiles ({g.num_rules} rules, {g.num_lexemes} lexemes), "
                          "ignoring what is listed below")
             ok = lenient
-        except GrammarError as e:
+        except (GrammarError, LimitError) as e:
             lines.append(f"even with lenient=True it does not compile: {e}")
     lines.append("enforced keywords: " + (", ".join(f"{k} x{counts[k]}" for k in used) or "none"))
     if annotations:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from stencil._core import GrammarError
+from stencil._core import BudgetError, GrammarError
 from stencil.grammar.json.schema.core.model import (ANY, FALSE_SUB, NONE, TRUE_SUB, Algebra, Either, Neg, Typed,
                                                     Unsupported, atom_order)
 from stencil.grammar.json.schema.read.common import keyword_error
@@ -105,7 +105,7 @@ class Context:
             return None
         try:   # (a schema being normalized may be met: that is an error here, and no answer)
             return self.sub_typed(sub)
-        except (GrammarError, Unsupported):
+        except (BudgetError, GrammarError, Unsupported):
             return None
 
     def simplify(self, sub: frozenset) -> frozenset:

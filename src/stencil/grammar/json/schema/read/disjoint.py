@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from stencil._core import GrammarBuilder, GrammarError
+from stencil._core import BudgetError, GrammarBuilder, GrammarError
 from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Pattern, f_and,
                                                        f_contains, f_not, f_or, num_consts, num_eval, str_consts,
                                                        str_eval)
@@ -56,7 +56,7 @@ def formula_empty(ctx, kind: str, f) -> bool:
             b.add_alternative(start, [b.lexeme(expr, "probe")])
             b.add_alternative(start, [b.literal("x")])
             hit = b.build(start).num_lexemes == 1
-        except GrammarError:   # work limit, or a pattern the regex front-end rejects
+        except (BudgetError, GrammarError):   # work limit, or a pattern the regex front-end rejects
             hit = False
         memo[key] = hit
     return hit
@@ -84,14 +84,14 @@ def _is_false(ctx, sub) -> bool:
         return True
     try:
         return ctx.sub_typed(sub).is_none()
-    except (GrammarError, Unsupported):
+    except (BudgetError, GrammarError, Unsupported):   # (a work limit: no answer, as a refusal)
         return False
 
 
 def _subs_disjoint(ctx, sa, sb, depth) -> bool:
     try:
         ta, tb = ctx.sub_typed(sa), ctx.sub_typed(sb)
-    except (GrammarError, Unsupported):
+    except (BudgetError, GrammarError, Unsupported):   # (a work limit: no answer, as a refusal)
         return False
     return typed_disjoint(ctx, ta, tb, depth + 1)
 
