@@ -96,6 +96,19 @@ def test_wrong_typed_option_is_a_grammar_error_naming_it(compiler, name):
         compiler.compile_json_schema(SCHEMA, **{name: WRONG_TYPED[name]}, **extra)
 
 
+@pytest.mark.parametrize("name", ["property_order", "key_spelling", "string_spelling", "number_spelling"])
+def test_a_literal_option_takes_exactly_its_type_s_values(name):
+    """The values are written once, in the option's Literal type (stencil.schema_options): the check
+    and its message follow it."""
+    values = typing.get_args(typing.get_type_hints(stencil.JsonSchemaOptions)[name])
+    assert len(values) >= 2
+    for v in values:
+        assert getattr(Options.make(**{name: v}), name) == v
+    with pytest.raises(stencil.GrammarError) as e:
+        Options.make(**{name: "nope"})
+    assert str(e.value) == f"{name} must be {', '.join(map(repr, values[:-1]))} or {values[-1]!r}, got 'nope'"
+
+
 def test_bool_options_refuse_truthy_values(compiler):
     """lenient="no" would have been truthy: a bool option takes True or False only."""
     with pytest.raises(stencil.GrammarError, match="lenient must be True or False, got 'no'"):

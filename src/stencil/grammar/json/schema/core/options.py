@@ -61,7 +61,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from stencil._core import GrammarError
 from stencil.schema_options import KeySpelling, NumberSpelling, PropertyOrder, StringSpelling, Whitespace
@@ -110,10 +110,8 @@ class Options:
             raise GrammarError(f"whitespace_pattern must be a regex string used with whitespace='flexible', got "
                                f"{o.whitespace_pattern!r} with whitespace={ws!r}")
         _check_spellings(o)
-        if o.key_spelling not in ("any", "plain"):
-            raise GrammarError(f"key_spelling must be 'any' or 'plain', got {o.key_spelling!r}")
-        if o.property_order not in ("definition", "any"):
-            raise GrammarError(f"property_order must be 'definition' or 'any', got {o.property_order!r}")
+        _one_of("key_spelling", o.key_spelling, KeySpelling)
+        _one_of("property_order", o.property_order, PropertyOrder)
         run = o.max_whitespace_run
         if run is not None and (not isinstance(run, int) or isinstance(run, bool) or run < 1):
             raise GrammarError(f"max_whitespace_run must be a positive int or None, got {o.max_whitespace_run!r}")
@@ -131,13 +129,19 @@ class Options:
 ESCAPE_LETTERS = '"\\bfnrtu'
 
 
+def _one_of(name: str, value: object, kind: object) -> None:
+    """GrammarError unless ``value`` is one of the ``Literal`` type ``kind``'s values: the values
+    are written once, in :mod:`stencil.schema_options`, for the type checker and this check."""
+    allowed = get_args(kind)
+    if value not in allowed:
+        listed = ", ".join(map(repr, allowed[:-1])) + f" or {allowed[-1]!r}"
+        raise GrammarError(f"{name} must be {listed}, got {value!r}")
+
+
 def _check_spellings(o: Options) -> None:
     """The string and number spellings, the escapes and separators (see the module docstring)."""
-    if o.string_spelling not in ("any", "plain", "controls", "unicode"):
-        raise GrammarError(f"string_spelling must be 'any', 'plain', 'controls' or 'unicode', got "
-                           f"{o.string_spelling!r}")
-    if o.number_spelling not in ("any", "plain", "plain_integers"):
-        raise GrammarError(f"number_spelling must be 'any', 'plain' or 'plain_integers', got {o.number_spelling!r}")
+    _one_of("string_spelling", o.string_spelling, StringSpelling)
+    _one_of("number_spelling", o.number_spelling, NumberSpelling)
     if o.escapes is not None:
         if not isinstance(o.escapes, str) or any(c not in ESCAPE_LETTERS for c in o.escapes):
             raise GrammarError(f"escapes must be a string of the letters {ESCAPE_LETTERS}, got {o.escapes!r}")
