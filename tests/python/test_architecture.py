@@ -53,8 +53,9 @@ JSON_PHASES = ("core", "lang", "read", "emit")
 
 #: The layers of the package (issue 42): the library (tokenizers, compiler, matchers, bitmasks,
 #: errors: ``stencil``) is imported by the runtime (``stencil.runtime``: generation over a model),
-#: never the other way. These modules may import the runtime: it and its users.
-RUNTIME_USERS = ("stencil.runtime", "stencil.server", "stencil.cli", "stencil.command_options")
+#: never the other way. These modules may import the runtime: it and its users (the integrations:
+#: transformers' re-exports ``tokenizer_info_for``).
+RUNTIME_USERS = ("stencil.runtime", "stencil.server", "stencil.cli", "stencil.command_options", "stencil.integrations")
 
 
 def _modules(src: pathlib.Path = SRC) -> dict:

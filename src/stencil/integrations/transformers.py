@@ -36,7 +36,8 @@ import numpy as np
 import torch
 
 from stencil import (CompiledGrammar, Matcher, allocate_token_bitmask, apply_token_bitmask_inplace,
-                     fill_next_token_bitmasks, tokenizer_info_for)
+                     fill_next_token_bitmasks)
+from stencil.runtime.models import tokenizer_info_for
 
 try:
     from transformers import LogitsProcessor
