@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from stencil.aligned import DEFAULT_PARTICLES  # noqa: E402
+from stencil.runtime.aligned import DEFAULT_PARTICLES  # noqa: E402
 from stencil.server.params import GenerationParams, SamplingParams  # noqa: E402
 from stencil.server.protocol import RequestError  # noqa: E402
 from stencil.server.request import ChatRequest, CompletionRequest, RequestBounds, parse_request  # noqa: E402

@@ -248,7 +248,7 @@ def two_turn(client, model: str, family: str, tally: Tally, ctx: dict, plan: dic
 def family_context(lm) -> dict:
     """What the checks need of a family's model: its tokenizer's format, the template's rendering
     as the server does it, openai-harmony's encoding for harmony."""
-    from stencil.models import chat_ids, renders_own_chats
+    from stencil.runtime.models import chat_ids, renders_own_chats
     from stencil.server.toolcalls import renders_tools, tool_format_for
     tok = lm.tokenizer
 

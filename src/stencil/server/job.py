@@ -30,7 +30,7 @@ class JobGrammar:
     """A choice's constraint: ``matcher`` at its start (first mask computed; None: free text, and
     None again once the row is done, so the grammar's memory goes with it), the request's total of
     grammar time (shared by its choices), ``forget`` (called when the grammar fails the row for
-    its cost: drops it from the compile cache), and token healing (``stencil.healing.Healer``, over
+    its cost: drops it from the compile cache), and token healing (``stencil.runtime.healing.Healer``, over
     ``matcher``): the first tokens spell the prompt's removed end again, ``healed_prefix``, which
     the text leaves out."""
 

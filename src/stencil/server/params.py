@@ -5,7 +5,7 @@ request's pydantic model): ``GenerationParams``, how long it runs and what it re
 Example::
 
     sampling = SamplingParams(temperature=0.7, seed=1, top_k=40)
-    sampler = sampling.sampler()          # a stencil.sampling.Sampler, one per row
+    sampler = sampling.sampler()          # a stencil.runtime.sampling.Sampler, one per row
     GenerationParams(max_tokens=64, stop=("\\n",)).logprobs is None
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from stencil.aligned import PENALTIES
-from stencil.sampling import MIN_TEMPERATURE, Sampler
+from stencil.runtime.aligned import PENALTIES
+from stencil.runtime.sampling import MIN_TEMPERATURE, Sampler
 
 __all__ = ["GenerationParams", "SamplingParams"]
 
@@ -45,7 +45,7 @@ class SamplingParams:
         return self.temperature >= MIN_TEMPERATURE and (self.top_p < 1.0 or bool(self.top_k) or bool(self.min_p))
 
     def penalties(self) -> dict:
-        """The options ``stencil.aligned.sample_aligned`` takes as ``penalties`` (those set)."""
+        """The options ``stencil.runtime.aligned.sample_aligned`` takes as ``penalties`` (those set)."""
         out = {k: getattr(self, k) for k in PENALTIES if getattr(self, k)}
         out["repetition_penalty"] = self.repetition_penalty
         return out
@@ -57,7 +57,7 @@ class GenerationParams:
     start from it), ``stop`` strings, ``ignore_eos`` (vLLM's: the end-of-sequence token is never
     sampled, so an unconstrained row runs to ``max_tokens``), ``logprobs`` (top log-probabilities
     per token, 0: the chosen token's only; None: none), ``speculate`` (None: the engine's default)
-    and ``aligned`` (``sampling: "aligned"``, ``stencil.aligned``: the particles; None: plain)."""
+    and ``aligned`` (``sampling: "aligned"``, ``stencil.runtime.aligned``: the particles; None: plain)."""
 
     max_tokens: int
     stop: tuple[str, ...] = ()
