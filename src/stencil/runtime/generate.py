@@ -673,17 +673,22 @@ class _Loop:
             # Rejected: the cache holds the drafts after position i, which the model never chose.
             self.res.rejected_draft_tokens += len(drafts) - i - (t == d)
             net.truncate(end)
-            if t in self.eos:
-                return "eos"
-            if not taken and not matcher.accept_token(t):
-                raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
-            if self._ended():
-                return "eos"
-            self.out.append(t)
-            self.feed = [t]
-            self.stream.emit([t])
-            return None
+            return self._take_own(t, matcher, taken)
         self.logits = rows[len(drafts)]
+        return None
+
+    def _take_own(self, t: int, matcher, taken: bool) -> str | None:
+        """The pass's own token ``t`` after the drafts it kept: "eos" where it ends the output, else
+        taken (``taken``: the matcher already accepted it; one it refuses is an internal error)."""
+        if t in self.eos:
+            return "eos"
+        if matcher is not None and not taken and not matcher.accept_token(t):
+            raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
+        if self._ended():
+            return "eos"
+        self.out.append(t)
+        self.feed = [t]
+        self.stream.emit([t])
         return None
 
     def _exact_token(self, mask: np.ndarray | None, generated: list[int]) -> int:
@@ -765,13 +770,4 @@ class _Loop:
                 self.picker.fill(n, self.remaining())
             if self._only_eos(n):
                 return "grammar"
-        if t in self.eos:
-            return "eos"
-        if matcher is not None and not taken and not matcher.accept_token(t):
-            raise RuntimeError(f"internal error: token {t} is not allowed: {matcher.debug_state()}")
-        if self._ended():
-            return "eos"
-        self.out.append(t)
-        self.feed = [t]
-        self.stream.emit([t])
-        return None
+        return self._take_own(t, matcher, taken)
