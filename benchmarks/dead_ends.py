@@ -60,6 +60,7 @@ import sys
 import time
 
 import stencil
+import stencil.runtime
 from tests.support.dead_ends import Tally, Vocab, Walker, load_cases, print_findings, print_table, run_case
 from tests.support.datasets import SHARED_DATA
 
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
         from tests.support.tokenizers import load_tokenizer
         info = load_tokenizer(args.tokenizer)[0]
     else:
-        info = stencil.TokenizerInfo.from_gguf(stencil.default_model_path())
+        info = stencil.TokenizerInfo.from_gguf(stencil.runtime.default_model_path())
     vocab = Vocab(info)
     compiler = stencil.GrammarCompiler(info, max_threads=1, cache_size=16, compile_timeout=args.compile_timeout)
     walker = Walker(vocab)

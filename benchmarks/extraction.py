@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     lm = load_model(args.model, quiet=True)
     compiler = stencil.GrammarCompiler(lm.tokenizer_info)
     cases = extraction_cases(args.cases, args.seed)
-    spec = stencil.SpeculationOptions(max_draft=args.max_draft) if args.max_draft else True
+    spec = stencil.runtime.SpeculationOptions(max_draft=args.max_draft) if args.max_draft else True
     grammars = [compiler.compile_json_schema(c.schema, whitespace=INDENT, string_spelling="plain") for c in cases]
     stencil.runtime.generate(lm, None, "Hello.", max_tokens=4)  # warm-up: first-call allocations
     rows: dict[str, list[dict]] = {m: [] for m, _, _ in MODES}

@@ -70,7 +70,7 @@ def _valid(r) -> bool:
 
 
 def _run_kind(lm, kind: str, prompts: list, temperature: float, max_tokens: int) -> dict[str, list]:
-    options = {"off": False, "fixed": stencil.SpeculationOptions(adaptive=False), "adaptive": True}
+    options = {"off": False, "fixed": stencil.runtime.SpeculationOptions(adaptive=False), "adaptive": True}
     rows: dict[str, list] = {m: [] for m in MODES}
     for i, (prompt, grammar) in enumerate(prompts):
         ids = lm.encode_prompt(prompt)

@@ -66,8 +66,8 @@ def run_task(lm: Any, compiler: Any, task: Task, mode: str, think_tokens: int, m
     are not needed, no exponents)."""
     g = compiler.compile_json_schema(schema_of(task), string_spelling="plain", number_spelling="plain",
                                      **LAYOUTS[layout])
-    think = {"constrained": False, "think": stencil.ThinkOptions(max_tokens=think_tokens),
-             "draft": stencil.ThinkOptions(max_tokens=think_tokens, mode="draft")}[mode]
+    think = {"constrained": False, "think": stencil.runtime.ThinkOptions(max_tokens=think_tokens),
+             "draft": stencil.runtime.ThinkOptions(max_tokens=think_tokens, mode="draft")}[mode]
     t0 = time.perf_counter()
     out = stencil.runtime.generate(lm, g, f"{task.question}\n{CLOSING[mode]}", max_tokens=max_tokens, think=think)
     seconds = time.perf_counter() - t0

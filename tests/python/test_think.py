@@ -76,7 +76,7 @@ def test_the_task_generator_knows_its_answers():
 
 def test_think_writes_a_bounded_free_part_then_a_valid_answer(lm, answer_grammar):
     pieces: list[str] = []
-    opts = stencil.ThinkOptions(max_tokens=8)
+    opts = stencil.runtime.ThinkOptions(max_tokens=8)
     out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Think step by step, then write 'Answer:' and the JSON.",
                            max_tokens=40, think=opts, on_text=pieces.append)
     assert out.thought and 0 < out.thought_tokens <= 8, out
@@ -92,7 +92,7 @@ def test_think_writes_a_bounded_free_part_then_a_valid_answer(lm, answer_grammar
 def test_the_free_part_stops_at_the_end_marker_the_model_writes(lm, answer_grammar):
     # "." comes at the end of the model's first sentence: the free part stops there, marker included
     out = stencil.runtime.generate(lm, answer_grammar, QUESTION, max_tokens=40,
-                           think=stencil.ThinkOptions(max_tokens=25, end="."))
+                           think=stencil.runtime.ThinkOptions(max_tokens=25, end="."))
     # fewer than the 25 allowed: the model wrote "." (the grammar keeps any other "." out of the thought)
     assert out.thought and "." not in out.thought and out.thought_tokens < 25, out
     assert json.loads(out.text) and out.complete
@@ -100,11 +100,11 @@ def test_the_free_part_stops_at_the_end_marker_the_model_writes(lm, answer_gramm
 
 def test_the_budget_holds_when_max_tokens_is_tight(lm, answer_grammar):
     need = stencil.Matcher(answer_grammar).min_completion_tokens()
-    end = stencil.ThinkOptions().end
+    end = stencil.runtime.ThinkOptions().end
     end_tokens = len(lm.tokenizer.encode(end, add_special_tokens=False))
     limit = need + end_tokens + 3
     out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Explain at length.", max_tokens=limit,
-                           think=stencil.ThinkOptions(max_tokens=50))
+                           think=stencil.runtime.ThinkOptions(max_tokens=50))
     # the free part gets only what the answer's shortest completion leaves, and the answer ends valid
     assert out.thought_tokens <= 3 and out.complete, out
     assert out.thought_tokens + end_tokens + len(out.token_ids) <= limit
@@ -114,7 +114,7 @@ def test_the_budget_holds_when_max_tokens_is_tight(lm, answer_grammar):
 
 
 def test_an_empty_free_part_is_the_constrained_answer_after_the_marker(lm, answer_grammar):
-    opts = stencil.ThinkOptions(max_tokens=0)
+    opts = stencil.runtime.ThinkOptions(max_tokens=0)
     out = stencil.runtime.generate(lm, answer_grammar, QUESTION, max_tokens=20, think=opts)
     ids = lm.encode_prompt(QUESTION) + list(lm.tokenizer.encode(opts.end, add_special_tokens=False))
     plain = stencil.runtime.generate(lm, answer_grammar, input_ids=ids, max_tokens=20 - (len(ids) - out.prompt_tokens))
@@ -124,12 +124,12 @@ def test_an_empty_free_part_is_the_constrained_answer_after_the_marker(lm, answe
 
 def test_draft_mode_answers_a_second_turn(lm, answer_grammar):
     out = stencil.runtime.generate(lm, answer_grammar, QUESTION + " Think step by step.", max_tokens=40,
-                           think=stencil.ThinkOptions(max_tokens=8, mode="draft"))
+                           think=stencil.runtime.ThinkOptions(max_tokens=8, mode="draft"))
     assert out.thought and 0 < out.thought_tokens <= 8
     assert isinstance(json.loads(out.text)["answer"], int) and out.complete
     assert out.thought_tokens + len(out.token_ids) <= 40
     with pytest.raises(ValueError, match="needs prompt or messages"):
-        stencil.runtime.generate(lm, answer_grammar, input_ids=lm.encode_prompt(QUESTION), think=stencil.ThinkOptions(mode="draft"))
+        stencil.runtime.generate(lm, answer_grammar, input_ids=lm.encode_prompt(QUESTION), think=stencil.runtime.ThinkOptions(mode="draft"))
 
 
 def test_think_refuses_what_it_cannot_do(lm, answer_grammar):
@@ -138,8 +138,8 @@ def test_think_refuses_what_it_cannot_do(lm, answer_grammar):
     with pytest.raises(ValueError, match="heal"):
         stencil.runtime.generate(lm, answer_grammar, QUESTION, think=True, heal=True)
     with pytest.raises(ValueError, match="mode"):
-        stencil.ThinkOptions(mode="later")
+        stencil.runtime.ThinkOptions(mode="later")
     with pytest.raises(ValueError, match="max_tokens"):
-        stencil.ThinkOptions(max_tokens=-1)
+        stencil.runtime.ThinkOptions(max_tokens=-1)
     with pytest.raises(TypeError, match="think must be"):
         stencil.runtime.generate(lm, answer_grammar, QUESTION, think=5)
