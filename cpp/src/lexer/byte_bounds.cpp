@@ -178,6 +178,8 @@ bool Lexer::char_set(ExprId c, int depth) const {
     }
   } catch (const WorkSpent&) {  // a search's limit, not this lexer's: nothing to remember
     throw;
+  } catch (const TimeLimitExceeded&) {  // the call's clock, not the bound's: no answer to remember
+    throw;
   } catch (const BudgetError&) {  // (the bound is optional: the lexer's own work decides)
     out = false;
   }
@@ -241,6 +243,8 @@ bool Lexer::finite_words_of(ExprId f, ExprId c) const {
       }
     }
   } catch (const WorkSpent&) {
+    throw;
+  } catch (const TimeLimitExceeded&) {  // (a C++ BudgetError too: the call's clock decides, not the bound)
     throw;
   } catch (const BudgetError&) {
     return false;
