@@ -68,20 +68,65 @@ TEST_CASE(parse_state_pushes_pops_and_restores_keep_rows_in_step) {
   CHECK_EQ(rows_of(ps), size_t(top0.rows));
 }
 
-TEST_CASE(parse_state_enter_at_is_restore_one_frame_up) {
-  // enter_at(n, f): n frames, the top one f with f's rows on the parser (what restore(n - 1, f) does).
+TEST_CASE(parse_state_walk_enters_boundaries_and_runs_over_the_root_then_restores_it) {
+  // begin_walk keeps the root frame; enter_boundary(state, d) stands below a boundary at depth d
+  // over the root's rows; a run pushes its byte once and puts that frame back for each boundary
+  // (run_push, run_next, run_again), or ends the lexeme once (run_end, run_enter); end_walk
+  // brings the root back.
   Fixture f;
   ParseState ps(*f.grammar, *f.lexer);
   CHECK(push_all(ps, "ab"));
-  const Frame second = ps.frames()[2];
-  const size_t rows = rows_of(ps);
+  ps.begin_walk();
+  const size_t root = ps.walk_root();
+  const Frame top = ps.walk_top();
+  CHECK_EQ(root, size_t(2));
   CHECK(push_all(ps, ",ca"));
-  ps.enter_at(3, second);
-  CHECK_EQ(ps.frames().size(), size_t(3));
-  CHECK_EQ(ps.frames().back().serial, second.serial);
-  CHECK_EQ(rows_of(ps), rows);
+  ps.enter_boundary(top.state, 1);
+  CHECK_EQ(ps.frames().size(), root + 1);
+  CHECK_EQ(ps.frames().back().serial, top.serial);
+  CHECK_EQ(rows_of(ps), size_t(top.rows));
   CHECK(push_all(ps, ",c"));  // goes on from "ab" as a fresh push would
   CHECK_EQ(ps.bytes(1, 5), std::string("ab,c"));
+  ps.enter_boundary(top.state, 3);  // two bytes of the token above the root, in its lexeme
+  CHECK_EQ(ps.frames().size(), root + 3);
+  CHECK_EQ(ps.frames().back().lex_start, top.lex_start);
+  CHECK_EQ(rows_of(ps), size_t(top.rows));
+  ps.place_prefix("bc");
+  CHECK_EQ(ps.bytes(1, 5), std::string("abbc"));
+  CHECK(ps.run_push(',', nullptr));  // ends the word and reads the comma
+  const Frame pushed = ps.run_frame();
+  CHECK_EQ(ps.frames().size(), root + 4);
+  CHECK(pushed.rows > top.rows);
+  CHECK(push_all(ps, "a"));
+  ps.run_next(3);  // the next boundary of the run: its rows stay
+  CHECK_EQ(ps.frames().size(), root + 3);
+  ps.place_prefix("cb");
+  ps.run_again();
+  CHECK_EQ(ps.frames().size(), root + 4);
+  CHECK_EQ(ps.frames().back().state, pushed.state);
+  CHECK(ps.frames().back().serial != pushed.serial);  // the bytes below it changed
+  CHECK_EQ(rows_of(ps), size_t(pushed.rows));
+  CHECK(push_all(ps, "c"));
+  CHECK_EQ(ps.bytes(1, 7), std::string("abcb,c"));
+  CHECK(!ps.run_push('x', nullptr));  // refused: no frame is pushed
+  ps.enter_boundary(top.state, 1);
+  uint32_t q = 0;
+  CHECK(ps.end_lexeme(top.state, &q));  // "ab" ends before the token's byte
+  ps.run_end(q);
+  CHECK(ps.run_frame().fresh);
+  CHECK(ps.run_frame().rows > top.rows);
+  CHECK(push_all(ps, " "));
+  ps.run_enter(1);
+  CHECK_EQ(ps.frames().size(), root + 1);
+  CHECK_EQ(rows_of(ps), size_t(ps.run_frame().rows));
+  CHECK(push_all(ps, ",a"));
+  ps.end_walk();
+  CHECK_EQ(ps.frames().size(), root + 1);
+  CHECK_EQ(ps.frames().back().serial, top.serial);
+  CHECK_EQ(ps.frames().back().state, top.state);
+  CHECK_EQ(rows_of(ps), size_t(top.rows));
+  CHECK(push_all(ps, "c,a"));
+  CHECK_EQ(ps.bytes(1, 6), std::string("abc,a"));
 }
 
 TEST_CASE(parse_state_descend_keeps_a_shared_end) {

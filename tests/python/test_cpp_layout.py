@@ -191,7 +191,7 @@ def test_rooms_include_only_the_floors_below():
 #: ParseState is the one door to where a generation stands: outside matcher/parse_state.* no code
 #: writes its frames (a mutable `std::vector<Frame>&`, a resize/push/pop of `frames()`, an
 #: assignment through `frames()`) or truncates its parser; the walkers ask it (`descend`,
-#: `enter_at`, `restore`, ...). The parser's own rooms (parser/) may truncate their rows.
+#: `enter_boundary`, `restore`, ...). The parser's own rooms (parser/) may truncate their rows.
 _FRAME_WRITES = (
     (re.compile(r"(?<!const )std::vector<Frame>\s*&"), "a mutable reference to the frames"),
     (re.compile(r"frames\(\)\s*\.\s*(?:resize|push_back|emplace_back|pop_back|clear|assign|swap|erase|insert)\b"),
@@ -228,3 +228,44 @@ def test_frame_write_rule_sees_writes(tmp_path):
                    "const Frame& top = ps.frames()[root];\nif (ps.frames().back().rows == 1) {}\n")
     found = frame_writes([src], tmp_path)
     assert [int(f.split(":")[1]) for f in found] == [1, 2, 3, 4, 5, 6]
+
+
+#: ParseState as a recognizer: outside parser/ and matcher/parse_state.* no code holds the parser
+#: mutably (its rows move through ParseState, its memoizing queries through ParseState::checks()),
+#: and the mask walk (matcher/mask_walker.*) builds no Frame of its own: it enters boundaries and
+#: runs through ParseState's verbs and only reads frames (`const Frame&`).
+_WALKER_RULES = (
+    (re.compile(r"(?<!const )\bEarleyParser\s*[&*]"), None, "a mutable EarleyParser"),
+    (re.compile(r"\bFrame\s*(?:\{|\(|[A-Za-z_]\w*\s*[={(;])"), "mask_walker", "a Frame built by the mask walk"),
+)
+
+
+def walker_faults(files, root=ROOT) -> list:
+    """'file:line: what' for each break of the recognizer rules in `files`."""
+    bad = []
+    for path in files:
+        for no, line in enumerate(_blank(path.read_text()).splitlines(), 1):
+            bad += ["%s:%d: %s" % (path.relative_to(root), no, what) for rx, stem, what in _WALKER_RULES
+                    if (stem is None or path.stem == stem) and rx.search(line)]
+    return bad
+
+
+def test_walkers_hold_the_parser_read_only_and_build_no_frames():
+    files = [p for p in sorted(CPP_SRC.rglob("*")) + sorted(CPP_TESTS.rglob("*"))
+             if p.suffix in (".h", ".cpp") and p.stem != "parse_state" and p.parent.name != "parser"]
+    bad = walker_faults(files)
+    assert bad == [], "the parser held mutably, or a Frame built by the mask walk (ask ParseState):\n" + "\n".join(bad)
+
+
+def test_walker_rules_see_faults(tmp_path):
+    src = tmp_path / "mask_walker.cpp"
+    src.write_text("EarleyParser& parser = ps_->parser();\nconst Frame top = ps.frames().back();\n"
+                   "Frame back{s, top.rows, false, 0};\nEarleyParser* p = nullptr;\n"
+                   "const EarleyParser& ok = ps.parser();  // EarleyParser& in a comment\n"
+                   "const Frame& top = ps.walk_top();\nbool memo_holds(const Frame& top, uint64_t serial) const;\n")
+    other = tmp_path / "budget.cpp"
+    other.write_text("const Frame top = ps.frames().back();\nEarleyParser& p = x;\n")
+    found = walker_faults([src, other], tmp_path)
+    assert found == ["mask_walker.cpp:1: a mutable EarleyParser", "mask_walker.cpp:2: a Frame built by the mask walk",
+                     "mask_walker.cpp:3: a Frame built by the mask walk", "mask_walker.cpp:4: a mutable EarleyParser",
+                     "budget.cpp:2: a mutable EarleyParser"]

@@ -152,7 +152,7 @@ bool ItemGuard::item_dead(ParseState& ps, List& list, std::string_view more, con
 }
 
 bool ItemGuard::dead(ParseState& ps) {
-  const std::vector<uint32_t> lists = ps.parser().unique_lists();  // a copy: the search pushes rows
+  const std::vector<uint32_t> lists = ps.checks().unique_lists();  // a copy: the search pushes rows
   List list;
   for (uint32_t row : lists)
     if (read_list_at(ps, row, list) && item_dead(ps, list)) return true;
@@ -303,7 +303,7 @@ void ItemGuard::drop_respellings(ParseState& ps, const Danger& danger, std::vect
 // each other on and on), and with the budget of the search in progress put back.
 bool ItemGuard::others_dead(ParseState& ps) {
   constexpr int kNesting = 2;
-  if (nesting_ >= kNesting || ps.parser().unique_lists().size() < 2) return false;
+  if (nesting_ >= kNesting || ps.checks().unique_lists().size() < 2) return false;
   ++nesting_;
   struct Back {
     ItemGuard& g;
@@ -417,7 +417,7 @@ bool ItemGuard::refuses(ParseState& ps, List& list, const Candidate& c, std::str
 }
 
 void ItemGuard::filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words) {
-  const std::vector<uint32_t> lists = ps.parser().unique_lists();
+  const std::vector<uint32_t> lists = ps.checks().unique_lists();
   if (lists.empty()) return;
   std::vector<Candidate> candidates;
   List list;

@@ -86,7 +86,7 @@ class ItemGuard {
   struct Candidate {
     int32_t token;
     bool known = false;
-    Danger danger;
+    Danger danger{};
   };
   void add_candidates(const Vocabulary& vocab, const uint32_t* words, const List& list, bool alone,
                       std::vector<Candidate>& out);

@@ -16,8 +16,8 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   history_ = &history;
   sink_ = sink;
   const Lexer& lexer = ps.lexer();
-  EarleyParser& parser = ps.parser();
-  const Frame top = ps.frames().back();
+  const EarleyParser& parser = ps.parser();
+  ParseChecks checks = ps.checks();
   const bool memo_on = this->memo_on(ps);
   const uint64_t serial = parser.top().serial;
   if (!sink && replays(ps)) {
@@ -26,8 +26,10 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   }
   walk_ids_.clear();
   // Checks that read the current lexeme's bytes make this mask unfit for the memo.
-  parser.reads().watch(ReadWatch::kText, parser.top().offset, ps.bytes_consumed());
-  const size_t root = ps.frames().size() - 1;
+  checks.reads().watch(ReadWatch::kText, parser.top().offset, ps.bytes_consumed());
+  ps.begin_walk();
+  const Frame& top = ps.walk_top();
+  const size_t root = ps.walk_root();
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* entry = epoch.cache.get(lexer, *vocab_, top.state, &keep);
   // A lexeme whose token limit the next token would reach ends at that token's end: the cached
@@ -42,22 +44,22 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     const std::vector<uint32_t>& inner = entry->inner();
     std::copy(inner.begin(), inner.begin() + need, words);
     struct Walking {  // the walks' rows are not kept by the parser's key memos, even if they throw
-      EarleyParser& p;
-      ~Walking() { p.set_stable_end(~0u); }
-    } walking{parser};
-    parser.set_stable_end(ps.bytes_consumed());
+      ParseChecks& c;
+      ~Walking() { c.set_stable_end(~0u); }
+    } walking{checks};
+    checks.set_stable_end(ps.bytes_consumed());
     dropped_.clear();
     if (parser.veto_touches(top.rows - 1, lexer.state(top.state)) || lexer.state(top.state).key_may_finite) {
       drop_vetoed(root, words);
-      ps.restore(root, top);
+      ps.end_walk();
     }
-    walk_boundaries(entry->boundaries, top, root, words);
+    walk_boundaries(entry->boundaries, root, words);
   }
-  ps.restore(root, top);  // boundary walks rewrite the top frame
+  ps.end_walk();  // boundary walks rewrite the top frame
   add_duplicates(words);
   add_specials(words);
-  memo_.valid = memo_on && !parser.reads().read(ReadWatch::kText);
-  parser.reads().watch(ReadWatch::kText, 0, 0);
+  memo_.valid = memo_on && !checks.reads().read(ReadWatch::kText);
+  checks.reads().watch(ReadWatch::kText, 0, 0);
   if (memo_.valid) keep_memo(top, serial, entry, std::move(keep));
 }
 
@@ -88,11 +90,12 @@ void MaskWalker::keep_memo(const Frame& top, uint64_t serial, const MaskEntry* e
 // or a key may be left with a finite language. Where a lexeme may end before such a byte (without
 // the vetoes it went on), the parser walks that sub-trie as it walks a boundary's.
 void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
-  EarleyParser& parser = ps_->parser();
+  const EarleyParser& parser = ps_->parser();
+  ParseChecks checks = ps_->checks();
   const Lexer& lexer = ps_->lexer();
   const TokenTrie& trie = vocab_->trie();
   const auto& nodes = trie.nodes();
-  const Frame top = ps_->frames()[root];
+  const Frame& top = ps_->walk_top();
   const uint32_t row = top.rows - 1;
   drop_states_.resize(static_cast<size_t>(trie.max_depth()) + 2);
   drop_path_.resize(drop_states_.size());
@@ -105,8 +108,9 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   const uint64_t veto_bits = parser.row(row).veto_bits;
   // (a key already off the forbidden keys before the token: no byte of it is exhausted)
   // (nor a key with nothing to forbid: the first of its object)
-  const bool keys = lexer.state(top.state).key_may_finite && !parser.left_before(row, lex_from, static_cast<uint32_t>(root)) &&
-                    parser.some_key_forbidden(row, top.state);
+  const bool keys = lexer.state(top.state).key_may_finite &&
+                    !checks.left_before(row, lex_from, static_cast<uint32_t>(root)) &&
+                    checks.some_key_forbidden(row, top.state);
   for (const LiveRoots::Root& r : live_roots(top.state)) {
     if (!keys && (r.live_bits & veto_bits) == 0) continue;  // no vetoed lexeme live below: as cached
     for (size_t i = r.node, end = r.node + nodes[r.node].subtree_size; i < end;) {
@@ -138,7 +142,7 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
       drop_subtree(trie, i, words);
       if (!lexer.state(p).accepting.empty()) {
         const Boundary b{static_cast<uint32_t>(i), p, drop_path_[node.depth - 1]};
-        enter_boundary(b, node.depth, top, root);
+        enter_boundary(b, node.depth, root);
         walk(nodes, i, root, words);
       }
       i += node.subtree_size;
@@ -150,11 +154,11 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
 // (with `keys`) exhausted keys, their bytes in drop_bytes_ from byte lex_from (the text holds them
 // up to root); *left when its key has left every forbidden key (EarleyParser::exhaust_left).
 bool MaskWalker::refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left) {
-  EarleyParser& parser = ps_->parser();
+  ParseChecks checks = ps_->checks();
   const LexState& s = ps_->lexer().state(t);
-  if (!keys || !s.key_finite || !parser.may_exhaust(row, t)) return parser.vetoed_only(row, s);
-  const bool refused = parser.exhausted_only(row, t, drop_bytes_, lex_from, root);
-  *left = !refused && parser.exhaust_left();
+  if (!keys || !s.key_finite || !checks.may_exhaust(row, t)) return ps_->parser().vetoed_only(row, s);
+  const bool refused = checks.exhausted_only(row, t, drop_bytes_, lex_from, root);
+  *left = !refused && ps_->parser().exhaust_left();
   return refused;
 }
 
@@ -240,9 +244,9 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
 }
 
 // The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
-void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root, uint32_t* words) {
+void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t root, uint32_t* words) {
   const Lexer& lexer = ps_->lexer();
-  EarleyParser& parser = ps_->parser();
+  ReadWatch& reads = ps_->checks().reads();
   const bool runs = g_->limits().boundary_runs;
   placed_parent_ = ~0u;
   uint32_t unshared_state = Lexer::kDead;
@@ -251,23 +255,23 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Fram
     const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
     const size_t node = bd.node & ~kRestTrieBit;
     const size_t d = nodes[node].depth;
-    enter_boundary(bd, d, top, root);
+    enter_boundary(bd, d, root);
     const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
-    parser.reads().watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
+    reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
     const uint8_t byte = nodes[node].byte;
     const uint32_t t = lexer.next(bd.lexer_state, byte);
     // A run of one costs more than a plain walk: take it only when the next boundary may join.
     if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
         in_run(bd, d, bounds[k + 1], byte, bd.lexer_state != unshared_state)) {
       bool shared = true;
-      k = end_now_run(bounds, k, top, root, words, &shared);
+      k = end_now_run(bounds, k, root, words, &shared);
       if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
       continue;
     }
     uint32_t q;
     if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
         !ps_->end_lexeme(bd.lexer_state, &q)) {
-      parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+      reads.watch(ReadWatch::kPrefix, 0, 0);
       walk(nodes, node, root, words);
       ++k;
       continue;
@@ -276,27 +280,26 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, const Fram
   }
 }
 
-// Sets up the frame below boundary b (at depth d): the lexer state before its byte over the
-// top frame's parser rows, with the token's first d - 1 bytes placed above the top frame.
-void MaskWalker::enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root) {
-  // The frame above the prefix: its bytes (set below) and serial stay when they match.
-  const std::vector<Frame>& frames = ps_->frames();
-  const Frame was = root + d <= frames.size() ? frames[root + d - 1] : Frame{};
-  Frame back{b.lexer_state, top.rows, d == 1 ? top.fresh : false, d == 1 ? top.byte : was.byte};
-  back.serial = d == 1 ? top.serial : was.serial;
-  // the token's first d - 1 bytes went into the top lexeme (or started one after a fresh top)
-  back.lex_start = d == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(root);
-  ps_->enter_at(root + d, back);
-  place_prefix(b, d, root);
+// Enters boundary b (at depth d): the lexer state before its byte over the root's parser rows
+// (ParseState::enter_boundary), with the token's first d - 1 bytes placed above the root.
+void MaskWalker::enter_boundary(const Boundary& b, size_t d, size_t root) {
+  ps_->enter_boundary(b.lexer_state, d);
+  place_prefix(b, d);
 }
 
 // Completion checks read the bytes above a boundary: the token prefix its whole sub-trie shares.
 // placed_parent_ is the parent node whose bytes frames root + 1... hold: boundaries under one
 // parent (kept together in an entry) place them once; the walks below never touch those frames.
-void MaskWalker::place_prefix(const Boundary& b, size_t d, size_t root) {
+void MaskWalker::place_prefix(const Boundary& b, size_t d) {
+  if (!needs_text_ || d <= 1 || b.parent == placed_parent_) return;
+  place_prefix(b, d, MaskCache::bytes_above(*vocab_, b.node));
+}
+
+// place_prefix, the token's bytes above the root (`prefix`) known.
+void MaskWalker::place_prefix(const Boundary& b, size_t d, std::string_view prefix) {
   if (!needs_text_ || d <= 1 || b.parent == placed_parent_) return;
   placed_parent_ = b.parent;
-  ps_->place_bytes(root + 1, MaskCache::bytes_above(*vocab_, b.node));
+  ps_->place_prefix(prefix);
 }
 
 // Whether b continues the run of boundaries that `first` (at depth d) starts: the same lexer
@@ -320,9 +323,10 @@ bool MaskWalker::in_run(const Boundary& first, size_t d, const Boundary& b, int 
 // the named properties): each token's own key is looked up in them, and one found there is
 // walked alone, after the run (its push would take the rows the run's copies stand on).
 // Returns the index of the first boundary after the run.
-size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root,
-                               uint32_t* words, bool* shared) {
-  EarleyParser& parser = ps_->parser();
+size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words,
+                               bool* shared) {
+  ParseChecks checks = ps_->checks();
+  const Frame& top = ps_->walk_top();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
   const size_t d = nodes[bd.node & ~kRestTrieBit].depth;
@@ -333,43 +337,43 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
   bool keys = key_closing;
   // A key begun before the token that no forbidden key begins like: no token of the run repeats
   // one, and nothing is read (the mask stays fit for the memo; a rollback forgets it).
-  if (keys && !top.fresh) keys = ps_->key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
-  if (key_closing) parser.watch_key_sets(true, static_cast<uint32_t>(root + d));
-  ps_->skip_closed_keys(true);
-  const bool ok = ps_->push_byte(byte);
-  ps_->skip_closed_keys(false);
+  if (keys && !top.fresh)
+    keys = checks.key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
   key_sets_.clear();
-  if (key_closing) parser.take_key_sets(key_sets_);
-  const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
+  const bool ok = ps_->run_push(byte, key_closing ? &key_sets_ : nullptr);
+  const bool any_prefix = !checks.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
-  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
-  const Frame pushed = ok ? ps_->frames().back() : Frame{};
+  checks.reads().watch(ReadWatch::kPrefix, 0, 0);
   const bool by_key = !key_sets_.empty();  // (a push refused may be the first key's own name)
   alone_.clear();
   ++leaf_run_;  // a new frame for the children: leaf verdicts start again
   const bool leaves = !ps_->lexer().has_token_limits();
   // The closing byte ended the lexeme: a child byte no lexeme may start with is refused unwalked.
   const Lexer& lexer = ps_->lexer();
-  const bool starts_only = ok && pushed.fresh && lexer.state(pushed.state).accepting.empty();
+  const uint32_t pushed = ok ? ps_->run_frame().state : Lexer::kDead;
+  const bool starts_only = ok && ps_->run_frame().fresh && lexer.state(pushed).accepting.empty();
   bool head = false;  // key_head_ and written_ are set for the run
   for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
     if (by_key && !ok) alone_.push_back(k);
     if (!ok) continue;
-    ps_->keep_frames(root + d);
-    place_prefix(b2, d, root);
+    ps_->run_next(d);
+    // the token's bytes above the root, read once for the checks' text and the key
+    const std::string_view prefix = d > 1 && (needs_text_ || by_key || keys) ? MaskCache::bytes_above(*vocab_, b2.node)
+                                                                              : std::string_view();
+    place_prefix(b2, d, prefix);
     if ((by_key || keys) && !head) {
       run_keys(closing, root, d, keys);
       head = true;
     }
-    if (by_key || keys) key_raw(b2, root, byte);
+    if (by_key || keys) key_raw(prefix, root, byte);
     if (by_key && key_in_sets()) {
       alone_.push_back(k);
       continue;
     }
     if (keys && closes_written(closing, byte, root, d)) continue;
-    ps_->push_again(pushed);  // above a prefix that may differ from the first one's
+    ps_->run_again();  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {
       set(words, nodes[n2].token_id);
       if (sink_) {
@@ -379,7 +383,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
     }
     const size_t end = n2 + nodes[n2].subtree_size;
     for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) {
-      if (starts_only && lexer.next(pushed.state, nodes[c].byte) == Lexer::kDead) continue;  // (as in ended_run)
+      if (starts_only && lexer.next(pushed, nodes[c].byte) == Lexer::kDead) continue;  // (as in ended_run)
       if (leaves && nodes[c].subtree_size == 1)
         walk_leaf(nodes, c, root, d, words);
       else
@@ -387,7 +391,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, co
     }
   }
   for (size_t j : alone_) {
-    enter_boundary(bounds[j], d, top, root);
+    enter_boundary(bounds[j], d, root);
     walk(nodes, bounds[j].node & ~kRestTrieBit, root, words);
   }
   return k;
@@ -404,22 +408,21 @@ void MaskWalker::run_keys(uint32_t closing, size_t root, size_t d, bool keys) {
   written_.never = true;
   written_.slow = written_.found = written_.any = false;
   if (!keys) return;
-  EarleyParser& parser = ps_->parser();
+  ParseChecks checks = ps_->checks();
   const uint32_t row = below.rows - 1, to = static_cast<uint32_t>(root + d - 1);
   const LexState& s = ps_->lexer().state(closing);
   // (ParseState::exhausted's tests; `closing` closes a key of any string: LexState::key_closed)
-  written_.never = below.fresh || !parser.may_exhaust(row, closing) || parser.left_before(row, key_from_, to);
+  written_.never = below.fresh || !checks.may_exhaust(row, closing) || checks.left_before(row, key_from_, to);
   written_.slow = s.key_finite;
   if (written_.never || written_.slow) return;
-  const std::vector<std::string>* forbidden = parser.first_key_forbidden(row, closing, written_.found);
+  const std::vector<std::string>* forbidden = checks.first_key_forbidden(row, closing, written_.found);
   written_.any = forbidden != nullptr;
   if (forbidden) written_.keys = *forbidden;  // (a copy: the parser's memo slot may be reused)
 }
 
-// The key that boundary b closes, raw: key_head_, the token's bytes of the key up to the
-// boundary's, then `closing`; into key_raw_.
-void MaskWalker::key_raw(const Boundary& b, size_t root, uint8_t closing) {
-  const std::string_view prefix = MaskCache::bytes_above(*vocab_, b.node);
+// The key that a boundary closes, raw: key_head_, the token's bytes of the key up to the
+// boundary's (of `prefix`, the token's bytes above the root), then `closing`; into key_raw_.
+void MaskWalker::key_raw(std::string_view prefix, size_t root, uint8_t closing) {
   key_raw_.assign(key_head_);
   key_raw_.append(prefix.substr(key_from_ > root ? std::min(prefix.size(), key_from_ - root) : 0));
   key_raw_.push_back(static_cast<char>(closing));
@@ -454,10 +457,10 @@ bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, siz
   if (written_.never) return false;
   if (!written_.slow && EarleyParser::plain_key(key_raw_) &&
       EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr)) {
-    ps_->parser().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
+    ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
     return false;
   }
-  return ps_->closes_written_key(closing, byte);
+  return ps_->checks().closes_written_key(closing, byte);
 }
 
 // A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`): its verdict from
@@ -473,12 +476,12 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
     }
     return;
   }
-  EarleyParser& parser = ps_->parser();
-  parser.reads().watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
+  ReadWatch& reads = ps_->checks().reads();
+  reads.watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
   const size_t mark = walk_ids_.size();
   walk(nodes, c, root, words);
-  const bool read = parser.reads().read(ReadWatch::kPrefix);
-  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
+  const bool read = reads.read(ReadWatch::kPrefix);
+  reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
   if (!read) v = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
 }
@@ -490,12 +493,12 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
 // Returns the index of the first boundary after the run.
 size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root,
                              uint32_t* words) {
-  EarleyParser& parser = ps_->parser();
+  ReadWatch& reads = ps_->checks().reads();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
-  const bool any_prefix = !parser.reads().read(ReadWatch::kPrefix);
-  parser.reads().watch(ReadWatch::kPrefix, 0, 0);
-  const Frame ended = ps_->mark_ended(q);
+  const bool any_prefix = !reads.read(ReadWatch::kPrefix);
+  reads.watch(ReadWatch::kPrefix, 0, 0);
+  ps_->run_end(q);
   // A byte no lexeme may start with after the end (a letter after a number, most of the bytes
   // tokens go on with there) is refused whatever the prefix: its sub-trie is skipped unwalked.
   const Lexer& lexer = ps_->lexer();
@@ -503,8 +506,8 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
   for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     if (starts_only && lexer.next(q, nodes[b2.node & ~kRestTrieBit].byte) == Lexer::kDead) continue;
-    ps_->enter_at(root + d, ended);
-    place_prefix(b2, d, root);  // the walk below reads this token's bytes
+    ps_->run_enter(d);
+    place_prefix(b2, d);  // the walk below reads this token's bytes
     walk(nodes, b2.node & ~kRestTrieBit, root, words);
   }
   return k;

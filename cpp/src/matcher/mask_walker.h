@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "matcher/lexer_epoch.h"
@@ -101,14 +102,14 @@ class MaskWalker {
   void add_specials(uint32_t* words);
   void walk_whole_trie(size_t root, uint32_t* words);
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
-  void walk_boundaries(const std::vector<Boundary>& bounds, const Frame& top, size_t root, uint32_t* words);
-  void enter_boundary(const Boundary& b, size_t d, const Frame& top, size_t root);
-  void place_prefix(const Boundary& b, size_t d, size_t root);
+  void walk_boundaries(const std::vector<Boundary>& bounds, size_t root, uint32_t* words);
+  void enter_boundary(const Boundary& b, size_t d, size_t root);
+  void place_prefix(const Boundary& b, size_t d);
+  void place_prefix(const Boundary& b, size_t d, std::string_view prefix);
   bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
-  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, const Frame& top, size_t root, uint32_t* words,
-                     bool* shared);
+  size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
-  void key_raw(const Boundary& b, size_t root, uint8_t closing);
+  void key_raw(std::string_view prefix, size_t root, uint8_t closing);
   bool key_in_sets();
   bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d);
   void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);

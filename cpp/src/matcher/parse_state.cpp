@@ -177,6 +177,38 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
   return true;
 }
 
+void ParseState::enter_boundary(uint32_t state, size_t depth) {
+  // The frame above the prefix: its byte and serial stay when they match (place_prefix).
+  const Frame& top = walk_top_;
+  const Frame was = walk_root_ + depth <= frames_.size() ? frames_[walk_root_ + depth - 1] : Frame{};
+  Frame back{state, top.rows, depth == 1 ? top.fresh : false, depth == 1 ? top.byte : was.byte};
+  back.serial = depth == 1 ? top.serial : was.serial;
+  // the token's first depth - 1 bytes went into the root's lexeme (or started one after a fresh root)
+  back.lex_start = depth == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(walk_root_);
+  enter_at(walk_root_ + depth, back);
+}
+
+bool ParseState::run_push(uint8_t b, std::vector<std::vector<std::string>>* key_sets) {
+  if (key_sets) parser_.watch_key_sets(true, static_cast<uint32_t>(frames_.size()));
+  skip_closed_keys_ = true;
+  struct Restore {  // (even when the push throws: a time limit; the parser's recover ends the watch)
+    bool& skip;
+    ~Restore() { skip = false; }
+  } restore{skip_closed_keys_};
+  const bool ok = push_byte(b);
+  if (key_sets) parser_.take_key_sets(*key_sets);
+  if (ok) run_ = frames_.back();
+  return ok;
+}
+
+void ParseState::run_end(uint32_t q) {
+  Frame& f = frames_.back();
+  f.state = q;
+  f.rows = static_cast<uint32_t>(parser_.num_rows());
+  f.fresh = true;
+  run_ = f;
+}
+
 // One if the lexeme began inside the token in progress, else one more than the accepted tokens
 // (steps) that hold some of its bytes.
 uint32_t ParseState::lexeme_tokens(size_t token_start, const std::vector<Step>& history) const {

@@ -37,6 +37,8 @@ struct Step {
   int32_t token;  // -1: bytes (accept_bytes)
 };
 
+class ParseChecks;
+
 class ParseState : private TextSource {
  public:
   static constexpr uint32_t kEndFails = ~0u;  // Frame::end_rows: the lexeme cannot end there
@@ -112,13 +114,74 @@ class ParseState : private TextSource {
   void reset_shared_end(size_t root) { frames_[root].end_rows = 0; }
   // Drops the parser rows above the top frame's (a walk or a refused push may leave some).
   void trim_rows() { parser_.truncate(frames_.back().rows); }
-  // The first num_frames frames, the top one replaced by f, with f's rows on the parser (a walk
-  // entering a boundary of the mask cache below the token's first bytes): restore's step, named
-  // for what the walk does.
+  // place_bytes, for the walk's token: frames above the walk root read `bytes`, the prefix of the
+  // token a boundary's sub-trie shares (for checks that read the text).
+  void place_prefix(std::string_view bytes) { place_bytes(walk_root_ + 1, bytes); }
+
+  // The mask walk's frame (MaskWalker): the top frame is the root of a walk over the token trie
+  // and its mask cache's boundaries. begin_walk keeps it as it was (walk_top); end_walk brings it
+  // back. A boundary is a trie node where a lexeme ends inside a token: the walk enters it over
+  // the root's rows, and runs of boundaries that end the lexeme alike share that end's work
+  // (run_push / run_end), each boundary of the run then going on from the shared frame.
+  void begin_walk() {
+    walk_root_ = frames_.size() - 1;
+    walk_top_ = frames_.back();
+  }
+  void end_walk() { restore(walk_root_, walk_top_); }
+  size_t walk_root() const { return walk_root_; }
+  const Frame& walk_top() const { return walk_top_; }
+  // The frames below a boundary at trie depth `depth` (before its byte): lexer state `state` over
+  // the root's rows, the token's first depth - 1 bytes read into the root's lexeme (or starting
+  // one after a fresh root).
+  void enter_boundary(uint32_t state, size_t depth);
+  // A run whose byte completes the lexeme (a string's closing quote): reads b once above the
+  // boundary just entered, closed keys not checked (asked per token: checks().closes_written_key),
+  // and keeps the frame it pushed (run_frame). False, and nothing kept, when b is refused. With
+  // key_sets, b closes a key: the sets of names the push looked it up in go there
+  // (EarleyParser::watch_key_sets), so that each token's own key can be looked up in them.
+  bool run_push(uint8_t b, std::vector<std::vector<std::string>>* key_sets);
+  // The next boundary of such a run: back to the frames below it (the run's rows stay on the
+  // parser; its prefix may then be placed), then run_again puts the run's frame back above it.
+  void run_next(size_t depth) { frames_.resize(walk_root_ + depth); }
+  void run_again() {
+    frames_.push_back(run_);
+    frames_.back().serial = new_serial();  // the bytes below it may differ from the first time
+  }
+  // A run whose lexeme ends before its byte, the end scanned by end_lexeme (q starts the next
+  // lexeme): the top frame becomes the start of that lexeme over the parser's rows now (the run's
+  // frame), and run_enter enters each boundary of the run at it.
+  void run_end(uint32_t q);
+  void run_enter(size_t depth) { enter_at(walk_root_ + depth, run_); }
+  const Frame& run_frame() const { return run_; }
+
+  // The parser's key queries for walkers (they memoize: not const).
+  ParseChecks checks();
+
+  const std::vector<Frame>& frames() const { return frames_; }
+  // The parser, read-only: its rows move only through ParseState (EarleyParser::truncate is for it
+  // alone) and its memoizing queries are behind checks().
+  const EarleyParser& parser() const { return parser_; }
+  const Lexer& lexer() const { return *lexer_; }
+  uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
+  // The bytes read by frames [from, to) (frame 0 reads none).
+  std::string bytes(size_t from, size_t to) const;
+  // Equal for two calls only if the bytes before byte offset `to` are the same (0: unknown).
+  uint64_t version_at(uint32_t to) const { return text_version(to); }
+
+ private:
+  friend class ParseChecks;
+  // A fresh serial for a frame whose bytes below changed.
+  uint64_t new_serial() { return ++next_serial_; }
+  Frame new_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
+    Frame f{state, rows, fresh, byte};
+    f.serial = new_serial();
+    return f;
+  }
+  // The first num_frames frames, the top one replaced by f, with f's rows on the parser.
   void enter_at(size_t num_frames, const Frame& f) { restore(num_frames - 1, f); }
-  // Frames from..from + bytes.size() - 1 read `bytes` (a token prefix placed for checks that read
-  // the text): from the first byte that differs (or was never read as text) on, each frame takes
-  // its byte and a new serial, since the text below every frame above it changed.
+  // Frames from..from + bytes.size() - 1 read `bytes`: from the first byte that differs (or was
+  // never read as text) on, each frame takes its byte and a new serial, since the text below
+  // every frame above it changed.
   void place_bytes(size_t from, std::string_view bytes) {
     for (size_t i = 0; i < bytes.size(); ++i) {
       Frame& f = frames_[from + i];
@@ -130,53 +193,8 @@ class ParseState : private TextSource {
       return;
     }
   }
-  // The top frame, after end_lexeme ended its lexeme (scanned: q starts the next one), is the
-  // start of that next lexeme over the parser's rows now. Returns it.
-  Frame mark_ended(uint32_t q) {
-    Frame& f = frames_.back();
-    f.state = q;
-    f.rows = static_cast<uint32_t>(parser_.num_rows());
-    f.fresh = true;
-    return f;
-  }
-  // Drops the frames above num_frames but not the parser rows above them: a run of boundaries
-  // that share one pushed byte puts that frame back (push_again) over the rows it left.
-  void keep_frames(size_t num_frames) { frames_.resize(num_frames); }
-  // Pushes f again, a frame pushed before whose parser rows are still on the stack, with a new
-  // serial (the bytes below it may differ from the first time).
-  void push_again(const Frame& f) {
-    frames_.push_back(f);
-    frames_.back().serial = new_serial();
-  }
-
-  const std::vector<Frame>& frames() const { return frames_; }
-  // The parser's queries (checks, vetoes, their memos); its rows move only through ParseState
-  // (EarleyParser::truncate is for it alone).
-  EarleyParser& parser() { return parser_; }
-  const EarleyParser& parser() const { return parser_; }
-  const Lexer& lexer() const { return *lexer_; }
-  uint32_t bytes_consumed() const { return static_cast<uint32_t>(frames_.size() - 1); }
-  // A fresh serial for a frame whose bytes below changed.
-  uint64_t new_serial() { return ++next_serial_; }
-  Frame new_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
-    Frame f{state, rows, fresh, byte};
-    f.serial = new_serial();
-    return f;
-  }
-  // Whether byte b, taking the top frame to lexer state t, closes a key of any string as one
-  // its object has (LexState::key_closed). push_byte asks it unless skip_closed_keys is set:
-  // the mask walk pushes a closing quote once for a run of tokens and asks this per token.
   bool closes_written_key(uint32_t t, uint8_t b);
-  void skip_closed_keys(bool skip) { skip_closed_keys_ = skip; }
-  // Whether the key begun after frame lex_start (at `row`), its bytes so far up to frame `to`, may
-  // close as a repeat at lexer state t (EarleyParser::key_may_close_written; an escape: yes).
   bool key_may_close_written(uint32_t row, uint32_t t, uint32_t lex_start, uint32_t to);
-  // The bytes read by frames [from, to) (frame 0 reads none).
-  std::string bytes(size_t from, size_t to) const;
-  // Equal for two calls only if the bytes before byte offset `to` are the same (0: unknown).
-  uint64_t version_at(uint32_t to) const { return text_version(to); }
-
- private:
   void text(uint32_t from, uint32_t to, std::string& out) const override;
   bool exhausted(uint32_t row, uint32_t t, uint32_t lex_start, uint8_t b);
   uint64_t text_version(uint32_t to) const override { return to < frames_.size() ? frames_[to].serial : 0; }
@@ -192,6 +210,8 @@ class ParseState : private TextSource {
   std::vector<uint32_t> scratch_lexemes_;
   std::string scratch_prefix_;
   bool skip_closed_keys_ = false;
+  size_t walk_root_ = 0;
+  Frame walk_top_{}, run_{};  // begin_walk's root frame; the frame a boundary run shares
   // A lock-free front for Lexer::start_after_ignored (a shared map behind a lock), which every
   // end of whitespace asks: (start, ended) -> state, direct-mapped.
   struct IgnoredSlot {
@@ -200,5 +220,41 @@ class ParseState : private TextSource {
   };
   IgnoredSlot ignored_slots_[16];
 };
+
+// The parser's key queries at a parse state, for walkers: whether a key can only repeat one its
+// object has, or closes as one, which lists must hold unique items, and what those checks read (reads(), for the mask memo). They
+// memoize, so they come as this handle, apart from the read-only ParseState::parser().
+class ParseChecks {
+ public:
+  explicit ParseChecks(ParseState& ps) : ps_(&ps), p_(&ps.parser_) {}
+  ReadWatch& reads() { return p_->reads(); }
+  // Rows above byte offset `at` belong to a walk: the key memos do not keep them.
+  void set_stable_end(uint32_t at) { p_->set_stable_end(at); }
+  bool may_exhaust(uint32_t row, uint32_t s) { return p_->may_exhaust(row, s); }
+  bool left_before(uint32_t row, uint32_t from, uint32_t to) { return p_->left_before(row, from, to); }
+  bool some_key_forbidden(uint32_t row, uint32_t s) { return p_->some_key_forbidden(row, s); }
+  bool exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
+    return p_->exhausted_only(row, s, prefix, from, to);
+  }
+  const std::vector<std::string>* first_key_forbidden(uint32_t row, uint32_t s, bool& found) {
+    return p_->first_key_forbidden(row, s, found);
+  }
+  // The rows that hold a list of unique items open (EarleyParser::unique_lists), innermost first.
+  const std::vector<uint32_t>& unique_lists() { return p_->unique_lists(); }
+  // Whether byte b, taking the top frame to lexer state t, closes a key of any string as one its
+  // object has (LexState::key_closed): run_push leaves it to be asked per token.
+  bool closes_written_key(uint32_t t, uint8_t b) { return ps_->closes_written_key(t, b); }
+  // Whether the key begun after frame lex_start (at `row`), its bytes so far up to frame `to`, may
+  // close as a repeat at lexer state t (EarleyParser::key_may_close_written; an escape: yes).
+  bool key_may_close_written(uint32_t row, uint32_t t, uint32_t lex_start, uint32_t to) {
+    return ps_->key_may_close_written(row, t, lex_start, to);
+  }
+
+ private:
+  ParseState* ps_;
+  EarleyParser* p_;
+};
+
+inline ParseChecks ParseState::checks() { return ParseChecks(*this); }
 
 }  // namespace stencil
