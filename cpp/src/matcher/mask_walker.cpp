@@ -359,15 +359,18 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     if (by_key && !ok) alone_.push_back(k);
     if (!ok) continue;
     ps_->run_next(d);
-    // the token's bytes above the root, read once for the checks' text and the key
-    const std::string_view prefix = d > 1 && (needs_text_ || by_key || keys) ? MaskCache::bytes_above(*vocab_, b2.node)
-                                                                              : std::string_view();
-    place_prefix(b2, d, prefix);
-    if ((by_key || keys) && !head) {
-      run_keys(closing, root, d, keys);
-      head = true;
+    if (by_key || keys) {
+      // the token's bytes above the root, read once for the checks' text and the key
+      const std::string_view prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b2.node) : std::string_view();
+      place_prefix(b2, d, prefix);
+      if (!head) {
+        run_keys(closing, root, d, keys);
+        head = true;
+      }
+      key_raw(prefix, root, byte);
+    } else {
+      place_prefix(b2, d);
     }
-    if (by_key || keys) key_raw(prefix, root, byte);
     if (by_key && key_in_sets()) {
       alone_.push_back(k);
       continue;
