@@ -27,6 +27,7 @@ from stencil._core import (
     CompiledGrammar,
     CompileTimeout,
     ConcurrentUseError,
+    ExprId,
     Grammar,
     GrammarBuilder,
     GrammarError,
@@ -34,6 +35,7 @@ from stencil._core import (
     Matcher,
     PendingFill,
     StencilError,
+    Symbol,
     TimeLimitExceeded,
     UsageError,
 )
@@ -55,6 +57,8 @@ from stencil.tokenizer import TokenizerInfo
 __all__ = [
     "__version__",
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "CheckKind", "Matcher",
+    # GrammarBuilder's ids as the stub types them (typing.NewType over int): a regex, a lexeme or rule
+    "ExprId", "Symbol",
     "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
     "apply_token_bitmask_inplace", "JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo",
     # errors: every one derives from StencilError. GrammarError: the input is bad or unsupported;

@@ -238,23 +238,9 @@ class GrammarCompiler:
         ``registry``: ``{uri: schema}`` of other documents that ``$ref`` may point into. ``info``: a
         ``stencil.SchemaInfo`` to fill with what was ignored, unknown keywords and formats.
 
-        Options, all keyword-only and typed by ``stencil.JsonSchemaOptions`` (defaults in
-        ``stencil.grammar.json.schema.core.options.Options``, whose module says more of each):
-
-        - ``whitespace``: "flexible" (default: JSON white space between tokens), "compact" (none),
-          or an int n for the layout of ``json.dumps(value, indent=n)``.
-        - ``max_whitespace_run``: the longest run of flexible white space (None: unbounded).
-        - ``whitespace_pattern``: a regex for the white space around punctuation (with "flexible").
-        - ``whitespace_around``: flexible white space before and after the whole value too.
-        - ``property_order``: "definition" (the order of ``properties``, default) or "any".
-        - ``key_spelling``: "any" (every JSON spelling of a key, default) or "plain".
-        - ``string_spelling``: "any" (default), "plain", "controls" or "unicode".
-        - ``number_spelling``: "any" (default), "plain" or "plain_integers".
-        - ``escapes``: the letters that may follow a backslash (with "controls" or "unicode").
-        - ``item_separator``, ``key_separator``: regexes for the ``,`` and the ``:``.
-        - ``lenient``: ignore what cannot be enforced instead of failing (default False).
-        - ``max_depth``: how deeply the JSON text may nest (objects and arrays).
-        - ``assert_content``: enforce ``contentEncoding: "base64"`` (default False).
+        Options: keyword-only, the fields of ``stencil.JsonSchemaOptions``, where each is declared
+        with its type, its default and what it does (``whitespace``, ``property_order``, the
+        spellings of keys, strings and numbers, ``lenient``, ...).
 
         An unknown option raises TypeError naming it; a wrong value, GrammarError naming the option.
         Unsupported keywords raise GrammarError naming the keyword and JSON pointer; with

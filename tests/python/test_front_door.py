@@ -1,12 +1,13 @@
 """The typed front door (issue 29): the JSON Schema options of ``compile_json_schema`` and its
-siblings are typed (``stencil.JsonSchemaOptions``), every one documented, with their defaults in
-one place (``Options``); an unknown option is a TypeError naming it, a wrong value a GrammarError
-naming the option; every error stencil raises is a ``stencil.StencilError``."""
+siblings are typed (``stencil.JsonSchemaOptions``), every one declared once there with its default
+and what it does (``Options`` is built from it); an unknown option is a TypeError naming it, a
+wrong value a GrammarError naming the option; every error stencil raises is a
+``stencil.StencilError``."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
-import re
 import typing
 
 import numpy as np
@@ -14,7 +15,8 @@ import pytest
 
 import stencil
 import stencil.runtime
-from stencil.grammar.json.schema.core.options import Options
+import stencil.schema_options
+from stencil.grammar.json.schema.core.options import Options, dataclass_of
 
 OPTION_NAMES = [f.name for f in dataclasses.fields(Options)]
 
@@ -32,21 +34,28 @@ WRONG_TYPED = {
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
 
 
-def test_typed_dict_and_options_have_the_same_names_and_types():
-    hints = stencil.JsonSchemaOptions.__annotations__
+def test_every_option_is_declared_with_a_default_and_a_docstring():
+    """JsonSchemaOptions is the one declaration (Options is built from it): each field says its
+    default (Annotated[type, Default(value)]) and what it does (the docstring under it)."""
+    hints = typing.get_type_hints(stencil.JsonSchemaOptions, include_extras=True)
     assert list(hints) == OPTION_NAMES
     for f in dataclasses.fields(Options):
-        declared = hints[f.name]
-        declared = declared.__forward_arg__ if isinstance(declared, typing.ForwardRef) else declared
-        assert declared == f.type, f.name
+        default, = [m for m in hints[f.name].__metadata__ if isinstance(m, stencil.schema_options.Default)]
+        assert f.default == default.value and f.type == typing.get_args(hints[f.name])[0], f.name
     assert stencil.JsonSchemaOptions.__required_keys__ == frozenset()   # every option is optional
+    tree = ast.parse(inspect.getsource(stencil.schema_options))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "JsonSchemaOptions").body
+    documented = [a.target.id for a, doc in zip(body, body[1:]) if isinstance(a, ast.AnnAssign)
+                  and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)]
+    assert documented == OPTION_NAMES
 
 
-def test_every_option_is_documented_in_compile_json_schema():
-    doc = inspect.getdoc(stencil.GrammarCompiler.compile_json_schema)
-    documented = set(re.findall(r"``(\w+)``", doc))
-    assert set(OPTION_NAMES) - documented == set()
-    assert {"registry", "info"} <= documented
+def test_an_option_without_a_default_is_refused_when_options_are_built():
+    class Declared(typing.TypedDict, total=False):
+        plain: int
+
+    with pytest.raises(TypeError, match="Declared.plain has no Default"):
+        dataclass_of(Declared)(type("Checked", (), {}))
 
 
 @pytest.mark.parametrize("method", TYPED_METHODS)

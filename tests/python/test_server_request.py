@@ -93,3 +93,61 @@ def test_aligned_sampling_params():
                                       "frequency_penalty": 0.5, "repetition_penalty": 1.2}, BOUNDS)
     assert req.generation_params(16).aligned == DEFAULT_PARTICLES
     assert req.sampling_params().penalties() == {"frequency_penalty": 0.5, "repetition_penalty": 1.2}
+
+
+# -- the constraint's shapes (server.shapes): response_format and tools ----------------------------
+
+def _fn(name="f", **spec):
+    return {"type": "function", "function": {"name": name, **spec}}
+
+
+@pytest.mark.parametrize("fields, param", [
+    ({"response_format": "json"}, "response_format"),
+    ({"response_format": {"type": "yaml"}}, "response_format.type"),
+    ({"response_format": {"type": "json_schema"}}, "response_format"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "response_format.json_schema.schema"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"schema": {}, "strict": "yes"}}},
+     "response_format.json_schema.strict"),
+    ({"tools": {"type": "function"}}, "tools"),
+    ({"tools": [_fn(), "f"]}, "tools[1]"),
+    ({"tools": [{"type": "retrieval"}]}, "tools[0].type"),
+    ({"tools": [{"type": "function", "custom": {"name": "f"}}]}, "tools[0]"),
+    ({"tools": [_fn("a b")]}, "tools[0].function.name"),
+    ({"tools": [_fn(7)]}, "tools[0].function.name"),
+    ({"tools": [_fn(parameters={"type": "string"})]}, "tools[0].function.parameters"),
+    ({"tools": [_fn(parameters="object")]}, "tools[0].function.parameters"),
+    ({"tools": [{"type": "custom", "custom": {"name": "</x>"}}]}, "tools[0].custom.name"),
+])
+def test_a_malformed_constraint_shape_is_refused_naming_its_path(fields, param):
+    e = _refused(ChatRequest, {"messages": HI, **fields})
+    assert (e.param, e.status) == (param, 400), (e.param, e.message)
+    assert e.message.startswith(param + ":"), e.message
+
+
+@pytest.mark.parametrize("fields", [
+    {"response_format": None},
+    {"response_format": {"type": "text"}},
+    {"response_format": {"type": "json_object"}},
+    {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"},
+                                                               "strict": True, "description": "d"}}},
+    {"response_format": {"type": "json_schema", "json_schema": {"schema": True, "x-vendor": 1}}},
+    {"tools": None}, {"tools": []},
+    {"tools": [_fn(), _fn("g.h-1", description="d", parameters={"type": "object"}, strict=False),
+               _fn("p", parameters=None), _fn("q", parameters={}), _fn("r", examples=[])]},
+    {"tools": [{"type": "custom", "custom": {"name": "sql", "description": "d",
+                                             "format": {"type": "grammar", "grammar": {"syntax": "lark",
+                                                                                      "definition": "start: \"a\""}}}},
+               {"type": "custom", "custom": {"name": "free"}}]},
+])
+def test_every_accepted_constraint_shape_still_parses(fields):
+    req = parse_request(ChatRequest, {"messages": HI, **fields}, BOUNDS)
+    assert (req.response_format is None) == (fields.get("response_format") is None)
+    assert len(req.tools or ()) == len(fields.get("tools") or ())
+
+
+def test_the_constraint_reads_checked_tools():
+    """request_tools no longer checks shapes: it reads what the model let through."""
+    from stencil.server.constraints import request_tools
+    body = {"messages": HI, "tools": [_fn(parameters=None)]}
+    parse_request(ChatRequest, body, BOUNDS)
+    assert request_tools(body)[0]["function"]["parameters"] == {"type": "object"}   # no parameters: an empty object

@@ -18,6 +18,7 @@ def test_stub_names_every_public_binding():
     tree = _stub_tree()
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     defined |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     public = {n for n in dir(_core) if not n.startswith("_")}
     assert public - defined == set()
 
@@ -30,6 +31,36 @@ def test_stub_gives_matcher_methods_their_signatures():
         assert name in methods, name
     accept = methods["accept_token"]
     assert ast.unparse(accept.returns) == "bool"
+
+
+def test_stub_names_grammar_builder_ids_apart():
+    """GrammarBuilder's ids are ExprId (a regex) and Symbol (a lexeme or rule), NewTypes over int:
+    a type checker refuses one where the other belongs; none is a bare int."""
+    tree = _stub_tree()
+    aliases = {t.id: ast.unparse(n.value) for n in tree.body if isinstance(n, ast.Assign)
+               for t in n.targets if isinstance(t, ast.Name)}
+    assert aliases["ExprId"] == "NewType('ExprId', int)" and aliases["Symbol"] == "NewType('Symbol', int)"
+    builder = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GrammarBuilder")
+    methods = {f.name: f for f in builder.body if isinstance(f, ast.FunctionDef)}
+    returns = {name: ast.unparse(f.returns) for name, f in methods.items() if f.returns is not None}
+    assert {n for n, r in returns.items() if r == "ExprId"} == {n for n in methods if n.startswith("re_")} - {
+        "re_to_string", "re_nullable"}
+    assert {n for n, r in returns.items() if r == "Symbol"} == {
+        "lexeme", "literal", "special_token", "rule", "seq", "choice", "optional", "repeat", "star", "plus", "empty"}
+    args = {f"{name}.{a.arg}": ast.unparse(a.annotation) for name, f in methods.items() for a in f.args.args
+            if a.annotation is not None}
+    assert args["re_concat.items"] == "Sequence[ExprId]" and args["lexeme.expr"] == "ExprId"
+    assert args["add_alternative.symbols"] == "Sequence[Symbol]" and args["build.start"] == "Symbol"
+    assert args["add_check.kind"] == "CheckKind"
+
+
+def test_grammar_builder_ids_are_ints_at_run_time():
+    b = _core.GrammarBuilder()
+    expr, rule = b.re_literal("a"), b.rule("start")
+    assert type(expr) is int and type(rule) is int
+    assert _core.ExprId(3) == 3 and _core.Symbol.__supertype__ is int   # (typing.NewType)
+    b.add_alternative(rule, [b.lexeme(expr, "a")])
+    assert b.build(_core.Symbol(rule)).num_lexemes == 1
 
 
 def test_stub_types_default_limits_as_a_read_only_mapping():

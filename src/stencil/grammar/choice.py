@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stencil._core import GrammarBuilder, GrammarError
+from stencil._core import ExprId, GrammarBuilder, GrammarError, Symbol
 from stencil.grammar.deadline import check_deadline
 
 __all__ = ["choice_grammar", "build_choice", "trie_expr"]
@@ -27,13 +27,13 @@ def _lcp(a: bytes, b: bytes, start: int) -> int:
     return i
 
 
-def trie_expr(b, words: list[bytes]) -> int:
+def trie_expr(b, words: list[bytes]) -> ExprId:
     """The regex (builder expression) of exactly these byte strings, as a compressed trie.
 
     ``words`` must be sorted and distinct. Built bottom-up with an explicit stack (no recursion,
     so very long strings are fine)."""
     # A frame covers words[lo:hi], which all share their first `depth` bytes.
-    results: dict[tuple[int, int, int], int] = {}
+    results: dict[tuple[int, int, int], ExprId] = {}
     stack = [(0, len(words), 0, False)]
     steps = 0
     while stack:
@@ -63,7 +63,7 @@ def trie_expr(b, words: list[bytes]) -> int:
     return results[(0, len(words), 0)]
 
 
-def build_choice(b, choices: Iterable[str], name: str = "choice") -> int:
+def build_choice(b, choices: Iterable[str], name: str = "choice") -> Symbol:
     """Add a rule matching exactly one of ``choices`` to builder ``b``; returns the rule."""
     # A str is iterable too: "abc" would silently mean the choices "a", "b", "c".
     if isinstance(choices, (str, bytes, bytearray)) or not isinstance(choices, Iterable):

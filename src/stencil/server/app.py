@@ -130,9 +130,10 @@ async def _responses(svc: Service, request: Request, fmt: str, template_tools: b
     if req.tool_format is not None:
         fmt = _tool_format(svc.lm, req.tool_format, "tool_format")
     chat = chat_body(req)
+    chat_req = svc.parse(ChatRequest, chat)   # (before the tools are read: their shapes are its)
     messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, template_tools)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
-    c, jobs, schema = await svc.submit(svc.parse(ChatRequest, chat), chat, prompt_ids, fmt, body_bytes_of(request))
+    c, jobs, schema = await svc.submit(chat_req, chat, prompt_ids, fmt, body_bytes_of(request))
     if req.stream:
         return StreamingResponse(response_events(jobs[0], c, req, svc.name, len(prompt_ids), schema),
                                  media_type="text/event-stream")

@@ -2,7 +2,6 @@
 ``structured_outputs``) -> a compile call for ``GrammarCompiler.compile_async``."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,16 +30,11 @@ class Constraint:
     reasoning: bool | str = False
 
 
-#: OpenAI's rule for a function's name: the call's text holds it, so a name such as
-#: ``</tool_call>`` would end the call it is written in
-TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
 def request_tools(body: dict) -> list[dict] | None:
-    """The request's tools (functions and custom tools), checked, when the output may call them (None: no tools, or
-    ``tool_choice`` "none"); a RequestError naming the field of a malformed tool or ``tool_choice``,
-    and for a ``tool_choice`` that requires a call with no tools (``parallel_tool_calls`` is the
-    request model's, ``server.request``)."""
+    """The tools (functions and custom tools) of a request body its model checked (their shapes:
+    ``server.shapes``), when the output may call them (None: no tools, or ``tool_choice`` "none");
+    a RequestError naming the field of a custom tool's malformed grammar or of a ``tool_choice``,
+    and for a ``tool_choice`` that requires a call with no tools."""
     choice = body.get("tool_choice")
     if not (choice in (None, "none", "auto", "required") or isinstance(choice, dict)):
         raise RequestError("tool_choice must be none, auto, required, a function or allowed_tools", param="tool_choice")
@@ -50,8 +44,6 @@ def request_tools(body: dict) -> list[dict] | None:
             raise RequestError(f"tool_choice {choice!r} requires a tool call, but the request has no tools",
                                param="tool_choice")
         return None
-    if not isinstance(tools, list):
-        raise RequestError("tools must be a non-empty list", param="tools")
     for i, t in enumerate(tools):
         _check_tool(t, f"tools[{i}]")
     return None if choice == "none" else tools
@@ -114,15 +106,8 @@ def strictly(tools: list[dict], policy: str) -> list[dict]:
 
 
 def _check_custom(t: dict, where: str) -> None:
-    """A custom tool in chat's form, its grammar parsed: a 400 naming the tool and the place in
-    its definition (line and column, or the regex position) where it is malformed."""
-    spec = t.get("custom")
-    if not (isinstance(spec, dict) and isinstance(spec.get("name"), str)):
-        raise RequestError(f"{where} must be {{'type': 'custom', 'custom': {{'name': ..., 'format': ...}}}}",
-                           param=f"{where}.custom")
-    if not TOOL_NAME.fullmatch(spec["name"]):
-        raise RequestError(f"{where}.custom.name {spec['name']!r} must be 1 to 64 letters, digits, '_', '.' or '-'",
-                           param=f"{where}.custom.name")
+    """A custom tool's grammar parsed: a 400 naming the tool and the place in its definition (line
+    and column, or the regex position) where it is malformed."""
     try:
         tool = custom_tool(t)
     except (GrammarError, LimitError) as e:
@@ -135,24 +120,12 @@ def _check_custom(t: dict, where: str) -> None:
                            param=f"{where}.custom.format") from None
 
 
-def _check_tool(t, where: str) -> None:
-    if isinstance(t, dict) and t.get("type") == "custom":
+def _check_tool(t: dict, where: str) -> None:
+    if t["type"] == "custom":
         return _check_custom(t, where)
-    if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
-            and isinstance(t["function"].get("name"), str)):
-        raise RequestError(f"{where} must be {{'type': 'function', 'function': {{'name': ...}}}} or "
-                           "{'type': 'custom', 'custom': {'name': ...}}", param=where)
     fn = t["function"]
-    if not TOOL_NAME.fullmatch(fn["name"]):
-        raise RequestError(f"{where}.function.name {fn['name']!r} must be 1 to 64 letters, digits, '_', '.' or '-'",
-                           param=f"{where}.function.name")
     if fn.get("parameters") is None or fn["parameters"] == {}:  # no parameters: an empty object
         fn["parameters"] = {"type": "object"}
-    params = fn["parameters"]
-    if not (isinstance(params, dict) and params.get("type") == "object"):
-        got = params.get("type") if isinstance(params, dict) else type(params).__name__
-        raise RequestError(f"{where}.function.parameters must be a JSON Schema of type object (the call's "
-                           f"arguments are an object), got {got!r}", param=f"{where}.function.parameters")
 
 
 #: the body fields that each set the output's constraint: a request may use one of them
@@ -242,21 +215,12 @@ def constraint_for(compiler, body: dict, tool_format: str = "generic", tool_stri
     return Constraint(compiler.compile_json_schema, (schema,), dict(JSON))
 
 
-def _response_schema(rf: Any) -> Any:
-    """The JSON Schema a ``response_format`` asks for (json_object: any object); RequestError on a
-    malformed one."""
-    if not isinstance(rf, dict):
-        raise RequestError("response_format must be an object", param="response_format")
-    if rf.get("type") == "json_object":
-        return {"type": "object"}
-    if rf.get("type") == "json_schema":
-        js = rf.get("json_schema")
-        if not isinstance(js, dict) or "schema" not in js:
-            raise RequestError("response_format.json_schema.schema is required", param="response_format")
-        # strict true follows OpenAI's subset, which stencil's full JSON Schema contains; strict
-        # false takes any schema stencil supports. Both compile the same way.
-        return js["schema"]
-    raise RequestError(f"unknown response_format type {rf.get('type')!r}", param="response_format")
+def _response_schema(rf: dict) -> Any:
+    """The JSON Schema a ``response_format`` (json_object or json_schema; its shape checked by the
+    request's model) asks for: json_object, any object. strict true follows OpenAI's subset, which
+    stencil's full JSON Schema contains; strict false takes any schema stencil supports. Both
+    compile the same way."""
+    return {"type": "object"} if rf["type"] == "json_object" else rf["json_schema"]["schema"]
 
 
 #: free text after a <think> block (a reasoning request without tools or a schema)

@@ -23,6 +23,7 @@ from stencil.server.protocol import RequestError, message_text
 from stencil.server.request import StreamOptions, _Unchanging
 from stencil.server.response_items import OutputItems, new_id
 from stencil.server.responses import job_reasoning_tokens
+from stencil.server.shapes import ResponsesTool
 
 
 class ResponsesRequest(_Unchanging):
@@ -36,7 +37,7 @@ class ResponsesRequest(_Unchanging):
     top_p: Optional[float] = Field(None, ge=0.0, le=1.0)
     seed: Optional[int] = Field(None, ge=0)  # not OpenAI's: vLLM's and stencil's, for sampled tests
     text: Optional[dict] = None
-    tools: Optional[list[Any]] = None
+    tools: Optional[list[ResponsesTool]] = None
     tool_choice: Union[str, dict, None] = None
     parallel_tool_calls: Optional[bool] = None
     stream: Optional[bool] = None
@@ -92,7 +93,7 @@ def chat_body(req: ResponsesRequest) -> dict:
     if thinks(req):
         body["reasoning"] = True
     if req.tools:
-        body["tools"] = [_tool(t, i) for i, t in enumerate(req.tools)]
+        body["tools"] = [_tool(t) for t in req.tools]
     if req.tool_choice is not None:
         body["tool_choice"] = _tool_choice(req.tool_choice)
     if req.stream_options is not None and req.stream_options.include_usage is not None:
@@ -189,12 +190,10 @@ def _response_format(fmt) -> Optional[dict]:
                        param="text.format.type")
 
 
-def _tool(t, i: int) -> dict:
-    kind = t.get("type") if isinstance(t, dict) else type(t).__name__
-    if kind not in ("function", "custom"):
-        raise RequestError(f"tools[{i}].type {kind!r} is not supported (function and custom tools run here)",
-                           param=f"tools[{i}].type", code="unsupported_parameter")
-    if kind == "custom":   # chat nests the tool, and a grammar format's syntax and definition
+def _tool(tool: ResponsesTool) -> dict:
+    """The chat tool a Responses tool (its shape checked: ``server.shapes``) means."""
+    t = tool.model_dump(exclude_unset=True)
+    if t["type"] == "custom":   # chat nests the tool, and a grammar format's syntax and definition
         spec = {k: t[k] for k in ("name", "description", "format") if k in t}
         fmt = spec.get("format")
         if isinstance(fmt, dict) and fmt.get("type") == "grammar" and "grammar" not in fmt:
@@ -234,7 +233,8 @@ def response_object(rid: str, req: ResponsesRequest, name: str, created: int, jo
             "incomplete_details": incomplete, "instructions": req.instructions,
             "max_output_tokens": req.max_output_tokens, "model": name, "output": output or [],
             "parallel_tool_calls": req.parallel_tool_calls is not False, "temperature": req.temperature,
-            "top_p": req.top_p, "tool_choice": req.tool_choice or "auto", "tools": req.tools or [],
+            "top_p": req.top_p, "tool_choice": req.tool_choice or "auto",
+            "tools": [t.model_dump(exclude_unset=True) for t in req.tools or ()],
             "text": req.text or {"format": {"type": "text"}}, "truncation": "disabled",
             "reasoning": {"effort": (req.reasoning or {}).get("effort"), "summary": (req.reasoning or {}).get("summary")},
             "metadata": req.metadata or {}, "store": False,

@@ -1,9 +1,9 @@
 """One pydantic model per route, whose values are checked once, here: types, ranges (some of them
 the server's: ``RequestBounds``, the validation context), finite numbers, and the fields that
 must go together. The service then reads checked values (``generation_params``,
-``sampling_params``), never the raw body again; only the constraint's fields (``response_format``,
-``tools``, ...: ``constraints.constraint_for``) and the messages (the prompt's builder) are
-read from the body by checkers that name the paths inside them.
+``sampling_params``), never the raw body again; the constraint's fields (``response_format``,
+``tools``, ...: ``constraints.constraint_for``) and the messages (the prompt's builder) are read
+from the body, the shapes of ``response_format`` and ``tools`` checked here (``server.shapes``).
 
 A field the server does not know is a 400 naming it, ``unsupported_parameter`` (it might change
 the output, and the server would ignore it); a bad value a 400 naming its field, with the
@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError, PydanticUseDefault
 from stencil.runtime.aligned import DEFAULT_PARTICLES, MAX_PARTICLES
 from stencil.server.params import GenerationParams, SamplingParams
 from stencil.server.protocol import RequestError
+from stencil.server.shapes import ChatTool, ResponseFormat
 
 __all__ = ["ChatRequest", "CompletionRequest", "RequestBounds", "StreamOptions", "parse_request"]
 
@@ -139,7 +140,7 @@ class _Request(_Unchanging):
     ignore_eos: Flag = False
     n: Annotated[int, _number(1, "max_n", int)] = 1
     # the constraint's description, read by constraints.constraint_for (paths inside named in its errors)
-    response_format: Any = None
+    response_format: Optional[ResponseFormat] = None
     structured_outputs: Any = None  # vLLM's
     guided: Any = None
     reasoning: Any = None
@@ -231,7 +232,7 @@ class ChatRequest(_Request):
 
     messages: Any = None  # checked as the prompt is built (the messages' own paths in errors)
     max_completion_tokens: Annotated[Optional[int], _number(0, "max_tokens", int)] = None
-    tools: Any = None
+    tools: Optional[list[ChatTool]] = None
     tool_choice: Any = None
     parallel_tool_calls: Flag = True
     logprobs: Optional[bool] = None

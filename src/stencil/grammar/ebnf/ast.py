@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError, Symbol
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex.ast import Nothing
@@ -402,7 +402,7 @@ def shared_expr(b, key, make: Callable[[], Any]) -> Any:
     return made
 
 
-def without_texts(b, texts) -> int:
+def without_texts(b, texts) -> ExprId:
     """The expression of the strings that hold none of ``texts`` (non-empty strings), once per builder
     for views that share their memos: free text up to a marker, a value a reader ends at a marker.
 
@@ -412,7 +412,7 @@ def without_texts(b, texts) -> int:
     """
     texts = tuple(sorted(set(texts)))
 
-    def make() -> int:
+    def make() -> ExprId:
         anything = b.re_any_string()
         return b.re_not(b.re_concat([anything, b.re_or([b.re_literal(t) for t in texts]), anything]))
     return shared_expr(b, ("without", texts), make)
@@ -470,10 +470,10 @@ class Excluding:
         self.shared = getattr(builder, "shared", None)
         self._without = without_texts(builder, self._texts)   # (one per builder: lexemes alike stay alike)
 
-    def lexeme(self, expr: int, name: str = "", lazy: bool = False, max_tokens: int = 0) -> int:
+    def lexeme(self, expr: ExprId, name: str = "", lazy: bool = False, max_tokens: int = 0) -> Symbol:
         return self._b.lexeme(self._b.re_and([expr, self._without]), name, lazy, max_tokens)
 
-    def literal(self, text: str, name: str = "") -> int:
+    def literal(self, text: str, name: str = "") -> Symbol:
         for t in self._texts:
             if t in text:
                 raise GrammarError(f"{self._what}: the text {text!r} holds {t!r}, which cannot be written here")

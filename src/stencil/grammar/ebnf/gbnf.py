@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from stencil._core import DEFAULT_LIMITS
+from stencil._core import DEFAULT_LIMITS, Symbol
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import unicode
 from stencil.grammar.deadline import check_deadline
@@ -504,7 +504,7 @@ def parse_gbnf(text: str) -> EbnfGrammar:
 
 
 def build_gbnf(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "root",
-               unused: str = "warn", prefix: str = "") -> int:
+               unused: str = "warn", prefix: str = "") -> Symbol:
     """Add the rules of a GBNF grammar to builder ``b`` and return its start rule (for composing
     it with other grammars: a GBNF answer inside a tool-call wrapper, say). Rule names get
     ``prefix``, so several grammars can share one builder."""

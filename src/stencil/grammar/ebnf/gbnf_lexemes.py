@@ -46,7 +46,7 @@ from stencil.grammar.regex.ast import first_chars
 from stencil.grammar.regex.decide import can_run_into_all, intersects, intersects_all
 from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex import build_regex
-from stencil._core import GrammarError
+from stencil._core import GrammarError, Symbol
 
 __all__ = ["emit_character_grammar", "ANY_TEXT"]
 
@@ -455,12 +455,12 @@ class _Cfg:
         return {y for (_, _, y), runs in zip(asked, self._runs(asked, run_cache)) if runs}
 
     # -- emission -------------------------------------------------------------------------------
-    def emit(self, b, start: int) -> int:
+    def emit(self, b, start: int) -> Symbol:
         used = self.reachable(start)
         rule = {a: b.rule(self.names[a]) for a in used}
-        lex_sym: dict[int, int] = {}
+        lex_sym: dict[int, Symbol] = {}
 
-        def sym(s: int) -> int:
+        def sym(s: int) -> Symbol:
             if s >= 0:
                 return rule[s]
             k = ~s
@@ -681,7 +681,7 @@ class _Converter:
         raise AssertionError(f"unexpected node {type(node).__name__}")
 
 
-def emit_character_grammar(b, g: EbnfGrammar, tokens: Optional[TokenTable]) -> int:
+def emit_character_grammar(b, g: EbnfGrammar, tokens: Optional[TokenTable]) -> Symbol:
     """Emit a checked character-level grammar (GBNF) into builder ``b``; returns the start rule."""
     bodies = {name: _resolve(g, rd.body, tokens) for name, rd in g.rules.items()}
     reg = _Regular()

@@ -36,7 +36,7 @@ Example::
 """
 from __future__ import annotations
 
-from stencil._core import GrammarError
+from stencil._core import CheckKind, ExprId, GrammarError, Symbol
 from stencil.grammar.json.schema.lang.strings import RAW_OK, JsonStrings, intersect_ranges
 from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import Alt, CharClass, Concat, Empty, Literal, Nothing, Repeat, postorder
@@ -65,25 +65,25 @@ class JsonStringBuilder:
         return getattr(self._b, attr)
 
     # -- text, encoded --------------------------------------------------------------------------
-    def re_literal(self, text: str) -> int:
+    def re_literal(self, text: str) -> ExprId:
         return self.strings.text(text)
 
-    def re_char_ranges(self, ranges, negate: bool = False) -> int:
+    def re_char_ranges(self, ranges, negate: bool = False) -> ExprId:
         cps = unicode.normalize(ranges)
         return self.strings.encoded_class(unicode.complement(cps) if negate else cps)
 
-    def re_any_string(self) -> int:
+    def re_any_string(self) -> ExprId:
         return self.strings.any_body()
 
-    def re_not(self, item: int) -> int:
+    def re_not(self, item: ExprId) -> ExprId:
         # the complement among encoded strings, not among all byte strings
         return self._b.re_and([self.strings.any_body(), self._b.re_not(item)])
 
-    def literal(self, text: str, name: str = "") -> int:
+    def literal(self, text: str, name: str = "") -> Symbol:
         return self._b.lexeme(self.strings.text(text), name or text)
 
     # -- a terminal: raw runs and escaped characters ------------------------------------------------
-    def term(self, regex, name: str = "") -> int:
+    def term(self, regex, name: str = "") -> Symbol:
         """A symbol for a terminal of regex AST ``regex`` (decoded text): one encoded lexeme where
         its text holds no escaped character, else a rule of raw-run lexemes and escape lexemes
         (see the module's docstring)."""
@@ -91,7 +91,7 @@ class JsonStringBuilder:
         postorder(regex, lambda node, kids: escapes.setdefault(id(node), _has_escapes(node, kids)))
         return self._split(regex, name or "term", escapes)
 
-    def _split(self, node, name: str, escapes: dict) -> int:
+    def _split(self, node, name: str, escapes: dict) -> Symbol:
         b, s = self._b, self.strings
         if not escapes[id(node)]:
             return b.lexeme(s.node(node), name)
@@ -112,7 +112,7 @@ class JsonStringBuilder:
             return b.repeat(unit, node.min, -1)
         return b.repeat(self._split(node.item, name, escapes), node.min, -1 if node.max is None else node.max)
 
-    def _one_of(self, ranges, name: str, raw=None) -> int:
+    def _one_of(self, ranges, name: str, raw=None) -> Symbol:
         """One character of ``ranges`` (or ``raw``, a run of its raw ones), escaped ones apart."""
         b, s = self._b, self.strings
         plain = intersect_ranges(ranges, RAW_OK)
@@ -137,13 +137,13 @@ class JsonStringBuilder:
     def re_any_byte_string(self):
         self._refuse("any byte string")
 
-    def ignore(self, expr: int, name: str = "", initial: bool = True, final: bool = True):
+    def ignore(self, expr: ExprId, name: str = "", initial: bool = True, final: bool = True):
         self._refuse(f"an ignored lexeme ({name or 'ignore'}) of the whole grammar")
 
-    def add_check(self, rule: int, kind: str, *args, **kwargs):
+    def add_check(self, rule: Symbol, kind: CheckKind, *args, **kwargs):
         # (the core's checks read the JSON text of a span, which the string escapes: %json objects
         # and unique arrays inside a custom tool's Lark input)
-        self._refuse(f"a JSON completion check ({getattr(kind, 'name', kind)}: the core reads the span's JSON "
+        self._refuse(f"a JSON completion check ({kind.name}: the core reads the span's JSON "
                      "text, which the string escapes)")
 
 

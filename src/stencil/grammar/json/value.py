@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from stencil._core import ExprId, Symbol
+
 #: characters a JSON string holds unescaped: anything but '"', '\\' and controls U+0000-U+001F
 _STRING_CHAR_EXCLUDED = [(0x00, 0x1F), (ord('"'), ord('"')), (ord("\\"), ord("\\"))]
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
@@ -21,11 +23,11 @@ SHORT_ESCAPES = ((0x22, '"'), (0x5C, "\\"), (0x2F, "/"), (0x08, "b"), (0x0C, "f"
                  (0x0D, "r"), (0x09, "t"))
 
 
-def _hex_class(b, digits: str) -> int:
+def _hex_class(b, digits: str) -> ExprId:
     return b.re_char_ranges([(ord(c), ord(c)) for v in digits for c in HEX_DIGIT_VALUES[int(v, 16)]], False)
 
 
-def string_char(b) -> int:
+def string_char(b) -> ExprId:
     """One JSON string character: a plain code point or an escape sequence (a surrogate escape
     only as half of a pair: a lone one is no character)."""
     plain = b.re_char_ranges(_STRING_CHAR_EXCLUDED, True)
@@ -39,13 +41,13 @@ def string_char(b) -> int:
     return b.re_or([plain, simple_escape, b.re_concat([u, b.re_or([bmp, pair])])])
 
 
-def string_expr(b) -> int:
+def string_expr(b) -> ExprId:
     """A JSON string, quotes included."""
     quote = b.re_literal('"')
     return b.re_concat([quote, b.re_repeat(string_char(b), 0, -1), quote])
 
 
-def number_expr(b) -> int:
+def number_expr(b) -> ExprId:
     """A JSON number: -?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?"""
     digit = b.re_char_ranges([(ord("0"), ord("9"))], False)
     digits = b.re_repeat(digit, 1, -1)
@@ -58,7 +60,7 @@ def number_expr(b) -> int:
     return b.re_concat([b.re_repeat(b.re_literal("-"), 0, 1), int_part, frac, exp])
 
 
-def whitespace_expr(b, max_run: int | None = None) -> int:
+def whitespace_expr(b, max_run: int | None = None) -> ExprId:
     """JSON insignificant whitespace; ``max_run`` bounds a run (keeps a model from looping)."""
     ws = b.re_char_ranges([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)], False)
     return b.re_repeat(ws, 1, -1 if max_run is None else max_run)
@@ -81,7 +83,7 @@ def spaced_punctuation(b, max_run: int | None = None, run: int | None = None, se
     return out
 
 
-def json_value(b, *, max_whitespace_run: int | None = None) -> int:
+def json_value(b, *, max_whitespace_run: int | None = None) -> Symbol:
     """Add the rules of a generic JSON value to builder ``b``; returns the ``value`` rule."""
     b.ignore(whitespace_expr(b, max_whitespace_run), "WS")
     string = b.lexeme(string_expr(b), "STRING")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Union
 
+from stencil._core import ExprId
 from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import (ANCHOR_END, ANCHOR_START, EMPTY, NOTHING, Alt, AnchorEnd,
                                        AnchorStart, CharClass, Concat, Empty, Literal, Nothing,
@@ -208,7 +209,7 @@ def _emitter(builder):
 
 
 def build_regex(builder, pattern_or_node: Union[str, RegexNode], *, anchored: bool = True,
-                flags: str = "", dialect: str = "ecma") -> int:
+                flags: str = "", dialect: str = "ecma") -> ExprId:
     """Emit a regex into ``builder`` and return its expression handle.
 
     ``anchored=True`` (``compile_regex``): the whole output must match. ``anchored=False`` (JSON

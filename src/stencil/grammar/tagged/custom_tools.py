@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple, Optional
 
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError, Symbol
 from stencil.grammar.ebnf.lark import build_lark, parse_lark
 from stencil.grammar.json.string_view import JsonStringBuilder
 from stencil.grammar.regex import build_regex, parse_regex
@@ -157,7 +157,7 @@ def write_input(slot: InputSlot, tool: CustomTool, raw: str) -> str:
 
 
 # -- grammar ------------------------------------------------------------------------------------------
-def build_json_string(b, syntax: str, definition: str, *, tokens=None, json_options: Optional[dict] = None) -> int:
+def build_json_string(b, syntax: str, definition: str, *, tokens=None, json_options: Optional[dict] = None) -> Symbol:
     """A symbol for a JSON string (quotes included) whose decoded text is in the language of
     ``definition`` (``syntax`` of :data:`SYNTAXES`). ``json_options``: ``string_spelling`` (the
     JSON spellings allowed, "any" by default) and the options of a Lark grammar's ``%json``."""
@@ -175,13 +175,13 @@ def build_json_string(b, syntax: str, definition: str, *, tokens=None, json_opti
     return b.lexeme(view.strings.quoted(body), f"{syntax} input")
 
 
-def build_json_input(b, tool: CustomTool, *, tokens=None, json_options: Optional[dict] = None) -> int:
+def build_json_input(b, tool: CustomTool, *, tokens=None, json_options: Optional[dict] = None) -> Symbol:
     """The arguments ``{"input": STRING}`` of a call of ``tool`` (:data:`JSON_SLOT`)."""
     string = build_json_string(b, tool.syntax, tool.definition, tokens=tokens, json_options=json_options)
     return b.seq([b.literal(JSON_SLOT.open), string, b.literal(JSON_SLOT.close)])
 
 
-def input_regex(b, syntax: str, definition: str) -> int:
+def input_regex(b, syntax: str, definition: str) -> ExprId:
     """The regular language of a raw input: the whole text matches the regex, or any text."""
     if syntax == "lark":
         raise GrammarError("a Lark input cannot be raw text before an end marker (a context-free language "

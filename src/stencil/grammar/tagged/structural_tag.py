@@ -43,7 +43,7 @@ import json
 import re
 from typing import Optional
 
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError, Symbol
 from stencil.grammar.ebnf.ast import Excluding, Namespaced, TokenTable, without_texts
 from stencil.grammar.ebnf.gbnf import build_gbnf
 from stencil.grammar.json.schema import MAX_SCHEMA_NESTING, build_json_schema
@@ -140,7 +140,7 @@ def _legacy(spec: dict) -> dict:
 
 
 def build_structural_tag(b, spec, *, tokens: Optional[TokenTable] = None, specials: Optional[dict] = None,
-                         json_options: Optional[dict] = None) -> int:
+                         json_options: Optional[dict] = None) -> Symbol:
     """Add the grammar of structural tag ``spec`` (any form ``load_structural_tag`` accepts) to
     builder ``b`` and return its start rule. ``specials`` maps special-token texts to ids;
     ``tokens`` resolves token names in embedded GBNF grammars; ``json_options`` are
@@ -215,7 +215,7 @@ class _Builder:
         self._pieces[s] = out
         return list(out)
 
-    def literal(self, pieces: list) -> list[int]:
+    def literal(self, pieces: list) -> list[Symbol]:
         return [self.b.special_token([p], f"token-{p}") if isinstance(p, int) else self.b.literal(p, json.dumps(p))
                 for p in pieces]
 
@@ -227,7 +227,7 @@ class _Builder:
         return Namespaced(self.b, self.name("") + "/", self._shared)
 
     # -- free text ------------------------------------------------------------------------------
-    def body(self, banned: list[str], max_chars: Optional[int] = None) -> int:
+    def body(self, banned: list[str], max_chars: Optional[int] = None) -> ExprId:
         """Text (possibly empty) that contains none of the ``banned`` strings."""
         b = self.b
         parts = [b.re_any_string()]
@@ -238,7 +238,7 @@ class _Builder:
             parts.append(b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, max_chars))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
-    def text_then(self, body: int, stop: list, what: str) -> list[int]:
+    def text_then(self, body: ExprId, stop: list, what: str) -> list[Symbol]:
         """Symbols for free text ending with marker ``stop`` (pieces), marker included. A text
         marker ends the text at its first occurrence (one lazy lexeme "text, then marker"); a
         marker that starts with a special token follows text that cannot contain it."""
@@ -248,7 +248,7 @@ class _Builder:
             return [self.maybe_text(body, what), *self.literal(stop)]
         return [b.lexeme(b.re_concat([body, b.re_literal(head)]), self.name(what), True), *self.literal(rest)]
 
-    def maybe_text(self, body: int, what: str) -> int:
+    def maybe_text(self, body: ExprId, what: str) -> Symbol:
         """A rule for text of ``body`` (empty text included)."""
         b = self.b
         rule = b.rule(self.name(what))
@@ -256,7 +256,7 @@ class _Builder:
         b.add_alternative(rule, [b.lexeme(b.re_and([body, b.re_not(b.re_empty())]), self.name(what))])
         return rule
 
-    def free_until(self, banned: list[str], end, what: str, max_chars: Optional[int] = None) -> int:
+    def free_until(self, banned: list[str], end, what: str, max_chars: Optional[int] = None) -> Symbol:
         """Free text up to ``end`` (a list of markers, each a piece list, or _EOS), end included;
         with ``end`` None or _FREE, as much text as holds no banned string."""
         if not _markers(end):
@@ -265,13 +265,13 @@ class _Builder:
         body = self.body(banned + heads, max_chars)
         return self.alt([self.text_then(body, m, what) for m in end], what)
 
-    def alt(self, alternatives: list[list[int]], what: str) -> int:
+    def alt(self, alternatives: list[list[Symbol]], what: str) -> Symbol:
         rule = self.b.rule(self.name(what))
         for a in alternatives:
             self.b.add_alternative(rule, a)
         return rule
 
-    def seq(self, syms: list[int]) -> int:
+    def seq(self, syms: list[Symbol]) -> Symbol:
         return self.b.seq(syms) if syms else self.b.empty()
 
     # -- checks ---------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ class _Builder:
         raise self.err(path, f"a token is an id or a special token's text, got {json.dumps(t)[:40]}")
 
     # -- formats --------------------------------------------------------------------------------
-    def build(self, fmt, path: str, end) -> int:
+    def build(self, fmt, path: str, end) -> Symbol:
         """A symbol for ``fmt`` followed by ``end``: None (something else follows), _EOS, _FREE,
         or a list of markers (piece lists), one of which closes the enclosing tag."""
         kind = self.check(fmt, path)
@@ -361,7 +361,7 @@ class _Builder:
         sym = getattr(self, "_" + kind)(fmt, path)
         return self.close(sym, end)
 
-    def close(self, sym: int, end) -> int:
+    def close(self, sym: Symbol, end) -> Symbol:
         """``sym`` then one of the end markers."""
         if not _markers(end):
             return sym
@@ -489,7 +489,7 @@ class _Builder:
             raise self.err(f"{path}.{key}", "expected a list of token ids or special tokens' texts")
         return {self.token_id(t, f"{path}.{key}[{i}]") for i, t in enumerate(v)}
 
-    def tokens_free(self, excluded: set, end) -> int:
+    def tokens_free(self, excluded: set, end) -> Symbol:
         """Text and special tokens other than ``excluded`` and the end's, possibly none: what
         comes before a trigger token. Text never holds a special token, so text and tokens
         alternate: (text, special token)* text."""
@@ -502,7 +502,7 @@ class _Builder:
         unit = self.seq([text, self.b.special_token(allowed, self.name("any-token"))])
         return self.seq([self.b.repeat(unit, 0, -1), text])
 
-    def tokens_until(self, excluded: set, end) -> int:
+    def tokens_until(self, excluded: set, end) -> Symbol:
         """Text and special tokens other than ``excluded`` up to the end, end included."""
         end_tokens = {m[0] for m in _markers(end) if isinstance(m[0], int)}
         allowed = sorted(set(self.specials.values()) - excluded - end_tokens)
@@ -663,7 +663,7 @@ class _Builder:
             out.append((r[0], r[1], f"{path}.rules[{i}][1]"))
         return self.dispatcher(out, fmt, path, end, loop=fmt.get("loop", True) is not False, at_least_one=False)
 
-    def dispatcher(self, rules, fmt, path, end, *, loop: bool, at_least_one: bool, token_level: bool = False) -> int:
+    def dispatcher(self, rules, fmt, path, end, *, loop: bool, at_least_one: bool, token_level: bool = False) -> Symbol:
         """Free text; at each trigger, the format of that trigger; then free text again (``loop``)
         or the end. The text ends at the first trigger or end marker it contains. ``rules`` are
         (trigger, format, path); triggers are strings, or token ids when ``token_level`` (the

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence, Union
 
-from stencil._core import GrammarError
+from stencil._core import GrammarError, Symbol
 from stencil.grammar.ebnf.ast import Namespaced, without_texts
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.options import Options
@@ -43,7 +43,7 @@ def _special_ids(m) -> Optional[list]:
     return None
 
 
-def marker(b, m: Marker, name: str = "marker") -> int:
+def marker(b, m: Marker, name: str = "marker") -> Symbol:
     """The symbol of a marker: a literal, or a special token."""
     ids = _special_ids(m)
     if ids is not None:
@@ -53,7 +53,7 @@ def marker(b, m: Marker, name: str = "marker") -> int:
     return b.literal(m, json.dumps(m))
 
 
-def text_until(b, stop: Marker, *, name: str = "text") -> int:
+def text_until(b, stop: Marker, *, name: str = "text") -> Symbol:
     """Free text ending with ``stop``, marker included (a sequence of two symbols when ``stop``
     is a special token)."""
     ids = _special_ids(stop)
@@ -65,15 +65,15 @@ def text_until(b, stop: Marker, *, name: str = "text") -> int:
     return b.lexeme(b.re_concat([b.re_any_string(), b.re_literal(stop)]), name, True)
 
 
-def text_without(b, marker_: Marker, *, name: str = "text") -> int:
+def text_without(b, marker_: Marker, *, name: str = "text") -> Symbol:
     """Free text (possibly empty) that does not contain the marker."""
     if _special_ids(marker_) is not None:
         return b.lexeme(b.re_any_string(), name)   # special tokens are never text
     return b.lexeme(b.re_and([b.re_any_string(), without_texts(b, [marker_])]), name)
 
 
-def reasoning_then(b, answer: int, *, begin: Optional[Marker] = "<think>", end: Marker = "</think>",
-                   optional: bool = False, name: str = "reasoning") -> int:
+def reasoning_then(b, answer: Symbol, *, begin: Optional[Marker] = "<think>", end: Marker = "</think>",
+                   optional: bool = False, name: str = "reasoning") -> Symbol:
     """A rule: ``begin`` (if any), free reasoning text up to ``end``, then ``answer`` (a rule of
     the same builder). ``optional``: the model may also answer right away."""
     rule = b.rule(name)
@@ -84,7 +84,7 @@ def reasoning_then(b, answer: int, *, begin: Optional[Marker] = "<think>", end: 
     return rule
 
 
-def optional_ws(b) -> int:
+def optional_ws(b) -> Symbol:
     """Optional white space between a marker and what follows (models put newlines there)."""
     return b.lexeme(b.re_repeat(b.re_char_ranges(_WS, False), 0, -1), "ws")
 
@@ -124,7 +124,7 @@ def tool_specs(tools) -> list[tuple[str, object]]:
 def tool_calls(b, tools, *, trigger: Marker = "<tool_call>", end: Optional[Marker] = "</tool_call>",
                text_before: bool = True, require_call: bool = False, max_calls: Optional[int] = 1,
                name_key: str = "name", args_key: str = "arguments", json_options: Optional[dict] = None,
-               name: str = "tool_calls") -> int:
+               name: str = "tool_calls") -> Symbol:
     """A rule for "free text, then ``trigger``, then a JSON object ``{name_key: <tool name>,
     args_key: <arguments valid for that tool's schema>}``, then ``end``", up to ``max_calls``
     calls (None: any number) with white space between them.

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple, Optional
 
-from stencil._core import GrammarError
+from stencil._core import GrammarError, Symbol
 from stencil.grammar.ebnf.ast import Excluding, Namespaced, shared_expr, without_texts
 from stencil.grammar.json.schema import build_json_schema
 from stencil.grammar.json.schema.core.formats import format_spec
@@ -45,7 +45,7 @@ _NAME = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9")), (ord(
          (ord("-"), ord("-")), (ord("."), ord("."))]
 
 
-def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None) -> int:
+def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None) -> Symbol:
     """Add the rule for the parameters of an object ``schema`` to builder ``b`` and return it."""
     if schema is True or schema == {}:
         schema = {"type": "object"}
@@ -88,7 +88,7 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     return rule
 
 
-def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> int:
+def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> Symbol:
     """Raw text up to the first ``</parameter>``, that marker included. With a string schema
     ``sub``, its ``minLength``/``maxLength``/``pattern``/``format`` apply to the text without the newline
     the template writes on each side (parsers strip one on each side)."""
@@ -120,7 +120,7 @@ def _raw_text(b, name: str, sub: Optional[dict] = None, pointer: str = "") -> in
     return b.lexeme(b.re_concat([value, b.re_literal(_CLOSE)]), name, True)
 
 
-def _extra(b, declared: list, ws) -> int:
+def _extra(b, declared: list, ws) -> Symbol:
     """An undeclared parameter: a name that is not a declared one, and raw text."""
     name = b.re_repeat(b.re_char_ranges(_NAME, False), 1, -1)
     if declared:
@@ -129,7 +129,7 @@ def _extra(b, declared: list, ws) -> int:
     return b.seq([head, _raw_text(b, "xml-extra-value"), ws])
 
 
-def _enum_literal(b, c: str, pointer: str) -> int:
+def _enum_literal(b, c: str, pointer: str) -> Symbol:
     """A string ``enum`` value, written raw: one that holds ``</parameter>`` could not be read back."""
     if _CLOSE in c:
         raise GrammarError(f"qwen_xml: {pointer}: the enum value {c!r} holds {_CLOSE!r}, which ends a parameter")
@@ -188,7 +188,7 @@ def _types(sub) -> set:
     return {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
 
 
-def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> int:
+def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> Symbol:
     if sub is True or sub == {}:
         return _raw_text(b, "xml-value")
     if not isinstance(sub, dict):

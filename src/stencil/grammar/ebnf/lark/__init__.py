@@ -42,7 +42,7 @@ from stencil.grammar.ebnf.ast import EbnfGrammar, TokenTable
 from stencil.grammar.ebnf.lark.emit import emit_lark, emit_lark_rule
 from stencil.grammar.ebnf.lark.parser import parse_lark_syntax
 from stencil.grammar.ebnf.lark.terminals import resolve_checked
-from stencil._core import GrammarBuilder
+from stencil._core import GrammarBuilder, Symbol
 from stencil.grammar.ebnf.ast import Namespaced
 
 __all__ = ["lark_grammar", "build_lark", "parse_lark"]
@@ -55,7 +55,7 @@ def parse_lark(text: str, *, start: str = "start", unused: str = "warn") -> Ebnf
 
 def build_lark(b, text: str, *, tokens: Optional[TokenTable] = None, start: str = "start",
                unused: str = "warn", json_options: Optional[dict] = None, prefix: str = "",
-               scoped: bool = False) -> int:
+               scoped: bool = False) -> Symbol:
     """Add the rules of a Lark grammar to builder ``b`` and return its start rule. Rule names
     get ``prefix``, so several grammars can share one builder; ``%ignore`` terms apply to the
     whole builder's grammar, or with ``scoped`` to this grammar's rule only (a part of a larger

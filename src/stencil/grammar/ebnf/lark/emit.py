@@ -16,7 +16,7 @@ from stencil.grammar.ebnf.lark.terminals import term_expr
 from stencil.grammar.ebnf.lark.x_guidance import JSON_DIALECT
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.regex import build_regex
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError, Symbol
 
 __all__ = ["emit_lark", "emit_lark_rule"]
 
@@ -40,7 +40,7 @@ class _Emitter:
                 out.append(self.sym(k))
         return out
 
-    def sym(self, node: Node) -> int:
+    def sym(self, node: Node) -> Symbol:
         b = self.b
         if isinstance(node, Ref):
             return self.rules[node.name]
@@ -74,7 +74,7 @@ class _Emitter:
             return self.nested(node)
         raise AssertionError(type(node).__name__)
 
-    def nested(self, node: SubGrammar) -> int:
+    def nested(self, node: SubGrammar) -> Symbol:
         """``%lark {...}``: its rules under their own prefix. The core applies ``%ignore`` to the
         whole grammar, so a block's own ``%ignore`` (where the outer grammar has none) becomes an
         optional lexeme before each of its terminals."""
@@ -89,7 +89,7 @@ class _Emitter:
             g = _explicit_ignores(g)
         return _Emitter(Namespaced(self.b, prefix), g, self.tokens, self.json_options).rules_only()
 
-    def token(self, node: TokenRef) -> int:
+    def token(self, node: TokenRef) -> Symbol:
         b = self.b
         if node.negated:
             return b.lexeme(build_regex(b, ANY_TEXT), "any text")
@@ -100,7 +100,7 @@ class _Emitter:
             alts.append(b.special_token(specials, name))
         return alts[0] if len(alts) == 1 else b.choice(alts)
 
-    def json(self, node: JsonSchema) -> int:
+    def json(self, node: JsonSchema) -> Symbol:
         try:
             from stencil.grammar.json.schema import build_json_schema
         except ImportError:
@@ -113,7 +113,7 @@ class _Emitter:
         except GrammarError as e:
             raise self.g.error(f"in the %json schema: {e}", node.pos) from None
 
-    def run(self) -> int:
+    def run(self) -> Symbol:
         b = self.b
         ignores = self.g.ignores
         # no %ignore before the first lexeme unless asked for (llguidance's and XGrammar's rule),
@@ -130,7 +130,7 @@ class _Emitter:
                          initial, final)
         return self.rules_only()
 
-    def rules_only(self) -> int:
+    def rules_only(self) -> Symbol:
         b = self.b
         for name, rd in self.g.rules.items():
             body = rd.body
@@ -139,7 +139,7 @@ class _Emitter:
         return self.rules[self.g.start]
 
 
-def _ignore_expr(b, t: Term, once: bool) -> int:
+def _ignore_expr(b, t: Term, once: bool) -> ExprId:
     """An ``%ignore`` term as the core's ignored lexeme. The core never lets an ignored lexeme
     follow itself (a bounded one bounds the whole run); Lark and llguidance match ``%ignore``
     repeatedly unless ``ignore_once`` is set, hence ``+``."""
@@ -261,12 +261,12 @@ def _describe(t: Term) -> str:
     return "regex"
 
 
-def emit_lark(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> int:
+def emit_lark(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> Symbol:
     """Emit the checked grammar ``g`` into builder ``b``; returns its start rule."""
     return _Emitter(b, g, tokens, json_options or {}).run()
 
 
-def emit_lark_rule(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> int:
+def emit_lark_rule(b, g: EbnfGrammar, tokens: Optional[TokenTable] = None, json_options: Optional[dict] = None) -> Symbol:
     """Emit ``g`` as one rule of a larger grammar: its ``%ignore`` applies between its own
     terminals (before the first only with ``allow_initial_skip``, after the last only with
     XGrammar's ``%grammar_options``), not to the rest of the builder's grammar, as the core's

@@ -20,7 +20,7 @@ import re
 from stencil.grammar.ebnf.ast import Source, Term, substring_regex, without_texts
 from stencil.grammar.regex import build_regex
 from stencil.grammar.regex import parse_regex
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError
 
 __all__ = ["regex_options_term"]
 
@@ -90,7 +90,7 @@ def regex_options_term(src: Source, options, pos: int) -> Term:
         except GrammarError as e:
             raise src.error(f"%regex pattern: {e}", pos) from None
 
-    def build(b) -> int:
+    def build(b) -> ExprId:
         if chunks is not None:
             parts = [build_regex(b, substring_regex(chunks))]
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from stencil._core import ExprId
 from stencil.grammar.regex import ast as regex_ast
 from stencil.grammar.ebnf.ast import (Alt, And, EbnfGrammar, JsonSchema, Node, Not, Ref, Rep, RuleDef, Seq,
                                   SubGrammar, Term, TokenRef, check_grammar, report_unused, walk)
@@ -21,7 +22,7 @@ from stencil.grammar.regex import build_regex, parse_regex
 __all__ = ["resolve", "resolve_checked", "term_expr"]
 
 
-def term_expr(b, term: Term) -> int:
+def term_expr(b, term: Term) -> ExprId:
     """The builder expression of a Term."""
     return term.build(b) if term.build is not None else build_regex(b, term.regex)
 
@@ -37,7 +38,7 @@ def _combine(kind: str, parts: list, extra=None) -> Term:
             return Term(regex_ast.alt([p.regex for p in parts]))
         return Term(regex_ast.repeat(parts[0].regex, *extra))
 
-    def build(b) -> int:
+    def build(b) -> ExprId:
         exprs = [term_expr(b, p) for p in parts]
         if kind == "seq":
             return b.re_concat(exprs)

@@ -84,11 +84,9 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
                       **options):
     """Add the rules of ``schema`` to ``builder`` and return the start rule (does not build).
 
-    Options (see :mod:`.options`): ``whitespace`` ("flexible", "compact" or an indentation),
-    ``max_whitespace_run``, ``property_order`` ("definition" or "any"), ``lenient``, ``max_depth``.
-    ``registry`` maps URIs to other schema documents for ``$ref``. Flexible white space goes
-    inside the value only (none before or after it), so that the rest of the grammar keeps its
-    own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
+    Options: those of ``stencil.JsonSchemaOptions``. ``registry`` maps URIs to other schema
+    documents for ``$ref``. Flexible white space goes inside the value only (none before or after
+    it), so that the rest of the grammar keeps its own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
     still not before or after the value unless ``whitespace_around=True``.
 
     Example::

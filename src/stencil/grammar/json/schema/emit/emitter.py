@@ -26,7 +26,7 @@ from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Integer
 from stencil.grammar.json.schema.emit.arrays import emit_array
 from stencil.grammar.json.schema.emit.objects import emit_object
 from stencil.grammar.json.schema.lang.scalars import Scalars
-from stencil._core import CheckKind, GrammarError
+from stencil._core import CheckKind, ExprId, GrammarError
 from stencil.grammar.json.value import spaced_punctuation, whitespace_expr
 from stencil.grammar.regex import build_regex
 
@@ -42,7 +42,7 @@ def plain_json_text(s: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(s, ensure_ascii=False))
 
 
-def option_regex(b, name: str, pattern: str) -> int:
+def option_regex(b, name: str, pattern: str) -> ExprId:
     """A regex option (``whitespace_pattern``, the separators) as an expression; a bad regex is an
     error naming the option."""
     try:
@@ -190,7 +190,7 @@ class Emitter:
             sym = self._lexemes[key] = self.b.lexeme(self.key_text(name), f"key:{label}")
         return sym
 
-    def key_text(self, name: str) -> int:
+    def key_text(self, name: str) -> ExprId:
         """The quoted spellings of one property name that the options allow."""
         if self.options.key_spelling == "plain" or self.strings.spelling == "plain":
             return self.b.re_literal(plain_json_text(name))

@@ -47,7 +47,7 @@ from math import gcd
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from typing import Optional
 
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.json.schema.core.formulas import FALSE, INTEGER, PLAIN_INTEGER, TRUE, And, Not, Or, Range
 from stencil.grammar.json.value import number_expr
@@ -260,17 +260,17 @@ class JsonNumbers:
         self.EXP_NONNEG = b.re_concat([e, b.re_repeat(b.re_literal("+"), 0, 1), digits1])
         self.OPT_MINUS = b.re_repeat(self.MINUS, 0, 1)
 
-    def digits(self, lo: int, hi: int) -> int:
+    def digits(self, lo: int, hi: int) -> ExprId:
         return self.b.re_char_ranges([(48 + lo, 48 + hi)], False)
 
     # -- whole-number expressions -------------------------------------------------------------------
-    def any(self) -> int:
+    def any(self) -> ExprId:
         """Any JSON number."""
         if "any" not in self._memo:
             self._memo["any"] = number_expr(self.b)
         return self._memo["any"]
 
-    def integer(self) -> int:
+    def integer(self) -> ExprId:
         """Any JSON number whose value is an integer (in the forms accepted, see module doc)."""
         if "int" not in self._memo:
             b = self.b
@@ -279,7 +279,7 @@ class JsonNumbers:
                 self._zero_exp()])
         return self._memo["int"]
 
-    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> int:
+    def exact_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> ExprId:
         """Numbers in the range in every spelling, compared exactly (``lo``/``hi`` Decimal or None
         for unbounded), of the ``kinds`` of spelling (see PLAIN; ``INTEGRAL``: integral values,
         draft 6+: ``1.5e1`` is 15; ``FRACTIONAL``: the others), as :func:`range_union` leaves
@@ -308,7 +308,7 @@ class JsonNumbers:
             e = self._memo[key] = parts[0] if len(parts) == 1 else b.re_or(parts)
         return e
 
-    def _exact(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> int:
+    def _exact(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool) -> ExprId:
         """The core's number-range recognizer (integral values only with ``integer``)."""
         if lo is None and hi is None and not integer:
             return self.any()
@@ -327,7 +327,7 @@ class JsonNumbers:
             self._memo[key] = e
         return e
 
-    def _spelled_text(self) -> int:
+    def _spelled_text(self) -> ExprId:
         """-?(0|[1-9][0-9]*)(\\.[0-9]+ | (\\.[0-9]+)?[eE][+-]?[0-9]+): a number written with a
         fraction or an exponent."""
         if "spelled" not in self._memo:
@@ -337,7 +337,7 @@ class JsonNumbers:
             self._memo["spelled"] = b.re_concat([self.OPT_MINUS, self.INT, tail])
         return self._memo["spelled"]
 
-    def _nonzero_text(self) -> int:
+    def _nonzero_text(self) -> ExprId:
         """A number whose mantissa has a non-zero digit."""
         if "nonzero" not in self._memo:
             b = self.b
@@ -345,7 +345,7 @@ class JsonNumbers:
                                                  b.re_repeat(self.EXP, 0, 1)])
         return self._memo["nonzero"]
 
-    def _fraction_text(self, nonzero: bool) -> int:
+    def _fraction_text(self, nonzero: bool) -> ExprId:
         """-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]* (``nonzero``: a fractional value written without
         exponent), or -?(0|[1-9][0-9]*)\\.0+ (an integral one written with a fraction)."""
         key = ("fraction", nonzero)
@@ -355,14 +355,14 @@ class JsonNumbers:
             self._memo[key] = b.re_concat([self.OPT_MINUS, self.INT, self.DOT, digits])
         return self._memo[key]
 
-    def _unsigned_text(self) -> int:
+    def _unsigned_text(self) -> ExprId:
         """Texts that start with a digit (a number without minus sign)."""
         if "unsigned" not in self._memo:
             b = self.b
             self._memo["unsigned"] = b.re_concat([self.D, b.re_repeat(b.re_char_ranges([(0, 0x10FFFF)], False), 0, -1)])
         return self._memo["unsigned"]
 
-    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> int:
+    def plain_range(self, lo, lo_excl: bool, hi, hi_excl: bool, kinds: int = EVERY) -> ExprId:
         """Numbers in the range written without exponent, integers without fraction (the
         ``number_spelling="plain"`` option), of the ``kinds`` of spelling (see PLAIN; an integral
         value is written with a fraction only where SPELLED goes without PLAIN, or beside
@@ -377,31 +377,31 @@ class JsonNumbers:
                                       (FRACTIONAL, lambda: self._fraction_text(True))) if kinds & bit]
         return b.re_and([e, b.re_or([x() for x in spellings])])
 
-    def plain_number(self) -> int:
+    def plain_number(self) -> ExprId:
         """-?(0|[1-9][0-9]*)(\\.[0-9]+)?: a number written without exponent."""
         if "plain_num" not in self._memo:
             self._memo["plain_num"] = self.b.re_concat([self.OPT_MINUS, self.INT, self.FRAC_ANY])
         return self._memo["plain_num"]
 
-    def exponent_free(self) -> int:
+    def exponent_free(self) -> ExprId:
         """The numbers written without exponent, and zero in any spelling: where the regex forms
         are exact (the universe of their complements)."""
         if "exp_free" not in self._memo:
             self._memo["exp_free"] = self.b.re_or([self.plain_number(), self._zero_exp()])
         return self._memo["exp_free"]
 
-    def plain_integer(self) -> int:
+    def plain_integer(self) -> ExprId:
         """-?(0|[1-9][0-9]*): an integer written without fraction or exponent (draft 4)."""
         if "plain" not in self._memo:
             self._memo["plain"] = self.b.re_concat([self.OPT_MINUS, self.INT])
         return self._memo["plain"]
 
-    def _zero_exp(self, unsigned: bool = False) -> int:
+    def _zero_exp(self, unsigned: bool = False) -> ExprId:
         return self.b.re_concat([self.b.re_empty() if unsigned else self.OPT_MINUS, self.b.re_literal("0"),
                                  self.FRAC_INT, self.EXP])
 
     # -- comparisons of canonical integer digit strings -------------------------------------------
-    def _int_gt(self, i: str) -> int:
+    def _int_gt(self, i: str) -> ExprId:
         b, n = self.b, len(i)
         if i == "0":
             return b.re_concat([self.D19, self.Dstar])
@@ -412,7 +412,7 @@ class JsonNumbers:
                 parts.append(b.re_concat([b.re_literal(i[:k]), self.digits(d + 1, 9), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
         return b.re_or(parts)
 
-    def _int_lt(self, i: str) -> int:
+    def _int_lt(self, i: str) -> ExprId:
         b, n = self.b, len(i)
         if i == "0":
             return b.re_nothing()
@@ -427,11 +427,11 @@ class JsonNumbers:
                 parts.append(b.re_concat([b.re_literal(i[:k]), self.digits(lo, d - 1), b.re_repeat(self.D, n - k - 1, n - k - 1)]))
         return b.re_or(parts)
 
-    def _int_interval_text(self, lo: int, hi: int, tail) -> int:
+    def _int_interval_text(self, lo: int, hi: int, tail) -> ExprId:
         e = self.int_interval(lo, hi)
         return e if tail is None else self.b.re_concat([e, tail])
 
-    def int_interval(self, lo: int, hi: int) -> int:
+    def int_interval(self, lo: int, hi: int) -> ExprId:
         """Canonical digit strings of the integers in [lo, hi] (0 <= lo <= hi), built directly:
         the same language as "ge lo" AND "le hi", without a boolean lexeme (an And makes the
         builder search for emptiness and the lexer take intersected derivatives)."""
@@ -444,7 +444,7 @@ class JsonNumbers:
             parts.append(self._same_length(a, z))
         return parts[0] if len(parts) == 1 else b.re_or(parts)
 
-    def _same_length(self, a: str, z: str) -> int:
+    def _same_length(self, a: str, z: str) -> ExprId:
         """Digit strings s with len(s) == len(a) == len(z) and a <= s <= z."""
         b = self.b
         k = 0
@@ -462,7 +462,7 @@ class JsonNumbers:
         parts.append(b.re_concat([b.re_literal(z[:k + 1]), self._suffix_cmp(z[k + 1:], False)]))
         return b.re_or(parts)
 
-    def _suffix_cmp(self, s: str, ge: bool) -> int:
+    def _suffix_cmp(self, s: str, ge: bool) -> ExprId:
         """Digit strings t of len(s) (leading zeros allowed) with t >= s (``ge``) or t <= s."""
         b, n = self.b, len(s)
         parts = [b.re_literal(s)]
@@ -474,7 +474,7 @@ class JsonNumbers:
         return parts[0] if len(parts) == 1 else b.re_or(parts)
 
     # -- comparisons of fraction digit strings (non-empty) with a bound's fraction ----------------
-    def _frac_gt(self, f: str) -> int:
+    def _frac_gt(self, f: str) -> ExprId:
         b = self.b
         if not f:
             return b.re_concat([self.Dstar, self.D19, self.Dstar])
@@ -486,13 +486,13 @@ class JsonNumbers:
         parts.append(b.re_concat([b.re_literal(f), b.re_repeat(b.re_literal("0"), 0, -1), self.D19, self.Dstar]))
         return b.re_or(parts)
 
-    def _frac_eq(self, f: str) -> int:
+    def _frac_eq(self, f: str) -> ExprId:
         b = self.b
         if not f:
             return self.ZEROS1
         return b.re_concat([b.re_literal(f), b.re_repeat(b.re_literal("0"), 0, -1)])
 
-    def _frac_lt(self, f: str) -> int:
+    def _frac_lt(self, f: str) -> ExprId:
         b = self.b
         if not f:
             return b.re_nothing()
@@ -506,7 +506,7 @@ class JsonNumbers:
         return b.re_or(parts)
 
     # -- magnitudes (unsigned number text) compared with a non-negative bound --------------------
-    def mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> int:
+    def mag_cmp(self, op: str, bound: Decimal, integer: bool, plain: bool = False) -> ExprId:
         """Number text (no sign) whose value is `op` ("gt", "ge", "lt", "le") `bound`; `integer`:
         integers only; `plain`: no exponent."""
         key = ("mag", op, bound, integer, plain)
@@ -543,7 +543,7 @@ class JsonNumbers:
         self._memo[key] = e
         return e
 
-    def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool, plain: bool = False) -> int:
+    def range(self, lo, lo_excl: bool, hi, hi_excl: bool, integer: bool, plain: bool = False) -> ExprId:
         """Numbers in the range (``lo``/``hi`` Decimal or None for unbounded). ``plain``: only
         texts without exponent, and integers without fraction (draft 4), the same language as the
         range AND -?(0|[1-9][0-9]*) but with no boolean lexeme."""
@@ -611,7 +611,7 @@ class JsonNumbers:
         self._memo[key] = e
         return e
 
-    def _nonzero_mantissa(self, integer: bool) -> int:
+    def _nonzero_mantissa(self, integer: bool) -> ExprId:
         b = self.b
         if integer:
             return b.re_concat([self.D19, self.Dstar, self.FRAC_INT])
@@ -619,7 +619,7 @@ class JsonNumbers:
                         b.re_concat([b.re_literal("0."), self.Dstar, self.D19, self.Dstar])])
 
     # -- multipleOf ---------------------------------------------------------------------------------
-    def multiple_of(self, d: Decimal, integer: bool) -> int:
+    def multiple_of(self, d: Decimal, integer: bool) -> ExprId:
         """Numbers that are an integer multiple of ``d`` (> 0), without exponent unless zero: the
         core's residue automaton (``re_multiple_of``), built lazily, so 0.123456789 (123,456,789
         residues) costs only the states a text reaches. ``d`` = m * 10^e with m past the core's
@@ -634,7 +634,7 @@ class JsonNumbers:
             e = self._memo[key] = self.b.re_or([self._multiple_body(d), self._zero_exp()])
         return e
 
-    def _multiple_body(self, d: Decimal) -> int:
+    def _multiple_body(self, d: Decimal) -> ExprId:
         m, exp = multiple_parts(d)
         if exp <= 0:
             return self.b.re_multiple_of(format(d, "f"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from stencil.grammar.json.schema.core.formats import format_spec
 from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Format, Integer,
                                                        Length, MultipleOf, Not, Or, Pattern, Range, str_consts)
-from stencil._core import GrammarError
+from stencil._core import ExprId, GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import shared_expr
 from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
@@ -40,7 +40,7 @@ class Scalars:
         self._str: dict = {}
 
     # -- numbers ----------------------------------------------------------------------------------
-    def number(self, f, exact: bool = True) -> int:
+    def number(self, f, exact: bool = True) -> ExprId:
         """The number lexeme of formula ``f``. ``exact``: a formula of ranges, integrality (both
         drafts') and their complements is a union of the core's number-range expressions (every
         spelling compared exactly); other formulas (multipleOf) take the regex forms, under whose
@@ -52,7 +52,7 @@ class Scalars:
             e = self._num[key] = self._number(f, exact)
         return e
 
-    def _number(self, f, exact: bool) -> int:
+    def _number(self, f, exact: bool) -> ExprId:
         b, nums = self.b, self.numbers
         alts = range_union(f) if exact else None
         if alts is not None:   # ranges, integrality and their complements: exact in every spelling
@@ -101,13 +101,13 @@ class Scalars:
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     # -- strings (the body between the quotes) ----------------------------------------------------
-    def string_body(self, f) -> int:
+    def string_body(self, f) -> ExprId:
         e = self._str.get(f)
         if e is None:
             e = self._str[f] = self._string(f)
         return e
 
-    def _string(self, f) -> int:
+    def _string(self, f) -> ExprId:
         b, s = self.b, self.strings
         k = type(f)
         if f == TRUE:

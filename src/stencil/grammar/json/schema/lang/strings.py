@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from stencil._core import ExprId
 from stencil.grammar.json.schema.core.patterns import pattern_node
 from stencil.grammar.json.value import HEX_DIGIT_VALUES, SHORT_ESCAPES
 from stencil.grammar.regex import AnchorEnd, AnchorStart, CharClass, Empty, Literal, Nothing, Repeat
@@ -72,7 +73,7 @@ def _u_pieces(cp: int) -> tuple:
     return tuple(x for x in out if x)
 
 
-def _hex_piece(b, piece) -> int:
+def _hex_piece(b, piece) -> ExprId:
     if isinstance(piece, str):
         return b.re_literal(piece)
     return b.re_char_ranges([(ord(piece[0]), ord(piece[0])), (ord(piece[1]), ord(piece[1]))], False)
@@ -106,8 +107,8 @@ class JsonStrings:
         self._classes: dict = {}
         self._hex: dict = {}
         self._nodes: dict = {}   # id(node) -> (node, expr), for cached format/pattern nodes
-        self._char: int | None = None
-        self._any: int | None = None
+        self._char: ExprId | None = None
+        self._any: ExprId | None = None
         self._lengths: dict = {}
         self._texts: dict = {}
         self._chars: dict = {}
@@ -117,7 +118,7 @@ class JsonStrings:
         self._quote = None
 
     # -- hex digits -------------------------------------------------------------------------------
-    def _hex_digit(self, lo: int, hi: int) -> int:
+    def _hex_digit(self, lo: int, hi: int) -> ExprId:
         if lo == hi:
             e = self._digit[lo]
             if e is None:
@@ -133,7 +134,7 @@ class JsonStrings:
             self._hex[key] = e
         return e
 
-    def hex_range(self, lo: int, hi: int, width: int = 4) -> int:
+    def hex_range(self, lo: int, hi: int, width: int = 4) -> ExprId:
         """``width`` hex digits (either case) spelling a value in [lo, hi]."""
         key = (lo, hi, width)
         e = self._hex.get(key)
@@ -164,11 +165,11 @@ class JsonStrings:
         self._hex[key] = e
         return e
 
-    def _u_escape(self, lo: int, hi: int) -> int:
+    def _u_escape(self, lo: int, hi: int) -> ExprId:
         return self.b.re_concat([self.b.re_literal("\\u"), self.hex_range(lo, hi)])
 
     # -- one code point ---------------------------------------------------------------------------
-    def encoded_class(self, ranges) -> int:
+    def encoded_class(self, ranges) -> ExprId:
         """Every JSON encoding of one code point from a normalized range set."""
         key = tuple(ranges)
         e = self._classes.get(key)
@@ -205,7 +206,7 @@ class JsonStrings:
         self._classes[key] = e
         return e
 
-    def _peer_u_escapes(self, key, parts: list) -> int:
+    def _peer_u_escapes(self, key, parts: list) -> ExprId:
         """llguidance's ``\\uXXXX`` escapes (either case) added to ``parts``: the controls only, or
         every character under "unicode"; none without ``u`` in ``escapes``."""
         if "u" in self.escapes:
@@ -230,14 +231,14 @@ class JsonStrings:
         out.append(cat([self._u_escape(hhi, hhi), self._u_escape(0xDC00, lhi)]))
         return out
 
-    def char(self) -> int:
+    def char(self) -> ExprId:
         """Any one code point (no lone surrogate), in any encoding (encoded_class(ANY), written
         directly: hex digits that avoid D800-DFFF, and surrogate pairs)."""
         if self._char is None:
             self._char = self.encoded_class(unicode.ANY) if self.plain else self._any_char()
         return self._char
 
-    def _any_char(self) -> int:
+    def _any_char(self) -> ExprId:
         """char() in the any spelling: raw characters, short escapes, \\u escapes and pairs."""
         b = self.b
         h = self._hex_digit
@@ -250,13 +251,13 @@ class JsonStrings:
         raw = b.re_char_ranges(unicode.bridge_surrogates(RAW_OK), False)
         return b.re_or([raw, short, b.re_concat([u, bmp]), pair])
 
-    def any_body(self) -> int:
+    def any_body(self) -> ExprId:
         """Any string (no lone surrogates)."""
         if self._any is None:
             self._any = self.b.re_repeat(self.char(), 0, -1)
         return self._any
 
-    def text(self, text: str) -> int:
+    def text(self, text: str) -> ExprId:
         """Every encoding of exactly ``text`` (a lone surrogate only as its \\u escape)."""
         e = self._texts.get(text)
         if e is not None:
@@ -272,7 +273,7 @@ class JsonStrings:
         self._texts[text] = e
         return e
 
-    def _code_point(self, cp: int) -> int:
+    def _code_point(self, cp: int) -> ExprId:
         """Every encoding of one code point (the fast path of encoded_class for one character)."""
         b = self.b
         if cp > 0xFFFF or self.plain:
@@ -292,7 +293,7 @@ class JsonStrings:
             alts.append(b.re_concat([_hex_piece(b, piece) for piece in _u_pieces(cp)]))
         return alts[0] if len(alts) == 1 else b.re_or(alts)
 
-    def not_texts(self, texts) -> int:
+    def not_texts(self, texts) -> ExprId:
         """Every string except those of ``texts``. (A complement: the builder's emptiness search
         finds a witness at once, and it builds faster than a trie-shaped union of escapes.)"""
         key = tuple(sorted(set(texts)))
@@ -302,7 +303,7 @@ class JsonStrings:
             e = self._not_texts[key] = b.re_and([self.any_body(), b.re_not(b.re_or([self.text(t) for t in key]))])
         return e
 
-    def length(self, lo: int, hi) -> int:
+    def length(self, lo: int, hi) -> ExprId:
         """Strings of ``lo`` to ``hi`` code points (``hi`` None: unbounded)."""
         key = (lo, hi)
         e = self._lengths.get(key)
@@ -313,7 +314,7 @@ class JsonStrings:
             self._lengths[key] = e
         return e
 
-    def node(self, root) -> int:
+    def node(self, root) -> ExprId:
         """The encoded language of an anchor-free regex node over code points."""
         hit = self._nodes.get(id(root))
         if hit is not None and hit[0] is root:
@@ -346,11 +347,11 @@ class JsonStrings:
         self._nodes[id(root)] = (root, e)
         return e
 
-    def pattern(self, pattern: str) -> int:
+    def pattern(self, pattern: str) -> ExprId:
         """A JSON Schema ``pattern``: strings with a match anywhere (ECMA-262 syntax)."""
         return self.node(pattern_node(pattern, False))
 
-    def quoted(self, body: int) -> int:
+    def quoted(self, body: int) -> ExprId:
         q = self._quote
         if q is None:
             q = self._quote = self.b.re_literal('"')
