@@ -203,20 +203,25 @@ _FRAME_WRITES = (
 )
 
 
-def frame_writes(files, root=ROOT) -> list:
-    """'file:line: what' for each write of ParseState's frames or parser rows in `files`."""
+def rule_faults(files, rules, root=ROOT) -> list:
+    """'file:line: what' for each line of `files` a rule (regex, what[, file stem it holds in]) finds."""
     bad = []
     for path in files:
         for no, line in enumerate(_blank(path.read_text()).splitlines(), 1):
-            bad += ["%s:%d: %s" % (path.relative_to(root), no, what) for rx, what in _FRAME_WRITES if rx.search(line)]
+            bad += ["%s:%d: %s" % (path.relative_to(root), no, rule[1]) for rule in rules
+                    if (len(rule) < 3 or path.stem == rule[2]) and rule[0].search(line)]
     return bad
 
 
-def test_frames_are_written_only_by_parse_state():
-    files = [p for p in sorted(CPP_SRC.rglob("*")) + sorted(CPP_TESTS.rglob("*"))
-             if p.suffix in (".h", ".cpp") and p.stem != "parse_state" and p.parent.name != "parser"]
-    bad = frame_writes(files)
-    assert bad == [], "ParseState's frames and parser rows written outside it (give it a verb):\n" + "\n".join(bad)
+def frame_writes(files, root=ROOT) -> list:
+    """'file:line: what' for each write of ParseState's frames or parser rows in `files`."""
+    return rule_faults(files, _FRAME_WRITES, root)
+
+
+def _outside_parse_state() -> list:
+    """The C++ sources and tests but ParseState's and the parser's own."""
+    return [p for p in sorted(CPP_SRC.rglob("*")) + sorted(CPP_TESTS.rglob("*"))
+            if p.suffix in (".h", ".cpp") and p.stem != "parse_state" and p.parent.name != "parser"]
 
 
 def test_frame_write_rule_sees_writes(tmp_path):
@@ -235,26 +240,23 @@ def test_frame_write_rule_sees_writes(tmp_path):
 #: and the mask walk (matcher/mask_walker.*) builds no Frame of its own: it enters boundaries and
 #: runs through ParseState's verbs and only reads frames (`const Frame&`).
 _WALKER_RULES = (
-    (re.compile(r"(?<!const )\bEarleyParser\s*[&*]"), None, "a mutable EarleyParser"),
-    (re.compile(r"\bFrame\s*(?:\{|\(|[A-Za-z_]\w*\s*[={(;])"), "mask_walker", "a Frame built by the mask walk"),
+    (re.compile(r"(?<!const )\bEarleyParser\s*[&*]"), "a mutable EarleyParser"),
+    (re.compile(r"\bFrame\s*(?:\{|\(|[A-Za-z_]\w*\s*[={(;])"), "a Frame built by the mask walk", "mask_walker"),
 )
 
 
 def walker_faults(files, root=ROOT) -> list:
     """'file:line: what' for each break of the recognizer rules in `files`."""
-    bad = []
-    for path in files:
-        for no, line in enumerate(_blank(path.read_text()).splitlines(), 1):
-            bad += ["%s:%d: %s" % (path.relative_to(root), no, what) for rx, stem, what in _WALKER_RULES
-                    if (stem is None or path.stem == stem) and rx.search(line)]
-    return bad
+    return rule_faults(files, _WALKER_RULES, root)
 
 
-def test_walkers_hold_the_parser_read_only_and_build_no_frames():
-    files = [p for p in sorted(CPP_SRC.rglob("*")) + sorted(CPP_TESTS.rglob("*"))
-             if p.suffix in (".h", ".cpp") and p.stem != "parse_state" and p.parent.name != "parser"]
-    bad = walker_faults(files)
-    assert bad == [], "the parser held mutably, or a Frame built by the mask walk (ask ParseState):\n" + "\n".join(bad)
+@pytest.mark.parametrize("faults, why", [
+    (frame_writes, "ParseState's frames and parser rows written outside it (give it a verb)"),
+    (walker_faults, "the parser held mutably, or a Frame built by the mask walk (ask ParseState)"),
+], ids=["frames_written_only_by_parse_state", "walkers_read_the_parser_and_build_no_frames"])
+def test_parse_state_is_the_one_door(faults, why):
+    bad = faults(_outside_parse_state())
+    assert bad == [], why + ":\n" + "\n".join(bad)
 
 
 def test_walker_rules_see_faults(tmp_path):
