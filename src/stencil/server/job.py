@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -68,14 +69,21 @@ class JobResult:
     completion_tokens: int = 0
     #: per generated token, {"token", "logprob", "bytes", "top_logprobs"} (OpenAI's chat entries)
     token_logprobs: list = field(default_factory=list)
-    #: per generated token, where its bytes end in the decoded output (the healed prefix's
-    #: included; set at the end): reasoning tokens are counted from it
-    token_ends: list = field(default_factory=list)
+    #: the generated tokens, and the tokenizer's bytes of a token (set at the end): where each
+    #: token ends (token_ends) is worked out only for a response that counts reasoning tokens
+    tokens: list = field(default_factory=list)
+    token_bytes: Optional[Callable[[int], bytes]] = None
     drafted_tokens: int = 0   # speculative draft tokens proposed, and of them accepted (set at the end)
     accepted_tokens: int = 0
     error: Optional[str] = None
     error_status: int = 500
     error_code: Optional[str] = None
+
+    def token_ends(self) -> list[int]:
+        """Where each generated token's bytes end in the decoded output (the healed prefix's
+        included)."""
+        size = self.token_bytes
+        return [] if size is None else list(itertools.accumulate(len(size(t)) for t in self.tokens))
 
 
 @dataclass

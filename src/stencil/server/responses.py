@@ -184,7 +184,9 @@ def job_reasoning_tokens(job: Job, c) -> int:
     """The tokens of ``job``'s output that its reasoning took (its markers included)."""
     r = job.result
     end = reasoning_end(r.text, c.reasoning, c.tool_format)
-    return reasoning_tokens(r.text, r.token_ends, len(job.grammar.healed_prefix.encode("utf-8")), end)
+    if end is None:  # no reasoning section: the tokens' ends are not needed
+        return 0
+    return reasoning_tokens(r.text, r.token_ends(), len(job.grammar.healed_prefix.encode("utf-8")), end)
 
 
 def logprobs_of(entries: list[dict], chat: bool, start: int = 0) -> dict:

@@ -4,7 +4,6 @@ time (``server.grammar_time``), its token healing and its speculation."""
 from __future__ import annotations
 
 import codecs
-import itertools
 import numpy as np
 
 import stencil
@@ -93,7 +92,7 @@ class Row:
             job.push_text(self.decoder.decode(b"", final=True))
         job.flush()
         result.completion_tokens = len(self.out)
-        result.token_ends = list(itertools.accumulate(len(self.info.token_bytes(t)) for t in self.out))
+        result.tokens, result.token_bytes = self.out, self.info.token_bytes
         if self.spec is not None:
             result.drafted_tokens, result.accepted_tokens = self.spec.drafted, self.spec.accepted
         # cut by the budget or the context: "length", unless the grammar accepts the output (the
