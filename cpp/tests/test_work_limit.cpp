@@ -4,12 +4,22 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 
 #include "check.h"
+#include "stencil/errors.h"
 #include "support/work_limit.h"
 
 namespace work = stencil::work;
 using stencil::WorkSpent;
+
+// The limits' errors form Python's tree (errors.h): a limit is no GrammarError, and a catch of
+// BudgetError (work, memory) is not one of a time limit.
+static_assert(std::is_base_of_v<stencil::LimitError, stencil::BudgetError>);
+static_assert(std::is_base_of_v<stencil::LimitError, stencil::TimeLimitExceeded>);
+static_assert(std::is_base_of_v<stencil::BudgetError, WorkSpent>);
+static_assert(!std::is_base_of_v<stencil::GrammarError, stencil::LimitError>);
+static_assert(!std::is_base_of_v<stencil::BudgetError, stencil::TimeLimitExceeded>);
 
 namespace {
 

@@ -1,11 +1,10 @@
 // Error types raised by the core. Bindings map them to Python exceptions, all under
-// StencilError (one except catches whatever stencil raises):
-// GrammarError (bad or unsupported grammar input, a ValueError), BudgetError
-// (a work or memory limit ran out) and TimeLimitExceeded (a wall-clock one; CompileTimeout, a
-// compilation's, is one), UsageError (API misuse, ValueError) and ConcurrentUseError
-// (RuntimeError). In Python, BudgetError and TimeLimitExceeded are siblings under LimitError
-// (StencilError, ValueError) and not GrammarErrors; here they keep their bases, so a C++ catch
-// of BudgetError also catches a time limit.
+// StencilError (one except catches whatever stencil raises): GrammarError (bad or unsupported
+// grammar input, a ValueError), LimitError (a limit ran out: BudgetError for a work or memory
+// limit, TimeLimitExceeded for a wall-clock one, CompileTimeout a compilation's), UsageError (API
+// misuse, ValueError) and ConcurrentUseError (RuntimeError). The same tree as Python's: a limit
+// is not a GrammarError (the input may be fine), and a catch of BudgetError is not one of a time
+// limit.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -21,15 +20,20 @@ struct GrammarError : StencilError {
   using StencilError::StencilError;
 };
 
-// A compile/work limit ran out (lexer states, expressions, derivative fuel, memory). The
-// name is kept for the API; "budget" elsewhere means the output-token budget (TokenBudget).
-struct BudgetError : GrammarError {
-  using GrammarError::GrammarError;
+// A time, work or memory limit ran out: none is thrown as this type itself.
+struct LimitError : StencilError {
+  using StencilError::StencilError;
 };
 
-// A call ran past its wall-clock limit (Matcher(time_limit=...)); also a BudgetError.
-struct TimeLimitExceeded : BudgetError {
-  using BudgetError::BudgetError;
+// A compile/work limit ran out (lexer states, expressions, derivative fuel, memory). The
+// name is kept for the API; "budget" elsewhere means the output-token budget (TokenBudget).
+struct BudgetError : LimitError {
+  using LimitError::LimitError;
+};
+
+// A call ran past its wall-clock limit (Matcher(time_limit=...)).
+struct TimeLimitExceeded : LimitError {
+  using LimitError::LimitError;
 };
 
 // A compilation ran past its wall-clock limit (GrammarCompiler(compile_timeout=...)).

@@ -20,16 +20,14 @@ void bind_errors(nb::module_& m) {
   // LimitError: a time, work or memory limit ran out. Not a GrammarError (the input may be fine;
   // the limit decided), but still a ValueError: callers that turned a ValueError into "this
   // constraint cannot be used" (integrations, the server's 400s, benchmark engines) keep doing so.
-  // No C++ type is thrown as it (C++ keeps BudgetError under GrammarError, errors.h), so it is
-  // made as nanobind makes one, without a translator.
+  // No C++ exception is thrown as a plain stencil::LimitError (errors.h), so it is made as
+  // nanobind makes one, without a translator.
   static nb::object limit_error = nb::steal(
       PyErr_NewExceptionWithDoc("stencil._core.LimitError",
                                 "A time, work or memory limit ran out (BudgetError, TimeLimitExceeded).",
                                 bases(root, PyExc_ValueError).ptr(), nullptr));
   m.attr("LimitError") = limit_error;
-  // BudgetError: a work or memory limit; TimeLimitExceeded: a wall-clock one, its sibling. A C++
-  // TimeLimitExceeded (a C++ BudgetError) still maps to TimeLimitExceeded: its translator is
-  // registered after BudgetError's, and nanobind tries the last registered first.
+  // BudgetError: a work or memory limit; TimeLimitExceeded: a wall-clock one, its sibling.
   nb::exception<stencil::BudgetError>(m, "BudgetError", limit_error.ptr());
   static nb::object time_limit = nb::exception<stencil::TimeLimitExceeded>(m, "TimeLimitExceeded", limit_error.ptr());
   nb::exception<stencil::CompileTimeout>(m, "CompileTimeout", time_limit.ptr());

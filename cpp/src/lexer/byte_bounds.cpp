@@ -178,9 +178,8 @@ bool Lexer::char_set(ExprId c, int depth) const {
     }
   } catch (const WorkSpent&) {  // a search's limit, not this lexer's: nothing to remember
     throw;
-  } catch (const TimeLimitExceeded&) {  // the call's clock, not the bound's: no answer to remember
-    throw;
-  } catch (const BudgetError&) {  // (the bound is optional: the lexer's own work decides)
+  } catch (const BudgetError&) {  // (the bound is optional: the lexer's own work decides; a time
+                                  // limit, the call's clock, is no BudgetError and goes up)
     out = false;
   }
   char_sets_.emplace(c, out);
@@ -243,8 +242,6 @@ bool Lexer::finite_words_of(ExprId f, ExprId c) const {
       }
     }
   } catch (const WorkSpent&) {
-    throw;
-  } catch (const TimeLimitExceeded&) {  // (a C++ BudgetError too: the call's clock decides, not the bound)
     throw;
   } catch (const BudgetError&) {
     return false;
