@@ -93,6 +93,29 @@ _CONTROLS = unicode.normalize([(0x00, 0x1F), (0x7F, 0x7F)])
 _RAW_NO_DEL = unicode.complement(unicode.union(_CONTROLS, unicode.normalize([(0x22, 0x22), (0x5C, 0x5C)])))
 
 
+@lru_cache(maxsize=4096)
+def _class_plan(key: tuple, spelling: str, escapes: str) -> tuple:
+    """What :meth:`JsonStrings.encoded_class` builds for one range set, worked out once per process
+    (every schema's "any character" and key characters ask again): the raw ranges, the short
+    escapes' texts, ``\\u00xy`` escapes of the plain spelling as (prefix, low digits' ranges), and
+    the BMP and astral ranges that the any spelling writes as ``\\u`` escapes and pairs."""
+    plain = spelling != "any"
+    peer = spelling in ("controls", "unicode")
+    raw = tuple(unicode.bridge_surrogates(intersect_ranges(key, _RAW_NO_DEL if peer else RAW_OK)))
+    shorts = tuple("\\" + letter for cp, letter in (_DUMPS_SHORT if plain else SHORT_ESCAPES)
+                   if unicode.contains(key, cp) and (not peer or letter in escapes))
+    if peer:
+        return raw, shorts, (), (), ()
+    if plain:   # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
+        by_high: dict = {}
+        for cp in _DUMPS_U:
+            if unicode.contains(key, cp):
+                by_high.setdefault(cp >> 4, []).append(ord("%x" % (cp & 15)))
+        u00 = tuple(("\\u00%d" % high, tuple((c, c) for c in lows)) for high, lows in by_high.items())
+        return raw, shorts, u00, (), ()
+    return raw, shorts, (), intersect_ranges(key, BMP), intersect_ranges(key, ASTRAL)
+
+
 class JsonStrings:
     """Builds encoded-body expressions in one builder (memoized per builder). ``spelling`` (option
     ``string_spelling``): ``"any"`` JSON spelling, ``"plain"`` (only the spelling
@@ -176,31 +199,15 @@ class JsonStrings:
         if e is not None:
             return e
         b = self.b
-        parts = []
-        peer = self.spelling in ("controls", "unicode")
-        raw = intersect_ranges(key, _RAW_NO_DEL if peer else RAW_OK)
-        if raw:
-            parts.append(b.re_char_ranges(unicode.bridge_surrogates(raw), False))
-        for cp, letter in _DUMPS_SHORT if self.plain else SHORT_ESCAPES:
-            if unicode.contains(key, cp) and (not peer or letter in self.escapes):
-                parts.append(b.re_literal("\\" + letter))
-        if peer:
+        raw, shorts, u00, bmp, astral = _class_plan(key, self.spelling, self.escapes)
+        parts = [b.re_char_ranges(raw, False)] if raw else []
+        parts += [b.re_literal(text) for text in shorts]
+        if self.spelling in ("controls", "unicode"):
             e = self._classes[key] = self._peer_u_escapes(key, parts)
             return e
-        if self.spelling == "plain":
-            # \u00xx for the other controls: \u00 then the high digit (0 or 1), then a class
-            by_high: dict = {}
-            for cp in _DUMPS_U:
-                if unicode.contains(key, cp):
-                    by_high.setdefault(cp >> 4, []).append("%x" % (cp & 15))
-            for high, lows in by_high.items():
-                parts.append(b.re_concat([b.re_literal("\\u00%d" % high),
-                                          b.re_char_ranges([(ord(c), ord(c)) for c in lows], False)]))
-            e = self._classes[key] = b.re_or(parts) if parts else b.re_nothing()
-            return e
-        for lo, hi in intersect_ranges(key, BMP):
-            parts.append(self._u_escape(lo, hi))
-        for lo, hi in intersect_ranges(key, ASTRAL):
+        parts += [b.re_concat([b.re_literal(prefix), b.re_char_ranges(lows, False)]) for prefix, lows in u00]
+        parts += [self._u_escape(lo, hi) for lo, hi in bmp]
+        for lo, hi in astral:
             parts.extend(self._surrogate_pairs(lo, hi))
         e = b.re_or(parts) if parts else b.re_nothing()
         self._classes[key] = e
