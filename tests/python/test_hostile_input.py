@@ -103,6 +103,23 @@ def test_shared_subschemas_are_no_cycle_and_are_walked_once():
         check_document(s, 100, "JSON Schema")
 
 
+def test_check_document_returns_the_deepest_level():
+    from stencil.grammar.json.schema.core.document import check_document
+    assert check_document(5, 10, "x") == 0
+    assert check_document({"a": 1, "b": []}, 10, "x") == 1
+    assert check_document({"a": [{"b": {}}], "c": 2}, 10, "x") == 3
+
+
+def test_a_structural_tag_checks_a_schema_deeper_than_schemas_nest(compiler):
+    # the tag's own check takes deeper documents; its schemas then get their own check
+    deep: dict = {}
+    for _ in range(1001):
+        deep = {"not": deep}
+    tag = {"type": "structural_tag", "format": {"type": "json_schema", "json_schema": deep}}
+    with pytest.raises(stencil.GrammarError, match=r"JSON Schema: the document nests more than 1000 levels"):
+        compiler.compile_structural_tag(tag)
+
+
 @pytest.mark.parametrize("schema,needle", [
     ({"type": "object", "properties": {b"x": {}}}, r"the key b'x' at /properties is not a str but bytes"),
     ({"enum": [{"a": [{1: 2}]}]}, r"the key 1 at /enum/0/a/0 is not a str but int"),

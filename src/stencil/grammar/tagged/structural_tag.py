@@ -100,8 +100,9 @@ def _json_path(path: list) -> str:
     return text if len(text) <= 120 else f"{text[:50]}...{text[-60:]}"
 
 
-def _load(spec) -> tuple[dict, str]:
-    """(format object, its JSON path in the spec)."""
+def _load(spec) -> tuple[dict, str, bool]:
+    """(format object, its JSON path in the spec, whether its schemas need no check of their own:
+    the spec's check covered them, no deeper than a schema may nest)."""
     if isinstance(spec, (str, bytes)):
         try:
             spec = json.loads(spec)
@@ -113,14 +114,15 @@ def _load(spec) -> tuple[dict, str]:
         raise GrammarError(f"structural tag: expected a JSON object, got {type(spec).__name__}")
     # a spec of Python objects may contain itself: refused before anything walks it (a format
     # nests up to 2 levels of JSON, and the schemas inside have their own limit)
-    check_document(spec, 2 * MAX_DEPTH + MAX_SCHEMA_NESTING, "structural tag", _json_path)
+    checked = check_document(spec, 2 * MAX_DEPTH + MAX_SCHEMA_NESTING, "structural tag", _json_path) \
+        <= MAX_SCHEMA_NESTING
     if "structures" in spec:
-        return _legacy(spec), "$(structures as triggered_tags)"
+        return _legacy(spec), "$(structures as triggered_tags)", checked
     if spec.get("type") == "structural_tag" or ("format" in spec and "type" not in spec):
         if "format" not in spec:
             raise GrammarError("structural tag: $ has no 'format'")
-        return spec["format"], "$.format"
-    return spec, "$"
+        return spec["format"], "$.format", checked
+    return spec, "$", checked
 
 
 def _legacy(spec: dict) -> dict:
@@ -145,9 +147,9 @@ def build_structural_tag(b, spec, *, tokens: Optional[TokenTable] = None, specia
     builder ``b`` and return its start rule. ``specials`` maps special-token texts to ids;
     ``tokens`` resolves token names in embedded GBNF grammars; ``json_options`` are
     ``build_json_schema`` options for every ``json_schema`` format."""
-    fmt, path = _load(spec)
+    fmt, path, checked = _load(spec)
     root = b.rule("structural_tag")
-    b.add_alternative(root, [_Builder(b, tokens, specials or {}, json_options or {}).build(fmt, path, _EOS)])
+    b.add_alternative(root, [_Builder(b, tokens, specials or {}, json_options or {}, checked).build(fmt, path, _EOS)])
     return root
 
 
@@ -168,8 +170,9 @@ def _markers(end) -> list:
 
 
 class _Builder:
-    def __init__(self, b, tokens, specials: dict, json_options: dict):
+    def __init__(self, b, tokens, specials: dict, json_options: dict, checked: bool = False):
         self.b, self.tokens, self.json_options = b, tokens, json_options
+        self.checked = checked   # the spec's schemas need no check of their own (see _load)
         self.specials = {k: v for k, v in specials.items() if k}
         # by first character, the lengths of the specials starting with it (longest first): a scan
         # costs the text's length times the lengths tried, not the number of specials (Gemma's
@@ -395,7 +398,7 @@ class _Builder:
             if style == "json":
                 # (excluded texts, e.g. the end a reader finds by searching, appear only escaped)
                 view = Excluding(self.ns(), banned, f"{path}.json_schema") if banned else self.ns()
-                rule = build_json_schema(view, schema, **opts)
+                rule = build_json_schema(view, schema, checked=self.checked, **opts)
             else:
                 rule = build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
                                             json_options=opts)

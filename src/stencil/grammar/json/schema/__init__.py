@@ -81,13 +81,15 @@ def _too_deep(schema, registry) -> GrammarError:
 
 
 def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None = None, standalone: bool = False,
-                      **options):
+                      checked: bool = False, **options):
     """Add the rules of ``schema`` to ``builder`` and return the start rule (does not build).
 
     Options: those of ``stencil.JsonSchemaOptions``. ``registry`` maps URIs to other schema
     documents for ``$ref``. Flexible white space goes inside the value only (none before or after
     it), so that the rest of the grammar keeps its own rules; ``standalone=True`` (the whole grammar is this value) makes it one ignored lexeme,
-    still not before or after the value unless ``whitespace_around=True``.
+    still not before or after the value unless ``whitespace_around=True``. ``checked``: a dict or
+    bool ``schema`` lies in a document the caller passed through ``check_document`` and found no
+    deeper than ``MAX_SCHEMA_NESTING`` (a structural tag's schemas), so it is not walked again.
 
     Example::
 
@@ -95,7 +97,8 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
         g = b.build(build_json_schema(b, {"enum": ["red", "green"]}))
     """
     opts = Options.make(**options)
-    schema = load_schema(schema)
+    if not (checked and isinstance(schema, (dict, bool))):
+        schema = load_schema(schema)
     for uri, doc in (registry or {}).items():
         load_schema(doc, f"JSON Schema {uri!r} of the registry")
     try:

@@ -40,12 +40,15 @@ def _items(v):
     return iter(v.items()) if isinstance(v, dict) else enumerate(v)
 
 
-def check_document(doc, limit: int, what: str, render: Callable[[list], str] | None = None) -> None:
+def check_document(doc, limit: int, what: str, render: Callable[[list], str] | None = None) -> int:
     """Raise GrammarError (``what: ...``, naming the place) when ``doc`` nests a value more than
     ``limit`` levels deep (a scalar at the top is level 0), contains itself, or has a dict key
-    that is not a str. ``render`` turns a path into the place's name (default: a JSON pointer)."""
+    that is not a str; else return the level of its deepest value (a caller that checked a
+    document need not check the documents inside it again). ``render`` turns a path into the
+    place's name (default: a JSON pointer)."""
     if not isinstance(doc, _CONTAINERS):
-        return
+        return 0
+    deepest = 0
     name = render or (lambda p: short_pointer(json_pointer(p)))
     path: list = []                       # keys from the root to the container on top of the stack
     on_path = {id(doc): 0}                # id -> depth, for the containers of the current path
@@ -58,9 +61,11 @@ def check_document(doc, limit: int, what: str, render: Callable[[list], str] | N
             if is_dict and not isinstance(key, str):
                 raise GrammarError(f"{what}: the key {key!r:.60} at {name(path)} is not a str but "
                                    f"{type(key).__name__} (the keys of a JSON object are strings)")
-            if depth > limit:
-                raise GrammarError(f"{what}: the document nests more than {limit} levels deep (at "
-                                   f"{name(path + [key])}); stencil takes up to {limit}")
+            if depth > deepest:
+                if depth > limit:
+                    raise GrammarError(f"{what}: the document nests more than {limit} levels deep (at "
+                                       f"{name(path + [key])}); stencil takes up to {limit}")
+                deepest = depth
             if not isinstance(child, _CONTAINERS):
                 continue
             cid = id(child)
@@ -81,3 +86,4 @@ def check_document(doc, limit: int, what: str, render: Callable[[list], str] | N
             checked[cid] = d
             if path:
                 path.pop()
+    return deepest
