@@ -118,10 +118,11 @@ class GrammarCompiler:
 
     Limits guard against pathological input: ``max_lexer_states`` (lexer automaton states),
     ``lexer_fuel`` (derivative steps) and ``mask_cache_bytes`` (memory for cached masks per
-    grammar). Exceeding them raises ``GrammarError``, never hangs. The lazy lexer is a cache:
-    when it passes half of its state or fuel limit, or ``lexer_memory_bytes``, it is started
-    afresh with its masks and rebuilt on demand (``CompiledGrammar.num_lexer_renewals``), so a
-    long generation under a pattern with a huge automaton keeps flat memory and never runs out.
+    grammar). Exceeding them raises ``BudgetError`` (a ``LimitError``), never hangs. The lazy
+    lexer is a cache: when it passes half of its state or fuel limit, or ``lexer_memory_bytes``,
+    it is started afresh with its masks and rebuilt on demand
+    (``CompiledGrammar.num_lexer_renewals``), so a long generation under a pattern with a huge
+    automaton keeps flat memory and never runs out.
     ``compile_timeout`` (seconds, default 5; None for none) bounds the wall-clock time of each
     ``compile_*`` call, front-end included: past it the call raises ``stencil.CompileTimeout``
     (a ``LimitError``, no ``GrammarError``), caches nothing, and the compiler keeps working.
