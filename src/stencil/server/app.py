@@ -20,16 +20,13 @@ from stencil.runtime.speculative import SpeculationOptions
 from stencil.server.constraints import TOOL_STRICT, request_tools
 from stencil.server.limits import ServerLimits
 from stencil.server.openai_responses import ResponsesRequest, chat_body, response_events, response_object
-from stencil.server.protocol import RequestError, error_body, message_text
+from stencil.server.protocol import RequestError, error_body
 from stencil.server.request import ChatRequest, CompletionRequest
 from stencil.server.responses import wait_all
 from stencil.server.service import Service, body_bytes_of
 from stencil.server.toolcalls import FORMATS, chat_prompt, renders_tools, tool_format_for
 
 log = logging.getLogger("stencil.server")
-
-#: the chat message roles the server reads (OpenAI's, less the deprecated "function")
-ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 def create_app(lm, *, model_name: str | None = None, compile_timeout: float | None = None, max_batch: int = 16,
@@ -94,7 +91,7 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
         body = await svc.read_body(request)
         req = svc.parse(ChatRequest, body)
         fmt = default_format if req.tool_format is None else _tool_format(lm, req.tool_format, "tool_format")
-        messages, tools = chat_prompt(_chat_messages(body), request_tools(body), fmt, template_tools)
+        messages, tools = chat_prompt(req.template_messages(), request_tools(body), fmt, template_tools)
         prompt_ids = await asyncio.to_thread(_encode_chat, lm, messages, tools)
         return await svc.run(request, req, body, prompt_ids, chat=True, tool_format=fmt)
 
@@ -131,7 +128,7 @@ async def _responses(svc: Service, request: Request, fmt: str, template_tools: b
         fmt = _tool_format(svc.lm, req.tool_format, "tool_format")
     chat = chat_body(req)
     chat_req = svc.parse(ChatRequest, chat)   # (before the tools are read: their shapes are its)
-    messages, tools = chat_prompt(_chat_messages(chat), request_tools(chat), fmt, template_tools)
+    messages, tools = chat_prompt(chat_req.template_messages(), request_tools(chat), fmt, template_tools)
     prompt_ids = await asyncio.to_thread(_encode_chat, svc.lm, messages, tools)
     c, jobs, schema = await svc.submit(chat_req, chat, prompt_ids, fmt, body_bytes_of(request))
     if req.stream:
@@ -172,45 +169,6 @@ def _render_chat(lm, messages: list[dict], tools: list | None) -> list[int]:
         return lm.encode_prompt(messages=messages)
     text = tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
     return list(tok(text, add_special_tokens=False)["input_ids"])
-
-
-def _chat_messages(body: dict) -> list[dict]:
-    """The chat request's messages as the chat template takes them: role, text, and the tool
-    history (an assistant's ``tool_calls``, a tool message's ``tool_call_id`` and ``name``)."""
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise RequestError("messages must be a non-empty list", param="messages")
-    messages = []
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise RequestError(f"messages[{i}] must be an object with a role", param=f"messages[{i}]")
-        if m["role"] not in ROLES:
-            raise RequestError(f"messages[{i}].role must be one of {', '.join(ROLES)}, got {m['role']!r}",
-                               param=f"messages[{i}].role")
-        msg = {"role": m["role"], "content": message_text(m.get("content"), f"messages[{i}].content")}
-        for k in ("tool_call_id", "name", "reasoning_content"):
-            if isinstance(m.get(k), str):
-                msg[k] = m[k]
-        if m["role"] == "assistant" and isinstance(m.get("reasoning_content"), str):
-            msg["thinking"] = m["reasoning_content"]   # (what gpt-oss's template reads)
-        if m.get("tool_calls"):
-            msg["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
-        messages.append(msg)
-    return messages
-
-
-def _tool_calls(calls, where: str) -> list[dict]:
-    def ok(c) -> bool:
-        if not isinstance(c, dict):
-            return False
-        if c.get("type") == "custom":   # a custom tool's call: its raw input
-            spec = c.get("custom")
-            return isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(spec.get("input"), str)
-        return isinstance(c.get("function"), dict) and isinstance(c["function"].get("name"), str)
-    if not (isinstance(calls, list) and all(ok(c) for c in calls)):
-        raise RequestError(f"{where} must be a list of {{'type': 'function', 'function': {{'name', 'arguments'}}}} "
-                           "or {'type': 'custom', 'custom': {'name', 'input'}}", param=where)
-    return calls
 
 
 class _AsciiJSON(JSONResponse):

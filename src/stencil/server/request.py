@@ -1,9 +1,10 @@
 """One pydantic model per route, whose values are checked once, here: types, ranges (some of them
 the server's: ``RequestBounds``, the validation context), finite numbers, and the fields that
 must go together. The service then reads checked values (``generation_params``,
-``sampling_params``), never the raw body again; the constraint's fields (``response_format``,
-``tools``, ...: ``constraints.constraint_for``) and the messages (the prompt's builder) are read
-from the body, the shapes of ``response_format`` and ``tools`` checked here (``server.shapes``).
+``sampling_params``, ``template_messages``), never the raw body again; the constraint's fields
+(``response_format``, ``tools``, ...: ``constraints.constraint_for``) are read from the body,
+the shapes of ``response_format`` and ``tools`` checked here (``server.shapes``), as are the
+messages (``server.messages``).
 
 A field the server does not know is a 400 naming it, ``unsupported_parameter`` (it might change
 the output, and the server would ignore it); a bad value a 400 naming its field, with the
@@ -21,13 +22,14 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NoReturn, Optional, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo,
-                      field_validator, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
 from stencil.runtime.aligned import DEFAULT_PARTICLES, MAX_PARTICLES
+from stencil.server.messages import ChatMessage
 from stencil.server.params import GenerationParams, SamplingParams
-from stencil.server.protocol import RequestError
+from stencil.server.protocol import PLACED, UNSUPPORTED, RequestError
 from stencil.server.shapes import ChatTool, ResponseFormat
 
 __all__ = ["ChatRequest", "CompletionRequest", "RequestBounds", "StreamOptions", "parse_request"]
@@ -227,10 +229,16 @@ class _Request(_Unchanging):
         return bool(self.stream_options and self.stream_options.include_usage)
 
 
+def _some_messages(v: Any) -> Any:
+    if not (isinstance(v, list) and v):
+        _refuse("messages must be a non-empty list")
+    return v
+
+
 class ChatRequest(_Request):
     """``/v1/chat/completions``."""
 
-    messages: Any = None  # checked as the prompt is built (the messages' own paths in errors)
+    messages: Annotated[list[ChatMessage], BeforeValidator(_some_messages)] = Field(None, validate_default=True)
     max_completion_tokens: Annotated[Optional[int], _number(0, "max_tokens", int)] = None
     tools: Optional[list[ChatTool]] = None
     tool_choice: Any = None
@@ -244,6 +252,10 @@ class ChatRequest(_Request):
         if self.top_logprobs is not None and not self.logprobs:
             _refuse("top_logprobs needs logprobs: true", "top_logprobs")
         return (self.top_logprobs or 0) if self.logprobs else None
+
+    def template_messages(self) -> list[dict]:
+        """The messages as the chat template takes them (``ChatMessage.for_template``)."""
+        return [m.for_template() for m in self.messages]
 
 
 def _prompt(v) -> str:
@@ -277,10 +289,15 @@ def parse_request(model: type[_Strict], body: dict, bounds: RequestBounds) -> An
         param = _path(err["loc"])
         if err["type"] == "extra_forbidden":
             raise RequestError(f"{param} is not supported by this server (it would change the output, and stencil "
-                               "does not implement it)", param=param, code="unsupported_parameter") from None
+                               "does not implement it)", param=param, code=UNSUPPORTED) from None
         if err["type"] == _REFUSED:
             raise RequestError(err["msg"], param=err["ctx"]["param"] or param) from None
-        raise RequestError(f"{param}: {err['msg']}, got {err.get('input')!r}", param=param) from None
+        if err["type"] == PLACED:   # (protocol.refuse_at: a place under the value validated)
+            param = _path(err["loc"] + err["ctx"]["at"])
+            raise RequestError(f"{param}: {err['msg']}", param=param, code=err["ctx"]["code"]) from None
+        # (a missing field's input is the object that lacks it)
+        got = "" if err["type"] == "missing" else f", got {err.get('input')!r}"
+        raise RequestError(f"{param}: {err['msg']}{got}", param=param) from None
 
 
 def _path(loc) -> str:

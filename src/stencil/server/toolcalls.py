@@ -107,16 +107,14 @@ def _as_object(call: dict) -> Any:
 
 
 def _args(call: dict) -> Any:
-    """A past call's arguments (a JSON value), or a custom call's raw input."""
+    """A past call's arguments (the JSON value of their text, else the text), or a custom call's
+    raw input (a checked call: ``server.messages.ToolCall``)."""
     if call.get("type") == "custom":
-        return call["custom"].get("input") or ""
-    args = call["function"].get("arguments")
-    if isinstance(args, str):
-        try:
-            return json.loads(args)
-        except json.JSONDecodeError:
-            return args
-    return args
+        return call["custom"]["input"]
+    try:
+        return json.loads(call["function"]["arguments"])
+    except json.JSONDecodeError:
+        return call["function"]["arguments"]
 
 
 def tools_prompt(tools: list, fmt: str = "generic") -> str:
