@@ -1,4 +1,5 @@
-"""The messages of a chat request as the route model checks them (``stencil.server.messages``), without a server: each malformed shape is a 400 naming
+"""The messages of a chat request and the input items of a Responses request as the route models
+check them (``stencil.server.messages``), without a server: each malformed shape is a 400 naming
 its path (a part the server cannot read: ``unsupported_parameter``), and each shape accepted
 before still reaches the chat template as it did (issue 42 step 5). test_server_hostile.py,
 _isolation.py and _responses.py hold the same through a server."""
@@ -8,6 +9,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from stencil.server.openai_responses import ResponsesRequest, chat_body  # noqa: E402
 from stencil.server.protocol import RequestError  # noqa: E402
 from stencil.server.request import ChatRequest, RequestBounds, parse_request  # noqa: E402
 from stencil.server.toolcalls import chat_prompt  # noqa: E402
@@ -125,3 +127,70 @@ def test_a_tool_history_renders_through_a_chat_template():
                                      "<tool_response>\n7\n")]
     assert calls == sorted(calls), text
     assert text.endswith("<|im_start|>assistant\n"), text
+
+
+# -- Responses input items --------------------------------------------------------------------------
+
+def _item(**fields):
+    return {"type": "function_call", "call_id": "c", "name": "add", "arguments": "{}", **fields}
+
+
+@pytest.mark.parametrize("items, param", [
+    (None, "input"), ([], "input"), (5, "input"), ({"role": "user", "content": "hi"}, "input"),
+    (["hi"], "input[0]"),
+    ([{"content": "hi"}], "input[0].role"),
+    ([{"role": "tool", "content": "hi"}], "input[0].role"),
+    ([{"role": "user", "content": 5}], "input[0].content"),
+    ([{"role": "user", "content": [{"type": "input_text"}]}], "input[0].content[0].text"),
+    ([_item(call_id=None)], "input[0].call_id"),
+    ([_item(arguments={"a": 1})], "input[0].arguments"),
+    ([{"type": "custom_tool_call", "call_id": "c", "name": "sql"}], "input[0].input"),
+    ([{"type": "function_call_output", "output": "3"}], "input[0].call_id"),
+    ([{"type": "function_call_output", "call_id": "c", "output": 3}], "input[0].output"),
+    ([{"type": "reasoning", "summary": "thought"}], "input[0].summary"),
+    ([{"type": "reasoning", "content": "thought"}], "input[0].content"),
+    ([{"type": "reasoning", "summary": [{"type": "summary_text"}]}], "input[0].summary[0].text"),
+])
+def test_a_malformed_input_item_is_refused_naming_its_path(items, param):
+    e = _refused(ResponsesRequest, {"input": items})
+    assert (e.param, e.status, e.code) == (param, 400, None), (e.param, e.code, e.message)
+
+
+@pytest.mark.parametrize("items, param", [
+    ([{"type": "image", "url": "x"}], "input[0].type"),
+    ([{"role": "user", "content": [{"type": "input_image", "image_url": "data:,"}]}], "input[0].content[0].type"),
+    ([{"role": "user", "content": [{"type": "output_text", "text": "Hi"}]}], "input[0].content[0].type"),
+    ([{"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}], "input[0].content[0].type"),
+    ([{"type": "function_call_output", "call_id": "c", "output": [{"type": "output_text", "text": "3"}]}],
+     "input[0].output[0].type"),
+    ([{"type": "reasoning", "summary": [{"type": "reasoning_text", "text": "t"}]}], "input[0].summary[0].type"),
+])
+def test_an_input_the_server_cannot_read_is_unsupported(items, param):
+    e = _refused(ResponsesRequest, {"input": items})
+    assert (e.param, e.code) == (param, "unsupported_parameter"), (e.param, e.message)
+
+
+def test_every_accepted_input_becomes_the_chat_messages_it_means():
+    def chat(items, **fields):
+        req = parse_request(ResponsesRequest, {"input": items, **fields}, BOUNDS)
+        return parse_request(ChatRequest, chat_body(req), BOUNDS).template_messages()
+    assert chat("") == [{"role": "user", "content": ""}]
+    assert chat("Hi", instructions="Be brief.") == [{"role": "system", "content": "Be brief."},
+                                                    {"role": "user", "content": "Hi"}]
+    history = chat([{"role": "developer", "content": "Be brief."},
+                    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "1+2"},
+                                                                    {"type": "input_text", "text": "?"}]},
+                    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Add."}],
+                     "content": [{"type": "reasoning_text", "text": "1+2=3"}]},
+                    _item(call_id="c1", arguments='{"a": 1, "b": 2}'),
+                    {"type": "custom_tool_call", "call_id": "c2", "name": "sql", "input": "SELECT 1"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "3"},
+                    {"type": "custom_tool_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "1"}]},
+                    {"role": "assistant", "content": [{"type": "output_text", "text": "3"}], "status": "completed"}])
+    assert history == [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+2?"},
+        {"role": "assistant", "content": "", "reasoning_content": "Add.\n\n1+2=3", "thinking": "Add.\n\n1+2=3",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
+                        {"id": "c2", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}}]},
+        {"role": "tool", "content": "3", "tool_call_id": "c1"}, {"role": "tool", "content": "1", "tool_call_id": "c2"},
+        {"role": "assistant", "content": "3"}]

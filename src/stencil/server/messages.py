@@ -1,5 +1,5 @@
-"""The messages of OpenAI's chat API, as pydantic models.
-A route's model (``ChatRequest.messages``) validates them, so that a
+"""The messages of OpenAI's chat API and the input items of its Responses API, as pydantic models.
+A route's model (``ChatRequest.messages``, ``ResponsesRequest.input``) validates them, so that a
 malformed one is a 400 naming its path (``messages[1].tool_calls[0].function.arguments``), and
 the prompt is built from checked values (``ChatMessage.for_template``). The server reads text
 only: a part of another type (an image, audio, a file) is refused as ``unsupported_parameter``
@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from stencil.server.protocol import UNSUPPORTED, refuse_at
 
-__all__ = ["ChatMessage", "ROLES", "content_text"]
+__all__ = ["ChatMessage", "InputItem", "ROLES", "content_text"]
 
 #: the chat message roles the server reads (OpenAI's, less the deprecated "function")
 Role = Literal["system", "developer", "user", "assistant", "tool"]
@@ -69,7 +69,13 @@ class ChatPart(_TextPart):
     KINDS = ("text",)
 
 
-def content_text(content: Union[str, list[ChatPart], None]) -> str:
+class InputPart(_TextPart):
+    """A part of a Responses item: input, output, summary or reasoning text (which goes where:
+    ``InputItem``)."""
+    KINDS = ("input_text", "output_text", "summary_text", "reasoning_text")
+
+
+def content_text(content: Union[str, list[ChatPart], list[InputPart], None]) -> str:
     """A checked content's text: the string, or its parts' text joined ("" for null)."""
     if content is None or isinstance(content, str):
         return content or ""
@@ -147,3 +153,66 @@ class ChatMessage(_Open):
         if self.tool_calls:
             msg["tool_calls"] = [c.model_dump(exclude_unset=True) for c in self.tool_calls]
         return msg
+
+
+# -- Responses -------------------------------------------------------------------------------------
+#: the input items the server reads, and the fields each needs
+ITEMS: dict[str, tuple[str, ...]] = {
+    "message": ("role",), "reasoning": (), "function_call": ("call_id", "name", "arguments"),
+    "custom_tool_call": ("call_id", "name", "input"), "function_call_output": ("call_id",),
+    "custom_tool_call_output": ("call_id",)}
+
+ItemContent = Annotated[Union[str, list[InputPart], None], StringOr(list[InputPart], "parts")]
+
+
+class InputItem(_Open):
+    """A Responses input item: a message (``type`` may be left out), a past answer's reasoning, a
+    function or custom tool call, or a call's output. One model with the fields of each type,
+    which says the fields it needs (``ITEMS``) and the part types of each place."""
+    type: str = "message"
+    role: Optional[Literal["user", "assistant", "system", "developer"]] = None
+    content: ItemContent = None
+    summary: Optional[list[InputPart]] = None
+    call_id: Optional[str] = None
+    name: Optional[str] = None
+    arguments: Optional[str] = None
+    input: Optional[str] = None
+    output: ItemContent = None
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, kind: str) -> str:
+        if kind not in ITEMS:
+            refuse_at((), f"{kind!r} is not supported ({', '.join(ITEMS)} are)", UNSUPPORTED)
+        return kind
+
+    @model_validator(mode="after")
+    def _complete(self) -> InputItem:
+        _needs(self, ITEMS[self.type], f"an item of type {self.type}")
+        if self.type == "reasoning" and isinstance(self.content, str):
+            refuse_at(("content",), "a reasoning item's content is a list of reasoning_text parts")
+        for field, kinds in self._part_kinds().items():
+            parts = getattr(self, field)
+            for k, part in enumerate(parts if isinstance(parts, list) else ()):
+                if part.type not in kinds:
+                    refuse_at((field, k, "type"), f"{part.type!r} is not supported here (parts of type "
+                                                  f"{' or '.join(kinds)})", UNSUPPORTED)
+        return self
+
+    def _part_kinds(self) -> dict[str, tuple[str, ...]]:
+        """The part types each of this item's fields takes."""
+        if self.type == "message":
+            return {"content": ("output_text", "input_text") if self.role == "assistant" else ("input_text",)}
+        if self.type == "reasoning":
+            return {"summary": ("summary_text",), "content": ("reasoning_text",)}
+        return {"output": ("input_text",)}
+
+    def thought(self) -> str:
+        """A reasoning item's text: its summary parts (and reasoning text parts) joined."""
+        return "\n\n".join(p.text for parts in (self.summary, self.content) if isinstance(parts, list) for p in parts)
+
+    def call(self) -> dict:
+        """A call item as a chat message's tool call."""
+        if self.type == "function_call":
+            return {"id": self.call_id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return {"id": self.call_id, "type": "custom", "custom": {"name": self.name, "input": self.input}}

@@ -13,13 +13,14 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from stencil.server.job import DONE, Job
 from stencil.server.partials import ChoicePartials, job_complete
-from stencil.server.protocol import RequestError, message_text
+from stencil.server.messages import InputItem, StringOr, content_text
+from stencil.server.protocol import RequestError, refuse_at
 from stencil.server.request import StreamOptions, _Unchanging
 from stencil.server.response_items import OutputItems, new_id
 from stencil.server.responses import job_reasoning_tokens
@@ -30,7 +31,7 @@ class ResponsesRequest(_Unchanging):
     """``/v1/responses``: the fields that change the output are implemented or refused (a 400
     naming them); ``store``, ``metadata`` and the like change nothing and pass."""
 
-    input: Union[str, list[Any]]
+    input: Annotated[Union[str, list[InputItem]], StringOr(list[InputItem], "items", nullable=False)]
     instructions: Optional[str] = None
     max_output_tokens: Optional[int] = Field(None, ge=1)
     temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
@@ -51,6 +52,13 @@ class ResponsesRequest(_Unchanging):
     #: (a ``<think>`` block, Harmony's analysis channel), answered as a ``reasoning`` item whose
     #: summary is the reasoning's text
     reasoning: Optional[dict] = None
+
+    @field_validator("input")
+    @classmethod
+    def _some(cls, items: Union[str, list[InputItem]]) -> Union[str, list[InputItem]]:
+        if isinstance(items, list) and not items:
+            refuse_at((), "must be a string or a non-empty list of items")
+        return items
 
 
 #: OpenAI's reasoning efforts and summary kinds (the openai package's ``Reasoning``)
@@ -106,71 +114,29 @@ def chat_body(req: ResponsesRequest) -> dict:
 
 
 def _messages(req: ResponsesRequest) -> list[dict]:
+    """The chat messages of the instructions and the input items (checked: ``server.messages``)."""
     msgs: list[dict[str, Any]] = [{"role": "system", "content": req.instructions}] if req.instructions else []
     if isinstance(req.input, str):
         return msgs + [{"role": "user", "content": req.input}]
-    if not req.input:
-        raise RequestError("input must be a non-empty string or list of items", param="input")
     thought = None   # a reasoning item's text, waiting for the assistant turn it belongs to
-    for i, item in enumerate(req.input):
-        where = f"input[{i}]"
-        if not isinstance(item, dict):
-            raise RequestError(f"{where} must be an object", param=where)
-        kind = item.get("type", "message")
-        if kind == "message":
-            role = item.get("role")
-            if role not in ("user", "assistant", "system", "developer"):
-                raise RequestError(f"{where}.role must be user, assistant, system or developer, got {role!r}",
-                                   param=f"{where}.role")
-            kinds = ("output_text", "input_text") if role == "assistant" else ("input_text",)
-            msgs.append({"role": "system" if role == "developer" else role,
-                         "content": message_text(item.get("content"), f"{where}.content", kinds)})
-            if role == "assistant" and thought is not None:
+    for item in req.input:
+        if item.type == "message":
+            msgs.append({"role": "system" if item.role == "developer" else item.role,
+                         "content": content_text(item.content)})
+            if item.role == "assistant" and thought is not None:
                 msgs[-1]["reasoning_content"], thought = thought, None
-        elif kind == "reasoning":   # a past answer's reasoning: the next assistant turn's
-            thought = _thought(item, where)
-            continue
-        elif kind in ("function_call", "custom_tool_call"):
-            call = {"id": _str(item, "call_id", where), "type": "function",
-                    "function": {"name": _str(item, "name", where), "arguments": _str(item, "arguments", where)}} \
-                if kind == "function_call" else \
-                {"id": _str(item, "call_id", where), "type": "custom",
-                 "custom": {"name": _str(item, "name", where), "input": _str(item, "input", where)}}
+        elif item.type == "reasoning":   # a past answer's reasoning: the next assistant turn's
+            thought = item.thought()
+        elif item.type in ("function_call", "custom_tool_call"):
             if msgs and msgs[-1]["role"] == "assistant" and msgs[-1].get("tool_calls") is not None:
-                msgs[-1]["tool_calls"].append(call)  # parallel calls: one assistant turn
+                msgs[-1]["tool_calls"].append(item.call())  # parallel calls: one assistant turn
             else:
-                msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+                msgs.append({"role": "assistant", "content": "", "tool_calls": [item.call()]})
                 if thought is not None:
                     msgs[-1]["reasoning_content"], thought = thought, None
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            out = item.get("output")
-            msgs.append({"role": "tool", "tool_call_id": _str(item, "call_id", where),
-                         "content": out if isinstance(out, str) else message_text(out, f"{where}.output",
-                                                                                  ("input_text",))})
-        else:
-            raise RequestError(f"{where}.type {kind!r} is not supported (message, reasoning, function_call, "
-                               "function_call_output, custom_tool_call and custom_tool_call_output are)",
-                               param=f"{where}.type", code="unsupported_parameter")
+        else:   # a call's output
+            msgs.append({"role": "tool", "tool_call_id": item.call_id, "content": content_text(item.output)})
     return msgs
-
-
-def _thought(item: dict, where: str) -> str:
-    """The text of a reasoning item: its summary parts (and reasoning text parts) joined."""
-    parts = []
-    for key, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
-        got = item.get(key) or []
-        if not isinstance(got, list) or not all(isinstance(p, dict) and p.get("type") == kind
-                                                and isinstance(p.get("text"), str) for p in got):
-            raise RequestError(f"{where}.{key} must be a list of {{'type': '{kind}', 'text'}} parts",
-                               param=f"{where}.{key}")
-        parts += [p["text"] for p in got]
-    return "\n\n".join(parts)
-
-
-def _str(item: dict, key: str, where: str) -> str:
-    if not isinstance(item.get(key), str):
-        raise RequestError(f"{where}.{key} must be a string", param=f"{where}.{key}")
-    return item[key]
 
 
 def _response_format(fmt) -> Optional[dict]:

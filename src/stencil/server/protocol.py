@@ -1,9 +1,8 @@
-"""OpenAI's error JSON, the refusal a request model's validators raise for a place under the
-value they validate (``refuse_at``: ``server.request.parse_request`` answers it with that path),
-and the check of a Responses item's content."""
+"""OpenAI's error JSON, and the refusal a request model's validators raise for a place under the
+value they validate (``refuse_at``: ``server.request.parse_request`` answers it with that path)."""
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from pydantic_core import PydanticCustomError
 
@@ -33,28 +32,3 @@ def refuse_at(at: tuple[str | int, ...], message: str, code: str | None = None) 
     value itself; ``("content", 1, "type")``), with OpenAI's error ``code``. A validator knows
     the value's fields, not its own path: ``parse_request`` joins the two."""
     raise PydanticCustomError(PLACED, "{message}", {"message": message, "at": at, "code": code})
-
-
-def message_text(content: Any, where: str = "messages", kinds: tuple[str, ...] = ("text",)) -> str:
-    """A message's content: a string or a list of text parts of the types ``kinds`` (chat's "text";
-    the Responses API's "input_text", "output_text"); ``where`` names it in errors. A part of any
-    other type (an image, audio, a file) is a 400 naming it: dropped, the model would answer
-    a prompt without it."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise RequestError(f"{where} must be a string or a list of parts", param=where)
-    texts = []
-    for k, p in enumerate(content):
-        kind = p.get("type") if isinstance(p, dict) else None
-        if kind not in kinds:
-            raise RequestError(f"{where}[{k}].type {kind!r} is not supported here: this server reads text only "
-                               f"(parts of type {' or '.join(kinds)})", param=f"{where}[{k}].type",
-                               code="unsupported_parameter")
-        if not isinstance(p.get("text"), str):
-            raise RequestError(f"{where}[{k}].text must be a string, got {type(p.get('text')).__name__}",
-                               param=f"{where}[{k}].text")
-        texts.append(p["text"])
-    return "".join(texts)
