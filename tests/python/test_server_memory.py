@@ -33,8 +33,9 @@ ORDINARY = {"messages": [{"role": "user", "content": "Name a colour."}], "max_to
 
 def _hostile_requests() -> list[dict]:
     """Patterns whose budget-aware masks build 15-45 MB of lexer states and cost tables in 64
-    tokens each (together past the grammar limit: evictions), a 40,000-value enum (its compile
-    reserves about 140 MB; its rules alone are 41 MB, which no eviction frees), ordinary requests."""
+    tokens each (together past the grammar limit: evictions), a 40,000-value enum (its compile may
+    raise the RSS by about 230 MB, more than this RSS limit leaves beside the model: a 413), ordinary
+    requests."""
     def regex(p, **kw):
         return {"messages": [{"role": "user", "content": "Write a and b."}], "max_tokens": 64, "temperature": 2.0,
                 "seed": 7, "structured_outputs": {"regex": p}, **kw}

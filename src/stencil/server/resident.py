@@ -31,10 +31,12 @@ from stencil.server.protocol import RequestError
 
 #: seconds between two reads of the RSS
 INTERVAL = 0.05
-#: bytes a compile may build per byte of the request body before its grammar is counted (a
-#: 40,000-value enum, a 320 KB body: about 100 MB of the builder's expressions and the front-end's
-#: objects besides its 41 MB of compiled grammar)
-COMPILE_BYTES_PER_BODY_BYTE = 512
+#: bytes a request's compile and first masks may raise the RSS by per byte of its body: a
+#: 40,000-value enum (a 312 KB body) raised the server's RSS by about 230 MB (its rules, the budget's
+#: cost tables, the builder's expressions, the front-end's objects), 750 a byte, for a moment that a
+#: read every INTERVAL may miss (512 let it pass the limit by 10-35 MB, seen where the machine was
+#: loaded and the compile slower)
+COMPILE_BYTES_PER_BODY_BYTE = 1024
 #: what a request that compiles nothing (or a tiny grammar) reserves at least
 MIN_RESERVE = 4 << 20
 #: seconds a request waits for room before its 503
