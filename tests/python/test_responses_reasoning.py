@@ -97,7 +97,7 @@ def test_reasoning_items_come_back_as_input(served):
     bad = dict(history[1], summary=[{"type": "summary_text"}])
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(input=[history[0], bad], **kw)
-    assert e.value.body["param"] == "input[1].summary"
+    assert e.value.body["param"] == "input[1].summary[0].text"   # (the part without its text)
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(input="Go.", **{**kw, "reasoning": {"effort": "huge"}})
     assert e.value.body["param"] == "reasoning.effort"
