@@ -51,8 +51,12 @@ MUTATIONS = [
      "    best = std::min(best, add(d, after));", "    best = std::min(best, add(d, after) - 1);"),
     ("the budget keeps a token one over (walk)", "cpp/src/matcher/budget.cpp",
      "if (had(t)) put(t, c <= left);", "if (had(t)) put(t, c <= left + 1);"),
-    ("the budget keeps a token one over (steps)", "cpp/src/matcher/budget.cpp",
-     "if (had(t)) put(t, step_costs_[k] <= left);", "if (had(t)) put(t, step_costs_[k] <= left + 1);"),
+    ("the budget keeps an inner token one over (steps)", "cpp/src/cost/inner_costs.cpp",
+     "if (step_costs_[k] <= left)", "if (step_costs_[k] <= left + 1)"),
+    ("the inner tokens' byte bounds one less", "cpp/src/cost/inner_costs.cpp",
+     "most_ = std::max(most_, rows.bytes_bound(p, s));", "most_ = std::max(most_, rows.bytes_bound(p, s) - 1);"),
+    ("a byte bound taken one over the budget (walk reports)", "cpp/src/cost/row_costs.cpp",
+     "if (bound <= limit)", "if (bound <= limit + 1)"),
 ]
 
 

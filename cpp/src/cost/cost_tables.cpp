@@ -5,6 +5,7 @@
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
 #include "support/deadline.h"
+#include "tokens/mask_cache.h"
 
 namespace stencil {
 
@@ -47,10 +48,13 @@ const cost::Costs& CostTables::lexer_costs(uint32_t state) {
   });
 }
 
-std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state, const uint32_t* inner, size_t need) {
+std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state) {
   return inner_steps_.get(state, [&] {
+    std::shared_ptr<const MaskEntry> keep;
+    const MaskEntry* entry = search.cache().get(lexer(), search.vocab(), state, &keep);
+    const size_t need = (static_cast<size_t>(search.vocab().vocab_size()) + 31) / 32;
     return std::make_shared<const InnerSteps>(
-        InnerSteps::of(lexer(), search.cache(), search.trie(), state, inner, need));
+        InnerSteps::of(lexer(), search.cache(), search.trie(), state, entry->inner().data(), need));
   });
 }
 

@@ -21,9 +21,9 @@ class CostTables {
   CostTables(const Grammar& g, const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab);
   // Per live lexeme of lexer state `state`, the fewest tokens that end it; the reference stays valid.
   const cost::Costs& lexer_costs(uint32_t state);
-  // Where the inner tokens of lexer state `state` lead (built on first use; `inner`, `need`
-  // words: its mask cache entry's inner bits, which the table must cover).
-  std::shared_ptr<const InnerSteps> inner_steps(uint32_t state, const uint32_t* inner, size_t need);
+  // Where the inner tokens of lexer state `state` lead (built on first use, checked against its
+  // mask cache entry's inner bits).
+  std::shared_ptr<const InnerSteps> inner_steps(uint32_t state);
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   const Lexer& lexer() const { return search.lexer(); }

@@ -65,6 +65,7 @@ class LexemeSearch {
   const Lexer& lexer() const { return lexer_; }
   const MaskCache& cache() const { return cache_; }
   const TokenTrie& trie() const { return trie_; }
+  const Vocabulary& vocab() const { return vocab_; }
 
  private:
   // (*exact: whether the number found is the fewest tokens)

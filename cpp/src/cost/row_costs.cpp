@@ -177,7 +177,43 @@ uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool searc
   return best;
 }
 
-uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh) {
+RowCosts::Slot& RowCosts::slot(const EarleyParser& p, uint32_t state, bool fresh) {
+  const uint64_t serial = p.top().serial;
+  return slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
+}
+
+uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search search) {
+  Slot& s = slot(p, state, fresh);
+  const uint64_t serial = p.top().serial;
+  const bool bytes = search == Search::kBytes;
+  if (s.serial != serial || s.state != state || s.fresh != fresh || (!s.exact && !bytes)) {
+    if (bytes && !fresh)
+      s = {serial, state, fresh, false, bytes_bound(p, state)};
+    else
+      s = {serial, state, fresh, true, exact(p, state, fresh)};
+  }
+  return s.cost;
+}
+
+uint32_t RowCosts::within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact_cost) {
+  Slot& s = slot(p, state, fresh);
+  const uint64_t serial = p.top().serial;
+  if (s.serial != serial || s.state != state || s.fresh != fresh || (!s.exact && s.cost > limit)) {
+    const uint32_t bound = fresh ? kInf : bytes_bound(p, state);
+    if (bound <= limit)
+      s = {serial, state, fresh, false, bound};
+    else
+      s = {serial, state, fresh, true, exact(p, state, fresh)};
+  }
+  *exact_cost = s.exact;
+  return s.cost;
+}
+
+void RowCosts::forget_states() {
+  for (Slot& s : slots_) s = Slot{};
+}
+
+uint32_t RowCosts::exact(const EarleyParser& p, uint32_t state, bool fresh) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   if (fresh) return fresh_cost(p, row);
   uint32_t best = kInf;

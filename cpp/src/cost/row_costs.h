@@ -21,9 +21,18 @@ class RowCosts {
  public:
   static constexpr uint32_t kInf = cost::kInf;
   RowCosts(const Grammar& g, std::shared_ptr<CostTables> tables) : g_(g), t_(std::move(tables)) {}
+  // How at() may answer inside a lexeme: exactly (a token search), or (kBytes, where the exact
+  // searches ran out of work) by the distance in single bytes, an upper bound (bytes_bound).
+  enum class Search : uint8_t { kExact, kBytes };
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
-  // top row.
-  uint32_t at(const EarleyParser& p, uint32_t state, bool fresh);
+  // top row, memoized per (row, state, fresh): a mask asks a few states many times.
+  uint32_t at(const EarleyParser& p, uint32_t state, bool fresh, Search search = Search::kExact);
+  // at(), or where that fits `limit`, the distance in single bytes (no token search: a lexeme's
+  // first states would each search the vocabulary, as at a string's opening quote). *exact says
+  // which.
+  uint32_t within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact);
+  // Forgets the costs at()'s memo holds.
+  void forget_states();
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
   // top row): the largest lexeme ceiling plus what follows the lexeme, over its live lexemes.
   // A lexeme's ceiling is read off its expression (Lexer::pair_bytes) and searched for
@@ -47,6 +56,15 @@ class RowCosts {
     Costs scan;               // lexeme -> cost once it is scanned from this row (memo)
   };
   static uint32_t find(const Costs& c, uint32_t id);
+  uint32_t exact(const EarleyParser& p, uint32_t state, bool fresh);  // at() without the memo
+  struct Slot {  // an answer of at()'s memo with its key
+    uint64_t serial = 0;  // of the top row (parser serials start at 1)
+    uint32_t state = 0;
+    bool fresh = false;
+    bool exact = false;  // else cost bounds it (bytes_bound)
+    uint32_t cost = 0;
+  };
+  Slot& slot(const EarleyParser& p, uint32_t state, bool fresh);
   const Costs& lexer_costs(uint32_t state);
   const std::vector<Pair>& pairs(uint32_t state);
   Row& row_costs(const EarleyParser& p, uint32_t row);
@@ -84,6 +102,8 @@ class RowCosts {
     Row costs;
   };
   std::vector<RowSlot> rows_;  // per parser row index
+  static constexpr size_t kSlots = 256;
+  Slot slots_[kSlots];  // at()'s memo, one slot per hash of its key
   std::vector<uint32_t> dist_, touched_;  // row_costs' scratch
   std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges_;
   std::vector<std::pair<uint32_t, uint32_t>> heap_;

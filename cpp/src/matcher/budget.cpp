@@ -60,6 +60,7 @@ RowCosts& TokenBudget::cost(const LexerEpoch& epoch) {
     cost_ = std::make_shared<RowCosts>(g_.grammar(), epoch.cost_tables(g_.grammar(), vocab_));
     cost_epoch_ = &epoch;
     stage_ = Stage::kNone;
+    inner_.reset();
   }
   return *cost_;
 }
@@ -75,36 +76,6 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   return c >= cost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
-uint32_t TokenBudget::cost_of(ParseState& ps, RowCosts& cost, uint32_t state, bool fresh) {
-  const uint64_t serial = ps.parser().top().serial;
-  Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
-  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && !coarse_)) {
-    // coarse (the exact search ran out of work): inside a lexeme, its distance in single bytes
-    if (coarse_ && !fresh)
-      slot = {serial, state, fresh, false, cost.bytes_bound(ps.parser(), state)};
-    else
-      slot = {serial, state, fresh, true, cost.at(ps.parser(), state, fresh)};
-  }
-  return slot.cost;
-}
-
-// cost_of, or a bound on it within this fill's budget: the distance in single bytes read off the
-// lexemes' expressions (no token search; a lexeme's first states would each search the
-// vocabulary, as at a string's opening quote).
-uint32_t TokenBudget::cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact) {
-  const uint64_t serial = ps.parser().top().serial;
-  Slot& slot = slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
-  if (slot.serial != serial || slot.state != state || slot.fresh != fresh || (!slot.exact && slot.cost > left_)) {
-    const uint32_t bound = fresh ? cost::kInf : cost_->bytes_bound(ps.parser(), state);
-    if (bound <= left_)
-      slot = {serial, state, fresh, false, bound};
-    else
-      slot = {serial, state, fresh, true, cost_->at(ps.parser(), state, fresh)};
-  }
-  *exact = slot.exact;
-  return slot.cost;
-}
-
 uint32_t TokenBudget::left_of(int64_t remaining) {
   return remaining - 1 >= cost::kInf ? cost::kInf - 1
                                                : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
@@ -115,7 +86,7 @@ void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
   RowCosts& c = cost(epoch);
   after_.assign(static_cast<size_t>(vocab_.vocab_size()), cost::kInf);
   max_ = 0;
-  for (Slot& s : slots_) s = Slot{};
+  c.forget_states();
   const size_t root = ps.frames().size() - 1;
   const Frame top = ps.frames().back();
   ps.reset_shared_end(root);
@@ -142,7 +113,7 @@ void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCo
     }
     void token(const TrieNode& node) {
       const Frame& f = ps.frames().back();
-      b.note(node.token_id, b.cost_of(ps, cost, f.state, f.fresh));
+      b.note(node.token_id, cost.at(ps.parser(), f.state, f.fresh, b.search_));
     }
   };
   const auto& nodes = vocab_.trie().nodes();
@@ -170,7 +141,7 @@ bool TokenBudget::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, si
   if (!chars.has_groups()) {
     if (lexer.next(state, node.byte) != state || !loops.loops_over(state, chars, true)) return false;
     ps.descend_unshared(root + node.depth);
-    const uint32_t c = cost_of(ps, cost, state, false);
+    const uint32_t c = cost.at(ps.parser(), state, false, search_);
     const auto& ordered = trie.ordered_tokens();
     const auto& before = trie.tokens_before();
     for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after_[ordered[j]] = c;
@@ -193,7 +164,7 @@ bool TokenBudget::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, si
       j += n.subtree_size;
       continue;
     }
-    if (n.token_id >= 0) note(n.token_id, cost_of(ps, cost, t, false));
+    if (n.token_id >= 0) note(n.token_id, cost.at(ps.parser(), t, false, search_));
     loop_states_[n.depth - base + 1] = t;
     ++j;
   }
@@ -251,12 +222,12 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
       (stage_ == Stage::kWalked ? consumed_ == consumed(ps) : replays && loose_ <= left_))
     return nullptr;
   stage_ = Stage::kNone;
-  steps_.reset();
+  inner_.reset();
   whole_walk_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
   if (whole_walk_) return nullptr;
   reached_.clear();
   loose_ = 0;
-  last_ = Slot{};
+  last_ = Last{};
   return this;
 }
 
@@ -273,46 +244,12 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
     bool exact = false;
     uint32_t c = 0;
     // (the walk's frames are in flight: the search only reads the parser, no frame to recover)
-    if (within_work(nullptr, [&] { c = cost_within(ps, f.state, f.fresh, &exact); })) {
-      last_ = {serial, f.state, f.fresh, exact, c};
+    if (within_work(nullptr, [&] { c = cost_->within(ps.parser(), f.state, f.fresh, left_, &exact); })) {
+      last_ = {serial, f.state, f.fresh, c};
       if (!exact) loose_ = std::max(loose_, c);
     }
   }
   reached_.push_back({token, gave_up_ ? 0 : last_.cost});  // (given up: restrict keeps the mask)
-}
-
-// The inner tokens by successor state (InnerSteps), with a bound of each successor's cost from
-// its distance in single bytes (no token search); the whole-trie walk's costs where the table does
-// not cover the mask's inner tokens.
-void TokenBudget::load_steps(ParseState& ps, const LexerEpoch& epoch) {
-  const uint32_t state = ps.frames().back().state;
-  std::shared_ptr<const MaskEntry> keep;
-  const MaskEntry* entry = epoch.cache.get(ps.lexer(), vocab_, state, &keep);
-  const size_t need = (static_cast<size_t>(vocab_.vocab_size()) + 31) / 32;
-  auto steps = cost_->tables().inner_steps(state, entry->inner().data(), need);
-  if (!steps->covered) {
-    stage_ = Stage::kWalked;
-    walk_costs(ps, epoch);
-    return;
-  }
-  steps_ = std::move(steps);
-  stage_ = Stage::kStepsBounded;
-  max_ = reached_max();
-  if (steps_->common != Lexer::kDead) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), steps_->common));
-  for (uint32_t s : steps_->states) max_ = std::max(max_, cost_->bytes_bound(ps.parser(), s));
-}
-
-// The exact costs of the inner tokens: per successor state over the current rows.
-void TokenBudget::cost_steps(ParseState& ps) {
-  stage_ = Stage::kStepsExact;
-  max_ = reached_max();
-  common_cost_ = steps_->common == Lexer::kDead ? 0 : cost_of(ps, *cost_, steps_->common, false);
-  max_ = std::max(max_, common_cost_);
-  step_costs_.resize(steps_->states.size());
-  for (size_t i = 0; i < step_costs_.size(); ++i) {
-    step_costs_[i] = cost_of(ps, *cost_, steps_->states[i], false);
-    max_ = std::max(max_, step_costs_[i]);
-  }
 }
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {
@@ -329,11 +266,10 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // cheap enough may go.
   gave_up_ = false;
   work_left_ = kCoarseWork;
-  coarse_ = true;
-  steps_.reset();
+  search_ = RowCosts::Search::kBytes;
+  inner_.reset();
   const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });
-  coarse_ = false;
-  inner_ceiling_ = ceiling_limit_ = 0;  // (max_: the walk's, over after_)
+  search_ = RowCosts::Search::kExact;
   key_ = key_of(ps);
   consumed_ = consumed(ps);
   if (bounded) {
@@ -348,54 +284,40 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   if (remaining < 1) restrict_walked(words, need, remaining, left);
 }
 
-// The costs of the state first (the walk's reports and the lexeme's ceiling, or a walk of the
-// whole trie), then, only while the budget binds, each stage of Stage in turn: every stage bounds
-// the costs more tightly than the one before, at more cost.
+// The costs of the state first (the walk's reports and the specials, or a walk of the whole
+// trie), then, only while the budget binds, the inner tokens' (the cost room bounds them as
+// tightly as the budget needs), and where those cannot serve, or no token would stay, a walk of
+// the whole trie.
 void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
                                     int64_t remaining, uint32_t left) {
   const uint32_t state = ps.frames().back().state;
   if (stage_ == Stage::kNone) {
+    key_ = key_of(ps);
+    consumed_ = consumed(ps);
     if (whole_walk_) {
       stage_ = Stage::kWalked;
       walk_costs(ps, epoch);
     } else {
-      stage_ = Stage::kCeiling;
+      stage_ = Stage::kInner;
       special_costs(ps, *cost_, true);
       ps.trim_rows();
-      bound_inner(ps, state, left);
+      reached_max_ = max_ = reached_max();
     }
-    key_ = key_of(ps);
-    consumed_ = consumed(ps);
   }
   if (remaining < 1) return restrict_walked(words, need, remaining, left);  // end of sequence alone, or nothing
-  if (max_ <= left || stage_ == Stage::kUnbudgeted) return;  // the budget does not bind: the mask is unchanged
-  if (stage_ == Stage::kWalked) return restrict_walked(words, need, remaining, left);
-  if (stage_ == Stage::kCeiling && left < ceiling_limit_) {  // the lexeme ceilings searched for the smaller budget
-    bound_inner(ps, state, left);
-    if (max_ <= left) return;
+  if (stage_ == Stage::kInner) {
+    max_ = std::max(reached_max_, inner_.bound(*cost_, ps.parser(), state, left));
+    if (max_ <= left) return;  // the budget does not bind: the mask is unchanged
+    if (inner_.covered() && restrict_steps(words, need, left)) return;
+    // Every token went (or the inner tokens' successors are not known): the whole-trie walk's
+    // costs decide which stay (the cheapest).
+    if (inner_.covered()) std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+    inner_.reset();
+    stage_ = Stage::kWalked;
+    walk_costs(ps, epoch);
   }
-  if (stage_ == Stage::kCeiling) {  // the successors' byte bounds
-    load_steps(ps, epoch);
-    if (max_ <= left) return;
-    if (stage_ == Stage::kWalked) return restrict_walked(words, need, remaining, left);
-  }
-  if (stage_ == Stage::kStepsBounded) {  // their exact costs
-    cost_steps(ps);
-    if (max_ <= left) return;
-  }
-  if (restrict_steps(words, need, left)) return;
-  // Every token went: the whole-trie walk's costs decide which stay (the cheapest).
-  std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
-  steps_.reset();
-  stage_ = Stage::kWalked;
-  walk_costs(ps, epoch);
+  if (max_ <= left || stage_ == Stage::kUnbudgeted) return;
   restrict_walked(words, need, remaining, left);
-}
-
-void TokenBudget::bound_inner(ParseState& ps, uint32_t state, uint32_t left) {
-  inner_ceiling_ = cost_->inner_ceiling(ps.parser(), state, left);
-  ceiling_limit_ = left;
-  max_ = std::max(inner_ceiling_, reached_max());
 }
 
 // With the costs of the steps: the tokens over the budget go; false when none is left.
@@ -408,9 +330,7 @@ bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
     else
       words[t >> 5] &= ~(1u << (t & 31));
   };
-  if (steps_->common != Lexer::kDead && common_cost_ > left) std::fill(words, words + need, 0u);
-  for (const auto& [t, k] : steps_->tokens)
-    if (had(t)) put(t, step_costs_[k] <= left);
+  inner_.restrict(words, unbudgeted_.data(), need, left);
   for (const auto& [t, c] : reached_)  // past a lexeme's end (and specials): the walk's verdict
     if (had(t)) put(t, c <= left);
   for (auto [a, b] : vocab_.trie().duplicates())

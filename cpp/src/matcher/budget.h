@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "cost/inner_costs.h"
 #include "cost/row_costs.h"
 #include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
@@ -48,8 +49,6 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t last_noted() const override { return reached_.empty() ? 0 : reached_.back().second; }
   void token_noted(int32_t token, uint32_t cost) override { reached_.push_back({token, cost}); }
   uint32_t reached_max() const;  // the largest cost in reached_
-  void load_steps(ParseState& ps, const LexerEpoch& epoch);
-  void cost_steps(ParseState& ps);
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   RowCosts& cost(const LexerEpoch& epoch);
@@ -62,23 +61,19 @@ class TokenBudget : private MaskWalker::CostSink {
   // and ps (when given) is back as it was.
   template <class F>
   bool within_work(ParseState* ps, F&& f);
-  void bound_inner(ParseState& ps, uint32_t state, uint32_t left);  // inner_ceiling_ for `left`, max_
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
-  uint32_t cost_of(ParseState& ps, RowCosts& cost, uint32_t state, bool fresh);
-  uint32_t cost_within(ParseState& ps, uint32_t state, bool fresh, bool* exact);
   static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
   void note(int32_t token, uint32_t c) {
     after_[token] = c;
     max_ = std::max(max_, c);
   }
 
-  // A cost of cost_of's memo (slots_) with its key.
-  struct Slot {
-    uint64_t serial = 0;  // parser serials start at 1
+  // A cost token_reached found, with its key (parser serials start at 1).
+  struct Last {
+    uint64_t serial = 0;
     uint32_t state = 0;
     bool fresh = false;
-    bool exact = false;  // else cost bounds it (RowCosts::bytes_bound)
     uint32_t cost = 0;
   };
   const CompiledGrammar& g_;
@@ -89,48 +84,39 @@ class TokenBudget : private MaskWalker::CostSink {
   // The costs after the tokens of the last state whose budget was asked (key_), with the largest
   // one, kept while the state repeats. The tokens past a lexeme's end and the specials have
   // theirs in reached_ (from the mask walk); the inner tokens (staying inside the lexeme) are
-  // bounded by inner_ceiling_ alone while that is within the budget, else costed per successor
-  // state (steps_). Where the walk cannot report (lexemes with token limits: whole_walk_), or every
-  // token would go, the costs come from a walk of the whole trie (after_).
-  // How far the costs of key_'s state are known: each stage bounds them more tightly than the one
-  // before, and is reached only where the budget binds (restrict_searched).
+  // bounded by the cost room (InnerCosts) only as tightly as the budget needs. Where the walk
+  // cannot report (lexemes with token limits: whole_walk_), or the inner costs cannot serve, the
+  // costs come from a walk of the whole trie (after_).
   enum class Stage : uint8_t {
-    kNone,          // not known
-    kCeiling,       // reached_, and the inner tokens bounded by inner_ceiling_ (for ceiling_limit_)
-    kStepsBounded,  // steps_: the inner tokens by successor state, bounded by byte distances (max_)
-    kStepsExact,    // and costed per successor state (common_cost_, step_costs_)
-    kWalked,        // after_: per token, from a walk of the whole trie
-    kUnbudgeted,    // every search ran out of work: the mask stays unbudgeted
+    kNone,        // not known
+    kInner,       // reached_, and the inner tokens by inner_
+    kWalked,      // after_: per token, from a walk of the whole trie
+    kUnbudgeted,  // every search ran out of work: the mask stays unbudgeted
   };
   Stage stage_ = Stage::kNone;
   bool whole_walk_ = false;  // the mask walk cannot report costs (lexemes with token limits)
   Key key_;
   uint32_t consumed_ = 0;
-  uint32_t max_ = 0;  // the largest cost after an allowed token (a bound of it before steps_)
-  uint32_t inner_ceiling_ = 0;
-  uint32_t ceiling_limit_ = 0;  // the budget inner_ceiling_ was found for (it searched what was over)
+  uint32_t max_ = 0;  // the largest cost after an allowed token (or a bound of it)
+  uint32_t reached_max_ = 0;  // kInner: the largest cost in reached_
   // This fill's budget (left_of), and the largest cost in reached_ that is a bound only (the
   // exact cost is searched for only where the bound is over the budget).
   uint32_t left_ = 0, loose_ = 0;
   // The last cost token_reached found, with its key: runs of tokens end alike.
-  Slot last_{};
-  std::shared_ptr<const InnerSteps> steps_;
-  uint32_t common_cost_ = 0;                           // after the inner tokens that lead to steps_->common
-  std::vector<uint32_t> step_costs_;                   // after those that lead to steps_->states[i]
+  Last last_{};
+  InnerCosts inner_;
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
   std::vector<uint32_t> after_;  // kWalked: per token, the cost after it (cost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
   bool specials_known_ = false;
-  // cost_of's memo for one walk: most tokens stay inside the current lexeme and share a few
-  // lexer states.
-  static constexpr size_t kSlots = 256;
-  Slot slots_[kSlots];
   std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
   uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
   bool gave_up_ = false;     // this call's work ran out
-  bool coarse_ = false;      // cost_of bounds costs inside a lexeme by single-byte distances
+  // How the whole-trie walk costs a token inside a lexeme: kBytes (single-byte distances) where
+  // the exact search ran out of work.
+  RowCosts::Search search_ = RowCosts::Search::kExact;
 };
 
 }  // namespace stencil

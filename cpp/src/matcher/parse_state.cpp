@@ -169,10 +169,7 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
       parser_.truncate(share_end ? rows_pushed : rows_before);
       return false;
     }
-    Frame& f2 = frames_.back();
-    f2.state = q;
-    f2.rows = static_cast<uint32_t>(parser_.num_rows());
-    f2.fresh = true;
+    start_next_lexeme(frames_.back(), q);
   }
   return true;
 }
@@ -202,11 +199,8 @@ bool ParseState::run_push(uint8_t b, std::vector<std::vector<std::string>>* key_
 }
 
 void ParseState::run_end(uint32_t q) {
-  Frame& f = frames_.back();
-  f.state = q;
-  f.rows = static_cast<uint32_t>(parser_.num_rows());
-  f.fresh = true;
-  run_ = f;
+  start_next_lexeme(frames_.back(), q);
+  run_ = frames_.back();
 }
 
 // One if the lexeme began inside the token in progress, else one more than the accepted tokens
@@ -238,9 +232,7 @@ bool ParseState::end_token_limit(size_t token_start, const std::vector<Step>& hi
   uint32_t q;
   const bool ok = !lexer_->state(top.state).accepting.empty() && end_lexeme(top.state, &q);
   if (ok && apply) {
-    top.state = q;
-    top.rows = static_cast<uint32_t>(parser_.num_rows());
-    top.fresh = true;
+    start_next_lexeme(top, q);
   } else {
     parser_.truncate(rows);
   }

@@ -177,6 +177,12 @@ class ParseState : private TextSource {
     f.serial = new_serial();
     return f;
   }
+  // After end_lexeme: frame f starts the next lexeme, in lexer state q over the rows the end pushed.
+  void start_next_lexeme(Frame& f, uint32_t q) {
+    f.state = q;
+    f.rows = static_cast<uint32_t>(parser_.num_rows());
+    f.fresh = true;
+  }
   // The first num_frames frames, the top one replaced by f, with f's rows on the parser.
   void enter_at(size_t num_frames, const Frame& f) { restore(num_frames - 1, f); }
   // Frames from..from + bytes.size() - 1 read `bytes`: from the first byte that differs (or was

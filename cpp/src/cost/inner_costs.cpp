@@ -1,0 +1,65 @@
+#include "cost/inner_costs.h"
+
+#include <algorithm>
+
+#include "lexer/lexer.h"
+
+namespace stencil {
+
+void InnerCosts::reset() {
+  stage_ = Stage::kNone;
+  most_ = ceiling_limit_ = 0;
+  steps_.reset();
+}
+
+uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
+  // (a ceiling found for a larger budget searched less: a smaller one may find it tighter)
+  if (stage_ == Stage::kNone || (stage_ == Stage::kCeiling && most_ > left && left < ceiling_limit_)) {
+    stage_ = Stage::kCeiling;
+    most_ = rows.inner_ceiling(p, state, left);
+    ceiling_limit_ = left;
+  }
+  if (most_ <= left) return most_;
+  if (stage_ == Stage::kCeiling) load_steps(rows, p, state);
+  if (most_ <= left || stage_ == Stage::kUncovered) return most_;
+  if (stage_ == Stage::kStepsBounded) cost_steps(rows, p);
+  return most_;
+}
+
+void InnerCosts::load_steps(RowCosts& rows, const EarleyParser& p, uint32_t state) {
+  steps_ = rows.tables().inner_steps(state);
+  if (!steps_->covered) {
+    stage_ = Stage::kUncovered;
+    most_ = cost::kInf;
+    return;
+  }
+  stage_ = Stage::kStepsBounded;
+  most_ = steps_->common == Lexer::kDead ? 0 : rows.bytes_bound(p, steps_->common);
+  for (uint32_t s : steps_->states) most_ = std::max(most_, rows.bytes_bound(p, s));
+}
+
+void InnerCosts::cost_steps(RowCosts& rows, const EarleyParser& p) {
+  stage_ = Stage::kStepsExact;
+  common_cost_ = steps_->common == Lexer::kDead ? 0 : rows.at(p, steps_->common, false);
+  most_ = common_cost_;
+  step_costs_.resize(steps_->states.size());
+  for (size_t i = 0; i < step_costs_.size(); ++i) {
+    step_costs_[i] = rows.at(p, steps_->states[i], false);
+    most_ = std::max(most_, step_costs_[i]);
+  }
+}
+
+void InnerCosts::restrict(uint32_t* words, const uint32_t* had, size_t need, uint32_t left) const {
+  if (stage_ != Stage::kStepsExact || most_ <= left) return;  // every inner token fits
+  if (steps_->common != Lexer::kDead && common_cost_ > left) std::fill(words, words + need, 0u);
+  for (const auto& [t, k] : steps_->tokens) {
+    const size_t w = static_cast<size_t>(t) >> 5;
+    if (t < 0 || w >= need || !((had[w] >> (t & 31)) & 1)) continue;
+    if (step_costs_[k] <= left)
+      words[w] |= 1u << (t & 31);
+    else
+      words[w] &= ~(1u << (t & 31));
+  }
+}
+
+}  // namespace stencil

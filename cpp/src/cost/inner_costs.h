@@ -1,0 +1,48 @@
+// The costs after the inner tokens of one lexer state (those whose bytes all stay inside its
+// lexeme: the mask cache entry's inner bits) over the parser's top row, bounded only as tightly
+// as a budget needs. Each stage bounds them more tightly than the one before, at more cost, and
+// is reached only while the bound is over the budget:
+//   1. the lexemes' ceilings (RowCosts::inner_ceiling): one bound for every inner token;
+//   2. their successor states (InnerSteps), each bounded by its distance in single bytes;
+//   3. each successor's exact cost (RowCosts::at).
+// The stages reached are kept while the state repeats (inside a string the budget shrinks token
+// by token and asks again).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cost/row_costs.h"
+
+namespace stencil {
+
+class InnerCosts {
+ public:
+  // Forgets the state's costs (another state, rows or epoch).
+  void reset();
+  // The largest cost after an inner token of `state` over p's top row, bounded until it is at
+  // most `left` or exact; cost::kInf where the steps do not cover the inner tokens (covered()).
+  uint32_t bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
+  // Whether the successor table covers the mask's inner tokens (else only a walk of the whole
+  // trie costs them).
+  bool covered() const { return stage_ != Stage::kUncovered; }
+  // After bound(): clears in `words` the inner tokens whose cost is over `left` (`had`: the mask
+  // before the budget, `need` words each). Where the most common successor is over, every word
+  // is cleared and the tokens with other successors put back: the caller puts back the rest.
+  void restrict(uint32_t* words, const uint32_t* had, size_t need, uint32_t left) const;
+
+ private:
+  enum class Stage : uint8_t { kNone, kCeiling, kStepsBounded, kStepsExact, kUncovered };
+  void load_steps(RowCosts& rows, const EarleyParser& p, uint32_t state);
+  void cost_steps(RowCosts& rows, const EarleyParser& p);
+
+  Stage stage_ = Stage::kNone;
+  uint32_t most_ = 0;           // the largest cost after an inner token, as bounded so far
+  uint32_t ceiling_limit_ = 0;  // the budget the ceiling was found for (it searched what was over)
+  std::shared_ptr<const InnerSteps> steps_;
+  uint32_t common_cost_ = 0;          // after the inner tokens that lead to steps_->common
+  std::vector<uint32_t> step_costs_;  // after those that lead to steps_->states[i]
+};
+
+}  // namespace stencil
