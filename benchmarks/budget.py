@@ -8,8 +8,9 @@ round robin over sources in name order):
 ``python -m benchmarks.budget masks [--tokenizer smollm2] [--count 20]``
     For each schema's valid instances, replayed token by token with the tokenizer's own encoder,
     the time to fill the mask (plus accepting the token) with the budget off, with a loose budget
-    (``remaining_tokens`` far above the bound: it does not bind) and with a tight one (the bound
-    itself: it binds at every step), after each grammar's first budgeted mask (timed apart: it
+    (``remaining_tokens`` far above the bound: it does not bind), with a tight one (the bound
+    itself: it binds at every step) and with a short one (two below the bound: no token fits but
+    one that spans lexemes, and the cheapest stay), after each grammar's first budgeted mask (timed apart: it
     builds the bound's tables). Prints mean and percentiles per mode and checks that the loose
     masks are the unbudgeted ones bit for bit.
 
@@ -103,7 +104,7 @@ def run_masks(args) -> int:
     schemas = pick_schemas(compiler, args.count, args.data, whitespace="compact", string_spelling="plain")
     bm = stencil.allocate_token_bitmask(1, info.vocab_size)
     ref = stencil.allocate_token_bitmask(1, info.vocab_size)
-    times: dict[str, list[float]] = {"off": [], "loose": [], "tight": []}
+    times: dict[str, list[float]] = {"off": [], "loose": [], "tight": [], "short": []}
     mismatches = tightened = steps = 0
     first: list[float] = []
     for _name, schema, valid in schemas:
@@ -118,14 +119,14 @@ def run_masks(args) -> int:
                 m = stencil.Matcher(g)
                 for t in ids:
                     k = {"off": None, "loose": 1 << 30}.get(mode)
-                    if mode == "tight":  # the bound itself, found outside the timing
-                        k = max(m.min_completion_tokens(), 1)
+                    if mode in ("tight", "short"):  # the bound itself (or less), found outside the timing
+                        k = max(m.min_completion_tokens() - (2 if mode == "short" else 0), 1)
                     t0 = time.perf_counter()
                     m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
                     ok = m.accept_token(t)
                     times[mode].append((time.perf_counter() - t0) * 1e6)
                     if not ok:
-                        break  # a tight budget may refuse the instance's own token
+                        break  # a tight or short budget may refuse the instance's own token
             # Bit-identity of the loose masks, outside the timing.
             m = stencil.Matcher(g)
             for t in ids:
@@ -210,7 +211,7 @@ def run_generate(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.budget", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("masks", help="mask cost with the budget off, loose and tight")
+    m = sub.add_parser("masks", help="mask cost with the budget off, loose, tight and short")
     m.add_argument("--tokenizer", default="smollm2")
     m.add_argument("--count", type=int, default=20)
     m.add_argument("--data", default=DEFAULT_DATA)

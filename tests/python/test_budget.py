@@ -521,6 +521,51 @@ def _check_budget_masks_against_the_definition(g, tok, rng, slacks):
     assert checked > 500 and refused > 0
 
 
+@pytest.mark.parametrize("schema_index", [0, 2, 5])
+def test_budget_below_the_bound_keeps_the_cheapest_tokens(schema_index):
+    """Under a budget below the bound (1, and the bound - 1) no token fits, unless one spans two
+    lexemes, and the cheapest stay: along random walks, every token the mask keeps (end of
+    sequence aside) has the same bound after it, no sampled token the grammar allows has a
+    smaller one, and each sampled token of that bound is kept (the oracle: a fork that accepts
+    the token). The costs then come from those the mask walk and the successor states found, not
+    from a walk of the whole trie."""
+    import tokenizers_zoo
+    tok = tokenizers_zoo.get("smollm2-gguf").info
+    g = stencil.GrammarCompiler(tok).compile_json_schema(COUNTED_SCHEMAS[schema_index], whitespace="compact",
+                                                         string_spelling="plain")
+    rng, bm, eos = random.Random(7 + schema_index), stencil.allocate_token_bitmask(1, tok.vocab_size), set(tok.eos_token_ids)
+    m = stencil.Matcher(g)
+    checked = 0
+    for _ in range(40):
+        bound = m.min_completion_tokens()
+        full = [t for t in allowed(m, bm) if t not in eos]
+        if not full or bound < 3:
+            break
+        sample = rng.sample(full, min(len(full), 30))
+        for kk in (1, bound - 1):
+            kept = [t for t in allowed(m, bm, kk) if t not in eos]
+            assert kept, (kk, m.debug_state())
+            costs = {}
+            for t in set(kept[:10]) | set(sample):
+                y = m.fork()
+                assert y.accept_token(t)
+                costs[t] = y.min_completion_tokens()
+            if all(costs[t] is not None and costs[t] <= kk - 1 for t in kept[:10]):
+                # a token that spans two lexemes may finish sooner than the bound says: it fits
+                for t in sample:
+                    assert (t in kept) == (costs[t] is not None and costs[t] <= kk - 1), (tok.token_bytes(t), kk)
+                continue
+            least = {costs[t] for t in kept[:10]}
+            assert len(least) == 1 and None not in least, (kk, least)
+            (c,) = least
+            for t in sample:
+                assert costs[t] is None or costs[t] >= c, (tok.token_bytes(t), kk, costs[t], c)
+                assert (costs[t] == c) == (t in kept), (tok.token_bytes(t), kk, costs[t], c)
+                checked += 1
+        assert m.accept_token(rng.choice(allowed(m, bm, bound + 5)))
+    assert checked > 300
+
+
 # Word counts beside a length (a pattern and a maxLength intersected, counts times pattern
 # states; every token makes new lexer states): the ceiling of `pattern & C{0,hi}` is read off the
 # pattern once minLength is met (Lexer::counted_ceiling), times the longest character's bytes

@@ -62,4 +62,19 @@ void InnerCosts::restrict(uint32_t* words, const uint32_t* had, size_t need, uin
   }
 }
 
+bool InnerCosts::cheapest(uint32_t* others, size_t need, uint32_t* least) const {
+  auto none_left = [&] { return std::all_of(others, others + need, [](uint32_t w) { return w == 0; }); };
+  if (stage_ != Stage::kStepsExact) return none_left();
+  for (const auto& [t, k] : steps_->tokens) {
+    const size_t w = static_cast<size_t>(t) >> 5;
+    if (t < 0 || w >= need || !((others[w] >> (t & 31)) & 1)) continue;
+    *least = std::min(*least, step_costs_[k]);
+    others[w] &= ~(1u << (t & 31));
+  }
+  if (none_left()) return true;
+  if (steps_->common == Lexer::kDead) return false;
+  *least = std::min(*least, common_cost_);
+  return true;
+}
+
 }  // namespace stencil

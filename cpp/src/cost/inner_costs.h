@@ -31,6 +31,11 @@ class InnerCosts {
   // before the budget, `need` words each). Where the most common successor is over, every word
   // is cleared and the tokens with other successors put back: the caller puts back the rest.
   void restrict(uint32_t* words, const uint32_t* had, size_t need, uint32_t left) const;
+  // Lowers *least to the least cost after an inner token of `others` (`need` words: the tokens
+  // whose cost the caller does not know; those listed here are cleared, the rest lead to the
+  // most common successor). False where some token's cost is not known (bound() stopped short of
+  // the exact costs, or no successor explains it).
+  bool cheapest(uint32_t* others, size_t need, uint32_t* least) const;
 
  private:
   enum class Stage : uint8_t { kNone, kCeiling, kStepsBounded, kStepsExact, kUncovered };

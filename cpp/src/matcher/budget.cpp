@@ -308,10 +308,16 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
   if (stage_ == Stage::kInner) {
     max_ = std::max(reached_max_, inner_.bound(*cost_, ps.parser(), state, left));
     if (max_ <= left) return;  // the budget does not bind: the mask is unchanged
-    if (inner_.covered() && restrict_steps(words, need, left)) return;
-    // Every token went (or the inner tokens' successors are not known): the whole-trie walk's
-    // costs decide which stay (the cheapest).
-    if (inner_.covered()) std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+    if (inner_.covered()) {
+      if (restrict_steps(words, need, left)) return;
+      // Every token went: the cheapest stay, as restrict_walked keeps them, where the costs
+      // known already (every one over the budget, so exact) say which.
+      std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+      const uint32_t least = cheapest_known(need);
+      if (least < cost::kInf && restrict_steps(words, need, least)) return;
+      std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
+    }
+    // Else the whole-trie walk's costs decide which stay.
     inner_.reset();
     stage_ = Stage::kWalked;
     walk_costs(ps, epoch);
@@ -340,6 +346,23 @@ bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
   for (size_t w = 0; w < need; ++w)
     if (words[w]) return true;
   return false;
+}
+
+// The least cost after a token of the unbudgeted mask (unbudgeted_) from the walk's reports and
+// the inner tokens' exact costs; cost::kInf where some token's cost is not known.
+uint32_t TokenBudget::cheapest_known(size_t need) {
+  unknown_.assign(unbudgeted_.begin(), unbudgeted_.begin() + need);
+  auto clear = [&](int32_t t) {
+    if (t < 0 || static_cast<size_t>(t >> 5) >= need || !((unknown_[t >> 5] >> (t & 31)) & 1)) return false;
+    unknown_[t >> 5] &= ~(1u << (t & 31));
+    return true;
+  };
+  uint32_t least = cost::kInf;
+  for (const auto& [t, c] : reached_)
+    if (clear(t)) least = std::min(least, c);
+  for (auto [a, b] : vocab_.trie().duplicates()) clear(b);  // (each costs what its first id does)
+  for (int32_t t : vocab_.eos_ids()) clear(t);
+  return inner_.cheapest(unknown_.data(), need, &least) ? least : cost::kInf;
 }
 
 // With the costs of the whole-trie walk (after_).

@@ -50,6 +50,7 @@ class TokenBudget : private MaskWalker::CostSink {
   void token_noted(int32_t token, uint32_t cost) override { reached_.push_back({token, cost}); }
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
+  uint32_t cheapest_known(size_t need);
   void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   RowCosts& cost(const LexerEpoch& epoch);
   void walk_costs(ParseState& ps, const LexerEpoch& epoch);
@@ -108,6 +109,7 @@ class TokenBudget : private MaskWalker::CostSink {
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
   std::vector<uint32_t> after_;  // kWalked: per token, the cost after it (cost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
+  std::vector<uint32_t> unknown_;     // cheapest_known's scratch: the tokens not costed yet
   std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
   bool specials_known_ = false;
   std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
