@@ -101,9 +101,12 @@ def _batch_args(matchers: Any, indices: Any, num_threads: Any,
     elif isinstance(remaining_tokens, (int, np.integer)):
         remaining = [_int(remaining_tokens, "remaining_tokens")] * len(matchers)
     else:
-        remaining = [None if r is None else _int(r, f"remaining_tokens[{i}]")
-                     for i, r in enumerate(_items(remaining_tokens, "remaining_tokens", "int or None"))]
-    rows = [] if indices is None else [_int(i, f"indices[{k}]") for k, i in enumerate(_items(indices, "indices", "int"))]
+        remaining = list(_items(remaining_tokens, "remaining_tokens", "int or None"))
+        if not all(r is None or type(r) is int for r in remaining):   # (a server's step: plain ints)
+            remaining = [None if r is None else _int(r, f"remaining_tokens[{i}]") for i, r in enumerate(remaining)]
+    rows = [] if indices is None else list(_items(indices, "indices", "int"))
+    if not all(type(i) is int for i in rows):
+        rows = [_int(i, f"indices[{k}]") for k, i in enumerate(rows)]
     return matchers, rows, num_threads, remaining
 
 

@@ -167,7 +167,7 @@ def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[i
                num_threads: int | None = None) -> None:
     """Fill ``bitmask[rows[i]]`` for ``grammars[i]`` in one native call (``num_threads`` threads,
     None: one per core; the GIL released), each under its budget. A budget row left empty (the
-    budget was already short: a request whose tokens before the grammar ate it) is filled again
+    budget was spent already: a request whose tokens before the grammar ate it) is filled again
     without one, so vLLM never samples from an empty mask."""
     if not grammars:
         return
@@ -177,7 +177,9 @@ def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[i
         matchers[0].fill_next_token_bitmask(bitmask, rows[0], remaining_tokens=budgets[0])
     else:
         stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets, num_threads=num_threads)
-    budgeted = [i for i, b in enumerate(budgets) if b is not None]
+    # (a budget of one token or more keeps the cheapest tokens where none fits: only a spent one
+    # leaves a row empty, where the output cannot end at once)
+    budgeted = [i for i, b in enumerate(budgets) if b is not None and b < 1]
     if not budgeted:
         return
     # (one numpy call for the batch: a per-row check costs as much as a fill's Python side)
@@ -356,6 +358,9 @@ class StencilBackend(_BackendBase):
         arr, requests = as_bitmask_array(bitmask), list(requests)
         plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
         for grammar, draft, first, apply in requests:
+            if len(draft) == 0 and apply:   # (the usual row: no draft, nothing to clear)
+                plan.append([grammar, (), first, 1, 0, None])
+                continue
             draft = [int(t) for t in draft]
             cut = next((i for i, t in enumerate(draft) if t < 0), len(draft))
             arr[first + cut + 1:first + len(draft) + 1] = -1
