@@ -4,16 +4,16 @@
 // allowed, and a generation that starts within its budget ends valid (where the bound holds:
 // see cost/README.md for what it does not model).
 //
-// The costs after the tokens come with the mask's own walk: an inner token (one that stays
-// inside the current lexeme) costs what its successor lexer state costs over the current rows,
-// one cost per distinct successor (InnerSteps, a table per lexer state), and the mask walk reports
-// the state after each token it allows past a lexeme's end (MaskWalker::CostSink). A budget that
-// does not bind thus costs a few cost lookups over the plain mask, and the mask is then the
-// unbudgeted one bit for bit; one that binds costs a pass over the words. They are kept while the
-// state repeats (inside a string). Where the table cannot serve (lexemes with token limits, an
-// inner mask the table does not cover, every token over the budget), the costs come from one walk
-// of the whole token trie (sub-tries that stay in a looping string or number costed at once or
-// walked with the lexer alone).
+// The costs after the tokens come with the mask's own walk: the mask walk reports the state
+// after each token it allows past a lexeme's end (MaskWalker::CostSink), and the cost room bounds
+// the inner tokens (those that stay inside the current lexeme) only as tightly as the budget
+// needs (InnerCosts: ceilings, then one cost per distinct successor state). A budget that does
+// not bind thus costs a few cost lookups over the plain mask, and the mask is then the unbudgeted
+// one bit for bit; one that binds costs a pass over the words; where no token fits, the cheapest
+// stay. They are kept while the state repeats (inside a string). Where the successors cannot
+// serve (lexemes with token limits, an inner mask their table does not cover), the costs come
+// from one walk of the whole token trie (sub-tries that stay in a looping string or number
+// costed at once or walked with the lexer alone).
 #include "matcher/budget.h"
 
 #include <algorithm>
