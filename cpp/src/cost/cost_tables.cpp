@@ -6,6 +6,7 @@
 #include "stencil/vocabulary.h"
 #include "support/deadline.h"
 #include "tokens/mask_cache.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -52,7 +53,7 @@ std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state) {
   return inner_steps_.get(state, [&] {
     std::shared_ptr<const MaskEntry> keep;
     const MaskEntry* entry = search.cache().get(lexer(), search.vocab(), state, &keep);
-    const size_t need = (static_cast<size_t>(search.vocab().vocab_size()) + 31) / 32;
+    const size_t need = token_bits::words_for(search.vocab().vocab_size());
     return std::make_shared<const InnerSteps>(
         InnerSteps::of(lexer(), search.cache(), search.trie(), state, entry->inner().data(), need));
   });

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lexer/lexer.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -53,12 +54,7 @@ void InnerCosts::restrict(uint32_t* words, const uint32_t* had, size_t need, uin
   if (stage_ != Stage::kStepsExact || most_ <= left) return;  // every inner token fits
   if (steps_->common != Lexer::kDead && common_cost_ > left) std::fill(words, words + need, 0u);
   for (const auto& [t, k] : steps_->tokens) {
-    const size_t w = static_cast<size_t>(t) >> 5;
-    if (t < 0 || w >= need || !((had[w] >> (t & 31)) & 1)) continue;
-    if (step_costs_[k] <= left)
-      words[w] |= 1u << (t & 31);
-    else
-      words[w] &= ~(1u << (t & 31));
+    if (token_bits::has_checked(had, need, t)) token_bits::put(words, t, step_costs_[k] <= left);
   }
 }
 
@@ -66,10 +62,9 @@ bool InnerCosts::cheapest(uint32_t* others, size_t need, uint32_t* least) const 
   auto none_left = [&] { return std::all_of(others, others + need, [](uint32_t w) { return w == 0; }); };
   if (stage_ != Stage::kStepsExact) return none_left();
   for (const auto& [t, k] : steps_->tokens) {
-    const size_t w = static_cast<size_t>(t) >> 5;
-    if (t < 0 || w >= need || !((others[w] >> (t & 31)) & 1)) continue;
+    if (!token_bits::has_checked(others, need, t)) continue;
     *least = std::min(*least, step_costs_[k]);
-    others[w] &= ~(1u << (t & 31));
+    token_bits::clear(others, t);
   }
   if (none_left()) return true;
   if (steps_->common == Lexer::kDead) return false;

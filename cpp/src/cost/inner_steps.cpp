@@ -8,6 +8,7 @@
 #include "support/work_limit.h"
 #include "tokens/trie.h"
 #include "tokens/walk_loops.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -167,7 +168,7 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
   std::vector<uint32_t> seen(need, 0u);
   std::unordered_map<uint32_t, uint32_t> index;  // state -> into out.states
   auto mark = [&](int32_t t) {
-    if (t >= 0 && static_cast<size_t>(t >> 5) < need) seen[t >> 5] |= 1u << (t & 31);
+    if (t >= 0 && static_cast<size_t>(t >> 5) < need) token_bits::set(seen.data(), t);
   };
   for (const Found& f : found) {
     const bool common = f.state == out.common;
@@ -186,7 +187,7 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
   std::sort(out.tokens.begin(), out.tokens.end());
   std::vector<std::pair<int32_t, uint32_t>> dups;
   for (auto [a, b] : trie.duplicates()) {
-    if (a < 0 || static_cast<size_t>(a >> 5) >= need || !((seen[a >> 5] >> (a & 31)) & 1)) continue;
+    if (!token_bits::has_checked(seen.data(), need, a)) continue;
     mark(b);
     auto it = std::lower_bound(out.tokens.begin(), out.tokens.end(), std::make_pair(a, 0u));
     if (it != out.tokens.end() && it->first == a) dups.push_back({b, it->second});

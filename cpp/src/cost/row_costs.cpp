@@ -177,16 +177,15 @@ uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool searc
   return best;
 }
 
-RowCosts::Slot& RowCosts::slot(const EarleyParser& p, uint32_t state, bool fresh) {
-  const uint64_t serial = p.top().serial;
+RowCosts::Slot& RowCosts::slot(uint64_t serial, uint32_t state, bool fresh) {
   return slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
 }
 
 uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search search) {
-  Slot& s = slot(p, state, fresh);
   const uint64_t serial = p.top().serial;
+  Slot& s = slot(serial, state, fresh);
   const bool bytes = search == Search::kBytes;
-  if (s.serial != serial || s.state != state || s.fresh != fresh || (!s.exact && !bytes)) {
+  if (!s.holds(serial, state, fresh) || (!s.exact && !bytes)) {
     if (bytes && !fresh)
       s = {serial, state, fresh, false, bytes_bound(p, state)};
     else
@@ -196,9 +195,9 @@ uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search 
 }
 
 uint32_t RowCosts::within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact_cost) {
-  Slot& s = slot(p, state, fresh);
   const uint64_t serial = p.top().serial;
-  if (s.serial != serial || s.state != state || s.fresh != fresh || (!s.exact && s.cost > limit)) {
+  Slot& s = slot(serial, state, fresh);
+  if (!s.holds(serial, state, fresh) || (!s.exact && s.cost > limit)) {
     const uint32_t bound = fresh ? kInf : bytes_bound(p, state);
     if (bound <= limit)
       s = {serial, state, fresh, false, bound};

@@ -63,8 +63,9 @@ class RowCosts {
     bool fresh = false;
     bool exact = false;  // else cost bounds it (bytes_bound)
     uint32_t cost = 0;
+    bool holds(uint64_t s, uint32_t st, bool f) const { return serial == s && state == st && fresh == f; }
   };
-  Slot& slot(const EarleyParser& p, uint32_t state, bool fresh);
+  Slot& slot(uint64_t serial, uint32_t state, bool fresh);
   const Costs& lexer_costs(uint32_t state);
   const std::vector<Pair>& pairs(uint32_t state);
   Row& row_costs(const EarleyParser& p, uint32_t row);

@@ -22,6 +22,7 @@
 #include "support/work_limit.h"
 #include "tokens/trie_walk.h"
 #include "tokens/walk_loops.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -329,18 +330,13 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
 // With the costs of the steps: the tokens over the budget go; false when none is left.
 bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
   unbudgeted_.assign(words, words + need);
-  auto had = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t >> 5) < need && ((unbudgeted_[t >> 5] >> (t & 31)) & 1); };
-  auto put = [&](int32_t t, bool on) {
-    if (on)
-      words[t >> 5] |= 1u << (t & 31);
-    else
-      words[t >> 5] &= ~(1u << (t & 31));
-  };
+  auto had = [&](int32_t t) { return token_bits::has_checked(unbudgeted_.data(), need, t); };
+  auto put = [&](int32_t t, bool on) { token_bits::put(words, t, on); };
   inner_.restrict(words, unbudgeted_.data(), need, left);
   for (const auto& [t, c] : reached_)  // past a lexeme's end (and specials): the walk's verdict
     if (had(t)) put(t, c <= left);
   for (auto [a, b] : vocab_.trie().duplicates())
-    if (had(b) && had(a)) put(b, (words[a >> 5] >> (a & 31)) & 1);
+    if (had(b) && had(a)) put(b, token_bits::has(words, a));
   for (int32_t t : vocab_.eos_ids())
     if (had(t)) put(t, true);
   for (size_t w = 0; w < need; ++w)
@@ -353,8 +349,8 @@ bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
 uint32_t TokenBudget::cheapest_known(size_t need) {
   unknown_.assign(unbudgeted_.begin(), unbudgeted_.begin() + need);
   auto clear = [&](int32_t t) {
-    if (t < 0 || static_cast<size_t>(t >> 5) >= need || !((unknown_[t >> 5] >> (t & 31)) & 1)) return false;
-    unknown_[t >> 5] &= ~(1u << (t & 31));
+    if (!token_bits::has_checked(unknown_.data(), need, t)) return false;
+    token_bits::clear(unknown_.data(), t);
     return true;
   };
   uint32_t least = cost::kInf;

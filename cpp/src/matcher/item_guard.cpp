@@ -9,6 +9,7 @@
 #include "matcher/parse_state.h"
 #include "stencil/vocabulary.h"
 #include "tokens/trie.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -21,7 +22,7 @@ constexpr int kNumberNodes = 128;  // the second pass, where numbers go on
 constexpr int kMaxDepth = 512;
 constexpr size_t kMaxVerdicts = 4096;
 
-bool allowed(const uint32_t* words, int32_t t) { return (words[t >> 5] >> (t & 31)) & 1u; }
+bool allowed(const uint32_t* words, int32_t t) { return token_bits::has(words, t); }
 }  // namespace
 
 bool ItemGuard::needed(const Grammar& g) {

@@ -12,6 +12,7 @@
 #include "matcher/parse_state.h"
 #include "stencil/errors.h"
 #include "support/deadline.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -270,7 +271,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words) { fill_mask(words, nu
 void Matcher::fill_mask(uint32_t* words, size_t num_words, int64_t remaining) {
   if (calls_ == 0) g_->renew_if_full(*epoch_);  // what the last walks built may have filled the lexer
   Call call(*this, "fill_next_token_bitmask");
-  const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
+  const size_t need = token_bits::words_for(vocab_->vocab_size());
   if (num_words < need)
     throw UsageError("bitmask row has " + std::to_string(num_words) + " words; the vocabulary needs " +
                      std::to_string(need));
@@ -278,7 +279,7 @@ void Matcher::fill_mask(uint32_t* words, size_t num_words, int64_t remaining) {
   if (terminated_) {
     std::fill(words, words + need, 0u);
     for (int32_t t : vocab_->eos_ids())
-      if (t >= 0 && t < vocab_->vocab_size()) words[t >> 5] |= 1u << (t & 31);
+      if (t >= 0 && t < vocab_->vocab_size()) token_bits::set(words, t);
     return;
   }
   MaskWalker::CostSink* sink =
@@ -297,7 +298,7 @@ void Matcher::fill_mask_within(uint32_t* words, size_t num_words, int64_t remain
   Call call(*this, name);
   fill_mask(words, num_words, remaining);
   if (remaining < 0 || terminated_) return;
-  const size_t need = (static_cast<size_t>(vocab_->vocab_size()) + 31) / 32;
+  const size_t need = token_bits::words_for(vocab_->vocab_size());
   budget().restrict(*ps_, *epoch_, words, need, remaining);
 }
 
@@ -339,7 +340,7 @@ std::vector<int32_t> Matcher::forced_tokens(size_t limit) {
   Call call(*this, "forced_tokens");
   std::vector<int32_t> out;
   if (terminated_) return out;
-  std::vector<uint32_t> mask((static_cast<size_t>(vocab_->vocab_size()) + 31) / 32);
+  std::vector<uint32_t> mask(token_bits::words_for(vocab_->vocab_size()));
   const auto& eos = vocab_->eos_ids();
   while (out.size() < limit) {
     fill_mask(mask.data(), mask.size());

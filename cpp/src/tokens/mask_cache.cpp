@@ -10,6 +10,7 @@
 #include "support/memory_limit.h"
 #include "tokens/plain_slice.h"
 #include "tokens/walk_loops.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -222,7 +223,7 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
       *borrowed = true;
       return keep ? keep : r->shared_from_this();
     }
-    shared->inner.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
+    shared->inner.assign(token_bits::words_for(vocab.vocab_size()), 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   e->boundaries.shrink_to_fit();

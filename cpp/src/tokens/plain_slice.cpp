@@ -3,13 +3,14 @@
 #include <unordered_set>
 
 #include "lexer/lexer.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
 PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   PlainSlice s;
   const int32_t n = vocab.num_tokens();
-  s.bits.assign((static_cast<size_t>(vocab.vocab_size()) + 31) / 32, 0);
+  s.bits.assign(token_bits::words_for(vocab.vocab_size()), 0);
   std::vector<std::string_view> views(n);
   std::vector<uint8_t> excluded(n, 1);
   s.by_count.assign(256, {});
