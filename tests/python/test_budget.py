@@ -326,6 +326,29 @@ def test_no_tokenization_of_a_completion_is_none():
     assert allowed(m, bm) == [1] and allowed(m, bm, 10) == [1]
 
 
+@pytest.mark.parametrize("string", [
+    {"format": "email"}, {"format": "uri"}, {"pattern": "^[a-z]+@[a-z]+\\.[a-z]{2,}$"},
+    {"pattern": "^[A-Z][a-z]+( [A-Z][a-z]+)*$"}, {"format": "date-time"},
+])
+def test_a_loose_length_beside_a_pattern_costs_what_the_pattern_alone_does(string):
+    """A maxLength far above the shortest value does not change the fewest tokens: a length can
+    only remove values, so the bound cannot be below the pattern's alone, and the pattern's own
+    shortest value fits the length. Each count of the length is a lexer state of its own, too many
+    to search token by token (the bound fell back to a path in single bytes: 5 tokens for an
+    e-mail of at most 1,024 characters against 3, and tens of milliseconds)."""
+    import tokenizers_zoo
+    compiler = stencil.GrammarCompiler(tokenizers_zoo.get("cl100k").info)
+    alone = stencil.Matcher(compiler.compile_json_schema({"type": "string", **string})).min_completion_tokens()
+    assert alone is not None and alone >= 2
+    for length in (300, 1024):
+        bounded = {"type": "string", **string, "maxLength": length}
+        assert stencil.Matcher(compiler.compile_json_schema(bounded)).min_completion_tokens() == alone, length
+    # a minLength that the shortest value falls short of costs more (the lifted path does not fit)
+    longer = {"type": "string", **string, "minLength": 12, "maxLength": 1024}
+    bound = stencil.Matcher(compiler.compile_json_schema(longer)).min_completion_tokens()
+    assert bound is not None and bound >= alone
+
+
 # ----------------------------------------------------------------------- real tokenizers
 
 REAL_SCHEMAS = [

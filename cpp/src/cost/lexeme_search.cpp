@@ -34,7 +34,7 @@ struct SeenStates {
 LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                            std::atomic<size_t>& bytes)
     : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
-      successors_(bytes), bytes_to_end_(bytes), widest_(new std::atomic<size_t>[lexemes]), lexemes_(lexemes) {
+      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]), lexemes_(lexemes) {
   for (size_t l = 0; l < lexemes; ++l) widest_[l].store(0, std::memory_order_relaxed);
   const auto& nodes = trie_.nodes();
   for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
@@ -153,10 +153,10 @@ uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector
 }
 
 // The tokens of the path of `d` tokens from `state` that the memo holds (each state on it at one
-// token less than the one before), shared for other grammars; nothing where the memo breaks off
-// (a distance found without its path: the coin problem of counted strings).
-void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key) {
-  auto entry = std::make_shared<SharedPathEntry>();
+// token less than the one before); shorter where the memo breaks off (a distance found without
+// its path: the coin problem of counted strings).
+std::vector<int32_t> LexemeSearch::memo_path(uint32_t state, uint32_t lexeme, uint32_t d) {
+  std::vector<int32_t> tokens;
   const std::vector<int32_t>& ordered = trie_.ordered_tokens();
   for (uint32_t s = state; d > 0; --d) {
     int32_t token = -1;
@@ -169,17 +169,58 @@ void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::
       next = u;
       return true;
     }, false);
-    if (token < 0) return;
-    entry->tokens.push_back(token);
+    if (token < 0) break;
+    tokens.push_back(token);
     s = next;
   }
+  return tokens;
+}
+
+// The memo's path of `d` tokens from `state`, shared for other grammars (nothing where it breaks off).
+void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key) {
+  auto entry = std::make_shared<SharedPathEntry>();
+  entry->tokens = memo_path(state, lexeme, d);
+  if (entry->tokens.size() != d) return;
   entry->tokens.shrink_to_fit();
   vocab_.shared().insert_path(std::move(key), std::move(entry));
+}
+
+// A length bound beside a pattern or a format (an e-mail of at most 1,024 characters) makes a
+// lexer state of each count, and a token search from one expands hundreds of them, each with a
+// walk of the trie (tens of milliseconds, then cut short to a looser bound in single bytes). The
+// fewest tokens seldom come near such a bound: the search runs from the state with its bounds of
+// kRelaxTokens or more lifted (one state for every count: searched, and its path read, once). Its
+// language holds this state's, so its fewest tokens are at most this state's: its shortest path,
+// replayed from `state` (every byte checked), is this state's shortest wherever it fits the bounds.
+// kInf where it does not (a minLength it falls short of: the search then runs as before).
+uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                                      deadline::Ticker& ticker) {
+  if (!lexer_.state(state).bounded) return kInf;
+  for (uint32_t limit : kRelaxTokens) {
+    const uint32_t relaxed = lexer_.relaxed_state(state, limit);
+    if (relaxed == Lexer::kDead) continue;  // (bounds of an intersection that cannot be lifted apart)
+    if (relaxed == state) return kInf;
+    const std::vector<int32_t>& tokens = relaxed_paths_.get(relaxed, [&] {
+      // Only the fewest tokens of the relaxed state bound this state's from below; a path found
+      // where its search was cut short may be far longer than this state's own search would find.
+      bool exact = false;
+      const uint32_t d = search_to_end(relaxed, lexeme, max_states, max_work, ticker, &exact);
+      std::vector<int32_t> path = exact && d < kInf ? memo_path(relaxed, lexeme, d) : std::vector<int32_t>();
+      if (path.size() != d) path.clear();
+      return path;
+    });
+    return tokens.empty() ? kInf : replay(state, lexeme, tokens);
+  }
+  return kInf;
 }
 
 // tokens_to_end's own search, where no memo and no shared path answers.
 uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                      deadline::Ticker& ticker, bool* exact) {
+  if (const uint32_t d = relaxed_to_end(state, lexeme, max_states, max_work, ticker); d < kInf) {
+    *exact = true;  // (the relaxed state's fewest, replayed here)
+    return d;
+  }
   // The path in single bytes (found once), cut into tokens and memoized along its states: where
   // the search is cut short, or cannot be afforded.
   std::vector<uint8_t> path;

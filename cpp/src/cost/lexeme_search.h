@@ -31,6 +31,9 @@ class LexemeSearch {
   // walk (past them the path in single bytes bounds the cost).
   static constexpr size_t kStateStates = 1u << 12;
   static constexpr size_t kStateWork = 1u << 17;
+  // relaxed_to_end: the bounds a token search lifts, tried in turn (from the first of these at
+  // which the state can be relaxed; its path is then checked against them).
+  static constexpr uint32_t kRelaxTokens[] = {16, 32, 64, 128, 256};
   // `lexemes`: the grammar's count; `bytes`: the owner's heap count, which the memos add to.
   LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                std::atomic<size_t>& bytes);
@@ -72,7 +75,10 @@ class LexemeSearch {
   uint32_t search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                          deadline::Ticker& ticker, bool* exact);
   uint32_t replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens);
+  std::vector<int32_t> memo_path(uint32_t state, uint32_t lexeme, uint32_t d);
   void share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key);
+  uint32_t relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
+                          deadline::Ticker& ticker);
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                         const std::function<uint32_t(uint32_t)>& cut_short, bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
@@ -106,6 +112,7 @@ class LexemeSearch {
   cost::Memo<uint32_t, uint32_t> to_end_;                   // state of one lexeme -> tokens to its end
   cost::Memo<uint32_t, std::vector<uint32_t>> successors_;  // state -> the states one token leads to
   cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> state_bytes
+  cost::Memo<uint32_t, std::vector<int32_t>> relaxed_paths_;  // relaxed state -> its path (relaxed_to_end)
   std::shared_mutex plain_mu_;
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; plain_mu_
   std::unique_ptr<std::atomic<size_t>[]> widest_;  // per lexeme: widest_walk
