@@ -34,8 +34,12 @@ struct SeenStates {
 LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                            std::atomic<size_t>& bytes)
     : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
-      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]), lexemes_(lexemes) {
-  for (size_t l = 0; l < lexemes; ++l) widest_[l].store(0, std::memory_order_relaxed);
+      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]),
+      relax_misses_(new std::atomic<uint32_t>[lexemes]), lexemes_(lexemes) {
+  for (size_t l = 0; l < lexemes; ++l) {
+    widest_[l].store(0, std::memory_order_relaxed);
+    relax_misses_[l].store(0, std::memory_order_relaxed);
+  }
   const auto& nodes = trie_.nodes();
   for (size_t i = 1; i < nodes.size(); i += nodes[i].subtree_size)
     if (nodes[i].token_id >= 0) single_bytes_.push_back(nodes[i].byte);
@@ -195,7 +199,11 @@ void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::
 // kInf where it does not (a minLength it falls short of: the search then runs as before).
 uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                       deadline::Ticker& ticker) {
-  if (!lexer_.state(state).bounded) return kInf;
+  // A lexeme whose lifted paths keep missing (a minimum count: C{162} lifts to C{162,}, a state
+  // of its own at each count, each searched in vain) is not relaxed again.
+  if (!lexer_.state(state).bounded || lexeme >= lexemes_ ||
+      relax_misses_[lexeme].load(std::memory_order_relaxed) >= kRelaxMisses)
+    return kInf;
   for (uint32_t limit : kRelaxTokens) {
     const uint32_t relaxed = lexer_.relaxed_state(state, limit);
     if (relaxed == Lexer::kDead) continue;  // (bounds of an intersection that cannot be lifted apart)
@@ -203,13 +211,20 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
     const std::vector<int32_t>& tokens = relaxed_paths_.get(relaxed, [&] {
       // Only the fewest tokens of the relaxed state bound this state's from below; a path found
       // where its search was cut short may be far longer than this state's own search would find.
+      // (with an eighth of the work: where the relaxed state still counts, as a minimum does, its
+      // search is as dear as this one, and this one is still to run)
       bool exact = false;
-      const uint32_t d = search_to_end(relaxed, lexeme, max_states, max_work, ticker, &exact);
+      const uint32_t d = search_to_end(relaxed, lexeme, max_states / 8, max_work / 8, ticker, &exact);
       std::vector<int32_t> path = exact && d < kInf ? memo_path(relaxed, lexeme, d) : std::vector<int32_t>();
       if (path.size() != d) path.clear();
       return path;
     });
-    return tokens.empty() ? kInf : replay(state, lexeme, tokens);
+    const uint32_t d = tokens.empty() ? kInf : replay(state, lexeme, tokens);
+    if (d < kInf)
+      relax_misses_[lexeme].store(0, std::memory_order_relaxed);
+    else
+      relax_misses_[lexeme].fetch_add(1, std::memory_order_relaxed);
+    return d;
   }
   return kInf;
 }

@@ -34,6 +34,7 @@ class LexemeSearch {
   // relaxed_to_end: the bounds a token search lifts, tried in turn (from the first of these at
   // which the state can be relaxed; its path is then checked against them).
   static constexpr uint32_t kRelaxTokens[] = {16, 32, 64, 128, 256};
+  static constexpr uint32_t kRelaxMisses = 4;
   // `lexemes`: the grammar's count; `bytes`: the owner's heap count, which the memos add to.
   LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                std::atomic<size_t>& bytes);
@@ -116,6 +117,7 @@ class LexemeSearch {
   std::shared_mutex plain_mu_;
   std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; plain_mu_
   std::unique_ptr<std::atomic<size_t>[]> widest_;  // per lexeme: widest_walk
+  std::unique_ptr<std::atomic<uint32_t>[]> relax_misses_;  // per lexeme: relaxed_to_end's misses in a row
   size_t lexemes_ = 0;
 };
 
