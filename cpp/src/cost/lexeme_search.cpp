@@ -135,10 +135,14 @@ uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
 }
 
 // A path of `tokens` from `state` through this lexer, inside the lexeme to its end: its length,
-// memoized along the states it passes (kInf where the tokens do not make one).
-uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens) {
+// memoized along the states it passes (kInf where the tokens do not make one). Where it reaches a
+// state whose distance is memoized already, it ends there, at that distance (*whole, where given,
+// set false): the states before it are memoized through it, which keeps every distance one more
+// than some token's successor's.
+uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens, bool* whole) {
   std::vector<uint32_t> passed{state};
-  uint32_t s = state;
+  uint32_t s = state, d = static_cast<uint32_t>(tokens.size());
+  bool to_end = true;  // (else ended at a memoized state)
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string_view bytes = vocab_.token_bytes(tokens[i]);
     for (size_t j = 0; j < bytes.size(); ++j) {
@@ -148,10 +152,16 @@ uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector
       if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return kInf;
       s = t & ~Lexer::kEndNowTag;
     }
-    if (i + 1 < tokens.size()) passed.push_back(s);
+    if (i + 1 == tokens.size()) break;
+    if (const uint32_t* known = to_end_.find(s)) {
+      d = cost::add(static_cast<uint32_t>(i + 1), *known);
+      to_end = false;
+      break;
+    }
+    passed.push_back(s);
   }
-  if (!ends_lexeme(s, lexeme)) return kInf;
-  const uint32_t d = static_cast<uint32_t>(tokens.size());
+  if ((to_end && !ends_lexeme(s, lexeme)) || d >= kInf) return kInf;
+  if (whole) *whole = to_end;
   for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
   return d;
 }
@@ -198,7 +208,7 @@ void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::
 // replayed from `state` (every byte checked), is this state's shortest wherever it fits the bounds.
 // kInf where it does not (a minLength it falls short of: the search then runs as before).
 uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                                      deadline::Ticker& ticker) {
+                                      deadline::Ticker& ticker, bool* exact) {
   // A lexeme whose lifted paths keep missing (a minimum count: C{162} lifts to C{162,}, a state
   // of its own at each count, each searched in vain) is not relaxed again.
   if (!lexer_.state(state).bounded || lexeme >= lexemes_ ||
@@ -219,7 +229,7 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
       if (path.size() != d) path.clear();
       return path;
     });
-    const uint32_t d = tokens.empty() ? kInf : replay(state, lexeme, tokens);
+    const uint32_t d = tokens.empty() ? kInf : replay(state, lexeme, tokens, exact);
     if (d < kInf)
       relax_misses_[lexeme].store(0, std::memory_order_relaxed);
     else
@@ -232,10 +242,8 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
 // tokens_to_end's own search, where no memo and no shared path answers.
 uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                      deadline::Ticker& ticker, bool* exact) {
-  if (const uint32_t d = relaxed_to_end(state, lexeme, max_states, max_work, ticker); d < kInf) {
-    *exact = true;  // (the relaxed state's fewest, replayed here)
-    return d;
-  }
+  // (exact: the relaxed state's fewest, replayed here whole)
+  if (const uint32_t d = relaxed_to_end(state, lexeme, max_states, max_work, ticker, exact); d < kInf) return d;
   // The path in single bytes (found once), cut into tokens and memoized along its states: where
   // the search is cut short, or cannot be afforded.
   std::vector<uint8_t> path;

@@ -75,11 +75,12 @@ class LexemeSearch {
   // (*exact: whether the number found is the fewest tokens)
   uint32_t search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                          deadline::Ticker& ticker, bool* exact);
-  uint32_t replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens);
+  uint32_t replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens, bool* whole = nullptr);
   std::vector<int32_t> memo_path(uint32_t state, uint32_t lexeme, uint32_t d);
   void share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key);
+  // (*exact: whether the number is the fewest tokens)
   uint32_t relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                          deadline::Ticker& ticker);
+                          deadline::Ticker& ticker, bool* exact);
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                         const std::function<uint32_t(uint32_t)>& cut_short, bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
