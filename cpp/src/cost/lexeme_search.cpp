@@ -223,9 +223,9 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
       // where its search was cut short may be far longer than this state's own search would find.
       // (with an eighth of the work: where the relaxed state still counts, as a minimum does, its
       // search is as dear as this one, and this one is still to run)
-      bool exact = false;
-      const uint32_t d = search_to_end(relaxed, lexeme, max_states / 8, max_work / 8, ticker, &exact);
-      std::vector<int32_t> path = exact && d < kInf ? memo_path(relaxed, lexeme, d) : std::vector<int32_t>();
+      bool fewest = false;
+      const uint32_t d = search_to_end(relaxed, lexeme, max_states / 8, max_work / 8, ticker, &fewest);
+      std::vector<int32_t> path = fewest && d < kInf ? memo_path(relaxed, lexeme, d) : std::vector<int32_t>();
       if (path.size() != d) path.clear();
       return path;
     });

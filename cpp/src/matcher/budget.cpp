@@ -331,14 +331,13 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
 bool TokenBudget::restrict_steps(uint32_t* words, size_t need, uint32_t left) {
   unbudgeted_.assign(words, words + need);
   auto had = [&](int32_t t) { return token_bits::has_checked(unbudgeted_.data(), need, t); };
-  auto put = [&](int32_t t, bool on) { token_bits::put(words, t, on); };
   inner_.restrict(words, unbudgeted_.data(), need, left);
   for (const auto& [t, c] : reached_)  // past a lexeme's end (and specials): the walk's verdict
-    if (had(t)) put(t, c <= left);
+    if (had(t)) token_bits::put(words, t, c <= left);
   for (auto [a, b] : vocab_.trie().duplicates())
-    if (had(b) && had(a)) put(b, token_bits::has(words, a));
+    if (had(b) && had(a)) token_bits::put(words, b, token_bits::has(words, a));
   for (int32_t t : vocab_.eos_ids())
-    if (had(t)) put(t, true);
+    if (had(t)) token_bits::set(words, t);
   for (size_t w = 0; w < need; ++w)
     if (words[w]) return true;
   return false;

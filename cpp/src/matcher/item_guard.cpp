@@ -451,10 +451,10 @@ void ItemGuard::filter(ParseState& ps, const Vocabulary& vocab, uint32_t* words)
     }
   }
   std::sort(refused.begin(), refused.end());
-  for (int32_t t : refused) words[t >> 5] &= ~(1u << (t & 31));
+  for (int32_t t : refused) token_bits::clear(words, t);
   if (refused.empty()) return;
   for (auto [first, other] : vocab.trie().duplicates())
-    if (std::binary_search(refused.begin(), refused.end(), first)) words[other >> 5] &= ~(1u << (other & 31));
+    if (std::binary_search(refused.begin(), refused.end(), first)) token_bits::clear(words, other);
 }
 
 }  // namespace stencil

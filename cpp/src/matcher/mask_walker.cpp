@@ -66,8 +66,8 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
 void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
   const std::vector<uint32_t>& inner = memo_.entry->inner();
   std::copy(inner.begin(), inner.begin() + need, words);
-  for (int32_t t : memo_.dropped) words[t >> 5] &= ~(1u << (t & 31));
-  for (int32_t t : memo_.extra) words[t >> 5] |= 1u << (t & 31);
+  for (int32_t t : memo_.dropped) token_bits::clear(words, t);
+  for (int32_t t : memo_.extra) token_bits::set(words, t);
   add_duplicates(words);
 }
 
@@ -193,8 +193,8 @@ void MaskWalker::drop_subtree(const TokenTrie& trie, size_t node, uint32_t* word
   const uint32_t* before = trie.tokens_before().data();
   for (uint32_t j = before[node], end = before[node + trie.nodes()[node].subtree_size]; j < end; ++j) {
     const int32_t t = ordered[j];
-    if ((words[t >> 5] >> (t & 31)) & 1) {
-      words[t >> 5] &= ~(1u << (t & 31));
+    if (token_bits::has(words, t)) {
+      token_bits::clear(words, t);
       dropped_.push_back(t);
     }
   }
@@ -203,7 +203,7 @@ void MaskWalker::drop_subtree(const TokenTrie& trie, size_t node, uint32_t* word
 void MaskWalker::add_duplicates(uint32_t* words) const {
   const int32_t n = vocab_->vocab_size();
   for (auto [a, b] : vocab_->trie().duplicates())
-    if (((words[a >> 5] >> (a & 31)) & 1) && b >= 0 && b < n) words[b >> 5] |= 1u << (b & 31);
+    if (token_bits::has(words, a) && b >= 0 && b < n) token_bits::set(words, b);
 }
 
 // Special tokens the grammar names here, and end of sequence.

@@ -14,6 +14,7 @@
 #include "support/deadline.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
+#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -82,7 +83,7 @@ class MaskWalker {
   void keep_memo(const Frame& top, uint64_t serial, const MaskEntry* entry, std::shared_ptr<const MaskEntry> keep);
 
   void set(uint32_t* words, int32_t t) {
-    words[t >> 5] |= 1u << (t & 31);
+    token_bits::set(words, t);
     walk_ids_.push_back(t);
   }
   void add_duplicates(uint32_t* words) const;

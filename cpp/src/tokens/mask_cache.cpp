@@ -75,13 +75,13 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
          (node.byte >= 0xC0 && loops.loops_over(p, summaries[i], false)) ||
          (node.subtree_size >= kPartsFrom && loops.part_loops_over(p, summaries[i])))) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
-        inner[ordered[j] >> 5] |= 1u << (ordered[j] & 31);
+        token_bits::set(inner.data(), ordered[j]);
       i += node.subtree_size;
       continue;
     }
     st[node.depth] = t;
     path[node.depth] = static_cast<uint32_t>(i);
-    if (node.token_id >= 0) inner[node.token_id >> 5] |= 1u << (node.token_id & 31);
+    if (node.token_id >= 0) token_bits::set(inner.data(), node.token_id);
     ++i;
   }
 }

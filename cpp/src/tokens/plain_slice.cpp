@@ -27,7 +27,7 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
     if (st >= 0 && !t.empty()) {
       s.by_count[leads > 255 ? 255 : leads].push_back(id);
       if (st == 0 && leads < 255) whole[leads] = 1;
-      s.bits[id >> 5] |= 1u << (id & 31);
+      token_bits::set(s.bits.data(), id);
     } else {
       excluded[id] = 0;  // goes into the trie of the rest
     }
@@ -53,15 +53,15 @@ const std::vector<uint32_t>& PlainSlice::at_most_chars(uint32_t k) const {
   if (use_below) {
     *out = *below->second;
     for (uint32_t c = below->first + 1; c <= k; ++c)
-      for (int32_t id : by_count[c]) (*out)[id >> 5] |= 1u << (id & 31);
+      for (int32_t id : by_count[c]) token_bits::set(out->data(), id);
   } else if (above != by_chars_.end()) {
     *out = *above->second;
     for (uint32_t c = k + 1; c <= above->first; ++c)
-      for (int32_t id : by_count[c]) (*out)[id >> 5] &= ~(1u << (id & 31));
+      for (int32_t id : by_count[c]) token_bits::clear(out->data(), id);
   } else {
     out->assign(bits.size(), 0);
     for (uint32_t c = 0; c <= k; ++c)
-      for (int32_t id : by_count[c]) (*out)[id >> 5] |= 1u << (id & 31);
+      for (int32_t id : by_count[c]) token_bits::set(out->data(), id);
   }
   slot = std::move(out);
   return *slot;
