@@ -4,6 +4,7 @@
 // afforded.
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <unordered_map>
 
 #include "cost/lexeme_search.h"
@@ -128,36 +129,70 @@ uint32_t LexemeSearch::byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t
   return kInf;
 }
 
+namespace {
+// Down the trie along `bytes` (n of them): visit(len, token) for each token whose bytes are the
+// first len of them, shortest first.
+template <class Visit>
+void tokens_along(const TokenTrie& trie, const uint8_t* bytes, size_t n, Visit visit) {
+  const auto& nodes = trie.nodes();
+  for (size_t node = 0, len = 0; len < n;) {
+    size_t j = node + 1;
+    const size_t end = node + nodes[node].subtree_size;
+    while (j < end && nodes[j].byte != bytes[len]) j += nodes[j].subtree_size;
+    if (j >= end) return;
+    node = j;
+    ++len;
+    if (nodes[node].token_id >= 0) visit(len, nodes[node].token_id);
+  }
+}
+}  // namespace
+
 // The bytes of a path in single bytes (byte_distance), cut into tokens longest first (every byte is a
 // token: byte_steps_ walks only such bytes). A real token path inside the lexeme, so an upper
 // bound on the fewest tokens, which stays consistent where the states it passes keep their
 // rest of it (tokens_to_end memoizes them). Stops at a state whose distance is memoized.
 uint32_t LexemeSearch::path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed) {
   passed->clear();
-  const auto& nodes = trie_.nodes();
   uint32_t s = state, count = 0;
   for (size_t at = 0; at < bytes.size(); ++count) {
     passed->push_back(s);
     if (const uint32_t* known = to_end_.find(s)) return count + *known;
-    size_t node = 0, len = 0, best = 0;  // down the trie along the bytes: the longest token
-    uint32_t u = s, best_state = Lexer::kDead;
-    while (at + len < bytes.size()) {
-      size_t j = node + 1;
-      const size_t end = node + nodes[node].subtree_size;
-      while (j < end && nodes[j].byte != bytes[at + len]) j += nodes[j].subtree_size;
-      if (j >= end) break;
-      node = j;
-      u = lexer_.next(u, bytes[at + len++]);
-      if (nodes[node].token_id >= 0) {
-        best = len;
-        best_state = u;
-      }
-    }
+    size_t best = 0;  // the longest token along the bytes
+    tokens_along(trie_, bytes.data() + at, bytes.size() - at, [&](size_t len, int32_t) { best = len; });
     if (best == 0) return kInf;  // (a byte that is no token: byte_steps_ walks none)
-    at += best;
-    s = best_state;
+    for (const size_t end = at + best; at < end; ++at) s = lexer_.next(s, bytes[at]);
   }
   return count;
+}
+
+// A state whose rest is one string (a key, a keyword): the fewest tokens that spell it, by one pass
+// over its bytes from the end (at each position, the tokens that start there), exact, in
+// microseconds where a token search walks the trie from each state it expands (a hundred
+// microseconds a key: most of a schema's bound tables). Replayed from `state` (every byte
+// checked) and memoized along the states it passes; kInf for other states.
+uint32_t LexemeSearch::word_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  constexpr size_t kMaxWord = 4096;  // (a pass costs the word's bytes times the deepest token's)
+  std::string word;
+  if (!lexer_.word_of(state, lexeme, &word, kMaxWord) || word.empty()) return kInf;
+  const size_t n = word.size();
+  std::vector<uint32_t> best(n + 1, kInf), step(n + 1, 0);  // per position: fewest tokens to the end, first token's bytes
+  std::vector<int32_t> first(n + 1, -1);
+  best[n] = 0;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(word.data());
+  for (size_t i = n; i-- > 0;) {
+    ticker.tick();
+    tokens_along(trie_, bytes + i, n - i, [&](size_t len, int32_t token) {
+      if (best[i + len] < kInf && best[i + len] + 1 <= best[i]) {  // (<=: the longest of equals)
+        best[i] = best[i + len] + 1;
+        first[i] = token;
+        step[i] = static_cast<uint32_t>(len);
+      }
+    });
+  }
+  if (best[0] >= kInf) return kInf;
+  std::vector<int32_t> path;
+  for (size_t i = 0; i < n; i += step[i]) path.push_back(first[i]);
+  return replay(state, lexeme, path);
 }
 
 }  // namespace stencil

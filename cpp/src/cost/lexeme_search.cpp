@@ -115,6 +115,7 @@ uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
                                          deadline::Ticker& ticker) {
   if (const uint32_t* known = to_end_.find(state)) return *known;
   if (ends_lexeme(state, lexeme)) return 0;
+  if (const uint32_t d = word_to_end(state, lexeme, ticker); d < kInf) return d;
   if (const uint32_t d = text_to_end(state, lexeme, ticker); d < kInf) return to_end_.put(state, d);
   // A path another grammar's search found from a state alike (the same canonical expressions, so
   // the same language inside the lexeme): replayed here and memoized along its states as a search

@@ -86,6 +86,8 @@ class LexemeSearch {
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
+  // tokens_to_end for a state whose rest is one string (kInf for other states).
+  uint32_t word_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   ByteSteps find_byte_steps() const;
   uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;

@@ -498,6 +498,19 @@ bool Lexer::has_lazy(uint32_t s) const {
   return false;
 }
 
+bool Lexer::word_of(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  ExprId e = ExprStore::kNothing;
+  for (size_t i = 0; i < p.size(); i += 2) {
+    if (p[i] != lexeme) continue;
+    if (e != ExprStore::kNothing) return false;  // (two expressions: the union of their languages)
+    e = p[i + 1];
+  }
+  word->clear();
+  return e != ExprStore::kNothing && lexeme < lexemes_.size() && !lexemes_[lexeme].lazy && store_.word(e, word, limit);
+}
+
 namespace {
 
 // `C* X` (or `C*`): the shape of a part that can loop on plain text.

@@ -115,6 +115,10 @@ class Lexer {
   // lower bound.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo = nullptr) const;
   bool has_lazy(uint32_t s) const;
+  // Whether the rest of `lexeme` (not lazy, one expression) in s is one string (a key, a
+  // keyword): then *word is it (ExprStore::word's `limit`). Other lexemes of s may be alive
+  // beside it (the whitespace before a key): every path to its end spells the word.
+  bool word_of(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const;
   // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
   // expression's structure (memoized per expression; no state made).
   // `shortest`: at least the fewest bytes that end the pair's lexeme; `ceiling`: at least that

@@ -220,6 +220,28 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
   return intern(n, &flat);
 }
 
+bool ExprStore::word(ExprId e, std::string* out, size_t limit) const {
+  for (;;) {  // (concatenations are right-nested: a head, then the rest)
+    const ExprNode& n = nodes_[e];
+    const ExprId head = n.kind == ExprKind::Concat ? n.a : e;
+    const ExprNode& h = nodes_[head];
+    if (h.kind == ExprKind::Bytes) {
+      const ByteSet& set = bytesets_[h.a];
+      int count = 0, at = 0;
+      for (int i = 0; i < 4; ++i) {
+        count += __builtin_popcountll(set.w[i]);
+        if (set.w[i]) at = 64 * i + __builtin_ctzll(set.w[i]);
+      }
+      if (count != 1 || out->size() >= limit) return false;
+      out->push_back(static_cast<char>(at));
+    } else if (h.kind != ExprKind::Empty) {
+      return false;
+    }
+    if (n.kind != ExprKind::Concat) return true;
+    e = n.b;
+  }
+}
+
 bool ExprStore::holds(ExprId e, ExprId f) const {
   if (e == f) return true;
   const ExprNode& n = nodes_[e];

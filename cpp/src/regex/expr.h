@@ -61,6 +61,9 @@ class ExprStore {
   // too deeply.
   ExprId relax_bounds(ExprId e, uint32_t limit);
 
+  // Whether e's language is one string (bytes of one byte each, concatenated), appended to *out;
+  // false where it is not, or past `limit` bytes.
+  bool word(ExprId e, std::string* out, size_t limit) const;
   const ExprNode& node(ExprId e) const { return nodes_[e]; }
   // Whether e is f or an alternation with f among its (sorted) children: e's language holds f's.
   bool holds(ExprId e, ExprId f) const;
