@@ -921,3 +921,22 @@ def test_budget_masks_hold_where_the_cost_search_runs_out(case):
             w = m.fork()
             random_walk(w, tok.info, rng, need + extra, end_chance=0.0)
             assert w.is_accepting()
+
+
+def test_a_counted_string_may_close_with_its_last_characters():
+    """A minLength string's last token may hold characters and the closing quote at once
+    (``abcdefgh"``): the bound counts it, from the opening quote on and after it (the fewest
+    tokens of a counted string body are found per count without a token search, so this path
+    must be counted there too, or the bound would be 9 single bytes)."""
+    tok = stencil.TokenizerInfo.from_vocab([b"<eos>", b'"', *(bytes([c]) for c in b"abcdefgh"), b'abcdefgh"', b"abcd"],
+                                           eos_token_ids=0)
+    compiler = stencil.GrammarCompiler(tok)
+    for length, fewest in ((8, 2), (6, 2), (12, 3), (9, 3)):
+        m = stencil.Matcher(compiler.compile_json_schema({"type": "string", "minLength": length}))
+        assert m.min_completion_tokens() == fewest, length
+        assert m.accept_token(1)  # the opening quote
+        assert m.min_completion_tokens() == fewest - 1, length
+    m = stencil.Matcher(compiler.compile_json_schema({"type": "string", "minLength": 8, "maxLength": 8}))
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    assert m.accept_token(1) and m.min_completion_tokens() == 1
+    assert allowed(m, bm, 1) == [10]  # only the token that closes it at once fits one token

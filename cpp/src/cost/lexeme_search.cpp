@@ -279,7 +279,7 @@ uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max
   // of letters and digits: each count a state of its own, each walk every such token, in
   // milliseconds), it cannot finish, and the path alone bounds the cost.
   if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
-  return token_search(state, lexeme, max_states, max_work, by_path, exact);
+  return token_search(state, lexeme, max_states, max_work, by_path, ticker, exact);
 }
 
 bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {
@@ -289,7 +289,8 @@ bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {
 
 // tokens_to_end's breadth-first search over tokens, the best path found memoized along its states.
 uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                                    const std::function<uint32_t(uint32_t)>& cut_short, bool* exact) {
+                                    const std::function<uint32_t(uint32_t)>& cut_short, deadline::Ticker& ticker,
+                                    bool* exact) {
   struct Node {
     uint32_t state, depth, parent;
   };
@@ -306,7 +307,10 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
     for (uint32_t u : next) {
       if (seen.count(u)) continue;
       const uint32_t* known = to_end_.find(u);
-      const uint32_t rest = ends_lexeme(u, lexeme) ? 0 : known ? *known : kInf;
+      uint32_t rest = ends_lexeme(u, lexeme) ? 0 : known ? *known : kInf;
+      // A counted string body (past a minLength string's opening quote): its coin problem
+      // answers at once, where expanding each count would walk the trie (tens of them: 15 ms).
+      if (rest >= kInf && (rest = text_to_end(u, lexeme, ticker)) < kInf) to_end_.put(u, rest);
       if (rest < kInf) {
         if (h.depth + 1 + rest < best) {
           best = h.depth + 1 + rest;
@@ -346,25 +350,35 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
 // own, and the search expands each with a walk of the trie (a 50-character string at its
 // opening quote: 50 walks, 0.2 s). Every plain token of whole characters leads a count to the
 // count past its characters, the same for every count, so the fewest tokens to any count is a coin
-// problem over the vocabulary's character counts, solved once; then the tokens that end `rest`.
-// A real tokenization (the tokens that hold a few characters and the closing quote at once are
-// left out: at most one token more), and consistent: a plain token leads to a count one token
-// nearer.
+// problem over the vocabulary's character counts, solved once; then the tokens that end `rest`,
+// or one token of characters and the closing quote at once (`abc"`, where a quote ends `rest`).
+// A real tokenization (tokens that end inside a character are left out), and consistent: a plain
+// token leads to a count one token nearer.
 uint32_t LexemeSearch::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
   constexpr uint32_t kMaxCount = 1u << 16;  // (a longer minLength: searched as before)
   uint32_t k = 0, lo = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
-  if (!cache_.admits_bounded_plain(lexer_, state, &k) || !lexer_.bounded_text_head(state, &k, &relaxed, &rest, &lo) ||
-      lo > kMaxCount)
+  if (!lexer_.bounded_text_head(state, &k, &relaxed, &rest, &lo) || lo > kMaxCount ||
+      !cache_.admits_bounded_plain(lexer_, state, &k))
     return kInf;
   const uint32_t after = tokens_to_end(rest, lexeme, kStateStates, kStateWork, ticker);
   if (after >= kInf) return kInf;
   // The best count lies within the longest token's characters past lo (a sum past that, less
   // its last token, is still at least lo).
-  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
-  const uint32_t longest = counts.empty() ? 0 : counts.back();
+  const PlainSlice& slice = vocab_.plain_slice();
+  const uint32_t longest = slice.whole_counts.empty() ? 0 : slice.whole_counts.back();
   uint32_t best = kInf;
   for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n));
-  return cost::add(best, after);
+  best = cost::add(best, after);
+  const uint32_t closed = lexer_.next_tagged(rest, static_cast<uint8_t>('"'));
+  if (closed != Lexer::kDead && ends_lexeme(closed & ~Lexer::kEndNowTag, lexeme)) {
+    for (uint32_t m : slice.quoted_counts) {  // n characters, then m and the quote in one token
+      if (m > k) break;
+      const uint32_t from = lo > m ? lo - m : 0;
+      for (uint32_t n = from; n <= from + longest && n + m <= k; ++n)
+        best = std::min(best, cost::add(plain_tokens_for(n), 1));
+    }
+  }
+  return best;
 }
 
 uint32_t LexemeSearch::plain_tokens_for(uint32_t n) {

@@ -82,7 +82,8 @@ class LexemeSearch {
   uint32_t relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                           deadline::Ticker& ticker, bool* exact);
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                        const std::function<uint32_t(uint32_t)>& cut_short, bool* exact);
+                        const std::function<uint32_t(uint32_t)>& cut_short, deadline::Ticker& ticker,
+                        bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);

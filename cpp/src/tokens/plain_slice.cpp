@@ -14,15 +14,20 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   std::vector<std::string_view> views(n);
   std::vector<uint8_t> excluded(n, 1);
   s.by_count.assign(256, {});
-  std::vector<uint8_t> whole(256, 0);
+  std::vector<uint8_t> whole(256, 0), quoted(256, 0);
   for (int32_t id = 0; id < n; ++id) {
     if (vocab.is_special(id)) continue;
     std::string_view t = vocab.token_bytes(id);
     views[id] = t;
     int st = 0, leads = 0;
-    for (unsigned char c : t) {
+    size_t i = 0;
+    for (; i < t.size(); ++i) {
       leads += st == 0;
-      if ((st = plain_text_step(st, c)) < 0) break;
+      const int before = st;
+      if ((st = plain_text_step(st, static_cast<unsigned char>(t[i]))) < 0) {
+        if (before == 0 && t[i] == '"' && i + 1 == t.size() && i > 0 && leads <= 255) quoted[leads - 1] = 1;
+        break;
+      }
     }
     if (st >= 0 && !t.empty()) {
       s.by_count[leads > 255 ? 255 : leads].push_back(id);
@@ -34,6 +39,8 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   }
   for (uint32_t c = 1; c < 255; ++c)
     if (whole[c]) s.whole_counts.push_back(c);
+  for (uint32_t c = 1; c < 255; ++c)
+    if (quoted[c]) s.quoted_counts.push_back(c);
   s.rest.build(views, excluded);
   return s;
 }

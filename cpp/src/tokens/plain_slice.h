@@ -27,6 +27,9 @@ struct PlainSlice {
   // The character counts (ascending, below by_count's last bucket) of some plain token that ends
   // on a character boundary: the steps a counted string body can take, one token each.
   std::vector<uint32_t> whole_counts;
+  // The character counts (ascending, 1 to 254) of some token that is that many whole plain
+  // characters and then a quote: a counted string body's last step may close the string too.
+  std::vector<uint32_t> quoted_counts;
   static PlainSlice build(const Vocabulary& vocab);
 
   // The plain tokens that start at most k characters (a string with k characters left):
@@ -38,7 +41,8 @@ struct PlainSlice {
       : bits(std::move(o.bits)),
         rest(std::move(o.rest)),
         by_count(std::move(o.by_count)),
-        whole_counts(std::move(o.whole_counts)) {}
+        whole_counts(std::move(o.whole_counts)),
+        quoted_counts(std::move(o.quoted_counts)) {}
 
  private:
   mutable std::mutex mu_;
