@@ -61,74 +61,79 @@ static std::vector<uint8_t> rules_closure(size_t num_nt, const std::vector<Rule>
   return holds;
 }
 
-ExprId copy_expr(const ExprStore& src, ExprStore& dst, ExprId e, std::unordered_map<ExprId, ExprId>& memo) {
-  if (e == ExprStore::kAnyByteStar || e <= ExprStore::kEmpty) return e;
-  if (auto it = memo.find(e); it != memo.end()) return it->second;
-  std::vector<ExprId> stack{e}, reach;
-  std::unordered_map<ExprId, bool> seen{{e, true}};
-  while (!stack.empty()) {
-    ExprId cur = stack.back();
-    stack.pop_back();
-    reach.push_back(cur);
-    const ExprNode& n = src.node(cur);
-    auto visit = [&](ExprId k) {
-      if (k == ExprStore::kAnyByteStar || k <= ExprStore::kEmpty || memo.count(k) || seen.count(k)) return;
-      seen.emplace(k, true);
-      stack.push_back(k);
-    };
-    if (n.kind == ExprKind::Concat) {
-      visit(n.a);
-      visit(n.b);
-    } else if (n.kind == ExprKind::Not || n.kind == ExprKind::Repeat) {
-      visit(n.a);
-    } else if (n.kind == ExprKind::Or || n.kind == ExprKind::And) {
-      for (uint32_t i = 0; i < n.args_len; ++i) visit(src.args(n)[i]);
+namespace {
+
+// Copies expressions of the builder's store into the grammar's, each once (a table by id, not a
+// map and a seen-set per lexeme: a build copies every lexeme, and these were most of its
+// allocations).
+class ExprCopy {
+ public:
+  ExprCopy(const ExprStore& src, ExprStore& dst) : src_(src), dst_(dst), memo_(src.size(), kNone) {}
+  ExprId operator()(ExprId e) {
+    if (trivial(e)) return e;
+    if (memo_[e] != kNone) return memo_[e];
+    stack_.assign(1, e);
+    reach_.clear();
+    memo_[e] = kPending;
+    while (!stack_.empty()) {
+      const ExprId cur = stack_.back();
+      stack_.pop_back();
+      reach_.push_back(cur);
+      const ExprNode& n = src_.node(cur);
+      if (n.kind == ExprKind::Concat) {
+        visit(n.a);
+        visit(n.b);
+      } else if (n.kind == ExprKind::Not || n.kind == ExprKind::Repeat) {
+        visit(n.a);
+      } else if (n.kind == ExprKind::Or || n.kind == ExprKind::And) {
+        for (uint32_t i = 0; i < n.args_len; ++i) visit(src_.args(n)[i]);
+      }
     }
+    // (hash-consing made every child before its parent: ascending ids copy children first)
+    std::sort(reach_.begin(), reach_.end());
+    for (ExprId cur : reach_) memo_[cur] = copy_node(src_.node(cur));
+    return memo_[e];
   }
-  std::sort(reach.begin(), reach.end());
-  auto get = [&](ExprId k) {
-    if (k == ExprStore::kAnyByteStar || k <= ExprStore::kEmpty) return k;
-    return memo.at(k);
-  };
-  for (ExprId cur : reach) {
-    const ExprNode& n = src.node(cur);
-    ExprId r = ExprStore::kNothing;
+
+ private:
+  static constexpr ExprId kNone = 0xFFFFFFFFu, kPending = 0xFFFFFFFEu;
+  static bool trivial(ExprId e) { return e == ExprStore::kAnyByteStar || e <= ExprStore::kEmpty; }
+  void visit(ExprId k) {
+    if (trivial(k) || memo_[k] != kNone) return;
+    memo_[k] = kPending;
+    stack_.push_back(k);
+  }
+  ExprId get(ExprId k) const { return trivial(k) ? k : memo_[k]; }
+  ExprId copy_node(const ExprNode& n) {
     switch (n.kind) {
       case ExprKind::Nothing:
-        r = ExprStore::kNothing;
-        break;
+        return ExprStore::kNothing;
       case ExprKind::Empty:
-        r = ExprStore::kEmpty;
-        break;
+        return ExprStore::kEmpty;
       case ExprKind::Bytes:
-        r = dst.bytes(src.byteset(n.a));
-        break;
+        return dst_.bytes(src_.byteset(n.a));
       case ExprKind::Concat:
-        r = dst.concat(get(n.a), get(n.b));
-        break;
+        return dst_.concat(get(n.a), get(n.b));
       case ExprKind::Or:
-      case ExprKind::And: {
-        std::vector<ExprId> kids;
-        for (uint32_t i = 0; i < n.args_len; ++i) kids.push_back(get(src.args(n)[i]));
-        r = n.kind == ExprKind::Or ? dst.alt(kids) : dst.conj(kids);
-        break;
-      }
+      case ExprKind::And:
+        kids_.clear();
+        for (uint32_t i = 0; i < n.args_len; ++i) kids_.push_back(get(src_.args(n)[i]));
+        return n.kind == ExprKind::Or ? dst_.alt(kids_) : dst_.conj(kids_);
       case ExprKind::Not:
-        r = dst.negate(get(n.a));
-        break;
+        return dst_.negate(get(n.a));
       case ExprKind::Repeat:
-        r = dst.repeat(get(n.a), n.min, n.max);
-        break;
+        return dst_.repeat(get(n.a), n.min, n.max);
       case ExprKind::Number:
-        r = dst.number(src.number_state(n.a));
-        break;
+        return dst_.number(src_.number_state(n.a));
     }
-    memo.emplace(cur, r);
+    return ExprStore::kNothing;
   }
-  return memo.at(e);
-}
 
-namespace {
+  const ExprStore& src_;
+  ExprStore& dst_;
+  std::vector<ExprId> memo_;  // per source id: its copy (kNone: not yet, kPending: on the way)
+  std::vector<ExprId> stack_, reach_, kids_;
+};
 
 using RulesOf = std::vector<std::vector<uint32_t>>;  // per nonterminal: its rules
 
@@ -202,7 +207,8 @@ class ReachableCopy {
         productive_(std::move(productive)),
         nt_map_(names.size(), -1),
         lex_map_(lexemes.size(), -1),
-        g_(std::make_shared<Grammar>(ExprStore(max_exprs))) {}
+        g_(std::make_shared<Grammar>(ExprStore(max_exprs))),
+        copy_(store, g_->exprs) {}
 
   std::shared_ptr<Grammar> run(Symbol start, const std::vector<CompletionCheck>& checks) {
     const std::vector<uint32_t> order = number_rules(start);
@@ -264,7 +270,7 @@ class ReachableCopy {
     if (lex_map_[lex] < 0) {
       lex_map_[lex] = static_cast<int64_t>(g_->lexemes.size());
       LexemeSpec spec = lexemes_[lex];
-      spec.expr = copy_expr(store_, g_->exprs, spec.expr, memo_);
+      spec.expr = copy_(spec.expr);
       g_->lexemes.push_back(std::move(spec));
     }
     return static_cast<uint32_t>(lex_map_[lex]);
@@ -278,7 +284,7 @@ class ReachableCopy {
   std::vector<uint8_t> lex_ok_, productive_;
   std::vector<int64_t> nt_map_, lex_map_;
   std::shared_ptr<Grammar> g_;
-  std::unordered_map<ExprId, ExprId> memo_;
+  ExprCopy copy_;
 };
 
 }  // namespace

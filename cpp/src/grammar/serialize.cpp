@@ -258,11 +258,29 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
   return g;
 }
 
+// The compiler's cache key: the serialized form, eight bytes at a time (a byte at a time was a
+// sixth of a small grammar's native compile work), each word mixed in full (murmur3's finalizer)
+// so that equal words at different places differ.
 uint64_t Grammar::hash() const {
-  std::string s = serialize();
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
+  const std::string s = serialize();
+  auto mix = [](uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+  };
+  uint64_t h = 0xcbf29ce484222325ull ^ s.size();
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ mix(w)) * 0x9E3779B97F4A7C15ull + i;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  return mix(h ^ mix(tail ^ 0x5bd1e995ull));
 }
 
 }  // namespace stencil
