@@ -130,6 +130,15 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"},
      "www.example-host.co"),
     ({"type": "string", "maxLength": 40, "pattern": "^\\d+\\.\\d+.*$"}, "1.22 rc \u00e9 x"),
+    # bounds some tokens reach (16 to 128): the lifted state's entry for the shorter tokens, the
+    # longer ones (runs of spaces, long words) walked from the state itself, up to the bound
+    ({"type": "string", "maxLength": 500, "pattern": "^(?:\\S+\\s+){0,49}\\S+$"},
+     "This is an example service summary with a few more words " * 3 + "end"),
+    ({"type": "string", "pattern": "^(?:\\S+\\s+){0,19}\\S+$"}, " ".join(["word"] * 19) + " last"),
+    ({"type": "string", "pattern": "^[a-z ]{0,40}$"}, "ab" + " " * 36 + "cd"),
+    ({"type": "string", "maxLength": 30, "pattern": "^[a-zA-Z0-9_ -]+$"}, "internationalization_x " + "-" * 7),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[a-z]{0,24}$"}},
+     ["abcdefghijklmnopqrstuvwx", "internationalization", ""]),
     # loop-shaped parts: one alternative of a pattern, a free key beside named ones
     ({"type": "string", "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"},
      "https://en.wikipedia.org/wiki/Height of x"),
@@ -225,3 +234,35 @@ def test_del_is_no_plain_text_in_any_spelling(spelling, max_length):
             assert a.accept_token(t) and b.accept_token(t)
     # raw DEL is a string character where the spelling writes it raw, never under "controls"
     assert (del_seen > 0) == (spelling != "controls")
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^[ab ]{0,20}$"},
+    {"type": "string", "maxLength": 24, "pattern": "^[ab ]*$"},
+    {"type": "string", "pattern": "^(?:[ab]+ +){0,17}[ab]+$"},
+])
+def test_a_lifted_bound_walks_the_long_tokens_from_the_state_itself(schema):
+    """A count of 16 to 128 left: the state with it lifted decides the tokens shorter than 16
+    bytes (they cannot reach the bound) and the lexeme's ends above that depth; the longer tokens
+    (17 spaces and a quote, 25 spaces and a quote, 20 letters), and where the string may end inside
+    them, are decided by the state itself. Every mask along strings up to the bound equals a full
+    walk's, and the long tokens are kept exactly while they fit."""
+    tokens = [b"<eos>", b'"', b" ", b"a", b"b", b" " * 17 + b'"', b" " * 25 + b'"', b"a" * 20,
+              b"ab" * 9 + b'"', b"a" * 16 + b'"', b"ab " * 6, b"a " * 9]
+    info = stencil.TokenizerInfo.from_vocab(tokens, eos_token_ids=0)
+    fast = stencil.GrammarCompiler(info).compile_json_schema(schema)
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(tokens, eos_token_ids=0),
+                                   mask_optimizations={"shared_masks": False, "plain_slice": False,
+                                                       "loop_skip": False}).compile_json_schema(schema)
+    bm = stencil.allocate_token_bitmask(2, info.vocab_size)
+    kept = set()
+    for body in ("ab " * 6 + "a", "a " * 9 + "b", "a" * 19, "b " * 5):
+        m, n = stencil.Matcher(fast), stencil.Matcher(slow)
+        for ch in '"' + body:
+            m.fill_next_token_bitmask(bm, 0)
+            n.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[0], bm[1]), (schema, body, ch)
+            kept.update(t for t in range(5, len(tokens)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1)
+            tid = tokens.index(ch.encode())
+            assert m.accept_token(tid) and n.accept_token(tid)
+    assert 6 not in kept and kept >= {7}  # 25 spaces never fit; 20 letters fit at the opening quote
