@@ -264,6 +264,8 @@ MaskCache::Lift MaskCache::lifted(const Lexer& lexer, const Vocabulary& vocab, u
     std::lock_guard<std::mutex> lock(admit_mu_);
     if (auto it = lift_misses_.find(lexemes); it != lift_misses_.end() && it->second >= kLiftMisses) return Lift::kNone;
   }
+  // (no bound of 16 or more, as in most patterns: nothing to lift at any level, one memoized ask)
+  if (lexer.relaxed_state(state, Vocabulary::kLongTokenBytes[2]) == state) return Lift::kNone;
   const int deepest = vocab.trie().max_depth();
   const uint32_t levels[] = {static_cast<uint32_t>(deepest) + 1, Vocabulary::kLongTokenBytes[0],
                              Vocabulary::kLongTokenBytes[1], Vocabulary::kLongTokenBytes[2]};
