@@ -7,21 +7,15 @@
 
 #include "check.h"
 #include "support/flat_map.h"
+#include "support/hash.h"
 
 using stencil::FlatMap64;
 
 namespace {
 
-// The map's hash (murmur3's finalizer) and its inverse: keys with a chosen hash, to force
-// collisions. If the map's hash changes, these keys merely stop colliding.
-uint64_t fmix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
+// The map's hash (murmur3's finalizer, support/hash.h) and its inverse: keys with a chosen hash,
+// to force collisions. If the map's hash changes, these keys merely stop colliding.
+using stencil::fmix64;
 
 uint64_t inverse_odd(uint64_t a) {  // a * x == 1 mod 2^64 (Newton's iteration)
   uint64_t x = a;
@@ -92,7 +86,7 @@ TEST_CASE(flat_map_long_collision_chains) {
   FlatMap64 m;
   std::vector<uint64_t> keys;
   for (uint64_t j = 0; j < 4000; ++j) keys.push_back(unfmix((uint64_t(5) << 58) | (j << 24) | 0x123456));
-  CHECK_EQ(fmix(keys[17]), (uint64_t(5) << 58) | (uint64_t(17) << 24) | 0x123456);
+  CHECK_EQ(fmix64(keys[17]), (uint64_t(5) << 58) | (uint64_t(17) << 24) | 0x123456);
   for (uint32_t j = 0; j < 3000; ++j) m.put(keys[j], j + 1);
   size_t wrong = 0;
   for (uint32_t j = 0; j < 3000; ++j) wrong += !m.find(keys[j]) || get(m, keys[j]) != j + 1;

@@ -4,6 +4,7 @@
 #include "grammar/ir.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
+#include "support/hash.h"
 
 namespace stencil {
 
@@ -263,24 +264,16 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
 // so that equal words at different places differ.
 uint64_t Grammar::hash() const {
   const std::string s = serialize();
-  auto mix = [](uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return k;
-  };
   uint64_t h = 0xcbf29ce484222325ull ^ s.size();
   size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
     uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ mix(w)) * 0x9E3779B97F4A7C15ull + i;
+    h = (h ^ fmix64(w)) * 0x9E3779B97F4A7C15ull + i;
   }
   uint64_t tail = 0;
   std::memcpy(&tail, s.data() + i, s.size() - i);
-  return mix(h ^ mix(tail ^ 0x5bd1e995ull));
+  return fmix64(h ^ fmix64(tail ^ 0x5bd1e995ull));
 }
 
 }  // namespace stencil

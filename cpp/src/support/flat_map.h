@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/hash.h"
+
 namespace stencil {
 
 class FlatMap64 {
@@ -51,14 +53,7 @@ class FlatMap64 {
     std::vector<uint32_t> values;
     size_t size = 0;
   };
-  static uint64_t hash(uint64_t key) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ull;
-    key ^= key >> 33;
-    return key;
-  }
+  static uint64_t hash(uint64_t key) { return fmix64(key); }
   // 1 when the key is new.
   static size_t insert(Shard& s, uint64_t h, uint64_t key, uint32_t value) {
     const size_t mask = s.keys.size() - 1;
