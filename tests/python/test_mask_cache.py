@@ -130,8 +130,8 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"},
      "www.example-host.co"),
     ({"type": "string", "maxLength": 40, "pattern": "^\\d+\\.\\d+.*$"}, "1.22 rc \u00e9 x"),
-    # bounds some tokens reach (16 to 128): the lifted state's entry for the shorter tokens, the
-    # longer ones (runs of spaces, long words) walked from the state itself, up to the bound
+    # bounds some tokens reach (16 to 128): a state per count, sub-tries under the bound walked
+    # with it lifted (a word count, a counted class, a length beside a pattern), up to the bound
     ({"type": "string", "maxLength": 500, "pattern": "^(?:\\S+\\s+){0,49}\\S+$"},
      "This is an example service summary with a few more words " * 3 + "end"),
     ({"type": "string", "pattern": "^(?:\\S+\\s+){0,19}\\S+$"}, " ".join(["word"] * 19) + " last"),
@@ -241,12 +241,12 @@ def test_del_is_no_plain_text_in_any_spelling(spelling, max_length):
     {"type": "string", "maxLength": 24, "pattern": "^[ab ]*$"},
     {"type": "string", "pattern": "^(?:[ab]+ +){0,17}[ab]+$"},
 ])
-def test_a_lifted_bound_walks_the_long_tokens_from_the_state_itself(schema):
-    """A count of 16 to 128 left: the state with it lifted decides the tokens shorter than 16
-    bytes (they cannot reach the bound) and the lexeme's ends above that depth; the longer tokens
-    (17 spaces and a quote, 25 spaces and a quote, 20 letters), and where the string may end inside
-    them, are decided by the state itself. Every mask along strings up to the bound equals a full
-    walk's, and the long tokens are kept exactly while they fit."""
+def test_counts_that_long_tokens_reach_mask_as_a_full_walk(schema):
+    """A count of 16 to 128 left: tokens longer than what is left (17 spaces and a quote, 25
+    spaces and a quote, 20 letters) are refused exactly where they no longer fit, and where the
+    string may end inside them too, whatever lifted states the walk takes for the sub-tries under
+    the bound. Every mask along strings up to the bound equals a full walk's, and the long tokens
+    are kept while they fit."""
     tokens = [b"<eos>", b'"', b" ", b"a", b"b", b" " * 17 + b'"', b" " * 25 + b'"', b"a" * 20,
               b"ab" * 9 + b'"', b"a" * 16 + b'"', b"ab " * 6, b"a " * 9]
     info = stencil.TokenizerInfo.from_vocab(tokens, eos_token_ids=0)

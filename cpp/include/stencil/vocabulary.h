@@ -42,10 +42,6 @@ class Vocabulary {
   // The tokens (not special) whose bytes hold a comma, by id: those that may end one item of a
   // list and begin the next (the uniqueItems guard looks at each).
   const std::vector<int32_t>& comma_tokens() const { return comma_tokens_; }
-  // The tokens (not special) of at least kLongTokenBytes[i] bytes, by id: those that a mask entry
-  // taken from a state with its bounds of that many or more lifted must walk from the state itself.
-  static constexpr uint32_t kLongTokenBytes[3] = {64, 32, 16};
-  const std::vector<int32_t>& long_tokens(size_t i) const { return long_tokens_[i]; }
 
  private:
   std::string bytes_;
@@ -59,7 +55,6 @@ class Vocabulary {
   std::unique_ptr<SharedCache> shared_;
   std::unique_ptr<PlainSlice> plain_;
   std::vector<int32_t> comma_tokens_;
-  std::vector<int32_t> long_tokens_[3];
 };
 
 }  // namespace stencil

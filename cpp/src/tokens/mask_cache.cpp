@@ -17,7 +17,7 @@ namespace stencil {
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
 void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                           std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_bytes) const {
+                           std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
   constexpr uint32_t kRelaxFrom = 16;  // sub-trie nodes worth a lifted state
   constexpr uint32_t kPartsFrom = 64;  // sub-trie nodes worth asking for loop-shaped parts
   const auto& nodes = trie.nodes();
@@ -35,21 +35,16 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
     // now (a walk that skips much is bound by memory latency, not work).
     __builtin_prefetch(nodes.data() + i + node.subtree_size);
     __builtin_prefetch(summaries.data() + i + node.subtree_size);
-    if (node.depth + node.height <= min_bytes) {  // (its deepest token is shorter than min_bytes)
-      i += node.subtree_size;
-      continue;
-    }
-    const bool keep = node.depth >= min_bytes;  // (a boundary this deep is decided here)
     uint32_t p = st[node.depth - 1];
     uint32_t t = lexer.next_tagged(p, node.byte);
     if (t == Lexer::kDead) {
-      if (keep && !lexer.state(p).accepting.empty())
+      if (!lexer.state(p).accepting.empty())
         boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
     if (t & Lexer::kEndNowTag) {
-      if (keep) boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
+      boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
@@ -203,31 +198,33 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
-  // Then a lifted state that other states shared already: the plain-text test explores each
-  // count's state anew (a word count: milliseconds a mask), the lifted entry is cached.
-  std::shared_ptr<const MaskEntry> lent;
-  Lift lift = Lift::kNone;
   if (uint32_t k = 0; plain_slice_ && admits_bounded_plain(lexer, state, &k)) {
     // A string with k characters left: the plain tokens of at most k characters stay inside
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
-  } else if (loop_skip_ && lexer.state(state).bounded &&
-             (lift = lifted(lexer, vocab, state, true, *shared, e->boundaries, &lent)) != Lift::kNone) {
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
-  } else if (loop_skip_ && (lift = lifted(lexer, vocab, state, false, *shared, e->boundaries, &lent)) != Lift::kNone) {
   } else {
+    // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
+    // back to itself: the state with them lifted behaves alike on every token's bytes, so its
+    // entry (cached: the states of a long string share it) serves as it is, boundaries and all.
+    // (Replaying each boundary's bytes from `state` instead built a counting state per trie
+    // node above a boundary, and a second copy of the entry in the cache's bytes.)
+    const uint32_t relaxed =
+        loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
+    if (relaxed != Lexer::kDead && relaxed != state) {
+      std::shared_ptr<const MaskEntry> keep;
+      const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
+      *borrowed = true;
+      return keep ? keep : r->shared_from_this();
+    }
     shared->inner.assign(token_bits::words_for(vocab.vocab_size()), 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
-  }
-  if (lift == Lift::kLent) {
-    *borrowed = true;
-    return lent;
   }
   e->boundaries.shrink_to_fit();
   shared->boundary_nodes.reserve(e->boundaries.size());
@@ -239,68 +236,6 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);
   return e;
-}
-
-// Bounds lifted. Bounds no token reaches (a long maxLength) make every byte a new state, which
-// never loops back to itself: the state with them lifted behaves alike on every token's bytes,
-// so its entry (cached: the states of a long string share it) serves as it is, boundaries and
-// all (kLent). (Replaying each boundary's bytes from `state` instead built a counting state per
-// trie node above a boundary, and a second copy of the entry in the cache's bytes.)
-// A bound that some tokens reach (a count of 16 to 128: `(\S+\s+){0,49}`, a maxLength of 40
-// beside a pattern) makes a state per count too, each walked in full (milliseconds: every token
-// leads to new states). With its bounds of L or more lifted, the state behaves alike on every
-// walk of fewer than L bytes (ExprStore::relax_bounds), so the lifted state's entry holds for the
-// tokens shorter than L and for the boundaries above depth L; the tokens of L bytes or more are
-// walked from `state` itself, their sub-tries only (kBuilt).
-// `shared_only`: only a lifted state another state asked for already, at any level (a minimum
-// count, `C{162}` lifted to `C{162,}`, leaves one per count: its entry would be walked for one
-// state), and, after kLiftMisses states in a row of the same lexemes with none, no more tries.
-MaskCache::Lift MaskCache::lifted(const Lexer& lexer, const Vocabulary& vocab, uint32_t state, bool shared_only,
-                                  SharedMaskEntry& shared, std::vector<Boundary>& boundaries,
-                                  std::shared_ptr<const MaskEntry>* lent) const {
-  constexpr uint32_t kLiftMisses = 4;
-  const uint64_t lexemes = lexer.state(state).live_bits;
-  if (shared_only) {
-    std::lock_guard<std::mutex> lock(admit_mu_);
-    if (auto it = lift_misses_.find(lexemes); it != lift_misses_.end() && it->second >= kLiftMisses) return Lift::kNone;
-  }
-  // (no bound of 16 or more, as in most patterns: nothing to lift at any level, one memoized ask)
-  if (lexer.relaxed_state(state, Vocabulary::kLongTokenBytes[2]) == state) return Lift::kNone;
-  const int deepest = vocab.trie().max_depth();
-  const uint32_t levels[] = {static_cast<uint32_t>(deepest) + 1, Vocabulary::kLongTokenBytes[0],
-                             Vocabulary::kLongTokenBytes[1], Vocabulary::kLongTokenBytes[2]};
-  bool missed = false;
-  for (size_t level = 0; level < 4; ++level) {
-    const uint32_t bytes = levels[level];
-    if (level > 0 && static_cast<int>(bytes) > deepest) continue;
-    const uint32_t relaxed = lexer.relaxed_state(state, bytes);
-    if (relaxed == Lexer::kDead || relaxed == state) continue;
-    if (shared_only) {
-      std::lock_guard<std::mutex> lock(admit_mu_);
-      if (++lifts_asked_[relaxed] < 2) {
-        missed = true;
-        continue;
-      }
-      lift_misses_[lexemes] = 0;
-    }
-    std::shared_ptr<const MaskEntry> keep;
-    const MaskEntry* base = get(lexer, vocab, relaxed, &keep);
-    if (level == 0) {
-      *lent = keep ? keep : base->shared_from_this();
-      return Lift::kLent;
-    }
-    shared.inner = base->inner();
-    for (int32_t t : vocab.long_tokens(level - 1)) token_bits::clear(shared.inner.data(), t);
-    for (const Boundary& b : base->boundaries)
-      if (trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit].depth < bytes) boundaries.push_back(b);
-    inner_walk(lexer, vocab.trie(), 0, state, shared.inner, boundaries, bytes);
-    return Lift::kBuilt;
-  }
-  if (missed) {
-    std::lock_guard<std::mutex> lock(admit_mu_);
-    ++lift_misses_[lexemes];
-  }
-  return Lift::kNone;
 }
 
 std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,

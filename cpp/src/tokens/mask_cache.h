@@ -69,15 +69,8 @@ class MaskCache {
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
-  // (`min_bytes`: only the tokens of that many bytes or more are decided, and the boundaries at
-  // that depth or deeper kept; sub-tries without such tokens are not walked)
   void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
-                  std::vector<Boundary>& boundaries, uint32_t min_bytes = 0) const;
-  // compute's entry for a state with its bounds lifted (compute's comment): kLent, *lent is the
-  // lifted state's entry as it is; kBuilt, shared and boundaries are filled; kNone.
-  enum class Lift { kNone, kLent, kBuilt };
-  Lift lifted(const Lexer& lexer, const Vocabulary& vocab, uint32_t state, bool shared_only, SharedMaskEntry& shared,
-              std::vector<Boundary>& boundaries, std::shared_ptr<const MaskEntry>* lent) const;
+                  std::vector<Boundary>& boundaries) const;
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   // A new entry for `state`, or (*borrowed set) the cached entry of its relaxed state as it is.
   std::shared_ptr<const MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
@@ -91,8 +84,6 @@ class MaskCache {
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
   mutable std::unordered_map<uint64_t, CharSummary> loop_memo_;  // (state, groups); admit_mu_
-  mutable std::unordered_map<uint32_t, uint32_t> lifts_asked_;   // lifted state -> states that asked; admit_mu_
-  mutable std::unordered_map<uint64_t, uint32_t> lift_misses_;   // live lexemes -> lifted() misses in a row; admit_mu_
   static constexpr uint32_t kSlotBits = 8;
   static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
   struct SlotBlock {

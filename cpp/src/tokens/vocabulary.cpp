@@ -49,9 +49,6 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<int32_
   plain_ = std::make_unique<PlainSlice>(PlainSlice::build(*this));
   for (int32_t i = 0; i < static_cast<int32_t>(n); ++i)
     if (!special_[i] && token_bytes(i).find(',') != std::string_view::npos) comma_tokens_.push_back(i);
-  for (int32_t i = 0; i < static_cast<int32_t>(n); ++i)
-    for (size_t k = 0; k < 3; ++k)
-      if (!special_[i] && token_bytes(i).size() >= kLongTokenBytes[k]) long_tokens_[k].push_back(i);
 }
 
 std::string_view Vocabulary::token_bytes(int32_t id) const {
@@ -66,9 +63,7 @@ void Vocabulary::check_id(int64_t id) const {
 }
 
 size_t Vocabulary::memory_bytes() const {
-  size_t longs = 0;
-  for (const auto& l : long_tokens_) longs += l.capacity() * 4;
-  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + comma_tokens_.capacity() * 4 + longs +
+  return bytes_.capacity() + offsets_.capacity() * 4 + special_.capacity() + comma_tokens_.capacity() * 4 +
          trie_->memory_bytes();
 }
 
