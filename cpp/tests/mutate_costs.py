@@ -58,7 +58,7 @@ MUTATIONS = [
     ("the byte bound one less", "cpp/src/cost/row_costs.cpp",
      "    best = std::min(best, add(d, after));", "    best = std::min(best, add(d, after) - 1);"),
     ("the budget keeps a token one over (walk)", "cpp/src/matcher/budget.cpp",
-     "if (had(t)) put(t, c <= left);", "if (had(t)) put(t, c <= left + 1);"),
+     "if (had(t)) token_bits::put(words, t, c <= left);", "if (had(t)) token_bits::put(words, t, c <= left + 1);"),
     ("the budget keeps an inner token one over (steps)", "cpp/src/cost/inner_costs.cpp",
      "token_bits::put(words, t, step_costs_[k] <= left);", "token_bits::put(words, t, step_costs_[k] <= left + 1);"),
     ("the inner tokens' byte bounds one less", "cpp/src/cost/inner_costs.cpp",
