@@ -92,11 +92,16 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load()) return;
     seen = g;
-    if (helpers_wanted_.fetch_sub(1, std::memory_order_acq_rel) <= 0) continue;  // enough helpers
-    active_.fetch_add(1, std::memory_order_acq_rel);
-    // The batch may have ended (and another begun) since g was read: only help with g.
-    if (generation_.load(std::memory_order_acquire) == g) run_items(*fn_, n_);
-    active_.fetch_sub(1, std::memory_order_acq_rel);
+    // Counted as active before it takes a helper's place (both sequentially consistent, as the
+    // caller's end of a batch: zero the places, then wait for no active worker): a worker that took
+    // a place of a batch ending, but was not active yet, let the caller return and start the next
+    // batch, then ran that batch's first items before the caller zeroed its count of finished
+    // items; the lost count left the caller waiting forever (seen once in CI, under load).
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (helpers_wanted_.fetch_sub(1, std::memory_order_seq_cst) > 0 &&
+        generation_.load(std::memory_order_acquire) == g)  // (the batch may have ended since g was read)
+      run_items(*fn_, n_);
+    active_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 
@@ -119,7 +124,8 @@ void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void
   n_ = n;
   next_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
-  helpers_wanted_.store(static_cast<int64_t>(std::min(threads - 1, workers_.size())), std::memory_order_relaxed);
+  // (after fn_, n_, next_ and finished_: a helper that takes a place sees them)
+  helpers_wanted_.store(static_cast<int64_t>(std::min(threads - 1, workers_.size())), std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(mu_);  // a worker about to sleep sees the new generation
     generation_.fetch_add(1, std::memory_order_release);
@@ -128,8 +134,8 @@ void ThreadPool::parallel_for(size_t n, size_t threads, const std::function<void
   run_items(fn, n);  // the caller works too
   wait_until([&] { return finished_.load(std::memory_order_acquire) >= n; });
   // No helper may still be reading fn_ / n_ when the next batch sets them.
-  helpers_wanted_.store(0, std::memory_order_release);
-  wait_until([&] { return active_.load(std::memory_order_acquire) == 0; });
+  helpers_wanted_.store(0, std::memory_order_seq_cst);
+  wait_until([&] { return active_.load(std::memory_order_seq_cst) == 0; });
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(error_mu_);
