@@ -2,6 +2,7 @@
 // state it ends in (against byte-by-byte lexer steps), and counts as work where a limit is in
 // force: the token budget's searches walk the trie once per state they expand, so a limit on
 // their derivative work alone let a counted pattern walk for a quarter of a second.
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -103,5 +104,98 @@ TEST_CASE(walk_inside_counts_as_work_under_a_limit) {
   {
     work::Limit limit(64);
     walked(f, start);  // exactly its units: no stop
+  }
+}
+
+namespace {
+
+// One lexeme, ([a-f][a-f]){1,20} x: a count no state loops on, where every letter leads each
+// state to one next state (the walk's uniform chains: a sub-trie of letters costs a lexer step
+// per character count, not per byte of every token), and `x` or `q` elsewhere (sub-tries with
+// them are walked byte by byte). The vocabulary: every string of one to three of a..f, x, q, and
+// of four and five letters after ab, cd, ee.
+struct CountFixture {
+  std::shared_ptr<stencil::Grammar> grammar;
+  std::unique_ptr<Lexer> lexer;
+  stencil::MaskCache cache{1u << 20, false, false, true};
+  std::vector<std::string> tokens;
+  stencil::TokenTrie trie;
+  CountFixture() {
+    GrammarBuilder b;
+    const auto letter = b.re_byte_ranges({{'a', 'f'}});
+    const auto pairs = b.re_repeat(b.re_concat({letter, letter}), 1, 20);
+    const Symbol word = b.lexeme(b.re_concat({pairs, b.re_literal("x")}), "word", false);
+    const Symbol start = b.rule("start");
+    b.add_alternative(start, {word});
+    grammar = b.build(start);
+    lexer = std::make_unique<Lexer>(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
+    const std::string chars = "abcdefxq";
+    for (char a : chars) {
+      tokens.push_back(std::string(1, a));
+      for (char c : chars) {
+        tokens.push_back(std::string{a, c});
+        for (char d : chars) tokens.push_back(std::string{a, c, d});
+      }
+    }
+    for (const std::string p : {"ab", "cd", "ee"})  // sub-tries of letters alone: "aba" has 43 tokens
+      for (char c = 'a'; c <= 'f'; ++c)
+        for (char d = 'a'; d <= 'f'; ++d) {
+          tokens.push_back(p + c + d);
+          for (char e = 'a'; e <= 'f'; ++e) tokens.push_back(p + c + d + e);
+        }
+    tokens.push_back("abcdef");  // (a duplicate id below)
+    tokens.push_back("abcdef");
+    std::vector<std::string_view> views(tokens.begin(), tokens.end());
+    trie.build(views, std::vector<uint8_t>(tokens.size(), 0));
+  }
+  uint32_t after(uint32_t s, std::string_view bytes) const {
+    for (char c : bytes) {
+      const uint32_t t = lexer->next_tagged(s, static_cast<uint8_t>(c));
+      if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) return Lexer::kDead;
+      s = t;
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE(walk_inside_takes_a_count_by_its_characters) {
+  CountFixture f;
+  const uint32_t start = f.lexer->start_state({0});
+  // From the start, midway, and near the bound (where the longer tokens die).
+  for (const std::string& prefix : std::vector<std::string>{"", "a", "abcd", std::string(35, 'c'), std::string(38, 'e'), std::string(39, 'f')}) {
+    const uint32_t s = f.after(start, prefix);
+    CHECK(s != Lexer::kDead);
+    std::set<std::tuple<std::string, uint32_t>> want, got;
+    uint32_t longest = 0;  // run of tokens visited at once
+    for (const std::string& t : f.tokens)
+      if (const uint32_t u = f.after(s, t); u != Lexer::kDead) want.insert({t, u});
+    stencil::walk_inside(*f.lexer, f.cache, f.trie, s, false, [&](uint32_t first, uint32_t end, uint32_t u) {
+      for (uint32_t j = first; j < end; ++j) got.insert({f.tokens[f.trie.ordered_tokens()[j]], u});
+      longest = std::max(longest, end - first);
+      return false;
+    });
+    CHECK(got == want);
+    // The chains were taken (byte by byte, every token is a run of its own), up to 35 letters
+    // read (the longer tokens of "aba" die there: the chain ends dead); past 37 no sub-trie of
+    // letters alone is alive.
+    CHECK(prefix.size() > 37 || longest > 1);
+    // InnerSteps: each token (both ids of the duplicate) where the lexer leads it.
+    std::vector<uint32_t> inner((f.tokens.size() + 31) / 32, 0u);
+    for (size_t t = 0; t < f.tokens.size(); ++t)
+      if (f.after(s, f.tokens[t]) != Lexer::kDead) inner[t >> 5] |= 1u << (t & 31);
+    const stencil::InnerSteps steps = stencil::InnerSteps::of(*f.lexer, f.cache, f.trie, s, inner.data(), inner.size());
+    CHECK(steps.covered);
+    size_t listed = 0;
+    for (size_t t = 0; t < f.tokens.size(); ++t) {
+      const uint32_t u = f.after(s, f.tokens[t]);
+      if (u == Lexer::kDead) continue;
+      uint32_t got_state = steps.common;
+      for (const auto& [id, k] : steps.tokens)
+        if (id == static_cast<int32_t>(t)) got_state = steps.states[k], ++listed;
+      CHECK_EQ(got_state, u);
+    }
+    CHECK_EQ(listed, steps.tokens.size());
   }
 }

@@ -1,10 +1,10 @@
 #include "cost/inner_steps.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "lexer/lexer.h"
 #include "support/deadline.h"
+#include "support/flat_map.h"
 #include "support/work_limit.h"
 #include "tokens/trie.h"
 #include "tokens/walk_loops.h"
@@ -46,17 +46,18 @@ class InsideWalk {
     const CharSummary& chars = trie_.summaries()[i];
     if (node.subtree_size <= 1 || chars.has(CharSummary::kPoison)) return false;
     int rep = -1;  // a character of the counted repetition, to advance t by
+    adv_.assign(1, t);
     if (!loops_.loops_over(t, chars, true)) {
-      if (node.subtree_size < 16 || (rep = ascii_of(chars)) < 0) return false;
+      if (node.subtree_size < 16 || node.height >= 255 || (rep = ascii_of(chars)) < 0) return false;
       uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
       Counted& c = counted_[t & (kSlots - 1)];
       if (c.state != t) c = {t, lexer_.bounded_text_head(t, &k, &relaxed, &rest), k, relaxed};
-      if (!c.ok || node.height >= 255 || c.k < node.height || !loops_.loops_over(c.relaxed, chars, true)) return false;
+      const bool counted = c.ok && c.k >= node.height && loops_.loops_over(c.relaxed, chars, true);
+      if (!counted && !uniform_chain(chars, rep, node.height)) return false;
     }
     const uint32_t start = trie_.tokens_before()[i], end = trie_.tokens_before()[i + node.subtree_size];
     const auto& starts = trie_.token_starts();
     const uint32_t base = chars_before;
-    adv_.assign(1, t);
     auto advance = [&](uint32_t n) {  // t after n more characters
       if (rep < 0) return t;
       while (adv_.size() <= n) adv_.push_back(adv_.back() == Lexer::kDead ? Lexer::kDead : lexer_.next(adv_.back(), rep));
@@ -86,6 +87,52 @@ class InsideWalk {
   bool stopped() const { return stopped_; }
 
  private:
+  // Whether every character of `chars` (ASCII only) leads adv_[0] to one state, and that state
+  // to one state, for `height` characters (a pattern's count, `[\w-]{162}`, where no string
+  // length bound is known): every token below then ends in the state its character count
+  // fixes, found once per count instead of a lexer step per byte of every token. Fills adv_.
+  bool uniform_chain(const CharSummary& chars, int rep, uint32_t height) {
+    if (chars.bits & (CharSummary::kGroupBits | (1u << CharSummary::kPoison))) return false;
+    while (adv_.size() <= height) {
+      const uint32_t s = adv_.back();
+      if (s == Lexer::kDead) return true;  // (every longer token dies: none is visited)
+      const uint32_t u = lexer_.next_tagged(s, static_cast<uint8_t>(rep));
+      if (u & Lexer::kEndNowTag) return false;
+      const Uniform& table = uniform(s);
+      for (int b = 1; b < CharSummary::kGroupBase; ++b)
+        if (chars.has(b) && table.target[b] != u) return false;
+      adv_.push_back(u);
+    }
+    return true;
+  }
+
+  // Per ASCII bucket of CharSummary, the state that each of its characters leads s to (kUnknown
+  // where they differ or one ends the lexeme at once).
+  struct Uniform {
+    uint32_t state = Lexer::kUnknown;
+    uint32_t target[CharSummary::kGroupBase];
+  };
+  const Uniform& uniform(uint32_t s) {
+    Uniform& u = uniform_[s & (kSlots - 1)];
+    if (u.state == s) return u;
+    u.state = s;
+    bool first[CharSummary::kGroupBase];
+    std::fill(first, first + CharSummary::kGroupBase, true);
+    for (int b = 0; b < 0x80; ++b) {
+      if (!CharSummary::ascii_text(static_cast<uint8_t>(b))) continue;
+      const int k = CharSummary::bucket_of(static_cast<uint8_t>(b));
+      uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(b));
+      if (t & Lexer::kEndNowTag) t = Lexer::kUnknown;
+      if (first[k]) {
+        u.target[k] = t;
+        first[k] = false;
+      } else if (u.target[k] != t) {
+        u.target[k] = Lexer::kUnknown;
+      }
+    }
+    return u;
+  }
+
   const Lexer& lexer_;
   const TokenTrie& trie_;
   WalkLoops loops_;
@@ -98,6 +145,7 @@ class InsideWalk {
   };
   static constexpr size_t kSlots = 64;
   Counted counted_[kSlots];
+  Uniform uniform_[kSlots];
   std::vector<uint32_t> adv_;
 };
 
@@ -156,46 +204,65 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
                 return false;
               });
   InnerSteps out{Lexer::kDead, {}, {}, true};
-  std::unordered_map<uint32_t, size_t> count;
-  for (const Found& f : found) count[f.state] += f.end - f.first;
-  size_t most = 0;
-  for (const auto& [s, n] : count)
-    if (n > most || (n == most && s < out.common)) {
-      most = n;
-      out.common = s;
+  // The distinct successors (a few hundred at most, against tens of thousands of runs: an open
+  // table, not a node per insert) and how many tokens lead to each.
+  FlatMap64 slot_of;  // state -> index into distinct
+  std::vector<uint32_t> distinct;
+  std::vector<size_t> count;
+  std::vector<uint32_t> slot(found.size());
+  for (size_t r = 0; r < found.size(); ++r) {
+    const uint32_t* known = slot_of.find(found[r].state);
+    if (!known) {
+      slot_of.put(found[r].state, static_cast<uint32_t>(distinct.size()));
+      distinct.push_back(found[r].state);
+      count.push_back(0);
     }
+    slot[r] = known ? *known : static_cast<uint32_t>(distinct.size() - 1);
+    count[slot[r]] += found[r].end - found[r].first;
+  }
+  size_t most = 0, common = distinct.size();
+  for (size_t k = 0; k < distinct.size(); ++k)
+    if (count[k] > most || (count[k] == most && distinct[k] < out.common)) {
+      most = count[k];
+      out.common = distinct[k];
+      common = k;
+    }
+  std::vector<uint32_t> index(distinct.size(), 0);  // slot -> into out.states
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    if (k == common) continue;
+    index[k] = static_cast<uint32_t>(out.states.size());
+    out.states.push_back(distinct[k]);
+  }
   const auto& ordered = trie.ordered_tokens();
   std::vector<uint32_t> seen(need, 0u);
-  std::unordered_map<uint32_t, uint32_t> index;  // state -> into out.states
   auto mark = [&](int32_t t) {
     if (t >= 0 && static_cast<size_t>(t >> 5) < need) token_bits::set(seen.data(), t);
   };
-  for (const Found& f : found) {
-    const bool common = f.state == out.common;
-    uint32_t k = 0;
-    if (!common) {
-      auto [it, fresh] = index.emplace(f.state, static_cast<uint32_t>(out.states.size()));
-      if (fresh) out.states.push_back(f.state);
-      k = it->second;
-    }
+  for (size_t r = 0; r < found.size(); ++r) {
+    const Found& f = found[r];
     for (uint32_t j = f.first; j < f.end; ++j) {
       mark(ordered[j]);
-      if (!common) out.tokens.push_back({ordered[j], k});
+      if (slot[r] != common) out.tokens.push_back({ordered[j], index[slot[r]]});
     }
   }
-  // A duplicate (same bytes, another id) leads where its first id does.
-  std::sort(out.tokens.begin(), out.tokens.end());
-  std::vector<std::pair<int32_t, uint32_t>> dups;
-  for (auto [a, b] : trie.duplicates()) {
-    if (!token_bits::has_checked(seen.data(), need, a)) continue;
-    mark(b);
-    auto it = std::lower_bound(out.tokens.begin(), out.tokens.end(), std::make_pair(a, 0u));
-    if (it != out.tokens.end() && it->first == a) dups.push_back({b, it->second});
-  }
-  if (!dups.empty()) {
+  // A duplicate (same bytes, another id) leads where its first id does: the first ids' steps
+  // by id, in a scratch table as long as the vocabulary (no sort of the steps).
+  if (!trie.duplicates().empty() && !out.tokens.empty()) {
+    thread_local std::vector<uint32_t> step_of;
+    if (step_of.size() < need * 32) step_of.assign(need * 32, ~0u);
+    const size_t n = step_of.size();
+    for (const auto& [t, k] : out.tokens)
+      if (static_cast<size_t>(t) < n) step_of[t] = k;
+    std::vector<std::pair<int32_t, uint32_t>> dups;
+    for (auto [a, b] : trie.duplicates())
+      if (token_bits::has_checked(seen.data(), need, a) && static_cast<size_t>(a) < n && step_of[a] != ~0u)
+        dups.push_back({b, step_of[a]});
+    for (const auto& [t, k] : out.tokens)
+      if (static_cast<size_t>(t) < n) step_of[t] = ~0u;
     out.tokens.insert(out.tokens.end(), dups.begin(), dups.end());
-    std::sort(out.tokens.begin(), out.tokens.end());
   }
+  for (auto [a, b] : trie.duplicates())
+    if (token_bits::has_checked(seen.data(), need, a)) mark(b);
   for (size_t w = 0; w < need && out.covered; ++w) out.covered = (inner[w] & ~seen[w]) == 0;
   out.tokens.shrink_to_fit();
   return out;
