@@ -65,6 +65,11 @@ MUTATIONS = [
      "most_ = std::max(most_, rows.bytes_bound(p, s));", "most_ = std::max(most_, rows.bytes_bound(p, s) - 1);"),
     ("a byte bound taken one over the budget (walk reports)", "cpp/src/cost/row_costs.cpp",
      "if (bound <= limit)", "if (bound <= limit + 1)"),
+    ("a known successor's byte bound one less", "cpp/src/cost/inner_costs.cpp",
+     "    uint32_t c = rows.bytes_bound(p, s);\n    if (c > left)",
+     "    uint32_t c = rows.bytes_bound(p, s) - 1;\n    if (c > left)"),
+    ("a known successor over the budget counted as free", "cpp/src/cost/inner_costs.cpp",
+     "    if (c > left) c = rows.at(p, s, false);", "    if (c > left) c = 0;"),
 ]
 
 

@@ -21,10 +21,30 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
     ceiling_limit_ = left;
   }
   if (most_ <= left) return most_;
-  if (stage_ == Stage::kCeiling) load_steps(rows, p, state);
+  if (stage_ == Stage::kCeiling) {
+    stage_ = Stage::kSuccessors;
+    most_ = successors_bound(rows, p, state, left);
+    if (most_ <= left) return most_;
+  }
+  if (stage_ == Stage::kSuccessors) load_steps(rows, p, state);
   if (most_ <= left || stage_ == Stage::kUncovered) return most_;
   if (stage_ == Stage::kStepsBounded) cost_steps(rows, p);
   return most_;
+}
+
+uint32_t InnerCosts::successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
+  const std::vector<uint32_t>* next = rows.tables().search.known_successors(state);
+  if (!next) return cost::kInf;
+  // (a bound, as the steps': each state's distance in single bytes, or where that is over
+  // `left` its exact cost; kept while the state repeats, for smaller budgets too)
+  uint32_t most = 0;
+  for (uint32_t s : *next) {
+    uint32_t c = rows.bytes_bound(p, s);
+    if (c > left) c = rows.at(p, s, false);
+    if (c > left) return c;  // (the budget may bind: the steps say which tokens)
+    most = std::max(most, c);
+  }
+  return most;
 }
 
 void InnerCosts::load_steps(RowCosts& rows, const EarleyParser& p, uint32_t state) {

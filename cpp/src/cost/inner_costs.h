@@ -3,8 +3,13 @@
 // as a budget needs. Each stage bounds them more tightly than the one before, at more cost, and
 // is reached only while the bound is over the budget:
 //   1. the lexemes' ceilings (RowCosts::inner_ceiling): one bound for every inner token;
-//   2. their successor states (InnerSteps), each bounded by its distance in single bytes;
-//   3. each successor's exact cost (RowCosts::at).
+//   2. the states one token leads to, where the cost searches walked them already
+//      (LexemeSearch::known_successors: those of the inner tokens and of the tokens that end the
+//      lexeme at once), each bounded by its distance in single bytes, else costed exactly: where
+//      all fit, no table of the tokens is built;
+//   3. the inner tokens' successor states (InnerSteps), each bounded by its distance in single
+//      bytes;
+//   4. each successor's exact cost (RowCosts::at).
 // The stages reached are kept while the state repeats (inside a string the budget shrinks token
 // by token and asks again).
 #pragma once
@@ -38,7 +43,10 @@ class InnerCosts {
   bool cheapest(uint32_t* others, size_t need, uint32_t* least) const;
 
  private:
-  enum class Stage : uint8_t { kNone, kCeiling, kStepsBounded, kStepsExact, kUncovered };
+  enum class Stage : uint8_t { kNone, kCeiling, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
+  // Stage 2: the largest cost after the known successors of `state`, exact past `left` (returned
+  // as soon as one is over); kInf where none are known.
+  static uint32_t successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
   void load_steps(RowCosts& rows, const EarleyParser& p, uint32_t state);
   void cost_steps(RowCosts& rows, const EarleyParser& p);
 
