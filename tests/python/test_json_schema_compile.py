@@ -431,3 +431,45 @@ def test_more_members_than_property_names_allow_is_no_value(order, schema):
         stencil.GrammarCompiler(tok).compile_json_schema(schema, property_order=order)
     fewer = dict(schema, minProperties=schema["minProperties"] - 1)
     stencil.GrammarCompiler(tok).compile_json_schema(fewer, property_order=order)
+
+
+def test_formulas_of_lengths_alone_are_ranges_of_lengths():
+    """Random formulas of Length atoms under And, Or and Not (oneOf over strings that differ by
+    maxLength makes them): the ranges they become admit exactly the lengths the formula does."""
+    import random
+    from stencil.grammar.json.schema.core.formulas import And, Length, Not, Or, str_eval
+    from stencil.grammar.json.schema.lang.scalars import _length_set
+    rng = random.Random(5)
+
+    def formula(depth):
+        if depth == 0 or rng.random() < 0.3:
+            lo = rng.randrange(0, 8)
+            return Length(lo, rng.choice([None, lo + rng.randrange(0, 5)]))
+        kind = rng.randrange(3)
+        if kind == 0:
+            return Not(formula(depth - 1))
+        items = tuple(formula(depth - 1) for _ in range(rng.randrange(2, 4)))
+        return And(items) if kind == 1 else Or(items)
+
+    for _ in range(400):
+        f = formula(3)
+        spans = _length_set(f)
+        assert all(a[1] is not None and a[1] + 1 < b[0] for a, b in zip(spans, spans[1:]))   # sorted, apart
+        for n in range(16):
+            assert (str_eval(f, "x" * n)) == any(n >= lo and (hi is None or n <= hi) for lo, hi in spans), (f, n)
+
+
+def test_a_oneof_of_string_lengths_compiles_to_a_counted_body():
+    # (the tuning half's o9804: its budget bound's lexeme search ran 8 s through the complements)
+    import time
+    from tests.support.tokenizers import load_tokenizer
+    info = load_tokenizer("smollm2")[0]
+    schema = {"oneOf": [{"type": "string", "maxLength": 64}, {"type": "string", "maxLength": 255},
+                        {"type": "string", "maxLength": 2048}]}
+    g = stencil.GrammarCompiler(info).compile_json_schema(schema)
+    t0 = time.process_time()
+    assert stencil.Matcher(g).min_completion_tokens() > 2   # 256 characters at least
+    assert time.process_time() - t0 < 1.0   # (8 s before: the search's time limit)
+    for n, ok in ((255, False), (256, True), (2048, True), (2049, False), (10, False)):
+        m = stencil.Matcher(g)
+        assert (m.accept_string(json.dumps("x" * n)) and m.is_accepting()) == ok, n

@@ -127,20 +127,79 @@ class Scalars:
         consts = str_consts(f)
         if consts is not None:   # a finite set (enum, const): no regex algebra needed
             return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
+        lengths = _length_set(f)
+        if lengths is not None:   # lengths alone (oneOf's branches that differ by maxLength): counted bodies
+            return b.re_or([s.length(lo, hi) for lo, hi in lengths]) if lengths else b.re_nothing()
         if k is Or:
             return b.re_or([self.string_body(x) for x in f.items])
         if k is Not:
             return b.re_and([s.any_body(), b.re_not(self.string_body(f.item))])
-        lo, hi, parts = 0, None, []
-        for x in f.items:  # And: one length range, the rest intersected
-            if type(x) is Length:
-                lo = max(lo, x.lo)
-                hi = x.hi if hi is None else (hi if x.hi is None else min(hi, x.hi))
-            else:
+        spans: Spans = [(0, None)]
+        parts = []
+        for x in f.items:  # And: the items of lengths alone as one set of ranges, the rest intersected
+            got = _length_set(x)
+            if got is None:
                 parts.append(self.string_body(x))
-        if lo > 0 or hi is not None:
-            parts.append(s.length(lo, hi))
+            else:
+                spans = _meet(spans, got)
+        if not spans:
+            return b.re_nothing()
+        if spans != [(0, None)]:
+            parts.append(b.re_or([s.length(lo, hi) for lo, hi in spans]))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+
+#: a set of string lengths: sorted disjoint ranges (lo, hi), hi None for unbounded
+Spans = list[tuple[int, int | None]]
+
+
+def _length_set(f) -> Spans | None:
+    """The lengths a formula of Length atoms alone admits (under And, Or, Not), as ranges; None
+    where another atom takes part. A length excluded from another (a oneOf's branches that
+    differ by maxLength: at most 2048 and not at most 255) is then one counted body, not an
+    intersection with a complement, whose every length is a lexer state of its own, each costly.
+
+    >>> _length_set(And((Length(0, 2048), Not(Length(0, 255)))))
+    [(256, 2048)]
+    """
+    k = type(f)
+    if k is Length:
+        return [(f.lo, f.hi)] if f.hi is None or f.lo <= f.hi else []
+    if k is Not:
+        inner = _length_set(f.item)
+        return None if inner is None else _complement(inner)
+    if k is And or k is Or:
+        out: Spans = [(0, None)] if k is And else []
+        for item in f.items:
+            x = _length_set(item)
+            if x is None:
+                return None
+            out = _meet(out, x) if k is And else _complement(_meet(_complement(out), _complement(x)))
+        return out
+    return None
+
+
+def _complement(a: Spans) -> Spans:
+    out: Spans = []
+    at: int | None = 0
+    for lo, hi in a:
+        if at is not None and lo > at:
+            out.append((at, lo - 1))
+        at = None if hi is None else hi + 1
+    if at is not None:
+        out.append((at, None))
+    return out
+
+
+def _meet(a: Spans, b: Spans) -> Spans:
+    out: Spans = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo = max(lo1, lo2)
+            hi = hi1 if hi2 is None else (hi2 if hi1 is None else min(hi1, hi2))
+            if hi is None or lo <= hi:
+                out.append((lo, hi))
+    return sorted(out)
 
 
 def _check_residues(mults) -> None:
