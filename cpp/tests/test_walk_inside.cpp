@@ -3,6 +3,7 @@
 // force: the token budget's searches walk the trie once per state they expand, so a limit on
 // their derivative work alone let a counted pattern walk for a quarter of a second.
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -25,30 +26,21 @@ namespace work = stencil::work;
 
 namespace {
 
-// One lexeme, ([a-h][i-p])* z: no state leads back to itself on a byte, so the walk takes no
-// sub-trie at once. The vocabulary: every string of one to three letters of a..p, and z.
+// One lexeme (`expr` builds it) and a vocabulary of `tokens`.
 struct Fixture {
   std::shared_ptr<stencil::Grammar> grammar;
   std::unique_ptr<Lexer> lexer;
   stencil::MaskCache cache{1u << 20, false, false, true};
   std::vector<std::string> tokens;
   stencil::TokenTrie trie;
-  Fixture() {
+  Fixture(const std::function<stencil::ExprId(GrammarBuilder&)>& expr, std::vector<std::string> vocabulary)
+      : tokens(std::move(vocabulary)) {
     GrammarBuilder b;
-    const auto pair = b.re_concat({b.re_byte_ranges({{'a', 'h'}}), b.re_byte_ranges({{'i', 'p'}})});
-    const Symbol word = b.lexeme(b.re_concat({b.re_repeat(pair, 0, -1), b.re_literal("z")}), "word", false);
+    const Symbol word = b.lexeme(expr(b), "word", false);
     const Symbol start = b.rule("start");
     b.add_alternative(start, {word});
     grammar = b.build(start);
     lexer = std::make_unique<Lexer>(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
-    for (char a = 'a'; a <= 'p'; ++a) {
-      tokens.push_back(std::string(1, a));
-      for (char c = 'a'; c <= 'p'; ++c) {
-        tokens.push_back(std::string{a, c});
-        for (char d = 'a'; d <= 'p'; ++d) tokens.push_back(std::string{a, c, d});
-      }
-    }
-    tokens.push_back("z");
     std::vector<std::string_view> views(tokens.begin(), tokens.end());
     trie.build(views, std::vector<uint8_t>(tokens.size(), 0));
   }
@@ -64,6 +56,35 @@ struct Fixture {
   }
 };
 
+// Every string of one to three of `chars`.
+std::vector<std::string> up_to_three(const std::string& chars) {
+  std::vector<std::string> out;
+  for (char a : chars) {
+    out.push_back(std::string(1, a));
+    for (char c : chars) {
+      out.push_back(std::string{a, c});
+      for (char d : chars) out.push_back(std::string{a, c, d});
+    }
+  }
+  return out;
+}
+
+// One lexeme, ([a-h][i-p])* z: no state leads back to itself on a byte, so the walk takes no
+// sub-trie at once. The vocabulary: every string of one to three letters of a..p, and z.
+struct PairsFixture : Fixture {
+  PairsFixture()
+      : Fixture(
+            [](GrammarBuilder& b) {
+              const auto pair = b.re_concat({b.re_byte_ranges({{'a', 'h'}}), b.re_byte_ranges({{'i', 'p'}})});
+              return b.re_concat({b.re_repeat(pair, 0, -1), b.re_literal("z")});
+            },
+            [] {
+              std::vector<std::string> t = up_to_three("abcdefghijklmnop");
+              t.push_back("z");
+              return t;
+            }()) {}
+};
+
 std::set<std::tuple<std::string, uint32_t>> walked(const Fixture& f, uint32_t state) {
   std::set<std::tuple<std::string, uint32_t>> out;
   stencil::walk_inside(*f.lexer, f.cache, f.trie, state, false, [&](uint32_t first, uint32_t end, uint32_t s) {
@@ -76,7 +97,7 @@ std::set<std::tuple<std::string, uint32_t>> walked(const Fixture& f, uint32_t st
 }  // namespace
 
 TEST_CASE(walk_inside_visits_the_tokens_that_stay_inside) {
-  Fixture f;
+  PairsFixture f;
   const uint32_t start = f.start_state();
   std::set<std::tuple<std::string, uint32_t>> want;
   for (const std::string& t : f.tokens)
@@ -86,7 +107,7 @@ TEST_CASE(walk_inside_visits_the_tokens_that_stay_inside) {
 }
 
 TEST_CASE(walk_inside_counts_as_work_under_a_limit) {
-  Fixture f;
+  PairsFixture f;
   const uint32_t start = f.start_state();
   walked(f, start);  // (the lexer's states made once, outside the counts below)
   // A unit per 16 nodes, spent per 1,024: this walk passes 16 + 8 * 16 + 64 * 16 nodes.
@@ -114,55 +135,32 @@ namespace {
 // per character count, not per byte of every token), and `x` or `q` elsewhere (sub-tries with
 // them are walked byte by byte). The vocabulary: every string of one to three of a..f, x, q, and
 // of four and five letters after ab, cd, ee.
-struct CountFixture {
-  std::shared_ptr<stencil::Grammar> grammar;
-  std::unique_ptr<Lexer> lexer;
-  stencil::MaskCache cache{1u << 20, false, false, true};
-  std::vector<std::string> tokens;
-  stencil::TokenTrie trie;
-  CountFixture() {
-    GrammarBuilder b;
-    const auto letter = b.re_byte_ranges({{'a', 'f'}});
-    const auto pairs = b.re_repeat(b.re_concat({letter, letter}), 1, 20);
-    const Symbol word = b.lexeme(b.re_concat({pairs, b.re_literal("x")}), "word", false);
-    const Symbol start = b.rule("start");
-    b.add_alternative(start, {word});
-    grammar = b.build(start);
-    lexer = std::make_unique<Lexer>(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
-    const std::string chars = "abcdefxq";
-    for (char a : chars) {
-      tokens.push_back(std::string(1, a));
-      for (char c : chars) {
-        tokens.push_back(std::string{a, c});
-        for (char d : chars) tokens.push_back(std::string{a, c, d});
-      }
-    }
-    for (const std::string p : {"ab", "cd", "ee"})  // sub-tries of letters alone: "aba" has 43 tokens
-      for (char c = 'a'; c <= 'f'; ++c)
-        for (char d = 'a'; d <= 'f'; ++d) {
-          tokens.push_back(p + c + d);
-          for (char e = 'a'; e <= 'f'; ++e) tokens.push_back(p + c + d + e);
-        }
-    tokens.push_back("abcdef");  // (a duplicate id below)
-    tokens.push_back("abcdef");
-    std::vector<std::string_view> views(tokens.begin(), tokens.end());
-    trie.build(views, std::vector<uint8_t>(tokens.size(), 0));
-  }
-  uint32_t after(uint32_t s, std::string_view bytes) const {
-    for (char c : bytes) {
-      const uint32_t t = lexer->next_tagged(s, static_cast<uint8_t>(c));
-      if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) return Lexer::kDead;
-      s = t;
-    }
-    return s;
-  }
+struct CountFixture : Fixture {
+  CountFixture()
+      : Fixture(
+            [](GrammarBuilder& b) {
+              const auto letter = b.re_byte_ranges({{'a', 'f'}});
+              return b.re_concat({b.re_repeat(b.re_concat({letter, letter}), 1, 20), b.re_literal("x")});
+            },
+            [] {
+              std::vector<std::string> t = up_to_three("abcdefxq");
+              for (const std::string p : {"ab", "cd", "ee"})  // sub-tries of letters alone: "aba" has 43 tokens
+                for (char c = 'a'; c <= 'f'; ++c)
+                  for (char d = 'a'; d <= 'f'; ++d) {
+                    t.push_back(p + c + d);
+                    for (char e = 'a'; e <= 'f'; ++e) t.push_back(p + c + d + e);
+                  }
+              t.push_back("abcdef");  // (a duplicate id below)
+              t.push_back("abcdef");
+              return t;
+            }()) {}
 };
 
 }  // namespace
 
 TEST_CASE(walk_inside_takes_a_count_by_its_characters) {
   CountFixture f;
-  const uint32_t start = f.lexer->start_state({0});
+  const uint32_t start = f.start_state();
   // From the start, midway, and near the bound (where the longer tokens die).
   for (const std::string& prefix : std::vector<std::string>{"", "a", "abcd", std::string(35, 'c'), std::string(38, 'e'), std::string(39, 'f')}) {
     const uint32_t s = f.after(start, prefix);
