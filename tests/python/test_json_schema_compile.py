@@ -438,7 +438,7 @@ def test_formulas_of_lengths_alone_are_ranges_of_lengths():
     maxLength makes them): the ranges they become admit exactly the lengths the formula does."""
     import random
     from stencil.grammar.json.schema.core.formulas import And, Length, Not, Or, str_eval
-    from stencil.grammar.json.schema.lang.scalars import _length_set
+    from stencil.grammar.json.schema.lang.scalars import length_set
     rng = random.Random(5)
 
     def formula(depth):
@@ -453,7 +453,7 @@ def test_formulas_of_lengths_alone_are_ranges_of_lengths():
 
     for _ in range(400):
         f = formula(3)
-        spans = _length_set(f)
+        spans = length_set(f)
         assert all(a[1] is not None and a[1] + 1 < b[0] for a, b in zip(spans, spans[1:]))   # sorted, apart
         for n in range(16):
             assert (str_eval(f, "x" * n)) == any(n >= lo and (hi is None or n <= hi) for lo, hi in spans), (f, n)

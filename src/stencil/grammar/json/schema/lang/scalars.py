@@ -17,7 +17,7 @@ from stencil.grammar.ebnf.ast import shared_expr
 from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNumbers, multiple_parts, range_union
 from stencil.grammar.json.schema.lang.strings import JsonStrings
 
-__all__ = ["Scalars"]
+__all__ = ["Scalars", "length_set"]
 
 
 def _shared(b, kind, *args):
@@ -127,7 +127,7 @@ class Scalars:
         consts = str_consts(f)
         if consts is not None:   # a finite set (enum, const): no regex algebra needed
             return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
-        lengths = _length_set(f)
+        lengths = length_set(f)
         if lengths is not None:   # lengths alone (oneOf's branches that differ by maxLength): counted bodies
             return b.re_or([s.length(lo, hi) for lo, hi in lengths]) if lengths else b.re_nothing()
         if k is Or:
@@ -137,7 +137,7 @@ class Scalars:
         spans: Spans = [(0, None)]
         parts = []
         for x in f.items:  # And: the items of lengths alone as one set of ranges, the rest intersected
-            got = _length_set(x)
+            got = length_set(x)
             if got is None:
                 parts.append(self.string_body(x))
             else:
@@ -153,25 +153,25 @@ class Scalars:
 Spans = list[tuple[int, int | None]]
 
 
-def _length_set(f) -> Spans | None:
+def length_set(f) -> Spans | None:
     """The lengths a formula of Length atoms alone admits (under And, Or, Not), as ranges; None
     where another atom takes part. A length excluded from another (a oneOf's branches that
     differ by maxLength: at most 2048 and not at most 255) is then one counted body, not an
     intersection with a complement, whose every length is a lexer state of its own, each costly.
 
-    >>> _length_set(And((Length(0, 2048), Not(Length(0, 255)))))
+    >>> length_set(And((Length(0, 2048), Not(Length(0, 255)))))
     [(256, 2048)]
     """
     k = type(f)
     if k is Length:
         return [(f.lo, f.hi)] if f.hi is None or f.lo <= f.hi else []
     if k is Not:
-        inner = _length_set(f.item)
+        inner = length_set(f.item)
         return None if inner is None else _complement(inner)
     if k is And or k is Or:
         out: Spans = [(0, None)] if k is And else []
         for item in f.items:
-            x = _length_set(item)
+            x = length_set(item)
             if x is None:
                 return None
             out = _meet(out, x) if k is And else _complement(_meet(_complement(out), _complement(x)))
