@@ -49,14 +49,6 @@ const cost::Costs& CostTables::lexer_costs(uint32_t state) {
   });
 }
 
-size_t CostTables::inner_count(uint32_t state) {
-  std::shared_ptr<const MaskEntry> keep;
-  const MaskEntry* entry = search.cache().get(lexer(), search.vocab(), state, &keep);
-  size_t n = 0;
-  for (uint32_t w : entry->inner()) n += static_cast<size_t>(__builtin_popcount(w));
-  return n;
-}
-
 std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state) {
   return inner_steps_.get(state, [&] {
     std::shared_ptr<const MaskEntry> keep;

@@ -24,8 +24,6 @@ class CostTables {
   // Where the inner tokens of lexer state `state` lead (built on first use, checked against its
   // mask cache entry's inner bits).
   std::shared_ptr<const InnerSteps> inner_steps(uint32_t state);
-  // How many tokens stay inside the lexeme of `state` (its mask cache entry's inner bits).
-  size_t inner_count(uint32_t state);
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   const Lexer& lexer() const { return search.lexer(); }

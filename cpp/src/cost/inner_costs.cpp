@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "lexer/lexer.h"
-#include "stencil/vocabulary.h"
 #include "support/token_bits.h"
 
 namespace stencil {
@@ -34,14 +33,8 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
 }
 
 uint32_t InnerCosts::successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
-  // Where no search walked them, they are walked only where the steps would hold a good part of
-  // the vocabulary (a counted pattern: each count's steps hold nearly every token): a walk
-  // without the table is cheaper, and enough where the budget does not bind. Elsewhere the steps
-  // are cheap, and needed anyway where it binds.
-  CostTables& tables = rows.tables();
-  const std::vector<uint32_t>* next = tables.search.known_successors(state);
-  if (!next && tables.inner_count(state) * 4 < tables.search.vocab().vocab_size()) return cost::kInf;
-  if (!next) next = &tables.search.successors(state);
+  const std::vector<uint32_t>* next = rows.tables().search.known_successors(state);
+  if (!next) return cost::kInf;
   // (a bound, as the steps': each state's distance in single bytes, or where that is over
   // `left` its exact cost; kept while the state repeats, for smaller budgets too)
   uint32_t most = 0;

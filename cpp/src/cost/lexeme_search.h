@@ -57,9 +57,7 @@ class LexemeSearch {
                          bool* shortest = nullptr) const;
   bool ends_lexeme(uint32_t state, uint32_t lexeme) const;
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
-  // too), memoized (a walk of the trie with the lexer alone where no search walked them yet);
-  // known_successors: nullptr where none has.
-  const std::vector<uint32_t>& successors(uint32_t state) { return token_successors(state); }
+  // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }
   // Per byte class: a byte of it (a token of its own where one is; -1: none; empty: classes
   // unusable), and whether that byte is a token.
