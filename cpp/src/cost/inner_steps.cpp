@@ -247,22 +247,22 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
   }
   // A duplicate (same bytes, another id) leads where its first id does: the first ids' steps
   // by id, in a scratch table as long as the vocabulary (no sort of the steps).
-  if (!trie.duplicates().empty() && !out.tokens.empty()) {
+  if (!trie.duplicates().empty()) {
     thread_local std::vector<uint32_t> step_of;
     if (step_of.size() < need * 32) step_of.assign(need * 32, ~0u);
     const size_t n = step_of.size();
     for (const auto& [t, k] : out.tokens)
       if (static_cast<size_t>(t) < n) step_of[t] = k;
     std::vector<std::pair<int32_t, uint32_t>> dups;
-    for (auto [a, b] : trie.duplicates())
-      if (token_bits::has_checked(seen.data(), need, a) && static_cast<size_t>(a) < n && step_of[a] != ~0u)
-        dups.push_back({b, step_of[a]});
+    for (auto [a, b] : trie.duplicates()) {
+      if (!token_bits::has_checked(seen.data(), need, a)) continue;
+      mark(b);
+      if (static_cast<size_t>(a) < n && step_of[a] != ~0u) dups.push_back({b, step_of[a]});
+    }
     for (const auto& [t, k] : out.tokens)
       if (static_cast<size_t>(t) < n) step_of[t] = ~0u;
     out.tokens.insert(out.tokens.end(), dups.begin(), dups.end());
   }
-  for (auto [a, b] : trie.duplicates())
-    if (token_bits::has_checked(seen.data(), need, a)) mark(b);
   for (size_t w = 0; w < need && out.covered; ++w) out.covered = (inner[w] & ~seen[w]) == 0;
   out.tokens.shrink_to_fit();
   return out;

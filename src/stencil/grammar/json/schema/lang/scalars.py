@@ -127,16 +127,16 @@ class Scalars:
         consts = str_consts(f)
         if consts is not None:   # a finite set (enum, const): no regex algebra needed
             return b.re_or([s.text(c) for c in sorted(consts)]) if consts else b.re_nothing()
-        lengths = length_set(f)
-        if lengths is not None:   # lengths alone (oneOf's branches that differ by maxLength): counted bodies
-            return b.re_or([s.length(lo, hi) for lo, hi in lengths]) if lengths else b.re_nothing()
-        if k is Or:
-            return b.re_or([self.string_body(x) for x in f.items])
-        if k is Not:
-            return b.re_and([s.any_body(), b.re_not(self.string_body(f.item))])
+        if k is not And:
+            lengths = length_set(f)
+            if lengths is not None:   # lengths alone (oneOf's branches that differ by maxLength): counted bodies
+                return b.re_or([s.length(lo, hi) for lo, hi in lengths]) if lengths else b.re_nothing()
+            if k is Or:
+                return b.re_or([self.string_body(x) for x in f.items])
+            return b.re_and([s.any_body(), b.re_not(self.string_body(f.item))])   # Not
         spans: Spans = [(0, None)]
         parts = []
-        for x in f.items:  # And: the items of lengths alone as one set of ranges, the rest intersected
+        for x in f.items:  # the items of lengths alone as one set of ranges, the rest intersected
             got = length_set(x)
             if got is None:
                 parts.append(self.string_body(x))
@@ -144,7 +144,7 @@ class Scalars:
                 spans = _meet(spans, got)
         if not spans:
             return b.re_nothing()
-        if spans != [(0, None)]:
+        if spans != [(0, None)] or not parts:
             parts.append(b.re_or([s.length(lo, hi) for lo, hi in spans]))
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
