@@ -135,6 +135,12 @@ uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max
   return d;
 }
 
+uint32_t LexemeSearch::known_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  if (const uint32_t* known = to_end_.find(state)) return *known;
+  if (ends_lexeme(state, lexeme)) return 0;
+  return word_to_end(state, lexeme, ticker);
+}
+
 // A path of `tokens` from `state` through this lexer, inside the lexeme to its end: its length,
 // memoized along the states it passes (kInf where the tokens do not make one). Where it reaches a
 // state whose distance is memoized already, it ends there, at that distance (*whole, where given,

@@ -56,6 +56,9 @@ class LexemeSearch {
   uint32_t byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path = nullptr,
                          bool* shortest = nullptr) const;
   bool ends_lexeme(uint32_t state, uint32_t lexeme) const;
+  // tokens_to_end where it needs no search: memoized already, 0 at the lexeme's end, or the rest
+  // is one string; else kInf.
+  uint32_t known_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
   // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }

@@ -177,6 +177,18 @@ uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool searc
   return best;
 }
 
+uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state) {
+  const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
+  uint32_t best = bytes_bound(p, state);
+  for (const Pair& pair : pairs(state)) {
+    if (pair.lexeme == LexemeCeiling::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
+    const uint32_t d = t_->search.known_to_end(pair.alone, pair.lexeme, ticker_);
+    if (d >= best) continue;
+    best = std::min(best, add(d, after_lexeme(p, row, pair.lexeme)));
+  }
+  return best;
+}
+
 RowCosts::Slot& RowCosts::slot(uint64_t serial, uint32_t state, bool fresh) {
   return slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
 }
@@ -187,7 +199,7 @@ uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search 
   const bool bytes = search == Search::kBytes;
   if (!s.holds(serial, state, fresh) || (!s.exact && !bytes)) {
     if (bytes && !fresh)
-      s = {serial, state, fresh, false, bytes_bound(p, state)};
+      s = {serial, state, fresh, false, known_bound(p, state)};
     else
       s = {serial, state, fresh, true, exact(p, state, fresh)};
   }

@@ -44,6 +44,12 @@ class RowCosts {
   // search): the least over the live lexemes not vetoed at the row. The distances are read off
   // the expressions, else (with `search`) found by a search over the lexer's states.
   uint32_t bytes_bound(const EarleyParser& p, uint32_t state, bool search = true);
+  // bytes_bound, or less where a token search's memo (or a lexeme's end, or a rest that is one
+  // string) knows a lexeme's tokens to its end: no search. What a mask asks where the exact costs
+  // ran out of work: a shortest path memoized earlier (the state's own cost, asked before the
+  // mask) passes through states memoized alike, so its first token stays within the budget
+  // whatever the single-byte distances say.
+  uint32_t known_bound(const EarleyParser& p, uint32_t state);
   CostTables& tables() { return *t_; }
 
  private:
