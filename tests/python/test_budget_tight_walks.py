@@ -73,7 +73,7 @@ def tight_walk(m: stencil.Matcher, k: int, bm: np.ndarray, eos: set, rng: random
     raise AssertionError(f"the budget of {k} ran out before the output was complete: {m.debug_state()}")
 
 
-@pytest.mark.parametrize("order", ["definition"])
+@pytest.mark.parametrize("order", ["definition", "any"])
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_tight_walks_end_within_the_budget(name, order):
     import tokenizers_zoo

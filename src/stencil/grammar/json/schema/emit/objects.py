@@ -17,7 +17,10 @@ Two member orders:
   [minProperties, maxProperties]. The member list also counts the required members and the
   members up to minProperties (states (mask, required, others)), so that the grammar closes the
   object only where the check lets it: the newline before an indented brace is no dead end, and
-  the budget's shortest completion is a real one.
+  the budget's shortest completion is a real one. Where few keys are required, the list holds
+  which of them are written (a bit each), not how many, and offers each one only once: the
+  shortest completion the budget reads off the grammar then writes the required keys still
+  missing, not the cheapest one again (which next_key would veto: the budget ran out there).
 
 Checks that only ran when a member or the object completes would let the mask walk into dead ends
 (a repeated key's value written out, a comma after the last member a closed object can hold), so
@@ -51,6 +54,9 @@ __all__ = ["emit_object", "MAX_KEY_CLASSES", "MAX_OBJECT_STATES"]
 MAX_KEY_CLASSES = 64
 #: most (property, count) states of one object's member chain
 MAX_OBJECT_STATES = 20_000
+#: most links (member-list state, member kind) of an object in any order whose list tracks which
+#: required keys are written (past it, how many: see :func:`_emit_any`)
+MAX_KEYSET_LINKS = 1_024
 
 
 def _key_classes(em, spec: ObjSpec) -> list:
@@ -286,9 +292,10 @@ def _close_counts(spec) -> tuple[int, int]:
     return need, others
 
 
-def _member_rules(em, spec, named, others, need: int):
+def _member_rules(em, spec, named, others, need: int, bits: dict):
     """The member rules by kind (mask, and whether the key is a required one where those are
-    counted) whose next_key checks bound the object's members by ``cap``: a function of ``cap``,
+    counted, or its bit where ``bits`` names the required keys' bits) whose next_key checks
+    bound the object's members by ``cap``: a function of ``cap``,
     each rule made once. A rule per kind is shared by every place in the list that bounds alike
     (one parser item where a member may start); the next_key checks at the start of its
     alternatives read the members before it. They keep named keys unique; the other keys have a
@@ -299,8 +306,12 @@ def _member_rules(em, spec, named, others, need: int):
     def rules(cap):
         members = made.get(cap)
         if members is None:
-            alts = [((mask, int(req and need > 0)), symbols) for k, req, key_alts in named if key_alts
-                    for mask, symbols in _guarded(em, key_alts, spec.required, cap, k)]
+            # (a required key the list offers once needs no next_key check where no
+            # maxProperties asks for room: the grammar keeps it unique)
+            alts = [((mask, bits.get(k, 0) if bits else int(req and need > 0)), symbols)
+                    for k, req, key_alts in named if key_alts
+                    for mask, symbols in (key_alts if k in bits and spec.max is None and not spec.some
+                                          else _guarded(em, key_alts, spec.required, cap, k))]
             members = made[cap] = _by_mask(em, alts)
             if others:
                 guarded = _guarded(em, others, spec.required, cap) if cap is not None else others
@@ -351,14 +362,17 @@ def _emit_any(em, spec, depth, named, others, most):
     if empty:
         b.add_alternative(rule, em.empty_object())
     need, other_need = _close_counts(spec)
-    rules = _member_rules(em, spec, named, others, need)
+    bits = _required_bits(spec, named, others, need, other_need)
+    rules = _member_rules(em, spec, named, others, need, bits)
     members = rules(most)
 
     def step(state, kind):   # a list's (mask, required members, other members) after one more member
         (m, q, o), (mask, req) = state, kind
+        if bits:   # q: the required keys written, a bit each
+            return m | mask, q | req, min(o + (not req), other_need)
         return m | mask, min(q + req, need), min(o + 1 - req, other_need)
 
-    closing = (full, need, other_need)
+    closing = (full, (1 << need) - 1 if bits else need, other_need)
     # (minProperties over more keys than there are was refused by emit_object: _most_members)
     first = _depths(list(members), step) if members else {}   # the states a list reaches
     if closing not in first and not empty:
@@ -366,7 +380,7 @@ def _emit_any(em, spec, depth, named, others, most):
         return rule
     if not members:
         return rule
-    links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing)
+    links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing, bool(bits))
     lists: dict = {}
     todo = []
 
@@ -393,7 +407,19 @@ def _emit_any(em, spec, depth, named, others, most):
     return rule
 
 
-def _any_links(em, spec, depth, most, need, members, rules, step, first, closing):
+def _required_bits(spec, named, others, need: int, other_need: int) -> dict:
+    """A bit per required key where the member list can afford to hold which are written (at
+    most MAX_KEYSET_LINKS links of list states to member kinds); else {} (it counts them)."""
+    if need == 0:
+        return {}
+    kinds = need + sum(1 for _, req, alts in named if alts and not req) + len(others)
+    if (1 << need) * (other_need + 1) * (1 << len(spec.some)) * kinds > MAX_KEYSET_LINKS:
+        return {}
+    order = {k: i for i, k in enumerate(dict.fromkeys(spec.required))}
+    return {k: 1 << i for k, i in order.items()}
+
+
+def _any_links(em, spec, depth, most, need, members, rules, step, first, closing, by_key: bool = False):
     """A function of a member-list state: (kind, comma, member rules) for each member that may
     follow it. The checks on a member bound the members by ``most`` beside the required keys
     not written yet; where ``some`` entries (a key a ``not`` demands) need members of their own,
@@ -408,19 +434,25 @@ def _any_links(em, spec, depth, most, need, members, rules, step, first, closing
             commas[cap] = _separator(em, em.comma(depth), spec.required, cap)
         return commas[cap]
 
+    def fresh(m, kind):   # a required key is written once where the list holds which are
+        return not (by_key and kind[1] & m[1])
+
+    def missing(q):   # required keys not written yet in a list state's count or key set
+        return need - (q.bit_count() if by_key else q)
+
     if most is None or not spec.some:
-        return lambda m: [(kind, comma(most), alts) for kind, alts in members.items()]
+        return lambda m: [(kind, comma(most), alts) for kind, alts in members.items() if fresh(m, kind)]
     dist = _distances(set(first), list(members), step, closing)
 
     def links(m):
         out = []
         for kind in members:
             n = step(m, kind)
-            if first[m] + 1 + dist[n] > most:   # never fits: every list in state m has first[m] members
+            if not fresh(m, kind) or first[m] + 1 + dist[n] > most:   # (first[m]: every list in m's count)
                 continue
             # next_key: count + 1 + missing required <= cap; more_members: count + max(missing, 1) <= cap
-            key_cap = most - (dist[n] - (need - n[1]))
-            comma_cap = most - 1 - dist[n] + max(need - m[1], 1)
+            key_cap = most - (dist[n] - missing(n[1]))
+            comma_cap = most - 1 - dist[n] + max(missing(m[1]), 1)
             out.append((kind, comma(comma_cap), rules(key_cap)[kind]))
         return out
 
