@@ -27,7 +27,11 @@ const std::vector<RowCosts::Pair>& RowCosts::pairs(uint32_t state) {
 uint32_t RowCosts::finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest) {
   const uint32_t rule = t_->grammar.rule_at[it.pos];
   if (rule == 0) return rest;  // the start rule: the parse is complete
-  return add(rest, find(row_costs(p, it.origin).up, g_.rules[rule].lhs));
+  const uint32_t lhs = g_.rules[rule].lhs;
+  const uint64_t serial = p.row(it.origin).serial;  // (a row's up costs hold while its serial does)
+  UpSlot& u = ups_[(static_cast<uint32_t>(serial) * 0x9e3779b1u ^ lhs * 0x85ebca6bu) >> 22];
+  if (u.serial != serial || u.nt != lhs) u = {serial, lhs, find(row_costs(p, it.origin).up, lhs)};
+  return add(rest, u.cost);
 }
 
 RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
@@ -47,15 +51,24 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   ticker_.tick(r.end - r.begin + 1);
   // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
   // with the ones touched, the edges, the heap.
-  if (dist_.size() < g_.nonterminal_names.size()) dist_.assign(g_.nonterminal_names.size(), kInf);
+  if (dist_.size() < g_.nonterminal_names.size()) {
+    dist_.assign(g_.nonterminal_names.size(), kInf);
+    first_edge_.assign(g_.nonterminal_names.size(), kNoEdge);
+  }
   for (uint32_t nt : touched_) dist_[nt] = kInf;  // (a run cut short by a limit left them set)
+  for (const Edge& e : edges_) first_edge_[e.lhs] = kNoEdge;
   touched_.clear();
-  edges_.clear();  // (lhs, waited-on, rest)
+  edges_.clear();  // per lhs a list through Edge::next from first_edge_ (no sort of thousands)
   heap_.clear();   // (cost, nonterminal), a min-heap
+  // A nonterminal goes on the heap only where a local item's lhs it is (it has edges): the others'
+  // distances are final as they are lowered, and the items' base costs are all known before the
+  // heap is made (one make_heap, not a push per item: thousands per row in large grammars).
+  bool searching = false;
   auto relax = [&](uint32_t nt, uint32_t c) {
     if (c >= kInf || dist_[nt] <= c) return;
     if (dist_[nt] == kInf) touched_.push_back(nt);
     dist_[nt] = c;
+    if (!searching || first_edge_[nt] == kNoEdge) return;
     heap_.push_back({c, nt});
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   };
@@ -65,21 +78,25 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
     if (is_terminal(sym) || Grammar::is_end(sym)) continue;
     const uint32_t rule = t_->grammar.rule_at[it.pos];
     const uint32_t rest = t_->grammar.rest[it.pos + 1];
-    if (rule != 0 && it.origin == row)
-      edges_.emplace_back(g_.rules[rule].lhs, sym, rest);
-    else
+    if (rule != 0 && it.origin == row) {
+      const uint32_t lhs = g_.rules[rule].lhs;
+      edges_.push_back({lhs, sym, rest, first_edge_[lhs]});
+      first_edge_[lhs] = static_cast<uint32_t>(edges_.size() - 1);
+    } else {
       relax(sym, finish_item(p, it, rest));
+    }
   }
-  std::sort(edges_.begin(), edges_.end());
+  for (uint32_t nt : touched_)
+    if (first_edge_[nt] != kNoEdge) heap_.push_back({dist_[nt], nt});
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  searching = true;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const auto [c, nt] = heap_.back();
     heap_.pop_back();
     ticker_.tick();
     if (dist_[nt] != c) continue;
-    for (auto e = std::lower_bound(edges_.begin(), edges_.end(), std::make_tuple(nt, 0u, 0u));
-         e != edges_.end() && std::get<0>(*e) == nt; ++e)
-      relax(std::get<1>(*e), add(c, std::get<2>(*e)));
+    for (uint32_t e = first_edge_[nt]; e != kNoEdge; e = edges_[e].next) relax(edges_[e].waited, add(c, edges_[e].rest));
   }
   RowSlot& slot = rows_[row];
   slot.serial = serial;

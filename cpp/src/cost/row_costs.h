@@ -109,10 +109,24 @@ class RowCosts {
     Row costs;
   };
   std::vector<RowSlot> rows_;  // per parser row index
+  // finish_item's reads of a lower row's up costs, by (row serial, nonterminal): a row holds
+  // thousands of items that wait on a few nonterminals at a few origins (binary searches were a
+  // third of a budget mask's time in large recursive grammars).
+  struct UpSlot {
+    uint64_t serial = 0;
+    uint32_t nt = 0, cost = 0;
+  };
+  static constexpr size_t kUpSlots = 1024;
+  UpSlot ups_[kUpSlots];
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];  // at()'s memo, one slot per hash of its key
   std::vector<uint32_t> dist_, touched_;  // row_costs' scratch
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> edges_;
+  struct Edge {
+    uint32_t lhs, waited, rest, next;  // an item lhs -> ... . waited rest, of this row's origin
+  };
+  static constexpr uint32_t kNoEdge = ~0u;
+  std::vector<Edge> edges_;
+  std::vector<uint32_t> first_edge_;  // by lhs: its last edge (kNoEdge: none)
   std::vector<std::pair<uint32_t, uint32_t>> heap_;
   deadline::Ticker ticker_;  // items and nonterminals costed
 };
