@@ -374,11 +374,15 @@ def _emit_any(em, spec, depth, named, others, most):
 
     closing = (full, (1 << need) - 1 if bits else need, other_need)
     # (minProperties over more keys than there are was refused by emit_object: _most_members)
-    first = _depths(list(members), step) if members else {}   # the states a list reaches
-    if closing not in first and not empty:
-        em.dead(rule)
-        return rule
     if not members:
+        if not empty:
+            em.dead(rule)
+        return rule
+    # the states a list reaches, with the fewest members to each: only the member bounds of
+    # `some` entries need them (elsewhere a closing list never reached shows in `lists` below)
+    first = _depths(list(members), step) if most is not None and spec.some else None
+    if first is not None and closing not in first and not empty:
+        em.dead(rule)
         return rule
     links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing, bool(bits))
     lists: dict = {}
@@ -401,6 +405,9 @@ def _emit_any(em, spec, depth, named, others, most):
                 b.add_alternative(state(step(m, kind)), [lists[m]] + comma + symbols)
     if closing in lists:
         b.add_alternative(rule, em.obj_open(depth) + [lists[closing]] + em.obj_close(depth))
+    elif not empty:
+        em.dead(rule)
+        return rule
     if spec.required or spec.min > 0 or spec.max is not None:
         em.check(rule, CheckKind.object_keys, names=list(spec.required), min=spec.min,
                  max=-1 if spec.max is None else spec.max)
@@ -441,7 +448,10 @@ def _any_links(em, spec, depth, most, need, members, rules, step, first, closing
         return need - (q.bit_count() if by_key else q)
 
     if most is None or not spec.some:
-        return lambda m: [(kind, comma(most), alts) for kind, alts in members.items() if fresh(m, kind)]
+        sep, kinds = comma(most), list(members.items())
+        if not by_key:
+            return lambda m: [(kind, sep, alts) for kind, alts in kinds]
+        return lambda m: [(kind, sep, alts) for kind, alts in kinds if not kind[1] & m[1]]
     dist = _distances(set(first), list(members), step, closing)
 
     def links(m):
