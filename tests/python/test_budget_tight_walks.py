@@ -36,6 +36,13 @@ SCHEMAS = {
         "when": {"type": "string", "format": "date"},
         "n": {"type": "integer", "minimum": 10, "maximum": 99999}},
         "required": ["rid", "when", "n"]},
+    # six required keys beside optional ones and free keys: in any order the member list holds
+    # which are written (64 key sets), so the shortest completion writes the missing ones
+    "many-required": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "name": {"type": "string"}, "kind": {"enum": ["a", "bb"]},
+        "price": {"type": "number"}, "currency": {"enum": ["EUR", "USD"]}, "description": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}}, "ok": {"type": "boolean"}},
+        "required": ["description", "currency", "price", "kind", "name", "id"]},
     "nested": {"type": "object", "properties": {
         "items": {"type": "array", "minItems": 1, "items": {
             "type": "object", "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"},
