@@ -73,7 +73,14 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   work_left_ = kCallWork;
   gave_up_ = false;
   uint32_t c = cost::kInf;
-  within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); });
+  if (!within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); })) {
+    // Out of work: the bound the masks fall back to (restrict), a real path as well, so that a
+    // token a mask keeps on it is one that accept_token within the same budget takes.
+    gave_up_ = false;
+    work_left_ = kCoarseWork;
+    c = cost::kInf;
+    within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh, RowCosts::Search::kBytes); });
+  }
   return c >= cost::kInf ? -1 : static_cast<int64_t>(c);
 }
 
