@@ -422,8 +422,7 @@ def _required_bits(spec, named, others, need: int, other_need: int) -> dict:
     kinds = need + sum(1 for _, req, alts in named if alts and not req) + len(others)
     if (1 << need) * (other_need + 1) * (1 << len(spec.some)) * kinds > MAX_KEYSET_LINKS:
         return {}
-    order = {k: i for i, k in enumerate(dict.fromkeys(spec.required))}
-    return {k: 1 << i for k, i in order.items()}
+    return {k: 1 << i for i, k in enumerate(dict.fromkeys(spec.required))}
 
 
 def _any_links(em, spec, depth, most, need, members, rules, step, first, closing, by_key: bool = False):
