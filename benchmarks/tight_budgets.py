@@ -75,6 +75,7 @@ def main(argv=None) -> None:
     files = list_files(args.data, limit=args.limit, seed=args.seed, half=args.half)
     counts: collections.Counter = collections.Counter()
     cornered: collections.Counter = collections.Counter()
+    overs: collections.Counter = collections.Counter()
     start = time.time()
     for path in files:
         with open(path, encoding="utf-8") as f:
@@ -93,6 +94,7 @@ def main(argv=None) -> None:
             end, over = walk(stencil.Matcher(g), k0 + (0, 1, 3)[w % 3], bm, eos, info.vocab_size, rng)
             counts["walks"] += 1
             counts["over"] += over
+            overs[os.path.basename(path)] += over
             if end == "cornered":
                 counts["cornered walks"] += 1
                 cornered[os.path.basename(path)] += 1
@@ -103,6 +105,8 @@ def main(argv=None) -> None:
         print(f"  {key:18} {counts[key]:,}")
     if cornered:
         print("  cornered most:", ", ".join(f"{n} ({c})" for n, c in cornered.most_common(8)))
+    if +overs:
+        print("  over most:", ", ".join(f"{n} ({c})" for n, c in (+overs).most_common(8)))
 
 
 if __name__ == "__main__":

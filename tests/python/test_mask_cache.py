@@ -39,6 +39,33 @@ def masks_along(entry, compiled, text):
     return out
 
 
+NO_SHORTCUTS = {"shared_masks": False, "plain_slice": False, "loop_skip": False}
+
+
+def walks_alike(toks, schema, choose, walks, steps, **compile_opts):
+    """Random walks under ``schema`` (a vocabulary of ``toks``, EOS first or last as ``<eos>``)
+    with the cache's shortcuts and without: each mask equal to the whole trie walk's, the token
+    ``choose(allowed)`` picks taken by both. Yields each mask's allowed token ids."""
+    def compiled(**opts):
+        info = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[toks.index(b"<eos>")])
+        return stencil.GrammarCompiler(info, **opts).compile_json_schema(schema, whitespace="compact",
+                                                                         **compile_opts)
+    fast, slow = compiled(), compiled(mask_optimizations=NO_SHORTCUTS)
+    bm = stencil.allocate_token_bitmask(2, len(toks))
+    for _ in range(walks):
+        a, b = stencil.Matcher(fast), stencil.Matcher(slow)
+        for _ in range(steps):
+            if a.is_terminated():
+                break
+            a.fill_next_token_bitmask(bm, 0)
+            b.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[0], bm[1]), (schema, a.debug_state())
+            allowed = [t for t in range(len(toks)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1]
+            yield allowed
+            t = choose(allowed)
+            assert a.fork().accept_token(t) and a.accept_token(t) and b.accept_token(t), (schema, toks[t])
+
+
 def test_shared_masks_equal_cold_masks(deepseek):
     rng = random.Random(5)
     texts = [json.dumps({"k": [1, "two", {"x": None}], "s": "h\u00e9llo \u4e16\u754c", "n": -1.5e3}),
@@ -154,8 +181,7 @@ def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schem
     around it, equals a full trie walk's."""
     fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
     slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
-                                   mask_optimizations={"shared_masks": False, "plain_slice": False,
-                                                       "loop_skip": False}
+                                   mask_optimizations=NO_SHORTCUTS
                                    ).compile_json_schema(schema, string_spelling="plain")
     for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:7]):
         fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
@@ -207,31 +233,14 @@ def test_del_is_no_plain_text_in_any_spelling(spelling, max_length):
     masks or loop skips computes by walking the whole trie (raw DEL is walked, not sliced, and
     allowed only where the spelling writes it raw)."""
     toks = [bytes([c]) for c in range(256)] + list(DEL_TOKENS) + [b"<eos>"]
-    eos = len(toks) - 1
     schema = {"type": "array", "items": {"type": "string", **({"maxLength": max_length} if max_length else {})},
               "maxItems": 3}
-
-    def compiled(**opts):
-        info = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=[eos])
-        return stencil.GrammarCompiler(info, **opts).compile_json_schema(schema, string_spelling=spelling,
-                                                                         whitespace="compact")
-    fast = compiled()
-    slow = compiled(mask_optimizations={"shared_masks": False, "plain_slice": False, "loop_skip": False})
     rng = random.Random(max_length or 0)
-    bm = stencil.allocate_token_bitmask(2, len(toks))
     del_seen = 0
-    for _ in range(12):
-        a, b = stencil.Matcher(fast), stencil.Matcher(slow)
-        for _ in range(60):
-            if a.is_terminated():
-                break
-            a.fill_next_token_bitmask(bm, 0)
-            b.fill_next_token_bitmask(bm, 1)
-            assert np.array_equal(bm[0], bm[1]), (spelling, max_length)
-            allowed = [t for t in range(len(toks)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1]
-            del_seen += any(b"\x7f" in toks[t] for t in allowed)
-            t = rng.choice([t for t in allowed if t >= 256] or allowed)  # the multi-byte tokens first
-            assert a.accept_token(t) and b.accept_token(t)
+    # the multi-byte tokens first
+    for allowed in walks_alike(toks, schema, lambda allowed: rng.choice([t for t in allowed if t >= 256] or allowed),
+                               walks=12, steps=60, string_spelling=spelling):
+        del_seen += any(b"\x7f" in toks[t] for t in allowed)
     # raw DEL is a string character where the spelling writes it raw, never under "controls"
     assert (del_seen > 0) == (spelling != "controls")
 
@@ -252,8 +261,7 @@ def test_counts_that_long_tokens_reach_mask_as_a_full_walk(schema):
     info = stencil.TokenizerInfo.from_vocab(tokens, eos_token_ids=0)
     fast = stencil.GrammarCompiler(info).compile_json_schema(schema)
     slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(tokens, eos_token_ids=0),
-                                   mask_optimizations={"shared_masks": False, "plain_slice": False,
-                                                       "loop_skip": False}).compile_json_schema(schema)
+                                   mask_optimizations=NO_SHORTCUTS).compile_json_schema(schema)
     bm = stencil.allocate_token_bitmask(2, info.vocab_size)
     kept = set()
     for body in ("ab " * 6 + "a", "a " * 9 + "b", "a" * 19, "b " * 5):
@@ -266,3 +274,54 @@ def test_counts_that_long_tokens_reach_mask_as_a_full_walk(schema):
             tid = tokens.index(ch.encode())
             assert m.accept_token(tid) and n.accept_token(tid)
     assert 6 not in kept and kept >= {7}  # 25 spaces never fit; 20 letters fit at the opening quote
+
+
+# Counts of words or groups (items of two bytes or more): tokens that hold many of them, beside
+# single bytes (every string spellable) and the words the walks write.
+COUNT_TOKENS = [b"<eos>", b'"', b'",', b"ab", b"cd", b" ", b"ab ", b"cd ab ", b"ab cd ab cd ab cd ab cd ab cd ",
+                b"a b c d e f g h i j k ", b"x, " * 9, b"123-", b"123-456-789-012-345-678-901-234-567-",
+                b"ab" * 12, b" " * 20] + [bytes([c]) for c in range(32, 127) if c not in (34, 92)]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^(?:\\S+\\s+){0,30}\\S+$"},
+    {"type": "string", "pattern": "^(?:\\S+\\s+){0,30}\\S+$", "maxLength": 40},
+    {"type": "string", "pattern": "^(?:\\S+\\s+){2,14}\\S+$", "maxLength": 300},
+    {"type": "string", "pattern": "^(?:[a-z]+, ){0,20}[a-z]+$"},
+    {"type": "string", "pattern": "^(?:\\d{3}-){0,12}\\d{3}$"},
+    {"type": "array", "items": {"type": "string", "pattern": "^(?:ab ?|cd ){0,11}x?$"}, "maxItems": 3},
+])
+def test_counts_far_from_their_bound_mask_as_a_full_walk(schema):
+    """A count of words far from its bound makes every word a new lexer state; the cache serves
+    the states between the count lowered to 8 and lifted with one entry where those two ends agree
+    on every trie node, and walks where a token holds enough words to tell them apart (the tokens
+    of 5 to 10 words here). Along random walks that take the many-word tokens first, every mask
+    equals a whole trie walk's without the cache's shortcuts, and every kept token is taken."""
+    rng = random.Random(json.dumps(schema))
+
+    def choose(allowed):
+        several = [t for t in allowed if len(COUNT_TOKENS[t]) > 1]
+        return rng.choice(several if several and rng.random() < 0.7 else allowed)
+    long_kept = 0
+    for allowed in walks_alike(COUNT_TOKENS, schema, choose, walks=8, steps=70):
+        long_kept += any(len(COUNT_TOKENS[t]) > 12 for t in allowed)
+    assert long_kept > 0  # the walks stood where many-word tokens fit
+
+
+def test_word_counts_with_a_real_vocabulary_mask_as_a_full_walk(deepseek):
+    """DeepSeek's 128k vocabulary along a text of 60 words under a count of 49 and 99 (the shape
+    LLM-written schemas give a description field): every mask equals a whole trie walk's."""
+    text = " ".join(["The", "quick", "service", "helps", "teams", "ship", "work", "faster,", "every", "day."] * 6)
+    for schema in ({"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$", "maxLength": 500},
+                   {"type": "object", "properties": {"summary": {"type": "string",
+                                                                 "pattern": "^(?:\\S+\\s+){0,69}\\S+$"}}}):
+        value = text if schema["type"] == "string" else {"summary": text}
+        fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+        slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                       mask_optimizations=NO_SHORTCUTS
+                                       ).compile_json_schema(schema, string_spelling="plain")
+        serialized = json.dumps(value, ensure_ascii=False)
+        fast_masks, slow_masks = masks_along(deepseek, fast, serialized), masks_along(deepseek, slow, serialized)
+        assert len(fast_masks) == len(slow_masks) > 60
+        for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
+            assert np.array_equal(x, y), (schema, k)

@@ -325,7 +325,7 @@ size_t Lexer::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
   const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
-  const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) +
+  const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(sandwiches_) +
                       heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_) + heap::nodes(expr_bytes_) +
                       heap::nodes(text_heads_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
@@ -402,6 +402,27 @@ uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
   if (r != kDead) r = intern_state(std::move(pairs));
   relaxed_.emplace(key, r);
   return r;
+}
+
+bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* hi) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = uint64_t(s) << 32 | clamp;
+  auto it = sandwiches_.find(key);
+  if (it == sandwiches_.end()) {
+    std::pair<uint32_t, uint32_t> r{kDead, kDead};
+    Pairs low = state_pairs_[s], high = low;
+    bool ok = !low.empty();
+    for (size_t i = 1; ok && i < low.size(); i += 2) {
+      low[i] = store_.recount(low[i], clamp, false);
+      high[i] = store_.recount(high[i], clamp, true);
+      ok = low[i] != ExprStore::kNothing && high[i] != ExprStore::kNothing;
+    }
+    if (ok && low != state_pairs_[s]) r = {intern_state(std::move(low)), intern_state(std::move(high))};
+    it = sandwiches_.emplace(key, r).first;
+  }
+  *lo = it->second.first;
+  *hi = it->second.second;
+  return *lo != kDead && *hi != kDead && *lo != s && *hi != s;
 }
 
 namespace {

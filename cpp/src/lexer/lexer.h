@@ -107,6 +107,10 @@ class Lexer {
   // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
+  // s with its counts of words or groups past `clamp` lowered to it (*lo) and lifted (*hi)
+  // (ExprStore::recount): every walk's language from *lo holds within s's, and s's within *hi's.
+  // False when s has no such count, or a complement.
+  bool count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* hi) const;
   // Whether s is one lexeme at `C{lo,k} rest`, at a character boundary, where each repetition
   // of C takes exactly one character of plain text (as a JSON string body with minLength or
   // maxLength), or at `(C{lo,k} & P...) rest` where each P holds every plain string (a pattern
@@ -209,6 +213,7 @@ class Lexer {
   uint32_t max_token_limit_ = 0;
   bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
+  mutable std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> sandwiches_;  // (state, clamp); mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_

@@ -374,6 +374,93 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
   return r;
 }
 
+ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift) {
+  std::unordered_map<ExprId, ExprId> memo;
+  std::unordered_map<ExprId, uint32_t> least;
+  return recount(e, clamp, lift, 0, memo, least);
+}
+
+// The fewest bytes of a word of e (a lower bound under an intersection or a complement).
+uint32_t ExprStore::least_bytes(ExprId e, int depth, std::unordered_map<ExprId, uint32_t>& memo) const {
+  const ExprNode& n = nodes_[e];
+  if (n.nullable || depth > 2000) return 0;
+  if (auto it = memo.find(e); it != memo.end()) return it->second;
+  uint64_t r = 0;
+  switch (n.kind) {
+    case ExprKind::Nothing:
+      r = kUnbounded;
+      break;
+    case ExprKind::Bytes:
+    case ExprKind::Number:
+      r = 1;
+      break;
+    case ExprKind::Concat:
+      r = uint64_t(least_bytes(n.a, depth + 1, memo)) + least_bytes(n.b, depth + 1, memo);
+      break;
+    case ExprKind::Or:
+      r = kUnbounded;
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1, memo));
+      break;
+    case ExprKind::And:
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1, memo));
+      break;
+    case ExprKind::Repeat:
+      r = uint64_t(least_bytes(n.a, depth + 1, memo)) * n.min;
+      break;
+    default:  // Empty, Not
+      break;
+  }
+  const uint32_t v = static_cast<uint32_t>(std::min<uint64_t>(r, kUnbounded));
+  memo.emplace(e, v);
+  return v;
+}
+
+ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth, std::unordered_map<ExprId, ExprId>& memo,
+                          std::unordered_map<ExprId, uint32_t>& least) {
+  if (depth > 2000) return kNothing;
+  if (nodes_[e].no_bounds) return e;
+  if (auto it = memo.find(e); it != memo.end()) return it->second;
+  const ExprNode n = nodes_[e];
+  ExprId r = e;
+  switch (n.kind) {
+    case ExprKind::Not:
+      r = kNothing;
+      break;
+    case ExprKind::Concat: {
+      const ExprId a = recount(n.a, clamp, lift, depth + 1, memo, least);
+      const ExprId b = a == kNothing ? kNothing : recount(n.b, clamp, lift, depth + 1, memo, least);
+      r = b == kNothing ? kNothing : concat(a, b);
+      break;
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::vector<ExprId> kids(args(n), args(n) + n.args_len);
+      for (ExprId& k : kids)
+        if ((k = recount(k, clamp, lift, depth + 1, memo, least)) == kNothing) break;
+      r = std::find(kids.begin(), kids.end(), kNothing) != kids.end() ? kNothing
+          : n.kind == ExprKind::Or                                    ? alt(kids)
+                                                                      : conj(kids);
+      break;
+    }
+    case ExprKind::Repeat: {
+      const ExprId a = recount(n.a, clamp, lift, depth + 1, memo, least);
+      if (a == kNothing) {
+        r = kNothing;
+        break;
+      }
+      uint32_t max = n.max;
+      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0, least) >= 2)
+        max = lift ? kUnbounded : std::max(n.min, clamp);
+      r = repeat(a, n.min, max);
+      break;
+    }
+    default:  // Nothing, Empty, Bytes, Number
+      break;
+  }
+  memo.emplace(e, r);
+  return r;
+}
+
 // An upper bound on the bytes that complete any word's prefix in e (the shortest completion of
 // any derivative); kUnbounded where complements or intersections make it unknown.
 uint64_t ExprStore::completion_bound(ExprId e) const {

@@ -61,6 +61,13 @@ class ExprStore {
   // too deeply.
   ExprId relax_bounds(ExprId e, uint32_t limit);
 
+  // e with the upper bounds past `clamp` of repetitions whose item takes at least two bytes (a
+  // count of words or groups, not of characters) lowered to `clamp` (`lift`: made unbounded).
+  // Lowering a bound shrinks the language and lifting grows it, so recount(e, c, false) ⊆ e ⊆
+  // recount(e, c, true): what holds alike at both ends holds at e (MaskCache's sandwich).
+  // kNothing under a complement, which turns that order around.
+  ExprId recount(ExprId e, uint32_t clamp, bool lift);
+
   // Whether e's language is one string (bytes of one byte each, concatenated), appended to *out;
   // false where it is not, or past `limit` bytes.
   bool word(ExprId e, std::string* out, size_t limit) const;
@@ -87,6 +94,9 @@ class ExprStore {
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
   ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
+  ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth, std::unordered_map<ExprId, ExprId>& memo,
+                 std::unordered_map<ExprId, uint32_t>& least);
+  uint32_t least_bytes(ExprId e, int depth, std::unordered_map<ExprId, uint32_t>& memo) const;
   uint64_t completion_bound(ExprId e) const;
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;

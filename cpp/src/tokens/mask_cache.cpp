@@ -16,8 +16,8 @@ namespace stencil {
 
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
-void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                           std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
+uint64_t MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                               std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
   constexpr uint32_t kRelaxFrom = 16;  // sub-trie nodes worth a lifted state
   constexpr uint32_t kPartsFrom = 64;  // sub-trie nodes worth asking for loop-shaped parts
   const auto& nodes = trie.nodes();
@@ -28,6 +28,7 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2, 0);
   std::vector<uint32_t> path(st.size(), 0);  // path[k]: the node at depth k above (0: the root)
   st[0] = state;
+  uint64_t alive = 0;
   const size_t n = nodes.size();
   for (size_t i = 1; i < n;) {
     const TrieNode& node = nodes[i];
@@ -76,14 +77,17 @@ void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t t
          (node.subtree_size >= kPartsFrom && loops.part_loops_over(p, summaries[i])))) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         token_bits::set(inner.data(), ordered[j]);
+      alive += node.subtree_size;
       i += node.subtree_size;
       continue;
     }
     st[node.depth] = t;
     path[node.depth] = static_cast<uint32_t>(i);
     if (node.token_id >= 0) token_bits::set(inner.data(), node.token_id);
+    ++alive;
     ++i;
   }
+  return alive;
 }
 
 CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state, bool groups) const {
@@ -195,6 +199,18 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
 
 std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                                     bool* borrowed) const {
+  // A count of words far from its bound (`(\S+\s+){0,49}`) makes every word a new state, and
+  // each would be explored and walked: where the count lowered and lifted give one entry, it
+  // serves every count between (first the bounds no token reaches lifted, as below).
+  if (loop_skip_ && lexer.state(state).bounded && !lexer.has_lazy(state)) {
+    constexpr uint32_t kCountClamp = 8;
+    uint32_t base = lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1), lo, hi;
+    if (lexer.count_sandwich(base == Lexer::kDead ? state : base, kCountClamp, &lo, &hi))
+      if (auto lo_entry = sandwiched(lexer, vocab, lo, hi)) {
+        *borrowed = true;
+        return lo_entry;
+      }
+  }
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
@@ -203,12 +219,14 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
-    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+    shared->how = 1;
+    shared->alive = inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
-    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+    shared->how = 2;
+    shared->alive = inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
     // back to itself: the state with them lifted behaves alike on every token's bytes, so its
@@ -224,7 +242,8 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
       return keep ? keep : r->shared_from_this();
     }
     shared->inner.assign(token_bits::words_for(vocab.vocab_size()), 0);
-    inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
+    shared->how = 3;
+    shared->alive = inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   e->boundaries.shrink_to_fit();
   shared->boundary_nodes.reserve(e->boundaries.size());
@@ -236,6 +255,72 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);
   return e;
+}
+
+// Sound because emptiness is decided exactly (Deriver::is_empty) and every flag a walk reads of a
+// state moves one way as its language grows: a node alive from lo is alive from a state between
+// and from hi, so equal alive counts mean equal alive nodes, equal boundaries mean equal dead
+// ends, and the lexer states the mask walker reads at each boundary (the lexeme that ends there,
+// the one a closing byte ends) agree in what it reads of them.
+std::shared_ptr<const MaskEntry> MaskCache::sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
+                                                       uint32_t hi) const {
+  const uint64_t key = uint64_t(lo) << 32 | hi;
+  std::shared_ptr<const MaskEntry> keep_lo, keep_hi;
+  const MaskEntry* a = get(lexer, vocab, lo, &keep_lo);
+  std::shared_ptr<const MaskEntry> lo_entry = keep_lo ? keep_lo : a->shared_from_this();
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    if (auto it = sandwich_memo_.find(key); it != sandwich_memo_.end()) return it->second ? lo_entry : nullptr;
+  }
+  const MaskEntry* b = get(lexer, vocab, hi, &keep_hi);
+  WalkFacts x = facts(*a), y = facts(*b);
+  // Entries made alike (a plain slice at one end, a whole walk at the other) compare as walks.
+  if (x.how != y.how) {
+    if (x.how != 3) x = walked(lexer, vocab, lo);
+    if (y.how != 3) y = walked(lexer, vocab, hi);
+  }
+  const bool ok = alike(lexer, vocab, x, y);
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  sandwich_memo_.emplace(key, ok);
+  return ok ? lo_entry : nullptr;
+}
+
+MaskCache::WalkFacts MaskCache::facts(const MaskEntry& e) {
+  WalkFacts f{e.shared->how, e.shared->alive, e.shared->inner, {}};
+  f.bounds.reserve(e.boundaries.size());
+  for (const Boundary& bd : e.boundaries) f.bounds.emplace_back(bd.node, bd.lexer_state);
+  std::sort(f.bounds.begin(), f.bounds.end());
+  return f;
+}
+
+MaskCache::WalkFacts MaskCache::walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
+  WalkFacts f{3, 0, std::vector<uint32_t>(token_bits::words_for(vocab.vocab_size()), 0), {}};
+  std::vector<Boundary> bounds;
+  f.alive = inner_walk(lexer, vocab.trie(), 0, state, f.inner, bounds);
+  for (const Boundary& bd : bounds) f.bounds.emplace_back(bd.node, bd.lexer_state);
+  std::sort(f.bounds.begin(), f.bounds.end());
+  return f;
+}
+
+bool MaskCache::alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y) {
+  if (x.how != y.how || x.how == 0 || x.alive != y.alive || x.bounds.size() != y.bounds.size() || x.inner != y.inner)
+    return false;
+  auto same = [&](uint32_t s, uint32_t t) {
+    if ((s == Lexer::kDead) != (t == Lexer::kDead)) return false;
+    if (s == Lexer::kDead) return true;
+    const LexState &u = lexer.state(s), &v = lexer.state(t);
+    return u.accepting == v.accepting && u.live == v.live && u.end_now == v.end_now && !u.any_ignore_only &&
+           !v.any_ignore_only && u.key_finite == v.key_finite && u.key_may_finite == v.key_may_finite &&
+           u.key_closed == v.key_closed;
+  };
+  for (size_t i = 0; i < x.bounds.size(); ++i) {
+    const auto [node, s] = x.bounds[i];
+    const uint32_t t = y.bounds[i].second;
+    if (node != y.bounds[i].first || !same(s, t)) return false;
+    const uint8_t byte = trie_of(vocab, node).nodes()[node & ~kRestTrieBit].byte;
+    if (!same(lexer.next(s, byte), lexer.next(t, byte))) return false;
+  }
+  return true;
 }
 
 std::shared_ptr<MaskEntry> MaskCache::resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,

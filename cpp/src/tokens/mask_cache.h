@@ -69,8 +69,24 @@ class MaskCache {
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
-  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
-                  std::vector<Boundary>& boundaries) const;
+  // Returns the trie nodes found alive (descended, or in a sub-trie skipped as all inner).
+  uint64_t inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const;
+  // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich): when
+  // lo's and hi's entries agree on every trie node; else null.
+  std::shared_ptr<const MaskEntry> sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
+                                              uint32_t hi) const;
+  // What the sandwich compares of an entry: how it was made, its alive nodes, inner tokens and
+  // boundaries (node, lexer state) by node.
+  struct WalkFacts {
+    uint8_t how;
+    uint64_t alive;
+    std::vector<uint32_t> inner;
+    std::vector<std::pair<uint32_t, uint32_t>> bounds;
+  };
+  static WalkFacts facts(const MaskEntry& e);
+  WalkFacts walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;  // a whole walk
+  static bool alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y);
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   // A new entry for `state`, or (*borrowed set) the cached entry of its relaxed state as it is.
   std::shared_ptr<const MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
@@ -84,6 +100,7 @@ class MaskCache {
   mutable std::mutex admit_mu_;
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
   mutable std::unordered_map<uint64_t, CharSummary> loop_memo_;  // (state, groups); admit_mu_
+  mutable std::unordered_map<uint64_t, bool> sandwich_memo_;  // (lo, hi) -> their entries agree; admit_mu_
   static constexpr uint32_t kSlotBits = 8;
   static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
   struct SlotBlock {

@@ -1,0 +1,90 @@
+// regex/expr.h: ExprStore::recount lowers (lo) or lifts (hi) the upper bounds of counts whose item
+// takes two bytes or more, and the mask cache's sandwich stands on lo ⊆ e ⊆ hi: on random
+// expressions over a three-letter alphabet (counts of words and of letters, alternatives,
+// intersections), every string up to 9 bytes in lo is in e and every one in e is in hi; counts
+// of single letters are left as they are; a complement is refused.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "regex/derivative.h"
+#include "regex/expr.h"
+#include "test_rng.h"
+
+using stencil::ExprId;
+using stencil::ExprStore;
+
+namespace {
+
+ExprId random_expr(ExprStore& st, stencil_test::Rng& r, int depth) {
+  const ExprId a = st.byte('a'), b = st.byte('b'), sp = st.byte(' ');
+  if (depth == 0) {
+    const ExprId leaves[] = {a, b, sp, st.alt({a, b}), st.concat(a, b)};
+    return leaves[r.below(5)];
+  }
+  switch (r.below(5)) {
+    case 0: return st.concat(random_expr(st, r, depth - 1), random_expr(st, r, depth - 1));
+    case 1: return st.alt({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
+    case 2: return st.conj({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
+    case 3: {  // a count of words: letters then a space
+      const ExprId word = st.concat(st.repeat(st.alt({a, b}), 1, stencil::kUnbounded), sp);
+      const uint32_t lo = r.below(2);
+      return st.repeat(word, lo, lo + r.below(6));
+    }
+    default: {
+      const uint32_t lo = r.below(2);
+      return st.repeat(random_expr(st, r, depth - 1), lo, lo + r.below(7));
+    }
+  }
+}
+
+bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s) {
+  for (char c : s) {
+    e = d.derive(e, static_cast<uint8_t>(c));
+    if (e == ExprStore::kNothing) return false;
+  }
+  return st.nullable(e);
+}
+
+}  // namespace
+
+TEST_CASE(recount_sandwiches_an_expression_between_its_counts_lowered_and_lifted) {
+  stencil_test::Rng r{0xC0DE5A4Dull};
+  std::vector<std::string> strings{""};
+  for (size_t i = 0; i < strings.size() && strings[i].size() < 9; ++i)
+    for (char c : std::string("ab "))
+      strings.push_back(strings[i] + c);
+  size_t moved = 0, strict = 0;
+  for (int round = 0; round < 300; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    const ExprId e = random_expr(st, r, 1 + static_cast<int>(r.below(3)));
+    if (e == ExprStore::kNothing) continue;  // an intersection the store saw empty
+    const uint32_t clamp = 1 + r.below(3);
+    const ExprId lo = st.recount(e, clamp, false), hi = st.recount(e, clamp, true);
+    REQUIRE(lo != ExprStore::kNothing && hi != ExprStore::kNothing);
+    moved += lo != e || hi != e;
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e);
+    for (const std::string& s : strings) {
+      const bool in_lo = matches(st, d, lo, s), in_e = matches(st, d, e, s), in_hi = matches(st, d, hi, s);
+      CHECK_MSG(!in_lo || in_e, at + " lowered holds '" + s + "'");
+      CHECK_MSG(!in_e || in_hi, at + " lifted lacks '" + s + "'");
+      strict += in_lo != in_e || in_e != in_hi;
+    }
+  }
+  CHECK(moved > 50);   // the rounds had counts to move
+  CHECK(strict > 50);  // and strings that tell the three apart
+}
+
+TEST_CASE(recount_leaves_letter_counts_and_refuses_a_complement) {
+  ExprStore st;
+  const ExprId letters = st.repeat(st.byte('a'), 0, 40);
+  CHECK_EQ(st.recount(letters, 4, false), letters);
+  CHECK_EQ(st.recount(letters, 4, true), letters);
+  const ExprId words = st.repeat(st.literal("ab "), 0, 40);
+  CHECK_EQ(st.recount(words, 4, false), st.repeat(st.literal("ab "), 0, 4));
+  CHECK_EQ(st.recount(words, 4, true), st.repeat(st.literal("ab "), 0, stencil::kUnbounded));
+  CHECK_EQ(st.recount(st.repeat(st.literal("ab "), 6, 40), 4, false), st.repeat(st.literal("ab "), 6, 6));
+  CHECK_EQ(st.recount(st.negate(words), 4, true), ExprStore::kNothing);
+}
