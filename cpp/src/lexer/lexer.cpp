@@ -404,7 +404,16 @@ uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
   return r;
 }
 
+bool Lexer::counts_words(uint32_t s, uint32_t clamp) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 1; i < p.size(); i += 2)
+    if (store_.recount(p[i], clamp, false) != p[i]) return true;
+  return false;
+}
+
 bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* hi) const {
+  constexpr uint32_t kCharCounts = 16;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t key = uint64_t(s) << 32 | clamp;
   auto it = sandwiches_.find(key);
@@ -415,7 +424,8 @@ bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* h
     for (size_t i = 1; ok && i < low.size(); i += 2) {
       low[i] = store_.recount(low[i], clamp, false);
       high[i] = store_.recount(high[i], clamp, true);
-      ok = low[i] != ExprStore::kNothing && high[i] != ExprStore::kNothing;
+      ok = low[i] != ExprStore::kNothing && high[i] != ExprStore::kNothing &&
+           store_.char_count_bound(high[i]) <= kCharCounts;
     }
     if (ok && low != state_pairs_[s]) r = {intern_state(std::move(low)), intern_state(std::move(high))};
     it = sandwiches_.emplace(key, r).first;

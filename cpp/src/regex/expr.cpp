@@ -374,17 +374,43 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
   return r;
 }
 
-ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift) {
-  std::unordered_map<ExprId, ExprId> memo;
-  std::unordered_map<ExprId, uint32_t> least;
-  return recount(e, clamp, lift, 0, memo, least);
+ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift) { return recount(e, clamp, lift, 0); }
+
+uint32_t ExprStore::char_count_bound(ExprId e) { return char_count_bound(e, 0); }
+
+uint32_t ExprStore::char_count_bound(ExprId e, int depth) {
+  if (nodes_[e].no_bounds) return 0;
+  if (depth > 2000) return kUnbounded;
+  if (auto it = char_count_memo_.find(e); it != char_count_memo_.end()) return it->second;
+  const ExprNode n = nodes_[e];
+  uint32_t r = 0;
+  switch (n.kind) {
+    case ExprKind::Concat:
+      r = std::max(char_count_bound(n.a, depth + 1), char_count_bound(n.b, depth + 1));
+      break;
+    case ExprKind::Or:
+    case ExprKind::And:
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max(r, char_count_bound(args_[n.args_begin + i], depth + 1));
+      break;
+    case ExprKind::Not:
+      r = char_count_bound(n.a, depth + 1);
+      break;
+    case ExprKind::Repeat:
+      r = char_count_bound(n.a, depth + 1);
+      if (n.max != kUnbounded && least_bytes(n.a, 0) <= 1) r = std::max(r, n.max);
+      break;
+    default:
+      break;
+  }
+  char_count_memo_.emplace(e, r);
+  return r;
 }
 
 // The fewest bytes of a word of e (a lower bound under an intersection or a complement).
-uint32_t ExprStore::least_bytes(ExprId e, int depth, std::unordered_map<ExprId, uint32_t>& memo) const {
-  const ExprNode& n = nodes_[e];
+uint32_t ExprStore::least_bytes(ExprId e, int depth) {
+  const ExprNode n = nodes_[e];
   if (n.nullable || depth > 2000) return 0;
-  if (auto it = memo.find(e); it != memo.end()) return it->second;
+  if (auto it = least_memo_.find(e); it != least_memo_.end()) return it->second;
   uint64_t r = 0;
   switch (n.kind) {
     case ExprKind::Nothing:
@@ -395,31 +421,31 @@ uint32_t ExprStore::least_bytes(ExprId e, int depth, std::unordered_map<ExprId, 
       r = 1;
       break;
     case ExprKind::Concat:
-      r = uint64_t(least_bytes(n.a, depth + 1, memo)) + least_bytes(n.b, depth + 1, memo);
+      r = uint64_t(least_bytes(n.a, depth + 1)) + least_bytes(n.b, depth + 1);
       break;
     case ExprKind::Or:
       r = kUnbounded;
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1, memo));
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
       break;
     case ExprKind::And:
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1, memo));
+      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
       break;
     case ExprKind::Repeat:
-      r = uint64_t(least_bytes(n.a, depth + 1, memo)) * n.min;
+      r = uint64_t(least_bytes(n.a, depth + 1)) * n.min;
       break;
     default:  // Empty, Not
       break;
   }
   const uint32_t v = static_cast<uint32_t>(std::min<uint64_t>(r, kUnbounded));
-  memo.emplace(e, v);
+  least_memo_.emplace(e, v);
   return v;
 }
 
-ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth, std::unordered_map<ExprId, ExprId>& memo,
-                          std::unordered_map<ExprId, uint32_t>& least) {
+ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth) {
   if (depth > 2000) return kNothing;
   if (nodes_[e].no_bounds) return e;
-  if (auto it = memo.find(e); it != memo.end()) return it->second;
+  const uint64_t key = uint64_t(e) << 32 | uint64_t(std::min(clamp, 0x7FFFFFFFu)) << 1 | (lift ? 1 : 0);
+  if (auto it = recount_memo_.find(key); it != recount_memo_.end()) return it->second;
   const ExprNode n = nodes_[e];
   ExprId r = e;
   switch (n.kind) {
@@ -427,8 +453,8 @@ ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth, std::u
       r = kNothing;
       break;
     case ExprKind::Concat: {
-      const ExprId a = recount(n.a, clamp, lift, depth + 1, memo, least);
-      const ExprId b = a == kNothing ? kNothing : recount(n.b, clamp, lift, depth + 1, memo, least);
+      const ExprId a = recount(n.a, clamp, lift, depth + 1);
+      const ExprId b = a == kNothing ? kNothing : recount(n.b, clamp, lift, depth + 1);
       r = b == kNothing ? kNothing : concat(a, b);
       break;
     }
@@ -436,28 +462,27 @@ ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth, std::u
     case ExprKind::And: {
       std::vector<ExprId> kids(args(n), args(n) + n.args_len);
       for (ExprId& k : kids)
-        if ((k = recount(k, clamp, lift, depth + 1, memo, least)) == kNothing) break;
+        if ((k = recount(k, clamp, lift, depth + 1)) == kNothing) break;
       r = std::find(kids.begin(), kids.end(), kNothing) != kids.end() ? kNothing
           : n.kind == ExprKind::Or                                    ? alt(kids)
                                                                       : conj(kids);
       break;
     }
     case ExprKind::Repeat: {
-      const ExprId a = recount(n.a, clamp, lift, depth + 1, memo, least);
+      const ExprId a = recount(n.a, clamp, lift, depth + 1);
       if (a == kNothing) {
         r = kNothing;
         break;
       }
       uint32_t max = n.max;
-      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0, least) >= 2)
-        max = lift ? kUnbounded : std::max(n.min, clamp);
+      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0) >= 2) max = lift ? kUnbounded : std::max(n.min, clamp);
       r = repeat(a, n.min, max);
       break;
     }
     default:  // Nothing, Empty, Bytes, Number
       break;
   }
-  memo.emplace(e, r);
+  recount_memo_.emplace(key, r);
   return r;
 }
 
@@ -520,7 +545,8 @@ uint64_t ExprStore::lifted_bound(ExprId e, uint32_t limit) const {
 
 size_t ExprStore::memory_bytes() const {
   return heap::of(nodes_) + heap::of(args_) + heap::of(bytesets_) + heap::of(table_) + heap::of(flat_) +
-         heap::of(num_states_) + num_bytes_;
+         heap::of(num_states_) + num_bytes_ + heap::nodes(recount_memo_) + heap::nodes(least_memo_) +
+         heap::nodes(char_count_memo_);
 }
 
 static std::string byteset_to_string(const ByteSet& s) {

@@ -67,6 +67,9 @@ class ExprStore {
   // recount(e, c, true): what holds alike at both ends holds at e (MaskCache's sandwich).
   // kNothing under a complement, which turns that order around.
   ExprId recount(ExprId e, uint32_t clamp, bool lift);
+  // The largest finite upper bound of a repetition of an item of one byte or less (a count of
+  // characters, which moves at every byte); 0 when none.
+  uint32_t char_count_bound(ExprId e);
 
   // Whether e's language is one string (bytes of one byte each, concatenated), appended to *out;
   // false where it is not, or past `limit` bytes.
@@ -94,15 +97,20 @@ class ExprStore {
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
   ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
-  ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth, std::unordered_map<ExprId, ExprId>& memo,
-                 std::unordered_map<ExprId, uint32_t>& least);
-  uint32_t least_bytes(ExprId e, int depth, std::unordered_map<ExprId, uint32_t>& memo) const;
+  ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
+  uint32_t least_bytes(ExprId e, int depth);
   uint64_t completion_bound(ExprId e) const;
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
   void grow_table();
 
+  // recount's answers by (expression, clamp, lift) and least_bytes' by expression: the states of
+  // one lexeme share most of their sub-expressions, so each new state costs only its new nodes.
+  std::unordered_map<uint64_t, ExprId> recount_memo_;
+  std::unordered_map<ExprId, uint32_t> least_memo_;
+  std::unordered_map<ExprId, uint32_t> char_count_memo_;
+  uint32_t char_count_bound(ExprId e, int depth);
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;

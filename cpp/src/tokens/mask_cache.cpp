@@ -202,8 +202,8 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   // A count of words far from its bound (`(\S+\s+){0,49}`) makes every word a new state, and
   // each would be explored and walked: where the count lowered and lifted give one entry, it
   // serves every count between (first the bounds no token reaches lifted, as below).
-  if (loop_skip_ && lexer.state(state).bounded && !lexer.has_lazy(state)) {
-    constexpr uint32_t kCountClamp = 8;
+  constexpr uint32_t kCountClamp = 8;
+  if (loop_skip_ && lexer.state(state).bounded && !lexer.has_lazy(state) && lexer.counts_words(state, kCountClamp)) {
     uint32_t base = lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1), lo, hi;
     if (lexer.count_sandwich(base == Lexer::kDead ? state : base, kCountClamp, &lo, &hi))
       if (auto lo_entry = sandwiched(lexer, vocab, lo, hi)) {
