@@ -308,20 +308,29 @@ def test_counts_far_from_their_bound_mask_as_a_full_walk(schema):
     assert long_kept > 0  # the walks stood where many-word tokens fit
 
 
-def test_word_counts_with_a_real_vocabulary_mask_as_a_full_walk(deepseek):
-    """DeepSeek's 128k vocabulary along a text of 60 words under a count of 49 and 99 (the shape
-    LLM-written schemas give a description field): every mask equals a whole trie walk's."""
-    text = " ".join(["The", "quick", "service", "helps", "teams", "ship", "work", "faster,", "every", "day."] * 6)
-    for schema in ({"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$", "maxLength": 500},
-                   {"type": "object", "properties": {"summary": {"type": "string",
-                                                                 "pattern": "^(?:\\S+\\s+){0,69}\\S+$"}}}):
-        value = text if schema["type"] == "string" else {"summary": text}
-        fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
-        slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
-                                       mask_optimizations=NO_SHORTCUTS
-                                       ).compile_json_schema(schema, string_spelling="plain")
-        serialized = json.dumps(value, ensure_ascii=False)
-        fast_masks, slow_masks = masks_along(deepseek, fast, serialized), masks_along(deepseek, slow, serialized)
-        assert len(fast_masks) == len(slow_masks) > 60
-        for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
-            assert np.array_equal(x, y), (schema, k)
+TEXT_60_WORDS = " ".join(["The", "quick", "service", "helps", "teams", "ship", "work", "faster,", "every", "day."] * 6)
+
+
+@pytest.mark.parametrize("schema,value", [
+    # counts of words under a count of 49 and 99 (the shape LLM-written schemas give a description)
+    ({"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$", "maxLength": 500}, TEXT_60_WORDS),
+    ({"type": "object", "properties": {"summary": {"type": "string", "pattern": "^(?:\\S+\\s+){0,69}\\S+$"}}},
+     {"summary": TEXT_60_WORDS}),
+    # a maxLength some tokens reach beside a pattern: each character a state of its own
+    ({"type": "string", "pattern": "^(?:\\S+\\s+){0,19}\\S+$", "maxLength": 100}, TEXT_60_WORDS[:98]),
+    ({"type": "string", "pattern": "^[A-Za-z ,.]+$", "maxLength": 100}, TEXT_60_WORDS[:100]),
+    ({"type": "string", "pattern": "[A-z]+", "maxLength": 64}, TEXT_60_WORDS[:64]),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[^<>]*$", "maxLength": 120}},
+     [TEXT_60_WORDS[:120], TEXT_60_WORDS[:7], " " * 40]),
+])
+def test_counted_strings_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, schema, value):
+    """DeepSeek's 128k vocabulary (tokens up to 128 bytes) along strings up to their bounds:
+    every mask equals a whole trie walk's without the cache's shortcuts."""
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations=NO_SHORTCUTS).compile_json_schema(schema, string_spelling="plain")
+    serialized = json.dumps(value, ensure_ascii=False)
+    fast_masks, slow_masks = masks_along(deepseek, fast, serialized), masks_along(deepseek, slow, serialized)
+    assert len(fast_masks) == len(slow_masks) > 10
+    for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
+        assert np.array_equal(x, y), (schema, k)

@@ -404,6 +404,15 @@ uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
   return r;
 }
 
+uint32_t Lexer::char_count_bound(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  uint32_t r = 0;
+  for (size_t i = 1; i < p.size(); i += 2)
+    if (store_.node(p[i]).boolean && store_.node(p[i]).max_bound > r) r = std::max(r, store_.char_count_bound(p[i]));
+  return r;
+}
+
 bool Lexer::counts_words(uint32_t s, uint32_t clamp) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs& p = state_pairs_[s];

@@ -107,6 +107,9 @@ class Lexer {
   // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
+  // The largest finite bound of a count of characters in an expression of s that holds an
+  // intersection (a length beside a pattern; ExprStore::char_count_bound); 0 when none.
+  uint32_t char_count_bound(uint32_t s) const;
   // Whether s has a count of words or groups past `clamp` (ExprStore::recount would move it).
   bool counts_words(uint32_t s, uint32_t clamp) const;
   // s with its counts of words or groups past `clamp` lowered to it (*lo) and lifted (*hi)

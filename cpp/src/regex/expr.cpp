@@ -81,6 +81,23 @@ ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
     args_.insert(args_.end(), a, a + na);
   }
   ExprId id = static_cast<ExprId>(nodes_.size());
+  switch (n.kind) {
+    case ExprKind::Concat:
+      n.max_bound = std::max(nodes_[n.a].max_bound, nodes_[n.b].max_bound);
+      break;
+    case ExprKind::Or:
+    case ExprKind::And:
+      for (size_t i = 0; i < na; ++i) n.max_bound = std::max(n.max_bound, nodes_[a[i]].max_bound);
+      break;
+    case ExprKind::Not:
+      n.max_bound = nodes_[n.a].max_bound;
+      break;
+    case ExprKind::Repeat:
+      n.max_bound = std::max(nodes_[n.a].max_bound, n.max == kUnbounded ? 0u : n.max);
+      break;
+    default:
+      break;
+  }
   nodes_.push_back(n);
   table_[h] = id + 1;
   ++table_used_;
@@ -379,7 +396,7 @@ ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift) { return recount(
 uint32_t ExprStore::char_count_bound(ExprId e) { return char_count_bound(e, 0); }
 
 uint32_t ExprStore::char_count_bound(ExprId e, int depth) {
-  if (nodes_[e].no_bounds) return 0;
+  if (nodes_[e].no_bounds || nodes_[e].max_bound == 0) return 0;
   if (depth > 2000) return kUnbounded;
   if (auto it = char_count_memo_.find(e); it != char_count_memo_.end()) return it->second;
   const ExprNode n = nodes_[e];
@@ -443,7 +460,7 @@ uint32_t ExprStore::least_bytes(ExprId e, int depth) {
 
 ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth) {
   if (depth > 2000) return kNothing;
-  if (nodes_[e].no_bounds) return e;
+  if (nodes_[e].no_bounds || nodes_[e].max_bound <= clamp) return e;
   const uint64_t key = uint64_t(e) << 32 | uint64_t(std::min(clamp, 0x7FFFFFFFu)) << 1 | (lift ? 1 : 0);
   if (auto it = recount_memo_.find(key); it != recount_memo_.end()) return it->second;
   const ExprNode n = nodes_[e];

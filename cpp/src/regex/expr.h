@@ -30,6 +30,9 @@ struct ExprNode {
   uint32_t a = 0, b = 0;  // Concat: a, b; Repeat: a = item; Bytes: a = byteset index; Not: a
   uint32_t min = 0, max = 0;  // Repeat bounds
   uint32_t args_begin = 0, args_len = 0;  // Or/And children in args_
+  // The largest finite upper bound of a repetition inside (0: none), set as the node is made:
+  // the tests for counts worth lifting or lowering skip most states at once.
+  uint32_t max_bound = 0;
 };
 
 class ExprStore {

@@ -17,7 +17,17 @@ namespace stencil {
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
 uint64_t MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                               std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const {
+                               std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries,
+                               uint32_t min_depth) const {
+  return min_depth == 0 ? walk_from<false>(lexer, trie, tag, state, inner, boundaries, 0)
+                        : walk_from<true>(lexer, trie, tag, state, inner, boundaries, min_depth);
+}
+
+// (The walk's hot loop twice: with min_depth 0, as every whole walk is, it has no test of depth.)
+template <bool kDeepOnly>
+uint64_t MaskCache::walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                              std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries,
+                              uint32_t min_depth) const {
   constexpr uint32_t kRelaxFrom = 16;  // sub-trie nodes worth a lifted state
   constexpr uint32_t kPartsFrom = 64;  // sub-trie nodes worth asking for loop-shaped parts
   const auto& nodes = trie.nodes();
@@ -36,16 +46,21 @@ uint64_t MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32
     // now (a walk that skips much is bound by memory latency, not work).
     __builtin_prefetch(nodes.data() + i + node.subtree_size);
     __builtin_prefetch(summaries.data() + i + node.subtree_size);
+    if (kDeepOnly && uint32_t(node.depth) + node.height - 1 < min_depth) {  // no token of min_depth bytes below
+      i += node.subtree_size;
+      continue;
+    }
     uint32_t p = st[node.depth - 1];
     uint32_t t = lexer.next_tagged(p, node.byte);
     if (t == Lexer::kDead) {
-      if (!lexer.state(p).accepting.empty())
+      if (!lexer.state(p).accepting.empty() && (!kDeepOnly || node.depth >= min_depth))
         boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
     if (t & Lexer::kEndNowTag) {
-      boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
+      if (!kDeepOnly || node.depth >= min_depth)
+        boundaries.push_back({static_cast<uint32_t>(i) | tag, p, path[node.depth - 1] | tag});
       i += node.subtree_size;
       continue;
     }
@@ -221,6 +236,8 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
     shared->how = 1;
     shared->alive = inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+  } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
+    return part;
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
@@ -245,6 +262,12 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     shared->how = 3;
     shared->alive = inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
+  return finish(lexer, vocab, std::move(e), std::move(shared));
+}
+
+// The entry with its boundaries in the shared part (by node, in walk order) and ordered for runs.
+std::shared_ptr<MaskEntry> MaskCache::finish(const Lexer& lexer, const Vocabulary& vocab, std::shared_ptr<MaskEntry> e,
+                                             std::shared_ptr<SharedMaskEntry> shared) {
   e->boundaries.shrink_to_fit();
   shared->boundary_nodes.reserve(e->boundaries.size());
   shared->boundary_parents.reserve(e->boundaries.size());
@@ -255,6 +278,65 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   order_for_runs(lexer, vocab, e->boundaries);
   e->shared = std::move(shared);
   return e;
+}
+
+// A bound some tokens reach (a maxLength of 100 beside a pattern) makes every byte a new state,
+// each walked over the whole trie. Lifted at `limit`, the state is alike on every walk of fewer
+// than `limit` bytes (Lexer::relaxed_state), and that relaxed state is one for all of a long
+// string's counts: its entry serves the tokens shorter than `limit` (their bits, the boundaries
+// above that depth), and only the sub-tries that hold a longer token are walked from `state`.
+// Null where no limit of 32 or more can be lifted, or the state's bounds are all past every token.
+std::shared_ptr<const MaskEntry> MaskCache::partly_relaxed(const Lexer& lexer, const Vocabulary& vocab,
+                                                           uint32_t state) const {
+  const TokenTrie& trie = vocab.trie();
+  const uint32_t horizon = static_cast<uint32_t>(trie.max_depth()) + 1;
+  if (lexer.char_count_bound(state) < 32) return nullptr;  // (memoized per expression: a few new nodes a state)
+  const uint32_t full = lexer.relaxed_state(state, horizon);
+  if (full != Lexer::kDead && full != state) return nullptr;  // compute's borrow serves every token
+  // (Only long counts: a relaxed state of its own for a short one, `[a-z]{2,10}`, costs more than
+  // the walk it would save.)
+  for (uint32_t limit : {64u, 32u}) {
+    if (limit >= horizon) continue;
+    const uint32_t relaxed = lexer.relaxed_state(state, limit);
+    if (relaxed == Lexer::kDead || relaxed == state) continue;
+    std::shared_ptr<const MaskEntry> keep;
+    const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
+    const std::vector<uint32_t>& longer = tokens_of_at_least(vocab, limit);
+    auto e = std::make_shared<MaskEntry>();
+    auto shared = std::make_shared<SharedMaskEntry>();
+    std::vector<uint32_t> deep(longer.size(), 0);
+    inner_walk(lexer, trie, 0, state, deep, e->boundaries, limit);
+    shared->inner = r->inner();
+    for (size_t w = 0; w < longer.size(); ++w) shared->inner[w] = (shared->inner[w] & ~longer[w]) | (deep[w] & longer[w]);
+    for (const Boundary& b : r->boundaries)
+      if (trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit].depth < limit) e->boundaries.push_back(b);
+    return finish(lexer, vocab, std::move(e), std::move(shared));
+  }
+  return nullptr;
+}
+
+const std::vector<uint32_t>& MaskCache::tokens_of_at_least(const Vocabulary& vocab, uint32_t bytes) const {
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  auto it = long_tokens_.find(bytes);
+  if (it != long_tokens_.end()) return it->second;
+  // (down the trie only where a token that long lies below: a few thousand nodes, not the vocabulary)
+  std::vector<uint32_t> bits(token_bits::words_for(vocab.vocab_size()), 0);
+  const TokenTrie& trie = vocab.trie();
+  const auto& nodes = trie.nodes();
+  const int32_t* ordered = trie.ordered_tokens().data();
+  const uint32_t* before = trie.tokens_before().data();
+  for (size_t i = 1; i < nodes.size();) {
+    const TrieNode& n = nodes[i];
+    if (uint32_t(n.depth) + n.height - 1 < bytes) {
+      i += n.subtree_size;
+    } else if (n.depth >= bytes) {
+      for (uint32_t j = before[i]; j < before[i + n.subtree_size]; ++j) token_bits::set(bits.data(), ordered[j]);
+      i += n.subtree_size;
+    } else {
+      ++i;
+    }
+  }
+  return long_tokens_.emplace(bytes, std::move(bits)).first->second;
 }
 
 // Sound because emptiness is decided exactly (Deriver::is_empty) and every flag a walk reads of a

@@ -70,8 +70,16 @@ class MaskCache {
 
  private:
   // Returns the trie nodes found alive (descended, or in a sub-trie skipped as all inner).
+  // With min_depth, only the sub-tries holding a token of that many bytes or more are walked, and
+  // only the boundaries at that depth or deeper kept (inner bits are set for shorter tokens too).
   uint64_t inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries) const;
+                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth = 0) const;
+  template <bool kDeepOnly>
+  uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                     std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const;
+  std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
+  // Bitmask words of the tokens of at least `bytes` bytes, made once per length.
+  const std::vector<uint32_t>& tokens_of_at_least(const Vocabulary& vocab, uint32_t bytes) const;
   // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich): when
   // lo's and hi's entries agree on every trie node; else null.
   std::shared_ptr<const MaskEntry> sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
@@ -88,6 +96,8 @@ class MaskCache {
   WalkFacts walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;  // a whole walk
   static bool alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y);
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
+  static std::shared_ptr<MaskEntry> finish(const Lexer& lexer, const Vocabulary& vocab, std::shared_ptr<MaskEntry> e,
+                                           std::shared_ptr<SharedMaskEntry> shared);
   // A new entry for `state`, or (*borrowed set) the cached entry of its relaxed state as it is.
   std::shared_ptr<const MaskEntry> compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                            bool* borrowed) const;
@@ -101,6 +111,7 @@ class MaskCache {
   mutable std::unordered_map<uint64_t, bool> admit_memo_;  // (state, bound) -> admits
   mutable std::unordered_map<uint64_t, CharSummary> loop_memo_;  // (state, groups); admit_mu_
   mutable std::unordered_map<uint64_t, bool> sandwich_memo_;  // (lo, hi) -> their entries agree; admit_mu_
+  mutable std::unordered_map<uint32_t, std::vector<uint32_t>> long_tokens_;  // admit_mu_
   static constexpr uint32_t kSlotBits = 8;
   static constexpr uint32_t kSlotBlocks = 4096;  // lexer states up to 1M, as the lexer
   struct SlotBlock {
