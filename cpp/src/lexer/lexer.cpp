@@ -433,8 +433,9 @@ bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* h
     for (size_t i = 1; ok && i < low.size(); i += 2) {
       low[i] = store_.recount(low[i], clamp, false);
       high[i] = store_.recount(high[i], clamp, true);
+      // (a length beside the pattern, an intersection, counts down to the string's end)
       ok = low[i] != ExprStore::kNothing && high[i] != ExprStore::kNothing &&
-           store_.char_count_bound(high[i]) <= kCharCounts;
+           store_.char_count_bound(high[i]) <= (store_.node(high[i]).boolean ? 0 : kCharCounts);
     }
     if (ok && low != state_pairs_[s]) r = {intern_state(std::move(low)), intern_state(std::move(high))};
     it = sandwiches_.emplace(key, r).first;

@@ -114,9 +114,9 @@ class Lexer {
   bool counts_words(uint32_t s, uint32_t clamp) const;
   // s with its counts of words or groups past `clamp` lowered to it (*lo) and lifted (*hi)
   // (ExprStore::recount): every walk's language from *lo holds within s's, and s's within *hi's.
-  // False when s has no such count, or a complement, or a count of characters past 16 (a
-  // maxLength no token reaches is lifted first, Lexer::relaxed_state): those move at every byte,
-  // and so would *lo and *hi.
+  // False when s has no such count, or a complement, or a count of characters past 16, or any
+  // beside an intersection (a maxLength: one no token reaches is lifted first,
+  // Lexer::relaxed_state): those move at every byte, and so would *lo and *hi.
   bool count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* hi) const;
   // Whether s is one lexeme at `C{lo,k} rest`, at a character boundary, where each repetition
   // of C takes exactly one character of plain text (as a JSON string body with minLength or

@@ -16,15 +16,17 @@ namespace stencil {
 
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
-uint64_t MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                               std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries,
-                               uint32_t min_depth) const {
-  return min_depth == 0 ? walk_from<false>(lexer, trie, tag, state, inner, boundaries, 0)
-                        : walk_from<true>(lexer, trie, tag, state, inner, boundaries, min_depth);
+void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                           std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const {
+  if (min_depth == 0)
+    walk_from<false, false>(lexer, trie, tag, state, inner, boundaries, 0);
+  else
+    walk_from<true, false>(lexer, trie, tag, state, inner, boundaries, min_depth);
 }
 
-// (The walk's hot loop twice: with min_depth 0, as every whole walk is, it has no test of depth.)
-template <bool kDeepOnly>
+// (The walk's hot loop in three forms: a whole walk, as every entry's is, tests no depth and
+// counts nothing; the sandwich's walks count the nodes they find alive.)
+template <bool kDeepOnly, bool kCount>
 uint64_t MaskCache::walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                               std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries,
                               uint32_t min_depth) const {
@@ -92,14 +94,14 @@ uint64_t MaskCache::walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_
          (node.subtree_size >= kPartsFrom && loops.part_loops_over(p, summaries[i])))) {
       for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j)
         token_bits::set(inner.data(), ordered[j]);
-      alive += node.subtree_size;
+      if (kCount) alive += node.subtree_size;
       i += node.subtree_size;
       continue;
     }
     st[node.depth] = t;
     path[node.depth] = static_cast<uint32_t>(i);
     if (node.token_id >= 0) token_bits::set(inner.data(), node.token_id);
-    ++alive;
+    if (kCount) ++alive;
     ++i;
   }
   return alive;
@@ -234,16 +236,14 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
-    shared->how = 1;
-    shared->alive = inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
     return part;
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
-    shared->how = 2;
-    shared->alive = inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
     // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
     // back to itself: the state with them lifted behaves alike on every token's bytes, so its
@@ -259,8 +259,7 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
       return keep ? keep : r->shared_from_this();
     }
     shared->inner.assign(token_bits::words_for(vocab.vocab_size()), 0);
-    shared->how = 3;
-    shared->alive = inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
+    inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   return finish(lexer, vocab, std::move(e), std::move(shared));
 }
@@ -347,45 +346,35 @@ const std::vector<uint32_t>& MaskCache::tokens_of_at_least(const Vocabulary& voc
 std::shared_ptr<const MaskEntry> MaskCache::sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
                                                        uint32_t hi) const {
   const uint64_t key = uint64_t(lo) << 32 | hi;
-  std::shared_ptr<const MaskEntry> keep_lo, keep_hi;
-  const MaskEntry* a = get(lexer, vocab, lo, &keep_lo);
-  std::shared_ptr<const MaskEntry> lo_entry = keep_lo ? keep_lo : a->shared_from_this();
+  bool known = false, ok = false;
   {
     std::lock_guard<std::mutex> lock(admit_mu_);
-    if (auto it = sandwich_memo_.find(key); it != sandwich_memo_.end()) return it->second ? lo_entry : nullptr;
+    if (auto it = sandwich_memo_.find(key); it != sandwich_memo_.end()) known = true, ok = it->second;
   }
-  const MaskEntry* b = get(lexer, vocab, hi, &keep_hi);
-  WalkFacts x = facts(*a), y = facts(*b);
-  // Entries made alike (a plain slice at one end, a whole walk at the other) compare as walks.
-  if (x.how != y.how) {
-    if (x.how != 3) x = walked(lexer, vocab, lo);
-    if (y.how != 3) y = walked(lexer, vocab, hi);
+  if (!known) {
+    // (walks that count the nodes they find alive: an entry's own walk counts nothing, and may
+    // take a plain slice where the other end's walks the trie)
+    ok = alike(lexer, vocab, walked(lexer, vocab, lo), walked(lexer, vocab, hi));
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    sandwich_memo_.emplace(key, ok);
   }
-  const bool ok = alike(lexer, vocab, x, y);
-  std::lock_guard<std::mutex> lock(admit_mu_);
-  sandwich_memo_.emplace(key, ok);
-  return ok ? lo_entry : nullptr;
-}
-
-MaskCache::WalkFacts MaskCache::facts(const MaskEntry& e) {
-  WalkFacts f{e.shared->how, e.shared->alive, e.shared->inner, {}};
-  f.bounds.reserve(e.boundaries.size());
-  for (const Boundary& bd : e.boundaries) f.bounds.emplace_back(bd.node, bd.lexer_state);
-  std::sort(f.bounds.begin(), f.bounds.end());
-  return f;
+  if (!ok) return nullptr;
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* a = get(lexer, vocab, lo, &keep);
+  return keep ? keep : a->shared_from_this();
 }
 
 MaskCache::WalkFacts MaskCache::walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const {
-  WalkFacts f{3, 0, std::vector<uint32_t>(token_bits::words_for(vocab.vocab_size()), 0), {}};
+  WalkFacts f{0, std::vector<uint32_t>(token_bits::words_for(vocab.vocab_size()), 0), {}};
   std::vector<Boundary> bounds;
-  f.alive = inner_walk(lexer, vocab.trie(), 0, state, f.inner, bounds);
+  f.alive = walk_from<false, true>(lexer, vocab.trie(), 0, state, f.inner, bounds, 0);
   for (const Boundary& bd : bounds) f.bounds.emplace_back(bd.node, bd.lexer_state);
   std::sort(f.bounds.begin(), f.bounds.end());
   return f;
 }
 
 bool MaskCache::alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y) {
-  if (x.how != y.how || x.how == 0 || x.alive != y.alive || x.bounds.size() != y.bounds.size() || x.inner != y.inner)
+  if (x.alive != y.alive || x.bounds.size() != y.bounds.size() || x.inner != y.inner)
     return false;
   auto same = [&](uint32_t s, uint32_t t) {
     if ((s == Lexer::kDead) != (t == Lexer::kDead)) return false;

@@ -69,12 +69,12 @@ class MaskCache {
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
 
  private:
-  // Returns the trie nodes found alive (descended, or in a sub-trie skipped as all inner).
   // With min_depth, only the sub-tries holding a token of that many bytes or more are walked, and
   // only the boundaries at that depth or deeper kept (inner bits are set for shorter tokens too).
-  uint64_t inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth = 0) const;
-  template <bool kDeepOnly>
+  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
+                  std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth = 0) const;
+  // kCount: returns the trie nodes found alive (descended, or in a sub-trie skipped as all inner).
+  template <bool kDeepOnly, bool kCount>
   uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const;
   std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
@@ -84,16 +84,14 @@ class MaskCache {
   // lo's and hi's entries agree on every trie node; else null.
   std::shared_ptr<const MaskEntry> sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
                                               uint32_t hi) const;
-  // What the sandwich compares of an entry: how it was made, its alive nodes, inner tokens and
+  // What the sandwich compares of a whole walk: the nodes it found alive, inner tokens and
   // boundaries (node, lexer state) by node.
   struct WalkFacts {
-    uint8_t how;
     uint64_t alive;
     std::vector<uint32_t> inner;
     std::vector<std::pair<uint32_t, uint32_t>> bounds;
   };
-  static WalkFacts facts(const MaskEntry& e);
-  WalkFacts walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;  // a whole walk
+  WalkFacts walked(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   static bool alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y);
   static void order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries);
   static std::shared_ptr<MaskEntry> finish(const Lexer& lexer, const Vocabulary& vocab, std::shared_ptr<MaskEntry> e,

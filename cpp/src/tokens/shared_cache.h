@@ -22,11 +22,6 @@ struct SharedMaskEntry {
   std::vector<uint32_t> inner;           // bitmask words over the vocabulary
   std::vector<uint32_t> boundary_nodes;  // trie nodes whose sub-tries the parser must judge
   std::vector<uint32_t> boundary_parents;  // and their parents
-  // How the entry was made (1: a bounded plain slice, 2: the plain slice, 3: a whole walk) and the
-  // trie nodes its walk found alive: two entries of states one inside the other that agree on
-  // these agree on every node (MaskCache's sandwich).
-  uint64_t alive = 0;
-  uint8_t how = 0;
   size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 8 + 64; }
   mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory limit's clock
 };
