@@ -504,8 +504,11 @@ ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth) {
 }
 
 // An upper bound on the bytes that complete any word's prefix in e (the shortest completion of
-// any derivative); kUnbounded where complements or intersections make it unknown.
-uint64_t ExprStore::completion_bound(ExprId e) const {
+// any derivative); kUnbounded where complements or intersections make it unknown. A prefix inside
+// a concatenation's first part is finished there and followed by the second's shortest word; one
+// inside a repetition's item by the shortest items still required (least_bytes is exact where no
+// intersection or complement is, and where one is, the bound is kUnbounded anyway).
+uint64_t ExprStore::completion_bound(ExprId e) {
   std::unordered_map<ExprId, uint64_t> memo;
   std::function<uint64_t(ExprId, int)> go = [&](ExprId x, int depth) -> uint64_t {
     if (depth > 2000) return kUnbounded;
@@ -520,15 +523,18 @@ uint64_t ExprStore::completion_bound(ExprId e) const {
       case ExprKind::Bytes:
         r = 1;
         break;
-      case ExprKind::Concat:
-        r = std::min<uint64_t>(kUnbounded, go(n.a, depth + 1) + go(n.b, depth + 1));
+      case ExprKind::Concat: {
+        const uint64_t a = go(n.a, depth + 1), b = go(n.b, depth + 1);
+        r = std::min<uint64_t>(kUnbounded, std::max(a + least_bytes(n.b, 0), b));
         break;
+      }
       case ExprKind::Or:
         r = 0;
         for (uint32_t i = 0; i < n.args_len; ++i) r = std::max(r, go(args_[n.args_begin + i], depth + 1));
         break;
-      case ExprKind::Repeat:  // the item in progress, then the items still required
-        r = std::min<uint64_t>(kUnbounded, go(n.a, depth + 1) * std::max<uint64_t>(n.min, 1));
+      case ExprKind::Repeat:  // the item in progress, then the shortest items still required
+        r = std::min<uint64_t>(kUnbounded,
+                               go(n.a, depth + 1) + uint64_t(std::max<uint32_t>(n.min, 1) - 1) * least_bytes(n.a, 0));
         break;
       default:  // And, Not, Number
         break;

@@ -70,6 +70,10 @@ class ExprStore {
   // recount(e, c, true): what holds alike at both ends holds at e (MaskCache's sandwich).
   // kNothing under a complement, which turns that order around.
   ExprId recount(ExprId e, uint32_t clamp, bool lift);
+  // An upper bound on the bytes that complete any prefix of a word of e (the shortest
+  // completion of any derivative): relax_bounds lifts a bound beside an intersection only where
+  // this fits; kUnbounded under an intersection or a complement.
+  uint64_t completion_bound(ExprId e);
   // The largest finite upper bound of a repetition of an item of one byte or less (a count of
   // characters, which moves at every byte); 0 when none.
   uint32_t char_count_bound(ExprId e);
@@ -102,7 +106,6 @@ class ExprStore {
   ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
   uint32_t least_bytes(ExprId e, int depth);
-  uint64_t completion_bound(ExprId e) const;
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;

@@ -284,17 +284,17 @@ std::shared_ptr<MaskEntry> MaskCache::finish(const Lexer& lexer, const Vocabular
 // than `limit` bytes (Lexer::relaxed_state), and that relaxed state is one for all of a long
 // string's counts: its entry serves the tokens shorter than `limit` (their bits, the boundaries
 // above that depth), and only the sub-tries that hold a longer token are walked from `state`.
-// Null where no limit of 32 or more can be lifted, or the state's bounds are all past every token.
+// Null where no limit of 16 or more can be lifted, or the state's bounds are all past every token.
 std::shared_ptr<const MaskEntry> MaskCache::partly_relaxed(const Lexer& lexer, const Vocabulary& vocab,
                                                            uint32_t state) const {
   const TokenTrie& trie = vocab.trie();
   const uint32_t horizon = static_cast<uint32_t>(trie.max_depth()) + 1;
-  if (lexer.char_count_bound(state) < 32) return nullptr;  // (memoized per expression: a few new nodes a state)
+  if (lexer.char_count_bound(state) < 24) return nullptr;  // (memoized per expression: a few new nodes a state)
   const uint32_t full = lexer.relaxed_state(state, horizon);
   if (full != Lexer::kDead && full != state) return nullptr;  // compute's borrow serves every token
   // (Only long counts: a relaxed state of its own for a short one, `[a-z]{2,10}`, costs more than
   // the walk it would save.)
-  for (uint32_t limit : {64u, 32u}) {
+  for (uint32_t limit : {64u, 32u, 16u}) {
     if (limit >= horizon) continue;
     const uint32_t relaxed = lexer.relaxed_state(state, limit);
     if (relaxed == Lexer::kDead || relaxed == state) continue;

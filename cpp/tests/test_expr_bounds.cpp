@@ -1,8 +1,11 @@
-// regex/expr.h: ExprStore::recount lowers (lo) or lifts (hi) the upper bounds of counts whose item
-// takes two bytes or more, and the mask cache's sandwich stands on lo ⊆ e ⊆ hi: on random
-// expressions over a three-letter alphabet (counts of words and of letters, alternatives,
-// intersections), every string up to 9 bytes in lo is in e and every one in e is in hi; counts
-// of single letters are left as they are; a complement is refused.
+// regex/expr.h: the bounds read off an expression's structure. ExprStore::recount lowers (lo) or
+// lifts (hi) the upper bounds of counts whose item takes two bytes or more, and the mask cache's
+// sandwich stands on lo ⊆ e ⊆ hi: on random expressions over a three-letter alphabet (counts of
+// words and of letters, alternatives, intersections), every string up to 9 bytes in lo is in e and
+// every one in e is in hi; counts of single letters are left as they are; a complement is refused.
+// ExprStore::completion_bound (what relax_bounds lifts a length beside a pattern by) holds for
+// every prefix up to 7 bytes, by a search over derivatives, and is reached.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,4 +90,59 @@ TEST_CASE(recount_leaves_letter_counts_and_refuses_a_complement) {
   CHECK_EQ(st.recount(words, 4, true), st.repeat(st.literal("ab "), 0, stencil::kUnbounded));
   CHECK_EQ(st.recount(st.repeat(st.literal("ab "), 6, 40), 4, false), st.repeat(st.literal("ab "), 6, 6));
   CHECK_EQ(st.recount(st.negate(words), 4, true), ExprStore::kNothing);
+}
+
+// The fewest bytes that complete `prefix` to a word of e (a breadth-first search over
+// derivatives, up to `limit` bytes); limit + 1 when none is found.
+static uint32_t shortest_completion(ExprStore& st, stencil::Deriver& d, ExprId e, uint32_t limit) {
+  std::vector<ExprId> level{e};
+  for (uint32_t n = 0; n <= limit; ++n) {
+    std::vector<ExprId> next;
+    for (ExprId x : level) {
+      if (st.nullable(x)) return n;
+      for (char c : std::string("ab ")) {
+        const ExprId y = d.derive(x, static_cast<uint8_t>(c));
+        if (y != ExprStore::kNothing && !d.is_empty(y)) next.push_back(y);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level.swap(next);
+  }
+  return limit + 1;
+}
+
+TEST_CASE(completion_bound_holds_for_every_prefix_of_random_expressions) {
+  stencil_test::Rng r{0xB0DD5EEDull};
+  size_t tight = 0, checked = 0;
+  for (int round = 0; round < 200; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    ExprId e = random_expr(st, r, 1 + static_cast<int>(r.below(3)));
+    if (st.node(e).boolean) e = st.concat(st.repeat(st.alt({st.byte('a'), st.byte('b')}), 1, 4), st.byte(' '));
+    if (e == ExprStore::kNothing) continue;
+    const uint64_t bound = st.completion_bound(e);
+    REQUIRE(bound < 1000);
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e) + " bound " + std::to_string(bound);
+    // every prefix of up to 7 bytes that some word extends
+    std::vector<std::pair<std::string, ExprId>> level{{"", e}};
+    uint64_t worst = 0;
+    for (int len = 0; len <= 7 && !level.empty(); ++len) {
+      std::vector<std::pair<std::string, ExprId>> next;
+      for (const auto& [w, x] : level) {
+        const uint32_t need = shortest_completion(st, d, x, static_cast<uint32_t>(bound) + 1);
+        ++checked;
+        worst = std::max<uint64_t>(worst, need);
+        CHECK_MSG(need <= bound, at + ": '" + w + "' needs " + std::to_string(need));
+        for (char c : std::string("ab ")) {
+          const ExprId y = d.derive(x, static_cast<uint8_t>(c));
+          if (y != ExprStore::kNothing && !d.is_empty(y)) next.emplace_back(w + c, y);
+        }
+      }
+      level.swap(next);
+    }
+    tight += worst == bound;
+  }
+  CHECK(checked > 10000);
+  CHECK(tight > 20);  // the bound is reached, not only held
 }
