@@ -81,23 +81,25 @@ ExprId ExprStore::intern(ExprNode n, const std::vector<ExprId>* args) {
     args_.insert(args_.end(), a, a + na);
   }
   ExprId id = static_cast<ExprId>(nodes_.size());
+  uint32_t bound = 0;
   switch (n.kind) {
     case ExprKind::Concat:
-      n.max_bound = std::max(nodes_[n.a].max_bound, nodes_[n.b].max_bound);
+      bound = std::max(nodes_[n.a].max_bound, nodes_[n.b].max_bound);
       break;
     case ExprKind::Or:
     case ExprKind::And:
-      for (size_t i = 0; i < na; ++i) n.max_bound = std::max(n.max_bound, nodes_[a[i]].max_bound);
+      for (size_t i = 0; i < na; ++i) bound = std::max<uint32_t>(bound, nodes_[a[i]].max_bound);
       break;
     case ExprKind::Not:
-      n.max_bound = nodes_[n.a].max_bound;
+      bound = nodes_[n.a].max_bound;
       break;
     case ExprKind::Repeat:
-      n.max_bound = std::max(nodes_[n.a].max_bound, n.max == kUnbounded ? 0u : n.max);
+      bound = std::max<uint32_t>(nodes_[n.a].max_bound, n.max == kUnbounded ? 0u : n.max);
       break;
     default:
       break;
   }
+  n.max_bound = static_cast<uint16_t>(std::min<uint32_t>(bound, 0xFFFF));
   nodes_.push_back(n);
   table_[h] = id + 1;
   ++table_used_;

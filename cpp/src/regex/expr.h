@@ -22,18 +22,20 @@ constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
 
 struct ExprNode {
   ExprKind kind;
-  bool nullable;
-  bool boolean;  // contains And/Not: emptiness is no longer structural
+  bool nullable : 1;
+  bool boolean : 1;  // contains And/Not: emptiness is no longer structural
   // relax_bounds leaves it as it is, whatever the limit: no complement, no repetition bounded
   // above one, none of an item that may be empty (literals, keys, free strings)
-  bool no_bounds = false;
+  bool no_bounds : 1;
+  // The largest finite upper bound of a repetition inside (0: none; 65535: that or more), set as
+  // the node is made: the tests for counts worth lifting or lowering skip most states at once.
+  // (Packed beside the flags: a node stays 28 bytes, and large grammars hold millions.)
+  uint16_t max_bound;
   uint32_t a = 0, b = 0;  // Concat: a, b; Repeat: a = item; Bytes: a = byteset index; Not: a
   uint32_t min = 0, max = 0;  // Repeat bounds
   uint32_t args_begin = 0, args_len = 0;  // Or/And children in args_
-  // The largest finite upper bound of a repetition inside (0: none), set as the node is made:
-  // the tests for counts worth lifting or lowering skip most states at once.
-  uint32_t max_bound = 0;
 };
+static_assert(sizeof(ExprNode) == 28, "ExprNode grew: large grammars hold millions of them");
 
 class ExprStore {
  public:
