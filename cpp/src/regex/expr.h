@@ -107,18 +107,22 @@ class ExprStore {
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
   ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
+  // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
+  // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).
   uint32_t least_bytes(ExprId e, int depth);
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
   void grow_table();
 
-  // recount's answers by (expression, clamp, lift) and least_bytes' by expression: the states of
-  // one lexeme share most of their sub-expressions, so each new state costs only its new nodes.
+  uint32_t char_count_bound(ExprId e, int depth);
+
+  // recount's answers by (expression, clamp, lift), least_bytes' and char_count_bound's by
+  // expression: the states of one lexeme share most of their sub-expressions, so each new state
+  // costs only its new nodes.
   std::unordered_map<uint64_t, ExprId> recount_memo_;
   std::unordered_map<ExprId, uint32_t> least_memo_;
   std::unordered_map<ExprId, uint32_t> char_count_memo_;
-  uint32_t char_count_bound(ExprId e, int depth);
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;

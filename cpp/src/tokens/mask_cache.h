@@ -80,8 +80,8 @@ class MaskCache {
   std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   // Bitmask words of the tokens of at least `bytes` bytes, made once per length.
   const std::vector<uint32_t>& tokens_of_at_least(const Vocabulary& vocab, uint32_t bytes) const;
-  // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich): when
-  // lo's and hi's entries agree on every trie node; else null.
+  // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich):
+  // when whole walks from lo and from hi agree on every trie node (alike); else null.
   std::shared_ptr<const MaskEntry> sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
                                               uint32_t hi) const;
   // What the sandwich compares of a whole walk: the nodes it found alive, inner tokens and
