@@ -401,7 +401,7 @@ class _Builder:
                 rule = build_json_schema(view, schema, checked=self.checked, **opts)
             else:
                 rule = build_xml_parameters(self.ns(), schema, any_order=opts.get("property_order") == "any",
-                                            json_options=opts)
+                                            json_options=opts, checked=self.checked)
         except GrammarError as e:
             raise self.err(f"{path}.json_schema", str(e)) from None
         if key is not None:

@@ -45,8 +45,11 @@ _NAME = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9")), (ord(
          (ord("-"), ord("-")), (ord("."), ord("."))]
 
 
-def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None) -> Symbol:
-    """Add the rule for the parameters of an object ``schema`` to builder ``b`` and return it."""
+def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Optional[dict] = None,
+                         checked: bool = False) -> Symbol:
+    """Add the rule for the parameters of an object ``schema`` to builder ``b`` and return it.
+    ``checked``: ``schema`` lies in a document the caller passed through ``check_document`` (as
+    ``build_json_schema`` takes it), so its parameters' schemas are not walked again."""
     if schema is True or schema == {}:
         schema = {"type": "object"}
     if not isinstance(schema, dict):
@@ -66,7 +69,8 @@ def build_xml_parameters(b, schema, *, any_order: bool = False, json_options: Op
     shared = getattr(b, "shared", None)
     shared = {} if shared is None else shared   # (the parameters' views share their encodings)
     for i, (key, sub) in enumerate(props.items()):
-        value = _value(Namespaced(b, f"p{i}/", shared), sub, defs, f"/properties/{key}", json_options or {}, ws)
+        value = _value(Namespaced(b, f"p{i}/", shared), sub, defs, f"/properties/{key}", json_options or {}, ws,
+                       checked)
         params.append((key, b.seq([b.literal(f"{_OPEN}{key}>"), value, ws])))
     extra = None
     if schema.get("additionalProperties", True) is not False:
@@ -188,7 +192,7 @@ def _types(sub) -> set:
     return {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
 
 
-def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> Symbol:
+def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws, checked: bool) -> Symbol:
     if sub is True or sub == {}:
         return _raw_text(b, "xml-value")
     if not isinstance(sub, dict):
@@ -210,7 +214,7 @@ def _value(b, sub, defs: dict, pointer: str, json_options: dict, ws) -> Symbol:
     json_sub = {**sub, **defs} if defs else sub
     # (a value that may be a string holds no </parameter>: see _json_only)
     view = b if _json_only(sub, defs) else Excluding(b, [_CLOSE], f"qwen_xml: {pointer}")
-    value = build_json_schema(view, json_sub, **json_options)
+    value = build_json_schema(view, json_sub, checked=checked, **json_options)
     if _types(sub) == {"boolean"} and set(sub) - _ANNOTATIONS == {"type"}:
         rule = b.rule("xml-bool")
         b.add_alternative(rule, [value])
