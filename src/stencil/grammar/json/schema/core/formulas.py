@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 from decimal import Decimal
@@ -261,18 +262,44 @@ def num_spellings(f: Formula, values) -> dict:
 
 def str_eval(f: Formula, s: str) -> bool:
     """Whether the decoded string ``s`` satisfies the formula."""
+    # (the string is scanned for lone surrogates once, not at each atom: the formulas of
+    # additionalProperties are unions of every property name, asked for each name)
+    return _str_eval(f, s, not s.isascii() and _LONE_SURROGATE.search(s) is not None)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: id(Or) -> (the Or, its Const texts, its other items): a union of many names is asked once per
+#: name (quadratic as a scan); the Or is held so that its id stays its own; cleared when full
+_OR_SPLITS: dict[int, tuple] = {}
+
+
+def _or_split(f: Or) -> tuple:
+    hit = _OR_SPLITS.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit
+    if len(_OR_SPLITS) >= 4096:
+        _OR_SPLITS.clear()
+    texts = frozenset(x.text for x in f.items if type(x) is Const)
+    hit = _OR_SPLITS[id(f)] = (f, texts, tuple(x for x in f.items if type(x) is not Const))
+    return hit
+
+
+def _str_eval(f: Formula, s: str, lone: bool) -> bool:
     k = type(f)
     if k is Truth:
         return f == TRUE
     if k is And:
-        return all(str_eval(x, s) for x in f.items)
+        return all(_str_eval(x, s, lone) for x in f.items)
     if k is Or:
-        return any(str_eval(x, s) for x in f.items)
+        if len(f.items) < 8:
+            return any(_str_eval(x, s, lone) for x in f.items)
+        _, texts, others = _or_split(f)  # type: ignore[arg-type]  # (k is Or: see the note at the top)
+        return s in texts or any(_str_eval(x, s, lone) for x in others)
     if k is Not:
-        return not str_eval(f.item, s)
+        return not _str_eval(f.item, s, lone)
     if k is Const:
         return s == f.text
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+    if lone:
         return False  # constrained strings never hold a lone surrogate (see strings.py)
     if k is Length:
         return len(s) >= f.lo and (f.hi is None or len(s) <= f.hi)  # type: ignore[operator]  # Length.lo: int
