@@ -242,6 +242,7 @@ static size_t escape_length(std::string_view raw, size_t i) {
 }
 
 bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed) {
+  decoded.clear();  // (a caller's buffer kept between calls must not carry the last key into this one)
   *closed = false;
   if (raw.empty() || raw[0] != '"') return false;
   size_t i = 1;

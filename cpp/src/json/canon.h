@@ -25,6 +25,7 @@ bool canonical_value(std::string_view text, std::string& out);
 // complete characters, and in *consumed how many bytes of raw they and the quotes took (an
 // escape not complete yet, or a high surrogate that a low one may still join, is left over);
 // *closed when the closing quote was read. False when raw is not the start of a string.
+// `decoded` is cleared first.
 bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed);
 // The decoded keys of the JSON object in `text`.
 bool object_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);

@@ -96,6 +96,7 @@ void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
     const bool rest = e != ExprStore::kEmpty || finite_states;
     st.key_finite |= rest && finite_language(e);
     st.key_closed |= closed_member_key && !finite_states;
+    st.key_end_checked |= e == ExprStore::kEmpty && key == LexemeSpec::kKeyEnd;
     st.key_may_finite |= may_become_finite(e);
   }
 }

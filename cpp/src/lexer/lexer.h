@@ -38,9 +38,13 @@ struct LexState {
   // Only there does the parser ask EarleyParser::exhausted_only. key_closed: a key of any
   // string checked after its member just closed here (a repeat is then a dead end; the parser
   // asks EarleyParser::closes_written_key per token, which keeps the mask's shared runs).
+  // key_end_checked: a key of any string whose checks (unique_key, not_in) run as it ends just
+  // closed here (LexemeSpec::kKeyEnd): a mask walk's run of tokens closing it shares one push,
+  // each token's key looked up in the sets of names those checks read.
   bool key_finite = false;
   bool key_may_finite = false;
   bool key_closed = false;
+  bool key_end_checked = false;
 };
 
 class Lexer {

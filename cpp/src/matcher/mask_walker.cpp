@@ -333,8 +333,10 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
   // A key of any string closing as a repeat is judged per token below (its bytes differ).
   const uint32_t closing = ps_->lexer().next(bd.lexer_state, byte);
-  const bool key_closing = closing != Lexer::kDead && ps_->lexer().state(closing).key_closed;
-  bool keys = key_closing;
+  const LexState* closed = closing != Lexer::kDead ? &ps_->lexer().state(closing) : nullptr;
+  // (keys checked as they end share the push as keys checked after their member do: by key sets)
+  const bool key_closing = closed && (closed->key_closed || closed->key_end_checked);
+  bool keys = closed && closed->key_closed;
   // A key begun before the token that no forbidden key begins like: no token of the run repeats
   // one, and nothing is read (the mask stays fit for the memo; a rollback forgets it).
   if (keys && !top.fresh)

@@ -382,7 +382,7 @@ bool MaskCache::alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFac
     const LexState &u = lexer.state(s), &v = lexer.state(t);
     return u.accepting == v.accepting && u.live == v.live && u.end_now == v.end_now && !u.any_ignore_only &&
            !v.any_ignore_only && u.key_finite == v.key_finite && u.key_may_finite == v.key_may_finite &&
-           u.key_closed == v.key_closed;
+           u.key_closed == v.key_closed && u.key_end_checked == v.key_end_checked;
   };
   for (size_t i = 0; i < x.bounds.size(); ++i) {
     const auto [node, s] = x.bounds[i];
