@@ -13,7 +13,7 @@ token (what the cost memos hold must not decide it). Counted::
   tokens left: the generation would run past its budget (the budget then keeps the cheapest);
 - over: sampled kept tokens whose cost after exceeds the tokens left after them.
 
-A consistent bound gives neither; the completion checks the cost does not model (cost/README.md)
+The walk is ``tests.support.tight_walks``'s. A consistent bound gives neither; the completion checks the cost does not model (cost/README.md)
 give both. Schemas whose bound is above 400 tokens, or that do not compile, are skipped.
 """
 from __future__ import annotations
@@ -25,36 +25,10 @@ import os
 import random
 import time
 
-import numpy as np
-
 import stencil
 from benchmarks.maskbench.data import list_files
+from tests.support.tight_walks import tight_walk
 from tests.support.tokenizers import load_tokenizer
-
-
-def walk(m, k, bm, eos, vocab, rng, sample=24):
-    """One walk under a budget of k: ("cornered" | "done", over-budget tokens sampled)."""
-    over = 0
-    for used in range(k + 1):
-        left = k - used
-        m.fill_next_token_bitmask(bm, 0, remaining_tokens=left)
-        bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:vocab]
-        ids = [t for t in np.nonzero(bits)[0].tolist() if t not in eos]
-        if m.is_accepting() and (not ids or rng.random() < 0.15 or left == 0):
-            return "done", over
-        if not ids:
-            return "cornered", over
-        tight = []
-        for t in rng.sample(ids, min(sample, len(ids))):
-            f = m.fork()
-            f.accept_token(t)
-            c = f.min_completion_tokens()
-            if c is None or c > left - 1:
-                over += 1
-            elif c == left - 1:
-                tight.append(t)
-        m.accept_token(rng.choice(tight) if tight and rng.random() < 0.8 else rng.choice(ids))
-    return "cornered", over
 
 
 def main(argv=None) -> None:
@@ -91,7 +65,7 @@ def main(argv=None) -> None:
             continue
         counts["schemas"] += 1
         for w in range(args.walks):
-            end, over = walk(stencil.Matcher(g), k0 + (0, 1, 3)[w % 3], bm, eos, info.vocab_size, rng)
+            end, over, _, _ = tight_walk(stencil.Matcher(g), k0 + (0, 1, 3)[w % 3], bm, eos, rng, info.vocab_size)
             counts["walks"] += 1
             counts["over"] += over
             overs[os.path.basename(path)] += over

@@ -18,12 +18,12 @@ import os
 import random
 import sys
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import stencil  # noqa: E402
+from tests.support.tight_walks import tight_walk  # noqa: E402
 
 SCHEMAS = {
     # a character the pattern needs (@) amid a count up to 200: each length a lexer state of its
@@ -53,33 +53,6 @@ SCHEMAS = {
 }
 
 
-def allowed(m: stencil.Matcher, bm: np.ndarray, k: int) -> list[int]:
-    m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
-    return np.nonzero(np.unpackbits(bm[0].view(np.uint8), bitorder="little"))[0].tolist()
-
-
-def tight_walk(m: stencil.Matcher, k: int, bm: np.ndarray, eos: set, rng: random.Random, vocab: int) -> list[int]:
-    """One walk under a budget of k from m; the tokens it took. Asserts the three properties."""
-    taken: list[int] = []
-    for used in range(k + 1):
-        left = k - used
-        ids = [t for t in allowed(m, bm, left) if t < vocab and t not in eos]
-        if m.is_accepting() and (not ids or rng.random() < 0.2):
-            return taken
-        assert ids, f"no token fits {left} tokens left after {used}: {m.debug_state()}"
-        tight = []
-        for t in rng.sample(ids, min(12, len(ids))):
-            f = m.fork()
-            assert f.accept_token(t)
-            c = f.min_completion_tokens()
-            assert c is not None and c <= left - 1, (t, c, left, m.debug_state())
-            if c == left - 1:
-                tight.append(t)
-        taken.append(rng.choice(tight) if tight and rng.random() < 0.85 else rng.choice(ids))
-        assert m.accept_token(taken[-1])
-    raise AssertionError(f"the budget of {k} ran out before the output was complete: {m.debug_state()}")
-
-
 @pytest.mark.parametrize("order", ["definition", "any"])
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_tight_walks_end_within_the_budget(name, order):
@@ -93,6 +66,8 @@ def test_tight_walks_end_within_the_budget(name, order):
     for walk in range(6):
         m = stencil.Matcher(g, max_rollback=-1)
         k = m.min_completion_tokens() + walk % 3
-        text = tok.decode_bytes(tight_walk(m, k, bm, eos, rng, tok.vocab_size))
+        walk = tight_walk(m, k, bm, eos, rng, tok.vocab_size, sample=12, tight=0.85, stop=0.2)
+        assert walk.end == "done" and walk.over == 0, walk.first
+        text = tok.decode_bytes(walk.taken)
         jsonschema.validate(json.loads(text), SCHEMAS[name])
 
