@@ -70,14 +70,12 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   ps.trim_rows();
   const Frame& f = ps.frames().back();
   RowCosts& fc = cost(epoch);  // (its tables' own searches are limited apart)
-  work_left_ = kCallWork;
-  gave_up_ = false;
+  allow_work(kCallWork);
   uint32_t c = cost::kInf;
   if (!within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); })) {
     // Out of work: the bound the masks fall back to (restrict), a real path as well, so that a
     // token a mask keeps on it is one that accept_token within the same budget takes.
-    gave_up_ = false;
-    work_left_ = kCoarseWork;
+    allow_work(kCoarseWork);
     c = cost::kInf;
     within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh, RowCosts::Search::kBytes); });
   }
@@ -219,8 +217,7 @@ uint32_t TokenBudget::consumed(ParseState& ps) const {
 MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
   ps.trim_rows();
   cost(epoch);  // a new epoch drops the memo
-  work_left_ = kCallWork;
-  gave_up_ = false;
+  allow_work(kCallWork);
   left_ = left_of(remaining);
   // The costs hold while the state does and the walk would reach the same tokens past the
   // lexeme's end: where it replays its mask (no check read the text), or, for the whole-trie
@@ -272,8 +269,7 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
   // restrict_walked does). Sound but coarser: a token that only a longer search would prove
   // cheap enough may go.
-  gave_up_ = false;
-  work_left_ = kCoarseWork;
+  allow_work(kCoarseWork);
   search_ = RowCosts::Search::kBytes;
   inner_.reset();
   const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });

@@ -62,6 +62,11 @@ class TokenBudget : private MaskWalker::CostSink {
   // and ps (when given) is back as it was.
   template <class F>
   bool within_work(ParseState* ps, F&& f);
+  // A fresh allowance of derivative work for what this call does next (within_work).
+  void allow_work(uint64_t units) {
+    work_left_ = units;
+    gave_up_ = false;
+  }
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
   static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
