@@ -269,18 +269,24 @@ def str_eval(f: Formula, s: str) -> bool:
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: id(Or) -> (the Or, its Const texts, its other items): a union of many names is asked once per
-#: name (quadratic as a scan); the Or is held so that its id stays its own; cleared when full
+#: name (quadratic as a scan); the Or is held so that its id stays its own. Cleared when it holds
+#: more than _OR_ITEMS items in all (the unions of a long-running server's schemas stay bounded).
 _OR_SPLITS: dict[int, tuple] = {}
+_OR_ITEMS = 1 << 18
+_or_held = 0
 
 
 def _or_split(f: Or) -> tuple:
+    global _or_held
     hit = _OR_SPLITS.get(id(f))
     if hit is not None and hit[0] is f:
         return hit
-    if len(_OR_SPLITS) >= 4096:
+    if _or_held + len(f.items) > _OR_ITEMS:
         _OR_SPLITS.clear()
+        _or_held = 0
     texts = frozenset(x.text for x in f.items if type(x) is Const)
     hit = _OR_SPLITS[id(f)] = (f, texts, tuple(x for x in f.items if type(x) is not Const))
+    _or_held += len(f.items)
     return hit
 
 
