@@ -20,6 +20,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 import stencil
+from stencil.kernels.numpy import bitmask_to_bool
 
 
 class TightWalk(NamedTuple):
@@ -36,8 +37,7 @@ class TightWalk(NamedTuple):
 def kept_tokens(m: stencil.Matcher, bm: np.ndarray, left: int, vocab: int, eos: set) -> list[int]:
     """The tokens but end of sequence that the mask under ``left`` tokens left keeps."""
     m.fill_next_token_bitmask(bm, 0, remaining_tokens=left)
-    bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:vocab]
-    return [t for t in np.nonzero(bits)[0].tolist() if t not in eos]
+    return [t for t in np.flatnonzero(bitmask_to_bool(bm[0], vocab)).tolist() if t not in eos]
 
 
 def tight_walk(m: stencil.Matcher, k: int, bm: np.ndarray, eos: set, rng: random.Random, vocab: int,
