@@ -4,7 +4,9 @@
 // words and of letters, alternatives, intersections), every string up to 9 bytes in lo is in e and
 // every one in e is in hi; counts of single letters are left as they are; a complement is refused.
 // ExprStore::completion_bound (what relax_bounds lifts a length beside a pattern by) holds for
-// every prefix up to 7 bytes, by a search over derivatives, and is reached.
+// every prefix up to 7 bytes, by a search over derivatives, and is reached. ExprStore::lift_bounds
+// (the budget's test for a token that ends a lexeme, LexemeSearch::ends_in_one_token) holds e's
+// language past intersections and complements, and refuses to lift under a complement.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -90,6 +92,72 @@ TEST_CASE(recount_leaves_letter_counts_and_refuses_a_complement) {
   CHECK_EQ(st.recount(words, 4, true), st.repeat(st.literal("ab "), 0, stencil::kUnbounded));
   CHECK_EQ(st.recount(st.repeat(st.literal("ab "), 6, 40), 4, false), st.repeat(st.literal("ab "), 6, 6));
   CHECK_EQ(st.recount(st.negate(words), 4, true), ExprStore::kNothing);
+}
+
+namespace {
+
+// random_expr with complements: alone, beside an expression (text that must not hold a word),
+// and followed by one (the text up to a marker).
+ExprId random_with_complements(ExprStore& st, stencil_test::Rng& r, int depth) {
+  switch (r.below(4)) {
+    case 0:
+      return st.negate(random_expr(st, r, depth));
+    case 1:
+      return st.conj({random_expr(st, r, depth), st.negate(random_expr(st, r, depth))});
+    case 2:
+      return st.concat(st.conj({random_expr(st, r, depth), st.negate(random_expr(st, r, depth))}),
+                       random_expr(st, r, 0));
+    default:
+      return random_expr(st, r, depth);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(lift_bounds_holds_the_expression_past_intersections_and_complements) {
+  stencil_test::Rng r{0x11F7B0DDull};
+  std::vector<std::string> strings{""};
+  for (size_t i = 0; i < strings.size() && strings[i].size() < 8; ++i)
+    for (char c : std::string("ab "))
+      strings.push_back(strings[i] + c);
+  size_t lifted = 0, strict = 0, refused = 0;
+  for (int round = 0; round < 400; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    const ExprId e = random_with_complements(st, r, 1 + static_cast<int>(r.below(2)));
+    if (e == ExprStore::kNothing) continue;
+    const uint32_t limit = 1 + r.below(4);
+    const bool lower = r.below(2) == 1;
+    const ExprId f = st.lift_bounds(e, limit, lower);
+    if (f == ExprStore::kNothing) {
+      ++refused;
+      continue;
+    }
+    lifted += f != e;
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e) + " -> " + st.to_string(f);
+    for (const std::string& s : strings) {
+      const bool in_e = matches(st, d, e, s), in_f = matches(st, d, f, s);
+      CHECK_MSG(!in_e || in_f, at + " lifted lacks '" + s + "'");
+      strict += in_e != in_f;
+    }
+  }
+  CHECK(lifted > 50);   // the rounds had bounds to lift
+  CHECK(strict > 50);   // and strings only the lifted expressions hold
+  CHECK(refused > 10);  // complements over counts were refused
+}
+
+TEST_CASE(lift_bounds_lifts_a_count_beside_a_complement) {
+  ExprStore st;
+  const ExprId any = ExprStore::kAnyByte, star = ExprStore::kAnyByteStar;
+  const ExprId marker = st.negate(st.concat({star, st.literal("</p>"), star}));
+  const ExprId text = st.concat(st.conj({st.repeat(any, 3, 40), marker}), st.literal("</p>"));
+  CHECK_EQ(st.relax_bounds(text, 16), ExprStore::kNothing);  // (the same on short walks: refused)
+  CHECK_EQ(st.lift_bounds(text, 16, false),
+           st.concat(st.conj({st.repeat(any, 3, stencil::kUnbounded), marker}), st.literal("</p>")));
+  CHECK_EQ(st.lift_bounds(text, 16, true),
+           st.concat(st.conj({st.repeat(any, 0, stencil::kUnbounded), marker}), st.literal("</p>")));
+  CHECK_EQ(st.lift_bounds(text, 41, true), text);  // (no bound that high)
+  CHECK_EQ(st.lift_bounds(st.negate(st.repeat(st.byte('a'), 0, 40)), 16, false), ExprStore::kNothing);
 }
 
 // The fewest bytes that complete `prefix` to a word of e (a breadth-first search over

@@ -57,6 +57,11 @@ CASES = {
                   r'"[abc]{0,7}"', 9),
     "notpat": ({"type": "string", "maxLength": 8, "pattern": "^[ab]*$", "not": {"pattern": "ba"}}, '"abc',
                r'"[ab]{0,8}"', 10),
+    # a count of 16 or more beside a complement (the text a marker closes, as Qwen3-Coder's raw
+    # parameters): no token ends it where none ends it with the count lifted
+    # (LexemeSearch::ends_in_one_token); the valid texts are b*a*
+    "notlong": ({"type": "string", "minLength": 17, "maxLength": 22, "not": {"pattern": "ab"}}, '"ab',
+                r'"b{0,22}a{0,22}"', 24),
     # test_budget.MINMAX and a long minLength: a count in characters alone (the coin problem)
     "minmax": ({"type": "string", "minLength": 7, "maxLength": 9}, '"ab', r'"[ab]{0,9}"', 11),
     "minlen": ({"type": "string", "minLength": 12, "maxLength": 40}, '"a', r'"a{0,40}"', 42),

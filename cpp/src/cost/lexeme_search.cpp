@@ -437,6 +437,19 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
     if (ends_lexeme(u, lexeme)) return true;
   }
   if (successors_.contains(state)) return false;  // the search reads them: none ends it, or it finds it
+  if (const uint32_t* d = to_end_.find(state); d && *d == 1) return true;
+  // A count (a maxLength beside a pattern or the text a marker closes) makes a state per count,
+  // each a walk of the whole trie: where no token ends the lexeme from the state with its counts
+  // lifted, none ends it from this one, whose language it holds. Lifted with their minimums
+  // lowered first (one state for every count), then kept (the counts past a minimum: the
+  // closing quote alone ends a string past its minLength, but not before).
+  if (lexer_.state(state).bounded) {
+    for (bool lower : {true, false}) {
+      const uint32_t lifted = lexer_.lifted_state(state, kRelaxTokens[0], lower);
+      if (lifted == state || lifted == Lexer::kDead) continue;
+      if (!ends_in_one_token(lifted, lexeme, ticker, walked)) return false;
+    }
+  }
   ticker.tick();
   bool ends = false;
   std::vector<uint32_t> out;
@@ -449,7 +462,10 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
       out.push_back(u);
       return ends;
     }, false, walked);
-  if (ends) return true;
+  if (ends) {
+    to_end_.put(state, 1);
+    return true;
+  }
   keep_successors(state, std::move(out));
   return false;
 }

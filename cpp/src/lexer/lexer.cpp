@@ -326,9 +326,10 @@ size_t Lexer::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
   const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
-  const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(sandwiches_) +
-                      heap::nodes(part_chars_) + heap::nodes(finite_) + heap::nodes(may_finite_) + heap::nodes(expr_bytes_) +
-                      heap::nodes(text_heads_) + heap::nodes(covers_plain_);
+  const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(lifted_) +
+                      heap::nodes(sandwiches_) + heap::nodes(part_chars_) + heap::nodes(finite_) +
+                      heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + heap::nodes(text_heads_) +
+                      heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 
@@ -390,18 +391,25 @@ bool Lexer::numbers_only(uint32_t s) const {
   return !p.empty();
 }
 
-uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const {
+uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const { return lift_state(s, limit, 0); }
+
+uint32_t Lexer::lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const {
+  return lift_state(s, std::min(limit, 1u << 30), lower_mins ? 2 : 1);
+}
+
+uint32_t Lexer::lift_state(uint32_t s, uint32_t limit, int mode) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t key = uint64_t(s) << 32 | limit;
-  if (auto it = relaxed_.find(key); it != relaxed_.end()) return it->second;
+  auto& memo = mode > 0 ? lifted_ : relaxed_;
+  const uint64_t key = uint64_t(s) << 32 | limit | (mode == 2 ? 1u << 31 : 0u);
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
   Pairs pairs = state_pairs_[s];
   uint32_t r = pairs.empty() ? kDead : kUnknown;
   for (size_t i = 1; i < pairs.size() && r != kDead; i += 2) {
-    pairs[i] = store_.relax_bounds(pairs[i], limit);
+    pairs[i] = mode > 0 ? store_.lift_bounds(pairs[i], limit, mode == 2) : store_.relax_bounds(pairs[i], limit);
     if (pairs[i] == ExprStore::kNothing) r = kDead;
   }
   if (r != kDead) r = intern_state(std::move(pairs));
-  relaxed_.emplace(key, r);
+  memo.emplace(key, r);
   return r;
 }
 

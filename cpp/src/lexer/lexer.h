@@ -111,6 +111,11 @@ class Lexer {
   // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
   uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
+  // s with the same bounds lifted where its language need only hold s's (ExprStore::lift_bounds:
+  // past intersections and complements that relaxed_state refuses; `lower_mins`: their lower
+  // bounds lowered to 0 too): no token ends or stays in its lexeme from s that does not from the
+  // lifted state. kDead where it cannot be lifted.
+  uint32_t lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const;
   // The largest finite bound of a count of characters in an expression of s that holds an
   // intersection (a length beside a pattern; ExprStore::char_count_bound); 0 when none.
   uint32_t char_count_bound(uint32_t s) const;
@@ -184,6 +189,8 @@ class Lexer {
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
   };
   TextHead text_head(uint32_t s) const;  // bounded_text_head, not memoized; mu_ held
+  // relaxed_state (mode 0) and lifted_state (1, and 2 lowering the minimums)
+  uint32_t lift_state(uint32_t s, uint32_t limit, int mode) const;
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
   void note_growth() const;                  // mu_ held
@@ -224,6 +231,7 @@ class Lexer {
   uint32_t max_token_limit_ = 0;
   bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
+  mutable std::unordered_map<uint64_t, uint32_t> lifted_;   // (state, limit, lower_mins) -> lifted_state; mu_
   mutable std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> sandwiches_;  // (state, clamp); mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_

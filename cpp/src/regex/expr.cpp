@@ -320,10 +320,16 @@ ExprId ExprStore::number(const NumberState& s) {
 
 ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
   std::unordered_map<ExprId, ExprId> memo;
-  return relax(e, limit, 0, memo);
+  return relax(e, limit, 0, 0, memo);
 }
 
-ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo) {
+ExprId ExprStore::lift_bounds(ExprId e, uint32_t limit, bool lower_mins) {
+  std::unordered_map<ExprId, ExprId> memo;
+  return relax(e, limit, lower_mins ? 2 : 1, 0, memo);
+}
+
+ExprId ExprStore::relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo) {
+  const bool superset = mode > 0;
   if (depth > 2000) return kNothing;
   if (nodes_[e].no_bounds) return e;
   auto it = memo.find(e);
@@ -337,10 +343,11 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
     case ExprKind::Number:
       break;
     case ExprKind::Not:
-      r = kNothing;
+      // (lifting a bound under it would shrink the language; where none is lifted it is unchanged)
+      r = superset && relax(n.a, limit, mode, depth + 1, memo) == n.a ? e : kNothing;
       break;
     case ExprKind::Concat: {
-      ExprId a = relax(n.a, limit, depth + 1, memo), b = relax(n.b, limit, depth + 1, memo);
+      ExprId a = relax(n.a, limit, mode, depth + 1, memo), b = relax(n.b, limit, mode, depth + 1, memo);
       r = (a == kNothing || b == kNothing) ? kNothing : concat(a, b);
       break;
     }
@@ -350,7 +357,7 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
       int changed = 0;
       for (ExprId& k : kids) {
         const ExprId before = k;
-        k = relax(k, limit, depth + 1, memo);
+        k = relax(k, limit, mode, depth + 1, memo);
         if (k == kNothing) {
           r = kNothing;
           break;
@@ -361,10 +368,11 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
       // on completions its children share, and two relaxed children can share ones the exact
       // children do not ([0-9]{16,} & [0-9]{0,14} is empty; relaxed, it is not). A length beside
       // a pattern or a format (one child relaxed) is relaxed as before.
-      if (n.kind == ExprKind::And && changed > 1) r = kNothing;
+      // (A superset needs neither check: an intersection of larger languages holds the smaller one's.)
+      if (n.kind == ExprKind::And && changed > 1 && !superset) r = kNothing;
       // With one child relaxed, the others must still fit in what its bound leaves after a walk of
       // `limit` bytes: `a{6}|X` & .{0,5} has no word starting with `a`; relaxed, it has.
-      if (n.kind == ExprKind::And && changed == 1 && r != kNothing) {
+      if (n.kind == ExprKind::And && changed == 1 && r != kNothing && !superset) {
         uint64_t need = limit;
         uint64_t bound = kUnbounded;
         for (uint32_t i = 0; i < n.args_len; ++i) {
@@ -380,12 +388,15 @@ ExprId ExprStore::relax(ExprId e, uint32_t limit, int depth, std::unordered_map<
       break;
     }
     case ExprKind::Repeat: {
-      if (nodes_[n.a].nullable) {  // an item that may consume nothing: the byte count bounds nothing
+      // (an item that may consume nothing: the byte count bounds nothing; a superset may lift it)
+      if (nodes_[n.a].nullable && !superset) {
         r = kNothing;
         break;
       }
-      ExprId a = relax(n.a, limit, depth + 1, memo);
-      r = a == kNothing ? kNothing : repeat(a, n.min, n.max != kUnbounded && n.max >= limit ? kUnbounded : n.max);
+      ExprId a = relax(n.a, limit, mode, depth + 1, memo);
+      const bool lifted = n.max != kUnbounded && n.max >= limit;
+      const uint32_t min = mode == 2 && (lifted || n.max == kUnbounded) ? 0 : n.min;
+      r = a == kNothing ? kNothing : repeat(a, min, lifted ? kUnbounded : n.max);
       break;
     }
   }

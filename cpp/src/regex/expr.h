@@ -65,6 +65,12 @@ class ExprStore {
   // when e holds a complement (lifting a bound under it would shrink the language) or nests
   // too deeply.
   ExprId relax_bounds(ExprId e, uint32_t limit);
+  // e with the same bounds lifted, its language only required to hold e's (a search's necessary
+  // condition: nothing e accepts is lost): an intersection lifts any of its children, and a
+  // complement stays where nothing under it is lifted; `lower_mins`: the lower bounds of the
+  // repetitions lifted go to 0 too (one expression for every count). kNothing where a bound
+  // under a complement would be lifted, or e nests too deeply.
+  ExprId lift_bounds(ExprId e, uint32_t limit, bool lower_mins);
 
   // e with the upper bounds past `clamp` of repetitions whose item takes at least two bytes (a
   // count of words or groups, not of characters) lowered to `clamp` (`lift`: made unbounded).
@@ -105,7 +111,8 @@ class ExprStore {
 
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
-  ExprId relax(ExprId e, uint32_t limit, int depth, std::unordered_map<ExprId, ExprId>& memo);
+  // (mode: 0 relax_bounds, 1 lift_bounds, 2 lift_bounds lowering the minimums)
+  ExprId relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
   // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
   // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).
