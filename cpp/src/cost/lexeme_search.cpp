@@ -440,15 +440,13 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
   if (const uint32_t* d = to_end_.find(state); d && *d == 1) return true;
   // A count (a maxLength beside a pattern or the text a marker closes) makes a state per count,
   // each a walk of the whole trie: where no token ends the lexeme from the state with its counts
-  // lifted, none ends it from this one, whose language it holds. Lifted with their minimums
-  // lowered first (one state for every count), then kept (the counts past a minimum: the
-  // closing quote alone ends a string past its minLength, but not before).
+  // lifted and their minimums lowered (one state for every count), none ends it from this one,
+  // whose language it holds. (With the minimums kept, the lifted state would be one per count
+  // below a minimum: a walk as dear as this one's.)
   if (lexer_.state(state).bounded) {
-    for (bool lower : {true, false}) {
-      const uint32_t lifted = lexer_.lifted_state(state, kRelaxTokens[0], lower);
-      if (lifted == state || lifted == Lexer::kDead) continue;
-      if (!ends_in_one_token(lifted, lexeme, ticker, walked)) return false;
-    }
+    const uint32_t lifted = lexer_.lifted_state(state, kRelaxTokens[0], true);
+    if (lifted != state && lifted != Lexer::kDead && !ends_in_one_token(lifted, lexeme, ticker, walked))
+      return false;
   }
   ticker.tick();
   bool ends = false;
