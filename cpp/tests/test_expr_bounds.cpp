@@ -52,14 +52,20 @@ bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s)
   return st.nullable(e);
 }
 
+// Every string over the alphabet "ab " of at most `longest` bytes.
+std::vector<std::string> strings_up_to(size_t longest) {
+  std::vector<std::string> strings{""};
+  for (size_t i = 0; i < strings.size() && strings[i].size() < longest; ++i)
+    for (char c : std::string("ab "))
+      strings.push_back(strings[i] + c);
+  return strings;
+}
+
 }  // namespace
 
 TEST_CASE(recount_sandwiches_an_expression_between_its_counts_lowered_and_lifted) {
   stencil_test::Rng r{0xC0DE5A4Dull};
-  std::vector<std::string> strings{""};
-  for (size_t i = 0; i < strings.size() && strings[i].size() < 9; ++i)
-    for (char c : std::string("ab "))
-      strings.push_back(strings[i] + c);
+  const std::vector<std::string> strings = strings_up_to(9);
   size_t moved = 0, strict = 0;
   for (int round = 0; round < 300; ++round) {
     ExprStore st;
@@ -116,10 +122,7 @@ ExprId random_with_complements(ExprStore& st, stencil_test::Rng& r, int depth) {
 
 TEST_CASE(lift_bounds_holds_the_expression_past_intersections_and_complements) {
   stencil_test::Rng r{0x11F7B0DDull};
-  std::vector<std::string> strings{""};
-  for (size_t i = 0; i < strings.size() && strings[i].size() < 8; ++i)
-    for (char c : std::string("ab "))
-      strings.push_back(strings[i] + c);
+  const std::vector<std::string> strings = strings_up_to(8);
   size_t lifted = 0, strict = 0, refused = 0;
   for (int round = 0; round < 400; ++round) {
     ExprStore st;
