@@ -8,7 +8,9 @@
   budget-aware mask allows: what a model with random weights writes, so every call is the
   grammar's doing), half with ``tool_choice`` auto and half required; each output read back
   through the family's reading (``tool_presets.FAMILIES``): calls that end, arguments valid for
-  their tool (jsonschema), and the same calls read at random cut points (streaming).
+  their tool (jsonschema), and the same calls read at random cut points (streaming); and the
+  time of those budget-aware masks (mean per token; the largest, and the most of any one walk:
+  the first walk over each grammar fills its cost memos cold).
 
     python -m benchmarks.tool_calls --walks 200
     python -m benchmarks.tool_calls --tokenizer qwen --families qwen,qwen-coder --walks 50
@@ -93,6 +95,21 @@ def xgrammar_times(tokenizer, fmt: str, tools, repeats: int):
     return {"cold_ms": statistics.median(cold), "cached_ms": statistics.median(cached)}
 
 
+class _TimedMasks:
+    """A matcher whose budget-aware masks are timed (the walk asks them through it)."""
+
+    def __init__(self, matcher: stencil.Matcher, times: list):
+        self._m, self._times = matcher, times
+
+    def fill_next_token_bitmask(self, *args):
+        t = time.perf_counter()
+        self._m.fill_next_token_bitmask(*args)
+        self._times.append(time.perf_counter() - t)
+
+    def __getattr__(self, name: str):
+        return getattr(self._m, name)
+
+
 def walk_calls(info, fmt: str, tools, walks: int, budget: int, seed: int) -> dict:
     """Random walks under the family's grammar, each read back whole and at cut points."""
     import jsonschema
@@ -101,10 +118,14 @@ def walk_calls(info, fmt: str, tools, walks: int, budget: int, seed: int) -> dic
     grammars = {c: compile_tools(compiler, fmt, tools, c) for c in ("auto", "required")}
     rng = random.Random(seed)
     out = {"outputs": 0, "ended": 0, "calls": 0, "parsed": 0, "valid": 0, "streamed_equal": 0, "required_without": 0}
+    times: list = []
+    walk_ms = []
     for k in range(walks):
         choice = "required" if k % 2 else "auto"
         m = stencil.Matcher(grammars[choice])
-        text = info.decode_bytes(random_walk(m, info, rng, budget)).decode("utf-8", "replace")
+        before = len(times)
+        text = info.decode_bytes(random_walk(_TimedMasks(m, times), info, rng, budget)).decode("utf-8", "replace")
+        walk_ms.append(1e3 * sum(times[before:]))
         out["outputs"] += 1
         out["ended"] += m.is_accepting()
         whole = CallReader(call_syntax(fmt), tools)
@@ -130,6 +151,8 @@ def walk_calls(info, fmt: str, tools, walks: int, budget: int, seed: int) -> dic
                 pass
         out["streamed_equal"] += [(c["name"], c["arguments"]) for c in cut.calls] == \
             [(c["name"], c["arguments"]) for c in whole.calls]
+    out["mask_ms"] = {"mean": 1e3 * statistics.fmean(times) if times else 0.0, "max": 1e3 * max(times, default=0.0),
+                      "walk_max": max(walk_ms, default=0.0), "masks": len(times)}
     return out
 
 
@@ -174,13 +197,16 @@ def main(argv=None) -> int:
             x_cells = ("- | -" if xg is None else f"error: {xg['error']} |" if "error" in xg
                        else f"{xg['cold_ms']:.1f} | {xg['cached_ms']:.3f}")
             print(f"| {fmt} | {n} | {s_cells} | {x_cells} |", flush=True)
-    print("\n| family | walks | ended accepting | calls | parsed | valid | streamed = whole | required without a call |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| family | walks | ended accepting | calls | parsed | valid | streamed = whole | required without a call "
+          "| budget mask ms: mean / max / most in a walk |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for fmt in families:
         w = walk_calls(info, fmt, tool_set(args.walk_tools, args.seed + 1), args.walks, args.budget, args.seed)
         results["families"][fmt]["walks"] = w
+        ms = w["mask_ms"]
         print(f"| {fmt} | {w['outputs']} | {w['ended']} | {w['calls']} | {w['parsed']} | {w['valid']} | "
-              f"{w['streamed_equal']} | {w['required_without']} |", flush=True)
+              f"{w['streamed_equal']} | {w['required_without']} | {ms['mean']:.3f} / {ms['max']:.1f} / "
+              f"{ms['walk_max']:.0f} |", flush=True)
     if args.output:
         with open(args.output, "w") as f:
             json.dump(results, f, indent=1)
