@@ -13,8 +13,8 @@ token (what the cost memos hold must not decide it). Counted::
   tokens left: the generation would run past its budget (the budget then keeps the cheapest);
 - over: sampled kept tokens whose cost after exceeds the tokens left after them.
 
-The walk is ``tests.support.tight_walks``'s. A consistent bound gives neither; the completion checks the cost does not model (cost/README.md)
-give both. Schemas whose bound is above 400 tokens, or that do not compile, are skipped.
+The walk is ``tests.support.tight_walks``'s. A consistent bound gives neither; the completion
+checks the cost does not model (cost/README.md) give both. Schemas whose bound is above 400 tokens, or that do not compile, are skipped.
 """
 from __future__ import annotations
 

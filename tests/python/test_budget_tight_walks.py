@@ -63,9 +63,9 @@ def test_tight_walks_end_within_the_budget(name, order):
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     eos = set(tok.eos_token_ids)
     rng = random.Random(name)
-    for walk in range(6):
+    for w in range(6):
         m = stencil.Matcher(g, max_rollback=-1)
-        k = m.min_completion_tokens() + walk % 3
+        k = m.min_completion_tokens() + w % 3
         walk = tight_walk(m, k, bm, eos, rng, tok.vocab_size, sample=12, tight=0.85, stop=0.2)
         assert walk.end == "done" and walk.over == 0, walk.first
         text = tok.decode_bytes(walk.taken)

@@ -114,6 +114,11 @@ def check_calls(tally: Tally, calls, plan: dict) -> list:
     return out
 
 
+def _calls_of(message) -> list[dict]:
+    """An openai chat message's tool calls as dicts (id, name, arguments)."""
+    return [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls or []]
+
+
 def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Tally, ctx: dict) -> None:
     plan = request_plan(i, family)
     # (speculation as the run says: the server's speculative rows draw a seeded sample otherwise
@@ -128,7 +133,7 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
     chunks = list(client.chat.completions.create(stream=True, logprobs=family == "harmony", **args))
     tally.requests += 2
     msg = whole.choices[0].message
-    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in msg.tool_calls or []]
+    calls = _calls_of(msg)
     made = check_calls(tally, calls, plan)
     check_rules(tally, i, calls, whole.choices[0].finish_reason, plan, family)
     # the streamed twin: deltas per index, joined
@@ -146,24 +151,24 @@ def one_pair(client, model: str, family: str, i: int, max_tokens: int, tally: Ta
     greedy = plan["temperature"] == 0
     tally.greedy_streamed += greedy
 
-    def same(a, b):
-        return [(c["name"], c["arguments"]) for c in a] == [(c["name"], c["arguments"]) for c in b]
+    def pairs(cs):
+        return [(c["name"], c["arguments"]) for c in cs]
     # The first request over a tool set fills its budget-aware masks (max_tokens) with cold cost
     # memos; under a work limit a mask can come out coarser than with warm ones (the bound stays
     # sound), so its greedy tokens may differ from its twin's, filled after it. A repeat of the
     # unstreamed request is the twin's like (both warm): the streaming is judged against that.
-    again = None
-    if not same(twin, calls):
+    equal = pairs(twin) == pairs(calls)
+    repeated = False
+    if not equal:
         again = client.chat.completions.create(logprobs=family == "harmony", **args).choices[0].message
         tally.requests += 1
-    if same(twin, calls) or (again is not None and same(twin, [
-            {"name": c.function.name, "arguments": c.function.arguments} for c in again.tool_calls or []])):
+        repeated = equal = pairs(twin) == pairs(_calls_of(again))
+    if equal:
         tally.streamed_equal += 1
         tally.greedy_equal += greedy
-        tally.first_differs += again is not None
+        tally.first_differs += repeated
     else:
-        tally.errors.append(f"#{i} streamed {[(c['name'], c['arguments']) for c in twin]!r:.160} != "
-                            f"final {[(c['name'], c['arguments']) for c in calls]!r:.160}")
+        tally.errors.append(f"#{i} streamed {pairs(twin)!r:.160} != final {pairs(calls)!r:.160}")
     if family == "harmony":
         harmony_output(tally, ctx, whole, msg, calls)
     if calls:
