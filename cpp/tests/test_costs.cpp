@@ -68,10 +68,15 @@ struct Case {
   bool all_bytes = false;  // every byte a token
   uint64_t seed;
   size_t lexemes = 0;
+  // `marker`: x is raw text up to a marker (a lazy lexeme, `\n? (C{lo,k} & ~(.*M.*)) \n? M`, as a
+  // tool call's raw parameter with a length), over an alphabet with the marker's bytes and a
+  // newline: answered by the coin problem of text avoiding the marker's first byte
+  // (LexemeSearch::loose_text_to_end) where Lexer::loose_text_head reads it.
   // `long_bounds`: x followed by a count of a random part, 16 to 40 more than its minimum (none, 1
   // to 4, or 16 to 23) or exactly 16 to 23, as a long maxLength or a pattern's count: searched
   // from its states with the count lifted (LexemeSearch::relaxed_to_end), whose path must fit it.
-  explicit Case(uint64_t seed_, bool long_bounds = false) : seed(seed_) {
+  std::string alphabet = "ab,. ";
+  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false) : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
     b.ignore(b.re_literal(" "), "ws", true, false);
@@ -86,7 +91,24 @@ struct Case {
       const ExprId part = kind == 3 ? b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}}) : random_expr(b, r, 1);
       xe = b.re_concat({xe, b.re_repeat(part, lo, hi)});
     }
-    const Symbol x = b.lexeme(xe, "x", false), y = b.lexeme(word(b, r), "y", false);
+    if (marker) {
+      std::string m(1, r.below(3) ? '<' : 'a');  // (a marker starting with a letter: text avoids it)
+      for (uint32_t i = 0, n = 1 + r.below(2); i < n; ++i) m += "ab<"[r.below(3)];
+      // (a third of them with a pattern beside the length, past the bounds a search lifts:
+      // LexemeSearch::relaxed_to_end through the complement, Lexer::lifted_state)
+      const bool pattern = r.below(3) == 0;
+      const int64_t lo = r.below(4), hi = pattern ? lo + 16 + r.below(25) : r.below(3) == 0 ? -1 : lo + r.below(6);
+      const ExprId any = b.re_any_string();
+      std::vector<ExprId> parts{any, b.re_not(b.re_concat({any, b.re_literal(m), any})),
+                                b.re_repeat(b.re_char_ranges({{0, 0x10FFFF}}, false), lo, hi)};
+      if (pattern) parts.push_back(b.re_repeat(random_expr(b, r, 1), 0, -1));
+      ExprId text = b.re_and(parts);
+      const ExprId nl = b.re_repeat(b.re_literal("\n"), 0, 1);
+      if (r.below(4)) text = b.re_concat({nl, text, nl});
+      xe = b.re_concat({text, b.re_literal(m)});
+      alphabet = "ab<\n,. ";
+    }
+    const Symbol x = b.lexeme(xe, "x", marker), y = b.lexeme(word(b, r), "y", false);
     const Symbol comma = b.literal(",", "comma"), dot = b.literal(".", "dot");
     const Symbol list = b.rule("list"), start = b.rule("start");
     b.add_alternative(list, {x});
@@ -95,7 +117,6 @@ struct Case {
     b.add_alternative(start, {y, comma, y, dot});
     auto g = b.build(start);
     lexemes = g->lexemes.size();
-    const std::string alphabet = "ab,. ";
     const uint32_t shape = r.below(3);  // 0: single bytes; 1: and longer tokens; 2: longer, a byte missing
     exact = shape == 0;
     all_bytes = shape != 2;
@@ -108,7 +129,7 @@ struct Case {
     std::set<std::string> longer;
     while (shape != 0 && longer.size() < 10) {
       std::string t;
-      for (uint32_t i = 0, n = 2 + r.below(2); i < n; ++i) t += alphabet[r.below(4)];
+      for (uint32_t i = 0, n = 2 + r.below(2); i < n; ++i) t += alphabet[r.below(alphabet.size() - 1)];
       longer.insert(t);
     }
     tokens.insert(tokens.end(), longer.begin(), longer.end());
@@ -162,14 +183,15 @@ bool at_least(uint32_t bound, uint32_t fewest, uint32_t depth = 8) {
   return fewest < kInf ? bound >= fewest : bound > depth;
 }
 
-// The lexer states byte strings of up to `depth` bytes lead s to inside its lexeme, s included.
-std::vector<uint32_t> reached(const Lexer& lx, uint32_t s, int depth) {
+// The lexer states byte strings (over `bytes`) of up to `depth` bytes lead s to inside its
+// lexeme, s included.
+std::vector<uint32_t> reached(const Lexer& lx, uint32_t s, int depth, const std::string& bytes = "ab") {
   std::vector<uint32_t> out{s};
   std::set<uint32_t> seen{s};
   for (size_t h = 0, level_end = 1; h < out.size() && depth > 0; ++h) {
     if (!lx.state(out[h]).end_now)
-      for (uint8_t c : {'a', 'b'}) {
-        const uint32_t v = lx.next(out[h], c);
+      for (char c : bytes) {
+        const uint32_t v = lx.next(out[h], static_cast<uint8_t>(c));
         if (v != Lexer::kDead && seen.insert(v).second) out.push_back(v);
       }
     if (h + 1 == level_end) {
@@ -272,28 +294,57 @@ TEST_CASE(costs_lexeme_searches_and_ceilings_hold_against_exhaustive_search) {
   CHECK_MSG(n.words > 100, std::to_string(n.words) + " states of one word");
 }
 
-TEST_CASE(costs_lexeme_searches_hold_beside_long_length_bounds) {
+namespace {
+
+// check_state on every state of lexeme x within `depth` bytes (over `bytes`) of its start, and
+// lexeme_min at its start, in 300 cases made with `long_bounds` and `marker`; `each` sees each
+// state checked. A case whose x is gone (a length that leaves no word of it) counts in *empty.
+template <class Each>
+Counts check_x_states(bool long_bounds, bool marker, int depth, const std::string& bytes, size_t* empty, Each each) {
   Counts n;
-  size_t empty = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
-    Case c(seed, true);
+    Case c(seed, long_bounds, marker);
     auto tables = c.tables();
     const Lexer& lx = tables->lexer();
-    std::atomic<size_t> bytes{0};
-    LexemeSearch cut(lx, tables->search.cache(), c.grammar->vocab(), c.lexemes, bytes);
+    std::atomic<size_t> spent{0};
+    LexemeSearch cut(lx, tables->search.cache(), c.grammar->vocab(), c.lexemes, spent);
     const auto& lexemes = c.grammar->grammar().lexemes;
     uint32_t x = 0;
     while (x < lexemes.size() && lexemes[x].name != "x") ++x;
-    if (x >= lexemes.size()) {  // (the length leaves no word of x: the lexeme is gone)
-      ++empty;
+    if (x >= lexemes.size()) {
+      ++*empty;
       continue;
     }
     const uint32_t start = lx.start_state({x});
-    for (uint32_t s : reached(lx, start, 5))
-      if (lx.live_lexemes(s) == std::vector<uint32_t>{x}) check_state(c, *tables, cut, s, x, n);
+    CHECK_MSG(at_least(tables->grammar.lexeme_min[x], fewest_to_end(lx, c.tokens, start, x, 8)),
+              "seed " + std::to_string(seed) + ": lexeme_min " + std::to_string(tables->grammar.lexeme_min[x]));
+    for (uint32_t s : reached(lx, start, depth, bytes)) {
+      if (lx.live_lexemes(s) != std::vector<uint32_t>{x}) continue;
+      each(lx, s);
+      check_state(c, *tables, cut, s, x, n);
+    }
   }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(costs_lexeme_searches_hold_beside_long_length_bounds) {
+  size_t empty = 0;
+  const Counts n = check_x_states(true, false, 5, "ab", &empty, [](const Lexer&, uint32_t) {});
   CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
   CHECK(empty < 150);
+}
+
+TEST_CASE(costs_lexeme_searches_hold_on_raw_text_up_to_a_marker) {
+  size_t loose = 0, empty = 0;
+  const Counts n = check_x_states(false, true, 4, "ab<\n", &empty, [&](const Lexer& lx, uint32_t s) {
+    Lexer::LooseTextHead h;
+    loose += lx.loose_text_head(s, &h);
+  });
+  CHECK_MSG(n.states > 2500, std::to_string(n.states) + " states");
+  CHECK_MSG(loose > 400, std::to_string(loose) + " states read as raw text heads");
+  CHECK(empty < 60);
 }
 
 // A key: one string, spelled by tokens of which the longest first is seldom the fewest ("abcde" in

@@ -34,7 +34,7 @@ struct SeenStates {
 LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                            std::atomic<size_t>& bytes)
     : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
-      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]),
+      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), rest_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]),
       relax_misses_(new std::atomic<uint32_t>[lexemes]), lexemes_(lexemes) {
   for (size_t l = 0; l < lexemes; ++l) {
     widest_[l].store(0, std::memory_order_relaxed);
@@ -213,7 +213,10 @@ void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::
 // kRelaxTokens or more lifted (one state for every count: searched, and its path read, once). Its
 // language holds this state's, so its fewest tokens are at most this state's: its shortest path,
 // replayed from `state` (every byte checked), is this state's shortest wherever it fits the bounds.
-// kInf where it does not (a minLength it falls short of: the search then runs as before).
+// kInf where it does not (a minLength it falls short of: the search then runs as before). Where a
+// complement or an intersection keeps the bounds from being lifted alike on every walk
+// (relaxed_state: raw text up to a marker beside a format and a length), the lifted state
+// (Lexer::lifted_state, minimums kept) still holds this state's language, which is all this needs.
 uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                       deadline::Ticker& ticker, bool* exact) {
   // A lexeme whose lifted paths keep missing (a minimum count: C{162} lifts to C{162,}, a state
@@ -222,7 +225,8 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
       relax_misses_[lexeme].load(std::memory_order_relaxed) >= kRelaxMisses)
     return kInf;
   for (uint32_t limit : kRelaxTokens) {
-    const uint32_t relaxed = lexer_.relaxed_state(state, limit);
+    uint32_t relaxed = lexer_.relaxed_state(state, limit);
+    if (relaxed == Lexer::kDead) relaxed = lexer_.lifted_state(state, limit, false);
     if (relaxed == Lexer::kDead) continue;  // (bounds of an intersection that cannot be lifted apart)
     if (relaxed == state) return kInf;
     const std::vector<int32_t>& tokens = relaxed_paths_.get(relaxed, [&] {
@@ -350,63 +354,6 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
     if (n == 0) break;
   }
   return best;
-}
-
-// A string body counted in characters (a minLength or maxLength): each count is a state of its
-// own, and the search expands each with a walk of the trie (a 50-character string at its
-// opening quote: 50 walks, 0.2 s). Every plain token of whole characters leads a count to the
-// count past its characters, the same for every count, so the fewest tokens to any count is a coin
-// problem over the vocabulary's character counts, solved once; then the tokens that end `rest`,
-// or one token of characters and the closing quote at once (`abc"`, where a quote ends `rest`).
-// A real tokenization (tokens that end inside a character are left out), and consistent: a plain
-// token leads to a count one token nearer.
-uint32_t LexemeSearch::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
-  constexpr uint32_t kMaxCount = 1u << 16;  // (a longer minLength: searched as before)
-  uint32_t k = 0, lo = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
-  if (!lexer_.bounded_text_head(state, &k, &relaxed, &rest, &lo) || lo > kMaxCount ||
-      !cache_.admits_bounded_plain(lexer_, state, &k))
-    return kInf;
-  const uint32_t after = tokens_to_end(rest, lexeme, kStateStates, kStateWork, ticker);
-  if (after >= kInf) return kInf;
-  // The best count lies within the longest token's characters past lo (a sum past that, less
-  // its last token, is still at least lo).
-  const PlainSlice& slice = vocab_.plain_slice();
-  const uint32_t longest = slice.whole_counts.empty() ? 0 : slice.whole_counts.back();
-  uint32_t best = kInf;
-  for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n));
-  best = cost::add(best, after);
-  const uint32_t closed = lexer_.next_tagged(rest, static_cast<uint8_t>('"'));
-  if (closed != Lexer::kDead && ends_lexeme(closed & ~Lexer::kEndNowTag, lexeme)) {
-    for (uint32_t m : slice.quoted_counts) {  // n characters, then m and the quote in one token
-      if (m > k) break;
-      const uint32_t from = lo > m ? lo - m : 0;
-      for (uint32_t n = from; n <= from + longest && n + m <= k; ++n)
-        best = std::min(best, cost::add(plain_tokens_for(n), 1));
-    }
-  }
-  return best;
-}
-
-uint32_t LexemeSearch::plain_tokens_for(uint32_t n) {
-  {
-    std::shared_lock<std::shared_mutex> lock(plain_mu_);
-    if (n < plain_tokens_.size()) return plain_tokens_[n];
-  }
-  const std::vector<uint32_t>& counts = vocab_.plain_slice().whole_counts;
-  std::unique_lock<std::shared_mutex> lock(plain_mu_);
-  const size_t before = plain_tokens_.capacity();
-  if (plain_tokens_.empty()) plain_tokens_.push_back(0);
-  while (plain_tokens_.size() <= n) {
-    const uint32_t m = static_cast<uint32_t>(plain_tokens_.size());
-    uint32_t best = kInf;
-    for (uint32_t c : counts) {
-      if (c > m) break;
-      best = std::min(best, cost::add(plain_tokens_[m - c], 1));
-    }
-    plain_tokens_.push_back(best);
-  }
-  bytes_.fetch_add((plain_tokens_.capacity() - before) * 4, std::memory_order_relaxed);
-  return plain_tokens_[n];
 }
 
 // Whether some token ends `lexeme` from `state`: a walk of the token trie that stops at the first

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cost/memo.h"
+#include "support/byteset.h"
 #include "support/deadline.h"
 
 namespace stencil {
@@ -35,6 +36,8 @@ class LexemeSearch {
   // which the state can be relaxed; its path is then checked against them).
   static constexpr uint32_t kRelaxTokens[] = {16, 32, 64, 128, 256};
   static constexpr uint32_t kRelaxMisses = 4;
+  // The longest minLength a coin problem answers (a longer one: searched).
+  static constexpr uint32_t kMaxCount = 1u << 16;
   // `lexemes`: the grammar's count; `bytes`: the owner's heap count, which the memos add to.
   LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                std::atomic<size_t>& bytes);
@@ -104,12 +107,20 @@ class LexemeSearch {
   // The most trie nodes one walk of a state's successors visited in lexeme l, and a walk's count.
   size_t widest_walk(uint32_t l) const;
   void note_walk(uint32_t l, size_t nodes);
-  // tokens_to_end for a counted string body `C{lo,k} rest` where C takes every plain character
-  // (kInf for other states).
+  // tokens_to_end for a counted string body `C{lo,k} rest` where C takes every plain character,
+  // or raw text up to a marker (loose_text_to_end); kInf for other states (text_search.cpp).
   uint32_t text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
-  // The fewest plain tokens of whole characters that hold exactly n characters in all (kInf: no
-  // sum makes n), from PlainSlice::whole_counts; grown on demand.
-  uint32_t plain_tokens_for(uint32_t n);
+  uint32_t loose_text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  std::vector<int32_t> rest_path(uint32_t rest, uint32_t lexeme, deadline::Ticker& ticker);
+  // The fewest plain tokens of whole characters, none with a byte of `avoid`, that hold exactly
+  // n characters in all (kInf: no sum makes n); grown on demand.
+  uint32_t plain_tokens_for(uint32_t n, const ByteSet& avoid);
+  struct Coins {
+    ByteSet avoid;
+    std::vector<uint32_t> counts;  // ascending (PlainSlice::whole_counts where nothing is avoided)
+    std::vector<uint32_t> fewest;  // per sum below its size; plain_mu_
+  };
+  Coins& coins(const ByteSet& avoid);
   const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
 
   const Lexer& lexer_;
@@ -125,7 +136,8 @@ class LexemeSearch {
   cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> state_bytes
   cost::Memo<uint32_t, std::vector<int32_t>> relaxed_paths_;  // relaxed state -> its path (relaxed_to_end)
   std::shared_mutex plain_mu_;
-  std::vector<uint32_t> plain_tokens_;  // plain_tokens_for(n) for n below its size; plain_mu_
+  std::vector<std::unique_ptr<Coins>> coins_;  // per avoided byte set (one or two); plain_mu_
+  cost::Memo<uint32_t, std::vector<int32_t>> rest_paths_;  // rest state -> rest_path
   std::unique_ptr<std::atomic<size_t>[]> widest_;  // per lexeme: widest_walk
   std::unique_ptr<std::atomic<uint32_t>[]> relax_misses_;  // per lexeme: relaxed_to_end's misses in a row
   size_t lexemes_ = 0;

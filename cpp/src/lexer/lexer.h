@@ -11,6 +11,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/ir.h"
@@ -18,6 +19,7 @@
 #include "regex/derivative.h"
 #include "regex/expr.h"
 #include "stencil/limits.h"
+#include "support/byteset.h"
 #include "support/char_summary.h"
 
 namespace stencil {
@@ -134,6 +136,17 @@ class Lexer {
   // none), *relaxed the state at `C* rest`, *rest the state at `rest` and (where given) *lo the
   // lower bound.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo = nullptr) const;
+  // bounded_text_head's looser kind, for the cost searches (which check the path they take
+  // past the head): the lexeme may be lazy, an optional part that plain text cannot enter may
+  // come first (`\n? (C{lo,k} & ~(.*</p>.*)) \n? </p>`: raw text up to a marker), and a conjunct
+  // beside the count need hold only the plain strings without a few ASCII bytes (`avoid`: the
+  // marker's first byte). Plain text without them moves the count alone, and rest cannot start
+  // with it. Memoized.
+  struct LooseTextHead {
+    uint32_t k = 0, lo = 0, rest = 0;
+    ByteSet avoid;
+  };
+  bool loose_text_head(uint32_t s, LooseTextHead* out) const;
   bool has_lazy(uint32_t s) const;
   // Whether the rest of `lexeme` (not lazy, one expression) in s is one string (a key, a
   // keyword): then *word is it (ExprStore::word's `limit`). Other lexemes of s may be alive
@@ -181,14 +194,23 @@ class Lexer {
 
   uint32_t compute_transition(uint32_t state, uint8_t byte) const;  // tagged, as next_tagged
   enum class PlainStep { kFail, kCovered, kExplore };
+  // (`skip`: plain bytes left out of the strings explored)
   template <class Step>
-  bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step) const;
+  bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step, const ByteSet* skip = nullptr) const;
   bool covers_plain(ExprId e) const;  // every plain string is in e (memoized); mu_ held
+  // Whether every plain string without the bytes of `avoid` is in e; mu_ held.
+  bool covers_plain_without(ExprId e, const ByteSet& avoid) const;
+  // The ASCII bytes whose derivative of e is not e, and whether e holds every plain string
+  // without them (memoized); mu_ held.
+  std::pair<bool, ByteSet> covers_plain_avoiding(ExprId e) const;
+  bool shuts_out_plain(ExprId e, const ByteSet& avoid) const;  // mu_ held
   struct TextHead {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
+    ByteSet avoid;
   };
-  TextHead text_head(uint32_t s) const;  // bounded_text_head, not memoized; mu_ held
+  // bounded_text_head (loose: loose_text_head), not memoized; mu_ held
+  TextHead text_head(uint32_t s, bool loose) const;
   // relaxed_state (mode 0) and lifted_state (1, and 2 lowering the minimums)
   uint32_t lift_state(uint32_t s, uint32_t limit, int mode) const;
 
@@ -245,6 +267,8 @@ class Lexer {
   // covers_plain's answers per expression: the states of a pattern beside a length (each count a
   // state of its own) share a few pattern derivatives, each explored once.
   mutable std::unordered_map<ExprId, bool> covers_plain_;
+  mutable std::unordered_map<uint32_t, TextHead> loose_heads_;  // loose_text_head per state; mu_
+  mutable std::unordered_map<ExprId, std::pair<bool, ByteSet>> covers_avoiding_;  // covers_plain_avoiding; mu_
   bool has_unique_keys_ = false;
 };
 

@@ -1,0 +1,309 @@
+// How plain text (support/plain_text.h) moves the lexer's states, read off their expressions:
+// loops over plain text (a pattern searched anywhere in a string), expressions that hold every
+// plain string, and counted text heads (a string body with a length: Lexer::bounded_text_head).
+// The mask cache and the cost searches ask these instead of walking the trie from every count.
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "lexer/lexer.h"
+#include "support/plain_text.h"
+
+namespace stencil {
+namespace {
+
+// UTF-8 length announced by a lead byte of plain text; 0 for other bytes.
+int plain_char_length(int b) {
+  if (plain_text_step(0, static_cast<uint8_t>(b)) < 0) return 0;
+  return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+}
+
+}  // namespace
+
+bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = text_heads_.find(s);
+  if (it == text_heads_.end()) it = text_heads_.emplace(s, text_head(s, false)).first;
+  *k = it->second.k;
+  *relaxed = it->second.relaxed;
+  *rest = it->second.rest;
+  if (lo) *lo = it->second.lo;
+  return it->second.ok;
+}
+
+bool Lexer::loose_text_head(uint32_t s, LooseTextHead* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loose_heads_.find(s);
+  if (it == loose_heads_.end()) it = loose_heads_.emplace(s, text_head(s, true)).first;
+  const TextHead& h = it->second;
+  *out = {h.k, h.lo, h.rest, h.avoid};
+  return h.ok;
+}
+
+// Whether plain text without the bytes of `avoid` cannot enter e (every derivative by a lead
+// byte is empty): e can then be skipped (when nullable) or cannot start there. Caller holds mu_.
+bool Lexer::shuts_out_plain(ExprId e, const ByteSet& avoid) const {
+  for (int b = 0; b < 256; ++b) {
+    if (plain_text_step(0, static_cast<uint8_t>(b)) < 0 || avoid.has(static_cast<uint8_t>(b))) continue;
+    const ExprId d = deriver_.derive(e, classes_.representative[classes_.class_of[b]]);
+    if (d != ExprStore::kNothing && !deriver_.is_empty(d)) return false;
+  }
+  return true;
+}
+
+Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
+  const Pairs& p = state_pairs_[s];
+  if (p.size() != 2 || (lexemes_[p[0]].lazy && !loose)) return {};
+  const uint32_t lex = p[0];
+  ExprNode n = store_.node(p[1]);
+  if (n.kind != ExprKind::Concat) return {};
+  auto counts = [&](ExprId x) {
+    const ExprNode& xn = store_.node(x);
+    return xn.kind == ExprKind::Repeat && !(xn.max == kUnbounded && xn.min == 0);
+  };
+  // (loose: an optional part that no plain byte enters may come first, `\n?` before raw text:
+  // the first plain byte skips it)
+  const bool prefixed = loose && store_.nullable(n.a) && store_.node(n.b).kind == ExprKind::Concat &&
+                        shuts_out_plain(n.a, ByteSet());
+  if (prefixed) n = store_.node(n.b);
+  // The head counts characters: C{lo,k}, or C{lo,k} & P & ... where every other conjunct holds
+  // all plain text from here on (a pattern that has matched and ends with `.*`, beside a
+  // maxLength): on plain text the intersection is then C{lo,k} alone. (loose: or all plain text
+  // without a few ASCII bytes, `avoid`: text up to a marker holds every plain string without
+  // the marker's first byte)
+  ExprId rep_id = n.a;
+  std::vector<ExprId> others;
+  if (store_.node(n.a).kind == ExprKind::And) {
+    const ExprNode& a = store_.node(n.a);
+    std::vector<ExprId> conj(store_.args(a), store_.args(a) + a.args_len);
+    rep_id = ExprStore::kNothing;
+    for (ExprId x : conj) {
+      if (rep_id == ExprStore::kNothing && counts(x))
+        rep_id = x;
+      else
+        others.push_back(x);
+    }
+    if (rep_id == ExprStore::kNothing) return {};
+  }
+  const ExprNode rep = store_.node(rep_id);
+  const ExprId tail = n.b;
+  // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
+  if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
+  // Every alternative of C that plain text can enter is one whole character: a chain of byte
+  // sets whose length is the UTF-8 length of its (plain) lead bytes, continuation bytes after.
+  const ExprNode& c = store_.node(rep.a);
+  const ExprId* alts = c.kind == ExprKind::Or ? store_.args(c) : &rep.a;
+  const size_t num_alts = c.kind == ExprKind::Or ? c.args_len : 1;
+  for (size_t i = 0; i < num_alts; ++i) {
+    std::vector<ExprId> chain;
+    ExprId x = alts[i];
+    while (store_.node(x).kind == ExprKind::Concat) {
+      chain.push_back(store_.node(x).a);
+      x = store_.node(x).b;
+    }
+    chain.push_back(x);
+    if (store_.node(chain[0]).kind != ExprKind::Bytes) return {};
+    const ByteSet& lead = store_.byteset(store_.node(chain[0]).a);
+    int len = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (!lead.has(static_cast<uint8_t>(b))) continue;
+      int l = plain_char_length(b);
+      if (l == 0) continue;
+      if (len != 0 && l != len) return {};
+      len = l;
+    }
+    if (len == 0) continue;  // plain text cannot enter this alternative (an escape)
+    if (chain.size() != static_cast<size_t>(len)) return {};
+    for (ExprId part : chain)
+      if (store_.node(part).kind != ExprKind::Bytes) return {};
+    for (size_t j = 1; j < chain.size(); ++j) {
+      const ByteSet& cont = store_.byteset(store_.node(chain[j]).a);
+      for (int b = 0; b < 256; ++b)
+        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return {};
+    }
+  }
+  ByteSet avoid;
+  for (ExprId x : others) {
+    if (covers_plain(x)) continue;
+    if (!loose) return {};
+    const auto [covers, bytes] = covers_plain_avoiding(x);
+    if (!covers) return {};
+    avoid = avoid | bytes;
+  }
+  // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
+  // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters. (loose:
+  // every plain character outside `avoid` is one C, the mask cache's check of the strict kind)
+  if (loose && (!shuts_out_plain(tail, avoid) ||
+                !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), avoid)))
+    return {};
+  return {true, rep.max, intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)}),
+          intern_state({lex, tail}), rep.min, avoid};
+}
+
+namespace {
+
+// `C* X` (or `C*`): the shape of a part that can loop on plain text.
+bool loop_shaped(const ExprStore& store, ExprId e) {
+  const ExprNode& n = store.node(e);
+  const ExprNode& head = n.kind == ExprKind::Concat ? store.node(n.a) : n;
+  return head.kind == ExprKind::Repeat && head.max == kUnbounded;
+}
+
+}  // namespace
+
+// Explores the derivatives of `start` over plain text, (expression, partial character) pairs,
+// deriving once per (byte class, plain-text step). `step(d, boundary)` judges each derivative:
+// kFail stops with false, kCovered needs no further look, kExplore queues it. True when every
+// pair was judged without a failure within max_pairs. Caller holds mu_.
+template <class Step>
+bool Lexer::explore_plain_exprs(ExprId start, size_t max_pairs, Step step, const ByteSet* skip) const {
+  std::vector<std::pair<ExprId, int>> todo{{start, 0}};
+  std::unordered_set<uint64_t> seen{uint64_t(start) << 8};
+  std::vector<uint8_t> done;
+  while (!todo.empty()) {
+    auto [e, ps] = todo.back();
+    todo.pop_back();
+    done.assign(static_cast<size_t>(num_classes_) * kPlainTextStates, 0);
+    for (int b = 0; b < 256; ++b) {
+      const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
+      if (ps2 < 0 || (skip && skip->has(static_cast<uint8_t>(b)))) continue;
+      const uint16_t cls = classes_.class_of[b];
+      if (done[cls * kPlainTextStates + ps2]) continue;
+      done[cls * kPlainTextStates + ps2] = 1;
+      const ExprId d = deriver_.derive(e, classes_.representative[cls]);
+      if (d == ExprStore::kNothing || deriver_.is_empty(d)) return false;
+      const PlainStep verdict = step(d, ps2 == 0);
+      if (verdict == PlainStep::kFail) return false;
+      if (verdict == PlainStep::kCovered) continue;
+      if (!seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) continue;
+      if (seen.size() > max_pairs) return false;
+      todo.push_back({d, ps2});
+    }
+  }
+  return true;
+}
+
+bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {
+  const std::vector<ExprId> parts = loop_parts(s, SIZE_MAX);  // none with a lazy lexeme
+  std::lock_guard<std::mutex> lock(mu_);
+  for (ExprId f : parts) {
+    if (deriver_.is_empty(f)) continue;
+    // Every plain byte from every explored pair leads to a live expression, and at a character
+    // boundary either back to one holding f (whose language then contains f's: by induction no
+    // plain string leaves f's language behind) or to a pair explored in turn.
+    if (explore_plain_exprs(f, max_pairs, [&](ExprId d, bool boundary) {
+          return boundary && store_.holds(d, f) ? PlainStep::kCovered : PlainStep::kExplore;
+        }))
+      return true;
+  }
+  return false;
+}
+
+std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ExprId> out;
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2)
+    if (lexemes_[p[i]].lazy) return out;  // a lazy lexeme ends the state as soon as it matches
+  for (size_t i = 1; i < p.size() && out.size() < max_parts; i += 2) {
+    const ExprNode& n = store_.node(p[i]);
+    const ExprId* alts = n.kind == ExprKind::Or ? store_.args(n) : &p[i];
+    const size_t num_alts = n.kind == ExprKind::Or ? n.args_len : 1;
+    for (size_t j = 0; j < num_alts && out.size() < max_parts; ++j)
+      if (loop_shaped(store_, alts[j])) out.push_back(alts[j]);
+  }
+  return out;
+}
+
+CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = uint64_t(f) << 1 | groups;
+  if (auto it = part_chars_.find(key); it != part_chars_.end()) return it->second;
+  CharSummary out;
+  if (!deriver_.is_empty(f)) {
+    // ASCII: one derivative per byte class.
+    std::vector<int8_t> by_class(num_classes_, -1);
+    out = CharSummary::of_ascii_loops([&](uint8_t b) {
+      int8_t& ok = by_class[classes_.class_of[b]];
+      if (ok < 0) ok = store_.holds(deriver_.derive(f, classes_.representative[classes_.class_of[b]]), f);
+      return ok == 1;
+    });
+  }
+  // Each group of non-ASCII characters: every path from its lead bytes stays alive and, at the
+  // character's end, holds f again.
+  for (int group = 0; groups && !out.empty() && group < CharSummary::kGroups; ++group) {
+    std::vector<std::pair<ExprId, int>> todo;
+    std::unordered_set<uint64_t> seen;
+    bool loops = true;
+    for (int lead = 0xC2; lead <= 0xF4 && loops; ++lead) {
+      if (CharSummary::group_of_lead(static_cast<uint8_t>(lead)) != group) continue;
+      const int ps = plain_text_step(0, static_cast<uint8_t>(lead));
+      if (ps < 0) continue;
+      const ExprId d = deriver_.derive(f, classes_.representative[classes_.class_of[lead]]);
+      if (d == ExprStore::kNothing || deriver_.is_empty(d))
+        loops = false;
+      else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps)).second)
+        todo.push_back({d, ps});
+    }
+    while (!todo.empty() && loops) {
+      auto [e, ps] = todo.back();
+      todo.pop_back();
+      for (int b = 0x80; b <= 0xBF && loops; ++b) {
+        const int ps2 = plain_text_step(ps, static_cast<uint8_t>(b));
+        if (ps2 < 0) continue;
+        const ExprId d = deriver_.derive(e, classes_.representative[classes_.class_of[b]]);
+        if (d == ExprStore::kNothing || deriver_.is_empty(d))
+          loops = false;
+        else if (ps2 == 0)
+          loops = store_.holds(d, f);
+        else if (seen.insert(uint64_t(d) << 8 | static_cast<uint64_t>(ps2)).second) {
+          loops = seen.size() <= 64;
+          todo.push_back({d, ps2});
+        }
+      }
+    }
+    if (loops) out.add(CharSummary::kGroupBase + group);
+  }
+  part_chars_.emplace(key, out);
+  return out;
+}
+
+bool Lexer::covers_plain(ExprId e) const {
+  constexpr size_t kMaxPairs = 256;
+  // Every plain string is in e exactly when every plain string leads to a nullable derivative.
+  if (!store_.nullable(e)) return false;
+  auto it = covers_plain_.find(e);
+  if (it != covers_plain_.end()) return it->second;
+  const bool covers = explore_plain_exprs(e, kMaxPairs, [&](ExprId d, bool boundary) {
+    return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
+  });
+  covers_plain_.emplace(e, covers);
+  return covers;
+}
+
+std::pair<bool, ByteSet> Lexer::covers_plain_avoiding(ExprId e) const {
+  constexpr int kMaxAvoided = 8;  // (past a few bytes, too few tokens are left to count with)
+  if (auto it = covers_avoiding_.find(e); it != covers_avoiding_.end()) return it->second;
+  // The ASCII bytes that move e: `~(.*</p>.*)` stays itself on every character but '<'.
+  ByteSet avoid;
+  int avoided = 0;
+  bool covers = store_.nullable(e);
+  for (int b = 0; b < 0x80 && covers; ++b) {
+    if (plain_text_step(0, static_cast<uint8_t>(b)) < 0 || avoid.has(static_cast<uint8_t>(b))) continue;
+    const uint16_t cls = classes_.class_of[b];
+    if (deriver_.derive(e, classes_.representative[cls]) == e) continue;
+    for (int c = 0; c < 0x80; ++c)  // (the class's bytes alike)
+      if (classes_.class_of[c] == cls) avoid.add(static_cast<uint8_t>(c));
+    covers = ++avoided <= kMaxAvoided;
+  }
+  covers = covers && covers_plain_without(e, avoid);
+  return covers_avoiding_.emplace(e, std::make_pair(covers, avoid)).first->second;
+}
+
+bool Lexer::covers_plain_without(ExprId e, const ByteSet& avoid) const {
+  return store_.nullable(e) && explore_plain_exprs(e, 256, [&](ExprId d, bool boundary) {
+    return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
+  }, &avoid);
+}
+
+}  // namespace stencil
