@@ -216,7 +216,9 @@ void LexemeSearch::share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::
 // kInf where it does not (a minLength it falls short of: the search then runs as before). Where a
 // complement or an intersection keeps the bounds from being lifted alike on every walk
 // (relaxed_state: raw text up to a marker beside a format and a length), the lifted state
-// (Lexer::lifted_state, minimums kept) still holds this state's language, which is all this needs.
+// (Lexer::lifted_state, minimums kept) still holds this state's language, which is all this needs
+// (taken only for a count of characters, which makes a state per count; other counts searched
+// through a lifted state cost more than they saved on MaskBench's schemas).
 uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
                                       deadline::Ticker& ticker, bool* exact) {
   // A lexeme whose lifted paths keep missing (a minimum count: C{162} lifts to C{162,}, a state
@@ -226,17 +228,21 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
     return kInf;
   for (uint32_t limit : kRelaxTokens) {
     uint32_t relaxed = lexer_.relaxed_state(state, limit);
-    if (relaxed == Lexer::kDead) relaxed = lexer_.lifted_state(state, limit, false);
+    // (a complement beside a count of characters this limit lifts: the lifted state)
+    const bool lifted = relaxed == Lexer::kDead && lexer_.char_count_bound(state) >= limit;
+    if (lifted) relaxed = lexer_.lifted_state(state, limit, false);
     if (relaxed == Lexer::kDead) continue;  // (bounds of an intersection that cannot be lifted apart)
     if (relaxed == state) return kInf;
     const std::vector<int32_t>& tokens = relaxed_paths_.get(relaxed, [&] {
       // Only the fewest tokens of the relaxed state bound this state's from below; a path found
       // where its search was cut short may be far longer than this state's own search would find.
-      // (with a quarter of the work: where the relaxed state still counts, as a minimum does, its
-      // search is as dear as this one, and this one is still to run; an eighth cut short the
-      // search of an e-mail in raw text up to a marker, ~40 states of 8,000 trie nodes each)
+      // (with an eighth of the work: where the relaxed state still counts, as a minimum does, its
+      // search is as dear as this one, and this one is still to run; a quarter for a lifted
+      // state, raw text up to a marker beside a format, whose walks hold most text tokens: an
+      // e-mail's search expands ~40 states of 8,000 trie nodes each)
       bool fewest = false;
-      const uint32_t d = search_to_end(relaxed, lexeme, max_states / 4, max_work / 4, ticker, &fewest);
+      const size_t part = lifted ? 4 : 8;
+      const uint32_t d = search_to_end(relaxed, lexeme, max_states / part, max_work / part, ticker, &fewest);
       std::vector<int32_t> path = fewest && d < kInf ? memo_path(relaxed, lexeme, d) : std::vector<int32_t>();
       if (path.size() != d) path.clear();
       return path;
