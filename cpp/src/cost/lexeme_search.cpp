@@ -34,7 +34,8 @@ struct SeenStates {
 LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                            std::atomic<size_t>& bytes)
     : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
-      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), rest_paths_(bytes), widest_(new std::atomic<size_t>[lexemes]),
+      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), rest_paths_(bytes),
+      widest_(new std::atomic<size_t>[lexemes]),
       relax_misses_(new std::atomic<uint32_t>[lexemes]), lexemes_(lexemes) {
   for (size_t l = 0; l < lexemes; ++l) {
     widest_[l].store(0, std::memory_order_relaxed);

@@ -136,8 +136,10 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   if (loose && (!shuts_out_plain(tail, avoid) ||
                 !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), avoid)))
     return {};
-  return {true, rep.max, intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)}),
-          intern_state({lex, tail}), rep.min, avoid};
+  // (the loose kind has no relaxed state: its readers replay the rest instead)
+  const uint32_t relaxed =
+      loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
+  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid};
 }
 
 namespace {
