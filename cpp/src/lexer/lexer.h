@@ -204,6 +204,7 @@ class Lexer {
   // without them (memoized); mu_ held.
   std::pair<bool, ByteSet> covers_plain_avoiding(ExprId e) const;
   bool shuts_out_plain(ExprId e, const ByteSet& avoid) const;  // mu_ held
+  bool plain_chars_one_each(ExprId item) const;                 // text_head's C; mu_ held
   struct TextHead {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;

@@ -51,6 +51,44 @@ bool Lexer::shuts_out_plain(ExprId e, const ByteSet& avoid) const {
   return true;
 }
 
+// Whether every alternative of C (`item`) that plain text can enter is one whole character: a
+// chain of byte sets whose length is the UTF-8 length of its (plain) lead bytes, continuation
+// bytes after. Caller holds mu_.
+bool Lexer::plain_chars_one_each(ExprId item) const {
+  const ExprNode& c = store_.node(item);
+  const ExprId* alts = c.kind == ExprKind::Or ? store_.args(c) : &item;
+  const size_t num_alts = c.kind == ExprKind::Or ? c.args_len : 1;
+  for (size_t i = 0; i < num_alts; ++i) {
+    std::vector<ExprId> chain;
+    ExprId x = alts[i];
+    while (store_.node(x).kind == ExprKind::Concat) {
+      chain.push_back(store_.node(x).a);
+      x = store_.node(x).b;
+    }
+    chain.push_back(x);
+    if (store_.node(chain[0]).kind != ExprKind::Bytes) return false;
+    const ByteSet& lead = store_.byteset(store_.node(chain[0]).a);
+    int len = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (!lead.has(static_cast<uint8_t>(b))) continue;
+      int l = plain_char_length(b);
+      if (l == 0) continue;
+      if (len != 0 && l != len) return false;
+      len = l;
+    }
+    if (len == 0) continue;  // plain text cannot enter this alternative (an escape)
+    if (chain.size() != static_cast<size_t>(len)) return false;
+    for (ExprId part : chain)
+      if (store_.node(part).kind != ExprKind::Bytes) return false;
+    for (size_t j = 1; j < chain.size(); ++j) {
+      const ByteSet& cont = store_.byteset(store_.node(chain[j]).a);
+      for (int b = 0; b < 256; ++b)
+        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return false;
+    }
+  }
+  return true;
+}
+
 Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   const Pairs& p = state_pairs_[s];
   if (p.size() != 2 || (lexemes_[p[0]].lazy && !loose)) return {};
@@ -89,39 +127,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   const ExprId tail = n.b;
   // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
-  // Every alternative of C that plain text can enter is one whole character: a chain of byte
-  // sets whose length is the UTF-8 length of its (plain) lead bytes, continuation bytes after.
-  const ExprNode& c = store_.node(rep.a);
-  const ExprId* alts = c.kind == ExprKind::Or ? store_.args(c) : &rep.a;
-  const size_t num_alts = c.kind == ExprKind::Or ? c.args_len : 1;
-  for (size_t i = 0; i < num_alts; ++i) {
-    std::vector<ExprId> chain;
-    ExprId x = alts[i];
-    while (store_.node(x).kind == ExprKind::Concat) {
-      chain.push_back(store_.node(x).a);
-      x = store_.node(x).b;
-    }
-    chain.push_back(x);
-    if (store_.node(chain[0]).kind != ExprKind::Bytes) return {};
-    const ByteSet& lead = store_.byteset(store_.node(chain[0]).a);
-    int len = 0;
-    for (int b = 0; b < 256; ++b) {
-      if (!lead.has(static_cast<uint8_t>(b))) continue;
-      int l = plain_char_length(b);
-      if (l == 0) continue;
-      if (len != 0 && l != len) return {};
-      len = l;
-    }
-    if (len == 0) continue;  // plain text cannot enter this alternative (an escape)
-    if (chain.size() != static_cast<size_t>(len)) return {};
-    for (ExprId part : chain)
-      if (store_.node(part).kind != ExprKind::Bytes) return {};
-    for (size_t j = 1; j < chain.size(); ++j) {
-      const ByteSet& cont = store_.byteset(store_.node(chain[j]).a);
-      for (int b = 0; b < 256; ++b)
-        if (cont.has(static_cast<uint8_t>(b)) && (b < 0x80 || b > 0xBF)) return {};
-    }
-  }
+  if (!plain_chars_one_each(rep.a)) return {};
   ByteSet avoid;
   for (ExprId x : others) {
     if (covers_plain(x)) continue;
