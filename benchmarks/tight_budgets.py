@@ -14,7 +14,8 @@ token (what the cost memos hold must not decide it). Counted::
 - over: sampled kept tokens whose cost after exceeds the tokens left after them.
 
 The walk is ``tests.support.tight_walks``'s. A consistent bound gives neither; the completion
-checks the cost does not model (cost/README.md) give both. Schemas whose bound is above 400 tokens, or that do not compile, are skipped.
+checks the cost does not model (cost/README.md) give both. Schemas whose bound is above 400
+tokens, or that do not compile, are skipped.
 """
 from __future__ import annotations
 

@@ -112,15 +112,17 @@ class LexemeSearch {
   uint32_t text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   uint32_t loose_text_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   std::vector<int32_t> rest_path(uint32_t rest, uint32_t lexeme, deadline::Ticker& ticker);
-  // The fewest plain tokens of whole characters, none with a byte of `avoid`, that hold exactly
-  // n characters in all (kInf: no sum makes n); grown on demand.
-  uint32_t plain_tokens_for(uint32_t n, const ByteSet& avoid);
   struct Coins {
     ByteSet avoid;
     std::vector<uint32_t> counts;  // ascending (PlainSlice::whole_counts where nothing is avoided)
     std::vector<uint32_t> fewest;  // per sum below its size; plain_mu_
   };
   Coins& coins(const ByteSet& avoid);
+  // The fewest plain tokens of whole characters, none with a byte of c's `avoid`, that hold
+  // exactly n characters in all (kInf: no sum makes n); grown on demand.
+  uint32_t plain_tokens_for(uint32_t n, Coins& c);
+  // Their fewest for any count from lo to k characters.
+  uint32_t fewest_plain_tokens(uint32_t lo, uint32_t k, const ByteSet& avoid);
   const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
 
   const Lexer& lexer_;

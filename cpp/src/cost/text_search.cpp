@@ -28,20 +28,12 @@ uint32_t LexemeSearch::text_to_end(uint32_t state, uint32_t lexeme, deadline::Ti
   if (lo > kMaxCount || !cache_.admits_bounded_plain(lexer_, state, &k)) return kInf;
   const uint32_t after = tokens_to_end(rest, lexeme, kStateStates, kStateWork, ticker);
   if (after >= kInf) return kInf;
-  // The best count lies within the longest token's characters past lo (a sum past that, less
-  // its last token, is still at least lo).
-  const PlainSlice& slice = vocab_.plain_slice();
-  const uint32_t longest = slice.whole_counts.empty() ? 0 : slice.whole_counts.back();
-  uint32_t best = kInf;
-  for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n, ByteSet()));
-  best = cost::add(best, after);
+  uint32_t best = cost::add(fewest_plain_tokens(lo, k, ByteSet()), after);
   const uint32_t closed = lexer_.next_tagged(rest, static_cast<uint8_t>('"'));
   if (closed != Lexer::kDead && ends_lexeme(closed & ~Lexer::kEndNowTag, lexeme)) {
-    for (uint32_t m : slice.quoted_counts) {  // n characters, then m and the quote in one token
+    for (uint32_t m : vocab_.plain_slice().quoted_counts) {  // n characters, then m and the quote in one token
       if (m > k) break;
-      const uint32_t from = lo > m ? lo - m : 0;
-      for (uint32_t n = from; n <= from + longest && n + m <= k; ++n)
-        best = std::min(best, cost::add(plain_tokens_for(n, ByteSet()), 1));
+      best = std::min(best, cost::add(fewest_plain_tokens(lo > m ? lo - m : 0, k - m, ByteSet()), 1));
     }
   }
   return best;
@@ -59,10 +51,7 @@ uint32_t LexemeSearch::loose_text_to_end(uint32_t state, uint32_t lexeme, deadli
   const std::vector<int32_t>& tail = rest_paths_.get(h.rest, [&] { return rest_path(h.rest, lexeme, ticker); });
   if (tail.empty()) return kInf;
   if (h.lo == 0) return replay(state, lexeme, tail);
-  const uint32_t longest = coins(h.avoid).counts.empty() ? 0 : coins(h.avoid).counts.back();
-  uint32_t best = kInf;
-  for (uint32_t n = h.lo; n <= h.lo + longest && n <= h.k; ++n) best = std::min(best, plain_tokens_for(n, h.avoid));
-  return cost::add(best, static_cast<uint32_t>(tail.size()));
+  return cost::add(fewest_plain_tokens(h.lo, h.k, h.avoid), static_cast<uint32_t>(tail.size()));
 }
 
 // The fewest tokens from `rest` to the lexeme's end as a path (empty: none known), where it can
@@ -117,8 +106,18 @@ LexemeSearch::Coins& LexemeSearch::coins(const ByteSet& avoid) {
   return *coins_.back();
 }
 
-uint32_t LexemeSearch::plain_tokens_for(uint32_t n, const ByteSet& avoid) {
+// The fewest plain tokens (none with a byte of `avoid`) for lo to k characters: the best count
+// lies within the longest token's characters past lo (a sum past that, less its last token, is
+// still at least lo).
+uint32_t LexemeSearch::fewest_plain_tokens(uint32_t lo, uint32_t k, const ByteSet& avoid) {
   Coins& c = coins(avoid);
+  const uint32_t longest = c.counts.empty() ? 0 : c.counts.back();
+  uint32_t best = kInf;
+  for (uint32_t n = lo; n <= lo + longest && n <= k; ++n) best = std::min(best, plain_tokens_for(n, c));
+  return best;
+}
+
+uint32_t LexemeSearch::plain_tokens_for(uint32_t n, Coins& c) {
   {
     std::shared_lock<std::shared_mutex> lock(plain_mu_);
     if (n < c.fewest.size()) return c.fewest[n];

@@ -277,14 +277,10 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
 }
 
 bool Lexer::covers_plain(ExprId e) const {
-  constexpr size_t kMaxPairs = 256;
-  // Every plain string is in e exactly when every plain string leads to a nullable derivative.
   if (!store_.nullable(e)) return false;
   auto it = covers_plain_.find(e);
   if (it != covers_plain_.end()) return it->second;
-  const bool covers = explore_plain_exprs(e, kMaxPairs, [&](ExprId d, bool boundary) {
-    return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
-  });
+  const bool covers = covers_plain_without(e, ByteSet());
   covers_plain_.emplace(e, covers);
   return covers;
 }
@@ -308,6 +304,8 @@ std::pair<bool, ByteSet> Lexer::covers_plain_avoiding(ExprId e) const {
   return covers_avoiding_.emplace(e, std::make_pair(covers, avoid)).first->second;
 }
 
+// Every plain string (without `avoid`'s bytes) is in e exactly when every one leads to a nullable
+// derivative (up to 256 pairs explored).
 bool Lexer::covers_plain_without(ExprId e, const ByteSet& avoid) const {
   return store_.nullable(e) && explore_plain_exprs(e, 256, [&](ExprId d, bool boundary) {
     return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
