@@ -12,16 +12,14 @@
 // one bit for bit; one that binds costs a pass over the words; where no token fits, the cheapest
 // stay. They are kept while the state repeats (inside a string). Where the successors cannot
 // serve (lexemes with token limits, an inner mask their table does not cover), the costs come
-// from one walk of the whole token trie (sub-tries that stay in a looping string or number
-// costed at once or walked with the lexer alone).
+// from one walk of the whole token trie (TrieCosts). TokenBudget itself only orchestrates: which
+// of these answers, within what work.
 #include "matcher/budget.h"
 
 #include <algorithm>
 #include <optional>
 
 #include "support/work_limit.h"
-#include "tokens/trie_walk.h"
-#include "tokens/walk_loops.h"
 #include "support/token_bits.h"
 
 namespace stencil {
@@ -87,120 +85,10 @@ uint32_t TokenBudget::left_of(int64_t remaining) {
                                                : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
-// The cost after each token the grammar allows here, into after_ (kInf elsewhere).
-void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch) {
-  RowCosts& c = cost(epoch);
-  after_.assign(static_cast<size_t>(vocab_.vocab_size()), cost::kInf);
-  max_ = 0;
-  c.forget_states();
-  const size_t root = ps.frames().size() - 1;
-  const Frame top = ps.frames().back();
-  ps.reset_shared_end(root);
-  walk_trie_costs(ps, epoch, c);  // (should it throw, the matcher's call restores the frames)
-  ps.restore(root, top);
-  for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
-  special_costs(ps, c, false);
-}
-
-// As the mask walk does from the root (the same walk_subtrie), with the cost read where a token
-// ends; sub-tries that stay inside the lexeme are taken at once (take_loop).
-void TokenBudget::walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost) {
-  struct Visit {
-    TokenBudget& b;
-    ParseState& ps;
-    RowCosts& cost;
-    WalkLoops& loops;
-    size_t root;
-    bool took(size_t i, const TrieNode& node) {
-      b.ticker_.tick();
-      // (a leaf, or a node whose parent starts a lexeme, is walked: no call)
-      return node.subtree_size > 1 && !ps.frames()[root + node.depth - 1].fresh &&
-             b.take_loop(ps, cost, loops, i, node, root);
-    }
-    void token(const TrieNode& node) {
-      const Frame& f = ps.frames().back();
-      b.note(node.token_id, cost.at(ps.parser(), f.state, f.fresh, b.search_));
-    }
-  };
-  const auto& nodes = vocab_.trie().nodes();
-  const size_t root = ps.frames().size() - 1;
-  WalkLoops loops(epoch.cache, ps.lexer());
-  loop_states_.resize(static_cast<size_t>(vocab_.trie().max_depth()) + 2);
-  Visit visit{*this, ps, cost, loops, root};
-  for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk_subtrie(ps, nodes, c, root, visit);
-}
-
-// Whether node i's sub-trie stays inside its parent's lexeme (a string body): then it is costed
-// here without the parser, and the walk goes on after it. Called by Visit::took only for a node
-// with children whose parent has read a byte of its lexeme (that check is inline there, so that
-// leaves make no call).
-bool TokenBudget::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node,
-                            size_t root) {
-  const TokenTrie& trie = vocab_.trie();
-  const Lexer& lexer = ps.lexer();
-  const Frame& parent = ps.frames()[root + node.depth - 1];
-  const CharSummary& chars = trie.summaries()[i];
-  if (chars.has(CharSummary::kPoison)) return false;
-  const uint32_t state = parent.state;
-  // A sub-trie of ASCII characters that each lead the parent's state back to itself stays in that
-  // state to its every token's end: one cost for all of them, no walk.
-  if (!chars.has_groups()) {
-    if (lexer.next(state, node.byte) != state || !loops.loops_over(state, chars, true)) return false;
-    ps.descend_unshared(root + node.depth);
-    const uint32_t c = cost.at(ps.parser(), state, false, search_);
-    const auto& ordered = trie.ordered_tokens();
-    const auto& before = trie.tokens_before();
-    for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) after_[ordered[j]] = c;
-    max_ = std::max(max_, c);
-    return true;
-  }
-  // With non-ASCII characters too (a token may end inside one, in another lexer state), the
-  // sub-trie still stays inside the lexeme: walked with the lexer alone, no parser work.
-  if ((node.byte < 0xC0 && lexer.next(state, node.byte) != state) || !loops.loops_over(state, chars, true))
-    return false;
-  ps.descend_unshared(root + node.depth);
-  const auto& nodes = trie.nodes();
-  const size_t base = node.depth;
-  loop_states_[0] = state;
-  for (size_t j = i, end = i + node.subtree_size; j < end;) {
-    const TrieNode& n = nodes[j];
-    ticker_.tick();
-    const uint32_t t = lexer.next(loop_states_[n.depth - base], n.byte);
-    if (t == Lexer::kDead) {
-      j += n.subtree_size;
-      continue;
-    }
-    if (n.token_id >= 0) note(n.token_id, cost.at(ps.parser(), t, false, search_));
-    loop_states_[n.depth - base + 1] = t;
-    ++j;
-  }
-  return true;
-}
-
-// Special tokens (end of sequence aside): the cost once each is read, into after_ (or reached_).
-void TokenBudget::special_costs(ParseState& ps, RowCosts& cost, bool into_reached) {
-  const auto& eos = vocab_.eos_ids();
-  if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
-    for (const auto& lexeme : g_.grammar().lexemes)
-      if (lexeme.special) specials_.insert(specials_.end(), lexeme.token_ids.begin(), lexeme.token_ids.end());
-    std::sort(specials_.begin(), specials_.end());
-    specials_.erase(std::unique(specials_.begin(), specials_.end()), specials_.end());
-    specials_known_ = true;
-  }
-  for (int32_t t : specials_) {
-    if (t < 0 || t >= vocab_.vocab_size() || std::find(eos.begin(), eos.end(), t) != eos.end()) continue;
-    const size_t before = ps.frames().size();
-    if (ps.push_special(t)) {
-      const uint32_t c = cost.at(ps.parser(), ps.frames().back().state, true);
-      if (into_reached)
-        reached_.push_back({t, c});
-      else
-        note(t, c);
-      ps.pop_to(before);
-    } else {
-      ps.trim_rows();
-    }
-  }
+// The cost after each token the grammar allows here, by a walk of the whole trie (trie_).
+void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts::Search search) {
+  trie_.walk(ps, epoch, cost(epoch), search);
+  max_ = trie_.max();
 }
 
 TokenBudget::Key TokenBudget::key_of(ParseState& ps) const {
@@ -267,25 +155,23 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // the costs are bounded coarsely instead, with a work allowance of their own: inside a lexeme
   // by its distance in single bytes (an upper bound on the tokens it needs), at a lexeme's start
   // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
-  // restrict_walked does). Sound but coarser: a token that only a longer search would prove
+  // TrieCosts::restrict does). Sound but coarser: a token that only a longer search would prove
   // cheap enough may go.
   allow_work(kCoarseWork);
-  search_ = RowCosts::Search::kBytes;
   inner_.reset();
-  const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch); });
-  search_ = RowCosts::Search::kExact;
+  const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch, RowCosts::Search::kBytes); });
   key_ = key_of(ps);
   consumed_ = consumed(ps);
   if (bounded) {
     stage_ = Stage::kWalked;
-    restrict_walked(words, need, remaining, left);
+    trie_.restrict(words, need, remaining, left);
     return;
   }
   // Out of work again (rare: the single-byte distances and a lexeme's first costs are tables):
   // this state keeps its unbudgeted mask, and so do its repeats.
   stage_ = Stage::kUnbudgeted;
   max_ = 0;
-  if (remaining < 1) restrict_walked(words, need, remaining, left);
+  if (remaining < 1) trie_.restrict(words, need, remaining, left);
 }
 
 // The costs of the state first (the walk's reports and the specials, or a walk of the whole
@@ -303,18 +189,18 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
       walk_costs(ps, epoch);
     } else {
       stage_ = Stage::kInner;
-      special_costs(ps, *cost_, true);
+      trie_.special_costs(ps, *cost_, reached_);
       ps.trim_rows();
       reached_max_ = max_ = reached_max();
     }
   }
-  if (remaining < 1) return restrict_walked(words, need, remaining, left);  // end of sequence alone, or nothing
+  if (remaining < 1) return trie_.restrict(words, need, remaining, left);  // end of sequence alone, or nothing
   if (stage_ == Stage::kInner) {
     max_ = std::max(reached_max_, inner_.bound(*cost_, ps.parser(), state, left));
     if (max_ <= left) return;  // the budget does not bind: the mask is unchanged
     if (inner_.covered()) {
       if (restrict_steps(words, need, left)) return;
-      // Every token went: the cheapest stay, as restrict_walked keeps them, where the costs
+      // Every token went: the cheapest stay, as TrieCosts::restrict keeps them, where the costs
       // known already (every one over the budget, so exact) say which.
       std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
       const uint32_t least = cheapest_known(need);
@@ -327,7 +213,7 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
     walk_costs(ps, epoch);
   }
   if (max_ <= left || stage_ == Stage::kUnbudgeted) return;
-  restrict_walked(words, need, remaining, left);
+  trie_.restrict(words, need, remaining, left);
 }
 
 // With the costs of the steps: the tokens over the budget go; false when none is left.
@@ -361,45 +247,6 @@ uint32_t TokenBudget::cheapest_known(size_t need) {
   for (auto [a, b] : vocab_.trie().duplicates()) clear(b);  // (each costs what its first id does)
   for (int32_t t : vocab_.eos_ids()) clear(t);
   return inner_.cheapest(unknown_.data(), need, &least) ? least : cost::kInf;
-}
-
-// With the costs of the whole-trie walk (after_).
-void TokenBudget::restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left) {
-  const auto& eos = vocab_.eos_ids();
-  auto is_eos = [&](int32_t t) { return std::find(eos.begin(), eos.end(), t) != eos.end(); };
-  if (remaining < 1) {  // end of sequence alone, where the output is complete
-    for (size_t w = 0; w < need; ++w)
-      for (uint32_t bits = words[w]; bits; bits &= bits - 1)
-        if (!is_eos(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)))) words[w] &= ~(1u << __builtin_ctz(bits));
-    return;
-  }
-  // Tokens over the budget go. Should none be left where the grammar allows some (a completion
-  // check vetoed the way to finish the bound counted on, or no bound is known), the cheapest stay:
-  // the output then ends as soon as it can rather than nowhere.
-  unbudgeted_.assign(words, words + need);
-  uint32_t cheapest = cost::kInf;
-  bool kept = false;
-  for (size_t w = 0; w < need; ++w) {
-    for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
-      const int b = __builtin_ctz(bits);
-      const int32_t t = static_cast<int32_t>(w * 32 + b);
-      if (is_eos(t)) {  // allowed only when the output is complete already
-        kept = true;
-        continue;
-      }
-      cheapest = std::min(cheapest, after_[t]);
-      if (after_[t] > left)
-        words[w] &= ~(1u << b);
-      else
-        kept = true;
-    }
-  }
-  if (kept) return;
-  for (size_t w = 0; w < need; ++w)
-    for (uint32_t bits = unbudgeted_[w]; bits; bits &= bits - 1) {
-      const int b = __builtin_ctz(bits);
-      if (after_[w * 32 + b] == cheapest) words[w] |= 1u << b;
-    }
 }
 
 }  // namespace stencil

@@ -11,14 +11,13 @@
 #include "matcher/lexer_epoch.h"
 #include "matcher/mask_walker.h"
 #include "matcher/parse_state.h"
-#include "support/deadline.h"
-#include "tokens/walk_loops.h"
+#include "matcher/trie_costs.h"
 
 namespace stencil {
 
 class TokenBudget : private MaskWalker::CostSink {
  public:
-  explicit TokenBudget(const CompiledGrammar& g) : g_(g), vocab_(g.vocab()) {}
+  explicit TokenBudget(const CompiledGrammar& g) : g_(g), vocab_(g.vocab()), trie_(g) {}
   ~TokenBudget() = default;
   TokenBudget(const TokenBudget&) = delete;
   TokenBudget& operator=(const TokenBudget&) = delete;
@@ -51,12 +50,10 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   uint32_t cheapest_known(size_t need);
-  void restrict_walked(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   RowCosts& cost(const LexerEpoch& epoch);
-  void walk_costs(ParseState& ps, const LexerEpoch& epoch);
-  void walk_trie_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost);
-  bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
-  void special_costs(ParseState& ps, RowCosts& cost, bool into_reached);
+  // search: how the whole-trie walk costs a token inside a lexeme (kBytes: by single-byte
+  // distances, where the exact search ran out of work).
+  void walk_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts::Search search = RowCosts::Search::kExact);
   // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
   // the exact search then gives up on this state (restrict bounds the costs coarsely instead),
   // and ps (when given) is back as it was.
@@ -70,10 +67,6 @@ class TokenBudget : private MaskWalker::CostSink {
   void restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining,
                          uint32_t left);
   static uint32_t left_of(int64_t remaining);  // the most tokens a cost may take after this one
-  void note(int32_t token, uint32_t c) {
-    after_[token] = c;
-    max_ = std::max(max_, c);
-  }
 
   // A cost token_reached found, with its key (parser serials start at 1).
   struct Last {
@@ -92,11 +85,11 @@ class TokenBudget : private MaskWalker::CostSink {
   // theirs in reached_ (from the mask walk); the inner tokens (staying inside the lexeme) are
   // bounded by the cost room (InnerCosts) only as tightly as the budget needs. Where the walk
   // cannot report (lexemes with token limits: whole_walk_), or the inner costs cannot serve, the
-  // costs come from a walk of the whole trie (after_).
+  // costs come from a walk of the whole trie (trie_).
   enum class Stage : uint8_t {
     kNone,        // not known
     kInner,       // reached_, and the inner tokens by inner_
-    kWalked,      // after_: per token, from a walk of the whole trie
+    kWalked,      // trie_: per token, from a walk of the whole trie
     kUnbudgeted,  // every search ran out of work: the mask stays unbudgeted
   };
   Stage stage_ = Stage::kNone;
@@ -112,18 +105,11 @@ class TokenBudget : private MaskWalker::CostSink {
   Last last_{};
   InnerCosts inner_;
   std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
-  std::vector<uint32_t> after_;  // kWalked: per token, the cost after it (cost::kInf: unknown)
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   std::vector<uint32_t> unknown_;     // cheapest_known's scratch: the tokens not costed yet
-  std::vector<int32_t> specials_;     // the special tokens the grammar names (on first use)
-  bool specials_known_ = false;
-  std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
-  deadline::Ticker ticker_;  // trie nodes walked, for the time limits
   uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
   bool gave_up_ = false;     // this call's work ran out
-  // How the whole-trie walk costs a token inside a lexeme: kBytes (single-byte distances) where
-  // the exact search ran out of work.
-  RowCosts::Search search_ = RowCosts::Search::kExact;
+  TrieCosts trie_;  // the whole-trie walk's costs (kWalked)
 };
 
 }  // namespace stencil

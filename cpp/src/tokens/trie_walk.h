@@ -1,7 +1,7 @@
 // The one walk of a token sub-trie that drives a recognizer: the mask walk (MaskWalker::walk) and
-// the budget's whole-trie walk (TokenBudget::walk_trie_costs) are this loop with their own
-// visitor. It is llguidance's TokTrie::add_bias over a Recognizer, made static: a template over
-// both, so each caller's visitor is inlined and the hot loop makes no virtual or indirect call.
+// the budget's whole-trie walk (TrieCosts::walk) are this loop with their own visitor. It is
+// llguidance's TokTrie::add_bias over a Recognizer, made static: a template over both, so each
+// caller's visitor is inlined and the hot loop makes no virtual or indirect call.
 //
 // The recognizer (ParseState) stands at frame `root`, before the token's first byte; a node at
 // depth d reads its byte over frame root + d - 1 (its parent's):
