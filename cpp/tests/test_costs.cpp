@@ -5,7 +5,8 @@
 // state the lexeme reaches, and Lexer::pair_bytes' bounds hold the byte distances. Per matcher
 // state along the texts the vocabulary reaches, min_completion_tokens is at least the fewest
 // tokens that finish the output (exact where every byte is a token and no longer token is
-// there), consistent, and fill_mask_within keeps exactly the tokens whose cost after fits.
+// there), consistent, and fill_mask_within keeps exactly the tokens whose cost after fits, also
+// where a token limit has the budget walk the whole trie.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -76,7 +77,10 @@ struct Case {
   // to 4, or 16 to 23) or exactly 16 to 23, as a long maxLength or a pattern's count: searched
   // from its states with the count lifted (LexemeSearch::relaxed_to_end), whose path must fit it.
   std::string alphabet = "ab,. ";
-  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false) : seed(seed_) {
+  // `token_limit`: x spans at most that many tokens (none where 0): a limit no text here reaches,
+  // which makes the budget walk the whole trie (TrieCosts) instead of taking the mask walk's reports.
+  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0)
+      : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
     b.ignore(b.re_literal(" "), "ws", true, false);
@@ -108,7 +112,10 @@ struct Case {
       xe = b.re_concat({text, b.re_literal(m)});
       alphabet = "ab<\n,. ";
     }
-    const Symbol x = b.lexeme(xe, "x", marker), y = b.lexeme(word(b, r), "y", false);
+    // (with a limit, x ends in a run of a-f, a bucket of CharSummary's: sub-tries of a and b then
+    // stay in its state, and the walk takes them at once)
+    if (token_limit) xe = b.re_concat({xe, b.re_repeat(b.re_byte_ranges({{'a', 'f'}}), 0, -1)});
+    const Symbol x = b.lexeme(xe, "x", marker, token_limit), y = b.lexeme(word(b, r), "y", false);
     const Symbol comma = b.literal(",", "comma"), dot = b.literal(".", "dot");
     const Symbol list = b.rule("list"), start = b.rule("start");
     b.add_alternative(list, {x});
@@ -480,48 +487,65 @@ std::string listed(const Case& c, const std::vector<int32_t>& ids) {
 
 }  // namespace
 
-TEST_CASE(costs_finish_bounds_and_budget_masks_hold_against_exhaustive_search) {
-  size_t states = 0, exact = 0, masks = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
-    Case c(seed);
-    Texts texts(c);
-    const int32_t vocab = static_cast<int32_t>(c.tokens.size());
-    for (const auto& [u, done] : texts.complete) {
-      stencil::Matcher m(c.grammar, 0);
-      REQUIRE(m.accept_bytes(u));
-      const int64_t bound = m.min_completion_tokens();
-      if (bound < 0) {  // none known: none in this vocabulary either, where every byte is a token (a way to
-        // finish may need tokens that cross a lexeme's end, which the bound leaves out)
-        if (c.all_bytes) CHECK_MSG(!texts.dist.count(u), "seed " + std::to_string(seed) + " text '" + u + "'");
-        continue;
+// min_completion_tokens and fill_mask_within along the texts of case c's vocabulary: the bound
+// against the fewest tokens (texts), consistent, and each mask at k tokens left keeping exactly the
+// tokens whose cost after fits k - 1.
+void check_bounds_and_masks(const Case& c, size_t& states, size_t& exact, size_t& masks) {
+  const uint64_t seed = c.seed;
+  Texts texts(c);
+  const int32_t vocab = static_cast<int32_t>(c.tokens.size());
+  for (const auto& [u, done] : texts.complete) {
+    stencil::Matcher m(c.grammar, 0);
+    REQUIRE(m.accept_bytes(u));
+    const int64_t bound = m.min_completion_tokens();
+    if (bound < 0) {  // none known: none in this vocabulary either, where every byte is a token (a way to
+      // finish may need tokens that cross a lexeme's end, which the bound leaves out)
+      if (c.all_bytes) CHECK_MSG(!texts.dist.count(u), "seed " + std::to_string(seed) + " text '" + u + "'");
+      continue;
+    }
+    ++states;
+    CHECK(texts.within(u, bound) != 0);  // never below the fewest tokens
+    if (c.exact) CHECK(texts.within(u, bound - 1) != 1);
+    if (c.exact && texts.dist.count(u)) exact += texts.dist.at(u) == static_cast<uint32_t>(bound);
+    const std::vector<int32_t> full = allowed(m, vocab, -1);
+    if (bound > 0) {  // consistent: some token leads one nearer
+      bool nearer = false;
+      for (int32_t t : full) {
+        const int64_t after = t == 0 ? -1 : cost_after(m, t);
+        nearer = nearer || (after >= 0 && after <= bound - 1);
       }
-      ++states;
-      CHECK(texts.within(u, bound) != 0);  // never below the fewest tokens
-      if (c.exact) CHECK(texts.within(u, bound - 1) != 1);
-      if (c.exact && texts.dist.count(u)) exact += texts.dist.at(u) == static_cast<uint32_t>(bound);
-      const std::vector<int32_t> full = allowed(m, vocab, -1);
-      if (bound > 0) {  // consistent: some token leads one nearer
-        bool nearer = false;
-        for (int32_t t : full) {
-          const int64_t after = t == 0 ? -1 : cost_after(m, t);
-          nearer = nearer || (after >= 0 && after <= bound - 1);
-        }
-        CHECK(nearer);
+      CHECK(nearer);
+    }
+    for (int64_t k = std::max<int64_t>(bound, 1); k <= bound + 2; ++k) {
+      const std::vector<int32_t> got = allowed(m, vocab, k);
+      std::vector<int32_t> want;
+      for (int32_t t : full) {
+        const int64_t after = t == 0 ? 0 : cost_after(m, t);
+        if (after >= 0 && after <= k - 1) want.push_back(t);
       }
-      for (int64_t k = std::max<int64_t>(bound, 1); k <= bound + 2; ++k) {
-        const std::vector<int32_t> got = allowed(m, vocab, k);
-        std::vector<int32_t> want;
-        for (int32_t t : full) {
-          const int64_t after = t == 0 ? 0 : cost_after(m, t);
-          if (after >= 0 && after <= k - 1) want.push_back(t);
-        }
-        ++masks;
-        CHECK_MSG(got == want, "seed " + std::to_string(seed) + " text '" + u + "' k " + std::to_string(k) +
-                                   ": kept " + listed(c, got) + ", fitting " + listed(c, want));
-      }
+      ++masks;
+      CHECK_MSG(got == want, "seed " + std::to_string(seed) + " text '" + u + "' k " + std::to_string(k) +
+                                 ": kept " + listed(c, got) + ", fitting " + listed(c, want));
     }
   }
+}
+
+TEST_CASE(costs_finish_bounds_and_budget_masks_hold_against_exhaustive_search) {
+  size_t states = 0, exact = 0, masks = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) check_bounds_and_masks(Case(seed), states, exact, masks);
   CHECK(states > 2500);
   CHECK(exact > 150);
   CHECK(masks > 7500);
+}
+
+// The same where a lexeme has a token limit: the mask walks the whole trie, and so do the budget's
+// costs (TrieCosts: its sub-tries taken at once inside a looping lexeme, its restriction). The
+// mutation check plants a fault in each of those.
+TEST_CASE(costs_budget_masks_hold_where_the_whole_trie_is_walked) {
+  size_t states = 0, exact = 0, masks = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed)
+    check_bounds_and_masks(Case(seed, false, false, 64), states, exact, masks);
+  CHECK(states > 40000);  // (40 cases: each x's run of letters makes many texts)
+  CHECK(exact > 4000);
+  CHECK(masks > 100000);
 }

@@ -48,7 +48,6 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
   // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
   const EarleyRow& r = p.row(row);
-  ticker_.tick(r.end - r.begin + 1);
   // Scratch kept across rows (a walk costs many short-lived rows): distances per nonterminal
   // with the ones touched, the edges, the heap.
   if (dist_.size() < g_.nonterminal_names.size()) {
@@ -73,6 +72,7 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   };
   for (uint32_t j = r.begin; j < r.end; ++j) {
+    ticker_.tick();  // (per item: a row of thousands looks at the clock within it)
     const EarleyItem it = p.item(j);
     const Symbol sym = g_.dotted[it.pos];
     if (is_terminal(sym) || Grammar::is_end(sym)) continue;

@@ -10,26 +10,6 @@
 
 namespace stencil {
 
-struct TrieCosts::Visit {
-  TrieCosts& w;
-  ParseState& ps;
-  RowCosts& cost;
-  WalkLoops& loops;
-  size_t root;
-  bool took(size_t i, const TrieNode& node) {
-    w.ticker_.tick();
-    // (a leaf, or a node whose parent starts a lexeme, is walked: no call)
-    return node.subtree_size > 1 && !ps.frames()[root + node.depth - 1].fresh &&
-           w.take_loop(ps, cost, loops, i, node, root);
-  }
-  void token(const TrieNode& node) {
-    const Frame& f = ps.frames().back();
-    const uint32_t c = cost.at(ps.parser(), f.state, f.fresh, w.search_);
-    w.after_[node.token_id] = c;
-    w.max_ = std::max(w.max_, c);
-  }
-};
-
 void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, RowCosts::Search search) {
   after_.assign(static_cast<size_t>(vocab_.vocab_size()), cost::kInf);
   max_ = 0;
@@ -38,6 +18,25 @@ void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, Ro
   ps.begin_walk();
   const size_t root = ps.walk_root();
   ps.reset_shared_end(root);
+  struct Visit {
+    TrieCosts& w;
+    ParseState& ps;
+    RowCosts& cost;
+    WalkLoops& loops;
+    size_t root;
+    bool took(size_t i, const TrieNode& node) {
+      w.ticker_.tick();
+      // (a leaf, or a node whose parent starts a lexeme, is walked: no call)
+      return node.subtree_size > 1 && !ps.frames()[root + node.depth - 1].fresh &&
+             w.take_loop(ps, cost, loops, i, node, root);
+    }
+    void token(const TrieNode& node) {
+      const Frame& f = ps.frames().back();
+      const uint32_t c = cost.at(ps.parser(), f.state, f.fresh, w.search_);
+      w.after_[node.token_id] = c;
+      w.max_ = std::max(w.max_, c);
+    }
+  };
   const auto& nodes = vocab_.trie().nodes();
   WalkLoops loops(epoch.cache, ps.lexer());
   loop_states_.resize(static_cast<size_t>(vocab_.trie().max_depth()) + 2);

@@ -33,7 +33,6 @@ class TrieCosts {
   void special_costs(ParseState& ps, RowCosts& cost, std::vector<std::pair<int32_t, uint32_t>>& out);
 
  private:
-  struct Visit;
   bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void cost_range(size_t i, size_t end, uint32_t c);
 
