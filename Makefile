@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: venv install wheel lint test test-cpp mutate-costs test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
+.PHONY: venv install wheel lint test build-cpp-tests test-cpp mutate-costs test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
 
 # The distribution was named `stencil` before (the package index's `stencil` is another project):
 # an editable install left under that name in a venv would serve `import stencil` beside this one.
@@ -45,16 +45,19 @@ test: install lint
 	$(MAKE) test-cpp
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The static checks (make test runs them before the suite; well under a minute): ruff with
-# pyproject.toml's rules (its pycodestyle layout rules are the format check: see the comment there)
-# and mypy over src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi)
-# from the install. `make test` runs them first.
+# The static checks (make test runs them before the suite): ruff with pyproject.toml's rules (its
+# pycodestyle layout rules are the Python format check: see the comment there), mypy over
+# src/stencil ([tool.mypy]), which reads the extension's generated stubs (_core.pyi) from the
+# install, clang-format's check of cpp/ (.clang-format; `clang-format -i FILE` mends a file), and
+# the C++ core and its tests built with warnings as errors (the build test-cpp then runs).
 lint: install
 	$(PY) -m ruff check --no-cache src tests fuzz examples benchmarks
 	mkdir -p build/typing/stencil
 	cp "$$($(PY) -c 'import pathlib, stencil._core as c; print(pathlib.Path(c.__file__).with_name("_core.pyi"))')" \
 		build/typing/stencil/_core.pyi
 	$(PY) -m mypy
+	$(VENV)/bin/clang-format --dry-run --Werror $$(find cpp -name '*.cpp' -o -name '*.h' | sort)
+	$(MAKE) build-cpp-tests
 
 
 # The C++ unit tests (cpp/tests: thread pool, flat map, token trie, serialization, memory limit),
@@ -66,11 +69,15 @@ CPP_TEST_BUILD ?= build/cpp-tests
 CPP_TEST_CMAKE_ARGS ?=
 CPP_TEST_JOBS ?= 2
 CMAKE ?= $(or $(shell command -v cmake 2>/dev/null),$(VENV)/bin/cmake)
-test-cpp: $(PY)
+# The core and its tests are built with warnings as errors (STENCIL_WERROR), the build `make lint`
+# checks: CPP_WERROR=OFF to try a change with warnings left in.
+CPP_WERROR ?= ON
+build-cpp-tests: $(PY)
 	test -x "$(CMAKE)" || $(PIP) install --quiet "cmake>=3.18"
 	$(CMAKE) -S . -B $(CPP_TEST_BUILD) -DCMAKE_BUILD_TYPE=Release -DSTENCIL_CPP_TESTS=ON -DSTENCIL_PYTHON_MODULE=OFF \
-		$(CPP_TEST_CMAKE_ARGS)
+		-DSTENCIL_WERROR=$(CPP_WERROR) $(CPP_TEST_CMAKE_ARGS)
 	$(CMAKE) --build $(CPP_TEST_BUILD) --target stencil_cpp_tests -j $(CPP_TEST_JOBS)
+test-cpp: build-cpp-tests
 	$(CPP_TEST_BUILD)/stencil_cpp_tests $(CPP_TEST_ARGS)
 
 # The mutation check of the cost room's tests (cpp/tests/mutate_costs.py): one off-by-one planted

@@ -42,8 +42,7 @@ void watchdog(int seconds) {
   std::unique_lock<std::mutex> lock(watch_mu);
   for (;;) {
     const uint64_t seen = started;
-    const bool moved =
-        watch_cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return done || started != seen; });
+    const bool moved = watch_cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return done || started != seen; });
     if (done) return;
     if (!moved && running) {
       std::fprintf(stderr, "TIMEOUT: %s ran past %d s (STENCIL_TEST_TIMEOUT)\n", running, seconds);
@@ -131,7 +130,7 @@ int main(int argc, char** argv) {
   watch_cv.notify_all();
   watch.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("C++ unit tests: %zu cases, %zu checks, %zu failed checks in %zu cases (%.1f s)\n", ran, checks,
-              failures, failed_cases, secs);
+  std::printf("C++ unit tests: %zu cases, %zu checks, %zu failed checks in %zu cases (%.1f s)\n", ran, checks, failures,
+              failed_cases, secs);
   return failures || ran == 0 ? 1 : 0;
 }

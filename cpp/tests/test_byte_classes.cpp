@@ -21,7 +21,9 @@ TEST_CASE(byte_classes_are_the_coarsest_partition_the_sets_respect) {
     for (uint32_t i = 0, n = r.below(round % 4 == 0 ? 4 : 60); i < n; ++i) {
       ByteSet s;
       switch (r.below(5)) {
-        case 0: s.add(static_cast<uint8_t>(r.below(256))); break;  // a literal's byte
+        case 0:
+          s.add(static_cast<uint8_t>(r.below(256)));
+          break;  // a literal's byte
         case 1: {
           const uint32_t lo = r.below(256);
           s.add_range(static_cast<int>(lo), static_cast<int>(lo + r.below(256 - lo)));
@@ -38,7 +40,9 @@ TEST_CASE(byte_classes_are_the_coarsest_partition_the_sets_respect) {
         case 3:
           for (uint32_t k = 0, m = r.below(200); k < m; ++k) s.add(static_cast<uint8_t>(r.below(256)));
           break;
-        default: if (r.below(2)) s.add_range(0, 255); break;  // empty or full: no split
+        default:
+          if (r.below(2)) s.add_range(0, 255);
+          break;  // empty or full: no split
       }
       sets.push_back(s);
     }

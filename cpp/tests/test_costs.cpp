@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "check.h"
-#include "test_rng.h"
 #include "cost/cost_tables.h"
 #include "lexer/lexer.h"
 #include "matcher/lexer_epoch.h"
@@ -25,6 +24,7 @@
 #include "stencil/grammar.h"
 #include "stencil/matcher.h"
 #include "stencil/vocabulary.h"
+#include "test_rng.h"
 #include "tokens/trie.h"
 
 using stencil::CostTables;
@@ -79,8 +79,7 @@ struct Case {
   std::string alphabet = "ab,. ";
   // `token_limit`: x spans at most that many tokens (none where 0): a limit no text here reaches,
   // which makes the budget walk the whole trie (TrieCosts) instead of taking the mask walk's reports.
-  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0)
-      : seed(seed_) {
+  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0) : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
     b.ignore(b.re_literal(" "), "ws", true, false);
@@ -92,7 +91,8 @@ struct Case {
       const int64_t lo = kind == 0 ? 0 : kind == 1 ? 1 + r.below(4) : 16 + r.below(8);
       const int64_t hi = kind == 3 ? lo : lo + 16 + r.below(25);
       // (an exact count of a single byte, as `\d{20}`: of a random part its states explode)
-      const ExprId part = kind == 3 ? b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}}) : random_expr(b, r, 1);
+      const ExprId part =
+          kind == 3 ? b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}}) : random_expr(b, r, 1);
       xe = b.re_concat({xe, b.re_repeat(part, lo, hi)});
     }
     if (marker) {
@@ -173,8 +173,10 @@ uint32_t fewest_to_end(const Lexer& lx, const std::vector<std::string>& tokens, 
       for (size_t t = 1; t < tokens.size(); ++t) {
         uint32_t v = u;
         for (size_t i = 0; i < tokens[t].size() && v != Lexer::kDead; ++i) {
-          if (lx.state(v).end_now) v = Lexer::kDead;
-          else v = lx.next(v, static_cast<uint8_t>(tokens[t][i]));
+          if (lx.state(v).end_now)
+            v = Lexer::kDead;
+          else
+            v = lx.next(v, static_cast<uint8_t>(tokens[t][i]));
         }
         if (v == Lexer::kDead || !dist.emplace(v, d).second) continue;
         if (ends(v)) return d;
@@ -252,8 +254,10 @@ void check_state(const Case& c, CostTables& t, LexemeSearch& cut, uint32_t s, ui
     const uint32_t d = search->tokens_to_end(s, l, kInf, work, ticker);
     CHECK_MSG(at_least(d, truth), at + std::to_string(d) + " tokens, fewest " + std::to_string(truth));
     if ((c.exact || one_word) && truth < kInf)
-      CHECK_MSG(d == truth, at + std::to_string(d) + " tokens, not " + std::to_string(truth) + (one_word ? " (" + word + ")" : ""));
-    if (d > 0 && d < kInf) CHECK_MSG(goes_nearer(*search, c, s, l, d, work), at + "no token lowers " + std::to_string(d));
+      CHECK_MSG(d == truth,
+                at + std::to_string(d) + " tokens, not " + std::to_string(truth) + (one_word ? " (" + word + ")" : ""));
+    if (d > 0 && d < kInf)
+      CHECK_MSG(goes_nearer(*search, c, s, l, d, work), at + "no token lowers " + std::to_string(d));
   }
   const uint32_t ceiling = t.ceiling.state_ceiling(s);
   if (ceiling < kInf) {
@@ -266,7 +270,8 @@ void check_state(const Case& c, CostTables& t, LexemeSearch& cut, uint32_t s, ui
   for (const auto& pair : t.ceiling.pairs(s)) {
     if (pair.lexeme != l) continue;
     if (pair.shortest < kInf)
-      CHECK_MSG(at_least(pair.shortest, truth), at + "pair shortest " + std::to_string(pair.shortest) + ", fewest " + std::to_string(truth));
+      CHECK_MSG(at_least(pair.shortest, truth),
+                at + "pair shortest " + std::to_string(pair.shortest) + ", fewest " + std::to_string(truth));
     if (pair.ceiling >= kInf) continue;
     ++n.pair_ceilings;  // in single bytes, over the states `reach` bytes lead to
     for (uint32_t u : reached(lx, pair.alone, reach))
@@ -410,7 +415,8 @@ TEST_CASE(costs_a_word_takes_its_fewest_tokens) {
     }
   }
   CHECK_MSG(states > 1500, std::to_string(states) + " states");
-  CHECK_MSG(greedy_worse > 20, std::to_string(greedy_worse) + " states where the longest token first is not the fewest");
+  CHECK_MSG(greedy_worse > 20,
+            std::to_string(greedy_worse) + " states where the longest token first is not the fewest");
 }
 
 namespace {
@@ -442,7 +448,8 @@ struct Texts {
     }
     std::vector<std::string> order;
     for (const auto& kv : complete) order.push_back(kv.first);
-    std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    std::sort(order.begin(), order.end(),
+              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
     for (const std::string& u : order) {
       if (complete[u]) {
         dist[u] = 0;
@@ -524,8 +531,8 @@ void check_bounds_and_masks(const Case& c, size_t& states, size_t& exact, size_t
         if (after >= 0 && after <= k - 1) want.push_back(t);
       }
       ++masks;
-      CHECK_MSG(got == want, "seed " + std::to_string(seed) + " text '" + u + "' k " + std::to_string(k) +
-                                 ": kept " + listed(c, got) + ", fitting " + listed(c, want));
+      CHECK_MSG(got == want, "seed " + std::to_string(seed) + " text '" + u + "' k " + std::to_string(k) + ": kept " +
+                                 listed(c, got) + ", fitting " + listed(c, want));
     }
   }
 }

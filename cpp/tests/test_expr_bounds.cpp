@@ -29,9 +29,12 @@ ExprId random_expr(ExprStore& st, stencil_test::Rng& r, int depth) {
     return leaves[r.below(5)];
   }
   switch (r.below(5)) {
-    case 0: return st.concat(random_expr(st, r, depth - 1), random_expr(st, r, depth - 1));
-    case 1: return st.alt({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
-    case 2: return st.conj({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
+    case 0:
+      return st.concat(random_expr(st, r, depth - 1), random_expr(st, r, depth - 1));
+    case 1:
+      return st.alt({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
+    case 2:
+      return st.conj({random_expr(st, r, depth - 1), random_expr(st, r, depth - 1)});
     case 3: {  // a count of words: letters then a space
       const ExprId word = st.concat(st.repeat(st.alt({a, b}), 1, stencil::kUnbounded), sp);
       const uint32_t lo = r.below(2);
@@ -56,8 +59,7 @@ bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s)
 std::vector<std::string> strings_up_to(size_t longest) {
   std::vector<std::string> strings{""};
   for (size_t i = 0; i < strings.size() && strings[i].size() < longest; ++i)
-    for (char c : std::string("ab "))
-      strings.push_back(strings[i] + c);
+    for (char c : std::string("ab ")) strings.push_back(strings[i] + c);
   return strings;
 }
 
@@ -194,7 +196,8 @@ TEST_CASE(completion_bound_holds_for_every_prefix_of_random_expressions) {
     if (e == ExprStore::kNothing) continue;
     const uint64_t bound = st.completion_bound(e);
     REQUIRE(bound < 1000);
-    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e) + " bound " + std::to_string(bound);
+    const std::string at =
+        "round " + std::to_string(round) + ": " + st.to_string(e) + " bound " + std::to_string(bound);
     // every prefix of up to 7 bytes that some word extends
     std::vector<std::pair<std::string, ExprId>> level{{"", e}};
     uint64_t worst = 0;

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "check.h"
-#include "test_rng.h"
 #include "json/canon.h"
 #include "json/number_range.h"
 #include "stencil/errors.h"
+#include "test_rng.h"
 
 using stencil::NumberState;
 
@@ -198,9 +198,11 @@ struct Value {
 };
 
 // Spellings of equal numbers per row (rows differ in value).
-const std::vector<std::vector<std::string>> kNumbers = {
-    {"0", "-0", "0.0", "0e5", "0E-3"}, {"1", "1.0", "10e-1", "0.1E1", "1e0"}, {"-2.5", "-25e-1", "-0.25E+1"},
-    {"100", "1e2", "1.00E2", "1000e-1"}, {"0.5", "5e-1", "0.50"}};
+const std::vector<std::vector<std::string>> kNumbers = {{"0", "-0", "0.0", "0e5", "0E-3"},
+                                                        {"1", "1.0", "10e-1", "0.1E1", "1e0"},
+                                                        {"-2.5", "-25e-1", "-0.25E+1"},
+                                                        {"100", "1e2", "1.00E2", "1000e-1"},
+                                                        {"0.5", "5e-1", "0.50"}};
 
 Value random_value(Rng& r, int depth) {
   Value v;
@@ -240,12 +242,18 @@ std::string spell_string(Rng& r, const std::string& s) {
 std::string spell(Rng& r, const Value& v) {
   const std::string ws = r.below(2) ? " " : "";
   switch (v.kind) {
-    case 'n': return "null";
-    case 't': return "true";
-    case 'f': return "false";
-    case '#': return kNumbers[v.number][r.below(static_cast<uint32_t>(kNumbers[v.number].size()))];
-    case 's': return spell_string(r, v.text);
-    default: break;
+    case 'n':
+      return "null";
+    case 't':
+      return "true";
+    case 'f':
+      return "false";
+    case '#':
+      return kNumbers[v.number][r.below(static_cast<uint32_t>(kNumbers[v.number].size()))];
+    case 's':
+      return spell_string(r, v.text);
+    default:
+      break;
   }
   std::vector<size_t> order(v.items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -13,8 +13,8 @@
 #include "support/memory_limit.h"
 
 using stencil::EvictableCache;
-using stencil::MemoryLimit;
 using stencil::MemoryKind;
+using stencil::MemoryLimit;
 
 namespace {
 
@@ -25,7 +25,10 @@ constexpr size_t kMiB = size_t(1) << 20;
 class TestCache : public EvictableCache {
  public:
   TestCache(size_t bytes, uint64_t used, bool grammar)
-      : bytes_(bytes), used_(used), grammar_(grammar), kind_(grammar ? stencil::kLexerMemory : stencil::kSharedMaskMemory) {
+      : bytes_(bytes),
+        used_(used),
+        grammar_(grammar),
+        kind_(grammar ? stencil::kLexerMemory : stencil::kSharedMaskMemory) {
     MemoryLimit::get().add(this, grammar);
     MemoryLimit::get().charge(kind_, static_cast<int64_t>(bytes));
   }

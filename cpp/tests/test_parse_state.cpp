@@ -156,8 +156,8 @@ TEST_CASE(parse_state_descend_keeps_a_shared_end) {
 
 TEST_CASE(walk_subtrie_matches_byte_by_byte_pushes) {
   Fixture f;
-  const std::vector<std::string> tokens = {"a", "ab", "abc", ",", ",a", "b,", "c,,", "x", "a,b", "ba", " ", " ,",
-                                           ", c", "cc ", "a x", "bb,cc"};
+  const std::vector<std::string> tokens = {"a",   "ab", "abc", ",",  ",a",  "b,",  "c,,", "x",
+                                           "a,b", "ba", " ",   " ,", ", c", "cc ", "a x", "bb,cc"};
   std::vector<std::string_view> views(tokens.begin(), tokens.end());
   stencil::TokenTrie trie;
   trie.build(views, std::vector<uint8_t>(tokens.size(), 0));

@@ -37,15 +37,46 @@ bool number_prefix(const std::string& s) {
   for (char c : s) {
     const bool d = c >= '0' && c <= '9';
     switch (st) {
-      case Start: st = c == '-' ? Minus : c == '0' ? Zero : d ? Int : ExpDigits; if (!d && c != '-') return false; break;
-      case Minus: if (!d) return false; st = c == '0' ? Zero : Int; break;
-      case Zero: case Int:
-        if (d && st == Int) break;
-        if (c == '.') st = Dot; else if (c == 'e' || c == 'E') st = Exp; else return false;
+      case Start:
+        st = c == '-' ? Minus : c == '0' ? Zero : d ? Int : ExpDigits;
+        if (!d && c != '-') return false;
         break;
-      case Dot: case Frac: if (d) st = Frac; else if (st == Frac && (c == 'e' || c == 'E')) st = Exp; else return false; break;
-      case Exp: if (c == '+' || c == '-') st = ExpSign; else if (d) st = ExpDigits; else return false; break;
-      case ExpSign: case ExpDigits: if (!d) return false; st = ExpDigits; break;
+      case Minus:
+        if (!d) return false;
+        st = c == '0' ? Zero : Int;
+        break;
+      case Zero:
+      case Int:
+        if (d && st == Int) break;
+        if (c == '.')
+          st = Dot;
+        else if (c == 'e' || c == 'E')
+          st = Exp;
+        else
+          return false;
+        break;
+      case Dot:
+      case Frac:
+        if (d)
+          st = Frac;
+        else if (st == Frac && (c == 'e' || c == 'E'))
+          st = Exp;
+        else
+          return false;
+        break;
+      case Exp:
+        if (c == '+' || c == '-')
+          st = ExpSign;
+        else if (d)
+          st = ExpDigits;
+        else
+          return false;
+        break;
+      case ExpSign:
+      case ExpDigits:
+        if (!d) return false;
+        st = ExpDigits;
+        break;
     }
   }
   return true;
@@ -118,8 +149,8 @@ TEST_CASE(may_spell_numbers_agree_with_brute_force) {
           for (size_t n = 0; n <= 4; ++n) strings_of(n, mids);
         for (const std::string& mid : mids)
           for (int x = -12; x <= 12 && !longer; ++x)
-            for (const std::string& e : {std::string(), "e" + std::to_string(x), std::to_string(x),
-                                         "+" + std::to_string(x)}) {
+            for (const std::string& e :
+                 {std::string(), "e" + std::to_string(x), std::to_string(x), "+" + std::to_string(x)}) {
               std::string canon;
               const std::string whole = text + mid + e;
               if (json_number(whole) && stencil::canonical_value(whole, canon) && canon == want_canon) longer = true;

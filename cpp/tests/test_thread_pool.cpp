@@ -99,9 +99,8 @@ TEST_CASE(thread_pool_nested_call_runs_inline) {
   // An item that calls parallel_for on its own pool would wait for the batch it is part of.
   ThreadPool pool(3);
   std::vector<std::atomic<int>> runs(50 * 20);
-  pool.parallel_for(50, 4, [&](size_t i) {
-    pool.parallel_for(20, 4, [&](size_t j) { runs[i * 20 + j].fetch_add(1); });
-  });
+  pool.parallel_for(50, 4,
+                    [&](size_t i) { pool.parallel_for(20, 4, [&](size_t j) { runs[i * 20 + j].fetch_add(1); }); });
   size_t once = 0;
   for (auto& r : runs) once += r.load() == 1;
   CHECK_EQ(once, runs.size());

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "check.h"
-#include "lexer/lexer.h"
 #include "cost/inner_steps.h"
+#include "lexer/lexer.h"
 #include "stencil/grammar.h"
 #include "support/work_limit.h"
 #include "tokens/mask_cache.h"
@@ -162,7 +162,8 @@ TEST_CASE(walk_inside_takes_a_count_by_its_characters) {
   CountFixture f;
   const uint32_t start = f.start_state();
   // From the start, midway, and near the bound (where the longer tokens die).
-  for (const std::string& prefix : std::vector<std::string>{"", "a", "abcd", std::string(35, 'c'), std::string(38, 'e'), std::string(39, 'f')}) {
+  for (const std::string& prefix :
+       std::vector<std::string>{"", "a", "abcd", std::string(35, 'c'), std::string(38, 'e'), std::string(39, 'f')}) {
     const uint32_t s = f.after(start, prefix);
     CHECK(s != Lexer::kDead);
     std::set<std::tuple<std::string, uint32_t>> want, got;

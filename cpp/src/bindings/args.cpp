@@ -41,21 +41,25 @@ std::string_view text_arg(nb::handle h, const char* name, const char* other) {
 
 // Why an object nanobind would not take as an array cannot be a bitmask (the slow path only).
 [[noreturn]] static void refuse_bitmask(nb::handle h) {
-  const std::string what = "the bitmask must be a C-contiguous int32 numpy array or torch CPU tensor "
-                           "(stencil.allocate_token_bitmask)";
+  const std::string what =
+      "the bitmask must be a C-contiguous int32 numpy array or torch CPU tensor "
+      "(stencil.allocate_token_bitmask)";
   if (nb::hasattr(h, "device") && nb::hasattr(nb::getattr(h, "device"), "type")) {
     std::string dev = nb::str(nb::getattr(nb::getattr(h, "device"), "type")).c_str();
     if (dev != "cpu")
       throw nb::type_error(("the bitmask must be in CPU memory (fill it on the CPU, then copy it to the device), "
-                            "got a tensor on " + dev).c_str());
+                            "got a tensor on " +
+                            dev)
+                               .c_str());
   }
   if (nb::hasattr(h, "flags") && nb::hasattr(nb::getattr(h, "flags"), "writeable") &&
       !nb::cast<bool>(nb::getattr(nb::getattr(h, "flags"), "writeable")))
     throw nb::value_error("the bitmask is read-only (stencil writes the mask into it)");
   if (nb::hasattr(h, "dtype") && nb::hasattr(nb::getattr(h, "dtype"), "byteorder") &&
       std::string(nb::str(nb::getattr(nb::getattr(h, "dtype"), "byteorder")).c_str()) == ">")
-    throw nb::type_error(("the bitmask must be little-endian int32, got " +
-                          std::string(nb::str(nb::getattr(h, "dtype")).c_str())).c_str());
+    throw nb::type_error(
+        ("the bitmask must be little-endian int32, got " + std::string(nb::str(nb::getattr(h, "dtype")).c_str()))
+            .c_str());
   throw nb::type_error((what + ", got " + type_of(h)).c_str());
 }
 

@@ -42,7 +42,6 @@ nb::object python_exception(const std::exception_ptr& e) {
   return nb::none();  // unreachable: raise() always throws
 }
 
-
 nb::list python_errors(const std::vector<std::exception_ptr>& errors) {
   nb::list out;
   for (const auto& e : errors) out.append(e ? python_exception(e) : nb::none());
@@ -164,9 +163,10 @@ void bind_batch(nb::module_& m) {
       },
       nb::arg("matchers"), nb::arg("bitmask").none(), nb::arg("indices"), nb::arg("num_threads"),
       nb::arg("remaining_tokens") = std::vector<nb::handle>{}, nb::arg("return_errors") = false,
-      nb::sig("def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
-              "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
-              "collections.abc.Sequence[int | None] = [], return_errors: bool = False) -> list[Exception | None] | None"));
+      nb::sig(
+          "def fill_next_token_bitmasks(matchers: collections.abc.Sequence[object], bitmask: numpy.typing.NDArray, "
+          "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
+          "collections.abc.Sequence[int | None] = [], return_errors: bool = False) -> list[Exception | None] | None"));
 
   nb::class_<PendingFill>(m, "PendingFill",
                           "A batch of masks being filled on a thread of the core "

@@ -8,9 +8,7 @@ namespace nb = nanobind;
 
 // A Python base pair (StencilError, builtin): nanobind's exception passes its base to
 // PyErr_NewException, which takes a tuple of bases.
-static nb::object bases(const nb::object& root, PyObject* builtin) {
-  return nb::make_tuple(root, nb::handle(builtin));
-}
+static nb::object bases(const nb::object& root, PyObject* builtin) { return nb::make_tuple(root, nb::handle(builtin)); }
 
 void bind_errors(nb::module_& m) {
   // Base classes first: nanobind tries the translators last registered first.
@@ -22,10 +20,9 @@ void bind_errors(nb::module_& m) {
   // constraint cannot be used" (integrations, the server's 400s, benchmark engines) keep doing so.
   // No C++ exception is thrown as a plain stencil::LimitError (errors.h), so it is made as
   // nanobind makes one, without a translator.
-  static nb::object limit_error = nb::steal(
-      PyErr_NewExceptionWithDoc("stencil._core.LimitError",
-                                "A time, work or memory limit ran out (BudgetError, TimeLimitExceeded).",
-                                bases(root, PyExc_ValueError).ptr(), nullptr));
+  static nb::object limit_error = nb::steal(PyErr_NewExceptionWithDoc(
+      "stencil._core.LimitError", "A time, work or memory limit ran out (BudgetError, TimeLimitExceeded).",
+      bases(root, PyExc_ValueError).ptr(), nullptr));
   m.attr("LimitError") = limit_error;
   // BudgetError: a work or memory limit; TimeLimitExceeded: a wall-clock one, its sibling.
   nb::exception<stencil::BudgetError>(m, "BudgetError", limit_error.ptr());

@@ -100,11 +100,12 @@ void bind_grammar(nb::module_& m) {
              std::string s = g.serialize();
              return nb::bytes(s.data(), s.size());
            })
-      .def_static("deserialize",
-                  [](nb::bytes data) {
-                    return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
-                  },
-                  nb::arg("data"))
+      .def_static(
+          "deserialize",
+          [](nb::bytes data) {
+            return std::shared_ptr<Grammar>(Grammar::deserialize(std::string(data.c_str(), data.size())));
+          },
+          nb::arg("data"))
       .def_prop_ro("num_rules", [](const Grammar& g) { return g.rules.size(); })
       .def_prop_ro("num_lexemes", [](const Grammar& g) { return g.lexemes.size(); })
       .def("__str__", &Grammar::to_string);
@@ -117,7 +118,7 @@ void bind_grammar(nb::module_& m) {
 #define STENCIL_CHECK_VALUE(enumerator, number, text) .value(#text, CheckKind::enumerator)
       STENCIL_CHECK_KINDS(STENCIL_CHECK_VALUE)
 #undef STENCIL_CHECK_VALUE
-      ;
+          ;
   nb::class_<GrammarBuilder>(m, "GrammarBuilder")
       .def(nb::init<>())
       .def("re_nothing", typed<&GrammarBuilder::re_nothing, Expr()>)
@@ -125,9 +126,10 @@ void bind_grammar(nb::module_& m) {
       .def("re_any_string", typed<&GrammarBuilder::re_any_string, Expr()>)
       .def("re_any_byte_string", typed<&GrammarBuilder::re_any_byte_string, Expr()>)
       .def("re_literal", typed<&GrammarBuilder::re_literal, Expr(const std::string&)>, nb::arg("text"))
-      .def("re_bytes",
-           [](GrammarBuilder& b, nb::bytes data) { return Expr{b.re_bytes(std::string(data.c_str(), data.size()))}; },
-           nb::arg("data"))
+      .def(
+          "re_bytes",
+          [](GrammarBuilder& b, nb::bytes data) { return Expr{b.re_bytes(std::string(data.c_str(), data.size()))}; },
+          nb::arg("data"))
       .def("re_byte_ranges", typed<&GrammarBuilder::re_byte_ranges, Expr(const CodepointRanges&)>, nb::arg("ranges"))
       .def("re_char_ranges", typed<&GrammarBuilder::re_char_ranges, Expr(const CodepointRanges&, bool)>,
            nb::arg("ranges"), nb::arg("negate") = false)
@@ -135,8 +137,8 @@ void bind_grammar(nb::module_& m) {
       .def("re_or", typed<&GrammarBuilder::re_or, Expr(const std::vector<Expr>&)>, nb::arg("items"))
       .def("re_and", typed<&GrammarBuilder::re_and, Expr(const std::vector<Expr>&)>, nb::arg("items"))
       .def("re_not", typed<&GrammarBuilder::re_not, Expr(Expr)>, nb::arg("item"))
-      .def("re_repeat", typed<&GrammarBuilder::re_repeat, Expr(Expr, int64_t, int64_t)>, nb::arg("item"), nb::arg("min"),
-           nb::arg("max"))
+      .def("re_repeat", typed<&GrammarBuilder::re_repeat, Expr(Expr, int64_t, int64_t)>, nb::arg("item"),
+           nb::arg("min"), nb::arg("max"))
       .def(
           "re_number_range",
           [](GrammarBuilder& b, std::optional<std::string> lo, bool lo_exclusive, std::optional<std::string> hi,
@@ -152,29 +154,31 @@ void bind_grammar(nb::module_& m) {
            "(a positive decimal string with at most 19 significant digits, e.g. '0.25' or '1e-8').")
       .def("re_to_string", typed<&GrammarBuilder::re_to_string, std::string(Expr)>, nb::arg("expr"))
       .def("re_nullable", typed<&GrammarBuilder::re_nullable, bool(Expr)>, nb::arg("expr"))
-      .def("lexeme", typed<&GrammarBuilder::lexeme, Sym(Expr, const std::string&, bool, uint32_t)>, nb::arg("expr"), nb::arg("name") = "", nb::arg("lazy") = false,
-           nb::arg("max_tokens") = 0)
+      .def("lexeme", typed<&GrammarBuilder::lexeme, Sym(Expr, const std::string&, bool, uint32_t)>, nb::arg("expr"),
+           nb::arg("name") = "", nb::arg("lazy") = false, nb::arg("max_tokens") = 0)
       .def("literal", typed<&GrammarBuilder::literal, Sym(const std::string&, const std::string&)>, nb::arg("text"),
            nb::arg("name") = "")
       .def("special_token", typed<&GrammarBuilder::special_token, Sym(const std::vector<int32_t>&, const std::string&)>,
            nb::arg("token_ids"), nb::arg("name") = "")
-      .def("ignore", typed<&GrammarBuilder::ignore, void(Expr, const std::string&, bool, bool)>, nb::arg("expr"), nb::arg("name") = "", nb::arg("initial") = true,
-           nb::arg("final") = true)
+      .def("ignore", typed<&GrammarBuilder::ignore, void(Expr, const std::string&, bool, bool)>, nb::arg("expr"),
+           nb::arg("name") = "", nb::arg("initial") = true, nb::arg("final") = true)
       .def("rule", typed<&GrammarBuilder::rule, Sym(const std::string&)>, nb::arg("name") = "")
-      .def("add_alternative", typed<&GrammarBuilder::add_alternative, void(Sym, const std::vector<Sym>&)>, nb::arg("rule"),
-           nb::arg("symbols"))
+      .def("add_alternative", typed<&GrammarBuilder::add_alternative, void(Sym, const std::vector<Sym>&)>,
+           nb::arg("rule"), nb::arg("symbols"))
       .def("seq", typed<&GrammarBuilder::seq, Sym(const std::vector<Sym>&)>, nb::arg("items"))
       .def("choice", typed<&GrammarBuilder::choice, Sym(const std::vector<Sym>&)>, nb::arg("items"))
       .def("optional", typed<&GrammarBuilder::optional, Sym(Sym)>, nb::arg("item"))
       .def("repeat", typed<&GrammarBuilder::repeat, Sym(Sym, int64_t, int64_t)>, nb::arg("item"), nb::arg("min"),
            nb::arg("max"))
-      .def("star", [](GrammarBuilder& b, Sym s) { return Sym{b.repeat(s.id, 0, -1)}; }, nb::arg("item"))
-      .def("plus", [](GrammarBuilder& b, Sym s) { return Sym{b.repeat(s.id, 1, -1)}; }, nb::arg("item"))
+      .def(
+          "star", [](GrammarBuilder& b, Sym s) { return Sym{b.repeat(s.id, 0, -1)}; }, nb::arg("item"))
+      .def(
+          "plus", [](GrammarBuilder& b, Sym s) { return Sym{b.repeat(s.id, 1, -1)}; }, nb::arg("item"))
       .def("empty", typed<&GrammarBuilder::empty, Sym()>)
       .def(
           "add_check",
-          [](GrammarBuilder& b, Sym rule, CheckKind kind, const std::vector<nb::str>& names, int64_t min,
-             int64_t max, std::optional<nb::str> key) {
+          [](GrammarBuilder& b, Sym rule, CheckKind kind, const std::vector<nb::str>& names, int64_t min, int64_t max,
+             std::optional<nb::str> key) {
             // Names are compared with decoded JSON strings, where a lone surrogate escape
             // decodes to its 3-byte form: encode them the same way ("surrogatepass").
             auto decoded_form = [](const nb::str& n) {

@@ -17,7 +17,6 @@ static std::string dtype_name(nb::dlpack::dtype t) {
   return kind + std::to_string(t.bits);
 }
 
-
 MaskRows check_bitmask(nb::handle arg) {
   nb::ndarray<> bm = bitmask_arg(arg);
   if (bm.device_type() != nb::device::cpu::value)
@@ -39,7 +38,6 @@ MaskRows check_bitmask(nb::handle arg) {
   return {static_cast<uint32_t*>(bm.data()), bm.shape(0), bm.shape(1)};
 }
 
-
 int64_t check_remaining(nb::handle remaining) {
   if (remaining.is_none()) return -1;
   const int64_t r = int_arg(remaining, "remaining_tokens", "an int >= 0 (or None for no budget)");
@@ -47,13 +45,11 @@ int64_t check_remaining(nb::handle remaining) {
   return r;
 }
 
-
 uint32_t* bitmask_row(const MaskRows& bm, int64_t index) {
   if (index < 0 || static_cast<size_t>(index) >= bm.rows)
     throw UsageError("bitmask row index " + std::to_string(index) + " is out of range for a bitmask of " +
                      std::to_string(bm.rows) + " rows");
   return bm.data + static_cast<size_t>(index) * bm.words;
 }
-
 
 }  // namespace stencil::bindings

@@ -12,8 +12,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/args.h"
-#include "bindings/mask_args.h"
 #include "bindings/bindings.h"
+#include "bindings/mask_args.h"
 #include "matcher/lexer_epoch.h"
 #include "stencil/errors.h"
 #include "stencil/matcher.h"
@@ -32,8 +32,8 @@ static constexpr const char* kTokenRange = "an int in [0, vocab_size)";
 static std::vector<int64_t> token_list(nb::handle tokens) {
   if (!PyList_Check(tokens.ptr()) && !PyTuple_Check(tokens.ptr()) &&
       !(PySequence_Check(tokens.ptr()) && !PyUnicode_Check(tokens.ptr()) && !PyBytes_Check(tokens.ptr())))
-    throw nb::type_error(("tokens must be a list of token ids, got " +
-                          std::string(nb::type_name(tokens.type()).c_str())).c_str());
+    throw nb::type_error(
+        ("tokens must be a list of token ids, got " + std::string(nb::type_name(tokens.type()).c_str())).c_str());
   std::vector<int64_t> out;
   out.reserve(static_cast<size_t>(nb::len(tokens)));
   for (nb::handle t : tokens) out.push_back(int_arg(t, "tokens", kTokenRange, static_cast<int64_t>(out.size())));
@@ -55,9 +55,9 @@ static double check_time_limit(nb::handle v) {
   const double s = PyFloat_AsDouble(f);
   Py_DECREF(f);
   if (!(s > 0) || !std::isfinite(s))
-    throw nb::value_error(("time_limit must be a finite number of seconds > 0 (None: no limit), got " +
-                           std::string(nb::repr(v).c_str()))
-                              .c_str());
+    throw nb::value_error(
+        ("time_limit must be a finite number of seconds > 0 (None: no limit), got " + std::string(nb::repr(v).c_str()))
+            .c_str());
   return s;
 }
 
@@ -107,14 +107,15 @@ void bind_matcher(nb::module_& m) {
       .def_prop_ro("num_lexer_renewals", &CompiledGrammar::num_renewals,
                    "How many times the lazy lexer and its mask cache were dropped and started afresh.")
       .def_prop_ro("num_cached_masks", [](const CompiledGrammar& g) { return g.epoch()->cache.size(); })
-      .def_prop_ro("not_enforced",
-                   [](const CompiledGrammar& g) {
-                     std::vector<std::tuple<std::string, std::string, std::string>> out;
-                     for (const auto& [what, where, why] : g.not_enforced()) out.emplace_back(what, where, why);
-                     return out;
-                   },
-                   "What the grammar does not enforce of what it was given: (keyword, where, why) for each\n"
-                   "part that compile_json_schema(..., lenient=True) ignored; empty otherwise.");
+      .def_prop_ro(
+          "not_enforced",
+          [](const CompiledGrammar& g) {
+            std::vector<std::tuple<std::string, std::string, std::string>> out;
+            for (const auto& [what, where, why] : g.not_enforced()) out.emplace_back(what, where, why);
+            return out;
+          },
+          "What the grammar does not enforce of what it was given: (keyword, where, why) for each\n"
+          "part that compile_json_schema(..., lenient=True) ignored; empty otherwise.");
 
   nb::class_<Matcher>(m, "Matcher",
                       "The state of one generation under a compiled grammar.\n\n"

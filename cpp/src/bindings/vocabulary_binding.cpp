@@ -25,23 +25,25 @@ void bind_vocabulary(nb::module_& m) {
           nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"), nb::arg("vocab_size"))
       .def_prop_ro("vocab_size", &Vocabulary::vocab_size)
       .def_prop_ro("num_tokens", &Vocabulary::num_tokens)
-      .def("token_bytes",
-           [](const Vocabulary& v, int64_t id) {
-             v.check_id(id);
-             auto s = v.token_bytes(static_cast<int32_t>(id));
-             return nb::bytes(s.data(), s.size());
-           },
-           nb::arg("token_id"))
-      .def("decode_bytes",
-           [](const Vocabulary& v, const std::vector<int64_t>& ids) {
-             std::string out;
-             for (int64_t id : ids) {
-               v.check_id(id);
-               out += v.token_bytes(static_cast<int32_t>(id));
-             }
-             return nb::bytes(out.data(), out.size());
-           },
-           nb::arg("token_ids"))
+      .def(
+          "token_bytes",
+          [](const Vocabulary& v, int64_t id) {
+            v.check_id(id);
+            auto s = v.token_bytes(static_cast<int32_t>(id));
+            return nb::bytes(s.data(), s.size());
+          },
+          nb::arg("token_id"))
+      .def(
+          "decode_bytes",
+          [](const Vocabulary& v, const std::vector<int64_t>& ids) {
+            std::string out;
+            for (int64_t id : ids) {
+              v.check_id(id);
+              out += v.token_bytes(static_cast<int32_t>(id));
+            }
+            return nb::bytes(out.data(), out.size());
+          },
+          nb::arg("token_ids"))
       .def("is_special", &Vocabulary::is_special, nb::arg("token_id"))
       .def_prop_ro("trie_nodes", [](const Vocabulary& v) { return v.trie().nodes().size(); })
       .def_prop_ro("trie_build_seconds", &Vocabulary::trie_build_seconds)

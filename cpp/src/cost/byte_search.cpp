@@ -175,7 +175,8 @@ uint32_t LexemeSearch::word_to_end(uint32_t state, uint32_t lexeme, deadline::Ti
   std::string word;
   if (!lexer_.word_of(state, lexeme, &word, kMaxWord) || word.empty()) return kInf;
   const size_t n = word.size();
-  std::vector<uint32_t> best(n + 1, kInf), step(n + 1, 0);  // per position: fewest tokens to the end, first token's bytes
+  std::vector<uint32_t> best(n + 1, kInf),
+      step(n + 1, 0);  // per position: fewest tokens to the end, first token's bytes
   std::vector<int32_t> first(n + 1, -1);
   best[n] = 0;
   const auto* bytes = reinterpret_cast<const uint8_t*>(word.data());

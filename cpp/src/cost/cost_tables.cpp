@@ -5,8 +5,8 @@
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
 #include "support/deadline.h"
-#include "tokens/mask_cache.h"
 #include "support/token_bits.h"
+#include "tokens/mask_cache.h"
 
 namespace stencil {
 
@@ -30,8 +30,8 @@ const cost::Costs& CostTables::lexer_costs(uint32_t state) {
       if (pair.lexeme != LexemeCeiling::kNoLexeme) {
         // (at most the distance in single bytes: the bounds read off the expressions hold where
         // the search stops short)
-        const uint32_t d = search.tokens_to_end(alone, pair.lexeme, LexemeSearch::kStateStates,
-                                                LexemeSearch::kStateWork, ticker);
+        const uint32_t d =
+            search.tokens_to_end(alone, pair.lexeme, LexemeSearch::kStateStates, LexemeSearch::kStateWork, ticker);
         if (std::min(d, pair.shortest) < kInf) found.push_back({pair.lexeme, std::min(d, pair.shortest)});
       } else {
         search.bfs_to(alone, lexer().live_lexemes(alone), &found, LexemeSearch::kStateStates, ticker);

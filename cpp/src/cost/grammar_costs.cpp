@@ -34,8 +34,8 @@ GrammarCosts::GrammarCosts(const Grammar& g, LexemeSearch& search, std::atomic<s
     }
     try {  // (unknown past its work limit: no bound then goes through the lexeme)
       work::Limit limit(kLexemeSearchDerivatives, kLexemeSearchSeconds);
-      lexeme_min[l] = search.tokens_to_end(search.lexer().start_state({l}), l, kLexemeSearchStates,
-                                           kLexemeSearchWork, ticker);
+      lexeme_min[l] =
+          search.tokens_to_end(search.lexer().start_state({l}), l, kLexemeSearchStates, kLexemeSearchWork, ticker);
     } catch (const WorkSpent&) {
       lexeme_min[l] = kInf;
     }

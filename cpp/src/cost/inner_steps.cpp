@@ -5,10 +5,10 @@
 #include "lexer/lexer.h"
 #include "support/deadline.h"
 #include "support/flat_map.h"
+#include "support/token_bits.h"
 #include "support/work_limit.h"
 #include "tokens/trie.h"
 #include "tokens/walk_loops.h"
-#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -60,11 +60,13 @@ class InsideWalk {
     const uint32_t base = chars_before;
     auto advance = [&](uint32_t n) {  // t after n more characters
       if (rep < 0) return t;
-      while (adv_.size() <= n) adv_.push_back(adv_.back() == Lexer::kDead ? Lexer::kDead : lexer_.next(adv_.back(), rep));
+      while (adv_.size() <= n)
+        adv_.push_back(adv_.back() == Lexer::kDead ? Lexer::kDead : lexer_.next(adv_.back(), rep));
       return adv_[n];
     };
     const auto& cuts = trie_.cut_tokens();
-    auto cut = std::lower_bound(cuts.begin(), cuts.end(), start, [](const CutToken& x, uint32_t v) { return x.index < v; });
+    auto cut =
+        std::lower_bound(cuts.begin(), cuts.end(), start, [](const CutToken& x, uint32_t v) { return x.index < v; });
     for (uint32_t j = start; j < end;) {
       if (cut != cuts.end() && cut->index == j) {  // ends inside a character: its bytes from there
         uint32_t u = advance(starts[j] - base - 1);  // the whole characters, then the cut one's bytes
@@ -152,7 +154,8 @@ class InsideWalk {
 }  // namespace
 
 void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state, bool ending,
-                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops, size_t* nodes_walked) {
+                 const std::function<bool(uint32_t, uint32_t, uint32_t)>& visit, bool skip_loops,
+                 size_t* nodes_walked) {
   const auto& nodes = trie.nodes();
   const auto& before = trie.tokens_before();
   InsideWalk inside(lexer, cache, trie, visit);
@@ -198,11 +201,10 @@ struct Found {
 InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie, uint32_t state,
                           const uint32_t* inner, size_t need) {
   std::vector<Found> found;
-  walk_inside(lexer, cache, trie, state, false,
-              [&](uint32_t first, uint32_t end, uint32_t s) {
-                found.push_back({first, end, s});
-                return false;
-              });
+  walk_inside(lexer, cache, trie, state, false, [&](uint32_t first, uint32_t end, uint32_t s) {
+    found.push_back({first, end, s});
+    return false;
+  });
   InnerSteps out{Lexer::kDead, {}, {}, true};
   // The distinct successors (a few hundred at most, against tens of thousands of runs: an open
   // table, not a node per insert) and how many tokens lead to each.

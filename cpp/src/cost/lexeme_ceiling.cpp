@@ -98,15 +98,13 @@ uint32_t LexemeCeiling::too_many(const std::vector<uint32_t>& explored) {
   return kInf;
 }
 
-bool LexemeCeiling::beyond_search(uint32_t alone) const {
-  return no_search_.contains(alone);
-}
+bool LexemeCeiling::beyond_search(uint32_t alone) const { return no_search_.contains(alone); }
 
 // Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included
 // (Tarjan's strongly connected components, iteratively: a component closes after every component
 // it reaches).
 std::vector<uint32_t> LexemeCeiling::most_after(const std::vector<std::vector<uint32_t>>& out,
-                                                   const std::vector<uint32_t>& value) {
+                                                const std::vector<uint32_t>& value) {
   const size_t n = out.size();
   std::vector<uint32_t> order(n, kInf), low(n, 0), most(n, 0), stack;
   std::vector<uint8_t> on_stack(n, 0);
@@ -191,7 +189,8 @@ const std::vector<uint32_t>& LexemeCeiling::reach_of(uint32_t state, std::vector
 
 const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs(uint32_t state) {
   if (const std::vector<Pair>* known = pairs_.find(state)) return *known;
-  const std::vector<Lexer::PairBytes> bytes = lexer_.pair_bytes(state, static_cast<uint32_t>(search_.trie().max_depth()));
+  const std::vector<Lexer::PairBytes> bytes =
+      lexer_.pair_bytes(state, static_cast<uint32_t>(search_.trie().max_depth()));
   std::vector<Pair> out;
   for (size_t i = 0; i < bytes.size(); ++i) {
     const uint32_t alone = lexer_.probe_state(state, i);

@@ -33,10 +33,19 @@ struct SeenStates {
 
 LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Vocabulary& vocab, size_t lexemes,
                            std::atomic<size_t>& bytes)
-    : lexer_(lexer), cache_(cache), vocab_(vocab), trie_(vocab.trie()), bytes_(bytes), to_end_(bytes),
-      successors_(bytes), bytes_to_end_(bytes), relaxed_paths_(bytes), rest_paths_(bytes),
+    : lexer_(lexer),
+      cache_(cache),
+      vocab_(vocab),
+      trie_(vocab.trie()),
+      bytes_(bytes),
+      to_end_(bytes),
+      successors_(bytes),
+      bytes_to_end_(bytes),
+      relaxed_paths_(bytes),
+      rest_paths_(bytes),
       widest_(new std::atomic<size_t>[lexemes]),
-      relax_misses_(new std::atomic<uint32_t>[lexemes]), lexemes_(lexemes) {
+      relax_misses_(new std::atomic<uint32_t>[lexemes]),
+      lexemes_(lexemes) {
   for (size_t l = 0; l < lexemes; ++l) {
     widest_[l].store(0, std::memory_order_relaxed);
     relax_misses_[l].store(0, std::memory_order_relaxed);
@@ -56,8 +65,8 @@ LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Voc
 // the token trie that stays inside the lexeme), until each of `targets` (sorted) is accepting:
 // the fewest tokens to end it. A shortest path, so a state at distance d > 0 has a token to one
 // at d - 1; tokens that cross into the next lexeme are left out (the bound stays an upper one).
-uint32_t LexemeSearch::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, cost::Costs* out,
-                                  size_t max_states, deadline::Ticker& ticker) const {
+uint32_t LexemeSearch::bfs_to(uint32_t state, const std::vector<uint32_t>& targets, cost::Costs* out, size_t max_states,
+                              deadline::Ticker& ticker) const {
   out->clear();
   if (state == Lexer::kDead || targets.empty()) return 0;
   std::vector<std::pair<uint32_t, uint32_t>> queue{{state, 0}};
@@ -113,7 +122,7 @@ uint32_t LexemeSearch::bfs_to(uint32_t state, const std::vector<uint32_t>& targe
 // of once per state and path. Each memoized distance is the length of a real token path to the
 // lexeme's end through states whose distances are memoized alike, so the bound stays consistent.
 uint32_t LexemeSearch::tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                                         deadline::Ticker& ticker) {
+                                     deadline::Ticker& ticker) {
   if (const uint32_t* known = to_end_.find(state)) return *known;
   if (ends_lexeme(state, lexeme)) return 0;
   if (const uint32_t d = word_to_end(state, lexeme, ticker); d < kInf) return d;
@@ -183,14 +192,17 @@ std::vector<int32_t> LexemeSearch::memo_path(uint32_t state, uint32_t lexeme, ui
   for (uint32_t s = state; d > 0; --d) {
     int32_t token = -1;
     uint32_t next = Lexer::kDead;
-    walk_inside(lexer_, cache_, trie_, s, true, [&](uint32_t first, uint32_t, uint32_t t) {
-      const uint32_t u = t & ~Lexer::kEndNowTag;
-      const uint32_t* known = to_end_.find(u);
-      if (d == 1 ? !ends_lexeme(u, lexeme) : !known || *known != d - 1) return false;
-      token = ordered[first];
-      next = u;
-      return true;
-    }, false);
+    walk_inside(
+        lexer_, cache_, trie_, s, true,
+        [&](uint32_t first, uint32_t, uint32_t t) {
+          const uint32_t u = t & ~Lexer::kEndNowTag;
+          const uint32_t* known = to_end_.find(u);
+          if (d == 1 ? !ends_lexeme(u, lexeme) : !known || *known != d - 1) return false;
+          token = ordered[first];
+          next = u;
+          return true;
+        },
+        false);
     if (token < 0) break;
     tokens.push_back(token);
     s = next;
@@ -400,21 +412,23 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
   // below a minimum: a walk as dear as this one's.)
   if (lexer_.state(state).bounded) {
     const uint32_t lifted = lexer_.lifted_state(state, kRelaxTokens[0], true);
-    if (lifted != state && lifted != Lexer::kDead && !ends_in_one_token(lifted, lexeme, ticker, walked))
-      return false;
+    if (lifted != state && lifted != Lexer::kDead && !ends_in_one_token(lifted, lexeme, ticker, walked)) return false;
   }
   ticker.tick();
   bool ends = false;
   std::vector<uint32_t> out;
   SeenStates seen;
   if (!lexer_.state(state).end_now)
-    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
-      const uint32_t u = s & ~Lexer::kEndNowTag;
-      if (!seen.add(u)) return false;
-      ends = ends_lexeme(u, lexeme);
-      out.push_back(u);
-      return ends;
-    }, false, walked);
+    walk_inside(
+        lexer_, cache_, trie_, state, true,
+        [&](uint32_t, uint32_t, uint32_t s) {
+          const uint32_t u = s & ~Lexer::kEndNowTag;
+          if (!seen.add(u)) return false;
+          ends = ends_lexeme(u, lexeme);
+          out.push_back(u);
+          return ends;
+        },
+        false, walked);
   if (ends) {
     to_end_.put(state, 1);
     return true;
@@ -430,10 +444,13 @@ const std::vector<uint32_t>& LexemeSearch::token_successors(uint32_t state, size
   std::vector<uint32_t> out;
   SeenStates seen;
   if (!lexer_.state(state).end_now)
-    walk_inside(lexer_, cache_, trie_, state, true, [&](uint32_t, uint32_t, uint32_t s) {
-      if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
-      return false;
-    }, true, work);
+    walk_inside(
+        lexer_, cache_, trie_, state, true,
+        [&](uint32_t, uint32_t, uint32_t s) {
+          if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
+          return false;
+        },
+        true, work);
   return keep_successors(state, std::move(out));
 }
 

@@ -44,8 +44,7 @@ class LexemeSearch {
   // The fewest tokens (a bound: the length of a real path) from `state` to an end of `lexeme`,
   // where `state` holds that lexeme alone. (ticker: the calling search's, as the tables are
   // shared by threads)
-  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                         deadline::Ticker& ticker);
+  uint32_t tokens_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work, deadline::Ticker& ticker);
   // Breadth-first with tokens as steps from `state` until each of `targets` (sorted lexemes) is
   // accepting: (lexeme, fewest tokens) into out, sorted; the count found.
   uint32_t bfs_to(uint32_t state, const std::vector<uint32_t>& targets, cost::Costs* out, size_t max_states,
@@ -82,17 +81,16 @@ class LexemeSearch {
 
  private:
   // (*exact: whether the number found is the fewest tokens)
-  uint32_t search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                         deadline::Ticker& ticker, bool* exact);
+  uint32_t search_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work, deadline::Ticker& ticker,
+                         bool* exact);
   uint32_t replay(uint32_t state, uint32_t lexeme, const std::vector<int32_t>& tokens, bool* whole = nullptr);
   std::vector<int32_t> memo_path(uint32_t state, uint32_t lexeme, uint32_t d);
   void share_path(uint32_t state, uint32_t lexeme, uint32_t d, std::string key);
   // (*exact: whether the number is the fewest tokens)
-  uint32_t relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                          deadline::Ticker& ticker, bool* exact);
+  uint32_t relaxed_to_end(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work, deadline::Ticker& ticker,
+                          bool* exact);
   uint32_t token_search(uint32_t state, uint32_t lexeme, size_t max_states, size_t max_work,
-                        const std::function<uint32_t(uint32_t)>& cut_short, deadline::Ticker& ticker,
-                        bool* exact);
+                        const std::function<uint32_t(uint32_t)>& cut_short, deadline::Ticker& ticker, bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);

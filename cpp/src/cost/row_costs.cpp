@@ -96,7 +96,8 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
     heap_.pop_back();
     ticker_.tick();
     if (dist_[nt] != c) continue;
-    for (uint32_t e = first_edge_[nt]; e != kNoEdge; e = edges_[e].next) relax(edges_[e].waited, add(c, edges_[e].rest));
+    for (uint32_t e = first_edge_[nt]; e != kNoEdge; e = edges_[e].next)
+      relax(edges_[e].waited, add(c, edges_[e].rest));
   }
   RowSlot& slot = rows_[row];
   slot.serial = serial;
@@ -166,7 +167,8 @@ uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t
     if (p.vetoed(row, pair.lexeme)) continue;
     const uint32_t after = after_lexeme(p, row, pair.lexeme);
     uint32_t up = after >= kInf ? kInf : pair.ceiling;
-    if (add(up, after) > limit && after < kInf) up = std::min(up, t_->ceiling.state_ceiling(pair.alone));  // the search, where it may fit
+    if (add(up, after) > limit && after < kInf)
+      up = std::min(up, t_->ceiling.state_ceiling(pair.alone));  // the search, where it may fit
     most = std::max(most, add(up, after));
     if (most >= kInf) break;
   }

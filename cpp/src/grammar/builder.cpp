@@ -1,10 +1,10 @@
 #include <algorithm>
 
 #include "grammar/ir.h"
+#include "json/canon.h"
 #include "regex/utf8.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
-#include "json/canon.h"
 
 namespace stencil {
 

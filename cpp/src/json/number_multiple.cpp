@@ -120,7 +120,8 @@ bool multiple_valid(const NumberState& s) {
 std::string multiple_to_string(const NumberState& s) {
   static const char* kPhase[] = {"start", "-", "0", "int", ".", "frac"};
   return "mult(" + std::to_string(s.spec.mult) + "e-" + std::to_string(s.spec.mult_scale) + ")<" +
-         kPhase[static_cast<int>(s.phase)] + " r" + std::to_string(s.residue) + " f" + std::to_string(s.frac_read) + ">";
+         kPhase[static_cast<int>(s.phase)] + " r" + std::to_string(s.residue) + " f" + std::to_string(s.frac_read) +
+         ">";
 }
 
 }  // namespace stencil

@@ -74,10 +74,9 @@ bool number_may_equal(std::string_view text, std::string_view canon) {
   if (sig.substr(0, last + 1) != d) return false;
   // sig = D x 10^z, the mantissa sig x 10^-frac: the exponent must be X - z + frac
   const long long z = static_cast<long long>(sig.size() - last - 1);
-  const long long need = std::strtoll(std::string(canon.substr(e_at + 1)).c_str(), nullptr, 10) - z +
-                         static_cast<long long>(frac);
-  if ((exp_sign == '-' && need > 0) || ((exp_sign == '+' || !exp.empty()) && exp_sign != '-' && need < 0))
-    return false;
+  const long long need =
+      std::strtoll(std::string(canon.substr(e_at + 1)).c_str(), nullptr, 10) - z + static_cast<long long>(frac);
+  if ((exp_sign == '-' && need > 0) || ((exp_sign == '+' || !exp.empty()) && exp_sign != '-' && need < 0)) return false;
   const size_t nz = exp.find_first_not_of('0');
   if (nz == std::string::npos) return true;  // more exponent digits may come
   if (need == 0) return false;
@@ -100,8 +99,10 @@ Extent scan_value(std::string_view s, size_t i) {
     for (size_t j = i; j < s.size(); ++j) {
       const char x = s[j];
       if (in_string) {
-        if (x == '\\') ++j;
-        else if (x == '"') in_string = false;
+        if (x == '\\')
+          ++j;
+        else if (x == '"')
+          in_string = false;
         if (!in_string && depth == 0) return {j + 1, true};
       } else if (x == '"') {
         in_string = true;
@@ -398,9 +399,12 @@ bool read_list(std::string_view text, ListProgress& out) {
 bool ListLex::read_to_comma(std::string_view bytes) {
   for (char c : bytes) {
     if (in_string) {
-      if (escape) escape = false;
-      else if (c == '\\') escape = true;
-      else if (c == '"') in_string = false;
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

@@ -51,18 +51,27 @@ class Speller {
 
  private:
   enum class Phase : uint8_t {
-    Value, String, Number, Word,               // before a value, inside a scalar
-    ArrayOpen, ArrayComma, ArrayAfter,         // after `[`, after a comma, after an item
-    ObjectOpen, ObjectComma, ObjectAfter,      // after `{`, after a comma, after a member
-    Key, Colon, ObjectValue,                   // inside a key, after it, inside its value
+    Value,
+    String,
+    Number,
+    Word,               // before a value, inside a scalar
+    ArrayOpen,
+    ArrayComma,
+    ArrayAfter,         // after `[`, after a comma, after an item
+    ObjectOpen,
+    ObjectComma,
+    ObjectAfter,      // after `{`, after a comma, after a member
+    Key,
+    Colon,
+    ObjectValue,                   // inside a key, after it, inside its value
   };
   struct Frame {
     const JsonTree* node;
     Phase phase;
     uint32_t k = 0;             // items or members read; a word's or a string's bytes matched
     uint32_t key = 0;           // the key read (Colon, ObjectValue)
-    std::vector<uint8_t> used;  // an object's keys written
-    std::string text;           // a number's bytes, a key's bytes, a string's escape in progress
+    std::vector<uint8_t> used{};  // an object's keys written
+    std::string text{};         // a number's bytes, a key's bytes, a string's escape in progress
   };
   bool begin(char c);
   bool string_byte(char c);

@@ -144,8 +144,8 @@ uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
     const ExprNode r = store_.node(ops[i]);
     // (with characters still required, the word s comes after them, past the reach: a's
     // ceiling must hold for every derivative, as it does without an intersection inside)
-    if (r.kind != ExprKind::Repeat || (r.min != 0 && store_.node(ops[1 - i]).boolean) ||
-        !char_set(r.a, depth + 1) || !words_of(ops[1 - i], r.a, depth + 1))
+    if (r.kind != ExprKind::Repeat || (r.min != 0 && store_.node(ops[1 - i]).boolean) || !char_set(r.a, depth + 1) ||
+        !words_of(ops[1 - i], r.a, depth + 1))
       continue;
     const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(ops[1 - i], depth + 1).ceiling;
     if (k >= kNone || c >= kNone) return kNone;

@@ -325,12 +325,12 @@ size_t Lexer::memory_bytes() const {
   }
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
-  const size_t blocks = num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
+  const size_t blocks =
+      num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(lifted_) +
                       heap::nodes(sandwiches_) + heap::nodes(part_chars_) + heap::nodes(finite_) +
                       heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + heap::nodes(text_heads_) +
-                      heap::nodes(loose_heads_) + heap::nodes(covers_avoiding_) +
-                      heap::nodes(covers_plain_);
+                      heap::nodes(loose_heads_) + heap::nodes(covers_avoiding_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 
@@ -454,7 +454,6 @@ bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* h
   *hi = it->second.second;
   return *lo != kDead && *hi != kDead && *lo != s && *hi != s;
 }
-
 
 bool Lexer::has_lazy(uint32_t s) const {
   std::lock_guard<std::mutex> lock(mu_);

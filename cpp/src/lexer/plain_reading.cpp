@@ -101,8 +101,8 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   };
   // (loose: an optional part that no plain byte enters may come first, `\n?` before raw text:
   // the first plain byte skips it)
-  const bool prefixed = loose && store_.nullable(n.a) && store_.node(n.b).kind == ExprKind::Concat &&
-                        shuts_out_plain(n.a, ByteSet());
+  const bool prefixed =
+      loose && store_.nullable(n.a) && store_.node(n.b).kind == ExprKind::Concat && shuts_out_plain(n.a, ByteSet());
   if (prefixed) n = store_.node(n.b);
   // The head counts characters: C{lo,k}, or C{lo,k} & P & ... where every other conjunct holds
   // all plain text from here on (a pattern that has matched and ends with `.*`, beside a
@@ -139,8 +139,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters. (loose:
   // every plain character outside `avoid` is one C, the mask cache's check of the strict kind)
-  if (loose && (!shuts_out_plain(tail, avoid) ||
-                !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), avoid)))
+  if (loose && (!shuts_out_plain(tail, avoid) || !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), avoid)))
     return {};
   // (the loose kind has no relaxed state: its readers replay the rest instead)
   const uint32_t relaxed =
@@ -307,9 +306,12 @@ std::pair<bool, ByteSet> Lexer::covers_plain_avoiding(ExprId e) const {
 // Every plain string (without `avoid`'s bytes) is in e exactly when every one leads to a nullable
 // derivative (up to 256 pairs explored).
 bool Lexer::covers_plain_without(ExprId e, const ByteSet& avoid) const {
-  return store_.nullable(e) && explore_plain_exprs(e, 256, [&](ExprId d, bool boundary) {
-    return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
-  }, &avoid);
+  return store_.nullable(e) && explore_plain_exprs(
+                                   e, 256,
+                                   [&](ExprId d, bool boundary) {
+                                     return boundary && !store_.nullable(d) ? PlainStep::kFail : PlainStep::kExplore;
+                                   },
+                                   &avoid);
 }
 
 }  // namespace stencil

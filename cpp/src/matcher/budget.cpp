@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "support/work_limit.h"
 #include "support/token_bits.h"
+#include "support/work_limit.h"
 
 namespace stencil {
 
@@ -81,8 +81,7 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
 }
 
 uint32_t TokenBudget::left_of(int64_t remaining) {
-  return remaining - 1 >= cost::kInf ? cost::kInf - 1
-                                               : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
+  return remaining - 1 >= cost::kInf ? cost::kInf - 1 : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
 // The cost after each token the grammar allows here, by a walk of the whole trie (trie_).
@@ -98,9 +97,7 @@ TokenBudget::Key TokenBudget::key_of(ParseState& ps) const {
 
 // The whole-trie walk's costs depend on the bytes read too when completion checks veto (they
 // decide which tokens are walked).
-uint32_t TokenBudget::consumed(ParseState& ps) const {
-  return g_.grammar().checks.empty() ? 0 : ps.bytes_consumed();
-}
+uint32_t TokenBudget::consumed(ParseState& ps) const { return g_.grammar().checks.empty() ? 0 : ps.bytes_consumed(); }
 
 MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch, bool replays, int64_t remaining) {
   ps.trim_rows();

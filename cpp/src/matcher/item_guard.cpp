@@ -8,8 +8,8 @@
 #include "json/canon.h"
 #include "matcher/parse_state.h"
 #include "stencil/vocabulary.h"
-#include "tokens/trie.h"
 #include "support/token_bits.h"
+#include "tokens/trie.h"
 
 namespace stencil {
 
@@ -233,11 +233,13 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int dept
   drop_respellings(ps, danger, keep, base);
   if (depth <= 1) return Probe::Cut;
   // the bytes that keep the fewest earlier items first: nearest to leaving them all
-  std::stable_sort(keep.begin(), keep.end(), [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
+  std::stable_sort(keep.begin(), keep.end(),
+                   [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
   bool cut = false;
   const bool in_number = std::any_of(danger.begin(), danger.end(), [](const Speller& sp) { return sp.in_number(); });
   // where every byte goes on with a number, none costs more than another
-  const bool forced = std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respelling_cost(in_number, k.first) > 1; });
+  const bool forced =
+      std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respelling_cost(in_number, k.first) > 1; });
   for (auto& [b, kept] : keep) {
     const int cost = forced ? 1 : respelling_cost(in_number, b);
     if (!numbers_ && respelling_cost(in_number, b) > 1) continue;
@@ -376,18 +378,19 @@ void ItemGuard::add_candidates(const Vocabulary& vocab, const uint32_t* words, c
   }
   const CommaTokens& commas = comma_tokens(vocab);
   const bool plain = at_tail.depth == 0 && !at_tail.escape;
-  const std::vector<int32_t>& tokens =
-      !plain ? commas.all : at_tail.in_string ? commas.from_string : commas.from_outside;
+  const std::vector<int32_t>& tokens = !plain              ? commas.all
+                                       : at_tail.in_string ? commas.from_string
+                                                           : commas.from_outside;
   Crossings seen;
   for (int32_t t : tokens)
-    if (allowed(words, t) && crosses_into_repeat(list, at_tail, vocab.token_bytes(t), seen)) out.push_back(Candidate{t});
+    if (allowed(words, t) && crosses_into_repeat(list, at_tail, vocab.token_bytes(t), seen))
+      out.push_back(Candidate{t});
 }
 
 // Whether a token may end the list's item at a comma of the list and begin a repeat after it:
 // the text after the comma against the earlier items and the item the token ends. The item's
 // text is read once per fill (a 1 KB item and hundreds of tokens that begin with a comma).
-bool ItemGuard::crosses_into_repeat(const List& list, const ListLex& at_tail, std::string_view bytes,
-                                    Crossings& seen) {
+bool ItemGuard::crosses_into_repeat(const List& list, const ListLex& at_tail, std::string_view bytes, Crossings& seen) {
   ListLex lex = at_tail;
   size_t k = 0;
   while (k < bytes.size() && !lex.read_to_comma(bytes.substr(k, 1))) ++k;

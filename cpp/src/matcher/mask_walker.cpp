@@ -34,9 +34,8 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   const MaskEntry* entry = epoch.cache.get(lexer, *vocab_, top.state, &keep);
   // A lexeme whose token limit the next token would reach ends at that token's end: the cached
   // inner tokens (which stay inside it) do not hold then, so walk the whole trie.
-  const bool limit_walk =
-      lexer.has_token_limits() &&
-      lexer.drop_spent(top.state, top.fresh ? 1 : ps.lexeme_tokens(root + 1, history)) != top.state;
+  const bool limit_walk = lexer.has_token_limits() &&
+                          lexer.drop_spent(top.state, top.fresh ? 1 : ps.lexeme_tokens(root + 1, history)) != top.state;
   if (limit_walk) {
     std::fill(words, words + need, 0u);
     walk_whole_trie(root, words);
@@ -437,7 +436,8 @@ void MaskWalker::key_raw(std::string_view prefix, size_t root, uint8_t closing) 
 // alone.
 bool MaskWalker::key_in_sets() {
   size_t at = 0;  // (white space before the key, read with it where the lexer joins them)
-  while (at < key_raw_.size() && (key_raw_[at] == ' ' || key_raw_[at] == '\t' || key_raw_[at] == '\n' || key_raw_[at] == '\r'))
+  while (at < key_raw_.size() &&
+         (key_raw_[at] == ' ' || key_raw_[at] == '\t' || key_raw_[at] == '\n' || key_raw_[at] == '\r'))
     ++at;
   std::string_view raw = std::string_view(key_raw_).substr(at);
   std::string_view key;

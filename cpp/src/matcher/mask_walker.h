@@ -12,9 +12,9 @@
 #include "matcher/lexer_epoch.h"
 #include "matcher/parse_state.h"
 #include "support/deadline.h"
+#include "support/token_bits.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
-#include "support/token_bits.h"
 
 namespace stencil {
 

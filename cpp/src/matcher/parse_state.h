@@ -228,8 +228,8 @@ class ParseState : private TextSource {
 };
 
 // The parser's key queries at a parse state, for walkers: whether a key can only repeat one its
-// object has, or closes as one, which lists must hold unique items, and what those checks read (reads(), for the mask memo). They
-// memoize, so they come as this handle, apart from the read-only ParseState::parser().
+// object has, or closes as one, which lists must hold unique items, and what those checks read (reads(), for the mask
+// memo). They memoize, so they come as this handle, apart from the read-only ParseState::parser().
 class ParseChecks {
  public:
   explicit ParseChecks(ParseState& ps) : ps_(&ps), p_(&ps.parser_) {}

@@ -232,8 +232,8 @@ class EarleyParser {
   bool key_forbidden_now(uint32_t row, uint32_t lex, std::vector<std::string>& out);
   bool key_item_context(uint32_t row, EarleyItem it, std::vector<std::string>& names, std::vector<std::string>& out,
                         bool& first);
-  bool add_key_context(uint32_t row, uint32_t lhs, const std::vector<std::string>& names,
-                       std::vector<std::string>& out, bool& first);
+  bool add_key_context(uint32_t row, uint32_t lhs, const std::vector<std::string>& names, std::vector<std::string>& out,
+                       bool& first);
   uint32_t rule_of(uint32_t pos) const;
   bool completions_all_in(uint32_t s, std::string_view prefix, const std::vector<std::string>& forbidden) const;
   // The forbidden keys of a key lexeme at a row (key_forbidden), with what they read.

@@ -7,8 +7,8 @@
 #include <iterator>
 #include <set>
 
-#include "parser/earley.h"
 #include "json/canon.h"
+#include "parser/earley.h"
 
 namespace stencil {
 

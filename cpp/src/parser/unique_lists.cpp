@@ -30,8 +30,10 @@ const std::vector<uint32_t>& EarleyParser::unique_lists() {
   };
   walk_items_.clear();
   for (uint32_t j = top.begin; j < top.end; ++j) {
-    if (items_[j].origin < top_row) walk_items_.push_back(j);
-    else note(items_[j]);
+    if (items_[j].origin < top_row)
+      walk_items_.push_back(j);
+    else
+      note(items_[j]);
   }
   std::sort(walk_items_.begin(), walk_items_.end());
   std::vector<uint32_t> seen = walk_items_;  // sorted

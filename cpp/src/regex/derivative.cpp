@@ -6,8 +6,8 @@
 #include <unordered_set>
 
 #include "stencil/errors.h"
-#include "support/heap_size.h"
 #include "support/deadline.h"
+#include "support/heap_size.h"
 #include "support/work_limit.h"
 
 namespace stencil {

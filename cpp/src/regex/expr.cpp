@@ -273,7 +273,7 @@ ExprId ExprStore::negate(ExprId a) {
   if (na.kind == ExprKind::Not) return na.a;
   if (a == kNothing) return kAnyByteStar;
   if (a == kAnyByteStar) return kNothing;
-  ExprNode n{ExprKind::Not, !na.nullable, true};
+  ExprNode n{ExprKind::Not, !na.nullable, true, false};
   n.a = a;
   return intern(n, nullptr);
 }
@@ -455,10 +455,12 @@ uint32_t ExprStore::least_bytes(ExprId e, int depth) {
       break;
     case ExprKind::Or:
       r = kUnbounded;
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
+      for (uint32_t i = 0; i < n.args_len; ++i)
+        r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
       break;
     case ExprKind::And:
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
+      for (uint32_t i = 0; i < n.args_len; ++i)
+        r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
       break;
     case ExprKind::Repeat:
       r = uint64_t(least_bytes(n.a, depth + 1)) * n.min;
@@ -505,7 +507,8 @@ ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth) {
         break;
       }
       uint32_t max = n.max;
-      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0) >= 2) max = lift ? kUnbounded : std::max(n.min, clamp);
+      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0) >= 2)
+        max = lift ? kUnbounded : std::max(n.min, clamp);
       r = repeat(a, n.min, max);
       break;
     }

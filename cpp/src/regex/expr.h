@@ -30,7 +30,7 @@ struct ExprNode {
   // The largest finite upper bound of a repetition inside (0: none; 65535: that or more), set as
   // the node is made: the tests for counts worth lifting or lowering skip most states at once.
   // (Packed beside the flags: a node stays 28 bytes, and large grammars hold millions.)
-  uint16_t max_bound;
+  uint16_t max_bound = 0;
   uint32_t a = 0, b = 0;  // Concat: a, b; Repeat: a = item; Bytes: a = byteset index; Not: a
   uint32_t min = 0, max = 0;  // Repeat bounds
   uint32_t args_begin = 0, args_len = 0;  // Or/And children in args_

@@ -87,9 +87,9 @@ size_t MemoryLimit::live_bytes() const {
 }
 
 // Brings what a pass can drop (the grammars' current epochs and the shared caches) down to
-// `target`; dropped epochs that matchers still hold go at their next call. Least recently used grammars first, but the one used last (the one in use now) only after
-// the shared caches' least recently used masks. A grammar holding less than a small floor is left
-// alone: dropping it frees little and makes its matchers replay their tokens.
+// `target`; dropped epochs that matchers still hold go at their next call. Least recently used grammars first, but the
+// one used last (the one in use now) only after the shared caches' least recently used masks. A grammar holding less
+// than a small floor is left alone: dropping it frees little and makes its matchers replay their tokens.
 size_t MemoryLimit::release_in_order(size_t target, std::vector<std::shared_ptr<const void>>& later) {
   const size_t floor = std::min(size_t(1) << 20, limit() / 64);
   std::vector<std::pair<uint64_t, EvictableCache*>> order;
@@ -187,7 +187,8 @@ void CallMemory::check() {
     why = ", more than half the process memory limit of ";
   } else {
     memory.enforce();
-    if (grown > limit / 8 && memory.total() > limit + limit / 2) why = " while the process stays over its memory limit of ";
+    if (grown > limit / 8 && memory.total() > limit + limit / 2)
+      why = " while the process stays over its memory limit of ";
   }
   if (!why) return;
   w->tripped_ = true;

@@ -42,8 +42,8 @@ class Limit {
   explicit Limit(uint64_t units, double seconds = 0) : outer_end_(end), outer_until_(until) {
     end = std::min(end, done + units);
     if (seconds > 0)
-      until = std::min(until, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                  std::chrono::duration<double>(seconds)));
+      until = std::min(
+          until, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
   }
   ~Limit() {
     end = outer_end_;

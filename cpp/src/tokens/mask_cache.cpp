@@ -8,9 +8,9 @@
 #include "stencil/errors.h"
 #include "stencil/vocabulary.h"
 #include "support/memory_limit.h"
+#include "support/token_bits.h"
 #include "tokens/plain_slice.h"
 #include "tokens/walk_loops.h"
-#include "support/token_bits.h"
 
 namespace stencil {
 
@@ -306,7 +306,8 @@ std::shared_ptr<const MaskEntry> MaskCache::partly_relaxed(const Lexer& lexer, c
     std::vector<uint32_t> deep(longer.size(), 0);
     inner_walk(lexer, trie, 0, state, deep, e->boundaries, limit);
     shared->inner = r->inner();
-    for (size_t w = 0; w < longer.size(); ++w) shared->inner[w] = (shared->inner[w] & ~longer[w]) | (deep[w] & longer[w]);
+    for (size_t w = 0; w < longer.size(); ++w)
+      shared->inner[w] = (shared->inner[w] & ~longer[w]) | (deep[w] & longer[w]);
     for (const Boundary& b : r->boundaries)
       if (trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit].depth < limit) e->boundaries.push_back(b);
     return finish(lexer, vocab, std::move(e), std::move(shared));
@@ -374,8 +375,7 @@ MaskCache::WalkFacts MaskCache::walked(const Lexer& lexer, const Vocabulary& voc
 }
 
 bool MaskCache::alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFacts& x, const WalkFacts& y) {
-  if (x.alive != y.alive || x.bounds.size() != y.bounds.size() || x.inner != y.inner)
-    return false;
+  if (x.alive != y.alive || x.bounds.size() != y.bounds.size() || x.inner != y.inner) return false;
   auto same = [&](uint32_t s, uint32_t t) {
     if ((s == Lexer::kDead) != (t == Lexer::kDead)) return false;
     if (s == Lexer::kDead) return true;

@@ -71,8 +71,8 @@ class MaskCache {
  private:
   // With min_depth, only the sub-tries holding a token of that many bytes or more are walked, and
   // only the boundaries at that depth or deeper kept (inner bits are set for shorter tokens too).
-  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
-                  std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth = 0) const;
+  void inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state, std::vector<uint32_t>& inner,
+                  std::vector<Boundary>& boundaries, uint32_t min_depth = 0) const;
   // kCount: returns the trie nodes found alive (descended, or in a sub-trie skipped as all inner).
   template <bool kDeepOnly, bool kCount>
   uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,

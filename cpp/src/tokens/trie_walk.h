@@ -21,8 +21,8 @@
 namespace stencil {
 
 template <class Recognizer, class Visit>
-__attribute__((always_inline)) inline void walk_subtrie(Recognizer& r, const std::vector<TrieNode>& nodes,
-                                                        size_t first, size_t root, Visit&& visit) {
+__attribute__((always_inline)) inline void walk_subtrie(Recognizer& r, const std::vector<TrieNode>& nodes, size_t first,
+                                                        size_t root, Visit&& visit) {
   const size_t end = first + nodes[first].subtree_size;
   for (size_t i = first; i < end;) {
     const TrieNode& node = nodes[i];
