@@ -266,6 +266,37 @@ def test_length_check_sees_long_functions(tmp_path):
     assert found["stencil/long.py:method"] == f"line 2 spans {MAX_FUNCTION_LINES + 1} lines"
 
 
+MAX_FILE_LINES = 800
+CODE_FOLDERS = ("src", "cpp", "tests", "benchmarks", "fuzz", "examples")
+
+
+def _long_files(root: pathlib.Path | None = None, limit: int = MAX_FILE_LINES) -> dict:
+    """"path" -> lines, for each Python or C++ file of the code folders over `limit` lines (the
+    reference data under a `data` folder left out)."""
+    root = root or SRC.parent
+    out = {}
+    for folder in CODE_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in (".py", ".cpp", ".h") and path.is_file() and "data" not in path.parts:
+                lines = len(path.read_text(encoding="utf-8").splitlines())
+                if lines > limit:
+                    out[path.relative_to(root).as_posix()] = lines
+    return out
+
+
+def test_files_are_small():
+    """No source or test file over MAX_FILE_LINES lines: split one by idea (tests/python/oracles/,
+    test_budget_real_vocabularies.py) rather than let it grow."""
+    assert _long_files() == {}
+
+
+def test_file_length_check_can_fail(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "long.py").write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    (tmp_path / "tests" / "fits.h").write_text("//\n" * MAX_FILE_LINES)
+    assert _long_files(tmp_path) == {"tests/long.py": MAX_FILE_LINES + 1}
+
+
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is in the dev extra")
 def test_tree_passes_ruff():
     """pyproject.toml's ruff configuration holds for the whole tree."""
