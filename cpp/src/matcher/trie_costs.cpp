@@ -32,9 +32,7 @@ void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, Ro
     }
     void token(const TrieNode& node) {
       const Frame& f = ps.frames().back();
-      const uint32_t c = cost.at(ps.parser(), f.state, f.fresh, w.search_);
-      w.after_[node.token_id] = c;
-      w.max_ = std::max(w.max_, c);
+      w.note(node.token_id, cost.at(ps.parser(), f.state, f.fresh, w.search_));
     }
   };
   const auto& nodes = vocab_.trie().nodes();
@@ -47,10 +45,7 @@ void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, Ro
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
   special_scratch_.clear();
   special_costs(ps, cost, special_scratch_);
-  for (const auto& [t, c] : special_scratch_) {
-    after_[t] = c;
-    max_ = std::max(max_, c);
-  }
+  for (const auto& [t, c] : special_scratch_) note(t, c);
 }
 
 // Costs the tokens of node i's sub-trie at once where it stays inside its parent's lexeme (then
@@ -86,11 +81,7 @@ bool TrieCosts::take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size
       j += n.subtree_size;
       continue;
     }
-    if (n.token_id >= 0) {
-      const uint32_t c = cost.at(ps.parser(), t, false, search_);
-      after_[n.token_id] = c;
-      max_ = std::max(max_, c);
-    }
+    if (n.token_id >= 0) note(n.token_id, cost.at(ps.parser(), t, false, search_));
     loop_states_[n.depth - base + 1] = t;
     ++j;
   }

@@ -2,6 +2,7 @@
 // TokenBudget falls back to where the mask walk cannot report the costs (lexemes with token
 // limits) or the inner tokens' bounds cannot serve, and its coarse pass past a work limit.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -35,6 +36,10 @@ class TrieCosts {
  private:
   bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
   void cost_range(size_t i, size_t end, uint32_t c);
+  void note(int32_t token, uint32_t c) {  // the cost after `token`
+    after_[token] = c;
+    max_ = std::max(max_, c);
+  }
 
   const CompiledGrammar& g_;
   const Vocabulary& vocab_;

@@ -1,6 +1,5 @@
 #include "tokens/plain_slice.h"
 
-#include <bitset>
 #include <unordered_set>
 
 #include "lexer/lexer.h"
@@ -97,11 +96,7 @@ bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
 CharSummary loop_chars(const Lexer& lexer, uint32_t s, bool groups, size_t max_pairs) {
   CharSummary out;
   if (s == Lexer::kDead || lexer.state(s).end_now) return out;
-  // (text bytes only, as the summary reads: another byte would have the lexer derive for nothing)
-  std::bitset<128> loops;
-  for (int b = 0; b < 0x80; ++b)
-    if (CharSummary::ascii_text(static_cast<uint8_t>(b))) loops[b] = lexer.next(s, static_cast<uint8_t>(b)) == s;
-  out = CharSummary::of_ascii_loops([&](uint8_t b) { return loops[b]; });
+  out = CharSummary::of_ascii_loops([&](uint8_t b) { return lexer.next(s, b) == s; });
   if (!groups) return out;
   // Each group of non-ASCII characters: every path from one of its lead bytes through the
   // continuations stays alive and comes back to s. Pairs explored for a group that loops are
