@@ -14,6 +14,7 @@
 #include "stencil/errors.h"
 #include "tokens/trie.h"
 
+using stencil::ByteSet;
 using stencil::CharSummary;
 using stencil::TokenTrie;
 
@@ -169,7 +170,10 @@ TEST_CASE(trie_summaries_let_a_walk_take_whole_subtries) {
   tokens.push_back("abcabc");
   const TokenTrie t = build(tokens);
   auto loops = [](uint8_t b) { return (b >= 'a' && b <= 'f') || b == ' '; };
-  const CharSummary loop_set = CharSummary::of_ascii_loops(loops);
+  ByteSet loop_bytes;
+  for (int b = 0; b < 0x80; ++b)
+    if (loops(static_cast<uint8_t>(b))) loop_bytes.add(static_cast<uint8_t>(b));
+  const CharSummary loop_set = CharSummary::of_ascii_loops(loop_bytes);
   auto plain = walk(t, [&](const std::string& p) { return loops(static_cast<uint8_t>(p.back())); });
   std::set<int32_t> fast;
   size_t taken_whole = 0;

@@ -9,10 +9,15 @@ import stencil
 EOS = 256
 
 
+SPECIALS = (b"<|sep|>", b"<|end|>")
+
+
 def byte_vocab(extra: tuple[bytes, ...] = ()) -> stencil.TokenizerInfo:
-    """ids 0-255: the single bytes; 256: EOS; then ``extra`` multi-byte tokens."""
-    return stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"] + list(extra),
-                                            eos_token_ids=EOS)
+    """ids 0-255: the single bytes; 256: EOS; then ``extra`` multi-byte tokens, then the special
+    tokens ``<|sep|>`` and ``<|end|>`` (which a grammar names to take them)."""
+    specials = range(257 + len(extra), 257 + len(extra) + len(SPECIALS))
+    return stencil.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<eos>"] + list(extra)
+                                            + list(SPECIALS), eos_token_ids=EOS, special_token_ids=specials)
 
 
 def allowed(m: stencil.Matcher, bm: np.ndarray, k: int | None = None) -> list[int]:

@@ -32,6 +32,16 @@ PARENS = r"""
 start: "(" start* ")" | "x"
 %ignore " "
 """
+# Special tokens between words: their costs come from the budget apart from the trie's tokens,
+# with the mask walk's costs (WORDS) and with the whole-trie walk's (a lexeme with a token limit).
+WORDS = r"""
+start: WORD (<|sep|> WORD)* <|end|>
+WORD: /[a-c]+/
+"""
+LIMITED_WORDS = r"""
+start: w (<|sep|> w)* <|end|>
+w[max_tokens=3]: /[a-c]+/
+"""
 SCHEMA = {"type": "object", "properties": {
     "a": {"type": "integer"},
     "b": {"type": "array", "items": {"enum": ["x", "yy"]}, "minItems": 2, "maxItems": 3}},
@@ -55,7 +65,7 @@ LENGTH_PATTERNS = {
 # (LexemeSearch::text_to_end), no search. (Walked only: every byte is a string character, which
 # makes the searching oracles above slow; an undercount leaves walks incomplete.)
 MINMAX = {"type": "string", "minLength": 7, "maxLength": 9}
-NAMES = ["lists", "regex", "parens", "schema", "choice", *LENGTH_PATTERNS]
+NAMES = ["lists", "regex", "parens", "schema", "choice", "words", "limited_words", *LENGTH_PATTERNS]
 
 
 def grammars(tok):
@@ -65,6 +75,8 @@ def grammars(tok):
         "lists": c.compile_lark(LISTS),
         "regex": c.compile_regex(r"(ab|c)*d{2,3}"),
         "parens": c.compile_lark(PARENS),
+        "words": c.compile_lark(WORDS),
+        "limited_words": c.compile_lark(LIMITED_WORDS),
         "schema": c.compile_json_schema(SCHEMA, whitespace="compact"),
         "choice": c.compile_choice(["alpha", "be", "gamma"]),
         "minmax": c.compile_json_schema(MINMAX, string_spelling="plain"),

@@ -230,11 +230,13 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
   if (!deriver_.is_empty(f)) {
     // ASCII: one derivative per byte class.
     std::vector<int8_t> by_class(num_classes_, -1);
-    out = CharSummary::of_ascii_loops([&](uint8_t b) {
-      int8_t& ok = by_class[classes_.class_of[b]];
-      if (ok < 0) ok = store_.holds(deriver_.derive(f, classes_.representative[classes_.class_of[b]]), f);
-      return ok == 1;
-    });
+    ByteSet back;  // the ASCII bytes after which f holds again
+    for (int b = 0; b < 0x80; ++b) {
+      const uint16_t c = classes_.class_of[b];
+      if (by_class[c] < 0) by_class[c] = store_.holds(deriver_.derive(f, classes_.representative[c]), f);
+      if (by_class[c] == 1) back.add(static_cast<uint8_t>(b));
+    }
+    out = CharSummary::of_ascii_loops(back);
   }
   // Each group of non-ASCII characters: every path from its lead bytes stays alive and, at the
   // character's end, holds f again.

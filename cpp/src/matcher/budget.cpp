@@ -84,10 +84,19 @@ uint32_t TokenBudget::left_of(int64_t remaining) {
   return remaining - 1 >= cost::kInf ? cost::kInf - 1 : static_cast<uint32_t>(std::max<int64_t>(remaining - 1, 0));
 }
 
-// The cost after each token the grammar allows here, by a walk of the whole trie (trie_).
+// The cost after each token the grammar allows here, by a walk of the whole trie (trie_), with
+// the specials' (specials_).
 void TokenBudget::walk_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts::Search search) {
-  trie_.walk(ps, epoch, cost(epoch), search);
+  trie_.walk(ps, epoch, cost(epoch), search, specials_);
   max_ = trie_.max();
+}
+
+// The costs after the special tokens the grammar takes here (specials_): asked once per state,
+// for the mask walk's costs and the whole-trie walk's alike.
+void TokenBudget::cost_specials(ParseState& ps) {
+  specials_.clear();
+  trie_.special_costs(ps, *cost_, specials_);
+  ps.trim_rows();
 }
 
 TokenBudget::Key TokenBudget::key_of(ParseState& ps) const {
@@ -114,8 +123,8 @@ MaskWalker::CostSink* TokenBudget::begin(ParseState& ps, const LexerEpoch& epoch
   stage_ = Stage::kNone;
   inner_.reset();
   whole_walk_ = ps.lexer().has_token_limits();  // the mask walks the whole trie: restrict does too
-  if (whole_walk_) return nullptr;
   reached_.clear();
+  if (whole_walk_) return nullptr;
   loose_ = 0;
   last_ = Last{};
   return this;
@@ -156,7 +165,10 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   // cheap enough may go.
   allow_work(kCoarseWork);
   inner_.reset();
-  const bool bounded = within_work(&ps, [&] { walk_costs(ps, epoch, RowCosts::Search::kBytes); });
+  const bool bounded = within_work(&ps, [&] {
+    cost_specials(ps);  // (the work may have run out before they were known)
+    walk_costs(ps, epoch, RowCosts::Search::kBytes);
+  });
   key_ = key_of(ps);
   consumed_ = consumed(ps);
   if (bounded) {
@@ -171,23 +183,20 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   if (remaining < 1) trie_.restrict(words, need, remaining, left);
 }
 
-// The costs of the state first (the walk's reports and the specials, or a walk of the whole
-// trie), then, only while the budget binds, the inner tokens' (the cost room bounds them as
-// tightly as the budget needs), and where those cannot serve, or no token would stay, a walk of
-// the whole trie.
+// The costs of the state first (the specials', and the walk's reports where the mask walk gave
+// them), then, only while the budget binds, the inner tokens' (the cost room bounds them as
+// tightly as the budget needs), and where those cannot serve, or no token would stay, or the mask
+// walk could not report, a walk of the whole trie.
 void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need,
                                     int64_t remaining, uint32_t left) {
   const uint32_t state = ps.frames().back().state;
   if (stage_ == Stage::kNone) {
     key_ = key_of(ps);
     consumed_ = consumed(ps);
-    if (whole_walk_) {
-      stage_ = Stage::kWalked;
-      walk_costs(ps, epoch);
-    } else {
+    cost_specials(ps);
+    if (!whole_walk_) {
       stage_ = Stage::kInner;
-      trie_.special_costs(ps, *cost_, reached_);
-      ps.trim_rows();
+      reached_.insert(reached_.end(), specials_.begin(), specials_.end());
       reached_max_ = max_ = reached_max();
     }
   }
@@ -204,12 +213,14 @@ void TokenBudget::restrict_searched(ParseState& ps, const LexerEpoch& epoch, uin
       if (least < cost::kInf && restrict_steps(words, need, least)) return;
       std::copy(unbudgeted_.begin(), unbudgeted_.end(), words);
     }
-    // Else the whole-trie walk's costs decide which stay.
-    inner_.reset();
+    inner_.reset();  // else the whole-trie walk's costs decide which stay
+  }
+  if (stage_ == Stage::kUnbudgeted) return;
+  if (stage_ != Stage::kWalked) {
     stage_ = Stage::kWalked;
     walk_costs(ps, epoch);
   }
-  if (max_ <= left || stage_ == Stage::kUnbudgeted) return;
+  if (max_ <= left) return;
   trie_.restrict(words, need, remaining, left);
 }
 

@@ -54,6 +54,7 @@ class TokenBudget : private MaskWalker::CostSink {
   // search: how the whole-trie walk costs a token inside a lexeme (kBytes: by single-byte
   // distances, where the exact search ran out of work).
   void walk_costs(ParseState& ps, const LexerEpoch& epoch, RowCosts::Search search = RowCosts::Search::kExact);
+  void cost_specials(ParseState& ps);
   // Runs f with what is left of this call's derivative work (kCallWork); false when it ran out:
   // the exact search then gives up on this state (restrict bounds the costs coarsely instead),
   // and ps (when given) is back as it was.
@@ -104,7 +105,8 @@ class TokenBudget : private MaskWalker::CostSink {
   // The last cost token_reached found, with its key: runs of tokens end alike.
   Last last_{};
   InnerCosts inner_;
-  std::vector<std::pair<int32_t, uint32_t>> reached_;  // (token, cost) from the walk and the specials
+  TrieCosts::Costs reached_;   // (token, cost) from the walk and the specials
+  TrieCosts::Costs specials_;  // (token, cost) of the specials the grammar takes here
   std::vector<uint32_t> unbudgeted_;  // scratch: the mask before the budget
   std::vector<uint32_t> unknown_;     // cheapest_known's scratch: the tokens not costed yet
   uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)

@@ -10,9 +10,11 @@
 
 namespace stencil {
 
-void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, RowCosts::Search search) {
+void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, RowCosts::Search search,
+                     const Costs& specials) {
   after_.assign(static_cast<size_t>(vocab_.vocab_size()), cost::kInf);
   max_ = 0;
+  for (const auto& [t, c] : specials) note(t, c);  // (no special token is in the trie)
   search_ = search;
   cost.forget_states();
   ps.begin_walk();
@@ -43,9 +45,6 @@ void TrieCosts::walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, Ro
   for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk_subtrie(ps, nodes, c, root, visit);
   ps.end_walk();
   for (auto [a, b] : vocab_.trie().duplicates()) after_[b] = after_[a];
-  special_scratch_.clear();
-  special_costs(ps, cost, special_scratch_);
-  for (const auto& [t, c] : special_scratch_) note(t, c);
 }
 
 // Costs the tokens of node i's sub-trie at once where it stays inside its parent's lexeme (then
@@ -97,7 +96,7 @@ void TrieCosts::cost_range(size_t i, size_t end, uint32_t c) {
   max_ = std::max(max_, c);
 }
 
-void TrieCosts::special_costs(ParseState& ps, RowCosts& cost, std::vector<std::pair<int32_t, uint32_t>>& out) {
+void TrieCosts::special_costs(ParseState& ps, RowCosts& cost, Costs& out) {
   const auto& eos = vocab_.eos_ids();
   if (!specials_known_) {  // the special tokens some lexeme of the grammar names: no other is ever read
     for (const auto& lexeme : g_.grammar().lexemes)

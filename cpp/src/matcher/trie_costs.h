@@ -20,10 +20,12 @@ namespace stencil {
 class TrieCosts {
  public:
   explicit TrieCosts(const CompiledGrammar& g) : g_(g), vocab_(g.vocab()) {}
-  // The cost after each token the grammar allows at ps's top frame (kInf elsewhere), specials
-  // included; ps is back as it was. `search`: how a token that stays inside its lexeme is
+  using Costs = std::vector<std::pair<int32_t, uint32_t>>;  // (token, cost after it)
+  // The cost after each token the grammar allows at ps's top frame (kInf elsewhere), with the
+  // specials' costs (special_costs: asked once per state by the caller, for this walk and the
+  // mask's own); ps is back as it was. `search`: how a token that stays inside its lexeme is
   // costed (kBytes: by single-byte distances, the coarse pass).
-  void walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, RowCosts::Search search);
+  void walk(ParseState& ps, const LexerEpoch& epoch, RowCosts& cost, RowCosts::Search search, const Costs& specials);
   // The largest cost after a token the last walk allowed.
   uint32_t max() const { return max_; }
   // Removes from `words` (need words) the tokens whose cost after is over `left`; where none
@@ -31,7 +33,7 @@ class TrieCosts {
   void restrict(uint32_t* words, size_t need, int64_t remaining, uint32_t left);
   // (token, cost once read) for each special token the grammar names and takes at ps's top
   // frame, end of sequence aside, appended to `out`; ps is back as it was.
-  void special_costs(ParseState& ps, RowCosts& cost, std::vector<std::pair<int32_t, uint32_t>>& out);
+  void special_costs(ParseState& ps, RowCosts& cost, Costs& out);
 
  private:
   bool take_loop(ParseState& ps, RowCosts& cost, WalkLoops& loops, size_t i, const TrieNode& node, size_t root);
@@ -50,7 +52,6 @@ class TrieCosts {
   std::vector<uint32_t> loop_states_;  // take_loop's scratch: the lexer states down a sub-trie
   std::vector<int32_t> specials_;      // the special tokens the grammar names (on first use)
   bool specials_known_ = false;
-  std::vector<std::pair<int32_t, uint32_t>> special_scratch_;
   deadline::Ticker ticker_;  // trie nodes walked, for the time limits
 };
 

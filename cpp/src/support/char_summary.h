@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "support/byteset.h"
+
 namespace stencil {
 
 struct CharSummary {
@@ -81,12 +83,12 @@ struct CharSummary {
     if (lead == 0xEF) return 8;  // U+F000..U+FFFF (U+FEFF, full-width forms)
     return 9;                    // U+10000 and up (emoji)
   }
-  // The buckets whose every character is in `loops` (indexed by ASCII byte).
-  template <class Loops>
-  static CharSummary of_ascii_loops(Loops loops) {
+  // The ASCII buckets whose every character is in `loops` (the bytes that lead a state, or a
+  // part of it, back to itself; bytes outside ASCII text are not looked at).
+  static CharSummary of_ascii_loops(const ByteSet& loops) {
     uint32_t all = ~uint32_t(0) & ~kGroupBits & ~uint32_t(1);
     for (int b = 0; b < 0x80; ++b)
-      if (ascii_text(static_cast<uint8_t>(b)) && !loops(static_cast<uint8_t>(b)))
+      if (ascii_text(static_cast<uint8_t>(b)) && !loops.has(static_cast<uint8_t>(b)))
         all &= ~(uint32_t(1) << bucket_of(static_cast<uint8_t>(b)));
     CharSummary out;
     out.bits = all & ((uint32_t(1) << kGroupBase) - 2);  // bits 1..21: the ASCII buckets
