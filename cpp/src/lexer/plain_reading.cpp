@@ -230,8 +230,9 @@ CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
   if (!deriver_.is_empty(f)) {
     // ASCII: one derivative per byte class.
     std::vector<int8_t> by_class(num_classes_, -1);
-    ByteSet back;  // the ASCII bytes after which f holds again
+    ByteSet back;  // the ASCII text bytes after which f holds again (no derivative for the others)
     for (int b = 0; b < 0x80; ++b) {
+      if (!CharSummary::ascii_text(static_cast<uint8_t>(b))) continue;
       const uint16_t c = classes_.class_of[b];
       if (by_class[c] < 0) by_class[c] = store_.holds(deriver_.derive(f, classes_.representative[c]), f);
       if (by_class[c] == 1) back.add(static_cast<uint8_t>(b));

@@ -96,9 +96,10 @@ bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
 CharSummary loop_chars(const Lexer& lexer, uint32_t s, bool groups, size_t max_pairs) {
   CharSummary out;
   if (s == Lexer::kDead || lexer.state(s).end_now) return out;
-  ByteSet back;  // the ASCII bytes that lead s back to itself
+  ByteSet back;  // the ASCII text bytes that lead s back to itself (no lexer step for the others)
   for (int b = 0; b < 0x80; ++b)
-    if (lexer.next(s, static_cast<uint8_t>(b)) == s) back.add(static_cast<uint8_t>(b));
+    if (CharSummary::ascii_text(static_cast<uint8_t>(b)) && lexer.next(s, static_cast<uint8_t>(b)) == s)
+      back.add(static_cast<uint8_t>(b));
   out = CharSummary::of_ascii_loops(back);
   if (!groups) return out;
   // Each group of non-ASCII characters: every path from one of its lead bytes through the
