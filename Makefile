@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
+# make test's pytest-xdist workers: one per core of CI's machine; 0 runs the suite in one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: venv install wheel lint test build-cpp-tests test-cpp mutate-costs test-integrations integrations-venv test-asan test-properties corpus fuzz demo bench-generate bench-extraction bench-llama-cpp bench-vllm bench-trie bench-json bench-json-schema bench-compile-deadlines bench-deps bench-maskbench bench-gpu clean
 
@@ -43,7 +45,7 @@ wheel: $(PY)
 
 test: install lint
 	$(MAKE) test-cpp
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The static checks (make test runs them before the suite): ruff with pyproject.toml's rules (its
 # pycodestyle layout rules are the Python format check: see the comment there), mypy over

@@ -12,10 +12,17 @@ import shutil
 
 import pytest
 
-import stencil
-from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401  (hooks: skips fail under CI)
-from generation_model import default_model
-from tokenizers_zoo import get
+#: Under pytest-xdist (``make test`` runs a worker per core), each worker's torch gets its share of
+#: the cores: OpenMP's threads of two workers contending for two cores made a generation test 12x
+#: slower. Set before torch loads; server children inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _share = (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, _share))
+
+import stencil  # noqa: E402
+from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401,E402  (hooks: skips fail under CI)
+from generation_model import default_model  # noqa: E402
+from tokenizers_zoo import get  # noqa: E402
 
 #: the repository root: tests.support (which the tokenizer zoo imports) is importable from there
 ROOT = pathlib.Path(__file__).resolve().parents[2]

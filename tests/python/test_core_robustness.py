@@ -45,11 +45,11 @@ def run_text(compiled, encode, text):
 ])
 def test_pathological_regexes_compile_fast_and_match(deepseek, pattern, text):
     entry, compiler = deepseek
-    t0 = time.process_time()
+    t0 = time.thread_time()
     g = compiler.compile_regex(pattern)
     # A guard against blow-ups (exponential work never finishes), not a speed figure: CPU time,
     # which the other processes of a loaded machine do not stretch; speed is the benchmarks' job.
-    assert time.process_time() - t0 < 60
+    assert time.thread_time() - t0 < 60
     m = run_text(g, lambda s: entry.hf.encode(s, add_special_tokens=False).ids, text)
     assert m.is_accepting()
 

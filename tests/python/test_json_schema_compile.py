@@ -521,9 +521,9 @@ def test_a_oneof_of_string_lengths_compiles_to_a_counted_body():
     schema = {"oneOf": [{"type": "string", "maxLength": 64}, {"type": "string", "maxLength": 255},
                         {"type": "string", "maxLength": 2048}]}
     g = stencil.GrammarCompiler(info).compile_json_schema(schema)
-    t0 = time.process_time()
+    t0 = time.thread_time()
     assert stencil.Matcher(g).min_completion_tokens() > 2   # 256 characters at least
-    assert time.process_time() - t0 < 1.0   # (8 s before: the search's time limit)
+    assert time.thread_time() - t0 < 1.0   # (8 s before: the search's time limit)
     for n, ok in ((255, False), (256, True), (2048, True), (2049, False), (10, False)):
         m = stencil.Matcher(g)
         assert (m.accept_string(json.dumps("x" * n)) and m.is_accepting()) == ok, n

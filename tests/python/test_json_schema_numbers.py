@@ -300,6 +300,6 @@ def test_one_of_over_large_integer_enums_reads_in_linear_time():
     # per value, a walk of the enum each: two enums of 5,000 integers under oneOf took 4 s
     schema = {"oneOf": [{"type": "integer", "enum": list(range(5000))},
                         {"type": "integer", "enum": list(range(4000, 9000))}]}
-    t0 = time.process_time()
+    t0 = time.thread_time()
     json_schema_grammar(schema, number_spelling="plain")
-    assert time.process_time() - t0 < 1.5   # about 0.2 s
+    assert time.thread_time() - t0 < 1.5   # about 0.2 s
