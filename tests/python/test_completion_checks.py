@@ -263,6 +263,38 @@ def test_string_closed_inside_tokens_gets_its_own_verdict():
         assert {b'cd"', b'ba"', b'abce"', b'"', b"a"} <= allowed, opts
 
 
+def test_leaf_verdicts_carry_over_only_between_runs_alike():
+    """Boundaries that close a lexeme with the same byte from the same lexer state run together,
+    and a leaf below them (`,` under `ax"`) is judged once for the run, and for later runs of the
+    same state and byte at other depths (`axx"`). Here the lexeme a string closes decides what
+    follows (`"a..."` then `,`, `"b..."` then `}`): runs from the two lexer states must not share
+    verdicts. Each mask is the expected one, the same boundary by boundary, and every token it
+    allows is accepted."""
+    ends = [s + e for s in (b"ax", b"ay", b"axy", b"ayx", b"bx", b"by", b"bxy", b"byx") for e in (b'",', b'"}')]
+    vocab = [b'"', b"a", b"b", b"x", b"y", b",", b"}", b'x",', b'x"}'] + ends + [b"</s>"]
+    info = stencil.TokenizerInfo.from_vocab(vocab, eos_token_ids=[len(vocab) - 1])
+    b = stencil.GrammarBuilder()
+    body = b.re_repeat(b.re_byte_ranges([(ord("x"), ord("y"))]), 0, -1)
+    top = b.rule("top")
+    b.add_alternative(top, [b.lexeme(b.re_concat([b.re_literal('"a'), body, b.re_literal('"')]), "A"), b.literal(",")])
+    b.add_alternative(top, [b.lexeme(b.re_concat([b.re_literal('"b'), body, b.re_literal('"')]), "B"), b.literal("}")])
+    grammar = b.build(top)
+    expected = {'"': {b"a", b"b"} | {t for t in ends if t[:1] == b"a" and t.endswith(b",")}
+                | {t for t in ends if t[:1] == b"b" and t.endswith(b"}")},
+                '"a': {b"x", b"y", b'x",'}, '"b': {b"x", b"y", b'x"}'}}
+    for opts in ({}, {"boundary_runs": False, "repeat_memo": False}):
+        g = stencil.GrammarCompiler(info, mask_optimizations=opts).compile_grammar(grammar)
+        for text, want in expected.items():
+            m = stencil.Matcher(g)
+            assert m.accept_string(text)
+            bm = stencil.allocate_token_bitmask(1, info.vocab_size)
+            m.fill_next_token_bitmask(bm, 0)
+            allowed = {vocab[t] for t in range(len(vocab)) if (int(bm[0, t >> 5]) >> (t & 31)) & 1}
+            assert allowed >= want and not allowed - want - {b'"', b",", b"}"}, (opts, text, allowed)
+            for t in allowed:
+                assert stencil.Matcher(g).accept_string(text) and m.fork().accept_token(vocab.index(t)), (text, t)
+
+
 def test_duplicate_item_closed_inside_a_token_is_masked():
     """A token that ends an array item and goes on (`8,`) is masked out when the item repeats an
     earlier one, while tokens ending other items the same way (`3,`) stay allowed, with and

@@ -25,6 +25,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     return;
   }
   walk_ids_.clear();
+  leaf_classes_.clear();
   // Checks that read the current lexeme's bytes make this mask unfit for the memo.
   checks.reads().watch(ReadWatch::kText, parser.top().offset, ps.bytes_consumed());
   ps.begin_walk();
@@ -346,8 +347,11 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   *shared = any_prefix;
   checks.reads().watch(ReadWatch::kPrefix, 0, 0);
   const bool by_key = !key_sets_.empty();  // (a push refused may be the first key's own name)
+  sets_lengths_ = KeyLengths{};
+  for (const std::vector<std::string>& names : key_sets_) sets_lengths_.add(names);
   alone_.clear();
-  ++leaf_run_;  // a new frame for the children: leaf verdicts start again
+  // (a new frame for the children: leaf verdicts start again, or go on from an earlier run alike)
+  leaf_run_ = leaf_class(bd.lexer_state, byte, false, ok && any_prefix && !by_key && !keys);
   const bool leaves = !ps_->lexer().has_token_limits();
   // The closing byte ended the lexeme: a child byte no lexeme may start with is refused unwalked.
   const Lexer& lexer = ps_->lexer();
@@ -422,6 +426,8 @@ void MaskWalker::run_keys(uint32_t closing, size_t root, size_t d, bool keys) {
   const std::vector<std::string>* forbidden = checks.first_key_forbidden(row, closing, written_.found);
   written_.any = forbidden != nullptr;
   if (forbidden) written_.keys = *forbidden;  // (a copy: the parser's memo slot may be reused)
+  written_.lengths = KeyLengths{};
+  written_.lengths.add(written_.keys);
 }
 
 // The key that a boundary closes, raw: key_head_, the token's bytes of the key up to the
@@ -450,6 +456,7 @@ bool MaskWalker::key_in_sets() {
     if (!json_string_prefix(raw, key_decoded_, &used, &closed) || !closed || used != raw.size()) return true;
     key = key_decoded_;
   }
+  if (!sets_lengths_.may_hold(key.size())) return false;
   for (const std::vector<std::string>& names : key_sets_)
     if (std::binary_search(names.begin(), names.end(), key)) return true;
   return false;
@@ -461,26 +468,21 @@ bool MaskWalker::key_in_sets() {
 bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d) {
   if (written_.never) return false;
   if (!written_.slow && EarleyParser::plain_key(key_raw_) &&
-      EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr)) {
+      ((written_.found && !written_.lengths.may_hold(key_raw_.size() - 2)) ||
+       EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr))) {
     ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
     return false;
   }
   return ps_->checks().closes_written_key(closing, byte);
 }
 
-// A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`): its verdict from
-// the run's pushed frame is its byte's, for every boundary, when its walk read no byte of the
-// token's prefix (bytes root .. root + d - 2): kept per byte for the run, with the cost a budget
-// noted after it (the parse after the leaf is the same too).
+// A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`), or a boundary of
+// an ended_run that is one (`,` of `1,`): its verdict from the run's frame is its byte's, for
+// every boundary, when its walk read no byte of the token's prefix (bytes root .. root + d - 2):
+// kept per byte for the run, with the cost a budget noted after it (the parse after the leaf is
+// the same too).
 void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words) {
-  LeafVerdict& v = leaf_verdicts_[nodes[c].byte];
-  if (v.run == leaf_run_) {
-    if (v.allowed) {
-      set(words, nodes[c].token_id);
-      if (sink_) sink_->token_noted(nodes[c].token_id, v.cost);  // (the same parse after it)
-    }
-    return;
-  }
+  if (leaf_known(nodes[c], words)) return;
   ReadWatch& reads = ps_->checks().reads();
   reads.watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
   const size_t mark = walk_ids_.size();
@@ -488,7 +490,32 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
   const bool read = reads.read(ReadWatch::kPrefix);
   reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
-  if (!read) v = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
+  if (!read) leaf_verdicts_[nodes[c].byte] = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
+}
+
+// A leaf's verdict known for the current run (walk_leaf): its token set where allowed.
+bool MaskWalker::leaf_known(const TrieNode& leaf, uint32_t* words) {
+  const LeafVerdict& v = leaf_verdicts_[leaf.byte];
+  if (v.run != leaf_run_) return false;
+  if (v.allowed) {
+    set(words, leaf.token_id);
+    if (sink_) sink_->token_noted(leaf.token_id, v.cost);  // (the same parse after it)
+  }
+  return true;
+}
+
+// The leaf verdicts' run for a run pushing `byte` over lexer state `state` (`ended`: ending the
+// lexeme before its byte, whatever it is). Runs of one fill that do so at other depths (`a"` and
+// `abc"` closing a string; `1,` and `12,` after a number) push the same frame over the same rows
+// where no check read their prefixes and no key is closed (`shared`): a leaf's verdict from one
+// holds in the next, as it does within a run.
+uint64_t MaskWalker::leaf_class(uint32_t state, uint8_t byte, bool ended, bool shared) {
+  if (shared)
+    for (const LeafClass& c : leaf_classes_)
+      if (c.state == state && c.byte == byte && c.ended == ended) return c.run;
+  ++leaf_clock_;
+  if (shared) leaf_classes_.push_back({state, byte, ended, leaf_clock_});
+  return leaf_clock_;
 }
 
 // Boundaries where the lexeme ends before their byte, the first one's end already scanned
@@ -508,12 +535,22 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
   // tokens go on with there) is refused whatever the prefix: its sub-trie is skipped unwalked.
   const Lexer& lexer = ps_->lexer();
   const bool starts_only = lexer.state(q).accepting.empty();
+  // A boundary that is a leaf (`1,` after a number) is judged by its byte once for the run (and
+  // runs alike: leaf_class), as end_now_run's leaves are.
+  const bool leaves = !lexer.has_token_limits();
+  leaf_run_ = leaf_class(bd.lexer_state, 0, true, any_prefix);
   for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
-    if (starts_only && lexer.next(q, nodes[b2.node & ~kRestTrieBit].byte) == Lexer::kDead) continue;
+    const size_t n2 = b2.node & ~kRestTrieBit;
+    if (starts_only && lexer.next(q, nodes[n2].byte) == Lexer::kDead) continue;
+    const bool leaf = leaves && nodes[n2].subtree_size == 1;
+    if (leaf && leaf_known(nodes[n2], words)) continue;
     ps_->run_enter(d);
     place_prefix(b2, d);  // the walk below reads this token's bytes
-    walk(nodes, b2.node & ~kRestTrieBit, root, words);
+    if (leaf)
+      walk_leaf(nodes, n2, root, d, words);
+    else
+      walk(nodes, n2, root, words);
   }
   return k;
 }

@@ -133,21 +133,40 @@ class MaskWalker {
   std::vector<size_t> alone_;
   uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
   std::string key_head_, key_raw_, key_decoded_;
+  // The lengths of a run's key names (bit length % 64): a key of no such length is none of them.
+  struct KeyLengths {
+    uint64_t bits = 0;
+    bool may_hold(size_t n) const { return (bits >> (n & 63)) & 1; }
+    void add(const std::vector<std::string>& names) {
+      for (const std::string& name : names) bits |= uint64_t(1) << (name.size() & 63);
+    }
+  };
+  KeyLengths sets_lengths_;  // of key_sets_
   // run_keys: what closes_written reads once for a run
   struct WrittenKeys {
     bool never = true;  // no token of the run closes a written key
     bool slow = false;  // ask ParseState::closes_written_key for each token
     bool found = false, any = false;
     std::vector<std::string> keys;  // the forbidden keys (sorted), where `any`
+    KeyLengths lengths;             // of keys
   } written_;
-  // walk_leaf's verdicts, by byte, of the current run (leaf_run_)
+  // walk_leaf's verdicts, by byte, of the current run (leaf_run_: see leaf_class)
   struct LeafVerdict {
     uint64_t run = 0;
     bool allowed = false;
     uint32_t cost = 0;  // what the cost sink noted for it
   };
   LeafVerdict leaf_verdicts_[256];
-  uint64_t leaf_run_ = 0;
+  uint64_t leaf_run_ = 0, leaf_clock_ = 0;
+  struct LeafClass {
+    uint32_t state;
+    uint8_t byte;
+    bool ended;
+    uint64_t run;
+  };
+  std::vector<LeafClass> leaf_classes_;  // this fill's runs whose leaf verdicts carry over
+  uint64_t leaf_class(uint32_t state, uint8_t byte, bool ended, bool shared);
+  bool leaf_known(const TrieNode& leaf, uint32_t* words);
   uint32_t placed_parent_ = ~0u;   // see place_prefix
   // drop_vetoed's scratch: per trie depth, the lexer state and the node on the walk's path.
   std::vector<uint32_t> drop_states_, drop_path_;
