@@ -364,23 +364,26 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     if (by_key && !ok) alone_.push_back(k);
     if (!ok) continue;
     ps_->run_next(d);
+    // The token's bytes go above the root only where something may read them: a walk below it
+    // (no leaf verdict known for every child), a budget's costs, a key's first or slow checks.
+    const bool text = sink_ || !children_known(nodes, n2, starts_only, pushed, leaves);
+    std::string_view prefix;  // the token's bytes above the root, read once for the text and the key
     if (by_key || keys) {
-      // the token's bytes above the root, read once for the checks' text and the key
-      const std::string_view prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b2.node) : std::string_view();
-      place_prefix(b2, d, prefix);
+      prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b2.node) : std::string_view();
+      if (text || !head) place_prefix(b2, d, prefix);
       if (!head) {
         run_keys(closing, root, d, keys);
         head = true;
       }
       key_raw(prefix, root, byte);
-    } else {
+    } else if (text) {
       place_prefix(b2, d);
     }
     if (by_key && key_in_sets()) {
       alone_.push_back(k);
       continue;
     }
-    if (keys && closes_written(closing, byte, root, d)) continue;
+    if (keys && closes_written(closing, byte, root, d, b2, prefix)) continue;
     ps_->run_again();  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) {
       set(words, nodes[n2].token_id);
@@ -465,7 +468,8 @@ bool MaskWalker::key_in_sets() {
 // ParseState::closes_written_key(closing, byte) for the token of key_raw_, with what the run
 // shares read once (run_keys): a plain key that no written key is, the common answer, is looked up
 // here (EarleyParser::closes_written_key's first test); the rest is asked as before.
-bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d) {
+bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d, const Boundary& b,
+                                std::string_view prefix) {
   if (written_.never) return false;
   if (!written_.slow && EarleyParser::plain_key(key_raw_) &&
       ((written_.found && !written_.lengths.may_hold(key_raw_.size() - 2)) ||
@@ -473,6 +477,7 @@ bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, siz
     ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
     return false;
   }
+  place_prefix(b, d, prefix);  // (the check reads the key's text)
   return ps_->checks().closes_written_key(closing, byte);
 }
 
@@ -491,6 +496,18 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
   reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
   if (!read) leaf_verdicts_[nodes[c].byte] = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
+}
+
+// Whether every child of boundary node n2 that the lexer lets start after the run's push (pushed:
+// its frame's state, starts_only as in end_now_run) is a leaf whose verdict the run knows.
+bool MaskWalker::children_known(const std::vector<TrieNode>& nodes, size_t n2, bool starts_only, uint32_t pushed,
+                                bool leaves) const {
+  const Lexer& lexer = ps_->lexer();
+  for (size_t c = n2 + 1, end = n2 + nodes[n2].subtree_size; c < end; c += nodes[c].subtree_size) {
+    if (starts_only && lexer.next(pushed, nodes[c].byte) == Lexer::kDead) continue;
+    if (!leaves || nodes[c].subtree_size != 1 || leaf_verdicts_[nodes[c].byte].run != leaf_run_) return false;
+  }
+  return true;
 }
 
 // A leaf's verdict known for the current run (walk_leaf): its token set where allowed.

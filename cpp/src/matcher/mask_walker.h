@@ -112,7 +112,10 @@ class MaskWalker {
   void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
   void key_raw(std::string_view prefix, size_t root, uint8_t closing);
   bool key_in_sets();
-  bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d);
+  bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d, const Boundary& b,
+                      std::string_view prefix);
+  bool children_known(const std::vector<TrieNode>& nodes, size_t n2, bool starts_only, uint32_t pushed,
+                      bool leaves) const;
   void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
