@@ -392,14 +392,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
         sink_->token_reached(nodes[n2].token_id, *ps_);
       }
     }
-    const size_t end = n2 + nodes[n2].subtree_size;
-    for (size_t c = n2 + 1; c < end; c += nodes[c].subtree_size) {
-      if (starts_only && lexer.next(pushed, nodes[c].byte) == Lexer::kDead) continue;  // (as in ended_run)
-      if (leaves && nodes[c].subtree_size == 1)
-        walk_leaf(nodes, c, root, d, words);
-      else
-        walk(nodes, c, root, words);
-    }
+    walk_children(nodes, n2, root, d, words, starts_only, pushed, leaves);
   }
   for (size_t j : alone_) {
     enter_boundary(bounds[j], d, root);
@@ -496,6 +489,20 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
   reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
   if (!read) leaf_verdicts_[nodes[c].byte] = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
+}
+
+// The children of boundary node n2 (at depth d) over the run's frame: a byte no lexeme may start
+// with after the push (starts_only, as in ended_run) refused unwalked, leaves by their verdicts.
+void MaskWalker::walk_children(const std::vector<TrieNode>& nodes, size_t n2, size_t root, size_t d, uint32_t* words,
+                               bool starts_only, uint32_t pushed, bool leaves) {
+  const Lexer& lexer = ps_->lexer();
+  for (size_t c = n2 + 1, end = n2 + nodes[n2].subtree_size; c < end; c += nodes[c].subtree_size) {
+    if (starts_only && lexer.next(pushed, nodes[c].byte) == Lexer::kDead) continue;
+    if (leaves && nodes[c].subtree_size == 1)
+      walk_leaf(nodes, c, root, d, words);
+    else
+      walk(nodes, c, root, words);
+  }
 }
 
 // Whether every child of boundary node n2 that the lexer lets start after the run's push (pushed:

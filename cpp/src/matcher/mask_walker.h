@@ -116,6 +116,8 @@ class MaskWalker {
                       std::string_view prefix);
   bool children_known(const std::vector<TrieNode>& nodes, size_t n2, bool starts_only, uint32_t pushed,
                       bool leaves) const;
+  void walk_children(const std::vector<TrieNode>& nodes, size_t n2, size_t root, size_t d, uint32_t* words,
+                     bool starts_only, uint32_t pushed, bool leaves);
   void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
