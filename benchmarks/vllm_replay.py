@@ -5,6 +5,7 @@ each row's token). A fast loop for the time per step the vLLM benchmark measures
 
     python -m benchmarks.vllm_replay --count 24
     python -m benchmarks.vllm_replay --engines stencil --tokenizer deepseek
+    python -m benchmarks.vllm_replay --speculate 0,4 --engines stencil,xgrammar --evict 512 --cpu
 
 The outputs: a seeded random walk under stencil's own budgeted masks (at most 3 times the shortest
 output + 60 tokens, so that they end well within max_tokens as a model's do), drawn from the
@@ -157,6 +158,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="stencil's masks without the requests' max_tokens (vLLM's backend always has it)")
     ap.add_argument("--cpu", action="store_true", help="time by the thread's CPU time instead of wall time")
     ap.add_argument("--tries", type=int, default=8, help="walks per schema to find an output every engine accepts")
+    ap.add_argument("--speculate", default=None, metavar="K[,K...]",
+                    help="replay vLLM's n-gram speculation on extraction requests instead, drafting K tokens "
+                         "(0: none), stencil and XGrammar (benchmarks.vllm_spec_replay)")
+    ap.add_argument("--evict", type=int, default=0, metavar="MB",
+                    help="with --speculate: read MB megabytes before each step (a forward pass's weights: "
+                         "the grammar's calls then start with cold caches, as in vLLM)")
+    ap.add_argument("--texts", default=None, metavar="FILE:RUN",
+                    help="with --speculate: replay the outputs of run RUN (e.g. stencil/0) of "
+                         "benchmarks.vllm_backends --workload extraction --output FILE instead of the answers")
     args = ap.parse_args(argv)
     global _now
     _now = time.thread_time if args.cpu else time.perf_counter
@@ -167,6 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.maskbench.engines import make_engine
     from tests.support.tokenizers import load_tokenizer
     from stencil.integrations.vllm import StencilBackend
+    if args.speculate is not None:
+        from benchmarks.vllm_spec_replay import SPEC_ENGINES, spec_replay
+        try:
+            ks = [int(k) for k in args.speculate.split(",")]
+        except ValueError:
+            ap.error(f"--speculate: comma-separated draft lengths, got {args.speculate!r}")
+        if min(ks) < 0 or set(engines) - set(SPEC_ENGINES):
+            ap.error(f"--speculate: draft lengths >= 0 and engines among {', '.join(SPEC_ENGINES)}")
+        from benchmarks.vllm_spec_replay import model_texts
+        texts = model_texts(*args.texts.rsplit(":", 1)) if args.texts else None
+        info, encode = load_tokenizer(args.tokenizer)
+        spec_replay(info, encode, engines, args.count, ks, _now, args.max_tokens, args.evict, texts)
+        return 0
     info = load_tokenizer(args.tokenizer)[0]
     schemas = [c.schema for c in generated_schemas(args.count, seed=args.seed)]
     peers = {name: make_engine(name, args.tokenizer, info) for name in engines if name != "stencil"}

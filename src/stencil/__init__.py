@@ -45,6 +45,7 @@ from stencil._version import __version__
 from stencil.bitmask import (
     allocate_token_bitmask,
     apply_token_bitmask_inplace,
+    fill_draft_bitmasks,
     fill_next_token_bitmasks,
     fill_next_token_bitmasks_async,
 )
@@ -59,7 +60,7 @@ __all__ = [
     "TokenizerInfo", "GrammarCompiler", "CompiledGrammar", "Grammar", "GrammarBuilder", "CheckKind", "Matcher",
     # GrammarBuilder's ids as the stub types them (typing.NewType over int): a regex, a lexeme or rule
     "ExprId", "Symbol",
-    "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
+    "allocate_token_bitmask", "fill_next_token_bitmasks", "fill_draft_bitmasks", "fill_next_token_bitmasks_async", "PendingFill",
     "apply_token_bitmask_inplace", "JsonSchemaOptions", "LarkOptions", "GbnfOptions", "ToolCallOptions", "SchemaInfo",
     # errors: every one derives from StencilError. GrammarError: the input is bad or unsupported;
     # LimitError (no GrammarError): a time (TimeLimitExceeded, CompileTimeout), work or memory

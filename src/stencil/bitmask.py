@@ -25,7 +25,7 @@ from stencil import _core
 from stencil.kernels._bits import apply_bitmask_bits
 from stencil.kernels.numpy import allocate_token_bitmask, apply_token_bitmask_numpy, bitmask_to_bool
 
-__all__ = ["allocate_token_bitmask", "fill_next_token_bitmasks", "apply_token_bitmask_inplace",
+__all__ = ["allocate_token_bitmask", "fill_next_token_bitmasks", "fill_draft_bitmasks", "apply_token_bitmask_inplace",
            "bitmask_to_bool", "apply_bitmask_bits"]
 
 
@@ -80,6 +80,41 @@ def fill_next_token_bitmasks_async(matchers: Sequence[_core.Matcher], bitmask: A
     """
     matchers, rows, num_threads, remaining = _batch_args(matchers, indices, num_threads, remaining_tokens)
     return _core.fill_next_token_bitmasks_async(matchers, bitmask, rows, num_threads, remaining)
+
+
+def fill_draft_bitmasks(matchers: Sequence[_core.Matcher], drafts: Sequence[Sequence[int]], bitmask: Any,
+                        first_rows: Sequence[int], num_threads: int | None = None,
+                        remaining_tokens: Sequence[int | None] | None = None) -> list[int | None]:
+    """The masks a speculative step verifies with, for a batch, in one call: for each matcher and
+    its draft (token ids the drafter proposed), the mask before each draft token and the mask
+    after the whole draft, in rows ``first_rows[i]`` to ``first_rows[i] + len(drafts[i])``. Each
+    matcher is advanced through its draft and rolled back after: its state is unchanged. (A loop
+    of ``fill_next_token_bitmask`` and ``accept_token`` calls does the same, with a Python round
+    trip per position; here the requests run in parallel on ``num_threads`` threads, the GIL
+    released.)
+
+    ``remaining_tokens``: each matcher's token budget before its draft (None: none); the row
+    after j draft tokens has j tokens less. Where a row does not allow its draft token (the
+    grammar or the budget refuses it), verification stops there, so the rows after it allow
+    every token; the rows of a matcher that a draft token terminates (an end token) allow every
+    token too. Returns, per matcher, None, or the position of a draft token that its row allowed
+    but the matcher refused (not expected; the rows after it repeat that row).
+
+    Drafts may not be longer than the matchers' ``max_rollback``; rows must be in the bitmask and
+    not shared. An error (``TimeLimitExceeded``) is raised after all requests are done, and every
+    matcher is rolled back. Example::
+
+        bm = stencil.allocate_token_bitmask(len(drafts[0]) + len(drafts[1]) + 2, tok.vocab_size)
+        stencil.fill_draft_bitmasks([m0, m1], drafts, bm, [0, len(drafts[0]) + 1])
+        # bm[j] is m0's mask after drafts[0][:j]; m0 and m1 are as they were
+    """
+    # (the core checks each draft and its token ids)
+    drafts = list(_items(drafts, "drafts", "list of int"))
+    rows = list(_items(first_rows, "first_rows", "int"))
+    if not all(type(r) is int for r in rows):
+        rows = [_int(r, f"first_rows[{i}]") for i, r in enumerate(rows)]
+    matchers, _, num_threads, remaining = _batch_args(matchers, None, num_threads, remaining_tokens)
+    return _core.fill_draft_bitmasks(matchers, drafts, bitmask, rows, num_threads, remaining)
 
 
 def _batch_args(matchers: Any, indices: Any, num_threads: Any,

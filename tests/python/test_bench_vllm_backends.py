@@ -86,3 +86,30 @@ def test_replay_walks_valid_outputs_and_times_each_engine(capsys):
     for r in rows:   # compile, compile + cold replay, then per step and per mask, cold and warm
         assert float(r[1].rstrip("s")) <= float(r[2].rstrip("s"))
         assert all(float(x) > 0 for x in (r[4], r[5], r[7], r[8]))
+
+
+def test_prompt_lookup_proposes_what_followed_the_longest_recurring_suffix():
+    from benchmarks.vllm_spec_replay import prompt_lookup
+    ctx = [1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 5, 2, 3]
+    assert prompt_lookup(ctx, 2) == [7, 8]          # [2, 3] last recurs before 7, 8
+    assert prompt_lookup(ctx + [7], 3) == [8, 5, 2]   # [2, 3, 7]: the longer suffix wins
+    assert prompt_lookup([1, 2, 3, 4], 3) == []       # nothing recurs
+    assert prompt_lookup([5, 6, 5, 6], 4) == [5, 6]   # what follows, up to the context's end
+
+
+def test_speculative_replay_drafts_and_times_both_engines(capsys):
+    """benchmarks.vllm_replay --speculate: the extraction outputs replayed without drafts and with
+    n-gram drafts through each engine's calls; drafts take several tokens in some steps."""
+    from benchmarks.vllm_replay import main as replay
+    engines = ["stencil"] + (["xgrammar"] if importlib.util.find_spec("xgrammar") else [])
+    assert replay(["--speculate", "0,3", "--engines", ",".join(engines), "--count", "3", "--cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "3 extraction requests" in out
+    rows = [line.replace("|", " ").split() for line in out.splitlines() if line.split() and line.split()[0] in engines]
+    assert [(r[0], r[1]) for r in rows] == [(e, k) for e in engines for k in ("0", "3")]
+    for r in rows:   # name, K, compile, steps, tokens and masks per step, cold ms/step, us/token, warm ms/step, us/token
+        assert all(float(x) > 0 for x in r[5:10])
+    steps = {(r[0], r[1]): int(r[3]) for r in rows}
+    assert all(steps[(e, "3")] < steps[(e, "0")] for e in engines)
+    masks = {(r[0], r[1]): float(r[5]) * int(r[3]) for r in rows}   # draft positions add masks
+    assert all(masks[(e, "3")] > masks[(e, "0")] for e in engines)

@@ -324,3 +324,23 @@ def test_vllm_ngram_speculation_outputs_valid(spec_llm):
     print(f"\n{len(outs)} requests valid, {tokens} tokens in {wall:.1f} s ({tokens / wall:.1f} tokens/s); "
           f"{drafted:.0f} draft tokens, {accepted:.0f} accepted ({accepted / max(drafted, 1):.0%})")
     assert drafted > 0 and 0 < accepted < drafted
+
+
+def test_bitmask_view_is_kept_for_the_engine_tensor(backend):
+    """The numpy view of vLLM's bitmask tensor is made once for that tensor (a torch call that
+    costs a third of a step's grammar time with cold caches), and a new tensor gets its own; what
+    the backend fills through the view is in the tensor."""
+    from stencil.integrations._requests import bitmask_view
+    a, b = backend.allocate_token_bitmask(2), backend.allocate_token_bitmask(2)
+    va = bitmask_view(a)
+    assert bitmask_view(a) is va and isinstance(va, np.ndarray)
+    vb = bitmask_view(b)
+    assert vb is not va and bitmask_view(b) is vb and np.shares_memory(bitmask_view(a), va)
+    arr = np.zeros((1, 3), dtype=np.int32)
+    assert bitmask_view(arr) is arr and bitmask_view(a) is bitmask_view(a)   # numpy arrays pass through
+    g = backend.compile_grammar("json", json.dumps({"type": "integer"}))
+    b[:] = 0
+    backend.fill_bitmasks(b, [(g, 1, True)])
+    backend.fill_bitmasks(a, [(g, 0, True)])
+    assert np.asarray(b[1]).any() and not np.asarray(b[0]).any()
+    np.testing.assert_array_equal(np.asarray(a[0]), np.asarray(b[1]))

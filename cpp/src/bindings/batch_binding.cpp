@@ -1,7 +1,8 @@
 // The batch mask calls: fill_next_token_bitmasks (many matchers' rows at once, on the core's
-// threads, the GIL released once) and fill_next_token_bitmasks_async (the same started on a
+// threads, the GIL released once), fill_next_token_bitmasks_async (the same started on a
 // thread of its own, so that the caller can run the forward pass meanwhile without handing the
-// GIL back and forth: on a GPU, launching the forward pass is Python work).
+// GIL back and forth: on a GPU, launching the forward pass is Python work), and
+// fill_draft_bitmasks (the rows of every draft position of a speculative step in one call).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -10,11 +11,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/args.h"
 #include "bindings/bindings.h"
 #include "bindings/mask_args.h"
 #include "matcher/batch.h"
@@ -26,6 +29,7 @@ using namespace stencil;
 using stencil::bindings::bitmask_row;
 using stencil::bindings::check_bitmask;
 using stencil::bindings::check_remaining;
+using stencil::bindings::int_arg;
 using stencil::bindings::MaskRows;
 
 namespace {
@@ -48,6 +52,66 @@ nb::list python_errors(const std::vector<std::exception_ptr>& errors) {
   return out;
 }
 
+// The matchers of a batch call, each a Matcher, none twice.
+std::vector<Matcher*> check_matchers(const std::vector<nb::handle>& items) {
+  std::vector<Matcher*> out;
+  // Taken as handles: a Matcher* list would let None through as a null pointer.
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    Matcher* mt = nullptr;
+    if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
+      throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
+                            std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
+                               .c_str());
+    out.push_back(mt);
+  }
+  std::vector<Matcher*> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    throw UsageError("the same matcher appears twice in one batch");
+  return out;
+}
+
+// fill_draft_bitmasks' requests, checked: token ids in the vocabulary, drafts within what each
+// matcher can roll back, every row in the bitmask and no row shared by two requests.
+std::vector<DraftRows> check_drafts(const std::vector<Matcher*>& matchers, const std::vector<nb::handle>& drafts,
+                                    const std::vector<int64_t>& first_rows, const std::vector<nb::handle>& remaining,
+                                    const MaskRows& bm) {
+  const size_t n = matchers.size();
+  if (drafts.size() != n || first_rows.size() != n || (!remaining.empty() && remaining.size() != n))
+    throw UsageError("drafts, first_rows and remaining_tokens need one entry per matcher (" + std::to_string(n) +
+                     "), got " + std::to_string(drafts.size()) + ", " + std::to_string(first_rows.size()) + " and " +
+                     std::to_string(remaining.size()));
+  std::vector<DraftRows> out(n);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (size_t i = 0; i < n; ++i) {
+    DraftRows& r = out[i];
+    r.matcher = matchers[i];
+    if (!nb::isinstance<nb::sequence>(drafts[i]) || nb::isinstance<nb::str>(drafts[i]))
+      throw nb::type_error(("drafts[" + std::to_string(i) + "] must be a list of token ids").c_str());
+    for (nb::handle t : drafts[i]) {
+      r.draft.push_back(int_arg(t, "drafts", "an int in [0, vocab_size)", static_cast<int64_t>(i)));
+      r.matcher->grammar().vocab().check_id(r.draft.back());
+    }
+    const int keep = r.matcher->max_rollback();
+    if (keep >= 0 && r.draft.size() > static_cast<size_t>(keep))
+      throw UsageError("drafts[" + std::to_string(i) + "] has " + std::to_string(r.draft.size()) +
+                       " tokens, more than the matcher's max_rollback=" + std::to_string(keep));
+    r.first_row = first_rows[i];
+    r.remaining = remaining.empty() ? -1 : check_remaining(remaining[i]);
+    const int64_t last = r.first_row + static_cast<int64_t>(r.draft.size());
+    bitmask_row(bm, r.first_row);
+    bitmask_row(bm, last);
+    spans.emplace_back(r.first_row, last);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first <= spans[i - 1].second)
+      throw UsageError("two requests of one batch would fill the same bitmask row (" + std::to_string(spans[i].first) +
+                       ")");
+  return out;
+}
+
 // A batch's arguments, checked: every matcher a Matcher, once; every row in range, once.
 struct Batch {
   std::vector<Matcher*> matchers;
@@ -59,16 +123,7 @@ struct Batch {
 Batch check_batch(const std::vector<nb::handle>& items, nb::handle bitmask, std::vector<int64_t> indices,
                   const std::vector<nb::handle>& remaining_tokens) {
   Batch b;
-  // Taken as handles: a Matcher* list would let None through as a null pointer.
-  b.matchers.reserve(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    Matcher* mt = nullptr;
-    if (!nb::try_cast<Matcher*>(items[i], mt) || mt == nullptr)
-      throw nb::type_error(("matchers[" + std::to_string(i) + "] is " +
-                            std::string(nb::type_name(items[i].type()).c_str()) + ", not a stencil.Matcher")
-                               .c_str());
-    b.matchers.push_back(mt);
-  }
+  b.matchers = check_matchers(items);
   if (indices.empty())
     for (size_t i = 0; i < b.matchers.size(); ++i) indices.push_back(static_cast<int64_t>(i));
   if (indices.size() != b.matchers.size())
@@ -84,10 +139,6 @@ Batch check_batch(const std::vector<nb::handle>& items, nb::handle bitmask, std:
   std::sort(seen_rows.begin(), seen_rows.end());
   if (std::adjacent_find(seen_rows.begin(), seen_rows.end()) != seen_rows.end())
     throw UsageError("two matchers of one batch would fill the same bitmask row");
-  std::vector<Matcher*> sorted = b.matchers;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    throw UsageError("the same matcher appears twice in one batch");
   b.rows = std::move(indices);
   return b;
 }
@@ -191,4 +242,29 @@ void bind_batch(nb::module_& m) {
       nb::sig("def fill_next_token_bitmasks_async(matchers: list[object], bitmask: numpy.typing.NDArray, "
               "indices: collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
               "collections.abc.Sequence[int | None] = []) -> PendingFill"));
+
+  m.def(
+      "fill_draft_bitmasks",
+      [](const std::vector<nb::handle>& items, const std::vector<nb::handle>& drafts, nb::handle bitmask,
+         const std::vector<int64_t>& first_rows, int num_threads, const std::vector<nb::handle>& remaining_tokens) {
+        const std::vector<Matcher*> matchers = check_matchers(items);
+        const MaskRows bm = check_bitmask(bitmask);
+        std::vector<DraftRows> requests = check_drafts(matchers, drafts, first_rows, remaining_tokens, bm);
+        std::deque<Matcher::Exclusive> uses;
+        for (Matcher* mt : matchers) uses.emplace_back(*mt);
+        {
+          nb::gil_scoped_release release;
+          fill_draft_masks(requests, bm.data, bm.words, num_threads);
+        }
+        nb::list refused;
+        for (const DraftRows& r : requests)
+          refused.append(r.refused_at < 0 ? nb::object(nb::none()) : nb::object(nb::int_(r.refused_at)));
+        return refused;
+      },
+      nb::arg("matchers"), nb::arg("drafts"), nb::arg("bitmask").none(), nb::arg("first_rows"), nb::arg("num_threads"),
+      nb::arg("remaining_tokens") = std::vector<nb::handle>{},
+      nb::sig("def fill_draft_bitmasks(matchers: collections.abc.Sequence[object], drafts: "
+              "collections.abc.Sequence[collections.abc.Sequence[int]], bitmask: numpy.typing.NDArray, first_rows: "
+              "collections.abc.Sequence[int], num_threads: int, remaining_tokens: "
+              "collections.abc.Sequence[int | None] = []) -> list[int | None]"));
 }

@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 import stencil
-from stencil.integrations._requests import as_bitmask_array, compile_request, with_eos_token_ids
+from stencil.integrations._requests import bitmask_view, compile_request, with_eos_token_ids
 
 try:  # SGLang's own base classes where SGLang is installed; the adapter runs without it
     from sglang.srt.constrained.base_grammar_backend import BaseGrammarBackend as _BackendBase
@@ -82,7 +82,7 @@ class StencilGrammarObject(_ObjectBase):
         return torch.from_numpy(stencil.allocate_token_bitmask(batch_size, vocab_size))
 
     def fill_vocab_mask(self, vocab_mask: Any, idx: int) -> None:
-        self.matcher.fill_next_token_bitmask(as_bitmask_array(vocab_mask), idx)
+        self.matcher.fill_next_token_bitmask(bitmask_view(vocab_mask), idx)
 
     @staticmethod
     def reset_vocab_mask(vocab_mask: Any) -> None:

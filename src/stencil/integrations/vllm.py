@@ -59,7 +59,7 @@ from typing import Any, Iterable
 import numpy as np
 
 import stencil
-from stencil.integrations._requests import as_bitmask_array, compile_request, load_spec, with_eos_token_ids
+from stencil.integrations._requests import bitmask_view, compile_request, load_spec, with_eos_token_ids
 
 try:  # vLLM's own base classes where vLLM is installed; the adapter works without it (tests, docs)
     from vllm.v1.structured_output.backend_types import StructuredOutputBackend as _BackendBase
@@ -140,7 +140,7 @@ class StencilGrammar(_GrammarBase):
         return max(0, self.max_tokens - self._before - self.num_processed_tokens - self.reserve_end)
 
     def fill_bitmask(self, bitmask: Any, batch_index: int) -> None:
-        _fill_rows([self], as_bitmask_array(bitmask), [batch_index])
+        _fill_row(self, bitmask_view(bitmask), batch_index)
 
     def is_terminated(self) -> bool:
         return self._terminated
@@ -163,30 +163,22 @@ def _check_budget(matcher: stencil.Matcher, max_tokens: int) -> int:
     return 1 if need is not None and need < max_tokens else 0
 
 
-def _fill_rows(grammars: list[StencilGrammar], bitmask: np.ndarray, rows: list[int],
-               num_threads: int | None = None) -> None:
-    """Fill ``bitmask[rows[i]]`` for ``grammars[i]`` in one native call (``num_threads`` threads,
-    None: one per core; the GIL released), each under its budget. A budget row left empty (the
-    budget was spent already: a request whose tokens before the grammar ate it) is filled again
-    without one, so vLLM never samples from an empty mask."""
-    if not grammars:
-        return
-    budgets = [g.remaining_tokens() for g in grammars]
-    matchers = [g.matcher for g in grammars]
-    if len(grammars) == 1:
-        matchers[0].fill_next_token_bitmask(bitmask, rows[0], remaining_tokens=budgets[0])
-    else:
-        stencil.fill_next_token_bitmasks(matchers, bitmask, rows, remaining_tokens=budgets, num_threads=num_threads)
+def _fill_row(grammar: StencilGrammar, bitmask: np.ndarray, row: int) -> None:
+    """Fill ``bitmask[row]`` for ``grammar`` under its budget. A budget row left empty (the budget
+    was spent already: a request whose tokens before the grammar ate it) is filled again without
+    one, so vLLM never samples from an empty mask."""
+    budget = grammar.remaining_tokens()
+    grammar.matcher.fill_next_token_bitmask(bitmask, row, remaining_tokens=budget)
     # (a budget of one token or more keeps the cheapest tokens where none fits: only a spent one
     # leaves a row empty, where the output cannot end at once)
-    budgeted = [i for i, b in enumerate(budgets) if b is not None and b < 1]
-    if not budgeted:
-        return
-    # (one numpy call for the batch: a per-row check costs as much as a fill's Python side)
-    for i in np.flatnonzero(~bitmask[[rows[i] for i in budgeted]].any(axis=1)):
-        _log.warning("stencil: the token budget of a request is spent before its output can end; "
-                     "its mask is the unbudgeted one")
-        matchers[budgeted[i]].fill_next_token_bitmask(bitmask, rows[budgeted[i]])
+    if budget is not None and budget < 1 and not bitmask[row].any():
+        _warn_spent()
+        grammar.matcher.fill_next_token_bitmask(bitmask, row)
+
+
+def _warn_spent() -> None:
+    _log.warning("stencil: the token budget of a request is spent before its output can end; "
+                 "its mask is the unbudgeted one")
 
 
 def close_objects(schema: Any) -> Any:
@@ -349,17 +341,17 @@ class StencilBackend(_BackendBase):
         ``(grammar, draft, first_row, apply)``, and request i gets ``len(draft) + 1`` rows from
         ``first_row``: the mask after ``draft[:j]`` at row ``first_row + j`` (the last one is the
         bonus token's). Each grammar is advanced through its draft and rolled back after, so its
-        state is unchanged; position by position, the rows of all requests are filled in one
-        native call. A draft is cut at vLLM's padding (-1, a draft token refused by
+        state is unchanged; every position of every request is filled in one native call
+        (``stencil.fill_draft_bitmasks``). A draft is cut at vLLM's padding (-1, a draft token refused by
         ``validate_tokens``) and at a token its row refuses (the request's token budget): the rows
         after it allow every token, as vLLM's own loop leaves them after padding.
         A draft token the grammar refuses (vLLM validated the draft, so never expected) makes the
         rows after it copies of the last valid one. Returns the number of rows filled."""
-        arr, requests = as_bitmask_array(bitmask), list(requests)
-        plan = []   # [grammar, draft (unpadded), first_row, rows, tokens taken, refused at]
+        arr, requests = bitmask_view(bitmask), list(requests)
+        rows: list[tuple[StencilGrammar, Any, int]] = []   # (grammar, draft, first row) of the rows filled
         for grammar, draft, first, apply in requests:
             if len(draft) == 0 and apply:   # (the usual row: no draft, nothing to clear)
-                plan.append([grammar, (), first, 1, 0, None])
+                rows.append((grammar, (), first))
                 continue
             draft = [int(t) for t in draft]
             cut = next((i for i, t in enumerate(draft) if t < 0), len(draft))
@@ -367,34 +359,18 @@ class StencilBackend(_BackendBase):
             if not apply:
                 arr[first:first + cut + 1] = -1
             else:
-                plan.append([grammar, draft[:cut], first, cut + 1, 0, None])
-        depth = max((p[3] for p in plan), default=0)
-        try:
-            for j in range(depth):
-                live = [p for p in plan if j < p[3]]
-                fill = [p for p in live if p[5] is None and not p[0].is_terminated()]
-                for p in live:
-                    if p[5] is not None:
-                        arr[p[2] + j] = arr[p[5]]
-                    elif p[0].is_terminated():
-                        arr[p[2] + j] = -1
-                _fill_rows([p[0] for p in fill], arr, [p[2] + j for p in fill], self.fill_threads)
-                for p in fill:
-                    if j < len(p[1]) and not _allows(arr[p[2] + j], p[1][j]):
-                        # the budget refuses this draft token (the grammar allowed it): the
-                        # verifier rejects it here, so the rows after it are never read
-                        arr[p[2] + j + 1:p[2] + p[3]] = -1
-                        p[3] = j + 1
-                    elif j < len(p[1]):
-                        if p[0].accept_tokens("", [p[1][j]]):
-                            p[4] += 1
-                        else:
-                            _log.error("stencil: a draft token the grammar refuses reached the bitmask (%d)", p[1][j])
-                            p[5] = p[2] + j
-        finally:
-            for p in plan:
-                if p[4]:
-                    p[0].rollback(p[4])
+                rows.append((grammar, draft[:cut], first))
+        if not rows:
+            return sum(len(d) + 1 for _, d, _, _ in requests)
+        grammars, drafts, firsts = zip(*rows)
+        budgets = [g.remaining_tokens() for g in grammars]
+        refused = stencil.fill_draft_bitmasks([g.matcher for g in grammars], drafts, arr, firsts,
+                                              self.fill_threads, budgets)
+        for g, b, r, d in zip(grammars, budgets, refused, drafts):
+            if r is not None:
+                _log.error("stencil: a draft token the grammar refuses reached the bitmask (%d)", d[r])
+            if b == 0 and not g.is_terminated() and not g.matcher.is_accepting():
+                _warn_spent()   # (its rows were filled again without the budget)
         return sum(len(d) + 1 for _, d, _, _ in requests)
 
     def allocate_token_bitmask(self, max_num_seqs: int):
@@ -521,10 +497,6 @@ def _grammar_bitmask_hook(original):
         return self._grammar_bitmask[:filled].numpy()
     grammar_bitmask.stencil_original = original
     return grammar_bitmask
-
-
-def _allows(row: np.ndarray, token: int) -> bool:
-    return bool((int(row[token >> 5]) >> (token & 31)) & 1)
 
 
 def _unpadded(draft) -> list[int]:
