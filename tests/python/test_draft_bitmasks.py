@@ -134,3 +134,26 @@ def test_bad_requests_are_refused_before_any_work(deepseek, compiler):
     with pytest.raises(TypeError):
         stencil.fill_draft_bitmasks([b], [[]], bm.astype(np.int64), [0])
     assert a.num_accepted_tokens == b.num_accepted_tokens == 0
+
+
+@pytest.mark.parametrize("draft", ["xy", "x", "by"])
+def test_masks_after_a_rollback_inside_a_key(ascii_tokenizer, draft):
+    """Drafts inside a key of any string, rolled back, then another token: the mask after it is a
+    fresh matcher's (`"ab` may not close again once "ab" is written, though `"axy` may), whatever
+    masks were filled at the draft's positions (the repeat memo must not carry over)."""
+    info = ascii_tokenizer
+    ids = {bytes([i + 32]): i for i in range(95)}
+    enc = lambda s: [ids[bytes([c])] for c in s.encode()]   # noqa: E731
+    g = stencil.GrammarCompiler(info).compile_json_schema({"type": "object", "additionalProperties": {"type": "integer"}})
+    for then in ("b", "bz", "c"):
+        m = stencil.Matcher(g, max_rollback=8)
+        assert m.accept_tokens(enc('{"ab": 1, "a')) == 12
+        bm = stencil.allocate_token_bitmask(len(draft) + 1, info.vocab_size)
+        stencil.fill_draft_bitmasks([m], [enc(draft)], bm, [0])
+        assert m.accept_tokens(enc(then)) == len(then)
+        got = stencil.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(got, 0)
+        fresh = stencil.Matcher(g)
+        assert fresh.accept_tokens(enc('{"ab": 1, "a' + then)) == 12 + len(then)
+        np.testing.assert_array_equal(got[0], _mask(fresh, info.vocab_size, None), err_msg=f"{draft} then {then}")
+        assert _allows(got[0], ids[b'"']) == (then != "b")
