@@ -140,7 +140,7 @@ class StencilGrammar(_GrammarBase):
         return max(0, self.max_tokens - self._before - self.num_processed_tokens - self.reserve_end)
 
     def fill_bitmask(self, bitmask: Any, batch_index: int) -> None:
-        _fill_row(self, bitmask_view(bitmask), batch_index)
+        _fill([self], [()], bitmask_view(bitmask), [batch_index], 1)
 
     def is_terminated(self) -> bool:
         return self._terminated
@@ -163,22 +163,21 @@ def _check_budget(matcher: stencil.Matcher, max_tokens: int) -> int:
     return 1 if need is not None and need < max_tokens else 0
 
 
-def _fill_row(grammar: StencilGrammar, bitmask: np.ndarray, row: int) -> None:
-    """Fill ``bitmask[row]`` for ``grammar`` under its budget. A budget row left empty (the budget
-    was spent already: a request whose tokens before the grammar ate it) is filled again without
-    one, so vLLM never samples from an empty mask."""
-    budget = grammar.remaining_tokens()
-    grammar.matcher.fill_next_token_bitmask(bitmask, row, remaining_tokens=budget)
+def _fill(grammars: Any, drafts: Any, bitmask: np.ndarray, first_rows: Any, num_threads: int | None) -> list:
+    """The rows of each grammar's draft from ``first_rows[i]`` (``stencil.fill_draft_bitmasks``: one
+    native call), each under its request's budget. The core fills a row that a spent budget left
+    empty (a request whose tokens before the grammar ate it) again without the budget, so vLLM never
+    samples from an empty mask; this says so in the log. Returns the core's refused positions."""
+    budgets = [g.remaining_tokens() for g in grammars]
+    refused = stencil.fill_draft_bitmasks([g.matcher for g in grammars], drafts, bitmask, first_rows,
+                                          num_threads, budgets)
     # (a budget of one token or more keeps the cheapest tokens where none fits: only a spent one
     # leaves a row empty, where the output cannot end at once)
-    if budget is not None and budget < 1 and not bitmask[row].any():
-        _warn_spent()
-        grammar.matcher.fill_next_token_bitmask(bitmask, row)
-
-
-def _warn_spent() -> None:
-    _log.warning("stencil: the token budget of a request is spent before its output can end; "
-                 "its mask is the unbudgeted one")
+    for g, b in zip(grammars, budgets):
+        if b == 0 and not g.is_terminated() and not g.matcher.is_accepting():
+            _log.warning("stencil: the token budget of a request is spent before its output can end; "
+                         "its mask is the unbudgeted one")
+    return refused
 
 
 def close_objects(schema: Any) -> Any:
@@ -363,14 +362,9 @@ class StencilBackend(_BackendBase):
         if not rows:
             return sum(len(d) + 1 for _, d, _, _ in requests)
         grammars, drafts, firsts = zip(*rows)
-        budgets = [g.remaining_tokens() for g in grammars]
-        refused = stencil.fill_draft_bitmasks([g.matcher for g in grammars], drafts, arr, firsts,
-                                              self.fill_threads, budgets)
-        for g, b, r, d in zip(grammars, budgets, refused, drafts):
+        for r, d in zip(_fill(grammars, drafts, arr, firsts, self.fill_threads), drafts):
             if r is not None:
                 _log.error("stencil: a draft token the grammar refuses reached the bitmask (%d)", d[r])
-            if b == 0 and not g.is_terminated() and not g.matcher.is_accepting():
-                _warn_spent()   # (its rows were filled again without the budget)
         return sum(len(d) + 1 for _, d, _, _ in requests)
 
     def allocate_token_bitmask(self, max_num_seqs: int):
