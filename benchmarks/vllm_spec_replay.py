@@ -81,13 +81,11 @@ class _XGrammarRow:
 
     def __init__(self, xgr, compiled, k: int):
         self.m = xgr.GrammarMatcher(compiled, max_rollback_tokens=k)
-        self.done = 0
 
     def accept_tokens(self, tokens: list[int]) -> bool:
         for t in tokens:
             if not self.m.accept_token(t):
                 return False
-            self.done += 1
         return True
 
     def validate_tokens(self, tokens: list[int]) -> list[int]:
