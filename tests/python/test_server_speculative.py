@@ -4,7 +4,8 @@ with ``"speculate": false``, for concurrent extraction requests with different s
 and leaving mid-batch with drafts of different lengths, and streamed requests; the batched cache
 rolls rejected drafts back exactly, and a pass where rows are fed different numbers of tokens
 (``KVBatch.step_rows``, each row paying for its own) computes what the padded pass computes. A row
-whose drafts keep failing stops drafting (``DraftLength``)."""
+whose drafts keep failing stops drafting (``DraftLength``). When drafts pay is
+``test_draft_plan``'s: here every pass costs the same, so that rows draft on any machine."""
 from __future__ import annotations
 
 import asyncio
@@ -21,6 +22,15 @@ httpx = pytest.importorskip("httpx")
 jsonschema = pytest.importorskip("jsonschema")
 
 CASES = extraction_cases(5, seed=5)
+
+
+@pytest.fixture(autouse=True)
+def drafts_always_cheap(monkeypatch):
+    """Every pass costs the same (``StepCost``), so that rows draft whatever this machine's passes
+    cost: these tests check what drafts do, not when they pay (``test_draft_plan`` does)."""
+    from stencil.runtime.draft_plan import StepCost
+    monkeypatch.setattr(StepCost, "seconds", lambda self, tokens, upto, rows=1: [1.0] * (upto - tokens + 1))
+    monkeypatch.setattr(StepCost, "stale", lambda self: False)
 
 
 @pytest.fixture(scope="module")
@@ -193,12 +203,10 @@ def test_rows_of_different_drafts_joining_and_leaving(base_url):
 
 
 def test_failing_drafts_stop(base_url, monkeypatch):
-    """Drafts the model never keeps, where drafting looks free (every pass costs the same): the row's
-    draft length falls to zero (then it drafts one token now and then, after a wait that doubles),
-    and its output is the plain one."""
-    from stencil.runtime.draft_plan import StepCost
+    """Drafts the model never keeps, where drafting looks free (every pass costs the same, the
+    module's fixture): the row's draft length falls to zero (then it drafts one token now and
+    then, after a wait that doubles), and its output is the plain one."""
     from stencil.runtime.speculative import Drafter
-    monkeypatch.setattr(StepCost, "seconds", lambda self, tokens, upto: [1.0] * (upto - tokens + 1))
     real = Drafter.draft
     bad = default_model().tokenizer.encode(" Xylophone", add_special_tokens=False)[0]
 
@@ -220,35 +228,28 @@ def test_failing_drafts_stop(base_url, monkeypatch):
     assert 8 <= drafted <= 28, drafted   # 4 per step without adapting: 4 * tokens
 
 
-def test_draft_length_adapts_to_acceptance():
-    """``plan_drafts``: long drafts where a pass of a few more tokens costs little, fewer where each
-    token costs much; a row whose drafts fail stops drafting (then tries one token after a wait
-    that doubles), and drafts long again once they are kept."""
-    from stencil.runtime.draft_plan import DraftLength, StepCost, plan_drafts
-    cheap, dear = StepCost(), StepCost()
-    for _ in range(3):
-        for t in range(1, 14):
-            cheap.add(t, 0.040 + 0.001 * t)   # one row: 40 ms a pass, 1 ms a token
-        for t in range(16, 40):
-            dear.add(t, 0.060 + 0.005 * t)    # 16 rows: 5 ms a token against 9 ms a row's share
-    assert abs(cheap.seconds(1, 2)[1] - 0.042) < 1e-9 and dear.slope() > 0.004
-    d = DraftLength(12)
-    assert plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0] >= 6
-    assert plan_drafts({i: DraftLength(12) for i in range(16)}, rows=16, tokens=16, cost=dear)[0] < 6
-    steps = []
-    for _ in range(100):                # every draft fails at once
-        k = plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0]
-        steps.append(k)
-        d.update(k, 0)
-    assert steps[0] > 0 and steps.count(0) > 80 and sum(steps[20:]) <= 4, steps
-    first = steps.index(0)
-    probes = [i for i in range(first, 100) if steps[i]]   # one token each, further apart each time
-    assert all(steps[i] == 1 for i in probes) and len(probes) >= 2
-    assert probes[1] - probes[0] > probes[0] - first
-    for _ in range(80):                 # then drafts are kept whole: after the next probe, long drafts
-        k = plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0]
-        d.update(k, k)
-    assert plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0] == 12
+def test_drafts_made_then_dropped_leave_the_plain_output(base_url, monkeypatch):
+    """Drafts that, once made, would not pay (``drafts_pay`` False) are emptied before the pass:
+    the matchers walked through them are rolled back, so outputs equal the plain ones, and no
+    draft token is counted."""
+    from stencil.server import engine
+    calls = []
+
+    def never(made, rows, tokens, cost):
+        calls.append(sum(k for _, k in made))
+        return False
+    monkeypatch.setattr(engine, "drafts_pay", never)
+    cases = CASES[:3]
+    before = _health(base_url)
+    spec = asyncio.run(_post_all(base_url, [_body(c) for c in cases]))
+    after = _health(base_url)
+    plain = asyncio.run(_post_all(base_url, [_body(c, speculate=False) for c in cases]))
+    assert sum(calls) > 10, calls   # drafts were made (and dropped)
+    for case, s, p in zip(cases, spec, plain):
+        assert _text(s) == _text(p), case.name
+        jsonschema.validate(json.loads(_text(s)), case.schema)
+    probes = after["drafted"] - before["drafted"]   # (only one-token tries after a wait are kept)
+    assert probes <= 3 and after["accepted"] - before["accepted"] <= probes
 
 
 def test_kv_batch_ragged_rows_equal_the_padded_pass():

@@ -15,6 +15,7 @@ import stencil.runtime
 from tests.support.extraction_cases import extraction_cases
 from stencil.cli import DEFAULT_INDENT
 from stencil.runtime.sampling import Sampler
+from stencil.runtime.draft_plan import StepCost
 from stencil.runtime.speculative import DraftBudget, Drafter, SpeculationOptions, TextLookup, first_near_tie, verify
 
 torch = pytest.importorskip("torch")
@@ -215,7 +216,8 @@ def test_draft_budget_follows_acceptance_and_cost():
     failing = _guesses(DraftBudget(SpeculationOptions(max_draft=8)), 200, lambda j: False, 0.05)
     assert sum(failing[20:]) <= 6 and set(failing[20:]) <= {0, 1}, failing
     kept = _guesses(DraftBudget(SpeculationOptions(max_draft=8)), 60, lambda j: True, 0.05)
-    assert min(kept[10:]) == 8, kept
+    # (one step in StepCost.PLAIN_FRESH guesses nothing: the plain pass drafts are weighed against)
+    assert set(kept[10:]) <= {0, 8} and kept[10:].count(0) <= 1 + 50 // StepCost.PLAIN_FRESH, kept
     coin = iter(np.random.default_rng(0).random(10_000) < 0.5)
     dear = _guesses(DraftBudget(SpeculationOptions(max_draft=8)), 200, lambda j: next(coin), 1.0)
     assert sum(dear[50:]) <= 10, dear

@@ -4,12 +4,17 @@ tokens per second. ``stencil.runtime.generate`` plans its one sequence with it; 
 
 A draft token is kept with chance p^j, the j-th of a row whose drafts are kept token by token with
 chance p (``DraftLength``: kept tokens over kept and first rejected ones, recent drafts weighing
-more). A pass of T tokens takes ``StepCost.seconds(T)``, measured per T (medians of recent passes): on a CPU a pass of a
-few tokens may cost no more than a pass of one (the products of 2-4 rows are as fast as the one of
-one row, ``server.ragged.Matmuls``), and each token after that costs a fraction of a row's share
-of the pass (a tenth to a half for SmolLM2 at 1 to 16 rows). ``plan_drafts`` gives the step's
-tokens, best first, to the rows whose next draft token is likeliest kept, and stops where one
-more would lower the step's expected tokens per second.
+more). A pass of R rows fed T tokens takes ``StepCost.seconds(T, T, R)``, measured: the plain pass of R
+rows (one token each), plus an excess for the tokens beyond one a row, fitted as a first extra
+token's cost and each one's after it. On a CPU that first token can be dear (16 rows fed 17
+tokens: the linear layers' products of 17 rows take a third longer than those of 16, and the
+rows fed several get attention calls of their own) while the next ones are cheap, and a pass of
+few rows may take a few more tokens for almost nothing (``server.ragged.Matmuls``).
+``plan_drafts`` gives the step's tokens, best first, to the rows whose next draft token is
+likeliest kept, and stops where one more would lower the step's expected tokens per second (none
+where the best plan raises it by less than ``MARGIN``, and none in one step of ``PLAIN_FRESH``
+without a plain pass: the measure the others are weighed against);
+``drafts_pay`` checks the drafts once made (prompt lookup may find less than the plan allotted).
 
 A row whose drafts keep failing (p under ``DraftLength.FLOOR``) drafts nothing, so it costs what
 a row that does not speculate costs, and after a wait tries one token again; the wait doubles
@@ -20,93 +25,113 @@ Example::
     cost = StepCost()
     lengths = {0: DraftLength(12), 1: DraftLength(12)}
     k = plan_drafts(lengths, rows=2, tokens=2, cost=cost)   # {0: 4, 1: 4}, say
-    ... the pass ...
-    cost.add(tokens, seconds); lengths[0].update(drafted=4, kept=3)
+    ... the drafts (drafts_pay), the pass ...
+    cost.add(tokens, seconds, rows=2); lengths[0].update(drafted=4, kept=3)
 """
 from __future__ import annotations
 
-__all__ = ["DraftLength", "StepCost", "plan_drafts"]
+__all__ = ["DraftLength", "StepCost", "drafts_pay", "plan_drafts"]
 
 #: the most draft tokens one step weighs (the likeliest kept)
 MOST_TOKENS = 64
+#: drafts must raise a step's expected tokens per second by this fraction at least: the costs are
+#: estimates from passes that other work on the machine slows by a tenth or more, and where the
+#: gain is within that, a plan that drafts loses as often as it wins
+MARGIN = 0.05
 
 
 class StepCost:
-    """The seconds of a forward pass by its number of tokens: the median of the last ``KEEP``
-    passes of that count where at least ``TRUST`` were seen in the last ``FRESH`` passes (a pass
-    slowed by other work on the machine moves a median little), else from the nearest trusted
-    count below along the slope of a least-squares line through every pass, recent ones weighing
-    more (``prior`` tokens' worth of slope make a pass's fixed cost until the passes vary enough to
-    fit). A count no pass has tried for a while is estimated from the line again, so that drafts
-    try it again. A pass slower than ``OUTLIER`` times its estimate weighs on the line as that (one
-    pass slowed tenfold by other work would otherwise make every draft token look dear for a
-    hundred passes)."""
+    """The seconds of a forward pass by its rows and tokens.
+
+    A pass of ``rows`` rows fed one token each (a plain pass) costs the median of the last ``KEEP``
+    plain passes of that many rows, or, where fewer than ``TRUST`` of them were seen in the last
+    ``FRESH`` passes, the value at ``rows`` of a least-squares line through the plain passes
+    (recent ones weighing more). Tokens beyond one a row (forced text, drafts) add an excess over
+    the plain pass, fitted as ``first + each * extra`` on the passes of similar row counts (the
+    same power of two): on a CPU the first extra token may cost much more than the next ones (the
+    products of 17 rows take a third longer than those of 16; the rows fed several get attention
+    calls of their own), and how much depends on the batch. Exact shapes seen often enough take
+    their own median. Until a row count's excess is fitted (and again once its passes have faded:
+    weights decay per pass, so drafts try again), each extra token costs ``plain / (rows +
+    prior)`` and the first nothing more. A pass slower than ``OUTLIER`` times its estimate weighs
+    on the fits as that (one pass slowed tenfold by other work would otherwise make every draft
+    token look dear for a hundred passes)."""
 
     KEEP, TRUST, FRESH, OUTLIER = 8, 3, 256, 3.0
+    FITTED = 3.0       # the weight of passes an excess fit needs
+    PLAIN_FRESH = 32   # a plain pass at least this often (``stale``): the excess is measured against it
 
     def __init__(self, prior: float = 16.0, decay: float = 0.98):
         self.prior, self.decay = prior, decay
-        self.n = self.t = self.tt = self.s = self.ts = 0.0   # weighted sums: 1, tokens, tokens^2, s, tokens*s
         self.passes = 0
-        self.recent: dict[int, list[float]] = {}   # tokens -> the last KEEP passes' seconds
-        self.seen: dict[int, int] = {}             # tokens -> the pass that last had that count
+        self.recent: dict[tuple[int, int], list[float]] = {}   # (rows, tokens) -> the last KEEP passes' seconds
+        self.seen: dict[tuple[int, int], int] = {}             # (rows, tokens) -> the pass that last had it
+        self.plain_fit = _Line()                               # plain passes: seconds by rows
+        self.last_plain = -self.PLAIN_FRESH                    # the pass that was the last plain one
+        self.excess_fits: dict[int, _Line] = {}                # rows.bit_length() -> excess by extra tokens
 
-    def add(self, tokens: int, seconds: float) -> None:
-        d = self.decay
-        fit = min(seconds, self.OUTLIER * self.seconds(tokens, tokens)[0]) if self.passes else seconds
-        self.n, self.t, self.tt = d * self.n + 1, d * self.t + tokens, d * self.tt + tokens * tokens
-        self.s, self.ts = d * self.s + fit, d * self.ts + tokens * fit
+    def add(self, tokens: int, seconds: float, rows: int = 1) -> None:
+        """One pass of ``rows`` rows fed ``tokens`` tokens in all, and its ``seconds``."""
+        fit = min(seconds, self.OUTLIER * self.seconds(tokens, tokens, rows)[0]) if self.passes else seconds
         self.passes += 1
-        got = self.recent.setdefault(tokens, [])
+        key = (rows, tokens)
+        got = self.recent.setdefault(key, [])
         got.append(seconds)
         del got[:-self.KEEP]
-        self.seen[tokens] = self.passes
+        self.seen[key] = self.passes
+        if tokens <= rows:
+            self.plain_fit.add(self.passes, self.decay, rows, fit)
+            self.last_plain = self.passes
+        else:
+            line = self.excess_fits.setdefault(rows.bit_length(), _Line())
+            line.add(self.passes, self.decay, tokens - rows, max(0.0, fit - self.plain(rows)))
 
-    def median(self, tokens: int) -> float | None:
-        """The median of the count's recent passes, where they are enough and fresh (else None)."""
-        got = self.recent.get(tokens, [])
-        if len(got) < self.TRUST or self.passes - self.seen[tokens] > self.FRESH:
+    def stale(self) -> bool:
+        """Whether no plain pass came in the last ``PLAIN_FRESH``: the machine's speed drifts (other
+        work, a tenth or more within a minute), and drafting passes alone would leave the plain
+        passes they are weighed against where they were; ``plan_drafts`` then plans none."""
+        return self.passes - self.last_plain >= self.PLAIN_FRESH
+
+    def median(self, rows: int, tokens: int) -> float | None:
+        """The median of the shape's recent passes, where they are enough and fresh (else None)."""
+        got = self.recent.get((rows, tokens), [])
+        if len(got) < self.TRUST or self.passes - self.seen[(rows, tokens)] > self.FRESH:
             return None
         return sorted(got)[len(got) // 2]
 
-    def slope(self) -> float | None:
-        """Seconds per token of the fitted line; None until the passes vary (spread under ~0.7)."""
-        var = self.n * self.tt - self.t * self.t
-        if self.n < 8 or var <= 0.5 * self.n * self.n:
-            return None
-        return max(0.0, (self.n * self.ts - self.t * self.s) / var)
+    def plain(self, rows: int) -> float:
+        """Estimated seconds of a pass of ``rows`` rows fed one token each."""
+        got = self.median(rows, rows)
+        if got is not None:
+            return got
+        line = self.plain_fit.line(self.passes, self.decay, spread=0.5)
+        if line is not None:
+            return max(line[0] + line[1] * rows, 1e-6)
+        near = [(abs(r - rows), min(s)) for (r, _), s in self.recent.items()]
+        return min(near)[1] if near else 1.0   # (the cheapest recent pass of the nearest row count)
 
-    def seconds(self, tokens: int, upto: int) -> list[float]:
-        """Estimated seconds of passes of ``tokens`` to ``upto`` tokens, never decreasing."""
-        slope = self.slope()
-        base_t, base = tokens, None
-        for t in range(tokens, 0, -1):
-            base = self.median(t)
-            if base is not None:
-                base_t = t
-                break
-        if base is None:
-            got = self.recent.get(tokens)
-            base = min(got) if got else 1.0
-        if slope is None:
-            slope = base / (base_t + self.prior)
+    def excess(self, rows: int) -> tuple[float, float]:
+        """(first, each): a pass of ``rows`` rows fed e > 0 more tokens than rows costs
+        ``plain(rows) + first + each * e``."""
+        line = self.excess_fits.get(rows.bit_length())
+        got = None if line is None else line.line(self.passes, self.decay, spread=0.2, least=self.FITTED)
+        if got is None:
+            return 0.0, self.plain(rows) / (rows + self.prior)
+        return got
+
+    def seconds(self, tokens: int, upto: int, rows: int = 1) -> list[float]:
+        """Estimated seconds of passes of ``rows`` rows fed ``tokens`` to ``upto`` tokens, never decreasing."""
+        base = self.plain(rows)
+        first, each = self.excess(rows)
         out: list[float] = []
         last = 0.0
         for t in range(tokens, upto + 1):
-            est = self.median(t)
+            est = self.median(rows, t)
             if est is None:
-                est = last + slope if out else base + slope * (t - base_t)
+                est = base + (first + each * (t - rows) if t > rows else 0.0)
             last = max(last, est)
             out.append(last)
         return out
-
-    def fixed_tokens(self) -> float:
-        """A pass's fixed cost in tokens' worth of the fitted slope (/health; the prior until fitted)."""
-        slope = self.slope()
-        if slope is None:
-            return self.prior
-        a = (self.s - slope * self.t) / self.n
-        return 10_000.0 if slope <= 0 else min(10_000.0, max(0.0, a / slope))
 
 
 class DraftLength:
@@ -163,14 +188,63 @@ def plan_drafts(lengths: dict, rows: int, tokens: int, cost: StepCost) -> dict:
         values += [(p ** j, i) for j in range(1, most + 1)]
     values.sort(key=lambda v: -v[0])
     del values[MOST_TOKENS:]
-    seconds = cost.seconds(tokens, tokens + len(values))
+    if cost.stale():
+        values = []
+    seconds = cost.seconds(tokens, tokens + len(values), rows)
     best, best_rate, expected = 0, rows / seconds[0], 0.0
     for n, (v, _) in enumerate(values, 1):
         expected += v
         rate = (rows + expected) / seconds[n]
         if rate > best_rate:
             best, best_rate = n, rate
+    if best_rate < (1 + MARGIN) * rows / seconds[0]:
+        best = 0
     out = {i: int(d.probing) for i, d in lengths.items()}   # (a try after a wait is what tells it ended)
     for _, i in values[:best]:
         out[i] = max(out[i], 1) if lengths[i].probing else out[i] + 1
     return out
+
+
+def drafts_pay(made: list, rows: int, tokens: int, cost: StepCost) -> bool:
+    """Whether the drafts as made (``made``: each row's ``DraftLength`` and its draft's length)
+    raise the step's expected tokens per second over a pass of ``rows`` rows fed ``tokens``
+    without them. A plan counts on the lengths it allots; drafts come out shorter where prompt
+    lookup finds less, and where a pass's first extra token is dear, a short draft may not pay."""
+    n = sum(k for _, k in made)
+    if not n:
+        return True
+    expected = sum(d.p ** j for d, k in made for j in range(1, k + 1))
+    seconds = cost.seconds(tokens, tokens + n, rows)
+    return (rows + expected) / seconds[-1] >= (1 + MARGIN) * rows / seconds[0]
+
+
+class _Line:
+    """A least-squares line y = a + b x through weighted points, each point's weight decaying by
+    ``decay`` per pass since it was added (``StepCost``'s fits)."""
+
+    def __init__(self):
+        self.n = self.x = self.xx = self.y = self.xy = 0.0
+        self.at = 0   # the pass of the last point (the sums are weighted as of then)
+
+    def _aged(self, now: int, decay: float) -> float:
+        return decay ** (now - self.at)
+
+    def add(self, now: int, decay: float, x: float, y: float) -> None:
+        w = self._aged(now, decay)
+        self.n, self.x, self.xx = w * self.n + 1, w * self.x + x, w * self.xx + x * x
+        self.y, self.xy = w * self.y + y, w * self.xy + x * y
+        self.at = now
+
+    def line(self, now: int, decay: float, spread: float, least: float = 8.0) -> tuple[float, float] | None:
+        """(a, b >= 0) as of pass ``now``; None until the points weigh ``least``. Points that vary
+        too little in x (variance under ``spread``) give a flat line through their mean."""
+        w = self._aged(now, decay)
+        n = w * self.n
+        if n < least:
+            return None
+        var = (self.n * self.xx - self.x * self.x) * w * w
+        b = max(0.0, (self.n * self.xy - self.x * self.y) * w * w / var) if var > spread * n * n else 0.0
+        a = (self.y - b * self.x) * w / n
+        if a < 0:   # (a fixed cost is never negative: through the origin instead)
+            a, b = 0.0, self.xy / self.xx if self.xx else 0.0
+        return a, b

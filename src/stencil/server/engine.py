@@ -56,7 +56,7 @@ from stencil.server.job import DONE, Job
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
-from stencil.runtime.draft_plan import StepCost, plan_drafts
+from stencil.runtime.draft_plan import StepCost, drafts_pay, plan_drafts
 from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.runtime.speculative import SpeculationOptions
 
@@ -254,9 +254,14 @@ class Engine:
 
     def speculation_stats(self) -> dict:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added
-        in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept."""
+        in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept,
+        and what a pass of the running batch is estimated to cost: plain, its first extra token's
+        excess and each one's after that (ms, ``StepCost``)."""
+        rows = max(self.running, 1)
+        first, each = self.step_cost.excess(rows)
         c: dict[str, Any] = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft,
-                                 pass_fixed_tokens=self.step_cost.fixed_tokens())
+                                 pass_ms={"rows": rows, "plain": 1e3 * self.step_cost.plain(rows),
+                                          "first_extra": 1e3 * first, "each_extra": 1e3 * each})
         c["tokens_per_row_step"] = c["tokens"] / c["row_steps"] if c["row_steps"] else None
         return c
 
@@ -327,10 +332,11 @@ class Engine:
         self.mask_counts["filled"] += len(constrained)
         try:
             self._drafts(rows, drafting, most)
+            self._drop_unpaid_drafts(rows, drafting)
             clock.lap("draft")
             feeds = [r.feed + _draft(r, i, drafting) for i, r in enumerate(rows)]
             logits = batch.step_rows(feeds, [len(f) - len(r.feed) + 1 for f, r in zip(feeds, rows)])
-            self.step_cost.add(sum(map(len, feeds)), clock.lap("forward"))
+            self.step_cost.add(sum(map(len, feeds)), clock.lap("forward"), rows=len(rows))
         finally:
             errors = dict(zip(filled, fill.wait())) if fill is not None else {}
         clock.lap("masks_wait")
@@ -393,6 +399,22 @@ class Engine:
                     r.spec.draft = []
                 elif r.matcher is not None and r.spec.masks:
                     self.mask_counts["filled"] += len(r.spec.draft) + 1
+
+    def _drop_unpaid_drafts(self, rows: list[Row], drafting: set[int]) -> None:
+        """Empty the drafts of the step where, as made, they would lower its expected tokens per
+        second (``drafts_pay``), rolling the matchers back. Kept: a row's one-token try after a
+        wait (what tells whether its drafts keep failing) and drafts with masks (the row has no
+        mask of its own this step)."""
+        drop = [(r, r.spec) for i, r in enumerate(rows) if i in drafting and r.spec is not None and r.spec.draft
+                and not r.spec.length.probing and not (r.matcher is not None and r.spec.masks)]
+        made = [(spec.length, len(spec.draft)) for _, spec in drop]
+        fed = sum(len(r.feed) + len(_draft(r, i, drafting)) for i, r in enumerate(rows)) - sum(k for _, k in made)
+        if not drop or drafts_pay(made, len(rows), fed, self.step_cost):
+            return
+        for r, spec in drop:
+            if r.matcher is not None:
+                _isolated(r, r.grammar, r.matcher.rollback, len(spec.draft))
+            spec.draft = []
 
     def _pick(self, r: Row, rows, pick: int | None, draft: list[int]) -> Pick:
         """What row ``r`` chooses from (``server.picks``): its logits ``rows`` (unmasked), the
