@@ -107,7 +107,8 @@ class StepCost:
         line = self.plain_fit.line(self.passes, self.decay, spread=0.5)
         if line is not None:
             return max(line[0] + line[1] * rows, 1e-6)
-        near = [(abs(r - rows), min(s)) for (r, _), s in self.recent.items()]
+        # (a copy of the items: /health reads this from another thread while passes are added)
+        near = [(abs(r - rows), min(s)) for (r, _), s in list(self.recent.items())]
         return min(near)[1] if near else 1.0   # (the cheapest recent pass of the nearest row count)
 
     def excess(self, rows: int) -> tuple[float, float]:
@@ -197,7 +198,7 @@ def plan_drafts(lengths: dict, rows: int, tokens: int, cost: StepCost) -> dict:
         rate = (rows + expected) / seconds[n]
         if rate > best_rate:
             best, best_rate = n, rate
-    if best_rate < (1 + MARGIN) * rows / seconds[0]:
+    if not _clears_margin(best_rate, rows, seconds[0]):
         best = 0
     out = {i: int(d.probing) for i, d in lengths.items()}   # (a try after a wait is what tells it ended)
     for _, i in values[:best]:
@@ -215,7 +216,13 @@ def drafts_pay(made: list, rows: int, tokens: int, cost: StepCost) -> bool:
         return True
     expected = sum(d.p ** j for d, k in made for j in range(1, k + 1))
     seconds = cost.seconds(tokens, tokens + n, rows)
-    return (rows + expected) / seconds[-1] >= (1 + MARGIN) * rows / seconds[0]
+    return _clears_margin((rows + expected) / seconds[-1], rows, seconds[0])
+
+
+def _clears_margin(rate: float, rows: int, plain_seconds: float) -> bool:
+    """Whether a step's expected tokens per second ``rate`` beats the pass without drafts
+    (``rows`` tokens in ``plain_seconds``) by ``MARGIN`` at least."""
+    return rate >= (1 + MARGIN) * rows / plain_seconds
 
 
 class _Line:

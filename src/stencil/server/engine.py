@@ -407,9 +407,11 @@ class Engine:
         mask of its own this step)."""
         drop = [(r, r.spec) for i, r in enumerate(rows) if i in drafting and r.spec is not None and r.spec.draft
                 and not r.spec.length.probing and not (r.matcher is not None and r.spec.masks)]
+        if not drop:
+            return
         made = [(spec.length, len(spec.draft)) for _, spec in drop]
         fed = sum(len(r.feed) + len(_draft(r, i, drafting)) for i, r in enumerate(rows)) - sum(k for _, k in made)
-        if not drop or drafts_pay(made, len(rows), fed, self.step_cost):
+        if drafts_pay(made, len(rows), fed, self.step_cost):
             return
         for r, spec in drop:
             if r.matcher is not None:
