@@ -101,37 +101,7 @@ void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
   }
 }
 
-// Whether e's language is finite, read off its structure: a complement or an unbounded
-// repetition of a non-empty item counts as infinite (an intersection is finite when one side is).
-bool Lexer::finite_language(ExprId e) const {
-  auto known = finite_.find(e);
-  if (known != finite_.end()) return known->second;
-  const ExprNode& n = store_.node(e);
-  bool out = true;
-  switch (n.kind) {
-    case ExprKind::Nothing:
-    case ExprKind::Empty:
-    case ExprKind::Bytes:
-      break;
-    case ExprKind::Concat:
-      out = finite_language(n.a) && finite_language(n.b);
-      break;
-    case ExprKind::Or:
-      for (uint32_t k = 0; k < n.args_len && out; ++k) out = finite_language(store_.args(n)[k]);
-      break;
-    case ExprKind::And:
-      out = false;
-      for (uint32_t k = 0; k < n.args_len && !out; ++k) out = finite_language(store_.args(n)[k]);
-      break;
-    case ExprKind::Repeat:
-      out = n.max != kUnbounded ? finite_language(n.a) : (n.a == ExprStore::kEmpty || n.a == ExprStore::kNothing);
-      break;
-    default:  // Not, Number
-      out = false;
-  }
-  finite_.emplace(e, out);
-  return out;
-}
+bool Lexer::finite_language(ExprId e) const { return finite_langs_.finite(store_, e); }
 
 // Whether some derivative of e (e included) other than the empty string has a finite language:
 // a key of e could then be exhausted by the keys written before it. A bounded search over
@@ -140,6 +110,7 @@ bool Lexer::finite_language(ExprId e) const {
 bool Lexer::may_become_finite(ExprId e) const {
   auto known = may_finite_.find(e);
   if (known != may_finite_.end()) return known->second;
+  if (!finite_langs_.may_reach_finite(store_, e)) return may_finite_[e] = false;  // proved off its structure
   constexpr size_t kMaxExprs = 512;
   std::vector<ExprId> todo{e};
   std::unordered_set<ExprId> seen{e};
@@ -328,7 +299,7 @@ size_t Lexer::memory_bytes() const {
   const size_t blocks =
       num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(lifted_) +
-                      heap::nodes(sandwiches_) + heap::nodes(part_chars_) + heap::nodes(finite_) +
+                      heap::nodes(sandwiches_) + heap::nodes(part_chars_) + finite_langs_.memory_bytes() +
                       heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + heap::nodes(text_heads_) +
                       heap::nodes(loose_heads_) + heap::nodes(covers_avoiding_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();

@@ -18,6 +18,7 @@
 #include "regex/byte_classes.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
+#include "regex/finite.h"
 #include "stencil/limits.h"
 #include "support/byteset.h"
 #include "support/char_summary.h"
@@ -257,7 +258,7 @@ class Lexer {
   mutable std::unordered_map<uint64_t, uint32_t> lifted_;   // (state, limit, lower_mins) -> lifted_state; mu_
   mutable std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> sandwiches_;  // (state, clamp); mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
-  mutable std::unordered_map<ExprId, bool> finite_;       // finite_language; mu_
+  mutable FiniteLanguages finite_langs_;                  // finite_language, may_become_finite; mu_
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
   mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes (for reach_); mu_
   mutable uint32_t reach_ = kUnknown;                         // pair_bytes' reach; mu_
