@@ -22,7 +22,12 @@ namespace {
 ExprId random_language(ExprStore& st, stencil_test::Rng& r, int depth) {
   const ExprId a = st.byte('a'), b = st.byte('b'), sp = st.byte(' ');
   if (depth == 0) {
-    const ExprId leaves[] = {a, b, sp, st.alt({a, b}), st.concat(a, b), st.repeat(st.alt({a, b}), 0, stencil::kUnbounded),
+    const ExprId leaves[] = {a,
+                             b,
+                             sp,
+                             st.alt({a, b}),
+                             st.concat(a, b),
+                             st.repeat(st.alt({a, b}), 0, stencil::kUnbounded),
                              ExprStore::kEmpty};
     return leaves[r.below(7)];
   }
@@ -107,8 +112,8 @@ TEST_CASE(finite_languages_prove_a_key_of_any_string_beside_a_counted_pattern) {
   stencil::ByteSet text;
   for (int c = 0x20; c < 0x80; ++c)
     if (c != '"' && c != '\\') text.add(static_cast<uint8_t>(c));
-  const ExprId any_string = st.repeat(st.alt({st.bytes(text), st.concat(st.byte('\\'), st.byte('"'))}), 0,
-                                      stencil::kUnbounded);
+  const ExprId any_string =
+      st.repeat(st.alt({st.bytes(text), st.concat(st.byte('\\'), st.byte('"'))}), 0, stencil::kUnbounded);
   const ExprId pattern = st.repeat(st.alt({st.byte('a'), st.byte('_')}), 1, 255);
   const ExprId other_keys = st.concat(quote, st.concat(st.conj({any_string, st.negate(pattern)}), quote));
   CHECK(!f.may_reach_finite(st, other_keys));

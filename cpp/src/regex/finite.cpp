@@ -84,8 +84,6 @@ uint8_t FiniteLanguages::proper(const ExprStore& store, ExprId e, int depth) {
   return out;
 }
 
-size_t FiniteLanguages::memory_bytes() const {
-  return heap::nodes(finite_) + heap::nodes(proper_);
-}
+size_t FiniteLanguages::memory_bytes() const { return heap::nodes(finite_) + heap::nodes(proper_); }
 
 }  // namespace stencil
