@@ -282,9 +282,59 @@ int Speller::peek(char c) const {
     case Phase::Number:
       if (!is_number_char(c)) return -1;  // the number ends: its value and what follows decide
       return number_may_equal(f.text + c, f.node->atom);
+    case Phase::Value:
+      return ws ? 1 : peek_begin(*f.node, c);
+    case Phase::ArrayOpen:
+    case Phase::ArrayComma:
+      if (ws) return 1;
+      if (f.phase == Phase::ArrayOpen && c == ']') return n == 0;
+      return f.k < n ? peek_begin(f.node->items[f.k], c) : 0;
+    case Phase::ObjectOpen:
+    case Phase::ObjectComma:
+      if (ws) return 1;
+      if (f.phase == Phase::ObjectOpen && c == '}') return n == 0;
+      return c == '"' && f.k < n;
+    case Phase::Key:
+      return peek_key(f, c);
     default:
       return -1;
   }
+}
+
+// peek at a value's first byte (Speller::begin).
+int Speller::peek_begin(const JsonTree& node, char c) {
+  switch (node.kind) {
+    case 's':
+      return c == '"';
+    case '#':
+      return c == '-' || is_digit(c) ? -1 : 0;
+    case '[':
+      return c == '[';
+    case '{':
+      return c == '{';
+    default:
+      return c == (node.kind == 't' ? 't' : node.kind == 'f' ? 'f' : 'n');
+  }
+}
+
+// peek inside a key (Speller::key_byte) where the key so far and c are plain ASCII text: some key
+// not written yet begins with it (or, at the closing quote, is it). Escapes and other bytes: -1.
+int Speller::peek_key(const Frame& f, char c) {
+  const auto plain = [](char x) { return x >= 0x20 && x < 0x7f && x != '\\'; };
+  if (!plain(c) || !std::all_of(f.text.begin(), f.text.end(), plain)) return -1;
+  const std::vector<std::string>& keys = f.node->keys;
+  const std::string_view text(f.text);
+  auto unused = [&](auto at) { return !f.used[static_cast<size_t>(at - keys.begin())]; };
+  if (c == '"') {
+    auto at = std::lower_bound(keys.begin(), keys.end(), text);
+    return at != keys.end() && *at == text && unused(at);
+  }
+  std::string key(text);
+  key.push_back(c);
+  for (auto at = std::lower_bound(keys.begin(), keys.end(), key);
+       at != keys.end() && at->compare(0, key.size(), key) == 0; ++at)
+    if (unused(at)) return 1;
+  return 0;
 }
 
 // The first byte of the value at the top.

@@ -74,6 +74,8 @@ class Speller {
     std::string text{};         // a number's bytes, a key's bytes, a string's escape in progress
   };
   bool begin(char c);
+  static int peek_begin(const JsonTree& node, char c);
+  static int peek_key(const Frame& f, char c);
   bool string_byte(char c);
   bool key_byte(char c);
   void complete();
