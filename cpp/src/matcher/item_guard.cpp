@@ -168,6 +168,13 @@ bool ItemGuard::witness(ParseState& ps, const Danger& danger) {
     for (int b = 0; b < 256; ++b) class_bytes_[bc.class_of[b]].push_back(static_cast<uint8_t>(b));
     classes_of_ = &bc;
   }
+  Search search;
+  struct Nest {  // put back however the search ends (a time limit throws)
+    Search*& at;
+    Search* outer;
+    ~Nest() { at = outer; }
+  } nest{search_, search_};
+  search_ = &search;
   // First along the item's structure alone (no byte that goes on with a number: a number member's
   // spellings would take the budget before the members after it are tried), then everywhere.
   for (bool numbers : {false, true}) {
@@ -188,11 +195,43 @@ bool ItemGuard::witness(ParseState& ps, const Danger& danger) {
 // grammar takes; those that keep some earlier item are the children.
 ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int depth) {
   if (--nodes_ < 0) return Probe::Cut;
-  const Lexer& lexer = ps.lexer();
   const size_t base = ps.frames().size();
+  // (values of an unordered_map stay where they are as the recursion below adds nodes)
+  auto [at, fresh] = search_->nodes.try_emplace(search_->path);
+  if (fresh ? expand(ps, danger, base, at->second) : (ps.descend_unshared(base), false)) return Probe::Found;
+  if (at->second.none) return Probe::Exhausted;
+  if (depth <= 1) return Probe::Cut;
+  const auto& keep = at->second.keep;  // bytes that keep some, that the grammar takes
+  bool cut = false;
+  const bool in_number = std::any_of(danger.begin(), danger.end(), [](const Speller& sp) { return sp.in_number(); });
+  // where every byte goes on with a number, none costs more than another
+  const bool forced =
+      std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respelling_cost(in_number, k.first) > 1; });
+  for (auto& [b, kept] : keep) {
+    const int cost = forced ? 1 : respelling_cost(in_number, b);
+    if (!numbers_ && respelling_cost(in_number, b) > 1) continue;
+    if (depth - cost < 1) {
+      cut = true;
+      continue;
+    }
+    if (!ps.push_byte(b)) continue;
+    search_->path.push_back(static_cast<char>(b));
+    const Probe r = probe(ps, kept, depth - cost);
+    search_->path.pop_back();
+    ps.pop_to(base);
+    if (r == Probe::Found) return r;
+    cut |= r == Probe::Cut;
+  }
+  return cut ? Probe::Cut : Probe::Exhausted;
+}
+
+// A node met for the first time in its search: true when a byte the grammar takes leaves every
+// earlier item; else its children, the bytes that keep some, nearest to leaving them all first.
+bool ItemGuard::expand(ParseState& ps, const Danger& danger, size_t base, Node& node) {
+  auto& keep = node.keep;
+  const Lexer& lexer = ps.lexer();
   const uint32_t state = ps.frames().back().state;
   const bool can_end = !lexer.state(state).accepting.empty();
-  std::vector<std::pair<uint8_t, Danger>> keep;  // bytes that keep some
   // A byte that leaves them all, and that the grammar takes, is looked for first: most nodes end
   // there after a push or two. A class the lexer refuses is refused whole (without a push); a
   // check may read the byte itself (the item's own repeat check: `0` of `[0,0`), so a few of a
@@ -217,11 +256,10 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int dept
       ps.descend_unshared(base);
       const bool found = ps.push_byte(b) && !others_dead(ps);
       ps.pop_to(base);
-      if (found) return Probe::Found;
+      if (found) return true;
     }
   }
   ps.descend_unshared(base);
-  // the children: bytes that keep some, that the grammar takes
   keep.erase(std::remove_if(keep.begin(), keep.end(),
                             [&](const auto& k) {
                               const bool taken = ps.push_byte(k.first);
@@ -229,31 +267,13 @@ ItemGuard::Probe ItemGuard::probe(ParseState& ps, const Danger& danger, int dept
                               return !taken;
                             }),
              keep.end());
-  if (keep.empty()) return Probe::Exhausted;
+  node.none = keep.empty();
+  if (node.none) return false;
   drop_respellings(ps, danger, keep, base);
-  if (depth <= 1) return Probe::Cut;
   // the bytes that keep the fewest earlier items first: nearest to leaving them all
   std::stable_sort(keep.begin(), keep.end(),
                    [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
-  bool cut = false;
-  const bool in_number = std::any_of(danger.begin(), danger.end(), [](const Speller& sp) { return sp.in_number(); });
-  // where every byte goes on with a number, none costs more than another
-  const bool forced =
-      std::all_of(keep.begin(), keep.end(), [&](const auto& k) { return respelling_cost(in_number, k.first) > 1; });
-  for (auto& [b, kept] : keep) {
-    const int cost = forced ? 1 : respelling_cost(in_number, b);
-    if (!numbers_ && respelling_cost(in_number, b) > 1) continue;
-    if (depth - cost < 1) {
-      cut = true;
-      continue;
-    }
-    if (!ps.push_byte(b)) continue;
-    const Probe r = probe(ps, kept, depth - cost);
-    ps.pop_to(base);
-    if (r == Probe::Found) return r;
-    cut |= r == Probe::Cut;
-  }
-  return cut ? Probe::Cut : Probe::Exhausted;
+  return false;
 }
 
 // The depth a child byte costs: a byte that goes on with a number being written may only spell the

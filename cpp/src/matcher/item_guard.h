@@ -77,6 +77,8 @@ class ItemGuard {
   bool witness(ParseState& ps, const Danger& danger);
   enum class Probe : uint8_t { Found, Cut, Exhausted };
   Probe probe(ParseState& ps, const Danger& danger, int depth);
+  struct Node;
+  bool expand(ParseState& ps, const Danger& danger, size_t base, Node& node);
   void drop_respellings(ParseState& ps, const Danger& danger, std::vector<std::pair<uint8_t, Danger>>& keep,
                         size_t base);
   static int respelling_cost(bool in_number, uint8_t b);
@@ -107,6 +109,18 @@ class ItemGuard {
   };
   const CommaTokens& comma_tokens(const Vocabulary& vocab);
 
+  // A search's nodes by the bytes from its root: the children a node was found to have (none
+  // takes the item off every earlier one), so that the next, deeper pass of the search goes down
+  // without asking its bytes again. One per witness call (a search of another list nests).
+  struct Node {
+    std::vector<std::pair<uint8_t, Danger>> keep;
+    bool none = false;  // no byte the grammar takes keeps any (before white space is dropped)
+  };
+  struct Search {
+    std::unordered_map<std::string, Node> nodes;
+    std::string path;
+  };
+  Search* search_ = nullptr;
   int nodes_ = 0;    // what the search in progress may still spend
   int nesting_ = 0;  // searches of other lists asked from within a search
   bool numbers_ = true;  // the search goes on with numbers (its second pass)
