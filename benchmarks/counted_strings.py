@@ -14,12 +14,9 @@ Nothing here is drawn from ../shared/data: the words, patterns and lengths are t
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
 
-import jsonschema
+from benchmarks.maskbench.data import generate_main
 
 WORDS = ("support reliable teams region clear reports fast answers every quarter invoice shipment "
          "customer portal access review audit schedule weekly onboarding training budget vendor "
@@ -72,24 +69,13 @@ def make_schema(rng: random.Random, i: int) -> dict:
             "instance": instance}
 
 
+def with_test(doc: dict) -> dict:
+    doc["tests"] = [{"description": "written to fit", "data": doc.pop("instance"), "valid": True}]
+    return doc
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("--count", type=int, default=120)
-    ap.add_argument("--seed", type=int, default=11)
-    args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
-    rng = random.Random(args.seed)
-    written = 0
-    for i in range(args.count):
-        doc = make_schema(rng, i)
-        instance = doc.pop("instance")
-        jsonschema.validate(instance, doc["schema"])  # every instance fits its schema
-        doc["tests"] = [{"description": "written to fit", "data": instance, "valid": True}]
-        with open(os.path.join(args.out, f"counted_{i:04d}.json"), "w", encoding="utf-8") as f:
-            json.dump(doc, f, ensure_ascii=False, indent=1)
-        written += 1
-    print(f"{written} files in {args.out}")
+    generate_main(argv, __doc__, "counted", lambda rng, i: with_test(make_schema(rng, i)), count=120, seed=11)
 
 
 if __name__ == "__main__":

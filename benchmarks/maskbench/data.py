@@ -5,6 +5,9 @@ instance is ``json.dumps(data, indent=None, ensure_ascii=False)`` tokenized with
 by the tokenizer's own encoder. The parent process tokenizes once, so every engine is fed exactly
 the same token ids.
 
+Generated sets (``benchmarks.counted_strings``, ``benchmarks.keyed_and_unique``) are written by
+``write_files``, each valid instance checked against its schema first.
+
 Example::
 
     files = list_files(["../shared/data/maskbench-dev"], limit=10, seed=0)
@@ -70,3 +73,33 @@ def load_task(path: str, encode: Callable[[str], list[int]]) -> dict:
             continue
         tests.append({"valid": bool(t["valid"]), "tokens": list(encode(text))})
     return {"file": os.path.basename(path), "schema": doc["schema"], "tests": tests, "skipped_tests": skipped}
+
+
+def write_files(out: str, stem: str, docs: Iterable[dict]) -> int:
+    """Write MaskBench files ``out/{stem}_{i:04d}.json``, each valid test's instance checked against
+    its schema (jsonschema) first; the count written."""
+    import jsonschema
+    os.makedirs(out, exist_ok=True)
+    written = 0
+    for i, doc in enumerate(docs):
+        for test in doc["tests"]:
+            if test["valid"]:
+                jsonschema.validate(test["data"], doc["schema"])
+        with open(os.path.join(out, f"{stem}_{i:04d}.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, ensure_ascii=False, indent=1)
+        written += 1
+    return written
+
+
+def generate_main(argv, doc: str, stem: str, make: Callable, count: int, seed: int) -> None:
+    """The command of a generated set: ``OUT [--count N] [--seed S]``, writing ``make(rng, i)`` for
+    i below the count (``doc``: the module's docstring, its first line the description)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--count", type=int, default=count)
+    ap.add_argument("--seed", type=int, default=seed)
+    args = ap.parse_args(argv)
+    rng = random.Random(args.seed)
+    written = write_files(args.out, stem, (make(rng, i) for i in range(args.count)))
+    print(f"{written} files in {args.out}")
