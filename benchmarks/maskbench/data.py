@@ -15,6 +15,7 @@ Example::
 """
 from __future__ import annotations
 
+import argparse
 import glob
 import hashlib
 import json
@@ -94,7 +95,6 @@ def write_files(out: str, stem: str, docs: Iterable[dict]) -> int:
 def generate_main(argv, doc: str, stem: str, make: Callable, count: int, seed: int) -> None:
     """The command of a generated set: ``OUT [--count N] [--seed S]``, writing ``make(rng, i)`` for
     i below the count (``doc``: the module's docstring, its first line the description)."""
-    import argparse
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--count", type=int, default=count)

@@ -322,50 +322,52 @@ int Speller::peek_begin(const JsonTree& node, char c) {
 int Speller::peek_key(const Frame& f, char c) {
   const auto plain = [](char x) { return x >= 0x20 && x < 0x7f && x != '\\'; };
   if (!plain(c) || !std::all_of(f.text.begin(), f.text.end(), plain)) return -1;
-  const std::vector<std::string>& keys = f.node->keys;
-  const std::string_view text(f.text);
-  auto unused = [&](auto at) { return !f.used[static_cast<size_t>(at - keys.begin())]; };
-  if (c == '"') {
-    auto at = std::lower_bound(keys.begin(), keys.end(), text);
-    return at != keys.end() && *at == text && unused(at);
-  }
-  std::string key(text);
+  if (c == '"') return unused_key(f, f.text) < f.node->keys.size();
+  std::string key = f.text;
   key.push_back(c);
-  for (auto at = std::lower_bound(keys.begin(), keys.end(), key);
-       at != keys.end() && at->compare(0, key.size(), key) == 0; ++at)
-    if (unused(at)) return 1;
-  return 0;
+  return unused_key_begins(f, key);
+}
+
+// Whether some key of the object not written yet begins with `prefix`.
+bool Speller::unused_key_begins(const Frame& f, std::string_view prefix) {
+  const std::vector<std::string>& keys = f.node->keys;
+  for (auto at = std::lower_bound(keys.begin(), keys.end(), prefix);
+       at != keys.end() && at->compare(0, prefix.size(), prefix) == 0; ++at)
+    if (!f.used[static_cast<size_t>(at - keys.begin())]) return true;
+  return false;
+}
+
+// The index of the object's key `key` where it is not written yet; else the key count.
+size_t Speller::unused_key(const Frame& f, std::string_view key) {
+  const std::vector<std::string>& keys = f.node->keys;
+  const auto at = std::lower_bound(keys.begin(), keys.end(), key);
+  const size_t k = static_cast<size_t>(at - keys.begin());
+  return at != keys.end() && *at == key && !f.used[k] ? k : keys.size();
 }
 
 // The first byte of the value at the top.
 bool Speller::begin(char c) {
+  if (peek_begin(*stack_.back().node, c) == 0) return die();
   Frame& f = stack_.back();
   switch (f.node->kind) {
     case 's':
-      if (c != '"') return die();
       f.phase = Phase::String;
       return true;
     case '#':
-      if (c != '-' && !is_digit(c)) return die();
       f.phase = Phase::Number;
       f.text.assign(1, c);
       return number_may_equal(f.text, f.node->atom) || die();
     case '[':
-      if (c != '[') return die();
       f.phase = Phase::ArrayOpen;
       return true;
     case '{':
-      if (c != '{') return die();
       f.phase = Phase::ObjectOpen;
       f.used.assign(f.node->keys.size(), 0);
       return true;
-    default: {
-      const char first = f.node->kind == 't' ? 't' : f.node->kind == 'f' ? 'f' : 'n';
-      if (c != first) return die();
+    default:
       f.phase = Phase::Word;
       f.k = 1;
       return true;
-    }
   }
 }
 
@@ -406,15 +408,9 @@ bool Speller::key_byte(char c) {
   size_t consumed = 0;
   bool closed = false;
   if (!json_string_prefix("\"" + f.text, key, &consumed, &closed)) return die();
-  const std::vector<std::string>& keys = f.node->keys;
-  auto at = std::lower_bound(keys.begin(), keys.end(), key);
-  if (!closed) {
-    for (; at != keys.end() && at->compare(0, key.size(), key) == 0; ++at)
-      if (!f.used[static_cast<size_t>(at - keys.begin())]) return true;
-    return die();
-  }
-  const size_t k = static_cast<size_t>(at - keys.begin());
-  if (at == keys.end() || *at != key || f.used[k] || consumed != f.text.size() + 1) return die();
+  if (!closed) return unused_key_begins(f, key) || die();
+  const size_t k = unused_key(f, key);
+  if (k == f.node->keys.size() || consumed != f.text.size() + 1) return die();
   f.key = static_cast<uint32_t>(k);
   f.phase = Phase::Colon;
   return true;

@@ -76,6 +76,8 @@ class Speller {
   bool begin(char c);
   static int peek_begin(const JsonTree& node, char c);
   static int peek_key(const Frame& f, char c);
+  static bool unused_key_begins(const Frame& f, std::string_view prefix);
+  static size_t unused_key(const Frame& f, std::string_view key);
   bool string_byte(char c);
   bool key_byte(char c);
   void complete();
