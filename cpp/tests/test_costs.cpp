@@ -76,10 +76,17 @@ struct Case {
   // `long_bounds`: x followed by a count of a random part, 16 to 40 more than its minimum (none, 1
   // to 4, or 16 to 23) or exactly 16 to 23, as a long maxLength or a pattern's count: searched
   // from its states with the count lifted (LexemeSearch::relaxed_to_end), whose path must fit it.
+  // `escapes`: x is a pattern P beside a length, `P & C{0,k}`, where a character C is a letter
+  // or `\` and a letter (an escape, as in a JSON string body) and P's parts cut escapes in two
+  // (`a`, `\`, `b`...): the pair ceiling then reads P's words as strings of C across its parts
+  // (Lexer::words_of), and must hold on the states `\` leads to.
   std::string alphabet = "ab,. ";
+  std::string walk_bytes = "ab";  // the bytes the states checked are reached by
   // `token_limit`: x spans at most that many tokens (none where 0): a limit no text here reaches,
   // which makes the budget walk the whole trie (TrieCosts) instead of taking the mask walk's reports.
-  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0) : seed(seed_) {
+  explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0,
+                bool escapes = false)
+      : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
     b.ignore(b.re_literal(" "), "ws", true, false);
@@ -111,6 +118,27 @@ struct Case {
       if (r.below(4)) text = b.re_concat({nl, text, nl});
       xe = b.re_concat({text, b.re_literal(m)});
       alphabet = "ab<\n,. ";
+    }
+    if (escapes) {
+      const ExprId letter = b.re_byte_ranges({{'a', 'b'}}), slash = b.re_literal("\\");
+      const ExprId ch = b.re_or({letter, b.re_concat({slash, letter})});
+      // (one flat concatenation: an escape's `\\` and its letter are parts of their own, as a
+      // pattern's JSON text is; runs of letters keep the whole infinite)
+      std::vector<ExprId> parts;
+      for (uint32_t i = 0, n = 2 + r.below(3); i < n; ++i) {
+        const uint32_t kind = r.below(3);
+        if (kind == 0) parts.push_back(random_expr(b, r, 1));
+        if (kind == 1) parts.push_back(b.re_repeat(letter, 0, -1));
+        parts.push_back(slash);
+        // (a letter, a short run, or a letter or a second `\\`: words outside C*, where the
+        // intersection keeps only the others and P's own ceiling no longer bounds them)
+        const uint32_t next = r.below(3);
+        parts.push_back(next == 0 ? letter : next == 1 ? random_expr(b, r, 0) : b.re_or({letter, slash}));
+      }
+      const int64_t k = 2 + r.below(20);
+      xe = b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
+      alphabet = "ab\\,. ";
+      walk_bytes = "ab\\";
     }
     // (with a limit, x ends in a run of a-f, a bucket of CharSummary's: sub-tries of a and b then
     // stay in its state, and the walk takes them at once)
@@ -217,6 +245,7 @@ namespace {
 
 struct Counts {
   size_t states = 0, ceilings = 0, pair_ceilings = 0, words = 0;
+  size_t ceiling_bytes = 0;  // the pair ceilings' sum
 };
 
 // Whether some token inside the lexeme leads s to a state that `search` costs at most d - 1 (or
@@ -262,7 +291,7 @@ void check_state(const Case& c, CostTables& t, LexemeSearch& cut, uint32_t s, ui
   const uint32_t ceiling = t.ceiling.state_ceiling(s);
   if (ceiling < kInf) {
     ++n.ceilings;
-    for (uint32_t u : reached(lx, s, 6))
+    for (uint32_t u : reached(lx, s, 6, c.walk_bytes))
       if (lx.live_lexemes(u) == std::vector<uint32_t>{l})
         CHECK(ceiling >= t.search.tokens_to_end(u, l, kInf, 1u << 20, ticker));
   }
@@ -274,7 +303,8 @@ void check_state(const Case& c, CostTables& t, LexemeSearch& cut, uint32_t s, ui
                 at + "pair shortest " + std::to_string(pair.shortest) + ", fewest " + std::to_string(truth));
     if (pair.ceiling >= kInf) continue;
     ++n.pair_ceilings;  // in single bytes, over the states `reach` bytes lead to
-    for (uint32_t u : reached(lx, pair.alone, reach))
+    n.ceiling_bytes += pair.ceiling;
+    for (uint32_t u : reached(lx, pair.alone, reach, c.walk_bytes))
       if (lx.live_lexemes(u) == std::vector<uint32_t>{l})
         CHECK_MSG(at_least(pair.ceiling, fewest_to_end(lx, c.single_bytes(), u, l, 16), 16), at + "pair ceiling");
   }
@@ -312,10 +342,11 @@ namespace {
 // lexeme_min at its start, in 300 cases made with `long_bounds` and `marker`; `each` sees each
 // state checked. A case whose x is gone (a length that leaves no word of it) counts in *empty.
 template <class Each>
-Counts check_x_states(bool long_bounds, bool marker, int depth, const std::string& bytes, size_t* empty, Each each) {
+Counts check_x_states(bool long_bounds, bool marker, int depth, const std::string& bytes, size_t* empty, Each each,
+                      bool escapes = false) {
   Counts n;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
-    Case c(seed, long_bounds, marker);
+    Case c(seed, long_bounds, marker, 0, escapes);
     auto tables = c.tables();
     const Lexer& lx = tables->lexer();
     std::atomic<size_t> spent{0};
@@ -357,6 +388,17 @@ TEST_CASE(costs_lexeme_searches_hold_on_raw_text_up_to_a_marker) {
   CHECK_MSG(n.states > 2500, std::to_string(n.states) + " states");
   CHECK_MSG(loose > 400, std::to_string(loose) + " states read as raw text heads");
   CHECK(empty < 60);
+}
+
+TEST_CASE(costs_ceilings_hold_where_an_escape_is_cut_across_parts) {
+  size_t empty = 0;
+  const Counts n = check_x_states(false, false, 5, "ab\\", &empty, [](const Lexer&, uint32_t) {}, true);
+  CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
+  CHECK_MSG(n.pair_ceilings > 1000, std::to_string(n.pair_ceilings) + " pair ceilings");
+  // (P's words read across the cut escapes, the ceilings are P's, not the length's: 18,825 bytes
+  // in all, 20,533 where Lexer::words_of does not read across them)
+  CHECK_MSG(n.ceiling_bytes < 19700, std::to_string(n.ceiling_bytes) + " bytes of pair ceilings");
+  CHECK(empty < 100);
 }
 
 // A key: one string, spelled by tokens of which the longest first is seldom the fewest ("abcde" in

@@ -47,6 +47,8 @@ namespace stencil {
 namespace {
 constexpr uint64_t kNone = Lexer::kUnknown;  // no bound known
 constexpr int kMaxDepth = 2000;
+// words_of: the parts a character cut across a concatenation may span (a \\u escape: six bytes).
+constexpr int kMaxCutParts = 6;
 constexpr size_t kNumberStates = 256;
 uint64_t sum(uint64_t a, uint64_t b) { return std::min(a + b, kNone); }
 uint64_t times(uint64_t a, uint64_t n) { return a == 0 || n == 0 ? 0 : (a >= kNone / n ? kNone : a * n); }
@@ -205,9 +207,25 @@ bool Lexer::words_of(ExprId a, ExprId c, int depth) const {
       for (uint32_t i = 0; i < n.args_len && out == all; ++i) out = words_of(store_.args(n)[i], c, depth + 1);
       break;
     }
-    case ExprKind::Concat:
+    case ExprKind::Concat: {
       out = words_of(n.a, c, depth + 1) && words_of(n.b, c, depth + 1);
+      // A character cut across the parts (an escape, `\\` then `"`, in a JSON string body): the
+      // head grown by the next part while it stays finite, until its words are strings of c.
+      ExprId head = n.a, rest = n.b;
+      for (int k = 0; !out && k < kMaxCutParts && finite_language(head); ++k) {
+        const ExprNode r = store_.node(rest);
+        const bool last = r.kind != ExprKind::Concat;
+        head = store_.concat(head, last ? rest : r.a);
+        if (!finite_language(head) || !finite_words_of(head, c)) {
+          if (last) break;
+          rest = r.b;
+          continue;
+        }
+        out = last || words_of(r.b, c, depth + 1);
+        break;
+      }
       break;
+    }
     case ExprKind::Repeat:
       out = n.max == 0 || words_of(n.a, c, depth + 1);
       break;
