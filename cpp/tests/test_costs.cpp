@@ -60,6 +60,28 @@ ExprId word(GrammarBuilder& b, Rng& r) {
   return b.re_nullable(e) ? b.re_concat({e, b.re_literal("b")}) : e;
 }
 
+// Case's `escapes`: P & C{0,k}, with C a letter or `\\` and a letter and P one flat concatenation
+// whose escapes are cut in two.
+ExprId escaped_pattern(GrammarBuilder& b, Rng& r) {
+  const ExprId letter = b.re_byte_ranges({{'a', 'b'}}), slash = b.re_literal("\\");
+  const ExprId ch = b.re_or({letter, b.re_concat({slash, letter})});
+  // (one flat concatenation: an escape's `\` and its letter are parts of their own, as a
+  // pattern's JSON text is; runs of letters keep the whole infinite)
+  std::vector<ExprId> parts;
+  for (uint32_t i = 0, n = 2 + r.below(3); i < n; ++i) {
+    const uint32_t kind = r.below(3);
+    if (kind == 0) parts.push_back(random_expr(b, r, 1));
+    if (kind == 1) parts.push_back(b.re_repeat(letter, 0, -1));
+    parts.push_back(slash);
+    // (a letter, a short run, or a letter or a second `\`: words outside C*, where the
+    // intersection keeps only the others and P's own ceiling no longer bounds them)
+    const uint32_t next = r.below(3);
+    parts.push_back(next == 0 ? letter : next == 1 ? random_expr(b, r, 0) : b.re_or({letter, slash}));
+  }
+  const int64_t k = 2 + r.below(20);
+  return b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
+}
+
 // One case: a grammar of two random lexemes between punctuation, optional spaces as an ignored
 // lexeme, and a vocabulary of EOS (id 0), single bytes and random longer tokens.
 struct Case {
@@ -120,23 +142,7 @@ struct Case {
       alphabet = "ab<\n,. ";
     }
     if (escapes) {
-      const ExprId letter = b.re_byte_ranges({{'a', 'b'}}), slash = b.re_literal("\\");
-      const ExprId ch = b.re_or({letter, b.re_concat({slash, letter})});
-      // (one flat concatenation: an escape's `\\` and its letter are parts of their own, as a
-      // pattern's JSON text is; runs of letters keep the whole infinite)
-      std::vector<ExprId> parts;
-      for (uint32_t i = 0, n = 2 + r.below(3); i < n; ++i) {
-        const uint32_t kind = r.below(3);
-        if (kind == 0) parts.push_back(random_expr(b, r, 1));
-        if (kind == 1) parts.push_back(b.re_repeat(letter, 0, -1));
-        parts.push_back(slash);
-        // (a letter, a short run, or a letter or a second `\\`: words outside C*, where the
-        // intersection keeps only the others and P's own ceiling no longer bounds them)
-        const uint32_t next = r.below(3);
-        parts.push_back(next == 0 ? letter : next == 1 ? random_expr(b, r, 0) : b.re_or({letter, slash}));
-      }
-      const int64_t k = 2 + r.below(20);
-      xe = b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
+      xe = escaped_pattern(b, r);
       alphabet = "ab\\,. ";
       walk_bytes = "ab\\";
     }
