@@ -410,3 +410,68 @@ def test_vetoed_keys_stay_exact_across_lexer_renewals(deepseek):
     assert same_masks_along(deepseek, renewing, steady, text)
     assert renewing.num_lexer_renewals >= 2
     assert not same_masks_along(deepseek, renewing, steady, text[:-1] + ', "beta": 3}')
+
+
+_X = {"type": "object", "properties": {"a": {"type": "integer"}, "d": {"type": "integer"}}, "required": ["a"],
+      "additionalProperties": False}
+_Y = {"type": "object", "properties": {"a": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c"],
+      "maxProperties": 2, "additionalProperties": {"type": "integer"}}
+ROOM_SCHEMAS = [
+    {"anyOf": [_X, _Y]},
+    {"anyOf": [_Y, _X]},
+    # the same key names one level down, under other required names and bounds
+    {"type": "object", "properties": {"a": _Y, "b": {"type": "integer"}}, "required": ["b"], "maxProperties": 2,
+     "additionalProperties": {"type": "integer"}},
+    # room for one more: a named key's verdict is whether it was written, before the walk's token or in it
+    {"type": "object", "properties": {"a": {"type": "integer"}, "c": {"type": "integer"}, "d": {"type": "integer"}},
+     "additionalProperties": False},
+]
+
+
+@pytest.mark.parametrize("schema", ROOM_SCHEMAS)
+def test_next_key_room_counts_the_required_names_of_each_object(schema):
+    """Two objects' next_key checks read one member list (anyOf at one place) or the same key names
+    (nested): each leaves room for its own object's required names. Against jsonschema: after each
+    prefix, the letters L whose key may start are exactly those some valid object goes on with.
+    Asked twice: by the byte `L` after `"` (the keys read as the comma was accepted), and by a
+    token `,"L` after a value (the keys read inside a mask walk, the earlier ones kept apart)."""
+    import jsonschema
+    valid = jsonschema.Draft202012Validator(schema).is_valid
+    letters = "abcdx"
+    vocab = [bytes([i]) for i in range(256)] + [b"<eos>"] + [f',"{c}'.encode() for c in letters]
+    info = stencil.TokenizerInfo.from_vocab(vocab, eos_token_ids=256)
+    g = stencil.GrammarCompiler(info).compile_json_schema(schema, property_order="any", whitespace="compact")
+    bm = stencil.allocate_token_bitmask(1, len(vocab))
+    nested = schema.get("properties", {}).get("a", {}).get("type") == "object"
+    values = ['{"a":{"a":1', '{"a":{"c":1', '{"a":{"a":1,"c":1'] if nested else ['{"a":1', '{"c":1', '{"a":1,"c":1']
+    members = ["", ',"a":1', ',"c":1', ',"d":1', ',"c":1,"d":1']
+    closes = ['},"b":1}', "}}"] if nested else ["}"]
+
+    def completes(text):
+        try:  # a repeated key is never valid (json.loads would keep the last)
+            return valid(json.loads(text, object_pairs_hook=no_repeats))
+        except ValueError:
+            return False
+
+    def allowed_after(text, token_of):
+        m = stencil.Matcher(g)
+        if not m.accept_string(text):  # (a comma no member can follow)
+            return set()
+        m.fill_next_token_bitmask(bm, 0)
+        return {c for c in letters if (int(bm[0, token_of(c) >> 5]) >> (token_of(c) & 31)) & 1}
+
+    seen = []
+    for value in values:
+        expected = {c for c in letters if any(completes(value + f',"{key}":1' + more + close)
+                                              for key in (c, c + "z") for more in members for close in closes)}
+        assert allowed_after(value + ',"', ord) == expected, value
+        assert allowed_after(value, lambda c: 257 + letters.index(c)) == expected, value
+        seen.append(expected)
+    assert any(seen) and any(e != set(letters) for e in seen)  # the prefixes allow keys and refuse some
+
+
+def no_repeats(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a repeated key")
+    return dict(pairs)

@@ -261,6 +261,19 @@ CASES = {
     "demanded_key_required": ({"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"],
                                "not": {"patternProperties": {"^a": False}}, "maxProperties": 2,
                                "additionalProperties": {"type": "integer"}}, {}, b'{}"abc:,01', True),
+    # objects that share key names under other required names and member bounds: a next_key
+    # check's room counts its own object's required names (one count per object and text)
+    "shared_key_names": ({"type": "object", "properties": {
+        "a": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a"], "additionalProperties": False},
+        "b": {"type": "integer"}}, "required": ["b"], "maxProperties": 2,
+        "additionalProperties": {"type": "integer"}}, {}, b'{}"abc:,01', True),
+    # two objects at one place under other required names: their checks read one member list
+    "any_of_required": ({"anyOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}, "d": {"type": "integer"}}, "required": ["a"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"a": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c"],
+         "maxProperties": 2, "additionalProperties": {"type": "integer"}}]}, {}, b'{}"abcd:,01', True),
     "nested": ({"type": "object", "properties": {
         "a": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"],
               "additionalProperties": False},

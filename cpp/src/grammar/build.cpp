@@ -2,6 +2,7 @@
 // the used expressions into the grammar's own store, and add the start rule.
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <memory>
 #include <unordered_map>
 
@@ -339,6 +340,23 @@ void Grammar::finalize() {
       if (!is_terminal(s) && !is_end(s) && nt_check[s] >= 0 && runs_at_prediction(checks[nt_check[s]].kind))
         guard_check[p] = nt_check[s];
     }
+  key_checks.clear();
+  key_verdicts.assign(checks.size(), -1);
+  for (uint32_t i = 0; i < checks.size(); ++i) {
+    const CompletionCheck& c = checks[i];
+    if (c.kind != CheckKind::NextKey || !c.has_key) continue;
+    key_checks.emplace_back(c.key, i);
+    if (c.max < 0) key_verdicts[i] = 1;
+  }
+  std::sort(key_checks.begin(), key_checks.end());
+  names_group.resize(checks.size());
+  key_in_names.assign(checks.size(), 0);
+  std::map<std::vector<std::string>, uint32_t> first_of;
+  for (uint32_t i = 0; i < checks.size(); ++i) {
+    const CompletionCheck& c = checks[i];
+    names_group[i] = c.kind == CheckKind::NextKey ? first_of.emplace(c.names, i).first->second : i;
+    if (c.has_key) key_in_names[i] = static_cast<uint8_t>(std::count(c.names.begin(), c.names.end(), c.key));
+  }
   mark_unique_keys();
 }
 
@@ -415,10 +433,13 @@ std::string Grammar::to_string() const {
 size_t Grammar::memory_bytes() const {
   size_t n = exprs.memory_bytes() + heap::of(lexemes) + heap::of(nonterminal_names) + heap::of(rules) +
              heap::of(dotted) + heap::of(rule_begin) + heap::of(nt_rules_begin) + heap::of(nt_rules) +
-             heap::of(nullable) + heap::of(checks) + heap::of(nt_check) + heap::of(guard_check) + heap::of(guard_first);
+             heap::of(nullable) + heap::of(checks) + heap::of(nt_check) + heap::of(guard_check) +
+             heap::of(guard_first) + heap::of(key_checks) + heap::of(key_verdicts) + heap::of(names_group) +
+             heap::of(key_in_names);
   for (const LexemeSpec& l : lexemes) n += heap::of(l.token_ids) + heap::of(l.name);
   for (const std::string& name : nonterminal_names) n += heap::of(name);
   for (const Rule& r : rules) n += heap::of(r.rhs);
+  for (const auto& kc : key_checks) n += heap::of(kc.first);
   for (const CompletionCheck& c : checks) {
     n += heap::of(c.names) + heap::of(c.key);
     for (const std::string& name : c.names) n += heap::of(name);

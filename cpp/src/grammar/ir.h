@@ -77,6 +77,15 @@ class Grammar {
   // the grammar has none. The parser steps over such a rule as it adds the item.
   std::vector<int32_t> guard_check;
   std::vector<uint8_t> guard_first;  // per dotted position: 1 where a rule begins
+  // The next_key checks of a known key, by key: the keys of an object's text mark their checks'
+  // verdicts at once (K searches of the table), not each check searching the keys (one search per
+  // check the row predicts, for every token a mask walk ends a member with).
+  std::vector<std::pair<std::string, uint32_t>> key_checks;  // (key, check index), sorted
+  std::vector<int8_t> key_verdicts;  // per check: 1 where an absent key decides (no member bound), else -1
+  // Per check: the first check with the same required names (how many of them are missing is
+  // the same for every next_key check of one object), and how often its own key is among them.
+  std::vector<uint32_t> names_group;
+  std::vector<uint8_t> key_in_names;
 
   static constexpr Symbol kEndOfRule = 0x40000000u;
   static bool is_end(Symbol s) { return (s & kEndOfRule) && !(s & kTerminalBit); }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 namespace stencil {
@@ -10,6 +12,11 @@ namespace stencil {
 namespace {
 
 constexpr int kMaxDepth = 1000;
+
+// An output that keeps nothing: JsonReader checks what it reads without building its form.
+struct Discard {
+  void operator+=(char) {}
+};
 
 struct JsonReader {
   std::string_view s;
@@ -26,7 +33,8 @@ struct JsonReader {
     }
     return false;
   }
-  static void put_utf8(std::string& out, uint32_t cp) {
+  template <class Out>
+  static void put_utf8(Out& out, uint32_t cp) {
     if (cp < 0x80) {
       out += static_cast<char>(cp);
     } else if (cp < 0x800) {
@@ -60,8 +68,9 @@ struct JsonReader {
     }
     return true;
   }
-  // A string's decoded bytes.
-  bool string(std::string& out) {
+  // A string's decoded bytes (into Discard: the string checked and passed over).
+  template <class Out>
+  bool string(Out& out) {
     ws();
     if (i >= s.size() || s[i] != '"') return false;
     ++i;
@@ -122,7 +131,8 @@ struct JsonReader {
     return false;
   }
   // Numbers become sign, significant digits and exponent: equal values, equal forms.
-  bool number(std::string& out) {
+  template <class Out>
+  bool number(Out& out) {
     ws();
     size_t start = i;
     bool neg = false;
@@ -159,17 +169,47 @@ struct JsonReader {
       exp += eneg ? -e : e;
     }
     (void)start;
-    size_t first = digits.find_first_not_of('0');
-    if (first == std::string::npos) {
-      out = "#0";
+    if constexpr (std::is_same_v<Out, Discard>) {
+      return true;
+    } else {
+      size_t first = digits.find_first_not_of('0');
+      if (first == std::string::npos) {
+        out = "#0";
+        return true;
+      }
+      digits.erase(0, first);
+      size_t last = digits.find_last_not_of('0');
+      exp += static_cast<long long>(digits.size() - 1 - last);
+      digits.erase(last + 1);
+      out = std::string(neg ? "#-" : "#") + digits + "e" + std::to_string(exp);
       return true;
     }
-    digits.erase(0, first);
-    size_t last = digits.find_last_not_of('0');
-    exp += static_cast<long long>(digits.size() - 1 - last);
-    digits.erase(last + 1);
-    out = std::string(neg ? "#-" : "#") + digits + "e" + std::to_string(exp);
-    return true;
+  }
+  // What value() accepts, its canonical form not built: member_keys reads the keys alone.
+  bool skip(int depth) {
+    if (depth > kMaxDepth) return false;
+    ws();
+    if (i >= s.size()) return false;
+    Discard none;
+    const char c = s[i];
+    if (c == '"') return string(none);
+    if (c == '[' || c == '{') {
+      const char close = c == '[' ? ']' : '}';
+      ++i;
+      if (eat(close)) return true;
+      do {
+        if (c == '{' && (!string(none) || !eat(':'))) return false;
+        if (!skip(depth + 1)) return false;
+      } while (eat(','));
+      return eat(close);
+    }
+    for (const char* w : {"true", "false", "null"}) {
+      const size_t n = std::char_traits<char>::length(w);
+      if (s.substr(i, n) != w) continue;
+      i += n;
+      return true;
+    }
+    return number(none);
   }
   static std::string framed(const std::string& x) { return std::to_string(x.size()) + ":" + x; }
   bool value(std::string& out, int depth) {
@@ -291,9 +331,9 @@ bool member_keys(std::string_view text, std::vector<std::string>& keys, std::vec
   JsonReader r{text};
   r.ws();
   while (r.i < text.size()) {
-    std::string k, v;
+    std::string k;
     if (key_offsets) key_offsets->push_back(static_cast<uint32_t>(r.i));
-    if (!r.string(k) || !r.eat(':') || !r.value(v, 0)) return false;
+    if (!r.string(k) || !r.eat(':') || !r.skip(0)) return false;
     keys.push_back(std::move(k));
     if (!r.eat(',')) break;
     r.ws();

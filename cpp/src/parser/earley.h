@@ -377,6 +377,7 @@ class EarleyParser {
     std::vector<std::string> keys;   // sorted; base's not included
     std::vector<uint32_t> offsets;   // ascending; base's not included
     std::vector<int8_t> verdicts;    // by check index: -1 unknown, else the next_key check's verdict
+    std::vector<std::pair<uint32_t, int64_t>> missing;  // (names_group, required names not written)
     size_t count() const { return keys.size() + (base ? base->keys.size() : 0); }
     bool has(const std::string& k) const {
       return std::binary_search(keys.begin(), keys.end(), k) || (base && base->has(k));
@@ -389,6 +390,8 @@ class EarleyParser {
   uint32_t stable_end_ = ~0u;  // text from here on is a trie walk's
   void note_keys(const KeysMemo& k);
   KeysMemo& keys_between(uint32_t from, uint32_t to);
+  void mark_key_verdicts(KeysMemo& k) const;
+  bool key_room(KeysMemo& k, const CompletionCheck& c) const;
   // The memo the last next_key check of the row being closed used: its other keys' checks ask
   // for the same text.
   KeysMemo* row_keys_ = nullptr;

@@ -146,14 +146,28 @@ bool EarleyParser::next_key_check(const CompletionCheck& c, uint32_t siblings_ro
   }
   note_keys(k);
   int8_t& v = k.verdicts[static_cast<size_t>(&c - g_->checks.data())];
-  if (v < 0) {
-    auto has = [&](const std::string& n) { return k.has(n); };
-    if (!c.has_key)
-      v = c.max < 0 || room_for_members(c, k.count(), has, nullptr, true);
-    else
-      v = !k.has(c.key) && (c.max < 0 || room_for_members(c, k.count(), has, &c.key));
-  }
+  if (v < 0) v = key_room(k, c);
   return v;
+}
+
+// A next_key verdict that the keys' marks left open (mark_key_verdicts): the check's key, if it
+// has one, is not written yet, so the room within c.max for one more member decides
+// (room_for_members with that key), from the required names missing: counted once per object
+// (names_group) and memo.
+bool EarleyParser::key_room(KeysMemo& k, const CompletionCheck& c) const {
+  if (c.max < 0) return true;
+  const size_t i = static_cast<size_t>(&c - g_->checks.data());
+  const uint32_t group = g_->names_group[i];
+  int64_t missing = -1;
+  for (const auto& [g, m] : k.missing)
+    if (g == group) missing = m;
+  if (missing < 0) {
+    missing = 0;
+    for (const std::string& name : c.names) missing += !k.has(name);
+    k.missing.emplace_back(group, missing);
+  }
+  missing -= g_->key_in_names[i];  // the key itself, written by this member
+  return static_cast<int64_t>(k.count()) + 1 + std::max<int64_t>(missing, 0) <= c.max;
 }
 
 // The verdict read the keys: note them, unless no watched window reaches them (the usual case:
@@ -206,9 +220,28 @@ EarleyParser::KeysMemo& EarleyParser::keys_between(uint32_t from, uint32_t to) {
     k.keys.insert(std::lower_bound(k.keys.begin(), k.keys.end(), scratch_keys_[i]), std::move(scratch_keys_[i]));
     k.offsets.push_back(start + scratch_offsets_[i]);
   }
-  k.verdicts.assign(g_->checks.size(), -1);
+  mark_key_verdicts(k);
   k.version = version;
   return k;
+}
+
+// The verdicts of the next_key checks of a known key, from the memo's keys: 0 for a key written,
+// 1 for one absent where no member bound remains to decide (next_key_check computes the rest).
+void EarleyParser::mark_key_verdicts(KeysMemo& k) const {
+  const auto& table = g_->key_checks;
+  k.verdicts = g_->key_verdicts;
+  k.missing.clear();
+  if (table.empty()) return;
+  auto mark = [&](const std::vector<std::string>& keys) {
+    for (const std::string& key : keys) {
+      auto at =
+          std::lower_bound(table.begin(), table.end(), key,
+                           [](const std::pair<std::string, uint32_t>& e, const std::string& x) { return e.first < x; });
+      for (; at != table.end() && at->first == key; ++at) k.verdicts[at->second] = 0;
+    }
+  };
+  mark(k.keys);
+  if (k.base) mark(k.base->keys);
 }
 
 // The sorted keys (or canonical values) of the siblings before item_row; null when their text
