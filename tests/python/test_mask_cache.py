@@ -322,6 +322,9 @@ TEXT_60_WORDS = " ".join(["The", "quick", "service", "helps", "teams", "ship", "
     ({"type": "string", "pattern": "[A-z]+", "maxLength": 64}, TEXT_60_WORDS[:64]),
     ({"type": "array", "items": {"type": "string", "pattern": "^[^<>]*$", "maxLength": 120}},
      [TEXT_60_WORDS[:120], TEXT_60_WORDS[:7], " " * 40]),
+    # the last characters before a maxLength beside a class: 16 to 23 left lift at 16
+    ({"type": "string", "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\+?/]*$", "maxLength": 60},
+     "AzureBlobTable" * 4 + "Azur"),
 ])
 def test_counted_strings_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, schema, value):
     """DeepSeek's 128k vocabulary (tokens up to 128 bytes) along strings up to their bounds:

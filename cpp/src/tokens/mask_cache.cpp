@@ -289,7 +289,9 @@ std::shared_ptr<const MaskEntry> MaskCache::partly_relaxed(const Lexer& lexer, c
                                                            uint32_t state) const {
   const TokenTrie& trie = vocab.trie();
   const uint32_t horizon = static_cast<uint32_t>(trie.max_depth()) + 1;
-  if (lexer.char_count_bound(state) < 24) return nullptr;  // (memoized per expression: a few new nodes a state)
+  // (a bound of 16 to 23 may lift at 16 when the rest of the lexeme needs few bytes: a string's
+  // last characters before its maxLength, each count a whole walk otherwise)
+  if (lexer.char_count_bound(state) < 16) return nullptr;  // (memoized per expression: a few new nodes a state)
   const uint32_t full = lexer.relaxed_state(state, horizon);
   if (full != Lexer::kDead && full != state) return nullptr;  // compute's borrow serves every token
   // (Only long counts: a relaxed state of its own for a short one, `[a-z]{2,10}`, costs more than
