@@ -250,7 +250,7 @@ std::vector<uint32_t> reached(const Lexer& lx, uint32_t s, int depth, const std:
 namespace {
 
 struct Counts {
-  size_t states = 0, ceilings = 0, pair_ceilings = 0, words = 0;
+  size_t states = 0, ceilings = 0, pair_ceilings = 0, words = 0, short_ceilings = 0;
   size_t ceiling_bytes = 0;  // the pair ceilings' sum
 };
 
@@ -302,6 +302,18 @@ void check_state(const Case& c, CostTables& t, LexemeSearch& cut, uint32_t s, ui
         CHECK(ceiling >= t.search.tokens_to_end(u, l, kInf, 1u << 20, ticker));
   }
   const int reach = t.search.trie().max_depth();
+  // A shorter reach's ceilings (InnerCosts' tokens shorter than the longest) hold over the states
+  // that many bytes lead to; asked before the whole reach's (whose room for the longest tokens they must not lend it).
+  for (int short_reach : {1, reach / 2}) {
+    for (const auto& pair : t.ceiling.pairs_within(s, static_cast<uint32_t>(short_reach))) {
+      if (pair.lexeme != l || pair.ceiling >= kInf) continue;
+      ++n.short_ceilings;
+      for (uint32_t u : reached(lx, pair.alone, short_reach, c.walk_bytes))
+        if (lx.live_lexemes(u) == std::vector<uint32_t>{l})
+          CHECK_MSG(at_least(pair.ceiling, fewest_to_end(lx, c.single_bytes(), u, l, 16), 16),
+                    at + "pair ceiling within " + std::to_string(short_reach) + " bytes");
+    }
+  }
   for (const auto& pair : t.ceiling.pairs(s)) {
     if (pair.lexeme != l) continue;
     if (pair.shortest < kInf)
@@ -339,6 +351,7 @@ TEST_CASE(costs_lexeme_searches_and_ceilings_hold_against_exhaustive_search) {
   CHECK(n.states > 1000);
   CHECK(n.ceilings > 250);
   CHECK_MSG(n.pair_ceilings > 250, std::to_string(n.pair_ceilings) + " pair ceilings");
+  CHECK_MSG(n.short_ceilings > 250, std::to_string(n.short_ceilings) + " ceilings within a shorter reach");
   CHECK_MSG(n.words > 100, std::to_string(n.words) + " states of one word");
 }
 

@@ -15,7 +15,8 @@ CostTables::CostTables(const Grammar& g, const Lexer& lexer, const MaskCache& ca
       ceiling(search, bytes_),
       grammar(g, search, bytes_),
       state_costs_(bytes_),
-      inner_steps_(bytes_) {}
+      inner_steps_(bytes_),
+      long_inner_(bytes_) {}
 
 const cost::Costs& CostTables::lexer_costs(uint32_t state) {
   // Searched without the lock (another thread may search the same state meanwhile), one lexeme
@@ -56,6 +57,28 @@ std::shared_ptr<const InnerSteps> CostTables::inner_steps(uint32_t state) {
     const size_t need = token_bits::words_for(search.vocab().vocab_size());
     return std::make_shared<const InnerSteps>(
         InnerSteps::of(lexer(), search.cache(), search.trie(), state, entry->inner().data(), need));
+  });
+}
+
+const CostTables::LongTokens& CostTables::long_inner(uint32_t state, uint32_t bytes) {
+  return long_inner_.get(uint64_t{state} << 32 | bytes, [&] {
+    std::shared_ptr<const MaskEntry> keep;
+    const MaskEntry* entry = search.cache().get(lexer(), search.vocab(), state, &keep);
+    const std::vector<uint32_t>& inner = entry->inner();
+    const std::vector<uint32_t>& longer = search.cache().tokens_of_at_least(search.vocab(), bytes);
+    LongTokens out;
+    for (size_t w = 0; w < longer.size() && w < inner.size(); ++w)
+      for (uint32_t bits = longer[w] & inner[w]; bits; bits &= bits - 1) {
+        const int32_t t = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));
+        uint32_t s = state;
+        for (char b : search.vocab().token_bytes(t)) {
+          s = lexer().next(s, static_cast<uint8_t>(b));
+          if (s == Lexer::kDead) break;
+        }
+        out.emplace_back(t, s);
+      }
+    out.shrink_to_fit();
+    return out;
   });
 }
 

@@ -24,6 +24,10 @@ class CostTables {
   // Where the inner tokens of lexer state `state` lead (built on first use, checked against its
   // mask cache entry's inner bits).
   std::shared_ptr<const InnerSteps> inner_steps(uint32_t state);
+  // The inner tokens of `state` (its mask cache entry's inner bits) of at least `bytes` bytes,
+  // each with the state it leads to: the few that a ceiling for shorter tokens leaves out.
+  using LongTokens = std::vector<std::pair<int32_t, uint32_t>>;
+  const LongTokens& long_inner(uint32_t state, uint32_t bytes);
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   const Lexer& lexer() const { return search.lexer(); }
@@ -39,6 +43,7 @@ class CostTables {
  private:
   cost::Memo<uint32_t, cost::Costs> state_costs_;
   cost::Memo<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;
+  cost::Memo<uint64_t, LongTokens> long_inner_;  // (state, bytes)
 };
 
 }  // namespace stencil

@@ -11,6 +11,7 @@ void InnerCosts::reset() {
   stage_ = Stage::kNone;
   most_ = ceiling_limit_ = 0;
   steps_.reset();
+  long_ = nullptr;
 }
 
 uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
@@ -19,6 +20,12 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
     stage_ = Stage::kCeiling;
     most_ = rows.inner_ceiling(p, state, left);
     ceiling_limit_ = left;
+  }
+  if (stage_ == Stage::kCeiling && most_ > left) stage_ = Stage::kLong;
+  if (stage_ == Stage::kLong) {
+    if (long_bound(rows, p, state, left)) return most_;
+    stage_ = Stage::kCeiling;
+    most_ = cost::kInf;
   }
   if (most_ <= left) return most_;
   if (stage_ == Stage::kCeiling) {
@@ -30,6 +37,35 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
   if (most_ <= left || stage_ == Stage::kUncovered) return most_;
   if (stage_ == Stage::kStepsBounded) cost_steps(rows, p);
   return most_;
+}
+
+bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
+  if (long_ && left == long_left_) return true;
+  for (uint32_t bytes : {64u, 32u, 16u}) {
+    const uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
+    if (short_most > left) continue;
+    const CostTables::LongTokens& longs = rows.tables().long_inner(state, bytes);
+    long_costs_.resize(longs.size());
+    uint32_t most = short_most;
+    for (size_t i = 0; i < longs.size(); ++i) {
+      const uint32_t s = longs[i].second;
+      if (s == Lexer::kDead) return false;  // (the lexer's walk and the mask's disagree: not this stage)
+      if (i > 0 && s == longs[i - 1].second) {
+        long_costs_[i] = long_costs_[i - 1];
+        continue;
+      }
+      uint32_t c = rows.bytes_bound(p, s);
+      if (c > left) c = rows.at(p, s, false);
+      long_costs_[i] = c;
+      most = std::max(most, c);
+    }
+    long_ = &longs;
+    long_left_ = left;
+    most_ = most;
+    return true;
+  }
+  long_ = nullptr;
+  return false;
 }
 
 uint32_t InnerCosts::successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
@@ -71,6 +107,12 @@ void InnerCosts::cost_steps(RowCosts& rows, const EarleyParser& p) {
 }
 
 void InnerCosts::restrict(uint32_t* words, const uint32_t* had, size_t need, uint32_t left) const {
+  if (stage_ == Stage::kLong) {  // the shorter tokens fit; the longer ones over `left` go
+    for (size_t i = 0; i < long_->size(); ++i)
+      if (long_costs_[i] > left && token_bits::has_checked(had, need, (*long_)[i].first))
+        token_bits::clear(words, (*long_)[i].first);
+    return;
+  }
   if (stage_ != Stage::kStepsExact || most_ <= left) return;  // every inner token fits
   if (steps_->common != Lexer::kDead && common_cost_ > left) std::fill(words, words + need, 0u);
   for (const auto& [t, k] : steps_->tokens) {
@@ -80,6 +122,15 @@ void InnerCosts::restrict(uint32_t* words, const uint32_t* had, size_t need, uin
 
 bool InnerCosts::cheapest(uint32_t* others, size_t need, uint32_t* least) const {
   auto none_left = [&] { return std::all_of(others, others + need, [](uint32_t w) { return w == 0; }); };
+  if (stage_ == Stage::kLong) {  // (every shorter token fits: here only where there are none)
+    for (size_t i = 0; i < long_->size(); ++i) {
+      const int32_t t = (*long_)[i].first;
+      if (!token_bits::has_checked(others, need, t)) continue;
+      *least = std::min(*least, long_costs_[i]);
+      token_bits::clear(others, t);
+    }
+    return none_left();
+  }
   if (stage_ != Stage::kStepsExact) return none_left();
   for (const auto& [t, k] : steps_->tokens) {
     if (!token_bits::has_checked(others, need, t)) continue;

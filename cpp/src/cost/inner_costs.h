@@ -3,6 +3,9 @@
 // as a budget needs. Each stage bounds them more tightly than the one before, at more cost, and
 // is reached only while the bound is over the budget:
 //   1. the lexemes' ceilings (RowCosts::inner_ceiling): one bound for every inner token;
+//   1b. a ceiling for the tokens shorter than 64, 32 or 16 bytes (RowCosts::inner_ceiling_within:
+//      a counted string far from its bound), and the longer inner tokens' successors
+//      (CostTables::long_inner), each bounded by its distance in single bytes, else exact;
 //   2. the states one token leads to, where the cost searches walked them already
 //      (LexemeSearch::known_successors: those of the inner tokens and of the tokens that end the
 //      lexeme at once), each bounded by its distance in single bytes, else costed exactly: where
@@ -43,7 +46,9 @@ class InnerCosts {
   bool cheapest(uint32_t* others, size_t need, uint32_t* least) const;
 
  private:
-  enum class Stage : uint8_t { kNone, kCeiling, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
+  enum class Stage : uint8_t { kNone, kCeiling, kLong, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
+  // Stage 1b, for `left`; false where no shorter reach's ceiling fits it.
+  bool long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
   // Stage 2: the largest cost after the known successors of `state`, exact past `left` (returned
   // as soon as one is over); kInf where none are known.
   static uint32_t successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
@@ -56,6 +61,9 @@ class InnerCosts {
   std::shared_ptr<const InnerSteps> steps_;
   uint32_t common_cost_ = 0;          // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;  // after those that lead to steps_->states[i]
+  const CostTables::LongTokens* long_ = nullptr;  // stage 1b: the longer inner tokens
+  std::vector<uint32_t> long_costs_;              // after each (exact where over long_left_)
+  uint32_t long_left_ = 0;
 };
 
 }  // namespace stencil

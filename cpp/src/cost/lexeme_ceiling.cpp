@@ -20,7 +20,13 @@ constexpr size_t kMaxExplored = 64;
 }  // namespace
 
 LexemeCeiling::LexemeCeiling(LexemeSearch& search, std::atomic<size_t>& bytes)
-    : search_(search), lexer_(search.lexer()), ceilings_(bytes), no_search_(bytes), reach_(bytes), pairs_(bytes) {}
+    : search_(search),
+      lexer_(search.lexer()),
+      ceilings_(bytes),
+      no_search_(bytes),
+      reach_(bytes),
+      pairs_(bytes),
+      short_pairs_(bytes) {}
 
 uint32_t LexemeCeiling::state_ceiling(uint32_t alone) {
   if (const uint32_t* known = ceilings_.find(alone)) return *known;
@@ -189,8 +195,17 @@ const std::vector<uint32_t>& LexemeCeiling::reach_of(uint32_t state, std::vector
 
 const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs(uint32_t state) {
   if (const std::vector<Pair>* known = pairs_.find(state)) return *known;
-  const std::vector<Lexer::PairBytes> bytes =
-      lexer_.pair_bytes(state, static_cast<uint32_t>(search_.trie().max_depth()));
+  return pairs_of(state, static_cast<uint32_t>(search_.trie().max_depth()), nullptr);
+}
+
+const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs_within(uint32_t state, uint32_t reach) {
+  if (const std::vector<Pair>* known = short_pairs_.find(uint64_t{state} << 32 | reach)) return *known;
+  return pairs_of(state, reach, &short_pairs_);
+}
+
+const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs_of(uint32_t state, uint32_t reach,
+                                                                cost::Memo<uint64_t, std::vector<Pair>>* memo) {
+  const std::vector<Lexer::PairBytes> bytes = lexer_.pair_bytes(state, reach);
   std::vector<Pair> out;
   for (size_t i = 0; i < bytes.size(); ++i) {
     const uint32_t alone = lexer_.probe_state(state, i);
@@ -203,7 +218,7 @@ const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs(uint32_t state) {
     out.push_back(pair);
   }
   out.shrink_to_fit();
-  return pairs_.put(state, std::move(out));
+  return memo ? memo->put(uint64_t{state} << 32 | reach, std::move(out)) : pairs_.put(state, std::move(out));
 }
 
 }  // namespace stencil

@@ -37,6 +37,11 @@ class LexemeCeiling {
   const std::vector<uint32_t>& reach(uint32_t state);
   // The pairs of `state`, memoized; the returned reference stays valid.
   const std::vector<Pair>& pairs(uint32_t state);
+  // The pairs of `state` with ceilings read off the expressions for the states that at most
+  // `reach` bytes reach (a token shorter than the vocabulary's longest: a counted string far from
+  // its bound fits its pattern's ceiling, where the longest tokens may need the bound's room).
+  // Memoized.
+  const std::vector<Pair>& pairs_within(uint32_t state, uint32_t reach);
 
  private:
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
@@ -52,6 +57,8 @@ class LexemeCeiling {
   cost::Memo<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many)
   cost::Memo<uint32_t, std::vector<uint32_t>> reach_;
   cost::Memo<uint32_t, std::vector<Pair>> pairs_;
+  cost::Memo<uint64_t, std::vector<Pair>> short_pairs_;  // (state, reach)
+  const std::vector<Pair>& pairs_of(uint32_t state, uint32_t reach, cost::Memo<uint64_t, std::vector<Pair>>* memo);
 };
 
 }  // namespace stencil

@@ -152,8 +152,22 @@ uint32_t RowCosts::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexem
 // is (its ceiling is the largest over a union's alternatives, `.*` among them once the pattern
 // matched): the states one token reaches, each with the least of its pairs, are then searched.
 uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
+  const uint32_t most = pairs_ceiling(p, pairs(state), limit, true);
+  if (most <= limit) return most;
+  uint32_t joint = 0;
+  const std::vector<uint32_t>& reach = t_->ceiling.reach(state);
+  for (size_t i = 0; i < reach.size() && joint < most; ++i) joint = std::max(joint, bytes_bound(p, reach[i]));
+  return reach.empty() ? most : std::min(most, joint);
+}
+
+uint32_t RowCosts::inner_ceiling_within(const EarleyParser& p, uint32_t state, uint32_t reach) {
+  return pairs_ceiling(p, t_->ceiling.pairs_within(state, reach), kInf, false);
+}
+
+// The largest ceiling plus what follows the lexeme over `all`, each ceiling searched for
+// (`search`) where the sum is over `limit`.
+uint32_t RowCosts::pairs_ceiling(const EarleyParser& p, const std::vector<Pair>& all, uint32_t limit, bool search) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
-  const std::vector<Pair>& all = pairs(state);
   uint32_t most = 0;
   for (const Pair& pair : all) {
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
@@ -167,16 +181,12 @@ uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t
     if (p.vetoed(row, pair.lexeme)) continue;
     const uint32_t after = after_lexeme(p, row, pair.lexeme);
     uint32_t up = after >= kInf ? kInf : pair.ceiling;
-    if (add(up, after) > limit && after < kInf)
+    if (search && add(up, after) > limit && after < kInf)
       up = std::min(up, t_->ceiling.state_ceiling(pair.alone));  // the search, where it may fit
     most = std::max(most, add(up, after));
     if (most >= kInf) break;
   }
-  if (most <= limit) return most;
-  uint32_t joint = 0;
-  const std::vector<uint32_t>& reach = t_->ceiling.reach(state);
-  for (size_t i = 0; i < reach.size() && joint < most; ++i) joint = std::max(joint, bytes_bound(p, reach[i]));
-  return reach.empty() ? most : std::min(most, joint);
+  return most;
 }
 
 uint32_t RowCosts::after_lexeme(const EarleyParser& p, uint32_t row, uint32_t lexeme) {

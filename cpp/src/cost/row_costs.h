@@ -40,6 +40,9 @@ class RowCosts {
   // still does, the largest bytes_bound over the states one token reaches
   // (LexemeCeiling::reach) where that is less.
   uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit);
+  // The same bound, read off the expressions alone, for the tokens of at most `reach` bytes
+  // (LexemeCeiling::pairs_within).
+  uint32_t inner_ceiling_within(const EarleyParser& p, uint32_t state, uint32_t reach);
   // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
   // search): the least over the live lexemes not vetoed at the row. The distances are read off
   // the expressions, else (with `search`) found by a search over the lexer's states.
@@ -74,6 +77,7 @@ class RowCosts {
   Slot& slot(uint64_t serial, uint32_t state, bool fresh);
   const Costs& lexer_costs(uint32_t state);
   const std::vector<Pair>& pairs(uint32_t state);
+  uint32_t pairs_ceiling(const EarleyParser& p, const std::vector<Pair>& all, uint32_t limit, bool search);
   Row& row_costs(const EarleyParser& p, uint32_t row);
   uint32_t finish_item(const EarleyParser& p, const EarleyItem& it, uint32_t rest);
   uint32_t fresh_cost(const EarleyParser& p, uint32_t row);

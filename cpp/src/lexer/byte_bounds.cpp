@@ -58,8 +58,11 @@ uint64_t fit(const Lexer::ExprBytes& x) { return std::min(x.shortest, x.longest)
 
 std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s, uint32_t reach) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (reach != reach_) {  // (one reach per lexer in practice: its grammar's vocabulary)
+  if (reach != reach_) {  // (the vocabulary's longest token, and the short reaches of InnerCosts)
+    if (reach_ != kUnknown) expr_bytes_.swap(parked_bytes_[reach_]);
+    auto it = parked_bytes_.find(reach);
     expr_bytes_.clear();
+    if (it != parked_bytes_.end()) expr_bytes_.swap(it->second);
     reach_ = reach;
   }
   const Pairs& p = state_pairs_[s];

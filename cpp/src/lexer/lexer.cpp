@@ -298,9 +298,11 @@ size_t Lexer::memory_bytes() const {
   const uint32_t num_blocks = (num_states_.load(std::memory_order_relaxed) + kBlockMask) >> kBlockBits;
   const size_t blocks =
       num_blocks * (heap::block(sizeof(Block)) + heap::block((size_t(num_classes_) << kBlockBits) * 4));
+  size_t parked = heap::nodes(parked_bytes_);
+  for (const auto& [reach, memo] : parked_bytes_) parked += heap::nodes(memo);
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(lifted_) +
                       heap::nodes(sandwiches_) + heap::nodes(part_chars_) + finite_langs_.memory_bytes() +
-                      heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + heap::nodes(text_heads_) +
+                      heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + parked + heap::nodes(text_heads_) +
                       heap::nodes(loose_heads_) + heap::nodes(covers_avoiding_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }

@@ -262,6 +262,7 @@ class Lexer {
   mutable std::unordered_map<ExprId, bool> may_finite_;   // may_become_finite; mu_
   mutable std::unordered_map<ExprId, ExprBytes> expr_bytes_;  // expr_bytes (for reach_); mu_
   mutable uint32_t reach_ = kUnknown;                         // pair_bytes' reach; mu_
+  mutable std::unordered_map<uint32_t, std::unordered_map<ExprId, ExprBytes>> parked_bytes_;  // other reaches'; mu_
   mutable std::unordered_map<ExprId, bool> char_sets_;        // char_set; mu_
   mutable std::unordered_map<uint64_t, bool> words_of_;       // (a, c) -> words_of; mu_
   // bounded_text_head per state (asked per trie node by the budget's walks of the trie); mu_

@@ -67,6 +67,8 @@ class MaskCache {
   // The bytes above a (tagged) trie node: the prefix its whole sub-trie shares, read from the
   // first token below it.
   static std::string_view bytes_above(const Vocabulary& vocab, uint32_t tagged_node);
+  // Bitmask words of the tokens of at least `bytes` bytes, made once per length.
+  const std::vector<uint32_t>& tokens_of_at_least(const Vocabulary& vocab, uint32_t bytes) const;
 
  private:
   // With min_depth, only the sub-tries holding a token of that many bytes or more are walked, and
@@ -78,8 +80,6 @@ class MaskCache {
   uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const;
   std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
-  // Bitmask words of the tokens of at least `bytes` bytes, made once per length.
-  const std::vector<uint32_t>& tokens_of_at_least(const Vocabulary& vocab, uint32_t bytes) const;
   // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich):
   // when whole walks from lo and from hi agree on every trie node (alike); else null.
   std::shared_ptr<const MaskEntry> sandwiched(const Lexer& lexer, const Vocabulary& vocab, uint32_t lo,
