@@ -25,7 +25,8 @@ class CostTables {
   // mask cache entry's inner bits).
   std::shared_ptr<const InnerSteps> inner_steps(uint32_t state);
   // The inner tokens of `state` (its mask cache entry's inner bits) of at least `bytes` bytes,
-  // each with the state it leads to: the few that a ceiling for shorter tokens leaves out.
+  // each with the state it leads to: those a ceiling for shorter tokens leaves out. Memoized,
+  // as inner_steps (each at most that table's size); the reference stays valid.
   using LongTokens = std::vector<std::pair<int32_t, uint32_t>>;
   const LongTokens& long_inner(uint32_t state, uint32_t bytes);
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).

@@ -15,17 +15,23 @@ void InnerCosts::reset() {
 }
 
 uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
+  if (stage_ == Stage::kLong) {
+    if (long_bound(rows, p, state, left)) return most_;
+    stage_ = Stage::kNone;  // (the shorter tokens' ceiling is over this budget)
+  }
   // (a ceiling found for a larger budget searched less: a smaller one may find it tighter)
   if (stage_ == Stage::kNone || (stage_ == Stage::kCeiling && most_ > left && left < ceiling_limit_)) {
     stage_ = Stage::kCeiling;
-    most_ = rows.inner_ceiling(p, state, left);
     ceiling_limit_ = left;
-  }
-  if (stage_ == Stage::kCeiling && most_ > left) stage_ = Stage::kLong;
-  if (stage_ == Stage::kLong) {
-    if (long_bound(rows, p, state, left)) return most_;
-    stage_ = Stage::kCeiling;
-    most_ = cost::kInf;
+    // The expressions' ceilings first; where they are over, a shorter reach with the longer
+    // tokens costed apart, before the searches for tighter ceilings (which walk the states one
+    // token reaches: a count beside a pattern makes many).
+    most_ = rows.inner_ceiling(p, state, left, false);
+    if (most_ > left && long_bound(rows, p, state, left)) {
+      stage_ = Stage::kLong;
+      return most_;
+    }
+    if (most_ > left) most_ = rows.inner_ceiling(p, state, left);
   }
   if (most_ <= left) return most_;
   if (stage_ == Stage::kCeiling) {
@@ -41,7 +47,8 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
 
 bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
   if (long_ && left == long_left_) return true;
-  for (uint32_t bytes : {64u, 32u, 16u}) {
+  long_ = nullptr;
+  for (uint32_t bytes : {64u, 32u, 16u, 12u, 8u}) {
     const uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
     if (short_most > left) continue;
     const CostTables::LongTokens& longs = rows.tables().long_inner(state, bytes);
@@ -64,7 +71,6 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
     most_ = most;
     return true;
   }
-  long_ = nullptr;
   return false;
 }
 

@@ -3,9 +3,11 @@
 // as a budget needs. Each stage bounds them more tightly than the one before, at more cost, and
 // is reached only while the bound is over the budget:
 //   1. the lexemes' ceilings (RowCosts::inner_ceiling): one bound for every inner token;
-//   1b. a ceiling for the tokens shorter than 64, 32 or 16 bytes (RowCosts::inner_ceiling_within:
-//      a counted string far from its bound), and the longer inner tokens' successors
-//      (CostTables::long_inner), each bounded by its distance in single bytes, else exact;
+//   1b. where the expressions' ceilings are over (before the searches for tighter ones), a
+//      ceiling for the tokens shorter than 64, 32, 16, 12 or 8 bytes (RowCosts::
+//      inner_ceiling_within: a counted string short of its bound's last characters), and the
+//      longer inner tokens' successors (CostTables::long_inner), each bounded by its distance in
+//      single bytes, else exact;
 //   2. the states one token leads to, where the cost searches walked them already
 //      (LexemeSearch::known_successors: those of the inner tokens and of the tokens that end the
 //      lexeme at once), each bounded by its distance in single bytes, else costed exactly: where
@@ -61,7 +63,7 @@ class InnerCosts {
   std::shared_ptr<const InnerSteps> steps_;
   uint32_t common_cost_ = 0;          // after the inner tokens that lead to steps_->common
   std::vector<uint32_t> step_costs_;  // after those that lead to steps_->states[i]
-  const CostTables::LongTokens* long_ = nullptr;  // stage 1b: the longer inner tokens
+  const CostTables::LongTokens* long_ = nullptr;  // stage 1b: the longer inner tokens, known for long_left_
   std::vector<uint32_t> long_costs_;              // after each (exact where over long_left_)
   uint32_t long_left_ = 0;
 };

@@ -151,9 +151,9 @@ uint32_t RowCosts::scan_cost(const EarleyParser& p, uint32_t row, uint32_t lexem
 // that resets the pattern's count keeps the other key alive), or where an expression's bound
 // is (its ceiling is the largest over a union's alternatives, `.*` among them once the pattern
 // matched): the states one token reaches, each with the least of its pairs, are then searched.
-uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit) {
-  const uint32_t most = pairs_ceiling(p, pairs(state), limit, true);
-  if (most <= limit) return most;
+uint32_t RowCosts::inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit, bool search) {
+  const uint32_t most = pairs_ceiling(p, pairs(state), limit, search);
+  if (most <= limit || !search) return most;
   uint32_t joint = 0;
   const std::vector<uint32_t>& reach = t_->ceiling.reach(state);
   for (size_t i = 0; i < reach.size() && joint < most; ++i) joint = std::max(joint, bytes_bound(p, reach[i]));

@@ -39,7 +39,8 @@ class RowCosts {
   // (LexemeCeiling::state_ceiling) only where that bound puts the sum over `limit`; where it
   // still does, the largest bytes_bound over the states one token reaches
   // (LexemeCeiling::reach) where that is less.
-  uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit);
+  // Without `search`, the expressions' bounds alone.
+  uint32_t inner_ceiling(const EarleyParser& p, uint32_t state, uint32_t limit, bool search = true);
   // The same bound, read off the expressions alone, for the tokens of at most `reach` bytes
   // (LexemeCeiling::pairs_within).
   uint32_t inner_ceiling_within(const EarleyParser& p, uint32_t state, uint32_t reach);
