@@ -48,7 +48,11 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
 bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {
   if (long_ && left == long_left_) return true;
   long_ = nullptr;
+  // (only a count of characters beside a pattern has a ceiling that depends on the reach, and only
+  // a reach shorter than the count leaves it room: Lexer::counted_ceiling)
+  const uint32_t count = rows.tables().lexer().char_count_bound(state);
   for (uint32_t bytes : {64u, 32u, 16u, 12u, 8u}) {
+    if (bytes >= count) continue;
     const uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
     if (short_most > left) continue;
     const CostTables::LongTokens& longs = rows.tables().long_inner(state, bytes);
