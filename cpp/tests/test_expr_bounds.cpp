@@ -7,6 +7,8 @@
 // every prefix up to 7 bytes, by a search over derivatives, and is reached. ExprStore::lift_bounds
 // (the budget's test for a token that ends a lexeme, LexemeSearch::ends_in_one_token) holds e's
 // language past intersections and complements, and refuses to lift under a complement.
+// ExprStore::relax_bounds (the mask cache's relaxed states) is exact on every string shorter than
+// its limit, in membership and in life, beside a length too.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -219,4 +221,66 @@ TEST_CASE(completion_bound_holds_for_every_prefix_of_random_expressions) {
   }
   CHECK(checked > 10000);
   CHECK(tight > 20);  // the bound is reached, not only held
+}
+
+namespace {
+
+// Whether some word of e starts with s (the derivative by s is not empty: decided exactly).
+bool alive_after(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s) {
+  for (char c : s) {
+    e = d.derive(e, static_cast<uint8_t>(c));
+    if (e == ExprStore::kNothing) return false;
+  }
+  return !d.is_empty(e);
+}
+
+}  // namespace
+
+// ExprStore::relax_bounds: what MaskCache and the walks take as "the same on every walk shorter
+// than the limit". On random expressions (counts of letters and of words, intersections), every
+// string shorter than the limit is in e exactly when it is in the relaxed expression, and is a
+// prefix of a word of e exactly when it is one of the relaxed expression's.
+TEST_CASE(relax_bounds_is_exact_on_every_string_shorter_than_its_limit) {
+  stencil_test::Rng r{0x5E1A8E5Dull};
+  const std::vector<std::string> strings = strings_up_to(6);
+  size_t lifted = 0, intersections = 0, checked = 0;
+  for (int round = 0; round < 1500; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    ExprId e = random_expr(st, r, 1 + static_cast<int>(r.below(3)));
+    if (r.below(2) == 1)  // beside a length, as a string's pattern is
+      e = st.conj({e, st.repeat(st.alt({st.byte('a'), st.byte('b'), st.byte(' ')}), 0, 2 + r.below(8))});
+    if (e == ExprStore::kNothing) continue;
+    const uint32_t limit = 1 + r.below(7);
+    const ExprId f = st.relax_bounds(e, limit);
+    if (f == ExprStore::kNothing || f == e) continue;
+    ++lifted;
+    intersections += st.node(e).boolean;
+    const std::string at = "round " + std::to_string(round) + " limit " + std::to_string(limit) + ": " +
+                           st.to_string(e) + " -> " + st.to_string(f);
+    for (const std::string& s : strings) {
+      if (s.size() >= limit) continue;
+      ++checked;
+      CHECK_MSG(matches(st, d, e, s) == matches(st, d, f, s), at + " differ on '" + s + "'");
+      CHECK_MSG(alive_after(st, d, e, s) == alive_after(st, d, f, s), at + " differ in life after '" + s + "'");
+    }
+  }
+  CHECK(lifted > 200);
+  CHECK(intersections > 50);
+  CHECK(checked > 10000);
+}
+
+// An intersection whose other child has short completions but only long common words: lifting
+// the count would keep alive a prefix that no common word extends.
+TEST_CASE(relax_bounds_keeps_an_intersection_whose_common_words_pass_the_bound) {
+  ExprStore st;
+  stencil::Deriver d(st);
+  const ExprId a = st.byte('a');
+  const ExprId tens = st.repeat(a, 10, 10);
+  const ExprId other =
+      st.alt({st.repeat(tens, 8, 8), st.concat({st.repeat(tens, 0, 7), st.repeat(a, 0, 9), st.byte('b')})});
+  const ExprId e = st.conj({st.repeat(a, 0, 70), other});
+  const ExprId f = st.relax_bounds(e, 64);
+  CHECK(d.is_empty(e));
+  CHECK(f == ExprStore::kNothing || d.is_empty(f));
 }
