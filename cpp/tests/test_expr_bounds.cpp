@@ -17,6 +17,7 @@
 #include "check.h"
 #include "regex/derivative.h"
 #include "regex/expr.h"
+#include "stencil/errors.h"
 #include "test_rng.h"
 
 using stencil::ExprId;
@@ -283,4 +284,55 @@ TEST_CASE(relax_bounds_keeps_an_intersection_whose_common_words_pass_the_bound) 
   const ExprId f = st.relax_bounds(e, 64);
   CHECK(d.is_empty(e));
   CHECK(f == ExprStore::kNothing || d.is_empty(f));
+}
+
+// Deriver::is_empty, which decides every intersection's and complement's emptiness (a lexer
+// state's life): on random expressions with intersections and complements, an expression said to
+// be empty holds no string of up to 7 bytes, and most said not to be hold one that short.
+TEST_CASE(is_empty_agrees_with_the_strings_of_random_expressions) {
+  stencil_test::Rng r{0xE3971E5Dull};
+  const std::vector<std::string> strings = strings_up_to(7);
+  size_t empty = 0, nonempty = 0, shown = 0;
+  for (int round = 0; round < 600; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    d.set_class_representatives({'a', 'b', ' ', 0});  // (every byte set here is one of a, b, space)
+    const ExprId e = random_with_complements(st, r, 1 + static_cast<int>(r.below(2)));
+    if (e == ExprStore::kNothing) continue;
+    const bool said = d.is_empty(e);
+    bool found = false;
+    for (const std::string& s : strings)
+      if ((found = matches(st, d, e, s))) break;
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e);
+    CHECK_MSG(!(said && found), at + " said empty, holds a string");
+    (said ? empty : nonempty) += 1;
+    shown += !said && found;
+  }
+  CHECK(empty > 30);
+  CHECK(nonempty > 200);
+  CHECK(shown * 10 > nonempty * 9);
+}
+
+// A count's minimum beside a pattern (an e-mail of at least 43 characters): the words lie deep,
+// and a search level by level expands every shorter state of the product first. Decided within a
+// small work limit.
+TEST_CASE(is_empty_finds_a_deep_word_of_a_count_beside_a_pattern) {
+  ExprStore st;
+  stencil::ByteSet lower, text;
+  for (int c = 'a'; c <= 'z'; ++c) lower.add(static_cast<uint8_t>(c));
+  for (int c = 0x20; c < 0x7F; ++c) text.add(static_cast<uint8_t>(c));
+  const ExprId word = st.repeat(st.bytes(lower), 1, 63);
+  const ExprId label = st.concat({word, st.repeat(st.concat(st.byte('-'), word), 0, 3)});
+  const ExprId email = st.concat({word, st.repeat(st.concat(st.byte('.'), word), 0, 4), st.byte('@'), label,
+                                  st.repeat(st.concat(st.byte('.'), label), 1, 4)});
+  const ExprId e = st.conj({email, st.repeat(st.bytes(text), 43, 128)});
+  stencil::Deriver d(st, 200'000);
+  d.set_class_representatives({'a', '-', '.', '@', ' '});
+  bool empty = true;
+  try {
+    empty = d.is_empty(e);
+  } catch (const stencil::BudgetError&) {
+    CHECK_MSG(false, "work limit reached");
+  }
+  CHECK(!empty);
 }

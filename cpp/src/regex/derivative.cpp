@@ -146,13 +146,24 @@ bool Deriver::is_empty(ExprId e) {
       }
     }
   }
-  // Breadth-first search for a nullable derivative.
+  // A search for a nullable derivative: breadth-first for the first states (a short word, as a
+  // pattern's beside a longer count's bound, is found at once), then depth-first: the words of a
+  // count's minimum (an e-mail of at least 43 characters) lie that deep, and a level-by-level
+  // search expanded every shorter state of the product first (each count times each pattern
+  // state: a second and more for one lexer state). Both visit every reachable state when empty.
+  constexpr size_t kBreadthFirst = 64;
   std::unordered_set<ExprId> seen{e};
   std::deque<ExprId> queue{e};
   bool empty = true;
-  while (!queue.empty() && empty) {
-    ExprId cur = queue.front();
-    queue.pop_front();
+  for (size_t expanded = 0; !queue.empty() && empty; ++expanded) {
+    ExprId cur;
+    if (expanded < kBreadthFirst) {
+      cur = queue.front();
+      queue.pop_front();
+    } else {
+      cur = queue.back();
+      queue.pop_back();
+    }
     for (uint8_t rep : reps_) {
       ExprId d = derive(cur, rep);
       if (d == ExprStore::kNothing || !seen.insert(d).second) continue;
