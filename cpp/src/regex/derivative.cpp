@@ -146,12 +146,12 @@ bool Deriver::is_empty(ExprId e) {
       }
     }
   }
-  // A search for a nullable derivative: breadth-first for the first states (a short word, as a
+  // A search for a nullable derivative: breadth-first for the first few states (a short word, as a
   // pattern's beside a longer count's bound, is found at once), then depth-first: the words of a
   // count's minimum (an e-mail of at least 43 characters) lie that deep, and a level-by-level
   // search expanded every shorter state of the product first (each count times each pattern
   // state: a second and more for one lexer state). Both visit every reachable state when empty.
-  constexpr size_t kBreadthFirst = 64;
+  constexpr size_t kBreadthFirst = 8;
   std::unordered_set<ExprId> seen{e};
   std::deque<ExprId> queue{e};
   bool empty = true;
