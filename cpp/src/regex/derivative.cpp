@@ -146,18 +146,21 @@ bool Deriver::is_empty(ExprId e) {
       }
     }
   }
-  // A search for a nullable derivative: breadth-first for the first few states (a short word, as a
-  // pattern's beside a longer count's bound, is found at once), then depth-first: the words of a
-  // count's minimum (an e-mail of at least 43 characters) lie that deep, and a level-by-level
-  // search expanded every shorter state of the product first (each count times each pattern
-  // state: a second and more for one lexer state). Both visit every reachable state when empty.
+  // A search for a nullable derivative, breadth-first. Where every word is long (a count's minimum
+  // beside a format: an e-mail of at least 43 characters), depth-first after the first few states:
+  // level by level, every shorter state of the product was expanded first (a second and more for
+  // one lexer state). Elsewhere depth-first would go down derivatives that grow at every byte (a
+  // number range beside its complement) while a short word waits. Both visit every reachable
+  // state where the language is empty.
   constexpr size_t kBreadthFirst = 8;
+  constexpr uint32_t kDeepWords = 16;  // (the fewest bytes of a word from which to go deep)
+  const size_t breadth_first = store_.fewest_bytes(e) >= kDeepWords ? kBreadthFirst : ~size_t(0);
   std::unordered_set<ExprId> seen{e};
   std::deque<ExprId> queue{e};
   bool empty = true;
   for (size_t expanded = 0; !queue.empty() && empty; ++expanded) {
     ExprId cur;
-    if (expanded < kBreadthFirst) {
+    if (expanded < breadth_first) {
       cur = queue.front();
       queue.pop_front();
     } else {

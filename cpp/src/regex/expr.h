@@ -86,6 +86,9 @@ class ExprStore {
   // characters, which moves at every byte); 0 when none.
   uint32_t char_count_bound(ExprId e);
 
+  // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
+  // with them.
+  uint32_t fewest_bytes(ExprId e) { return least_bytes(e, 0); }
   // Whether e's language is one string (bytes of one byte each, concatenated), appended to *out;
   // false where it is not, or past `limit` bytes.
   bool word(ExprId e, std::string* out, size_t limit) const;
