@@ -38,11 +38,20 @@ LexemeSearch::ByteSteps LexemeSearch::find_byte_steps() const {
   return out;
 }
 
-uint32_t LexemeSearch::state_bytes(uint32_t alone) {
+uint32_t LexemeSearch::bytes_entry(uint32_t alone) {
   return bytes_to_end_.get(alone, [&] {
     const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
-    return live.size() == 1 ? byte_distance(alone, live[0]) : kInf;
+    bool shortest = false;
+    const uint32_t d = live.size() == 1 ? byte_distance(alone, live[0], nullptr, &shortest) : kInf;
+    return d | (shortest || d >= kInf ? 0 : kNotShortest);
   });
+}
+
+uint32_t LexemeSearch::state_bytes(uint32_t alone) { return bytes_entry(alone) & ~kNotShortest; }
+
+uint32_t LexemeSearch::shortest_bytes(uint32_t alone) {
+  const uint32_t d = bytes_entry(alone);
+  return d & kNotShortest ? kInf : d;
 }
 
 // A length bound beside a pattern makes states of each count (a search from each of them makes

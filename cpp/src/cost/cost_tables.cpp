@@ -29,11 +29,15 @@ const cost::Costs& CostTables::lexer_costs(uint32_t state) {
       const uint32_t alone = pair.alone;
       cost::Costs found;
       if (pair.lexeme != LexemeCeiling::kNoLexeme) {
-        // (at most the distance in single bytes: the bounds read off the expressions hold where
-        // the search stops short)
-        const uint32_t d =
+        // At most the distance in single bytes, which the ceilings take for a bound of every cost
+        // inside the lexeme: read off the expressions, else searched for where the token search's
+        // answer is over it (an answer that leans on a rest memoized by a search cut short). A
+        // shortest distance drops by one along its path, so the least of the two stays consistent.
+        uint32_t d =
             search.tokens_to_end(alone, pair.lexeme, LexemeSearch::kStateStates, LexemeSearch::kStateWork, ticker);
-        if (std::min(d, pair.shortest) < kInf) found.push_back({pair.lexeme, std::min(d, pair.shortest)});
+        d = std::min(d, pair.shortest);
+        if (d > 1 && pair.shortest >= kInf && search.all_bytes()) d = std::min(d, search.shortest_bytes(alone));
+        if (d < kInf) found.push_back({pair.lexeme, d});
       } else {
         search.bfs_to(alone, lexer().live_lexemes(alone), &found, LexemeSearch::kStateStates, ticker);
       }

@@ -286,12 +286,7 @@ uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max
   };
   auto by_path = [&](uint32_t found) {
     find_path();
-    if (path_bytes >= kInf) return found;
-    std::vector<uint32_t> passed;
-    const uint32_t d = path_to_end(state, path, &passed);
-    if (d >= found) return found;
-    for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
-    return d;
+    return path_bytes >= kInf ? found : memo_path_to_end(state, path, found);
   };
   // Where every byte is a token, the fewest bytes to the end (when the search for them was
   // breadth-first) over the longest token's bytes: fewer tokens cannot end the lexeme, and past
@@ -310,6 +305,21 @@ uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max
   // milliseconds), it cannot finish, and the path alone bounds the cost.
   if (2 * widest_walk(lexeme) > max_work) return by_path(kInf);
   return token_search(state, lexeme, max_states, max_work, by_path, ticker, exact);
+}
+
+uint32_t LexemeSearch::memo_path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, uint32_t found) {
+  std::vector<uint32_t> passed;
+  const uint32_t d = path_to_end(state, bytes, &passed);
+  if (d >= found) return found;
+  for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
+  return d;
+}
+
+uint32_t LexemeSearch::path_bound(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker) {
+  if (const uint32_t d = known_to_end(state, lexeme, ticker); d < kInf) return d;
+  std::vector<uint8_t> path;
+  if (byte_distance(state, lexeme, &path) >= kInf) return kInf;
+  return memo_path_to_end(state, path, kInf);
 }
 
 bool LexemeSearch::ends_lexeme(uint32_t state, uint32_t lexeme) const {

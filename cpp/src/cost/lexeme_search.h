@@ -52,6 +52,9 @@ class LexemeSearch {
   // The distance from `alone` (a state of one lexeme) to its lexeme's end in single-byte tokens
   // (kInf: unknown, or past a few hundred states), memoized.
   uint32_t state_bytes(uint32_t alone);
+  // state_bytes where its search was breadth-first to the end (the fewest single-byte tokens,
+  // which drop by one along that path); else kInf.
+  uint32_t shortest_bytes(uint32_t alone);
   // The distance from `start` to an end of lexeme l in single-byte tokens, breadth-first (with
   // `path`: its bytes; *shortest, where given, says whether it is the shortest: past a thousand
   // states the search goes depth-first).
@@ -61,6 +64,11 @@ class LexemeSearch {
   // tokens_to_end where it needs no search: memoized already, 0 at the lexeme's end, or the rest
   // is one string; else kInf.
   uint32_t known_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  // known_to_end, else the path in single bytes to the lexeme's end (byte_distance) cut into tokens
+  // (path_to_end) and memoized along its states as a search's path is: no token search. What a
+  // state's cost falls back to where the searches ran out of work: far tighter than the single
+  // bytes where tokens are long (a URI's counts beside a minLength).
+  uint32_t path_bound(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
   // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }
@@ -94,9 +102,14 @@ class LexemeSearch {
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
   uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
+  // path_to_end memoized along the states it passes, where it is below `found` (else `found`).
+  uint32_t memo_path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, uint32_t found);
   // tokens_to_end for a state whose rest is one string (kInf for other states).
   uint32_t word_to_end(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
   ByteSteps find_byte_steps() const;
+  // bytes_to_end_'s entry: state_bytes, with kNotShortest where the search went depth-first.
+  uint32_t bytes_entry(uint32_t alone);
+  static constexpr uint32_t kNotShortest = 1u << 31;  // (above kInf)
   uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
   const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
@@ -133,7 +146,7 @@ class LexemeSearch {
   bool all_bytes_ = false;
   cost::Memo<uint32_t, uint32_t> to_end_;                   // state of one lexeme -> tokens to its end
   cost::Memo<uint32_t, std::vector<uint32_t>> successors_;  // state -> the states one token leads to
-  cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> state_bytes
+  cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> bytes_entry
   cost::Memo<uint32_t, std::vector<int32_t>> relaxed_paths_;  // relaxed state -> its path (relaxed_to_end)
   std::shared_mutex plain_mu_;
   std::vector<std::unique_ptr<Coins>> coins_;  // per avoided byte set (one or two); plain_mu_

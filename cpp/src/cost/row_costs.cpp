@@ -206,14 +206,16 @@ uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool searc
   return best;
 }
 
-uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state) {
+uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state, bool paths) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t best = bytes_bound(p, state);
   for (const Pair& pair : pairs(state)) {
     if (pair.lexeme == LexemeCeiling::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
-    const uint32_t d = t_->search.known_to_end(pair.alone, pair.lexeme, ticker_);
-    if (d >= best) continue;
-    best = std::min(best, add(d, after_lexeme(p, row, pair.lexeme)));
+    const uint32_t after = after_lexeme(p, row, pair.lexeme);
+    if (after >= best) continue;
+    const uint32_t d = paths ? t_->search.path_bound(pair.alone, pair.lexeme, ticker_)
+                             : t_->search.known_to_end(pair.alone, pair.lexeme, ticker_);
+    best = std::min(best, add(d, after));
   }
   return best;
 }
@@ -225,10 +227,11 @@ RowCosts::Slot& RowCosts::slot(uint64_t serial, uint32_t state, bool fresh) {
 uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search search) {
   const uint64_t serial = p.top().serial;
   Slot& s = slot(serial, state, fresh);
-  const bool bytes = search == Search::kBytes;
-  if (!s.holds(serial, state, fresh) || (!s.exact && !bytes)) {
+  const bool bytes = search != Search::kExact;
+  // (kPaths recomputes a bound kBytes memoized: the paths are memoized apart, in the search)
+  if (!s.holds(serial, state, fresh) || (!s.exact && (!bytes || search == Search::kPaths))) {
     if (bytes && !fresh)
-      s = {serial, state, fresh, false, known_bound(p, state)};
+      s = {serial, state, fresh, false, known_bound(p, state, search == Search::kPaths)};
     else
       s = {serial, state, fresh, true, exact(p, state, fresh)};
   }

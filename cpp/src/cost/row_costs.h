@@ -22,8 +22,9 @@ class RowCosts {
   static constexpr uint32_t kInf = cost::kInf;
   RowCosts(const Grammar& g, std::shared_ptr<CostTables> tables) : g_(g), t_(std::move(tables)) {}
   // How at() may answer inside a lexeme: exactly (a token search), or (kBytes, where the exact
-  // searches ran out of work) by the distance in single bytes, an upper bound (bytes_bound).
-  enum class Search : uint8_t { kExact, kBytes };
+  // searches ran out of work) by the distance in single bytes, an upper bound (known_bound), or
+  // (kPaths, for one state) by that path cut into tokens (known_bound with paths).
+  enum class Search : uint8_t { kExact, kBytes, kPaths };
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
   // top row, memoized per (row, state, fresh): a mask asks a few states many times.
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh, Search search = Search::kExact);
@@ -52,8 +53,10 @@ class RowCosts {
   // string) knows a lexeme's tokens to its end: no search. What a mask asks where the exact costs
   // ran out of work: a shortest path memoized earlier (the state's own cost, asked before the
   // mask) passes through states memoized alike, so its first token stays within the budget
-  // whatever the single-byte distances say.
-  uint32_t known_bound(const EarleyParser& p, uint32_t state);
+  // whatever the single-byte distances say. With `paths`, a lexeme the memos do not know is
+  // bounded by its path in single bytes cut into tokens (LexemeSearch::path_bound): a search in
+  // bytes per lexeme, for one state rather than every state a mask reaches.
+  uint32_t known_bound(const EarleyParser& p, uint32_t state, bool paths = false);
   CostTables& tables() { return *t_; }
 
  private:

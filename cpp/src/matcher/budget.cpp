@@ -71,11 +71,12 @@ int64_t TokenBudget::min_completion_tokens(ParseState& ps, const LexerEpoch& epo
   allow_work(kCallWork);
   uint32_t c = cost::kInf;
   if (!within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh); })) {
-    // Out of work: the bound the masks fall back to (restrict), a real path as well, so that a
-    // token a mask keeps on it is one that accept_token within the same budget takes.
+    // Out of work: a bound by a real path, the one the masks fall back to (restrict) or tighter
+    // (the single bytes' path cut into tokens, affordable for one state), so that a token a mask
+    // keeps on its bound is one that accept_token within the same budget takes.
     allow_work(kCoarseWork);
     c = cost::kInf;
-    within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh, RowCosts::Search::kBytes); });
+    within_work(&ps, [&] { c = fc.at(ps.parser(), f.state, f.fresh, RowCosts::Search::kPaths); });
   }
   return c >= cost::kInf ? -1 : static_cast<int64_t>(c);
 }
