@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "stencil/errors.h"
@@ -146,7 +147,12 @@ bool Deriver::is_empty(ExprId e) {
       }
     }
   }
-  // A search for a nullable derivative, breadth-first. Where every word is long (a count's minimum
+  return search_empty(e);
+}
+
+// is_empty where the structure and the witnesses did not decide it:
+bool Deriver::search_empty(ExprId e) {
+  // a search for a nullable derivative, breadth-first. Where every word is long (a count's minimum
   // beside a format: an e-mail of at least 43 characters), depth-first after the first few states:
   // level by level, every shorter state of the product was expanded first (a second and more for
   // one lexer state). Elsewhere depth-first would go down derivatives that grow at every byte (a
@@ -155,31 +161,46 @@ bool Deriver::is_empty(ExprId e) {
   constexpr size_t kBreadthFirst = 8;
   constexpr uint32_t kDeepWords = 16;  // (the fewest bytes of a word from which to go deep)
   const size_t breadth_first = store_.fewest_bytes(e) >= kDeepWords ? kBreadthFirst : ~size_t(0);
-  std::unordered_set<ExprId> seen{e};
-  std::deque<ExprId> queue{e};
-  bool empty = true;
-  for (size_t expanded = 0; !queue.empty() && empty; ++expanded) {
-    ExprId cur;
+  // What earlier searches decided ends this one at once: a derivative known to hold a word
+  // makes e hold one, one known to hold none is not expanded. And each search leaves its own
+  // answers behind: the states on the way to the word found hold one, and where none is found,
+  // every state reached holds none. The lexer's states of a format beside a count are derivatives
+  // of each other, so the next state's search meets the last one's path within a byte or two.
+  std::vector<ExprId> order{e};                          // the states reached, in turn
+  std::unordered_map<ExprId, uint32_t> parent{{e, ~0u}};  // state -> its parent's index in order
+  std::deque<uint32_t> queue{0};
+  ExprId found = ExprStore::kNothing;  // a derivative that holds a word
+  for (size_t expanded = 0; !queue.empty() && found == ExprStore::kNothing; ++expanded) {
+    uint32_t at;
     if (expanded < breadth_first) {
-      cur = queue.front();
+      at = queue.front();
       queue.pop_front();
     } else {
-      cur = queue.back();
+      at = queue.back();
       queue.pop_back();
     }
+    const ExprId cur = order[at];
     for (uint8_t rep : reps_) {
       ExprId d = derive(cur, rep);
-      if (d == ExprStore::kNothing || !seen.insert(d).second) continue;
-      if (store_.nullable(d) || !store_.node(d).boolean) {
-        empty = false;
+      if (d == ExprStore::kNothing || !parent.emplace(d, at).second) continue;
+      order.push_back(d);
+      auto known = empty_cache_.find(d);
+      if (known != empty_cache_.end() && known->second) continue;  // holds no word: nothing past it
+      if (known != empty_cache_.end() || store_.nullable(d) || !store_.node(d).boolean) {
+        found = d;
         break;
       }
       burn(1);
-      queue.push_back(d);
+      queue.push_back(static_cast<uint32_t>(order.size() - 1));
     }
   }
-  empty_cache_.emplace(e, empty);
-  return empty;
+  if (found == ExprStore::kNothing) {
+    for (ExprId x : order) empty_cache_.emplace(x, true);
+    return true;
+  }
+  empty_cache_.emplace(found, false);
+  for (uint32_t i = parent[found]; i != ~0u; i = parent[order[i]]) empty_cache_.emplace(order[i], false);
+  return false;
 }
 
 bool Deriver::witness(ExprId e, std::string& out) {

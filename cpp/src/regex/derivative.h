@@ -45,6 +45,7 @@ class Deriver {
 
  private:
   ExprId derive_uncached(ExprId e, uint8_t b);
+  bool search_empty(ExprId e);  // is_empty's search over derivatives
   void burn(uint64_t amount);
   // A shortest string of e's language read off its structure, when e has no And/Not: the
   // candidate an intersection's emptiness test tries before searching.
