@@ -18,15 +18,9 @@ import json
 import pathlib
 import random
 
-import numpy as np
-
 import stencil
+from tests.support.tight_walks import allowed
 from tests.support.tokenizers import NAMES, load_tokenizer
-
-
-def allowed(m: stencil.Matcher, bm: np.ndarray, k: int | None = None) -> list[int]:
-    m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
-    return np.nonzero(np.unpackbits(bm[0].view(np.uint8), bitorder="little"))[0].tolist()
 
 
 def check(g, info, rng: random.Random, slacks=(1, 3), sample_size: int = 25) -> collections.Counter:

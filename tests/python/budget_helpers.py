@@ -1,8 +1,6 @@
-"""What the budget tests share: a vocabulary of single bytes (with a few longer tokens) and the
-tokens a budgeted mask keeps."""
+"""What the budget tests share: a vocabulary of single bytes (with a few longer tokens). (The tokens
+a budgeted mask keeps: ``tests.support.tight_walks.allowed``.)"""
 from __future__ import annotations
-
-import numpy as np
 
 import stencil
 
@@ -20,7 +18,3 @@ def byte_vocab(extra: tuple[bytes, ...] = ()) -> stencil.TokenizerInfo:
                                             + list(SPECIALS), eos_token_ids=EOS, special_token_ids=specials)
 
 
-def allowed(m: stencil.Matcher, bm: np.ndarray, k: int | None = None) -> list[int]:
-    m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
-    bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")
-    return [int(i) for i in np.nonzero(bits)[0]]

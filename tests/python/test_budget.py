@@ -20,7 +20,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import stencil  # noqa: E402
-from budget_helpers import EOS, allowed, byte_vocab  # noqa: E402
+from budget_helpers import EOS, byte_vocab  # noqa: E402
+
+from tests.support.tight_walks import allowed  # noqa: E402
 
 LISTS = r"""
 start: list

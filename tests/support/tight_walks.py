@@ -34,6 +34,12 @@ class TightWalk(NamedTuple):
     first: Optional[str]
 
 
+def allowed(m: stencil.Matcher, bm: np.ndarray, k: int | None = None) -> list[int]:
+    """Every token the mask under ``k`` tokens left (None: no budget) keeps, end of sequence included."""
+    m.fill_next_token_bitmask(bm, 0, remaining_tokens=k)
+    return np.flatnonzero(np.unpackbits(bm[0].view(np.uint8), bitorder="little")).tolist()
+
+
 def kept_tokens(m: stencil.Matcher, bm: np.ndarray, left: int, vocab: int, eos: set) -> list[int]:
     """The tokens but end of sequence that the mask under ``left`` tokens left keeps."""
     m.fill_next_token_bitmask(bm, 0, remaining_tokens=left)

@@ -211,11 +211,10 @@ uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state, bool paths
   uint32_t best = bytes_bound(p, state);
   for (const Pair& pair : pairs(state)) {
     if (pair.lexeme == LexemeCeiling::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
-    const uint32_t after = after_lexeme(p, row, pair.lexeme);
-    if (after >= best) continue;
     const uint32_t d = paths ? t_->search.path_bound(pair.alone, pair.lexeme, ticker_)
                              : t_->search.known_to_end(pair.alone, pair.lexeme, ticker_);
-    best = std::min(best, add(d, after));
+    if (d >= best) continue;
+    best = std::min(best, add(d, after_lexeme(p, row, pair.lexeme)));
   }
   return best;
 }
