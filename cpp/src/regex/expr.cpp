@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <tuple>
 
 #include "stencil/errors.h"
 #include "support/heap_size.h"
@@ -181,6 +182,7 @@ ExprId ExprStore::alt(const std::vector<ExprId>& items) {
   if (has_bytes) flat.push_back(bytes(merged));
   std::sort(flat.begin(), flat.end());
   flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
+  drop_absorbed(flat);
   // ε | r where r is nullable is just r.
   if (flat.size() > 1 && flat[0] == kEmpty) {
     bool other_nullable = false;
@@ -196,6 +198,72 @@ ExprId ExprStore::alt(const std::vector<ExprId>& items) {
     n.no_bounds &= nodes_[e].no_bounds;
   }
   return intern(n, &flat);
+}
+
+// An unanchored pattern's count (`.*[a-z]{162}.*` in a string) keeps every run begun as an
+// alternative of its own, `[a-z]{161} C* "`, `[a-z]{160} C* "`, ...: a state per count of every
+// one, and a state's size growing with the run. Where the rest takes the item first (X·Y ⊆ Y,
+// as C* Z does for X ⊆ C), X{a,b} Y = X{a} Y ⊇ X{a'} Y for a' ≥ a, and Y ⊇ them all: the
+// alternation keeps the least count only (or Y), the same language.
+void ExprStore::drop_absorbed(std::vector<ExprId>& flat) {
+  size_t counts = 0;  // (a cheap look first: most alternations hold no count)
+  for (ExprId e : flat) counts += nodes_[e].kind == ExprKind::Concat && nodes_[nodes_[e].a].kind == ExprKind::Repeat;
+  if (counts == 0 || flat.size() < 2) return;
+  std::vector<CountedRun>& runs = runs_;
+  runs.clear();
+  for (ExprId e : flat) {
+    const ExprNode& n = nodes_[e];
+    if (n.kind != ExprKind::Concat) continue;
+    const ExprNode& h = nodes_[n.a];
+    if (h.kind == ExprKind::Repeat) runs.push_back({n.b, h.a, h.min, e});
+    if (h.kind == ExprKind::Bytes) runs.push_back({n.b, n.a, 1, e});  // (X{1} Y is X Y)
+  }
+  std::sort(runs.begin(), runs.end(), [](const CountedRun& x, const CountedRun& y) {
+    return std::tie(x.rest, x.item, x.min, x.id) < std::tie(y.rest, y.item, y.min, y.id);
+  });
+  size_t kept = 0;  // runs[0, kept): the runs that stay
+  for (size_t i = 0; i < runs.size();) {
+    size_t j = i + 1;
+    while (j < runs.size() && runs[j].rest == runs[i].rest && runs[j].item == runs[i].item) ++j;
+    const bool rest_too = std::binary_search(flat.begin(), flat.end(), runs[i].rest);
+    const bool absorbed = (j - i > 1 || rest_too) && takes_first(runs[i].rest, runs[i].item);
+    for (size_t k = i; k < j; ++k)
+      if (!absorbed || (k == i && !rest_too)) runs[kept++] = runs[k];
+    i = j;
+  }
+  if (kept == runs.size()) return;
+  runs.resize(kept);
+  std::sort(runs.begin(), runs.end(), [](const CountedRun& x, const CountedRun& y) { return x.id < y.id; });
+  // flat without the runs dropped: a run is in flat, and stays only where it is still in runs
+  size_t out = 0, r = 0;
+  for (ExprId e : flat) {
+    const ExprNode& n = nodes_[e];
+    const bool run =
+        n.kind == ExprKind::Concat && (nodes_[n.a].kind == ExprKind::Repeat || nodes_[n.a].kind == ExprKind::Bytes);
+    while (r < runs.size() && runs[r].id < e) ++r;
+    if (!run || (r < runs.size() && runs[r].id == e)) flat[out++] = e;
+  }
+  flat.resize(out);
+}
+
+bool ExprStore::takes_first(ExprId rest, ExprId item) const {
+  const ExprNode& y = nodes_[rest];
+  const ExprId star = y.kind == ExprKind::Concat ? y.a : rest;
+  const ExprNode& s = nodes_[star];
+  if (s.kind != ExprKind::Repeat || s.min != 0 || s.max != kUnbounded) return false;
+  const ExprId c = s.a;
+  if (c == item) return true;
+  const ExprNode& cn = nodes_[c];
+  const ExprNode& xn = nodes_[item];
+  auto covers = [&](ExprId b) {  // a byte set of C holding all of item's bytes
+    return nodes_[b].kind == ExprKind::Bytes && xn.kind == ExprKind::Bytes &&
+           (bytesets_[nodes_[b].a] | bytesets_[xn.a]) == bytesets_[nodes_[b].a];
+  };
+  if (covers(c)) return true;
+  if (cn.kind != ExprKind::Or) return false;
+  for (uint32_t i = 0; i < cn.args_len; ++i)
+    if (args_[cn.args_begin + i] == item || covers(args_[cn.args_begin + i])) return true;
+  return false;
 }
 
 ExprId ExprStore::conj(const std::vector<ExprId>& items) {
@@ -318,274 +386,10 @@ ExprId ExprStore::number(const NumberState& s) {
   return intern(n, nullptr);
 }
 
-ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
-  std::unordered_map<ExprId, ExprId> memo;
-  return relax(e, limit, 0, 0, memo);
-}
-
-ExprId ExprStore::lift_bounds(ExprId e, uint32_t limit, bool lower_mins) {
-  std::unordered_map<ExprId, ExprId> memo;
-  return relax(e, limit, lower_mins ? 2 : 1, 0, memo);
-}
-
-ExprId ExprStore::relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo) {
-  const bool superset = mode > 0;
-  if (depth > 2000) return kNothing;
-  if (nodes_[e].no_bounds) return e;
-  auto it = memo.find(e);
-  if (it != memo.end()) return it->second;
-  const ExprNode n = nodes_[e];
-  ExprId r = e;
-  switch (n.kind) {
-    case ExprKind::Nothing:
-    case ExprKind::Empty:
-    case ExprKind::Bytes:
-    case ExprKind::Number:
-      break;
-    case ExprKind::Not:
-      // (lifting a bound under it would shrink the language; where none is lifted it is unchanged)
-      r = superset && relax(n.a, limit, mode, depth + 1, memo) == n.a ? e : kNothing;
-      break;
-    case ExprKind::Concat: {
-      ExprId a = relax(n.a, limit, mode, depth + 1, memo), b = relax(n.b, limit, mode, depth + 1, memo);
-      r = (a == kNothing || b == kNothing) ? kNothing : concat(a, b);
-      break;
-    }
-    case ExprKind::Or:
-    case ExprKind::And: {
-      std::vector<ExprId> kids(args(n), args(n) + n.args_len);
-      int changed = 0;
-      for (ExprId& k : kids) {
-        const ExprId before = k;
-        k = relax(k, limit, mode, depth + 1, memo);
-        if (k == kNothing) {
-          r = kNothing;
-          break;
-        }
-        changed += k != before;
-      }
-      // Relaxing bounds keeps each child's short prefixes alive, but an intersection lives only
-      // on completions its children share, and two relaxed children can share ones the exact
-      // children do not ([0-9]{16,} & [0-9]{0,14} is empty; relaxed, it is not). A length beside
-      // a pattern or a format (one child relaxed) is relaxed as before.
-      // (A superset needs neither check: an intersection of larger languages holds the smaller one's.)
-      if (n.kind == ExprKind::And && changed > 1 && !superset) r = kNothing;
-      // With one child relaxed, the others must still fit in what its bound leaves after a walk of
-      // `limit` bytes: `a{6}|X` & .{0,5} has no word starting with `a`; relaxed, it has.
-      if (n.kind == ExprKind::And && changed == 1 && r != kNothing && !superset) {
-        uint64_t need = limit;
-        uint64_t bound = kUnbounded;
-        for (uint32_t i = 0; i < n.args_len; ++i) {
-          const ExprId kid = args_[n.args_begin + i];
-          if (kids[i] == kid)
-            need += completion_bound(kid);
-          else
-            bound = lifted_bound(kid, limit);
-        }
-        if (need > bound) r = kNothing;
-      }
-      if (r != kNothing) r = n.kind == ExprKind::Or ? alt(kids) : conj(kids);
-      break;
-    }
-    case ExprKind::Repeat: {
-      // (an item that may consume nothing: the byte count bounds nothing; a superset may lift it)
-      if (nodes_[n.a].nullable && !superset) {
-        r = kNothing;
-        break;
-      }
-      ExprId a = relax(n.a, limit, mode, depth + 1, memo);
-      const bool lifted = n.max != kUnbounded && n.max >= limit;
-      const uint32_t min = mode == 2 && (lifted || n.max == kUnbounded) ? 0 : n.min;
-      r = a == kNothing ? kNothing : repeat(a, min, lifted ? kUnbounded : n.max);
-      break;
-    }
-  }
-  memo.emplace(e, r);
-  return r;
-}
-
-ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift) { return recount(e, clamp, lift, 0); }
-
-uint32_t ExprStore::char_count_bound(ExprId e) { return char_count_bound(e, 0); }
-
-uint32_t ExprStore::char_count_bound(ExprId e, int depth) {
-  if (nodes_[e].no_bounds || nodes_[e].max_bound == 0) return 0;
-  if (depth > 2000) return kUnbounded;
-  if (auto it = char_count_memo_.find(e); it != char_count_memo_.end()) return it->second;
-  const ExprNode n = nodes_[e];
-  uint32_t r = 0;
-  switch (n.kind) {
-    case ExprKind::Concat:
-      r = std::max(char_count_bound(n.a, depth + 1), char_count_bound(n.b, depth + 1));
-      break;
-    case ExprKind::Or:
-    case ExprKind::And:
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::max(r, char_count_bound(args_[n.args_begin + i], depth + 1));
-      break;
-    case ExprKind::Not:
-      r = char_count_bound(n.a, depth + 1);
-      break;
-    case ExprKind::Repeat:
-      r = char_count_bound(n.a, depth + 1);
-      if (n.max != kUnbounded && least_bytes(n.a, 0) <= 1) r = std::max(r, n.max);
-      break;
-    default:
-      break;
-  }
-  char_count_memo_.emplace(e, r);
-  return r;
-}
-
-// The fewest bytes of a word of e (a lower bound under an intersection or a complement).
-uint32_t ExprStore::least_bytes(ExprId e, int depth) {
-  const ExprNode n = nodes_[e];
-  if (n.nullable || depth > 2000) return 0;
-  if (auto it = least_memo_.find(e); it != least_memo_.end()) return it->second;
-  uint64_t r = 0;
-  switch (n.kind) {
-    case ExprKind::Nothing:
-      r = kUnbounded;
-      break;
-    case ExprKind::Bytes:
-    case ExprKind::Number:
-      r = 1;
-      break;
-    case ExprKind::Concat:
-      r = uint64_t(least_bytes(n.a, depth + 1)) + least_bytes(n.b, depth + 1);
-      break;
-    case ExprKind::Or:
-      r = kUnbounded;
-      for (uint32_t i = 0; i < n.args_len; ++i)
-        r = std::min<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
-      break;
-    case ExprKind::And:
-      for (uint32_t i = 0; i < n.args_len; ++i)
-        r = std::max<uint64_t>(r, least_bytes(args_[n.args_begin + i], depth + 1));
-      break;
-    case ExprKind::Repeat:
-      r = uint64_t(least_bytes(n.a, depth + 1)) * n.min;
-      break;
-    default:  // Empty, Not
-      break;
-  }
-  const uint32_t v = static_cast<uint32_t>(std::min<uint64_t>(r, kUnbounded));
-  least_memo_.emplace(e, v);
-  return v;
-}
-
-ExprId ExprStore::recount(ExprId e, uint32_t clamp, bool lift, int depth) {
-  if (depth > 2000) return kNothing;
-  if (nodes_[e].no_bounds || nodes_[e].max_bound <= clamp) return e;
-  const uint64_t key = uint64_t(e) << 32 | uint64_t(std::min(clamp, 0x7FFFFFFFu)) << 1 | (lift ? 1 : 0);
-  if (auto it = recount_memo_.find(key); it != recount_memo_.end()) return it->second;
-  const ExprNode n = nodes_[e];
-  ExprId r = e;
-  switch (n.kind) {
-    case ExprKind::Not:
-      r = kNothing;
-      break;
-    case ExprKind::Concat: {
-      const ExprId a = recount(n.a, clamp, lift, depth + 1);
-      const ExprId b = a == kNothing ? kNothing : recount(n.b, clamp, lift, depth + 1);
-      r = b == kNothing ? kNothing : concat(a, b);
-      break;
-    }
-    case ExprKind::Or:
-    case ExprKind::And: {
-      std::vector<ExprId> kids(args(n), args(n) + n.args_len);
-      for (ExprId& k : kids)
-        if ((k = recount(k, clamp, lift, depth + 1)) == kNothing) break;
-      r = std::find(kids.begin(), kids.end(), kNothing) != kids.end() ? kNothing
-          : n.kind == ExprKind::Or                                    ? alt(kids)
-                                                                      : conj(kids);
-      break;
-    }
-    case ExprKind::Repeat: {
-      const ExprId a = recount(n.a, clamp, lift, depth + 1);
-      if (a == kNothing) {
-        r = kNothing;
-        break;
-      }
-      uint32_t max = n.max;
-      if (max != kUnbounded && max > clamp && least_bytes(n.a, 0) >= 2)
-        max = lift ? kUnbounded : std::max(n.min, clamp);
-      r = repeat(a, n.min, max);
-      break;
-    }
-    default:  // Nothing, Empty, Bytes, Number
-      break;
-  }
-  recount_memo_.emplace(key, r);
-  return r;
-}
-
-// An upper bound on the bytes that complete any word's prefix in e (the shortest completion of
-// any derivative); kUnbounded where complements or intersections make it unknown. A prefix inside
-// a concatenation's first part is finished there and followed by the second's shortest word; one
-// inside a repetition's item by the shortest items still required (least_bytes is exact where no
-// intersection or complement is, and where one is, the bound is kUnbounded anyway).
-uint64_t ExprStore::completion_bound(ExprId e) {
-  std::unordered_map<ExprId, uint64_t> memo;
-  std::function<uint64_t(ExprId, int)> go = [&](ExprId x, int depth) -> uint64_t {
-    if (depth > 2000) return kUnbounded;
-    if (auto it = memo.find(x); it != memo.end()) return it->second;
-    const ExprNode& n = nodes_[x];
-    uint64_t r = kUnbounded;
-    switch (n.kind) {
-      case ExprKind::Nothing:
-      case ExprKind::Empty:
-        r = 0;
-        break;
-      case ExprKind::Bytes:
-        r = 1;
-        break;
-      case ExprKind::Concat: {
-        const uint64_t a = go(n.a, depth + 1), b = go(n.b, depth + 1);
-        r = std::min<uint64_t>(kUnbounded, std::max(a + least_bytes(n.b, 0), b));
-        break;
-      }
-      case ExprKind::Or:
-        r = 0;
-        for (uint32_t i = 0; i < n.args_len; ++i) r = std::max(r, go(args_[n.args_begin + i], depth + 1));
-        break;
-      case ExprKind::Repeat:  // the item in progress, then the shortest items still required
-        r = std::min<uint64_t>(kUnbounded,
-                               go(n.a, depth + 1) + uint64_t(std::max<uint32_t>(n.min, 1) - 1) * least_bytes(n.a, 0));
-        break;
-      default:  // And, Not, Number
-        break;
-    }
-    memo.emplace(x, r);
-    return r;
-  };
-  return go(e, 0);
-}
-
-// The smallest upper bound relax(e, limit) lifts (kUnbounded when none).
-uint64_t ExprStore::lifted_bound(ExprId e, uint32_t limit) const {
-  std::unordered_map<ExprId, uint64_t> memo;
-  std::function<uint64_t(ExprId, int)> go = [&](ExprId x, int depth) -> uint64_t {
-    if (depth > 2000 || nodes_[x].no_bounds) return kUnbounded;
-    if (auto it = memo.find(x); it != memo.end()) return it->second;
-    const ExprNode& n = nodes_[x];
-    uint64_t r = kUnbounded;
-    if (n.kind == ExprKind::Concat) r = std::min(go(n.a, depth + 1), go(n.b, depth + 1));
-    if (n.kind == ExprKind::Or || n.kind == ExprKind::And)
-      for (uint32_t i = 0; i < n.args_len; ++i) r = std::min(r, go(args_[n.args_begin + i], depth + 1));
-    if (n.kind == ExprKind::Repeat) {
-      r = go(n.a, depth + 1);
-      if (n.max != kUnbounded && n.max >= limit) r = std::min<uint64_t>(r, n.max);
-    }
-    memo.emplace(x, r);
-    return r;
-  };
-  return go(e, 0);
-}
-
 size_t ExprStore::memory_bytes() const {
   return heap::of(nodes_) + heap::of(args_) + heap::of(bytesets_) + heap::of(table_) + heap::of(flat_) +
          heap::of(num_states_) + num_bytes_ + heap::nodes(recount_memo_) + heap::nodes(least_memo_) +
-         heap::nodes(char_count_memo_);
+         heap::nodes(char_count_memo_) + heap::of(runs_);
 }
 
 static std::string byteset_to_string(const ByteSet& s) {
@@ -679,9 +483,15 @@ bool canonical_rec(const ExprStore& st, ExprId e, std::string& out, size_t limit
       // Under an intersection (or a complement, below) a bound far past the walk still decides
       // whether a step leaves a non-empty language (`.{0,5} & \d*\.\d` after "9714"): no clamp.
       const uint32_t kid_clamp = n.kind == ExprKind::And ? kUnbounded : clamp;
+      // (the children together within the limit: each alone within it built args_len times the
+      // limit before giving up, a state of 160 counts of an unanchored pattern 56% of its mask)
       std::vector<std::string> kids(n.args_len);
-      for (uint32_t i = 0; i < n.args_len; ++i)
-        if (!canonical_rec(st, st.args(n)[i], kids[i], limit - out.size(), kid_clamp, depth + 1)) return false;
+      size_t room = out.size() < limit ? limit - out.size() : 0;
+      for (uint32_t i = 0; i < n.args_len; ++i) {
+        if (!canonical_rec(st, st.args(n)[i], kids[i], room, kid_clamp, depth + 1) || kids[i].size() > room)
+          return false;
+        room -= kids[i].size();
+      }
       std::sort(kids.begin(), kids.end());
       out.push_back('(');
       for (auto& k : kids) {

@@ -60,8 +60,9 @@ class ExprStore {
   ExprId number(const NumberState& s);
   const NumberState& number_state(uint32_t i) const { return num_states_[i]; }
 
-  // e with every repetition whose upper bound is at least `limit` made unbounded: equal to e on
-  // every string of fewer than `limit` bytes when each repeated item consumes a byte. kNothing
+  // e with every repetition whose upper bound is at least `limit` made unbounded, and (outside
+  // intersections) lower bounds above `limit` lowered to it: equal to e on every string of fewer
+  // than `limit` bytes when each repeated item consumes a byte, and a superset of e. kNothing
   // when e holds a complement (lifting a bound under it would shrink the language) or nests
   // too deeply.
   ExprId relax_bounds(ExprId e, uint32_t limit);
@@ -114,8 +115,10 @@ class ExprStore {
 
  private:
   ExprId intern(ExprNode n, const std::vector<ExprId>* args);
-  // (mode: 0 relax_bounds, 1 lift_bounds, 2 lift_bounds lowering the minimums)
+  // (mode: 0 relax_bounds, 1 lift_bounds, 2 lift_bounds lowering the minimums, 3 relax_bounds
+  // keeping the minimums)
   ExprId relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo);
+  ExprId relax_args(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
   // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
   // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).
@@ -141,6 +144,15 @@ class ExprStore {
   std::vector<uint32_t> table_;
   size_t table_used_ = 0;
   std::vector<ExprId> flat_;  // alt/conj working list (neither calls the other)
+  // alt's counted children that a shared rest absorbs (drop_absorbed)
+  struct CountedRun {
+    ExprId rest, item;
+    uint32_t min;
+    ExprId id;
+  };
+  std::vector<CountedRun> runs_;
+  void drop_absorbed(std::vector<ExprId>& flat);
+  bool takes_first(ExprId rest, ExprId item) const;  // item·rest ⊆ rest, read off rest = C* Z
   std::vector<NumberState> num_states_;
   std::unordered_map<std::string, uint32_t> num_index_;  // number_encode -> index in num_states_
   size_t num_bytes_ = 0;
