@@ -58,7 +58,7 @@ uint32_t LexemeSearch::shortest_bytes(uint32_t alone) {
 // hundreds of lexer states): searched from the state with its bounds of kRelaxLimit or more
 // lifted instead, the same on every path shorter than that, and shared by the counts.
 uint32_t LexemeSearch::byte_distance(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const {
-  const uint32_t relaxed = lexer_.state(start).bounded ? lexer_.relaxed_state(start, kRelaxLimit) : Lexer::kDead;
+  const uint32_t relaxed = lexer_.state(start).bounded ? lexer_.relaxed_state(start, kRelaxLimit, true) : Lexer::kDead;
   if (relaxed != Lexer::kDead && relaxed != start) {
     const uint32_t d = byte_search(relaxed, l, path, shortest);
     if (d < kRelaxLimit) return d;

@@ -240,7 +240,7 @@ uint32_t LexemeSearch::relaxed_to_end(uint32_t state, uint32_t lexeme, size_t ma
       relax_misses_[lexeme].load(std::memory_order_relaxed) >= kRelaxMisses)
     return kInf;
   for (uint32_t limit : kRelaxTokens) {
-    uint32_t relaxed = lexer_.relaxed_state(state, limit);
+    uint32_t relaxed = lexer_.relaxed_state(state, limit, true);
     // (a complement beside a count of characters this limit lifts: the lifted state)
     const bool lifted = relaxed == Lexer::kDead && lexer_.char_count_bound(state) >= limit;
     if (lifted) relaxed = lexer_.lifted_state(state, limit, false);

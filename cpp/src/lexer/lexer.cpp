@@ -365,7 +365,9 @@ bool Lexer::numbers_only(uint32_t s) const {
   return !p.empty();
 }
 
-uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit) const { return lift_state(s, limit, 0); }
+uint32_t Lexer::relaxed_state(uint32_t s, uint32_t limit, bool keep_mins) const {
+  return lift_state(s, limit, keep_mins ? 3 : 0);
+}
 
 uint32_t Lexer::lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const {
   return lift_state(s, std::min(limit, 1u << 30), lower_mins ? 2 : 1);
@@ -373,13 +375,14 @@ uint32_t Lexer::lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const 
 
 uint32_t Lexer::lift_state(uint32_t s, uint32_t limit, int mode) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& memo = mode > 0 ? lifted_ : relaxed_;
-  const uint64_t key = uint64_t(s) << 32 | limit | (mode == 2 ? 1u << 31 : 0u);
+  auto& memo = mode == 1 || mode == 2 ? lifted_ : relaxed_;
+  const uint64_t key = uint64_t(s) << 32 | limit | (mode == 2 || mode == 3 ? 1u << 31 : 0u);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   Pairs pairs = state_pairs_[s];
   uint32_t r = pairs.empty() ? kDead : kUnknown;
   for (size_t i = 1; i < pairs.size() && r != kDead; i += 2) {
-    pairs[i] = mode > 0 ? store_.lift_bounds(pairs[i], limit, mode == 2) : store_.relax_bounds(pairs[i], limit);
+    pairs[i] = mode == 1 || mode == 2 ? store_.lift_bounds(pairs[i], limit, mode == 2)
+                                      : store_.relax_bounds(pairs[i], limit, mode == 3);
     if (pairs[i] == ExprStore::kNothing) r = kDead;
   }
   if (r != kDead) r = intern_state(std::move(pairs));

@@ -113,7 +113,10 @@ class Lexer {
   bool numbers_only(uint32_t s) const;
   // s with its repetition bounds of `limit` or more lifted (ExprStore::relax_bounds): the same
   // on every walk of fewer than `limit` bytes. kDead when some expression cannot be relaxed.
-  uint32_t relaxed_state(uint32_t s, uint32_t limit) const;
+  // `keep_mins`: lower bounds past the limit kept (ExprStore::relax_bounds'), as the cost searches
+  // take them (their searches from a relaxed state replay its path in s: a minimum lowered
+  // shortens the path past what s accepts).
+  uint32_t relaxed_state(uint32_t s, uint32_t limit, bool keep_mins = false) const;
   // s with the same bounds lifted where its language need only hold s's (ExprStore::lift_bounds:
   // past intersections and complements that relaxed_state refuses; `lower_mins`: their lower
   // bounds lowered to 0 too): no token ends or stays in its lexeme from s that does not from the
@@ -213,7 +216,7 @@ class Lexer {
   };
   // bounded_text_head (loose: loose_text_head), not memoized; mu_ held
   TextHead text_head(uint32_t s, bool loose) const;
-  // relaxed_state (mode 0) and lifted_state (1, and 2 lowering the minimums)
+  // relaxed_state (mode 0, and 3 keeping the minimums) and lifted_state (1, and 2 lowering them)
   uint32_t lift_state(uint32_t s, uint32_t limit, int mode) const;
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_

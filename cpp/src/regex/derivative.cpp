@@ -17,7 +17,8 @@ namespace stencil {
 size_t Deriver::memory_bytes() const {
   size_t scratch = 0;
   for (const auto& v : scratch_) scratch += heap::of(v);
-  return cache_.memory_bytes() + heap::nodes(empty_cache_) + heap::nodes(witness_cache_) + scratch + heap::of(reps_);
+  return cache_.memory_bytes() + heap::nodes(empty_cache_) + heap::nodes(witness_cache_) + scratch + heap::of(reps_) +
+         heap::nodes(fewest_items_);
 }
 
 namespace {
@@ -134,6 +135,12 @@ bool Deriver::is_empty(ExprId e) {
   // a length bound): try those first, by derivatives. The search below derives by every byte
   // class level after level, which for a pattern ending `.gov.uk` builds thousands of states.
   if (n.kind == ExprKind::And) {
+    // (a pattern explored already answers at once; else its shortest word is tried first: a
+    // string's first state needs no exploration, and the later ones find it done)
+    if (const int counted = counted_empty(e, false); counted >= 0) {
+      empty_cache_.emplace(e, counted == 1);
+      return counted == 1;
+    }
     if (witness_cache_.size() > (1u << 16)) witness_cache_.clear();  // a cache: bounded memory
     const std::vector<ExprId> kids(store_.args(n), store_.args(n) + std::min<uint32_t>(n.args_len, 8));
     std::string w;
@@ -146,6 +153,10 @@ bool Deriver::is_empty(ExprId e) {
         return false;
       }
     }
+  }
+  if (const int counted = n.kind == ExprKind::And ? counted_empty(e, true) : -1; counted >= 0) {
+    empty_cache_.emplace(e, counted == 1);
+    return counted == 1;
   }
   return search_empty(e);
 }
@@ -185,8 +196,10 @@ bool Deriver::search_empty(ExprId e) {
       if (d == ExprStore::kNothing || !parent.emplace(d, at).second) continue;
       order.push_back(d);
       auto known = empty_cache_.find(d);
-      if (known != empty_cache_.end() && known->second) continue;  // holds no word: nothing past it
-      if (known != empty_cache_.end() || store_.nullable(d) || !store_.node(d).boolean) {
+      // (a count beside a pattern is decided off the pattern's derivatives, cheaper than its own)
+      const int quick = known != empty_cache_.end() ? known->second : quick_empty(d);
+      if (quick == 1) continue;  // holds no word: nothing past it
+      if (quick == 0 || store_.nullable(d) || !store_.node(d).boolean) {
         found = d;
         break;
       }

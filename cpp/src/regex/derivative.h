@@ -50,6 +50,15 @@ class Deriver {
   // A shortest string of e's language read off its structure, when e has no And/Not: the
   // candidate an intersection's emptiness test tries before searching.
   bool witness(ExprId e, std::string& out);
+  // A pattern beside a count of characters (counted_empty.cpp): whether the intersection e of a
+  // pattern and a count is empty (1), not (0), or not decided so (-1); quick_empty, the same for
+  // any e through its alternatives and concatenations (no search); fewest_items, the fewest
+  // items of c in a word of p that is a string of c's (kNoItems: none; kUnknownItems: gave up).
+  // (`explore`: P's pairs explored where not yet; else only what earlier explorations left)
+  int counted_empty(ExprId e, bool explore);
+  int quick_empty(ExprId e);
+  static constexpr uint32_t kNoItems = 0xFFFFFFFFu, kUnknownItems = 0xFFFFFFFEu;
+  uint32_t fewest_items(ExprId p, ExprId c);
 
   ExprStore& store_;
   uint64_t fuel_;
@@ -61,6 +70,7 @@ class Deriver {
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
   std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;
+  std::unordered_map<uint64_t, uint32_t> fewest_items_;  // (p << 32 | c) -> fewest_items
   std::vector<uint8_t> reps_;
 };
 

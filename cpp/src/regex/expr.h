@@ -65,7 +65,8 @@ class ExprStore {
   // than `limit` bytes when each repeated item consumes a byte, and a superset of e. kNothing
   // when e holds a complement (lifting a bound under it would shrink the language) or nests
   // too deeply.
-  ExprId relax_bounds(ExprId e, uint32_t limit);
+  // (`keep_mins`: every lower bound as it is, as before the lowering: the cost searches' choice)
+  ExprId relax_bounds(ExprId e, uint32_t limit, bool keep_mins = false);
   // e with the same bounds lifted, its language only required to hold e's (a search's necessary
   // condition: nothing e accepts is lost): an intersection lifts any of its children, and a
   // complement stays where nothing under it is lifted; `lower_mins`: the lower bounds of the

@@ -11,9 +11,9 @@
 
 namespace stencil {
 
-ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit) {
+ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit, bool keep_mins) {
   std::unordered_map<ExprId, ExprId> memo;
-  return relax(e, limit, 0, 0, memo);
+  return relax(e, limit, keep_mins ? 3 : 0, 0, memo);
 }
 
 ExprId ExprStore::lift_bounds(ExprId e, uint32_t limit, bool lower_mins) {
