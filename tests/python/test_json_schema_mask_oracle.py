@@ -197,6 +197,10 @@ CASES = {
                        b'abc"\\u06', False),
     "not_pattern": ({"type": "string", "maxLength": 5, "pattern": "^[ab]*$", "not": {"pattern": "ba"}},
                     {"string_spelling": "plain"}, b'ab"c', False),
+    # unanchored counts: runs begun kept as alternatives (the least of them), and beside a length
+    # (decided off the pattern's derivatives)
+    "unanchored_count": ({"type": "string", "pattern": "[ab]{3}"}, {"string_spelling": "plain"}, b'abc"', False),
+    "unanchored_count_maxlen": ({"type": "string", "pattern": "[ab]{3,4}", "maxLength": 5}, {}, b'ab"c\\u0', False),
     "enum": ({"enum": ["ab", "abc", 12, 1.5, [1, "x"], {"a": None}, True, None]}, {},
              b'abc"12.5[],x{}:nultrue\\e0', True),
     "property_names": ({"type": "object", "propertyNames": {"pattern": "^[ab]{1,2}$"}, "maxProperties": 2,

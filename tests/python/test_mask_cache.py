@@ -325,6 +325,9 @@ TEXT_60_WORDS = " ".join(["The", "quick", "service", "helps", "teams", "ship", "
     # the last characters before a maxLength beside a class: 16 to 23 left lift at 16
     ({"type": "string", "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\+?/]*$", "maxLength": 60},
      "AzureBlobTable" * 4 + "Azur"),
+    # unanchored counts (every run begun an alternative, the least kept), alone and beside a length
+    ({"type": "string", "pattern": "[0-9a-f]{40}"}, "sha: " + "0123456789abcdef" * 2 + "01234567 ok"),
+    ({"type": "string", "pattern": "[A-Z0-9]{60,64}", "maxLength": 90}, "ref-" + "AB12CD34EF" * 6 + "GH by"),
 ])
 def test_counted_strings_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, schema, value):
     """DeepSeek's 128k vocabulary (tokens up to 128 bytes) along strings up to their bounds:

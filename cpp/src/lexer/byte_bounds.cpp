@@ -192,6 +192,36 @@ bool Lexer::char_set(ExprId c, int depth) const {
 }
 
 // Read off the structure, down to finite parts (a character's bytes) searched over derivatives.
+// (A relaxed state is then the pattern's own: the count sandwich takes its count of words, which
+// the intersection kept from it, and its derivatives need no emptiness search.)
+ExprId Lexer::without_full_count(ExprId e, int depth) const {
+  const ExprNode n = store_.node(e);
+  if (depth > kMaxDepth || !n.boolean) return e;
+  if (n.kind == ExprKind::Concat) {
+    const ExprId a = without_full_count(n.a, depth + 1);
+    return a == n.a ? e : store_.concat(a, n.b);
+  }
+  if (n.kind == ExprKind::Or) {
+    std::vector<ExprId> kids(store_.args(n), store_.args(n) + n.args_len);
+    bool changed = false;
+    for (ExprId& k : kids) {
+      const ExprId before = k;
+      k = without_full_count(k, depth + 1);
+      changed |= k != before;
+    }
+    return changed ? store_.alt(kids) : e;
+  }
+  if (n.kind != ExprKind::And || n.args_len != 2) return e;
+  for (int side = 0; side < 2; ++side) {
+    const ExprId star = store_.args(store_.node(e))[side], p = store_.args(store_.node(e))[1 - side];
+    const ExprNode c = store_.node(star);
+    if (c.kind == ExprKind::Repeat && c.min == 0 && c.max == kUnbounded && !store_.node(c.a).nullable &&
+        words_of(p, c.a, 0))
+      return p;
+  }
+  return e;
+}
+
 bool Lexer::words_of(ExprId a, ExprId c, int depth) const {
   const uint64_t key = (uint64_t{a} << 32) | c;
   if (auto it = words_of_.find(key); it != words_of_.end()) return it->second;

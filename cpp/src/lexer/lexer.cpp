@@ -384,6 +384,7 @@ uint32_t Lexer::lift_state(uint32_t s, uint32_t limit, int mode) const {
     pairs[i] = mode == 1 || mode == 2 ? store_.lift_bounds(pairs[i], limit, mode == 2)
                                       : store_.relax_bounds(pairs[i], limit, mode == 3);
     if (pairs[i] == ExprStore::kNothing) r = kDead;
+    if (mode == 0 && r != kDead) pairs[i] = without_full_count(pairs[i], 0);
   }
   if (r != kDead) r = intern_state(std::move(pairs));
   memo.emplace(key, r);

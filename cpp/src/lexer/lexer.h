@@ -230,6 +230,9 @@ class Lexer {
   bool char_set(ExprId c, int depth) const;  // no word of c empty or a prefix of another; mu_ held
   bool words_of(ExprId a, ExprId c, int depth) const;  // every word of a is in c*; mu_ held
   bool finite_words_of(ExprId f, ExprId c) const;  // words_of by a search over derivatives
+  // e with an intersection `P & C*` at its head (a pattern beside a maxLength that relaxed_state
+  // lifted) made P where every word of P is a string of C: the same language; mu_ held.
+  ExprId without_full_count(ExprId e, int depth) const;
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
