@@ -11,9 +11,11 @@
 #include "regex/derivative.h"
 #include "regex/expr.h"
 #include "test_rng.h"
+#include "test_strings.h"
 
 using stencil::ExprId;
 using stencil::ExprStore;
+using stencil_test::strings_up_to;
 
 namespace {
 
@@ -37,14 +39,6 @@ ExprId random_pattern(ExprStore& st, stencil_test::Rng& r, int depth) {
       return st.repeat(x, lo, r.below(4) == 0 ? stencil::kUnbounded : lo + r.below(4));
     }
   }
-}
-
-// Every string over "ab " of at most `longest` bytes.
-std::vector<std::string> strings_up_to(size_t longest) {
-  std::vector<std::string> out{""};
-  for (size_t i = 0; i < out.size() && out[i].size() < longest; ++i)
-    for (char c : std::string("ab ")) out.push_back(out[i] + c);
-  return out;
 }
 
 ExprId derive_by(stencil::Deriver& d, ExprId e, const std::string& s) {

@@ -19,9 +19,11 @@
 #include "regex/expr.h"
 #include "stencil/errors.h"
 #include "test_rng.h"
+#include "test_strings.h"
 
 using stencil::ExprId;
 using stencil::ExprStore;
+using stencil_test::strings_up_to;
 
 namespace {
 
@@ -56,14 +58,6 @@ bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s)
     if (e == ExprStore::kNothing) return false;
   }
   return st.nullable(e);
-}
-
-// Every string over the alphabet "ab " of at most `longest` bytes.
-std::vector<std::string> strings_up_to(size_t longest) {
-  std::vector<std::string> strings{""};
-  for (size_t i = 0; i < strings.size() && strings[i].size() < longest; ++i)
-    for (char c : std::string("ab ")) strings.push_back(strings[i] + c);
-  return strings;
 }
 
 }  // namespace
