@@ -191,7 +191,6 @@ bool Lexer::char_set(ExprId c, int depth) const {
   return out;
 }
 
-// Read off the structure, down to finite parts (a character's bytes) searched over derivatives.
 // (A relaxed state is then the pattern's own: the count sandwich takes its count of words, which
 // the intersection kept from it, and its derivatives need no emptiness search.)
 ExprId Lexer::without_full_count(ExprId e, int depth) const {
@@ -213,7 +212,7 @@ ExprId Lexer::without_full_count(ExprId e, int depth) const {
   }
   if (n.kind != ExprKind::And || n.args_len != 2) return e;
   for (int side = 0; side < 2; ++side) {
-    const ExprId star = store_.args(store_.node(e))[side], p = store_.args(store_.node(e))[1 - side];
+    const ExprId star = store_.args(n)[side], p = store_.args(n)[1 - side];  // (n a copy: args read afresh)
     const ExprNode c = store_.node(star);
     if (c.kind == ExprKind::Repeat && c.min == 0 && c.max == kUnbounded && !store_.node(c.a).nullable &&
         words_of(p, c.a, 0))
@@ -222,6 +221,7 @@ ExprId Lexer::without_full_count(ExprId e, int depth) const {
   return e;
 }
 
+// Read off the structure, down to finite parts (a character's bytes) searched over derivatives.
 bool Lexer::words_of(ExprId a, ExprId c, int depth) const {
   const uint64_t key = (uint64_t{a} << 32) | c;
   if (auto it = words_of_.find(key); it != words_of_.end()) return it->second;

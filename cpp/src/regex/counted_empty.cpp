@@ -20,9 +20,7 @@ int Deriver::counted_empty(ExprId e, bool explore) {
     const ExprNode c = store_.node(count);
     if (c.kind != ExprKind::Repeat || store_.node(c.a).nullable || store_.node(c.a).boolean || store_.node(p).boolean)
       continue;
-    const auto known = fewest_items_.find(uint64_t(p) << 32 | c.a);
-    if (!explore && known == fewest_items_.end()) return -1;
-    const uint32_t t = known != fewest_items_.end() ? known->second : fewest_items(p, c.a);
+    const uint32_t t = fewest_items(p, c.a, explore);
     if (t == kUnknownItems) return -1;
     if (t == kNoItems || (c.max != kUnbounded && t > c.max)) return 1;
     if (t >= c.min) return 0;
@@ -45,7 +43,7 @@ int Deriver::quick_empty(ExprId e) {
   } else if (n.kind == ExprKind::Or) {
     r = 1;
     for (uint32_t i = 0; i < n.args_len && r != 0; ++i) {
-      const int k = quick_empty(store_.args(store_.node(e))[i]);
+      const int k = quick_empty(store_.args(n)[i]);  // (n a copy: its args read afresh)
       r = k == 0 ? 0 : (k == -1 ? -1 : r);
     }
   } else if (n.kind == ExprKind::Repeat) {
@@ -62,10 +60,11 @@ int Deriver::quick_empty(ExprId e) {
 // explored once; then the fewest items to a word's end from each, over the edges reversed (an
 // edge that begins an item weighs one), remembered for every pair between items: the later
 // counts' patterns are derivatives of this one, and find their answer waiting.
-uint32_t Deriver::fewest_items(ExprId p, ExprId c) {
+uint32_t Deriver::fewest_items(ExprId p, ExprId c, bool explore) {
   constexpr size_t kMaxPairs = 20000;
   auto key = [c](ExprId x) { return uint64_t(x) << 32 | c; };
   if (auto it = fewest_items_.find(key(p)); it != fewest_items_.end()) return it->second;
+  if (!explore) return kUnknownItems;
   if (fewest_items_.size() > (1u << 18)) fewest_items_.clear();  // a cache: bounded memory
   std::vector<std::pair<ExprId, ExprId>> pairs{{p, ExprStore::kEmpty}};
   std::unordered_map<uint64_t, uint32_t> index{{uint64_t(p) << 32 | ExprStore::kEmpty, 0}};

@@ -153,10 +153,10 @@ bool Deriver::is_empty(ExprId e) {
         return false;
       }
     }
-  }
-  if (const int counted = n.kind == ExprKind::And ? counted_empty(e, true) : -1; counted >= 0) {
-    empty_cache_.emplace(e, counted == 1);
-    return counted == 1;
+    if (const int counted = counted_empty(e, true); counted >= 0) {
+      empty_cache_.emplace(e, counted == 1);
+      return counted == 1;
+    }
   }
   return search_empty(e);
 }
@@ -195,11 +195,11 @@ bool Deriver::search_empty(ExprId e) {
       ExprId d = derive(cur, rep);
       if (d == ExprStore::kNothing || !parent.emplace(d, at).second) continue;
       order.push_back(d);
-      auto known = empty_cache_.find(d);
-      // (a count beside a pattern is decided off the pattern's derivatives, cheaper than its own)
-      const int quick = known != empty_cache_.end() ? known->second : quick_empty(d);
+      // (what earlier searches left, the structure, and a count beside a pattern decided off the
+      // pattern's derivatives, cheaper than its own)
+      const int quick = quick_empty(d);
       if (quick == 1) continue;  // holds no word: nothing past it
-      if (quick == 0 || store_.nullable(d) || !store_.node(d).boolean) {
+      if (quick == 0) {
         found = d;
         break;
       }

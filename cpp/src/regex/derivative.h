@@ -58,7 +58,7 @@ class Deriver {
   int counted_empty(ExprId e, bool explore);
   int quick_empty(ExprId e);
   static constexpr uint32_t kNoItems = 0xFFFFFFFFu, kUnknownItems = 0xFFFFFFFEu;
-  uint32_t fewest_items(ExprId p, ExprId c);
+  uint32_t fewest_items(ExprId p, ExprId c, bool explore);
 
   ExprStore& store_;
   uint64_t fuel_;

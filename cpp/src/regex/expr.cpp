@@ -221,29 +221,20 @@ void ExprStore::drop_absorbed(std::vector<ExprId>& flat) {
   std::sort(runs.begin(), runs.end(), [](const CountedRun& x, const CountedRun& y) {
     return std::tie(x.rest, x.item, x.min, x.id) < std::tie(y.rest, y.item, y.min, y.id);
   });
-  size_t kept = 0;  // runs[0, kept): the runs that stay
+  std::vector<ExprId> gone;  // (made only where a count is dropped)
   for (size_t i = 0; i < runs.size();) {
     size_t j = i + 1;
     while (j < runs.size() && runs[j].rest == runs[i].rest && runs[j].item == runs[i].item) ++j;
     const bool rest_too = std::binary_search(flat.begin(), flat.end(), runs[i].rest);
-    const bool absorbed = (j - i > 1 || rest_too) && takes_first(runs[i].rest, runs[i].item);
-    for (size_t k = i; k < j; ++k)
-      if (!absorbed || (k == i && !rest_too)) runs[kept++] = runs[k];
+    if ((j - i > 1 || rest_too) && takes_first(runs[i].rest, runs[i].item))
+      for (size_t k = rest_too ? i : i + 1; k < j; ++k) gone.push_back(runs[k].id);  // (i: the least)
     i = j;
   }
-  if (kept == runs.size()) return;
-  runs.resize(kept);
-  std::sort(runs.begin(), runs.end(), [](const CountedRun& x, const CountedRun& y) { return x.id < y.id; });
-  // flat without the runs dropped: a run is in flat, and stays only where it is still in runs
-  size_t out = 0, r = 0;
-  for (ExprId e : flat) {
-    const ExprNode& n = nodes_[e];
-    const bool run =
-        n.kind == ExprKind::Concat && (nodes_[n.a].kind == ExprKind::Repeat || nodes_[n.a].kind == ExprKind::Bytes);
-    while (r < runs.size() && runs[r].id < e) ++r;
-    if (!run || (r < runs.size() && runs[r].id == e)) flat[out++] = e;
-  }
-  flat.resize(out);
+  if (gone.empty()) return;
+  std::sort(gone.begin(), gone.end());
+  flat.erase(std::remove_if(flat.begin(), flat.end(),
+                            [&](ExprId e) { return std::binary_search(gone.begin(), gone.end(), e); }),
+             flat.end());
 }
 
 bool ExprStore::takes_first(ExprId rest, ExprId item) const {
