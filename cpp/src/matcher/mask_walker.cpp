@@ -252,17 +252,14 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
   uint32_t unshared_state = Lexer::kDead;
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
-    const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
-    const size_t node = bd.node & ~kRestTrieBit;
-    const size_t d = nodes[node].depth;
+    const size_t d = bd.depth;
     enter_boundary(bd, d, root);
     const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
     reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
-    const uint8_t byte = nodes[node].byte;
-    const uint32_t t = lexer.next(bd.lexer_state, byte);
+    const uint32_t t = lexer.next(bd.lexer_state, bd.byte);
     // A run of one costs more than a plain walk: take it only when the next boundary may join.
     if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
-        in_run(bd, d, bounds[k + 1], byte, bd.lexer_state != unshared_state)) {
+        in_run(bd, bounds[k + 1], bd.lexer_state != unshared_state)) {
       bool shared = true;
       k = end_now_run(bounds, k, root, words, &shared);
       if (!shared) unshared_state = bd.lexer_state;  // a check reads its prefixes: runs only per parent
@@ -272,7 +269,7 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
     if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
         !ps_->end_lexeme(bd.lexer_state, &q)) {
       reads.watch(ReadWatch::kPrefix, 0, 0);
-      walk(nodes, node, root, words);
+      walk(MaskCache::trie_of(*vocab_, bd.node).nodes(), bd.node & ~kRestTrieBit, root, words);
       ++k;
       continue;
     }
@@ -302,16 +299,13 @@ void MaskWalker::place_prefix(const Boundary& b, size_t d, std::string_view pref
   ps_->place_prefix(prefix);
 }
 
-// Whether b continues the run of boundaries that `first` (at depth d) starts: the same lexer
-// state, trie and depth; the same byte completing the lexeme (byte >= 0) or a byte the lexeme
-// cannot take (byte < 0: it ends before it); under the same parent unless no check read the
-// prefix.
-bool MaskWalker::in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const {
-  if (b.lexer_state != first.lexer_state || (b.node & kRestTrieBit) != (first.node & kRestTrieBit)) return false;
-  const TrieNode& n = MaskCache::trie_of(*vocab_, b.node).nodes()[b.node & ~kRestTrieBit];
-  if (n.depth != d) return false;
-  if (byte >= 0 ? n.byte != byte : ps_->lexer().next(b.lexer_state, n.byte) != Lexer::kDead) return false;
-  return any_prefix || d <= 1 || b.parent == first.parent || !needs_text_;
+// Whether b (first itself, or a boundary after it, each continuing the run so far) continues the
+// run of boundaries that `first` starts: in its group (the same lexer state, trie and depth; the
+// same byte completing the lexeme, or a byte the lexeme cannot take: Boundary::joins), under the
+// same parent unless no check read the prefix.
+bool MaskWalker::in_run(const Boundary& first, const Boundary& b, bool any_prefix) const {
+  if (&b != &first && !b.joins) return false;
+  return any_prefix || b.depth <= 1 || b.parent == first.parent || !needs_text_;
 }
 
 // Boundaries whose byte completes the lexeme (a string's closing quote): the frame below the
@@ -329,8 +323,8 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const Frame& top = ps_->walk_top();
   const Boundary& bd = bounds[k];
   const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
-  const size_t d = nodes[bd.node & ~kRestTrieBit].depth;
-  const uint8_t byte = nodes[bd.node & ~kRestTrieBit].byte;
+  const size_t d = bd.depth;
+  const uint8_t byte = bd.byte;
   // A key of any string closing as a repeat is judged per token below (its bytes differ).
   const uint32_t closing = ps_->lexer().next(bd.lexer_state, byte);
   const LexState* closed = closing != Lexer::kDead ? &ps_->lexer().state(closing) : nullptr;
@@ -358,7 +352,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   const uint32_t pushed = ok ? ps_->run_frame().state : Lexer::kDead;
   const bool starts_only = ok && ps_->run_frame().fresh && lexer.state(pushed).accepting.empty();
   bool head = false;  // key_head_ and written_ are set for the run
-  for (; k < bounds.size() && in_run(bd, d, bounds[k], byte, any_prefix); ++k) {
+  for (; k < bounds.size() && in_run(bd, bounds[k], any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
     if (by_key && !ok) alone_.push_back(k);
@@ -563,10 +557,10 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
   // runs alike: leaf_class), as end_now_run's leaves are.
   const bool leaves = !lexer.has_token_limits();
   leaf_run_ = leaf_class(bd.lexer_state, 0, true, any_prefix);
-  for (; k < bounds.size() && in_run(bd, d, bounds[k], -1, any_prefix); ++k) {
+  for (; k < bounds.size() && in_run(bd, bounds[k], any_prefix); ++k) {
     const Boundary& b2 = bounds[k];
+    if (starts_only && lexer.next(q, b2.byte) == Lexer::kDead) continue;
     const size_t n2 = b2.node & ~kRestTrieBit;
-    if (starts_only && lexer.next(q, nodes[n2].byte) == Lexer::kDead) continue;
     const bool leaf = leaves && nodes[n2].subtree_size == 1;
     if (leaf && leaf_known(nodes[n2], words)) continue;
     ps_->run_enter(d);

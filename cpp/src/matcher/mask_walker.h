@@ -107,7 +107,7 @@ class MaskWalker {
   void enter_boundary(const Boundary& b, size_t d, size_t root);
   void place_prefix(const Boundary& b, size_t d);
   void place_prefix(const Boundary& b, size_t d, std::string_view prefix);
-  bool in_run(const Boundary& first, size_t d, const Boundary& b, int byte, bool any_prefix) const;
+  bool in_run(const Boundary& first, const Boundary& b, bool any_prefix) const;
   size_t end_now_run(const std::vector<Boundary>& bounds, size_t k, size_t root, uint32_t* words, bool* shared);
   void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
   void key_raw(std::string_view prefix, size_t root, uint8_t closing);

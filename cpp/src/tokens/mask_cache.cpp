@@ -127,15 +127,24 @@ void MaskCache::order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std:
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, int, uint32_t>;
   std::vector<std::pair<Key, Boundary>> keyed;
   keyed.reserve(boundaries.size());
-  for (const Boundary& b : boundaries) {
+  for (Boundary b : boundaries) {
     const TrieNode& n = trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit];
+    b.depth = n.depth;
+    b.byte = n.byte;
     // Dead bytes end the lexeme before them, whatever they are: one run; a byte that completes
     // the lexeme is pushed, and runs share it. Within a group, trie order.
     const int byte = lexer.next(b.lexer_state, n.byte) == Lexer::kDead ? -1 : n.byte;
     keyed.push_back({Key{b.lexer_state, b.node & kRestTrieBit, n.depth, byte, b.node}, b});
   }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 0; i < keyed.size(); ++i) boundaries[i] = keyed[i].second;
+  auto group = [&](size_t i) {  // the key without the node
+    const Key& k = keyed[i].first;
+    return std::make_tuple(std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
+  };
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    boundaries[i] = keyed[i].second;
+    boundaries[i].joins = i > 0 && group(i) == group(i - 1);
+  }
 }
 
 const TokenTrie& MaskCache::trie_of(const Vocabulary& vocab, uint32_t tagged_node) {

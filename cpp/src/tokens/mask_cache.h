@@ -28,6 +28,13 @@ struct Boundary {
   uint32_t node;         // trie node whose byte ends a lexeme (or follows one); kRestTrieBit: rest trie
   uint32_t lexer_state;  // the state before that byte
   uint32_t parent;       // its parent node, tagged alike: boundaries with one parent share the bytes above
+  // Set by MaskCache::order_for_runs, so that a mask's walk over a run of boundaries reads them
+  // in order instead of each one's trie node: the node's depth and byte, and whether the
+  // boundary is in the previous one's group (the same lexer state, trie and depth, and the same
+  // byte completing the lexeme, or a byte that ends it before it).
+  uint16_t depth = 0;
+  uint8_t byte = 0;
+  bool joins = false;
 };
 
 struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
