@@ -159,8 +159,14 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
   }
   const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
   // The frame goes on first: a lexeme ending right after b spans b.
-  frames_.push_back(new_frame(t, rows_pushed, false, b));
-  frames_.back().lex_start = lex_start;
+  // (Written in place: a frame built on the stack and copied in was read back, 16 bytes at a
+  // time, over its narrower stores, a stall on every byte of a mask's walk.)
+  Frame& pushed = frames_.emplace_back();
+  pushed.state = t;
+  pushed.rows = rows_pushed;
+  pushed.byte = b;
+  pushed.serial = new_serial();
+  pushed.lex_start = lex_start;
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
