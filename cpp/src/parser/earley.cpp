@@ -80,7 +80,11 @@ void EarleyParser::add(uint32_t pos, uint32_t origin) {
   set_gen_[h] = gen_;
   set_keys_[h] = key;
   ++set_count_;
-  items_.push_back({pos, origin});
+  // (Written in place: a pair built on the stack was read back as one 8-byte word over its two
+  // 4-byte stores, a store-forwarding stall on every item a mask's walk adds.)
+  EarleyItem& item = items_.emplace_back();
+  item.pos = pos;
+  item.origin = origin;
 }
 
 void EarleyParser::close_row(uint32_t row, uint32_t begin, uint32_t offset) {
