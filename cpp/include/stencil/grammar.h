@@ -85,6 +85,7 @@ class GrammarBuilder {
   std::vector<std::string> names_;
   std::vector<Rule> rules_;
   std::vector<CompletionCheck> checks_;
+  std::vector<bool> has_check_;  // by rule (a scan of checks_ per check was quadratic in them)
   std::unordered_map<std::string, uint32_t> lexeme_ids_;
   std::unordered_map<std::string, uint32_t> rule_ids_;
   uint32_t anon_counter_ = 0;

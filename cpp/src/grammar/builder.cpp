@@ -271,8 +271,10 @@ void GrammarBuilder::add_check(Symbol rule, CheckKind kind, const std::vector<st
   if (min < 0 || (max >= 0 && max < min))
     throw GrammarError("add_check: invalid member count bounds [" + std::to_string(min) + ", " + std::to_string(max) +
                        "]");
-  for (const CompletionCheck& other : checks_)
-    if (other.rule == rule) throw GrammarError("add_check: rule '" + names_[rule] + "' already has a check");
+  if (rule < has_check_.size() && has_check_[rule])
+    throw GrammarError("add_check: rule '" + names_[rule] + "' already has a check");
+  if (rule >= has_check_.size()) has_check_.resize(names_.size());
+  has_check_[rule] = true;
   checks_.push_back(std::move(c));
 }
 

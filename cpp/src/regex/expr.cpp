@@ -116,9 +116,10 @@ ExprId ExprStore::bytes(const ByteSet& set) {
 }
 
 ExprId ExprStore::byte(uint8_t b) {
+  if (byte_ids_[b] != 0) return byte_ids_[b];  // (a literal's bytes: one hash lookup fewer a byte)
   ByteSet s;
   s.add(b);
-  return bytes(s);
+  return byte_ids_[b] = bytes(s);
 }
 
 ExprId ExprStore::literal(const std::string& s) {
@@ -131,6 +132,13 @@ ExprId ExprStore::concat(ExprId a, ExprId b) {
   if (a == kNothing || b == kNothing) return kNothing;
   if (a == kEmpty) return b;
   if (b == kEmpty) return a;
+  if (nodes_[a].kind != ExprKind::Concat) {  // (a literal's bytes, one a call: no chain to unroll)
+    const ExprNode &na = nodes_[a], &nb = nodes_[b];
+    ExprNode n{ExprKind::Concat, na.nullable && nb.nullable, na.boolean || nb.boolean, na.no_bounds && nb.no_bounds};
+    n.a = a;
+    n.b = b;
+    return intern(n, nullptr);
+  }
   // Keep concatenations right-nested: unroll a's chain, then fold from the right.
   std::vector<ExprId> heads;
   while (nodes_[a].kind == ExprKind::Concat) {

@@ -140,6 +140,7 @@ class ExprStore {
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;
+  ExprId byte_ids_[256] = {};  // byte(b) once made (0: not yet; no byte's expression is kNothing)
   // Hash-consing table: open addressing over node ids + 1 (0: empty). Lookups compare against
   // the stored nodes directly, so creating or finding a node allocates nothing.
   std::vector<uint32_t> table_;
