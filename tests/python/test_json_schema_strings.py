@@ -264,3 +264,25 @@ def test_an_invalid_lifted_lookahead_is_refused_with_the_users_pattern(pattern):
     with pytest.raises(stencil.GrammarError) as e:
         json_schema_grammar({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}})
     assert "/properties/s/pattern" in str(e.value) and pattern in str(e.value) and "(?:" not in str(e.value)
+
+
+def test_plain_property_names_are_spelled_as_json_dumps_spells_them(compiler):
+    # key_spelling="plain": each property name has one spelling, json.dumps(ensure_ascii=False)'s,
+    # with a lone surrogate as its \u escape (plain_json_text, which calls json's C encoder).
+    from stencil.grammar.json.schema.emit.emitter import plain_json_text
+    rnd = random.Random(5)
+    pool = [chr(c) for c in range(0x80)] + ["\u2028", "\u2029", "\ud800", "\udbff", "\udc00", "\udfff", "é", "中", "😀"]
+    surrogate = re.compile("[\ud800-\udfff]")
+    for _ in range(3000):
+        name = "".join(rnd.choice(pool) for _ in range(rnd.randint(0, 10)))
+        expected = surrogate.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(name, ensure_ascii=False))
+        assert plain_json_text(name) == expected, name
+    names = ["a\"b", "tab\there", "é中😀", "\u2028", "x\ud800y"]
+    g = compiler.compile_json_schema({"type": "object", "properties": {n: {"type": "integer"} for n in names},
+                                      "additionalProperties": False}, key_spelling="plain")
+    for n in names:
+        text = "{" + plain_json_text(n) + ":1}"
+        assert stencil.Matcher(g).accept_bytes(text.encode("utf-8", "surrogatepass")), n
+        escaped = "{" + json.dumps(n) + ":1}"   # \u spellings of non-ASCII: not this name's under plain
+        if escaped != text:
+            assert not stencil.Matcher(g).accept_string(escaped), n
