@@ -149,7 +149,9 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
       if (!exact) loose_ = std::max(loose_, c);
     }
   }
-  reached_.push_back({token, gave_up_ ? 0 : last_.cost});  // (given up: restrict keeps the mask)
+  // (emplaced: a pair built on the stack was read back as one word over its two halves' stores, a
+  // store-forwarding stall on every token a budgeted walk reaches)
+  reached_.emplace_back(token, gave_up_ ? 0 : last_.cost);  // (given up: restrict keeps the mask)
 }
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {

@@ -46,7 +46,7 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t consumed(ParseState& ps) const;
   void token_reached(int32_t token, ParseState& ps) override;
   uint32_t last_noted() const override { return reached_.empty() ? 0 : reached_.back().second; }
-  void token_noted(int32_t token, uint32_t cost) override { reached_.push_back({token, cost}); }
+  void token_noted(int32_t token, uint32_t cost) override { reached_.emplace_back(token, cost); }
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   uint32_t cheapest_known(size_t need);

@@ -205,7 +205,10 @@ bool Matcher::accept_text_token(int32_t t, uint32_t before) {
     ps_->pop_to(before);
     return false;
   }
-  history_.push_back({before, false, t});
+  Step& step = history_.emplace_back();  // (in place: no stack copy read back wider than written)
+  step.frames = before;
+  step.eos = false;
+  step.token = t;
   g_->renew_if_full(*epoch_);  // new states come from pushing bytes
   return true;
 }

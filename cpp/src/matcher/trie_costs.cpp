@@ -109,7 +109,7 @@ void TrieCosts::special_costs(ParseState& ps, RowCosts& cost, Costs& out) {
     if (t < 0 || t >= vocab_.vocab_size() || std::find(eos.begin(), eos.end(), t) != eos.end()) continue;
     const size_t before = ps.frames().size();
     if (ps.push_special(t)) {
-      out.push_back({t, cost.at(ps.parser(), ps.frames().back().state, true)});
+      out.emplace_back(t, cost.at(ps.parser(), ps.frames().back().state, true));
       ps.pop_to(before);
     } else {
       ps.trim_rows();
