@@ -172,6 +172,7 @@ class ParseState : private TextSource {
   friend class ParseChecks;
   // A fresh serial for a frame whose bytes below changed.
   uint64_t new_serial() { return ++next_serial_; }
+  void set_run(const Frame& f);
   Frame new_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
     Frame f{state, rows, fresh, byte};
     f.serial = new_serial();
