@@ -183,12 +183,24 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
 void ParseState::enter_boundary(uint32_t state, size_t depth) {
   // The frame above the prefix: its byte and serial stay when they match (place_prefix).
   const Frame& top = walk_top_;
-  const Frame was = walk_root_ + depth <= frames_.size() ? frames_[walk_root_ + depth - 1] : Frame{};
-  Frame back{state, top.rows, depth == 1 ? top.fresh : false, depth == 1 ? top.byte : was.byte};
-  back.serial = depth == 1 ? top.serial : was.serial;
+  const size_t at = walk_root_ + depth - 1;
+  const bool had = at < frames_.size();
+  const uint8_t was_byte = had ? frames_[at].byte : 0;
+  const uint64_t was_serial = had ? frames_[at].serial : 0;
+  // Written in place, a field at a time (enter_at's copy of a frame built on the stack read it
+  // back 16 bytes at a time over its narrower stores: a store-forwarding stall per boundary).
+  frames_.resize(at + 1);
+  Frame& back = frames_.back();
+  back.state = state;
+  back.rows = top.rows;
+  back.fresh = depth == 1 ? top.fresh : false;
+  back.byte = depth == 1 ? top.byte : was_byte;
+  back.end_rows = 0;
+  back.end_state = 0;
+  back.serial = depth == 1 ? top.serial : was_serial;
   // the token's first depth - 1 bytes went into the root's lexeme (or started one after a fresh root)
   back.lex_start = depth == 1 || !top.fresh ? top.lex_start : static_cast<uint32_t>(walk_root_);
-  enter_at(walk_root_ + depth, back);
+  parser_.truncate(top.rows);
 }
 
 bool ParseState::run_push(uint8_t b, std::vector<std::vector<std::string>>* key_sets) {
