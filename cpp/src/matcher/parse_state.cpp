@@ -21,8 +21,7 @@ ParseState::ParseState(const ParseState& o)
 void ParseState::reset() {
   parser_.reset();
   frames_.clear();
-  frames_.push_back(
-      new_frame(lexer_->initial_state(parser_.top().lexer_start), static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  push_frame(lexer_->initial_state(parser_.top().lexer_start), static_cast<uint32_t>(parser_.num_rows()), true, 0);
 }
 
 void ParseState::set_lexer(const Lexer& lexer) {
@@ -159,14 +158,7 @@ bool ParseState::push_byte(uint8_t b, bool share_end) {
   }
   const uint32_t rows_pushed = static_cast<uint32_t>(parser_.num_rows());
   // The frame goes on first: a lexeme ending right after b spans b.
-  // (Written in place: a frame built on the stack and copied in was read back, 16 bytes at a
-  // time, over its narrower stores, a stall on every byte of a mask's walk.)
-  Frame& pushed = frames_.emplace_back();
-  pushed.state = t;
-  pushed.rows = rows_pushed;
-  pushed.byte = b;
-  pushed.serial = new_serial();
-  pushed.lex_start = lex_start;
+  push_frame(t, rows_pushed, false, b).lex_start = lex_start;
   const LexState& ts = lexer_->state(t);
   if (ts.end_now) {
     uint32_t q;
@@ -219,6 +211,8 @@ bool ParseState::run_push(uint8_t b, std::vector<std::vector<std::string>>* key_
 // run_ = f, field by field: f was just written a field at a time (push_byte, start_next_lexeme),
 // and a whole-struct copy reads it back 16 bytes at a time over those narrower stores (a
 // store-forwarding stall, half of run_push's samples).
+// (set_run and enter_boundary write every field of a frame by hand: a new field must join them.)
+static_assert(sizeof(Frame) == 40, "a Frame field was added or removed: see set_run and enter_boundary");
 void ParseState::set_run(const Frame& f) {
   run_.state = f.state;
   run_.rows = f.rows;
@@ -312,7 +306,7 @@ bool ParseState::push_special(int32_t token) {
     return false;
   }
   // A special token reads no byte, but it is a step for rollback and the walk.
-  frames_.push_back(new_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0));
+  push_frame(parser_.top().lexer_start, static_cast<uint32_t>(parser_.num_rows()), true, 0);
   return true;
 }
 

@@ -173,8 +173,14 @@ class ParseState : private TextSource {
   // A fresh serial for a frame whose bytes below changed.
   uint64_t new_serial() { return ++next_serial_; }
   void set_run(const Frame& f);
-  Frame new_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
-    Frame f{state, rows, fresh, byte};
+  // A new top frame, written in place: a frame built on the stack and copied in is read back 16
+  // bytes at a time over its narrower stores (a store-forwarding stall on every byte of a walk).
+  Frame& push_frame(uint32_t state, uint32_t rows, bool fresh, uint8_t byte) {
+    Frame& f = frames_.emplace_back();
+    f.state = state;
+    f.rows = rows;
+    f.fresh = fresh;
+    f.byte = byte;
     f.serial = new_serial();
     return f;
   }

@@ -132,13 +132,7 @@ ExprId ExprStore::concat(ExprId a, ExprId b) {
   if (a == kNothing || b == kNothing) return kNothing;
   if (a == kEmpty) return b;
   if (b == kEmpty) return a;
-  if (nodes_[a].kind != ExprKind::Concat) {  // (a literal's bytes, one a call: no chain to unroll)
-    const ExprNode &na = nodes_[a], &nb = nodes_[b];
-    ExprNode n{ExprKind::Concat, na.nullable && nb.nullable, na.boolean || nb.boolean, na.no_bounds && nb.no_bounds};
-    n.a = a;
-    n.b = b;
-    return intern(n, nullptr);
-  }
+  if (nodes_[a].kind != ExprKind::Concat) return concat_node(a, b);  // (a literal's bytes: no chain vector)
   // Keep concatenations right-nested: unroll a's chain, then fold from the right.
   std::vector<ExprId> heads;
   while (nodes_[a].kind == ExprKind::Concat) {
@@ -147,15 +141,16 @@ ExprId ExprStore::concat(ExprId a, ExprId b) {
   }
   heads.push_back(a);
   ExprId r = b;
-  for (size_t i = heads.size(); i-- > 0;) {
-    const ExprNode& nh = nodes_[heads[i]];
-    const ExprNode& nr = nodes_[r];
-    ExprNode n{ExprKind::Concat, nh.nullable && nr.nullable, nh.boolean || nr.boolean, nh.no_bounds && nr.no_bounds};
-    n.a = heads[i];
-    n.b = r;
-    r = intern(n, nullptr);
-  }
+  for (size_t i = heads.size(); i-- > 0;) r = concat_node(heads[i], r);
   return r;
+}
+
+ExprId ExprStore::concat_node(ExprId head, ExprId rest) {
+  const ExprNode &nh = nodes_[head], &nr = nodes_[rest];
+  ExprNode n{ExprKind::Concat, nh.nullable && nr.nullable, nh.boolean || nr.boolean, nh.no_bounds && nr.no_bounds};
+  n.a = head;
+  n.b = rest;
+  return intern(n, nullptr);
 }
 
 ExprId ExprStore::concat(const std::vector<ExprId>& items) {

@@ -125,6 +125,8 @@ class ExprStore {
   // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).
   uint32_t least_bytes(ExprId e, int depth);
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
+  // One concatenation node head · rest, as it is (concat unrolls chains around it).
+  ExprId concat_node(ExprId head, ExprId rest);
   uint64_t node_hash(const ExprNode& n, const ExprId* args, size_t nargs) const;
   bool same_node(ExprId id, const ExprNode& n, const ExprId* args, size_t nargs) const;
   void grow_table();
