@@ -97,8 +97,18 @@ void Lexer::mark_finite_keys(LexState& st, const Pairs& pairs) const {
     st.key_finite |= rest && finite_language(e);
     st.key_closed |= closed_member_key && !finite_states;
     st.key_end_checked |= e == ExprStore::kEmpty && key == LexemeSpec::kKeyEnd;
-    st.key_may_finite |= may_become_finite(e);
+    st.may_finite.v.store(LexState::kMayFiniteUnknown, std::memory_order_relaxed);
   }
+}
+
+bool Lexer::find_key_may_finite(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& pairs = state_pairs_[s];
+  bool may = false;
+  for (size_t i = 0; i < pairs.size() && !may; i += 2)
+    may = lexemes_[pairs[i]].unique_key != LexemeSpec::kNoKey && may_become_finite(pairs[i + 1]);
+  state(s).may_finite.v.store(may ? 1 : 0, std::memory_order_release);
+  return may;
 }
 
 bool Lexer::finite_language(ExprId e) const { return finite_langs_.finite(store_, e); }
@@ -111,7 +121,7 @@ bool Lexer::may_become_finite(ExprId e) const {
   auto known = may_finite_.find(e);
   if (known != may_finite_.end()) return known->second;
   if (!finite_langs_.may_reach_finite(store_, e)) return may_finite_[e] = false;  // proved off its structure
-  constexpr size_t kMaxExprs = 512;
+  constexpr size_t kMaxExprs = 16;
   std::vector<ExprId> todo{e};
   std::unordered_set<ExprId> seen{e};
   bool out = false;

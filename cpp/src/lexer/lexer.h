@@ -37,7 +37,8 @@ struct LexState {
   // Keys that written keys may exhaust (LexemeSpec::unique_key): key_finite, some key lexeme is
   // left with a finite language here (the empty rest, a key just closed, counts only for a key
   // checked after its member, of a lexeme with finite states); key_may_finite, such a state is
-  // reachable before the key closes.
+  // reachable before the key closes (Lexer::key_may_finite: asked of few states, and costly for
+  // a key of a large pattern, it is found on the first question).
   // Only there does the parser ask EarleyParser::exhausted_only. key_closed: a key of any
   // string checked after its member just closed here (a repeat is then a dead end; the parser
   // asks EarleyParser::closes_written_key per token, which keeps the mask's shared runs).
@@ -45,9 +46,19 @@ struct LexState {
   // closed here (LexemeSpec::kKeyEnd): a mask walk's run of tokens closing it shares one push,
   // each token's key looked up in the sets of names those checks read.
   bool key_finite = false;
-  bool key_may_finite = false;
   bool key_closed = false;
   bool key_end_checked = false;
+  // key_may_finite once known (kMayFiniteUnknown until asked; a state with no key lexeme: false)
+  struct LazyFlag {
+    mutable std::atomic<uint8_t> v{0};
+    LazyFlag() = default;
+    LazyFlag(const LazyFlag& o) : v(o.v.load(std::memory_order_relaxed)) {}
+    LazyFlag& operator=(const LazyFlag& o) {
+      v.store(o.v.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      return *this;
+    }
+  } may_finite;
+  static constexpr uint8_t kMayFiniteUnknown = 2;
 };
 
 class Lexer {
@@ -70,6 +81,11 @@ class Lexer {
     return compute_transition(state, byte);
   }
   const LexState& state(uint32_t s) const { return blocks_[s >> kBlockBits]->states[s & kBlockMask]; }
+  // LexState::key_may_finite's answer for state s.
+  bool key_may_finite(uint32_t s) const {
+    const uint8_t v = state(s).may_finite.v.load(std::memory_order_acquire);
+    return v == LexState::kMayFiniteUnknown ? find_key_may_finite(s) : v != 0;
+  }
   // The state that starts a new lexeme when the parser allows `allowed`
   // (sorted lexeme ids); ignored lexemes are always added.
   uint32_t start_state(const std::vector<uint32_t>& allowed) const;
@@ -233,6 +249,7 @@ class Lexer {
   // e with an intersection `P & C*` at its head (a pattern beside a maxLength that relaxed_state
   // lifted) made P where every word of P is a string of C: the same language; mu_ held.
   ExprId without_full_count(ExprId e, int depth) const;
+  bool find_key_may_finite(uint32_t s) const;
   bool may_become_finite(ExprId e) const;                       // a derivative search; mu_ held
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>

@@ -49,7 +49,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     } walking{checks};
     checks.set_stable_end(ps.bytes_consumed());
     dropped_.clear();
-    if (parser.veto_touches(top.rows - 1, lexer.state(top.state)) || lexer.state(top.state).key_may_finite) {
+    if (parser.veto_touches(top.rows - 1, lexer.state(top.state)) || lexer.key_may_finite(top.state)) {
       drop_vetoed(root, words);
       ps.end_walk();
     }
@@ -108,7 +108,7 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
   const uint64_t veto_bits = parser.row(row).veto_bits;
   // (a key already off the forbidden keys before the token: no byte of it is exhausted)
   // (nor a key with nothing to forbid: the first of its object)
-  const bool keys = lexer.state(top.state).key_may_finite &&
+  const bool keys = lexer.key_may_finite(top.state) &&
                     !checks.left_before(row, lex_from, static_cast<uint32_t>(root)) &&
                     checks.some_key_forbidden(row, top.state);
   for (const LiveRoots::Root& r : live_roots(top.state)) {
@@ -120,13 +120,20 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
       const uint32_t t = lexer.next_tagged(p, node.byte);
       // Dead or ending: a boundary, which the boundary walks judge; nothing vetoed or exhausted
       // may be live: as cached.
-      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) ||
-          (!(keys && lexer.state(t).key_may_finite) && !parser.veto_touches(row, lexer.state(t)))) {
+      if (t == Lexer::kDead || (t & Lexer::kEndNowTag)) {
         i += node.subtree_size;
         continue;
       }
       drop_bytes_.resize(before + node.depth - 1);
       drop_bytes_.push_back(static_cast<char>(node.byte));
+      // (whether the prefix left the forbidden keys first: a key of a large pattern costs a
+      // search to say whether it may become finite, and most prefixes leave at their first byte)
+      if (!parser.veto_touches(row, lexer.state(t)) &&
+          (!keys || checks.keys_left(row, t, drop_bytes_, lex_from, static_cast<uint32_t>(root)) ||
+           !lexer.key_may_finite(t))) {
+        i += node.subtree_size;
+        continue;
+      }
       bool left = false;
       if (!refused_inside(row, t, keys, lex_from, static_cast<uint32_t>(root), &left)) {
         // off the forbidden keys (and no veto): nothing below is refused either
@@ -156,7 +163,13 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
 bool MaskWalker::refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left) {
   ParseChecks checks = ps_->checks();
   const LexState& s = ps_->lexer().state(t);
-  if (!keys || !s.key_finite || !checks.may_exhaust(row, t)) return ps_->parser().vetoed_only(row, s);
+  if (!keys || !s.key_finite || !checks.may_exhaust(row, t)) {
+    // Some lexeme of t can be no exhausted key (or none is finite yet): the prefix may still
+    // have left every forbidden key, and then nothing below t is exhausted either.
+    if (ps_->parser().vetoed_only(row, s)) return true;
+    *left = keys && checks.keys_left(row, t, drop_bytes_, lex_from, root);
+    return false;
+  }
   const bool refused = checks.exhausted_only(row, t, drop_bytes_, lex_from, root);
   *left = !refused && ps_->parser().exhaust_left();
   return refused;

@@ -246,6 +246,9 @@ class ParseChecks {
   bool may_exhaust(uint32_t row, uint32_t s) { return p_->may_exhaust(row, s); }
   bool left_before(uint32_t row, uint32_t from, uint32_t to) { return p_->left_before(row, from, to); }
   bool some_key_forbidden(uint32_t row, uint32_t s) { return p_->some_key_forbidden(row, s); }
+  bool keys_left(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
+    return p_->keys_left(row, s, prefix, from, to);
+  }
   bool exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
     return p_->exhausted_only(row, s, prefix, from, to);
   }

@@ -115,6 +115,12 @@ class EarleyParser {
   // s (some forbidden key begins with it); false lets a mask walk skip closes_written_key, and
   // read nothing, for every token that closes it.
   bool key_may_close_written(uint32_t row, uint32_t s, std::string_view prefix);
+  // Whether every key lexeme of s with keys to forbid at the row (neither ignored nor vetoed) has
+  // a prefix (bytes from `from`; the text holds them up to `to`) that begins none of them. Then no
+  // state below s inside this lexeme is exhausted (their lexemes are s's or fewer), whatever other
+  // lexemes s holds: exhausted_only, which answers no at once where a lexeme is no such key, does
+  // not tell a walk that.
+  bool keys_left(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to);
   // After exhausted_only answered no: whether that was because the key's bytes left every
   // forbidden key (then no continuation of them is exhausted either).
   bool exhaust_left() const { return exhaust_left_; }

@@ -158,6 +158,28 @@ bool EarleyParser::exhausted_now(uint32_t row, uint32_t s, std::string_view pref
   return false;
 }
 
+bool EarleyParser::keys_left(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to) {
+  if (!text_) return true;  // no text, nothing exhausted
+  uint32_t left_at = 0;
+  for (uint32_t lex : lexer_->state(s).live) {
+    const LexemeSpec& spec = g_->lexemes[lex];
+    if (spec.ignore || spec.unique_key == LexemeSpec::kNoKey || vetoed_at(rows_[row], lex)) continue;
+    const std::vector<std::string>* forbidden = key_forbidden(row, lex);
+    if (!forbidden) continue;
+    const size_t off = leaves_at(prefix, *forbidden);
+    if (off == 0) {
+      note_read(from, to);  // read the whole prefix
+      return false;
+    }
+    left_at = std::max(left_at, from + static_cast<uint32_t>(off));
+  }
+  if (left_at > 0) {
+    note_read(from, left_at);
+    if (left_at <= to) left_ = {rows_[row].serial, text_->text_version(left_at), from, left_at};
+  }
+  return true;
+}
+
 // The shortest start of `prefix` (a key's raw bytes) whose decoded text begins no key of
 // `forbidden`, or 0 when the whole prefix still does (the decoded starts only grow).
 size_t EarleyParser::leaves_at(std::string_view prefix, const std::vector<std::string>& forbidden) {

@@ -159,13 +159,15 @@ std::string_view MaskCache::bytes_above(const Vocabulary& vocab, uint32_t tagged
   return vocab.token_bytes(nodes[n].token_id).substr(0, nodes[node].depth - 1);
 }
 
-bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const {
+bool MaskCache::explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states) const {
   {
     std::lock_guard<std::mutex> lock(admit_mu_);
     auto it = admit_memo_.find(uint64_t(state) << 32 | max_pairs);
     if (it != admit_memo_.end()) return it->second;
   }
-  bool ok = admits_plain_text(lexer, state, max_pairs);
+  bool gave_up = false;
+  bool ok = admits_plain_text(lexer, state, max_pairs, max_states, &gave_up);
+  if (gave_up) return false;  // (not an answer: with the states built by then, a later one may be yes)
   std::lock_guard<std::mutex> lock(admit_mu_);
   admit_memo_.emplace(uint64_t(state) << 32 | max_pairs, ok);
   return ok;
@@ -196,16 +198,22 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // size or more never bind inside one: explore the state with them lifted instead.
   const uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
   const bool probes = !lexer.has_lazy(state);
+  // The exploration's cost is the lexer states it builds; no answer is worth more than a few
+  // dozen of them, since a no costs only the entry's walk of the whole trie (which builds the
+  // states the tokens reach, not those of every count a bounded repetition has: a pattern of 1
+  // to 255 characters beside a free key explored 300 states, 10 ms, to say no).
+  constexpr uint32_t kExploreStates = 48;
+  const uint32_t max_states = lexer.num_states() + kExploreStates;
   // Small limits first: a lexeme that admits plain text (a free string) does so in a few
   // pairs, while exploring one that does not (a pattern with a complement) builds costly states.
   for (size_t limit : {size_t(32), size_t(256)}) {
-    if (explore_plain(lexer, state, std::min<size_t>(limit, 64))) return true;
-    if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, limit)) return true;
+    if (explore_plain(lexer, state, std::min<size_t>(limit, 64), max_states)) return true;
+    if (relaxed != Lexer::kDead && relaxed != state && explore_plain(lexer, relaxed, limit, max_states)) return true;
     if (!probes) continue;
     for (size_t i = 0;; ++i) {
       uint32_t probe = lexer.probe_state(state, i);
       if (probe == Lexer::kDead) break;
-      if (probe != state && explore_plain(lexer, probe, limit)) return true;
+      if (probe != state && explore_plain(lexer, probe, limit, max_states)) return true;
     }
   }
   return false;
@@ -220,7 +228,7 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
   for (int b = 0; b < 256; ++b)
     if (plain_text_step(0, static_cast<uint8_t>(b)) >= 0 && lexer.next(rest, static_cast<uint8_t>(b)) != Lexer::kDead)
       return false;
-  return explore_plain(lexer, relaxed, 256);
+  return explore_plain(lexer, relaxed, 256, UINT32_MAX);
 }
 
 std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
@@ -392,7 +400,7 @@ bool MaskCache::alike(const Lexer& lexer, const Vocabulary& vocab, const WalkFac
     if (s == Lexer::kDead) return true;
     const LexState &u = lexer.state(s), &v = lexer.state(t);
     return u.accepting == v.accepting && u.live == v.live && u.end_now == v.end_now && !u.any_ignore_only &&
-           !v.any_ignore_only && u.key_finite == v.key_finite && u.key_may_finite == v.key_may_finite &&
+           !v.any_ignore_only && u.key_finite == v.key_finite && lexer.key_may_finite(s) == lexer.key_may_finite(t) &&
            u.key_closed == v.key_closed && u.key_end_checked == v.key_end_checked;
   };
   for (size_t i = 0; i < x.bounds.size(); ++i) {

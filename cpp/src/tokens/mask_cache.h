@@ -109,7 +109,7 @@ class MaskCache {
   static std::shared_ptr<MaskEntry> resolve(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
                                             std::shared_ptr<const SharedMaskEntry> shared);
   bool admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const;
-  bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs) const;
+  bool explore_plain(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states) const;
   bool loops_on_plain(const Lexer& lexer, uint32_t state) const;
 
   mutable std::mutex admit_mu_;

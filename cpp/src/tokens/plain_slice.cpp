@@ -74,7 +74,7 @@ const std::vector<uint32_t>& PlainSlice::at_most_chars(uint32_t k) const {
   return *slot;
 }
 
-bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
+bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states, bool* gave_up) {
   std::unordered_set<uint64_t> seen{uint64_t(state) << 8};
   std::vector<std::pair<uint32_t, int>> todo{{state, 0}};
   while (!todo.empty()) {
@@ -87,6 +87,10 @@ bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs) {
       if (t == Lexer::kDead || lexer.state(t).end_now) return false;
       if (!seen.insert((uint64_t(t) << 8) | static_cast<uint64_t>(p2)).second) continue;
       if (seen.size() > max_pairs) return false;
+      if (lexer.num_states() >= max_states) {
+        if (gave_up) *gave_up = true;
+        return false;
+      }
       todo.push_back({t, p2});
     }
   }

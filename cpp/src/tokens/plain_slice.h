@@ -51,8 +51,10 @@ struct PlainSlice {
 
 // Whether every plain string keeps `state` inside its lexeme: from `state`,
 // each plain byte sequence reaches live, non-ending lexer states. Explores
-// (lexer state, plain-text state) pairs; false past `max_pairs`.
-bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs);
+// (lexer state, plain-text state) pairs; false past `max_pairs`, or (with *gave_up set) once the
+// lexer holds `max_states` states: the states an exploration builds are its cost.
+bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states = UINT32_MAX,
+                       bool* gave_up = nullptr);
 
 // The characters that lead lexer state s back to itself, as CharSummary bits: each ASCII text
 // byte b with next(s, b) == s and, with `groups`, each group of non-ASCII characters whose every
