@@ -300,3 +300,43 @@ def test_oracle_known_distances():
     assert lang.dist[b""] == 5 and lang.dist[b'"' + b"a" * 12] == 1 and lang.dist[b'"' + b"a" * 11] == 1
     assert lang.true_min(b'"' + b"a" * 40) == 1 and b'"' + b"a" * 41 not in lang.dist
     assert json.loads(sorted(lang.valid, key=len)[0]) == "a" * 12
+
+
+@pytest.mark.parametrize("run,lo,hi", [(8, 120, 120), (3, 40, 40), (8, 100, 110), (5, 0, 60)])
+def test_long_counted_strings_against_runs(run, lo, hi):
+    """A string of lo to hi characters over a vocabulary of every single byte and runs of 'a' (2 to
+    `run` of them): from n characters, the fewest tokens are ceil(max(lo - n, 0) / run) runs and
+    the closing quote, worked out here by hand. Under budgets from that minus one to ten over it,
+    the mask keeps exactly the runs that leave a completion within the tokens left. The budget lets a lexeme's
+    inner tokens through at once where a ceiling over all of them fits (for counted characters,
+    the coin problem's most over the counts: LexemeCeiling::state_ceiling); long counts and wide
+    budgets are where a ceiling too low would pass, unseen by the small oracle cases above."""
+    toks = [b"<eos>"] + [bytes([b]) for b in range(256)] + [b"a" * n for n in range(2, run + 1)]
+    tok = stencil.TokenizerInfo.from_vocab(toks, eos_token_ids=EOS)
+    g = stencil.GrammarCompiler(tok).compile_json_schema({"type": "string", "minLength": lo, "maxLength": hi},
+                                                         whitespace="compact", string_spelling="plain")
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    runs = {toks.index(b"a" * n): n for n in range(1, run + 1)}
+
+    def fewest(n):  # from n characters written after the opening quote
+        return -(-max(lo - n, 0) // run) + 1
+
+    rng = random.Random(f"{run}-{lo}-{hi}")
+    checked = 0
+    for _ in range(3):
+        m = stencil.Matcher(g)
+        assert m.accept_token(toks.index(b'"'))
+        n = 0
+        while n < hi:
+            assert m.min_completion_tokens() == fewest(n), n
+            for k in range(fewest(n) - 1, fewest(n) + 11):
+                kept = [t for t in allowed(m, bm, k) if t in runs]
+                assert all(n + runs[t] <= hi for t in kept), (n, k)
+                if k >= fewest(n):  # exactly the runs that fit (below the bound, the nearest stay)
+                    fit = [t for t, r in runs.items() if n + r <= hi and fewest(n + r) <= k - 1]
+                    assert sorted(kept) == sorted(fit), (n, k, [runs[t] for t in kept], [runs[t] for t in fit])
+                    checked += len(kept)
+            step = rng.choice([r for r in range(1, run + 1) if n + r <= hi])
+            assert m.accept_token(toks.index(b"a" * step))
+            n += step
+    assert checked > 100

@@ -9,6 +9,7 @@
 
 #include "lexer/lexer.h"
 #include "support/deadline.h"
+#include "tokens/mask_cache.h"
 #include "tokens/trie.h"
 
 namespace stencil {
@@ -32,8 +33,8 @@ uint32_t LexemeCeiling::state_ceiling(uint32_t alone) {
   if (const uint32_t* known = ceilings_.find(alone)) return *known;
   uint32_t c = kInf;
   const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
-  uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
-  if (live.size() == 1 && search_.all_bytes() && lexer_.bounded_text_head(alone, &k, &relaxed, &rest)) {
+  uint32_t k = 0, lo = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
+  if (live.size() == 1 && search_.all_bytes() && lexer_.bounded_text_head(alone, &k, &relaxed, &rest, &lo)) {
     // A counted string body `C{lo,k} rest`: each state after n whole characters needs at most
     // what `alone` needs (fewer characters left to the lower bound); one inside a character (or
     // an escape) needs at most the bytes that finish it more, and one inside `rest` at most what
@@ -41,6 +42,12 @@ uint32_t LexemeCeiling::state_ceiling(uint32_t alone) {
     const uint32_t from = search_.byte_distance(alone, live[0]);
     const uint32_t loose = from < kInf ? explore_ceilings(relaxed, live[0]) : kInf;
     if (loose < kInf) c = from + loose;
+    // In tokens: a state after n whole characters takes plain tokens to the count's bounds (at
+    // most most_plain_tokens over n), then rest (within `loose`); one inside a character or an
+    // escape finishes it in bytes first, within `loose` too. (50 characters of a token string
+    // are a few tokens, not 50.)
+    if (loose < kInf && search_.cache().admits_bounded_plain(lexer_, alone, &k))
+      c = std::min(c, cost::add(search_.most_plain_tokens(lo, k), loose));
   } else if (live.size() == 1 && !lexer_.numbers_only(alone) && !beyond_search(alone)) {
     // (a number's search never ends; nor does one from a state an earlier search passed on
     // its way past kMaxExplored: its region is as large, or nearly)

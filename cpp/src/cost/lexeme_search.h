@@ -12,6 +12,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cost/memo.h"
@@ -72,6 +73,13 @@ class LexemeSearch {
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
   // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }
+  // For a counted string body `C{lo,k} rest` (C takes every plain character): the most plain
+  // tokens of whole characters that any count written so far (n <= k characters) needs, at the
+  // fewest, to bring the count within [lo, k] (0 past lo), over n; kInf where a count has no sum
+  // or lo is past kMaxCeilingCount. The coin problem's answer is not monotone in the count (a
+  // token of 4 digits does in one what 3 digits take in 3), hence the maximum.
+  uint32_t most_plain_tokens(uint32_t lo, uint32_t k);
+  static constexpr uint32_t kMaxCeilingCount = 1u << 12;
   // Per byte class: a byte of it (a token of its own where one is; -1: none; empty: classes
   // unusable), and whether that byte is a token.
   struct ByteSteps {
@@ -149,6 +157,8 @@ class LexemeSearch {
   cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> bytes_entry
   cost::Memo<uint32_t, std::vector<int32_t>> relaxed_paths_;  // relaxed state -> its path (relaxed_to_end)
   std::shared_mutex plain_mu_;
+  // most_plain_tokens' answers per slack k - lo: the maxima over the counts left 1..j; plain_mu_
+  std::unordered_map<uint32_t, std::vector<uint32_t>> most_by_slack_;
   std::vector<std::unique_ptr<Coins>> coins_;  // per avoided byte set (one or two); plain_mu_
   cost::Memo<uint32_t, std::vector<int32_t>> rest_paths_;  // rest state -> rest_path
   std::unique_ptr<std::atomic<size_t>[]> widest_;  // per lexeme: widest_walk

@@ -117,6 +117,40 @@ uint32_t LexemeSearch::fewest_plain_tokens(uint32_t lo, uint32_t k, const ByteSe
   return best;
 }
 
+// With j characters still needed and the slack w = k - lo fixed (each character written lowers
+// both bounds), the fewest for the count left is fewest_plain_tokens(j, j + w); the answer is
+// their maximum over j <= lo, kept as prefix maxima per slack (the counts of one string share it).
+uint32_t LexemeSearch::most_plain_tokens(uint32_t lo, uint32_t k) {
+  if (lo == 0) return 0;
+  if (lo > kMaxCeilingCount || k < lo) return kInf;
+  const uint32_t slack = k == kUnbounded ? kUnbounded : k - lo;
+  {
+    std::shared_lock<std::shared_mutex> lock(plain_mu_);
+    auto it = most_by_slack_.find(slack);
+    if (it != most_by_slack_.end() && lo < it->second.size()) return it->second[lo];
+  }
+  std::vector<uint32_t> most;
+  {
+    std::shared_lock<std::shared_mutex> lock(plain_mu_);
+    auto it = most_by_slack_.find(slack);
+    if (it != most_by_slack_.end()) most = it->second;
+  }
+  if (most.empty()) most.push_back(0);  // j = 0: nothing needed
+  while (most.size() <= lo) {
+    const uint32_t j = static_cast<uint32_t>(most.size());
+    const uint32_t upto = slack == kUnbounded ? kUnbounded : j + slack;
+    most.push_back(std::max(most.back(), fewest_plain_tokens(j, upto, ByteSet())));
+  }
+  const uint32_t r = most[lo];
+  std::unique_lock<std::shared_mutex> lock(plain_mu_);
+  std::vector<uint32_t>& kept = most_by_slack_[slack];
+  if (kept.size() < most.size()) {
+    bytes_ += (most.capacity() - kept.capacity()) * sizeof(uint32_t);
+    kept = std::move(most);
+  }
+  return r;
+}
+
 uint32_t LexemeSearch::plain_tokens_for(uint32_t n, Coins& c) {
   {
     std::shared_lock<std::shared_mutex> lock(plain_mu_);
