@@ -114,9 +114,10 @@ bool Lexer::find_key_may_finite(uint32_t s) const {
 bool Lexer::finite_language(ExprId e) const { return finite_langs_.finite(store_, e); }
 
 // Whether some derivative of e (e included) other than the empty string has a finite language:
-// a key of e could then be exhausted by the keys written before it. A bounded search over
-// e's derivatives (the string of any key: its body, escapes, UTF-8; a few dozen); past the
-// bound, assume it may.
+// a key of e could then be exhausted by the keys written before it. A search over at most 16 of
+// e's derivatives; past them, assume it may (a yes too many costs a mask walk a look at the key's
+// prefixes, which leave the forbidden keys at once; 512 cost a large pattern's key milliseconds
+// per lexer state).
 bool Lexer::may_become_finite(ExprId e) const {
   auto known = may_finite_.find(e);
   if (known != may_finite_.end()) return known->second;
