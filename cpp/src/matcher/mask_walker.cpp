@@ -163,13 +163,8 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
 bool MaskWalker::refused_inside(uint32_t row, uint32_t t, bool keys, uint32_t lex_from, uint32_t root, bool* left) {
   ParseChecks checks = ps_->checks();
   const LexState& s = ps_->lexer().state(t);
-  if (!keys || !s.key_finite || !checks.may_exhaust(row, t)) {
-    // Some lexeme of t can be no exhausted key (or none is finite yet): the prefix may still
-    // have left every forbidden key, and then nothing below t is exhausted either.
-    if (ps_->parser().vetoed_only(row, s)) return true;
-    *left = keys && checks.keys_left(row, t, drop_bytes_, lex_from, root);
-    return false;
-  }
+  // (a prefix off the forbidden keys where no veto touches t was skipped before: drop_vetoed)
+  if (!keys || !s.key_finite || !checks.may_exhaust(row, t)) return ps_->parser().vetoed_only(row, s);
   const bool refused = checks.exhausted_only(row, t, drop_bytes_, lex_from, root);
   *left = !refused && ps_->parser().exhaust_left();
   return refused;
