@@ -44,7 +44,7 @@ def _field(rng: random.Random) -> tuple[str, dict, list, object]:
         schema["type"] = "integer"
     elif rng.random() < 0.3:  # beside other kinds of values
         schema["enum"] += [None, "unknown"]
-    outside = max(v for v in values) + 7
+    outside = max(values) + 7
     return name, schema, values, outside
 
 

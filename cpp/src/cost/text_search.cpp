@@ -124,16 +124,14 @@ uint32_t LexemeSearch::most_plain_tokens(uint32_t lo, uint32_t k) {
   if (lo == 0) return 0;
   if (lo > kMaxCeilingCount || k < lo) return kInf;
   const uint32_t slack = k == kUnbounded ? kUnbounded : k - lo;
+  std::vector<uint32_t> most;  // (the maxima kept so far, grown below where lo is past them)
   {
     std::shared_lock<std::shared_mutex> lock(plain_mu_);
     auto it = most_by_slack_.find(slack);
-    if (it != most_by_slack_.end() && lo < it->second.size()) return it->second[lo];
-  }
-  std::vector<uint32_t> most;
-  {
-    std::shared_lock<std::shared_mutex> lock(plain_mu_);
-    auto it = most_by_slack_.find(slack);
-    if (it != most_by_slack_.end()) most = it->second;
+    if (it != most_by_slack_.end()) {
+      if (lo < it->second.size()) return it->second[lo];
+      most = it->second;
+    }
   }
   if (most.empty()) most.push_back(0);  // j = 0: nothing needed
   while (most.size() <= lo) {
