@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "json/canon.h"
+#include "json/number_points.h"
 #include "json/number_range.h"
 #include "stencil/errors.h"
 #include "test_rng.h"
@@ -116,8 +117,10 @@ bool walk(const NumberState& s, const std::string& bytes, NumberState& out) {
   return true;
 }
 
-// The shortest completion of `prefix` (at most `most` bytes) that the range contains; -1: none.
-int shortest_completion(const Range& range, const std::string& prefix, int most) {
+// The shortest completion of `prefix` (at most `most` bytes) that `range` (a Range, a Set)
+// contains; -1: none.
+template <class Values>
+int shortest_completion(const Values& range, const std::string& prefix, int most) {
   static const std::string kAlphabet = "0123456789.-+e";
   std::vector<std::string> level{""};
   for (int n = 0; n <= most; ++n) {
@@ -131,11 +134,48 @@ int shortest_completion(const Range& range, const std::string& prefix, int most)
   return -1;
 }
 
+struct Counts {
+  size_t accepted = 0, completions = 0, states = 0;
+};
+
+// Checks the recognizer from `start` on the text t against `values` (a Range, a Set): t is
+// accepted exactly when it is one of them, and a random prefix of it that the recognizer reads
+// is live exactly when some completion is, with the fewest completing bytes an exhaustive search
+// finds; the prefix's state key reads back as the same state.
+template <class Values>
+void check_number(const NumberState& start, const Values& values, const std::string& t, Rng& r, Counts& n) {
+  NumberState end;
+  const bool in = values.contains(t);
+  if (!walk(start, t, end)) {
+    CHECK_MSG(!in, t + " refused, but one of the values");
+    return;
+  }
+  n.accepted += in;
+  CHECK_MSG(stencil::number_nullable(end) == in, t + (in ? " one of the values, not accepted" : " accepted wrongly"));
+  const std::string prefix = t.substr(0, r.below(static_cast<uint32_t>(t.size()) + 1));
+  NumberState at, back;
+  if (!walk(start, prefix, at)) return;
+  ++n.states;
+  CHECK_MSG(stencil::number_decode(stencil::number_encode(at), back) &&
+                stencil::number_encode(back) == stencil::number_encode(at),
+            prefix + ": its key does not read back");
+  bool exact = false;
+  const int fewest = stencil::number_min_accept_bytes(at, 4096, &exact);
+  const int truth = shortest_completion(values, prefix, 3);
+  if (truth >= 0) {
+    ++n.completions;
+    CHECK_MSG(fewest == truth, prefix + ": " + std::to_string(fewest) + " bytes, not " + std::to_string(truth));
+  } else {
+    CHECK_MSG(fewest < 0 || fewest > 3, prefix + ": " + std::to_string(fewest) + " bytes, none found");
+  }
+  CHECK(stencil::number_live(at) == (fewest >= 0));
+}
 }  // namespace
 
 TEST_CASE(number_ranges_accept_exactly_the_numbers_in_range) {
   Rng r{0x5eed};
-  size_t specs = 0, accepted = 0, completions = 0;
+  size_t specs = 0;
+  Counts n;
   for (int round = 0; round < 300; ++round) {
     Range range;
     if (r.below(4)) range.lo = kBounds[r.below(11)];
@@ -153,35 +193,73 @@ TEST_CASE(number_ranges_accept_exactly_the_numbers_in_range) {
       continue;  // (an integer range needs integral, inclusive bounds)
     }
     ++specs;
-    for (int k = 0; k < 60; ++k) {
-      const std::string t = random_number(r);
-      NumberState end;
-      const bool in = range.contains(t);
-      if (!walk(start, t, end)) {
-        CHECK_MSG(!in, t + " refused, but in range");
-        continue;
-      }
-      accepted += in;
-      CHECK_MSG(stencil::number_nullable(end) == in, t + (in ? " in range, not accepted" : " accepted out of range"));
-      // A prefix: the fewest bytes to a number in range, against exhaustive search.
-      const std::string prefix = t.substr(0, r.below(static_cast<uint32_t>(t.size()) + 1));
-      NumberState at;
-      if (!walk(start, prefix, at)) continue;
-      bool exact = false;
-      const int fewest = stencil::number_min_accept_bytes(at, 4096, &exact);
-      const int truth = shortest_completion(range, prefix, 3);
-      if (truth >= 0) {
-        ++completions;
-        CHECK_MSG(fewest == truth, prefix + ": " + std::to_string(fewest) + " bytes, not " + std::to_string(truth));
-      } else {
-        CHECK_MSG(fewest < 0 || fewest > 3, prefix + ": " + std::to_string(fewest) + " bytes, none found");
-      }
-      CHECK(stencil::number_live(at) == (fewest >= 0));
-    }
+    for (int k = 0; k < 60; ++k) check_number(start, range, random_number(r), r, n);
   }
   CHECK(specs > 150);
-  CHECK(accepted > 1000);
-  CHECK(completions > 1000);
+  CHECK(n.accepted > 1000);
+  CHECK(n.completions > 1000);
+}
+
+namespace {
+
+// A finite set of values, as the oracle reads it (exact_of, compare).
+struct Set {
+  std::vector<std::string> values;
+  bool minus_zero = true;
+  bool contains(const std::string& text) const {
+    Exact v, m;
+    if (!exact_of(text, v)) return false;
+    if (v.zero && text[0] == '-' && !minus_zero) return false;
+    for (const std::string& x : values)
+      if (exact_of(x, m) && compare(v, m) == 0) return true;
+    return false;
+  }
+};
+
+const char* const kValues[] = {"0",  "1", "-1",  "2.5", "-0.25", "10", "100", "1e2",  "-3E1", "0.001",
+                               "99", "7", "120", "12",  "1.2",   "-0", "205", "2000", "-205", "0.5"};
+
+// `value` spelled with its point moved `shift` places and an exponent that moves it back, with
+// zeros added at random (25e-1, 0.250E1, 2.5, 250.0e-2).
+std::string spelling_of(Rng& r, const std::string& value, int shift) {
+  Exact v;
+  exact_of(value, v);
+  std::string out = v.neg ? "-" : "";
+  if (v.zero) return out + (r.below(2) ? "0" : "0.00") + (shift ? "e" + std::to_string(shift) : "");
+  const int64_t q = v.q - shift, n = static_cast<int64_t>(v.d.size());
+  if (q <= 0)
+    out += "0." + std::string(static_cast<size_t>(-q), '0') + v.d;
+  else if (q >= n)
+    out += v.d + std::string(static_cast<size_t>(q - n), '0') + (r.below(3) == 0 ? ".0" : "");
+  else
+    out += v.d.substr(0, static_cast<size_t>(q)) + "." + v.d.substr(static_cast<size_t>(q));
+  if (out.find('.') != std::string::npos && r.below(3) == 0) out += "0";
+  if (shift != 0 || r.below(4) == 0)
+    out += std::string(r.below(2) ? "e" : "E") + (r.below(3) == 0 ? "+" : "") + std::to_string(shift);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(number_sets_accept_exactly_their_values_in_every_spelling) {
+  Rng r{0x5e75};
+  Counts n;
+  for (int round = 0; round < 200; ++round) {
+    Set set;
+    for (uint32_t i = 1 + r.below(6); i > 0; --i) set.values.push_back(kValues[r.below(20)]);
+    set.minus_zero = r.below(2);
+    NumberState start;
+    start.spec.points = stencil::make_number_points(set.values, set.minus_zero);
+    for (int k = 0; k < 80; ++k) {
+      const std::string t = r.below(2) ? random_number(r)
+                                       : spelling_of(r, set.values[r.below(static_cast<uint32_t>(set.values.size()))],
+                                                     static_cast<int>(r.below(7)) - 3);
+      check_number(start, set, t, r, n);
+    }
+  }
+  CHECK(n.accepted > 5000);
+  CHECK(n.completions > 5000);
+  CHECK(n.states > 6000);
 }
 
 namespace {

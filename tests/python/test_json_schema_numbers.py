@@ -320,3 +320,41 @@ def test_one_of_over_large_integer_enums_reads_in_linear_time():
         return _python_calls(lambda: json_schema_grammar(schema, number_spelling="plain"))
     small, large = calls(500), calls(2000)
     assert large < 6 * small, (small, large)
+
+
+def _spellings(v: D, rnd: random.Random) -> list[str]:
+    """Texts of the value v: the point moved and an exponent moving it back, zeros added."""
+    out = []
+    for shift in range(-3, 4):
+        m = format(v.scaleb(-shift), "f")
+        if rnd.random() < 0.3:
+            m += "0" if "." in m else ".0"
+        out.append(m if shift == 0 else m + rnd.choice("eE") + ("+" if shift > 0 and rnd.random() < 0.5 else "") + str(shift))
+    return out
+
+
+@pytest.mark.parametrize("schema", [
+    {"enum": [100, 101, 200, 204, 226, 404, 500, 2, 20]},
+    {"type": "integer", "enum": [0, -5, 12, 1200, 3, 30, 300]},
+    {"type": "number", "enum": [0.5, 1, 1.5, -2.25, 0.001, 1e3]},
+    {"enum": [1, 2.5, "x", None, -0.75], "minimum": 0},
+    {"type": "integer", "enum": [1, 2.5, 3.0, 40]},          # 2.5 is no integer
+    {"anyOf": [{"enum": [1, 2, 3]}, {"enum": [3, 4, 50]}], "not": {"const": 2}},
+])
+def test_number_enums_match_their_values_in_every_spelling(compiler, schema):
+    # an enum of numbers is one number-set expression in the core: every spelling of each value
+    # (2e1, 20.0, 0.2E+2 for 20), nothing else, against jsonschema-free decimal arithmetic
+    import jsonschema
+    g = compiler.compile_json_schema(schema)
+    rnd = random.Random(11)
+    values = {D(str(x)) for x in (schema.get("enum") or []) if isinstance(x, (int, float))}
+    texts = list(TEXTS)
+    for v in sorted(values | {D(1), D(3), D(50), D(4), D(2), D("1.5")}):
+        texts += _spellings(v, rnd) + _spellings(-v, rnd)
+    seen = 0
+    for t in texts:
+        want = jsonschema.Draft202012Validator(schema).is_valid(float(D(t)) if D(t) != D(t).to_integral_value()
+                                                                else int(D(t)))
+        seen += want
+        assert _accepts(g, t) == want, (schema, t)
+    assert seen >= 10

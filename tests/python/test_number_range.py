@@ -154,6 +154,34 @@ def test_corrupted_serialized_number_states_never_crash():
     assert used > 0, (accepted, used)
 
 
+def _set_grammar(values, minus_zero=True):
+    b = stencil.GrammarBuilder()
+    start = b.rule("start")
+    b.add_alternative(start, [b.lexeme(b.re_number_set(values, minus_zero), "number")])
+    return b.build(start)
+
+
+def test_number_sets_survive_serialization_and_corruption(compiler):
+    """A number set's states (the values each can still reach, the exponents past an e) read back
+    as they were written, and corrupted ones never crash (a child process)."""
+    from corrupt_blobs import exercise_corrupted
+    g = _set_grammar(["-2.5", "0", "1e3", "120", "12", "0.001"], minus_zero=False)
+    back = stencil.Grammar.deserialize(g.serialize())
+    texts = ["-2.5", "-25e-1", "0", "-0", "1000", "1E3", "0.12e3", "12", "1.2e1", "0.001", "1e-3", "3", "-12", "1e4"]
+    for t in texts:
+        got = [(m := stencil.Matcher(compiler.compile_grammar(x))).accept_string(t) and m.is_accepting() for x in (g, back)]
+        want = t not in ("-0", "3", "-12", "1e4")
+        assert got == [want, want], (t, got)
+    accepted, used = exercise_corrupted(g.serialize(), seed=5, rounds=400)
+    assert used > 0, (accepted, used)
+
+
+def test_number_set_values_are_checked():
+    b = stencil.GrammarBuilder()
+    with pytest.raises(stencil.GrammarError, match="value '1x'"):
+        b.re_number_set(["1", "1x"])
+
+
 # -- properties against exact decimal arithmetic -------------------------------------------------
 _digits = st.text("0123456789", min_size=1, max_size=3)
 

@@ -50,6 +50,9 @@ class GrammarBuilder {
   // (a positive decimal, at most 19 significant digits: "0.25", "1.5e-8", "3"); a lazily built
   // residue automaton, so a large modulus costs only the states a text reaches.
   ExprId re_multiple_of(const std::string& multiple);
+  // JSON numbers whose exact value is one of `values` (decimal text), in every spelling (2e2 and
+  // 200.0 for 200): one expression whatever the count. `minus_zero`: 0 may be written -0.
+  ExprId re_number_set(const std::vector<std::string>& values, bool minus_zero);
   std::string re_to_string(ExprId e) const;
   bool re_nullable(ExprId e) const;
 

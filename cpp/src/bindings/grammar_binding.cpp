@@ -152,6 +152,10 @@ void bind_grammar(nb::module_& m) {
       .def("re_multiple_of", typed<&GrammarBuilder::re_multiple_of, Expr(const std::string&)>, nb::arg("multiple"),
            "JSON numbers written without exponent whose exact value is an integer multiple of `multiple` "
            "(a positive decimal string with at most 19 significant digits, e.g. '0.25' or '1e-8').")
+      .def("re_number_set", typed<&GrammarBuilder::re_number_set, Expr(const std::vector<std::string>&, bool)>,
+           nb::arg("values"), nb::arg("minus_zero") = true,
+           "JSON numbers whose exact value is one of `values` (decimal strings), in every spelling "
+           "(2e2 and 200.0 for 200), as one expression; minus_zero: 0 may be written -0.")
       .def("re_to_string", typed<&GrammarBuilder::re_to_string, std::string(Expr)>, nb::arg("expr"))
       .def("re_nullable", typed<&GrammarBuilder::re_nullable, bool(Expr)>, nb::arg("expr"))
       .def("lexeme", typed<&GrammarBuilder::lexeme, Sym(Expr, const std::string&, bool, uint32_t)>, nb::arg("expr"),

@@ -2,6 +2,7 @@
 
 #include "grammar/ir.h"
 #include "json/canon.h"
+#include "json/number_points.h"
 #include "regex/utf8.h"
 #include "stencil/errors.h"
 #include "stencil/grammar.h"
@@ -91,6 +92,12 @@ ExprId GrammarBuilder::re_number_range(const std::string& lo, bool lo_exclusive,
 ExprId GrammarBuilder::re_multiple_of(const std::string& multiple) {
   NumberState s;
   s.spec = parse_multiple(multiple, "multiple");
+  return store_->number(s);
+}
+
+ExprId GrammarBuilder::re_number_set(const std::vector<std::string>& values, bool minus_zero) {
+  NumberState s;
+  s.spec.points = make_number_points(values, minus_zero);
   return store_->number(s);
 }
 

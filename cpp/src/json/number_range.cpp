@@ -5,7 +5,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "json/number_codec.h"
 #include "json/number_multiple.h"
+#include "json/number_points.h"
 #include "stencil/errors.h"
 
 namespace stencil {
@@ -341,11 +343,13 @@ void check_number_spec(const NumberSpec& spec) {
 }
 
 bool number_live(const NumberState& s) {
+  if (s.spec.points) return points_live(s);
   if (s.spec.mult) return multiple_live(s);
   return s.phase >= NumberPhase::Exp ? exponent_live(s) : mantissa_live(s);
 }
 
 bool number_nullable(const NumberState& s) {
+  if (s.spec.points) return points_nullable(s);
   if (s.spec.mult) return multiple_nullable(s);
   switch (s.phase) {
     case NumberPhase::Zero:
@@ -368,8 +372,7 @@ bool number_nullable(const NumberState& s) {
   }
 }
 
-bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
-  if (s.spec.mult) return multiple_step(s, b, out);
+bool number_syntax_step(const NumberState& s, uint8_t b, NumberState& out) {
   out = s;
   const bool digit = is_digit(b), exp = b == 'e' || b == 'E';
   switch (s.phase) {
@@ -399,7 +402,7 @@ bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
       } else if (b == '.' && s.phase != NumberPhase::Frac) {
         out.phase = NumberPhase::Dot;
       } else if (exp) {
-        to_exponent(out);
+        out.phase = NumberPhase::Exp;  // (the mantissa's digits are left for the mode to summarize)
       } else {
         return false;
       }
@@ -426,6 +429,14 @@ bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
       out.exp_mag = std::min(out.exp_mag * 10 + (b - '0'), kNumSat);
       break;
   }
+  return true;
+}
+
+bool number_step(const NumberState& s, uint8_t b, NumberState& out) {
+  if (s.spec.points) return points_step(s, b, out);
+  if (s.spec.mult) return multiple_step(s, b, out);
+  if (!number_syntax_step(s, b, out)) return false;
+  if (out.phase == NumberPhase::Exp && s.phase < NumberPhase::Exp) to_exponent(out);
   normalize(out);
   return number_live(out);
 }
@@ -458,12 +469,9 @@ int number_min_accept_bytes(const NumberState& s, size_t max_states, bool* exact
 
 namespace {
 
-void put_i64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
-
-void put_str(std::string& out, const std::string& s) {
-  put_i64(out, static_cast<int64_t>(s.size()));
-  out += s;
-}
+using number_codec::In;
+using number_codec::put_i64;
+using number_codec::put_str;
 
 void put_bound(std::string& out, const NumberBound& b) {
   out.push_back(static_cast<char>(b.present | (b.exclusive << 1) | (b.neg << 2) | (b.zero << 3)));
@@ -471,30 +479,6 @@ void put_bound(std::string& out, const NumberBound& b) {
   put_i64(out, b.mag.q);
   put_str(out, b.mag.d);
 }
-
-struct In {
-  const std::string& data;
-  size_t pos = 0;
-  bool ok = true;
-  int64_t i64() {
-    if (data.size() - pos < 8) return ok = false, 0;
-    int64_t v;
-    std::copy(data.data() + pos, data.data() + pos + 8, reinterpret_cast<char*>(&v));
-    pos += 8;
-    return v;
-  }
-  uint8_t u8() {
-    if (pos >= data.size()) return ok = false, 0;
-    return static_cast<uint8_t>(data[pos++]);
-  }
-  std::string str() {
-    const int64_t n = i64();
-    if (!ok || n < 0 || static_cast<uint64_t>(n) > data.size() - pos) return ok = false, std::string();
-    std::string s = data.substr(pos, static_cast<size_t>(n));
-    pos += static_cast<size_t>(n);
-    return s;
-  }
-};
 
 bool digit_string(const std::string& s, bool canonical_ends) {
   for (char c : s)
@@ -520,8 +504,21 @@ std::string bound_text(const NumberBound& b) {
 
 }  // namespace
 
+// A set's states start with a byte no range bound starts with (those are flags below 16).
+constexpr uint8_t kPointsKey = 0x80;
+
 std::string number_encode(const NumberState& s) {
   std::string out;
+  if (s.spec.points) {
+    out.push_back(static_cast<char>(kPointsKey));
+    out.push_back(static_cast<char>(s.neg | (s.zero_mant << 1) | (s.exp_neg << 2)));
+    out.push_back(static_cast<char>(s.phase));
+    put_str(out, s.digits);
+    put_i64(out, s.point);
+    put_i64(out, s.exp_mag);
+    points_encode(s, out);
+    return out;
+  }
   put_bound(out, s.spec.lo);
   put_bound(out, s.spec.hi);
   out.push_back(static_cast<char>(s.spec.integer | (s.neg << 1) | (s.zero_mant << 2) | (s.exp_neg << 3)));
@@ -543,6 +540,19 @@ std::string number_encode(const NumberState& s) {
 bool number_decode(const std::string& data, NumberState& s) {
   In in{data};
   s = NumberState{};
+  if (!data.empty() && static_cast<uint8_t>(data[0]) == kPointsKey) {
+    in.u8();
+    const uint8_t flags = in.u8(), phase = in.u8();
+    s.neg = flags & 1, s.zero_mant = flags & 2, s.exp_neg = flags & 4;
+    s.phase = static_cast<NumberPhase>(phase);
+    s.digits = in.str();
+    s.point = in.i64();
+    s.exp_mag = in.i64();
+    if (!in.ok || flags > 7 || phase > static_cast<uint8_t>(NumberPhase::ExpDigits)) return false;
+    if (!digit_string(s.digits, false) || s.exp_mag < 0 || s.exp_mag > kNumSat) return false;
+    size_t pos = in.pos;
+    return points_decode(data, pos, s) && pos == data.size();
+  }
   if (!get_bound(in, s.spec.lo) || !get_bound(in, s.spec.hi)) return false;
   const uint8_t flags = in.u8(), phase = in.u8();
   s.spec.integer = flags & 1, s.neg = flags & 2, s.zero_mant = flags & 4, s.exp_neg = flags & 8;
@@ -574,6 +584,7 @@ bool number_decode(const std::string& data, NumberState& s) {
 }
 
 std::string number_to_string(const NumberState& s) {
+  if (s.spec.points) return points_to_string(s);
   if (s.spec.mult) return multiple_to_string(s);
   static const char* kPhase[] = {"start", "-", "0", "int", ".", "frac", "e", "e±", "exp"};
   std::string out = "num";

@@ -9,7 +9,9 @@
 // Comparisons are on decimal digit strings, never doubles.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace stencil {
 
@@ -27,6 +29,8 @@ struct NumberBound {
   Dec mag;
 };
 
+struct NumberPoints;
+
 struct NumberSpec {
   NumberBound lo, hi;
   bool integer = false;  // the value must be integral (1.0 and 1e2 are integers)
@@ -34,6 +38,9 @@ struct NumberSpec {
   // multiple of mult / 10^mult_scale (regex/number_multiple.cpp); lo, hi, integer unused.
   uint64_t mult = 0;
   int64_t mult_scale = 0;
+  // Non-null: instead of a range, a finite set of values (json/number_points.h), narrowed to
+  // those the text read can still reach; lo, hi, integer and mult unused.
+  std::shared_ptr<const NumberPoints> points;
 };
 
 enum class NumberPhase : uint8_t {
@@ -62,6 +69,9 @@ struct NumberState {
   int64_t xa = 0, xb = 0;
   bool exp_neg = false;
   int64_t exp_mag = 0;  // saturates at kSat: "larger than any finite limit"
+  // A set of values (spec.points), in the exponent phases: the exponents that make the mantissa
+  // read one of them, sorted (xa and xb unused).
+  std::vector<int64_t> xs;
   // A multiple (spec.mult > 0): the value read times 10^mult_scale, mod mult (fraction digits
   // not yet read count as zeros), and how many fraction digits were read (at most mult_scale).
   uint64_t residue = 0;
@@ -82,6 +92,10 @@ void check_number_spec(const NumberSpec& spec);
 
 // The state after byte b, or false when no number in range starts with the bytes read plus b.
 bool number_step(const NumberState& s, uint8_t b, NumberState& out);
+// The syntax of a JSON number alone, one byte: the phase, sign, significant digits, point and
+// exponent read (false where b cannot follow). At the exponent's mark the phase becomes Exp with
+// the mantissa's digits kept: each kind of spec summarizes them its own way.
+bool number_syntax_step(const NumberState& s, uint8_t b, NumberState& out);
 // Whether some continuation (possibly empty) of s is a number in range.
 bool number_live(const NumberState& s);
 // Whether the bytes read are a number in range.

@@ -9,8 +9,9 @@ Example::
 from __future__ import annotations
 
 from stencil.grammar.json.schema.core.formats import format_spec
-from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRUE, And, Const, Format, Integer,
-                                                       Length, MultipleOf, Not, Or, Pattern, Range, str_consts)
+from stencil.grammar.json.schema.core.formulas import (FALSE, INTEGER, PLAIN_INTEGER, TRUE, And, Const, Format, Integer,
+                                                       Length, MultipleOf, Not, Or, Pattern, Range, num_consts,
+                                                       num_spellings, str_consts)
 from stencil._core import ExprId, GrammarError
 from stencil.grammar.deadline import check_deadline
 from stencil.grammar.ebnf.ast import shared_expr
@@ -18,6 +19,10 @@ from stencil.grammar.json.schema.lang.numbers import MAX_RESIDUES_BESIDE, JsonNu
 from stencil.grammar.json.schema.lang.strings import JsonStrings
 
 __all__ = ["Scalars", "length_set"]
+
+#: values per number-set expression: a state's key lists the values it can still reach (every one
+#: in the first states), so a huge enum is an Or of sets of this size
+_SET_CHUNK = 4096
 
 
 def _shared(b, kind, *args):
@@ -54,6 +59,10 @@ class Scalars:
 
     def _number(self, f, exact: bool) -> ExprId:
         b, nums = self.b, self.numbers
+        if exact and not self.plain_numbers:
+            e = self._number_set(f)
+            if e is not None:
+                return e
         alts = range_union(f) if exact else None
         if alts is not None:   # ranges, integrality and their complements: exact in every spelling
             make = nums.plain_range if self.plain_numbers else nums.exact_range
@@ -99,6 +108,24 @@ class Scalars:
         base = [] if mults and lo is None and hi is None and not plain else [nums.range(lo, lo_x, hi, hi_x, integer, plain)]
         parts = base + [nums.multiple_of(d, integer) for d in mults] + [self.number(x, False) for x in others]
         return parts[0] if len(parts) == 1 else b.re_and(parts)
+
+    def _number_set(self, f) -> ExprId | None:
+        """A formula that allows a finite set of values (an enum, with or without ``type``), each in
+        every spelling, as the core's number-set expressions: one lexer state whatever the count,
+        where an Or of one range per value had the lexer derive every value at each byte. None
+        where ``f`` is not such a set (or is one value: its range serves)."""
+        values = num_consts(f)
+        if values is None or len(values) < 2:
+            return None
+        ordered = sorted(values)
+        if any(x != TRUE and x != INTEGER for x in num_spellings(f, ordered).values()):
+            return None   # a value allowed in some spellings only (draft 4's integers)
+        b = self.b
+        chunks = []
+        for i in range(0, len(ordered), _SET_CHUNK):
+            check_deadline()
+            chunks.append(b.re_number_set([str(v) for v in ordered[i:i + _SET_CHUNK]], self.numbers.minus_zero))
+        return chunks[0] if len(chunks) == 1 else b.re_or(chunks)
 
     # -- strings (the body between the quotes) ----------------------------------------------------
     def string_body(self, f) -> ExprId:
