@@ -23,6 +23,9 @@ __all__ = ["Scalars", "length_set"]
 #: values per number-set expression: a state's key lists the values it can still reach (every one
 #: in the first states), so a huge enum is an Or of sets of this size
 _SET_CHUNK = 4096
+#: draft 4's integers in a set are written out as text below this many digits (longer ones take
+#: the range forms)
+_PLAIN_DIGITS = 1000
 
 
 def _shared(b, kind, *args):
@@ -110,22 +113,30 @@ class Scalars:
         return parts[0] if len(parts) == 1 else b.re_and(parts)
 
     def _number_set(self, f) -> ExprId | None:
-        """A formula that allows a finite set of values (an enum, with or without ``type``), each in
-        every spelling, as the core's number-set expressions: one lexer state whatever the count,
-        where an Or of one range per value had the lexer derive every value at each byte. None
-        where ``f`` is not such a set (or is one value: its range serves)."""
+        """A formula that allows a finite set of values (an enum, with or without ``type``) as the
+        core's number-set expressions, each value in every spelling: one lexer state whatever the
+        count, where an Or of one range per value had the lexer derive every value at each byte.
+        Values that draft 4's ``integer`` allows only as plain integers are those texts. None where
+        ``f`` is not such a set (or is one value: its range serves)."""
         values = num_consts(f)
         if values is None or len(values) < 2:
             return None
-        ordered = sorted(values)
-        if any(x != TRUE and x != INTEGER for x in num_spellings(f, ordered).values()):
-            return None   # a value allowed in some spellings only (draft 4's integers)
+        every, plain = [], []
+        for v, x in num_spellings(f, sorted(values)).items():
+            if x == TRUE or x == INTEGER:
+                every.append(v)
+            elif x == PLAIN_INTEGER and v.adjusted() < _PLAIN_DIGITS:
+                plain.append(v)
+            elif x != FALSE:
+                return None   # a spelling rule the set cannot say (under a Not)
         b = self.b
-        chunks = []
-        for i in range(0, len(ordered), _SET_CHUNK):
+        parts = []
+        for i in range(0, len(every), _SET_CHUNK):
             check_deadline()
-            chunks.append(b.re_number_set([str(v) for v in ordered[i:i + _SET_CHUNK]], self.numbers.minus_zero))
-        return chunks[0] if len(chunks) == 1 else b.re_or(chunks)
+            parts.append(b.re_number_set([str(v) for v in every[i:i + _SET_CHUNK]], self.numbers.minus_zero))
+        texts = [str(int(v)) for v in plain] + (["-0"] if 0 in plain and self.numbers.minus_zero else [])
+        parts += [b.re_literal(t) for t in texts]
+        return b.re_or(parts) if len(parts) != 1 else parts[0]
 
     # -- strings (the body between the quotes) ----------------------------------------------------
     def string_body(self, f) -> ExprId:
