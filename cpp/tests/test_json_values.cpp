@@ -249,7 +249,7 @@ TEST_CASE(number_sets_accept_exactly_their_values_in_every_spelling) {
     for (uint32_t i = 1 + r.below(6); i > 0; --i) set.values.push_back(kValues[r.below(20)]);
     set.minus_zero = r.below(2);
     NumberState start;
-    start.spec.points = stencil::make_number_points(set.values, set.minus_zero);
+    stencil::points_start(start, stencil::make_number_points(set.values, set.minus_zero));
     for (int k = 0; k < 80; ++k) {
       const std::string t = r.below(2) ? random_number(r)
                                        : spelling_of(r, set.values[r.below(static_cast<uint32_t>(set.values.size()))],

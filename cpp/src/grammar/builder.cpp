@@ -97,7 +97,7 @@ ExprId GrammarBuilder::re_multiple_of(const std::string& multiple) {
 
 ExprId GrammarBuilder::re_number_set(const std::vector<std::string>& values, bool minus_zero) {
   NumberState s;
-  s.spec.points = make_number_points(values, minus_zero);
+  points_start(s, make_number_points(values, minus_zero));
   return store_->number(s);
 }
 

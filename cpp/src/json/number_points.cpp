@@ -22,14 +22,6 @@ bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
 bool dec_less(const Dec& a, const Dec& b) { return a.d != b.d ? a.d < b.d : a.q < b.q; }
 bool dec_equal(const Dec& a, const Dec& b) { return a.d == b.d && a.q == b.q; }
 
-// The digits t (significant digits read: no leading zero, trailing ones kept) can still grow
-// into d: they agree with d, and past d's end they are zeros.
-bool agrees(const std::string& t, const std::string& d) {
-  for (size_t i = 0; i < t.size(); ++i)
-    if (t[i] != (i < d.size() ? d[i] : '0')) return false;
-  return true;
-}
-
 size_t significant(const std::string& t) {
   size_t n = t.size();
   while (n > 0 && t[n - 1] == '0') --n;
@@ -48,44 +40,52 @@ bool exponent_reaches(bool neg, int64_t n, int64_t x) {
   return false;
 }
 
-std::shared_ptr<NumberPoints> copy_of(const NumberState& s) { return std::make_shared<NumberPoints>(*s.spec.points); }
+// The first of values [lo, hi) whose digits are not below t (string order).
+uint32_t first_from(const std::vector<Dec>& values, uint32_t lo, uint32_t hi, const std::string& t) {
+  return static_cast<uint32_t>(std::lower_bound(values.begin() + lo, values.begin() + hi, t,
+                                                [](const Dec& v, const std::string& x) { return v.d < x; }) -
+                               values.begin());
+}
 
 // The values of the sign just read (and 0 where it may carry that sign).
 void keep_sign(NumberState& out, bool neg) {
-  auto p = copy_of(out);
-  (neg ? p->pos : p->neg).clear();
-  if (neg && !p->minus_zero) p->zero = false;
-  out.spec.points = std::move(p);
+  if (neg) {
+    out.pos_lo = out.pos_hi = 0;
+    out.zero_left = out.zero_left && out.spec.points->minus_zero;
+  } else {
+    out.neg_lo = out.neg_hi = 0;
+  }
 }
 
-// After a significant digit: the values the digits still agree with (0 is no longer one).
+// After a significant digit: the values the digits t still agree with, 0 no longer. In the sorted
+// order they are one run: d == t without its trailing zeros, then the d that start with t (no d
+// lies between: it would end in a zero).
 void keep_agreeing(NumberState& out) {
-  const NumberPoints& cur = *out.spec.points;
-  const std::vector<Dec>& from = out.neg ? cur.neg : cur.pos;
-  auto p = std::make_shared<NumberPoints>();
-  p->minus_zero = cur.minus_zero;
-  std::vector<Dec>& to = out.neg ? p->neg : p->pos;
-  for (const Dec& v : from)
-    if (agrees(out.digits, v.d)) to.push_back(v);
-  out.spec.points = std::move(p);
+  const std::vector<Dec>& values = out.neg ? out.spec.points->neg : out.spec.points->pos;
+  uint32_t& lo = out.neg ? out.neg_lo : out.pos_lo;
+  uint32_t& hi = out.neg ? out.neg_hi : out.pos_hi;
+  std::string past = out.digits;
+  ++past.back();  // (past '9' is ':', above every digit)
+  const uint32_t end = first_from(values, lo, hi, past);
+  lo = first_from(values, lo, end, out.digits.substr(0, significant(out.digits)));
+  hi = end;
+  out.zero_left = false;
 }
 
-// At the exponent's mark: the exponents that make the mantissa read one of the values.
+// At the exponent's mark: the exponents that make the mantissa read one of the values (those
+// whose digits are the mantissa's: the first of the run, in order of their exponents).
 void to_exponent(NumberState& out) {
-  const NumberPoints& cur = *out.spec.points;
-  auto p = std::make_shared<NumberPoints>();
-  p->minus_zero = cur.minus_zero;
   out.zero_mant = out.digits.empty();
   out.xs.clear();
-  if (out.zero_mant) {
-    p->zero = cur.zero;
-  } else {
+  if (!out.zero_mant) {
+    const std::vector<Dec>& values = out.neg ? out.spec.points->neg : out.spec.points->pos;
     const std::string u = out.digits.substr(0, significant(out.digits));
-    for (const Dec& v : out.neg ? cur.neg : cur.pos)
-      if (v.d == u) out.xs.push_back(v.q - out.point);
-    std::sort(out.xs.begin(), out.xs.end());
+    for (uint32_t i = out.neg ? out.neg_lo : out.pos_lo, hi = out.neg ? out.neg_hi : out.pos_hi;
+         i < hi && values[i].d == u; ++i)
+      out.xs.push_back(values[i].q - out.point);
+    out.zero_left = false;
   }
-  out.spec.points = std::move(p);
+  out.pos_lo = out.pos_hi = out.neg_lo = out.neg_hi = 0;
   out.digits.clear();
   out.point = 0;
   out.phase = NumberPhase::Exp;
@@ -122,26 +122,36 @@ std::shared_ptr<const NumberPoints> make_number_points(const std::vector<std::st
   return p;
 }
 
+void points_start(NumberState& s, std::shared_ptr<const NumberPoints> points) {
+  s.pos_lo = s.neg_lo = 0;
+  s.pos_hi = static_cast<uint32_t>(points->pos.size());
+  s.neg_hi = static_cast<uint32_t>(points->neg.size());
+  s.zero_left = points->zero;
+  s.spec.points = std::move(points);
+}
+
 bool points_live(const NumberState& s) {
-  const NumberPoints& p = *s.spec.points;
-  if (s.phase >= NumberPhase::Exp) return s.zero_mant ? p.zero : !s.xs.empty();
-  return p.zero || !p.pos.empty() || !p.neg.empty();
+  if (s.phase >= NumberPhase::Exp) return s.zero_mant ? s.zero_left : !s.xs.empty();
+  return s.zero_left || s.pos_lo < s.pos_hi || s.neg_lo < s.neg_hi;
 }
 
 bool points_nullable(const NumberState& s) {
-  const NumberPoints& p = *s.spec.points;
   switch (s.phase) {
     case NumberPhase::Zero:
     case NumberPhase::Int:
     case NumberPhase::Frac: {
-      if (s.digits.empty()) return p.zero;
+      if (s.digits.empty()) return s.zero_left;
+      const std::vector<Dec>& values = s.neg ? s.spec.points->neg : s.spec.points->pos;
       const size_t n = significant(s.digits);
-      for (const Dec& v : s.neg ? p.neg : p.pos)
-        if (v.q == s.point && v.d.size() == n && s.digits.compare(0, n, v.d) == 0) return true;
+      for (uint32_t i = s.neg ? s.neg_lo : s.pos_lo, hi = s.neg ? s.neg_hi : s.pos_hi; i < hi; ++i) {
+        const Dec& v = values[i];
+        if (v.d.size() != n || s.digits.compare(0, n, v.d) != 0) break;  // (the run's first values)
+        if (v.q == s.point) return true;
+      }
       return false;
     }
     case NumberPhase::ExpDigits: {
-      if (s.zero_mant) return p.zero;
+      if (s.zero_mant) return s.zero_left;
       const int64_t x = s.exp_neg ? -s.exp_mag : s.exp_mag;
       return std::binary_search(s.xs.begin(), s.xs.end(), x);
     }
@@ -163,15 +173,28 @@ bool points_step(const NumberState& s, uint8_t b, NumberState& out) {
 }
 
 void points_encode(const NumberState& s, std::string& out) {
+  // The values still reachable, by value: equal states of sets built apart encode alike.
   const NumberPoints& p = *s.spec.points;
-  out.push_back(static_cast<char>(p.zero | (p.minus_zero << 1)));
-  for (const std::vector<Dec>* side : {&p.pos, &p.neg}) {
-    put_i64(out, static_cast<int64_t>(side->size()));
-    for (const Dec& v : *side) {
-      put_i64(out, v.q);
-      put_str(out, v.d);
+  out.push_back(static_cast<char>(s.zero_left | (p.minus_zero << 1)));
+  for (bool neg : {false, true}) {
+    const std::vector<Dec>& side = neg ? p.neg : p.pos;
+    const uint32_t lo = neg ? s.neg_lo : s.pos_lo, hi = neg ? s.neg_hi : s.pos_hi;
+    put_i64(out, static_cast<int64_t>(hi - lo));
+    for (uint32_t i = lo; i < hi; ++i) {
+      put_i64(out, side[i].q);
+      put_str(out, side[i].d);
     }
   }
+  put_i64(out, static_cast<int64_t>(s.xs.size()));
+  for (int64_t x : s.xs) put_i64(out, x);
+}
+
+void points_key(const NumberState& s, std::string& out) {
+  // The set by identity (a store keeps its states, and so their set, alive), the ranges into it.
+  const auto id = reinterpret_cast<uintptr_t>(s.spec.points.get());
+  put_i64(out, static_cast<int64_t>(id));
+  out.push_back(static_cast<char>(s.zero_left));
+  for (uint32_t v : {s.pos_lo, s.pos_hi, s.neg_lo, s.neg_hi}) out.append(reinterpret_cast<const char*>(&v), 4);
   put_i64(out, static_cast<int64_t>(s.xs.size()));
   for (int64_t x : s.xs) put_i64(out, x);
 }
@@ -206,12 +229,11 @@ bool points_decode(const std::string& data, size_t& pos, NumberState& s) {
   }
   if (!in.ok) return false;
   pos = in.pos;
-  s.spec.points = std::move(p);
   // What each phase may hold: exponents only past the mantissa, a sign's values only.
   if (s.phase < NumberPhase::Exp && !s.xs.empty()) return false;
-  if (s.phase >= NumberPhase::Exp && (!s.digits.empty() || !s.spec.points->pos.empty() || !s.spec.points->neg.empty()))
-    return false;
-  if (s.phase > NumberPhase::Start && !(s.neg ? s.spec.points->pos : s.spec.points->neg).empty()) return false;
+  if (s.phase >= NumberPhase::Exp && (!s.digits.empty() || !p->pos.empty() || !p->neg.empty())) return false;
+  if (s.phase > NumberPhase::Start && !(s.neg ? p->pos : p->neg).empty()) return false;
+  points_start(s, std::move(p));  // (the values read are the state's, all still reachable)
   return s.point <= kMaxExp && s.point >= -kMaxExp;
 }
 
@@ -223,11 +245,11 @@ std::string points_to_string(const NumberState& s) {
     return std::string(neg ? "-" : "") + "0." + v.d + "e" + std::to_string(v.q);
   };
   size_t shown = 0;
-  const size_t total = p.zero + p.pos.size() + p.neg.size();
-  if (p.zero) out += "0", ++shown;
+  const size_t total = s.zero_left + (s.pos_hi - s.pos_lo) + (s.neg_hi - s.neg_lo);
+  if (s.zero_left) out += "0", ++shown;
   for (bool neg : {true, false})
-    for (const Dec& v : neg ? p.neg : p.pos)
-      if (shown < 8) out += (shown++ ? "," : "") + value(neg, v);
+    for (uint32_t i = neg ? s.neg_lo : s.pos_lo, hi = neg ? s.neg_hi : s.pos_hi; i < hi; ++i)
+      if (shown < 8) out += (shown++ ? "," : "") + value(neg, (neg ? p.neg : p.pos)[i]);
   if (total > shown) out += ",... " + std::to_string(total) + " values";
   out += "}<";
   out += kPhase[static_cast<int>(s.phase)];

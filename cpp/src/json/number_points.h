@@ -3,7 +3,8 @@
 //
 // An Or of one range expression per value makes the lexer derive every value at each byte a
 // token reads (a first mask over a 63-value enum derived 63 states per byte, 4 ms). Here a
-// state keeps only the values its text can still reach: the sign read, then the values whose
+// state keeps only the values its text can still reach (ranges into the sorted set, shared by
+// all its states): the sign read, then the values whose
 // significant digits agree with the digits read so far (the scale is free until an exponent
 // fixes it), then, once an exponent starts, the exponents that make one of them. So a state is
 // one node whatever the set's size, and it shrinks as it reads.
@@ -27,11 +28,15 @@ struct NumberPoints {
 // `minus_zero`: whether 0 may be written -0. Throws GrammarError for a malformed value.
 std::shared_ptr<const NumberPoints> make_number_points(const std::vector<std::string>& values, bool minus_zero);
 
+// s at the start of a number of `points` (every value reachable).
+void points_start(NumberState& s, std::shared_ptr<const NumberPoints> points);
 bool points_step(const NumberState& s, uint8_t b, NumberState& out);
 bool points_live(const NumberState& s);
 bool points_nullable(const NumberState& s);
-// The state's set and exponents, appended to a number_encode key / read back (false: malformed).
+// The state's reachable values and exponents, appended to a number_encode key / read back
+// (false: malformed); points_key appends the interning key's part (the set by identity).
 void points_encode(const NumberState& s, std::string& out);
+void points_key(const NumberState& s, std::string& out);
 bool points_decode(const std::string& data, size_t& pos, NumberState& s);
 std::string points_to_string(const NumberState& s);
 

@@ -507,15 +507,32 @@ std::string bound_text(const NumberBound& b) {
 // A set's states start with a byte no range bound starts with (those are flags below 16).
 constexpr uint8_t kPointsKey = 0x80;
 
+namespace {
+
+// What a set's state has beside its values (the syntax read so far).
+void put_points_head(std::string& out, const NumberState& s) {
+  out.push_back(static_cast<char>(kPointsKey));
+  out.push_back(static_cast<char>(s.neg | (s.zero_mant << 1) | (s.exp_neg << 2)));
+  out.push_back(static_cast<char>(s.phase));
+  put_str(out, s.digits);
+  put_i64(out, s.point);
+  put_i64(out, s.exp_mag);
+}
+
+}  // namespace
+
+std::string number_key(const NumberState& s) {
+  if (!s.spec.points) return number_encode(s);
+  std::string out;
+  put_points_head(out, s);
+  points_key(s, out);
+  return out;
+}
+
 std::string number_encode(const NumberState& s) {
   std::string out;
   if (s.spec.points) {
-    out.push_back(static_cast<char>(kPointsKey));
-    out.push_back(static_cast<char>(s.neg | (s.zero_mant << 1) | (s.exp_neg << 2)));
-    out.push_back(static_cast<char>(s.phase));
-    put_str(out, s.digits);
-    put_i64(out, s.point);
-    put_i64(out, s.exp_mag);
+    put_points_head(out, s);
     points_encode(s, out);
     return out;
   }

@@ -69,8 +69,12 @@ struct NumberState {
   int64_t xa = 0, xb = 0;
   bool exp_neg = false;
   int64_t exp_mag = 0;  // saturates at kSat: "larger than any finite limit"
-  // A set of values (spec.points), in the exponent phases: the exponents that make the mantissa
-  // read one of them, sorted (xa and xb unused).
+  // A set of values (spec.points): the values the text can still reach, as index ranges into the
+  // set's sorted positive and negative values (those that agree with the digits read are
+  // contiguous), and whether 0 still is one; in the exponent phases, the exponents that make the
+  // mantissa read one of them, sorted (xa and xb unused).
+  uint32_t pos_lo = 0, pos_hi = 0, neg_lo = 0, neg_hi = 0;
+  bool zero_left = false;
   std::vector<int64_t> xs;
   // A multiple (spec.mult > 0): the value read times 10^mult_scale, mod mult (fraction digits
   // not yet read count as zeros), and how many fraction digits were read (at most mult_scale).
@@ -105,8 +109,11 @@ bool number_nullable(const NumberState& s);
 // which). -1 when s is dead.
 int number_min_accept_bytes(const NumberState& s, size_t max_states = 4096, bool* exact = nullptr);
 
-// A byte string equal for equal states (the hash-consing key, serialization, canonical form).
+// A byte string equal for equal states (serialization, canonical form).
 std::string number_encode(const NumberState& s);
+// The key under which a store interns the state: number_encode's, except for a set's states,
+// which name their set by identity rather than by its values (one set's states share it).
+std::string number_key(const NumberState& s);
 // The inverse of number_encode; false for malformed data.
 bool number_decode(const std::string& data, NumberState& out);
 std::string number_to_string(const NumberState& s);

@@ -369,7 +369,7 @@ ExprId ExprStore::number(const NumberState& s) {
     e.add('E');
     bytes(e);
   }
-  std::string key = number_encode(s);
+  std::string key = number_key(s);
   auto [it, fresh] = num_index_.emplace(std::move(key), static_cast<uint32_t>(num_states_.size()));
   if (fresh) {
     num_states_.push_back(s);

@@ -56,7 +56,7 @@ class ExprStore {
   ExprId negate(ExprId a);
   ExprId repeat(ExprId a, uint32_t min, uint32_t max);
   // The numbers that continue the state s (kNothing when none is in range). Equal states (by
-  // number_encode) are one expression.
+  // number_key: a set's states by their set's identity) are one expression.
   ExprId number(const NumberState& s);
   const NumberState& number_state(uint32_t i) const { return num_states_[i]; }
 
@@ -158,7 +158,7 @@ class ExprStore {
   void drop_absorbed(std::vector<ExprId>& flat);
   bool takes_first(ExprId rest, ExprId item) const;  // item·rest ⊆ rest, read off rest = C* Z
   std::vector<NumberState> num_states_;
-  std::unordered_map<std::string, uint32_t> num_index_;  // number_encode -> index in num_states_
+  std::unordered_map<std::string, uint32_t> num_index_;  // number_key -> index in num_states_
   size_t num_bytes_ = 0;
   size_t max_nodes_;
 };
