@@ -28,8 +28,6 @@ bool within_digits(uint64_t need, int64_t k) {
   return need < p;
 }
 
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
-
 }  // namespace
 
 NumberSpec parse_multiple(const std::string& multiple, const char* what) {

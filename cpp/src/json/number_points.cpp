@@ -17,16 +17,8 @@ using number_codec::put_str;
 // decoded states are held to it, so exponents and scales never overflow.
 constexpr int64_t kMaxExp = 4'000'000'000'000'000;
 
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
-
 bool dec_less(const Dec& a, const Dec& b) { return a.d != b.d ? a.d < b.d : a.q < b.q; }
 bool dec_equal(const Dec& a, const Dec& b) { return a.d == b.d && a.q == b.q; }
-
-size_t significant(const std::string& t) {
-  size_t n = t.size();
-  while (n > 0 && t[n - 1] == '0') --n;
-  return n;
-}
 
 // Whether an exponent written so far (sign, magnitude n; n == 0 while only zeros were read) may
 // still end as x.
@@ -67,7 +59,7 @@ void keep_agreeing(NumberState& out) {
   std::string past = out.digits;
   ++past.back();  // (past '9' is ':', above every digit)
   const uint32_t end = first_from(values, lo, hi, past);
-  lo = first_from(values, lo, end, out.digits.substr(0, significant(out.digits)));
+  lo = first_from(values, lo, end, out.digits.substr(0, significant_length(out.digits)));
   hi = end;
   out.zero_left = false;
 }
@@ -79,7 +71,7 @@ void to_exponent(NumberState& out) {
   out.xs.clear();
   if (!out.zero_mant) {
     const std::vector<Dec>& values = out.neg ? out.spec.points->neg : out.spec.points->pos;
-    const std::string u = out.digits.substr(0, significant(out.digits));
+    const std::string u = out.digits.substr(0, significant_length(out.digits));
     for (uint32_t i = out.neg ? out.neg_lo : out.pos_lo, hi = out.neg ? out.neg_hi : out.pos_hi;
          i < hi && values[i].d == u; ++i)
       out.xs.push_back(values[i].q - out.point);
@@ -142,7 +134,7 @@ bool points_nullable(const NumberState& s) {
     case NumberPhase::Frac: {
       if (s.digits.empty()) return s.zero_left;
       const std::vector<Dec>& values = s.neg ? s.spec.points->neg : s.spec.points->pos;
-      const size_t n = significant(s.digits);
+      const size_t n = significant_length(s.digits);
       for (uint32_t i = s.neg ? s.neg_lo : s.pos_lo, hi = s.neg ? s.neg_hi : s.pos_hi; i < hi; ++i) {
         const Dec& v = values[i];
         if (v.d.size() != n || s.digits.compare(0, n, v.d) != 0) break;  // (the run's first values)
@@ -212,9 +204,7 @@ bool points_decode(const std::string& data, size_t& pos, NumberState& s) {
       Dec v;
       v.q = in.i64();
       v.d = in.str();
-      const bool canonical = !v.d.empty() && v.d.front() != '0' && v.d.back() != '0' &&
-                             std::all_of(v.d.begin(), v.d.end(), [](char c) { return is_digit(c); });
-      if (!in.ok || !canonical || v.q > kMaxExp || v.q < -kMaxExp) return false;
+      if (!in.ok || !digit_string(v.d, true) || v.q > kMaxExp || v.q < -kMaxExp) return false;
       if (!side->empty() && !dec_less(side->back(), v)) return false;
       side->push_back(std::move(v));
     }

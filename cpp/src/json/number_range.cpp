@@ -19,13 +19,7 @@ namespace {
 constexpr int64_t kMaxBoundExp = 1'000'000'000'000;
 constexpr int64_t kMaxFinite = 4'000'000'000'000'000;
 
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
-
-std::string trim_zeros(const std::string& t) {
-  size_t n = t.size();
-  while (n > 0 && t[n - 1] == '0') --n;
-  return t.substr(0, n);
-}
+std::string trim_zeros(const std::string& t) { return t.substr(0, significant_length(t)); }
 
 // 0.a vs 0.b for digit strings without trailing zeros: plain string order.
 int cmp_digits(const std::string& a, const std::string& b) {
@@ -284,6 +278,19 @@ bool read_exponent(const std::string& text, size_t& i, int64_t& exp) {
 
 }  // namespace
 
+size_t significant_length(const std::string& digits) {
+  size_t n = digits.size();
+  while (n > 0 && digits[n - 1] == '0') --n;
+  return n;
+}
+
+bool digit_string(const std::string& s, bool canonical_ends) {
+  for (char c : s)
+    if (!is_digit(static_cast<uint8_t>(c))) return false;
+  if (!canonical_ends) return s.empty() || s[0] != '0';
+  return !s.empty() && s.front() != '0' && s.back() != '0';
+}
+
 NumberBound parse_number_bound(const std::string& text, bool exclusive, const char* what) {
   NumberBound b;
   b.present = true;
@@ -478,13 +485,6 @@ void put_bound(std::string& out, const NumberBound& b) {
   if (!b.present || b.zero) return;
   put_i64(out, b.mag.q);
   put_str(out, b.mag.d);
-}
-
-bool digit_string(const std::string& s, bool canonical_ends) {
-  for (char c : s)
-    if (!is_digit(static_cast<uint8_t>(c))) return false;
-  if (!canonical_ends) return s.empty() || s[0] != '0';
-  return !s.empty() && s.front() != '0' && s.back() != '0';
 }
 
 bool get_bound(In& in, NumberBound& b) {

@@ -85,6 +85,15 @@ struct NumberState {
 constexpr int64_t kNumInf = int64_t(4) << 60;
 constexpr int64_t kNumSat = int64_t(100'000'000'000'000'000);
 
+// An ASCII decimal digit.
+inline bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+// The length of a digit string without its trailing zeros: its significant digits after the
+// leading ones are dropped.
+size_t significant_length(const std::string& digits);
+// Whether s is digits only and does not start with a zero; with canonical_ends, also non-empty
+// and not ending with one (a value's significant digits).
+bool digit_string(const std::string& s, bool canonical_ends);
+
 // Parses a bound written as a decimal (`-12.5`, `1e308`, `1E+308`, `0.1`); throws GrammarError
 // for anything else. `what` names the bound in the message.
 NumberBound parse_number_bound(const std::string& text, bool exclusive, const char* what);

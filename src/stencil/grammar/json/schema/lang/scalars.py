@@ -20,8 +20,8 @@ from stencil.grammar.json.schema.lang.strings import JsonStrings
 
 __all__ = ["Scalars", "length_set"]
 
-#: values per number-set expression: a state's key lists the values it can still reach (every one
-#: in the first states), so a huge enum is an Or of sets of this size
+#: values per number-set expression: a state's canonical form and its serialized key list the values
+#: it can still reach (every one in the first states), so a huge enum is an Or of sets of this size
 _SET_CHUNK = 4096
 #: draft 4's integers in a set are written out as text below this many digits (longer ones take
 #: the range forms)
