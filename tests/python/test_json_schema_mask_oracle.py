@@ -201,6 +201,17 @@ CASES = {
     # (decided off the pattern's derivatives)
     "unanchored_count": ({"type": "string", "pattern": "[ab]{3}"}, {"string_spelling": "plain"}, b'abc"', False),
     "unanchored_count_maxlen": ({"type": "string", "pattern": "[ab]{3,4}", "maxLength": 5}, {}, b'ab"c\\u0', False),
+    # an unanchored pattern beside a length whose minimum is past the pattern's shortest word:
+    # plain tokens within the pattern's slack of the count taken whole, the longer ones walked
+    "unanchored_exact_length": ({"type": "string", "pattern": "[ab]+", "minLength": 3, "maxLength": 3}, {},
+                                b'abc"x\\u0', False),
+    "unanchored_slack_plain": ({"type": "string", "pattern": "b[ab]", "minLength": 2, "maxLength": 4},
+                               {"string_spelling": "plain"}, b'abc"x', False),
+    # (and anchored ones, which plain text can kill: words counted by a pattern, a first letter)
+    "anchored_words_min": ({"type": "string", "pattern": "^(?:a+ )*a+$", "minLength": 1},
+                           {"string_spelling": "plain"}, b'ab "x', False),
+    "anchored_head_length": ({"type": "string", "pattern": "^a[ab ]*$", "minLength": 2, "maxLength": 4}, {},
+                             b'ab "x\\u0', False),
     "enum": ({"enum": ["ab", "abc", 12, 1.5, [1, "x"], {"a": None}, True, None]}, {},
              b'abc"12.5[],x{}:nultrue\\e0', True),
     "property_names": ({"type": "object", "propertyNames": {"pattern": "^[ab]{1,2}$"}, "maxProperties": 2,

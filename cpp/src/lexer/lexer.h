@@ -156,6 +156,12 @@ class Lexer {
   // none), *relaxed the state at `C* rest`, *rest the state at `rest` and (where given) *lo the
   // lower bound.
   bool bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* lo = nullptr) const;
+  // bounded_text_head's kind for the masks, where one conjunct P beside the count need not hold
+  // every plain string but keeps within *slack characters of a word whatever plain text reads it,
+  // with every count from there up (Deriver::item_slack; an unanchored pattern beside a length,
+  // `.*[0-9a-f]+.* & C{12,12}`: 1): a plain token of at most k - slack characters stays inside,
+  // longer ones up to k may. *slack is 0 where bounded_text_head holds.
+  bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack) const;
   // bounded_text_head's looser kind, for the cost searches (which check the path they take
   // past the head): the lexeme may be lazy, an optional part that plain text cannot enter may
   // come first (`\n? (C{lo,k} & ~(.*</p>.*)) \n? </p>`: raw text up to a marker), and a conjunct
@@ -218,6 +224,9 @@ class Lexer {
   template <class Step>
   bool explore_plain_exprs(ExprId start, size_t max_pairs, Step step, const ByteSet* skip = nullptr) const;
   bool covers_plain(ExprId e) const;  // every plain string is in e (memoized); mu_ held
+  // Whether an alternative of e loops on plain text (as in loops_on_plain): then no plain string
+  // kills e. mu_ held.
+  bool holds_plain_loop(ExprId e) const;
   // Whether every plain string without the bytes of `avoid` is in e; mu_ held.
   bool covers_plain_without(ExprId e, const ByteSet& avoid) const;
   // The ASCII bytes whose derivative of e is not e, and whether e holds every plain string
@@ -229,9 +238,10 @@ class Lexer {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
     ByteSet avoid;
+    uint32_t slack = 0;
   };
-  // bounded_text_head (loose: loose_text_head), not memoized; mu_ held
-  TextHead text_head(uint32_t s, bool loose) const;
+  // bounded_text_head (loose: loose_text_head; with_slack: slack_text_head), not memoized; mu_ held
+  TextHead text_head(uint32_t s, bool loose, bool with_slack = false) const;
   // relaxed_state (mode 0, and 3 keeping the minimums) and lifted_state (1, and 2 lowering them)
   uint32_t lift_state(uint32_t s, uint32_t limit, int mode) const;
 
@@ -294,6 +304,7 @@ class Lexer {
   // state of its own) share a few pattern derivatives, each explored once.
   mutable std::unordered_map<ExprId, bool> covers_plain_;
   mutable std::unordered_map<uint32_t, TextHead> loose_heads_;  // loose_text_head per state; mu_
+  mutable std::unordered_map<uint32_t, TextHead> slack_heads_;  // slack_text_head per state; mu_
   mutable std::unordered_map<ExprId, std::pair<bool, ByteSet>> covers_avoiding_;  // covers_plain_avoiding; mu_
   bool has_unique_keys_ = false;
 };

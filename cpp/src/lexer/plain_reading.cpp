@@ -31,6 +31,17 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
   return it->second.ok;
 }
 
+bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slack_heads_.find(s);
+  if (it == slack_heads_.end()) it = slack_heads_.emplace(s, text_head(s, false, true)).first;
+  *k = it->second.k;
+  *relaxed = it->second.relaxed;
+  *rest = it->second.rest;
+  *slack = it->second.slack;
+  return it->second.ok;
+}
+
 bool Lexer::loose_text_head(uint32_t s, LooseTextHead* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = loose_heads_.find(s);
@@ -89,7 +100,7 @@ bool Lexer::plain_chars_one_each(ExprId item) const {
   return true;
 }
 
-Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
+Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const {
   const Pairs& p = state_pairs_[s];
   if (p.size() != 2 || (lexemes_[p[0]].lazy && !loose)) return {};
   const uint32_t lex = p[0];
@@ -129,8 +140,22 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
   if (!plain_chars_one_each(rep.a)) return {};
   ByteSet avoid;
+  uint32_t slack = 0;
+  bool slacked = false;
   for (ExprId x : others) {
     if (covers_plain(x)) continue;
+    if (with_slack && !slacked) {
+      // (the counts past Deriver::kCountedItems are not known one by one; and a pattern that
+      // some plain text kills has none, which a loop over plain text in it rules out cheaply
+      // before the slack's exploration: an anchored count of words explores hundreds of pairs
+      // to find the word too many)
+      if (!holds_plain_loop(x)) return {};
+      slack = deriver_.item_slack(x, rep.a);
+      if (slack == Deriver::kNoSlack || (rep.max == kUnbounded ? rep.min : rep.max) >= Deriver::kCountedItems)
+        return {};
+      slacked = true;
+      continue;
+    }
     if (!loose) return {};
     const auto [covers, bytes] = covers_plain_avoiding(x);
     if (!covers) return {};
@@ -144,7 +169,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose) const {
   // (the loose kind has no relaxed state: its readers replay the rest instead)
   const uint32_t relaxed =
       loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
-  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid};
+  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack};
 }
 
 namespace {
@@ -188,6 +213,19 @@ bool Lexer::explore_plain_exprs(ExprId start, size_t max_pairs, Step step, const
     }
   }
   return true;
+}
+
+bool Lexer::holds_plain_loop(ExprId e) const {
+  const ExprNode& n = store_.node(e);
+  const std::vector<ExprId> alts = n.kind == ExprKind::Or
+                                       ? std::vector<ExprId>(store_.args(n), store_.args(n) + n.args_len)
+                                       : std::vector<ExprId>{e};
+  for (ExprId f : alts)
+    if (loop_shaped(store_, f) && !deriver_.is_empty(f) && explore_plain_exprs(f, 64, [&](ExprId d, bool boundary) {
+          return boundary && store_.holds(d, f) ? PlainStep::kCovered : PlainStep::kExplore;
+        }))
+      return true;
+  return false;
 }
 
 bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {

@@ -2,8 +2,10 @@
 // its maxLength), off P's derivatives alone. Deriving the intersection makes an expression per
 // (pattern state, count), and proving one empty searched every pair below it: an unanchored
 // `[A-Z]{200}` beside a maxLength of 223 holds some 40,000, the first mask inside it took half a
-// second. The fewest items of C in a word of P that is a string of C's decide it for every count
-// at once: empty exactly when none is at most hi; not empty when that fewest is at least lo.
+// second. The counts of items of C that P's words made of C's take decide it for every count at
+// once: the fewest (empty when it is past hi, not when it is at least lo), and where lo is past
+// it (an exact length beside an unanchored pattern), which counts below kCountedItems occur.
+#include <algorithm>
 #include <deque>
 #include <unordered_map>
 #include <vector>
@@ -12,21 +14,102 @@
 
 namespace stencil {
 
+namespace {
+
+// Whether x is a few alternatives of byte strings, as the rest of a character begun is (a
+// pattern's own concatenation, `.*[A-Z]{200}.*`, is not: read as a count it costs a search).
+bool item_rest(const ExprStore& store, ExprId x, int& budget) {
+  if (--budget < 0) return false;
+  const ExprNode& n = store.node(x);
+  switch (n.kind) {
+    case ExprKind::Bytes:
+    case ExprKind::Empty:
+      return true;
+    case ExprKind::Concat:
+      return item_rest(store, n.a, budget) && item_rest(store, n.b, budget);
+    case ExprKind::Or:
+      for (uint32_t i = 0; i < n.args_len; ++i)
+        if (!item_rest(store, store.args(n)[i], budget)) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 int Deriver::counted_empty(ExprId e, bool explore) {
   const ExprNode n = store_.node(e);
   if (n.kind != ExprKind::And || n.args_len != 2 || reps_.empty()) return -1;
-  for (int side = 0; side < 2; ++side) {
-    const ExprId count = store_.args(n)[side], p = store_.args(n)[1 - side];
-    const ExprNode c = store_.node(count);
-    if (c.kind != ExprKind::Repeat || store_.node(c.a).nullable || store_.node(c.a).boolean || store_.node(p).boolean)
-      continue;
-    const uint32_t t = fewest_items(p, c.a, explore);
-    if (t == kUnknownItems) return -1;
-    if (t == kNoItems || (c.max != kUnbounded && t > c.max)) return 1;
-    if (t >= c.min) return 0;
-    return -1;  // (a minimum past the fewest: some word between may still fit)
-  }
+  // A side `C{lo,hi}` first; then `r C{lo,hi}`, inside an item (a multi-byte character or an
+  // escape begun): concatenations nest to the right, r is every part before the count.
+  for (int form = 0; form < 2; ++form)
+    for (int side = 0; side < 2; ++side) {
+      const ExprId count = store_.args(n)[side], p = store_.args(n)[1 - side];
+      ExprId r = ExprStore::kEmpty, reps = count;
+      if ((store_.node(count).kind == ExprKind::Concat) != (form == 1)) continue;
+      if (form == 1) {
+        std::vector<ExprId> parts;
+        int budget = 64;
+        for (; store_.node(reps).kind == ExprKind::Concat; reps = store_.node(reps).b) {
+          parts.push_back(store_.node(reps).a);
+          if (!item_rest(store_, parts.back(), budget)) break;
+        }
+        if (budget < 0 || store_.node(reps).kind == ExprKind::Concat) continue;
+        r = parts.size() == 1 ? parts[0] : store_.concat(parts);
+      }
+      const ExprNode c = store_.node(reps);
+      if (c.kind != ExprKind::Repeat || store_.node(c.a).nullable || store_.node(c.a).boolean || store_.node(p).boolean)
+        continue;
+      ItemCounts inside;
+      const ItemCounts* t = form == 0 ? item_counts(p, c.a, explore) : counts_inside_item(p, r, c.a, inside);
+      if (!t && form == 1) continue;  // (the other side may be the count)
+      if (!t) return -1;
+      if (t->fewest == kNoItems || (c.max != kUnbounded && t->fewest > c.max)) return 1;
+      if (t->fewest >= c.min) return 0;
+      // A minimum past the fewest (an exact length beside an unanchored pattern): the counts
+      // below kCountedItems are known one by one.
+      const uint32_t top = c.max == kUnbounded ? kCountedItems - 1 : std::min(c.max, kCountedItems - 1);
+      for (uint32_t k = c.min; k <= top; ++k)
+        if (t->has(k)) return 0;
+      if (c.max != kUnbounded && c.max < kCountedItems) return 1;
+      return -1;  // (counts past those known: some word there may still fit)
+    }
   return -1;
+}
+
+// Inside an item: the patterns at the item's end, reached by r's few strings (by byte class),
+// each answered by what explorations between items left (none is begun here: a pattern whose
+// exploration gives up would be explored afresh at every character begun).
+const Deriver::ItemCounts* Deriver::counts_inside_item(ExprId p, ExprId r, ExprId c, ItemCounts& out) {
+  constexpr size_t kMaxPaths = 256;
+  std::vector<std::pair<ExprId, ExprId>> level{{p, r}}, ends;
+  for (int depth = 0; !level.empty(); ++depth) {
+    std::vector<std::pair<ExprId, ExprId>> next;
+    for (const auto& [x, rest] : level) {
+      if (store_.nullable(rest)) ends.emplace_back(x, ExprStore::kEmpty);
+      if (depth == 8) return nullptr;  // (the rest of a character is a few bytes)
+      for (uint8_t b : reps_) {
+        const ExprId rest2 = derive(rest, b);
+        if (rest2 == ExprStore::kNothing) continue;
+        const ExprId x2 = derive(x, b);
+        if (x2 == ExprStore::kNothing) continue;
+        next.emplace_back(x2, rest2);
+        if (next.size() + ends.size() > kMaxPaths) return nullptr;
+      }
+    }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level.swap(next);
+  }
+  out = ItemCounts();
+  for (const auto& [x, unused] : ends) {
+    const ItemCounts* t = item_counts(x, c, false);
+    if (!t) return nullptr;
+    out.fewest = std::min(out.fewest, t->fewest);
+    for (size_t w = 0; w < kCountedItems / 64; ++w) out.below[w] |= t->below[w];
+  }
+  return &out;
 }
 
 int Deriver::quick_empty(ExprId e) {
@@ -57,15 +140,17 @@ int Deriver::quick_empty(ExprId e) {
 }
 
 // The pairs (p', r) that words from p reach, r the rest of the item of c begun (ε between items),
-// explored once; then the fewest items to a word's end from each, over the edges reversed (an
-// edge that begins an item weighs one), remembered for every pair between items: the later
-// counts' patterns are derivatives of this one, and find their answer waiting.
-uint32_t Deriver::fewest_items(ExprId p, ExprId c, bool explore) {
-  constexpr size_t kMaxPairs = 20000;
+// explored once; then, over the edges reversed (an edge that begins an item weighs one), the
+// fewest items to a word's end from each pair and which counts below kCountedItems occur,
+// remembered for every pair between items: the later counts' patterns are derivatives of this
+// one, and find their answer waiting.
+const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore, size_t max_pairs, bool for_slack) {
   auto key = [c](ExprId x) { return uint64_t(x) << 32 | c; };
-  if (auto it = fewest_items_.find(key(p)); it != fewest_items_.end()) return it->second;
-  if (!explore) return kUnknownItems;
-  if (fewest_items_.size() > (1u << 18)) fewest_items_.clear();  // a cache: bounded memory
+  if (auto it = item_counts_.find(key(p)); it != item_counts_.end())
+    return it->second.fewest == kUnknownItems ? nullptr : &it->second;
+  if (!explore) return nullptr;
+  if (item_counts_.size() > (1u << 17)) item_counts_.clear();  // a cache: bounded memory
+  bool dies = false;
   std::vector<std::pair<ExprId, ExprId>> pairs{{p, ExprStore::kEmpty}};
   std::unordered_map<uint64_t, uint32_t> index{{uint64_t(p) << 32 | ExprStore::kEmpty, 0}};
   std::vector<std::vector<std::pair<uint32_t, uint8_t>>> into(1);  // into[v]: (u, weight) of u -> v
@@ -78,40 +163,102 @@ uint32_t Deriver::fewest_items(ExprId p, ExprId c, bool explore) {
     into[it->second].emplace_back(from, weight);
   };
   for (size_t h = 0; h < pairs.size(); ++h) {
-    if (pairs.size() > kMaxPairs) return fewest_items_[key(p)] = kUnknownItems;  // (not explored again)
+    if (pairs.size() > max_pairs) {
+      if (max_pairs == kMaxItemPairs) item_counts_[key(p)].fewest = kUnknownItems;  // (not explored again)
+      return nullptr;
+    }
     const auto [x, r] = pairs[h];
     // (a unit per pair: the derivatives it looks up are mostly known, and those made are charged
     // as they are; a unit per byte charged a search's whole work to one exploration)
     burn(1);
     for (uint8_t b : reps_) {
       const ExprId x2 = derive(x, b);
-      if (x2 == ExprStore::kNothing) continue;
       const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
       if (r2 == ExprStore::kNothing) continue;
+      if (x2 == ExprStore::kNothing) {
+        dies = true;  // (a string of c's that p refuses: no slack)
+        if (for_slack) return nullptr;
+        continue;
+      }
       const uint8_t weight = r == ExprStore::kEmpty ? 1 : 0;
       if (store_.nullable(r2)) reach(x2, ExprStore::kEmpty, static_cast<uint32_t>(h), weight);
       if (r2 != ExprStore::kEmpty) reach(x2, r2, static_cast<uint32_t>(h), weight);
     }
   }
-  std::vector<uint32_t> fewest(pairs.size(), kNoItems);
+  std::vector<ItemCounts> counts(pairs.size());
   std::deque<uint32_t> queue;
   for (uint32_t v = 0; v < pairs.size(); ++v)
     if (pairs[v].second == ExprStore::kEmpty && store_.nullable(pairs[v].first)) {
-      fewest[v] = 0;
+      counts[v].fewest = 0;
+      counts[v].below[0] = 1;
       queue.push_back(v);
     }
+  // The fewest: a shortest path with weights 0 and 1 (0-1 breadth-first).
   while (!queue.empty()) {
     const uint32_t v = queue.front();
     queue.pop_front();
     for (const auto& [u, weight] : into[v]) {
-      if (fewest[v] + weight >= fewest[u]) continue;
-      fewest[u] = fewest[v] + weight;
+      if (counts[v].fewest + weight >= counts[u].fewest) continue;
+      counts[u].fewest = counts[v].fewest + weight;
       weight ? queue.push_back(u) : queue.push_front(u);
     }
   }
+  // The counts: the least fixpoint of counts(u) ⊇ counts(v) + weight over edges u -> v. Each
+  // set only grows, within kCountedItems bits, so every pair is requeued at most that often.
+  constexpr size_t kWords = kCountedItems / 64;
+  std::vector<uint8_t> queued(pairs.size(), 0);
+  std::vector<uint32_t> work;
   for (uint32_t v = 0; v < pairs.size(); ++v)
-    if (pairs[v].second == ExprStore::kEmpty) fewest_items_.emplace(key(pairs[v].first), fewest[v]);
-  return fewest[0];
+    if (counts[v].fewest == 0) work.push_back(v), queued[v] = 1;
+  while (!work.empty()) {
+    const uint32_t v = work.back();
+    work.pop_back();
+    queued[v] = 0;
+    for (const auto& [u, weight] : into[v]) {
+      bool grew = false;
+      for (size_t w = kWords; w-- > 0;) {
+        uint64_t add = counts[v].below[w];
+        if (weight) add = add << 1 | (w > 0 ? counts[v].below[w - 1] >> 63 : 0);
+        if (add & ~counts[u].below[w]) counts[u].below[w] |= add, grew = true;
+      }
+      if (grew && !queued[u]) work.push_back(u), queued[u] = 1;
+    }
+  }
+  // The slack over every pair reached, between items or inside one: each pair from p is among
+  // them, so it bounds theirs too.
+  uint32_t slack = dies ? kNoSlack : 0;
+  for (size_t v = 0; v < counts.size() && slack != kNoSlack; ++v) {
+    const ItemCounts& t = counts[v];
+    bool closed = t.fewest < kCountedItems;
+    for (uint32_t k = t.fewest; closed && k < kCountedItems; ++k) closed = t.has(k);
+    if (!closed) {
+      slack = kNoSlack;
+      break;
+    }
+    slack = std::max(slack, t.fewest);
+  }
+  for (uint32_t v = 0; v < pairs.size(); ++v)
+    if (pairs[v].second == ExprStore::kEmpty) {
+      counts[v].slack = slack;
+      item_counts_.emplace(key(pairs[v].first), counts[v]);
+    }
+  return &item_counts_.find(key(p))->second;
+}
+
+uint32_t Deriver::item_slack(ExprId p, ExprId c) {
+  // A light exploration, which stops at the first string p refuses: asked of every counted
+  // string's pattern, most of which have no slack (anchored ones die on some character) and some
+  // of which have many pairs (a count of 200 words). What it finds stays for counted_empty.
+  constexpr size_t kSlackPairs = 512;
+  const uint64_t key = uint64_t(p) << 32 | c;
+  if (auto it = item_counts_.find(key); it != item_counts_.end())
+    return it->second.fewest == kUnknownItems ? kNoSlack : it->second.slack;
+  if (no_slack_.count(key)) return kNoSlack;
+  const ItemCounts* t = item_counts(p, c, true, kSlackPairs, true);
+  if (t) return t->slack;
+  if (no_slack_.size() > (1u << 16)) no_slack_.clear();  // a cache: bounded memory
+  no_slack_.insert(key);
+  return kNoSlack;
 }
 
 }  // namespace stencil

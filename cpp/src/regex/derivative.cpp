@@ -18,7 +18,7 @@ size_t Deriver::memory_bytes() const {
   size_t scratch = 0;
   for (const auto& v : scratch_) scratch += heap::of(v);
   return cache_.memory_bytes() + heap::nodes(empty_cache_) + heap::nodes(witness_cache_) + scratch + heap::of(reps_) +
-         heap::nodes(fewest_items_);
+         heap::nodes(item_counts_) + heap::nodes(no_slack_);
 }
 
 namespace {

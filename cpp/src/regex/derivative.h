@@ -5,6 +5,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "regex/expr.h"
@@ -34,6 +35,14 @@ class Deriver {
   void set_cache_cap(size_t entries) { cache_cap_ = entries; }
   // Whether the fuel ran out once: work limits are over the deriver's life, so it stays out.
   bool exhausted() const { return exhausted_; }
+  // The most items of c that p, or any derivative of p by a string of c's, still needs to end a
+  // word made of c's, where each of them takes every count of items from its fewest up to
+  // kCountedItems: then k items in all fit every string of at most k - slack items that p is
+  // read by. kNoSlack otherwise (a string of c's that p refuses, one after which p cannot end,
+  // a count skipped, or too many pairs).
+  // An unanchored `[0-9a-f]+` over a string's characters: 1.
+  static constexpr uint32_t kNoSlack = 0xFFFFFFFFu, kCountedItems = 256;
+  uint32_t item_slack(ExprId p, ExprId c);
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {
     const ExprNode& n = store_.node(e);
@@ -52,13 +61,26 @@ class Deriver {
   bool witness(ExprId e, std::string& out);
   // A pattern beside a count of characters (counted_empty.cpp): whether the intersection e of a
   // pattern and a count is empty (1), not (0), or not decided so (-1); quick_empty, the same for
-  // any e through its alternatives and concatenations (no search); fewest_items, the fewest
-  // items of c in a word of p that is a string of c's (kNoItems: none; kUnknownItems: gave up).
+  // any e through its alternatives and concatenations (no search); item_counts, the counts of
+  // items of c that the words of p made of c's take (null: gave up, or not explored).
   // (`explore`: P's pairs explored where not yet; else only what earlier explorations left)
   int counted_empty(ExprId e, bool explore);
   int quick_empty(ExprId e);
-  static constexpr uint32_t kNoItems = 0xFFFFFFFFu, kUnknownItems = 0xFFFFFFFEu;
-  uint32_t fewest_items(ExprId p, ExprId c, bool explore);
+  static constexpr uint32_t kNoItems = 0xFFFFFFFFu;
+  struct ItemCounts {
+    uint32_t fewest = kNoItems;  // the fewest (any size; kNoItems: no word)
+    uint32_t slack = kNoSlack;   // at most item_slack's (that of the exploration that found it)
+    uint64_t below[kCountedItems / 64] = {};  // exactly which counts under kCountedItems occur
+    bool has(uint32_t k) const { return k < kCountedItems && (below[k / 64] >> (k % 64) & 1); }
+  };
+  // (at most max_pairs pairs; for_slack: none where some string of c's kills p, and nothing
+  // kept of an exploration cut short)
+  static constexpr size_t kMaxItemPairs = 20000;
+  const ItemCounts* item_counts(ExprId p, ExprId c, bool explore, size_t max_pairs = kMaxItemPairs,
+                                bool for_slack = false);
+  // The same from inside an item, r the rest of it begun, off what item_counts left (null where
+  // it left nothing); `out` holds the answer.
+  const ItemCounts* counts_inside_item(ExprId p, ExprId r, ExprId c, ItemCounts& out);
 
   ExprStore& store_;
   uint64_t fuel_;
@@ -70,7 +92,9 @@ class Deriver {
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
   std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;
-  std::unordered_map<uint64_t, uint32_t> fewest_items_;  // (p << 32 | c) -> fewest_items
+  static constexpr uint32_t kUnknownItems = 0xFFFFFFFEu;  // an ItemCounts' fewest: gave up
+  std::unordered_map<uint64_t, ItemCounts> item_counts_;   // (p << 32 | c) -> item_counts
+  std::unordered_set<uint64_t> no_slack_;  // (p << 32 | c): item_slack's light exploration said none
   std::vector<uint8_t> reps_;
 };
 

@@ -224,7 +224,15 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
 // plain token can end the lexeme (rest is not nullable).
 bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const {
   uint32_t relaxed, rest;
-  if (!lexer.bounded_text_head(state, k, &relaxed, &rest)) return false;
+  return lexer.bounded_text_head(state, k, &relaxed, &rest) && plain_stays_in_head(lexer, relaxed, rest);
+}
+
+bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack) const {
+  uint32_t relaxed, rest;
+  return lexer.slack_text_head(state, k, &relaxed, &rest, slack) && plain_stays_in_head(lexer, relaxed, rest);
+}
+
+bool MaskCache::plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const {
   for (int b = 0; b < 256; ++b)
     if (plain_text_step(0, static_cast<uint8_t>(b)) >= 0 && lexer.next(rest, static_cast<uint8_t>(b)) != Lexer::kDead)
       return false;
@@ -248,11 +256,23 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
-  if (uint32_t k = 0; plain_slice_ && admits_bounded_plain(lexer, state, &k)) {
+  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack)) {
     // A string with k characters left: the plain tokens of at most k characters stay inside
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
-    shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
+    if (k == kUnbounded || slack == 0) {
+      shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
+    } else {
+      // Beside a pattern within `slack` characters of a word: those of at most k - slack do, and
+      // the longer ones, of more than k - slack bytes, are walked in the sub-tries that hold them
+      // (their walk's ends are the rest's too, walked below).
+      shared->inner.assign(slice.bits.size(), 0);
+      if (k >= slack) shared->inner = slice.at_most_chars(k - slack);
+      std::vector<uint32_t> deep(slice.bits.size(), 0);
+      std::vector<Boundary> ends;
+      inner_walk(lexer, vocab.trie(), 0, state, deep, ends, k >= slack ? k - slack + 1 : 1);
+      for (size_t w = 0; w < deep.size(); ++w) shared->inner[w] |= deep[w] & slice.bits[w];
+    }
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
     return part;

@@ -67,6 +67,11 @@ class MaskCache {
   // Whether `state` is `C{lo,k} rest` (Lexer::bounded_text_head) where C* rest admits plain text
   // and rest cannot start with it: exactly the plain tokens of at most *k characters stay inside.
   bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
+  // The same with Lexer::slack_text_head: the plain tokens of at most *k - *slack characters stay
+  // inside, and those of up to *k may (an unanchored pattern beside a length).
+  bool admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack) const;
+  // (their common part: C* rest admits plain text and rest cannot start with it)
+  bool plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const;
   // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.
   CharSummary loop_chars(const Lexer& lexer, uint32_t state, bool groups) const;
 
