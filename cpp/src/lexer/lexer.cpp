@@ -314,8 +314,8 @@ size_t Lexer::memory_bytes() const {
   const size_t maps = heap::of(state_pairs_) + heap::nodes(state_ids_) + heap::nodes(relaxed_) + heap::nodes(lifted_) +
                       heap::nodes(sandwiches_) + heap::nodes(part_chars_) + finite_langs_.memory_bytes() +
                       heap::nodes(may_finite_) + heap::nodes(expr_bytes_) + parked + heap::nodes(text_heads_) +
-                      heap::nodes(loose_heads_) + heap::nodes(slack_heads_) + heap::nodes(covers_avoiding_) +
-                      heap::nodes(covers_plain_);
+                      heap::nodes(loose_heads_) + heap::nodes(slack_heads_) + heap::nodes(plain_loops_) +
+                      heap::nodes(covers_avoiding_) + heap::nodes(covers_plain_);
   return blocks + state_bytes_ + maps + starts + store_.memory_bytes() + deriver_.memory_bytes();
 }
 

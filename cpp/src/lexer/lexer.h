@@ -160,7 +160,9 @@ class Lexer {
   // every plain string but keeps within *slack characters of a word whatever plain text reads it,
   // with every count from there up (Deriver::item_slack; an unanchored pattern beside a length,
   // `.*[0-9a-f]+.* & C{12,12}`: 1): a plain token of at most k - slack characters stays inside,
-  // longer ones up to k may. *slack is 0 where bounded_text_head holds.
+  // longer ones up to k may. *slack is 0 where bounded_text_head holds. Not for a maximum alone of
+  // kSlackFrom or more (MaskCache::partly_relaxed lifts it: one entry for every count).
+  static constexpr uint32_t kSlackFrom = 16;
   bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack) const;
   // bounded_text_head's looser kind, for the cost searches (which check the path they take
   // past the head): the lexeme may be lazy, an optional part that plain text cannot enter may
@@ -305,6 +307,7 @@ class Lexer {
   mutable std::unordered_map<ExprId, bool> covers_plain_;
   mutable std::unordered_map<uint32_t, TextHead> loose_heads_;  // loose_text_head per state; mu_
   mutable std::unordered_map<uint32_t, TextHead> slack_heads_;  // slack_text_head per state; mu_
+  mutable std::unordered_map<ExprId, bool> plain_loops_;         // holds_plain_loop; mu_
   mutable std::unordered_map<ExprId, std::pair<bool, ByteSet>> covers_avoiding_;  // covers_plain_avoiding; mu_
   bool has_unique_keys_ = false;
 };

@@ -149,6 +149,9 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
       // some plain text kills has none, which a loop over plain text in it rules out cheaply
       // before the slack's exploration: an anchored count of words explores hundreds of pairs
       // to find the word too many)
+      // (a maximum alone of kSlackFrom or more is lifted instead: MaskCache::partly_relaxed's
+      // one entry serves every count)
+      if (rep.min == 0 && rep.max != kUnbounded && rep.max >= kSlackFrom) return {};
       if (!holds_plain_loop(x)) return {};
       slack = deriver_.item_slack(x, rep.a);
       if (slack == Deriver::kNoSlack || (rep.max == kUnbounded ? rep.min : rep.max) >= Deriver::kCountedItems)
@@ -216,6 +219,8 @@ bool Lexer::explore_plain_exprs(ExprId start, size_t max_pairs, Step step, const
 }
 
 bool Lexer::holds_plain_loop(ExprId e) const {
+  if (auto it = plain_loops_.find(e); it != plain_loops_.end()) return it->second;
+  bool& out = plain_loops_[e];
   const ExprNode& n = store_.node(e);
   const std::vector<ExprId> alts = n.kind == ExprKind::Or
                                        ? std::vector<ExprId>(store_.args(n), store_.args(n) + n.args_len)
@@ -224,8 +229,8 @@ bool Lexer::holds_plain_loop(ExprId e) const {
     if (loop_shaped(store_, f) && !deriver_.is_empty(f) && explore_plain_exprs(f, 64, [&](ExprId d, bool boundary) {
           return boundary && store_.holds(d, f) ? PlainStep::kCovered : PlainStep::kExplore;
         }))
-      return true;
-  return false;
+      return out = true;
+  return out = false;
 }
 
 bool Lexer::loops_on_plain(uint32_t s, size_t max_pairs) const {

@@ -42,8 +42,10 @@ int Deriver::counted_empty(ExprId e, bool explore) {
   const ExprNode n = store_.node(e);
   if (n.kind != ExprKind::And || n.args_len != 2 || reps_.empty()) return -1;
   // A side `C{lo,hi}` first; then `r C{lo,hi}`, inside an item (a multi-byte character or an
-  // escape begun): concatenations nest to the right, r is every part before the count.
-  for (int form = 0; form < 2; ++form)
+  // escape begun): concatenations nest to the right, r is every part before the count. (Inside
+  // an item only where is_empty asks first, not from within a search, which asks every state it
+  // reaches: the paths through r cost more there than they save.)
+  for (int form = 0; form < (explore ? 1 : 2); ++form)
     for (int side = 0; side < 2; ++side) {
       const ExprId count = store_.args(n)[side], p = store_.args(n)[1 - side];
       ExprId r = ExprStore::kEmpty, reps = count;
