@@ -152,24 +152,37 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
     return it->second.fewest == kUnknownItems ? nullptr : &it->second;
   if (!explore) return nullptr;
   if (item_counts_.size() > (1u << 17)) item_counts_.clear();  // a cache: bounded memory
-  bool dies = false;
-  std::vector<std::pair<ExprId, ExprId>> pairs{{p, ExprStore::kEmpty}};
+  ItemGraph g;
+  if (!explore_items(p, c, max_pairs, for_slack, g)) {
+    if (!(for_slack && g.dies) && max_pairs == kMaxItemPairs)  // (too many pairs: not explored again)
+      item_counts_[key(p)].fewest = kUnknownItems;
+    return nullptr;
+  }
+  std::vector<ItemCounts> counts = count_items(g);
+  const uint32_t slack = slack_of(counts, g.dies);
+  for (uint32_t v = 0; v < g.pairs.size(); ++v)
+    if (g.pairs[v].second == ExprStore::kEmpty) {
+      counts[v].slack = slack;
+      item_counts_.emplace(key(g.pairs[v].first), counts[v]);
+    }
+  return &item_counts_.find(key(p))->second;
+}
+
+bool Deriver::explore_items(ExprId p, ExprId c, size_t max_pairs, bool for_slack, ItemGraph& g) {
+  g.pairs.assign(1, {p, ExprStore::kEmpty});
+  g.into.assign(1, {});
   std::unordered_map<uint64_t, uint32_t> index{{uint64_t(p) << 32 | ExprStore::kEmpty, 0}};
-  std::vector<std::vector<std::pair<uint32_t, uint8_t>>> into(1);  // into[v]: (u, weight) of u -> v
   auto reach = [&](ExprId x, ExprId r, uint32_t from, uint8_t weight) {
-    auto [it, fresh] = index.emplace(uint64_t(x) << 32 | r, static_cast<uint32_t>(pairs.size()));
+    auto [it, fresh] = index.emplace(uint64_t(x) << 32 | r, static_cast<uint32_t>(g.pairs.size()));
     if (fresh) {
-      pairs.emplace_back(x, r);
-      into.emplace_back();
+      g.pairs.emplace_back(x, r);
+      g.into.emplace_back();
     }
-    into[it->second].emplace_back(from, weight);
+    g.into[it->second].emplace_back(from, weight);
   };
-  for (size_t h = 0; h < pairs.size(); ++h) {
-    if (pairs.size() > max_pairs) {
-      if (max_pairs == kMaxItemPairs) item_counts_[key(p)].fewest = kUnknownItems;  // (not explored again)
-      return nullptr;
-    }
-    const auto [x, r] = pairs[h];
+  for (size_t h = 0; h < g.pairs.size(); ++h) {
+    if (g.pairs.size() > max_pairs) return false;
+    const auto [x, r] = g.pairs[h];
     // (a unit per pair: the derivatives it looks up are mostly known, and those made are charged
     // as they are; a unit per byte charged a search's whole work to one exploration)
     burn(1);
@@ -178,8 +191,8 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
       const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
       if (r2 == ExprStore::kNothing) continue;
       if (x2 == ExprStore::kNothing) {
-        dies = true;  // (a string of c's that p refuses: no slack)
-        if (for_slack) return nullptr;
+        g.dies = true;  // (a string of c's that p refuses: no slack)
+        if (for_slack) return false;
         continue;
       }
       const uint8_t weight = r == ExprStore::kEmpty ? 1 : 0;
@@ -187,10 +200,15 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
       if (r2 != ExprStore::kEmpty) reach(x2, r2, static_cast<uint32_t>(h), weight);
     }
   }
-  std::vector<ItemCounts> counts(pairs.size());
+  return true;
+}
+
+std::vector<Deriver::ItemCounts> Deriver::count_items(const ItemGraph& g) const {
+  const size_t n = g.pairs.size();
+  std::vector<ItemCounts> counts(n);
   std::deque<uint32_t> queue;
-  for (uint32_t v = 0; v < pairs.size(); ++v)
-    if (pairs[v].second == ExprStore::kEmpty && store_.nullable(pairs[v].first)) {
+  for (uint32_t v = 0; v < n; ++v)
+    if (g.pairs[v].second == ExprStore::kEmpty && store_.nullable(g.pairs[v].first)) {
       counts[v].fewest = 0;
       counts[v].below[0] = 1;
       queue.push_back(v);
@@ -199,7 +217,7 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
   while (!queue.empty()) {
     const uint32_t v = queue.front();
     queue.pop_front();
-    for (const auto& [u, weight] : into[v]) {
+    for (const auto& [u, weight] : g.into[v]) {
       if (counts[v].fewest + weight >= counts[u].fewest) continue;
       counts[u].fewest = counts[v].fewest + weight;
       weight ? queue.push_back(u) : queue.push_front(u);
@@ -208,15 +226,15 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
   // The counts: the least fixpoint of counts(u) ⊇ counts(v) + weight over edges u -> v. Each
   // set only grows, within kCountedItems bits, so every pair is requeued at most that often.
   constexpr size_t kWords = kCountedItems / 64;
-  std::vector<uint8_t> queued(pairs.size(), 0);
+  std::vector<uint8_t> queued(n, 0);
   std::vector<uint32_t> work;
-  for (uint32_t v = 0; v < pairs.size(); ++v)
+  for (uint32_t v = 0; v < n; ++v)
     if (counts[v].fewest == 0) work.push_back(v), queued[v] = 1;
   while (!work.empty()) {
     const uint32_t v = work.back();
     work.pop_back();
     queued[v] = 0;
-    for (const auto& [u, weight] : into[v]) {
+    for (const auto& [u, weight] : g.into[v]) {
       bool grew = false;
       for (size_t w = kWords; w-- > 0;) {
         uint64_t add = counts[v].below[w];
@@ -226,25 +244,21 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
       if (grew && !queued[u]) work.push_back(u), queued[u] = 1;
     }
   }
-  // The slack over every pair reached, between items or inside one: each pair from p is among
-  // them, so it bounds theirs too.
-  uint32_t slack = dies ? kNoSlack : 0;
-  for (size_t v = 0; v < counts.size() && slack != kNoSlack; ++v) {
-    const ItemCounts& t = counts[v];
+  return counts;
+}
+
+// The slack over every pair reached, between items or inside one: each pair from p is among
+// them, so it bounds theirs too.
+uint32_t Deriver::slack_of(const std::vector<ItemCounts>& counts, bool dies) {
+  if (dies) return kNoSlack;
+  uint32_t slack = 0;
+  for (const ItemCounts& t : counts) {
     bool closed = t.fewest < kCountedItems;
     for (uint32_t k = t.fewest; closed && k < kCountedItems; ++k) closed = t.has(k);
-    if (!closed) {
-      slack = kNoSlack;
-      break;
-    }
+    if (!closed) return kNoSlack;
     slack = std::max(slack, t.fewest);
   }
-  for (uint32_t v = 0; v < pairs.size(); ++v)
-    if (pairs[v].second == ExprStore::kEmpty) {
-      counts[v].slack = slack;
-      item_counts_.emplace(key(pairs[v].first), counts[v]);
-    }
-  return &item_counts_.find(key(p))->second;
+  return slack;
 }
 
 uint32_t Deriver::item_slack(ExprId p, ExprId c) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "regex/expr.h"
@@ -81,6 +82,18 @@ class Deriver {
   // The same from inside an item, r the rest of it begun, off what item_counts left (null where
   // it left nothing); `out` holds the answer.
   const ItemCounts* counts_inside_item(ExprId p, ExprId r, ExprId c, ItemCounts& out);
+  // item_counts' steps: the pairs (p', rest of an item) that words from p reach, with the edges
+  // into each (weight 1: the edge begins an item); false where it stopped (more than max_pairs,
+  // or for_slack and a string of c's that p refuses, which `dies` says either way).
+  struct ItemGraph {
+    std::vector<std::pair<ExprId, ExprId>> pairs;
+    std::vector<std::vector<std::pair<uint32_t, uint8_t>>> into;  // into[v]: (u, weight) of u -> v
+    bool dies = false;
+  };
+  bool explore_items(ExprId p, ExprId c, size_t max_pairs, bool for_slack, ItemGraph& g);
+  // Then over the edges reversed: the fewest items to a word's end and the counts that occur.
+  std::vector<ItemCounts> count_items(const ItemGraph& g) const;
+  static uint32_t slack_of(const std::vector<ItemCounts>& counts, bool dies);
 
   ExprStore& store_;
   uint64_t fuel_;
