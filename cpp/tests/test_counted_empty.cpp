@@ -136,6 +136,7 @@ TEST_CASE(a_pattern_beside_a_count_past_its_fewest_items_is_decided_by_the_count
     ExprStore st;
     stencil::Deriver d(st), plain(st);
     d.set_class_representatives({'a', 'b', ' ', 0});
+    d.set_inside_from(1);  // (the counts inside an item read off the explorations, small as they are here)
     const ExprId a = st.byte('a'), b = st.byte('b'), sp = st.byte(' ');
     // (items of two bytes too, in fewer: a prefix then ends inside one)
     const ExprId items[] = {st.alt({a, b, sp}),

@@ -63,6 +63,11 @@ int Deriver::counted_empty(ExprId e, bool explore) {
       const ExprNode c = store_.node(reps);
       if (c.kind != ExprKind::Repeat || store_.node(c.a).nullable || store_.node(c.a).boolean || store_.node(p).boolean)
         continue;
+      // (inside an item, only a count with a long way to go: below that a witness, tried next,
+      // is short and answers at once, where the paths through r are new for every state of a
+      // pattern with its own count, `(\S+\s+){0,99}`; and a star is no count: a pattern's own
+      // `r X*` read so makes p the length's side)
+      if (form == 1 && c.min < inside_from_) continue;
       ItemCounts inside;
       const ItemCounts* t = form == 0 ? item_counts(p, c.a, explore) : counts_inside_item(p, r, c.a, inside);
       if (!t && form == 1) continue;  // (the other side may be the count)
@@ -82,36 +87,55 @@ int Deriver::counted_empty(ExprId e, bool explore) {
 
 // Inside an item: the patterns at the item's end, reached by r's few strings (by byte class),
 // each answered by what explorations between items left (none is begun here: a pattern whose
-// exploration gives up would be explored afresh at every character begun).
+// exploration gives up would be explored afresh at every character begun). The ends depend on
+// (p, r) alone, not on the count: remembered, as every count inside the same character asks.
 const Deriver::ItemCounts* Deriver::counts_inside_item(ExprId p, ExprId r, ExprId c, ItemCounts& out) {
-  constexpr size_t kMaxPaths = 256;
-  std::vector<std::pair<ExprId, ExprId>> level{{p, r}}, ends;
-  for (int depth = 0; !level.empty(); ++depth) {
-    std::vector<std::pair<ExprId, ExprId>> next;
-    for (const auto& [x, rest] : level) {
-      if (store_.nullable(rest)) ends.emplace_back(x, ExprStore::kEmpty);
-      if (depth == 8) return nullptr;  // (the rest of a character is a few bytes)
-      for (uint8_t b : reps_) {
-        const ExprId rest2 = derive(rest, b);
-        if (rest2 == ExprStore::kNothing) continue;
-        const ExprId x2 = derive(x, b);
-        if (x2 == ExprStore::kNothing) continue;
-        next.emplace_back(x2, rest2);
-        if (next.size() + ends.size() > kMaxPaths) return nullptr;
-      }
-    }
-    std::sort(next.begin(), next.end());
-    next.erase(std::unique(next.begin(), next.end()), next.end());
-    level.swap(next);
+  if (!explored_items_.count(c)) return nullptr;  // (nothing to look up: the common case)
+  const uint64_t key = uint64_t(p) << 32 | r;
+  auto it = item_ends_.find(key);
+  if (it == item_ends_.end()) {
+    if (item_ends_.size() > (1u << 16)) item_ends_.clear();  // a cache: bounded memory
+    it = item_ends_.emplace(key, item_ends(p, r)).first;
   }
+  const std::vector<ExprId>& ends = it->second;
+  if (ends.size() == 1 && ends[0] == ExprStore::kNothing) return nullptr;  // (item_ends gave up)
   out = ItemCounts();
-  for (const auto& [x, unused] : ends) {
+  for (ExprId x : ends) {
     const ItemCounts* t = item_counts(x, c, false);
     if (!t) return nullptr;
     out.fewest = std::min(out.fewest, t->fewest);
     for (size_t w = 0; w < kCountedItems / 64; ++w) out.below[w] |= t->below[w];
   }
   return &out;
+}
+
+// The patterns p reaches by the strings of r, byte class by byte class (none: p dies on all of
+// them); {kNothing} where there are too many, or r is long (the rest of a character is a few bytes).
+std::vector<ExprId> Deriver::item_ends(ExprId p, ExprId r) {
+  constexpr size_t kMaxPaths = 256;
+  std::vector<std::pair<ExprId, ExprId>> level{{p, r}};
+  std::vector<ExprId> ends;
+  for (int depth = 0; !level.empty(); ++depth) {
+    std::vector<std::pair<ExprId, ExprId>> next;
+    for (const auto& [x, rest] : level) {
+      if (store_.nullable(rest)) ends.push_back(x);
+      if (depth == 8) return {ExprStore::kNothing};
+      for (uint8_t b : reps_) {
+        const ExprId rest2 = derive(rest, b);
+        if (rest2 == ExprStore::kNothing) continue;
+        const ExprId x2 = derive(x, b);
+        if (x2 == ExprStore::kNothing) continue;
+        next.emplace_back(x2, rest2);
+        if (next.size() + ends.size() > kMaxPaths) return {ExprStore::kNothing};
+      }
+    }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level.swap(next);
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  return ends;
 }
 
 int Deriver::quick_empty(ExprId e) {
@@ -158,6 +182,7 @@ const Deriver::ItemCounts* Deriver::item_counts(ExprId p, ExprId c, bool explore
       item_counts_[key(p)].fewest = kUnknownItems;
     return nullptr;
   }
+  explored_items_.insert(c);
   std::vector<ItemCounts> counts = count_items(g);
   const uint32_t slack = slack_of(counts, g.dies);
   for (uint32_t v = 0; v < g.pairs.size(); ++v)

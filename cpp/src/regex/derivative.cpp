@@ -17,8 +17,9 @@ namespace stencil {
 size_t Deriver::memory_bytes() const {
   size_t scratch = 0;
   for (const auto& v : scratch_) scratch += heap::of(v);
+  for (const auto& [key, ends] : item_ends_) scratch += heap::of(ends);
   return cache_.memory_bytes() + heap::nodes(empty_cache_) + heap::nodes(witness_cache_) + scratch + heap::of(reps_) +
-         heap::nodes(item_counts_) + heap::nodes(no_slack_);
+         heap::nodes(item_counts_) + heap::nodes(no_slack_) + heap::nodes(item_ends_) + heap::nodes(explored_items_);
 }
 
 namespace {

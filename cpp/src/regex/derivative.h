@@ -34,6 +34,9 @@ class Deriver {
   // work, and a large alternation (an enum of many values) fills it with the derivatives of
   // every member at every state.
   void set_cache_cap(size_t entries) { cache_cap_ = entries; }
+  // Inside an item begun, emptiness beside a count is read off the item counts only from this
+  // minimum up (below it a witness is short and cheaper); tests lower it to reach small counts.
+  void set_inside_from(uint32_t items) { inside_from_ = items; }
   // Whether the fuel ran out once: work limits are over the deriver's life, so it stays out.
   bool exhausted() const { return exhausted_; }
   // The most items of c that p, or any derivative of p by a string of c's, still needs to end a
@@ -82,6 +85,7 @@ class Deriver {
   // The same from inside an item, r the rest of it begun, off what item_counts left (null where
   // it left nothing); `out` holds the answer.
   const ItemCounts* counts_inside_item(ExprId p, ExprId r, ExprId c, ItemCounts& out);
+  std::vector<ExprId> item_ends(ExprId p, ExprId r);
   // item_counts' steps: the pairs (p', rest of an item) that words from p reach, with the edges
   // into each (weight 1: the edge begins an item); false where it stopped (more than max_pairs,
   // or for_slack and a string of c's that p refuses, which `dies` says either way).
@@ -107,6 +111,9 @@ class Deriver {
   std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;
   static constexpr uint32_t kUnknownItems = 0xFFFFFFFEu;  // an ItemCounts' fewest: gave up
   std::unordered_map<uint64_t, ItemCounts> item_counts_;   // (p << 32 | c) -> item_counts
+  std::unordered_map<uint64_t, std::vector<ExprId>> item_ends_;  // (p << 32 | r) -> item_ends
+  uint32_t inside_from_ = 8;  // set_inside_from
+  std::unordered_set<ExprId> explored_items_;  // the items c of an item_counts explored
   std::unordered_set<uint64_t> no_slack_;  // (p << 32 | c): item_slack's light exploration said none
   std::vector<uint8_t> reps_;
 };
