@@ -340,3 +340,52 @@ def test_counted_strings_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, sc
     assert len(fast_masks) == len(slow_masks) > 10
     for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
         assert np.array_equal(x, y), (schema, k)
+
+
+@pytest.mark.parametrize("schema,value", [
+    # value starts after a colon, a comma, a bracket: numbers (whose states count trailing zeros:
+    # no loop), literals, strings; arrays of them, so that each kind of start comes back
+    ({"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"},
+                                       "b": {"type": "boolean"}, "s": {"type": "string"}}},
+     {"n": 120, "x": -0.5e3, "b": True, "s": "value 12", "more": None}),
+    ({"type": "array", "items": {"type": "integer", "minimum": -50, "maximum": 5000}}, [1, 20, 300, 4000, -7, 0]),
+    ({"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "string", "pattern": "^[a-z]+$"},
+                                           {"type": "null"}]}}, [1.25, "abc", None, 10, "zz", 3e-2]),
+    # named keys, written ones vetoed at their rows, a free key beside them, nested values
+    ({"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "array",
+                                                                             "items": {"type": "number"}}},
+      "required": ["alpha"], "additionalProperties": {"type": ["string", "integer"]}},
+     {"beta": [1, 22.5, 333], "alpha": 10, "free key": 42, "other": "text"}),
+    ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"},
+                                                                  "tag": {"enum": ["red", "green", 12]}},
+                                 "additionalProperties": False}},
+     [{"id": 1, "tag": "red"}, {"tag": 12, "id": 200}, {"id": 30}]),
+    # rows that veto: an item written (`1` after `[12, ` may go on to `12`), keys that are
+    # prefixes of each other
+    ({"type": "array", "items": {"enum": [1, 12, 123, 1234, 12345]}, "uniqueItems": True}, [12, 1, 12345, 123]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}, "abc": {"type": "integer"},
+                                       "b": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}},
+      "additionalProperties": False}, {"ab": 10, "a": 200, "b": [1, 12, 123, 3000], "abc": 4}),
+    # a key prefix all of whose keys are written (`, "id` after "ids" and "id"): refused by the
+    # check that reads the key's bytes, in a sub-trie below a comma
+    ({"type": "object", "properties": {k: {"type": "integer"} for k in ("id", "ids", "name", "type")},
+      "additionalProperties": False}, {"ids": 1, "id": 2, "type": 3, "name": 4}),
+])
+def test_subtries_the_lexer_takes_whole_mask_as_the_parsers_walk(deepseek, schema, value):
+    """Below a boundary, the sub-tries whose every byte the next lexeme takes are taken by the
+    lexer alone, remembered per (state, node) for later masks of the same matcher (numbers after
+    a colon, strings after a quote), but not a key's (checks read its bytes: a key written is
+    refused) nor where a row vetoes lexemes: byte by byte along the value, compact and indented,
+    every mask equals the walk that pushes every byte through the parser."""
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, property_order="any")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations={"loop_skip": False}
+                                   ).compile_json_schema(schema, property_order="any")
+    bm = stencil.allocate_token_bitmask(2, deepseek.info.vocab_size)
+    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, indent=1)):
+        a, b = stencil.Matcher(fast), stencil.Matcher(slow)
+        for i, ch in enumerate(text):
+            a.fill_next_token_bitmask(bm, 0)
+            b.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[0], bm[1]), (schema, text[:i])
+            assert a.accept_string(ch) and b.accept_string(ch), (schema, text[:i + 1])
