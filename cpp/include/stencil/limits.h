@@ -27,9 +27,7 @@ struct CompileLimits {
   bool shared_masks = true;   // share inner masks and lexemes' token paths across grammars of a vocabulary
   bool boundary_runs = true;  // one parser scan for a run of boundaries ending one lexeme
   bool repeat_memo = true;    // a matcher reuses its last mask when nothing it depends on changed
-  // skip sub-tries of characters that lead a state back to itself, and below a boundary, those the
-  // lexer alone takes (matcher/inner_walks.cpp)
-  bool loop_skip = true;
+  bool loop_skip = true;      // skip sub-tries of characters that lead a state back to itself
 };
 
 }  // namespace stencil

@@ -150,7 +150,7 @@ void MaskWalker::drop_vetoed(size_t root, uint32_t* words) {
       if (!lexer.state(p).accepting.empty()) {
         const Boundary b{static_cast<uint32_t>(i), p, drop_path_[node.depth - 1]};
         enter_boundary(b, node.depth, root);
-        walk(trie, i, root, words);
+        walk(nodes, i, root, words);
       }
       i += node.subtree_size;
     }
@@ -226,37 +226,21 @@ void MaskWalker::add_specials(uint32_t* words) {
 void MaskWalker::walk_whole_trie(size_t root, uint32_t* words) {
   ps_->reset_shared_end(root);
   const auto& nodes = vocab_->trie().nodes();
-  for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk(vocab_->trie(), c, root, words);
+  for (size_t c = 1; c < nodes.size(); c += nodes[c].subtree_size) walk(nodes, c, root, words);
 }
 
-// Walks the sub-trie at `first` with full lexer and parser machinery, past the sub-tries that
-// the lexer alone decides (known_walk); the frame at index root + depth - 1 is the parent of a
-// node at `depth`.
-void MaskWalker::walk(const TokenTrie& trie, size_t first, size_t root, uint32_t* words) {
-  const InnerWalk* known = known_walk(trie, first, root);
-  walk_parsed(trie, first, root, words, known ? &known->skips : nullptr);
-}
-
-void MaskWalker::walk_parsed(const TokenTrie& trie, size_t first, size_t root, uint32_t* words,
-                             const std::vector<uint32_t>* skips) {
+// Walks the sub-trie at `first` with full lexer and parser machinery; the
+// frame at index root + depth - 1 is the parent of a node at `depth`.
+void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words) {
   struct Visit {
     MaskWalker& w;
     ParseState& ps;
-    const TokenTrie& trie;
     uint32_t* words;
     size_t root;
     bool limits;
-    const std::vector<uint32_t>* skips;
-    size_t next = 0;  // into skips: the first not before the node
-    bool took(size_t i, const TrieNode& node) {
+    bool took(size_t, const TrieNode&) {
       w.ticker_.tick();
-      if (!skips) return false;
-      while (next < skips->size() && (*skips)[next] < i) ++next;
-      if (next == skips->size() || (*skips)[next] != i) return false;
-      const int32_t* ordered = trie.ordered_tokens().data();
-      const uint32_t* before = trie.tokens_before().data();
-      for (uint32_t j = before[i], end = before[i + node.subtree_size]; j < end; ++j) w.set(words, ordered[j]);
-      return true;
+      return false;
     }
     void token(const TrieNode& node) {
       if (limits && !ps.end_token_limit(root + 1, *w.history_, false)) return;
@@ -264,8 +248,7 @@ void MaskWalker::walk_parsed(const TokenTrie& trie, size_t first, size_t root, u
       if (w.sink_) w.sink_->token_reached(node.token_id, ps);
     }
   };
-  walk_subtrie(*ps_, trie.nodes(), first, root,
-               Visit{*this, *ps_, trie, words, root, ps_->lexer().has_token_limits(), skips});
+  walk_subtrie(*ps_, nodes, first, root, Visit{*this, *ps_, words, root, ps_->lexer().has_token_limits()});
 }
 
 // The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
@@ -294,7 +277,7 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
     if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
         !ps_->end_lexeme(bd.lexer_state, &q)) {
       reads.watch(ReadWatch::kPrefix, 0, 0);
-      walk(MaskCache::trie_of(*vocab_, bd.node), bd.node & ~kRestTrieBit, root, words);
+      walk(MaskCache::trie_of(*vocab_, bd.node).nodes(), bd.node & ~kRestTrieBit, root, words);
       ++k;
       continue;
     }
@@ -347,8 +330,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   ParseChecks checks = ps_->checks();
   const Frame& top = ps_->walk_top();
   const Boundary& bd = bounds[k];
-  const TokenTrie& trie = MaskCache::trie_of(*vocab_, bd.node);
-  const auto& nodes = trie.nodes();
+  const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
   const size_t d = bd.depth;
   const uint8_t byte = bd.byte;
   // A key of any string closing as a repeat is judged per token below (its bytes differ).
@@ -412,11 +394,11 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
         sink_->token_reached(nodes[n2].token_id, *ps_);
       }
     }
-    walk_children(trie, n2, root, d, words, starts_only, pushed, leaves);
+    walk_children(nodes, n2, root, d, words, starts_only, pushed, leaves);
   }
   for (size_t j : alone_) {
     enter_boundary(bounds[j], d, root);
-    walk(trie, bounds[j].node & ~kRestTrieBit, root, words);
+    walk(nodes, bounds[j].node & ~kRestTrieBit, root, words);
   }
   return k;
 }
@@ -504,13 +486,12 @@ bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, siz
 // every boundary, when its walk read no byte of the token's prefix (bytes root .. root + d - 2):
 // kept per byte for the run, with the cost a budget noted after it (the parse after the leaf is
 // the same too).
-void MaskWalker::walk_leaf(const TokenTrie& trie, size_t c, size_t root, size_t d, uint32_t* words) {
-  const auto& nodes = trie.nodes();
+void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words) {
   if (leaf_known(nodes[c], words)) return;
   ReadWatch& reads = ps_->checks().reads();
   reads.watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
   const size_t mark = walk_ids_.size();
-  walk(trie, c, root, words);
+  walk(nodes, c, root, words);
   const bool read = reads.read(ReadWatch::kPrefix);
   reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
@@ -519,16 +500,15 @@ void MaskWalker::walk_leaf(const TokenTrie& trie, size_t c, size_t root, size_t 
 
 // The children of boundary node n2 (at depth d) over the run's frame: a byte no lexeme may start
 // with after the push (starts_only, as in ended_run) refused unwalked, leaves by their verdicts.
-void MaskWalker::walk_children(const TokenTrie& trie, size_t n2, size_t root, size_t d, uint32_t* words,
+void MaskWalker::walk_children(const std::vector<TrieNode>& nodes, size_t n2, size_t root, size_t d, uint32_t* words,
                                bool starts_only, uint32_t pushed, bool leaves) {
-  const auto& nodes = trie.nodes();
   const Lexer& lexer = ps_->lexer();
   for (size_t c = n2 + 1, end = n2 + nodes[n2].subtree_size; c < end; c += nodes[c].subtree_size) {
     if (starts_only && lexer.next(pushed, nodes[c].byte) == Lexer::kDead) continue;
     if (leaves && nodes[c].subtree_size == 1)
-      walk_leaf(trie, c, root, d, words);
+      walk_leaf(nodes, c, root, d, words);
     else
-      walk(trie, c, root, words);
+      walk(nodes, c, root, words);
   }
 }
 
@@ -578,8 +558,7 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
                              uint32_t* words) {
   ReadWatch& reads = ps_->checks().reads();
   const Boundary& bd = bounds[k];
-  const TokenTrie& trie = MaskCache::trie_of(*vocab_, bd.node);
-  const auto& nodes = trie.nodes();
+  const auto& nodes = MaskCache::trie_of(*vocab_, bd.node).nodes();
   const bool any_prefix = !reads.read(ReadWatch::kPrefix);
   reads.watch(ReadWatch::kPrefix, 0, 0);
   ps_->run_end(q);
@@ -600,9 +579,9 @@ size_t MaskWalker::ended_run(const std::vector<Boundary>& bounds, size_t k, size
     ps_->run_enter(d);
     place_prefix(b2, d);  // the walk below reads this token's bytes
     if (leaf)
-      walk_leaf(trie, n2, root, d, words);
+      walk_leaf(nodes, n2, root, d, words);
     else
-      walk(trie, n2, root, words);
+      walk(nodes, n2, root, words);
   }
   return k;
 }

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "matcher/lexer_epoch.h"
@@ -54,8 +53,6 @@ class MaskWalker {
   void forget() {
     memo_ = MaskMemo{};
     for (LiveRoots& e : live_roots_) e.last_use = 0;  // states of the old epoch
-    inner_walks_.clear();
-    inner_walk_nodes_ = 0;
   }
 
  private:
@@ -105,17 +102,7 @@ class MaskWalker {
   void drop_subtree(const TokenTrie& trie, size_t node, uint32_t* words);
   void add_specials(uint32_t* words);
   void walk_whole_trie(size_t root, uint32_t* words);
-  void walk(const TokenTrie& trie, size_t first, size_t root, uint32_t* words);
-  void walk_parsed(const TokenTrie& trie, size_t first, size_t root, uint32_t* words,
-                   const std::vector<uint32_t>* skips = nullptr);
-  // A sub-trie's walk by the lexer alone from a state (inner_walks.cpp): the sub-tries below it
-  // whose every byte the lexeme takes (each token there allowed without the parser).
-  struct InnerWalk {
-    bool usable = true;           // no key's state met (checks read a key's bytes)
-    std::vector<uint32_t> skips;  // those sub-tries' nodes, maximal, in trie order
-  };
-  const InnerWalk* known_walk(const TokenTrie& trie, size_t first, size_t root);
-  const InnerWalk* inner_walk(const TokenTrie& trie, size_t first, uint32_t state);
+  void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
   void walk_boundaries(const std::vector<Boundary>& bounds, size_t root, uint32_t* words);
   void enter_boundary(const Boundary& b, size_t d, size_t root);
   void place_prefix(const Boundary& b, size_t d);
@@ -129,9 +116,9 @@ class MaskWalker {
                       std::string_view prefix);
   bool children_known(const std::vector<TrieNode>& nodes, size_t n2, bool starts_only, uint32_t pushed,
                       bool leaves) const;
-  void walk_children(const TokenTrie& trie, size_t n2, size_t root, size_t d, uint32_t* words, bool starts_only,
-                     uint32_t pushed, bool leaves);
-  void walk_leaf(const TokenTrie& trie, size_t c, size_t root, size_t d, uint32_t* words);
+  void walk_children(const std::vector<TrieNode>& nodes, size_t n2, size_t root, size_t d, uint32_t* words,
+                     bool starts_only, uint32_t pushed, bool leaves);
+  void walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t root, size_t d, uint32_t* words);
   size_t ended_run(const std::vector<Boundary>& bounds, size_t k, size_t d, uint32_t q, size_t root, uint32_t* words);
 
   const CompiledGrammar* g_;
@@ -141,11 +128,6 @@ class MaskWalker {
   ParseState* ps_ = nullptr;
   const std::vector<Step>* history_ = nullptr;
   CostSink* sink_ = nullptr;
-  // known_walk's memo: (state, tagged node) -> its walk, over this epoch's lexer states; cleared
-  // past kInnerWalkNodes nodes held (a matcher's few kinds of values recur).
-  static constexpr size_t kInnerWalkNodes = 1 << 14;
-  std::unordered_map<uint64_t, InnerWalk> inner_walks_;
-  size_t inner_walk_nodes_ = 0;
   MaskMemo memo_;
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
