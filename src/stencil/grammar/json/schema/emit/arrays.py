@@ -174,6 +174,9 @@ class _Counters:
     def step(self, state, inc):
         """The state after an item with counter increments ``inc``; None past a bound."""
         pos, counts = state
+        if not counts:   # the usual array (no contains): the position alone, a state per item
+            pos += 1
+            return (pos, counts) if pos <= self.top else (self.top, counts) if self.saturate else None
         new = []
         for (_csub, lo, hi, _start), c, d in zip(self.entries, counts, inc):
             c += d
@@ -191,7 +194,7 @@ class _Counters:
 
     def accepting(self, state) -> bool:
         pos, counts = state
-        return pos >= self.spec.min and all(c >= lo for (_, lo, _, _), c in zip(self.entries, counts))
+        return pos >= self.spec.min and (not counts or all(c >= lo for (_, lo, _, _), c in zip(self.entries, counts)))
 
 
 def _emit_long_array(em, spec: ArrSpec, depth: int):
