@@ -124,6 +124,21 @@ def test_bool_options_refuse_truthy_values(compiler):
         compiler.compile_json_schema({"type": "string", "contentSchema": {}}, lenient="no")
 
 
+def test_checked_options_are_kept_by_their_values_and_types():
+    """Options.make keeps what it checked: the same arguments give the same (frozen) options, and a
+    value equal to a valid one but of another type is still checked (True == 1, 1.0 == 1)."""
+    from stencil.grammar.json.schema.core.options import Options
+    a = Options.make(whitespace=2, property_order="any")
+    assert Options.make(property_order="any", whitespace=2) is a
+    assert a.indent == 2 and a.property_order == "any"
+    for wrong in (True, 2.0):
+        with pytest.raises(stencil.GrammarError, match="whitespace must be"):
+            Options.make(whitespace=wrong, property_order="any")
+    assert Options.make(whitespace=2, property_order="any") is a
+    with pytest.raises(stencil.GrammarError, match="escapes must be"):
+        Options.make(escapes=["n"], string_spelling="controls")   # (unhashable: checked, not kept)
+
+
 # -- errors ------------------------------------------------------------------------------------
 
 def _exported_exceptions():

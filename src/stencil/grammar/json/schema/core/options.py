@@ -54,6 +54,26 @@ class Options:
     def make(**kw: Any) -> Options:
         """Checked options: TypeError naming an unknown option, GrammarError naming one whose
         value is wrong (a GrammarError, so a server answers 400 to a request's bad option)."""
+        # Every compile makes its options, and a service asks the same few sets over and over:
+        # checked ones are kept (frozen, so shared), keyed with each value's type (True is 1).
+        key: tuple[Any, ...] | None
+        made: Options | None
+        try:
+            key = tuple(sorted((k, type(v), v) for k, v in kw.items()))
+            made = _MADE.get(key)
+        except TypeError:   # an unhashable value: checked below, and refused there
+            key, made = None, None
+        if made is not None:
+            return made
+        o = Options._checked(kw)
+        if key is not None:
+            if len(_MADE) >= _MADE_MOST:
+                _MADE.clear()
+            _MADE[key] = o
+        return o
+
+    @staticmethod
+    def _checked(kw: dict[str, Any]) -> Options:
         known = set(JsonSchemaOptions.__annotations__)
         bad = sorted(set(kw) - known)
         if bad:
@@ -85,6 +105,10 @@ class Options:
         ws = self.whitespace
         return ws if isinstance(ws, int) and not isinstance(ws, bool) else None
 
+
+#: Options.make's checked options by their arguments (at most _MADE_MOST kept)
+_MADE: dict[tuple[Any, ...], Options] = {}
+_MADE_MOST = 256
 
 #: the letters that may follow a backslash in a JSON string, under ``escapes``
 ESCAPE_LETTERS = '"\\bfnrtu'
