@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, get_args, get_type_hints
 
 from stencil._core import GrammarError
@@ -56,21 +57,12 @@ class Options:
         value is wrong (a GrammarError, so a server answers 400 to a request's bad option)."""
         # Every compile makes its options, and a service asks the same few sets over and over:
         # checked ones are kept (frozen, so shared), keyed with each value's type (True is 1).
-        key: tuple[Any, ...] | None
-        made: Options | None
         try:
             key = tuple(sorted((k, type(v), v) for k, v in kw.items()))
-            made = _MADE.get(key)
-        except TypeError:   # an unhashable value: checked below, and refused there
-            key, made = None, None
-        if made is not None:
-            return made
-        o = Options._checked(kw)
-        if key is not None:
-            if len(_MADE) >= _MADE_MOST:
-                _MADE.clear()
-            _MADE[key] = o
-        return o
+            hash(key)
+        except TypeError:   # an unhashable value: checked, and refused there
+            return Options._checked(kw)
+        return _checked_once(key)
 
     @staticmethod
     def _checked(kw: dict[str, Any]) -> Options:
@@ -106,9 +98,11 @@ class Options:
         return ws if isinstance(ws, int) and not isinstance(ws, bool) else None
 
 
-#: Options.make's checked options by their arguments (at most _MADE_MOST kept)
-_MADE: dict[tuple[Any, ...], Options] = {}
-_MADE_MOST = 256
+@lru_cache(maxsize=256)
+def _checked_once(key: tuple[tuple[str, type, Any], ...]) -> Options:
+    """Options.make's checked options by their (name, type, value) arguments."""
+    return Options._checked({k: v for k, _, v in key})
+
 
 #: the letters that may follow a backslash in a JSON string, under ``escapes``
 ESCAPE_LETTERS = '"\\bfnrtu'

@@ -174,27 +174,26 @@ class _Counters:
     def step(self, state, inc):
         """The state after an item with counter increments ``inc``; None past a bound."""
         pos, counts = state
-        if not counts:   # the usual array (no contains): the position alone, a state per item
-            pos += 1
-            return (pos, counts) if pos <= self.top else (self.top, counts) if self.saturate else None
-        new = []
-        for (_csub, lo, hi, _start), c, d in zip(self.entries, counts, inc):
-            c += d
-            if hi is not None and c > hi:
-                return None
-            if hi is None:
-                c = min(c, lo)
-            new.append(c)
+        if counts:   # (the usual array has no contains: the position alone is its state)
+            new = []
+            for (_csub, lo, hi, _start), c, d in zip(self.entries, counts, inc):
+                c += d
+                if hi is not None and c > hi:
+                    return None
+                if hi is None:
+                    c = min(c, lo)
+                new.append(c)
+            counts = tuple(new)
         npos = pos + 1
         if npos > self.top:
             if not self.saturate:
                 return None
             npos = self.top
-        return (npos, tuple(new))
+        return (npos, counts)
 
     def accepting(self, state) -> bool:
         pos, counts = state
-        return pos >= self.spec.min and (not counts or all(c >= lo for (_, lo, _, _), c in zip(self.entries, counts)))
+        return pos >= self.spec.min and all(c >= lo for (_, lo, _, _), c in zip(self.entries, counts))
 
 
 def _emit_long_array(em, spec: ArrSpec, depth: int):
