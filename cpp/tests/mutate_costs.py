@@ -60,6 +60,11 @@ MUTATIONS = [
     ("a row's edge one less", "cpp/src/cost/row_costs.cpp",
      "relax(edges_[e].waited, add(c, edges_[e].rest));",
      "relax(edges_[e].waited, add(c, edges_[e].rest) - (edges_[e].rest > 0));"),
+    ("a fresh row's cost one less", "cpp/src/cost/row_costs.cpp",
+     "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos]));",
+     "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos]) - 1);"),
+    ("a fresh row's cost from its predictions alone", "cpp/src/cost/row_costs.cpp",
+     "if (row > 0 && it.origin == row) continue;", "if (row > 0 && it.origin != row) continue;"),
     ("a scanned lexeme one less", "cpp/src/cost/row_costs.cpp",
      "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos + 1]));",
      "best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos + 1]) - 1);"),
@@ -84,7 +89,8 @@ MUTATIONS = [
      "    uint32_t c = rows.bytes_bound(p, s);\n    if (c > left)",
      "    uint32_t c = rows.bytes_bound(p, s) - 1;\n    if (c > left)"),
     ("a known successor over the budget counted as free", "cpp/src/cost/inner_costs.cpp",
-     "    if (c > left) c = rows.at(p, s, false);", "    if (c > left) c = 0;"),
+     "    uint32_t c = rows.bytes_bound(p, s);\n    if (c > left) c = rows.at(p, s, false);",
+     "    uint32_t c = rows.bytes_bound(p, s);\n    if (c > left) c = 0;"),
 ]
 
 

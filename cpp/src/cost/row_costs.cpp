@@ -104,8 +104,6 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   Row& rc = slot.costs;
   rc.up.clear();
   rc.scan.clear();
-  rc.has_fresh = false;
-  rc.fresh = kInf;
   for (uint32_t nt : touched_) {
     rc.up.push_back({nt, dist_[nt]});
     dist_[nt] = kInf;
@@ -114,17 +112,24 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   return rc;
 }
 
+// Above row 0 the items predicted at the row (origin == row) are left out: each costs at least
+// the item that predicted it (a rule's rest is at least its nonterminal's fewest tokens, and the
+// symbols a prediction stepped over are nullable, costing 0), and that chain ends at an item from
+// below. So the least is the same without them, and the row's own up costs (row_costs' search)
+// are not needed: a walk asks this of a row it pushed at every token that ends a lexeme.
 uint32_t RowCosts::fresh_cost(const EarleyParser& p, uint32_t row) {
-  Row& rc = row_costs(p, row);
-  if (rc.has_fresh) return rc.fresh;
+  const uint64_t serial = p.row(row).serial;
+  if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);
+  if (rows_[row].fresh_serial == serial) return rows_[row].fresh;
   const EarleyRow& r = p.row(row);
   uint32_t best = kInf;
   for (uint32_t j = r.begin; j < r.end; ++j) {
     const EarleyItem it = p.item(j);
+    if (row > 0 && it.origin == row) continue;
     best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos]));
   }
-  rc.fresh = best;
-  rc.has_fresh = true;
+  rows_[row].fresh_serial = serial;  // (finish_item asks lower rows only: no resize since)
+  rows_[row].fresh = best;
   return best;
 }
 
@@ -217,10 +222,6 @@ uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state, bool paths
     best = std::min(best, add(d, after_lexeme(p, row, pair.lexeme)));
   }
   return best;
-}
-
-RowCosts::Slot& RowCosts::slot(uint64_t serial, uint32_t state, bool fresh) {
-  return slots_[(state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1)];
 }
 
 uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search search) {

@@ -32,6 +32,16 @@ class RowCosts {
   // first states would each search the vocabulary, as at a string's opening quote). *exact says
   // which.
   uint32_t within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact);
+  // within() where its memo answers (no search, no work): false where within() must search.
+  bool within_known(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, uint32_t* cost,
+                    bool* exact) const {
+    const uint64_t serial = p.top().serial;
+    const Slot& s = slots_[slot_at(serial, state, fresh)];
+    if (!s.holds(serial, state, fresh) || (!s.exact && s.cost > limit)) return false;
+    *cost = s.cost;
+    *exact = s.exact;
+    return true;
+  }
   // Forgets the costs at()'s memo holds.
   void forget_states();
   // A bound on at() after any token that stays inside the lexeme of `state` (over the parser's
@@ -64,8 +74,6 @@ class RowCosts {
   using Pair = LexemeCeiling::Pair;
   struct Row {
     Costs up;                 // nonterminal -> cost to finish once it completes at this row
-    uint32_t fresh = kInf;    // from this row with no byte of the next lexeme read
-    bool has_fresh = false;
     Costs scan;               // lexeme -> cost once it is scanned from this row (memo)
   };
   static uint32_t find(const Costs& c, uint32_t id);
@@ -78,7 +86,10 @@ class RowCosts {
     uint32_t cost = 0;
     bool holds(uint64_t s, uint32_t st, bool f) const { return serial == s && state == st && fresh == f; }
   };
-  Slot& slot(uint64_t serial, uint32_t state, bool fresh);
+  static size_t slot_at(uint64_t serial, uint32_t state, bool fresh) {
+    return (state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1);
+  }
+  Slot& slot(uint64_t serial, uint32_t state, bool fresh) { return slots_[slot_at(serial, state, fresh)]; }
   const Costs& lexer_costs(uint32_t state);
   const std::vector<Pair>& pairs(uint32_t state);
   uint32_t pairs_ceiling(const EarleyParser& p, const std::vector<Pair>& all, uint32_t limit, bool search);
@@ -115,6 +126,10 @@ class RowCosts {
   struct RowSlot {
     uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
     Row costs;
+    // The row's fresh cost (fresh_cost: from it with no byte of the next lexeme read), for the
+    // row of serial fresh_serial: asked without its up costs, so kept apart from them.
+    uint64_t fresh_serial = 0;
+    uint32_t fresh = kInf;
   };
   std::vector<RowSlot> rows_;  // per parser row index
   // finish_item's reads of a lower row's up costs, by (row serial, nonterminal): a row holds
