@@ -111,9 +111,9 @@ TEST_CASE(walk_inside_counts_as_work_under_a_limit) {
   const uint32_t start = f.start_state();
   walked(f, start);  // (the lexer's states made once, outside the counts below)
   // A unit per 16 nodes, spent per 1,024: this walk passes 16 + 8 * 16 + 64 * 16 nodes.
-  const uint64_t before = work::done;
+  const uint64_t before = work::state.done;
   walked(f, start);
-  CHECK_EQ(work::done - before, uint64_t(64));
+  CHECK_EQ(work::state.done - before, uint64_t(64));
   bool stopped = false;
   try {
     work::Limit limit(63);

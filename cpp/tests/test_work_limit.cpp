@@ -74,5 +74,5 @@ TEST_CASE(work_limit_stops_at_its_time) {
   const double seconds = std::chrono::duration<double>(work::Clock::now() - t0).count();
   CHECK(n > 0);
   CHECK(seconds >= 0.05 && seconds < 5);
-  CHECK(work::until == work::Clock::time_point::max());  // back to none
+  CHECK(work::state.until == work::Clock::time_point::max());  // back to none
 }

@@ -39,7 +39,8 @@ constexpr uint64_t kCoarseWork = 1u << 21;
 template <class F>
 bool TokenBudget::within_work(ParseState* ps, F&& f) {
   if (gave_up_) return false;
-  const uint64_t start = work::done;
+  work::State& spent = work::state;
+  const uint64_t start = spent.done;
   const size_t depth = ps ? ps->frames().size() : 0;
   const std::optional<Frame> top = ps ? std::optional<Frame>(ps->frames().back()) : std::nullopt;
   try {
@@ -49,7 +50,7 @@ bool TokenBudget::within_work(ParseState* ps, F&& f) {
     gave_up_ = true;
     if (ps) ps->recover(depth - 1, *top);  // (as a call cut short does: Matcher::Call)
   }
-  const uint64_t used = work::done - start;
+  const uint64_t used = spent.done - start;
   work_left_ = used >= work_left_ ? 0 : work_left_ - used;
   return !gave_up_;
 }
@@ -140,18 +141,24 @@ uint32_t TokenBudget::reached_max() const {
 void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const Frame& f = ps.frames().back();
   const uint64_t serial = ps.parser().top().serial;
-  if (!gave_up_ && (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh)) {
-    bool exact = false;
-    uint32_t c = 0;
-    // (the walk's frames are in flight: the search only reads the parser, no frame to recover)
-    if (within_work(nullptr, [&] { c = cost_->within(ps.parser(), f.state, f.fresh, left_, &exact); })) {
-      last_ = {serial, f.state, f.fresh, c};
-      if (!exact) loose_ = std::max(loose_, c);
-    }
-  }
+  if (!gave_up_ && (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh))
+    cost_reached(serial, f.state, f.fresh, ps);
   // (emplaced: a pair built on the stack was read back as one word over its two halves' stores, a
   // store-forwarding stall on every token a budgeted walk reaches)
   reached_.emplace_back(token, gave_up_ ? 0 : last_.cost);  // (given up: restrict keeps the mask)
+}
+
+// (apart from token_reached, which most tokens leave at its first test: runs of tokens end alike)
+void TokenBudget::cost_reached(uint64_t serial, uint32_t state, bool fresh, ParseState& ps) {
+  bool exact = false;
+  uint32_t c = 0;
+  // (the memo first: a search's work scope costs more than most answers; the walk's frames are
+  // in flight: the search only reads the parser, no frame to recover)
+  if (cost_->within_known(ps.parser(), state, fresh, left_, &c, &exact) ||
+      within_work(nullptr, [&] { c = cost_->within(ps.parser(), state, fresh, left_, &exact); })) {
+    last_ = {serial, state, fresh, c};
+    if (!exact) loose_ = std::max(loose_, c);
+  }
 }
 
 void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* words, size_t need, int64_t remaining) {

@@ -23,15 +23,21 @@ struct WorkSpent : BudgetError {
 namespace work {
 
 using Clock = std::chrono::steady_clock;
-inline thread_local uint64_t done = 0;            // units spent by this thread, ever
-inline thread_local uint64_t end = ~uint64_t{0};  // the limit in force (none: the maximum)
-inline thread_local Clock::time_point until = Clock::time_point::max();  // and its time
-inline thread_local uint32_t spends = 0;          // (the clock is read every 256 spends)
+// The thread's work state, one thread_local: in a shared library each thread_local read is a
+// call (__tls_get_addr), so a spend or a scope reads its address once rather than per field.
+struct State {
+  uint64_t done = 0;                                // units spent by this thread, ever
+  uint64_t end = ~uint64_t{0};                      // the limit in force (none: the maximum)
+  Clock::time_point until = Clock::time_point::max();  // and its time
+  uint32_t spends = 0;                              // (the clock is read every 256 spends)
+};
+inline thread_local State state;
 
 // Counts `units` of work; throws WorkSpent past the limit in force.
 inline void spend(uint64_t units) {
-  if ((done += units) > end) throw WorkSpent();
-  if ((++spends & 255) == 0 && until != Clock::time_point::max() && Clock::now() > until) throw WorkSpent();
+  State& s = state;
+  if ((s.done += units) > s.end) throw WorkSpent();
+  if ((++s.spends & 255) == 0 && s.until != Clock::time_point::max() && Clock::now() > s.until) throw WorkSpent();
 }
 
 // At most `units` more, and with `seconds` > 0 at most that long, for the life of the scope
@@ -39,20 +45,21 @@ inline void spend(uint64_t units) {
 // outside the scope.
 class Limit {
  public:
-  explicit Limit(uint64_t units, double seconds = 0) : outer_end_(end), outer_until_(until) {
-    end = std::min(end, done + units);
+  explicit Limit(uint64_t units, double seconds = 0) : s_(state), outer_end_(s_.end), outer_until_(s_.until) {
+    s_.end = std::min(s_.end, s_.done + units);
     if (seconds > 0)
-      until = std::min(
-          until, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+      s_.until = std::min(
+          s_.until, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
   }
   ~Limit() {
-    end = outer_end_;
-    until = outer_until_;
+    s_.end = outer_end_;
+    s_.until = outer_until_;
   }
   Limit(const Limit&) = delete;
   Limit& operator=(const Limit&) = delete;
 
  private:
+  State& s_;  // (a scope ends on the thread it began on)
   uint64_t outer_end_;
   Clock::time_point outer_until_;
 };
