@@ -143,10 +143,15 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   const uint64_t serial = ps.parser().top().serial;
   if (!gave_up_ && (last_.serial != serial || last_.state != f.state || last_.fresh != f.fresh))
     cost_reached(serial, f.state, f.fresh, ps);
-  // (emplaced: a pair built on the stack was read back as one word over its two halves' stores, a
-  // store-forwarding stall on every token a budgeted walk reaches)
+  // (room made apart, so that this path, taken by every token the walk reaches, keeps no copy of
+  // the vector's growth and its register saves; emplaced: a pair built on the stack was read back
+  // as one word over its two halves' stores, a store-forwarding stall)
+  if (reached_.size() == reached_.capacity()) grow_reached();
+  if (reached_.size() == reached_.capacity()) __builtin_unreachable();
   reached_.emplace_back(token, gave_up_ ? 0 : last_.cost);  // (given up: restrict keeps the mask)
 }
+
+void TokenBudget::grow_reached() { reached_.reserve(std::max<size_t>(256, reached_.capacity() * 2)); }
 
 // (apart from token_reached, which most tokens leave at its first test: runs of tokens end alike)
 void TokenBudget::cost_reached(uint64_t serial, uint32_t state, bool fresh, ParseState& ps) {

@@ -46,6 +46,7 @@ class TokenBudget : private MaskWalker::CostSink {
   uint32_t consumed(ParseState& ps) const;
   void token_reached(int32_t token, ParseState& ps) override;
   [[gnu::noinline]] void cost_reached(uint64_t serial, uint32_t state, bool fresh, ParseState& ps);
+  [[gnu::noinline, gnu::cold]] void grow_reached();
   uint32_t last_noted() const override { return reached_.empty() ? 0 : reached_.back().second; }
   void token_noted(int32_t token, uint32_t cost) override { reached_.emplace_back(token, cost); }
   uint32_t reached_max() const;  // the largest cost in reached_
