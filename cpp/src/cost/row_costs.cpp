@@ -38,7 +38,7 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
   const uint64_t serial = p.row(row).serial;
   // One slot per row index: the parser's rows are a stack, and a slot holds the costs of the row
   // with its serial (walks push and pop many short-lived rows: the slots' vectors are reused).
-  if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);  // (nested calls ask lower rows)
+  fit_rows(p);
   if (rows_[row].serial == serial) return rows_[row].costs;
   // Rows below first, lowest first: each needs only rows under it, so no deep recursion
   // (a long list written as right recursion chains its items through every earlier row).
@@ -119,7 +119,7 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
 // are not needed: a walk asks this of a row it pushed at every token that ends a lexeme.
 uint32_t RowCosts::fresh_cost(const EarleyParser& p, uint32_t row) {
   const uint64_t serial = p.row(row).serial;
-  if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);
+  fit_rows(p);
   if (rows_[row].fresh_serial == serial) return rows_[row].fresh;
   const EarleyRow& r = p.row(row);
   uint32_t best = kInf;
@@ -241,13 +241,11 @@ uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search 
 uint32_t RowCosts::within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact_cost) {
   const uint64_t serial = p.top().serial;
   Slot& s = slot(serial, state, fresh);
-  if (!s.holds(serial, state, fresh) || (!s.exact && s.cost > limit)) {
-    const uint32_t bound = fresh ? kInf : bytes_bound(p, state);
-    if (bound <= limit)
-      s = {serial, state, fresh, false, bound};
-    else
-      s = {serial, state, fresh, true, exact(p, state, fresh)};
-  }
+  const uint32_t bound = fresh ? kInf : bytes_bound(p, state);
+  if (bound <= limit)
+    s = {serial, state, fresh, false, bound};
+  else
+    s = {serial, state, fresh, true, exact(p, state, fresh)};
   *exact_cost = s.exact;
   return s.cost;
 }

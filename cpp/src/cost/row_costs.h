@@ -30,9 +30,10 @@ class RowCosts {
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh, Search search = Search::kExact);
   // at(), or where that fits `limit`, the distance in single bytes (no token search: a lexeme's
   // first states would each search the vocabulary, as at a string's opening quote). *exact says
-  // which.
+  // which. Ask within_known first: within() searches, and memoizes what it finds.
   uint32_t within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact);
-  // within() where its memo answers (no search, no work): false where within() must search.
+  // within()'s answer where its memo holds it (no search, no work): false where within() must
+  // search (a caller opens a work scope for that only).
   bool within_known(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, uint32_t* cost,
                     bool* exact) const {
     const uint64_t serial = p.top().serial;
@@ -132,6 +133,11 @@ class RowCosts {
     uint32_t fresh = kInf;
   };
   std::vector<RowSlot> rows_;  // per parser row index
+  // Room in rows_ for every row of p, made before a memo's slot is read: the calls nested in a
+  // row's costs ask only lower rows, so its slot stays where it is.
+  void fit_rows(const EarleyParser& p) {
+    if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);
+  }
   // finish_item's reads of a lower row's up costs, by (row serial, nonterminal): a row holds
   // thousands of items that wait on a few nonterminals at a few origins (binary searches were a
   // third of a budget mask's time in large recursive grammars).
