@@ -196,28 +196,28 @@ def random_llama(tokenizer_dir: str, device: str, dtype: str, layers: int = 24, 
     return LoadedModel(model, tok, tokenizer_info_for(tok, model), name, 0.0, 8192)
 
 
-def serve_steps(args, device: str = "cuda", **shape) -> None:
-    """The server's decode steps on ``device``: structured / unconstrained at equal lengths
-    (``shape``: ``random_llama``'s, for a small model in tests)."""
+def serve_steps(args, device: str = "cuda", **shape) -> list[float]:
+    """The server's decode steps on ``device``: structured / unconstrained at equal lengths, one
+    ratio per (mask threads, clients), returned in that order (``shape``: ``random_llama``'s, for
+    a small model in tests)."""
     from benchmarks import serve
     from stencil.runtime.models import load_model
+    from stencil.server import serve_in_thread
     if args.random_weights:
         lm = random_llama(args.random_weights, device, args.dtype, **shape)
     else:
         lm = load_model(args.model, device=device, dtype=args.dtype, quiet=True)
-    clients = [int(c) for c in args.clients.split(",")]
+    clients, ratios = [int(c) for c in args.clients.split(",")], []
     print(f"\nserver decode steps: {lm.name} on {lm.device} in {lm.dtype}, regex {args.regex!r}, "
           f"{args.max_tokens} tokens per row")
     for threads in [int(t) if t != "auto" else None for t in args.mask_threads.split(",")]:
-        base, server, thread = serve._start(lm, max(clients), mask_threads=threads)
-        engine = server.config.app.state.engine
-        print(f"mask threads {engine.mask_threads}, switch interval {sys.getswitchinterval() * 1e3:g} ms")
-        try:
+        # the server's defaults otherwise (speculation on), as `stencil serve` runs
+        with serve_in_thread(lm, max_batch=max(clients), mask_threads=threads) as server:
+            print(f"mask threads {server.app.state.engine.mask_threads}, "
+                  f"switch interval {sys.getswitchinterval() * 1e3:g} ms")
             for n in clients:
-                serve.equal_lengths(base, n, args.max_tokens, args.regex)
-        finally:
-            server.should_exit = True
-            thread.join(timeout=30)
+                ratios.append(serve.equal_lengths(server.url, n, args.max_tokens, args.regex))
+    return ratios
 
 
 def main(argv: list[str] | None = None) -> int:
