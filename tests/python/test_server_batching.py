@@ -27,13 +27,17 @@ def _alone(lm, prompt, cont):
     return rows
 
 
-def test_kv_batch_rows_equal_sequences_alone():
-    from stencil.server.kv_batch import KVBatch
+@pytest.mark.parametrize("length_step", [1, 64])
+def test_kv_batch_rows_equal_sequences_alone(length_step):
+    """Also with the attended slots rounded up as on a GPU (``length_step`` 64): the mask hides them."""
+    from stencil.server.kv_batch import ACCELERATOR_LENGTH_STEP, KVBatch
     lm = default_model()
     prompts = [lm.encode_prompt(p) for p in ("Name a color.", "Tell a long story about a dragon and tea.", "Hi")]
     conts = [[100, 200, 300, 400], [11, 12, 13, 14], [7, 8, 9, 10]]
     ref = [_alone(lm, p, c) for p, c in zip(prompts, conts)]
     b = KVBatch(lm.model)
+    assert b.length_step == 1 and ACCELERATOR_LENGTH_STEP == 64   # a CPU attends to exact lengths
+    b.length_step = length_step
 
     def close(got, want):
         assert (got - want).abs().max().item() < 1e-3
@@ -49,6 +53,7 @@ def test_kv_batch_rows_equal_sequences_alone():
         b.keep([1, 2])                              # the first row leaves
         got = b.step([[conts[1][1]], [conts[2][0]]])
         close(got[0], ref[1][2]), close(got[1], ref[2][1])
+        assert b.plan[3] % length_step == 0 and (length_step == 1) == (b.plan[3] == b.length)
         longest = b.length
         b.keep([1])                                 # columns only the left row used are cut
         assert b.length < longest and b.mask.shape == (1, b.length)

@@ -30,6 +30,10 @@ from stencil.server.ragged import RaggedModel
 MIN_CAPACITY = 256
 #: slots a buffer grows by past the longest row when that outgrows it (a copy of the buffers each time)
 GROWTH = 256
+#: on an accelerator, the slots a step attends to are rounded up to a multiple of this (the mask
+#: hides the extra ones): a GPU attention kernel pays a setup for each new shape it meets, and an
+#: exact length is a new shape at every step. On a CPU the extra slots would cost their compute.
+ACCELERATOR_LENGTH_STEP = 64
 
 
 class UnsupportedCache(Exception):
@@ -69,6 +73,8 @@ class KVBatch:
         self.model = model
         self._new_cache = DynamicCache
         self.device = next(model.parameters()).device
+        #: what a step's attended slots are rounded up to (ACCELERATOR_LENGTH_STEP off a CPU)
+        self.length_step = 1 if self.device.type == "cpu" else ACCELERATOR_LENGTH_STEP
         self.keys: list = []     # per layer: [rows, kv_heads, capacity, dim]
         self.values: list = []
         self.positions: list[int] = []  # each row's count of real tokens
@@ -196,6 +202,7 @@ class KVBatch:
             raise ValueError("step needs one non-empty feed per row")
         width = max(len(f) for f in feeds)
         length = max(p + len(f) for p, f in zip(self.positions, feeds))
+        length = -(-length // self.length_step) * self.length_step
         if self.keys and length > self.capacity:
             self._grow(0, length, [])
         ids = torch.zeros((self.rows, width), dtype=torch.long)
