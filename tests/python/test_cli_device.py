@@ -99,7 +99,8 @@ def _free_port() -> int:
 
 
 def test_serve_loads_the_model_in_the_dtype_asked():
-    """The real `stencil serve` in a process of its own: /health reports what its parameters are."""
+    """The real `stencil serve` in a process of its own: /health reports what its parameters are,
+    and the objects it froze after loading."""
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
     port = _free_port()
@@ -116,6 +117,8 @@ def test_serve_loads_the_model_in_the_dtype_asked():
                 time.sleep(0.5)
         assert health is not None, proc.stderr.read() if proc.poll() is not None else "no answer in 180 s"
         assert health["device"] == "cpu" and health["dtype"] == "bfloat16"
+        # what it loaded is out of the collector's reach (gc.freeze): no full collection walks it
+        assert health["gc"]["frozen"] > 10_000, health["gc"]
         r = httpx.post(f"http://127.0.0.1:{port}/v1/completions", timeout=60,
                        json={"prompt": "hi", "max_tokens": 5, "ignore_eos": True}).json()
         assert r["usage"]["completion_tokens"] == 5 and r["choices"][0]["finish_reason"] == "length"

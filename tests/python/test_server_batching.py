@@ -222,3 +222,21 @@ def test_ignore_eos_runs_rows_to_max_tokens(server):
     assert r.choices[0].message.content in ("blue", "red") and r.choices[0].finish_reason == "stop"
     with pytest.raises(openai.BadRequestError, match="ignore_eos must be true or false"):
         client.chat.completions.create(extra_body={"ignore_eos": "yes"}, **kw)
+
+
+def test_a_process_that_exits_right_after_create_app_ends_cleanly():
+    """The engine's thread starts with forward passes (the ragged model's calibration): a process
+    ending while it is inside torch used to abort (SIGABRT, 'terminate called without an active
+    exception', the daemon thread ended by the interpreter's finalization). The engine is closed
+    and waited for at exit instead."""
+    import os
+    import subprocess
+    import sys
+    code = ("from stencil.runtime.models import load_model\n"
+            "from stencil.server.app import create_app\n"
+            "app = create_app(load_model(None, device='cpu', quiet=True))\n"
+            "print('created', flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONFAULTHANDLER="0"))
+    assert "created" in r.stdout, r.stderr[-2000:]
+    assert r.returncode == 0 and "terminate called" not in r.stderr, (r.returncode, r.stderr[-2000:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import time
@@ -79,7 +80,10 @@ def create_app(lm, *, model_name: str | None = None, compile_timeout: float | No
                 "device": device, "dtype": dtype, "failed_rows": engine.failed_rows,
                 "rss_bytes": resident_bytes(), "rss_limit": svc.limits.rss_limit,
                 "resident": None if svc.resident is None else svc.resident.usage(),
-                "grammar_memory": stencil.memory_usage()}
+                "grammar_memory": stencil.memory_usage(),
+                # the collector: objects out of its reach (`stencil serve` freezes what it loaded)
+                # and collections per generation since the start
+                "gc": {"frozen": gc.get_freeze_count(), "collections": [g["collections"] for g in gc.get_stats()]}}
 
     @app.get("/v1/models")
     async def models():

@@ -38,10 +38,12 @@ and leaves those bytes out of its text.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -134,6 +136,7 @@ class Engine:
         self.aligned_counts = dict.fromkeys(("jobs", "passes", "rows"), 0)
         self.thread = threading.Thread(target=self._run, name="stencil-serve", daemon=True)
         self.thread.start()
+        atexit.register(_stop_at_exit, weakref.ref(self))
 
     def submit(self, job: Job) -> Job:
         """Queue ``job`` (``server.job``); its text comes back on ``job.stream``."""
@@ -592,6 +595,20 @@ class Engine:
 #: first (``server.picks``: checks, refused picks' masks, drafts verified). ``masks``: filling the
 #: masks, on the core's threads during ``forward`` (not part of the step's sum)
 STEP_PHASES = ("forced", "draft", "forward", "masks_wait", "mask_apply", "to_host", "sample", "checks", "masks")
+
+
+#: seconds the interpreter's exit waits for an engine that was never stopped to end its loop
+EXIT_JOIN_SECONDS = 30.0
+
+
+def _stop_at_exit(ref: "weakref.ref[Engine]") -> None:
+    """An engine still running when the interpreter exits (an app created, never served or
+    stopped) is closed and waited for: its thread may be inside torch (the first passes at its
+    start), and a daemon thread ended there by the interpreter's finalization aborts the process."""
+    engine = ref()
+    if engine is not None and engine.thread.is_alive():
+        engine.close()
+        engine.thread.join(EXIT_JOIN_SECONDS)
 
 
 class _PhaseClock:

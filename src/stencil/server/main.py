@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from stencil._version import pip_install
@@ -119,6 +120,11 @@ def serve(args) -> int:
                          tool_strict=args.tool_strict, full_masks=args.full_masks)
     except ValueError as e:  # an rss limit below what the loaded model holds
         raise CliError(str(e)) from None
+    # What is loaded now (torch, the model, the modules, the app) lives as long as the process:
+    # moved out of the collector's reach, so that a full collection (0.2 s over the default
+    # model's 400,000 objects, every row of the batch stalled meanwhile) walks only what came
+    # after, and the allocations of compiles trigger none of those (a quarter of their time).
+    gc.freeze()
     print(f"stencil serve: {lm.name} ({lm.device}, {lm.dtype}) on http://{args.host}:{args.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
