@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+#: tokens past a grammar's shortest output where --max-tokens is under it
+ROOM = 24
+
+
 def _prompts(kind: str, n: int, compiler) -> list[tuple[str, object]]:
     """(prompt, compiled grammar or None) of a kind."""
     if kind == "chat":
@@ -69,14 +73,28 @@ def _valid(r) -> bool:
         return False
 
 
+def _room(grammar, max_tokens: int, what: str) -> int:
+    """``max_tokens``, or where the grammar's shortest output needs more (generate refuses a
+    budget under it), that need and ``ROOM`` more, said on stderr."""
+    if grammar is None:
+        return max_tokens
+    need = stencil.Matcher(grammar).min_completion_tokens()
+    if need <= max_tokens:
+        return max_tokens
+    print(f"{what}: max_tokens {need + ROOM} (its shortest output needs {need} tokens, over {max_tokens})",
+          file=sys.stderr)
+    return need + ROOM
+
+
 def _run_kind(lm, kind: str, prompts: list, temperature: float, max_tokens: int) -> dict[str, list]:
     options = {"off": False, "fixed": stencil.runtime.SpeculationOptions(adaptive=False), "adaptive": True}
     rows: dict[str, list] = {m: [] for m in MODES}
     for i, (prompt, grammar) in enumerate(prompts):
         ids = lm.encode_prompt(prompt)
+        limit = _room(grammar, max_tokens, f"{kind} prompt {i}")
         for k in range(len(MODES)):
             mode = MODES[(i + k) % len(MODES)]
-            r = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=max_tokens, temperature=temperature,
+            r = stencil.runtime.generate(lm, grammar, input_ids=ids, max_tokens=limit, temperature=temperature,
                                  seed=i, speculate=options[mode])
             rows[mode].append(r)
         print(f"{kind} {temperature} prompt {i}: " + ", ".join(
