@@ -16,7 +16,8 @@ the mean time of one call over ``--iters`` back-to-back calls, launch cost inclu
   and whether its result equals the kernel's.
 
 ``--serve``: then the server's decode steps on CUDA, structured rows against unconstrained rows
-at equal output lengths (``benchmarks.serve --equal-lengths``, once per ``--clients`` count),
+at equal output lengths (``benchmarks.serve --equal-lengths``, ``--repeats`` ABBA rounds per
+``--clients`` count, so that neither kind always meets the new lengths first),
 with ``--model`` (default: the default model) or, where the model files are not at hand,
 ``--random-weights TOKENIZER_DIR``: a Llama-shaped 1.7B model with random weights (the speed of a
 step does not depend on them) and the tokenizer saved in that folder.
@@ -216,7 +217,7 @@ def serve_steps(args, device: str = "cuda", **shape) -> list[float]:
             print(f"mask threads {server.app.state.engine.mask_threads}, "
                   f"switch interval {sys.getswitchinterval() * 1e3:g} ms")
             for n in clients:
-                ratios.append(serve.equal_lengths(server.url, n, args.max_tokens, args.regex))
+                ratios.append(serve.equal_lengths(server.url, n, args.max_tokens, args.regex, args.repeats))
     return ratios
 
 
@@ -232,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="--serve a random-weight Llama-shaped 1.7B model with the tokenizer in this folder")
     ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"), help="--serve's dtype")
     ap.add_argument("--clients", default="16,32", help="--serve's concurrent requests, one run per count")
+    # (the first run over new lengths pays the attention's setup per shape: a run of one kind first
+    # each time made it look slower, 2.9-3.9x on an H200 and an H100 before ABBA)
+    ap.add_argument("--repeats", type=int, default=2, help="--serve's ABBA rounds of structured and unconstrained "
+                                                           "runs (default 2)")
     ap.add_argument("--max-tokens", type=int, default=64, help="--serve's tokens per row")
     ap.add_argument("--regex", default="[a-z ]+", help="--serve's structured rows' regex")
     ap.add_argument("--mask-threads", default="auto", help="--serve's mask threads, one server per value (auto: "

@@ -25,11 +25,12 @@ def test_serve_steps_runs_on_cpu_with_random_weights(tmp_path, capsys):
                          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     tok.save_pretrained(tmp_path)
     args = argparse.Namespace(random_weights=str(tmp_path), model=None, dtype="float32", clients="2,3",
-                              max_tokens=6, regex="[a-z ]+", mask_threads="auto,1")
+                              max_tokens=6, regex="[a-z ]+", mask_threads="auto,1", repeats=2)
     ratios = serve_steps(args, device="cpu", layers=2, hidden=64)
     out = capsys.readouterr().out
     assert len(ratios) == 4 and all(math.isfinite(r) and r > 0 for r in ratios), ratios
     # every row ran to max_tokens in both modes, and the structured rows match the regex
-    assert out.count("all equal") == 8 and "UNEQUAL" not in out
+    # (ABBA: two runs of each kind per count and setting)
+    assert out.count("all equal") == 16 and "UNEQUAL" not in out
     assert "2/2 match" in out and "3/3 match" in out
     assert out.count("per-step time structured / unconstrained") == 4
