@@ -19,6 +19,7 @@ import json
 import time
 
 from benchmarks.maskbench.data import HALVES, list_files
+from benchmarks.maskbench.stats import percentiles
 from tests.support.schema_generator import generated_schemas
 
 
@@ -49,11 +50,6 @@ def _full_collection() -> float:
     t0 = time.perf_counter()
     gc.collect()
     return time.perf_counter() - t0
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| mode | compiles | p50 ms | p90 ms | p99 ms | sum s | collections gen 0 / 1 / 2 |")
     print("|---|---|---|---|---|---|---|")
     for mode, t in times.items():
-        print(f"| {mode} | {len(t)} | {_quantile(t, .5) * 1e3:.3f} | {_quantile(t, .9) * 1e3:.2f} | "
-              f"{_quantile(t, .99) * 1e3:.2f} | {sum(t):.2f} | {' / '.join(map(str, counts[mode]))} |")
+        ms = {k: float("nan") if v is None else v * 1e3 for k, v in percentiles(t, ("p50", "p90", "p99")).items()}
+        print(f"| {mode} | {len(t)} | {ms['p50']:.3f} | {ms['p90']:.2f} | {ms['p99']:.2f} | {sum(t):.2f} | "
+              f"{' / '.join(map(str, counts[mode]))} |")
     a, f = sum(times["as is"]), sum(times["frozen"])
     print(f"frozen / as is: {f / a:.3f}x the compile time")
     app.state.engine.close()
