@@ -72,6 +72,7 @@ import numpy as np
 
 from stencil._core import Matcher
 from stencil.bitmask import allocate_token_bitmask, fill_next_token_bitmasks
+from stencil.runtime.attention import shape_stable_attention
 from stencil.runtime.sampling import MIN_TEMPERATURE, Sampler
 
 __all__ = ["SAMPLING_MODES", "DEFAULT_PARTICLES", "MAX_PARTICLES", "PENALTIES", "Particle", "AlignedSample",
@@ -186,7 +187,8 @@ class HFParticles:
         inputs = torch.tensor(ids, dtype=torch.long, device=self.device)
         kw = dict(self._keep)
         kw[self._cache_arg] = self.cache
-        out = self.model(input_ids=inputs, use_cache=True, **kw)
+        with shape_stable_attention(self.device):
+            out = self.model(input_ids=inputs, use_cache=True, **kw)
         self.passes += 1
         return out.logits[:, -1].float().cpu()
 

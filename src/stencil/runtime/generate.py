@@ -58,6 +58,7 @@ from stencil.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace,
 from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
 from stencil.runtime.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticles, sample_aligned
+from stencil.runtime.attention import shape_stable_attention
 from stencil.runtime.healing import Healer, start_healing
 from stencil.runtime.opportunistic import Picker, verify_checked
 from stencil.runtime.sampling import Sampler
@@ -164,7 +165,8 @@ class _Model:
         """One pass of ``module`` (the model, or its decoder) over ``tokens``, into the cache."""
         ids = self.torch.tensor([list(tokens)], dtype=self.torch.long, device=self.device)
         kw[self._cache_arg if module is self.model else self._decoder_cache_arg] = self.cache
-        out = module(input_ids=ids, use_cache=True, **kw)
+        with shape_stable_attention(self.device):
+            out = module(input_ids=ids, use_cache=True, **kw)
         if len(tokens) == (1 if self.length else self.prompt_len) and self.exact == self.length:
             self.exact += len(tokens)
         self.length += len(tokens)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Sequence
 
+from stencil.runtime.attention import shape_stable_attention
 from stencil.server.ragged import RaggedModel
 
 #: slots a buffer is allocated with at least
@@ -31,8 +32,9 @@ MIN_CAPACITY = 256
 #: slots a buffer grows by past the longest row when that outgrows it (a copy of the buffers each time)
 GROWTH = 256
 #: on an accelerator, the slots a step attends to are rounded up to a multiple of this (the mask
-#: hides the extra ones): a GPU attention kernel pays a setup for each new shape it meets, and an
-#: exact length is a new shape at every step. On a CPU the extra slots would cost their compute.
+#: hides the extra ones): an attention kernel that pays a setup for each new shape (cuDNN's, which
+#: ``shape_stable_attention`` now excludes) meets one at every step with exact lengths. On a CPU
+#: the extra slots would cost their compute.
 ACCELERATOR_LENGTH_STEP = 64
 
 
@@ -143,7 +145,8 @@ class KVBatch:
         if n:
             ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
             kw = {self._keep_arg: 1} if self._keep_arg else {}
-            self.model(input_ids=ids, use_cache=True, **{self._cache_arg: cache}, **kw)
+            with shape_stable_attention(self.device):
+                self.model(input_ids=ids, use_cache=True, **{self._cache_arg: cache}, **kw)
         layers = [(layer.keys, layer.values) for layer in self._layers(cache)] if n else []
         if self.keys or layers:   # (else no buffers yet: the first step makes them, zeros)
             self._grow(1, n, layers)
@@ -230,8 +233,9 @@ class KVBatch:
 
     def _forward(self, ids, pos, mask, keep: int):
         kw = {self._keep_arg: max(keep, 1)} if self._keep_arg else {}
-        return self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                          **{self._cache_arg: self._cache}, **kw)
+        with shape_stable_attention(self.device):
+            return self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                              **{self._cache_arg: self._cache}, **kw)
 
     def step(self, feeds: Sequence[Sequence[int]], on_device: bool = False, keep: int = 0):
         """One forward pass: ``feeds[i]`` (non-empty) are row i's new tokens. Returns the
