@@ -9,7 +9,7 @@ rows (one token each), plus an excess for the tokens beyond one a row, fitted as
 token's cost and each one's after it. On a CPU that first token can be dear (16 rows fed 17
 tokens: the linear layers' products of 17 rows take a third longer than those of 16, and the
 rows fed several get attention calls of their own) while the next ones are cheap, and a pass of
-few rows may take a few more tokens for almost nothing (``server.ragged.Matmuls``).
+few rows may take a few more tokens for almost nothing (``runtime.ragged.Matmuls``).
 ``plan_drafts`` gives the step's tokens, best first, to the rows whose next draft token is
 likeliest kept, and stops where one more would lower the step's expected tokens per second (none
 where the best plan raises it by less than ``MARGIN``, and none in one step of ``PLAIN_FRESH``

@@ -46,6 +46,7 @@ Example::
 from __future__ import annotations
 
 import codecs
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ from stencil.runtime.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticle
 from stencil.runtime.attention import shape_stable_attention
 from stencil.runtime.healing import Healer, start_healing
 from stencil.runtime.opportunistic import Picker, verify_checked
+from stencil.runtime.ragged import RaggedModel
 from stencil.runtime.sampling import Sampler
 from stencil.runtime.speculative import (DraftBudget, Drafter, SpeculationOptions, first_near_tie, speculation_options,
                                         verify)
@@ -152,20 +154,28 @@ class _Model:
         decoder = getattr(model, "model", None)
         self._decoder = decoder if isinstance(decoder, torch.nn.Module) and decoder is not model else None
         self._decoder_cache_arg = _cache_arg(self._decoder) if self._decoder is not None else self._cache_arg
+        # A CPU BLAS picks its kernel by shape, and decoding's products of a few rows are its slow
+        # ones: the ragged model's calibrated products (``Matmuls``: weight @ x.T where faster) make
+        # a one-token pass of SmolLM2 a fifth faster and one of two tokens cost what one did (MKL on
+        # this 2-core AVX-512 host). Every pass goes through them, so one-token passes stay alike.
+        ragged = RaggedModel.of(model) if self.device.type == "cpu" else None
+        self._ragged = ragged if ragged is not None and ragged.supported else None
 
     def forward(self, tokens: Sequence[int], keep: int = 1):
         """Logits (float32, CPU) after each of the last ``keep`` of ``tokens``: ``[keep, vocab]``."""
-        out = self._run(tokens, self.model, {self._keep_arg: keep} if self._keep_arg else {})
+        out = self._run(tokens, self.model, {self._keep_arg: keep} if self._keep_arg else {}, keep)
         logits = out.logits[0, -keep:].float().cpu()
         if self.first_pass_done is None:
             self.first_pass_done = time.perf_counter()
         return logits
 
-    def _run(self, tokens: Sequence[int], module: Any, kw: dict[str, Any]) -> Any:
+    def _run(self, tokens: Sequence[int], module: Any, kw: dict[str, Any], keep: int = 1) -> Any:
         """One pass of ``module`` (the model, or its decoder) over ``tokens``, into the cache."""
         ids = self.torch.tensor([list(tokens)], dtype=self.torch.long, device=self.device)
         kw[self._cache_arg if module is self.model else self._decoder_cache_arg] = self.cache
-        with shape_stable_attention(self.device):
+        n = len(tokens)
+        products = self._ragged.run([n], [min(keep, n)], n, False) if self._ragged else contextlib.nullcontext()
+        with shape_stable_attention(self.device), products:
             out = module(input_ids=ids, use_cache=True, **kw)
         if len(tokens) == (1 if self.length else self.prompt_len) and self.exact == self.length:
             self.exact += len(tokens)

@@ -2,7 +2,7 @@
 
 Requests queue up; the engine thread admits them into the running batch (up to ``max_batch``
 rows) between steps, and each step runs ONE forward pass for all rows (``KVBatch.step_rows``,
-where each row pays for the tokens it is fed: ``server.ragged``). A row under a grammar then checks
+where each row pays for the tokens it is fed: ``runtime.ragged``). A row under a grammar then checks
 the token the model picked (``Matcher.accept_token(t, remaining_tokens)``, about a microsecond) and
 its mask is filled only where the grammar refuses it, the refused rows' masks in one native call
 (``server.picks``; greedy outputs are those of full masks, sampling keeps the masked

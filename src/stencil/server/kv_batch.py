@@ -25,7 +25,7 @@ import inspect
 from typing import Any, Sequence
 
 from stencil.runtime.attention import shape_stable_attention
-from stencil.server.ragged import RaggedModel
+from stencil.runtime.ragged import RaggedModel
 
 #: slots a buffer is allocated with at least
 MIN_CAPACITY = 256
@@ -249,7 +249,7 @@ class KVBatch:
         return logits if on_device else logits.float().cpu()
 
     def step_rows(self, feeds: Sequence[Sequence[int]], keep: Sequence[int]) -> "StepLogits":
-        """One forward pass where each row pays for its own tokens (``server.ragged``): ``feeds[i]``
+        """One forward pass where each row pays for its own tokens (``runtime.ragged``): ``feeds[i]``
         (non-empty) are row i's new tokens, ``keep[i]`` (1 to ``len(feeds[i])``) how many of its
         last positions' logits are wanted (a speculating row: its draft's and the one after).
         The logits stay the model's own tensor (dtype, device). A model that ``RaggedModel`` cannot

@@ -1,7 +1,7 @@
 """Speculative decoding for the server's rows: each row drafts from its grammar's forced text and
 prompt lookup (``stencil.runtime.speculative.Drafter``), the batch step feeds every row its pending tokens
 and its draft in one forward pass where each row pays for its own tokens (``KVBatch.step_rows``,
-``server.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
+``runtime.ragged``), and each row verifies its draft (greedy output unchanged, sampling keeps its
 distribution); its matcher and its cache rows (``KVBatch.rollback``) go back to the accepted prefix.
 
 A row's draft length adapts to what its drafts earn (``stencil.runtime.draft_plan``): the step's draft

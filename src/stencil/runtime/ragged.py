@@ -94,7 +94,7 @@ class RaggedPass:
     def head(self, mod: Any, forward: Callable, x):
         """The output layer on the kept positions of ``x`` ([rows, keep_width, hidden]): ``[1, n, vocab]``."""
         rows, width, size = x.shape
-        y = self.kernels.linear(mod, forward, x.reshape(rows * width, size).index_select(0, self.heads))
+        y = self.kernels.linear(mod, forward, x.reshape(rows * width, size).index_select(0, self.heads), head=True)
         self.logits = y
         return y[None]
 
@@ -168,24 +168,36 @@ class Matmuls:
 
     def __init__(self, torch):
         self.torch = torch
-        self.transposed: set[int] = set()   # row counts computed as weight @ x.T
+        self.transposed: set[int] = set()   # row counts computed as weight @ x.T (decoder layers)
+        self.head_transposed: set[int] = set()   # the same for the output layer (its own shape)
         self.calibrated = False
 
-    def linear(self, mod: Any, forward: Callable, x):
-        """``mod``'s output for ``x`` ([rows, in]) by the faster product for its row count."""
+    def linear(self, mod: Any, forward: Callable, x, head: bool = False):
+        """``mod``'s output for ``x`` ([rows, in]) by the faster product for its row count
+        (``head``: ``mod`` is the output layer)."""
         n = x.shape[0]
-        if n not in self.transposed:
+        if n not in (self.head_transposed if head else self.transposed):
             return forward(x)
         rows = x if n > 1 else self.torch.cat([x, x])
         y = self.torch.mm(mod.weight, rows.t()).t()[:n].contiguous()
         return y if mod.bias is None else y + mod.bias
 
-    def calibrate(self, weights: list, reps: int = 2) -> None:
-        """Time both products for 1 to ``MOST`` rows over ``weights`` (every third layer's: more
-        than a cache holds), interleaved; keep the transposed one where it is faster."""
+    def calibrate(self, weights: list, reps: int = 2, head: Any = None) -> None:
+        """Time both products for 1 to ``MOST`` rows over ``weights`` (every second layer's: far
+        more than a cache holds, as in a pass, where each layer's weights come from memory; over
+        every third layer's, 40 MB, one row was judged slower transposed, and it is a fifth faster
+        in a pass), interleaved; keep the transposed one where it is faster. ``head``: the
+        output layer's weight, timed on its own (a vocabulary's rows: the BLAS picks other kernels
+        there, e.g. 5 to 8 rows 19-24 ms by ``F.linear`` against 12-15 transposed for SmolLM2)."""
+        self.calibrated = True
+        self.transposed = self._faster(weights, reps)
+        if head is not None:
+            self.head_transposed = self._faster([head], 1)   # (10-25 ms a product, twice as fast: one round)
+
+    def _faster(self, weights: list, reps: int) -> set[int]:
+        """The row counts at which the transposed product over ``weights`` is clearly faster."""
         import time
         torch = self.torch
-        self.calibrated = True
         inputs = {w.shape[1]: torch.randn(self.MOST, w.shape[1], dtype=w.dtype) for w in weights}
         seconds: dict[tuple[int, bool], float] = {}
         for _ in range(reps):
@@ -200,7 +212,7 @@ class Matmuls:
                             torch.mm(w, (x if n > 1 else torch.cat([x, x])).t())
                     took = time.perf_counter() - t0
                     seconds[n, transposed] = min(seconds.get((n, transposed), took), took)
-        self.transposed = {n for n in range(1, self.MOST + 1) if seconds[n, True] < self.MARGIN * seconds[n, False]}
+        return {n for n in range(1, self.MOST + 1) if seconds[n, True] < self.MARGIN * seconds[n, False]}
 
 
 class RaggedModel:
@@ -231,8 +243,9 @@ class RaggedModel:
             if next(self.model.parameters()).device.type == "cpu":
                 layers = self.model.get_decoder().layers
                 with self.torch.inference_mode():
-                    self.kernels.calibrate([m.weight for layer in layers[::3] for m in layer.modules()
-                                            if isinstance(m, self.torch.nn.Linear)])
+                    self.kernels.calibrate([m.weight for layer in layers[::2] for m in layer.modules()
+                                            if isinstance(m, self.torch.nn.Linear)],
+                                           head=self.model.get_output_embeddings().weight)
 
     @contextlib.contextmanager
     def run(self, widths: Sequence[int], keep: Sequence[int], width: int, ragged_attention: bool):
@@ -287,7 +300,7 @@ def _wrap(mod: Any, packed: Callable, head: bool = False) -> None:
         if x.dim() == 3 and x.shape[0] == p.rows and x.shape[1] == (p.keep_width if head else p.width):
             return packed(p, mod, forward, x)
         if linear and x.dim() == 2:
-            return p.kernels.linear(mod, forward, x)
+            return p.kernels.linear(mod, forward, x, head)
         return forward(x)
     mod.forward = ragged_forward
 
