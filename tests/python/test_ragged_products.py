@@ -1,0 +1,70 @@
+"""``runtime.ragged.Matmuls``: the products of a few rows that a CPU BLAS computes faster as
+``weight @ x.T``, chosen per row count for the decoder's layers and, apart, for the output layer;
+and the library's passes through them (``stencil.runtime.generate``'s ``_Model``)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from stencil.runtime.ragged import Matmuls, RaggedModel  # noqa: E402
+from tiny_model import tiny_model_folder  # noqa: E402
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_each_row_count_takes_the_product_its_set_names(bias):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(48, 80, bias=bias)
+    k = Matmuls(torch)
+    k.transposed, k.head_transposed = {1, 3}, {2, 3}
+    for n in range(1, Matmuls.MOST + 2):
+        x = torch.randn(n, 48)
+        plain = torch.nn.functional.linear(x, layer.weight, layer.bias)
+        rows = x if n > 1 else torch.cat([x, x])
+        flipped = torch.mm(layer.weight, rows.t()).t()[:n] + (layer.bias if bias else 0)
+        for head, chosen in ((False, k.transposed), (True, k.head_transposed)):
+            got = k.linear(layer, layer.forward, x, head)
+            assert got.shape == (n, 80)
+            assert torch.equal(got, flipped if n in chosen else plain), (n, head)
+            assert torch.allclose(got, plain, atol=1e-5)
+
+
+def test_calibration_times_the_output_layer_apart():
+    k = Matmuls(torch)
+    seen = []
+    k._faster = lambda weights, reps: seen.append([tuple(w.shape) for w in weights]) or {len(seen)}
+    k.calibrate([torch.zeros(8, 4), torch.zeros(4, 8)], head=torch.zeros(100, 4))
+    assert seen == [[(8, 4), (4, 8)], [(100, 4)]]
+    assert k.calibrated and k.transposed == {1} and k.head_transposed == {2}
+
+
+def test_faster_returns_row_counts_in_range():
+    k = Matmuls(torch)
+    got = k._faster([torch.randn(64, 32), torch.randn(32, 64)], 1)
+    assert got <= set(range(1, Matmuls.MOST + 1))
+
+
+def test_library_passes_go_through_the_calibrated_products():
+    """A CPU model's passes in ``stencil.runtime.generate`` run inside a ragged pass: the products
+    are calibrated at the first one, one-token passes are computed alike every time (what the
+    cache's exactness stands on), and a pass of several tokens gives the logits one-token passes
+    give, up to rounding."""
+    from stencil.runtime.generate import _Model
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_folder()).eval()
+    ragged = RaggedModel.of(model)
+    assert ragged.supported
+    ids = [5, 17, 42, 99, 7, 120, 64, 3]
+    with torch.inference_mode():
+        net = _Model(model, 4)
+        assert net._ragged is ragged
+        net.forward(ids[:4])
+        assert ragged.kernels.calibrated
+        singles = torch.stack([net.forward([t])[-1] for t in ids[4:]])
+        net.truncate(4)
+        again = torch.stack([net.forward([t])[-1] for t in ids[4:]])
+        assert torch.equal(singles, again)
+        net.truncate(4)
+        several = net.forward(ids[4:], keep=4)
+        assert torch.allclose(several, singles, atol=1e-4)
+        # the same model outside the library's passes computes as transformers does
+        plain = model(input_ids=torch.tensor([ids])).logits[0, -4:]
+        assert torch.allclose(plain, singles, atol=1e-4)
