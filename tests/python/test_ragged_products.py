@@ -36,9 +36,14 @@ def test_calibration_times_the_output_layer_apart():
     assert k.calibrated and k.transposed == {1} and k.head_transposed == {2}
 
 
-def test_faster_returns_row_counts_in_range():
+def test_faster_returns_row_counts_in_range_and_leaves_the_global_rng_alone():
     k = Matmuls(torch)
-    got = k._faster([torch.randn(64, 32), torch.randn(32, 64)], 1)
+    weights = [torch.randn(64, 32), torch.randn(32, 64)]
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    got = k._faster(weights, 1)
+    assert torch.equal(torch.rand(3), expected)   # a caller's seeded draws are not moved
     assert got <= set(range(1, Matmuls.MOST + 1))
 
 
