@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 
-from stencil.runtime.draft_plan import DraftLength, StepCost, drafts_pay, plan_drafts
+from stencil.runtime.draft_plan import DraftLength, DraftPrior, StepCost, draft_kind, drafts_pay, plan_drafts
+from stencil.runtime.speculative import DraftBudget, SpeculationOptions, model_prior
 
 
 def _dear_first(cost: StepCost, rows: int = 16, passes: int = 60, seed: int = 0) -> None:
@@ -149,3 +150,46 @@ def test_draft_length_adapts_to_acceptance():
         k = plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0]
         d.update(k, k)
     assert plan_drafts({0: d}, rows=1, tokens=1, cost=cheap)[0] == 12
+
+
+def test_a_kinds_prior_follows_its_drafts_and_leaves_other_kinds_alone():
+    prior = DraftPrior()
+    free, copied = draft_kind(False, 0.0), draft_kind(True, 0.0)
+    assert free == (False, False) and draft_kind(False, 1.0) == (False, True) and draft_kind(False, 1e-9) == free
+    assert prior.p(free) == prior.p(copied) == 2 / 3
+    prior.update(free, 0, 0)   # an empty draft says nothing
+    for _ in range(3):
+        prior.update(free, 5, 0)   # refused at its first token: one judged, none kept
+    assert prior.p(free) == 2 / 3, "until LEAST judged tokens, the default"
+    for _ in range(20):
+        prior.update(free, 5, 0)
+        prior.update(copied, 6, 6)
+    assert prior.p(free) == 0.0 and prior.p(copied) == 1.0
+    prior.update(free, 3, 2)   # recent drafts weigh more: a kept pair lifts it at once
+    assert 0.05 < prior.p(free) < 0.2
+
+
+def test_a_row_started_from_a_failing_prior_waits_instead_of_drafting():
+    prior = DraftPrior()
+    for _ in range(30):
+        prior.update("free", 8, 0)
+    fresh, informed = DraftLength(12), DraftLength(12, prior.p("free"))
+    assert fresh.most() == 12
+    assert informed.most() == 0 and informed.wait > 0   # waits, then tries one token
+    assert [informed.most() for _ in range(informed.wait)][-1] == 1
+
+
+def test_generate_budgets_start_from_and_feed_their_models_prior():
+    class Model:   # (a weak reference's target, as a torch module is)
+        pass
+    model = Model()
+    prior = model_prior(model)
+    assert model_prior(model) is prior and model_prior(Model()) is not prior
+    for _ in range(30):
+        prior.update((False, True), 4, 0)
+    sampled = DraftBudget(SpeculationOptions(), prior, (False, True))
+    greedy = DraftBudget(SpeculationOptions(), prior, (False, False))
+    assert sampled.length.p < DraftLength.FLOOR and greedy.length.p == 2 / 3
+    for _ in range(3):
+        greedy.learn(5, 0.05, judged=4, kept=4)   # the call's drafts count for the calls after it
+    assert prior.p((False, False)) == 1.0 and sampled.length.p < DraftLength.FLOOR

@@ -30,7 +30,9 @@ Example::
 """
 from __future__ import annotations
 
-__all__ = ["DraftLength", "StepCost", "drafts_pay", "plan_drafts"]
+from stencil.runtime.sampling import MIN_TEMPERATURE
+
+__all__ = ["DraftLength", "DraftPrior", "StepCost", "draft_kind", "drafts_pay", "plan_drafts"]
 
 #: the most draft tokens one step weighs (the likeliest kept)
 MOST_TOKENS = 64
@@ -143,9 +145,11 @@ class DraftLength:
     FLOOR = 0.1       # under it the row stops drafting for a while
     MAX_WAIT = 64
 
-    def __init__(self, max_draft: int):
+    PRIOR = 3.0       # the weight of the chance a row starts with, in drafted tokens
+
+    def __init__(self, max_draft: int, p: float = 2 / 3):
         self.max_draft = max_draft
-        self.kept, self.tried = 2.0, 3.0   # a prior of p = 2/3
+        self.kept, self.tried = self.PRIOR * p, self.PRIOR   # a prior of p (2/3, or DraftPrior's)
         self.wait = 0
         self.backoff = 4
         self.probing = False   # this step's one token after a wait: drafted whatever it costs
@@ -177,6 +181,50 @@ class DraftLength:
         self.tried = d * self.tried + kept + (kept < drafted)
         if kept:
             self.backoff = 4
+
+
+class DraftPrior:
+    """The chance a new row (a request, a ``generate`` call) starts with: how its kind of rows'
+    draft tokens fared lately, where ``DraftLength`` alone starts every row at 2/3. Free text
+    drafts from prompt lookup that the model seldom keeps, and each new row spent its first drafts
+    learning that again (a server's free rows at 4 requests: 76 draft tokens drafted, none kept, 7%
+    of the time). A kind is any key the caller picks (the server and ``generate``: under a grammar
+    or not, sampled or greedy: forced text and copied values are kept more, a draw at T = 1 less).
+    Every judged draft token of a kind counts, recent ones weighing more; until ``LEAST`` have,
+    the prior stays 2/3. Updates come from one thread (the server's engine, one generate call at a
+    time per model); a lost one would only weigh one draft less.
+
+    Example::
+
+        prior = DraftPrior()
+        d = DraftLength(12, prior.p("free"))
+        ... the row's drafts: d.update(drafted, kept); prior.update("free", drafted, kept)
+    """
+
+    DECAY = 0.98   # per judged draft
+    LEAST = 8.0    # judged draft tokens (decayed) before a kind's own chance is used
+
+    def __init__(self):
+        self.counts: dict = {}   # kind -> [kept, tried]
+
+    def p(self, kind) -> float:
+        """A new row's chance that its next draft token is kept."""
+        kept, tried = self.counts.get(kind, (0.0, 0.0))
+        return kept / tried if tried >= self.LEAST else 2 / 3
+
+    def update(self, kind, drafted: int, kept: int) -> None:
+        """A verified draft of a row of ``kind``: ``drafted`` tokens, ``kept`` of them kept,
+        counted as ``DraftLength`` counts them (the kept ones and the first refused one)."""
+        if not drafted:
+            return
+        c = self.counts.setdefault(kind, [0.0, 0.0])
+        c[0] = self.DECAY * c[0] + kept
+        c[1] = self.DECAY * c[1] + kept + (kept < drafted)
+
+
+def draft_kind(constrained: bool, temperature: float) -> tuple[bool, bool]:
+    """A row's kind for ``DraftPrior``: (under a grammar, sampled)."""
+    return constrained, temperature >= MIN_TEMPERATURE
 
 
 def plan_drafts(lengths: dict, rows: int, tokens: int, cost: StepCost) -> dict:

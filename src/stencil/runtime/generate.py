@@ -63,9 +63,10 @@ from stencil.runtime.attention import shape_stable_attention
 from stencil.runtime.healing import Healer, start_healing
 from stencil.runtime.opportunistic import Picker, verify_checked
 from stencil.runtime.ragged import RaggedModel
+from stencil.runtime.draft_plan import draft_kind
 from stencil.runtime.sampling import Sampler
-from stencil.runtime.speculative import (DraftBudget, Drafter, SpeculationOptions, first_near_tie, speculation_options,
-                                        verify)
+from stencil.runtime.speculative import (DraftBudget, Drafter, SpeculationOptions, first_near_tie, model_prior,
+                                        speculation_options, verify)
 from stencil.runtime.stops import other_token_words, stop_token_ids
 from stencil.runtime.think import ThinkOptions, generate_thinking
 
@@ -480,7 +481,8 @@ class _Loop:
                              f"(vocabulary of {draft_lm.tokenizer_info.vocab_size} against {self.info.vocab_size})")
         draft_net = _Model(draft_lm.model) if draft_lm is not None else None
         self.drafter = Drafter(options, self.info, self.lm.tokenizer, prompt_ids, draft_net)
-        self.plan = DraftBudget(options)
+        self.plan = DraftBudget(options, model_prior(self.lm.model),
+                                draft_kind(self.matcher is not None, self.sampler.temperature))
         self.bm = self.picker.bitmask = allocate_token_bitmask(options.max_draft + 1, self.info.vocab_size)
         self.row_checks = self.row_checks and draft_net is None  # the draft model drafts under masks
 

@@ -39,16 +39,28 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from stencil.bitmask import apply_token_bitmask_inplace
-from stencil.runtime.draft_plan import DraftLength, StepCost, plan_drafts
+from stencil.runtime.draft_plan import DraftLength, DraftPrior, StepCost, plan_drafts
 
-__all__ = ["SpeculationOptions", "DraftBudget", "Drafter", "TextLookup", "first_near_tie", "speculation_options",
-           "verify"]
+__all__ = ["SpeculationOptions", "DraftBudget", "Drafter", "TextLookup", "first_near_tie", "model_prior",
+           "speculation_options", "verify"]
+
+#: per model: the chance a generate call's drafts start with, from the calls before on that model
+_PRIORS: "weakref.WeakKeyDictionary[Any, DraftPrior]" = weakref.WeakKeyDictionary()
+
+
+def model_prior(model: Any) -> DraftPrior:
+    """The ``DraftPrior`` of the calls on ``model`` (made at the first)."""
+    got = _PRIORS.get(model)
+    if got is None:
+        got = _PRIORS[model] = DraftPrior()
+    return got
 
 
 @dataclass(frozen=True)
@@ -255,9 +267,10 @@ class DraftBudget:
     so that the guesses raise the expected tokens per second; none while they keep failing, with a
     one-token try after a wait that doubles. ``options.adaptive`` False: ``max_draft`` always."""
 
-    def __init__(self, options: SpeculationOptions):
+    def __init__(self, options: SpeculationOptions, prior: DraftPrior | None = None, kind: Any = None):
         self.adaptive = options.adaptive
-        self.length = DraftLength(options.max_draft)
+        self.prior, self.kind = prior, kind   # (the chance the call starts with, and tells)
+        self.length = DraftLength(options.max_draft, prior.p(kind) if prior is not None else 2 / 3)
         self.cost = StepCost()
 
     def guesses(self, fed: int) -> int:
@@ -273,6 +286,8 @@ class DraftBudget:
         if seconds is not None:
             self.cost.add(tokens, seconds)
         self.length.update(judged, kept)
+        if self.prior is not None:
+            self.prior.update(self.kind, judged, kept)
 
 
 def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any,

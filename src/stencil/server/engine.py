@@ -58,7 +58,7 @@ from stencil.server.job import DONE, Job
 from stencil.server.kv_batch import KVBatch
 from stencil.server.picks import DeadEnd, Pick, Picks, opportunistic
 from stencil.server.row import Row
-from stencil.runtime.draft_plan import StepCost, drafts_pay, plan_drafts
+from stencil.runtime.draft_plan import DraftPrior, StepCost, draft_kind, drafts_pay, plan_drafts
 from stencil.server.speculation import RowSpeculation, server_speculation
 from stencil.runtime.speculative import SpeculationOptions
 
@@ -102,6 +102,7 @@ class Engine:
         if step_time_limit is not None and not step_time_limit > 0:
             raise ValueError(f"step_time_limit must be None or > 0 seconds, got {step_time_limit}")
         self.speculation, self.speculate = server_speculation(speculate)
+        self.draft_prior = DraftPrior()   # the chance new rows start with, per kind, from the rows before
         self.opportunistic = opportunistic
         self.lm = lm
         self.info = lm.tokenizer_info
@@ -259,13 +260,16 @@ class Engine:
         """Counts of the speculating rows since the start (/health): row-steps, tokens they added
         in them (``tokens_per_row_step`` > 1: drafts were accepted), draft tokens proposed and kept,
         and what a pass of the running batch is estimated to cost: plain, its first extra token's
-        excess and each one's after that (ms, ``StepCost``)."""
+        excess and each one's after that (ms, ``StepCost``), and the chance new rows start with
+        (``prior``: free and constrained rows, greedy and sampled, ``DraftPrior``)."""
         rows = max(self.running, 1)
         first, each = self.step_cost.excess(rows)
         c: dict[str, Any] = dict(self.spec_counts, on=self.speculate, max_draft=self.speculation.max_draft,
                                  pass_ms={"rows": rows, "plain": 1e3 * self.step_cost.plain(rows),
                                           "first_extra": 1e3 * first, "each_extra": 1e3 * each})
         c["tokens_per_row_step"] = c["tokens"] / c["row_steps"] if c["row_steps"] else None
+        c["prior"] = {f"{'constrained' if g else 'free'}{' sampled' if t else ''}": self.draft_prior.p((g, t))
+                      for g in (False, True) for t in (False, True)}
         return c
 
     def mask_stats(self) -> dict:
@@ -290,7 +294,8 @@ class Engine:
         m = job.grammar.matcher
         if m is not None and m.max_rollback != -1 and m.max_rollback < self.speculation.max_draft:
             raise ValueError(f"a speculating row's matcher needs max_rollback >= {self.speculation.max_draft}")
-        return RowSpeculation(self.speculation, self.lm, job.input_ids)
+        kind = draft_kind(m is not None, job.sampling.temperature)
+        return RowSpeculation(self.speculation, self.lm, job.input_ids, prior=self.draft_prior, kind=kind)
 
     def _budget(self, r: Row) -> int:
         ctx = int(getattr(self.lm, "context_length", 0) or 0)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from stencil.bitmask import allocate_token_bitmask
-from stencil.runtime.draft_plan import DraftLength
+from stencil.runtime.draft_plan import DraftLength, DraftPrior
 from stencil.runtime.speculative import Drafter, SpeculationOptions, speculation_options, verify
 
 __all__ = ["RowSpeculation", "server_speculation"]
@@ -48,12 +48,16 @@ def server_speculation(speculate: bool | SpeculationOptions | None) -> tuple[Spe
 class RowSpeculation:
     """One row's drafting state: its Drafter, its draft length, the masks of its draft's
     positions where it fills them (row i: before draft token i), the draft of the step under way
-    and the row's counts. ``masks`` False: drafts without masks (the row checks picks, ``Picks``)."""
+    and the row's counts. ``masks`` False: drafts without masks (the row checks picks, ``Picks``).
+    ``prior``: the engine's ``DraftPrior``, which the row starts from (as a row of ``kind``) and
+    tells how its drafts fared."""
 
-    def __init__(self, options: SpeculationOptions, lm: Any, prompt_ids: Sequence[int], masks: bool = True):
+    def __init__(self, options: SpeculationOptions, lm: Any, prompt_ids: Sequence[int], masks: bool = True,
+                 prior: DraftPrior | None = None, kind: Any = None):
         info = lm.tokenizer_info
         self.drafter = Drafter(options, info, lm.tokenizer, prompt_ids)
-        self.length = DraftLength(options.max_draft)
+        self.prior, self.kind = prior, kind
+        self.length = DraftLength(options.max_draft, prior.p(kind) if prior is not None else 2 / 3)
         self.masks = masks   # (set again once the row's sampler is known)
         self.bitmask = allocate_token_bitmask(options.max_draft + 1, info.vocab_size)
         self.draft: list[int] = []
@@ -93,6 +97,8 @@ class RowSpeculation:
         self.drafted += drafted
         self.accepted += n
         self.length.update(drafted, n)
+        if self.prior is not None:
+            self.prior.update(self.kind, drafted, n)
 
     def only_eos(self, i: int, not_eos) -> bool:
         """Whether the mask before draft position ``i`` allows nothing but EOS."""
