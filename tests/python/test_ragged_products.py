@@ -30,7 +30,7 @@ def test_each_row_count_takes_the_product_its_set_names(bias):
 def test_calibration_times_the_output_layer_apart():
     k = Matmuls(torch)
     seen = []
-    k._faster = lambda weights, reps: seen.append([tuple(w.shape) for w in weights]) or {len(seen)}
+    k.faster = lambda weights, reps: seen.append([tuple(w.shape) for w in weights]) or {len(seen)}
     k.calibrate([torch.zeros(8, 4), torch.zeros(4, 8)], head=torch.zeros(100, 4))
     assert seen == [[(8, 4), (4, 8)], [(100, 4)]]
     assert k.calibrated and k.transposed == {1} and k.head_transposed == {2}
@@ -42,34 +42,29 @@ def test_faster_returns_row_counts_in_range_and_leaves_the_global_rng_alone():
     torch.manual_seed(7)
     expected = torch.rand(3)
     torch.manual_seed(7)
-    got = k._faster(weights, 1)
+    got = k.faster(weights, 1)
     assert torch.equal(torch.rand(3), expected)   # a caller's seeded draws are not moved
     assert got <= set(range(1, Matmuls.MOST + 1))
 
 
 def test_library_passes_go_through_the_calibrated_products():
-    """A CPU model's passes in ``stencil.runtime.generate`` run inside a ragged pass: the products
-    are calibrated at the first one, one-token passes are computed alike every time (what the
-    cache's exactness stands on), and a pass of several tokens gives the logits one-token passes
-    give, up to rounding."""
-    from stencil.runtime.generate import _Model
-    from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_folder()).eval()
-    ragged = RaggedModel.of(model)
-    assert ragged.supported
-    ids = [5, 17, 42, 99, 7, 120, 64, 3]
+    """``stencil.runtime.generate`` on a CPU model runs its passes inside ragged passes: the
+    products are calibrated at its first one, and a pass through them gives the logits of
+    transformers' own pass, up to rounding; outside a pass the wrapped model computes as before."""
+    import stencil.runtime
+    from stencil.runtime.models import load_model
+    lm = load_model(tiny_model_folder(), quiet=True)
+    ragged = RaggedModel.of(lm.model)
+    assert ragged.supported and not ragged.kernels.calibrated
+    first = stencil.runtime.generate(lm, None, "hello", max_tokens=6, speculate=False)
+    assert ragged.kernels.calibrated
+    assert stencil.runtime.generate(lm, None, "hello", max_tokens=6, speculate=False).token_ids == first.token_ids
+    ids = torch.tensor([[5, 17, 42, 99, 7, 120, 64, 3]])
     with torch.inference_mode():
-        net = _Model(model, 4)
-        assert net._ragged is ragged
-        net.forward(ids[:4])
-        assert ragged.kernels.calibrated
-        singles = torch.stack([net.forward([t])[-1] for t in ids[4:]])
-        net.truncate(4)
-        again = torch.stack([net.forward([t])[-1] for t in ids[4:]])
-        assert torch.equal(singles, again)
-        net.truncate(4)
-        several = net.forward(ids[4:], keep=4)
-        assert torch.allclose(several, singles, atol=1e-4)
-        # the same model outside the library's passes computes as transformers does
-        plain = model(input_ids=torch.tensor([ids])).logits[0, -4:]
-        assert torch.allclose(plain, singles, atol=1e-4)
+        plain = lm.model(input_ids=ids).logits[0]
+        for n in (1, 2, 3, 8):   # the whole sequence, its last n positions' logits
+            ragged.kernels.transposed = ragged.kernels.head_transposed = set(range(1, 9))
+            with ragged.run([8], [n], 8, False) as p:
+                lm.model(input_ids=ids, logits_to_keep=n)
+            assert p.logits.shape == (n, plain.shape[-1])
+            assert torch.allclose(p.logits, plain[-n:], atol=1e-4)

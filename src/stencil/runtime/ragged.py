@@ -190,11 +190,11 @@ class Matmuls:
         output layer's weight, timed on its own (a vocabulary's rows: the BLAS picks other kernels
         there, e.g. 5 to 8 rows 19-24 ms by ``F.linear`` against 12-15 transposed for SmolLM2)."""
         self.calibrated = True
-        self.transposed = self._faster(weights, reps)
+        self.transposed = self.faster(weights, reps)
         if head is not None:
-            self.head_transposed = self._faster([head], 1)   # (10-25 ms a product, twice as fast: one round)
+            self.head_transposed = self.faster([head], 1)   # (10-25 ms a product, twice as fast: one round)
 
-    def _faster(self, weights: list, reps: int) -> set[int]:
+    def faster(self, weights: list, reps: int) -> set[int]:
         """The row counts at which the transposed product over ``weights`` is clearly faster."""
         import time
         torch = self.torch
