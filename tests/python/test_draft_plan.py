@@ -173,7 +173,7 @@ def test_a_row_started_from_a_failing_prior_waits_instead_of_drafting():
     prior = DraftPrior()
     for _ in range(30):
         prior.update("free", 8, 0)
-    fresh, informed = DraftLength(12), DraftLength(12, prior.p("free"))
+    fresh, informed = DraftLength(12), DraftLength(12, prior, "free")
     assert fresh.most() == 12
     assert informed.most() == 0 and informed.wait > 0   # waits, then tries one token
     assert [informed.most() for _ in range(informed.wait)][-1] == 1

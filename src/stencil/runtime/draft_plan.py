@@ -30,6 +30,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from stencil.runtime.sampling import MIN_TEMPERATURE
 
 __all__ = ["DraftLength", "DraftPrior", "StepCost", "draft_kind", "drafts_pay", "plan_drafts"]
@@ -139,7 +141,8 @@ class StepCost:
 
 class DraftLength:
     """A row's chance that its next draft token is kept (``p``), from its recent drafts, and its
-    wait after drafts that kept failing."""
+    wait after drafts that kept failing. ``prior``: a ``DraftPrior`` the row starts from, as a row
+    of ``kind``, and tells of each draft (None: it starts at ``DraftPrior.DEFAULT``)."""
 
     DECAY = 0.7
     FLOOR = 0.1       # under it the row stops drafting for a while
@@ -147,9 +150,11 @@ class DraftLength:
 
     PRIOR = 3.0       # the weight of the chance a row starts with, in drafted tokens
 
-    def __init__(self, max_draft: int, p: float = 2 / 3):
+    def __init__(self, max_draft: int, prior: "DraftPrior | None" = None, kind: Any = None):
         self.max_draft = max_draft
-        self.kept, self.tried = self.PRIOR * p, self.PRIOR   # a prior of p (2/3, or DraftPrior's)
+        self.prior, self.kind = prior, kind
+        p = prior.p(kind) if prior is not None else DraftPrior.DEFAULT
+        self.kept, self.tried = self.PRIOR * p, self.PRIOR
         self.wait = 0
         self.backoff = 4
         self.probing = False   # this step's one token after a wait: drafted whatever it costs
@@ -178,9 +183,16 @@ class DraftLength:
             return
         d = self.DECAY
         self.kept = d * self.kept + kept
-        self.tried = d * self.tried + kept + (kept < drafted)
+        self.tried = d * self.tried + _judged(drafted, kept)
         if kept:
             self.backoff = 4
+        if self.prior is not None:
+            self.prior.update(self.kind, drafted, kept)
+
+
+def _judged(drafted: int, kept: int) -> int:
+    """The draft tokens a verification judged: the kept ones and the first refused one."""
+    return kept + (kept < drafted)
 
 
 class DraftPrior:
@@ -191,16 +203,17 @@ class DraftPrior:
     of the time). A kind is any key the caller picks (the server and ``generate``: under a grammar
     or not, sampled or greedy: forced text and copied values are kept more, a draw at T = 1 less).
     Every judged draft token of a kind counts, recent ones weighing more; until ``LEAST`` have,
-    the prior stays 2/3. Updates come from one thread (the server's engine, one generate call at a
-    time per model); a lost one would only weigh one draft less.
+    the prior stays ``DEFAULT``. Updates come from one thread (the server's engine, one generate
+    call at a time per model); a lost one would only weigh one draft less.
 
     Example::
 
         prior = DraftPrior()
-        d = DraftLength(12, prior.p("free"))
-        ... the row's drafts: d.update(drafted, kept); prior.update("free", drafted, kept)
+        d = DraftLength(12, prior, "free")   # starts at prior.p("free")
+        ... the row's drafts: d.update(drafted, kept) tells the prior too
     """
 
+    DEFAULT = 2 / 3   # the chance a row starts with, before its kind's drafts are known
     DECAY = 0.98   # per judged draft
     LEAST = 8.0    # judged draft tokens (decayed) before a kind's own chance is used
 
@@ -210,7 +223,7 @@ class DraftPrior:
     def p(self, kind) -> float:
         """A new row's chance that its next draft token is kept."""
         kept, tried = self.counts.get(kind, (0.0, 0.0))
-        return kept / tried if tried >= self.LEAST else 2 / 3
+        return kept / tried if tried >= self.LEAST else self.DEFAULT
 
     def update(self, kind, drafted: int, kept: int) -> None:
         """A verified draft of a row of ``kind``: ``drafted`` tokens, ``kept`` of them kept,
@@ -219,7 +232,7 @@ class DraftPrior:
             return
         c = self.counts.setdefault(kind, [0.0, 0.0])
         c[0] = self.DECAY * c[0] + kept
-        c[1] = self.DECAY * c[1] + kept + (kept < drafted)
+        c[1] = self.DECAY * c[1] + _judged(drafted, kept)
 
 
 def draft_kind(constrained: bool, temperature: float) -> tuple[bool, bool]:

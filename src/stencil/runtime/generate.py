@@ -60,10 +60,10 @@ from stencil.partial.hook import PartialHook
 from stencil.partial.result import PartialResult
 from stencil.runtime.aligned import DEFAULT_PARTICLES, AlignedSample, HFParticles, sample_aligned
 from stencil.runtime.attention import shape_stable_attention
+from stencil.runtime.draft_plan import draft_kind
 from stencil.runtime.healing import Healer, start_healing
 from stencil.runtime.opportunistic import Picker, verify_checked
 from stencil.runtime.ragged import RaggedModel
-from stencil.runtime.draft_plan import draft_kind
 from stencil.runtime.sampling import Sampler
 from stencil.runtime.speculative import (DraftBudget, Drafter, SpeculationOptions, first_near_tie, model_prior,
                                         speculation_options, verify)

@@ -269,8 +269,7 @@ class DraftBudget:
 
     def __init__(self, options: SpeculationOptions, prior: DraftPrior | None = None, kind: Any = None):
         self.adaptive = options.adaptive
-        self.prior, self.kind = prior, kind   # (the chance the call starts with, and tells)
-        self.length = DraftLength(options.max_draft, prior.p(kind) if prior is not None else 2 / 3)
+        self.length = DraftLength(options.max_draft, prior, kind)   # (starts from the prior, and tells it)
         self.cost = StepCost()
 
     def guesses(self, fed: int) -> int:
@@ -286,8 +285,6 @@ class DraftBudget:
         if seconds is not None:
             self.cost.add(tokens, seconds)
         self.length.update(judged, kept)
-        if self.prior is not None:
-            self.prior.update(self.kind, judged, kept)
 
 
 def verify(rows: Any, draft: list[int], bitmask: np.ndarray | None, sampler: Any,

@@ -56,8 +56,7 @@ class RowSpeculation:
                  prior: DraftPrior | None = None, kind: Any = None):
         info = lm.tokenizer_info
         self.drafter = Drafter(options, info, lm.tokenizer, prompt_ids)
-        self.prior, self.kind = prior, kind
-        self.length = DraftLength(options.max_draft, prior.p(kind) if prior is not None else 2 / 3)
+        self.length = DraftLength(options.max_draft, prior, kind)
         self.masks = masks   # (set again once the row's sampler is known)
         self.bitmask = allocate_token_bitmask(options.max_draft + 1, info.vocab_size)
         self.draft: list[int] = []
@@ -97,8 +96,6 @@ class RowSpeculation:
         self.drafted += drafted
         self.accepted += n
         self.length.update(drafted, n)
-        if self.prior is not None:
-            self.prior.update(self.kind, drafted, n)
 
     def only_eos(self, i: int, not_eos) -> bool:
         """Whether the mask before draft position ``i`` allows nothing but EOS."""
