@@ -68,3 +68,46 @@ def test_library_passes_go_through_the_calibrated_products():
                 lm.model(input_ids=ids, logits_to_keep=n)
             assert p.logits.shape == (n, plain.shape[-1])
             assert torch.allclose(p.logits, plain[-n:], atol=1e-4)
+
+
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_one_token_passes_on_a_cpu_group_query_heads_in_half_dtypes(dtype, padded, monkeypatch):
+    """A one-token pass inside a ragged pass on a CPU: in bfloat16 and float16 its attention
+    takes the query heads of each key/value head side by side, also where transformers would
+    call torch's kernel with one query per head and ``enable_gqa`` (no mask: no padding), which
+    is several times slower there; in float32 transformers' own call. The logits are
+    transformers' own, up to rounding."""
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    model = LlamaForCausalLM(config).to(dtype).eval()
+    ragged = RaggedModel.of(model)
+    assert ragged.supported
+    ragged.kernels.calibrated = True   # (the products' timings are not what this tests)
+    ids = torch.randint(0, 300, (2, 20))
+    mask = torch.ones(2, 21, dtype=torch.long)
+    if padded:
+        mask[0, :3] = 0   # row 0 left-padded
+    nxt = torch.tensor([[7], [11]])
+    queries = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda q, *a, **kw: queries.append(tuple(q.shape)) or sdpa(q, *a, **kw))
+    grouped, per_head = (2, 2, 2, 16), (2, 4, 1, 16)
+    with torch.inference_mode():
+        cache = DynamicCache()
+        model(input_ids=ids, attention_mask=mask[:, :20], past_key_values=cache, use_cache=True)
+        queries.clear()
+        plain = model(input_ids=nxt, attention_mask=mask, past_key_values=cache, use_cache=True).logits[:, -1]
+        assert queries == [grouped if padded else per_head] * 2   # transformers' own layouts
+        cache.crop(-1)
+        queries.clear()
+        with ragged.run([1, 1], [1, 1], 1, False) as p:
+            model(input_ids=nxt, attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    half = dtype != torch.float32
+    assert queries == [grouped if half or padded else per_head] * 2
+    assert p.logits.shape == plain.shape
+    tol = 3e-2 if half else 1e-5
+    assert torch.allclose(p.logits.float(), plain.float(), atol=tol, rtol=tol)
