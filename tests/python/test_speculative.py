@@ -125,10 +125,24 @@ def test_text_lookup_longest_most_recent_match():
     look = TextLookup(b"Name: John Smith\nCity: Lyon\nName: Jane Smith-Doe, Oslo", min_match=3, max_match=32)
     assert look.continuation(b"John", 4) == b" Smi"
     assert look.continuation(b'"Jo', 4) == b""          # no suffix of min_match bytes occurs
-    assert look.continuation(b" Smith", 3) == b"-Do"     # the most recent " Smith"
     assert look.continuation(b"hn Smith", 3) == b"\nCi"  # a longer match beats a more recent one
     assert look.continuation(b"xyz", 5) == b""
     assert TextLookup(b"ab", 3, 8).continuation(b"", 4) == b""
+    # the most recent occurrence's, as far as the one before it agrees
+    assert look.continuation(b"\nName: ", 4) == b"Jane"   # "\nName: " once: the whole continuation
+    assert look.continuation(b"Name: ", 4) == b"J"       # "Name: John", "Name: Jane"
+    assert look.continuation(b" Smith", 3) == b""        # "\nCi" against "-Do": nothing is sure
+
+
+def test_text_lookup_drafts_what_recurring_structure_agrees_on():
+    """A JSON object's values: the text before each value recurs, what follows differs (a draft
+    of the previous value would fail); a list of objects with the same keys repeats them."""
+    values = TextLookup(b'{"name": "Ada", "city": "Oslo", "job": "', 3, 64)
+    assert values.continuation(b"", 8) == b""
+    keys = TextLookup(b'[{"name": "a", "n": 1}, {"name": "b", "n": 2}, {"', 3, 64)
+    assert keys.continuation(b"", 8) == b'name": "'
+    assert keys.continuation(b'name": "c", "', 4) == b'n": '
+    assert keys.continuation(b'name": "c", "n": ', 4) == b""   # 1 against 2
 
 
 def test_refused_draft_token_leaves_the_matcher_in_step(lm, compiler):

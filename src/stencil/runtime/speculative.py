@@ -5,7 +5,8 @@ forced by the grammar (keys, punctuation). A :class:`Drafter` proposes the next 
 
 - the grammar's forced text (``Matcher.forced_bytes``), in the tokenizer's own tokenization;
 - prompt lookup: the longest suffix of the text so far (prompt and output, at least
-  ``min_match`` bytes) found earlier in that text, and the text that followed it there. The match
+  ``min_match`` bytes) found earlier in that text, and the text that followed it there, as far as
+  the occurrence before agrees (``": "`` recurs before every value of an object). The match
   is on bytes, not token ids, because a value copied into JSON is often tokenized differently
   from the document (``"John`` against `` John``);
 - or a small draft model with the same tokenizer (``SpeculationOptions(draft_model=...)``), greedy
@@ -123,7 +124,9 @@ class TextLookup:
     def continuation(self, tail: bytes, size: int) -> bytes:
         """Up to ``size`` bytes that followed, earlier in the text, the longest suffix of
         ``text + tail`` (``tail``: a draft not yet accepted); b"" when no suffix of ``min_match``
-        bytes occurs. The most recent occurrence wins."""
+        bytes occurs. The most recent occurrence's, cut where the occurrence before it went on
+        differently: a short suffix that recurs with different continuations (``": "`` before each
+        value of a JSON object) says nothing of what comes next, and a draft of it fails."""
         text = self.text
         recent = (bytes(text[-self.max_match:]) + tail)[-self.max_match:]
         end = len(text) - 1  # the match must end before the text does, so that something follows
@@ -143,7 +146,15 @@ class TextLookup:
             else:
                 hi = mid - 1
         start = pos + lo
-        return bytes(text[start:start + size])
+        got = bytes(text[start:start + size])
+        before = text.rfind(recent[-lo:], 0, start - 1)
+        if before < 0:
+            return got
+        other = text[before + lo:before + lo + len(got)]
+        same = 0
+        while same < len(other) and other[same] == got[same]:
+            same += 1
+        return got[:same]
 
 
 class Drafter:
