@@ -49,8 +49,9 @@ def test_faster_returns_row_counts_in_range_and_leaves_the_global_rng_alone():
 
 def test_library_passes_go_through_the_calibrated_products():
     """``stencil.runtime.generate`` on a CPU model runs its passes inside ragged passes: the
-    products are calibrated at its first one, and a pass through them gives the logits of
-    transformers' own pass, up to rounding; outside a pass the wrapped model computes as before."""
+    products are calibrated at its first one, one-token passes through them are computed alike
+    every time (what the cache's exactness stands on), and a pass through them gives the logits
+    of transformers' own pass, up to rounding; outside a pass the wrapped model computes as before."""
     import stencil.runtime
     from stencil.runtime.models import load_model
     lm = load_model(tiny_model_folder(), quiet=True)
@@ -61,6 +62,19 @@ def test_library_passes_go_through_the_calibrated_products():
     assert stencil.runtime.generate(lm, None, "hello", max_tokens=6, speculate=False).token_ids == first.token_ids
     ids = torch.tensor([[5, 17, 42, 99, 7, 120, 64, 3]])
     with torch.inference_mode():
+        from transformers import DynamicCache
+        cache = DynamicCache()
+        lm.model(input_ids=ids[:, :4], past_key_values=cache, use_cache=True)
+
+        def singles():
+            out = []
+            for t in ids[0, 4:]:
+                with ragged.run([1], [1], 1, False) as p:
+                    lm.model(input_ids=t.view(1, 1), past_key_values=cache, use_cache=True, logits_to_keep=1)
+                out.append(p.logits[0])
+            cache.crop(-len(out))
+            return torch.stack(out)
+        assert torch.equal(singles(), singles())
         plain = lm.model(input_ids=ids).logits[0]
         for n in (1, 2, 3, 8):   # the whole sequence, its last n positions' logits
             ragged.kernels.transposed = ragged.kernels.head_transposed = set(range(1, 9))
