@@ -106,8 +106,11 @@ struct Case {
   std::string walk_bytes = "ab";  // the bytes the states checked are reached by
   // `token_limit`: x spans at most that many tokens (none where 0): a limit no text here reaches,
   // which makes the budget walk the whole trie (TrieCosts) instead of taking the mask walk's reports.
+  // `unanchored`: x is `C* P C*` with C a letter or `\` and a letter (an unanchored pattern in a
+  // JSON string body: a loop whose part every state holds, CostTables::held_cost), P a run of a
+  // letter or a random part: tokens cut escapes in two, and the costs come from the part's path.
   explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0,
-                bool escapes = false)
+                bool escapes = false, bool unanchored = false)
       : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
@@ -143,6 +146,18 @@ struct Case {
     }
     if (escapes) {
       xe = escaped_pattern(b, r);
+      alphabet = "ab\\,. ";
+      walk_bytes = "ab\\";
+    }
+    if (unanchored) {
+      const ExprId letter = b.re_byte_ranges({{'a', 'b'}});
+      const ExprId loop = b.re_repeat(b.re_or({letter, b.re_concat({b.re_literal("\\"), letter})}), 0, -1);
+      // (short runs, which texts of a few bytes finish, and long ones, over the byte ceilings)
+      const int64_t lo = r.below(2) ? 1 + r.below(4) : 6 + r.below(10);
+      const ExprId part = r.below(3) ? b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}}),
+                                                   lo, r.below(2) ? lo : lo + 1 + r.below(3))
+                                     : random_expr(b, r, 1);
+      xe = b.re_concat({loop, part, loop});
       alphabet = "ab\\,. ";
       walk_bytes = "ab\\";
     }
@@ -604,6 +619,28 @@ TEST_CASE(costs_finish_bounds_and_budget_masks_hold_against_exhaustive_search) {
   CHECK(states > 2500);
   CHECK(exact > 150);
   CHECK(masks > 7500);
+}
+
+// The same where x is an unanchored pattern (`C* P C*`): the costs inside it come from the loop
+// part's path (CostTables::held_cost) and the inner tokens' bound from it at once
+// (CostTables::sticky), which must agree with the costs after each token. Counts the cases where
+// some state took the part's bound, so that the test sees it used.
+TEST_CASE(costs_budget_masks_hold_on_unanchored_patterns) {
+  size_t states = 0, exact = 0, masks = 0, sticky = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    const Case c(seed, false, false, 0, false, true);
+    check_bounds_and_masks(c, states, exact, masks);
+    const auto tables = c.tables();
+    const Lexer& lx = tables->lexer();
+    uint32_t l = 0;
+    while (c.grammar->grammar().lexemes[l].name != "x") ++l;
+    uint32_t s = lx.start_state({l});
+    for (char ch : std::string("ab")) s = lx.next(s, static_cast<uint8_t>(ch));
+    sticky += s != Lexer::kDead && tables->sticky(s) != CostTables::kNoSticky;
+  }
+  CHECK_MSG(sticky >= 8, std::to_string(sticky) + " cases with the part's bound");
+  CHECK_MSG(states > 60000, std::to_string(states) + " states, " + std::to_string(exact) + " exact, " +
+                                std::to_string(masks) + " masks");
 }
 
 // The same where a lexeme has a token limit: the mask walks the whole trie, and so do the budget's

@@ -160,15 +160,22 @@ void tokens_along(const TokenTrie& trie, const uint8_t* bytes, size_t n, Visit v
 // token: byte_steps_ walks only such bytes). A real token path inside the lexeme, so an upper
 // bound on the fewest tokens, which stays consistent where the states it passes keep their
 // rest of it (tokens_to_end memoizes them). Stops at a state whose distance is memoized.
-uint32_t LexemeSearch::path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed) {
+uint32_t LexemeSearch::path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed,
+                                   std::vector<int32_t>* tokens) {
   passed->clear();
+  if (tokens) tokens->clear();
   uint32_t s = state, count = 0;
   for (size_t at = 0; at < bytes.size(); ++count) {
     passed->push_back(s);
     if (const uint32_t* known = to_end_.find(s)) return count + *known;
     size_t best = 0;  // the longest token along the bytes
-    tokens_along(trie_, bytes.data() + at, bytes.size() - at, [&](size_t len, int32_t) { best = len; });
+    int32_t best_token = -1;
+    tokens_along(trie_, bytes.data() + at, bytes.size() - at, [&](size_t len, int32_t token) {
+      best = len;
+      best_token = token;
+    });
     if (best == 0) return kInf;  // (a byte that is no token: byte_steps_ walks none)
+    if (tokens) tokens->push_back(best_token);
     for (const size_t end = at + best; at < end; ++at) s = lexer_.next(s, bytes[at]);
   }
   return count;

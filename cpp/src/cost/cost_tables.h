@@ -29,6 +29,15 @@ class CostTables {
   // as inner_steps (each at most that table's size); the reference stays valid.
   using LongTokens = std::vector<std::pair<int32_t, uint32_t>>;
   const LongTokens& long_inner(uint32_t state, uint32_t bytes);
+  // A bound for every inner token of `state` at once, where one of its lexemes loops (an
+  // unanchored pattern: `.*P.*`): a state `part` (Lexer::held_parts) whose path to its lexeme's end
+  // (held_path) serves from every state a token leads to, after at most `slack` single-byte tokens
+  // that finish a character (every inner token of `state` must be one of the loop's strings: its
+  // mask entry's inner bits within the loop head's). The cost after an inner token is then at most
+  // slack + part's cost (lexer_costs bounds it by held_cost), one search for every count of the
+  // pattern's runs. kNoSticky where there is none.
+  static constexpr uint64_t kNoSticky = ~uint64_t{0};
+  uint64_t sticky(uint32_t state);  // part << 32 | slack
   // What the tables hold on the heap (the lexer states their searches made count in the lexer).
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   const Lexer& lexer() const { return search.lexer(); }
@@ -45,6 +54,19 @@ class CostTables {
   cost::Memo<uint32_t, cost::Costs> state_costs_;
   cost::Memo<uint32_t, std::shared_ptr<const InnerSteps>> inner_steps_;
   cost::Memo<uint64_t, LongTokens> long_inner_;  // (state, bytes)
+  cost::Memo<uint32_t, uint64_t> sticky_;
+  cost::Memo<uint32_t, std::vector<int32_t>> held_paths_;  // part state -> its path (held_path)
+  cost::Memo<uint32_t, uint32_t> held_costs_;               // state of one lexeme -> held_cost
+  // The path of a part's search to its lexeme's end (LexemeSearch::memo_tokens), every token of it
+  // but the last whole words of the loop (`head`'s); {-1} where the memo holds no such path.
+  const std::vector<int32_t>& held_path(uint32_t part, uint32_t head, uint32_t lexeme);
+  // The fewest tokens a held part's path takes from `alone` (a state of one lexeme) to its end:
+  // the shortest suffix of the path that reads from `alone` to the end, or, in a character begun,
+  // one single-byte token more than from a state after it nearer a part; kInf where no part
+  // serves. Each answer is one more than some token's successor's: consistent, as the searches'
+  // (README.md). `depth`, `cut`: the characters begun followed (an answer cut short there is not
+  // memoized).
+  uint32_t held_cost(uint32_t alone, uint32_t lexeme, int depth = 0, bool* cut = nullptr);
 };
 
 }  // namespace stencil

@@ -35,6 +35,15 @@ uint32_t InnerCosts::bound(RowCosts& rows, const EarleyParser& p, uint32_t state
   }
   if (most_ <= left) return most_;
   if (stage_ == Stage::kCeiling) {
+    stage_ = Stage::kSticky;
+    const uint64_t sticky = rows.tables().sticky(state);  // (part << 32 | slack)
+    if (sticky != CostTables::kNoSticky) {
+      const uint32_t part = static_cast<uint32_t>(sticky >> 32), slack = static_cast<uint32_t>(sticky);
+      most_ = std::min(most_, cost::add(slack, rows.at(p, part, false)));
+    }
+    if (most_ <= left) return most_;
+  }
+  if (stage_ == Stage::kSticky) {
     stage_ = Stage::kSuccessors;
     most_ = successors_bound(rows, p, state, left);
     if (most_ <= left) return most_;

@@ -8,6 +8,9 @@
 //      inner_ceiling_within: a counted string short of its bound's last characters), and the
 //      longer inner tokens' successors (CostTables::long_inner), each bounded by its distance in
 //      single bytes, else exact;
+//   1c. where a lexeme of the state loops (an unanchored pattern, CostTables::sticky): the cost
+//      of the loop's part, plus the bytes that finish a character cut short: one bound for every
+//      inner token, whatever count of a run inside the pattern the state is at;
 //   2. the states one token leads to, where the cost searches walked them already
 //      (LexemeSearch::known_successors: those of the inner tokens and of the tokens that end the
 //      lexeme at once), each bounded by its distance in single bytes, else costed exactly: where
@@ -48,7 +51,7 @@ class InnerCosts {
   bool cheapest(uint32_t* others, size_t need, uint32_t* least) const;
 
  private:
-  enum class Stage : uint8_t { kNone, kCeiling, kLong, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
+  enum class Stage : uint8_t { kNone, kCeiling, kLong, kSticky, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
   // Stage 1b, for `left`; false where no shorter reach's ceiling fits it.
   bool long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
   // Stage 2: the largest cost after the known successors of `state`, exact past `left` (returned

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "cost/inner_steps.h"
@@ -40,6 +42,8 @@ LexemeSearch::LexemeSearch(const Lexer& lexer, const MaskCache& cache, const Voc
       bytes_(bytes),
       to_end_(bytes),
       successors_(bytes),
+      successor_tokens_(bytes),
+      next_token_(bytes),
       bytes_to_end_(bytes),
       relaxed_paths_(bytes),
       rest_paths_(bytes),
@@ -179,7 +183,7 @@ uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector
   }
   if ((to_end && !ends_lexeme(s, lexeme)) || d >= kInf) return kInf;
   if (whole) *whole = to_end;
-  for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
+  for (uint32_t i = 0; i < passed.size(); ++i) memo_step(passed[i], d - i, tokens[i]);
   return d;
 }
 
@@ -309,9 +313,10 @@ uint32_t LexemeSearch::search_to_end(uint32_t state, uint32_t lexeme, size_t max
 
 uint32_t LexemeSearch::memo_path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, uint32_t found) {
   std::vector<uint32_t> passed;
-  const uint32_t d = path_to_end(state, bytes, &passed);
+  std::vector<int32_t> tokens;
+  const uint32_t d = path_to_end(state, bytes, &passed, &tokens);
   if (d >= found) return found;
-  for (uint32_t i = 0; i < passed.size(); ++i) to_end_.put(passed[i], d - i);
+  for (uint32_t i = 0; i < passed.size(); ++i) memo_step(passed[i], d - i, i < tokens.size() ? tokens[i] : -1);
   return d;
 }
 
@@ -333,18 +338,23 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
                                     bool* exact) {
   struct Node {
     uint32_t state, depth, parent;
+    int32_t token;  // from the parent's state
   };
-  std::vector<Node> queue{{state, 0, 0}};
+  std::vector<Node> queue{{state, 0, 0, -1}};
   std::unordered_map<uint32_t, bool> seen{{state, true}};
   uint32_t best = kInf, best_node = 0, best_state = Lexer::kDead, best_rest = 0;
+  int32_t best_token = -1;
   size_t head = 0, work = 0;
   bool full = false;  // some state was left out (max_states)
   for (; head < queue.size() && work < max_work && queue[head].depth + 1 < best; ++head) {
     const Node h = queue[head];
     const size_t before = work;
     const std::vector<uint32_t>& next = token_successors(h.state, &work);
+    const std::vector<int32_t>* tokens = successor_tokens_.find(h.state);
     note_walk(lexeme, work - before);
-    for (uint32_t u : next) {
+    for (size_t i = 0; i < next.size(); ++i) {
+      const uint32_t u = next[i];
+      const int32_t token = tokens && i < tokens->size() ? (*tokens)[i] : -1;
       if (seen.count(u)) continue;
       const uint32_t* known = to_end_.find(u);
       uint32_t rest = ends_lexeme(u, lexeme) ? 0 : known ? *known : kInf;
@@ -357,10 +367,11 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
           best_node = static_cast<uint32_t>(head);
           best_state = u;
           best_rest = rest;
+          best_token = token;
         }
       } else if (seen.size() < max_states) {
         seen.emplace(u, true);
-        queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head)});
+        queue.push_back({u, h.depth + 1, static_cast<uint32_t>(head), token});
       } else {
         full = true;
       }
@@ -380,7 +391,8 @@ uint32_t LexemeSearch::token_search(uint32_t state, uint32_t lexeme, size_t max_
   *exact = !cut && best_rest == 0;
   to_end_.put(best_state, best_rest);
   for (uint32_t n = best_node;; n = queue[n].parent) {
-    to_end_.put(queue[n].state, best - queue[n].depth);
+    memo_step(queue[n].state, best - queue[n].depth, best_token);
+    best_token = queue[n].token;
     if (n == 0) break;
   }
   return best;
@@ -426,21 +438,22 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
   }
   ticker.tick();
   bool ends = false;
-  std::vector<uint32_t> out;
+  std::vector<std::pair<uint32_t, int32_t>> out;
   SeenStates seen;
+  const std::vector<int32_t>& ordered = trie_.ordered_tokens();
   if (!lexer_.state(state).end_now)
     walk_inside(
         lexer_, cache_, trie_, state, true,
-        [&](uint32_t, uint32_t, uint32_t s) {
+        [&](uint32_t first, uint32_t, uint32_t s) {
           const uint32_t u = s & ~Lexer::kEndNowTag;
           if (!seen.add(u)) return false;
           ends = ends_lexeme(u, lexeme);
-          out.push_back(u);
+          out.push_back({u, ordered[first]});
           return ends;
         },
         false, walked);
   if (ends) {
-    to_end_.put(state, 1);
+    memo_step(state, 1, out.back().second);
     return true;
   }
   keep_successors(state, std::move(out));
@@ -451,25 +464,60 @@ bool LexemeSearch::ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::
 // with the lexer alone), memoized: the searches of neighbouring states expand the same states.
 const std::vector<uint32_t>& LexemeSearch::token_successors(uint32_t state, size_t* work) {
   if (const std::vector<uint32_t>* known = successors_.find(state)) return *known;
-  std::vector<uint32_t> out;
+  std::vector<std::pair<uint32_t, int32_t>> out;
   SeenStates seen;
+  const std::vector<int32_t>& ordered = trie_.ordered_tokens();
   if (!lexer_.state(state).end_now)
     walk_inside(
         lexer_, cache_, trie_, state, true,
-        [&](uint32_t, uint32_t, uint32_t s) {
-          if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back(s & ~Lexer::kEndNowTag);
+        [&](uint32_t first, uint32_t, uint32_t s) {
+          if (seen.add(s & ~Lexer::kEndNowTag)) out.push_back({s & ~Lexer::kEndNowTag, ordered[first]});
           return false;
         },
         true, work);
   return keep_successors(state, std::move(out));
 }
 
-// Keeps the successors of `state` (sorted, each once); the ones kept first stay.
-const std::vector<uint32_t>& LexemeSearch::keep_successors(uint32_t state, std::vector<uint32_t> out) {
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  out.shrink_to_fit();
-  return successors_.put(state, std::move(out));
+// Keeps the successors of `state` (sorted, each once, with a token to each); the ones kept first stay.
+const std::vector<uint32_t>& LexemeSearch::keep_successors(uint32_t state,
+                                                           std::vector<std::pair<uint32_t, int32_t>> out) {
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+            out.end());
+  std::vector<uint32_t> states(out.size());
+  std::vector<int32_t> tokens(out.size());
+  for (size_t i = 0; i < out.size(); ++i) std::tie(states[i], tokens[i]) = out[i];
+  // (tokens first: a reader that finds the states finds their tokens)
+  successor_tokens_.put(state, std::move(tokens));
+  return successors_.put(state, std::move(states));
+}
+
+void LexemeSearch::memo_step(uint32_t state, uint32_t d, int32_t token) {
+  // (the token first, as above; a state memoized already keeps its distance, and its token)
+  if (token >= 0 && !to_end_.contains(state)) next_token_.put(state, static_cast<uint32_t>(token));
+  to_end_.put(state, d);
+}
+
+bool LexemeSearch::memo_tokens(uint32_t state, uint32_t lexeme, std::vector<int32_t>* out) const {
+  out->clear();
+  const uint32_t* d = to_end_.find(state);
+  if (!d || *d >= kInf) return false;
+  for (uint32_t s = state, left = *d; left > 0; --left) {
+    const uint32_t* token = next_token_.find(s);
+    if (!token) return false;
+    const std::string_view bytes = vocab_.token_bytes(static_cast<int32_t>(*token));
+    for (size_t j = 0; j < bytes.size(); ++j) {
+      if (s == Lexer::kDead || lexer_.state(s).end_now) return false;
+      const uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(bytes[j]));
+      if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return false;
+      s = t & ~Lexer::kEndNowTag;
+    }
+    out->push_back(static_cast<int32_t>(*token));
+    // (each step one token nearer: the memo's distances, as its writers put them)
+    const uint32_t* next = to_end_.find(s);
+    if (left == 1 ? !ends_lexeme(s, lexeme) : !next || *next != left - 1) return false;
+  }
+  return true;
 }
 
 }  // namespace stencil

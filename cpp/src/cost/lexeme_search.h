@@ -70,6 +70,11 @@ class LexemeSearch {
   // state's cost falls back to where the searches ran out of work: far tighter than the single
   // bytes where tokens are long (a URI's counts beside a minLength).
   uint32_t path_bound(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker);
+  // The tokens of the path the memo holds from `state` to the end of `lexeme`: each memoized state's
+  // first token (its search's, replay's or single bytes' path), each leading to a state one
+  // token nearer the end; false where the memo breaks off (a distance found without its path:
+  // a counted string's coin problem, a key's word). O(tokens), no walk of the trie.
+  bool memo_tokens(uint32_t state, uint32_t lexeme, std::vector<int32_t>* out) const;
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
   // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }
@@ -109,7 +114,8 @@ class LexemeSearch {
                         const std::function<uint32_t(uint32_t)>& cut_short, deadline::Ticker& ticker, bool* exact);
   // A token path to the end of a lexeme from `state` read off a path in single bytes to it
   // (`bytes`, from byte_distance: its tokens longest first), with the states it passes.
-  uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed);
+  uint32_t path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, std::vector<uint32_t>* passed,
+                       std::vector<int32_t>* tokens = nullptr);
   // path_to_end memoized along the states it passes, where it is below `found` (else `found`).
   uint32_t memo_path_to_end(uint32_t state, const std::vector<uint8_t>& bytes, uint32_t found);
   // tokens_to_end for a state whose rest is one string (kInf for other states).
@@ -142,7 +148,10 @@ class LexemeSearch {
   uint32_t plain_tokens_for(uint32_t n, Coins& c);
   // Their fewest for any count from lo to k characters.
   uint32_t fewest_plain_tokens(uint32_t lo, uint32_t k, const ByteSet& avoid);
-  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<uint32_t> out);
+  // (each successor with a token that leads to it, as successor_tokens_ keeps them)
+  const std::vector<uint32_t>& keep_successors(uint32_t state, std::vector<std::pair<uint32_t, int32_t>> out);
+  // Memoizes `d` tokens to the end at `state`, through `token` (the first of the path).
+  void memo_step(uint32_t state, uint32_t d, int32_t token);
 
   const Lexer& lexer_;
   const MaskCache& cache_;  // its loop memos (the epoch's, as the lexer)
@@ -154,6 +163,8 @@ class LexemeSearch {
   bool all_bytes_ = false;
   cost::Memo<uint32_t, uint32_t> to_end_;                   // state of one lexeme -> tokens to its end
   cost::Memo<uint32_t, std::vector<uint32_t>> successors_;  // state -> the states one token leads to
+  cost::Memo<uint32_t, std::vector<int32_t>> successor_tokens_;  // state -> a token to each of successors_
+  cost::Memo<uint32_t, uint32_t> next_token_;  // memoized state -> the first token of its path (memo_tokens)
   cost::Memo<uint32_t, uint32_t> bytes_to_end_;             // state of one lexeme -> bytes_entry
   cost::Memo<uint32_t, std::vector<int32_t>> relaxed_paths_;  // relaxed state -> its path (relaxed_to_end)
   std::shared_mutex plain_mu_;

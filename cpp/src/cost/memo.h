@@ -22,6 +22,7 @@ using Costs = std::vector<std::pair<uint32_t, uint32_t>>;  // (id, cost), sorted
 
 // What a memo's value holds on the heap beyond its own bytes (for the memory limit's counts).
 inline size_t owned_bytes(uint32_t) { return 0; }
+inline size_t owned_bytes(uint64_t) { return 0; }
 template <class T>
 size_t owned_bytes(const std::vector<T>& v) {
   return heap::of(v);

@@ -209,6 +209,18 @@ class Lexer {
   // and with `groups` the groups of non-ASCII characters whose every path stays alive and holds
   // f again at the character's end (up to 64 pairs per group). Memoized.
   CharSummary part_loop_chars(ExprId f, bool groups) const;
+  // The parts F = `C* X` that the expressions of s hold after a short prefix: each alternative of a
+  // pair (not lazy) whose right-nested concatenation ends in F after at most `max_prefix` bytes
+  // (a character begun: the rest of it; none: s holds F). A string of whole C words leads F back
+  // to an expression holding F, so a path from F to its lexeme's end is one from s too, after the
+  // prefix: the cost room bounds a loop's states (an unanchored pattern's runs, a count each) by
+  // one path. Per part: the state of F alone, of `C*` alone (`head`: its live tokens are the
+  // strings of C words, the last perhaps cut short), the longest C word less one (`completion`),
+  // the prefix's longest, and the lexeme.
+  struct HeldPart {
+    uint32_t part = kDead, head = kDead, completion = 0, prefix = 0, lexeme = 0;
+  };
+  std::vector<HeldPart> held_parts(uint32_t s, uint32_t max_prefix) const;
 
  private:
   // Small blocks: a grammar starts with one, and its transition table is filled at creation.

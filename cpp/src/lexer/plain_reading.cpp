@@ -265,6 +265,41 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
   return out;
 }
 
+std::vector<Lexer::HeldPart> Lexer::held_parts(uint32_t s, uint32_t max_prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<HeldPart> out;
+  const Pairs& p = state_pairs_[s];
+  for (size_t i = 0; i < p.size(); i += 2) {
+    if (lexemes_[p[i]].lazy) continue;  // (a lazy lexeme ends as soon as it matches)
+    const ExprNode& e = store_.node(p[i + 1]);
+    const ExprId* alts = e.kind == ExprKind::Or ? store_.args(e) : &p[i + 1];
+    const size_t num_alts = e.kind == ExprKind::Or ? e.args_len : 1;
+    for (size_t j = 0; j < num_alts; ++j) {
+      // Down the chain to the first loop-shaped suffix whose head has no lower bound (C{m,} with m
+      // > 0 derives to C{m-1,}: not F again), the heads before it bounded in length.
+      uint64_t prefix = 0;
+      for (ExprId f = alts[j]; prefix <= max_prefix;) {
+        const ExprNode& n = store_.node(f);
+        const ExprNode& head = n.kind == ExprKind::Concat ? store_.node(n.a) : n;
+        if (head.kind == ExprKind::Repeat && head.max == kUnbounded) {
+          const uint32_t longest = expr_bytes(head.a, 0).longest;
+          if (head.min == 0 && longest > 0 && longest < kUnknown && !deriver_.is_empty(f)) {
+            HeldPart part{intern_state({p[i], f}), intern_state({p[i], n.kind == ExprKind::Concat ? n.a : f}),
+                          longest - 1, static_cast<uint32_t>(prefix), p[i]};
+            if (std::none_of(out.begin(), out.end(), [&](const HeldPart& h) { return h.part == part.part; }))
+              out.push_back(part);
+          }
+          break;
+        }
+        if (n.kind != ExprKind::Concat) break;
+        prefix += expr_bytes(n.a, 0).longest;
+        f = n.b;
+      }
+    }
+  }
+  return out;
+}
+
 CharSummary Lexer::part_loop_chars(ExprId f, bool groups) const {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t key = uint64_t(f) << 1 | groups;
