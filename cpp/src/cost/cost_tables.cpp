@@ -1,7 +1,6 @@
 #include "cost/cost_tables.h"
 
 #include <algorithm>
-#include <string_view>
 
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
@@ -104,19 +103,10 @@ namespace {
 constexpr uint32_t kHeldPrefix = 8;
 const std::vector<int32_t> kNoPath{-1};
 
-// Whether `tokens` read from s stay inside the lexeme and end it (as LexemeSearch::replay checks).
-bool reads_to_end(const Lexer& lexer, const LexemeSearch& search, uint32_t s, uint32_t lexeme, const int32_t* tokens,
-                  size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const std::string_view bytes = search.vocab().token_bytes(tokens[i]);
-    for (size_t j = 0; j < bytes.size(); ++j) {
-      if (s == Lexer::kDead || lexer.state(s).end_now) return false;
-      const uint32_t t = lexer.next_tagged(s, static_cast<uint8_t>(bytes[j]));
-      if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return false;
-      s = t & ~Lexer::kEndNowTag;
-    }
-  }
-  return search.ends_lexeme(s, lexeme);
+// Whether `tokens` read from s stay inside the lexeme and end it.
+bool reads_to_end(const LexemeSearch& search, uint32_t s, uint32_t lexeme, const int32_t* tokens, size_t n) {
+  for (size_t i = 0; i < n && s != Lexer::kDead; ++i) s = search.read_token(s, tokens[i]);
+  return s != Lexer::kDead && search.ends_lexeme(s, lexeme);
 }
 }  // namespace
 
@@ -158,7 +148,7 @@ uint32_t CostTables::held_cost(uint32_t alone, uint32_t lexeme, int depth, bool*
     // The shortest suffix that reads to the end from here (the longer a run already written, the
     // more of the path it skips): one token of it leads to a state the next suffix serves.
     for (size_t k = path.size() + 1; k-- > 0 && path.size() - k < best;)
-      if (reads_to_end(lexer(), search, alone, lexeme, path.data() + k, path.size() - k)) {
+      if (reads_to_end(search, alone, lexeme, path.data() + k, path.size() - k)) {
         best = static_cast<uint32_t>(path.size() - k);
         break;
       }

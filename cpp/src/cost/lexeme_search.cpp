@@ -155,6 +155,18 @@ uint32_t LexemeSearch::known_to_end(uint32_t state, uint32_t lexeme, deadline::T
   return word_to_end(state, lexeme, ticker);
 }
 
+uint32_t LexemeSearch::read_token(uint32_t s, int32_t token) const {
+  const std::string_view bytes = vocab_.token_bytes(token);
+  for (size_t j = 0; j < bytes.size(); ++j) {
+    if (s == Lexer::kDead || lexer_.state(s).end_now) return Lexer::kDead;
+    const uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(bytes[j]));
+    // (a byte that ends the lexeme at once ends the token too: longer tokens cross into the next)
+    if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return Lexer::kDead;
+    s = t & ~Lexer::kEndNowTag;
+  }
+  return s;
+}
+
 // A path of `tokens` from `state` through this lexer, inside the lexeme to its end: its length,
 // memoized along the states it passes (kInf where the tokens do not make one). Where it reaches a
 // state whose distance is memoized already, it ends there, at that distance (*whole, where given,
@@ -165,14 +177,7 @@ uint32_t LexemeSearch::replay(uint32_t state, uint32_t lexeme, const std::vector
   uint32_t s = state, d = static_cast<uint32_t>(tokens.size());
   bool to_end = true;  // (else ended at a memoized state)
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::string_view bytes = vocab_.token_bytes(tokens[i]);
-    for (size_t j = 0; j < bytes.size(); ++j) {
-      if (s == Lexer::kDead || lexer_.state(s).end_now) return kInf;
-      const uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(bytes[j]));
-      // (a byte that ends the lexeme at once ends the token too: longer tokens cross into the next)
-      if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return kInf;
-      s = t & ~Lexer::kEndNowTag;
-    }
+    if ((s = read_token(s, tokens[i])) == Lexer::kDead) return kInf;
     if (i + 1 == tokens.size()) break;
     if (const uint32_t* known = to_end_.find(s)) {
       d = cost::add(static_cast<uint32_t>(i + 1), *known);
@@ -504,14 +509,7 @@ bool LexemeSearch::memo_tokens(uint32_t state, uint32_t lexeme, std::vector<int3
   if (!d || *d >= kInf) return false;
   for (uint32_t s = state, left = *d; left > 0; --left) {
     const uint32_t* token = next_token_.find(s);
-    if (!token) return false;
-    const std::string_view bytes = vocab_.token_bytes(static_cast<int32_t>(*token));
-    for (size_t j = 0; j < bytes.size(); ++j) {
-      if (s == Lexer::kDead || lexer_.state(s).end_now) return false;
-      const uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(bytes[j]));
-      if (t == Lexer::kDead || ((t & Lexer::kEndNowTag) && j + 1 < bytes.size())) return false;
-      s = t & ~Lexer::kEndNowTag;
-    }
+    if (!token || (s = read_token(s, static_cast<int32_t>(*token))) == Lexer::kDead) return false;
     out->push_back(static_cast<int32_t>(*token));
     // (each step one token nearer: the memo's distances, as its writers put them)
     const uint32_t* next = to_end_.find(s);

@@ -75,6 +75,9 @@ class LexemeSearch {
   // token nearer the end; false where the memo breaks off (a distance found without its path:
   // a counted string's coin problem, a key's word). O(tokens), no walk of the trie.
   bool memo_tokens(uint32_t state, uint32_t lexeme, std::vector<int32_t>* out) const;
+  // The state after `token` read from s inside its lexeme; kDead where it dies there, or where a
+  // byte before its last ends the lexeme at once (the token would cross into the next).
+  uint32_t read_token(uint32_t s, int32_t token) const;
   // The distinct states one token leads `state` to inside its lexeme (those that end it at once
   // too), where a search has walked them already (memoized); nullptr where none has.
   const std::vector<uint32_t>* known_successors(uint32_t state) const { return successors_.find(state); }
