@@ -82,6 +82,17 @@ ExprId escaped_pattern(GrammarBuilder& b, Rng& r) {
   return b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
 }
 
+// Case's `unanchored`: `C* P C*`, with C a letter or `\\` and a letter, P a run of a letter (short,
+// which texts of a few bytes finish, or long, over the byte ceilings) or a random part.
+ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
+  const ExprId letter = b.re_byte_ranges({{'a', 'b'}});
+  const ExprId loop = b.re_repeat(b.re_or({letter, b.re_concat({b.re_literal("\\"), letter})}), 0, -1);
+  const int64_t lo = r.below(2) ? 1 + r.below(4) : 6 + r.below(10);
+  const ExprId run = b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}});
+  const ExprId part = r.below(3) ? b.re_repeat(run, lo, r.below(2) ? lo : lo + 1 + r.below(3)) : random_expr(b, r, 1);
+  return b.re_concat({loop, part, loop});
+}
+
 // One case: a grammar of two random lexemes between punctuation, optional spaces as an ignored
 // lexeme, and a vocabulary of EOS (id 0), single bytes and random longer tokens.
 struct Case {
@@ -150,14 +161,7 @@ struct Case {
       walk_bytes = "ab\\";
     }
     if (unanchored) {
-      const ExprId letter = b.re_byte_ranges({{'a', 'b'}});
-      const ExprId loop = b.re_repeat(b.re_or({letter, b.re_concat({b.re_literal("\\"), letter})}), 0, -1);
-      // (short runs, which texts of a few bytes finish, and long ones, over the byte ceilings)
-      const int64_t lo = r.below(2) ? 1 + r.below(4) : 6 + r.below(10);
-      const ExprId part = r.below(3) ? b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>('a' + r.below(2))}}),
-                                                   lo, r.below(2) ? lo : lo + 1 + r.below(3))
-                                     : random_expr(b, r, 1);
-      xe = b.re_concat({loop, part, loop});
+      xe = unanchored_pattern(b, r);
       alphabet = "ab\\,. ";
       walk_bytes = "ab\\";
     }
