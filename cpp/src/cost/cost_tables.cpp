@@ -118,12 +118,11 @@ const std::vector<int32_t>& CostTables::held_path(uint32_t part, uint32_t head, 
   if (d >= kInf || !search.memo_tokens(part, lexeme, &path) || path.size() != d) path = kNoPath;
   // Each token but the last whole words of the loop (it leads the head back to itself): the state
   // after it holds the part again, and the rest of the path serves it (held_cost's consistency).
-  for (size_t i = 0; i + 1 < path.size() && path != kNoPath; ++i) {
-    uint32_t h = head;
-    for (char b : search.vocab().token_bytes(path[i]))
-      if (h != Lexer::kDead) h = lexer().next(h, static_cast<uint8_t>(b));
-    if (h != head) path = kNoPath;
-  }
+  for (size_t i = 0; i + 1 < path.size(); ++i)
+    if (search.read_token(head, path[i]) != head) {
+      path = kNoPath;
+      break;
+    }
   path.shrink_to_fit();
   return held_paths_.put(part, std::move(path));
 }
