@@ -93,6 +93,25 @@ ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
   return b.re_concat({loop, part, loop});
 }
 
+// Case's rules: lists of x, or two y's, between punctuation (with `free_key`, y beside x and a
+// third lexeme z that holds y's words; the start symbol).
+Symbol rules(GrammarBuilder& b, Rng& r, ExprId xe, bool marker, uint32_t token_limit, bool free_key) {
+  const ExprId letters = b.re_repeat(b.re_byte_ranges({{'a', 'b'}}), 1, -1);
+  const ExprId ye = free_key ? b.re_and({letters, b.re_not(xe)}) : word(b, r);
+  const Symbol x = b.lexeme(xe, "x", marker, token_limit), y = b.lexeme(ye, "y", false);
+  const Symbol comma = b.literal(",", "comma"), dot = b.literal(".", "dot");
+  const Symbol list = b.rule("list"), start = b.rule("start");
+  b.add_alternative(list, {x});
+  b.add_alternative(list, {x, comma, list});
+  b.add_alternative(start, {list, dot});
+  b.add_alternative(start, {y, comma, y, dot});
+  if (free_key) {
+    const Symbol z = b.lexeme(letters, "z", false);
+    b.add_alternative(start, {z, comma, z, comma, z, dot});
+  }
+  return start;
+}
+
 // One case: a grammar of two random lexemes between punctuation, optional spaces as an ignored
 // lexeme, and a vocabulary of EOS (id 0), single bytes and random longer tokens.
 struct Case {
@@ -120,8 +139,11 @@ struct Case {
   // `unanchored`: x is `C* P C*` with C a letter or `\` and a letter (an unanchored pattern in a
   // JSON string body: a loop whose part every state holds, CostTables::held_cost), P a run of a
   // letter or a random part: tokens cut escapes in two, and the costs come from the part's path.
+  // `free_key`: y is a free key beside x, `[ab]{1,} & ~x`, and a third lexeme z any such word
+  // (`[ab]{1,}`, three of them to a text): y's words lie within z's, so z's ceiling bounds both
+  // (LexemeCeiling::cover), where y alone has none (a complement).
   explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0,
-                bool escapes = false, bool unanchored = false)
+                bool escapes = false, bool unanchored = false, bool free_key = false)
       : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
@@ -168,14 +190,7 @@ struct Case {
     // (with a limit, x ends in a run of a-f, a bucket of CharSummary's: sub-tries of a and b then
     // stay in its state, and the walk takes them at once)
     if (token_limit) xe = b.re_concat({xe, b.re_repeat(b.re_byte_ranges({{'a', 'f'}}), 0, -1)});
-    const Symbol x = b.lexeme(xe, "x", marker, token_limit), y = b.lexeme(word(b, r), "y", false);
-    const Symbol comma = b.literal(",", "comma"), dot = b.literal(".", "dot");
-    const Symbol list = b.rule("list"), start = b.rule("start");
-    b.add_alternative(list, {x});
-    b.add_alternative(list, {x, comma, list});
-    b.add_alternative(start, {list, dot});
-    b.add_alternative(start, {y, comma, y, dot});
-    auto g = b.build(start);
+    auto g = b.build(rules(b, r, xe, marker, token_limit, free_key));
     lexemes = g->lexemes.size();
     const uint32_t shape = r.below(3);  // 0: single bytes; 1: and longer tokens; 2: longer, a byte missing
     exact = shape == 0;
@@ -644,6 +659,26 @@ TEST_CASE(costs_budget_masks_hold_on_unanchored_patterns) {
   }
   CHECK_MSG(sticky >= 8, std::to_string(sticky) + " cases with the part's bound");
   CHECK_MSG(states > 60000, std::to_string(states) + " states, " + std::to_string(exact) + " exact, " +
+                                std::to_string(masks) + " masks");
+}
+
+// The same beside a free key (`[ab]{1,} & ~x`) whose words a third lexeme holds: the ceilings
+// leave the free key to that lexeme's bound (LexemeCeiling::cover), which must agree with the costs
+// after each token. Counts the cases where the start state's free key was covered.
+TEST_CASE(costs_budget_masks_hold_beside_a_free_key) {
+  size_t states = 0, exact = 0, masks = 0, covered = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Case c(seed, false, false, 0, false, false, true);
+    check_bounds_and_masks(c, states, exact, masks);
+    const auto tables = c.tables();
+    const Lexer& lx = tables->lexer();
+    std::vector<uint32_t> all(c.grammar->grammar().lexemes.size());
+    for (uint32_t l = 0; l < all.size(); ++l) all[l] = l;
+    const uint32_t s = lx.start_state(all);
+    for (const auto& pair : tables->ceiling.pairs(s)) covered += pair.within != stencil::LexemeCeiling::kNoPair;
+  }
+  CHECK_MSG(covered >= 20, std::to_string(covered) + " free keys covered");
+  CHECK_MSG(states > 40000, std::to_string(states) + " states, " + std::to_string(exact) + " exact, " +
                                 std::to_string(masks) + " masks");
 }
 

@@ -224,8 +224,24 @@ const std::vector<LexemeCeiling::Pair>& LexemeCeiling::pairs_of(uint32_t state, 
     }
     out.push_back(pair);
   }
+  cover(state, out);
   out.shrink_to_fit();
   return memo ? memo->put(uint64_t{state} << 32 | reach, std::move(out)) : pairs_.put(state, std::move(out));
+}
+
+// (pairs of several lexemes, and states of many pairs, are left as they are: a few pairs, each
+// asked once per state)
+void LexemeCeiling::cover(uint32_t state, std::vector<Pair>& pairs) const {
+  constexpr size_t kMaxPairs = 16;
+  if (pairs.size() < 2 || pairs.size() > kMaxPairs) return;
+  for (uint32_t i = 0; i < pairs.size(); ++i) {
+    if (pairs[i].lexeme == kNoLexeme) continue;
+    for (uint32_t j = 0; j < pairs.size() && pairs[i].within == kNoPair; ++j) {
+      if (j == i || pairs[j].lexeme == kNoLexeme || !lexer_.pair_within(state, i, j)) continue;
+      if (j > i && lexer_.pair_within(state, j, i)) continue;  // (equal: the first serves)
+      pairs[i].within = j;
+    }
+  }
 }
 
 }  // namespace stencil

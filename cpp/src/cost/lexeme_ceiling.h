@@ -19,9 +19,14 @@ class LexemeCeiling {
   static constexpr uint32_t kNoLexeme = ~0u;
   // Per (lexeme, expression) pair of a lexer state (in Lexer::probe_state's order): the state
   // holding it alone, its lexeme (kNoLexeme where several stay alive), and Lexer::pair_bytes'
-  // bounds in single-byte tokens (kInf unless every byte is a token of its own).
+  // bounds in single-byte tokens (kInf unless every byte is a token of its own), and `within`:
+  // another pair of one lexeme whose words hold this pair's (Lexer::pair_within), kNoPair where
+  // none is known. A walk that keeps the pair alive keeps that one alive too, so where it is not
+  // vetoed its bound serves for both (no search for this pair's own: a free key `body & ~P`
+  // beside any string). Equal languages point to the first of them only.
+  static constexpr uint32_t kNoPair = ~0u;
   struct Pair {
-    uint32_t alone, lexeme, shortest, ceiling;
+    uint32_t alone, lexeme, shortest, ceiling, within = kNoPair;
   };
   LexemeCeiling(LexemeSearch& search, std::atomic<size_t>& bytes);
   // The most tokens that any state reachable from `alone` (a state of one lexeme) needs to end
@@ -58,6 +63,7 @@ class LexemeCeiling {
   cost::Memo<uint32_t, std::vector<uint32_t>> reach_;
   cost::Memo<uint32_t, std::vector<Pair>> pairs_;
   cost::Memo<uint64_t, std::vector<Pair>> short_pairs_;  // (state, reach)
+  void cover(uint32_t state, std::vector<Pair>& pairs) const;  // sets Pair::within
   const std::vector<Pair>& pairs_of(uint32_t state, uint32_t reach, cost::Memo<uint64_t, std::vector<Pair>>* memo);
 };
 

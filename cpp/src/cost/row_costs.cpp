@@ -175,6 +175,7 @@ uint32_t RowCosts::pairs_ceiling(const EarleyParser& p, const std::vector<Pair>&
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t most = 0;
   for (const Pair& pair : all) {
+    if (pair.within != LexemeCeiling::kNoPair && !p.vetoed(row, all[pair.within].lexeme)) continue;
     // A lexeme vetoed at the row (a key written already) takes no token: the mask leaves out
     // those that lead to it alone.
     if (pair.lexeme == LexemeCeiling::kNoLexeme) {  // (no ceiling is known for several lexemes)

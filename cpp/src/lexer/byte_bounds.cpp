@@ -6,9 +6,10 @@
 // shortest word of every derivative of e by at most `reach` bytes whose language is not empty
 // (every state one token reaches from e, e itself included), longest(e) >= the length of its
 // longest word. A derivative's words are no longer than e's, so ceiling(e) <= longest(e) always,
-// and where a language is not empty its shortest word is at most its longest (fit(e) =
-// min(shortest, longest) below, usable only where the language is known not to be empty: inside a
-// ceiling).
+// and where a language is not empty its shortest word is at most its longest, and at most its
+// ceiling (e is its own derivative by no bytes): fit(e) = min(shortest, longest, ceiling) below,
+// usable only where the language is known not to be empty, inside a ceiling. (An intersection
+// has no shortest: `" (P & C{2,250}) "` took its longest, 1,502 bytes, where its ceiling is 21.)
 //   bytes:        shortest 1, ceiling 1, longest 1
 //   a b:          shortest(a) + shortest(b); max(ceiling(a) + fit(b), ceiling(b)): a derivative
 //                 is d(a) b, or a derivative of b once a word of a is read; longest(a) + longest(b)
@@ -53,7 +54,7 @@ constexpr size_t kNumberStates = 256;
 uint64_t sum(uint64_t a, uint64_t b) { return std::min(a + b, kNone); }
 uint64_t times(uint64_t a, uint64_t n) { return a == 0 || n == 0 ? 0 : (a >= kNone / n ? kNone : a * n); }
 // A bound on the shortest word where the language is known not to be empty.
-uint64_t fit(const Lexer::ExprBytes& x) { return std::min(x.shortest, x.longest); }
+uint64_t fit(const Lexer::ExprBytes& x) { return std::min({x.shortest, x.longest, x.ceiling}); }
 }  // namespace
 
 std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s, uint32_t reach) const {

@@ -365,6 +365,13 @@ uint32_t Lexer::probe_state(uint32_t s, size_t i) const {
   return intern_state({p[2 * i], p[2 * i + 1]});
 }
 
+bool Lexer::pair_within(uint32_t s, size_t i, size_t j) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pairs& p = state_pairs_[s];
+  if (2 * std::max(i, j) + 1 >= p.size() || lexemes_[p[2 * i]].lazy || lexemes_[p[2 * j]].lazy) return false;
+  return store_.within(p[2 * i + 1], p[2 * j + 1]);
+}
+
 bool Lexer::numbers_only(uint32_t s) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs& p = state_pairs_[s];

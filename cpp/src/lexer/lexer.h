@@ -124,6 +124,9 @@ class Lexer {
   // The state holding only the i-th (lexeme, expression) pair of s, to
   // reason about one lexeme of a state alone; kDead when i is out of range.
   uint32_t probe_state(uint32_t s, size_t i) const;
+  // Whether the i-th pair's words lie within the j-th's, both of lexemes that are not lazy
+  // (ExprStore::within): then every walk from s that keeps pair i alive keeps pair j alive too.
+  bool pair_within(uint32_t s, size_t i, size_t j) const;
   // Whether every expression of s is a JSON number range (ExprKind::Number, or alternatives of
   // them): their states never repeat (the digits read are kept), so no search over them ends.
   bool numbers_only(uint32_t s) const;

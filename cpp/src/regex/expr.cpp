@@ -330,6 +330,38 @@ bool ExprStore::holds(ExprId e, ExprId f) const {
          std::binary_search(args_.data() + n.args_begin, args_.data() + n.args_begin + n.args_len, f);
 }
 
+bool ExprStore::within(ExprId x, ExprId y) const {
+  int work = 512;  // (nodes compared: past it, no proof)
+  return within(x, y, &work);
+}
+
+bool ExprStore::within(ExprId x, ExprId y, int* work) const {
+  if (x == y || x == kNothing || y == kAnyByteStar) return true;
+  if (--*work < 0) return false;
+  const ExprNode &a = nodes_[x], &b = nodes_[y];
+  auto any_of = [&](const ExprNode& n, auto&& test) { return std::any_of(args(n), args(n) + n.args_len, test); };
+  if (a.kind == ExprKind::Empty) return b.nullable;
+  // Either side's alternatives and intersections first: x's alternatives must each lie within
+  // y; an intersection lies within any operand's language; y's alternatives hold x if one does.
+  if (a.kind == ExprKind::Or)
+    return std::all_of(args(a), args(a) + a.args_len, [&](ExprId e) { return within(e, y, work); });
+  if (a.kind == ExprKind::And && any_of(a, [&](ExprId e) { return within(e, y, work); })) return true;
+  if (b.kind == ExprKind::Or) return any_of(b, [&](ExprId e) { return within(x, e, work); });
+  if (b.kind == ExprKind::And)
+    return std::all_of(args(b), args(b) + b.args_len, [&](ExprId e) { return within(x, e, work); });
+  if (a.kind == ExprKind::Not && b.kind == ExprKind::Not) return within(b.a, a.a, work);
+  if (a.kind == ExprKind::Bytes && b.kind == ExprKind::Bytes)
+    return (bytesets_[a.a] | bytesets_[b.a]) == bytesets_[b.a];
+  if (a.kind == ExprKind::Concat && b.kind == ExprKind::Concat) return within(a.a, b.a, work) && within(a.b, b.b, work);
+  if (b.kind == ExprKind::Repeat) {
+    if (a.kind == ExprKind::Repeat)
+      return b.min <= a.min && (b.max == kUnbounded || (a.max != kUnbounded && a.max <= b.max)) &&
+             within(a.a, b.a, work);
+    return b.min <= 1 && b.max >= 1 && within(x, b.a, work);  // (one item)
+  }
+  return false;
+}
+
 ExprId ExprStore::negate(ExprId a) {
   const ExprNode& na = nodes_[a];
   if (na.kind == ExprKind::Not) return na.a;

@@ -97,6 +97,11 @@ class ExprStore {
   const ExprNode& node(ExprId e) const { return nodes_[e]; }
   // Whether e is f or an alternation with f among its (sorted) children: e's language holds f's.
   bool holds(ExprId e, ExprId f) const;
+  // Whether x's language lies within y's, proved from their structure alone (equal ids, an
+  // intersection with an operand within y, an alternative of y, concatenations and repetitions
+  // part by part, byte sets): false where no such proof is found within a few hundred nodes,
+  // whatever the languages. (`body & ~P` lies within `body`: a free key beside any string.)
+  bool within(ExprId x, ExprId y) const;
   const ByteSet& byteset(uint32_t i) const { return bytesets_[i]; }
   const ExprId* args(const ExprNode& n) const { return args_.data() + n.args_begin; }
   bool nullable(ExprId e) const { return nodes_[e].nullable; }
@@ -132,6 +137,7 @@ class ExprStore {
   void grow_table();
 
   uint32_t char_count_bound(ExprId e, int depth);
+  bool within(ExprId x, ExprId y, int* work) const;
 
   // recount's answers by (expression, clamp, lift), least_bytes' and char_count_bound's by
   // expression: the states of one lexeme share most of their sub-expressions, so each new state
