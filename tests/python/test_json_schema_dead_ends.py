@@ -164,7 +164,36 @@ WALK_SCHEMAS = [
     {"type": "object", "properties": {"o": {"type": "object", "propertyNames": {"enum": ["p", "q"]},
                                             "additionalProperties": INT, "minProperties": 1}},
      "required": ["o"], "additionalProperties": False},
+    # keys of a finite pattern, each dependency a union of object shapes: with a and c no third
+    # key is left for minProperties (b needs no c, d no c, e no a), so "c" after "a" must go
+    {"type": "object", "patternProperties": {"^[a-e]$": INT}, "additionalProperties": False,
+     "dependencies": {"a": {"anyOf": [{"required": ["c"]}, {"required": ["b"]}]}, "b": {"not": {"required": ["c"]}},
+                      "c": {"not": {"required": ["d"]}}, "d": {"not": {"required": ["e"]}},
+                      "e": {"not": {"required": ["a"]}}},
+     "required": ["a"], "minProperties": 3},
 ]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "patternProperties": {"^[a-e]$": True}, "additionalProperties": False, "minProperties": 6},
+    {"type": "object", "properties": {"a": {}}, "patternProperties": {"^[ab]$": True},
+     "additionalProperties": False, "minProperties": 3},
+    {"type": "object", "propertyNames": {"pattern": "^[xy]$"}, "minProperties": 3},
+])
+def test_more_members_than_keys_is_refused(byte_compiler, schema):
+    """minProperties past the keys a finite key pattern leaves (beside the named ones): no object
+    satisfies it, which the compiler says, where its masks let the generation walk into a dead end."""
+    with pytest.raises(stencil.GrammarError, match="no JSON value satisfies"):
+        byte_compiler.compile_json_schema(schema)
+
+
+def test_the_keys_a_dependency_leaves_are_counted(byte_compiler, byte_tok):
+    """The dependencies schema of WALK_SCHEMAS: after "a", the keys that lead to a valid object
+    are "b" and "d" ({a, b, d} is its one key set), not "c" nor "e"."""
+    schema = WALK_SCHEMAS[-1]
+    for order in ORDERS:   # (in definition order, d may have to wait for b)
+        got = next_bytes(byte_compiler, byte_tok, schema, '{"a":1,"', order)
+        assert b"b" in got and got <= {b"\\", b"b", b"d"}, order
 
 
 def no_duplicates(pairs):

@@ -4,6 +4,7 @@ checked against Python's own evaluation of the pattern and code-point length; fo
 hand-written valid and invalid examples; property names in every spelling."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -286,3 +287,42 @@ def test_plain_property_names_are_spelled_as_json_dumps_spells_them(compiler):
         escaped = "{" + json.dumps(n) + ":1}"   # \u spellings of non-ASCII: not this name's under plain
         if escaped != text:
             assert not stencil.Matcher(g).accept_string(escaped), n
+
+
+def _random_pattern(rng: random.Random, depth: int) -> str:
+    """A regex over a, b and c: classes, groups, alternatives, bounded and unbounded counts."""
+    if depth == 0:
+        return rng.choice(["a", "b", "[ab]", "[a-c]", "c", "(?:)"])
+    kind = rng.randrange(4)
+    if kind == 0:
+        return _random_pattern(rng, depth - 1) + _random_pattern(rng, depth - 1)
+    if kind == 1:
+        return f"(?:{_random_pattern(rng, depth - 1)}|{_random_pattern(rng, depth - 1)})"
+    lo = rng.randrange(3)
+    count = rng.choice(["*", "+", "?"]) if kind == 2 else "{%d,%d}" % (lo, lo + rng.randrange(3))
+    return f"(?:{_random_pattern(rng, depth - 1)}){count}"
+
+
+def test_finite_key_patterns_are_read_as_their_strings():
+    """``node_words`` (the keys of a pattern spelled out, emit/objects.py): against every string
+    of up to 6 letters a, b, c that the pattern matches, anchored or not; None only where the
+    language is infinite or past the limit."""
+    from stencil.grammar.json.schema.core.patterns import node_words, pattern_node
+    rng = random.Random(7)
+    strings = [""] + ["".join(p) for n in range(1, 7) for p in itertools.product("abc", repeat=n)]
+    finite = infinite = 0
+    for _ in range(400):
+        body = _random_pattern(rng, rng.randrange(1, 4))
+        pattern = rng.choice([f"^(?:{body})$", body, f"^(?:{body})"])
+        words = node_words(pattern_node(pattern), 64)
+        matching = {s for s in strings if re.search(pattern, s)}
+        if words is None:
+            # unknown: infinite (a match anywhere, an unbounded count), or more than 64 strings
+            infinite += 1
+            assert len(matching) > 64 or any(len(s) == 6 for s in matching) or "*" in pattern or "+" in pattern \
+                or not pattern.startswith("^") or not pattern.endswith("$"), pattern
+            continue
+        finite += 1
+        assert len(words) <= 64 and all(re.search(pattern, w) for w in words), pattern
+        assert {w for w in words if len(w) <= 6} == matching, pattern
+    assert finite > 80 and infinite > 100

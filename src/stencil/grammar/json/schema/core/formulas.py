@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import NamedTuple, Optional, Union
 
 from stencil.grammar.json.schema.core.formats import format_matches
-from stencil.grammar.json.schema.core.patterns import node_matches, pattern_node
+from stencil.grammar.json.schema.core.patterns import node_matches, node_words, pattern_node
 from stencil.grammar.deadline import check_deadline
 
 __all__ = ["TRUE", "FALSE", "INTEGER", "PLAIN_INTEGER", "Truth", "And", "Or", "Not", "Range", "Integer",
@@ -349,6 +349,22 @@ def _finite_values(f: Formula, consts, evaluate, leaf):
 def str_consts(f: Formula):
     """The finite set of strings a formula allows, if it is syntactically finite, else None."""
     return _finite_values(f, str_consts, str_eval, lambda g: frozenset([g.text]) if type(g) is Const else None)
+
+
+#: str_words' bound on the strings of one pattern (object keys spelled out one by one).
+KEY_WORDS_LIMIT = 256
+
+
+@lru_cache(maxsize=1 << 12)
+def str_words(f: Formula):
+    """:func:`str_consts`, with a pattern whose language is finite (at most ``KEY_WORDS_LIMIT``
+    strings: `^[a-e]$`) read as its strings too: the keys a formula of patterns allows, where
+    they are few."""
+    def leaf(g):
+        if type(g) is Const:
+            return frozenset([g.text])
+        return node_words(pattern_node(g.pattern), KEY_WORDS_LIMIT) if type(g) is Pattern else None
+    return _finite_values(f, str_words, str_eval, leaf)
 
 
 def _num_leaf(f: Formula):

@@ -1,7 +1,8 @@
 """JSON Schema ``pattern`` as a language: a regex parsed by the regex front-end with its anchors
 removed (:func:`pattern_node`), lookaheads right after a leading ``^`` lifted out
 (:func:`lift_lookaheads`), and a direct matcher of decoded strings against such a node
-(:func:`node_matches`, for property names and consts, where building a lexeme would cost more).
+(:func:`node_matches`, for property names and consts, where building a lexeme would cost more),
+and the strings of a node whose language is small and finite (:func:`node_words`).
 
 Example::
 
@@ -17,7 +18,7 @@ from stencil.grammar.regex import (ANY_STRING, CharClass, Empty, Literal, Nothin
 from stencil.grammar.regex import unicode
 from stencil.grammar.regex.ast import Alt, Concat, alt, concat, has_anchors, nullable
 
-__all__ = ["pattern_node", "node_matches", "lift_lookaheads"]
+__all__ = ["pattern_node", "node_matches", "node_words", "lift_lookaheads"]
 
 
 @lru_cache(maxsize=8192)
@@ -145,3 +146,62 @@ def node_matches(node, text: str) -> bool:
     if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
         return False
     return len(text) in _ends(node, text, frozenset([0]))
+
+
+def node_words(node, limit: int):
+    """The strings of an anchor-free node's language when it is finite with at most ``limit`` of
+    them (a key pattern `^[a-e]$`: five keys), else None.
+
+    Example::
+
+        node_words(pattern_node("^(ab|c)[xy]$"), 10)   # frozenset({'abx', 'aby', 'cx', 'cy'})
+    """
+    if isinstance(node, Nothing):
+        return frozenset()
+    if isinstance(node, Empty):
+        return frozenset([""])
+    if isinstance(node, Literal):
+        return frozenset([node.text])
+    if isinstance(node, CharClass):
+        if sum(hi - lo + 1 for lo, hi in node.ranges) > limit:
+            return None
+        return frozenset(chr(c) for lo, hi in node.ranges for c in range(lo, hi + 1))
+    if isinstance(node, Alt):
+        out: set[str] = set()
+        for it in node.items:
+            w = node_words(it, limit)
+            if w is None or len(out | w) > limit:
+                return None
+            out |= w
+        return frozenset(out)
+    if isinstance(node, Concat):
+        parts = [node_words(it, limit) for it in node.items]
+        if any(w is not None and not w for w in parts):   # a part with no string: none at all
+            return frozenset()
+        return _product(parts, limit)
+    if isinstance(node, Repeat):
+        item = node_words(node.item, limit)
+        if item is None or not item or item == {""}:
+            return item if item is None or node.min > 0 else frozenset([""])
+        if node.max is None or node.max > limit:   # (past `limit` counts, as many strings or more)
+            return None
+        out, cur = set(), frozenset([""])
+        for k in range(node.max + 1):
+            if k >= node.min:
+                out |= cur
+            if len(out) > limit:
+                return None
+            if k < node.max and (cur := _product([cur, item], limit)) is None:
+                return None
+        return frozenset(out)
+    raise AssertionError(f"unexpected node {type(node).__name__}")
+
+
+def _product(parts: list, limit: int):
+    """Every concatenation of one string of each part (None: a part unknown, or past ``limit``)."""
+    out = frozenset([""])
+    for w in parts:
+        if w is None or len(out) * len(w) > limit:
+            return None
+        out = frozenset(a + b for a in out for b in w)
+    return out

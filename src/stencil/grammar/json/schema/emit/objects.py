@@ -41,9 +41,11 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from stencil._core import CheckKind
 from stencil.grammar.deadline import check_deadline
-from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Formula, f_and, f_not, f_or, str_consts, str_eval
+from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Formula, f_and, f_not, f_or, str_eval, str_words
 from stencil.grammar.json.schema.core.model import (FALSE_SUB, NONE, TRUE_SUB, ObjSpec, Unsupported, rules_sub,
                                                     sub_and)
 from stencil.grammar.json.schema.read.disjoint import formula_empty
@@ -117,8 +119,11 @@ def _key_symbol(em, f, excluded: list):
     The named properties are left out by the core's ``not_in`` check on a rule around the key
     lexeme (a complement in the regex would slow the lexer and the builder's emptiness search)."""
     b = em.b
-    consts = str_consts(f)
-    if consts is not None:   # a finite set of keys (e.g. from unevaluatedProperties)
+    consts = str_words(f)
+    # A finite set of keys (unevaluatedProperties, a pattern `^[a-e]$`): spelled out without the
+    # named ones, so that a class whose keys are all named has no key (the not_in check below
+    # would refuse each at its end: a dead end where minProperties counts on one).
+    if consts is not None:
         keys = sorted(consts - set(excluded))
         if not keys:
             return None
@@ -144,8 +149,9 @@ def _subsets(entries, key_ok):
 
 
 def _members(em, spec: ObjSpec, depth: int):
-    """Named members [(name, required, [(mask, symbols)])] and other members [(mask, symbols)];
-    a mask says which ``some`` entries the member satisfies."""
+    """Named members [(name, required, [(mask, symbols)])], other members [(mask, symbols)] (a
+    mask says which ``some`` entries the member satisfies), and the other members' keys where
+    they are few (:func:`str_words`; None: not known to be)."""
     names = {k for k, _ in spec.props}   # sets: lists made 10,000 required keys quadratic (2 s)
     required = set(spec.required)
     props = list(spec.props) + [(k, rules_sub(spec, k)) for k in spec.required if k not in names]
@@ -171,6 +177,7 @@ def _members(em, spec: ObjSpec, depth: int):
         named.append((k, k in required, alts))
     excluded = [k for k, _ in props]
     others = []
+    other_keys: Optional[frozenset] = frozenset()
     for f, sub in _key_classes(em, spec):
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
             vs = sub_and(sub, extra)
@@ -179,15 +186,17 @@ def _members(em, spec: ObjSpec, depth: int):
             key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
             if key is not None:
                 others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
-    return named, others
+                words = str_words(f_and(f, kf))
+                other_keys = None if other_keys is None or words is None else other_keys | words.difference(excluded)
+    return named, others, other_keys
 
 
 def emit_object(em, spec: ObjSpec, depth: int):
     """A rule for the objects of ``spec``."""
     if len(spec.some) > 6:
         raise Unsupported("not", "more than six 'some member' constraints on one object")
-    named, others = _members(em, spec, depth)
-    most = _most_members(spec, named, others)
+    named, others, other_keys = _members(em, spec, depth)
+    most = _most_members(spec, named, other_keys)
     if most is not None and spec.min > most:   # more members than there are keys: no such object
         rule = em.fresh("object")
         em.dead(rule)
@@ -197,15 +206,15 @@ def emit_object(em, spec: ObjSpec, depth: int):
     return _emit_definition(em, spec, depth, named, others)
 
 
-def _most_members(spec: ObjSpec, named: list, others: list):
+def _most_members(spec: ObjSpec, named: list, other_keys: Optional[frozenset]):
     """The most members an object can have (None: no bound): maxProperties, and the keys it may
-    have when they are finite: the named ones, and propertyNames' names (an enum, a const) beside
-    them. (A member list counts members, not distinct keys: minProperties 3 over the names a and b
-    would count to 3 with a key written twice, which next_key refuses at the end: a dead end.)"""
+    have when they are finite: the named ones, and the other members' keys beside them (consts,
+    propertyNames' enum, a key pattern `^[a-e]$`, less the named ones). (A member list counts
+    members, not distinct keys: minProperties 3 over the names a and b would count to 3 with a
+    key written twice, which next_key refuses at the end: a dead end.)"""
     most = spec.max
-    other_names = str_consts(spec.names) if others else frozenset()
-    if other_names is not None:
-        possible = sum(1 for _, _, alts in named if alts) + len(set(other_names) - {k for k, _, _ in named})
+    if other_keys is not None:
+        possible = sum(1 for _, _, alts in named if alts) + len(other_keys)
         most = possible if most is None else min(most, possible)
     return most
 
