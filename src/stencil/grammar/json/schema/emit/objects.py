@@ -114,12 +114,12 @@ def _cliques(overlap) -> list:
     return out
 
 
-def _key_symbol(em, f, excluded: list):
-    """The key of a class: strings satisfying ``f`` except the named properties; None if empty.
+def _key_symbol(em, f, excluded: list, consts: Optional[frozenset]):
+    """The key of a class: strings satisfying ``f`` except the named properties (``consts``: f's
+    strings where they are few, :func:`str_words`); None if empty.
     The named properties are left out by the core's ``not_in`` check on a rule around the key
     lexeme (a complement in the regex would slow the lexer and the builder's emptiness search)."""
     b = em.b
-    consts = str_words(f)
     # A finite set of keys (unevaluatedProperties, a pattern `^[a-e]$`): spelled out without the
     # named ones, so that a class whose keys are all named has no key (the not_in check below
     # would refuse each at its end: a dead end where minProperties counts on one).
@@ -180,13 +180,15 @@ def _members(em, spec: ObjSpec, depth: int):
     other_keys: Optional[frozenset] = frozenset()
     for f, sub in _key_classes(em, spec):
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
-            vs = sub_and(sub, extra)
-            if mask and spec.max is not None and formula_empty(em.ctx, "str", f_and(f, kf)):
+            vs, fk = sub_and(sub, extra), f_and(f, kf)
+            if mask and spec.max is not None and formula_empty(em.ctx, "str", fk):
                 continue   # no such key: the member list's room under maxProperties must not count on one
-            key = _key_symbol(em, f_and(f, kf), excluded) if vs != FALSE_SUB else None
+            if vs == FALSE_SUB:
+                continue
+            words = str_words(fk)
+            key = _key_symbol(em, fk, excluded, words)
             if key is not None:
                 others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
-                words = str_words(f_and(f, kf))
                 other_keys = None if other_keys is None or words is None else other_keys | words.difference(excluded)
     return named, others, other_keys
 
