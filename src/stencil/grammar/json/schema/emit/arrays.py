@@ -133,6 +133,7 @@ class _Counters:
         self.start = (0, (0,) * len(entries))
         self._wrappers: dict = {}
         self._kinds: dict = {}
+        self._alike_from = max([len(spec.prefix)] + [start for _, _, _, start in entries])
 
     def item_symbol(self, sub: frozenset):
         """The symbol of one item: its value, wrapped in a unique_item check under uniqueItems."""
@@ -150,7 +151,9 @@ class _Counters:
         return sym
 
     def kinds_at(self, pos: int) -> list:
-        """(Sub, counter increments) for an item at ``pos`` (memoized)."""
+        """(Sub, counter increments) for an item at ``pos`` (memoized; the same list from the
+        position where neither a prefix item nor a contains entry's start tells items apart)."""
+        pos = min(pos, self._alike_from)
         ks = self._kinds.get(pos)
         if ks is None:
             ks = self._kinds[pos] = self._kinds_of(pos)
@@ -321,32 +324,39 @@ def _right_linear(em, depth, start, kinds_at, step, accepting, item_symbol) -> l
                 todo.append(nxt)
     # States from which some non-empty list reaches an accepting state. Every item but a
     # self-loop raises the position or, saturated, a count: deepest first is one pass.
+    accepts = {state: accepting(state) for state in edges}   # (every next state is in edges)
     live = set()
     for state in sorted(edges, key=lambda q: (q[0], sum(q[1])), reverse=True):
-        if any(accepting(n) or (n in live and n != state) for _, n in edges[state]):
+        if any(accepts[n] or (n in live and n != state) for _, n in edges[state]):
             live.add(state)
     rules = {state: em.fresh("items") for state in live}
     comma = em.comma(depth)
+    add = b.add_alternative
     for state in live:
         exits = []
-        loop = [s for s, n in edges[state] if n == state]
+        loop = []
         for s, n in edges[state]:
             if n == state:
+                loop.append(s)
                 continue
-            if accepting(n):
-                exits.append([item_symbol(s)])
-            if n in live:
-                exits.append([item_symbol(s)] + comma + [rules[n]])
+            ends, goes_on = accepts[n], n in live
+            if ends or goes_on:
+                sym = item_symbol(s)
+                if ends:
+                    exits.append([sym])
+                if goes_on:
+                    exits.append([sym, *comma, rules[n]])
         r = rules[state]
         if loop:
             lp = em.fresh("loop")
             for s in dict.fromkeys(loop):
-                b.add_alternative(lp, [item_symbol(s)])
-                b.add_alternative(lp, [lp] + comma + [item_symbol(s)])
-            if accepting(state):
-                b.add_alternative(r, [lp])
+                sym = item_symbol(s)
+                add(lp, [sym])
+                add(lp, [lp, *comma, sym])
+            if accepts[state]:
+                add(r, [lp])
             for e in exits:
-                b.add_alternative(r, [lp] + comma + e)
+                add(r, [lp, *comma, *e])
         for e in exits:
-            b.add_alternative(r, e)
+            add(r, e)
     return [rules[start]] if start in live else []
