@@ -53,7 +53,10 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
       drop_vetoed(root, words);
       ps.end_walk();
     }
+    walks_on_ = !sink && memo_on;
+    if (walks_on_) begin_walks(top, serial);
     walk_boundaries(entry->boundaries, root, words);
+    walks_on_ = false;
   }
   ps.end_walk();  // boundary walks rewrite the top frame
   add_duplicates(words);
@@ -61,6 +64,34 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
   memo_.valid = memo_on && !checks.reads().read(ReadWatch::kText);
   checks.reads().watch(ReadWatch::kText, 0, 0);
   if (memo_.valid) keep_memo(top, serial, entry, std::move(keep));
+}
+
+void MaskWalker::begin_walks(const Frame& top, uint64_t serial) {
+  constexpr size_t kMostIds = size_t(1) << 18;  // tokens kept (1 MB), then begun afresh
+  if (walks_.serial == serial && walks_.rows == top.rows && walks_.fresh == top.fresh && walks_.ids.size() < kMostIds)
+    return;
+  walks_.serial = serial;
+  walks_.rows = top.rows;
+  walks_.fresh = top.fresh;
+  walks_.at.clear();
+  walks_.ids.clear();
+}
+
+// A boundary's walk kept by an earlier fill over the same rows: its tokens set, true.
+bool MaskWalker::walk_known(size_t node, uint32_t after, uint32_t* words) {
+  auto it = walks_.at.find(walk_key(node, after));
+  if (it == walks_.at.end()) return false;
+  for (uint32_t i = it->second.first; i < it->second.second; ++i) set(words, walks_.ids[i]);
+  return true;
+}
+
+// Keeps the tokens a boundary's walk set (walk_ids_ from `mark`) unless a check read the current
+// lexeme's bytes since text_reads (its verdict may differ at the next byte).
+void MaskWalker::keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads) {
+  if (ps_->checks().reads().text_reads() != text_reads) return;
+  const auto begin = static_cast<uint32_t>(walks_.ids.size());
+  walks_.ids.insert(walks_.ids.end(), walk_ids_.begin() + static_cast<std::ptrdiff_t>(mark), walk_ids_.end());
+  walks_.at.emplace(walk_key(node, after), std::make_pair(begin, static_cast<uint32_t>(walks_.ids.size())));
 }
 
 void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
@@ -277,7 +308,13 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
     if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
         !ps_->end_lexeme(bd.lexer_state, &q)) {
       reads.watch(ReadWatch::kPrefix, 0, 0);
-      walk(MaskCache::trie_of(*vocab_, bd.node).nodes(), bd.node & ~kRestTrieBit, root, words);
+      const bool keep = walks_on_ && t != Lexer::kDead && lexer.state(bd.lexer_state).accepting.empty();
+      if (!keep || !walk_known(bd.node, t, words)) {
+        const size_t mark = walk_ids_.size();
+        const uint64_t text_reads = reads.text_reads();
+        walk(MaskCache::trie_of(*vocab_, bd.node).nodes(), bd.node & ~kRestTrieBit, root, words);
+        if (keep) keep_walk(bd.node, t, mark, text_reads);
+      }
       ++k;
       continue;
     }
@@ -344,7 +381,12 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   if (keys && !top.fresh)
     keys = checks.key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
   key_sets_.clear();
+  const uint64_t push_reads = checks.reads().text_reads();
   const bool ok = ps_->run_push(byte, key_closing ? &key_sets_ : nullptr);
+  // (walks kept per boundary: a key's checks read its bytes, and a state that accepts may end
+  // the lexeme before the byte, which the state after it does not say)
+  const bool keep = walks_on_ && ok && !key_closing && checks.reads().text_reads() == push_reads &&
+                    ps_->lexer().state(bd.lexer_state).accepting.empty();
   const bool any_prefix = !checks.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   checks.reads().watch(ReadWatch::kPrefix, 0, 0);
@@ -364,7 +406,9 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     const Boundary& b2 = bounds[k];
     const size_t n2 = b2.node & ~kRestTrieBit;
     if (by_key && !ok) alone_.push_back(k);
-    if (!ok) continue;
+    if (!ok || (keep && walk_known(b2.node, closing, words))) continue;
+    const size_t mark = walk_ids_.size();
+    const uint64_t text_reads = checks.reads().text_reads();
     ps_->run_next(d);
     // The token's bytes go above the root only where something may read them: a walk below it
     // (no leaf verdict known for every child), a budget's costs, a key's first or slow checks.
@@ -395,6 +439,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
       }
     }
     walk_children(nodes, n2, root, d, words, starts_only, pushed, leaves);
+    if (keep) keep_walk(b2.node, closing, mark, text_reads);
   }
   for (size_t j : alone_) {
     enter_boundary(bounds[j], d, root);

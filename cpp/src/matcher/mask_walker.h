@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "matcher/lexer_epoch.h"
@@ -52,6 +54,7 @@ class MaskWalker {
   // Forgets the memos: their entries and lexer states belong to an epoch that is gone.
   void forget() {
     memo_ = MaskMemo{};
+    walks_ = BoundaryWalks{};
     for (LiveRoots& e : live_roots_) e.last_use = 0;  // states of the old epoch
   }
 
@@ -80,6 +83,24 @@ class MaskWalker {
            memo_.fresh == top.fresh;
   }
   void replay_memo(uint32_t* words, size_t need) const;
+  // Boundary walks kept across fills over one row stack (the top row's serial, the rows, fresh):
+  // bytes read inside a lexeme change its lexer state, not the rows, and a string under a
+  // maxLength has a state per count, every one of which its closing quote leaves alike. Per
+  // boundary node and the lexer state after its byte (from a state that accepts nothing, so the
+  // byte cannot end the lexeme before it), the tokens its walk allowed, kept where no check read
+  // the current lexeme's bytes: the node holds the token's own bytes above the root, and the
+  // rows the bytes before the lexeme.
+  struct BoundaryWalks {
+    uint64_t serial = 0;  // 0: empty (serials start at 1)
+    uint32_t rows = 0;
+    bool fresh = false;
+    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> at;  // (node, state) -> [begin, end) of ids
+    std::vector<int32_t> ids;
+  };
+  static uint64_t walk_key(size_t node, uint32_t after) { return uint64_t(node) << 32 | after; }
+  void begin_walks(const Frame& top, uint64_t serial);
+  bool walk_known(size_t node, uint32_t after, uint32_t* words);
+  void keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads);
   void keep_memo(const Frame& top, uint64_t serial, const MaskEntry* entry, std::shared_ptr<const MaskEntry> keep);
 
   void set(uint32_t* words, int32_t t) {
@@ -129,6 +150,8 @@ class MaskWalker {
   const std::vector<Step>* history_ = nullptr;
   CostSink* sink_ = nullptr;
   MaskMemo memo_;
+  BoundaryWalks walks_;
+  bool walks_on_ = false;          // this fill reads and keeps boundary walks (no sink, memo_on)
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
   std::string drop_bytes_;         // drop_vetoed's scratch: the key's bytes up to the node walked

@@ -22,18 +22,27 @@ class ReadWatch {
   bool touches(uint32_t from, uint32_t to) const {
     return (from < to_[kText] && to > from_[kText]) || (from < to_[kPrefix] && to > from_[kPrefix]);
   }
+  // How many reads marked the text window, ever: a caller compares two counts to learn whether
+  // the work between them read it (the mark alone stays set from an earlier read).
+  uint64_t text_reads() const { return text_reads_; }
   // A check read [from, to), of which only the text window is told (a read that the prefix
   // window's user judges by other means: EarleyParser::watch_key_sets).
-  void note_text(uint32_t from, uint32_t to) { read_[kText] |= from < to_[kText] && to > from_[kText]; }
+  void note_text(uint32_t from, uint32_t to) {
+    if (from < to_[kText] && to > from_[kText]) {
+      read_[kText] = true;
+      ++text_reads_;
+    }
+  }
   // A check read [from, to).
   void note(uint32_t from, uint32_t to) {
-    read_[kText] |= from < to_[kText] && to > from_[kText];
+    note_text(from, to);
     read_[kPrefix] |= from < to_[kPrefix] && to > from_[kPrefix];
   }
 
  private:
   uint32_t from_[2] = {0, 0}, to_[2] = {0, 0};
   bool read_[2] = {false, false};
+  uint64_t text_reads_ = 0;
 };
 
 }  // namespace stencil
