@@ -67,8 +67,11 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
 }
 
 void MaskWalker::begin_walks(const Frame& top, uint64_t serial) {
-  constexpr size_t kMostIds = size_t(1) << 18;  // tokens kept (1 MB), then begun afresh
-  if (walks_.serial == serial && walks_.rows == top.rows && walks_.fresh == top.fresh && walks_.ids.size() < kMostIds)
+  // What one matcher keeps (about 0.5 MB), then begun afresh: a count's own boundaries (an
+  // escape's, whose state after differs per count) add entries at every byte of a long string.
+  constexpr size_t kMostIds = size_t(1) << 16, kMostWalks = size_t(1) << 14;
+  if (walks_.serial == serial && walks_.rows == top.rows && walks_.fresh == top.fresh && walks_.ids.size() < kMostIds &&
+      walks_.at.size() < kMostWalks)
     return;
   walks_.serial = serial;
   walks_.rows = top.rows;
