@@ -339,3 +339,25 @@ def mutate_units(rng, units):
         s2 = units[i][:k] + bytes([rng.choice([0x80, 0xC3, 0xE4, 0xF0, 0xFF, 0x22, 0x20])]) + units[i][k:]
     units[i] = s2
     return units
+
+
+# ------------------------------------------------------------------------------ memos off
+
+def masks_alike_byte_by_byte(info, with_memo, without, text: str, refill: bool = False) -> None:
+    """Feeds ``text`` a character at a time to a matcher of each compiled grammar (the second
+    compiled with ``repeat_memo`` off: no mask or walk is kept) and asserts their masks equal
+    before every character, and that both accept or refuse it alike. ``refill``: each mask of the
+    first is filled twice (the second fill is the memo's when it may be)."""
+    a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
+    bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
+    bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
+    for i, ch in enumerate(text):
+        a.fill_next_token_bitmask(bm_a, 0)
+        if refill:
+            a.fill_next_token_bitmask(bm_a, 0)
+        b.fill_next_token_bitmask(bm_b, 0)
+        assert np.array_equal(bm_a, bm_b), (text, text[:i])
+        ok_a, ok_b = a.accept_string(ch), b.accept_string(ch)
+        assert ok_a == ok_b, (text, text[:i + 1])
+        if not ok_a:
+            return

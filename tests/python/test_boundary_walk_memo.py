@@ -15,6 +15,7 @@ import random
 
 import numpy as np
 import pytest
+from mask_oracle_checks import masks_alike_byte_by_byte
 from tokenizers_zoo import get
 
 import stencil
@@ -132,14 +133,4 @@ def test_kept_boundary_walks_byte_by_byte(deepseek, schema, texts):
     g_b = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False}).compile_json_schema(
         schema, property_order="any")
     for text in texts:
-        a, b = stencil.Matcher(g_a), stencil.Matcher(g_b)
-        bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
-        bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
-        for i, ch in enumerate(text):
-            a.fill_next_token_bitmask(bm_a, 0)
-            b.fill_next_token_bitmask(bm_b, 0)
-            assert np.array_equal(bm_a, bm_b), (text, text[:i])
-            ok_a, ok_b = a.accept_string(ch), b.accept_string(ch)
-            assert ok_a == ok_b, (text, text[:i + 1])
-            if not ok_a:
-                break
+        masks_alike_byte_by_byte(info, g_a, g_b, text)

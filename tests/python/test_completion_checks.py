@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import stencil
+from mask_oracle_checks import masks_alike_byte_by_byte
 from stencil.grammar.json.value import json_value, string_expr
 
 
@@ -186,18 +187,7 @@ def test_repeated_mask_memo_tracks_text_the_checks_read(deepseek, make, texts):
     with_memo = stencil.GrammarCompiler(deepseek.info).compile_grammar(grammar)
     without = stencil.GrammarCompiler(deepseek.info, mask_optimizations={"repeat_memo": False}).compile_grammar(grammar)
     for text in texts:
-        a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
-        bm_a = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-        bm_b = stencil.allocate_token_bitmask(1, deepseek.info.vocab_size)
-        for i, ch in enumerate(text):
-            a.fill_next_token_bitmask(bm_a, 0)
-            a.fill_next_token_bitmask(bm_a, 0)  # the second fill is served by the memo when it may be
-            b.fill_next_token_bitmask(bm_b, 0)
-            assert np.array_equal(bm_a, bm_b), (text, text[:i])
-            ok_a, ok_b = a.accept_string(ch), b.accept_string(ch)
-            assert ok_a == ok_b, (text, text[:i + 1])
-            if not ok_a:
-                break
+        masks_alike_byte_by_byte(deepseek.info, with_memo, without, text, refill=True)
 
 
 def test_boundary_runs_share_scans_only_when_checks_ignore_the_prefix(deepseek):
