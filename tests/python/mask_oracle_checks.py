@@ -343,19 +343,22 @@ def mutate_units(rng, units):
 
 # ------------------------------------------------------------------------------ memos off
 
-def masks_alike_byte_by_byte(info, with_memo, without, text: str, refill: bool = False) -> None:
+def masks_alike_byte_by_byte(info, with_memo, without, text: str, refill: bool = False, budget: bool = False) -> None:
     """Feeds ``text`` a character at a time to a matcher of each compiled grammar (the second
     compiled with ``repeat_memo`` off: no mask or walk is kept) and asserts their masks equal
     before every character, and that both accept or refuse it alike. ``refill``: each mask of the
-    first is filled twice (the second fill is the memo's when it may be)."""
+    first is filled twice (the second fill is the memo's when it may be). ``budget``: budget-aware
+    masks at the tightest budget (the shortest completion), where every token's cost decides."""
     a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
     bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
     bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
     for i, ch in enumerate(text):
-        a.fill_next_token_bitmask(bm_a, 0)
+        least = b.min_completion_tokens() if budget else -1
+        left = {"remaining_tokens": least + 1} if least >= 0 else {}
+        a.fill_next_token_bitmask(bm_a, 0, **left)
         if refill:
-            a.fill_next_token_bitmask(bm_a, 0)
-        b.fill_next_token_bitmask(bm_b, 0)
+            a.fill_next_token_bitmask(bm_a, 0, **left)
+        b.fill_next_token_bitmask(bm_b, 0, **left)
         assert np.array_equal(bm_a, bm_b), (text, text[:i])
         ok_a, ok_b = a.accept_string(ch), b.accept_string(ch)
         assert ok_a == ok_b, (text, text[:i + 1])

@@ -71,17 +71,24 @@ def pick(rng: random.Random, info, ids: np.ndarray) -> int:
     return t
 
 
-def walk_both(info, with_memo, without, rng: random.Random, steps: int) -> int:
-    """One random walk fed to a matcher of each grammar; the masks compared at every step.
-    Returns the masks compared."""
+def walk_both(info, with_memo, without, rng: random.Random, steps: int, budgets: bool = False) -> int:
+    """One random walk fed to a matcher of each grammar; the masks compared at every step, with
+    ``budgets`` budget-aware masks too (tight budgets: the shortest completion and a few more, so
+    that the kept costs decide). Returns the masks compared."""
     a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
     bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
     bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
     eos = set(info.eos_token_ids)
     text = b""
     for n in range(steps):
-        a.fill_next_token_bitmask(bm_a, 0)
-        b.fill_next_token_bitmask(bm_b, 0)
+        least = b.min_completion_tokens() if budgets else -1
+        if least >= 0 and rng.random() < 0.7:
+            left = least + 1 + rng.choice([0, 0, 1, 2, 4, 30])
+            a.fill_next_token_bitmask(bm_a, 0, remaining_tokens=left)
+            b.fill_next_token_bitmask(bm_b, 0, remaining_tokens=left)
+        else:
+            a.fill_next_token_bitmask(bm_a, 0)
+            b.fill_next_token_bitmask(bm_b, 0)
         if not np.array_equal(bm_a, bm_b):
             diff = np.flatnonzero(bitmask_to_bool(bm_a[0], info.vocab_size) != bitmask_to_bool(bm_b[0], info.vocab_size))
             raise AssertionError(f"masks differ after {text!r}: tokens {[info.token_bytes(int(t)) for t in diff[:8]]}")
@@ -96,10 +103,10 @@ def walk_both(info, with_memo, without, rng: random.Random, steps: int) -> int:
 
 
 @pytest.mark.parametrize("zoo_name", ["smollm2-hf", "deepseek"])
-@pytest.mark.parametrize("order", ["any", "definition"])
-def test_kept_boundary_walks_match_masks_without_memos(zoo_name, order):
+@pytest.mark.parametrize("order, budgets", [("any", False), ("definition", False), ("any", True)])
+def test_kept_boundary_walks_match_masks_without_memos(zoo_name, order, budgets):
     info = get(zoo_name).info
-    rng = random.Random(f"{zoo_name}-{order}")
+    rng = random.Random(f"{zoo_name}-{order}-{budgets}")
     with_memo = stencil.GrammarCompiler(info)
     without = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False})
     masks = 0
@@ -108,7 +115,7 @@ def test_kept_boundary_walks_match_masks_without_memos(zoo_name, order):
         g_a = with_memo.compile_json_schema(schema, property_order=order)
         g_b = without.compile_json_schema(schema, property_order=order)
         for _ in range(3):
-            masks += walk_both(info, g_a, g_b, rng, 40)
+            masks += walk_both(info, g_a, g_b, rng, 40, budgets)
     assert masks > 300  # the walks went somewhere
 
 
@@ -122,15 +129,21 @@ def test_kept_boundary_walks_match_masks_without_memos(zoo_name, order):
     # named keys spelled with escapes, under a bound the missing required key needs room in
     ({"type": "object", "properties": {"a": {}, "ab": {}, "abc": {"type": "string", "maxLength": 4}}, "required": ["ab"],
       "maxProperties": 1}, ['{"\\u0061b": 1}', '{"a": 1}', '{"abc": "abcd"}']),
+    # optional members after a counted string: `",` costs more than `"}`
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 20}, "b": {"type": "string"},
+                                       "c": {"type": "integer"}}}, ['{"a": "abcdefgh", "b": "xyz"}']),
     # a string that must not be one of a few words
     ({"type": "string", "maxLength": 6, "not": {"enum": ["ab", "abcd"]}}, ['"abcde"', '"ab"', '"abcd"']),
 ])
-def test_kept_boundary_walks_byte_by_byte(deepseek, schema, texts):
+@pytest.mark.parametrize("budget", [False, True])
+def test_kept_boundary_walks_byte_by_byte(deepseek, schema, texts, budget):
     """Byte by byte, every count of a lexeme fills a mask over the same rows: where a check reads
-    the lexeme's bytes (a repeated item or key closing, a forbidden word), no walk is kept."""
+    the lexeme's bytes (a repeated item or key closing, a forbidden word), no walk is kept. Under
+    the tightest budget, the kept walks' costs decide as the walks' own would (`",` after a
+    string that may close its object instead costs more than the budget leaves)."""
     info = deepseek.info
     g_a = stencil.GrammarCompiler(info).compile_json_schema(schema, property_order="any")
     g_b = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False}).compile_json_schema(
         schema, property_order="any")
     for text in texts:
-        masks_alike_byte_by_byte(info, g_a, g_b, text)
+        masks_alike_byte_by_byte(info, g_a, g_b, text, budget=budget)
