@@ -73,8 +73,9 @@ def pick(rng: random.Random, info, ids: np.ndarray) -> int:
 
 def walk_both(info, with_memo, without, rng: random.Random, steps: int, budgets: bool = False) -> int:
     """One random walk fed to a matcher of each grammar; the masks compared at every step, with
-    ``budgets`` budget-aware masks too (tight budgets: the shortest completion and a few more, so
-    that the kept costs decide). Returns the masks compared."""
+    ``budgets`` budget-aware masks too (tight budgets: the shortest completion and a few more),
+    which keep no walk but share the row stack with the plain masks that do. Returns the masks
+    compared."""
     a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
     bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
     bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
@@ -139,8 +140,8 @@ def test_kept_boundary_walks_match_masks_without_memos(zoo_name, order, budgets)
 def test_kept_boundary_walks_byte_by_byte(deepseek, schema, texts, budget):
     """Byte by byte, every count of a lexeme fills a mask over the same rows: where a check reads
     the lexeme's bytes (a repeated item or key closing, a forbidden word), no walk is kept. Under
-    the tightest budget, the kept walks' costs decide as the walks' own would (`",` after a
-    string that may close its object instead costs more than the budget leaves)."""
+    the tightest budget (where `",` after a string that may close its object costs more than the
+    budget leaves) masks walk every boundary for its costs, kept walks or not: the same masks."""
     info = deepseek.info
     g_a = stencil.GrammarCompiler(info).compile_json_schema(schema, property_order="any")
     g_b = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False}).compile_json_schema(

@@ -149,7 +149,6 @@ void TokenBudget::token_reached(int32_t token, ParseState& ps) {
   if (reached_.size() == reached_.capacity()) grow_reached();
   if (reached_.size() == reached_.capacity()) __builtin_unreachable();
   reached_.emplace_back(token, gave_up_ ? 0 : last_.cost);  // (given up: restrict keeps the mask)
-  bounds_noted_ += gave_up_ || !last_.exact;
 }
 
 void TokenBudget::grow_reached() { reached_.reserve(std::max<size_t>(256, reached_.capacity() * 2)); }
@@ -162,7 +161,7 @@ void TokenBudget::cost_reached(uint64_t serial, uint32_t state, bool fresh, Pars
   // in flight: the search only reads the parser, no frame to recover)
   if (cost_->within_known(ps.parser(), state, fresh, left_, &c, &exact) ||
       within_work(nullptr, [&] { c = cost_->within(ps.parser(), state, fresh, left_, &exact); })) {
-    last_ = {serial, state, fresh, c, exact};
+    last_ = {serial, state, fresh, c};
     if (!exact) loose_ = std::max(loose_, c);
   }
 }

@@ -49,9 +49,6 @@ class TokenBudget : private MaskWalker::CostSink {
   [[gnu::noinline, gnu::cold]] void grow_reached();
   uint32_t last_noted() const override { return reached_.empty() ? 0 : reached_.back().second; }
   void token_noted(int32_t token, uint32_t cost) override { reached_.emplace_back(token, cost); }
-  size_t noted_count() const override { return reached_.size(); }
-  uint32_t noted_cost(size_t i) const override { return reached_[i].second; }
-  uint64_t bounds_noted() const override { return bounds_noted_; }
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   uint32_t cheapest_known(size_t need);
@@ -80,7 +77,6 @@ class TokenBudget : private MaskWalker::CostSink {
     uint32_t state = 0;
     bool fresh = false;
     uint32_t cost = 0;
-    bool exact = false;  // else cost bounds it
   };
   const CompiledGrammar& g_;
   const Vocabulary& vocab_;
@@ -117,9 +113,6 @@ class TokenBudget : private MaskWalker::CostSink {
   std::vector<uint32_t> unknown_;     // cheapest_known's scratch: the tokens not costed yet
   uint64_t work_left_ = 0;   // this call's derivative work still allowed (within_work)
   bool gave_up_ = false;     // this call's work ran out
-  // Costs token_reached noted that were bounds only (a search cut short, or given up), ever: the
-  // mask walk keeps a boundary's costs for later masks only where none was (MaskWalker).
-  uint64_t bounds_noted_ = 0;
   TrieCosts trie_;  // the whole-trie walk's costs (kWalked)
 };
 

@@ -53,7 +53,9 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
       drop_vetoed(root, words);
       ps.end_walk();
     }
-    walks_on_ = memo_on;
+    // (not under a budget: its costs after a token are bounds where they fit the budget, which
+    // shrinks mask by mask; keeping the exact ones only cost budget masks 2% on the check half)
+    walks_on_ = !sink && memo_on;
     if (walks_on_) begin_walks(top, serial);
     walk_boundaries(entry->boundaries, root, words);
     walks_on_ = false;
@@ -78,43 +80,23 @@ void MaskWalker::begin_walks(const Frame& top, uint64_t serial) {
   walks_.fresh = top.fresh;
   walks_.at.clear();
   walks_.ids.clear();
-  walks_.costs.clear();
 }
 
-// A boundary's walk kept by an earlier fill over the same rows: its tokens set (and, under a
-// budget, noted with their costs), true. A budget's mask takes only walks a budget's kept.
+// A boundary's walk kept by an earlier fill over the same rows: its tokens set, true.
 bool MaskWalker::walk_known(size_t node, uint32_t after, uint32_t* words) {
   auto it = walks_.at.find(walk_key(node, after));
-  if (it == walks_.at.end() || (sink_ && !it->second.costed)) return false;
-  for (uint32_t i = it->second.begin; i < it->second.end; ++i) {
-    set(words, walks_.ids[i]);
-    if (sink_) sink_->token_noted(walks_.ids[i], walks_.costs[i]);
-  }
+  if (it == walks_.at.end()) return false;
+  for (uint32_t i = it->second.first; i < it->second.second; ++i) set(words, walks_.ids[i]);
   return true;
 }
 
-MaskWalker::WalkMark MaskWalker::walk_mark() const {
-  return {walk_ids_.size(), sink_ ? sink_->noted_count() : 0, ps_->checks().reads().text_reads(),
-          sink_ ? sink_->bounds_noted() + leaf_bounds_ : 0};
-}
-
-// Keeps the tokens a boundary's walk set since `mark` unless a check read the current lexeme's
-// bytes (its verdict may differ at the next byte) or, under a budget, a cost was a bound only
-// (a later mask's budget may be tighter).
-void MaskWalker::keep_walk(size_t node, uint32_t after, const WalkMark& mark) {
-  if (ps_->checks().reads().text_reads() != mark.text_reads) return;
-  if (sink_ && (sink_->bounds_noted() + leaf_bounds_ != mark.bounds ||
-                sink_->noted_count() - mark.noted != walk_ids_.size() - mark.ids))
-    return;
-  BoundaryWalks::Walk w;
-  w.begin = static_cast<uint32_t>(walks_.ids.size());
-  w.costed = sink_ != nullptr;
-  for (size_t i = mark.ids; i < walk_ids_.size(); ++i) {
-    walks_.ids.push_back(walk_ids_[i]);
-    walks_.costs.push_back(sink_ ? sink_->noted_cost(mark.noted + (i - mark.ids)) : 0);
-  }
-  w.end = static_cast<uint32_t>(walks_.ids.size());
-  walks_.at.emplace(walk_key(node, after), w);
+// Keeps the tokens a boundary's walk set (walk_ids_ from `mark`) unless a check read the current
+// lexeme's bytes since text_reads (its verdict may differ at the next byte).
+void MaskWalker::keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads) {
+  if (ps_->checks().reads().text_reads() != text_reads) return;
+  const auto begin = static_cast<uint32_t>(walks_.ids.size());
+  walks_.ids.insert(walks_.ids.end(), walk_ids_.begin() + static_cast<std::ptrdiff_t>(mark), walk_ids_.end());
+  walks_.at.emplace(walk_key(node, after), std::make_pair(begin, static_cast<uint32_t>(walks_.ids.size())));
 }
 
 void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
@@ -333,9 +315,10 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
       reads.watch(ReadWatch::kPrefix, 0, 0);
       const bool keep = walks_on_ && t != Lexer::kDead && lexer.state(bd.lexer_state).accepting.empty();
       if (!keep || !walk_known(bd.node, t, words)) {
-        const WalkMark mark = walk_mark();
+        const size_t mark = walk_ids_.size();
+        const uint64_t text_reads = reads.text_reads();
         walk(MaskCache::trie_of(*vocab_, bd.node).nodes(), bd.node & ~kRestTrieBit, root, words);
-        if (keep) keep_walk(bd.node, t, mark);
+        if (keep) keep_walk(bd.node, t, mark, text_reads);
       }
       ++k;
       continue;
@@ -429,7 +412,8 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     const size_t n2 = b2.node & ~kRestTrieBit;
     if (by_key && !ok) alone_.push_back(k);
     if (!ok || (keep && walk_known(b2.node, closing, words))) continue;
-    const WalkMark mark = walk_mark();
+    const size_t mark = walk_ids_.size();
+    const uint64_t text_reads = checks.reads().text_reads();
     ps_->run_next(d);
     // The token's bytes go above the root only where something may read them: a walk below it
     // (no leaf verdict known for every child), a budget's costs, a key's first or slow checks.
@@ -454,7 +438,7 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
     ps_->run_again();  // above a prefix that may differ from the first one's
     if (nodes[n2].token_id >= 0) run_token(nodes[n2].token_id, words);
     walk_children(nodes, n2, root, d, words, starts_only, pushed, leaves);
-    if (keep) keep_walk(b2.node, closing, mark);
+    if (keep) keep_walk(b2.node, closing, mark, text_reads);
   }
   for (size_t j : alone_) {
     enter_boundary(bounds[j], d, root);
@@ -561,14 +545,11 @@ void MaskWalker::walk_leaf(const std::vector<TrieNode>& nodes, size_t c, size_t 
   ReadWatch& reads = ps_->checks().reads();
   reads.watch(ReadWatch::kPrefix, static_cast<uint32_t>(root), static_cast<uint32_t>(root + d - 1));
   const size_t mark = walk_ids_.size();
-  const uint64_t bounds = sink_ ? sink_->bounds_noted() : 0;
   walk(nodes, c, root, words);
   const bool read = reads.read(ReadWatch::kPrefix);
   reads.watch(ReadWatch::kPrefix, 0, 0);
   const bool allowed = walk_ids_.size() > mark;
-  if (!read)
-    leaf_verdicts_[nodes[c].byte] = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0,
-                                     sink_ && sink_->bounds_noted() != bounds};
+  if (!read) leaf_verdicts_[nodes[c].byte] = {leaf_run_, allowed, allowed && sink_ ? sink_->last_noted() : 0};
 }
 
 // The children of boundary node n2 (at depth d) over the run's frame: a byte no lexeme may start
@@ -603,10 +584,7 @@ bool MaskWalker::leaf_known(const TrieNode& leaf, uint32_t* words) {
   if (v.run != leaf_run_) return false;
   if (v.allowed) {
     set(words, leaf.token_id);
-    if (sink_) {
-      sink_->token_noted(leaf.token_id, v.cost);  // (the same parse after it)
-      leaf_bounds_ += v.bound;
-    }
+    if (sink_) sink_->token_noted(leaf.token_id, v.cost);  // (the same parse after it)
   }
   return true;
 }

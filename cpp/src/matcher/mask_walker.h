@@ -32,11 +32,6 @@ class MaskWalker {
     // another (a leaf of the same byte in the same run: MaskWalker::walk_leaf).
     virtual uint32_t last_noted() const = 0;
     virtual void token_noted(int32_t token, uint32_t cost) = 0;
-    // The costs noted so far, the i-th of them, and how many of them were bounds only (a search
-    // cut short, or given up): a cost that is exact holds whatever the budget of a later mask.
-    virtual size_t noted_count() const = 0;
-    virtual uint32_t noted_cost(size_t i) const = 0;
-    virtual uint64_t bounds_noted() const = 0;
 
    protected:
     ~CostSink() = default;
@@ -99,24 +94,13 @@ class MaskWalker {
     uint64_t serial = 0;  // 0: empty (serials start at 1)
     uint32_t rows = 0;
     bool fresh = false;
-    struct Walk {
-      uint32_t begin = 0, end = 0;  // of ids (and costs, where costed)
-      bool costed = false;          // kept by a budget's mask: the exact cost after each token
-    };
-    std::unordered_map<uint64_t, Walk> at;  // (node, state) -> its tokens
+    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> at;  // (node, state) -> [begin, end) of ids
     std::vector<int32_t> ids;
-    std::vector<uint32_t> costs;  // beside ids (0 where not costed)
   };
-  // Where a boundary's walk begins: what keep_walk compares after it.
-  struct WalkMark {
-    size_t ids = 0, noted = 0;
-    uint64_t text_reads = 0, bounds = 0;
-  };
-  WalkMark walk_mark() const;
   static uint64_t walk_key(size_t node, uint32_t after) { return uint64_t(node) << 32 | after; }
   void begin_walks(const Frame& top, uint64_t serial);
   bool walk_known(size_t node, uint32_t after, uint32_t* words);
-  void keep_walk(size_t node, uint32_t after, const WalkMark& mark);
+  void keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads);
   void keep_memo(const Frame& top, uint64_t serial, const MaskEntry* entry, std::shared_ptr<const MaskEntry> keep);
 
   void set(uint32_t* words, int32_t t) {
@@ -168,8 +152,7 @@ class MaskWalker {
   CostSink* sink_ = nullptr;
   MaskMemo memo_;
   BoundaryWalks walks_;
-  bool walks_on_ = false;          // this fill reads and keeps boundary walks (memo_on)
-  uint64_t leaf_bounds_ = 0;       // leaves noted with a cost that is a bound only (leaf_known)
+  bool walks_on_ = false;          // this fill reads and keeps boundary walks (no sink, memo_on)
   std::vector<int32_t> walk_ids_;  // this fill's extra tokens
   std::vector<int32_t> dropped_;   // this fill's inner tokens taken out (drop_vetoed)
   std::string drop_bytes_;         // drop_vetoed's scratch: the key's bytes up to the node walked
@@ -200,8 +183,7 @@ class MaskWalker {
   struct LeafVerdict {
     uint64_t run = 0;
     bool allowed = false;
-    uint32_t cost = 0;   // what the cost sink noted for it
-    bool bound = false;  // that cost is a bound only
+    uint32_t cost = 0;  // what the cost sink noted for it
   };
   LeafVerdict leaf_verdicts_[256];
   uint64_t leaf_run_ = 0, leaf_clock_ = 0;
