@@ -73,20 +73,23 @@ void MaskWalker::begin_walks(const Frame& top, uint64_t serial) {
   // escape's, whose state after differs per count) add entries at every byte of a long string.
   constexpr size_t kMostIds = size_t(1) << 16, kMostWalks = size_t(1) << 14;
   if (walks_.serial == serial && walks_.rows == top.rows && walks_.fresh == top.fresh && walks_.ids.size() < kMostIds &&
-      walks_.at.size() < kMostWalks)
+      walks_.walks.size() < kMostWalks)
     return;
   walks_.serial = serial;
   walks_.rows = top.rows;
   walks_.fresh = top.fresh;
-  walks_.at.clear();
+  walks_.walks.clear();
   walks_.ids.clear();
+  if (walks_.at.size() >= kMostWalks) walks_.at.clear();  // (else its entries go stale)
 }
 
 // A boundary's walk kept by an earlier fill over the same rows: its tokens set, true.
 bool MaskWalker::walk_known(size_t node, uint32_t after, uint32_t* words) {
-  auto it = walks_.at.find(walk_key(node, after));
-  if (it == walks_.at.end()) return false;
-  for (uint32_t i = it->second.first; i < it->second.second; ++i) set(words, walks_.ids[i]);
+  const uint64_t key = walk_key(node, after);
+  const uint32_t* at = walks_.at.find(key);
+  if (!at || *at >= walks_.walks.size() || walks_.walks[*at].key != key) return false;
+  const BoundaryWalks::Walk& w = walks_.walks[*at];
+  for (uint32_t i = w.begin; i < w.end; ++i) set(words, walks_.ids[i]);
   return true;
 }
 
@@ -94,9 +97,11 @@ bool MaskWalker::walk_known(size_t node, uint32_t after, uint32_t* words) {
 // lexeme's bytes since text_reads (its verdict may differ at the next byte).
 void MaskWalker::keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads) {
   if (ps_->checks().reads().text_reads() != text_reads) return;
+  const uint64_t key = walk_key(node, after);
   const auto begin = static_cast<uint32_t>(walks_.ids.size());
   walks_.ids.insert(walks_.ids.end(), walk_ids_.begin() + static_cast<std::ptrdiff_t>(mark), walk_ids_.end());
-  walks_.at.emplace(walk_key(node, after), std::make_pair(begin, static_cast<uint32_t>(walks_.ids.size())));
+  walks_.walks.push_back({key, begin, static_cast<uint32_t>(walks_.ids.size())});
+  walks_.at.put(key, static_cast<uint32_t>(walks_.walks.size() - 1));
 }
 
 void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
@@ -313,7 +318,7 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
     if (!runs || t != Lexer::kDead || lexer.state(bd.lexer_state).accepting.empty() ||
         !ps_->end_lexeme(bd.lexer_state, &q)) {
       reads.watch(ReadWatch::kPrefix, 0, 0);
-      const bool keep = walks_on_ && t != Lexer::kDead && lexer.state(bd.lexer_state).accepting.empty();
+      const bool keep = t != Lexer::kDead && walks_from(bd.lexer_state);
       if (!keep || !walk_known(bd.node, t, words)) {
         const size_t mark = walk_ids_.size();
         const uint64_t text_reads = reads.text_reads();
@@ -388,10 +393,8 @@ size_t MaskWalker::end_now_run(const std::vector<Boundary>& bounds, size_t k, si
   key_sets_.clear();
   const uint64_t push_reads = checks.reads().text_reads();
   const bool ok = ps_->run_push(byte, key_closing ? &key_sets_ : nullptr);
-  // (walks kept per boundary: a key's checks read its bytes, and a state that accepts may end
-  // the lexeme before the byte, which the state after it does not say)
-  const bool keep = walks_on_ && ok && !key_closing && checks.reads().text_reads() == push_reads &&
-                    ps_->lexer().state(bd.lexer_state).accepting.empty();
+  // (no walks kept where a key closes: its checks read its bytes)
+  const bool keep = ok && !key_closing && checks.reads().text_reads() == push_reads && walks_from(bd.lexer_state);
   const bool any_prefix = !checks.reads().read(ReadWatch::kPrefix);
   *shared = any_prefix;
   checks.reads().watch(ReadWatch::kPrefix, 0, 0);

@@ -7,13 +7,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "matcher/lexer_epoch.h"
 #include "matcher/parse_state.h"
 #include "support/deadline.h"
+#include "support/flat_map.h"
 #include "support/token_bits.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
@@ -90,14 +89,24 @@ class MaskWalker {
   // byte cannot end the lexeme before it), the tokens its walk allowed, kept where no check read
   // the current lexeme's bytes: the node holds the token's own bytes above the root, and the
   // rows the bytes before the lexeme.
+  // The map outlives row stacks (no allocation per walk kept, nor per new row): an entry is this
+  // row stack's only where the walk it points to bears its key.
   struct BoundaryWalks {
     uint64_t serial = 0;  // 0: empty (serials start at 1)
     uint32_t rows = 0;
     bool fresh = false;
-    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> at;  // (node, state) -> [begin, end) of ids
+    struct Walk {
+      uint64_t key;
+      uint32_t begin, end;  // of ids
+    };
+    FlatMap64 at;  // walk_key -> index in walks
+    std::vector<Walk> walks;
     std::vector<int32_t> ids;
   };
   static uint64_t walk_key(size_t node, uint32_t after) { return uint64_t(node) << 32 | after; }
+  // Whether a boundary from lexer state `before` may keep or reuse its walk: its byte cannot end
+  // the lexeme before it (a state that accepts nothing), so the state after the byte says all.
+  bool walks_from(uint32_t before) const { return walks_on_ && ps_->lexer().state(before).accepting.empty(); }
   void begin_walks(const Frame& top, uint64_t serial);
   bool walk_known(size_t node, uint32_t after, uint32_t* words);
   void keep_walk(size_t node, uint32_t after, size_t mark, uint64_t text_reads);
