@@ -181,8 +181,10 @@ def node_words(node, limit: int):
         return _product(parts, limit)
     if isinstance(node, Repeat):
         item = node_words(node.item, limit)
-        if item is None or not item or item == {""}:
-            return item if item is None or node.min > 0 else frozenset([""])
+        if item is None:
+            return None
+        if not item or item == {""}:   # no string, or the empty one alone: only a count of 0 differs
+            return frozenset([""]) if node.min == 0 else item
         if node.max is None or node.max > limit:   # (past `limit` counts, as many strings or more)
             return None
         out, cur = set(), frozenset([""])
