@@ -102,7 +102,7 @@ def build_json_schema(builder, schema, *, registry=None, info: SchemaInfo | None
     for uri, doc in (registry or {}).items():
         load_schema(doc, f"JSON Schema {uri!r} of the registry")
     try:
-        resolver = Resolver(schema, registry)
+        resolver = Resolver(schema, registry, share_equal=True)
         ctx = Context(resolver, opts)
         em = Emitter(builder, ctx, scoped_whitespace=not standalone)
         root = TRUE_SUB if schema is True else FALSE_SUB if schema is False else frozenset([resolver.root])

@@ -482,11 +482,15 @@ def covers(a: tuple, b: tuple) -> bool:
     if a[0][0] is ObjSpec:
         _, _, _, names, props, _, required, rules, some, _ = a
         bp = b[5]
+        # (a's rules hold for the keys outside a's properties: a key only b names is one of them,
+        # free in b, so with rules a covers b only where both name the same keys)
         return ((names == TRUE or names == b[3]) and len(props) <= len(b[4]) and required <= b[6] and rules <= b[7]
-                and some <= b[8] and all(k in bp and bp[k] >= sub for k, sub in props))
+                and some <= b[8] and (not rules or len(props) == len(b[4]))
+                and all(k in bp and bp[k] >= sub for k, sub in props))
     _, _, _, unique, prefix, items, contains, _ = a
+    # (the positions b's prefix holds past a's take a's items: each of b's there must imply them)
     return (len(prefix) <= len(b[4]) and (b[3] or not unique) and b[5] >= items and contains <= b[6]
-            and all(y >= x for x, y in zip(prefix, b[4])))
+            and all(y >= x for x, y in zip(prefix, b[4])) and all(y >= items for y in b[4][len(prefix):]))
 
 
 def absorb(specs: tuple) -> tuple:

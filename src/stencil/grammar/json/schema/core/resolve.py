@@ -28,6 +28,7 @@ import sys
 from urllib.parse import unquote, urldefrag, urljoin
 
 from stencil._core import GrammarError
+from stencil.grammar.json.schema.core.content import ContentNumbers
 from stencil.grammar.json.schema.core.document import json_pointer
 from stencil.grammar.json.schema.core.keywords import subschemas
 from stencil.grammar.json.schema.core.metaschemas import BUNDLED_URIS, bundled_metaschema, referenced_metaschemas
@@ -135,7 +136,15 @@ def _unprintable(v, path: tuple):
 
 
 class Resolver:
-    def __init__(self, root, registry=None, base_uri: str = DEFAULT_BASE):
+    """The locations of a schema and its registry's documents, and where their ``$ref`` lead.
+
+    ``share_equal``: schema objects that say the same (:mod:`.content`) reached with the same base
+    URI, draft and dynamic scope are one location, the first met, so that a compiler reads and
+    emits them once; their errors then name that first place. Off where places themselves matter.
+    """
+
+    def __init__(self, root, registry=None, base_uri: str = DEFAULT_BASE, share_equal: bool = False):
+        self._content = ContentNumbers() if share_equal else None
         self.registry = {}
         for uri, doc in (registry or {}).items():
             self.registry[urldefrag(uri)[0]] = doc
@@ -200,7 +209,12 @@ class Resolver:
         return loc
 
     def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "", dyn: tuple = ()) -> Loc:
-        key = ((id(schema), base) if isinstance(schema, dict) else (schema, base, pointer)) + dyn
+        if not isinstance(schema, dict):
+            key = (schema, base, pointer) + dyn
+        elif self._content is not None:
+            key = (self._content.schema(schema), base, draft) + dyn
+        else:
+            key = (id(schema), base) + dyn
         loc = self._locs.get(key)
         if loc is None:
             loc = self._locs[key] = Loc(schema, base, pointer, draft, doc, dyn)
