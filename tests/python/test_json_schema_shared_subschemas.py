@@ -17,6 +17,7 @@ prefix. Both happen without sharing too (a property every branch takes from a co
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 import json
 import random
 
@@ -198,3 +199,6 @@ def test_content_numbers():
     assert c.schema({"properties": {"p": {"type": "null", "title": "x"}}, "items": [{"title": "y"}]}) == \
         c.schema({"properties": {"p": {"type": "null"}}, "items": [{}]})
     assert c.schema({"properties": {"p": {}, "q": {}}}) != c.schema({"properties": {"q": {}, "p": {}}})
+    # what Python callers hand in beside json.loads' types: dict subclasses, tuples
+    assert c.schema({"properties": OrderedDict(p={"type": "null"})}) == c.schema({"properties": {"p": {"type": "null"}}})
+    assert c.schema({"enum": (1, 2), "default": OrderedDict(a=1)}) != c.schema({"enum": [1, 2]})

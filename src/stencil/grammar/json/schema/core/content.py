@@ -26,9 +26,11 @@ __all__ = ["ContentNumbers", "UNREAD_ANNOTATIONS"]
 UNREAD_ANNOTATIONS = frozenset("title description default examples example $comment deprecated readOnly "
                                "writeOnly".split())
 
-_VALUED = frozenset(SCHEMA_VALUED)
-_LISTS = frozenset(SCHEMA_LISTS)
-_MAPS = frozenset(SCHEMA_MAPS)
+# what a keyword's value is: 0 an annotation (left out), 1 a schema, 2 a map of schemas, 3 a list
+# of schemas, 4 either a schema or a list of them (``items``); other keywords hold values
+_KINDS = {**dict.fromkeys(UNREAD_ANNOTATIONS, 0), **dict.fromkeys(SCHEMA_VALUED, 1),
+          **dict.fromkeys(SCHEMA_MAPS, 2), **dict.fromkeys(SCHEMA_LISTS, 3),
+          **dict.fromkeys(set(SCHEMA_VALUED) & set(SCHEMA_LISTS), 4)}
 
 
 class ContentNumbers:
@@ -44,21 +46,21 @@ class ContentNumbers:
         found = self._of.get(id(node))
         if found is not None:
             return found
-        parts: list[tuple[str, object]] = []
+        parts: list = []
+        kinds = _KINDS
         for k, v in node.items():
-            part: object
-            if k in UNREAD_ANNOTATIONS:
+            kind = kinds.get(k)
+            if kind == 0:
                 continue
-            if isinstance(v, dict) and (k in _VALUED or k in _MAPS):
-                if k in _MAPS:
-                    part = tuple((name, self._sub(x)) for name, x in v.items())
-                else:
-                    part = self.schema(v)
-            elif isinstance(v, list) and k in _LISTS:
-                part = tuple(self._sub(x) for x in v)
+            if type(v) is str:   # (most values: a type name, a pattern, a $ref)
+                parts.append((k, v))
+            elif isinstance(v, dict) and kind is not None and kind != 3:
+                parts.append((k, tuple((name, self._sub(x)) for name, x in v.items()) if kind == 2
+                              else self.schema(v)))
+            elif isinstance(v, (list, tuple)) and kind is not None and kind >= 3:
+                parts.append((k, tuple(self._sub(x) for x in v)))
             else:
-                part = self._value(v)
-            parts.append((k, part))
+                parts.append((k, self._value(v)))
         key = tuple(parts)
         n = self._numbers.get(key)
         if n is None:
@@ -74,6 +76,6 @@ class ContentNumbers:
 
     @staticmethod
     def _value(v):
-        if isinstance(v, (dict, list)):
-            return ("repr", repr(v))
+        if isinstance(v, (dict, list, tuple)):
+            return ("repr", type(v), repr(v))
         return (type(v), v)
