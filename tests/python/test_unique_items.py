@@ -300,3 +300,13 @@ def test_unique_array_of_fewer_values_than_min_items_is_refused(byte_compiler, i
             assert m.accept_token(t)
             out += BYTES[t] if t < 256 else b""
         jsonschema.validate(json.loads(out), schema)
+
+
+@pytest.mark.parametrize("items", [{"const": "a"}, {"enum": [1, 2]}, {"type": "boolean"}, False])
+def test_unique_array_of_listed_values_under_max_items_zero(byte_compiler, items):
+    """maxItems 0 leaves the empty array alone (the listed values' rules once indexed a count of
+    items that has no rule: an IndexError, not a grammar)."""
+    g = byte_compiler.compile_json_schema({"type": "array", "uniqueItems": True, "maxItems": 0, "items": items})
+    for text, ok in (("[]", True), ('["a"]', False), ("[1]", False), ("[true]", False)):
+        m = stencil.Matcher(g)
+        assert (m.accept_string(text) and m.is_accepting()) == ok, text

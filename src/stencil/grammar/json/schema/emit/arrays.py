@@ -113,6 +113,8 @@ def _left_linear_values(em, depth: int, spec: ArrSpec, values: list) -> list:
         items.append([guard, value])
     # counted: after n distinct items, n < len(values), some value is always left for one more
     most = len(values) if spec.max is None else min(spec.max, len(values))
+    if most == 0:   # (maxItems 0, or no value: the empty array alone, which emit_array writes)
+        return []
     comma = em.comma(depth)
     lists = [None] + [em.fresh("items") for _ in range(most)]
     for value in firsts:

@@ -1,0 +1,165 @@
+"""Differential test on generated schemas: random schemas that mix every applicator (allOf, anyOf,
+oneOf, not, if/then/else, dependentSchemas) with objects and arrays, random small values, and
+stencil's verdict against the reference validator (``jsonschema``, Draft 2020-12) on each.
+
+MaskBench's schemas (test_json_schema_differential.py) seldom combine applicators with the
+keywords they interact with; the normalizer's simplifications live there: intersecting branches
+with their parent, absorbing branches another covers, negating. One generator mode writes the
+branches over the parent's own properties (each branch naming some of them, some forbidding the
+rest): there ``model.covers`` once took a branch that forbids other keys to cover one naming more
+(a valid document refused, and under ``not`` an invalid one accepted). A schema stencil refuses
+must be one it documents as unsupported (a negated uniqueItems, more than three contains, too
+many alternatives) or one no value satisfies; an exception of another kind is a failure too.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+import stencil
+
+TOKS = [bytes([c]) for c in range(32, 127)] + ["é".encode(), b"<eos>"]
+COMPILER = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(TOKS, eos_token_ids=[len(TOKS) - 1]),
+                                   compile_timeout=5)
+NAMES = ["a", "b", "c", "x1", "x2"]
+LEAVES = [
+    {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "null"}, {"type": "number"},
+    {"type": "string", "maxLength": 1}, {"type": "string", "minLength": 2}, {"type": "string", "pattern": "^[ab]+$"},
+    {"type": "integer", "minimum": 0, "maximum": 3}, {"minimum": 1}, {"multipleOf": 2}, {"enum": ["a", 1, None]},
+    {"const": "a"}, {"const": 1}, {}, True, False, {"not": {"type": "string"}}, {"type": ["string", "null"]},
+    {"type": "object"}, {"type": "array"}, {"maxLength": 1}, {"enum": [[1], {"a": 1}, "b"]},
+    {"pattern": "a"}, {"type": "string", "pattern": "b$"}, {"exclusiveMinimum": 1}, {"exclusiveMaximum": 2.5},
+    {"type": "number", "multipleOf": 0.5}, {"required": ["a"]}, {"maxProperties": 1}, {"minItems": 1},
+    {"uniqueItems": True}, {"contains": {"const": 1}}, {"properties": {"a": {"type": "integer"}}},
+    {"additionalProperties": False}, {"items": {"type": "string"}}, {"propertyNames": {"pattern": "^[ab]"}},
+    {"type": "integer", "not": {"enum": [1, 2]}}, {"not": {"required": ["b"]}},
+]
+SCALARS = [None, True, False, 0, 1, 2, 3, -1, 2.5, 0.5, 1.0, "", "a", "b", "ab", "ba", "x", "bab"]
+APPLICATORS = ["anyOf", "oneOf", "allOf"]
+# what a refusal may say (documented limits, or a schema no value satisfies)
+REFUSALS = ("no JSON value satisfies", "has no grammar here", "more than three contains",
+            "array or object alternatives")
+
+
+def _branches(r: random.Random, d: int) -> list:
+    return [random_schema(r, d + 1) for _ in range(r.randint(1, 3))]
+
+
+def _object(r: random.Random, d: int) -> dict:
+    s: dict = {"type": "object"} if r.random() < 0.7 else {}
+    names = r.sample(NAMES, r.randint(0, 3))
+    if names:
+        s["properties"] = {n: random_schema(r, d + 1) for n in names}
+    if r.random() < 0.5:
+        s["required"] = r.sample(NAMES, r.randint(0, 2))
+    c = r.random()
+    if c < 0.3:
+        s["additionalProperties"] = False
+    elif c < 0.45:
+        s["additionalProperties"] = random_schema(r, d + 1)
+    for key, p, value in (("patternProperties", 0.2, lambda: {"^x": random_schema(r, d + 1)}),
+                          ("minProperties", 0.15, lambda: r.randint(0, 2)),
+                          ("maxProperties", 0.15, lambda: r.randint(0, 2)),
+                          ("propertyNames", 0.1, lambda: {"maxLength": 1}),
+                          ("dependentRequired", 0.1, lambda: {r.choice(NAMES): [r.choice(NAMES)]}),
+                          ("dependentSchemas", 0.1, lambda: {r.choice(NAMES): random_schema(r, d + 1)})):
+        if r.random() < p:
+            s[key] = value()
+    if r.random() < 0.25:
+        s[r.choice(APPLICATORS)] = _branches(r, d)
+    elif names and r.random() < 0.4:   # branches over the parent's properties
+        branches = []
+        for _ in range(r.randint(2, 3)):
+            b: dict = {"properties": {n: {} if r.random() < 0.6 else random_schema(r, d + 2)
+                                      for n in r.sample(NAMES, r.randint(1, 3))}}
+            if r.random() < 0.6:
+                b["additionalProperties"] = False
+            if r.random() < 0.3:
+                b["required"] = r.sample(list(b["properties"]), 1)
+            branches.append(b)
+        s[r.choice(["anyOf", "oneOf"])] = branches
+    return s
+
+
+def _array(r: random.Random, d: int) -> dict:
+    s: dict = {"type": "array"} if r.random() < 0.7 else {}
+    if r.random() < 0.7:
+        s["items"] = random_schema(r, d + 1)
+    if r.random() < 0.3:
+        s["prefixItems"] = [random_schema(r, d + 1) for _ in range(r.randint(1, 2))]
+    if r.random() < 0.3:
+        s["minItems"] = r.randint(0, 2)
+    if r.random() < 0.3:
+        s["maxItems"] = r.randint(0, 3)
+    if r.random() < 0.2:
+        s["contains"] = random_schema(r, d + 1)
+        if r.random() < 0.5:
+            s["minContains"] = r.randint(0, 2)
+        if r.random() < 0.3:
+            s["maxContains"] = r.randint(1, 2)
+    if r.random() < 0.2:
+        s["uniqueItems"] = True
+    if r.random() < 0.25:
+        s[r.choice(APPLICATORS)] = _branches(r, d)
+    return s
+
+
+def random_schema(r: random.Random, d: int = 0):
+    if d >= 3 or r.random() < 0.3:
+        return json.loads(json.dumps(r.choice(LEAVES)))
+    k = r.random()
+    if k < 0.3:
+        return _object(r, d)
+    if k < 0.5:
+        return _array(r, d)
+    if k < 0.85:
+        return {r.choice(APPLICATORS): _branches(r, d)}
+    if k < 0.93:
+        return {"not": random_schema(r, d + 1)}
+    s = {"if": random_schema(r, d + 1)}
+    if r.random() < 0.8:
+        s["then"] = random_schema(r, d + 1)
+    if r.random() < 0.6:
+        s["else"] = random_schema(r, d + 1)
+    return s
+
+
+def random_value(r: random.Random, d: int = 0):
+    c = r.random()
+    if d >= 3 or c < 0.5:
+        return r.choice(SCALARS)
+    if c < 0.75:
+        return [random_value(r, d + 1) for _ in range(r.randint(0, 3))]
+    return {n: random_value(r, d + 1) for n in r.sample(NAMES, r.randint(0, 3))}
+
+
+def _accepts(g, text: str) -> bool:
+    m = stencil.Matcher(g)
+    return m.accept_string(text) and m.is_accepting()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_schemas_agree_with_jsonschema(seed):
+    r = random.Random(f"generated-{seed}")
+    checked, mismatches = 0, []
+    for _ in range(1_000):
+        schema = random_schema(r)
+        if not isinstance(schema, dict):
+            continue
+        try:
+            g = COMPILER.compile_json_schema(schema, property_order="any")
+        except stencil.GrammarError as e:
+            assert any(s in str(e) for s in REFUSALS), (json.dumps(schema), str(e))
+            continue
+        validator = jsonschema.Draft202012Validator(schema)
+        for _ in range(30):
+            value = random_value(r)
+            text = json.dumps(value, ensure_ascii=False)
+            checked += 1
+            if _accepts(g, text) != validator.is_valid(value):
+                mismatches.append((json.dumps(schema), text, validator.is_valid(value)))
+    assert checked > 20_000
+    assert mismatches == [], mismatches[:3]
