@@ -20,6 +20,9 @@ from stencil.grammar.json.schema.read.types import read_schema
 
 __all__ = ["Context"]
 
+#: known_typed inside known_typed: past this many, no answer (simplify keeps the Sub as it is)
+MAX_KNOWN_DEPTH = 8
+
 
 class Context:
     """State of one compilation: resolver, algebra, options, memo tables, what was ignored."""
@@ -38,6 +41,7 @@ class Context:
         #: (kind "num"/"str", formula) -> whether no value satisfies it (read.disjoint.formula_empty)
         self.empty_memo: dict = {}
         self._active: set = set()
+        self._known_depth = 0             # known_typed's calls in progress
         self.alg.simplify = self.simplify
 
     def unsupported(self, keyword: str, where: str, reason: str) -> None:
@@ -103,10 +107,18 @@ class Context:
             return t
         if any(isinstance(a, (Neg, Either)) for a in sub):
             return None
+        # A normal form asked for inside another's: a recursive schema's products reach deeper
+        # properties at each level (r's property x beside a complement asks r's normal form,
+        # whose property x asks it again...), which would not end. Simplifying is optional.
+        if self._known_depth >= MAX_KNOWN_DEPTH:
+            return None
+        self._known_depth += 1
         try:   # (a schema being normalized may be met: that is an error here, and no answer)
             return self.sub_typed(sub)
         except (BudgetError, GrammarError, Unsupported):
             return None
+        finally:
+            self._known_depth -= 1
 
     def simplify(self, sub: frozenset) -> frozenset:
         """Simplify a conjunction with complements, so that alternatives built by oneOf and not
