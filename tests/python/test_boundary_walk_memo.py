@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
-from mask_oracle_checks import masks_alike_byte_by_byte
+from mask_oracle_checks import masks_alike_byte_by_byte, walk_both
 from tokenizers_zoo import get
 
 import stencil
-from stencil.testing import bitmask_to_bool
 
 STRINGS = [
     {"type": "string", "maxLength": 3},
@@ -58,49 +56,6 @@ def random_schema(rng: random.Random, depth: int = 0) -> dict:
     if rng.random() < 0.3:
         out["maxProperties"] = rng.randint(1, 3)
     return out
-
-
-def pick(rng: random.Random, info, ids: np.ndarray) -> int:
-    """A token among ``ids``: often a short one (strings grow a byte at a time to their bounds),
-    or one with a quote or a backslash."""
-    for _ in range(6):
-        t = int(ids[rng.randrange(len(ids))])
-        b = info.token_bytes(t)
-        if len(b) <= 2 or b'"' in b or b"\\" in b or rng.random() < 0.2:
-            return t
-    return t
-
-
-def walk_both(info, with_memo, without, rng: random.Random, steps: int, budgets: bool = False) -> int:
-    """One random walk fed to a matcher of each grammar; the masks compared at every step, with
-    ``budgets`` budget-aware masks too (tight budgets: the shortest completion and a few more),
-    which keep no walk but share the row stack with the plain masks that do. Returns the masks
-    compared."""
-    a, b = stencil.Matcher(with_memo), stencil.Matcher(without)
-    bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
-    bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
-    eos = set(info.eos_token_ids)
-    text = b""
-    for n in range(steps):
-        least = b.min_completion_tokens() if budgets else -1
-        if least >= 0 and rng.random() < 0.7:
-            left = least + 1 + rng.choice([0, 0, 1, 2, 4, 30])
-            a.fill_next_token_bitmask(bm_a, 0, remaining_tokens=left)
-            b.fill_next_token_bitmask(bm_b, 0, remaining_tokens=left)
-        else:
-            a.fill_next_token_bitmask(bm_a, 0)
-            b.fill_next_token_bitmask(bm_b, 0)
-        if not np.array_equal(bm_a, bm_b):
-            diff = np.flatnonzero(bitmask_to_bool(bm_a[0], info.vocab_size) != bitmask_to_bool(bm_b[0], info.vocab_size))
-            raise AssertionError(f"masks differ after {text!r}: tokens {[info.token_bytes(int(t)) for t in diff[:8]]}")
-        ids = np.flatnonzero(bitmask_to_bool(bm_b[0], info.vocab_size))
-        ids = np.array([t for t in ids if int(t) not in eos])
-        if not len(ids):
-            return n + 1
-        t = pick(rng, info, ids)
-        assert a.accept_token(t) and b.accept_token(t)
-        text += info.token_bytes(t)
-    return steps
 
 
 @pytest.mark.parametrize("zoo_name", ["smollm2-hf", "deepseek"])

@@ -22,15 +22,14 @@ import json
 import random
 
 import jsonschema
-import numpy as np
 import pytest
+from mask_oracle_checks import walk_both
 from tokenizers_zoo import get
 
 import stencil
 import stencil.grammar.json.schema as json_schema
 from stencil.grammar.json.schema import json_schema_grammar
 from stencil.grammar.json.schema.core.content import ContentNumbers
-from stencil.testing import bitmask_to_bool
 
 LEAVES = [
     {"type": "string", "maxLength": 4},
@@ -83,28 +82,6 @@ def random_schema(rng: random.Random) -> dict:
             branches.append({"properties": branch_props, "additionalProperties": False})
         out["anyOf"] = branches + [{"properties": dict(common), "additionalProperties": False}]
     return out
-
-
-def walk_both(info, shared, unshared, rng: random.Random, steps: int) -> int:
-    """One random walk fed to a matcher of each grammar, masks compared at every step."""
-    a, b = stencil.Matcher(shared), stencil.Matcher(unshared)
-    bm_a = stencil.allocate_token_bitmask(1, info.vocab_size)
-    bm_b = stencil.allocate_token_bitmask(1, info.vocab_size)
-    eos = set(info.eos_token_ids)
-    text = b""
-    for n in range(steps):
-        a.fill_next_token_bitmask(bm_a, 0)
-        b.fill_next_token_bitmask(bm_b, 0)
-        if not np.array_equal(bm_a, bm_b):
-            diff = np.flatnonzero(bitmask_to_bool(bm_a[0], info.vocab_size) != bitmask_to_bool(bm_b[0], info.vocab_size))
-            raise AssertionError(f"masks differ after {text!r}: tokens {[info.token_bytes(int(t)) for t in diff[:8]]}")
-        ids = [int(t) for t in np.flatnonzero(bitmask_to_bool(bm_b[0], info.vocab_size)) if int(t) not in eos]
-        if not ids:
-            return n + 1
-        t = rng.choice(ids) if rng.random() < 0.5 else min(ids, key=lambda i: len(info.token_bytes(i)) + rng.random())
-        assert a.accept_token(t) and b.accept_token(t)
-        text += info.token_bytes(t)
-    return steps
 
 
 @pytest.mark.parametrize("order", ["any", "definition"])
