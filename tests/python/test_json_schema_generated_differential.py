@@ -4,12 +4,12 @@ stencil's verdict against the reference validator (``jsonschema``, Draft 2020-12
 
 MaskBench's schemas (test_json_schema_differential.py) seldom combine applicators with the
 keywords they interact with; the normalizer's simplifications live there: intersecting branches
-with their parent, absorbing branches another covers, negating. One generator mode writes the
-branches over the parent's own properties (each branch naming some of them, some forbidding the
-rest): there ``model.covers`` once took a branch that forbids other keys to cover one naming more
-(a valid document refused, and under ``not`` an invalid one accepted). A schema stencil refuses
-must be one it documents as unsupported (a negated uniqueItems, more than three contains, too
-many alternatives) or one no value satisfies; an exception of another kind is a failure too, but a
+with their parent, absorbing branches another covers, negating. Branches over the parent's own
+properties (each naming some of them, some forbidding the rest; a generator mode, and a test of
+their own): there ``model.covers`` once took a branch that forbids other keys to cover one naming
+more (a valid document refused, and under ``not`` an invalid one accepted). A schema stencil
+refuses must be one it documents as unsupported (a negated uniqueItems, more than three contains,
+too many alternatives or key pattern classes) or one no value satisfies; an exception of another kind is a failure too, but a
 compile timeout, which a few recursive schemas still meet (a oneOf whose branch refers back to it:
 its normal form keeps growing until the cap on alternatives, past the test's 1 s).
 """
@@ -43,7 +43,7 @@ SCALARS = [None, True, False, 0, 1, 2, 3, -1, 2.5, 0.5, 1.0, "", "a", "b", "ab",
 APPLICATORS = ["anyOf", "oneOf", "allOf"]
 # what a refusal may say (documented limits, or a schema no value satisfies)
 REFUSALS = ("no JSON value satisfies", "has no grammar here", "more than three contains",
-            "array or object alternatives")
+            "array or object alternatives", "classes of overlapping patterns")
 
 
 def _branches(r: random.Random, d: int, draft7: bool) -> list:
@@ -76,7 +76,7 @@ def _object(r: random.Random, d: int, draft7: bool) -> dict:
         s.setdefault("properties", {})[r.choice(NAMES)] = {"$ref": "#/definitions/r"}
     if r.random() < 0.25:
         s[r.choice(APPLICATORS)] = _branches(r, d, draft7)
-    elif names and r.random() < 0.4:   # branches over the parent's properties
+    elif names and r.random() < 0.7:   # branches over the parent's properties
         branches = []
         for _ in range(r.randint(2, 3)):
             b: dict = {"properties": {n: {} if r.random() < 0.6 else random_schema(r, d + 2, draft7)
@@ -99,18 +99,14 @@ def _array(r: random.Random, d: int, draft7: bool) -> dict:
             s["additionalItems" if draft7 else "items"] = random_schema(r, d + 1, draft7)
     elif r.random() < 0.7:
         s["items"] = random_schema(r, d + 1, draft7)
-    if r.random() < 0.3:
-        s["minItems"] = r.randint(0, 2)
-    if r.random() < 0.3:
-        s["maxItems"] = r.randint(0, 3)
-    if r.random() < 0.2:
-        s["contains"] = random_schema(r, d + 1, draft7)
-        if r.random() < 0.5:
-            s["minContains"] = r.randint(0, 2)
-        if r.random() < 0.3:
-            s["maxContains"] = r.randint(1, 2)
-    if r.random() < 0.2:
-        s["uniqueItems"] = True
+    for key, p, value in (("minItems", 0.3, lambda: r.randint(0, 2)), ("maxItems", 0.3, lambda: r.randint(0, 3)),
+                          ("contains", 0.2, lambda: random_schema(r, d + 1, draft7)), ("uniqueItems", 0.2, lambda: True)):
+        if r.random() < p:
+            s[key] = value()
+    if "contains" in s:
+        for key, p, value in (("minContains", 0.5, lambda: r.randint(0, 2)), ("maxContains", 0.3, lambda: r.randint(1, 2))):
+            if r.random() < p:
+                s[key] = value()
     if r.random() < 0.25:
         s[r.choice(APPLICATORS)] = _branches(r, d, draft7)
     return s
@@ -181,4 +177,44 @@ def test_generated_schemas_agree_with_jsonschema(seed, draft7):
             if _accepts(g, text) != validator.is_valid(value):
                 mismatches.append((json.dumps(schema), text, validator.is_valid(value)))
     assert checked > 20_000 and timeouts <= 3, (checked, timeouts)
+    assert mismatches == [], mismatches[:3]
+
+
+def branchy_schema(r: random.Random) -> dict:
+    """An object whose anyOf/oneOf branches name some of its own properties, each forbidding the
+    rest or not: the shapes where one branch may cover another (model.absorb)."""
+    names = r.sample(NAMES, r.randint(2, 4))
+    s: dict = {"properties": {n: json.loads(json.dumps(r.choice(LEAVES[:12]))) for n in names}}
+    if r.random() < 0.5:
+        s["type"] = "object"
+    branches = []
+    for _ in range(r.randint(2, 4)):
+        b: dict = {"properties": {n: {} if r.random() < 0.7 else random_schema(r, 2)
+                                  for n in r.sample(NAMES, r.randint(1, 4))}}
+        if r.random() < 0.7:
+            b["additionalProperties"] = False
+        if r.random() < 0.3:
+            b["required"] = r.sample(list(b["properties"]), 1)
+        branches.append(b)
+    s[r.choice(["anyOf", "oneOf"])] = branches
+    return {"not": s} if r.random() < 0.2 else s
+
+
+def test_branches_over_the_parents_properties_agree_with_jsonschema():
+    r = random.Random("branchy")
+    checked, mismatches = 0, []
+    for _ in range(600):
+        schema = branchy_schema(r)
+        try:
+            g = COMPILER.compile_json_schema(schema, property_order="any")
+        except stencil.GrammarError as e:
+            assert any(s in str(e) for s in REFUSALS), (json.dumps(schema), str(e))
+            continue
+        validator = jsonschema.Draft202012Validator(schema)
+        for _ in range(30):
+            value = {n: r.choice(SCALARS) for n in r.sample(NAMES, r.randint(0, 4))}
+            checked += 1
+            if _accepts(g, json.dumps(value)) != validator.is_valid(value):
+                mismatches.append((json.dumps(schema), json.dumps(value), validator.is_valid(value)))
+    assert checked > 15_000
     assert mismatches == [], mismatches[:3]
