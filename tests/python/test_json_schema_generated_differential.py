@@ -76,18 +76,24 @@ def _object(r: random.Random, d: int, draft7: bool) -> dict:
         s.setdefault("properties", {})[r.choice(NAMES)] = {"$ref": "#/definitions/r"}
     if r.random() < 0.25:
         s[r.choice(APPLICATORS)] = _branches(r, d, draft7)
-    elif names and r.random() < 0.7:   # branches over the parent's properties
-        branches = []
-        for _ in range(r.randint(2, 3)):
-            b: dict = {"properties": {n: {} if r.random() < 0.6 else random_schema(r, d + 2, draft7)
-                                      for n in r.sample(NAMES, r.randint(1, 3))}}
-            if r.random() < 0.6:
-                b["additionalProperties"] = False
-            if r.random() < 0.3:
-                b["required"] = r.sample(list(b["properties"]), 1)
-            branches.append(b)
-        s[r.choice(["anyOf", "oneOf"])] = branches
+    elif names and r.random() < 0.7:
+        s[r.choice(["anyOf", "oneOf"])] = _branches_over_names(r, d + 2, draft7, 3, 0.6)
     return s
+
+
+def _branches_over_names(r: random.Random, d: int, draft7: bool, most: int, p: float) -> list:
+    """Branches that each name some of the parent's properties (mostly with no constraint of
+    their own), forbidding the other keys with probability ``p``."""
+    branches = []
+    for _ in range(r.randint(2, most)):
+        b: dict = {"properties": {n: {} if r.random() < p else random_schema(r, d, draft7)
+                                  for n in r.sample(NAMES, r.randint(1, most))}}
+        if r.random() < p:
+            b["additionalProperties"] = False
+        if r.random() < 0.3:
+            b["required"] = r.sample(list(b["properties"]), 1)
+        branches.append(b)
+    return branches
 
 
 def _array(r: random.Random, d: int, draft7: bool) -> dict:
@@ -187,16 +193,7 @@ def branchy_schema(r: random.Random) -> dict:
     s: dict = {"properties": {n: json.loads(json.dumps(r.choice(LEAVES[:12]))) for n in names}}
     if r.random() < 0.5:
         s["type"] = "object"
-    branches = []
-    for _ in range(r.randint(2, 4)):
-        b: dict = {"properties": {n: {} if r.random() < 0.7 else random_schema(r, 2)
-                                  for n in r.sample(NAMES, r.randint(1, 4))}}
-        if r.random() < 0.7:
-            b["additionalProperties"] = False
-        if r.random() < 0.3:
-            b["required"] = r.sample(list(b["properties"]), 1)
-        branches.append(b)
-    s[r.choice(["anyOf", "oneOf"])] = branches
+    s[r.choice(["anyOf", "oneOf"])] = _branches_over_names(r, 2, False, 4, 0.7)
     return {"not": s} if r.random() < 0.2 else s
 
 
