@@ -13,7 +13,7 @@ which stencil follows); none follows the last terminal unless the grammar sets `
 """
 from __future__ import annotations
 
-import stencil   # only to drive the Matcher (feed, accepts, matcher_verdict); the oracle reads none of it
+import stencil   # only to drive the Matcher (feed, accepts, accepts_text, matcher_verdict); the oracle reads none of it
 from oracle_grammars import OGrammar
 
 
@@ -204,6 +204,12 @@ def accepts(env, compiled, text: str) -> bool:
     ids = encode_segments(entry, [text])
     n, ok = feed(stencil.Matcher(compiled), ids, bitmask, entry.info.eos_token_ids[0])
     return n == len(ids) and ok
+
+
+def accepts_text(compiled, text: str) -> bool:
+    """The Matcher takes ``text`` whole (as bytes, no tokenizer) and ends accepting."""
+    m = stencil.Matcher(compiled)
+    return m.accept_string(text) and m.is_accepting()
 
 
 def matcher_verdict(compiled, text: str) -> tuple[int, bool]:

@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 import pytest
+from grammar_oracle import accepts_text
 
 import stencil
 from benchmarks import peer_grammars
@@ -35,11 +36,6 @@ def _members(compiler, pattern: str) -> set[int]:
     one Matcher over /(pattern)*/, each character fed alone (a refused one changes nothing)."""
     m = stencil.Matcher(compiler.compile_lark(f"start: /({pattern})*/"))
     return {cp for cp in _ASSIGNED if m.accept_string(chr(cp))}
-
-
-def _accepts(compiled, text: str) -> bool:
-    m = stencil.Matcher(compiled)
-    return m.accept_string(text) and m.is_accepting()
 
 
 @pytest.mark.parametrize("pattern", [r"\d", r"\D", r".", r"(?s).", r"[^\d\n]", r"(?i)k", r"[\d_]"])
@@ -95,7 +91,7 @@ def test_generated_strings_against_python_re(compiler):
         for _ in range(150):
             text = "".join(rng.choice(_CHARS) for _ in range(rng.randint(0, 5)))
             want = re.fullmatch(pattern, text) is not None
-            assert _accepts(g, text) == want, f"/{pattern}/ on {text!r}: re says {want}"
+            assert accepts_text(g, text) == want, f"/{pattern}/ on {text!r}: re says {want}"
             checked += want
     assert checked > 100    # enough strings in the languages, not only outside them
 
@@ -103,8 +99,8 @@ def test_generated_strings_against_python_re(compiler):
 def test_rust_regex_syntax(compiler):
     def lang(grammar, good, bad):
         g = compiler.compile_lark(grammar)
-        assert [t for t in good if not _accepts(g, t)] == []
-        assert [t for t in bad if _accepts(g, t)] == []
+        assert [t for t in good if not accepts_text(g, t)] == []
+        assert [t for t in bad if accepts_text(g, t)] == []
     lang(r"start: /[a-c&&b-d]+/", ["bc"], ["a", "d"])
     lang(r"start: /[a-z--c]+/", ["ab"], ["c"])
     lang(r"start: /[a-z~~c-e]+/", ["ab", "z"], ["c", "d"])
@@ -120,9 +116,9 @@ def test_rust_regex_syntax(compiler):
 
 def test_ignore_is_llguidance_s_unless_xgrammar_options(compiler):
     g = compiler.compile_lark('start: "a" "b"\n%ignore " "')
-    assert _accepts(g, "a b") and not _accepts(g, "a b ") and not _accepts(g, " ab")
+    assert accepts_text(g, "a b") and not accepts_text(g, "a b ") and not accepts_text(g, " ab")
     g = compiler.compile_lark('%grammar_options {"allow_initial_skip": false}\nstart: "a" "b"\n%ignore " "')
-    assert _accepts(g, "a b ") and not _accepts(g, " ab")
+    assert accepts_text(g, "a b ") and not accepts_text(g, " ab")
 
 
 @pytest.mark.parametrize("peer", sorted(peer_grammars.PEERS))
@@ -174,5 +170,5 @@ def test_scoped_ignore_reads_as_the_whole_grammar(compiler, options):
         scoped = compiler.compile_grammar(b.build(build_lark(b, text, unused="ignore", scoped=True)))
         for _ in range(150):
             s = "".join(rng.choice("abcxy()0,  ") for _ in range(rng.randint(0, 6)))
-            got, want = _accepts(scoped, s), _accepts(whole, s)
+            got, want = accepts_text(scoped, s), accepts_text(whole, s)
             assert got == want if trailing or not s.endswith(" ") else want or not got, (text, s, got)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import stencil
-from grammar_oracle import CharEarley, matcher_verdict
+from grammar_oracle import CharEarley, accepts_text, matcher_verdict
 from stencil.bitmask import bitmask_to_bool
 from oracle_grammars import dead_rules
 from oracle_grammars import parse_gbnf as read_gbnf   # the oracle's own GBNF parser
@@ -165,11 +165,6 @@ JSON_VALUES = st.recursive(
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["a", "b", "c d", "é", "z"]), kids,
                                                                max_size=3),
     max_leaves=8)
-
-
-def accepts_text(compiled, text: str) -> bool:
-    m = stencil.Matcher(compiled)
-    return m.accept_string(text) and m.is_accepting()
 
 
 @PROFILE
