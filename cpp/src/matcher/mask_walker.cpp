@@ -41,8 +41,7 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     std::fill(words, words + need, 0u);
     walk_whole_trie(root, words);
   } else {
-    const std::vector<uint32_t>& inner = entry->inner();
-    std::copy(inner.begin(), inner.begin() + need, words);
+    entry->write_inner(words, need);
     struct Walking {  // the walks' rows are not kept by the parser's key memos, even if they throw
       ParseChecks& c;
       ~Walking() { c.set_stable_end(~0u); }
@@ -105,8 +104,7 @@ void MaskWalker::keep_walk(size_t node, uint32_t after, size_t mark, uint64_t te
 }
 
 void MaskWalker::replay_memo(uint32_t* words, size_t need) const {
-  const std::vector<uint32_t>& inner = memo_.entry->inner();
-  std::copy(inner.begin(), inner.begin() + need, words);
+  memo_.entry->write_inner(words, need);
   for (int32_t t : memo_.dropped) token_bits::clear(words, t);
   for (int32_t t : memo_.extra) token_bits::set(words, t);
   add_duplicates(words);

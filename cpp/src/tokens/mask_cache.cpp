@@ -312,6 +312,7 @@ std::shared_ptr<MaskEntry> MaskCache::finish(const Lexer& lexer, const Vocabular
     shared->boundary_parents.push_back(b.parent);
   }
   order_for_runs(lexer, vocab, e->boundaries);
+  shared->index();
   e->shared = std::move(shared);
   return e;
 }

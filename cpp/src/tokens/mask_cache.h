@@ -41,6 +41,7 @@ struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
   std::vector<Boundary> boundaries;               // with this grammar's lexer states
   const std::vector<uint32_t>& inner() const { return shared->inner; }
+  void write_inner(uint32_t* words, size_t need) const { shared->write(words, need); }
   // Counts the shared inner mask too: whatever a grammar keeps alive counts against its cache's capacity.
   size_t bytes() const { return boundaries.capacity() * sizeof(Boundary) + shared->bytes() + 64; }
 };

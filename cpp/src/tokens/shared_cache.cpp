@@ -5,6 +5,35 @@
 
 namespace stencil {
 
+void SharedMaskEntry::index() {
+  size_t ones = 0, zeros = 0;
+  for (uint32_t w : inner) {  // (vectorized: no branch)
+    ones += w == ~0u;
+    zeros += w == 0;
+  }
+  base = ones > zeros ? ~0u : 0u;
+  // (an eighth of the words at most: past that the stores cost about what the copy does)
+  const size_t most = inner.size() / 8;
+  sparse = inner.size() - std::max(ones, zeros) <= most;
+  odd.clear();
+  if (!sparse) return;
+  odd.reserve(inner.size() - std::max(ones, zeros));
+  for (size_t i = 0; i < inner.size(); ++i)
+    if (inner[i] != base) odd.emplace_back(static_cast<uint32_t>(i), inner[i]);
+}
+
+void SharedMaskEntry::write(uint32_t* words, size_t need) const {
+  if (!sparse) {
+    std::copy(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(need), words);
+    return;
+  }
+  std::fill(words, words + need, base);
+  for (const auto& [i, w] : odd) {
+    if (i >= need) break;
+    words[i] = w;
+  }
+}
+
 SharedCache::SharedCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryLimit::get().add(this, false); }
 
 SharedCache::~SharedCache() {
