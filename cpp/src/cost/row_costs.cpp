@@ -28,22 +28,22 @@ uint32_t RowCosts::finish_item(const EarleyParser& p, const EarleyItem& it, uint
   const uint32_t rule = t_->grammar.rule_at[it.pos];
   if (rule == 0) return rest;  // the start rule: the parse is complete
   const uint32_t lhs = g_.rules[rule].lhs;
-  const uint64_t serial = p.row(it.origin).serial;  // (a row's up costs hold while its serial does)
-  UpSlot& u = ups_[(static_cast<uint32_t>(serial) * 0x9e3779b1u ^ lhs * 0x85ebca6bu) >> 22];
-  if (u.serial != serial || u.nt != lhs) u = {serial, lhs, find(row_costs(p, it.origin).up, lhs)};
+  const uint64_t id = idents_.at(p, it.origin);  // (a row's up costs hold while its content does)
+  UpSlot& u = ups_[(static_cast<uint32_t>(id) * 0x9e3779b1u ^ lhs * 0x85ebca6bu) >> 22];
+  if (u.id != id || u.nt != lhs) u = {id, lhs, find(row_costs(p, it.origin).up, lhs)};
   return add(rest, u.cost);
 }
 
 RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
-  const uint64_t serial = p.row(row).serial;
+  const uint64_t id = idents_.at(p, row);
   // One slot per row index: the parser's rows are a stack, and a slot holds the costs of the row
-  // with its serial (walks push and pop many short-lived rows: the slots' vectors are reused).
+  // with its id (walks push and pop many short-lived rows: the slots' vectors are reused).
   fit_rows(p);
-  if (rows_[row].serial == serial) return rows_[row].costs;
+  if (rows_[row].id == id) return rows_[row].costs;
   // Rows below first, lowest first: each needs only rows under it, so no deep recursion
   // (a long list written as right recursion chains its items through every earlier row).
   std::vector<uint32_t> missing;
-  for (uint32_t r = row; r-- > 0 && rows_[r].serial != p.row(r).serial;) missing.push_back(r);
+  for (uint32_t r = row; r-- > 0 && rows_[r].id != idents_.at(p, r);) missing.push_back(r);
   for (size_t i = missing.size(); i-- > 0;) row_costs(p, missing[i]);
   // up[A]: items of this row waiting on A, each either finishing through a lower row (a base
   // cost) or through another nonterminal completing at this same row (an edge): Dijkstra.
@@ -100,7 +100,7 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
       relax(edges_[e].waited, add(c, edges_[e].rest));
   }
   RowSlot& slot = rows_[row];
-  slot.serial = serial;
+  slot.id = id;
   Row& rc = slot.costs;
   rc.up.clear();
   rc.scan.clear();
@@ -118,9 +118,9 @@ RowCosts::Row& RowCosts::row_costs(const EarleyParser& p, uint32_t row) {
 // below. So the least is the same without them, and the row's own up costs (row_costs' search)
 // are not needed: a walk asks this of a row it pushed at every token that ends a lexeme.
 uint32_t RowCosts::fresh_cost(const EarleyParser& p, uint32_t row) {
-  const uint64_t serial = p.row(row).serial;
+  const uint64_t id = idents_.at(p, row);
   fit_rows(p);
-  if (rows_[row].fresh_serial == serial) return rows_[row].fresh;
+  if (rows_[row].fresh_id == id) return rows_[row].fresh;
   const EarleyRow& r = p.row(row);
   uint32_t best = kInf;
   for (uint32_t j = r.begin; j < r.end; ++j) {
@@ -128,7 +128,7 @@ uint32_t RowCosts::fresh_cost(const EarleyParser& p, uint32_t row) {
     if (row > 0 && it.origin == row) continue;
     best = std::min(best, finish_item(p, it, t_->grammar.rest[it.pos]));
   }
-  rows_[row].fresh_serial = serial;  // (finish_item asks lower rows only: no resize since)
+  rows_[row].fresh_id = id;  // (finish_item asks lower rows only: no resize since)
   rows_[row].fresh = best;
   return best;
 }
@@ -226,27 +226,27 @@ uint32_t RowCosts::known_bound(const EarleyParser& p, uint32_t state, bool paths
 }
 
 uint32_t RowCosts::at(const EarleyParser& p, uint32_t state, bool fresh, Search search) {
-  const uint64_t serial = p.top().serial;
-  Slot& s = slot(serial, state, fresh);
+  const uint64_t row = idents_.top(p);
+  Slot& s = slot(row, state, fresh);
   const bool bytes = search != Search::kExact;
   // (kPaths recomputes a bound kBytes memoized: the paths are memoized apart, in the search)
-  if (!s.holds(serial, state, fresh) || (!s.exact && (!bytes || search == Search::kPaths))) {
+  if (!s.holds(row, state, fresh) || (!s.exact && (!bytes || search == Search::kPaths))) {
     if (bytes && !fresh)
-      s = {serial, state, fresh, false, known_bound(p, state, search == Search::kPaths)};
+      s = {row, state, fresh, false, known_bound(p, state, search == Search::kPaths)};
     else
-      s = {serial, state, fresh, true, exact(p, state, fresh)};
+      s = {row, state, fresh, true, exact(p, state, fresh)};
   }
   return s.cost;
 }
 
 uint32_t RowCosts::within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact_cost) {
-  const uint64_t serial = p.top().serial;
-  Slot& s = slot(serial, state, fresh);
+  const uint64_t row = idents_.top(p);
+  Slot& s = slot(row, state, fresh);
   const uint32_t bound = fresh ? kInf : bytes_bound(p, state);
   if (bound <= limit)
-    s = {serial, state, fresh, false, bound};
+    s = {row, state, fresh, false, bound};
   else
-    s = {serial, state, fresh, true, exact(p, state, fresh)};
+    s = {row, state, fresh, true, exact(p, state, fresh)};
   *exact_cost = s.exact;
   return s.cost;
 }

@@ -1,8 +1,8 @@
 // The fewest tokens that can still finish the output from a matcher state (the bound behind
 // budget-aware masks; README.md says why it is sound): the parser's side, per matcher. Per
 // parser row, the cost of finishing once a nonterminal completes there (a shortest path through
-// the items waiting on it, down the chain of origins), memoized per row; the lexer's side comes
-// from the epoch's CostTables.
+// the items waiting on it, down the chain of origins), memoized per row (by its content:
+// RowIdents); the lexer's side comes from the epoch's CostTables.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cost/cost_tables.h"
+#include "cost/row_idents.h"
 #include "parser/earley.h"
 #include "support/deadline.h"
 
@@ -26,7 +27,8 @@ class RowCosts {
   // (kPaths, for one state) by that path cut into tokens (known_bound with paths).
   enum class Search : uint8_t { kExact, kBytes, kPaths };
   // The cost from lexer state `state` (fresh: no byte of its lexeme read yet) over the parser's
-  // top row, memoized per (row, state, fresh): a mask asks a few states many times.
+  // top row, memoized per (row, state, fresh): a mask asks a few states many times, and the
+  // masks inside one lexeme the same rows again.
   uint32_t at(const EarleyParser& p, uint32_t state, bool fresh, Search search = Search::kExact);
   // at(), or where that fits `limit`, the distance in single bytes (no token search: a lexeme's
   // first states would each search the vocabulary, as at a string's opening quote). *exact says
@@ -34,11 +36,10 @@ class RowCosts {
   uint32_t within(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, bool* exact);
   // within()'s answer where its memo holds it (no search, no work): false where within() must
   // search (a caller opens a work scope for that only).
-  bool within_known(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, uint32_t* cost,
-                    bool* exact) const {
-    const uint64_t serial = p.top().serial;
-    const Slot& s = slots_[slot_at(serial, state, fresh)];
-    if (!s.holds(serial, state, fresh) || (!s.exact && s.cost > limit)) return false;
+  bool within_known(const EarleyParser& p, uint32_t state, bool fresh, uint32_t limit, uint32_t* cost, bool* exact) {
+    const uint64_t row = idents_.top(p);
+    const Slot& s = slots_[slot_at(row, state, fresh)];
+    if (!s.holds(row, state, fresh) || (!s.exact && s.cost > limit)) return false;
     *cost = s.cost;
     *exact = s.exact;
     return true;
@@ -80,17 +81,17 @@ class RowCosts {
   static uint32_t find(const Costs& c, uint32_t id);
   uint32_t exact(const EarleyParser& p, uint32_t state, bool fresh);  // at() without the memo
   struct Slot {  // an answer of at()'s memo with its key
-    uint64_t serial = 0;  // of the top row (parser serials start at 1)
+    uint64_t row = 0;  // the top row's id (RowIdents: ids start at 1)
     uint32_t state = 0;
     bool fresh = false;
     bool exact = false;  // else cost bounds it (bytes_bound)
     uint32_t cost = 0;
-    bool holds(uint64_t s, uint32_t st, bool f) const { return serial == s && state == st && fresh == f; }
+    bool holds(uint64_t r, uint32_t st, bool f) const { return row == r && state == st && fresh == f; }
   };
-  static size_t slot_at(uint64_t serial, uint32_t state, bool fresh) {
-    return (state * 0x9e3779b1u ^ static_cast<uint32_t>(serial) * 31u ^ fresh) & (kSlots - 1);
+  static size_t slot_at(uint64_t row, uint32_t state, bool fresh) {
+    return (state * 0x9e3779b1u ^ static_cast<uint32_t>(row) * 31u ^ fresh) & (kSlots - 1);
   }
-  Slot& slot(uint64_t serial, uint32_t state, bool fresh) { return slots_[slot_at(serial, state, fresh)]; }
+  Slot& slot(uint64_t row, uint32_t state, bool fresh) { return slots_[slot_at(row, state, fresh)]; }
   const Costs& lexer_costs(uint32_t state);
   const std::vector<Pair>& pairs(uint32_t state);
   uint32_t pairs_ceiling(const EarleyParser& p, const std::vector<Pair>& all, uint32_t limit, bool search);
@@ -125,11 +126,11 @@ class RowCosts {
   Front<Costs> states_;             // t_->lexer_costs
   Front<std::vector<Pair>> pairs_;  // t_->ceiling.pairs
   struct RowSlot {
-    uint64_t serial = 0;  // of the row whose costs these are (parser serials start at 1)
+    uint64_t id = 0;  // of the row whose costs these are (RowIdents: ids start at 1)
     Row costs;
     // The row's fresh cost (fresh_cost: from it with no byte of the next lexeme read), for the
-    // row of serial fresh_serial: asked without its up costs, so kept apart from them.
-    uint64_t fresh_serial = 0;
+    // row of id fresh_id: asked without its up costs, so kept apart from them.
+    uint64_t fresh_id = 0;
     uint32_t fresh = kInf;
   };
   std::vector<RowSlot> rows_;  // per parser row index
@@ -138,17 +139,18 @@ class RowCosts {
   void fit_rows(const EarleyParser& p) {
     if (rows_.size() < p.num_rows()) rows_.resize(p.num_rows() * 2);
   }
-  // finish_item's reads of a lower row's up costs, by (row serial, nonterminal): a row holds
+  // finish_item's reads of a lower row's up costs, by (row id, nonterminal): a row holds
   // thousands of items that wait on a few nonterminals at a few origins (binary searches were a
   // third of a budget mask's time in large recursive grammars).
   struct UpSlot {
-    uint64_t serial = 0;
+    uint64_t id = 0;
     uint32_t nt = 0, cost = 0;
   };
   static constexpr size_t kUpSlots = 1024;
   UpSlot ups_[kUpSlots];
   static constexpr size_t kSlots = 256;
   Slot slots_[kSlots];  // at()'s memo, one slot per hash of its key
+  RowIdents idents_;
   std::vector<uint32_t> dist_, touched_;  // row_costs' scratch
   struct Edge {
     uint32_t lhs, waited, rest, next;  // an item lhs -> ... . waited rest, of this row's origin

@@ -58,6 +58,8 @@ class EarleyParser {
   const EarleyRow& top() const { return rows_.back(); }
   const EarleyRow& row(size_t i) const { return rows_[i]; }
   const EarleyItem& item(size_t j) const { return items_[j]; }
+  // The lexemes vetoed at row i (sorted): its [veto_begin, veto_end) in the parser's veto list.
+  const uint32_t* vetoes_of(size_t i) const { return vetoes_.data() + rows_[i].veto_begin; }
   // After an exception anywhere in a scan or a walk: the row being built (its items and
   // vetoes past the top row), the watches and the walk's mark are dropped; rows and memos that
   // were finished stay valid.
