@@ -13,6 +13,7 @@
 #include "grammar/ir.h"
 #include "lexer/lexer.h"
 #include "matcher/parse_state.h"
+#include "parse_fixture.h"
 #include "stencil/grammar.h"
 #include "tokens/trie.h"
 #include "tokens/trie_walk.h"
@@ -25,25 +26,16 @@ using stencil::Symbol;
 namespace {
 
 // word ("," word)*, words [a-c]+, with optional spaces between lexemes.
-struct Fixture {
-  std::shared_ptr<stencil::Grammar> grammar;
-  std::unique_ptr<stencil::Lexer> lexer;
-  Fixture() {
-    GrammarBuilder b;
-    b.ignore(b.re_repeat(b.re_literal(" "), 1, -1), "ws", true, false);
-    const Symbol word = b.lexeme(b.re_repeat(b.re_byte_ranges({{'a', 'c'}}), 1, -1), "word", false);
-    const Symbol start = b.rule("start");
-    b.add_alternative(start, {word, b.repeat(b.seq({b.literal(",", "comma"), word}), 0, -1)});
-    grammar = b.build(start);
-    lexer = std::make_unique<stencil::Lexer>(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
-  }
+struct Fixture : stencil_test::WordsGrammar {
+  Fixture()
+      : WordsGrammar([](GrammarBuilder& b, Symbol word) {
+          const Symbol start = b.rule("start");
+          b.add_alternative(start, {word, b.repeat(b.seq({b.literal(",", "comma"), word}), 0, -1)});
+          return start;
+        }) {}
 };
 
-bool push_all(ParseState& ps, std::string_view bytes) {
-  for (char c : bytes)
-    if (!ps.push_byte(static_cast<uint8_t>(c))) return false;
-  return true;
-}
+using stencil_test::push_all;
 
 size_t rows_of(const ParseState& ps) { return ps.parser().num_rows(); }
 

@@ -14,6 +14,7 @@
 #include "cost/row_idents.h"
 #include "lexer/lexer.h"
 #include "matcher/parse_state.h"
+#include "parse_fixture.h"
 #include "stencil/grammar.h"
 #include "test_rng.h"
 #include "tokens/shared_cache.h"
@@ -29,32 +30,23 @@ namespace {
 
 // (word | num) ((, | ;) (word | num))*, with a ";" only before a num: rows at one index differ
 // by what the last separator was.
-struct Fixture {
-  std::shared_ptr<stencil::Grammar> grammar;
-  std::unique_ptr<stencil::Lexer> lexer;
-  Fixture() {
-    GrammarBuilder b;
-    b.ignore(b.re_repeat(b.re_literal(" "), 1, -1), "ws", true, false);
-    const Symbol word = b.lexeme(b.re_repeat(b.re_byte_ranges({{'a', 'c'}}), 1, -1), "word", false);
-    const Symbol num = b.lexeme(b.re_repeat(b.re_byte_ranges({{'0', '2'}}), 1, -1), "num", false);
-    const Symbol item = b.rule("item");
-    b.add_alternative(item, {word});
-    b.add_alternative(item, {num});
-    const Symbol more = b.rule("more");
-    b.add_alternative(more, {b.literal(",", "comma"), item});
-    b.add_alternative(more, {b.literal(";", "semi"), num});
-    const Symbol start = b.rule("start");
-    b.add_alternative(start, {item, b.repeat(more, 0, -1)});
-    grammar = b.build(start);
-    lexer = std::make_unique<stencil::Lexer>(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
-  }
+struct Fixture : stencil_test::WordsGrammar {
+  Fixture()
+      : WordsGrammar([](GrammarBuilder& b, Symbol word) {
+          const Symbol num = b.lexeme(b.re_repeat(b.re_byte_ranges({{'0', '2'}}), 1, -1), "num", false);
+          const Symbol item = b.rule("item");
+          b.add_alternative(item, {word});
+          b.add_alternative(item, {num});
+          const Symbol more = b.rule("more");
+          b.add_alternative(more, {b.literal(",", "comma"), item});
+          b.add_alternative(more, {b.literal(";", "semi"), num});
+          const Symbol start = b.rule("start");
+          b.add_alternative(start, {item, b.repeat(more, 0, -1)});
+          return start;
+        }) {}
 };
 
-bool push_all(ParseState& ps, std::string_view bytes) {
-  for (char c : bytes)
-    if (!ps.push_byte(static_cast<uint8_t>(c))) return false;
-  return true;
-}
+using stencil_test::push_all;
 
 std::vector<uint64_t> ids_of(RowIdents& ids, const ParseState& ps) {
   std::vector<uint64_t> v;
