@@ -198,3 +198,75 @@ TEST_CASE(walk_inside_takes_a_count_by_its_characters) {
     CHECK_EQ(listed, steps.tokens.size());
   }
 }
+
+namespace {
+
+// One lexeme, a string body: any characters but `"` and `z`, then `"`. The vocabulary: two- and
+// three-byte characters (é, 中, 文, 日) alone, in pairs and triples and before an ASCII letter,
+// their lead bytes alone and with a continuation byte (tokens that end inside a character), é
+// and 中 also before `"` or `z` (文 and 日, lead byte E6, head a sub-trie the body loops over),
+// and a few broken sequences.
+struct Utf8Fixture : Fixture {
+  Utf8Fixture()
+      : Fixture(
+            [](GrammarBuilder& b) {
+              const auto body = b.re_char_ranges({{'"', '"'}, {'z', 'z'}}, true);
+              return b.re_concat({b.re_repeat(body, 0, -1), b.re_literal("\"")});
+            },
+            [] {
+              const std::vector<std::string> chars = {"\xC3\xA9", "\xE4\xB8\xAD", "\xE6\x96\x87", "\xE6\x97\xA5"};
+              std::vector<std::string> t = up_to_three("abz\"");
+              for (const std::string& c : chars) {
+                t.push_back(c);
+                t.push_back(c.substr(0, 1));
+                t.push_back(c.substr(0, 2));
+                if (c[0] != '\xE6') {
+                  t.push_back(c + "\"");
+                  t.push_back(c + "z");
+                }
+                t.push_back("a" + c);
+                t.push_back(" " + c + c.substr(0, 1));
+                for (const std::string& d : chars) {
+                  t.push_back(c + d);
+                  t.push_back(c + d + "a");
+                  t.push_back(c + d.substr(0, 2));
+                  for (const std::string& e : chars) t.push_back(c + d + e);
+                }
+              }
+              t.push_back("\xE4\xB8");        // (again: a duplicate)
+              t.push_back("\x80\x80");        // continuation bytes alone
+              t.push_back("\xE4\xB8\xAD\xAD");  // one too many
+              t.push_back(
+                  "\xE4"
+                  "a");        // a lead byte cut short
+              return t;
+            }()) {}
+};
+
+}  // namespace
+
+TEST_CASE(walk_inside_takes_multibyte_characters_whole) {
+  Utf8Fixture f;
+  const uint32_t start = f.start_state();
+  for (const std::string& prefix : std::vector<std::string>{"", "a", "\xE4\xB8\xAD", "\xE4\xB8"}) {
+    const uint32_t s = f.after(start, prefix);
+    CHECK(s != Lexer::kDead);
+    std::set<std::tuple<std::string, uint32_t>> want, got;
+    size_t runs = 0, in_runs = 0;  // visits of tokens that start with a multi-byte character
+    for (const std::string& t : f.tokens)
+      if (const uint32_t u = f.after(s, t); u != Lexer::kDead) want.insert({t, u});
+    stencil::walk_inside(*f.lexer, f.cache, f.trie, s, false, [&](uint32_t first, uint32_t end, uint32_t u) {
+      for (uint32_t j = first; j < end; ++j) got.insert({f.tokens[f.trie.ordered_tokens()[j]], u});
+      if (static_cast<uint8_t>(f.tokens[f.trie.ordered_tokens()[first]][0]) >= 0xC0) {
+        ++runs;
+        in_runs += end - first;
+      }
+      return false;
+    });
+    CHECK(got == want);
+    // From a character boundary, runs: the sub-trie below lead byte E6 at once, and below the last
+    // byte of a character (中文...) the tokens of whole characters together, not a token at a
+    // time (118 visits for 118 tokens before).
+    CHECK(prefix == "\xE4\xB8" || runs * 3 < in_runs);
+  }
+}

@@ -29,6 +29,18 @@ int ascii_of(const CharSummary& chars) {
   return -1;
 }
 
+constexpr uint8_t kBroken = 0xFF;
+
+// The continuation bytes a character still needs after `byte`, `before` needed before it.
+uint8_t utf8_pending(uint8_t before, uint8_t byte) {
+  if (byte < 0x80) return 0;
+  if ((byte & 0xC0) == 0x80) return before == 0 || before == kBroken ? kBroken : before - 1;
+  if ((byte & 0xE0) == 0xC0) return 1;
+  if ((byte & 0xF0) == 0xE0) return 2;
+  if ((byte & 0xF8) == 0xF0) return 3;
+  return kBroken;
+}
+
 class InsideWalk {
  public:
   InsideWalk(const Lexer& lexer, const MaskCache& cache, const TokenTrie& trie,
@@ -40,14 +52,17 @@ class InsideWalk {
   // loops on the sub-trie's characters (every token ends in t), or t counts characters
   // (Lexer::bounded_text_head: a string body with a length bound) with room for the sub-trie
   // and its relaxed state loops on them. Visits them.
-  // `chars_before`: the characters the node's bytes start, its own included.
-  bool visit_subtree(size_t i, uint32_t t, uint32_t chars_before) {
+  // `chars_before`: the characters the node's bytes start, its own included. With `loop_only`
+  // (a walk at a non-ASCII byte: many nodes, few states that loop), only where t is known to
+  // loop already, asked at an ASCII byte: no count or chain is tried, no state explored.
+  bool visit_subtree(size_t i, uint32_t t, uint32_t chars_before, bool loop_only = false) {
     const TrieNode& node = trie_.nodes()[i];
     const CharSummary& chars = trie_.summaries()[i];
     if (node.subtree_size <= 1 || chars.has(CharSummary::kPoison)) return false;
     int rep = -1;  // a character of the counted repetition, to advance t by
     adv_.assign(1, t);
-    if (!loops_.loops_over(t, chars, true)) {
+    if (loop_only && !loops_.loops_over(t, chars, false)) return false;
+    if (!loop_only && !loops_.loops_over(t, chars, true)) {
       if (node.subtree_size < 16 || node.height >= 255 || (rep = ascii_of(chars)) < 0) return false;
       uint32_t k = 0, relaxed = Lexer::kDead, rest = Lexer::kDead;
       Counted& c = counted_[t & (kSlots - 1)];
@@ -163,6 +178,9 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
   size_t walked = 0;
   std::vector<uint32_t> st(static_cast<size_t>(trie.max_depth()) + 2);
   std::vector<uint32_t> chars(st.size(), 0);  // per depth: the characters the path's bytes start
+  // per depth: the continuation bytes the path's last character still needs (0: the path ends at
+  // a character boundary; kBroken: not UTF-8)
+  std::vector<uint8_t> pending(st.size(), 0);
   st[0] = state;
   for (size_t i = 1; i < nodes.size();) {
     const TrieNode& node = nodes[i];
@@ -176,11 +194,22 @@ void walk_inside(const Lexer& lexer, const MaskCache& cache, const TokenTrie& tr
       continue;
     }
     chars[node.depth] = chars[node.depth - 1] + ((node.byte & 0xC0) != 0x80 ? 1 : 0);
-    // (the node's byte must end a character: ASCII, or the parent's state kept)
-    if (skip_loops && (node.byte < 0x80 || t == st[node.depth - 1]) && inside.visit_subtree(i, t, chars[node.depth])) {
-      if (inside.stopped()) return;
-      i += node.subtree_size;
-      continue;
+    pending[node.depth] = utf8_pending(pending[node.depth - 1], node.byte);
+    if (skip_loops) {
+      // From the node's byte where it ends a character: ASCII (or the parent's state kept), or
+      // the last byte of a multi-byte character; or from the parent, at a lead byte after a
+      // character boundary, where the parent's state loops over the sub-trie's characters, this
+      // one's included (a vocabulary's CJK tokens: every one was walked byte by byte).
+      const bool ascii_end = node.byte < 0x80 || t == st[node.depth - 1];
+      const bool char_end = !ascii_end && pending[node.depth] == 0;
+      const bool lead = node.byte >= 0xC0 && pending[node.depth - 1] == 0;
+      if ((ascii_end && inside.visit_subtree(i, t, chars[node.depth])) ||
+          (char_end && inside.visit_subtree(i, t, chars[node.depth], true)) ||
+          (lead && inside.visit_subtree(i, st[node.depth - 1], chars[node.depth - 1], true))) {
+        if (inside.stopped()) return;
+        i += node.subtree_size;
+        continue;
+      }
     }
     if (node.token_id >= 0 && visit(before[i], before[i] + 1, t)) return;
     st[node.depth] = t;
