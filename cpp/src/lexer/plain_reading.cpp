@@ -268,19 +268,22 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
 std::vector<Lexer::HeldPart> Lexer::held_parts(uint32_t s, uint32_t max_prefix) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<HeldPart> out;
-  const Pairs& p = state_pairs_[s];
+  // Copies, not references: intern_state below grows state_pairs_ and the expression store, and
+  // a reference into either dangles once it reallocates (AddressSanitizer caught the pairs').
+  const Pairs p = state_pairs_[s];
   for (size_t i = 0; i < p.size(); i += 2) {
     if (lexemes_[p[i]].lazy) continue;  // (a lazy lexeme ends as soon as it matches)
-    const ExprNode& e = store_.node(p[i + 1]);
-    const ExprId* alts = e.kind == ExprKind::Or ? store_.args(e) : &p[i + 1];
-    const size_t num_alts = e.kind == ExprKind::Or ? e.args_len : 1;
-    for (size_t j = 0; j < num_alts; ++j) {
+    const ExprNode e = store_.node(p[i + 1]);
+    const std::vector<ExprId> alts = e.kind == ExprKind::Or
+                                         ? std::vector<ExprId>(store_.args(e), store_.args(e) + e.args_len)
+                                         : std::vector<ExprId>{p[i + 1]};
+    for (const ExprId alt : alts) {
       // Down the chain to the first loop-shaped suffix whose head has no lower bound (C{m,} with m
       // > 0 derives to C{m-1,}: not F again), the heads before it bounded in length.
       uint64_t prefix = 0;
-      for (ExprId f = alts[j]; prefix <= max_prefix;) {
-        const ExprNode& n = store_.node(f);
-        const ExprNode& head = n.kind == ExprKind::Concat ? store_.node(n.a) : n;
+      for (ExprId f = alt; prefix <= max_prefix;) {
+        const ExprNode n = store_.node(f);
+        const ExprNode head = n.kind == ExprKind::Concat ? store_.node(n.a) : n;
         if (head.kind == ExprKind::Repeat && head.max == kUnbounded) {
           const uint32_t longest = expr_bytes(head.a, 0).longest;
           if (head.min == 0 && longest > 0 && longest < kUnknown && !deriver_.is_empty(f)) {
