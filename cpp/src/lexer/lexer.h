@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -293,7 +294,9 @@ class Lexer {
   mutable std::unique_ptr<Block> blocks_[kMaxBlocks];
   mutable std::atomic<uint32_t> num_states_{0};
   mutable std::atomic<size_t> growth_{0};
-  mutable std::vector<Pairs> state_pairs_;
+  // A deque: push_back keeps references to the pairs of earlier states valid, so code that holds
+  // one across intern_state cannot read freed memory (held_parts once did, with a vector).
+  mutable std::deque<Pairs> state_pairs_;
   mutable size_t state_bytes_ = 0;  // the heap the states' pairs, keys and vectors hold; mu_
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> state_ids_;
   mutable std::shared_mutex start_mu_;

@@ -4,6 +4,7 @@
 // each growth point a cache is measured at.
 #pragma once
 #include <cstddef>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,15 @@ inline size_t block(size_t bytes) {
 template <class T>
 size_t of(const std::vector<T>& v) {
   return block(v.capacity() * sizeof(T));
+}
+
+// libstdc++'s deque: 512-byte blocks (one element a block for larger ones), a block beyond the
+// last element's, and a map of block pointers (at least 8).
+template <class T>
+size_t of(const std::deque<T>& d) {
+  const size_t per_block = sizeof(T) < 512 ? 512 / sizeof(T) : 1;
+  const size_t blocks = d.size() / per_block + 1;
+  return blocks * block(per_block * sizeof(T)) + block((blocks + 2 < 8 ? 8 : blocks + 2) * sizeof(void*));
 }
 
 inline size_t of(const std::string& s) { return s.capacity() > 15 ? block(s.capacity() + 1) : 0; }

@@ -13,11 +13,11 @@ void SharedMaskEntry::index() {
   }
   base = ones > zeros ? ~0u : 0u;
   // (an eighth of the words at most: past that the stores cost about what the copy does)
-  const size_t most = inner.size() / 8;
-  sparse = inner.size() - std::max(ones, zeros) <= most;
+  const size_t differ = inner.size() - std::max(ones, zeros);
+  sparse = differ <= inner.size() / 8;
   odd.clear();
   if (!sparse) return;
-  odd.reserve(inner.size() - std::max(ones, zeros));
+  odd.reserve(differ);
   for (size_t i = 0; i < inner.size(); ++i)
     if (inner[i] != base) odd.emplace_back(static_cast<uint32_t>(i), inner[i]);
 }
