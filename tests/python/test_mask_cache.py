@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -340,3 +341,75 @@ def test_counted_strings_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, sc
     assert len(fast_masks) == len(slow_masks) > 10
     for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
         assert np.array_equal(x, y), (schema, k)
+
+
+# Character classes beside counts (Lexer::plain_filter): a class refuses some plain bytes, and a
+# plain token with one dies there; the others count by characters. Pool: ASCII letters, digits
+# and punctuation, a space, two- and three-byte characters.
+CLASS_POOL = list("aZ09 -_.,:/<>*#%&+?") + ["é", "中"]
+
+
+def class_tokens(rng: random.Random) -> list[bytes]:
+    """Single characters, quotes and escapes, cut characters and their continuations, and random
+    runs of the pool (refused bytes inside, a closing quote after, a cut multi-byte character at
+    the end, an escape in the middle)."""
+    # (the cut characters' continuations too: a walk that takes a cut character goes on)
+    toks = [b"<eos>", b'"', b'",', b'"]', b"[", b"]", b",", b"\\n", b"\\u00e9", b"\\u4e2d", b"\xc3", b"\xe4\xb8",
+            b"\xa9", b"\xad", b"\xb8\xad"]
+    toks += [c.encode() for c in CLASS_POOL]
+    while len(toks) < 160:
+        run = "".join(rng.choice(CLASS_POOL) for _ in range(rng.randint(2, 9))).encode()
+        shape = rng.random()
+        run = run + b'"' if shape < 0.15 else run[:-1] if shape < 0.25 and run[-1] >= 0x80 else \
+            run[:2] + b"\\n" + run[2:] if shape < 0.3 else run
+        if run not in toks:
+            toks.append(run)
+    return toks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_classes_beside_counts_mask_as_a_full_walk(seed):
+    """Random classes (kept or negated, with or without the non-ASCII characters, after a first
+    character of another class; and pairs, a last character apart) beside random lengths, over
+    random vocabularies: along random
+    walks that take multi-character tokens first, every mask equals a whole trie walk's without
+    the cache's shortcuts."""
+    rng = random.Random(seed)
+    chosen = rng.sample(CLASS_POOL, rng.randint(3, 9))
+    body = "".join("\\" + c if c in "-/" else c for c in chosen)
+    cls = f"[^{body}]" if rng.random() < 0.5 else f"[{body}]"
+    a, b = (re.escape(c) for c in rng.sample(CLASS_POOL, 2))
+    # (and shapes that only look like a class where they start: a pair, a last character apart)
+    pattern = rng.choice([f"^{cls}*$", f"^{cls}+$", f"^[a-z0-9]{cls}*$", f"^(?:{cls})*$", f"^(?:{a}{b})*$",
+                          f"^{cls}*{a}?$", f"^(?:{cls}|{a}{b})*$"])
+    string = {"type": "string", "pattern": pattern}
+    string.update(rng.choice([{"maxLength": 5}, {"maxLength": 17}, {"maxLength": 40, "minLength": 3},
+                              {"minLength": 2}, {}]))
+    schema = {"type": "array", "items": string, "maxItems": 4}
+    toks = class_tokens(rng)
+
+    def choose(allowed):
+        several = [t for t in allowed if len(toks[t]) > 1]
+        return rng.choice(several if several and rng.random() < 0.8 else allowed)
+    steps = sum(1 for _ in walks_alike(toks, schema, choose, walks=8, steps=40, string_spelling="plain"))
+    assert steps > 12  # (walks end early where EOS is taken)
+
+
+@pytest.mark.parametrize("pattern,length", [("^[^<>*#.%&:\\+?/]*$", 260), ("^[A-Za-z0-9_-]+$", 63),
+                                            ("^[a-z ]*$", 30)])
+def test_classes_beside_counts_with_a_real_vocabulary_mask_as_a_full_walk(deepseek, pattern, length):
+    """DeepSeek's vocabulary along a string up to its bound under a class: every mask equals a
+    whole trie walk's."""
+    schema = {"type": "array", "items": {"type": "string", "pattern": pattern, "maxLength": length}}
+    words = "azure blob table é 中文 test-case data_2 x" if "^" not in pattern[1:3] else "AzureBlob Table é中 x"
+    value = [(words * 12)[:length], (words * 12)[:length // 3]]
+    if pattern != "^[^<>*#.%&:\\+?/]*$":
+        value = [re.sub(r"[^a-z ]" if "_" not in pattern else r"[^A-Za-z0-9_-]", "", v)[:length] or "a" for v in value]
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations=NO_SHORTCUTS).compile_json_schema(schema, string_spelling="plain")
+    serialized = json.dumps(value, ensure_ascii=False)
+    fast_masks, slow_masks = masks_along(deepseek, fast, serialized), masks_along(deepseek, slow, serialized)
+    assert len(fast_masks) == len(slow_masks) > 10
+    for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
+        assert np.array_equal(x, y), (pattern, k)

@@ -166,8 +166,12 @@ class Lexer {
   // `.*[0-9a-f]+.* & C{12,12}`: 1): a plain token of at most k - slack characters stays inside,
   // longer ones up to k may. *slack is 0 where bounded_text_head holds. Not for a maximum alone of
   // kSlackFrom or more (MaskCache::partly_relaxed lifts it: one entry for every count).
+  // *filter: plain bytes that kill a conjunct beside the count which holds every plain string
+  // without them (a class, `[^<>]*` or `[A-Za-z0-9_]*`: Lexer::plain_filter): a plain token with
+  // one of them dies, the others count as above.
   static constexpr uint32_t kSlackFrom = 16;
-  bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack) const;
+  bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack,
+                       ByteSet* filter) const;
   // bounded_text_head's looser kind, for the cost searches (which check the path they take
   // past the head): the lexeme may be lazy, an optional part that plain text cannot enter may
   // come first (`\n? (C{lo,k} & ~(.*</p>.*)) \n? </p>`: raw text up to a marker), and a conjunct
@@ -251,12 +255,18 @@ class Lexer {
   // without them (memoized); mu_ held.
   std::pair<bool, ByteSet> covers_plain_avoiding(ExprId e) const;
   bool shuts_out_plain(ExprId e, const ByteSet& avoid) const;  // mu_ held
+  // Whether plain text moves x only by killing it: *kill is the plain bytes that empty x (ASCII
+  // ones, and every byte from 0x80 where no non-ASCII character keeps x alive); every plain string
+  // without them keeps x nullable, and at each of its character boundaries each byte of *kill
+  // empties what is left. Memoized; mu_ held.
+  bool plain_filter(ExprId x, ByteSet* kill) const;
   bool plain_chars_one_each(ExprId item) const;                 // text_head's C; mu_ held
   struct TextHead {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
     ByteSet avoid;
     uint32_t slack = 0;
+    ByteSet filter;  // (with_slack)
   };
   // bounded_text_head (loose: loose_text_head; with_slack: slack_text_head), not memoized; mu_ held
   TextHead text_head(uint32_t s, bool loose, bool with_slack = false) const;
@@ -327,6 +337,7 @@ class Lexer {
   mutable std::unordered_map<uint32_t, TextHead> slack_heads_;  // slack_text_head per state; mu_
   mutable std::unordered_map<ExprId, bool> plain_loops_;         // holds_plain_loop; mu_
   mutable std::unordered_map<ExprId, std::pair<bool, ByteSet>> covers_avoiding_;  // covers_plain_avoiding; mu_
+  mutable std::unordered_map<ExprId, std::pair<bool, ByteSet>> plain_filters_;    // plain_filter; mu_
   bool has_unique_keys_ = false;
 };
 

@@ -31,7 +31,8 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
   return it->second.ok;
 }
 
-bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack) const {
+bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack,
+                            ByteSet* filter) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slack_heads_.find(s);
   if (it == slack_heads_.end()) it = slack_heads_.emplace(s, text_head(s, false, true)).first;
@@ -39,6 +40,7 @@ bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t
   *relaxed = it->second.relaxed;
   *rest = it->second.rest;
   *slack = it->second.slack;
+  *filter = it->second.filter;
   return it->second.ok;
 }
 
@@ -60,6 +62,51 @@ bool Lexer::shuts_out_plain(ExprId e, const ByteSet& avoid) const {
     if (d != ExprStore::kNothing && !deriver_.is_empty(d)) return false;
   }
   return true;
+}
+
+bool Lexer::plain_filter(ExprId x, ByteSet* kill) const {
+  if (auto it = plain_filters_.find(x); it != plain_filters_.end()) {
+    *kill = it->second.second;
+    return it->second.first;
+  }
+  // Each byte class once: every plain byte of `bytes` empties e.
+  auto kills = [&](ExprId e, const ByteSet& bytes) {
+    std::vector<uint8_t> done(static_cast<size_t>(num_classes_), 0);
+    for (int b = 0; b < 256; ++b) {
+      if (!bytes.has(static_cast<uint8_t>(b)) || plain_text_step(0, static_cast<uint8_t>(b)) < 0) continue;
+      const uint16_t cls = classes_.class_of[b];
+      if (done[cls]) continue;
+      done[cls] = 1;
+      const ExprId d = deriver_.derive(e, classes_.representative[cls]);
+      if (d != ExprStore::kNothing && !deriver_.is_empty(d)) return false;
+    }
+    return true;
+  };
+  ByteSet ascii;
+  for (int b = 0; b < 0x80; ++b) {
+    if (plain_text_step(0, static_cast<uint8_t>(b)) < 0) continue;
+    const ExprId d = deriver_.derive(x, classes_.representative[classes_.class_of[b]]);
+    if (d == ExprStore::kNothing || deriver_.is_empty(d)) ascii.add(static_cast<uint8_t>(b));
+  }
+  // (explore_plain_exprs fails at any plain byte left that empties a derivative: a class without
+  // non-ASCII characters passes only with every byte from 0x80 refused too)
+  bool ok = false;
+  ByteSet bytes;
+  for (int wide = 0; wide < 2 && !ok; ++wide) {
+    bytes = ascii;
+    if (wide) bytes.add_range(0x80, 0xFF);
+    ok = store_.nullable(x) && kills(x, bytes) &&
+         explore_plain_exprs(
+             x, 256,
+             [&](ExprId d, bool boundary) {
+               return boundary && (!store_.nullable(d) || !kills(d, bytes)) ? PlainStep::kFail : PlainStep::kExplore;
+             },
+             &bytes);
+  }
+  if (!ok) bytes = ByteSet();
+  plain_filters_.emplace(x, std::make_pair(ok, bytes));
+  *kill = bytes;
+  return ok;
 }
 
 // Whether every alternative of C (`item`) that plain text can enter is one whole character: a
@@ -139,11 +186,17 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
   if (!plain_chars_one_each(rep.a)) return {};
-  ByteSet avoid;
+  ByteSet avoid, filter;
   uint32_t slack = 0;
   bool slacked = false;
   for (ExprId x : others) {
     if (covers_plain(x)) continue;
+    // (masks: a class of characters beside the count, `[^<>]*`, takes the plain tokens without
+    // the bytes it refuses, at every count: each character otherwise a state of its own, walked)
+    if (ByteSet kill; with_slack && plain_filter(x, &kill)) {
+      filter = filter | kill;
+      continue;
+    }
     if (with_slack && !slacked) {
       // (the counts past Deriver::kCountedItems are not known one by one; and a pattern that
       // some plain text kills has none, which a loop over plain text in it rules out cheaply
@@ -172,7 +225,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   // (the loose kind has no relaxed state: its readers replay the rest instead)
   const uint32_t relaxed =
       loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
-  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack};
+  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack, filter};
 }
 
 namespace {

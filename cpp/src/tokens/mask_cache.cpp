@@ -227,9 +227,10 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
   return lexer.bounded_text_head(state, k, &relaxed, &rest) && plain_stays_in_head(lexer, relaxed, rest);
 }
 
-bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack) const {
+bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack,
+                                   ByteSet* filter) const {
   uint32_t relaxed, rest;
-  return lexer.slack_text_head(state, k, &relaxed, &rest, slack) && plain_stays_in_head(lexer, relaxed, rest);
+  return lexer.slack_text_head(state, k, &relaxed, &rest, slack, filter) && plain_stays_in_head(lexer, relaxed, rest);
 }
 
 bool MaskCache::plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const {
@@ -256,7 +257,8 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
-  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack)) {
+  ByteSet filter;
+  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack, &filter)) {
     // A string with k characters left: the plain tokens of at most k characters stay inside
     // (longer ones die and cannot end the lexeme), the rest is walked.
     const PlainSlice& slice = vocab.plain_slice();
@@ -272,6 +274,11 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
       std::vector<Boundary> ends;
       inner_walk(lexer, vocab.trie(), 0, state, deep, ends, k >= slack ? k - slack + 1 : 1);
       for (size_t w = 0; w < deep.size(); ++w) shared->inner[w] |= deep[w] & slice.bits[w];
+    }
+    // (a plain token with a byte the class refuses dies there: the lexeme cannot end on plain text)
+    if (!filter.empty()) {
+      const auto kept = slice.avoiding(filter);
+      for (size_t w = 0; w < kept->size(); ++w) shared->inner[w] &= (*kept)[w];
     }
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {

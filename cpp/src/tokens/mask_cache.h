@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/byteset.h"
 #include "support/char_summary.h"
 #include "tokens/shared_cache.h"
 
@@ -69,8 +70,9 @@ class MaskCache {
   // and rest cannot start with it: exactly the plain tokens of at most *k characters stay inside.
   bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
   // The same with Lexer::slack_text_head: the plain tokens of at most *k - *slack characters stay
-  // inside, and those of up to *k may (an unanchored pattern beside a length).
-  bool admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack) const;
+  // inside, and those of up to *k may (an unanchored pattern beside a length); of those, only the
+  // tokens without a byte of *filter (a class beside the length).
+  bool admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack, ByteSet* filter) const;
   // (their common part: C* rest admits plain text and rest cannot start with it)
   bool plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const;
   // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.

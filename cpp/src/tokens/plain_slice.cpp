@@ -14,6 +14,7 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
   std::vector<std::string_view> views(n);
   std::vector<uint8_t> excluded(n, 1);
   s.by_count.assign(256, {});
+  s.byte_bits.assign(s.bits.size() * 32, {0, 0});
   std::vector<uint8_t> whole(256, 0), quoted(256, 0);
   for (int32_t id = 0; id < n; ++id) {
     if (vocab.is_special(id)) continue;
@@ -30,6 +31,10 @@ PlainSlice PlainSlice::build(const Vocabulary& vocab) {
       }
     }
     if (st >= 0 && !t.empty()) {
+      for (const char ch : t) {
+        const uint8_t c = static_cast<uint8_t>(ch) < 0x80 ? static_cast<uint8_t>(ch) : 0x7F;
+        s.byte_bits[id][c >> 6] |= uint64_t(1) << (c & 63);
+      }
       s.by_count[leads > 255 ? 255 : leads].push_back(id);
       if (st == 0 && leads < 255) whole[leads] = 1;
       token_bits::set(s.bits.data(), id);
@@ -72,6 +77,31 @@ const std::vector<uint32_t>& PlainSlice::at_most_chars(uint32_t k) const {
   }
   slot = std::move(out);
   return *slot;
+}
+
+std::shared_ptr<const std::vector<uint32_t>> PlainSlice::avoiding(const ByteSet& bytes) const {
+  constexpr size_t kKept = 32;  // sets (a grammar has a few classes; a server sees many grammars)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [set, bits_of] : avoiding_)
+      if (set == bytes) return bits_of;
+  }
+  // (a set holds every byte from 0x80 or none: Lexer::plain_filter's)
+  const bool high = (bytes.w[2] | bytes.w[3]) != 0;
+  const uint64_t k0 = bytes.w[0], k1 = (bytes.w[1] & ~(uint64_t(1) << 63)) | (uint64_t(high) << 63);
+  auto out = std::make_shared<std::vector<uint32_t>>(bits.size(), 0);
+  for (size_t w = 0; w < bits.size(); ++w) {
+    uint32_t word = 0;
+    for (uint32_t b = 0; b < 32; ++b) {
+      const auto& t = byte_bits[w * 32 + b];
+      word |= uint32_t(!(t[0] & k0) && !(t[1] & k1)) << b;
+    }
+    (*out)[w] = word & bits[w];
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (avoiding_.size() >= kKept) avoiding_.erase(avoiding_.begin());
+  avoiding_.emplace_back(bytes, out);
+  return out;
 }
 
 bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states, bool* gave_up) {

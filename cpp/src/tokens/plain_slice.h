@@ -5,6 +5,7 @@
 // state's inner mask is the slice plus a walk of the small trie of the other
 // tokens, instead of a walk of the whole trie.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "stencil/vocabulary.h"
+#include "support/byteset.h"
 #include "support/char_summary.h"
 #include "support/plain_text.h"
 #include "tokens/trie.h"
@@ -24,6 +26,9 @@ struct PlainSlice {
   std::vector<uint32_t> bits;  // bitmask words: plain tokens
   TokenTrie rest;              // every other (non-special) token
   std::vector<std::vector<int32_t>> by_count;  // plain tokens by the characters they start
+  // By token id, a plain token's ASCII bytes as 128 bits, bit 127 (DEL, never plain) for any byte
+  // from 0x80 (two words a token: a set's `avoiding` is then two ANDs a token)
+  std::vector<std::array<uint64_t, 2>> byte_bits;
   // The character counts (ascending, below by_count's last bucket) of some plain token that ends
   // on a character boundary: the steps a counted string body can take, one token each.
   std::vector<uint32_t> whole_counts;
@@ -35,18 +40,24 @@ struct PlainSlice {
   // The plain tokens that start at most k characters (a string with k characters left):
   // built on first use for each k and kept.
   const std::vector<uint32_t>& at_most_chars(uint32_t k) const;
+  // The plain tokens without any byte of `bytes` (a class of characters beside a count:
+  // Lexer::plain_filter; every byte from 0x80 or none), built on first use for each set; the
+  // most recent sets are kept.
+  std::shared_ptr<const std::vector<uint32_t>> avoiding(const ByteSet& bytes) const;
 
   PlainSlice() = default;
   PlainSlice(PlainSlice&& o) noexcept
       : bits(std::move(o.bits)),
         rest(std::move(o.rest)),
         by_count(std::move(o.by_count)),
+        byte_bits(std::move(o.byte_bits)),
         whole_counts(std::move(o.whole_counts)),
         quoted_counts(std::move(o.quoted_counts)) {}
 
  private:
   mutable std::mutex mu_;
   mutable std::map<uint32_t, std::unique_ptr<std::vector<uint32_t>>> by_chars_;
+  mutable std::vector<std::pair<ByteSet, std::shared_ptr<const std::vector<uint32_t>>>> avoiding_;  // mu_
 };
 
 // Whether every plain string keeps `state` inside its lexeme: from `state`,

@@ -73,7 +73,9 @@ const PlainSlice& Vocabulary::plain_slice() const { return *plain_; }
 
 size_t Vocabulary::memory_bytes_with_slice() const {
   size_t n = memory_bytes();
-  if (plain_) n += plain_->bits.capacity() * 4 + plain_->rest.memory_bytes();
+  if (plain_)
+    n += plain_->bits.capacity() * 4 + plain_->byte_bits.capacity() * sizeof(plain_->byte_bits[0]) +
+         plain_->rest.memory_bytes();
   return n;
 }
 
