@@ -5,10 +5,10 @@ exponent forms only for zero."""
 from __future__ import annotations
 
 import random
-import sys
 from decimal import Decimal as D
 
 import pytest
+from call_counts import python_calls
 
 import stencil
 from stencil.grammar.json.schema import json_schema_grammar
@@ -295,21 +295,6 @@ def test_plain_spelling_writes_every_integer_typed_shape_without_fraction_or_exp
         assert not _accepts(g, text), (schema, text)
 
 
-def _python_calls(fn) -> int:
-    """How many Python functions ``fn`` calls: a count of work that a loaded host cannot stretch."""
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += event == "call"
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 def test_one_of_over_large_integer_enums_reads_in_linear_time():
     # the values of an And (type integer beside an enum) were filtered by evaluating the whole And
     # per value, a walk of the enum each: two enums of 5,000 integers under oneOf took 4 s. Four
@@ -317,7 +302,7 @@ def test_one_of_over_large_integer_enums_reads_in_linear_time():
     def calls(n: int) -> int:
         schema = {"oneOf": [{"type": "integer", "enum": list(range(n))},
                             {"type": "integer", "enum": list(range(n * 4 // 5, n * 9 // 5))}]}
-        return _python_calls(lambda: json_schema_grammar(schema, number_spelling="plain"))
+        return python_calls(lambda: json_schema_grammar(schema, number_spelling="plain"))
     small, large = calls(500), calls(2000)
     assert large < 6 * small, (small, large)
 

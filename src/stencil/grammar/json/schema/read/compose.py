@@ -47,8 +47,19 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
             if target is not None:
                 t = alg.t_and(t, ctx.loc_typed(target, exact))
     if "allOf" in s:
+        # A member that is a oneOf alone comes last, under the others: exactly one of (the others
+        # and branch i), where what they require (a discriminator property) often proves the
+        # branches disjoint, which saves each branch the complements of all the others.
+        ones = []
         for i, x in enumerate(s["allOf"]):
-            t = alg.t_and(t, ctx.loc_typed(res.child(loc, x, "allOf", i), exact))
+            member = res.child(loc, x, "allOf", i)
+            bare = _bare_one_of(ctx, member)
+            if bare is not None:
+                ones.append(bare)
+            else:
+                t = alg.t_and(t, ctx.loc_typed(member, exact))
+        for member in ones:
+            t = _one_of(ctx, member, t, exact)
     if "anyOf" in s:
         branches = [ctx.loc_typed(res.child(loc, x, "anyOf", i), exact)
                     for i, x in enumerate(s["anyOf"])]
@@ -60,10 +71,7 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
                 u = alg.t_or(u, x)
         t = alg.t_and(t, u)
     if "oneOf" in s:
-        raw = [ctx.loc_typed(res.child(loc, x, "oneOf", i), exact)
-               for i, x in enumerate(s["oneOf"])]
-        # with the schema's other keywords first: exactly one of (base and branch i)
-        t = exactly_one(ctx, [alg.t_and(t, x) for x in raw], where(loc, "oneOf"), raw)
+        t = _one_of(ctx, loc, t, exact)
     if "not" in s:
         inner = ctx.loc_typed(res.child(loc, s["not"], "not"))
         t = alg.t_and(t, ctx.negate(inner, "not", where(loc, "not")))
@@ -75,6 +83,32 @@ def read(ctx, loc, s, exact: bool = False, base: Typed = ANY) -> Typed:
         neg = ctx.negate(cond, "if", where(loc, "if"))
         t = alg.t_and(t, alg.t_or(alg.t_and(cond, then), alg.t_and(neg, other)))
     return t
+
+
+#: keywords beside a oneOf that leave an allOf member "a oneOf alone" (annotations)
+_ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly",
+                          "writeOnly"})
+
+
+def _one_of(ctx, loc, t: Typed, exact: bool) -> Typed:
+    """``t`` (the schema's other keywords) and exactly one of the oneOf branches at ``loc``."""
+    alg = ctx.alg
+    raw = [ctx.loc_typed(ctx.resolver.child(loc, x, "oneOf", i), exact) for i, x in enumerate(loc.schema["oneOf"])]
+    return exactly_one(ctx, [alg.t_and(t, x) for x in raw], where(loc, "oneOf"), raw)
+
+
+def _bare_one_of(ctx, loc):
+    """``loc``, or the schema its lone ``$ref`` points to, where that is a non-empty oneOf list
+    beside annotations only (read as the others' keywords are: the same checks apply); else None."""
+    s = loc.schema
+    if isinstance(s, dict) and set(s) == {"$ref"} and isinstance(s["$ref"], str):
+        loc = ctx.resolver.resolve(s["$ref"], loc)
+        s = loc.schema
+    if not isinstance(s, dict) or "oneOf" not in s or not _ANNOTATIONS.issuperset(s.keys() - {"oneOf"}):
+        return None
+    if not isinstance(s["oneOf"], list) or not s["oneOf"] or loc.base in ctx.resolver.no_validation:
+        return None
+    return loc
 
 
 def _dynamic_target(ctx, loc, s, key):
