@@ -341,7 +341,7 @@ std::shared_ptr<const MaskEntry> MaskCache::partly_relaxed(const Lexer& lexer, c
   if (full != Lexer::kDead && full != state) return nullptr;  // compute's borrow serves every token
   // (Only long counts: a relaxed state of its own for a short one, `[a-z]{2,10}`, costs more than
   // the walk it would save.)
-  for (uint32_t limit : {64u, 32u, 16u}) {
+  for (uint32_t limit : {64u, 48u, 32u, 24u, 16u}) {
     if (limit >= horizon) continue;
     const uint32_t relaxed = lexer.relaxed_state(state, limit);
     if (relaxed == Lexer::kDead || relaxed == state) continue;
