@@ -413,3 +413,37 @@ def test_classes_beside_counts_with_a_real_vocabulary_mask_as_a_full_walk(deepse
     assert len(fast_masks) == len(slow_masks) > 10
     for k, (x, y) in enumerate(zip(fast_masks, slow_masks)):
         assert np.array_equal(x, y), (pattern, k)
+
+
+# Patterns that some plain text kills beside a count (an anchored count of words, a slug, groups
+# of digits: Lexer::killed_slack, Deriver::alive_slack), and a class beside a pattern with a slack
+# (whose shortest completions the class may refuse: `a|bbbb` without `a` needs four characters).
+KILLED = ["^(?:\\S+\\s+){0,%d}\\S+$", "^[a-z0-9]+(?:-[a-z0-9]+){0,%d}$", "^(?:[0-9]{3}-){0,%d}[0-9]{3}$",
+          "^[A-Z][a-z]*(?: [A-Z][a-z]*){0,%d}$"]
+KILLED_TOKENS = [b"<eos>", b'"', b'",', b'"]', b"[", b"]", b",", b"\\n", b"\\t", b"\\u00e9", b"\xc3\xa9", b"\xc3",
+                 b"\xa9", b"a", b"b", b"z", b"A", b"Q", b"0", b"7", b"-", b" ", b"  ", b"ab", b"bb", b"bbbb", b"Ab",
+                 b"a b", b"ab c", b" a", b"a ", b"-a", b"a-", b"12", b"123", b"123-", b"-456", b"123-456", b"Qa Qb",
+                 b" Qa", b"a-b-c", b"0-1", b"abcdefgh", b"a b c d e", b"1 2", b"\xc3\xa9 a", b"a\xc3\xa9"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_patterns_that_text_kills_beside_counts_mask_as_a_full_walk(seed):
+    """Random killed patterns (a count of 0 to 12 of their groups) beside random lengths and
+    minimums, and classes beside unanchored patterns under allOf: along random walks that take
+    multi-character tokens first, every mask equals a whole trie walk's without the cache's
+    shortcuts."""
+    rng = random.Random(seed)
+    if seed % 4 == 3:
+        string = {"allOf": [{"pattern": "^[^a]*$"}, {"pattern": rng.choice(["a|bbbb", "[ab]b{3}", "(?:a|bb)b"])}]}
+    else:
+        string = {"pattern": rng.choice(KILLED) % rng.randint(0, 12)}
+    string.update({"type": "string", "maxLength": rng.choice([3, 6, 9, 14, 20, 30])})
+    if rng.random() < 0.4:
+        string["minLength"] = rng.choice([1, 2, 4])
+    schema = {"type": "array", "items": string, "maxItems": 3}
+
+    def choose(allowed):
+        several = [t for t in allowed if len(KILLED_TOKENS[t]) > 1]
+        return rng.choice(several if several and rng.random() < 0.8 else allowed)
+    steps = sum(1 for _ in walks_alike(KILLED_TOKENS, schema, choose, walks=8, steps=40, string_spelling="plain"))
+    assert steps > 12  # (walks end early where EOS is taken)

@@ -170,8 +170,11 @@ class Lexer {
   // without them (a class, `[^<>]*` or `[A-Za-z0-9_]*`: Lexer::plain_filter): a plain token with
   // one of them dies, the others count as above.
   static constexpr uint32_t kSlackFrom = 16;
-  bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack,
-                       ByteSet* filter) const;
+  // *alive: where the conjunct with the slack is one that some plain text kills (an anchored
+  // count of words: Deriver::alive_slack), the state with the count lifted and every conjunct
+  // kept, whose inner plain tokens are those that leave it alive (kDead otherwise).
+  bool slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack, ByteSet* filter,
+                       uint32_t* alive) const;
   // bounded_text_head's looser kind, for the cost searches (which check the path they take
   // past the head): the lexeme may be lazy, an optional part that plain text cannot enter may
   // come first (`\n? (C{lo,k} & ~(.*</p>.*)) \n? </p>`: raw text up to a marker), and a conjunct
@@ -260,13 +263,15 @@ class Lexer {
   // without them keeps x nullable, and at each of its character boundaries each byte of *kill
   // empties what is left. Memoized; mu_ held.
   bool plain_filter(ExprId x, ByteSet* kill) const;
+  uint32_t killed_slack(ExprId x) const;  // text_head's, beside a minimum of at most 1; mu_ held
   bool plain_chars_one_each(ExprId item) const;                 // text_head's C; mu_ held
   struct TextHead {
     bool ok = false;
     uint32_t k = 0, relaxed = 0, rest = 0, lo = 0;
     ByteSet avoid;
     uint32_t slack = 0;
-    ByteSet filter;  // (with_slack)
+    ByteSet filter;         // (with_slack)
+    uint32_t alive = kDead;  // (with_slack)
   };
   // bounded_text_head (loose: loose_text_head; with_slack: slack_text_head), not memoized; mu_ held
   TextHead text_head(uint32_t s, bool loose, bool with_slack = false) const;

@@ -32,7 +32,7 @@ bool Lexer::bounded_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32
 }
 
 bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t* rest, uint32_t* slack,
-                            ByteSet* filter) const {
+                            ByteSet* filter, uint32_t* alive) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slack_heads_.find(s);
   if (it == slack_heads_.end()) it = slack_heads_.emplace(s, text_head(s, false, true)).first;
@@ -41,6 +41,7 @@ bool Lexer::slack_text_head(uint32_t s, uint32_t* k, uint32_t* relaxed, uint32_t
   *rest = it->second.rest;
   *slack = it->second.slack;
   *filter = it->second.filter;
+  *alive = it->second.alive;
   return it->second.ok;
 }
 
@@ -62,6 +63,15 @@ bool Lexer::shuts_out_plain(ExprId e, const ByteSet& avoid) const {
     if (d != ExprStore::kNothing && !deriver_.is_empty(d)) return false;
   }
   return true;
+}
+
+// Where no minimum asks a word for more characters (a minLength of 0 or 1: every token has one),
+// the slack of a pattern that plain text may kill need only bound its shortest completions from
+// the points that leave it alive: the most bytes a completion may need (ExprStore::completion_bound,
+// read off its structure: no exploration) bound the characters.
+uint32_t Lexer::killed_slack(ExprId x) const {
+  const uint64_t bound = store_.completion_bound(x);
+  return bound < Deriver::kCountedItems ? static_cast<uint32_t>(bound) : Deriver::kNoSlack;
 }
 
 bool Lexer::plain_filter(ExprId x, ByteSet* kill) const {
@@ -188,7 +198,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   if (!plain_chars_one_each(rep.a)) return {};
   ByteSet avoid, filter;
   uint32_t slack = 0;
-  bool slacked = false;
+  bool slacked = false, killed = false;
   for (ExprId x : others) {
     if (covers_plain(x)) continue;
     // (masks: a class of characters beside the count, `[^<>]*`, takes the plain tokens without
@@ -204,9 +214,13 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
       // to find the word too many)
       // (a maximum alone of kSlackFrom or more is lifted instead: MaskCache::partly_relaxed's
       // one entry serves every count)
-      if (rep.min == 0 && rep.max != kUnbounded && rep.max >= kSlackFrom) return {};
-      if (!holds_plain_loop(x)) return {};
-      slack = deriver_.item_slack(x, rep.a);
+      // (one that some plain text kills, an anchored count of words, has the slack of the strings
+      // that leave it alive: the masks take those tokens off the state with the count lifted)
+      // (kept at every count: lifting a length beside a count of words often fails, the word's
+      // completion past what the bound leaves)
+      killed = !holds_plain_loop(x);
+      if (!killed && rep.min == 0 && rep.max != kUnbounded && rep.max >= kSlackFrom) return {};
+      slack = !killed ? deriver_.item_slack(x, rep.a) : rep.min <= 1 ? killed_slack(x) : deriver_.alive_slack(x, rep.a);
       if (slack == Deriver::kNoSlack || (rep.max == kUnbounded ? rep.min : rep.max) >= Deriver::kCountedItems)
         return {};
       slacked = true;
@@ -217,6 +231,9 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
     if (!covers) return {};
     avoid = avoid | bytes;
   }
+  // (a class beside a pattern with a slack: the pattern's shortest completions may be what the
+  // class refuses, and its longer ones not fit)
+  if (slacked && !filter.empty()) return {};
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
   // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters. (loose:
   // every plain character outside `avoid` is one C, the mask cache's check of the strict kind)
@@ -225,7 +242,13 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   // (the loose kind has no relaxed state: its readers replay the rest instead)
   const uint32_t relaxed =
       loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
-  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack, filter};
+  uint32_t alive = kDead;
+  if (killed) {
+    std::vector<ExprId> kept{store_.repeat(rep.a, 0, kUnbounded)};
+    kept.insert(kept.end(), others.begin(), others.end());
+    alive = intern_state({lex, store_.concat(store_.conj(kept), tail)});
+  }
+  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack, filter, alive};
 }
 
 namespace {

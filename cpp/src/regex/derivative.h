@@ -47,6 +47,11 @@ class Deriver {
   // An unanchored `[0-9a-f]+` over a string's characters: 1.
   static constexpr uint32_t kNoSlack = 0xFFFFFFFFu, kCountedItems = 256;
   uint32_t item_slack(ExprId p, ExprId c);
+  // item_slack where strings of c's may kill p: the most items that p, or any derivative of p by
+  // a string of c's that leaves it alive, still needs to end a word, each taking every count from
+  // its fewest up to kCountedItems (`(\S+\s+){0,9}\S+`, which too many words or a leading space
+  // kill: 1). A string of at most k - slack items that leaves p alive then fits in k.
+  uint32_t alive_slack(ExprId p, ExprId c);
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {
     const ExprNode& n = store_.node(e);
@@ -115,6 +120,7 @@ class Deriver {
   uint32_t inside_from_ = 8;  // set_inside_from
   std::unordered_set<ExprId> explored_items_;  // the items c of an item_counts explored
   std::unordered_set<uint64_t> no_slack_;  // (p << 32 | c): item_slack's light exploration said none
+  std::unordered_map<uint64_t, uint32_t> alive_slack_;  // (p << 32 | c) -> alive_slack
   std::vector<uint8_t> reps_;
 };
 

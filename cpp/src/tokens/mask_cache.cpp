@@ -227,10 +227,11 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
   return lexer.bounded_text_head(state, k, &relaxed, &rest) && plain_stays_in_head(lexer, relaxed, rest);
 }
 
-bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack,
-                                   ByteSet* filter) const {
+bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack, ByteSet* filter,
+                                   uint32_t* alive) const {
   uint32_t relaxed, rest;
-  return lexer.slack_text_head(state, k, &relaxed, &rest, slack, filter) && plain_stays_in_head(lexer, relaxed, rest);
+  return lexer.slack_text_head(state, k, &relaxed, &rest, slack, filter, alive) &&
+         plain_stays_in_head(lexer, relaxed, rest);
 }
 
 bool MaskCache::plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const {
@@ -258,29 +259,9 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
   ByteSet filter;
-  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack, &filter)) {
-    // A string with k characters left: the plain tokens of at most k characters stay inside
-    // (longer ones die and cannot end the lexeme), the rest is walked.
-    const PlainSlice& slice = vocab.plain_slice();
-    if (k == kUnbounded || slack == 0) {
-      shared->inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
-    } else {
-      // Beside a pattern within `slack` characters of a word: those of at most k - slack do, and
-      // the longer ones, of more than k - slack bytes, are walked in the sub-tries that hold them
-      // (their walk's ends are the rest's too, walked below).
-      shared->inner.assign(slice.bits.size(), 0);
-      if (k >= slack) shared->inner = slice.at_most_chars(k - slack);
-      std::vector<uint32_t> deep(slice.bits.size(), 0);
-      std::vector<Boundary> ends;
-      inner_walk(lexer, vocab.trie(), 0, state, deep, ends, k >= slack ? k - slack + 1 : 1);
-      for (size_t w = 0; w < deep.size(); ++w) shared->inner[w] |= deep[w] & slice.bits[w];
-    }
-    // (a plain token with a byte the class refuses dies there: the lexeme cannot end on plain text)
-    if (!filter.empty()) {
-      const auto kept = slice.avoiding(filter);
-      for (size_t w = 0; w < kept->size(); ++w) shared->inner[w] &= (*kept)[w];
-    }
-    inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
+  uint32_t alive = Lexer::kDead;
+  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack, &filter, &alive)) {
+    counted_slice(lexer, vocab, state, {k, slack, filter, alive}, *e, *shared);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
     return part;
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
@@ -306,6 +287,55 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   return finish(lexer, vocab, std::move(e), std::move(shared));
+}
+
+// A string with k characters left: the plain tokens of at most k characters stay inside (longer
+// ones die and cannot end the lexeme), the rest is walked.
+void MaskCache::counted_slice(const Lexer& lexer, const Vocabulary& vocab, uint32_t state, const SlackHead& h,
+                              MaskEntry& e, SharedMaskEntry& shared) const {
+  const PlainSlice& slice = vocab.plain_slice();
+  const uint32_t k = h.k, slack = h.slack;
+  if (k == kUnbounded || slack == 0) {
+    shared.inner = k == kUnbounded ? slice.bits : slice.at_most_chars(k);
+  } else {
+    // Beside a pattern within `slack` characters of a word: those of at most k - slack do
+    shared.inner.assign(slice.bits.size(), 0);
+    if (k >= slack) shared.inner = slice.at_most_chars(k - slack);
+  }
+  // (of those, beside a pattern that some plain text kills, the ones that leave it alive: the
+  // inner tokens of the state with the count lifted, one entry for every count)
+  std::shared_ptr<const MaskEntry> keep;
+  const std::vector<uint32_t>* alive = h.alive == Lexer::kDead ? nullptr : &get(lexer, vocab, h.alive, &keep)->inner();
+  if (alive)
+    for (size_t w = 0; w < shared.inner.size(); ++w) shared.inner[w] &= (*alive)[w];
+  if (k != kUnbounded && slack != 0) {
+    const uint32_t from = k >= slack ? k - slack + 1 : 1;
+    if (alive) {
+      // The ones of k - slack + 1 to k characters that leave it alive, each read from the state
+      // (walking the sub-tries of the longer tokens instead reads nearly the whole trie at small k)
+      for (uint32_t c = from; c <= k && c < slice.by_count.size(); ++c)
+        for (const int32_t id : slice.by_count[c]) {
+          if (!token_bits::has(alive->data(), id)) continue;
+          uint32_t t = state;
+          for (const char ch : vocab.token_bytes(id))
+            if ((t = lexer.next_tagged(t, static_cast<uint8_t>(ch))) == Lexer::kDead || (t & Lexer::kEndNowTag)) break;
+          if (t != Lexer::kDead && !(t & Lexer::kEndNowTag)) token_bits::set(shared.inner.data(), id);
+        }
+    } else {
+      // the longer ones, of more than k - slack bytes, walked in the sub-tries that hold them
+      // (their walk's ends are the rest's too, walked below)
+      std::vector<uint32_t> deep(slice.bits.size(), 0);
+      std::vector<Boundary> ends;
+      inner_walk(lexer, vocab.trie(), 0, state, deep, ends, from);
+      for (size_t w = 0; w < deep.size(); ++w) shared.inner[w] |= deep[w] & slice.bits[w];
+    }
+  }
+  // (a plain token with a byte the class refuses dies there: the lexeme cannot end on plain text)
+  if (!h.filter.empty()) {
+    const auto kept = slice.avoiding(h.filter);
+    for (size_t w = 0; w < kept->size(); ++w) shared.inner[w] &= (*kept)[w];
+  }
+  inner_walk(lexer, slice.rest, kRestTrieBit, state, shared.inner, e.boundaries);
 }
 
 // The entry with its boundaries in the shared part (by node, in walk order) and ordered for runs.
