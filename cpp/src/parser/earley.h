@@ -440,6 +440,7 @@ class EarleyParser {
   uint64_t unique_lists_serial_ = 0;
   std::vector<uint32_t> unique_lists_;
   std::vector<uint32_t> walk_items_;
+  std::vector<uint64_t> walk_marks_;  // unique_lists: a bit per item visited, all clear between walks
 };
 
 }  // namespace stencil
