@@ -428,7 +428,7 @@ KILLED_TOKENS = [b"<eos>", b'"', b'",', b'"]', b"[", b"]", b",", b"\\n", b"\\t",
 @pytest.mark.parametrize("seed", range(40))
 def test_patterns_that_text_kills_beside_counts_mask_as_a_full_walk(seed):
     """Random killed patterns (a count of 0 to 12 of their groups) beside random lengths and
-    minimums, and classes beside unanchored patterns under allOf: along random walks that take
+    minimums (a minimum alone too), and classes beside unanchored patterns under allOf: along random walks that take
     multi-character tokens first, every mask equals a whole trie walk's without the cache's
     shortcuts."""
     rng = random.Random(seed)
@@ -436,8 +436,10 @@ def test_patterns_that_text_kills_beside_counts_mask_as_a_full_walk(seed):
         string = {"allOf": [{"pattern": "^[^a]*$"}, {"pattern": rng.choice(["a|bbbb", "[ab]b{3}", "(?:a|bb)b"])}]}
     else:
         string = {"pattern": rng.choice(KILLED) % rng.randint(0, 12)}
-    string.update({"type": "string", "maxLength": rng.choice([3, 6, 9, 14, 20, 30])})
-    if rng.random() < 0.4:
+    string["type"] = "string"
+    if rng.random() < 0.85:
+        string["maxLength"] = rng.choice([3, 6, 9, 14, 20, 30])
+    if rng.random() < 0.4 or "maxLength" not in string:
         string["minLength"] = rng.choice([1, 2, 4])
     schema = {"type": "array", "items": string, "maxItems": 3}
 
