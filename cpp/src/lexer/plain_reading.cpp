@@ -196,15 +196,43 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   // A lower bound alone (minLength without maxLength) counts characters too: k is then unbounded.
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
   if (!plain_chars_one_each(rep.a)) return {};
-  ByteSet avoid, filter;
-  uint32_t slack = 0;
-  bool slacked = false, killed = false;
+  TextHead h;
+  bool killed = false;
+  if (!head_conjuncts(others, rep, loose, with_slack, h, &killed)) return {};
+  // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
+  // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters. (loose:
+  // every plain character outside `avoid` is one C, the mask cache's check of the strict kind)
+  if (loose && (!shuts_out_plain(tail, h.avoid) || !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), h.avoid)))
+    return {};
+  // (the loose kind has no relaxed state: its readers replay the rest instead)
+  const uint32_t relaxed =
+      loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
+  if (killed) {
+    std::vector<ExprId> kept{store_.repeat(rep.a, 0, kUnbounded)};
+    kept.insert(kept.end(), others.begin(), others.end());
+    h.alive = intern_state({lex, store_.concat(store_.conj(kept), tail)});
+  }
+  h.ok = true;
+  h.k = rep.max;
+  h.relaxed = relaxed;
+  h.rest = intern_state({lex, tail});
+  h.lo = rep.min;
+  return h;
+}
+
+// text_head's conjuncts beside the count `rep`: each holds every plain string, or (masks) refuses
+// some plain bytes only (h.filter), or (masks, one of them) keeps within h.slack characters of a
+// word (*killed: where some plain text kills it), or (loose) holds every plain string without a
+// few ASCII bytes (h.avoid). False where one is none of these. Caller holds mu_.
+bool Lexer::head_conjuncts(const std::vector<ExprId>& others, const ExprNode& rep, bool loose, bool with_slack,
+                           TextHead& h, bool* killed) const {
+  bool slacked = false;
   for (ExprId x : others) {
     if (covers_plain(x)) continue;
     // (masks: a class of characters beside the count, `[^<>]*`, takes the plain tokens without
     // the bytes it refuses, at every count: each character otherwise a state of its own, walked)
     if (ByteSet kill; with_slack && plain_filter(x, &kill)) {
-      filter = filter | kill;
+      h.filter = h.filter | kill;
       continue;
     }
     if (with_slack && !slacked) {
@@ -218,37 +246,24 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
       // that leave it alive: the masks take those tokens off the state with the count lifted)
       // (kept at every count: lifting a length beside a count of words often fails, the word's
       // completion past what the bound leaves)
-      killed = !holds_plain_loop(x);
-      if (!killed && rep.min == 0 && rep.max != kUnbounded && rep.max >= kSlackFrom) return {};
-      slack = !killed ? deriver_.item_slack(x, rep.a) : rep.min <= 1 ? killed_slack(x) : deriver_.alive_slack(x, rep.a);
-      if (slack == Deriver::kNoSlack || (rep.max == kUnbounded ? rep.min : rep.max) >= Deriver::kCountedItems)
-        return {};
+      *killed = !holds_plain_loop(x);
+      if (!*killed && rep.min == 0 && rep.max != kUnbounded && rep.max >= kSlackFrom) return false;
+      h.slack = !*killed       ? deriver_.item_slack(x, rep.a)
+                : rep.min <= 1 ? killed_slack(x)
+                               : deriver_.alive_slack(x, rep.a);
+      if (h.slack == Deriver::kNoSlack || (rep.max == kUnbounded ? rep.min : rep.max) >= Deriver::kCountedItems)
+        return false;
       slacked = true;
       continue;
     }
-    if (!loose) return {};
+    if (!loose) return false;
     const auto [covers, bytes] = covers_plain_avoiding(x);
-    if (!covers) return {};
-    avoid = avoid | bytes;
+    if (!covers) return false;
+    h.avoid = h.avoid | bytes;
   }
   // (a class beside a pattern with a slack: the pattern's shortest completions may be what the
   // class refuses, and its longer ones not fit)
-  if (slacked && !filter.empty()) return {};
-  // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
-  // bound: C* rest admits it exactly when C{lo,k} rest admits its first k characters. (loose:
-  // every plain character outside `avoid` is one C, the mask cache's check of the strict kind)
-  if (loose && (!shuts_out_plain(tail, avoid) || !covers_plain_without(store_.repeat(rep.a, 0, kUnbounded), avoid)))
-    return {};
-  // (the loose kind has no relaxed state: its readers replay the rest instead)
-  const uint32_t relaxed =
-      loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
-  uint32_t alive = kDead;
-  if (killed) {
-    std::vector<ExprId> kept{store_.repeat(rep.a, 0, kUnbounded)};
-    kept.insert(kept.end(), others.begin(), others.end());
-    alive = intern_state({lex, store_.concat(store_.conj(kept), tail)});
-  }
-  return {true, rep.max, relaxed, intern_state({lex, tail}), rep.min, avoid, slack, filter, alive};
+  return !(slacked && !h.filter.empty());
 }
 
 namespace {
