@@ -79,19 +79,8 @@ bool Lexer::plain_filter(ExprId x, ByteSet* kill) const {
     *kill = it->second.second;
     return it->second.first;
   }
-  // Each byte class once: every plain byte of `bytes` empties e.
-  auto kills = [&](ExprId e, const ByteSet& bytes) {
-    std::vector<uint8_t> done(static_cast<size_t>(num_classes_), 0);
-    for (int b = 0; b < 256; ++b) {
-      if (!bytes.has(static_cast<uint8_t>(b)) || plain_text_step(0, static_cast<uint8_t>(b)) < 0) continue;
-      const uint16_t cls = classes_.class_of[b];
-      if (done[cls]) continue;
-      done[cls] = 1;
-      const ExprId d = deriver_.derive(e, classes_.representative[cls]);
-      if (d != ExprStore::kNothing && !deriver_.is_empty(d)) return false;
-    }
-    return true;
-  };
+  // (every plain byte of `bytes` empties e: no other plain byte enters it)
+  auto kills = [&](ExprId e, const ByteSet& bytes) { return shuts_out_plain(e, ~bytes); };
   ByteSet ascii;
   for (int b = 0; b < 0x80; ++b) {
     if (plain_text_step(0, static_cast<uint8_t>(b)) < 0) continue;
@@ -359,9 +348,10 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
 std::vector<Lexer::HeldPart> Lexer::held_parts(uint32_t s, uint32_t max_prefix) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<HeldPart> out;
-  // Copies, not references: intern_state below grows state_pairs_ and the expression store, and
-  // a reference into either dangles once it reallocates (AddressSanitizer caught the pairs').
-  const Pairs p = state_pairs_[s];
+  // The expression store's nodes are copied, not referred to: intern_state below grows the store,
+  // and a reference into it dangles once it reallocates (AddressSanitizer caught it with the
+  // pairs, before state_pairs_ was a deque, whose elements stay put).
+  const Pairs& p = state_pairs_[s];
   for (size_t i = 0; i < p.size(); i += 2) {
     if (lexemes_[p[i]].lazy) continue;  // (a lazy lexeme ends as soon as it matches)
     const ExprNode e = store_.node(p[i + 1]);

@@ -19,6 +19,11 @@ struct ByteSet {
     for (int i = 0; i < 4; ++i) r.w[i] = w[i] | o.w[i];
     return r;
   }
+  ByteSet operator~() const {
+    ByteSet r;
+    for (int i = 0; i < 4; ++i) r.w[i] = ~w[i];
+    return r;
+  }
   ByteSet operator&(const ByteSet& o) const {
     ByteSet r;
     for (int i = 0; i < 4; ++i) r.w[i] = w[i] & o.w[i];

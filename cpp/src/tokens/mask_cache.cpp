@@ -227,10 +227,9 @@ bool MaskCache::admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_
   return lexer.bounded_text_head(state, k, &relaxed, &rest) && plain_stays_in_head(lexer, relaxed, rest);
 }
 
-bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack, ByteSet* filter,
-                                   uint32_t* alive) const {
+bool MaskCache::admits_slack_plain(const Lexer& lexer, uint32_t state, SlackHead* h) const {
   uint32_t relaxed, rest;
-  return lexer.slack_text_head(state, k, &relaxed, &rest, slack, filter, alive) &&
+  return lexer.slack_text_head(state, &h->k, &relaxed, &rest, &h->slack, &h->filter, &h->alive) &&
          plain_stays_in_head(lexer, relaxed, rest);
 }
 
@@ -258,10 +257,8 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   auto e = std::make_shared<MaskEntry>();
   auto shared = std::make_shared<SharedMaskEntry>();
   // The structural test first: exploring a string state with a character count fails slowly.
-  ByteSet filter;
-  uint32_t alive = Lexer::kDead;
-  if (uint32_t k = 0, slack = 0; plain_slice_ && admits_slack_plain(lexer, state, &k, &slack, &filter, &alive)) {
-    counted_slice(lexer, vocab, state, {k, slack, filter, alive}, *e, *shared);
+  if (SlackHead head; plain_slice_ && admits_slack_plain(lexer, state, &head)) {
+    counted_slice(lexer, vocab, state, head, *e, *shared);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
     return part;
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {

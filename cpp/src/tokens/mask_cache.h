@@ -69,12 +69,6 @@ class MaskCache {
   // Whether `state` is `C{lo,k} rest` (Lexer::bounded_text_head) where C* rest admits plain text
   // and rest cannot start with it: exactly the plain tokens of at most *k characters stay inside.
   bool admits_bounded_plain(const Lexer& lexer, uint32_t state, uint32_t* k) const;
-  // The same with Lexer::slack_text_head: the plain tokens of at most *k - *slack characters stay
-  // inside, and those of up to *k may (an unanchored pattern beside a length); of those, only the
-  // tokens without a byte of *filter (a class beside the length), and (where *alive is a state)
-  // those of at most *k - *slack characters that are inner tokens of *alive.
-  bool admits_slack_plain(const Lexer& lexer, uint32_t state, uint32_t* k, uint32_t* slack, ByteSet* filter,
-                          uint32_t* alive) const;
   // (their common part: C* rest admits plain text and rest cannot start with it)
   bool plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32_t rest) const;
   // The characters that lead `state` back to itself (loop_chars in plain_slice.h), memoized.
@@ -97,12 +91,18 @@ class MaskCache {
   uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const;
   std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
-  // The entry of a counted string head (admits_slack_plain's): plain tokens off the slice.
+  // A counted string head for the masks (Lexer::slack_text_head): the plain tokens of at most
+  // k - slack characters stay inside, and those of up to k may (an unanchored pattern beside a
+  // length); of those, only the tokens without a byte of `filter` (a class beside the length),
+  // and (where `alive` is a state) those of at most k - slack characters that are inner tokens of
+  // `alive`.
   struct SlackHead {
-    uint32_t k, slack;
+    uint32_t k = 0, slack = 0;
     ByteSet filter;
-    uint32_t alive;
+    uint32_t alive = 0;
   };
+  bool admits_slack_plain(const Lexer& lexer, uint32_t state, SlackHead* h) const;
+  // Its entry: plain tokens off the slice.
   void counted_slice(const Lexer& lexer, const Vocabulary& vocab, uint32_t state, const SlackHead& h, MaskEntry& e,
                      SharedMaskEntry& shared) const;
   // The entry of `lo` where it serves each state between (lo ⊆ state ⊆ hi, Lexer::count_sandwich):
