@@ -275,6 +275,11 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
   }
   std::sort(flat.begin(), flat.end());
   flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
+  if (flat.size() > 1 && merge_byte_counts(flat)) {
+    if (std::find(flat.begin(), flat.end(), kNothing) != flat.end()) return kNothing;
+    std::sort(flat.begin(), flat.end());
+    flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
+  }
   if (flat.empty()) return kAnyByteStar;
   bool all_nullable = true;
   for (ExprId e : flat) all_nullable &= nodes_[e].nullable;
@@ -299,6 +304,57 @@ ExprId ExprStore::conj(const std::vector<ExprId>& items) {
   ExprNode n{ExprKind::And, all_nullable, true, true};
   for (ExprId e : flat) n.no_bounds &= nodes_[e].no_bounds;
   return intern(n, &flat);
+}
+
+// A count of single bytes beside counts of characters (`^[a-z0-9_-]{3,64}$` beside minLength
+// and maxLength) is one count of the bytes all take, where each of the others' characters that
+// starts with one of those bytes is that byte alone: a word of the bytes is then as many
+// characters of each (every byte starts a character), and a byte none of them takes as a whole
+// character is in no word of theirs. The intersection's states were each a new walk of the
+// trie; one count of a byte class is what the masks' counted paths read.
+bool ExprStore::merge_byte_counts(std::vector<ExprId>& flat) {
+  auto counts_bytes = [&](ExprId e) {
+    return nodes_[e].kind == ExprKind::Repeat && nodes_[nodes_[e].a].kind == ExprKind::Bytes;
+  };
+  ByteSet set;
+  uint32_t lo = 0, hi = kUnbounded;
+  int merged = 0;
+  for (ExprId e : flat)
+    if (counts_bytes(e)) {
+      const ExprNode n = nodes_[e];
+      set = merged++ ? set & bytesets_[nodes_[n.a].a] : bytesets_[nodes_[n.a].a];
+      lo = std::max(lo, n.min);
+      hi = std::min(hi, n.max);
+    }
+  if (merged == 0) return false;
+  std::vector<ExprId> kept;
+  for (ExprId e : flat) {
+    if (counts_bytes(e)) continue;
+    const ExprNode n = nodes_[e];
+    ByteSet whole, starts;  // characters of one byte; first bytes of longer ones
+    bool known = n.kind == ExprKind::Repeat && nodes_[n.a].kind == ExprKind::Or;
+    for (uint32_t i = 0; known && i < nodes_[n.a].args_len; ++i) {
+      const ExprNode& c = nodes_[args_[nodes_[n.a].args_begin + i]];
+      if (c.kind == ExprKind::Bytes)
+        whole = whole | bytesets_[c.a];
+      else if (c.kind == ExprKind::Concat && nodes_[c.a].kind == ExprKind::Bytes)
+        starts = starts | bytesets_[nodes_[c.a].a];
+      else
+        known = false;
+    }
+    if (!known || !(set & starts).empty()) {
+      kept.push_back(e);
+      continue;
+    }
+    set = set & whole;
+    lo = std::max(lo, n.min);
+    hi = std::min(hi, n.max);
+    ++merged;
+  }
+  if (merged < 2) return false;
+  kept.push_back(repeat(bytes(set), lo, hi));
+  flat.swap(kept);
+  return true;
 }
 
 bool ExprStore::word(ExprId e, std::string* out, size_t limit) const {

@@ -162,6 +162,8 @@ class ExprStore {
   };
   std::vector<CountedRun> runs_;
   void drop_absorbed(std::vector<ExprId>& flat);
+  // conj's law for counts of characters beside a count of single bytes; false: flat unchanged
+  bool merge_byte_counts(std::vector<ExprId>& flat);
   bool takes_first(ExprId rest, ExprId item) const;  // item·rest ⊆ rest, read off rest = C* Z
   std::vector<NumberState> num_states_;
   std::unordered_map<std::string, uint32_t> num_index_;  // number_key -> index in num_states_
