@@ -93,6 +93,37 @@ ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
   return b.re_concat({loop, part, loop});
 }
 
+// Case's `complements`: a free key beside pattern keys or a pattern beside an enum's values,
+// `(C* & ~f [& ~g]) b`, `(C* P & ~f) b`, `P & C* & ~(c Q)` (no word of P starts as one of the
+// complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b` or `P C* & ~f`, with C [ab] or
+// [abc] and f, g, P, Q, R random over "ab": with C [abc], `c` kills every f
+// (Lexer::complement_ceiling), with [ab] only a finite f's longest word does.
+ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
+  const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>(r.below(2) ? 'c' : 'b')}}), 0, -1);
+  const ExprId f = b.re_not(random_expr(b, r, 2));
+  switch (r.below(5)) {
+    case 0:
+      return b.re_concat(
+          {r.below(2) ? b.re_and({star, f}) : b.re_and({star, f, b.re_not(random_expr(b, r, 2))}), b.re_literal("b")});
+    case 1:
+      return b.re_concat({b.re_and({b.re_concat({star, random_expr(b, r, 1)}), f}), b.re_literal("b")});
+    case 2:
+      return b.re_and({word(b, r), star, b.re_not(b.re_concat({b.re_literal("c"), random_expr(b, r, 1)}))});
+    case 3: {  // alternatives that each reach C* (Lexer::absorbing): `^ab|ba|b$` unanchored inside
+      std::vector<ExprId> alts{b.re_concat({random_expr(b, r, 1), star}),
+                               b.re_concat({star, random_expr(b, r, 1), star}),
+                               b.re_concat({star, random_expr(b, r, 1)})};
+      // (and one that never does, alone after a `c` outside C, beside a short finite f: no
+      // bound then, where the others' would be short)
+      const bool other = r.below(2);
+      if (other) alts.push_back(b.re_concat({b.re_literal("c"), b.re_repeat(b.re_literal("a"), 12, 14)}));
+      return b.re_concat({b.re_and({b.re_or(alts), other ? b.re_not(b.re_literal("ab")) : f}), b.re_literal("b")});
+    }
+    default:  // a word before C*: its rest first
+      return b.re_and({b.re_concat({word(b, r), star}), f});
+  }
+}
+
 // Case's rules: lists of x, or two y's, between punctuation (with `free_key`, y beside x and a
 // third lexeme z that holds y's words; the start symbol).
 Symbol rules(GrammarBuilder& b, Rng& r, ExprId xe, bool marker, uint32_t token_limit, bool free_key) {
@@ -142,8 +173,10 @@ struct Case {
   // `free_key`: y is a free key beside x, `[ab]{1,} & ~x`, and a third lexeme z any such word
   // (`[ab]{1,}`, three of them to a text): y's words lie within z's, so z's ceiling bounds both
   // (LexemeCeiling::cover), where y alone has none (a complement).
+  // `complements`: x is an intersection with complements (complement_pattern), over an alphabet
+  // with `c`, which the states checked are reached by too.
   explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0,
-                bool escapes = false, bool unanchored = false, bool free_key = false)
+                bool escapes = false, bool unanchored = false, bool free_key = false, bool complements = false)
       : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
@@ -181,6 +214,11 @@ struct Case {
       xe = escaped_pattern(b, r);
       alphabet = "ab\\,. ";
       walk_bytes = "ab\\";
+    }
+    if (complements) {
+      xe = complement_pattern(b, r);
+      alphabet = "abc,. ";
+      walk_bytes = "abc";
     }
     if (unanchored) {
       xe = unanchored_pattern(b, r);
@@ -396,10 +434,10 @@ namespace {
 // state checked. A case whose x is gone (a length that leaves no word of it) counts in *empty.
 template <class Each>
 Counts check_x_states(bool long_bounds, bool marker, int depth, const std::string& bytes, size_t* empty, Each each,
-                      bool escapes = false) {
+                      bool escapes = false, bool complements = false) {
   Counts n;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
-    Case c(seed, long_bounds, marker, 0, escapes);
+    Case c(seed, long_bounds, marker, 0, escapes, false, false, complements);
     auto tables = c.tables();
     const Lexer& lx = tables->lexer();
     std::atomic<size_t> spent{0};
@@ -452,6 +490,44 @@ TEST_CASE(costs_ceilings_hold_where_an_escape_is_cut_across_parts) {
   // in all, 20,533 where Lexer::words_of does not read across them)
   CHECK_MSG(n.ceiling_bytes < 19700, std::to_string(n.ceiling_bytes) + " bytes of pair ceilings");
   CHECK(empty < 100);
+}
+
+// The ceilings of intersections with complements (read off the expression where no search of
+// the states would end: a free key beside pattern keys) hold over every state they bound.
+TEST_CASE(costs_ceilings_hold_beside_complements) {
+  size_t empty = 0;
+  const Counts n = check_x_states(false, false, 5, "abc", &empty, [](const Lexer&, uint32_t) {}, false, true);
+  CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
+  CHECK_MSG(n.pair_ceilings > 900, std::to_string(n.pair_ceilings) + " pair ceilings");
+  CHECK(empty < 100);
+}
+
+// Read off the expression, an intersection with a complement bounds every alternative's states: one
+// that never reaches C* (`c a{12}`, C [ab], past a `c` outside C) keeps the pair's ceiling at its
+// own 13 bytes, however short the others' are.
+TEST_CASE(costs_complement_ceilings_need_every_alternative) {
+  GrammarBuilder b;
+  const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', 'b'}}), 0, -1);
+  const ExprId alts = b.re_or({b.re_concat({b.re_literal("a"), star}),
+                               b.re_concat({b.re_literal("c"), b.re_repeat(b.re_literal("a"), 12, 12)})});
+  const ExprId free = b.re_and({star, b.re_not(b.re_literal("ab"))});  // (beside it: c's bound is 1 + 3)
+  const Symbol x =
+      b.lexeme(b.re_concat({b.re_and({alts, b.re_not(b.re_literal("ab"))}), b.re_literal("b")}), "x", false);
+  const Symbol y = b.lexeme(b.re_concat({free, b.re_literal("b")}), "y", false), start = b.rule("start");
+  b.add_alternative(start, {x});
+  b.add_alternative(start, {y, y});
+  std::vector<std::string> tokens{"<eos>", "a", "b", "c"};
+  auto vocab = std::make_shared<stencil::Vocabulary>(tokens, std::vector<int32_t>{0}, std::vector<int32_t>{0},
+                                                     static_cast<int32_t>(tokens.size()));
+  auto grammar = std::make_shared<stencil::CompiledGrammar>(b.build(start), std::move(vocab));
+  const Lexer& lx = grammar->epoch()->cost_tables(grammar->grammar(), grammar->vocab())->lexer();
+  for (uint32_t l = 0; l < grammar->grammar().lexemes.size(); ++l) {
+    const std::string& name = grammar->grammar().lexemes[l].name;
+    for (const auto& p : lx.pair_bytes(lx.start_state({l}), 4)) {
+      if (name == "x") CHECK_MSG(p.ceiling >= 13, "x's ceiling " + std::to_string(p.ceiling));
+      if (name == "y") CHECK_MSG(p.ceiling < 8, "y's ceiling " + std::to_string(p.ceiling));
+    }
+  }
 }
 
 // A key: one string, spelled by tokens of which the longest first is seldom the fewest ("abcde" in

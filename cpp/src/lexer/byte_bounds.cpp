@@ -30,6 +30,17 @@
 //                 the word of a after u p with the fewest characters fits (it has no more than
 //                 w's rest, nor than s), in at most K bytes each. (With lo > 0, s lies past the
 //                 reach: a must hold no intersection, whose ceiling would hold within it only.)
+//   P & ~f1 & ... & ~fk (a free key beside pattern keys, a pattern beside an enum's values):
+//                 first, an operand C* beside another whose words are strings of C goes (it
+//                 removes nothing), and so does a complement ~f where no byte starts both a word
+//                 of f and one of another operand (and not both hold the empty word). One
+//                 operand P left alone: ceiling(P). Else, where P is C* or C* b (b's words
+//                 strings of C) beside complements only: after u, finish C's item in progress
+//                 (at most ceiling(C) bytes: the word so far is then in C*, which absorbs it, so
+//                 every word of P still follows), then a character of one byte that occurs in no
+//                 word of any f (every f is then dead, its complement everything), else
+//                 longest(f) + 1 of them (no word of any f is that long); then b's shortest:
+//                 ceiling(C) + 1 (or max longest(f) + 1) + shortest(b)
 //   ~a:           longest unknown; shortest and ceiling: longest(a) + 1 (a derivative ~d(a)
 //                 holds every word longer than d(a)'s longest)
 //   number range: the number search's shortest when it ends within a few hundred states; no
@@ -55,6 +66,43 @@ uint64_t sum(uint64_t a, uint64_t b) { return std::min(a + b, kNone); }
 uint64_t times(uint64_t a, uint64_t n) { return a == 0 || n == 0 ? 0 : (a >= kNone / n ? kNone : a * n); }
 // A bound on the shortest word where the language is known not to be empty.
 uint64_t fit(const Lexer::ExprBytes& x) { return std::min({x.shortest, x.longest, x.ceiling}); }
+
+ByteSet every_byte() {
+  ByteSet s;
+  for (auto& w : s.w) w = ~uint64_t{0};
+  return s;
+}
+
+// The bytes that may start a word of e (`first`), or occur anywhere in one, read off the
+// structure: a superset (every byte under a complement or a number, or past `work` nodes).
+ByteSet byte_span(const ExprStore& st, ExprId e, bool first, int* work) {
+  if (--*work < 0) return every_byte();
+  const ExprNode& n = st.node(e);
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty:
+      return {};
+    case ExprKind::Bytes:
+      return st.byteset(n.a);
+    case ExprKind::Concat: {
+      const ByteSet a = byte_span(st, n.a, first, work);
+      return first && !st.nullable(n.a) ? a : a | byte_span(st, n.b, first, work);
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {  // (an intersection's words are each operand's)
+      ByteSet s = n.kind == ExprKind::Or ? ByteSet{} : every_byte();
+      for (uint32_t i = 0; i < n.args_len; ++i) {
+        const ByteSet k = byte_span(st, st.args(n)[i], first, work);
+        s = n.kind == ExprKind::Or ? s | k : s & k;
+      }
+      return s;
+    }
+    case ExprKind::Repeat:
+      return n.max == 0 ? ByteSet{} : byte_span(st, n.a, first, work);
+    default:
+      return every_byte();
+  }
+}
 }  // namespace
 
 std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s, uint32_t reach) const {
@@ -111,7 +159,7 @@ Lexer::ExprBytes Lexer::expr_bytes(ExprId e, int depth) const {
           longest = std::max<uint64_t>(longest, k.longest);
         }
       }
-      if (both) ceiling = counted_ceiling(e, depth);
+      if (both) ceiling = std::min(counted_ceiling(e, depth), complement_ceiling(e, depth));
       break;
     }
     case ExprKind::Not: {
@@ -160,6 +208,93 @@ uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
     return sum(head, room ? c : times(k, c));
   }
   return kNone;
+}
+
+uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
+  std::vector<ExprId> pos, neg;
+  {
+    const ExprNode& n = store_.node(e);
+    for (uint32_t i = 0; i < n.args_len; ++i) {
+      const ExprId x = store_.args(n)[i];
+      if (store_.node(x).kind == ExprKind::Not)
+        neg.push_back(store_.node(x).a);
+      else
+        pos.push_back(x);
+    }
+  }
+  auto full_count = [&](ExprId x) {
+    const ExprNode& r = store_.node(x);
+    return r.kind == ExprKind::Repeat && r.min == 0 && r.max == kUnbounded && !store_.nullable(r.a);
+  };
+  for (size_t i = 0; i < pos.size() && pos.size() > 1;) {
+    bool held = false;
+    for (size_t j = 0; j < pos.size() && !held; ++j)
+      held = j != i && full_count(pos[i]) && words_of(pos[j], store_.node(pos[i]).a, depth + 1);
+    if (held)
+      pos.erase(pos.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      ++i;
+  }
+  int work = 4096;
+  auto apart = [&](ExprId p, ExprId f) {
+    return !(store_.nullable(p) && store_.nullable(f)) &&
+           (byte_span(store_, p, true, &work) & byte_span(store_, f, true, &work)).empty();
+  };
+  neg.erase(std::remove_if(
+                neg.begin(), neg.end(),
+                [&](ExprId f) { return std::any_of(pos.begin(), pos.end(), [&](ExprId p) { return apart(p, f); }); }),
+            neg.end());
+  if (pos.size() != 1) return kNone;
+  if (neg.empty()) return expr_bytes(pos[0], depth + 1).ceiling;
+  const Absorbing a = absorbing(pos[0], depth + 1);
+  if (a.reach >= kNone) return kNone;
+  const ExprId c = a.item;
+  ByteSet used;
+  uint64_t longest = 0;
+  for (ExprId f : neg) {
+    used = used | byte_span(store_, f, false, &work);
+    longest = std::max<uint64_t>(longest, expr_bytes(f, depth + 1).longest);
+  }
+  bool one = false, unused = false;  // a character of one byte; one that no f holds
+  try {
+    for (uint8_t rep : classes_.representative) {
+      if (!store_.nullable(deriver_.derive(c, rep))) continue;
+      one = true;
+      unused = unused || !used.has(rep);
+    }
+  } catch (const WorkSpent&) {
+    throw;
+  } catch (const BudgetError&) {
+    return kNone;
+  }
+  if (!one) return kNone;
+  return sum(sum(a.reach, unused ? 1 : sum(longest, 1)), a.tail);
+}
+
+Lexer::Absorbing Lexer::absorbing(ExprId p, int depth) const {
+  if (depth > kMaxDepth) return {};
+  const ExprNode n = store_.node(p);
+  auto full_count = [&](const ExprNode& r) {
+    return r.kind == ExprKind::Repeat && r.min == 0 && r.max == kUnbounded && !store_.nullable(r.a);
+  };
+  if (full_count(n)) return {expr_bytes(n.a, depth + 1).ceiling, 0, n.a};
+  Absorbing out;
+  if (n.kind == ExprKind::Concat) {
+    const ExprNode h = store_.node(n.a);
+    if (full_count(h) && words_of(n.b, h.a, depth + 1))  // C* b, b's words strings of C
+      out = {expr_bytes(h.a, depth + 1).ceiling, expr_bytes(n.b, depth + 1).shortest, h.a};
+    const Absorbing b = absorbing(n.b, depth + 1);  // a b: a's word finished, then b's
+    const uint64_t reach = sum(expr_bytes(n.a, depth + 1).ceiling, b.reach);
+    if (b.reach < kNone && (out.reach >= kNone || sum(reach, b.tail) < sum(out.reach, out.tail)))
+      out = {reach, b.tail, b.item};
+  } else if (n.kind == ExprKind::Or) {
+    for (uint32_t i = 0; i < n.args_len; ++i) {
+      const Absorbing k = absorbing(store_.args(store_.node(p))[i], depth + 1);
+      if (k.reach >= kNone || (i > 0 && k.item != out.item)) return {};
+      out = {i == 0 ? k.reach : std::max(out.reach, k.reach), i == 0 ? k.tail : std::max(out.tail, k.tail), k.item};
+    }
+  }
+  return out;
 }
 
 bool Lexer::char_set(ExprId c, int depth) const {

@@ -288,6 +288,17 @@ class Lexer {
   // The ceiling of a two-operand intersection `a & C{lo,hi}` where C is a character set and a's
   // words are strings of C (kUnknown otherwise); mu_ held. See byte_bounds.cpp.
   uint64_t counted_ceiling(ExprId e, int depth) const;
+  // The ceiling of an intersection with complements, `C* b & ~f & ...` (kUnknown where the rule
+  // does not reach); mu_ held. See byte_bounds.cpp.
+  uint64_t complement_ceiling(ExprId e, int depth) const;
+  // Where every state of p reaches, within `reach` bytes, one whose words hold C* t with t's
+  // shortest word at most `tail` bytes (C = item: C* absorbs the text so far): complement_ceiling's
+  // operand. reach kUnknown where no such bound is read off the structure; mu_ held.
+  struct Absorbing {
+    uint64_t reach = kUnknown, tail = 0;
+    ExprId item = 0;
+  };
+  Absorbing absorbing(ExprId p, int depth) const;
   bool char_set(ExprId c, int depth) const;  // no word of c empty or a prefix of another; mu_ held
   bool words_of(ExprId a, ExprId c, int depth) const;  // every word of a is in c*; mu_ held
   bool finite_words_of(ExprId f, ExprId c) const;  // words_of by a search over derivatives
