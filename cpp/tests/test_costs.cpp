@@ -95,13 +95,14 @@ ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
 
 // Case's `complements`: a free key beside pattern keys or a pattern beside an enum's values,
 // `(C* & ~f [& ~g]) b`, `(C* P & ~f) b`, `P & C* & ~(c Q)` (no word of P starts as one of the
-// complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b` or `P C* & ~f`, with C [ab] or
+// complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b`, `P C* & ~f` or `P & Q R C*`
+// (a pattern `^QR` beside a format), with C [ab] or
 // [abc] and f, g, P, Q, R random over "ab": with C [abc], `c` kills every f
 // (Lexer::complement_ceiling), with [ab] only a finite f's longest word does.
 ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
   const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>(r.below(2) ? 'c' : 'b')}}), 0, -1);
   const ExprId f = b.re_not(random_expr(b, r, 2));
-  switch (r.below(5)) {
+  switch (r.below(6)) {
     case 0:
       return b.re_concat(
           {r.below(2) ? b.re_and({star, f}) : b.re_and({star, f, b.re_not(random_expr(b, r, 2))}), b.re_literal("b")});
@@ -119,8 +120,10 @@ ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
       if (other) alts.push_back(b.re_concat({b.re_literal("c"), b.re_repeat(b.re_literal("a"), 12, 14)}));
       return b.re_concat({b.re_and({b.re_or(alts), other ? b.re_not(b.re_literal("ab")) : f}), b.re_literal("b")});
     }
-    default:  // a word before C*: its rest first
+    case 4:  // a word before C*: its rest first
       return b.re_and({b.re_concat({word(b, r), star}), f});
+    default:  // a pattern `^w` beside a format: w's rest, then P's ceiling
+      return b.re_and({word(b, r), b.re_concat({random_expr(b, r, 0), random_expr(b, r, 0), star})});
   }
 }
 

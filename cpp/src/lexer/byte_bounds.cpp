@@ -41,6 +41,11 @@
 //                 word of any f (every f is then dead, its complement everything), else
 //                 longest(f) + 1 of them (no word of any f is that long); then b's shortest:
 //                 ceiling(C) + 1 (or max longest(f) + 1) + shortest(b)
+//   P & w C*:     (a pattern `^https?://` beside a uri format) where P's and w's words are
+//                 strings of C (a character set) and w's longest fits the reach: longest(w) +
+//                 ceiling(P). After u, a proper prefix of a word of w, the rest of that word then P's
+//                 shortest after it; past w, the intersection's words are P's (P's words that
+//                 start with w go on in C*, C's words being no prefix of one another)
 //   ~a:           longest unknown; shortest and ceiling: longest(a) + 1 (a derivative ~d(a)
 //                 holds every word longer than d(a)'s longest)
 //   number range: the number search's shortest when it ends within a few hundred states; no
@@ -244,6 +249,8 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
                 neg.begin(), neg.end(),
                 [&](ExprId f) { return std::any_of(pos.begin(), pos.end(), [&](ExprId p) { return apart(p, f); }); }),
             neg.end());
+  if (pos.size() == 2 && neg.empty())  // a pattern beside a format
+    return std::min(prefixed_ceiling(pos[0], pos[1], depth + 1), prefixed_ceiling(pos[1], pos[0], depth + 1));
   if (pos.size() != 1) return kNone;
   if (neg.empty()) return expr_bytes(pos[0], depth + 1).ceiling;
   const Absorbing a = absorbing(pos[0], depth + 1);
@@ -269,6 +276,24 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
   }
   if (!one) return kNone;
   return sum(sum(a.reach, unused ? 1 : sum(longest, 1)), a.tail);
+}
+
+uint64_t Lexer::prefixed_ceiling(ExprId p, ExprId q, int depth) const {
+  uint64_t head = 0;  // the longest word of w
+  std::vector<ExprId> parts;
+  for (ExprNode n = store_.node(q); n.kind == ExprKind::Concat; n = store_.node(q)) {
+    parts.push_back(n.a);
+    q = n.b;
+  }
+  const ExprNode star = store_.node(q);
+  if (parts.empty() || star.kind != ExprKind::Repeat || star.min != 0 || star.max != kUnbounded ||
+      !char_set(star.a, depth + 1) || !words_of(p, star.a, depth + 1))
+    return kNone;
+  for (ExprId part : parts) {
+    if (!words_of(part, star.a, depth + 1)) return kNone;
+    head = sum(head, expr_bytes(part, depth + 1).longest);
+  }
+  return head <= reach_ ? sum(head, expr_bytes(p, depth + 1).ceiling) : kNone;
 }
 
 Lexer::Absorbing Lexer::absorbing(ExprId p, int depth) const {

@@ -291,6 +291,8 @@ class Lexer {
   // The ceiling of an intersection with complements, `C* b & ~f & ...` (kUnknown where the rule
   // does not reach); mu_ held. See byte_bounds.cpp.
   uint64_t complement_ceiling(ExprId e, int depth) const;
+  // The ceiling of `p & w C*` (q, a concatenation ending in C*) by the rule there; mu_ held.
+  uint64_t prefixed_ceiling(ExprId p, ExprId q, int depth) const;
   // Where every state of p reaches, within `reach` bytes, one whose words hold C* t with t's
   // shortest word at most `tail` bytes (C = item: C* absorbs the text so far): complement_ceiling's
   // operand. reach kUnknown where no such bound is read off the structure; mu_ held.
