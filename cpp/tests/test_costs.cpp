@@ -95,14 +95,15 @@ ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
 
 // Case's `complements`: a free key beside pattern keys or a pattern beside an enum's values,
 // `(C* & ~f [& ~g]) b`, `(C* P & ~f) b`, `P & C* & ~(c Q)` (no word of P starts as one of the
-// complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b`, `P C* & ~f` or `P & Q R C*`
-// (a pattern `^QR` beside a format), with C [ab] or
+// complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b`, `P C* & ~f`, `(C* P C* & C* Q
+// C* [& C* R] [& ~f]) b`, `(C* & ~(C* P C*) [& ~(Q C*)]) b` or `P & Q R C*` (a pattern `^QR`
+// beside a format), with C [ab] or
 // [abc] and f, g, P, Q, R random over "ab": with C [abc], `c` kills every f
 // (Lexer::complement_ceiling), with [ab] only a finite f's longest word does.
 ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
   const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>(r.below(2) ? 'c' : 'b')}}), 0, -1);
   const ExprId f = b.re_not(random_expr(b, r, 2));
-  switch (r.below(6)) {
+  switch (r.below(8)) {
     case 0:
       return b.re_concat(
           {r.below(2) ? b.re_and({star, f}) : b.re_and({star, f, b.re_not(random_expr(b, r, 2))}), b.re_literal("b")});
@@ -122,6 +123,17 @@ ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
     }
     case 4:  // a word before C*: its rest first
       return b.re_and({b.re_concat({word(b, r), star}), f});
+    case 5: {  // overlapping unanchored pattern keys: each pattern's shortest word in turn
+      std::vector<ExprId> parts{b.re_concat({star, word(b, r), star}), b.re_concat({star, word(b, r), star})};
+      if (r.below(2)) parts.push_back(b.re_concat({star, word(b, r)}));  // (one anchored at its end)
+      if (r.below(2)) parts.push_back(f);
+      return b.re_concat({b.re_and(parts), b.re_literal("b")});
+    }
+    case 6: {  // a free key beside unanchored pattern keys: what lives is in none of them yet
+      std::vector<ExprId> parts{star, b.re_not(b.re_concat({star, word(b, r), star}))};
+      if (r.below(2)) parts.push_back(b.re_not(b.re_concat({word(b, r), star})));
+      return b.re_concat({b.re_and(parts), b.re_literal("b")});
+    }
     default:  // a pattern `^w` beside a format: w's rest, then P's ceiling
       return b.re_and({word(b, r), b.re_concat({random_expr(b, r, 0), random_expr(b, r, 0), star})});
   }
@@ -496,12 +508,13 @@ TEST_CASE(costs_ceilings_hold_where_an_escape_is_cut_across_parts) {
 }
 
 // The ceilings of intersections with complements (read off the expression where no search of
-// the states would end: a free key beside pattern keys) hold over every state they bound.
+// the states would end: a free key beside pattern keys) hold over every state they bound (809
+// pairs bounded; 592 without Lexer::complement_ceiling).
 TEST_CASE(costs_ceilings_hold_beside_complements) {
   size_t empty = 0;
   const Counts n = check_x_states(false, false, 5, "abc", &empty, [](const Lexer&, uint32_t) {}, false, true);
   CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
-  CHECK_MSG(n.pair_ceilings > 900, std::to_string(n.pair_ceilings) + " pair ceilings");
+  CHECK_MSG(n.pair_ceilings > 750, std::to_string(n.pair_ceilings) + " pair ceilings");
   CHECK(empty < 100);
 }
 

@@ -46,6 +46,15 @@
 //                 ceiling(P). After u, a proper prefix of a word of w, the rest of that word then P's
 //                 shortest after it; past w, the intersection's words are P's (P's words that
 //                 start with w go on in C*, C's words being no prefix of one another)
+//   C* t1 & ... & C* tn (& ~f...): unanchored patterns (overlapping pattern keys), each ti's words
+//                 strings of C, all but one ending in C*: finish the item in progress, the pad of
+//                 the complements (one unused character, or past their longest word), then a
+//                 shortest word of each ti in turn (the anchored one last): every C* head absorbs
+//                 the text before its ti, every C* tail the text after: ceiling(C) + pad +
+//                 shortest(t1) + ... + shortest(tn)
+//   C* & ~(g1 C*) & ... (a free key beside unanchored pattern keys, each gi's words strings of C):
+//                 longest(C). A word in some gi C* has all its continuations there too, so a state
+//                 that lives is in none yet, and some way to finish the item in progress keeps it so
 //   ~a:           longest unknown; shortest and ceiling: longest(a) + 1 (a derivative ~d(a)
 //                 holds every word longer than d(a)'s longest)
 //   number range: the number search's shortest when it ends within a few hundred states; no
@@ -249,13 +258,55 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
                 neg.begin(), neg.end(),
                 [&](ExprId f) { return std::any_of(pos.begin(), pos.end(), [&](ExprId p) { return apart(p, f); }); }),
             neg.end());
-  if (pos.size() == 2 && neg.empty())  // a pattern beside a format
-    return std::min(prefixed_ceiling(pos[0], pos[1], depth + 1), prefixed_ceiling(pos[1], pos[0], depth + 1));
-  if (pos.size() != 1) return kNone;
+  if (pos.size() == 2 && neg.empty()) {  // a pattern beside a format
+    const uint64_t b =
+        std::min(prefixed_ceiling(pos[0], pos[1], depth + 1), prefixed_ceiling(pos[1], pos[0], depth + 1));
+    if (b < kNone) return b;
+  }
+  if (pos.empty()) return kNone;
+  if (pos.size() > 1) return unanchored_ceiling(pos, neg, depth + 1);
   if (neg.empty()) return expr_bytes(pos[0], depth + 1).ceiling;
+  if (const uint64_t b = closed_ceiling(pos[0], neg, depth + 1); b < kNone) return b;
   const Absorbing a = absorbing(pos[0], depth + 1);
-  if (a.reach >= kNone) return kNone;
-  const ExprId c = a.item;
+  return a.reach >= kNone ? kNone : sum(sum(a.reach, complement_pad(neg, a.item, depth + 1)), a.tail);
+}
+
+uint64_t Lexer::closed_ceiling(ExprId p, const std::vector<ExprId>& neg, int depth) const {
+  const ExprNode n = store_.node(p);
+  if (n.kind != ExprKind::Repeat || n.min != 0 || n.max != kUnbounded || store_.nullable(n.a)) return kNone;
+  for (ExprId f : neg) {
+    ExprId t = f;
+    while (store_.node(t).kind == ExprKind::Concat) t = store_.node(t).b;
+    if (t != p || !words_of(f, n.a, depth + 1)) return kNone;
+  }
+  return expr_bytes(n.a, depth + 1).longest;
+}
+
+uint64_t Lexer::unanchored_ceiling(const std::vector<ExprId>& pos, const std::vector<ExprId>& neg, int depth) const {
+  ExprId item = 0;
+  uint64_t tails = 0;
+  int anchored = 0;
+  for (ExprId p : pos) {
+    const ExprNode n = store_.node(p);
+    if (n.kind != ExprKind::Concat) return kNone;
+    const ExprNode h = store_.node(n.a);
+    if (h.kind != ExprKind::Repeat || h.min != 0 || h.max != kUnbounded || store_.nullable(h.a) ||
+        (item != 0 && h.a != item) || !words_of(n.b, h.a, depth + 1))
+      return kNone;
+    item = h.a;
+    ExprId t = n.b;  // (does the rest end in C*: do its words go on in C*?)
+    while (store_.node(t).kind == ExprKind::Concat) t = store_.node(t).b;
+    const ExprNode& last = store_.node(t);
+    anchored += !(last.kind == ExprKind::Repeat && last.min == 0 && last.max == kUnbounded && last.a == item);
+    tails = sum(tails, expr_bytes(n.b, depth + 1).shortest);
+  }
+  if (anchored > 1) return kNone;
+  return sum(sum(expr_bytes(item, depth + 1).ceiling, complement_pad(neg, item, depth + 1)), tails);
+}
+
+uint64_t Lexer::complement_pad(const std::vector<ExprId>& neg, ExprId c, int depth) const {
+  if (neg.empty()) return 0;
+  int work = 4096;
   ByteSet used;
   uint64_t longest = 0;
   for (ExprId f : neg) {
@@ -274,8 +325,7 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
   } catch (const BudgetError&) {
     return kNone;
   }
-  if (!one) return kNone;
-  return sum(sum(a.reach, unused ? 1 : sum(longest, 1)), a.tail);
+  return !one ? kNone : unused ? 1 : sum(longest, 1);
 }
 
 uint64_t Lexer::prefixed_ceiling(ExprId p, ExprId q, int depth) const {
