@@ -275,6 +275,9 @@ class Lexer {
   };
   // bounded_text_head (loose: loose_text_head; with_slack: slack_text_head), not memoized; mu_ held
   TextHead text_head(uint32_t s, bool loose, bool with_slack = false) const;
+  // Whether `item` is a class of ASCII bytes, with *refused the plain bytes it refuses (every byte
+  // from 0x80 among them); mu_ held.
+  bool byte_class_filter(ExprId item, ByteSet* refused) const;
   bool head_conjuncts(const std::vector<ExprId>& others, const ExprNode& rep, bool loose, bool with_slack, TextHead& h,
                       bool* killed) const;  // text_head's; mu_ held
   // relaxed_state (mode 0, and 3 keeping the minimums) and lifted_state (1, and 2 lowering them)

@@ -108,6 +108,21 @@ bool Lexer::plain_filter(ExprId x, ByteSet* kill) const {
   return ok;
 }
 
+bool Lexer::byte_class_filter(ExprId item, ByteSet* refused) const {
+  const ExprNode& n = store_.node(item);
+  if (n.kind != ExprKind::Bytes) return false;
+  const ByteSet& c = store_.byteset(n.a);
+  ByteSet out;
+  out.add_range(0x80, 0xFF);
+  for (int b = 0; b < 0x100; ++b) {
+    if (b >= 0x80 && c.has(static_cast<uint8_t>(b))) return false;  // (a byte of a wider character)
+    if (b < 0x80 && plain_text_step(0, static_cast<uint8_t>(b)) >= 0 && !c.has(static_cast<uint8_t>(b)))
+      out.add(static_cast<uint8_t>(b));
+  }
+  *refused = out;
+  return true;
+}
+
 // Whether every alternative of C (`item`) that plain text can enter is one whole character: a
 // chain of byte sets whose length is the UTF-8 length of its (plain) lead bytes, continuation
 // bytes after. Caller holds mu_.
@@ -186,6 +201,11 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
   if (rep.kind != ExprKind::Repeat || (rep.max == kUnbounded && rep.min == 0) || store_.nullable(tail)) return {};
   if (!plain_chars_one_each(rep.a)) return {};
   TextHead h;
+  // (masks: a count of a byte class, `[A-Za-z ,.'-]{1,128}` as ExprStore::conj makes a class
+  // beside a length, takes the plain tokens of at most k characters without the plain bytes it
+  // refuses, every byte from 0x80 among them, as a class beside a count does; its relaxed state
+  // then goes unexplored, C* holding every string of C's bytes)
+  const bool byte_class = with_slack && byte_class_filter(rep.a, &h.filter);
   bool killed = false;
   if (!head_conjuncts(others, rep, loose, with_slack, h, &killed)) return {};
   // Rest cannot start with plain text, so plain text stays in the repetition whatever its lower
@@ -195,7 +215,7 @@ Lexer::TextHead Lexer::text_head(uint32_t s, bool loose, bool with_slack) const 
     return {};
   // (the loose kind has no relaxed state: its readers replay the rest instead)
   const uint32_t relaxed =
-      loose ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
+      loose || byte_class ? kDead : intern_state({lex, store_.concat(store_.repeat(rep.a, 0, kUnbounded), tail)});
   if (killed) {
     std::vector<ExprId> kept{store_.repeat(rep.a, 0, kUnbounded)};
     kept.insert(kept.end(), others.begin(), others.end());

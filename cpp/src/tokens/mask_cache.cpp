@@ -237,7 +237,8 @@ bool MaskCache::plain_stays_in_head(const Lexer& lexer, uint32_t relaxed, uint32
   for (int b = 0; b < 256; ++b)
     if (plain_text_step(0, static_cast<uint8_t>(b)) >= 0 && lexer.next(rest, static_cast<uint8_t>(b)) != Lexer::kDead)
       return false;
-  return explore_plain(lexer, relaxed, 256, UINT32_MAX);
+  // (no relaxed state: a count of a byte class, which holds every string of its bytes)
+  return relaxed == Lexer::kDead || explore_plain(lexer, relaxed, 256, UINT32_MAX);
 }
 
 std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vocabulary& vocab, uint32_t state,
