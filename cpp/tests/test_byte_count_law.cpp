@@ -16,6 +16,7 @@
 using stencil::ExprId;
 using stencil::ExprKind;
 using stencil::ExprStore;
+using stencil_test::matches;
 using stencil_test::strings_up_to;
 
 namespace {
@@ -45,14 +46,6 @@ ExprId random_char_count(ExprStore& st, stencil_test::Rng& r) {
   if (chars.empty()) chars.push_back(st.byte('a'));
   const uint32_t lo = r.below(4);
   return st.repeat(st.alt(chars), lo, random_max(r, lo));
-}
-
-bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s) {
-  for (char c : s) {
-    e = d.derive(e, static_cast<uint8_t>(c));
-    if (e == ExprStore::kNothing) return false;
-  }
-  return st.nullable(e);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 using stencil::ExprId;
 using stencil::ExprStore;
+using stencil_test::matches;
 using stencil_test::strings_up_to;
 
 namespace {
@@ -50,14 +51,6 @@ ExprId random_expr(ExprStore& st, stencil_test::Rng& r, int depth) {
       return st.repeat(random_expr(st, r, depth - 1), lo, lo + r.below(7));
     }
   }
-}
-
-bool matches(ExprStore& st, stencil::Deriver& d, ExprId e, const std::string& s) {
-  for (char c : s) {
-    e = d.derive(e, static_cast<uint8_t>(c));
-    if (e == ExprStore::kNothing) return false;
-  }
-  return st.nullable(e);
 }
 
 }  // namespace
