@@ -96,14 +96,14 @@ ExprId unanchored_pattern(GrammarBuilder& b, Rng& r) {
 // Case's `complements`: a free key beside pattern keys or a pattern beside an enum's values,
 // `(C* & ~f [& ~g]) b`, `(C* P & ~f) b`, `P & C* & ~(c Q)` (no word of P starts as one of the
 // complement's), `((P C* | C* Q C* | C* R [| c a{12,14}]) & ~f) b`, `P C* & ~f`, `(C* P C* & C* Q
-// C* [& C* R] [& ~f]) b`, `(C* & ~(C* P C*) [& ~(Q C*)]) b` or `P & Q R C*` (a pattern `^QR`
-// beside a format), with C [ab] or
+// C* [& C* R] [& ~f]) b`, `(C* & ~(C* P C*) [& ~(Q C*)]) b`, `(C* & ~(C* P) & ~f) b` or `P & Q R
+// C*` (a pattern `^QR` beside a format), with C [ab] or
 // [abc] and f, g, P, Q, R random over "ab": with C [abc], `c` kills every f
 // (Lexer::complement_ceiling), with [ab] only a finite f's longest word does.
 ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
   const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', static_cast<uint32_t>(r.below(2) ? 'c' : 'b')}}), 0, -1);
   const ExprId f = b.re_not(random_expr(b, r, 2));
-  switch (r.below(8)) {
+  switch (r.below(9)) {
     case 0:
       return b.re_concat(
           {r.below(2) ? b.re_and({star, f}) : b.re_and({star, f, b.re_not(random_expr(b, r, 2))}), b.re_literal("b")});
@@ -134,6 +134,8 @@ ExprId complement_pattern(GrammarBuilder& b, Rng& r) {
       if (r.below(2)) parts.push_back(b.re_not(b.re_concat({word(b, r), star})));
       return b.re_concat({b.re_and(parts), b.re_literal("b")});
     }
+    case 7:  // a free key beside suffix patterns (`_Localised$`): what ends on a byte none ends on
+      return b.re_concat({b.re_and({star, b.re_not(b.re_concat({star, word(b, r)})), f}), b.re_literal("b")});
     default:  // a pattern `^w` beside a format: w's rest, then P's ceiling
       return b.re_and({word(b, r), b.re_concat({random_expr(b, r, 0), random_expr(b, r, 0), star})});
   }
@@ -520,18 +522,28 @@ TEST_CASE(costs_ceilings_hold_beside_complements) {
 
 // Read off the expression, an intersection with a complement bounds every alternative's states: one
 // that never reaches C* (`c a{12}`, C [ab], past a `c` outside C) keeps the pair's ceiling at its
-// own 13 bytes, however short the others' are.
+// own 13 bytes, however short the others' are; and a complement's last bytes count only where
+// the text ends on the byte that escapes it, with the ends of every word of it.
 TEST_CASE(costs_complement_ceilings_need_every_alternative) {
   GrammarBuilder b;
   const ExprId star = b.re_repeat(b.re_byte_ranges({{'a', 'b'}}), 0, -1);
   const ExprId alts = b.re_or({b.re_concat({b.re_literal("a"), star}),
                                b.re_concat({b.re_literal("c"), b.re_repeat(b.re_literal("a"), 12, 12)})});
   const ExprId free = b.re_and({star, b.re_not(b.re_literal("ab"))});  // (beside it: c's bound is 1 + 3)
+  // A complement that every byte may end, `b a{0,5}` at the end (the a's may be none), or whose
+  // last byte the text would not end on (a word of P is still to come, `a`): 6 a's after a `b`.
+  const ExprId runs = b.re_repeat(b.re_literal("a"), 0, 5), ends_b = b.re_concat({star, b.re_literal("b")});
+  const ExprId z1 = b.re_and({star, b.re_not(b.re_concat({ends_b, runs}))});
+  const ExprId z2 = b.re_and(
+      {b.re_concat({star, b.re_literal("a")}), b.re_not(b.re_concat({ends_b, b.re_repeat(b.re_literal("a"), 1, 5)}))});
   const Symbol x =
       b.lexeme(b.re_concat({b.re_and({alts, b.re_not(b.re_literal("ab"))}), b.re_literal("b")}), "x", false);
   const Symbol y = b.lexeme(b.re_concat({free, b.re_literal("b")}), "y", false), start = b.rule("start");
+  const Symbol z = b.lexeme(b.re_concat({z1, b.re_literal("c")}), "z", false);
+  const Symbol w = b.lexeme(b.re_concat({z2, b.re_literal("c")}), "w", false);
   b.add_alternative(start, {x});
   b.add_alternative(start, {y, y});
+  b.add_alternative(start, {z, w});
   std::vector<std::string> tokens{"<eos>", "a", "b", "c"};
   auto vocab = std::make_shared<stencil::Vocabulary>(tokens, std::vector<int32_t>{0}, std::vector<int32_t>{0},
                                                      static_cast<int32_t>(tokens.size()));
@@ -542,6 +554,7 @@ TEST_CASE(costs_complement_ceilings_need_every_alternative) {
     for (const auto& p : lx.pair_bytes(lx.start_state({l}), 4)) {
       if (name == "x") CHECK_MSG(p.ceiling >= 13, "x's ceiling " + std::to_string(p.ceiling));
       if (name == "y") CHECK_MSG(p.ceiling < 8, "y's ceiling " + std::to_string(p.ceiling));
+      if (name == "z" || name == "w") CHECK_MSG(p.ceiling >= 7, name + "'s ceiling " + std::to_string(p.ceiling));
     }
   }
 }

@@ -38,8 +38,9 @@
 //                 strings of C) beside complements only: after u, finish C's item in progress
 //                 (at most ceiling(C) bytes: the word so far is then in C*, which absorbs it, so
 //                 every word of P still follows), then a character of one byte that occurs in no
-//                 word of any f (every f is then dead, its complement everything), else
-//                 longest(f) + 1 of them (no word of any f is that long); then b's shortest:
+//                 word of any f (every f is then dead, its complement everything; where b's
+//                 shortest word is empty, one that ends no word of any f: the text ends on it),
+//                 else longest(f) + 1 of them (no word of any f is that long); then b's shortest:
 //                 ceiling(C) + 1 (or max longest(f) + 1) + shortest(b)
 //   P & w C*:     (a pattern `^https?://` beside a uri format) where P's and w's words are
 //                 strings of C (a character set) and w's longest fits the reach: longest(w) +
@@ -87,9 +88,12 @@ ByteSet every_byte() {
   return s;
 }
 
-// The bytes that may start a word of e (`first`), or occur anywhere in one, read off the
-// structure: a superset (every byte under a complement or a number, or past `work` nodes).
-ByteSet byte_span(const ExprStore& st, ExprId e, bool first, int* work) {
+// Where bytes stand in the words of an expression: first, anywhere, last.
+enum class Span { kFirst, kAll, kLast };
+
+// The bytes that may stand there in a word of e, read off the structure: a superset (every byte
+// under a complement or a number, or past `work` nodes).
+ByteSet byte_span(const ExprStore& st, ExprId e, Span at, int* work) {
   if (--*work < 0) return every_byte();
   const ExprNode& n = st.node(e);
   switch (n.kind) {
@@ -99,20 +103,22 @@ ByteSet byte_span(const ExprStore& st, ExprId e, bool first, int* work) {
     case ExprKind::Bytes:
       return st.byteset(n.a);
     case ExprKind::Concat: {
-      const ByteSet a = byte_span(st, n.a, first, work);
-      return first && !st.nullable(n.a) ? a : a | byte_span(st, n.b, first, work);
+      // (the part at that end, and the other one where that part may be empty)
+      const ExprId near = at == Span::kLast ? n.b : n.a, far = at == Span::kLast ? n.a : n.b;
+      const ByteSet a = byte_span(st, near, at, work);
+      return at != Span::kAll && !st.nullable(near) ? a : a | byte_span(st, far, at, work);
     }
     case ExprKind::Or:
     case ExprKind::And: {  // (an intersection's words are each operand's)
       ByteSet s = n.kind == ExprKind::Or ? ByteSet{} : every_byte();
       for (uint32_t i = 0; i < n.args_len; ++i) {
-        const ByteSet k = byte_span(st, st.args(n)[i], first, work);
+        const ByteSet k = byte_span(st, st.args(n)[i], at, work);
         s = n.kind == ExprKind::Or ? s | k : s & k;
       }
       return s;
     }
     case ExprKind::Repeat:
-      return n.max == 0 ? ByteSet{} : byte_span(st, n.a, first, work);
+      return n.max == 0 ? ByteSet{} : byte_span(st, n.a, at, work);
     default:
       return every_byte();
   }
@@ -252,7 +258,7 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
   int work = 4096;
   auto apart = [&](ExprId p, ExprId f) {
     return !(store_.nullable(p) && store_.nullable(f)) &&
-           (byte_span(store_, p, true, &work) & byte_span(store_, f, true, &work)).empty();
+           (byte_span(store_, p, Span::kFirst, &work) & byte_span(store_, f, Span::kFirst, &work)).empty();
   };
   neg.erase(std::remove_if(
                 neg.begin(), neg.end(),
@@ -268,7 +274,7 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
   if (neg.empty()) return expr_bytes(pos[0], depth + 1).ceiling;
   if (const uint64_t b = closed_ceiling(pos[0], neg, depth + 1); b < kNone) return b;
   const Absorbing a = absorbing(pos[0], depth + 1);
-  return a.reach >= kNone ? kNone : sum(sum(a.reach, complement_pad(neg, a.item, depth + 1)), a.tail);
+  return a.reach >= kNone ? kNone : sum(sum(a.reach, complement_pad(neg, a.item, a.tail == 0, depth + 1)), a.tail);
 }
 
 uint64_t Lexer::closed_ceiling(ExprId p, const std::vector<ExprId>& neg, int depth) const {
@@ -301,31 +307,31 @@ uint64_t Lexer::unanchored_ceiling(const std::vector<ExprId>& pos, const std::ve
     tails = sum(tails, expr_bytes(n.b, depth + 1).shortest);
   }
   if (anchored > 1) return kNone;
-  return sum(sum(expr_bytes(item, depth + 1).ceiling, complement_pad(neg, item, depth + 1)), tails);
+  return sum(sum(expr_bytes(item, depth + 1).ceiling, complement_pad(neg, item, tails == 0, depth + 1)), tails);
 }
 
-uint64_t Lexer::complement_pad(const std::vector<ExprId>& neg, ExprId c, int depth) const {
+uint64_t Lexer::complement_pad(const std::vector<ExprId>& neg, ExprId c, bool ends, int depth) const {
   if (neg.empty()) return 0;
   int work = 4096;
-  ByteSet used;
+  ByteSet held;  // (ends: the bytes that end a word of some f; else that occur in one)
   uint64_t longest = 0;
   for (ExprId f : neg) {
-    used = used | byte_span(store_, f, false, &work);
+    held = held | byte_span(store_, f, ends ? Span::kLast : Span::kAll, &work);
     longest = std::max<uint64_t>(longest, expr_bytes(f, depth + 1).longest);
   }
-  bool one = false, unused = false;  // a character of one byte; one that no f holds
+  bool one = false, free = false;  // a character of one byte; one outside `held`
   try {
     for (uint8_t rep : classes_.representative) {
       if (!store_.nullable(deriver_.derive(c, rep))) continue;
       one = true;
-      unused = unused || !used.has(rep);
+      free = free || !held.has(rep);
     }
   } catch (const WorkSpent&) {
     throw;
   } catch (const BudgetError&) {
     return kNone;
   }
-  return !one ? kNone : unused ? 1 : sum(longest, 1);
+  return !one ? kNone : free ? 1 : sum(longest, 1);
 }
 
 uint64_t Lexer::prefixed_ceiling(ExprId p, ExprId q, int depth) const {

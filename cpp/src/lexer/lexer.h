@@ -301,8 +301,9 @@ class Lexer {
   // complement_ceiling's for several positive operands, unanchored patterns; mu_ held.
   uint64_t unanchored_ceiling(const std::vector<ExprId>& pos, const std::vector<ExprId>& neg, int depth) const;
   // The bytes after which no complement ~f of `neg` holds back a word of C* any more (0 with
-  // none; kUnknown where C has no character of one byte); mu_ held.
-  uint64_t complement_pad(const std::vector<ExprId>& neg, ExprId c, int depth) const;
+  // none; kUnknown where C has no character of one byte); `ends`: the text ends there (a byte
+  // that ends no word of any f will do); mu_ held.
+  uint64_t complement_pad(const std::vector<ExprId>& neg, ExprId c, bool ends, int depth) const;
   // Where every state of p reaches, within `reach` bytes, one whose words hold C* t with t's
   // shortest word at most `tail` bytes (C = item: C* absorbs the text so far): complement_ceiling's
   // operand. reach kUnknown where no such bound is read off the structure; mu_ held.
