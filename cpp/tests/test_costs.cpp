@@ -510,13 +510,13 @@ TEST_CASE(costs_ceilings_hold_where_an_escape_is_cut_across_parts) {
 }
 
 // The ceilings of intersections with complements (read off the expression where no search of
-// the states would end: a free key beside pattern keys) hold over every state they bound (809
-// pairs bounded; 592 without Lexer::complement_ceiling).
+// the states would end: a free key beside pattern keys) hold over every state they bound (914
+// pairs bounded; 458 without Lexer::complement_ceiling).
 TEST_CASE(costs_ceilings_hold_beside_complements) {
   size_t empty = 0;
   const Counts n = check_x_states(false, false, 5, "abc", &empty, [](const Lexer&, uint32_t) {}, false, true);
   CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
-  CHECK_MSG(n.pair_ceilings > 750, std::to_string(n.pair_ceilings) + " pair ceilings");
+  CHECK_MSG(n.pair_ceilings > 800, std::to_string(n.pair_ceilings) + " pair ceilings");
   CHECK(empty < 100);
 }
 
