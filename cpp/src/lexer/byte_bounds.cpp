@@ -88,6 +88,18 @@ ByteSet every_byte() {
   return s;
 }
 
+// `C*` with no empty word in C: a string body's loop over its characters.
+bool full_count(const ExprStore& st, ExprId x) {
+  const ExprNode& r = st.node(x);
+  return r.kind == ExprKind::Repeat && r.min == 0 && r.max == kUnbounded && !st.nullable(r.a);
+}
+
+// The last part of e's (right-nested) concatenation; e itself where it is none.
+ExprId last_part(const ExprStore& st, ExprId e) {
+  while (st.node(e).kind == ExprKind::Concat) e = st.node(e).b;
+  return e;
+}
+
 // Where bytes stand in the words of an expression: first, anywhere, last.
 enum class Span { kFirst, kAll, kLast };
 
@@ -242,14 +254,10 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
         pos.push_back(x);
     }
   }
-  auto full_count = [&](ExprId x) {
-    const ExprNode& r = store_.node(x);
-    return r.kind == ExprKind::Repeat && r.min == 0 && r.max == kUnbounded && !store_.nullable(r.a);
-  };
   for (size_t i = 0; i < pos.size() && pos.size() > 1;) {
     bool held = false;
     for (size_t j = 0; j < pos.size() && !held; ++j)
-      held = j != i && full_count(pos[i]) && words_of(pos[j], store_.node(pos[i]).a, depth + 1);
+      held = j != i && full_count(store_, pos[i]) && words_of(pos[j], store_.node(pos[i]).a, depth + 1);
     if (held)
       pos.erase(pos.begin() + static_cast<std::ptrdiff_t>(i));
     else
@@ -278,14 +286,11 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
 }
 
 uint64_t Lexer::closed_ceiling(ExprId p, const std::vector<ExprId>& neg, int depth) const {
-  const ExprNode n = store_.node(p);
-  if (n.kind != ExprKind::Repeat || n.min != 0 || n.max != kUnbounded || store_.nullable(n.a)) return kNone;
-  for (ExprId f : neg) {
-    ExprId t = f;
-    while (store_.node(t).kind == ExprKind::Concat) t = store_.node(t).b;
-    if (t != p || !words_of(f, n.a, depth + 1)) return kNone;
-  }
-  return expr_bytes(n.a, depth + 1).longest;
+  if (!full_count(store_, p)) return kNone;
+  const ExprId c = store_.node(p).a;
+  for (ExprId f : neg)
+    if (last_part(store_, f) != p || !words_of(f, c, depth + 1)) return kNone;
+  return expr_bytes(c, depth + 1).longest;
 }
 
 uint64_t Lexer::unanchored_ceiling(const std::vector<ExprId>& pos, const std::vector<ExprId>& neg, int depth) const {
@@ -295,15 +300,10 @@ uint64_t Lexer::unanchored_ceiling(const std::vector<ExprId>& pos, const std::ve
   for (ExprId p : pos) {
     const ExprNode n = store_.node(p);
     if (n.kind != ExprKind::Concat) return kNone;
-    const ExprNode h = store_.node(n.a);
-    if (h.kind != ExprKind::Repeat || h.min != 0 || h.max != kUnbounded || store_.nullable(h.a) ||
-        (item != 0 && h.a != item) || !words_of(n.b, h.a, depth + 1))
-      return kNone;
-    item = h.a;
-    ExprId t = n.b;  // (does the rest end in C*: do its words go on in C*?)
-    while (store_.node(t).kind == ExprKind::Concat) t = store_.node(t).b;
-    const ExprNode& last = store_.node(t);
-    anchored += !(last.kind == ExprKind::Repeat && last.min == 0 && last.max == kUnbounded && last.a == item);
+    const ExprId c = store_.node(n.a).a;
+    if (!full_count(store_, n.a) || (item != 0 && c != item) || !words_of(n.b, c, depth + 1)) return kNone;
+    item = c;
+    anchored += last_part(store_, n.b) != n.a;  // (does the rest end in C*: do its words go on in C*?)
     tails = sum(tails, expr_bytes(n.b, depth + 1).shortest);
   }
   if (anchored > 1) return kNone;
@@ -342,8 +342,7 @@ uint64_t Lexer::prefixed_ceiling(ExprId p, ExprId q, int depth) const {
     q = n.b;
   }
   const ExprNode star = store_.node(q);
-  if (parts.empty() || star.kind != ExprKind::Repeat || star.min != 0 || star.max != kUnbounded ||
-      !char_set(star.a, depth + 1) || !words_of(p, star.a, depth + 1))
+  if (parts.empty() || !full_count(store_, q) || !char_set(star.a, depth + 1) || !words_of(p, star.a, depth + 1))
     return kNone;
   for (ExprId part : parts) {
     if (!words_of(part, star.a, depth + 1)) return kNone;
@@ -355,15 +354,12 @@ uint64_t Lexer::prefixed_ceiling(ExprId p, ExprId q, int depth) const {
 Lexer::Absorbing Lexer::absorbing(ExprId p, int depth) const {
   if (depth > kMaxDepth) return {};
   const ExprNode n = store_.node(p);
-  auto full_count = [&](const ExprNode& r) {
-    return r.kind == ExprKind::Repeat && r.min == 0 && r.max == kUnbounded && !store_.nullable(r.a);
-  };
-  if (full_count(n)) return {expr_bytes(n.a, depth + 1).ceiling, 0, n.a};
+  if (full_count(store_, p)) return {expr_bytes(n.a, depth + 1).ceiling, 0, n.a};
   Absorbing out;
   if (n.kind == ExprKind::Concat) {
-    const ExprNode h = store_.node(n.a);
-    if (full_count(h) && words_of(n.b, h.a, depth + 1))  // C* b, b's words strings of C
-      out = {expr_bytes(h.a, depth + 1).ceiling, expr_bytes(n.b, depth + 1).shortest, h.a};
+    const ExprId c = store_.node(n.a).a;
+    if (full_count(store_, n.a) && words_of(n.b, c, depth + 1))  // C* b, b's words strings of C
+      out = {expr_bytes(c, depth + 1).ceiling, expr_bytes(n.b, depth + 1).shortest, c};
     const Absorbing b = absorbing(n.b, depth + 1);  // a b: a's word finished, then b's
     const uint64_t reach = sum(expr_bytes(n.a, depth + 1).ceiling, b.reach);
     if (b.reach < kNone && (out.reach >= kNone || sum(reach, b.tail) < sum(out.reach, out.tail)))
@@ -430,10 +426,7 @@ ExprId Lexer::without_full_count(ExprId e, int depth) const {
   if (n.kind != ExprKind::And || n.args_len != 2) return e;
   for (int side = 0; side < 2; ++side) {
     const ExprId star = store_.args(n)[side], p = store_.args(n)[1 - side];  // (n a copy: args read afresh)
-    const ExprNode c = store_.node(star);
-    if (c.kind == ExprKind::Repeat && c.min == 0 && c.max == kUnbounded && !store_.node(c.a).nullable &&
-        words_of(p, c.a, 0))
-      return p;
+    if (full_count(store_, star) && words_of(p, store_.node(star).a, 0)) return p;
   }
   return e;
 }
