@@ -76,3 +76,27 @@ TEST_CASE(work_limit_stops_at_its_time) {
   CHECK(seconds >= 0.05 && seconds < 5);
   CHECK(work::state.until == work::Clock::time_point::max());  // back to none
 }
+
+TEST_CASE(work_within_says_whether_its_units_sufficed) {
+  uint64_t n = 0;
+  auto spend = [&](uint64_t most) {
+    for (n = 0; n < most; ++n) work::spend(1);
+  };
+  CHECK(work::within(100, [&] { spend(50); }));
+  CHECK_EQ(n, uint64_t{50});
+  CHECK(!work::within(100, [&] { spend(1000); }));
+  CHECK_EQ(n, uint64_t{100});
+  {
+    work::Limit outer(150);  // (about 50 left within it after the first)
+    CHECK(!work::within(100, [&] { spend(1000); }));
+    bool thrown = false;
+    try {  // the outer limit ran out as well inside: its owner hears of it
+      work::within(100, [&] { spend(1000); });
+    } catch (const WorkSpent&) {
+      thrown = true;
+    }
+    CHECK(thrown);
+    CHECK(n < 100);
+  }
+  CHECK_EQ(spend_until_stopped(1000), uint64_t{1000});  // no limit left behind
+}

@@ -115,40 +115,41 @@ class InsideWalk {
       if (s == Lexer::kDead) return true;  // (every longer token dies: none is visited)
       const uint32_t u = lexer_.next_tagged(s, static_cast<uint8_t>(rep));
       if (u & Lexer::kEndNowTag) return false;
-      const Uniform& table = uniform(s);
       for (int b = 1; b < CharSummary::kGroupBase; ++b)
-        if (chars.has(b) && table.target[b] != u) return false;
+        if (chars.has(b) && uniform_target(s, b) != u) return false;
       adv_.push_back(u);
     }
     return true;
   }
 
-  // Per ASCII bucket of CharSummary, the state that each of its characters leads s to (kUnknown
-  // where they differ or one ends the lexeme at once).
-  struct Uniform {
-    uint32_t state = Lexer::kUnknown;
-    uint32_t target[CharSummary::kGroupBase];
-  };
-  const Uniform& uniform(uint32_t s) {
+  // The state that each character of ASCII bucket k (CharSummary) leads s to (kUnknown where they
+  // differ or one ends the lexeme at once). Per bucket asked, not for every bucket: each byte
+  // derives a transition, and a state of a long count is new at every character (an e-mail
+  // domain's labels beside a pattern: the other buckets' transitions were most of the walk).
+  uint32_t uniform_target(uint32_t s, int k) {
     Uniform& u = uniform_[s & (kSlots - 1)];
-    if (u.state == s) return u;
-    u.state = s;
-    bool first[CharSummary::kGroupBase];
-    std::fill(first, first + CharSummary::kGroupBase, true);
-    for (int b = 0; b < 0x80; ++b) {
-      if (!CharSummary::ascii_text(static_cast<uint8_t>(b))) continue;
-      const int k = CharSummary::bucket_of(static_cast<uint8_t>(b));
+    if (u.state != s) {
+      u.state = s;
+      u.known = 0;
+    }
+    if (u.known >> k & 1) return u.target[k];
+    uint32_t target = Lexer::kDead;
+    bool first = true;
+    for (int b = 0; b < 0x80 && target != Lexer::kUnknown; ++b) {
+      if (CharSummary::bucket_of(static_cast<uint8_t>(b)) != k) continue;
       uint32_t t = lexer_.next_tagged(s, static_cast<uint8_t>(b));
       if (t & Lexer::kEndNowTag) t = Lexer::kUnknown;
-      if (first[k]) {
-        u.target[k] = t;
-        first[k] = false;
-      } else if (u.target[k] != t) {
-        u.target[k] = Lexer::kUnknown;
-      }
+      if (first || target != t) target = first ? t : Lexer::kUnknown;
+      first = false;
     }
-    return u;
+    u.known |= uint32_t{1} << k;
+    return u.target[k] = target;
   }
+  struct Uniform {
+    uint32_t state = Lexer::kUnknown;
+    uint32_t known = 0;  // the buckets whose target is known
+    uint32_t target[CharSummary::kGroupBase];
+  };
 
   const Lexer& lexer_;
   const TokenTrie& trie_;

@@ -9,6 +9,7 @@
 
 #include "lexer/lexer.h"
 #include "support/deadline.h"
+#include "support/work_limit.h"
 #include "tokens/mask_cache.h"
 #include "tokens/trie.h"
 
@@ -67,24 +68,28 @@ uint32_t LexemeCeiling::explore_ceilings(uint32_t start, uint32_t l) {
   std::vector<uint32_t> states{start};
   std::vector<std::vector<uint32_t>> out{{}}, into{{}};  // all bytes; token bytes reversed
   deadline::Ticker ticker;
-  for (size_t k = 0; k < states.size(); ++k) {
-    if (lexer_.state(states[k]).end_now) continue;
-    for (int c = 0; c < 256; ++c) {
-      if (steps.rep[c] < 0) continue;
-      ticker.tick();
-      const uint32_t t = lexer_.next(states[k], static_cast<uint8_t>(steps.rep[c]));
-      if (t == Lexer::kDead) continue;
-      auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
-      if (fresh) {
-        if (states.size() >= kMaxExplored) return too_many(states);
-        states.push_back(t);
-        out.emplace_back();
-        into.emplace_back();
+  bool over = false;
+  const bool within = work::within(kExploreUnits, [&] {
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (lexer_.state(states[k]).end_now) continue;
+      for (int c = 0; c < 256; ++c) {
+        if (steps.rep[c] < 0) continue;
+        ticker.tick();
+        const uint32_t t = lexer_.next(states[k], static_cast<uint8_t>(steps.rep[c]));
+        if (t == Lexer::kDead) continue;
+        auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(states.size()));
+        if (fresh) {
+          if ((over = states.size() >= kMaxExplored)) return;
+          states.push_back(t);
+          out.emplace_back();
+          into.emplace_back();
+        }
+        out[k].push_back(it->second);
+        if (steps.token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
       }
-      out[k].push_back(it->second);
-      if (steps.token_class[c]) into[it->second].push_back(static_cast<uint32_t>(k));
     }
-  }
+  });
+  if (over || !within) return too_many(states);
   std::vector<uint32_t> dist(states.size(), kInf), queue;
   for (size_t k = 0; k < states.size(); ++k) {
     if (search_.ends_lexeme(states[k], l)) {
@@ -176,21 +181,25 @@ const std::vector<uint32_t>& LexemeCeiling::reach(uint32_t state) {
   std::vector<uint32_t> found{state}, depth{0};
   std::unordered_set<uint32_t> seen{state};
   deadline::Ticker ticker;
-  for (size_t h = 0; h < found.size(); ++h) {
-    if (depth[h] >= max_depth) continue;
-    for (uint8_t b : bytes) {
-      ticker.tick();
-      const uint32_t t = lexer_.next_tagged(found[h], b);
-      if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !seen.insert(t).second) continue;
-      if (found.size() == kMaxReach) {
-        // Too many: the states found reach as many, or nearly (a pattern beside a length), so
-        // none searches again.
-        for (uint32_t f : found) reach_.put(f, {});
-        return reach_of(state, {});
+  bool over = false;
+  const bool within = work::within(kReachUnits, [&] {
+    for (size_t h = 0; h < found.size(); ++h) {
+      if (depth[h] >= max_depth) continue;
+      for (uint8_t b : bytes) {
+        ticker.tick();
+        const uint32_t t = lexer_.next_tagged(found[h], b);
+        if (t == Lexer::kDead || (t & Lexer::kEndNowTag) || !seen.insert(t).second) continue;
+        if ((over = found.size() == kMaxReach)) return;
+        found.push_back(t);
+        depth.push_back(depth[h] + 1);
       }
-      found.push_back(t);
-      depth.push_back(depth[h] + 1);
     }
+  });
+  if (over || !within) {
+    // Too many, or too costly: the states found reach as many, or nearly (a pattern beside a
+    // length), so none searches again.
+    for (uint32_t f : found) reach_.put(f, {});
+    return reach_of(state, {});
   }
   return reach_of(state, std::move(found));
 }

@@ -29,15 +29,25 @@ class LexemeCeiling {
     uint32_t alone, lexeme, shortest, ceiling, within = kNoPair;
   };
   LexemeCeiling(LexemeSearch& search, std::atomic<size_t>& bytes);
+  // The derivative work (support/work_limit.h) an exploration (state_ceiling) or a reach may
+  // spend making the states it walks: where each state costs microseconds of derivatives (a
+  // pattern beside an e-mail format's domain, each label's count a state) the caps on states came
+  // only after 1-3 ms. On MaskBench's tuning half the explorations that succeed spent at most 38k
+  // units (all but one under 18k) and the reaches 8k; those that failed, up to 23k and 46k. Past
+  // it one fails as past its cap on states: the budget then bounds the tokens' successors
+  // instead, the same mask.
+  static constexpr uint64_t kExploreUnits = 1u << 15;
+  static constexpr uint64_t kReachUnits = 1u << 14;
   // The most tokens that any state reachable from `alone` (a state of one lexeme) needs to end
   // its lexeme (kInf: unknown): a bound on the cost of a token that stays inside the lexeme,
   // whatever state it leads to. In single-byte tokens over the states explored (up to a few
-  // dozen); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus the
+  // dozen, within kExploreUnits); for a counted string body (`C{lo,k} rest`) the distance from `alone` plus the
   // ceiling of the relaxed body `C* rest`. Memoized.
   uint32_t state_ceiling(uint32_t alone);
   // The lexer states that the byte strings of at most the longest token's length lead `state` to
   // inside its lexeme (by byte class: a superset of the tokens' successors), `state` included;
-  // empty past 128 states (and for the states such a search found) or where a number lives.
+  // empty past 128 states or kReachUnits (and for the states such a search found) or where a
+  // number lives.
   // Memoized; the returned reference stays valid.
   const std::vector<uint32_t>& reach(uint32_t state);
   // The pairs of `state`, memoized; the returned reference stays valid.

@@ -64,5 +64,19 @@ class Limit {
   Clock::time_point outer_until_;
 };
 
+// Runs f with at most `units` more: false where they ran out (and where the limit in force
+// around ran out as well, WorkSpent goes on to its owner).
+template <class F>
+bool within(uint64_t units, F&& f) {
+  try {
+    Limit limit(units);
+    f();
+    return true;
+  } catch (const WorkSpent&) {
+    spend(0);
+    return false;
+  }
+}
+
 }  // namespace work
 }  // namespace stencil
