@@ -42,9 +42,28 @@ uint32_t LexemeSearch::bytes_entry(uint32_t alone) {
   return bytes_to_end_.get(alone, [&] {
     const std::vector<uint32_t> live = lexer_.live_lexemes(alone);
     bool shortest = false;
-    const uint32_t d = live.size() == 1 ? byte_distance(alone, live[0], nullptr, &shortest) : kInf;
+    std::vector<uint8_t> path;
+    const uint32_t d = live.size() == 1 ? byte_distance(alone, live[0], &path, &shortest) : kInf;
+    if (shortest && d < kInf) memo_byte_path(alone, live[0], path);
     return d | (shortest || d >= kInf ? 0 : kNotShortest);
   });
+}
+
+// A shortest path's suffix is shortest from each state it passes: their distances, for the
+// searches from the states nearby (a budget bounds every state one token reaches from a lexer
+// state, most of them a few bytes apart on such paths: bytes of a class lead alike). Replayed
+// from `alone` (a search from its relaxed state found it) and kept only where it reads to the end.
+void LexemeSearch::memo_byte_path(uint32_t alone, uint32_t l, const std::vector<uint8_t>& path) {
+  std::vector<uint32_t> passed{alone};
+  for (uint8_t b : path) {
+    const uint32_t t = lexer_.next(passed.back(), b);
+    if (t == Lexer::kDead) return;
+    passed.push_back(t);
+  }
+  if (!ends_lexeme(passed.back(), l)) return;
+  for (size_t i = 1; i < passed.size(); ++i)
+    if (lexer_.live_lexemes(passed[i]).size() == 1)
+      bytes_to_end_.put(passed[i], static_cast<uint32_t>(path.size() - i));
 }
 
 uint32_t LexemeSearch::state_bytes(uint32_t alone) { return bytes_entry(alone) & ~kNotShortest; }

@@ -1,6 +1,7 @@
 #include "cost/inner_steps.h"
 
 #include <algorithm>
+#include <array>
 
 #include "lexer/lexer.h"
 #include "support/deadline.h"
@@ -21,12 +22,20 @@ namespace {
 constexpr size_t kWalkChunk = 1024;
 constexpr uint64_t kWalkChunkUnits = kWalkChunk / 16;
 
-// A byte of the lowest ASCII bucket in `chars` (-1: none): a character the sub-trie holds.
+// The lowest ASCII byte of a bucket in `chars` (-1: none): a character the sub-trie holds. (Per
+// bucket, its lowest byte, found once: asked at every sub-trie a walk tries to skip.)
 int ascii_of(const CharSummary& chars) {
-  for (int b = 0x09; b < 0x7F; ++b)
-    if (CharSummary::ascii_text(static_cast<uint8_t>(b)) && chars.has(CharSummary::bucket_of(static_cast<uint8_t>(b))))
-      return b;
-  return -1;
+  static const std::array<int, CharSummary::kGroupBase> lowest = [] {
+    std::array<int, CharSummary::kGroupBase> out;
+    out.fill(0x100);
+    for (int b = 0x7E; b >= 0x09; --b)
+      if (CharSummary::ascii_text(static_cast<uint8_t>(b))) out[CharSummary::bucket_of(static_cast<uint8_t>(b))] = b;
+    return out;
+  }();
+  int best = 0x100;
+  for (int k = 1; k < CharSummary::kGroupBase; ++k)
+    if (chars.has(k)) best = std::min(best, lowest[k]);
+  return best == 0x100 ? -1 : best;
 }
 
 constexpr uint8_t kBroken = 0xFF;
@@ -266,6 +275,10 @@ InnerSteps InnerSteps::of(const Lexer& lexer, const MaskCache& cache, const Toke
     out.states.push_back(distinct[k]);
   }
   const auto& ordered = trie.ordered_tokens();
+  size_t others = 0;
+  for (size_t r = 0; r < found.size(); ++r)
+    if (slot[r] != common) others += found[r].end - found[r].first;
+  out.tokens.reserve(others);
   std::vector<uint32_t> seen(need, 0u);
   auto mark = [&](int32_t t) {
     if (t >= 0 && static_cast<size_t>(t >> 5) < need) token_bits::set(seen.data(), t);

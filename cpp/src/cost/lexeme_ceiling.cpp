@@ -27,6 +27,7 @@ LexemeCeiling::LexemeCeiling(LexemeSearch& search, std::atomic<size_t>& bytes)
       ceilings_(bytes),
       no_search_(bytes),
       reach_(bytes),
+      failed_(bytes),
       pairs_(bytes),
       short_pairs_(bytes) {}
 
@@ -51,8 +52,13 @@ uint32_t LexemeCeiling::state_ceiling(uint32_t alone) {
       c = std::min(c, cost::add(search_.most_plain_tokens(lo, k), loose));
   } else if (live.size() == 1 && !lexer_.numbers_only(alone) && !beyond_search(alone)) {
     // (a number's search never ends; nor does one from a state an earlier search passed on
-    // its way past kMaxExplored: its region is as large, or nearly)
-    c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
+    // its way past kMaxExplored, or from one of a shape whose search failed: its region is as
+    // large, or nearly)
+    const uint32_t shape = shape_of(alone);
+    if (!failed_.contains(uint64_t{shape} << 1)) {
+      c = explore_ceilings(alone, live[0]);  // memoizes every state it explores
+      if (beyond_search(alone) && shape != Lexer::kDead) failed_.put(uint64_t{shape} << 1, 0);
+    }
   }
   return ceilings_.put(alone, c);  // (the exploration's value where it found one first)
 }
@@ -118,6 +124,16 @@ uint32_t LexemeCeiling::too_many(const std::vector<uint32_t>& explored) {
 
 bool LexemeCeiling::beyond_search(uint32_t alone) const { return no_search_.contains(alone); }
 
+// A state whose counts move at every byte (a label of up to 63 characters beside a pattern) is
+// new at every token, and so is each search's region from it: the state with its long counts
+// lifted keys them all, so that a search that failed from one is not tried again from its
+// siblings. (kDead: no count to lift, and no key.)
+uint32_t LexemeCeiling::shape_of(uint32_t state) const {
+  if (!lexer_.state(state).bounded) return Lexer::kDead;
+  const uint32_t shape = lexer_.lifted_state(state, kShapeCounts, true);
+  return shape == state ? Lexer::kDead : shape;
+}
+
 // Per node of the graph `out`: the largest `value` over the nodes it reaches, itself included
 // (Tarjan's strongly connected components, iteratively: a component closes after every component
 // it reaches).
@@ -175,6 +191,8 @@ const std::vector<uint32_t>& LexemeCeiling::reach(uint32_t state) {
   // or another lexeme)
   for (const Pair& pair : pairs(state))
     if (lexer_.numbers_only(pair.alone)) return reach_of(state, {});
+  const uint32_t shape = shape_of(state);
+  if (failed_.contains(uint64_t{shape} << 1 | 1)) return reach_of(state, {});
   constexpr size_t kMaxReach = 128;  // (a failed search makes as many lexer states)
   const std::vector<uint8_t>& bytes = lexer_.classes().representative;
   const uint32_t max_depth = static_cast<uint32_t>(search_.trie().max_depth());
@@ -199,6 +217,7 @@ const std::vector<uint32_t>& LexemeCeiling::reach(uint32_t state) {
     // Too many, or too costly: the states found reach as many, or nearly (a pattern beside a
     // length), so none searches again.
     for (uint32_t f : found) reach_.put(f, {});
+    if (shape != Lexer::kDead) failed_.put(uint64_t{shape} << 1 | 1, 0);
     return reach_of(state, {});
   }
   return reach_of(state, std::move(found));

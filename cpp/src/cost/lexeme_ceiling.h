@@ -62,6 +62,8 @@ class LexemeCeiling {
   uint32_t explore_ceilings(uint32_t start, uint32_t l);
   uint32_t too_many(const std::vector<uint32_t>& explored);  // kInf, the states kept in no_search_
   bool beyond_search(uint32_t alone) const;
+  static constexpr uint32_t kShapeCounts = 16;  // counts this long or longer are lifted in a shape
+  uint32_t shape_of(uint32_t state) const;      // the key of failed_
   static std::vector<uint32_t> most_after(const std::vector<std::vector<uint32_t>>& out,
                                           const std::vector<uint32_t>& value);
   const std::vector<uint32_t>& reach_of(uint32_t state, std::vector<uint32_t> found);
@@ -71,6 +73,7 @@ class LexemeCeiling {
   cost::Memo<uint32_t, uint32_t> ceilings_;   // state of one lexeme -> state_ceiling
   cost::Memo<uint32_t, uint32_t> no_search_;  // states a ceiling search passed, failing (too_many)
   cost::Memo<uint32_t, std::vector<uint32_t>> reach_;
+  cost::Memo<uint64_t, uint32_t> failed_;  // (shape_of << 1 | reach): an exploration or a reach failed
   cost::Memo<uint32_t, std::vector<Pair>> pairs_;
   cost::Memo<uint64_t, std::vector<Pair>> short_pairs_;  // (state, reach)
   void cover(uint32_t state, std::vector<Pair>& pairs) const;  // sets Pair::within

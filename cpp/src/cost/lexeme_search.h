@@ -126,6 +126,8 @@ class LexemeSearch {
   ByteSteps find_byte_steps() const;
   // bytes_to_end_'s entry: state_bytes, with kNotShortest where the search went depth-first.
   uint32_t bytes_entry(uint32_t alone);
+  // The distances along a shortest path of single bytes from `alone` to the end of lexeme l.
+  void memo_byte_path(uint32_t alone, uint32_t l, const std::vector<uint8_t>& path);
   static constexpr uint32_t kNotShortest = 1u << 31;  // (above kInf)
   uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
