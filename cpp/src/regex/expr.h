@@ -137,6 +137,8 @@ class ExprStore {
   void grow_table();
 
   uint32_t char_count_bound(ExprId e, int depth);
+  void drop_full_counts(std::vector<ExprId>& flat);  // conj's: C* beside an operand within it
+  ByteSet word_bytes(ExprId e, int depth);
   bool within(ExprId x, ExprId y, int* work) const;
 
   // recount's answers by (expression, clamp, lift), least_bytes' and char_count_bound's by
@@ -145,6 +147,7 @@ class ExprStore {
   std::unordered_map<uint64_t, ExprId> recount_memo_;
   std::unordered_map<ExprId, uint32_t> least_memo_;
   std::unordered_map<ExprId, uint32_t> char_count_memo_;
+  std::unordered_map<ExprId, ByteSet> word_bytes_memo_;
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;
