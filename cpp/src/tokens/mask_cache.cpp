@@ -193,6 +193,7 @@ bool MaskCache::loops_on_plain(const Lexer& lexer, uint32_t state) const {
 // end (keys of known names beside a free key lexeme, for instance).
 bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const {
   if (loops_on_plain(lexer, state)) return true;
+  if (plain_probe_leaves(lexer, state, max_token_bytes)) return false;
   // A bounded repetition (a string's maxLength) makes every character a new state, which the
   // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
   // size or more never bind inside one: explore the state with them lifted instead.

@@ -1,5 +1,6 @@
 #include "tokens/plain_slice.h"
 
+#include <cstring>
 #include <unordered_set>
 
 #include "lexer/lexer.h"
@@ -102,6 +103,17 @@ std::shared_ptr<const std::vector<uint32_t>> PlainSlice::avoiding(const ByteSet&
   if (avoiding_.size() >= kKept) avoiding_.erase(avoiding_.begin());
   avoiding_.emplace_back(bytes, out);
   return out;
+}
+
+bool plain_probe_leaves(const Lexer& lexer, uint32_t state, uint32_t max_bytes) {
+  for (const char* unit : {"a", " ", "a ", "a-", "a.", "a/"}) {
+    uint32_t s = state;
+    for (uint32_t n = 0; n < max_bytes; ++n) {
+      s = lexer.next_tagged(s, static_cast<uint8_t>(unit[n % std::strlen(unit)]));
+      if (s == Lexer::kDead || (s & Lexer::kEndNowTag)) return true;
+    }
+  }
+  return false;
 }
 
 bool admits_plain_text(const Lexer& lexer, uint32_t state, size_t max_pairs, uint32_t max_states, bool* gave_up) {

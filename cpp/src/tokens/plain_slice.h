@@ -60,6 +60,12 @@ struct PlainSlice {
   mutable std::vector<std::pair<ByteSet, std::shared_ptr<const std::vector<uint32_t>>>> avoiding_;  // mu_
 };
 
+// Whether one of a few plain strings of at most `max_bytes` bytes (runs of a word character, of
+// spaces, of words and separators) kills `state` or ends its lexeme: then not every plain token
+// stays inside, found in a few dozen lexer steps (the exploration below builds states for every
+// byte class at each step before it finds the count of words that runs out, `(\S+\s+){0,3}\S+`).
+bool plain_probe_leaves(const Lexer& lexer, uint32_t state, uint32_t max_bytes);
+
 // Whether every plain string keeps `state` inside its lexeme: from `state`,
 // each plain byte sequence reaches live, non-ending lexer states. Explores
 // (lexer state, plain-text state) pairs; false past `max_pairs`, or (with *gave_up set) once the

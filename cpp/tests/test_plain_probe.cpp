@@ -1,0 +1,64 @@
+// tokens/plain_slice.h: plain_probe_leaves answers "not every plain string stays inside" only where
+// the exhaustive exploration (admits_plain_text) says so too, and answers it, in a few lexer steps,
+// for a count of words that runs out (`(\S+\s+){0,3}\S+`: every word a new state, which the
+// exploration built for every byte class before it found the end of the count).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "lexer/lexer.h"
+#include "stencil/grammar.h"
+#include "tokens/plain_slice.h"
+
+using stencil::ExprId;
+using stencil::GrammarBuilder;
+using stencil::Lexer;
+
+namespace {
+
+struct Case {
+  std::string name;
+  ExprId (*expr)(GrammarBuilder&);
+  const char* leaves;  // what the probe must say after "", "ab " and "ab": 1 leaves, 0 stays, - (dead)
+};
+
+ExprId non_space(GrammarBuilder& b) { return b.re_byte_ranges({{'!', '~'}}); }
+ExprId space(GrammarBuilder& b) { return b.re_byte_ranges({{' ', ' '}}); }
+ExprId words(GrammarBuilder& b, int most) {
+  const ExprId word = b.re_repeat(non_space(b), 1, -1);
+  return b.re_concat({b.re_repeat(b.re_concat({word, b.re_repeat(space(b), 1, -1)}), 0, most), word});
+}
+
+}  // namespace
+
+TEST_CASE(plain_probes_leave_only_where_plain_text_does) {
+  const std::vector<Case> cases{
+      {"any text", [](GrammarBuilder& b) { return b.re_repeat(b.re_byte_ranges({{' ', '~'}}), 0, -1); }, "000"},
+      {"three words", [](GrammarBuilder& b) { return words(b, 3); }, "111"},
+      {"a hundred words", [](GrammarBuilder& b) { return words(b, 100); }, "100"},
+      {"letters", [](GrammarBuilder& b) { return b.re_repeat(b.re_byte_ranges({{'a', 'z'}}), 0, -1); }, "1-1"},
+      {"forty characters", [](GrammarBuilder& b) { return b.re_repeat(b.re_byte_ranges({{' ', '~'}}), 0, 40); }, "111"},
+  };
+  for (const Case& c : cases) {
+    GrammarBuilder b;
+    const stencil::Symbol x = b.lexeme(b.re_concat({c.expr(b), b.re_literal("\"")}), "x", false);
+    const stencil::Symbol start = b.rule("start");
+    b.add_alternative(start, {x});
+    auto grammar = b.build(start);
+    Lexer lexer(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
+    // From the start and from inside (after a word and a space, where one is read).
+    const char* texts[] = {"", "ab ", "ab"};
+    for (int i = 0; i < 3; ++i) {
+      const char* text = texts[i];
+      uint32_t s = lexer.start_state({0});
+      for (const char* p = text; *p && s != Lexer::kDead; ++p) s = lexer.next(s, static_cast<uint8_t>(*p));
+      CHECK_MSG((s == Lexer::kDead) == (c.leaves[i] == '-'), c.name + " after '" + text + "'");
+      if (s == Lexer::kDead) continue;
+      const bool leaves = stencil::plain_probe_leaves(lexer, s, 48);
+      // (within 48 bytes: the exploration's plain strings are of any length, so only its yes binds)
+      if (stencil::admits_plain_text(lexer, s, 4096)) CHECK_MSG(!leaves, c.name + " after '" + text + "'");
+      CHECK_MSG(leaves == (c.leaves[i] == '1'), c.name + " after '" + text + "'");
+    }
+  }
+}
