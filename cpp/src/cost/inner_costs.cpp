@@ -62,7 +62,8 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
   const uint32_t count = rows.tables().lexer().char_count_bound(state);
   for (uint32_t bytes : {64u, 32u, 16u, 12u, 8u}) {
     if (bytes >= count) continue;
-    const uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
+    uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
+    if (short_most > left) short_most = std::min(short_most, relaxed_within(rows, p, state, bytes));
     if (short_most > left) continue;
     const CostTables::LongTokens& longs = rows.tables().long_inner(state, bytes);
     long_costs_.resize(longs.size());
@@ -85,6 +86,26 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
     return true;
   }
   return false;
+}
+
+// The state with its counts of 2 * bytes or more lifted (Lexer::relaxed_state) holds the same
+// strings as `state` up to that length (ExprStore::relax_bounds), so a token t shorter than
+// `bytes` stays inside from both, and a lexeme's distance d after it in the lifted state, where
+// |t| + d is within the length, is its distance after t from `state` too (a string of its length
+// that ends the lexeme ends it in both): the lifted state's steps, each successor bounded by the
+// distances below 2 * bytes - (bytes - 1), bound every such token. The lifted state's steps are
+// one table for every count (a label of up to 63 characters beside a pattern: its counts walked
+// the trie anew at every token). kInf where there is no such state or no bound.
+uint32_t InnerCosts::relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes) {
+  const uint32_t length = 2 * bytes, below = length - (bytes - 1);
+  const uint32_t lifted = rows.tables().lexer().relaxed_state(state, length, true);
+  if (lifted == Lexer::kDead || lifted == state) return cost::kInf;
+  const std::shared_ptr<const InnerSteps> steps = rows.tables().inner_steps(lifted);
+  if (!steps->covered) return cost::kInf;
+  uint32_t most = steps->common == Lexer::kDead ? 0 : rows.bytes_bound(p, steps->common, true, below);
+  for (size_t i = 0; i < steps->states.size() && most < cost::kInf; ++i)
+    most = std::max(most, rows.bytes_bound(p, steps->states[i], true, below));
+  return most;
 }
 
 uint32_t InnerCosts::successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left) {

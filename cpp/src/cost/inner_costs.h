@@ -5,7 +5,8 @@
 //   1. the lexemes' ceilings (RowCosts::inner_ceiling): one bound for every inner token;
 //   1b. where the expressions' ceilings are over (before the searches for tighter ones), a
 //      ceiling for the tokens shorter than 64, 32, 16, 12 or 8 bytes (RowCosts::
-//      inner_ceiling_within: a counted string short of its bound's last characters), and the
+//      inner_ceiling_within: a counted string short of its bound's last characters; else the
+//      steps of the state with its counts past twice that lifted, relaxed_within), and the
 //      longer inner tokens' successors (CostTables::long_inner), each bounded by its distance in
 //      single bytes, else exact;
 //   1c. where a lexeme of the state loops (an unanchored pattern, CostTables::sticky): the cost
@@ -54,6 +55,8 @@ class InnerCosts {
   enum class Stage : uint8_t { kNone, kCeiling, kLong, kSticky, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
   // Stage 1b, for `left`; false where no shorter reach's ceiling fits it.
   bool long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
+  // Stage 1b's bound for the tokens shorter than `bytes` from the state with its counts lifted.
+  static uint32_t relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes);
   // Stage 2: the largest cost after the known successors of `state`, exact past `left` (returned
   // as soon as one is over); kInf where none are known.
   static uint32_t successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);

@@ -199,13 +199,13 @@ uint32_t RowCosts::after_lexeme(const EarleyParser& p, uint32_t row, uint32_t le
   return g_.lexemes[lexeme].ignore ? fresh_cost(p, row) : scan_cost(p, row, lexeme);
 }
 
-uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool search) {
+uint32_t RowCosts::bytes_bound(const EarleyParser& p, uint32_t state, bool search, uint32_t below) {
   const uint32_t row = static_cast<uint32_t>(p.num_rows() - 1);
   uint32_t best = kInf;
   for (const Pair& pair : pairs(state)) {
     if (pair.lexeme == LexemeCeiling::kNoLexeme || p.vetoed(row, pair.lexeme)) continue;
     const uint32_t d = pair.shortest < kInf || !search ? pair.shortest : t_->search.state_bytes(pair.alone);
-    if (d >= best) continue;
+    if (d >= best || d >= below) continue;
     const uint32_t after = after_lexeme(p, row, pair.lexeme);
     best = std::min(best, add(d, after));
   }

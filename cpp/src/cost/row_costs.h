@@ -59,8 +59,9 @@ class RowCosts {
   uint32_t inner_ceiling_within(const EarleyParser& p, uint32_t state, uint32_t reach);
   // A bound on at(p, state, false) from the lexemes' distances in single-byte tokens (no token
   // search): the least over the live lexemes not vetoed at the row. The distances are read off
-  // the expressions, else (with `search`) found by a search over the lexer's states.
-  uint32_t bytes_bound(const EarleyParser& p, uint32_t state, bool search = true);
+  // the expressions, else (with `search`) found by a search over the lexer's states; only those
+  // below `below` count (kInf where none is).
+  uint32_t bytes_bound(const EarleyParser& p, uint32_t state, bool search = true, uint32_t below = kInf);
   // bytes_bound, or less where a token search's memo (or a lexeme's end, or a rest that is one
   // string) knows a lexeme's tokens to its end: no search. What a mask asks where the exact costs
   // ran out of work: a shortest path memoized earlier (the state's own cost, asked before the
