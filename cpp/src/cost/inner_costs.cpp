@@ -1,8 +1,10 @@
 #include "cost/inner_costs.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "lexer/lexer.h"
+#include "stencil/vocabulary.h"
 #include "support/token_bits.h"
 
 namespace stencil {
@@ -63,20 +65,23 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
   for (uint32_t bytes : {64u, 32u, 16u, 12u, 8u}) {
     if (bytes >= count) continue;
     uint32_t short_most = rows.inner_ceiling_within(p, state, bytes - 1);
-    if (short_most > left) short_most = std::min(short_most, relaxed_within(rows, p, state, bytes));
+    const uint32_t lifted = short_most > left ? lifted_for(rows, state, bytes) : Lexer::kDead;
+    if (lifted != Lexer::kDead) short_most = std::min(short_most, relaxed_within(rows, p, lifted, bytes));
     if (short_most > left) continue;
-    const CostTables::LongTokens& longs = rows.tables().long_inner(state, bytes);
+    // The longer tokens: those of the lifted state where there is one (its table serves every
+    // count; each token's bound is its successor's there where short enough, else its own)
+    const CostTables::LongTokens& longs = rows.tables().long_inner(lifted != Lexer::kDead ? lifted : state, bytes);
     long_costs_.resize(longs.size());
     uint32_t most = short_most;
     for (size_t i = 0; i < longs.size(); ++i) {
       const uint32_t s = longs[i].second;
       if (s == Lexer::kDead) return false;  // (the lexer's walk and the mask's disagree: not this stage)
-      if (i > 0 && s == longs[i - 1].second) {
+      if (lifted == Lexer::kDead && i > 0 && s == longs[i - 1].second) {
         long_costs_[i] = long_costs_[i - 1];
         continue;
       }
-      uint32_t c = rows.bytes_bound(p, s);
-      if (c > left) c = rows.at(p, s, false);
+      const uint32_t c = lifted == Lexer::kDead ? cost_after(rows, p, s, left)
+                                                : lifted_cost(rows, p, state, bytes, longs[i].first, s, left);
       long_costs_[i] = c;
       most = std::max(most, c);
     }
@@ -88,6 +93,36 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
   return false;
 }
 
+// A bound on the cost after a token that leads to s: its distance in single bytes, or where that
+// is over `left` its exact cost.
+uint32_t InnerCosts::cost_after(RowCosts& rows, const EarleyParser& p, uint32_t s, uint32_t left) {
+  const uint32_t c = rows.bytes_bound(p, s);
+  return c > left ? rows.at(p, s, false) : c;
+}
+
+uint32_t InnerCosts::lifted_for(RowCosts& rows, uint32_t state, uint32_t bytes) {
+  const uint32_t lifted = rows.tables().lexer().relaxed_state(state, 2 * bytes, true);
+  return lifted == state ? Lexer::kDead : lifted;
+}
+
+// A long token t of the lifted state, which leads it to `s`: its distance there where |t| and it
+// stay within 2 * bytes (as relaxed_within's), else its successor from `state` read and costed as
+// a long token of the state's own is; 0 where it does not stay inside from `state` (no inner bit:
+// the mask walk's verdict, if any, is the one that counts).
+uint32_t InnerCosts::lifted_cost(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes, int32_t token,
+                                 uint32_t s, uint32_t left) {
+  const std::string_view text = rows.tables().search.vocab().token_bytes(token);
+  const uint32_t length = 2 * bytes, n = static_cast<uint32_t>(text.size());
+  const uint32_t c = n < length ? rows.bytes_bound(p, s, true, length - n) : cost::kInf;
+  if (c <= left) return c;
+  uint32_t u = state;
+  for (char b : text) {
+    u = rows.tables().lexer().next_tagged(u, static_cast<uint8_t>(b));
+    if (u == Lexer::kDead || (u & Lexer::kEndNowTag)) return 0;
+  }
+  return cost_after(rows, p, u, left);
+}
+
 // The state with its counts of 2 * bytes or more lifted (Lexer::relaxed_state) holds the same
 // strings as `state` up to that length (ExprStore::relax_bounds), so a token t shorter than
 // `bytes` stays inside from both, and a lexeme's distance d after it in the lifted state, where
@@ -96,10 +131,8 @@ bool InnerCosts::long_bound(RowCosts& rows, const EarleyParser& p, uint32_t stat
 // distances below 2 * bytes - (bytes - 1), bound every such token. The lifted state's steps are
 // one table for every count (a label of up to 63 characters beside a pattern: its counts walked
 // the trie anew at every token). kInf where there is no such state or no bound.
-uint32_t InnerCosts::relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes) {
+uint32_t InnerCosts::relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t lifted, uint32_t bytes) {
   const uint32_t length = 2 * bytes, below = length - (bytes - 1);
-  const uint32_t lifted = rows.tables().lexer().relaxed_state(state, length, true);
-  if (lifted == Lexer::kDead || lifted == state) return cost::kInf;
   const std::shared_ptr<const InnerSteps> steps = rows.tables().inner_steps(lifted);
   if (!steps->covered) return cost::kInf;
   uint32_t most = steps->common == Lexer::kDead ? 0 : rows.bytes_bound(p, steps->common, true, below);

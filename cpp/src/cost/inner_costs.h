@@ -55,8 +55,13 @@ class InnerCosts {
   enum class Stage : uint8_t { kNone, kCeiling, kLong, kSticky, kSuccessors, kStepsBounded, kStepsExact, kUncovered };
   // Stage 1b, for `left`; false where no shorter reach's ceiling fits it.
   bool long_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
-  // Stage 1b's bound for the tokens shorter than `bytes` from the state with its counts lifted.
-  static uint32_t relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes);
+  // Stage 1b's bound for the tokens shorter than `bytes` from the state with its counts past
+  // 2 * bytes lifted (lifted_for; kDead: none), and a longer token's.
+  static uint32_t lifted_for(RowCosts& rows, uint32_t state, uint32_t bytes);
+  static uint32_t relaxed_within(RowCosts& rows, const EarleyParser& p, uint32_t lifted, uint32_t bytes);
+  static uint32_t lifted_cost(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t bytes, int32_t token,
+                              uint32_t s, uint32_t left);
+  static uint32_t cost_after(RowCosts& rows, const EarleyParser& p, uint32_t s, uint32_t left);
   // Stage 2: the largest cost after the known successors of `state`, exact past `left` (returned
   // as soon as one is over); kInf where none are known.
   static uint32_t successors_bound(RowCosts& rows, const EarleyParser& p, uint32_t state, uint32_t left);
