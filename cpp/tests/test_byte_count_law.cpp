@@ -7,6 +7,8 @@
 // intersection left). A full count C* beside a pattern whose bytes are all C's one-byte words (a
 // minLength met beside a pattern) is dropped: alike on random patterns, where it must not drop a
 // count whose two-byte characters the pattern's bytes would start.
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,58 +69,64 @@ ExprId random_pattern(ExprStore& st, stencil_test::Rng& r, int depth) {
   }
 }
 
-// Whether conj(parts) holds exactly the strings every part holds.
-bool same_strings(ExprStore& st, stencil::Deriver& d, const std::vector<ExprId>& parts, ExprId e,
-                  const std::vector<std::string>& strings, int round) {
-  for (const std::string& s : strings) {
-    bool each = true;
-    for (ExprId p : parts) each = each && matches(st, d, p, s);
-    if (!CHECK_MSG(matches(st, d, e, s) == each,
-                   "round " + std::to_string(round) + ", '" + s + "' in " + st.to_string(e)))
-      return false;
+// 400 rounds over "abcx", each with a store of its own: `parts` draws the conjuncts, and the
+// intersection conj builds of them must hold exactly the strings up to 8 bytes that each holds;
+// `seen` is shown each intersection.
+void check_rounds(uint64_t seed, const std::function<std::vector<ExprId>(ExprStore&, stencil_test::Rng&)>& parts,
+                  const std::function<void(ExprStore&, const std::vector<ExprId>&, ExprId)>& seen) {
+  stencil_test::Rng r{seed};
+  const std::vector<std::string> strings = strings_up_to(8, kAlphabet);
+  for (int round = 0; round < 400; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    const std::vector<ExprId> ps = parts(st, r);
+    const ExprId e = st.conj(ps);
+    seen(st, ps, e);
+    for (const std::string& s : strings) {
+      bool each = true;
+      for (ExprId p : ps) each = each && matches(st, d, p, s);
+      if (!CHECK_MSG(matches(st, d, e, s) == each,
+                     "round " + std::to_string(round) + ", '" + s + "' in " + st.to_string(e)))
+        throw stencil_test::Abort{};
+    }
   }
-  return true;
 }
 
 }  // namespace
 
 TEST_CASE(a_full_count_of_characters_beside_a_pattern_of_its_bytes_is_dropped) {
-  stencil_test::Rng r{0xF011C0A7ull};
-  const std::vector<std::string> strings = strings_up_to(8, kAlphabet);
   int dropped = 0, kept = 0;
-  for (int round = 0; round < 400; ++round) {
-    ExprStore st;
-    stencil::Deriver d(st);
-    ExprId count = random_char_count(st, r);
-    count = st.repeat(st.node(count).kind == ExprKind::Repeat ? st.node(count).a : count, 0, stencil::kUnbounded);
-    const ExprId pattern = random_pattern(st, r, 0);
-    const std::vector<ExprId> parts{count, pattern};
-    const ExprId e = st.conj(parts);
-    if (e == pattern) ++dropped;
-    if (st.node(e).kind == ExprKind::And) ++kept;
-    if (!same_strings(st, d, parts, e, strings, round)) throw stencil_test::Abort{};
-  }
+  check_rounds(
+      0xF011C0A7ull,
+      [](ExprStore& st, stencil_test::Rng& r) {
+        const ExprId count = random_char_count(st, r);
+        const ExprId item = st.node(count).kind == ExprKind::Repeat ? st.node(count).a : count;
+        return std::vector<ExprId>{st.repeat(item, 0, stencil::kUnbounded), random_pattern(st, r, 0)};
+      },
+      [&](ExprStore& st, const std::vector<ExprId>& parts, ExprId e) {
+        dropped += e == parts[1];
+        kept += st.node(e).kind == ExprKind::And;
+      });
   REQUIRE(dropped > 60);
   REQUIRE(kept > 60);
 }
 
 TEST_CASE(a_count_of_bytes_beside_counts_of_characters_is_one_count_of_a_byte_class) {
-  stencil_test::Rng r{0xB17E5C0Dull};
-  const std::vector<std::string> strings = strings_up_to(8, kAlphabet);
   int merged = 0, kept = 0;
-  for (int round = 0; round < 400; ++round) {
-    ExprStore st;
-    stencil::Deriver d(st);
-    std::vector<ExprId> parts;
-    const uint32_t lo = r.below(4);
-    parts.push_back(st.repeat(st.bytes(random_set(r)), lo, random_max(r, lo)));
-    if (r.below(4) == 0) parts.push_back(st.repeat(st.bytes(random_set(r)), r.below(3), stencil::kUnbounded));
-    for (uint32_t i = 1 + r.below(2); i > 0; --i) parts.push_back(random_char_count(st, r));
-    if (r.below(5) == 0) parts.push_back(st.concat(st.byte('a'), ExprStore::kAnyByteStar));  // no count
-    const ExprId e = st.conj(parts);
-    (st.node(e).kind == ExprKind::And ? kept : merged) += 1;
-    if (!same_strings(st, d, parts, e, strings, round)) throw stencil_test::Abort{};
-  }
+  check_rounds(
+      0xB17E5C0Dull,
+      [](ExprStore& st, stencil_test::Rng& r) {
+        std::vector<ExprId> parts;
+        const uint32_t lo = r.below(4);
+        parts.push_back(st.repeat(st.bytes(random_set(r)), lo, random_max(r, lo)));
+        if (r.below(4) == 0) parts.push_back(st.repeat(st.bytes(random_set(r)), r.below(3), stencil::kUnbounded));
+        for (uint32_t i = 1 + r.below(2); i > 0; --i) parts.push_back(random_char_count(st, r));
+        if (r.below(5) == 0) parts.push_back(st.concat(st.byte('a'), ExprStore::kAnyByteStar));  // no count
+        return parts;
+      },
+      [&](ExprStore& st, const std::vector<ExprId>&, ExprId e) {
+        (st.node(e).kind == ExprKind::And ? kept : merged) += 1;
+      });
   REQUIRE(merged > 100);
   REQUIRE(kept > 40);
 }
