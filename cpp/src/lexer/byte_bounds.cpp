@@ -82,12 +82,6 @@ uint64_t times(uint64_t a, uint64_t n) { return a == 0 || n == 0 ? 0 : (a >= kNo
 // A bound on the shortest word where the language is known not to be empty.
 uint64_t fit(const Lexer::ExprBytes& x) { return std::min({x.shortest, x.longest, x.ceiling}); }
 
-ByteSet every_byte() {
-  ByteSet s;
-  for (auto& w : s.w) w = ~uint64_t{0};
-  return s;
-}
-
 // `C*` with no empty word in C: a string body's loop over its characters.
 bool full_count(const ExprStore& st, ExprId x) {
   const ExprNode& r = st.node(x);
@@ -100,41 +94,6 @@ ExprId last_part(const ExprStore& st, ExprId e) {
   return e;
 }
 
-// Where bytes stand in the words of an expression: first, anywhere, last.
-enum class Span { kFirst, kAll, kLast };
-
-// The bytes that may stand there in a word of e, read off the structure: a superset (every byte
-// under a complement or a number, or past `work` nodes).
-ByteSet byte_span(const ExprStore& st, ExprId e, Span at, int* work) {
-  if (--*work < 0) return every_byte();
-  const ExprNode& n = st.node(e);
-  switch (n.kind) {
-    case ExprKind::Nothing:
-    case ExprKind::Empty:
-      return {};
-    case ExprKind::Bytes:
-      return st.byteset(n.a);
-    case ExprKind::Concat: {
-      // (the part at that end, and the other one where that part may be empty)
-      const ExprId near = at == Span::kLast ? n.b : n.a, far = at == Span::kLast ? n.a : n.b;
-      const ByteSet a = byte_span(st, near, at, work);
-      return at != Span::kAll && !st.nullable(near) ? a : a | byte_span(st, far, at, work);
-    }
-    case ExprKind::Or:
-    case ExprKind::And: {  // (an intersection's words are each operand's)
-      ByteSet s = n.kind == ExprKind::Or ? ByteSet{} : every_byte();
-      for (uint32_t i = 0; i < n.args_len; ++i) {
-        const ByteSet k = byte_span(st, st.args(n)[i], at, work);
-        s = n.kind == ExprKind::Or ? s | k : s & k;
-      }
-      return s;
-    }
-    case ExprKind::Repeat:
-      return n.max == 0 ? ByteSet{} : byte_span(st, n.a, at, work);
-    default:
-      return every_byte();
-  }
-}
 }  // namespace
 
 std::vector<Lexer::PairBytes> Lexer::pair_bytes(uint32_t s, uint32_t reach) const {
@@ -266,7 +225,8 @@ uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
   int work = 4096;
   auto apart = [&](ExprId p, ExprId f) {
     return !(store_.nullable(p) && store_.nullable(f)) &&
-           (byte_span(store_, p, Span::kFirst, &work) & byte_span(store_, f, Span::kFirst, &work)).empty();
+           (store_.byte_span(p, ExprStore::Span::kFirst, &work) & store_.byte_span(f, ExprStore::Span::kFirst, &work))
+               .empty();
   };
   neg.erase(std::remove_if(
                 neg.begin(), neg.end(),
@@ -316,7 +276,7 @@ uint64_t Lexer::complement_pad(const std::vector<ExprId>& neg, ExprId c, bool en
   ByteSet held;  // (ends: the bytes that end a word of some f; else that occur in one)
   uint64_t longest = 0;
   for (ExprId f : neg) {
-    held = held | byte_span(store_, f, ends ? Span::kLast : Span::kAll, &work);
+    held = held | store_.byte_span(f, ends ? ExprStore::Span::kLast : ExprStore::Span::kAll, &work);
     longest = std::max<uint64_t>(longest, expr_bytes(f, depth + 1).longest);
   }
   bool one = false, free = false;  // a character of one byte; one outside `held`

@@ -374,49 +374,14 @@ void ExprStore::drop_full_counts(std::vector<ExprId>& flat) {
         if (nodes_[args(item)[k]].kind == ExprKind::Bytes) ones = ones | bytesets_[nodes_[args(item)[k]].a];
     }
     const bool held = !ones.empty() && std::any_of(flat.begin(), flat.end(), [&](ExprId x) {
-      return x != flat[i] && (word_bytes(x, 0) | ones) == ones;
+      int work = 4096;
+      return x != flat[i] && (byte_span(x, Span::kAll, &work) | ones) == ones;
     });
     if (held)
       flat.erase(flat.begin() + static_cast<std::ptrdiff_t>(i));
     else
       ++i;
   }
-}
-
-// The bytes that stand anywhere in a word of e, read off the structure (a superset: every byte
-// under a complement, a number, or past a depth), memoized.
-ByteSet ExprStore::word_bytes(ExprId e, int depth) {
-  if (auto it = word_bytes_memo_.find(e); it != word_bytes_memo_.end()) return it->second;
-  ByteSet all;
-  for (auto& w : all.w) w = ~uint64_t{0};
-  if (depth > 1000) return all;
-  const ExprNode n = nodes_[e];
-  ByteSet r;
-  switch (n.kind) {
-    case ExprKind::Nothing:
-    case ExprKind::Empty:
-      break;
-    case ExprKind::Bytes:
-      r = bytesets_[n.a];
-      break;
-    case ExprKind::Concat:
-      r = word_bytes(n.a, depth + 1) | word_bytes(n.b, depth + 1);
-      break;
-    case ExprKind::Or:
-    case ExprKind::And:  // (an intersection's words are each operand's)
-      r = n.kind == ExprKind::And ? all : ByteSet{};
-      for (uint32_t k = 0; k < n.args_len; ++k) {
-        const ByteSet b = word_bytes(args(n)[k], depth + 1);
-        r = n.kind == ExprKind::And ? r & b : r | b;
-      }
-      break;
-    case ExprKind::Repeat:
-      r = n.max == 0 ? ByteSet{} : word_bytes(n.a, depth + 1);
-      break;
-    default:
-      r = all;
-  }
-  return word_bytes_memo_.emplace(e, r).first->second;
 }
 
 bool ExprStore::word(ExprId e, std::string* out, size_t limit) const {
@@ -533,7 +498,7 @@ ExprId ExprStore::number(const NumberState& s) {
 size_t ExprStore::memory_bytes() const {
   return heap::of(nodes_) + heap::of(args_) + heap::of(bytesets_) + heap::of(table_) + heap::of(flat_) +
          heap::of(num_states_) + num_bytes_ + heap::nodes(recount_memo_) + heap::nodes(least_memo_) +
-         heap::nodes(char_count_memo_) + heap::nodes(word_bytes_memo_) + heap::of(runs_);
+         heap::nodes(char_count_memo_) + heap::nodes(span_memo_) + heap::of(runs_);
 }
 
 static std::string byteset_to_string(const ByteSet& s) {

@@ -102,6 +102,13 @@ class ExprStore {
   // part by part, byte sets): false where no such proof is found within a few hundred nodes,
   // whatever the languages. (`body & ~P` lies within `body`: a free key beside any string.)
   bool within(ExprId x, ExprId y) const;
+  // Where bytes stand in the words of an expression: first, anywhere, last.
+  enum class Span { kFirst, kAll, kLast };
+  // The bytes that may stand there in a word of e, read off the structure: a superset (every byte
+  // under a complement or a number, or past `work` nodes). Anywhere (kAll), memoized per
+  // expression where the work did not run out (the ceilings' rules and conj's full counts ask it
+  // of every derivative; their states share most nodes).
+  ByteSet byte_span(ExprId e, Span at, int* work) const;
   const ByteSet& byteset(uint32_t i) const { return bytesets_[i]; }
   const ExprId* args(const ExprNode& n) const { return args_.data() + n.args_begin; }
   bool nullable(ExprId e) const { return nodes_[e].nullable; }
@@ -138,7 +145,6 @@ class ExprStore {
 
   uint32_t char_count_bound(ExprId e, int depth);
   void drop_full_counts(std::vector<ExprId>& flat);  // conj's: C* beside an operand within it
-  ByteSet word_bytes(ExprId e, int depth);
   bool within(ExprId x, ExprId y, int* work) const;
 
   // recount's answers by (expression, clamp, lift), least_bytes' and char_count_bound's by
@@ -147,7 +153,7 @@ class ExprStore {
   std::unordered_map<uint64_t, ExprId> recount_memo_;
   std::unordered_map<ExprId, uint32_t> least_memo_;
   std::unordered_map<ExprId, uint32_t> char_count_memo_;
-  std::unordered_map<ExprId, ByteSet> word_bytes_memo_;
+  mutable std::unordered_map<ExprId, ByteSet> span_memo_;  // byte_span's, anywhere
   std::vector<ExprNode> nodes_;
   std::vector<ExprId> args_;
   std::vector<ByteSet> bytesets_;

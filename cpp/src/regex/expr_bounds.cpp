@@ -11,6 +11,46 @@
 
 namespace stencil {
 
+ByteSet ExprStore::byte_span(ExprId e, Span at, int* work) const {
+  ByteSet all;
+  for (auto& w : all.w) w = ~uint64_t{0};
+  if (at == Span::kAll)
+    if (auto it = span_memo_.find(e); it != span_memo_.end()) return it->second;
+  if (--*work < 0) return all;
+  const ExprNode& n = nodes_[e];
+  ByteSet r;
+  switch (n.kind) {
+    case ExprKind::Nothing:
+    case ExprKind::Empty:
+      break;
+    case ExprKind::Bytes:
+      r = bytesets_[n.a];
+      break;
+    case ExprKind::Concat: {
+      // (the part at that end, and the other one where that part may be empty)
+      const ExprId near = at == Span::kLast ? n.b : n.a, far = at == Span::kLast ? n.a : n.b;
+      r = byte_span(near, at, work);
+      if (at == Span::kAll || nodes_[near].nullable) r = r | byte_span(far, at, work);
+      break;
+    }
+    case ExprKind::Or:
+    case ExprKind::And:  // (an intersection's words are each operand's)
+      r = n.kind == ExprKind::Or ? ByteSet{} : all;
+      for (uint32_t i = 0; i < n.args_len; ++i) {
+        const ByteSet k = byte_span(args(n)[i], at, work);
+        r = n.kind == ExprKind::Or ? r | k : r & k;
+      }
+      break;
+    case ExprKind::Repeat:
+      if (n.max != 0) r = byte_span(n.a, at, work);
+      break;
+    default:
+      r = all;
+  }
+  if (at == Span::kAll && *work >= 0) span_memo_.emplace(e, r);  // (not cut short: the exact reading)
+  return r;
+}
+
 ExprId ExprStore::relax_bounds(ExprId e, uint32_t limit, bool keep_mins) {
   std::unordered_map<ExprId, ExprId> memo;
   return relax(e, limit, keep_mins ? 3 : 0, 0, memo);
