@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 from stencil import _core
 from stencil._core import GrammarBuilder, GrammarError
 from stencil.grammar.deadline import compile_deadline
+from stencil.grammar.gc_pause import gc_paused
 from stencil.grammar.regex import build_regex, regex_error
 from stencil.grammar.regex.unicode import lone_surrogate
 from stencil.schema_options import GbnfOptions, JsonSchemaOptions, LarkOptions, SchemaInfo, ToolCallOptions
@@ -69,11 +70,12 @@ _Result = TypeVar("_Result")
 
 
 def _limited(method: _Method) -> _Method:
-    """Run a compile_* method under the compiler's wall-clock limit (see stencil.grammar.deadline);
-    typed as the method itself, so that a type checker still checks its callers' arguments."""
+    """Run a compile_* method under the compiler's wall-clock limit (see stencil.grammar.deadline),
+    with the garbage collector held off (stencil.grammar.gc_pause); typed as the method itself, so
+    that a type checker still checks its callers' arguments."""
     @functools.wraps(method)
     def run(self: GrammarCompiler, *args: Any, **kwargs: Any) -> Any:
-        with compile_deadline(self.compile_timeout, method.__name__):
+        with compile_deadline(self.compile_timeout, method.__name__), gc_paused():
             return method(self, *args, **kwargs)
     return cast(_Method, run)
 
