@@ -191,10 +191,16 @@ def exactly_one(ctx, branches, where: str, raw=None) -> Typed:
             parts[kind] = lists[idx[0]] if idx else ()
             continue
         out = []
+        apart: dict = {}   # (i, j), i < j: whether branches i and j are provably disjoint (symmetric)
         for i in idx:
             acc = only(kind, lists[i])
             for j in idx:
-                if j == i or all(disjoint(ctx, x, y) for x in lists[i] for y in lists[j]):
+                if j == i:
+                    continue
+                pair = (i, j) if i < j else (j, i)
+                if pair not in apart:
+                    apart[pair] = all(disjoint(ctx, x, y) for x in lists[i] for y in lists[j])
+                if apart[pair]:
                     continue
                 acc = alg.t_and(acc, ctx.negate(only(kind, getattr(raw[j], kind)), "oneOf", where))
             out.extend(getattr(acc, kind))

@@ -40,6 +40,9 @@ class Context:
         self._positive_subs: set = set()  # Subs without a complement: simplify leaves them as they are
         #: (kind "num"/"str", formula) -> whether no value satisfies it (read.disjoint.formula_empty)
         self.empty_memo: dict = {}
+        #: (Sub, Sub, depth) -> whether they are provably disjoint (read.disjoint._subs_disjoint)
+        self.disjoint_memo: dict = {}
+        self.refusals = 0                 # errors read.disjoint took as "no proof" (answers not memoized)
         self._active: set = set()
         self._known_depth = 0             # known_typed's calls in progress
         self.alg.simplify = self.simplify

@@ -85,15 +85,29 @@ def _is_false(ctx, sub) -> bool:
     try:
         return ctx.sub_typed(sub).is_none()
     except (BudgetError, GrammarError, Unsupported):   # (a work limit: no answer, as a refusal)
+        ctx.refusals += 1
         return False
 
 
 def _subs_disjoint(ctx, sa, sb, depth) -> bool:
+    """Memoized per (sa, sb, depth): a property's pair of schemas recurs in every pair of oneOf
+    branches that require the property (a discriminator: n branches, n * (n - 1) / 2 pairs)."""
+    key = (sa, sb, depth)
+    memo = ctx.disjoint_memo
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    refusals = ctx.refusals
     try:
         ta, tb = ctx.sub_typed(sa), ctx.sub_typed(sb)
     except (BudgetError, GrammarError, Unsupported):   # (a work limit: no answer, as a refusal)
+        ctx.refusals += 1
         return False
-    return typed_disjoint(ctx, ta, tb, depth + 1)
+    hit = typed_disjoint(ctx, ta, tb, depth + 1)
+    # (not where an error decided it: a schema met while it is being read refuses only then)
+    if ctx.refusals == refusals:
+        memo[key] = hit
+    return hit
 
 
 def typed_disjoint(ctx, a: Typed, b: Typed, depth: int = 0, cheap: bool = False) -> bool:
