@@ -524,8 +524,10 @@ def _product(xs: tuple, ys: tuple, meet) -> tuple:
     """The distinct non-empty intersections of alternatives ``xs`` and ``ys``. Refused as soon as
     there are more than MAX_PRODUCT of them: absorb compares them pairwise, so an allOf of a few
     anyOf with a dozen objects each took seconds to reach the MAX_VARIANTS error."""
+    if not xs or not ys:   # (one side has no arrays or no objects: most intersections)
+        return ()
     if len(xs) * len(ys) <= MAX_PRODUCT:
-        return _dedupe(tuple(x for s in xs for t in ys if (x := meet(s, t)) is not None))
+        return _dedupe(tuple([x for s in xs for t in ys if (x := meet(s, t)) is not None]))
     out, seen = [], set()
     for s in xs:
         check_deadline()

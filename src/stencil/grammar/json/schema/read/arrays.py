@@ -10,12 +10,13 @@ from stencil.grammar.json.schema.read.common import count, only_arr
 __all__ = ["read"]
 
 _ALL = 1 << 40   # eval_upto when every item is evaluated
+#: the array keywords but minContains/maxContains (nothing without contains)
+_KEYS = frozenset(("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"))
 
 
 def read(ctx, loc, s):
     """The array conjunct of a schema object (ANY when it has no array keyword)."""
-    keys = ("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains")
-    if not any(k in s for k in keys):
+    if _KEYS.isdisjoint(s):
         return ANY
     prefix: tuple = ()
     rest = TRUE_SUB

@@ -7,16 +7,16 @@ from __future__ import annotations
 from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.formulas import FALSE, TRUE, Const, Formula, f_not, f_or, str_eval
 from stencil.grammar.json.schema.core.model import ANY, FALSE_SUB, ObjSpec, normalize_obj, sub_and
-from stencil.grammar.json.schema.read.common import count, only_obj, pattern_formula, where
+from stencil.grammar.json.schema.read.common import KEYWORD_GROUPS, count, only_obj, pattern_formula, where
 
 __all__ = ["read"]
+
+_KEYS = KEYWORD_GROUPS["object"]
 
 
 def read(ctx, loc, s, exact: bool = False):
     """The object conjuncts of a schema object (ANY when it has no object keyword)."""
-    keys = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
-            "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies")
-    if not any(k in s for k in keys):
+    if _KEYS.isdisjoint(s):
         return ANY
     alg = ctx.alg
     props = []
