@@ -48,17 +48,24 @@ class ContentNumbers:
             return found
         parts: list = []
         kinds = _KINDS
+        # (every schema object of a document passes here once: the common cases are tested first,
+        # and an entry of a map or list of schemas is numbered in line, no call per entry; a map
+        # of `dependencies` holds lists of names beside schemas, and a list of schemas may hold a
+        # malformed entry, which the reader reports: both keyed as values)
         for k, v in node.items():
             kind = kinds.get(k)
-            if kind == 0:
-                continue
             if type(v) is str:   # (most values: a type name, a pattern, a $ref)
-                parts.append((k, v))
-            elif isinstance(v, dict) and kind is not None and kind != 3:
-                parts.append((k, tuple((name, self._sub(x)) for name, x in v.items()) if kind == 2
-                              else self.schema(v)))
-            elif isinstance(v, (list, tuple)) and kind is not None and kind >= 3:
-                parts.append((k, tuple(self._sub(x) for x in v)))
+                if kind != 0:
+                    parts.append((k, v))
+            elif kind is None:
+                parts.append((k, self._value(v)))
+            elif kind == 0:
+                continue
+            elif isinstance(v, dict) and kind != 3:
+                parts.append((k, tuple([(name, self.schema(x) if isinstance(x, dict) else self._value(x))
+                                        for name, x in v.items()]) if kind == 2 else self.schema(v)))
+            elif isinstance(v, (list, tuple)) and kind >= 3:
+                parts.append((k, tuple([self.schema(x) if isinstance(x, dict) else self._value(x) for x in v])))
             else:
                 parts.append((k, self._value(v)))
         key = tuple(parts)
@@ -68,11 +75,6 @@ class ContentNumbers:
         self._of[id(node)] = n
         self._keep.append(node)
         return n
-
-    def _sub(self, v):
-        # (a map of `dependencies` holds lists of names beside schemas; a list of schemas may hold
-        # a malformed entry, which the reader reports: both keyed as values)
-        return self.schema(v) if isinstance(v, dict) else self._value(v)
 
     @staticmethod
     def _value(v):

@@ -3,10 +3,12 @@ string keys, not deeper than a limit.
 
 A schema (or a structural tag) given as Python objects may be deeper than any recursion allows, may
 contain itself (``s["properties"]["a"] = s``), or may have keys that are not strings. Every later
-phase walks the document recursively or copies it, so these are refused first, by one walk without
-recursion that stops at the first problem: it never builds more than the path to the current
-value, and a container shared by several places (not a cycle) is walked again only when it is met
-deeper than before (``{"anyOf": [s, s]}`` nested 100 times costs 100 steps, not 2**100).
+phase walks the document recursively or copies it, so these are refused first, by a walk without
+recursion that keeps no path (a cycle only shows as a value past the limit); where that walk
+meets a problem, a second one, which stops at the first problem and keeps the path to the current
+value, names it. In both, a container shared by several places (not a cycle) is walked again only
+when it is met deeper than before (``{"anyOf": [s, s]}`` nested 100 times costs 100 steps, not
+2**100).
 
 Example::
 
@@ -36,6 +38,36 @@ def short_pointer(pointer: str) -> str:
     return pointer or "/" if len(pointer) <= 120 else f"{pointer[:50]}...{pointer[-60:]}"
 
 
+def _depth_if_plain(doc, limit: int) -> int | None:
+    """check_document's answer for a document it passes (the level of the deepest value), by a
+    cheaper walk that keeps no path; None where the document may fail (a key not exactly a str,
+    a value deeper than ``limit``: a cycle gets there too), for the walk that names the place.
+    Most containers are small dicts met once, so the per-container work is what counts."""
+    deepest = 0
+    entered: dict[int, int] = {}   # id -> the deepest level its values were walked at
+    stack = [(doc, 1)]             # (container, the level of its values)
+    pop, push, entered_at = stack.pop, stack.append, entered.get
+    while stack:
+        node, depth = pop()
+        if isinstance(node, dict):
+            for k in node:
+                if type(k) is not str:
+                    return None
+            node = node.values()
+        if not node:
+            continue
+        if depth > deepest:
+            if depth > limit:
+                return None
+            deepest = depth
+        depth += 1
+        for v in node:
+            if isinstance(v, _CONTAINERS) and entered_at(id(v), 0) < depth:
+                entered[id(v)] = depth
+                push((v, depth))
+    return deepest
+
+
 def _items(v):
     return iter(v.items()) if isinstance(v, dict) else enumerate(v)
 
@@ -48,6 +80,9 @@ def check_document(doc, limit: int, what: str, render: Callable[[list], str] | N
     place's name (default: a JSON pointer)."""
     if not isinstance(doc, _CONTAINERS):
         return 0
+    quick = _depth_if_plain(doc, limit)
+    if quick is not None:
+        return quick
     deepest = 0
     name = render or (lambda p: short_pointer(json_pointer(p)))
     path: list = []                       # keys from the root to the container on top of the stack

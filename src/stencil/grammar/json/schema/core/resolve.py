@@ -67,6 +67,14 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def _extend(pointer: str, path: tuple) -> str:
+    """A JSON pointer with keys or indexes appended."""
+    for p in path:
+        p = str(p)
+        pointer += "/" + (_escape(p) if ("~" in p or "/" in p) else p)
+    return pointer
+
+
 def deepest_point(doc) -> tuple[int, str]:
     """The nesting depth of a JSON document (a scalar is 0) and the JSON pointer of its deepest
     value, found without recursion (the document may be deeper than Python's stack)."""
@@ -162,6 +170,7 @@ class Resolver:
         self._locs: dict = {}
         self._docs: dict = {}            # document URI -> root Loc
         self._indexed: set = set()
+        self._ref_documents: dict = {}   # base URI -> the document URI of its "#..." references
         # dynamic scopes are tracked only where some document declares a dynamic anchor
         self.dynamic = any(_has_dynamic_anchor(t) for t in texts)
         self._resource_anchors: dict = {}   # resource base URI -> ((name, anchor Loc), ...)
@@ -208,8 +217,11 @@ class Resolver:
         self.resources.setdefault(uri, loc)
         return loc
 
-    def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "", dyn: tuple = ()) -> Loc:
+    def loc(self, schema, base: str, pointer: str, draft: int, doc: str = "", dyn: tuple = (), path: tuple = ()) -> Loc:
+        """The Loc of ``schema`` at ``pointer`` extended by ``path`` (keys or indexes; written out
+        only where a new Loc needs it, or where it tells a boolean schema's Locs apart)."""
         if not isinstance(schema, dict):
+            pointer, path = _extend(pointer, path), ()
             key = (schema, base, pointer) + dyn
         elif self._content is not None:
             key = (self._content.schema(schema), base, draft) + dyn
@@ -217,18 +229,15 @@ class Resolver:
             key = (id(schema), base) + dyn
         loc = self._locs.get(key)
         if loc is None:
-            loc = self._locs[key] = Loc(schema, base, pointer, draft, doc, dyn)
+            loc = self._locs[key] = Loc(schema, base, _extend(pointer, path), draft, doc, dyn)
         return loc
 
     def child(self, parent: Loc, schema, *path) -> Loc:
         """The Loc of a sub-schema of ``parent`` reached through ``path`` (keys or indexes)."""
-        ptr = parent.pointer
-        for p in path:
-            p = str(p)
-            ptr += "/" + (_escape(p) if ("~" in p or "/" in p) else p)
         if isinstance(schema, dict) and not _RESOURCE_KEYS.isdisjoint(schema):
-            return self._enter(schema, parent.base, parent.draft, ptr, parent.doc, False, parent.dyn)
-        return self.loc(schema, parent.base, ptr, parent.draft, parent.doc, parent.dyn)
+            return self._enter(schema, parent.base, parent.draft, _extend(parent.pointer, path), parent.doc, False,
+                               parent.dyn)
+        return self.loc(schema, parent.base, parent.pointer, parent.draft, parent.doc, parent.dyn, path)
 
     # -- dynamic scope ------------------------------------------------------------------------------
     def enter_scope(self, loc: Loc, dyn: tuple) -> Loc:
@@ -293,8 +302,12 @@ class Resolver:
         """The schema a ``$ref`` at ``at`` points to; GrammarError when it cannot be found."""
         if not isinstance(ref, str):
             raise GrammarError(f"$ref at {at.where()}: must be a string, got {type(ref).__name__}")
-        uri = urldefrag(at.base)[0] + ref if ref.startswith("#") else urljoin(at.base, ref)
-        doc_uri, frag = urldefrag(uri)
+        # (most references: the fragment is the rest, unless it holds a tab or newline, which
+        # urllib removes)
+        if ref.startswith("#") and ref.isprintable():
+            doc_uri, frag = self._document_of(at.base), ref[1:]
+        else:
+            doc_uri, frag = urldefrag(urljoin(at.base, ref))
         frag = unquote(frag)
         anchor = bool(frag) and not frag.startswith("/")
         for attempt in range(3):
@@ -321,6 +334,14 @@ class Resolver:
         if anchor or not frag:
             return hit
         return self._walk(hit, frag, ref, at)
+
+    def _document_of(self, base: str) -> str:
+        """The document URI of a ``#...`` reference at ``base``, as urldefrag writes it (memoized:
+        a schema has a few base URIs and many such references, and urllib's parsing is slow)."""
+        uri = self._ref_documents.get(base)
+        if uri is None:
+            uri = self._ref_documents[base] = urldefrag(urldefrag(base)[0] + "#")[0]
+        return uri
 
     def _walk(self, start: Loc, frag: str, ref: str, at: Loc) -> Loc:
         loc = start

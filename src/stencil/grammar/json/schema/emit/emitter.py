@@ -76,7 +76,8 @@ class Emitter:
         self._rules: dict = {}
         self._queue: list = []
         self._n = 0
-        self._lexemes: dict = {}
+        self._lexemes: dict = {}   # (kind, formula) -> lexeme of a number or string
+        self._keys: dict = {}      # property name -> key lexeme
         self._specs: dict = {}
         self.checks = 0
         ws = self.options.whitespace
@@ -186,12 +187,11 @@ class Emitter:
     def key_literal(self, name: str):
         """The key lexeme for a property name (every JSON encoding of it, or only the plain one
         under ``key_spelling="plain"``)."""
-        key = ("key", name)
-        sym = self._lexemes.get(key)
+        sym = self._keys.get(name)
         if sym is None:
             # A lone surrogate (valid in JSON text as an escape) cannot cross into the core as UTF-8.
             label = name[:40].encode("utf-8", "backslashreplace").decode("utf-8")
-            sym = self._lexemes[key] = self.b.lexeme(self.key_text(name), f"key:{label}")
+            sym = self._keys[name] = self.b.lexeme(self.key_text(name), f"key:{label}")
         return sym
 
     def key_text(self, name: str) -> ExprId:

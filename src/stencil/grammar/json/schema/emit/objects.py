@@ -396,24 +396,27 @@ def _emit_any(em, spec, depth, named, others, most):
         em.dead(rule)
         return rule
     links = _any_links(em, spec, depth, most, need, members, rules, step, first, closing, bool(bits))
-    lists: dict = {}
+    lists: dict = {}   # state -> rule of the non-empty member lists ending there
     todo = []
+    add = b.add_alternative
 
-    def state(m):
-        r = lists.get(m)
-        if r is None:
-            r = lists[m] = em.fresh("members")
-            todo.append(m)
-        return r
+    def extend(m, head: list) -> None:   # the lists one member longer than those in ``head``
+        for kind, comma, alts in links(m):
+            if not alts:
+                continue
+            n = step(m, kind)
+            r = lists.get(n)
+            if r is None:
+                r = lists[n] = em.fresh("members")
+                todo.append(n)
+            head_comma = head + comma if head else head
+            for symbols in alts:
+                add(r, head_comma + symbols)
 
-    for kind, _comma, alts in links((0, 0, 0)):
-        for symbols in alts:
-            b.add_alternative(state(step((0, 0, 0), kind)), symbols)
+    extend((0, 0, 0), [])
     while todo:
         m = todo.pop()
-        for kind, comma, alts in links(m):
-            for symbols in alts:
-                b.add_alternative(state(step(m, kind)), [lists[m]] + comma + symbols)
+        extend(m, [lists[m]])
     if closing in lists:
         b.add_alternative(rule, em.obj_open(depth) + [lists[closing]] + em.obj_close(depth))
     elif not empty:
