@@ -30,7 +30,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from stencil._core import GrammarError
 from stencil.grammar.json.schema.core.content import ContentNumbers
 from stencil.grammar.json.schema.core.document import json_pointer
-from stencil.grammar.json.schema.core.keywords import subschemas
+from stencil.grammar.json.schema.core.keywords import SCHEMA_MAPS, subschemas
 from stencil.grammar.json.schema.core.metaschemas import BUNDLED_URIS, bundled_metaschema, referenced_metaschemas
 from stencil.grammar.json.schema.core.model import next_serial
 
@@ -356,7 +356,12 @@ class Resolver:
             else:
                 raise GrammarError(f"$ref {ref!r} at {at.where()}: JSON pointer {frag!r} does not exist")
             path.append(tok)
-            if isinstance(node, dict):  # carry base URIs and drafts down the path
+            # Carry base URIs and drafts down the path through its objects, but for a map of
+            # schemas (`definitions`) right below one carried, which is no schema and spells no
+            # $id: numbered as a schema, it would cost a repr of every entry (most references
+            # pass one).
+            if isinstance(node, dict) and not (len(path) == 1 and tok in SCHEMA_MAPS and
+                                               _RESOURCE_KEYS.isdisjoint(node)):
                 loc = self.child(loc, node, *path)
                 path = []
         if not isinstance(node, (dict, bool)):
