@@ -461,10 +461,11 @@ def _any_links(em, spec, depth, most, need, members, rules, step, first, closing
         return need - (q.bit_count() if by_key else q)
 
     if most is None or not spec.some:
-        sep, kinds = comma(most), list(members.items())
+        sep = comma(most)
+        every = [(kind, sep, alts) for kind, alts in members.items()]
         if not by_key:
-            return lambda m: [(kind, sep, alts) for kind, alts in kinds]
-        return lambda m: [(kind, sep, alts) for kind, alts in kinds if not kind[1] & m[1]]
+            return lambda m: every
+        return lambda m: [link for link in every if not link[0][1] & m[1]]
     dist = _distances(set(first), list(members), step, closing)
 
     def links(m):

@@ -270,12 +270,14 @@ class JsonStrings:
         if e is not None:
             return e
         chars = self._chars
-        items = []
-        for c in text:
-            x = chars.get(c)
-            if x is None:
-                x = chars[c] = self._code_point(ord(c))
-            items.append(x)
+        items = list(map(chars.get, text))   # (most characters were met before)
+        if None in items:
+            for i, c in enumerate(text):
+                if items[i] is None:
+                    x = chars.get(c)   # (set by an earlier place of c in text)
+                    if x is None:
+                        x = chars[c] = self._code_point(ord(c))
+                    items[i] = x
         e = self.b.re_concat(items) if items else self.b.re_empty()
         self._texts[text] = e
         return e
