@@ -19,7 +19,7 @@ from stencil.grammar.regex.ast import (Alt, AnchorEnd, AnchorStart, CharClass, C
 from stencil.grammar.regex.unicode import ranges_intersect
 from stencil.grammar.regex.unicode import normalize
 
-__all__ = ["positions", "surely_disjoint"]
+__all__ = ["positions", "surely_disjoint", "ends", "ends_disjoint"]
 
 #: positions followed from each end; a difference further in is left to the core
 LIMIT = 32
@@ -88,11 +88,21 @@ def positions(node: RegexNode, from_end: bool = False) -> _Summary:
     return postorder(node, _BACKWARD if from_end else _FORWARD)
 
 
+def ends(node: RegexNode) -> tuple:
+    """``(positions(node), positions(node, from_end=True))``: what :func:`ends_disjoint` compares
+    (a caller that tests one regex against many computes it once)."""
+    return positions(node), positions(node, True)
+
+
 def surely_disjoint(a: RegexNode, b: RegexNode) -> bool:
     """True only if no string matches both ``a`` and ``b`` (anchor-free nodes, whole strings);
     False when unsure."""
-    for from_end in (False, True):
-        pa, pb = positions(a, from_end), positions(b, from_end)
+    return ends_disjoint(ends(a), ends(b))
+
+
+def ends_disjoint(ea: tuple, eb: tuple) -> bool:
+    """:func:`surely_disjoint` of two regexes given by their :func:`ends`."""
+    for pa, pb in zip(ea, eb):
         if pa is None or pb is None:
             return True
         (sa, fa), (sb, fb) = pa, pb

@@ -29,7 +29,7 @@ from stencil.grammar.json.schema.core.formulas import (FALSE, PLAIN_INTEGER, TRU
 from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, ObjSpec, Typed, Unsupported, rules_sub
 from stencil.grammar.json.schema.core.patterns import pattern_node
 from stencil.grammar.json.schema.lang.scalars import Scalars
-from stencil.grammar.regex.positions import surely_disjoint
+from stencil.grammar.regex.positions import ends, ends_disjoint
 
 __all__ = ["disjoint", "typed_disjoint", "typed_within", "formula_empty"]
 
@@ -63,9 +63,12 @@ def formula_empty(ctx, kind: str, f) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _pattern_language(pattern: str):
+def _pattern_ends(pattern: str):
+    """The first and last code points of a pattern's strings (regex.positions.ends), or None for
+    a pattern the regex front-end rejects: worked out once per pattern, as a oneOf of n
+    discriminator patterns (``^Abs$``, ``^Add$``...) compares each with the n - 1 others."""
     try:
-        return pattern_node(pattern, False)
+        return ends(pattern_node(pattern, False))
     except GrammarError:
         return None
 
@@ -75,8 +78,8 @@ def _patterns_apart(f) -> bool:
     by their fixed first or last code points (no grammar built; see regex_positions)."""
     if type(f) is not And:
         return False
-    nodes = [n for x in f.items if type(x) is Pattern and (n := _pattern_language(x.pattern)) is not None]
-    return any(surely_disjoint(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:])
+    found = [e for x in f.items if type(x) is Pattern and (e := _pattern_ends(x.pattern)) is not None]
+    return any(ends_disjoint(a, b) for i, a in enumerate(found) for b in found[i + 1:])
 
 
 def _is_false(ctx, sub) -> bool:
