@@ -2,11 +2,14 @@
 
 A front-end allocates tens of thousands of small objects for a large schema (normal forms, key
 formulas, rules), and every 700 allocations the collector walks the young ones; every tenth
-of those passes the older ones too, and now and then everything the process holds (a server's
-model and modules: hundreds of thousands of objects). None of that frees anything a compile
-made: its objects are released by reference counting when it ends, and what forms cycles waits
-for the next collection after it. On MaskBench's tuning half the schemas that compile in over
-2.5 ms take 5-15% less time with the collector held off (``benchmarks.compile_gc``).
+of those passes the older ones too, and now and then everything the process holds. None of that
+frees anything a compile made: its objects are released by reference counting when it ends, and
+what forms cycles waits for the next collection after it. What the pause saves depends on the
+process: in one that holds a tokenizer and little else (a script; MaskBench's worker, ~47,000
+objects tracked), where the compiles' allocations trigger full collections, the tuning half's
+124 schemas that compile in over 2.5 ms took 5-15% less time; in ``stencil serve``'s process
+(~456,000 objects, frozen or not), where full collections are rare, none was measured
+(``benchmarks.compile_gc``: 1.00x).
 
 The pause is process-wide, as the collector is: compiles on several threads share one, and the
 collector runs again when the last of them ends, unless it was off before the first began.
