@@ -91,10 +91,10 @@ def test_too_many_counted_properties_blame_the_counting_keyword():
 @pytest.mark.parametrize("lo,hi,prefix", [(0, 1, 0), (0, 7, 0), (3, 13, 0), (5, None, 0), (0, 22, 2),
                                           (1, 9, 3), (4, 4, 0), (6, 17, 1), (2, 9, 5)])
 def test_long_array_counting_is_exact(compiler, monkeypatch, lo, hi, prefix):
-    # The counting rules serve arrays past MAX_ARRAY_STATES positions; a small limit sends small
-    # arrays down the same path, where every length can be checked.
+    # The counting rules serve arrays past LONG_ARRAY_POSITIONS positions; a small limit sends
+    # small arrays down the same path, where every length can be checked.
     import stencil.grammar.json.schema.emit.arrays as arrays
-    monkeypatch.setattr(arrays, "MAX_ARRAY_STATES", 0)
+    monkeypatch.setattr(arrays, "LONG_ARRAY_POSITIONS", 0)
     schema = {"type": "array", "minItems": lo, "prefixItems": [{"const": "p"}] * prefix,
               "items": {"type": "integer"}}
     if hi is not None:
