@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from stencil.grammar.json.schema.core.model import ANY, TRUE_SUB, ArrSpec, normalize_arr
-from stencil.grammar.json.schema.read.common import count, only_arr
+from stencil.grammar.json.schema.read.common import KEYWORD_GROUPS, count, only_arr
 
 __all__ = ["read"]
 
 _ALL = 1 << 40   # eval_upto when every item is evaluated
 #: the array keywords but minContains/maxContains (nothing without contains)
-_KEYS = frozenset(("prefixItems", "items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"))
+_KEYS = KEYWORD_GROUPS["array"] - {"minContains", "maxContains"}
 
 
 def read(ctx, loc, s):
