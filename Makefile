@@ -22,12 +22,16 @@ $(PY):
 # (llama-cpp-python would compile llama.cpp; mistral-common pins numpy); so are trl (its copies of
 # models' chat templates, trl/chat_templates/*.jinja) and llama-models (Llama 3's tokenizer.model),
 # which tests/support/tool_models.py builds random-weight tool-calling models from.
+# What the build backend needs beside pip (pyproject.toml's build-system, installed by hand: the
+# installs below use no build isolation): mypy's mypyc compiles the JSON Schema front-end.
+BUILD_TOOLS := "scikit-build-core>=0.10" "nanobind>=2.4" "mypy==2.4.1" setuptools
+
 # Editable install with the build tools in the venv: rebuilds are incremental
 # (build/ keeps the CMake tree) and always optimized (Release). The distribution is stencil-llm;
 # one installed under the old name is removed first (drop_old_name). The long steps
 # (torch, the C++ build) are not --quiet: pip says what it is downloading and building.
 install: $(PY)
-	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(PIP) install --quiet $(BUILD_TOOLS)
 	$(PIP) install --progress-bar on "torch==2.13.0"
 	$(call drop_old_name,$(PY))
 	$(PIP) install --progress-bar on --no-build-isolation -e ".[dev,hf,server]"
@@ -39,7 +43,7 @@ install: $(PY)
 # package index would be made manylinux by cibuildwheel/auditwheel. tests/python/test_wheel.py
 # builds one and installs it into a fresh venv.
 wheel: $(PY)
-	$(PIP) install --quiet "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(PIP) install --quiet $(BUILD_TOOLS)
 	rm -f dist/stencil_llm-*.whl
 	$(PIP) wheel . --no-deps --no-build-isolation -w dist/
 
@@ -105,7 +109,7 @@ INTEGRATION_TESTS := tests/python/test_integrations_vllm.py tests/python/test_in
 	tests/python/test_integrations_llama_cpp.py
 $(INT_PY):
 	$(PYTHON) -m venv $(INT_VENV)
-	$(INT_PY) -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(INT_PY) -m pip install --quiet --upgrade pip $(BUILD_TOOLS)
 	$(INT_PY) -m pip install --progress-bar on "torch==2.13.0"
 # llama.cpp is built for a portable x86-64 level (AVX2, FMA, F16C), not -march=native: a native
 # build on a CPU that reports AMX (Sapphire Rapids and later) runs AMX tile instructions, which a
@@ -179,11 +183,12 @@ ASAN_TESTS ?= tests/python/test_mask_oracle.py tests/python/test_core_robustness
 	tests/python/test_budget.py tests/python/test_budget_oracle.py tests/python/test_budget_tight_walks.py
 test-asan:
 	test -x $(ASAN_VENV)/bin/python || $(PYTHON) -m venv $(ASAN_VENV)
-	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip $(BUILD_TOOLS)
 	$(ASAN_VENV)/bin/python -m pip install --progress-bar on "torch==2.13.0"
 	$(call drop_old_name,$(ASAN_VENV)/bin/python)
 	$(ASAN_VENV)/bin/python -m pip install --progress-bar on --no-build-isolation -e ".[dev]" \
-		--config-settings=cmake.define.STENCIL_SANITIZE=ON --config-settings=build-dir=build/asan
+		--config-settings=cmake.define.STENCIL_SANITIZE=ON --config-settings=build-dir=build/asan \
+		--config-settings=cmake.define.STENCIL_MYPYC=OFF
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)

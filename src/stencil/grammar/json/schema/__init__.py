@@ -35,6 +35,10 @@ from __future__ import annotations
 import json
 
 from stencil._core import GrammarBuilder, GrammarError
+from stencil.grammar.json.schema import native
+
+native.use_sources_if_stale()   # before any compiled module is imported: all or none of them compiled
+# ruff: noqa: E402 (the imports below come after that choice)
 from stencil.grammar.json.schema.core.document import check_document, short_pointer
 from stencil.grammar.json.schema.core.model import FALSE_SUB, TRUE_SUB, Unsupported
 from stencil.grammar.json.schema.core.options import Options

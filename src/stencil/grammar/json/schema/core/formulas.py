@@ -266,7 +266,7 @@ def str_eval(f: Formula, s: str) -> bool:
     return _str_eval(f, s, not s.isascii() and _LONE_SURROGATE.search(s) is not None)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = re.compile("[" + chr(0xd800) + "-" + chr(0xdfff) + "]")   # (mypyc takes no surrogate literal)
 #: id(Or) -> (the Or, its Const texts, its other items): a union of many names is asked once per
 #: name (quadratic as a scan); the Or is held so that its id stays its own. Cleared when it holds
 #: more than _OR_ITEMS items in all (the unions of a long-running server's schemas stay bounded).

@@ -187,14 +187,18 @@ def node_words(node, limit: int):
             return frozenset([""]) if node.min == 0 else item
         if node.max is None or node.max > limit:   # (past `limit` counts, as many strings or more)
             return None
-        out, cur = set(), frozenset([""])
+        out = set()
+        cur = frozenset([""])
         for k in range(node.max + 1):
             if k >= node.min:
                 out |= cur
             if len(out) > limit:
                 return None
-            if k < node.max and (cur := _product([cur, item], limit)) is None:
-                return None
+            if k < node.max:
+                nxt = _product([cur, item], limit)
+                if nxt is None:
+                    return None
+                cur = nxt
         return frozenset(out)
     raise AssertionError(f"unexpected node {type(node).__name__}")
 

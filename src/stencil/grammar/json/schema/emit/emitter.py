@@ -34,7 +34,7 @@ from stencil.grammar.regex import build_regex
 __all__ = ["Emitter", "Scalars"]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[" + chr(0xd800) + "-" + chr(0xdfff) + "]")   # (mypyc takes no surrogate literal)
 
 
 def plain_json_text(s: str) -> str:

@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from stencil._core import ExprId
 from stencil.grammar.json.schema.core.patterns import pattern_node
@@ -136,9 +137,9 @@ class JsonStrings:
         self._texts: dict = {}
         self._chars: dict = {}
         self._not_texts: dict = {}
-        self._u00 = None
+        self._u00: Any = None
         self._digit: list = [None] * 16   # one hex digit value, either case
-        self._quote = None
+        self._quote: Any = None
 
     # -- hex digits -------------------------------------------------------------------------------
     def _hex_digit(self, lo: int, hi: int) -> ExprId:
@@ -294,7 +295,7 @@ class JsonStrings:
         if short is not None:
             alts.append(b.re_literal(short))
         if cp < 0x100:   # \u00XY from cached parts: fewer builder calls for the usual key characters
-            u00 = self._u00
+            u00: Any = self._u00
             if u00 is None:
                 u00 = self._u00 = b.re_literal("\\u00")
             alts.append(b.re_concat([u00, self._hex_digit(cp >> 4, cp >> 4), self._hex_digit(cp & 15, cp & 15)]))
@@ -361,7 +362,7 @@ class JsonStrings:
         return self.node(pattern_node(pattern, False))
 
     def quoted(self, body: int) -> ExprId:
-        q = self._quote
+        q: Any = self._quote
         if q is None:
             q = self._quote = self.b.re_literal('"')
         return self.b.re_concat([q, body, q])
