@@ -35,7 +35,7 @@ def test_deep_items_compile_and_match(compiler):
 
 @pytest.mark.parametrize("schema,needle", [
     (nest("anyOf", 10_000), "nests more than 1000 levels deep (at /anyOf/0/anyOf/0/"),
-    (nest("anyOf", 400), "nested or chained through $ref too deeply"),
+    (nest("anyOf", 499), "nested or chained through $ref too deeply"),   # (the deepest the document check lets by)
     ({"$defs": {**{f"d{i}": {"not": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(2000)}, "d2000": {}},
       "$ref": "#/$defs/d0"}, "nested or chained through $ref too deeply"),
 ])
@@ -44,6 +44,17 @@ def test_too_deep_is_a_grammar_error_naming_the_place(compiler, schema, needle):
         compiler.compile_json_schema(schema)
     assert needle in str(e.value)
     assert len(str(e.value)) < 400   # the pointer is shortened, not 20,000 levels long
+
+
+def test_schemas_read_inside_schemas_are_bounded(compiler, monkeypatch):
+    # The reader's own bound (compiled, its recursion is the C stack's, which Python's recursion
+    # limit does not watch): lowered, a nesting that compiles at the default is refused past it.
+    import stencil.grammar.json.schema.read.context as context
+    schema = nest("anyOf", 40)
+    assert accepts(compiler.compile_json_schema(schema, whitespace="compact"), "7")
+    monkeypatch.setattr(context, "MAX_READ_DEPTH", 30)
+    with pytest.raises(stencil.GrammarError, match="nested or chained through \\$ref too deeply"):
+        stencil.GrammarCompiler(compiler.tokenizer_info).compile_json_schema(schema)
 
 
 def test_too_deep_json_text_is_a_grammar_error(compiler):

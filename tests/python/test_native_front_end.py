@@ -12,9 +12,9 @@ import sys
 import textwrap
 
 import pytest
+from data_paths import JSON_SCHEMA_SUITE, MASKBENCH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEV = os.path.join(ROOT, "..", "shared", "data", "maskbench-dev")
 
 # prints whether the modules run compiled, then a grammar hash per schema (json lines on stdin)
 HASHES = textwrap.dedent("""
@@ -33,8 +33,8 @@ HASHES = textwrap.dedent("""
 
 
 def _schemas(count: int) -> list:
-    """Schemas of every kind: MaskBench's (a spread of the development set) where ../shared is
-    there, and some written here."""
+    """Schemas of every kind: MaskBench's (the repository's sample, or STENCIL_MASKBENCH's), the
+    JSON Schema Test Suite's, and some written here."""
     out = [{"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", 1, None]}},
             "required": ["a"], "additionalProperties": {"type": "string", "pattern": "^[a-f]{2,5}$"}},
            {"type": "array", "items": {"oneOf": [{"type": "string", "format": "email"}, {"type": "number"}]},
@@ -44,11 +44,14 @@ def _schemas(count: int) -> list:
            {"type": "string", "not": {"const": "a"}, "minLength": 1, "maxLength": 4},
            {"type": "object", "minProperties": 2, "propertyNames": {"pattern": "^k"}},
            {"allOf": [{"type": "integer"}, {"not": {"multipleOf": 3}}]}]
-    files = sorted(glob.glob(os.path.join(DEV, "*.json")))
+    files = sorted(glob.glob(os.path.join(MASKBENCH, "*.json")))
     for path in files[:: max(1, len(files) // count)][:count]:
         with open(path) as f:
             out.append(json.load(f)["schema"])
-    return out
+    for path in sorted(glob.glob(os.path.join(JSON_SCHEMA_SUITE, "tests", "draft2020-12", "*.json"))):
+        with open(path) as f:
+            out += [case["schema"] for case in json.load(f)]
+    return out[:count + 6]
 
 
 def _run(env_extra: dict, schemas: list, prelude: str = ""):

@@ -9,6 +9,12 @@ editable install (or with ``STENCIL_PURE_PYTHON=1``, e.g. to profile the front-e
 :func:`use_sources_if_stale` has every one of them imported from its source instead, with a warning
 for the edit (reinstalling compiles them again).
 
+Compiled, the front-end's recursion (documents nested up to ``MAX_SCHEMA_NESTING`` levels, schemas
+read inside schemas up to ``read.context.MAX_READ_DEPTH``) runs on the C stack, about 1-2 KB a
+level, which Python's recursion limit does not watch: the default 8 MB stacks of Linux threads
+hold the deepest schema the front door lets through; a thread made with a smaller
+``threading.stack_size`` (under 2 MB) should compile deep schemas with ``STENCIL_PURE_PYTHON=1``.
+
 >>> from stencil.grammar.json.schema import native
 >>> native.running_compiled() in (True, False)
 True

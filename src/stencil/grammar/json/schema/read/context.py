@@ -22,6 +22,10 @@ __all__ = ["Context"]
 
 #: known_typed inside known_typed: past this many, no answer (simplify keeps the Sub as it is)
 MAX_KNOWN_DEPTH = 8
+#: Schemas read inside schemas being read (nesting, $ref chains): past this many, RecursionError,
+#: which the front door reports as too deep. Compiled (mypyc) the reader's recursion is the C
+#: stack's, not Python's recursion limit: about 2 KB a level, so 8 MB threads never run out.
+MAX_READ_DEPTH = 1000
 
 
 class Context:
@@ -44,6 +48,7 @@ class Context:
         self.disjoint_memo: dict = {}
         self.refusals = 0                 # errors read.disjoint took as "no proof" (answers not memoized)
         self._active: set = set()
+        self._depth = 0                   # loc_typed and sub_typed calls in progress
         self._known_depth = 0             # known_typed's calls in progress
         self.alg.simplify = self.simplify
 
@@ -66,10 +71,14 @@ class Context:
             raise GrammarError(f"$ref at {loc.where()}: the schema refers to itself without an object "
                                "or array in between (infinite recursion)")
         self._active.add(key)
+        self._depth += 1
         try:
+            if self._depth > MAX_READ_DEPTH:
+                raise RecursionError("schemas nested too deeply")
             t = read_schema(self, loc, exact)
         finally:
             self._active.discard(key)
+            self._depth -= 1
         self._loc_memo[key] = t
         return t
 
@@ -78,10 +87,16 @@ class Context:
         if t is not None:
             return t
         t = ANY
-        for atom in sorted(sub, key=atom_order):
-            t = self.alg.t_and(t, self.atom_typed(atom))
-            if t is NONE:
-                break
+        self._depth += 1
+        try:
+            if self._depth > MAX_READ_DEPTH:
+                raise RecursionError("schemas nested too deeply")
+            for atom in sorted(sub, key=atom_order):
+                t = self.alg.t_and(t, self.atom_typed(atom))
+                if t is NONE:
+                    break
+        finally:
+            self._depth -= 1
         self._sub_memo[sub] = t
         return t
 
