@@ -295,7 +295,7 @@ class JsonStrings:
         if short is not None:
             alts.append(b.re_literal(short))
         if cp < 0x100:   # \u00XY from cached parts: fewer builder calls for the usual key characters
-            u00: Any = self._u00
+            u00 = self._u00
             if u00 is None:
                 u00 = self._u00 = b.re_literal("\\u00")
             alts.append(b.re_concat([u00, self._hex_digit(cp >> 4, cp >> 4), self._hex_digit(cp & 15, cp & 15)]))
@@ -362,7 +362,7 @@ class JsonStrings:
         return self.node(pattern_node(pattern, False))
 
     def quoted(self, body: int) -> ExprId:
-        q: Any = self._quote
+        q = self._quote
         if q is None:
             q = self._quote = self.b.re_literal('"')
         return self.b.re_concat([q, body, q])

@@ -71,10 +71,8 @@ class Context:
             raise GrammarError(f"$ref at {loc.where()}: the schema refers to itself without an object "
                                "or array in between (infinite recursion)")
         self._active.add(key)
-        self._depth += 1
         try:
-            if self._depth > MAX_READ_DEPTH:
-                raise RecursionError("schemas nested too deeply")
+            self._descend()
             t = read_schema(self, loc, exact)
         finally:
             self._active.discard(key)
@@ -82,15 +80,19 @@ class Context:
         self._loc_memo[key] = t
         return t
 
+    def _descend(self) -> None:
+        """One more schema read inside those being read (the caller's ``finally`` steps back)."""
+        self._depth += 1
+        if self._depth > MAX_READ_DEPTH:
+            raise RecursionError("schemas nested too deeply")
+
     def sub_typed(self, sub: frozenset) -> Typed:
         t = self._sub_memo.get(sub)
         if t is not None:
             return t
         t = ANY
-        self._depth += 1
         try:
-            if self._depth > MAX_READ_DEPTH:
-                raise RecursionError("schemas nested too deeply")
+            self._descend()
             for atom in sorted(sub, key=atom_order):
                 t = self.alg.t_and(t, self.atom_typed(atom))
                 if t is NONE:
