@@ -68,6 +68,13 @@ int Deriver::counted_empty(ExprId e, bool explore) {
       // pattern with its own count, `(\S+\s+){0,99}`; and a star is no count: a pattern's own
       // `r X*` read so makes p the length's side)
       if (form == 1 && c.min < inside_from_) continue;
+      // Where no exploration answers yet, the fewest found forward decides a count that it meets
+      // (a length beside a format: the count's minimum at most the pattern's fewest).
+      if (form == 0 && explore && !item_counts(p, c.a, false)) {
+        const uint32_t fewest = fewest_items(p, c.a, c.max);
+        if (fewest == kNoItems) return 1;
+        if (fewest != kUnknownItems && fewest >= c.min) return 0;
+      }
       ItemCounts inside;
       const ItemCounts* t = form == 0 ? item_counts(p, c.a, explore) : counts_inside_item(p, r, c.a, inside);
       if (!t && form == 1) continue;  // (the other side may be the count)
@@ -83,6 +90,63 @@ int Deriver::counted_empty(ExprId e, bool explore) {
       return -1;  // (counts past those known: some word there may still fit)
     }
   return -1;
+}
+
+uint32_t Deriver::fewest_items(ExprId p, ExprId c, uint32_t most) {
+  const uint64_t key = uint64_t(p) << 32 | c;
+  if (auto it = fewest_.find(key); it != fewest_.end()) {
+    const auto [fewest, asked] = it->second;
+    if (fewest == kUnknownItems) return fewest;
+    if (fewest != kNoItems) return fewest <= most ? fewest : kNoItems;
+    if (asked >= most) return kNoItems;  // (none within a larger `most`: none within this one)
+  }
+  if (fewest_.size() > (1u << 16)) fewest_.clear();  // a cache: bounded memory
+  // Pairs as explore_items makes them: (pattern, rest of the item begun; kEmpty between items),
+  // an edge weighing one where it begins an item. Dijkstra with weights 0 and 1: a deque, each
+  // pair's distance final when it leaves it.
+  std::vector<std::pair<ExprId, ExprId>> pairs{{p, ExprStore::kEmpty}};
+  std::vector<uint32_t> dist{0};
+  std::unordered_map<uint64_t, uint32_t> index{{uint64_t(p) << 32 | ExprStore::kEmpty, 0}};
+  std::deque<uint32_t> queue{0};
+  uint32_t answer = kNoItems;
+  while (!queue.empty()) {
+    const uint32_t v = queue.front();
+    queue.pop_front();
+    const auto [x, r] = pairs[v];
+    const uint32_t d = dist[v];
+    if (d > most) break;  // (every pair left is as far: no word within `most`)
+    if (r == ExprStore::kEmpty && store_.nullable(x)) {
+      answer = d;
+      break;
+    }
+    if (pairs.size() > kFewestPairs) {
+      answer = kUnknownItems;
+      break;
+    }
+    burn(1);
+    const uint32_t weight = r == ExprStore::kEmpty ? 1 : 0;
+    auto reach = [&](ExprId x2, ExprId r2) {
+      auto [it, fresh] = index.emplace(uint64_t(x2) << 32 | r2, static_cast<uint32_t>(pairs.size()));
+      if (fresh) {
+        pairs.emplace_back(x2, r2);
+        dist.push_back(kNoItems);
+      }
+      const uint32_t u = it->second;
+      if (d + weight >= dist[u]) return;
+      dist[u] = d + weight;
+      weight ? queue.push_back(u) : queue.push_front(u);
+    };
+    for (uint8_t b : reps_) {
+      const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
+      if (r2 == ExprStore::kNothing) continue;
+      const ExprId x2 = derive(x, b);
+      if (x2 == ExprStore::kNothing) continue;
+      if (store_.nullable(r2)) reach(x2, ExprStore::kEmpty);
+      if (r2 != ExprStore::kEmpty) reach(x2, r2);
+    }
+  }
+  fewest_[key] = {answer, most};
+  return answer;
 }
 
 // Inside an item: the patterns at the item's end, reached by r's few strings (by byte class),

@@ -82,6 +82,13 @@ class Deriver {
     uint64_t below[kCountedItems / 64] = {};  // exactly which counts under kCountedItems occur
     bool has(uint32_t k) const { return k < kCountedItems && (below[k / 64] >> (k % 64) & 1); }
   };
+  // The fewest items of c in a word of p, found forward (a 0-1 breadth-first search over the
+  // pairs of explore_items that stops at the first word's end): it reads only the pairs nearer
+  // than the answer, where item_counts reads every pair p reaches, once (an e-mail's: 350 pairs
+  // of its IPv6 literal, 6 ms, for an answer of three characters). kNoItems where no word has at
+  // most `most` items, kUnknownItems where it would read more than kFewestPairs.
+  static constexpr size_t kFewestPairs = 64;
+  uint32_t fewest_items(ExprId p, ExprId c, uint32_t most);
   // (at most max_pairs pairs; for_slack: none where some string of c's kills p, and nothing
   // kept of an exploration cut short)
   static constexpr size_t kMaxItemPairs = 20000;
@@ -117,6 +124,9 @@ class Deriver {
   static constexpr uint32_t kUnknownItems = 0xFFFFFFFEu;  // an ItemCounts' fewest: gave up
   std::unordered_map<uint64_t, ItemCounts> item_counts_;   // (p << 32 | c) -> item_counts
   std::unordered_map<uint64_t, std::vector<ExprId>> item_ends_;  // (p << 32 | r) -> item_ends
+  // (p << 32 | c) -> fewest_items' answer and the `most` it was asked under (kNoItems: none
+  // within it; kUnknownItems: gave up, not tried again)
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> fewest_;
   uint32_t inside_from_ = 8;  // set_inside_from
   std::unordered_set<ExprId> explored_items_;  // the items c of an item_counts explored
   std::unordered_set<uint64_t> no_slack_;  // (p << 32 | c): item_slack's light exploration said none
