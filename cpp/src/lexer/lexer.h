@@ -170,6 +170,8 @@ class Lexer {
   // without them (a class, `[^<>]*` or `[A-Za-z0-9_]*`: Lexer::plain_filter): a plain token with
   // one of them dies, the others count as above.
   static constexpr uint32_t kSlackFrom = 16;
+  // The pairs a slack's exploration may read beside a minimum that binds nothing (head_conjuncts)
+  static constexpr size_t kIdleMinPairs = 32;
   // *alive: where the conjunct with the slack is one that some plain text kills (an anchored
   // count of words: Deriver::alive_slack), the state with the count lifted and every conjunct
   // kept, whose inner plain tokens are those that leave it alive (kDead otherwise).

@@ -366,17 +366,14 @@ uint32_t Deriver::item_slack(ExprId p, ExprId c) {
   return kNoSlack;
 }
 
-uint32_t Deriver::alive_slack(ExprId p, ExprId c) {
-  // (a count of 50 words explores about 1,400 pairs, once: its result is kept for each pair at an
-  // item's end, the states its later words reach, whose own slack is at most it)
-  constexpr size_t kSlackPairs = 4096;
+uint32_t Deriver::alive_slack(ExprId p, ExprId c, size_t max_pairs) {
   const uint64_t key = uint64_t(p) << 32 | c;
   if (auto it = alive_slack_.find(key); it != alive_slack_.end()) return it->second;
   if (alive_slack_.size() > (1u << 16)) alive_slack_.clear();  // a cache: bounded memory
   // (the exploration goes on past strings p refuses, and their deaths do not count: slack_of
   // still needs every pair explored, each alive, to take every count from its fewest up)
   ItemGraph g;
-  if (!explore_items(p, c, kSlackPairs, false, g)) return alive_slack_[key] = kNoSlack;
+  if (!explore_items(p, c, max_pairs, false, g)) return alive_slack_[key] = kNoSlack;
   const uint32_t slack = slack_of(count_items(g), false);
   for (const auto& [x, r] : g.pairs)
     if (r == ExprStore::kEmpty) alive_slack_.emplace(uint64_t(x) << 32 | c, slack);

@@ -51,7 +51,20 @@ class Deriver {
   // a string of c's that leaves it alive, still needs to end a word, each taking every count from
   // its fewest up to kCountedItems (`(\S+\s+){0,9}\S+`, which too many words or a leading space
   // kill: 1). A string of at most k - slack items that leaves p alive then fits in k.
-  uint32_t alive_slack(ExprId p, ExprId c);
+  // (a count of 50 words explores about 1,400 pairs, once: its result is kept for each pair at an
+  // item's end, the states its later words reach, whose own slack is at most it; kNoSlack past
+  // max_pairs, kept too)
+  static constexpr size_t kSlackPairs = 4096;
+  uint32_t alive_slack(ExprId p, ExprId c, size_t max_pairs = kSlackPairs);
+  // The fewest items of c in a word of p, found forward (a 0-1 breadth-first search over the
+  // pairs of explore_items that stops at the first word's end): it reads only the pairs nearer
+  // than the answer, where item_counts reads every pair p reaches, once (an e-mail's: 350 pairs
+  // of its IPv6 literal, 6 ms, for an answer of three characters). kNoItems where no word has at
+  // most `most` items, kUnknownItems where it would read more than kFewestPairs.
+  static constexpr size_t kFewestPairs = 64;
+  uint32_t fewest_items(ExprId p, ExprId c, uint32_t most);
+  static constexpr uint32_t kNoItems = 0xFFFFFFFFu;
+  static constexpr uint32_t kUnknownItems = 0xFFFFFFFEu;  // (an ItemCounts' fewest too: gave up)
   // False when e starts with a byte set (literal text does) that lacks b: its derivative is empty.
   bool may_start(ExprId e, uint8_t b) const {
     const ExprNode& n = store_.node(e);
@@ -75,20 +88,12 @@ class Deriver {
   // (`explore`: P's pairs explored where not yet; else only what earlier explorations left)
   int counted_empty(ExprId e, bool explore);
   int quick_empty(ExprId e);
-  static constexpr uint32_t kNoItems = 0xFFFFFFFFu;
   struct ItemCounts {
     uint32_t fewest = kNoItems;  // the fewest (any size; kNoItems: no word)
     uint32_t slack = kNoSlack;   // at most item_slack's (that of the exploration that found it)
     uint64_t below[kCountedItems / 64] = {};  // exactly which counts under kCountedItems occur
     bool has(uint32_t k) const { return k < kCountedItems && (below[k / 64] >> (k % 64) & 1); }
   };
-  // The fewest items of c in a word of p, found forward (a 0-1 breadth-first search over the
-  // pairs of explore_items that stops at the first word's end): it reads only the pairs nearer
-  // than the answer, where item_counts reads every pair p reaches, once (an e-mail's: 350 pairs
-  // of its IPv6 literal, 6 ms, for an answer of three characters). kNoItems where no word has at
-  // most `most` items, kUnknownItems where it would read more than kFewestPairs.
-  static constexpr size_t kFewestPairs = 64;
-  uint32_t fewest_items(ExprId p, ExprId c, uint32_t most);
   // (at most max_pairs pairs; for_slack: none where some string of c's kills p, and nothing
   // kept of an exploration cut short)
   static constexpr size_t kMaxItemPairs = 20000;
@@ -121,7 +126,6 @@ class Deriver {
   std::deque<std::vector<ExprId>> scratch_;  // per recursion depth: Or/And children, reused
   std::unordered_map<ExprId, bool> empty_cache_;
   std::unordered_map<ExprId, std::pair<bool, std::string>> witness_cache_;
-  static constexpr uint32_t kUnknownItems = 0xFFFFFFFEu;  // an ItemCounts' fewest: gave up
   std::unordered_map<uint64_t, ItemCounts> item_counts_;   // (p << 32 | c) -> item_counts
   std::unordered_map<uint64_t, std::vector<ExprId>> item_ends_;  // (p << 32 | r) -> item_ends
   // (p << 32 | c) -> fewest_items' answer and the `most` it was asked under (kNoItems: none
