@@ -92,6 +92,22 @@ int Deriver::counted_empty(ExprId e, bool explore) {
   return -1;
 }
 
+template <class Reach, class Dies>
+bool Deriver::item_steps(ExprId x, ExprId r, ExprId c, Reach&& reach, Dies&& dies) {
+  for (uint8_t b : reps_) {
+    const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
+    if (r2 == ExprStore::kNothing) continue;
+    const ExprId x2 = derive(x, b);
+    if (x2 == ExprStore::kNothing) {
+      if (!dies()) return false;
+      continue;
+    }
+    if (store_.nullable(r2)) reach(x2, ExprStore::kEmpty);
+    if (r2 != ExprStore::kEmpty) reach(x2, r2);
+  }
+  return true;
+}
+
 uint32_t Deriver::fewest_items(ExprId p, ExprId c, uint32_t most) {
   const uint64_t key = uint64_t(p) << 32 | c;
   if (auto it = fewest_.find(key); it != fewest_.end()) {
@@ -136,14 +152,7 @@ uint32_t Deriver::fewest_items(ExprId p, ExprId c, uint32_t most) {
       dist[u] = d + weight;
       weight ? queue.push_back(u) : queue.push_front(u);
     };
-    for (uint8_t b : reps_) {
-      const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
-      if (r2 == ExprStore::kNothing) continue;
-      const ExprId x2 = derive(x, b);
-      if (x2 == ExprStore::kNothing) continue;
-      if (store_.nullable(r2)) reach(x2, ExprStore::kEmpty);
-      if (r2 != ExprStore::kEmpty) reach(x2, r2);
-    }
+    item_steps(x, r, c, reach, [] { return true; });
   }
   fewest_[key] = {answer, most};
   return answer;
@@ -275,19 +284,14 @@ bool Deriver::explore_items(ExprId p, ExprId c, size_t max_pairs, bool for_slack
     // (a unit per pair: the derivatives it looks up are mostly known, and those made are charged
     // as they are; a unit per byte charged a search's whole work to one exploration)
     burn(1);
-    for (uint8_t b : reps_) {
-      const ExprId x2 = derive(x, b);
-      const ExprId r2 = derive(r == ExprStore::kEmpty ? c : r, b);
-      if (r2 == ExprStore::kNothing) continue;
-      if (x2 == ExprStore::kNothing) {
-        g.dies = true;  // (a string of c's that p refuses: no slack)
-        if (for_slack) return false;
-        continue;
-      }
-      const uint8_t weight = r == ExprStore::kEmpty ? 1 : 0;
-      if (store_.nullable(r2)) reach(x2, ExprStore::kEmpty, static_cast<uint32_t>(h), weight);
-      if (r2 != ExprStore::kEmpty) reach(x2, r2, static_cast<uint32_t>(h), weight);
-    }
+    const uint8_t weight = r == ExprStore::kEmpty ? 1 : 0;
+    const bool whole = item_steps(
+        x, r, c, [&](ExprId x2, ExprId r2) { reach(x2, r2, static_cast<uint32_t>(h), weight); },
+        [&] {
+          g.dies = true;  // (a string of c's that p refuses: no slack)
+          return !for_slack;
+        });
+    if (!whole) return false;
   }
   return true;
 }

@@ -112,6 +112,12 @@ class Deriver {
     bool dies = false;
   };
   bool explore_items(ExprId p, ExprId c, size_t max_pairs, bool for_slack, ItemGraph& g);
+  // The steps of both explorations (fewest_items' and explore_items'): from the pair (x, r) by
+  // each byte class, reach(x', kEmpty) where the item may end there and reach(x', r') where it
+  // goes on (an item of c begun where r is kEmpty); dies() where the item takes the byte and x
+  // refuses it, false from it stops them (then so does item_steps).
+  template <class Reach, class Dies>
+  bool item_steps(ExprId x, ExprId r, ExprId c, Reach&& reach, Dies&& dies);
   // Then over the edges reversed: the fewest items to a word's end and the counts that occur.
   std::vector<ItemCounts> count_items(const ItemGraph& g) const;
   static uint32_t slack_of(const std::vector<ItemCounts>& counts, bool dies);
