@@ -19,7 +19,8 @@ bytes and says yes when all of these hold:
 - beside ``multipleOf`` a non-zero number is written without exponent (stencil's documented subset);
 - ``jsonschema`` Draft 2020-12 finds the value valid, numbers compared exactly, ``pattern`` with
   ECMA-262's ``$`` and ASCII ``\\d``, and ``format: date`` asserted as RFC 3339's full-date (own
-  check below: Python's ``datetime`` refuses the year 0, which RFC 3339 allows).
+  check below: Python's ``datetime`` refuses the year 0, which RFC 3339 allows), ``format:
+  hostname`` as RFC 1123's host names (own check below).
 """
 from __future__ import annotations
 
@@ -68,8 +69,18 @@ def rfc3339_full_date(s: str) -> bool:
     return 1 <= month <= 12 and 1 <= day <= days[month - 1]
 
 
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+
+def rfc1123_hostname(s: str) -> bool:
+    """RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens, each of at
+    most 63 characters, at most 253 in all."""
+    return len(s) <= 253 and re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*", s) is not None
+
+
 FORMATS = jsonschema.FormatChecker(formats=())
 FORMATS.checks("date")(lambda s: not isinstance(s, str) or rfc3339_full_date(s))
+FORMATS.checks("hostname")(lambda s: not isinstance(s, str) or rfc1123_hostname(s))
 
 # Draft 2020-12 with numbers read exactly (1.0 is an integer, 0.1 is 1/10) and ECMA-262 patterns.
 Validator = validators.extend(

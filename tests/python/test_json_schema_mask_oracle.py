@@ -260,6 +260,10 @@ CASES = {
     "ref_lists": ({"$defs": {"l": {"type": "array", "items": {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/l"}]},
                                    "maxItems": 2}}, "$ref": "#/$defs/l"}, {}, b"[],truefals", True),
     "date": ({"type": "string", "format": "date"}, {"string_spelling": "plain"}, b'"0123456789-', False),
+    # a length beside a format's own (a host name's 253 characters): the tighter count heads the
+    # text, the looser one is implied
+    "hostname_max_length": ({"type": "string", "format": "hostname", "maxLength": 4}, {"string_spelling": "plain"},
+                            b'"a1.-', False),
     # a key matching both patterns ("ab") needs an integer that is a string: no such member
     "pattern_properties": ({"type": "object", "patternProperties": {"^a": {"type": "integer"},
                                                                     "b$": {"type": "string", "maxLength": 1}},
