@@ -62,7 +62,7 @@ ExprId word(GrammarBuilder& b, Rng& r) {
 
 // Case's `escapes`: P & C{0,k}, with C a letter or `\\` and a letter and P one flat concatenation
 // whose escapes are cut in two.
-ExprId escaped_pattern(GrammarBuilder& b, Rng& r) {
+ExprId escaped_pattern(GrammarBuilder& b, Rng& r, bool two_lengths) {
   const ExprId letter = b.re_byte_ranges({{'a', 'b'}}), slash = b.re_literal("\\");
   const ExprId ch = b.re_or({letter, b.re_concat({slash, letter})});
   // (one flat concatenation: an escape's `\` and its letter are parts of their own, as a
@@ -79,7 +79,10 @@ ExprId escaped_pattern(GrammarBuilder& b, Rng& r) {
     parts.push_back(next == 0 ? letter : next == 1 ? random_expr(b, r, 0) : b.re_or({letter, slash}));
   }
   const int64_t k = 2 + r.below(20);
-  return b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
+  if (!two_lengths) return b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k)});
+  // (a second length, as a format's own beside a maxLength: tighter or looser, a minimum or none)
+  const int64_t lo = r.below(2) ? 0 : 2 + r.below(6), hi = std::max<int64_t>(lo + 1, k - 10 + r.below(21));
+  return b.re_and({b.re_concat(parts), b.re_repeat(ch, 0, k), b.re_repeat(ch, lo, hi)});
 }
 
 // Case's `unanchored`: `C* P C*`, with C a letter or `\\` and a letter, P a run of a letter (short,
@@ -176,7 +179,8 @@ struct Case {
   // `long_bounds`: x followed by a count of a random part, 16 to 40 more than its minimum (none, 1
   // to 4, or 16 to 23) or exactly 16 to 23, as a long maxLength or a pattern's count: searched
   // from its states with the count lifted (LexemeSearch::relaxed_to_end), whose path must fit it.
-  // `escapes`: x is a pattern P beside a length, `P & C{0,k}`, where a character C is a letter
+  // `escapes` (1, or 2 with a second length beside: `P & C{0,k} & C{lo,h}`): x is a pattern P
+  // beside a length, `P & C{0,k}`, where a character C is a letter
   // or `\` and a letter (an escape, as in a JSON string body) and P's parts cut escapes in two
   // (`a`, `\`, `b`...): the pair ceiling then reads P's words as strings of C across its parts
   // (Lexer::words_of), and must hold on the states `\` leads to.
@@ -193,7 +197,7 @@ struct Case {
   // `complements`: x is an intersection with complements (complement_pattern), over an alphabet
   // with `c`, which the states checked are reached by too.
   explicit Case(uint64_t seed_, bool long_bounds = false, bool marker = false, uint32_t token_limit = 0,
-                bool escapes = false, bool unanchored = false, bool free_key = false, bool complements = false)
+                int escapes = 0, bool unanchored = false, bool free_key = false, bool complements = false)
       : seed(seed_) {
     Rng r{seed * 0x9E3779B97F4A7C15ull + 1};
     GrammarBuilder b;
@@ -228,7 +232,7 @@ struct Case {
       alphabet = "ab<\n,. ";
     }
     if (escapes) {
-      xe = escaped_pattern(b, r);
+      xe = escaped_pattern(b, r, escapes == 2);
       alphabet = "ab\\,. ";
       walk_bytes = "ab\\";
     }
@@ -451,7 +455,7 @@ namespace {
 // state checked. A case whose x is gone (a length that leaves no word of it) counts in *empty.
 template <class Each>
 Counts check_x_states(bool long_bounds, bool marker, int depth, const std::string& bytes, size_t* empty, Each each,
-                      bool escapes = false, bool complements = false) {
+                      int escapes = 0, bool complements = false) {
   Counts n;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Case c(seed, long_bounds, marker, 0, escapes, false, false, complements);
@@ -506,6 +510,20 @@ TEST_CASE(costs_ceilings_hold_where_an_escape_is_cut_across_parts) {
   // (P's words read across the cut escapes, the ceilings are P's, not the length's: 18,825 bytes
   // in all, 20,533 where Lexer::words_of does not read across them)
   CHECK_MSG(n.ceiling_bytes < 19700, std::to_string(n.ceiling_bytes) + " bytes of pair ceilings");
+  CHECK(empty < 100);
+}
+
+// Beside two lengths (a maxLength beside a format's own), each count is read against the
+// intersection of the others (Lexer::counted_ceiling): the ceilings hold over every state they
+// bound (P's own alone, blind to the other count's minimum, fails them), and are P's where a count
+// leaves room: 16,053 bytes of them in all, 18,804 where three operands had no counted ceiling
+// (only the least longest of the operands).
+TEST_CASE(costs_ceilings_hold_beside_two_lengths) {
+  size_t empty = 0;
+  const Counts n = check_x_states(false, false, 5, "ab\\", &empty, [](const Lexer&, uint32_t) {}, 2);
+  CHECK_MSG(n.states > 1000, std::to_string(n.states) + " states");
+  CHECK_MSG(n.pair_ceilings > 1000, std::to_string(n.pair_ceilings) + " pair ceilings");
+  CHECK_MSG(n.ceiling_bytes < 17000, std::to_string(n.ceiling_bytes) + " bytes of pair ceilings");
   CHECK(empty < 100);
 }
 

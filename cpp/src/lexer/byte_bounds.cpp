@@ -30,6 +30,8 @@
 //                 the word of a after u p with the fewest characters fits (it has no more than
 //                 w's rest, nor than s), in at most K bytes each. (With lo > 0, s lies past the
 //                 reach: a must hold no intersection, whose ceiling would hold within it only.)
+//                 Of more operands (a maxLength beside a format's own length), a is the others'
+//                 intersection, each count in turn, the least bound kept.
 //   P & ~f1 & ... & ~fk (a free key beside pattern keys, a pattern beside an enum's values):
 //                 first, an operand C* beside another whose words are strings of C goes (it
 //                 removes nothing), and so does a complement ~f where no byte starts both a word
@@ -183,22 +185,29 @@ Lexer::ExprBytes Lexer::expr_bytes(ExprId e, int depth) const {
 
 uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
   const ExprNode n = store_.node(e);
-  if (n.args_len != 2) return kNone;
-  const ExprId ops[2] = {store_.args(n)[0], store_.args(n)[1]};
-  for (int i = 0; i < 2; ++i) {
+  // Each count against the intersection of the other operands, `a`: of one, or of a few (a
+  // maxLength beside a format's own length, `P & C{0,253} & C{0,128}`; each subset of them an
+  // expression of its own, so only a few).
+  constexpr uint32_t kMostOperands = 4;
+  if (n.args_len > kMostOperands) return kNone;
+  const std::vector<ExprId> ops(store_.args(n), store_.args(n) + n.args_len);
+  uint64_t best = kNone;
+  for (size_t i = 0; i < ops.size(); ++i) {
     const ExprNode r = store_.node(ops[i]);
+    if (r.kind != ExprKind::Repeat) continue;
+    std::vector<ExprId> rest(ops);
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+    const ExprId a = rest.size() == 1 ? rest[0] : store_.conj(rest);
     // (with characters still required, the word s comes after them, past the reach: a's
     // ceiling must hold for every derivative, as it does without an intersection inside)
-    if (r.kind != ExprKind::Repeat || (r.min != 0 && store_.node(ops[1 - i]).boolean) || !char_set(r.a, depth + 1) ||
-        !words_of(ops[1 - i], r.a, depth + 1))
-      continue;
-    const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(ops[1 - i], depth + 1).ceiling;
-    if (k >= kNone || c >= kNone) return kNone;
+    if ((r.min != 0 && store_.node(a).boolean) || !char_set(r.a, depth + 1) || !words_of(a, r.a, depth + 1)) continue;
+    const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(a, depth + 1).ceiling;
+    if (k >= kNone || c >= kNone) continue;
     const uint64_t head = r.min == 0 ? 0 : sum(times(k, r.min), k - 1);
     const bool room = r.max == kUnbounded || uint64_t{r.max} >= uint64_t{r.min} + reach_ + 1 + c;
-    return sum(head, room ? c : times(k, c));
+    best = std::min(best, sum(head, room ? c : times(k, c)));
   }
-  return kNone;
+  return best;
 }
 
 uint64_t Lexer::complement_ceiling(ExprId e, int depth) const {
