@@ -194,13 +194,13 @@ uint64_t Lexer::counted_ceiling(ExprId e, int depth) const {
   uint64_t best = kNone;
   for (size_t i = 0; i < ops.size(); ++i) {
     const ExprNode r = store_.node(ops[i]);
-    if (r.kind != ExprKind::Repeat) continue;
+    if (r.kind != ExprKind::Repeat || !char_set(r.a, depth + 1)) continue;  // (before the others' conj is made)
     std::vector<ExprId> rest(ops);
     rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
     const ExprId a = rest.size() == 1 ? rest[0] : store_.conj(rest);
     // (with characters still required, the word s comes after them, past the reach: a's
     // ceiling must hold for every derivative, as it does without an intersection inside)
-    if ((r.min != 0 && store_.node(a).boolean) || !char_set(r.a, depth + 1) || !words_of(a, r.a, depth + 1)) continue;
+    if ((r.min != 0 && store_.node(a).boolean) || !words_of(a, r.a, depth + 1)) continue;
     const uint64_t k = expr_bytes(r.a, depth + 1).longest, c = expr_bytes(a, depth + 1).ceiling;
     if (k >= kNone || c >= kNone) continue;
     const uint64_t head = r.min == 0 ? 0 : sum(times(k, r.min), k - 1);

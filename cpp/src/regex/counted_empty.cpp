@@ -70,13 +70,16 @@ int Deriver::counted_empty(ExprId e, bool explore) {
       if (form == 1 && c.min < inside_from_) continue;
       // Where no exploration answers yet, the fewest found forward decides a count that it meets
       // (a length beside a format: the count's minimum at most the pattern's fewest).
-      if (form == 0 && explore && !item_counts(p, c.a, false)) {
+      const ItemCounts* known = form == 0 ? item_counts(p, c.a, false) : nullptr;
+      if (form == 0 && explore && !known) {
         const uint32_t fewest = fewest_items(p, c.a, c.max);
         if (fewest == kNoItems) return 1;
         if (fewest != kUnknownItems && fewest >= c.min) return 0;
       }
       ItemCounts inside;
-      const ItemCounts* t = form == 0 ? item_counts(p, c.a, explore) : counts_inside_item(p, r, c.a, inside);
+      const ItemCounts* t = form == 1 ? counts_inside_item(p, r, c.a, inside)
+                            : known   ? known
+                                      : item_counts(p, c.a, explore);
       if (!t && form == 1) continue;  // (the other side may be the count)
       if (!t) return -1;
       if (t->fewest == kNoItems || (c.max != kUnbounded && t->fewest > c.max)) return 1;
