@@ -30,6 +30,16 @@ bool ItemGuard::needed(const Grammar& g) {
                      [](const CompletionCheck& c) { return c.kind == CheckKind::UniqueItem; });
 }
 
+void ItemGuard::ListMemo::reset() {
+  row_serial = 0;
+  done_end = 0;
+  version = 0;
+  earlier = std::make_shared<std::deque<JsonTree>>();
+  has_danger = false;
+  danger_tail.clear();
+  danger.clear();
+}
+
 bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
   const EarleyRow& r = ps.parser().row(row);
   const uint32_t end = ps.bytes_consumed();
@@ -38,7 +48,7 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
     if (x.row_serial == r.serial) m = &x;
   if (!m || m->version == 0 || m->done_end > end || ps.version_at(m->done_end) != m->version) {
     if (!m) m = &memos_[next_memo_++ % kMemos];
-    *m = ListMemo{};
+    m->reset();
     m->row_serial = r.serial;
     m->done_end = r.offset;
   }
@@ -49,7 +59,7 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
   const bool keep = item_at <= stable_end_;  // the bytes before the item are no token being tried
   out.own.clear();
   for (const std::string& canon : p.done) {
-    JsonTree& t = keep ? m->earlier.emplace_back() : out.own.emplace_back();
+    JsonTree& t = keep ? m->earlier->emplace_back() : out.own.emplace_back();
     if (!tree_of_canonical(canon, t)) return false;
     t.canon = canon;
     t.id = std::hash<std::string>{}(canon);
@@ -60,8 +70,9 @@ bool ItemGuard::read_list_at(ParseState& ps, uint32_t row, List& out) {
     m->has_danger = false;
   }
   out.memo = m;
+  out.kept = m->earlier;
   out.earlier.clear();
-  for (const JsonTree& t : m->earlier) out.earlier.push_back(&t);
+  for (const JsonTree& t : *m->earlier) out.earlier.push_back(&t);
   for (const JsonTree& t : out.own) out.earlier.push_back(&t);
   out.tail = text.substr(p.last_from);
   out.item_at = item_at;
@@ -342,7 +353,7 @@ bool ItemGuard::others_dead(ParseState& ps) {
 }
 
 void ItemGuard::forget() {
-  for (ListMemo& m : memos_) m = ListMemo{};
+  for (ListMemo& m : memos_) m.reset();
   verdicts_.clear();
 }
 

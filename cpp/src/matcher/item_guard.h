@@ -47,6 +47,10 @@ class ItemGuard {
   struct ListMemo;
   struct List {
     std::vector<const JsonTree*> earlier;
+    // The memo's items `earlier` points into, held: a search nested inside this list's (another
+    // list's item judged at a byte it tries) may take the memo's slot over, and this list's
+    // dangers still read them.
+    std::shared_ptr<const std::deque<JsonTree>> kept;
     std::deque<JsonTree> own;  // earlier items past the memo (a token being tried wrote them)
     std::string tail;
     uint32_t item_at = 0;  // byte offset of the item being written
@@ -60,10 +64,16 @@ class ItemGuard {
   // With the earlier items the item being written may still spell, for a stable text of it: the
   // tokens tried after it only narrow them.
   struct ListMemo {
+    ListMemo() = default;
+    // A copy (a copied matcher's guard) starts empty: a memo's dangers point into its own items.
+    ListMemo(const ListMemo&) {}
+    ListMemo& operator=(const ListMemo&) = delete;
+    void reset();
     uint64_t row_serial = 0;  // 0: empty
     uint32_t done_end = 0;    // byte offset of the item after the parsed ones
     uint64_t version = 0;
-    std::deque<JsonTree> earlier;
+    // (made afresh when the memo starts again: lists read before still hold the old items)
+    std::shared_ptr<std::deque<JsonTree>> earlier = std::make_shared<std::deque<JsonTree>>();
     bool has_danger = false;
     std::string danger_tail;
     std::vector<Speller> danger;
