@@ -590,3 +590,42 @@ def test_a_counted_string_may_close_with_its_last_characters():
     bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
     assert m.accept_token(1) and m.min_completion_tokens() == 1
     assert allowed(m, bm, 1) == [10]  # only the token that closes it at once fits one token
+
+
+def test_budget_masks_keep_a_valid_instance_where_the_searches_run_out():
+    """A uri of at least 63 characters beside a date list and a host name (an unseen schema of
+    `benchmarks.format_strings`): inside the uri every token leads to a lexer state of its own, and
+    the exact cost searches of one mask run out of work. The coarse pass then bounded each inner
+    token by its distance in single bytes (63 and more), over the tokens the instance had left
+    (+ 32): the mask refused `https` at the uri's start, where 14 tokens finish the output. It now
+    bounds them by the single bytes' path cut into tokens first (a real path, memoized as a
+    search's is), so each token of the instance is kept at every step, and every token it keeps
+    leaves a completion within the tokens left. A fresh copy of the vocabulary: what other tests'
+    grammars left in its shared caches would decide how far the searches go."""
+    import tokenizers_zoo
+    zoo = tokenizers_zoo.get("deepseek")
+    tok = stencil.TokenizerInfo([zoo.info.token_bytes(i) for i in range(zoo.info.vocab_size)],
+                                special_token_ids=zoo.info.special_token_names, eos_token_ids=zoo.info.eos_token_ids)
+    schema = {"type": "object", "properties": {
+        "date_0": {"type": "array", "items": {"type": "string", "format": "date", "maxLength": 128, "minLength": 10},
+                   "maxItems": 5},
+        "uri_1": {"type": "string", "format": "uri", "maxLength": 2048, "minLength": 63},
+        "hostname_2": {"type": "string", "format": "hostname", "maxLength": 100, "minLength": 12}},
+        "required": ["date_0", "hostname_2", "uri_1"], "additionalProperties": False}
+    text = json.dumps({"date_0": ["1976-11-07", "1989-12-13"],
+                       "uri_1": "https://fast.shipment.support.net/renewal/storage?onboarding=42",
+                       "hostname_2": "weekly.co.uk"})
+    ids = zoo.encode_batch([text])[0]
+    m = stencil.Matcher(stencil.GrammarCompiler(tok).compile_json_schema(schema, string_spelling="plain"))
+    bm = stencil.allocate_token_bitmask(1, tok.vocab_size)
+    eos = set(tok.eos_token_ids)
+    for k, t in enumerate(ids):
+        left = len(ids) - k + 32
+        kept = allowed(m, bm, left)
+        assert t in kept, (k, tok.token_bytes(t))
+        for u in kept[:: max(1, len(kept) // 40)]:   # (a sample: each fork's bound is a search)
+            if u not in eos:
+                f = m.fork()
+                assert f.accept_token(u) and 0 <= f.min_completion_tokens() <= left - 1, (k, tok.token_bytes(u))
+        assert m.accept_token(t)
+    assert m.is_accepting()

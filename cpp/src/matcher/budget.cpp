@@ -174,16 +174,22 @@ void TokenBudget::restrict(ParseState& ps, const LexerEpoch& epoch, uint32_t* wo
   if (within_work(&ps, [&] { restrict_searched(ps, epoch, words, need, remaining, left); })) return;
   // The work ran out. Letting every token through would let the output run past its budget, so
   // the costs are bounded coarsely instead, with a work allowance of their own: inside a lexeme
-  // by its distance in single bytes (an upper bound on the tokens it needs), at a lexeme's start
-  // exactly; the tokens over the budget go, and where none is left the cheapest stay (as
-  // TrieCosts::restrict does). Sound but coarser: a token that only a longer search would prove
-  // cheap enough may go.
-  allow_work(kCoarseWork);
+  // by the path in single bytes cut into tokens (a real path, memoized along its states as a
+  // search's is), or where even that runs out, by the distance in single bytes (an upper bound
+  // on the tokens it needs); at a lexeme's start exactly. The tokens over the budget go, and
+  // where none is left the cheapest stay (as TrieCosts::restrict does). Sound but coarser: a
+  // token that only a longer search would prove cheap enough may go (in single bytes, a uri of
+  // at least 63 characters refused its valid instance's tokens: 63 bytes against 14 tokens).
   inner_.reset();
-  const bool bounded = within_work(&ps, [&] {
-    cost_specials(ps);  // (the work may have run out before they were known)
-    walk_costs(ps, epoch, RowCosts::Search::kBytes);
-  });
+  bool bounded = false;
+  for (RowCosts::Search search : {RowCosts::Search::kPaths, RowCosts::Search::kBytes}) {
+    allow_work(kCoarseWork);
+    bounded = within_work(&ps, [&] {
+      cost_specials(ps);  // (the work may have run out before they were known)
+      walk_costs(ps, epoch, search);
+    });
+    if (bounded) break;
+  }
   key_ = key_of(ps);
   consumed_ = consumed(ps);
   if (bounded) {
