@@ -552,3 +552,39 @@ TEST_CASE(within_proofs_hold_on_every_string) {
   CHECK(refused > 80);
   CHECK(proved_related * 10 > related * 6);
 }
+
+// ExprStore::shortest_candidate (LexemeSearch::candidate_to_end's word): no word of e is shorter
+// than the candidate (each intersection is read as one of its operands, a language that holds
+// its), so where e holds the candidate it is a shortest word; without intersections and
+// complements e always holds it. On random expressions with intersections, complements and counts,
+// against every string up to 8 bytes.
+TEST_CASE(shortest_candidate_is_no_longer_than_any_word_and_shortest_where_it_is_one) {
+  stencil_test::Rng r{0x5A0F7E57ull};
+  const std::vector<std::string> strings = strings_up_to(8);
+  size_t exact = 0, boolean_hits = 0, boolean_asked = 0;
+  for (int round = 0; round < 600; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    const ExprId e = r.below(2) ? random_expr(st, r, 1 + static_cast<int>(r.below(3)))
+                                : random_with_complements(st, r, 1 + static_cast<int>(r.below(2)));
+    if (e == ExprStore::kNothing) continue;
+    std::string w;
+    if (!st.shortest_candidate(e, &w, 64)) continue;
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e) + " candidate '" + w + "'";
+    for (const std::string& s : strings) {
+      if (s.size() >= w.size()) break;  // (shortest first)
+      CHECK_MSG(!matches(st, d, e, s), at + " holds the shorter '" + s + "'");
+    }
+    const bool holds = matches(st, d, e, w);
+    if (!st.node(e).boolean) {
+      CHECK_MSG(holds, at + " lacks its candidate");
+      exact += holds;
+    } else {
+      boolean_asked += 1;
+      boolean_hits += holds;
+    }
+  }
+  CHECK(exact > 150);
+  CHECK(boolean_asked > 100);
+  CHECK(boolean_hits > 30);  // intersections often end by their most demanding operand's word
+}

@@ -131,6 +131,7 @@ class LexemeSearch {
   static constexpr uint32_t kNotShortest = 1u << 31;  // (above kInf)
   uint32_t byte_search(uint32_t start, uint32_t l, std::vector<uint8_t>* path, bool* shortest) const;
   uint32_t byte_dive(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
+  uint32_t candidate_to_end(uint32_t start, uint32_t l, std::vector<uint8_t>* path) const;
   const std::vector<uint32_t>& token_successors(uint32_t state, size_t* work = nullptr);
   // (`walked`: counts the trie nodes its walk visits)
   bool ends_in_one_token(uint32_t state, uint32_t lexeme, deadline::Ticker& ticker, size_t* walked);

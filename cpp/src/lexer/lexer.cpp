@@ -459,17 +459,29 @@ bool Lexer::has_lazy(uint32_t s) const {
   return false;
 }
 
-bool Lexer::word_of(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+ExprId Lexer::expr_of(uint32_t s, uint32_t lexeme) const {
   const Pairs& p = state_pairs_[s];
   ExprId e = ExprStore::kNothing;
   for (size_t i = 0; i < p.size(); i += 2) {
     if (p[i] != lexeme) continue;
-    if (e != ExprStore::kNothing) return false;  // (two expressions: the union of their languages)
+    if (e != ExprStore::kNothing) return ExprStore::kNothing;  // (two: the union of their languages)
     e = p[i + 1];
   }
+  return lexeme < lexemes_.size() && !lexemes_[lexeme].lazy ? e : ExprStore::kNothing;
+}
+
+bool Lexer::word_of(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ExprId e = expr_of(s, lexeme);
   word->clear();
-  return e != ExprStore::kNothing && lexeme < lexemes_.size() && !lexemes_[lexeme].lazy && store_.word(e, word, limit);
+  return e != ExprStore::kNothing && store_.word(e, word, limit);
+}
+
+bool Lexer::shortest_candidate(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ExprId e = expr_of(s, lexeme);
+  word->clear();
+  return e != ExprStore::kNothing && store_.shortest_candidate(e, word, limit);
 }
 
 }  // namespace stencil

@@ -193,6 +193,9 @@ class Lexer {
   // keyword): then *word is it (ExprStore::word's `limit`). Other lexemes of s may be alive
   // beside it (the whitespace before a key): every path to its end spells the word.
   bool word_of(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const;
+  // ExprStore::shortest_candidate of `lexeme`'s expression in s (one expression): a word that,
+  // where s reads it to the lexeme's end, is a shortest one.
+  bool shortest_candidate(uint32_t s, uint32_t lexeme, std::string* word, size_t limit) const;
   // Per (lexeme, expression) pair of s, in probe_state's order: bounds in bytes read off the
   // expression's structure (memoized per expression; no state made).
   // `shortest`: at least the fewest bytes that end the pair's lexeme; `ceiling`: at least that
@@ -244,6 +247,8 @@ class Lexer {
     std::unique_ptr<std::atomic<uint32_t>[]> trans;
   };
   using Pairs = std::vector<uint32_t>;  // lexeme, expr, lexeme, expr, ...
+  // The one expression of `lexeme` (not lazy) in s; kNothing where it has none or two. (mu_ held)
+  ExprId expr_of(uint32_t s, uint32_t lexeme) const;
 
   uint32_t compute_transition(uint32_t state, uint8_t byte) const;  // tagged, as next_tagged
   enum class PlainStep { kFail, kCovered, kExplore };

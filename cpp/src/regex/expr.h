@@ -94,6 +94,11 @@ class ExprStore {
   // Whether e's language is one string (bytes of one byte each, concatenated), appended to *out;
   // false where it is not, or past `limit` bytes.
   bool word(ExprId e, std::string* out, size_t limit) const;
+  // A word of a language that holds e's, read off the structure: each intersection as its operand
+  // whose word is longest (every word of e is a word of each operand, so no word of e is shorter
+  // than any operand's shortest). Where the word is in e's language it is a shortest word of e.
+  // False under a complement or a number, or past `limit` bytes or a work bound.
+  bool shortest_candidate(ExprId e, std::string* out, size_t limit) const;
   const ExprNode& node(ExprId e) const { return nodes_[e]; }
   // Whether e is f or an alternation with f among its (sorted) children: e's language holds f's.
   bool holds(ExprId e, ExprId f) const;
@@ -136,6 +141,7 @@ class ExprStore {
   // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
   // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).
   uint32_t least_bytes(ExprId e, int depth);
+  bool shortest_candidate(ExprId e, std::string* out, size_t limit, int* work) const;
   uint64_t lifted_bound(ExprId e, uint32_t limit) const;
   // One concatenation node head · rest, as it is (concat unrolls chains around it).
   ExprId concat_node(ExprId head, ExprId rest);

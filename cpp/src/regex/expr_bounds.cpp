@@ -329,4 +329,62 @@ uint64_t ExprStore::lifted_bound(ExprId e, uint32_t limit) const {
   return go(e, 0);
 }
 
+bool ExprStore::shortest_candidate(ExprId e, std::string* out, size_t limit) const {
+  int work = 4096;  // (nodes read: a DAG shared in many places is read once per place)
+  out->clear();
+  return shortest_candidate(e, out, limit, &work);
+}
+
+// Appends the candidate of e to *out.
+bool ExprStore::shortest_candidate(ExprId e, std::string* out, size_t limit, int* work) const {
+  if (--*work < 0) return false;
+  const ExprNode& n = nodes_[e];
+  switch (n.kind) {
+    case ExprKind::Empty:
+      return true;
+    case ExprKind::Bytes: {
+      const ByteSet& set = bytesets_[n.a];
+      for (int i = 0; i < 4; ++i)
+        if (set.w[i]) {
+          if (out->size() >= limit) return false;
+          out->push_back(static_cast<char>(64 * i + __builtin_ctzll(set.w[i])));
+          return true;
+        }
+      return false;
+    }
+    case ExprKind::Concat:
+      return shortest_candidate(n.a, out, limit, work) && shortest_candidate(n.b, out, limit, work);
+    case ExprKind::Repeat: {
+      const size_t at = out->size();
+      if (n.min == 0) return true;
+      if (!shortest_candidate(n.a, out, limit, work)) return false;
+      const std::string item = out->substr(at);
+      if (item.size() * n.min + at > limit) return false;
+      for (uint32_t i = 1; i < n.min; ++i) out->append(item);
+      return true;
+    }
+    case ExprKind::Or:
+    case ExprKind::And: {
+      // Or: the shortest of the alternatives'; And: the longest of the operands'
+      const bool conj = n.kind == ExprKind::And;
+      std::string best, mine;
+      bool found = false;
+      for (uint32_t i = 0; i < n.args_len; ++i) {
+        mine.clear();
+        if (!shortest_candidate(args_[n.args_begin + i], &mine, limit - std::min(limit, out->size()), work)) {
+          if (*work < 0) return false;
+          continue;
+        }
+        if (!found || (conj ? mine.size() > best.size() : mine.size() < best.size())) best.swap(mine);
+        found = true;
+      }
+      if (!found) return false;
+      out->append(best);
+      return true;
+    }
+    default:  // a complement, a number: no word read off the structure
+      return false;
+  }
+}
+
 }  // namespace stencil
