@@ -555,9 +555,10 @@ TEST_CASE(within_proofs_hold_on_every_string) {
 
 // ExprStore::shortest_candidate (LexemeSearch::candidate_to_end's word): no word of e is shorter
 // than the candidate (each intersection is read as one of its operands, a language that holds
-// its), so where e holds the candidate it is a shortest word; without intersections and
-// complements e always holds it. On random expressions with intersections, complements and counts,
-// against every string up to 8 bytes.
+// its; an alternative with a complement gives none), so where e holds the candidate it is a
+// shortest word; without intersections and complements e always holds it. On random expressions
+// with intersections, complements (alone and as alternatives) and counts, against every string up
+// to 8 bytes.
 TEST_CASE(shortest_candidate_is_no_longer_than_any_word_and_shortest_where_it_is_one) {
   stencil_test::Rng r{0x5A0F7E57ull};
   const std::vector<std::string> strings = strings_up_to(8);
@@ -565,8 +566,11 @@ TEST_CASE(shortest_candidate_is_no_longer_than_any_word_and_shortest_where_it_is
   for (int round = 0; round < 600; ++round) {
     ExprStore st;
     stencil::Deriver d(st);
-    const ExprId e = r.below(2) ? random_expr(st, r, 1 + static_cast<int>(r.below(3)))
-                                : random_with_complements(st, r, 1 + static_cast<int>(r.below(2)));
+    const int depth = 1 + static_cast<int>(r.below(2));
+    const uint32_t kind = r.below(3);  // (the third: an alternative whose other side has no word read off it)
+    const ExprId e = kind == 0   ? random_expr(st, r, depth + static_cast<int>(r.below(2)))
+                     : kind == 1 ? random_with_complements(st, r, depth)
+                                 : st.alt({random_expr(st, r, depth), st.negate(random_expr(st, r, depth))});
     if (e == ExprStore::kNothing) continue;
     std::string w;
     if (!st.shortest_candidate(e, &w, 64)) continue;

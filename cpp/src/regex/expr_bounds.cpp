@@ -365,14 +365,15 @@ bool ExprStore::shortest_candidate(ExprId e, std::string* out, size_t limit, int
     }
     case ExprKind::Or:
     case ExprKind::And: {
-      // Or: the shortest of the alternatives'; And: the longest of the operands'
+      // Or: the shortest of the alternatives' (each must have one: one without may hold a shorter
+      // word); And: the longest of the operands' that have one (any operand holds e's language)
       const bool conj = n.kind == ExprKind::And;
       std::string best, mine;
       bool found = false;
       for (uint32_t i = 0; i < n.args_len; ++i) {
         mine.clear();
         if (!shortest_candidate(args_[n.args_begin + i], &mine, limit - std::min(limit, out->size()), work)) {
-          if (*work < 0) return false;
+          if (*work < 0 || !conj) return false;
           continue;
         }
         if (!found || (conj ? mine.size() > best.size() : mine.size() < best.size())) best.swap(mine);
