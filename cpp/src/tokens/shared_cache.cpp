@@ -1,6 +1,7 @@
 #include "tokens/shared_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 namespace stencil {
@@ -27,7 +28,8 @@ void SharedMaskEntry::write(uint32_t* words, size_t need) const {
     std::copy(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(need), words);
     return;
   }
-  std::fill(words, words + need, base);
+  // (base is all ones or all zeros: a memset, which stores wider than the fill loop's 16 bytes)
+  std::memset(words, base ? 0xFF : 0, need * sizeof(uint32_t));
   for (const auto& [i, w] : odd) {
     if (i >= need) break;
     words[i] = w;
