@@ -493,9 +493,7 @@ def test_single_bytes_counted_per_byte_class():
     have = {t for t in tokens if len(t) == 1}
     missing = [bytes([b]) for b in range(256) if bytes([b]) not in have]
     assert len(missing) >= 10   # the vocabulary under test lacks single bytes
-    specials = zoo.special_token_names
-    tok = stencil.TokenizerInfo(tokens, special_token_ids=specials, eos_token_ids=zoo.eos_token_ids)
-    full = stencil.TokenizerInfo(tokens + missing, special_token_ids=specials, eos_token_ids=zoo.eos_token_ids)
+    tok, full = _fresh_copy(zoo), _fresh_copy(zoo, missing)
     n = tok.vocab_size
     bm, bm_full = stencil.allocate_token_bitmask(1, n), stencil.allocate_token_bitmask(1, full.vocab_size)
     rng = random.Random(11)
@@ -523,6 +521,13 @@ def test_single_bytes_counted_per_byte_class():
                 text += tok.token_bytes(t)
             assert budget >= 0 and m.is_accepting()
             jsonschema.validate(json.loads(text), schema)
+
+
+def _fresh_copy(info, extra=()):
+    """A new TokenizerInfo with info's tokens (and `extra` after them): its shared caches start
+    empty, whatever other tests' grammars left in info's."""
+    tokens = [info.token_bytes(i) for i in range(info.vocab_size)] + list(extra)
+    return stencil.TokenizerInfo(tokens, special_token_ids=info.special_token_names, eos_token_ids=info.eos_token_ids)
 
 
 def _bits(bm, n):
@@ -604,8 +609,7 @@ def test_budget_masks_keep_a_valid_instance_where_the_searches_run_out():
     grammars left in its shared caches would decide how far the searches go."""
     import tokenizers_zoo
     zoo = tokenizers_zoo.get("deepseek")
-    tok = stencil.TokenizerInfo([zoo.info.token_bytes(i) for i in range(zoo.info.vocab_size)],
-                                special_token_ids=zoo.info.special_token_names, eos_token_ids=zoo.info.eos_token_ids)
+    tok = _fresh_copy(zoo.info)
     schema = {"type": "object", "properties": {
         "date_0": {"type": "array", "items": {"type": "string", "format": "date", "maxLength": 128, "minLength": 10},
                    "maxItems": 5},
