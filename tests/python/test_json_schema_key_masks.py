@@ -41,22 +41,24 @@ REPRO = [bytes([i]) for i in range(256)] + [b'b"', b'c"', b"<eos>"]
 B_CLOSE, C_CLOSE = 256, 257
 
 
-@pytest.fixture(scope="module")
-def repro_compiler():
-    return stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(REPRO, eos_token_ids=[len(REPRO) - 1]))
-
-
+@pytest.mark.parametrize("fills", [1, 2])
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("prefix, b_new, c_new", [
     ('{"ab":1,"a', False, True),     # b" repeats "ab", c" writes "ac"
     ('{"ac":1,"a', True, False),
     ('{"abc":1,"ab', True, False),   # "abb" is new, "abc" repeats
 ])
-def test_tokens_closing_a_key_each_judged_by_their_own_bytes(repro_compiler, order, prefix, b_new, c_new):
-    g = repro_compiler.compile_json_schema({"type": "object"}, whitespace="compact", property_order=order)
+def test_tokens_closing_a_key_each_judged_by_their_own_bytes(order, prefix, b_new, c_new, fills):
+    """With fills=2, the mask of the entry's second walk: its merged runs (MergedRuns) judge `"`,
+    `b"` and `c"` (one trie) key by key; `c"` walked alone once `"` (one byte deep) had cut the
+    frames that held its prefix read a key without its `c`."""
+    compiler = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(REPRO, eos_token_ids=[len(REPRO) - 1]),
+                                       mask_optimizations={"repeat_memo": False})
+    g = compiler.compile_json_schema({"type": "object"}, whitespace="compact", property_order=order)
     m = stencil.Matcher(g)
     assert m.accept_string(prefix)
-    mask = mask_of(m, len(REPRO))
+    for _ in range(fills):
+        mask = mask_of(m, len(REPRO))
     for t, new in [(B_CLOSE, b_new), (C_CLOSE, c_new)]:
         probe = stencil.Matcher(g)
         assert probe.accept_string(prefix)
@@ -165,9 +167,11 @@ def wrong_bits(m, mask: np.ndarray) -> list:
     return wrong
 
 
-def disagreements(g, text: str, start: int, vocab_size: int) -> tuple[list, int]:
+def disagreements(g, text: str, start: int, vocab_size: int, fills: int = 1) -> tuple[list, int]:
     """At each state of text from byte `start` on: the tokens whose mask bit differs from
-    accept_token's verdict (as (prefix, token, mask bit)), and how many states were checked."""
+    accept_token's verdict (as (prefix, token, mask bit)), and how many states were checked.
+    With fills > 1 each state's mask is filled that many times and the last one judged (under
+    a grammar without the repeat memo, a mask cache entry walked twice merges its runs)."""
     m = stencil.Matcher(g, max_rollback=2)
     data = text.encode()
     if not m.accept_bytes(data[:start]):
@@ -177,7 +181,8 @@ def disagreements(g, text: str, start: int, vocab_size: int) -> tuple[list, int]
         if i > start and not m.accept_bytes(data[i - 1:i]):
             break
         states += 1
-        mask = mask_of(m, vocab_size)
+        for _ in range(fills):
+            mask = mask_of(m, vocab_size)
         found += [(data[:i], VOCAB[t], bool(mask[t])) for t in wrong_bits(m, mask)]
     return found, states
 
@@ -208,23 +213,39 @@ def test_key_verdicts_kept_apart_by_where_the_key_begins(vocab_compiler):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_object_masks_agree_with_accept_token(vocab_compiler, seed):
-    rng = random.Random(seed)
+    found, states = object_disagreements(vocab_compiler, random.Random(seed))
+    assert found == []
+    assert states >= 250   # most prefixes are texts of their schema: the loop saw real states
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_merged_run_masks_agree_with_accept_token(seed):
+    """The same states' masks from merged runs (MergedRuns: the boundaries that close a key at
+    every depth walked as one trie, each token's key judged after): the second walk of a mask
+    cache entry merges, so each mask is filled twice with the repeat memo off."""
+    compiler = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(VOCAB, eos_token_ids=[EOS]),
+                                       mask_optimizations={"repeat_memo": False})
+    found, states = object_disagreements(compiler, random.Random(100 + seed), fills=2)
+    assert found == []
+    assert states >= 250
+
+
+def object_disagreements(compiler, rng: random.Random, fills: int = 1) -> tuple[list, int]:
     found, states = [], 0
     for _ in range(16):
         schema = random_schema(rng)
         for order in ORDERS:
             for ws in ["compact", "flexible"]:
                 try:
-                    g = vocab_compiler.compile_json_schema(schema, whitespace=ws, property_order=order)
+                    g = compiler.compile_json_schema(schema, whitespace=ws, property_order=order)
                 except stencil.GrammarError:   # no object satisfies it (a required name it refuses)
                     continue
                 for _ in range(3):
                     text, start = random_prefix(rng, ws == "flexible")
-                    bad, n = disagreements(g, text, start, len(VOCAB))
+                    bad, n = disagreements(g, text, start, len(VOCAB), fills)
                     found += [(schema, order, ws, *b) for b in bad[:3]]
                     states += n
-    assert found == []
-    assert states >= 250   # most prefixes are texts of their schema: the loop saw real states
+    return found, states
 
 
 UNIQUE_ARRAYS = [
@@ -279,6 +300,21 @@ KEYISH = [i for i, t in enumerate(VOCAB[:-1]) if any(c in t for c in b'abc"}]:,'
 def test_random_walk_masks_agree_with_accept_token(vocab_compiler, seeds):
     """Random walks that mostly take key-closing tokens, the mask checked at every step, over
     schemas nested in objects and arrays, with white space compact, flexible or indented."""
+    found, states = random_walk_disagreements(vocab_compiler, seeds)
+    assert found == []
+    assert states >= 1000
+
+
+def test_random_walk_merged_run_masks_agree_with_accept_token():
+    """The same walks' masks from merged runs (each mask filled twice, the repeat memo off)."""
+    compiler = stencil.GrammarCompiler(stencil.TokenizerInfo.from_vocab(VOCAB, eos_token_ids=[EOS]),
+                                       mask_optimizations={"repeat_memo": False})
+    found, states = random_walk_disagreements(compiler, range(40, 60), fills=2)
+    assert found == []
+    assert states >= 1000
+
+
+def random_walk_disagreements(compiler, seeds, fills: int = 1) -> tuple[list, int]:
     found, states = [], 0
     for seed in seeds:
         rng = random.Random(seed)
@@ -286,12 +322,13 @@ def test_random_walk_masks_agree_with_accept_token(vocab_compiler, seeds):
         for order in ORDERS:
             for ws in ["compact", "flexible", 2]:
                 try:
-                    g = vocab_compiler.compile_json_schema(schema, whitespace=ws, property_order=order)
+                    g = compiler.compile_json_schema(schema, whitespace=ws, property_order=order)
                 except stencil.GrammarError:
                     continue
                 m, out = stencil.Matcher(g, max_rollback=2), b""
                 for _ in range(30):
-                    mask = mask_of(m, len(VOCAB))
+                    for _ in range(fills):
+                        mask = mask_of(m, len(VOCAB))
                     states += 1
                     found += [(schema, order, ws, out, VOCAB[t]) for t in wrong_bits(m, mask)[:3]]
                     ids = [int(i) for i in np.nonzero(mask)[0] if i != EOS]
@@ -301,5 +338,4 @@ def test_random_walk_masks_agree_with_accept_token(vocab_compiler, seeds):
                     t = rng.choice(keyish if keyish and rng.random() < 0.8 else ids)
                     assert m.accept_token(t)
                     out += VOCAB[t]
-    assert found == []
-    assert states >= 1000
+    return found, states

@@ -49,6 +49,8 @@ class TokenBudget : private MaskWalker::CostSink {
   [[gnu::noinline, gnu::cold]] void grow_reached();
   uint32_t last_noted() const override { return reached_.empty() ? 0 : reached_.back().second; }
   void token_noted(int32_t token, uint32_t cost) override { reached_.emplace_back(token, cost); }
+  size_t noted() const override { return reached_.size(); }
+  void forget_after(size_t n) override { reached_.resize(n); }
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   uint32_t cheapest_known(size_t need);

@@ -56,7 +56,10 @@ void MaskWalker::fill(ParseState& ps, const LexerEpoch& epoch, const std::vector
     // shrinks mask by mask; keeping the exact ones only cost budget masks 2% on the check half)
     walks_on_ = !sink && memo_on;
     if (walks_on_) begin_walks(top, serial);
-    walk_boundaries(entry->boundaries, root, words);
+    // (an entry the cache does not hold is walked once: not worth merging)
+    const MergedRuns* merged =
+        g_->limits().boundary_runs && !keep ? epoch.cache.merged_runs(lexer, *vocab_, *entry) : nullptr;
+    walk_boundaries(*entry, merged, root, words);
     walks_on_ = false;
   }
   ps.end_walk();  // boundary walks rewrite the top frame
@@ -291,10 +294,15 @@ void MaskWalker::walk(const std::vector<TrieNode>& nodes, size_t first, size_t r
 }
 
 // The boundaries of the lexer state's entry, in the order the cache keeps them (runs together).
-void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t root, uint32_t* words) {
+void MaskWalker::walk_boundaries(const MaskEntry& entry, const MergedRuns* m, size_t root, uint32_t* words) {
+  const std::vector<Boundary>& bounds = entry.boundaries;
   const Lexer& lexer = ps_->lexer();
   ReadWatch& reads = ps_->checks().reads();
   const bool runs = g_->limits().boundary_runs;
+  // (token limits judge each token on its own)
+  static const std::vector<MergedRuns::Run> kNone;
+  const auto& merged = m && !lexer.has_token_limits() ? m->runs : kNone;
+  size_t next_merged = 0;
   placed_parent_ = ~0u;
   uint32_t unshared_state = Lexer::kDead;
   for (size_t k = 0; k < bounds.size();) {
@@ -303,6 +311,16 @@ void MaskWalker::walk_boundaries(const std::vector<Boundary>& bounds, size_t roo
     enter_boundary(bd, d, root);
     const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
     reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
+    while (next_merged < merged.size() && merged[next_merged].first < k) ++next_merged;
+    if (next_merged < merged.size() && merged[next_merged].first == k) {
+      const MergedRuns::Run& run = merged[next_merged];
+      if (merged_run(*m, bounds, run, root, words)) {
+        k = run.end;
+        continue;
+      }
+      enter_boundary(bd, d, root);  // (as the runs below begin: before the byte, nothing read)
+      reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
+    }
     const uint32_t t = lexer.next(bd.lexer_state, bd.byte);
     // A run of one costs more than a plain walk: take it only when the next boundary may join.
     if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
@@ -525,15 +543,21 @@ bool MaskWalker::key_in_sets() {
 // here (EarleyParser::closes_written_key's first test); the rest is asked as before.
 bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d, const Boundary& b,
                                 std::string_view prefix) {
-  if (written_.never) return false;
-  if (!written_.slow && EarleyParser::plain_key(key_raw_) &&
-      ((written_.found && !written_.lengths.may_hold(key_raw_.size() - 2)) ||
-       EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr))) {
-    ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
-    return false;
-  }
+  if (key_known_new(root, d)) return false;
   place_prefix(b, d, prefix);  // (the check reads the key's text)
   return ps_->checks().closes_written_key(closing, byte);
+}
+
+// closes_written's answer where the names alone give it (EarleyParser::closes_written_key's
+// first test): true where the key of key_raw_ is known to be none of the written ones.
+bool MaskWalker::key_known_new(size_t root, size_t d) {
+  if (written_.never) return true;
+  if (written_.slow || !EarleyParser::plain_key(key_raw_)) return false;
+  if ((!written_.found || written_.lengths.may_hold(key_raw_.size() - 2)) &&
+      !EarleyParser::new_plain_key(key_raw_, written_.found, written_.any ? &written_.keys : nullptr))
+    return false;
+  ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
+  return true;
 }
 
 // A child of the boundaries of an end_now_run that is a leaf (`,` under `a"`), or a boundary of

@@ -31,6 +31,9 @@ class MaskWalker {
     // another (a leaf of the same byte in the same run: MaskWalker::walk_leaf).
     virtual uint32_t last_noted() const = 0;
     virtual void token_noted(int32_t token, uint32_t cost) = 0;
+    // How many tokens it was told about, and forgetting those told after the first n of them.
+    virtual size_t noted() const = 0;
+    virtual void forget_after(size_t n) = 0;
 
    protected:
     ~CostSink() = default;
@@ -133,7 +136,12 @@ class MaskWalker {
   void add_specials(uint32_t* words);
   void walk_whole_trie(size_t root, uint32_t* words);
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
-  void walk_boundaries(const std::vector<Boundary>& bounds, size_t root, uint32_t* words);
+  void walk_boundaries(const MaskEntry& entry, const MergedRuns* merged, size_t root, uint32_t* words);
+  bool merged_run(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run, size_t root,
+                  uint32_t* words);
+  void merged_tokens(const MergedRuns& m, const TrieNode& node, uint32_t* words);
+  void merged_keys(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, uint32_t closing, bool keys,
+                   bool by_key, size_t mark, size_t root, uint32_t* words);
   void enter_boundary(const Boundary& b, size_t d, size_t root);
   void place_prefix(const Boundary& b, size_t d);
   void place_prefix(const Boundary& b, size_t d, std::string_view prefix);
@@ -145,6 +153,7 @@ class MaskWalker {
   bool key_in_sets();
   bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d, const Boundary& b,
                       std::string_view prefix);
+  bool key_known_new(size_t root, size_t d);
   bool children_known(const std::vector<TrieNode>& nodes, size_t n2, bool starts_only, uint32_t pushed,
                       bool leaves) const;
   void walk_children(const std::vector<TrieNode>& nodes, size_t n2, size_t root, size_t d, uint32_t* words,
@@ -169,6 +178,11 @@ class MaskWalker {
   // whose own key is in one
   std::vector<std::vector<std::string>> key_sets_;
   std::vector<size_t> alone_;
+  // merged_run's scratch: whether it judges keys, the boundary (in its run) of each token it
+  // allowed, and each boundary's verdict
+  bool judge_keys_ = false;
+  std::vector<uint32_t> merged_from_;
+  std::vector<uint8_t> verdicts_;
   uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
   std::string key_head_, key_raw_, key_decoded_;
   // The lengths of a run's key names (bit length % 64): a key of no such length is none of them.

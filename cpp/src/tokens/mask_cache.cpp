@@ -122,9 +122,10 @@ CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state, bool group
 
 // Trie order is how the walk finds boundaries; the matcher wants boundaries that end a lexeme
 // alike next to each other (same lexer state, trie, depth and byte), those under one parent
-// together, so that its runs share one parser scan among as many as can.
+// together, so that its runs share one parser scan among as many as can; and the runs of one
+// byte at every depth together, by depth (MergedRuns).
 void MaskCache::order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries) {
-  using Key = std::tuple<uint32_t, uint32_t, uint32_t, int, uint32_t>;
+  using Key = std::tuple<uint32_t, uint32_t, int, uint32_t, uint32_t>;
   std::vector<std::pair<Key, Boundary>> keyed;
   keyed.reserve(boundaries.size());
   for (Boundary b : boundaries) {
@@ -134,7 +135,7 @@ void MaskCache::order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std:
     // Dead bytes end the lexeme before them, whatever they are: one run; a byte that completes
     // the lexeme is pushed, and runs share it. Within a group, trie order.
     const int byte = lexer.next(b.lexer_state, n.byte) == Lexer::kDead ? -1 : n.byte;
-    keyed.push_back({Key{b.lexer_state, b.node & kRestTrieBit, n.depth, byte, b.node}, b});
+    keyed.push_back({Key{b.lexer_state, b.node & kRestTrieBit, byte, n.depth, b.node}, b});
   }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   auto group = [&](size_t i) {  // the key without the node
@@ -538,6 +539,18 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   owned_.push_back(e);
   block->slot[idx].store(e.get(), std::memory_order_release);
   return e.get();
+}
+
+const MergedRuns* MaskCache::merged_runs(const Lexer& lexer, const Vocabulary& vocab, const MaskEntry& e) const {
+  if (const MergedRuns* m = e.merged.load(std::memory_order_acquire)) return m;
+  // (one thread builds it: the one whose walk is the kMergeAt-th; the others walk by runs meanwhile)
+  if (e.walks.fetch_add(1, std::memory_order_relaxed) + 1 != kMergeAt) return nullptr;
+  auto* m = new MergedRuns(merge_runs(lexer, vocab, e.boundaries));
+  e.merged.store(m, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mu_);
+  bytes_ += m->bytes();
+  MemoryLimit::get().charge(kMaskMemory, static_cast<int64_t>(m->bytes()));
+  return m;
 }
 
 MaskCache::~MaskCache() { MemoryLimit::get().charge(kMaskMemory, -static_cast<int64_t>(bytes_)); }

@@ -14,6 +14,7 @@
 
 #include "support/byteset.h"
 #include "support/char_summary.h"
+#include "tokens/merged_runs.h"
 #include "tokens/shared_cache.h"
 
 namespace stencil {
@@ -41,6 +42,14 @@ struct Boundary {
 struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
   std::vector<Boundary> boundaries;               // with this grammar's lexer states
+  // Over boundaries, built at the kMergeAt-th walk of them (MaskCache::merged_runs): most
+  // entries are walked a few times, and merging costs a few walks.
+  mutable std::atomic<const MergedRuns*> merged{nullptr};
+  mutable std::atomic<uint32_t> walks{0};
+  MaskEntry() = default;
+  MaskEntry(const MaskEntry&) = delete;
+  MaskEntry& operator=(const MaskEntry&) = delete;
+  ~MaskEntry() { delete merged.load(std::memory_order_relaxed); }
   const std::vector<uint32_t>& inner() const { return shared->inner; }
   void write_inner(uint32_t* words, size_t need) const { shared->write(words, need); }
   // Counts the shared inner mask too: whatever a grammar keeps alive counts against its cache's capacity.
@@ -62,6 +71,10 @@ class MaskCache {
                        std::shared_ptr<const MaskEntry>* keep) const;
   size_t size() const;
   size_t bytes() const;
+  // The merged runs of a cached entry of this cache (counted in its bytes once built), or null
+  // until its kMergeAt-th call.
+  static constexpr uint32_t kMergeAt = 2;
+  const MergedRuns* merged_runs(const Lexer& lexer, const Vocabulary& vocab, const MaskEntry& e) const;
   // Whether this grammar shares with the vocabulary's other grammars (CompileLimits::shared_masks):
   // inner masks here, lexemes' token paths in cost/lexeme_search.
   bool shares() const { return shared_masks_; }

@@ -1,0 +1,131 @@
+#include "tokens/merged_runs.h"
+
+#include "lexer/lexer.h"
+#include "stencil/vocabulary.h"
+#include "tokens/mask_cache.h"
+
+namespace stencil {
+
+namespace {
+
+// A class's trie while it is built, in arrays kept from class to class: children as sibling
+// lists (the root's by byte: a string's quote has a child for most bytes that may follow it),
+// each node's tokens as a list.
+struct Building {
+  static constexpr uint32_t kNone = 0;  // (node 0 is the root, no one's child; token 0: none)
+  std::vector<uint32_t> child, sibling, first_token, parent_of;
+  std::vector<uint8_t> byte;
+  uint32_t root_child[256];
+  struct Token {
+    int32_t id;
+    uint32_t from;  // its boundary's index in the class
+    uint32_t next;
+  };
+  std::vector<Token> tokens;
+  std::vector<uint32_t> path, at, out_parent, todo;
+
+  void clear() {
+    child.assign(1, kNone);
+    sibling.assign(1, kNone);
+    first_token.assign(1, kNone);
+    parent_of.assign(1, 0);
+    byte.assign(1, 0);
+    tokens.assign(1, Token{});
+    std::fill(std::begin(root_child), std::end(root_child), kNone);
+  }
+  uint32_t add_node(uint32_t parent, uint8_t b) {
+    const auto c = static_cast<uint32_t>(child.size());
+    child.push_back(kNone);
+    sibling.push_back(child[parent]);
+    first_token.push_back(kNone);
+    parent_of.push_back(parent);
+    byte.push_back(b);
+    child[parent] = c;
+    return c;
+  }
+  uint32_t child_of(uint32_t parent, uint8_t b) {
+    if (parent == 0) {
+      if (root_child[b] == kNone) root_child[b] = add_node(0, b);
+      return root_child[b];
+    }
+    for (uint32_t c = child[parent]; c != kNone; c = sibling[c])
+      if (byte[c] == b) return c;
+    return add_node(parent, b);
+  }
+  void add_token(uint32_t node, int32_t id, uint32_t from) {
+    tokens.push_back({id, from, first_token[node]});
+    first_token[node] = static_cast<uint32_t>(tokens.size() - 1);
+  }
+  // The sub-trie below boundary node n (its byte the root's), by the bytes after that byte.
+  void add(const std::vector<TrieNode>& trie, size_t n, uint32_t from) {
+    if (trie[n].token_id >= 0) add_token(0, trie[n].token_id, from);
+    const size_t base = trie[n].depth;
+    path.assign(1, 0);
+    for (size_t i = n + 1, end = n + trie[n].subtree_size; i < end; ++i) {
+      path.resize(trie[i].depth - base);
+      const uint32_t c = child_of(path.back(), trie[i].byte);
+      path.push_back(c);
+      if (trie[i].token_id >= 0) add_token(c, trie[i].token_id, from);
+    }
+  }
+  // Appends the trie, depth-first, to `out` (the root at depth `depth`).
+  void flatten(MergedRuns& out, uint16_t depth) {
+    const size_t first = out.nodes.size();
+    at.resize(child.size());
+    out_parent.clear();
+    todo.assign(1, 0);
+    while (!todo.empty()) {
+      const uint32_t x = todo.back();
+      todo.pop_back();
+      const auto k = static_cast<uint32_t>(out.nodes.size());
+      at[x] = k;
+      // (a node's parent was emitted before it: its depth is the parent's plus one)
+      const uint32_t parent = x == 0 ? k : at[parent_of[x]];
+      out_parent.push_back(parent);
+      const auto d = static_cast<uint16_t>(x == 0 ? depth : out.nodes[parent].depth + 1);
+      out.nodes.push_back({1, -1, d, byte[x], 0});
+      for (uint32_t c = child[x]; c != kNone; c = sibling[c]) todo.push_back(c);
+      if (first_token[x] != kNone) {
+        out.nodes.back().token_id = static_cast<int32_t>(out.id_begin.size() - 1);
+        for (uint32_t t = first_token[x]; t != kNone; t = tokens[t].next) {
+          out.ids.push_back(tokens[t].id);
+          out.from.push_back(tokens[t].from);
+        }
+        out.id_begin.push_back(static_cast<uint32_t>(out.ids.size()));
+      }
+    }
+    // subtree sizes: children come after their parent, so sum from the back
+    for (size_t k = out.nodes.size(); k-- > first + 1;)
+      out.nodes[out_parent[k - first]].subtree_size += out.nodes[k].subtree_size;
+  }
+};
+
+}  // namespace
+
+MergedRuns merge_runs(const Lexer& lexer, const Vocabulary& vocab, const std::vector<Boundary>& boundaries) {
+  MergedRuns out;
+  out.id_begin.push_back(0);
+  Building building;
+  auto same_class = [](const Boundary& a, const Boundary& b) {
+    return a.lexer_state == b.lexer_state && (a.node & kRestTrieBit) == (b.node & kRestTrieBit) && a.byte == b.byte;
+  };
+  for (size_t k = 0; k < boundaries.size();) {
+    const Boundary& b = boundaries[k];
+    size_t end = k + 1;
+    while (end < boundaries.size() && same_class(b, boundaries[end])) ++end;
+    const uint32_t t = lexer.next(b.lexer_state, b.byte);
+    if (end - k >= 2 && t != Lexer::kDead && lexer.state(t).end_now) {
+      building.clear();
+      for (size_t j = k; j < end; ++j)
+        building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
+                     static_cast<uint32_t>(j - k));
+      out.runs.push_back(
+          {static_cast<uint32_t>(k), static_cast<uint32_t>(end), static_cast<uint32_t>(out.nodes.size())});
+      building.flatten(out, b.depth);
+    }
+    k = end;
+  }
+  return out;
+}
+
+}  // namespace stencil

@@ -1,0 +1,68 @@
+"""Merged runs (cpp/src/tokens/merged_runs.h) against the walk without runs, on a real vocabulary.
+
+The second walk of a mask cache entry merges the boundaries whose byte completes a lexeme alike at
+every depth (a string's closing quote after `a`, `abc`, `"hello`) into one trie of the bytes after
+that byte, pushed and walked once. Each state's mask is filled twice (the repeat memo off, so the
+second fill walks again, merged) and must equal the mask of a compiler whose boundaries are walked
+one by one (``boundary_runs`` off): plain masks, and budget masks, whose costs after each token the
+merged walk reports once per trie node. The schemas hold what makes a token's verdict depend on the
+bytes before the quote: keys (free, named, written before), enums and consts (completion checks
+that read the string), unique items, patterns and lengths."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import stencil
+from stencil.bitmask import bitmask_to_bool
+
+CASES = [
+    ({"type": "object"}, {"ab": "x", "ac": "xy", "a": "", "abc": "long value here"}),
+    ({"type": "object", "properties": {"name": {"type": "string"}, "nick": {"type": "string"}},
+      "additionalProperties": {"type": "string"}}, {"nick": "n", "name": "Ann", "names": "more", "na": "x"}),
+    ({"type": "object", "properties": {"color": {"enum": ["red", "green", "re", "r\"ed"]},
+                                       "kind": {"const": "apple"}}, "required": ["color"]},
+     {"kind": "apple", "color": "r\"ed"}),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, ["a", "ab", "abc", "b", "ba"]),
+    ({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]{2,5}$"},
+                                       "tag": {"type": "string", "minLength": 2, "maxLength": 6}}},
+     {"id": "abcd", "tag": "hello"}),
+    ({"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}},
+                                 "additionalProperties": False}}, [{"k": "v"}, {"k": "vv"}, {}]),
+]
+
+
+def masks_along(g, text: bytes, vocab_size: int, fills: int, budget: int | None) -> list[np.ndarray]:
+    m = stencil.Matcher(g)
+    bm = stencil.allocate_token_bitmask(1, vocab_size)
+    out = []
+    for i in range(len(text) + 1):
+        if i and not m.accept_bytes(text[i - 1:i]):
+            raise AssertionError(f"refused {text[:i]!r}")
+        for _ in range(fills):
+            if budget is None:
+                m.fill_next_token_bitmask(bm, 0)
+            else:
+                m.fill_next_token_bitmask(bm, 0, remaining_tokens=budget)
+        out.append(bitmask_to_bool(bm, vocab_size)[0].copy())
+    return out
+
+
+@pytest.mark.parametrize("budget", [None, 12, 40])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_merged_run_masks_equal_masks_walked_boundary_by_boundary(deepseek, case, budget):
+    schema, instance = CASES[case]
+    info = deepseek.info
+    text = json.dumps(instance, ensure_ascii=False).encode()
+    merged = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False})
+    single = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False, "boundary_runs": False})
+    got = masks_along(merged.compile_json_schema(schema, property_order="any"), text, info.vocab_size, 2, budget)
+    want = masks_along(single.compile_json_schema(schema, property_order="any"), text, info.vocab_size, 1, budget)
+    wrong = [(text[:i], [info.token_bytes(int(t)) for t in np.nonzero(a != b)[0][:5]])
+             for i, (a, b) in enumerate(zip(got, want)) if not np.array_equal(a, b)]
+    assert wrong == []
+    # (the states hold tokens that close a string after bytes of it: what a merged run walks)
+    closing = [t for t in range(info.vocab_size) if info.token_bytes(t)[1:].endswith(b'"')]
+    assert any(g[closing].any() for g in got)
