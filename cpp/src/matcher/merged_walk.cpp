@@ -64,7 +64,7 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
     if (sink_) sink_->forget_after(noted);
     return false;
   }
-  if (judge_keys_) merged_keys(bounds, run, closing, keys, by_key, mark, root, words);
+  if (judge_keys_) merged_keys(m, bounds, run, closing, keys, by_key, mark, root, words);
   return true;
 }
 
@@ -86,13 +86,15 @@ void MaskWalker::merged_tokens(const MergedRuns& m, const TrieNode& node, uint32
 // A merged run whose byte closes a key: the tokens it allowed from walk_ids_[mark] on (their
 // boundaries in merged_from_) judged by their keys, a boundary at a time; those refused taken
 // out, those whose key is in a set of names walked alone (no budget's walk merges a key).
-void MaskWalker::merged_keys(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, uint32_t closing,
-                             bool keys, bool by_key, size_t mark, size_t root, uint32_t* words) {
+void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
+                             uint32_t closing, bool keys, bool by_key, size_t mark, size_t root, uint32_t* words) {
   enum : uint8_t { kUnknown, kKeep, kAlone, kRefused };
   verdicts_.assign(run.end - run.first, kUnknown);
   sets_lengths_ = KeyLengths{};
   for (const std::vector<std::string>& names : key_sets_) sets_lengths_.add(names);
   size_t at_depth = 0;  // run_keys was read at this depth (0: not yet)
+  const bool fresh = ps_->walk_top().fresh;
+  size_t head = kHeadUnknown;  // the key's plain bytes before the token (plain_key_head)
   size_t kept = mark;
   alone_.clear();
   for (size_t i = mark; i < walk_ids_.size(); ++i) {
@@ -101,27 +103,34 @@ void MaskWalker::merged_keys(const std::vector<Boundary>& bounds, const MergedRu
     if (v == kUnknown) {
       const Boundary& b = bounds[run.first + off];
       const size_t d = b.depth;
-      const std::string_view prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b.node) : std::string_view();
+      std::string_view prefix;
       // (the frames below a boundary only where a check reads them: what run_keys reads is alike
       // at one depth, and most keys are known new by the names)
       bool entered = false;
       if (at_depth != d) {
+        prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b.node) : std::string_view();
         ps_->enter_boundary(b.lexer_state, d);
         placed_parent_ = ~0u;  // (a shallower boundary's frames dropped the deeper prefix's)
         place_prefix(b, d, prefix);
         run_keys(closing, root, d, keys);
         at_depth = d;
         entered = true;
+        if (head == kHeadUnknown) head = plain_key_head(fresh);
       }
-      key_raw(prefix, root, b.byte);
-      if (by_key && key_in_sets()) {
-        v = kAlone;
-        alone_.push_back(run.first + off);
-      } else if (!keys || key_known_new(root, d)) {
+      if (head != kHeadNot && m.plain_prefix[run.first + off] && key_by_length(head, d, by_key, keys, root)) {
         v = kKeep;
       } else {
-        if (!entered) ps_->enter_boundary(b.lexer_state, d);
-        v = closes_written(closing, b.byte, root, d, b, prefix) ? kRefused : kKeep;
+        if (!entered && d > 1) prefix = MaskCache::bytes_above(*vocab_, b.node);
+        key_raw(prefix, root, b.byte);
+        if (by_key && key_in_sets()) {
+          v = kAlone;
+          alone_.push_back(run.first + off);
+        } else if (!keys || key_known_new(root, d)) {
+          v = kKeep;
+        } else {
+          if (!entered) ps_->enter_boundary(b.lexer_state, d);
+          v = closes_written(closing, b.byte, root, d, b, prefix) ? kRefused : kKeep;
+        }
       }
     }
     if (v == kKeep)
@@ -135,6 +144,33 @@ void MaskWalker::merged_keys(const std::vector<Boundary>& bounds, const MergedRu
     enter_boundary(bounds[j], bounds[j].depth, root);
     walk(MaskCache::trie_of(*vocab_, bounds[j].node).nodes(), bounds[j].node & ~kRestTrieBit, root, words);
   }
+}
+
+// A key begun before the token (not `fresh`) whose bytes so far (key_head_, white space before
+// its quote) are plain: the count of its bytes after the quote, else kHeadNot. Then a boundary
+// whose prefix is plain closes a key of a known length.
+size_t MaskWalker::plain_key_head(bool fresh) const {
+  if (fresh) return kHeadNot;
+  size_t at = 0;
+  while (at < key_head_.size() &&
+         (key_head_[at] == ' ' || key_head_[at] == '\t' || key_head_[at] == '\n' || key_head_[at] == '\r'))
+    ++at;
+  if (at == key_head_.size() || key_head_[at] != '"') return kHeadNot;
+  for (size_t i = at + 1; i < key_head_.size(); ++i)
+    if (key_head_[i] == '"' || key_head_[i] == '\\') return kHeadNot;
+  return key_head_.size() - at - 1;
+}
+
+// What key_in_sets and key_known_new answer from the key's length alone, for a plain key of
+// `head` bytes before the token and d - 1 in it: true where its length is no name's in the sets
+// and no written key's (the names say it is new; read as such).
+bool MaskWalker::key_by_length(size_t head, size_t d, bool by_key, bool keys, size_t root) {
+  if (by_key && sets_lengths_.may_hold(head + d - 1)) return false;
+  if (!keys || written_.never) return true;
+  // (key_known_new's test on key_raw_, white space, quotes and all: key_head_, the prefix, the quote)
+  if (written_.slow || !written_.found || written_.lengths.may_hold(key_head_.size() + d - 2)) return false;
+  ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));
+  return true;
 }
 
 }  // namespace stencil

@@ -125,27 +125,30 @@ CharSummary MaskCache::loop_chars(const Lexer& lexer, uint32_t state, bool group
 // together, so that its runs share one parser scan among as many as can; and the runs of one
 // byte at every depth together, by depth (MergedRuns).
 void MaskCache::order_for_runs(const Lexer& lexer, const Vocabulary& vocab, std::vector<Boundary>& boundaries) {
-  using Key = std::tuple<uint32_t, uint32_t, int, uint32_t, uint32_t>;
-  std::vector<std::pair<Key, Boundary>> keyed;
+  // Keyed by (lexer state, trie, byte, depth) packed into one word, then (node, index): a sort
+  // of 16-byte pairs (a tuple beside each boundary was a fifth of a resolved entry's time).
+  std::vector<std::pair<uint64_t, uint64_t>> keyed;
   keyed.reserve(boundaries.size());
-  for (Boundary b : boundaries) {
+  for (size_t i = 0; i < boundaries.size(); ++i) {
+    Boundary& b = boundaries[i];
     const TrieNode& n = trie_of(vocab, b.node).nodes()[b.node & ~kRestTrieBit];
     b.depth = n.depth;
     b.byte = n.byte;
     // Dead bytes end the lexeme before them, whatever they are: one run; a byte that completes
     // the lexeme is pushed, and runs share it. Within a group, trie order.
-    const int byte = lexer.next(b.lexer_state, n.byte) == Lexer::kDead ? -1 : n.byte;
-    keyed.push_back({Key{b.lexer_state, b.node & kRestTrieBit, byte, n.depth, b.node}, b});
+    const uint64_t byte = lexer.next(b.lexer_state, n.byte) == Lexer::kDead ? 0 : uint64_t(n.byte) + 1;
+    const uint64_t group =
+        uint64_t(b.lexer_state) << 32 | uint64_t((b.node & kRestTrieBit) != 0) << 31 | byte << 16 | n.depth;
+    keyed.emplace_back(group, uint64_t(b.node) << 32 | i);
   }
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  auto group = [&](size_t i) {  // the key without the node
-    const Key& k = keyed[i].first;
-    return std::make_tuple(std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
-  };
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<Boundary> ordered;
+  ordered.reserve(boundaries.size());
   for (size_t i = 0; i < keyed.size(); ++i) {
-    boundaries[i] = keyed[i].second;
-    boundaries[i].joins = i > 0 && group(i) == group(i - 1);
+    ordered.push_back(boundaries[keyed[i].second & 0xFFFFFFFFu]);
+    ordered.back().joins = i > 0 && keyed[i].first == keyed[i - 1].first;
   }
+  boundaries.swap(ordered);
 }
 
 const TokenTrie& MaskCache::trie_of(const Vocabulary& vocab, uint32_t tagged_node) {

@@ -104,26 +104,42 @@ struct Building {
 
 MergedRuns merge_runs(const Lexer& lexer, const Vocabulary& vocab, const std::vector<Boundary>& boundaries) {
   MergedRuns out;
-  out.id_begin.push_back(0);
-  Building building;
   auto same_class = [](const Boundary& a, const Boundary& b) {
     return a.lexer_state == b.lexer_state && (a.node & kRestTrieBit) == (b.node & kRestTrieBit) && a.byte == b.byte;
   };
+  // The classes first, and their tokens, so that the arrays are sized once.
+  size_t tokens = 0;
   for (size_t k = 0; k < boundaries.size();) {
     const Boundary& b = boundaries[k];
     size_t end = k + 1;
     while (end < boundaries.size() && same_class(b, boundaries[end])) ++end;
     const uint32_t t = lexer.next(b.lexer_state, b.byte);
     if (end - k >= 2 && t != Lexer::kDead && lexer.state(t).end_now) {
-      building.clear();
-      for (size_t j = k; j < end; ++j)
-        building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
-                     static_cast<uint32_t>(j - k));
-      out.runs.push_back(
-          {static_cast<uint32_t>(k), static_cast<uint32_t>(end), static_cast<uint32_t>(out.nodes.size())});
-      building.flatten(out, b.depth);
+      out.runs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(end), 0});
+      for (size_t j = k; j < end; ++j) {
+        const TokenTrie& trie = MaskCache::trie_of(vocab, boundaries[j].node);
+        const size_t n = boundaries[j].node & ~kRestTrieBit;
+        tokens += trie.tokens_before()[n + trie.nodes()[n].subtree_size] - trie.tokens_before()[n];
+      }
     }
     k = end;
+  }
+  out.ids.reserve(tokens);
+  out.from.reserve(tokens);
+  if (!out.runs.empty()) out.plain_prefix.assign(boundaries.size(), 0);
+  out.id_begin.push_back(0);
+  thread_local Building scratch;  // (its arrays kept from entry to entry)
+  Building& building = scratch;
+  for (MergedRuns::Run& run : out.runs) {
+    building.clear();
+    for (size_t j = run.first; j < run.end; ++j) {
+      building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
+                   static_cast<uint32_t>(j - run.first));
+      const std::string_view above = MaskCache::bytes_above(vocab, boundaries[j].node);
+      out.plain_prefix[j] = above.find_first_of("\"\\") == std::string_view::npos;
+    }
+    run.root = static_cast<uint32_t>(out.nodes.size());
+    building.flatten(out, boundaries[run.first].depth);
   }
   return out;
 }

@@ -29,9 +29,11 @@ struct MergedRuns {
   std::vector<uint32_t> id_begin;
   std::vector<int32_t> ids;
   std::vector<uint32_t> from;
+  // By boundary (of a class): whether its bytes above the boundary hold no quote or backslash.
+  std::vector<uint8_t> plain_prefix;
   size_t bytes() const {
     return runs.capacity() * sizeof(Run) + nodes.capacity() * sizeof(TrieNode) + id_begin.capacity() * 4 +
-           ids.capacity() * 4 + from.capacity() * 4;
+           ids.capacity() * 4 + from.capacity() * 4 + plain_prefix.capacity();
   }
 };
 
