@@ -51,6 +51,12 @@ class TokenBudget : private MaskWalker::CostSink {
   void token_noted(int32_t token, uint32_t cost) override { reached_.emplace_back(token, cost); }
   size_t noted() const override { return reached_.size(); }
   void forget_after(size_t n) override { reached_.resize(n); }
+  void keep_noted(size_t n, const std::vector<uint8_t>& keep) override {
+    size_t to = n;
+    for (size_t i = n; i < reached_.size(); ++i)
+      if (keep[i - n]) reached_[to++] = reached_[i];
+    reached_.resize(to);
+  }
   uint32_t reached_max() const;  // the largest cost in reached_
   bool restrict_steps(uint32_t* words, size_t need, uint32_t left);
   uint32_t cheapest_known(size_t need);

@@ -34,6 +34,8 @@ class MaskWalker {
     // How many tokens it was told about, and forgetting those told after the first n of them.
     virtual size_t noted() const = 0;
     virtual void forget_after(size_t n) = 0;
+    // Keeps, of the tokens told from the n-th on, those whose flag in `keep` is set.
+    virtual void keep_noted(size_t n, const std::vector<uint8_t>& keep) = 0;
 
    protected:
     ~CostSink() = default;
@@ -141,7 +143,7 @@ class MaskWalker {
                   uint32_t* words);
   void merged_tokens(const MergedRuns& m, const TrieNode& node, uint32_t* words);
   void merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
-                   uint32_t closing, bool keys, bool by_key, size_t mark, size_t root, uint32_t* words);
+                   uint32_t closing, bool keys, bool by_key, size_t mark, size_t noted, size_t root, uint32_t* words);
   static constexpr size_t kHeadUnknown = ~size_t(0), kHeadNot = ~size_t(0) - 1;
   size_t plain_key_head(bool fresh) const;
   bool key_by_length(size_t head, size_t d, bool by_key, bool keys, size_t root);
@@ -185,7 +187,7 @@ class MaskWalker {
   // allowed, and each boundary's verdict
   bool judge_keys_ = false;
   std::vector<uint32_t> merged_from_;
-  std::vector<uint8_t> verdicts_;
+  std::vector<uint8_t> verdicts_, kept_;
   uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
   std::string key_head_, key_raw_, key_decoded_;
   // The lengths of a run's key names (bit length % 64): a key of no such length is none of them.

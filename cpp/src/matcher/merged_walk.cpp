@@ -21,7 +21,6 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
   const uint32_t closing = lexer.next(bd.lexer_state, bd.byte);
   const LexState& closed = lexer.state(closing);
   const bool key_closing = closed.key_closed || closed.key_end_checked;
-  if (key_closing && sink_) return false;  // (the sink would hear of tokens their keys refuse)
   bool keys = closed.key_closed;
   if (keys && !top.fresh)
     keys = checks.key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
@@ -64,7 +63,7 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
     if (sink_) sink_->forget_after(noted);
     return false;
   }
-  if (judge_keys_) merged_keys(m, bounds, run, closing, keys, by_key, mark, root, words);
+  if (judge_keys_) merged_keys(m, bounds, run, closing, keys, by_key, mark, noted, root, words);
   return true;
 }
 
@@ -85,9 +84,10 @@ void MaskWalker::merged_tokens(const MergedRuns& m, const TrieNode& node, uint32
 
 // A merged run whose byte closes a key: the tokens it allowed from walk_ids_[mark] on (their
 // boundaries in merged_from_) judged by their keys, a boundary at a time; those refused taken
-// out, those whose key is in a set of names walked alone (no budget's walk merges a key).
+// out (and from a budget's notes), those whose key is in a set of names walked alone.
 void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
-                             uint32_t closing, bool keys, bool by_key, size_t mark, size_t root, uint32_t* words) {
+                             uint32_t closing, bool keys, bool by_key, size_t mark, size_t noted, size_t root,
+                             uint32_t* words) {
   enum : uint8_t { kUnknown, kKeep, kAlone, kRefused };
   verdicts_.assign(run.end - run.first, kUnknown);
   sets_lengths_ = KeyLengths{};
@@ -97,6 +97,7 @@ void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& b
   size_t head = kHeadUnknown;  // the key's plain bytes before the token (plain_key_head)
   size_t kept = mark;
   alone_.clear();
+  kept_.clear();
   for (size_t i = mark; i < walk_ids_.size(); ++i) {
     const uint32_t off = merged_from_[i - mark];
     uint8_t& v = verdicts_[off];
@@ -137,8 +138,10 @@ void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& b
       walk_ids_[kept++] = walk_ids_[i];
     else
       token_bits::clear(words, walk_ids_[i]);
+    if (sink_) kept_.push_back(v == kKeep);
   }
   walk_ids_.resize(kept);
+  if (sink_) sink_->keep_noted(noted, kept_);  // (its notes follow walk_ids_ one for one)
   placed_parent_ = ~0u;
   for (size_t j : alone_) {
     enter_boundary(bounds[j], bounds[j].depth, root);
