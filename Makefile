@@ -181,7 +181,8 @@ ASAN_TESTS ?= tests/python/test_mask_oracle.py tests/python/test_core_robustness
 	tests/python/test_json_generic.py tests/python/test_regex_frontend.py tests/python/test_gbnf.py \
 	tests/python/test_lark.py tests/python/test_bitmask.py tests/python/test_json_schema_mask_oracle.py \
 	tests/python/test_budget.py tests/python/test_budget_oracle.py tests/python/test_budget_tight_walks.py \
-	tests/python/test_boundary_walk_memo.py tests/python/test_unique_items.py
+	tests/python/test_boundary_walk_memo.py tests/python/test_unique_items.py tests/python/test_merged_runs.py \
+	tests/python/test_json_schema_key_masks.py
 test-asan:
 	test -x $(ASAN_VENV)/bin/python || $(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/python -m pip install --quiet --upgrade pip $(BUILD_TOOLS)
