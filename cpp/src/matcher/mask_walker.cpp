@@ -308,19 +308,15 @@ void MaskWalker::walk_boundaries(const MaskEntry& entry, const MergedRuns* m, si
   for (size_t k = 0; k < bounds.size();) {
     const Boundary& bd = bounds[k];
     const size_t d = bd.depth;
+    while (next_merged < merged.size() && merged[next_merged].first < k) ++next_merged;
+    if (next_merged < merged.size() && merged[next_merged].first == k &&
+        merged_run(*m, bounds, merged[next_merged], root, words)) {
+      k = merged[next_merged].end;
+      continue;
+    }
     enter_boundary(bd, d, root);
     const uint32_t prefix_at = static_cast<uint32_t>(root);  // bytes consumed before the token
     reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
-    while (next_merged < merged.size() && merged[next_merged].first < k) ++next_merged;
-    if (next_merged < merged.size() && merged[next_merged].first == k) {
-      const MergedRuns::Run& run = merged[next_merged];
-      if (merged_run(*m, bounds, run, root, words)) {
-        k = run.end;
-        continue;
-      }
-      enter_boundary(bd, d, root);  // (as the runs below begin: before the byte, nothing read)
-      reads.watch(ReadWatch::kPrefix, prefix_at, prefix_at + static_cast<uint32_t>(d - 1));
-    }
     const uint32_t t = lexer.next(bd.lexer_state, bd.byte);
     // A run of one costs more than a plain walk: take it only when the next boundary may join.
     if (runs && t != Lexer::kDead && lexer.state(t).end_now && k + 1 < bounds.size() &&
@@ -511,20 +507,23 @@ void MaskWalker::key_raw(std::string_view prefix, size_t root, uint8_t closing) 
 
 // Whether the key of key_raw_ is in one of key_sets_, or cannot be read: then the token is walked
 // alone.
+size_t MaskWalker::leading_space(std::string_view raw) {
+  size_t at = 0;
+  while (at < raw.size() && (raw[at] == ' ' || raw[at] == '\t' || raw[at] == '\n' || raw[at] == '\r')) ++at;
+  return at;
+}
+
+// (one pass over the body: find_first_of asks memchr of the two bytes for every byte)
+bool MaskWalker::plain_body(std::string_view body) {
+  for (char c : body)
+    if (c == '"' || c == '\\') return false;
+  return true;
+}
+
 bool MaskWalker::key_in_sets() {
-  size_t at = 0;  // (white space before the key, read with it where the lexer joins them)
-  while (at < key_raw_.size() &&
-         (key_raw_[at] == ' ' || key_raw_[at] == '\t' || key_raw_[at] == '\n' || key_raw_[at] == '\r'))
-    ++at;
-  std::string_view raw = std::string_view(key_raw_).substr(at);
+  std::string_view raw = std::string_view(key_raw_).substr(leading_space(key_raw_));
   std::string_view key;
-  // (one pass over the body: find_first_of asks memchr of the two bytes for every byte)
-  auto plain = [](std::string_view body) {
-    for (char c : body)
-      if (c == '"' || c == '\\') return false;
-    return true;
-  };
-  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' && plain(raw.substr(1, raw.size() - 2))) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' && plain_body(raw.substr(1, raw.size() - 2))) {
     key = raw.substr(1, raw.size() - 2);  // plain: the bytes are the key
   } else {
     size_t used = 0;

@@ -5,8 +5,8 @@
 
 namespace stencil {
 
-// A class of boundaries whose byte completes the lexeme alike at every depth (MergedRuns), the
-// first one entered: its byte pushed once, and the trie of the bytes after it walked once, each
+// A class of boundaries whose byte completes the lexeme alike at every depth (MergedRuns), entered
+// at its first boundary: its byte pushed once, and the trie of the bytes after it walked once, each
 // of its nodes allowing every token that ends there. Where the byte closes a key, each allowed
 // token's own key is then judged as end_now_run judges it (by boundary: a key in the push's sets
 // of names is walked alone, one already written refused). False, with nothing set, where a check
@@ -15,6 +15,15 @@ namespace stencil {
 bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
                             size_t root, uint32_t* words) {
   const Boundary& bd = bounds[run.first];
+  const size_t d = bd.depth;
+  enter_boundary(bd, d, root);
+  // A check that reads the lexeme's text up to the boundary reads other bytes below another
+  // boundary of the class: watched from the lexeme's last byte before the token (the first
+  // boundary's prefix may be empty), or from the token's first where the lexeme begins in it.
+  const uint32_t from =
+      ps_->frames()[root + d - 1].lex_start < root ? static_cast<uint32_t>(root - 1) : static_cast<uint32_t>(root);
+  const uint32_t to = static_cast<uint32_t>(root + d - 1);
+  if (from == to) return false;
   const Lexer& lexer = ps_->lexer();
   ParseChecks checks = ps_->checks();
   const Frame& top = ps_->walk_top();
@@ -25,14 +34,6 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
   if (keys && !top.fresh)
     keys = checks.key_may_close_written(top.rows - 1, closing, top.lex_start, static_cast<uint32_t>(root));
   key_sets_.clear();
-  // A check that reads the lexeme's text up to the boundary reads other bytes below another
-  // boundary of the class: watched from the lexeme's last byte before the token (the first
-  // boundary's prefix may be empty), or from the token's first where the lexeme begins in it.
-  const size_t d = bd.depth;
-  const uint32_t from =
-      ps_->frames()[root + d - 1].lex_start < root ? static_cast<uint32_t>(root - 1) : static_cast<uint32_t>(root);
-  const uint32_t to = static_cast<uint32_t>(root + d - 1);
-  if (from == to) return false;
   ReadWatch& reads = checks.reads();
   reads.watch(ReadWatch::kPrefix, from, to);
   const bool ok = ps_->run_push(bd.byte, key_closing ? &key_sets_ : nullptr);
@@ -154,13 +155,9 @@ void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& b
 // whose prefix is plain closes a key of a known length.
 size_t MaskWalker::plain_key_head(bool fresh) const {
   if (fresh) return kHeadNot;
-  size_t at = 0;
-  while (at < key_head_.size() &&
-         (key_head_[at] == ' ' || key_head_[at] == '\t' || key_head_[at] == '\n' || key_head_[at] == '\r'))
-    ++at;
-  if (at == key_head_.size() || key_head_[at] != '"') return kHeadNot;
-  for (size_t i = at + 1; i < key_head_.size(); ++i)
-    if (key_head_[i] == '"' || key_head_[i] == '\\') return kHeadNot;
+  const size_t at = leading_space(key_head_);
+  if (at == key_head_.size() || key_head_[at] != '"' || !plain_body(std::string_view(key_head_).substr(at + 1)))
+    return kHeadNot;
   return key_head_.size() - at - 1;
 }
 
