@@ -128,12 +128,15 @@ TEST_CASE(sparse_inner_masks_write_the_dense_words) {
       const uint32_t pick = rng.below(odd_in);
       e.inner.push_back(pick ? base : (rng.below(3) == 0 ? ~base : rng.below(0xffffffffu)));
     }
+    const std::vector<uint32_t> inner = e.inner;
     e.index();
     if (odd_in >= 16 && n >= 400) CHECK(e.sparse);  // (about n / odd_in odd words, under an eighth)
+    if (e.sparse) CHECK(e.inner.empty());  // (the odd words hold it)
+    CHECK(e.dense() == inner);
     for (size_t need : {n, n / 2, size_t(0)}) {
       std::vector<uint32_t> words(n + 1, 0x5a5a5a5au);
       e.write(words.data(), need);
-      for (size_t i = 0; i < need; ++i) CHECK_EQ(words[i], e.inner[i]);
+      for (size_t i = 0; i < need; ++i) CHECK_EQ(words[i], inner[i]);
       CHECK_EQ(words[need], 0x5a5a5a5au);  // nothing past need
     }
   }

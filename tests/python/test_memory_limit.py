@@ -116,7 +116,7 @@ def probe_pinned() -> dict:
     matcher moves (it then replays its tokens into the fresh one) and is freed then; meanwhile
     another grammar works under the limit as if the dropped epoch were not there."""
     w = Walk()
-    g, m, text = _walk_fresh(w, 12, 600, 8)
+    g, m, text = _walk_fresh(w, 12, 3000, 8)
     grown = g.memory_bytes
     stencil.set_memory_limit(4 << 20)   # evicts at once
     held = stencil.memory_usage()
@@ -378,7 +378,8 @@ def test_usage_counts_what_grammars_and_shared_caches_hold():
     r = _probe("accounting")
     before, after, gone = r["before"], r["after"], r["gone"]
     assert before["total"] == 0 and before["grammars"] == 0
-    assert after["grammars"] == 2 and after["masks"] > 1 * MB and after["lexers"] > 0
+    # (hundreds of entries; most keep their inner words sparse: a few hundred bytes each)
+    assert after["grammars"] == 2 and after["masks"] > 100_000 and after["lexers"] > 0
     # memory_usage() measures the lexers first: the kinds add up, and they are exactly what the
     # grammars and the shared cache report (no dropped epoch is alive here)
     assert after["total"] == after["lexers"] + after["masks"] + after["shared_masks"] + after["grammar_ir"]
@@ -391,9 +392,10 @@ def test_usage_counts_what_grammars_and_shared_caches_hold():
     assert gone["shared_masks"] == r["shared"]
 
 
-@pytest.mark.parametrize("limit_mb", [64, 16])
+# (the lexers hold most of these grammars' bytes: their mask entries are sparse, a few hundred bytes)
+@pytest.mark.parametrize("limit_mb", [16, 8])
 def test_small_limit_bounds_count_and_rss_and_masks_stay_exact(limit_mb):
-    r = _probe("bound", limit_mb, 3000 if limit_mb == 64 else 1500)
+    r = _probe("bound", limit_mb, 3000 if limit_mb == 16 else 1500)
     limit = limit_mb * MB
     assert r["limit"] == limit
     # Right after a matcher call returns, the counted total is at most the limit; memory_usage()
@@ -401,7 +403,7 @@ def test_small_limit_bounds_count_and_rss_and_masks_stay_exact(limit_mb):
     # hundred bytes each here): 1 MiB covers them.
     assert r["worst"] <= limit + 1 * MB, (r["worst"] / MB, r)
     assert r["worst_grammar"] <= limit
-    assert r["usage"]["evictions"] >= 4 and r["usage"]["total"] <= limit + 1 * MB
+    assert r["usage"]["evictions"] >= 2 and r["usage"]["total"] <= limit + 1 * MB
     # RSS: the limit, plus what the memory limit does not count (malloc's overhead and fragmentation,
     # hash tables' slack, the matchers' histories, the bitmasks): 32 MiB
     assert r["rss_growth"] <= limit + 32 * MB, r["rss_growth"] / MB
@@ -411,11 +413,11 @@ def test_small_limit_bounds_count_and_rss_and_masks_stay_exact(limit_mb):
 
 def test_a_dropped_epoch_counts_until_its_matcher_moves():
     r = _probe("pinned")
-    assert r["grown"] > 6 * MB and r["dropped_to"] < 256 << 10
+    assert r["grown"] > 4.5 * MB and r["dropped_to"] < 256 << 10  # (over the limit set: evicted at once)
     assert r["held"]["evictions"] == 1
     # the idle matcher still holds the dropped lexer and masks: they still count (the masks as
     # they were, the lexer as last measured), over the limit of 4 MiB
-    assert r["held"]["masks"] > 4 * MB and r["held"]["retired"] > r["held"]["limit"]
+    assert r["held"]["masks"] > 0 and r["held"]["retired"] > r["held"]["limit"]
     # another grammar is dropped as often as with no dropped epoch held (it would be at every
     # step if the memory limit tried to free what it cannot)
     assert r["other"] <= 2 * r["alone"] + 2, r

@@ -89,52 +89,56 @@ void MaskWalker::merged_tokens(const MergedRuns& m, const TrieNode& node, uint32
 void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
                              uint32_t closing, bool keys, bool by_key, size_t mark, size_t noted, size_t root,
                              uint32_t* words) {
-  enum : uint8_t { kUnknown, kKeep, kAlone, kRefused };
-  verdicts_.assign(run.end - run.first, kUnknown);
+  enum : uint8_t { kUnused, kUnknown, kKeep, kAlone, kRefused };
+  verdicts_.assign(run.end - run.first, kUnused);
+  for (size_t i = mark; i < walk_ids_.size(); ++i) verdicts_[merged_from_[i - mark]] = kUnknown;
   sets_lengths_ = KeyLengths{};
   for (const std::vector<std::string>& names : key_sets_) sets_lengths_.add(names);
   size_t at_depth = 0;  // run_keys was read at this depth (0: not yet)
   const bool fresh = ps_->walk_top().fresh;
   size_t head = kHeadUnknown;  // the key's plain bytes before the token (plain_key_head)
-  size_t kept = mark;
   alone_.clear();
+  // By boundary, in the run's order, which is by depth: the frames below a depth entered and
+  // run_keys read once per depth (the tokens' trie order goes back and forth between depths).
+  for (size_t off = 0; off < verdicts_.size(); ++off) {
+    uint8_t& v = verdicts_[off];
+    if (v != kUnknown) continue;
+    const Boundary& b = bounds[run.first + off];
+    const size_t d = b.depth;
+    std::string_view prefix;
+    // (the frames below a boundary only where a check reads them: what run_keys reads is alike
+    // at one depth, and most keys are known new by the names)
+    bool entered = false;
+    if (at_depth != d) {
+      prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b.node) : std::string_view();
+      ps_->enter_boundary(b.lexer_state, d);
+      placed_parent_ = ~0u;  // (a shallower boundary's frames dropped the deeper prefix's)
+      place_prefix(b, d, prefix);
+      run_keys(closing, root, d, keys);
+      at_depth = d;
+      entered = true;
+      if (head == kHeadUnknown) head = plain_key_head(fresh);
+    }
+    if (head != kHeadNot && m.plain_prefix[run.first + off] && key_by_length(head, d, by_key, keys, root)) {
+      v = kKeep;
+      continue;
+    }
+    if (!entered && d > 1) prefix = MaskCache::bytes_above(*vocab_, b.node);
+    key_raw(prefix, root, b.byte);
+    if (by_key && key_in_sets()) {
+      v = kAlone;
+      alone_.push_back(run.first + off);
+    } else if (!keys || key_known_new(root, d)) {
+      v = kKeep;
+    } else {
+      if (!entered) ps_->enter_boundary(b.lexer_state, d);
+      v = closes_written(closing, b.byte, root, d, b, prefix) ? kRefused : kKeep;
+    }
+  }
+  size_t kept = mark;
   kept_.clear();
   for (size_t i = mark; i < walk_ids_.size(); ++i) {
-    const uint32_t off = merged_from_[i - mark];
-    uint8_t& v = verdicts_[off];
-    if (v == kUnknown) {
-      const Boundary& b = bounds[run.first + off];
-      const size_t d = b.depth;
-      std::string_view prefix;
-      // (the frames below a boundary only where a check reads them: what run_keys reads is alike
-      // at one depth, and most keys are known new by the names)
-      bool entered = false;
-      if (at_depth != d) {
-        prefix = d > 1 ? MaskCache::bytes_above(*vocab_, b.node) : std::string_view();
-        ps_->enter_boundary(b.lexer_state, d);
-        placed_parent_ = ~0u;  // (a shallower boundary's frames dropped the deeper prefix's)
-        place_prefix(b, d, prefix);
-        run_keys(closing, root, d, keys);
-        at_depth = d;
-        entered = true;
-        if (head == kHeadUnknown) head = plain_key_head(fresh);
-      }
-      if (head != kHeadNot && m.plain_prefix[run.first + off] && key_by_length(head, d, by_key, keys, root)) {
-        v = kKeep;
-      } else {
-        if (!entered && d > 1) prefix = MaskCache::bytes_above(*vocab_, b.node);
-        key_raw(prefix, root, b.byte);
-        if (by_key && key_in_sets()) {
-          v = kAlone;
-          alone_.push_back(run.first + off);
-        } else if (!keys || key_known_new(root, d)) {
-          v = kKeep;
-        } else {
-          if (!entered) ps_->enter_boundary(b.lexer_state, d);
-          v = closes_written(closing, b.byte, root, d, b, prefix) ? kRefused : kKeep;
-        }
-      }
-    }
+    const uint8_t v = verdicts_[merged_from_[i - mark]];
     if (v == kKeep)
       walk_ids_[kept++] = walk_ids_[i];
     else

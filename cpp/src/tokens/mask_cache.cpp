@@ -308,7 +308,9 @@ void MaskCache::counted_slice(const Lexer& lexer, const Vocabulary& vocab, uint3
   // (of those, beside a pattern that some plain text kills, the ones that leave it alive: the
   // inner tokens of the state with the count lifted, one entry for every count)
   std::shared_ptr<const MaskEntry> keep;
-  const std::vector<uint32_t>* alive = h.alive == Lexer::kDead ? nullptr : &get(lexer, vocab, h.alive, &keep)->inner();
+  std::vector<uint32_t> alive_words;
+  if (h.alive != Lexer::kDead) alive_words = get(lexer, vocab, h.alive, &keep)->inner();
+  const std::vector<uint32_t>* alive = h.alive == Lexer::kDead ? nullptr : &alive_words;
   if (alive)
     for (size_t w = 0; w < shared.inner.size(); ++w) shared.inner[w] &= (*alive)[w];
   if (k != kUnbounded && slack != 0) {

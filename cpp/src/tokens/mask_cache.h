@@ -50,7 +50,8 @@ struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   MaskEntry(const MaskEntry&) = delete;
   MaskEntry& operator=(const MaskEntry&) = delete;
   ~MaskEntry() { delete merged.load(std::memory_order_relaxed); }
-  const std::vector<uint32_t>& inner() const { return shared->inner; }
+  // A copy of the inner mask's words (SharedMaskEntry::dense): for per-state tables, not masks.
+  std::vector<uint32_t> inner() const { return shared->dense(); }
   void write_inner(uint32_t* words, size_t need) const { shared->write(words, need); }
   // Counts the shared inner mask too: whatever a grammar keeps alive counts against its cache's capacity.
   size_t bytes() const { return boundaries.capacity() * sizeof(Boundary) + shared->bytes() + 64; }

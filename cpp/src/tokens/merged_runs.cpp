@@ -13,8 +13,11 @@ namespace {
 // each node's tokens as a list.
 struct Building {
   static constexpr uint32_t kNone = 0;  // (node 0 is the root, no one's child; token 0: none)
-  std::vector<uint32_t> child, sibling, first_token, parent_of;
-  std::vector<uint8_t> byte;
+  struct Node {
+    uint32_t child, sibling, first_token, parent;
+    uint8_t byte;
+  };
+  std::vector<Node> nodes;  // (one array: a node added is one store, not five)
   uint32_t root_child[256];
   struct Token {
     int32_t id;
@@ -25,22 +28,14 @@ struct Building {
   std::vector<uint32_t> path, at, out_parent, todo;
 
   void clear() {
-    child.assign(1, kNone);
-    sibling.assign(1, kNone);
-    first_token.assign(1, kNone);
-    parent_of.assign(1, 0);
-    byte.assign(1, 0);
+    nodes.assign(1, Node{kNone, kNone, kNone, 0, 0});
     tokens.assign(1, Token{});
     std::fill(std::begin(root_child), std::end(root_child), kNone);
   }
   uint32_t add_node(uint32_t parent, uint8_t b) {
-    const auto c = static_cast<uint32_t>(child.size());
-    child.push_back(kNone);
-    sibling.push_back(child[parent]);
-    first_token.push_back(kNone);
-    parent_of.push_back(parent);
-    byte.push_back(b);
-    child[parent] = c;
+    const auto c = static_cast<uint32_t>(nodes.size());
+    nodes.push_back({kNone, nodes[parent].child, kNone, parent, b});
+    nodes[parent].child = c;
     return c;
   }
   uint32_t child_of(uint32_t parent, uint8_t b) {
@@ -48,13 +43,13 @@ struct Building {
       if (root_child[b] == kNone) root_child[b] = add_node(0, b);
       return root_child[b];
     }
-    for (uint32_t c = child[parent]; c != kNone; c = sibling[c])
-      if (byte[c] == b) return c;
+    for (uint32_t c = nodes[parent].child; c != kNone; c = nodes[c].sibling)
+      if (nodes[c].byte == b) return c;
     return add_node(parent, b);
   }
   void add_token(uint32_t node, int32_t id, uint32_t from) {
-    tokens.push_back({id, from, first_token[node]});
-    first_token[node] = static_cast<uint32_t>(tokens.size() - 1);
+    tokens.push_back({id, from, nodes[node].first_token});
+    nodes[node].first_token = static_cast<uint32_t>(tokens.size() - 1);
   }
   // The sub-trie below boundary node n (its byte the root's), by the bytes after that byte.
   void add(const std::vector<TrieNode>& trie, size_t n, uint32_t from) {
@@ -71,7 +66,7 @@ struct Building {
   // Appends the trie, depth-first, to `out` (the root at depth `depth`).
   void flatten(MergedRuns& out, uint16_t depth) {
     const size_t first = out.nodes.size();
-    at.resize(child.size());
+    at.resize(nodes.size());
     out_parent.clear();
     todo.assign(1, 0);
     while (!todo.empty()) {
@@ -79,15 +74,16 @@ struct Building {
       todo.pop_back();
       const auto k = static_cast<uint32_t>(out.nodes.size());
       at[x] = k;
+      const Node& node = nodes[x];
       // (a node's parent was emitted before it: its depth is the parent's plus one)
-      const uint32_t parent = x == 0 ? k : at[parent_of[x]];
+      const uint32_t parent = x == 0 ? k : at[node.parent];
       out_parent.push_back(parent);
       const auto d = static_cast<uint16_t>(x == 0 ? depth : out.nodes[parent].depth + 1);
-      out.nodes.push_back({1, -1, d, byte[x], 0});
-      for (uint32_t c = child[x]; c != kNone; c = sibling[c]) todo.push_back(c);
-      if (first_token[x] != kNone) {
+      out.nodes.push_back({1, -1, d, node.byte, 0});
+      for (uint32_t c = node.child; c != kNone; c = nodes[c].sibling) todo.push_back(c);
+      if (node.first_token != kNone) {
         out.nodes.back().token_id = static_cast<int32_t>(out.id_begin.size() - 1);
-        for (uint32_t t = first_token[x]; t != kNone; t = tokens[t].next) {
+        for (uint32_t t = node.first_token; t != kNone; t = tokens[t].next) {
           out.ids.push_back(tokens[t].id);
           out.from.push_back(tokens[t].from);
         }

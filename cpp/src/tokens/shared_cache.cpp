@@ -13,6 +13,7 @@ void SharedMaskEntry::index() {
     zeros += w == 0;
   }
   base = ones > zeros ? ~0u : 0u;
+  words_count = static_cast<uint32_t>(inner.size());
   // (an eighth of the words at most: past that the stores cost about what the copy does)
   const size_t differ = inner.size() - std::max(ones, zeros);
   sparse = differ <= inner.size() / 8;
@@ -21,6 +22,7 @@ void SharedMaskEntry::index() {
   odd.reserve(differ);
   for (size_t i = 0; i < inner.size(); ++i)
     if (inner[i] != base) odd.emplace_back(static_cast<uint32_t>(i), inner[i]);
+  std::vector<uint32_t>().swap(inner);
 }
 
 void SharedMaskEntry::write(uint32_t* words, size_t need) const {
@@ -34,6 +36,13 @@ void SharedMaskEntry::write(uint32_t* words, size_t need) const {
     if (i >= need) break;
     words[i] = w;
   }
+}
+
+std::vector<uint32_t> SharedMaskEntry::dense() const {
+  if (!sparse) return inner;
+  std::vector<uint32_t> out(words_count);
+  write(out.data(), out.size());
+  return out;
 }
 
 SharedCache::SharedCache(size_t capacity_bytes) : capacity_(capacity_bytes) { MemoryLimit::get().add(this, false); }

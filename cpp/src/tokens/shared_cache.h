@@ -19,19 +19,26 @@
 namespace stencil {
 
 struct SharedMaskEntry {
-  std::vector<uint32_t> inner;           // bitmask words over the vocabulary
+  // Bitmask words over the vocabulary, as computed; index() empties it where `odd` holds them.
+  std::vector<uint32_t> inner;
   std::vector<uint32_t> boundary_nodes;  // trie nodes whose sub-tries the parser must judge
   std::vector<uint32_t> boundary_parents;  // and their parents
-  // inner again where few of its words differ from the more common of 0 and ~0 (`base`): those
-  // words, (index, word) by index. A mask then starts as a fill and a few stores instead of a
-  // copy of the whole entry, mostly cold (a string body over a 262k vocabulary: 32 KB, 7,200 of
-  // its 8,192 words all ones). Set by index() once inner is final.
+  // The words instead where few of them differ from the more common of 0 and ~0 (`base`): those
+  // words, (index, word) by index, and their count. A mask then starts as a fill and a few stores
+  // instead of a copy of the whole entry, mostly cold (a string body over a 262k vocabulary: 32 KB,
+  // 7,200 of its 8,192 words all ones), and the entry keeps a few KB instead of 32 (a fixed cache
+  // then holds as many entries for a large vocabulary as for a small one, and a new entry's words
+  // reuse the freed block of the last one instead of faulting fresh pages in).
   uint32_t base = 0;
   bool sparse = false;
+  uint32_t words_count = 0;
   std::vector<std::pair<uint32_t, uint32_t>> odd;
+  // Sets base, sparse and odd once inner is final; drops inner where sparse.
   void index();
-  // words[0, need) = inner[0, need)
+  // words[0, need) = the words [0, need)
   void write(uint32_t* words, size_t need) const;
+  // A copy of all the words (for the budget's per-state tables, not the mask's hot path).
+  std::vector<uint32_t> dense() const;
   size_t bytes() const { return inner.capacity() * 4 + boundary_nodes.capacity() * 8 + odd.capacity() * 8 + 64; }
   mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory limit's clock
 };
