@@ -65,6 +65,37 @@ def test_tokens_closing_a_key_each_judged_by_their_own_bytes(order, prefix, b_ne
         assert bool(mask[t]) == new == probe.accept_token(t), (order, prefix, REPRO[t])
 
 
+ESCAPED = [bytes([i]) for i in range(256)] + [b'\\u0062"', b'\\u0063"', b'\\"b"', b'\\"c"', b'\\u0062":',
+                                              b'b"', b'c"', b"<eos>"]
+
+
+@pytest.mark.parametrize("fills", [1, 2])
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("prefix, new_keys", [
+    ('{"ab":1,"a', {b'\\u0063"', b'c"', b'\\"b"', b'\\"c"'}),  # `\u0062"` and `b"` close "ab" again
+    ('{"a\\u0062":1,"a', {b'\\u0063"', b'c"', b'\\"b"', b'\\"c"'}),  # the written key escaped: "ab"
+    ('{"a\\"b":1,"a', {b'\\u0062"', b'\\u0063"', b'\\"c"', b'\\u0062":', b'b"', b'c"'}),  # a"b written
+    ('{"ab":1, "a', {b'\\u0063"', b'c"', b'\\"b"', b'\\"c"'}),
+])
+def test_escaped_keys_judged_by_their_decoded_text(order, prefix, new_keys, fills):
+    """A key spelled with escapes (`\\u0062"`, `\\"b"`: hundreds of such tokens in a 262k
+    vocabulary) is judged by the key it decodes to, in the mask and in accept_token alike: one that
+    decodes to a written key is refused, any other allowed. (The expectations are JSON's, not the
+    engine's: the two share the decoding.)"""
+    tok = stencil.TokenizerInfo.from_vocab(ESCAPED, eos_token_ids=[len(ESCAPED) - 1])
+    compiler = stencil.GrammarCompiler(tok, mask_optimizations={"repeat_memo": False})
+    g = compiler.compile_json_schema({"type": "object"}, whitespace="flexible", property_order=order)
+    m = stencil.Matcher(g)
+    assert m.accept_string(prefix)
+    for _ in range(fills):
+        mask = mask_of(m, len(ESCAPED))
+    for t in range(256, len(ESCAPED) - 1):
+        probe = stencil.Matcher(g)
+        assert probe.accept_string(prefix)
+        want = ESCAPED[t] in new_keys
+        assert bool(mask[t]) == want == probe.accept_token(t), (order, prefix, ESCAPED[t], bool(mask[t]))
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_deepseek_tokens_closing_a_key_agree_with_accept_token(compiler, deepseek, order):
     """What the dead-end harness found with DeepSeek's vocabulary: `}"` after `{"a}":1,"a` and `]"`

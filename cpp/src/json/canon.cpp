@@ -281,6 +281,32 @@ static size_t escape_length(std::string_view raw, size_t i) {
   return after.size() >= 6 && after[0] == '\\' && after[1] == 'u' ? 12 : 6;
 }
 
+size_t json_space_prefix(std::string_view text) {
+  size_t at = 0;
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) ++at;
+  return at;
+}
+
+// (one pass over the body: find_first_of asks memchr of the two bytes for every byte)
+bool json_plain_body(std::string_view body) {
+  for (char c : body)
+    if (c == '"' || c == '\\') return false;
+  return true;
+}
+
+bool json_whole_string(std::string_view raw, std::string& scratch, std::string_view* text) {
+  raw.remove_prefix(json_space_prefix(raw));
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' && json_plain_body(raw.substr(1, raw.size() - 2))) {
+    *text = raw.substr(1, raw.size() - 2);
+    return true;
+  }
+  size_t used = 0;
+  bool closed = false;
+  if (!json_string_prefix(raw, scratch, &used, &closed) || !closed || used != raw.size()) return false;
+  *text = scratch;
+  return true;
+}
+
 bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed) {
   decoded.clear();  // (a caller's buffer kept between calls must not carry the last key into this one)
   *closed = false;

@@ -27,6 +27,13 @@ bool canonical_value(std::string_view text, std::string& out);
 // *closed when the closing quote was read. False when raw is not the start of a string.
 // `decoded` is cleared first.
 bool json_string_prefix(std::string_view raw, std::string& decoded, size_t* consumed, bool* closed);
+// The count of JSON white space bytes `text` begins with.
+size_t json_space_prefix(std::string_view text);
+// Whether a string body holds no quote or backslash: its bytes are what it decodes to.
+bool json_plain_body(std::string_view body);
+// `raw` is white space, then one whole JSON string (quotes included) up to its end: its decoded
+// text in *text (a view of raw where it has no escapes, else of `scratch`); false otherwise.
+bool json_whole_string(std::string_view raw, std::string& scratch, std::string_view* text);
 // The decoded keys of the JSON object in `text`.
 bool object_keys(std::string_view text, std::vector<std::string>& keys, std::vector<uint32_t>* key_offsets = nullptr);
 

@@ -156,10 +156,6 @@ class MaskWalker {
   void run_keys(uint32_t closing, size_t root, size_t d, bool keys);
   void key_raw(std::string_view prefix, size_t root, uint8_t closing);
   bool key_in_sets();
-  // The white space a key's raw bytes begin with (read with the key where the lexer joins them),
-  // and whether a key's body holds no quote or backslash (its bytes are then the key).
-  static size_t leading_space(std::string_view raw);
-  static bool plain_body(std::string_view body);
   bool closes_written(uint32_t closing, uint8_t byte, size_t root, size_t d, const Boundary& b,
                       std::string_view prefix);
   bool key_known_new(size_t root, size_t d);

@@ -1,5 +1,6 @@
 // MaskWalker's walk of merged runs (tokens/merged_runs.h): a class of boundaries that end a
 // lexeme alike at every depth, its byte pushed once and the trie of what follows walked once.
+#include "json/canon.h"
 #include "matcher/mask_walker.h"
 #include "tokens/trie_walk.h"
 
@@ -159,8 +160,8 @@ void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& b
 // whose prefix is plain closes a key of a known length.
 size_t MaskWalker::plain_key_head(bool fresh) const {
   if (fresh) return kHeadNot;
-  const size_t at = leading_space(key_head_);
-  if (at == key_head_.size() || key_head_[at] != '"' || !plain_body(std::string_view(key_head_).substr(at + 1)))
+  const size_t at = json_space_prefix(key_head_);
+  if (at == key_head_.size() || key_head_[at] != '"' || !json_plain_body(std::string_view(key_head_).substr(at + 1)))
     return kHeadNot;
   return key_head_.size() - at - 1;
 }
@@ -171,8 +172,8 @@ size_t MaskWalker::plain_key_head(bool fresh) const {
 bool MaskWalker::key_by_length(size_t head, size_t d, bool by_key, bool keys, size_t root) {
   if (by_key && sets_lengths_.may_hold(head + d - 1)) return false;
   if (!keys || written_.never) return true;
-  // (key_known_new's test on key_raw_, white space, quotes and all: key_head_, the prefix, the quote)
-  if (written_.slow || !written_.found || written_.lengths.may_hold(key_head_.size() + d - 2)) return false;
+  // (key_known_new's test on the key's decoded length: no white space or quotes)
+  if (written_.slow || !written_.found || written_.lengths.may_hold(head + d - 1)) return false;
   ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));
   return true;
 }

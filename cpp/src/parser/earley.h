@@ -106,13 +106,12 @@ class EarleyParser {
   // up to `to`). Ask only where LexState::key_finite: elsewhere no key can be exhausted.
   bool exhausted_only(uint32_t row, uint32_t s, std::string_view prefix, uint32_t from, uint32_t to);
   // exhausted_only for a state where a key of any string closes (LexState::key_closed): `raw`
-  // is the whole key, quotes included. A plain spelling that is no forbidden key (nearly every
+  // is the whole key, quotes included. A spelling that decodes to no forbidden key (nearly every
   // closing quote) is answered by one lookup.
   bool closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to);
-  // closes_written_key's first test, for a key spelled plainly (`raw`, quotes included, without
-  // escapes: plain_key): no forbidden key (first_key_forbidden's answer) is it, so it is new.
-  static bool plain_key(std::string_view raw) { return raw.size() >= 2 && raw.find('\\') == std::string_view::npos; }
-  static bool new_plain_key(std::string_view raw, bool found, const std::vector<std::string>* forbidden);
+  // closes_written_key's first test, for a key whose spelling decodes (`key`: json_whole_string):
+  // no forbidden key (first_key_forbidden's answer) is it, so it is new.
+  static bool new_key(std::string_view key, bool found, const std::vector<std::string>* forbidden);
   // Whether a key whose decoded bytes so far are `prefix` may still close as a forbidden key at
   // s (some forbidden key begins with it); false lets a mask walk skip closes_written_key, and
   // read nothing, for every token that closes it.
@@ -353,6 +352,7 @@ class EarleyParser {
   std::vector<StartSlot> start_slots_;
   const TextSource* text_ = nullptr;
   std::string scratch_text_;
+  std::string key_scratch_;  // a key's decoded text (closes_written_key)
   uint64_t next_serial_ = 0;
   ReadWatch reads_;
   bool key_sets_on_ = false;  // watch_key_sets

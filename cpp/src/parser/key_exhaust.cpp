@@ -97,10 +97,11 @@ const std::vector<std::string>* EarleyParser::first_key_forbidden(uint32_t row, 
 
 bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view raw, uint32_t from, uint32_t to) {
   if (!text_) return false;
-  if (plain_key(raw)) {
+  std::string_view key;
+  if (json_whole_string(raw, key_scratch_, &key)) {
     bool found = false;
     const std::vector<std::string>* forbidden = first_key_forbidden(row, s, found);
-    if (new_plain_key(raw, found, forbidden)) {
+    if (new_key(key, found, forbidden)) {
       note_read(from, to);  // the lexeme takes the key as new: not exhausted
       return false;
     }
@@ -108,9 +109,8 @@ bool EarleyParser::closes_written_key(uint32_t row, uint32_t s, std::string_view
   return exhausted_only(row, s, raw, from, to);
 }
 
-bool EarleyParser::new_plain_key(std::string_view raw, bool found, const std::vector<std::string>* forbidden) {
-  const std::string_view body = raw.substr(1, raw.size() - 2);
-  return found && !(forbidden && std::binary_search(forbidden->begin(), forbidden->end(), body));
+bool EarleyParser::new_key(std::string_view key, bool found, const std::vector<std::string>* forbidden) {
+  return found && !(forbidden && std::binary_search(forbidden->begin(), forbidden->end(), key));
 }
 
 bool EarleyParser::key_may_close_written(uint32_t row, uint32_t s, std::string_view prefix) {
