@@ -310,7 +310,7 @@ void MaskWalker::walk_boundaries(const MaskEntry& entry, const MergedRuns* m, si
     const size_t d = bd.depth;
     while (next_merged < merged.size() && merged[next_merged].first < k) ++next_merged;
     if (next_merged < merged.size() && merged[next_merged].first == k &&
-        merged_run(*m, bounds, merged[next_merged], root, words)) {
+        merged_run(bounds, merged[next_merged], root, words)) {
       k = merged[next_merged].end;
       continue;
     }

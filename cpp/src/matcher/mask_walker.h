@@ -139,11 +139,10 @@ class MaskWalker {
   void walk_whole_trie(size_t root, uint32_t* words);
   void walk(const std::vector<TrieNode>& nodes, size_t first, size_t root, uint32_t* words);
   void walk_boundaries(const MaskEntry& entry, const MergedRuns* merged, size_t root, uint32_t* words);
-  bool merged_run(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run, size_t root,
-                  uint32_t* words);
-  void merged_tokens(const MergedRuns& m, const TrieNode& node, uint32_t* words);
-  void merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
-                   uint32_t closing, bool keys, bool by_key, size_t mark, size_t noted, size_t root, uint32_t* words);
+  bool merged_run(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, size_t root, uint32_t* words);
+  void merged_tokens(const MergedClass& m, const TrieNode& node, uint32_t* words);
+  void merged_keys(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, uint32_t closing, bool keys,
+                   bool by_key, size_t mark, size_t noted, size_t root, uint32_t* words);
   static constexpr size_t kHeadUnknown = ~size_t(0), kHeadNot = ~size_t(0) - 1;
   size_t plain_key_head(bool fresh) const;
   bool key_by_length(size_t head, size_t d, bool by_key, bool keys, size_t root);

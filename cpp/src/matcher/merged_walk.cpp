@@ -13,8 +13,8 @@ namespace stencil {
 // of names is walked alone, one already written refused). False, with nothing set, where a check
 // read the bytes before the boundary (or the push refused a key): the class then goes by runs of
 // one depth.
-bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
-                            size_t root, uint32_t* words) {
+bool MaskWalker::merged_run(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, size_t root,
+                            uint32_t* words) {
   const Boundary& bd = bounds[run.first];
   const size_t d = bd.depth;
   enter_boundary(bd, d, root);
@@ -44,11 +44,12 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
   const size_t mark = walk_ids_.size(), noted = sink_ ? sink_->noted() : 0;
   merged_from_.clear();
   judge_keys_ = by_key || keys;
-  const TrieNode& head = m.nodes[run.root];
+  const MergedClass& m = *run.trie;
+  const TrieNode& head = m.nodes[0];
   if (head.token_id >= 0) merged_tokens(m, head, words);
   struct Visit {
     MaskWalker& w;
-    const MergedRuns& m;
+    const MergedClass& m;
     uint32_t* words;
     bool took(size_t, const TrieNode&) {
       w.ticker_.tick();
@@ -56,7 +57,7 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
     }
     void token(const TrieNode& node) { w.merged_tokens(m, node, words); }
   };
-  for (size_t c = run.root + 1, end = run.root + head.subtree_size; c < end; c += m.nodes[c].subtree_size)
+  for (size_t c = 1; c < head.subtree_size; c += m.nodes[c].subtree_size)
     walk_subtrie(*ps_, m.nodes, c, root, Visit{*this, m, words});
   placed_parent_ = ~0u;  // (the walk read its bytes into the frames of deeper boundaries' prefixes)
   if (reads.read(ReadWatch::kPrefix)) {
@@ -65,13 +66,13 @@ bool MaskWalker::merged_run(const MergedRuns& m, const std::vector<Boundary>& bo
     if (sink_) sink_->forget_after(noted);
     return false;
   }
-  if (judge_keys_) merged_keys(m, bounds, run, closing, keys, by_key, mark, noted, root, words);
+  if (judge_keys_) merged_keys(bounds, run, closing, keys, by_key, mark, noted, root, words);
   return true;
 }
 
 // The tokens of a merged run's trie node: allowed, each with the cost after the first (the
 // parse after them is one).
-void MaskWalker::merged_tokens(const MergedRuns& m, const TrieNode& node, uint32_t* words) {
+void MaskWalker::merged_tokens(const MergedClass& m, const TrieNode& node, uint32_t* words) {
   const auto i = static_cast<size_t>(node.token_id);
   for (uint32_t j = m.id_begin[i]; j < m.id_begin[i + 1]; ++j) {
     set(words, m.ids[j]);
@@ -87,9 +88,8 @@ void MaskWalker::merged_tokens(const MergedRuns& m, const TrieNode& node, uint32
 // A merged run whose byte closes a key: the tokens it allowed from walk_ids_[mark] on (their
 // boundaries in merged_from_) judged by their keys, a boundary at a time; those refused taken
 // out (and from a budget's notes), those whose key is in a set of names walked alone.
-void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& bounds, const MergedRuns::Run& run,
-                             uint32_t closing, bool keys, bool by_key, size_t mark, size_t noted, size_t root,
-                             uint32_t* words) {
+void MaskWalker::merged_keys(const std::vector<Boundary>& bounds, const MergedRuns::Run& run, uint32_t closing,
+                             bool keys, bool by_key, size_t mark, size_t noted, size_t root, uint32_t* words) {
   enum : uint8_t { kUnused, kUnknown, kKeep, kAlone, kRefused };
   verdicts_.assign(run.end - run.first, kUnused);
   for (size_t i = mark; i < walk_ids_.size(); ++i) verdicts_[merged_from_[i - mark]] = kUnknown;
@@ -120,7 +120,7 @@ void MaskWalker::merged_keys(const MergedRuns& m, const std::vector<Boundary>& b
       entered = true;
       if (head == kHeadUnknown) head = plain_key_head(fresh);
     }
-    if (head != kHeadNot && m.plain_prefix[run.first + off] && key_by_length(head, d, by_key, keys, root)) {
+    if (head != kHeadNot && run.trie->plain_prefix[off] && key_by_length(head, d, by_key, keys, root)) {
       v = kKeep;
       continue;
     }

@@ -548,10 +548,16 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
 
 const MergedRuns* MaskCache::merged_runs(const Lexer& lexer, const Vocabulary& vocab, const MaskEntry& e) const {
   if (const MergedRuns* m = e.merged.load(std::memory_order_acquire)) return m;
-  // (one thread builds it: the one whose walk is the kMergeAt-th; the others walk by runs meanwhile)
-  if (e.walks.fetch_add(1, std::memory_order_relaxed) + 1 != kMergeAt) return nullptr;
-  auto* m = new MergedRuns(merge_runs(lexer, vocab, e.boundaries));
-  e.merged.store(m, std::memory_order_release);
+  // (one thread builds it: the one whose walk is the kMergeAt-th; the others walk by runs meanwhile.
+  // At the first walk, where every class's trie is shared already, merging is a few lookups.)
+  const uint32_t walk = e.walks.fetch_add(1, std::memory_order_relaxed) + 1;
+  SharedCache* shared = shared_masks_ ? &vocab.shared() : nullptr;
+  if (walk != kMergeAt && !(walk == 1 && shared)) return nullptr;
+  auto merged = std::make_unique<MergedRuns>();
+  if (!merge_runs(lexer, vocab, e.boundaries, shared, walk != kMergeAt, merged.get())) return nullptr;
+  const MergedRuns* expected = nullptr;
+  if (!e.merged.compare_exchange_strong(expected, merged.get(), std::memory_order_acq_rel)) return expected;
+  const MergedRuns* m = merged.release();
   std::lock_guard<std::mutex> lock(mu_);
   bytes_ += m->bytes();
   MemoryLimit::get().charge(kMaskMemory, static_cast<int64_t>(m->bytes()));

@@ -43,7 +43,8 @@ struct MaskEntry : std::enable_shared_from_this<MaskEntry> {
   std::shared_ptr<const SharedMaskEntry> shared;  // inner tokens (also used by other grammars)
   std::vector<Boundary> boundaries;               // with this grammar's lexer states
   // Over boundaries, built at the kMergeAt-th walk of them (MaskCache::merged_runs): most
-  // entries are walked a few times, and merging costs a few walks.
+  // entries are walked a few times, and merging costs a few walks; at the first where the
+  // vocabulary's other grammars built every class's trie already.
   mutable std::atomic<const MergedRuns*> merged{nullptr};
   mutable std::atomic<uint32_t> walks{0};
   MaskEntry() = default;
@@ -73,7 +74,7 @@ class MaskCache {
   size_t size() const;
   size_t bytes() const;
   // The merged runs of a cached entry of this cache (counted in its bytes once built), or null
-  // until its kMergeAt-th call.
+  // until its kMergeAt-th call (or its first, where every class's trie is shared already).
   static constexpr uint32_t kMergeAt = 2;
   const MergedRuns* merged_runs(const Lexer& lexer, const Vocabulary& vocab, const MaskEntry& e) const;
   // Whether this grammar shares with the vocabulary's other grammars (CompileLimits::shared_masks):

@@ -3,6 +3,7 @@
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
 #include "tokens/mask_cache.h"
+#include "tokens/shared_cache.h"
 
 namespace stencil {
 
@@ -63,11 +64,11 @@ struct Building {
       if (trie[i].token_id >= 0) add_token(c, trie[i].token_id, from);
     }
   }
-  // Appends the trie, depth-first, to `out` (the root at depth `depth`).
-  void flatten(MergedRuns& out, uint16_t depth) {
-    const size_t first = out.nodes.size();
+  // The trie, depth-first, into `out` (the root at depth `depth`).
+  void flatten(MergedClass& out, uint16_t depth) {
     at.resize(nodes.size());
     out_parent.clear();
+    out.id_begin.assign(1, 0);
     todo.assign(1, 0);
     while (!todo.empty()) {
       const uint32_t x = todo.back();
@@ -91,53 +92,67 @@ struct Building {
       }
     }
     // subtree sizes: children come after their parent, so sum from the back
-    for (size_t k = out.nodes.size(); k-- > first + 1;)
-      out.nodes[out_parent[k - first]].subtree_size += out.nodes[k].subtree_size;
+    for (size_t k = out.nodes.size(); k-- > 1;) out.nodes[out_parent[k]].subtree_size += out.nodes[k].subtree_size;
   }
 };
 
+// The trie of the class boundaries[first, end).
+std::shared_ptr<MergedClass> build_class(const Vocabulary& vocab, const std::vector<Boundary>& boundaries, size_t first,
+                                         size_t end) {
+  thread_local Building scratch;  // (its arrays kept from class to class)
+  Building& building = scratch;
+  building.clear();
+  auto out = std::make_shared<MergedClass>();
+  size_t tokens = 0;
+  for (size_t j = first; j < end; ++j) {
+    const TokenTrie& trie = MaskCache::trie_of(vocab, boundaries[j].node);
+    const size_t n = boundaries[j].node & ~kRestTrieBit;
+    tokens += trie.tokens_before()[n + trie.nodes()[n].subtree_size] - trie.tokens_before()[n];
+  }
+  out->ids.reserve(tokens);
+  out->from.reserve(tokens);
+  out->plain_prefix.assign(end - first, 0);
+  for (size_t j = first; j < end; ++j) {
+    building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
+                 static_cast<uint32_t>(j - first));
+    const std::string_view above = MaskCache::bytes_above(vocab, boundaries[j].node);
+    out->plain_prefix[j - first] = above.find_first_of("\"\\") == std::string_view::npos;
+  }
+  building.flatten(*out, boundaries[first].depth);
+  out->nodes.shrink_to_fit();
+  out->id_begin.shrink_to_fit();
+  return out;
+}
+
 }  // namespace
 
-MergedRuns merge_runs(const Lexer& lexer, const Vocabulary& vocab, const std::vector<Boundary>& boundaries) {
-  MergedRuns out;
+bool merge_runs(const Lexer& lexer, const Vocabulary& vocab, const std::vector<Boundary>& boundaries,
+                SharedCache* shared, bool only_shared, MergedRuns* out) {
+  out->runs.clear();
   auto same_class = [](const Boundary& a, const Boundary& b) {
     return a.lexer_state == b.lexer_state && (a.node & kRestTrieBit) == (b.node & kRestTrieBit) && a.byte == b.byte;
   };
-  // The classes first, and their tokens, so that the arrays are sized once.
-  size_t tokens = 0;
+  std::string key;
   for (size_t k = 0; k < boundaries.size();) {
     const Boundary& b = boundaries[k];
     size_t end = k + 1;
     while (end < boundaries.size() && same_class(b, boundaries[end])) ++end;
     const uint32_t t = lexer.next(b.lexer_state, b.byte);
     if (end - k >= 2 && t != Lexer::kDead && lexer.state(t).end_now) {
-      out.runs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(end), 0});
-      for (size_t j = k; j < end; ++j) {
-        const TokenTrie& trie = MaskCache::trie_of(vocab, boundaries[j].node);
-        const size_t n = boundaries[j].node & ~kRestTrieBit;
-        tokens += trie.tokens_before()[n + trie.nodes()[n].subtree_size] - trie.tokens_before()[n];
+      // (keyed by the class's nodes, tagged, in its order: they fix the trie)
+      key.assign("m");
+      for (size_t j = k; j < end; ++j) key.append(reinterpret_cast<const char*>(&boundaries[j].node), 4);
+      std::shared_ptr<const MergedClass> trie = shared ? shared->find_class(key) : nullptr;
+      if (!trie) {
+        if (only_shared) return false;
+        trie = build_class(vocab, boundaries, k, end);
+        if (shared) shared->insert_class(key, trie);
       }
+      out->runs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(end), std::move(trie)});
     }
     k = end;
   }
-  out.ids.reserve(tokens);
-  out.from.reserve(tokens);
-  if (!out.runs.empty()) out.plain_prefix.assign(boundaries.size(), 0);
-  out.id_begin.push_back(0);
-  thread_local Building scratch;  // (its arrays kept from entry to entry)
-  Building& building = scratch;
-  for (MergedRuns::Run& run : out.runs) {
-    building.clear();
-    for (size_t j = run.first; j < run.end; ++j) {
-      building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
-                   static_cast<uint32_t>(j - run.first));
-      const std::string_view above = MaskCache::bytes_above(vocab, boundaries[j].node);
-      out.plain_prefix[j] = above.find_first_of("\"\\") == std::string_view::npos;
-    }
-    run.root = static_cast<uint32_t>(out.nodes.size());
-    building.flatten(out, boundaries[run.first].depth);
-  }
-  return out;
+  return true;
 }
 
 }  // namespace stencil

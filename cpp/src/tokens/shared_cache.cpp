@@ -1,5 +1,7 @@
 #include "tokens/shared_cache.h"
 
+#include "tokens/merged_runs.h"
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -117,12 +119,13 @@ size_t SharedCache::trim(size_t want) {
   std::vector<std::pair<uint64_t, size_t>> stamps;
   masks_.stamps(stamps);
   paths_.stamps(stamps);
+  classes_.stamps(stamps);
   if (stamps.empty() || want == 0) return 0;
   std::sort(stamps.begin(), stamps.end());
   size_t sum = 0, i = 0;
   while (i + 1 < stamps.size() && sum + stamps[i].second < want) sum += stamps[i++].second;
   const uint64_t cutoff = stamps[i].first;
-  const size_t freed = masks_.drop_until(cutoff) + paths_.drop_until(cutoff);
+  const size_t freed = masks_.drop_until(cutoff) + paths_.drop_until(cutoff) + classes_.drop_until(cutoff);
   bytes_.fetch_sub(freed, std::memory_order_relaxed);
   MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
   return freed;
@@ -130,7 +133,9 @@ size_t SharedCache::trim(size_t want) {
 
 template struct SharedCache::Table<SharedMaskEntry>;
 template struct SharedCache::Table<SharedPathEntry>;
+template struct SharedCache::Table<MergedClass>;
 template void SharedCache::insert(Table<SharedMaskEntry>&, std::string, std::shared_ptr<const SharedMaskEntry>);
 template void SharedCache::insert(Table<SharedPathEntry>&, std::string, std::shared_ptr<const SharedPathEntry>);
+template void SharedCache::insert(Table<MergedClass>&, std::string, std::shared_ptr<const MergedClass>);
 
 }  // namespace stencil

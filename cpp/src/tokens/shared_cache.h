@@ -43,6 +43,8 @@ struct SharedMaskEntry {
   mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory limit's clock
 };
 
+struct MergedClass;  // tokens/merged_runs.h
+
 // The tokens of a path from a lexer state to its lexeme's end, in order (their count: the cost).
 struct SharedPathEntry {
   std::vector<int32_t> tokens;
@@ -71,6 +73,11 @@ class SharedCache final : public EvictableCache {
   }
   void insert_path(std::string key, std::shared_ptr<const SharedPathEntry> entry) {
     insert(paths_, std::move(key), std::move(entry));
+  }
+  // Merged runs' class tries (tokens/merged_runs.h), keyed by their boundary nodes.
+  std::shared_ptr<const MergedClass> find_class(const std::string& key) const { return classes_.find(key); }
+  void insert_class(std::string key, std::shared_ptr<const MergedClass> entry) {
+    insert(classes_, std::move(key), std::move(entry));
   }
   size_t mask_entries() const { return masks_.size(); }
   size_t path_entries() const { return paths_.size(); }
@@ -109,6 +116,7 @@ class SharedCache final : public EvictableCache {
 
   Table<SharedMaskEntry> masks_;
   Table<SharedPathEntry> paths_;
+  Table<MergedClass> classes_;
   std::atomic<size_t> bytes_{0};
   mutable std::atomic<uint64_t> path_hits_{0};
   size_t capacity_;
