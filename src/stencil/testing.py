@@ -287,6 +287,8 @@ class VocabStats:
     shared_mask_bytes: int     # what every grammar over it shares: those masks and the token paths
     shared_path_entries: int   # lexemes' cheapest token paths the budget's searches found, shared alike
     shared_path_hits: int      # times a grammar took such a path instead of searching
+    shared_class_entries: int  # merged runs' class tries, shared by every grammar's mask entries
+    shared_class_hits: int     # times an entry took such a trie instead of building it
 
 
 def vocab_stats(info: Any) -> VocabStats:
@@ -301,7 +303,8 @@ def vocab_stats(info: Any) -> VocabStats:
     return VocabStats(trie_nodes=v.trie_nodes, trie_memory_bytes=v.trie_memory_bytes,
                       trie_build_seconds=v.trie_build_seconds, memory_bytes=v.memory_bytes,
                       shared_mask_entries=v.shared_mask_entries, shared_mask_bytes=v.shared_mask_bytes,
-                      shared_path_entries=v.shared_path_entries, shared_path_hits=v.shared_path_hits)
+                      shared_path_entries=v.shared_path_entries, shared_path_hits=v.shared_path_hits,
+                      shared_class_entries=v.shared_class_entries, shared_class_hits=v.shared_class_hits)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ every depth (a string's closing quote after `a`, `abc`, `"hello`) into one trie 
 that byte, pushed and walked once. Each state's mask is filled twice (the repeat memo off, so the
 second fill walks again, merged) and must equal the mask of a compiler whose boundaries are walked
 one by one (``boundary_runs`` off): plain masks, and budget masks, whose costs after each token the
-merged walk reports once per trie node. The schemas hold what makes a token's verdict depend on the
+merged walk reports once per trie node. A class's trie is shared by the vocabulary's grammars:
+another grammar's entries take it at their first walk. The schemas hold what makes a token's verdict depend on the
 bytes before the quote: keys (free, named, written before), enums and consts (completion checks
 that read the string), unique items, patterns and lengths."""
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 import stencil
 from stencil.bitmask import bitmask_to_bool
+from stencil.testing import vocab_stats
 
 CASES = [
     ({"type": "object"}, {"ab": "x", "ac": "xy", "a": "", "abc": "long value here"}),
@@ -66,3 +68,29 @@ def test_merged_run_masks_equal_masks_walked_boundary_by_boundary(deepseek, case
     # (the states hold tokens that close a string after bytes of it: what a merged run walks)
     closing = [t for t in range(info.vocab_size) if info.token_bytes(t)[1:].endswith(b'"')]
     assert any(g[closing].any() for g in got)
+
+
+def test_class_tries_shared_across_grammars_merge_at_the_first_walk():
+    """A class's trie follows from its boundary nodes alone: one grammar's entries build them into
+    the vocabulary's shared cache at their second walk, and another grammar's entries with the same
+    classes find them there and merge at their first walk. Those first-walk masks must equal the
+    masks walked boundary by boundary, and the second grammar must have built no trie of its own."""
+    info = stencil.TokenizerInfo.from_vocab(
+        [bytes([i]) for i in range(256)] + [b'a"', b'ab"', b'b",', b'"}', b'x",', b'xy"', b'\\""', b'c":', b"<eos>"],
+        eos_token_ids=[264])
+    schema, instance = CASES[1]
+    text = json.dumps(instance).encode()
+    options = {"repeat_memo": False}
+    first = stencil.GrammarCompiler(info, mask_optimizations=options).compile_json_schema(schema, property_order="any")
+    masks_along(first, text, info.vocab_size, 2, None)
+    built = vocab_stats(info)
+    assert built.shared_class_entries > 0
+    # (another compiler: a grammar of its own, the vocabulary's shared cache in common)
+    second = stencil.GrammarCompiler(info, mask_optimizations=options).compile_json_schema(schema, property_order="any")
+    got = masks_along(second, text, info.vocab_size, 1, None)
+    after = vocab_stats(info)
+    assert after.shared_class_entries == built.shared_class_entries
+    assert after.shared_class_hits > built.shared_class_hits
+    single = stencil.GrammarCompiler(info, mask_optimizations={**options, "boundary_runs": False})
+    want = masks_along(single.compile_json_schema(schema, property_order="any"), text, info.vocab_size, 1, None)
+    assert [i for i, (a, b) in enumerate(zip(got, want)) if not np.array_equal(a, b)] == []

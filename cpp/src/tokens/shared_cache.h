@@ -75,12 +75,18 @@ class SharedCache final : public EvictableCache {
     insert(paths_, std::move(key), std::move(entry));
   }
   // Merged runs' class tries (tokens/merged_runs.h), keyed by their boundary nodes.
-  std::shared_ptr<const MergedClass> find_class(const std::string& key) const { return classes_.find(key); }
+  std::shared_ptr<const MergedClass> find_class(const std::string& key) const {
+    auto found = classes_.find(key);
+    if (found) class_hits_.fetch_add(1, std::memory_order_relaxed);
+    return found;
+  }
   void insert_class(std::string key, std::shared_ptr<const MergedClass> entry) {
     insert(classes_, std::move(key), std::move(entry));
   }
   size_t mask_entries() const { return masks_.size(); }
   size_t path_entries() const { return paths_.size(); }
+  size_t class_entries() const { return classes_.size(); }
+  uint64_t class_hits() const { return class_hits_.load(std::memory_order_relaxed); }  // tries found
   uint64_t path_hits() const { return path_hits_.load(std::memory_order_relaxed); }  // paths found
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   // Drops the least recently used entries, `want` bytes or a little more; returns the bytes dropped.
@@ -119,6 +125,7 @@ class SharedCache final : public EvictableCache {
   Table<MergedClass> classes_;
   std::atomic<size_t> bytes_{0};
   mutable std::atomic<uint64_t> path_hits_{0};
+  mutable std::atomic<uint64_t> class_hits_{0};
   size_t capacity_;
 };
 
