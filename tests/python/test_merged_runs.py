@@ -12,6 +12,7 @@ that read the string), unique items, patterns and lengths."""
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -94,3 +95,36 @@ def test_class_tries_shared_across_grammars_merge_at_the_first_walk():
     single = stencil.GrammarCompiler(info, mask_optimizations={**options, "boundary_runs": False})
     want = masks_along(single.compile_json_schema(schema, property_order="any"), text, info.vocab_size, 1, None)
     assert [i for i, (a, b) in enumerate(zip(got, want)) if not np.array_equal(a, b)] == []
+
+
+def test_class_tries_shared_by_grammars_on_threads(deepseek):
+    """Grammars of their own on four threads over one vocabulary: entries merge at their first walk
+    from tries other threads built, or build them at their second while another thread looks them
+    up; every mask equals the one walked boundary by boundary."""
+    info = deepseek.info
+    single = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False, "boundary_runs": False})
+    texts = [json.dumps(instance, ensure_ascii=False).encode() for _, instance in CASES]
+    want = [masks_along(single.compile_json_schema(schema, property_order="any"), text, info.vocab_size, 1, None)
+            for (schema, _), text in zip(CASES, texts)]
+    wrong, errors = [], []
+
+    def work(seed: int) -> None:
+        try:
+            for rep in range(2):
+                compiler = stencil.GrammarCompiler(info, mask_optimizations={"repeat_memo": False})
+                order = list(range(len(CASES)))[::1 if seed % 2 else -1]
+                for i in order:
+                    g = compiler.compile_json_schema(CASES[i][0], property_order="any")
+                    got = masks_along(g, texts[i], info.vocab_size, 1 + (seed + rep) % 2, None)
+                    wrong.extend((seed, rep, i, k) for k, (a, b) in enumerate(zip(got, want[i]))
+                                 if not np.array_equal(a, b))
+        except Exception as e:  # (reported below: a thread's exception would pass unseen)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and wrong == []
+    assert vocab_stats(info).shared_class_hits > 0
