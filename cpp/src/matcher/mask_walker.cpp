@@ -498,21 +498,22 @@ void MaskWalker::run_keys(uint32_t closing, size_t root, size_t d, bool keys) {
 }
 
 // The key that a boundary closes, raw: key_head_, the token's bytes of the key up to the
-// boundary's (of `prefix`, the token's bytes above the root), then `closing`; into key_raw_.
+// boundary's (of `prefix`, the token's bytes above the root), then `closing`; into key_raw_, and
+// decoded once for key_in_sets and key_known_new (key_, where key_readable_).
 void MaskWalker::key_raw(std::string_view prefix, size_t root, uint8_t closing) {
   key_raw_.assign(key_head_);
   key_raw_.append(prefix.substr(key_from_ > root ? std::min(prefix.size(), key_from_ - root) : 0));
   key_raw_.push_back(static_cast<char>(closing));
+  key_readable_ = json_whole_string(key_raw_, key_decoded_, &key_);
 }
 
 // Whether the key of key_raw_ is in one of key_sets_, or cannot be read: then the token is walked
 // alone.
 bool MaskWalker::key_in_sets() {
-  std::string_view key;
-  if (!json_whole_string(key_raw_, key_decoded_, &key)) return true;
-  if (!sets_lengths_.may_hold(key.size())) return false;
+  if (!key_readable_) return true;
+  if (!sets_lengths_.may_hold(key_.size())) return false;
   for (const std::vector<std::string>& names : key_sets_)
-    if (std::binary_search(names.begin(), names.end(), key)) return true;
+    if (std::binary_search(names.begin(), names.end(), key_)) return true;
   return false;
 }
 
@@ -530,12 +531,11 @@ bool MaskWalker::closes_written(uint32_t closing, uint8_t byte, size_t root, siz
 // first test): true where the key of key_raw_ is known to be none of the written ones.
 bool MaskWalker::key_known_new(size_t root, size_t d) {
   if (written_.never) return true;
-  std::string_view key;
   // (a spelling with escapes too: a 262k vocabulary has hundreds of `\"`-like tokens before a
   // quote, each asked the slow way before)
-  if (written_.slow || !json_whole_string(key_raw_, key_decoded_, &key)) return false;
-  if ((!written_.found || written_.lengths.may_hold(key.size())) &&
-      !EarleyParser::new_key(key, written_.found, written_.any ? &written_.keys : nullptr))
+  if (written_.slow || !key_readable_) return false;
+  if ((!written_.found || written_.lengths.may_hold(key_.size())) &&
+      !EarleyParser::new_key(key_, written_.found, written_.any ? &written_.keys : nullptr))
     return false;
   ps_->checks().reads().note(key_from_, static_cast<uint32_t>(root + d - 1));  // (read the key as new)
   return true;

@@ -189,6 +189,8 @@ class MaskWalker {
   std::vector<uint8_t> verdicts_, kept_;
   uint32_t key_from_ = 0;  // where the run's key lexeme begins; key_head_: its bytes before the token
   std::string key_head_, key_raw_, key_decoded_;
+  std::string_view key_;  // key_raw_'s key, decoded (of key_raw_ or key_decoded_), where key_readable_
+  bool key_readable_ = false;
   // The lengths of a run's key names (bit length % 64): a key of no such length is none of them.
   struct KeyLengths {
     uint64_t bits = 0;

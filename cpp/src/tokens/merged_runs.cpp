@@ -1,5 +1,6 @@
 #include "tokens/merged_runs.h"
 
+#include "json/canon.h"
 #include "lexer/lexer.h"
 #include "stencil/vocabulary.h"
 #include "tokens/mask_cache.h"
@@ -115,8 +116,7 @@ std::shared_ptr<MergedClass> build_class(const Vocabulary& vocab, const std::vec
   for (size_t j = first; j < end; ++j) {
     building.add(MaskCache::trie_of(vocab, boundaries[j].node).nodes(), boundaries[j].node & ~kRestTrieBit,
                  static_cast<uint32_t>(j - first));
-    const std::string_view above = MaskCache::bytes_above(vocab, boundaries[j].node);
-    out->plain_prefix[j - first] = above.find_first_of("\"\\") == std::string_view::npos;
+    out->plain_prefix[j - first] = json_plain_body(MaskCache::bytes_above(vocab, boundaries[j].node));
   }
   building.flatten(*out, boundaries[first].depth);
   out->nodes.shrink_to_fit();

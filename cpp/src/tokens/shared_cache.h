@@ -67,18 +67,14 @@ class SharedCache final : public EvictableCache {
     insert(masks_, std::move(key), std::move(entry));
   }
   std::shared_ptr<const SharedPathEntry> find_path(const std::string& key) const {
-    auto found = paths_.find(key);
-    if (found) path_hits_.fetch_add(1, std::memory_order_relaxed);
-    return found;
+    return counted(paths_, key, path_hits_);
   }
   void insert_path(std::string key, std::shared_ptr<const SharedPathEntry> entry) {
     insert(paths_, std::move(key), std::move(entry));
   }
   // Merged runs' class tries (tokens/merged_runs.h), keyed by their boundary nodes.
   std::shared_ptr<const MergedClass> find_class(const std::string& key) const {
-    auto found = classes_.find(key);
-    if (found) class_hits_.fetch_add(1, std::memory_order_relaxed);
-    return found;
+    return counted(classes_, key, class_hits_);
   }
   void insert_class(std::string key, std::shared_ptr<const MergedClass> entry) {
     insert(classes_, std::move(key), std::move(entry));
@@ -119,6 +115,14 @@ class SharedCache final : public EvictableCache {
   }
   template <class Entry>
   void insert(Table<Entry>& table, std::string key, std::shared_ptr<const Entry> entry);
+  // table.find, counting the entries found in `hits`
+  template <class Entry>
+  static std::shared_ptr<const Entry> counted(const Table<Entry>& table, const std::string& key,
+                                              std::atomic<uint64_t>& hits) {
+    auto found = table.find(key);
+    if (found) hits.fetch_add(1, std::memory_order_relaxed);
+    return found;
+  }
 
   Table<SharedMaskEntry> masks_;
   Table<SharedPathEntry> paths_;
