@@ -117,7 +117,8 @@ class Run:
 def table(runs: dict[str, Run]) -> str:
     names = list(runs)
     first, last = names[0], names[-1]
-    share = {n: {k: v[1] / 1e3 / runs[n].masks() for k, v in runs[n].cells.items()} for n in names}
+    counts = {n: runs[n].masks() for n in names}
+    share = {n: {k: v[1] / 1e3 / counts[n] for k, v in runs[n].cells.items()} for n in names}
     keys = set().union(*(runs[n].cells for n in names))
     # (by what the last tokenizer adds over the first: where the curve is made)
     order = sorted(keys, key=lambda k: share[first].get(k, 0) - share[last].get(k, 0))
@@ -131,8 +132,9 @@ def table(runs: dict[str, Run]) -> str:
             row += f" | {masks:>14,} {ns / 1e3 / masks if masks else 0:>8.1f} {share[n].get(k, 0):>8.2f}"
         a, b = share[first].get(k, 0), share[last].get(k, 0)
         lines.append(row + f" | {(f'{b / a:.2f}x' if a else '-'):>22}")
-    totals = "".join(f" | {runs[n].masks():>14,} {'':>8} {sum(share[n].values()):>8.2f}" for n in names)
-    lines.append(f"{'all':<16} {'':<5}" + totals + f" | {sum(share[last].values()) / sum(share[first].values()):>21.2f}x")
+    totals = "".join(f" | {counts[n]:>14,} {'':>8} {sum(share[n].values()):>8.2f}" for n in names)
+    a, b = sum(share[first].values()), sum(share[last].values())
+    lines.append(f"{'all':<16} {'':<5}" + totals + f" | {(f'{b / a:.2f}x' if a else '-'):>22}")
     return "\n".join(lines)
 
 
