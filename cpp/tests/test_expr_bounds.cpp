@@ -155,6 +155,46 @@ TEST_CASE(lift_bounds_lifts_a_count_beside_a_complement) {
   CHECK_EQ(st.lift_bounds(st.negate(st.repeat(st.byte('a'), 0, 40)), 16, false), ExprStore::kNothing);
 }
 
+TEST_CASE(shrink_bounds_keeps_a_subset_of_the_expression_through_complements) {
+  stencil_test::Rng r{0x5A2B0C4Dull};
+  const std::vector<std::string> strings = strings_up_to(8);
+  size_t shrunk = 0, strict = 0, flipped = 0;
+  for (int round = 0; round < 400; ++round) {
+    ExprStore st;
+    stencil::Deriver d(st);
+    ExprId e = random_with_complements(st, r, 1 + static_cast<int>(r.below(2)));
+    if (r.below(3) == 0) e = st.negate(e);  // (complements two deep: the order flips twice)
+    if (e == ExprStore::kNothing) continue;
+    const uint32_t limit = 1 + r.below(4);
+    const ExprId f = st.shrink_bounds(e, limit);
+    shrunk += f != e;
+    const std::string at = "round " + std::to_string(round) + ": " + st.to_string(e) + " -> " + st.to_string(f);
+    for (const std::string& s : strings) {
+      const bool in_e = matches(st, d, e, s), in_f = f != ExprStore::kNothing && matches(st, d, f, s);
+      CHECK_MSG(!in_f || in_e, at + " shrunk holds '" + s + "'");
+      strict += in_e != in_f;
+      flipped += in_f && st.to_string(e).find('~') != std::string::npos;
+    }
+  }
+  CHECK(shrunk > 100);  // the rounds had bounds to move
+  CHECK(strict > 50);   // and strings only the expressions themselves hold
+  CHECK(flipped > 50);  // words of shrunk complements
+}
+
+TEST_CASE(shrink_bounds_lifts_a_count_under_a_complement_and_cuts_one_outside) {
+  ExprStore st;
+  stencil::ByteSet az;
+  az.add_range('a', 'z');
+  const ExprId letter = st.bytes(az), letters = st.repeat(letter, 1, 200);
+  CHECK_EQ(st.shrink_bounds(letters, 16), st.repeat(letter, 1, 1));
+  CHECK_EQ(st.shrink_bounds(st.negate(letters), 16), st.negate(st.repeat(letter, 0, stencil::kUnbounded)));
+  const ExprId keys = st.conj({st.repeat(ExprStore::kAnyByte, 0, 300), st.negate(letters)});  // (both at once)
+  CHECK_EQ(st.shrink_bounds(keys, 16),
+           st.conj({ExprStore::kEmpty, st.negate(st.repeat(letter, 0, stencil::kUnbounded))}));
+  CHECK_EQ(st.shrink_bounds(letters, 201), letters);  // (no bound that high)
+  CHECK_EQ(st.shrink_bounds(st.repeat(st.byte('a'), 0, 40), 16), ExprStore::kEmpty);
+}
+
 // The fewest bytes that complete `prefix` to a word of e (a breadth-first search over
 // derivatives, up to `limit` bytes); limit + 1 when none is found.
 static uint32_t shortest_completion(ExprStore& st, stencil::Deriver& d, ExprId e, uint32_t limit) {

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "lexer/lexer.h"
 #include "stencil/grammar.h"
+#include "test_strings.h"
 #include "tokens/plain_slice.h"
 
 using stencil::ExprId;
@@ -60,5 +61,44 @@ TEST_CASE(plain_probes_leave_only_where_plain_text_does) {
       if (stencil::admits_plain_text(lexer, s, 4096)) CHECK_MSG(!leaves, c.name + " after '" + text + "'");
       CHECK_MSG(leaves == (c.leaves[i] == '1'), c.name + " after '" + text + "'");
     }
+  }
+}
+
+// Keys that match a pattern of 1 to 200 letters beside keys that match none (the complement):
+// every byte of a key is a new state of both counts, so the exploration of plain text from the
+// state never closes; the shrunk state (the complement's count lifted, the pattern's cut to one
+// letter) is a subset of its words whose exploration does close, and says every plain string
+// stays inside, which the lexer confirms on every string over a few bytes. With the pattern's
+// keys alone, plain text does leave (a capital), and the shrunk state says no such thing.
+TEST_CASE(a_shrunk_state_proves_that_keys_beside_a_complement_take_any_plain_text) {
+  GrammarBuilder b;
+  const ExprId letters = b.re_repeat(b.re_byte_ranges({{'a', 'z'}}), 1, 200);
+  const ExprId body = b.re_repeat(b.re_byte_ranges({{' ', '!'}, {'#', '['}, {']', 0xFF}}), 0, -1);  // (any UTF-8)
+  const ExprId quote = b.re_literal("\"");
+  const stencil::Symbol pattern_key = b.lexeme(b.re_concat({quote, letters, quote}), "key", false);
+  const stencil::Symbol other_key =
+      b.lexeme(b.re_concat({quote, b.re_and({body, b.re_not(letters)}), quote}), "other", false);
+  const stencil::Symbol start = b.rule("start");
+  b.add_alternative(start, {pattern_key});
+  b.add_alternative(start, {other_key});
+  auto grammar = b.build(start);
+  Lexer lexer(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
+  for (const std::vector<uint32_t>& lexemes : {std::vector<uint32_t>{0, 1}, std::vector<uint32_t>{0}}) {
+    const bool both = lexemes.size() == 2;
+    uint32_t s = lexer.next(lexer.start_state(lexemes), '"');
+    for (const char* p = "abc"; *p; ++p) {
+      s = lexer.next(s, static_cast<uint8_t>(*p));
+      const uint32_t shrunk = lexer.shrunk_state(s, 16);
+      REQUIRE(shrunk != Lexer::kDead && shrunk != s);
+      CHECK_EQ(stencil::admits_plain_text(lexer, shrunk, 64), both);
+    }
+    bool all_stay = true;
+    for (const std::string& text : stencil_test::strings_up_to(6, "aZ ")) {
+      uint32_t t = s;
+      for (char c : text)
+        if (t != Lexer::kDead && !lexer.state(t).end_now) t = lexer.next(t, static_cast<uint8_t>(c));
+      all_stay = all_stay && t != Lexer::kDead && !lexer.state(t).end_now;
+    }
+    CHECK_EQ(all_stay, both);
   }
 }

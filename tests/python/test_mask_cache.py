@@ -191,6 +191,38 @@ def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schem
             assert np.array_equal(a, b), (schema, text)
 
 
+@pytest.mark.parametrize("schema,value", [
+    # keys that match a counted pattern property beside those that match none (a complement over
+    # the count): the state's words stay alive on any plain text, provably from a subset of them
+    ({"type": "object", "properties": {"Name": {"type": "string"}},
+      "patternProperties": {"^[a-z_]{1,200}$": {"type": "integer"}}},
+     {"Name": "x", "count_total": 3, "Other Key \u00e9!": True, "n": 1}),
+    ({"type": "object", "patternProperties": {"^[0-9a-zA-Z_-]{1,255}$": {"type": ["string", "null"]},
+                                              "^x\\.[a-z]{2,40}$": {"type": "integer"}}},
+     {"x.ab": 1, "column12": None, "x y z": "\u65e5"}),
+    ({"type": "string", "not": {"pattern": "^[a-z]{2,64}$"}}, "abc de \u00e9"),
+    # where the subset dies, the state is walked as before: only pattern keys, a bounded body
+    ({"type": "object", "patternProperties": {"^[a-z_]{1,200}$": {"type": "integer"}},
+      "additionalProperties": False}, {"alpha_beta": 1, "g": 2}),
+    ({"type": "string", "maxLength": 40, "not": {"pattern": "^[a-z]{1,30}$"}}, "abc de"),
+])
+def test_complements_over_counts_match_full_walks(deepseek, schema, value):
+    """A count under a complement (the keys no pattern property matches, beside a pattern of 1 to
+    255 characters; a string that must not match a counted pattern) is a new lexer state at every
+    byte, which no exploration of plain text exhausts. Plain tokens are taken whole where a subset
+    of the state's words without such counts is alive on every plain text; every mask, on valid
+    text and on its prefix, equals a full trie walk's."""
+    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                   mask_optimizations=NO_SHORTCUTS
+                                   ).compile_json_schema(schema, string_spelling="plain")
+    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:9]):
+        fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
+        assert len(fast_masks) == len(slow_masks) > 1
+        for a, b in zip(fast_masks, slow_masks):
+            assert np.array_equal(a, b), (schema, text)
+
+
 @pytest.mark.parametrize("pattern,max_length,good,bad", [
     ("azzzzzz|X", 5, "X", "a"),          # the lark fuzz finding: no word of 5 starts with `a`
     ("a[a-c]{9}b|[a-c]{0,3}", 8, "abc", "abca"),

@@ -392,14 +392,24 @@ uint32_t Lexer::lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const 
   return lift_state(s, std::min(limit, 1u << 30), lower_mins ? 2 : 1);
 }
 
+uint32_t Lexer::shrunk_state(uint32_t s, uint32_t limit) const { return lift_state(s, std::min(limit, 1u << 30), 4); }
+
 uint32_t Lexer::lift_state(uint32_t s, uint32_t limit, int mode) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& memo = mode == 1 || mode == 2 ? lifted_ : relaxed_;
+  auto& memo = mode == 4 ? shrunk_ : mode == 1 || mode == 2 ? lifted_ : relaxed_;
   const uint64_t key = uint64_t(s) << 32 | limit | (mode == 2 || mode == 3 ? 1u << 31 : 0u);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   Pairs pairs = state_pairs_[s];
   uint32_t r = pairs.empty() ? kDead : kUnknown;
-  for (size_t i = 1; i < pairs.size() && r != kDead; i += 2) {
+  if (mode == 4) {  // (a pair shrunk to nothing leaves: its lexeme's subset is empty)
+    Pairs kept;
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+      if (const ExprId e = store_.shrink_bounds(pairs[i + 1], limit); e != ExprStore::kNothing)
+        kept.insert(kept.end(), {pairs[i], e});
+    pairs.swap(kept);
+    if (pairs.empty()) r = kDead;
+  }
+  for (size_t i = 1; i < pairs.size() && r != kDead && mode != 4; i += 2) {
     pairs[i] = mode == 1 || mode == 2 ? store_.lift_bounds(pairs[i], limit, mode == 2)
                                       : store_.relax_bounds(pairs[i], limit, mode == 3);
     if (pairs[i] == ExprStore::kNothing) r = kDead;

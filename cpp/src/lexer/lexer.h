@@ -142,6 +142,11 @@ class Lexer {
   // bounds lowered to 0 too): no token ends or stays in its lexeme from s that does not from the
   // lifted state. kDead where it cannot be lifted.
   uint32_t lifted_state(uint32_t s, uint32_t limit, bool lower_mins) const;
+  // s with each expression shrunk to a subset with no repetition bounded at `limit` or more
+  // (ExprStore::shrink_bounds; a pair left with nothing dropped): every walk that keeps the shrunk
+  // state alive and short of an end keeps s so (its lexemes' words are s's), not lazy ones, which
+  // end at their first word. kDead where nothing is left.
+  uint32_t shrunk_state(uint32_t s, uint32_t limit) const;
   // The largest finite bound of a count of characters in an expression of s that holds an
   // intersection (a length beside a pattern; ExprStore::char_count_bound); 0 when none.
   uint32_t char_count_bound(uint32_t s) const;
@@ -287,7 +292,8 @@ class Lexer {
   bool byte_class_filter(ExprId item, ByteSet* refused) const;
   bool head_conjuncts(const std::vector<ExprId>& others, const ExprNode& rep, bool loose, bool with_slack, TextHead& h,
                       bool* killed) const;  // text_head's; mu_ held
-  // relaxed_state (mode 0, and 3 keeping the minimums) and lifted_state (1, and 2 lowering them)
+  // relaxed_state (mode 0, and 3 keeping the minimums), lifted_state (1, and 2 lowering them) and
+  // shrunk_state (4)
   uint32_t lift_state(uint32_t s, uint32_t limit, int mode) const;
 
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
@@ -357,6 +363,7 @@ class Lexer {
   bool has_not_initial_ = false;
   mutable std::unordered_map<uint64_t, uint32_t> relaxed_;  // (state, limit) -> relaxed_state; mu_
   mutable std::unordered_map<uint64_t, uint32_t> lifted_;   // (state, limit, lower_mins) -> lifted_state; mu_
+  mutable std::unordered_map<uint64_t, uint32_t> shrunk_;   // (state, limit) -> shrunk_state; mu_
   mutable std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> sandwiches_;  // (state, clamp); mu_
   mutable std::unordered_map<uint64_t, CharSummary> part_chars_;  // (part, groups); mu_
   mutable FiniteLanguages finite_langs_;                  // finite_language, may_become_finite; mu_

@@ -73,6 +73,12 @@ class ExprStore {
   // repetitions lifted go to 0 too (one expression for every count). kNothing where a bound
   // under a complement would be lifted, or e nests too deeply.
   ExprId lift_bounds(ExprId e, uint32_t limit, bool lower_mins);
+  // A subset of e with no repetition bounded at `limit` or more (a superset inside a complement):
+  // outside complements such a repetition is cut to its minimum, inside one it is made unbounded
+  // with a minimum of 0. A proof that e's derivatives stay alive on some set of strings may run
+  // on it instead (fewer states: a count under a complement no longer moves at every byte), since
+  // a word of the subset is one of e. kNothing where nothing is left of e.
+  ExprId shrink_bounds(ExprId e, uint32_t limit);
 
   // e with the upper bounds past `clamp` of repetitions whose item takes at least two bytes (a
   // count of words or groups, not of characters) lowered to `clamp` (`lift`: made unbounded).
@@ -137,6 +143,7 @@ class ExprStore {
   // keeping the minimums)
   ExprId relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId relax_args(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo);
+  ExprId shrink(ExprId e, uint32_t limit, bool subset, int depth, std::unordered_map<ExprId, ExprId>& memo);
   ExprId recount(ExprId e, uint32_t clamp, bool lift, int depth);
   // The fewest bytes of a word of e: exact without intersections and complements, a lower bound
   // with them (Lexer::expr_bytes' `shortest` is the same recurrence, an upper bound there).

@@ -61,6 +61,49 @@ ExprId ExprStore::lift_bounds(ExprId e, uint32_t limit, bool lower_mins) {
   return relax(e, limit, lower_mins ? 2 : 1, 0, memo);
 }
 
+ExprId ExprStore::shrink_bounds(ExprId e, uint32_t limit) {
+  std::unordered_map<ExprId, ExprId> memo;
+  return shrink(e, limit, true, 0, memo);
+}
+
+// shrink_bounds' walk: `subset` outside complements (and under an even number of them), a
+// superset under an odd number. Every operator but the complement keeps both orders.
+ExprId ExprStore::shrink(ExprId e, uint32_t limit, bool subset, int depth, std::unordered_map<ExprId, ExprId>& memo) {
+  if (nodes_[e].no_bounds) return e;
+  if (depth > 2000) return subset ? kNothing : kAnyByteStar;  // (each holds within or around e)
+  const ExprId key = subset ? e : e | 0x80000000u;
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  const ExprNode n = nodes_[e];
+  ExprId r = e;
+  switch (n.kind) {
+    case ExprKind::Not:
+      r = negate(shrink(n.a, limit, !subset, depth + 1, memo));
+      break;
+    case ExprKind::Concat:
+      r = concat(shrink(n.a, limit, subset, depth + 1, memo), shrink(n.b, limit, subset, depth + 1, memo));
+      break;
+    case ExprKind::Or:
+    case ExprKind::And: {
+      std::vector<ExprId> kids(args(n), args(n) + n.args_len);
+      for (ExprId& k : kids) k = shrink(k, limit, subset, depth + 1, memo);
+      r = n.kind == ExprKind::Or ? alt(kids) : conj(kids);
+      break;
+    }
+    case ExprKind::Repeat: {
+      const ExprId a = shrink(n.a, limit, subset, depth + 1, memo);
+      if (n.max == kUnbounded || n.max < limit)
+        r = repeat(a, n.min, n.max);
+      else
+        r = subset ? repeat(a, n.min, n.min) : repeat(a, 0, kUnbounded);
+      break;
+    }
+    default:  // (no bound inside: Nothing, Empty, Bytes, Number)
+      break;
+  }
+  memo.emplace(key, r);
+  return r;
+}
+
 // Mode 3 is relax_bounds inside an intersection: lower bounds kept (memoized apart, under the
 // expression's id with the top bit set).
 ExprId ExprStore::relax(ExprId e, uint32_t limit, int mode, int depth, std::unordered_map<ExprId, ExprId>& memo) {

@@ -197,11 +197,6 @@ bool MaskCache::loops_on_plain(const Lexer& lexer, uint32_t state) const {
 // end (keys of known names beside a free key lexeme, for instance).
 bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_token_bytes) const {
   if (loops_on_plain(lexer, state)) return true;
-  if (plain_probe_leaves(lexer, state, max_token_bytes)) return false;
-  // A bounded repetition (a string's maxLength) makes every character a new state, which the
-  // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
-  // size or more never bind inside one: explore the state with them lifted instead.
-  const uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
   const bool probes = !lexer.has_lazy(state);
   // The exploration's cost is the lexer states it builds; no answer is worth more than a few
   // dozen of them, since a no costs only the entry's walk of the whole trie (which builds the
@@ -209,6 +204,22 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // to 255 characters beside a free key explored 300 states, 10 ms, to say no).
   constexpr uint32_t kExploreStates = 48;
   const uint32_t max_states = lexer.num_states() + kExploreStates;
+  // A count under a complement (the keys that match no pattern property, beside those of a
+  // pattern of 1 to 255 characters) is a new state at every byte, which no exploration exhausts,
+  // nor lifts (lifting it shrinks the complement). A subset of the state's words without such
+  // counts (Lexer::shrunk_state: the complement's count lifted, the pattern's cut to its
+  // minimum) that stays alive on all plain text proves the state does: its states are few, and
+  // one for every count (a key's each byte asks again).
+  constexpr uint32_t kShrinkFrom = 16;
+  if (probes && lexer.state(state).bounded) {
+    const uint32_t shrunk = lexer.shrunk_state(state, kShrinkFrom);
+    if (shrunk != Lexer::kDead && shrunk != state && explore_plain(lexer, shrunk, 64, max_states)) return true;
+  }
+  if (plain_probe_leaves(lexer, state, max_token_bytes)) return false;
+  // A bounded repetition (a string's maxLength) makes every character a new state, which the
+  // exploration cannot exhaust. Tokens are shorter than max_token_bytes + 1, so bounds of that
+  // size or more never bind inside one: explore the state with them lifted instead.
+  const uint32_t relaxed = lexer.relaxed_state(state, max_token_bytes + 1);
   // Small limits first: a lexeme that admits plain text (a free string) does so in a few
   // pairs, while exploring one that does not (a pattern with a complement) builds costly states.
   for (size_t limit : {size_t(32), size_t(256)}) {
