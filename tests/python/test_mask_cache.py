@@ -180,12 +180,18 @@ def test_string_states_with_patterns_and_counts_match_full_walks(deepseek, schem
     lower bound. Line separators are not plain (a pattern's `.` refuses them). Sub-tries are
     skipped where every character in them loops on the state. Every mask, on valid text and
     around it, equals a full trie walk's."""
-    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
-    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+    masks_match_full_walks(deepseek, schema, value, 7)
+
+
+def masks_match_full_walks(entry, schema, value, prefix):
+    """Every mask along ``value``'s JSON text and along its first ``prefix`` characters equals the
+    mask of a compiler without the cache's shortcuts (each one a whole trie walk)."""
+    fast = stencil.GrammarCompiler(entry.info).compile_json_schema(schema, string_spelling="plain")
+    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(entry.hf),
                                    mask_optimizations=NO_SHORTCUTS
                                    ).compile_json_schema(schema, string_spelling="plain")
-    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:7]):
-        fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
+    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:prefix]):
+        fast_masks, slow_masks = masks_along(entry, fast, text), masks_along(entry, slow, text)
         assert len(fast_masks) == len(slow_masks) > 1
         for a, b in zip(fast_masks, slow_masks):
             assert np.array_equal(a, b), (schema, text)
@@ -212,15 +218,7 @@ def test_complements_over_counts_match_full_walks(deepseek, schema, value):
     byte, which no exploration of plain text exhausts. Plain tokens are taken whole where a subset
     of the state's words without such counts is alive on every plain text; every mask, on valid
     text and on its prefix, equals a full trie walk's."""
-    fast = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
-    slow = stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
-                                   mask_optimizations=NO_SHORTCUTS
-                                   ).compile_json_schema(schema, string_spelling="plain")
-    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False)[:9]):
-        fast_masks, slow_masks = masks_along(deepseek, fast, text), masks_along(deepseek, slow, text)
-        assert len(fast_masks) == len(slow_masks) > 1
-        for a, b in zip(fast_masks, slow_masks):
-            assert np.array_equal(a, b), (schema, text)
+    masks_match_full_walks(deepseek, schema, value, 9)
 
 
 @pytest.mark.parametrize("pattern,max_length,good,bad", [
