@@ -408,12 +408,13 @@ uint32_t Lexer::lift_state(uint32_t s, uint32_t limit, int mode) const {
         kept.insert(kept.end(), {pairs[i], e});
     pairs.swap(kept);
     if (pairs.empty()) r = kDead;
-  }
-  for (size_t i = 1; i < pairs.size() && r != kDead && mode != 4; i += 2) {
-    pairs[i] = mode == 1 || mode == 2 ? store_.lift_bounds(pairs[i], limit, mode == 2)
-                                      : store_.relax_bounds(pairs[i], limit, mode == 3);
-    if (pairs[i] == ExprStore::kNothing) r = kDead;
-    if (mode == 0 && r != kDead) pairs[i] = without_full_count(pairs[i], 0);
+  } else {
+    for (size_t i = 1; i < pairs.size() && r != kDead; i += 2) {
+      pairs[i] = mode == 1 || mode == 2 ? store_.lift_bounds(pairs[i], limit, mode == 2)
+                                        : store_.relax_bounds(pairs[i], limit, mode == 3);
+      if (pairs[i] == ExprStore::kNothing) r = kDead;
+      if (mode == 0 && r != kDead) pairs[i] = without_full_count(pairs[i], 0);
+    }
   }
   if (r != kDead) r = intern_state(std::move(pairs));
   memo.emplace(key, r);

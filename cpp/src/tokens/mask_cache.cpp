@@ -209,7 +209,8 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // nor lifts (lifting it shrinks the complement). A subset of the state's words without such
   // counts (Lexer::shrunk_state: the complement's count lifted, the pattern's cut to its
   // minimum) that stays alive on all plain text proves the state does: its states are few, and
-  // one for every count (a key's each byte asks again).
+  // one for every count (a key's each byte asks again). Before the probes below, whose steps
+  // from the state itself build a state per count and byte.
   constexpr uint32_t kShrinkFrom = 16;
   if (probes && lexer.state(state).bounded) {
     const uint32_t shrunk = lexer.shrunk_state(state, kShrinkFrom);
