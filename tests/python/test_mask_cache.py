@@ -221,6 +221,32 @@ def test_complements_over_counts_match_full_walks(deepseek, schema, value):
     masks_match_full_walks(deepseek, schema, value, 9)
 
 
+@pytest.mark.parametrize("schema,value,covered", [
+    # language-suffixed keys beside a prefix (OCDS): every class's keys hold any string together
+    ({"type": "object", "properties": {"title": {"type": "string"}},
+      "patternProperties": {"^(title|description)_(([A-Za-z]{2})|([A-Za-z]{2}_[A-Za-z]{2}))$": {"type": "string"},
+                            "^x-": {}}},
+     {"title": "a", "title_en_GB": "b", "x-note": 1, "free key \u00e9": None}, True),
+    # unanchored patterns whose schemas all meet: eight classes, one product of three searches
+    ({"type": "object", "patternProperties": {"net_[a-z]+[0-9]+": {"type": "object"},
+                                              "drv_([a-z]+)": {"type": "object", "required": ["name"]},
+                                              "dir": {"minProperties": 1}}},
+     {"net_ab1": {}, "drv_x": {"name": 1}, "a dir net_q9 drv_z": {"name": 2}, "plain": 3}, True),
+    # a key matching both patterns has no value: those keys are refused, so no cover
+    ({"type": "object", "patternProperties": {"a_": {"type": "string"}, "_b": {"type": "integer"}}},
+     {"a_x": "s", "y_b": 1, "free": True}, False),
+])
+def test_key_classes_that_cover_every_key_match_full_walks(deepseek, schema, value, covered):
+    """Keys split into classes by the patternProperties they match: where no class is dropped,
+    the grammar declares that together they cover the string of any key, and a key's plain
+    tokens are taken whole on the cover's proof (the classes' own states are their product);
+    where a class is dropped (no value satisfies both schemas) it declares none. Every mask, on
+    valid text and on its prefix, equals a full trie walk's."""
+    g = stencil.GrammarCompiler(deepseek.info).compile_json_schema(schema, string_spelling="plain")
+    assert bool(g.grammar.covers) == covered
+    masks_match_full_walks(deepseek, schema, value, 12)
+
+
 @pytest.mark.parametrize("pattern,max_length,good,bad", [
     ("azzzzzz|X", 5, "X", "a"),          # the lark fuzz finding: no word of 5 starts with `a`
     ("a[a-c]{9}b|[a-c]{0,3}", 8, "abc", "abca"),

@@ -19,6 +19,7 @@ class Grammar;
 struct LexemeSpec;
 struct Rule;
 struct CompletionCheck;
+struct LexemeCover;
 
 class GrammarBuilder {
  public:
@@ -75,6 +76,12 @@ class GrammarBuilder {
   void add_check(Symbol rule, CheckKind kind, const std::vector<std::string>& names, int64_t min, int64_t max,
                  const std::string* key = nullptr);
 
+  // A promise that the languages of `lexemes` together hold every word of `expr` (the key
+  // classes of one object cover the string of any key): where a lexer state starts with all of
+  // them, its questions about all its words are asked of expr instead (Lexer::cover_state).
+  // Not checked: a false promise gives wrong masks.
+  void cover(const std::vector<Symbol>& lexemes, ExprId expr);
+
   std::shared_ptr<Grammar> build(Symbol start) const;
 
  private:
@@ -88,6 +95,7 @@ class GrammarBuilder {
   std::vector<std::string> names_;
   std::vector<Rule> rules_;
   std::vector<CompletionCheck> checks_;
+  std::vector<LexemeCover> covers_;
   std::vector<bool> has_check_;  // by rule (a scan of checks_ per check was quadratic in them)
   std::unordered_map<std::string, uint32_t> lexeme_ids_;
   std::unordered_map<std::string, uint32_t> rule_ids_;

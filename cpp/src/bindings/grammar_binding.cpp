@@ -166,6 +166,8 @@ void bind_grammar(nb::module_& m) {
            nb::arg("token_ids"), nb::arg("name") = "")
       .def("ignore", typed<&GrammarBuilder::ignore, void(Expr, const std::string&, bool, bool)>, nb::arg("expr"),
            nb::arg("name") = "", nb::arg("initial") = true, nb::arg("final") = true)
+      .def("cover", typed<&GrammarBuilder::cover, void(const std::vector<Sym>&, Expr)>, nb::arg("lexemes"),
+           nb::arg("expr"))
       .def("rule", typed<&GrammarBuilder::rule, Sym(const std::string&)>, nb::arg("name") = "")
       .def("add_alternative", typed<&GrammarBuilder::add_alternative, void(Sym, const std::vector<Sym>&)>,
            nb::arg("rule"), nb::arg("symbols"))

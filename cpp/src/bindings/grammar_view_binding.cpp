@@ -1,4 +1,4 @@
-// Grammar.nonterminals / start / rules / lexemes / checks: plain Python values built on each call
+// Grammar.nonterminals / start / rules / lexemes / checks / covers: plain Python values built on each call
 // (the Grammar itself stays immutable and shared).
 #include "bindings/grammar_view.h"
 
@@ -94,5 +94,15 @@ void bind_grammar_view(nb::class_<Grammar>& cls) {
       .def_prop_ro("lexemes", &lexemes_view,
                    "Lexemes as dicts: name, regex (None for special tokens), ignore, lazy, special, token_ids.")
       .def_prop_ro("checks", &checks_view,
-                   "Completion checks as dicts: rule (nonterminal), kind, names (bytes), min, max.");
+                   "Completion checks as dicts: rule (nonterminal), kind, names (bytes), min, max.")
+      .def_prop_ro(
+          "covers",
+          [](const Grammar& g) {
+            nb::list out;
+            for (const LexemeCover& c : g.covers)
+              out.append(nb::make_tuple(c.lexemes, text(g.exprs.to_string(c.expr))));
+            return out;
+          },
+          "Lexeme covers as (lexemes, regex): the lexemes' languages together hold every word of regex\n"
+          "(the key classes of an object, split by patternProperties, hold the string of any key).");
 }

@@ -211,7 +211,8 @@ class ReachableCopy {
         g_(std::make_shared<Grammar>(ExprStore(max_exprs))),
         copy_(store, g_->exprs) {}
 
-  std::shared_ptr<Grammar> run(Symbol start, const std::vector<CompletionCheck>& checks) {
+  std::shared_ptr<Grammar> run(Symbol start, const std::vector<CompletionCheck>& checks,
+                               const std::vector<LexemeCover>& covers) {
     const std::vector<uint32_t> order = number_rules(start);
     g_->rules.push_back({0, {1}});
     for (uint32_t nt : order)
@@ -225,6 +226,7 @@ class ReachableCopy {
       m.rule = static_cast<uint32_t>(nt_map_[c.rule]);
       g_->checks.push_back(std::move(m));
     }
+    for (const LexemeCover& c : covers) copy_cover(c);
     g_->start = 0;
     g_->finalize();
     return g_;
@@ -277,6 +279,21 @@ class ReachableCopy {
     return static_cast<uint32_t>(lex_map_[lex]);
   }
 
+  // A lexeme with an empty language adds no word: left out. One not reachable (never in a lexer
+  // state) makes the cover useless: dropped.
+  void copy_cover(const LexemeCover& c) {
+    LexemeCover out;
+    for (uint32_t lex : c.lexemes) {
+      if (!lex_ok_[lex]) continue;
+      if (lex_map_[lex] < 0) return;
+      out.lexemes.push_back(static_cast<uint32_t>(lex_map_[lex]));
+    }
+    if (out.lexemes.empty()) return;
+    std::sort(out.lexemes.begin(), out.lexemes.end());
+    out.expr = copy_(c.expr);
+    g_->covers.push_back(std::move(out));
+  }
+
   ExprStore& store_;
   const std::vector<LexemeSpec>& lexemes_;
   const std::vector<Rule>& rules_;
@@ -307,7 +324,7 @@ std::shared_ptr<Grammar> GrammarBuilder::build(Symbol start) const {
     throw GrammarError("the grammar's language is empty: rule '" + names_[start] + "' can never complete");
   ReachableCopy copy(*store_, lexemes_, rules_, names_, rules_of, std::move(lex_ok), std::move(productive),
                      limits_.max_exprs);
-  return copy.run(start, checks_);
+  return copy.run(start, checks_, covers_);
 }
 
 void Grammar::finalize() {
@@ -435,7 +452,8 @@ size_t Grammar::memory_bytes() const {
              heap::of(dotted) + heap::of(rule_begin) + heap::of(nt_rules_begin) + heap::of(nt_rules) +
              heap::of(nullable) + heap::of(checks) + heap::of(nt_check) + heap::of(guard_check) +
              heap::of(guard_first) + heap::of(key_checks) + heap::of(key_verdicts) + heap::of(names_group) +
-             heap::of(key_in_names);
+             heap::of(key_in_names) + heap::of(covers);
+  for (const LexemeCover& c : covers) n += heap::of(c.lexemes);
   for (const LexemeSpec& l : lexemes) n += heap::of(l.token_ids) + heap::of(l.name);
   for (const std::string& name : nonterminal_names) n += heap::of(name);
   for (const Rule& r : rules) n += heap::of(r.rhs);

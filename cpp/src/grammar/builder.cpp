@@ -285,4 +285,20 @@ void GrammarBuilder::add_check(Symbol rule, CheckKind kind, const std::vector<st
   checks_.push_back(std::move(c));
 }
 
+void GrammarBuilder::cover(const std::vector<Symbol>& lexemes, ExprId expr) {
+  check_expr(expr, "cover");
+  LexemeCover c{{}, expr};
+  for (Symbol s : lexemes) {
+    if (!is_terminal(s)) throw GrammarError("cover: a cover is made of lexemes, not rules");
+    check_symbol(s, "cover");
+    if (lexemes_[symbol_index(s)].special || lexemes_[symbol_index(s)].lazy)
+      throw GrammarError("cover: special and lazy lexemes cannot cover a language");
+    c.lexemes.push_back(symbol_index(s));
+  }
+  std::sort(c.lexemes.begin(), c.lexemes.end());
+  c.lexemes.erase(std::unique(c.lexemes.begin(), c.lexemes.end()), c.lexemes.end());
+  if (c.lexemes.empty()) throw GrammarError("cover: no lexemes");
+  covers_.push_back(std::move(c));
+}
+
 }  // namespace stencil

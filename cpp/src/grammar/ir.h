@@ -31,6 +31,17 @@ struct LexemeSpec {
   uint8_t unique_key = kNoKey;
 };
 
+// Lexemes whose languages together hold every word of `expr`: the key classes of one object,
+// which split its keys by the patternProperties they match, cover the string of any key. A
+// front-end's promise (GrammarBuilder::cover), not checked: a lexer state started with all of
+// them holds expr's words, and a question about all of the state's words (does every plain text
+// keep it alive?) may be asked of expr's derivative, which stays small where the classes'
+// product does not (Lexer::cover_state).
+struct LexemeCover {
+  std::vector<uint32_t> lexemes;  // sorted, each once
+  ExprId expr = ExprStore::kNothing;
+};
+
 constexpr Symbol kTerminalBit = 0x80000000u;
 inline bool is_terminal(Symbol s) { return s & kTerminalBit; }
 inline uint32_t symbol_index(Symbol s) { return s & ~kTerminalBit; }
@@ -58,12 +69,14 @@ struct CompletionCheck {
 // An immutable grammar: lexemes, rules and the tables the parser walks.
 class Grammar {
  public:
-  static constexpr uint32_t kFormatVersion = 3;  // 2: number range expressions, 3: member-list checks
+  // 2: number range expressions, 3: member-list checks, 4: lexeme covers
+  static constexpr uint32_t kFormatVersion = 4;
 
   ExprStore exprs;
   std::vector<LexemeSpec> lexemes;
   std::vector<std::string> nonterminal_names;
   std::vector<Rule> rules;  // rule 0 is the augmented start rule `__start -> start`
+  std::vector<LexemeCover> covers;
   uint32_t start = 0;       // the augmented start nonterminal
 
   // Parser tables, derived from the rules by finalize().

@@ -132,6 +132,12 @@ std::string Grammar::serialize() const {
     w.u8(c.has_key ? 1 : 0);
     w.str(c.key);
   }
+  w.u32(static_cast<uint32_t>(covers.size()));
+  for (const LexemeCover& c : covers) {
+    w.u32(c.expr);
+    w.u32(static_cast<uint32_t>(c.lexemes.size()));
+    for (uint32_t lex : c.lexemes) w.u32(lex);
+  }
   w.u32(start);
   return w.out;
 }
@@ -200,6 +206,21 @@ LexemeSpec read_lexeme(Reader& r, const std::vector<ExprId>& map) {
   return l;
 }
 
+LexemeCover read_cover(Reader& r, const std::vector<ExprId>& map, size_t n_lex) {
+  LexemeCover c;
+  uint32_t e = r.u32();
+  if (e >= map.size()) r.fail("cover refers to an unknown expression");
+  c.expr = map[e];
+  uint32_t n = r.count(r.in.size(), "cover lexemes");
+  for (uint32_t k = 0; k < n; ++k) {
+    uint32_t lex = r.u32();
+    if (lex >= n_lex) r.fail("cover refers to an unknown lexeme");
+    if (!c.lexemes.empty() && lex <= c.lexemes.back()) r.fail("cover lexemes out of order");
+    c.lexemes.push_back(lex);
+  }
+  return c;
+}
+
 Rule read_rule(Reader& r, size_t n_nt, size_t n_lex) {
   Rule rule;
   rule.lhs = r.u32();
@@ -252,6 +273,8 @@ std::shared_ptr<Grammar> Grammar::deserialize(const std::string& data) {
   for (uint32_t i = 0; i < n_rules; ++i) g->rules.push_back(read_rule(r, n_nt, n_lex));
   uint32_t n_checks = r.count(data.size(), "checks");
   for (uint32_t i = 0; i < n_checks; ++i) g->checks.push_back(read_check(r, *g));
+  uint32_t n_covers = r.count(data.size(), "covers");
+  for (uint32_t i = 0; i < n_covers; ++i) g->covers.push_back(read_cover(r, map, n_lex));
   g->start = r.u32();
   if (g->rules.empty() || g->start != 0 || g->rules[0].lhs != 0) r.fail("missing start rule");
   if (r.pos != data.size()) r.fail("trailing bytes");

@@ -11,8 +11,12 @@
 
 namespace stencil {
 
-Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits)
-    : store_(std::move(store)), deriver_(store_, limits.fuel), lexemes_(std::move(lexemes)), limits_(limits) {
+Lexer::Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits, std::vector<LexemeCover> covers)
+    : store_(std::move(store)),
+      deriver_(store_, limits.fuel),
+      lexemes_(std::move(lexemes)),
+      covers_(std::move(covers)),
+      limits_(limits) {
   if (limits_.max_states > (kMaxBlocks << kBlockBits)) limits_.max_states = kMaxBlocks << kBlockBits;
   classes_ = ByteClasses::from_sets(store_.all_bytesets());
   num_classes_ = classes_.count();
@@ -172,6 +176,14 @@ uint32_t Lexer::compute_transition(uint32_t state, uint8_t byte) const {
     next.push_back(d);
   }
   uint32_t t = next.empty() ? kDead : intern_state(std::move(next));
+  if (const LexState& from = this->state(state); t != kDead && from.cover != ExprStore::kNothing) {
+    // (t's words hold the cover's derivative whichever path made t first: a fact of its words)
+    LexState& to = blocks_[t >> kBlockBits]->states[t & kBlockMask];
+    if (to.cover == ExprStore::kNothing && deriver_.may_start(from.cover, rep)) {
+      const ExprId d = deriver_.derive(from.cover, rep);
+      if (d != ExprStore::kNothing) to.cover = d, to.cover_lexeme = from.cover_lexeme;
+    }
+  }
   if (t != kDead && this->state(t).end_now) t |= kEndNowTag;
   slot.store(t, std::memory_order_release);
   note_growth();
@@ -201,10 +213,29 @@ uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
       pairs.push_back(spec.expr);
     }
     s = pairs.empty() ? kDead : intern_state(std::move(pairs));
+    if (s != kDead) mark_cover(s, lexemes);
   }
   std::unique_lock<std::shared_mutex> lock(start_mu_);
   if (start_states_.emplace(allowed, s).second) start_keys_bytes_ += heap::block(allowed.size() * 4);
   return s;
+}
+
+void Lexer::mark_cover(uint32_t s, const std::vector<uint32_t>& lexemes) const {
+  LexState& st = blocks_[s >> kBlockBits]->states[s & kBlockMask];
+  if (st.cover != ExprStore::kNothing) return;
+  for (const LexemeCover& c : covers_)
+    if (std::includes(lexemes.begin(), lexemes.end(), c.lexemes.begin(), c.lexemes.end())) {
+      st.cover = c.expr;
+      st.cover_lexeme = c.lexemes.front();
+      return;
+    }
+}
+
+uint32_t Lexer::cover_state(uint32_t s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const LexState& st = state(s);
+  if (st.cover == ExprStore::kNothing || lexemes_[st.cover_lexeme].lazy || deriver_.is_empty(st.cover)) return kDead;
+  return intern_state({st.cover_lexeme, st.cover});
 }
 
 uint32_t Lexer::start_after_ignored(uint32_t start, uint32_t ended) const {

@@ -60,6 +60,10 @@ struct LexState {
     }
   } may_finite;
   static constexpr uint8_t kMayFiniteUnknown = 2;
+  // Lexer::cover_state's: words all in the state's (the derivative of a LexemeCover along a path
+  // here), as lexeme cover_lexeme; set under the lexer's lock after the state is made.
+  ExprId cover = ExprStore::kNothing;
+  uint32_t cover_lexeme = 0;
 };
 
 class Lexer {
@@ -67,7 +71,7 @@ class Lexer {
   static constexpr uint32_t kDead = 0;
   static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
 
-  Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits);
+  Lexer(ExprStore store, std::vector<LexemeSpec> lexemes, LexerLimits limits, std::vector<LexemeCover> covers = {});
   ~Lexer();
 
   uint32_t next(uint32_t state, uint8_t byte) const { return next_tagged(state, byte) & ~kEndNowTag; }
@@ -147,6 +151,10 @@ class Lexer {
   // state alive and short of an end keeps s so (its lexemes' words are s's), not lazy ones, which
   // end at their first word. kDead where nothing is left.
   uint32_t shrunk_state(uint32_t s, uint32_t limit) const;
+  // A state holding a subset of s's words, few and small where s's are many: the derivative of a
+  // LexemeCover whose lexemes all started the path to s (as one lexeme of the cover); kDead where
+  // no cover came along.
+  uint32_t cover_state(uint32_t s) const;
   // The largest finite bound of a count of characters in an expression of s that holds an
   // intersection (a length beside a pattern; ExprStore::char_count_bound); 0 when none.
   uint32_t char_count_bound(uint32_t s) const;
@@ -299,6 +307,8 @@ class Lexer {
   uint32_t intern_state(Pairs pairs) const;  // caller holds mu_
   void note_growth() const;                  // mu_ held
   void mark_finite_keys(LexState& st, const Pairs& pairs) const;  // mu_ held
+  // LexState::cover of a start state of `lexemes` (sorted) that hold all of a cover's; mu_ held
+  void mark_cover(uint32_t s, const std::vector<uint32_t>& lexemes) const;
   bool finite_language(ExprId e) const;                         // structural, memoized; mu_ held
   ExprBytes expr_bytes(ExprId e, int depth) const;  // pair_bytes' bounds, memoized; mu_ held
   // The ceiling of a two-operand intersection `a & C{lo,hi}` where C is a character set and a's
@@ -340,6 +350,7 @@ class Lexer {
   mutable ExprStore store_;
   mutable Deriver deriver_;
   std::vector<LexemeSpec> lexemes_;
+  std::vector<LexemeCover> covers_;
   LexerLimits limits_;
   ByteClasses classes_;
   int num_classes_;

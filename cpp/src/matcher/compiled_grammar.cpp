@@ -8,7 +8,7 @@
 namespace stencil {
 
 LexerEpoch::LexerEpoch(const Grammar& g, const CompileLimits& limits, uint64_t n)
-    : lexer(g.exprs, g.lexemes, limits.lexer),
+    : lexer(g.exprs, g.lexemes, limits.lexer, g.covers),
       cache(limits.mask_cache_bytes, limits.plain_slice, limits.shared_masks, limits.loop_skip),
       number(n) {
   // Past a quarter of what the lexer may hold, the derivative cache starts afresh: within one

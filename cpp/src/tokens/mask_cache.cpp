@@ -212,6 +212,13 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // one for every count (a key's each byte asks again). Before the probes below, whose steps
   // from the state itself build a state per count and byte.
   constexpr uint32_t kShrinkFrom = 16;
+  // Keys split into classes by unanchored patterns make a state of every class's derivative, a
+  // product no exploration exhausts; their cover (the string of any key: Lexer::cover_state)
+  // holds a subset of the state's words in a state or two.
+  if (probes) {
+    const uint32_t cover = lexer.cover_state(state);
+    if (cover != Lexer::kDead && cover != state && explore_plain(lexer, cover, 64, max_states)) return true;
+  }
   if (probes && lexer.state(state).bounded) {
     const uint32_t shrunk = lexer.shrunk_state(state, kShrinkFrom);
     if (shrunk != Lexer::kDead && shrunk != state && explore_plain(lexer, shrunk, 64, max_states)) return true;

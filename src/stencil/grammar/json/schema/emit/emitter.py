@@ -172,13 +172,14 @@ class Emitter:
             if kind == "num":
                 expr = self.scalars.number(f)
                 name = "number" if f == TRUE else ("integer" if type(f) is Integer else "number:constrained")
-            elif f == TRUE:
-                expr = self.strings.quoted(self.strings.any_body())   # no lone surrogate
-                name = "string"
             else:
-                expr, name = self.strings.quoted(self.scalars.string_body(f)), "string:constrained"
+                expr, name = self.string_expr(f), "string" if f == TRUE else "string:constrained"
             sym = self._lexemes[key] = b.lexeme(expr, name)
         return sym
+
+    def string_expr(self, f) -> ExprId:
+        """The quoted JSON strings satisfying formula ``f``, as a regular expression."""
+        return self.strings.quoted(self.scalars.string_body(f))   # (any_body for TRUE: no lone surrogate)
 
     def string_lexeme(self, f, name: str = "string"):
         """The lexeme of the JSON strings satisfying formula ``f``."""

@@ -61,9 +61,11 @@ MAX_OBJECT_STATES = 20_000
 MAX_KEYSET_LINKS = 1_024
 
 
-def _key_classes(em, spec: ObjSpec) -> list:
+def _key_classes(em, spec: ObjSpec) -> tuple[list, Optional[Formula]]:
     """(key formula, value Sub) partitioning the keys outside the named properties: one class per
-    set of rules (patternProperties, additionalProperties) a key can match at once."""
+    set of rules (patternProperties, additionalProperties) a key can match at once; and the keys
+    the classes hold together where that is every key the object may have (no class dropped for
+    a false schema), else None."""
     forbidden: Formula = FALSE
     live = []
     for pred, sub in spec.rules:
@@ -73,7 +75,7 @@ def _key_classes(em, spec: ObjSpec) -> list:
             live.append((pred, sub))
     base = f_and(spec.names, f_not(forbidden))
     if base == FALSE:
-        return []
+        return [], None
     n = len(live)
     if n <= 3:
         overlap = [[True] * n for _ in range(n)]
@@ -82,6 +84,7 @@ def _key_classes(em, spec: ObjSpec) -> list:
         overlap = [[i == j or not formula_empty(em.ctx, "str", f_and(base, live[i][0], live[j][0]))
                     for j in range(n)] for i in range(n)]
     out = []
+    whole = True
     for chosen in _cliques(overlap):
         f = base
         sub = TRUE_SUB
@@ -94,7 +97,8 @@ def _key_classes(em, spec: ObjSpec) -> list:
                 f = f_and(f, f_not(live[j][0]))
         if f != FALSE and sub != FALSE_SUB:
             out.append((f, sub))
-    return out
+        whole = whole and (f == FALSE or sub != FALSE_SUB)
+    return out, base if whole else None
 
 
 def _cliques(overlap) -> list:
@@ -178,7 +182,11 @@ def _members(em, spec: ObjSpec, depth: int):
     excluded = [k for k, _ in props]
     others = []
     other_keys: Optional[frozenset] = frozenset()
-    for f, sub in _key_classes(em, spec):
+    classes, cover = _key_classes(em, spec)
+    covering = []   # the classes' lexemes (those that spell their keys out leave the named ones out)
+    for f, sub in classes:
+        if str_words(f) is None:
+            covering.append(em.string_lexeme(f))
         for mask, kf, extra in _subsets(spec.some, lambda g: True):
             vs, fk = sub_and(sub, extra), f_and(f, kf)
             if mask and spec.max is not None and formula_empty(em.ctx, "str", fk):
@@ -190,6 +198,12 @@ def _members(em, spec: ObjSpec, depth: int):
             if key is not None:
                 others.append((mask, [key] + colon + [em.value(vs, depth + 1)]))
                 other_keys = None if other_keys is None or words is None else other_keys | words.difference(excluded)
+    if cover is not None and len(covering) == len(classes) > 1:
+        # Every key falls in the class of the rules it matches: the classes hold the string of
+        # any key together, whose derivatives stay few where those of classes split by
+        # unanchored patterns multiply (Lexer::cover_state). (A class whose value has no
+        # instance leaves its lexeme unused: the builder then drops the cover.)
+        em.b.cover(covering, em.string_expr(cover))
     return named, others, other_keys
 
 
