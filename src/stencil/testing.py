@@ -289,6 +289,8 @@ class VocabStats:
     shared_path_hits: int      # times a grammar took such a path instead of searching
     shared_class_entries: int  # merged runs' class tries, shared by every grammar's mask entries
     shared_class_hits: int     # times an entry took such a trie instead of building it
+    shared_verdict_entries: int  # count sandwiches found alike or not (whole walks), shared alike
+    shared_verdict_hits: int     # times a grammar took such a verdict instead of walking
 
 
 def vocab_stats(info: Any) -> VocabStats:
@@ -304,7 +306,8 @@ def vocab_stats(info: Any) -> VocabStats:
                       trie_build_seconds=v.trie_build_seconds, memory_bytes=v.memory_bytes,
                       shared_mask_entries=v.shared_mask_entries, shared_mask_bytes=v.shared_mask_bytes,
                       shared_path_entries=v.shared_path_entries, shared_path_hits=v.shared_path_hits,
-                      shared_class_entries=v.shared_class_entries, shared_class_hits=v.shared_class_hits)
+                      shared_class_entries=v.shared_class_entries, shared_class_hits=v.shared_class_hits,
+                      shared_verdict_entries=v.shared_verdict_entries, shared_verdict_hits=v.shared_verdict_hits)
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,35 @@ def test_key_classes_that_cover_every_key_match_full_walks(deepseek, schema, val
     masks_match_full_walks(deepseek, schema, value, 12)
 
 
+WORDS = {"type": "string", "maxLength": 300, "pattern": "^(?:\\S+\\s+){0,29}\\S+$"}
+
+
+def test_a_count_sandwich_verdict_is_shared_by_the_grammars_of_a_vocabulary(deepseek):
+    """A string of at most 30 words makes every word a new lexer state; where whole walks from
+    the count lowered (8 words left) and lifted agree, the lowered state's entry serves every
+    count between. That verdict costs two whole walks and is the same in every grammar with the
+    pattern: a second grammar (the string in an array, not an object) takes it from the
+    vocabulary, and its masks equal full walks."""
+    info = stencil.TokenizerInfo.from_huggingface(deepseek.hf)
+    compiler = stencil.GrammarCompiler(info)
+    entry = type("Entry", (), {"info": info, "hf": deepseek.hf})
+    words = "We are looking for participants who have experience with digital products"
+    masks_along(entry, compiler.compile_json_schema({"type": "object", "properties": {"summary": WORDS}},
+                                                    string_spelling="plain"), json.dumps({"summary": words}))
+    stats = vocab_stats(info)
+    assert stats.shared_verdict_entries > 0
+    array = {"type": "array", "items": WORDS}
+    text = json.dumps([words, "two words"])
+    fast = masks_along(entry, compiler.compile_json_schema(array, string_spelling="plain"), text)
+    assert vocab_stats(info).shared_verdict_hits > stats.shared_verdict_hits
+    slow = masks_along(entry, stencil.GrammarCompiler(stencil.TokenizerInfo.from_huggingface(deepseek.hf),
+                                                      mask_optimizations=NO_SHORTCUTS
+                                                      ).compile_json_schema(array, string_spelling="plain"), text)
+    assert len(fast) == len(slow) > 10
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("pattern,max_length,good,bad", [
     ("azzzzzz|X", 5, "X", "a"),          # the lark fuzz finding: no word of 5 starts with `a`
     ("a[a-c]{9}b|[a-c]{0,3}", 8, "abc", "abca"),

@@ -54,6 +54,8 @@ void bind_vocabulary(nb::module_& m) {
       .def_prop_ro("shared_path_hits", [](const Vocabulary& v) { return v.shared().path_hits(); })
       .def_prop_ro("shared_class_entries", [](const Vocabulary& v) { return v.shared().class_entries(); })
       .def_prop_ro("shared_class_hits", [](const Vocabulary& v) { return v.shared().class_hits(); })
+      .def_prop_ro("shared_verdict_entries", [](const Vocabulary& v) { return v.shared().verdict_entries(); })
+      .def_prop_ro("shared_verdict_hits", [](const Vocabulary& v) { return v.shared().verdict_hits(); })
       // (the bytes of everything the vocabulary's grammars share: masks and token paths)
       .def_prop_ro("shared_mask_bytes", [](const Vocabulary& v) { return v.shared().bytes(); });
 }

@@ -368,7 +368,7 @@ std::vector<uint32_t> Lexer::live_lexemes(uint32_t s) const {
 }
 
 std::string Lexer::signature(uint32_t s, uint32_t clamp) const {
-  constexpr size_t kLimit = 16 << 10;
+  constexpr size_t kLimit = 64 << 10;
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs& p = state_pairs_[s];
   std::vector<std::string> parts;
@@ -493,12 +493,21 @@ bool Lexer::count_sandwich(uint32_t s, uint32_t clamp, uint32_t* lo, uint32_t* h
   return *lo != kDead && *hi != kDead && *lo != s && *hi != s;
 }
 
-bool Lexer::has_lazy(uint32_t s) const {
+template <class Pred>
+bool Lexer::any_lexeme(uint32_t s, Pred pred) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Pairs& p = state_pairs_[s];
   for (size_t i = 0; i < p.size(); i += 2)
-    if (lexemes_[p[i]].lazy) return true;
+    if (pred(lexemes_[p[i]])) return true;
   return false;
+}
+
+bool Lexer::has_lazy(uint32_t s) const {
+  return any_lexeme(s, [](const LexemeSpec& l) { return l.lazy; });
+}
+
+bool Lexer::has_key(uint32_t s) const {
+  return any_lexeme(s, [](const LexemeSpec& l) { return l.unique_key != LexemeSpec::kNoKey; });
 }
 
 ExprId Lexer::expr_of(uint32_t s, uint32_t lexeme) const {

@@ -202,6 +202,7 @@ class Lexer {
   };
   bool loose_text_head(uint32_t s, LooseTextHead* out) const;
   bool has_lazy(uint32_t s) const;
+  bool has_key(uint32_t s) const;  // a lexeme of s begins a key that unique_key checks (LexemeSpec)
   // Whether the rest of `lexeme` (not lazy, one expression) in s is one string (a key, a
   // keyword): then *word is it (ExprStore::word's `limit`). Other lexemes of s may be alive
   // beside it (the whitespace before a key): every path to its end spells the word.
@@ -346,6 +347,8 @@ class Lexer {
   // s without the pairs whose lexeme `drop` names (s itself when none; kDead when all); takes mu_.
   template <class Drop>
   uint32_t without(uint32_t s, Drop drop) const;
+  template <class Pred>
+  bool any_lexeme(uint32_t s, Pred pred) const;  // pred holds for a lexeme of s
 
   mutable ExprStore store_;
   mutable Deriver deriver_;

@@ -286,29 +286,36 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
     counted_slice(lexer, vocab, state, head, *e, *shared);
   } else if (auto part = loop_skip_ && lexer.state(state).bounded ? partly_relaxed(lexer, vocab, state) : nullptr) {
     return part;
+  } else if (auto lifted = loop_skip_ ? relaxed_entry(lexer, vocab, state) : nullptr) {
+    *borrowed = true;
+    return lifted;
   } else if (plain_slice_ && admits_plain(lexer, state, static_cast<uint32_t>(vocab.trie().max_depth()))) {
     // Every plain token stays inside: take the slice, walk only the rest.
     const PlainSlice& slice = vocab.plain_slice();
     shared->inner = slice.bits;
     inner_walk(lexer, slice.rest, kRestTrieBit, state, shared->inner, e->boundaries);
   } else {
-    // Bounds no token reaches (a long maxLength) make every byte a new state, which never loops
-    // back to itself: the state with them lifted behaves alike on every token's bytes, so its
-    // entry (cached: the states of a long string share it) serves as it is, boundaries and all.
-    // (Replaying each boundary's bytes from `state` instead built a counting state per trie
-    // node above a boundary, and a second copy of the entry in the cache's bytes.)
-    const uint32_t relaxed =
-        loop_skip_ ? lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1) : Lexer::kDead;
-    if (relaxed != Lexer::kDead && relaxed != state) {
-      std::shared_ptr<const MaskEntry> keep;
-      const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
-      *borrowed = true;
-      return keep ? keep : r->shared_from_this();
-    }
     shared->inner.assign(token_bits::words_for(vocab.vocab_size()), 0);
     inner_walk(lexer, vocab.trie(), 0, state, shared->inner, e->boundaries);
   }
   return finish(lexer, vocab, std::move(e), std::move(shared));
+}
+
+// Bounds no token reaches (a long maxLength, a count of 200 words) make every byte or word a new
+// state, which never loops back to itself: the state with them lifted behaves alike on every
+// token's bytes, so its entry (cached: the states of a long string share it) serves as it is,
+// boundaries and all. Asked before admits_plain, whose exploration of each new state (every
+// word of a count of 200 words) cost 0.3 ms to find what the lifted state's entry already says.
+// (Replaying each boundary's bytes from `state` instead built a counting state per trie node
+// above a boundary, and a second copy of the entry in the cache's bytes.)
+std::shared_ptr<const MaskEntry> MaskCache::relaxed_entry(const Lexer& lexer, const Vocabulary& vocab,
+                                                          uint32_t state) const {
+  if (!lexer.state(state).bounded) return nullptr;
+  const uint32_t relaxed = lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1);
+  if (relaxed == Lexer::kDead || relaxed == state) return nullptr;
+  std::shared_ptr<const MaskEntry> keep;
+  const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
+  return keep ? keep : r->shared_from_this();
 }
 
 // A string with k characters left: the plain tokens of at most k characters stay inside (longer
@@ -454,9 +461,27 @@ std::shared_ptr<const MaskEntry> MaskCache::sandwiched(const Lexer& lexer, const
     if (auto it = sandwich_memo_.find(key); it != sandwich_memo_.end()) known = true, ok = it->second;
   }
   if (!known) {
-    // (walks that count the nodes they find alive: an entry's own walk counts nothing, and may
-    // take a plain slice where the other end's walks the trie)
-    ok = alike(lexer, vocab, walked(lexer, vocab, lo), walked(lexer, vocab, hi));
+    // Every grammar of the vocabulary with these states shares the verdict (their signatures
+    // say how they walk), unless a key lexeme takes part: the walks compare key flags that
+    // signatures do not hold.
+    std::string shared_key;
+    if (shared_masks_ && !lexer.has_key(lo)) {
+      const uint32_t horizon = static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
+      const std::string a = lexer.signature(lo, horizon), b = lexer.signature(hi, horizon);
+      if (!a.empty() && !b.empty()) shared_key = std::to_string(a.size()) + ':' + a + b;
+    }
+    if (auto v = shared_key.empty() ? nullptr : vocab.shared().find_verdict(shared_key)) {
+      ok = v->yes;
+    } else {
+      // (walks that count the nodes they find alive: an entry's own walk counts nothing, and may
+      // take a plain slice where the other end's walks the trie)
+      ok = alike(lexer, vocab, walked(lexer, vocab, lo), walked(lexer, vocab, hi));
+      if (!shared_key.empty()) {
+        auto verdict = std::make_shared<SharedVerdict>();
+        verdict->yes = ok;
+        vocab.shared().insert_verdict(std::move(shared_key), std::move(verdict));
+      }
+    }
     std::lock_guard<std::mutex> lock(admit_mu_);
     sandwich_memo_.emplace(key, ok);
   }

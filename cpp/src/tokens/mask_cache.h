@@ -106,6 +106,8 @@ class MaskCache {
   uint64_t walk_from(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
                      std::vector<uint32_t>& inner, std::vector<Boundary>& boundaries, uint32_t min_depth) const;
   std::shared_ptr<const MaskEntry> partly_relaxed(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
+  // The entry of the state with the bounds no token reaches lifted (nullptr: none to lift).
+  std::shared_ptr<const MaskEntry> relaxed_entry(const Lexer& lexer, const Vocabulary& vocab, uint32_t state) const;
   // A counted string head for the masks (Lexer::slack_text_head): the plain tokens of at most
   // k - slack characters stay inside, and those of up to k may (an unanchored pattern beside a
   // length); of those, only the tokens without a byte of `filter` (a class beside the length),

@@ -133,12 +133,14 @@ size_t SharedCache::trim(size_t want) {
   masks_.stamps(stamps);
   paths_.stamps(stamps);
   classes_.stamps(stamps);
+  verdicts_.stamps(stamps);
   if (stamps.empty() || want == 0) return 0;
   std::sort(stamps.begin(), stamps.end());
   size_t sum = 0, i = 0;
   while (i + 1 < stamps.size() && sum + stamps[i].second < want) sum += stamps[i++].second;
   const uint64_t cutoff = stamps[i].first;
-  const size_t freed = masks_.drop_until(cutoff) + paths_.drop_until(cutoff) + classes_.drop_until(cutoff);
+  const size_t freed = masks_.drop_until(cutoff) + paths_.drop_until(cutoff) + classes_.drop_until(cutoff) +
+                       verdicts_.drop_until(cutoff);
   bytes_.fetch_sub(freed, std::memory_order_relaxed);
   MemoryLimit::get().charge(kSharedMaskMemory, -static_cast<int64_t>(freed));
   return freed;
@@ -150,5 +152,7 @@ template struct SharedCache::Table<MergedClass>;
 template void SharedCache::insert(Table<SharedMaskEntry>&, std::string, std::shared_ptr<const SharedMaskEntry>);
 template void SharedCache::insert(Table<SharedPathEntry>&, std::string, std::shared_ptr<const SharedPathEntry>);
 template void SharedCache::insert(Table<MergedClass>&, std::string, std::shared_ptr<const MergedClass>);
+template struct SharedCache::Table<SharedVerdict>;
+template void SharedCache::insert(Table<SharedVerdict>&, std::string, std::shared_ptr<const SharedVerdict>);
 
 }  // namespace stencil

@@ -43,6 +43,14 @@ struct SharedMaskEntry {
   mutable std::atomic<uint64_t> used{0};  // last found or stored, on the memory limit's clock
 };
 
+// Whether whole walks from two lexer states agree (MaskCache::sandwiched), keyed by both states'
+// signatures: a count of words in a string is as long in every grammar that has the pattern.
+struct SharedVerdict {
+  bool yes = false;
+  size_t bytes() const { return 48; }
+  mutable std::atomic<uint64_t> used{0};
+};
+
 struct MergedClass;  // tokens/merged_runs.h
 
 // The tokens of a path from a lexer state to its lexeme's end, in order (their count: the cost).
@@ -79,9 +87,17 @@ class SharedCache final : public EvictableCache {
   void insert_class(std::string key, std::shared_ptr<const MergedClass> entry) {
     insert(classes_, std::move(key), std::move(entry));
   }
+  std::shared_ptr<const SharedVerdict> find_verdict(const std::string& key) const {
+    return counted(verdicts_, key, verdict_hits_);
+  }
+  void insert_verdict(std::string key, std::shared_ptr<const SharedVerdict> v) {
+    insert(verdicts_, std::move(key), std::move(v));
+  }
   size_t mask_entries() const { return masks_.size(); }
   size_t path_entries() const { return paths_.size(); }
   size_t class_entries() const { return classes_.size(); }
+  size_t verdict_entries() const { return verdicts_.size(); }
+  uint64_t verdict_hits() const { return verdict_hits_.load(std::memory_order_relaxed); }
   uint64_t class_hits() const { return class_hits_.load(std::memory_order_relaxed); }  // tries found
   uint64_t path_hits() const { return path_hits_.load(std::memory_order_relaxed); }  // paths found
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -127,9 +143,11 @@ class SharedCache final : public EvictableCache {
   Table<SharedMaskEntry> masks_;
   Table<SharedPathEntry> paths_;
   Table<MergedClass> classes_;
+  Table<SharedVerdict> verdicts_;
   std::atomic<size_t> bytes_{0};
   mutable std::atomic<uint64_t> path_hits_{0};
   mutable std::atomic<uint64_t> class_hits_{0};
+  mutable std::atomic<uint64_t> verdict_hits_{0};
   size_t capacity_;
 };
 
