@@ -274,6 +274,7 @@ class ReachableCopy {
       lex_map_[lex] = static_cast<int64_t>(g_->lexemes.size());
       LexemeSpec spec = lexemes_[lex];
       spec.expr = copy_(spec.expr);
+      spec.nonempty = lex_ok_[lex] != 0;
       g_->lexemes.push_back(std::move(spec));
     }
     return static_cast<uint32_t>(lex_map_[lex]);

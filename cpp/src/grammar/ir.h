@@ -29,6 +29,10 @@ struct LexemeSpec {
   // The matcher then refuses a key prefix whose every completion repeats an earlier key.
   enum : uint8_t { kNoKey = 0, kKeyEnd = 1, kMemberEnd = 2 };
   uint8_t unique_key = kNoKey;
+  // Set by GrammarBuilder::build, not serialized: its language is known non-empty (the builder
+  // keeps no other), so a lexer state need not search it again (the key classes of unanchored
+  // patterns: a search each, at the first key of their object, cost milliseconds).
+  bool nonempty = false;
 };
 
 // Lexemes whose languages together hold every word of `expr`: the key classes of one object,

@@ -208,7 +208,7 @@ uint32_t Lexer::start_state(const std::vector<uint32_t>& allowed) const {
     Pairs pairs;
     for (uint32_t lex : lexemes) {
       const LexemeSpec& spec = lexemes_[lex];
-      if (spec.special || deriver_.is_empty(spec.expr)) continue;
+      if (spec.special || (!spec.nonempty && deriver_.is_empty(spec.expr))) continue;
       pairs.push_back(lex);
       pairs.push_back(spec.expr);
     }

@@ -144,15 +144,27 @@ bool Deriver::is_empty(ExprId e) {
     }
     if (witness_cache_.size() > (1u << 16)) witness_cache_.clear();  // a cache: bounded memory
     const std::vector<ExprId> kids(store_.args(n), store_.args(n) + std::min<uint32_t>(n.args_len, 8));
-    std::string w;
-    for (ExprId k : kids) {
-      if (!witness(k, w)) continue;
+    auto holds = [&](const std::string& w) {
       ExprId d = e;
       for (size_t i = 0; i < w.size() && d != ExprStore::kNothing; ++i) d = derive(d, static_cast<uint8_t>(w[i]));
-      if (d != ExprStore::kNothing && store_.nullable(d)) {
+      return d != ExprStore::kNothing && store_.nullable(d);
+    };
+    // Each operand's word, then all of them end to end, both ways: keys that match two unanchored
+    // patterns (`net_[a-z]+[0-9]+` and `(count|total)$`) hold "net_a0count", which no single
+    // operand's word is, where the search built the product of the patterns (a millisecond each).
+    std::string w, joined, reversed;
+    for (ExprId k : kids) {
+      if (!witness(k, w) || w.empty()) continue;
+      if (holds(w)) {
         empty_cache_.emplace(e, false);
         return false;
       }
+      joined += w;
+      reversed.insert(0, w);
+    }
+    if ((!joined.empty() && holds(joined)) || (reversed != joined && holds(reversed))) {
+      empty_cache_.emplace(e, false);
+      return false;
     }
     if (const int counted = counted_empty(e, true); counted >= 0) {
       empty_cache_.emplace(e, counted == 1);
