@@ -102,3 +102,35 @@ TEST_CASE(a_shrunk_state_proves_that_keys_beside_a_complement_take_any_plain_tex
     CHECK_EQ(all_stay, both);
   }
 }
+
+// A string whose pattern is an alternation with an unanchored word (`^draft|review|final$`:
+// starts with one, holds one, or ends with one) before the closing quote: no plain text kills it
+// (append "review" or "final"), and the parts `.*review.*"` and `.*final"` show it by looping,
+// where the whole state's exploration meets the product of the words' searches. With only
+// anchored words (`^draft$|^final$`), plain text kills it and no part loops.
+TEST_CASE(a_part_of_an_alternation_before_the_quote_loops_on_plain_text) {
+  for (const bool unanchored : {true, false}) {
+    GrammarBuilder b;
+    const ExprId any = b.re_repeat(b.re_byte_ranges({{' ', '!'}, {'#', '['}, {']', 0xFF}}), 0, -1);  // (any UTF-8)
+    std::vector<ExprId> alts{b.re_literal("draft"), b.re_literal("final")};
+    if (unanchored)
+      alts = {b.re_concat({b.re_literal("draft"), any}), b.re_concat({any, b.re_literal("review"), any}),
+              b.re_concat({any, b.re_literal("final")})};
+    const ExprId quote = b.re_literal("\"");
+    const stencil::Symbol x = b.lexeme(b.re_concat({quote, b.re_or(alts), quote}), "x", false);
+    const stencil::Symbol start = b.rule("start");
+    b.add_alternative(start, {x});
+    auto grammar = b.build(start);
+    Lexer lexer(grammar->exprs, grammar->lexemes, stencil::LexerLimits{});
+    const uint32_t s = lexer.next(lexer.start_state({0}), '"');
+    CHECK_EQ(lexer.loops_on_plain(s, 64), unanchored);
+    bool all_stay = true;
+    for (const std::string& text : stencil_test::strings_up_to(4, "rx ")) {
+      uint32_t t = s;
+      for (char c : text)
+        if (t != Lexer::kDead) t = lexer.next(t, static_cast<uint8_t>(c));
+      all_stay = all_stay && t != Lexer::kDead && !lexer.state(t).end_now;
+    }
+    CHECK_EQ(all_stay, unanchored);
+  }
+}

@@ -167,7 +167,9 @@ def test_bounded_strings_take_plain_tokens_by_character_count(deepseek, max_leng
     ({"type": "string", "maxLength": 30, "pattern": "^[a-zA-Z0-9_ -]+$"}, "internationalization_x " + "-" * 7),
     ({"type": "array", "items": {"type": "string", "pattern": "^[a-z]{0,24}$"}},
      ["abcdefghijklmnopqrstuvwx", "internationalization", ""]),
-    # loop-shaped parts: one alternative of a pattern, a free key beside named ones
+    # loop-shaped parts: one alternative of a pattern (before the closing quote too), a free
+    # key beside named ones
+    ({"type": "string", "pattern": "^draft|in review|published$"}, "not yet in review, x \u00e9"),
     ({"type": "string", "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"},
      "https://en.wikipedia.org/wiki/Height of x"),
     ({"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "string"},

@@ -367,11 +367,19 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
   for (size_t i = 0; i < p.size(); i += 2)
     if (lexemes_[p[i]].lazy) return out;  // a lazy lexeme ends the state as soon as it matches
   for (size_t i = 1; i < p.size() && out.size() < max_parts; i += 2) {
-    const ExprNode& n = store_.node(p[i]);
-    const ExprId* alts = n.kind == ExprKind::Or ? store_.args(n) : &p[i];
-    const size_t num_alts = n.kind == ExprKind::Or ? n.args_len : 1;
-    for (size_t j = 0; j < num_alts && out.size() < max_parts; ++j)
-      if (loop_shaped(store_, alts[j])) out.push_back(alts[j]);
+    const ExprNode n = store_.node(p[i]);
+    // An alternation before the rest (a string's unanchored pattern of alternatives, `(^a|b|c$)`
+    // then the closing quote) gives a part per alternative with the rest behind it.
+    const bool head_or = n.kind == ExprKind::Concat && store_.node(n.a).kind == ExprKind::Or;
+    const ExprNode& alt_node = head_or ? store_.node(n.a) : n;
+    const std::vector<ExprId> alts =
+        alt_node.kind == ExprKind::Or
+            ? std::vector<ExprId>(store_.args(alt_node), store_.args(alt_node) + alt_node.args_len)
+            : std::vector<ExprId>{p[i]};
+    for (size_t j = 0; j < alts.size() && out.size() < max_parts; ++j) {
+      const ExprId part = head_or ? store_.concat(alts[j], n.b) : alts[j];
+      if (loop_shaped(store_, part)) out.push_back(part);
+    }
   }
   return out;
 }
