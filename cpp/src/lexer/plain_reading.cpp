@@ -376,9 +376,16 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
         alt_node.kind == ExprKind::Or
             ? std::vector<ExprId>(store_.args(alt_node), store_.args(alt_node) + alt_node.args_len)
             : std::vector<ExprId>{p[i]};
+    // (a few: each part is explored at every state of the string, and a pattern of many
+    // alternatives, each a loop, explored them all at every byte)
+    constexpr size_t kMaxHeadParts = 4;
+    size_t looping = 0;
+    if (head_or)
+      for (ExprId a : alts) looping += loop_shaped(store_, a);
+    if (head_or && looping > kMaxHeadParts) continue;
     for (size_t j = 0; j < alts.size() && out.size() < max_parts; ++j) {
-      const ExprId part = head_or ? store_.concat(alts[j], n.b) : alts[j];
-      if (loop_shaped(store_, part)) out.push_back(part);
+      if (!loop_shaped(store_, alts[j])) continue;  // (a concatenation's head is its alternative's)
+      out.push_back(head_or ? store_.concat(alts[j], n.b) : alts[j]);
     }
   }
   return out;
