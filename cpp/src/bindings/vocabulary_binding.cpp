@@ -56,6 +56,7 @@ void bind_vocabulary(nb::module_& m) {
       .def_prop_ro("shared_class_hits", [](const Vocabulary& v) { return v.shared().class_hits(); })
       .def_prop_ro("shared_verdict_entries", [](const Vocabulary& v) { return v.shared().verdict_entries(); })
       .def_prop_ro("shared_verdict_hits", [](const Vocabulary& v) { return v.shared().verdict_hits(); })
-      // (the bytes of everything the vocabulary's grammars share: masks and token paths)
+      // (the bytes of everything the vocabulary's grammars share: masks, token paths, class tries and
+      // the count sandwiches' verdicts)
       .def_prop_ro("shared_mask_bytes", [](const Vocabulary& v) { return v.shared().bytes(); });
 }

@@ -372,21 +372,19 @@ std::vector<ExprId> Lexer::loop_parts(uint32_t s, size_t max_parts) const {
     // then the closing quote) gives a part per alternative with the rest behind it.
     const bool head_or = n.kind == ExprKind::Concat && store_.node(n.a).kind == ExprKind::Or;
     const ExprNode& alt_node = head_or ? store_.node(n.a) : n;
-    const std::vector<ExprId> alts =
-        alt_node.kind == ExprKind::Or
-            ? std::vector<ExprId>(store_.args(alt_node), store_.args(alt_node) + alt_node.args_len)
-            : std::vector<ExprId>{p[i]};
+    std::vector<ExprId> loops;  // (a concatenation's head is its alternative's)
+    if (alt_node.kind == ExprKind::Or) {
+      for (uint32_t j = 0; j < alt_node.args_len; ++j)
+        if (loop_shaped(store_, store_.args(alt_node)[j])) loops.push_back(store_.args(alt_node)[j]);
+    } else if (loop_shaped(store_, p[i])) {
+      loops.push_back(p[i]);
+    }
     // (a few: each part is explored at every state of the string, and a pattern of many
     // alternatives, each a loop, explored them all at every byte)
     constexpr size_t kMaxHeadParts = 4;
-    size_t looping = 0;
-    if (head_or)
-      for (ExprId a : alts) looping += loop_shaped(store_, a);
-    if (head_or && looping > kMaxHeadParts) continue;
-    for (size_t j = 0; j < alts.size() && out.size() < max_parts; ++j) {
-      if (!loop_shaped(store_, alts[j])) continue;  // (a concatenation's head is its alternative's)
-      out.push_back(head_or ? store_.concat(alts[j], n.b) : alts[j]);
-    }
+    if (head_or && loops.size() > kMaxHeadParts) continue;
+    for (size_t j = 0; j < loops.size() && out.size() < max_parts; ++j)
+      out.push_back(head_or ? store_.concat(loops[j], n.b) : loops[j]);
   }
   return out;
 }

@@ -14,6 +14,11 @@
 
 namespace stencil {
 
+// A bound of this many bytes or more never binds inside one token: bounds no token reaches.
+static uint32_t past_longest_token(const Vocabulary& vocab) {
+  return static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
+}
+
 // The inner walk: tokens that stay inside the current lexeme, and the nodes
 // where a lexeme ends (or must end) inside a token.
 void MaskCache::inner_walk(const Lexer& lexer, const TokenTrie& trie, uint32_t tag, uint32_t state,
@@ -204,6 +209,13 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // to 255 characters beside a free key explored 300 states, 10 ms, to say no).
   constexpr uint32_t kExploreStates = 48;
   const uint32_t max_states = lexer.num_states() + kExploreStates;
+  // Keys split into classes by unanchored patterns make a state of every class's derivative, a
+  // product no exploration exhausts; their cover (the string of any key: Lexer::cover_state)
+  // holds a subset of the state's words in a state or two.
+  if (probes) {
+    const uint32_t cover = lexer.cover_state(state);
+    if (cover != Lexer::kDead && cover != state && explore_plain(lexer, cover, 64, max_states)) return true;
+  }
   // A count under a complement (the keys that match no pattern property, beside those of a
   // pattern of 1 to 255 characters) is a new state at every byte, which no exploration exhausts,
   // nor lifts (lifting it shrinks the complement). A subset of the state's words without such
@@ -212,13 +224,6 @@ bool MaskCache::admits_plain(const Lexer& lexer, uint32_t state, uint32_t max_to
   // one for every count (a key's each byte asks again). Before the probes below, whose steps
   // from the state itself build a state per count and byte.
   constexpr uint32_t kShrinkFrom = 16;
-  // Keys split into classes by unanchored patterns make a state of every class's derivative, a
-  // product no exploration exhausts; their cover (the string of any key: Lexer::cover_state)
-  // holds a subset of the state's words in a state or two.
-  if (probes) {
-    const uint32_t cover = lexer.cover_state(state);
-    if (cover != Lexer::kDead && cover != state && explore_plain(lexer, cover, 64, max_states)) return true;
-  }
   if (probes && lexer.state(state).bounded) {
     const uint32_t shrunk = lexer.shrunk_state(state, kShrinkFrom);
     if (shrunk != Lexer::kDead && shrunk != state && explore_plain(lexer, shrunk, 64, max_states)) return true;
@@ -272,7 +277,7 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
   // serves every count between (first the bounds no token reaches lifted, as below).
   constexpr uint32_t kCountClamp = 8;
   if (loop_skip_ && lexer.state(state).bounded && !lexer.has_lazy(state) && lexer.counts_words(state, kCountClamp)) {
-    uint32_t base = lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1), lo, hi;
+    uint32_t base = lexer.relaxed_state(state, past_longest_token(vocab)), lo, hi;
     if (lexer.count_sandwich(base == Lexer::kDead ? state : base, kCountClamp, &lo, &hi))
       if (auto lo_entry = sandwiched(lexer, vocab, lo, hi)) {
         *borrowed = true;
@@ -311,7 +316,7 @@ std::shared_ptr<const MaskEntry> MaskCache::compute(const Lexer& lexer, const Vo
 std::shared_ptr<const MaskEntry> MaskCache::relaxed_entry(const Lexer& lexer, const Vocabulary& vocab,
                                                           uint32_t state) const {
   if (!lexer.state(state).bounded) return nullptr;
-  const uint32_t relaxed = lexer.relaxed_state(state, static_cast<uint32_t>(vocab.trie().max_depth()) + 1);
+  const uint32_t relaxed = lexer.relaxed_state(state, past_longest_token(vocab));
   if (relaxed == Lexer::kDead || relaxed == state) return nullptr;
   std::shared_ptr<const MaskEntry> keep;
   const MaskEntry* r = get(lexer, vocab, relaxed, &keep);
@@ -466,7 +471,7 @@ std::shared_ptr<const MaskEntry> MaskCache::sandwiched(const Lexer& lexer, const
     // signatures do not hold.
     std::string shared_key;
     if (shared_masks_ && !lexer.has_key(lo)) {
-      const uint32_t horizon = static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
+      const uint32_t horizon = past_longest_token(vocab);
       const std::string a = lexer.signature(lo, horizon), b = lexer.signature(hi, horizon);
       if (!a.empty() && !b.empty()) shared_key = std::to_string(a.size()) + ':' + a + b;
     }
@@ -557,7 +562,7 @@ const MaskEntry* MaskCache::get(const Lexer& lexer, const Vocabulary& vocab, uin
   // Bounded repetitions count down at every byte; clamping them at the longest
   // token lets a long string's states share one entry while they are far
   // from their bound.
-  const uint32_t horizon = static_cast<uint32_t>(vocab.trie().max_depth()) + 1;
+  const uint32_t horizon = past_longest_token(vocab);
   const std::string key = shared_masks_ ? lexer.signature(state, horizon) : std::string();
   auto shared = key.empty() ? nullptr : vocab.shared().find_mask(key);
   if (shared) {
